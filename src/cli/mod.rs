@@ -1,0 +1,92 @@
+//! The command line: one subcommand per file.
+
+mod logging;
+mod report;
+mod validate;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::{Parser, Subcommand};
+
+pub use report::ReportFormat;
+
+/// mcp-cosmos: run, record, replay and compare world-model-augmented MCP agents.
+#[derive(Debug, Parser)]
+#[command(name = "cosmos", version, about, long_about = None)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Check trajectory files; print each problem as FILE:LINE: reason.
+    ///
+    /// Exit code 1 when any file has an error (a corrupt line, a bad header, a newer
+    /// format); warnings (a torn last line, a run that never finished) do not fail.
+    Validate {
+        /// Files or folders (searched recursively for *.jsonl).
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        /// Print only errors, not warnings.
+        #[arg(short, long)]
+        quiet: bool,
+    },
+    /// Print the paper's tables for groups of runs: one row per configuration.
+    Report {
+        /// Files or folders (searched recursively for *.jsonl).
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        /// What one row stands for.
+        #[arg(long, value_enum, default_value_t)]
+        group_by: crate::metrics::group::GroupBy,
+        /// Output format; `json` is a stable shape for scripts (docs/report-format.md).
+        #[arg(long, value_enum, default_value_t)]
+        format: ReportFormat,
+    },
+}
+
+/// Runs a parsed command line.
+pub fn run(cli: Cli) -> Result<ExitCode> {
+    logging::init();
+    match cli.command {
+        Command::Validate { paths, quiet } => validate::run(&paths, quiet),
+        Command::Report {
+            paths,
+            group_by,
+            format,
+        } => report::run(&paths, group_by, format),
+    }
+}
+
+/// Makes untrusted text safe to print: control characters (ESC, BEL, CSI…) are shown
+/// escaped, never passed to the terminal. Newlines and tabs are kept.
+pub fn inert(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_control() && c != '\n' && c != '\t' {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::inert;
+
+    #[test]
+    fn control_characters_are_escaped() {
+        assert_eq!(
+            inert("a\u{1b}]52;c;aGk=\u{7}b\n"),
+            "a\\u{1b}]52;c;aGk=\\u{7}b\n"
+        );
+        assert_eq!(inert("\u{9b}2J"), "\\u{9b}2J");
+    }
+}

@@ -1,0 +1,72 @@
+//! `cosmos report`: the paper's tables for groups of runs, as text, markdown, CSV or JSON.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use serde::Serialize;
+
+use super::inert;
+use crate::metrics::group::{GroupBy, GroupRow, group};
+use crate::metrics::records::read_records;
+use crate::metrics::table;
+
+/// Output formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum ReportFormat {
+    /// Aligned text for the terminal.
+    #[default]
+    Table,
+    /// A GitHub-flavoured markdown table.
+    Markdown,
+    /// One row per group, `metric_mean,metric_n,metric_ci95` per metric.
+    Csv,
+    /// The stable JSON shape documented in docs/report-format.md.
+    Json,
+}
+
+/// The JSON document `--format json` prints.
+#[derive(Debug, Serialize)]
+pub struct ReportDoc {
+    /// Always `mcp-cosmos-report`.
+    pub format: &'static str,
+    /// Shape version.
+    pub version: u32,
+    /// What a row stands for.
+    pub group_by: GroupBy,
+    /// Runs read.
+    pub runs: usize,
+    /// Files that could not be read at all.
+    pub unreadable: Vec<String>,
+    /// The rows.
+    pub groups: Vec<GroupRow>,
+}
+
+/// Reads every run (streaming, one at a time) and prints the table.
+pub fn run(paths: &[PathBuf], by: GroupBy, format: ReportFormat) -> Result<ExitCode> {
+    let (records, unreadable) = read_records(paths)?;
+    let rows = group(&records, by);
+    let out = match format {
+        ReportFormat::Json => {
+            let doc = ReportDoc {
+                format: "mcp-cosmos-report",
+                version: 1,
+                group_by: by,
+                runs: records.len(),
+                unreadable,
+                groups: rows,
+            };
+            serde_json::to_string_pretty(&doc)? + "\n"
+        }
+        ReportFormat::Table => {
+            for u in &unreadable {
+                eprintln!("cosmos: skipped {}", inert(u));
+            }
+            table::render(&rows, by, false)
+        }
+        ReportFormat::Markdown => table::render(&rows, by, true),
+        ReportFormat::Csv => table::render_csv(&rows),
+    };
+    print!("{}", inert(&out));
+    Ok(ExitCode::SUCCESS)
+}

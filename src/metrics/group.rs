@@ -1,0 +1,428 @@
+//! Metrics over groups of runs: the paper's tables, with n and 95% intervals, and
+//! Execution Quality over a cohort of configurations that share a planner.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use super::run::RunMetrics;
+use super::stats::Estimate;
+use crate::trajectory::event::{Header, RunStatus};
+
+/// Execution Quality at or above this (out of 100) counts as high for the flag below.
+pub const HIGH_EXECUTION_QUALITY: f64 = 70.0;
+/// Task Completion (judge, 1–10) below this counts as low.
+pub const LOW_TASK_COMPLETION: f64 = 5.0;
+/// Without judge scores, a completion rate (answered and completed) below this counts as low.
+pub const LOW_COMPLETION_RATE: f64 = 0.5;
+/// The flag for a configuration that scores well on Execution Quality by doing little.
+pub const FLAG_DOES_LITTLE: &str = "does_little_errs_little";
+/// The flag for a group whose runs used different planners (no cohort, no Execution Quality).
+pub const FLAG_MIXED_PLANNERS: &str = "mixed_planners";
+
+/// What one row of a table stands for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum GroupBy {
+    /// Agent, world model and planner together: one configuration per row.
+    #[default]
+    Config,
+    /// The agent alone.
+    Agent,
+    /// The world model alone.
+    WorldModel,
+    /// The planner model alone.
+    Planner,
+    /// The task.
+    Task,
+}
+
+/// One run as the tables see it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunRecord {
+    /// Its file.
+    pub path: PathBuf,
+    /// Agent name.
+    pub agent: String,
+    /// World model name, or `none`.
+    pub world_model: String,
+    /// Planner model.
+    pub planner: String,
+    /// Task id.
+    pub task: String,
+    /// The task's reference call count, when known.
+    pub reference_calls: Option<u32>,
+    /// Its metrics.
+    pub metrics: RunMetrics,
+}
+
+impl RunRecord {
+    /// A record from a run's header and metrics.
+    pub fn new(path: PathBuf, header: &Header, metrics: RunMetrics) -> Self {
+        Self {
+            path,
+            agent: header.agent.kind.as_str().to_string(),
+            world_model: header.world_model_name().to_string(),
+            planner: header.planner.model.clone(),
+            task: header.task.id.clone(),
+            reference_calls: header.task.reference_call_count,
+            metrics,
+        }
+    }
+
+    fn key(&self, by: GroupBy) -> String {
+        match by {
+            GroupBy::Config => format!("{} / {} / {}", self.agent, self.world_model, self.planner),
+            GroupBy::Agent => self.agent.clone(),
+            GroupBy::WorldModel => self.world_model.clone(),
+            GroupBy::Planner => self.planner.clone(),
+            GroupBy::Task => self.task.clone(),
+        }
+    }
+
+    /// Successful calls / calls; `None` with no calls.
+    fn success_rate(&self) -> Option<f64> {
+        self.metrics.tool_call_success_rate
+    }
+
+    fn completed(&self) -> bool {
+        self.metrics.status == Some(RunStatus::Completed) && self.metrics.answered
+    }
+}
+
+/// One row of a table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GroupRow {
+    /// The group's label.
+    pub key: String,
+    /// The planner models among its runs.
+    pub planners: Vec<String>,
+    /// Runs in the group.
+    pub runs: usize,
+    /// Runs that completed with an answer.
+    pub completed: usize,
+    /// Real tool calls per run (per task).
+    pub tool_calls: Option<Estimate>,
+    /// Tool call success rate, over runs that made calls.
+    pub tool_call_success_rate: Option<Estimate>,
+    /// Valid tool name rate.
+    pub valid_tool_name_rate: Option<Estimate>,
+    /// Input schema compliance.
+    pub input_schema_compliance: Option<Estimate>,
+    /// Execution Quality (0–100) within the planner's cohort; `ci95` from per-run values.
+    pub execution_quality: Option<Estimate>,
+    /// Execution Quality anchored on each task's reference call count (comparable across experiments).
+    pub execution_quality_anchored: Option<Estimate>,
+    /// Tokens per run over all roles.
+    pub tokens: Option<Estimate>,
+    /// Wall time per run, seconds.
+    pub wall_time_s: Option<Estimate>,
+    /// Simulation fidelity per run (runs with simulated steps).
+    pub fidelity: Option<Estimate>,
+    /// Judge: Task Completion (1–10).
+    pub task_completion: Option<Estimate>,
+    /// Judge: Tool Selection.
+    pub tool_selection: Option<Estimate>,
+    /// Judge: Planning Effectiveness.
+    pub planning_effectiveness: Option<Estimate>,
+    /// Judge: Overall.
+    pub overall: Option<Estimate>,
+    /// Overall with Execution Quality (scaled to 1–10) as a fourth part.
+    pub new_overall: Option<Estimate>,
+    /// Warnings about the row, such as [`FLAG_DOES_LITTLE`].
+    pub flags: Vec<String>,
+}
+
+/// Efficiency term of Execution Quality: `1 − (calls − min)/(max − min)`, 1 when max = min.
+pub fn cohort_efficiency(calls: f64, min: f64, max: f64) -> f64 {
+    if max - min <= f64::EPSILON {
+        1.0
+    } else {
+        1.0 - (calls - min) / (max - min)
+    }
+}
+
+/// Anchored efficiency: `min(1, reference / calls)`; `None` with no calls or no reference.
+pub fn anchored_efficiency(calls: u64, reference: Option<u32>) -> Option<f64> {
+    let reference = f64::from(reference.filter(|r| *r > 0)?);
+    (calls > 0).then(|| (reference / calls as f64).min(1.0))
+}
+
+/// Execution Quality from a success rate and an efficiency term, × 100.
+pub fn eq_score(success_rate: f64, efficiency: f64) -> f64 {
+    100.0 * (success_rate + efficiency) / 2.0
+}
+
+/// Groups runs and computes every row.
+pub fn group(records: &[RunRecord], by: GroupBy) -> Vec<GroupRow> {
+    let mut groups: BTreeMap<String, Vec<&RunRecord>> = BTreeMap::new();
+    for r in records {
+        groups.entry(r.key(by)).or_default().push(r);
+    }
+
+    // Cohorts: the groups of one planner. Average calls per task of each group.
+    let avg_calls: BTreeMap<&str, f64> = groups
+        .iter()
+        .map(|(k, runs)| {
+            (
+                k.as_str(),
+                runs.iter()
+                    .map(|r| r.metrics.tool_calls as f64)
+                    .sum::<f64>()
+                    / runs.len() as f64,
+            )
+        })
+        .collect();
+    let sole_planner = |runs: &[&RunRecord]| -> Option<String> {
+        let first = &runs.first()?.planner;
+        runs.iter()
+            .all(|r| &r.planner == first)
+            .then(|| first.clone())
+    };
+    let mut cohort_range: BTreeMap<String, (f64, f64)> = BTreeMap::new();
+    for (k, runs) in &groups {
+        if let Some(p) = sole_planner(runs) {
+            let c = avg_calls[k.as_str()];
+            let e = cohort_range.entry(p).or_insert((c, c));
+            e.0 = e.0.min(c);
+            e.1 = e.1.max(c);
+        }
+    }
+
+    groups
+        .iter()
+        .map(|(key, runs)| {
+            let planner = sole_planner(runs);
+            let cohort = planner.as_ref().and_then(|p| cohort_range.get(p)).copied();
+            row(key, runs, cohort, avg_calls[key.as_str()])
+        })
+        .collect()
+}
+
+fn row(key: &str, runs: &[&RunRecord], cohort: Option<(f64, f64)>, avg_calls: f64) -> GroupRow {
+    let est = |f: &dyn Fn(&RunRecord) -> Option<f64>| {
+        Estimate::of(&runs.iter().filter_map(|r| f(r)).collect::<Vec<_>>())
+    };
+    let success = est(&|r| r.success_rate());
+
+    let execution_quality = cohort.and_then(|(min, max)| {
+        let point = eq_score(success?.mean, cohort_efficiency(avg_calls, min, max));
+        let per_run: Vec<f64> = runs
+            .iter()
+            .filter_map(|r| {
+                let sr = r.success_rate()?;
+                Some(eq_score(
+                    sr,
+                    cohort_efficiency(r.metrics.tool_calls as f64, min, max),
+                ))
+            })
+            .collect();
+        let spread = Estimate::of(&per_run)?;
+        Some(Estimate {
+            mean: point,
+            ..spread
+        })
+    });
+    let execution_quality_anchored = est(&|r| {
+        let eff = anchored_efficiency(r.metrics.tool_calls, r.reference_calls)?;
+        Some(eq_score(r.success_rate()?, eff))
+    });
+
+    let judge = |f: fn(&super::run::JudgeSummary) -> f64| est(&|r| r.metrics.judge.as_ref().map(f));
+    let task_completion = judge(|j| j.task_completion);
+    let new_overall = execution_quality.and_then(|eq| {
+        est(&|r| {
+            let j = r.metrics.judge.as_ref()?;
+            Some(
+                (j.task_completion + j.tool_selection + j.planning_effectiveness + eq.mean / 10.0)
+                    / 4.0,
+            )
+        })
+    });
+
+    let completed = runs.iter().filter(|r| r.completed()).count();
+    let mut planners: Vec<String> = runs.iter().map(|r| r.planner.clone()).collect();
+    planners.sort();
+    planners.dedup();
+
+    let mut flags = Vec::new();
+    if planners.len() > 1 {
+        flags.push(FLAG_MIXED_PLANNERS.to_string());
+    }
+    if let Some(eq) = execution_quality {
+        let completion_low = match task_completion {
+            Some(tc) => tc.mean < LOW_TASK_COMPLETION,
+            None => (completed as f64 / runs.len() as f64) < LOW_COMPLETION_RATE,
+        };
+        if eq.mean >= HIGH_EXECUTION_QUALITY && completion_low {
+            flags.push(FLAG_DOES_LITTLE.to_string());
+        }
+    }
+
+    GroupRow {
+        key: key.to_string(),
+        planners,
+        runs: runs.len(),
+        completed,
+        tool_calls: est(&|r| Some(r.metrics.tool_calls as f64)),
+        tool_call_success_rate: success,
+        valid_tool_name_rate: est(&|r| r.metrics.valid_tool_name_rate),
+        input_schema_compliance: est(&|r| r.metrics.input_schema_compliance),
+        execution_quality,
+        execution_quality_anchored,
+        tokens: est(&|r| Some(r.metrics.tokens() as f64)),
+        wall_time_s: est(&|r| Some(r.metrics.wall_ms as f64 / 1000.0)),
+        fidelity: est(&|r| r.metrics.fidelity.map(|f| f.score)),
+        task_completion,
+        tool_selection: judge(|j| j.tool_selection),
+        planning_effectiveness: judge(|j| j.planning_effectiveness),
+        overall: judge(|j| j.overall),
+        new_overall,
+        flags,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::run::JudgeSummary;
+
+    fn rec(
+        agent: &str,
+        planner: &str,
+        calls: u64,
+        success: Option<f64>,
+        reference: Option<u32>,
+    ) -> RunRecord {
+        RunRecord {
+            path: PathBuf::new(),
+            agent: agent.into(),
+            world_model: "none".into(),
+            planner: planner.into(),
+            task: "t".into(),
+            reference_calls: reference,
+            metrics: RunMetrics {
+                tool_calls: calls,
+                tool_call_success_rate: success,
+                status: Some(RunStatus::Completed),
+                answered: true,
+                ..Default::default()
+            },
+        }
+    }
+
+    #[test]
+    fn execution_quality_over_a_cohort_hand_worked() {
+        // Cohort of planner p: A averages 2 calls (SR 1.0), B averages 6 calls (SR 0.5).
+        // min 2, max 6. EQ(A) = 100·(1.0 + 1)/2 = 100. EQ(B) = 100·(0.5 + 0)/2 = 25.
+        let runs = vec![
+            rec("a", "p", 2, Some(1.0), None),
+            rec("a", "p", 2, Some(1.0), None),
+            rec("b", "p", 4, Some(0.5), None),
+            rec("b", "p", 8, Some(0.5), None),
+        ];
+        let rows = group(&runs, GroupBy::Agent);
+        assert_eq!(rows[0].execution_quality.unwrap().mean, 100.0);
+        assert_eq!(rows[1].execution_quality.unwrap().mean, 25.0);
+        // Per-run spread of B: calls 4 → eff 0.5 → 50; calls 8 → eff −0.5 → 0. Mean 25.
+        assert_eq!(rows[1].execution_quality.unwrap().n, 2);
+        assert!((rows[1].execution_quality.unwrap().ci95.unwrap() - 12.706 * 25.0).abs() < 1e-9);
+        assert_eq!(rows[1].tool_calls.unwrap().mean, 6.0);
+    }
+
+    #[test]
+    fn cohort_of_one_and_max_equals_min() {
+        let rows = group(&[rec("a", "p", 3, Some(0.5), None)], GroupBy::Agent);
+        assert_eq!(rows[0].execution_quality.unwrap().mean, 75.0);
+        assert_eq!(cohort_efficiency(3.0, 3.0, 3.0), 1.0);
+    }
+
+    #[test]
+    fn separate_planners_are_separate_cohorts() {
+        let runs = vec![
+            rec("a", "p", 2, Some(1.0), None),
+            rec("b", "q", 9, Some(1.0), None),
+        ];
+        let rows = group(&runs, GroupBy::Agent);
+        // Each alone in its cohort: efficiency 1.
+        assert_eq!(rows[0].execution_quality.unwrap().mean, 100.0);
+        assert_eq!(rows[1].execution_quality.unwrap().mean, 100.0);
+    }
+
+    #[test]
+    fn zero_calls_give_no_execution_quality() {
+        let rows = group(&[rec("a", "p", 0, None, Some(2))], GroupBy::Agent);
+        assert_eq!(rows[0].tool_call_success_rate, None);
+        assert_eq!(rows[0].execution_quality, None);
+        assert_eq!(rows[0].execution_quality_anchored, None);
+        assert_eq!(rows[0].tool_calls.unwrap().mean, 0.0);
+    }
+
+    #[test]
+    fn anchored_hand_worked() {
+        // reference 2: 4 calls → eff 0.5; SR 1 → 75. 1 call → eff 1; SR 0 → 50.
+        assert_eq!(anchored_efficiency(4, Some(2)), Some(0.5));
+        assert_eq!(anchored_efficiency(1, Some(2)), Some(1.0));
+        assert_eq!(anchored_efficiency(0, Some(2)), None);
+        assert_eq!(anchored_efficiency(3, None), None);
+        let rows = group(
+            &[
+                rec("a", "p", 4, Some(1.0), Some(2)),
+                rec("a", "p", 1, Some(0.0), Some(2)),
+            ],
+            GroupBy::Agent,
+        );
+        assert_eq!(rows[0].execution_quality_anchored.unwrap().mean, 62.5);
+    }
+
+    #[test]
+    fn mixed_planners_are_flagged_and_get_no_cohort() {
+        let rows = group(
+            &[
+                rec("a", "p", 1, Some(1.0), None),
+                rec("a", "q", 1, Some(1.0), None),
+            ],
+            GroupBy::Agent,
+        );
+        assert_eq!(rows[0].execution_quality, None);
+        assert!(rows[0].flags.contains(&FLAG_MIXED_PLANNERS.to_string()));
+    }
+
+    #[test]
+    fn does_little_errs_little_is_flagged() {
+        let mut lazy = rec("lazy", "p", 1, Some(1.0), None);
+        lazy.metrics.judge = Some(JudgeSummary {
+            task_completion: 2.0,
+            tool_selection: 5.0,
+            planning_effectiveness: 5.0,
+            overall: 4.0,
+        });
+        let mut busy = rec("busy", "p", 5, Some(0.8), None);
+        busy.metrics.judge = Some(JudgeSummary {
+            task_completion: 8.0,
+            tool_selection: 8.0,
+            planning_effectiveness: 8.0,
+            overall: 8.0,
+        });
+        let rows = group(&[lazy, busy], GroupBy::Agent);
+        let busy_row = &rows[0];
+        let lazy_row = &rows[1];
+        assert_eq!(lazy_row.key, "lazy");
+        assert_eq!(lazy_row.execution_quality.unwrap().mean, 100.0);
+        assert!(lazy_row.flags.contains(&FLAG_DOES_LITTLE.to_string()));
+        assert!(busy_row.flags.is_empty());
+        // New Overall of lazy: (2 + 5 + 5 + 100/10) / 4 = 5.5.
+        assert_eq!(lazy_row.new_overall.unwrap().mean, 5.5);
+        // busy: EQ = 100·(0.8 + 0)/2 = 40; New Overall = (8+8+8+4)/4 = 7.
+        assert_eq!(busy_row.new_overall.unwrap().mean, 7.0);
+    }
+
+    #[test]
+    fn without_judge_low_completion_uses_answers() {
+        let mut r = rec("a", "p", 1, Some(1.0), None);
+        r.metrics.answered = false;
+        let rows = group(&[r], GroupBy::Agent);
+        assert!(rows[0].flags.contains(&FLAG_DOES_LITTLE.to_string()));
+    }
+}

@@ -1,0 +1,8 @@
+//! Metrics per run and per group of runs (DESIGN.md, "Metrics").
+
+pub mod fidelity;
+pub mod group;
+pub mod records;
+pub mod run;
+pub mod stats;
+pub mod table;

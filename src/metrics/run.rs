@@ -1,0 +1,560 @@
+//! Per-run metrics, computed from small per-step and per-call facts so that the same
+//! formulas serve a streaming pass (`report`), a loaded run at any cursor (the explorer)
+//! and the recorder's totals.
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::fidelity::{self, Fidelity};
+use crate::trajectory::catalog::ToolCatalog;
+use crate::trajectory::event::{
+    Event, EventBody, Header, JudgeScores, NodeId, Observation, Phase, Role, RunStatus, Totals,
+};
+
+/// What a real tool call contributes to the metrics.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StepFacts {
+    /// The call failed (`isError` or a transport error).
+    pub is_error: bool,
+    /// The tool name was in the catalogue.
+    pub valid_name: bool,
+    /// The arguments validated against the tool's schema.
+    pub schema_ok: bool,
+    /// Simulated vs real, when the step executes a node the world model simulated.
+    pub fidelity: Option<Fidelity>,
+}
+
+impl StepFacts {
+    /// Facts of one `tool_called` event; `simulated` is its plan node's prediction.
+    pub fn new(
+        catalog: &ToolCatalog,
+        tool: &str,
+        arguments: &serde_json::Value,
+        result: &Observation,
+        error: Option<&str>,
+        simulated: Option<&Observation>,
+    ) -> Self {
+        let check = catalog.check(tool, arguments);
+        let is_error = result.is_error || error.is_some();
+        let real = if error.is_some() && !result.is_error {
+            // A transport failure is an error result as far as agreement goes.
+            Observation {
+                is_error: true,
+                ..result.clone()
+            }
+        } else {
+            result.clone()
+        };
+        Self {
+            is_error,
+            valid_name: check.valid_name,
+            schema_ok: check.schema_ok,
+            fidelity: simulated.map(|sim| fidelity::compare(sim, &real)),
+        }
+    }
+}
+
+/// What one LLM call contributes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LlmFacts {
+    /// The role.
+    pub role: Role,
+    /// Prompt tokens.
+    pub prompt_tokens: u64,
+    /// Completion tokens.
+    pub completion_tokens: u64,
+    /// Counts were estimated.
+    pub estimated: bool,
+    /// The call failed.
+    pub failed: bool,
+}
+
+/// LLM usage of one role.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct RoleUsage {
+    /// Calls.
+    pub calls: u64,
+    /// Prompt tokens.
+    pub prompt_tokens: u64,
+    /// Completion tokens.
+    pub completion_tokens: u64,
+    /// Calls whose counts were estimated.
+    pub estimated_calls: u64,
+    /// Calls that failed.
+    pub failed_calls: u64,
+}
+
+/// Mean fidelity over a run's executed steps that had a simulation.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct FidelitySummary {
+    /// Steps compared.
+    pub steps: u64,
+    /// Mean overall score.
+    pub score: f64,
+    /// Mean error agreement.
+    pub error_agreement: f64,
+    /// Mean structural agreement over the steps where both were JSON.
+    pub structure: Option<f64>,
+    /// Mean value agreement over the steps where both were JSON.
+    pub values: Option<f64>,
+    /// Mean token F1.
+    pub token_f1: f64,
+}
+
+/// The judge's rubric folded into MCP-Bench's three headline scores.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct JudgeSummary {
+    /// mean(task fulfillment, grounding).
+    pub task_completion: f64,
+    /// mean(tool appropriateness, parameter accuracy).
+    pub tool_selection: f64,
+    /// mean(dependency awareness, parallelism and efficiency).
+    pub planning_effectiveness: f64,
+    /// Mean of the three above.
+    pub overall: f64,
+}
+
+impl JudgeSummary {
+    /// Folds the six dimensions.
+    pub fn from_scores(s: &JudgeScores) -> Self {
+        let task_completion = (s.task_fulfillment.score + s.grounding.score) / 2.0;
+        let tool_selection = (s.tool_appropriateness.score + s.parameter_accuracy.score) / 2.0;
+        let planning_effectiveness =
+            (s.dependency_awareness.score + s.parallelism_efficiency.score) / 2.0;
+        Self {
+            task_completion,
+            tool_selection,
+            planning_effectiveness,
+            overall: (task_completion + tool_selection + planning_effectiveness) / 3.0,
+        }
+    }
+}
+
+/// Everything measured about one run (up to a cursor, or whole).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct RunMetrics {
+    /// Real tool calls.
+    pub tool_calls: u64,
+    /// Calls without error / calls; `None` with no calls.
+    pub tool_call_success_rate: Option<f64>,
+    /// Calls to tools in the catalogue / calls; `None` with no calls.
+    pub valid_tool_name_rate: Option<f64>,
+    /// Calls whose arguments validate / calls with a valid name (as MCP-Bench); `None` without such calls.
+    pub input_schema_compliance: Option<f64>,
+    /// Wall time per phase, milliseconds, in [`Phase::ALL`] order.
+    pub phase_ms: [u64; 4],
+    /// Wall time from start to the last event.
+    pub wall_ms: u64,
+    /// LLM usage per role, in [`Role::ALL`] order.
+    pub llm: [RoleUsage; 5],
+    /// Search-tree nodes added.
+    pub nodes: u64,
+    /// Fidelity over executed steps with a simulation.
+    pub fidelity: Option<FidelitySummary>,
+    /// Judge scores, when the run was judged.
+    pub judge: Option<JudgeSummary>,
+    /// How the run ended; `None` while running or after a crash.
+    pub status: Option<RunStatus>,
+    /// The run produced an answer.
+    pub answered: bool,
+}
+
+impl RunMetrics {
+    /// Total tokens over all roles.
+    pub fn tokens(&self) -> u64 {
+        self.llm
+            .iter()
+            .map(|r| r.prompt_tokens + r.completion_tokens)
+            .sum()
+    }
+
+    /// Total LLM calls.
+    pub fn llm_calls(&self) -> u64 {
+        self.llm.iter().map(|r| r.calls).sum()
+    }
+
+    /// True when some token counts were estimated.
+    pub fn tokens_estimated(&self) -> bool {
+        self.llm.iter().any(|r| r.estimated_calls > 0)
+    }
+
+    /// Real calls that failed.
+    pub fn tool_errors(&self) -> u64 {
+        self.tool_calls
+            - self
+                .tool_call_success_rate
+                .map_or(0, |r| (r * self.tool_calls as f64).round() as u64)
+    }
+
+    /// The totals line for `run_finished`.
+    pub fn totals(&self, events: u64) -> Totals {
+        Totals {
+            events,
+            tool_calls: self.tool_calls,
+            tool_errors: self.tool_errors(),
+            nodes: self.nodes,
+            llm_calls: self.llm_calls(),
+            tokens: self.tokens(),
+            wall_ms: self.wall_ms,
+            fidelity: self.fidelity.map(|f| f.score),
+        }
+    }
+}
+
+/// The ingredients of [`RunMetrics`], as prefixes of a run.
+pub struct MetricsInput<'a> {
+    /// Real calls so far.
+    pub steps: &'a [StepFacts],
+    /// LLM calls so far.
+    pub llm: &'a [LlmFacts],
+    /// Phase changes so far with their times.
+    pub phases: &'a [(Phase, u64)],
+    /// Time of the last event so far.
+    pub end_ms: u64,
+    /// Nodes added so far.
+    pub nodes: u64,
+    /// The latest judge scores so far.
+    pub judge: Option<&'a JudgeScores>,
+    /// The status so far.
+    pub status: Option<RunStatus>,
+    /// An answer was given so far.
+    pub answered: bool,
+}
+
+/// Computes the metrics of a run prefix.
+pub fn compute(input: &MetricsInput<'_>) -> RunMetrics {
+    let steps = input.steps;
+    let calls = steps.len() as u64;
+    let rate = |num: usize, den: usize| (den > 0).then(|| num as f64 / den as f64);
+    let ok = steps.iter().filter(|s| !s.is_error).count();
+    let valid = steps.iter().filter(|s| s.valid_name).count();
+    let compliant = steps.iter().filter(|s| s.valid_name && s.schema_ok).count();
+
+    let mut phase_ms = [0u64; 4];
+    for (i, (phase, start)) in input.phases.iter().enumerate() {
+        let end = input.phases.get(i + 1).map_or(input.end_ms, |(_, t)| *t);
+        phase_ms[*phase as usize] += end.saturating_sub(*start);
+    }
+
+    let mut llm = [RoleUsage::default(); 5];
+    for call in input.llm {
+        let u = &mut llm[call.role.index()];
+        u.calls += 1;
+        u.prompt_tokens += call.prompt_tokens;
+        u.completion_tokens += call.completion_tokens;
+        u.estimated_calls += u64::from(call.estimated);
+        u.failed_calls += u64::from(call.failed);
+    }
+
+    RunMetrics {
+        tool_calls: calls,
+        tool_call_success_rate: rate(ok, steps.len()),
+        valid_tool_name_rate: rate(valid, steps.len()),
+        input_schema_compliance: rate(compliant, valid),
+        phase_ms,
+        wall_ms: input.end_ms,
+        llm,
+        nodes: input.nodes,
+        fidelity: summarize_fidelity(steps.iter().filter_map(|s| s.fidelity.as_ref())),
+        judge: input.judge.map(JudgeSummary::from_scores),
+        status: input.status,
+        answered: input.answered,
+    }
+}
+
+fn summarize_fidelity<'a>(items: impl Iterator<Item = &'a Fidelity>) -> Option<FidelitySummary> {
+    let items: Vec<&Fidelity> = items.collect();
+    if items.is_empty() {
+        return None;
+    }
+    let n = items.len() as f64;
+    let mean_opt = |get: fn(&Fidelity) -> Option<f64>| {
+        let vals: Vec<f64> = items.iter().filter_map(|f| get(f)).collect();
+        (!vals.is_empty()).then(|| vals.iter().sum::<f64>() / vals.len() as f64)
+    };
+    Some(FidelitySummary {
+        steps: items.len() as u64,
+        score: items.iter().map(|f| f.score).sum::<f64>() / n,
+        error_agreement: items.iter().map(|f| f.error_agreement).sum::<f64>() / n,
+        structure: mean_opt(|f| f.structure),
+        values: mean_opt(|f| f.values),
+        token_f1: items.iter().map(|f| f.token_f1).sum::<f64>() / n,
+    })
+}
+
+/// Computes a run's metrics from a stream of events without keeping them. Holds the
+/// simulated observation of every node (needed to pair with real calls) and one small
+/// fact per call.
+pub struct RunAccumulator {
+    catalog: ToolCatalog,
+    simulated: HashMap<NodeId, Observation>,
+    steps: Vec<StepFacts>,
+    llm: Vec<LlmFacts>,
+    phases: Vec<(Phase, u64)>,
+    end_ms: u64,
+    nodes: u64,
+    events: u64,
+    judge: Option<JudgeScores>,
+    status: Option<RunStatus>,
+    answered: bool,
+}
+
+impl RunAccumulator {
+    /// An accumulator for a run with this header.
+    pub fn new(header: &Header) -> Self {
+        Self {
+            catalog: ToolCatalog::new(&header.tools),
+            simulated: HashMap::new(),
+            steps: Vec::new(),
+            llm: Vec::new(),
+            phases: Vec::new(),
+            end_ms: 0,
+            nodes: 0,
+            events: 0,
+            judge: None,
+            status: None,
+            answered: false,
+        }
+    }
+
+    /// Takes one event into account.
+    pub fn push(&mut self, event: &Event) {
+        self.events += 1;
+        self.end_ms = self.end_ms.max(event.t_ms);
+        match &event.body {
+            EventBody::Phase { phase } => self.phases.push((*phase, event.t_ms)),
+            EventBody::LlmCall {
+                role,
+                prompt_tokens,
+                completion_tokens,
+                tokens_estimated,
+                error,
+                ..
+            } => self.llm.push(LlmFacts {
+                role: *role,
+                prompt_tokens: *prompt_tokens,
+                completion_tokens: *completion_tokens,
+                estimated: *tokens_estimated,
+                failed: error.is_some(),
+            }),
+            EventBody::NodeAdded { .. } => self.nodes += 1,
+            EventBody::NodeSimulated {
+                node, observation, ..
+            } => {
+                self.simulated.insert(*node, observation.clone());
+            }
+            EventBody::ToolCalled {
+                tool,
+                arguments,
+                result,
+                node,
+                error,
+                ..
+            } => {
+                let sim = node.and_then(|n| self.simulated.get(&n));
+                self.steps.push(StepFacts::new(
+                    &self.catalog,
+                    tool,
+                    arguments,
+                    result,
+                    error.as_deref(),
+                    sim,
+                ));
+            }
+            EventBody::Answer { .. } => self.answered = true,
+            EventBody::JudgeScored { scores, .. } => self.judge = Some(scores.clone()),
+            EventBody::RunFinished { status, .. } => self.status = Some(*status),
+            _ => {}
+        }
+    }
+
+    /// Events seen.
+    pub fn events(&self) -> u64 {
+        self.events
+    }
+
+    /// The metrics so far.
+    pub fn metrics(&self) -> RunMetrics {
+        compute(&MetricsInput {
+            steps: &self.steps,
+            llm: &self.llm,
+            phases: &self.phases,
+            end_ms: self.end_ms,
+            nodes: self.nodes,
+            judge: self.judge.as_ref(),
+            status: self.status,
+            answered: self.answered,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trajectory::event::DimensionScore;
+
+    fn step(is_error: bool, valid_name: bool, schema_ok: bool) -> StepFacts {
+        StepFacts {
+            is_error,
+            valid_name,
+            schema_ok,
+            fidelity: None,
+        }
+    }
+
+    fn input<'a>(
+        steps: &'a [StepFacts],
+        llm: &'a [LlmFacts],
+        phases: &'a [(Phase, u64)],
+    ) -> MetricsInput<'a> {
+        MetricsInput {
+            steps,
+            llm,
+            phases,
+            end_ms: 1000,
+            nodes: 0,
+            judge: None,
+            status: None,
+            answered: false,
+        }
+    }
+
+    #[test]
+    fn rates_hand_worked() {
+        // 4 calls: 1 error; 3 valid names; of those 2 schema-valid.
+        let steps = [
+            step(false, true, true),
+            step(true, true, false),
+            step(false, true, true),
+            step(false, false, false),
+        ];
+        let m = compute(&input(&steps, &[], &[]));
+        assert_eq!(m.tool_calls, 4);
+        assert_eq!(m.tool_call_success_rate, Some(0.75));
+        assert_eq!(m.valid_tool_name_rate, Some(0.75));
+        assert_eq!(m.input_schema_compliance, Some(2.0 / 3.0));
+        assert_eq!(m.tool_errors(), 1);
+    }
+
+    #[test]
+    fn zero_calls_have_no_rates() {
+        let m = compute(&input(&[], &[], &[]));
+        assert_eq!(m.tool_calls, 0);
+        assert_eq!(m.tool_call_success_rate, None);
+        assert_eq!(m.valid_tool_name_rate, None);
+        assert_eq!(m.input_schema_compliance, None);
+        assert_eq!(m.fidelity, None);
+    }
+
+    #[test]
+    fn phases_run_until_the_next_phase_or_the_end() {
+        let phases = [
+            (Phase::Plan, 0),
+            (Phase::Execute, 600),
+            (Phase::Answer, 900),
+        ];
+        let m = compute(&input(&[], &[], &phases));
+        assert_eq!(m.phase_ms, [600, 300, 100, 0]);
+    }
+
+    #[test]
+    fn tokens_per_role_and_missing_usage() {
+        let llm = [
+            LlmFacts {
+                role: Role::Planner,
+                prompt_tokens: 100,
+                completion_tokens: 10,
+                estimated: false,
+                failed: false,
+            },
+            LlmFacts {
+                role: Role::Planner,
+                prompt_tokens: 50,
+                completion_tokens: 5,
+                estimated: true,
+                failed: false,
+            },
+            LlmFacts {
+                role: Role::Critic,
+                prompt_tokens: 0,
+                completion_tokens: 0,
+                estimated: false,
+                failed: true,
+            },
+        ];
+        let m = compute(&input(&[], &llm, &[]));
+        assert_eq!(m.llm[Role::Planner.index()].calls, 2);
+        assert_eq!(m.llm[Role::Planner.index()].prompt_tokens, 150);
+        assert_eq!(m.tokens(), 165);
+        assert_eq!(m.llm_calls(), 3);
+        assert!(m.tokens_estimated());
+        assert_eq!(m.llm[Role::Critic.index()].failed_calls, 1);
+    }
+
+    #[test]
+    fn judge_summary_hand_worked() {
+        let d = |score| DimensionScore {
+            score,
+            reason: String::new(),
+        };
+        let s = JudgeScores {
+            task_fulfillment: d(8.0),
+            grounding: d(6.0),
+            tool_appropriateness: d(9.0),
+            parameter_accuracy: d(7.0),
+            dependency_awareness: d(4.0),
+            parallelism_efficiency: d(2.0),
+        };
+        let j = JudgeSummary::from_scores(&s);
+        assert_eq!(
+            (
+                j.task_completion,
+                j.tool_selection,
+                j.planning_effectiveness,
+                j.overall
+            ),
+            (7.0, 8.0, 3.0, 6.0)
+        );
+    }
+
+    #[test]
+    fn fidelity_means_only_over_simulated_steps() {
+        let sim = Observation {
+            text: "a b".into(),
+            ..Default::default()
+        };
+        let real = Observation {
+            text: "a c".into(),
+            ..Default::default()
+        };
+        let cat = ToolCatalog::new(&[]);
+        let with = StepFacts::new(&cat, "x:y", &serde_json::json!({}), &real, None, Some(&sim));
+        let without = StepFacts::new(&cat, "x:y", &serde_json::json!({}), &real, None, None);
+        let m = compute(&input(&[with, without], &[], &[]));
+        let f = m.fidelity.unwrap();
+        assert_eq!(f.steps, 1);
+        assert_eq!(f.score, 0.75);
+        assert_eq!(f.token_f1, 0.5);
+    }
+
+    #[test]
+    fn transport_error_counts_as_error_for_agreement() {
+        let sim = Observation {
+            text: "timeout".into(),
+            is_error: true,
+            ..Default::default()
+        };
+        let cat = ToolCatalog::new(&[]);
+        let s = StepFacts::new(
+            &cat,
+            "x:y",
+            &serde_json::json!({}),
+            &Observation::default(),
+            Some("timed out"),
+            Some(&sim),
+        );
+        assert!(s.is_error);
+        assert_eq!(s.fidelity.unwrap().error_agreement, 1.0);
+    }
+}

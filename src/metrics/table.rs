@@ -1,0 +1,176 @@
+//! The group table as text: aligned for the terminal, markdown, or CSV.
+
+use std::fmt::Write as _;
+
+use super::group::{GroupBy, GroupRow};
+use super::stats::Estimate;
+
+/// A metric column: header and how to read it from a row.
+struct Column {
+    title: &'static str,
+    get: fn(&GroupRow) -> Option<Estimate>,
+    /// Multiply for display (rates as percentages).
+    scale: f64,
+    decimals: usize,
+}
+
+fn columns(judged: bool) -> Vec<Column> {
+    let c = |title, get, scale, decimals| Column {
+        title,
+        get,
+        scale,
+        decimals,
+    };
+    let mut cols = vec![
+        c(
+            "calls/task",
+            (|r: &GroupRow| r.tool_calls) as fn(&GroupRow) -> Option<Estimate>,
+            1.0,
+            2,
+        ),
+        c("success %", |r| r.tool_call_success_rate, 100.0, 1),
+        c("valid name %", |r| r.valid_tool_name_rate, 100.0, 1),
+        c("schema %", |r| r.input_schema_compliance, 100.0, 1),
+        c("EQ", |r| r.execution_quality, 1.0, 1),
+        c("EQ anchored", |r| r.execution_quality_anchored, 1.0, 1),
+        c("tokens", |r| r.tokens, 1.0, 0),
+        c("time s", |r| r.wall_time_s, 1.0, 1),
+        c("fidelity", |r| r.fidelity, 1.0, 3),
+    ];
+    if judged {
+        cols.extend([
+            c("task compl.", |r| r.task_completion, 1.0, 2),
+            c("tool sel.", |r| r.tool_selection, 1.0, 2),
+            c("planning", |r| r.planning_effectiveness, 1.0, 2),
+            c("overall", |r| r.overall, 1.0, 2),
+            c("new overall", |r| r.new_overall, 1.0, 2),
+        ]);
+    }
+    cols
+}
+
+/// `mean ±ci` and `(n=…)` when n differs from the row's runs; `—` when undefined.
+fn cell(e: Option<Estimate>, col: &Column, runs: usize) -> String {
+    let Some(e) = e else { return "—".to_string() };
+    let d = col.decimals;
+    let mut s = format!("{:.d$}", e.mean * col.scale);
+    if let Some(ci) = e.ci95 {
+        let _ = write!(s, " ±{:.d$}", ci * col.scale);
+    }
+    if e.n != runs {
+        let _ = write!(s, " (n={})", e.n);
+    }
+    s
+}
+
+/// The table as aligned text, or markdown.
+pub fn render(rows: &[GroupRow], by: GroupBy, markdown: bool) -> String {
+    let judged = rows.iter().any(|r| r.task_completion.is_some());
+    let cols = columns(judged);
+    let by_name = format!("{by:?}").to_lowercase();
+    let mut header: Vec<String> = vec![by_name, "runs".into()];
+    header.extend(cols.iter().map(|c| c.title.to_string()));
+    header.push("flags".into());
+    let mut table: Vec<Vec<String>> = vec![header];
+    for r in rows {
+        let mut line = vec![r.key.clone(), format!("{} ({} ok)", r.runs, r.completed)];
+        line.extend(cols.iter().map(|c| cell((c.get)(r), c, r.runs)));
+        line.push(r.flags.join(","));
+        table.push(line);
+    }
+    let mut out = String::new();
+    if rows.is_empty() {
+        out.push_str("no runs\n");
+        return out;
+    }
+    let widths: Vec<usize> = (0..table[0].len())
+        .map(|i| {
+            table
+                .iter()
+                .map(|l| l[i].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    for (n, line) in table.iter().enumerate() {
+        let cells: Vec<String> = line
+            .iter()
+            .zip(&widths)
+            .map(|(c, w)| format!("{c:<w$}"))
+            .collect();
+        if markdown {
+            let _ = writeln!(out, "| {} |", cells.join(" | "));
+            if n == 0 {
+                let _ = writeln!(
+                    out,
+                    "|{}|",
+                    widths
+                        .iter()
+                        .map(|w| "-".repeat(w + 2))
+                        .collect::<Vec<_>>()
+                        .join("|")
+                );
+            }
+        } else {
+            let _ = writeln!(out, "{}", cells.join("  ").trim_end());
+            if n == 0 {
+                let _ = writeln!(
+                    out,
+                    "{}",
+                    "-".repeat(widths.iter().sum::<usize>() + 2 * (widths.len() - 1))
+                );
+            }
+        }
+    }
+    if !markdown {
+        out.push_str("\nmean ±95% CI half-width; (n=…) where fewer runs had the metric. EQ = Execution Quality within the planner's cohort.\n");
+    }
+    out
+}
+
+/// The table as CSV: `metric_mean,metric_n,metric_ci95` per metric.
+pub fn render_csv(rows: &[GroupRow]) -> String {
+    let cols = columns(true);
+    let mut out = String::from("group,runs,completed");
+    for c in &cols {
+        let name = csv_name(c.title);
+        let _ = write!(out, ",{name}_mean,{name}_n,{name}_ci95");
+    }
+    out.push_str(",flags\n");
+    for r in rows {
+        let _ = write!(out, "{},{},{}", csv_field(&r.key), r.runs, r.completed);
+        for c in &cols {
+            match (c.get)(r) {
+                Some(e) => {
+                    let _ = write!(
+                        out,
+                        ",{},{},{}",
+                        e.mean,
+                        e.n,
+                        e.ci95.map_or(String::new(), |v| v.to_string())
+                    );
+                }
+                None => out.push_str(",,,"),
+            }
+        }
+        let _ = writeln!(out, ",{}", csv_field(&r.flags.join(";")));
+    }
+    out
+}
+
+fn csv_name(title: &str) -> String {
+    title
+        .replace(['%', '.', '/'], " ")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join("_")
+        .to_lowercase()
+}
+
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}

@@ -1,0 +1,626 @@
+//! The event types of a trajectory file: one header line, then one event per line.
+//!
+//! The schema is documented in `docs/trajectory-format.md`; change both together.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The `format` value every trajectory header carries.
+pub const FORMAT_NAME: &str = "mcp-cosmos-trajectory";
+/// The newest format version this build writes and reads.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// Identifier of a search-tree node, unique within one run.
+pub type NodeId = u64;
+
+/// The first line of every trajectory: who made the run, on what, with which settings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Header {
+    /// Always [`FORMAT_NAME`].
+    pub format: String,
+    /// The format version the file was written with.
+    pub version: u32,
+    /// Always `run_started`: the header is also the first event.
+    pub kind: String,
+    /// Unique id of this run.
+    pub run_id: String,
+    /// When the run started.
+    pub started_at: DateTime<Utc>,
+    /// Version of mcp-cosmos that wrote the file.
+    pub tool_version: String,
+    /// The task being solved.
+    pub task: TaskInfo,
+    /// Which agent ran and with what settings.
+    pub agent: AgentInfo,
+    /// The planner model (the model whose plans are being judged).
+    pub planner: ModelInfo,
+    /// Models of the other roles (world_model, critic, summarizer, judge), by role name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub roles: BTreeMap<String, ModelInfo>,
+    /// The world model's self-description (`to_dict`); `None` for agents without one.
+    #[serde(default)]
+    pub world_model: Option<WorldModelInfo>,
+    /// The MCP servers the run connected to.
+    #[serde(default)]
+    pub servers: Vec<ServerInfo>,
+    /// The tool catalogue offered to the agent, with input schemas.
+    #[serde(default)]
+    pub tools: Vec<ToolInfo>,
+    /// True for generated test data; such files never belong in `sample_runs/`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub synthetic: bool,
+}
+
+impl Header {
+    /// A header with the current format name, version and tool version filled in.
+    pub fn new(
+        run_id: impl Into<String>,
+        task: TaskInfo,
+        agent: AgentInfo,
+        planner: ModelInfo,
+    ) -> Self {
+        Self {
+            format: FORMAT_NAME.to_string(),
+            version: FORMAT_VERSION,
+            kind: "run_started".to_string(),
+            run_id: run_id.into(),
+            started_at: Utc::now(),
+            tool_version: env!("CARGO_PKG_VERSION").to_string(),
+            task,
+            agent,
+            planner,
+            roles: BTreeMap::new(),
+            world_model: None,
+            servers: Vec::new(),
+            tools: Vec::new(),
+            synthetic: false,
+        }
+    }
+
+    /// The world model's name, or `none`.
+    pub fn world_model_name(&self) -> &str {
+        self.world_model
+            .as_ref()
+            .map_or("none", |w| w.name.as_str())
+    }
+}
+
+/// The task a run solves.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct TaskInfo {
+    /// Task id (MCP-Bench `task_id`).
+    pub id: String,
+    /// What the agent is asked (MCP-Bench `fuzzy_description`).
+    pub request: String,
+    /// The judge's reference (MCP-Bench `task_description`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference: Option<String>,
+    /// How many tool calls the reference solution makes, when known; anchors Execution Quality.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference_call_count: Option<u32>,
+    /// Where the task came from (file path or benchmark name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+}
+
+/// The three agents.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AgentKind {
+    /// Think, call a real tool, observe; no world model.
+    React,
+    /// ReAct against the world model to plan, then execute the plan for real.
+    PlanExec,
+    /// Monte Carlo tree search over the world model, then execute the best plan.
+    Spiral,
+}
+
+impl AgentKind {
+    /// The short name used on the command line and in file names.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AgentKind::React => "react",
+            AgentKind::PlanExec => "plan_exec",
+            AgentKind::Spiral => "spiral",
+        }
+    }
+}
+
+/// Which agent ran and with what settings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentInfo {
+    /// The agent.
+    pub kind: AgentKind,
+    /// Every setting the agent used (iterations, depth, c, K, alpha, budgets…).
+    #[serde(default)]
+    pub settings: BTreeMap<String, Value>,
+}
+
+/// An LLM endpoint as recorded: never its key.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ModelInfo {
+    /// Model name as sent to the endpoint.
+    pub model: String,
+    /// Base URL of the endpoint, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+}
+
+/// A world model's self-description (`to_dict` in the paper).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorldModelInfo {
+    /// Short name shown in tables (`llm`, `memory`, `cached(llm)`…).
+    pub name: String,
+    /// Everything else the world model wants recorded.
+    #[serde(default, flatten)]
+    pub details: BTreeMap<String, Value>,
+}
+
+/// An MCP server as recorded in the header.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServerInfo {
+    /// Name from the MCP config.
+    pub name: String,
+    /// `stdio` or `http`.
+    pub transport: String,
+    /// The command (stdio) or URL (http); never environment values.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+}
+
+/// One tool of the catalogue.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolInfo {
+    /// Namespaced name, `server:tool`.
+    pub name: String,
+    /// The tool's description from its server.
+    #[serde(default)]
+    pub description: String,
+    /// The tool's JSON Schema for its arguments.
+    #[serde(default)]
+    pub input_schema: Value,
+}
+
+/// One line after the header.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    /// Position in the run, starting at 1 (the header is 0).
+    pub seq: u64,
+    /// Milliseconds since the run started.
+    pub t_ms: u64,
+    /// What happened.
+    #[serde(flatten)]
+    pub body: EventBody,
+}
+
+/// The phases of a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    /// Phase 1: planning (ReAct's whole loop, or the search over the world model).
+    Plan,
+    /// Phase 2: executing the plan on the real servers.
+    Execute,
+    /// Writing the final answer.
+    Answer,
+    /// Scoring by the judge.
+    Judge,
+}
+
+impl Phase {
+    /// All phases in run order.
+    pub const ALL: [Phase; 4] = [Phase::Plan, Phase::Execute, Phase::Answer, Phase::Judge];
+    /// Lower-case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Plan => "plan",
+            Phase::Execute => "execute",
+            Phase::Answer => "answer",
+            Phase::Judge => "judge",
+        }
+    }
+}
+
+/// The LLM roles; each can have its own endpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// Proposes the next action.
+    Planner,
+    /// Predicts tool results.
+    WorldModel,
+    /// Scores simulated states during search.
+    Critic,
+    /// Writes the final answer.
+    Summarizer,
+    /// Scores the finished run.
+    Judge,
+}
+
+impl Role {
+    /// All roles.
+    pub const ALL: [Role; 5] = [
+        Role::Planner,
+        Role::WorldModel,
+        Role::Critic,
+        Role::Summarizer,
+        Role::Judge,
+    ];
+    /// Lower-case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Planner => "planner",
+            Role::WorldModel => "world_model",
+            Role::Critic => "critic",
+            Role::Summarizer => "summarizer",
+            Role::Judge => "judge",
+        }
+    }
+    /// Index into per-role arrays.
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// What an agent proposes at a node: call a tool, or finish.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Action {
+    /// Call `tool` (namespaced `server:tool`) with `arguments`.
+    ToolCall {
+        /// Namespaced tool name.
+        tool: String,
+        /// Arguments as JSON.
+        #[serde(default)]
+        arguments: Value,
+    },
+    /// Stop and answer.
+    Finish {
+        /// A draft answer, when the planner gave one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        answer: Option<String>,
+    },
+}
+
+/// A tool result, real or simulated, in MCP's shape reduced to what we compare.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Observation {
+    /// The text content items joined by newlines (images etc. become a placeholder).
+    #[serde(default)]
+    pub text: String,
+    /// `structuredContent`, when present.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured: Option<Value>,
+    /// MCP `isError`.
+    #[serde(default)]
+    pub is_error: bool,
+    /// Bytes cut from `text` because the result was too large to record whole.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub truncated_bytes: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// The verdict behind a node's base reward (SPIRAL's table).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// A finish action: +1.0.
+    Finish,
+    /// A call to an existing tool with schema-valid arguments: +0.1.
+    Valid,
+    /// A path that cannot continue (world model error, depth limit): −0.5.
+    DeadEnd,
+    /// An unknown tool or schema-invalid arguments: −1.0.
+    Invalid,
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    /// The agent answered.
+    Completed,
+    /// The run stopped on an error.
+    Failed,
+    /// Stopped by the user (Ctrl-C, SIGTERM, the UI's stop key).
+    Interrupted,
+}
+
+impl RunStatus {
+    /// Lower-case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Completed => "completed",
+            RunStatus::Failed => "failed",
+            RunStatus::Interrupted => "interrupted",
+        }
+    }
+}
+
+/// One MCP-Bench rubric dimension: a score 1–10 and the judge's reason.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DimensionScore {
+    /// 1 to 10.
+    pub score: f64,
+    /// Why.
+    #[serde(default)]
+    pub reason: String,
+}
+
+/// The six MCP-Bench rubric dimensions.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JudgeScores {
+    /// Did the answer fulfil the task.
+    pub task_fulfillment: DimensionScore,
+    /// Is the answer grounded in tool results.
+    pub grounding: DimensionScore,
+    /// Were the right tools chosen.
+    pub tool_appropriateness: DimensionScore,
+    /// Were the arguments right.
+    pub parameter_accuracy: DimensionScore,
+    /// Were dependencies between calls respected.
+    pub dependency_awareness: DimensionScore,
+    /// Were calls parallel and few.
+    pub parallelism_efficiency: DimensionScore,
+}
+
+/// Totals written into `run_finished`, so a folder can be listed from first and last lines.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Totals {
+    /// Number of events after the header, including `run_finished`.
+    pub events: u64,
+    /// Real tool calls.
+    pub tool_calls: u64,
+    /// Real tool calls that returned an error.
+    pub tool_errors: u64,
+    /// Search-tree nodes.
+    pub nodes: u64,
+    /// LLM calls over all roles.
+    pub llm_calls: u64,
+    /// Prompt plus completion tokens over all roles.
+    pub tokens: u64,
+    /// Wall time of the run.
+    pub wall_ms: u64,
+    /// Mean simulation fidelity over executed steps, when any step had a simulation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fidelity: Option<f64>,
+}
+
+/// Every event kind after the header. Unknown kinds are kept as [`EventBody::Unknown`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum EventBody {
+    /// The run entered a phase.
+    Phase {
+        /// Which phase.
+        phase: Phase,
+    },
+    /// One chat-completions call.
+    LlmCall {
+        /// Which role made it.
+        role: Role,
+        /// Model name.
+        model: String,
+        /// Prompt tokens.
+        prompt_tokens: u64,
+        /// Completion tokens.
+        completion_tokens: u64,
+        /// True when the endpoint gave no usage and the counts are estimates.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        tokens_estimated: bool,
+        /// Wall time of the call including retries.
+        latency_ms: u64,
+        /// Error, if the call failed after its retries.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+        /// The messages, only when recording them was asked for.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        messages: Option<Value>,
+    },
+    /// A search-tree node was created.
+    NodeAdded {
+        /// The new node.
+        node: NodeId,
+        /// Its parent; `None` for the root.
+        #[serde(default)]
+        parent: Option<NodeId>,
+        /// Depth (root = 0).
+        depth: u32,
+        /// The action that leads into this node; `None` for the root.
+        #[serde(default)]
+        action: Option<Action>,
+        /// The planner's prior for this candidate, when it gave one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        prior: Option<f64>,
+    },
+    /// The world model simulated a node's action.
+    NodeSimulated {
+        /// The node.
+        node: NodeId,
+        /// Name of the world model that answered.
+        world_model: String,
+        /// The predicted result.
+        observation: Observation,
+        /// Latency of the simulation.
+        latency_ms: u64,
+        /// Tokens spent, when the world model uses an LLM.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tokens: Option<u64>,
+    },
+    /// A node's reward was computed.
+    NodeEvaluated {
+        /// The node.
+        node: NodeId,
+        /// Why the base reward is what it is.
+        verdict: Verdict,
+        /// SPIRAL's base reward.
+        base_reward: f64,
+        /// The critic's score in [0, 1], when a critic ran.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        critic_reward: Option<f64>,
+        /// The critic's reason.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        critic_reason: Option<String>,
+        /// `alpha·base + (1−alpha)·critic`, or base alone without a critic.
+        reward: f64,
+        /// True when the node ends a path (finish, dead end, depth limit).
+        #[serde(default)]
+        terminal: bool,
+    },
+    /// A value was added along a path, root first; each node on it gains one visit.
+    Backpropagated {
+        /// Node ids from the root down.
+        path: Vec<NodeId>,
+        /// The value added to each node's sum.
+        value: f64,
+    },
+    /// The plan chosen for execution.
+    PlanSelected {
+        /// The plan's nodes from the root's child down (each one a tool call or finish).
+        nodes: Vec<NodeId>,
+        /// `best_mean`, `most_visited` or `chain` (ReAct-Plan-Exec).
+        rule: String,
+    },
+    /// A real tool call.
+    ToolCalled {
+        /// 1-based step number among real calls.
+        step: u64,
+        /// Namespaced tool name as the agent asked for it.
+        tool: String,
+        /// The server that served it, when the name resolved.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        server: Option<String>,
+        /// Arguments as sent.
+        #[serde(default)]
+        arguments: Value,
+        /// The real result.
+        result: Observation,
+        /// Latency of the call.
+        latency_ms: u64,
+        /// The plan node this call executes, to pair it with its simulation.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        node: Option<NodeId>,
+        /// Transport or protocol error (timeout, server died, unknown tool).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
+    /// The final answer.
+    Answer {
+        /// Its text.
+        text: String,
+    },
+    /// Scores from the judge.
+    JudgeScored {
+        /// Judge model.
+        model: String,
+        /// The six dimensions.
+        scores: JudgeScores,
+    },
+    /// Something outside the agent failed (a server, an endpoint); the run may go on.
+    Error {
+        /// What failed: `server`, `llm`, `world_model`, `agent`.
+        source: String,
+        /// The name of the failing part (server name, role).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
+        /// One-line message.
+        message: String,
+        /// The last lines the failing process wrote to stderr.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        stderr_tail: Option<String>,
+    },
+    /// The run ended.
+    RunFinished {
+        /// How.
+        status: RunStatus,
+        /// Why it failed, if it did.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+        /// Totals for listing without parsing the body.
+        totals: Totals,
+    },
+    /// An event kind this build does not know (written by a newer version); kept, not fatal.
+    #[serde(skip)]
+    Unknown {
+        /// The `kind` field.
+        kind: String,
+        /// The whole line.
+        raw: Value,
+    },
+}
+
+/// Every kind name [`EventBody`] knows, so the reader can tell unknown from malformed.
+pub const KNOWN_KINDS: &[&str] = &[
+    "phase",
+    "llm_call",
+    "node_added",
+    "node_simulated",
+    "node_evaluated",
+    "backpropagated",
+    "plan_selected",
+    "tool_called",
+    "answer",
+    "judge_scored",
+    "error",
+    "run_finished",
+];
+
+impl EventBody {
+    /// The `kind` name.
+    pub fn kind(&self) -> &str {
+        match self {
+            EventBody::Phase { .. } => "phase",
+            EventBody::LlmCall { .. } => "llm_call",
+            EventBody::NodeAdded { .. } => "node_added",
+            EventBody::NodeSimulated { .. } => "node_simulated",
+            EventBody::NodeEvaluated { .. } => "node_evaluated",
+            EventBody::Backpropagated { .. } => "backpropagated",
+            EventBody::PlanSelected { .. } => "plan_selected",
+            EventBody::ToolCalled { .. } => "tool_called",
+            EventBody::Answer { .. } => "answer",
+            EventBody::JudgeScored { .. } => "judge_scored",
+            EventBody::Error { .. } => "error",
+            EventBody::RunFinished { .. } => "run_finished",
+            EventBody::Unknown { kind, .. } => kind,
+        }
+    }
+
+    /// The tree node this event is about, if any (for "next event of the selected node").
+    pub fn node(&self) -> Option<NodeId> {
+        match self {
+            EventBody::NodeAdded { node, .. }
+            | EventBody::NodeSimulated { node, .. }
+            | EventBody::NodeEvaluated { node, .. } => Some(*node),
+            EventBody::Backpropagated { path, .. } => path.last().copied(),
+            EventBody::ToolCalled { node, .. } => *node,
+            _ => None,
+        }
+    }
+
+    /// True for events that mark a failure: an erroring real call, an error, a failed run.
+    pub fn is_failure(&self) -> bool {
+        match self {
+            EventBody::ToolCalled { result, error, .. } => result.is_error || error.is_some(),
+            EventBody::LlmCall { error, .. } => error.is_some(),
+            EventBody::Error { .. } => true,
+            EventBody::RunFinished { status, .. } => *status != RunStatus::Completed,
+            _ => false,
+        }
+    }
+}
+
+impl Action {
+    /// The tool name for a call, `None` for finish.
+    pub fn tool(&self) -> Option<&str> {
+        match self {
+            Action::ToolCall { tool, .. } => Some(tool),
+            Action::Finish { .. } => None,
+        }
+    }
+}

@@ -1,0 +1,230 @@
+//! The fold: events `0..k` → the search tree's changing values at cursor `k`.
+//!
+//! Only what changes per node is folded here; everything append-only lives in
+//! [`Run`]'s indices. Every event can be undone exactly: value sums are kept in
+//! fixed point (nano-units), so adding and then removing a value restores the same bits,
+//! and seeking backward is as cheap as forward. [`Cursor`] adds sparse snapshots so that
+//! a jump anywhere costs at most a few tens of thousands of steps.
+
+use std::collections::BTreeMap;
+
+use super::event::EventBody;
+use super::run::{NONE, Run};
+
+/// Fixed-point scale of value sums.
+const NANO: f64 = 1e9;
+
+/// The changing values of one node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NodeDyn {
+    /// Visits N.
+    pub visits: u32,
+    /// Sum of backpropagated values, in nano-units.
+    pub value_nano: i64,
+    /// Latest `node_simulated` event for the node, or [`NONE`].
+    pub simulated: u32,
+    /// Latest `node_evaluated` event for the node, or [`NONE`].
+    pub evaluated: u32,
+}
+
+impl Default for NodeDyn {
+    fn default() -> Self {
+        Self {
+            visits: 0,
+            value_nano: 0,
+            simulated: NONE,
+            evaluated: NONE,
+        }
+    }
+}
+
+impl NodeDyn {
+    /// Mean value Q = value sum / N; `None` before the first visit.
+    pub fn q(&self) -> Option<f64> {
+        (self.visits > 0).then(|| self.value_nano as f64 / NANO / f64::from(self.visits))
+    }
+
+    /// The value sum as a float.
+    pub fn value_sum(&self) -> f64 {
+        self.value_nano as f64 / NANO
+    }
+}
+
+fn to_nano(value: f64) -> i64 {
+    if value.is_finite() {
+        (value.clamp(-1e6, 1e6) * NANO).round() as i64
+    } else {
+        0
+    }
+}
+
+/// The tree at a cursor: visible nodes are the first `nodes.len()` of the run's arena.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct TreeState {
+    applied: usize,
+    nodes: Vec<NodeDyn>,
+}
+
+impl TreeState {
+    /// Folds events `0..k` from scratch.
+    pub fn fold(run: &Run, k: usize) -> Self {
+        let mut state = Self::default();
+        while state.applied < k.min(run.len()) {
+            state.apply(run);
+        }
+        state
+    }
+
+    /// The cursor: how many events are applied.
+    pub fn applied(&self) -> usize {
+        self.applied
+    }
+
+    /// Nodes visible at this cursor.
+    pub fn visible_nodes(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// The values of the node in arena slot `slot`, if visible.
+    pub fn node(&self, slot: u32) -> Option<&NodeDyn> {
+        self.nodes.get(slot as usize)
+    }
+
+    /// All visible nodes' values, by arena slot.
+    pub fn nodes(&self) -> &[NodeDyn] {
+        &self.nodes
+    }
+
+    /// Applies the next event. Panics past the end of the run.
+    pub fn apply(&mut self, run: &Run) {
+        let i = self.applied;
+        let slot = run.event_slot(i);
+        match &run.events[i].body {
+            EventBody::NodeAdded { .. } if slot != NONE => self.nodes.push(NodeDyn::default()),
+            EventBody::NodeSimulated { .. } if (slot as usize) < self.nodes.len() => {
+                self.nodes[slot as usize].simulated = i as u32;
+            }
+            EventBody::NodeEvaluated { .. } if (slot as usize) < self.nodes.len() => {
+                self.nodes[slot as usize].evaluated = i as u32;
+            }
+            EventBody::Backpropagated { path, value } => {
+                self.add_along(run, path, to_nano(*value), 1)
+            }
+            _ => {}
+        }
+        self.applied += 1;
+    }
+
+    /// Undoes the last applied event. Panics at cursor 0.
+    pub fn unapply(&mut self, run: &Run) {
+        let i = self.applied - 1;
+        let slot = run.event_slot(i);
+        match &run.events[i].body {
+            EventBody::NodeAdded { .. } if slot != NONE => {
+                self.nodes.pop();
+            }
+            EventBody::NodeSimulated { .. } if (slot as usize) < self.nodes.len() => {
+                self.nodes[slot as usize].simulated = run.prev_same(i);
+            }
+            EventBody::NodeEvaluated { .. } if (slot as usize) < self.nodes.len() => {
+                self.nodes[slot as usize].evaluated = run.prev_same(i);
+            }
+            EventBody::Backpropagated { path, value } => {
+                self.add_along(run, path, -to_nano(*value), -1)
+            }
+            _ => {}
+        }
+        self.applied = i;
+    }
+
+    fn add_along(&mut self, run: &Run, path: &[u64], value_nano: i64, visits: i64) {
+        for id in path {
+            // A node not yet visible is skipped the same way in both directions,
+            // because visibility is the same just before and just after this event.
+            if let Some(n) = run
+                .slot_of(*id)
+                .and_then(|s| self.nodes.get_mut(s as usize))
+            {
+                n.visits = (i64::from(n.visits) + visits) as u32;
+                n.value_nano += value_nano;
+            }
+        }
+    }
+
+    /// The reward of the node's latest evaluation.
+    pub fn last_reward(&self, run: &Run, slot: u32) -> Option<f64> {
+        let e = self.node(slot)?.evaluated;
+        match &run.events.get(e as usize)?.body {
+            EventBody::NodeEvaluated { reward, .. } => Some(*reward),
+            _ => None,
+        }
+    }
+}
+
+/// How many snapshots a cursor keeps at most (memory bound: this × one tree state).
+const MAX_SNAPSHOTS: usize = 16;
+/// Fewest events between snapshots.
+const MIN_INTERVAL: usize = 16_384;
+
+/// A position in a run with cheap seeking in both directions.
+#[derive(Debug, Clone)]
+pub struct Cursor {
+    state: TreeState,
+    snapshots: BTreeMap<usize, TreeState>,
+    interval: usize,
+}
+
+impl Cursor {
+    /// A cursor at 0, spacing snapshots for a run of `run.len()` events.
+    pub fn new(run: &Run) -> Self {
+        let interval = (run.len() / MAX_SNAPSHOTS).max(MIN_INTERVAL);
+        Self {
+            state: TreeState::default(),
+            snapshots: BTreeMap::new(),
+            interval,
+        }
+    }
+
+    /// The position (events applied).
+    pub fn position(&self) -> usize {
+        self.state.applied
+    }
+
+    /// The tree at the position.
+    pub fn state(&self) -> &TreeState {
+        &self.state
+    }
+
+    /// Moves to `k` (clamped to the run), by the cheapest of: stepping from here, or
+    /// restoring the nearest snapshot and stepping from there.
+    pub fn seek(&mut self, run: &Run, k: usize) {
+        let k = k.min(run.len());
+        let here = self.state.applied.abs_diff(k);
+        let clone_cost = self.state.nodes.len() / 8;
+        let below = self.snapshots.range(..=k).next_back().map(|(&p, _)| p);
+        let above = self.snapshots.range(k..).next().map(|(&p, _)| p);
+        let best = [below, above]
+            .into_iter()
+            .flatten()
+            .min_by_key(|p| p.abs_diff(k));
+        if let Some(p) = best
+            && p.abs_diff(k) + clone_cost < here
+        {
+            self.state.clone_from(&self.snapshots[&p]);
+        }
+        while self.state.applied < k {
+            self.state.apply(run);
+            self.maybe_snapshot();
+        }
+        while self.state.applied > k {
+            self.state.unapply(run);
+        }
+    }
+
+    fn maybe_snapshot(&mut self) {
+        let at = self.state.applied;
+        if at.is_multiple_of(self.interval) && !self.snapshots.contains_key(&at) {
+            self.snapshots.insert(at, self.state.clone());
+        }
+    }
+}

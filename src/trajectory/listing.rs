@@ -1,0 +1,127 @@
+//! Listing a folder of runs from each file's first and last lines alone, so hundreds of
+//! large runs list in milliseconds; the events in between are parsed only when a run is
+//! opened.
+
+use std::fs::File;
+use std::io::{BufReader, Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+
+use super::event::{Event, EventBody, Header, RunStatus, Totals};
+use super::reader::{LineReader, RawLine, parse_event, parse_header};
+
+/// First tail chunk read when looking for the last line; doubled until a line fits.
+const TAIL_CHUNK: u64 = 64 << 10;
+/// Largest tail read before giving up on finding the last line.
+const MAX_TAIL: u64 = 64 << 20;
+
+/// One row of the run browser.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunSummary {
+    /// The file.
+    pub path: PathBuf,
+    /// File size in bytes.
+    pub bytes: u64,
+    /// The header, or why it could not be read.
+    pub header: Result<Header, String>,
+    /// The `run_finished` line's content, when the last line is one.
+    pub finished: Option<Finished>,
+}
+
+/// What `run_finished` says.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Finished {
+    /// How the run ended.
+    pub status: RunStatus,
+    /// Its error.
+    pub error: Option<String>,
+    /// Its totals.
+    pub totals: Totals,
+}
+
+impl RunSummary {
+    /// Reads the first and last lines of `path`.
+    pub fn read(path: &Path) -> Self {
+        let bytes = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+        let header = read_header(path);
+        let finished = match &header {
+            Ok(_) => read_last_event(path, bytes).and_then(|e| match e.body {
+                EventBody::RunFinished {
+                    status,
+                    error,
+                    totals,
+                } => Some(Finished {
+                    status,
+                    error,
+                    totals,
+                }),
+                _ => None,
+            }),
+            Err(_) => None,
+        };
+        Self {
+            path: path.to_path_buf(),
+            bytes,
+            header,
+            finished,
+        }
+    }
+
+    /// The status to show: the recorded one, or `incomplete` for a run without `run_finished`.
+    pub fn status_label(&self) -> &'static str {
+        match (&self.header, &self.finished) {
+            (Err(_), _) => "unreadable",
+            (Ok(_), Some(f)) => f.status.as_str(),
+            (Ok(_), None) => "incomplete",
+        }
+    }
+}
+
+fn read_header(path: &Path) -> Result<Header, String> {
+    let file = File::open(path).map_err(|e| format!("cannot open: {e}"))?;
+    let mut lines = LineReader::new(BufReader::with_capacity(1 << 16, file));
+    let mut buf = Vec::new();
+    match lines
+        .next_line(&mut buf)
+        .map_err(|e| format!("cannot read: {e}"))?
+    {
+        None => Err("empty file".to_string()),
+        Some(RawLine::TooLong(n)) => Err(format!("header line of {n} bytes is too long")),
+        Some(RawLine::Line { bytes, .. }) => parse_header(bytes),
+    }
+}
+
+/// The last complete, parseable event line of the file, read from its end.
+fn read_last_event(path: &Path, size: u64) -> Option<Event> {
+    let mut file = File::open(path).ok()?;
+    let mut chunk = TAIL_CHUNK;
+    loop {
+        let start = size.saturating_sub(chunk);
+        file.seek(SeekFrom::Start(start)).ok()?;
+        let mut tail = Vec::with_capacity((size - start) as usize);
+        (&mut file).take(size - start).read_to_end(&mut tail).ok()?;
+        // Lines of the tail, last first; the first piece may be cut unless we read from 0.
+        let mut pieces: Vec<&[u8]> = tail.split(|&b| b == b'\n').collect();
+        if start > 0 {
+            pieces.remove(0);
+        }
+        for piece in pieces.iter().rev() {
+            if piece.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            // The header and a torn last line do not parse as events and are passed over.
+            if let Ok(event) = parse_event(piece) {
+                return Some(event);
+            }
+        }
+        if start == 0 || chunk >= MAX_TAIL {
+            return None;
+        }
+        chunk *= 4;
+    }
+}
+
+/// Summaries of every run under `paths`, in path order.
+pub fn list_runs(paths: &[PathBuf]) -> anyhow::Result<Vec<RunSummary>> {
+    let files = super::reader::collect_files(paths)?;
+    Ok(files.iter().map(|p| RunSummary::read(p)).collect())
+}

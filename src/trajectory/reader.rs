@@ -1,0 +1,411 @@
+//! Reading trajectories: streaming, tolerant of torn and corrupt lines, with line numbers.
+//!
+//! Nothing here holds more than one line in memory; [`super::run::Run`] is what keeps a
+//! whole run, and only when a person opens it.
+
+use std::fmt;
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use serde_json::Value;
+
+use super::event::{Event, EventBody, FORMAT_NAME, FORMAT_VERSION, Header, KNOWN_KINDS};
+
+/// Longest line read whole; a longer one is skipped and reported (it would not be a
+/// trajectory line a writer of ours made: results are cut long before this).
+pub const MAX_LINE_BYTES: usize = 256 << 20;
+
+/// How bad a problem is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Severity {
+    /// Loaded anyway, or expected after a crash (a torn last line, no `run_finished`).
+    Warning,
+    /// Data was lost or the file is not a trajectory.
+    Error,
+}
+
+/// A problem found while reading, reported as `FILE:LINE: reason`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    /// The file.
+    pub path: PathBuf,
+    /// 1-based line number; 0 when it concerns the whole file.
+    pub line: u64,
+    /// How bad.
+    pub severity: Severity,
+    /// What is wrong, in one line.
+    pub reason: String,
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let level = match self.severity {
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+        };
+        write!(
+            f,
+            "{}:{}: {level}: {}",
+            self.path.display(),
+            self.line,
+            self.reason
+        )
+    }
+}
+
+/// Reads lines with a length cap, counting them, and tells whether the last one was torn.
+pub struct LineReader<R> {
+    inner: R,
+    line_no: u64,
+}
+
+/// One raw line.
+pub enum RawLine<'a> {
+    /// A complete line (without its newline), or a final line without a newline.
+    Line {
+        /// The bytes.
+        bytes: &'a [u8],
+        /// False when the file ended before the newline.
+        terminated: bool,
+    },
+    /// A line longer than [`MAX_LINE_BYTES`], skipped.
+    TooLong(u64),
+}
+
+impl<R: BufRead> LineReader<R> {
+    /// Wraps a buffered reader.
+    pub fn new(inner: R) -> Self {
+        Self { inner, line_no: 0 }
+    }
+
+    /// The number of the line last returned.
+    pub fn line_no(&self) -> u64 {
+        self.line_no
+    }
+
+    /// The next line into `buf`, or `None` at the end.
+    pub fn next_line<'a>(&mut self, buf: &'a mut Vec<u8>) -> std::io::Result<Option<RawLine<'a>>> {
+        buf.clear();
+        let mut skipped: u64 = 0;
+        loop {
+            let available = match self.inner.fill_buf() {
+                Ok(b) => b,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            if available.is_empty() {
+                if buf.is_empty() && skipped == 0 {
+                    return Ok(None);
+                }
+                self.line_no += 1;
+                return Ok(Some(if skipped > 0 {
+                    RawLine::TooLong(skipped + buf.len() as u64)
+                } else {
+                    RawLine::Line {
+                        bytes: buf.as_slice(),
+                        terminated: false,
+                    }
+                }));
+            }
+            let (chunk, found) = match memchr_newline(available) {
+                Some(i) => (&available[..i], true),
+                None => (available, false),
+            };
+            if skipped > 0 || buf.len() + chunk.len() > MAX_LINE_BYTES {
+                skipped += chunk.len() as u64 + buf.len() as u64;
+                buf.clear();
+            } else {
+                buf.extend_from_slice(chunk);
+            }
+            let used = chunk.len() + usize::from(found);
+            self.inner.consume(used);
+            if found {
+                self.line_no += 1;
+                return Ok(Some(if skipped > 0 {
+                    RawLine::TooLong(skipped)
+                } else {
+                    let bytes = buf.strip_suffix(b"\r").map_or(buf.len(), |s| s.len());
+                    RawLine::Line {
+                        bytes: &buf[..bytes],
+                        terminated: true,
+                    }
+                }));
+            }
+        }
+    }
+}
+
+fn memchr_newline(bytes: &[u8]) -> Option<usize> {
+    bytes.iter().position(|&b| b == b'\n')
+}
+
+/// Parses and checks a header line.
+pub fn parse_header(bytes: &[u8]) -> std::result::Result<Header, String> {
+    let value: Value =
+        serde_json::from_slice(bytes).map_err(|e| format!("header is not JSON: {e}"))?;
+    let format = value.get("format").and_then(Value::as_str);
+    if format != Some(FORMAT_NAME) {
+        return Err(format!(
+            "not an mcp-cosmos trajectory: the first line has format {} (expected \"{FORMAT_NAME}\")",
+            format.map_or("missing".to_string(), |f| format!("\"{f}\""))
+        ));
+    }
+    let version = value
+        .get("version")
+        .and_then(Value::as_u64)
+        .ok_or("header has no numeric version")?;
+    if version > u64::from(FORMAT_VERSION) {
+        return Err(format!(
+            "written by a newer mcp-cosmos (format version {version}); this build reads versions up to {FORMAT_VERSION}: upgrade mcp-cosmos to open it"
+        ));
+    }
+    serde_json::from_value(upgrade_header(value, version)).map_err(|e| format!("bad header: {e}"))
+}
+
+/// Brings an older header up to the current version. Version 1 is the first, so this is
+/// where a version 2 would map old field names onto new ones.
+fn upgrade_header(value: Value, _version: u64) -> Value {
+    value
+}
+
+/// Parses one event line; an unknown `kind` becomes [`EventBody::Unknown`].
+pub fn parse_event(bytes: &[u8]) -> std::result::Result<Event, String> {
+    match serde_json::from_slice::<Event>(bytes) {
+        Ok(event) => Ok(event),
+        Err(typed_err) => {
+            let value: Value =
+                serde_json::from_slice(bytes).map_err(|e| describe_json_error(&e))?;
+            let Some(obj) = value.as_object() else {
+                return Err("line is JSON but not an object".to_string());
+            };
+            let kind = obj
+                .get("kind")
+                .and_then(Value::as_str)
+                .ok_or("event has no \"kind\"")?;
+            if KNOWN_KINDS.contains(&kind) {
+                return Err(format!("bad {kind} event: {typed_err}"));
+            }
+            let seq = obj
+                .get("seq")
+                .and_then(Value::as_u64)
+                .ok_or("event has no numeric \"seq\"")?;
+            let t_ms = obj.get("t_ms").and_then(Value::as_u64).unwrap_or(0);
+            Ok(Event {
+                seq,
+                t_ms,
+                body: EventBody::Unknown {
+                    kind: kind.to_string(),
+                    raw: value,
+                },
+            })
+        }
+    }
+}
+
+fn describe_json_error(e: &serde_json::Error) -> String {
+    if e.is_eof() {
+        "line ends in the middle of a JSON value".to_string()
+    } else {
+        format!("not valid JSON: {e}")
+    }
+}
+
+/// A streaming pass over one trajectory file: the header, then events one at a time.
+/// Problems are collected as it goes; bad lines are skipped.
+pub struct EventStream {
+    path: PathBuf,
+    lines: LineReader<BufReader<Box<dyn Read + Send>>>,
+    buf: Vec<u8>,
+    header: Option<Header>,
+    problems: Vec<Problem>,
+    last_seq: u64,
+    saw_finish: bool,
+    done: bool,
+}
+
+impl EventStream {
+    /// Opens `path` and reads its header. A file without a valid header is an error.
+    pub fn open(path: &Path) -> Result<Self> {
+        let file = File::open(path).with_context(|| format!("opening {}", path.display()))?;
+        Self::from_reader(path, Box::new(file))
+    }
+
+    /// Reads a trajectory from any byte source; `path` is used in problem reports.
+    pub fn from_reader(path: &Path, reader: Box<dyn Read + Send>) -> Result<Self> {
+        let mut stream = Self {
+            path: path.to_path_buf(),
+            lines: LineReader::new(BufReader::with_capacity(1 << 16, reader)),
+            buf: Vec::new(),
+            header: None,
+            problems: Vec::new(),
+            last_seq: 0,
+            saw_finish: false,
+            done: false,
+        };
+        let first = stream
+            .lines
+            .next_line(&mut stream.buf)
+            .with_context(|| format!("reading {}", path.display()))?;
+        let header = match first {
+            None => Err("empty file: no header line".to_string()),
+            Some(RawLine::TooLong(n)) => Err(format!(
+                "header line is {n} bytes, longer than the {MAX_LINE_BYTES}-byte limit"
+            )),
+            Some(RawLine::Line { bytes, .. }) => parse_header(bytes),
+        };
+        match header {
+            Ok(h) => stream.header = Some(h),
+            Err(reason) => anyhow::bail!("{}:1: {reason}", path.display()),
+        }
+        Ok(stream)
+    }
+
+    /// The header.
+    pub fn header(&self) -> &Header {
+        self.header.as_ref().expect("open() guarantees a header")
+    }
+
+    /// The line number of the event last returned.
+    pub fn line_no(&self) -> u64 {
+        self.lines.line_no()
+    }
+
+    /// Problems found so far.
+    pub fn problems(&self) -> &[Problem] {
+        &self.problems
+    }
+
+    /// Takes the problems found so far.
+    pub fn take_problems(&mut self) -> Vec<Problem> {
+        std::mem::take(&mut self.problems)
+    }
+
+    /// The next good event, skipping and reporting bad lines. At the end, reports a run
+    /// that never finished.
+    pub fn next_event(&mut self) -> Result<Option<Event>> {
+        if self.done {
+            return Ok(None);
+        }
+        loop {
+            let raw = self
+                .lines
+                .next_line(&mut self.buf)
+                .with_context(|| format!("reading {}", self.path.display()))?;
+            let line_no = self.lines.line_no();
+            let (bytes, terminated) = match raw {
+                None => {
+                    self.done = true;
+                    if !self.saw_finish {
+                        self.problem(
+                            line_no,
+                            Severity::Warning,
+                            "run did not finish: no run_finished line (still running, or crashed)"
+                                .into(),
+                        );
+                    }
+                    return Ok(None);
+                }
+                Some(RawLine::TooLong(n)) => {
+                    let reason = format!(
+                        "line of {n} bytes is longer than the {MAX_LINE_BYTES}-byte limit; skipped"
+                    );
+                    self.problem(line_no, Severity::Error, reason);
+                    continue;
+                }
+                Some(RawLine::Line { bytes, terminated }) => (bytes, terminated),
+            };
+            if bytes.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            let (parsed, lossy) = match std::str::from_utf8(bytes) {
+                Ok(_) => (parse_event(bytes), false),
+                Err(_) => (parse_event(String::from_utf8_lossy(bytes).as_bytes()), true),
+            };
+            match parsed {
+                Ok(event) => {
+                    if lossy {
+                        self.problem(
+                            line_no,
+                            Severity::Warning,
+                            "invalid UTF-8 replaced with U+FFFD".into(),
+                        );
+                    }
+                    if let EventBody::Unknown { kind, .. } = &event.body {
+                        let reason = format!(
+                            "unknown event kind \"{kind}\" (from a newer mcp-cosmos?); kept as unknown"
+                        );
+                        self.problem(line_no, Severity::Warning, reason);
+                    }
+                    if event.seq <= self.last_seq {
+                        let reason = format!(
+                            "seq {} does not increase (previous {})",
+                            event.seq, self.last_seq
+                        );
+                        self.problem(line_no, Severity::Warning, reason);
+                    }
+                    if self.saw_finish {
+                        self.problem(
+                            line_no,
+                            Severity::Warning,
+                            "event after run_finished".into(),
+                        );
+                    }
+                    self.last_seq = self.last_seq.max(event.seq);
+                    self.saw_finish |= matches!(event.body, EventBody::RunFinished { .. });
+                    return Ok(Some(event));
+                }
+                Err(reason) if !terminated => {
+                    let reason = format!(
+                        "torn last line (the run stopped while writing it): {reason}; skipped"
+                    );
+                    self.problem(line_no, Severity::Warning, reason);
+                }
+                Err(reason) => self.problem(line_no, Severity::Error, format!("{reason}; skipped")),
+            }
+        }
+    }
+
+    fn problem(&mut self, line: u64, severity: Severity, reason: String) {
+        self.problems.push(Problem {
+            path: self.path.clone(),
+            line,
+            severity,
+            reason,
+        });
+    }
+}
+
+/// Every `*.jsonl` file under `paths` (files as given, folders recursively), sorted.
+pub fn collect_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for path in paths {
+        let meta = std::fs::metadata(path)
+            .with_context(|| format!("no such file or folder: {}", path.display()))?;
+        if meta.is_dir() {
+            walk(path, &mut out)?;
+        } else {
+            out.push(path.clone());
+        }
+    }
+    out.sort();
+    out.dedup();
+    Ok(out)
+}
+
+fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
+    let entries =
+        std::fs::read_dir(dir).with_context(|| format!("reading folder {}", dir.display()))?;
+    for entry in entries {
+        let entry = entry.with_context(|| format!("reading folder {}", dir.display()))?;
+        let path = entry.path();
+        let file_type = entry.file_type()?;
+        if file_type.is_dir() {
+            walk(&path, out)?;
+        } else if path.extension().is_some_and(|e| e == "jsonl") {
+            out.push(path);
+        }
+    }
+    Ok(())
+}

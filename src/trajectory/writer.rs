@@ -1,0 +1,105 @@
+//! The trajectory writer: one JSON line per event, flushed as written, secrets redacted.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+
+use super::event::{Event, EventBody, Header};
+use super::redact::Redactor;
+use crate::metrics::run::RunAccumulator;
+
+/// Appends a run to a `.jsonl` file. Every line reaches the operating system before
+/// `write` returns, so a crash of this process loses at most the line being written.
+///
+/// The writer also keeps the run's metrics as it goes and fills in the totals of
+/// `run_finished` itself, so the totals a listing reads always agree with the file.
+pub struct Writer {
+    file: File,
+    path: PathBuf,
+    redactor: Redactor,
+    next_seq: u64,
+    line: Vec<u8>,
+    metrics: RunAccumulator,
+}
+
+impl std::fmt::Debug for Writer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Writer")
+            .field("path", &self.path)
+            .field("next_seq", &self.next_seq)
+            .finish()
+    }
+}
+
+impl Writer {
+    /// Creates `path` (refusing to overwrite) and writes the header line.
+    pub fn create(path: &Path, header: &Header, redactor: Redactor) -> Result<Self> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        }
+        let file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(path)
+            .with_context(|| format!("creating trajectory {}", path.display()))?;
+        let metrics = RunAccumulator::new(header);
+        let mut writer = Self {
+            file,
+            path: path.to_path_buf(),
+            redactor,
+            next_seq: 1,
+            line: Vec::new(),
+            metrics,
+        };
+        writer.write_line(header)?;
+        Ok(writer)
+    }
+
+    /// The file being written.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Writes one event, numbering it, and returns the event as written (redacted).
+    /// The totals of a `run_finished` event are computed here, whatever the caller passed.
+    pub fn write(&mut self, t_ms: u64, mut body: EventBody) -> Result<Event> {
+        if let EventBody::RunFinished { totals, .. } = &mut body {
+            let mut metrics = self.metrics.metrics();
+            metrics.wall_ms = metrics.wall_ms.max(t_ms);
+            *totals = metrics.totals(self.next_seq);
+        }
+        let event = Event {
+            seq: self.next_seq,
+            t_ms,
+            body,
+        };
+        let written = self.write_line(&event)?;
+        self.next_seq += 1;
+        let event = serde_json::from_value(written).unwrap_or(event);
+        self.metrics.push(&event);
+        Ok(event)
+    }
+
+    /// The `seq` the next event will get.
+    pub fn next_seq(&self) -> u64 {
+        self.next_seq
+    }
+
+    fn write_line<T: Serialize>(&mut self, item: &T) -> Result<serde_json::Value> {
+        let mut value = serde_json::to_value(item).context("encoding event")?;
+        self.redactor.redact(&mut value);
+        self.line.clear();
+        serde_json::to_writer(&mut self.line, &value).context("encoding event")?;
+        self.line.push(b'\n');
+        // One write of the whole line, then flush: a reader never sees half of a line
+        // unless this process dies inside the call.
+        self.file
+            .write_all(&self.line)
+            .and_then(|()| self.file.flush())
+            .with_context(|| format!("writing {}", self.path.display()))?;
+        Ok(value)
+    }
+}

@@ -1,0 +1,170 @@
+//! The `validate` and `report` commands, run as a user runs them: the real binary.
+
+use std::fs;
+use std::path::Path;
+use std::process::{Command, Output};
+
+use mcp_cosmos::trajectory::synthetic::{self, Spec};
+
+fn cosmos(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_cosmos"))
+        .args(args)
+        .env(
+            "COSMOS_LOG_FILE",
+            std::env::temp_dir().join("cosmos-test.log"),
+        )
+        .output()
+        .unwrap()
+}
+
+fn text(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).to_string() + &String::from_utf8_lossy(&o.stderr)
+}
+
+fn write(dir: &Path, name: &str, seed: u64) -> String {
+    let p = dir.join(name);
+    synthetic::write(
+        &p,
+        &Spec {
+            nodes: 30,
+            seed,
+            ..Spec::default()
+        },
+    )
+    .unwrap();
+    p.display().to_string()
+}
+
+#[test]
+fn validate_passes_good_files_and_fails_corrupt_ones_with_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = write(dir.path(), "good.jsonl", 1);
+    let out = cosmos(&["validate", &good]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(text(&out).contains("1 file(s) checked: 0 with errors"));
+
+    let bad = write(dir.path(), "sub/bad.jsonl", 2);
+    let mut lines: Vec<String> = fs::read_to_string(&bad)
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect();
+    lines.insert(3, "{oops".into());
+    fs::write(&bad, lines.join("\n") + "\n").unwrap();
+    let out = cosmos(&["validate", dir.path().to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out).contains(&format!("{bad}:4: error: not valid JSON")),
+        "{}",
+        text(&out)
+    );
+    assert!(text(&out).contains("2 file(s) checked: 1 with errors"));
+}
+
+#[test]
+fn validate_finds_dangling_node_references() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(dir.path(), "a.jsonl", 3);
+    let mut lines: Vec<String> = fs::read_to_string(&path)
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect();
+    lines.insert(
+        4,
+        r#"{"seq":4,"t_ms":9,"kind":"backpropagated","path":[0,4242],"value":0.5}"#.into(),
+    );
+    fs::write(&path, lines.join("\n") + "\n").unwrap();
+    let out = cosmos(&["validate", &path]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out).contains(":5: error: backpropagated refers to node 4242"),
+        "{}",
+        text(&out)
+    );
+}
+
+#[test]
+fn validate_of_a_missing_path_is_a_clear_error() {
+    let out = cosmos(&["validate", "/no/such/place"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out).contains("cosmos: error: no such file or folder: /no/such/place"),
+        "{}",
+        text(&out)
+    );
+}
+
+#[test]
+fn report_json_has_the_documented_shape() {
+    let dir = tempfile::tempdir().unwrap();
+    for seed in 1..=3 {
+        write(dir.path(), &format!("r{seed}.jsonl"), seed);
+    }
+    let out = cosmos(&["report", dir.path().to_str().unwrap(), "--format", "json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["format"], "mcp-cosmos-report");
+    assert_eq!(doc["runs"], 3);
+    let row = &doc["groups"][0];
+    assert_eq!(row["key"], "spiral / synthetic / synthetic");
+    assert_eq!(row["runs"], 3);
+    for key in [
+        "tool_calls",
+        "tool_call_success_rate",
+        "execution_quality",
+        "execution_quality_anchored",
+        "tokens",
+        "fidelity",
+        "wall_time_s",
+    ] {
+        assert!(row[key]["mean"].is_number(), "{key}: {row}");
+        assert_eq!(row[key]["n"], 3, "{key}");
+        assert!(row[key]["ci95"].is_number(), "{key}");
+    }
+    // A cohort of one configuration: efficiency 1, so EQ = 100·(SR + 1)/2.
+    let sr = row["tool_call_success_rate"]["mean"].as_f64().unwrap();
+    let eq = row["execution_quality"]["mean"].as_f64().unwrap();
+    assert!((eq - 100.0 * (sr + 1.0) / 2.0).abs() < 1e-9);
+}
+
+#[test]
+fn report_formats_and_grouping() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "a.jsonl", 1);
+    write(dir.path(), "b.jsonl", 2);
+    let d = dir.path().to_str().unwrap();
+    let table = cosmos(&["report", d]);
+    assert!(
+        text(&table).contains("calls/task")
+            && text(&table).contains("spiral / synthetic / synthetic"),
+        "{}",
+        text(&table)
+    );
+    let md = cosmos(&["report", d, "--format", "markdown", "--group-by", "task"]);
+    let md = text(&md);
+    assert!(md.starts_with("| task"), "{md}");
+    assert!(md.contains("synthetic_001") && md.contains("synthetic_002"));
+    let csv = text(&cosmos(&[
+        "report",
+        d,
+        "--format",
+        "csv",
+        "--group-by",
+        "agent",
+    ]));
+    let mut lines = csv.lines();
+    assert!(
+        lines
+            .next()
+            .unwrap()
+            .starts_with("group,runs,completed,calls_task_mean,calls_task_n,calls_task_ci95")
+    );
+    assert!(lines.next().unwrap().starts_with("spiral,2,2,"));
+}
+
+#[test]
+fn help_lists_only_working_commands() {
+    let out = text(&cosmos(&["--help"]));
+    assert!(out.contains("validate") && out.contains("report"));
+}

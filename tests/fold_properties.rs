@@ -1,0 +1,100 @@
+//! Properties of the fold: seeking anywhere equals folding from scratch, and visits and
+//! values agree with the backpropagation events.
+
+use std::collections::HashMap;
+
+use mcp_cosmos::trajectory::event::EventBody;
+use mcp_cosmos::trajectory::fold::{Cursor, TreeState};
+use mcp_cosmos::trajectory::run::Run;
+use mcp_cosmos::trajectory::synthetic::{self, Spec};
+use proptest::prelude::*;
+
+fn run_of(spec: Spec) -> Run {
+    let mut run = Run::new("mem".into(), synthetic::header(&spec));
+    for (i, (t, body)) in synthetic::events(&spec).into_iter().enumerate() {
+        run.push(mcp_cosmos::trajectory::event::Event {
+            seq: i as u64 + 1,
+            t_ms: t,
+            body,
+        });
+    }
+    run
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    #[test]
+    fn seek_equals_fold_from_scratch(
+        seed in 0u64..1000,
+        nodes in 2usize..200,
+        branching in 1usize..5,
+        targets in proptest::collection::vec(0.0f64..=1.0, 1..12),
+    ) {
+        let run = run_of(Spec { nodes, branching, padding: 0, seed });
+        let mut cursor = Cursor::new(&run);
+        for t in targets {
+            let j = (t * run.len() as f64).round() as usize;
+            cursor.seek(&run, j);
+            prop_assert_eq!(cursor.position(), j);
+            prop_assert_eq!(cursor.state(), &TreeState::fold(&run, j));
+        }
+    }
+
+    #[test]
+    fn visits_and_values_agree_with_backpropagation(seed in 0u64..1000, nodes in 2usize..150, cut in 0.0f64..=1.0) {
+        let run = run_of(Spec { nodes, branching: 3, padding: 0, seed });
+        let k = (cut * run.len() as f64) as usize;
+        let state = TreeState::fold(&run, k);
+        let mut visits: HashMap<u64, u32> = HashMap::new();
+        let mut sums: HashMap<u64, f64> = HashMap::new();
+        for e in &run.events[..k] {
+            if let EventBody::Backpropagated { path, value } = &e.body {
+                for n in path {
+                    *visits.entry(*n).or_default() += 1;
+                    *sums.entry(*n).or_default() += value;
+                }
+            }
+        }
+        for (slot, node) in run.nodes().iter().enumerate().take(state.visible_nodes()) {
+            let d = state.node(slot as u32).unwrap();
+            prop_assert_eq!(d.visits, visits.get(&node.id).copied().unwrap_or(0));
+            prop_assert!((d.value_sum() - sums.get(&node.id).copied().unwrap_or(0.0)).abs() < 1e-6);
+        }
+    }
+}
+
+#[test]
+fn snapshots_make_long_jumps_exact() {
+    // Large enough that the cursor takes snapshots, then jumps over them both ways.
+    let run = run_of(Spec {
+        nodes: 12_000,
+        branching: 3,
+        padding: 0,
+        seed: 7,
+    });
+    assert!(run.len() > 40_000);
+    let mut cursor = Cursor::new(&run);
+    cursor.seek(&run, run.len());
+    for j in [3, run.len() - 5, run.len() / 2, 17_000, 0, run.len()] {
+        cursor.seek(&run, j);
+        assert_eq!(cursor.state(), &TreeState::fold(&run, j), "at {j}");
+    }
+}
+
+#[test]
+fn metrics_at_cursor_match_the_streaming_accumulator() {
+    use mcp_cosmos::metrics::run::RunAccumulator;
+    let run = run_of(Spec {
+        nodes: 300,
+        branching: 3,
+        padding: 0,
+        seed: 3,
+    });
+    for k in [0, run.len() / 3, run.len()] {
+        let mut acc = RunAccumulator::new(&run.header);
+        run.events[..k].iter().for_each(|e| acc.push(e));
+        let state = TreeState::fold(&run, k);
+        assert_eq!(run.metrics_at(k, &state), acc.metrics(), "at {k}");
+    }
+}

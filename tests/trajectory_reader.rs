@@ -1,0 +1,294 @@
+//! The reader over broken input: every case loads what it can and reports the rest as
+//! FILE:LINE: reason.
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use mcp_cosmos::trajectory::event::{EventBody, Observation};
+use mcp_cosmos::trajectory::listing::RunSummary;
+use mcp_cosmos::trajectory::reader::{EventStream, Severity};
+use mcp_cosmos::trajectory::run::Run;
+use mcp_cosmos::trajectory::synthetic::{self, Spec};
+
+fn small_run(dir: &Path, name: &str) -> PathBuf {
+    let path = dir.join(name);
+    synthetic::write(
+        &path,
+        &Spec {
+            nodes: 20,
+            ..Spec::default()
+        },
+    )
+    .unwrap();
+    path
+}
+
+fn lines(path: &Path) -> Vec<String> {
+    fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn torn_last_line_is_skipped_with_a_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = small_run(dir.path(), "a.jsonl");
+    let n = lines(&path).len();
+    let mut f = fs::OpenOptions::new().append(true).open(&path).unwrap();
+    f.write_all(br#"{"seq":9999,"t_ms":5,"kind":"answer","te"#)
+        .unwrap();
+    drop(f);
+    let run = Run::open(&path).unwrap();
+    assert_eq!(run.len(), n - 1, "every complete event loads");
+    let torn: Vec<_> = run
+        .problems
+        .iter()
+        .filter(|p| p.reason.contains("torn"))
+        .collect();
+    assert_eq!(torn.len(), 1);
+    assert_eq!(torn[0].line, n as u64 + 1);
+    assert_eq!(torn[0].severity, Severity::Warning);
+    assert!(torn[0].to_string().starts_with(&format!(
+        "{}:{}: warning: torn",
+        path.display(),
+        n + 1
+    )));
+}
+
+#[test]
+fn garbage_in_the_middle_is_an_error_and_the_rest_loads() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = small_run(dir.path(), "a.jsonl");
+    let mut l = lines(&path);
+    let total_events = l.len() - 1;
+    l.insert(5, "this is not json".into());
+    l.insert(8, r#"{"seq": 3, "t_ms": 1, "kind": "node_added"}"#.into());
+    fs::write(&path, l.join("\n") + "\n").unwrap();
+    let run = Run::open(&path).unwrap();
+    assert_eq!(run.len(), total_events);
+    let errors: Vec<_> = run
+        .problems
+        .iter()
+        .filter(|p| p.severity == Severity::Error)
+        .collect();
+    assert_eq!(errors.len(), 2, "{errors:?}");
+    assert_eq!(errors[0].line, 6);
+    assert!(errors[0].reason.contains("not valid JSON"));
+    assert_eq!(errors[1].line, 9);
+    assert!(
+        errors[1].reason.contains("bad node_added event"),
+        "{}",
+        errors[1].reason
+    );
+}
+
+#[test]
+fn empty_file_has_no_header() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("empty.jsonl");
+    fs::write(&path, "").unwrap();
+    let err = EventStream::open(&path).err().unwrap();
+    assert!(format!("{err:#}").contains(":1: empty file"), "{err:#}");
+    assert_eq!(RunSummary::read(&path).status_label(), "unreadable");
+}
+
+#[test]
+fn header_only_is_an_unfinished_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = small_run(dir.path(), "a.jsonl");
+    let first = lines(&path).remove(0);
+    fs::write(&path, first + "\n").unwrap();
+    let run = Run::open(&path).unwrap();
+    assert!(run.is_empty());
+    assert_eq!(run.problems.len(), 1);
+    assert!(run.problems[0].reason.contains("did not finish"));
+    assert_eq!(RunSummary::read(&path).status_label(), "incomplete");
+}
+
+#[test]
+fn unknown_event_kind_is_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = small_run(dir.path(), "a.jsonl");
+    let mut l = lines(&path);
+    l.insert(
+        2,
+        r#"{"seq":2,"t_ms":3,"kind":"hologram","beams":7}"#.into(),
+    );
+    fs::write(&path, l.join("\n") + "\n").unwrap();
+    let run = Run::open(&path).unwrap();
+    let unknown = run
+        .events
+        .iter()
+        .find(|e| e.body.kind() == "hologram")
+        .expect("kept");
+    match &unknown.body {
+        EventBody::Unknown { raw, .. } => assert_eq!(raw["beams"], 7),
+        other => panic!("{other:?}"),
+    }
+    assert!(
+        run.problems.iter().any(|p| p.line == 3
+            && p.severity == Severity::Warning
+            && p.reason.contains("hologram"))
+    );
+}
+
+#[test]
+fn newer_version_gets_a_clear_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = small_run(dir.path(), "a.jsonl");
+    let text = fs::read_to_string(&path)
+        .unwrap()
+        .replacen("\"version\":1", "\"version\":7", 1);
+    fs::write(&path, text).unwrap();
+    let err = format!("{:#}", EventStream::open(&path).err().unwrap());
+    assert!(
+        err.contains("newer mcp-cosmos (format version 7)") && err.contains("upgrade"),
+        "{err}"
+    );
+}
+
+#[test]
+fn not_a_trajectory_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("other.jsonl");
+    fs::write(&path, "{\"hello\": 1}\n").unwrap();
+    let err = format!("{:#}", EventStream::open(&path).err().unwrap());
+    assert!(err.contains("not an mcp-cosmos trajectory"), "{err}");
+}
+
+#[test]
+fn a_ten_megabyte_observation_loads() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = small_run(dir.path(), "a.jsonl");
+    let big = "y".repeat(10 << 20);
+    let mut l = lines(&path);
+    let event = serde_json::json!({"seq": 2, "t_ms": 1, "kind": "answer", "text": big});
+    l.insert(2, event.to_string());
+    fs::write(&path, l.join("\n") + "\n").unwrap();
+    let run = Run::open(&path).unwrap();
+    assert!(
+        run.events
+            .iter()
+            .any(|e| matches!(&e.body, EventBody::Answer { text } if text.len() == 10 << 20))
+    );
+    assert!(run.problems.iter().all(|p| p.severity == Severity::Warning));
+}
+
+#[test]
+fn invalid_utf8_is_replaced_and_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = small_run(dir.path(), "a.jsonl");
+    let mut bytes = Vec::new();
+    for (i, line) in lines(&path).iter().enumerate() {
+        if i == 2 {
+            bytes.extend_from_slice(
+                b"{\"seq\":2,\"t_ms\":1,\"kind\":\"answer\",\"text\":\"caf\xe9\"}\n",
+            );
+        }
+        bytes.extend_from_slice(line.as_bytes());
+        bytes.push(b'\n');
+    }
+    fs::write(&path, bytes).unwrap();
+    let run = Run::open(&path).unwrap();
+    assert!(
+        run.events
+            .iter()
+            .any(|e| matches!(&e.body, EventBody::Answer { text } if text == "caf\u{fffd}"))
+    );
+    assert!(
+        run.problems
+            .iter()
+            .any(|p| p.line == 3 && p.reason.contains("UTF-8"))
+    );
+}
+
+#[test]
+fn listing_reads_totals_from_the_last_line_and_agrees_with_a_full_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = small_run(dir.path(), "a.jsonl");
+    let summary = RunSummary::read(&path);
+    let finished = summary
+        .finished
+        .clone()
+        .expect("run_finished read from the tail");
+    let run = Run::open(&path).unwrap();
+    let tree = mcp_cosmos::trajectory::fold::TreeState::fold(&run, run.len());
+    let metrics = run.metrics_at(run.len(), &tree);
+    assert_eq!(finished.totals.events, run.len() as u64);
+    assert_eq!(finished.totals.tool_calls, metrics.tool_calls);
+    assert_eq!(finished.totals.nodes, 20);
+    assert_eq!(finished.totals.tokens, metrics.tokens());
+    assert_eq!(summary.status_label(), "completed");
+}
+
+#[test]
+fn listing_a_crashed_run_says_incomplete() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = small_run(dir.path(), "a.jsonl");
+    let mut l = lines(&path);
+    l.pop();
+    fs::write(&path, l.join("\n") + "\n{\"seq\": 5, \"t_").unwrap();
+    let s = RunSummary::read(&path);
+    assert!(s.header.is_ok());
+    assert_eq!(s.status_label(), "incomplete");
+}
+
+#[test]
+fn writer_flushes_every_event_before_returning() {
+    use mcp_cosmos::trajectory::redact::Redactor;
+    use mcp_cosmos::trajectory::writer::Writer;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("live.jsonl");
+    let header = synthetic::header(&Spec::default());
+    let mut w = Writer::create(&path, &header, Redactor::new()).unwrap();
+    for i in 0..3u64 {
+        w.write(
+            i,
+            EventBody::Answer {
+                text: format!("a{i}"),
+            },
+        )
+        .unwrap();
+        // Read through a separate handle: the line must already be in the file.
+        assert_eq!(lines(&path).len() as u64, i + 2);
+    }
+    assert!(
+        Writer::create(&path, &header, Redactor::new()).is_err(),
+        "never overwrites a run"
+    );
+}
+
+#[test]
+fn writer_redacts_secrets_everywhere() {
+    use mcp_cosmos::trajectory::redact::Redactor;
+    use mcp_cosmos::trajectory::writer::Writer;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("secret.jsonl");
+    let secret = "sekrit-key-0123456789";
+    let mut redactor = Redactor::new();
+    redactor.add_secret(secret);
+    let mut header = synthetic::header(&Spec::default());
+    header.task.request = format!("my key is {secret}");
+    let mut w = Writer::create(&path, &header, redactor).unwrap();
+    let event = w
+        .write(1, EventBody::ToolCalled {
+            step: 1,
+            tool: "a:b".into(),
+            server: None,
+            arguments: serde_json::json!({"api_key": "anything", "q": format!("Bearer {secret}")}),
+            result: Observation { text: format!("echo {secret}"), ..Default::default() },
+            latency_ms: 1,
+            node: None,
+            error: None,
+        })
+        .unwrap();
+    let text = fs::read_to_string(&path).unwrap();
+    assert!(!text.contains(secret), "{text}");
+    assert!(!text.contains("anything"));
+    assert!(text.contains("[REDACTED]"));
+    // What the caller gets back is what was written.
+    assert!(!format!("{event:?}").contains(secret));
+}
