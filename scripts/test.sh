@@ -4,6 +4,17 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# tmux drives the explorer's end-to-end tests in a real terminal.
+if ! command -v tmux >/dev/null 2>&1; then
+  if command -v apt-get >/dev/null 2>&1; then
+    (apt-get install -y tmux >/dev/null 2>&1 || { apt-get update >/dev/null && apt-get install -y tmux >/dev/null; }) \
+      || sudo apt-get install -y tmux
+  else
+    echo "tests need tmux; install it with your package manager" >&2
+    exit 1
+  fi
+fi
+
 # Rust crates (fetched once; offline afterwards).
 cargo fetch --locked
 

@@ -4,3 +4,4 @@
 pub mod cli;
 pub mod metrics;
 pub mod trajectory;
+pub mod tui;

@@ -16,14 +16,20 @@ pub use report::ReportFormat;
 #[derive(Debug, Parser)]
 #[command(name = "cosmos", version, about, long_about = None)]
 pub struct Cli {
-    /// What to do.
+    /// What to do; without a command, the explorer opens on ./sample_runs.
     #[command(subcommand)]
-    pub command: Command,
+    pub command: Option<Command>,
 }
 
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Explore runs: a folder opens the run browser, a file opens the run view (the default).
+    Replay {
+        /// A folder of runs or one run file.
+        #[arg(default_value = "sample_runs")]
+        path: PathBuf,
+    },
     /// Check trajectory files; print each problem as FILE:LINE: reason.
     ///
     /// Exit code 1 when any file has an error (a corrupt line, a bad header, a newer
@@ -53,7 +59,10 @@ pub enum Command {
 /// Runs a parsed command line.
 pub fn run(cli: Cli) -> Result<ExitCode> {
     logging::init();
-    match cli.command {
+    match cli.command.unwrap_or(Command::Replay {
+        path: PathBuf::from("sample_runs"),
+    }) {
+        Command::Replay { path } => crate::tui::explore(&path).map(|()| ExitCode::SUCCESS),
         Command::Validate { paths, quiet } => validate::run(&paths, quiet),
         Command::Report {
             paths,

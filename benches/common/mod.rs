@@ -1,0 +1,105 @@
+//! Shared benchmark data: generated once into `target/bench-data/`, reused across runs.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use mcp_cosmos::trajectory::synthetic::{self, Spec};
+
+/// `--quick` divides the data by ten.
+pub fn scale() -> usize {
+    if std::env::args().any(|a| a == "--quick") {
+        10
+    } else {
+        1
+    }
+}
+
+/// Where generated data lives.
+pub fn data_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/bench-data")
+}
+
+/// A folder of 300 / scale runs of about 3.3 MB each (about 1 GB at full scale).
+pub fn folder_of_runs(scale: usize) -> (PathBuf, usize) {
+    let folder = data_dir().join(format!("folder-{scale}"));
+    let runs = 300 / scale;
+    std::fs::create_dir_all(&folder).unwrap();
+    for i in 0..runs {
+        let p = folder.join(format!("run-{i:04}.jsonl"));
+        if !p.exists() {
+            synthetic::write(
+                &p,
+                &Spec {
+                    nodes: 1_400,
+                    branching: 3,
+                    padding: 1_200,
+                    seed: i as u64,
+                },
+            )
+            .unwrap();
+        }
+    }
+    (folder, runs)
+}
+
+/// One run of about 10^6 / scale events (7 events per node).
+pub fn big_run_file(scale: usize) -> PathBuf {
+    let big = data_dir().join(format!("big-{scale}.jsonl"));
+    if !big.exists() {
+        std::fs::create_dir_all(data_dir()).unwrap();
+        synthetic::write(
+            &big,
+            &Spec {
+                nodes: 143_000 / scale,
+                branching: 3,
+                padding: 0,
+                seed: 42,
+            },
+        )
+        .unwrap();
+    }
+    big
+}
+
+/// Total bytes of the files in a folder.
+pub fn folder_bytes(folder: &Path) -> u64 {
+    std::fs::read_dir(folder)
+        .unwrap()
+        .map(|e| e.unwrap().metadata().unwrap().len())
+        .sum()
+}
+
+/// Runs `f` and times it.
+pub fn time<T>(f: impl FnOnce() -> T) -> (T, Duration) {
+    let start = Instant::now();
+    let out = f();
+    (out, start.elapsed())
+}
+
+/// Milliseconds.
+pub fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// Percentile of sorted durations.
+pub fn pct(sorted: &[Duration], p: f64) -> Duration {
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+/// Resets the kernel's peak-RSS mark (Linux), so each phase reports its own peak.
+pub fn reset_peak() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
+/// Peak RSS since the last reset, MB.
+pub fn peak_mb() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse::<f64>().ok())
+        .unwrap_or(0.0)
+        / 1e3
+}

@@ -1,0 +1,545 @@
+//! The run browser: one row per run, read from each file's first and last lines; sort,
+//! filter, mark for Compare, and the group table.
+
+use std::cmp::Ordering;
+use std::path::PathBuf;
+
+use crossterm::event::{KeyCode, KeyEvent, MouseButton, MouseEventKind};
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Cell, Paragraph, Row, Table};
+
+use super::action::Action;
+use super::text::one_line;
+use super::theme::Theme;
+use crate::metrics::group::{GroupBy, GroupRow};
+use crate::trajectory::listing::RunSummary;
+
+/// Browser columns, in order; `s` cycles the sort through them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Column {
+    /// Task id.
+    Task,
+    /// Agent.
+    Agent,
+    /// World model.
+    WorldModel,
+    /// Planner model.
+    Planner,
+    /// Status.
+    Status,
+    /// Real tool calls.
+    Calls,
+    /// Tool call success rate.
+    Success,
+    /// Simulation fidelity.
+    Fidelity,
+    /// Tokens.
+    Tokens,
+    /// Wall time.
+    Time,
+    /// Start time (from the header).
+    Started,
+}
+
+/// Columns in display order with their widths; `PRIORITY` decides which fit a narrow terminal.
+const COLUMNS: [(Column, &str, u16); 11] = [
+    (Column::Task, "task", 14),
+    (Column::Agent, "agent", 9),
+    (Column::WorldModel, "world model", 11),
+    (Column::Planner, "planner", 16),
+    (Column::Status, "status", 11),
+    (Column::Calls, "calls", 5),
+    (Column::Success, "success", 7),
+    (Column::Fidelity, "fidelity", 8),
+    (Column::Tokens, "tokens", 8),
+    (Column::Time, "time s", 7),
+    (Column::Started, "started", 16),
+];
+
+/// Which columns to keep first when space is short (the task column always stays).
+const PRIORITY: [Column; 10] = [
+    Column::Agent,
+    Column::WorldModel,
+    Column::Status,
+    Column::Calls,
+    Column::Success,
+    Column::Fidelity,
+    Column::Tokens,
+    Column::Time,
+    Column::Planner,
+    Column::Started,
+];
+
+/// The columns that fit in `width` (display order) with their widths; the task column takes
+/// what is left. Widths add up exactly, so the layout has one solution.
+fn fitting_columns(width: u16) -> Vec<(usize, u16)> {
+    let width_of = |c: Column| {
+        COLUMNS
+            .iter()
+            .find(|(k, _, _)| *k == c)
+            .map_or(0, |(_, _, w)| *w)
+    };
+    let task_min = width_of(Column::Task);
+    let mut used = task_min;
+    let mut keep = vec![Column::Task];
+    for c in PRIORITY {
+        if used + 1 + width_of(c) <= width {
+            used += 1 + width_of(c);
+            keep.push(c);
+        }
+    }
+    COLUMNS
+        .iter()
+        .enumerate()
+        .filter(|(_, (c, _, _))| keep.contains(c))
+        .map(|(i, (c, _, w))| {
+            (
+                i,
+                if *c == Column::Task {
+                    w + width.saturating_sub(used)
+                } else {
+                    *w
+                },
+            )
+        })
+        .collect()
+}
+
+/// The group table's state.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Groups {
+    /// Not shown.
+    Hidden,
+    /// Being computed in the background.
+    Loading,
+    /// Ready.
+    Ready(Vec<GroupRow>),
+}
+
+/// State of the run browser.
+#[derive(Debug)]
+pub struct Browser {
+    /// The folders or files listed.
+    pub roots: Vec<PathBuf>,
+    runs: Vec<RunSummary>,
+    view: Vec<usize>,
+    /// Selected row of `view`.
+    pub selected: usize,
+    offset: usize,
+    /// Sort column and direction (true = descending).
+    pub sort: (Column, bool),
+    /// The filter text.
+    pub filter: String,
+    /// True while typing the filter.
+    pub typing: bool,
+    /// Marked runs (indices into the listing), in marking order.
+    pub marked: Vec<usize>,
+    /// The group table.
+    pub groups: Groups,
+    /// Height of the table area (set on resize).
+    pub height: u16,
+    /// A message for the status line.
+    pub message: Option<String>,
+}
+
+impl Browser {
+    /// A browser over already-listed runs.
+    pub fn new(roots: Vec<PathBuf>, runs: Vec<RunSummary>, height: u16) -> Self {
+        let mut b = Self {
+            roots,
+            runs,
+            view: Vec::new(),
+            selected: 0,
+            offset: 0,
+            sort: (Column::Started, true),
+            filter: String::new(),
+            typing: false,
+            marked: Vec::new(),
+            groups: Groups::Hidden,
+            height,
+            message: None,
+        };
+        b.rebuild_view();
+        b
+    }
+
+    /// The runs listed (all, unfiltered).
+    pub fn runs(&self) -> &[RunSummary] {
+        &self.runs
+    }
+
+    /// Rows shown, as indices into [`Browser::runs`].
+    pub fn view(&self) -> &[usize] {
+        &self.view
+    }
+
+    /// The run under the selection.
+    pub fn selected_run(&self) -> Option<&RunSummary> {
+        self.view.get(self.selected).map(|&i| &self.runs[i])
+    }
+
+    /// Paths of the marked runs.
+    pub fn marked_paths(&self) -> Vec<PathBuf> {
+        self.marked
+            .iter()
+            .map(|&i| self.runs[i].path.clone())
+            .collect()
+    }
+
+    fn rebuild_view(&mut self) {
+        let needle = self.filter.to_lowercase();
+        self.view = (0..self.runs.len())
+            .filter(|&i| needle.is_empty() || haystack(&self.runs[i]).contains(&needle))
+            .collect();
+        let (col, desc) = self.sort;
+        let runs = &self.runs;
+        self.view.sort_by(|&a, &b| {
+            let o = compare(&runs[a], &runs[b], col);
+            if desc { o.reverse() } else { o }
+        });
+        self.selected = self.selected.min(self.view.len().saturating_sub(1));
+        self.scroll();
+    }
+
+    fn page(&self) -> usize {
+        self.height.saturating_sub(3).max(1) as usize
+    }
+
+    fn scroll(&mut self) {
+        let h = self.page();
+        if self.selected < self.offset {
+            self.offset = self.selected;
+        } else if self.selected >= self.offset + h {
+            self.offset = self.selected + 1 - h;
+        }
+    }
+
+    fn move_by(&mut self, delta: isize) {
+        if !self.view.is_empty() {
+            self.selected = self
+                .selected
+                .saturating_add_signed(delta)
+                .min(self.view.len() - 1);
+            self.scroll();
+        }
+    }
+
+    /// Applies an action; returns false when it is not the browser's.
+    pub fn update(&mut self, action: &Action) -> bool {
+        match action {
+            Action::Up => self.move_by(-1),
+            Action::Down => self.move_by(1),
+            Action::PageUp => self.move_by(-(self.page() as isize)),
+            Action::PageDown => self.move_by(self.page() as isize),
+            Action::JumpStart => self.move_by(-(self.view.len() as isize)),
+            Action::JumpEnd => self.move_by(self.view.len() as isize),
+            Action::Search => {
+                self.typing = true;
+                self.message = None;
+            }
+            Action::Input(key) => self.type_key(key),
+            Action::SortNext => {
+                let i = COLUMNS
+                    .iter()
+                    .position(|(c, _, _)| *c == self.sort.0)
+                    .unwrap_or(0);
+                self.sort = (COLUMNS[(i + 1) % COLUMNS.len()].0, self.sort.1);
+                self.rebuild_view();
+            }
+            Action::SortReverse => {
+                self.sort.1 = !self.sort.1;
+                self.rebuild_view();
+            }
+            Action::Mark => self.toggle_mark(),
+            Action::GroupsReady(rows) => {
+                if self.groups == Groups::Loading {
+                    self.groups = Groups::Ready(rows.clone());
+                }
+            }
+            Action::Resize(_, h) => {
+                self.height = h.saturating_sub(1);
+                self.scroll();
+            }
+            Action::Mouse(m) => match m.kind {
+                MouseEventKind::ScrollUp => self.move_by(-3),
+                MouseEventKind::ScrollDown => self.move_by(3),
+                MouseEventKind::Down(MouseButton::Left) if m.row >= 2 => {
+                    let i = self.offset + (m.row - 2) as usize;
+                    if i < self.view.len() {
+                        self.selected = i;
+                    }
+                }
+                _ => {}
+            },
+            _ => return false,
+        }
+        true
+    }
+
+    fn type_key(&mut self, key: &KeyEvent) {
+        match key.code {
+            KeyCode::Enter => self.typing = false,
+            KeyCode::Esc => {
+                self.typing = false;
+                self.filter.clear();
+                self.rebuild_view();
+            }
+            KeyCode::Backspace => {
+                self.filter.pop();
+                self.rebuild_view();
+            }
+            KeyCode::Char(c) if !c.is_control() => {
+                self.filter.push(c);
+                self.rebuild_view();
+            }
+            _ => {}
+        }
+    }
+
+    fn toggle_mark(&mut self) {
+        let Some(&i) = self.view.get(self.selected) else {
+            return;
+        };
+        if let Some(pos) = self.marked.iter().position(|&m| m == i) {
+            self.marked.remove(pos);
+        } else if self.marked.len() >= 4 {
+            self.message = Some("at most 4 runs can be compared".into());
+            return;
+        } else {
+            self.marked.push(i);
+        }
+        self.message = Some(format!("{} marked; c compares", self.marked.len()));
+        self.move_by(1);
+    }
+
+    /// The status line's text.
+    pub fn status(&self) -> String {
+        let roots: Vec<String> = self.roots.iter().map(|r| r.display().to_string()).collect();
+        let (col, desc) = self.sort;
+        let sort = COLUMNS
+            .iter()
+            .find(|(c, _, _)| *c == col)
+            .map_or("", |(_, n, _)| n);
+        format!(
+            "{}  {} of {} runs  sort {sort} {}{}",
+            roots.join(" "),
+            self.view.len(),
+            self.runs.len(),
+            if desc { "↓" } else { "↑" },
+            if self.filter.is_empty() {
+                String::new()
+            } else {
+                format!("  filter \"{}\"", one_line(&self.filter, 30))
+            }
+        )
+    }
+
+    /// Draws the table (and the group table when shown).
+    pub fn draw(&self, frame: &mut Frame, area: Rect, theme: &Theme) {
+        let (table_area, groups_area) = match self.groups {
+            Groups::Hidden => (area, None),
+            _ => {
+                let [a, b] =
+                    Layout::vertical([Constraint::Percentage(55), Constraint::Percentage(45)])
+                        .areas(area);
+                (a, Some(b))
+            }
+        };
+        let title = if self.typing {
+            format!(" Runs · filter: {}▏ ", one_line(&self.filter, 40))
+        } else if table_area.width >= 90 {
+            " Runs · Enter open · m mark · c compare · / filter · s sort · g groups · ? help "
+                .to_string()
+        } else {
+            " Runs · Enter open · ? help ".to_string()
+        };
+        let block = Block::bordered()
+            .border_style(theme.border())
+            .title(Line::styled(title, theme.title()));
+        if self.runs.is_empty() {
+            let msg = vec![
+                Line::styled("No runs here.", theme.title()),
+                Line::raw(""),
+                Line::raw(format!(
+                    "No *.jsonl trajectories under {}.",
+                    self.roots
+                        .iter()
+                        .map(|r| r.display().to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )),
+                Line::raw(
+                    "Record one with `cosmos run …`, or open a folder with `cosmos replay PATH`.",
+                ),
+            ];
+            frame.render_widget(Paragraph::new(msg).block(block), table_area);
+        } else {
+            let shown = fitting_columns(table_area.width.saturating_sub(2));
+            let header = Row::new(shown.iter().map(|&(i, _)| {
+                let (c, name, _) = COLUMNS[i];
+                let arrow = if c == self.sort.0 {
+                    if self.sort.1 { "↓" } else { "↑" }
+                } else {
+                    ""
+                };
+                Cell::from(format!("{name}{arrow}"))
+            }))
+            .style(theme.title());
+            let inner_h = table_area.height.saturating_sub(3) as usize;
+            let rows = self
+                .view
+                .iter()
+                .enumerate()
+                .skip(self.offset)
+                .take(inner_h)
+                .map(|(pos, &i)| {
+                    let mut all = cells(&self.runs[i], self.marked.contains(&i), theme);
+                    let mut row = Row::new(shown.iter().map(|&(c, _)| std::mem::take(&mut all[c])));
+                    if pos == self.selected {
+                        row = row.style(theme.selected());
+                    }
+                    row
+                });
+            let widths: Vec<Constraint> =
+                shown.iter().map(|&(_, w)| Constraint::Length(w)).collect();
+            frame.render_widget(
+                Table::new(rows, widths)
+                    .header(header)
+                    .block(block)
+                    .column_spacing(1),
+                table_area,
+            );
+        }
+        if let Some(area) = groups_area {
+            let block = Block::bordered()
+                .border_style(theme.border())
+                .title(Line::styled(" Groups (config) ", theme.title()));
+            let text = match &self.groups {
+                Groups::Ready(rows) => crate::metrics::table::render(rows, GroupBy::Config, false),
+                _ => "computing…".to_string(),
+            };
+            let lines: Vec<Line> = super::text::lines(&text, 500, 1_000)
+                .into_iter()
+                .map(Line::raw)
+                .collect();
+            frame.render_widget(Paragraph::new(lines).block(block), area);
+        }
+    }
+}
+
+fn cells<'a>(r: &RunSummary, marked: bool, theme: &Theme) -> Vec<Cell<'a>> {
+    let f = r.finished.as_ref();
+    let t = f.map(|f| &f.totals);
+    let (task, agent, wm, planner, started) = match &r.header {
+        Ok(h) => (
+            h.task.id.clone(),
+            h.agent.kind.as_str().to_string(),
+            h.world_model_name().to_string(),
+            h.planner.model.clone(),
+            h.started_at.format("%Y-%m-%d %H:%M").to_string(),
+        ),
+        Err(e) => (
+            r.path
+                .file_name()
+                .map(|n| n.to_string_lossy().to_string())
+                .unwrap_or_default(),
+            "?".into(),
+            String::new(),
+            e.clone(),
+            String::new(),
+        ),
+    };
+    let status_style = match r.status_label() {
+        "completed" => theme.good(),
+        "incomplete" => theme.dim(),
+        _ => theme.error(),
+    };
+    let task_cell = if marked {
+        Cell::from(Line::from(vec![
+            Span::styled("● ", theme.mark()),
+            Span::raw(one_line(&task, 40)),
+        ]))
+    } else {
+        Cell::from(one_line(&task, 40))
+    };
+    vec![
+        task_cell,
+        Cell::from(agent),
+        Cell::from(one_line(&wm, 30)),
+        Cell::from(one_line(&planner, 40)),
+        Cell::from(Span::styled(r.status_label(), status_style)),
+        Cell::from(t.map_or("—".into(), |t| t.tool_calls.to_string())),
+        Cell::from(t.map_or("—".into(), |t| {
+            success(t).map_or("—".into(), |s| format!("{:.0}%", s * 100.0))
+        })),
+        Cell::from(
+            t.and_then(|t| t.fidelity)
+                .map_or("—".into(), |v| format!("{v:.2}")),
+        ),
+        Cell::from(t.map_or("—".into(), |t| t.tokens.to_string())),
+        Cell::from(t.map_or("—".into(), |t| {
+            format!("{:.1}", t.wall_ms as f64 / 1000.0)
+        })),
+        Cell::from(started),
+    ]
+}
+
+fn success(t: &crate::trajectory::event::Totals) -> Option<f64> {
+    (t.tool_calls > 0).then(|| 1.0 - t.tool_errors as f64 / t.tool_calls as f64)
+}
+
+fn haystack(r: &RunSummary) -> String {
+    let mut s = r.path.display().to_string();
+    if let Ok(h) = &r.header {
+        s.push_str(&format!(
+            " {} {} {} {} {}",
+            h.task.id,
+            h.agent.kind.as_str(),
+            h.world_model_name(),
+            h.planner.model,
+            h.task.request
+        ));
+    }
+    s.push(' ');
+    s.push_str(r.status_label());
+    s.to_lowercase()
+}
+
+fn compare(a: &RunSummary, b: &RunSummary, col: Column) -> Ordering {
+    let ta = a.finished.as_ref().map(|f| &f.totals);
+    let tb = b.finished.as_ref().map(|f| &f.totals);
+    let h = |r: &RunSummary, f: fn(&crate::trajectory::event::Header) -> String| {
+        r.header.as_ref().map(f).unwrap_or_default()
+    };
+    let num = |x: Option<f64>, y: Option<f64>| {
+        x.unwrap_or(f64::NEG_INFINITY)
+            .total_cmp(&y.unwrap_or(f64::NEG_INFINITY))
+    };
+    let o = match col {
+        Column::Task => h(a, |h| h.task.id.clone()).cmp(&h(b, |h| h.task.id.clone())),
+        Column::Agent => {
+            h(a, |h| h.agent.kind.as_str().into()).cmp(&h(b, |h| h.agent.kind.as_str().into()))
+        }
+        Column::WorldModel => {
+            h(a, |h| h.world_model_name().into()).cmp(&h(b, |h| h.world_model_name().into()))
+        }
+        Column::Planner => {
+            h(a, |h| h.planner.model.clone()).cmp(&h(b, |h| h.planner.model.clone()))
+        }
+        Column::Status => a.status_label().cmp(b.status_label()),
+        Column::Calls => num(
+            ta.map(|t| t.tool_calls as f64),
+            tb.map(|t| t.tool_calls as f64),
+        ),
+        Column::Success => num(ta.and_then(success), tb.and_then(success)),
+        Column::Fidelity => num(ta.and_then(|t| t.fidelity), tb.and_then(|t| t.fidelity)),
+        Column::Tokens => num(ta.map(|t| t.tokens as f64), tb.map(|t| t.tokens as f64)),
+        Column::Time => num(ta.map(|t| t.wall_ms as f64), tb.map(|t| t.wall_ms as f64)),
+        Column::Started => {
+            h(a, |h| h.started_at.to_rfc3339()).cmp(&h(b, |h| h.started_at.to_rfc3339()))
+        }
+    };
+    o.then_with(|| a.path.cmp(&b.path))
+}

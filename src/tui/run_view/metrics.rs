@@ -1,0 +1,231 @@
+//! The metrics pane: the run's numbers at the cursor and small charts over time.
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Paragraph, Sparkline};
+
+use crate::metrics::run::RunMetrics;
+use crate::trajectory::event::{Phase, Role};
+use crate::trajectory::fold::TreeState;
+use crate::trajectory::run::Run;
+use crate::tui::theme::Theme;
+
+/// Samples per chart.
+const SAMPLES: usize = 120;
+
+/// Values over time, sampled at fixed event positions; the pane shows samples up to the cursor.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Series {
+    /// Cursor position of each sample.
+    pub at: Vec<usize>,
+    /// Real tool calls so far.
+    pub tool_calls: Vec<u64>,
+    /// Tokens so far.
+    pub tokens: Vec<u64>,
+    /// Best mean value Q over the tree so far, ×100 (sparklines take integers).
+    pub best_value: Vec<u64>,
+}
+
+impl Series {
+    /// One pass over the run.
+    pub fn build(run: &Run) -> Self {
+        let n = run.len();
+        let mut series = Self::default();
+        if n == 0 {
+            return series;
+        }
+        let every = n.div_ceil(SAMPLES).max(1);
+        let mut state = TreeState::default();
+        let mut tokens = 0u64;
+        let mut calls = 0u64;
+        for (i, event) in run.events.iter().enumerate() {
+            state.apply(run);
+            match &event.body {
+                crate::trajectory::event::EventBody::LlmCall {
+                    prompt_tokens,
+                    completion_tokens,
+                    ..
+                } => {
+                    tokens += prompt_tokens + completion_tokens;
+                }
+                crate::trajectory::event::EventBody::ToolCalled { .. } => calls += 1,
+                _ => {}
+            }
+            if (i + 1) % every == 0 || i + 1 == n {
+                let best = state
+                    .nodes()
+                    .iter()
+                    .filter_map(|d| d.q())
+                    .fold(f64::NEG_INFINITY, f64::max);
+                series.at.push(i + 1);
+                series.tool_calls.push(calls);
+                series.tokens.push(tokens);
+                // Shift by 1 so that values in [−1, 1] map onto [0, 200].
+                series.best_value.push(if best.is_finite() {
+                    ((best + 1.0) * 100.0).max(0.0) as u64
+                } else {
+                    0
+                });
+            }
+        }
+        series
+    }
+
+    fn upto(&self, k: usize) -> usize {
+        self.at.partition_point(|&a| a <= k)
+    }
+}
+
+/// What the metrics pane shows at one cursor.
+pub struct MetricsAt<'a> {
+    /// The metrics.
+    pub metrics: &'a RunMetrics,
+    /// Best mean value over the tree.
+    pub best_q: Option<f64>,
+    /// The charts' data.
+    pub series: &'a Series,
+    /// The cursor.
+    pub k: usize,
+}
+
+/// Draws the numbers and charts.
+pub fn draw(frame: &mut Frame, area: Rect, block: Block, at: &MetricsAt<'_>, theme: &Theme) {
+    let (m, best_q, series, k) = (at.metrics, at.best_q, at.series, at.k);
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    let pct = |v: Option<f64>| v.map_or("—".to_string(), |v| format!("{:.0}%", v * 100.0));
+    let role_tokens: Vec<String> = Role::ALL
+        .iter()
+        .filter(|r| m.llm[r.index()].calls > 0)
+        .map(|r| {
+            let u = m.llm[r.index()];
+            format!(
+                "{} {}×/{}",
+                r.as_str(),
+                u.calls,
+                u.prompt_tokens + u.completion_tokens
+            )
+        })
+        .collect();
+    let phases: Vec<String> = Phase::ALL
+        .iter()
+        .filter(|p| m.phase_ms[**p as usize] > 0)
+        .map(|p| {
+            format!(
+                "{} {:.1}s",
+                p.as_str(),
+                m.phase_ms[*p as usize] as f64 / 1000.0
+            )
+        })
+        .collect();
+    let kv = |k: &str, v: String| {
+        Line::from(vec![
+            Span::styled(format!("{k:<10}"), theme.dim()),
+            Span::raw(v),
+        ])
+    };
+    let mut lines = vec![
+        kv(
+            "status",
+            m.status
+                .map_or("running / incomplete".into(), |s| s.as_str().to_string()),
+        ),
+        kv(
+            "calls",
+            format!(
+                "{}  success {}  names {}  schema {}",
+                m.tool_calls,
+                pct(m.tool_call_success_rate),
+                pct(m.valid_tool_name_rate),
+                pct(m.input_schema_compliance)
+            ),
+        ),
+        kv(
+            "fidelity",
+            m.fidelity.map_or("—".into(), |f| {
+                format!(
+                    "{:.2} over {} step(s), token F1 {:.2}",
+                    f.score, f.steps, f.token_f1
+                )
+            }),
+        ),
+        kv(
+            "tree",
+            format!(
+                "{} nodes, best Q {}",
+                m.nodes,
+                best_q.map_or("—".into(), |q| format!("{q:.2}"))
+            ),
+        ),
+        kv(
+            "tokens",
+            format!(
+                "{}{}",
+                m.tokens(),
+                if m.tokens_estimated() {
+                    " (some estimated)"
+                } else {
+                    ""
+                }
+            ),
+        ),
+        kv(
+            "llm",
+            if role_tokens.is_empty() {
+                "—".into()
+            } else {
+                role_tokens.join("  ")
+            },
+        ),
+        kv(
+            "time",
+            format!("{:.1}s  {}", m.wall_ms as f64 / 1000.0, phases.join("  ")),
+        ),
+    ];
+    if let Some(j) = &m.judge {
+        lines.push(kv(
+            "judge",
+            format!(
+                "completion {:.1}  tools {:.1}  planning {:.1}  overall {:.1}",
+                j.task_completion, j.tool_selection, j.planning_effectiveness, j.overall
+            ),
+        ));
+    }
+    let text_height = lines.len() as u16;
+    let [text_area, charts] =
+        Layout::vertical([Constraint::Length(text_height), Constraint::Min(0)]).areas(inner);
+    frame.render_widget(Paragraph::new(lines), text_area);
+    if charts.height < 3 {
+        return;
+    }
+    let n = series.upto(k);
+    let rows = Layout::vertical([Constraint::Ratio(1, 3); 3]).split(charts);
+    for (i, (title, data)) in [
+        ("tool calls", &series.tool_calls),
+        ("tokens", &series.tokens),
+        ("best Q", &series.best_value),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let [label, chart] =
+            Layout::horizontal([Constraint::Length(11), Constraint::Min(0)]).areas(rows[i]);
+        frame.render_widget(Paragraph::new(Line::styled(title, theme.dim())), label);
+        let data = &data[..n.min(data.len())];
+        let max = series_max(title, series);
+        frame.render_widget(
+            Sparkline::default().data(data).max(max).style(theme.good()),
+            chart,
+        );
+    }
+}
+
+fn series_max(title: &str, s: &Series) -> u64 {
+    let all = match title {
+        "tool calls" => &s.tool_calls,
+        "tokens" => &s.tokens,
+        _ => return 200,
+    };
+    all.last().copied().unwrap_or(1).max(1)
+}

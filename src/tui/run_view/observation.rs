@@ -1,0 +1,303 @@
+//! The observation pane: the world model's simulated result beside the real one, JSON
+//! pretty-printed, lines that differ marked, the fidelity scores on top.
+//!
+//! The text is prepared in `update` (and capped) so that drawing a huge result costs no
+//! more than drawing a small one.
+
+use std::collections::HashSet;
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Paragraph, Wrap};
+
+use super::tree::{Item, action_label, call_label};
+use crate::metrics::fidelity::{self, Fidelity};
+use crate::trajectory::event::{EventBody, Observation};
+use crate::trajectory::fold::TreeState;
+use crate::trajectory::run::Run;
+use crate::tui::text;
+use crate::tui::theme::Theme;
+
+/// Most lines of one side kept for display.
+pub const MAX_LINES: usize = 2_000;
+/// Most characters of one line kept.
+const MAX_LINE_CHARS: usize = 400;
+/// Most bytes of a result pretty-printed; the rest is cut with a marker.
+const MAX_BYTES: usize = 256 << 10;
+
+/// One side, ready to draw.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct Side {
+    title: String,
+    lines: Vec<(String, bool)>,
+}
+
+/// State of the observation pane.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ObservationView {
+    key: Option<(Item, u32, Option<u32>)>,
+    heading: String,
+    fidelity: Option<Fidelity>,
+    simulated: Side,
+    real: Side,
+    /// First line shown.
+    pub scroll: usize,
+}
+
+impl ObservationView {
+    /// Prepares the text for `item` at the cursor, unless it is already prepared.
+    pub fn refresh(&mut self, run: &Run, state: &TreeState, item: Option<Item>) {
+        let Some(item) = item else {
+            *self = Self::default();
+            return;
+        };
+        let k = state.applied();
+        let steps = run.steps_at(k);
+        let (action, sim_event, step) = match item {
+            Item::Node(slot) => {
+                let info = &run.nodes()[slot as usize];
+                let action = match &run.events[info.added_at as usize].body {
+                    EventBody::NodeAdded {
+                        action: Some(a), ..
+                    } => action_label(a),
+                    _ => "root".into(),
+                };
+                let sim = state.node(slot).map_or(u32::MAX, |n| n.simulated);
+                (
+                    action,
+                    sim,
+                    steps.iter().rev().find(|s| s.node == Some(slot)),
+                )
+            }
+            Item::Step(i) => {
+                let s = steps.get(i);
+                let sim = s
+                    .and_then(|s| s.simulated)
+                    .filter(|&e| (e as usize) < k)
+                    .unwrap_or(u32::MAX);
+                let action = s
+                    .and_then(|s| match &run.events[s.event as usize].body {
+                        EventBody::ToolCalled {
+                            tool, arguments, ..
+                        } => Some(call_label(tool, arguments)),
+                        _ => None,
+                    })
+                    .unwrap_or_default();
+                (action, sim, s)
+            }
+        };
+        let key = (item, sim_event, step.map(|s| s.event));
+        if self.key == Some(key) {
+            return;
+        }
+        let simulated = run.simulated_observation(sim_event);
+        let real = step.and_then(|s| match &run.events[s.event as usize].body {
+            EventBody::ToolCalled { result, error, .. } => Some((result, error.as_deref())),
+            _ => None,
+        });
+        let sim_text = simulated.map(render);
+        let real_text = real.map(|(r, err)| {
+            let mut t = render(r);
+            if let Some(e) = err {
+                t.insert(0, format!("transport error: {e}"));
+            }
+            t
+        });
+        let sim_set: HashSet<&str> = sim_text.iter().flatten().map(|l| normalize(l)).collect();
+        let real_set: HashSet<&str> = real_text.iter().flatten().map(|l| normalize(l)).collect();
+        let both = sim_text.is_some() && real_text.is_some();
+        let mark = |lines: &Option<Vec<String>>,
+                    other: &HashSet<&str>,
+                    missing: &str|
+         -> Vec<(String, bool)> {
+            match lines {
+                Some(lines) => lines
+                    .iter()
+                    .map(|l| (l.clone(), both && !other.contains(normalize(l))))
+                    .collect(),
+                None => vec![(missing.to_string(), false)],
+            }
+        };
+        let simulated_side = Side {
+            title: match simulated {
+                Some(o) if o.is_error => "simulated (predicts error)".into(),
+                Some(_) => "simulated".into(),
+                None => "simulated".into(),
+            },
+            lines: mark(&sim_text, &real_set, "(no simulation at this point)"),
+        };
+        let real_side = Side {
+            title: match real {
+                Some((o, e)) if o.is_error || e.is_some() => "real (error)".into(),
+                _ => "real".into(),
+            },
+            lines: mark(&real_text, &sim_set, "(not executed at this point)"),
+        };
+        let fidelity = match (simulated, step) {
+            (Some(_), Some(s)) => s
+                .facts
+                .fidelity
+                .or_else(|| real.map(|(r, _)| fidelity::compare(simulated.expect("checked"), r))),
+            _ => None,
+        };
+        *self = Self {
+            key: Some(key),
+            heading: action,
+            fidelity,
+            simulated: simulated_side,
+            real: real_side,
+            scroll: 0,
+        };
+    }
+
+    /// Longest side, in lines.
+    pub fn len(&self) -> usize {
+        self.simulated.lines.len().max(self.real.lines.len())
+    }
+
+    /// True when there is nothing to show.
+    pub fn is_empty(&self) -> bool {
+        self.key.is_none()
+    }
+
+    /// Scrolls by `delta` lines.
+    pub fn scroll_by(&mut self, delta: isize) {
+        self.scroll = self
+            .scroll
+            .saturating_add_signed(delta)
+            .min(self.len().saturating_sub(1));
+    }
+
+    /// Draws both sides.
+    pub fn draw(&self, frame: &mut Frame, area: Rect, block: Block, theme: &Theme) {
+        let inner = block.inner(area);
+        frame.render_widget(block, area);
+        if self.key.is_none() {
+            frame.render_widget(
+                Paragraph::new(Line::styled("select a node or step", theme.dim())),
+                inner,
+            );
+            return;
+        }
+        let [head, body] =
+            Layout::vertical([Constraint::Length(2), Constraint::Min(0)]).areas(inner);
+        let fid = match &self.fidelity {
+            Some(f) => {
+                let opt = |v: Option<f64>| v.map_or("—".to_string(), |v| format!("{v:.2}"));
+                format!(
+                    "fidelity {:.2}  error agree {:.0}  structure {}  values {}  token F1 {:.2}",
+                    f.score,
+                    f.error_agreement,
+                    opt(f.structure),
+                    opt(f.values),
+                    f.token_f1
+                )
+            }
+            None => "fidelity — (needs both a simulation and a real result)".to_string(),
+        };
+        let heading = vec![
+            Line::styled(
+                text::one_line(&self.heading, inner.width as usize),
+                theme.title(),
+            ),
+            Line::styled(fid, theme.text()),
+        ];
+        frame.render_widget(Paragraph::new(heading), head);
+        let [left, right] =
+            Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)])
+                .areas(body);
+        for (side, rect) in [(&self.simulated, left), (&self.real, right)] {
+            let height = rect.height.saturating_sub(1) as usize;
+            let mut lines = vec![Line::styled(side.title.clone(), theme.dim())];
+            lines.extend(
+                side.lines
+                    .iter()
+                    .skip(self.scroll)
+                    .take(height)
+                    .map(|(l, differs)| {
+                        if *differs {
+                            Line::from(Span::styled(l.clone(), theme.diff()))
+                        } else {
+                            Line::raw(l.clone())
+                        }
+                    }),
+            );
+            frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), rect);
+        }
+    }
+}
+
+/// Pretty JSON when the result is JSON, its text otherwise; capped and made inert.
+fn render(obs: &Observation) -> Vec<String> {
+    let mut out = Vec::new();
+    let cut_input = obs.text.len() > MAX_BYTES;
+    let pretty = if cut_input {
+        None
+    } else {
+        fidelity::as_json(obs).and_then(|v| serde_json::to_string_pretty(&v).ok())
+    };
+    let body: &str = match &pretty {
+        Some(p) => p,
+        None => {
+            let mut end = obs.text.len().min(MAX_BYTES);
+            while !obs.text.is_char_boundary(end) {
+                end -= 1;
+            }
+            &obs.text[..end]
+        }
+    };
+    out.extend(text::lines(body, MAX_LINES, MAX_LINE_CHARS));
+    if cut_input {
+        out.push(format!(
+            "… cut: result is {} bytes; first {} shown",
+            obs.text.len(),
+            MAX_BYTES
+        ));
+    }
+    if obs.truncated_bytes > 0 {
+        out.push(format!(
+            "… {} bytes were cut when the run was recorded",
+            obs.truncated_bytes
+        ));
+    }
+    out
+}
+
+/// A line without indentation and trailing comma, so reordered JSON still matches.
+fn normalize(line: &str) -> &str {
+    line.trim().trim_end_matches(',')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn huge_results_are_cut_with_a_marker() {
+        let obs = Observation {
+            text: "z".repeat(MAX_BYTES * 4),
+            ..Default::default()
+        };
+        let lines = render(&obs);
+        assert!(lines.last().unwrap().starts_with("… cut: result is"));
+        assert!(lines.len() <= MAX_LINES + 2);
+        let many = Observation {
+            text: "a\n".repeat(MAX_LINES * 3),
+            ..Default::default()
+        };
+        assert!(render(&many).last().unwrap().starts_with("… cut:"));
+    }
+
+    #[test]
+    fn json_is_pretty_printed() {
+        let obs = Observation {
+            text: r#"{"a":1,"b":[2]}"#.into(),
+            ..Default::default()
+        };
+        assert_eq!(
+            render(&obs),
+            vec!["{", "  \"a\": 1,", "  \"b\": [", "    2", "  ]", "}"]
+        );
+    }
+}

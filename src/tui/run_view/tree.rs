@@ -1,0 +1,395 @@
+//! The search-tree pane: a flat window over the open subtrees.
+//!
+//! tui-tree-widget flattens every open node each frame; at 10^5 nodes that is too slow, so
+//! this pane keeps its own list of visible rows, rebuilt in `update` only when the visible
+//! node count or the open set changes, and draws just the rows on screen.
+
+use std::collections::HashSet;
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Paragraph};
+
+use crate::trajectory::event::{Action as PlanAction, EventBody};
+use crate::trajectory::fold::TreeState;
+use crate::trajectory::run::Run;
+use crate::tui::text::one_line;
+use crate::tui::theme::Theme;
+
+/// What a row of the pane stands for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Item {
+    /// A search-tree node (arena slot).
+    Node(u32),
+    /// A real step (index into the run's steps), for runs without a tree (ReAct).
+    Step(usize),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Row {
+    item: Item,
+    depth: u16,
+}
+
+/// State of the tree pane.
+#[derive(Debug, Clone, Default)]
+pub struct TreeView {
+    open: HashSet<u32>,
+    rows: Vec<Row>,
+    built_for: Option<(usize, usize, u64)>,
+    open_version: u64,
+    /// Index of the selected row.
+    pub selected: usize,
+    offset: usize,
+    plan: HashSet<u32>,
+    q_range: (f64, f64),
+    touched: Option<Item>,
+}
+
+impl TreeView {
+    /// A view with the root and the chosen plan open.
+    pub fn new(run: &Run) -> Self {
+        let mut view = Self::default();
+        view.open.insert(0);
+        for slot in run.plan_at(run.len()) {
+            let mut at = Some(slot);
+            while let Some(s) = at {
+                view.open.insert(s);
+                at = run.nodes()[s as usize].parent;
+            }
+        }
+        view
+    }
+
+    /// Rows currently listed.
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    /// True when there is nothing to list.
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// The selected item.
+    pub fn selected_item(&self) -> Option<Item> {
+        self.rows.get(self.selected).map(|r| r.item)
+    }
+
+    /// Recomputes rows and colouring for the state at the cursor, when something changed.
+    pub fn refresh(&mut self, run: &Run, state: &TreeState) {
+        let k = state.applied();
+        let steps = run.steps_at(k).len();
+        let key = (state.visible_nodes(), steps, self.open_version);
+        let previous = self.selected_item();
+        if self.built_for != Some(key) {
+            self.rebuild(run, state);
+            self.built_for = Some(key);
+            // Keep the same item selected when it is still listed.
+            if let Some(item) = previous
+                && let Some(i) = self.rows.iter().position(|r| r.item == item)
+            {
+                self.selected = i;
+            }
+        }
+        self.selected = self.selected.min(self.rows.len().saturating_sub(1));
+        self.plan = run.plan_at(k).into_iter().collect();
+        self.touched = k.checked_sub(1).and_then(|i| {
+            let body = &run.events[i].body;
+            match body {
+                EventBody::ToolCalled { .. } if run.nodes().is_empty() => {
+                    run.steps_at(k).len().checked_sub(1).map(Item::Step)
+                }
+                _ => body.node().and_then(|id| run.slot_of(id)).map(Item::Node),
+            }
+        });
+        let qs = state.nodes().iter().filter_map(|n| n.q());
+        self.q_range = qs.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), q| {
+            (lo.min(q), hi.max(q))
+        });
+    }
+
+    fn rebuild(&mut self, run: &Run, state: &TreeState) {
+        self.rows.clear();
+        if run.nodes().is_empty() {
+            let n = run.steps_at(state.applied()).len();
+            self.rows.extend((0..n).map(|i| Row {
+                item: Item::Step(i),
+                depth: 0,
+            }));
+            return;
+        }
+        let visible = state.visible_nodes() as u32;
+        if visible == 0 {
+            return;
+        }
+        // Iterative DFS over open nodes; roots are nodes without a parent.
+        let mut stack: Vec<(u32, u16)> = (0..visible)
+            .rev()
+            .filter(|&s| run.nodes()[s as usize].parent.is_none())
+            .map(|s| (s, 0))
+            .collect();
+        while let Some((slot, depth)) = stack.pop() {
+            self.rows.push(Row {
+                item: Item::Node(slot),
+                depth,
+            });
+            if self.open.contains(&slot) {
+                for &child in run.nodes()[slot as usize].children.iter().rev() {
+                    if child < visible {
+                        stack.push((child, depth + 1));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Moves the selection by `delta` rows.
+    pub fn move_by(&mut self, delta: isize) {
+        if self.rows.is_empty() {
+            return;
+        }
+        self.selected = self
+            .selected
+            .saturating_add_signed(delta)
+            .min(self.rows.len() - 1);
+    }
+
+    /// Selects a row by its position on screen (mouse).
+    pub fn click(&mut self, row_on_screen: usize) {
+        let i = self.offset + row_on_screen;
+        if i < self.rows.len() {
+            self.selected = i;
+        }
+    }
+
+    /// Opens or closes the selected node.
+    pub fn toggle(&mut self, run: &Run) {
+        if let Some(Item::Node(slot)) = self.selected_item()
+            && !run.nodes()[slot as usize].children.is_empty()
+        {
+            if !self.open.remove(&slot) {
+                self.open.insert(slot);
+            }
+            self.open_version += 1;
+        }
+    }
+
+    /// Opens the selected node and everything under it.
+    pub fn expand_all(&mut self, run: &Run) {
+        let Some(Item::Node(start)) = self.selected_item() else {
+            return;
+        };
+        let mut stack = vec![start];
+        while let Some(s) = stack.pop() {
+            let node = &run.nodes()[s as usize];
+            if !node.children.is_empty() {
+                self.open.insert(s);
+                stack.extend(&node.children);
+            }
+        }
+        self.open_version += 1;
+    }
+
+    /// Closes every node but the roots.
+    pub fn collapse_all(&mut self, run: &Run) {
+        self.open
+            .retain(|&s| run.nodes()[s as usize].parent.is_none());
+        self.open_version += 1;
+        self.selected = 0;
+    }
+
+    /// Opens the ancestors of `slot`, so that it is listed.
+    pub fn open_ancestors(&mut self, run: &Run, slot: u32) {
+        let mut at = run.nodes().get(slot as usize).and_then(|n| n.parent);
+        while let Some(s) = at {
+            if self.open.insert(s) {
+                self.open_version += 1;
+            }
+            at = run.nodes()[s as usize].parent;
+        }
+    }
+
+    /// Selects the row of `slot`, opening its ancestors.
+    pub fn reveal(&mut self, run: &Run, state: &TreeState, slot: u32) {
+        self.open_ancestors(run, slot);
+        self.refresh(run, state);
+        if let Some(i) = self.rows.iter().position(|r| r.item == Item::Node(slot)) {
+            self.selected = i;
+        }
+    }
+
+    /// Keeps the selection on screen for a pane of `height` rows.
+    pub fn scroll_to_selection(&mut self, height: usize) {
+        let height = height.max(1);
+        if self.selected < self.offset {
+            self.offset = self.selected;
+        } else if self.selected >= self.offset + height {
+            self.offset = self.selected + 1 - height;
+        }
+        self.offset = self.offset.min(self.rows.len().saturating_sub(height));
+    }
+
+    /// Draws the rows on screen.
+    pub fn draw(
+        &self,
+        frame: &mut Frame,
+        area: Rect,
+        block: Block,
+        run: &Run,
+        state: &TreeState,
+        theme: &Theme,
+    ) {
+        let inner = block.inner(area);
+        let height = inner.height as usize;
+        let width = inner.width as usize;
+        let lines: Vec<Line> = self
+            .rows
+            .iter()
+            .enumerate()
+            .skip(self.offset)
+            .take(height)
+            .map(|(i, row)| {
+                let mut line = match row.item {
+                    Item::Node(slot) => self.node_line(run, state, slot, row.depth, width, theme),
+                    Item::Step(step) => step_line(run, step, width, theme),
+                };
+                if self.touched == Some(row.item) {
+                    line = line.patch_style(theme.touched());
+                }
+                if i == self.selected {
+                    line = line.patch_style(theme.selected());
+                }
+                line
+            })
+            .collect();
+        let empty = self.rows.is_empty();
+        let para = if empty {
+            Paragraph::new(Line::styled(
+                "no nodes yet (step forward, or this run has no search)",
+                theme.dim(),
+            ))
+        } else {
+            Paragraph::new(lines)
+        };
+        frame.render_widget(para.block(block), area);
+    }
+
+    fn node_line(
+        &self,
+        run: &Run,
+        state: &TreeState,
+        slot: u32,
+        depth: u16,
+        width: usize,
+        theme: &Theme,
+    ) -> Line<'static> {
+        let info = &run.nodes()[slot as usize];
+        let dyn_ = state.node(slot).copied().unwrap_or_default();
+        let visible_children = info
+            .children
+            .iter()
+            .any(|&c| (c as usize) < state.visible_nodes());
+        let fold_mark = if !visible_children {
+            "  "
+        } else if self.open.contains(&slot) {
+            "▾ "
+        } else {
+            "▸ "
+        };
+        let action = match &run.events[info.added_at as usize].body {
+            EventBody::NodeAdded {
+                action: Some(a), ..
+            } => action_label(a),
+            _ => "root".to_string(),
+        };
+        let predicted_error = run
+            .simulated_observation(dyn_.simulated)
+            .is_some_and(|o| o.is_error);
+        let mut spans = vec![Span::raw("  ".repeat(depth as usize)), Span::raw(fold_mark)];
+        if self.plan.contains(&slot) {
+            spans.push(Span::styled("★ ", theme.mark()));
+        }
+        let stats = format!(
+            " N={} Q={} r={}",
+            dyn_.visits,
+            dyn_.q().map_or("—".into(), |q| format!("{q:.2}")),
+            state
+                .last_reward(run, slot)
+                .map_or("—".into(), |r| format!("{r:.2}"))
+        );
+        let used: usize = spans
+            .iter()
+            .map(|s| s.content.chars().count())
+            .sum::<usize>()
+            + stats.chars().count()
+            + 2;
+        spans.push(Span::raw(one_line(
+            &action,
+            width.saturating_sub(used).max(8),
+        )));
+        let q_style = match dyn_.q() {
+            Some(q) => {
+                let (lo, hi) = self.q_range;
+                theme.scale(if hi > lo { (q - lo) / (hi - lo) } else { 1.0 })
+            }
+            None => theme.dim(),
+        };
+        spans.push(Span::styled(stats, q_style));
+        if predicted_error {
+            spans.push(Span::styled(" ⚠", theme.error()));
+        }
+        Line::from(spans)
+    }
+}
+
+fn step_line(run: &Run, step: usize, width: usize, theme: &Theme) -> Line<'static> {
+    let s = &run.steps()[step];
+    let label = match &run.events[s.event as usize].body {
+        EventBody::ToolCalled {
+            step,
+            tool,
+            arguments,
+            ..
+        } => format!("{step}. {}", call_label(tool, arguments)),
+        _ => String::new(),
+    };
+    let style = if s.facts.is_error {
+        theme.error()
+    } else {
+        theme.text()
+    };
+    let mark = if s.facts.is_error { " ✗" } else { " ✓" };
+    Line::from(vec![
+        Span::styled(one_line(&label, width.saturating_sub(3)), style),
+        Span::styled(mark, style),
+    ])
+}
+
+/// `tool(args)` for a call, `finish` for a finish.
+pub fn action_label(action: &PlanAction) -> String {
+    match action {
+        PlanAction::ToolCall { tool, arguments } => call_label(tool, arguments),
+        PlanAction::Finish { .. } => "finish".to_string(),
+    }
+}
+
+/// A short `tool(k=v, …)` label.
+pub fn call_label(tool: &str, arguments: &serde_json::Value) -> String {
+    let args = match arguments.as_object() {
+        Some(map) => map
+            .iter()
+            .map(|(k, v)| {
+                let v = match v {
+                    serde_json::Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                format!("{k}={}", one_line(&v, 24))
+            })
+            .collect::<Vec<_>>()
+            .join(", "),
+        None => one_line(&arguments.to_string(), 40),
+    };
+    format!("{tool}({args})")
+}

@@ -1,0 +1,149 @@
+//! The terminal loop: raw mode and mouse on, a panic hook that restores the terminal, an
+//! input thread, and a loop that turns messages into actions, runs effects in the
+//! background and draws.
+
+use std::io::stdout;
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+use crossterm::event::{DisableMouseCapture, EnableMouseCapture};
+use crossterm::execute;
+
+use super::action::Action;
+use super::app::{App, Effect};
+use crate::metrics::group::{GroupBy, group};
+use crate::metrics::records::read_records;
+use crate::trajectory::event::Event;
+use crate::trajectory::run::Run;
+
+/// Tick while playing.
+const FAST_TICK: Duration = Duration::from_millis(50);
+/// Tick otherwise (only to notice a resize or a live event quickly).
+const SLOW_TICK: Duration = Duration::from_millis(250);
+
+/// What the loop hears.
+enum Msg {
+    Input(crossterm::event::Event),
+    Action(Action),
+}
+
+/// Runs the explorer until the user quits. `live` feeds events of a running agent.
+pub fn run(mut app: App, live: Option<Receiver<Event>>) -> Result<()> {
+    let mut terminal = ratatui::init();
+    install_panic_hook();
+    execute!(stdout(), EnableMouseCapture)?;
+    let result = event_loop(&mut terminal, &mut app, live);
+    let _ = execute!(stdout(), DisableMouseCapture);
+    ratatui::restore();
+    result
+}
+
+fn install_panic_hook() {
+    // ratatui::init's hook restores the screen; mouse capture is ours to undo.
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let _ = execute!(stdout(), DisableMouseCapture);
+        ratatui::restore();
+        previous(info);
+    }));
+}
+
+fn event_loop(
+    terminal: &mut ratatui::DefaultTerminal,
+    app: &mut App,
+    live: Option<Receiver<Event>>,
+) -> Result<()> {
+    let (tx, rx) = mpsc::channel::<Msg>();
+    let input_tx = tx.clone();
+    std::thread::spawn(move || {
+        while let Ok(ev) = crossterm::event::read() {
+            if input_tx.send(Msg::Input(ev)).is_err() {
+                break;
+            }
+        }
+    });
+    if let Some(live) = live {
+        let live_tx = tx.clone();
+        std::thread::spawn(move || {
+            for event in live {
+                if live_tx
+                    .send(Msg::Action(Action::LiveEvent(Box::new(event))))
+                    .is_err()
+                {
+                    break;
+                }
+            }
+        });
+    }
+    let size = terminal.size()?;
+    app.update(Action::Resize(size.width, size.height));
+    let mut last_tick = Instant::now();
+    loop {
+        terminal.draw(|f| app.draw(f))?;
+        let tick = if app.animating() {
+            FAST_TICK
+        } else {
+            SLOW_TICK
+        };
+        let timeout = tick.saturating_sub(last_tick.elapsed());
+        let first = match rx.recv_timeout(timeout) {
+            Ok(m) => Some(m),
+            Err(RecvTimeoutError::Timeout) => None,
+            Err(RecvTimeoutError::Disconnected) => break,
+        };
+        // Drain whatever else is waiting, so bursts (live events, key repeat) draw once.
+        for msg in first
+            .into_iter()
+            .chain(std::iter::from_fn(|| rx.try_recv().ok()))
+        {
+            let action = match msg {
+                Msg::Input(ev) => app.map_input(ev),
+                Msg::Action(a) => Some(a),
+            };
+            if let Some(a) = action {
+                app.update(a);
+            }
+        }
+        if last_tick.elapsed() >= tick {
+            app.update(Action::Tick);
+            last_tick = Instant::now();
+        }
+        for effect in app.take_effects() {
+            spawn_effect(effect, tx.clone());
+        }
+        if app.quit {
+            break;
+        }
+    }
+    Ok(())
+}
+
+fn spawn_effect(effect: Effect, tx: Sender<Msg>) {
+    std::thread::spawn(move || {
+        let send = |a: Action| {
+            let _ = tx.send(Msg::Action(a));
+        };
+        for action in perform(effect) {
+            send(action);
+        }
+    });
+}
+
+/// Does an effect's work and returns the actions that carry its results. Tests call this
+/// directly to run effects without a terminal.
+pub fn perform(effect: Effect) -> Vec<Action> {
+    match effect {
+        Effect::LoadRun(path) => vec![Action::Loaded(Box::new(Run::open(&path)))],
+        Effect::LoadCompare(paths) => paths
+            .iter()
+            .map(|p| Action::Loaded(Box::new(Run::open(p))))
+            .collect(),
+        Effect::ComputeGroups(paths) => {
+            let rows = read_records(&paths)
+                .map(|(records, _)| group(&records, GroupBy::Config))
+                .unwrap_or_default();
+            vec![Action::GroupsReady(rows)]
+        }
+    }
+}

@@ -1,0 +1,293 @@
+//! Hand-built runs for the explorer's tests: small, deterministic, each showing one thing.
+#![allow(dead_code)]
+
+use chrono::{TimeZone, Utc};
+use mcp_cosmos::trajectory::event::{
+    Action, AgentInfo, AgentKind, Event, EventBody, Header, ModelInfo, Observation, Phase, Role,
+    RunStatus, TaskInfo, ToolInfo, Totals, WorldModelInfo,
+};
+use mcp_cosmos::trajectory::run::Run;
+use mcp_cosmos::trajectory::synthetic::{self, Spec};
+use serde_json::json;
+
+/// A header with a fixed start time, so snapshots do not change.
+pub fn header(task: &str, agent: AgentKind, world_model: Option<&str>) -> Header {
+    let mut h = Header::new(
+        format!("{task}-{}", agent.as_str()),
+        TaskInfo {
+            id: task.into(),
+            request: "Convert 9:00 Paris time to Tokyo, then to New York.".into(),
+            reference_call_count: Some(2),
+            ..Default::default()
+        },
+        AgentInfo {
+            kind: agent,
+            settings: Default::default(),
+        },
+        ModelInfo {
+            model: "qwen2.5-coder-1.5b".into(),
+            base_url: None,
+        },
+    );
+    h.started_at = Utc.with_ymd_and_hms(2026, 11, 29, 15, 0, 0).unwrap();
+    h.world_model = world_model.map(|w| WorldModelInfo {
+        name: w.into(),
+        details: Default::default(),
+    });
+    h.tools = vec![ToolInfo {
+        name: "time:convert_time".into(),
+        description: "Convert time between timezones".into(),
+        input_schema: json!({"type": "object", "properties": {"source_timezone": {"type": "string"}, "time": {"type": "string"}, "target_timezone": {"type": "string"}}, "required": ["source_timezone", "time", "target_timezone"]}),
+    }];
+    h
+}
+
+/// Builds a run from bodies, numbering events and spacing them 100 ms apart.
+pub fn run_of(path: &str, header: Header, bodies: Vec<EventBody>) -> Run {
+    let mut run = Run::new(path.into(), header);
+    for (i, body) in bodies.into_iter().enumerate() {
+        run.push(Event {
+            seq: i as u64 + 1,
+            t_ms: (i as u64 + 1) * 100,
+            body,
+        });
+    }
+    run
+}
+
+fn call(target: &str) -> Action {
+    Action::ToolCall {
+        tool: "time:convert_time".into(),
+        arguments: json!({"source_timezone": "Europe/Paris", "time": "09:00", "target_timezone": target}),
+    }
+}
+
+fn obs(text: &str, is_error: bool) -> Observation {
+    Observation {
+        text: text.into(),
+        is_error,
+        ..Default::default()
+    }
+}
+
+/// ReAct-Plan-Exec: a two-step plan whose second real call fails although the world model
+/// predicted success.
+pub fn plan_fails_bodies(world_model: &str, second_target: &str) -> Vec<EventBody> {
+    let llm = |role| EventBody::LlmCall {
+        role,
+        model: "qwen2.5-coder-1.5b".into(),
+        prompt_tokens: 1200,
+        completion_tokens: 80,
+        tokens_estimated: false,
+        latency_ms: 4000,
+        error: None,
+        messages: None,
+    };
+    let tokyo = r#"{"source":{"timezone":"Europe/Paris","datetime":"2026-11-29T09:00:00+01:00"},"target":{"timezone":"Asia/Tokyo","datetime":"2026-11-29T17:00:00+09:00"},"time_difference":"+8.0h"}"#;
+    let tokyo_sim = r#"{"source":{"timezone":"Europe/Paris","datetime":"2026-11-29T09:00:00+01:00"},"target":{"timezone":"Asia/Tokyo","datetime":"2026-11-29T16:00:00+09:00"},"time_difference":"+7.0h"}"#;
+    vec![
+        EventBody::Phase { phase: Phase::Plan },
+        EventBody::NodeAdded {
+            node: 0,
+            parent: None,
+            depth: 0,
+            action: None,
+            prior: None,
+        },
+        llm(Role::Planner),
+        EventBody::NodeAdded {
+            node: 1,
+            parent: Some(0),
+            depth: 1,
+            action: Some(call("Asia/Tokyo")),
+            prior: None,
+        },
+        EventBody::NodeSimulated {
+            node: 1,
+            world_model: world_model.into(),
+            observation: obs(tokyo_sim, false),
+            latency_ms: 3000,
+            tokens: Some(900),
+        },
+        llm(Role::WorldModel),
+        llm(Role::Planner),
+        EventBody::NodeAdded {
+            node: 2,
+            parent: Some(1),
+            depth: 2,
+            action: Some(call(second_target)),
+            prior: None,
+        },
+        EventBody::NodeSimulated {
+            node: 2,
+            world_model: world_model.into(),
+            observation: obs(
+                r#"{"target":{"timezone":"America/New_York","datetime":"2026-11-29T03:00:00-05:00"}}"#,
+                false,
+            ),
+            latency_ms: 3000,
+            tokens: Some(900),
+        },
+        llm(Role::WorldModel),
+        llm(Role::Planner),
+        EventBody::NodeAdded {
+            node: 3,
+            parent: Some(2),
+            depth: 3,
+            action: Some(Action::Finish { answer: None }),
+            prior: None,
+        },
+        EventBody::PlanSelected {
+            nodes: vec![1, 2, 3],
+            rule: "chain".into(),
+        },
+        EventBody::Phase {
+            phase: Phase::Execute,
+        },
+        EventBody::ToolCalled {
+            step: 1,
+            tool: "time:convert_time".into(),
+            server: Some("time".into()),
+            arguments: json!({"source_timezone": "Europe/Paris", "time": "09:00", "target_timezone": "Asia/Tokyo"}),
+            result: obs(tokyo, false),
+            latency_ms: 15,
+            node: Some(1),
+            error: None,
+        },
+        EventBody::ToolCalled {
+            step: 2,
+            tool: "time:convert_time".into(),
+            server: Some("time".into()),
+            arguments: json!({"source_timezone": "Europe/Paris", "time": "09:00", "target_timezone": second_target}),
+            result: obs(
+                &format!("Error executing tool convert_time: Invalid timezone: '{second_target}'"),
+                true,
+            ),
+            latency_ms: 12,
+            node: Some(2),
+            error: None,
+        },
+        EventBody::Phase {
+            phase: Phase::Answer,
+        },
+        llm(Role::Summarizer),
+        EventBody::Answer {
+            text: "It is 17:00 in Tokyo; New York could not be converted.".into(),
+        },
+        EventBody::RunFinished {
+            status: RunStatus::Completed,
+            error: None,
+            totals: Totals::default(),
+        },
+    ]
+}
+
+/// The plan-fails run.
+pub fn plan_fails_run() -> Run {
+    run_of(
+        "runs/plan-fails.jsonl",
+        header("time_mcp_001", AgentKind::PlanExec, Some("llm")),
+        plan_fails_bodies("llm", "US/NewYork"),
+    )
+}
+
+/// A SPIRAL run that crashed: it stops mid-search, without `run_finished`.
+pub fn crashed_run() -> Run {
+    let spec = Spec {
+        nodes: 40,
+        branching: 3,
+        padding: 0,
+        seed: 11,
+    };
+    let mut bodies: Vec<EventBody> = synthetic::events(&spec)
+        .into_iter()
+        .map(|(_, b)| b)
+        .collect();
+    bodies.truncate(bodies.len() * 2 / 3);
+    let mut h = header("time_mcp_002", AgentKind::Spiral, Some("memory"));
+    h.tools = synthetic::header(&spec).tools;
+    run_of("runs/crashed.jsonl", h, bodies)
+}
+
+/// A synthetic run with `nodes` nodes and a fixed start time.
+pub fn big_run(nodes: usize) -> Run {
+    let spec = Spec {
+        nodes,
+        branching: 3,
+        padding: 0,
+        seed: 5,
+    };
+    let mut h = synthetic::header(&spec);
+    h.started_at = Utc.with_ymd_and_hms(2026, 11, 29, 15, 0, 0).unwrap();
+    let mut run = Run::new("runs/big.jsonl".into(), h);
+    for (i, (t, body)) in synthetic::events(&spec).into_iter().enumerate() {
+        run.push(Event {
+            seq: i as u64 + 1,
+            t_ms: t,
+            body,
+        });
+    }
+    run
+}
+
+/// Three runs of one task: plan-exec with llm and memory world models, and ReAct.
+pub fn three_runs() -> Vec<Run> {
+    let react_bodies = vec![
+        EventBody::Phase { phase: Phase::Plan },
+        EventBody::ToolCalled {
+            step: 1,
+            tool: "time:convert_time".into(),
+            server: Some("time".into()),
+            arguments: json!({"source_timezone": "Europe/Paris", "time": "09:00", "target_timezone": "Asia/Tokyo"}),
+            result: obs("{\"ok\":1}", false),
+            latency_ms: 10,
+            node: None,
+            error: None,
+        },
+        EventBody::ToolCalled {
+            step: 2,
+            tool: "time:get_current_time".into(),
+            server: Some("time".into()),
+            arguments: json!({"timezone": "UTC"}),
+            result: obs("{\"ok\":2}", false),
+            latency_ms: 10,
+            node: None,
+            error: None,
+        },
+        EventBody::ToolCalled {
+            step: 3,
+            tool: "time:convert_time".into(),
+            server: Some("time".into()),
+            arguments: json!({"source_timezone": "Europe/Paris", "time": "09:00", "target_timezone": "America/New_York"}),
+            result: obs("{\"ok\":3}", false),
+            latency_ms: 10,
+            node: None,
+            error: None,
+        },
+        EventBody::Answer {
+            text: "done".into(),
+        },
+        EventBody::RunFinished {
+            status: RunStatus::Completed,
+            error: None,
+            totals: Totals::default(),
+        },
+    ];
+    vec![
+        run_of(
+            "runs/a.jsonl",
+            header("time_mcp_001", AgentKind::PlanExec, Some("llm")),
+            plan_fails_bodies("llm", "US/NewYork"),
+        ),
+        run_of(
+            "runs/b.jsonl",
+            header("time_mcp_001", AgentKind::PlanExec, Some("memory")),
+            plan_fails_bodies("memory", "America/New_York"),
+        ),
+        run_of(
+            "runs/c.jsonl",
+            header("time_mcp_001", AgentKind::React, None),
+            react_bodies,
+        ),
+    ]
+}

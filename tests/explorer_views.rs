@@ -1,0 +1,136 @@
+//! Snapshot tests of every view, at 80x24 and 200x60, drawn with ratatui's TestBackend.
+//! Review changes with `cargo insta review` (or accept with INSTA_UPDATE=always).
+
+mod common;
+
+use std::path::PathBuf;
+
+use mcp_cosmos::trajectory::listing::RunSummary;
+use mcp_cosmos::trajectory::run::Run;
+use mcp_cosmos::tui::action::Action;
+use mcp_cosmos::tui::app::App;
+use mcp_cosmos::tui::browser::Browser;
+use mcp_cosmos::tui::compare::CompareView;
+use mcp_cosmos::tui::keymap::Keymap;
+use mcp_cosmos::tui::run_view::RunView;
+use mcp_cosmos::tui::theme::Theme;
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use ratatui::layout::Rect;
+
+const SIZES: [(u16, u16); 2] = [(80, 24), (200, 60)];
+
+fn render(app: &App) -> String {
+    let mut terminal = Terminal::new(TestBackend::new(app.size.0, app.size.1)).unwrap();
+    terminal.draw(|f| app.draw(f)).unwrap();
+    terminal.backend().to_string()
+}
+
+fn run_app(run: Run, size: (u16, u16)) -> App {
+    let view = RunView::new(run, Rect::new(0, 0, size.0, size.1 - 1));
+    App::with_run(view, Keymap::default(), Theme::new(true), size)
+}
+
+#[test]
+fn empty_folder() {
+    for size in SIZES {
+        let app = App::with_browser(
+            Browser::new(vec![PathBuf::from("sample_runs")], vec![], size.1 - 1),
+            Keymap::default(),
+            Theme::new(true),
+            size,
+        );
+        insta::assert_snapshot!(format!("empty_folder_{}x{}", size.0, size.1), render(&app));
+    }
+}
+
+#[test]
+fn browser_with_runs_and_group_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut summaries = Vec::new();
+    for run in common::three_runs() {
+        let path = dir.path().join(run.path.file_name().unwrap());
+        write_run(&run, &path);
+        summaries.push(RunSummary::read(&path));
+    }
+    for size in SIZES {
+        let browser = Browser::new(vec![PathBuf::from("runs")], summaries.clone(), size.1 - 1);
+        let mut app = App::with_browser(browser, Keymap::default(), Theme::new(true), size);
+        insta::assert_snapshot!(format!("browser_{}x{}", size.0, size.1), render(&app));
+        app.update(Action::ToggleGroups);
+        for effect in app.take_effects() {
+            for a in mcp_cosmos::tui::terminal::perform(effect) {
+                app.update(a);
+            }
+        }
+        insta::assert_snapshot!(
+            format!("browser_groups_{}x{}", size.0, size.1),
+            render(&app)
+        );
+    }
+}
+
+#[test]
+fn crashed_run() {
+    for size in SIZES {
+        insta::assert_snapshot!(
+            format!("crashed_run_{}x{}", size.0, size.1),
+            render(&run_app(common::crashed_run(), size))
+        );
+    }
+}
+
+#[test]
+fn plan_fails_at_step_two() {
+    for size in SIZES {
+        let mut app = run_app(common::plan_fails_run(), size);
+        // Jump to the failure, which selects the failing node and shows simulated beside real.
+        app.update(Action::JumpStart);
+        app.update(Action::NextFailure);
+        insta::assert_snapshot!(format!("plan_fails_{}x{}", size.0, size.1), render(&app));
+    }
+}
+
+#[test]
+fn tree_of_a_hundred_thousand_nodes() {
+    let run = common::big_run(100_000);
+    assert_eq!(run.nodes().len(), 100_000);
+    let mut app = run_app(run, (200, 60));
+    app.update(Action::ExpandAll);
+    insta::assert_snapshot!("big_tree_200x60", render(&app));
+    app.update(Action::Resize(80, 24));
+    insta::assert_snapshot!("big_tree_80x24", render(&app));
+}
+
+#[test]
+fn compare_three_runs() {
+    let runs = common::three_runs();
+    for size in SIZES {
+        let mut app = App::with_browser(
+            Browser::new(vec![PathBuf::from("runs")], vec![], size.1 - 1),
+            Keymap::default(),
+            Theme::new(true),
+            size,
+        );
+        app.compare = Some(CompareView::new(&runs));
+        app.screen = mcp_cosmos::tui::app::Screen::Compare;
+        insta::assert_snapshot!(format!("compare_{}x{}", size.0, size.1), render(&app));
+    }
+}
+
+#[test]
+fn help_overlay() {
+    let mut app = run_app(common::plan_fails_run(), (80, 24));
+    app.update(Action::ToggleHelp);
+    insta::assert_snapshot!("help_80x24", render(&app));
+}
+
+/// Writes a run through the real writer (so the file is what `cosmos run` would write).
+pub fn write_run(run: &Run, path: &std::path::Path) {
+    use mcp_cosmos::trajectory::redact::Redactor;
+    use mcp_cosmos::trajectory::writer::Writer;
+    let mut w = Writer::create(path, &run.header, Redactor::new()).unwrap();
+    for e in &run.events {
+        w.write(e.t_ms, e.body.clone()).unwrap();
+    }
+}
