@@ -15,6 +15,9 @@ if ! command -v tmux >/dev/null 2>&1; then
   fi
 fi
 
+# The real MCP servers the tests start (npm and PyPI), into .cache/servers.
+./scripts/install-test-servers.sh
+
 # Rust crates (fetched once; offline afterwards).
 cargo fetch --locked
 

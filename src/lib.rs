@@ -1,7 +1,12 @@
 //! mcp-cosmos: world-model-augmented MCP agents, recorded as event logs and explored in
 //! the terminal. See `ARCHITECTURE.md` for the code map.
 
+pub mod agent;
 pub mod cli;
+pub mod llm;
+pub mod mcp;
 pub mod metrics;
+pub mod task;
 pub mod trajectory;
 pub mod tui;
+pub mod world_model;

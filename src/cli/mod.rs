@@ -2,6 +2,8 @@
 
 mod logging;
 mod report;
+mod run;
+mod servers;
 mod validate;
 
 use std::path::PathBuf;
@@ -29,6 +31,20 @@ pub enum Command {
         /// A folder of runs or one run file.
         #[arg(default_value = "sample_runs")]
         path: PathBuf,
+    },
+    /// Run a task with an agent against real MCP servers, recording a trajectory.
+    Run(Box<run::RunArgs>),
+    /// Start the configured MCP servers and list their tools.
+    Servers {
+        /// MCP servers, in the usual {"mcpServers": {...}} form.
+        #[arg(long)]
+        mcp_config: PathBuf,
+        /// Show each tool's input schema.
+        #[arg(short, long)]
+        verbose: bool,
+        /// Time a server may take to start and list its tools, seconds.
+        #[arg(long, default_value_t = 60)]
+        startup_timeout_s: u64,
     },
     /// Check trajectory files; print each problem as FILE:LINE: reason.
     ///
@@ -63,6 +79,12 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         path: PathBuf::from("sample_runs"),
     }) {
         Command::Replay { path } => crate::tui::explore(&path).map(|()| ExitCode::SUCCESS),
+        Command::Run(args) => run::run(*args),
+        Command::Servers {
+            mcp_config,
+            verbose,
+            startup_timeout_s,
+        } => servers::run(&mcp_config, verbose, startup_timeout_s),
         Command::Validate { paths, quiet } => validate::run(&paths, quiet),
         Command::Report {
             paths,

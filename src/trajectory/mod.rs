@@ -5,6 +5,7 @@
 //! run with its indices, and [`fold`] computes the state at any cursor.
 
 pub mod catalog;
+pub mod describe;
 pub mod event;
 pub mod fold;
 pub mod listing;

@@ -7,10 +7,10 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Cell, Paragraph, Row, Table};
 
 use super::action::Action;
-use super::run_view::tree::call_label;
 use super::text::one_line;
 use super::theme::Theme;
 use crate::metrics::run::RunMetrics;
+use crate::trajectory::describe::call_label;
 use crate::trajectory::event::EventBody;
 use crate::trajectory::fold::TreeState;
 use crate::trajectory::run::Run;

@@ -11,8 +11,9 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Paragraph, Wrap};
 
-use super::tree::{Item, action_label, call_label};
+use super::tree::Item;
 use crate::metrics::fidelity::{self, Fidelity};
+use crate::trajectory::describe::{action_label, call_label};
 use crate::trajectory::event::{EventBody, Observation};
 use crate::trajectory::fold::TreeState;
 use crate::trajectory::run::Run;

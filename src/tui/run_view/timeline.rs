@@ -5,8 +5,7 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Paragraph};
 
-use super::tree::{action_label, call_label};
-use crate::trajectory::event::{Event, EventBody};
+use crate::trajectory::describe::summary;
 use crate::trajectory::run::Run;
 use crate::tui::text::one_line;
 use crate::tui::theme::Theme;
@@ -76,114 +75,4 @@ pub fn draw(frame: &mut Frame, area: Rect, block: Block, run: &Run, k: usize, th
 /// `m:ss.s` for a time offset.
 pub fn format_ms(ms: u64) -> String {
     format!("{}:{:04.1}", ms / 60_000, (ms % 60_000) as f64 / 1000.0)
-}
-
-/// A one-line description of an event.
-pub fn summary(event: &Event) -> String {
-    match &event.body {
-        EventBody::Phase { phase } => phase.as_str().to_string(),
-        EventBody::LlmCall {
-            role,
-            model,
-            prompt_tokens,
-            completion_tokens,
-            latency_ms,
-            error,
-            ..
-        } => {
-            let mut s = format!(
-                "{} {model} {prompt_tokens}+{completion_tokens} tok {latency_ms} ms",
-                role.as_str()
-            );
-            if let Some(e) = error {
-                s.push_str(&format!(" ERROR {e}"));
-            }
-            s
-        }
-        EventBody::NodeAdded {
-            node,
-            parent,
-            action,
-            ..
-        } => format!(
-            "#{node} ← {} {}",
-            parent.map_or("—".into(), |p| format!("#{p}")),
-            action.as_ref().map_or("root".into(), action_label)
-        ),
-        EventBody::NodeSimulated {
-            node,
-            world_model,
-            observation,
-            ..
-        } => format!(
-            "#{node} by {world_model}{}: {}",
-            if observation.is_error { " (error)" } else { "" },
-            observation.text
-        ),
-        EventBody::NodeEvaluated {
-            node,
-            verdict,
-            reward,
-            critic_reward,
-            ..
-        } => format!(
-            "#{node} {verdict:?} reward {reward:.2}{}",
-            critic_reward.map_or(String::new(), |c| format!(" (critic {c:.2})"))
-        ),
-        EventBody::Backpropagated { path, value } => format!(
-            "{value:+.2} along {}",
-            path.iter()
-                .map(|n| format!("#{n}"))
-                .collect::<Vec<_>>()
-                .join("→")
-        ),
-        EventBody::PlanSelected { nodes, rule } => format!(
-            "{rule}: {}",
-            nodes
-                .iter()
-                .map(|n| format!("#{n}"))
-                .collect::<Vec<_>>()
-                .join("→")
-        ),
-        EventBody::ToolCalled {
-            step,
-            tool,
-            arguments,
-            result,
-            error,
-            latency_ms,
-            ..
-        } => {
-            let outcome = match error {
-                Some(e) => format!("ERROR {e}"),
-                None if result.is_error => format!("ERROR {}", result.text),
-                None => result.text.clone(),
-            };
-            format!(
-                "{step}. {} {latency_ms} ms → {outcome}",
-                call_label(tool, arguments)
-            )
-        }
-        EventBody::Answer { text } => text.clone(),
-        EventBody::JudgeScored { model, .. } => format!("by {model}"),
-        EventBody::Error {
-            source,
-            name,
-            message,
-            ..
-        } => {
-            format!(
-                "{source}{}: {message}",
-                name.as_ref().map_or(String::new(), |n| format!(" {n}"))
-            )
-        }
-        EventBody::RunFinished { status, error, .. } => {
-            format!(
-                "{}{}",
-                status.as_str(),
-                error.as_ref().map_or(String::new(), |e| format!(": {e}"))
-            )
-        }
-        EventBody::Unknown { kind, .. } => format!("(unknown kind {kind})"),
-    }
 }

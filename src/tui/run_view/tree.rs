@@ -11,7 +11,8 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Paragraph};
 
-use crate::trajectory::event::{Action as PlanAction, EventBody};
+use crate::trajectory::describe::{action_label, call_label};
+use crate::trajectory::event::EventBody;
 use crate::trajectory::fold::TreeState;
 use crate::trajectory::run::Run;
 use crate::tui::text::one_line;
@@ -365,31 +366,4 @@ fn step_line(run: &Run, step: usize, width: usize, theme: &Theme) -> Line<'stati
         Span::styled(one_line(&label, width.saturating_sub(3)), style),
         Span::styled(mark, style),
     ])
-}
-
-/// `tool(args)` for a call, `finish` for a finish.
-pub fn action_label(action: &PlanAction) -> String {
-    match action {
-        PlanAction::ToolCall { tool, arguments } => call_label(tool, arguments),
-        PlanAction::Finish { .. } => "finish".to_string(),
-    }
-}
-
-/// A short `tool(k=v, …)` label.
-pub fn call_label(tool: &str, arguments: &serde_json::Value) -> String {
-    let args = match arguments.as_object() {
-        Some(map) => map
-            .iter()
-            .map(|(k, v)| {
-                let v = match v {
-                    serde_json::Value::String(s) => s.clone(),
-                    other => other.to_string(),
-                };
-                format!("{k}={}", one_line(&v, 24))
-            })
-            .collect::<Vec<_>>()
-            .join(", "),
-        None => one_line(&arguments.to_string(), 40),
-    };
-    format!("{tool}({args})")
 }

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs the real MCP servers the tests start, into .cache/servers (ignored by git).
+# Idempotent: a second run only checks. Prints nothing on success but a summary line.
+#
+#   npm:  @modelcontextprotocol/server-everything, -filesystem, -memory
+#   PyPI: mcp-server-time==2026.10.10, unit-converter-mcp (both need the mcp 1.x SDK)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=.cache/servers
+mkdir -p "$root/npm"
+
+if [ ! -x "$root/npm/node_modules/.bin/mcp-server-everything" ] \
+  || [ ! -x "$root/npm/node_modules/.bin/mcp-server-filesystem" ] \
+  || [ ! -x "$root/npm/node_modules/.bin/mcp-server-memory" ]; then
+  (cd "$root/npm" && [ -f package.json ] || echo '{"name":"cosmos-test-servers","private":true}' > package.json)
+  (cd "$root/npm" && npm install --no-audit --no-fund --loglevel=error \
+    @modelcontextprotocol/server-everything @modelcontextprotocol/server-filesystem @modelcontextprotocol/server-memory >/dev/null)
+fi
+
+if [ ! -x "$root/venv/bin/python" ]; then
+  python3 -m venv "$root/venv"
+fi
+if ! "$root/venv/bin/python" -c "import mcp_server_time, unit_converter_mcp" 2>/dev/null; then
+  "$root/venv/bin/pip" install --quiet --disable-pip-version-check "mcp<2" "mcp-server-time==2026.10.10" unit-converter-mcp
+fi
+echo "test servers ready in $root"

@@ -1,0 +1,218 @@
+//! Agents (DESIGN.md, "Agents"): ReAct, ReAct-Plan-Exec, the phase-2 executor and answer
+//! synthesis. An agent sees its environment (`Env`) and writes events through a
+//! `Recorder`; it never draws.
+
+pub mod answer;
+pub mod execute;
+pub mod plan_exec;
+pub mod planner;
+pub mod react;
+pub mod recorder;
+pub mod session;
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+use tokio::sync::watch;
+
+use self::recorder::Recorder;
+use crate::llm::client::{Completion, LlmClient, LlmError};
+use crate::mcp::pool::McpPool;
+use crate::task::Task;
+use crate::trajectory::catalog::ToolCatalog;
+use crate::trajectory::event::{EventBody, Role, RunStatus, ToolInfo};
+use crate::world_model::{LlmUsage, WorldModel};
+
+/// Limits on one run.
+#[derive(Debug, Clone, Copy)]
+pub struct Budget {
+    /// Most planning steps (ReAct turns, or plan length).
+    pub max_steps: usize,
+    /// Most tokens over all roles.
+    pub max_tokens: u64,
+    /// Most wall time.
+    pub max_wall: Duration,
+}
+
+impl Default for Budget {
+    fn default() -> Self {
+        Self {
+            max_steps: 12,
+            max_tokens: 400_000,
+            max_wall: Duration::from_secs(3_600),
+        }
+    }
+}
+
+/// Everything an agent works with.
+pub struct Env {
+    /// The task.
+    pub task: Task,
+    /// The real servers.
+    pub pool: McpPool,
+    /// Their tools.
+    pub tools: Vec<ToolInfo>,
+    /// The tools with compiled schemas.
+    pub catalog: ToolCatalog,
+    /// The planner role.
+    pub planner: Arc<LlmClient>,
+    /// The summarizer role.
+    pub summarizer: Arc<LlmClient>,
+    /// The world model, for agents that rehearse.
+    pub world_model: Option<Arc<dyn WorldModel>>,
+    /// Limits.
+    pub budget: Budget,
+    /// Becomes true when the run must stop (Ctrl-C, SIGTERM, the UI's stop key).
+    pub stop: watch::Receiver<bool>,
+    started: Instant,
+    tokens: u64,
+}
+
+impl Env {
+    /// An environment; the budget clock starts now.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        task: Task,
+        pool: McpPool,
+        planner: Arc<LlmClient>,
+        summarizer: Arc<LlmClient>,
+        world_model: Option<Arc<dyn WorldModel>>,
+        budget: Budget,
+        stop: watch::Receiver<bool>,
+    ) -> Self {
+        let tools = pool.tools();
+        let catalog = ToolCatalog::new(&tools);
+        Self {
+            task,
+            pool,
+            tools,
+            catalog,
+            planner,
+            summarizer,
+            world_model,
+            budget,
+            stop,
+            started: Instant::now(),
+            tokens: 0,
+        }
+    }
+
+    /// True once a stop was asked for.
+    pub fn stopped(&self) -> bool {
+        *self.stop.borrow()
+    }
+
+    /// Which budget is spent, if any.
+    pub fn over_budget(&self) -> Option<String> {
+        if self.tokens >= self.budget.max_tokens {
+            return Some(format!("token budget of {} spent", self.budget.max_tokens));
+        }
+        if self.started.elapsed() >= self.budget.max_wall {
+            return Some(format!(
+                "time budget of {}s spent",
+                self.budget.max_wall.as_secs()
+            ));
+        }
+        None
+    }
+
+    /// Runs `fut` unless a stop comes first (then `None`).
+    pub async fn or_stop<F: Future>(&self, fut: F) -> Option<F::Output> {
+        let mut stop = self.stop.clone();
+        if *stop.borrow() {
+            return None;
+        }
+        tokio::select! {
+            out = fut => Some(out),
+            _ = stop.wait_for(|s| *s) => None,
+        }
+    }
+
+    /// Records an LLM call of `role`, successful or not, and counts its tokens.
+    pub fn record_llm(
+        &mut self,
+        rec: &mut Recorder,
+        role: Role,
+        result: Result<&Completion, &LlmError>,
+        model: &str,
+    ) -> Result<()> {
+        let body = match result {
+            Ok(c) => {
+                self.tokens += c.prompt_tokens + c.completion_tokens;
+                EventBody::LlmCall {
+                    role,
+                    model: model.to_string(),
+                    prompt_tokens: c.prompt_tokens,
+                    completion_tokens: c.completion_tokens,
+                    tokens_estimated: c.estimated,
+                    latency_ms: c.latency.as_millis() as u64,
+                    error: None,
+                    messages: None,
+                }
+            }
+            Err(e) => EventBody::LlmCall {
+                role,
+                model: model.to_string(),
+                prompt_tokens: 0,
+                completion_tokens: 0,
+                tokens_estimated: false,
+                latency_ms: e.latency.as_millis() as u64,
+                error: Some(e.to_string()),
+                messages: None,
+            },
+        };
+        rec.emit(body)?;
+        Ok(())
+    }
+
+    /// Records a world model's LLM call.
+    pub fn record_world_model_llm(&mut self, rec: &mut Recorder, usage: &LlmUsage) -> Result<()> {
+        self.tokens += usage.prompt_tokens + usage.completion_tokens;
+        rec.emit(EventBody::LlmCall {
+            role: Role::WorldModel,
+            model: usage.model.clone(),
+            prompt_tokens: usage.prompt_tokens,
+            completion_tokens: usage.completion_tokens,
+            tokens_estimated: usage.estimated,
+            latency_ms: usage.latency.as_millis() as u64,
+            error: usage.error.clone(),
+            messages: None,
+        })?;
+        Ok(())
+    }
+}
+
+/// How an agent's run ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct End {
+    /// The status for `run_finished`.
+    pub status: RunStatus,
+    /// Why, when not completed.
+    pub error: Option<String>,
+}
+
+impl End {
+    /// Completed.
+    pub fn completed() -> Self {
+        Self {
+            status: RunStatus::Completed,
+            error: None,
+        }
+    }
+    /// Interrupted by a stop.
+    pub fn interrupted() -> Self {
+        Self {
+            status: RunStatus::Interrupted,
+            error: Some("stopped by the user".into()),
+        }
+    }
+    /// Failed.
+    pub fn failed(error: impl Into<String>) -> Self {
+        Self {
+            status: RunStatus::Failed,
+            error: Some(error.into()),
+        }
+    }
+}

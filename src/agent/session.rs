@@ -1,0 +1,334 @@
+//! One whole run: read the task and configs, start the servers, build the world model,
+//! write the header, run the agent, write `run_finished` however it ended, stop the servers.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::mpsc::Sender;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use serde_json::json;
+use tokio::sync::watch;
+
+use super::recorder::{Hook, Recorder};
+use super::{Budget, End, Env, plan_exec, react};
+use crate::llm::client::LlmClient;
+use crate::llm::config::LlmConfig;
+use crate::mcp::config::McpConfig;
+use crate::mcp::pool::{McpPool, Timeouts};
+use crate::mcp::server::ServerFailure;
+use crate::task;
+use crate::trajectory::event::{AgentInfo, AgentKind, Event, EventBody, Header, Role, RunStatus};
+use crate::trajectory::redact::Redactor;
+use crate::trajectory::writer::Writer;
+use crate::world_model::WorldModel;
+use crate::world_model::cached::CachedWorldModel;
+use crate::world_model::command::CommandWorldModel;
+use crate::world_model::llm::LlmWorldModel;
+use crate::world_model::memory::{MemoryWorldModel, TransitionBuffer};
+
+/// Which world model to build.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WorldModelChoice {
+    /// None (ReAct).
+    None,
+    /// The `llm` world model on the world_model role's endpoint.
+    Llm,
+    /// The `memory` world model over recorded runs.
+    Memory,
+    /// An external process.
+    Command(String),
+}
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct RunSpec {
+    /// MCP config file.
+    pub mcp_config: PathBuf,
+    /// Task file.
+    pub task_file: PathBuf,
+    /// Task id within it.
+    pub task_id: Option<String>,
+    /// The agent.
+    pub agent: AgentKind,
+    /// The world model.
+    pub world_model: WorldModelChoice,
+    /// Wrap the world model in a cache.
+    pub cache_world_model: bool,
+    /// Recorded runs for `memory` (and as examples for `llm`).
+    pub memory_from: Vec<PathBuf>,
+    /// `cosmos.toml`, if any.
+    pub llm_config: Option<PathBuf>,
+    /// Folder for the trajectory.
+    pub out_dir: PathBuf,
+    /// Limits.
+    pub budget: Budget,
+    /// Server timeouts.
+    pub timeouts: Timeouts,
+    /// Answer timeout of a `command` world model.
+    pub command_timeout: Duration,
+}
+
+/// A run ready to start: servers up, header built, file created.
+pub struct Prepared {
+    env: Env,
+    recorder_writer: Writer,
+    /// The header as written.
+    pub header: Header,
+    /// Servers that failed to start (recorded as `error` events when the run starts).
+    pub failures: Vec<ServerFailure>,
+    /// The trajectory file.
+    pub path: PathBuf,
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    /// The trajectory file.
+    pub path: PathBuf,
+    /// Its status.
+    pub status: RunStatus,
+    /// Why, when not completed.
+    pub error: Option<String>,
+}
+
+fn file_name(task: &str, agent: AgentKind, world_model: &str) -> String {
+    let clean = |s: &str| {
+        s.chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                    c
+                } else {
+                    '-'
+                }
+            })
+            .collect::<String>()
+    };
+    format!(
+        "{}_{}_{}_{}.jsonl",
+        chrono::Utc::now().format("%Y%m%dT%H%M%S%.3fZ"),
+        clean(task),
+        agent.as_str(),
+        clean(world_model)
+    )
+}
+
+/// Reads everything, starts the servers and creates the trajectory file.
+pub async fn prepare(spec: &RunSpec, stop: watch::Receiver<bool>) -> Result<Prepared> {
+    let tasks = task::load(&spec.task_file)?;
+    let task = task::select(tasks, spec.task_id.as_deref(), &spec.task_file)?;
+    let mcp = McpConfig::load(&spec.mcp_config)?;
+    let servers = if task.servers.is_empty() {
+        mcp.servers.clone()
+    } else {
+        task.servers
+            .iter()
+            .map(|name| mcp.get(name).cloned())
+            .collect::<Result<Vec<_>>>()
+            .with_context(|| format!("task {} needs servers", task.id))?
+    };
+    let llm = LlmConfig::load(spec.llm_config.as_deref())?;
+    let client = |role| Arc::new(LlmClient::new(llm.endpoint(role).clone()));
+    let memory = if spec.memory_from.is_empty() {
+        None
+    } else {
+        let buffer = TransitionBuffer::from_runs(&spec.memory_from)?;
+        if buffer.is_empty() && spec.world_model == WorldModelChoice::Memory {
+            anyhow::bail!(
+                "no real tool calls found under {} to build the memory world model from",
+                spec.memory_from
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+        Some(Arc::new(buffer))
+    };
+    let world_model: Option<Arc<dyn WorldModel>> = match &spec.world_model {
+        WorldModelChoice::None => None,
+        WorldModelChoice::Llm => Some(Arc::new(LlmWorldModel::new(
+            client(Role::WorldModel),
+            memory.clone(),
+        ))),
+        WorldModelChoice::Memory => {
+            Some(Arc::new(MemoryWorldModel::new(memory.clone().context(
+                "--world-model memory needs --memory-from DIR (recorded runs)",
+            )?)))
+        }
+        WorldModelChoice::Command(cmd) => Some(Arc::new(CommandWorldModel::new(
+            cmd.clone(),
+            spec.command_timeout,
+        ))),
+    };
+    let world_model = match world_model {
+        Some(wm) if spec.cache_world_model => {
+            Some(Arc::new(CachedWorldModel::new(wm)) as Arc<dyn WorldModel>)
+        }
+        other => other,
+    };
+    if spec.agent != AgentKind::React && world_model.is_none() {
+        anyhow::bail!(
+            "agent {} rehearses in a world model: pass --world-model llm|memory|command",
+            spec.agent.as_str()
+        );
+    }
+
+    let (pool, failures) = McpPool::connect(&servers, spec.timeouts).await;
+    let mut settings = std::collections::BTreeMap::new();
+    settings.insert("max_steps".to_string(), json!(spec.budget.max_steps));
+    settings.insert("max_tokens".to_string(), json!(spec.budget.max_tokens));
+    settings.insert(
+        "max_wall_s".to_string(),
+        json!(spec.budget.max_wall.as_secs()),
+    );
+    settings.insert(
+        "server_startup_timeout_s".to_string(),
+        json!(spec.timeouts.startup.as_secs()),
+    );
+    settings.insert(
+        "tool_call_timeout_s".to_string(),
+        json!(spec.timeouts.call.as_secs()),
+    );
+    let planner = client(Role::Planner);
+    let mut header = Header::new(
+        format!(
+            "{}-{}-{}",
+            chrono::Utc::now().format("%Y%m%dT%H%M%S%.3fZ"),
+            task.id,
+            spec.agent.as_str()
+        ),
+        task.info(),
+        AgentInfo {
+            kind: spec.agent,
+            settings,
+        },
+        planner.endpoint().info(),
+    );
+    for role in [Role::WorldModel, Role::Critic, Role::Summarizer] {
+        header
+            .roles
+            .insert(role.as_str().to_string(), llm.endpoint(role).info());
+    }
+    header.world_model = world_model.as_ref().map(|w| w.describe());
+    header.servers = pool.server_infos();
+    header.tools = pool.tools();
+
+    let mut redactor = Redactor::new();
+    for secret in llm.secrets().into_iter().chain(mcp.secrets.iter().cloned()) {
+        redactor.add_secret(secret);
+    }
+    let path = spec
+        .out_dir
+        .join(file_name(&task.id, spec.agent, header.world_model_name()));
+    let writer = Writer::create(&path, &header, redactor)?;
+    let env = Env::new(
+        task,
+        pool,
+        planner,
+        client(Role::Summarizer),
+        world_model,
+        spec.budget,
+        stop,
+    );
+    Ok(Prepared {
+        env,
+        recorder_writer: writer,
+        header,
+        failures,
+        path,
+    })
+}
+
+/// Runs a prepared run to its end. Events also go to `live` and `hook` as they are written.
+pub async fn execute(
+    prepared: Prepared,
+    live: Option<Sender<Event>>,
+    hook: Option<Hook>,
+) -> Result<Outcome> {
+    let Prepared {
+        mut env,
+        recorder_writer,
+        failures,
+        path,
+        header,
+    } = prepared;
+    let mut rec = Recorder::new(recorder_writer, live, hook);
+    let end = run_agent(&mut env, &mut rec, &failures, header.agent.kind).await;
+    let end = match end {
+        Ok(end) => end,
+        Err(e) => End::failed(format!("{e:#}")),
+    };
+    let pool = std::mem::take(&mut env.pool);
+    // Whatever happened, the file ends with run_finished (unless the disk itself failed).
+    let finish = rec.emit(EventBody::RunFinished {
+        status: end.status,
+        error: end.error.clone(),
+        totals: Default::default(),
+    });
+    pool.shutdown().await;
+    finish?;
+    Ok(Outcome {
+        path,
+        status: end.status,
+        error: end.error,
+    })
+}
+
+async fn run_agent(
+    env: &mut Env,
+    rec: &mut Recorder,
+    failures: &[ServerFailure],
+    agent: AgentKind,
+) -> Result<End> {
+    for f in failures {
+        rec.emit(EventBody::Error {
+            source: "server".into(),
+            name: Some(f.name.clone()),
+            message: f.message.clone(),
+            stderr_tail: f.stderr_tail.clone(),
+        })?;
+    }
+    if !failures.is_empty() && env.tools.is_empty() {
+        return Ok(End::failed("no MCP server could be started"));
+    }
+    match agent {
+        AgentKind::React => react::run(env, rec).await,
+        AgentKind::PlanExec => plan_exec::run(env, rec).await,
+        AgentKind::Spiral => Ok(End::failed("SPIRAL-Exec is not built yet")),
+    }
+}
+
+/// A stop signal that turns true on Ctrl-C or SIGTERM (and on demand through the sender).
+pub fn stop_on_signals() -> (watch::Sender<bool>, watch::Receiver<bool>) {
+    let (tx, rx) = watch::channel(false);
+    let signal_tx = tx.clone();
+    tokio::spawn(async move {
+        #[cfg(unix)]
+        {
+            let mut term =
+                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+            let terminated = async {
+                match term.as_mut() {
+                    Some(t) => {
+                        t.recv().await;
+                    }
+                    None => std::future::pending::<()>().await,
+                }
+            };
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = terminated => {}
+            }
+        }
+        #[cfg(not(unix))]
+        let _ = tokio::signal::ctrl_c().await;
+        let _ = signal_tx.send(true);
+    });
+    (tx, rx)
+}
+
+/// The default output folder.
+pub fn default_out_dir() -> &'static Path {
+    Path::new("runs")
+}

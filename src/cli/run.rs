@@ -1,0 +1,246 @@
+//! `cosmos run`: one task, one agent, real servers, recorded. With `--no-tui` it prints a
+//! line per step; otherwise the explorer shows the run live.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use clap::{Args, ValueEnum};
+
+use super::inert;
+use crate::agent::Budget;
+use crate::agent::session::{self, Outcome, RunSpec, WorldModelChoice};
+use crate::mcp::pool::Timeouts;
+use crate::trajectory::describe::summary;
+use crate::trajectory::event::{AgentKind, Event, EventBody, RunStatus};
+
+/// Agents on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum AgentArg {
+    /// ReAct: real calls only, no world model.
+    React,
+    /// ReAct-Plan-Exec: plan against the world model, then execute.
+    PlanExec,
+}
+
+/// World models on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum WorldModelArg {
+    /// No world model (ReAct).
+    None,
+    /// An LLM acting as the server (the world_model role's endpoint).
+    Llm,
+    /// Recorded real calls (--memory-from).
+    Memory,
+    /// An external process speaking JSON lines (--world-model-command).
+    Command,
+}
+
+/// `cosmos run` options.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// MCP servers, in the usual {"mcpServers": {...}} form.
+    #[arg(long)]
+    pub mcp_config: PathBuf,
+    /// Task file: the project's own format or MCP-Bench's runner format.
+    #[arg(long)]
+    pub task: PathBuf,
+    /// Which task of the file (needed when it has several).
+    #[arg(long)]
+    pub task_id: Option<String>,
+    /// The agent.
+    #[arg(long, value_enum)]
+    pub agent: AgentArg,
+    /// The world model.
+    #[arg(long, value_enum, default_value_t = WorldModelArg::None)]
+    pub world_model: WorldModelArg,
+    /// Command line of a `command` world model (run with sh -c); see docs/world-models.md.
+    #[arg(long)]
+    pub world_model_command: Option<String>,
+    /// Folders or files of recorded runs for the `memory` world model (and examples for `llm`).
+    #[arg(long)]
+    pub memory_from: Vec<PathBuf>,
+    /// Simulate the same call in the same context only once.
+    #[arg(long)]
+    pub cache_world_model: bool,
+    /// Endpoints per role (see cosmos.example.toml); defaults from OPENAI_BASE_URL / OPENAI_API_KEY.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Folder for the trajectory.
+    #[arg(long, default_value = "runs")]
+    pub out: PathBuf,
+    /// Print a line per step instead of opening the explorer.
+    #[arg(long)]
+    pub no_tui: bool,
+    /// Most planning steps.
+    #[arg(long, default_value_t = 12)]
+    pub max_steps: usize,
+    /// Most tokens over all roles.
+    #[arg(long, default_value_t = 400_000)]
+    pub max_tokens: u64,
+    /// Most wall time, seconds.
+    #[arg(long, default_value_t = 3_600)]
+    pub max_time_s: u64,
+    /// Time a server may take to start and list its tools, seconds.
+    #[arg(long, default_value_t = 60)]
+    pub startup_timeout_s: u64,
+    /// Time one tool call may take, seconds.
+    #[arg(long, default_value_t = 60)]
+    pub call_timeout_s: u64,
+}
+
+impl RunArgs {
+    fn spec(&self) -> Result<RunSpec> {
+        let world_model = match self.world_model {
+            WorldModelArg::None => WorldModelChoice::None,
+            WorldModelArg::Llm => WorldModelChoice::Llm,
+            WorldModelArg::Memory => WorldModelChoice::Memory,
+            WorldModelArg::Command => WorldModelChoice::Command(
+                self.world_model_command
+                    .clone()
+                    .context("--world-model command needs --world-model-command CMD")?,
+            ),
+        };
+        Ok(RunSpec {
+            mcp_config: self.mcp_config.clone(),
+            task_file: self.task.clone(),
+            task_id: self.task_id.clone(),
+            agent: match self.agent {
+                AgentArg::React => AgentKind::React,
+                AgentArg::PlanExec => AgentKind::PlanExec,
+            },
+            world_model,
+            cache_world_model: self.cache_world_model,
+            memory_from: self.memory_from.clone(),
+            llm_config: self.config.clone(),
+            out_dir: self.out.clone(),
+            budget: Budget {
+                max_steps: self.max_steps,
+                max_tokens: self.max_tokens,
+                max_wall: Duration::from_secs(self.max_time_s),
+            },
+            timeouts: Timeouts {
+                startup: Duration::from_secs(self.startup_timeout_s),
+                call: Duration::from_secs(self.call_timeout_s),
+            },
+            command_timeout: Duration::from_secs(self.call_timeout_s),
+        })
+    }
+}
+
+/// Runs a task.
+pub fn run(args: RunArgs) -> Result<ExitCode> {
+    let spec = args.spec()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let outcome = if args.no_tui {
+        runtime.block_on(run_plain(spec))?
+    } else {
+        run_live(&runtime, spec)?
+    };
+    let code = match outcome.status {
+        RunStatus::Completed => 0,
+        RunStatus::Failed => 1,
+        RunStatus::Interrupted => 130,
+    };
+    eprintln!(
+        "cosmos: run {}{}: {}",
+        outcome.status.as_str(),
+        outcome
+            .error
+            .as_ref()
+            .map_or(String::new(), |e| format!(" ({})", inert(e))),
+        outcome.path.display()
+    );
+    Ok(ExitCode::from(code))
+}
+
+async fn run_plain(spec: RunSpec) -> Result<Outcome> {
+    let (_stop_tx, stop) = session::stop_on_signals();
+    let prepared = session::prepare(&spec, stop).await?;
+    println!(
+        "{}",
+        inert(&format!(
+            "run {} · task {} · writing {}",
+            prepared.header.agent.kind.as_str(),
+            prepared.header.task.id,
+            prepared.path.display()
+        ))
+    );
+    session::execute(prepared, None, Some(Box::new(progress_line))).await
+}
+
+/// One line per step, for `--no-tui`.
+fn progress_line(event: &Event) {
+    let show = match &event.body {
+        EventBody::LlmCall { error, .. } => error.is_some(),
+        EventBody::Backpropagated { .. } | EventBody::NodeEvaluated { .. } => false,
+        EventBody::NodeAdded { action: None, .. } => false,
+        _ => true,
+    };
+    if show {
+        let t = event.t_ms as f64 / 1000.0;
+        let line = crate::tui::text::one_line(
+            &format!("[{t:>7.1}s] {:<14} {}", event.body.kind(), summary(event)),
+            200,
+        );
+        println!("{line}");
+    }
+    if let EventBody::RunFinished { status, totals, .. } = &event.body {
+        println!(
+            "{}",
+            inert(&format!(
+                "done: {} · {} tool call(s), {} failed · {} LLM call(s), {} tokens · {:.1}s{}",
+                status.as_str(),
+                totals.tool_calls,
+                totals.tool_errors,
+                totals.llm_calls,
+                totals.tokens,
+                totals.wall_ms as f64 / 1000.0,
+                totals
+                    .fidelity
+                    .map_or(String::new(), |f| format!(" · fidelity {f:.2}"))
+            ))
+        );
+    }
+}
+
+fn run_live(runtime: &tokio::runtime::Runtime, spec: RunSpec) -> Result<Outcome> {
+    use crate::trajectory::run::Run;
+    use crate::tui::app::App;
+    use crate::tui::run_view::RunView;
+
+    let (stop_tx, stop) = runtime.block_on(async { session::stop_on_signals() });
+    let prepared = runtime.block_on(session::prepare(&spec, stop))?;
+    let run = Run::new(prepared.path.clone(), prepared.header.clone());
+    let (event_tx, event_rx) = std::sync::mpsc::channel();
+    let (ui_stop_tx, ui_stop_rx) = std::sync::mpsc::channel::<()>();
+    let agent = runtime.spawn(session::execute(prepared, Some(event_tx), None));
+    // The UI's stop key (and leaving the UI) reach the agent through the same stop signal.
+    let forward = stop_tx.clone();
+    std::thread::spawn(move || {
+        if ui_stop_rx.recv().is_ok() {
+            let _ = forward.send(true);
+        }
+    });
+    let size = crossterm::terminal::size().unwrap_or((80, 24));
+    let view = RunView::live(
+        run,
+        ratatui::layout::Rect::new(0, 0, size.0, size.1.saturating_sub(1)),
+        Some(ui_stop_tx),
+    );
+    let app = App::with_run(
+        view,
+        crate::tui::load_keymap()?,
+        crate::tui::theme::Theme::from_env(),
+        size,
+    );
+    let ui = crate::tui::terminal::run(app, Some(event_rx));
+    // Leaving the explorer stops a run that is still going; wait for it to write its end.
+    let _ = stop_tx.send(true);
+    let outcome = runtime.block_on(agent).context("the agent task panicked")?;
+    ui?;
+    outcome
+}

@@ -1,0 +1,187 @@
+//! Which endpoint each role talks to: `cosmos.toml` (see `cosmos.example.toml`), with
+//! defaults from `OPENAI_BASE_URL` and `OPENAI_API_KEY`.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use serde::Deserialize;
+
+use crate::trajectory::event::{ModelInfo, Role};
+
+/// How a role asks for structured output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum OutputMode {
+    /// `response_format` with a JSON schema, falling back to `json_object`, then to JSON
+    /// parsed out of plain text. Works with servers that cannot call tools.
+    #[default]
+    Json,
+    /// Native `tools` / `tool_calls`.
+    Tools,
+}
+
+/// One role's endpoint, resolved.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Endpoint {
+    /// Base URL, ending before `/chat/completions`.
+    pub base_url: String,
+    /// Model name.
+    pub model: String,
+    /// The key (never recorded).
+    pub api_key: Option<String>,
+    /// Sampling temperature.
+    pub temperature: f64,
+    /// Completion token cap.
+    pub max_tokens: u32,
+    /// Timeout of one HTTP attempt.
+    pub timeout: Duration,
+    /// Retries after the first attempt on 429, 5xx and timeouts.
+    pub max_retries: u32,
+    /// How structured output is asked for.
+    pub output: OutputMode,
+}
+
+impl Endpoint {
+    /// What the trajectory records about it: never the key.
+    pub fn info(&self) -> ModelInfo {
+        ModelInfo {
+            model: self.model.clone(),
+            base_url: Some(self.base_url.clone()),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RoleShape {
+    base_url: Option<String>,
+    model: Option<String>,
+    api_key_env: Option<String>,
+    temperature: Option<f64>,
+    max_tokens: Option<u32>,
+    timeout_s: Option<f64>,
+    max_retries: Option<u32>,
+    output: Option<OutputMode>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileShape {
+    #[serde(default)]
+    default: RoleShape,
+    #[serde(default)]
+    roles: BTreeMap<Role, RoleShape>,
+    /// Agent settings; read by `agent::settings`.
+    #[serde(default)]
+    agent: Option<toml::Value>,
+}
+
+/// Endpoints per role.
+#[derive(Debug, Clone)]
+pub struct LlmConfig {
+    endpoints: BTreeMap<Role, Endpoint>,
+    /// The `[agent]` table of the file, if any.
+    pub agent: Option<toml::Value>,
+}
+
+impl LlmConfig {
+    /// Reads `path`, or only the environment when `path` is `None`.
+    pub fn load(path: Option<&Path>) -> Result<Self> {
+        let shape = match path {
+            Some(p) => {
+                let text = std::fs::read_to_string(p)
+                    .with_context(|| format!("reading {}", p.display()))?;
+                toml::from_str(&text).with_context(|| format!("parsing {}", p.display()))?
+            }
+            None => FileShape::default(),
+        };
+        Self::from_shape(shape, |k| std::env::var(k).ok())
+    }
+
+    fn from_shape(shape: FileShape, env: impl Fn(&str) -> Option<String>) -> Result<Self> {
+        let mut endpoints = BTreeMap::new();
+        for role in Role::ALL {
+            let r = shape.roles.get(&role).cloned().unwrap_or_default();
+            let d = &shape.default;
+            let key_var = r
+                .api_key_env
+                .clone()
+                .or(d.api_key_env.clone())
+                .unwrap_or_else(|| "OPENAI_API_KEY".into());
+            let endpoint = Endpoint {
+                base_url: r
+                    .base_url
+                    .or(d.base_url.clone())
+                    .or_else(|| env("OPENAI_BASE_URL"))
+                    .unwrap_or_else(|| "https://api.openai.com/v1".into())
+                    .trim_end_matches('/')
+                    .to_string(),
+                model: r
+                    .model
+                    .or(d.model.clone())
+                    .or_else(|| env("COSMOS_MODEL"))
+                    .unwrap_or_else(|| "gpt-4o-mini".into()),
+                api_key: env(&key_var).filter(|k| !k.is_empty()),
+                temperature: r.temperature.or(d.temperature).unwrap_or(0.0),
+                max_tokens: r.max_tokens.or(d.max_tokens).unwrap_or(1024),
+                timeout: Duration::from_secs_f64(
+                    r.timeout_s.or(d.timeout_s).unwrap_or(120.0).max(0.05),
+                ),
+                max_retries: r.max_retries.or(d.max_retries).unwrap_or(4),
+                output: r.output.or(d.output).unwrap_or_default(),
+            };
+            endpoints.insert(role, endpoint);
+        }
+        Ok(Self {
+            endpoints,
+            agent: shape.agent,
+        })
+    }
+
+    /// The endpoint of a role.
+    pub fn endpoint(&self, role: Role) -> &Endpoint {
+        &self.endpoints[&role]
+    }
+
+    /// Every key in use, for the redactor.
+    pub fn secrets(&self) -> Vec<String> {
+        self.endpoints
+            .values()
+            .filter_map(|e| e.api_key.clone())
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn roles_inherit_defaults_and_environment() {
+        let shape: FileShape = toml::from_str(
+            "[default]\nmodel = \"m\"\n[roles.world_model]\nbase_url = \"http://wm/v1/\"\nmodel = \"awm\"\napi_key_env = \"WM_KEY\"\n",
+        )
+        .unwrap();
+        let env = |k: &str| match k {
+            "OPENAI_BASE_URL" => Some("http://planner/v1".to_string()),
+            "OPENAI_API_KEY" => Some("k1".to_string()),
+            "WM_KEY" => Some("k2".to_string()),
+            _ => None,
+        };
+        let c = LlmConfig::from_shape(shape, env).unwrap();
+        let p = c.endpoint(Role::Planner);
+        assert_eq!(
+            (p.base_url.as_str(), p.model.as_str(), p.api_key.as_deref()),
+            ("http://planner/v1", "m", Some("k1"))
+        );
+        let w = c.endpoint(Role::WorldModel);
+        assert_eq!(
+            (w.base_url.as_str(), w.model.as_str(), w.api_key.as_deref()),
+            ("http://wm/v1", "awm", Some("k2"))
+        );
+        assert_eq!(c.secrets().len(), 5);
+        assert!(toml::from_str::<FileShape>("[roles.nobody]\nmodel=\"x\"\n").is_err());
+    }
+}

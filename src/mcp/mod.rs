@@ -1,0 +1,6 @@
+//! MCP servers (DESIGN.md, "mcp"): configuration, connections with rmcp over stdio and
+//! streamable HTTP, and the namespaced tool catalogue.
+
+pub mod config;
+pub mod pool;
+pub mod server;

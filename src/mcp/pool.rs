@@ -1,0 +1,136 @@
+//! Several servers at once, behind one namespaced tool catalogue (`server:tool`).
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::config::ServerConfig;
+use super::server::{CallOutcome, Server, ServerFailure};
+use crate::trajectory::event::{Observation, ServerInfo, ToolInfo};
+
+/// Timeouts for servers.
+#[derive(Debug, Clone, Copy)]
+pub struct Timeouts {
+    /// Start, initialise and list tools. Some Python servers take 10 s; the default allows 60.
+    pub startup: Duration,
+    /// One tool call.
+    pub call: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Self {
+            startup: Duration::from_secs(60),
+            call: Duration::from_secs(60),
+        }
+    }
+}
+
+/// The connected servers.
+#[derive(Debug, Default)]
+pub struct McpPool {
+    servers: Vec<Server>,
+    configs: Vec<ServerConfig>,
+    timeouts: Timeouts,
+}
+
+impl McpPool {
+    /// Starts every server concurrently. Servers that fail are returned beside the pool;
+    /// the run can go on without them.
+    pub async fn connect(
+        configs: &[ServerConfig],
+        timeouts: Timeouts,
+    ) -> (Self, Vec<ServerFailure>) {
+        let attempts =
+            futures::future::join_all(configs.iter().map(|c| Server::connect(c, timeouts.startup)))
+                .await;
+        let mut pool = Self {
+            servers: Vec::new(),
+            configs: configs.to_vec(),
+            timeouts,
+        };
+        let mut failures = Vec::new();
+        for attempt in attempts {
+            match attempt {
+                Ok(s) => pool.servers.push(s),
+                Err(f) => failures.push(f),
+            }
+        }
+        (pool, failures)
+    }
+
+    /// The servers, as recorded in a trajectory header.
+    pub fn server_infos(&self) -> Vec<ServerInfo> {
+        self.configs
+            .iter()
+            .map(|c| ServerInfo {
+                name: c.name.clone(),
+                transport: c.transport_name().into(),
+                target: Some(c.target()),
+            })
+            .collect()
+    }
+
+    /// Every tool of every running server.
+    pub fn tools(&self) -> Vec<ToolInfo> {
+        self.servers
+            .iter()
+            .flat_map(|s| s.tools.iter().cloned())
+            .collect()
+    }
+
+    /// The connected servers.
+    pub fn servers(&self) -> &[Server] {
+        &self.servers
+    }
+
+    /// Calls a namespaced tool. An unknown server or tool is an error outcome, not a panic.
+    pub async fn call(&self, tool: &str, arguments: &Value) -> (Option<String>, CallOutcome) {
+        let Some((server_name, own_name)) = tool.split_once(':') else {
+            return (
+                None,
+                unknown(format!(
+                    "unknown tool \"{tool}\": tool names are \"server:tool\""
+                )),
+            );
+        };
+        let Some(server) = self.servers.iter().find(|s| s.name == server_name) else {
+            return (
+                None,
+                unknown(format!(
+                    "unknown tool \"{tool}\": no running server \"{server_name}\""
+                )),
+            );
+        };
+        if !server.tools.iter().any(|t| t.name == tool) {
+            return (
+                Some(server.name.clone()),
+                unknown(format!(
+                    "unknown tool \"{tool}\": server \"{server_name}\" has no tool \"{own_name}\""
+                )),
+            );
+        }
+        (
+            Some(server.name.clone()),
+            server.call(own_name, arguments, self.timeouts.call).await,
+        )
+    }
+
+    /// Stops every server.
+    pub async fn shutdown(self) {
+        futures::future::join_all(self.servers.into_iter().map(Server::shutdown)).await;
+    }
+}
+
+fn unknown(message: String) -> CallOutcome {
+    CallOutcome {
+        result: Observation {
+            text: message.clone(),
+            is_error: true,
+            ..Default::default()
+        },
+        error: Some(message),
+        latency: Duration::ZERO,
+        server_died: None,
+    }
+}

@@ -1,0 +1,357 @@
+//! One connected MCP server: started (stdio) or reached (HTTP) with rmcp, its tools listed,
+//! calls made with a timeout. The last lines a stdio server wrote to stderr are kept, so a
+//! server that fails can say why.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, anyhow};
+use rmcp::ServiceExt;
+use rmcp::model::CallToolRequestParams;
+use rmcp::service::{RoleClient, RunningService};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+use super::config::{ServerConfig, Transport};
+use crate::trajectory::event::{Observation, ToolInfo};
+
+/// Lines of stderr kept per server.
+const STDERR_LINES: usize = 40;
+/// Longest stderr line kept.
+const STDERR_LINE_CHARS: usize = 400;
+/// Largest tool result text recorded; the rest is counted in `truncated_bytes`.
+pub const MAX_RESULT_BYTES: usize = 1 << 20;
+
+/// Why a server is unusable, with what it said on stderr.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerFailure {
+    /// The server.
+    pub name: String,
+    /// What went wrong.
+    pub message: String,
+    /// Its last stderr lines, if any.
+    pub stderr_tail: Option<String>,
+}
+
+/// The result of one call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallOutcome {
+    /// The result (an empty error observation when the call itself failed).
+    pub result: Observation,
+    /// A failure outside the tool: timeout, server gone, protocol error.
+    pub error: Option<String>,
+    /// Wall time of the call.
+    pub latency: Duration,
+    /// Set when this call found the server dead.
+    pub server_died: Option<ServerFailure>,
+}
+
+/// A running connection.
+pub struct Server {
+    /// The configured name.
+    pub name: String,
+    /// Its tools, namespaced `name:tool`.
+    pub tools: Vec<ToolInfo>,
+    client: RunningService<RoleClient, ()>,
+    stderr: Arc<Mutex<VecDeque<String>>>,
+    dead: Mutex<Option<ServerFailure>>,
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server")
+            .field("name", &self.name)
+            .field("tools", &self.tools.len())
+            .finish()
+    }
+}
+
+impl Server {
+    /// Starts or reaches the server, initialises MCP and lists every tool (all pages),
+    /// all within `startup_timeout`.
+    pub async fn connect(
+        config: &ServerConfig,
+        startup_timeout: Duration,
+    ) -> Result<Self, ServerFailure> {
+        let stderr = Arc::new(Mutex::new(VecDeque::new()));
+        let fail = |message: String, stderr: &Arc<Mutex<VecDeque<String>>>| ServerFailure {
+            name: config.name.clone(),
+            message,
+            stderr_tail: tail(stderr),
+        };
+        let started =
+            tokio::time::timeout(startup_timeout, Self::start(config, stderr.clone())).await;
+        let client = match started {
+            Ok(Ok(c)) => c,
+            Ok(Err(e)) => {
+                // Give the stderr reader a moment to collect the process's last words.
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                return Err(fail(format!("{e:#}"), &stderr));
+            }
+            Err(_) => {
+                return Err(fail(
+                    format!("did not start within {}s", startup_timeout.as_secs()),
+                    &stderr,
+                ));
+            }
+        };
+        let listed = tokio::time::timeout(startup_timeout, client.list_all_tools()).await;
+        let tools = match listed {
+            Ok(Ok(tools)) => tools,
+            Ok(Err(e)) => return Err(fail(format!("listing tools failed: {e}"), &stderr)),
+            Err(_) => {
+                return Err(fail(
+                    format!(
+                        "listing tools took longer than {}s",
+                        startup_timeout.as_secs()
+                    ),
+                    &stderr,
+                ));
+            }
+        };
+        let tools = tools
+            .iter()
+            .filter_map(|t| serde_json::to_value(t).ok())
+            .map(|t| ToolInfo {
+                name: format!("{}:{}", config.name, t["name"].as_str().unwrap_or_default()),
+                description: t["description"].as_str().unwrap_or_default().to_string(),
+                input_schema: t.get("inputSchema").cloned().unwrap_or(Value::Null),
+            })
+            .collect();
+        Ok(Self {
+            name: config.name.clone(),
+            tools,
+            client,
+            stderr,
+            dead: Mutex::new(None),
+        })
+    }
+
+    async fn start(
+        config: &ServerConfig,
+        stderr: Arc<Mutex<VecDeque<String>>>,
+    ) -> Result<RunningService<RoleClient, ()>> {
+        match &config.transport {
+            Transport::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+            } => {
+                let mut cmd = tokio::process::Command::new(command);
+                cmd.args(args).envs(env);
+                if let Some(dir) = cwd {
+                    cmd.current_dir(dir);
+                }
+                let (transport, child_stderr) = TokioChildProcess::builder(cmd)
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .with_context(|| format!("starting `{}`", config.target()))?;
+                if let Some(err) = child_stderr {
+                    tokio::spawn(async move {
+                        let mut lines = BufReader::new(err).lines();
+                        while let Ok(Some(line)) = lines.next_line().await {
+                            let mut buf = stderr.lock().unwrap_or_else(|p| p.into_inner());
+                            if buf.len() == STDERR_LINES {
+                                buf.pop_front();
+                            }
+                            buf.push_back(line.chars().take(STDERR_LINE_CHARS).collect());
+                        }
+                    });
+                }
+                ().serve(transport)
+                    .await
+                    .map_err(|e| anyhow!("MCP initialisation failed: {e}"))
+            }
+            Transport::Http { url, headers } => {
+                let mut cfg = StreamableHttpClientTransportConfig::with_uri(url.clone());
+                let mut custom = HashMap::new();
+                for (k, v) in headers {
+                    if k.eq_ignore_ascii_case("authorization") && v.starts_with("Bearer ") {
+                        cfg = cfg.auth_header(v.trim_start_matches("Bearer ").to_string());
+                    } else {
+                        let name = reqwest::header::HeaderName::from_bytes(k.as_bytes())
+                            .with_context(|| format!("header name {k}"))?;
+                        let value = reqwest::header::HeaderValue::from_str(v)
+                            .with_context(|| format!("header {k}"))?;
+                        custom.insert(name, value);
+                    }
+                }
+                let transport =
+                    StreamableHttpClientTransport::from_config(cfg.custom_headers(custom));
+                ().serve(transport)
+                    .await
+                    .map_err(|e| anyhow!("connecting to {url}: {e}"))
+            }
+        }
+    }
+
+    /// The server's last stderr lines.
+    pub fn stderr_tail(&self) -> Option<String> {
+        tail(&self.stderr)
+    }
+
+    /// Why the server is dead, if it is.
+    pub fn failure(&self) -> Option<ServerFailure> {
+        self.dead.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Calls `tool` (its own name, without the server prefix).
+    pub async fn call(&self, tool: &str, arguments: &Value, timeout: Duration) -> CallOutcome {
+        let start = Instant::now();
+        if let Some(f) = self.failure() {
+            return failed(
+                start,
+                format!("server {} is not running: {}", self.name, f.message),
+                None,
+            );
+        }
+        let mut params = CallToolRequestParams::new(tool.to_string());
+        params.arguments = match arguments {
+            Value::Object(map) => Some(map.clone()),
+            Value::Null => None,
+            other => {
+                return failed(
+                    start,
+                    format!("arguments must be a JSON object, got {other}"),
+                    None,
+                );
+            }
+        };
+        match tokio::time::timeout(timeout, self.client.call_tool(params)).await {
+            Ok(Ok(result)) => {
+                let value = serde_json::to_value(&result).unwrap_or(Value::Null);
+                CallOutcome {
+                    result: observation(&value),
+                    error: None,
+                    latency: start.elapsed(),
+                    server_died: None,
+                }
+            }
+            Ok(Err(e)) => {
+                let message = e.to_string();
+                // A closed transport means the process is gone: no later call can succeed.
+                let gone =
+                    self.client.is_transport_closed() || message.to_lowercase().contains("closed");
+                let died = gone.then(|| {
+                    let f = ServerFailure {
+                        name: self.name.clone(),
+                        message: format!("server stopped: {message}"),
+                        stderr_tail: self.stderr_tail(),
+                    };
+                    *self.dead.lock().unwrap_or_else(|p| p.into_inner()) = Some(f.clone());
+                    f
+                });
+                failed(start, message, died)
+            }
+            Err(_) => failed(
+                start,
+                format!("timed out after {:.0}s", timeout.as_secs_f64()),
+                None,
+            ),
+        }
+    }
+
+    /// Closes the connection (and stops a stdio server).
+    pub async fn shutdown(self) {
+        let _ = tokio::time::timeout(Duration::from_secs(5), self.client.cancel()).await;
+    }
+}
+
+fn failed(start: Instant, message: String, server_died: Option<ServerFailure>) -> CallOutcome {
+    CallOutcome {
+        result: Observation {
+            text: message.clone(),
+            is_error: true,
+            ..Default::default()
+        },
+        error: Some(message),
+        latency: start.elapsed(),
+        server_died,
+    }
+}
+
+fn tail(stderr: &Arc<Mutex<VecDeque<String>>>) -> Option<String> {
+    let buf = stderr.lock().unwrap_or_else(|p| p.into_inner());
+    (!buf.is_empty()).then(|| buf.iter().cloned().collect::<Vec<_>>().join("\n"))
+}
+
+/// An MCP `CallToolResult` (as JSON) reduced to an [`Observation`]: text items joined,
+/// other content as placeholders, capped at [`MAX_RESULT_BYTES`].
+pub fn observation(result: &Value) -> Observation {
+    let mut parts: Vec<String> = Vec::new();
+    for item in result["content"].as_array().into_iter().flatten() {
+        let part = match item["type"].as_str() {
+            Some("text") => item["text"].as_str().unwrap_or_default().to_string(),
+            Some("image") | Some("audio") => format!(
+                "[{}, {} bytes base64]",
+                item["mimeType"].as_str().unwrap_or("binary"),
+                item["data"].as_str().map_or(0, str::len)
+            ),
+            Some("resource") => match item["resource"]["text"].as_str() {
+                Some(t) => t.to_string(),
+                None => format!(
+                    "[resource {}]",
+                    item["resource"]["uri"].as_str().unwrap_or("?")
+                ),
+            },
+            Some("resource_link") => {
+                format!("[resource link {}]", item["uri"].as_str().unwrap_or("?"))
+            }
+            other => format!("[{} content]", other.unwrap_or("unknown")),
+        };
+        parts.push(part);
+    }
+    let mut text = parts.join("\n");
+    let mut truncated_bytes = 0;
+    if text.len() > MAX_RESULT_BYTES {
+        let mut end = MAX_RESULT_BYTES;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        truncated_bytes = (text.len() - end) as u64;
+        text.truncate(end);
+    }
+    let structured = result
+        .get("structuredContent")
+        .filter(|v| !v.is_null())
+        .cloned();
+    // A huge structured result would defeat the cap; keep it only when small.
+    let structured = structured.filter(|v| v.to_string().len() <= MAX_RESULT_BYTES);
+    Observation {
+        text,
+        structured,
+        is_error: result["isError"].as_bool().unwrap_or(false),
+        truncated_bytes,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn results_become_observations() {
+        let o = observation(
+            &json!({"content": [{"type": "text", "text": "a"}, {"type": "image", "data": "AAAA", "mimeType": "image/png"}], "isError": true, "structuredContent": {"x": 1}}),
+        );
+        assert_eq!(o.text, "a\n[image/png, 4 bytes base64]");
+        assert!(o.is_error);
+        assert_eq!(o.structured, Some(json!({"x": 1})));
+    }
+
+    #[test]
+    fn huge_results_are_capped() {
+        let big = "é".repeat(MAX_RESULT_BYTES);
+        let o = observation(&json!({"content": [{"type": "text", "text": big}]}));
+        assert!(o.text.len() <= MAX_RESULT_BYTES);
+        assert_eq!(
+            o.text.len() as u64 + o.truncated_bytes,
+            (MAX_RESULT_BYTES * 2) as u64
+        );
+    }
+}

@@ -1,0 +1,207 @@
+//! Tasks (DESIGN.md, "task"): the project's own task files and MCP-Bench's runner format,
+//! read as they are.
+//!
+//! Own format (JSON): one task object, or `{"tasks": [...]}`:
+//!
+//! ```json
+//! {"id": "tz_1", "request": "What time is it in Tokyo?", "reference": "…",
+//!  "reference_calls": [{"tool": "Time MCP:get_current_time", "arguments": {"timezone": "Asia/Tokyo"}}],
+//!  "servers": ["Time MCP"]}
+//! ```
+//!
+//! MCP-Bench runner format: `{"server_tasks": [{"servers": [...], "tasks": [{"task_id",
+//! "fuzzy_description", "task_description", ...}]}]}`; the agent gets `fuzzy_description`, the
+//! judge `task_description`.
+
+use std::path::Path;
+
+use anyhow::{Context, Result, bail};
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::trajectory::event::TaskInfo;
+
+/// A task to run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Task {
+    /// Id.
+    pub id: String,
+    /// What the agent is asked.
+    pub request: String,
+    /// What the judge compares against.
+    pub reference: Option<String>,
+    /// Tool calls of a reference solution, when known.
+    pub reference_calls: Option<Vec<Value>>,
+    /// Names of the MCP servers the task needs (looked up in the MCP config).
+    pub servers: Vec<String>,
+    /// Where it came from.
+    pub source: String,
+}
+
+impl Task {
+    /// The header's task section.
+    pub fn info(&self) -> TaskInfo {
+        TaskInfo {
+            id: self.id.clone(),
+            request: self.request.clone(),
+            reference: self.reference.clone(),
+            reference_call_count: self.reference_calls.as_ref().map(|c| c.len() as u32),
+            source: Some(self.source.clone()),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OwnTask {
+    id: String,
+    request: String,
+    reference: Option<String>,
+    reference_calls: Option<Vec<Value>>,
+    #[serde(default)]
+    servers: Vec<String>,
+}
+
+#[derive(Deserialize)]
+struct BenchFile {
+    server_tasks: Vec<BenchGroup>,
+}
+
+#[derive(Deserialize)]
+struct BenchGroup {
+    #[serde(default)]
+    servers: Vec<String>,
+    #[serde(default)]
+    server_name: Option<String>,
+    tasks: Vec<BenchTask>,
+}
+
+#[derive(Deserialize)]
+struct BenchTask {
+    task_id: String,
+    fuzzy_description: String,
+    task_description: Option<String>,
+}
+
+/// Every task in a file, in file order.
+pub fn load(path: &Path) -> Result<Vec<Task>> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("reading task file {}", path.display()))?;
+    let value: Value = serde_json::from_str(&text)
+        .with_context(|| format!("task file {} is not JSON", path.display()))?;
+    let source = path.display().to_string();
+    let tasks = if value.get("server_tasks").is_some() {
+        let file: BenchFile = serde_json::from_value(value)
+            .with_context(|| format!("{source}: not MCP-Bench's runner format"))?;
+        file.server_tasks
+            .into_iter()
+            .flat_map(|g| {
+                // Older files name the servers only in server_name, joined with '+'.
+                let servers = if g.servers.is_empty() {
+                    g.server_name
+                        .map(|n| n.split('+').map(|s| s.trim().to_string()).collect())
+                        .unwrap_or_default()
+                } else {
+                    g.servers
+                };
+                let source = source.clone();
+                g.tasks.into_iter().map(move |t| Task {
+                    id: t.task_id,
+                    request: t.fuzzy_description,
+                    reference: t.task_description,
+                    reference_calls: None,
+                    servers: servers.clone(),
+                    source: source.clone(),
+                })
+            })
+            .collect()
+    } else {
+        let list: Vec<OwnTask> = match value.get("tasks") {
+            Some(tasks) => serde_json::from_value(tasks.clone()),
+            None => serde_json::from_value(value).map(|t| vec![t]),
+        }
+        .with_context(|| format!("{source}: expected a task {{id, request, …}}, {{\"tasks\": [...]}} or MCP-Bench's runner format"))?;
+        list.into_iter()
+            .map(|t| Task {
+                id: t.id,
+                request: t.request,
+                reference: t.reference,
+                reference_calls: t.reference_calls,
+                servers: t.servers,
+                source: source.clone(),
+            })
+            .collect()
+    };
+    Ok(tasks)
+}
+
+/// The task with `id`, or the only task when `id` is `None`.
+pub fn select(tasks: Vec<Task>, id: Option<&str>, path: &Path) -> Result<Task> {
+    let ids = || {
+        tasks
+            .iter()
+            .map(|t| t.id.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    match id {
+        Some(id) => {
+            let listing = ids();
+            tasks.into_iter().find(|t| t.id == id).with_context(|| {
+                format!("no task \"{id}\" in {}; it has: {listing}", path.display())
+            })
+        }
+        None if tasks.len() == 1 => Ok(tasks.into_iter().next().expect("one task")),
+        None if tasks.is_empty() => bail!("{} has no tasks", path.display()),
+        None => bail!(
+            "{} has {} tasks; pick one with --task-id ({})",
+            path.display(),
+            tasks.len(),
+            ids()
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_shared_mcp_bench_sample() {
+        let path = Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../shared/fixtures/mcp-bench/single_server_time_unit.json"
+        ));
+        if !path.exists() {
+            // The fixture lives beside the repository; CI lays it there too.
+            panic!("missing {}", path.display());
+        }
+        let tasks = load(path).unwrap();
+        assert_eq!(tasks.len(), 4);
+        let t = select(tasks, Some("time_mcp_000"), path).unwrap();
+        assert_eq!(t.servers, vec!["Time MCP"]);
+        assert!(t.request.starts_with("Hey, I’m trying to schedule"));
+        assert!(t.reference.unwrap().len() > 100);
+    }
+
+    #[test]
+    fn own_format_single_and_list() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.json");
+        std::fs::write(&p, r#"{"id": "a", "request": "q", "reference_calls": [{"tool": "s:t"}], "servers": ["s"]}"#).unwrap();
+        let t = select(load(&p).unwrap(), None, &p).unwrap();
+        assert_eq!(t.info().reference_call_count, Some(1));
+        std::fs::write(
+            &p,
+            r#"{"tasks": [{"id": "a", "request": "q"}, {"id": "b", "request": "r"}]}"#,
+        )
+        .unwrap();
+        let err = format!("{:#}", select(load(&p).unwrap(), None, &p).unwrap_err());
+        assert!(err.contains("pick one with --task-id (a, b)"), "{err}");
+        let err = format!(
+            "{:#}",
+            select(load(&p).unwrap(), Some("z"), &p).unwrap_err()
+        );
+        assert!(err.contains("it has: a, b"), "{err}");
+    }
+}

@@ -1,0 +1,150 @@
+//! One-line descriptions of events and actions, for the timeline and progress lines.
+//! The text is not yet safe to print: callers pass it through their sanitiser.
+
+use super::event::{Action, Event, EventBody};
+
+/// `tool(args)` for a call, `finish` for a finish.
+pub fn action_label(action: &Action) -> String {
+    match action {
+        Action::ToolCall { tool, arguments } => call_label(tool, arguments),
+        Action::Finish { .. } => "finish".to_string(),
+    }
+}
+
+/// A short `tool(k=v, …)` label.
+pub fn call_label(tool: &str, arguments: &serde_json::Value) -> String {
+    let args = match arguments.as_object() {
+        Some(map) => map
+            .iter()
+            .map(|(k, v)| {
+                let v = match v {
+                    serde_json::Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                format!("{k}={}", cut(&v, 24))
+            })
+            .collect::<Vec<_>>()
+            .join(", "),
+        None => cut(&arguments.to_string(), 40),
+    };
+    format!("{tool}({args})")
+}
+
+/// A one-line description of an event.
+pub fn summary(event: &Event) -> String {
+    match &event.body {
+        EventBody::Phase { phase } => phase.as_str().to_string(),
+        EventBody::LlmCall {
+            role,
+            model,
+            prompt_tokens,
+            completion_tokens,
+            latency_ms,
+            error,
+            ..
+        } => {
+            let mut s = format!(
+                "{} {model} {prompt_tokens}+{completion_tokens} tok {latency_ms} ms",
+                role.as_str()
+            );
+            if let Some(e) = error {
+                s.push_str(&format!(" ERROR {e}"));
+            }
+            s
+        }
+        EventBody::NodeAdded {
+            node,
+            parent,
+            action,
+            ..
+        } => format!(
+            "#{node} ← {} {}",
+            parent.map_or("—".into(), |p| format!("#{p}")),
+            action.as_ref().map_or("root".into(), action_label)
+        ),
+        EventBody::NodeSimulated {
+            node,
+            world_model,
+            observation,
+            ..
+        } => format!(
+            "#{node} by {world_model}{}: {}",
+            if observation.is_error { " (error)" } else { "" },
+            observation.text
+        ),
+        EventBody::NodeEvaluated {
+            node,
+            verdict,
+            reward,
+            critic_reward,
+            ..
+        } => format!(
+            "#{node} {verdict:?} reward {reward:.2}{}",
+            critic_reward.map_or(String::new(), |c| format!(" (critic {c:.2})"))
+        ),
+        EventBody::Backpropagated { path, value } => format!(
+            "{value:+.2} along {}",
+            path.iter()
+                .map(|n| format!("#{n}"))
+                .collect::<Vec<_>>()
+                .join("→")
+        ),
+        EventBody::PlanSelected { nodes, rule } => format!(
+            "{rule}: {}",
+            nodes
+                .iter()
+                .map(|n| format!("#{n}"))
+                .collect::<Vec<_>>()
+                .join("→")
+        ),
+        EventBody::ToolCalled {
+            step,
+            tool,
+            arguments,
+            result,
+            error,
+            latency_ms,
+            ..
+        } => {
+            let outcome = match error {
+                Some(e) => format!("ERROR {e}"),
+                None if result.is_error => format!("ERROR {}", result.text),
+                None => result.text.clone(),
+            };
+            format!(
+                "{step}. {} {latency_ms} ms → {outcome}",
+                call_label(tool, arguments)
+            )
+        }
+        EventBody::Answer { text } => text.clone(),
+        EventBody::JudgeScored { model, .. } => format!("by {model}"),
+        EventBody::Error {
+            source,
+            name,
+            message,
+            ..
+        } => {
+            format!(
+                "{source}{}: {message}",
+                name.as_ref().map_or(String::new(), |n| format!(" {n}"))
+            )
+        }
+        EventBody::RunFinished { status, error, .. } => {
+            format!(
+                "{}{}",
+                status.as_str(),
+                error.as_ref().map_or(String::new(), |e| format!(": {e}"))
+            )
+        }
+        EventBody::Unknown { kind, .. } => format!("(unknown kind {kind})"),
+    }
+}
+
+/// The first `n` characters, with `…` when cut.
+fn cut(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_string()
+    } else {
+        s.chars().take(n).collect::<String>() + "…"
+    }
+}

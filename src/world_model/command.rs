@@ -1,0 +1,172 @@
+//! The `command` world model: an external process speaking JSON lines on stdin/stdout, so a
+//! world model can be written in any language. The protocol is in `docs/world-models.md`.
+//!
+//! One process serves the whole run; requests go one at a time. A process that dies is
+//! restarted once per request; one that hangs is killed after the timeout.
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use futures::future::BoxFuture;
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use tokio::sync::Mutex;
+
+use super::{LlmUsage, SimFailure, SimRequest, Simulation, WorldModel};
+use crate::trajectory::event::{Observation, WorldModelInfo};
+
+/// A running world-model process.
+struct Process {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+}
+
+/// The command world model.
+pub struct CommandWorldModel {
+    command: String,
+    timeout: Duration,
+    process: Mutex<Option<Process>>,
+}
+
+impl CommandWorldModel {
+    /// A world model run by `sh -c command`, each answer within `timeout`.
+    pub fn new(command: String, timeout: Duration) -> Self {
+        Self {
+            command,
+            timeout,
+            process: Mutex::new(None),
+        }
+    }
+
+    fn spawn(&self) -> Result<Process, String> {
+        let mut child = Command::new("sh")
+            .arg("-c")
+            .arg(&self.command)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            // Its stderr must not reach the terminal the UI draws on.
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| format!("starting world model `{}`: {e}", self.command))?;
+        let stdin = child.stdin.take().ok_or("no stdin")?;
+        let stdout = BufReader::new(child.stdout.take().ok_or("no stdout")?);
+        Ok(Process {
+            child,
+            stdin,
+            stdout,
+        })
+    }
+
+    async fn ask(&self, line: &str) -> Result<Value, String> {
+        let mut guard = self.process.lock().await;
+        for attempt in 0..2 {
+            if guard.is_none() {
+                *guard = Some(self.spawn()?);
+            }
+            let p = guard.as_mut().expect("just set");
+            let exchange = async {
+                p.stdin.write_all(line.as_bytes()).await?;
+                p.stdin.write_all(b"\n").await?;
+                p.stdin.flush().await?;
+                let mut reply = String::new();
+                let n = p.stdout.read_line(&mut reply).await?;
+                Ok::<_, std::io::Error>((n, reply))
+            };
+            match tokio::time::timeout(self.timeout, exchange).await {
+                Ok(Ok((n, reply))) if n > 0 => {
+                    return serde_json::from_str(reply.trim()).map_err(|e| {
+                        format!(
+                            "world model replied with a line that is not JSON ({e}): {}",
+                            reply.chars().take(200).collect::<String>()
+                        )
+                    });
+                }
+                Ok(_) if attempt == 0 => {
+                    // The process exited (EOF or broken pipe): start a fresh one and retry once.
+                    tracing::warn!(command = %self.command, "world model process ended; restarting");
+                    *guard = None;
+                }
+                Ok(Ok(_)) => return Err("world model process exited without answering".into()),
+                Ok(Err(e)) => return Err(format!("talking to the world model process: {e}")),
+                Err(_) => {
+                    if let Some(mut p) = guard.take() {
+                        let _ = p.child.kill().await;
+                    }
+                    return Err(format!(
+                        "world model did not answer within {:.0}s; process killed",
+                        self.timeout.as_secs_f64()
+                    ));
+                }
+            }
+        }
+        Err("world model process keeps exiting".into())
+    }
+}
+
+impl WorldModel for CommandWorldModel {
+    fn name(&self) -> String {
+        "command".into()
+    }
+
+    fn describe(&self) -> WorldModelInfo {
+        let mut details = std::collections::BTreeMap::new();
+        details.insert("command".into(), json!(self.command));
+        details.insert("timeout_s".into(), json!(self.timeout.as_secs_f64()));
+        WorldModelInfo {
+            name: self.name(),
+            details,
+        }
+    }
+
+    fn simulate<'a>(
+        &'a self,
+        req: SimRequest<'a>,
+    ) -> BoxFuture<'a, Result<Simulation, SimFailure>> {
+        Box::pin(async move {
+            let start = Instant::now();
+            let request = json!({
+                "tool": req.tool.name,
+                "description": req.tool.description,
+                "input_schema": req.tool.input_schema,
+                "arguments": req.arguments,
+                "user_request": req.user_request,
+                "history": req.history.iter().map(|h| json!({"tool": h.tool, "arguments": h.arguments, "content": h.observation.text, "is_error": h.observation.is_error})).collect::<Vec<_>>(),
+            });
+            let fail = |message: String| SimFailure { message, llm: None };
+            let reply = self.ask(&request.to_string()).await.map_err(fail)?;
+            if let Some(err) = reply.get("error").and_then(Value::as_str) {
+                return Err(fail(format!("world model error: {err}")));
+            }
+            let text = match &reply["content"] {
+                Value::String(s) => s.clone(),
+                Value::Null => {
+                    return Err(fail(format!(
+                        "world model reply has no \"content\": {reply}"
+                    )));
+                }
+                other => other.to_string(),
+            };
+            let llm = reply.get("usage").map(|u| LlmUsage {
+                model: u["model"].as_str().unwrap_or("command").to_string(),
+                prompt_tokens: u["prompt_tokens"].as_u64().unwrap_or(0),
+                completion_tokens: u["completion_tokens"].as_u64().unwrap_or(0),
+                estimated: false,
+                latency: start.elapsed(),
+                error: None,
+            });
+            let observation = Observation {
+                text,
+                is_error: reply["is_error"].as_bool().unwrap_or(false),
+                ..Default::default()
+            };
+            Ok(Simulation {
+                observation,
+                latency: start.elapsed(),
+                llm,
+            })
+        })
+    }
+}

@@ -1,0 +1,156 @@
+//! The `llm` world model: an LLM prompted to act as the MCP server. Any OpenAI-compatible
+//! endpoint works, so a dedicated world model (Arctic-AWM on vLLM, say) is just another
+//! endpoint. When recorded calls of the same tool are available, one is shown as an
+//! example of the real result's shape (small models invent shapes otherwise).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use futures::future::BoxFuture;
+use serde_json::{Value, json};
+
+use super::memory::TransitionBuffer;
+use super::{LlmUsage, SimFailure, SimRequest, Simulation, WorldModel};
+use crate::llm::client::{LlmClient, Message};
+use crate::trajectory::event::{Observation, WorldModelInfo};
+
+/// Longest history observation quoted in the prompt.
+const HISTORY_CHARS: usize = 1_500;
+
+/// An LLM acting as the server.
+pub struct LlmWorldModel {
+    client: Arc<LlmClient>,
+    examples: Option<Arc<TransitionBuffer>>,
+}
+
+impl LlmWorldModel {
+    /// A world model on `client`, with optional recorded examples.
+    pub fn new(client: Arc<LlmClient>, examples: Option<Arc<TransitionBuffer>>) -> Self {
+        Self { client, examples }
+    }
+
+    fn prompt(&self, req: &SimRequest<'_>) -> Vec<Message> {
+        // The fixed part first, so servers with a prompt cache reuse it.
+        let system = "You simulate an MCP server. Given a tool's description, its input schema and the \
+            arguments of a call, reply with exactly what the real server would return: \
+            {\"is_error\": false, \"content\": \"<the tool's text result>\"}. When the tool returns \
+            JSON, put that JSON, as a string, in content. When the arguments are invalid for the \
+            tool, reply with is_error true and the server's error message. Do not explain.";
+        let mut user = format!(
+            "Tool: {}\nDescription: {}\nInput schema: {}\nArguments: {}\n",
+            req.tool.name, req.tool.description, req.tool.input_schema, req.arguments
+        );
+        if let Some(example) = self
+            .examples
+            .as_ref()
+            .and_then(|b| b.example(&req.tool.name))
+        {
+            user.push_str(&format!(
+                "A real result of this tool (for its shape), for arguments {}: {}\n",
+                example.0,
+                cut(&example.1.text, HISTORY_CHARS)
+            ));
+        }
+        user.push_str(&format!("The user's request: {}\n", req.user_request));
+        if !req.history.is_empty() {
+            user.push_str("Calls so far:\n");
+            for (i, h) in req.history.iter().enumerate() {
+                user.push_str(&format!(
+                    "{}. {} {} -> {}\n",
+                    i + 1,
+                    h.tool,
+                    h.arguments,
+                    cut(&h.observation.text, HISTORY_CHARS)
+                ));
+            }
+        }
+        vec![Message::system(system), Message::user(user)]
+    }
+}
+
+fn cut(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_string()
+    } else {
+        s.chars().take(n).collect::<String>() + "…"
+    }
+}
+
+impl WorldModel for LlmWorldModel {
+    fn name(&self) -> String {
+        "llm".into()
+    }
+
+    fn describe(&self) -> WorldModelInfo {
+        let e = self.client.endpoint();
+        let mut details = std::collections::BTreeMap::new();
+        details.insert("model".into(), json!(e.model));
+        details.insert("base_url".into(), json!(e.base_url));
+        details.insert("temperature".into(), json!(e.temperature));
+        details.insert(
+            "examples_from_memory".into(),
+            json!(self.examples.as_ref().map_or(0, |b| b.len())),
+        );
+        WorldModelInfo {
+            name: self.name(),
+            details,
+        }
+    }
+
+    fn simulate<'a>(
+        &'a self,
+        req: SimRequest<'a>,
+    ) -> BoxFuture<'a, Result<Simulation, SimFailure>> {
+        Box::pin(async move {
+            let start = Instant::now();
+            let schema = json!({
+                "type": "object",
+                "properties": {"is_error": {"type": "boolean"}, "content": {"type": "string"}},
+                "required": ["is_error", "content"]
+            });
+            let model = self.client.endpoint().model.clone();
+            match self
+                .client
+                .complete_json(&self.prompt(&req), "tool_result", &schema)
+                .await
+            {
+                Ok((value, c)) => {
+                    let content = match &value["content"] {
+                        Value::String(s) => s.clone(),
+                        Value::Null => String::new(),
+                        other => other.to_string(),
+                    };
+                    let observation = Observation {
+                        text: content,
+                        is_error: value["is_error"].as_bool().unwrap_or(false),
+                        ..Default::default()
+                    };
+                    let llm = LlmUsage {
+                        model,
+                        prompt_tokens: c.prompt_tokens,
+                        completion_tokens: c.completion_tokens,
+                        estimated: c.estimated,
+                        latency: c.latency,
+                        error: None,
+                    };
+                    Ok(Simulation {
+                        observation,
+                        latency: start.elapsed(),
+                        llm: Some(llm),
+                    })
+                }
+                Err(e) => Err(SimFailure {
+                    message: format!("world model LLM failed: {e}"),
+                    llm: Some(LlmUsage {
+                        model,
+                        prompt_tokens: 0,
+                        completion_tokens: 0,
+                        estimated: true,
+                        latency: e.latency,
+                        error: Some(e.to_string()),
+                    }),
+                }),
+            }
+        })
+    }
+}

@@ -1,0 +1,233 @@
+//! The `memory` world model: a transition buffer of real `(tool, arguments) → result`
+//! pairs from recorded trajectories. Exact match first, then the nearest recorded call of
+//! the same tool (most shared argument values). No LLM, deterministic, offline.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::Result;
+use futures::future::BoxFuture;
+use serde_json::{Value, json};
+
+use super::{SimFailure, SimRequest, Simulation, WorldModel, canonical};
+use crate::trajectory::event::{EventBody, Observation, WorldModelInfo};
+use crate::trajectory::reader::{EventStream, collect_files};
+
+/// Recorded real calls, by tool.
+#[derive(Debug, Default)]
+pub struct TransitionBuffer {
+    by_tool: HashMap<String, Vec<(Value, Observation)>>,
+    sources: Vec<PathBuf>,
+    count: usize,
+}
+
+/// The tool's own name, without the server: lets runs under other server names match.
+fn bare(tool: &str) -> &str {
+    tool.split_once(':').map_or(tool, |(_, t)| t)
+}
+
+impl TransitionBuffer {
+    /// Reads every real call (without transport errors) from the runs under `paths`.
+    /// Unreadable files are skipped with a log line, not fatal.
+    pub fn from_runs(paths: &[PathBuf]) -> Result<Self> {
+        let mut buffer = Self::default();
+        for file in collect_files(paths)? {
+            let Ok(mut stream) = EventStream::open(&file) else {
+                tracing::warn!(file = %file.display(), "memory: skipping unreadable run");
+                continue;
+            };
+            while let Ok(Some(e)) = stream.next_event() {
+                if let EventBody::ToolCalled {
+                    tool,
+                    arguments,
+                    result,
+                    error: None,
+                    ..
+                } = e.body
+                {
+                    buffer.add(&tool, arguments, result);
+                }
+            }
+            buffer.sources.push(file);
+        }
+        Ok(buffer)
+    }
+
+    /// Adds one transition.
+    pub fn add(&mut self, tool: &str, arguments: Value, result: Observation) {
+        self.by_tool
+            .entry(tool.to_string())
+            .or_default()
+            .push((arguments.clone(), result.clone()));
+        if bare(tool) != tool {
+            self.by_tool
+                .entry(format!(":{}", bare(tool)))
+                .or_default()
+                .push((arguments, result));
+        }
+        self.count += 1;
+    }
+
+    /// Transitions held.
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    /// True when empty.
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    fn candidates(&self, tool: &str) -> Option<&Vec<(Value, Observation)>> {
+        self.by_tool
+            .get(tool)
+            .or_else(|| self.by_tool.get(&format!(":{}", bare(tool))))
+    }
+
+    /// Some recorded call of `tool`, for showing a result's shape.
+    pub fn example(&self, tool: &str) -> Option<&(Value, Observation)> {
+        self.candidates(tool)?.iter().find(|(_, o)| !o.is_error)
+    }
+
+    /// The recorded result for this call: exact match, else the nearest call of the tool.
+    pub fn lookup(&self, tool: &str, arguments: &Value) -> Option<(&Observation, bool)> {
+        let candidates = self.candidates(tool)?;
+        let key = canonical(arguments);
+        if let Some((_, o)) = candidates.iter().find(|(a, _)| canonical(a) == key) {
+            return Some((o, true));
+        }
+        candidates
+            .iter()
+            .max_by(|(a, _), (b, _)| similarity(a, arguments).total_cmp(&similarity(b, arguments)))
+            .map(|(_, o)| (o, false))
+    }
+}
+
+/// Shared top-level (key, value) pairs over all keys of either.
+fn similarity(a: &Value, b: &Value) -> f64 {
+    let (Some(a), Some(b)) = (a.as_object(), b.as_object()) else {
+        return 0.0;
+    };
+    let keys: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+    if keys.is_empty() {
+        return 1.0;
+    }
+    let same = keys
+        .iter()
+        .filter(|k| a.get(k.as_str()).is_some() && a.get(k.as_str()) == b.get(k.as_str()))
+        .count();
+    same as f64 / keys.len() as f64
+}
+
+/// The memory world model.
+#[derive(Debug)]
+pub struct MemoryWorldModel {
+    buffer: std::sync::Arc<TransitionBuffer>,
+}
+
+impl MemoryWorldModel {
+    /// A world model over a buffer.
+    pub fn new(buffer: std::sync::Arc<TransitionBuffer>) -> Self {
+        Self { buffer }
+    }
+}
+
+impl WorldModel for MemoryWorldModel {
+    fn name(&self) -> String {
+        "memory".into()
+    }
+
+    fn describe(&self) -> WorldModelInfo {
+        let mut details = std::collections::BTreeMap::new();
+        details.insert("transitions".into(), json!(self.buffer.len()));
+        details.insert(
+            "runs".into(),
+            json!(
+                self.buffer
+                    .sources
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+            ),
+        );
+        WorldModelInfo {
+            name: self.name(),
+            details,
+        }
+    }
+
+    fn simulate<'a>(
+        &'a self,
+        req: SimRequest<'a>,
+    ) -> BoxFuture<'a, Result<Simulation, SimFailure>> {
+        Box::pin(async move {
+            let start = Instant::now();
+            let observation = match self.buffer.lookup(&req.tool.name, req.arguments) {
+                Some((o, _exact)) => o.clone(),
+                // Nothing to go on: say so as a predicted error, which planners treat as a dead end.
+                None => Observation {
+                    text: format!("memory world model: no recorded call of {}", req.tool.name),
+                    is_error: true,
+                    ..Default::default()
+                },
+            };
+            Ok(Simulation {
+                observation,
+                latency: start.elapsed(),
+                llm: None,
+            })
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn obs(t: &str) -> Observation {
+        Observation {
+            text: t.into(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn exact_then_nearest_then_other_server_names() {
+        let mut b = TransitionBuffer::default();
+        b.add(
+            "Time MCP:convert_time",
+            json!({"source": "A", "target": "B", "time": "09:00"}),
+            obs("ab9"),
+        );
+        b.add(
+            "Time MCP:convert_time",
+            json!({"source": "A", "target": "C", "time": "10:00"}),
+            obs("ac10"),
+        );
+        assert_eq!(
+            b.lookup(
+                "Time MCP:convert_time",
+                &json!({"time": "09:00", "target": "B", "source": "A"})
+            ),
+            Some((&obs("ab9"), true))
+        );
+        assert_eq!(
+            b.lookup(
+                "Time MCP:convert_time",
+                &json!({"source": "A", "target": "C", "time": "11:00"})
+            ),
+            Some((&obs("ac10"), false))
+        );
+        assert_eq!(
+            b.lookup(
+                "time:convert_time",
+                &json!({"source": "A", "target": "B", "time": "09:00"})
+            )
+            .unwrap()
+            .0,
+            &obs("ab9")
+        );
+        assert_eq!(b.lookup("time:get_current_time", &json!({})), None);
+    }
+}

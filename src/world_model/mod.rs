@@ -1,0 +1,106 @@
+//! World models (DESIGN.md, "World model contract", BYOWM): anything that predicts a tool's
+//! result from the call, the user's request and the history so far. Agents hold a
+//! `dyn WorldModel` and never know which one they have.
+
+pub mod cached;
+pub mod command;
+pub mod llm;
+pub mod memory;
+
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use serde_json::Value;
+
+use crate::trajectory::event::{Observation, ToolInfo, WorldModelInfo};
+
+/// A step already taken (simulated in planning, or real), given as context.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HistoryStep {
+    /// Namespaced tool.
+    pub tool: String,
+    /// Arguments.
+    pub arguments: Value,
+    /// What it returned (or was predicted to).
+    pub observation: Observation,
+}
+
+/// What a world model is asked.
+#[derive(Debug, Clone, Copy)]
+pub struct SimRequest<'a> {
+    /// The tool, with its description and input schema.
+    pub tool: &'a ToolInfo,
+    /// The call's arguments.
+    pub arguments: &'a Value,
+    /// The user's request.
+    pub user_request: &'a str,
+    /// The steps before this one.
+    pub history: &'a [HistoryStep],
+}
+
+/// An LLM call a world model made, for the trajectory's `llm_call` event.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LlmUsage {
+    /// Model.
+    pub model: String,
+    /// Prompt tokens.
+    pub prompt_tokens: u64,
+    /// Completion tokens.
+    pub completion_tokens: u64,
+    /// Counts were estimated.
+    pub estimated: bool,
+    /// Wall time.
+    pub latency: Duration,
+    /// The call's error, if it failed.
+    pub error: Option<String>,
+}
+
+/// A prediction.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Simulation {
+    /// The predicted result.
+    pub observation: Observation,
+    /// Wall time of the prediction.
+    pub latency: Duration,
+    /// The LLM call behind it, if any.
+    pub llm: Option<LlmUsage>,
+}
+
+/// A world model that could not answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimFailure {
+    /// Why.
+    pub message: String,
+    /// The LLM call that failed, if any.
+    pub llm: Option<LlmUsage>,
+}
+
+/// The BYOWM contract: `simulate(tool_call, user_request, context) -> observation`, a name
+/// and a `to_dict` description.
+pub trait WorldModel: Send + Sync {
+    /// Short name for tables (`llm`, `memory`, `command`, `cached(llm)`).
+    fn name(&self) -> String;
+    /// Self-description recorded in the trajectory header (`to_dict`).
+    fn describe(&self) -> WorldModelInfo;
+    /// Predicts the result of a call.
+    fn simulate<'a>(
+        &'a self,
+        request: SimRequest<'a>,
+    ) -> BoxFuture<'a, Result<Simulation, SimFailure>>;
+}
+
+/// Arguments in a canonical text form (keys sorted), for matching and caching.
+pub fn canonical(value: &Value) -> String {
+    fn sort(v: &Value) -> Value {
+        match v {
+            Value::Object(m) => {
+                let mut keys: Vec<_> = m.keys().collect();
+                keys.sort();
+                Value::Object(keys.into_iter().map(|k| (k.clone(), sort(&m[k]))).collect())
+            }
+            Value::Array(a) => Value::Array(a.iter().map(sort).collect()),
+            other => other.clone(),
+        }
+    }
+    sort(value).to_string()
+}

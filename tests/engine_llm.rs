@@ -1,0 +1,152 @@
+//! The LLM client against a scripted OpenAI-compatible server over real HTTP.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use mcp_cosmos::llm::client::{LlmClient, Message};
+use mcp_cosmos::llm::config::{Endpoint, OutputMode};
+use serde_json::json;
+use support::*;
+
+fn client(llm: &ScriptedLlm, timeout_ms: u64, retries: u32) -> LlmClient {
+    LlmClient::new(Endpoint {
+        base_url: llm.base_url(),
+        model: "scripted-model".into(),
+        api_key: Some("sk-test-abcdefgh12345678".into()),
+        temperature: 0.0,
+        max_tokens: 64,
+        timeout: Duration::from_millis(timeout_ms),
+        max_retries: retries,
+        output: OutputMode::Json,
+    })
+}
+
+fn schema() -> serde_json::Value {
+    json!({"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]})
+}
+
+#[tokio::test]
+async fn retries_429_honouring_retry_after_then_succeeds() {
+    let llm = ScriptedLlm::start(json!([
+        {"times": 1, "status": 429, "headers": {"Retry-After": "1"}, "raw": "slow down"},
+        {"content": {"x": 7}}
+    ]));
+    let c = client(&llm, 5_000, 3);
+    let start = Instant::now();
+    let (v, completion) = c
+        .complete_json(&[Message::user("q")], "s", &schema())
+        .await
+        .unwrap();
+    assert_eq!(v, json!({"x": 7}));
+    assert!(
+        start.elapsed() >= Duration::from_millis(950),
+        "waited for Retry-After"
+    );
+    assert!(!completion.estimated);
+    let reqs = llm.requests();
+    assert_eq!(reqs.len(), 2);
+    assert_eq!(
+        reqs[0]["headers"]["authorization"],
+        "Bearer sk-test-abcdefgh12345678"
+    );
+    assert_eq!(reqs[0]["body"]["response_format"]["type"], "json_schema");
+}
+
+#[tokio::test]
+async fn always_500_is_a_clear_error_after_bounded_retries() {
+    let llm = ScriptedLlm::start(json!([{"status": 500, "raw": "internal oops"}]));
+    let err = client(&llm, 5_000, 2)
+        .complete_text(&[Message::user("q")])
+        .await
+        .unwrap_err();
+    let msg = err.to_string();
+    assert!(
+        msg.contains("HTTP 500")
+            && msg.contains("after 3 attempts")
+            && msg.contains("internal oops"),
+        "{msg}"
+    );
+    assert_eq!(llm.requests().len(), 3);
+}
+
+#[tokio::test]
+async fn slow_replies_time_out() {
+    let llm = ScriptedLlm::start(json!([{"delay_s": 3, "content": "late"}]));
+    let err = client(&llm, 300, 1)
+        .complete_text(&[Message::user("q")])
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("timed out after 2 attempts"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn garbage_and_missing_usage() {
+    let llm = ScriptedLlm::start(json!([
+        {"when": "garbage", "raw": "<html>not json</html>"},
+        {"when": "nousage", "content": "hello there", "no_usage": true}
+    ]));
+    let c = client(&llm, 5_000, 0);
+    let err = c
+        .complete_text(&[Message::user("garbage")])
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("not JSON: <html>"), "{err}");
+    let ok = c.complete_text(&[Message::user("nousage")]).await.unwrap();
+    assert!(ok.estimated);
+    assert_eq!(ok.completion_tokens, 3);
+    assert!(ok.prompt_tokens > 0);
+}
+
+#[tokio::test]
+async fn json_ladder_falls_back_when_the_format_is_rejected() {
+    let llm = ScriptedLlm::start(json!([
+        {"when": "json_schema", "status": 400, "raw": "response_format json_schema not supported"},
+        {"when": "json_object", "status": 400, "raw": "response_format not supported"},
+        {"content": "Sure! Here it is:\n```json\n{\"x\": 3}\n```"}
+    ]));
+    let c = client(&llm, 5_000, 0);
+    let (v, _) = c
+        .complete_json(&[Message::user("q")], "s", &schema())
+        .await
+        .unwrap();
+    assert_eq!(v, json!({"x": 3}));
+    let reqs = llm.requests();
+    assert_eq!(reqs.len(), 3);
+    assert!(reqs[2]["body"].get("response_format").is_none());
+    assert!(
+        reqs[2]["body"]["messages"]
+            .to_string()
+            .contains("JSON Schema")
+    );
+    // The client remembers the rung that worked.
+    c.complete_json(&[Message::user("q")], "s", &schema())
+        .await
+        .unwrap();
+    assert_eq!(llm.requests().len(), 4);
+}
+
+#[tokio::test]
+async fn native_tool_calls() {
+    let llm = ScriptedLlm::start(
+        json!([{"tool_calls": [{"name": "Time_MCP_get_current_time", "arguments": {"timezone": "UTC"}}]}]),
+    );
+    let c = client(&llm, 5_000, 0);
+    let out = c
+        .complete_with_tools(
+            &[Message::user("q")],
+            &[json!({"type": "function", "function": {"name": "Time_MCP_get_current_time"}})],
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        out.tool_calls,
+        vec![(
+            "Time_MCP_get_current_time".to_string(),
+            json!({"timezone": "UTC"})
+        )]
+    );
+}

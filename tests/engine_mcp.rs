@@ -1,0 +1,186 @@
+//! Real MCP servers over stdio and streamable HTTP, through the project's pool.
+
+mod support;
+
+use std::time::Duration;
+
+use mcp_cosmos::mcp::config::McpConfig;
+use mcp_cosmos::mcp::pool::{McpPool, Timeouts};
+use serde_json::json;
+use support::*;
+
+fn config(servers: serde_json::Value) -> McpConfig {
+    McpConfig::parse(&json!({"mcpServers": servers}).to_string()).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn everything_over_stdio() {
+    let c = config(json!({"everything": {"command": npm_bin("mcp-server-everything")}}));
+    let (pool, failures) = McpPool::connect(&c.servers, Timeouts::default()).await;
+    assert!(failures.is_empty(), "{failures:?}");
+    assert!(pool.tools().iter().any(|t| t.name == "everything:echo"));
+    let (server, out) = pool
+        .call("everything:echo", &json!({"message": "hi there"}))
+        .await;
+    assert_eq!(server.as_deref(), Some("everything"));
+    assert_eq!(out.error, None);
+    assert!(out.result.text.contains("hi there"), "{:?}", out.result);
+    let (_, sum) = pool
+        .call("everything:get-sum", &json!({"a": 2, "b": 40}))
+        .await;
+    assert!(sum.result.text.contains("42"), "{:?}", sum.result);
+    let (_, structured) = pool
+        .call(
+            "everything:get-structured-content",
+            &json!({"location": "New York"}),
+        )
+        .await;
+    assert!(
+        structured.result.structured.is_some(),
+        "{:?}",
+        structured.result
+    );
+    let (_, image) = pool.call("everything:get-tiny-image", &json!({})).await;
+    assert!(
+        image.result.text.contains("[image/png"),
+        "{:?}",
+        image.result
+    );
+    let (_, bad) = pool.call("everything:nope", &json!({})).await;
+    assert!(bad.error.unwrap().contains("has no tool \"nope\""));
+    pool.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn everything_over_streamable_http() {
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let mut child = std::process::Command::new(npm_bin("mcp-server-everything"))
+        .arg("streamableHttp")
+        .env("PORT", port.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "HTTP server did not start"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let c = config(json!({"web": {"url": format!("http://127.0.0.1:{port}/mcp")}}));
+    let (pool, failures) = McpPool::connect(&c.servers, Timeouts::default()).await;
+    assert!(failures.is_empty(), "{failures:?}");
+    assert_eq!(pool.server_infos()[0].transport, "http");
+    let (_, out) = pool
+        .call("web:echo", &json!({"message": "over http"}))
+        .await;
+    assert!(out.result.text.contains("over http"), "{:?}", out);
+    pool.shutdown().await;
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn two_servers_with_a_tool_of_the_same_name_stay_apart() {
+    let c = config(bench_servers());
+    let (pool, failures) = McpPool::connect(&c.servers, Timeouts::default()).await;
+    assert!(failures.is_empty(), "{failures:?}");
+    let names: Vec<String> = pool.tools().into_iter().map(|t| t.name).collect();
+    assert!(
+        names.contains(&"Time MCP:convert_time".to_string())
+            && names.contains(&"Unit Converter:convert_time".to_string()),
+        "{names:?}"
+    );
+    let (_, tz) = pool
+        .call(
+            "Time MCP:convert_time",
+            &json!({"source_timezone": "UTC", "time": "09:00", "target_timezone": "Asia/Tokyo"}),
+        )
+        .await;
+    assert!(
+        tz.result.text.contains("Asia/Tokyo") && !tz.result.is_error,
+        "{:?}",
+        tz.result
+    );
+    let (_, units) = pool
+        .call(
+            "Unit Converter:convert_time",
+            &json!({"value": 2, "from_unit": "hours", "to_unit": "seconds"}),
+        )
+        .await;
+    assert!(units.result.text.contains("7200"), "{:?}", units.result);
+    let (_, invalid) = pool
+        .call(
+            "Time MCP:convert_time",
+            &json!({"source_timezone": "Mars/Olympus", "time": "09:00", "target_timezone": "UTC"}),
+        )
+        .await;
+    assert!(invalid.result.is_error, "{:?}", invalid.result);
+    pool.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn memory_server_keeps_state_in_its_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("memory.jsonl");
+    let c = config(
+        json!({"memory": {"command": npm_bin("mcp-server-memory"), "env": {"MEMORY_FILE_PATH": file.display().to_string()}}}),
+    );
+    let (pool, failures) = McpPool::connect(&c.servers, Timeouts::default()).await;
+    assert!(failures.is_empty(), "{failures:?}");
+    let entity = json!({"entities": [{"name": "Cosmos", "entityType": "project", "observations": ["plans with world models"]}]});
+    let (_, out) = pool.call("memory:create_entities", &entity).await;
+    assert_eq!(out.error, None, "{out:?}");
+    let stored = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        stored.contains("Cosmos") && stored.contains("plans with world models"),
+        "{stored}"
+    );
+    pool.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn failing_dying_and_hanging_servers() {
+    let c = config(json!({
+        "flaky": flaky_server(),
+        "broken": {"command": "sh", "args": ["-c", "echo 'cannot import thing' >&2; exit 2"]},
+    }));
+    let timeouts = Timeouts {
+        startup: Duration::from_secs(30),
+        call: Duration::from_secs(2),
+    };
+    let (pool, failures) = McpPool::connect(&c.servers, timeouts).await;
+    assert_eq!(failures.len(), 1);
+    assert_eq!(failures[0].name, "broken");
+    assert!(
+        failures[0]
+            .stderr_tail
+            .as_deref()
+            .unwrap()
+            .contains("cannot import thing")
+    );
+
+    let (_, hang) = pool.call("flaky:hang", &json!({"text": "x"})).await;
+    assert!(hang.error.unwrap().contains("timed out after 2s"));
+    let (_, ok) = pool.call("flaky:ok", &json!({"text": "still here"})).await;
+    assert_eq!(
+        ok.result.text, "ok: still here",
+        "a hung call does not kill the server"
+    );
+
+    let (_, die) = pool.call("flaky:die", &json!({"text": "x"})).await;
+    let died = die.server_died.expect("the call notices the server died");
+    assert!(
+        died.stderr_tail
+            .unwrap_or_default()
+            .contains("dying on purpose")
+    );
+    let (_, after) = pool.call("flaky:ok", &json!({"text": "x"})).await;
+    assert!(after.error.unwrap().contains("not running"));
+    pool.shutdown().await;
+}

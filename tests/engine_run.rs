@@ -1,0 +1,518 @@
+//! `cosmos run` end to end: real MCP servers, the scripted LLM endpoint over HTTP, the
+//! trajectory validated and reported; and runs that meet faults.
+
+mod support;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use support::*;
+
+const KEY: &str = "sk-test-DO-NOT-LEAK-0123456789abcdef";
+
+fn utc_to(target: &str) -> Value {
+    json!({"source_timezone": "UTC", "time": "09:00", "target_timezone": target})
+}
+
+fn kinds(events: &[Value]) -> Vec<String> {
+    events
+        .iter()
+        .skip(1)
+        .map(|e| e["kind"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn finished(events: &[Value]) -> &Value {
+    let last = events.last().unwrap();
+    assert_eq!(last["kind"], "run_finished", "{last}");
+    last
+}
+
+fn assert_valid(path: &Path) {
+    let out = Command::new(env!("CARGO_BIN_EXE_cosmos"))
+        .args(["validate", path.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "validate: {}", text(&out));
+}
+
+fn assert_no_key_anywhere(dir: &Path) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let p = entry.unwrap().path();
+        if p.is_file() {
+            let bytes = std::fs::read(&p).unwrap();
+            assert!(
+                !bytes.windows(KEY.len()).any(|w| w == KEY.as_bytes()),
+                "API key found in {}",
+                p.display()
+            );
+        }
+    }
+}
+
+fn run_args<'a>(mcp: &'a str, out: &'a str, agent: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let tasks = Box::leak(bench_tasks().display().to_string().into_boxed_str());
+    let mut args = vec![
+        "run",
+        "--mcp-config",
+        mcp,
+        "--task",
+        tasks,
+        "--task-id",
+        "time_mcp_000",
+        "--agent",
+        agent,
+        "--out",
+        out,
+        "--no-tui",
+    ];
+    args.extend_from_slice(extra);
+    args
+}
+
+#[test]
+fn react_then_plan_exec_with_llm_and_memory_world_models() {
+    let dir = tempfile::tempdir().unwrap();
+    let mcp = write_mcp_config(dir.path(), bench_servers());
+    let mcp = mcp.to_str().unwrap();
+
+    // ReAct: two real calls, then the planner's answer.
+    let react_out = dir.path().join("react");
+    let llm = ScriptedLlm::start(json!([
+        {"when": "2. Time MCP:convert_time", "content": finish("09:00 UTC is 04:00 in New York and 18:00 in Tokyo.")},
+        {"when": "1. Time MCP:convert_time", "content": call("Time MCP:convert_time", utc_to("Asia/Tokyo"))},
+        {"when": "No tool has been called yet", "content": call("Time MCP:convert_time", utc_to("America/New_York"))}
+    ]));
+    let out = cosmos(
+        &run_args(mcp, react_out.to_str().unwrap(), "react", &[]),
+        &llm,
+        KEY,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        text(&out).contains("tool_called") && text(&out).contains("done: completed"),
+        "{}",
+        text(&out)
+    );
+    let react_file = only_run(&react_out);
+    let ev = events(&react_file);
+    assert_eq!(ev[0]["task"]["id"], "time_mcp_000");
+    assert!(
+        ev[0]["task"]["request"]
+            .as_str()
+            .unwrap()
+            .starts_with("Hey, I’m trying to schedule")
+    );
+    assert_eq!(ev[0]["planner"]["model"], "scripted-model");
+    assert_eq!(ev[0]["world_model"], Value::Null);
+    let tools: Vec<&str> = ev[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        !tools.contains(&"Unit Converter:convert_time"),
+        "only the task's servers: {tools:?}"
+    );
+    let calls: Vec<&Value> = ev.iter().filter(|e| e["kind"] == "tool_called").collect();
+    assert_eq!(calls.len(), 2);
+    assert!(
+        calls[0]["result"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("America/New_York")
+    );
+    assert_eq!(finished(&ev)["status"], "completed");
+    assert_eq!(finished(&ev)["totals"]["tool_calls"], 2);
+    assert!(
+        llm.requests()
+            .iter()
+            .all(|r| r["headers"]["authorization"] == format!("Bearer {KEY}"))
+    );
+    assert_valid(&react_file);
+
+    // ReAct-Plan-Exec with the llm world model: the second planned call fails for real.
+    let pe_out = dir.path().join("plan-exec");
+    let llm = ScriptedLlm::start(json!([
+        {"when": "You write the final answer", "content": "New York: 04:00. Tokyo could not be converted."},
+        {"when": "You simulate an MCP server", "content": predicted(r#"{"source":{"timezone":"UTC","datetime":"2026-11-29T09:00:00+00:00"},"target":{"timezone":"America/New_York","datetime":"2026-11-29T04:00:00-05:00"}}"#, false)},
+        {"when": "2. Time MCP:convert_time", "content": finish("")},
+        {"when": "1. Time MCP:convert_time", "content": call("Time MCP:convert_time", utc_to("Asia/Tokio"))},
+        {"when": "No tool has been called yet", "content": call("Time MCP:convert_time", utc_to("America/New_York"))}
+    ]));
+    let out = cosmos(
+        &run_args(
+            mcp,
+            pe_out.to_str().unwrap(),
+            "plan-exec",
+            &["--world-model", "llm"],
+        ),
+        &llm,
+        KEY,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let pe_file = only_run(&pe_out);
+    let ev = events(&pe_file);
+    assert_eq!(ev[0]["world_model"]["name"], "llm");
+    let k = kinds(&ev);
+    let plan_at = k.iter().position(|x| x == "plan_selected").unwrap();
+    assert!(
+        k[..plan_at]
+            .iter()
+            .filter(|x| *x == "node_simulated")
+            .count()
+            == 2,
+        "{k:?}"
+    );
+    assert!(
+        k[..plan_at].iter().all(|x| x != "tool_called"),
+        "no real call while planning: {k:?}"
+    );
+    let calls: Vec<&Value> = ev.iter().filter(|e| e["kind"] == "tool_called").collect();
+    assert_eq!(calls.len(), 2);
+    assert_eq!(calls[0]["node"], 1);
+    assert_eq!(calls[1]["node"], 2);
+    assert_eq!(
+        calls[1]["result"]["is_error"], true,
+        "Asia/Tokio is not a timezone: {}",
+        calls[1]
+    );
+    let roles: Vec<&str> = ev
+        .iter()
+        .filter(|e| e["kind"] == "llm_call")
+        .map(|e| e["role"].as_str().unwrap())
+        .collect();
+    assert!(
+        roles.contains(&"planner")
+            && roles.contains(&"world_model")
+            && roles.contains(&"summarizer"),
+        "{roles:?}"
+    );
+    assert!(ev.iter().any(|e| {
+        e["kind"] == "answer"
+            && e["text"]
+                .as_str()
+                .unwrap()
+                .contains("could not be converted")
+    }));
+    assert!(finished(&ev)["totals"]["fidelity"].is_number());
+    assert_valid(&pe_file);
+
+    // ReAct-Plan-Exec with the memory world model built from the ReAct run's real calls.
+    let mem_out = dir.path().join("memory");
+    let llm = ScriptedLlm::start(json!([
+        {"when": "You write the final answer", "content": "New York is at 04:00."},
+        {"when": "1. Time MCP:convert_time", "content": finish("")},
+        {"when": "No tool has been called yet", "content": call("Time MCP:convert_time", utc_to("America/New_York"))}
+    ]));
+    let out = cosmos(
+        &run_args(
+            mcp,
+            mem_out.to_str().unwrap(),
+            "plan-exec",
+            &[
+                "--world-model",
+                "memory",
+                "--memory-from",
+                react_out.to_str().unwrap(),
+            ],
+        ),
+        &llm,
+        KEY,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let mem_file = only_run(&mem_out);
+    let ev = events(&mem_file);
+    assert_eq!(ev[0]["world_model"]["name"], "memory");
+    assert_eq!(ev[0]["world_model"]["transitions"], 2);
+    // The exact call was recorded, so the prediction is the real result: fidelity on error and structure is 1.
+    let sim = ev.iter().find(|e| e["kind"] == "node_simulated").unwrap();
+    let real = ev.iter().find(|e| e["kind"] == "tool_called").unwrap();
+    let sim_json: Value =
+        serde_json::from_str(sim["observation"]["text"].as_str().unwrap()).unwrap();
+    let real_json: Value = serde_json::from_str(real["result"]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        sim_json["target"]["timezone"],
+        real_json["target"]["timezone"]
+    );
+    assert_valid(&mem_file);
+
+    // Report over all three: one row per configuration, with fidelity where there was a world model.
+    let all = [
+        react_out.to_str().unwrap(),
+        pe_out.to_str().unwrap(),
+        mem_out.to_str().unwrap(),
+    ];
+    let out = Command::new(env!("CARGO_BIN_EXE_cosmos"))
+        .arg("report")
+        .args(all)
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    let doc: Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out)));
+    let keys: Vec<&str> = doc["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["key"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        keys,
+        vec![
+            "plan_exec / llm / scripted-model",
+            "plan_exec / memory / scripted-model",
+            "react / none / scripted-model"
+        ]
+    );
+    assert_eq!(doc["groups"][0]["tool_call_success_rate"]["mean"], 0.5);
+    assert!(doc["groups"][0]["fidelity"]["mean"].is_number());
+    assert_eq!(doc["groups"][2]["fidelity"], Value::Null);
+
+    for d in [&react_out, &pe_out, &mem_out] {
+        assert_no_key_anywhere(d);
+    }
+}
+
+#[test]
+fn command_world_model_from_the_docs() {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/world-models.md"))
+        .unwrap();
+    let code = doc
+        .split("```python\n")
+        .nth(1)
+        .and_then(|s| s.split("```").next())
+        .expect("a python example");
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("wm.py");
+    std::fs::write(&script, code).unwrap();
+    let mcp = write_mcp_config(dir.path(), bench_servers());
+    let out_dir = dir.path().join("out");
+    let llm = ScriptedLlm::start(json!([
+        {"when": "You write the final answer", "content": "done"},
+        {"when": "1. Time MCP:get_current_time", "content": finish("")},
+        {"when": "No tool has been called yet", "content": call("Time MCP:get_current_time", json!({"timezone": "Europe/Paris"}))}
+    ]));
+    let cmd = format!("python3 {}", script.display());
+    let out = cosmos(
+        &run_args(
+            mcp.to_str().unwrap(),
+            out_dir.to_str().unwrap(),
+            "plan-exec",
+            &[
+                "--world-model",
+                "command",
+                "--world-model-command",
+                &cmd,
+                "--cache-world-model",
+            ],
+        ),
+        &llm,
+        KEY,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let ev = events(&only_run(&out_dir));
+    assert_eq!(ev[0]["world_model"]["name"], "cached(command)");
+    let sim = ev.iter().find(|e| e["kind"] == "node_simulated").unwrap();
+    assert_eq!(sim["world_model"], "cached(command)");
+    assert!(
+        sim["observation"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("\"echo\": {\"timezone\": \"Europe/Paris\"}"),
+        "{sim}"
+    );
+}
+
+#[test]
+fn a_server_that_dies_or_hangs_mid_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let mcp = write_mcp_config(dir.path(), json!({"flaky": flaky_server()}));
+    let tasks = dir.path().join("task.json");
+    std::fs::write(
+        &tasks,
+        json!({"id": "flaky_1", "request": "poke the flaky server"}).to_string(),
+    )
+    .unwrap();
+    let out_dir = dir.path().join("out");
+    let llm = ScriptedLlm::start(json!([
+        {"when": "3. flaky:", "content": finish("the server died")},
+        {"when": "2. flaky:hang", "content": call("flaky:die", json!({"text": "x"}))},
+        {"when": "1. flaky:ok", "content": call("flaky:hang", json!({"text": "x"}))},
+        {"when": "No tool has been called yet", "content": call("flaky:ok", json!({"text": "x"}))}
+    ]));
+    let args = [
+        "run",
+        "--mcp-config",
+        mcp.to_str().unwrap(),
+        "--task",
+        tasks.to_str().unwrap(),
+        "--agent",
+        "react",
+        "--out",
+        out_dir.to_str().unwrap(),
+        "--no-tui",
+        "--call-timeout-s",
+        "2",
+    ];
+    let out = cosmos(&args, &llm, KEY);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let file = only_run(&out_dir);
+    let ev = events(&file);
+    let calls: Vec<&Value> = ev.iter().filter(|e| e["kind"] == "tool_called").collect();
+    assert_eq!(calls.len(), 3);
+    assert_eq!(calls[0]["result"]["text"], "ok: x");
+    assert!(
+        calls[1]["error"]
+            .as_str()
+            .unwrap()
+            .contains("timed out after 2s")
+    );
+    assert!(calls[2]["error"].is_string());
+    let died = ev
+        .iter()
+        .find(|e| e["kind"] == "error" && e["source"] == "server")
+        .expect("an error event for the dead server");
+    assert!(
+        died["stderr_tail"]
+            .as_str()
+            .unwrap()
+            .contains("dying on purpose"),
+        "{died}"
+    );
+    assert_eq!(finished(&ev)["status"], "completed");
+    assert_eq!(finished(&ev)["totals"]["tool_errors"], 2);
+    assert_valid(&file);
+}
+
+#[test]
+fn an_endpoint_that_always_fails_ends_the_run_as_failed() {
+    let dir = tempfile::tempdir().unwrap();
+    let mcp = write_mcp_config(dir.path(), bench_servers());
+    let cfg = dir.path().join("cosmos.toml");
+    std::fs::write(&cfg, "[default]\nmax_retries = 1\ntimeout_s = 5\n").unwrap();
+    let out_dir = dir.path().join("out");
+    let llm = ScriptedLlm::start(json!([{"status": 500, "raw": "model crashed"}]));
+    let out = cosmos(
+        &run_args(
+            mcp.to_str().unwrap(),
+            out_dir.to_str().unwrap(),
+            "react",
+            &["--config", cfg.to_str().unwrap()],
+        ),
+        &llm,
+        KEY,
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out).contains("run failed (planner failed:") && text(&out).contains("HTTP 500"),
+        "{}",
+        text(&out)
+    );
+    let file = only_run(&out_dir);
+    let ev = events(&file);
+    let llm_call = ev.iter().find(|e| e["kind"] == "llm_call").unwrap();
+    assert!(
+        llm_call["error"]
+            .as_str()
+            .unwrap()
+            .contains("after 2 attempts")
+    );
+    assert_eq!(finished(&ev)["status"], "failed");
+    assert_valid(&file);
+}
+
+fn interrupt_with(signal: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let mcp = write_mcp_config(dir.path(), bench_servers());
+    let out_dir = dir.path().join("out");
+    // The planner takes 30 s to answer: the signal arrives while the run waits on it.
+    let llm = ScriptedLlm::start(json!([{"delay_s": 30, "content": finish("late")}]));
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cosmos"))
+        .args(run_args(
+            mcp.to_str().unwrap(),
+            out_dir.to_str().unwrap(),
+            "react",
+            &[],
+        ))
+        .env("OPENAI_BASE_URL", llm.base_url())
+        .env("OPENAI_API_KEY", KEY)
+        .env(
+            "COSMOS_LOG_FILE",
+            std::env::temp_dir().join("cosmos-engine-test.log"),
+        )
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    // Wait until the planner's request is in flight.
+    while llm.requests().is_empty() {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "the run never asked the planner"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    Command::new("kill")
+        .args([signal, &child.id().to_string()])
+        .status()
+        .unwrap();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(25),
+            "the run did not stop on {signal}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(status.code(), Some(130));
+    let file = only_run(&out_dir);
+    let ev = events(&file);
+    assert_eq!(finished(&ev)["status"], "interrupted");
+    assert_valid(&file);
+}
+
+#[test]
+fn sigint_ends_the_run_as_interrupted() {
+    interrupt_with("-INT");
+}
+
+#[test]
+fn sigterm_ends_the_run_as_interrupted() {
+    interrupt_with("-TERM");
+}
+
+#[test]
+fn a_task_naming_a_server_the_config_lacks_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let mcp = write_mcp_config(dir.path(), json!({"time": {"command": "true"}}));
+    let llm = ScriptedLlm::start(json!([]));
+    let out = cosmos(
+        &run_args(
+            mcp.to_str().unwrap(),
+            dir.path().to_str().unwrap(),
+            "react",
+            &[],
+        ),
+        &llm,
+        KEY,
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out).contains("no server named \"Time MCP\" in the MCP config; it has: \"time\""),
+        "{}",
+        text(&out)
+    );
+}
+
+#[test]
+fn the_example_config_parses() {
+    let path = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/cosmos.example.toml"));
+    mcp_cosmos::llm::config::LlmConfig::load(Some(path)).unwrap();
+}

@@ -1,0 +1,182 @@
+//! Test harness for the engine: the real MCP servers installed by
+//! `scripts/install-test-servers.sh`, and the scripted OpenAI-compatible server
+//! (`tests/support/scripted_llm.py`) started as a separate process on a real port.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+
+use serde_json::{Value, json};
+
+/// Where the project's script installs the servers.
+pub fn servers() -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".cache/servers");
+    assert!(
+        dir.join("venv/bin/python").exists()
+            && dir
+                .join("npm/node_modules/.bin/mcp-server-everything")
+                .exists(),
+        "test servers are missing: run scripts/install-test-servers.sh (scripts/test.sh does)"
+    );
+    dir
+}
+
+/// The venv's python (has mcp 1.x, mcp-server-time, unit-converter-mcp).
+pub fn python() -> String {
+    servers().join("venv/bin/python").display().to_string()
+}
+
+/// An npm server's binary.
+pub fn npm_bin(name: &str) -> String {
+    servers()
+        .join("npm/node_modules/.bin")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+/// Config entries for the two MCP-Bench servers, under their MCP-Bench names.
+pub fn bench_servers() -> Value {
+    json!({
+        "Time MCP": {"command": python(), "args": ["-m", "mcp_server_time", "--local-timezone", "UTC"]},
+        "Unit Converter": {"command": python(), "args": ["-m", "unit_converter_mcp.server"], "env": {"FASTMCP_CHECK_FOR_UPDATES": "off"}}
+    })
+}
+
+/// The fault-test server.
+pub fn flaky_server() -> Value {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/support/flaky_server.py");
+    json!({"command": python(), "args": [script.display().to_string()]})
+}
+
+/// Writes `{"mcpServers": servers}` into `dir/mcp.json`.
+pub fn write_mcp_config(dir: &Path, servers: Value) -> PathBuf {
+    let path = dir.join("mcp.json");
+    std::fs::write(&path, json!({"mcpServers": servers}).to_string()).unwrap();
+    path
+}
+
+/// The shared MCP-Bench sample.
+pub fn bench_tasks() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/fixtures/mcp-bench/single_server_time_unit.json")
+}
+
+/// A running scripted LLM endpoint; killed on drop.
+pub struct ScriptedLlm {
+    child: Child,
+    port: u16,
+    log: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl ScriptedLlm {
+    /// Starts a server with these rules (see the script's docstring).
+    pub fn start(rules: Value) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let script = dir.path().join("script.json");
+        std::fs::write(&script, json!({"rules": rules}).to_string()).unwrap();
+        let log = dir.path().join("requests.jsonl");
+        let mut child = Command::new("python3")
+            .arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/support/scripted_llm.py"))
+            .arg(&script)
+            .arg(&log)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("python3 runs the scripted LLM");
+        let mut first = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut first)
+            .unwrap();
+        let port = first
+            .trim()
+            .strip_prefix("PORT ")
+            .expect("PORT line")
+            .parse()
+            .unwrap();
+        Self {
+            child,
+            port,
+            log,
+            _dir: dir,
+        }
+    }
+
+    /// `http://127.0.0.1:PORT/v1`.
+    pub fn base_url(&self) -> String {
+        format!("http://127.0.0.1:{}/v1", self.port)
+    }
+
+    /// Every request received so far.
+    pub fn requests(&self) -> Vec<Value> {
+        std::fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+}
+
+impl Drop for ScriptedLlm {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A planner reply that calls a tool.
+pub fn call(tool: &str, arguments: Value) -> Value {
+    json!({"thought": "next", "action": "call", "tool": tool, "arguments": arguments})
+}
+
+/// A planner reply that finishes.
+pub fn finish(answer: &str) -> Value {
+    json!({"thought": "done", "action": "finish", "answer": answer})
+}
+
+/// A world-model reply.
+pub fn predicted(content: &str, is_error: bool) -> Value {
+    json!({"is_error": is_error, "content": content})
+}
+
+/// Runs the binary with the scripted endpoint and a test key in the environment.
+pub fn cosmos(args: &[&str], llm: &ScriptedLlm, key: &str) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_cosmos"))
+        .args(args)
+        .env("OPENAI_BASE_URL", llm.base_url())
+        .env("OPENAI_API_KEY", key)
+        .env("COSMOS_MODEL", "scripted-model")
+        .env(
+            "COSMOS_LOG_FILE",
+            std::env::temp_dir().join("cosmos-engine-test.log"),
+        )
+        .output()
+        .unwrap()
+}
+
+/// stdout + stderr.
+pub fn text(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).to_string() + &String::from_utf8_lossy(&o.stderr)
+}
+
+/// The one trajectory written under `dir`.
+pub fn only_run(dir: &Path) -> PathBuf {
+    let runs: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .collect();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    runs[0].clone()
+}
+
+/// Every event of a run file, as JSON.
+pub fn events(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
