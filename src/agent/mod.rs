@@ -4,11 +4,13 @@
 
 pub mod answer;
 pub mod execute;
+pub mod mcts;
 pub mod plan_exec;
 pub mod planner;
 pub mod react;
 pub mod recorder;
 pub mod session;
+pub mod spiral;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -60,6 +62,8 @@ pub struct Env {
     pub planner: Arc<LlmClient>,
     /// The summarizer role.
     pub summarizer: Arc<LlmClient>,
+    /// The critic role (SPIRAL-Exec).
+    pub critic: Arc<LlmClient>,
     /// The world model, for agents that rehearse.
     pub world_model: Option<Arc<dyn WorldModel>>,
     /// Limits.
@@ -78,6 +82,7 @@ impl Env {
         pool: McpPool,
         planner: Arc<LlmClient>,
         summarizer: Arc<LlmClient>,
+        critic: Arc<LlmClient>,
         world_model: Option<Arc<dyn WorldModel>>,
         budget: Budget,
         stop: watch::Receiver<bool>,
@@ -91,6 +96,7 @@ impl Env {
             catalog,
             planner,
             summarizer,
+            critic,
             world_model,
             budget,
             stop,
@@ -116,6 +122,11 @@ impl Env {
             ));
         }
         None
+    }
+
+    /// Counts tokens spent outside `record_llm` (the search keeps its own count).
+    pub fn add_tokens(&mut self, tokens: u64) {
+        self.tokens += tokens;
     }
 
     /// Runs `fut` unless a stop comes first (then `None`).

@@ -10,8 +10,9 @@ use anyhow::{Context, Result};
 use serde_json::json;
 use tokio::sync::watch;
 
+use super::mcts::Settings;
 use super::recorder::{Hook, Recorder};
-use super::{Budget, End, Env, plan_exec, react};
+use super::{Budget, End, Env, plan_exec, react, spiral};
 use crate::llm::client::LlmClient;
 use crate::llm::config::LlmConfig;
 use crate::mcp::config::McpConfig;
@@ -67,6 +68,8 @@ pub struct RunSpec {
     pub timeouts: Timeouts,
     /// Answer timeout of a `command` world model.
     pub command_timeout: Duration,
+    /// SPIRAL-Exec's search settings.
+    pub search: Settings,
 }
 
 /// A run ready to start: servers up, header built, file created.
@@ -79,6 +82,7 @@ pub struct Prepared {
     pub failures: Vec<ServerFailure>,
     /// The trajectory file.
     pub path: PathBuf,
+    search: Settings,
 }
 
 /// How a run ended.
@@ -190,6 +194,21 @@ pub async fn prepare(spec: &RunSpec, stop: watch::Receiver<bool>) -> Result<Prep
         "tool_call_timeout_s".to_string(),
         json!(spec.timeouts.call.as_secs()),
     );
+    if spec.agent == AgentKind::Spiral {
+        let s = &spec.search;
+        for (k, v) in [
+            ("iterations", json!(s.iterations)),
+            ("max_depth", json!(s.max_depth)),
+            ("c", json!(s.c)),
+            ("k", json!(s.k)),
+            ("alpha", json!(s.alpha)),
+            ("plan_rule", json!(s.plan_rule.as_str())),
+            ("concurrency", json!(s.concurrency)),
+            ("execution_time_revision", json!(false)),
+        ] {
+            settings.insert(k.to_string(), v);
+        }
+    }
     let planner = client(Role::Planner);
     let mut header = Header::new(
         format!(
@@ -227,6 +246,7 @@ pub async fn prepare(spec: &RunSpec, stop: watch::Receiver<bool>) -> Result<Prep
         pool,
         planner,
         client(Role::Summarizer),
+        client(Role::Critic),
         world_model,
         spec.budget,
         stop,
@@ -237,6 +257,7 @@ pub async fn prepare(spec: &RunSpec, stop: watch::Receiver<bool>) -> Result<Prep
         header,
         failures,
         path,
+        search: spec.search,
     })
 }
 
@@ -252,9 +273,10 @@ pub async fn execute(
         failures,
         path,
         header,
+        search,
     } = prepared;
     let mut rec = Recorder::new(recorder_writer, live, hook);
-    let end = run_agent(&mut env, &mut rec, &failures, header.agent.kind).await;
+    let end = run_agent(&mut env, &mut rec, &failures, header.agent.kind, &search).await;
     let end = match end {
         Ok(end) => end,
         Err(e) => End::failed(format!("{e:#}")),
@@ -280,6 +302,7 @@ async fn run_agent(
     rec: &mut Recorder,
     failures: &[ServerFailure],
     agent: AgentKind,
+    search: &Settings,
 ) -> Result<End> {
     for f in failures {
         rec.emit(EventBody::Error {
@@ -295,7 +318,7 @@ async fn run_agent(
     match agent {
         AgentKind::React => react::run(env, rec).await,
         AgentKind::PlanExec => plan_exec::run(env, rec).await,
-        AgentKind::Spiral => Ok(End::failed("SPIRAL-Exec is not built yet")),
+        AgentKind::Spiral => spiral::run(env, rec, search).await,
     }
 }
 

@@ -10,6 +10,7 @@ use clap::{Args, ValueEnum};
 
 use super::inert;
 use crate::agent::Budget;
+use crate::agent::mcts::{PlanRule, Settings};
 use crate::agent::session::{self, Outcome, RunSpec, WorldModelChoice};
 use crate::mcp::pool::Timeouts;
 use crate::trajectory::describe::summary;
@@ -22,6 +23,8 @@ pub enum AgentArg {
     React,
     /// ReAct-Plan-Exec: plan against the world model, then execute.
     PlanExec,
+    /// SPIRAL-Exec: Monte Carlo tree search over the world model, then execute the best plan.
+    Spiral,
 }
 
 /// World models on the command line.
@@ -88,6 +91,27 @@ pub struct RunArgs {
     /// Time one tool call may take, seconds.
     #[arg(long, default_value_t = 60)]
     pub call_timeout_s: u64,
+    /// SPIRAL: search iterations.
+    #[arg(long, default_value_t = 50, help_heading = "SPIRAL-Exec")]
+    pub iterations: usize,
+    /// SPIRAL: deepest node.
+    #[arg(long, default_value_t = 8, help_heading = "SPIRAL-Exec")]
+    pub max_depth: u32,
+    /// SPIRAL: UCT exploration constant c.
+    #[arg(long, default_value_t = 1.0, help_heading = "SPIRAL-Exec")]
+    pub exploration: f64,
+    /// SPIRAL: candidates the planner proposes per expansion (K).
+    #[arg(long, default_value_t = 3, help_heading = "SPIRAL-Exec")]
+    pub candidates: usize,
+    /// SPIRAL: weight of the base reward, alpha·base + (1−alpha)·critic.
+    #[arg(long, default_value_t = 0.5, help_heading = "SPIRAL-Exec")]
+    pub alpha: f64,
+    /// SPIRAL: how the final plan is chosen.
+    #[arg(long, value_enum, default_value_t = PlanRule::BestMean, help_heading = "SPIRAL-Exec")]
+    pub plan_rule: PlanRule,
+    /// SPIRAL: simulations and critic calls of one expansion run at once (default K).
+    #[arg(long, help_heading = "SPIRAL-Exec")]
+    pub concurrency: Option<usize>,
 }
 
 impl RunArgs {
@@ -109,6 +133,7 @@ impl RunArgs {
             agent: match self.agent {
                 AgentArg::React => AgentKind::React,
                 AgentArg::PlanExec => AgentKind::PlanExec,
+                AgentArg::Spiral => AgentKind::Spiral,
             },
             world_model,
             cache_world_model: self.cache_world_model,
@@ -125,6 +150,15 @@ impl RunArgs {
                 call: Duration::from_secs(self.call_timeout_s),
             },
             command_timeout: Duration::from_secs(self.call_timeout_s),
+            search: Settings {
+                iterations: self.iterations,
+                max_depth: self.max_depth,
+                c: self.exploration,
+                k: self.candidates.max(1),
+                alpha: self.alpha.clamp(0.0, 1.0),
+                plan_rule: self.plan_rule,
+                concurrency: self.concurrency.unwrap_or(self.candidates).max(1),
+            },
         })
     }
 }

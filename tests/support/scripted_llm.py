@@ -12,7 +12,8 @@ Serves deterministic replies over real HTTP on 127.0.0.1 (a free port, printed a
         "raw": "exact body text"},                             # anything at all
        ...]}
 
-The first rule whose "when" occurs in the request body (and has times left) answers.
+The first rule whose "when" occurs in the request body (and has times left) answers; "when"
+may also be a list of substrings that must all occur.
 Every request is appended to the log file given as the second argument, as JSON lines
 {"path", "headers" (lower-case names), "body"}, so tests can check what was sent.
 """
@@ -28,10 +29,15 @@ lock = threading.Lock()
 rules = script.get("rules", [])
 
 
+def matches(when, body_text):
+    needles = when if isinstance(when, list) else [when]
+    return all(n in body_text for n in needles)
+
+
 def pick(body_text):
     with lock:
         for rule in rules:
-            if rule.get("when", "") in body_text and rule.get("times", 1) != 0:
+            if matches(rule.get("when", ""), body_text) and rule.get("times", 1) != 0:
                 if "times" in rule:
                     rule["times"] -= 1
                 return dict(rule)

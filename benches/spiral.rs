@@ -1,0 +1,187 @@
+//! SPIRAL-Exec benchmark: prints figures, asserts nothing. `cargo bench --bench spiral`.
+//!
+//! 1. Search overhead per iteration at 10^4 nodes, excluding model time: an environment
+//!    whose planner, world model and critic answer instantly.
+//! 2. Phase-1 wall time against a real HTTP endpoint (tests/support/scripted_llm.py) with a
+//!    fixed 200 ms latency per call, at concurrency 1 versus K.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mcp_cosmos::agent::mcts::{Answer, Critique, PlanRule, SearchEnv, Settings, search};
+use mcp_cosmos::llm::client::{LlmClient, Message};
+use mcp_cosmos::llm::config::{Endpoint, OutputMode};
+use mcp_cosmos::trajectory::event::{Action, Observation};
+use mcp_cosmos::world_model::HistoryStep;
+use serde_json::{Value, json};
+
+/// Answers instantly; proposes K distinct calls and a finish at depth 3.
+struct Instant0 {
+    k: usize,
+    http: Option<Arc<LlmClient>>,
+}
+
+impl SearchEnv for Instant0 {
+    fn propose<'a>(
+        &'a self,
+        history: &'a [HistoryStep],
+        k: usize,
+    ) -> Answer<'a, Result<Vec<Action>, String>> {
+        let mut out: Vec<Action> = (0..k.min(self.k))
+            .map(|i| Action::ToolCall {
+                tool: "t:x".into(),
+                arguments: json!({"i": i, "d": history.len()}),
+            })
+            .collect();
+        if history.len() >= 3 {
+            out[0] = Action::Finish { answer: None };
+        }
+        Box::pin(async move { (Ok(out), vec![]) })
+    }
+    fn invalid(&self, _t: &str, _a: &Value) -> Option<String> {
+        None
+    }
+    fn simulate<'a>(
+        &'a self,
+        _h: &'a [HistoryStep],
+        _t: &'a str,
+        a: &'a Value,
+    ) -> Answer<'a, Result<Observation, String>> {
+        Box::pin(async move {
+            if let Some(c) = &self.http {
+                let _ = c.complete_text(&[Message::user("simulate")]).await;
+            }
+            (
+                Ok(Observation {
+                    text: a.to_string(),
+                    ..Default::default()
+                }),
+                vec![],
+            )
+        })
+    }
+    fn critique<'a>(
+        &'a self,
+        _h: &'a [HistoryStep],
+        _a: &'a Action,
+        _o: Option<&'a Observation>,
+    ) -> Answer<'a, Option<Critique>> {
+        Box::pin(async move {
+            if let Some(c) = &self.http {
+                let _ = c.complete_text(&[Message::user("critique")]).await;
+            }
+            (
+                Some(Critique {
+                    score: 0.5,
+                    reason: String::new(),
+                }),
+                vec![],
+            )
+        })
+    }
+    fn should_stop(&self) -> Option<String> {
+        None
+    }
+    fn world_model_name(&self) -> String {
+        "bench".into()
+    }
+}
+
+fn main() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+
+    // 1. Overhead at 10^4 nodes.
+    let env = Instant0 { k: 3, http: None };
+    let settings = Settings {
+        iterations: 3_400,
+        max_depth: 8,
+        k: 3,
+        plan_rule: PlanRule::BestMean,
+        ..Settings::default()
+    };
+    let mut events = 0usize;
+    let start = Instant::now();
+    let (tree, _) = rt.block_on(search(&env, &settings, &mut |_| events += 1));
+    let elapsed = start.elapsed();
+    println!(
+        "search overhead: {} nodes, {} iterations, {events} events in {:.1} ms = {:.1} µs per iteration   (target < 100 µs)",
+        tree.nodes.len(),
+        settings.iterations,
+        elapsed.as_secs_f64() * 1e3,
+        elapsed.as_secs_f64() * 1e6 / settings.iterations as f64
+    );
+    let start = Instant::now();
+    let plan = tree.plan(PlanRule::BestMean);
+    println!(
+        "plan selection over {} nodes: {:.2} ms ({} steps)",
+        tree.nodes.len(),
+        start.elapsed().as_secs_f64() * 1e3,
+        plan.len()
+    );
+
+    // 2. Phase 1 against an endpoint with a fixed 200 ms latency.
+    let dir = std::env::temp_dir().join("cosmos-spiral-bench");
+    std::fs::create_dir_all(&dir).unwrap();
+    let script = dir.join("script.json");
+    std::fs::write(
+        &script,
+        json!({"rules": [{"delay_s": 0.2, "content": "ok"}]}).to_string(),
+    )
+    .unwrap();
+    let mut server = Command::new("python3")
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/support/scripted_llm.py"
+        ))
+        .arg(&script)
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("python3");
+    let mut first = String::new();
+    BufReader::new(server.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let port = first.trim().trim_start_matches("PORT ").to_string();
+    let client = Arc::new(LlmClient::new(Endpoint {
+        base_url: format!("http://127.0.0.1:{port}/v1"),
+        model: "bench".into(),
+        api_key: None,
+        temperature: 0.0,
+        max_tokens: 8,
+        timeout: Duration::from_secs(10),
+        max_retries: 0,
+        output: OutputMode::Json,
+    }));
+    let k = 3;
+    let env = Instant0 {
+        k,
+        http: Some(client),
+    };
+    let mut times = Vec::new();
+    for concurrency in [1, k] {
+        let settings = Settings {
+            iterations: 5,
+            k,
+            concurrency,
+            ..Settings::default()
+        };
+        let start = Instant::now();
+        rt.block_on(search(&env, &settings, &mut |_| {}));
+        let t = start.elapsed().as_secs_f64();
+        times.push(t);
+        println!(
+            "phase 1, 5 iterations × K={k} (2 calls of 200 ms per candidate), concurrency {concurrency}: {t:.2} s"
+        );
+    }
+    println!(
+        "speed-up at concurrency K: {:.2}×   (target: close to K = {k})",
+        times[0] / times[1]
+    );
+    let _ = server.kill();
+    let _ = server.wait();
+}

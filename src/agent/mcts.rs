@@ -1,0 +1,848 @@
+//! The search of SPIRAL-Exec, apart from any model: Monte Carlo tree search over states
+//! (the task plus the simulated steps so far), with UCT selection, K candidates per
+//! expansion, SPIRAL's base rewards mixed with a critic, and backpropagation. Everything
+//! it does is an event, emitted in a fixed order, so replaying the file rebuilds the tree.
+//!
+//! Models come in through [`SearchEnv`]; the unit tests drive it with a toy environment.
+
+use std::collections::HashSet;
+
+use futures::StreamExt;
+use futures::future::BoxFuture;
+use serde::{Deserialize, Serialize};
+
+use crate::trajectory::event::{Action, EventBody, NodeId, Observation, Verdict};
+use crate::world_model::{HistoryStep, canonical};
+
+/// How the final plan is chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum PlanRule {
+    /// The terminal node with the best mean value (SPIRAL).
+    BestMean,
+    /// The terminal node visited most.
+    MostVisited,
+}
+
+impl PlanRule {
+    /// Name recorded in `plan_selected`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PlanRule::BestMean => "best_mean",
+            PlanRule::MostVisited => "most_visited",
+        }
+    }
+}
+
+/// Search settings (SPIRAL's published defaults).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Settings {
+    /// Iterations (select, expand, evaluate, backpropagate).
+    pub iterations: usize,
+    /// Deepest node.
+    pub max_depth: u32,
+    /// UCT exploration constant c.
+    pub c: f64,
+    /// Candidates proposed per expansion.
+    pub k: usize,
+    /// Weight of the base reward: `alpha·base + (1−alpha)·critic`.
+    pub alpha: f64,
+    /// How the final plan is chosen.
+    pub plan_rule: PlanRule,
+    /// Simulations and critic calls of one expansion that run at once.
+    pub concurrency: usize,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            iterations: 50,
+            max_depth: 8,
+            c: 1.0,
+            k: 3,
+            alpha: 0.5,
+            plan_rule: PlanRule::BestMean,
+            concurrency: 3,
+        }
+    }
+}
+
+/// SPIRAL's base reward of a verdict.
+pub fn base_reward(v: Verdict) -> f64 {
+    match v {
+        Verdict::Finish => 1.0,
+        Verdict::Valid => 0.1,
+        Verdict::DeadEnd => -0.5,
+        Verdict::Invalid => -1.0,
+    }
+}
+
+/// A critic's judgement.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Critique {
+    /// In [0, 1].
+    pub score: f64,
+    /// Why.
+    pub reason: String,
+}
+
+/// An answer from the environment, with the events it produced on the way (its LLM calls).
+pub type Answer<'a, T> = BoxFuture<'a, (T, Vec<EventBody>)>;
+
+/// What the search needs from the world. Events the environment itself produces (its LLM
+/// calls) go into the `Vec<EventBody>` each call returns, in order.
+pub trait SearchEnv: Send + Sync {
+    /// Up to `k` next actions from a state.
+    fn propose<'a>(
+        &'a self,
+        history: &'a [HistoryStep],
+        k: usize,
+    ) -> Answer<'a, Result<Vec<Action>, String>>;
+    /// Why a call is invalid (unknown tool, arguments failing the schema), if it is.
+    fn invalid(&self, tool: &str, arguments: &serde_json::Value) -> Option<String>;
+    /// The world model's prediction of a call.
+    fn simulate<'a>(
+        &'a self,
+        history: &'a [HistoryStep],
+        tool: &'a str,
+        arguments: &'a serde_json::Value,
+    ) -> Answer<'a, Result<Observation, String>>;
+    /// The critic's score of taking `action` (with its predicted observation) from `history`.
+    fn critique<'a>(
+        &'a self,
+        history: &'a [HistoryStep],
+        action: &'a Action,
+        observation: Option<&'a Observation>,
+    ) -> Answer<'a, Option<Critique>>;
+    /// A reason to stop now (token or time budget, a stop request), checked each iteration.
+    fn should_stop(&self) -> Option<String>;
+    /// The world model's name, for `node_simulated`.
+    fn world_model_name(&self) -> String;
+}
+
+/// One node of the search tree.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Node {
+    /// Its parent.
+    pub parent: Option<usize>,
+    /// Its children, in the order added.
+    pub children: Vec<usize>,
+    /// Depth (root 0).
+    pub depth: u32,
+    /// The action leading here (`None` at the root).
+    pub action: Option<Action>,
+    /// The predicted observation of the action.
+    pub observation: Option<Observation>,
+    /// Visits N.
+    pub visits: u32,
+    /// Sum of backpropagated values.
+    pub value_sum: f64,
+    /// Combined reward when evaluated.
+    pub reward: f64,
+    /// Ends a path.
+    pub terminal: bool,
+}
+
+impl Node {
+    /// Mean value Q (0 before any visit).
+    pub fn q(&self) -> f64 {
+        if self.visits == 0 {
+            0.0
+        } else {
+            self.value_sum / f64::from(self.visits)
+        }
+    }
+}
+
+/// The search tree; node ids are indices.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Tree {
+    /// Every node; index = id.
+    pub nodes: Vec<Node>,
+}
+
+impl Tree {
+    /// A tree with only the root.
+    pub fn new() -> Self {
+        Self {
+            nodes: vec![Node {
+                parent: None,
+                children: vec![],
+                depth: 0,
+                action: None,
+                observation: None,
+                visits: 0,
+                value_sum: 0.0,
+                reward: 0.0,
+                terminal: false,
+            }],
+        }
+    }
+
+    /// UCT from the root: unvisited children first (in order), then the best
+    /// `Q + c·sqrt(ln N_parent / N)`; stops at a node without children or a terminal one.
+    pub fn select(&self, c: f64) -> usize {
+        let mut at = 0;
+        loop {
+            let node = &self.nodes[at];
+            if node.terminal || node.children.is_empty() {
+                return at;
+            }
+            if let Some(&unvisited) = node.children.iter().find(|&&ch| self.nodes[ch].visits == 0) {
+                return unvisited;
+            }
+            let ln_parent = f64::from(node.visits.max(1)).ln();
+            at = *node
+                .children
+                .iter()
+                .max_by(|&&a, &&b| {
+                    self.uct(a, c, ln_parent)
+                        .total_cmp(&self.uct(b, c, ln_parent))
+                        .then(b.cmp(&a))
+                })
+                .expect("children");
+        }
+    }
+
+    fn uct(&self, n: usize, c: f64, ln_parent: f64) -> f64 {
+        let node = &self.nodes[n];
+        node.q() + c * (ln_parent / f64::from(node.visits)).sqrt()
+    }
+
+    /// The ids from the root down to `n`.
+    pub fn path(&self, n: usize) -> Vec<usize> {
+        let mut path = vec![n];
+        while let Some(p) = self.nodes[*path.last().expect("non-empty")].parent {
+            path.push(p);
+        }
+        path.reverse();
+        path
+    }
+
+    /// The simulated steps from the root to `n`.
+    pub fn history(&self, n: usize) -> Vec<HistoryStep> {
+        self.path(n)
+            .into_iter()
+            .filter_map(
+                |i| match (&self.nodes[i].action, &self.nodes[i].observation) {
+                    (Some(Action::ToolCall { tool, arguments }), Some(obs)) => Some(HistoryStep {
+                        tool: tool.clone(),
+                        arguments: arguments.clone(),
+                        observation: obs.clone(),
+                    }),
+                    _ => None,
+                },
+            )
+            .collect()
+    }
+
+    /// Adds `value` to every node from the root to `n`, one visit each.
+    pub fn backpropagate(&mut self, n: usize, value: f64) -> Vec<usize> {
+        let path = self.path(n);
+        for &i in &path {
+            self.nodes[i].visits += 1;
+            self.nodes[i].value_sum += value;
+        }
+        path
+    }
+
+    /// The final plan: the path to the best terminal `finish` node by `rule` (any node when
+    /// no path finished), without the root. Ties go to the earlier node.
+    pub fn plan(&self, rule: PlanRule) -> Vec<usize> {
+        let finishes: Vec<usize> = (1..self.nodes.len())
+            .filter(|&i| matches!(self.nodes[i].action, Some(Action::Finish { .. })))
+            .collect();
+        let pool: Vec<usize> = if finishes.is_empty() {
+            (1..self.nodes.len()).collect()
+        } else {
+            finishes
+        };
+        let score = |i: usize| match rule {
+            PlanRule::BestMean => self.nodes[i].q(),
+            PlanRule::MostVisited => f64::from(self.nodes[i].visits),
+        };
+        let best = pool
+            .into_iter()
+            .reduce(|a, b| if score(b) > score(a) { b } else { a });
+        best.map(|b| self.path(b).into_iter().skip(1).collect())
+            .unwrap_or_default()
+    }
+}
+
+/// Why the search stopped.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Stopped {
+    /// All iterations ran.
+    Done,
+    /// Nothing left to expand.
+    Exhausted,
+    /// A budget or stop request.
+    Budget(String),
+    /// The planner failed.
+    PlannerFailed(String),
+}
+
+/// Runs the search, emitting every event through `emit` in a fixed order.
+pub async fn search(
+    env: &dyn SearchEnv,
+    settings: &Settings,
+    emit: &mut (dyn FnMut(EventBody) + Send),
+) -> (Tree, Stopped) {
+    let mut tree = Tree::new();
+    emit(EventBody::NodeAdded {
+        node: 0,
+        parent: None,
+        depth: 0,
+        action: None,
+        prior: None,
+    });
+    for _ in 0..settings.iterations {
+        if let Some(why) = env.should_stop() {
+            return (tree, Stopped::Budget(why));
+        }
+        let leaf = tree.select(settings.c);
+        if tree.nodes[leaf].terminal {
+            // A finished path is revisited: its reward counts again, as in SPIRAL.
+            let value = tree.nodes[leaf].reward;
+            let path = tree.backpropagate(leaf, value);
+            emit(EventBody::Backpropagated {
+                path: ids(&path),
+                value,
+            });
+            if leaf == 0 {
+                return (tree, Stopped::Exhausted);
+            }
+            continue;
+        }
+        let history = tree.history(leaf);
+        let (proposed, events) = env.propose(&history, settings.k).await;
+        events.into_iter().for_each(&mut *emit);
+        let candidates = match proposed {
+            Ok(c) => dedupe(c, settings.k),
+            Err(e) => return (tree, Stopped::PlannerFailed(e)),
+        };
+        let depth = tree.nodes[leaf].depth + 1;
+        if candidates.is_empty() {
+            // The planner had nothing to offer: this state is a dead end.
+            tree.nodes[leaf].terminal = true;
+            continue;
+        }
+        // Add every candidate first, then evaluate them concurrently; results come back in
+        // candidate order, so events and the tree are the same whatever finishes first.
+        let first_id = tree.nodes.len();
+        for (i, action) in candidates.iter().enumerate() {
+            let id = first_id + i;
+            tree.nodes.push(Node {
+                parent: Some(leaf),
+                children: vec![],
+                depth,
+                action: Some(action.clone()),
+                observation: None,
+                visits: 0,
+                value_sum: 0.0,
+                reward: 0.0,
+                terminal: false,
+            });
+            tree.nodes[leaf].children.push(id);
+            emit(EventBody::NodeAdded {
+                node: id as NodeId,
+                parent: Some(leaf as NodeId),
+                depth,
+                action: Some(action.clone()),
+                prior: None,
+            });
+        }
+        // Futures are built first and then driven: a closure inside the stream would hold
+        // borrows the compiler cannot prove Send for every lifetime.
+        let (copy, hist): (Settings, &[HistoryStep]) = (*settings, &history);
+        let futures: Vec<BoxFuture<'_, Evaluation>> = candidates
+            .iter()
+            .map(move |a| evaluate(env, copy, hist, a, depth))
+            .collect();
+        let evaluations: Vec<Evaluation> = futures::stream::iter(futures)
+            .buffered(settings.concurrency.max(1))
+            .collect()
+            .await;
+        for (i, ev) in evaluations.into_iter().enumerate() {
+            let id = first_id + i;
+            ev.events.into_iter().for_each(&mut *emit);
+            if let Some((obs, wm)) = &ev.observation {
+                emit(EventBody::NodeSimulated {
+                    node: id as NodeId,
+                    world_model: wm.clone(),
+                    observation: obs.clone(),
+                    latency_ms: ev.sim_ms,
+                    tokens: None,
+                });
+            }
+            let node = &mut tree.nodes[id];
+            node.observation = ev.observation.map(|(o, _)| o);
+            node.reward = ev.reward;
+            node.terminal = ev.terminal;
+            emit(EventBody::NodeEvaluated {
+                node: id as NodeId,
+                verdict: ev.verdict,
+                base_reward: base_reward(ev.verdict),
+                critic_reward: ev.critique.as_ref().map(|c| c.score),
+                critic_reason: ev.critique.map(|c| c.reason),
+                reward: ev.reward,
+                terminal: ev.terminal,
+            });
+        }
+        for i in 0..candidates.len() {
+            let id = first_id + i;
+            let value = tree.nodes[id].reward;
+            let path = tree.backpropagate(id, value);
+            emit(EventBody::Backpropagated {
+                path: ids(&path),
+                value,
+            });
+        }
+    }
+    (tree, Stopped::Done)
+}
+
+fn ids(path: &[usize]) -> Vec<NodeId> {
+    path.iter().map(|&i| i as NodeId).collect()
+}
+
+/// Merges duplicate candidates (same tool and arguments, or a second finish), keeping order.
+fn dedupe(actions: Vec<Action>, k: usize) -> Vec<Action> {
+    let mut seen = HashSet::new();
+    actions
+        .into_iter()
+        .filter(|a| {
+            let key = match a {
+                Action::ToolCall { tool, arguments } => {
+                    format!("{tool}\u{0}{}", canonical(arguments))
+                }
+                Action::Finish { .. } => "finish".to_string(),
+            };
+            seen.insert(key)
+        })
+        .take(k.max(1))
+        .collect()
+}
+
+struct Evaluation {
+    verdict: Verdict,
+    observation: Option<(Observation, String)>,
+    sim_ms: u64,
+    critique: Option<Critique>,
+    reward: f64,
+    terminal: bool,
+    events: Vec<EventBody>,
+}
+
+fn evaluate<'a>(
+    env: &'a dyn SearchEnv,
+    settings: Settings,
+    history: &'a [HistoryStep],
+    action: &'a Action,
+    depth: u32,
+) -> BoxFuture<'a, Evaluation> {
+    Box::pin(evaluate_inner(env, settings, history, action, depth))
+}
+
+async fn evaluate_inner(
+    env: &dyn SearchEnv,
+    settings: Settings,
+    history: &[HistoryStep],
+    action: &Action,
+    depth: u32,
+) -> Evaluation {
+    let mut events = Vec::new();
+    let (verdict, observation, sim_ms) = match action {
+        Action::Finish { .. } => (Verdict::Finish, None, 0),
+        Action::ToolCall { tool, arguments } => {
+            if let Some(why) = env.invalid(tool, arguments) {
+                // Penalised, recorded, never simulated: the explorer shows why.
+                let obs = Observation {
+                    text: why,
+                    is_error: true,
+                    ..Default::default()
+                };
+                return finish_evaluation(
+                    &settings,
+                    Verdict::Invalid,
+                    Some((obs, "validator".into())),
+                    0,
+                    None,
+                    events,
+                    true,
+                );
+            }
+            let start = std::time::Instant::now();
+            let (result, sim_events) = env.simulate(history, tool, arguments).await;
+            events.extend(sim_events);
+            let obs = match result {
+                Ok(o) => o,
+                Err(e) => Observation {
+                    text: e,
+                    is_error: true,
+                    ..Default::default()
+                },
+            };
+            let verdict = if obs.is_error || depth >= settings.max_depth {
+                Verdict::DeadEnd
+            } else {
+                Verdict::Valid
+            };
+            (
+                verdict,
+                Some((obs, env.world_model_name())),
+                start.elapsed().as_millis() as u64,
+            )
+        }
+    };
+    let (critique, critic_events) = env
+        .critique(history, action, observation.as_ref().map(|(o, _)| o))
+        .await;
+    events.extend(critic_events);
+    let terminal = verdict != Verdict::Valid;
+    finish_evaluation(
+        &settings,
+        verdict,
+        observation,
+        sim_ms,
+        critique,
+        events,
+        terminal,
+    )
+}
+
+fn finish_evaluation(
+    settings: &Settings,
+    verdict: Verdict,
+    observation: Option<(Observation, String)>,
+    sim_ms: u64,
+    critique: Option<Critique>,
+    events: Vec<EventBody>,
+    terminal: bool,
+) -> Evaluation {
+    let base = base_reward(verdict);
+    let reward = match &critique {
+        Some(c) => settings.alpha * base + (1.0 - settings.alpha) * c.score.clamp(0.0, 1.0),
+        None => base,
+    };
+    Evaluation {
+        verdict,
+        observation,
+        sim_ms,
+        critique,
+        reward,
+        terminal,
+        events,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{Value, json};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// A toy world: `t:good` works, `t:err` is predicted to fail, `t:bad` is invalid; the
+    /// planner offers finish once a good step is in the history.
+    struct Toy {
+        proposals: AtomicUsize,
+        stop_after_proposals: usize,
+    }
+
+    fn call(tool: &str) -> Action {
+        Action::ToolCall {
+            tool: tool.into(),
+            arguments: json!({"x": 1}),
+        }
+    }
+
+    impl Toy {
+        fn new() -> Self {
+            Self {
+                proposals: AtomicUsize::new(0),
+                stop_after_proposals: usize::MAX,
+            }
+        }
+    }
+
+    impl SearchEnv for Toy {
+        fn propose<'a>(
+            &'a self,
+            history: &'a [HistoryStep],
+            _k: usize,
+        ) -> Answer<'a, Result<Vec<Action>, String>> {
+            self.proposals.fetch_add(1, Ordering::SeqCst);
+            let actions = match history.len() {
+                0 => vec![call("t:good"), call("t:err"), call("t:bad"), call("t:good")],
+                _ => vec![Action::Finish { answer: None }, call("t:good")],
+            };
+            Box::pin(async move { (Ok(actions), vec![]) })
+        }
+        fn invalid(&self, tool: &str, _arguments: &Value) -> Option<String> {
+            (tool == "t:bad").then(|| "unknown tool t:bad".to_string())
+        }
+        fn simulate<'a>(
+            &'a self,
+            _h: &'a [HistoryStep],
+            tool: &'a str,
+            _a: &'a Value,
+        ) -> Answer<'a, Result<Observation, String>> {
+            let obs = Observation {
+                text: format!("{tool} result"),
+                is_error: tool == "t:err",
+                ..Default::default()
+            };
+            Box::pin(async move { (Ok(obs), vec![]) })
+        }
+        fn critique<'a>(
+            &'a self,
+            _h: &'a [HistoryStep],
+            action: &'a Action,
+            _o: Option<&'a Observation>,
+        ) -> Answer<'a, Option<Critique>> {
+            let score = match action {
+                Action::Finish { .. } => 0.9,
+                Action::ToolCall { tool, .. } if tool == "t:good" => 0.6,
+                _ => 0.1,
+            };
+            Box::pin(async move {
+                (
+                    Some(Critique {
+                        score,
+                        reason: "toy".into(),
+                    }),
+                    vec![],
+                )
+            })
+        }
+        fn should_stop(&self) -> Option<String> {
+            (self.proposals.load(Ordering::SeqCst) >= self.stop_after_proposals)
+                .then(|| "budget".to_string())
+        }
+        fn world_model_name(&self) -> String {
+            "toy".into()
+        }
+    }
+
+    async fn run(env: &Toy, settings: Settings) -> (Tree, Stopped, Vec<EventBody>) {
+        let mut events = Vec::new();
+        let (tree, stopped) = search(env, &settings, &mut |e| events.push(e)).await;
+        (tree, stopped, events)
+    }
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() < 1e-9
+    }
+
+    #[tokio::test]
+    async fn first_iteration_expands_scores_and_backpropagates() {
+        let (tree, stopped, events) = run(
+            &Toy::new(),
+            Settings {
+                iterations: 1,
+                ..Settings::default()
+            },
+        )
+        .await;
+        assert_eq!(stopped, Stopped::Done);
+        // Duplicate t:good merged; K = 3 kept: good, err, bad.
+        assert_eq!(tree.nodes[0].children, vec![1, 2, 3]);
+        // good: 0.5·0.1 + 0.5·0.6 = 0.35; err: 0.5·(−0.5) + 0.5·0.1 = −0.2; bad: invalid, no critic: −1.
+        assert!(
+            close(tree.nodes[1].reward, 0.35)
+                && close(tree.nodes[2].reward, -0.2)
+                && close(tree.nodes[3].reward, -1.0)
+        );
+        assert!(!tree.nodes[1].terminal && tree.nodes[2].terminal && tree.nodes[3].terminal);
+        assert_eq!(tree.nodes[0].visits, 3);
+        assert!(close(tree.nodes[0].value_sum, 0.35 - 0.2 - 1.0));
+        // The invalid candidate is recorded, not dropped, and never simulated by the world model.
+        let evaluated: Vec<_> = events
+            .iter()
+            .filter(|e| {
+                matches!(
+                    e,
+                    EventBody::NodeEvaluated {
+                        verdict: Verdict::Invalid,
+                        ..
+                    }
+                )
+            })
+            .collect();
+        assert_eq!(evaluated.len(), 1);
+        assert!(events.iter().any(|e| matches!(e, EventBody::NodeSimulated { node: 3, world_model, .. } if world_model == "validator")));
+    }
+
+    #[tokio::test]
+    async fn uct_prefers_unvisited_then_the_best_bound() {
+        let mut tree = Tree::new();
+        for i in [1usize, 2] {
+            tree.nodes.push(Node {
+                parent: Some(0),
+                children: vec![],
+                depth: 1,
+                action: Some(call("t:good")),
+                observation: None,
+                visits: 0,
+                value_sum: 0.0,
+                reward: 0.0,
+                terminal: false,
+            });
+            tree.nodes[0].children.push(i);
+        }
+        tree.backpropagate(1, 0.9);
+        // Node 2 is unvisited: it goes first even though node 1 scored well.
+        assert_eq!(tree.select(1.0), 2);
+        tree.backpropagate(2, 0.1);
+        // Both visited once: Q decides (same bonus).
+        assert_eq!(tree.select(1.0), 1);
+        // Many visits to 1 at a modest value let exploration pick 2 again.
+        for _ in 0..20 {
+            tree.backpropagate(1, 0.3);
+        }
+        assert_eq!(tree.select(1.0), 2);
+        assert_eq!(
+            tree.select(0.0),
+            1,
+            "without exploration the better mean wins"
+        );
+    }
+
+    #[tokio::test]
+    async fn finds_the_known_best_plan_with_both_rules() {
+        let (tree, _, _) = run(
+            &Toy::new(),
+            Settings {
+                iterations: 12,
+                ..Settings::default()
+            },
+        )
+        .await;
+        let plan = tree.plan(PlanRule::BestMean);
+        let actions: Vec<_> = plan
+            .iter()
+            .map(|&i| tree.nodes[i].action.clone().unwrap())
+            .collect();
+        assert_eq!(actions[0], call("t:good"));
+        assert_eq!(actions.last(), Some(&Action::Finish { answer: None }));
+        let visited = tree.plan(PlanRule::MostVisited);
+        assert!(matches!(
+            tree.nodes[*visited.last().unwrap()].action,
+            Some(Action::Finish { .. })
+        ));
+    }
+
+    #[test]
+    fn plan_rules_can_disagree() {
+        let mut tree = Tree::new();
+        for i in 1..=2 {
+            tree.nodes.push(Node {
+                parent: Some(0),
+                children: vec![],
+                depth: 1,
+                action: Some(Action::Finish { answer: None }),
+                observation: None,
+                visits: 0,
+                value_sum: 0.0,
+                reward: 0.0,
+                terminal: true,
+            });
+            tree.nodes[0].children.push(i);
+        }
+        tree.backpropagate(1, 0.9); // high mean, one visit
+        for _ in 0..3 {
+            tree.backpropagate(2, 0.5); // lower mean, more visits
+        }
+        assert_eq!(tree.plan(PlanRule::BestMean), vec![1]);
+        assert_eq!(tree.plan(PlanRule::MostVisited), vec![2]);
+    }
+
+    #[tokio::test]
+    async fn budgets_stop_the_search() {
+        let toy = Toy {
+            proposals: AtomicUsize::new(0),
+            stop_after_proposals: 2,
+        };
+        let (_, stopped, _) = run(
+            &toy,
+            Settings {
+                iterations: 50,
+                ..Settings::default()
+            },
+        )
+        .await;
+        assert_eq!(stopped, Stopped::Budget("budget".into()));
+        assert_eq!(toy.proposals.load(Ordering::SeqCst), 2);
+        let (tree, stopped, _) = run(
+            &Toy::new(),
+            Settings {
+                iterations: 3,
+                ..Settings::default()
+            },
+        )
+        .await;
+        assert_eq!(stopped, Stopped::Done);
+        assert!(tree.nodes[0].visits >= 3);
+    }
+
+    #[tokio::test]
+    async fn depth_limit_is_respected() {
+        let (tree, _, _) = run(
+            &Toy::new(),
+            Settings {
+                iterations: 30,
+                max_depth: 1,
+                ..Settings::default()
+            },
+        )
+        .await;
+        assert!(tree.nodes.iter().all(|n| n.depth <= 1));
+        assert!(
+            tree.nodes[1].terminal,
+            "a valid call at the depth limit is a dead end"
+        );
+    }
+
+    #[tokio::test]
+    async fn replaying_the_events_rebuilds_the_tree() {
+        use crate::trajectory::event::{AgentInfo, AgentKind, Event, Header, ModelInfo, TaskInfo};
+        use crate::trajectory::fold::TreeState;
+        use crate::trajectory::run::Run;
+        let (tree, _, events) = run(
+            &Toy::new(),
+            Settings {
+                iterations: 15,
+                ..Settings::default()
+            },
+        )
+        .await;
+        let header = Header::new(
+            "r",
+            TaskInfo::default(),
+            AgentInfo {
+                kind: AgentKind::Spiral,
+                settings: Default::default(),
+            },
+            ModelInfo::default(),
+        );
+        let mut replay = Run::new("mem".into(), header);
+        for (i, body) in events.into_iter().enumerate() {
+            replay.push(Event {
+                seq: i as u64 + 1,
+                t_ms: 0,
+                body,
+            });
+        }
+        let state = TreeState::fold(&replay, replay.len());
+        assert_eq!(state.visible_nodes(), tree.nodes.len());
+        for (id, node) in tree.nodes.iter().enumerate() {
+            let slot = replay.slot_of(id as u64).unwrap();
+            let folded = state.node(slot).unwrap();
+            assert_eq!(folded.visits, node.visits, "visits of {id}");
+            assert!(
+                (folded.value_sum() - node.value_sum).abs() < 1e-6,
+                "value of {id}"
+            );
+        }
+    }
+}

@@ -1,0 +1,160 @@
+//! SPIRAL-Exec end to end on an MCP-Bench Time MCP task, with `mcp-server-time` and the
+//! scripted endpoint: the recorded tree folds to consistent values, the plan follows the
+//! selection rule, and the same replies give the same trajectory.
+
+mod support;
+
+use std::path::Path;
+
+use mcp_cosmos::trajectory::event::{Action, EventBody};
+use mcp_cosmos::trajectory::fold::TreeState;
+use mcp_cosmos::trajectory::run::Run;
+use serde_json::{Value, json};
+use support::*;
+
+const KEY: &str = "sk-test-spiral-0123456789abcdef";
+
+fn script() -> Value {
+    let tokyo = json!({"source_timezone": "UTC", "time": "09:00", "target_timezone": "Asia/Tokyo"});
+    let london =
+        json!({"source_timezone": "UTC", "time": "09:00", "target_timezone": "Europe/London"});
+    json!([
+        {"when": "You write the final answer", "content": "09:00 UTC is 18:00 in Tokyo."},
+        {"when": "Next step: finish with the answer", "content": {"score": 0.9, "reason": "answers"}},
+        {"when": ["Next step: call", "Asia/Tokyo"], "content": {"score": 0.8, "reason": "the right conversion"}},
+        {"when": "You are a strict critic", "content": {"score": 0.3, "reason": "less useful"}},
+        {"when": "You simulate an MCP server", "content": predicted(r#"{"source":{"timezone":"UTC"},"target":{"timezone":"Asia/Tokyo","datetime":"2026-11-29T18:00:00+09:00"}}"#, false)},
+        {"when": "2. Time MCP:", "content": {"candidates": [finish("")]}},
+        {"when": "1. Time MCP:", "content": {"candidates": [finish(""), call("Time MCP:convert_time", json!({"source_timezone": "UTC", "time": "09:00", "target_timezone": "America/New_York"}))]}},
+        {"when": "No tool has been called yet", "content": {"candidates": [
+            call("Time MCP:convert_time", tokyo.clone()),
+            call("Time MCP:convert_time", london),
+            call("Time MCP:convert_time", json!({"time": "09:00"})),
+            call("Time MCP:convert_time", tokyo)
+        ]}}
+    ])
+}
+
+fn spiral_run(dir: &Path, out: &str, llm: &ScriptedLlm) -> std::path::PathBuf {
+    let mcp = write_mcp_config(dir, bench_servers());
+    let out_dir = dir.join(out);
+    let tasks = bench_tasks();
+    let args = [
+        "run",
+        "--mcp-config",
+        mcp.to_str().unwrap(),
+        "--task",
+        tasks.to_str().unwrap(),
+        "--task-id",
+        "time_mcp_001",
+        "--agent",
+        "spiral",
+        "--world-model",
+        "llm",
+        "--out",
+        out_dir.to_str().unwrap(),
+        "--no-tui",
+        "--iterations",
+        "8",
+        "--candidates",
+        "3",
+        "--max-depth",
+        "4",
+    ];
+    let output = cosmos(&args, llm, KEY);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    only_run(&out_dir)
+}
+
+/// The events with everything that depends on the clock removed.
+fn timeless(path: &Path) -> Vec<Value> {
+    events(path)
+        .into_iter()
+        .map(|mut e| {
+            for key in ["t_ms", "latency_ms", "started_at", "run_id"] {
+                e.as_object_mut().unwrap().remove(key);
+            }
+            if let Some(t) = e.get_mut("totals") {
+                t.as_object_mut().unwrap().remove("wall_ms");
+            }
+            e
+        })
+        .collect()
+}
+
+#[test]
+fn spiral_searches_selects_and_executes_deterministically() {
+    let dir = tempfile::tempdir().unwrap();
+    let llm = ScriptedLlm::start(script());
+    let first = spiral_run(dir.path(), "a", &llm);
+    let run = Run::open(&first).unwrap();
+    assert!(run.problems.is_empty(), "{:?}", run.problems);
+    let h = &run.header;
+    assert_eq!(h.agent.settings["iterations"], 8);
+    assert_eq!(h.agent.settings["k"], 3);
+    assert_eq!(h.agent.settings["alpha"], 0.5);
+    assert_eq!(h.agent.settings["plan_rule"], "best_mean");
+
+    // Duplicates merged: three root candidates (the repeated Tokyo call is dropped).
+    let root_children = &run.nodes()[0].children;
+    assert_eq!(root_children.len(), 3);
+    // The candidate without the required arguments is kept, penalised, never simulated by the model.
+    let invalid = run.events.iter().find_map(|e| match &e.body {
+        EventBody::NodeEvaluated {
+            node,
+            verdict: mcp_cosmos::trajectory::event::Verdict::Invalid,
+            reward,
+            ..
+        } => Some((*node, *reward)),
+        _ => None,
+    });
+    let (invalid_node, invalid_reward) = invalid.expect("an invalid candidate");
+    assert_eq!(invalid_reward, -1.0);
+    assert!(run.events.iter().any(|e| matches!(&e.body, EventBody::NodeSimulated { node, world_model, .. } if *node == invalid_node && world_model == "validator")));
+
+    // Folding the file: every node's visits equal the backpropagations through it, the root's
+    // visits equal all of them, and the plan ends at the finish node with the best mean value.
+    let state = TreeState::fold(&run, run.len());
+    let backprops = run
+        .events
+        .iter()
+        .filter(|e| matches!(e.body, EventBody::Backpropagated { .. }))
+        .count() as u32;
+    assert_eq!(state.node(0).unwrap().visits, backprops);
+    let plan = run.plan_at(run.len());
+    let last = *plan.last().unwrap();
+    let is_finish = |slot: u32| {
+        matches!(
+            &run.events[run.nodes()[slot as usize].added_at as usize].body,
+            EventBody::NodeAdded {
+                action: Some(Action::Finish { .. }),
+                ..
+            }
+        )
+    };
+    assert!(is_finish(last));
+    let best = (0..state.visible_nodes() as u32)
+        .filter(|&s| is_finish(s))
+        .map(|s| state.node(s).unwrap().q().unwrap_or(f64::MIN))
+        .fold(f64::MIN, f64::max);
+    // The fold keeps sums in fixed point; the agent in f64: equal to well within 1e-6.
+    assert!((state.node(last).unwrap().q().unwrap() - best).abs() < 1e-6);
+
+    // Phase 2 ran the plan's calls for real, each linked to its node, then answered.
+    let steps = run.steps();
+    assert!(!steps.is_empty());
+    for s in steps {
+        assert!(plan.contains(&s.node.unwrap()));
+    }
+    assert!(run.answer_at(run.len()).unwrap().contains("Tokyo"));
+    let m = run.metrics_at(run.len(), &state);
+    assert!(
+        m.fidelity.is_some(),
+        "executed steps pair with their simulations"
+    );
+    assert!(m.llm[mcp_cosmos::trajectory::event::Role::Critic.index()].calls > 0);
+
+    // The same replies give the same trajectory, but for times.
+    let second = spiral_run(dir.path(), "b", &llm);
+    assert_eq!(timeless(&first), timeless(&second));
+}
