@@ -3,6 +3,7 @@
 
 pub mod agent;
 pub mod cli;
+pub mod judge;
 pub mod llm;
 pub mod mcp;
 pub mod metrics;

@@ -516,3 +516,119 @@ fn the_example_config_parses() {
     let path = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/cosmos.example.toml"));
     mcp_cosmos::llm::config::LlmConfig::load(Some(path)).unwrap();
 }
+
+#[test]
+fn judge_appends_scores_that_report_and_listing_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let mcp = write_mcp_config(dir.path(), bench_servers());
+    let out_dir = dir.path().join("out");
+    let mut scores = json!({});
+    for (d, s) in mcp_cosmos::judge::DIMENSIONS.iter().zip([8, 6, 9, 7, 4, 2]) {
+        scores[d] = json!({"score": s, "reason": format!("{d} reason")});
+    }
+    let llm = ScriptedLlm::start(json!([
+        {"when": "You are an impartial judge", "content": scores},
+        {"when": "1. Time MCP:convert_time", "content": finish("It is 04:00 in New York.")},
+        {"when": "No tool has been called yet", "content": call("Time MCP:convert_time", utc_to("America/New_York"))}
+    ]));
+    let out = cosmos(
+        &run_args(
+            mcp.to_str().unwrap(),
+            out_dir.to_str().unwrap(),
+            "react",
+            &[],
+        ),
+        &llm,
+        KEY,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let file = only_run(&out_dir);
+
+    let judged = cosmos(&["judge", file.to_str().unwrap()], &llm, KEY);
+    assert_eq!(judged.status.code(), Some(0), "{}", text(&judged));
+    assert!(
+        text(&judged)
+            .contains("task completion 7.0, tool selection 8.0, planning 3.0, overall 6.0"),
+        "{}",
+        text(&judged)
+    );
+    let judge_request = llm
+        .requests()
+        .into_iter()
+        .find(|r| r["body"].to_string().contains("impartial judge"))
+        .unwrap();
+    let sent = judge_request["body"].to_string();
+    assert!(
+        sent.contains("A global strategy team needs to decide"),
+        "the judge sees task_description as the reference"
+    );
+    assert!(
+        sent.contains("It is 04:00 in New York."),
+        "and the final answer"
+    );
+
+    // Appended after run_finished, without warnings; the listing still finds the totals.
+    let ev = events(&file);
+    let k = kinds(&ev);
+    assert_eq!(
+        &k[k.len() - 4..],
+        ["run_finished", "phase", "llm_call", "judge_scored"]
+    );
+    let v = Command::new(env!("CARGO_BIN_EXE_cosmos"))
+        .args(["validate", file.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        text(&v).contains("0 with errors, 0 warning(s)"),
+        "{}",
+        text(&v)
+    );
+    let listed = mcp_cosmos::trajectory::listing::RunSummary::read(&file);
+    assert_eq!(listed.status_label(), "completed");
+    assert_eq!(listed.finished.unwrap().totals.tool_calls, 1);
+
+    let r = Command::new(env!("CARGO_BIN_EXE_cosmos"))
+        .args(["report", out_dir.to_str().unwrap(), "--format", "json"])
+        .output()
+        .unwrap();
+    let doc: Value = serde_json::from_slice(&r.stdout).unwrap();
+    let g = &doc["groups"][0];
+    assert_eq!(g["task_completion"]["mean"], 7.0);
+    assert_eq!(g["overall"]["mean"], 6.0);
+    // New Overall adds Execution Quality/10: a cohort of one, SR 1 → EQ 100 → (7+8+3+10)/4 = 7.
+    assert_eq!(g["new_overall"]["mean"], 7.0);
+
+    // Judging again is skipped unless forced.
+    let again = cosmos(&["judge", file.to_str().unwrap()], &llm, KEY);
+    assert!(text(&again).contains("already judged"));
+    assert_no_key_anywhere(&out_dir);
+}
+
+#[test]
+fn a_judge_that_answers_garbage_is_recorded_and_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let mcp = write_mcp_config(dir.path(), bench_servers());
+    let out_dir = dir.path().join("out");
+    let llm = ScriptedLlm::start(json!([
+        {"when": "You are an impartial judge", "content": {"task_fulfillment": {"score": 42}}},
+        {"when": "No tool has been called yet", "content": finish("no idea")}
+    ]));
+    let out = cosmos(
+        &run_args(
+            mcp.to_str().unwrap(),
+            out_dir.to_str().unwrap(),
+            "react",
+            &[],
+        ),
+        &llm,
+        KEY,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let file = only_run(&out_dir);
+    let judged = cosmos(&["judge", file.to_str().unwrap()], &llm, KEY);
+    assert_eq!(judged.status.code(), Some(1));
+    assert!(text(&judged).contains("outside 1–10"), "{}", text(&judged));
+    let ev = events(&file);
+    assert_eq!(ev.last().unwrap()["kind"], "error");
+    assert_valid(&file);
+}

@@ -1,5 +1,6 @@
 //! The command line: one subcommand per file.
 
+mod judge;
 mod logging;
 mod report;
 mod run;
@@ -46,6 +47,18 @@ pub enum Command {
         #[arg(long, default_value_t = 60)]
         startup_timeout_s: u64,
     },
+    /// Score finished runs with the MCP-Bench rubric (the judge role); appends to each file.
+    Judge {
+        /// Run files or folders.
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        /// Endpoints per role (the `judge` role is used).
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Judge runs that were judged already (adds a newer judgement; the last one counts).
+        #[arg(long)]
+        force: bool,
+    },
     /// Check trajectory files; print each problem as FILE:LINE: reason.
     ///
     /// Exit code 1 when any file has an error (a corrupt line, a bad header, a newer
@@ -85,6 +98,11 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             verbose,
             startup_timeout_s,
         } => servers::run(&mcp_config, verbose, startup_timeout_s),
+        Command::Judge {
+            paths,
+            config,
+            force,
+        } => judge::run(&paths, config, force),
         Command::Validate { paths, quiet } => validate::run(&paths, quiet),
         Command::Report {
             paths,

@@ -7,7 +7,7 @@ use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use super::event::{Event, EventBody, Header, RunStatus, Totals};
-use super::reader::{LineReader, RawLine, parse_event, parse_header};
+use super::reader::{LineReader, RawLine, is_judgement, parse_event, parse_header};
 
 /// First tail chunk read when looking for the last line; doubled until a line fits.
 const TAIL_CHUNK: u64 = 64 << 10;
@@ -44,7 +44,7 @@ impl RunSummary {
         let bytes = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
         let header = read_header(path);
         let finished = match &header {
-            Ok(_) => read_last_event(path, bytes).and_then(|e| match e.body {
+            Ok(_) => read_finish(path, bytes).and_then(|e| match e.body {
                 EventBody::RunFinished {
                     status,
                     error,
@@ -90,8 +90,9 @@ fn read_header(path: &Path) -> Result<Header, String> {
     }
 }
 
-/// The last complete, parseable event line of the file, read from its end.
-fn read_last_event(path: &Path, size: u64) -> Option<Event> {
+/// The `run_finished` line near the end of the file: the last event, or the last before
+/// what `cosmos judge` appends (its phase, call and scores). Read from the end only.
+fn read_finish(path: &Path, size: u64) -> Option<Event> {
     let mut file = File::open(path).ok()?;
     let mut chunk = TAIL_CHUNK;
     loop {
@@ -110,7 +111,12 @@ fn read_last_event(path: &Path, size: u64) -> Option<Event> {
             }
             // The header and a torn last line do not parse as events and are passed over.
             if let Ok(event) = parse_event(piece) {
-                return Some(event);
+                match event.body {
+                    EventBody::RunFinished { .. } => return Some(event),
+                    ref body if is_judgement(body) => continue,
+                    // Any other event last: the run has not finished.
+                    _ => return None,
+                }
             }
         }
         if start == 0 || chunk >= MAX_TAIL {

@@ -364,7 +364,7 @@ impl EventStream {
                         );
                         self.problem(line_no, Severity::Warning, reason);
                     }
-                    if self.saw_finish {
+                    if self.saw_finish && !is_judgement(&event.body) {
                         self.problem(
                             line_no,
                             Severity::Warning,
@@ -394,6 +394,21 @@ impl EventStream {
             reason,
         });
     }
+}
+
+/// Events `cosmos judge` appends after `run_finished`: its phase, call, scores or error.
+pub fn is_judgement(body: &EventBody) -> bool {
+    use super::event::{Phase, Role};
+    matches!(
+        body,
+        EventBody::Phase {
+            phase: Phase::Judge
+        } | EventBody::LlmCall {
+            role: Role::Judge,
+            ..
+        } | EventBody::JudgeScored { .. }
+            | EventBody::Error { .. }
+    )
 }
 
 /// Every `*.jsonl` file under `paths` (files as given, folders recursively), sorted.

@@ -58,6 +58,42 @@ impl Writer {
         Ok(writer)
     }
 
+    /// Opens a finished run to append to it (`cosmos judge`). `run` is the file as read;
+    /// a file whose last line is torn is refused, since appending would bury the tear.
+    pub fn append(path: &Path, run: &super::run::Run, redactor: Redactor) -> Result<Self> {
+        let bytes = std::fs::metadata(path)
+            .with_context(|| format!("reading {}", path.display()))?
+            .len();
+        if bytes > 0 {
+            use std::io::{Read, Seek, SeekFrom};
+            let mut f = File::open(path)?;
+            f.seek(SeekFrom::End(-1))?;
+            let mut last = [0u8; 1];
+            f.read_exact(&mut last)?;
+            if last[0] != b'\n' {
+                anyhow::bail!(
+                    "{} ends in a torn line; refusing to append after it",
+                    path.display()
+                );
+            }
+        }
+        let file = OpenOptions::new()
+            .append(true)
+            .open(path)
+            .with_context(|| format!("opening {} to append", path.display()))?;
+        let mut metrics = RunAccumulator::new(&run.header);
+        run.events.iter().for_each(|e| metrics.push(e));
+        let next_seq = run.events.last().map_or(1, |e| e.seq + 1);
+        Ok(Self {
+            file,
+            path: path.to_path_buf(),
+            redactor,
+            next_seq,
+            line: Vec::new(),
+            metrics,
+        })
+    }
+
     /// The file being written.
     pub fn path(&self) -> &Path {
         &self.path

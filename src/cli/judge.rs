@@ -1,0 +1,133 @@
+//! `cosmos judge`: scores runs with the MCP-Bench rubric and appends `phase judge`, the
+//! judge's `llm_call` and `judge_scored` to each run's file.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, bail};
+
+use super::inert;
+use crate::judge;
+use crate::llm::client::LlmClient;
+use crate::llm::config::LlmConfig;
+use crate::trajectory::event::{EventBody, Phase, Role};
+use crate::trajectory::reader::collect_files;
+use crate::trajectory::redact::Redactor;
+use crate::trajectory::run::Run;
+use crate::trajectory::writer::Writer;
+
+/// Judges every run under `paths`; already judged runs are skipped unless `force`.
+pub fn run(paths: &[PathBuf], config: Option<PathBuf>, force: bool) -> Result<ExitCode> {
+    let llm = LlmConfig::load(config.as_deref())?;
+    let client = LlmClient::new(llm.endpoint(Role::Judge).clone());
+    let mut redactor = Redactor::new();
+    llm.secrets()
+        .into_iter()
+        .for_each(|s| redactor.add_secret(s));
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let files = collect_files(paths)?;
+    if files.is_empty() {
+        bail!("no *.jsonl files to judge");
+    }
+    let mut failures = 0;
+    for file in files {
+        match judge_file(&runtime, &client, &redactor, &file, force) {
+            Ok(line) => println!("{}", inert(&line)),
+            Err(e) => {
+                failures += 1;
+                eprintln!("cosmos: {}: {}", file.display(), inert(&format!("{e:#}")));
+            }
+        }
+    }
+    Ok(if failures > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn judge_file(
+    runtime: &tokio::runtime::Runtime,
+    client: &LlmClient,
+    redactor: &Redactor,
+    file: &PathBuf,
+    force: bool,
+) -> Result<String> {
+    let run = Run::open(file)?;
+    if run
+        .events
+        .iter()
+        .any(|e| matches!(e.body, EventBody::JudgeScored { .. }))
+        && !force
+    {
+        return Ok(format!(
+            "{}: already judged (--force to judge again)",
+            file.display()
+        ));
+    }
+    if run.finish_at(run.len()).is_none() {
+        bail!("the run has not finished; judge it when it has");
+    }
+    let (completion, scores) = runtime.block_on(judge::judge(client, &run));
+    let mut writer =
+        Writer::append(file, &run, redactor.clone()).context("appending the judgement")?;
+    let t = run.events.last().map_or(0, |e| e.t_ms);
+    let model = client.endpoint().model.clone();
+    writer.write(
+        t,
+        EventBody::Phase {
+            phase: Phase::Judge,
+        },
+    )?;
+    let llm_call = match &completion {
+        Ok(c) => EventBody::LlmCall {
+            role: Role::Judge,
+            model: model.clone(),
+            prompt_tokens: c.prompt_tokens,
+            completion_tokens: c.completion_tokens,
+            tokens_estimated: c.estimated,
+            latency_ms: c.latency.as_millis() as u64,
+            error: None,
+            messages: None,
+        },
+        Err(e) => EventBody::LlmCall {
+            role: Role::Judge,
+            model: model.clone(),
+            prompt_tokens: 0,
+            completion_tokens: 0,
+            tokens_estimated: false,
+            latency_ms: e.latency.as_millis() as u64,
+            error: Some(e.to_string()),
+            messages: None,
+        },
+    };
+    writer.write(t, llm_call)?;
+    match scores {
+        Ok(scores) => {
+            let summary = crate::metrics::run::JudgeSummary::from_scores(&scores);
+            writer.write(t, EventBody::JudgeScored { model, scores })?;
+            Ok(format!(
+                "{}: task completion {:.1}, tool selection {:.1}, planning {:.1}, overall {:.1}",
+                file.display(),
+                summary.task_completion,
+                summary.tool_selection,
+                summary.planning_effectiveness,
+                summary.overall
+            ))
+        }
+        Err(e) => {
+            writer.write(
+                t,
+                EventBody::Error {
+                    source: "llm".into(),
+                    name: Some("judge".into()),
+                    message: e.clone(),
+                    stderr_tail: None,
+                },
+            )?;
+            bail!("not judged: {e}")
+        }
+    }
+}
