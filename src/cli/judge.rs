@@ -1,7 +1,7 @@
 //! `cosmos judge`: scores runs with the MCP-Bench rubric and appends `phase judge`, the
 //! judge's `llm_call` and `judge_scored` to each run's file.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
@@ -52,7 +52,7 @@ fn judge_file(
     runtime: &tokio::runtime::Runtime,
     client: &LlmClient,
     redactor: &Redactor,
-    file: &PathBuf,
+    file: &Path,
     force: bool,
 ) -> Result<String> {
     let run = Run::open(file)?;
