@@ -3,121 +3,15 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use common::tmux::Tmux;
+
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use mcp_cosmos::trajectory::event::{EventBody, Observation};
 use mcp_cosmos::trajectory::redact::Redactor;
 use mcp_cosmos::trajectory::run::Run;
 use mcp_cosmos::trajectory::writer::Writer;
-
-/// A tmux server of our own (private socket), killed on drop.
-struct Tmux {
-    socket: PathBuf,
-    _dir: tempfile::TempDir,
-}
-
-impl Tmux {
-    fn start(args: &[&str], width: u16, height: u16) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let socket = dir.path().join("tmux.sock");
-        let bin = env!("CARGO_BIN_EXE_cosmos");
-        let config = dir.path().join("config");
-        let log = dir.path().join("cosmos.log");
-        let command = format!(
-            "sleep 0.3; XDG_CONFIG_HOME={} COSMOS_LOG_FILE={} TERM=xterm-256color exec {} {}",
-            config.display(),
-            log.display(),
-            bin,
-            args.iter()
-                .map(|a| format!("'{a}'"))
-                .collect::<Vec<_>>()
-                .join(" ")
-        );
-        let raw = dir.path().join("raw.bin");
-        let t = Self { socket, _dir: dir };
-        t.tmux(&[
-            "new-session",
-            "-d",
-            "-s",
-            "e2e",
-            "-x",
-            &width.to_string(),
-            "-y",
-            &height.to_string(),
-            &command,
-        ]);
-        // Capture every byte the program writes to its terminal, from before it starts.
-        t.tmux(&[
-            "pipe-pane",
-            "-o",
-            "-t",
-            "e2e",
-            &format!("cat >> {}", raw.display()),
-        ]);
-        t
-    }
-
-    fn tmux(&self, args: &[&str]) -> String {
-        let out = Command::new("tmux")
-            .arg("-S")
-            .arg(&self.socket)
-            .args(args)
-            .output()
-            .expect("tmux is installed (scripts/test.sh installs it)");
-        String::from_utf8_lossy(&out.stdout).to_string()
-    }
-
-    fn keys(&self, keys: &[&str]) {
-        for k in keys {
-            self.tmux(&["send-keys", "-t", "e2e", k]);
-            std::thread::sleep(Duration::from_millis(60));
-        }
-    }
-
-    fn screen(&self) -> String {
-        self.tmux(&["capture-pane", "-p", "-t", "e2e"])
-    }
-
-    fn wait_for(&self, text: &str) -> String {
-        let start = Instant::now();
-        loop {
-            let screen = self.screen();
-            if screen.contains(text) {
-                return screen;
-            }
-            assert!(
-                start.elapsed() < Duration::from_secs(15),
-                "timed out waiting for {text:?}; screen:\n{screen}"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-
-    fn raw(&self) -> Vec<u8> {
-        std::fs::read(self._dir.path().join("raw.bin")).unwrap_or_default()
-    }
-
-    fn alive(&self) -> bool {
-        Command::new("tmux")
-            .arg("-S")
-            .arg(&self.socket)
-            .args(["has-session", "-t", "e2e"])
-            .status()
-            .is_ok_and(|s| s.success())
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = Command::new("tmux")
-            .arg("-S")
-            .arg(&self.socket)
-            .arg("kill-server")
-            .status();
-    }
-}
 
 fn write_run(run: &Run, path: &Path) {
     let mut w = Writer::create(path, &run.header, Redactor::new()).unwrap();

@@ -1,6 +1,8 @@
 //! Hand-built runs for the explorer's tests: small, deterministic, each showing one thing.
 #![allow(dead_code)]
 
+pub mod tmux;
+
 use chrono::{TimeZone, Utc};
 use mcp_cosmos::trajectory::event::{
     Action, AgentInfo, AgentKind, Event, EventBody, Header, ModelInfo, Observation, Phase, Role,

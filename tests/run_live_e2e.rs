@@ -1,0 +1,91 @@
+//! `cosmos run` with the explorer: the live view in a real terminal (tmux), fed by a
+//! running agent against a real MCP server and the scripted endpoint.
+
+mod common;
+mod support;
+
+use std::time::{Duration, Instant};
+
+use common::tmux::Tmux;
+use serde_json::json;
+use support::*;
+
+fn start_live(dir: &std::path::Path, llm: &ScriptedLlm) -> (Tmux, std::path::PathBuf) {
+    let mcp = write_mcp_config(dir, bench_servers());
+    let out = dir.join("out");
+    let tasks = bench_tasks();
+    let base = llm.base_url();
+    let args = [
+        "run",
+        "--mcp-config",
+        mcp.to_str().unwrap(),
+        "--task",
+        tasks.to_str().unwrap(),
+        "--task-id",
+        "time_mcp_000",
+        "--agent",
+        "react",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    let t = Tmux::start_with_env(
+        &args,
+        &[
+            ("OPENAI_BASE_URL", base.as_str()),
+            ("OPENAI_API_KEY", "sk-live-test-0123456789"),
+        ],
+        160,
+        45,
+    );
+    (t, out)
+}
+
+fn wait_exit(t: &Tmux) {
+    let start = Instant::now();
+    while t.alive() && start.elapsed() < Duration::from_secs(15) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(!t.alive(), "the program ended");
+}
+
+#[test]
+fn the_live_view_follows_a_run_to_its_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let llm = ScriptedLlm::start(json!([
+        {"when": "1. Time MCP:convert_time", "delay_s": 1, "content": finish("04:00 in New York")},
+        {"when": "No tool has been called yet", "delay_s": 1, "content": call("Time MCP:convert_time", json!({"source_timezone": "UTC", "time": "09:00", "target_timezone": "America/New_York"}))}
+    ]));
+    let (t, out) = start_live(dir.path(), &llm);
+    t.wait_for("LIVE");
+    let screen = t.wait_for("status    completed");
+    assert!(
+        screen.contains("Steps · react") && screen.contains("calls     1"),
+        "{screen}"
+    );
+    t.keys(&["q"]);
+    wait_exit(&t);
+    let ev = events(&only_run(&out));
+    assert_eq!(ev.last().unwrap()["status"], "completed");
+}
+
+#[test]
+fn the_stop_key_ends_the_run_as_interrupted() {
+    let dir = tempfile::tempdir().unwrap();
+    let llm = ScriptedLlm::start(json!([{"delay_s": 30, "content": finish("late")}]));
+    let (t, out) = start_live(dir.path(), &llm);
+    t.wait_for("LIVE");
+    let start = Instant::now();
+    while llm.requests().is_empty() {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "the planner was never asked"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    t.keys(&["x"]);
+    t.wait_for("status    interrupted");
+    t.keys(&["q"]);
+    wait_exit(&t);
+    let ev = events(&only_run(&out));
+    assert_eq!(ev.last().unwrap()["status"], "interrupted");
+}
