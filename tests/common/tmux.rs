@@ -110,6 +110,7 @@ impl Tmux {
             .arg("-S")
             .arg(&self.socket)
             .args(["has-session", "-t", "e2e"])
+            .stderr(std::process::Stdio::null())
             .status()
             .is_ok_and(|s| s.success())
     }
@@ -121,6 +122,7 @@ impl Drop for Tmux {
             .arg("-S")
             .arg(&self.socket)
             .arg("kill-server")
+            .stderr(std::process::Stdio::null())
             .status();
     }
 }
