@@ -36,6 +36,7 @@ impl PlanRule {
 
 /// Search settings (SPIRAL's published defaults).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct Settings {
     /// Iterations (select, expand, evaluate, backpropagate).
     pub iterations: usize,
@@ -495,10 +496,16 @@ async fn evaluate_inner(
             )
         }
     };
-    let (critique, critic_events) = env
-        .critique(history, action, observation.as_ref().map(|(o, _)| o))
-        .await;
-    events.extend(critic_events);
+    // With alpha = 1 the critic's score is weighed by zero: do not pay for it.
+    let critique = if settings.alpha < 1.0 {
+        let (critique, critic_events) = env
+            .critique(history, action, observation.as_ref().map(|(o, _)| o))
+            .await;
+        events.extend(critic_events);
+        critique
+    } else {
+        None
+    };
     let terminal = verdict != Verdict::Valid;
     finish_evaluation(
         &settings,
@@ -632,6 +639,21 @@ mod tests {
 
     fn close(a: f64, b: f64) -> bool {
         (a - b).abs() < 1e-9
+    }
+
+    #[tokio::test]
+    async fn alpha_one_skips_the_critic() {
+        let (tree, _, _) = run(
+            &Toy::new(),
+            Settings {
+                iterations: 1,
+                alpha: 1.0,
+                ..Settings::default()
+            },
+        )
+        .await;
+        // good: base 0.1 alone.
+        assert!(close(tree.nodes[1].reward, 0.1));
     }
 
     #[tokio::test]

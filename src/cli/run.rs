@@ -91,30 +91,65 @@ pub struct RunArgs {
     /// Time one tool call may take, seconds.
     #[arg(long, default_value_t = 60)]
     pub call_timeout_s: u64,
-    /// SPIRAL: search iterations.
-    #[arg(long, default_value_t = 50, help_heading = "SPIRAL-Exec")]
-    pub iterations: usize,
-    /// SPIRAL: deepest node.
-    #[arg(long, default_value_t = 8, help_heading = "SPIRAL-Exec")]
-    pub max_depth: u32,
-    /// SPIRAL: UCT exploration constant c.
-    #[arg(long, default_value_t = 1.0, help_heading = "SPIRAL-Exec")]
-    pub exploration: f64,
-    /// SPIRAL: candidates the planner proposes per expansion (K).
-    #[arg(long, default_value_t = 3, help_heading = "SPIRAL-Exec")]
-    pub candidates: usize,
-    /// SPIRAL: weight of the base reward, alpha·base + (1−alpha)·critic.
-    #[arg(long, default_value_t = 0.5, help_heading = "SPIRAL-Exec")]
-    pub alpha: f64,
-    /// SPIRAL: how the final plan is chosen.
-    #[arg(long, value_enum, default_value_t = PlanRule::BestMean, help_heading = "SPIRAL-Exec")]
-    pub plan_rule: PlanRule,
+    /// SPIRAL: search iterations [default: 50, or [agent] iterations in cosmos.toml].
+    #[arg(long, help_heading = "SPIRAL-Exec")]
+    pub iterations: Option<usize>,
+    /// SPIRAL: deepest node [default: 8].
+    #[arg(long, help_heading = "SPIRAL-Exec")]
+    pub max_depth: Option<u32>,
+    /// SPIRAL: UCT exploration constant c [default: 1.0].
+    #[arg(long, help_heading = "SPIRAL-Exec")]
+    pub exploration: Option<f64>,
+    /// SPIRAL: candidates the planner proposes per expansion, K [default: 3].
+    #[arg(long, help_heading = "SPIRAL-Exec")]
+    pub candidates: Option<usize>,
+    /// SPIRAL: weight of the base reward, alpha·base + (1−alpha)·critic [default: 0.5; 1 skips the critic].
+    #[arg(long, help_heading = "SPIRAL-Exec")]
+    pub alpha: Option<f64>,
+    /// SPIRAL: how the final plan is chosen [default: best-mean].
+    #[arg(long, value_enum, help_heading = "SPIRAL-Exec")]
+    pub plan_rule: Option<PlanRule>,
     /// SPIRAL: simulations and critic calls of one expansion run at once (default K).
     #[arg(long, help_heading = "SPIRAL-Exec")]
     pub concurrency: Option<usize>,
 }
 
 impl RunArgs {
+    /// Search settings: flags, else `[agent]` in cosmos.toml, else SPIRAL's defaults.
+    fn search_settings(&self) -> Result<Settings> {
+        let file = match &self.config {
+            Some(p) => crate::llm::config::LlmConfig::load(Some(p))?.agent,
+            None => None,
+        };
+        let from_file: Settings = match file {
+            Some(table) => {
+                let mut merged = toml::Value::try_from(Settings::default())?;
+                if let (Some(m), Some(t)) = (merged.as_table_mut(), table.as_table()) {
+                    for (k, v) in t {
+                        m.insert(k.clone(), v.clone());
+                    }
+                }
+                merged.try_into().context("[agent] in cosmos.toml")?
+            }
+            None => Settings::default(),
+        };
+        let k = self.candidates.unwrap_or(from_file.k).max(1);
+        Ok(Settings {
+            iterations: self.iterations.unwrap_or(from_file.iterations),
+            max_depth: self.max_depth.unwrap_or(from_file.max_depth),
+            c: self.exploration.unwrap_or(from_file.c),
+            k,
+            alpha: self.alpha.unwrap_or(from_file.alpha).clamp(0.0, 1.0),
+            plan_rule: self.plan_rule.unwrap_or(from_file.plan_rule),
+            concurrency: self
+                .concurrency
+                .or((from_file.concurrency != Settings::default().concurrency)
+                    .then_some(from_file.concurrency))
+                .unwrap_or(k)
+                .max(1),
+        })
+    }
+
     fn spec(&self) -> Result<RunSpec> {
         let world_model = match self.world_model {
             WorldModelArg::None => WorldModelChoice::None,
@@ -150,15 +185,7 @@ impl RunArgs {
                 call: Duration::from_secs(self.call_timeout_s),
             },
             command_timeout: Duration::from_secs(self.call_timeout_s),
-            search: Settings {
-                iterations: self.iterations,
-                max_depth: self.max_depth,
-                c: self.exploration,
-                k: self.candidates.max(1),
-                alpha: self.alpha.clamp(0.0, 1.0),
-                plan_rule: self.plan_rule,
-                concurrency: self.concurrency.unwrap_or(self.candidates).max(1),
-            },
+            search: self.search_settings()?,
         })
     }
 }
