@@ -50,6 +50,8 @@ pub struct RunSpec {
     pub task_file: PathBuf,
     /// Task id within it.
     pub task_id: Option<String>,
+    /// Servers of the config to connect besides the task's own (MCP-Bench's distraction servers).
+    pub extra_servers: Vec<String>,
     /// The agent.
     pub agent: AgentKind,
     /// The world model.
@@ -122,7 +124,7 @@ pub async fn prepare(spec: &RunSpec, stop: watch::Receiver<bool>) -> Result<Prep
     let tasks = task::load(&spec.task_file)?;
     let task = task::select(tasks, spec.task_id.as_deref(), &spec.task_file)?;
     let mcp = McpConfig::load(&spec.mcp_config)?;
-    let servers = if task.servers.is_empty() {
+    let mut servers = if task.servers.is_empty() {
         mcp.servers.clone()
     } else {
         task.servers
@@ -131,6 +133,12 @@ pub async fn prepare(spec: &RunSpec, stop: watch::Receiver<bool>) -> Result<Prep
             .collect::<Result<Vec<_>>>()
             .with_context(|| format!("task {} needs servers", task.id))?
     };
+    for name in &spec.extra_servers {
+        let extra = mcp.get(name)?.clone();
+        if !servers.iter().any(|s| s.name == extra.name) {
+            servers.push(extra);
+        }
+    }
     let llm = LlmConfig::load(spec.llm_config.as_deref())?;
     let client = |role| Arc::new(LlmClient::new(llm.endpoint(role).clone()));
     let memory = if spec.memory_from.is_empty() {

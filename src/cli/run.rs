@@ -52,6 +52,9 @@ pub struct RunArgs {
     /// Which task of the file (needed when it has several).
     #[arg(long)]
     pub task_id: Option<String>,
+    /// Also connect this server of the MCP config (repeatable), as MCP-Bench adds distraction servers.
+    #[arg(long)]
+    pub extra_server: Vec<String>,
     /// The agent.
     #[arg(long, value_enum)]
     pub agent: AgentArg,
@@ -165,6 +168,7 @@ impl RunArgs {
             mcp_config: self.mcp_config.clone(),
             task_file: self.task.clone(),
             task_id: self.task_id.clone(),
+            extra_servers: self.extra_server.clone(),
             agent: match self.agent {
                 AgentArg::React => AgentKind::React,
                 AgentArg::PlanExec => AgentKind::PlanExec,

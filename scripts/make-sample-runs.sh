@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Makes sample_runs/ with a real local model against real MCP servers, by `cosmos run` only.
+# Slow on purpose (a 1.5B model on 2 CPU cores): about an hour for the whole set.
+#
+#   scripts/make-sample-runs.sh            # all runs
+#   scripts/make-sample-runs.sh NAME...    # only these (see the list at the bottom)
+#
+# Needs: scripts/install-test-servers.sh (the MCP servers) and scripts/local-model.sh (the model).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+./scripts/install-test-servers.sh >/dev/null
+./scripts/local-model.sh start >/dev/null
+cargo build --release --quiet
+cosmos=./target/release/cosmos
+servers=$PWD/.cache/servers
+out=sample_runs
+tasks=../shared/fixtures/mcp-bench/single_server_time_unit.json
+mcp=.cache/sample-mcp.json
+
+# The two MCP-Bench servers under their MCP-Bench names, and the npm memory server, which
+# joins every run as a distraction server (MCP-Bench adds distraction servers the same way).
+cat > "$mcp" <<JSON
+{"mcpServers": {
+  "Time MCP": {"command": "$servers/venv/bin/python", "args": ["-m", "mcp_server_time", "--local-timezone", "UTC"]},
+  "Unit Converter": {"command": "$servers/venv/bin/python", "args": ["-m", "unit_converter_mcp.server"], "env": {"FASTMCP_CHECK_FOR_UPDATES": "off"}},
+  "memory": {"command": "$servers/npm/node_modules/.bin/mcp-server-memory", "env": {"MEMORY_FILE_PATH": "$PWD/.cache/sample-memory.jsonl"}}
+}}
+JSON
+
+run() {
+  local name=$1; shift
+  if [ -n "${only:-}" ] && ! grep -qw "$name" <<<"$only"; then return; fi
+  echo "== $name: cosmos run $*" >&2
+  OPENAI_API_KEY=local-no-key "$cosmos" run --mcp-config "$mcp" --task "$tasks" --config sample_runs/cosmos.toml \
+    --extra-server memory --out "$out" --no-tui --max-time-s 2400 "$@" || echo "== $name ended non-zero (kept: a failed run is a sample too)" >&2
+}
+
+only="$*"
+# ReAct first: their real calls feed the memory world model below.
+run react-time-000      --task-id time_mcp_000 --agent react --max-steps 5
+run react-time-001      --task-id time_mcp_001 --agent react --max-steps 5
+run react-units-001     --task-id unit_converter_001 --agent react --max-steps 5
+run planexec-llm-time   --task-id time_mcp_000 --agent plan-exec --world-model llm --max-steps 4
+run planexec-llm-units  --task-id unit_converter_001 --agent plan-exec --world-model llm --max-steps 4
+run planexec-mem-time   --task-id time_mcp_000 --agent plan-exec --world-model memory --memory-from "$out" --max-steps 4
+run planexec-mem-units  --task-id unit_converter_001 --agent plan-exec --world-model memory --memory-from "$out" --max-steps 4
+run spiral-mem-time     --task-id time_mcp_001 --agent spiral --world-model memory --memory-from "$out" \
+                        --iterations 12 --candidates 3 --max-depth 4 --alpha 1.0
+run spiral-llm-time     --task-id time_mcp_000 --agent spiral --world-model llm --memory-from "$out" \
+                        --iterations 3 --candidates 3 --max-depth 3 --cache-world-model
+run spiral-mem-units    --task-id unit_converter_001 --agent spiral --world-model memory --memory-from "$out" \
+                        --iterations 6 --candidates 3 --max-depth 3 --concurrency 1
+"$cosmos" validate "$out"
+"$cosmos" report "$out"
