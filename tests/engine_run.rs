@@ -516,7 +516,11 @@ fn the_example_config_parses() {
     let path = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/cosmos.example.toml"));
     let config = mcp_cosmos::llm::config::LlmConfig::load(Some(path)).unwrap();
     let search: mcp_cosmos::agent::mcts::Settings = config.agent.unwrap().try_into().unwrap();
-    assert_eq!(search, mcp_cosmos::agent::mcts::Settings::default(), "the example shows the defaults");
+    assert_eq!(
+        search,
+        mcp_cosmos::agent::mcts::Settings::default(),
+        "the example shows the defaults"
+    );
 }
 
 #[test]

@@ -149,31 +149,10 @@ impl Env {
         result: Result<&Completion, &LlmError>,
         model: &str,
     ) -> Result<()> {
-        let body = match result {
-            Ok(c) => {
-                self.tokens += c.prompt_tokens + c.completion_tokens;
-                EventBody::LlmCall {
-                    role,
-                    model: model.to_string(),
-                    prompt_tokens: c.prompt_tokens,
-                    completion_tokens: c.completion_tokens,
-                    tokens_estimated: c.estimated,
-                    latency_ms: c.latency.as_millis() as u64,
-                    error: None,
-                    messages: None,
-                }
-            }
-            Err(e) => EventBody::LlmCall {
-                role,
-                model: model.to_string(),
-                prompt_tokens: 0,
-                completion_tokens: 0,
-                tokens_estimated: false,
-                latency_ms: e.latency.as_millis() as u64,
-                error: Some(e.to_string()),
-                messages: None,
-            },
-        };
+        if let Ok(c) = result {
+            self.tokens += c.prompt_tokens + c.completion_tokens;
+        }
+        let body = llm_call_event(role, model, result);
         rec.emit(body)?;
         Ok(())
     }
@@ -181,18 +160,83 @@ impl Env {
     /// Records a world model's LLM call.
     pub fn record_world_model_llm(&mut self, rec: &mut Recorder, usage: &LlmUsage) -> Result<()> {
         self.tokens += usage.prompt_tokens + usage.completion_tokens;
-        rec.emit(EventBody::LlmCall {
-            role: Role::WorldModel,
-            model: usage.model.clone(),
-            prompt_tokens: usage.prompt_tokens,
-            completion_tokens: usage.completion_tokens,
-            tokens_estimated: usage.estimated,
-            latency_ms: usage.latency.as_millis() as u64,
-            error: usage.error.clone(),
-            messages: None,
-        })?;
+        rec.emit(usage_event(usage))?;
         Ok(())
     }
+}
+
+/// The `llm_call` event of a call that succeeded or failed.
+pub fn llm_call_event(
+    role: Role,
+    model: &str,
+    result: Result<&Completion, &LlmError>,
+) -> EventBody {
+    let (prompt_tokens, completion_tokens, tokens_estimated, latency, error) = match result {
+        Ok(c) => (
+            c.prompt_tokens,
+            c.completion_tokens,
+            c.estimated,
+            c.latency,
+            None,
+        ),
+        Err(e) => (0, 0, false, e.latency, Some(e.to_string())),
+    };
+    EventBody::LlmCall {
+        role,
+        model: model.to_string(),
+        prompt_tokens,
+        completion_tokens,
+        tokens_estimated,
+        latency_ms: latency.as_millis() as u64,
+        error,
+        messages: None,
+    }
+}
+
+/// The `llm_call` event of a world model's own LLM call.
+pub fn usage_event(usage: &LlmUsage) -> EventBody {
+    EventBody::LlmCall {
+        role: Role::WorldModel,
+        model: usage.model.clone(),
+        prompt_tokens: usage.prompt_tokens,
+        completion_tokens: usage.completion_tokens,
+        tokens_estimated: usage.estimated,
+        latency_ms: usage.latency.as_millis() as u64,
+        error: usage.error.clone(),
+        messages: None,
+    }
+}
+
+/// Asks the planner for the next action and records the call. `Err` carries how the run
+/// ends when there is no decision (a stop, or the planner failing).
+pub async fn planner_turn(
+    env: &mut Env,
+    rec: &mut Recorder,
+    history: &[crate::world_model::HistoryStep],
+    mode: &str,
+    observed: &str,
+) -> Result<std::result::Result<planner::Decision, End>> {
+    let client = env.planner.clone();
+    let decided = env
+        .or_stop(planner::decide(
+            &client,
+            &env.tools,
+            &env.task.request,
+            history,
+            mode,
+            observed,
+        ))
+        .await;
+    let Some(decided) = decided else {
+        return Ok(Err(End::interrupted()));
+    };
+    env.record_llm(
+        rec,
+        Role::Planner,
+        decided.as_ref().map(|d| &d.completion),
+        &client.endpoint().model,
+    )?;
+    Ok(decided.map_err(|e| End::failed(format!("planner failed: {e}"))))
 }
 
 /// How an agent's run ended.

@@ -6,8 +6,8 @@ use anyhow::Result;
 
 use super::execute::{PlannedCall, execute_plan};
 use super::recorder::Recorder;
-use super::{End, Env, answer, planner};
-use crate::trajectory::event::{Action, EventBody, NodeId, Observation, Phase, Role, Verdict};
+use super::{End, Env, answer, planner_turn};
+use crate::trajectory::event::{Action, EventBody, NodeId, Observation, Phase, Verdict};
 use crate::world_model::{HistoryStep, SimRequest};
 
 /// Runs ReAct-Plan-Exec to the end.
@@ -35,22 +35,10 @@ pub async fn run(env: &mut Env, rec: &mut Recorder) -> Result<End> {
             limit = Some(why);
             break;
         }
-        let client = env.planner.clone();
-        let decided = env
-            .or_stop(planner::decide(&client, &env.tools, &env.task.request, &simulated, "Tool results you see are predictions of a world model; you are writing a plan that will be run for real afterwards.", "predicted results"))
-            .await;
-        let Some(decided) = decided else {
-            return Ok(End::interrupted());
-        };
-        env.record_llm(
-            rec,
-            Role::Planner,
-            decided.as_ref().map(|d| &d.completion),
-            &client.endpoint().model,
-        )?;
-        let decision = match decided {
+        let mode = "Tool results you see are predictions of a world model; you are writing a plan that will be run for real afterwards.";
+        let decision = match planner_turn(env, rec, &simulated, mode, "predicted results").await? {
             Ok(d) => d,
-            Err(e) => return Ok(End::failed(format!("planner failed: {e}"))),
+            Err(end) => return Ok(end),
         };
         let node = NodeId::from(depth);
         rec.emit(EventBody::NodeAdded {

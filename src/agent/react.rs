@@ -5,8 +5,8 @@ use anyhow::Result;
 
 use super::execute::{PlannedCall, call};
 use super::recorder::Recorder;
-use super::{End, Env, answer, planner};
-use crate::trajectory::event::{Action, EventBody, Phase, Role};
+use super::{End, Env, answer, planner_turn};
+use crate::trajectory::event::{Action, EventBody, Phase};
 use crate::world_model::HistoryStep;
 
 /// Runs ReAct to the end.
@@ -20,29 +20,17 @@ pub async fn run(env: &mut Env, rec: &mut Recorder) -> Result<End> {
             limit = Some(why);
             break;
         }
-        let client = env.planner.clone();
-        let decided = env
-            .or_stop(planner::decide(
-                &client,
-                &env.tools,
-                &env.task.request,
-                &real,
-                "You call real tools and see their real results.",
-                "real results",
-            ))
-            .await;
-        let Some(decided) = decided else {
-            return Ok(End::interrupted());
-        };
-        env.record_llm(
+        let decision = match planner_turn(
+            env,
             rec,
-            Role::Planner,
-            decided.as_ref().map(|d| &d.completion),
-            &client.endpoint().model,
-        )?;
-        let decision = match decided {
+            &real,
+            "You call real tools and see their real results.",
+            "real results",
+        )
+        .await?
+        {
             Ok(d) => d,
-            Err(e) => return Ok(End::failed(format!("planner failed: {e}"))),
+            Err(end) => return Ok(end),
         };
         match decision.action {
             Action::Finish { answer } => {

@@ -12,8 +12,8 @@ use serde_json::{Value, json};
 use super::execute::{PlannedCall, execute_plan};
 use super::mcts::{self, Answer, Critique, SearchEnv, Settings, Stopped};
 use super::recorder::Recorder;
-use super::{End, Env, answer, planner};
-use crate::llm::client::{Completion, LlmClient, LlmError, Message};
+use super::{End, Env, answer, llm_call_event, planner, usage_event};
+use crate::llm::client::{Completion, LlmClient, Message};
 use crate::trajectory::catalog::ToolCatalog;
 use crate::trajectory::event::{Action, EventBody, NodeId, Observation, Phase, Role, ToolInfo};
 use crate::world_model::{HistoryStep, SimRequest, WorldModel};
@@ -30,31 +30,6 @@ struct SpiralEnv<'a> {
     tokens: AtomicU64,
     max_tokens: u64,
     deadline: Instant,
-}
-
-fn llm_event(role: Role, model: &str, result: Result<&Completion, &LlmError>) -> EventBody {
-    match result {
-        Ok(c) => EventBody::LlmCall {
-            role,
-            model: model.into(),
-            prompt_tokens: c.prompt_tokens,
-            completion_tokens: c.completion_tokens,
-            tokens_estimated: c.estimated,
-            latency_ms: c.latency.as_millis() as u64,
-            error: None,
-            messages: None,
-        },
-        Err(e) => EventBody::LlmCall {
-            role,
-            model: model.into(),
-            prompt_tokens: 0,
-            completion_tokens: 0,
-            tokens_estimated: false,
-            latency_ms: e.latency.as_millis() as u64,
-            error: Some(e.to_string()),
-            messages: None,
-        },
-    }
 }
 
 impl SpiralEnv<'_> {
@@ -93,7 +68,7 @@ impl SearchEnv for SpiralEnv<'_> {
             {
                 Ok((value, c)) => {
                     self.count(&c);
-                    let event = llm_event(Role::Planner, &model, Ok(&c));
+                    let event = llm_call_event(Role::Planner, &model, Ok(&c));
                     // A model that answers with one action instead of a list still counts.
                     let items: Vec<Value> = match value.get("candidates").and_then(Value::as_array)
                     {
@@ -107,7 +82,7 @@ impl SearchEnv for SpiralEnv<'_> {
                 }
                 Err(e) => (
                     Err(format!("planner failed: {e}")),
-                    vec![llm_event(Role::Planner, &model, Err(&e))],
+                    vec![llm_call_event(Role::Planner, &model, Err(&e))],
                 ),
             }
         })
@@ -137,16 +112,6 @@ impl SearchEnv for SpiralEnv<'_> {
                 arguments,
                 user_request: self.request,
                 history,
-            };
-            let usage_event = |u: &crate::world_model::LlmUsage| EventBody::LlmCall {
-                role: Role::WorldModel,
-                model: u.model.clone(),
-                prompt_tokens: u.prompt_tokens,
-                completion_tokens: u.completion_tokens,
-                tokens_estimated: u.estimated,
-                latency_ms: u.latency.as_millis() as u64,
-                error: u.error.clone(),
-                messages: None,
             };
             match self.world_model.simulate(req).await {
                 Ok(sim) => {
@@ -203,7 +168,7 @@ impl SearchEnv for SpiralEnv<'_> {
             {
                 Ok((v, c)) => {
                     self.count(&c);
-                    let event = llm_event(Role::Critic, &model, Ok(&c));
+                    let event = llm_call_event(Role::Critic, &model, Ok(&c));
                     let critique = v["score"].as_f64().map(|s| Critique {
                         score: s.clamp(0.0, 1.0),
                         reason: v["reason"].as_str().unwrap_or_default().to_string(),
@@ -211,7 +176,7 @@ impl SearchEnv for SpiralEnv<'_> {
                     (critique, vec![event])
                 }
                 // Without the critic the base reward stands alone.
-                Err(e) => (None, vec![llm_event(Role::Critic, &model, Err(&e))]),
+                Err(e) => (None, vec![llm_call_event(Role::Critic, &model, Err(&e))]),
             }
         })
     }

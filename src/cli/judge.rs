@@ -81,28 +81,7 @@ fn judge_file(
             phase: Phase::Judge,
         },
     )?;
-    let llm_call = match &completion {
-        Ok(c) => EventBody::LlmCall {
-            role: Role::Judge,
-            model: model.clone(),
-            prompt_tokens: c.prompt_tokens,
-            completion_tokens: c.completion_tokens,
-            tokens_estimated: c.estimated,
-            latency_ms: c.latency.as_millis() as u64,
-            error: None,
-            messages: None,
-        },
-        Err(e) => EventBody::LlmCall {
-            role: Role::Judge,
-            model: model.clone(),
-            prompt_tokens: 0,
-            completion_tokens: 0,
-            tokens_estimated: false,
-            latency_ms: e.latency.as_millis() as u64,
-            error: Some(e.to_string()),
-            messages: None,
-        },
-    };
+    let llm_call = crate::agent::llm_call_event(Role::Judge, &model, completion.as_ref());
     writer.write(t, llm_call)?;
     match scores {
         Ok(scores) => {
