@@ -17,7 +17,7 @@ use mcp_cosmos::trajectory::event::{Action, Observation};
 use mcp_cosmos::world_model::HistoryStep;
 use serde_json::{Value, json};
 
-/// Answers instantly; proposes K distinct calls and a finish at depth 3.
+/// Proposes K distinct calls; answers instantly, or through a real endpoint when given one.
 struct Instant0 {
     k: usize,
     http: Option<Arc<LlmClient>>,
@@ -35,7 +35,8 @@ impl SearchEnv for Instant0 {
                 arguments: json!({"i": i, "d": history.len()}),
             })
             .collect();
-        if history.len() >= 3 {
+        // The overhead run (no endpoint) only grows the tree; with an endpoint, paths finish at depth 3.
+        if self.http.is_some() && history.len() >= 3 {
             out[0] = Action::Finish { answer: None };
         }
         Box::pin(async move { (Ok(out), vec![]) })
@@ -99,7 +100,7 @@ fn main() {
     let env = Instant0 { k: 3, http: None };
     let settings = Settings {
         iterations: 3_400,
-        max_depth: 8,
+        max_depth: 12,
         k: 3,
         plan_rule: PlanRule::BestMean,
         ..Settings::default()
