@@ -303,3 +303,31 @@ fn live_run_grows_follows_pauses_and_stops() {
         EventBody::RunFinished { .. }
     ));
 }
+
+#[test]
+fn find_in_the_timeline() {
+    let mut app = run_app(common::plan_fails_run());
+    send(&mut app, KeyCode::Home);
+    press(&mut app, "/");
+    assert!(view(&app).finding);
+    press(&mut app, "q");
+    assert!(!app.quit, "q is text while finding");
+    send(&mut app, KeyCode::Backspace);
+    press(&mut app, "us/newyork");
+    assert!(view(&app).status().contains("find: us/newyork"));
+    send(&mut app, KeyCode::Enter);
+    // The first event that mentions it is node 2's node_added (event 8).
+    assert_eq!(view(&app).position(), 8);
+    assert!(view(&app).message.as_ref().unwrap().contains("found"));
+    press(&mut app, "/");
+    press(&mut app, "zzz-nothing");
+    send(&mut app, KeyCode::Enter);
+    assert_eq!(view(&app).position(), 8);
+    assert!(
+        view(&app)
+            .message
+            .as_ref()
+            .unwrap()
+            .contains("no event matches")
+    );
+}

@@ -119,8 +119,11 @@ impl App {
     pub fn map_input(&self, event: TermEvent) -> Option<Action> {
         match event {
             TermEvent::Key(key) if key.kind != KeyEventKind::Release => {
-                let typing = self.screen == Screen::Browser
-                    && self.browser.as_ref().is_some_and(|b| b.typing);
+                let typing = match self.screen {
+                    Screen::Browser => self.browser.as_ref().is_some_and(|b| b.typing),
+                    Screen::Run => self.run.as_ref().is_some_and(|r| r.finding),
+                    Screen::Compare => false,
+                };
                 if typing {
                     Some(Action::Input(key))
                 } else {

@@ -124,6 +124,10 @@ pub struct RunView {
     pub area: Rect,
     /// A message for the status line.
     pub message: Option<String>,
+    /// The find prompt's text while typing (`/`), and the last query after.
+    pub find: Option<String>,
+    /// True while typing into the find prompt.
+    pub finding: bool,
 }
 
 impl RunView {
@@ -146,6 +150,8 @@ impl RunView {
             live: None,
             area,
             message: None,
+            find: None,
+            finding: false,
         };
         let end = view.run.len();
         view.seek(end);
@@ -305,6 +311,12 @@ impl RunView {
                 self.refresh();
             }
             Action::LiveEvent(e) => self.push((**e).clone()),
+            Action::Search => {
+                self.finding = true;
+                self.find = Some(String::new());
+                self.message = None;
+            }
+            Action::Input(key) => self.type_find(key),
             _ => return false,
         }
         true
@@ -342,6 +354,56 @@ impl RunView {
                 self.message = None;
             }
             None => self.message = Some(none.to_string()),
+        }
+    }
+
+    fn type_find(&mut self, key: &crossterm::event::KeyEvent) {
+        use crossterm::event::KeyCode;
+        let query = self.find.get_or_insert_with(String::new);
+        match key.code {
+            KeyCode::Esc => {
+                self.finding = false;
+                self.find = None;
+            }
+            KeyCode::Backspace => {
+                query.pop();
+            }
+            KeyCode::Char(c) if !c.is_control() => query.push(c),
+            KeyCode::Enter => {
+                self.finding = false;
+                let needle = query.to_lowercase();
+                if needle.is_empty() {
+                    return;
+                }
+                // From the event after the cursor's, wrapping around once.
+                let k = self.position();
+                let n = self.run.len();
+                let hit = (0..n).map(|i| (k + i) % n).find(|&i| {
+                    let e = &self.run.events[i];
+                    e.body.kind().contains(&needle)
+                        || crate::trajectory::describe::summary(e)
+                            .to_lowercase()
+                            .contains(&needle)
+                });
+                match hit {
+                    Some(i) => {
+                        let shown = needle.clone();
+                        self.jump(Some(i + 1), "");
+                        self.message = Some(format!(
+                            "found \"{}\" at event {}",
+                            super::text::one_line(&shown, 40),
+                            i + 1
+                        ));
+                    }
+                    None => {
+                        self.message = Some(format!(
+                            "no event matches \"{}\"",
+                            super::text::one_line(&needle, 40)
+                        ))
+                    }
+                }
+            }
+            _ => {}
         }
     }
 
@@ -427,8 +489,12 @@ impl RunView {
             (None, Some(_)) => format!("PLAYING ×{}", SPEEDS[self.speed]),
             (None, None) => "PAUSED".to_string(),
         };
+        let find = match (&self.find, self.finding) {
+            (Some(q), true) => format!("  find: {}▏", super::text::one_line(q, 40)),
+            _ => String::new(),
+        };
         format!(
-            "{}  event {}/{}  {mode}",
+            "{}  event {}/{}  {mode}{find}",
             self.run.path.display(),
             self.position(),
             self.run.len()
