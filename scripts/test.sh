@@ -22,9 +22,9 @@ fi
 cargo fetch --locked
 
 # cargo nextest when installed (faster, isolates tests), cargo test otherwise.
+# (The crate has no doc tests; nextest's summary is the last line CI reads.)
 if cargo nextest --version >/dev/null 2>&1; then
   cargo nextest run --locked --no-fail-fast
-  cargo test --locked --doc
 else
   cargo test --locked --no-fail-fast
 fi
