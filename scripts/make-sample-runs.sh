@@ -50,6 +50,6 @@ run spiral-mem-time     --task-id time_mcp_001 --agent spiral --world-model memo
 run spiral-llm-time     --task-id time_mcp_000 --agent spiral --world-model llm --memory-from "$out" \
                         --iterations 3 --candidates 3 --max-depth 3 --cache-world-model
 run spiral-mem-units    --task-id unit_converter_001 --agent spiral --world-model memory --memory-from "$out" \
-                        --iterations 6 --candidates 3 --max-depth 3 --concurrency 1
+                        --iterations 14 --candidates 3 --max-depth 4 --alpha 1.0
 "$cosmos" validate "$out"
 "$cosmos" report "$out"
