@@ -51,5 +51,7 @@ run spiral-llm-time     --task-id time_mcp_000 --agent spiral --world-model llm 
                         --iterations 3 --candidates 3 --max-depth 3 --cache-world-model
 run spiral-mem-units    --task-id unit_converter_001 --agent spiral --world-model memory --memory-from "$out" \
                         --iterations 14 --candidates 3 --max-depth 4 --alpha 1.0
+run spiral-mem-time-deep --task-id time_mcp_001 --agent spiral --world-model memory --memory-from "$out" \
+                        --iterations 16 --candidates 3 --max-depth 5 --alpha 1.0
 "$cosmos" validate "$out"
 "$cosmos" report "$out"
