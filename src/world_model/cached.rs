@@ -55,16 +55,8 @@ impl WorldModel for CachedWorldModel {
     }
 
     fn describe(&self) -> WorldModelInfo {
-        let inner = self.inner.describe();
-        let mut details = std::collections::BTreeMap::new();
-        details.insert(
-            "inner".into(),
-            serde_json::to_value(&inner).unwrap_or_default(),
-        );
-        WorldModelInfo {
-            name: self.name(),
-            details,
-        }
+        let inner = serde_json::to_value(self.inner.describe()).unwrap_or_default();
+        super::describe(self.name(), [("inner", inner)])
     }
 
     fn simulate<'a>(

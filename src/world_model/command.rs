@@ -112,13 +112,13 @@ impl WorldModel for CommandWorldModel {
     }
 
     fn describe(&self) -> WorldModelInfo {
-        let mut details = std::collections::BTreeMap::new();
-        details.insert("command".into(), json!(self.command));
-        details.insert("timeout_s".into(), json!(self.timeout.as_secs_f64()));
-        WorldModelInfo {
-            name: self.name(),
-            details,
-        }
+        super::describe(
+            self.name(),
+            [
+                ("command", json!(self.command)),
+                ("timeout_s", json!(self.timeout.as_secs_f64())),
+            ],
+        )
     }
 
     fn simulate<'a>(

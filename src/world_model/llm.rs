@@ -83,18 +83,16 @@ impl WorldModel for LlmWorldModel {
 
     fn describe(&self) -> WorldModelInfo {
         let e = self.client.endpoint();
-        let mut details = std::collections::BTreeMap::new();
-        details.insert("model".into(), json!(e.model));
-        details.insert("base_url".into(), json!(e.base_url));
-        details.insert("temperature".into(), json!(e.temperature));
-        details.insert(
-            "examples_from_memory".into(),
-            json!(self.examples.as_ref().map_or(0, |b| b.len())),
-        );
-        WorldModelInfo {
-            name: self.name(),
-            details,
-        }
+        let examples = self.examples.as_ref().map_or(0, |b| b.len());
+        super::describe(
+            self.name(),
+            [
+                ("model", json!(e.model)),
+                ("base_url", json!(e.base_url)),
+                ("temperature", json!(e.temperature)),
+                ("examples_from_memory", json!(examples)),
+            ],
+        )
     }
 
     fn simulate<'a>(

@@ -139,22 +139,19 @@ impl WorldModel for MemoryWorldModel {
     }
 
     fn describe(&self) -> WorldModelInfo {
-        let mut details = std::collections::BTreeMap::new();
-        details.insert("transitions".into(), json!(self.buffer.len()));
-        details.insert(
-            "runs".into(),
-            json!(
-                self.buffer
-                    .sources
-                    .iter()
-                    .map(|p| p.display().to_string())
-                    .collect::<Vec<_>>()
-            ),
-        );
-        WorldModelInfo {
-            name: self.name(),
-            details,
-        }
+        let runs: Vec<String> = self
+            .buffer
+            .sources
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect();
+        super::describe(
+            self.name(),
+            [
+                ("transitions", json!(self.buffer.len())),
+                ("runs", json!(runs)),
+            ],
+        )
     }
 
     fn simulate<'a>(

@@ -89,6 +89,20 @@ pub trait WorldModel: Send + Sync {
     ) -> BoxFuture<'a, Result<Simulation, SimFailure>>;
 }
 
+/// A world model's `to_dict`: its name and some recorded details.
+pub fn describe<'a>(
+    name: String,
+    details: impl IntoIterator<Item = (&'a str, Value)>,
+) -> WorldModelInfo {
+    WorldModelInfo {
+        name,
+        details: details
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect(),
+    }
+}
+
 /// Arguments in a canonical text form (keys sorted), for matching and caching.
 pub fn canonical(value: &Value) -> String {
     fn sort(v: &Value) -> Value {
