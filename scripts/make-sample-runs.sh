@@ -30,9 +30,9 @@ JSON
 
 run() {
   local name=$1; shift
-  if [ -n "${only:-}" ] && ! grep -qw "$name" <<<"$only"; then return; fi
+  if [ -n "${only:-}" ] && [[ " $only " != *" $name "* ]]; then return; fi
   echo "== $name: cosmos run $*" >&2
-  OPENAI_API_KEY=local-no-key "$cosmos" run --mcp-config "$mcp" --task "$tasks" --config sample_runs/cosmos.toml \
+  OPENAI_API_KEY=local-no-key "$cosmos" run --mcp-config "$mcp" --task "$tasks" --config "${config:-sample_runs/cosmos.toml}" \
     --extra-server memory --out "$out" --no-tui --max-time-s 2400 "$@" || echo "== $name ended non-zero (kept: a failed run is a sample too)" >&2
 }
 
@@ -53,5 +53,8 @@ run spiral-mem-units    --task-id unit_converter_001 --agent spiral --world-mode
                         --iterations 14 --candidates 3 --max-depth 4 --alpha 1.0
 run spiral-mem-time-deep --task-id time_mcp_001 --agent spiral --world-model memory --memory-from "$out" \
                         --iterations 16 --candidates 3 --max-depth 5 --alpha 1.0
+config=sample_runs/cosmos-wide.toml \
+run spiral-wide-time    --task-id time_mcp_001 --agent spiral --world-model memory --memory-from "$out" \
+                        --iterations 8 --candidates 5 --max-depth 4 --alpha 1.0
 "$cosmos" validate "$out"
 "$cosmos" report "$out"
