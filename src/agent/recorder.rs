@@ -50,9 +50,4 @@ impl Recorder {
         }
         Ok(event)
     }
-
-    /// The trajectory file.
-    pub fn path(&self) -> &std::path::Path {
-        self.writer.path()
-    }
 }

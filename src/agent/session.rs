@@ -1,7 +1,7 @@
 //! One whole run: read the task and configs, start the servers, build the world model,
 //! write the header, run the agent, write `run_finished` however it ended, stop the servers.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::mpsc::Sender;
 use std::time::Duration;
@@ -357,9 +357,4 @@ pub fn stop_on_signals() -> (watch::Sender<bool>, watch::Receiver<bool>) {
         let _ = signal_tx.send(true);
     });
     (tx, rx)
-}
-
-/// The default output folder.
-pub fn default_out_dir() -> &'static Path {
-    Path::new("runs")
 }

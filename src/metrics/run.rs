@@ -294,7 +294,6 @@ pub struct RunAccumulator {
     phases: Vec<(Phase, u64)>,
     end_ms: u64,
     nodes: u64,
-    events: u64,
     judge: Option<JudgeScores>,
     status: Option<RunStatus>,
     answered: bool,
@@ -311,7 +310,6 @@ impl RunAccumulator {
             phases: Vec::new(),
             end_ms: 0,
             nodes: 0,
-            events: 0,
             judge: None,
             status: None,
             answered: false,
@@ -320,7 +318,6 @@ impl RunAccumulator {
 
     /// Takes one event into account.
     pub fn push(&mut self, event: &Event) {
-        self.events += 1;
         self.end_ms = self.end_ms.max(event.t_ms);
         match &event.body {
             EventBody::Phase { phase } => self.phases.push((*phase, event.t_ms)),
@@ -367,11 +364,6 @@ impl RunAccumulator {
             EventBody::RunFinished { status, .. } => self.status = Some(*status),
             _ => {}
         }
-    }
-
-    /// Events seen.
-    pub fn events(&self) -> u64 {
-        self.events
     }
 
     /// The metrics so far.

@@ -47,11 +47,6 @@ impl ToolCatalog {
         Self { tools }
     }
 
-    /// True when `tool` is in the catalogue.
-    pub fn contains(&self, tool: &str) -> bool {
-        self.tools.contains_key(tool)
-    }
-
     /// Checks a call's name and arguments.
     pub fn check(&self, tool: &str, arguments: &Value) -> CallCheck {
         match self.tools.get(tool) {

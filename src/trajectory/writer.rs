@@ -119,11 +119,6 @@ impl Writer {
         Ok(event)
     }
 
-    /// The `seq` the next event will get.
-    pub fn next_seq(&self) -> u64 {
-        self.next_seq
-    }
-
     fn write_line<T: Serialize>(&mut self, item: &T) -> Result<serde_json::Value> {
         let mut value = serde_json::to_value(item).context("encoding event")?;
         self.redactor.redact(&mut value);
