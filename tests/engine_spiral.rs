@@ -158,3 +158,164 @@ fn spiral_searches_selects_and_executes_deterministically() {
     let second = spiral_run(dir.path(), "b", &llm);
     assert_eq!(timeless(&first), timeless(&second));
 }
+
+/// A plan whose first real call fails (an unknown time zone the world model did not flag),
+/// and, once the planner sees the real error, a plan that works.
+fn failing_plan_script() -> Value {
+    let mars =
+        json!({"source_timezone": "UTC", "time": "09:00", "target_timezone": "Mars/Olympus_Mons"});
+    let tokyo = json!({"source_timezone": "UTC", "time": "09:00", "target_timezone": "Asia/Tokyo"});
+    json!([
+        {"when": "You write the final answer", "content": "09:00 UTC is 18:00 in Tokyo."},
+        {"when": "You are a strict critic", "content": {"score": 0.5, "reason": "fine"}},
+        {"when": "You simulate an MCP server", "content": predicted(r#"{"source":{"timezone":"UTC"},"target":{"datetime":"2026-11-29T18:00:00"}}"#, false)},
+        {"when": "2. Time MCP:", "content": {"candidates": [finish("")]}},
+        {"when": ["1. Time MCP:", "[error]"], "content": {"candidates": [call("Time MCP:convert_time", tokyo)]}},
+        {"when": "1. Time MCP:", "content": {"candidates": [finish("")]}},
+        {"when": "No tool has been called yet", "content": {"candidates": [call("Time MCP:convert_time", mars)]}}
+    ])
+}
+
+fn failing_plan_run(
+    dir: &Path,
+    out: &str,
+    llm: &ScriptedLlm,
+    extra: &[&str],
+) -> std::path::PathBuf {
+    let mcp = write_mcp_config(dir, bench_servers());
+    let out_dir = dir.join(out);
+    let tasks = bench_tasks();
+    let mut args = vec![
+        "run",
+        "--mcp-config",
+        mcp.to_str().unwrap(),
+        "--task",
+        tasks.to_str().unwrap(),
+        "--task-id",
+        "time_mcp_001",
+        "--agent",
+        "spiral",
+        "--world-model",
+        "llm",
+        "--out",
+        out_dir.to_str().unwrap(),
+        "--no-tui",
+        "--iterations",
+        "3",
+    ];
+    args.extend_from_slice(extra);
+    let output = cosmos(&args, llm, KEY);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    only_run(&out_dir)
+}
+
+/// The `node_added` events without an action: search roots, as (node, parent).
+fn roots(run: &Run) -> Vec<(u64, Option<u64>)> {
+    run.events
+        .iter()
+        .filter_map(|e| match &e.body {
+            EventBody::NodeAdded {
+                node,
+                parent,
+                action: None,
+                ..
+            } => Some((*node, *parent)),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn without_revision_a_failed_real_call_does_not_replan() {
+    let dir = tempfile::tempdir().unwrap();
+    let llm = ScriptedLlm::start(failing_plan_script());
+    let run = Run::open(&failing_plan_run(dir.path(), "off", &llm, &[])).unwrap();
+    assert_eq!(run.header.agent.settings["execution_time_revision"], false);
+    assert_eq!(roots(&run), vec![(0, None)]);
+    let steps = run.steps();
+    assert_eq!(steps.len(), 1);
+    assert!(
+        matches!(&run.events[steps[0].event as usize].body, EventBody::ToolCalled { result, .. } if result.is_error)
+    );
+}
+
+#[test]
+fn revision_searches_again_under_the_failed_node_and_runs_the_new_plan() {
+    let dir = tempfile::tempdir().unwrap();
+    let llm = ScriptedLlm::start(failing_plan_script());
+    let path = failing_plan_run(dir.path(), "on", &llm, &["--revisions", "1"]);
+    let run = Run::open(&path).unwrap();
+    assert!(run.problems.is_empty(), "{:?}", run.problems);
+    assert_eq!(run.header.agent.settings["execution_time_revision"], true);
+    assert_eq!(run.header.agent.settings["revisions"], 1);
+
+    // Two real steps: the failed call, then the revised plan's call, each linked to its node.
+    let called: Vec<(u64, bool, String)> = run
+        .events
+        .iter()
+        .filter_map(|e| match &e.body {
+            EventBody::ToolCalled {
+                node: Some(n),
+                result,
+                arguments,
+                ..
+            } => Some((
+                *n,
+                result.is_error,
+                arguments["target_timezone"].to_string(),
+            )),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(called.len(), 2, "{called:?}");
+    let (failed, true, _) = &called[0] else {
+        panic!("the first real call should fail: {called:?}")
+    };
+    assert!(!called[1].1 && called[1].2.contains("Asia/Tokyo"));
+
+    // The second search hangs under the failed node, with ids after the first search's.
+    let roots = roots(&run);
+    assert_eq!(roots.len(), 2, "{roots:?}");
+    let (revision, parent) = roots[1];
+    assert_eq!(parent, Some(*failed));
+    assert!(revision > *failed);
+    // Its planner saw the real error of step 1.
+    let saw_error = llm.requests().iter().any(|r| {
+        let body = r["body"].to_string();
+        body.contains("Mars/Olympus_Mons")
+            && body.contains("[error]")
+            && body.contains("candidates")
+    });
+    assert!(
+        saw_error,
+        "the revision's planner is shown the real failure"
+    );
+
+    // The last plan is one path from the root: the failed step, the revision, the new steps.
+    let plan = run.plan_at(run.len());
+    let ids: Vec<u64> = plan.iter().map(|&s| run.nodes()[s as usize].id).collect();
+    assert!(
+        ids.contains(failed) && ids.contains(&revision) && ids.contains(&called[1].0),
+        "{ids:?}"
+    );
+    for pair in plan.windows(2) {
+        assert_eq!(run.nodes()[pair[1] as usize].parent, Some(pair[0]));
+    }
+    assert_eq!(run.nodes()[plan[0] as usize].parent, Some(0));
+
+    // Folding: the revision's root was visited once per backpropagation of the second search.
+    let state = TreeState::fold(&run, run.len());
+    let revision_slot = run.slot_of(revision).unwrap();
+    let through_revision = run
+        .events
+        .iter()
+        .filter(|e| matches!(&e.body, EventBody::Backpropagated { path, .. } if path.contains(&revision)))
+        .count() as u32;
+    assert!(through_revision > 0);
+    assert_eq!(state.node(revision_slot).unwrap().visits, through_revision);
+    assert!(run.answer_at(run.len()).unwrap().contains("Tokyo"));
+
+    // The file passes the validator (unique ids, parents before children).
+    let check = cosmos(&["validate", path.to_str().unwrap()], &llm, KEY);
+    assert_eq!(check.status.code(), Some(0), "{}", text(&check));
+}

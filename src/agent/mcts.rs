@@ -52,6 +52,9 @@ pub struct Settings {
     pub plan_rule: PlanRule,
     /// Simulations and critic calls of one expansion that run at once.
     pub concurrency: usize,
+    /// Execution-time revision: how many times a failed real call may start a new search
+    /// from the real steps taken so far (0, the paper's default, turns it off).
+    pub revisions: usize,
 }
 
 impl Default for Settings {
@@ -64,6 +67,7 @@ impl Default for Settings {
             alpha: 0.5,
             plan_rule: PlanRule::BestMean,
             concurrency: 3,
+            revisions: 0,
         }
     }
 }
@@ -283,17 +287,60 @@ pub enum Stopped {
     PlannerFailed(String),
 }
 
-/// Runs the search, emitting every event through `emit` in a fixed order.
+/// Where a search sits in the run: at the start (the default), or, for an execution-time
+/// revision, after real steps, hanging under the node whose real call failed.
+///
+/// The search's [`Tree`] always counts from 0; `Origin` maps its ids and depths to the
+/// run's, so a second search in one file never reuses a node id.
+#[derive(Debug, Clone, Default)]
+pub struct Origin {
+    /// Real steps taken before the root; every state of this search starts with them.
+    pub history: Vec<HistoryStep>,
+    /// The run's id for the root; the search's other nodes follow it in order.
+    pub first_id: NodeId,
+    /// The run's node the root hangs under, with that node's depth.
+    pub anchor: Option<(NodeId, u32)>,
+}
+
+impl Origin {
+    /// The run's id of tree node `local`.
+    pub fn id(&self, local: usize) -> NodeId {
+        self.first_id + local as NodeId
+    }
+
+    /// The run's depth of a tree depth.
+    pub fn depth(&self, local: u32) -> u32 {
+        self.anchor.map_or(0, |(_, d)| d + 1) + local
+    }
+
+    fn ids(&self, path: &[usize]) -> Vec<NodeId> {
+        path.iter().map(|&i| self.id(i)).collect()
+    }
+}
+
+/// Runs a search from the start of a run, emitting every event through `emit` in a fixed
+/// order.
 pub async fn search(
     env: &dyn SearchEnv,
     settings: &Settings,
     emit: &mut (dyn FnMut(EventBody) + Send),
 ) -> (Tree, Stopped) {
+    search_from(env, settings, &Origin::default(), emit).await
+}
+
+/// Runs a search rooted at `origin`, emitting every event through `emit` in a fixed order.
+/// The tree's ids count from 0 whatever the origin.
+pub async fn search_from(
+    env: &dyn SearchEnv,
+    settings: &Settings,
+    origin: &Origin,
+    emit: &mut (dyn FnMut(EventBody) + Send),
+) -> (Tree, Stopped) {
     let mut tree = Tree::new();
     emit(EventBody::NodeAdded {
-        node: 0,
-        parent: None,
-        depth: 0,
+        node: origin.id(0),
+        parent: origin.anchor.map(|(id, _)| id),
+        depth: origin.depth(0),
         action: None,
         prior: None,
     });
@@ -307,7 +354,7 @@ pub async fn search(
             let value = tree.nodes[leaf].reward;
             let path = tree.backpropagate(leaf, value);
             emit(EventBody::Backpropagated {
-                path: ids(&path),
+                path: origin.ids(&path),
                 value,
             });
             if leaf == 0 {
@@ -315,7 +362,8 @@ pub async fn search(
             }
             continue;
         }
-        let history = tree.history(leaf);
+        let mut history = origin.history.clone();
+        history.extend(tree.history(leaf));
         let (proposed, events) = env.propose(&history, settings.k).await;
         events.into_iter().for_each(&mut *emit);
         let candidates = match proposed {
@@ -346,9 +394,9 @@ pub async fn search(
             });
             tree.nodes[leaf].children.push(id);
             emit(EventBody::NodeAdded {
-                node: id as NodeId,
-                parent: Some(leaf as NodeId),
-                depth,
+                node: origin.id(id),
+                parent: Some(origin.id(leaf)),
+                depth: origin.depth(depth),
                 action: Some(action.clone()),
                 prior: None,
             });
@@ -369,7 +417,7 @@ pub async fn search(
             ev.events.into_iter().for_each(&mut *emit);
             if let Some((obs, wm)) = &ev.observation {
                 emit(EventBody::NodeSimulated {
-                    node: id as NodeId,
+                    node: origin.id(id),
                     world_model: wm.clone(),
                     observation: obs.clone(),
                     latency_ms: ev.sim_ms,
@@ -381,7 +429,7 @@ pub async fn search(
             node.reward = ev.reward;
             node.terminal = ev.terminal;
             emit(EventBody::NodeEvaluated {
-                node: id as NodeId,
+                node: origin.id(id),
                 verdict: ev.verdict,
                 base_reward: base_reward(ev.verdict),
                 critic_reward: ev.critique.as_ref().map(|c| c.score),
@@ -395,16 +443,12 @@ pub async fn search(
             let value = tree.nodes[id].reward;
             let path = tree.backpropagate(id, value);
             emit(EventBody::Backpropagated {
-                path: ids(&path),
+                path: origin.ids(&path),
                 value,
             });
         }
     }
     (tree, Stopped::Done)
-}
-
-fn ids(path: &[usize]) -> Vec<NodeId> {
-    path.iter().map(|&i| i as NodeId).collect()
 }
 
 /// Merges duplicate candidates (same tool and arguments, or a second finish), keeping order.
@@ -866,5 +910,51 @@ mod tests {
                 "value of {id}"
             );
         }
+    }
+
+    #[tokio::test]
+    async fn a_search_from_an_origin_maps_ids_depths_and_starts_from_its_history() {
+        let origin = Origin {
+            history: vec![HistoryStep {
+                tool: "t:good".into(),
+                arguments: json!({"x": 1}),
+                observation: Observation::default(),
+            }],
+            first_id: 40,
+            anchor: Some((7, 2)),
+        };
+        let mut events = Vec::new();
+        let settings = Settings {
+            iterations: 1,
+            ..Settings::default()
+        };
+        let (tree, _) = search_from(&Toy::new(), &settings, &origin, &mut |e| events.push(e)).await;
+        // With one real step already taken the toy offers finish first.
+        assert!(matches!(tree.nodes[1].action, Some(Action::Finish { .. })));
+        let added: Vec<(NodeId, Option<NodeId>, u32)> = events
+            .iter()
+            .filter_map(|e| match e {
+                EventBody::NodeAdded {
+                    node,
+                    parent,
+                    depth,
+                    ..
+                } => Some((*node, *parent, *depth)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            added,
+            vec![(40, Some(7), 3), (41, Some(40), 4), (42, Some(40), 4)]
+        );
+        let paths: Vec<&Vec<NodeId>> = events
+            .iter()
+            .filter_map(|e| match e {
+                EventBody::Backpropagated { path, .. } => Some(path),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(paths, vec![&vec![40, 41], &vec![40, 42]]);
+        assert!(events.iter().all(|e| e.node().is_none_or(|n| n >= 40)));
     }
 }

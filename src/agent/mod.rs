@@ -124,6 +124,16 @@ impl Env {
         None
     }
 
+    /// Tokens left in the budget.
+    pub fn tokens_left(&self) -> u64 {
+        self.budget.max_tokens.saturating_sub(self.tokens)
+    }
+
+    /// When the time budget runs out.
+    pub fn deadline(&self) -> Instant {
+        self.started + self.budget.max_wall
+    }
+
     /// Counts tokens spent outside `record_llm` (the search keeps its own count).
     pub fn add_tokens(&mut self, tokens: u64) {
         self.tokens += tokens;

@@ -212,7 +212,8 @@ pub async fn prepare(spec: &RunSpec, stop: watch::Receiver<bool>) -> Result<Prep
             ("alpha", json!(s.alpha)),
             ("plan_rule", json!(s.plan_rule.as_str())),
             ("concurrency", json!(s.concurrency)),
-            ("execution_time_revision", json!(false)),
+            ("execution_time_revision", json!(s.revisions > 0)),
+            ("revisions", json!(s.revisions)),
         ] {
             settings.insert(k.to_string(), v);
         }

@@ -9,8 +9,8 @@ use std::time::Instant;
 use anyhow::Result;
 use serde_json::{Value, json};
 
-use super::execute::{PlannedCall, execute_plan};
-use super::mcts::{self, Answer, Critique, SearchEnv, Settings, Stopped};
+use super::execute::{self, PlannedCall};
+use super::mcts::{self, Answer, Critique, Origin, SearchEnv, Settings, Stopped, Tree};
 use super::recorder::Recorder;
 use super::{End, Env, answer, llm_call_event, planner, usage_event};
 use crate::llm::client::{Completion, LlmClient, Message};
@@ -198,27 +198,116 @@ impl SearchEnv for SpiralEnv<'_> {
 }
 
 /// Runs SPIRAL-Exec to the end.
+///
+/// With execution-time revision on, a real call that fails ends phase 2 early: a new search
+/// (the same settings, the run's remaining token and time budget) starts from the real steps
+/// taken, the failed one included so the planner sees the real error, and hangs under the
+/// failed node in the tree; its plan runs next. At most `settings.revisions` times, and
+/// never past the run's step budget.
 pub async fn run(env: &mut Env, rec: &mut Recorder, settings: &Settings) -> Result<End> {
     let Some(world_model) = env.world_model.clone() else {
         return Ok(End::failed(
             "SPIRAL-Exec needs a world model (--world-model llm|memory|command)",
         ));
     };
-    rec.emit(EventBody::Phase { phase: Phase::Plan })?;
+    let mut origin = Origin::default();
+    let mut revisions_left = settings.revisions;
+    // The real steps, and the run's node ids of the path they executed (the plan so far).
+    let mut real: Vec<HistoryStep> = Vec::new();
+    let mut path: Vec<NodeId> = Vec::new();
+    loop {
+        rec.emit(EventBody::Phase { phase: Phase::Plan })?;
+        let search_settings = Settings {
+            // The real steps already spent part of the depth.
+            max_depth: settings.max_depth.saturating_sub(real.len() as u32).max(1),
+            ..*settings
+        };
+        let tree = match search(env, rec, &world_model, &search_settings, &origin).await? {
+            Ok(tree) => tree,
+            Err(end) => return Ok(end),
+        };
+        if origin.anchor.is_some() {
+            path.push(origin.id(0));
+        }
+        let plan = tree.plan(settings.plan_rule);
+        path.extend(plan.iter().map(|&i| origin.id(i)));
+        rec.emit(EventBody::PlanSelected {
+            nodes: path.clone(),
+            rule: settings.plan_rule.as_str().into(),
+        })?;
+        // Each call with its node's depth in the run, where a revision would hang.
+        let calls: Vec<(PlannedCall, u32)> = plan
+            .iter()
+            .filter_map(|&i| match &tree.nodes[i].action {
+                Some(Action::ToolCall { tool, arguments }) => Some((
+                    PlannedCall {
+                        node: Some(origin.id(i)),
+                        tool: tool.clone(),
+                        arguments: arguments.clone(),
+                    },
+                    origin.depth(tree.nodes[i].depth),
+                )),
+                _ => None,
+            })
+            .collect();
+        let next_id = origin.id(tree.nodes.len());
+        rec.emit(EventBody::Phase {
+            phase: Phase::Execute,
+        })?;
+        let may_revise = revisions_left > 0;
+        let mut failed_at = None;
+        for (planned, depth) in &calls {
+            let step = real.len() as u64 + 1;
+            let Some(done) = execute::call(env, rec, step, planned).await? else {
+                return Ok(End::interrupted());
+            };
+            let failed = done.observation.is_error;
+            real.push(done);
+            if failed && may_revise && real.len() < env.budget.max_steps {
+                failed_at = planned.node.map(|n| (n, *depth));
+                break;
+            }
+        }
+        let Some((failed, depth)) = failed_at else {
+            break;
+        };
+        revisions_left -= 1;
+        // The plan so far ends at the failed node; the revision hangs under it.
+        if let Some(at) = path.iter().position(|&n| n == failed) {
+            path.truncate(at + 1);
+        }
+        origin = Origin {
+            history: real.clone(),
+            first_id: next_id,
+            anchor: Some((failed, depth)),
+        };
+    }
+    answer::answer(env, rec, &real).await
+}
+
+/// One search (the first, or a revision) with the budget the run has left. `Err` is how the
+/// run ended when the search could not give a plan.
+async fn search(
+    env: &mut Env,
+    rec: &mut Recorder,
+    world_model: &Arc<dyn WorldModel>,
+    settings: &Settings,
+    origin: &Origin,
+) -> Result<Result<Tree, End>> {
     let search_env = SpiralEnv {
         planner: env.planner.clone(),
         critic: env.critic.clone(),
-        world_model,
+        world_model: world_model.clone(),
         tools: &env.tools,
         catalog: &env.catalog,
         request: &env.task.request,
         stop: env.stop.clone(),
         tokens: AtomicU64::new(0),
-        max_tokens: env.budget.max_tokens,
-        deadline: Instant::now() + env.budget.max_wall,
+        max_tokens: env.tokens_left(),
+        deadline: env.deadline(),
     };
     let mut write_error = None;
-    let (tree, stopped) = mcts::search(&search_env, settings, &mut |body| {
+    let (tree, stopped) = mcts::search_from(&search_env, settings, origin, &mut |body| {
         if write_error.is_none()
             && let Err(e) = rec.emit(body)
         {
@@ -232,12 +321,12 @@ pub async fn run(env: &mut Env, rec: &mut Recorder, settings: &Settings) -> Resu
     if let Some(e) = write_error {
         return Err(e);
     }
-    match stopped {
-        Stopped::Budget(why) if env.stopped() => {
-            let _ = why;
-            return Ok(End::interrupted());
+    match &stopped {
+        Stopped::Budget(_) if env.stopped() => return Ok(Err(End::interrupted())),
+        // Nothing to execute and nothing executed yet: the run failed.
+        Stopped::PlannerFailed(e) if tree.nodes.len() == 1 && origin.anchor.is_none() => {
+            return Ok(Err(End::failed(e.clone())));
         }
-        Stopped::PlannerFailed(e) if tree.nodes.len() == 1 => return Ok(End::failed(e)),
         Stopped::PlannerFailed(e) | Stopped::Budget(e) => {
             rec.emit(EventBody::Error {
                 source: "agent".into(),
@@ -248,28 +337,5 @@ pub async fn run(env: &mut Env, rec: &mut Recorder, settings: &Settings) -> Resu
         }
         Stopped::Done | Stopped::Exhausted => {}
     }
-    let plan = tree.plan(settings.plan_rule);
-    rec.emit(EventBody::PlanSelected {
-        nodes: plan.iter().map(|&i| i as NodeId).collect(),
-        rule: settings.plan_rule.as_str().into(),
-    })?;
-    let calls: Vec<PlannedCall> = plan
-        .iter()
-        .filter_map(|&i| match &tree.nodes[i].action {
-            Some(Action::ToolCall { tool, arguments }) => Some(PlannedCall {
-                node: Some(i as NodeId),
-                tool: tool.clone(),
-                arguments: arguments.clone(),
-            }),
-            _ => None,
-        })
-        .collect();
-    rec.emit(EventBody::Phase {
-        phase: Phase::Execute,
-    })?;
-    let real = match execute_plan(env, rec, &calls).await? {
-        Ok(real) => real,
-        Err(end) => return Ok(end),
-    };
-    answer::answer(env, rec, &real).await
+    Ok(Ok(tree))
 }

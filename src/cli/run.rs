@@ -115,6 +115,10 @@ pub struct RunArgs {
     /// SPIRAL: simulations and critic calls of one expansion run at once (default K).
     #[arg(long, help_heading = "SPIRAL-Exec")]
     pub concurrency: Option<usize>,
+    /// SPIRAL: execution-time revision — up to N times, a failed real call starts a new search
+    /// from the real steps taken [default: 0 = off, as in the paper; or [agent] revisions].
+    #[arg(long, value_name = "N", help_heading = "SPIRAL-Exec")]
+    pub revisions: Option<usize>,
 }
 
 impl RunArgs {
@@ -150,6 +154,7 @@ impl RunArgs {
                     .then_some(from_file.concurrency))
                 .unwrap_or(k)
                 .max(1),
+            revisions: self.revisions.unwrap_or(from_file.revisions),
         })
     }
 

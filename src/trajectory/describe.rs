@@ -11,6 +11,21 @@ pub fn action_label(action: &Action) -> String {
     }
 }
 
+/// A short label of what a `node_added` event adds: its action; "root" for a search's root;
+/// "revision" for the root of a search started again after a failed real call (it has a
+/// parent but no action).
+pub fn node_label(body: &EventBody) -> String {
+    match body {
+        EventBody::NodeAdded {
+            action: Some(a), ..
+        } => action_label(a),
+        EventBody::NodeAdded {
+            parent: Some(_), ..
+        } => "revision (searched again from the real steps)".to_string(),
+        _ => "root".to_string(),
+    }
+}
+
 /// A short `tool(k=v, …)` label.
 pub fn call_label(tool: &str, arguments: &serde_json::Value) -> String {
     let args = match arguments.as_object() {
@@ -52,15 +67,10 @@ pub fn summary(event: &Event) -> String {
             }
             s
         }
-        EventBody::NodeAdded {
-            node,
-            parent,
-            action,
-            ..
-        } => format!(
+        EventBody::NodeAdded { node, parent, .. } => format!(
             "#{node} ← {} {}",
             parent.map_or("—".into(), |p| format!("#{p}")),
-            action.as_ref().map_or("root".into(), action_label)
+            node_label(&event.body)
         ),
         EventBody::NodeSimulated {
             node,
@@ -146,5 +156,28 @@ fn cut(s: &str, n: usize) -> String {
         s.to_string()
     } else {
         s.chars().take(n).collect::<String>() + "…"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn added(parent: Option<u64>, action: Option<Action>) -> EventBody {
+        EventBody::NodeAdded {
+            node: 9,
+            parent,
+            depth: 1,
+            action,
+            prior: None,
+        }
+    }
+
+    #[test]
+    fn node_labels_tell_roots_revisions_and_actions_apart() {
+        assert_eq!(node_label(&added(None, None)), "root");
+        assert!(node_label(&added(Some(3), None)).starts_with("revision"));
+        let finish = Action::Finish { answer: None };
+        assert_eq!(node_label(&added(Some(3), Some(finish))), "finish");
     }
 }

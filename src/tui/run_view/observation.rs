@@ -13,7 +13,7 @@ use ratatui::widgets::{Block, Paragraph, Wrap};
 
 use super::tree::Item;
 use crate::metrics::fidelity::{self, Fidelity};
-use crate::trajectory::describe::{action_label, call_label};
+use crate::trajectory::describe::{call_label, node_label};
 use crate::trajectory::event::{EventBody, Observation};
 use crate::trajectory::fold::TreeState;
 use crate::trajectory::run::Run;
@@ -58,12 +58,7 @@ impl ObservationView {
         let (action, sim_event, step) = match item {
             Item::Node(slot) => {
                 let info = &run.nodes()[slot as usize];
-                let action = match &run.events[info.added_at as usize].body {
-                    EventBody::NodeAdded {
-                        action: Some(a), ..
-                    } => action_label(a),
-                    _ => "root".into(),
-                };
+                let action = node_label(&run.events[info.added_at as usize].body);
                 let sim = state.node(slot).map_or(u32::MAX, |n| n.simulated);
                 (
                     action,

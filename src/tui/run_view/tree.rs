@@ -11,7 +11,7 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Paragraph};
 
-use crate::trajectory::describe::{action_label, call_label};
+use crate::trajectory::describe::{call_label, node_label};
 use crate::trajectory::event::EventBody;
 use crate::trajectory::fold::TreeState;
 use crate::trajectory::run::Run;
@@ -299,12 +299,7 @@ impl TreeView {
         } else {
             "▸ "
         };
-        let action = match &run.events[info.added_at as usize].body {
-            EventBody::NodeAdded {
-                action: Some(a), ..
-            } => action_label(a),
-            _ => "root".to_string(),
-        };
+        let action = node_label(&run.events[info.added_at as usize].body);
         let predicted_error = run
             .simulated_observation(dyn_.simulated)
             .is_some_and(|o| o.is_error);
