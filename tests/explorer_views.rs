@@ -92,6 +92,15 @@ fn plan_fails_at_step_two() {
 }
 
 #[test]
+fn revised_plan_hangs_under_the_failed_step() {
+    for size in SIZES {
+        let mut app = run_app(common::revised_run(), size);
+        app.update(Action::ExpandAll);
+        insta::assert_snapshot!(format!("revised_plan_{}x{}", size.0, size.1), render(&app));
+    }
+}
+
+#[test]
 fn tree_of_a_hundred_thousand_nodes() {
     let run = common::big_run(100_000);
     assert_eq!(run.nodes().len(), 100_000);

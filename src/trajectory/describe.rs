@@ -21,7 +21,7 @@ pub fn node_label(body: &EventBody) -> String {
         } => action_label(a),
         EventBody::NodeAdded {
             parent: Some(_), ..
-        } => "revision (searched again from the real steps)".to_string(),
+        } => "↻ revision".to_string(),
         _ => "root".to_string(),
     }
 }
@@ -176,7 +176,7 @@ mod tests {
     #[test]
     fn node_labels_tell_roots_revisions_and_actions_apart() {
         assert_eq!(node_label(&added(None, None)), "root");
-        assert!(node_label(&added(Some(3), None)).starts_with("revision"));
+        assert!(node_label(&added(Some(3), None)).contains("revision"));
         let finish = Action::Finish { answer: None };
         assert_eq!(node_label(&added(Some(3), Some(finish))), "finish");
     }

@@ -6,7 +6,7 @@ pub mod tmux;
 use chrono::{TimeZone, Utc};
 use mcp_cosmos::trajectory::event::{
     Action, AgentInfo, AgentKind, Event, EventBody, Header, ModelInfo, Observation, Phase, Role,
-    RunStatus, TaskInfo, ToolInfo, Totals, WorldModelInfo,
+    RunStatus, TaskInfo, ToolInfo, Totals, Verdict, WorldModelInfo,
 };
 use mcp_cosmos::trajectory::run::Run;
 use mcp_cosmos::trajectory::synthetic::{self, Spec};
@@ -190,6 +190,114 @@ pub fn plan_fails_run() -> Run {
         "runs/plan-fails.jsonl",
         header("time_mcp_001", AgentKind::PlanExec, Some("llm")),
         plan_fails_bodies("llm", "US/NewYork"),
+    )
+}
+
+/// SPIRAL-Exec with execution-time revision: the plan's first real call fails (the world
+/// model predicted success), a second search hangs under the failed node, and its plan works.
+pub fn revised_run() -> Run {
+    let node = |node, parent, depth, action| EventBody::NodeAdded {
+        node,
+        parent,
+        depth,
+        action,
+        prior: None,
+    };
+    let simulated = |node, text: &str| EventBody::NodeSimulated {
+        node,
+        world_model: "memory".into(),
+        observation: obs(text, false),
+        latency_ms: 1,
+        tokens: None,
+    };
+    let evaluated = |node, verdict, reward| EventBody::NodeEvaluated {
+        node,
+        verdict,
+        base_reward: mcp_cosmos::agent::mcts::base_reward(verdict),
+        critic_reward: None,
+        critic_reason: None,
+        reward,
+        terminal: verdict != Verdict::Valid,
+    };
+    let backprop = |path: &[u64], value| EventBody::Backpropagated {
+        path: path.to_vec(),
+        value,
+    };
+    let called = |step, target: &str, node, result: &str, is_error| EventBody::ToolCalled {
+        step,
+        tool: "time:convert_time".into(),
+        server: Some("time".into()),
+        arguments: json!({"source_timezone": "Europe/Paris", "time": "09:00", "target_timezone": target}),
+        result: obs(result, is_error),
+        latency_ms: 14,
+        node: Some(node),
+        error: None,
+    };
+    let finish = || Some(Action::Finish { answer: None });
+    let predicted = r#"{"target":{"datetime":"2026-11-29T17:00:00"}}"#;
+    let bodies = vec![
+        EventBody::Phase { phase: Phase::Plan },
+        node(0, None, 0, None),
+        node(1, Some(0), 1, Some(call("Tokio"))),
+        simulated(1, predicted),
+        evaluated(1, Verdict::Valid, 0.1),
+        backprop(&[0, 1], 0.1),
+        node(2, Some(1), 2, finish()),
+        evaluated(2, Verdict::Finish, 1.0),
+        backprop(&[0, 1, 2], 1.0),
+        EventBody::PlanSelected {
+            nodes: vec![1, 2],
+            rule: "best_mean".into(),
+        },
+        EventBody::Phase {
+            phase: Phase::Execute,
+        },
+        called(
+            1,
+            "Tokio",
+            1,
+            "Error executing tool convert_time: Invalid timezone: 'Tokio'",
+            true,
+        ),
+        EventBody::Phase { phase: Phase::Plan },
+        node(3, Some(1), 2, None),
+        node(4, Some(3), 3, Some(call("Asia/Tokyo"))),
+        simulated(4, predicted),
+        evaluated(4, Verdict::Valid, 0.1),
+        backprop(&[3, 4], 0.1),
+        node(5, Some(4), 4, finish()),
+        evaluated(5, Verdict::Finish, 1.0),
+        backprop(&[3, 4, 5], 1.0),
+        EventBody::PlanSelected {
+            nodes: vec![1, 3, 4, 5],
+            rule: "best_mean".into(),
+        },
+        EventBody::Phase {
+            phase: Phase::Execute,
+        },
+        called(
+            2,
+            "Asia/Tokyo",
+            4,
+            r#"{"target":{"timezone":"Asia/Tokyo","datetime":"2026-11-29T17:00:00+09:00"}}"#,
+            false,
+        ),
+        EventBody::Phase {
+            phase: Phase::Answer,
+        },
+        EventBody::Answer {
+            text: "It is 17:00 in Tokyo.".into(),
+        },
+        EventBody::RunFinished {
+            status: RunStatus::Completed,
+            error: None,
+            totals: Totals::default(),
+        },
+    ];
+    run_of(
+        "runs/revised.jsonl",
+        header("time_mcp_001", AgentKind::Spiral, Some("memory")),
+        bodies,
     )
 }
 
