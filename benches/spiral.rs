@@ -157,6 +157,7 @@ fn main() {
         timeout: Duration::from_secs(10),
         max_retries: 0,
         output: OutputMode::Json,
+        record_messages: false,
     }));
     let k = 3;
     let env = Instant0 {

@@ -19,6 +19,7 @@ fn client(llm: &ScriptedLlm, timeout_ms: u64, retries: u32) -> LlmClient {
         timeout: Duration::from_millis(timeout_ms),
         max_retries: retries,
         output: OutputMode::Json,
+        record_messages: false,
     })
 }
 

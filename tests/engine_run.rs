@@ -638,3 +638,60 @@ fn a_judge_that_answers_garbage_is_recorded_and_reported() {
     assert_eq!(ev.last().unwrap()["kind"], "error");
     assert_valid(&file);
 }
+
+#[test]
+fn record_messages_keeps_prompts_and_replies_with_secrets_redacted() {
+    let dir = tempfile::tempdir().unwrap();
+    let mcp = write_mcp_config(dir.path(), bench_servers());
+    let mcp = mcp.to_str().unwrap();
+    // The model echoes the key in its answer: the recorded reply must not keep it.
+    let llm = ScriptedLlm::start(json!([
+        {"when": "1. Time MCP:convert_time", "content": finish(&format!("04:00 in New York (key {KEY})"))},
+        {"when": "No tool has been called yet", "content": call("Time MCP:convert_time", utc_to("America/New_York"))}
+    ]));
+    let recorded = |out: &Path, extra: &[&str]| {
+        let o = cosmos(
+            &run_args(mcp, out.to_str().unwrap(), "react", extra),
+            &llm,
+            KEY,
+        );
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+        let ev = events(&only_run(out));
+        ev.into_iter()
+            .filter(|e| e["kind"] == "llm_call")
+            .map(|e| e["messages"].clone())
+            .collect::<Vec<Value>>()
+    };
+
+    let off = recorded(&dir.path().join("off"), &[]);
+    assert!(!off.is_empty() && off.iter().all(Value::is_null), "{off:?}");
+
+    let on_dir = dir.path().join("on");
+    let on = recorded(&on_dir, &["--record-messages"]);
+    assert_eq!(on.len(), 2);
+    let first = on[0].as_array().expect("messages recorded");
+    assert_eq!(first[0]["role"], "system");
+    assert!(
+        first[1]["content"]
+            .as_str()
+            .unwrap()
+            .contains("No tool has been called yet")
+    );
+    let reply = first.last().unwrap();
+    assert_eq!(reply["role"], "assistant");
+    assert!(
+        reply["content"]
+            .as_str()
+            .unwrap()
+            .contains("America/New_York")
+    );
+    let second = on[1].as_array().unwrap();
+    assert!(
+        second.last().unwrap()["content"]
+            .as_str()
+            .unwrap()
+            .contains("04:00 in New York")
+    );
+    assert_no_key_anywhere(&on_dir);
+    assert_valid(&only_run(&on_dir));
+}

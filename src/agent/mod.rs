@@ -181,16 +181,25 @@ pub fn llm_call_event(
     model: &str,
     result: Result<&Completion, &LlmError>,
 ) -> EventBody {
-    let (prompt_tokens, completion_tokens, tokens_estimated, latency, error) = match result {
-        Ok(c) => (
-            c.prompt_tokens,
-            c.completion_tokens,
-            c.estimated,
-            c.latency,
-            None,
-        ),
-        Err(e) => (0, 0, false, e.latency, Some(e.to_string())),
-    };
+    let (prompt_tokens, completion_tokens, tokens_estimated, latency, error, messages) =
+        match result {
+            Ok(c) => (
+                c.prompt_tokens,
+                c.completion_tokens,
+                c.estimated,
+                c.latency,
+                None,
+                c.messages.clone(),
+            ),
+            Err(e) => (
+                0,
+                0,
+                false,
+                e.latency,
+                Some(e.to_string()),
+                e.messages.clone(),
+            ),
+        };
     EventBody::LlmCall {
         role,
         model: model.to_string(),
@@ -199,7 +208,7 @@ pub fn llm_call_event(
         tokens_estimated,
         latency_ms: latency.as_millis() as u64,
         error,
-        messages: None,
+        messages,
     }
 }
 
@@ -213,7 +222,7 @@ pub fn usage_event(usage: &LlmUsage) -> EventBody {
         tokens_estimated: usage.estimated,
         latency_ms: usage.latency.as_millis() as u64,
         error: usage.error.clone(),
-        messages: None,
+        messages: usage.messages.clone(),
     }
 }
 

@@ -62,6 +62,8 @@ pub struct RunSpec {
     pub memory_from: Vec<PathBuf>,
     /// `cosmos.toml`, if any.
     pub llm_config: Option<PathBuf>,
+    /// Record every LLM call's messages and reply, whatever `cosmos.toml` says.
+    pub record_messages: bool,
     /// Folder for the trajectory.
     pub out_dir: PathBuf,
     /// Limits.
@@ -139,7 +141,10 @@ pub async fn prepare(spec: &RunSpec, stop: watch::Receiver<bool>) -> Result<Prep
             servers.push(extra);
         }
     }
-    let llm = LlmConfig::load(spec.llm_config.as_deref())?;
+    let mut llm = LlmConfig::load(spec.llm_config.as_deref())?;
+    if spec.record_messages {
+        llm.record_all_messages();
+    }
     let client = |role| Arc::new(LlmClient::new(llm.endpoint(role).clone()));
     let memory = if spec.memory_from.is_empty() {
         None

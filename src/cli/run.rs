@@ -70,6 +70,10 @@ pub struct RunArgs {
     /// Simulate the same call in the same context only once.
     #[arg(long)]
     pub cache_world_model: bool,
+    /// Record each LLM call's messages and reply in the trajectory (large; secrets are still
+    /// redacted). Per role: `record_messages = true` in cosmos.toml.
+    #[arg(long)]
+    pub record_messages: bool,
     /// Endpoints per role (see cosmos.example.toml); defaults from OPENAI_BASE_URL / OPENAI_API_KEY.
     #[arg(long)]
     pub config: Option<PathBuf>,
@@ -183,6 +187,7 @@ impl RunArgs {
             cache_world_model: self.cache_world_model,
             memory_from: self.memory_from.clone(),
             llm_config: self.config.clone(),
+            record_messages: self.record_messages,
             out_dir: self.out.clone(),
             budget: Budget {
                 max_steps: self.max_steps,

@@ -57,6 +57,8 @@ pub struct Completion {
     pub estimated: bool,
     /// Wall time including retries.
     pub latency: Duration,
+    /// The messages sent and the reply, when the endpoint records them.
+    pub messages: Option<Value>,
 }
 
 /// A failed call with what it cost, so the caller can still record it.
@@ -66,6 +68,8 @@ pub struct LlmError {
     pub error: anyhow::Error,
     /// Wall time spent.
     pub latency: Duration,
+    /// The messages sent (and a reply that could not be used), when the endpoint records them.
+    pub messages: Option<Value>,
 }
 
 impl std::fmt::Display for LlmError {
@@ -141,11 +145,13 @@ impl LlmClient {
                 Ok(mut c) => {
                     self.json_rung.store(rung, Ordering::Relaxed);
                     c.latency = start.elapsed();
+                    c.messages = self.exchange(&messages, Some(&c));
                     return match extract_json(&c.text) {
                         Some(v) => Ok((v, c)),
                         None => Err(LlmError {
                             error: anyhow!("the model's reply is not JSON: {}", snippet(&c.text)),
                             latency: start.elapsed(),
+                            messages: c.messages,
                         }),
                     };
                 }
@@ -155,6 +161,7 @@ impl LlmClient {
                     return Err(LlmError {
                         error,
                         latency: start.elapsed(),
+                        messages: self.exchange(&messages, None),
                     });
                 }
             }
@@ -176,17 +183,43 @@ impl LlmClient {
             .await
             .map(|mut c| {
                 c.latency = start.elapsed();
+                c.messages = self.exchange(messages, Some(&c));
                 c
             })
             .map_err(|error| LlmError {
                 error,
                 latency: start.elapsed(),
+                messages: self.exchange(messages, None),
             })
     }
 
     /// A plain text completion.
     pub async fn complete_text(&self, messages: &[Message]) -> Result<Completion, LlmError> {
         self.complete_with_tools(messages, &[]).await
+    }
+
+    /// The messages sent and the reply (if one came), as chat messages; `None` unless the
+    /// endpoint records messages.
+    fn exchange(&self, messages: &[Message], reply: Option<&Completion>) -> Option<Value> {
+        if !self.endpoint.record_messages {
+            return None;
+        }
+        let mut all: Vec<Value> = messages
+            .iter()
+            .map(|m| json!({"role": m.role, "content": m.content}))
+            .collect();
+        if let Some(c) = reply {
+            let mut assistant = json!({"role": "assistant", "content": c.text});
+            if !c.tool_calls.is_empty() {
+                assistant["tool_calls"] = c
+                    .tool_calls
+                    .iter()
+                    .map(|(name, arguments)| json!({"name": name, "arguments": arguments}))
+                    .collect();
+            }
+            all.push(assistant);
+        }
+        Some(Value::Array(all))
     }
 
     /// True when the endpoint is set to native tool calls.
@@ -356,6 +389,7 @@ fn parse_reply(bytes: &[u8], prompt_chars: usize) -> Result<Completion> {
         completion_tokens,
         estimated,
         latency: Duration::ZERO,
+        messages: None,
     })
 }
 

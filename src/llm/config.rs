@@ -41,6 +41,8 @@ pub struct Endpoint {
     pub max_retries: u32,
     /// How structured output is asked for.
     pub output: OutputMode,
+    /// Record each call's messages and reply in its `llm_call` event (large; off by default).
+    pub record_messages: bool,
 }
 
 impl Endpoint {
@@ -64,6 +66,7 @@ struct RoleShape {
     timeout_s: Option<f64>,
     max_retries: Option<u32>,
     output: Option<OutputMode>,
+    record_messages: Option<bool>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -131,6 +134,7 @@ impl LlmConfig {
                 ),
                 max_retries: r.max_retries.or(d.max_retries).unwrap_or(4),
                 output: r.output.or(d.output).unwrap_or_default(),
+                record_messages: r.record_messages.or(d.record_messages).unwrap_or(false),
             };
             endpoints.insert(role, endpoint);
         }
@@ -138,6 +142,13 @@ impl LlmConfig {
             endpoints,
             agent: shape.agent,
         })
+    }
+
+    /// Records messages for every role (`cosmos run --record-messages`).
+    pub fn record_all_messages(&mut self) {
+        for endpoint in self.endpoints.values_mut() {
+            endpoint.record_messages = true;
+        }
     }
 
     /// The endpoint of a role.

@@ -156,6 +156,7 @@ impl WorldModel for CommandWorldModel {
                 estimated: false,
                 latency: start.elapsed(),
                 error: None,
+                messages: None,
             });
             let observation = Observation {
                 text,

@@ -130,6 +130,7 @@ impl WorldModel for LlmWorldModel {
                         estimated: c.estimated,
                         latency: c.latency,
                         error: None,
+                        messages: c.messages,
                     };
                     Ok(Simulation {
                         observation,
@@ -146,6 +147,7 @@ impl WorldModel for LlmWorldModel {
                         estimated: true,
                         latency: e.latency,
                         error: Some(e.to_string()),
+                        messages: e.messages,
                     }),
                 }),
             }

@@ -53,6 +53,8 @@ pub struct LlmUsage {
     pub latency: Duration,
     /// The call's error, if it failed.
     pub error: Option<String>,
+    /// The messages and reply, when the endpoint records them.
+    pub messages: Option<serde_json::Value>,
 }
 
 /// A prediction.
