@@ -159,7 +159,7 @@ fn play_pause_and_speed() {
 fn help_overlay_swallows_keys_and_quit_quits() {
     let mut app = run_app(common::plan_fails_run());
     press(&mut app, "?");
-    assert!(app.help);
+    assert_eq!(app.help, Some(0));
     send(&mut app, KeyCode::Home);
     assert_eq!(
         view(&app).position(),
@@ -167,9 +167,31 @@ fn help_overlay_swallows_keys_and_quit_quits() {
         "keys do nothing under help"
     );
     send(&mut app, KeyCode::Esc);
-    assert!(!app.help);
+    assert_eq!(app.help, None);
     press(&mut app, "q");
     assert!(app.quit);
+}
+
+#[test]
+fn help_scrolls_on_a_short_terminal_and_stops_at_its_end() {
+    let mut app = run_app(common::plan_fails_run());
+    press(&mut app, "?");
+    press(&mut app, "jjj");
+    assert_eq!(
+        app.help,
+        Some(0),
+        "a tall terminal shows every key: nothing to scroll"
+    );
+    app.update(Action::Resize(80, 24));
+    press(&mut app, &"j".repeat(100));
+    let lines = Keymap::default().help().len() + 1;
+    assert_eq!(
+        app.help,
+        Some(lines - 21),
+        "as far as the last line and no further"
+    );
+    press(&mut app, "k");
+    assert_eq!(app.help, Some(lines - 22));
 }
 
 #[test]
@@ -330,4 +352,37 @@ fn find_in_the_timeline() {
             .unwrap()
             .contains("no event matches")
     );
+}
+
+#[test]
+fn inspector_opens_scrolls_and_closes_without_leaving_the_run() {
+    let mut app = run_app(common::plan_fails_run());
+    // At the failure: the real call of step 2.
+    press(&mut app, "<f");
+    let k = view(&app).position();
+    press(&mut app, "i");
+    let inspector = view(&app)
+        .inspector
+        .as_ref()
+        .expect("i opens the inspector");
+    let text = inspector.lines().join("\n");
+    assert!(
+        text.contains("kind: tool_called") && text.contains("Invalid timezone"),
+        "{text}"
+    );
+    // Keys move the inspector, not the cursor.
+    press(&mut app, "jjl");
+    assert_eq!(view(&app).position(), k);
+    send(&mut app, KeyCode::Esc);
+    assert!(view(&app).inspector.is_none());
+    assert_eq!(app.screen, Screen::Run, "Esc closes the inspector only");
+    // Enter on the timeline inspects too; at the start there is nothing to show.
+    send(&mut app, KeyCode::Tab);
+    assert_eq!(view(&app).focus, Pane::Timeline);
+    send(&mut app, KeyCode::Enter);
+    assert!(view(&app).inspector.is_some());
+    send(&mut app, KeyCode::Enter);
+    press(&mut app, "<i");
+    assert!(view(&app).inspector.is_none());
+    assert!(view(&app).message.as_deref().unwrap().contains("no event"));
 }

@@ -101,6 +101,17 @@ fn revised_plan_hangs_under_the_failed_step() {
 }
 
 #[test]
+fn inspector_shows_an_event_in_full() {
+    for size in SIZES {
+        let mut app = run_app(common::plan_fails_run(), size);
+        app.update(Action::JumpStart);
+        app.update(Action::NextFailure);
+        app.update(Action::Inspect);
+        insta::assert_snapshot!(format!("inspector_{}x{}", size.0, size.1), render(&app));
+    }
+}
+
+#[test]
 fn tree_of_a_hundred_thousand_nodes() {
     let run = common::big_run(100_000);
     assert_eq!(run.nodes().len(), 100_000);
@@ -132,6 +143,11 @@ fn help_overlay() {
     let mut app = run_app(common::plan_fails_run(), (80, 24));
     app.update(Action::ToggleHelp);
     insta::assert_snapshot!("help_80x24", render(&app));
+    // The keys that do not fit are a scroll away.
+    for _ in 0..50 {
+        app.update(Action::Down);
+    }
+    insta::assert_snapshot!("help_80x24_scrolled", render(&app));
 }
 
 /// Writes a run through the real writer (so the file is what `cosmos run` would write).

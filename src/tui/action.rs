@@ -71,6 +71,8 @@ pub enum Action {
     Compare,
     /// Stop the live run.
     StopRun,
+    /// Show the event at the cursor in full.
+    Inspect,
     /// A key while typing into the search prompt.
     Input(KeyEvent),
     /// A mouse event.

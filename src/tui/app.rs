@@ -53,8 +53,8 @@ pub struct App {
     pub run: Option<RunView>,
     /// The open comparison.
     pub compare: Option<CompareView>,
-    /// The help overlay is shown.
-    pub help: bool,
+    /// The help overlay is shown, scrolled down by this many lines.
+    pub help: Option<usize>,
     /// Set when the user quits.
     pub quit: bool,
     /// What is loading, for the status line.
@@ -93,7 +93,7 @@ impl App {
             browser: None,
             run: None,
             compare: None,
-            help: false,
+            help: None,
             quit: false,
             loading: None,
             message: None,
@@ -158,10 +158,20 @@ impl App {
             }
             _ => {}
         }
-        if self.help {
-            if matches!(action, Action::ToggleHelp | Action::Back | Action::Quit) {
-                self.help = false;
+        if let Some(scroll) = self.help {
+            // A short terminal cannot show every key at once: the help scrolls, as far as
+            // its last line (the keys, a footer, a border above and below, the status line).
+            let visible = self.size.1.saturating_sub(3).max(1) as usize;
+            let last = (self.keymap.help().len() + 1).saturating_sub(visible);
+            self.help = match action {
+                Action::ToggleHelp | Action::Back | Action::Quit => None,
+                Action::Down => Some(scroll + 1),
+                Action::Up => Some(scroll.saturating_sub(1)),
+                Action::PageDown => Some(scroll + visible),
+                Action::PageUp => Some(scroll.saturating_sub(visible)),
+                _ => Some(scroll),
             }
+            .map(|s| s.min(last));
             return;
         }
         match action {
@@ -170,7 +180,7 @@ impl App {
                 return;
             }
             Action::ToggleHelp => {
-                self.help = true;
+                self.help = Some(0);
                 return;
             }
             _ => {}
@@ -179,7 +189,8 @@ impl App {
         match self.screen {
             Screen::Browser => self.update_browser(action),
             Screen::Run => {
-                if matches!(action, Action::Back) {
+                let inspecting = self.run.as_ref().is_some_and(|r| r.inspector.is_some());
+                if matches!(action, Action::Back) && !inspecting {
                     self.back();
                 } else if let Some(r) = &mut self.run {
                     r.update(&action);
@@ -330,8 +341,8 @@ impl App {
                 }
             }
         }
-        if self.help {
-            super::help::draw(frame, body, &self.keymap, theme);
+        if let Some(scroll) = self.help {
+            super::help::draw(frame, body, &self.keymap, scroll, theme);
         }
         let note = self
             .loading

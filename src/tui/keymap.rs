@@ -54,6 +54,7 @@ pub enum Command {
     Mark,
     Compare,
     StopRun,
+    Inspect,
 }
 
 /// Every command with its default keys and help text, in help order.
@@ -125,6 +126,11 @@ const DEFAULTS: &[(Command, &[&str], &str)] = &[
         "browser: compare marked runs (2–4)",
     ),
     (Command::StopRun, &["x"], "live: stop the run"),
+    (
+        Command::Inspect,
+        &["i"],
+        "timeline: inspect the event (also Enter)",
+    ),
 ];
 
 /// A key with its modifiers.
@@ -319,6 +325,7 @@ fn to_action(c: Command) -> Action {
         Command::Mark => Action::Mark,
         Command::Compare => Action::Compare,
         Command::StopRun => Action::StopRun,
+        Command::Inspect => Action::Inspect,
     }
 }
 

@@ -4,6 +4,7 @@
 //! one place that brings derived view state (tree rows, observation text, metrics) in
 //! line with the cursor, so `draw` only reads.
 
+pub mod inspector;
 pub mod metrics;
 pub mod observation;
 pub mod timeline;
@@ -17,6 +18,7 @@ use ratatui::layout::{Constraint, Layout, Position, Rect};
 use ratatui::text::Line;
 use ratatui::widgets::{Block, BorderType};
 
+use self::inspector::Inspector;
 use self::metrics::Series;
 use self::observation::ObservationView;
 use self::tree::{Item, TreeView};
@@ -128,6 +130,8 @@ pub struct RunView {
     pub find: Option<String>,
     /// True while typing into the find prompt.
     pub finding: bool,
+    /// The event inspector, while open.
+    pub inspector: Option<Inspector>,
 }
 
 impl RunView {
@@ -152,6 +156,7 @@ impl RunView {
             message: None,
             find: None,
             finding: false,
+            inspector: None,
         };
         let end = view.run.len();
         view.seek(end);
@@ -235,6 +240,17 @@ impl RunView {
     pub fn update(&mut self, action: &Action) -> bool {
         let k = self.position();
         let page = Self::inner_height(PaneAreas::of(self.area).tree).max(1) as isize;
+        // The inspector takes every key; live events, resizes and ticks still reach the
+        // view underneath.
+        if self.inspector.is_some()
+            && !matches!(
+                action,
+                Action::LiveEvent(_) | Action::Resize(..) | Action::Tick
+            )
+        {
+            self.update_inspector(action);
+            return true;
+        }
         match action {
             Action::StepBack => self.step_to(k.saturating_sub(1)),
             Action::StepForward => self.step_to(k + 1),
@@ -286,6 +302,8 @@ impl RunView {
             Action::Down => self.move_selection(1),
             Action::PageUp => self.move_selection(-page),
             Action::PageDown => self.move_selection(page),
+            Action::Open if self.focus == Pane::Timeline => self.inspect(),
+            Action::Inspect => self.inspect(),
             Action::Open => {
                 self.tree.toggle(&self.run);
                 self.refresh();
@@ -320,6 +338,31 @@ impl RunView {
             _ => return false,
         }
         true
+    }
+
+    fn update_inspector(&mut self, action: &Action) {
+        let page = self.area.height.saturating_sub(4).max(1) as isize;
+        let Some(inspector) = &mut self.inspector else {
+            return;
+        };
+        match action {
+            Action::Up => inspector.scroll_by(-1),
+            Action::Down => inspector.scroll_by(1),
+            Action::PageUp => inspector.scroll_by(-page),
+            Action::PageDown => inspector.scroll_by(page),
+            Action::Mouse(m) if m.kind == MouseEventKind::ScrollUp => inspector.scroll_by(-3),
+            Action::Mouse(m) if m.kind == MouseEventKind::ScrollDown => inspector.scroll_by(3),
+            Action::Back | Action::Inspect | Action::Open => self.inspector = None,
+            _ => {}
+        }
+    }
+
+    /// Opens the inspector on the last event applied.
+    fn inspect(&mut self) {
+        match self.position().checked_sub(1) {
+            Some(i) => self.inspector = Some(Inspector::of(&self.run.events[i])),
+            None => self.message = Some("no event at the cursor (step forward first)".into()),
+        }
     }
 
     fn step_to(&mut self, k: usize) {
@@ -573,5 +616,8 @@ impl RunView {
             &at,
             theme,
         );
+        if let Some(inspector) = &self.inspector {
+            inspector.draw(frame, area, theme);
+        }
     }
 }
