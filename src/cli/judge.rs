@@ -6,7 +6,6 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 
-use super::inert;
 use crate::judge;
 use crate::llm::client::LlmClient;
 use crate::llm::config::LlmConfig;
@@ -15,6 +14,7 @@ use crate::trajectory::reader::collect_files;
 use crate::trajectory::redact::Redactor;
 use crate::trajectory::run::Run;
 use crate::trajectory::writer::Writer;
+use crate::tui::text::inert;
 
 /// Judges every run under `paths`; already judged runs are skipped unless `force`.
 pub fn run(paths: &[PathBuf], config: Option<PathBuf>, force: bool) -> Result<ExitCode> {

@@ -111,31 +111,3 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         } => report::run(&paths, group_by, format),
     }
 }
-
-/// Makes untrusted text safe to print: control characters (ESC, BEL, CSI…) are shown
-/// escaped, never passed to the terminal. Newlines and tabs are kept.
-pub fn inert(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        if c.is_control() && c != '\n' && c != '\t' {
-            out.extend(c.escape_default());
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::inert;
-
-    #[test]
-    fn control_characters_are_escaped() {
-        assert_eq!(
-            inert("a\u{1b}]52;c;aGk=\u{7}b\n"),
-            "a\\u{1b}]52;c;aGk=\\u{7}b\n"
-        );
-        assert_eq!(inert("\u{9b}2J"), "\\u{9b}2J");
-    }
-}

@@ -6,10 +6,10 @@ use std::process::ExitCode;
 use anyhow::Result;
 use serde::Serialize;
 
-use super::inert;
 use crate::metrics::group::{GroupBy, GroupRow, group};
 use crate::metrics::records::read_records;
 use crate::metrics::table;
+use crate::tui::text::inert;
 
 /// Output formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]

@@ -8,13 +8,13 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 
-use super::inert;
 use crate::agent::Budget;
 use crate::agent::mcts::{PlanRule, Settings};
 use crate::agent::session::{self, Outcome, RunSpec, WorldModelChoice};
 use crate::mcp::pool::Timeouts;
 use crate::trajectory::describe::summary;
 use crate::trajectory::event::{AgentKind, Event, EventBody, RunStatus};
+use crate::tui::text::inert;
 
 /// Agents on the command line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use super::inert;
 use crate::mcp::config::McpConfig;
 use crate::mcp::pool::{McpPool, Timeouts};
+use crate::tui::text::inert;
 
 /// Lists servers and tools; `-v` adds input schemas. Exit 1 when a server fails.
 pub fn run(config: &Path, verbose: bool, startup_timeout_s: u64) -> Result<ExitCode> {

@@ -1,6 +1,21 @@
-//! Untrusted text made inert for drawing: tool results, model output and file contents may
-//! hold escape sequences (OSC 52 writes the clipboard, CSI 2J clears the screen). Every
-//! string from a run passes through here before it becomes a `Span`.
+//! Untrusted text made inert for the terminal: tool results, model output and file contents
+//! may hold escape sequences (OSC 52 writes the clipboard, CSI 2J clears the screen) or bidi
+//! overrides (which reorder what is shown). Every string from a run passes through here
+//! before it becomes a `Span` or is printed by a command.
+
+/// Text for printing: control and bidi characters shown escaped (`\u{1b}`); newlines and
+/// tabs kept.
+pub fn inert(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\n' | '\t' => out.push(c),
+            c if is_unsafe(c) => out.extend(c.escape_unicode()),
+            c => out.push(c),
+        }
+    }
+    out
+}
 
 /// One display line: control characters shown escaped (`\u{1b}`), newlines as `⏎`,
 /// tabs as a space, cut to `max_chars` with `…`.
@@ -15,9 +30,7 @@ pub fn one_line(text: &str, max_chars: usize) -> String {
             '\n' => out.push('⏎'),
             '\r' => {}
             '\t' => out.push(' '),
-            c if c.is_control() || is_bidi_control(c) => {
-                out.extend(c.escape_unicode());
-            }
+            c if is_unsafe(c) => out.extend(c.escape_unicode()),
             c => out.push(c),
         }
     }
@@ -45,9 +58,11 @@ pub fn lines(text: &str, max_lines: usize, max_chars: usize) -> Vec<String> {
     out
 }
 
-/// Right-to-left overrides and similar can reorder what the terminal shows.
-fn is_bidi_control(c: char) -> bool {
-    matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}')
+/// Control characters drive the terminal; right-to-left overrides and similar reorder
+/// what it shows.
+fn is_unsafe(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}')
 }
 
 #[cfg(test)]
@@ -60,6 +75,15 @@ mod tests {
         let s = one_line(evil, 200);
         assert!(!s.chars().any(|c| c.is_control()), "{s:?}");
         assert!(s.contains("\\u{1b}]52;c;"));
+    }
+
+    #[test]
+    fn printed_text_keeps_its_lines_but_not_its_escapes() {
+        assert_eq!(
+            inert("a\u{1b}]52;c;aGk=\u{7}b\n\tc"),
+            "a\\u{1b}]52;c;aGk=\\u{7}b\n\tc"
+        );
+        assert_eq!(inert("\u{9b}2J \u{202e}x"), "\\u{9b}2J \\u{202e}x");
     }
 
     #[test]
