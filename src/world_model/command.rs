@@ -2,7 +2,9 @@
 //! world model can be written in any language. The protocol is in `docs/world-models.md`.
 //!
 //! One process serves the whole run; requests go one at a time. A process that dies is
-//! restarted once per request; one that hangs is killed after the timeout.
+//! restarted once per request; one that hangs is killed after the timeout. The command runs
+//! under `sh -c` in its own process group, and the group is what gets killed: killing `sh`
+//! alone would orphan the real world model (a shell does not always `exec` its last command).
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -21,6 +23,18 @@ struct Process {
     child: Child,
     stdin: ChildStdin,
     stdout: BufReader<ChildStdout>,
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        // Only while `sh` still runs: once it is reaped its id may belong to someone else.
+        if let (Ok(None), Some(pid)) = (self.child.try_wait(), self.child.id()) {
+            // SAFETY: killpg only sends a signal, to the group this child leads.
+            unsafe {
+                libc::killpg(pid as libc::pid_t, libc::SIGKILL);
+            }
+        }
+    }
 }
 
 /// The command world model.
@@ -48,6 +62,7 @@ impl CommandWorldModel {
             .stdout(Stdio::piped())
             // Its stderr must not reach the terminal the UI draws on.
             .stderr(Stdio::null())
+            .process_group(0)
             .kill_on_drop(true)
             .spawn()
             .map_err(|e| format!("starting world model `{}`: {e}", self.command))?;
@@ -92,9 +107,8 @@ impl CommandWorldModel {
                 Ok(Ok(_)) => return Err("world model process exited without answering".into()),
                 Ok(Err(e)) => return Err(format!("talking to the world model process: {e}")),
                 Err(_) => {
-                    if let Some(mut p) = guard.take() {
-                        let _ = p.child.kill().await;
-                    }
+                    // Dropping the process kills its group.
+                    *guard = None;
                     return Err(format!(
                         "world model did not answer within {:.0}s; process killed",
                         self.timeout.as_secs_f64()

@@ -1,0 +1,135 @@
+//! The `command` world model against real processes that misbehave: one that exits after
+//! every answer (restarted), one that never answers (a clear error), one that hangs (killed
+//! at the timeout, and a fresh one serves the next call), one that answers garbage.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use mcp_cosmos::trajectory::event::ToolInfo;
+use mcp_cosmos::world_model::command::CommandWorldModel;
+use mcp_cosmos::world_model::{SimRequest, WorldModel};
+use serde_json::{Value, json};
+
+/// A world model in Python whose behaviour is picked by the call's `mode` argument; every
+/// process counts its own requests, so replies show whether a process was restarted.
+const SCRIPT: &str = r#"
+import json, os, sys, time
+served = 0
+for line in sys.stdin:
+    req = json.loads(line)
+    served += 1
+    mode = req["arguments"].get("mode")
+    if mode == "hang":
+        time.sleep(3600)
+    if mode == "silent":
+        sys.exit(0)
+    if mode == "garbage":
+        print("this is not json", flush=True)
+        continue
+    print(json.dumps({"content": f"pid {os.getpid()} request {served}"}), flush=True)
+    if mode == "once":
+        sys.exit(0)
+"#;
+
+fn model(dir: &Path, timeout: Duration) -> CommandWorldModel {
+    let script = dir.join("wm.py");
+    std::fs::write(&script, SCRIPT).unwrap();
+    CommandWorldModel::new(format!("python3 {}", script.display()), timeout)
+}
+
+fn tool() -> ToolInfo {
+    ToolInfo {
+        name: "time:now".into(),
+        description: "the time".into(),
+        input_schema: json!({"type": "object"}),
+    }
+}
+
+async fn ask(wm: &CommandWorldModel, mode: &str) -> Result<String, String> {
+    let tool = tool();
+    let arguments: Value = json!({"mode": mode});
+    let req = SimRequest {
+        tool: &tool,
+        arguments: &arguments,
+        user_request: "what time is it",
+        history: &[],
+    };
+    wm.simulate(req)
+        .await
+        .map(|s| s.observation.text)
+        .map_err(|f| f.message)
+}
+
+fn pid(reply: &str) -> &str {
+    reply.split_whitespace().nth(1).unwrap()
+}
+
+#[tokio::test]
+async fn a_process_that_exits_after_answering_is_restarted() {
+    let dir = tempfile::tempdir().unwrap();
+    let wm = model(dir.path(), Duration::from_secs(20));
+    let first = ask(&wm, "once").await.unwrap();
+    assert!(first.ends_with("request 1"), "{first}");
+    // The process has exited; the next call starts a new one and is answered.
+    let second = ask(&wm, "ok").await.unwrap();
+    assert!(second.ends_with("request 1"), "{second}");
+    assert_ne!(pid(&first), pid(&second));
+    // A healthy process is kept.
+    let third = ask(&wm, "ok").await.unwrap();
+    assert_eq!(pid(&second), pid(&third));
+    assert!(third.ends_with("request 2"), "{third}");
+}
+
+#[tokio::test]
+async fn a_process_that_never_answers_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let wm = model(dir.path(), Duration::from_secs(20));
+    let err = ask(&wm, "silent").await.unwrap_err();
+    assert!(err.contains("exited without answering"), "{err}");
+    // The model still works for a call that can be answered.
+    assert!(ask(&wm, "ok").await.is_ok());
+}
+
+#[tokio::test]
+async fn a_hanging_process_is_killed_at_the_timeout_and_replaced() {
+    let dir = tempfile::tempdir().unwrap();
+    let wm = model(dir.path(), Duration::from_millis(1500));
+    let before = ask(&wm, "ok").await.unwrap();
+    let start = Instant::now();
+    let err = ask(&wm, "hang").await.unwrap_err();
+    assert!(
+        err.contains("did not answer within") && err.contains("killed"),
+        "{err}"
+    );
+    assert!(start.elapsed() < Duration::from_secs(10));
+    // The Python process itself, not only the `sh` around it, is gone (or a zombie waiting
+    // to be reaped): a hung world model must not outlive its timeout.
+    let hung = pid(&before).to_string();
+    let gone = || {
+        std::fs::read_to_string(format!("/proc/{hung}/stat")).map_or(true, |stat| {
+            stat.rsplit(')')
+                .next()
+                .unwrap()
+                .trim_start()
+                .starts_with('Z')
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !gone() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(gone(), "the hung process {hung} was killed");
+    let after = ask(&wm, "ok").await.unwrap();
+    assert_ne!(pid(&before), pid(&after));
+}
+
+#[tokio::test]
+async fn a_reply_that_is_not_json_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let wm = model(dir.path(), Duration::from_secs(20));
+    let err = ask(&wm, "garbage").await.unwrap_err();
+    assert!(
+        err.contains("not JSON") && err.contains("this is not json"),
+        "{err}"
+    );
+}
