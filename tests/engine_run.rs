@@ -52,24 +52,8 @@ fn assert_no_key_anywhere(dir: &Path) {
     }
 }
 
-fn run_args<'a>(mcp: &'a str, out: &'a str, agent: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
-    let tasks = Box::leak(bench_tasks().display().to_string().into_boxed_str());
-    let mut args = vec![
-        "run",
-        "--mcp-config",
-        mcp,
-        "--task",
-        tasks,
-        "--task-id",
-        "time_mcp_000",
-        "--agent",
-        agent,
-        "--out",
-        out,
-        "--no-tui",
-    ];
-    args.extend_from_slice(extra);
-    args
+fn run_args(mcp: &str, out: &str, agent: &str, extra: &[&str]) -> Vec<String> {
+    cosmos_run_args(Path::new(mcp), Path::new(out), "time_mcp_000", agent, extra)
 }
 
 #[test]

@@ -36,24 +36,9 @@ fn script() -> Value {
 }
 
 fn spiral_run(dir: &Path, out: &str, llm: &ScriptedLlm) -> std::path::PathBuf {
-    let mcp = write_mcp_config(dir, bench_servers());
-    let out_dir = dir.join(out);
-    let tasks = bench_tasks();
-    let args = [
-        "run",
-        "--mcp-config",
-        mcp.to_str().unwrap(),
-        "--task",
-        tasks.to_str().unwrap(),
-        "--task-id",
-        "time_mcp_001",
-        "--agent",
-        "spiral",
+    let extra = [
         "--world-model",
         "llm",
-        "--out",
-        out_dir.to_str().unwrap(),
-        "--no-tui",
         "--iterations",
         "8",
         "--candidates",
@@ -61,6 +46,14 @@ fn spiral_run(dir: &Path, out: &str, llm: &ScriptedLlm) -> std::path::PathBuf {
         "--max-depth",
         "4",
     ];
+    run_in(dir, out, llm, &extra)
+}
+
+/// `cosmos run --agent spiral` on time_mcp_001 against mcp-server-time; the one trajectory.
+fn run_in(dir: &Path, out: &str, llm: &ScriptedLlm, extra: &[&str]) -> std::path::PathBuf {
+    let mcp = write_mcp_config(dir, bench_servers());
+    let out_dir = dir.join(out);
+    let args = cosmos_run_args(&mcp, &out_dir, "time_mcp_001", "spiral", extra);
     let output = cosmos(&args, llm, KEY);
     assert_eq!(output.status.code(), Some(0), "{}", text(&output));
     only_run(&out_dir)
@@ -182,31 +175,9 @@ fn failing_plan_run(
     llm: &ScriptedLlm,
     extra: &[&str],
 ) -> std::path::PathBuf {
-    let mcp = write_mcp_config(dir, bench_servers());
-    let out_dir = dir.join(out);
-    let tasks = bench_tasks();
-    let mut args = vec![
-        "run",
-        "--mcp-config",
-        mcp.to_str().unwrap(),
-        "--task",
-        tasks.to_str().unwrap(),
-        "--task-id",
-        "time_mcp_001",
-        "--agent",
-        "spiral",
-        "--world-model",
-        "llm",
-        "--out",
-        out_dir.to_str().unwrap(),
-        "--no-tui",
-        "--iterations",
-        "3",
-    ];
+    let mut args = vec!["--world-model", "llm", "--iterations", "3"];
     args.extend_from_slice(extra);
-    let output = cosmos(&args, llm, KEY);
-    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
-    only_run(&out_dir)
+    run_in(dir, out, llm, &args)
 }
 
 /// The `node_added` events without an action: search roots, as (node, parent).

@@ -141,8 +141,36 @@ pub fn predicted(content: &str, is_error: bool) -> Value {
     json!({"is_error": is_error, "content": content})
 }
 
+/// `cosmos run` arguments for a task of the MCP-Bench fixture, without the UI; `extra` last.
+pub fn cosmos_run_args(
+    mcp: &Path,
+    out: &Path,
+    task_id: &str,
+    agent: &str,
+    extra: &[&str],
+) -> Vec<String> {
+    let mut args: Vec<String> = [
+        "run",
+        "--mcp-config",
+        &mcp.display().to_string(),
+        "--task",
+        &bench_tasks().display().to_string(),
+        "--task-id",
+        task_id,
+        "--agent",
+        agent,
+        "--out",
+        &out.display().to_string(),
+        "--no-tui",
+    ]
+    .map(String::from)
+    .to_vec();
+    args.extend(extra.iter().map(|s| s.to_string()));
+    args
+}
+
 /// Runs the binary with the scripted endpoint and a test key in the environment.
-pub fn cosmos(args: &[&str], llm: &ScriptedLlm, key: &str) -> Output {
+pub fn cosmos<S: AsRef<std::ffi::OsStr>>(args: &[S], llm: &ScriptedLlm, key: &str) -> Output {
     Command::new(env!("CARGO_BIN_EXE_cosmos"))
         .args(args)
         .env("OPENAI_BASE_URL", llm.base_url())
