@@ -263,7 +263,12 @@ pub async fn run(env: &mut Env, rec: &mut Recorder, settings: &Settings) -> Resu
             };
             let failed = done.observation.is_error;
             real.push(done);
-            if failed && may_revise && real.len() < env.budget.max_steps {
+            // A revision needs budget left to search with.
+            if failed
+                && may_revise
+                && real.len() < env.budget.max_steps
+                && env.over_budget().is_none()
+            {
                 failed_at = planned.node.map(|n| (n, *depth));
                 break;
             }
