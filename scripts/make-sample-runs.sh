@@ -56,5 +56,10 @@ run spiral-mem-time-deep --task-id time_mcp_001 --agent spiral --world-model mem
 config=sample_runs/cosmos-wide.toml \
 run spiral-wide-time    --task-id time_mcp_001 --agent spiral --world-model memory --memory-from "$out" \
                         --iterations 8 --candidates 5 --max-depth 4 --alpha 1.0
+# With the critic (alpha 0.5) values spread out, so the search keeps expanding instead of
+# revisiting `finish` leaves that all score 1.0: this is the big tree (30+ nodes).
+config=sample_runs/cosmos-wide.toml \
+run spiral-critic-time  --task-id time_mcp_001 --agent spiral --world-model memory --memory-from "$out" \
+                        --iterations 20 --candidates 4 --max-depth 4 --alpha 0.5
 "$cosmos" validate "$out"
 "$cosmos" report "$out"
