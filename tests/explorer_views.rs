@@ -98,6 +98,14 @@ fn revised_plan_hangs_under_the_failed_step() {
         app.update(Action::ExpandAll);
         insta::assert_snapshot!(format!("revised_plan_{}x{}", size.0, size.1), render(&app));
     }
+    // The revised plan's finish node: its planned answer beside the answer the run gave.
+    let mut app = run_app(common::revised_run(), (120, 30));
+    app.update(Action::ExpandAll);
+    for _ in 0..5 {
+        app.update(Action::Down);
+    }
+    insta::assert_snapshot!("revised_plan_finish_node", render(&app));
+    {}
 }
 
 #[test]

@@ -265,7 +265,14 @@ pub fn revised_run() -> Run {
         simulated(4, predicted),
         evaluated(4, Verdict::Valid, 0.1),
         backprop(&[3, 4], 0.1),
-        node(5, Some(4), 4, finish()),
+        node(
+            5,
+            Some(4),
+            4,
+            Some(Action::Finish {
+                answer: Some("Tokyo: 17:00".into()),
+            }),
+        ),
         evaluated(5, Verdict::Finish, 1.0),
         backprop(&[3, 4, 5], 1.0),
         EventBody::PlanSelected {

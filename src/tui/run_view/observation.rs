@@ -14,7 +14,7 @@ use ratatui::widgets::{Block, Paragraph, Wrap};
 use super::tree::Item;
 use crate::metrics::fidelity::{self, Fidelity};
 use crate::trajectory::describe::{call_label, node_label};
-use crate::trajectory::event::{EventBody, Observation};
+use crate::trajectory::event::{Action, EventBody, Observation};
 use crate::trajectory::fold::TreeState;
 use crate::trajectory::run::Run;
 use crate::tui::text;
@@ -37,7 +37,7 @@ struct Side {
 /// State of the observation pane.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ObservationView {
-    key: Option<(Item, u32, Option<u32>)>,
+    key: Option<(Item, u32, Option<u32>, bool)>,
     heading: String,
     fidelity: Option<Fidelity>,
     simulated: Side,
@@ -83,8 +83,54 @@ impl ObservationView {
                 (action, sim, s)
             }
         };
-        let key = (item, sim_event, step.map(|s| s.event));
+        // A `finish` node has no simulation or real call: its planned answer goes beside the
+        // answer the run gave (once given).
+        let planned_answer = match item {
+            Item::Node(slot) => {
+                match &run.events[run.nodes()[slot as usize].added_at as usize].body {
+                    EventBody::NodeAdded {
+                        action: Some(Action::Finish { answer }),
+                        ..
+                    } => Some(answer.as_deref().unwrap_or("")),
+                    _ => None,
+                }
+            }
+            Item::Step(_) => None,
+        };
+        let given_answer = planned_answer.and(run.answer_at(k));
+        let key = (
+            item,
+            sim_event,
+            step.map(|s| s.event),
+            given_answer.is_some(),
+        );
         if self.key == Some(key) {
+            return;
+        }
+        if let Some(planned) = planned_answer {
+            let side = |title: &str, text: &str, missing: &str| Side {
+                title: title.into(),
+                lines: if text.trim().is_empty() {
+                    vec![(missing.to_string(), false)]
+                } else {
+                    text::lines(text, MAX_LINES, MAX_LINE_CHARS)
+                        .into_iter()
+                        .map(|l| (l, false))
+                        .collect()
+                },
+            };
+            *self = Self {
+                key: Some(key),
+                heading: action,
+                fidelity: None,
+                simulated: side("planned answer", planned, "(the planner wrote none)"),
+                real: side(
+                    "answer given",
+                    given_answer.unwrap_or(""),
+                    "(not answered at this point)",
+                ),
+                scroll: 0,
+            };
             return;
         }
         let simulated = run.simulated_observation(sim_event);
