@@ -30,9 +30,19 @@ struct SpiralEnv<'a> {
     tokens: AtomicU64,
     max_tokens: u64,
     deadline: Instant,
+    /// Steps before the search's root that really ran (a revision's).
+    real_steps: usize,
 }
 
 impl SpiralEnv<'_> {
+    /// How the prompt names the steps' results: a revision starts from real ones.
+    fn observed(&self) -> String {
+        match self.real_steps {
+            0 => "predicted results".into(),
+            n => format!("results of steps 1-{n} are real, later ones predicted"),
+        }
+    }
+
     fn count(&self, c: &Completion) {
         self.tokens
             .fetch_add(c.prompt_tokens + c.completion_tokens, Ordering::Relaxed);
@@ -47,7 +57,7 @@ impl SearchEnv for SpiralEnv<'_> {
     ) -> Answer<'a, Result<Vec<Action>, String>> {
         Box::pin(async move {
             let mode = "Tool results you see are predictions of a world model. Propose several different next actions, best first.";
-            let mut user = planner::user_prompt(self.request, history, "predicted results");
+            let mut user = planner::user_prompt(self.request, history, &self.observed());
             user.push_str(&format!(
                 "\nGive up to {k} different candidate actions: {{\"candidates\": [action, …]}}."
             ));
@@ -137,7 +147,7 @@ impl SearchEnv for SpiralEnv<'_> {
         observation: Option<&'a Observation>,
     ) -> Answer<'a, Option<Critique>> {
         Box::pin(async move {
-            let mut user = planner::user_prompt(self.request, history, "predicted results");
+            let mut user = planner::user_prompt(self.request, history, &self.observed());
             let step = match action {
                 Action::ToolCall { tool, arguments } => format!(
                     "Next step: call {tool} {arguments}, predicted to return: {}",
@@ -310,6 +320,7 @@ async fn search(
         tokens: AtomicU64::new(0),
         max_tokens: env.tokens_left(),
         deadline: env.deadline(),
+        real_steps: origin.history.len(),
     };
     let mut write_error = None;
     let (tree, stopped) = mcts::search_from(&search_env, settings, origin, &mut |body| {
