@@ -255,6 +255,7 @@ fn revision_searches_again_under_the_failed_node_and_runs_the_new_plan() {
         let body = r["body"].to_string();
         body.contains("Mars/Olympus_Mons")
             && body.contains("[error]")
+            && body.contains("results of steps 1-1 are real")
             && body.contains("candidates")
     });
     assert!(
