@@ -40,6 +40,8 @@ pub struct ObservationView {
     key: Option<(Item, u32, Option<u32>, bool)>,
     heading: String,
     fidelity: Option<Fidelity>,
+    /// A `finish` node: answers side by side, no fidelity to speak of.
+    finish: bool,
     simulated: Side,
     real: Side,
     /// First line shown.
@@ -123,6 +125,7 @@ impl ObservationView {
                 key: Some(key),
                 heading: action,
                 fidelity: None,
+                finish: true,
                 simulated: side("planned answer", planned, "(the planner wrote none)"),
                 real: side(
                     "answer given",
@@ -187,6 +190,7 @@ impl ObservationView {
             key: Some(key),
             heading: action,
             fidelity,
+            finish: false,
             simulated: simulated_side,
             real: real_side,
             scroll: 0,
@@ -236,6 +240,7 @@ impl ObservationView {
                     f.token_f1
                 )
             }
+            None if self.finish => "the planner's answer at this node, and the run's".to_string(),
             None => "fidelity — (needs both a simulation and a real result)".to_string(),
         };
         let heading = vec![
