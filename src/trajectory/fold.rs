@@ -221,6 +221,17 @@ impl Cursor {
         }
     }
 
+    /// Steps forward to `k` (clamped), showing `observe` the state after every event: the
+    /// run view's first pass builds its charts this way instead of folding twice.
+    pub fn advance_observing(&mut self, run: &Run, k: usize, mut observe: impl FnMut(&TreeState)) {
+        let k = k.min(run.len());
+        while self.state.applied < k {
+            self.state.apply(run);
+            self.maybe_snapshot();
+            observe(&self.state);
+        }
+    }
+
     fn maybe_snapshot(&mut self) {
         let at = self.state.applied;
         if at.is_multiple_of(self.interval) && !self.snapshots.contains_key(&at) {

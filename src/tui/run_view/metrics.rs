@@ -6,7 +6,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Paragraph, Sparkline};
 
 use crate::metrics::run::RunMetrics;
-use crate::trajectory::event::{Phase, Role};
+use crate::trajectory::event::{EventBody, Phase, Role};
 use crate::trajectory::fold::TreeState;
 use crate::trajectory::run::Run;
 use crate::tui::theme::Theme;
@@ -28,52 +28,82 @@ pub struct Series {
 }
 
 impl Series {
-    /// One pass over the run.
+    /// One pass over the run, folding it on its own (a live run's rebuilds).
     pub fn build(run: &Run) -> Self {
-        let n = run.len();
-        let mut series = Self::default();
-        if n == 0 {
-            return series;
-        }
-        let every = n.div_ceil(SAMPLES).max(1);
+        let mut builder = SeriesBuilder::new(run);
         let mut state = TreeState::default();
-        let mut tokens = 0u64;
-        let mut calls = 0u64;
-        for (i, event) in run.events.iter().enumerate() {
+        for _ in 0..run.len() {
             state.apply(run);
-            match &event.body {
-                crate::trajectory::event::EventBody::LlmCall {
-                    prompt_tokens,
-                    completion_tokens,
-                    ..
-                } => {
-                    tokens += prompt_tokens + completion_tokens;
-                }
-                crate::trajectory::event::EventBody::ToolCalled { .. } => calls += 1,
-                _ => {}
-            }
-            if (i + 1) % every == 0 || i + 1 == n {
-                let best = state
-                    .nodes()
-                    .iter()
-                    .filter_map(|d| d.q())
-                    .fold(f64::NEG_INFINITY, f64::max);
-                series.at.push(i + 1);
-                series.tool_calls.push(calls);
-                series.tokens.push(tokens);
-                // Shift by 1 so that values in [−1, 1] map onto [0, 200].
-                series.best_value.push(if best.is_finite() {
-                    ((best + 1.0) * 100.0).max(0.0) as u64
-                } else {
-                    0
-                });
-            }
+            builder.observe(run, &state);
         }
-        series
+        builder.finish()
     }
 
     fn upto(&self, k: usize) -> usize {
         self.at.partition_point(|&a| a <= k)
+    }
+}
+
+/// Builds a [`Series`] from the states of a fold, one call per event applied, so the fold
+/// that opens a run can fill the charts on its way.
+#[derive(Debug)]
+pub struct SeriesBuilder {
+    every: usize,
+    len: usize,
+    tokens: u64,
+    calls: u64,
+    series: Series,
+}
+
+impl SeriesBuilder {
+    /// A builder for `run` as it is now.
+    pub fn new(run: &Run) -> Self {
+        Self {
+            every: run.len().div_ceil(SAMPLES).max(1),
+            len: run.len(),
+            tokens: 0,
+            calls: 0,
+            series: Series::default(),
+        }
+    }
+
+    /// Takes in the event just applied to `state` (the `state.applied()`-th).
+    pub fn observe(&mut self, run: &Run, state: &TreeState) {
+        let n = state.applied();
+        let Some(event) = n.checked_sub(1).and_then(|i| run.events.get(i)) else {
+            return;
+        };
+        match &event.body {
+            EventBody::LlmCall {
+                prompt_tokens,
+                completion_tokens,
+                ..
+            } => self.tokens += prompt_tokens + completion_tokens,
+            EventBody::ToolCalled { .. } => self.calls += 1,
+            _ => {}
+        }
+        if n.is_multiple_of(self.every) || n == self.len {
+            let best = state
+                .nodes()
+                .iter()
+                .filter_map(|d| d.q())
+                .fold(f64::NEG_INFINITY, f64::max);
+            let series = &mut self.series;
+            series.at.push(n);
+            series.tool_calls.push(self.calls);
+            series.tokens.push(self.tokens);
+            // Shift by 1 so that values in [−1, 1] map onto [0, 200].
+            series.best_value.push(if best.is_finite() {
+                ((best + 1.0) * 100.0).max(0.0) as u64
+            } else {
+                0
+            });
+        }
+    }
+
+    /// The series.
+    pub fn finish(self) -> Series {
+        self.series
     }
 }
 
@@ -228,4 +258,37 @@ fn series_max(title: &str, s: &Series) -> u64 {
         _ => return 200,
     };
     all.last().copied().unwrap_or(1).max(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trajectory::event::Event;
+    use crate::trajectory::fold::Cursor;
+    use crate::trajectory::synthetic::{self, Spec};
+
+    #[test]
+    fn charts_built_during_the_cursors_fold_match_a_fold_of_their_own() {
+        // 3,000 nodes ≈ 21,000 events: past the cursor's first snapshot.
+        let spec = Spec {
+            nodes: 3_000,
+            ..Spec::default()
+        };
+        let mut run = Run::new("mem".into(), synthetic::header(&spec));
+        for (i, (t_ms, body)) in synthetic::events(&spec).into_iter().enumerate() {
+            run.push(Event {
+                seq: i as u64 + 1,
+                t_ms,
+                body,
+            });
+        }
+        let mut cursor = Cursor::new(&run);
+        let mut charts = SeriesBuilder::new(&run);
+        cursor.advance_observing(&run, run.len(), |state| charts.observe(&run, state));
+        let series = charts.finish();
+        assert_eq!(series, Series::build(&run));
+        assert_eq!(series.at.last(), Some(&run.len()));
+        assert!(series.tool_calls.last().unwrap() > &0 && series.best_value.iter().any(|&v| v > 0));
+        assert_eq!(cursor.position(), run.len());
+    }
 }

@@ -19,7 +19,7 @@ use ratatui::text::Line;
 use ratatui::widgets::{Block, BorderType};
 
 use self::inspector::Inspector;
-use self::metrics::Series;
+use self::metrics::{Series, SeriesBuilder};
 use self::observation::ObservationView;
 use self::tree::{Item, TreeView};
 use super::action::Action;
@@ -138,9 +138,12 @@ impl RunView {
     /// A view of a loaded run with the cursor at its end.
     pub fn new(run: Run, area: Rect) -> Self {
         let tree = TreeView::new(&run);
-        let cursor = Cursor::new(&run);
+        // One fold to the end both places the cursor and fills the charts.
+        let mut cursor = Cursor::new(&run);
+        let mut charts = SeriesBuilder::new(&run);
+        cursor.advance_observing(&run, run.len(), |state| charts.observe(&run, state));
         let mut view = Self {
-            series: Series::build(&run),
+            series: charts.finish(),
             series_len: run.len(),
             run,
             cursor,
