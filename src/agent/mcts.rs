@@ -362,8 +362,11 @@ pub async fn search_from(
             }
             continue;
         }
-        let mut history = origin.history.clone();
-        history.extend(tree.history(leaf));
+        let history = if origin.history.is_empty() {
+            tree.history(leaf)
+        } else {
+            [origin.history.clone(), tree.history(leaf)].concat()
+        };
         let (proposed, events) = env.propose(&history, settings.k).await;
         events.into_iter().for_each(&mut *emit);
         let candidates = match proposed {
