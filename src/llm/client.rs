@@ -204,10 +204,7 @@ impl LlmClient {
         if !self.endpoint.record_messages {
             return None;
         }
-        let mut all: Vec<Value> = messages
-            .iter()
-            .map(|m| json!({"role": m.role, "content": m.content}))
-            .collect();
+        let mut all = wire(messages);
         if let Some(c) = reply {
             let mut assistant = json!({"role": "assistant", "content": c.text});
             if !c.tool_calls.is_empty() {
@@ -230,7 +227,7 @@ impl LlmClient {
     fn body(&self, messages: &[Message]) -> Value {
         json!({
             "model": self.endpoint.model,
-            "messages": messages.iter().map(|m| json!({"role": m.role, "content": m.content})).collect::<Vec<_>>(),
+            "messages": wire(messages),
             "temperature": self.endpoint.temperature,
             "max_tokens": self.endpoint.max_tokens,
         })
@@ -391,6 +388,14 @@ fn parse_reply(bytes: &[u8], prompt_chars: usize) -> Result<Completion> {
         latency: Duration::ZERO,
         messages: None,
     })
+}
+
+/// Messages as the chat-completions API (and a recorded `llm_call`) writes them.
+fn wire(messages: &[Message]) -> Vec<Value> {
+    messages
+        .iter()
+        .map(|m| json!({"role": m.role, "content": m.content}))
+        .collect()
 }
 
 fn snippet(s: &str) -> String {
