@@ -43,7 +43,7 @@ impl Inspector {
         }
     }
 
-    /// Every line, for tests and search.
+    /// Every line laid out (what the tests read).
     pub fn lines(&self) -> &[String] {
         &self.lines
     }
