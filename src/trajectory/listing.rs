@@ -129,5 +129,22 @@ fn read_finish(path: &Path, size: u64) -> Option<Event> {
 /// Summaries of every run under `paths`, in path order.
 pub fn list_runs(paths: &[PathBuf]) -> anyhow::Result<Vec<RunSummary>> {
     let files = super::reader::collect_files(paths)?;
-    Ok(files.iter().map(|p| RunSummary::read(p)).collect())
+    // Reading first and last lines is I/O-bound: on a cold page cache, several files read at
+    // once list far sooner than one after another. Chunks keep the files' order.
+    let chunk = files.len().div_ceil(LISTING_THREADS).max(1);
+    let mut summaries = Vec::with_capacity(files.len());
+    std::thread::scope(|scope| {
+        let readers: Vec<_> = files
+            .chunks(chunk)
+            .map(|part| scope.spawn(move || part.iter().map(|p| RunSummary::read(p)).collect()))
+            .collect();
+        for reader in readers {
+            let part: Vec<RunSummary> = reader.join().expect("a listing thread panicked");
+            summaries.extend(part);
+        }
+    });
+    Ok(summaries)
 }
+
+/// Files read at once when listing.
+const LISTING_THREADS: usize = 8;
