@@ -85,6 +85,24 @@ fn validate_finds_dangling_node_references() {
 }
 
 #[test]
+fn the_explorer_without_a_terminal_is_a_clear_error() {
+    // `cosmos PATH` is `cosmos replay PATH`; here stdin and stdout are not terminals.
+    for args in [&["sample_runs"][..], &["replay", "sample_runs"]] {
+        let out = Command::new(env!("CARGO_BIN_EXE_cosmos"))
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+        assert!(
+            text(&out).contains("cosmos: error: the explorer needs a terminal"),
+            "{}",
+            text(&out)
+        );
+    }
+}
+
+#[test]
 fn validate_of_a_missing_path_is_a_clear_error() {
     let out = cosmos(&["validate", "/no/such/place"]);
     assert_eq!(out.status.code(), Some(1));

@@ -80,7 +80,8 @@ fn planted_escape_sequences_never_reach_the_terminal() {
     let path = dir.path().join("evil.jsonl");
     write_run(&run, &path);
 
-    let t = Tmux::start(&["replay", dir.path().to_str().unwrap()], 160, 45);
+    // A bare path is `replay PATH`.
+    let t = Tmux::start(&[dir.path().to_str().unwrap()], 160, 45);
     t.wait_for("1 of 1 runs");
     t.keys(&["Enter"]);
     t.wait_for("Tree · 4 nodes");

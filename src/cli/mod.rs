@@ -17,11 +17,20 @@ pub use report::ReportFormat;
 
 /// mcp-cosmos: run, record, replay and compare world-model-augmented MCP agents.
 #[derive(Debug, Parser)]
-#[command(name = "cosmos", version, about, long_about = None)]
+#[command(
+    name = "cosmos",
+    version,
+    about,
+    long_about = None,
+    args_conflicts_with_subcommands = true
+)]
 pub struct Cli {
-    /// What to do; without a command, the explorer opens on ./sample_runs.
+    /// What to do; without a command, the explorer opens (as `cosmos replay`).
     #[command(subcommand)]
     pub command: Option<Command>,
+    /// Runs to explore without a command: `cosmos runs/` is `cosmos replay runs/`.
+    #[arg(value_name = "PATH")]
+    pub path: Option<PathBuf>,
 }
 
 /// The subcommands.
@@ -89,7 +98,7 @@ pub enum Command {
 pub fn run(cli: Cli) -> Result<ExitCode> {
     logging::init();
     match cli.command.unwrap_or(Command::Replay {
-        path: PathBuf::from("sample_runs"),
+        path: cli.path.unwrap_or_else(|| PathBuf::from("sample_runs")),
     }) {
         Command::Replay { path } => crate::tui::explore(&path).map(|()| ExitCode::SUCCESS),
         Command::Run(args) => run::run(*args),

@@ -30,7 +30,20 @@ enum Msg {
 
 /// Runs the explorer until the user quits. `live` feeds events of a running agent.
 pub fn run(mut app: App, live: Option<Receiver<Event>>) -> Result<()> {
-    let mut terminal = ratatui::init();
+    use std::io::IsTerminal;
+    if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
+        anyhow::bail!(
+            "the explorer needs a terminal (stdin or stdout is not one); for scripts use \
+             `cosmos run --no-tui`, `cosmos validate` or `cosmos report`"
+        );
+    }
+    let mut terminal = match ratatui::try_init() {
+        Ok(t) => t,
+        Err(e) => {
+            ratatui::restore();
+            return Err(anyhow::Error::new(e).context("setting up the terminal"));
+        }
+    };
     install_panic_hook();
     execute!(stdout(), EnableMouseCapture)?;
     let result = event_loop(&mut terminal, &mut app, live);
