@@ -26,8 +26,29 @@ pub fn node_label(body: &EventBody) -> String {
     }
 }
 
+/// The tree's shorter form of [`node_label`]: a call's argument values without their keys,
+/// since sibling candidates differ in values and a row has little room.
+pub fn compact_node_label(body: &EventBody) -> String {
+    match body {
+        EventBody::NodeAdded {
+            action: Some(Action::ToolCall { tool, arguments }),
+            ..
+        } => compact_call_label(tool, arguments),
+        other => node_label(other),
+    }
+}
+
+/// `tool(v, …)`: a call's argument values without their keys.
+pub fn compact_call_label(tool: &str, arguments: &serde_json::Value) -> String {
+    args_label(tool, arguments, false)
+}
+
 /// A short `tool(k=v, …)` label.
 pub fn call_label(tool: &str, arguments: &serde_json::Value) -> String {
+    args_label(tool, arguments, true)
+}
+
+fn args_label(tool: &str, arguments: &serde_json::Value, keys: bool) -> String {
     let args = match arguments.as_object() {
         Some(map) => map
             .iter()
@@ -36,7 +57,11 @@ pub fn call_label(tool: &str, arguments: &serde_json::Value) -> String {
                     serde_json::Value::String(s) => s.clone(),
                     other => other.to_string(),
                 };
-                format!("{k}={}", cut(&v, 24))
+                if keys {
+                    format!("{k}={}", cut(&v, 24))
+                } else {
+                    cut(&v, 24)
+                }
             })
             .collect::<Vec<_>>()
             .join(", "),
@@ -179,5 +204,18 @@ mod tests {
         assert!(node_label(&added(Some(3), None)).contains("revision"));
         let finish = Action::Finish { answer: None };
         assert_eq!(node_label(&added(Some(3), Some(finish))), "finish");
+        let call = Action::ToolCall {
+            tool: "time:convert_time".into(),
+            arguments: serde_json::json!({"time": "09:00", "target_timezone": "Asia/Tokyo"}),
+        };
+        assert_eq!(
+            node_label(&added(Some(3), Some(call.clone()))),
+            "time:convert_time(time=09:00, target_timezone=Asia/Tokyo)"
+        );
+        assert_eq!(
+            compact_node_label(&added(Some(3), Some(call))),
+            "time:convert_time(09:00, Asia/Tokyo)"
+        );
+        assert_eq!(compact_node_label(&added(None, None)), "root");
     }
 }

@@ -11,7 +11,7 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Paragraph};
 
-use crate::trajectory::describe::{call_label, node_label};
+use crate::trajectory::describe::{compact_call_label, compact_node_label};
 use crate::trajectory::event::EventBody;
 use crate::trajectory::fold::TreeState;
 use crate::trajectory::run::Run;
@@ -299,7 +299,7 @@ impl TreeView {
         } else {
             "▸ "
         };
-        let action = node_label(&run.events[info.added_at as usize].body);
+        let action = compact_node_label(&run.events[info.added_at as usize].body);
         let predicted_error = run
             .simulated_observation(dyn_.simulated)
             .is_some_and(|o| o.is_error);
@@ -348,7 +348,7 @@ fn step_line(run: &Run, step: usize, width: usize, theme: &Theme) -> Line<'stati
             tool,
             arguments,
             ..
-        } => format!("{step}. {}", call_label(tool, arguments)),
+        } => format!("{step}. {}", compact_call_label(tool, arguments)),
         _ => String::new(),
     };
     let style = if s.facts.is_error {
