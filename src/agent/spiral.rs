@@ -245,8 +245,8 @@ pub async fn run(env: &mut Env, rec: &mut Recorder, settings: &Settings) -> Resu
             nodes: path.clone(),
             rule: settings.plan_rule.as_str().into(),
         })?;
-        // Each call with its node's depth in the run, where a revision would hang.
-        let calls: Vec<(PlannedCall, u32)> = plan
+        // Each call with the tree index of its node, where a revision would hang.
+        let calls: Vec<(PlannedCall, usize)> = plan
             .iter()
             .filter_map(|&i| match &tree.nodes[i].action {
                 Some(Action::ToolCall { tool, arguments }) => Some((
@@ -255,18 +255,16 @@ pub async fn run(env: &mut Env, rec: &mut Recorder, settings: &Settings) -> Resu
                         tool: tool.clone(),
                         arguments: arguments.clone(),
                     },
-                    origin.depth(tree.nodes[i].depth),
+                    i,
                 )),
                 _ => None,
             })
             .collect();
-        let next_id = origin.id(tree.nodes.len());
         rec.emit(EventBody::Phase {
             phase: Phase::Execute,
         })?;
-        let may_revise = revisions_left > 0;
         let mut failed_at = None;
-        for (planned, depth) in &calls {
+        for (planned, i) in &calls {
             let step = real.len() as u64 + 1;
             let Some(done) = execute::call(env, rec, step, planned).await? else {
                 return Ok(End::interrupted());
@@ -275,26 +273,27 @@ pub async fn run(env: &mut Env, rec: &mut Recorder, settings: &Settings) -> Resu
             real.push(done);
             // A revision needs budget left to search with.
             if failed
-                && may_revise
+                && revisions_left > 0
                 && real.len() < env.budget.max_steps
                 && env.over_budget().is_none()
             {
-                failed_at = planned.node.map(|n| (n, *depth));
+                failed_at = Some(*i);
                 break;
             }
         }
-        let Some((failed, depth)) = failed_at else {
+        let Some(failed) = failed_at else {
             break;
         };
         revisions_left -= 1;
         // The plan so far ends at the failed node; the revision hangs under it.
-        if let Some(at) = path.iter().position(|&n| n == failed) {
+        let failed_id = origin.id(failed);
+        if let Some(at) = path.iter().position(|&n| n == failed_id) {
             path.truncate(at + 1);
         }
         origin = Origin {
             history: real.clone(),
-            first_id: next_id,
-            anchor: Some((failed, depth)),
+            first_id: origin.id(tree.nodes.len()),
+            anchor: Some((failed_id, origin.depth(tree.nodes[failed].depth))),
         };
     }
     answer::answer(env, rec, &real).await
