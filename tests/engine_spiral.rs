@@ -291,3 +291,38 @@ fn revision_searches_again_under_the_failed_node_and_runs_the_new_plan() {
     let check = cosmos(&["validate", path.to_str().unwrap()], &llm, KEY);
     assert_eq!(check.status.code(), Some(0), "{}", text(&check));
 }
+
+#[test]
+fn a_revision_whose_planner_fails_still_answers_from_the_real_steps() {
+    let dir = tempfile::tempdir().unwrap();
+    // The same run, but the revision's planner answers with something that is not JSON.
+    let mut script = failing_plan_script();
+    let rules = script.as_array_mut().unwrap();
+    let revision = rules
+        .iter()
+        .position(|r| r["when"] == json!(["1. Time MCP:", "[error]"]))
+        .unwrap();
+    rules[revision]["content"] = json!("I cannot plan this");
+    let llm = ScriptedLlm::start(script);
+    let path = failing_plan_run(dir.path(), "broken", &llm, &["--revisions", "1"]);
+    let run = Run::open(&path).unwrap();
+    assert!(run.problems.is_empty(), "{:?}", run.problems);
+    // The revision was started (a second root under the failed node), found nothing to run,
+    // said why, and the run still answered from its one real step.
+    assert_eq!(roots(&run).len(), 2);
+    assert_eq!(run.steps().len(), 1);
+    let stopped = run.events.iter().any(|e| {
+        matches!(&e.body, EventBody::Error { message, .. } if message.starts_with("search stopped early: planner failed"))
+    });
+    assert!(stopped, "the failed revision is recorded");
+    assert!(run.answer_at(run.len()).is_some());
+    assert!(matches!(
+        run.finish_at(run.len()).map(|e| &e.body),
+        Some(EventBody::RunFinished {
+            status: mcp_cosmos::trajectory::event::RunStatus::Completed,
+            ..
+        })
+    ));
+    let check = cosmos(&["validate", path.to_str().unwrap()], &llm, KEY);
+    assert_eq!(check.status.code(), Some(0), "{}", text(&check));
+}
