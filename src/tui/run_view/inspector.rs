@@ -86,21 +86,12 @@ impl Inspector {
             .iter()
             .skip(self.scroll)
             .take(inner.height as usize)
-            .map(|l| Line::raw(cut(l, width)))
+            // Lines are inert already; `one_line` only cuts them to the width here.
+            .map(|l| Line::raw(one_line(l, width.saturating_sub(1))))
             .collect();
         frame.render_widget(Clear, rect);
         frame.render_widget(Paragraph::new(shown).block(block), rect);
     }
-}
-
-/// `line` cut to `width` characters, with `…` when cut.
-fn cut(line: &str, width: usize) -> String {
-    if line.chars().count() <= width {
-        return line.to_string();
-    }
-    let mut s: String = line.chars().take(width.saturating_sub(1)).collect();
-    s.push('…');
-    s
 }
 
 /// YAML-like lines: `key: value`, nested values indented, multi-line strings as a block.
