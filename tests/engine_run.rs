@@ -679,3 +679,49 @@ fn record_messages_keeps_prompts_and_replies_with_secrets_redacted() {
     assert_no_key_anywhere(&on_dir);
     assert_valid(&only_run(&on_dir));
 }
+
+#[test]
+fn record_messages_covers_the_llm_world_model_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let mcp = write_mcp_config(dir.path(), bench_servers());
+    let out = dir.path().join("out");
+    let llm = ScriptedLlm::start(json!([
+        {"when": "You write the final answer", "content": "New York: 04:00."},
+        {"when": "You simulate an MCP server", "content": predicted(r#"{"target":{"timezone":"America/New_York"}}"#, false)},
+        {"when": "1. Time MCP:convert_time", "content": finish("")},
+        {"when": "No tool has been called yet", "content": call("Time MCP:convert_time", utc_to("America/New_York"))}
+    ]));
+    let args = run_args(
+        mcp.to_str().unwrap(),
+        out.to_str().unwrap(),
+        "plan-exec",
+        &["--world-model", "llm", "--record-messages"],
+    );
+    let o = cosmos(&args, &llm, KEY);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let ev = events(&only_run(&out));
+    let world_model_calls: Vec<&Value> = ev
+        .iter()
+        .filter(|e| e["kind"] == "llm_call" && e["role"] == "world_model")
+        .collect();
+    assert!(!world_model_calls.is_empty());
+    for call in world_model_calls {
+        let messages = call["messages"]
+            .as_array()
+            .expect("world model messages recorded");
+        assert!(messages.iter().any(|m| {
+            m["content"]
+                .as_str()
+                .unwrap()
+                .contains("You simulate an MCP server")
+        }));
+        let reply = messages.last().unwrap();
+        assert_eq!(reply["role"], "assistant");
+        assert!(
+            reply["content"]
+                .as_str()
+                .unwrap()
+                .contains("America/New_York")
+        );
+    }
+}
