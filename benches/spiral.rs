@@ -11,11 +11,25 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mcp_cosmos::agent::mcts::{Answer, Critique, PlanRule, SearchEnv, Settings, search};
-use mcp_cosmos::llm::client::{LlmClient, Message};
+use mcp_cosmos::agent::ports::EventSink;
+use mcp_cosmos::agent::rehearse::Prediction;
+use mcp_cosmos::llm::client::LlmClient;
 use mcp_cosmos::llm::config::{Endpoint, OutputMode};
+use mcp_cosmos::llm::wire::Message;
+use mcp_cosmos::trajectory::event::EventBody;
 use mcp_cosmos::trajectory::event::{Action, Observation};
 use mcp_cosmos::world_model::HistoryStep;
 use serde_json::{Value, json};
+
+/// Counts events and keeps none.
+struct Count(usize);
+
+impl EventSink for Count {
+    fn emit(&mut self, _: EventBody) -> anyhow::Result<()> {
+        self.0 += 1;
+        Ok(())
+    }
+}
 
 /// Proposes K distinct calls; answers instantly, or through a real endpoint when given one.
 struct Instant0 {
@@ -49,15 +63,19 @@ impl SearchEnv for Instant0 {
         _h: &'a [HistoryStep],
         _t: &'a str,
         a: &'a Value,
-    ) -> Answer<'a, Result<Observation, String>> {
+    ) -> Answer<'a, Result<Prediction, String>> {
         Box::pin(async move {
             if let Some(c) = &self.http {
                 let _ = c.complete_text(&[Message::user("simulate")]).await;
             }
+            let observation = Observation {
+                text: a.to_string(),
+                ..Default::default()
+            };
             (
-                Ok(Observation {
-                    text: a.to_string(),
-                    ..Default::default()
+                Ok(Prediction {
+                    observation,
+                    tokens: None,
                 }),
                 vec![],
             )
@@ -105,10 +123,13 @@ fn main() {
         plan_rule: PlanRule::BestMean,
         ..Settings::default()
     };
-    let mut events = 0usize;
+    let mut count = Count(0);
     let start = Instant::now();
-    let (tree, _) = rt.block_on(search(&env, &settings, &mut |_| events += 1));
+    let (tree, _) = rt
+        .block_on(search(&env, &settings, &mut count))
+        .expect("counting never fails");
     let elapsed = start.elapsed();
+    let events = count.0;
     println!(
         "search overhead: {} nodes, {} iterations, {events} events in {:.1} ms = {:.1} µs per iteration   (target < 100 µs)",
         tree.nodes.len(),
@@ -173,7 +194,8 @@ fn main() {
             ..Settings::default()
         };
         let start = Instant::now();
-        rt.block_on(search(&env, &settings, &mut |_| {}));
+        rt.block_on(search(&env, &settings, &mut Count(0)))
+            .expect("counting never fails");
         let t = start.elapsed().as_secs_f64();
         times.push(t);
         println!(

@@ -4,7 +4,9 @@
 
 use serde_json::{Value, json};
 
-use crate::llm::client::{Completion, LlmClient, LlmError, Message};
+use crate::llm::chat::{Completion, LlmError};
+use crate::llm::client::LlmClient;
+use crate::llm::wire::Message;
 use crate::trajectory::event::{DimensionScore, EventBody, JudgeScores};
 use crate::trajectory::run::Run;
 

@@ -11,7 +11,7 @@ fn main() -> ExitCode {
         Err(err) => {
             // `{:#}` joins the context chain into one readable line.
             let msg = format!("{err:#}");
-            eprintln!("cosmos: error: {}", mcp_cosmos::tui::text::inert(&msg));
+            eprintln!("cosmos: error: {}", mcp_cosmos::sanitize::inert(&msg));
             ExitCode::FAILURE
         }
     }

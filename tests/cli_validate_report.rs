@@ -30,6 +30,7 @@ fn write(dir: &Path, name: &str, seed: u64) -> String {
             seed,
             ..Spec::default()
         },
+        mcp_cosmos::metrics::run::RunAccumulator::tally,
     )
     .unwrap();
     p.display().to_string()

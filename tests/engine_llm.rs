@@ -4,8 +4,9 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use mcp_cosmos::llm::client::{LlmClient, Message};
+use mcp_cosmos::llm::client::LlmClient;
 use mcp_cosmos::llm::config::{Endpoint, OutputMode};
+use mcp_cosmos::llm::wire::{Message, ToolSpec};
 use serde_json::json;
 use support::*;
 
@@ -95,7 +96,10 @@ async fn garbage_and_missing_usage() {
         .complete_text(&[Message::user("garbage")])
         .await
         .unwrap_err();
-    assert!(err.to_string().contains("not JSON: <html>"), "{err}");
+    assert!(
+        err.to_string().contains("not a chat completion") && err.to_string().contains("<html>"),
+        "{err}"
+    );
     let ok = c.complete_text(&[Message::user("nousage")]).await.unwrap();
     assert!(ok.estimated);
     assert_eq!(ok.completion_tokens, 3);
@@ -138,16 +142,22 @@ async fn native_tool_calls() {
     let c = client(&llm, 5_000, 0);
     let out = c
         .complete_with_tools(
-            &[Message::user("q")],
-            &[json!({"type": "function", "function": {"name": "Time_MCP_get_current_time"}})],
+            vec![Message::user("q")],
+            vec![ToolSpec::function(
+                "Time_MCP_get_current_time",
+                "now",
+                json!({"type": "object"}),
+            )],
         )
         .await
         .unwrap();
+    assert_eq!(out.tool_calls.len(), 1);
+    assert_eq!(out.tool_calls[0].function.name, "Time_MCP_get_current_time");
+    assert_eq!(out.tool_calls[0].arguments(), json!({"timezone": "UTC"}));
+    // The request carried the function as the wire format has it.
+    let sent = &llm.requests()[0]["body"];
     assert_eq!(
-        out.tool_calls,
-        vec![(
-            "Time_MCP_get_current_time".to_string(),
-            json!({"timezone": "UTC"})
-        )]
+        sent["tools"][0]["function"]["name"],
+        "Time_MCP_get_current_time"
     );
 }

@@ -498,8 +498,8 @@ fn a_task_naming_a_server_the_config_lacks_is_a_clear_error() {
 #[test]
 fn the_example_config_parses() {
     let path = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/cosmos.example.toml"));
-    let config = mcp_cosmos::llm::config::LlmConfig::load(Some(path)).unwrap();
-    let search: mcp_cosmos::agent::mcts::Settings = config.agent.unwrap().try_into().unwrap();
+    mcp_cosmos::llm::config::LlmConfig::load(Some(path)).unwrap();
+    let search = mcp_cosmos::agent::mcts::Settings::from_config(path).unwrap();
     assert_eq!(
         search,
         mcp_cosmos::agent::mcts::Settings::default(),

@@ -140,7 +140,7 @@ fn spiral_searches_selects_and_executes_deterministically() {
         assert!(plan.contains(&s.node.unwrap()));
     }
     assert!(run.answer_at(run.len()).unwrap().contains("Tokyo"));
-    let m = run.metrics_at(run.len(), &state);
+    let m = mcp_cosmos::metrics::run::RunFacts::of(&run).at(&run, run.len(), &state);
     assert!(
         m.fidelity.is_some(),
         "executed steps pair with their simulations"

@@ -5,26 +5,15 @@ mod common;
 
 use common::tmux::Tmux;
 
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use mcp_cosmos::trajectory::event::{EventBody, Observation};
-use mcp_cosmos::trajectory::redact::Redactor;
-use mcp_cosmos::trajectory::run::Run;
-use mcp_cosmos::trajectory::writer::Writer;
-
-fn write_run(run: &Run, path: &Path) {
-    let mut w = Writer::create(path, &run.header, Redactor::new()).unwrap();
-    for e in &run.events {
-        w.write(e.t_ms, e.body.clone()).unwrap();
-    }
-}
 
 #[test]
 fn browse_open_step_and_quit_with_keys() {
     let dir = tempfile::tempdir().unwrap();
     for run in common::three_runs() {
-        write_run(&run, &dir.path().join(run.path.file_name().unwrap()));
+        common::write_run(&run, &dir.path().join(run.path.file_name().unwrap()));
     }
     let t = Tmux::start(&["replay", dir.path().to_str().unwrap()], 140, 40);
     let screen = t.wait_for("3 of 3 runs");
@@ -78,7 +67,7 @@ fn planted_escape_sequences_never_reach_the_terminal() {
     header.task.id = format!("task{evil}");
     let run = common::run_of("x", header, bodies);
     let path = dir.path().join("evil.jsonl");
-    write_run(&run, &path);
+    common::write_run(&run, &path);
 
     // A bare path is `replay PATH`.
     let t = Tmux::start(&[dir.path().to_str().unwrap()], 160, 45);

@@ -214,9 +214,13 @@ fn browser_filter_sort_open_mark_and_compare() {
     let mut summaries = Vec::new();
     for run in common::three_runs() {
         let path = dir.path().join(run.path.file_name().unwrap());
-        let mut w =
-            mcp_cosmos::trajectory::writer::Writer::create(&path, &run.header, Default::default())
-                .unwrap();
+        let mut w = mcp_cosmos::trajectory::writer::Writer::create(
+            &path,
+            &run.header,
+            Default::default(),
+            Some(mcp_cosmos::metrics::run::RunAccumulator::tally(&run.header)),
+        )
+        .unwrap();
         for e in &run.events {
             w.write(e.t_ms, e.body.clone()).unwrap();
         }

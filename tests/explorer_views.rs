@@ -50,7 +50,7 @@ fn browser_with_runs_and_group_table() {
     let mut summaries = Vec::new();
     for run in common::three_runs() {
         let path = dir.path().join(run.path.file_name().unwrap());
-        write_run(&run, &path);
+        common::write_run(&run, &path);
         summaries.push(RunSummary::read(&path));
     }
     for size in SIZES {
@@ -156,14 +156,4 @@ fn help_overlay() {
         app.update(Action::Down);
     }
     insta::assert_snapshot!("help_80x24_scrolled", render(&app));
-}
-
-/// Writes a run through the real writer (so the file is what `cosmos run` would write).
-pub fn write_run(run: &Run, path: &std::path::Path) {
-    use mcp_cosmos::trajectory::redact::Redactor;
-    use mcp_cosmos::trajectory::writer::Writer;
-    let mut w = Writer::create(path, &run.header, Redactor::new()).unwrap();
-    for e in &run.events {
-        w.write(e.t_ms, e.body.clone()).unwrap();
-    }
 }

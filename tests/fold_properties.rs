@@ -84,17 +84,18 @@ fn snapshots_make_long_jumps_exact() {
 
 #[test]
 fn metrics_at_cursor_match_the_streaming_accumulator() {
-    use mcp_cosmos::metrics::run::RunAccumulator;
+    use mcp_cosmos::metrics::run::{RunAccumulator, RunFacts};
     let run = run_of(Spec {
         nodes: 300,
         branching: 3,
         padding: 0,
         seed: 3,
     });
+    let facts = RunFacts::of(&run);
     for k in [0, run.len() / 3, run.len()] {
         let mut acc = RunAccumulator::new(&run.header);
         run.events[..k].iter().for_each(|e| acc.push(e));
         let state = TreeState::fold(&run, k);
-        assert_eq!(run.metrics_at(k, &state), acc.metrics(), "at {k}");
+        assert_eq!(facts.at(&run, k, &state), acc.metrics(), "at {k}");
     }
 }

@@ -19,6 +19,7 @@ fn small_run(dir: &Path, name: &str) -> PathBuf {
             nodes: 20,
             ..Spec::default()
         },
+        mcp_cosmos::metrics::run::RunAccumulator::tally,
     )
     .unwrap();
     path
@@ -216,7 +217,7 @@ fn listing_reads_totals_from_the_last_line_and_agrees_with_a_full_read() {
         .expect("run_finished read from the tail");
     let run = Run::open(&path).unwrap();
     let tree = mcp_cosmos::trajectory::fold::TreeState::fold(&run, run.len());
-    let metrics = run.metrics_at(run.len(), &tree);
+    let metrics = mcp_cosmos::metrics::run::RunFacts::of(&run).at(&run, run.len(), &tree);
     assert_eq!(finished.totals.events, run.len() as u64);
     assert_eq!(finished.totals.tool_calls, metrics.tool_calls);
     assert_eq!(finished.totals.nodes, 20);
@@ -243,7 +244,7 @@ fn writer_flushes_every_event_before_returning() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("live.jsonl");
     let header = synthetic::header(&Spec::default());
-    let mut w = Writer::create(&path, &header, Redactor::new()).unwrap();
+    let mut w = Writer::create(&path, &header, Redactor::new(), None).unwrap();
     for i in 0..3u64 {
         w.write(
             i,
@@ -256,7 +257,7 @@ fn writer_flushes_every_event_before_returning() {
         assert_eq!(lines(&path).len() as u64, i + 2);
     }
     assert!(
-        Writer::create(&path, &header, Redactor::new()).is_err(),
+        Writer::create(&path, &header, Redactor::new(), None).is_err(),
         "never overwrites a run"
     );
 }
@@ -272,7 +273,7 @@ fn writer_redacts_secrets_everywhere() {
     redactor.add_secret(secret);
     let mut header = synthetic::header(&Spec::default());
     header.task.request = format!("my key is {secret}");
-    let mut w = Writer::create(&path, &header, redactor).unwrap();
+    let mut w = Writer::create(&path, &header, redactor, None).unwrap();
     let event = w
         .write(1, EventBody::ToolCalled {
             step: 1,

@@ -36,6 +36,7 @@ pub fn folder_of_runs(scale: usize) -> (PathBuf, usize) {
                     padding: 1_200,
                     seed: i as u64,
                 },
+                mcp_cosmos::metrics::run::RunAccumulator::tally,
             )
             .unwrap();
         }
@@ -56,6 +57,7 @@ pub fn big_run_file(scale: usize) -> PathBuf {
                 padding: 0,
                 seed: 42,
             },
+            mcp_cosmos::metrics::run::RunAccumulator::tally,
         )
         .unwrap();
     }

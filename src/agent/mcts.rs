@@ -1,21 +1,24 @@
 //! The search of SPIRAL-Exec, apart from any model: Monte Carlo tree search over states
 //! (the task plus the simulated steps so far), with UCT selection, K candidates per
-//! expansion, SPIRAL's base rewards mixed with a critic, and backpropagation. Everything
-//! it does is an event, emitted in a fixed order, so replaying the file rebuilds the tree.
+//! expansion, each rehearsed by [`super::rehearse`], and backpropagation. Everything it does
+//! is an event, emitted in a fixed order, so replaying the file rebuilds the tree.
 //!
 //! Models come in through [`SearchEnv`]; the unit tests drive it with a toy environment.
 
 use std::collections::HashSet;
 
+use anyhow::Result;
 use futures::StreamExt;
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 
+use super::ports::EventSink;
+use super::rehearse::{self, Prediction, Rehearsal};
 use crate::trajectory::event::{Action, EventBody, NodeId, Observation, Verdict};
 use crate::world_model::{HistoryStep, canonical};
 
 /// How the final plan is chosen.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PlanRule {
     /// The terminal node with the best mean value (SPIRAL).
@@ -57,6 +60,33 @@ pub struct Settings {
     pub revisions: usize,
 }
 
+impl Settings {
+    /// SPIRAL's defaults with the `[agent]` table of a `cosmos.toml` over them.
+    pub fn from_config(path: &std::path::Path) -> Result<Self> {
+        use anyhow::Context;
+        #[derive(Deserialize)]
+        struct File {
+            agent: Option<toml::Value>,
+        }
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let file: File =
+            toml::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
+        let Some(table) = file.agent else {
+            return Ok(Self::default());
+        };
+        let mut merged = toml::Value::try_from(Self::default())?;
+        if let (Some(m), Some(t)) = (merged.as_table_mut(), table.as_table()) {
+            for (k, v) in t {
+                m.insert(k.clone(), v.clone());
+            }
+        }
+        merged
+            .try_into()
+            .with_context(|| format!("[agent] in {}", path.display()))
+    }
+}
+
 impl Default for Settings {
     fn default() -> Self {
         Self {
@@ -69,16 +99,6 @@ impl Default for Settings {
             concurrency: 3,
             revisions: 0,
         }
-    }
-}
-
-/// SPIRAL's base reward of a verdict.
-pub fn base_reward(v: Verdict) -> f64 {
-    match v {
-        Verdict::Finish => 1.0,
-        Verdict::Valid => 0.1,
-        Verdict::DeadEnd => -0.5,
-        Verdict::Invalid => -1.0,
     }
 }
 
@@ -95,9 +115,9 @@ pub struct Critique {
 pub type Answer<'a, T> = BoxFuture<'a, (T, Vec<EventBody>)>;
 
 /// What the search needs from the world. Events the environment itself produces (its LLM
-/// calls) go into the `Vec<EventBody>` each call returns, in order.
+/// calls, rejected candidates) go into the `Vec<EventBody>` each call returns, in order.
 pub trait SearchEnv: Send + Sync {
-    /// Up to `k` next actions from a state.
+    /// Up to `k` next actions from a state (rejected candidates are events, not actions).
     fn propose<'a>(
         &'a self,
         history: &'a [HistoryStep],
@@ -105,13 +125,13 @@ pub trait SearchEnv: Send + Sync {
     ) -> Answer<'a, Result<Vec<Action>, String>>;
     /// Why a call is invalid (unknown tool, arguments failing the schema), if it is.
     fn invalid(&self, tool: &str, arguments: &serde_json::Value) -> Option<String>;
-    /// The world model's prediction of a call.
+    /// The world model's prediction of a call; `Err` when the world model failed.
     fn simulate<'a>(
         &'a self,
         history: &'a [HistoryStep],
         tool: &'a str,
         arguments: &'a serde_json::Value,
-    ) -> Answer<'a, Result<Observation, String>>;
+    ) -> Answer<'a, Result<Prediction, String>>;
     /// The critic's score of taking `action` (with its predicted observation) from `history`.
     fn critique<'a>(
         &'a self,
@@ -146,6 +166,8 @@ pub struct Node {
     pub reward: f64,
     /// Ends a path.
     pub terminal: bool,
+    /// Its verdict once rehearsed.
+    pub verdict: Option<Verdict>,
 }
 
 impl Node {
@@ -180,6 +202,7 @@ impl Tree {
                 value_sum: 0.0,
                 reward: 0.0,
                 terminal: false,
+                verdict: None,
             }],
         }
     }
@@ -252,13 +275,17 @@ impl Tree {
     }
 
     /// The final plan: the path to the best terminal `finish` node by `rule` (any node when
-    /// no path finished), without the root. Ties go to the earlier node.
+    /// no path finished), without the root. Ties go to the earlier node. A node the world
+    /// model could not simulate is never part of a plan.
     pub fn plan(&self, rule: PlanRule) -> Vec<usize> {
-        let finishes: Vec<usize> = (1..self.nodes.len())
+        let candidates =
+            (1..self.nodes.len()).filter(|&i| self.nodes[i].verdict != Some(Verdict::NotSimulated));
+        let finishes: Vec<usize> = candidates
+            .clone()
             .filter(|&i| matches!(self.nodes[i].action, Some(Action::Finish { .. })))
             .collect();
         let pool: Vec<usize> = if finishes.is_empty() {
-            (1..self.nodes.len()).collect()
+            candidates.collect()
         } else {
             finishes
         };
@@ -318,47 +345,46 @@ impl Origin {
     }
 }
 
-/// Runs a search from the start of a run, emitting every event through `emit` in a fixed
-/// order.
+/// Runs a search from the start of a run, recording every event in `sink` in a fixed order.
 pub async fn search(
     env: &dyn SearchEnv,
     settings: &Settings,
-    emit: &mut (dyn FnMut(EventBody) + Send),
-) -> (Tree, Stopped) {
-    search_from(env, settings, &Origin::default(), emit).await
+    sink: &mut dyn EventSink,
+) -> Result<(Tree, Stopped)> {
+    search_from(env, settings, &Origin::default(), sink).await
 }
 
-/// Runs a search rooted at `origin`, emitting every event through `emit` in a fixed order.
+/// Runs a search rooted at `origin`, recording every event in `sink` in a fixed order.
 /// The tree's ids count from 0 whatever the origin.
 pub async fn search_from(
     env: &dyn SearchEnv,
     settings: &Settings,
     origin: &Origin,
-    emit: &mut (dyn FnMut(EventBody) + Send),
-) -> (Tree, Stopped) {
+    sink: &mut dyn EventSink,
+) -> Result<(Tree, Stopped)> {
     let mut tree = Tree::new();
-    emit(EventBody::NodeAdded {
+    sink.emit(EventBody::NodeAdded {
         node: origin.id(0),
         parent: origin.anchor.map(|(id, _)| id),
         depth: origin.depth(0),
         action: None,
         prior: None,
-    });
+    })?;
     for _ in 0..settings.iterations {
         if let Some(why) = env.should_stop() {
-            return (tree, Stopped::Budget(why));
+            return Ok((tree, Stopped::Budget(why)));
         }
         let leaf = tree.select(settings.c);
         if tree.nodes[leaf].terminal {
             // A finished path is revisited: its reward counts again, as in SPIRAL.
             let value = tree.nodes[leaf].reward;
             let path = tree.backpropagate(leaf, value);
-            emit(EventBody::Backpropagated {
+            sink.emit(EventBody::Backpropagated {
                 path: origin.ids(&path),
                 value,
-            });
+            })?;
             if leaf == 0 {
-                return (tree, Stopped::Exhausted);
+                return Ok((tree, Stopped::Exhausted));
             }
             continue;
         }
@@ -368,10 +394,12 @@ pub async fn search_from(
             [origin.history.clone(), tree.history(leaf)].concat()
         };
         let (proposed, events) = env.propose(&history, settings.k).await;
-        events.into_iter().for_each(&mut *emit);
+        for event in events {
+            sink.emit(event)?;
+        }
         let candidates = match proposed {
             Ok(c) => dedupe(c, settings.k),
-            Err(e) => return (tree, Stopped::PlannerFailed(e)),
+            Err(e) => return Ok((tree, Stopped::PlannerFailed(e))),
         };
         let depth = tree.nodes[leaf].depth + 1;
         if candidates.is_empty() {
@@ -379,7 +407,7 @@ pub async fn search_from(
             tree.nodes[leaf].terminal = true;
             continue;
         }
-        // Add every candidate first, then evaluate them concurrently; results come back in
+        // Add every candidate first, then rehearse them concurrently; results come back in
         // candidate order, so events and the tree are the same whatever finishes first.
         let first_id = tree.nodes.len();
         for (i, action) in candidates.iter().enumerate() {
@@ -394,64 +422,50 @@ pub async fn search_from(
                 value_sum: 0.0,
                 reward: 0.0,
                 terminal: false,
+                verdict: None,
             });
             tree.nodes[leaf].children.push(id);
-            emit(EventBody::NodeAdded {
+            sink.emit(EventBody::NodeAdded {
                 node: origin.id(id),
                 parent: Some(origin.id(leaf)),
                 depth: origin.depth(depth),
                 action: Some(action.clone()),
                 prior: None,
-            });
+            })?;
         }
         // Futures are built first and then driven: a closure inside the stream would hold
         // borrows the compiler cannot prove Send for every lifetime.
-        let (copy, hist): (Settings, &[HistoryStep]) = (*settings, &history);
-        let futures: Vec<BoxFuture<'_, Evaluation>> = candidates
+        let hist: &[HistoryStep] = &history;
+        let futures: Vec<BoxFuture<'_, Rehearsal>> = candidates
             .iter()
-            .map(move |a| evaluate(env, copy, hist, a, depth))
+            .map(move |a| -> BoxFuture<'_, Rehearsal> {
+                Box::pin(rehearse::rehearse(env, settings, hist, a, depth))
+            })
             .collect();
-        let evaluations: Vec<Evaluation> = futures::stream::iter(futures)
+        let rehearsals: Vec<Rehearsal> = futures::stream::iter(futures)
             .buffered(settings.concurrency.max(1))
             .collect()
             .await;
-        for (i, ev) in evaluations.into_iter().enumerate() {
+        for (i, r) in rehearsals.into_iter().enumerate() {
             let id = first_id + i;
-            ev.events.into_iter().for_each(&mut *emit);
-            if let Some((obs, wm)) = &ev.observation {
-                emit(EventBody::NodeSimulated {
-                    node: origin.id(id),
-                    world_model: wm.clone(),
-                    observation: obs.clone(),
-                    latency_ms: ev.sim_ms,
-                    tokens: None,
-                });
-            }
+            rehearse::record(sink, origin.id(id), &r)?;
             let node = &mut tree.nodes[id];
-            node.observation = ev.observation.map(|(o, _)| o);
-            node.reward = ev.reward;
-            node.terminal = ev.terminal;
-            emit(EventBody::NodeEvaluated {
-                node: origin.id(id),
-                verdict: ev.verdict,
-                base_reward: base_reward(ev.verdict),
-                critic_reward: ev.critique.as_ref().map(|c| c.score),
-                critic_reason: ev.critique.map(|c| c.reason),
-                reward: ev.reward,
-                terminal: ev.terminal,
-            });
+            node.observation = r.observation().cloned();
+            node.reward = r.reward;
+            node.terminal = r.terminal;
+            node.verdict = Some(r.verdict);
         }
         for i in 0..candidates.len() {
             let id = first_id + i;
             let value = tree.nodes[id].reward;
             let path = tree.backpropagate(id, value);
-            emit(EventBody::Backpropagated {
+            sink.emit(EventBody::Backpropagated {
                 path: origin.ids(&path),
                 value,
-            });
+            })?;
         }
     }
-    (tree, Stopped::Done)
+    Ok((tree, Stopped::Done))
 }
 
 /// Merges duplicate candidates (same tool and arguments, or a second finish), keeping order.
@@ -470,124 +484,6 @@ fn dedupe(actions: Vec<Action>, k: usize) -> Vec<Action> {
         })
         .take(k.max(1))
         .collect()
-}
-
-struct Evaluation {
-    verdict: Verdict,
-    observation: Option<(Observation, String)>,
-    sim_ms: u64,
-    critique: Option<Critique>,
-    reward: f64,
-    terminal: bool,
-    events: Vec<EventBody>,
-}
-
-fn evaluate<'a>(
-    env: &'a dyn SearchEnv,
-    settings: Settings,
-    history: &'a [HistoryStep],
-    action: &'a Action,
-    depth: u32,
-) -> BoxFuture<'a, Evaluation> {
-    Box::pin(evaluate_inner(env, settings, history, action, depth))
-}
-
-async fn evaluate_inner(
-    env: &dyn SearchEnv,
-    settings: Settings,
-    history: &[HistoryStep],
-    action: &Action,
-    depth: u32,
-) -> Evaluation {
-    let mut events = Vec::new();
-    let (verdict, observation, sim_ms) = match action {
-        Action::Finish { .. } => (Verdict::Finish, None, 0),
-        Action::ToolCall { tool, arguments } => {
-            if let Some(why) = env.invalid(tool, arguments) {
-                // Penalised, recorded, never simulated: the explorer shows why.
-                let obs = Observation {
-                    text: why,
-                    is_error: true,
-                    ..Default::default()
-                };
-                return finish_evaluation(
-                    &settings,
-                    Verdict::Invalid,
-                    Some((obs, "validator".into())),
-                    0,
-                    None,
-                    events,
-                    true,
-                );
-            }
-            let start = std::time::Instant::now();
-            let (result, sim_events) = env.simulate(history, tool, arguments).await;
-            events.extend(sim_events);
-            let obs = match result {
-                Ok(o) => o,
-                Err(e) => Observation {
-                    text: e,
-                    is_error: true,
-                    ..Default::default()
-                },
-            };
-            let verdict = if obs.is_error || depth >= settings.max_depth {
-                Verdict::DeadEnd
-            } else {
-                Verdict::Valid
-            };
-            (
-                verdict,
-                Some((obs, env.world_model_name())),
-                start.elapsed().as_millis() as u64,
-            )
-        }
-    };
-    // With alpha = 1 the critic's score is weighed by zero: do not pay for it.
-    let critique = if settings.alpha < 1.0 {
-        let (critique, critic_events) = env
-            .critique(history, action, observation.as_ref().map(|(o, _)| o))
-            .await;
-        events.extend(critic_events);
-        critique
-    } else {
-        None
-    };
-    let terminal = verdict != Verdict::Valid;
-    finish_evaluation(
-        &settings,
-        verdict,
-        observation,
-        sim_ms,
-        critique,
-        events,
-        terminal,
-    )
-}
-
-fn finish_evaluation(
-    settings: &Settings,
-    verdict: Verdict,
-    observation: Option<(Observation, String)>,
-    sim_ms: u64,
-    critique: Option<Critique>,
-    events: Vec<EventBody>,
-    terminal: bool,
-) -> Evaluation {
-    let base = base_reward(verdict);
-    let reward = match &critique {
-        Some(c) => settings.alpha * base + (1.0 - settings.alpha) * c.score.clamp(0.0, 1.0),
-        None => base,
-    };
-    Evaluation {
-        verdict,
-        observation,
-        sim_ms,
-        critique,
-        reward,
-        terminal,
-        events,
-    }
 }
 
 #[cfg(test)]
@@ -640,13 +536,20 @@ mod tests {
             _h: &'a [HistoryStep],
             tool: &'a str,
             _a: &'a Value,
-        ) -> Answer<'a, Result<Observation, String>> {
-            let obs = Observation {
+        ) -> Answer<'a, Result<Prediction, String>> {
+            let observation = Observation {
                 text: format!("{tool} result"),
                 is_error: tool == "t:err",
                 ..Default::default()
             };
-            Box::pin(async move { (Ok(obs), vec![]) })
+            let prediction = match tool {
+                "t:down" => Err("world model unreachable".to_string()),
+                _ => Ok(Prediction {
+                    observation,
+                    tokens: Some(7),
+                }),
+            };
+            Box::pin(async move { (prediction, vec![]) })
         }
         fn critique<'a>(
             &'a self,
@@ -680,7 +583,7 @@ mod tests {
 
     async fn run(env: &Toy, settings: Settings) -> (Tree, Stopped, Vec<EventBody>) {
         let mut events = Vec::new();
-        let (tree, stopped) = search(env, &settings, &mut |e| events.push(e)).await;
+        let (tree, stopped) = search(env, &settings, &mut events).await.unwrap();
         (tree, stopped, events)
     }
 
@@ -739,7 +642,90 @@ mod tests {
             })
             .collect();
         assert_eq!(evaluated.len(), 1);
-        assert!(events.iter().any(|e| matches!(e, EventBody::NodeSimulated { node: 3, world_model, .. } if world_model == "validator")));
+        assert!(events.iter().any(|e| matches!(e, EventBody::NodeSimulated { node: 3, world_model, .. } if world_model == crate::trajectory::event::VALIDATOR)));
+    }
+
+    #[tokio::test]
+    async fn a_world_model_failure_is_an_error_and_never_a_prediction_or_a_plan() {
+        /// The toy, but every call goes to a world model that is down.
+        struct Down(Toy);
+        impl SearchEnv for Down {
+            fn propose<'a>(
+                &'a self,
+                _h: &'a [HistoryStep],
+                _k: usize,
+            ) -> Answer<'a, Result<Vec<Action>, String>> {
+                Box::pin(async move { (Ok(vec![call("t:down"), call("t:down2")]), vec![]) })
+            }
+            fn invalid(&self, _t: &str, _a: &Value) -> Option<String> {
+                None
+            }
+            fn simulate<'a>(
+                &'a self,
+                h: &'a [HistoryStep],
+                _t: &'a str,
+                a: &'a Value,
+            ) -> Answer<'a, Result<Prediction, String>> {
+                self.0.simulate(h, "t:down", a)
+            }
+            fn critique<'a>(
+                &'a self,
+                h: &'a [HistoryStep],
+                action: &'a Action,
+                o: Option<&'a Observation>,
+            ) -> Answer<'a, Option<Critique>> {
+                self.0.critique(h, action, o)
+            }
+            fn should_stop(&self) -> Option<String> {
+                None
+            }
+            fn world_model_name(&self) -> String {
+                "toy".into()
+            }
+        }
+        let mut events = Vec::new();
+        let settings = Settings {
+            iterations: 5,
+            ..Settings::default()
+        };
+        let (tree, _) = search(&Down(Toy::new()), &settings, &mut events)
+            .await
+            .unwrap();
+        let errors = events
+            .iter()
+            .filter(|e| matches!(e, EventBody::Error { source, .. } if source == "world_model"))
+            .count();
+        assert_eq!(errors, 2, "one error per failed simulation");
+        assert!(
+            !events
+                .iter()
+                .any(|e| matches!(e, EventBody::NodeSimulated { .. })),
+            "a failure is never recorded as a prediction"
+        );
+        assert!(events.iter().all(|e| match e {
+            EventBody::NodeEvaluated {
+                verdict,
+                reward,
+                critic_reward,
+                ..
+            } => *verdict == Verdict::NotSimulated && *reward == 0.0 && critic_reward.is_none(),
+            _ => true,
+        }));
+        assert_eq!(tree.plan(PlanRule::BestMean), Vec::<usize>::new());
+        assert_eq!(tree.plan(PlanRule::MostVisited), Vec::<usize>::new());
+    }
+
+    #[tokio::test]
+    async fn predictions_carry_the_world_models_tokens() {
+        let (_, _, events) = run(
+            &Toy::new(),
+            Settings {
+                iterations: 1,
+                ..Settings::default()
+            },
+        )
+        .await;
+        assert!(events.iter().any(|e| matches!(e, EventBody::NodeSimulated { world_model, tokens: Some(7), .. } if world_model == "toy")));
     }
 
     #[tokio::test]
@@ -756,6 +742,7 @@ mod tests {
                 value_sum: 0.0,
                 reward: 0.0,
                 terminal: false,
+                verdict: None,
             });
             tree.nodes[0].children.push(i);
         }
@@ -815,6 +802,7 @@ mod tests {
                 value_sum: 0.0,
                 reward: 0.0,
                 terminal: true,
+                verdict: Some(Verdict::Finish),
             });
             tree.nodes[0].children.push(i);
         }
@@ -931,7 +919,9 @@ mod tests {
             iterations: 1,
             ..Settings::default()
         };
-        let (tree, _) = search_from(&Toy::new(), &settings, &origin, &mut |e| events.push(e)).await;
+        let (tree, _) = search_from(&Toy::new(), &settings, &origin, &mut events)
+            .await
+            .unwrap();
         // With one real step already taken the toy offers finish first.
         assert!(matches!(tree.nodes[1].action, Some(Action::Finish { .. })));
         let added: Vec<(NodeId, Option<NodeId>, u32)> = events

@@ -1,27 +1,39 @@
-//! Agents (DESIGN.md, "Agents"): ReAct, ReAct-Plan-Exec, the phase-2 executor and answer
-//! synthesis. An agent sees its environment (`Env`) and writes events through a
-//! `Recorder`; it never draws.
+//! Agents (docs/design.md, "Agents"): ReAct, ReAct-Plan-Exec and SPIRAL-Exec over one
+//! pipeline. An agent sees its environment (`Env`: the task, the ports, the budget) and writes
+//! events to an [`ports::EventSink`]; it never draws.
+//!
+//! The pipeline's steps, each written once: [`planner`] decides or proposes, [`rehearse`]
+//! validates, simulates, evaluates and records a candidate, [`mcts`] searches over rehearsals,
+//! [`execute`] runs a plan on the real servers, [`answer`] writes the answer.
 
 pub mod answer;
 pub mod execute;
 pub mod mcts;
 pub mod plan_exec;
 pub mod planner;
+pub mod ports;
+pub mod prompt;
 pub mod react;
 pub mod recorder;
+pub mod rehearse;
 pub mod session;
 pub mod spiral;
 
+#[cfg(test)]
+mod testing;
+
 use std::future::Future;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use tokio::sync::watch;
 
-use self::recorder::Recorder;
-use crate::llm::client::{Completion, LlmClient, LlmError};
-use crate::mcp::pool::McpPool;
+use self::planner::FunctionNames;
+use self::ports::{EventSink, ToolHost};
+use crate::llm::chat::{Completion, LlmError};
+use crate::llm::client::LlmClient;
 use crate::task::Task;
 use crate::trajectory::catalog::ToolCatalog;
 use crate::trajectory::event::{EventBody, Role, RunStatus, ToolInfo};
@@ -48,71 +60,38 @@ impl Default for Budget {
     }
 }
 
-/// Everything an agent works with.
-pub struct Env {
-    /// The task.
-    pub task: Task,
-    /// The real servers.
-    pub pool: McpPool,
-    /// Their tools.
-    pub tools: Vec<ToolInfo>,
-    /// The tools with compiled schemas.
-    pub catalog: ToolCatalog,
-    /// The planner role.
-    pub planner: Arc<LlmClient>,
-    /// The summarizer role.
-    pub summarizer: Arc<LlmClient>,
-    /// The critic role (SPIRAL-Exec).
-    pub critic: Arc<LlmClient>,
-    /// The world model, for agents that rehearse.
-    pub world_model: Option<Arc<dyn WorldModel>>,
-    /// Limits.
-    pub budget: Budget,
-    /// Becomes true when the run must stop (Ctrl-C, SIGTERM, the UI's stop key).
-    pub stop: watch::Receiver<bool>,
+/// What a run has spent against its [`Budget`]: the one place a budget is checked. Shared
+/// (`Arc`) with the search, whose concurrent calls count their tokens here too.
+#[derive(Debug)]
+pub struct Meter {
+    budget: Budget,
     started: Instant,
-    tokens: u64,
+    tokens: AtomicU64,
 }
 
-impl Env {
-    /// An environment; the budget clock starts now.
-    #[allow(clippy::too_many_arguments)]
-    pub fn new(
-        task: Task,
-        pool: McpPool,
-        planner: Arc<LlmClient>,
-        summarizer: Arc<LlmClient>,
-        critic: Arc<LlmClient>,
-        world_model: Option<Arc<dyn WorldModel>>,
-        budget: Budget,
-        stop: watch::Receiver<bool>,
-    ) -> Self {
-        let tools = pool.tools();
-        let catalog = ToolCatalog::new(&tools);
+impl Meter {
+    /// A meter whose clock starts now.
+    pub fn new(budget: Budget) -> Self {
         Self {
-            task,
-            pool,
-            tools,
-            catalog,
-            planner,
-            summarizer,
-            critic,
-            world_model,
             budget,
-            stop,
             started: Instant::now(),
-            tokens: 0,
+            tokens: AtomicU64::new(0),
         }
     }
 
-    /// True once a stop was asked for.
-    pub fn stopped(&self) -> bool {
-        *self.stop.borrow()
+    /// The budget.
+    pub fn budget(&self) -> &Budget {
+        &self.budget
+    }
+
+    /// Counts tokens spent.
+    pub fn spend(&self, tokens: u64) {
+        self.tokens.fetch_add(tokens, Ordering::Relaxed);
     }
 
     /// Which budget is spent, if any.
-    pub fn over_budget(&self) -> Option<String> {
-        if self.tokens >= self.budget.max_tokens {
+    pub fn over(&self) -> Option<String> {
+        if self.tokens.load(Ordering::Relaxed) >= self.budget.max_tokens {
             return Some(format!("token budget of {} spent", self.budget.max_tokens));
         }
         if self.started.elapsed() >= self.budget.max_wall {
@@ -123,20 +102,84 @@ impl Env {
         }
         None
     }
+}
 
-    /// Tokens left in the budget.
-    pub fn tokens_left(&self) -> u64 {
-        self.budget.max_tokens.saturating_sub(self.tokens)
+/// The LLM roles an agent talks to.
+#[derive(Clone)]
+pub struct Roles {
+    /// Proposes actions.
+    pub planner: Arc<LlmClient>,
+    /// Scores rehearsed steps (SPIRAL-Exec).
+    pub critic: Arc<LlmClient>,
+    /// Writes the answer.
+    pub summarizer: Arc<LlmClient>,
+}
+
+/// Everything an agent works with.
+pub struct Env {
+    /// The task.
+    pub task: Task,
+    /// The real tools.
+    pub host: Arc<dyn ToolHost>,
+    /// Their descriptions.
+    pub tools: Vec<ToolInfo>,
+    /// The tools with compiled schemas.
+    pub catalog: ToolCatalog,
+    /// Tool names as function names, for roles that call tools natively.
+    pub functions: FunctionNames,
+    /// The LLM roles.
+    pub roles: Roles,
+    /// The world model, for agents that rehearse.
+    pub world_model: Option<Arc<dyn WorldModel>>,
+    /// What the run has spent.
+    pub meter: Arc<Meter>,
+    /// Becomes true when the run must stop (Ctrl-C, SIGTERM, the UI's stop key).
+    pub stop: watch::Receiver<bool>,
+}
+
+impl Env {
+    /// An environment; the budget clock starts now. Fails when two tools would get the same
+    /// function name (native tool calls could not tell them apart).
+    pub fn new(
+        task: Task,
+        host: Arc<dyn ToolHost>,
+        roles: Roles,
+        world_model: Option<Arc<dyn WorldModel>>,
+        budget: Budget,
+        stop: watch::Receiver<bool>,
+    ) -> Result<Self> {
+        let tools = host.tools();
+        let catalog = ToolCatalog::new(&tools);
+        let functions = FunctionNames::new(&tools)?;
+        Ok(Self {
+            task,
+            host,
+            tools,
+            catalog,
+            functions,
+            roles,
+            world_model,
+            meter: Arc::new(Meter::new(budget)),
+            stop,
+        })
     }
 
-    /// When the time budget runs out.
-    pub fn deadline(&self) -> Instant {
-        self.started + self.budget.max_wall
+    /// The budget.
+    pub fn budget(&self) -> &Budget {
+        self.meter.budget()
     }
 
-    /// Counts tokens spent outside `record_llm` (the search keeps its own count).
-    pub fn add_tokens(&mut self, tokens: u64) {
-        self.tokens += tokens;
+    /// True once a stop was asked for.
+    pub fn stopped(&self) -> bool {
+        *self.stop.borrow()
+    }
+
+    /// Why the run must stop now, if it must: a stop request or a spent budget.
+    pub fn should_stop(&self) -> Option<String> {
+        if self.stopped() {
+            return Some("stopped by the user".into());
+        }
+        self.meter.over()
     }
 
     /// Runs `fut` unless a stop comes first (then `None`).
@@ -145,33 +188,37 @@ impl Env {
         if *stop.borrow() {
             return None;
         }
+        // A stop sender that is gone can never ask for a stop: only `Ok` stops, and the
+        // work wins when both are ready.
         tokio::select! {
+            biased;
             out = fut => Some(out),
-            _ = stop.wait_for(|s| *s) => None,
+            Ok(_) = stop.wait_for(|s| *s) => None,
         }
     }
 
     /// Records an LLM call of `role`, successful or not, and counts its tokens.
     pub fn record_llm(
-        &mut self,
-        rec: &mut Recorder,
+        &self,
+        sink: &mut dyn EventSink,
         role: Role,
         result: Result<&Completion, &LlmError>,
         model: &str,
     ) -> Result<()> {
         if let Ok(c) = result {
-            self.tokens += c.prompt_tokens + c.completion_tokens;
+            self.meter.spend(c.tokens());
         }
-        let body = llm_call_event(role, model, result);
-        rec.emit(body)?;
-        Ok(())
+        sink.emit(llm_call_event(role, model, result))
     }
 
-    /// Records a world model's LLM call.
-    pub fn record_world_model_llm(&mut self, rec: &mut Recorder, usage: &LlmUsage) -> Result<()> {
-        self.tokens += usage.prompt_tokens + usage.completion_tokens;
-        rec.emit(usage_event(usage))?;
-        Ok(())
+    /// Records an `agent` error (a limit reached, a search cut short).
+    pub fn record_agent_error(&self, sink: &mut dyn EventSink, message: String) -> Result<()> {
+        sink.emit(EventBody::Error {
+            source: "agent".into(),
+            name: None,
+            message,
+            stderr_tail: None,
+        })
     }
 }
 
@@ -224,38 +271,6 @@ pub fn usage_event(usage: &LlmUsage) -> EventBody {
         error: usage.error.clone(),
         messages: usage.messages.clone(),
     }
-}
-
-/// Asks the planner for the next action and records the call. `Err` carries how the run
-/// ends when there is no decision (a stop, or the planner failing).
-pub async fn planner_turn(
-    env: &mut Env,
-    rec: &mut Recorder,
-    history: &[crate::world_model::HistoryStep],
-    mode: &str,
-    observed: &str,
-) -> Result<std::result::Result<planner::Decision, End>> {
-    let client = env.planner.clone();
-    let decided = env
-        .or_stop(planner::decide(
-            &client,
-            &env.tools,
-            &env.task.request,
-            history,
-            mode,
-            observed,
-        ))
-        .await;
-    let Some(decided) = decided else {
-        return Ok(Err(End::interrupted()));
-    };
-    env.record_llm(
-        rec,
-        Role::Planner,
-        decided.as_ref().map(|d| &d.completion),
-        &client.endpoint().model,
-    )?;
-    Ok(decided.map_err(|e| End::failed(format!("planner failed: {e}"))))
 }
 
 /// How an agent's run ended.

@@ -1,24 +1,47 @@
-//! ReAct-Plan-Exec: phase 1 runs the ReAct loop against the world model (simulated
-//! observations only) to write a whole plan, recorded as a chain of nodes; phase 2 runs the
-//! plan's calls on the real servers; then the summarizer answers from the real results.
+//! ReAct-Plan-Exec: phase 1 runs the ReAct loop against the world model to write a whole
+//! plan: each decision is rehearsed like a SPIRAL candidate (the chain case: one candidate, no
+//! critic, and a dead end does not stop the chain) and recorded as a chain of nodes. Phase 2
+//! runs the plan's calls on the real servers; then the summarizer answers from the real results.
 
 use anyhow::Result;
 
-use super::execute::{PlannedCall, execute_plan};
-use super::recorder::Recorder;
-use super::{End, Env, answer, planner_turn};
-use crate::trajectory::event::{Action, EventBody, NodeId, Observation, Phase, Verdict};
-use crate::world_model::{HistoryStep, SimRequest};
+use super::execute::{OnFailure, PlannedCall, execute_plan};
+use super::mcts::Settings;
+use super::ports::EventSink;
+use super::prompt::{Setting, Turn};
+use super::react::planner_turn;
+use super::rehearse::{self, Rehearser};
+use super::{End, Env, answer};
+use crate::trajectory::event::{Action, EventBody, NodeId, Phase, Verdict};
+use crate::world_model::HistoryStep;
 
 /// Runs ReAct-Plan-Exec to the end.
-pub async fn run(env: &mut Env, rec: &mut Recorder) -> Result<End> {
+pub async fn run(env: &Env, sink: &mut dyn EventSink) -> Result<End> {
     let Some(world_model) = env.world_model.clone() else {
         return Ok(End::failed(
             "ReAct-Plan-Exec needs a world model (--world-model llm|memory|command)",
         ));
     };
-    rec.emit(EventBody::Phase { phase: Phase::Plan })?;
-    rec.emit(EventBody::NodeAdded {
+    let rehearser = Rehearser {
+        planner: env.roles.planner.clone(),
+        critic: env.roles.critic.clone(),
+        world_model,
+        tools: &env.tools,
+        catalog: &env.catalog,
+        functions: &env.functions,
+        request: &env.task.request,
+        real_steps: 0,
+        meter: env.meter.clone(),
+        stop: env.stop.clone(),
+    };
+    // No critic (alpha 1) and no depth limit: the step budget ends the chain.
+    let settings = Settings {
+        alpha: 1.0,
+        max_depth: u32::MAX,
+        ..Settings::default()
+    };
+    sink.emit(EventBody::Phase { phase: Phase::Plan })?;
+    sink.emit(EventBody::NodeAdded {
         node: 0,
         parent: None,
         depth: 0,
@@ -28,151 +51,199 @@ pub async fn run(env: &mut Env, rec: &mut Recorder) -> Result<End> {
     let mut simulated: Vec<HistoryStep> = Vec::new();
     let mut plan: Vec<PlannedCall> = Vec::new();
     let mut chain: Vec<NodeId> = Vec::new();
-    let mut parent: NodeId = 0;
+    let mut rejected: Option<String> = None;
     let mut limit = None;
-    for depth in 1..=env.budget.max_steps as u32 {
-        if let Some(why) = env.over_budget() {
+    let max_steps = env.budget().max_steps;
+    for turn_no in 1..=max_steps {
+        if let Some(why) = env.meter.over() {
             limit = Some(why);
             break;
         }
-        let mode = "Tool results you see are predictions of a world model; you are writing a plan that will be run for real afterwards.";
-        let decision = match planner_turn(env, rec, &simulated, mode, "predicted results").await? {
-            Ok(d) => d,
+        let turn = Turn {
+            request: &env.task.request,
+            history: &simulated,
+            setting: Setting::Rehearsal { real_steps: 0 },
+            k: 1,
+            rejected: rejected.as_deref(),
+        };
+        let action = match planner_turn(env, sink, &turn).await? {
+            Ok(Ok(action)) => action,
+            Ok(Err(rejection)) => {
+                sink.emit(rejection.event())?;
+                rejected = Some(rejection.detail);
+                continue;
+            }
             Err(end) => return Ok(end),
         };
-        let node = NodeId::from(depth);
-        rec.emit(EventBody::NodeAdded {
+        rejected = None;
+        let node = chain.len() as NodeId + 1;
+        let depth = node as u32;
+        sink.emit(EventBody::NodeAdded {
             node,
-            parent: Some(parent),
+            parent: Some(chain.last().copied().unwrap_or(0)),
             depth,
-            action: Some(decision.action.clone()),
+            action: Some(action.clone()),
             prior: None,
         })?;
+        let Some(r) = env
+            .or_stop(rehearse::rehearse(
+                &rehearser, &settings, &simulated, &action, depth,
+            ))
+            .await
+        else {
+            return Ok(End::interrupted());
+        };
+        rehearse::record(sink, node, &r)?;
+        // Without a prediction the chain cannot go on; the plan is what came before.
+        if r.verdict == Verdict::NotSimulated {
+            limit = Some(format!(
+                "planning stopped at step {node}: the world model could not simulate it"
+            ));
+            break;
+        }
         chain.push(node);
-        let (tool, arguments) = match decision.action {
-            Action::Finish { .. } => {
-                rec.emit(EventBody::NodeEvaluated {
-                    node,
-                    verdict: Verdict::Finish,
-                    base_reward: 1.0,
-                    critic_reward: None,
-                    critic_reason: None,
-                    reward: 1.0,
-                    terminal: true,
-                })?;
-                break;
-            }
-            Action::ToolCall { tool, arguments } => (tool, arguments),
+        let Action::ToolCall { tool, arguments } = action else {
+            break; // finish
         };
-        // An unknown tool or bad arguments is predicted as the error the server would give.
-        let check = env.catalog.check(&tool, &arguments);
-        let observation = match env.tools.iter().find(|t| t.name == tool) {
-            Some(info) if check.schema_ok => {
-                let req = SimRequest {
-                    tool: info,
-                    arguments: &arguments,
-                    user_request: &env.task.request,
-                    history: &simulated,
-                };
-                let Some(sim) = env.or_stop(world_model.simulate(req)).await else {
-                    return Ok(End::interrupted());
-                };
-                match sim {
-                    Ok(sim) => {
-                        if let Some(usage) = &sim.llm {
-                            env.record_world_model_llm(rec, usage)?;
-                        }
-                        rec.emit(EventBody::NodeSimulated {
-                            node,
-                            world_model: world_model.name(),
-                            observation: sim.observation.clone(),
-                            latency_ms: sim.latency.as_millis() as u64,
-                            tokens: sim
-                                .llm
-                                .as_ref()
-                                .map(|u| u.prompt_tokens + u.completion_tokens),
-                        })?;
-                        sim.observation
-                    }
-                    Err(f) => {
-                        if let Some(usage) = &f.llm {
-                            env.record_world_model_llm(rec, usage)?;
-                        }
-                        rec.emit(EventBody::Error {
-                            source: "world_model".into(),
-                            name: Some(world_model.name()),
-                            message: f.message.clone(),
-                            stderr_tail: None,
-                        })?;
-                        Observation {
-                            text: f.message,
-                            is_error: true,
-                            ..Default::default()
-                        }
-                    }
-                }
-            }
-            _ => Observation {
-                text: env
-                    .catalog
-                    .explain(&tool, &arguments)
-                    .unwrap_or_else(|| "invalid call".into()),
-                is_error: true,
-                ..Default::default()
-            },
-        };
-        let (verdict, base) = if !check.valid_name || !check.schema_ok {
-            (Verdict::Invalid, -1.0)
-        } else if observation.is_error {
-            (Verdict::DeadEnd, -0.5)
-        } else {
-            (Verdict::Valid, 0.1)
-        };
-        rec.emit(EventBody::NodeEvaluated {
-            node,
-            verdict,
-            base_reward: base,
-            critic_reward: None,
-            critic_reason: None,
-            reward: base,
-            terminal: false,
-        })?;
         simulated.push(HistoryStep {
             tool: tool.clone(),
             arguments: arguments.clone(),
-            observation,
+            observation: r.observation().cloned().unwrap_or_default(),
         });
         plan.push(PlannedCall {
             node: Some(node),
             tool,
             arguments,
         });
-        parent = node;
-        if depth as usize == env.budget.max_steps {
-            limit = Some(format!(
-                "step limit of {} reached while planning",
-                env.budget.max_steps
-            ));
+        if turn_no == max_steps {
+            limit = Some(format!("step limit of {max_steps} reached while planning"));
         }
     }
     if let Some(why) = limit {
-        rec.emit(EventBody::Error {
-            source: "agent".into(),
-            name: None,
-            message: why,
-            stderr_tail: None,
-        })?;
+        env.record_agent_error(sink, why)?;
     }
-    rec.emit(EventBody::PlanSelected {
+    sink.emit(EventBody::PlanSelected {
         nodes: chain,
         rule: "chain".into(),
     })?;
-    rec.emit(EventBody::Phase {
+    sink.emit(EventBody::Phase {
         phase: Phase::Execute,
     })?;
-    let real = match execute_plan(env, rec, &plan).await? {
-        Ok(real) => real,
-        Err(end) => return Ok(end),
-    };
-    answer::answer(env, rec, &real).await
+    match execute_plan(env, sink, &plan, 0, OnFailure::Continue).await? {
+        Ok(executed) => answer::answer(env, sink, &executed.real).await,
+        Err(end) => Ok(end),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::agent::testing::{self, ScriptedChat, ScriptedTools, ScriptedWorldModel};
+    use crate::trajectory::event::{Observation, VALIDATOR};
+    use serde_json::json;
+
+    fn tools() -> Arc<ScriptedTools> {
+        ScriptedTools::new(&["s:a", "s:b"], |tool, _| Observation {
+            text: format!("{tool} real"),
+            ..Default::default()
+        })
+    }
+
+    #[tokio::test]
+    async fn a_world_model_failure_is_an_error_not_a_prediction_and_is_not_executed() {
+        let planner = ScriptedChat::json_replies(vec![
+            json!({"action": "call", "tool": "s:a", "arguments": {}}),
+            json!({"action": "finish"}),
+        ]);
+        let wm = ScriptedWorldModel(Box::new(|_| Err("world model LLM failed: refused".into())));
+        let tools = tools();
+        let env = testing::env(planner, None, tools.clone(), Some(Arc::new(wm)), 4);
+        let mut events = Vec::new();
+        run(&env, &mut events).await.unwrap();
+        assert!(events.iter().any(|e| matches!(e, EventBody::Error { source, message, .. } if source == "world_model" && message.contains("refused"))));
+        assert!(
+            !events
+                .iter()
+                .any(|e| matches!(e, EventBody::NodeSimulated { .. }))
+        );
+        assert!(events.iter().any(|e| matches!(
+            e,
+            EventBody::NodeEvaluated {
+                node: 1,
+                verdict: Verdict::NotSimulated,
+                ..
+            }
+        )));
+        assert!(
+            events
+                .iter()
+                .any(|e| matches!(e, EventBody::PlanSelected { nodes, .. } if nodes.is_empty()))
+        );
+        assert!(
+            tools.called().is_empty(),
+            "an unsimulated step is not in the plan"
+        );
+    }
+
+    #[tokio::test]
+    async fn each_step_is_rehearsed_like_a_spiral_candidate_and_then_run_for_real() {
+        let planner = ScriptedChat::json_replies(vec![
+            json!({"action": "call", "tool": "s:a", "arguments": {}}),
+            json!({"action": "call", "tool": "s:zzz", "arguments": {}}),
+            json!({"action": "call", "tool": "s:b", "arguments": {}}),
+            json!({"action": "finish", "answer": "planned"}),
+            json!({"action": "finish"}),
+        ]);
+        let wm = ScriptedWorldModel(Box::new(|tool| Ok(format!("{tool} predicted"))));
+        let tools = tools();
+        let env = testing::env(planner, None, tools.clone(), Some(Arc::new(wm)), 6);
+        let mut events = Vec::new();
+        run(&env, &mut events).await.unwrap();
+        let simulated: Vec<(u64, &str, Option<u64>)> = events
+            .iter()
+            .filter_map(|e| match e {
+                EventBody::NodeSimulated {
+                    node,
+                    world_model,
+                    tokens,
+                    ..
+                } => Some((*node, world_model.as_str(), *tokens)),
+                _ => None,
+            })
+            .collect();
+        // The world model's tokens on its predictions; the unknown tool is the validator's.
+        assert_eq!(
+            simulated,
+            [
+                (1, "scripted", Some(23)),
+                (2, VALIDATOR, None),
+                (3, "scripted", Some(23))
+            ]
+        );
+        let verdicts: Vec<(u64, Verdict, f64)> = events
+            .iter()
+            .filter_map(|e| match e {
+                EventBody::NodeEvaluated {
+                    node,
+                    verdict,
+                    base_reward,
+                    ..
+                } => Some((*node, *verdict, *base_reward)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            verdicts,
+            [
+                (1, Verdict::Valid, 0.1),
+                (2, Verdict::Invalid, -1.0),
+                (3, Verdict::Valid, 0.1),
+                (4, Verdict::Finish, 1.0)
+            ]
+        );
+        // The chain is the plan: the invalid call runs too, and fails for real.
+        assert_eq!(tools.called(), ["s:a", "s:zzz", "s:b"]);
+    }
 }

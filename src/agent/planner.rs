@@ -1,79 +1,199 @@
-//! The planner role: given the request, the tools and the steps so far, the next action
-//! (a tool call or finish). Asked for JSON with the tool names as an enum, which is what
-//! makes small local models usable; native tool calls when the endpoint is set to them.
+//! The planner role: given the request, the tools and the steps so far, the next action or
+//! up to K candidates (a tool call or finish). Asked for JSON with the tool names as an enum
+//! (what makes small local models usable), or through native tool calls when the endpoint is
+//! set to them. A reply that is no usable decision is a [`Rejection`], recorded as such and
+//! never taken as a finish.
 
+use std::collections::HashMap;
+
+use anyhow::{Result, bail};
 use serde_json::{Value, json};
 
-use crate::llm::client::{Completion, LlmClient, LlmError, Message};
-use crate::trajectory::event::{Action, ToolInfo};
-use crate::world_model::HistoryStep;
+use super::prompt::{self, Turn};
+use crate::llm::chat::{Completion, LlmError};
+use crate::llm::client::LlmClient;
+use crate::llm::wire::{ToolCall, ToolSpec};
+use crate::trajectory::event::{Action, DecisionProblem, EventBody, ToolInfo};
 
-/// Longest observation quoted back to the planner.
-const OBSERVATION_CHARS: usize = 2_000;
+/// Longest function name chat-completions endpoints accept.
+pub const MAX_FUNCTION_NAME: usize = 64;
 
-/// What the planner decided, and what the call cost.
+/// Tool names as function names (`[A-Za-z0-9_-]`, at most 64 characters) and back. Built so
+/// that no two tools share a function name: a call always reaches the tool it names.
+#[derive(Debug, Clone, Default)]
+pub struct FunctionNames {
+    to_function: HashMap<String, String>,
+    to_tool: HashMap<String, String>,
+}
+
+impl FunctionNames {
+    /// The names of `tools`; an error names both tools when two would share one.
+    pub fn new(tools: &[ToolInfo]) -> Result<Self> {
+        let mut names = Self::default();
+        for tool in tools {
+            let function = function_name(&tool.name);
+            if let Some(other) = names.to_tool.get(&function) {
+                bail!(
+                    "tools \"{other}\" and \"{}\" would both be called \"{function}\" by native \
+                     tool calls; rename one of their servers in the MCP config",
+                    tool.name
+                );
+            }
+            names.to_tool.insert(function.clone(), tool.name.clone());
+            names.to_function.insert(tool.name.clone(), function);
+        }
+        Ok(names)
+    }
+
+    /// The function name of a tool (the tool's own name if it is not in the catalogue).
+    pub fn function<'a>(&'a self, tool: &'a str) -> &'a str {
+        self.to_function.get(tool).map_or(tool, String::as_str)
+    }
+
+    /// The tool a function name stands for.
+    pub fn tool(&self, function: &str) -> Option<&str> {
+        self.to_tool.get(function).map(String::as_str)
+    }
+
+    /// The tools as functions offered to the model.
+    pub fn specs(&self, tools: &[ToolInfo]) -> Vec<ToolSpec> {
+        tools
+            .iter()
+            .map(|t| {
+                let schema = match &t.input_schema {
+                    Value::Object(_) => t.input_schema.clone(),
+                    _ => json!({"type": "object"}),
+                };
+                ToolSpec::function(self.function(&t.name), t.description.clone(), schema)
+            })
+            .collect()
+    }
+}
+
+/// `server:tool` with every other character than `[A-Za-z0-9_-]` made `_`; a name over 64
+/// characters keeps its start and ends in a hash of the whole name.
+fn function_name(tool: &str) -> String {
+    let clean: String = tool
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if clean.len() <= MAX_FUNCTION_NAME {
+        return clean;
+    }
+    // FNV-1a: stable across builds and platforms.
+    let hash = tool.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    format!("{}_{:016x}", &clean[..MAX_FUNCTION_NAME - 17], hash)
+}
+
+/// A planner reply that is no usable decision.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rejection {
+    /// What is wrong.
+    pub problem: DecisionProblem,
+    /// The same, in words (told to the planner on its next turn).
+    pub detail: String,
+    /// The reply as given.
+    pub reply: Value,
+}
+
+impl Rejection {
+    /// A rejection of `reply`.
+    pub fn new(problem: DecisionProblem, detail: impl Into<String>, reply: Value) -> Self {
+        Self {
+            problem,
+            detail: detail.into(),
+            reply,
+        }
+    }
+
+    /// Its `decision_rejected` event.
+    pub fn event(&self) -> EventBody {
+        EventBody::DecisionRejected {
+            problem: self.problem,
+            detail: self.detail.clone(),
+            reply: self.reply.clone(),
+        }
+    }
+}
+
+/// One candidate of a reply: an action, or why the reply gave none.
+pub type Candidate = std::result::Result<Action, Rejection>;
+
+/// What the planner answered, and what the call cost.
 #[derive(Debug, Clone)]
-pub struct Decision {
-    /// The action.
-    pub action: Action,
-    /// The planner's reasoning, if it gave any.
-    pub thought: Option<String>,
+pub struct Reply {
+    /// The candidates, best first (one for a decision).
+    pub candidates: Vec<Candidate>,
     /// The LLM call.
     pub completion: Completion,
 }
 
-/// Tools as the prompt lists them.
-fn tool_lines(tools: &[ToolInfo]) -> String {
-    tools
-        .iter()
-        .map(|t| {
-            format!(
-                "- {}: {}\n  input schema: {}",
-                t.name,
-                t.description.replace('\n', " "),
-                t.input_schema
-            )
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-/// The system prompt (fixed per task, first, so prompt caches reuse it).
-pub fn system_prompt(tools: &[ToolInfo], mode: &str) -> String {
-    format!(
-        "You are an agent that solves the user's request with tools of MCP servers. \
-         {mode}\nEach turn, choose one action: call one tool, or finish with the answer when the \
-         observations are enough. Use exact tool names and arguments that match the input schema.\n\
-         Tools:\n{}",
-        tool_lines(tools)
-    )
-}
-
-/// The user turn: request and steps so far.
-pub fn user_prompt(request: &str, history: &[HistoryStep], observed: &str) -> String {
-    let mut s = format!("Request: {request}\n");
-    if history.is_empty() {
-        s.push_str("No tool has been called yet.\n");
-    } else {
-        s.push_str(&format!("Steps so far ({observed}):\n"));
-        for (i, h) in history.iter().enumerate() {
-            let text: String = h.observation.text.chars().take(OBSERVATION_CHARS).collect();
-            let err = if h.observation.is_error {
-                " [error]"
-            } else {
-                ""
-            };
-            s.push_str(&format!(
-                "{}. {} {} ->{err} {}\n",
-                i + 1,
-                h.tool,
-                h.arguments,
-                text
-            ));
+/// Asks the planner for `turn.k` candidates (1: the next action), in the endpoint's mode.
+pub async fn ask(
+    client: &LlmClient,
+    tools: &[ToolInfo],
+    functions: &FunctionNames,
+    turn: &Turn<'_>,
+) -> std::result::Result<Reply, LlmError> {
+    if client.uses_tools() {
+        let messages = prompt::planner_conversation(functions, turn);
+        let completion = client
+            .complete_with_tools(messages, functions.specs(tools))
+            .await?;
+        let mut candidates: Vec<Candidate> = completion
+            .tool_calls
+            .iter()
+            .take(turn.k.max(1))
+            .map(|call| parse_tool_call(call, functions))
+            .collect();
+        if candidates.is_empty() {
+            // A reply in text is the answer, as with every function-calling client.
+            candidates.push(Ok(Action::Finish {
+                answer: Some(completion.text.clone()).filter(|t| !t.trim().is_empty()),
+            }));
         }
+        return Ok(Reply {
+            candidates,
+            completion,
+        });
     }
-    s.push_str("Reply with the next action as JSON: {\"thought\": \"…\", \"action\": \"call\" or \"finish\", \"tool\": \"server:tool\", \"arguments\": {…}, \"answer\": \"… (when finishing)\"}");
-    s
+    let messages = prompt::planner_json(tools, turn);
+    let decision = decision_schema(tools);
+    let (value, completion) = if turn.k > 1 {
+        let schema = json!({
+            "type": "object",
+            "properties": {"candidates": {"type": "array", "items": decision, "minItems": 1, "maxItems": turn.k}},
+            "required": ["candidates"]
+        });
+        client
+            .complete_json(&messages, "candidates", &schema)
+            .await?
+    } else {
+        client
+            .complete_json(&messages, "next_action", &decision)
+            .await?
+    };
+    // A model asked for a list that answers with one action still counts.
+    let items: Vec<Value> = match value.get("candidates").and_then(Value::as_array) {
+        Some(list) if turn.k > 1 => list.clone(),
+        _ => vec![value],
+    };
+    Ok(Reply {
+        candidates: items
+            .iter()
+            .take(turn.k.max(1))
+            .map(parse_decision)
+            .collect(),
+        completion,
+    })
 }
 
 /// The JSON schema of a decision, with the tool names as an enum.
@@ -92,133 +212,180 @@ pub fn decision_schema(tools: &[ToolInfo]) -> Value {
     })
 }
 
-/// Reads a decision out of the model's JSON. A call naming no tool is a finish with no answer.
-pub fn parse_decision(value: &Value) -> (Action, Option<String>) {
-    let thought = value["thought"].as_str().map(str::to_string);
+/// Reads a decision out of the model's JSON. Lenient where the intent is clear (arguments
+/// sent as a JSON string, an action implied by a tool or an answer), never where it is not.
+pub fn parse_decision(value: &Value) -> Candidate {
+    let reject = |problem, detail: &str| Err(Rejection::new(problem, detail, value.clone()));
+    let tool = value["tool"].as_str().filter(|t| !t.trim().is_empty());
     let action = value["action"].as_str().unwrap_or_default();
-    let tool = value["tool"].as_str().filter(|t| !t.is_empty());
     match (action, tool) {
-        ("call", Some(tool)) | ("", Some(tool)) => {
-            let arguments = match &value["arguments"] {
-                Value::Null => json!({}),
-                // Some models send the arguments as a JSON string.
-                Value::String(s) => serde_json::from_str(s).unwrap_or_else(|_| json!({})),
-                other => other.clone(),
-            };
-            (
-                Action::ToolCall {
-                    tool: tool.to_string(),
-                    arguments,
-                },
-                thought,
-            )
-        }
-        _ => (
-            Action::Finish {
-                answer: value["answer"].as_str().map(str::to_string),
-            },
-            thought,
+        ("call", Some(tool)) | ("", Some(tool)) => match arguments(&value["arguments"]) {
+            Some(arguments) => Ok(Action::ToolCall {
+                tool: tool.to_string(),
+                arguments,
+            }),
+            None => reject(
+                DecisionProblem::BadArguments,
+                "the arguments are not a JSON object",
+            ),
+        },
+        ("call", None) => reject(
+            DecisionProblem::NoTool,
+            "\"action\": \"call\" names no tool",
+        ),
+        ("finish", _) => Ok(Action::Finish {
+            answer: value["answer"].as_str().map(str::to_string),
+        }),
+        ("", None) if value["answer"].is_string() => Ok(Action::Finish {
+            answer: value["answer"].as_str().map(str::to_string),
+        }),
+        _ => reject(
+            DecisionProblem::NoAction,
+            "the reply is neither a call nor a finish",
         ),
     }
 }
 
-/// OpenAI function names allow only `[A-Za-z0-9_-]`; `server:tool` is mapped and back.
-fn function_name(tool: &str) -> String {
-    tool.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
+/// A native tool call as an action.
+fn parse_tool_call(call: &ToolCall, functions: &FunctionNames) -> Candidate {
+    let reply = serde_json::to_value(call).unwrap_or(Value::Null);
+    let Some(tool) = functions.tool(&call.function.name) else {
+        return Err(Rejection::new(
+            DecisionProblem::UnknownTool,
+            format!("no tool is called \"{}\"", call.function.name),
+            reply,
+        ));
+    };
+    match arguments(&call.arguments()) {
+        Some(arguments) => Ok(Action::ToolCall {
+            tool: tool.to_string(),
+            arguments,
+        }),
+        None => Err(Rejection::new(
+            DecisionProblem::BadArguments,
+            "the arguments are not a JSON object",
+            reply,
+        )),
+    }
 }
 
-/// Asks the planner for the next action.
-pub async fn decide(
-    client: &LlmClient,
-    tools: &[ToolInfo],
-    request: &str,
-    history: &[HistoryStep],
-    mode: &str,
-    observed: &str,
-) -> Result<Decision, LlmError> {
-    let messages = vec![
-        Message::system(system_prompt(tools, mode)),
-        Message::user(user_prompt(request, history, observed)),
-    ];
-    if client.uses_tools() {
-        let functions: Vec<Value> = tools
-            .iter()
-            .map(|t| json!({"type": "function", "function": {"name": function_name(&t.name), "description": t.description, "parameters": t.input_schema}}))
-            .collect();
-        let c = client.complete_with_tools(&messages, &functions).await?;
-        let action = match c.tool_calls.first() {
-            Some((name, args)) => {
-                let tool = tools
-                    .iter()
-                    .find(|t| function_name(&t.name) == *name)
-                    .map_or(name.clone(), |t| t.name.clone());
-                Action::ToolCall {
-                    tool,
-                    arguments: args.clone(),
-                }
-            }
-            None => Action::Finish {
-                answer: Some(c.text.clone()).filter(|t| !t.is_empty()),
-            },
-        };
-        return Ok(Decision {
-            action,
-            thought: None,
-            completion: c,
-        });
+/// Arguments as an object: absent means none; a JSON string holding an object is accepted
+/// (some models send them so); anything else is not arguments.
+fn arguments(value: &Value) -> Option<Value> {
+    match value {
+        Value::Null => Some(json!({})),
+        Value::Object(_) => Some(value.clone()),
+        Value::String(s) if s.trim().is_empty() => Some(json!({})),
+        Value::String(s) => serde_json::from_str::<Value>(s)
+            .ok()
+            .filter(Value::is_object),
+        _ => None,
     }
-    let (value, completion) = client
-        .complete_json(&messages, "next_action", &decision_schema(tools))
-        .await?;
-    let (action, thought) = parse_decision(&value);
-    Ok(Decision {
-        action,
-        thought,
-        completion,
-    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn tool(name: &str) -> ToolInfo {
+        ToolInfo {
+            name: name.into(),
+            description: String::new(),
+            input_schema: json!({}),
+        }
+    }
+
     #[test]
-    fn decisions_parse_leniently() {
-        let (a, _) =
-            parse_decision(&json!({"action": "call", "tool": "t:x", "arguments": "{\"a\": 1}"}));
+    fn decisions_parse_leniently_where_the_intent_is_clear() {
         assert_eq!(
-            a,
-            Action::ToolCall {
+            parse_decision(&json!({"action": "call", "tool": "t:x", "arguments": "{\"a\": 1}"})),
+            Ok(Action::ToolCall {
                 tool: "t:x".into(),
                 arguments: json!({"a": 1})
-            }
-        );
-        let (a, t) =
-            parse_decision(&json!({"thought": "done", "action": "finish", "answer": "42"}));
-        assert_eq!(
-            (a, t.as_deref()),
-            (
-                Action::Finish {
-                    answer: Some("42".into())
-                },
-                Some("done")
-            )
+            })
         );
         assert_eq!(
-            parse_decision(&json!({"action": "call"})).0,
-            Action::Finish { answer: None }
+            parse_decision(&json!({"thought": "done", "action": "finish", "answer": "42"})),
+            Ok(Action::Finish {
+                answer: Some("42".into())
+            })
         );
         assert_eq!(
-            function_name("Time MCP:convert_time"),
+            parse_decision(&json!({"answer": "42"})),
+            Ok(Action::Finish {
+                answer: Some("42".into())
+            })
+        );
+    }
+
+    #[test]
+    fn malformed_decisions_are_rejections_never_a_finish() {
+        let problem = |v: Value| parse_decision(&v).unwrap_err().problem;
+        assert_eq!(problem(json!({"action": "call"})), DecisionProblem::NoTool);
+        assert_eq!(
+            problem(json!({"action": "call", "tool": ""})),
+            DecisionProblem::NoTool
+        );
+        assert_eq!(
+            problem(json!({"action": "call", "tool": "t:x", "arguments": [1]})),
+            DecisionProblem::BadArguments
+        );
+        assert_eq!(
+            problem(json!({"action": "call", "tool": "t:x", "arguments": "nope"})),
+            DecisionProblem::BadArguments
+        );
+        assert_eq!(problem(json!({"thought": "hm"})), DecisionProblem::NoAction);
+        let r = parse_decision(&json!({"action": "call"})).unwrap_err();
+        assert_eq!(r.reply, json!({"action": "call"}));
+    }
+
+    #[test]
+    fn function_names_are_injective_and_short() {
+        let names = FunctionNames::new(&[tool("Time MCP:convert_time"), tool("a:b")]).unwrap();
+        assert_eq!(
+            names.function("Time MCP:convert_time"),
             "Time_MCP_convert_time"
+        );
+        assert_eq!(
+            names.tool("Time_MCP_convert_time"),
+            Some("Time MCP:convert_time")
+        );
+        let err = FunctionNames::new(&[tool("Time MCP:now"), tool("Time_MCP:now")])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("\"Time MCP:now\"") && err.contains("\"Time_MCP:now\""),
+            "{err}"
+        );
+        let long_a = format!("{}:a", "s".repeat(80));
+        let long_b = format!("{}:b", "s".repeat(80));
+        let names = FunctionNames::new(&[tool(&long_a), tool(&long_b)]).unwrap();
+        let (fa, fb) = (names.function(&long_a), names.function(&long_b));
+        assert!(fa.len() <= MAX_FUNCTION_NAME && fb.len() <= MAX_FUNCTION_NAME);
+        assert_ne!(fa, fb);
+        assert_eq!(names.tool(fb), Some(long_b.as_str()));
+    }
+
+    #[test]
+    fn native_calls_map_back_to_their_tool_or_are_rejected() {
+        let names = FunctionNames::new(&[tool("Time MCP:now")]).unwrap();
+        let ok = ToolCall::new("1", "Time_MCP_now", &json!({"tz": "UTC"}));
+        assert_eq!(
+            parse_tool_call(&ok, &names),
+            Ok(Action::ToolCall {
+                tool: "Time MCP:now".into(),
+                arguments: json!({"tz": "UTC"})
+            })
+        );
+        let unknown = ToolCall::new("2", "nope", &json!({}));
+        assert_eq!(
+            parse_tool_call(&unknown, &names).unwrap_err().problem,
+            DecisionProblem::UnknownTool
+        );
+        let bad = ToolCall::new("3", "Time_MCP_now", &json!([1, 2]));
+        assert_eq!(
+            parse_tool_call(&bad, &names).unwrap_err().problem,
+            DecisionProblem::BadArguments
         );
     }
 }

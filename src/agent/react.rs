@@ -4,73 +4,231 @@
 use anyhow::Result;
 
 use super::execute::{PlannedCall, call};
-use super::recorder::Recorder;
-use super::{End, Env, answer, planner_turn};
-use crate::trajectory::event::{Action, EventBody, Phase};
+use super::planner::{self, Candidate, Rejection};
+use super::ports::EventSink;
+use super::prompt::{Setting, Turn};
+use super::{End, Env, answer};
+use crate::trajectory::event::{Action, DecisionProblem, EventBody, Phase, Role};
 use crate::world_model::HistoryStep;
 
 /// Runs ReAct to the end.
-pub async fn run(env: &mut Env, rec: &mut Recorder) -> Result<End> {
-    rec.emit(EventBody::Phase { phase: Phase::Plan })?;
+pub async fn run(env: &Env, sink: &mut dyn EventSink) -> Result<End> {
+    sink.emit(EventBody::Phase { phase: Phase::Plan })?;
     let mut real: Vec<HistoryStep> = Vec::new();
     let mut final_answer = None;
+    let mut rejected: Option<String> = None;
     let mut limit = None;
-    for step in 1..=env.budget.max_steps as u64 {
-        if let Some(why) = env.over_budget() {
+    for step in 1..=env.budget().max_steps {
+        if let Some(why) = env.meter.over() {
             limit = Some(why);
             break;
         }
-        let decision = match planner_turn(
-            env,
-            rec,
-            &real,
-            "You call real tools and see their real results.",
-            "real results",
-        )
-        .await?
-        {
-            Ok(d) => d,
+        let turn = Turn {
+            request: &env.task.request,
+            history: &real,
+            setting: Setting::Real,
+            k: 1,
+            rejected: rejected.as_deref(),
+        };
+        let candidate = match planner_turn(env, sink, &turn).await? {
+            Ok(c) => c,
             Err(end) => return Ok(end),
         };
-        match decision.action {
-            Action::Finish { answer } => {
+        // A tool no server offers is a malformed decision here: there is no validator
+        // between ReAct's planner and the servers.
+        let candidate = candidate.and_then(|action| match action {
+            Action::ToolCall { tool, arguments }
+                if !env.catalog.check(&tool, &arguments).valid_name =>
+            {
+                Err(Rejection::new(
+                    DecisionProblem::UnknownTool,
+                    format!("no tool is called \"{tool}\""),
+                    serde_json::json!({"tool": tool, "arguments": arguments}),
+                ))
+            }
+            other => Ok(other),
+        });
+        rejected = None;
+        match candidate {
+            Ok(Action::Finish { answer }) => {
                 final_answer = answer;
                 break;
             }
-            Action::ToolCall { tool, arguments } => {
+            Ok(Action::ToolCall { tool, arguments }) => {
                 let planned = PlannedCall {
                     node: None,
                     tool,
                     arguments,
                 };
-                match call(env, rec, step, &planned).await? {
+                let step = real.len() as u64 + 1;
+                match call(env, sink, step, &planned).await? {
                     Some(s) => real.push(s),
                     None => return Ok(End::interrupted()),
                 }
             }
+            Err(rejection) => {
+                sink.emit(rejection.event())?;
+                rejected = Some(rejection.detail);
+            }
         }
-        if step as usize == env.budget.max_steps {
-            limit = Some(format!("step limit of {} reached", env.budget.max_steps));
+        if step == env.budget().max_steps {
+            limit = Some(format!("step limit of {} reached", env.budget().max_steps));
         }
     }
     if let Some(why) = limit {
-        rec.emit(EventBody::Error {
-            source: "agent".into(),
-            name: None,
-            message: why,
-            stderr_tail: None,
-        })?;
+        env.record_agent_error(sink, why)?;
     }
     match final_answer {
         // The planner's own answer is ReAct's answer; the summarizer writes one only when
         // the planner stopped without one.
         Some(text) if !text.trim().is_empty() => {
-            rec.emit(EventBody::Phase {
+            sink.emit(EventBody::Phase {
                 phase: Phase::Answer,
             })?;
-            rec.emit(EventBody::Answer { text })?;
+            sink.emit(EventBody::Answer { text })?;
             Ok(End::completed())
         }
-        _ => answer::answer(env, rec, &real).await,
+        _ => answer::answer(env, sink, &real).await,
+    }
+}
+
+/// Asks the planner for the next action and records the call. `Err` carries how the run
+/// ends when there is no decision (a stop, or the planner failing).
+pub async fn planner_turn(
+    env: &Env,
+    sink: &mut dyn EventSink,
+    turn: &Turn<'_>,
+) -> Result<std::result::Result<Candidate, End>> {
+    let client = env.roles.planner.clone();
+    let asked = env
+        .or_stop(planner::ask(&client, &env.tools, &env.functions, turn))
+        .await;
+    let Some(asked) = asked else {
+        return Ok(Err(End::interrupted()));
+    };
+    env.record_llm(
+        sink,
+        Role::Planner,
+        asked.as_ref().map(|r| &r.completion),
+        &client.endpoint().model,
+    )?;
+    Ok(match asked {
+        Ok(reply) => match reply.candidates.into_iter().next() {
+            Some(c) => Ok(c),
+            None => Err(End::failed("the planner gave no action")),
+        },
+        Err(e) => Err(End::failed(format!("planner failed: {e}"))),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::testing::{self, ScriptedChat, ScriptedTools, called_functions, kinds};
+    use crate::llm::config::OutputMode;
+    use crate::llm::wire::ToolCall;
+    use crate::trajectory::event::{Observation, RunStatus};
+    use serde_json::json;
+
+    fn ok(tool: &str, _: &serde_json::Value) -> Observation {
+        Observation {
+            text: format!("{tool} ok"),
+            ..Default::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn a_call_without_a_tool_is_rejected_recorded_and_told_to_the_planner() {
+        let planner = ScriptedChat::json_replies(vec![
+            json!({"action": "call"}),
+            json!({"action": "call", "tool": "s:nope"}),
+            json!({"action": "call", "tool": "s:a", "arguments": {"x": 1}}),
+            json!({"action": "finish", "answer": "done"}),
+        ]);
+        let tools = ScriptedTools::new(&["s:a"], ok);
+        let env = testing::env(planner.clone(), None, tools.clone(), None, 6);
+        let mut events = Vec::new();
+        let end = run(&env, &mut events).await.unwrap();
+        assert_eq!(end, End::completed());
+        let rejected: Vec<DecisionProblem> = events
+            .iter()
+            .filter_map(|e| match e {
+                EventBody::DecisionRejected { problem, .. } => Some(*problem),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            rejected,
+            [DecisionProblem::NoTool, DecisionProblem::UnknownTool]
+        );
+        assert_eq!(
+            tools.called(),
+            ["s:a"],
+            "no real call for a malformed decision"
+        );
+        assert!(matches!(events.last(), Some(EventBody::Answer { text }) if text == "done"));
+        // The next prompt says why the reply was rejected.
+        let second = &planner.sent()[1].messages[1];
+        assert!(
+            second
+                .content_str()
+                .contains("rejected: \"action\": \"call\" names no tool")
+        );
+    }
+
+    #[tokio::test]
+    async fn native_tool_calls_are_a_conversation() {
+        // Like any function-calling model: call the first tool the conversation has not
+        // called yet, answer in text when all are done.
+        let planner = ScriptedChat::new(OutputMode::Tools, |req| {
+            let done = called_functions(req);
+            let next = ["s_a", "s_b", "s_c"]
+                .into_iter()
+                .find(|f| !done.iter().any(|d| d == f));
+            Ok(match next {
+                Some(f) => testing::calls(vec![ToolCall::new(format!("id_{f}"), f, &json!({}))]),
+                None => testing::text("all three called"),
+            })
+        });
+        let tools = ScriptedTools::new(&["s:a", "s:b", "s:c"], ok);
+        let env = testing::env(planner.clone(), None, tools.clone(), None, 10);
+        let mut events = Vec::new();
+        let end = run(&env, &mut events).await.unwrap();
+        assert_eq!(end.status, RunStatus::Completed);
+        assert_eq!(tools.called(), ["s:a", "s:b", "s:c"]);
+        assert!(
+            matches!(events.last(), Some(EventBody::Answer { text }) if text == "all three called")
+        );
+        // The fourth request carries the three calls and their results as messages.
+        let last = planner.sent().pop().unwrap();
+        assert_eq!(called_functions(&last), ["s_a", "s_b", "s_c"]);
+        assert_eq!(last.messages.last().unwrap().content_str(), "s:c ok");
+        assert_eq!(last.tools.len(), 3);
+    }
+
+    #[tokio::test]
+    async fn the_step_limit_is_an_agent_error_then_the_summarizer_answers() {
+        let planner = ScriptedChat::json_replies(vec![
+            json!({"action": "call", "tool": "s:a", "arguments": {}}),
+        ]);
+        let tools = ScriptedTools::new(&["s:a"], ok);
+        let env = testing::env(planner, None, tools.clone(), None, 2);
+        let mut events = Vec::new();
+        run(&env, &mut events).await.unwrap();
+        assert_eq!(tools.called().len(), 2);
+        assert_eq!(
+            kinds(&events),
+            [
+                "phase",
+                "llm_call",
+                "tool_called",
+                "llm_call",
+                "tool_called",
+                "error",
+                "phase",
+                "llm_call",
+                "answer"
+            ]
+        );
     }
 }

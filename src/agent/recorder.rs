@@ -1,11 +1,12 @@
-//! The agent's only output: events, written to the trajectory as they happen and, for a
-//! live view, sent over a channel. A hook lets `cosmos run --no-tui` print progress.
+//! The real event sink: events written to the trajectory as they happen and, for a live view,
+//! sent over a channel. A hook lets `cosmos run --no-tui` print progress.
 
 use std::sync::mpsc::Sender;
 use std::time::Instant;
 
 use anyhow::Result;
 
+use super::ports::EventSink;
 use crate::trajectory::event::{Event, EventBody};
 use crate::trajectory::writer::Writer;
 
@@ -37,7 +38,7 @@ impl Recorder {
     }
 
     /// Writes an event (flushed before this returns) and passes it on.
-    pub fn emit(&mut self, body: EventBody) -> Result<Event> {
+    pub fn record(&mut self, body: EventBody) -> Result<Event> {
         let event = self.writer.write(self.now_ms(), body)?;
         if let Some(tx) = &self.live {
             // A closed live view is not an error: the run goes on, on disk.
@@ -49,5 +50,11 @@ impl Recorder {
             hook(&event);
         }
         Ok(event)
+    }
+}
+
+impl EventSink for Recorder {
+    fn emit(&mut self, body: EventBody) -> Result<()> {
+        self.record(body).map(drop)
     }
 }

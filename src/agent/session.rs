@@ -11,13 +11,15 @@ use serde_json::json;
 use tokio::sync::watch;
 
 use super::mcts::Settings;
+use super::ports::{EventSink, ToolHost};
 use super::recorder::{Hook, Recorder};
-use super::{Budget, End, Env, plan_exec, react, spiral};
+use super::{Budget, End, Env, Roles, plan_exec, react, spiral};
 use crate::llm::client::LlmClient;
 use crate::llm::config::LlmConfig;
 use crate::mcp::config::McpConfig;
 use crate::mcp::pool::{McpPool, Timeouts};
 use crate::mcp::server::ServerFailure;
+use crate::metrics::run::RunAccumulator;
 use crate::task;
 use crate::trajectory::event::{AgentInfo, AgentKind, Event, EventBody, Header, Role, RunStatus};
 use crate::trajectory::redact::Redactor;
@@ -79,6 +81,7 @@ pub struct RunSpec {
 /// A run ready to start: servers up, header built, file created.
 pub struct Prepared {
     env: Env,
+    pool: Arc<McpPool>,
     recorder_writer: Writer,
     /// The header as written.
     pub header: Header,
@@ -251,22 +254,29 @@ pub async fn prepare(spec: &RunSpec, stop: watch::Receiver<bool>) -> Result<Prep
     for secret in llm.secrets().into_iter().chain(mcp.secrets.iter().cloned()) {
         redactor.add_secret(secret);
     }
-    let path = spec
-        .out_dir
-        .join(file_name(&task.id, spec.agent, header.world_model_name()));
-    let writer = Writer::create(&path, &header, redactor)?;
-    let env = Env::new(
-        task,
-        pool,
+    let pool = Arc::new(pool);
+    let roles = Roles {
         planner,
-        client(Role::Summarizer),
-        client(Role::Critic),
-        world_model,
-        spec.budget,
-        stop,
-    );
+        critic: client(Role::Critic),
+        summarizer: client(Role::Summarizer),
+    };
+    let host: Arc<dyn ToolHost> = pool.clone();
+    // Checked before the file exists: a run that cannot start leaves nothing behind.
+    let env = Env::new(task, host, roles, world_model, spec.budget, stop)?;
+    let path = spec.out_dir.join(file_name(
+        &env.task.id,
+        spec.agent,
+        header.world_model_name(),
+    ));
+    let writer = Writer::create(
+        &path,
+        &header,
+        redactor,
+        Some(RunAccumulator::tally(&header)),
+    )?;
     Ok(Prepared {
         env,
+        pool,
         recorder_writer: writer,
         header,
         failures,
@@ -282,7 +292,8 @@ pub async fn execute(
     hook: Option<Hook>,
 ) -> Result<Outcome> {
     let Prepared {
-        mut env,
+        env,
+        pool,
         recorder_writer,
         failures,
         path,
@@ -290,19 +301,22 @@ pub async fn execute(
         search,
     } = prepared;
     let mut rec = Recorder::new(recorder_writer, live, hook);
-    let end = run_agent(&mut env, &mut rec, &failures, header.agent.kind, &search).await;
+    let end = run_agent(&env, &mut rec, &failures, header.agent.kind, &search).await;
     let end = match end {
         Ok(end) => end,
         Err(e) => End::failed(format!("{e:#}")),
     };
-    let pool = std::mem::take(&mut env.pool);
+    drop(env);
     // Whatever happened, the file ends with run_finished (unless the disk itself failed).
     let finish = rec.emit(EventBody::RunFinished {
         status: end.status,
         error: end.error.clone(),
         totals: Default::default(),
     });
-    pool.shutdown().await;
+    // The agent's environment is gone, so the pool has one owner again.
+    if let Ok(pool) = Arc::try_unwrap(pool) {
+        pool.shutdown().await;
+    }
     finish?;
     Ok(Outcome {
         path,
@@ -312,8 +326,8 @@ pub async fn execute(
 }
 
 async fn run_agent(
-    env: &mut Env,
-    rec: &mut Recorder,
+    env: &Env,
+    rec: &mut dyn EventSink,
     failures: &[ServerFailure],
     agent: AgentKind,
     search: &Settings,

@@ -9,12 +9,12 @@ use anyhow::{Context, Result, bail};
 use crate::judge;
 use crate::llm::client::LlmClient;
 use crate::llm::config::LlmConfig;
+use crate::sanitize::inert;
 use crate::trajectory::event::{EventBody, Phase, Role};
 use crate::trajectory::reader::collect_files;
 use crate::trajectory::redact::Redactor;
 use crate::trajectory::run::Run;
 use crate::trajectory::writer::Writer;
-use crate::tui::text::inert;
 
 /// Judges every run under `paths`; already judged runs are skipped unless `force`.
 pub fn run(paths: &[PathBuf], config: Option<PathBuf>, force: bool) -> Result<ExitCode> {

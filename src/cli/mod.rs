@@ -87,7 +87,7 @@ pub enum Command {
         paths: Vec<PathBuf>,
         /// What one row stands for.
         #[arg(long, value_enum, default_value_t)]
-        group_by: crate::metrics::group::GroupBy,
+        group_by: report::GroupByArg,
         /// Output format; `json` is a stable shape for scripts (docs/report-format.md).
         #[arg(long, value_enum, default_value_t)]
         format: ReportFormat,
@@ -117,6 +117,6 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             paths,
             group_by,
             format,
-        } => report::run(&paths, group_by, format),
+        } => report::run(&paths, group_by.into(), format),
     }
 }

@@ -9,7 +9,35 @@ use serde::Serialize;
 use crate::metrics::group::{GroupBy, GroupRow, group};
 use crate::metrics::records::read_records;
 use crate::metrics::table;
-use crate::tui::text::inert;
+use crate::sanitize::inert;
+
+/// What a row stands for, on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum GroupByArg {
+    /// Agent, world model and planner together: one configuration per row.
+    #[default]
+    Config,
+    /// The agent alone.
+    Agent,
+    /// The world model alone.
+    WorldModel,
+    /// The planner model alone.
+    Planner,
+    /// The task.
+    Task,
+}
+
+impl From<GroupByArg> for GroupBy {
+    fn from(arg: GroupByArg) -> Self {
+        match arg {
+            GroupByArg::Config => GroupBy::Config,
+            GroupByArg::Agent => GroupBy::Agent,
+            GroupByArg::WorldModel => GroupBy::WorldModel,
+            GroupByArg::Planner => GroupBy::Planner,
+            GroupByArg::Task => GroupBy::Task,
+        }
+    }
+}
 
 /// Output formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]

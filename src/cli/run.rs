@@ -12,9 +12,9 @@ use crate::agent::Budget;
 use crate::agent::mcts::{PlanRule, Settings};
 use crate::agent::session::{self, Outcome, RunSpec, WorldModelChoice};
 use crate::mcp::pool::Timeouts;
+use crate::sanitize::inert;
 use crate::trajectory::describe::summary;
 use crate::trajectory::event::{AgentKind, Event, EventBody, RunStatus};
-use crate::tui::text::inert;
 
 /// Agents on the command line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -25,6 +25,24 @@ pub enum AgentArg {
     PlanExec,
     /// SPIRAL-Exec: Monte Carlo tree search over the world model, then execute the best plan.
     Spiral,
+}
+
+/// Plan rules on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PlanRuleArg {
+    /// The terminal node with the best mean value (SPIRAL).
+    BestMean,
+    /// The terminal node visited most.
+    MostVisited,
+}
+
+impl From<PlanRuleArg> for PlanRule {
+    fn from(arg: PlanRuleArg) -> Self {
+        match arg {
+            PlanRuleArg::BestMean => PlanRule::BestMean,
+            PlanRuleArg::MostVisited => PlanRule::MostVisited,
+        }
+    }
 }
 
 /// World models on the command line.
@@ -115,7 +133,7 @@ pub struct RunArgs {
     pub alpha: Option<f64>,
     /// SPIRAL: how the final plan is chosen [default: best-mean].
     #[arg(long, value_enum, help_heading = "SPIRAL-Exec")]
-    pub plan_rule: Option<PlanRule>,
+    pub plan_rule: Option<PlanRuleArg>,
     /// SPIRAL: simulations and critic calls of one expansion run at once (default K).
     #[arg(long, help_heading = "SPIRAL-Exec")]
     pub concurrency: Option<usize>,
@@ -128,20 +146,8 @@ pub struct RunArgs {
 impl RunArgs {
     /// Search settings: flags, else `[agent]` in cosmos.toml, else SPIRAL's defaults.
     fn search_settings(&self) -> Result<Settings> {
-        let file = match &self.config {
-            Some(p) => crate::llm::config::LlmConfig::load(Some(p))?.agent,
-            None => None,
-        };
-        let from_file: Settings = match file {
-            Some(table) => {
-                let mut merged = toml::Value::try_from(Settings::default())?;
-                if let (Some(m), Some(t)) = (merged.as_table_mut(), table.as_table()) {
-                    for (k, v) in t {
-                        m.insert(k.clone(), v.clone());
-                    }
-                }
-                merged.try_into().context("[agent] in cosmos.toml")?
-            }
+        let from_file = match &self.config {
+            Some(p) => Settings::from_config(p)?,
             None => Settings::default(),
         };
         let k = self.candidates.unwrap_or(from_file.k).max(1);
@@ -151,7 +157,7 @@ impl RunArgs {
             c: self.exploration.unwrap_or(from_file.c),
             k,
             alpha: self.alpha.unwrap_or(from_file.alpha).clamp(0.0, 1.0),
-            plan_rule: self.plan_rule.unwrap_or(from_file.plan_rule),
+            plan_rule: self.plan_rule.map_or(from_file.plan_rule, PlanRule::from),
             concurrency: self
                 .concurrency
                 .or((from_file.concurrency != Settings::default().concurrency)
@@ -257,7 +263,7 @@ fn progress_line(event: &Event) {
     };
     if show {
         let t = event.t_ms as f64 / 1000.0;
-        let line = crate::tui::text::one_line(
+        let line = crate::sanitize::one_line(
             &format!("[{t:>7.1}s] {:<14} {}", event.body.kind(), summary(event)),
             200,
         );

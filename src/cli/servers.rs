@@ -8,7 +8,7 @@ use anyhow::Result;
 
 use crate::mcp::config::McpConfig;
 use crate::mcp::pool::{McpPool, Timeouts};
-use crate::tui::text::inert;
+use crate::sanitize::inert;
 
 /// Lists servers and tools; `-v` adds input schemas. Exit 1 when a server fails.
 pub fn run(config: &Path, verbose: bool, startup_timeout_s: u64) -> Result<ExitCode> {

@@ -7,9 +7,9 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
+use crate::sanitize::inert;
 use crate::trajectory::event::{EventBody, NodeId};
 use crate::trajectory::reader::{EventStream, Problem, Severity, collect_files};
-use crate::tui::text::inert;
 
 /// Checks every file; exit code 1 when any has an error.
 pub fn run(paths: &[PathBuf], quiet: bool) -> Result<ExitCode> {

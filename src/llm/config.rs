@@ -76,17 +76,15 @@ struct FileShape {
     default: RoleShape,
     #[serde(default)]
     roles: BTreeMap<Role, RoleShape>,
-    /// Agent settings; read by `agent::settings`.
-    #[serde(default)]
-    agent: Option<toml::Value>,
+    /// Agent settings: read by `agent::mcts::Settings::from_config`, not here.
+    #[serde(default, rename = "agent")]
+    _agent: Option<serde::de::IgnoredAny>,
 }
 
 /// Endpoints per role.
 #[derive(Debug, Clone)]
 pub struct LlmConfig {
     endpoints: BTreeMap<Role, Endpoint>,
-    /// The `[agent]` table of the file, if any.
-    pub agent: Option<toml::Value>,
 }
 
 impl LlmConfig {
@@ -138,10 +136,7 @@ impl LlmConfig {
             };
             endpoints.insert(role, endpoint);
         }
-        Ok(Self {
-            endpoints,
-            agent: shape.agent,
-        })
+        Ok(Self { endpoints })
     }
 
     /// Records messages for every role (`cosmos run --record-messages`).

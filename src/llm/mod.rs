@@ -1,6 +1,10 @@
-//! LLM endpoints (DESIGN.md, "llm"): OpenAI-compatible chat completions, one endpoint per
-//! role.
+//! LLM endpoints (docs/design.md, "LLM endpoints"): OpenAI-compatible chat completions, one
+//! endpoint per role. `chat` is the port (one typed call), `http` its real implementation,
+//! `client` the layer every role uses (JSON ladder, tools mode, recorded messages).
 
+pub mod chat;
 pub mod client;
 pub mod config;
+pub mod http;
 pub mod json;
+pub mod wire;

@@ -84,36 +84,31 @@ impl McpPool {
         &self.servers
     }
 
-    /// Calls a namespaced tool. An unknown server or tool is an error outcome, not a panic.
+    /// Calls a namespaced tool, found by its exact name in the catalogue (a server's name may
+    /// itself hold a `:`). An unknown tool is an error outcome, not a panic.
     pub async fn call(&self, tool: &str, arguments: &Value) -> (Option<String>, CallOutcome) {
-        let Some((server_name, own_name)) = tool.split_once(':') else {
-            return (
-                None,
-                unknown(format!(
-                    "unknown tool \"{tool}\": tool names are \"server:tool\""
-                )),
-            );
-        };
-        let Some(server) = self.servers.iter().find(|s| s.name == server_name) else {
-            return (
-                None,
-                unknown(format!(
-                    "unknown tool \"{tool}\": no running server \"{server_name}\""
-                )),
-            );
-        };
-        if !server.tools.iter().any(|t| t.name == tool) {
-            return (
+        let found = self.servers.iter().find_map(|server| {
+            let own = tool
+                .strip_prefix(server.name.as_str())
+                .and_then(|rest| rest.strip_prefix(':'))?;
+            server
+                .tools
+                .iter()
+                .any(|t| t.name == tool)
+                .then_some((server, own))
+        });
+        match found {
+            Some((server, own)) => (
                 Some(server.name.clone()),
+                server.call(own, arguments, self.timeouts.call).await,
+            ),
+            None => (
+                None,
                 unknown(format!(
-                    "unknown tool \"{tool}\": server \"{server_name}\" has no tool \"{own_name}\""
+                    "unknown tool \"{tool}\": no running server offers it (names are \"server:tool\")"
                 )),
-            );
+            ),
         }
-        (
-            Some(server.name.clone()),
-            server.call(own_name, arguments, self.timeouts.call).await,
-        )
     }
 
     /// Stops every server.

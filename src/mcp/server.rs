@@ -7,8 +7,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow};
+use rmcp::ServiceError;
 use rmcp::ServiceExt;
-use rmcp::model::CallToolRequestParams;
+use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, ResourceContents};
 use rmcp::service::{RoleClient, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
@@ -114,11 +115,10 @@ impl Server {
         };
         let tools = tools
             .iter()
-            .filter_map(|t| serde_json::to_value(t).ok())
             .map(|t| ToolInfo {
-                name: format!("{}:{}", config.name, t["name"].as_str().unwrap_or_default()),
-                description: t["description"].as_str().unwrap_or_default().to_string(),
-                input_schema: t.get("inputSchema").cloned().unwrap_or(Value::Null),
+                name: format!("{}:{}", config.name, t.name),
+                description: t.description.as_deref().unwrap_or_default().to_string(),
+                input_schema: Value::Object(t.input_schema.as_ref().clone()),
             })
             .collect();
         Ok(Self {
@@ -222,20 +222,17 @@ impl Server {
             }
         };
         match tokio::time::timeout(timeout, self.client.call_tool(params)).await {
-            Ok(Ok(result)) => {
-                let value = serde_json::to_value(&result).unwrap_or(Value::Null);
-                CallOutcome {
-                    result: observation(&value),
-                    error: None,
-                    latency: start.elapsed(),
-                    server_died: None,
-                }
-            }
+            Ok(Ok(result)) => CallOutcome {
+                result: observation(&result),
+                error: None,
+                latency: start.elapsed(),
+                server_died: None,
+            },
             Ok(Err(e)) => {
                 let message = e.to_string();
                 // A closed transport means the process is gone: no later call can succeed.
                 let gone =
-                    self.client.is_transport_closed() || message.to_lowercase().contains("closed");
+                    matches!(e, ServiceError::TransportClosed) || self.client.is_transport_closed();
                 let died = gone.then(|| {
                     let f = ServerFailure {
                         name: self.name.clone(),
@@ -279,32 +276,26 @@ fn tail(stderr: &Arc<Mutex<VecDeque<String>>>) -> Option<String> {
     (!buf.is_empty()).then(|| buf.iter().cloned().collect::<Vec<_>>().join("\n"))
 }
 
-/// An MCP `CallToolResult` (as JSON) reduced to an [`Observation`]: text items joined,
-/// other content as placeholders, capped at [`MAX_RESULT_BYTES`].
-pub fn observation(result: &Value) -> Observation {
-    let mut parts: Vec<String> = Vec::new();
-    for item in result["content"].as_array().into_iter().flatten() {
-        let part = match item["type"].as_str() {
-            Some("text") => item["text"].as_str().unwrap_or_default().to_string(),
-            Some("image") | Some("audio") => format!(
-                "[{}, {} bytes base64]",
-                item["mimeType"].as_str().unwrap_or("binary"),
-                item["data"].as_str().map_or(0, str::len)
-            ),
-            Some("resource") => match item["resource"]["text"].as_str() {
-                Some(t) => t.to_string(),
-                None => format!(
-                    "[resource {}]",
-                    item["resource"]["uri"].as_str().unwrap_or("?")
-                ),
+/// An MCP `CallToolResult` reduced to an [`Observation`]: text items joined, other content
+/// as placeholders, capped at [`MAX_RESULT_BYTES`].
+pub fn observation(result: &CallToolResult) -> Observation {
+    let parts: Vec<String> = result
+        .content
+        .iter()
+        .map(|block| match block {
+            ContentBlock::Text(t) => t.text.clone(),
+            ContentBlock::Image(i) => format!("[{}, {} bytes base64]", i.mime_type, i.data.len()),
+            ContentBlock::Audio(a) => format!("[{}, {} bytes base64]", a.mime_type, a.data.len()),
+            ContentBlock::Resource(r) => match &r.resource {
+                ResourceContents::TextResourceContents { text, .. } => text.clone(),
+                ResourceContents::BlobResourceContents { uri, .. } => format!("[resource {uri}]"),
+                _ => "[resource]".to_string(),
             },
-            Some("resource_link") => {
-                format!("[resource link {}]", item["uri"].as_str().unwrap_or("?"))
-            }
-            other => format!("[{} content]", other.unwrap_or("unknown")),
-        };
-        parts.push(part);
-    }
+            ContentBlock::ResourceLink(link) => format!("[resource link {}]", link.uri),
+            // Kinds newer than this build: say so rather than drop them.
+            _ => "[content of a kind this build does not know]".to_string(),
+        })
+        .collect();
     let mut text = parts.join("\n");
     let mut truncated_bytes = 0;
     if text.len() > MAX_RESULT_BYTES {
@@ -315,16 +306,16 @@ pub fn observation(result: &Value) -> Observation {
         truncated_bytes = (text.len() - end) as u64;
         text.truncate(end);
     }
-    let structured = result
-        .get("structuredContent")
-        .filter(|v| !v.is_null())
-        .cloned();
     // A huge structured result would defeat the cap; keep it only when small.
-    let structured = structured.filter(|v| v.to_string().len() <= MAX_RESULT_BYTES);
+    let structured = result
+        .structured_content
+        .as_ref()
+        .filter(|v| !v.is_null() && v.to_string().len() <= MAX_RESULT_BYTES)
+        .cloned();
     Observation {
         text,
         structured,
-        is_error: result["isError"].as_bool().unwrap_or(false),
+        is_error: result.is_error.unwrap_or(false),
         truncated_bytes,
     }
 }
@@ -334,11 +325,16 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// A result as a server sends it on the wire.
+    fn wire(value: Value) -> CallToolResult {
+        serde_json::from_value(value).expect("a CallToolResult")
+    }
+
     #[test]
     fn results_become_observations() {
-        let o = observation(
-            &json!({"content": [{"type": "text", "text": "a"}, {"type": "image", "data": "AAAA", "mimeType": "image/png"}], "isError": true, "structuredContent": {"x": 1}}),
-        );
+        let o = observation(&wire(
+            json!({"content": [{"type": "text", "text": "a"}, {"type": "image", "data": "AAAA", "mimeType": "image/png"}], "isError": true, "structuredContent": {"x": 1}}),
+        ));
         assert_eq!(o.text, "a\n[image/png, 4 bytes base64]");
         assert!(o.is_error);
         assert_eq!(o.structured, Some(json!({"x": 1})));
@@ -347,7 +343,7 @@ mod tests {
     #[test]
     fn huge_results_are_capped() {
         let big = "é".repeat(MAX_RESULT_BYTES);
-        let o = observation(&json!({"content": [{"type": "text", "text": big}]}));
+        let o = observation(&wire(json!({"content": [{"type": "text", "text": big}]})));
         assert!(o.text.len() <= MAX_RESULT_BYTES);
         assert_eq!(
             o.text.len() as u64 + o.truncated_bytes,

@@ -10,7 +10,11 @@ use super::fidelity::{self, Fidelity};
 use crate::trajectory::catalog::ToolCatalog;
 use crate::trajectory::event::{
     Event, EventBody, Header, JudgeScores, NodeId, Observation, Phase, Role, RunStatus, Totals,
+    VALIDATOR,
 };
+use crate::trajectory::fold::TreeState;
+use crate::trajectory::run::Run;
+use crate::trajectory::writer::Tally;
 
 /// What a real tool call contributes to the metrics.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -161,17 +165,32 @@ pub struct RunMetrics {
 }
 
 impl RunMetrics {
-    /// Total tokens over all roles.
-    pub fn tokens(&self) -> u64 {
-        self.llm
+    /// The agent's usage: every role but the judge, which evaluates the run afterwards and is
+    /// no part of its cost.
+    fn agent_roles(&self) -> impl Iterator<Item = &RoleUsage> {
+        Role::ALL
             .iter()
+            .zip(&self.llm)
+            .filter(|(role, _)| **role != Role::Judge)
+            .map(|(_, usage)| usage)
+    }
+
+    /// Tokens the agent spent (every role but the judge).
+    pub fn tokens(&self) -> u64 {
+        self.agent_roles()
             .map(|r| r.prompt_tokens + r.completion_tokens)
             .sum()
     }
 
-    /// Total LLM calls.
+    /// Tokens the judge spent scoring the run (apart from the run's own cost).
+    pub fn judge_tokens(&self) -> u64 {
+        let judge = &self.llm[Role::Judge.index()];
+        judge.prompt_tokens + judge.completion_tokens
+    }
+
+    /// The agent's LLM calls (every role but the judge).
     pub fn llm_calls(&self) -> u64 {
-        self.llm.iter().map(|r| r.calls).sum()
+        self.agent_roles().map(|r| r.calls).sum()
     }
 
     /// True when some token counts were estimated.
@@ -283,6 +302,119 @@ fn summarize_fidelity<'a>(items: impl Iterator<Item = &'a Fidelity>) -> Option<F
     })
 }
 
+/// The metric facts of a loaded [`Run`], grown beside it: one [`StepFacts`] per real call
+/// (aligned with [`Run::steps`]) and one [`LlmFacts`] per LLM call. Like the run's own
+/// indices it only appends, so a live run costs one fact per new event.
+#[derive(Debug, Default)]
+pub struct RunFacts {
+    steps: Vec<StepFacts>,
+    llm: Vec<(u32, LlmFacts)>,
+    synced: usize,
+}
+
+impl RunFacts {
+    /// The facts of every event of `run`.
+    pub fn of(run: &Run) -> Self {
+        let mut facts = Self::default();
+        facts.sync(run);
+        facts
+    }
+
+    /// Takes in the events appended to `run` since the last call.
+    pub fn sync(&mut self, run: &Run) {
+        for (idx, event) in run.events.iter().enumerate().skip(self.synced) {
+            match &event.body {
+                EventBody::ToolCalled {
+                    tool,
+                    arguments,
+                    result,
+                    error,
+                    ..
+                } => {
+                    let step = run.steps()[self.steps.len()];
+                    let simulated = step
+                        .simulated
+                        .filter(|&e| !is_validator(&run.events[e as usize].body))
+                        .and_then(|e| run.simulated_observation(e));
+                    self.steps.push(StepFacts::new(
+                        run.catalog(),
+                        tool,
+                        arguments,
+                        result,
+                        error.as_deref(),
+                        simulated,
+                    ));
+                }
+                EventBody::LlmCall { .. } => {
+                    if let Some(f) = LlmFacts::of(&event.body) {
+                        self.llm.push((idx as u32, f));
+                    }
+                }
+                _ => {}
+            }
+        }
+        self.synced = run.events.len();
+    }
+
+    /// The facts of real call `i` (in [`Run::steps`] order).
+    pub fn step(&self, i: usize) -> Option<&StepFacts> {
+        self.steps.get(i)
+    }
+
+    /// The metrics at cursor `k` (events `0..k`), with `tree` folded to `k`.
+    pub fn at(&self, run: &Run, k: usize, tree: &TreeState) -> RunMetrics {
+        let k = k.min(run.len());
+        let steps = &self.steps[..run.steps_at(k).len().min(self.steps.len())];
+        let llm_end = self.llm.partition_point(|(e, _)| (*e as usize) < k);
+        let llm: Vec<LlmFacts> = self.llm[..llm_end].iter().map(|(_, f)| *f).collect();
+        let phases: Vec<(Phase, u64)> = run.phases_at(k).collect();
+        compute(&MetricsInput {
+            steps,
+            llm: &llm,
+            phases: &phases,
+            end_ms: k.checked_sub(1).map_or(0, |i| run.events[i].t_ms),
+            nodes: tree.visible_nodes() as u64,
+            judge: run.judge_at(k),
+            status: run.status_at(k),
+            answered: run.answered_at(k),
+        })
+    }
+}
+
+/// The metrics of a whole loaded run.
+pub fn of_run(run: &Run) -> RunMetrics {
+    RunFacts::of(run).at(run, run.len(), &TreeState::fold(run, run.len()))
+}
+
+/// A validator's rejection is recorded as a prediction, but it is not the world model's:
+/// it never counts in fidelity.
+fn is_validator(body: &EventBody) -> bool {
+    matches!(body, EventBody::NodeSimulated { world_model, .. } if world_model == VALIDATOR)
+}
+
+impl LlmFacts {
+    /// The facts of an `llm_call` event.
+    pub fn of(body: &EventBody) -> Option<Self> {
+        match body {
+            EventBody::LlmCall {
+                role,
+                prompt_tokens,
+                completion_tokens,
+                tokens_estimated,
+                error,
+                ..
+            } => Some(Self {
+                role: *role,
+                prompt_tokens: *prompt_tokens,
+                completion_tokens: *completion_tokens,
+                estimated: *tokens_estimated,
+                failed: error.is_some(),
+            }),
+            _ => None,
+        }
+    }
+}
+
 /// Computes a run's metrics from a stream of events without keeping them. Holds the
 /// simulated observation of every node (needed to pair with real calls) and one small
 /// fact per call.
@@ -321,25 +453,16 @@ impl RunAccumulator {
         self.end_ms = self.end_ms.max(event.t_ms);
         match &event.body {
             EventBody::Phase { phase } => self.phases.push((*phase, event.t_ms)),
-            EventBody::LlmCall {
-                role,
-                prompt_tokens,
-                completion_tokens,
-                tokens_estimated,
-                error,
-                ..
-            } => self.llm.push(LlmFacts {
-                role: *role,
-                prompt_tokens: *prompt_tokens,
-                completion_tokens: *completion_tokens,
-                estimated: *tokens_estimated,
-                failed: error.is_some(),
-            }),
+            EventBody::LlmCall { .. } => self.llm.extend(LlmFacts::of(&event.body)),
             EventBody::NodeAdded { .. } => self.nodes += 1,
             EventBody::NodeSimulated {
                 node, observation, ..
             } => {
-                self.simulated.insert(*node, observation.clone());
+                if is_validator(&event.body) {
+                    self.simulated.remove(node);
+                } else {
+                    self.simulated.insert(*node, observation.clone());
+                }
             }
             EventBody::ToolCalled {
                 tool,
@@ -366,6 +489,11 @@ impl RunAccumulator {
         }
     }
 
+    /// A boxed accumulator for a writer to fill `run_finished` totals from.
+    pub fn tally(header: &Header) -> Box<dyn Tally> {
+        Box::new(Self::new(header))
+    }
+
     /// The metrics so far.
     pub fn metrics(&self) -> RunMetrics {
         compute(&MetricsInput {
@@ -378,6 +506,18 @@ impl RunAccumulator {
             status: self.status,
             answered: self.answered,
         })
+    }
+}
+
+impl Tally for RunAccumulator {
+    fn push(&mut self, event: &Event) {
+        RunAccumulator::push(self, event);
+    }
+
+    fn totals(&self, events: u64, t_ms: u64) -> Totals {
+        let mut metrics = self.metrics();
+        metrics.wall_ms = metrics.wall_ms.max(t_ms);
+        metrics.totals(events)
     }
 }
 

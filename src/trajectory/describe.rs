@@ -164,6 +164,9 @@ pub fn summary(event: &Event) -> String {
                 name.as_ref().map_or(String::new(), |n| format!(" {n}"))
             )
         }
+        EventBody::DecisionRejected { detail, reply, .. } => {
+            format!("planner reply rejected: {detail}: {reply}")
+        }
         EventBody::RunFinished { status, error, .. } => {
             format!(
                 "{}{}",

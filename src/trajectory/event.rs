@@ -13,6 +13,11 @@ pub const FORMAT_NAME: &str = "mcp-cosmos-trajectory";
 /// The newest format version this build writes and reads.
 pub const FORMAT_VERSION: u32 = 1;
 
+/// The `world_model` name of a `node_simulated` that records a validator's rejection (an
+/// unknown tool or schema-invalid arguments) rather than a world model's prediction; it never
+/// counts in fidelity.
+pub const VALIDATOR: &str = "validator";
+
 /// Identifier of a search-tree node, unique within one run.
 pub type NodeId = u64;
 
@@ -318,6 +323,23 @@ pub enum Verdict {
     DeadEnd,
     /// An unknown tool or schema-invalid arguments: −1.0.
     Invalid,
+    /// The world model failed (an `error` event from `world_model` says why): no prediction,
+    /// so the node is terminal, scores 0 and is never part of a plan.
+    NotSimulated,
+}
+
+/// Why a planner reply was not a usable decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DecisionProblem {
+    /// `"action": "call"` without a tool.
+    NoTool,
+    /// A tool (or function name) that no server offers.
+    UnknownTool,
+    /// Arguments that are not a JSON object.
+    BadArguments,
+    /// Neither a call nor a finish.
+    NoAction,
 }
 
 /// How a run ended.
@@ -545,6 +567,16 @@ pub enum EventBody {
         /// Totals for listing without parsing the body.
         totals: Totals,
     },
+    /// The planner's reply was not a usable decision (a call without a tool, an unknown tool,
+    /// arguments that are not an object): recorded with the reply, never taken as a finish.
+    DecisionRejected {
+        /// What was wrong with it.
+        problem: DecisionProblem,
+        /// The same, in words.
+        detail: String,
+        /// The reply as the model gave it (the decision's JSON, or the native tool call).
+        reply: Value,
+    },
     /// An event kind this build does not know (written by a newer version); kept, not fatal.
     #[serde(skip)]
     Unknown {
@@ -568,6 +600,7 @@ pub const KNOWN_KINDS: &[&str] = &[
     "answer",
     "judge_scored",
     "error",
+    "decision_rejected",
     "run_finished",
 ];
 
@@ -586,6 +619,7 @@ impl EventBody {
             EventBody::Answer { .. } => "answer",
             EventBody::JudgeScored { .. } => "judge_scored",
             EventBody::Error { .. } => "error",
+            EventBody::DecisionRejected { .. } => "decision_rejected",
             EventBody::RunFinished { .. } => "run_finished",
             EventBody::Unknown { kind, .. } => kind,
         }
@@ -608,7 +642,7 @@ impl EventBody {
         match self {
             EventBody::ToolCalled { result, error, .. } => result.is_error || error.is_some(),
             EventBody::LlmCall { error, .. } => error.is_some(),
-            EventBody::Error { .. } => true,
+            EventBody::Error { .. } | EventBody::DecisionRejected { .. } => true,
             EventBody::RunFinished { status, .. } => *status != RunStatus::Completed,
             _ => false,
         }

@@ -10,15 +10,14 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 
 use super::catalog::ToolCatalog;
-use super::event::{Event, EventBody, Header, NodeId, Observation, Phase};
-use super::fold::TreeState;
+use super::event::{Event, EventBody, Header, JudgeScores, NodeId, Observation, Phase, RunStatus};
 use super::reader::{EventStream, Problem};
-use crate::metrics::run::{LlmFacts, MetricsInput, RunMetrics, StepFacts, compute};
 
 /// Marks "no event" / "no node" in the `u32` indices.
 pub const NONE: u32 = u32::MAX;
 
-/// The fixed facts of one search-tree node (its changing values live in [`TreeState`]).
+/// The fixed facts of one search-tree node (its changing values live in
+/// [`super::fold::TreeState`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct NodeInfo {
     /// The node's id in the file.
@@ -33,7 +32,8 @@ pub struct NodeInfo {
     pub children: Vec<u32>,
 }
 
-/// A real tool call with what the metrics take from it.
+/// A real tool call, with the events it is paired with. What the metrics make of it lives
+/// in `metrics::run::RunFacts`, which grows beside the run.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct StepRef {
     /// Index of its `tool_called` event.
@@ -42,8 +42,8 @@ pub struct StepRef {
     pub node: Option<u32>,
     /// Index of the `node_simulated` event it is compared with.
     pub simulated: Option<u32>,
-    /// Its facts.
-    pub facts: StepFacts,
+    /// The call failed (`isError` or a transport error).
+    pub is_error: bool,
 }
 
 /// A run loaded for viewing.
@@ -67,7 +67,6 @@ pub struct Run {
     last_simulated: Vec<u32>,
     last_evaluated: Vec<u32>,
     steps: Vec<StepRef>,
-    llm: Vec<(u32, LlmFacts)>,
     phases: Vec<(u32, Phase, u64)>,
     plans: Vec<u32>,
     answers: Vec<u32>,
@@ -93,7 +92,6 @@ impl Run {
             last_simulated: Vec::new(),
             last_evaluated: Vec::new(),
             steps: Vec::new(),
-            llm: Vec::new(),
             phases: Vec::new(),
             plans: Vec::new(),
             answers: Vec::new(),
@@ -171,8 +169,6 @@ impl Run {
                 }
             }
             EventBody::ToolCalled {
-                tool,
-                arguments,
                 result,
                 node,
                 error,
@@ -182,40 +178,12 @@ impl Run {
                 let simulated = node_slot
                     .map(|s| self.last_simulated[s as usize])
                     .filter(|&e| e != NONE);
-                let sim_obs = simulated.and_then(|e| self.simulated_observation(e));
-                let facts = StepFacts::new(
-                    &self.catalog,
-                    tool,
-                    arguments,
-                    result,
-                    error.as_deref(),
-                    sim_obs,
-                );
                 self.steps.push(StepRef {
                     event: idx,
                     node: node_slot,
                     simulated,
-                    facts,
+                    is_error: result.is_error || error.is_some(),
                 });
-            }
-            EventBody::LlmCall {
-                role,
-                prompt_tokens,
-                completion_tokens,
-                tokens_estimated,
-                error,
-                ..
-            } => {
-                self.llm.push((
-                    idx,
-                    LlmFacts {
-                        role: *role,
-                        prompt_tokens: *prompt_tokens,
-                        completion_tokens: *completion_tokens,
-                        estimated: *tokens_estimated,
-                        failed: error.is_some(),
-                    },
-                ));
             }
             EventBody::Phase { phase } => self.phases.push((idx, *phase, event.t_ms)),
             EventBody::PlanSelected { .. } => self.plans.push(idx),
@@ -347,36 +315,30 @@ impl Run {
             .map(|i| from + i)
     }
 
-    /// The metrics at cursor `k` (events `0..k`), with `tree` folded to `k`.
-    pub fn metrics_at(&self, k: usize, tree: &TreeState) -> RunMetrics {
-        let k = k.min(self.len());
-        let steps: Vec<StepFacts> = self.steps_at(k).iter().map(|s| s.facts).collect();
-        let llm_end = self.llm.partition_point(|(e, _)| (*e as usize) < k);
-        let llm: Vec<LlmFacts> = self.llm[..llm_end].iter().map(|(_, f)| *f).collect();
-        let phase_end = self.phases.partition_point(|(e, _, _)| (*e as usize) < k);
-        let phases: Vec<(Phase, u64)> = self.phases[..phase_end]
-            .iter()
-            .map(|(_, p, t)| (*p, *t))
-            .collect();
-        let judge = Self::latest_before(&self.judges, k).and_then(|e| {
-            match &self.events[e as usize].body {
-                EventBody::JudgeScored { scores, .. } => Some(scores),
-                _ => None,
-            }
-        });
-        let status = self.finish_at(k).and_then(|e| match &e.body {
+    /// Phase changes before cursor `k`, with their times.
+    pub fn phases_at(&self, k: usize) -> impl Iterator<Item = (Phase, u64)> + '_ {
+        let end = self.phases.partition_point(|(e, _, _)| (*e as usize) < k);
+        self.phases[..end].iter().map(|(_, p, t)| (*p, *t))
+    }
+
+    /// The latest judge scores before cursor `k`.
+    pub fn judge_at(&self, k: usize) -> Option<&JudgeScores> {
+        match &self.events[Self::latest_before(&self.judges, k)? as usize].body {
+            EventBody::JudgeScored { scores, .. } => Some(scores),
+            _ => None,
+        }
+    }
+
+    /// The status `run_finished` gave, by cursor `k`.
+    pub fn status_at(&self, k: usize) -> Option<RunStatus> {
+        match &self.finish_at(k)?.body {
             EventBody::RunFinished { status, .. } => Some(*status),
             _ => None,
-        });
-        compute(&MetricsInput {
-            steps: &steps,
-            llm: &llm,
-            phases: &phases,
-            end_ms: k.checked_sub(1).map_or(0, |i| self.events[i].t_ms),
-            nodes: tree.visible_nodes() as u64,
-            judge,
-            status,
-            answered: Self::count_before(&self.answers, k) > 0,
-        })
+        }
+    }
+
+    /// True when an answer was given before cursor `k`.
+    pub fn answered_at(&self, k: usize) -> bool {
+        Self::count_before(&self.answers, k) > 0
     }
 }

@@ -12,7 +12,7 @@ use super::event::{
     RunStatus, TaskInfo, ToolInfo, Verdict, WorldModelInfo,
 };
 use super::redact::Redactor;
-use super::writer::Writer;
+use super::writer::{Tally, Writer};
 
 /// What to generate.
 #[derive(Debug, Clone, Copy)]
@@ -336,9 +336,16 @@ fn observation(zone: &str, is_error: bool, pad: &str) -> Observation {
     }
 }
 
-/// Writes a synthetic run to `path` through the real writer, ending with `run_finished`.
-pub fn write(path: &Path, spec: &Spec) -> Result<()> {
-    let mut writer = Writer::create(path, &header(spec), Redactor::new())?;
+/// Writes a synthetic run to `path` through the real writer, ending with `run_finished`
+/// whose totals come from the tally `tally` makes for the header
+/// (`metrics::run::RunAccumulator::tally`).
+pub fn write(
+    path: &Path,
+    spec: &Spec,
+    tally: impl FnOnce(&Header) -> Box<dyn Tally>,
+) -> Result<()> {
+    let header = header(spec);
+    let mut writer = Writer::create(path, &header, Redactor::new(), Some(tally(&header)))?;
     let mut last_t = 0;
     for (t, body) in events(spec) {
         writer.write(t, body)?;

@@ -7,22 +7,30 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use serde::Serialize;
 
-use super::event::{Event, EventBody, Header};
+use super::event::{Event, EventBody, Header, Totals};
 use super::redact::Redactor;
-use crate::metrics::run::RunAccumulator;
 
 /// Appends a run to a `.jsonl` file. Every line reaches the operating system before
 /// `write` returns, so a crash of this process loses at most the line being written.
 ///
-/// The writer also keeps the run's metrics as it goes and fills in the totals of
-/// `run_finished` itself, so the totals a listing reads always agree with the file.
+/// Given a [`Tally`], it fills in the totals of `run_finished` itself, so the totals a
+/// listing reads always agree with the file.
+/// Keeps a run's totals while its events are written. The trajectory knows their shape, not
+/// their formulas: `metrics::run::RunAccumulator` implements it.
+pub trait Tally: Send {
+    /// Takes one written event into account.
+    fn push(&mut self, event: &Event);
+    /// The totals so far, for a `run_finished` that is event number `events` at `t_ms`.
+    fn totals(&self, events: u64, t_ms: u64) -> Totals;
+}
+
 pub struct Writer {
     file: File,
     path: PathBuf,
     redactor: Redactor,
     next_seq: u64,
     line: Vec<u8>,
-    metrics: RunAccumulator,
+    tally: Option<Box<dyn Tally>>,
 }
 
 impl std::fmt::Debug for Writer {
@@ -35,8 +43,14 @@ impl std::fmt::Debug for Writer {
 }
 
 impl Writer {
-    /// Creates `path` (refusing to overwrite) and writes the header line.
-    pub fn create(path: &Path, header: &Header, redactor: Redactor) -> Result<Self> {
+    /// Creates `path` (refusing to overwrite) and writes the header line. With a `tally`,
+    /// `run_finished` gets its totals from it.
+    pub fn create(
+        path: &Path,
+        header: &Header,
+        redactor: Redactor,
+        tally: Option<Box<dyn Tally>>,
+    ) -> Result<Self> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         }
@@ -45,21 +59,21 @@ impl Writer {
             .create_new(true)
             .open(path)
             .with_context(|| format!("creating trajectory {}", path.display()))?;
-        let metrics = RunAccumulator::new(header);
         let mut writer = Self {
             file,
             path: path.to_path_buf(),
             redactor,
             next_seq: 1,
             line: Vec::new(),
-            metrics,
+            tally,
         };
         writer.write_line(header)?;
         Ok(writer)
     }
 
     /// Opens a finished run to append to it (`cosmos judge`). `run` is the file as read;
-    /// a file whose last line is torn is refused, since appending would bury the tear.
+    /// a file whose last line is torn is refused, since appending would bury the tear. What
+    /// follows `run_finished` never changes its totals, so there is no tally.
     pub fn append(path: &Path, run: &super::run::Run, redactor: Redactor) -> Result<Self> {
         let bytes = std::fs::metadata(path)
             .with_context(|| format!("reading {}", path.display()))?
@@ -81,8 +95,6 @@ impl Writer {
             .append(true)
             .open(path)
             .with_context(|| format!("opening {} to append", path.display()))?;
-        let mut metrics = RunAccumulator::new(&run.header);
-        run.events.iter().for_each(|e| metrics.push(e));
         let next_seq = run.events.last().map_or(1, |e| e.seq + 1);
         Ok(Self {
             file,
@@ -90,7 +102,7 @@ impl Writer {
             redactor,
             next_seq,
             line: Vec::new(),
-            metrics,
+            tally: None,
         })
     }
 
@@ -99,13 +111,11 @@ impl Writer {
         &self.path
     }
 
-    /// Writes one event, numbering it, and returns the event as written (redacted).
-    /// The totals of a `run_finished` event are computed here, whatever the caller passed.
+    /// Writes one event, numbering it, and returns the event as written (redacted). With a
+    /// tally, the totals of `run_finished` are its own, whatever the caller passed.
     pub fn write(&mut self, t_ms: u64, mut body: EventBody) -> Result<Event> {
-        if let EventBody::RunFinished { totals, .. } = &mut body {
-            let mut metrics = self.metrics.metrics();
-            metrics.wall_ms = metrics.wall_ms.max(t_ms);
-            *totals = metrics.totals(self.next_seq);
+        if let (EventBody::RunFinished { totals, .. }, Some(tally)) = (&mut body, &self.tally) {
+            *totals = tally.totals(self.next_seq, t_ms);
         }
         let event = Event {
             seq: self.next_seq,
@@ -115,7 +125,9 @@ impl Writer {
         let written = self.write_line(&event)?;
         self.next_seq += 1;
         let event = serde_json::from_value(written).unwrap_or(event);
-        self.metrics.push(&event);
+        if let Some(tally) = &mut self.tally {
+            tally.push(&event);
+        }
         Ok(event)
     }
 

@@ -16,8 +16,8 @@ use super::browser::{Browser, Groups};
 use super::compare::CompareView;
 use super::keymap::Keymap;
 use super::run_view::RunView;
-use super::text::one_line;
 use super::theme::Theme;
+use crate::sanitize::one_line;
 use crate::trajectory::run::Run;
 
 /// Background work an update asks the loop to do; results come back as actions.

@@ -11,9 +11,9 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Cell, Paragraph, Row, Table};
 
 use super::action::Action;
-use super::text::one_line;
 use super::theme::Theme;
 use crate::metrics::group::{GroupBy, GroupRow};
+use crate::sanitize::one_line;
 use crate::trajectory::listing::RunSummary;
 
 /// Browser columns, in order; `s` cycles the sort through them.
@@ -420,7 +420,7 @@ impl Browser {
                 Groups::Ready(rows) => crate::metrics::table::render(rows, GroupBy::Config, false),
                 _ => "computing…".to_string(),
             };
-            let lines: Vec<Line> = super::text::lines(&text, 500, 1_000)
+            let lines: Vec<Line> = crate::sanitize::lines(&text, 500, 1_000)
                 .into_iter()
                 .map(Line::raw)
                 .collect();

@@ -7,12 +7,11 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Cell, Paragraph, Row, Table};
 
 use super::action::Action;
-use super::text::one_line;
 use super::theme::Theme;
-use crate::metrics::run::RunMetrics;
+use crate::metrics::run::{RunFacts, RunMetrics};
+use crate::sanitize::one_line;
 use crate::trajectory::describe::call_label;
 use crate::trajectory::event::EventBody;
-use crate::trajectory::fold::TreeState;
 use crate::trajectory::run::Run;
 
 /// One executed call of one run.
@@ -68,10 +67,7 @@ impl CompareView {
                 )
             })
             .collect();
-        let metrics = runs
-            .iter()
-            .map(|r| r.metrics_at(r.len(), &TreeState::fold(r, r.len())))
-            .collect();
+        let metrics = runs.iter().map(crate::metrics::run::of_run).collect();
         let calls: Vec<Vec<Call>> = runs.iter().map(calls_of).collect();
         let tasks: Vec<&str> = runs.iter().map(|r| r.header.task.id.as_str()).collect();
         let warning = tasks
@@ -184,16 +180,18 @@ impl CompareView {
 }
 
 fn calls_of(run: &Run) -> Vec<Call> {
+    let facts = RunFacts::of(run);
     run.steps()
         .iter()
-        .filter_map(|s| match &run.events[s.event as usize].body {
+        .enumerate()
+        .filter_map(|(i, s)| match &run.events[s.event as usize].body {
             EventBody::ToolCalled {
                 tool, arguments, ..
             } => Some(Call {
                 tool: tool.clone(),
                 arguments: arguments.clone(),
-                is_error: s.facts.is_error,
-                fidelity: s.facts.fidelity.map(|f| f.score),
+                is_error: s.is_error,
+                fidelity: facts.step(i).and_then(|f| f.fidelity).map(|f| f.score),
             }),
             _ => None,
         })

@@ -12,7 +12,6 @@ pub mod help;
 pub mod keymap;
 pub mod run_view;
 pub mod terminal;
-pub mod text;
 pub mod theme;
 
 use std::path::{Path, PathBuf};

@@ -10,8 +10,9 @@ use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
 use super::memory::TransitionBuffer;
-use super::{LlmUsage, SimFailure, SimRequest, Simulation, WorldModel};
-use crate::llm::client::{LlmClient, Message};
+use super::{LlmUsage, SimFailure, SimRequest, Simulation, WorldModel, history_lines};
+use crate::llm::client::LlmClient;
+use crate::llm::wire::Message;
 use crate::trajectory::event::{Observation, WorldModelInfo};
 
 /// Longest history observation quoted in the prompt.
@@ -48,31 +49,20 @@ impl LlmWorldModel {
             user.push_str(&format!(
                 "A real result of this tool (for its shape), for arguments {}: {}\n",
                 example.0,
-                cut(&example.1.text, HISTORY_CHARS)
+                example
+                    .1
+                    .text
+                    .chars()
+                    .take(HISTORY_CHARS)
+                    .collect::<String>()
             ));
         }
         user.push_str(&format!("The user's request: {}\n", req.user_request));
         if !req.history.is_empty() {
             user.push_str("Calls so far:\n");
-            for (i, h) in req.history.iter().enumerate() {
-                user.push_str(&format!(
-                    "{}. {} {} -> {}\n",
-                    i + 1,
-                    h.tool,
-                    h.arguments,
-                    cut(&h.observation.text, HISTORY_CHARS)
-                ));
-            }
+            user.push_str(&history_lines(req.history, HISTORY_CHARS));
         }
         vec![Message::system(system), Message::user(user)]
-    }
-}
-
-fn cut(s: &str, n: usize) -> String {
-    if s.chars().count() <= n {
-        s.to_string()
-    } else {
-        s.chars().take(n).collect::<String>() + "…"
     }
 }
 

@@ -1,4 +1,4 @@
-//! World models (DESIGN.md, "World model contract", BYOWM): anything that predicts a tool's
+//! World models (docs/design.md, "World models", BYOWM): anything that predicts a tool's
 //! result from the call, the user's request and the history so far. Agents hold a
 //! `dyn WorldModel` and never know which one they have.
 
@@ -23,6 +23,29 @@ pub struct HistoryStep {
     pub arguments: Value,
     /// What it returned (or was predicted to).
     pub observation: Observation,
+}
+
+/// The steps as every prompt quotes them, one a line: `1. tool {arguments} -> [error] text`,
+/// each result cut to `max_chars` characters (with `…`).
+pub fn history_lines(history: &[HistoryStep], max_chars: usize) -> String {
+    let mut out = String::new();
+    for (i, h) in history.iter().enumerate() {
+        let text = &h.observation.text;
+        let cut: String = text.chars().take(max_chars).collect();
+        let more = if cut.len() < text.len() { "…" } else { "" };
+        let err = if h.observation.is_error {
+            " [error]"
+        } else {
+            ""
+        };
+        out.push_str(&format!(
+            "{}. {} {} ->{err} {cut}{more}\n",
+            i + 1,
+            h.tool,
+            h.arguments
+        ));
+    }
+    out
 }
 
 /// What a world model is asked.

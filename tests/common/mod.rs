@@ -213,7 +213,7 @@ pub fn revised_run() -> Run {
     let evaluated = |node, verdict, reward| EventBody::NodeEvaluated {
         node,
         verdict,
-        base_reward: mcp_cosmos::agent::mcts::base_reward(verdict),
+        base_reward: mcp_cosmos::agent::rehearse::base_reward(verdict),
         critic_reward: None,
         critic_reason: None,
         reward,
@@ -407,4 +407,20 @@ pub fn three_runs() -> Vec<Run> {
             react_bodies,
         ),
     ]
+}
+
+/// Writes a run through the real writer (so the file is what `cosmos run` would write).
+pub fn write_run(run: &Run, path: &std::path::Path) {
+    use mcp_cosmos::trajectory::redact::Redactor;
+    use mcp_cosmos::trajectory::writer::Writer;
+    let mut w = Writer::create(
+        path,
+        &run.header,
+        Redactor::new(),
+        Some(mcp_cosmos::metrics::run::RunAccumulator::tally(&run.header)),
+    )
+    .unwrap();
+    for e in &run.events {
+        w.write(e.t_ms, e.body.clone()).unwrap();
+    }
 }

@@ -57,10 +57,10 @@ pub fn write_mcp_config(dir: &Path, servers: Value) -> PathBuf {
     path
 }
 
-/// The shared MCP-Bench sample.
+/// The MCP-Bench sample (tests/fixtures/mcp-bench, Apache-2.0).
 pub fn bench_tasks() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/fixtures/mcp-bench/single_server_time_unit.json")
+        .join("tests/fixtures/mcp-bench/single_server_time_unit.json")
 }
 
 /// A running scripted LLM endpoint; killed on drop.

@@ -9,6 +9,11 @@ Serves deterministic replies over real HTTP on 127.0.0.1 (a free port, printed a
         "status": 200, "headers": {"Retry-After": "1"}, "delay_s": 0,
         "content": "text or JSON value", "no_usage": false,   # a normal completion, or
         "tool_calls": [{"name": "f", "arguments": {...}}],    # native tool calls, or
+        "next_uncalled": [{"name": "f", "arguments": {...}}], # the first of these the
+                                                               # conversation's assistant
+                                                               # messages have not called yet,
+                                                               # else "content" (as a
+                                                               # function-calling model), or
         "raw": "exact body text"},                             # anything at all
        ...]}
 
@@ -65,6 +70,14 @@ class Handler(BaseHTTPRequestHandler):
             if not isinstance(content, str):
                 content = json.dumps(content)
             message = {"role": "assistant", "content": content}
+            if "next_uncalled" in rule:
+                sent = json.loads(body_text or "{}").get("messages", [])
+                called = {c["function"]["name"] for m in sent if m.get("role") == "assistant"
+                          for c in (m.get("tool_calls") or [])}
+                todo = [c for c in rule["next_uncalled"] if c["name"] not in called]
+                if todo:
+                    rule["tool_calls"] = todo[:1]
+                    message["content"] = None
             if "tool_calls" in rule:
                 message["tool_calls"] = [
                     {"id": f"call_{i}", "type": "function", "function": {"name": c["name"], "arguments": json.dumps(c["arguments"])}}

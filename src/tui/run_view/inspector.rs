@@ -8,8 +8,8 @@ use ratatui::text::Line;
 use ratatui::widgets::{Block, Clear, Paragraph};
 use serde_json::Value;
 
+use crate::sanitize::one_line;
 use crate::trajectory::event::Event;
-use crate::tui::text::one_line;
 use crate::tui::theme::Theme;
 
 /// Lines kept for one event; a tool result is capped at 1 MiB, this keeps the view bounded.

@@ -24,7 +24,7 @@ use self::observation::ObservationView;
 use self::tree::{Item, TreeView};
 use super::action::Action;
 use super::theme::Theme;
-use crate::metrics::run::RunMetrics;
+use crate::metrics::run::{RunFacts, RunMetrics};
 use crate::trajectory::event::Event;
 use crate::trajectory::fold::Cursor;
 use crate::trajectory::run::Run;
@@ -106,6 +106,8 @@ pub struct Live {
 pub struct RunView {
     /// The run.
     pub run: Run,
+    /// Its metric facts, grown beside it.
+    facts: RunFacts,
     cursor: Cursor,
     /// The focused pane.
     pub focus: Pane,
@@ -145,6 +147,7 @@ impl RunView {
         let mut view = Self {
             series: charts.finish(),
             series_len: run.len(),
+            facts: RunFacts::of(&run),
             run,
             cursor,
             focus: Pane::Tree,
@@ -190,6 +193,7 @@ impl RunView {
     pub fn push(&mut self, event: Event) {
         let at_end = self.position() == self.run.len();
         self.run.push(event);
+        self.facts.sync(&self.run);
         let follow = self.live.as_ref().is_none_or(|l| l.following);
         if at_end && follow {
             // The tree grows where the agent works: open the way to the node this event
@@ -223,8 +227,8 @@ impl RunView {
         self.tree
             .scroll_to_selection(Self::inner_height(PaneAreas::of(self.area).tree));
         self.observation
-            .refresh(&self.run, state, self.tree.selected_item());
-        self.metrics = self.run.metrics_at(k, state);
+            .refresh(&self.run, &self.facts, state, self.tree.selected_item());
+        self.metrics = self.facts.at(&self.run, k, state);
         self.best_q = state.nodes().iter().filter_map(|n| n.q()).reduce(f64::max);
         // A growing run: rebuild the charts now and then, not on every event.
         let len = self.run.len();
@@ -437,14 +441,14 @@ impl RunView {
                         self.jump(Some(i + 1), "");
                         self.message = Some(format!(
                             "found \"{}\" at event {}",
-                            super::text::one_line(&shown, 40),
+                            crate::sanitize::one_line(&shown, 40),
                             i + 1
                         ));
                     }
                     None => {
                         self.message = Some(format!(
                             "no event matches \"{}\"",
-                            super::text::one_line(&needle, 40)
+                            crate::sanitize::one_line(&needle, 40)
                         ))
                     }
                 }
@@ -536,7 +540,7 @@ impl RunView {
             (None, None) => "PAUSED".to_string(),
         };
         let find = match (&self.find, self.finding) {
-            (Some(q), true) => format!("  find: {}▏", super::text::one_line(q, 40)),
+            (Some(q), true) => format!("  find: {}▏", crate::sanitize::one_line(q, 40)),
             _ => String::new(),
         };
         format!(
@@ -594,7 +598,7 @@ impl RunView {
         );
         let obs_title = format!(
             " Observation · world model {} ",
-            super::text::one_line(h.world_model_name(), 30)
+            crate::sanitize::one_line(h.world_model_name(), 30)
         );
         self.observation.draw(
             frame,

@@ -13,11 +13,12 @@ use ratatui::widgets::{Block, Paragraph, Wrap};
 
 use super::tree::Item;
 use crate::metrics::fidelity::{self, Fidelity};
+use crate::metrics::run::RunFacts;
+use crate::sanitize;
 use crate::trajectory::describe::{call_label, node_label};
 use crate::trajectory::event::{Action, EventBody, Observation};
 use crate::trajectory::fold::TreeState;
 use crate::trajectory::run::Run;
-use crate::tui::text;
 use crate::tui::theme::Theme;
 
 /// Most lines of one side kept for display.
@@ -50,7 +51,7 @@ pub struct ObservationView {
 
 impl ObservationView {
     /// Prepares the text for `item` at the cursor, unless it is already prepared.
-    pub fn refresh(&mut self, run: &Run, state: &TreeState, item: Option<Item>) {
+    pub fn refresh(&mut self, run: &Run, facts: &RunFacts, state: &TreeState, item: Option<Item>) {
         let Some(item) = item else {
             *self = Self::default();
             return;
@@ -65,7 +66,7 @@ impl ObservationView {
                 (
                     action,
                     sim,
-                    steps.iter().rev().find(|s| s.node == Some(slot)),
+                    steps.iter().rposition(|s| s.node == Some(slot)),
                 )
             }
             Item::Step(i) => {
@@ -82,9 +83,11 @@ impl ObservationView {
                         _ => None,
                     })
                     .unwrap_or_default();
-                (action, sim, s)
+                (action, sim, s.map(|_| i))
             }
         };
+        let step_index = step;
+        let step = step_index.and_then(|i| steps.get(i));
         // A `finish` node has no simulation or real call: its planned answer goes beside the
         // answer the run gave (once given).
         let planned_answer = match item {
@@ -115,7 +118,7 @@ impl ObservationView {
                 lines: if text.trim().is_empty() {
                     vec![(missing.to_string(), false)]
                 } else {
-                    text::lines(text, MAX_LINES, MAX_LINE_CHARS)
+                    sanitize::lines(text, MAX_LINES, MAX_LINE_CHARS)
                         .into_iter()
                         .map(|l| (l, false))
                         .collect()
@@ -179,11 +182,9 @@ impl ObservationView {
             },
             lines: mark(&real_text, &sim_set, "(not executed at this point)"),
         };
-        let fidelity = match (simulated, step) {
-            (Some(_), Some(s)) => s
-                .facts
-                .fidelity
-                .or_else(|| real.map(|(r, _)| fidelity::compare(simulated.expect("checked"), r))),
+        // The one fidelity of the step, as the metrics count it (none for a validator's rejection).
+        let fidelity = match (simulated, step_index) {
+            (Some(_), Some(i)) => facts.step(i).and_then(|f| f.fidelity),
             _ => None,
         };
         *self = Self {
@@ -245,7 +246,7 @@ impl ObservationView {
         };
         let heading = vec![
             Line::styled(
-                text::one_line(&self.heading, inner.width as usize),
+                sanitize::one_line(&self.heading, inner.width as usize),
                 theme.title(),
             ),
             Line::styled(fid, theme.text()),
@@ -294,7 +295,7 @@ fn render(obs: &Observation) -> Vec<String> {
             &obs.text[..end]
         }
     };
-    out.extend(text::lines(body, MAX_LINES, MAX_LINE_CHARS));
+    out.extend(sanitize::lines(body, MAX_LINES, MAX_LINE_CHARS));
     if cut_input {
         out.push(format!(
             "… cut: result is {} bytes; first {} shown",

@@ -5,9 +5,9 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Paragraph};
 
+use crate::sanitize::one_line;
 use crate::trajectory::describe::summary;
 use crate::trajectory::run::Run;
-use crate::tui::text::one_line;
 use crate::tui::theme::Theme;
 
 /// Draws the window of events around cursor `k` (the last applied event is `k − 1`).

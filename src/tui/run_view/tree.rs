@@ -11,11 +11,11 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Paragraph};
 
+use crate::sanitize::one_line;
 use crate::trajectory::describe::{compact_call_label, compact_node_label};
 use crate::trajectory::event::EventBody;
 use crate::trajectory::fold::TreeState;
 use crate::trajectory::run::Run;
-use crate::tui::text::one_line;
 use crate::tui::theme::Theme;
 
 /// What a row of the pane stands for.
@@ -351,12 +351,12 @@ fn step_line(run: &Run, step: usize, width: usize, theme: &Theme) -> Line<'stati
         } => format!("{step}. {}", compact_call_label(tool, arguments)),
         _ => String::new(),
     };
-    let style = if s.facts.is_error {
+    let style = if s.is_error {
         theme.error()
     } else {
         theme.text()
     };
-    let mark = if s.facts.is_error { " ✗" } else { " ✓" };
+    let mark = if s.is_error { " ✗" } else { " ✓" };
     Line::from(vec![
         Span::styled(one_line(&label, width.saturating_sub(3)), style),
         Span::styled(mark, style),

@@ -1,7 +1,7 @@
-//! Untrusted text made inert for the terminal: tool results, model output and file contents
-//! may hold escape sequences (OSC 52 writes the clipboard, CSI 2J clears the screen) or bidi
-//! overrides (which reorder what is shown). Every string from a run passes through here
-//! before it becomes a `Span` or is printed by a command.
+//! The one sanitiser, below both `cli` and `tui` (docs/design.md, "Untrusted text"):
+//! tool results, model output and file contents may hold escape sequences (OSC 52 writes the
+//! clipboard, CSI 2J clears the screen) or bidi overrides (which reorder what is shown).
+//! Every string from a run passes through here before it becomes a `Span` or is printed.
 
 /// Text for printing: control and bidi characters shown escaped (`\u{1b}`); newlines and
 /// tabs kept.

@@ -1,0 +1,371 @@
+//! Rehearsing a candidate before anything real runs: validate it against the tool's schema,
+//! simulate it in the world model, evaluate it (SPIRAL's base reward, mixed with the critic's
+//! score), and record it. SPIRAL-Exec's search and ReAct-Plan-Exec's chain both rehearse
+//! through [`rehearse`] and [`record`], so every agent records the same thing the same way:
+//!
+//! - an invalid call gets a `node_simulated` from [`VALIDATOR`] (never the world model);
+//! - a world-model failure is an `error` event from `world_model`, and the node is
+//!   [`Verdict::NotSimulated`]: no prediction, never in fidelity, never in a plan;
+//! - a prediction's `node_simulated` carries the world model's tokens.
+//!
+//! [`Rehearser`] is the real [`SearchEnv`]: the planner, world model and critic roles.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::Result;
+use serde_json::Value;
+
+use super::mcts::{Answer, Critique, SearchEnv, Settings};
+use super::planner::{self, FunctionNames};
+use super::ports::EventSink;
+use super::prompt::{self, Setting, Turn};
+use super::{Meter, llm_call_event, usage_event};
+use crate::llm::client::LlmClient;
+use crate::trajectory::catalog::ToolCatalog;
+use crate::trajectory::event::{
+    Action, EventBody, NodeId, Observation, Role, ToolInfo, VALIDATOR, Verdict,
+};
+use crate::world_model::{HistoryStep, SimRequest, WorldModel};
+
+/// SPIRAL's base reward of a verdict (the one table of them).
+pub fn base_reward(v: Verdict) -> f64 {
+    match v {
+        Verdict::Finish => 1.0,
+        Verdict::Valid => 0.1,
+        Verdict::DeadEnd => -0.5,
+        Verdict::Invalid => -1.0,
+        // Nothing is known about the step: neither rewarded nor punished.
+        Verdict::NotSimulated => 0.0,
+    }
+}
+
+/// A world model's prediction of a call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Prediction {
+    /// The predicted result.
+    pub observation: Observation,
+    /// Tokens the world model spent on it, when it uses an LLM.
+    pub tokens: Option<u64>,
+}
+
+/// What `node_simulated` records: a prediction, or the validator's rejection.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Simulated {
+    /// The predicted (or rejected) result.
+    pub observation: Observation,
+    /// The world model's name, or [`VALIDATOR`].
+    pub source: String,
+    /// Time it took.
+    pub latency_ms: u64,
+    /// Tokens spent.
+    pub tokens: Option<u64>,
+}
+
+/// One rehearsed candidate.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rehearsal {
+    /// Why the base reward is what it is.
+    pub verdict: Verdict,
+    /// The prediction (or rejection) when there is one.
+    pub simulated: Option<Simulated>,
+    /// The critic's score, when it ran.
+    pub critique: Option<Critique>,
+    /// `alpha·base + (1−alpha)·critic`, or base alone.
+    pub reward: f64,
+    /// No path goes on from here.
+    pub terminal: bool,
+    /// Events on the way, in order: the world model's and the critic's LLM calls, and an
+    /// `error` when the world model failed.
+    pub events: Vec<EventBody>,
+}
+
+impl Rehearsal {
+    /// The predicted observation, when the world model gave one (not the validator's).
+    pub fn prediction(&self) -> Option<&Observation> {
+        self.simulated
+            .as_ref()
+            .filter(|s| s.source != VALIDATOR)
+            .map(|s| &s.observation)
+    }
+
+    /// The observation the next state starts from: the prediction or the validator's error.
+    pub fn observation(&self) -> Option<&Observation> {
+        self.simulated.as_ref().map(|s| &s.observation)
+    }
+}
+
+/// Rehearses `action` taken after `history`, at tree depth `depth`. A valid call at
+/// `settings.max_depth` is a dead end; with `alpha` = 1 the critic is not asked.
+pub async fn rehearse(
+    env: &dyn SearchEnv,
+    settings: &Settings,
+    history: &[HistoryStep],
+    action: &Action,
+    depth: u32,
+) -> Rehearsal {
+    let mut events = Vec::new();
+    let (verdict, simulated) = match action {
+        Action::Finish { .. } => (Verdict::Finish, None),
+        Action::ToolCall { tool, arguments } => {
+            if let Some(why) = env.invalid(tool, arguments) {
+                // Penalised and recorded, never simulated, never criticised.
+                let rejected = Simulated {
+                    observation: Observation {
+                        text: why,
+                        is_error: true,
+                        ..Default::default()
+                    },
+                    source: VALIDATOR.into(),
+                    latency_ms: 0,
+                    tokens: None,
+                };
+                return evaluated(settings, Verdict::Invalid, Some(rejected), None, events);
+            }
+            let start = Instant::now();
+            let (result, sim_events) = env.simulate(history, tool, arguments).await;
+            events.extend(sim_events);
+            match result {
+                Ok(p) => {
+                    let verdict = if p.observation.is_error || depth >= settings.max_depth {
+                        Verdict::DeadEnd
+                    } else {
+                        Verdict::Valid
+                    };
+                    let simulated = Simulated {
+                        observation: p.observation,
+                        source: env.world_model_name(),
+                        latency_ms: start.elapsed().as_millis() as u64,
+                        tokens: p.tokens,
+                    };
+                    (verdict, Some(simulated))
+                }
+                Err(message) => {
+                    events.push(EventBody::Error {
+                        source: "world_model".into(),
+                        name: Some(env.world_model_name()),
+                        message,
+                        stderr_tail: None,
+                    });
+                    return evaluated(settings, Verdict::NotSimulated, None, None, events);
+                }
+            }
+        }
+    };
+    let critique = if settings.alpha < 1.0 {
+        let observation = simulated.as_ref().map(|s| &s.observation);
+        let (critique, critic_events) = env.critique(history, action, observation).await;
+        events.extend(critic_events);
+        critique
+    } else {
+        None
+    };
+    evaluated(settings, verdict, simulated, critique, events)
+}
+
+fn evaluated(
+    settings: &Settings,
+    verdict: Verdict,
+    simulated: Option<Simulated>,
+    critique: Option<Critique>,
+    events: Vec<EventBody>,
+) -> Rehearsal {
+    let base = base_reward(verdict);
+    let reward = match &critique {
+        Some(c) => settings.alpha * base + (1.0 - settings.alpha) * c.score.clamp(0.0, 1.0),
+        None => base,
+    };
+    Rehearsal {
+        verdict,
+        simulated,
+        critique,
+        reward,
+        terminal: verdict != Verdict::Valid,
+        events,
+    }
+}
+
+/// Records a rehearsal of `node`: its events, its `node_simulated` (when there is a
+/// prediction or a rejection) and its `node_evaluated`.
+pub fn record(sink: &mut dyn EventSink, node: NodeId, r: &Rehearsal) -> Result<()> {
+    for event in &r.events {
+        sink.emit(event.clone())?;
+    }
+    if let Some(s) = &r.simulated {
+        sink.emit(EventBody::NodeSimulated {
+            node,
+            world_model: s.source.clone(),
+            observation: s.observation.clone(),
+            latency_ms: s.latency_ms,
+            tokens: s.tokens,
+        })?;
+    }
+    sink.emit(EventBody::NodeEvaluated {
+        node,
+        verdict: r.verdict,
+        base_reward: base_reward(r.verdict),
+        critic_reward: r.critique.as_ref().map(|c| c.score),
+        critic_reason: r.critique.as_ref().map(|c| c.reason.clone()),
+        reward: r.reward,
+        terminal: r.terminal,
+    })
+}
+
+/// The real models a rehearsal and a search work with.
+pub struct Rehearser<'a> {
+    /// The planner role.
+    pub planner: Arc<LlmClient>,
+    /// The critic role.
+    pub critic: Arc<LlmClient>,
+    /// The world model.
+    pub world_model: Arc<dyn WorldModel>,
+    /// The tools.
+    pub tools: &'a [ToolInfo],
+    /// Their compiled schemas.
+    pub catalog: &'a ToolCatalog,
+    /// Their function names.
+    pub functions: &'a FunctionNames,
+    /// The user's request.
+    pub request: &'a str,
+    /// Real steps before the rehearsal starts (an execution-time revision's).
+    pub real_steps: usize,
+    /// The run's budget.
+    pub meter: Arc<Meter>,
+    /// The stop signal.
+    pub stop: tokio::sync::watch::Receiver<bool>,
+}
+
+impl Rehearser<'_> {
+    fn setting(&self) -> Setting {
+        Setting::Rehearsal {
+            real_steps: self.real_steps,
+        }
+    }
+}
+
+impl SearchEnv for Rehearser<'_> {
+    fn propose<'a>(
+        &'a self,
+        history: &'a [HistoryStep],
+        k: usize,
+    ) -> Answer<'a, Result<Vec<Action>, String>> {
+        Box::pin(async move {
+            let turn = Turn {
+                request: self.request,
+                history,
+                setting: self.setting(),
+                k,
+                rejected: None,
+            };
+            let model = self.planner.endpoint().model.clone();
+            match planner::ask(&self.planner, self.tools, self.functions, &turn).await {
+                Ok(reply) => {
+                    self.meter.spend(reply.completion.tokens());
+                    let mut events =
+                        vec![llm_call_event(Role::Planner, &model, Ok(&reply.completion))];
+                    let mut actions = Vec::new();
+                    for candidate in reply.candidates {
+                        match candidate {
+                            Ok(action) => actions.push(action),
+                            Err(rejection) => events.push(rejection.event()),
+                        }
+                    }
+                    (Ok(actions), events)
+                }
+                Err(e) => (
+                    Err(format!("planner failed: {e}")),
+                    vec![llm_call_event(Role::Planner, &model, Err(&e))],
+                ),
+            }
+        })
+    }
+
+    fn invalid(&self, tool: &str, arguments: &Value) -> Option<String> {
+        let check = self.catalog.check(tool, arguments);
+        (!check.valid_name || !check.schema_ok).then(|| {
+            self.catalog
+                .explain(tool, arguments)
+                .unwrap_or_else(|| "arguments do not match the schema".into())
+        })
+    }
+
+    fn simulate<'a>(
+        &'a self,
+        history: &'a [HistoryStep],
+        tool: &'a str,
+        arguments: &'a Value,
+    ) -> Answer<'a, Result<Prediction, String>> {
+        Box::pin(async move {
+            let Some(info) = self.tools.iter().find(|t| t.name == tool) else {
+                return (Err(format!("unknown tool {tool}")), vec![]);
+            };
+            let req = SimRequest {
+                tool: info,
+                arguments,
+                user_request: self.request,
+                history,
+            };
+            match self.world_model.simulate(req).await {
+                Ok(sim) => {
+                    let tokens = sim
+                        .llm
+                        .as_ref()
+                        .map(|u| u.prompt_tokens + u.completion_tokens);
+                    self.meter.spend(tokens.unwrap_or(0));
+                    let events = sim.llm.iter().map(usage_event).collect();
+                    let prediction = Prediction {
+                        observation: sim.observation,
+                        tokens,
+                    };
+                    (Ok(prediction), events)
+                }
+                Err(f) => (Err(f.message), f.llm.iter().map(usage_event).collect()),
+            }
+        })
+    }
+
+    fn critique<'a>(
+        &'a self,
+        history: &'a [HistoryStep],
+        action: &'a Action,
+        observation: Option<&'a Observation>,
+    ) -> Answer<'a, Option<Critique>> {
+        Box::pin(async move {
+            let messages =
+                prompt::critic(self.request, history, self.setting(), action, observation);
+            let schema = serde_json::json!({"type": "object", "properties": {"score": {"type": "number", "minimum": 0, "maximum": 1}, "reason": {"type": "string"}}, "required": ["score"]});
+            let model = self.critic.endpoint().model.clone();
+            match self
+                .critic
+                .complete_json(&messages, "critique", &schema)
+                .await
+            {
+                Ok((v, c)) => {
+                    self.meter.spend(c.tokens());
+                    let critique =
+                        v["score"]
+                            .as_f64()
+                            .filter(|s| s.is_finite())
+                            .map(|s| Critique {
+                                score: s.clamp(0.0, 1.0),
+                                reason: v["reason"].as_str().unwrap_or_default().to_string(),
+                            });
+                    (critique, vec![llm_call_event(Role::Critic, &model, Ok(&c))])
+                }
+                // Without the critic the base reward stands alone.
+                Err(e) => (None, vec![llm_call_event(Role::Critic, &model, Err(&e))]),
+            }
+        })
+    }
+
+    fn should_stop(&self) -> Option<String> {
+        if *self.stop.borrow() {
+            return Some("stopped by the user".into());
+        }
+        self.meter.over()
+    }
+
+    fn world_model_name(&self) -> String {
+        self.world_model.name()
+    }
+}

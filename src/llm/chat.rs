@@ -1,0 +1,83 @@
+//! The chat-model port: one chat-completions call, typed. The HTTP client implements it for
+//! real endpoints; tests implement it with scripted replies. Everything above (the JSON
+//! ladder, tools mode, recording messages) is a layer over it: [`super::client::LlmClient`].
+
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+
+use super::config::Endpoint;
+use super::wire::{ChatRequest, ToolCall};
+
+/// One call to a chat model.
+pub trait ChatModel: Send + Sync {
+    /// The endpoint's settings (model, output mode, limits).
+    fn endpoint(&self) -> &Endpoint;
+    /// Sends `request` (retrying as the model sees fit) and returns the reply.
+    fn chat<'a>(&'a self, request: &'a ChatRequest) -> BoxFuture<'a, Result<Completion, LlmError>>;
+}
+
+/// What came back, with what it cost.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Completion {
+    /// The assistant's text.
+    pub text: String,
+    /// Native tool calls.
+    pub tool_calls: Vec<ToolCall>,
+    /// Prompt tokens.
+    pub prompt_tokens: u64,
+    /// Completion tokens.
+    pub completion_tokens: u64,
+    /// The endpoint gave no usage; counts are estimates (4 characters a token).
+    pub estimated: bool,
+    /// Wall time including retries.
+    pub latency: Duration,
+    /// The messages sent and the reply, when the endpoint records them.
+    pub messages: Option<serde_json::Value>,
+}
+
+impl Completion {
+    /// Prompt and completion tokens together.
+    pub fn tokens(&self) -> u64 {
+        self.prompt_tokens + self.completion_tokens
+    }
+}
+
+/// A failed call with what it cost, so the caller can still record it.
+#[derive(Debug)]
+pub struct LlmError {
+    /// Why.
+    pub error: anyhow::Error,
+    /// The HTTP status the endpoint answered with, when it answered with an error status.
+    pub status: Option<u16>,
+    /// Wall time spent.
+    pub latency: Duration,
+    /// The messages sent (and a reply that could not be used), when the endpoint records them.
+    pub messages: Option<serde_json::Value>,
+}
+
+impl LlmError {
+    /// A failure without a status.
+    pub fn new(error: anyhow::Error, latency: Duration) -> Self {
+        Self {
+            error,
+            status: None,
+            latency,
+            messages: None,
+        }
+    }
+
+    /// True when the endpoint refused the request's shape (400 or 422): the JSON ladder then
+    /// tries the next output mode down.
+    pub fn is_format_rejection(&self) -> bool {
+        matches!(self.status, Some(400 | 422))
+    }
+}
+
+impl std::fmt::Display for LlmError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:#}", self.error)
+    }
+}
+
+impl std::error::Error for LlmError {}

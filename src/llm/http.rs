@@ -1,0 +1,176 @@
+//! The chat-model port over HTTP: an OpenAI-compatible chat-completions endpoint (vLLM,
+//! Ollama, llama.cpp, OpenAI, OpenRouter…) through reqwest, retried with exponential backoff
+//! and jitter on 429, 5xx and timeouts, honouring `Retry-After`; usage estimated when absent.
+
+use std::time::{Duration, Instant};
+
+use anyhow::anyhow;
+use futures::future::BoxFuture;
+
+use super::chat::{ChatModel, Completion, LlmError};
+use super::config::Endpoint;
+use super::wire::{ChatRequest, ChatResponse};
+
+/// Longest wait a `Retry-After` may ask for before we give up on the endpoint.
+const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
+/// First backoff; doubled each retry, plus up to 50% jitter.
+const BASE_BACKOFF: Duration = Duration::from_millis(500);
+
+/// A real endpoint.
+#[derive(Debug)]
+pub struct HttpChat {
+    http: reqwest::Client,
+    endpoint: Endpoint,
+}
+
+impl HttpChat {
+    /// A client for `endpoint`.
+    pub fn new(endpoint: Endpoint) -> Self {
+        let http = reqwest::Client::builder()
+            .timeout(endpoint.timeout)
+            .build()
+            .unwrap_or_default();
+        Self { http, endpoint }
+    }
+
+    /// One logical call: retried on 429, 5xx, timeouts and connection errors.
+    async fn send(&self, request: &ChatRequest) -> Result<Completion, LlmError> {
+        let start = Instant::now();
+        let fail = |error: anyhow::Error, status: Option<u16>| LlmError {
+            status,
+            ..LlmError::new(error, start.elapsed())
+        };
+        let url = format!("{}/chat/completions", self.endpoint.base_url);
+        let prompt_chars: usize = request.messages.iter().map(|m| m.content_str().len()).sum();
+        let mut attempt = 0u32;
+        loop {
+            let mut req = self.http.post(&url).json(request);
+            if let Some(key) = &self.endpoint.api_key {
+                req = req.bearer_auth(key);
+            }
+            let retry_after = match req.send().await {
+                Ok(resp) if resp.status().is_success() => {
+                    let bytes = resp
+                        .bytes()
+                        .await
+                        .map_err(|e| fail(anyhow!("reading the reply from {url}: {e}"), None))?;
+                    return parse_reply(&bytes, prompt_chars).map_err(|e| fail(e, None));
+                }
+                Ok(resp) => {
+                    let status = resp.status();
+                    let retry_after = resp
+                        .headers()
+                        .get(reqwest::header::RETRY_AFTER)
+                        .and_then(|v| v.to_str().ok())
+                        .and_then(|s| s.trim().parse::<f64>().ok());
+                    let text = resp.text().await.unwrap_or_default();
+                    let retryable = status.as_u16() == 429 || status.is_server_error();
+                    if !retryable || attempt >= self.endpoint.max_retries {
+                        let tries = if retryable {
+                            format!(" after {} attempts", attempt + 1)
+                        } else {
+                            String::new()
+                        };
+                        return Err(fail(
+                            anyhow!("{url} answered HTTP {status}{tries}: {}", snippet(&text)),
+                            Some(status.as_u16()),
+                        ));
+                    }
+                    match retry_after {
+                        None => None,
+                        // `inf`, `1e20` or a minute and more: not worth waiting for.
+                        Some(secs) => match Duration::try_from_secs_f64(secs.max(0.0)) {
+                            Ok(wait) if wait <= MAX_RETRY_AFTER => Some(wait),
+                            _ => {
+                                return Err(fail(
+                                    anyhow!(
+                                        "{url} asked to retry after {secs}s (HTTP {status}); giving up"
+                                    ),
+                                    Some(status.as_u16()),
+                                ));
+                            }
+                        },
+                    }
+                }
+                Err(e) => {
+                    if attempt >= self.endpoint.max_retries
+                        || !(e.is_timeout() || e.is_connect() || e.is_request())
+                    {
+                        let kind = if e.is_timeout() {
+                            "timed out"
+                        } else {
+                            "failed"
+                        };
+                        return Err(fail(
+                            anyhow!(
+                                "request to {url} {kind} after {} attempts: {e}",
+                                attempt + 1
+                            ),
+                            None,
+                        ));
+                    }
+                    None
+                }
+            };
+            let backoff = retry_after.unwrap_or_else(|| {
+                let base = BASE_BACKOFF * 2u32.pow(attempt.min(6));
+                base + base.mul_f64(fastrand::f64() * 0.5)
+            });
+            tracing::warn!(%url, attempt, ?backoff, "LLM call failed; retrying");
+            tokio::time::sleep(backoff).await;
+            attempt += 1;
+        }
+    }
+}
+
+impl ChatModel for HttpChat {
+    fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
+    }
+
+    fn chat<'a>(&'a self, request: &'a ChatRequest) -> BoxFuture<'a, Result<Completion, LlmError>> {
+        Box::pin(self.send(request))
+    }
+}
+
+fn parse_reply(bytes: &[u8], prompt_chars: usize) -> anyhow::Result<Completion> {
+    let reply: ChatResponse = serde_json::from_slice(bytes).map_err(|e| {
+        anyhow!(
+            "the endpoint's reply is not a chat completion ({e}): {}",
+            snippet(&String::from_utf8_lossy(bytes))
+        )
+    })?;
+    let message = reply
+        .choices
+        .into_iter()
+        .next()
+        .ok_or_else(|| anyhow!("the endpoint's reply has no choices"))?
+        .message;
+    let text = message.content.unwrap_or_default();
+    let (prompt_tokens, completion_tokens, estimated) = match reply.usage {
+        Some(super::wire::Usage {
+            prompt_tokens: Some(p),
+            completion_tokens: Some(c),
+        }) => (p, c, false),
+        _ => (
+            prompt_chars.div_ceil(4) as u64,
+            text.len().div_ceil(4) as u64,
+            true,
+        ),
+    };
+    Ok(Completion {
+        text,
+        tool_calls: message.tool_calls,
+        prompt_tokens,
+        completion_tokens,
+        estimated,
+        latency: Duration::ZERO,
+        messages: None,
+    })
+}
+
+/// The start of a long text, on one line, for error messages.
+pub fn snippet(s: &str) -> String {
+    let s: String = s.chars().take(300).collect();
+    s.replace(['\n', '\r'], " ")
+}
