@@ -139,7 +139,16 @@ fn report_json_has_the_documented_shape() {
     ] {
         assert!(row[key]["mean"].is_number(), "{key}: {row}");
         assert_eq!(row[key]["n"], 3, "{key}");
-        assert!(row[key]["ci95"].is_number(), "{key}");
+        let [lo, hi] = [0, 1].map(|i| row[key]["ci"][i].as_f64().unwrap());
+        let mean = row[key]["mean"].as_f64().unwrap();
+        assert!(lo <= mean && mean <= hi, "{key}: {lo} {mean} {hi}");
+        // Rates (and fidelity, a score in [0, 1]) get Wilson's interval, inside [0, 1] and
+        // not symmetric, so no half-width; the rest mean ± t·s/√n.
+        let rate = ["tool_call_success_rate", "fidelity"].contains(&key);
+        assert_eq!(row[key]["ci95"].is_null(), rate, "{key}");
+        if rate {
+            assert!(lo >= 0.0 && hi <= 1.0, "{key}");
+        }
     }
     // A cohort of one configuration: efficiency 1, so EQ = 100·(SR + 1)/2.
     let sr = row["tool_call_success_rate"]["mean"].as_f64().unwrap();

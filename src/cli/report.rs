@@ -47,7 +47,7 @@ pub enum ReportFormat {
     Table,
     /// A GitHub-flavoured markdown table.
     Markdown,
-    /// One row per group, `metric_mean,metric_n,metric_ci95` per metric.
+    /// One row per group, `metric_mean,metric_n,metric_ci95,metric_ci_low,metric_ci_high` per metric.
     Csv,
     /// The stable JSON shape documented in docs/report-format.md.
     Json,

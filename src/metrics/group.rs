@@ -20,9 +20,12 @@ pub const LOW_COMPLETION_RATE: f64 = 0.5;
 pub const FLAG_DOES_LITTLE: &str = "does_little_errs_little";
 /// The flag for a group whose runs used different planners (no cohort, no Execution Quality).
 pub const FLAG_MIXED_PLANNERS: &str = "mixed_planners";
+/// The flag for a group that made no tool calls: it has no success rate, so no Execution
+/// Quality, and it is left out of its cohort's call range (its 0 would halve the others' EQ).
+pub const FLAG_NO_CALLS: &str = "no_calls_not_in_cohort";
 
 /// What one row of a table stands for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum GroupBy {
     /// Agent, world model and planner together: one configuration per row.
@@ -114,8 +117,10 @@ pub struct GroupRow {
     pub execution_quality: Option<Estimate>,
     /// Execution Quality anchored on each task's reference call count (comparable across experiments).
     pub execution_quality_anchored: Option<Estimate>,
-    /// Tokens per run over all roles.
+    /// Tokens per run the agent spent (every role but the judge).
     pub tokens: Option<Estimate>,
+    /// Tokens per judged run the judge spent scoring it (apart from the agent's).
+    pub judge_tokens: Option<Estimate>,
     /// Wall time per run, seconds.
     pub wall_time_s: Option<Estimate>,
     /// Simulation fidelity per run (runs with simulated steps).
@@ -180,10 +185,11 @@ pub fn group(records: &[RunRecord], by: GroupBy) -> Vec<GroupRow> {
             .all(|r| &r.planner == first)
             .then(|| first.clone())
     };
+    // Groups that made no call have no EQ and would drag the range's minimum to 0.
     let mut cohort_range: BTreeMap<String, (f64, f64)> = BTreeMap::new();
     for (k, runs) in &groups {
-        if let Some(p) = sole_planner(runs) {
-            let c = avg_calls[k.as_str()];
+        let c = avg_calls[k.as_str()];
+        if let Some(p) = sole_planner(runs).filter(|_| c > 0.0) {
             let e = cohort_range.entry(p).or_insert((c, c));
             e.0 = e.0.min(c);
             e.1 = e.1.max(c);
@@ -204,7 +210,10 @@ fn row(key: &str, runs: &[&RunRecord], cohort: Option<(f64, f64)>, avg_calls: f6
     let est = |f: &dyn Fn(&RunRecord) -> Option<f64>| {
         Estimate::of(&runs.iter().filter_map(|r| f(r)).collect::<Vec<_>>())
     };
-    let success = est(&|r| r.success_rate());
+    let rate = |f: &dyn Fn(&RunRecord) -> Option<f64>| {
+        Estimate::of_rate(&runs.iter().filter_map(|r| f(r)).collect::<Vec<_>>())
+    };
+    let success = rate(&|r| r.success_rate());
 
     let execution_quality = cohort.and_then(|(min, max)| {
         let point = eq_score(success?.mean, cohort_efficiency(avg_calls, min, max));
@@ -250,6 +259,9 @@ fn row(key: &str, runs: &[&RunRecord], cohort: Option<(f64, f64)>, avg_calls: f6
     if planners.len() > 1 {
         flags.push(FLAG_MIXED_PLANNERS.to_string());
     }
+    if avg_calls == 0.0 {
+        flags.push(FLAG_NO_CALLS.to_string());
+    }
     if let Some(eq) = execution_quality {
         let completion_low = match task_completion {
             Some(tc) => tc.mean < LOW_TASK_COMPLETION,
@@ -267,13 +279,14 @@ fn row(key: &str, runs: &[&RunRecord], cohort: Option<(f64, f64)>, avg_calls: f6
         completed,
         tool_calls: est(&|r| Some(r.metrics.tool_calls as f64)),
         tool_call_success_rate: success,
-        valid_tool_name_rate: est(&|r| r.metrics.valid_tool_name_rate),
-        input_schema_compliance: est(&|r| r.metrics.input_schema_compliance),
+        valid_tool_name_rate: rate(&|r| r.metrics.valid_tool_name_rate),
+        input_schema_compliance: rate(&|r| r.metrics.input_schema_compliance),
         execution_quality,
         execution_quality_anchored,
         tokens: est(&|r| Some(r.metrics.tokens() as f64)),
+        judge_tokens: est(&|r| r.metrics.judge.map(|_| r.metrics.judge_tokens() as f64)),
         wall_time_s: est(&|r| Some(r.metrics.wall_ms as f64 / 1000.0)),
-        fidelity: est(&|r| r.metrics.fidelity.map(|f| f.score)),
+        fidelity: rate(&|r| r.metrics.fidelity.map(|f| f.score)),
         task_completion,
         tool_selection: judge(|j| j.tool_selection),
         planning_effectiveness: judge(|j| j.planning_effectiveness),
@@ -329,6 +342,61 @@ mod tests {
         assert_eq!(rows[1].execution_quality.unwrap().n, 2);
         assert!((rows[1].execution_quality.unwrap().ci95.unwrap() - 12.706 * 25.0).abs() < 1e-9);
         assert_eq!(rows[1].tool_calls.unwrap().mean, 6.0);
+    }
+
+    #[test]
+    fn a_group_without_calls_stays_out_of_the_cohort_hand_worked() {
+        // A: 2 calls (SR 1.0), B: 6 calls (SR 0.5), Z: no calls. Without Z, min 2 and max 6:
+        // EQ(A) = 100 and EQ(B) = 25 as above. Counted in, Z's 0 would make min 0:
+        // EQ(A) = 100·(1 + (1 − 2/6))/2 = 83.3, EQ(B) = 100·(0.5 + 0)/2 = 25.
+        let runs = vec![
+            rec("a", "p", 2, Some(1.0), None),
+            rec("b", "p", 6, Some(0.5), None),
+            rec("z", "p", 0, None, None),
+        ];
+        let rows = group(&runs, GroupBy::Agent);
+        assert_eq!(rows[0].execution_quality.unwrap().mean, 100.0);
+        assert_eq!(rows[1].execution_quality.unwrap().mean, 25.0);
+        assert_eq!(rows[2].execution_quality, None);
+        assert_eq!(rows[2].flags, [FLAG_NO_CALLS]);
+        assert!(rows[0].flags.is_empty());
+    }
+
+    #[test]
+    fn judge_tokens_are_apart_from_the_runs_tokens() {
+        use crate::trajectory::event::Role;
+        let mut judged = rec("a", "p", 1, Some(1.0), None);
+        judged.metrics.llm[Role::Planner.index()].prompt_tokens = 100;
+        judged.metrics.llm[Role::Judge.index()].prompt_tokens = 40;
+        judged.metrics.llm[Role::Judge.index()].completion_tokens = 2;
+        judged.metrics.judge = Some(JudgeSummary {
+            task_completion: 5.0,
+            tool_selection: 5.0,
+            planning_effectiveness: 5.0,
+            overall: 5.0,
+        });
+        let unjudged = rec("a", "p", 1, Some(1.0), None);
+        let rows = group(&[judged, unjudged], GroupBy::Agent);
+        assert_eq!(rows[0].tokens.unwrap().mean, 50.0, "(100 + 0) / 2 runs");
+        let j = rows[0].judge_tokens.unwrap();
+        assert_eq!((j.mean, j.n), (42.0, 1));
+    }
+
+    #[test]
+    fn rates_get_an_interval_inside_zero_and_one() {
+        let runs = vec![
+            rec("a", "p", 2, Some(0.0), None),
+            rec("a", "p", 2, Some(1.0), None),
+        ];
+        let success = group(&runs, GroupBy::Agent)[0]
+            .tool_call_success_rate
+            .unwrap();
+        let [lo, hi] = success.ci.unwrap();
+        assert!(
+            (0.0..0.5).contains(&lo) && (0.5..=1.0).contains(&hi),
+            "{lo} {hi}"
+        );
+        assert_eq!(success.ci95, None);
     }
 
     #[test]

@@ -1,4 +1,5 @@
-//! Means with a sample size and a 95% confidence interval (Student's t).
+//! Means with a sample size and a 95% confidence interval: Student's t for unbounded
+//! quantities, Wilson's score interval for rates (which never leaves [0, 1]).
 
 use serde::{Deserialize, Serialize};
 
@@ -9,8 +10,12 @@ pub struct Estimate {
     pub mean: f64,
     /// How many values.
     pub n: usize,
-    /// Half-width of the 95% interval; `None` with fewer than two values.
+    /// Half-width of the symmetric 95% interval (Student's t); `None` with fewer than two
+    /// values, and for a rate, whose interval is not symmetric (see `ci`).
     pub ci95: Option<f64>,
+    /// The 95% interval, `[low, high]`: `mean ± ci95`, or for a rate Wilson's score interval;
+    /// `None` with fewer than two values.
+    pub ci: Option<[f64; 2]>,
 }
 
 impl Estimate {
@@ -25,8 +30,37 @@ impl Estimate {
             let var = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
             t_975(n - 1) * (var / n as f64).sqrt()
         });
-        Some(Self { mean, n, ci95 })
+        Some(Self {
+            mean,
+            n,
+            ci95,
+            ci: ci95.map(|h| [mean - h, mean + h]),
+        })
     }
+
+    /// The estimate of a rate from per-run values in [0, 1]: their mean, with Wilson's score
+    /// interval taking the mean as the proportion and the runs as the trials. Unlike
+    /// `mean ± t·s/√n`, it stays inside [0, 1] however few runs there are (two runs at 0 and 1
+    /// give 50% [9.5%, 90.5%], not 50 ± 635%).
+    pub fn of_rate(values: &[f64]) -> Option<Self> {
+        let plain = Self::of(values)?;
+        let ci = (plain.n >= 2).then(|| wilson(plain.mean, plain.n));
+        Some(Self {
+            ci95: None,
+            ci,
+            ..plain
+        })
+    }
+}
+
+/// Wilson's 95% score interval for a proportion `p` over `n` trials.
+pub fn wilson(p: f64, n: usize) -> [f64; 2] {
+    const Z: f64 = 1.959_963_984_540_054;
+    let n = n as f64;
+    let z2 = Z * Z;
+    let centre = (p + z2 / (2.0 * n)) / (1.0 + z2 / n);
+    let half = Z / (1.0 + z2 / n) * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt();
+    [(centre - half).max(0.0), (centre + half).min(1.0)]
 }
 
 /// The 97.5th percentile of Student's t with `df` degrees of freedom.
@@ -65,9 +99,32 @@ mod tests {
             Some(Estimate {
                 mean: 5.0,
                 n: 1,
-                ci95: None
+                ci95: None,
+                ci: None,
             })
         );
         assert_eq!(Estimate::of(&[4.0, 4.0]).unwrap().ci95, Some(0.0));
+    }
+
+    #[test]
+    fn a_rates_interval_stays_inside_zero_and_one_hand_worked() {
+        // Two runs at 0 and 1: Student's t gives 0.5 ± 6.353 (12.706 · 0.5).
+        assert!((Estimate::of(&[0.0, 1.0]).unwrap().ci95.unwrap() - 6.353).abs() < 1e-9);
+        // Wilson, p = 0.5, n = 2, z = 1.96: centre = 0.5; z²/n = 1.92073;
+        // half = 1.95996 / 2.92073 · √(0.125 + 3.84146/16) = 0.67105 · 0.60423 = 0.40547.
+        let r = Estimate::of_rate(&[0.0, 1.0]).unwrap();
+        assert_eq!((r.mean, r.n, r.ci95), (0.5, 2, None));
+        let [lo, hi] = r.ci.unwrap();
+        assert!(
+            (lo - 0.09453).abs() < 1e-5 && (hi - 0.90547).abs() < 1e-5,
+            "{lo} {hi}"
+        );
+        // All successes: the interval touches 1 and stays below it.
+        let [lo, hi] = Estimate::of_rate(&[1.0, 1.0, 1.0]).unwrap().ci.unwrap();
+        assert!(hi == 1.0 && lo > 0.4 && lo < 0.5, "{lo}");
+        // p = 1, n = 3: centre = (1 + 0.64029)/(1 + 1.28049) = 0.71924,
+        // half = 1.95996/2.28049 · √(0 + 3.84146/36) = 0.85945 · 0.32666 = 0.28075 → low 0.43850.
+        assert!((lo - 0.43850).abs() < 1e-5, "{lo}");
+        assert_eq!(Estimate::of_rate(&[0.7]).unwrap().ci, None);
     }
 }

@@ -39,6 +39,7 @@ fn columns(judged: bool) -> Vec<Column> {
     ];
     if judged {
         cols.extend([
+            c("judge tokens", |r| r.judge_tokens, 1.0, 0),
             c("task compl.", |r| r.task_completion, 1.0, 2),
             c("tool sel.", |r| r.tool_selection, 1.0, 2),
             c("planning", |r| r.planning_effectiveness, 1.0, 2),
@@ -54,8 +55,15 @@ fn cell(e: Option<Estimate>, col: &Column, runs: usize) -> String {
     let Some(e) = e else { return "—".to_string() };
     let d = col.decimals;
     let mut s = format!("{:.d$}", e.mean * col.scale);
-    if let Some(ci) = e.ci95 {
-        let _ = write!(s, " ±{:.d$}", ci * col.scale);
+    match (e.ci95, e.ci) {
+        (Some(half), _) => {
+            let _ = write!(s, " ±{:.d$}", half * col.scale);
+        }
+        // A rate's interval is not symmetric.
+        (None, Some([lo, hi])) => {
+            let _ = write!(s, " [{:.d$}–{:.d$}]", lo * col.scale, hi * col.scale);
+        }
+        (None, None) => {}
     }
     if e.n != runs {
         let _ = write!(s, " (n={})", e.n);
@@ -123,18 +131,21 @@ pub fn render(rows: &[GroupRow], by: GroupBy, markdown: bool) -> String {
         }
     }
     if !markdown {
-        out.push_str("\nmean ±95% CI half-width; (n=…) where fewer runs had the metric. EQ = Execution Quality within the planner's cohort.\n");
+        out.push_str("\nmean ±95% CI half-width, or [95% interval] for rates (Wilson); (n=…) where fewer runs had the metric. EQ = Execution Quality within the planner's cohort; tokens are the agent's, the judge's apart.\n");
     }
     out
 }
 
-/// The table as CSV: `metric_mean,metric_n,metric_ci95` per metric.
+/// The table as CSV: `metric_mean,metric_n,metric_ci95,metric_ci_low,metric_ci_high` per metric.
 pub fn render_csv(rows: &[GroupRow]) -> String {
     let cols = columns(true);
     let mut out = String::from("group,runs,completed");
     for c in &cols {
         let name = csv_name(c.title);
-        let _ = write!(out, ",{name}_mean,{name}_n,{name}_ci95");
+        let _ = write!(
+            out,
+            ",{name}_mean,{name}_n,{name}_ci95,{name}_ci_low,{name}_ci_high"
+        );
     }
     out.push_str(",flags\n");
     for r in rows {
@@ -142,15 +153,18 @@ pub fn render_csv(rows: &[GroupRow]) -> String {
         for c in &cols {
             match (c.get)(r) {
                 Some(e) => {
+                    let opt = |v: Option<f64>| v.map_or(String::new(), |v| v.to_string());
                     let _ = write!(
                         out,
-                        ",{},{},{}",
+                        ",{},{},{},{},{}",
                         e.mean,
                         e.n,
-                        e.ci95.map_or(String::new(), |v| v.to_string())
+                        opt(e.ci95),
+                        opt(e.ci.map(|c| c[0])),
+                        opt(e.ci.map(|c| c[1]))
                     );
                 }
-                None => out.push_str(",,,"),
+                None => out.push_str(",,,,,"),
             }
         }
         let _ = writeln!(out, ",{}", csv_field(&r.flags.join(";")));
