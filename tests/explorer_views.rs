@@ -157,3 +157,40 @@ fn help_overlay() {
     }
     insta::assert_snapshot!("help_80x24_scrolled", render(&app));
 }
+
+#[test]
+fn a_rejected_planner_reply_shows_as_a_failure_in_the_metrics_pane() {
+    use mcp_cosmos::trajectory::event::{AgentKind, DecisionProblem, EventBody};
+    let rejected = EventBody::DecisionRejected {
+        problem: DecisionProblem::NoTool,
+        detail: "\"action\": \"call\" names no tool".into(),
+        reply: serde_json::json!({"action": "call"}),
+    };
+    let run = common::run_of(
+        "runs/rejected.jsonl",
+        common::header("time_mcp_001", AgentKind::React, None),
+        vec![rejected],
+    );
+    let app = run_app(run, (80, 24));
+    let mut terminal = Terminal::new(TestBackend::new(80, 24)).unwrap();
+    terminal.draw(|f| app.draw(f)).unwrap();
+    let buffer = terminal.backend().buffer().clone();
+    let text = terminal.backend().to_string();
+    let row = text
+        .lines()
+        .position(|l| l.contains("1 malformed planner reply"))
+        .unwrap_or_else(|| panic!("no rejected line:\n{text}"));
+    let col = text
+        .lines()
+        .nth(row)
+        .unwrap()
+        .chars()
+        .position(|c| c == '1')
+        .unwrap();
+    let cell = &buffer[(col as u16, row as u16)];
+    assert_eq!(
+        cell.style().fg,
+        Theme::new(true).error().fg,
+        "drawn as a failure"
+    );
+}

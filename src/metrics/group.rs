@@ -113,6 +113,8 @@ pub struct GroupRow {
     pub valid_tool_name_rate: Option<Estimate>,
     /// Input schema compliance.
     pub input_schema_compliance: Option<Estimate>,
+    /// Planner replies per run that were no usable decision.
+    pub rejected_decisions: Option<Estimate>,
     /// Execution Quality (0–100) within the planner's cohort; `ci95` from per-run values.
     pub execution_quality: Option<Estimate>,
     /// Execution Quality anchored on each task's reference call count (comparable across experiments).
@@ -281,6 +283,7 @@ fn row(key: &str, runs: &[&RunRecord], cohort: Option<(f64, f64)>, avg_calls: f6
         tool_call_success_rate: success,
         valid_tool_name_rate: rate(&|r| r.metrics.valid_tool_name_rate),
         input_schema_compliance: rate(&|r| r.metrics.input_schema_compliance),
+        rejected_decisions: est(&|r| Some(r.metrics.rejected_decisions as f64)),
         execution_quality,
         execution_quality_anchored,
         tokens: est(&|r| Some(r.metrics.tokens() as f64)),

@@ -9,8 +9,8 @@ use serde::{Deserialize, Serialize};
 use super::fidelity::{self, Fidelity};
 use crate::trajectory::catalog::ToolCatalog;
 use crate::trajectory::event::{
-    Event, EventBody, Header, JudgeScores, NodeId, Observation, Phase, Role, RunStatus, Totals,
-    VALIDATOR,
+    DecisionProblem, Event, EventBody, Header, JudgeScores, NodeId, Observation, Phase, Role,
+    RunStatus, Totals, VALIDATOR,
 };
 use crate::trajectory::fold::TreeState;
 use crate::trajectory::run::Run;
@@ -142,7 +142,8 @@ pub struct RunMetrics {
     pub tool_calls: u64,
     /// Calls without error / calls; `None` with no calls.
     pub tool_call_success_rate: Option<f64>,
-    /// Calls to tools in the catalogue / calls; `None` with no calls.
+    /// Calls to tools in the catalogue / calls, where a ReAct decision naming a tool no server
+    /// offers counts as a call with an invalid name; `None` without either.
     pub valid_tool_name_rate: Option<f64>,
     /// Calls whose arguments validate / calls with a valid name (as MCP-Bench); `None` without such calls.
     pub input_schema_compliance: Option<f64>,
@@ -162,6 +163,8 @@ pub struct RunMetrics {
     pub status: Option<RunStatus>,
     /// The run produced an answer.
     pub answered: bool,
+    /// Planner replies that were no usable decision.
+    pub rejected_decisions: u64,
 }
 
 impl RunMetrics {
@@ -217,6 +220,7 @@ impl RunMetrics {
             tokens: self.tokens(),
             wall_ms: self.wall_ms,
             fidelity: self.fidelity.map(|f| f.score),
+            rejected_decisions: self.rejected_decisions,
         }
     }
 }
@@ -239,6 +243,8 @@ pub struct MetricsInput<'a> {
     pub status: Option<RunStatus>,
     /// An answer was given so far.
     pub answered: bool,
+    /// Rejected planner replies so far.
+    pub rejected: &'a [DecisionProblem],
 }
 
 /// Computes the metrics of a run prefix.
@@ -248,6 +254,11 @@ pub fn compute(input: &MetricsInput<'_>) -> RunMetrics {
     let rate = |num: usize, den: usize| (den > 0).then(|| num as f64 / den as f64);
     let ok = steps.iter().filter(|s| !s.is_error).count();
     let valid = steps.iter().filter(|s| s.valid_name).count();
+    let unknown_tools = input
+        .rejected
+        .iter()
+        .filter(|p| **p == DecisionProblem::UnknownTool)
+        .count();
     let compliant = steps.iter().filter(|s| s.valid_name && s.schema_ok).count();
 
     let mut phase_ms = [0u64; 4];
@@ -269,7 +280,7 @@ pub fn compute(input: &MetricsInput<'_>) -> RunMetrics {
     RunMetrics {
         tool_calls: calls,
         tool_call_success_rate: rate(ok, steps.len()),
-        valid_tool_name_rate: rate(valid, steps.len()),
+        valid_tool_name_rate: rate(valid, steps.len() + unknown_tools),
         input_schema_compliance: rate(compliant, valid),
         phase_ms,
         wall_ms: input.end_ms,
@@ -279,6 +290,7 @@ pub fn compute(input: &MetricsInput<'_>) -> RunMetrics {
         judge: input.judge.map(JudgeSummary::from_scores),
         status: input.status,
         answered: input.answered,
+        rejected_decisions: input.rejected.len() as u64,
     }
 }
 
@@ -309,6 +321,7 @@ fn summarize_fidelity<'a>(items: impl Iterator<Item = &'a Fidelity>) -> Option<F
 pub struct RunFacts {
     steps: Vec<StepFacts>,
     llm: Vec<(u32, LlmFacts)>,
+    rejected: Vec<(u32, DecisionProblem)>,
     synced: usize,
 }
 
@@ -350,6 +363,9 @@ impl RunFacts {
                         self.llm.push((idx as u32, f));
                     }
                 }
+                EventBody::DecisionRejected { problem, .. } => {
+                    self.rejected.push((idx as u32, *problem));
+                }
                 _ => {}
             }
         }
@@ -368,6 +384,11 @@ impl RunFacts {
         let llm_end = self.llm.partition_point(|(e, _)| (*e as usize) < k);
         let llm: Vec<LlmFacts> = self.llm[..llm_end].iter().map(|(_, f)| *f).collect();
         let phases: Vec<(Phase, u64)> = run.phases_at(k).collect();
+        let rejected_end = self.rejected.partition_point(|(e, _)| (*e as usize) < k);
+        let rejected: Vec<DecisionProblem> = self.rejected[..rejected_end]
+            .iter()
+            .map(|(_, p)| *p)
+            .collect();
         compute(&MetricsInput {
             steps,
             llm: &llm,
@@ -377,6 +398,7 @@ impl RunFacts {
             judge: run.judge_at(k),
             status: run.status_at(k),
             answered: run.answered_at(k),
+            rejected: &rejected,
         })
     }
 }
@@ -429,6 +451,7 @@ pub struct RunAccumulator {
     judge: Option<JudgeScores>,
     status: Option<RunStatus>,
     answered: bool,
+    rejected: Vec<DecisionProblem>,
 }
 
 impl RunAccumulator {
@@ -445,6 +468,7 @@ impl RunAccumulator {
             judge: None,
             status: None,
             answered: false,
+            rejected: Vec::new(),
         }
     }
 
@@ -483,6 +507,7 @@ impl RunAccumulator {
                 ));
             }
             EventBody::Answer { .. } => self.answered = true,
+            EventBody::DecisionRejected { problem, .. } => self.rejected.push(*problem),
             EventBody::JudgeScored { scores, .. } => self.judge = Some(scores.clone()),
             EventBody::RunFinished { status, .. } => self.status = Some(*status),
             _ => {}
@@ -505,6 +530,7 @@ impl RunAccumulator {
             judge: self.judge.as_ref(),
             status: self.status,
             answered: self.answered,
+            rejected: &self.rejected,
         })
     }
 }
@@ -549,6 +575,7 @@ mod tests {
             judge: None,
             status: None,
             answered: false,
+            rejected: &[],
         }
     }
 
@@ -567,6 +594,26 @@ mod tests {
         assert_eq!(m.valid_tool_name_rate, Some(0.75));
         assert_eq!(m.input_schema_compliance, Some(2.0 / 3.0));
         assert_eq!(m.tool_errors(), 1);
+    }
+
+    #[test]
+    fn rejected_decisions_count_and_an_unknown_tool_is_an_invalid_name() {
+        // 2 real calls with valid names, and 3 rejected replies, one of them an unknown tool:
+        // valid names 2 / (2 + 1).
+        let steps = [step(false, true, true), step(false, true, true)];
+        let rejected = [
+            DecisionProblem::NoTool,
+            DecisionProblem::UnknownTool,
+            DecisionProblem::BadArguments,
+        ];
+        let m = compute(&MetricsInput {
+            rejected: &rejected,
+            ..input(&steps, &[], &[])
+        });
+        assert_eq!(m.rejected_decisions, 3);
+        assert_eq!(m.valid_tool_name_rate, Some(2.0 / 3.0));
+        assert_eq!(m.tool_call_success_rate, Some(1.0));
+        assert_eq!(m.totals(10).rejected_decisions, 3);
     }
 
     #[test]

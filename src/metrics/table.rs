@@ -31,6 +31,7 @@ fn columns(judged: bool) -> Vec<Column> {
         c("success %", |r| r.tool_call_success_rate, 100.0, 1),
         c("valid name %", |r| r.valid_tool_name_rate, 100.0, 1),
         c("schema %", |r| r.input_schema_compliance, 100.0, 1),
+        c("rejected", |r| r.rejected_decisions, 1.0, 2),
         c("EQ", |r| r.execution_quality, 1.0, 1),
         c("EQ anchored", |r| r.execution_quality_anchored, 1.0, 1),
         c("tokens", |r| r.tokens, 1.0, 0),

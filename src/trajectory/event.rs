@@ -412,6 +412,9 @@ pub struct Totals {
     /// Mean simulation fidelity over executed steps, when any step had a simulation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fidelity: Option<f64>,
+    /// Planner replies that were no usable decision (`decision_rejected`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub rejected_decisions: u64,
 }
 
 /// Every event kind after the header. Unknown kinds are kept as [`EventBody::Unknown`].

@@ -155,6 +155,14 @@ pub fn draw(frame: &mut Frame, area: Rect, block: Block, at: &MetricsAt<'_>, the
             Span::raw(v),
         ])
     };
+    let rejected = (m.rejected_decisions > 0).then(|| {
+        let n = m.rejected_decisions;
+        let noun = if n == 1 { "reply" } else { "replies" };
+        Line::from(vec![
+            Span::styled(format!("{:<10}", "rejected"), theme.dim()),
+            Span::styled(format!("{n} malformed planner {noun}"), theme.error()),
+        ])
+    });
     let mut lines = vec![
         kv(
             "status",
@@ -213,6 +221,10 @@ pub fn draw(frame: &mut Frame, area: Rect, block: Block, at: &MetricsAt<'_>, the
             format!("{:.1}s  {}", m.wall_ms as f64 / 1000.0, phases.join("  ")),
         ),
     ];
+    // A malformed reply is a failure to see at once, right below the calls.
+    if let Some(line) = rejected {
+        lines.insert(2, line);
+    }
     if let Some(j) = &m.judge {
         lines.push(kv(
             "judge",
