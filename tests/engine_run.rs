@@ -533,6 +533,16 @@ fn judge_appends_scores_that_report_and_listing_read() {
     );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let file = only_run(&out_dir);
+    let report = || {
+        let r = Command::new(env!("CARGO_BIN_EXE_cosmos"))
+            .args(["report", out_dir.to_str().unwrap(), "--format", "json"])
+            .output()
+            .unwrap();
+        serde_json::from_slice::<Value>(&r.stdout).unwrap()["groups"][0].clone()
+    };
+    let before = report();
+    assert!(before["tokens"]["mean"].as_f64().unwrap() > 0.0);
+    assert!(before["judge_tokens"].is_null());
 
     let judged = cosmos(&["judge", file.to_str().unwrap()], &llm, KEY);
     assert_eq!(judged.status.code(), Some(0), "{}", text(&judged));
@@ -577,20 +587,21 @@ fn judge_appends_scores_that_report_and_listing_read() {
     assert_eq!(listed.status_label(), "completed");
     assert_eq!(listed.finished.unwrap().totals.tool_calls, 1);
 
-    let r = Command::new(env!("CARGO_BIN_EXE_cosmos"))
-        .args(["report", out_dir.to_str().unwrap(), "--format", "json"])
-        .output()
-        .unwrap();
-    let doc: Value = serde_json::from_slice(&r.stdout).unwrap();
-    let g = &doc["groups"][0];
+    let g = &report();
+    // The judge evaluates the run: its tokens are reported apart, the run's stay put.
+    assert_eq!(g["tokens"], before["tokens"]);
+    assert!(g["judge_tokens"]["mean"].as_f64().unwrap() > 0.0);
     assert_eq!(g["task_completion"]["mean"], 7.0);
     assert_eq!(g["overall"]["mean"], 6.0);
     // New Overall adds Execution Quality/10: a cohort of one, SR 1 → EQ 100 → (7+8+3+10)/4 = 7.
     assert_eq!(g["new_overall"]["mean"], 7.0);
 
-    // Judging again is skipped unless forced.
+    // Judging again is skipped unless forced; forced, the run's tokens still stay put.
     let again = cosmos(&["judge", file.to_str().unwrap()], &llm, KEY);
     assert!(text(&again).contains("already judged"));
+    let forced = cosmos(&["judge", "--force", file.to_str().unwrap()], &llm, KEY);
+    assert_eq!(forced.status.code(), Some(0), "{}", text(&forced));
+    assert_eq!(report()["tokens"], before["tokens"]);
     assert_no_key_anywhere(&out_dir);
 }
 
