@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-test-servers.sh >/dev/null
-base=$(./scripts/local-model.sh start | sed -n 's/^OPENAI_BASE_URL=//p')
+base=$(./scripts/local-model.sh start | sed -n 's/^export OPENAI_BASE_URL=\([^ ]*\).*/\1/p')
 cargo build --release --quiet
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

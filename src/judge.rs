@@ -1,4 +1,4 @@
-//! The judge (DESIGN.md, "judge"): MCP-Bench's rubric over an LLM endpoint. Six dimensions
+//! The judge (docs/design.md, "Judge"): MCP-Bench's rubric over an LLM endpoint. Six dimensions
 //! scored 1–10 with reasons, from the task's reference, the request, the real tool calls
 //! and the final answer. `cosmos judge` appends the result to the run's own file.
 

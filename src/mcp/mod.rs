@@ -1,4 +1,4 @@
-//! MCP servers (DESIGN.md, "mcp"): configuration, connections with rmcp over stdio and
+//! MCP servers (docs/design.md, "MCP servers"): configuration, connections with rmcp over stdio and
 //! streamable HTTP, and the namespaced tool catalogue.
 
 pub mod config;

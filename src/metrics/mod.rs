@@ -1,4 +1,4 @@
-//! Metrics per run and per group of runs (DESIGN.md, "Metrics").
+//! Metrics per run and per group of runs (docs/design.md, "Metrics").
 
 pub mod fidelity;
 pub mod group;

@@ -1,4 +1,4 @@
-//! The trajectory: an append-only event log (DESIGN.md, "One idea carries it").
+//! The trajectory: an append-only event log (docs/design.md, "One idea carries it").
 //!
 //! [`event`] is the schema, [`writer`] appends it, [`reader`] streams it back tolerantly,
 //! [`listing`] summarises files from their first and last lines, [`run`] holds an opened

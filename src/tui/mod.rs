@@ -1,4 +1,4 @@
-//! The explorer (DESIGN.md, "Explorer"): run browser, run view, compare.
+//! The explorer (docs/design.md, "Explorer (terminal UI)"): run browser, run view, compare.
 //!
 //! State and update (`app.rs`, each screen's struct) are apart from drawing (`draw(&self)`);
 //! input becomes an [`action::Action`] via the [`keymap`]; background work talks to the UI
