@@ -138,8 +138,9 @@ pub struct Env {
 }
 
 impl Env {
-    /// An environment; the budget clock starts now. Fails when two tools would get the same
-    /// function name (native tool calls could not tell them apart).
+    /// An environment; the budget clock starts now. With a planner that calls tools natively,
+    /// fails when two tools would get the same function name (a call could reach the wrong
+    /// server); in JSON mode function names are never used.
     pub fn new(
         task: Task,
         host: Arc<dyn ToolHost>,
@@ -150,7 +151,11 @@ impl Env {
     ) -> Result<Self> {
         let tools = host.tools();
         let catalog = ToolCatalog::new(&tools);
-        let functions = FunctionNames::new(&tools)?;
+        let functions = if roles.planner.uses_tools() {
+            FunctionNames::new(&tools)?
+        } else {
+            FunctionNames::default()
+        };
         Ok(Self {
             task,
             host,
@@ -270,6 +275,40 @@ pub fn usage_event(usage: &LlmUsage) -> EventBody {
         latency_ms: usage.latency.as_millis() as u64,
         error: usage.error.clone(),
         messages: usage.messages.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testing::{ScriptedChat, ScriptedTools};
+    use super::*;
+    use crate::llm::config::OutputMode;
+    use crate::trajectory::event::Observation;
+
+    fn env_with(output: OutputMode) -> Result<Env> {
+        let planner = Arc::new(LlmClient::over(ScriptedChat::new(output, |_| {
+            Ok(Completion::default())
+        })));
+        let tools = ScriptedTools::new(&["Time MCP:now", "Time_MCP:now"], |_, _| {
+            Observation::default()
+        });
+        let (_, stop) = watch::channel(false);
+        let roles = Roles {
+            planner: planner.clone(),
+            critic: planner.clone(),
+            summarizer: planner,
+        };
+        Env::new(Task::default(), tools, roles, None, Budget::default(), stop)
+    }
+
+    #[test]
+    fn colliding_function_names_are_refused_only_when_the_planner_calls_tools() {
+        assert!(env_with(OutputMode::Json).is_ok());
+        let err = env_with(OutputMode::Tools).err().unwrap().to_string();
+        assert!(
+            err.contains("\"Time MCP:now\"") && err.contains("\"Time_MCP:now\""),
+            "{err}"
+        );
     }
 }
 
