@@ -373,6 +373,8 @@ impl RunView {
     }
 
     fn step_to(&mut self, k: usize) {
+        // A step past either end stays at the end.
+        let k = k.min(self.run.len());
         if let Some(live) = &mut self.live {
             live.following = k >= self.run.len();
         }

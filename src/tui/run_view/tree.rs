@@ -195,8 +195,12 @@ impl TreeView {
 
     /// Closes every node but the roots.
     pub fn collapse_all(&mut self, run: &Run) {
-        self.open
-            .retain(|&s| run.nodes()[s as usize].parent.is_none());
+        // Slot 0 stays open before any node exists (a ReAct run, a live run not started).
+        self.open.retain(|&s| {
+            run.nodes()
+                .get(s as usize)
+                .map_or(s == 0, |n| n.parent.is_none())
+        });
         self.open_version += 1;
         self.selected = 0;
     }
