@@ -161,3 +161,28 @@ async fn native_tool_calls() {
         "Time_MCP_get_current_time"
     );
 }
+
+#[tokio::test]
+async fn a_retry_after_no_duration_can_hold_gives_up_instead_of_panicking() {
+    for value in ["inf", "1e20", "-5e400", "NaN"] {
+        let llm = ScriptedLlm::start(json!([
+            {"status": 429, "headers": {"Retry-After": value}, "raw": "slow down"}
+        ]));
+        let c = client(&llm, 5_000, 3);
+        let start = std::time::Instant::now();
+        let err = c.complete_text(&[Message::user("q")]).await.unwrap_err();
+        let why = err.to_string();
+        if value == "NaN" || value == "-5e400" {
+            // Not a wait at all: retried at once (backoff), then given up as a 429.
+            assert!(why.contains("HTTP 429"), "{value}: {why}");
+        } else {
+            assert!(why.contains("asked to retry after"), "{value}: {why}");
+            assert_eq!(
+                llm.requests().len(),
+                1,
+                "{value}: no retry for an absurd wait"
+            );
+        }
+        assert!(start.elapsed() < Duration::from_secs(30), "{value}");
+    }
+}

@@ -736,3 +736,29 @@ fn record_messages_covers_the_llm_world_model_too() {
         );
     }
 }
+
+#[test]
+fn settings_out_of_range_are_refused_before_anything_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let llm = ScriptedLlm::start(json!([]));
+    for (flag, value, says) in [
+        ("--alpha", "2", "alpha = 2.0: must be from 0 to 1"),
+        ("--alpha", "NaN", "alpha = NaN"),
+        ("--exploration", "inf", "c (--exploration) = inf"),
+        ("--candidates", "0", "k (--candidates) = 0"),
+        ("--concurrency", "0", "concurrency = 0"),
+    ] {
+        let args = run_args(
+            "missing-mcp.json",
+            out.to_str().unwrap(),
+            "spiral",
+            &["--world-model", "llm", flag, value],
+        );
+        let o = cosmos(&args, &llm, KEY);
+        assert_eq!(o.status.code(), Some(1), "{flag} {value}: {}", text(&o));
+        assert!(text(&o).contains(says), "{flag} {value}: {}", text(&o));
+        assert!(!out.exists(), "no trajectory for a run that never started");
+    }
+    assert!(llm.requests().is_empty());
+}

@@ -81,9 +81,39 @@ impl Settings {
                 m.insert(k.clone(), v.clone());
             }
         }
-        merged
+        let settings: Self = merged
             .try_into()
-            .with_context(|| format!("[agent] in {}", path.display()))
+            .with_context(|| format!("[agent] in {}", path.display()))?;
+        settings
+            .check()
+            .with_context(|| format!("[agent] in {}", path.display()))?;
+        Ok(settings)
+    }
+
+    /// Every setting in range, or an error naming it and its range.
+    pub fn check(&self) -> Result<()> {
+        let within = |key: &str, v: f64, lo: f64, hi: f64| {
+            if v.is_finite() && (lo..=hi).contains(&v) {
+                Ok(())
+            } else {
+                Err(anyhow::anyhow!("{key} = {v:?}: must be from {lo} to {hi}"))
+            }
+        };
+        let count = |key: &str, v: usize, lo: usize, hi: usize| {
+            if (lo..=hi).contains(&v) {
+                Ok(())
+            } else {
+                Err(anyhow::anyhow!("{key} = {v}: must be from {lo} to {hi}"))
+            }
+        };
+        count("iterations", self.iterations, 1, 1_000_000)?;
+        count("max_depth", self.max_depth as usize, 1, 10_000)?;
+        within("c (--exploration)", self.c, 0.0, 1e3)?;
+        count("k (--candidates)", self.k, 1, 64)?;
+        within("alpha", self.alpha, 0.0, 1.0)?;
+        count("concurrency", self.concurrency, 1, 256)?;
+        count("revisions", self.revisions, 0, 1_000)?;
+        Ok(())
     }
 }
 
@@ -589,6 +619,42 @@ mod tests {
 
     fn close(a: f64, b: f64) -> bool {
         (a - b).abs() < 1e-9
+    }
+
+    #[test]
+    fn settings_out_of_range_are_refused_by_name() {
+        let err = |s: Settings| s.check().unwrap_err().to_string();
+        let d = Settings::default();
+        assert_eq!(
+            err(Settings { alpha: 2.0, ..d }),
+            "alpha = 2.0: must be from 0 to 1"
+        );
+        assert_eq!(
+            err(Settings {
+                alpha: f64::NAN,
+                ..d
+            }),
+            "alpha = NaN: must be from 0 to 1"
+        );
+        assert_eq!(
+            err(Settings {
+                c: f64::INFINITY,
+                ..d
+            }),
+            "c (--exploration) = inf: must be from 0 to 1000"
+        );
+        assert_eq!(
+            err(Settings { k: 0, ..d }),
+            "k (--candidates) = 0: must be from 1 to 64"
+        );
+        assert_eq!(
+            err(Settings {
+                concurrency: 0,
+                ..d
+            }),
+            "concurrency = 0: must be from 1 to 256"
+        );
+        assert!(d.check().is_ok());
     }
 
     #[tokio::test]

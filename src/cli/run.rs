@@ -150,22 +150,25 @@ impl RunArgs {
             Some(p) => Settings::from_config(p)?,
             None => Settings::default(),
         };
-        let k = self.candidates.unwrap_or(from_file.k).max(1);
-        Ok(Settings {
+        let k = self.candidates.unwrap_or(from_file.k);
+        let settings = Settings {
             iterations: self.iterations.unwrap_or(from_file.iterations),
             max_depth: self.max_depth.unwrap_or(from_file.max_depth),
             c: self.exploration.unwrap_or(from_file.c),
             k,
-            alpha: self.alpha.unwrap_or(from_file.alpha).clamp(0.0, 1.0),
+            alpha: self.alpha.unwrap_or(from_file.alpha),
             plan_rule: self.plan_rule.map_or(from_file.plan_rule, PlanRule::from),
             concurrency: self
                 .concurrency
                 .or((from_file.concurrency != Settings::default().concurrency)
                     .then_some(from_file.concurrency))
-                .unwrap_or(k)
-                .max(1),
+                .unwrap_or(k),
             revisions: self.revisions.unwrap_or(from_file.revisions),
-        })
+        };
+        settings
+            .check()
+            .context("SPIRAL settings (flags, or [agent] in cosmos.toml)")?;
+        Ok(settings)
     }
 
     fn spec(&self) -> Result<RunSpec> {

@@ -69,6 +69,30 @@ struct RoleShape {
     record_messages: Option<bool>,
 }
 
+impl RoleShape {
+    /// Every number in range, or an error naming the table, the key and the range.
+    fn check(&self, table: &str) -> Result<()> {
+        // `{:?}` writes 1e300 as 1e300, where `{}` writes 301 digits.
+        let within = |key: &str, value: Option<f64>, lo: f64, hi: f64, what: &str| match value {
+            Some(v) if !(v.is_finite() && (lo..=hi).contains(&v)) => {
+                anyhow::bail!("{table} {key} = {v:?}: must be {what} from {lo} to {hi}")
+            }
+            _ => Ok(()),
+        };
+        let count = |key: &str, value: Option<u32>, lo: u32, hi: u32| match value {
+            Some(v) if !(lo..=hi).contains(&v) => {
+                anyhow::bail!("{table} {key} = {v}: must be from {lo} to {hi}")
+            }
+            _ => Ok(()),
+        };
+        within("temperature", self.temperature, 0.0, 2.0, "a number")?;
+        within("timeout_s", self.timeout_s, 0.05, 86_400.0, "seconds")?;
+        count("max_tokens", self.max_tokens, 1, 10_000_000)?;
+        count("max_retries", self.max_retries, 0, 20)?;
+        Ok(())
+    }
+}
+
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct FileShape {
@@ -102,6 +126,10 @@ impl LlmConfig {
     }
 
     fn from_shape(shape: FileShape, env: impl Fn(&str) -> Option<String>) -> Result<Self> {
+        shape.default.check("[default]")?;
+        for (role, r) in &shape.roles {
+            r.check(&format!("[roles.{}]", role.as_str()))?;
+        }
         let mut endpoints = BTreeMap::new();
         for role in Role::ALL {
             let r = shape.roles.get(&role).cloned().unwrap_or_default();
@@ -127,9 +155,7 @@ impl LlmConfig {
                 api_key: env(&key_var).filter(|k| !k.is_empty()),
                 temperature: r.temperature.or(d.temperature).unwrap_or(0.0),
                 max_tokens: r.max_tokens.or(d.max_tokens).unwrap_or(1024),
-                timeout: Duration::from_secs_f64(
-                    r.timeout_s.or(d.timeout_s).unwrap_or(120.0).max(0.05),
-                ),
+                timeout: Duration::from_secs_f64(r.timeout_s.or(d.timeout_s).unwrap_or(120.0)),
                 max_retries: r.max_retries.or(d.max_retries).unwrap_or(4),
                 output: r.output.or(d.output).unwrap_or_default(),
                 record_messages: r.record_messages.or(d.record_messages).unwrap_or(false),
@@ -189,5 +215,29 @@ mod tests {
         );
         assert_eq!(c.secrets().len(), 5);
         assert!(toml::from_str::<FileShape>("[roles.nobody]\nmodel=\"x\"\n").is_err());
+    }
+
+    #[test]
+    fn numbers_out_of_range_are_named_with_their_table_and_key() {
+        let err = |text: &str| {
+            let shape: FileShape = toml::from_str(text).unwrap();
+            LlmConfig::from_shape(shape, |_| None)
+                .unwrap_err()
+                .to_string()
+        };
+        assert_eq!(
+            err("[roles.critic]\ntimeout_s = inf\n"),
+            "[roles.critic] timeout_s = inf: must be seconds from 0.05 to 86400"
+        );
+        assert_eq!(
+            err("[default]\ntimeout_s = 1e300\n"),
+            "[default] timeout_s = 1e300: must be seconds from 0.05 to 86400"
+        );
+        assert!(err("[default]\ntemperature = nan\n").contains("temperature = NaN"));
+        assert!(
+            err("[default]\ntemperature = 3\n")
+                .contains("temperature = 3.0: must be a number from 0 to 2")
+        );
+        assert!(err("[roles.planner]\nmax_tokens = 0\n").contains("max_tokens = 0"));
     }
 }
