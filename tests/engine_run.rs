@@ -409,7 +409,9 @@ fn an_endpoint_that_always_fails_ends_the_run_as_failed() {
     assert_valid(&file);
 }
 
-fn interrupt_with(signal: &str) {
+/// Sends `signal` while the planner's request is in flight; the run must end as interrupted,
+/// quickly. Returns the stop latency (signal to exit).
+fn interrupt_with(signal: &str, agent: &str) -> Duration {
     let dir = tempfile::tempdir().unwrap();
     let mcp = write_mcp_config(dir.path(), bench_servers());
     let out_dir = dir.path().join("out");
@@ -419,8 +421,12 @@ fn interrupt_with(signal: &str) {
         .args(run_args(
             mcp.to_str().unwrap(),
             out_dir.to_str().unwrap(),
-            "react",
-            &[],
+            agent,
+            if agent == "spiral" {
+                &["--world-model", "llm"]
+            } else {
+                &[]
+            },
         ))
         .env("OPENAI_BASE_URL", llm.base_url())
         .env("OPENAI_API_KEY", KEY)
@@ -445,31 +451,49 @@ fn interrupt_with(signal: &str) {
         .args([signal, &child.id().to_string()])
         .status()
         .unwrap();
+    let signalled = Instant::now();
     let status = loop {
         if let Some(s) = child.try_wait().unwrap() {
             break s;
         }
         assert!(
-            start.elapsed() < Duration::from_secs(25),
+            signalled.elapsed() < Duration::from_secs(20),
             "the run did not stop on {signal}"
         );
-        std::thread::sleep(Duration::from_millis(100));
+        std::thread::sleep(Duration::from_millis(20));
     };
+    let latency = signalled.elapsed();
     assert_eq!(status.code(), Some(130));
     let file = only_run(&out_dir);
     let ev = events(&file);
     assert_eq!(finished(&ev)["status"], "interrupted");
     assert_valid(&file);
+    // The request in flight was cancelled, and no new one started after the stop.
+    let asked = llm.requests().len();
+    assert_eq!(asked, 1, "{agent}: {asked} LLM requests");
+    // A generous bound; the figure is printed for the record.
+    eprintln!("{agent} stopped {latency:?} after {signal}");
+    assert!(
+        latency < Duration::from_secs(5),
+        "{agent}: {latency:?} to stop on {signal}"
+    );
+    latency
+}
+
+#[test]
+fn sighup_and_a_stop_during_spirals_llm_call_end_the_run_quickly() {
+    interrupt_with("-HUP", "react");
+    interrupt_with("-INT", "spiral");
 }
 
 #[test]
 fn sigint_ends_the_run_as_interrupted() {
-    interrupt_with("-INT");
+    interrupt_with("-INT", "react");
 }
 
 #[test]
 fn sigterm_ends_the_run_as_interrupted() {
-    interrupt_with("-TERM");
+    interrupt_with("-TERM", "react");
 }
 
 #[test]
@@ -761,4 +785,106 @@ fn settings_out_of_range_are_refused_before_anything_starts() {
         assert!(!out.exists(), "no trajectory for a run that never started");
     }
     assert!(llm.requests().is_empty());
+}
+
+/// `cosmos run` against the flaky server with a 4 s budget; the wall time it took.
+fn run_with_budget(
+    dir: &Path,
+    label: &str,
+    agent: &str,
+    llm: &ScriptedLlm,
+    extra: &[&str],
+) -> (Vec<Value>, Duration) {
+    let mcp = write_mcp_config(dir, json!({"flaky": flaky_server()}));
+    let tasks = dir.join("task.json");
+    std::fs::write(
+        &tasks,
+        json!({"id": "hang_1", "request": "poke the flaky server"}).to_string(),
+    )
+    .unwrap();
+    let out_dir = dir.join(label);
+    let mut args = vec![
+        "run",
+        "--mcp-config",
+        mcp.to_str().unwrap(),
+        "--task",
+        tasks.to_str().unwrap(),
+        "--agent",
+        agent,
+        "--out",
+        out_dir.to_str().unwrap(),
+        "--no-tui",
+        "--max-time-s",
+        "4",
+        "--call-timeout-s",
+        "60",
+    ];
+    args.extend(extra);
+    let start = Instant::now();
+    let out = cosmos(&args, llm, KEY);
+    let took = start.elapsed();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let file = only_run(&out_dir);
+    assert_valid(&file);
+    (events(&file), took)
+}
+
+#[test]
+fn a_time_budget_is_a_deadline_inside_a_hanging_call_and_a_slow_endpoint() {
+    let dir = tempfile::tempdir().unwrap();
+    // Server start-up (1–2 s) is outside the budget; the budget is 4 s; 10 s of slack.
+    let bound = Duration::from_secs(16);
+    let llm = ScriptedLlm::start(json!([
+        {"when": "You simulate an MCP server", "content": predicted("ok", false)},
+        {"when": "1. flaky:hang", "content": finish("")},
+        {"when": "No tool has been called yet", "content": call("flaky:hang", json!({"text": "x"}))}
+    ]));
+    for agent in ["react", "plan-exec"] {
+        let extra: &[&str] = if agent == "plan-exec" {
+            &["--world-model", "llm"]
+        } else {
+            &[]
+        };
+        let (ev, took) = run_with_budget(dir.path(), agent, agent, &llm, extra);
+        assert!(took < bound, "{agent} took {took:?} with a 4 s budget");
+        let cut = ev
+            .iter()
+            .find(|e| e["kind"] == "tool_called")
+            .expect("the hanging call is recorded");
+        assert!(
+            cut["error"]
+                .as_str()
+                .unwrap()
+                .contains("time budget of 4s spent"),
+            "{cut}"
+        );
+        let end = finished(&ev);
+        assert_eq!(end["status"], "failed", "{end}");
+        assert!(
+            end["error"]
+                .as_str()
+                .unwrap()
+                .contains("during a tool call"),
+            "{end}"
+        );
+        assert!(
+            !kinds(&ev).contains(&"answer".to_string()),
+            "no summarizer after the budget"
+        );
+    }
+    // An endpoint that takes 30 s to answer.
+    let slow = ScriptedLlm::start(json!([{"delay_s": 30, "content": finish("late")}]));
+    let (ev, took) = run_with_budget(dir.path(), "slow", "react", &slow, &[]);
+    assert!(
+        took < bound,
+        "took {took:?} with a 4 s budget and a 30 s endpoint"
+    );
+    let end = finished(&ev);
+    assert!(
+        end["error"]
+            .as_str()
+            .unwrap()
+            .contains("while the planner was deciding"),
+        "{end}"
+    );
 }

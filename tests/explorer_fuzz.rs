@@ -82,7 +82,7 @@ fn runs() -> Vec<Run> {
 }
 
 fn drive(run: Run, inputs: &[Input]) {
-    let mut size = (80u16, 24u16);
+    let size = (80u16, 24u16);
     let view = RunView::new(run, Rect::new(0, 0, size.0, size.1 - 1));
     let mut app = App::with_run(view, Keymap::default(), Theme::new(true), size);
     let mut terminal = Terminal::new(TestBackend::new(size.0, size.1)).unwrap();
@@ -103,7 +103,6 @@ fn drive(run: Run, inputs: &[Input]) {
                 })
             }
             Input::Resize(w, h) => {
-                size = (*w, *h);
                 terminal = Terminal::new(TestBackend::new(*w, *h)).unwrap();
                 TermEvent::Resize(*w, *h)
             }

@@ -7,15 +7,24 @@ use super::{End, Env, prompt};
 use crate::trajectory::event::{EventBody, Phase, Role};
 use crate::world_model::HistoryStep;
 
-/// Writes the answer phase: one summarizer call, then the `answer` event.
+/// Writes the answer phase: one summarizer call, then the `answer` event. With the budget
+/// spent there is no summarizer call: the run fails, saying why.
 pub async fn answer(env: &Env, sink: &mut dyn EventSink, real: &[HistoryStep]) -> Result<End> {
+    if let Some(why) = env.meter.over() {
+        return Ok(End::failed(format!("no answer written: {why}")));
+    }
     sink.emit(EventBody::Phase {
         phase: Phase::Answer,
     })?;
     let messages = prompt::answer(&env.task.request, real);
     let client = env.roles.summarizer.clone();
-    let Some(result) = env.or_stop(client.complete_text(&messages)).await else {
-        return Ok(End::interrupted());
+    let result = match env
+        .bounded(client.complete_text(&messages))
+        .await
+        .or_end("the summarizer wrote the answer")
+    {
+        Ok(result) => result,
+        Err(end) => return Ok(end),
     };
     env.record_llm(
         sink,

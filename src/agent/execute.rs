@@ -6,8 +6,9 @@ use anyhow::Result;
 use serde_json::Value;
 
 use super::ports::EventSink;
-use super::{End, Env};
-use crate::trajectory::event::{EventBody, NodeId};
+use super::{Bounded, End, Env};
+use crate::mcp::server::CallOutcome;
+use crate::trajectory::event::{EventBody, NodeId, Observation};
 use crate::world_model::HistoryStep;
 
 /// One call of a plan.
@@ -40,18 +41,44 @@ pub struct Executed {
 }
 
 /// Makes one real call as step `step` and records it (and the server's death, if this call
-/// found it). `None` when a stop came first.
+/// found it). A call cut off by a stop or the time budget is recorded too, with what cut it
+/// (the server may have acted on it), and ends the run (`Err`).
 pub async fn call(
     env: &Env,
     sink: &mut dyn EventSink,
     step: u64,
     planned: &PlannedCall,
-) -> Result<Option<HistoryStep>> {
-    let Some((server, outcome)) = env
-        .or_stop(env.host.call(&planned.tool, &planned.arguments))
+) -> Result<std::result::Result<HistoryStep, End>> {
+    let started = std::time::Instant::now();
+    let (server, outcome, end) = match env
+        .bounded(env.host.call(&planned.tool, &planned.arguments))
         .await
-    else {
-        return Ok(None);
+    {
+        Bounded::Done((server, outcome)) => (server, outcome, None),
+        cut => {
+            let (why, end) = match cut {
+                Bounded::OutOfTime(why) => (
+                    why.clone(),
+                    End::failed(format!("{why} during a tool call")),
+                ),
+                _ => ("stopped".to_string(), End::interrupted()),
+            };
+            let message = format!(
+                "cut off after {:.1}s: {why}",
+                started.elapsed().as_secs_f64()
+            );
+            let outcome = CallOutcome {
+                result: Observation {
+                    text: message.clone(),
+                    is_error: true,
+                    ..Default::default()
+                },
+                error: Some(message),
+                latency: started.elapsed(),
+                server_died: None,
+            };
+            (None, outcome, Some(end))
+        }
     };
     sink.emit(EventBody::ToolCalled {
         step,
@@ -71,7 +98,10 @@ pub async fn call(
             stderr_tail: died.stderr_tail,
         })?;
     }
-    Ok(Some(HistoryStep {
+    if let Some(end) = end {
+        return Ok(Err(end));
+    }
+    Ok(Ok(HistoryStep {
         tool: planned.tool.clone(),
         arguments: planned.arguments.clone(),
         observation: outcome.result,
@@ -103,8 +133,9 @@ pub async fn execute_plan(
             break;
         }
         let step = (done + executed.real.len() + 1) as u64;
-        let Some(real) = call(env, sink, step, planned).await? else {
-            return Ok(Err(End::interrupted()));
+        let real = match call(env, sink, step, planned).await? {
+            Ok(real) => real,
+            Err(end) => return Ok(Err(end)),
         };
         let failed = real.observation.is_error;
         executed.real.push(real);

@@ -89,16 +89,23 @@ impl Meter {
         self.tokens.fetch_add(tokens, Ordering::Relaxed);
     }
 
+    /// Time left of the wall-time budget.
+    pub fn time_left(&self) -> Duration {
+        self.budget.max_wall.saturating_sub(self.started.elapsed())
+    }
+
+    /// What the time budget says once it has run out.
+    pub fn out_of_time(&self) -> String {
+        format!("time budget of {}s spent", self.budget.max_wall.as_secs())
+    }
+
     /// Which budget is spent, if any.
     pub fn over(&self) -> Option<String> {
         if self.tokens.load(Ordering::Relaxed) >= self.budget.max_tokens {
             return Some(format!("token budget of {} spent", self.budget.max_tokens));
         }
         if self.started.elapsed() >= self.budget.max_wall {
-            return Some(format!(
-                "time budget of {}s spent",
-                self.budget.max_wall.as_secs()
-            ));
+            return Some(self.out_of_time());
         }
         None
     }
@@ -187,18 +194,22 @@ impl Env {
         self.meter.over()
     }
 
-    /// Runs `fut` unless a stop comes first (then `None`).
-    pub async fn or_stop<F: Future>(&self, fut: F) -> Option<F::Output> {
+    /// Runs `fut` until it ends, a stop comes, or the run's time budget runs out, whichever
+    /// is first: every await of a run goes through here, so a hung server or endpoint cannot
+    /// outlive the budget, and a stop cancels what is in flight (dropping it).
+    pub async fn bounded<F: Future>(&self, fut: F) -> Bounded<F::Output> {
         let mut stop = self.stop.clone();
         if *stop.borrow() {
-            return None;
+            return Bounded::Stopped;
         }
+        let left = self.meter.time_left();
         // A stop sender that is gone can never ask for a stop: only `Ok` stops, and the
-        // work wins when both are ready.
+        // work wins when it is ready at the same time.
         tokio::select! {
             biased;
-            out = fut => Some(out),
-            Ok(_) = stop.wait_for(|s| *s) => None,
+            out = fut => Bounded::Done(out),
+            Ok(_) = stop.wait_for(|s| *s) => Bounded::Stopped,
+            () = tokio::time::sleep(left) => Bounded::OutOfTime(self.meter.out_of_time()),
         }
     }
 
@@ -224,6 +235,29 @@ impl Env {
             message,
             stderr_tail: None,
         })
+    }
+}
+
+/// How a [`Env::bounded`] await ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Bounded<T> {
+    /// It finished.
+    Done(T),
+    /// A stop came first.
+    Stopped,
+    /// The run's time budget ran out first (the message says so).
+    OutOfTime(String),
+}
+
+impl<T> Bounded<T> {
+    /// The output, or how the run ends when there is none: interrupted by a stop, failed by
+    /// the budget (`while` says what was cut off).
+    pub fn or_end(self, while_: &str) -> std::result::Result<T, End> {
+        match self {
+            Bounded::Done(out) => Ok(out),
+            Bounded::Stopped => Err(End::interrupted()),
+            Bounded::OutOfTime(why) => Err(End::failed(format!("{why} while {while_}"))),
+        }
     }
 }
 

@@ -85,13 +85,15 @@ pub async fn run(env: &Env, sink: &mut dyn EventSink) -> Result<End> {
             action: Some(action.clone()),
             prior: None,
         })?;
-        let Some(r) = env
-            .or_stop(rehearse::rehearse(
+        let r = match env
+            .bounded(rehearse::rehearse(
                 &rehearser, &settings, &simulated, &action, depth,
             ))
             .await
-        else {
-            return Ok(End::interrupted());
+            .or_end("rehearsing a step")
+        {
+            Ok(r) => r,
+            Err(end) => return Ok(end),
         };
         rehearse::record(sink, node, &r)?;
         // Without a prediction the chain cannot go on; the plan is what came before.

@@ -62,8 +62,8 @@ pub async fn run(env: &Env, sink: &mut dyn EventSink) -> Result<End> {
                 };
                 let step = real.len() as u64 + 1;
                 match call(env, sink, step, &planned).await? {
-                    Some(s) => real.push(s),
-                    None => return Ok(End::interrupted()),
+                    Ok(s) => real.push(s),
+                    Err(end) => return Ok(end),
                 }
             }
             Err(rejection) => {
@@ -100,11 +100,13 @@ pub async fn planner_turn(
     turn: &Turn<'_>,
 ) -> Result<std::result::Result<Candidate, End>> {
     let client = env.roles.planner.clone();
-    let asked = env
-        .or_stop(planner::ask(&client, &env.tools, &env.functions, turn))
-        .await;
-    let Some(asked) = asked else {
-        return Ok(Err(End::interrupted()));
+    let asked = match env
+        .bounded(planner::ask(&client, &env.tools, &env.functions, turn))
+        .await
+        .or_end("the planner was deciding")
+    {
+        Ok(asked) => asked,
+        Err(end) => return Ok(Err(end)),
     };
     env.record_llm(
         sink,

@@ -350,26 +350,30 @@ async fn run_agent(
     }
 }
 
-/// A stop signal that turns true on Ctrl-C or SIGTERM (and on demand through the sender).
+/// A stop signal that turns true on Ctrl-C, SIGTERM or SIGHUP (the terminal closed), and on
+/// demand through the sender.
 pub fn stop_on_signals() -> (watch::Sender<bool>, watch::Receiver<bool>) {
     let (tx, rx) = watch::channel(false);
     let signal_tx = tx.clone();
     tokio::spawn(async move {
         #[cfg(unix)]
         {
-            let mut term =
-                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-            let terminated = async {
-                match term.as_mut() {
-                    Some(t) => {
-                        t.recv().await;
+            use tokio::signal::unix::{SignalKind, signal};
+            let received = |kind: SignalKind| {
+                let mut stream = signal(kind).ok();
+                async move {
+                    match stream.as_mut() {
+                        Some(s) => {
+                            s.recv().await;
+                        }
+                        None => std::future::pending::<()>().await,
                     }
-                    None => std::future::pending::<()>().await,
                 }
             };
             tokio::select! {
                 _ = tokio::signal::ctrl_c() => {}
-                _ = terminated => {}
+                _ = received(SignalKind::terminate()) => {}
+                _ = received(SignalKind::hangup()) => {}
             }
         }
         #[cfg(not(unix))]

@@ -125,7 +125,16 @@ async fn search(
         meter: env.meter.clone(),
         stop: env.stop.clone(),
     };
-    let (tree, stopped) = mcts::search_from(&rehearser, settings, origin, sink).await?;
+    // The whole search is bounded: a stop or the time budget cancels the calls in flight.
+    // Events recorded so far stay in the file.
+    let (tree, stopped) = match env
+        .bounded(mcts::search_from(&rehearser, settings, origin, sink))
+        .await
+        .or_end("searching")
+    {
+        Ok(searched) => searched?,
+        Err(end) => return Ok(Err(end)),
+    };
     match &stopped {
         Stopped::Budget(_) if env.stopped() => return Ok(Err(End::interrupted())),
         // Nothing to execute and nothing executed yet: the run failed.
