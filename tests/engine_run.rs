@@ -888,3 +888,82 @@ fn a_time_budget_is_a_deadline_inside_a_hanging_call_and_a_slow_endpoint() {
         "{end}"
     );
 }
+
+#[test]
+fn secrets_stay_out_of_trajectory_and_trace_log_and_a_broken_entry_spoils_only_its_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let literal = "literal-service-token-0123456789";
+    let mcp = write_mcp_config(
+        dir.path(),
+        json!({
+            "everything": {"command": npm_bin("mcp-server-everything"),
+                           "env": {"SERVICE_TOKEN": literal, "TZ": "Europe/Paris"}},
+            "broken": {"command": npm_bin("mcp-server-everything"),
+                       "env": {"X": "${COSMOS_TEST_SURELY_UNSET}"}}
+        }),
+    );
+    let tasks = dir.path().join("task.json");
+    std::fs::write(
+        &tasks,
+        json!({"id": "env_1", "request": "show the env", "servers": ["everything", "broken"]})
+            .to_string(),
+    )
+    .unwrap();
+    let out_dir = dir.path().join("out");
+    let log = dir.path().join("trace.log");
+    let llm = ScriptedLlm::start(json!([
+        {"when": "1. everything:get-env", "content": finish("done")},
+        {"when": "No tool has been called yet", "content": call("everything:get-env", json!({}))}
+    ]));
+    let out = Command::new(env!("CARGO_BIN_EXE_cosmos"))
+        .args([
+            "run",
+            "--mcp-config",
+            mcp.to_str().unwrap(),
+            "--task",
+            tasks.to_str().unwrap(),
+            "--agent",
+            "react",
+            "--out",
+            out_dir.to_str().unwrap(),
+            "--no-tui",
+        ])
+        .env("OPENAI_BASE_URL", llm.base_url())
+        .env("OPENAI_API_KEY", KEY)
+        .env("COSMOS_LOG", "trace")
+        .env("COSMOS_LOG_FILE", &log)
+        .env_remove("COSMOS_TEST_SURELY_UNSET")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let file = only_run(&out_dir);
+    let ev = events(&file);
+    // The broken entry is that server's failure, named with its variable; the run went on.
+    let broken = ev
+        .iter()
+        .find(|e| e["kind"] == "error" && e["name"] == "broken")
+        .expect("the broken server's error");
+    assert!(
+        broken["message"]
+            .as_str()
+            .unwrap()
+            .contains("COSMOS_TEST_SURELY_UNSET"),
+        "{broken}"
+    );
+    let env_call = ev.iter().find(|e| e["kind"] == "tool_called").unwrap();
+    let result = env_call["result"]["text"].as_str().unwrap();
+    assert!(
+        result.contains("SERVICE_TOKEN") && result.contains("[REDACTED]"),
+        "{result}"
+    );
+    assert!(result.contains("Europe/Paris"), "ordinary values are kept");
+    let log_text = std::fs::read_to_string(&log).unwrap();
+    assert!(log_text.len() > 1_000, "the trace log was written");
+    for secret in [literal, KEY] {
+        assert!(!log_text.contains(secret), "{secret} in the trace log");
+        assert!(
+            !std::fs::read_to_string(&file).unwrap().contains(secret),
+            "{secret} in the run"
+        );
+    }
+}

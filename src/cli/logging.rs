@@ -1,8 +1,13 @@
-//! Logs go to a file, never to the terminal the UI draws on.
+//! Logs go to a file, never to the terminal the UI draws on, and every line is cleaned of the
+//! secrets the run knows (API keys, server headers and env values) at every level: rmcp's
+//! traces print tool arguments, results and requests as they are.
 
-use std::fs::OpenOptions;
+use std::fs::{File, OpenOptions};
+use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Mutex;
+
+use crate::trajectory::redact::redact_log_line;
 
 /// The log file: `$COSMOS_LOG_FILE`, else `$XDG_STATE_HOME/mcp-cosmos/cosmos.log`
 /// (`~/.local/state/...`), else the system temp folder.
@@ -32,6 +37,25 @@ pub fn init() {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(false)
-        .with_writer(Mutex::new(file))
+        .with_writer(Mutex::new(Redacting(file)))
         .try_init();
+}
+
+/// The log file behind the redactor. tracing formats an event whole, then writes it in one
+/// call, so each write is cleaned as a whole.
+struct Redacting(File);
+
+impl Write for Redacting {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let text = String::from_utf8_lossy(buf);
+        match redact_log_line(&text) {
+            Some(clean) => self.0.write_all(clean.as_bytes())?,
+            None => self.0.write_all(buf)?,
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
 }

@@ -122,7 +122,10 @@ impl LlmConfig {
             }
             None => FileShape::default(),
         };
-        Self::from_shape(shape, |k| std::env::var(k).ok())
+        let config = Self::from_shape(shape, |k| std::env::var(k).ok())?;
+        // The log is cleaned of the keys from here on, before any request is logged.
+        crate::trajectory::redact::remember_for_logs(config.secrets().iter().map(String::as_str));
+        Ok(config)
     }
 
     fn from_shape(shape: FileShape, env: impl Fn(&str) -> Option<String>) -> Result<Self> {

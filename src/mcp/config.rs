@@ -7,8 +7,14 @@
 //! }}
 //! ```
 //!
-//! `${VAR}` in `env` and `headers` values is replaced from the environment; the values so
-//! obtained are secrets and are handed to the trajectory writer's redactor.
+//! `${VAR}` in `env` and `headers` values is replaced from the environment. Secrets, handed to
+//! the trajectory writer's redactor and cleaned from the log: every header value (literal or
+//! expanded), every value a `${VAR}` expanded to, and the literal value of an env key that
+//! names a credential (`*KEY*`, `*TOKEN*`, `*SECRET*`, `*PASSWORD*`…). Other literal env values
+//! (`TZ=Europe/Paris`) are not: cutting them out of every tool result would erase data.
+//!
+//! A server whose entry cannot be used (an unset `${VAR}`) does not stop the others: it is kept
+//! with its problem, and fails to start with that message if a run needs it.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -46,6 +52,8 @@ pub struct ServerConfig {
     pub name: String,
     /// How to reach it.
     pub transport: Transport,
+    /// Why it cannot be started (an unset `${VAR}` in its entry), if it cannot.
+    pub problem: Option<String>,
 }
 
 impl ServerConfig {
@@ -105,11 +113,14 @@ pub struct McpConfig {
 }
 
 impl McpConfig {
-    /// Reads and checks a config file.
+    /// Reads and checks a config file; its secrets are cleaned from the log from now on.
     pub fn load(path: &Path) -> Result<Self> {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("reading MCP config {}", path.display()))?;
-        Self::parse(&text).with_context(|| format!("in MCP config {}", path.display()))
+        let config =
+            Self::parse(&text).with_context(|| format!("in MCP config {}", path.display()))?;
+        crate::trajectory::redact::remember_for_logs(config.secrets.iter().map(String::as_str));
+        Ok(config)
     }
 
     /// Parses config text; relative `cwd`s stay relative to the current folder.
@@ -124,15 +135,25 @@ impl McpConfig {
                     "server name \"{name}\" contains ':', which separates server from tool in tool names"
                 );
             }
-            let mut expand = |map: BTreeMap<String, String>| -> Result<BTreeMap<String, String>> {
-                map.into_iter()
-                    .map(|(k, v)| {
-                        let (value, secrets) =
-                            expand_vars(&v).with_context(|| format!("server \"{name}\", {k}"))?;
-                        config.secrets.extend(secrets);
-                        Ok((k, value))
-                    })
-                    .collect()
+            let mut problem = None;
+            // `all_secret`: every value is a secret (headers), else only credential-named keys.
+            let mut expand = |map: BTreeMap<String, String>, all_secret: bool| {
+                let mut out = BTreeMap::new();
+                for (k, v) in map {
+                    match expand_vars(&v) {
+                        Ok((value, expanded)) => {
+                            config.secrets.extend(expanded);
+                            if all_secret || names_a_credential(&k) {
+                                config.secrets.push(value.clone());
+                            }
+                            out.insert(k, value);
+                        }
+                        Err(e) => {
+                            problem.get_or_insert(format!("{k}: {e:#}"));
+                        }
+                    }
+                }
+                out
             };
             let transport = match (entry.command, entry.url) {
                 (Some(command), None) => {
@@ -142,13 +163,13 @@ impl McpConfig {
                     Transport::Stdio {
                         command,
                         args: entry.args,
-                        env: expand(entry.env)?,
+                        env: expand(entry.env, false),
                         cwd: entry.cwd,
                     }
                 }
                 (None, Some(url)) => Transport::Http {
                     url,
-                    headers: expand(entry.headers)?,
+                    headers: expand(entry.headers, true),
                 },
                 (Some(_), Some(_)) => {
                     bail!("server \"{name}\" has both a command and a url; give one")
@@ -157,7 +178,11 @@ impl McpConfig {
                     "server \"{name}\" needs a \"command\" (stdio) or a \"url\" (streamable HTTP)"
                 ),
             };
-            config.servers.push(ServerConfig { name, transport });
+            config.servers.push(ServerConfig {
+                name,
+                transport,
+                problem,
+            });
         }
         Ok(config)
     }
@@ -178,6 +203,24 @@ impl McpConfig {
                 )
             })
     }
+}
+
+/// True for an env key that names a credential.
+fn names_a_credential(key: &str) -> bool {
+    let key = key.to_ascii_uppercase();
+    [
+        "KEY",
+        "TOKEN",
+        "SECRET",
+        "PASSWORD",
+        "PASSWD",
+        "AUTH",
+        "CREDENTIAL",
+        "COOKIE",
+        "SESSION",
+    ]
+    .iter()
+    .any(|word| key.contains(word))
 }
 
 /// Replaces `${VAR}` with the environment's value; returns the text and the values used.
@@ -224,7 +267,37 @@ mod tests {
         assert!(e(r#"{"mcpServers": {"a": {"command": "x", "url": "y"}}}"#).contains("both"));
         assert!(e(r#"{"mcpServers": {"a:b": {"command": "x"}}}"#).contains("':'"));
         assert!(e(r#"{"servers": {}}"#).contains("mcpServers"));
-        assert!(e(r#"{"mcpServers": {"a": {"command": "x", "env": {"K": "${COSMOS_SURELY_UNSET_VAR}"}}}}"#).contains("not set"));
+    }
+
+    #[test]
+    fn an_unset_variable_spoils_only_its_own_server() {
+        let c = McpConfig::parse(
+            r#"{"mcpServers": {"a": {"command": "x", "env": {"K": "${COSMOS_SURELY_UNSET_VAR}"}}, "b": {"command": "y"}}}"#,
+        )
+        .unwrap();
+        let problem = c.get("a").unwrap().problem.clone().unwrap();
+        assert!(
+            problem.contains("COSMOS_SURELY_UNSET_VAR") && problem.contains("not set"),
+            "{problem}"
+        );
+        assert_eq!(c.get("b").unwrap().problem, None);
+    }
+
+    #[test]
+    fn literal_headers_and_credential_named_env_values_are_secrets() {
+        let c = McpConfig::parse(
+            r#"{"mcpServers": {
+                "web": {"url": "http://x", "headers": {"X-Api-Key": "litkey-0123456789"}},
+                "cli": {"command": "x", "env": {"GITHUB_TOKEN": "ghp_literal_value", "TZ": "Europe/Paris"}}
+            }}"#,
+        )
+        .unwrap();
+        assert!(c.secrets.contains(&"litkey-0123456789".to_string()));
+        assert!(c.secrets.contains(&"ghp_literal_value".to_string()));
+        assert!(
+            !c.secrets.contains(&"Europe/Paris".to_string()),
+            "ordinary values stay"
+        );
     }
 
     #[test]
@@ -238,6 +311,7 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        assert_eq!(c.secrets, vec![path]);
+        // The variable's value, and the header's whole value.
+        assert_eq!(c.secrets, vec![path.clone(), format!("Bearer {path}")]);
     }
 }

@@ -83,6 +83,9 @@ impl Server {
             message,
             stderr_tail: tail(stderr),
         };
+        if let Some(problem) = &config.problem {
+            return Err(fail(format!("not started: {problem}"), &stderr));
+        }
         let started =
             tokio::time::timeout(startup_timeout, Self::start(config, stderr.clone())).await;
         let client = match started {

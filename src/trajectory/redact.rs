@@ -5,6 +5,8 @@
 //! secret value is cut out wherever it appears; and token shapes that are keys by
 //! construction (`Bearer …`, `sk-…`) are cut out even when nobody configured them.
 
+use std::sync::RwLock;
+
 use serde_json::Value;
 
 /// What replaces a secret.
@@ -87,6 +89,28 @@ impl Redactor {
         }
         out
     }
+}
+
+/// The secrets this process knows, for its log: a trajectory has its writer's redactor, but
+/// the log is written from everywhere (rmcp's traces of arguments and results included).
+static PROCESS_SECRETS: RwLock<Redactor> = RwLock::new(Redactor {
+    secrets: Vec::new(),
+});
+
+/// Adds secrets that every log line is cleaned of from now on.
+pub fn remember_for_logs<'a>(secrets: impl IntoIterator<Item = &'a str>) {
+    let mut r = PROCESS_SECRETS.write().unwrap_or_else(|p| p.into_inner());
+    for s in secrets {
+        r.add_secret(s);
+    }
+}
+
+/// A log line without the secrets remembered so far, nor key shapes (`Bearer …`, `sk-…`).
+pub fn redact_log_line(line: &str) -> Option<String> {
+    PROCESS_SECRETS
+        .read()
+        .unwrap_or_else(|p| p.into_inner())
+        .redact_str(line)
 }
 
 fn is_secret_key(key: &str) -> bool {
