@@ -60,6 +60,23 @@ pub fn lines(text: &str, max_lines: usize, max_chars: usize) -> Vec<String> {
 
 /// Control characters drive the terminal; right-to-left overrides and similar reorder
 /// what it shows.
+/// JSON text made inert without breaking it: every control or bidi character still raw in it
+/// (serde_json leaves C1 controls and bidi overrides as they are) becomes a `\uXXXX` escape,
+/// which a JSON reader turns back into the same string. Only correct for valid JSON text,
+/// where such characters can only stand inside strings.
+pub fn inert_json(json: &str) -> String {
+    let mut out = String::with_capacity(json.len());
+    for c in json.chars() {
+        if is_unsafe(c) && !matches!(c, '\n' | '\t' | '\r') {
+            // Every unsafe character is in the Basic Multilingual Plane: one escape each.
+            out.push_str(&format!("\\u{:04x}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 fn is_unsafe(c: char) -> bool {
     c.is_control()
         || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}')
@@ -68,6 +85,17 @@ fn is_unsafe(c: char) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn json_stays_json_and_inert() {
+        let value = serde_json::json!({"task": "abc\u{202e}txt.exe\u{9b}31m\u{1b}[2J"});
+        let text = serde_json::to_string_pretty(&value).unwrap();
+        let safe = inert_json(&text);
+        assert!(!safe.chars().any(|c| is_unsafe(c) && c != '\n'), "{safe}");
+        assert!(safe.contains("abc\\u202etxt.exe"), "{safe}");
+        let back: serde_json::Value = serde_json::from_str(&safe).unwrap();
+        assert_eq!(back, value, "the same document");
+    }
 
     #[test]
     fn escapes_never_survive() {

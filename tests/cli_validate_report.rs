@@ -196,3 +196,99 @@ fn help_lists_only_working_commands() {
     let out = text(&cosmos(&["--help"]));
     assert!(out.contains("validate") && out.contains("report"));
 }
+
+/// `cosmos ARGS` in a child that must end within 30 s (a hang is the bug).
+fn cosmos_within(args: &[&str]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cosmos"))
+        .args(args)
+        .env(
+            "COSMOS_LOG_FILE",
+            std::env::temp_dir().join("cosmos-test.log"),
+        )
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > std::time::Duration::from_secs(30) {
+            let _ = child.kill();
+            panic!("cosmos {args:?} hung");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn fifos_device_links_and_dangling_links_are_passed_over_not_waited_on() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "good.jsonl", 1);
+    let fifo = dir.path().join("pipe.jsonl");
+    assert!(
+        Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    std::os::unix::fs::symlink("/dev/zero", dir.path().join("zero.jsonl")).unwrap();
+    std::os::unix::fs::symlink("/nowhere/at/all", dir.path().join("dangling.jsonl")).unwrap();
+    let d = dir.path().to_str().unwrap();
+    let v = cosmos_within(&["validate", d]);
+    assert_eq!(v.status.code(), Some(0), "{}", text(&v));
+    assert!(
+        text(&v).contains("pipe.jsonl: not a regular file"),
+        "{}",
+        text(&v)
+    );
+    assert!(
+        text(&v).contains("zero.jsonl: not a regular file"),
+        "{}",
+        text(&v)
+    );
+    assert!(
+        text(&v).contains("1 file(s) checked: 0 with errors, 3 warning(s)"),
+        "{}",
+        text(&v)
+    );
+    let r = cosmos_within(&["report", d, "--format", "json"]);
+    assert_eq!(r.status.code(), Some(0), "{}", text(&r));
+    let doc: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
+    assert_eq!(doc["runs"], 1);
+    assert_eq!(doc["unreadable"].as_array().unwrap().len(), 3);
+    let listed = mcp_cosmos::trajectory::listing::list_runs(&[dir.path().to_path_buf()]).unwrap();
+    assert_eq!(listed.len(), 1);
+}
+
+#[test]
+fn report_json_stays_json_with_a_bidi_task_id_and_no_runs_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(dir.path(), "a.jsonl", 7);
+    // A task id with a right-to-left override, and a byte-order mark an editor left.
+    let text_of = fs::read_to_string(&path).unwrap();
+    let edited = text_of.replacen("synthetic_007", "abc\u{202e}txt.exe", 1);
+    fs::write(&path, format!("\u{feff}{edited}")).unwrap();
+    let r = cosmos(&[
+        "report",
+        dir.path().to_str().unwrap(),
+        "--group-by",
+        "task",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(r.status.code(), Some(0), "{}", text(&r));
+    let out = String::from_utf8(r.stdout.clone()).unwrap();
+    assert!(
+        !out.contains('\u{202e}'),
+        "the override reached the terminal"
+    );
+    assert!(out.contains("abc\\u202etxt.exe"), "{out}");
+    let doc: serde_json::Value = serde_json::from_str(&out).expect("valid JSON");
+    assert_eq!(doc["groups"][0]["key"], "abc\u{202e}txt.exe");
+
+    let empty = tempfile::tempdir().unwrap();
+    let r = cosmos(&["report", empty.path().to_str().unwrap()]);
+    assert_eq!(r.status.code(), Some(1), "{}", text(&r));
+    assert!(text(&r).contains("no runs to report"), "{}", text(&r));
+}

@@ -186,3 +186,36 @@ async fn a_retry_after_no_duration_can_hold_gives_up_instead_of_panicking() {
         assert!(start.elapsed() < Duration::from_secs(30), "{value}");
     }
 }
+
+#[tokio::test]
+async fn a_huge_reply_is_cut_and_a_monstrous_one_refused() {
+    use mcp_cosmos::llm::http::{MAX_REPLY_BYTES, MAX_REPLY_TEXT};
+    let big = "y".repeat(3 << 20);
+    let monstrous = format!(
+        "{{\"choices\": [{{\"message\": {{\"content\": \"{}\"}}}}]}}",
+        "z".repeat(MAX_REPLY_BYTES + 1)
+    );
+    let llm = ScriptedLlm::start(json!([
+        {"when": "big", "content": big},
+        {"when": "monstrous", "raw": monstrous}
+    ]));
+    let c = client(&llm, 30_000, 0);
+    let cut = c.complete_text(&[Message::user("big")]).await.unwrap();
+    assert!(cut.text.len() < MAX_REPLY_TEXT + 200, "{}", cut.text.len());
+    assert!(
+        cut.text.ends_with(&format!(
+            "[cut by mcp-cosmos: {} more bytes of the model's reply]",
+            (3 << 20) - MAX_REPLY_TEXT
+        )),
+        "{}",
+        &cut.text[cut.text.len() - 100..]
+    );
+    let err = c
+        .complete_text(&[Message::user("monstrous")])
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("reply over 16 MiB; refused"),
+        "{err}"
+    );
+}

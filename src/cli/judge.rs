@@ -27,7 +27,11 @@ pub fn run(paths: &[PathBuf], config: Option<PathBuf>, force: bool) -> Result<Ex
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    let files = collect_files(paths)?;
+    let found = collect_files(paths)?;
+    for skipped in &found.skipped {
+        eprintln!("cosmos: skipped {}", inert(skipped));
+    }
+    let files = found.files;
     if files.is_empty() {
         bail!("no *.jsonl files to judge");
     }

@@ -9,7 +9,7 @@ use serde::Serialize;
 use crate::metrics::group::{GroupBy, GroupRow, group};
 use crate::metrics::records::read_records;
 use crate::metrics::table;
-use crate::sanitize::inert;
+use crate::sanitize::{inert, inert_json};
 
 /// What a row stands for, on the command line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -73,6 +73,19 @@ pub struct ReportDoc {
 /// Reads every run (streaming, one at a time) and prints the table.
 pub fn run(paths: &[PathBuf], by: GroupBy, format: ReportFormat) -> Result<ExitCode> {
     let (records, unreadable) = read_records(paths)?;
+    if records.is_empty() {
+        for u in &unreadable {
+            eprintln!("cosmos: skipped {}", inert(u));
+        }
+        anyhow::bail!(
+            "no runs to report under {}",
+            paths
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
     let rows = group(&records, by);
     let out = match format {
         ReportFormat::Json => {
@@ -84,7 +97,12 @@ pub fn run(paths: &[PathBuf], by: GroupBy, format: ReportFormat) -> Result<ExitC
                 unreadable,
                 groups: rows,
             };
-            serde_json::to_string_pretty(&doc)? + "\n"
+            // Still JSON, and still inert: unsafe characters become \u escapes.
+            print!(
+                "{}",
+                inert_json(&(serde_json::to_string_pretty(&doc)? + "\n"))
+            );
+            return Ok(ExitCode::SUCCESS);
         }
         ReportFormat::Table => {
             for u in &unreadable {

@@ -13,7 +13,12 @@ use crate::trajectory::reader::{EventStream, Problem, Severity, collect_files};
 
 /// Checks every file; exit code 1 when any has an error.
 pub fn run(paths: &[PathBuf], quiet: bool) -> Result<ExitCode> {
-    let files = collect_files(paths)?;
+    let found = collect_files(paths)?;
+    for skipped in &found.skipped {
+        println!("{}: warning: skipped", inert(skipped));
+    }
+    let skipped = found.skipped.len();
+    let files = found.files;
     if files.is_empty() {
         anyhow::bail!(
             "no *.jsonl files under {}",
@@ -24,7 +29,7 @@ pub fn run(paths: &[PathBuf], quiet: bool) -> Result<ExitCode> {
                 .join(", ")
         );
     }
-    let (mut bad_files, mut warnings) = (0usize, 0usize);
+    let (mut bad_files, mut warnings) = (0usize, skipped);
     for file in &files {
         let problems = check_file(file);
         let errors = problems

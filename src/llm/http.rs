@@ -15,6 +15,11 @@ use super::wire::{ChatRequest, ChatResponse};
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
 /// First backoff; doubled each retry, plus up to 50% jitter.
 const BASE_BACKOFF: Duration = Duration::from_millis(500);
+/// Largest reply body read; a longer one is refused (a 260 MB reply once became a 272 MB
+/// trajectory line that no reader accepts).
+pub const MAX_REPLY_BYTES: usize = 16 << 20;
+/// Longest reply text kept, as tool results are capped; the rest is cut with a marker.
+pub const MAX_REPLY_TEXT: usize = 1 << 20;
 
 /// A real endpoint.
 #[derive(Debug)]
@@ -49,11 +54,24 @@ impl HttpChat {
                 req = req.bearer_auth(key);
             }
             let retry_after = match req.send().await {
-                Ok(resp) if resp.status().is_success() => {
-                    let bytes = resp
-                        .bytes()
+                Ok(mut resp) if resp.status().is_success() => {
+                    let mut bytes = Vec::new();
+                    while let Some(chunk) = resp
+                        .chunk()
                         .await
-                        .map_err(|e| fail(anyhow!("reading the reply from {url}: {e}"), None))?;
+                        .map_err(|e| fail(anyhow!("reading the reply from {url}: {e}"), None))?
+                    {
+                        if bytes.len() + chunk.len() > MAX_REPLY_BYTES {
+                            return Err(fail(
+                                anyhow!(
+                                    "{url} sent a reply over {} MiB; refused",
+                                    MAX_REPLY_BYTES >> 20
+                                ),
+                                None,
+                            ));
+                        }
+                        bytes.extend_from_slice(&chunk);
+                    }
                     return parse_reply(&bytes, prompt_chars).map_err(|e| fail(e, None));
                 }
                 Ok(resp) => {
@@ -146,7 +164,18 @@ fn parse_reply(bytes: &[u8], prompt_chars: usize) -> anyhow::Result<Completion> 
         .next()
         .ok_or_else(|| anyhow!("the endpoint's reply has no choices"))?
         .message;
-    let text = message.content.unwrap_or_default();
+    let mut text = message.content.unwrap_or_default();
+    if text.len() > MAX_REPLY_TEXT {
+        let mut end = MAX_REPLY_TEXT;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        let cut = text.len() - end;
+        text.truncate(end);
+        text.push_str(&format!(
+            "\n[cut by mcp-cosmos: {cut} more bytes of the model's reply]"
+        ));
+    }
     let (prompt_tokens, completion_tokens, estimated) = match reply.usage {
         Some(super::wire::Usage {
             prompt_tokens: Some(p),

@@ -309,12 +309,24 @@ pub fn observation(result: &CallToolResult) -> Observation {
         truncated_bytes = (text.len() - end) as u64;
         text.truncate(end);
     }
-    // A huge structured result would defeat the cap; keep it only when small.
-    let structured = result
+    // A huge structured result would defeat the cap: it is dropped, and the text says so.
+    let mut structured = result
         .structured_content
         .as_ref()
-        .filter(|v| !v.is_null() && v.to_string().len() <= MAX_RESULT_BYTES)
+        .filter(|v| !v.is_null())
         .cloned();
+    if let Some(size) = structured
+        .as_ref()
+        .map(|v| v.to_string().len())
+        .filter(|&n| n > MAX_RESULT_BYTES)
+    {
+        structured = None;
+        truncated_bytes += size as u64;
+        text.push_str(&format!(
+            "\n[structuredContent of {size} bytes not recorded: over {} MiB]",
+            MAX_RESULT_BYTES >> 20
+        ));
+    }
     Observation {
         text,
         structured,
@@ -341,6 +353,22 @@ mod tests {
         assert_eq!(o.text, "a\n[image/png, 4 bytes base64]");
         assert!(o.is_error);
         assert_eq!(o.structured, Some(json!({"x": 1})));
+    }
+
+    #[test]
+    fn a_huge_structured_result_is_dropped_with_a_marker() {
+        let big = "x".repeat(MAX_RESULT_BYTES + 10);
+        let o = observation(&wire(
+            json!({"content": [{"type": "text", "text": "head"}], "structuredContent": {"blob": big}}),
+        ));
+        assert_eq!(o.structured, None);
+        assert!(
+            o.text
+                .starts_with("head\n[structuredContent of 1048597 bytes not recorded"),
+            "{}",
+            o.text
+        );
+        assert_eq!(o.truncated_bytes, 1_048_597);
     }
 
     #[test]

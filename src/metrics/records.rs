@@ -10,10 +10,10 @@ use crate::trajectory::reader::{EventStream, Severity, collect_files};
 
 /// One record per readable run under `paths`; unreadable files come back with their reason.
 pub fn read_records(paths: &[PathBuf]) -> Result<(Vec<RunRecord>, Vec<String>)> {
-    let files = collect_files(paths)?;
-    let mut records = Vec::with_capacity(files.len());
-    let mut unreadable = Vec::new();
-    for file in files {
+    let found = collect_files(paths)?;
+    let mut records = Vec::with_capacity(found.files.len());
+    let mut unreadable = found.skipped;
+    for file in found.files {
         let mut stream = match EventStream::open(&file) {
             Ok(s) => s,
             Err(e) => {

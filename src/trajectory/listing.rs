@@ -128,7 +128,11 @@ fn read_finish(path: &Path, size: u64) -> Option<Event> {
 
 /// Summaries of every run under `paths`, in path order.
 pub fn list_runs(paths: &[PathBuf]) -> anyhow::Result<Vec<RunSummary>> {
-    let files = super::reader::collect_files(paths)?;
+    let found = super::reader::collect_files(paths)?;
+    for skipped in &found.skipped {
+        tracing::warn!(%skipped, "listing: skipping");
+    }
+    let files = found.files;
     // Reading first and last lines is I/O-bound: on a cold page cache, several files read at
     // once list far sooner than one after another. Chunks keep the files' order.
     let chunk = files.len().div_ceil(LISTING_THREADS).max(1);

@@ -143,6 +143,8 @@ fn memchr_newline(bytes: &[u8]) -> Option<usize> {
 
 /// Parses and checks a header line.
 pub fn parse_header(bytes: &[u8]) -> std::result::Result<Header, String> {
+    // Some editors save a UTF-8 byte-order mark first: it is not part of the JSON.
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
     let value: Value =
         serde_json::from_slice(bytes).map_err(|e| format!("header is not JSON: {e}"))?;
     let format = value.get("format").and_then(Value::as_str);
@@ -411,35 +413,69 @@ pub fn is_judgement(body: &EventBody) -> bool {
     )
 }
 
-/// Every `*.jsonl` file under `paths` (files as given, folders recursively), sorted.
-pub fn collect_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
-    let mut out = Vec::new();
+/// The runs found under some paths, and what was passed over on the way.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Found {
+    /// Every regular `*.jsonl` file, sorted.
+    pub files: Vec<PathBuf>,
+    /// `PATH: why` for each folder that could not be read and each `*.jsonl` that is not a
+    /// regular file (a FIFO or a link to a device would block a reader forever).
+    pub skipped: Vec<String>,
+}
+
+/// Every `*.jsonl` file under `paths` (files as given, folders recursively), sorted. Only a
+/// path that does not exist is an error; an unreadable folder or a file that is not a regular
+/// file is passed over and named in [`Found::skipped`].
+pub fn collect_files(paths: &[PathBuf]) -> Result<Found> {
+    let mut found = Found::default();
     for path in paths {
         let meta = std::fs::metadata(path)
             .with_context(|| format!("no such file or folder: {}", path.display()))?;
         if meta.is_dir() {
-            walk(path, &mut out)?;
+            walk(path, &mut found);
+        } else if meta.is_file() {
+            found.files.push(path.clone());
         } else {
-            out.push(path.clone());
+            found
+                .skipped
+                .push(format!("{}: not a regular file", path.display()));
         }
     }
-    out.sort();
-    out.dedup();
-    Ok(out)
+    found.files.sort();
+    found.files.dedup();
+    Ok(found)
 }
 
-fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
-    let entries =
-        std::fs::read_dir(dir).with_context(|| format!("reading folder {}", dir.display()))?;
+fn walk(dir: &Path, found: &mut Found) {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) => {
+            found.skipped.push(format!("{}: {e}", dir.display()));
+            return;
+        }
+    };
     for entry in entries {
-        let entry = entry.with_context(|| format!("reading folder {}", dir.display()))?;
+        let Ok(entry) = entry else {
+            found
+                .skipped
+                .push(format!("{}: unreadable entry", dir.display()));
+            continue;
+        };
         let path = entry.path();
-        let file_type = entry.file_type()?;
+        let Ok(file_type) = entry.file_type() else {
+            continue;
+        };
         if file_type.is_dir() {
-            walk(&path, out)?;
+            walk(&path, found);
         } else if path.extension().is_some_and(|e| e == "jsonl") {
-            out.push(path);
+            // Follow links: what matters is what a reader would open.
+            match std::fs::metadata(&path) {
+                Ok(m) if m.is_file() => found.files.push(path),
+                Ok(_) => found
+                    .skipped
+                    .push(format!("{}: not a regular file", path.display())),
+                Err(e) => found.skipped.push(format!("{}: {e}", path.display())),
+            }
         }
     }
-    Ok(())
 }

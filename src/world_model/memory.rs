@@ -32,7 +32,11 @@ impl TransitionBuffer {
     /// Unreadable files are skipped with a log line, not fatal.
     pub fn from_runs(paths: &[PathBuf]) -> Result<Self> {
         let mut buffer = Self::default();
-        for file in collect_files(paths)? {
+        let found = collect_files(paths)?;
+        for skipped in &found.skipped {
+            tracing::warn!(%skipped, "memory: skipping");
+        }
+        for file in found.files {
             let Ok(mut stream) = EventStream::open(&file) else {
                 tracing::warn!(file = %file.display(), "memory: skipping unreadable run");
                 continue;
