@@ -967,3 +967,51 @@ fn secrets_stay_out_of_trajectory_and_trace_log_and_a_broken_entry_spoils_only_i
         );
     }
 }
+
+#[test]
+fn a_server_that_ignores_sigterm_and_its_children_are_gone_when_cosmos_exits() {
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("stubborn.pid");
+    let mut server = flaky_server();
+    server["env"] = json!({"FLAKY_STUBBORN_PID_FILE": pid_file.to_str().unwrap()});
+    let mcp = write_mcp_config(dir.path(), json!({"flaky": server}));
+    let tasks = dir.path().join("task.json");
+    std::fs::write(
+        &tasks,
+        json!({"id": "stubborn_1", "request": "poke"}).to_string(),
+    )
+    .unwrap();
+    let out_dir = dir.path().join("out");
+    let llm = ScriptedLlm::start(json!([
+        {"when": "1. flaky:ok", "content": finish("done")},
+        {"when": "No tool has been called yet", "content": call("flaky:ok", json!({"text": "x"}))}
+    ]));
+    let args = [
+        "run",
+        "--mcp-config",
+        mcp.to_str().unwrap(),
+        "--task",
+        tasks.to_str().unwrap(),
+        "--agent",
+        "react",
+        "--out",
+        out_dir.to_str().unwrap(),
+        "--no-tui",
+    ];
+    let start = Instant::now();
+    let out = cosmos(&args, &llm, KEY);
+    let took = start.elapsed();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let pid: i32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // The grandchild is in the server's group; cosmos has exited, so it must be gone.
+    let alive = Path::new(&format!("/proc/{pid}")).exists()
+        && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .unwrap_or_default()
+            .contains(") Z ");
+    assert!(!alive, "the server's child {pid} outlived cosmos");
+    assert!(took < Duration::from_secs(20), "stopping took {took:?}");
+}

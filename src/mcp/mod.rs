@@ -3,4 +3,5 @@
 
 pub mod config;
 pub mod pool;
+pub mod process_group;
 pub mod server;

@@ -17,12 +17,15 @@ use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 use super::config::{ServerConfig, Transport};
+use super::process_group::ProcessGroup;
 use crate::trajectory::event::{Observation, ToolInfo};
 
 /// Lines of stderr kept per server.
 const STDERR_LINES: usize = 40;
 /// Longest stderr line kept.
 const STDERR_LINE_CHARS: usize = 400;
+/// How long a stopping stdio server gets at each step (stdin closed, SIGTERM) before the next.
+const STOP_GRACE: Duration = Duration::from_secs(2);
 /// Largest tool result text recorded; the rest is counted in `truncated_bytes`.
 pub const MAX_RESULT_BYTES: usize = 1 << 20;
 
@@ -59,6 +62,8 @@ pub struct Server {
     client: RunningService<RoleClient, ()>,
     stderr: Arc<Mutex<VecDeque<String>>>,
     dead: Mutex<Option<ServerFailure>>,
+    /// A stdio server's process group (killed on drop if still alive).
+    group: Option<ProcessGroup>,
 }
 
 impl std::fmt::Debug for Server {
@@ -86,8 +91,14 @@ impl Server {
         if let Some(problem) = &config.problem {
             return Err(fail(format!("not started: {problem}"), &stderr));
         }
-        let started =
-            tokio::time::timeout(startup_timeout, Self::start(config, stderr.clone())).await;
+        let group = Arc::new(Mutex::new(None));
+        let started = tokio::time::timeout(
+            startup_timeout,
+            Self::start(config, stderr.clone(), group.clone()),
+        )
+        .await;
+        // The group is ours whatever happened: a server that did not start is killed with it.
+        let group = group.lock().unwrap_or_else(|p| p.into_inner()).take();
         let client = match started {
             Ok(Ok(c)) => c,
             Ok(Err(e)) => {
@@ -130,12 +141,14 @@ impl Server {
             client,
             stderr,
             dead: Mutex::new(None),
+            group,
         })
     }
 
     async fn start(
         config: &ServerConfig,
         stderr: Arc<Mutex<VecDeque<String>>>,
+        group: Arc<Mutex<Option<ProcessGroup>>>,
     ) -> Result<RunningService<RoleClient, ()>> {
         match &config.transport {
             Transport::Stdio {
@@ -149,10 +162,15 @@ impl Server {
                 if let Some(dir) = cwd {
                     cmd.current_dir(dir);
                 }
+                // Its own process group: stopping it reaches what it started too, and the
+                // terminal's Ctrl-C reaches cosmos, which stops it in order.
+                cmd.process_group(0);
                 let (transport, child_stderr) = TokioChildProcess::builder(cmd)
                     .stderr(std::process::Stdio::piped())
                     .spawn()
                     .with_context(|| format!("starting `{}`", config.target()))?;
+                *group.lock().unwrap_or_else(|p| p.into_inner()) =
+                    transport.id().and_then(ProcessGroup::led_by);
                 if let Some(err) = child_stderr {
                     tokio::spawn(async move {
                         let mut lines = BufReader::new(err).lines();
@@ -255,9 +273,14 @@ impl Server {
         }
     }
 
-    /// Closes the connection (and stops a stdio server).
+    /// Closes the connection; a stdio server then gets [`STOP_GRACE`] to exit on its own, then
+    /// SIGTERM for its whole process group, then SIGKILL.
     pub async fn shutdown(self) {
-        let _ = tokio::time::timeout(Duration::from_secs(5), self.client.cancel()).await;
+        let Self { client, group, .. } = self;
+        let _ = tokio::time::timeout(STOP_GRACE, client.cancel()).await;
+        if let Some(group) = group {
+            group.terminate(STOP_GRACE).await;
+        }
     }
 }
 

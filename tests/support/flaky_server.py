@@ -1,9 +1,27 @@
 #!/usr/bin/env python3
 """A small real MCP server (mcp 1.x SDK, stdio) for fault tests: `ok` answers, `die`
-kills the process mid-call, `hang` never answers."""
+kills the process mid-call, `hang` never answers.
+
+With FLAKY_STUBBORN_PID_FILE set, it is a server that will not stop: it ignores SIGTERM, and
+a child it forks (whose pid goes into that file) ignores SIGTERM and stdin's end and sleeps
+for an hour: only SIGKILL to the whole process group ends them."""
 import asyncio
 import os
+import signal
 import sys
+import time
+
+if os.environ.get("FLAKY_STUBBORN_PID_FILE"):
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    child = os.fork()
+    if child == 0:
+        devnull = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(devnull, fd)
+        time.sleep(3600)
+        os._exit(0)
+    with open(os.environ["FLAKY_STUBBORN_PID_FILE"], "w") as f:
+        f.write(str(child))
 
 from mcp.server.fastmcp import FastMCP
 
