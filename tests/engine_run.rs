@@ -1015,3 +1015,118 @@ fn a_server_that_ignores_sigterm_and_its_children_are_gone_when_cosmos_exits() {
     assert!(!alive, "the server's child {pid} outlived cosmos");
     assert!(took < Duration::from_secs(20), "stopping took {took:?}");
 }
+
+#[test]
+fn sigterm_during_server_start_up_stops_at_once_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let started = dir.path().join("started.pid");
+    let mut server = flaky_server();
+    server["env"] = json!({"FLAKY_SLOW_START_FILE": started.to_str().unwrap()});
+    let mcp = write_mcp_config(dir.path(), json!({"flaky": server}));
+    let tasks = dir.path().join("task.json");
+    std::fs::write(
+        &tasks,
+        json!({"id": "slow_1", "request": "poke"}).to_string(),
+    )
+    .unwrap();
+    let out_dir = dir.path().join("out");
+    let llm = ScriptedLlm::start(json!([]));
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cosmos"))
+        .args([
+            "run",
+            "--mcp-config",
+            mcp.to_str().unwrap(),
+            "--task",
+            tasks.to_str().unwrap(),
+            "--agent",
+            "react",
+            "--out",
+            out_dir.to_str().unwrap(),
+            "--no-tui",
+        ])
+        .env("OPENAI_BASE_URL", llm.base_url())
+        .env("COSMOS_LOG_FILE", dir.path().join("log"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while std::fs::read_to_string(&started).map_or(true, |s| s.is_empty()) {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "the server never started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let server_pid: u32 = std::fs::read_to_string(&started)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let signalled = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            signalled.elapsed() < Duration::from_secs(10),
+            "start-up was not cut short"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(130));
+    assert!(
+        signalled.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        signalled.elapsed()
+    );
+    assert!(
+        !out_dir.exists(),
+        "no trajectory for a run that never started"
+    );
+    assert!(gone(server_pid), "the half-started server is gone");
+}
+
+#[test]
+fn the_live_explorer_without_a_terminal_fails_before_anything_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let mcp = write_mcp_config(dir.path(), bench_servers());
+    let out = dir.path().join("out");
+    let llm = ScriptedLlm::start(json!([]));
+    let mut args = run_args(mcp.to_str().unwrap(), out.to_str().unwrap(), "react", &[]);
+    args.retain(|a| a != "--no-tui");
+    let o = Command::new(env!("CARGO_BIN_EXE_cosmos"))
+        .args(&args)
+        .env("OPENAI_BASE_URL", llm.base_url())
+        .env("COSMOS_LOG_FILE", dir.path().join("log"))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        text(&o).contains("the explorer needs a terminal"),
+        "{}",
+        text(&o)
+    );
+    assert!(!out.exists(), "no 'interrupted' run left behind");
+}
+
+/// True once process `pid` has ended (a zombie waiting for init to reap it has ended), checked
+/// for up to 3 s.
+fn gone(pid: u32) -> bool {
+    let start = Instant::now();
+    loop {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"));
+        if stat.as_ref().map_or(true, |s| s.contains(") Z ")) {
+            return true;
+        }
+        if start.elapsed() > Duration::from_secs(3) {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

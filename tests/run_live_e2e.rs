@@ -40,14 +40,6 @@ fn start_live(dir: &std::path::Path, llm: &ScriptedLlm) -> (Tmux, std::path::Pat
     (t, out)
 }
 
-fn wait_exit(t: &Tmux) {
-    let start = Instant::now();
-    while t.alive() && start.elapsed() < Duration::from_secs(15) {
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    assert!(!t.alive(), "the program ended");
-}
-
 #[test]
 fn the_live_view_follows_a_run_to_its_end() {
     let dir = tempfile::tempdir().unwrap();
@@ -63,7 +55,7 @@ fn the_live_view_follows_a_run_to_its_end() {
         "{screen}"
     );
     t.keys(&["q"]);
-    wait_exit(&t);
+    t.wait_exit();
     let ev = events(&only_run(&out));
     assert_eq!(ev.last().unwrap()["status"], "completed");
 }
@@ -85,7 +77,31 @@ fn the_stop_key_ends_the_run_as_interrupted() {
     t.keys(&["x"]);
     t.wait_for("status    interrupted");
     t.keys(&["q"]);
-    wait_exit(&t);
+    t.wait_exit();
+    let ev = events(&only_run(&out));
+    assert_eq!(ev.last().unwrap()["status"], "interrupted");
+}
+
+#[test]
+fn sigterm_with_the_explorer_open_ends_the_run_and_the_program() {
+    let dir = tempfile::tempdir().unwrap();
+    let llm = ScriptedLlm::start(json!([{"delay_s": 30, "content": finish("late")}]));
+    let (t, out) = start_live(dir.path(), &llm);
+    t.wait_for("LIVE");
+    let start = Instant::now();
+    while llm.requests().is_empty() {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "the planner was never asked"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let pid = t.tmux(&["display-message", "-p", "-t", "e2e", "#{pane_pid}"]);
+    std::process::Command::new("kill")
+        .args(["-TERM", pid.trim()])
+        .status()
+        .unwrap();
+    t.wait_exit();
     let ev = events(&only_run(&out));
     assert_eq!(ev.last().unwrap()["status"], "interrupted");
 }

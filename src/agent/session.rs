@@ -350,10 +350,21 @@ async fn run_agent(
     }
 }
 
-/// A stop signal that turns true on Ctrl-C, SIGTERM or SIGHUP (the terminal closed), and on
-/// demand through the sender.
-pub fn stop_on_signals() -> (watch::Sender<bool>, watch::Receiver<bool>) {
+/// The stop signal every agent checks: true on Ctrl-C, SIGTERM or SIGHUP (the terminal
+/// closed), and on demand through `tx` (the UI's stop key).
+pub struct StopSignal {
+    /// Asks for a stop.
+    pub tx: watch::Sender<bool>,
+    /// What agents watch.
+    pub rx: watch::Receiver<bool>,
+    /// True once a signal (not the UI) asked for the stop: the explorer then closes too.
+    pub signalled: watch::Receiver<bool>,
+}
+
+/// Starts listening for the signals that stop a run.
+pub fn stop_on_signals() -> StopSignal {
     let (tx, rx) = watch::channel(false);
+    let (signalled_tx, signalled) = watch::channel(false);
     let signal_tx = tx.clone();
     tokio::spawn(async move {
         #[cfg(unix)]
@@ -378,7 +389,8 @@ pub fn stop_on_signals() -> (watch::Sender<bool>, watch::Receiver<bool>) {
         }
         #[cfg(not(unix))]
         let _ = tokio::signal::ctrl_c().await;
+        let _ = signalled_tx.send(true);
         let _ = signal_tx.send(true);
     });
-    (tx, rx)
+    StopSignal { tx, rx, signalled }
 }

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
+use tokio::sync::watch;
 
 use crate::agent::Budget;
 use crate::agent::mcts::{PlanRule, Settings};
@@ -224,6 +225,10 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     } else {
         run_live(&runtime, spec)?
     };
+    let Some(outcome) = outcome else {
+        eprintln!("cosmos: stopped while starting the servers; no run was written");
+        return Ok(ExitCode::from(130));
+    };
     let code = match outcome.status {
         RunStatus::Completed => 0,
         RunStatus::Failed => 1,
@@ -241,9 +246,25 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     Ok(ExitCode::from(code))
 }
 
-async fn run_plain(spec: RunSpec) -> Result<Outcome> {
-    let (_stop_tx, stop) = session::stop_on_signals();
-    let prepared = session::prepare(&spec, stop).await?;
+/// Prepares a run unless a stop comes first (then `None`: the servers started so far are
+/// stopped as their futures are dropped, and no file was created).
+async fn prepare_or_stop(
+    spec: &RunSpec,
+    stop: watch::Receiver<bool>,
+) -> Result<Option<session::Prepared>> {
+    let mut stopped = stop.clone();
+    tokio::select! {
+        biased;
+        Ok(_) = stopped.wait_for(|s| *s) => Ok(None),
+        prepared = session::prepare(spec, stop) => prepared.map(Some),
+    }
+}
+
+async fn run_plain(spec: RunSpec) -> Result<Option<Outcome>> {
+    let signals = session::stop_on_signals();
+    let Some(prepared) = prepare_or_stop(&spec, signals.rx).await? else {
+        return Ok(None);
+    };
     println!(
         "{}",
         inert(&format!(
@@ -253,7 +274,9 @@ async fn run_plain(spec: RunSpec) -> Result<Outcome> {
             prepared.path.display()
         ))
     );
-    session::execute(prepared, None, Some(Box::new(progress_line))).await
+    session::execute(prepared, None, Some(Box::new(progress_line)))
+        .await
+        .map(Some)
 }
 
 /// One line per step, for `--no-tui`.
@@ -291,13 +314,19 @@ fn progress_line(event: &Event) {
     }
 }
 
-fn run_live(runtime: &tokio::runtime::Runtime, spec: RunSpec) -> Result<Outcome> {
+fn run_live(runtime: &tokio::runtime::Runtime, spec: RunSpec) -> Result<Option<Outcome>> {
     use crate::trajectory::run::Run;
     use crate::tui::app::App;
     use crate::tui::run_view::RunView;
 
-    let (stop_tx, stop) = runtime.block_on(async { session::stop_on_signals() });
-    let prepared = runtime.block_on(session::prepare(&spec, stop))?;
+    // What the explorer needs is checked before any server starts or any file is written.
+    crate::tui::terminal::require_terminal()?;
+    let keymap = crate::tui::load_keymap()?;
+    let signals = runtime.block_on(async { session::stop_on_signals() });
+    let stop_tx = signals.tx.clone();
+    let Some(prepared) = runtime.block_on(prepare_or_stop(&spec, signals.rx.clone()))? else {
+        return Ok(None);
+    };
     let run = Run::new(prepared.path.clone(), prepared.header.clone());
     let (event_tx, event_rx) = std::sync::mpsc::channel();
     let (ui_stop_tx, ui_stop_rx) = std::sync::mpsc::channel::<()>();
@@ -315,16 +344,19 @@ fn run_live(runtime: &tokio::runtime::Runtime, spec: RunSpec) -> Result<Outcome>
         ratatui::layout::Rect::new(0, 0, size.0, size.1.saturating_sub(1)),
         Some(ui_stop_tx),
     );
-    let app = App::with_run(
-        view,
-        crate::tui::load_keymap()?,
-        crate::tui::theme::Theme::from_env(),
-        size,
-    );
-    let ui = crate::tui::terminal::run(app, Some(event_rx));
+    let app = App::with_run(view, keymap, crate::tui::theme::Theme::from_env(), size);
+    // A signal ends the run and closes the explorer; the UI's own stop key only stops the run.
+    let (leave_tx, leave_rx) = std::sync::mpsc::channel();
+    let mut signalled = signals.signalled.clone();
+    runtime.spawn(async move {
+        if signalled.wait_for(|s| *s).await.is_ok() {
+            let _ = leave_tx.send(());
+        }
+    });
+    let ui = crate::tui::terminal::run(app, Some(event_rx), Some(leave_rx));
     // Leaving the explorer stops a run that is still going; wait for it to write its end.
     let _ = stop_tx.send(true);
     let outcome = runtime.block_on(agent).context("the agent task panicked")?;
     ui?;
-    outcome
+    outcome.map(Some)
 }

@@ -69,5 +69,5 @@ pub fn explore(path: &Path) -> Result<()> {
             size,
         )
     };
-    terminal::run(app, None)
+    terminal::run(app, None, None)
 }

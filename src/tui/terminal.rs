@@ -26,10 +26,13 @@ const SLOW_TICK: Duration = Duration::from_millis(250);
 enum Msg {
     Input(crossterm::event::Event),
     Action(Action),
+    /// Leave now (the run was stopped by a signal): no question, no overlay in the way.
+    Leave,
 }
 
-/// Runs the explorer until the user quits. `live` feeds events of a running agent.
-pub fn run(mut app: App, live: Option<Receiver<Event>>) -> Result<()> {
+/// An error unless stdin and stdout are a terminal: checked before anything is started or
+/// written, so a script that forgot `--no-tui` leaves nothing behind.
+pub fn require_terminal() -> Result<()> {
     use std::io::IsTerminal;
     if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
         anyhow::bail!(
@@ -37,6 +40,13 @@ pub fn run(mut app: App, live: Option<Receiver<Event>>) -> Result<()> {
              `cosmos run --no-tui`, `cosmos validate` or `cosmos report`"
         );
     }
+    Ok(())
+}
+
+/// Runs the explorer until the user quits, or until `leave` says so (a signal ended the run).
+/// `live` feeds events of a running agent.
+pub fn run(mut app: App, live: Option<Receiver<Event>>, leave: Option<Receiver<()>>) -> Result<()> {
+    require_terminal()?;
     let mut terminal = match ratatui::try_init() {
         Ok(t) => t,
         Err(e) => {
@@ -46,7 +56,7 @@ pub fn run(mut app: App, live: Option<Receiver<Event>>) -> Result<()> {
     };
     install_panic_hook();
     execute!(stdout(), EnableMouseCapture)?;
-    let result = event_loop(&mut terminal, &mut app, live);
+    let result = event_loop(&mut terminal, &mut app, live, leave);
     let _ = execute!(stdout(), DisableMouseCapture);
     ratatui::restore();
     result
@@ -66,8 +76,17 @@ fn event_loop(
     terminal: &mut ratatui::DefaultTerminal,
     app: &mut App,
     live: Option<Receiver<Event>>,
+    leave: Option<Receiver<()>>,
 ) -> Result<()> {
     let (tx, rx) = mpsc::channel::<Msg>();
+    if let Some(leave) = leave {
+        let leave_tx = tx.clone();
+        std::thread::spawn(move || {
+            if leave.recv().is_ok() {
+                let _ = leave_tx.send(Msg::Leave);
+            }
+        });
+    }
     let input_tx = tx.clone();
     std::thread::spawn(move || {
         while let Ok(ev) = crossterm::event::read() {
@@ -113,6 +132,7 @@ fn event_loop(
             let action = match msg {
                 Msg::Input(ev) => app.map_input(ev),
                 Msg::Action(a) => Some(a),
+                Msg::Leave => return Ok(()),
             };
             if let Some(a) = action {
                 app.update(a);

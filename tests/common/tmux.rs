@@ -25,8 +25,12 @@ impl Tmux {
         let config = dir.path().join("config");
         let log = dir.path().join("cosmos.log");
         let extra: String = env.iter().map(|(k, v)| format!("{k}='{v}' ")).collect();
+        // The program starts only once every byte it writes is being captured (the `go` file
+        // appears after pipe-pane is set): a wait on a condition, not a guess at a delay.
+        let go = dir.path().join("go");
         let command = format!(
-            "sleep 0.3; {extra}XDG_CONFIG_HOME={} COSMOS_LOG_FILE={} TERM=xterm-256color exec {} {}",
+            "while [ ! -e {} ]; do sleep 0.01; done; {extra}XDG_CONFIG_HOME={} COSMOS_LOG_FILE={} TERM=xterm-256color exec {} {}",
+            go.display(),
             config.display(),
             log.display(),
             bin,
@@ -56,6 +60,7 @@ impl Tmux {
             "e2e",
             &format!("cat >> {}", raw.display()),
         ]);
+        std::fs::write(&go, b"").unwrap();
         t
     }
 
@@ -70,11 +75,36 @@ impl Tmux {
         String::from_utf8_lossy(&out.stdout).to_string()
     }
 
-    /// Sends keys, one at a time.
+    /// Sends keys, in order (the program reads them in order; tests wait for the screens
+    /// they expect).
     pub fn keys(&self, keys: &[&str]) {
         for k in keys {
             self.tmux(&["send-keys", "-t", "e2e", k]);
-            std::thread::sleep(Duration::from_millis(60));
+        }
+    }
+
+    /// Waits up to 15 s for the program's first frame: the alternate screen entered and
+    /// something drawn.
+    pub fn wait_for_frame(&self) {
+        let start = Instant::now();
+        let drawn = |t: &Self| {
+            t.raw().windows(8).any(|w| w == b"\x1b[?1049h") && !t.screen().trim().is_empty()
+        };
+        while !drawn(self) {
+            assert!(start.elapsed() < Duration::from_secs(15), "no first frame");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Waits up to 15 s for the program to end.
+    pub fn wait_exit(&self) {
+        let start = Instant::now();
+        while self.alive() {
+            assert!(
+                start.elapsed() < Duration::from_secs(15),
+                "the program did not end"
+            );
+            std::thread::sleep(Duration::from_millis(20));
         }
     }
 

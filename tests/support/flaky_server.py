@@ -2,6 +2,7 @@
 """A small real MCP server (mcp 1.x SDK, stdio) for fault tests: `ok` answers, `die`
 kills the process mid-call, `hang` never answers.
 
+With FLAKY_SLOW_START_FILE set, it writes its pid there and waits a minute before starting.
 With FLAKY_STUBBORN_PID_FILE set, it is a server that will not stop: it ignores SIGTERM, and
 a child it forks (whose pid goes into that file) ignores SIGTERM and stdin's end and sleeps
 for an hour: only SIGKILL to the whole process group ends them."""
@@ -10,6 +11,12 @@ import os
 import signal
 import sys
 import time
+
+if os.environ.get("FLAKY_SLOW_START_FILE"):
+    # A slow start: say so (with our pid), then take a minute before speaking MCP.
+    with open(os.environ["FLAKY_SLOW_START_FILE"], "w") as f:
+        f.write(str(os.getpid()))
+    time.sleep(60)
 
 if os.environ.get("FLAKY_STUBBORN_PID_FILE"):
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
