@@ -103,9 +103,13 @@ pub struct Outcome {
     pub error: Option<String>,
 }
 
+/// `<time>_<task>_<agent>_<world model>.jsonl`, safe and short: task and world model keep
+/// `[A-Za-z0-9_-]` and at most 80 characters each, so no id makes a name over the 255 bytes a
+/// file system allows (a 300-character task id did).
 fn file_name(task: &str, agent: AgentKind, world_model: &str) -> String {
     let clean = |s: &str| {
         s.chars()
+            .take(80)
             .map(|c| {
                 if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
                     c
@@ -122,6 +126,40 @@ fn file_name(task: &str, agent: AgentKind, world_model: &str) -> String {
         agent.as_str(),
         clean(world_model)
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_panic_in_the_agent_is_a_failed_end_with_its_message() {
+        let end = unless_panicking(async {
+            if std::hint::black_box(true) {
+                panic!("index out of bounds: the len is 0 but the index is 0");
+            }
+            Ok(End::completed())
+        })
+        .await;
+        assert_eq!(
+            end,
+            End::failed("the agent panicked: index out of bounds: the len is 0 but the index is 0")
+        );
+        let end = unless_panicking(async { Err(anyhow::anyhow!("disk full")) }).await;
+        assert_eq!(end, End::failed("disk full"));
+    }
+
+    #[test]
+    fn file_names_stay_short_and_plain_whatever_the_task_id() {
+        let name = file_name(&"é/x".repeat(100), AgentKind::Spiral, "cached(llm)");
+        assert!(name.len() < 140, "{} bytes", name.len());
+        assert!(
+            name.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)),
+            "{name}"
+        );
+        assert!(name.ends_with("_spiral_cached-llm-.jsonl"), "{name}");
+    }
 }
 
 /// Reads everything, starts the servers and creates the trajectory file.
@@ -301,11 +339,14 @@ pub async fn execute(
         search,
     } = prepared;
     let mut rec = Recorder::new(recorder_writer, live, hook);
-    let end = run_agent(&env, &mut rec, &failures, header.agent.kind, &search).await;
-    let end = match end {
-        Ok(end) => end,
-        Err(e) => End::failed(format!("{e:#}")),
-    };
+    let end = unless_panicking(run_agent(
+        &env,
+        &mut rec,
+        &failures,
+        header.agent.kind,
+        &search,
+    ))
+    .await;
     drop(env);
     // Whatever happened, the file ends with run_finished (unless the disk itself failed).
     let finish = rec.emit(EventBody::RunFinished {
@@ -323,6 +364,25 @@ pub async fn execute(
         status: end.status,
         error: end.error,
     })
+}
+
+/// How the run ended: the agent's end, a failure for an error, and a failure with the panic's
+/// message for a panic, so even a bug in an agent ends the file with `run_finished`.
+async fn unless_panicking(agent: impl std::future::Future<Output = Result<End>>) -> End {
+    use futures::FutureExt;
+    // The agent's state is dropped after a panic; nothing observes it half-updated.
+    match std::panic::AssertUnwindSafe(agent).catch_unwind().await {
+        Ok(Ok(end)) => end,
+        Ok(Err(e)) => End::failed(format!("{e:#}")),
+        Err(panic) => {
+            let message = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "(no message)".into());
+            End::failed(format!("the agent panicked: {message}"))
+        }
+    }
 }
 
 async fn run_agent(

@@ -353,7 +353,16 @@ fn run_live(runtime: &tokio::runtime::Runtime, spec: RunSpec) -> Result<Option<O
             let _ = leave_tx.send(());
         }
     });
-    let ui = crate::tui::terminal::run(app, Some(event_rx), Some(leave_rx));
+    // A panic in the explorer (its hook has restored the terminal) still lets the run end
+    // and write run_finished before the error is reported.
+    let ui = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        crate::tui::terminal::run(app, Some(event_rx), Some(leave_rx))
+    }))
+    .unwrap_or_else(|_| {
+        Err(anyhow::anyhow!(
+            "the explorer panicked; the run was stopped"
+        ))
+    });
     // Leaving the explorer stops a run that is still going; wait for it to write its end.
     let _ = stop_tx.send(true);
     let outcome = runtime.block_on(agent).context("the agent task panicked")?;

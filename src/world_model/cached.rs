@@ -83,38 +83,70 @@ impl WorldModel for CachedWorldModel {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trajectory::event::{Observation, ToolInfo};
-    use crate::world_model::memory::{MemoryWorldModel, TransitionBuffer};
+    use crate::trajectory::event::{Observation, ToolInfo, WorldModelInfo};
     use serde_json::json;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// A world model that answers each call with a new text: a cache hit is the only way to
+    /// get the same answer twice.
+    #[derive(Default)]
+    struct Counting(AtomicUsize);
+
+    impl WorldModel for Counting {
+        fn name(&self) -> String {
+            "counting".into()
+        }
+        fn describe(&self) -> WorldModelInfo {
+            crate::world_model::describe(self.name(), [])
+        }
+        fn simulate<'a>(
+            &'a self,
+            _req: SimRequest<'a>,
+        ) -> BoxFuture<'a, Result<Simulation, SimFailure>> {
+            let n = self.0.fetch_add(1, Ordering::SeqCst) + 1;
+            Box::pin(async move {
+                Ok(Simulation {
+                    observation: Observation {
+                        text: format!("answer {n}"),
+                        ..Default::default()
+                    },
+                    latency: Duration::from_millis(5),
+                    llm: None,
+                })
+            })
+        }
+    }
 
     #[tokio::test]
     async fn same_call_is_simulated_once() {
-        let mut b = TransitionBuffer::default();
-        b.add(
-            "t:x",
-            json!({"a": 1}),
-            Observation {
-                text: "one".into(),
-                ..Default::default()
-            },
-        );
-        let cached = CachedWorldModel::new(Arc::new(MemoryWorldModel::new(Arc::new(b))));
+        let inner = Arc::new(Counting::default());
+        let cached = CachedWorldModel::new(inner.clone());
         let tool = ToolInfo {
             name: "t:x".into(),
             description: String::new(),
             input_schema: json!({}),
         };
-        let args = json!({"a": 1});
-        let req = SimRequest {
+        let (a1, a2) = (json!({"a": 1}), json!({"a": 2}));
+        let req = |arguments| SimRequest {
             tool: &tool,
-            arguments: &args,
+            arguments,
             user_request: "q",
             history: &[],
         };
-        let first = cached.simulate(req).await.unwrap();
-        let second = cached.simulate(req).await.unwrap();
-        assert_eq!(first.observation, second.observation);
-        assert_eq!(cached.cache.lock().await.len(), 1);
-        assert_eq!(cached.name(), "cached(memory)");
+        let first = cached.simulate(req(&a1)).await.unwrap();
+        let again = cached.simulate(req(&a1)).await.unwrap();
+        assert_eq!(first.observation.text, "answer 1");
+        assert_eq!(
+            again.observation.text, "answer 1",
+            "the second is the cached first"
+        );
+        assert_eq!(again.latency, Duration::ZERO, "a hit costs nothing");
+        assert_eq!(inner.0.load(Ordering::SeqCst), 1, "simulated once");
+        let other = cached.simulate(req(&a2)).await.unwrap();
+        assert_eq!(
+            other.observation.text, "answer 2",
+            "another call is simulated"
+        );
+        assert_eq!(cached.name(), "cached(counting)");
     }
 }
