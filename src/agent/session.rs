@@ -128,40 +128,6 @@ fn file_name(task: &str, agent: AgentKind, world_model: &str) -> String {
     )
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[tokio::test]
-    async fn a_panic_in_the_agent_is_a_failed_end_with_its_message() {
-        let end = unless_panicking(async {
-            if std::hint::black_box(true) {
-                panic!("index out of bounds: the len is 0 but the index is 0");
-            }
-            Ok(End::completed())
-        })
-        .await;
-        assert_eq!(
-            end,
-            End::failed("the agent panicked: index out of bounds: the len is 0 but the index is 0")
-        );
-        let end = unless_panicking(async { Err(anyhow::anyhow!("disk full")) }).await;
-        assert_eq!(end, End::failed("disk full"));
-    }
-
-    #[test]
-    fn file_names_stay_short_and_plain_whatever_the_task_id() {
-        let name = file_name(&"é/x".repeat(100), AgentKind::Spiral, "cached(llm)");
-        assert!(name.len() < 140, "{} bytes", name.len());
-        assert!(
-            name.chars()
-                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)),
-            "{name}"
-        );
-        assert!(name.ends_with("_spiral_cached-llm-.jsonl"), "{name}");
-    }
-}
-
 /// Reads everything, starts the servers and creates the trajectory file.
 pub async fn prepare(spec: &RunSpec, stop: watch::Receiver<bool>) -> Result<Prepared> {
     let tasks = task::load(&spec.task_file)?;
@@ -453,4 +419,38 @@ pub fn stop_on_signals() -> StopSignal {
         let _ = signal_tx.send(true);
     });
     StopSignal { tx, rx, signalled }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_panic_in_the_agent_is_a_failed_end_with_its_message() {
+        let end = unless_panicking(async {
+            if std::hint::black_box(true) {
+                panic!("index out of bounds: the len is 0 but the index is 0");
+            }
+            Ok(End::completed())
+        })
+        .await;
+        assert_eq!(
+            end,
+            End::failed("the agent panicked: index out of bounds: the len is 0 but the index is 0")
+        );
+        let end = unless_panicking(async { Err(anyhow::anyhow!("disk full")) }).await;
+        assert_eq!(end, End::failed("disk full"));
+    }
+
+    #[test]
+    fn file_names_stay_short_and_plain_whatever_the_task_id() {
+        let name = file_name(&"é/x".repeat(100), AgentKind::Spiral, "cached(llm)");
+        assert!(name.len() < 140, "{} bytes", name.len());
+        assert!(
+            name.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)),
+            "{name}"
+        );
+        assert!(name.ends_with("_spiral_cached-llm-.jsonl"), "{name}");
+    }
 }
