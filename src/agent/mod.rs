@@ -335,6 +335,26 @@ mod tests {
         Env::new(Task::default(), tools, roles, None, Budget::default(), stop)
     }
 
+    #[tokio::test]
+    async fn the_longest_time_budget_neither_overflows_nor_cuts_anything() {
+        let meter = Meter::new(Budget {
+            max_wall: Duration::from_secs(u64::MAX),
+            ..Budget::default()
+        });
+        assert_eq!(meter.over(), None);
+        assert!(meter.time_left() > Duration::from_secs(1 << 60));
+        let mut env = env_with(OutputMode::Json).unwrap();
+        env.meter = Arc::new(meter);
+        assert_eq!(env.bounded(async { 7 }).await, Bounded::Done(7));
+        // And a spent budget cuts at once.
+        env.meter = Arc::new(Meter::new(Budget {
+            max_wall: Duration::ZERO,
+            ..Budget::default()
+        }));
+        let cut = env.bounded(std::future::pending::<()>()).await;
+        assert_eq!(cut, Bounded::OutOfTime("time budget of 0s spent".into()));
+    }
+
     #[test]
     fn colliding_function_names_are_refused_only_when_the_planner_calls_tools() {
         assert!(env_with(OutputMode::Json).is_ok());
