@@ -3,7 +3,7 @@
 
 mod support;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -790,36 +790,13 @@ fn settings_out_of_range_are_refused_before_anything_starts() {
 /// `cosmos run` against the flaky server with a 4 s budget; the wall time it took.
 fn run_with_budget(
     dir: &Path,
-    label: &str,
     agent: &str,
     llm: &ScriptedLlm,
     extra: &[&str],
 ) -> (Vec<Value>, Duration) {
-    let mcp = write_mcp_config(dir, json!({"flaky": flaky_server()}));
-    let tasks = dir.join("task.json");
-    std::fs::write(
-        &tasks,
-        json!({"id": "hang_1", "request": "poke the flaky server"}).to_string(),
-    )
-    .unwrap();
-    let out_dir = dir.join(label);
-    let mut args = vec![
-        "run",
-        "--mcp-config",
-        mcp.to_str().unwrap(),
-        "--task",
-        tasks.to_str().unwrap(),
-        "--agent",
-        agent,
-        "--out",
-        out_dir.to_str().unwrap(),
-        "--no-tui",
-        "--max-time-s",
-        "4",
-        "--call-timeout-s",
-        "60",
-    ];
-    args.extend(extra);
+    let mut all = vec!["--max-time-s", "4", "--call-timeout-s", "60"];
+    all.extend(extra);
+    let (args, out_dir) = flaky_run(dir, json!({}), agent, &all);
     let start = Instant::now();
     let out = cosmos(&args, llm, KEY);
     let took = start.elapsed();
@@ -845,7 +822,7 @@ fn a_time_budget_is_a_deadline_inside_a_hanging_call_and_a_slow_endpoint() {
         } else {
             &[]
         };
-        let (ev, took) = run_with_budget(dir.path(), agent, agent, &llm, extra);
+        let (ev, took) = run_with_budget(dir.path(), agent, &llm, extra);
         assert!(took < bound, "{agent} took {took:?} with a 4 s budget");
         let cut = ev
             .iter()
@@ -874,7 +851,7 @@ fn a_time_budget_is_a_deadline_inside_a_hanging_call_and_a_slow_endpoint() {
     }
     // An endpoint that takes 30 s to answer.
     let slow = ScriptedLlm::start(json!([{"delay_s": 30, "content": finish("late")}]));
-    let (ev, took) = run_with_budget(dir.path(), "slow", "react", &slow, &[]);
+    let (ev, took) = run_with_budget(dir.path(), "react", &slow, &["--max-steps", "3"]);
     assert!(
         took < bound,
         "took {took:?} with a 4 s budget and a 30 s endpoint"
@@ -972,47 +949,23 @@ fn secrets_stay_out_of_trajectory_and_trace_log_and_a_broken_entry_spoils_only_i
 fn a_server_that_ignores_sigterm_and_its_children_are_gone_when_cosmos_exits() {
     let dir = tempfile::tempdir().unwrap();
     let pid_file = dir.path().join("stubborn.pid");
-    let mut server = flaky_server();
-    server["env"] = json!({"FLAKY_STUBBORN_PID_FILE": pid_file.to_str().unwrap()});
-    let mcp = write_mcp_config(dir.path(), json!({"flaky": server}));
-    let tasks = dir.path().join("task.json");
-    std::fs::write(
-        &tasks,
-        json!({"id": "stubborn_1", "request": "poke"}).to_string(),
-    )
-    .unwrap();
-    let out_dir = dir.path().join("out");
+    let env = json!({"FLAKY_STUBBORN_PID_FILE": pid_file.to_str().unwrap()});
+    let (args, _) = flaky_run(dir.path(), env, "react", &[]);
     let llm = ScriptedLlm::start(json!([
         {"when": "1. flaky:ok", "content": finish("done")},
         {"when": "No tool has been called yet", "content": call("flaky:ok", json!({"text": "x"}))}
     ]));
-    let args = [
-        "run",
-        "--mcp-config",
-        mcp.to_str().unwrap(),
-        "--task",
-        tasks.to_str().unwrap(),
-        "--agent",
-        "react",
-        "--out",
-        out_dir.to_str().unwrap(),
-        "--no-tui",
-    ];
     let start = Instant::now();
     let out = cosmos(&args, &llm, KEY);
     let took = start.elapsed();
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-    let pid: i32 = std::fs::read_to_string(&pid_file)
+    let pid: u32 = std::fs::read_to_string(&pid_file)
         .unwrap()
         .trim()
         .parse()
         .unwrap();
     // The grandchild is in the server's group; cosmos has exited, so it must be gone.
-    let alive = Path::new(&format!("/proc/{pid}")).exists()
-        && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .unwrap_or_default()
-            .contains(") Z ");
-    assert!(!alive, "the server's child {pid} outlived cosmos");
+    assert!(gone(pid), "the server's child {pid} outlived cosmos");
     assert!(took < Duration::from_secs(20), "stopping took {took:?}");
 }
 
@@ -1020,30 +973,11 @@ fn a_server_that_ignores_sigterm_and_its_children_are_gone_when_cosmos_exits() {
 fn sigterm_during_server_start_up_stops_at_once_and_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let started = dir.path().join("started.pid");
-    let mut server = flaky_server();
-    server["env"] = json!({"FLAKY_SLOW_START_FILE": started.to_str().unwrap()});
-    let mcp = write_mcp_config(dir.path(), json!({"flaky": server}));
-    let tasks = dir.path().join("task.json");
-    std::fs::write(
-        &tasks,
-        json!({"id": "slow_1", "request": "poke"}).to_string(),
-    )
-    .unwrap();
-    let out_dir = dir.path().join("out");
+    let env = json!({"FLAKY_SLOW_START_FILE": started.to_str().unwrap()});
+    let (args, out_dir) = flaky_run(dir.path(), env, "react", &[]);
     let llm = ScriptedLlm::start(json!([]));
     let mut child = Command::new(env!("CARGO_BIN_EXE_cosmos"))
-        .args([
-            "run",
-            "--mcp-config",
-            mcp.to_str().unwrap(),
-            "--task",
-            tasks.to_str().unwrap(),
-            "--agent",
-            "react",
-            "--out",
-            out_dir.to_str().unwrap(),
-            "--no-tui",
-        ])
+        .args(&args)
         .env("OPENAI_BASE_URL", llm.base_url())
         .env("COSMOS_LOG_FILE", dir.path().join("log"))
         .stdout(Stdio::null())
@@ -1129,4 +1063,35 @@ fn gone(pid: u32) -> bool {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// A run against the flaky server (with `env` for its modes) on a one-line task: the
+/// `cosmos run --no-tui` arguments (`extra` last) and the output folder.
+fn flaky_run(dir: &Path, env: Value, agent: &str, extra: &[&str]) -> (Vec<String>, PathBuf) {
+    let mut server = flaky_server();
+    server["env"] = env;
+    let mcp = write_mcp_config(dir, json!({"flaky": server}));
+    let tasks = dir.join("task.json");
+    std::fs::write(
+        &tasks,
+        json!({"id": "flaky_1", "request": "poke the flaky server"}).to_string(),
+    )
+    .unwrap();
+    let out_dir = dir.join(format!("out-{agent}-{}", extra.len()));
+    let mut args: Vec<String> = [
+        "run",
+        "--mcp-config",
+        mcp.to_str().unwrap(),
+        "--task",
+        tasks.to_str().unwrap(),
+        "--agent",
+        agent,
+        "--out",
+        out_dir.to_str().unwrap(),
+        "--no-tui",
+    ]
+    .map(String::from)
+    .to_vec();
+    args.extend(extra.iter().map(|s| s.to_string()));
+    (args, out_dir)
 }

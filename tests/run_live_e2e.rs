@@ -40,6 +40,18 @@ fn start_live(dir: &std::path::Path, llm: &ScriptedLlm) -> (Tmux, std::path::Pat
     (t, out)
 }
 
+/// Waits up to 20 s until the run has sent the endpoint a request.
+fn wait_until_asked(llm: &ScriptedLlm) {
+    let start = Instant::now();
+    while llm.requests().is_empty() {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "the planner was never asked"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 #[test]
 fn the_live_view_follows_a_run_to_its_end() {
     let dir = tempfile::tempdir().unwrap();
@@ -66,14 +78,7 @@ fn the_stop_key_ends_the_run_as_interrupted() {
     let llm = ScriptedLlm::start(json!([{"delay_s": 30, "content": finish("late")}]));
     let (t, out) = start_live(dir.path(), &llm);
     t.wait_for("LIVE");
-    let start = Instant::now();
-    while llm.requests().is_empty() {
-        assert!(
-            start.elapsed() < Duration::from_secs(20),
-            "the planner was never asked"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_until_asked(&llm);
     t.keys(&["x"]);
     t.wait_for("status    interrupted");
     t.keys(&["q"]);
@@ -88,14 +93,7 @@ fn sigterm_with_the_explorer_open_ends_the_run_and_the_program() {
     let llm = ScriptedLlm::start(json!([{"delay_s": 30, "content": finish("late")}]));
     let (t, out) = start_live(dir.path(), &llm);
     t.wait_for("LIVE");
-    let start = Instant::now();
-    while llm.requests().is_empty() {
-        assert!(
-            start.elapsed() < Duration::from_secs(20),
-            "the planner was never asked"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_until_asked(&llm);
     let pid = t.tmux(&["display-message", "-p", "-t", "e2e", "#{pane_pid}"]);
     std::process::Command::new("kill")
         .args(["-TERM", pid.trim()])

@@ -120,3 +120,12 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         } => report::run(&paths, group_by.into(), format),
     }
 }
+
+/// Paths as a message lists them: `a, b`.
+pub(crate) fn path_list(paths: &[PathBuf]) -> String {
+    paths
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}

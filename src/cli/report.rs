@@ -77,14 +77,7 @@ pub fn run(paths: &[PathBuf], by: GroupBy, format: ReportFormat) -> Result<ExitC
         for u in &unreadable {
             eprintln!("cosmos: skipped {}", inert(u));
         }
-        anyhow::bail!(
-            "no runs to report under {}",
-            paths
-                .iter()
-                .map(|p| p.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
+        anyhow::bail!("no runs to report under {}", super::path_list(paths));
     }
     let rows = group(&records, by);
     let out = match format {

@@ -20,14 +20,7 @@ pub fn run(paths: &[PathBuf], quiet: bool) -> Result<ExitCode> {
     let skipped = found.skipped.len();
     let files = found.files;
     if files.is_empty() {
-        anyhow::bail!(
-            "no *.jsonl files under {}",
-            paths
-                .iter()
-                .map(|p| p.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
+        anyhow::bail!("no *.jsonl files under {}", super::path_list(paths));
     }
     let (mut bad_files, mut warnings) = (0usize, skipped);
     for file in &files {
