@@ -28,9 +28,16 @@ pub struct HttpChat {
     endpoint: Endpoint,
 }
 
+/// rustls needs its crypto provider chosen once per process (ring: see Cargo.toml); a second
+/// install is a no-op.
+pub fn install_tls_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
 impl HttpChat {
     /// A client for `endpoint`.
     pub fn new(endpoint: Endpoint) -> Self {
+        install_tls_provider();
         let http = reqwest::Client::builder()
             .timeout(endpoint.timeout)
             .build()

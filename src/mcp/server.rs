@@ -188,6 +188,8 @@ impl Server {
                     .map_err(|e| anyhow!("MCP initialisation failed: {e}"))
             }
             Transport::Http { url, headers } => {
+                // rustls's provider, once per process (as llm::http::install_tls_provider).
+                let _ = rustls::crypto::ring::default_provider().install_default();
                 let mut cfg = StreamableHttpClientTransportConfig::with_uri(url.clone());
                 let mut custom = HashMap::new();
                 for (k, v) in headers {
