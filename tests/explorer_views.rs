@@ -194,3 +194,37 @@ fn a_rejected_planner_reply_shows_as_a_failure_in_the_metrics_pane() {
         "drawn as a failure"
     );
 }
+
+#[test]
+fn a_run_that_completed_with_failed_calls_is_marked_as_a_failure_in_the_browser() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut summaries = Vec::new();
+    for run in common::three_runs() {
+        let path = dir.path().join(run.path.file_name().unwrap());
+        common::write_run(&run, &path);
+        summaries.push(RunSummary::read(&path));
+    }
+    let browser = Browser::new(vec![PathBuf::from("runs")], summaries, 23);
+    let app = App::with_browser(browser, Keymap::default(), Theme::new(true), (80, 24));
+    let mut terminal = Terminal::new(TestBackend::new(80, 24)).unwrap();
+    terminal.draw(|f| app.draw(f)).unwrap();
+    let text = terminal.backend().to_string();
+    let buffer = terminal.backend().buffer().clone();
+    let theme = Theme::new(true);
+    let style_of = |needle: &str| {
+        let (row, line) = text
+            .lines()
+            .enumerate()
+            .find(|(_, l)| l.contains(needle))
+            .unwrap_or_else(|| panic!("no {needle:?} in\n{text}"));
+        let col = line[..line.find(needle).unwrap()].chars().count() - 1;
+        buffer[(col as u16, row as u16)].style().fg
+    };
+    // The ReAct run made 3 good calls; the Plan-Exec runs each had a failed call.
+    assert_eq!(style_of("completed   "), theme.good().fg, "a clean run");
+    assert_eq!(
+        style_of("completed ✗1"),
+        theme.error().fg,
+        "completed with a failure"
+    );
+}

@@ -67,6 +67,33 @@ impl RunSummary {
     }
 
     /// The status to show: the recorded one, or `incomplete` for a run without `run_finished`.
+    /// The status with what went wrong on the way: `✗N` for failed real calls, `?N` for planner
+    /// replies that were no usable decision (`completed ✗2`). A run that completed with
+    /// failures is not a success, and the marks say so without colour.
+    pub fn outcome(&self) -> String {
+        let mut s = self.status_label().to_string();
+        if let Some(t) = self.finished.as_ref().map(|f| &f.totals) {
+            if t.tool_errors > 0 {
+                s.push_str(&format!(" ✗{}", t.tool_errors));
+            }
+            if t.rejected_decisions > 0 {
+                s.push_str(&format!(" ?{}", t.rejected_decisions));
+            }
+        }
+        s
+    }
+
+    /// True when the run completed with no failed call and no malformed reply.
+    pub fn clean(&self) -> bool {
+        self.status_label() == "completed"
+            && self
+                .finished
+                .as_ref()
+                .is_some_and(|f| f.totals.tool_errors == 0 && f.totals.rejected_decisions == 0)
+    }
+
+    /// The status from `run_finished`: completed, failed, interrupted; else incomplete or
+    /// unreadable.
     pub fn status_label(&self) -> &'static str {
         match (&self.header, &self.finished) {
             (Err(_), _) => "unreadable",

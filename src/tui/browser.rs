@@ -49,7 +49,7 @@ const COLUMNS: [(Column, &str, u16); 11] = [
     (Column::Agent, "agent", 9),
     (Column::WorldModel, "world model", 11),
     (Column::Planner, "planner", 16),
-    (Column::Status, "status", 11),
+    (Column::Status, "status", 14),
     (Column::Calls, "calls", 5),
     (Column::Success, "success", 7),
     (Column::Fidelity, "fidelity", 8),
@@ -452,7 +452,7 @@ fn cells<'a>(r: &RunSummary, marked: bool, theme: &Theme) -> Vec<Cell<'a>> {
         ),
     };
     let status_style = match r.status_label() {
-        "completed" => theme.good(),
+        _ if r.clean() => theme.good(),
         "incomplete" => theme.dim(),
         _ => theme.error(),
     };
@@ -469,7 +469,7 @@ fn cells<'a>(r: &RunSummary, marked: bool, theme: &Theme) -> Vec<Cell<'a>> {
         Cell::from(agent),
         Cell::from(one_line(&wm, 30)),
         Cell::from(one_line(&planner, 40)),
-        Cell::from(Span::styled(r.status_label(), status_style)),
+        Cell::from(Span::styled(r.outcome(), status_style)),
         Cell::from(t.map_or("—".into(), |t| t.tool_calls.to_string())),
         Cell::from(t.map_or("—".into(), |t| {
             success(t).map_or("—".into(), |s| format!("{:.0}%", s * 100.0))
@@ -503,7 +503,7 @@ fn haystack(r: &RunSummary) -> String {
         ));
     }
     s.push(' ');
-    s.push_str(r.status_label());
+    s.push_str(&r.outcome());
     s.to_lowercase()
 }
 
@@ -528,7 +528,7 @@ fn compare(a: &RunSummary, b: &RunSummary, col: Column) -> Ordering {
         Column::Planner => {
             h(a, |h| h.planner.model.clone()).cmp(&h(b, |h| h.planner.model.clone()))
         }
-        Column::Status => a.status_label().cmp(b.status_label()),
+        Column::Status => a.outcome().cmp(&b.outcome()),
         Column::Calls => num(
             ta.map(|t| t.tool_calls as f64),
             tb.map(|t| t.tool_calls as f64),
