@@ -390,3 +390,33 @@ fn inspector_opens_scrolls_and_closes_without_leaving_the_run() {
     assert!(view(&app).inspector.is_none());
     assert!(view(&app).message.as_deref().unwrap().contains("no event"));
 }
+
+#[test]
+fn opening_a_failing_run_lands_on_its_first_failed_call_with_the_node_selected() {
+    let run = common::plan_fails_run();
+    let first = run
+        .first_failed_call()
+        .expect("the fixture has a failed call");
+    let node = match &run.events[first].body {
+        EventBody::ToolCalled { node, .. } => node.expect("a planned call"),
+        other => panic!("{other:?}"),
+    };
+    let slot = run.slot_of(node).unwrap();
+    let view = RunView::opened(run, Rect::new(0, 0, 120, 39));
+    assert_eq!(
+        view.position(),
+        first + 1,
+        "the cursor stands just after the failed call"
+    );
+    assert_eq!(view.tree.selected_item(), Some(Item::Node(slot)));
+    // A run without a failed call opens at its end, as before.
+    let clean = common::three_runs()
+        .into_iter()
+        .find(|r| r.first_failed_call().is_none())
+        .expect("a run without a failed call");
+    let end = clean.len();
+    assert_eq!(
+        RunView::opened(clean, Rect::new(0, 0, 120, 39)).position(),
+        end
+    );
+}

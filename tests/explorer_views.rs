@@ -228,3 +228,18 @@ fn a_run_that_completed_with_failed_calls_is_marked_as_a_failure_in_the_browser(
         "completed with a failure"
     );
 }
+
+#[test]
+fn a_failing_run_opens_on_its_first_failed_call() {
+    for size in SIZES {
+        let view = RunView::opened(
+            common::plan_fails_run(),
+            Rect::new(0, 0, size.0, size.1 - 1),
+        );
+        let app = App::with_run(view, Keymap::default(), Theme::new(true), size);
+        insta::assert_snapshot!(
+            format!("failing_run_opened_{}x{}", size.0, size.1),
+            render(&app)
+        );
+    }
+}

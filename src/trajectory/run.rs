@@ -283,6 +283,14 @@ impl Run {
         self.steps.get(i).map(|s| s.event as usize)
     }
 
+    /// The event index of the first real call that failed, if any.
+    pub fn first_failed_call(&self) -> Option<usize> {
+        self.steps
+            .iter()
+            .find(|s| s.is_error)
+            .map(|s| s.event as usize)
+    }
+
     /// The last real tool call before `before`.
     pub fn prev_tool_call(&self, before: usize) -> Option<usize> {
         let i = self.steps.partition_point(|s| (s.event as usize) < before);

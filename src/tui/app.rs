@@ -291,7 +291,7 @@ impl App {
         match result {
             Ok(run) => {
                 let problems = run.problems.len();
-                self.run = Some(RunView::new(run, self.body_area()));
+                self.run = Some(RunView::opened(run, self.body_area()));
                 self.screen = Screen::Run;
                 if problems > 0 {
                     self.message = Some(format!(

@@ -47,7 +47,7 @@ pub fn explore(path: &Path) -> Result<()> {
     let app = if path.is_file() {
         let run = Run::open(path)?;
         App::with_run(
-            RunView::new(
+            RunView::opened(
                 run,
                 ratatui::layout::Rect::new(0, 0, size.0, size.1.saturating_sub(1)),
             ),

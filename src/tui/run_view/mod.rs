@@ -169,6 +169,20 @@ impl RunView {
         view
     }
 
+    /// A view of a run as a person opens one to debug it: at its first failed real call, with
+    /// that call's node selected and its simulation beside the real result, when it has one;
+    /// at its end otherwise.
+    pub fn opened(run: Run, area: Rect) -> Self {
+        let first_failure = run.first_failed_call();
+        let mut view = Self::new(run, area);
+        if let Some(event) = first_failure {
+            view.jump(Some(event + 1), "");
+            view.message =
+                Some("opened at the first failed call · End goes to the end".to_string());
+        }
+        view
+    }
+
     /// A view of a run that is still being written; events arrive by [`RunView::push`].
     pub fn live(run: Run, area: Rect, stop: Option<Sender<()>>) -> Self {
         let mut view = Self::new(run, area);
