@@ -243,3 +243,70 @@ fn a_failing_run_opens_on_its_first_failed_call() {
         );
     }
 }
+
+#[test]
+fn tree_rows_carry_node_ids_and_verdict_marks() {
+    use mcp_cosmos::trajectory::event::{Action, AgentKind, EventBody, Observation, Verdict};
+    let call = |target: &str| Action::ToolCall {
+        tool: "time:convert_time".into(),
+        arguments: serde_json::json!({"target_timezone": target}),
+    };
+    let added = |node, action| EventBody::NodeAdded {
+        node,
+        parent: (node > 0).then_some(0),
+        depth: u32::from(node > 0),
+        action,
+        prior: None,
+    };
+    let evaluated = |node, verdict, base| EventBody::NodeEvaluated {
+        node,
+        verdict,
+        base_reward: base,
+        critic_reward: None,
+        critic_reason: None,
+        reward: base,
+        terminal: true,
+    };
+    let bodies = vec![
+        added(0, None),
+        added(1, Some(call("Mars/Olympus"))),
+        added(2, Some(call("Asia/Tokyo"))),
+        EventBody::NodeSimulated {
+            node: 1,
+            world_model: "validator".into(),
+            observation: Observation {
+                text: "unknown zone".into(),
+                is_error: true,
+                ..Default::default()
+            },
+            latency_ms: 0,
+            tokens: None,
+        },
+        evaluated(1, Verdict::Invalid, -1.0),
+        evaluated(2, Verdict::NotSimulated, 0.0),
+    ];
+    let run = common::run_of(
+        "runs/marks.jsonl",
+        common::header("t", AgentKind::Spiral, Some("llm")),
+        bodies,
+    );
+    let app = run_app(run, (120, 30));
+    let mut terminal = Terminal::new(TestBackend::new(120, 30)).unwrap();
+    terminal.draw(|f| app.draw(f)).unwrap();
+    let text = terminal.backend().to_string();
+    let buffer = terminal.backend().buffer().clone();
+    let error = Theme::new(true).error().fg;
+    for (id, mark) in [("#1 ", '⊘'), ("#2 ", '∅')] {
+        let (row, line) = text
+            .lines()
+            .enumerate()
+            .find(|(_, l)| l.contains(id) && l.contains(mark))
+            .unwrap_or_else(|| panic!("no row with {id} and {mark}:\n{text}"));
+        let col = line.chars().position(|c| c == mark).unwrap() - 1;
+        assert_eq!(
+            buffer[(col as u16, row as u16)].style().fg,
+            error,
+            "{mark} is a failure"
+        );
+    }
+}

@@ -159,6 +159,15 @@ impl TreeState {
             _ => None,
         }
     }
+
+    /// The verdict of the node's latest `node_evaluated`, if it has been evaluated.
+    pub fn verdict(&self, run: &Run, slot: u32) -> Option<super::event::Verdict> {
+        let e = self.node(slot)?.evaluated;
+        match &run.events.get(e as usize)?.body {
+            EventBody::NodeEvaluated { verdict, .. } => Some(*verdict),
+            _ => None,
+        }
+    }
 }
 
 /// How many snapshots a cursor keeps at most (memory bound: this × one tree state).

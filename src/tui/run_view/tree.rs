@@ -14,6 +14,7 @@ use ratatui::widgets::{Block, Paragraph};
 use crate::sanitize::one_line;
 use crate::trajectory::describe::{compact_call_label, compact_node_label};
 use crate::trajectory::event::EventBody;
+use crate::trajectory::event::Verdict;
 use crate::trajectory::fold::TreeState;
 use crate::trajectory::run::Run;
 use crate::tui::theme::Theme;
@@ -311,6 +312,8 @@ impl TreeView {
         if self.plan.contains(&slot) {
             spans.push(Span::styled("★ ", theme.mark()));
         }
+        // The id the timeline speaks in (`#1→#2→#3`).
+        spans.push(Span::styled(format!("#{} ", info.id), theme.dim()));
         let stats = format!(
             " N={} Q={} r={}",
             dyn_.visits,
@@ -337,8 +340,16 @@ impl TreeView {
             None => theme.dim(),
         };
         spans.push(Span::styled(stats, q_style));
-        if predicted_error {
-            spans.push(Span::styled(" ⚠", theme.error()));
+        // Why the node scored as it did, with or without colour: ⊘ invalid (the validator's),
+        // ∅ not simulated (the world model failed), ⚠ a predicted error.
+        let verdict_mark = match state.verdict(run, slot) {
+            Some(Verdict::Invalid) => Some(" ⊘"),
+            Some(Verdict::NotSimulated) => Some(" ∅"),
+            _ if predicted_error => Some(" ⚠"),
+            _ => None,
+        };
+        if let Some(mark) = verdict_mark {
+            spans.push(Span::styled(mark, theme.error()));
         }
         Line::from(spans)
     }
