@@ -310,3 +310,78 @@ fn tree_rows_carry_node_ids_and_verdict_marks() {
         );
     }
 }
+
+#[test]
+fn the_plans_reason_names_its_rule_value_and_a_tie() {
+    use mcp_cosmos::trajectory::event::{Action, AgentKind, EventBody, Verdict};
+    let call = |target: &str| {
+        Some(Action::ToolCall {
+            tool: "time:convert_time".into(),
+            arguments: serde_json::json!({"target_timezone": target}),
+        })
+    };
+    let finish = Some(Action::Finish { answer: None });
+    let added = |node, parent: Option<u64>, depth, action| EventBody::NodeAdded {
+        node,
+        parent,
+        depth,
+        action,
+        prior: None,
+    };
+    let evaluated = |node, verdict, reward| EventBody::NodeEvaluated {
+        node,
+        verdict,
+        base_reward: reward,
+        critic_reward: None,
+        critic_reason: None,
+        reward,
+        terminal: verdict != Verdict::Valid,
+    };
+    let back = |path: Vec<u64>, value| EventBody::Backpropagated { path, value };
+    // London (#1) leads at the root (Q 0.75 against 0.65), yet the plan runs through Tokyo
+    // (#2): Tokyo's finish (#3) ties London's (#4) at 0.90, and the earlier id wins.
+    let bodies = vec![
+        added(0, None, 0, None),
+        added(1, Some(0), 1, call("Europe/London")),
+        added(2, Some(0), 1, call("Asia/Tokyo")),
+        evaluated(1, Verdict::Valid, 0.6),
+        evaluated(2, Verdict::Valid, 0.4),
+        back(vec![0, 1], 0.6),
+        back(vec![0, 2], 0.4),
+        added(3, Some(2), 2, finish.clone()),
+        evaluated(3, Verdict::Finish, 0.9),
+        back(vec![0, 2, 3], 0.9),
+        added(4, Some(1), 2, finish),
+        evaluated(4, Verdict::Finish, 0.9),
+        back(vec![0, 1, 4], 0.9),
+        EventBody::PlanSelected {
+            nodes: vec![2, 3],
+            rule: "best_mean".into(),
+        },
+    ];
+    let run = common::run_of(
+        "runs/tie.jsonl",
+        common::header("t", AgentKind::Spiral, Some("llm")),
+        bodies,
+    );
+    for size in SIZES {
+        let app = run_app(run_of_same(&run), size);
+        let screen = render(&app);
+        if size.0 >= 120 {
+            assert!(
+                screen.contains("★ best mean 0.90; ties #4, earlier wins"),
+                "{screen}"
+            );
+        }
+        insta::assert_snapshot!(format!("plan_reason_tie_{}x{}", size.0, size.1), screen);
+    }
+}
+
+/// A copy of a run built in memory (runs are not Clone).
+fn run_of_same(run: &Run) -> Run {
+    common::run_of(
+        run.path.to_str().unwrap(),
+        run.header.clone(),
+        run.events.iter().map(|e| e.body.clone()).collect(),
+    )
+}

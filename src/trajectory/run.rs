@@ -248,6 +248,15 @@ impl Run {
         &self.steps[..self.steps.partition_point(|s| (s.event as usize) < k)]
     }
 
+    /// The latest `plan_selected` before cursor `k`: its event index, rule and node ids.
+    pub fn plan_event_at(&self, k: usize) -> Option<(u32, &str, &[NodeId])> {
+        let e = Self::latest_before(&self.plans, k)?;
+        match &self.events[e as usize].body {
+            EventBody::PlanSelected { nodes, rule } => Some((e, rule.as_str(), nodes.as_slice())),
+            _ => None,
+        }
+    }
+
     /// The plan selected by cursor `k`, as arena slots.
     pub fn plan_at(&self, k: usize) -> Vec<u32> {
         match Self::latest_before(&self.plans, k).map(|e| &self.events[e as usize].body) {

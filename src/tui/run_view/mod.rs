@@ -590,8 +590,11 @@ impl RunView {
         let tree_title = if self.run.nodes().is_empty() {
             format!(" Steps · {} ", h.agent.kind.as_str())
         } else {
+            let reason = self.tree.plan_reason().map_or(String::new(), |r| {
+                format!("· {} ", crate::sanitize::one_line(r, 60))
+            });
             format!(
-                " Tree · {} nodes · {} ",
+                " Tree · {} nodes · {} {reason}",
                 state.visible_nodes(),
                 h.agent.kind.as_str()
             )

@@ -13,8 +13,7 @@ use ratatui::widgets::{Block, Paragraph};
 
 use crate::sanitize::one_line;
 use crate::trajectory::describe::{compact_call_label, compact_node_label};
-use crate::trajectory::event::EventBody;
-use crate::trajectory::event::Verdict;
+use crate::trajectory::event::{Action, EventBody, Verdict};
 use crate::trajectory::fold::TreeState;
 use crate::trajectory::run::Run;
 use crate::tui::theme::Theme;
@@ -45,6 +44,8 @@ pub struct TreeView {
     pub selected: usize,
     offset: usize,
     plan: HashSet<u32>,
+    /// Why the ★ plan, in one line, with the plan event and node count it was made for.
+    plan_reason: Option<(u32, usize, String)>,
     q_range: (f64, f64),
     touched: Option<Item>,
 }
@@ -97,6 +98,7 @@ impl TreeView {
         }
         self.selected = self.selected.min(self.rows.len().saturating_sub(1));
         self.plan = run.plan_at(k).into_iter().collect();
+        self.refresh_plan_reason(run, state);
         self.touched = k.checked_sub(1).and_then(|i| {
             let body = &run.events[i].body;
             match body {
@@ -235,6 +237,112 @@ impl TreeView {
             self.offset = self.selected + 1 - height;
         }
         self.offset = self.offset.min(self.rows.len().saturating_sub(height));
+    }
+
+    /// Why the ★ plan was chosen, in one line (for the pane's title).
+    pub fn plan_reason(&self) -> Option<&str> {
+        self.plan_reason
+            .as_ref()
+            .map(|(_, _, s)| s.as_str())
+            .filter(|s| !s.is_empty())
+    }
+
+    /// The rule, the chosen node's value, and the other candidates that tie with it: the
+    /// search keeps the earlier of equal nodes, which nothing else on screen says.
+    fn refresh_plan_reason(&mut self, run: &Run, state: &TreeState) {
+        let k = state.applied();
+        let Some((event, rule, nodes)) = run.plan_event_at(k) else {
+            self.plan_reason = None;
+            return;
+        };
+        let visible = state.visible_nodes();
+        if self
+            .plan_reason
+            .as_ref()
+            .is_some_and(|(e, v, _)| *e == event && *v == visible)
+        {
+            return;
+        }
+        let is_finish = |slot: u32| {
+            matches!(
+                &run.events[run.nodes()[slot as usize].added_at as usize].body,
+                EventBody::NodeAdded {
+                    action: Some(Action::Finish { .. }),
+                    ..
+                }
+            )
+        };
+        // A search's root has no action: the run's root, or an execution-time revision's.
+        let search_root = |mut slot: u32| loop {
+            let info = &run.nodes()[slot as usize];
+            let rootless = matches!(
+                &run.events[info.added_at as usize].body,
+                EventBody::NodeAdded { action: None, .. }
+            );
+            match info.parent {
+                Some(parent) if !rootless => slot = parent,
+                _ => return slot,
+            }
+        };
+        let chosen = nodes.last().and_then(|&id| run.slot_of(id));
+        let reason = match (rule, chosen) {
+            ("best_mean" | "most_visited", Some(chosen)) => {
+                let most_visited = rule == "most_visited";
+                let score = |slot: u32| {
+                    let n = state.node(slot).copied().unwrap_or_default();
+                    if most_visited {
+                        Some(f64::from(n.visits))
+                    } else {
+                        n.q()
+                    }
+                };
+                let value = score(chosen);
+                let finished = is_finish(chosen);
+                let search = search_root(chosen);
+                // The pool the rule chose from: the same search's finish nodes, or all its nodes
+                // when none finished.
+                let ties: Vec<String> = (0..visible as u32)
+                    .filter(|&s| s != chosen && s != search && search_root(s) == search)
+                    .filter(|&s| !finished || is_finish(s))
+                    .filter(|&s| state.verdict(run, s) != Some(Verdict::NotSimulated))
+                    .filter(|&s| match (score(s), value) {
+                        (Some(a), Some(b)) => (a - b).abs() < 1e-9,
+                        _ => false,
+                    })
+                    .map(|s| format!("#{}", run.nodes()[s as usize].id))
+                    .collect();
+                let name = if most_visited {
+                    "most visited"
+                } else {
+                    "best mean"
+                };
+                let value = value.map_or("—".to_string(), |v| {
+                    if most_visited {
+                        format!("{v:.0}")
+                    } else {
+                        format!("{v:.2}")
+                    }
+                });
+                let mut s = format!("★ {name} {value}");
+                if !finished {
+                    s.push_str(" (no path finished)");
+                }
+                if !ties.is_empty() {
+                    let shown: Vec<&str> = ties.iter().take(3).map(String::as_str).collect();
+                    let more = ties.len().saturating_sub(3);
+                    s.push_str(&format!("; ties {}", shown.join(", ")));
+                    if more > 0 {
+                        s.push_str(&format!(" +{more}"));
+                    }
+                    s.push_str(", earlier wins");
+                }
+                s
+            }
+            // A chain (ReAct-Plan-Exec) is what was planned: there was no choice to explain.
+            ("chain", _) => String::new(),
+            (other, _) => format!("★ {other}"),
+        };
+        self.plan_reason = Some((event, visible, reason));
     }
 
     /// Draws the rows on screen.
