@@ -164,20 +164,22 @@ impl WorldModel for MemoryWorldModel {
     ) -> BoxFuture<'a, Result<Simulation, SimFailure>> {
         Box::pin(async move {
             let start = Instant::now();
-            let observation = match self.buffer.lookup(&req.tool.name, req.arguments) {
-                Some((o, _exact)) => o.clone(),
-                // Nothing to go on: say so as a predicted error, which planners treat as a dead end.
-                None => Observation {
-                    text: format!("memory world model: no recorded call of {}", req.tool.name),
-                    is_error: true,
-                    ..Default::default()
-                },
-            };
-            Ok(Simulation {
-                observation,
-                latency: start.elapsed(),
-                llm: None,
-            })
+            match self.buffer.lookup(&req.tool.name, req.arguments) {
+                Some((o, _exact)) => Ok(Simulation {
+                    observation: o.clone(),
+                    latency: start.elapsed(),
+                    llm: None,
+                }),
+                // Nothing to go on is no prediction (not a predicted error, which would score
+                // as a dead end and count in fidelity): the world model failed to simulate.
+                None => Err(SimFailure {
+                    message: format!(
+                        "memory world model: no recorded call of {} to predict from",
+                        req.tool.name
+                    ),
+                    llm: None,
+                }),
+            }
         })
     }
 }
@@ -191,6 +193,29 @@ mod tests {
             text: t.into(),
             ..Default::default()
         }
+    }
+
+    #[tokio::test]
+    async fn a_tool_never_recorded_is_no_prediction() {
+        let wm = MemoryWorldModel::new(std::sync::Arc::new(TransitionBuffer::default()));
+        let tool = crate::trajectory::event::ToolInfo {
+            name: "units:convert_angle".into(),
+            description: String::new(),
+            input_schema: serde_json::json!({}),
+        };
+        let args = serde_json::json!({"value": 1});
+        let req = SimRequest {
+            tool: &tool,
+            arguments: &args,
+            user_request: "q",
+            history: &[],
+        };
+        let failure = wm.simulate(req).await.unwrap_err();
+        assert!(
+            failure
+                .message
+                .contains("no recorded call of units:convert_angle")
+        );
     }
 
     #[test]
