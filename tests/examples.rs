@@ -1,0 +1,97 @@
+//! The README's examples work as written from the repository root: `examples/mcp.json` starts
+//! every server it names, `examples/tasks.json` runs against it, the memory server can write,
+//! and every reference call of the example tasks validates against the real tool's schema.
+
+mod support;
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::{Value, json};
+use support::*;
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+
+#[test]
+fn the_example_task_runs_against_the_example_servers_from_the_repository_root() {
+    servers(); // installed by scripts/install-test-servers.sh
+    let out = tempfile::tempdir().unwrap();
+    let llm = ScriptedLlm::start(json!([
+        {"when": "1. memory:create_entities", "content": finish("Tokyo 18:00, New York 04:00.")},
+        {"when": "No tool has been called yet", "content": call("memory:create_entities",
+            json!({"entities": [{"name": "standup", "entityType": "meeting", "observations": ["09:00 UTC"]}]}))}
+    ]));
+    let o = Command::new(env!("CARGO_BIN_EXE_cosmos"))
+        .current_dir(ROOT)
+        .args([
+            "run",
+            "--mcp-config",
+            "examples/mcp.json",
+            "--task",
+            "examples/tasks.json",
+            "--task-id",
+            "tokyo_standup",
+            "--extra-server",
+            "memory",
+            "--agent",
+            "react",
+            "--out",
+            out.path().to_str().unwrap(),
+            "--no-tui",
+        ])
+        .env("OPENAI_BASE_URL", llm.base_url())
+        .env("COSMOS_LOG_FILE", out.path().join("log"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let ev = events(&only_run(out.path()));
+    let header = &ev[0];
+    assert_eq!(header["task"]["source"], "examples/tasks.json");
+    let call = ev.iter().find(|e| e["kind"] == "tool_called").unwrap();
+    assert_eq!(
+        call["result"]["is_error"], false,
+        "the memory server wrote: {call}"
+    );
+    assert!(
+        !ev.iter()
+            .any(|e| e["kind"] == "error" && e["source"] == "server")
+    );
+}
+
+#[test]
+fn every_reference_call_of_the_example_tasks_fits_the_real_tools_schema() {
+    servers();
+    // The catalogue as the servers give it, through the code `run` uses. Cargo runs tests in
+    // the package root, where the config's relative commands resolve.
+    assert_eq!(std::env::current_dir().unwrap(), Path::new(ROOT));
+    let tools = tokio::runtime::Runtime::new().unwrap().block_on(async {
+        let config =
+            mcp_cosmos::mcp::config::McpConfig::load(Path::new("examples/mcp.json")).unwrap();
+        let (pool, failures) =
+            mcp_cosmos::mcp::pool::McpPool::connect(&config.servers, Default::default()).await;
+        assert!(failures.is_empty(), "{failures:?}");
+        let tools = pool.tools();
+        pool.shutdown().await;
+        tools
+    });
+    let catalog = mcp_cosmos::trajectory::catalog::ToolCatalog::new(&tools);
+    let tasks: Value = serde_json::from_str(
+        &std::fs::read_to_string(Path::new(ROOT).join("examples/tasks.json")).unwrap(),
+    )
+    .unwrap();
+    let mut checked = 0;
+    for task in tasks["tasks"].as_array().unwrap() {
+        for call in task["reference_calls"].as_array().unwrap() {
+            let tool = call["tool"].as_str().unwrap();
+            let check = catalog.check(tool, &call["arguments"]);
+            assert!(
+                check.valid_name && check.schema_ok,
+                "{} {tool}: {:?}",
+                task["id"],
+                catalog.explain(tool, &call["arguments"])
+            );
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, 4);
+}
