@@ -14,21 +14,15 @@ fn browse_open_step_and_quit_with_keys() {
         common::write_run(&run, &dir.path().join(run.path.file_name().unwrap()));
     }
     let t = Tmux::start(&["replay", dir.path().to_str().unwrap()], 140, 40);
-    let screen = t.wait_for("3 of 3 runs");
-    assert!(
-        screen.contains("plan_exec") && screen.contains("react"),
-        "{screen}"
-    );
+    t.wait_for_all(&["3 of 3 runs", "plan_exec", "react"]);
     t.keys(&["/", "r", "e", "a", "c", "t", "Enter"]);
     t.wait_for("1 of 3 runs");
     t.keys(&["Enter"]);
-    let screen = t.wait_for("Steps · react");
-    assert!(screen.contains("event 6/6"), "{screen}");
+    t.wait_for_all(&["Steps · react", "event 6/6"]);
     t.keys(&["Home"]);
     t.wait_for("event 0/6");
     t.keys(&["t"]);
-    let screen = t.wait_for("event 2/6");
-    assert!(screen.contains("calls     1"), "{screen}");
+    t.wait_for_all(&["event 2/6", "calls     1"]);
     t.keys(&["?"]);
     t.wait_for("Keys · ? or Esc closes");
     t.keys(&["Escape", "Escape"]);
@@ -71,11 +65,8 @@ fn planted_escape_sequences_never_reach_the_terminal() {
     t.wait_for("Tree · 4 nodes");
     // Show the step whose real result is the planted text.
     t.keys(&["Home", "t"]);
-    let screen = t.wait_for("event 15/20");
-    assert!(
-        screen.contains("\\u{1b}]52;c;"),
-        "escapes are shown escaped:\n{screen}"
-    );
+    // The planted escapes are shown escaped.
+    t.wait_for_all(&["event 15/20", "\\u{1b}]52;c;"]);
     t.keys(&["q"]);
     t.wait_exit();
     let raw = t.raw();

@@ -115,17 +115,23 @@ impl Tmux {
 
     /// Waits up to 15 s for `text` on screen.
     pub fn wait_for(&self, text: &str) -> String {
+        self.wait_for_all(&[text])
+    }
+
+    /// Waits up to 15 s for a screen that holds every one of `texts` (a frame is drawn in
+    /// parts: one text on screen does not mean the others are yet).
+    pub fn wait_for_all(&self, texts: &[&str]) -> String {
         let start = Instant::now();
         loop {
             let screen = self.screen();
-            if screen.contains(text) {
+            if texts.iter().all(|t| screen.contains(t)) {
                 return screen;
             }
             assert!(
                 start.elapsed() < Duration::from_secs(15),
-                "timed out waiting for {text:?}; screen:\n{screen}"
+                "timed out waiting for {texts:?}; screen:\n{screen}"
             );
-            std::thread::sleep(Duration::from_millis(100));
+            std::thread::sleep(Duration::from_millis(50));
         }
     }
 
