@@ -61,12 +61,21 @@ fn the_example_task_runs_against_the_example_servers_from_the_repository_root() 
 #[test]
 fn every_reference_call_of_the_example_tasks_fits_the_real_tools_schema() {
     servers();
-    // The catalogue as the servers give it, through the code `run` uses. Cargo runs tests in
-    // the package root, where the config's relative commands resolve.
-    assert_eq!(std::env::current_dir().unwrap(), Path::new(ROOT));
+    // The catalogue as the servers give it, through the code `run` uses; the config's relative
+    // commands are resolved against the repository root, as `cosmos` run from there does.
+    let mut config: Value = serde_json::from_str(
+        &std::fs::read_to_string(Path::new(ROOT).join("examples/mcp.json")).unwrap(),
+    )
+    .unwrap();
+    for server in config["mcpServers"].as_object_mut().unwrap().values_mut() {
+        let command = server["command"].as_str().unwrap();
+        server["command"] = json!(Path::new(ROOT).join(command).display().to_string());
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let absolute = dir.path().join("mcp.json");
+    std::fs::write(&absolute, config.to_string()).unwrap();
     let tools = tokio::runtime::Runtime::new().unwrap().block_on(async {
-        let config =
-            mcp_cosmos::mcp::config::McpConfig::load(Path::new("examples/mcp.json")).unwrap();
+        let config = mcp_cosmos::mcp::config::McpConfig::load(&absolute).unwrap();
         let (pool, failures) =
             mcp_cosmos::mcp::pool::McpPool::connect(&config.servers, Default::default()).await;
         assert!(failures.is_empty(), "{failures:?}");
