@@ -447,22 +447,7 @@ fn interrupt_with(signal: &str, agent: &str) -> Duration {
         );
         std::thread::sleep(Duration::from_millis(100));
     }
-    Command::new("kill")
-        .args([signal, &child.id().to_string()])
-        .status()
-        .unwrap();
-    let signalled = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        assert!(
-            signalled.elapsed() < Duration::from_secs(20),
-            "the run did not stop on {signal}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let latency = signalled.elapsed();
+    let (status, latency) = signal_and_wait(&mut child, signal, Duration::from_secs(20));
     assert_eq!(status.code(), Some(130));
     let file = only_run(&out_dir);
     let ev = events(&file);
@@ -997,27 +982,9 @@ fn sigterm_during_server_start_up_stops_at_once_and_writes_nothing() {
         .trim()
         .parse()
         .unwrap();
-    Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    let signalled = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        assert!(
-            signalled.elapsed() < Duration::from_secs(10),
-            "start-up was not cut short"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let (status, latency) = signal_and_wait(&mut child, "-TERM", Duration::from_secs(10));
     assert_eq!(status.code(), Some(130));
-    assert!(
-        signalled.elapsed() < Duration::from_secs(5),
-        "{:?}",
-        signalled.elapsed()
-    );
+    assert!(latency < Duration::from_secs(5), "{latency:?}");
     assert!(
         !out_dir.exists(),
         "no trajectory for a run that never started"
@@ -1094,4 +1061,28 @@ fn flaky_run(dir: &Path, env: Value, agent: &str, extra: &[&str]) -> (Vec<String
     .to_vec();
     args.extend(extra.iter().map(|s| s.to_string()));
     (args, out_dir)
+}
+
+/// Sends `signal` to `child` and waits for it to exit (at most `limit`): its status and how
+/// long it took.
+fn signal_and_wait(
+    child: &mut std::process::Child,
+    signal: &str,
+    limit: Duration,
+) -> (std::process::ExitStatus, Duration) {
+    Command::new("kill")
+        .args([signal, &child.id().to_string()])
+        .status()
+        .unwrap();
+    let signalled = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return (status, signalled.elapsed());
+        }
+        assert!(
+            signalled.elapsed() < limit,
+            "no exit {limit:?} after {signal}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }

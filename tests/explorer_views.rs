@@ -26,6 +26,18 @@ fn render(app: &App) -> String {
     terminal.backend().to_string()
 }
 
+/// The three hand-made runs written to `dir` through the real writer, as the browser lists them.
+fn three_listed(dir: &std::path::Path) -> Vec<RunSummary> {
+    common::three_runs()
+        .into_iter()
+        .map(|run| {
+            let path = dir.join(run.path.file_name().unwrap());
+            common::write_run(&run, &path);
+            RunSummary::read(&path)
+        })
+        .collect()
+}
+
 fn run_app(run: Run, size: (u16, u16)) -> App {
     let view = RunView::new(run, Rect::new(0, 0, size.0, size.1 - 1));
     App::with_run(view, Keymap::default(), Theme::new(true), size)
@@ -47,12 +59,7 @@ fn empty_folder() {
 #[test]
 fn browser_with_runs_and_group_table() {
     let dir = tempfile::tempdir().unwrap();
-    let mut summaries = Vec::new();
-    for run in common::three_runs() {
-        let path = dir.path().join(run.path.file_name().unwrap());
-        common::write_run(&run, &path);
-        summaries.push(RunSummary::read(&path));
-    }
+    let summaries = three_listed(dir.path());
     for size in SIZES {
         let browser = Browser::new(vec![PathBuf::from("runs")], summaries.clone(), size.1 - 1);
         let mut app = App::with_browser(browser, Keymap::default(), Theme::new(true), size);
@@ -198,12 +205,7 @@ fn a_rejected_planner_reply_shows_as_a_failure_in_the_metrics_pane() {
 #[test]
 fn a_run_that_completed_with_failed_calls_is_marked_as_a_failure_in_the_browser() {
     let dir = tempfile::tempdir().unwrap();
-    let mut summaries = Vec::new();
-    for run in common::three_runs() {
-        let path = dir.path().join(run.path.file_name().unwrap());
-        common::write_run(&run, &path);
-        summaries.push(RunSummary::read(&path));
-    }
+    let summaries = three_listed(dir.path());
     let browser = Browser::new(vec![PathBuf::from("runs")], summaries, 23);
     let app = App::with_browser(browser, Keymap::default(), Theme::new(true), (80, 24));
     let mut terminal = Terminal::new(TestBackend::new(80, 24)).unwrap();
