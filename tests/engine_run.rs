@@ -314,34 +314,13 @@ fn command_world_model_from_the_docs() {
 #[test]
 fn a_server_that_dies_or_hangs_mid_run() {
     let dir = tempfile::tempdir().unwrap();
-    let mcp = write_mcp_config(dir.path(), json!({"flaky": flaky_server()}));
-    let tasks = dir.path().join("task.json");
-    std::fs::write(
-        &tasks,
-        json!({"id": "flaky_1", "request": "poke the flaky server"}).to_string(),
-    )
-    .unwrap();
-    let out_dir = dir.path().join("out");
+    let (args, out_dir) = flaky_run(dir.path(), json!({}), "react", &["--call-timeout-s", "2"]);
     let llm = ScriptedLlm::start(json!([
         {"when": "3. flaky:", "content": finish("the server died")},
         {"when": "2. flaky:hang", "content": call("flaky:die", json!({"text": "x"}))},
         {"when": "1. flaky:ok", "content": call("flaky:hang", json!({"text": "x"}))},
         {"when": "No tool has been called yet", "content": call("flaky:ok", json!({"text": "x"}))}
     ]));
-    let args = [
-        "run",
-        "--mcp-config",
-        mcp.to_str().unwrap(),
-        "--task",
-        tasks.to_str().unwrap(),
-        "--agent",
-        "react",
-        "--out",
-        out_dir.to_str().unwrap(),
-        "--no-tui",
-        "--call-timeout-s",
-        "2",
-    ];
     let out = cosmos(&args, &llm, KEY);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let file = only_run(&out_dir);
