@@ -22,18 +22,7 @@ pub async fn run(env: &Env, sink: &mut dyn EventSink) -> Result<End> {
             "ReAct-Plan-Exec needs a world model (--world-model llm|memory|command)",
         ));
     };
-    let rehearser = Rehearser {
-        planner: env.roles.planner.clone(),
-        critic: env.roles.critic.clone(),
-        world_model,
-        tools: &env.tools,
-        catalog: &env.catalog,
-        functions: &env.functions,
-        request: &env.task.request,
-        real_steps: 0,
-        meter: env.meter.clone(),
-        stop: env.stop.clone(),
-    };
+    let rehearser = Rehearser::new(env, world_model, 0);
     // No critic (alpha 1) and no depth limit: the step budget ends the chain.
     let settings = Settings {
         alpha: 1.0,

@@ -17,15 +17,11 @@ use anyhow::Result;
 use serde_json::Value;
 
 use super::mcts::{Answer, Critique, SearchEnv, Settings};
-use super::planner::{self, FunctionNames};
+use super::planner;
 use super::ports::EventSink;
 use super::prompt::{self, Setting, Turn};
-use super::{Meter, llm_call_event, usage_event};
-use crate::llm::client::LlmClient;
-use crate::trajectory::catalog::ToolCatalog;
-use crate::trajectory::event::{
-    Action, EventBody, NodeId, Observation, Role, ToolInfo, VALIDATOR, Verdict,
-};
+use super::{Env, llm_call_event, usage_event};
+use crate::trajectory::event::{Action, EventBody, NodeId, Observation, Role, VALIDATOR, Verdict};
 use crate::world_model::{HistoryStep, SimRequest, WorldModel};
 
 /// SPIRAL's base reward of a verdict (the one table of them).
@@ -211,31 +207,25 @@ pub fn record(sink: &mut dyn EventSink, node: NodeId, r: &Rehearsal) -> Result<(
     })
 }
 
-/// The real models a rehearsal and a search work with.
+/// The real models a rehearsal and a search work with: the run's planner and critic roles,
+/// tools, budget and stop signal (all from its [`Env`]), and the world model.
 pub struct Rehearser<'a> {
-    /// The planner role.
-    pub planner: Arc<LlmClient>,
-    /// The critic role.
-    pub critic: Arc<LlmClient>,
-    /// The world model.
-    pub world_model: Arc<dyn WorldModel>,
-    /// The tools.
-    pub tools: &'a [ToolInfo],
-    /// Their compiled schemas.
-    pub catalog: &'a ToolCatalog,
-    /// Their function names.
-    pub functions: &'a FunctionNames,
-    /// The user's request.
-    pub request: &'a str,
+    env: &'a Env,
+    world_model: Arc<dyn WorldModel>,
     /// Real steps before the rehearsal starts (an execution-time revision's).
-    pub real_steps: usize,
-    /// The run's budget.
-    pub meter: Arc<Meter>,
-    /// The stop signal.
-    pub stop: tokio::sync::watch::Receiver<bool>,
+    real_steps: usize,
 }
 
-impl Rehearser<'_> {
+impl<'a> Rehearser<'a> {
+    /// Rehearsals in `env` with `world_model`, after `real_steps` real steps.
+    pub fn new(env: &'a Env, world_model: Arc<dyn WorldModel>, real_steps: usize) -> Self {
+        Self {
+            env,
+            world_model,
+            real_steps,
+        }
+    }
+
     fn setting(&self) -> Setting {
         Setting::Rehearsal {
             real_steps: self.real_steps,
@@ -251,16 +241,18 @@ impl SearchEnv for Rehearser<'_> {
     ) -> Answer<'a, Result<Vec<Action>, String>> {
         Box::pin(async move {
             let turn = Turn {
-                request: self.request,
+                request: &self.env.task.request,
                 history,
                 setting: self.setting(),
                 k,
                 rejected: None,
             };
-            let model = self.planner.endpoint().model.clone();
-            match planner::ask(&self.planner, self.tools, self.functions, &turn).await {
+            let env = self.env;
+            let planner = &env.roles.planner;
+            let model = planner.endpoint().model.clone();
+            match planner::ask(planner, &env.tools, &env.functions, &turn).await {
                 Ok(reply) => {
-                    self.meter.spend(reply.completion.tokens());
+                    env.meter.spend(reply.completion.tokens());
                     let mut events =
                         vec![llm_call_event(Role::Planner, &model, Ok(&reply.completion))];
                     let mut actions = Vec::new();
@@ -281,9 +273,10 @@ impl SearchEnv for Rehearser<'_> {
     }
 
     fn invalid(&self, tool: &str, arguments: &Value) -> Option<String> {
-        let check = self.catalog.check(tool, arguments);
+        let catalog = &self.env.catalog;
+        let check = catalog.check(tool, arguments);
         (!check.valid_name || !check.schema_ok).then(|| {
-            self.catalog
+            catalog
                 .explain(tool, arguments)
                 .unwrap_or_else(|| "arguments do not match the schema".into())
         })
@@ -296,13 +289,13 @@ impl SearchEnv for Rehearser<'_> {
         arguments: &'a Value,
     ) -> Answer<'a, Result<Prediction, String>> {
         Box::pin(async move {
-            let Some(info) = self.tools.iter().find(|t| t.name == tool) else {
+            let Some(info) = self.env.tools.iter().find(|t| t.name == tool) else {
                 return (Err(format!("unknown tool {tool}")), vec![]);
             };
             let req = SimRequest {
                 tool: info,
                 arguments,
-                user_request: self.request,
+                user_request: &self.env.task.request,
                 history,
             };
             match self.world_model.simulate(req).await {
@@ -311,7 +304,7 @@ impl SearchEnv for Rehearser<'_> {
                         .llm
                         .as_ref()
                         .map(|u| u.prompt_tokens + u.completion_tokens);
-                    self.meter.spend(tokens.unwrap_or(0));
+                    self.env.meter.spend(tokens.unwrap_or(0));
                     let events = sim.llm.iter().map(usage_event).collect();
                     let prediction = Prediction {
                         observation: sim.observation,
@@ -331,17 +324,19 @@ impl SearchEnv for Rehearser<'_> {
         observation: Option<&'a Observation>,
     ) -> Answer<'a, Option<Critique>> {
         Box::pin(async move {
-            let messages =
-                prompt::critic(self.request, history, self.setting(), action, observation);
+            let messages = prompt::critic(
+                &self.env.task.request,
+                history,
+                self.setting(),
+                action,
+                observation,
+            );
             let schema = serde_json::json!({"type": "object", "properties": {"score": {"type": "number", "minimum": 0, "maximum": 1}, "reason": {"type": "string"}}, "required": ["score"]});
-            let model = self.critic.endpoint().model.clone();
-            match self
-                .critic
-                .complete_json(&messages, "critique", &schema)
-                .await
-            {
+            let critic = &self.env.roles.critic;
+            let model = critic.endpoint().model.clone();
+            match critic.complete_json(&messages, "critique", &schema).await {
                 Ok((v, c)) => {
-                    self.meter.spend(c.tokens());
+                    self.env.meter.spend(c.tokens());
                     let critique =
                         v["score"]
                             .as_f64()
@@ -359,10 +354,7 @@ impl SearchEnv for Rehearser<'_> {
     }
 
     fn should_stop(&self) -> Option<String> {
-        if *self.stop.borrow() {
-            return Some("stopped by the user".into());
-        }
-        self.meter.over()
+        self.env.should_stop()
     }
 
     fn world_model_name(&self) -> String {

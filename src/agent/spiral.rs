@@ -113,18 +113,7 @@ async fn search(
     settings: &Settings,
     origin: &Origin,
 ) -> Result<std::result::Result<Tree, End>> {
-    let rehearser = Rehearser {
-        planner: env.roles.planner.clone(),
-        critic: env.roles.critic.clone(),
-        world_model: world_model.clone(),
-        tools: &env.tools,
-        catalog: &env.catalog,
-        functions: &env.functions,
-        request: &env.task.request,
-        real_steps: origin.history.len(),
-        meter: env.meter.clone(),
-        stop: env.stop.clone(),
-    };
+    let rehearser = Rehearser::new(env, world_model.clone(), origin.history.len());
     // The whole search is bounded: a stop or the time budget cancels the calls in flight.
     // Events recorded so far stay in the file.
     let (tree, stopped) = match env
