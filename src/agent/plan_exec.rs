@@ -179,6 +179,46 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_spent_budget_stops_the_plan_before_its_calls_and_writes_no_answer() {
+        let planner = ScriptedChat::json_replies(vec![
+            json!({"action": "call", "tool": "s:a", "arguments": {}}),
+            json!({"action": "call", "tool": "s:b", "arguments": {}}),
+        ]);
+        let wm = ScriptedWorldModel(Box::new(|tool| Ok(format!("{tool} predicted"))));
+        let tools = tools();
+        let mut env = testing::env(planner, None, tools.clone(), Some(Arc::new(wm)), 6);
+        // One planner turn (15 tokens) and one prediction (23) spend a 30-token budget.
+        env.meter = Arc::new(crate::agent::Meter::new(crate::agent::Budget {
+            max_tokens: 30,
+            ..*env.budget()
+        }));
+        let mut events = Vec::new();
+        let end = run(&env, &mut events).await.unwrap();
+        assert!(
+            tools.called().is_empty(),
+            "no real call with the budget spent"
+        );
+        let errors: Vec<&str> = events
+            .iter()
+            .filter_map(|e| match e {
+                EventBody::Error { message, .. } => Some(message.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            errors,
+            [
+                "token budget of 30 spent",
+                "token budget of 30 spent: 1 planned calls not run"
+            ]
+        );
+        assert_eq!(
+            end,
+            End::failed("no answer written: token budget of 30 spent")
+        );
+    }
+
+    #[tokio::test]
     async fn each_step_is_rehearsed_like_a_spiral_candidate_and_then_run_for_real() {
         let planner = ScriptedChat::json_replies(vec![
             json!({"action": "call", "tool": "s:a", "arguments": {}}),
