@@ -11,7 +11,7 @@ use mcp_cosmos::trajectory::run::Run;
 use mcp_cosmos::tui::action::Action;
 use mcp_cosmos::tui::app::App;
 use mcp_cosmos::tui::browser::Browser;
-use mcp_cosmos::tui::keymap::Keymap;
+use mcp_cosmos::tui::keymap::{Command, Keymap};
 use mcp_cosmos::tui::run_view::RunView;
 use mcp_cosmos::tui::theme::Theme;
 use ratatui::Terminal;
@@ -51,25 +51,25 @@ fn main() {
         ms(t)
     );
     let mut app = App::with_run(view, Keymap::default(), Theme::new(true), (200, 60));
-    let (_, t) = time(|| app.update(Action::ExpandAll));
+    let (_, t) = time(|| app.update(Action::Do(Command::ExpandAll)));
     println!("expand all {nodes} nodes: {:.1} ms", ms(t));
 
     let mut draws = Vec::new();
     let mut updates = Vec::new();
-    app.update(Action::JumpStart);
+    app.update(Action::Do(Command::Top));
     for i in 0..600 {
         // Step through the run in strides, as play at high speed does, and move the selection.
         let action = match i % 3 {
-            0 => Action::Down,
-            1 => Action::StepForward,
-            _ => Action::NextToolCall,
+            0 => Action::Do(Command::Down),
+            1 => Action::Do(Command::StepForward),
+            _ => Action::Do(Command::NextToolCall),
         };
         updates.push(time(|| app.update(action)).1);
         draws.push(time(|| terminal.draw(|f| app.draw(f)).unwrap()).1);
     }
-    app.update(Action::JumpEnd);
+    app.update(Action::Do(Command::Bottom));
     for _ in 0..200 {
-        updates.push(time(|| app.update(Action::Down)).1);
+        updates.push(time(|| app.update(Action::Do(Command::Down))).1);
         draws.push(time(|| terminal.draw(|f| app.draw(f)).unwrap()).1);
     }
     draws.sort();

@@ -18,20 +18,40 @@ pub fn inert(text: &str) -> String {
 }
 
 /// One display line: control characters shown escaped (`\u{1b}`), newlines as `⏎`,
-/// tabs as a space, cut to `max_chars` with `…`.
-pub fn one_line(text: &str, max_chars: usize) -> String {
-    let mut out = String::with_capacity(text.len().min(max_chars + 8));
-    for (count, c) in text.chars().enumerate() {
-        if count >= max_chars {
-            out.push('…');
-            break;
+/// tabs as a space, cut to `max_width` terminal columns (the `…` that marks a cut included).
+/// Columns, not characters: a CJK character or an emoji takes two.
+pub fn one_line(text: &str, max_width: usize) -> String {
+    use unicode_width::UnicodeWidthChar;
+    let mut out = String::with_capacity(text.len().min(max_width * 4 + 8));
+    let mut width = 0;
+    // The length of `out` at the last point that still leaves a column for the `…`.
+    let mut cut_at = 0;
+    let mut buf = [0u8; 4];
+    let mut escaped = String::new();
+    for c in text.chars() {
+        let piece: &str = match c {
+            '\n' => "⏎",
+            '\r' => continue,
+            '\t' => " ",
+            c if is_unsafe(c) => {
+                escaped.clear();
+                escaped.extend(c.escape_unicode());
+                &escaped
+            }
+            c => c.encode_utf8(&mut buf),
+        };
+        let w: usize = piece.chars().map(|c| c.width().unwrap_or(0)).sum();
+        if width + w > max_width {
+            out.truncate(cut_at);
+            if max_width > 0 {
+                out.push('…');
+            }
+            return out;
         }
-        match c {
-            '\n' => out.push('⏎'),
-            '\r' => {}
-            '\t' => out.push(' '),
-            c if is_unsafe(c) => out.extend(c.escape_unicode()),
-            c => out.push(c),
+        width += w;
+        out.push_str(piece);
+        if width < max_width {
+            cut_at = out.len();
         }
     }
     out
@@ -115,8 +135,25 @@ mod tests {
     }
 
     #[test]
+    fn cuts_by_columns_not_characters() {
+        use unicode_width::UnicodeWidthStr;
+        // Each of these takes two columns: four of them are eight.
+        assert_eq!(one_line("東京都庁", 8), "東京都庁");
+        let cut = one_line("東京都庁", 7);
+        assert_eq!(cut, "東京都…");
+        assert!(cut.width() <= 7);
+        let cut = one_line("ok 🚀🚀🚀", 6);
+        assert_eq!(cut, "ok 🚀…");
+        for w in 0..12 {
+            assert!(one_line("a東b🚀c\u{1b}[2J", w).width() <= w, "width {w}");
+        }
+    }
+
+    #[test]
     fn cuts_long_lines_and_many_lines() {
-        assert_eq!(one_line("abcdef", 3), "abc…");
+        assert_eq!(one_line("abcdef", 3), "ab…");
+        assert_eq!(one_line("abc", 3), "abc");
+        assert_eq!(one_line("abc", 0), "");
         assert_eq!(one_line("a\nb", 10), "a⏎b");
         let l = lines("1\n2\n3\n4", 2, 10);
         assert_eq!(l, vec!["1", "2", "… cut: 3 more bytes not shown"]);

@@ -24,7 +24,7 @@ fn browse_open_step_and_quit_with_keys() {
     t.keys(&["t"]);
     t.wait_for_all(&["event 2/6", "calls     1"]);
     t.keys(&["?"]);
-    t.wait_for("Keys · ? or Esc closes");
+    t.wait_for_all(&["Keys ·", "Esc closes"]);
     t.keys(&["Escape", "Escape"]);
     // Back in the browser, the filter is still in force.
     t.wait_for("1 of 3 runs");

@@ -111,14 +111,15 @@ fn drive(run: Run, inputs: &[Input]) {
             app.update(action);
         }
         // Background work (opening, comparing) is answered in line, as the terminal loop does.
-        for effect in app.take_effects() {
-            for action in mcp_cosmos::tui::terminal::perform(effect) {
+        for (id, work) in app.take_work() {
+            for action in mcp_cosmos::tui::terminal::perform(id, work) {
                 app.update(action);
             }
         }
-        if app.quit {
+        if app.quit() {
             return;
         }
+        app.settle();
         terminal.draw(|f| app.draw(f)).unwrap();
     }
 }

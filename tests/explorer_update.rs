@@ -13,12 +13,13 @@ use mcp_cosmos::trajectory::event::{Event, EventBody};
 use mcp_cosmos::trajectory::listing::RunSummary;
 use mcp_cosmos::trajectory::run::Run;
 use mcp_cosmos::tui::action::Action;
-use mcp_cosmos::tui::app::{App, Effect, Screen};
+use mcp_cosmos::tui::app::{App, Layer};
 use mcp_cosmos::tui::browser::Browser;
-use mcp_cosmos::tui::keymap::Keymap;
+use mcp_cosmos::tui::keymap::{Keymap, Mode};
 use mcp_cosmos::tui::run_view::tree::Item;
 use mcp_cosmos::tui::run_view::{Pane, RunView};
 use mcp_cosmos::tui::theme::Theme;
+use mcp_cosmos::tui::view::{Exit, View, Work};
 use ratatui::layout::Rect;
 
 fn press(app: &mut App, keys: &str) {
@@ -34,14 +35,14 @@ fn send(app: &mut App, code: KeyCode) {
     }
 }
 
-fn run_effects(app: &mut App) -> Vec<Effect> {
-    let effects = app.take_effects();
-    for e in effects.clone() {
-        for a in mcp_cosmos::tui::terminal::perform(e) {
+fn run_effects(app: &mut App) -> Vec<Work> {
+    let work = app.take_work();
+    for (id, w) in work.clone() {
+        for a in mcp_cosmos::tui::terminal::perform(id, w) {
             app.update(a);
         }
     }
-    effects
+    work.into_iter().map(|(_, w)| w).collect()
 }
 
 fn run_app(run: Run) -> App {
@@ -54,7 +55,18 @@ fn run_app(run: Run) -> App {
 }
 
 fn view(app: &App) -> &RunView {
-    app.run.as_ref().unwrap()
+    app.run_view().unwrap()
+}
+
+fn status(app: &App) -> String {
+    view(app).status().unwrap()
+}
+
+fn help_scroll(app: &App) -> Option<usize> {
+    match app.top() {
+        Layer::Help(h) => Some(h.scroll.offset),
+        _ => None,
+    }
 }
 
 #[test]
@@ -105,9 +117,9 @@ fn timeline_focus_moves_the_cursor_and_tree_keys_move_selection() {
     assert_eq!(view(&app).position(), 3);
     send(&mut app, KeyCode::End);
     send(&mut app, KeyCode::BackTab);
-    assert_eq!(view(&app).tree.selected, 0);
+    assert_eq!(view(&app).tree.selection.selected, 0);
     press(&mut app, "jj");
-    assert_eq!(view(&app).tree.selected, 2);
+    assert_eq!(view(&app).tree.selection.selected, 2);
     let rows = view(&app).tree.len();
     send(&mut app, KeyCode::Home);
     send(&mut app, KeyCode::End);
@@ -159,7 +171,7 @@ fn play_pause_and_speed() {
 fn help_overlay_swallows_keys_and_quit_quits() {
     let mut app = run_app(common::plan_fails_run());
     press(&mut app, "?");
-    assert_eq!(app.help, Some(0));
+    assert_eq!(help_scroll(&app), Some(0));
     send(&mut app, KeyCode::Home);
     assert_eq!(
         view(&app).position(),
@@ -167,9 +179,9 @@ fn help_overlay_swallows_keys_and_quit_quits() {
         "keys do nothing under help"
     );
     send(&mut app, KeyCode::Esc);
-    assert_eq!(app.help, None);
+    assert_eq!(help_scroll(&app), None);
     press(&mut app, "q");
-    assert!(app.quit);
+    assert_eq!(app.exit, Some(Exit::Quit));
 }
 
 #[test]
@@ -178,20 +190,22 @@ fn help_scrolls_on_a_short_terminal_and_stops_at_its_end() {
     press(&mut app, "?");
     press(&mut app, "jjj");
     assert_eq!(
-        app.help,
+        help_scroll(&app),
         Some(0),
         "a tall terminal shows every key: nothing to scroll"
     );
     app.update(Action::Resize(80, 24));
     press(&mut app, &"j".repeat(100));
-    let lines = Keymap::default().help().len() + 1;
+    // The run view's keys, the global ones and a footer line, in 21 rows (24 less the
+    // status line and the overlay's two borders).
+    let lines = Keymap::default().help(Mode::Run).len() + 1;
     assert_eq!(
-        app.help,
+        help_scroll(&app),
         Some(lines - 21),
         "as far as the last line and no further"
     );
     press(&mut app, "k");
-    assert_eq!(app.help, Some(lines - 22));
+    assert_eq!(help_scroll(&app), Some(lines - 22));
 }
 
 #[test]
@@ -204,7 +218,7 @@ fn mouse_click_selects_a_tree_row() {
         modifiers: KeyModifiers::NONE,
     };
     app.update(Action::Mouse(click));
-    assert_eq!(view(&app).tree.selected, 2);
+    assert_eq!(view(&app).tree.selection.selected, 2);
     assert_eq!(view(&app).focus, Pane::Tree);
 }
 
@@ -228,57 +242,68 @@ fn browser_filter_sort_open_mark_and_compare() {
     }
     let browser = Browser::new(vec![PathBuf::from(dir.path())], summaries, 39);
     let mut app = App::with_browser(browser, Keymap::default(), Theme::new(true), (120, 40));
-    let b = |app: &App| app.browser.as_ref().unwrap().view().len();
+    let b = |app: &App| app.browser().unwrap().view().len();
     assert_eq!(b(&app), 3);
 
     press(&mut app, "/react");
-    assert!(app.browser.as_ref().unwrap().typing);
+    assert!(app.browser().unwrap().prompt.is_some());
     assert_eq!(b(&app), 1);
     press(&mut app, "q");
-    assert!(!app.quit, "q is text while typing");
+    assert!(!app.quit(), "q is text while typing");
+    // Ctrl-W deletes the word typed: it does not type a `w`.
+    let ctrl = |c| TermEvent::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL));
+    app.update(app.map_input(ctrl('w')).unwrap());
+    assert_eq!(app.browser().unwrap().filter, "");
+    assert_eq!(b(&app), 3);
+    // Several words: every one must match.
+    press(&mut app, "plan_exec react");
+    assert_eq!(b(&app), 0, "no run is both");
+    app.update(app.map_input(ctrl('u')).unwrap());
+    press(&mut app, "react completed");
+    assert_eq!(b(&app), 1);
     send(&mut app, KeyCode::Esc);
     assert_eq!(b(&app), 3);
-    assert!(!app.browser.as_ref().unwrap().typing);
+    assert!(app.browser().unwrap().prompt.is_none());
 
     press(&mut app, "s");
     assert_ne!(
-        app.browser.as_ref().unwrap().sort.0,
+        app.browser().unwrap().sort.0,
         mcp_cosmos::tui::browser::Column::Started
     );
 
     press(&mut app, "mc");
-    assert!(app.message.as_ref().unwrap().contains("mark 2 to 4"));
+    assert!(app.message().unwrap().contains("mark 2 to 4"));
     press(&mut app, "m");
     press(&mut app, "c");
-    let effects = run_effects(&mut app);
-    assert!(matches!(&effects[..], [Effect::LoadCompare(p)] if p.len() == 2));
-    assert_eq!(app.screen, Screen::Compare);
+    let work = run_effects(&mut app);
+    assert!(matches!(&work[..], [Work::Compare(p)] if p.len() == 2));
+    assert!(matches!(app.top(), Layer::Compare(_)));
     send(&mut app, KeyCode::Esc);
-    assert_eq!(app.screen, Screen::Browser);
+    assert!(matches!(app.top(), Layer::Browser(_)));
 
     send(&mut app, KeyCode::Enter);
     run_effects(&mut app);
-    assert_eq!(app.screen, Screen::Run);
+    assert!(matches!(app.top(), Layer::Run(_)));
     send(&mut app, KeyCode::Esc);
-    assert_eq!(app.screen, Screen::Browser);
-    assert!(app.run.is_none());
+    assert!(matches!(app.top(), Layer::Browser(_)));
+    assert!(app.run_view().is_none());
 
     press(&mut app, "g");
     run_effects(&mut app);
     assert!(
-        matches!(&app.browser.as_ref().unwrap().groups, mcp_cosmos::tui::browser::Groups::Ready(rows) if rows.len() == 3)
+        matches!(&app.browser().unwrap().groups, mcp_cosmos::tui::browser::Groups::Ready(rows) if rows.len() == 3)
     );
     send(&mut app, KeyCode::Esc);
     assert_eq!(
-        app.browser.as_ref().unwrap().groups,
+        app.browser().unwrap().groups,
         mcp_cosmos::tui::browser::Groups::Hidden
     );
     send(&mut app, KeyCode::Esc);
-    assert!(app.quit);
+    assert!(app.quit());
 }
 
 #[test]
-fn live_run_grows_follows_pauses_and_stops() {
+fn live_run_grows_follows_pauses_asks_before_leaving_and_stops() {
     let source = common::plan_fails_run();
     let (stop_tx, stop_rx) = mpsc::channel();
     let live = RunView::live(
@@ -288,9 +313,12 @@ fn live_run_grows_follows_pauses_and_stops() {
     );
     let mut app = App::with_run(live, Keymap::default(), Theme::new(true), (120, 40));
 
-    // The agent's side: events over a channel, as `cosmos run` will send them.
+    // The agent's side: events over a channel, as `cosmos run` sends them; all but the
+    // last (run_finished) for now.
     let (tx, rx) = mpsc::channel::<Event>();
-    let events = source.events.clone();
+    let mut events = source.events.clone();
+    let finished = events.pop().unwrap();
+    assert!(matches!(finished.body, EventBody::RunFinished { .. }));
     let feeder = std::thread::spawn(move || {
         for e in events {
             tx.send(e).unwrap();
@@ -303,6 +331,8 @@ fn live_run_grows_follows_pauses_and_stops() {
             send(&mut app, KeyCode::Char(' '));
         }
         app.update(Action::LiveEvent(Box::new(event)));
+        // The loop settles the views once per frame; here, a frame per event.
+        app.settle();
         nodes_seen.push(view(&app).tree.len());
         if i < 12 {
             assert_eq!(view(&app).position(), i + 1, "follows the newest event");
@@ -315,60 +345,180 @@ fn live_run_grows_follows_pauses_and_stops() {
         nodes_seen.windows(2).all(|w| w[0] <= w[1]) && nodes_seen[11] == 4,
         "the tree grows: {nodes_seen:?}"
     );
-    assert!(view(&app).status().contains("LIVE (paused)"));
+    assert!(status(&app).contains("LIVE (paused"));
     send(&mut app, KeyCode::Char(' '));
     assert_eq!(
         view(&app).position(),
         view(&app).run.len(),
         "resuming jumps to the newest event"
     );
+
+    // q while the run goes on asks; Esc stays; nothing reached the agent.
+    press(&mut app, "q");
+    assert!(matches!(app.top(), Layer::Confirm(_)), "q asks first");
+    assert!(!app.quit());
+    send(&mut app, KeyCode::Esc);
+    assert!(matches!(app.top(), Layer::Run(_)));
+    send(&mut app, KeyCode::Esc);
+    assert!(matches!(app.top(), Layer::Confirm(_)), "so does Esc");
+    press(&mut app, "l");
+    assert_eq!(app.exit, Some(Exit::LeaveRunning), "leave, the run goes on");
+    assert!(stop_rx.try_recv().is_err(), "leaving is not stopping");
+    // (The loop would end here; this test goes on with the view.)
+    app.exit = None;
+    assert!(matches!(app.top(), Layer::Run(_)));
+
+    // The stop key stops without a question (it says what it does).
     press(&mut app, "x");
     assert!(stop_rx.try_recv().is_ok(), "the stop key reaches the agent");
-    assert!(matches!(
-        view(&app).run.events.last().unwrap().body,
-        EventBody::RunFinished { .. }
-    ));
+
+    // The run writes its end: the status says so, and q no longer asks.
+    app.update(Action::LiveEvent(Box::new(finished)));
+    app.settle();
+    assert!(
+        status(&app).contains("finished (completed)"),
+        "{}",
+        status(&app)
+    );
+    press(&mut app, "q");
+    assert_eq!(app.exit, Some(Exit::Quit));
 }
 
 #[test]
-fn find_in_the_timeline() {
+fn a_live_react_run_shows_its_newest_step() {
+    let source = common::three_runs()
+        .into_iter()
+        .find(|r| r.nodes().is_empty() && r.steps().len() >= 2)
+        .expect("a ReAct run with two steps");
+    let live = RunView::live(
+        Run::new("live".into(), source.header.clone()),
+        Rect::new(0, 0, 120, 39),
+        None,
+    );
+    let mut app = App::with_run(live, Keymap::default(), Theme::new(true), (120, 40));
+    let mut last_step = None;
+    for event in source.events.clone() {
+        let is_call = matches!(event.body, EventBody::ToolCalled { .. });
+        app.update(Action::LiveEvent(Box::new(event)));
+        app.settle();
+        if is_call {
+            let steps = view(&app).run.steps().len();
+            last_step = Some(steps - 1);
+        }
+        if let Some(step) = last_step {
+            assert_eq!(view(&app).tree.selected_item(), Some(Item::Step(step)));
+        }
+    }
+    assert!(last_step.unwrap() >= 1);
+}
+
+#[test]
+fn find_in_the_run_with_next_and_previous_hits() {
     let mut app = run_app(common::plan_fails_run());
     send(&mut app, KeyCode::Home);
     press(&mut app, "/");
-    assert!(view(&app).finding);
+    assert!(view(&app).search.prompt.is_some());
     press(&mut app, "q");
-    assert!(!app.quit, "q is text while finding");
+    assert!(!app.quit(), "q is text while finding");
     send(&mut app, KeyCode::Backspace);
     press(&mut app, "us/newyork");
-    assert!(view(&app).status().contains("find: us/newyork"));
+    assert!(status(&app).contains("find: us/newyork"));
     send(&mut app, KeyCode::Enter);
     // The first event that mentions it is node 2's node_added (event 8).
     assert_eq!(view(&app).position(), 8);
-    assert!(view(&app).message.as_ref().unwrap().contains("found"));
+    assert!(
+        app.message().unwrap().contains("hit 1/"),
+        "{:?}",
+        app.message()
+    );
+    let hits = view(&app).search.hits();
+    assert!(hits >= 2, "the call and its node mention it too");
+    press(&mut app, "n");
+    let second = view(&app).position();
+    assert!(second > 8);
+    assert!(app.message().unwrap().contains("hit 2/"));
+    press(&mut app, "N");
+    assert_eq!(view(&app).position(), 8, "N goes back");
+    press(&mut app, "N");
+    assert!(app.message().unwrap().contains("wrapped"));
+    // Words, not a phrase: both must be in one event.
     press(&mut app, "/");
+    app.update(Action::Input(KeyEvent::new(
+        KeyCode::Char('u'),
+        KeyModifiers::CONTROL,
+    )));
+    press(&mut app, "invalid timezone");
+    send(&mut app, KeyCode::Enter);
+    assert!(
+        app.message().unwrap().contains("hit"),
+        "{:?}",
+        app.message()
+    );
+    press(&mut app, "/");
+    app.update(Action::Input(KeyEvent::new(
+        KeyCode::Char('u'),
+        KeyModifiers::CONTROL,
+    )));
     press(&mut app, "zzz-nothing");
     send(&mut app, KeyCode::Enter);
-    assert_eq!(view(&app).position(), 8);
+    assert!(app.message().unwrap().contains("no event matches"));
+    // Esc ends the search; then n is the node's next event again.
+    send(&mut app, KeyCode::Esc);
+    assert!(!view(&app).search.active());
     assert!(
-        view(&app)
-            .message
-            .as_ref()
-            .unwrap()
-            .contains("no event matches")
+        matches!(app.top(), Layer::Run(_)),
+        "Esc ended the search, not the view"
     );
 }
 
 #[test]
-fn inspector_opens_scrolls_and_closes_without_leaving_the_run() {
+fn n_and_capital_n_walk_the_selected_nodes_events_both_ways() {
     let mut app = run_app(common::plan_fails_run());
-    // At the failure: the real call of step 2.
+    // At the end every node is listed: select node 2 (root, node 1, node 2).
+    press(&mut app, "jj");
+    let Some(Item::Node(slot)) = view(&app).tree.selected_item() else {
+        panic!("a node is selected");
+    };
+    let id = view(&app).run.nodes()[slot as usize].id;
+    let walk = |app: &mut App, key: &str| {
+        let mut seen = Vec::new();
+        loop {
+            let before = view(app).position();
+            press(app, key);
+            if view(app).position() == before {
+                return seen;
+            }
+            seen.push(view(app).position());
+            // The node stays selected as the cursor walks its events.
+            assert_eq!(view(app).tree.selected_item(), Some(Item::Node(slot)));
+        }
+    };
+    let backward = walk(&mut app, "N");
+    assert!(
+        backward.len() >= 3,
+        "node #{id} has several events: {backward:?}"
+    );
+    assert!(app.message().unwrap().contains("no earlier event"));
+    let forward = walk(&mut app, "n");
+    assert!(app.message().unwrap().contains("no later event"));
+    // Forward from the first event, n stops where N did, the other way round.
+    let mut expected = backward.clone();
+    expected.reverse();
+    expected.remove(0);
+    assert_eq!(forward, expected, "n retraces N");
+}
+
+#[test]
+fn inspectors_open_scroll_jump_and_close_without_leaving_the_run() {
+    let mut app = run_app(common::plan_fails_run());
+    // At the failure: the real call of step 2. From the timeline, i shows the event.
     press(&mut app, "<f");
+    send(&mut app, KeyCode::Tab);
     let k = view(&app).position();
     press(&mut app, "i");
-    let inspector = view(&app)
-        .inspector
-        .as_ref()
-        .expect("i opens the inspector");
+    let Layer::Inspector(inspector) = app.top() else {
+        panic!("i opens the inspector");
+    };
     let text = inspector.lines().join("\n");
     assert!(
         text.contains("kind: tool_called") && text.contains("Invalid timezone"),
@@ -378,17 +528,83 @@ fn inspector_opens_scrolls_and_closes_without_leaving_the_run() {
     press(&mut app, "jjl");
     assert_eq!(view(&app).position(), k);
     send(&mut app, KeyCode::Esc);
-    assert!(view(&app).inspector.is_none());
-    assert_eq!(app.screen, Screen::Run, "Esc closes the inspector only");
+    assert!(
+        matches!(app.top(), Layer::Run(_)),
+        "Esc closes the inspector only"
+    );
+
+    // In the tree, i shows the selected node: its verdict, the simulation, the real result
+    // and its events, any of which Enter jumps to.
+    send(&mut app, KeyCode::BackTab);
+    assert_eq!(view(&app).focus, Pane::Tree);
+    press(&mut app, "i");
+    let Layer::Inspector(inspector) = app.top() else {
+        panic!("i on a node opens the node inspector");
+    };
+    let text = inspector.lines().join("\n");
+    for needle in [
+        "node #2",
+        "verdict",
+        "real result (step 2, failed ✗)",
+        "events of #2",
+    ] {
+        assert!(text.contains(needle), "{needle} in\n{text}");
+    }
+    press(&mut app, "n");
+    let Layer::Inspector(inspector) = app.top() else {
+        panic!("still open");
+    };
+    let first_event = inspector.chosen_link().expect("n chooses the first link") as usize;
+    send(&mut app, KeyCode::Enter);
+    assert!(matches!(app.top(), Layer::Run(_)));
+    assert_eq!(
+        view(&app).position(),
+        first_event + 1,
+        "the cursor is at that event"
+    );
+
     // Enter on the timeline inspects too; at the start there is nothing to show.
     send(&mut app, KeyCode::Tab);
     assert_eq!(view(&app).focus, Pane::Timeline);
     send(&mut app, KeyCode::Enter);
-    assert!(view(&app).inspector.is_some());
-    send(&mut app, KeyCode::Enter);
+    assert!(matches!(app.top(), Layer::Inspector(_)));
+    send(&mut app, KeyCode::Esc);
     press(&mut app, "<i");
-    assert!(view(&app).inspector.is_none());
-    assert!(view(&app).message.as_deref().unwrap().contains("no event"));
+    assert!(matches!(app.top(), Layer::Run(_)));
+    assert!(app.message().unwrap().contains("no event"));
+}
+
+#[test]
+fn a_run_loaded_after_the_person_went_back_does_not_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = common::plan_fails_run();
+    let path = dir.path().join("one.jsonl");
+    common::write_run(&run, &path);
+    let browser = Browser::new(
+        vec![dir.path().to_path_buf()],
+        vec![RunSummary::read(&path)],
+        39,
+    );
+    let mut app = App::with_browser(browser, Keymap::default(), Theme::new(true), (120, 40));
+    send(&mut app, KeyCode::Enter);
+    let work = app.take_work();
+    assert_eq!(work.len(), 1);
+    // Asked twice: only the newer answer counts.
+    send(&mut app, KeyCode::Enter);
+    let newer = app.take_work();
+    let (old_id, old_work) = work.into_iter().next().unwrap();
+    for a in mcp_cosmos::tui::terminal::perform(old_id, old_work) {
+        app.update(a);
+    }
+    assert!(
+        matches!(app.top(), Layer::Browser(_)),
+        "a stale answer is dropped"
+    );
+    let (id, w) = newer.into_iter().next().unwrap();
+    for a in mcp_cosmos::tui::terminal::perform(id, w) {
+        app.update(a);
+    }
+    assert!(matches!(app.top(), Layer::Run(_)));
 }
 
 #[test]

@@ -8,10 +8,10 @@ use std::path::PathBuf;
 use mcp_cosmos::trajectory::listing::RunSummary;
 use mcp_cosmos::trajectory::run::Run;
 use mcp_cosmos::tui::action::Action;
-use mcp_cosmos::tui::app::App;
+use mcp_cosmos::tui::app::{App, Layer};
 use mcp_cosmos::tui::browser::Browser;
 use mcp_cosmos::tui::compare::CompareView;
-use mcp_cosmos::tui::keymap::Keymap;
+use mcp_cosmos::tui::keymap::{Command, Keymap};
 use mcp_cosmos::tui::run_view::RunView;
 use mcp_cosmos::tui::theme::Theme;
 use ratatui::Terminal;
@@ -20,7 +20,8 @@ use ratatui::layout::Rect;
 
 const SIZES: [(u16, u16); 2] = [(80, 24), (200, 60)];
 
-fn render(app: &App) -> String {
+fn render(app: &mut App) -> String {
+    app.settle();
     let mut terminal = Terminal::new(TestBackend::new(app.size.0, app.size.1)).unwrap();
     terminal.draw(|f| app.draw(f)).unwrap();
     terminal.backend().to_string()
@@ -46,13 +47,16 @@ fn run_app(run: Run, size: (u16, u16)) -> App {
 #[test]
 fn empty_folder() {
     for size in SIZES {
-        let app = App::with_browser(
+        let mut app = App::with_browser(
             Browser::new(vec![PathBuf::from("sample_runs")], vec![], size.1 - 1),
             Keymap::default(),
             Theme::new(true),
             size,
         );
-        insta::assert_snapshot!(format!("empty_folder_{}x{}", size.0, size.1), render(&app));
+        insta::assert_snapshot!(
+            format!("empty_folder_{}x{}", size.0, size.1),
+            render(&mut app)
+        );
     }
 }
 
@@ -63,16 +67,16 @@ fn browser_with_runs_and_group_table() {
     for size in SIZES {
         let browser = Browser::new(vec![PathBuf::from("runs")], summaries.clone(), size.1 - 1);
         let mut app = App::with_browser(browser, Keymap::default(), Theme::new(true), size);
-        insta::assert_snapshot!(format!("browser_{}x{}", size.0, size.1), render(&app));
-        app.update(Action::ToggleGroups);
-        for effect in app.take_effects() {
-            for a in mcp_cosmos::tui::terminal::perform(effect) {
+        insta::assert_snapshot!(format!("browser_{}x{}", size.0, size.1), render(&mut app));
+        app.update(Action::Do(Command::ToggleGroups));
+        for (id, work) in app.take_work() {
+            for a in mcp_cosmos::tui::terminal::perform(id, work) {
                 app.update(a);
             }
         }
         insta::assert_snapshot!(
             format!("browser_groups_{}x{}", size.0, size.1),
-            render(&app)
+            render(&mut app)
         );
     }
 }
@@ -82,7 +86,7 @@ fn crashed_run() {
     for size in SIZES {
         insta::assert_snapshot!(
             format!("crashed_run_{}x{}", size.0, size.1),
-            render(&run_app(common::crashed_run(), size))
+            render(&mut run_app(common::crashed_run(), size))
         );
     }
 }
@@ -92,9 +96,12 @@ fn plan_fails_at_step_two() {
     for size in SIZES {
         let mut app = run_app(common::plan_fails_run(), size);
         // Jump to the failure, which selects the failing node and shows simulated beside real.
-        app.update(Action::JumpStart);
-        app.update(Action::NextFailure);
-        insta::assert_snapshot!(format!("plan_fails_{}x{}", size.0, size.1), render(&app));
+        app.update(Action::Do(Command::Top));
+        app.update(Action::Do(Command::NextFailure));
+        insta::assert_snapshot!(
+            format!("plan_fails_{}x{}", size.0, size.1),
+            render(&mut app)
+        );
     }
 }
 
@@ -102,16 +109,19 @@ fn plan_fails_at_step_two() {
 fn revised_plan_hangs_under_the_failed_step() {
     for size in SIZES {
         let mut app = run_app(common::revised_run(), size);
-        app.update(Action::ExpandAll);
-        insta::assert_snapshot!(format!("revised_plan_{}x{}", size.0, size.1), render(&app));
+        app.update(Action::Do(Command::ExpandAll));
+        insta::assert_snapshot!(
+            format!("revised_plan_{}x{}", size.0, size.1),
+            render(&mut app)
+        );
     }
     // The revised plan's finish node: its planned answer beside the answer the run gave.
     let mut app = run_app(common::revised_run(), (120, 30));
-    app.update(Action::ExpandAll);
+    app.update(Action::Do(Command::ExpandAll));
     for _ in 0..5 {
-        app.update(Action::Down);
+        app.update(Action::Do(Command::Down));
     }
-    insta::assert_snapshot!("revised_plan_finish_node", render(&app));
+    insta::assert_snapshot!("revised_plan_finish_node", render(&mut app));
     {}
 }
 
@@ -119,10 +129,12 @@ fn revised_plan_hangs_under_the_failed_step() {
 fn inspector_shows_an_event_in_full() {
     for size in SIZES {
         let mut app = run_app(common::plan_fails_run(), size);
-        app.update(Action::JumpStart);
-        app.update(Action::NextFailure);
-        app.update(Action::Inspect);
-        insta::assert_snapshot!(format!("inspector_{}x{}", size.0, size.1), render(&app));
+        app.update(Action::Do(Command::Top));
+        app.update(Action::Do(Command::NextFailure));
+        // On the timeline, i shows the event at the cursor.
+        app.update(Action::Do(Command::FocusNext));
+        app.update(Action::Do(Command::Inspect));
+        insta::assert_snapshot!(format!("inspector_{}x{}", size.0, size.1), render(&mut app));
     }
 }
 
@@ -131,38 +143,36 @@ fn tree_of_a_hundred_thousand_nodes() {
     let run = common::big_run(100_000);
     assert_eq!(run.nodes().len(), 100_000);
     let mut app = run_app(run, (200, 60));
-    app.update(Action::ExpandAll);
-    insta::assert_snapshot!("big_tree_200x60", render(&app));
+    app.update(Action::Do(Command::ExpandAll));
+    insta::assert_snapshot!("big_tree_200x60", render(&mut app));
     app.update(Action::Resize(80, 24));
-    insta::assert_snapshot!("big_tree_80x24", render(&app));
+    insta::assert_snapshot!("big_tree_80x24", render(&mut app));
 }
 
 #[test]
 fn compare_three_runs() {
     let runs = common::three_runs();
     for size in SIZES {
-        let mut app = App::with_browser(
-            Browser::new(vec![PathBuf::from("runs")], vec![], size.1 - 1),
+        let mut app = App::on(
+            Layer::Compare(CompareView::new(&runs, size)),
             Keymap::default(),
             Theme::new(true),
             size,
         );
-        app.compare = Some(CompareView::new(&runs));
-        app.screen = mcp_cosmos::tui::app::Screen::Compare;
-        insta::assert_snapshot!(format!("compare_{}x{}", size.0, size.1), render(&app));
+        insta::assert_snapshot!(format!("compare_{}x{}", size.0, size.1), render(&mut app));
     }
 }
 
 #[test]
 fn help_overlay() {
     let mut app = run_app(common::plan_fails_run(), (80, 24));
-    app.update(Action::ToggleHelp);
-    insta::assert_snapshot!("help_80x24", render(&app));
+    app.update(Action::Do(Command::Help));
+    insta::assert_snapshot!("help_80x24", render(&mut app));
     // The keys that do not fit are a scroll away.
     for _ in 0..50 {
-        app.update(Action::Down);
+        app.update(Action::Do(Command::Down));
     }
-    insta::assert_snapshot!("help_80x24_scrolled", render(&app));
+    insta::assert_snapshot!("help_80x24_scrolled", render(&mut app));
 }
 
 #[test]
@@ -238,10 +248,10 @@ fn a_failing_run_opens_on_its_first_failed_call() {
             common::plan_fails_run(),
             Rect::new(0, 0, size.0, size.1 - 1),
         );
-        let app = App::with_run(view, Keymap::default(), Theme::new(true), size);
+        let mut app = App::with_run(view, Keymap::default(), Theme::new(true), size);
         insta::assert_snapshot!(
             format!("failing_run_opened_{}x{}", size.0, size.1),
-            render(&app)
+            render(&mut app)
         );
     }
 }
@@ -367,8 +377,8 @@ fn the_plans_reason_names_its_rule_value_and_a_tie() {
         bodies,
     );
     for size in SIZES {
-        let app = run_app(run_of_same(&run), size);
-        let screen = render(&app);
+        let mut app = run_app(run_of_same(&run), size);
+        let screen = render(&mut app);
         if size.0 >= 120 {
             assert!(
                 screen.contains("★ best mean 0.90; ties #4, earlier wins"),
@@ -386,4 +396,243 @@ fn run_of_same(run: &Run) -> Run {
         run.header.clone(),
         run.events.iter().map(|e| e.body.clone()).collect(),
     )
+}
+
+/// A SPIRAL run whose node #1 has it all: a long critic reason, a simulation, and a real call
+/// that failed.
+fn node_with_everything() -> Run {
+    use mcp_cosmos::trajectory::event::{Action, AgentKind, EventBody, Observation, Verdict};
+    let reason = "The call converts 12:00 in Europe/London to Asia/Tokyo, which is exactly \
+                  what the task asks for first; the arguments match the schema, the time is \
+                  given in 24-hour form as the tool expects, and the simulated result gives \
+                  a plausible offset of nine hours, so this step should move the plan forward \
+                  without any need to revisit the earlier lookup of the current time.";
+    assert!(reason.len() > 300, "{}", reason.len());
+    let bodies = vec![
+        EventBody::NodeAdded {
+            node: 0,
+            parent: None,
+            depth: 0,
+            action: None,
+            prior: None,
+        },
+        EventBody::NodeAdded {
+            node: 1,
+            parent: Some(0),
+            depth: 1,
+            action: Some(Action::ToolCall {
+                tool: "Time MCP:convert_time".into(),
+                arguments: serde_json::json!({"source_timezone": "Europe/London", "time": "12:00", "target_timezone": "Asia/Tokyo"}),
+            }),
+            prior: Some(0.8),
+        },
+        EventBody::NodeSimulated {
+            node: 1,
+            world_model: "llm".into(),
+            observation: Observation {
+                text: r#"{"source":{"timezone":"Europe/London","datetime":"2026-11-30T12:00:00+00:00"},"target":{"timezone":"Asia/Tokyo","datetime":"2026-11-30T21:00:00+09:00"},"time_difference":"+9.0h"}"#.into(),
+                ..Default::default()
+            },
+            latency_ms: 900,
+            tokens: Some(310),
+        },
+        EventBody::NodeEvaluated {
+            node: 1,
+            verdict: Verdict::Valid,
+            base_reward: 0.1,
+            critic_reward: Some(0.85),
+            critic_reason: Some(reason.into()),
+            reward: 0.475,
+            terminal: false,
+        },
+        EventBody::Backpropagated {
+            path: vec![0, 1],
+            value: 0.475,
+        },
+        EventBody::PlanSelected {
+            nodes: vec![1],
+            rule: "best_mean".into(),
+        },
+        EventBody::ToolCalled {
+            step: 1,
+            tool: "Time MCP:convert_time".into(),
+            server: Some("Time MCP".into()),
+            arguments: serde_json::json!({"source_timezone": "Europe/London", "time": "12:00", "target_timezone": "Asia/Tokyo"}),
+            result: Observation {
+                text: "Error executing tool convert_time: upstream clock unavailable".into(),
+                is_error: true,
+                ..Default::default()
+            },
+            latency_ms: 40,
+            node: Some(1),
+            error: None,
+        },
+    ];
+    common::run_of(
+        "runs/everything.jsonl",
+        common::header("t", AgentKind::Spiral, Some("llm")),
+        bodies,
+    )
+}
+
+#[test]
+fn the_node_inspector_shows_a_node_whole() {
+    for size in SIZES {
+        let view = RunView::opened(node_with_everything(), Rect::new(0, 0, size.0, size.1 - 1));
+        let mut app = App::with_run(view, Keymap::default(), Theme::new(true), size);
+        // Opened on the failed call with node #1 selected: one key shows the node.
+        app.update(Action::Do(Command::Inspect));
+        let Layer::Inspector(inspector) = app.top() else {
+            panic!("i on a node opens its inspector");
+        };
+        // The critic's reason is there whole, wrapped, not cut.
+        let rows = inspector.rows().join(" ");
+        let flat = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ");
+        let reason = match &node_with_everything().events[3].body {
+            mcp_cosmos::trajectory::event::EventBody::NodeEvaluated {
+                critic_reason: Some(r),
+                ..
+            } => r.clone(),
+            other => panic!("{other:?}"),
+        };
+        assert!(flat(&rows).contains(&flat(&reason)), "{rows}");
+        assert!(!inspector.rows().iter().any(|r| r.ends_with('…')));
+        let screen = render(&mut app);
+        insta::assert_snapshot!(format!("node_inspector_{}x{}", size.0, size.1), screen);
+    }
+    // At 200x60 everything is on one screen; the failure is drawn as one, in its cells.
+    let view = RunView::opened(node_with_everything(), Rect::new(0, 0, 200, 59));
+    let mut app = App::with_run(view, Keymap::default(), Theme::new(true), (200, 60));
+    app.update(Action::Do(Command::Inspect));
+    app.settle();
+    let mut terminal = Terminal::new(TestBackend::new(200, 60)).unwrap();
+    terminal.draw(|f| app.draw(f)).unwrap();
+    let text = terminal.backend().to_string();
+    let buffer = terminal.backend().buffer().clone();
+    let (row, line) = text
+        .lines()
+        .enumerate()
+        .find(|(_, l)| l.contains("upstream clock unavailable"))
+        .expect("the real error is shown");
+    let col = line
+        .find("upstream")
+        .map(|b| line[..b].chars().count())
+        .unwrap()
+        - 1;
+    assert_eq!(
+        buffer[(col as u16, row as u16)].style().fg,
+        Theme::new(true).error().fg,
+        "the failed result is drawn as a failure"
+    );
+}
+
+#[test]
+fn every_critic_reason_in_the_sample_runs_reads_whole_at_80x24() {
+    use mcp_cosmos::trajectory::event::EventBody;
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_runs");
+    let mut checked = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "jsonl") {
+            continue;
+        }
+        let run = Run::open(&path).unwrap();
+        let state = mcp_cosmos::trajectory::fold::TreeState::fold(&run, run.len());
+        for (slot, node) in run.nodes().iter().enumerate() {
+            let reason = run.events.iter().rev().find_map(|e| match &e.body {
+                EventBody::NodeEvaluated {
+                    node: n,
+                    critic_reason: Some(r),
+                    ..
+                } if *n == node.id => Some(r.clone()),
+                _ => None,
+            });
+            let Some(reason) = reason else { continue };
+            let inspector = mcp_cosmos::tui::run_view::inspector::Inspector::node(
+                &run,
+                &state,
+                slot as u32,
+                (80, 24),
+            );
+            let flat = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ");
+            let rows = flat(&inspector.rows().join(" "));
+            assert!(
+                rows.contains(&flat(&mcp_cosmos::sanitize::inert(&reason))),
+                "{}: node #{}: {reason}",
+                path.display(),
+                node.id
+            );
+            assert!(
+                inspector
+                    .rows()
+                    .iter()
+                    .all(|r| unicode_width::UnicodeWidthStr::width(*r) <= 76)
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 20, "the samples have critic reasons ({checked})");
+}
+
+#[test]
+fn a_live_run_mid_way() {
+    let source = common::plan_fails_run();
+    for size in SIZES {
+        let view = RunView::live(
+            Run::new("runs/live.jsonl".into(), source.header.clone()),
+            Rect::new(0, 0, size.0, size.1 - 1),
+            None,
+        );
+        let mut app = App::with_run(view, Keymap::default(), Theme::new(true), size);
+        for event in source.events.iter().take(source.len() * 3 / 4).cloned() {
+            app.update(Action::LiveEvent(Box::new(event)));
+        }
+        let screen = render(&mut app);
+        assert!(screen.contains("LIVE"), "{screen}");
+        insta::assert_snapshot!(format!("live_mid_way_{}x{}", size.0, size.1), screen);
+    }
+}
+
+#[test]
+fn from_the_sample_runs_a_failing_plan_exec_run_is_two_keys_away() {
+    use mcp_cosmos::trajectory::event::AgentKind;
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_runs");
+    let runs = mcp_cosmos::trajectory::listing::list_runs(std::slice::from_ref(&dir)).unwrap();
+    let size = (160, 45);
+    let mut app = App::with_browser(
+        Browser::new(vec![dir], runs, size.1 - 1),
+        Keymap::default(),
+        Theme::new(true),
+        size,
+    );
+    // Key 1: the next run with a failure. Key 2: open it.
+    for key in ['f', '\n'] {
+        let code = if key == '\n' {
+            crossterm::event::KeyCode::Enter
+        } else {
+            crossterm::event::KeyCode::Char(key)
+        };
+        let ev = crossterm::event::Event::Key(crossterm::event::KeyEvent::new(
+            code,
+            crossterm::event::KeyModifiers::NONE,
+        ));
+        let action = app.map_input(ev).unwrap();
+        app.update(action);
+    }
+    for (id, work) in app.take_work() {
+        for a in mcp_cosmos::tui::terminal::perform(id, work) {
+            app.update(a);
+        }
+    }
+    let view = app.run_view().expect("the run is open");
+    assert_eq!(view.run.header.agent.kind, AgentKind::PlanExec);
+    let first = view.run.first_failed_call().unwrap();
+    assert_eq!(view.position(), first + 1, "at its first failed call");
+    let screen = render(&mut app);
+    assert!(screen.contains("real: failed ✗"), "{screen}");
+    assert!(screen.contains("simulated"), "{screen}");
+    assert!(
+        screen.contains("opened at the first failed call"),
+        "{screen}"
+    );
 }

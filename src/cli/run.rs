@@ -315,9 +315,13 @@ fn progress_line(event: &Event) {
 }
 
 fn run_live(runtime: &tokio::runtime::Runtime, spec: RunSpec) -> Result<Option<Outcome>> {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
     use crate::trajectory::run::Run;
     use crate::tui::app::App;
     use crate::tui::run_view::RunView;
+    use crate::tui::view::Exit;
 
     // What the explorer needs is checked before any server starts or any file is written.
     crate::tui::terminal::require_terminal()?;
@@ -328,9 +332,26 @@ fn run_live(runtime: &tokio::runtime::Runtime, spec: RunSpec) -> Result<Option<O
         return Ok(None);
     };
     let run = Run::new(prepared.path.clone(), prepared.header.clone());
-    let (event_tx, event_rx) = std::sync::mpsc::channel();
+    let (event_tx, event_rx) = std::sync::mpsc::channel::<Event>();
+    let (ui_tx, ui_rx) = std::sync::mpsc::channel();
     let (ui_stop_tx, ui_stop_rx) = std::sync::mpsc::channel::<()>();
     let agent = runtime.spawn(session::execute(prepared, Some(event_tx), None));
+    // Events go to the explorer until the person leaves it with the run still going; from
+    // then on they become progress lines, as with --no-tui.
+    let headless = Arc::new(AtomicBool::new(false));
+    let printer = {
+        let headless = Arc::clone(&headless);
+        std::thread::spawn(move || {
+            for event in event_rx {
+                if headless.load(Ordering::Acquire) {
+                    progress_line(&event);
+                } else if ui_tx.send(event).is_err() {
+                    // The explorer is gone (it panicked, or left): print from here on.
+                    headless.store(true, Ordering::Release);
+                }
+            }
+        })
+    };
     // The UI's stop key (and leaving the UI) reach the agent through the same stop signal.
     let forward = stop_tx.clone();
     std::thread::spawn(move || {
@@ -356,16 +377,25 @@ fn run_live(runtime: &tokio::runtime::Runtime, spec: RunSpec) -> Result<Option<O
     // A panic in the explorer (its hook has restored the terminal) still lets the run end
     // and write run_finished before the error is reported.
     let ui = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        crate::tui::terminal::run(app, Some(event_rx), Some(leave_rx))
+        crate::tui::terminal::run(app, Some(ui_rx), Some(leave_rx))
     }))
     .unwrap_or_else(|_| {
         Err(anyhow::anyhow!(
             "the explorer panicked; the run was stopped"
         ))
     });
-    // Leaving the explorer stops a run that is still going; wait for it to write its end.
-    let _ = stop_tx.send(true);
+    match &ui {
+        Ok(Exit::LeaveRunning) => {
+            headless.store(true, Ordering::Release);
+            eprintln!("cosmos: the run goes on without the explorer; Ctrl-C stops it. Progress:");
+        }
+        // Leaving any other way (or a panic) stops a run still going.
+        _ => {
+            let _ = stop_tx.send(true);
+        }
+    }
     let outcome = runtime.block_on(agent).context("the agent task panicked")?;
+    let _ = printer.join();
     ui?;
     outcome.map(Some)
 }

@@ -2,7 +2,8 @@
 //!
 //! [`event`] is the schema, [`writer`] appends it, [`reader`] streams it back tolerantly,
 //! [`listing`] summarises files from their first and last lines, [`run`] holds an opened
-//! run with its indices, and [`fold`] computes the state at any cursor.
+//! run with its indices, [`fold`] computes the state at any cursor, and [`tail`] follows a
+//! file another process is still writing.
 
 pub mod catalog;
 pub mod describe;
@@ -13,4 +14,5 @@ pub mod reader;
 pub mod redact;
 pub mod run;
 pub mod synthetic;
+pub mod tail;
 pub mod writer;

@@ -233,6 +233,102 @@ fn describe_json_error(e: &serde_json::Error) -> String {
     }
 }
 
+/// What every reader checks of an event line, and the problems it found: one set of rules
+/// for a whole file ([`EventStream`]) and a growing one (`super::tail::Tail`).
+#[derive(Debug, Default)]
+pub struct LineChecks {
+    path: PathBuf,
+    problems: Vec<Problem>,
+    last_seq: u64,
+    saw_finish: bool,
+}
+
+impl LineChecks {
+    /// Checks for lines of `path`.
+    pub fn new(path: &Path) -> Self {
+        Self {
+            path: path.to_path_buf(),
+            ..Self::default()
+        }
+    }
+
+    /// True once a `run_finished` line was read.
+    pub fn saw_finish(&self) -> bool {
+        self.saw_finish
+    }
+
+    /// Takes the problems found so far.
+    pub fn take_problems(&mut self) -> Vec<Problem> {
+        std::mem::take(&mut self.problems)
+    }
+
+    /// The event on line `line_no`, or `None` (with a problem recorded) when it is bad.
+    /// `terminated` is false for a last line without its newline.
+    pub fn event(&mut self, line_no: u64, bytes: &[u8], terminated: bool) -> Option<Event> {
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return None;
+        }
+        let (parsed, lossy) = match std::str::from_utf8(bytes) {
+            Ok(_) => (parse_event(bytes), false),
+            Err(_) => (parse_event(String::from_utf8_lossy(bytes).as_bytes()), true),
+        };
+        match parsed {
+            Ok(event) => {
+                if lossy {
+                    self.problem(
+                        line_no,
+                        Severity::Warning,
+                        "invalid UTF-8 replaced with U+FFFD".into(),
+                    );
+                }
+                if let EventBody::Unknown { kind, .. } = &event.body {
+                    let reason = format!(
+                        "unknown event kind \"{kind}\" (from a newer mcp-cosmos?); kept as unknown"
+                    );
+                    self.problem(line_no, Severity::Warning, reason);
+                }
+                if event.seq <= self.last_seq {
+                    let reason = format!(
+                        "seq {} does not increase (previous {})",
+                        event.seq, self.last_seq
+                    );
+                    self.problem(line_no, Severity::Warning, reason);
+                }
+                if self.saw_finish && !is_judgement(&event.body) {
+                    self.problem(
+                        line_no,
+                        Severity::Warning,
+                        "event after run_finished".into(),
+                    );
+                }
+                self.last_seq = self.last_seq.max(event.seq);
+                self.saw_finish |= matches!(event.body, EventBody::RunFinished { .. });
+                Some(event)
+            }
+            Err(reason) if !terminated => {
+                let reason =
+                    format!("torn last line (the run stopped while writing it): {reason}; skipped");
+                self.problem(line_no, Severity::Warning, reason);
+                None
+            }
+            Err(reason) => {
+                self.problem(line_no, Severity::Error, format!("{reason}; skipped"));
+                None
+            }
+        }
+    }
+
+    /// Records a problem on line `line`.
+    pub fn problem(&mut self, line: u64, severity: Severity, reason: String) {
+        self.problems.push(Problem {
+            path: self.path.clone(),
+            line,
+            severity,
+            reason,
+        });
+    }
+}
+
 /// A streaming pass over one trajectory file: the header, then events one at a time.
 /// Problems are collected as it goes; bad lines are skipped.
 pub struct EventStream {
@@ -240,9 +336,7 @@ pub struct EventStream {
     lines: LineReader<BufReader<Box<dyn Read + Send>>>,
     buf: Vec<u8>,
     header: Option<Header>,
-    problems: Vec<Problem>,
-    last_seq: u64,
-    saw_finish: bool,
+    checks: LineChecks,
     done: bool,
 }
 
@@ -260,9 +354,7 @@ impl EventStream {
             lines: LineReader::new(BufReader::with_capacity(1 << 16, reader)),
             buf: Vec::new(),
             header: None,
-            problems: Vec::new(),
-            last_seq: 0,
-            saw_finish: false,
+            checks: LineChecks::new(path),
             done: false,
         };
         let first = stream
@@ -295,12 +387,12 @@ impl EventStream {
 
     /// Problems found so far.
     pub fn problems(&self) -> &[Problem] {
-        &self.problems
+        &self.checks.problems
     }
 
     /// Takes the problems found so far.
     pub fn take_problems(&mut self) -> Vec<Problem> {
-        std::mem::take(&mut self.problems)
+        self.checks.take_problems()
     }
 
     /// The next good event, skipping and reporting bad lines. At the end, reports a run
@@ -318,8 +410,8 @@ impl EventStream {
             let (bytes, terminated) = match raw {
                 None => {
                     self.done = true;
-                    if !self.saw_finish {
-                        self.problem(
+                    if !self.checks.saw_finish {
+                        self.checks.problem(
                             line_no,
                             Severity::Warning,
                             "run did not finish: no run_finished line (still running, or crashed)"
@@ -332,69 +424,15 @@ impl EventStream {
                     let reason = format!(
                         "line of {n} bytes is longer than the {MAX_LINE_BYTES}-byte limit; skipped"
                     );
-                    self.problem(line_no, Severity::Error, reason);
+                    self.checks.problem(line_no, Severity::Error, reason);
                     continue;
                 }
                 Some(RawLine::Line { bytes, terminated }) => (bytes, terminated),
             };
-            if bytes.iter().all(u8::is_ascii_whitespace) {
-                continue;
-            }
-            let (parsed, lossy) = match std::str::from_utf8(bytes) {
-                Ok(_) => (parse_event(bytes), false),
-                Err(_) => (parse_event(String::from_utf8_lossy(bytes).as_bytes()), true),
-            };
-            match parsed {
-                Ok(event) => {
-                    if lossy {
-                        self.problem(
-                            line_no,
-                            Severity::Warning,
-                            "invalid UTF-8 replaced with U+FFFD".into(),
-                        );
-                    }
-                    if let EventBody::Unknown { kind, .. } = &event.body {
-                        let reason = format!(
-                            "unknown event kind \"{kind}\" (from a newer mcp-cosmos?); kept as unknown"
-                        );
-                        self.problem(line_no, Severity::Warning, reason);
-                    }
-                    if event.seq <= self.last_seq {
-                        let reason = format!(
-                            "seq {} does not increase (previous {})",
-                            event.seq, self.last_seq
-                        );
-                        self.problem(line_no, Severity::Warning, reason);
-                    }
-                    if self.saw_finish && !is_judgement(&event.body) {
-                        self.problem(
-                            line_no,
-                            Severity::Warning,
-                            "event after run_finished".into(),
-                        );
-                    }
-                    self.last_seq = self.last_seq.max(event.seq);
-                    self.saw_finish |= matches!(event.body, EventBody::RunFinished { .. });
-                    return Ok(Some(event));
-                }
-                Err(reason) if !terminated => {
-                    let reason = format!(
-                        "torn last line (the run stopped while writing it): {reason}; skipped"
-                    );
-                    self.problem(line_no, Severity::Warning, reason);
-                }
-                Err(reason) => self.problem(line_no, Severity::Error, format!("{reason}; skipped")),
+            if let Some(event) = self.checks.event(line_no, bytes, terminated) {
+                return Ok(Some(event));
             }
         }
-    }
-
-    fn problem(&mut self, line: u64, severity: Severity, reason: String) {
-        self.problems.push(Problem {
-            path: self.path.clone(),
-            line,
-            severity,
-            reason,
-        });
     }
 }
 

@@ -320,16 +320,27 @@ impl Run {
 
     /// The first event at or after `from` that concerns node `id`.
     pub fn next_event_of_node(&self, from: usize, id: NodeId) -> Option<usize> {
-        let touches = |e: &Event| match &e.body {
-            EventBody::Backpropagated { path, .. } => path.contains(&id),
-            EventBody::PlanSelected { nodes, .. } => nodes.contains(&id),
-            body => body.node() == Some(id),
-        };
         self.events
             .get(from..)?
             .iter()
-            .position(touches)
+            .position(|e| Self::touches(e, id))
             .map(|i| from + i)
+    }
+
+    /// The last event before `before` that concerns node `id`.
+    pub fn prev_event_of_node(&self, before: usize, id: NodeId) -> Option<usize> {
+        let end = before.min(self.events.len());
+        self.events[..end]
+            .iter()
+            .rposition(|e| Self::touches(e, id))
+    }
+
+    fn touches(e: &Event, id: NodeId) -> bool {
+        match &e.body {
+            EventBody::Backpropagated { path, .. } => path.contains(&id),
+            EventBody::PlanSelected { nodes, .. } => nodes.contains(&id),
+            body => body.node() == Some(id),
+        }
     }
 
     /// Phase changes before cursor `k`, with their times.

@@ -1,9 +1,7 @@
-//! The explorer's state machine: screens, the one `update` that applies actions, and the
-//! effects (background work) that updates ask for. Drawing reads this state and nothing
-//! else; the terminal loop in `terminal.rs` runs the effects and feeds results back as
-//! actions.
-
-use std::path::PathBuf;
+//! The explorer's state machine: a stack of views (browser → run → overlays), the one
+//! `update` that routes actions to the view in front, and the background work views ask
+//! for. Drawing reads this state and nothing else; the terminal loop in `terminal.rs` runs
+//! the work and feeds results back as actions that carry the id of their request.
 
 use crossterm::event::{Event as TermEvent, KeyEventKind};
 use ratatui::Frame;
@@ -11,98 +9,156 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::Line;
 use ratatui::widgets::Paragraph;
 
-use super::action::Action;
-use super::browser::{Browser, Groups};
+use super::action::{Action, RequestId};
+use super::browser::Browser;
 use super::compare::CompareView;
-use super::keymap::Keymap;
+use super::confirm::ConfirmLeave;
+use super::help::HelpView;
+use super::keymap::{Command, Keymap};
 use super::run_view::RunView;
+use super::run_view::inspector::Inspector;
 use super::theme::Theme;
+use super::view::{Exit, Handled, Request, View, Work};
 use crate::sanitize::one_line;
 use crate::trajectory::run::Run;
 
-/// Background work an update asks the loop to do; results come back as actions.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Effect {
-    /// Open a run file (→ [`Action::Loaded`]).
-    LoadRun(PathBuf),
-    /// Compute the group table (→ [`Action::GroupsReady`]).
-    ComputeGroups(Vec<PathBuf>),
-    /// Load runs for Compare (→ [`Action::Loaded`] for each, then the view opens).
-    LoadCompare(Vec<PathBuf>),
+/// One view on the stack.
+#[derive(Debug)]
+pub enum Layer {
+    /// The run browser.
+    Browser(Browser),
+    /// One run.
+    Run(Box<RunView>),
+    /// Several runs side by side.
+    Compare(CompareView),
+    /// An event or a node in full.
+    Inspector(Inspector),
+    /// The keys.
+    Help(HelpView),
+    /// Leave a live run?
+    Confirm(ConfirmLeave),
 }
 
-/// Which screen is in front.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Screen {
-    /// The run browser.
-    Browser,
-    /// One run.
-    Run,
-    /// Several runs side by side.
-    Compare,
+impl Layer {
+    /// The view behind the layer.
+    pub fn view(&self) -> &dyn View {
+        match self {
+            Layer::Browser(v) => v,
+            Layer::Run(v) => v.as_ref(),
+            Layer::Compare(v) => v,
+            Layer::Inspector(v) => v,
+            Layer::Help(v) => v,
+            Layer::Confirm(v) => v,
+        }
+    }
+
+    fn view_mut(&mut self) -> &mut dyn View {
+        match self {
+            Layer::Browser(v) => v,
+            Layer::Run(v) => v.as_mut(),
+            Layer::Compare(v) => v,
+            Layer::Inspector(v) => v,
+            Layer::Help(v) => v,
+            Layer::Confirm(v) => v,
+        }
+    }
+}
+
+/// Background work asked for and not yet answered.
+#[derive(Debug)]
+struct Pending {
+    id: RequestId,
+    waiting: Waiting,
+}
+
+#[derive(Debug)]
+enum Waiting {
+    Run(String),
+    Compare { want: usize, runs: Vec<Run> },
+    Groups,
 }
 
 /// The whole explorer state.
 #[derive(Debug)]
 pub struct App {
-    /// The screen in front.
-    pub screen: Screen,
-    /// The browser, when started on a folder.
-    pub browser: Option<Browser>,
-    /// The open run.
-    pub run: Option<RunView>,
-    /// The open comparison.
-    pub compare: Option<CompareView>,
-    /// The help overlay is shown, scrolled down by this many lines.
-    pub help: Option<usize>,
-    /// Set when the user quits.
-    pub quit: bool,
-    /// What is loading, for the status line.
-    pub loading: Option<String>,
-    /// A message for the status line.
-    pub message: Option<String>,
+    stack: Vec<Layer>,
+    /// Set when the person leaves, with how.
+    pub exit: Option<Exit>,
+    message: Option<String>,
+    pending: Vec<Pending>,
+    next_id: RequestId,
+    work: Vec<(RequestId, Work)>,
+    /// Something changed since the last frame.
+    changed: bool,
     /// Key bindings.
     pub keymap: Keymap,
     /// Styles.
     pub theme: Theme,
     /// Terminal size.
     pub size: (u16, u16),
-    effects: Vec<Effect>,
-    compare_pending: Option<(usize, Vec<Run>)>,
 }
 
 impl App {
     /// An app on the run browser.
     pub fn with_browser(browser: Browser, keymap: Keymap, theme: Theme, size: (u16, u16)) -> Self {
-        let mut app = Self::empty(keymap, theme, size);
-        app.browser = Some(browser);
-        app
+        Self::on(Layer::Browser(browser), keymap, theme, size)
     }
 
     /// An app straight on one run (no browser behind it).
     pub fn with_run(run: RunView, keymap: Keymap, theme: Theme, size: (u16, u16)) -> Self {
-        let mut app = Self::empty(keymap, theme, size);
-        app.run = Some(run);
-        app.screen = Screen::Run;
-        app
+        Self::on(Layer::Run(Box::new(run)), keymap, theme, size)
     }
 
-    fn empty(keymap: Keymap, theme: Theme, size: (u16, u16)) -> Self {
+    /// An app on any first view.
+    pub fn on(first: Layer, keymap: Keymap, theme: Theme, size: (u16, u16)) -> Self {
         Self {
-            screen: Screen::Browser,
-            browser: None,
-            run: None,
-            compare: None,
-            help: None,
-            quit: false,
-            loading: None,
+            stack: vec![first],
+            exit: None,
             message: None,
+            pending: Vec::new(),
+            next_id: 1,
+            work: Vec::new(),
+            changed: true,
             keymap,
             theme,
             size,
-            effects: Vec::new(),
-            compare_pending: None,
         }
+    }
+
+    /// The views, bottom first.
+    pub fn layers(&self) -> &[Layer] {
+        &self.stack
+    }
+
+    /// The view in front.
+    pub fn top(&self) -> &Layer {
+        self.stack.last().expect("the stack is never empty")
+    }
+
+    /// The front-most run view.
+    pub fn run_view(&self) -> Option<&RunView> {
+        self.stack.iter().rev().find_map(|l| match l {
+            Layer::Run(r) => Some(r.as_ref()),
+            _ => None,
+        })
+    }
+
+    /// The browser, when the explorer started on a folder.
+    pub fn browser(&self) -> Option<&Browser> {
+        self.stack.iter().find_map(|l| match l {
+            Layer::Browser(b) => Some(b),
+            _ => None,
+        })
+    }
+
+    /// True once the person has left.
+    pub fn quit(&self) -> bool {
+        self.exit.is_some()
+    }
+
+    /// The status line's message, if any.
+    pub fn message(&self) -> Option<&str> {
+        self.message.as_deref()
     }
 
     /// The area screens draw into (all but the status line).
@@ -110,24 +166,27 @@ impl App {
         Rect::new(0, 0, self.size.0, self.size.1.saturating_sub(1))
     }
 
-    /// Takes the effects asked for since the last call.
-    pub fn take_effects(&mut self) -> Vec<Effect> {
-        std::mem::take(&mut self.effects)
+    /// Takes the background work asked for since the last call.
+    pub fn take_work(&mut self) -> Vec<(RequestId, Work)> {
+        std::mem::take(&mut self.work)
     }
 
-    /// Turns terminal input into an action, honouring the search prompt and the keymap.
+    /// True when something changed since the last frame (and clears it): the loop draws
+    /// only then.
+    pub fn take_changed(&mut self) -> bool {
+        std::mem::take(&mut self.changed)
+    }
+
+    /// Turns terminal input into an action: text for a prompt, else the keymap of the mode
+    /// in front.
     pub fn map_input(&self, event: TermEvent) -> Option<Action> {
         match event {
             TermEvent::Key(key) if key.kind != KeyEventKind::Release => {
-                let typing = match self.screen {
-                    Screen::Browser => self.browser.as_ref().is_some_and(|b| b.typing),
-                    Screen::Run => self.run.as_ref().is_some_and(|r| r.finding),
-                    Screen::Compare => false,
-                };
-                if typing {
+                let top = self.top().view();
+                if top.typing() {
                     Some(Action::Input(key))
                 } else {
-                    self.keymap.action(&key)
+                    self.keymap.action(top.mode(), &key)
                 }
             }
             TermEvent::Mouse(m) => Some(Action::Mouse(m)),
@@ -138,231 +197,234 @@ impl App {
 
     /// Applies one action.
     pub fn update(&mut self, action: Action) {
-        if let Action::Resize(w, h) = action {
-            self.size = (w, h);
-        }
-        // Background results go to their owner whatever is in front.
         match action {
-            Action::Loaded(result) => return self.loaded(*result),
-            Action::GroupsReady(rows) => {
-                if let Some(b) = &mut self.browser {
-                    b.update(&Action::GroupsReady(rows));
-                }
-                return;
-            }
-            Action::LiveEvent(e) => {
-                if let Some(r) = &mut self.run {
-                    r.push(*e);
-                }
-                return;
-            }
-            _ => {}
-        }
-        if let Some(scroll) = self.help {
-            // A short terminal cannot show every key at once: the help scrolls, as far as
-            // its last line (the keys, a footer, a border above and below, the status line).
-            let visible = self.size.1.saturating_sub(3).max(1) as usize;
-            let last = (self.keymap.help().len() + 1).saturating_sub(visible);
-            self.help = match action {
-                Action::ToggleHelp | Action::Back | Action::Quit => None,
-                Action::Down => Some(scroll + 1),
-                Action::Up => Some(scroll.saturating_sub(1)),
-                Action::PageDown => Some(scroll + visible),
-                Action::PageUp => Some(scroll.saturating_sub(visible)),
-                _ => Some(scroll),
-            }
-            .map(|s| s.min(last));
-            return;
-        }
-        match action {
-            Action::Quit => {
-                self.quit = true;
-                return;
-            }
-            Action::ToggleHelp => {
-                self.help = Some(0);
-                return;
-            }
-            _ => {}
-        }
-        self.message = None;
-        match self.screen {
-            Screen::Browser => self.update_browser(action),
-            Screen::Run => {
-                let inspecting = self.run.as_ref().is_some_and(|r| r.inspector.is_some());
-                if matches!(action, Action::Back) && !inspecting {
-                    self.back();
-                } else if let Some(r) = &mut self.run {
-                    r.update(&action);
+            Action::Tick => {
+                // Only a view that moves by itself changes on a tick.
+                if self.animating() {
+                    self.changed = true;
+                    self.broadcast(&Action::Tick);
                 }
             }
-            Screen::Compare => {
-                if matches!(action, Action::Back) {
-                    self.back();
-                } else if let Some(c) = &mut self.compare {
-                    c.update(&action);
+            Action::Resize(w, h) => {
+                self.size = (w, h);
+                self.changed = true;
+                self.broadcast(&action);
+            }
+            Action::LiveEvent(_) => {
+                self.changed = true;
+                let mut out = Vec::new();
+                if let Some(run) = self.stack.iter_mut().find_map(|l| match l {
+                    Layer::Run(r) if r.live.is_some() => Some(r),
+                    _ => None,
+                }) {
+                    run.update(&action, &mut out);
+                }
+                self.apply(out);
+            }
+            Action::Loaded(id, result) => {
+                self.changed = true;
+                self.loaded(id, *result);
+            }
+            Action::GroupsReady(id, _) => {
+                self.changed = true;
+                if self.take_pending(id).is_some()
+                    && let Some(Layer::Browser(b)) = self
+                        .stack
+                        .iter_mut()
+                        .find(|l| matches!(l, Layer::Browser(_)))
+                {
+                    b.update(&action, &mut Vec::new());
+                }
+            }
+            action => {
+                self.changed = true;
+                self.message = None;
+                let mut out = Vec::new();
+                let handled = self
+                    .stack
+                    .last_mut()
+                    .expect("the stack is never empty")
+                    .view_mut()
+                    .update(&action, &mut out);
+                self.apply(out);
+                if handled == Handled::Ignored {
+                    self.fallback(&action);
                 }
             }
         }
     }
 
-    fn back(&mut self) {
-        if self.browser.is_some() {
-            self.screen = Screen::Browser;
-            self.run = None;
-            self.compare = None;
+    fn broadcast(&mut self, action: &Action) {
+        let mut out = Vec::new();
+        for layer in &mut self.stack {
+            layer.view_mut().update(action, &mut out);
+        }
+        // Nothing a resize or a tick asks for needs the person's attention but a message.
+        for request in out {
+            if let Request::Say(m) = request {
+                self.message = Some(m);
+            }
+        }
+    }
+
+    /// What an action means when the view in front did not take it.
+    fn fallback(&mut self, action: &Action) {
+        match action {
+            Action::Do(Command::Help) => {
+                let mode = self.top().view().mode();
+                self.stack
+                    .push(Layer::Help(HelpView::new(&self.keymap, mode, self.size)));
+            }
+            Action::Do(Command::Quit) => self.leave(),
+            Action::Do(Command::Back) => self.close(),
+            _ => {}
+        }
+    }
+
+    /// Closes the view in front; closing the last one leaves.
+    fn close(&mut self) {
+        if self.stack.len() > 1 {
+            let closed = self.stack.pop();
+            if matches!(closed, Some(Layer::Run(_) | Layer::Compare(_))) {
+                // What was asked for from under it is no longer wanted.
+                self.pending.clear();
+            }
         } else {
-            self.quit = true;
+            self.leave();
         }
     }
 
-    fn update_browser(&mut self, action: Action) {
-        let Some(browser) = &mut self.browser else {
-            return;
+    /// Leaves, unless a live run is still going: then asks first.
+    fn leave(&mut self) {
+        let running = self.stack.iter().any(|l| match l {
+            Layer::Run(r) => r.is_running(),
+            _ => false,
+        });
+        if running {
+            if !matches!(self.top(), Layer::Confirm(_)) {
+                self.stack
+                    .push(Layer::Confirm(ConfirmLeave::new(&self.keymap)));
+            }
+        } else {
+            self.exit = Some(Exit::Quit);
+        }
+    }
+
+    fn apply(&mut self, requests: Vec<Request>) {
+        for request in requests {
+            match request {
+                Request::Push(layer) => self.stack.push(*layer),
+                Request::Close => self.close(),
+                Request::CloseThen(action) => {
+                    self.close();
+                    self.update(action);
+                }
+                Request::Start(work) => self.start(work),
+                Request::Exit(exit) => self.exit = Some(exit),
+                Request::Say(m) => self.message = Some(m),
+            }
+        }
+    }
+
+    fn start(&mut self, work: Work) {
+        let id = self.next_id;
+        self.next_id += 1;
+        let waiting = match &work {
+            Work::OpenRun(path) => Waiting::Run(format!("opening {}", path.display())),
+            Work::Compare(paths) => Waiting::Compare {
+                want: paths.len(),
+                runs: Vec::new(),
+            },
+            Work::Groups(_) => Waiting::Groups,
         };
-        match action {
-            Action::Back => {
-                if browser.groups != Groups::Hidden {
-                    browser.groups = Groups::Hidden;
-                } else {
-                    self.quit = true;
-                }
-            }
-            Action::Open => {
-                if let Some(r) = browser.selected_run() {
-                    if let Err(e) = &r.header {
-                        self.message = Some(format!("cannot open: {}", one_line(e, 200)));
-                    } else {
-                        self.loading = Some(format!("opening {}", r.path.display()));
-                        self.effects.push(Effect::LoadRun(r.path.clone()));
-                    }
-                }
-            }
-            Action::ToggleGroups => {
-                if browser.groups == Groups::Hidden {
-                    browser.groups = Groups::Loading;
-                    self.effects
-                        .push(Effect::ComputeGroups(browser.roots.clone()));
-                } else {
-                    browser.groups = Groups::Hidden;
-                }
-            }
-            Action::Compare => {
-                let paths = browser.marked_paths();
-                if !(2..=4).contains(&paths.len()) {
-                    self.message = Some(format!(
-                        "mark 2 to 4 runs with m first ({} marked)",
-                        paths.len()
-                    ));
-                } else {
-                    self.loading = Some(format!("loading {} runs", paths.len()));
-                    self.compare_pending = Some((paths.len(), Vec::new()));
-                    self.effects.push(Effect::LoadCompare(paths));
-                }
-            }
-            other => {
-                browser.update(&other);
-            }
-        }
+        // A new request replaces an unanswered one of its kind: its answer would be stale.
+        self.pending
+            .retain(|p| std::mem::discriminant(&p.waiting) != std::mem::discriminant(&waiting));
+        self.pending.push(Pending { id, waiting });
+        self.work.push((id, work));
     }
 
-    fn loaded(&mut self, result: anyhow::Result<Run>) {
-        if let Some((want, runs)) = &mut self.compare_pending {
-            match result {
-                Ok(run) => runs.push(run),
-                Err(e) => {
-                    self.compare_pending = None;
-                    self.loading = None;
-                    self.message =
-                        Some(format!("cannot open: {}", one_line(&format!("{e:#}"), 200)));
-                    return;
-                }
+    fn take_pending(&mut self, id: RequestId) -> Option<Pending> {
+        let i = self.pending.iter().position(|p| p.id == id)?;
+        Some(self.pending.remove(i))
+    }
+
+    fn loaded(&mut self, id: RequestId, result: anyhow::Result<Run>) {
+        let Some(mut pending) = self.take_pending(id) else {
+            return; // Asked for by a view that is gone, or superseded.
+        };
+        let run = match result {
+            Ok(run) => run,
+            Err(e) => {
+                self.message = Some(format!("cannot open: {}", one_line(&format!("{e:#}"), 200)));
+                return;
             }
-            if runs.len() == *want {
-                let runs = std::mem::take(runs);
-                self.compare_pending = None;
-                self.loading = None;
-                self.compare = Some(CompareView::new(&runs));
-                self.screen = Screen::Compare;
-            }
-            return;
-        }
-        self.loading = None;
-        match result {
-            Ok(run) => {
+        };
+        match &mut pending.waiting {
+            Waiting::Run(_) => {
                 let problems = run.problems.len();
-                self.run = Some(RunView::opened(run, self.body_area()));
-                self.screen = Screen::Run;
+                let view = RunView::opened(run, self.body_area());
+                self.stack.push(Layer::Run(Box::new(view)));
                 if problems > 0 {
                     self.message = Some(format!(
                         "{problems} problem(s) reading this run; `cosmos validate` lists them"
                     ));
                 }
             }
-            Err(e) => {
-                self.message = Some(format!("cannot open: {}", one_line(&format!("{e:#}"), 200)))
+            Waiting::Compare { want, runs } => {
+                runs.push(run);
+                if runs.len() == *want {
+                    let view = CompareView::new(runs, self.size);
+                    self.stack.push(Layer::Compare(view));
+                } else {
+                    self.pending.push(pending);
+                }
             }
+            Waiting::Groups => {}
         }
     }
 
-    /// True while something in the view moves by itself (play), so the loop ticks fast.
+    /// True while something in a view moves by itself (play), so the loop ticks fast.
     pub fn animating(&self) -> bool {
-        self.screen == Screen::Run && self.run.as_ref().is_some_and(|r| r.playing.is_some())
+        self.stack.iter().any(|l| l.view().animating())
     }
 
-    /// Draws the screen in front, the help overlay and the status line.
+    /// Refreshes the views' derived state once, before a frame.
+    pub fn settle(&mut self) {
+        for layer in &mut self.stack {
+            layer.view_mut().settle();
+        }
+    }
+
+    /// Draws the front screen, the overlays above it and the status line.
     pub fn draw(&self, frame: &mut Frame) {
         let [body, status] =
             Layout::vertical([Constraint::Min(0), Constraint::Length(1)]).areas(frame.area());
         let theme = &self.theme;
-        let status_text = match self.screen {
-            Screen::Browser => self.browser.as_ref().map(Browser::status),
-            Screen::Run => self.run.as_ref().map(RunView::status),
-            Screen::Compare => self
-                .compare
-                .as_ref()
-                .map(|c| format!("compare {} runs", c.labels.len())),
+        let screen = self
+            .stack
+            .iter()
+            .rposition(|l| !l.view().is_overlay())
+            .unwrap_or(0);
+        for layer in &self.stack[screen..] {
+            layer.view().draw(frame, body, theme);
         }
-        .unwrap_or_default();
-        match self.screen {
-            Screen::Browser => {
-                if let Some(b) = &self.browser {
-                    b.draw(frame, body, theme);
-                }
-            }
-            Screen::Run => {
-                if let Some(r) = &self.run {
-                    r.draw(frame, body, theme);
-                }
-            }
-            Screen::Compare => {
-                if let Some(c) = &self.compare {
-                    c.draw(frame, body, theme);
-                }
-            }
-        }
-        if let Some(scroll) = self.help {
-            super::help::draw(frame, body, &self.keymap, scroll, theme);
-        }
-        let note = self
-            .loading
-            .clone()
-            .or_else(|| self.message.clone())
-            .or_else(|| {
-                self.run
-                    .as_ref()
-                    .filter(|_| self.screen == Screen::Run)
-                    .and_then(|r| r.message.clone())
-            })
-            .or_else(|| {
-                self.browser
-                    .as_ref()
-                    .filter(|_| self.screen == Screen::Browser)
-                    .and_then(|b| b.message.clone())
-            });
+        let status_text = self
+            .stack
+            .iter()
+            .rev()
+            .find_map(|l| l.view().status())
+            .unwrap_or_default();
+        let loading = self.pending.iter().find_map(|p| match &p.waiting {
+            Waiting::Run(what) => Some(what.clone()),
+            Waiting::Compare { want, .. } => Some(format!("loading {want} runs")),
+            Waiting::Groups => None,
+        });
+        let note = loading.or_else(|| self.message.clone());
+        let help = self.keymap.hint(self.top().view().mode(), Command::Help);
         let line = match note {
-            Some(n) => format!(" {status_text}  ·  {n}  ·  ? help "),
-            None => format!(" {status_text}  ·  ? help  q quit "),
+            Some(n) => format!(" {status_text}  ·  {n}  ·  {help} help "),
+            None => format!(" {status_text}  ·  {help} help "),
         };
         frame.render_widget(
             Paragraph::new(Line::raw(one_line(&line, status.width as usize))).style(theme.status()),

@@ -4,14 +4,18 @@
 use std::cmp::Ordering;
 use std::path::PathBuf;
 
-use crossterm::event::{KeyCode, KeyEvent, MouseButton, MouseEventKind};
+use crossterm::event::{MouseButton, MouseEventKind};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Cell, Paragraph, Row, Table};
 
 use super::action::Action;
+use super::keymap::{Command, Mode};
+use super::prompt::{Prompt, Typed, matches_all, words};
+use super::scroll::Selection;
 use super::theme::Theme;
+use super::view::{Handled, Request, View, Work};
 use crate::metrics::group::{GroupBy, GroupRow};
 use crate::sanitize::one_line;
 use crate::trajectory::listing::RunSummary;
@@ -90,19 +94,28 @@ fn fitting_columns(width: u16) -> Vec<(usize, u16)> {
             keep.push(c);
         }
     }
+    // What is left goes to the task first (up to 16 more), then to the planner (whose
+    // model names are long), then to the task again.
+    let mut left = width.saturating_sub(used);
+    let task_extra = left.min(16);
+    left -= task_extra;
+    let planner_extra = if keep.contains(&Column::Planner) {
+        left.min(24)
+    } else {
+        0
+    };
+    left -= planner_extra;
     COLUMNS
         .iter()
         .enumerate()
         .filter(|(_, (c, _, _))| keep.contains(c))
         .map(|(i, (c, _, w))| {
-            (
-                i,
-                if *c == Column::Task {
-                    w + width.saturating_sub(used)
-                } else {
-                    *w
-                },
-            )
+            let extra = match c {
+                Column::Task => task_extra + left,
+                Column::Planner => planner_extra,
+                _ => 0,
+            };
+            (i, w + extra)
         })
         .collect()
 }
@@ -124,24 +137,23 @@ pub struct Browser {
     /// The folders or files listed.
     pub roots: Vec<PathBuf>,
     runs: Vec<RunSummary>,
+    /// Each run's searchable text, lower-cased once.
+    haystacks: Vec<String>,
     view: Vec<usize>,
-    /// Selected row of `view`.
-    pub selected: usize,
-    offset: usize,
+    /// The selected row of the view and the scroll.
+    pub selection: Selection,
     /// Sort column and direction (true = descending).
     pub sort: (Column, bool),
-    /// The filter text.
+    /// The filter's words (all must match).
     pub filter: String,
-    /// True while typing the filter.
-    pub typing: bool,
+    /// The filter prompt, while typing.
+    pub prompt: Option<Prompt>,
     /// Marked runs (indices into the listing), in marking order.
     pub marked: Vec<usize>,
     /// The group table.
     pub groups: Groups,
     /// Height of the table area (set on resize).
     pub height: u16,
-    /// A message for the status line.
-    pub message: Option<String>,
 }
 
 impl Browser {
@@ -149,17 +161,16 @@ impl Browser {
     pub fn new(roots: Vec<PathBuf>, runs: Vec<RunSummary>, height: u16) -> Self {
         let mut b = Self {
             roots,
+            haystacks: runs.iter().map(haystack).collect(),
             runs,
             view: Vec::new(),
-            selected: 0,
-            offset: 0,
+            selection: Selection::default(),
             sort: (Column::Started, true),
             filter: String::new(),
-            typing: false,
+            prompt: None,
             marked: Vec::new(),
             groups: Groups::Hidden,
             height,
-            message: None,
         };
         b.rebuild_view();
         b
@@ -177,7 +188,9 @@ impl Browser {
 
     /// The run under the selection.
     pub fn selected_run(&self) -> Option<&RunSummary> {
-        self.view.get(self.selected).map(|&i| &self.runs[i])
+        self.view
+            .get(self.selection.selected)
+            .map(|&i| &self.runs[i])
     }
 
     /// Paths of the marked runs.
@@ -189,9 +202,9 @@ impl Browser {
     }
 
     fn rebuild_view(&mut self) {
-        let needle = self.filter.to_lowercase();
+        let words = words(&self.filter);
         self.view = (0..self.runs.len())
-            .filter(|&i| needle.is_empty() || haystack(&self.runs[i]).contains(&needle))
+            .filter(|&i| matches_all(&self.haystacks[i], &words))
             .collect();
         let (col, desc) = self.sort;
         let runs = &self.runs;
@@ -199,48 +212,97 @@ impl Browser {
             let o = compare(&runs[a], &runs[b], col);
             if desc { o.reverse() } else { o }
         });
-        self.selected = self.selected.min(self.view.len().saturating_sub(1));
-        self.scroll();
+        self.selection.settle(self.view.len(), self.page());
     }
 
     fn page(&self) -> usize {
-        self.height.saturating_sub(3).max(1) as usize
-    }
-
-    fn scroll(&mut self) {
-        let h = self.page();
-        if self.selected < self.offset {
-            self.offset = self.selected;
-        } else if self.selected >= self.offset + h {
-            self.offset = self.selected + 1 - h;
-        }
+        let table = match self.groups {
+            Groups::Hidden => self.height,
+            _ => self.height * 55 / 100,
+        };
+        table.saturating_sub(3).max(1) as usize
     }
 
     fn move_by(&mut self, delta: isize) {
-        if !self.view.is_empty() {
-            self.selected = self
-                .selected
-                .saturating_add_signed(delta)
-                .min(self.view.len() - 1);
-            self.scroll();
+        self.selection.by(delta, self.view.len(), self.page());
+    }
+
+    fn type_key(&mut self, key: &crossterm::event::KeyEvent) {
+        let Some(prompt) = &mut self.prompt else {
+            return;
+        };
+        match prompt.key(key) {
+            Typed::Edited => self.filter = prompt.value().to_string(),
+            Typed::Submitted(_) => self.prompt = None,
+            Typed::Cancelled => {
+                self.prompt = None;
+                self.filter.clear();
+            }
+        }
+        self.rebuild_view();
+    }
+
+    /// Selects the next (or previous) listed run that did not end cleanly: failed calls, a
+    /// malformed decision, a failed or unfinished run. Enter then opens it at its failure.
+    fn next_failure(&mut self, forward: bool, out: &mut Vec<Request>) {
+        let n = self.view.len();
+        let at = self.selection.selected;
+        let found = (1..=n)
+            .map(|i| {
+                if forward {
+                    (at + i) % n
+                } else {
+                    (at + n - i) % n
+                }
+            })
+            .find(|&row| !self.runs[self.view[row]].clean());
+        match found {
+            Some(row) => self.selection.select(row, n, self.page()),
+            None => out.push(Request::Say("no listed run has a failure".into())),
         }
     }
 
-    /// Applies an action; returns false when it is not the browser's.
-    pub fn update(&mut self, action: &Action) -> bool {
+    fn toggle_mark(&mut self, out: &mut Vec<Request>) {
+        let Some(&i) = self.view.get(self.selection.selected) else {
+            return;
+        };
+        if let Some(pos) = self.marked.iter().position(|&m| m == i) {
+            self.marked.remove(pos);
+        } else if self.marked.len() >= 4 {
+            out.push(Request::Say("at most 4 runs can be compared".into()));
+            return;
+        } else {
+            self.marked.push(i);
+        }
+        out.push(Request::Say(format!(
+            "{} marked; c compares",
+            self.marked.len()
+        )));
+        self.move_by(1);
+    }
+}
+
+impl View for Browser {
+    fn mode(&self) -> Mode {
+        Mode::Browser
+    }
+
+    fn typing(&self) -> bool {
+        self.prompt.is_some()
+    }
+
+    fn update(&mut self, action: &Action, out: &mut Vec<Request>) -> Handled {
+        let page = self.page() as isize;
         match action {
-            Action::Up => self.move_by(-1),
-            Action::Down => self.move_by(1),
-            Action::PageUp => self.move_by(-(self.page() as isize)),
-            Action::PageDown => self.move_by(self.page() as isize),
-            Action::JumpStart => self.move_by(-(self.view.len() as isize)),
-            Action::JumpEnd => self.move_by(self.view.len() as isize),
-            Action::Search => {
-                self.typing = true;
-                self.message = None;
-            }
+            Action::Do(Command::Up) => self.move_by(-1),
+            Action::Do(Command::Down) => self.move_by(1),
+            Action::Do(Command::PageUp) => self.move_by(-page),
+            Action::Do(Command::PageDown) => self.move_by(page),
+            Action::Do(Command::Top) => self.move_by(isize::MIN / 2),
+            Action::Do(Command::Bottom) => self.move_by(isize::MAX / 2),
+            Action::Do(Command::Search) => self.prompt = Some(Prompt::new(&self.filter)),
             Action::Input(key) => self.type_key(key),
-            Action::SortNext => {
+            Action::Do(Command::SortNext) => {
                 let i = COLUMNS
                     .iter()
                     .position(|(c, _, _)| *c == self.sort.0)
@@ -248,83 +310,82 @@ impl Browser {
                 self.sort = (COLUMNS[(i + 1) % COLUMNS.len()].0, self.sort.1);
                 self.rebuild_view();
             }
-            Action::SortReverse => {
+            Action::Do(Command::SortReverse) => {
                 self.sort.1 = !self.sort.1;
                 self.rebuild_view();
             }
-            Action::Mark => self.toggle_mark(),
-            Action::GroupsReady(rows) => {
+            Action::Do(Command::Mark) => self.toggle_mark(out),
+            Action::Do(Command::NextFailure) => self.next_failure(true, out),
+            Action::Do(Command::PrevFailure) => self.next_failure(false, out),
+            Action::Do(Command::Open) => {
+                if let Some(r) = self.selected_run() {
+                    match &r.header {
+                        Err(e) => {
+                            out.push(Request::Say(format!("cannot open: {}", one_line(e, 200))))
+                        }
+                        Ok(_) => out.push(Request::Start(Work::OpenRun(r.path.clone()))),
+                    }
+                }
+            }
+            Action::Do(Command::ToggleGroups) => {
+                if self.groups == Groups::Hidden {
+                    self.groups = Groups::Loading;
+                    out.push(Request::Start(Work::Groups(self.roots.clone())));
+                } else {
+                    self.groups = Groups::Hidden;
+                }
+                self.selection.settle(self.view.len(), self.page());
+            }
+            Action::Do(Command::Compare) => {
+                let paths = self.marked_paths();
+                if (2..=4).contains(&paths.len()) {
+                    out.push(Request::Start(Work::Compare(paths)));
+                } else {
+                    out.push(Request::Say(format!(
+                        "mark 2 to 4 runs with m first ({} marked)",
+                        paths.len()
+                    )));
+                }
+            }
+            Action::Do(Command::Back) if self.groups != Groups::Hidden => {
+                self.groups = Groups::Hidden;
+                self.selection.settle(self.view.len(), self.page());
+            }
+            Action::GroupsReady(_, rows) => {
                 if self.groups == Groups::Loading {
                     self.groups = Groups::Ready(rows.clone());
                 }
             }
             Action::Resize(_, h) => {
                 self.height = h.saturating_sub(1);
-                self.scroll();
+                self.selection.settle(self.view.len(), self.page());
             }
             Action::Mouse(m) => match m.kind {
                 MouseEventKind::ScrollUp => self.move_by(-3),
                 MouseEventKind::ScrollDown => self.move_by(3),
+                // Rows start under the border and the header.
                 MouseEventKind::Down(MouseButton::Left) if m.row >= 2 => {
-                    let i = self.offset + (m.row - 2) as usize;
-                    if i < self.view.len() {
-                        self.selected = i;
+                    if let Some(i) = self.selection.row_at((m.row - 2) as usize, self.view.len()) {
+                        self.selection.select(i, self.view.len(), self.page());
                     }
                 }
                 _ => {}
             },
-            _ => return false,
+            _ => return Handled::Ignored,
         }
-        true
+        Handled::Consumed
     }
 
-    fn type_key(&mut self, key: &KeyEvent) {
-        match key.code {
-            KeyCode::Enter => self.typing = false,
-            KeyCode::Esc => {
-                self.typing = false;
-                self.filter.clear();
-                self.rebuild_view();
-            }
-            KeyCode::Backspace => {
-                self.filter.pop();
-                self.rebuild_view();
-            }
-            KeyCode::Char(c) if !c.is_control() => {
-                self.filter.push(c);
-                self.rebuild_view();
-            }
-            _ => {}
-        }
-    }
-
-    fn toggle_mark(&mut self) {
-        let Some(&i) = self.view.get(self.selected) else {
-            return;
-        };
-        if let Some(pos) = self.marked.iter().position(|&m| m == i) {
-            self.marked.remove(pos);
-        } else if self.marked.len() >= 4 {
-            self.message = Some("at most 4 runs can be compared".into());
-            return;
-        } else {
-            self.marked.push(i);
-        }
-        self.message = Some(format!("{} marked; c compares", self.marked.len()));
-        self.move_by(1);
-    }
-
-    /// The status line's text.
-    pub fn status(&self) -> String {
+    fn status(&self) -> Option<String> {
         let roots: Vec<String> = self.roots.iter().map(|r| r.display().to_string()).collect();
         let (col, desc) = self.sort;
         let sort = COLUMNS
             .iter()
             .find(|(c, _, _)| *c == col)
             .map_or("", |(_, n, _)| n);
-        format!(
-            "{}  {} of {} runs  sort {sort} {}{}",
-            roots.join(" "),
+        // The counts first: a long path is what gets cut.
+        Some(format!(
+            "{} of {} runs  sort {sort} {}{}  {}",
             self.view.len(),
             self.runs.len(),
             if desc { "↓" } else { "↑" },
@@ -332,12 +393,12 @@ impl Browser {
                 String::new()
             } else {
                 format!("  filter \"{}\"", one_line(&self.filter, 30))
-            }
-        )
+            },
+            roots.join(" "),
+        ))
     }
 
-    /// Draws the table (and the group table when shown).
-    pub fn draw(&self, frame: &mut Frame, area: Rect, theme: &Theme) {
+    fn draw(&self, frame: &mut Frame, area: Rect, theme: &Theme) {
         let (table_area, groups_area) = match self.groups {
             Groups::Hidden => (area, None),
             _ => {
@@ -347,8 +408,11 @@ impl Browser {
                 (a, Some(b))
             }
         };
-        let title = if self.typing {
-            format!(" Runs · filter: {}▏ ", one_line(&self.filter, 40))
+        let title = if let Some(prompt) = &self.prompt {
+            format!(
+                " Runs · filter (words): {} · Enter keeps · Esc clears ",
+                prompt.shown(40)
+            )
         } else if table_area.width >= 90 {
             " Runs · Enter open · m mark · c compare · / filter · s sort · g groups · ? help "
                 .to_string()
@@ -392,12 +456,12 @@ impl Browser {
                 .view
                 .iter()
                 .enumerate()
-                .skip(self.offset)
+                .skip(self.selection.scroll.offset)
                 .take(inner_h)
                 .map(|(pos, &i)| {
-                    let mut all = cells(&self.runs[i], self.marked.contains(&i), theme);
+                    let mut all = cells(&self.runs[i], self.marked.contains(&i), theme, &shown);
                     let mut row = Row::new(shown.iter().map(|&(c, _)| std::mem::take(&mut all[c])));
-                    if pos == self.selected {
+                    if pos == self.selection.selected {
                         row = row.style(theme.selected());
                     }
                     row
@@ -429,7 +493,13 @@ impl Browser {
     }
 }
 
-fn cells<'a>(r: &RunSummary, marked: bool, theme: &Theme) -> Vec<Cell<'a>> {
+fn cells<'a>(r: &RunSummary, marked: bool, theme: &Theme, shown: &[(usize, u16)]) -> Vec<Cell<'a>> {
+    let width = |col: usize| {
+        shown
+            .iter()
+            .find(|(c, _)| *c == col)
+            .map_or(0, |(_, w)| *w as usize)
+    };
     let f = r.finished.as_ref();
     let t = f.map(|f| &f.totals);
     let (task, agent, wm, planner, started) = match &r.header {
@@ -459,16 +529,16 @@ fn cells<'a>(r: &RunSummary, marked: bool, theme: &Theme) -> Vec<Cell<'a>> {
     let task_cell = if marked {
         Cell::from(Line::from(vec![
             Span::styled("● ", theme.mark()),
-            Span::raw(one_line(&task, 40)),
+            Span::raw(one_line(&task, width(0).saturating_sub(2))),
         ]))
     } else {
-        Cell::from(one_line(&task, 40))
+        Cell::from(one_line(&task, width(0)))
     };
     vec![
         task_cell,
         Cell::from(agent),
-        Cell::from(one_line(&wm, 30)),
-        Cell::from(one_line(&planner, 40)),
+        Cell::from(one_line(&wm, width(2))),
+        Cell::from(one_line(&planner, width(3))),
         Cell::from(Span::styled(r.outcome(), status_style)),
         Cell::from(t.map_or("—".into(), |t| t.tool_calls.to_string())),
         Cell::from(t.map_or("—".into(), |t| {
@@ -490,6 +560,8 @@ fn success(t: &crate::trajectory::event::Totals) -> Option<f64> {
     (t.tool_calls > 0).then(|| 1.0 - t.tool_errors as f64 / t.tool_calls as f64)
 }
 
+/// A run's searchable text, lower-cased: path, task, agent, world model, planner, request,
+/// outcome.
 fn haystack(r: &RunSummary) -> String {
     let mut s = r.path.display().to_string();
     if let Ok(h) = &r.header {

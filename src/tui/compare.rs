@@ -7,7 +7,10 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Cell, Paragraph, Row, Table};
 
 use super::action::Action;
+use super::keymap::{Command, Mode};
+use super::scroll::Scroll;
 use super::theme::Theme;
+use super::view::{Handled, Request, View};
 use crate::metrics::run::{RunFacts, RunMetrics};
 use crate::sanitize::one_line;
 use crate::trajectory::describe::call_label;
@@ -51,12 +54,13 @@ pub struct CompareView {
     pub rows: Vec<Vec<Aligned>>,
     /// A warning (runs of different tasks).
     pub warning: Option<String>,
-    scroll: usize,
+    scroll: Scroll,
+    size: (u16, u16),
 }
 
 impl CompareView {
     /// Builds the comparison of loaded runs (the first is the reference).
-    pub fn new(runs: &[Run]) -> Self {
+    pub fn new(runs: &[Run], size: (u16, u16)) -> Self {
         let labels = runs
             .iter()
             .map(|r| {
@@ -79,32 +83,59 @@ impl CompareView {
             metrics,
             rows: align(&calls),
             warning,
-            scroll: 0,
+            scroll: Scroll::default(),
+            size,
         }
     }
 
-    /// Applies an action; false when it is not for this view.
-    pub fn update(&mut self, action: &Action) -> bool {
+    /// The metrics table above, the plans below.
+    fn split(&self, area: Rect, metric_rows: usize) -> [Rect; 2] {
+        Layout::vertical([
+            Constraint::Length(metric_rows as u16 + 3),
+            Constraint::Min(0),
+        ])
+        .areas(area)
+    }
+
+    /// Plan rows on screen.
+    fn visible(&self) -> usize {
+        let body = Rect::new(0, 0, self.size.0, self.size.1.saturating_sub(1));
+        let [_, bottom] = self.split(body, metric_rows(&self.metrics).len());
+        bottom.height.saturating_sub(3) as usize
+    }
+}
+
+impl View for CompareView {
+    fn mode(&self) -> Mode {
+        Mode::Compare
+    }
+
+    fn update(&mut self, action: &Action, _out: &mut Vec<Request>) -> Handled {
+        let (len, visible) = (self.rows.len(), self.visible());
         match action {
-            Action::Up => self.scroll = self.scroll.saturating_sub(1),
-            Action::Down => self.scroll = (self.scroll + 1).min(self.rows.len().saturating_sub(1)),
-            Action::PageUp => self.scroll = self.scroll.saturating_sub(10),
-            Action::PageDown => {
-                self.scroll = (self.scroll + 10).min(self.rows.len().saturating_sub(1))
+            Action::Do(Command::Up) => self.scroll.by(-1, len, visible),
+            Action::Do(Command::Down) => self.scroll.by(1, len, visible),
+            Action::Do(Command::PageUp) => self.scroll.by(-(visible as isize), len, visible),
+            Action::Do(Command::PageDown) => self.scroll.by(visible as isize, len, visible),
+            Action::Do(Command::Top) => self.scroll.offset = 0,
+            Action::Do(Command::Bottom) => self.scroll.by(isize::MAX, len, visible),
+            Action::Resize(w, h) => {
+                self.size = (*w, *h);
+                self.scroll.clamp(len, self.visible());
             }
-            _ => return false,
+            _ => return Handled::Ignored,
         }
-        true
+        Handled::Consumed
+    }
+
+    fn status(&self) -> Option<String> {
+        Some(format!("compare {} runs", self.labels.len()))
     }
 
     /// Draws metrics on top, aligned plans below.
-    pub fn draw(&self, frame: &mut Frame, area: Rect, theme: &Theme) {
+    fn draw(&self, frame: &mut Frame, area: Rect, theme: &Theme) {
         let metric_rows = metric_rows(&self.metrics);
-        let [top, bottom] = Layout::vertical([
-            Constraint::Length(metric_rows.len() as u16 + 3),
-            Constraint::Min(0),
-        ])
-        .areas(area);
+        let [top, bottom] = self.split(area, metric_rows.len());
         let n = self.labels.len();
         let widths: Vec<Constraint> = std::iter::once(Constraint::Length(16))
             .chain((0..n).map(|_| Constraint::Ratio(1, n as u32)))
@@ -139,16 +170,19 @@ impl CompareView {
             top,
         );
 
+        let inner_h = bottom.height.saturating_sub(3) as usize;
         let block = Block::bordered().border_style(theme.border()).title(Line::styled(
-            " Plans, step by step (aligned to the first run; ≠ other arguments, + extra, — missing) ",
+            format!(
+                " Plans, step by step (aligned to the first run; ≠ other arguments, + extra, — missing) · {} ",
+                self.scroll.position(self.rows.len(), inner_h)
+            ),
             theme.title(),
         ));
-        let inner_h = bottom.height.saturating_sub(3) as usize;
         let plan_rows = self
             .rows
             .iter()
             .enumerate()
-            .skip(self.scroll)
+            .skip(self.scroll.offset)
             .take(inner_h)
             .map(|(i, cells)| {
                 Row::new(

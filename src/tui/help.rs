@@ -1,62 +1,145 @@
-//! The `?` overlay: every key and what it does.
+//! The `?` overlay: the keys of the view behind it, then the global ones.
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Clear, Paragraph};
 
-use super::keymap::Keymap;
+use super::action::Action;
+use super::keymap::{Command, Keymap, Mode};
+use super::scroll::Scroll;
 use super::theme::Theme;
+use super::view::{Handled, Request, View};
 
-/// Draws the help over the middle of `area`, scrolled down by `scroll` lines (clamped so
-/// the last line stays in view).
-pub fn draw(frame: &mut Frame, area: Rect, keymap: &Keymap, scroll: usize, theme: &Theme) {
-    let mut lines: Vec<Line> = keymap
-        .help()
-        .into_iter()
-        .map(|(keys, text)| {
-            Line::from(vec![
-                Span::styled(format!("{keys:>18}  "), theme.title()),
-                Span::raw(text),
-            ])
-        })
-        .collect();
-    lines.push(Line::styled(
-        "mouse: click to select, wheel to scroll · keys: ~/.config/mcp-cosmos/keys.toml",
-        theme.dim(),
-    ));
-    let height = (lines.len() as u16 + 2).min(area.height);
-    let width = 72.min(area.width);
-    let [_, mid, _] = Layout::vertical([
-        Constraint::Fill(1),
-        Constraint::Length(height),
-        Constraint::Fill(1),
-    ])
-    .areas(area);
-    let [_, rect, _] = Layout::horizontal([
-        Constraint::Fill(1),
-        Constraint::Length(width),
-        Constraint::Fill(1),
-    ])
-    .areas(mid);
-    let visible = height.saturating_sub(2) as usize;
-    let hidden = lines.len().saturating_sub(visible);
-    let scroll = scroll.min(hidden);
-    let title = if hidden == 0 {
-        " Keys · ? or Esc closes ".to_string()
-    } else {
-        format!(
-            " Keys · ↑↓ scroll ({} more below) · ? or Esc closes ",
-            hidden - scroll
-        )
-    };
-    frame.render_widget(Clear, rect);
-    frame.render_widget(
-        Paragraph::new(lines).scroll((scroll as u16, 0)).block(
-            Block::bordered()
-                .border_style(theme.focus_border())
-                .title(title),
-        ),
-        rect,
-    );
+/// Width of the key column.
+const KEYS_WIDTH: usize = 18;
+
+/// State of the help overlay.
+#[derive(Debug, Clone)]
+pub struct HelpView {
+    lines: Vec<(String, &'static str)>,
+    footer: String,
+    /// The scroll position.
+    pub scroll: Scroll,
+    size: (u16, u16),
+}
+
+impl HelpView {
+    /// The help for `mode` (the view behind the overlay), laid out for a terminal of `size`.
+    pub fn new(keymap: &Keymap, mode: Mode, size: (u16, u16)) -> Self {
+        let path = Keymap::default_path()
+            .map_or_else(|| "keys.toml".to_string(), |p| p.display().to_string());
+        Self {
+            lines: keymap.help(mode),
+            footer: format!("mouse: click selects, wheel scrolls · keys: {path}"),
+            scroll: Scroll::default(),
+            size,
+        }
+    }
+
+    /// Lines of text (keys and footer).
+    fn len(&self) -> usize {
+        self.lines.len() + 1
+    }
+
+    fn rect(&self, area: Rect) -> Rect {
+        let height = (self.len() as u16 + 2).min(area.height);
+        let width = 80.min(area.width);
+        let [_, mid, _] = Layout::vertical([
+            Constraint::Fill(1),
+            Constraint::Length(height),
+            Constraint::Fill(1),
+        ])
+        .areas(area);
+        let [_, rect, _] = Layout::horizontal([
+            Constraint::Fill(1),
+            Constraint::Length(width),
+            Constraint::Fill(1),
+        ])
+        .areas(mid);
+        rect
+    }
+
+    /// Rows of text on screen.
+    fn visible(&self) -> usize {
+        let body = Rect::new(0, 0, self.size.0, self.size.1.saturating_sub(1));
+        self.rect(body).height.saturating_sub(2) as usize
+    }
+}
+
+impl View for HelpView {
+    fn mode(&self) -> Mode {
+        Mode::Reader
+    }
+
+    fn update(&mut self, action: &Action, out: &mut Vec<Request>) -> Handled {
+        let (len, visible) = (self.len(), self.visible());
+        match action {
+            Action::Do(Command::Help | Command::Back | Command::Quit | Command::Inspect) => {
+                out.push(Request::Close)
+            }
+            Action::Do(Command::Down) => self.scroll.by(1, len, visible),
+            Action::Do(Command::Up) => self.scroll.by(-1, len, visible),
+            Action::Do(Command::PageDown) => self.scroll.by(visible as isize, len, visible),
+            Action::Do(Command::PageUp) => self.scroll.by(-(visible as isize), len, visible),
+            Action::Do(Command::Top) => self.scroll.offset = 0,
+            Action::Do(Command::Bottom) => self.scroll.by(isize::MAX, len, visible),
+            Action::Resize(w, h) => {
+                self.size = (*w, *h);
+                self.scroll.clamp(len, self.visible());
+            }
+            _ => {}
+        }
+        Handled::Consumed
+    }
+
+    fn draw(&self, frame: &mut Frame, area: Rect, theme: &Theme) {
+        let rect = self.rect(area);
+        let inner_width = rect.width.saturating_sub(2) as usize;
+        let text_width = inner_width.saturating_sub(KEYS_WIDTH + 2);
+        let mut lines: Vec<Line> = self
+            .lines
+            .iter()
+            .map(|(keys, text)| {
+                Line::from(vec![
+                    Span::styled(
+                        format!(
+                            "{:>KEYS_WIDTH$}  ",
+                            crate::sanitize::one_line(keys, KEYS_WIDTH)
+                        ),
+                        theme.title(),
+                    ),
+                    Span::raw(crate::sanitize::one_line(text, text_width)),
+                ])
+            })
+            .collect();
+        lines.push(Line::styled(
+            crate::sanitize::one_line(&self.footer, inner_width),
+            theme.dim(),
+        ));
+        let visible = rect.height.saturating_sub(2) as usize;
+        let title = format!(
+            " Keys · {} · Esc closes ",
+            self.scroll.position(lines.len(), visible)
+        );
+        frame.render_widget(Clear, rect);
+        frame.render_widget(
+            Paragraph::new(lines)
+                .scroll((self.scroll.offset as u16, 0))
+                .block(
+                    Block::bordered()
+                        .border_style(theme.focus_border())
+                        .title(title),
+                ),
+            rect,
+        );
+    }
+
+    fn status(&self) -> Option<String> {
+        None
+    }
+
+    fn is_overlay(&self) -> bool {
+        true
+    }
 }

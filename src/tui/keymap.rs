@@ -1,13 +1,17 @@
-//! Keys → commands, with defaults and overrides from `keys.toml` in the XDG config folder
-//! (`$XDG_CONFIG_HOME/mcp-cosmos/keys.toml`, else `~/.config/mcp-cosmos/keys.toml`):
+//! Keys → commands, per mode, from one table ([`COMMANDS`]): the defaults, the help and the
+//! overrides in `keys.toml` (XDG config folder: `$XDG_CONFIG_HOME/mcp-cosmos/keys.toml`, else
+//! `~/.config/mcp-cosmos/keys.toml`) all read it:
 //!
 //! ```toml
 //! [keys]
-//! quit = ["q", "ctrl-q"]
-//! step_forward = ["l", "Right", "."]
+//! quit = ["q", "ctrl-q"]        # a command, in every mode it has
+//! [keys.run]
+//! step_forward = ["l", "Right", "."]   # a command in one mode
 //! ```
 //!
-//! A command named in the file replaces all its default keys.
+//! A command named in the file replaces all its default keys (in the modes named). Two
+//! commands on one key in the same mode (a mode's keys include the global ones) is an error at
+//! start that names both.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -30,16 +34,17 @@ pub enum Command {
     Down,
     PageUp,
     PageDown,
+    Top,
+    Bottom,
     Open,
     StepBack,
     StepForward,
-    JumpStart,
-    JumpEnd,
     NextToolCall,
     PrevToolCall,
     NextFailure,
     PrevFailure,
-    NextNodeEvent,
+    NextMatch,
+    PrevMatch,
     PlayPause,
     Faster,
     Slower,
@@ -55,81 +60,225 @@ pub enum Command {
     Compare,
     StopRun,
     Inspect,
+    NextLink,
+    PrevLink,
+    LeaveRunning,
 }
 
-/// Every command with its default keys and help text, in help order.
-const DEFAULTS: &[(Command, &[&str], &str)] = &[
-    (Command::Help, &["?"], "show or hide this help"),
-    (Command::Quit, &["q", "ctrl-c"], "quit"),
-    (Command::Back, &["Esc"], "back / close"),
-    (Command::Up, &["Up", "k"], "selection up"),
-    (Command::Down, &["Down", "j"], "selection down"),
-    (Command::PageUp, &["PageUp", "ctrl-u"], "page up"),
-    (Command::PageDown, &["PageDown", "ctrl-d"], "page down"),
+/// Where a binding holds: everywhere, or while a kind of view is in front.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// In every view (unless the view's own mode binds the key).
+    Global,
+    /// The run browser.
+    Browser,
+    /// One run.
+    Run,
+    /// Runs compared.
+    Compare,
+    /// An inspector or the help: text to read, with links.
+    Reader,
+    /// A question (leave a live run?).
+    Confirm,
+}
+
+const MODES: [Mode; 6] = [
+    Mode::Global,
+    Mode::Browser,
+    Mode::Run,
+    Mode::Compare,
+    Mode::Reader,
+    Mode::Confirm,
+];
+
+impl Mode {
+    fn name(self) -> &'static str {
+        match self {
+            Mode::Global => "global",
+            Mode::Browser => "browser",
+            Mode::Run => "run",
+            Mode::Compare => "compare",
+            Mode::Reader => "reader",
+            Mode::Confirm => "confirm",
+        }
+    }
+}
+
+/// Every command, the mode it holds in, its default keys and its help, in help order.
+pub const COMMANDS: &[(Command, Mode, &[&str], &str)] = &[
+    (
+        Command::Help,
+        Mode::Global,
+        &["?"],
+        "show or hide this help",
+    ),
+    (Command::Quit, Mode::Global, &["q", "ctrl-c"], "quit"),
+    (Command::Back, Mode::Global, &["Esc"], "back / close"),
+    (Command::Up, Mode::Global, &["Up", "k"], "up"),
+    (Command::Down, Mode::Global, &["Down", "j"], "down"),
+    (
+        Command::PageUp,
+        Mode::Global,
+        &["PageUp", "ctrl-u"],
+        "page up",
+    ),
+    (
+        Command::PageDown,
+        Mode::Global,
+        &["PageDown", "ctrl-d"],
+        "page down",
+    ),
+    (Command::Top, Mode::Global, &["Home", "<"], "to the start"),
+    (Command::Bottom, Mode::Global, &["End", ">"], "to the end"),
     (
         Command::Open,
+        Mode::Browser,
         &["Enter", "o"],
-        "open run / open or close node",
+        "open the run",
     ),
-    (Command::FocusNext, &["Tab"], "next pane"),
-    (Command::FocusPrev, &["BackTab"], "previous pane"),
+    (
+        Command::Search,
+        Mode::Browser,
+        &["/"],
+        "filter (words, all must match)",
+    ),
+    (
+        Command::NextFailure,
+        Mode::Browser,
+        &["f"],
+        "next run with a failure",
+    ),
+    (
+        Command::PrevFailure,
+        Mode::Browser,
+        &["F"],
+        "previous run with a failure",
+    ),
+    (
+        Command::SortNext,
+        Mode::Browser,
+        &["s"],
+        "sort by the next column",
+    ),
+    (
+        Command::SortReverse,
+        Mode::Browser,
+        &["S"],
+        "reverse the sort",
+    ),
+    (Command::ToggleGroups, Mode::Browser, &["g"], "group table"),
+    (
+        Command::Mark,
+        Mode::Browser,
+        &["m"],
+        "mark the run for compare",
+    ),
+    (
+        Command::Compare,
+        Mode::Browser,
+        &["c"],
+        "compare marked runs (2–4)",
+    ),
+    (
+        Command::Open,
+        Mode::Run,
+        &["Enter", "o"],
+        "tree: open or close node · timeline: inspect",
+    ),
+    (
+        Command::Inspect,
+        Mode::Run,
+        &["i"],
+        "inspect the node (tree) or event",
+    ),
+    (Command::FocusNext, Mode::Run, &["Tab"], "next pane"),
+    (Command::FocusPrev, Mode::Run, &["BackTab"], "previous pane"),
     (
         Command::StepBack,
+        Mode::Run,
         &["Left", "h"],
-        "timeline: one event back",
+        "one event back",
     ),
     (
         Command::StepForward,
+        Mode::Run,
         &["Right", "l"],
-        "timeline: one event forward",
+        "one event forward",
     ),
-    (Command::JumpStart, &["Home", "<"], "timeline: to the start"),
-    (Command::JumpEnd, &["End", ">"], "timeline: to the end"),
     (
         Command::NextToolCall,
+        Mode::Run,
         &["t"],
-        "timeline: next real tool call",
+        "next real tool call",
     ),
     (
         Command::PrevToolCall,
+        Mode::Run,
         &["T"],
-        "timeline: previous real tool call",
+        "previous real tool call",
     ),
-    (Command::NextFailure, &["f"], "timeline: next failure"),
-    (Command::PrevFailure, &["F"], "timeline: previous failure"),
+    (Command::NextFailure, Mode::Run, &["f"], "next failure"),
+    (Command::PrevFailure, Mode::Run, &["F"], "previous failure"),
     (
-        Command::NextNodeEvent,
-        &["n"],
-        "timeline: next event of the selected node",
+        Command::Search,
+        Mode::Run,
+        &["/"],
+        "find events (tools, arguments, results, reasons)",
     ),
-    (Command::PlayPause, &["Space"], "play / pause"),
-    (Command::Faster, &["+", "="], "play faster"),
-    (Command::Slower, &["-"], "play slower"),
+    (
+        Command::NextMatch,
+        Mode::Run,
+        &["n"],
+        "next find hit, else next event of the node",
+    ),
+    (
+        Command::PrevMatch,
+        Mode::Run,
+        &["N"],
+        "previous find hit, else previous event of the node",
+    ),
+    (
+        Command::PlayPause,
+        Mode::Run,
+        &["Space"],
+        "play / pause (live: follow / pause)",
+    ),
+    (Command::Faster, Mode::Run, &["+", "="], "play faster"),
+    (Command::Slower, Mode::Run, &["-"], "play slower"),
     (
         Command::ExpandAll,
+        Mode::Run,
         &["E"],
         "tree: open all under the selection",
     ),
-    (Command::CollapseAll, &["C"], "tree: close all"),
+    (Command::CollapseAll, Mode::Run, &["C"], "tree: close all"),
+    (Command::StopRun, Mode::Run, &["x"], "live: stop the run"),
+    (Command::NextLink, Mode::Reader, &["Tab", "n"], "next link"),
     (
-        Command::Search,
-        &["/"],
-        "filter runs / find in the timeline",
+        Command::PrevLink,
+        Mode::Reader,
+        &["BackTab", "N"],
+        "previous link",
     ),
-    (Command::SortNext, &["s"], "browser: sort by next column"),
-    (Command::SortReverse, &["S"], "browser: reverse sort"),
-    (Command::ToggleGroups, &["g"], "browser: group table"),
-    (Command::Mark, &["m"], "browser: mark run for compare"),
     (
-        Command::Compare,
-        &["c"],
-        "browser: compare marked runs (2–4)",
+        Command::Open,
+        Mode::Reader,
+        &["Enter"],
+        "follow the link (jump to the event)",
     ),
-    (Command::StopRun, &["x"], "live: stop the run"),
+    (Command::Inspect, Mode::Reader, &["i"], "close"),
     (
-        Command::Inspect,
-        &["i"],
-        "timeline: inspect the event (also Enter)",
+        Command::StopRun,
+        Mode::Confirm,
+        &["s"],
+        "stop the run, then leave",
+    ),
+    (
+        Command::LeaveRunning,
+        Mode::Confirm,
+        &["l"],
+        "leave; the run finishes without the view",
     ),
 ];
 
@@ -185,7 +334,8 @@ pub fn parse_key(spec: &str) -> Result<Key> {
     Ok(Key { code, ctrl })
 }
 
-fn key_label(key: &Key) -> String {
+/// How a key is shown in the help: `→`, `Ctrl-u`, `Space`.
+pub fn key_label(key: &Key) -> String {
     let base = match key.code {
         KeyCode::Char(' ') => "Space".to_string(),
         KeyCode::Char(c) => c.to_string(),
@@ -207,38 +357,117 @@ fn key_label(key: &Key) -> String {
 /// The bindings in force.
 #[derive(Debug, Clone)]
 pub struct Keymap {
-    bindings: Vec<(Key, Command)>,
+    /// One row per binding: key, mode, command.
+    bindings: Vec<(Key, Mode, Command)>,
 }
 
 impl Default for Keymap {
     fn default() -> Self {
-        Self::with_overrides(&BTreeMap::new()).expect("default keys parse")
+        Self::with_overrides(&Overrides::default()).expect("the default keys parse and agree")
     }
 }
 
-#[derive(Deserialize)]
-struct KeysFile {
-    #[serde(default)]
-    keys: BTreeMap<Command, Vec<String>>,
+/// Rebindings from `keys.toml`: per command in every mode it has, or per mode.
+#[derive(Debug, Default)]
+pub struct Overrides {
+    everywhere: BTreeMap<Command, Vec<String>>,
+    per_mode: BTreeMap<(Mode, Command), Vec<String>>,
+}
+
+impl Overrides {
+    /// Parses the file's text.
+    pub fn parse(text: &str) -> Result<Self> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Entry {
+            Keys(Vec<String>),
+            Mode(BTreeMap<Command, Vec<String>>),
+        }
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct File {
+            #[serde(default)]
+            keys: BTreeMap<String, Entry>,
+        }
+        let file: File = toml::from_str(text)?;
+        let mut out = Self::default();
+        for (name, entry) in file.keys {
+            match entry {
+                Entry::Keys(keys) => {
+                    let command: Command = serde_plain(&name)
+                        .with_context(|| format!("[keys] {name}: no such command"))?;
+                    out.everywhere.insert(command, keys);
+                }
+                Entry::Mode(commands) => {
+                    let mode: Mode = serde_plain(&name).with_context(|| {
+                        format!(
+                            "[keys.{name}]: no such mode (one of {})",
+                            MODES.map(Mode::name).join(", ")
+                        )
+                    })?;
+                    for (command, keys) in commands {
+                        if !COMMANDS
+                            .iter()
+                            .any(|(c, m, ..)| *c == command && *m == mode)
+                        {
+                            bail!("[keys.{name}]: {command:?} is not a command of that mode");
+                        }
+                        out.per_mode.insert((mode, command), keys);
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// A name from the file read as a snake_case enum variant.
+fn serde_plain<T: serde::de::DeserializeOwned>(name: &str) -> Result<T> {
+    Ok(T::deserialize(serde::de::value::StrDeserializer::<
+        serde::de::value::Error,
+    >::new(name))?)
 }
 
 impl Keymap {
-    /// Defaults with some commands rebound.
-    pub fn with_overrides(overrides: &BTreeMap<Command, Vec<String>>) -> Result<Self> {
+    /// Defaults with some commands rebound; an error when two commands share a key in a mode.
+    pub fn with_overrides(overrides: &Overrides) -> Result<Self> {
         let mut bindings = Vec::new();
-        for (command, keys, _) in DEFAULTS {
-            let keys: Vec<&str> = match overrides.get(command) {
+        for (command, mode, keys, _) in COMMANDS {
+            let keys: Vec<&str> = match overrides
+                .per_mode
+                .get(&(*mode, *command))
+                .or_else(|| overrides.everywhere.get(command))
+            {
                 Some(custom) => custom.iter().map(String::as_str).collect(),
                 None => keys.to_vec(),
             };
             for k in keys {
-                bindings.push((
-                    parse_key(k).with_context(|| format!("binding for {command:?}"))?,
-                    *command,
-                ));
+                let key = parse_key(k).with_context(|| format!("binding for {command:?}"))?;
+                bindings.push((key, *mode, *command));
             }
         }
-        Ok(Self { bindings })
+        let map = Self { bindings };
+        map.check_conflicts()?;
+        Ok(map)
+    }
+
+    fn check_conflicts(&self) -> Result<()> {
+        for (i, (key, mode, command)) in self.bindings.iter().enumerate() {
+            for (other_key, other_mode, other) in &self.bindings[i + 1..] {
+                let overlap =
+                    mode == other_mode || *mode == Mode::Global || *other_mode == Mode::Global;
+                if key == other_key && overlap && command != other {
+                    bail!(
+                        "the key {} is bound to both {command:?} ({}) and {other:?} ({}); \
+                         rebind one in keys.toml",
+                        key_label(key),
+                        mode.name(),
+                        other_mode.name()
+                    );
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Reads `path` if it exists; defaults otherwise.
@@ -248,9 +477,9 @@ impl Keymap {
         }
         let text =
             std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-        let file: KeysFile =
-            toml::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
-        Self::with_overrides(&file.keys).with_context(|| format!("in {}", path.display()))
+        let overrides =
+            Overrides::parse(&text).with_context(|| format!("parsing {}", path.display()))?;
+        Self::with_overrides(&overrides).with_context(|| format!("in {}", path.display()))
     }
 
     /// The default place of the keys file.
@@ -261,71 +490,53 @@ impl Keymap {
         Some(base.join("mcp-cosmos").join("keys.toml"))
     }
 
-    /// The command bound to a key press.
-    pub fn command(&self, event: &KeyEvent) -> Option<Command> {
+    /// The command bound to a key press in `mode` (its own keys first, then the global ones).
+    pub fn command(&self, mode: Mode, event: &KeyEvent) -> Option<Command> {
         let key = Key::from_event(event);
+        let find = |m: Mode| {
+            self.bindings
+                .iter()
+                .find(|(k, bm, _)| *k == key && *bm == m)
+                .map(|(_, _, c)| *c)
+        };
+        find(mode).or_else(|| find(Mode::Global))
+    }
+
+    /// The action for a key press in `mode`, if bound.
+    pub fn action(&self, mode: Mode, event: &KeyEvent) -> Option<Action> {
+        self.command(mode, event).map(Action::Do)
+    }
+
+    /// Help lines for `mode`: its own commands, then the global ones; keys and what they do.
+    pub fn help(&self, mode: Mode) -> Vec<(String, &'static str)> {
+        let of = |m: Mode| {
+            COMMANDS
+                .iter()
+                .filter(move |(_, cm, ..)| *cm == m)
+                .map(move |(command, _, _, text)| {
+                    let keys: Vec<String> = self
+                        .bindings
+                        .iter()
+                        .filter(|(_, bm, c)| c == command && *bm == m)
+                        .map(|(k, ..)| key_label(k))
+                        .collect();
+                    (keys.join(" "), *text)
+                })
+        };
+        let own: Vec<_> = if mode == Mode::Global {
+            Vec::new()
+        } else {
+            of(mode).collect()
+        };
+        own.into_iter().chain(of(Mode::Global)).collect()
+    }
+
+    /// The first key of `command` in `mode` (or global), for hints drawn on screen.
+    pub fn hint(&self, mode: Mode, command: Command) -> String {
         self.bindings
             .iter()
-            .find(|(k, _)| *k == key)
-            .map(|(_, c)| *c)
-    }
-
-    /// The action for a key press, if bound.
-    pub fn action(&self, event: &KeyEvent) -> Option<Action> {
-        self.command(event).map(to_action)
-    }
-
-    /// Help lines: keys and what they do, in help order.
-    pub fn help(&self) -> Vec<(String, &'static str)> {
-        DEFAULTS
-            .iter()
-            .map(|(command, _, text)| {
-                let keys: Vec<String> = self
-                    .bindings
-                    .iter()
-                    .filter(|(_, c)| c == command)
-                    .map(|(k, _)| key_label(k))
-                    .collect();
-                (keys.join(" "), *text)
-            })
-            .collect()
-    }
-}
-
-fn to_action(c: Command) -> Action {
-    match c {
-        Command::Quit => Action::Quit,
-        Command::Back => Action::Back,
-        Command::Help => Action::ToggleHelp,
-        Command::Up => Action::Up,
-        Command::Down => Action::Down,
-        Command::PageUp => Action::PageUp,
-        Command::PageDown => Action::PageDown,
-        Command::Open => Action::Open,
-        Command::StepBack => Action::StepBack,
-        Command::StepForward => Action::StepForward,
-        Command::JumpStart => Action::JumpStart,
-        Command::JumpEnd => Action::JumpEnd,
-        Command::NextToolCall => Action::NextToolCall,
-        Command::PrevToolCall => Action::PrevToolCall,
-        Command::NextFailure => Action::NextFailure,
-        Command::PrevFailure => Action::PrevFailure,
-        Command::NextNodeEvent => Action::NextNodeEvent,
-        Command::PlayPause => Action::PlayPause,
-        Command::Faster => Action::Faster,
-        Command::Slower => Action::Slower,
-        Command::FocusNext => Action::FocusNext,
-        Command::FocusPrev => Action::FocusPrev,
-        Command::ExpandAll => Action::ExpandAll,
-        Command::CollapseAll => Action::CollapseAll,
-        Command::Search => Action::Search,
-        Command::SortNext => Action::SortNext,
-        Command::SortReverse => Action::SortReverse,
-        Command::ToggleGroups => Action::ToggleGroups,
-        Command::Mark => Action::Mark,
-        Command::Compare => Action::Compare,
-        Command::StopRun => Action::StopRun,
-        Command::Inspect => Action::Inspect,
+            .find(|(_, m, c)| *c == command && (*m == mode || *m == Mode::Global))
+            .map_or_else(|| "?".to_string(), |(k, ..)| key_label(k))
     }
 }
 
@@ -344,48 +555,77 @@ mod tests {
     }
 
     #[test]
-    fn defaults_and_overrides() {
+    fn defaults_per_mode_and_overrides() {
         let km = Keymap::default();
+        let l = press(KeyCode::Char('l'), KeyModifiers::NONE);
+        assert_eq!(km.command(Mode::Run, &l), Some(Command::StepForward));
+        assert_eq!(km.command(Mode::Confirm, &l), Some(Command::LeaveRunning));
+        assert_eq!(km.command(Mode::Browser, &l), None);
+        let ctrl_c = press(KeyCode::Char('c'), KeyModifiers::CONTROL);
+        assert_eq!(km.command(Mode::Browser, &ctrl_c), Some(Command::Quit));
+        let n = press(KeyCode::Char('N'), KeyModifiers::SHIFT);
+        assert_eq!(km.command(Mode::Run, &n), Some(Command::PrevMatch));
+        assert_eq!(km.command(Mode::Reader, &n), Some(Command::PrevLink));
+
+        let o =
+            Overrides::parse("[keys]\nstep_forward = [\".\"]\n[keys.browser]\nmark = [\"M\"]\n")
+                .unwrap();
+        let km = Keymap::with_overrides(&o).unwrap();
+        let dot = press(KeyCode::Char('.'), KeyModifiers::NONE);
+        assert_eq!(km.command(Mode::Run, &dot), Some(Command::StepForward));
         assert_eq!(
-            km.command(&press(KeyCode::Char('l'), KeyModifiers::NONE)),
-            Some(Command::StepForward)
-        );
-        assert_eq!(
-            km.command(&press(KeyCode::Char('c'), KeyModifiers::CONTROL)),
-            Some(Command::Quit)
-        );
-        assert_eq!(
-            km.command(&press(KeyCode::Char('T'), KeyModifiers::SHIFT)),
-            Some(Command::PrevToolCall)
-        );
-        let file: KeysFile = toml::from_str("[keys]\nstep_forward = [\".\"]\n").unwrap();
-        let km = Keymap::with_overrides(&file.keys).unwrap();
-        assert_eq!(
-            km.command(&press(KeyCode::Char('.'), KeyModifiers::NONE)),
-            Some(Command::StepForward)
-        );
-        assert_eq!(
-            km.command(&press(KeyCode::Char('l'), KeyModifiers::NONE)),
+            km.command(Mode::Run, &l),
             None,
-            "override replaces defaults"
+            "an override replaces the defaults"
         );
+        let m = press(KeyCode::Char('M'), KeyModifiers::SHIFT);
+        assert_eq!(km.command(Mode::Browser, &m), Some(Command::Mark));
     }
 
     #[test]
-    fn bad_files_are_clear_errors() {
-        assert!(toml::from_str::<KeysFile>("[keys]\nfly = [\"x\"]\n").is_err());
-        let file: KeysFile = toml::from_str("[keys]\nquit = [\"Hyper-Q\"]\n").unwrap();
-        let err = format!("{:#}", Keymap::with_overrides(&file.keys).unwrap_err());
+    fn bad_files_and_conflicts_are_clear_errors() {
+        let err = format!(
+            "{:#}",
+            Overrides::parse("[keys]\nfly = [\"x\"]\n").unwrap_err()
+        );
+        assert!(err.contains("fly: no such command"), "{err}");
+        let err = format!(
+            "{:#}",
+            Overrides::parse("[keys.space]\nquit = [\"x\"]\n").unwrap_err()
+        );
+        assert!(err.contains("no such mode"), "{err}");
+        let o = Overrides::parse("[keys]\nquit = [\"Hyper-Q\"]\n").unwrap();
+        let err = format!("{:#}", Keymap::with_overrides(&o).unwrap_err());
         assert!(err.contains("unknown key \"Hyper-Q\""), "{err}");
+        // `t` is the run view's next tool call: binding stop to it is a conflict there.
+        let o = Overrides::parse("[keys.run]\nstop_run = [\"t\"]\n").unwrap();
+        let err = format!("{:#}", Keymap::with_overrides(&o).unwrap_err());
+        assert!(
+            err.contains("bound to both")
+                && err.contains("NextToolCall")
+                && err.contains("StopRun"),
+            "{err}"
+        );
+        // A global key taken by a mode's command is a conflict in that mode.
+        let o = Overrides::parse("[keys.browser]\nmark = [\"q\"]\n").unwrap();
+        assert!(Keymap::with_overrides(&o).is_err());
     }
 
     #[test]
-    fn help_lists_every_command() {
-        let help = Keymap::default().help();
-        assert_eq!(help.len(), DEFAULTS.len());
+    fn help_lists_a_modes_commands_then_the_global_ones() {
+        let km = Keymap::default();
+        let help = km.help(Mode::Run);
+        let run = COMMANDS.iter().filter(|(_, m, ..)| *m == Mode::Run).count();
+        let global = COMMANDS
+            .iter()
+            .filter(|(_, m, ..)| *m == Mode::Global)
+            .count();
+        assert_eq!(help.len(), run + global);
         assert!(
             help.iter()
                 .any(|(k, t)| k == "→ l" && t.contains("forward"))
         );
+        assert!(!help.iter().any(|(_, t)| t.contains("sort")));
+        assert_eq!(km.hint(Mode::Confirm, Command::LeaveRunning), "l");
     }
 }

@@ -1,20 +1,29 @@
 //! The explorer (docs/design.md, "Explorer (terminal UI)"): run browser, run view, compare.
 //!
-//! State and update (`app.rs`, each screen's struct) are apart from drawing (`draw(&self)`);
-//! input becomes an [`action::Action`] via the [`keymap`]; background work talks to the UI
-//! over channels (`terminal.rs`). Untrusted text is made inert by [`text`] before drawing.
+//! Every view keeps the contract in [`view`]: it owns its state, handles an
+//! [`action::Action`] and says whether it consumed it, and draws from `&self`. The
+//! [`app::App`] holds them as a stack (browser → run → overlays). Input becomes an action via
+//! the [`keymap`] of the mode in front; background work talks to the UI over channels
+//! (`terminal.rs`). Untrusted text is made inert by `crate::sanitize` before drawing.
 
 pub mod action;
 pub mod app;
 pub mod browser;
 pub mod compare;
+pub mod confirm;
 pub mod help;
 pub mod keymap;
+pub mod prompt;
 pub mod run_view;
+pub mod scroll;
 pub mod terminal;
 pub mod theme;
+pub mod view;
+pub mod wrap;
 
 use std::path::{Path, PathBuf};
+use std::sync::mpsc::Sender;
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 
@@ -23,8 +32,10 @@ use self::browser::Browser;
 use self::keymap::Keymap;
 use self::run_view::RunView;
 use self::theme::Theme;
+use crate::trajectory::event::Event;
 use crate::trajectory::listing::list_runs;
 use crate::trajectory::run::Run;
+use crate::trajectory::tail::Tail;
 
 /// The user's keymap: `keys.toml` in the XDG config folder, else the defaults.
 pub fn load_keymap() -> Result<Keymap> {
@@ -39,35 +50,69 @@ fn terminal_size() -> (u16, u16) {
     crossterm::terminal::size().unwrap_or((80, 24))
 }
 
-/// Opens the explorer on `path`: a folder opens the browser, a file opens the run view.
+/// How often a followed file is checked for new lines. Polling (not inotify) also works
+/// on the network volumes that sweeps share.
+const FOLLOW_EVERY: Duration = Duration::from_millis(200);
+
+/// Opens the explorer on `path`: a folder opens the browser, a file opens the run view. A
+/// file without its `run_finished` line yet is followed as it grows.
 pub fn explore(path: &Path) -> Result<()> {
     let keymap = load_keymap()?;
     let theme = Theme::from_env();
     let size = terminal_size();
-    let app = if path.is_file() {
-        let run = Run::open(path)?;
-        App::with_run(
-            RunView::opened(
-                run,
-                ratatui::layout::Rect::new(0, 0, size.0, size.1.saturating_sub(1)),
-            ),
-            keymap,
-            theme,
-            size,
-        )
+    let body = ratatui::layout::Rect::new(0, 0, size.0, size.1.saturating_sub(1));
+    if path.is_file() {
+        let (run, tail) = Tail::open(path)?;
+        if tail.finished() {
+            // Read as a whole file reads it (a torn last line is a problem, not a wait).
+            let run = Run::open(path)?;
+            let app = App::with_run(RunView::opened(run, body), keymap, theme, size);
+            return terminal::run(app, None, None).map(drop);
+        }
+        terminal::require_terminal()?;
+        let app = App::with_run(RunView::following(run, body), keymap, theme, size);
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || follow(tail, tx));
+        return terminal::run(app, Some(rx), None).map(drop);
+    }
+    let roots: Vec<PathBuf> = vec![path.to_path_buf()];
+    let runs = if path.exists() {
+        list_runs(&roots).with_context(|| format!("listing {}", path.display()))?
     } else {
-        let roots: Vec<PathBuf> = vec![path.to_path_buf()];
-        let runs = if path.exists() {
-            list_runs(&roots).with_context(|| format!("listing {}", path.display()))?
-        } else {
-            Vec::new()
-        };
-        App::with_browser(
-            Browser::new(roots, runs, size.1.saturating_sub(1)),
-            keymap,
-            theme,
-            size,
-        )
+        Vec::new()
     };
-    terminal::run(app, None, None)
+    let app = App::with_browser(
+        Browser::new(roots, runs, size.1.saturating_sub(1)),
+        keymap,
+        theme,
+        size,
+    );
+    terminal::run(app, None, None).map(drop)
+}
+
+/// Sends the events a growing file gains until it finishes, the view closes, or it cannot
+/// be read (then the view keeps what it has; the reason goes to the log).
+fn follow(mut tail: Tail, events: Sender<Event>) {
+    loop {
+        match tail.poll() {
+            Ok(new) => {
+                for event in new {
+                    if events.send(event).is_err() {
+                        return;
+                    }
+                }
+            }
+            Err(e) => {
+                tracing::warn!("following stopped: {e:#}");
+                return;
+            }
+        }
+        for problem in tail.take_problems() {
+            tracing::warn!("{problem}");
+        }
+        if tail.finished() {
+            return;
+        }
+        std::thread::sleep(FOLLOW_EVERY);
+    }
 }

@@ -10,8 +10,9 @@ use anyhow::Result;
 use crossterm::event::{DisableMouseCapture, EnableMouseCapture};
 use crossterm::execute;
 
-use super::action::Action;
-use super::app::{App, Effect};
+use super::action::{Action, RequestId};
+use super::app::App;
+use super::view::{Exit, Work};
 use crate::metrics::group::{GroupBy, group};
 use crate::metrics::records::read_records;
 use crate::trajectory::event::Event;
@@ -43,9 +44,13 @@ pub fn require_terminal() -> Result<()> {
     Ok(())
 }
 
-/// Runs the explorer until the user quits, or until `leave` says so (a signal ended the run).
-/// `live` feeds events of a running agent.
-pub fn run(mut app: App, live: Option<Receiver<Event>>, leave: Option<Receiver<()>>) -> Result<()> {
+/// Runs the explorer until the person leaves (saying how), or until `leave` says so (a
+/// signal ended the run). `live` feeds events of a running agent or a growing file.
+pub fn run(
+    mut app: App,
+    live: Option<Receiver<Event>>,
+    leave: Option<Receiver<()>>,
+) -> Result<Exit> {
     require_terminal()?;
     let mut terminal = match ratatui::try_init() {
         Ok(t) => t,
@@ -77,7 +82,7 @@ fn event_loop(
     app: &mut App,
     live: Option<Receiver<Event>>,
     leave: Option<Receiver<()>>,
-) -> Result<()> {
+) -> Result<Exit> {
     let (tx, rx) = mpsc::channel::<Msg>();
     if let Some(leave) = leave {
         let leave_tx = tx.clone();
@@ -112,7 +117,11 @@ fn event_loop(
     app.update(Action::Resize(size.width, size.height));
     let mut last_tick = Instant::now();
     loop {
-        terminal.draw(|f| app.draw(f))?;
+        // Views catch up once per frame, and a frame is drawn only when something changed.
+        if app.take_changed() {
+            app.settle();
+            terminal.draw(|f| app.draw(f))?;
+        }
         let tick = if app.animating() {
             FAST_TICK
         } else {
@@ -132,7 +141,7 @@ fn event_loop(
             let action = match msg {
                 Msg::Input(ev) => app.map_input(ev),
                 Msg::Action(a) => Some(a),
-                Msg::Leave => return Ok(()),
+                Msg::Leave => return Ok(Exit::Quit),
             };
             if let Some(a) = action {
                 app.update(a);
@@ -142,41 +151,38 @@ fn event_loop(
             app.update(Action::Tick);
             last_tick = Instant::now();
         }
-        for effect in app.take_effects() {
-            spawn_effect(effect, tx.clone());
+        for (id, work) in app.take_work() {
+            spawn_work(id, work, tx.clone());
         }
-        if app.quit {
-            break;
+        if let Some(exit) = app.exit {
+            return Ok(exit);
         }
     }
-    Ok(())
+    Ok(Exit::Quit)
 }
 
-fn spawn_effect(effect: Effect, tx: Sender<Msg>) {
+fn spawn_work(id: RequestId, work: Work, tx: Sender<Msg>) {
     std::thread::spawn(move || {
-        let send = |a: Action| {
-            let _ = tx.send(Msg::Action(a));
-        };
-        for action in perform(effect) {
-            send(action);
+        for action in perform(id, work) {
+            let _ = tx.send(Msg::Action(action));
         }
     });
 }
 
-/// Does an effect's work and returns the actions that carry its results. Tests call this
-/// directly to run effects without a terminal.
-pub fn perform(effect: Effect) -> Vec<Action> {
-    match effect {
-        Effect::LoadRun(path) => vec![Action::Loaded(Box::new(Run::open(&path)))],
-        Effect::LoadCompare(paths) => paths
+/// Does background work and returns the actions that carry its results, marked with the
+/// request's id. Tests call this directly to run work without a terminal.
+pub fn perform(id: RequestId, work: Work) -> Vec<Action> {
+    match work {
+        Work::OpenRun(path) => vec![Action::Loaded(id, Box::new(Run::open(&path)))],
+        Work::Compare(paths) => paths
             .iter()
-            .map(|p| Action::Loaded(Box::new(Run::open(p))))
+            .map(|p| Action::Loaded(id, Box::new(Run::open(p))))
             .collect(),
-        Effect::ComputeGroups(paths) => {
+        Work::Groups(paths) => {
             let rows = read_records(&paths)
                 .map(|(records, _)| group(&records, GroupBy::Config))
                 .unwrap_or_default();
-            vec![Action::GroupsReady(rows)]
+            vec![Action::GroupsReady(id, rows)]
         }
     }
 }

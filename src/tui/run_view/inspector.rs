@@ -1,61 +1,339 @@
-//! The event inspector (`i`, or Enter on the timeline): one event in full, every field,
-//! with multi-line strings (prompts, replies, tool results) unfolded rather than escaped.
-//! The text is laid out once when opened; drawing only slices it.
+//! The inspectors: one event in full (`i` on the timeline, or Enter there), or one search-tree
+//! node in full (`i` on a tree node): its action with every argument, its verdict and why,
+//! rewards, the critic's whole reason, the simulation, the real result, and links to each of
+//! its events. Text is wrapped to the width (JSON keeps its indentation) and scrolls; nothing
+//! the person asked to see is cut with `…`.
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::Style;
 use ratatui::text::Line;
 use ratatui::widgets::{Block, Clear, Paragraph};
 use serde_json::Value;
 
 use crate::sanitize::one_line;
-use crate::trajectory::event::Event;
+use crate::trajectory::describe::{node_label, summary};
+use crate::trajectory::event::{
+    Action as NodeAction, Event, EventBody, Observation, VALIDATOR, Verdict,
+};
+use crate::trajectory::fold::TreeState;
+use crate::trajectory::run::Run;
+use crate::tui::action::Action;
+use crate::tui::keymap::{Command, Mode};
+use crate::tui::scroll::Scroll;
 use crate::tui::theme::Theme;
+use crate::tui::view::{Handled, Request, View};
+use crate::tui::wrap::Wrapped;
 
-/// Lines kept for one event; a tool result is capped at 1 MiB, this keeps the view bounded.
+/// Lines kept for one inspector; a tool result is capped at 1 MiB, this keeps the view bounded.
 const MAX_LINES: usize = 50_000;
-/// Characters kept per line before drawing cuts to the width.
-const MAX_CHARS: usize = 2_000;
+/// Widest a line is kept before wrapping (a 1 MiB single-line result stays readable to here).
+const MAX_LINE: usize = 64 << 10;
 
-/// State of the inspector overlay.
+/// What a line is, for drawing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mark {
+    /// Plain text.
+    Text,
+    /// A section heading.
+    Heading,
+    /// A failure (an invalid verdict, an error result).
+    Failure,
+    /// A link to the event at this index: Enter puts the run's cursor just after it.
+    Link(u32),
+}
+
+/// State of an inspector overlay.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Inspector {
     title: String,
-    lines: Vec<String>,
-    scroll: usize,
+    text: Wrapped<Mark>,
+    /// Logical lines that are links, in order.
+    links: Vec<usize>,
+    /// The chosen link (an index into `links`).
+    link: Option<usize>,
+    scroll: Scroll,
+    size: (u16, u16),
+}
+
+/// Lines being written, each with its mark.
+#[derive(Default)]
+struct Lines(Vec<(String, Mark)>);
+
+impl Lines {
+    fn push(&mut self, mark: Mark, text: String) {
+        self.0.push((one_line(&text, MAX_LINE), mark));
+    }
+
+    fn text(&mut self, text: impl Into<String>) {
+        self.push(Mark::Text, text.into());
+    }
+
+    fn heading(&mut self, text: impl Into<String>) {
+        if !self.0.is_empty() {
+            self.0.push((String::new(), Mark::Text));
+        }
+        self.push(Mark::Heading, text.into());
+    }
+
+    /// A block of text under a heading, indented: JSON pretty-printed, other text by line.
+    fn block(&mut self, text: &str, mark: Mark) {
+        if text.trim().is_empty() {
+            self.push(Mark::Text, "  (empty)".into());
+            return;
+        }
+        let parsed = serde_json::from_str::<Value>(text.trim())
+            .ok()
+            .filter(|v| v.is_object() || v.is_array());
+        let pretty = parsed.and_then(|v| serde_json::to_string_pretty(&v).ok());
+        for line in pretty.as_deref().unwrap_or(text).lines() {
+            self.push(mark, format!("  {line}"));
+        }
+    }
 }
 
 impl Inspector {
-    /// Lays out `event` (already inert: every line passed through [`one_line`]).
-    pub fn of(event: &Event) -> Self {
-        let value = serde_json::to_value(event).unwrap_or(Value::Null);
-        let mut lines = Vec::new();
-        layout(&value, 0, &mut lines);
+    fn new(title: String, lines: Lines, size: (u16, u16)) -> Self {
+        let mut lines = lines.0;
         if lines.len() > MAX_LINES {
             let left = lines.len() - MAX_LINES;
             lines.truncate(MAX_LINES);
-            lines.push(format!("… {left} more lines not shown"));
+            lines.push((format!("… {left} more lines not shown"), Mark::Text));
         }
-        Self {
-            title: format!(" Event {} · {} ", event.seq, event.body.kind()),
+        let links = lines
+            .iter()
+            .enumerate()
+            .filter(|(_, (_, m))| matches!(m, Mark::Link(_)))
+            .map(|(i, _)| i)
+            .collect();
+        let mut inspector = Self {
+            title,
+            text: Wrapped::default(),
+            links,
+            link: None,
+            scroll: Scroll::default(),
+            size,
+        };
+        inspector.text = Wrapped::new(lines, inspector.text_area().width as usize);
+        inspector
+    }
+
+    /// One event in full: every field, multi-line strings unfolded, JSON text indented.
+    pub fn event(event: &Event, size: (u16, u16)) -> Self {
+        let value = serde_json::to_value(event).unwrap_or(Value::Null);
+        let mut lines = Lines::default();
+        layout(&value, 0, &mut lines);
+        Self::new(
+            format!(" Event {} · {} ", event.seq, event.body.kind()),
             lines,
-            scroll: 0,
+            size,
+        )
+    }
+
+    /// One search-tree node in full, with its values at the cursor (`state`).
+    pub fn node(run: &Run, state: &TreeState, slot: u32, size: (u16, u16)) -> Self {
+        let info = &run.nodes()[slot as usize];
+        let id = info.id;
+        let mut lines = Lines::default();
+        let added = &run.events[info.added_at as usize].body;
+        let parent = info.parent.map_or("none (the root)".to_string(), |p| {
+            format!("#{}", run.nodes()[p as usize].id)
+        });
+        lines.text(format!(
+            "node #{id} · depth {} · parent {parent}",
+            info.depth
+        ));
+        let node_events = events_of(run, id);
+
+        // The action, arguments whole.
+        lines.heading("action");
+        match added {
+            EventBody::NodeAdded {
+                action: Some(NodeAction::ToolCall { tool, arguments }),
+                prior,
+                ..
+            } => {
+                lines.text(format!("  call {tool}"));
+                if let Some(p) = prior {
+                    lines.text(format!("  planner's prior {p:.2}"));
+                }
+                lines.text("  arguments:");
+                let pretty = serde_json::to_string_pretty(arguments).unwrap_or_default();
+                for line in pretty.lines() {
+                    lines.text(format!("    {line}"));
+                }
+            }
+            EventBody::NodeAdded {
+                action: Some(NodeAction::Finish { answer }),
+                ..
+            } => {
+                lines.text("  finish, with the answer:");
+                lines.block(answer.as_deref().unwrap_or(""), Mark::Text);
+            }
+            other => lines.text(format!("  {}", node_label(other))),
         }
+
+        // Verdict, rewards, the critic's reason: the last evaluation of the node.
+        let evaluated = node_events
+            .iter()
+            .rev()
+            .find_map(|&e| match &run.events[e].body {
+                EventBody::NodeEvaluated {
+                    verdict,
+                    base_reward,
+                    critic_reward,
+                    critic_reason,
+                    reward,
+                    terminal,
+                    ..
+                } => Some((
+                    e,
+                    *verdict,
+                    *base_reward,
+                    *critic_reward,
+                    critic_reason,
+                    *reward,
+                    *terminal,
+                )),
+                _ => None,
+            });
+        let simulated = node_events
+            .iter()
+            .rev()
+            .find_map(|&e| match &run.events[e].body {
+                EventBody::NodeSimulated {
+                    world_model,
+                    observation,
+                    ..
+                } => Some((world_model.as_str(), observation)),
+                _ => None,
+            });
+        lines.heading("verdict");
+        match evaluated {
+            None => lines.text("  not evaluated (yet)"),
+            Some((at, verdict, base, critic, reason, reward, terminal)) => {
+                let (word, why) = verdict_words(run, at, verdict, simulated);
+                let mark = if matches!(verdict, Verdict::Invalid | Verdict::NotSimulated) {
+                    Mark::Failure
+                } else {
+                    Mark::Text
+                };
+                lines.push(
+                    mark,
+                    format!("  {word}{}", if terminal { " · ends its path" } else { "" }),
+                );
+                if let Some(why) = why {
+                    lines.block(&why, mark);
+                }
+                lines.heading("reward");
+                lines.text(format!(
+                    "  base {base:.2} · critic {} · reward {reward:.2}",
+                    critic.map_or("—".to_string(), |c| format!("{c:.2}"))
+                ));
+                if let Some(d) = state.node(slot) {
+                    lines.text(format!(
+                        "  at the cursor: visits N={} · mean value Q={}",
+                        d.visits,
+                        d.q().map_or("—".to_string(), |q| format!("{q:.2}"))
+                    ));
+                }
+                if let Some(reason) = reason {
+                    lines.heading("the critic's reason");
+                    lines.block(reason, Mark::Text);
+                }
+            }
+        }
+
+        // The simulation (not the validator's rejection, shown above as the verdict's why).
+        if let Some((world_model, observation)) = simulated.filter(|(wm, _)| *wm != VALIDATOR) {
+            lines.heading(format!(
+                "simulated by {world_model}{}",
+                if observation.is_error {
+                    " (predicts an error)"
+                } else {
+                    ""
+                }
+            ));
+            lines.block(&observation_text(observation), Mark::Text);
+        }
+
+        // The real result, when the node was executed.
+        if let Some(step) = run.steps().iter().rev().find(|s| s.node == Some(slot)) {
+            if let EventBody::ToolCalled {
+                step: n,
+                result,
+                error,
+                ..
+            } = &run.events[step.event as usize].body
+            {
+                let mark = if step.is_error {
+                    Mark::Failure
+                } else {
+                    Mark::Text
+                };
+                lines.heading(format!(
+                    "real result (step {n}{})",
+                    if step.is_error { ", failed ✗" } else { "" }
+                ));
+                if let Some(e) = error {
+                    lines.push(Mark::Failure, format!("  transport error: {e}"));
+                }
+                lines.block(&observation_text(result), mark);
+            }
+        } else if matches!(
+            added,
+            EventBody::NodeAdded {
+                action: Some(NodeAction::ToolCall { .. }),
+                ..
+            }
+        ) {
+            lines.heading("real result");
+            lines.text("  never executed");
+        }
+
+        lines.heading(format!(
+            "events of #{id} ({}) · Tab/n picks, Enter jumps there",
+            node_events.len()
+        ));
+        for &e in &node_events {
+            let event = &run.events[e];
+            lines.push(
+                Mark::Link(e as u32),
+                format!(
+                    "  → {:>6}  {:<16} {}",
+                    event.seq,
+                    event.body.kind(),
+                    summary(event)
+                ),
+            );
+        }
+        Self::new(format!(" Node #{id} "), lines, size)
     }
 
     /// Every line laid out (what the tests read).
-    pub fn lines(&self) -> &[String] {
-        &self.lines
+    pub fn lines(&self) -> Vec<&str> {
+        self.text.lines().iter().map(|(l, _)| l.as_str()).collect()
     }
 
-    /// Scrolls by `delta` lines, within the text.
-    pub fn scroll_by(&mut self, delta: isize) {
-        let last = self.lines.len().saturating_sub(1);
-        self.scroll = self.scroll.saturating_add_signed(delta).min(last);
+    /// Every row as laid out for the current width (what the screen scrolls through).
+    pub fn rows(&self) -> Vec<&str> {
+        self.text
+            .rows(0, usize::MAX)
+            .map(|(_, row, _)| row)
+            .collect()
     }
 
-    /// Draws the overlay over most of `area`.
-    pub fn draw(&self, frame: &mut Frame, area: Rect, theme: &Theme) {
+    /// The event of the chosen link, if one is chosen.
+    pub fn chosen_link(&self) -> Option<u32> {
+        let line = *self.links.get(self.link?)?;
+        match self.text.lines()[line].1 {
+            Mark::Link(e) => Some(e),
+            _ => None,
+        }
+    }
+
+    fn rect(&self) -> Rect {
+        let area = Rect::new(0, 0, self.size.0, self.size.1.saturating_sub(1));
         let [_, mid, _] = Layout::vertical([
             Constraint::Length(1),
             Constraint::Fill(1),
@@ -63,44 +341,201 @@ impl Inspector {
         ])
         .areas(area);
         let [_, rect, _] = Layout::horizontal([
-            Constraint::Length(2),
+            Constraint::Length(1),
             Constraint::Fill(1),
-            Constraint::Length(2),
+            Constraint::Length(1),
         ])
         .areas(mid);
+        rect
+    }
+
+    fn text_area(&self) -> Rect {
+        Block::bordered().inner(self.rect())
+    }
+
+    fn height(&self) -> usize {
+        self.text_area().height as usize
+    }
+
+    /// Scrolls by `delta` rows, within the text.
+    pub fn scroll_by(&mut self, delta: isize) {
+        let height = self.height();
+        self.scroll.by(delta, self.text.len(), height);
+    }
+
+    fn choose_link(&mut self, forward: bool) {
+        if self.links.is_empty() {
+            return;
+        }
+        let n = self.links.len();
+        self.link = Some(match (self.link, forward) {
+            (None, true) => 0,
+            (None, false) => n - 1,
+            (Some(i), true) => (i + 1) % n,
+            (Some(i), false) => (i + n - 1) % n,
+        });
+        if let Some(i) = self.link {
+            let row = self.text.row_of(self.links[i]);
+            self.scroll.show(row, self.height());
+        }
+    }
+}
+
+impl View for Inspector {
+    fn mode(&self) -> Mode {
+        Mode::Reader
+    }
+
+    fn update(&mut self, action: &Action, out: &mut Vec<Request>) -> Handled {
+        let page = self.height().max(1) as isize;
+        match action {
+            Action::Do(Command::Up) => self.scroll_by(-1),
+            Action::Do(Command::Down) => self.scroll_by(1),
+            Action::Do(Command::PageUp) => self.scroll_by(-page),
+            Action::Do(Command::PageDown) => self.scroll_by(page),
+            Action::Do(Command::Top) => self.scroll.offset = 0,
+            Action::Do(Command::Bottom) => self.scroll_by(isize::MAX),
+            Action::Do(Command::NextLink) => self.choose_link(true),
+            Action::Do(Command::PrevLink) => self.choose_link(false),
+            Action::Do(Command::Open) => match self.chosen_link() {
+                Some(e) => out.push(Request::CloseThen(Action::JumpTo(e as usize))),
+                None => out.push(Request::Close),
+            },
+            Action::Do(Command::Back | Command::Inspect) => out.push(Request::Close),
+            Action::Mouse(m) if m.kind == crossterm::event::MouseEventKind::ScrollUp => {
+                self.scroll_by(-3)
+            }
+            Action::Mouse(m) if m.kind == crossterm::event::MouseEventKind::ScrollDown => {
+                self.scroll_by(3)
+            }
+            Action::Resize(w, h) => {
+                self.size = (*w, *h);
+                self.text.fit(self.text_area().width as usize);
+                self.scroll.clamp(self.text.len(), self.height());
+            }
+            _ => return Handled::Ignored,
+        }
+        Handled::Consumed
+    }
+
+    fn draw(&self, frame: &mut Frame, _area: Rect, theme: &Theme) {
+        let rect = self.rect();
+        let height = self.height();
+        let chosen = self.link.and_then(|i| self.links.get(i)).copied();
+        let link_hint = if self.links.is_empty() {
+            ""
+        } else {
+            " · Tab link · Enter jump"
+        };
         let block = Block::bordered()
             .border_style(theme.focus_border())
             .title(Line::styled(self.title.clone(), theme.title()))
             .title_bottom(Line::styled(
                 format!(
-                    " line {}/{} · ↑↓ PgUp PgDn scroll · Esc closes ",
-                    (self.scroll + 1).min(self.lines.len()),
-                    self.lines.len()
+                    " rows {} · ↑↓ PgUp PgDn{link_hint} · Esc closes ",
+                    self.scroll.position(self.text.len(), height)
                 ),
                 theme.dim(),
             ));
-        let inner = block.inner(rect);
-        let width = inner.width as usize;
-        let shown: Vec<Line> = self
-            .lines
-            .iter()
-            .skip(self.scroll)
-            .take(inner.height as usize)
-            // Lines are inert already; `one_line` only cuts them to the width here.
-            .map(|l| Line::raw(one_line(l, width.saturating_sub(1))))
-            .collect();
+        let mut shown = Vec::with_capacity(height);
+        for (line_index, row, mark) in self.text.rows(self.scroll.offset, height) {
+            let style = match mark {
+                Mark::Heading => theme.title(),
+                Mark::Failure => theme.error(),
+                Mark::Link(_) if Some(line_index) == chosen => theme.selected(),
+                Mark::Link(_) => theme.text(),
+                Mark::Text => Style::default(),
+            };
+            shown.push(Line::styled(row.to_string(), style));
+        }
         frame.render_widget(Clear, rect);
         frame.render_widget(Paragraph::new(shown).block(block), rect);
+    }
+
+    fn status(&self) -> Option<String> {
+        None
+    }
+
+    fn is_overlay(&self) -> bool {
+        true
+    }
+}
+
+/// Every event that concerns node `id`, in order.
+fn events_of(run: &Run, id: crate::trajectory::event::NodeId) -> Vec<usize> {
+    let mut out = Vec::new();
+    let mut from = 0;
+    while let Some(e) = run.next_event_of_node(from, id) {
+        out.push(e);
+        from = e + 1;
+    }
+    out
+}
+
+/// A verdict in words, and why when the run says: the validator's rejection, or the world
+/// model's error.
+fn verdict_words(
+    run: &Run,
+    evaluated_at: usize,
+    verdict: Verdict,
+    simulated: Option<(&str, &Observation)>,
+) -> (&'static str, Option<String>) {
+    match verdict {
+        Verdict::Finish => ("finish (+1.0)", None),
+        Verdict::Valid => ("valid call (+0.1)", None),
+        Verdict::DeadEnd => ("dead end (−0.5)", None),
+        Verdict::Invalid => (
+            "invalid (−1.0), because:",
+            simulated
+                .filter(|(wm, _)| *wm == VALIDATOR)
+                .map(|(_, o)| observation_text(o)),
+        ),
+        Verdict::NotSimulated => {
+            // The world model's error is the `error` event just before the evaluation.
+            let why = run.events[..evaluated_at]
+                .iter()
+                .rev()
+                .take(8)
+                .find_map(|e| match &e.body {
+                    EventBody::Error {
+                        source, message, ..
+                    } if source == "world_model" => Some(message.clone()),
+                    _ => None,
+                });
+            (
+                "not simulated (0, never planned): the world model failed:",
+                why,
+            )
+        }
+    }
+}
+
+/// An observation as text: its text, else its structured content.
+fn observation_text(o: &Observation) -> String {
+    if !o.text.is_empty() || o.structured.is_none() {
+        let mut t = o.text.clone();
+        if o.truncated_bytes > 0 {
+            t.push_str(&format!(
+                "\n… {} bytes were cut when it was recorded",
+                o.truncated_bytes
+            ));
+        }
+        t
+    } else {
+        o.structured
+            .as_ref()
+            .map(|v| serde_json::to_string_pretty(v).unwrap_or_default())
+            .unwrap_or_default()
     }
 }
 
 /// YAML-like lines: `key: value`, nested values indented, multi-line strings as a block.
-fn layout(value: &Value, indent: usize, out: &mut Vec<String>) {
+fn layout(value: &Value, indent: usize, out: &mut Lines) {
     let pad = "  ".repeat(indent);
     match value {
         Value::Object(map) => {
             for (key, v) in map {
-                field(&format!("{pad}{}", one_line(key, 80)), v, indent, out);
+                field(&format!("{pad}{key}"), v, indent, out);
             }
         }
         Value::Array(items) => {
@@ -108,35 +543,41 @@ fn layout(value: &Value, indent: usize, out: &mut Vec<String>) {
                 field(&format!("{pad}[{i}]"), v, indent, out);
             }
         }
-        scalar => out.push(format!("{pad}{}", scalar_text(scalar))),
+        scalar => out.text(format!("{pad}{}", scalar_text(scalar))),
     }
 }
 
-fn field(label: &str, value: &Value, indent: usize, out: &mut Vec<String>) {
+fn field(label: &str, value: &Value, indent: usize, out: &mut Lines) {
     match value {
         Value::Object(m) if !m.is_empty() => {
-            out.push(format!("{label}:"));
+            out.text(format!("{label}:"));
             layout(value, indent + 1, out);
         }
         Value::Array(a) if !a.is_empty() => {
-            out.push(format!("{label}:"));
+            out.text(format!("{label}:"));
             layout(value, indent + 1, out);
         }
-        Value::String(s) if s.contains('\n') => {
-            out.push(format!("{label}: |"));
-            let pad = "  ".repeat(indent + 1);
-            out.extend(
-                s.lines()
-                    .map(|l| format!("{pad}{}", one_line(l, MAX_CHARS))),
-            );
+        Value::String(s) if s.contains('\n') || looks_like_json(s) => {
+            out.text(format!("{label}: |"));
+            let pad = "  ".repeat(indent);
+            let mut block = Lines::default();
+            block.block(s, Mark::Text);
+            for (line, mark) in block.0 {
+                out.push(mark, format!("{pad}{line}"));
+            }
         }
-        other => out.push(format!("{label}: {}", scalar_text(other))),
+        other => out.text(format!("{label}: {}", scalar_text(other))),
     }
+}
+
+fn looks_like_json(s: &str) -> bool {
+    let t = s.trim_start();
+    (t.starts_with('{') || t.starts_with('[')) && s.len() > 60
 }
 
 fn scalar_text(value: &Value) -> String {
     match value {
-        Value::String(s) => one_line(s, MAX_CHARS),
+        Value::String(s) => s.clone(),
         Value::Object(_) => "{}".into(),
         Value::Array(_) => "[]".into(),
         other => other.to_string(),
@@ -146,7 +587,7 @@ fn scalar_text(value: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trajectory::event::{EventBody, Observation};
+    use crate::trajectory::event::Observation;
 
     fn called(text: &str) -> Event {
         Event {
@@ -170,7 +611,7 @@ mod tests {
 
     #[test]
     fn unfolds_multi_line_text_and_keeps_escapes_inert() {
-        let i = Inspector::of(&called("line one\nline \u{1b}]52;c;eA==\u{7}two"));
+        let i = Inspector::event(&called("line one\nline \u{1b}]52;c;eA==\u{7}two"), (80, 24));
         let text = i.lines().join("\n");
         assert!(
             text.contains("  text: |\n    line one\n    line \\u{1b}]52;c;eA==\\u{7}two"),
@@ -181,16 +622,38 @@ mod tests {
     }
 
     #[test]
+    fn json_results_are_indented_and_long_lines_wrap_whole() {
+        let json = r#"{"timezone":"Asia/Tokyo","datetime":"2026-11-30T21:00:00+09:00","is_dst":false,"note":"a long note that goes on and on past any terminal width there is, and then further still"}"#;
+        let i = Inspector::event(&called(json), (40, 24));
+        let text = i.lines().join("\n");
+        assert!(
+            text.contains("      \"timezone\": \"Asia/Tokyo\","),
+            "{text}"
+        );
+        // Every character of the note is on some row: wrapped, not cut.
+        let rows: String = i
+            .text
+            .rows(0, usize::MAX)
+            .map(|(_, r, _)| r.trim())
+            .collect();
+        assert!(
+            rows.contains("thenfurtherstill") || rows.contains("then further still"),
+            "{rows}"
+        );
+        assert!(!rows.contains('…'));
+    }
+
+    #[test]
     fn huge_results_are_capped_and_scrolling_stays_inside() {
         let big = "x\n".repeat(MAX_LINES * 2);
-        let mut i = Inspector::of(&called(&big));
+        let mut i = Inspector::event(&called(&big), (80, 24));
         assert_eq!(i.lines().len(), MAX_LINES + 1);
         assert!(i.lines().last().unwrap().contains("more lines not shown"));
         i.scroll_by(isize::MAX);
-        assert_eq!(i.scroll, MAX_LINES);
+        assert_eq!(i.scroll.offset, i.text.len() - i.height());
         i.scroll_by(-5);
-        assert_eq!(i.scroll, MAX_LINES - 5);
+        assert_eq!(i.scroll.offset, i.text.len() - i.height() - 5);
         i.scroll_by(isize::MIN);
-        assert_eq!(i.scroll, 0);
+        assert_eq!(i.scroll.offset, 0);
     }
 }

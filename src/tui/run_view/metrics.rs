@@ -98,12 +98,35 @@ impl SeriesBuilder {
             } else {
                 0
             });
+            if series.at.len() >= 2 * SAMPLES {
+                self.halve();
+            }
         }
+    }
+
+    /// The series so far.
+    pub fn series(&self) -> &Series {
+        &self.series
     }
 
     /// The series.
     pub fn finish(self) -> Series {
         self.series
+    }
+
+    /// A growing run outgrew the samples: keep every other one and sample half as often,
+    /// so the charts stay [`SAMPLES`]–2×[`SAMPLES`] points long whatever the run's length.
+    fn halve(&mut self) {
+        fn every_other(v: &mut Vec<impl Copy>) {
+            let kept: Vec<_> = v.iter().copied().skip(1).step_by(2).collect();
+            *v = kept;
+        }
+        let s = &mut self.series;
+        every_other(&mut s.at);
+        every_other(&mut s.tool_calls);
+        every_other(&mut s.tokens);
+        every_other(&mut s.best_value);
+        self.every *= 2;
     }
 }
 
@@ -254,13 +277,27 @@ pub fn draw(frame: &mut Frame, area: Rect, block: Block, at: &MetricsAt<'_>, the
         let [label, chart] =
             Layout::horizontal([Constraint::Length(11), Constraint::Min(0)]).areas(rows[i]);
         frame.render_widget(Paragraph::new(Line::styled(title, theme.dim())), label);
-        let data = &data[..n.min(data.len())];
+        let data = fit_to_width(&data[..n.min(data.len())], chart.width as usize);
         let max = series_max(title, series);
         frame.render_widget(
-            Sparkline::default().data(data).max(max).style(theme.good()),
+            Sparkline::default()
+                .data(&data)
+                .max(max)
+                .style(theme.good()),
             chart,
         );
     }
+}
+
+/// At most `width` samples, spread evenly over all of them and ending with the last: a
+/// sparkline draws only its first `width` values, which would leave out the end of a run.
+fn fit_to_width(data: &[u64], width: usize) -> Vec<u64> {
+    if data.len() <= width || width == 0 {
+        return data.to_vec();
+    }
+    (0..width)
+        .map(|i| data[(i + 1) * data.len() / width - 1])
+        .collect()
 }
 
 fn series_max(title: &str, s: &Series) -> u64 {
@@ -278,6 +315,45 @@ mod tests {
     use crate::trajectory::event::Event;
     use crate::trajectory::fold::Cursor;
     use crate::trajectory::synthetic::{self, Spec};
+
+    #[test]
+    fn charts_fit_the_width_and_keep_the_end() {
+        let data: Vec<u64> = (1..=300).collect();
+        let fitted = fit_to_width(&data, 40);
+        assert_eq!(fitted.len(), 40);
+        assert_eq!(fitted.last(), Some(&300), "the end of the run is drawn");
+        assert!(fitted.windows(2).all(|w| w[0] < w[1]));
+        assert_eq!(fit_to_width(&data[..10], 40).len(), 10);
+    }
+
+    #[test]
+    fn a_growing_run_keeps_its_charts_short() {
+        let spec = Spec {
+            nodes: 3_000,
+            ..Spec::default()
+        };
+        let mut run = Run::new("live".into(), synthetic::header(&spec));
+        // Built for an empty run, as a live view's charts are, then fed event by event.
+        let mut charts = SeriesBuilder::new(&run);
+        let mut state = TreeState::default();
+        for (i, (t_ms, body)) in synthetic::events(&spec).into_iter().enumerate() {
+            run.push(Event {
+                seq: i as u64 + 1,
+                t_ms,
+                body,
+            });
+            state.apply(&run);
+            charts.observe(&run, &state);
+        }
+        let series = charts.series();
+        assert!(
+            (SAMPLES..2 * SAMPLES).contains(&series.at.len()),
+            "{}",
+            series.at.len()
+        );
+        assert!(series.at.windows(2).all(|w| w[0] < w[1]));
+        assert!(*series.at.last().unwrap() > run.len() * 3 / 4);
+    }
 
     #[test]
     fn charts_built_during_the_cursors_fold_match_a_fold_of_their_own() {

@@ -1,12 +1,14 @@
 //! The run view: tree, timeline, observation and metrics, all at the cursor's time.
 //!
-//! State and update live here; each pane's drawing is in its own file. `refresh` is the
-//! one place that brings derived view state (tree rows, observation text, metrics) in
-//! line with the cursor, so `draw` only reads.
+//! State and update live here; each pane's drawing is in its own file. Events are applied
+//! to the run's indices as they come; `refresh` is the one place that brings derived view
+//! state (tree rows, observation text, metrics, charts) in line, and it runs at most once
+//! per frame (`settle`), so a burst of live events costs one refresh. `draw` only reads.
 
 pub mod inspector;
 pub mod metrics;
 pub mod observation;
+pub mod search;
 pub mod timeline;
 pub mod tree;
 
@@ -19,14 +21,20 @@ use ratatui::text::Line;
 use ratatui::widgets::{Block, BorderType};
 
 use self::inspector::Inspector;
-use self::metrics::{Series, SeriesBuilder};
+use self::metrics::SeriesBuilder;
 use self::observation::ObservationView;
+use self::search::Search;
 use self::tree::{Item, TreeView};
 use super::action::Action;
+use super::app::Layer;
+use super::keymap::{Command, Mode};
+use super::prompt::Typed;
 use super::theme::Theme;
+use super::view::{Handled, Request, View};
 use crate::metrics::run::{RunFacts, RunMetrics};
-use crate::trajectory::event::Event;
-use crate::trajectory::fold::Cursor;
+use crate::sanitize::one_line;
+use crate::trajectory::event::{Event, EventBody};
+use crate::trajectory::fold::{Cursor, TreeState};
 use crate::trajectory::run::Run;
 
 /// The four panes, in Tab order.
@@ -44,8 +52,21 @@ pub enum Pane {
 
 const PANES: [Pane; 4] = [Pane::Tree, Pane::Timeline, Pane::Observation, Pane::Metrics];
 
-/// Play speeds, events per tick (ticks are 50 ms).
-const SPEEDS: [usize; 7] = [1, 2, 5, 20, 100, 1000, 10_000];
+/// Play speeds: so many events every so many ticks (ticks are 50 ms), from 2 a second to
+/// 200,000 a second.
+const SPEEDS: [(usize, u32); 9] = [
+    (1, 10),
+    (1, 4),
+    (1, 1),
+    (2, 1),
+    (5, 1),
+    (20, 1),
+    (100, 1),
+    (1000, 1),
+    (10_000, 1),
+];
+/// The speed a replay starts at (100 events a second).
+const DEFAULT_SPEED: usize = 4;
 
 /// Where each pane is on screen; the same function serves drawing and mouse clicks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -115,25 +136,28 @@ pub struct RunView {
     pub tree: TreeView,
     /// The observation pane.
     pub observation: ObservationView,
-    series: Series,
-    series_len: usize,
+    charts: SeriesBuilder,
+    /// A growing run's own fold at its end, feeding the charts whatever the cursor does.
+    chart_fold: Option<TreeState>,
     metrics: RunMetrics,
     best_q: Option<f64>,
-    /// Events per tick while playing; `None` when paused.
+    /// Play speed (an index into the speeds) while playing; `None` when paused.
     pub playing: Option<usize>,
     speed: usize,
+    ticks: u32,
     /// Present for a live run.
     pub live: Option<Live>,
     /// The area of the whole view (set by resize; used for paging and mouse).
     pub area: Rect,
-    /// A message for the status line.
-    pub message: Option<String>,
-    /// The find prompt's text while typing (`/`), and the last query after.
-    pub find: Option<String>,
-    /// True while typing into the find prompt.
-    pub finding: bool,
-    /// The event inspector, while open.
-    pub inspector: Option<Inspector>,
+    /// Find in the run.
+    pub search: Search,
+    /// Derived state is behind the run or the cursor; `settle` brings it in line.
+    stale: bool,
+    /// Followed live events arrived since the last refresh: if the newest is a real call,
+    /// its step (or plan node) is selected.
+    follow_newest: Option<usize>,
+    /// Where the view opened, said on the status line until the person acts.
+    note: Option<&'static str>,
 }
 
 impl RunView {
@@ -145,8 +169,8 @@ impl RunView {
         let mut charts = SeriesBuilder::new(&run);
         cursor.advance_observing(&run, run.len(), |state| charts.observe(&run, state));
         let mut view = Self {
-            series: charts.finish(),
-            series_len: run.len(),
+            charts,
+            chart_fold: None,
             facts: RunFacts::of(&run),
             run,
             cursor,
@@ -156,13 +180,14 @@ impl RunView {
             metrics: RunMetrics::default(),
             best_q: None,
             playing: None,
-            speed: 2,
+            speed: DEFAULT_SPEED,
+            ticks: 0,
             live: None,
             area,
-            message: None,
-            find: None,
-            finding: false,
-            inspector: None,
+            search: Search::default(),
+            stale: false,
+            follow_newest: None,
+            note: None,
         };
         let end = view.run.len();
         view.seek(end);
@@ -171,14 +196,13 @@ impl RunView {
 
     /// A view of a run as a person opens one to debug it: at its first failed real call, with
     /// that call's node selected and its simulation beside the real result, when it has one;
-    /// at its end otherwise.
+    /// at its end otherwise. The returned message says where it opened.
     pub fn opened(run: Run, area: Rect) -> Self {
         let first_failure = run.first_failed_call();
         let mut view = Self::new(run, area);
         if let Some(event) = first_failure {
-            view.jump(Some(event + 1), "");
-            view.message =
-                Some("opened at the first failed call · End goes to the end".to_string());
+            view.jump(Some(event + 1), "", &mut Vec::new());
+            view.note = Some("opened at the first failed call · End goes to the end");
         }
         view
     }
@@ -186,11 +210,18 @@ impl RunView {
     /// A view of a run that is still being written; events arrive by [`RunView::push`].
     pub fn live(run: Run, area: Rect, stop: Option<Sender<()>>) -> Self {
         let mut view = Self::new(run, area);
+        view.chart_fold = Some(view.cursor.state().clone());
         view.live = Some(Live {
             stop,
             following: true,
         });
         view
+    }
+
+    /// A view that follows a file another process is still writing (no stop: the run is
+    /// not ours).
+    pub fn following(run: Run, area: Rect) -> Self {
+        Self::live(run, area, None)
     }
 
     /// The cursor position (events applied).
@@ -203,7 +234,18 @@ impl RunView {
         &self.metrics
     }
 
-    /// A new event of a live run.
+    /// True for a live run that has not finished yet.
+    pub fn is_running(&self) -> bool {
+        self.live.as_ref().is_some_and(|l| l.stop.is_some()) && !self.finished()
+    }
+
+    /// True once the run has recorded its end.
+    pub fn finished(&self) -> bool {
+        self.run.finish_at(self.run.len()).is_some()
+    }
+
+    /// A new event of a live run: applied to the run's indices at once; the views catch up
+    /// at the next frame.
     pub fn push(&mut self, event: Event) {
         let at_end = self.position() == self.run.len();
         self.run.push(event);
@@ -222,10 +264,11 @@ impl RunView {
                 self.tree.open_ancestors(&self.run, slot);
             }
             let end = self.run.len();
-            self.seek(end);
-        } else {
-            self.refresh();
+            // Remember where following started since the last frame.
+            self.follow_newest.get_or_insert(end - 1);
+            self.cursor.seek(&self.run, end);
         }
+        self.stale = true;
     }
 
     fn seek(&mut self, k: usize) {
@@ -233,156 +276,227 @@ impl RunView {
         self.refresh();
     }
 
-    /// Brings every derived view in line with the cursor and selection.
+    /// Brings every derived view in line with the run, the cursor and the selection.
     fn refresh(&mut self) {
+        self.stale = false;
+        if let Some(fold) = &mut self.chart_fold {
+            while fold.applied() < self.run.len() {
+                fold.apply(&self.run);
+                self.charts.observe(&self.run, fold);
+            }
+        }
+        self.search.catch_up(&self.run);
         let state = self.cursor.state();
         let k = state.applied();
+        let height = Self::inner_height(PaneAreas::of(self.area).tree);
         self.tree.refresh(&self.run, state);
-        self.tree
-            .scroll_to_selection(Self::inner_height(PaneAreas::of(self.area).tree));
+        if let Some(since) = self.follow_newest.take()
+            && let Some(step) = self
+                .run
+                .steps_at(k)
+                .last()
+                .filter(|s| s.event as usize >= since)
+        {
+            // A real call just happened: show it beside its simulation. A run without a
+            // tree lists its steps; a plan's call selects its node.
+            match step.node {
+                None if self.run.nodes().is_empty() => self.tree.select_last(height),
+                Some(slot) => self.tree.reveal(&self.run, state, slot),
+                None => {}
+            }
+        }
+        self.tree.scroll_to_selection(height);
         self.observation
             .refresh(&self.run, &self.facts, state, self.tree.selected_item());
         self.metrics = self.facts.at(&self.run, k, state);
         self.best_q = state.nodes().iter().filter_map(|n| n.q()).reduce(f64::max);
-        // A growing run: rebuild the charts now and then, not on every event.
-        let len = self.run.len();
-        if len != self.series_len && (len < 20_000 || len >= self.series_len + self.series_len / 10)
-        {
-            self.series = Series::build(&self.run);
-            self.series_len = len;
-        }
     }
 
     fn inner_height(r: Rect) -> usize {
         r.height.saturating_sub(2) as usize
     }
 
-    /// Applies an action. Returns false when the action is not for this view.
-    pub fn update(&mut self, action: &Action) -> bool {
+    fn size(&self) -> (u16, u16) {
+        (self.area.width, self.area.height + 1)
+    }
+
+    fn update_command(&mut self, command: Command, out: &mut Vec<Request>) -> Handled {
         let k = self.position();
         let page = Self::inner_height(PaneAreas::of(self.area).tree).max(1) as isize;
-        // The inspector takes every key; live events, resizes and ticks still reach the
-        // view underneath.
-        if self.inspector.is_some()
-            && !matches!(
-                action,
-                Action::LiveEvent(_) | Action::Resize(..) | Action::Tick
-            )
-        {
-            self.update_inspector(action);
-            return true;
-        }
-        match action {
-            Action::StepBack => self.step_to(k.saturating_sub(1)),
-            Action::StepForward => self.step_to(k + 1),
-            Action::JumpStart => self.step_to(0),
-            Action::JumpEnd => self.step_to(self.run.len()),
-            Action::NextToolCall => self.jump(
+        match command {
+            Command::StepBack => self.step_to(k.saturating_sub(1)),
+            Command::StepForward => self.step_to(k + 1),
+            Command::Top => self.step_to(0),
+            Command::Bottom => self.step_to(self.run.len()),
+            Command::NextToolCall => self.jump(
                 self.run.next_tool_call(k).map(|e| e + 1),
                 "no later tool call",
+                out,
             ),
-            Action::PrevToolCall => self.jump(
+            Command::PrevToolCall => self.jump(
                 k.checked_sub(1)
                     .and_then(|c| self.run.prev_tool_call(c))
                     .map(|e| e + 1),
                 "no earlier tool call",
+                out,
             ),
-            Action::NextFailure => {
-                self.jump(self.run.next_failure(k).map(|e| e + 1), "no later failure")
-            }
-            Action::PrevFailure => self.jump(
+            Command::NextFailure => self.jump(
+                self.run.next_failure(k).map(|e| e + 1),
+                "no later failure",
+                out,
+            ),
+            Command::PrevFailure => self.jump(
                 k.checked_sub(1)
                     .and_then(|c| self.run.prev_failure(c))
                     .map(|e| e + 1),
                 "no earlier failure",
+                out,
             ),
-            Action::NextNodeEvent => {
-                let node = match self.tree.selected_item() {
-                    Some(Item::Node(slot)) => Some(self.run.nodes()[slot as usize].id),
-                    _ => None,
-                };
-                let target = node
-                    .and_then(|id| self.run.next_event_of_node(k, id))
-                    .map(|e| e + 1);
-                self.jump(target, "no later event of the selected node");
+            Command::NextMatch => self.next_match(true, out),
+            Command::PrevMatch => self.next_match(false, out),
+            Command::PlayPause => self.play_pause(),
+            Command::Faster => {
+                self.speed = (self.speed + 1).min(SPEEDS.len() - 1);
+                self.playing = self.playing.map(|_| self.speed);
             }
-            Action::PlayPause => self.play_pause(),
-            Action::Faster => self.speed = (self.speed + 1).min(SPEEDS.len() - 1),
-            Action::Slower => self.speed = self.speed.saturating_sub(1),
-            Action::Tick => self.tick(),
-            Action::FocusNext | Action::FocusPrev => {
+            Command::Slower => {
+                self.speed = self.speed.saturating_sub(1);
+                self.playing = self.playing.map(|_| self.speed);
+            }
+            Command::FocusNext | Command::FocusPrev => {
                 let i = PANES.iter().position(|p| *p == self.focus).unwrap_or(0);
-                let step = if matches!(action, Action::FocusNext) {
+                let step = if command == Command::FocusNext {
                     1
                 } else {
                     PANES.len() - 1
                 };
                 self.focus = PANES[(i + step) % PANES.len()];
             }
-            Action::Up => self.move_selection(-1),
-            Action::Down => self.move_selection(1),
-            Action::PageUp => self.move_selection(-page),
-            Action::PageDown => self.move_selection(page),
-            Action::Open if self.focus == Pane::Timeline => self.inspect(),
-            Action::Inspect => self.inspect(),
-            Action::Open => {
+            Command::Up => self.move_selection(-1),
+            Command::Down => self.move_selection(1),
+            Command::PageUp => self.move_selection(-page),
+            Command::PageDown => self.move_selection(page),
+            Command::Open if self.focus == Pane::Timeline => self.inspect(out),
+            Command::Inspect => self.inspect(out),
+            Command::Open => {
                 self.tree.toggle(&self.run);
                 self.refresh();
             }
-            Action::ExpandAll => {
+            Command::ExpandAll => {
                 self.tree.expand_all(&self.run);
                 self.refresh();
             }
-            Action::CollapseAll => {
+            Command::CollapseAll => {
                 self.tree.collapse_all(&self.run);
                 self.refresh();
             }
-            Action::StopRun => match self.live.as_mut().and_then(|l| l.stop.take()) {
-                Some(stop) => {
+            Command::StopRun => match self.live.as_mut().and_then(|l| l.stop.take()) {
+                Some(stop) if !self.finished() => {
                     let _ = stop.send(());
-                    self.message = Some("stop requested; the run ends as interrupted".into());
+                    out.push(Request::Say(
+                        "stop requested; the run ends as interrupted".into(),
+                    ));
                 }
-                None => self.message = Some("not a live run".into()),
+                _ => out.push(Request::Say("no run is going".into())),
             },
-            Action::Mouse(m) => self.mouse(m),
-            Action::Resize(w, h) => {
-                self.area = Rect::new(0, 0, *w, h.saturating_sub(1));
-                self.refresh();
+            Command::Search => {
+                self.search.prompt = Some(super::prompt::Prompt::new(&self.search.query))
             }
-            Action::LiveEvent(e) => self.push((**e).clone()),
-            Action::Search => {
-                self.finding = true;
-                self.find = Some(String::new());
-                self.message = None;
+            // Esc first ends a search in force; then it closes the view.
+            Command::Back if self.search.active() => {
+                self.search.clear();
+                out.push(Request::Say("find cleared".into()));
             }
-            Action::Input(key) => self.type_find(key),
-            _ => return false,
+            _ => return Handled::Ignored,
         }
-        true
+        Handled::Consumed
     }
 
-    fn update_inspector(&mut self, action: &Action) {
-        let page = self.area.height.saturating_sub(4).max(1) as isize;
-        let Some(inspector) = &mut self.inspector else {
+    /// Opens the inspector: on the selected node (tree), else on the event at the cursor.
+    fn inspect(&mut self, out: &mut Vec<Request>) {
+        let size = self.size();
+        let inspector = match (self.focus, self.tree.selected_item()) {
+            (Pane::Tree, Some(Item::Node(slot))) => {
+                Some(Inspector::node(&self.run, self.cursor.state(), slot, size))
+            }
+            (Pane::Tree, Some(Item::Step(i))) => self
+                .run
+                .steps()
+                .get(i)
+                .map(|s| Inspector::event(&self.run.events[s.event as usize], size)),
+            _ => self
+                .position()
+                .checked_sub(1)
+                .map(|i| Inspector::event(&self.run.events[i], size)),
+        };
+        match inspector {
+            Some(i) => out.push(Request::Push(Box::new(Layer::Inspector(i)))),
+            None => out.push(Request::Say(
+                "no event at the cursor (step forward first)".into(),
+            )),
+        }
+    }
+
+    /// `n`/`N`: the next hit of the search in force, else the selected node's next event.
+    fn next_match(&mut self, forward: bool, out: &mut Vec<Request>) {
+        let k = self.position();
+        let at = k.checked_sub(1);
+        if self.search.active() {
+            match self.search.next(at, forward) {
+                Some((event, rank, wrapped)) => {
+                    self.jump(Some(event + 1), "", out);
+                    out.push(Request::Say(format!(
+                        "hit {rank}/{} for \"{}\"{}",
+                        self.search.hits(),
+                        one_line(&self.search.query, 40),
+                        if wrapped { " (wrapped around)" } else { "" }
+                    )));
+                }
+                None => out.push(Request::Say(format!(
+                    "no event matches \"{}\"",
+                    one_line(&self.search.query, 40)
+                ))),
+            }
+            return;
+        }
+        let node = match self.tree.selected_item() {
+            Some(Item::Node(slot)) => Some(self.run.nodes()[slot as usize].id),
+            _ => None,
+        };
+        let Some(id) = node else {
+            out.push(Request::Say("select a node first (or find with /)".into()));
             return;
         };
-        match action {
-            Action::Up => inspector.scroll_by(-1),
-            Action::Down => inspector.scroll_by(1),
-            Action::PageUp => inspector.scroll_by(-page),
-            Action::PageDown => inspector.scroll_by(page),
-            Action::Mouse(m) if m.kind == MouseEventKind::ScrollUp => inspector.scroll_by(-3),
-            Action::Mouse(m) if m.kind == MouseEventKind::ScrollDown => inspector.scroll_by(3),
-            Action::Back | Action::Inspect | Action::Open => self.inspector = None,
-            _ => {}
-        }
+        let target = if forward {
+            self.run.next_event_of_node(k, id)
+        } else {
+            at.and_then(|a| self.run.prev_event_of_node(a, id))
+        };
+        let none = if forward {
+            "no later event of the selected node"
+        } else {
+            "no earlier event of the selected node"
+        };
+        self.jump(target.map(|e| e + 1), none, out);
     }
 
-    /// Opens the inspector on the last event applied.
-    fn inspect(&mut self) {
-        match self.position().checked_sub(1) {
-            Some(i) => self.inspector = Some(Inspector::of(&self.run.events[i])),
-            None => self.message = Some("no event at the cursor (step forward first)".into()),
+    fn type_find(&mut self, key: &crossterm::event::KeyEvent, out: &mut Vec<Request>) {
+        let Some(prompt) = &mut self.search.prompt else {
+            return;
+        };
+        match prompt.key(key) {
+            Typed::Edited => {}
+            Typed::Cancelled => self.search.prompt = None,
+            Typed::Submitted(query) => {
+                self.search.prompt = None;
+                if query.trim().is_empty() {
+                    self.search.clear();
+                    return;
+                }
+                self.search.set(&query, &self.run);
+                // From the cursor on, as a pager searches.
+                self.next_match(true, out);
+            }
         }
     }
 
@@ -405,71 +519,29 @@ impl RunView {
         }
     }
 
-    fn jump(&mut self, target: Option<usize>, none: &str) {
+    /// Moves the cursor to `target` and selects the node of the event there; says `none`
+    /// when there is no target.
+    fn jump(&mut self, target: Option<usize>, none: &str, out: &mut Vec<Request>) {
         match target {
             Some(k) => {
                 self.step_to(k);
-                if let Some(slot) = k
-                    .checked_sub(1)
-                    .and_then(|i| self.run.events[i].body.node())
-                    .and_then(|id| self.run.slot_of(id))
-                {
+                let event = k.checked_sub(1).and_then(|i| self.run.events.get(i));
+                let slot = event.and_then(|e| match &e.body {
+                    // A real call selects the plan node it executes.
+                    EventBody::ToolCalled { .. } => self
+                        .run
+                        .steps()
+                        .iter()
+                        .find(|s| s.event as usize == k - 1)
+                        .and_then(|s| s.node),
+                    body => body.node().and_then(|id| self.run.slot_of(id)),
+                });
+                if let Some(slot) = slot {
                     self.tree.reveal(&self.run, self.cursor.state(), slot);
                     self.refresh();
                 }
-                self.message = None;
             }
-            None => self.message = Some(none.to_string()),
-        }
-    }
-
-    fn type_find(&mut self, key: &crossterm::event::KeyEvent) {
-        use crossterm::event::KeyCode;
-        let query = self.find.get_or_insert_with(String::new);
-        match key.code {
-            KeyCode::Esc => {
-                self.finding = false;
-                self.find = None;
-            }
-            KeyCode::Backspace => {
-                query.pop();
-            }
-            KeyCode::Char(c) if !c.is_control() => query.push(c),
-            KeyCode::Enter => {
-                self.finding = false;
-                let needle = query.to_lowercase();
-                if needle.is_empty() {
-                    return;
-                }
-                // From the event after the cursor's, wrapping around once.
-                let k = self.position();
-                let n = self.run.len();
-                let hit = (0..n).map(|i| (k + i) % n).find(|&i| {
-                    let e = &self.run.events[i];
-                    e.body.kind().contains(&needle)
-                        || crate::trajectory::describe::summary(e)
-                            .to_lowercase()
-                            .contains(&needle)
-                });
-                match hit {
-                    Some(i) => {
-                        let shown = needle.clone();
-                        self.jump(Some(i + 1), "");
-                        self.message = Some(format!(
-                            "found \"{}\" at event {}",
-                            crate::sanitize::one_line(&shown, 40),
-                            i + 1
-                        ));
-                    }
-                    None => {
-                        self.message = Some(format!(
-                            "no event matches \"{}\"",
-                            crate::sanitize::one_line(&needle, 40)
-                        ))
-                    }
-                }
-            }
-            _ => {}
+            None => out.push(Request::Say(none.to_string())),
         }
     }
 
@@ -488,23 +560,33 @@ impl RunView {
                 if self.position() >= self.run.len() {
                     self.seek(0);
                 }
-                Some(SPEEDS[self.speed])
+                Some(self.speed)
             }
         };
     }
 
     fn tick(&mut self) {
-        if self.playing.is_some() {
-            let next = self.position() + SPEEDS[self.speed];
-            self.seek(next.min(self.run.len()));
-            self.playing = (self.position() < self.run.len()).then_some(SPEEDS[self.speed]);
+        let Some(speed) = self.playing else {
+            return;
+        };
+        let (events, every) = SPEEDS[speed];
+        self.ticks += 1;
+        if self.ticks < every {
+            return;
+        }
+        self.ticks = 0;
+        let next = self.position() + events;
+        self.seek(next.min(self.run.len()));
+        if self.position() >= self.run.len() {
+            self.playing = None;
         }
     }
 
     fn move_selection(&mut self, delta: isize) {
+        let height = Self::inner_height(PaneAreas::of(self.area).tree);
         match self.focus {
             Pane::Tree => {
-                self.tree.move_by(delta);
+                self.tree.move_by(delta, height);
                 self.refresh();
             }
             Pane::Timeline => {
@@ -527,9 +609,21 @@ impl RunView {
         match m.kind {
             MouseEventKind::Down(MouseButton::Left) => {
                 self.focus = pane;
-                if pane == Pane::Tree && m.row > panes.tree.y {
-                    self.tree.click((m.row - panes.tree.y - 1) as usize);
-                    self.refresh();
+                match pane {
+                    Pane::Tree if m.row > panes.tree.y => {
+                        self.tree.click((m.row - panes.tree.y - 1) as usize);
+                        self.refresh();
+                    }
+                    Pane::Timeline if m.row > panes.timeline.y => {
+                        let height = Self::inner_height(panes.timeline);
+                        let row = (m.row - panes.timeline.y - 1) as usize;
+                        if let Some(i) =
+                            timeline::event_at(self.run.len(), self.position(), height, row)
+                        {
+                            self.step_to(i + 1);
+                        }
+                    }
+                    _ => {}
                 }
             }
             MouseEventKind::ScrollUp | MouseEventKind::ScrollDown => {
@@ -546,29 +640,90 @@ impl RunView {
             _ => {}
         }
     }
+}
 
-    /// The status line's text.
-    pub fn status(&self) -> String {
+impl View for RunView {
+    fn mode(&self) -> Mode {
+        Mode::Run
+    }
+
+    fn typing(&self) -> bool {
+        self.search.prompt.is_some()
+    }
+
+    fn animating(&self) -> bool {
+        self.playing.is_some()
+    }
+
+    fn settle(&mut self) {
+        if self.stale {
+            self.refresh();
+        }
+    }
+
+    fn update(&mut self, action: &Action, out: &mut Vec<Request>) -> Handled {
+        if let Action::LiveEvent(e) = action {
+            self.push((**e).clone());
+            return Handled::Consumed;
+        }
+        // What the person acts on must be what they see.
+        self.settle();
+        if matches!(action, Action::Do(_) | Action::Input(_) | Action::Mouse(_)) {
+            self.note = None;
+        }
+        match action {
+            Action::Do(command) => return self.update_command(*command, out),
+            Action::Input(key) => self.type_find(key, out),
+            Action::Tick => self.tick(),
+            Action::JumpTo(event) => self.jump(Some(event + 1), "", out),
+            Action::Mouse(m) => self.mouse(m),
+            Action::Resize(w, h) => {
+                self.area = Rect::new(0, 0, *w, h.saturating_sub(1));
+                self.refresh();
+            }
+            _ => return Handled::Ignored,
+        }
+        Handled::Consumed
+    }
+
+    fn status(&self) -> Option<String> {
         let mode = match (&self.live, self.playing) {
+            (Some(_), _) if self.finished() => {
+                let status = self
+                    .run
+                    .status_at(self.run.len())
+                    .map_or("?", |s| s.as_str());
+                format!("finished ({status})")
+            }
             (Some(l), _) if l.following => "LIVE".to_string(),
-            (Some(_), _) => "LIVE (paused)".to_string(),
-            (None, Some(_)) => format!("PLAYING ×{}", SPEEDS[self.speed]),
+            (Some(_), _) => "LIVE (paused; Space follows)".to_string(),
+            (None, Some(speed)) => {
+                let (events, every) = SPEEDS[speed];
+                format!("PLAYING {}/s", events * 20 / every as usize)
+            }
             (None, None) => "PAUSED".to_string(),
         };
-        let find = match (&self.find, self.finding) {
-            (Some(q), true) => format!("  find: {}▏", crate::sanitize::one_line(q, 40)),
-            _ => String::new(),
+        let find = match &self.search.prompt {
+            Some(p) => format!("  find: {}", p.shown(30)),
+            None if self.search.active() => format!(
+                "  find \"{}\": {} hit(s), n/N",
+                one_line(&self.search.query, 20),
+                self.search.hits()
+            ),
+            None => String::new(),
         };
-        format!(
-            "{}  event {}/{}  {mode}{find}",
-            self.run.path.display(),
+        let note = self.note.map_or(String::new(), |n| format!("  · {n}"));
+        // The counter first: on a narrow terminal the path is what gets cut.
+        Some(format!(
+            "event {}/{}  {mode}{find}{note}  {}",
             self.position(),
-            self.run.len()
-        )
+            self.run.len(),
+            self.run.path.display()
+        ))
     }
 
     /// Draws the four panes.
-    pub fn draw(&self, frame: &mut Frame, area: Rect, theme: &Theme) {
+    fn draw(&self, frame: &mut Frame, area: Rect, theme: &Theme) {
         let panes = PaneAreas::of(area);
         let block = |pane: Pane, title: String| {
             let focused = self.focus == pane;
@@ -599,14 +754,16 @@ impl RunView {
                 h.agent.kind.as_str()
             )
         };
-        self.tree.draw(
-            frame,
-            panes.tree,
-            block(Pane::Tree, tree_title),
-            &self.run,
-            state,
-            theme,
+        let tree_height = Self::inner_height(panes.tree);
+        let tree_block = block(Pane::Tree, tree_title).title_bottom(
+            Line::styled(
+                format!(" {} ", self.tree.position(tree_height)),
+                theme.dim(),
+            )
+            .right_aligned(),
         );
+        self.tree
+            .draw(frame, panes.tree, tree_block, &self.run, state, theme);
         timeline::draw(
             frame,
             panes.timeline,
@@ -632,7 +789,7 @@ impl RunView {
         let at = metrics::MetricsAt {
             metrics: &self.metrics,
             best_q: self.best_q,
-            series: &self.series,
+            series: self.charts.series(),
             k: state.applied(),
         };
         metrics::draw(
@@ -642,8 +799,5 @@ impl RunView {
             &at,
             theme,
         );
-        if let Some(inspector) = &self.inspector {
-            inspector.draw(frame, area, theme);
-        }
     }
 }

@@ -9,17 +9,19 @@ use std::collections::HashSet;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Paragraph, Wrap};
+use ratatui::widgets::{Block, Paragraph};
 
 use super::tree::Item;
 use crate::metrics::fidelity::{self, Fidelity};
 use crate::metrics::run::RunFacts;
 use crate::sanitize;
 use crate::trajectory::describe::{call_label, node_label};
-use crate::trajectory::event::{Action, EventBody, Observation};
+use crate::trajectory::event::{Action, EventBody, Observation, VALIDATOR};
 use crate::trajectory::fold::TreeState;
 use crate::trajectory::run::Run;
+use crate::tui::scroll::Scroll;
 use crate::tui::theme::Theme;
+use crate::tui::wrap::wrap_line;
 
 /// Most lines of one side kept for display.
 pub const MAX_LINES: usize = 2_000;
@@ -46,7 +48,7 @@ pub struct ObservationView {
     simulated: Side,
     real: Side,
     /// First line shown.
-    pub scroll: usize,
+    pub scroll: Scroll,
 }
 
 impl ObservationView {
@@ -135,7 +137,7 @@ impl ObservationView {
                     given_answer.unwrap_or(""),
                     "(not answered at this point)",
                 ),
-                scroll: 0,
+                scroll: Scroll::default(),
             };
             return;
         }
@@ -167,20 +169,41 @@ impl ObservationView {
                 None => vec![(missing.to_string(), false)],
             }
         };
+        // What is missing says why: a run over, a run without a world model, or not yet.
+        let over = run.finish_at(k).is_some();
+        let no_simulation = if run.header.world_model.is_none() {
+            "(this run has no world model)"
+        } else if over {
+            "(never simulated)"
+        } else {
+            "(not simulated at this point)"
+        };
+        let by_validator = matches!(
+            run.events.get(sim_event as usize).map(|e| &e.body),
+            Some(EventBody::NodeSimulated { world_model, .. }) if world_model == VALIDATOR
+        );
         let simulated_side = Side {
             title: match simulated {
-                Some(o) if o.is_error => "simulated (predicts error)".into(),
-                Some(_) => "simulated".into(),
-                None => "simulated".into(),
+                Some(_) if by_validator => "rejected by the validator ⊘".into(),
+                Some(o) if o.is_error => "simulated: predicts an error ⚠".into(),
+                _ => "simulated".into(),
             },
-            lines: mark(&sim_text, &real_set, "(no simulation at this point)"),
+            lines: mark(&sim_text, &real_set, no_simulation),
         };
         let real_side = Side {
             title: match real {
-                Some((o, e)) if o.is_error || e.is_some() => "real (error)".into(),
+                Some((o, e)) if o.is_error || e.is_some() => "real: failed ✗".into(),
                 _ => "real".into(),
             },
-            lines: mark(&real_text, &sim_set, "(not executed at this point)"),
+            lines: mark(
+                &real_text,
+                &sim_set,
+                if over {
+                    "(never executed)"
+                } else {
+                    "(not executed at this point)"
+                },
+            ),
         };
         // The one fidelity of the step, as the metrics count it (none for a validator's rejection).
         let fidelity = match (simulated, step_index) {
@@ -194,7 +217,7 @@ impl ObservationView {
             finish: false,
             simulated: simulated_side,
             real: real_side,
-            scroll: 0,
+            scroll: Scroll::default(),
         };
     }
 
@@ -208,12 +231,11 @@ impl ObservationView {
         self.key.is_none()
     }
 
-    /// Scrolls by `delta` lines.
+    /// Scrolls by `delta` lines (of the longer side).
     pub fn scroll_by(&mut self, delta: isize) {
-        self.scroll = self
-            .scroll
-            .saturating_add_signed(delta)
-            .min(self.len().saturating_sub(1));
+        let len = self.len();
+        // The last line can come to the top: a side's wrapped rows may need it.
+        self.scroll.by(delta, len, 1);
     }
 
     /// Draws both sides.
@@ -252,26 +274,46 @@ impl ObservationView {
             Line::styled(fid, theme.text()),
         ];
         frame.render_widget(Paragraph::new(heading), head);
-        let [left, right] =
-            Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)])
-                .areas(body);
-        for (side, rect) in [(&self.simulated, left), (&self.real, right)] {
+        // Two columns with a rule between them, so they never run together.
+        let [left, rule, right] = Layout::horizontal([
+            Constraint::Fill(1),
+            Constraint::Length(3),
+            Constraint::Fill(1),
+        ])
+        .areas(body);
+        let rules: Vec<Line> = (0..rule.height)
+            .map(|_| Line::styled(" │ ", theme.border()))
+            .collect();
+        frame.render_widget(Paragraph::new(rules), rule);
+        for (side, rect, right) in [(&self.simulated, left, false), (&self.real, right, true)] {
             let height = rect.height.saturating_sub(1) as usize;
-            let mut lines = vec![Line::styled(side.title.clone(), theme.dim())];
-            lines.extend(
-                side.lines
-                    .iter()
-                    .skip(self.scroll)
-                    .take(height)
-                    .map(|(l, differs)| {
-                        if *differs {
-                            Line::from(Span::styled(l.clone(), theme.diff()))
-                        } else {
-                            Line::raw(l.clone())
-                        }
-                    }),
-            );
-            frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), rect);
+            let width = rect.width as usize;
+            // Where the pane is scrolled to, said once, over the right-hand side.
+            let title = if right && self.len() > height {
+                format!(
+                    "{} · line {}/{}",
+                    side.title,
+                    (self.scroll.offset + 1).min(self.len()),
+                    self.len()
+                )
+            } else {
+                side.title.clone()
+            };
+            let mut lines = vec![Line::styled(sanitize::one_line(&title, width), theme.dim())];
+            // Only the lines on screen are wrapped: the cost is the pane's, not the result's.
+            'fill: for (l, differs) in side.lines.iter().skip(self.scroll.offset) {
+                for row in wrap_line(l, width) {
+                    if lines.len() > height {
+                        break 'fill;
+                    }
+                    lines.push(if *differs {
+                        Line::from(Span::styled(row, theme.diff()))
+                    } else {
+                        Line::raw(row)
+                    });
+                }
+            }
+            frame.render_widget(Paragraph::new(lines), rect);
         }
     }
 }

@@ -11,11 +11,14 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Paragraph};
 
+use unicode_width::UnicodeWidthStr;
+
 use crate::sanitize::one_line;
 use crate::trajectory::describe::{compact_call_label, compact_node_label};
 use crate::trajectory::event::{Action, EventBody, Verdict};
 use crate::trajectory::fold::TreeState;
 use crate::trajectory::run::Run;
+use crate::tui::scroll::Selection;
 use crate::tui::theme::Theme;
 
 /// What a row of the pane stands for.
@@ -40,9 +43,8 @@ pub struct TreeView {
     rows: Vec<Row>,
     built_for: Option<(usize, usize, u64)>,
     open_version: u64,
-    /// Index of the selected row.
-    pub selected: usize,
-    offset: usize,
+    /// The selected row and the scroll.
+    pub selection: Selection,
     plan: HashSet<u32>,
     /// Why the ★ plan, in one line, with the plan event and node count it was made for.
     plan_reason: Option<(u32, usize, String)>,
@@ -77,7 +79,7 @@ impl TreeView {
 
     /// The selected item.
     pub fn selected_item(&self) -> Option<Item> {
-        self.rows.get(self.selected).map(|r| r.item)
+        self.rows.get(self.selection.selected).map(|r| r.item)
     }
 
     /// Recomputes rows and colouring for the state at the cursor, when something changed.
@@ -93,10 +95,13 @@ impl TreeView {
             if let Some(item) = previous
                 && let Some(i) = self.rows.iter().position(|r| r.item == item)
             {
-                self.selected = i;
+                self.selection.selected = i;
             }
         }
-        self.selected = self.selected.min(self.rows.len().saturating_sub(1));
+        self.selection.selected = self
+            .selection
+            .selected
+            .min(self.rows.len().saturating_sub(1));
         self.plan = run.plan_at(k).into_iter().collect();
         self.refresh_plan_reason(run, state);
         self.touched = k.checked_sub(1).and_then(|i| {
@@ -149,22 +154,20 @@ impl TreeView {
         }
     }
 
-    /// Moves the selection by `delta` rows.
-    pub fn move_by(&mut self, delta: isize) {
-        if self.rows.is_empty() {
-            return;
-        }
-        self.selected = self
-            .selected
-            .saturating_add_signed(delta)
-            .min(self.rows.len() - 1);
+    /// Moves the selection by `delta` rows in a pane `height` rows high.
+    pub fn move_by(&mut self, delta: isize, height: usize) {
+        self.selection.by(delta, self.rows.len(), height);
+    }
+
+    /// Selects the last row (a live ReAct run follows its newest step).
+    pub fn select_last(&mut self, height: usize) {
+        self.selection.select(usize::MAX, self.rows.len(), height);
     }
 
     /// Selects a row by its position on screen (mouse).
     pub fn click(&mut self, row_on_screen: usize) {
-        let i = self.offset + row_on_screen;
-        if i < self.rows.len() {
-            self.selected = i;
+        if let Some(i) = self.selection.row_at(row_on_screen, self.rows.len()) {
+            self.selection.selected = i;
         }
     }
 
@@ -205,7 +208,7 @@ impl TreeView {
                 .map_or(s == 0, |n| n.parent.is_none())
         });
         self.open_version += 1;
-        self.selected = 0;
+        self.selection.selected = 0;
     }
 
     /// Opens the ancestors of `slot`, so that it is listed.
@@ -224,19 +227,18 @@ impl TreeView {
         self.open_ancestors(run, slot);
         self.refresh(run, state);
         if let Some(i) = self.rows.iter().position(|r| r.item == Item::Node(slot)) {
-            self.selected = i;
+            self.selection.selected = i;
         }
     }
 
     /// Keeps the selection on screen for a pane of `height` rows.
     pub fn scroll_to_selection(&mut self, height: usize) {
-        let height = height.max(1);
-        if self.selected < self.offset {
-            self.offset = self.selected;
-        } else if self.selected >= self.offset + height {
-            self.offset = self.selected + 1 - height;
-        }
-        self.offset = self.offset.min(self.rows.len().saturating_sub(height));
+        self.selection.settle(self.rows.len(), height);
+    }
+
+    /// Where the pane is scrolled to, for its title.
+    pub fn position(&self, height: usize) -> String {
+        self.selection.scroll.position(self.rows.len(), height)
     }
 
     /// Why the ★ plan was chosen, in one line (for the pane's title).
@@ -362,7 +364,7 @@ impl TreeView {
             .rows
             .iter()
             .enumerate()
-            .skip(self.offset)
+            .skip(self.selection.scroll.offset)
             .take(height)
             .map(|(i, row)| {
                 let mut line = match row.item {
@@ -372,7 +374,7 @@ impl TreeView {
                 if self.touched == Some(row.item) {
                     line = line.patch_style(theme.touched());
                 }
-                if i == self.selected {
+                if i == self.selection.selected {
                     line = line.patch_style(theme.selected());
                 }
                 line
@@ -430,13 +432,9 @@ impl TreeView {
                 .last_reward(run, slot)
                 .map_or("—".into(), |r| format!("{r:.2}"))
         );
-        let used: usize = spans
-            .iter()
-            .map(|s| s.content.chars().count())
-            .sum::<usize>()
-            + stats.chars().count()
-            + 2;
-        spans.push(Span::raw(one_line(
+        let used: usize =
+            spans.iter().map(|s| s.content.width()).sum::<usize>() + stats.width() + 2;
+        spans.push(Span::raw(fit_label(
             &action,
             width.saturating_sub(used).max(8),
         )));
@@ -481,7 +479,46 @@ fn step_line(run: &Run, step: usize, width: usize, theme: &Theme) -> Line<'stati
     };
     let mark = if s.is_error { " ✗" } else { " ✓" };
     Line::from(vec![
-        Span::styled(one_line(&label, width.saturating_sub(3)), style),
+        Span::styled(fit_label(&label, width.saturating_sub(3)), style),
         Span::styled(mark, style),
     ])
+}
+
+/// A call label cut to `width` columns: the server prefix (`Time MCP:`) goes first, so a
+/// narrow pane shows which tool with which arguments rather than the same server name on
+/// every row.
+fn fit_label(label: &str, width: usize) -> String {
+    if label.width() <= width {
+        return label.to_string();
+    }
+    let paren = label.find('(').unwrap_or(label.len());
+    let short = match label[..paren].rfind(':') {
+        Some(colon) => {
+            // Keep a step number (`3. `) in front of what is dropped.
+            let number = label[..colon]
+                .find(". ")
+                .filter(|&i| label[..i].chars().all(|c| c.is_ascii_digit()))
+                .map_or("", |i| &label[..i + 2]);
+            format!("{number}{}", &label[colon + 1..])
+        }
+        None => label.to_string(),
+    };
+    one_line(&short, width)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fit_label;
+
+    #[test]
+    fn narrow_labels_drop_the_server_before_the_arguments() {
+        let label = "Time MCP:convert_time(Europe/London, 12:00, Asia/Tokyo)";
+        assert_eq!(fit_label(label, 80), label);
+        assert_eq!(
+            fit_label(label, 50),
+            "convert_time(Europe/London, 12:00, Asia/Tokyo)"
+        );
+        assert_eq!(fit_label(label, 20), "convert_time(Europe…");
+        assert_eq!(fit_label("2. Time MCP:now()", 10), "2. now()");
+    }
 }
