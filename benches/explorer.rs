@@ -1,11 +1,14 @@
 //! Explorer benchmark: prints figures, asserts nothing. `cargo bench --bench explorer`
-//! (add `-- --quick` for a tenth of the data). Targets from issue 5 beside each figure.
+//! (add `-- --quick` for a tenth of the data). Targets beside each figure.
 
 mod common;
 
 use std::path::PathBuf;
+use std::sync::mpsc;
+use std::time::Duration;
 
 use common::{big_run_file, folder_bytes, folder_of_runs, ms, pct, scale, time};
+use mcp_cosmos::trajectory::event::Event;
 use mcp_cosmos::trajectory::listing::list_runs;
 use mcp_cosmos::trajectory::run::Run;
 use mcp_cosmos::tui::action::Action;
@@ -84,4 +87,124 @@ fn main() {
         ms(pct(&updates, 0.5)),
         ms(pct(&updates, 0.99))
     );
+
+    live_feed(&big, scale);
+}
+
+/// CPU time of the calling thread: what the UI thread itself spends, whatever the feeder does.
+fn thread_cpu() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec we own.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+/// Following a live run against replaying it: the events of a run are sent from another
+/// thread, and the UI thread does what `terminal.rs` does (take what is waiting, apply it,
+/// settle once, draw once).
+fn live_feed(big: &std::path::Path, scale: usize) {
+    let run = Run::open(big).unwrap();
+    let want = 100_000 / scale;
+    let events: Vec<Event> = run.events.iter().take(want).cloned().collect();
+    let n = events.len();
+    let header = run.header.clone();
+    drop(run);
+
+    // Replay: the same events opened at once, then one frame.
+    let mut terminal = Terminal::new(TestBackend::new(200, 60)).unwrap();
+    let cpu = thread_cpu();
+    let mut replayed = Run::new("replay".into(), header.clone());
+    for e in events.iter().cloned() {
+        replayed.push(e);
+    }
+    let mut app = App::with_run(
+        RunView::new(replayed, Rect::new(0, 0, 200, 59)),
+        Keymap::default(),
+        Theme::new(true),
+        (200, 60),
+    );
+    app.settle();
+    terminal.draw(|f| app.draw(f)).unwrap();
+    let replay_cpu = thread_cpu() - cpu;
+
+    for (label, pace) in [
+        ("as fast as the channel takes them", None),
+        (
+            "paced at 50,000 events/s in bursts of 100",
+            Some(Duration::from_millis(2)),
+        ),
+    ] {
+        let (cpu, applying, frames) = follow_live(&header, events.clone(), pace);
+        let mut frames = frames;
+        frames.sort();
+        println!(
+            "follow {n} events live, {label}: UI-thread CPU {:.2} s over {} frames (frame p50 {:.2} ms, p99 {:.2} ms); applying the events {:.2} s ({:.1} µs/event) against {:.2} s ({:.1} µs/event) to open them at once   (target: applying live ≤ opening)",
+            cpu.as_secs_f64(),
+            frames.len(),
+            ms(pct(&frames, 0.5)),
+            ms(pct(&frames, 0.99)),
+            applying.as_secs_f64(),
+            applying.as_secs_f64() * 1e6 / n as f64,
+            replay_cpu.as_secs_f64(),
+            replay_cpu.as_secs_f64() * 1e6 / n as f64,
+        );
+    }
+}
+
+/// Feeds `events` to a live view from another thread (all at once, or 100 every `pace`) while
+/// this thread runs the terminal loop's steps; returns this thread's CPU time and each
+/// frame's wall time.
+fn follow_live(
+    header: &mcp_cosmos::trajectory::event::Header,
+    events: Vec<Event>,
+    pace: Option<Duration>,
+) -> (Duration, Duration, Vec<Duration>) {
+    let n = events.len();
+    let mut terminal = Terminal::new(TestBackend::new(200, 60)).unwrap();
+    let view = RunView::live(
+        Run::new("live".into(), header.clone()),
+        Rect::new(0, 0, 200, 59),
+        None,
+    );
+    let mut app = App::with_run(view, Keymap::default(), Theme::new(true), (200, 60));
+    let (tx, rx) = mpsc::channel::<Event>();
+    let feeder = std::thread::spawn(move || {
+        for (i, e) in events.into_iter().enumerate() {
+            if tx.send(e).is_err() {
+                return;
+            }
+            if let Some(pace) = pace
+                && i % 100 == 99
+            {
+                std::thread::sleep(pace);
+            }
+        }
+    });
+    let cpu = thread_cpu();
+    let mut frames = Vec::new();
+    let mut applying = Duration::ZERO;
+    let mut applied = 0;
+    while let Ok(first) = rx.recv() {
+        let frame_start = std::time::Instant::now();
+        for e in std::iter::once(first).chain(std::iter::from_fn(|| rx.try_recv().ok())) {
+            let started = thread_cpu();
+            app.update(Action::LiveEvent(Box::new(e)));
+            applying += thread_cpu() - started;
+            applied += 1;
+        }
+        if app.take_changed() {
+            let started = thread_cpu();
+            app.settle();
+            applying += thread_cpu() - started;
+            terminal.draw(|f| app.draw(f)).unwrap();
+        }
+        frames.push(frame_start.elapsed());
+    }
+    let cpu = thread_cpu() - cpu;
+    feeder.join().unwrap();
+    assert_eq!(applied, n);
+    (cpu, applying, frames)
 }

@@ -1065,3 +1065,81 @@ fn signal_and_wait(
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+#[path = "common/tmux.rs"]
+#[allow(dead_code)]
+mod tmux;
+
+/// `cosmos run` with the explorer in a real terminal, on a ReAct run whose second planner
+/// call waits until the test lets it go: the run is held mid-way, live.
+fn held_live_run(dir: &Path) -> (tmux::Tmux, ScriptedLlm, PathBuf, PathBuf) {
+    let mcp = write_mcp_config(dir, bench_servers());
+    let release = dir.join("release");
+    let out = dir.join("runs");
+    let llm = ScriptedLlm::start(json!([
+        {"when": "1. Time MCP:convert_time", "content": finish("09:00 UTC is 18:00 in Tokyo."),
+         "hold_until_file": release.to_str().unwrap()},
+        {"when": "No tool has been called yet", "content": call("Time MCP:convert_time", utc_to("Asia/Tokyo"))}
+    ]));
+    let mut args = run_args(mcp.to_str().unwrap(), out.to_str().unwrap(), "react", &[]);
+    args.retain(|a| a != "--no-tui");
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let base = llm.base_url();
+    let t = tmux::Tmux::start_with_env(
+        &args,
+        &[
+            ("OPENAI_BASE_URL", &base),
+            ("OPENAI_API_KEY", KEY),
+            ("COSMOS_MODEL", "scripted-model"),
+        ],
+        140,
+        40,
+    );
+    // The first real call is on screen; the planner's next call is held.
+    t.wait_for_all(&["LIVE", "tool_called"]);
+    (t, llm, release, out)
+}
+
+#[test]
+fn the_live_explorer_asks_before_leaving_and_can_leave_the_run_to_finish_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let (t, _llm, release, out) = held_live_run(dir.path());
+    t.keys(&["q"]);
+    t.wait_for("Leave the run?");
+    t.keys(&["Escape"]);
+    t.wait_until("the question closed, the run still live", |s| {
+        !s.contains("Leave the run?") && s.contains("LIVE")
+    });
+    t.keys(&["Escape"]);
+    t.wait_for("Leave the run?");
+    t.keys(&["l"]);
+    t.wait_for("the run goes on without the explorer");
+    std::fs::write(&release, "").unwrap();
+    t.wait_exit();
+    let raw = String::from_utf8_lossy(&t.raw()).to_string();
+    assert!(
+        raw.contains("done: completed"),
+        "progress lines after leaving:\n{raw}"
+    );
+    let ev = events(&only_run(&out));
+    assert_eq!(
+        finished(&ev)["status"],
+        "completed",
+        "the run was not stopped"
+    );
+    assert_eq!(finished(&ev)["totals"]["tool_calls"], 1);
+}
+
+#[test]
+fn stopping_from_the_live_explorers_question_ends_the_run_as_interrupted() {
+    let dir = tempfile::tempdir().unwrap();
+    let (t, _llm, _release, out) = held_live_run(dir.path());
+    t.keys(&["q"]);
+    t.wait_for("Leave the run?");
+    t.keys(&["s"]);
+    // The held planner call is abandoned: the run ends without the test releasing it.
+    t.wait_exit();
+    let ev = events(&only_run(&out));
+    assert_eq!(finished(&ev)["status"], "interrupted");
+    assert_valid(&only_run(&out));
+}

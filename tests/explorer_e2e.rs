@@ -90,3 +90,33 @@ fn planted_escape_sequences_never_reach_the_terminal() {
         );
     }
 }
+
+#[test]
+fn replay_follows_a_file_another_process_is_still_writing() {
+    use mcp_cosmos::trajectory::redact::Redactor;
+    use mcp_cosmos::trajectory::writer::Writer;
+    let dir = tempfile::tempdir().unwrap();
+    let run = common::plan_fails_run();
+    let path = dir.path().join("growing.jsonl");
+    let mut writer = Writer::create(
+        &path,
+        &run.header,
+        Redactor::new(),
+        Some(mcp_cosmos::metrics::run::RunAccumulator::tally(&run.header)),
+    )
+    .unwrap();
+    let (first, rest) = run.events.split_at(10);
+    for e in first {
+        writer.write(e.t_ms, e.body.clone()).unwrap();
+    }
+    let t = Tmux::start(&["replay", path.to_str().unwrap()], 140, 40);
+    t.wait_for_all(&["event 10/10", "LIVE"]);
+    // The writer goes on (as `cosmos run --no-tui` elsewhere would); the view follows.
+    for e in rest {
+        writer.write(e.t_ms, e.body.clone()).unwrap();
+    }
+    t.wait_for_all(&["event 20/20", "finished (completed)"]);
+    // A followed file is not our run: q leaves at once.
+    t.keys(&["q"]);
+    t.wait_exit();
+}

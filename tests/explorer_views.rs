@@ -103,6 +103,56 @@ fn plan_fails_at_step_two() {
             render(&mut app)
         );
     }
+    // What the snapshot's text cannot show: the styles, read from the buffer's cells.
+    let mut app = run_app(common::plan_fails_run(), (200, 60));
+    app.update(Action::Do(Command::Top));
+    app.update(Action::Do(Command::NextFailure));
+    app.settle();
+    let mut terminal = Terminal::new(TestBackend::new(200, 60)).unwrap();
+    terminal.draw(|f| app.draw(f)).unwrap();
+    let buffer = terminal.backend().buffer().clone();
+    let theme = Theme::new(true);
+    let text = terminal.backend().to_string();
+    let row_of = |needle: &str| {
+        text.lines()
+            .position(|l| l.contains(needle))
+            .unwrap_or_else(|| panic!("{needle} on screen:\n{text}")) as u16
+    };
+    let cells = |row: u16, from: u16, to: u16| -> String {
+        (from..to)
+            .map(|x| buffer[(x, row)].symbol().to_string())
+            .collect()
+    };
+    // The selected tree row (node #2, the failing call's) is drawn reversed.
+    let selected = row_of("★ #2 ");
+    assert!(
+        buffer[(3, selected)]
+            .style()
+            .add_modifier
+            .contains(ratatui::style::Modifier::REVERSED),
+        "the selection is marked"
+    );
+    // The real side's error differs from the simulation: marked as a difference.
+    let diff_row = row_of("Error executing");
+    let line = cells(diff_row, 100, 200);
+    let x = 100
+        + line
+            .find("Error")
+            .map(|b| line[..b].chars().count())
+            .unwrap() as u16;
+    assert_eq!(
+        buffer[(x, diff_row)].style().fg,
+        theme.diff().fg,
+        "a differing line is marked"
+    );
+    // The failure in the timeline: its sign, in the failure colour.
+    let failed = text
+        .lines()
+        .position(|l| l.contains("tool_called") && l.contains('✗'))
+        .expect("the failed call in the timeline") as u16;
+    let line = cells(failed, 0, 100);
+    let x = line.find('✗').map(|b| line[..b].chars().count()).unwrap() as u16;
+    assert_eq!(buffer[(x, failed)].style().fg, theme.error().fg);
 }
 
 #[test]
@@ -634,5 +684,49 @@ fn from_the_sample_runs_a_failing_plan_exec_run_is_two_keys_away() {
     assert!(
         screen.contains("opened at the first failed call"),
         "{screen}"
+    );
+}
+
+#[test]
+fn the_group_table_marks_what_it_cuts_and_scrolls_sideways() {
+    let dir = tempfile::tempdir().unwrap();
+    let summaries = three_listed(dir.path());
+    let size = (80, 24);
+    let browser = Browser::new(vec![dir.path().to_path_buf()], summaries, size.1 - 1);
+    let mut app = App::with_browser(browser, Keymap::default(), Theme::new(true), size);
+    app.update(Action::Do(Command::ToggleGroups));
+    for (id, work) in app.take_work() {
+        for a in mcp_cosmos::tui::terminal::perform(id, work) {
+            app.update(a);
+        }
+    }
+    let screen = render(&mut app);
+    let table: Vec<&str> = screen
+        .lines()
+        .skip_while(|l| !l.contains("Groups (config)"))
+        .skip(1)
+        .take_while(|l| !l.contains('└'))
+        .collect();
+    assert!(
+        table
+            .iter()
+            .any(|l| l.contains("spiral") || l.contains("react")),
+        "{screen}"
+    );
+    // A row wider than the pane ends in `…` at its edge instead of losing digits unseen.
+    let cut: Vec<&&str> = table
+        .iter()
+        .filter(|l| l.trim_end_matches(['│', '"']).ends_with('…'))
+        .collect();
+    assert!(
+        !cut.is_empty(),
+        "the table is wider than 80 columns:\n{screen}"
+    );
+    let first_row = table[0].to_string();
+    app.update(Action::Do(Command::ScrollRight));
+    let scrolled = render(&mut app);
+    assert!(
+        !scrolled.contains(&first_row),
+        "→ scrolls the table sideways"
     );
 }

@@ -152,6 +152,10 @@ pub struct Browser {
     pub marked: Vec<usize>,
     /// The group table.
     pub groups: Groups,
+    /// The group table as text, laid out once when it arrives.
+    group_lines: Vec<String>,
+    /// Columns the group table is scrolled sideways by (it is often wider than the pane).
+    pub groups_x: usize,
     /// Height of the table area (set on resize).
     pub height: u16,
 }
@@ -170,6 +174,8 @@ impl Browser {
             prompt: None,
             marked: Vec::new(),
             groups: Groups::Hidden,
+            group_lines: Vec::new(),
+            groups_x: 0,
             height,
         };
         b.rebuild_view();
@@ -353,8 +359,18 @@ impl View for Browser {
             }
             Action::GroupsReady(_, rows) => {
                 if self.groups == Groups::Loading {
+                    let text = crate::metrics::table::render(rows, GroupBy::Config, false);
+                    self.group_lines = crate::sanitize::lines(&text, 500, 4_000);
+                    self.groups_x = 0;
                     self.groups = Groups::Ready(rows.clone());
                 }
+            }
+            Action::Do(Command::ScrollRight) if self.groups != Groups::Hidden => {
+                let widest = self.group_lines.iter().map(|l| l.chars().count()).max();
+                self.groups_x = (self.groups_x + 8).min(widest.unwrap_or(0).saturating_sub(8));
+            }
+            Action::Do(Command::ScrollLeft) if self.groups != Groups::Hidden => {
+                self.groups_x = self.groups_x.saturating_sub(8);
             }
             Action::Resize(_, h) => {
                 self.height = h.saturating_sub(1);
@@ -479,15 +495,23 @@ impl View for Browser {
         if let Some(area) = groups_area {
             let block = Block::bordered()
                 .border_style(theme.border())
-                .title(Line::styled(" Groups (config) ", theme.title()));
-            let text = match &self.groups {
-                Groups::Ready(rows) => crate::metrics::table::render(rows, GroupBy::Config, false),
-                _ => "computing…".to_string(),
+                .title(Line::styled(
+                    " Groups (config) · ←/→ scroll sideways ",
+                    theme.title(),
+                ));
+            let width = block.inner(area).width as usize;
+            let lines: Vec<Line> = match &self.groups {
+                // A line wider than the pane ends in `…`: a number is never silently cut.
+                Groups::Ready(_) => self
+                    .group_lines
+                    .iter()
+                    .map(|l| {
+                        let shifted: String = l.chars().skip(self.groups_x).collect();
+                        Line::raw(one_line(&shifted, width))
+                    })
+                    .collect(),
+                _ => vec![Line::raw("computing…")],
             };
-            let lines: Vec<Line> = crate::sanitize::lines(&text, 500, 1_000)
-                .into_iter()
-                .map(Line::raw)
-                .collect();
             frame.render_widget(Paragraph::new(lines).block(block), area);
         }
     }

@@ -56,6 +56,8 @@ pub enum Command {
     SortNext,
     SortReverse,
     ToggleGroups,
+    ScrollLeft,
+    ScrollRight,
     Mark,
     Compare,
     StopRun,
@@ -168,6 +170,18 @@ pub const COMMANDS: &[(Command, Mode, &[&str], &str)] = &[
         "reverse the sort",
     ),
     (Command::ToggleGroups, Mode::Browser, &["g"], "group table"),
+    (
+        Command::ScrollLeft,
+        Mode::Browser,
+        &["Left", "h"],
+        "group table: scroll left",
+    ),
+    (
+        Command::ScrollRight,
+        Mode::Browser,
+        &["Right", "l"],
+        "group table: scroll right",
+    ),
     (
         Command::Mark,
         Mode::Browser,
@@ -560,7 +574,13 @@ mod tests {
         let l = press(KeyCode::Char('l'), KeyModifiers::NONE);
         assert_eq!(km.command(Mode::Run, &l), Some(Command::StepForward));
         assert_eq!(km.command(Mode::Confirm, &l), Some(Command::LeaveRunning));
-        assert_eq!(km.command(Mode::Browser, &l), None);
+        let x = press(KeyCode::Char('x'), KeyModifiers::NONE);
+        assert_eq!(km.command(Mode::Run, &x), Some(Command::StopRun));
+        assert_eq!(
+            km.command(Mode::Browser, &x),
+            None,
+            "x stops runs only in the run view"
+        );
         let ctrl_c = press(KeyCode::Char('c'), KeyModifiers::CONTROL);
         assert_eq!(km.command(Mode::Browser, &ctrl_c), Some(Command::Quit));
         let n = press(KeyCode::Char('N'), KeyModifiers::SHIFT);

@@ -135,6 +135,22 @@ impl Tmux {
         }
     }
 
+    /// Waits up to 15 s for a screen that `ok` accepts (`what` names it in the failure).
+    pub fn wait_until(&self, what: &str, ok: impl Fn(&str) -> bool) -> String {
+        let start = Instant::now();
+        loop {
+            let screen = self.screen();
+            if ok(&screen) {
+                return screen;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(15),
+                "timed out waiting for {what}; screen:\n{screen}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     /// Every byte the program wrote to its terminal.
     pub fn raw(&self) -> Vec<u8> {
         std::fs::read(self._dir.path().join("raw.bin")).unwrap_or_default()

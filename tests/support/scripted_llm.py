@@ -7,6 +7,8 @@ Serves deterministic replies over real HTTP on 127.0.0.1 (a free port, printed a
     {"rules": [
        {"when": "substring of the request body", "times": 1,   # optional; default unlimited
         "status": 200, "headers": {"Retry-After": "1"}, "delay_s": 0,
+        "hold_until_file": "/path",  # optional: answer only once this file exists (a test
+                                     # holds a run mid-way, then lets it go)
         "content": "text or JSON value", "no_usage": false,   # a normal completion, or
         "tool_calls": [{"name": "f", "arguments": {...}}],    # native tool calls, or
         "next_uncalled": [{"name": "f", "arguments": {...}}], # the first of these the
@@ -23,6 +25,7 @@ Every request is appended to the log file given as the second argument, as JSON 
 {"path", "headers" (lower-case names), "body"}, so tests can check what was sent.
 """
 import json
+import os
 import sys
 import threading
 import time
@@ -63,6 +66,11 @@ class Handler(BaseHTTPRequestHandler):
                 f.write(json.dumps({"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()}, "body": json.loads(body_text or "null")}) + "\n")
         rule = pick(body_text)
         time.sleep(rule.get("delay_s", 0))
+        hold = rule.get("hold_until_file")
+        if hold:
+            deadline = time.time() + 120
+            while not os.path.exists(hold) and time.time() < deadline:
+                time.sleep(0.02)
         if "raw" in rule:
             payload = rule["raw"].encode()
         else:
