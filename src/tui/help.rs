@@ -44,7 +44,9 @@ impl HelpView {
 
     fn rect(&self, area: Rect) -> Rect {
         let height = (self.len() as u16 + 2).min(area.height);
-        let width = 80.min(area.width);
+        // Wide enough for the footer (the keys file's path) when the terminal is.
+        let footer = unicode_width::UnicodeWidthStr::width(self.footer.as_str()) as u16 + 2;
+        let width = footer.max(80).min(area.width);
         let [_, mid, _] = Layout::vertical([
             Constraint::Fill(1),
             Constraint::Length(height),
