@@ -1143,3 +1143,85 @@ fn stopping_from_the_live_explorers_question_ends_the_run_as_interrupted() {
     assert_eq!(finished(&ev)["status"], "interrupted");
     assert_valid(&only_run(&out));
 }
+
+#[test]
+fn a_named_world_model_from_cosmos_toml_runs_and_is_recorded_by_its_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let mcp = write_mcp_config(dir.path(), bench_servers());
+    let out = dir.path().join("runs");
+    let llm = ScriptedLlm::start(json!([
+        {"when": "You write the final answer", "content": "New York: 04:00."},
+        {"when": "You simulate an MCP server", "content": predicted(r#"{"source":{"timezone":"UTC"},"target":{"timezone":"America/New_York"}}"#, false)},
+        {"when": "1. Time MCP:convert_time", "content": finish("")},
+        {"when": "No tool has been called yet", "content": call("Time MCP:convert_time", utc_to("America/New_York"))}
+    ]));
+    let config = dir.path().join("cosmos.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[world_models.scripted-wm]\nkind = \"llm\"\nbase_url = \"{}\"\nmodel = \"wm-model\"\ncached = true\n",
+            llm.base_url()
+        ),
+    )
+    .unwrap();
+    let args = run_args(
+        mcp.to_str().unwrap(),
+        out.to_str().unwrap(),
+        "plan-exec",
+        &[
+            "--world-model",
+            "scripted-wm",
+            "--config",
+            config.to_str().unwrap(),
+        ],
+    );
+    let output = cosmos(&args, &llm, KEY);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let file = only_run(&out);
+    assert!(
+        file.file_name()
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .ends_with("_plan_exec_cached-scripted-wm-.jsonl"),
+        "{}",
+        file.display()
+    );
+    let ev = events(&file);
+    let wm = &ev[0]["world_model"];
+    assert_eq!(wm["name"], "cached(scripted-wm)", "{wm}");
+    let simulated: Vec<&Value> = ev
+        .iter()
+        .filter(|e| e["kind"] == "node_simulated")
+        .collect();
+    assert!(!simulated.is_empty());
+    // The world model's requests went to its own model name.
+    assert!(
+        llm.requests()
+            .iter()
+            .any(|r| r["body"]["model"] == "wm-model"
+                && r["body"].to_string().contains("You simulate an MCP server"))
+    );
+    assert_valid(&file);
+
+    // A name nobody defined is a clear error, before anything starts.
+    let args = run_args(
+        mcp.to_str().unwrap(),
+        out.to_str().unwrap(),
+        "plan-exec",
+        &[
+            "--world-model",
+            "oracle",
+            "--config",
+            config.to_str().unwrap(),
+        ],
+    );
+    let output = cosmos(&args, &llm, KEY);
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    assert!(
+        text(&output).contains("no world model named \"oracle\"")
+            && text(&output).contains("scripted-wm"),
+        "{}",
+        text(&output)
+    );
+}

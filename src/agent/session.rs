@@ -4,7 +4,6 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::mpsc::Sender;
-use std::time::Duration;
 
 use anyhow::{Context, Result};
 use serde_json::json;
@@ -25,23 +24,7 @@ use crate::trajectory::event::{AgentInfo, AgentKind, Event, EventBody, Header, R
 use crate::trajectory::redact::Redactor;
 use crate::trajectory::writer::Writer;
 use crate::world_model::WorldModel;
-use crate::world_model::cached::CachedWorldModel;
-use crate::world_model::command::CommandWorldModel;
-use crate::world_model::llm::LlmWorldModel;
-use crate::world_model::memory::{MemoryWorldModel, TransitionBuffer};
-
-/// Which world model to build.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum WorldModelChoice {
-    /// None (ReAct).
-    None,
-    /// The `llm` world model on the world_model role's endpoint.
-    Llm,
-    /// The `memory` world model over recorded runs.
-    Memory,
-    /// An external process.
-    Command(String),
-}
+use crate::world_model::named::{self, BuiltInOptions};
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -56,12 +39,11 @@ pub struct RunSpec {
     pub extra_servers: Vec<String>,
     /// The agent.
     pub agent: AgentKind,
-    /// The world model.
-    pub world_model: WorldModelChoice,
-    /// Wrap the world model in a cache.
-    pub cache_world_model: bool,
-    /// Recorded runs for `memory` (and as examples for `llm`).
-    pub memory_from: Vec<PathBuf>,
+    /// The world model's name: built in (`none`, `llm`, `memory`, `command`) or a
+    /// `[world_models.NAME]` of the config.
+    pub world_model: String,
+    /// What the built-in world models are made of (memory runs, command, caching).
+    pub world_model_options: BuiltInOptions,
     /// `cosmos.toml`, if any.
     pub llm_config: Option<PathBuf>,
     /// Record every LLM call's messages and reply, whatever `cosmos.toml` says.
@@ -72,8 +54,6 @@ pub struct RunSpec {
     pub budget: Budget,
     /// Server timeouts.
     pub timeouts: Timeouts,
-    /// Answer timeout of a `command` world model.
-    pub command_timeout: Duration,
     /// SPIRAL-Exec's search settings.
     pub search: Settings,
 }
@@ -152,48 +132,19 @@ pub async fn prepare(spec: &RunSpec, stop: watch::Receiver<bool>) -> Result<Prep
     if spec.record_messages {
         llm.record_all_messages();
     }
+    let world_model: Option<Arc<dyn WorldModel>> = named::resolve(
+        &spec.world_model,
+        &mut llm,
+        spec.llm_config.as_deref(),
+        &spec.world_model_options,
+    )?
+    .map(|n| n.build())
+    .transpose()?
+    .map(|built| built.model);
     let client = |role| Arc::new(LlmClient::new(llm.endpoint(role).clone()));
-    let memory = if spec.memory_from.is_empty() {
-        None
-    } else {
-        let buffer = TransitionBuffer::from_runs(&spec.memory_from)?;
-        if buffer.is_empty() && spec.world_model == WorldModelChoice::Memory {
-            anyhow::bail!(
-                "no real tool calls found under {} to build the memory world model from",
-                spec.memory_from
-                    .iter()
-                    .map(|p| p.display().to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
-        }
-        Some(Arc::new(buffer))
-    };
-    let world_model: Option<Arc<dyn WorldModel>> = match &spec.world_model {
-        WorldModelChoice::None => None,
-        WorldModelChoice::Llm => Some(Arc::new(LlmWorldModel::new(
-            client(Role::WorldModel),
-            memory.clone(),
-        ))),
-        WorldModelChoice::Memory => {
-            Some(Arc::new(MemoryWorldModel::new(memory.clone().context(
-                "--world-model memory needs --memory-from DIR (recorded runs)",
-            )?)))
-        }
-        WorldModelChoice::Command(cmd) => Some(Arc::new(CommandWorldModel::new(
-            cmd.clone(),
-            spec.command_timeout,
-        ))),
-    };
-    let world_model = match world_model {
-        Some(wm) if spec.cache_world_model => {
-            Some(Arc::new(CachedWorldModel::new(wm)) as Arc<dyn WorldModel>)
-        }
-        other => other,
-    };
     if spec.agent != AgentKind::React && world_model.is_none() {
         anyhow::bail!(
-            "agent {} rehearses in a world model: pass --world-model llm|memory|command",
+            "agent {} rehearses in a world model: pass --world-model llm|memory|command|NAME",
             spec.agent.as_str()
         );
     }

@@ -11,11 +11,12 @@ use tokio::sync::watch;
 
 use crate::agent::Budget;
 use crate::agent::mcts::{PlanRule, Settings};
-use crate::agent::session::{self, Outcome, RunSpec, WorldModelChoice};
+use crate::agent::session::{self, Outcome, RunSpec};
 use crate::mcp::pool::Timeouts;
 use crate::sanitize::inert;
 use crate::trajectory::describe::summary;
 use crate::trajectory::event::{AgentKind, Event, EventBody, RunStatus};
+use crate::world_model::named::BuiltInOptions;
 
 /// Agents on the command line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -46,19 +47,6 @@ impl From<PlanRuleArg> for PlanRule {
     }
 }
 
-/// World models on the command line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum WorldModelArg {
-    /// No world model (ReAct).
-    None,
-    /// An LLM acting as the server (the world_model role's endpoint).
-    Llm,
-    /// Recorded real calls (--memory-from).
-    Memory,
-    /// An external process speaking JSON lines (--world-model-command).
-    Command,
-}
-
 /// `cosmos run` options.
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -77,9 +65,11 @@ pub struct RunArgs {
     /// The agent.
     #[arg(long, value_enum)]
     pub agent: AgentArg,
-    /// The world model.
-    #[arg(long, value_enum, default_value_t = WorldModelArg::None)]
-    pub world_model: WorldModelArg,
+    /// The world model: none; llm (an LLM acting as the server, the world_model role's
+    /// endpoint); memory (recorded real calls, --memory-from); command (an external process,
+    /// --world-model-command); or the NAME of a [world_models.NAME] table in --config.
+    #[arg(long, value_name = "NAME", default_value = "none")]
+    pub world_model: String,
     /// Command line of a `command` world model (run with sh -c); see docs/world-models.md.
     #[arg(long)]
     pub world_model_command: Option<String>,
@@ -173,16 +163,6 @@ impl RunArgs {
     }
 
     fn spec(&self) -> Result<RunSpec> {
-        let world_model = match self.world_model {
-            WorldModelArg::None => WorldModelChoice::None,
-            WorldModelArg::Llm => WorldModelChoice::Llm,
-            WorldModelArg::Memory => WorldModelChoice::Memory,
-            WorldModelArg::Command => WorldModelChoice::Command(
-                self.world_model_command
-                    .clone()
-                    .context("--world-model command needs --world-model-command CMD")?,
-            ),
-        };
         Ok(RunSpec {
             mcp_config: self.mcp_config.clone(),
             task_file: self.task.clone(),
@@ -193,9 +173,13 @@ impl RunArgs {
                 AgentArg::PlanExec => AgentKind::PlanExec,
                 AgentArg::Spiral => AgentKind::Spiral,
             },
-            world_model,
-            cache_world_model: self.cache_world_model,
-            memory_from: self.memory_from.clone(),
+            world_model: self.world_model.clone(),
+            world_model_options: BuiltInOptions {
+                memory_from: self.memory_from.clone(),
+                command: self.world_model_command.clone(),
+                command_timeout: Duration::from_secs(self.call_timeout_s),
+                cached: self.cache_world_model,
+            },
             llm_config: self.config.clone(),
             record_messages: self.record_messages,
             out_dir: self.out.clone(),
@@ -208,7 +192,6 @@ impl RunArgs {
                 startup: Duration::from_secs(self.startup_timeout_s),
                 call: Duration::from_secs(self.call_timeout_s),
             },
-            command_timeout: Duration::from_secs(self.call_timeout_s),
             search: self.search_settings()?,
         })
     }

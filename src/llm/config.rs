@@ -103,12 +103,19 @@ struct FileShape {
     /// Agent settings: read by `agent::mcts::Settings::from_config`, not here.
     #[serde(default, rename = "agent")]
     _agent: Option<serde::de::IgnoredAny>,
+    /// Named world models: read by `world_model::named`, not here.
+    #[serde(default, rename = "world_models")]
+    _world_models: Option<serde::de::IgnoredAny>,
 }
 
 /// Endpoints per role.
 #[derive(Debug, Clone)]
 pub struct LlmConfig {
     endpoints: BTreeMap<Role, Endpoint>,
+    /// `[default]`, for endpoints named elsewhere (an `llm` world model's table).
+    default: RoleShape,
+    /// Keys of endpoints made after loading, for the redactor.
+    extra_secrets: Vec<String>,
 }
 
 impl LlmConfig {
@@ -136,36 +143,29 @@ impl LlmConfig {
         let mut endpoints = BTreeMap::new();
         for role in Role::ALL {
             let r = shape.roles.get(&role).cloned().unwrap_or_default();
-            let d = &shape.default;
-            let key_var = r
-                .api_key_env
-                .clone()
-                .or(d.api_key_env.clone())
-                .unwrap_or_else(|| "OPENAI_API_KEY".into());
-            let endpoint = Endpoint {
-                base_url: r
-                    .base_url
-                    .or(d.base_url.clone())
-                    .or_else(|| env("OPENAI_BASE_URL"))
-                    .unwrap_or_else(|| "https://api.openai.com/v1".into())
-                    .trim_end_matches('/')
-                    .to_string(),
-                model: r
-                    .model
-                    .or(d.model.clone())
-                    .or_else(|| env("COSMOS_MODEL"))
-                    .unwrap_or_else(|| "gpt-4o-mini".into()),
-                api_key: env(&key_var).filter(|k| !k.is_empty()),
-                temperature: r.temperature.or(d.temperature).unwrap_or(0.0),
-                max_tokens: r.max_tokens.or(d.max_tokens).unwrap_or(1024),
-                timeout: Duration::from_secs_f64(r.timeout_s.or(d.timeout_s).unwrap_or(120.0)),
-                max_retries: r.max_retries.or(d.max_retries).unwrap_or(4),
-                output: r.output.or(d.output).unwrap_or_default(),
-                record_messages: r.record_messages.or(d.record_messages).unwrap_or(false),
-            };
-            endpoints.insert(role, endpoint);
+            endpoints.insert(role, resolve(r, &shape.default, &env));
         }
-        Ok(Self { endpoints })
+        Ok(Self {
+            endpoints,
+            default: shape.default,
+            extra_secrets: Vec::new(),
+        })
+    }
+
+    /// An endpoint from a table with the keys of a `[roles.*]` table (an `llm` world model's),
+    /// filling what it leaves out from `[default]` and the environment as roles do. `table`
+    /// names it in errors.
+    pub fn endpoint_from(&mut self, keys: toml::Table, table: &str) -> Result<Endpoint> {
+        let shape: RoleShape = keys
+            .try_into()
+            .with_context(|| format!("{table}: not the keys of a [roles.*] table"))?;
+        shape.check(table)?;
+        let endpoint = resolve(shape, &self.default, &|k: &str| std::env::var(k).ok());
+        if let Some(key) = &endpoint.api_key {
+            crate::trajectory::redact::remember_for_logs([key.as_str()]);
+            self.extra_secrets.push(key.clone());
+        }
+        Ok(endpoint)
     }
 
     /// Records messages for every role (`cosmos run --record-messages`).
@@ -185,7 +185,38 @@ impl LlmConfig {
         self.endpoints
             .values()
             .filter_map(|e| e.api_key.clone())
+            .chain(self.extra_secrets.iter().cloned())
             .collect()
+    }
+}
+
+/// One endpoint: its table's keys, else `[default]`'s, else the environment, else defaults.
+fn resolve(r: RoleShape, d: &RoleShape, env: &impl Fn(&str) -> Option<String>) -> Endpoint {
+    let key_var = r
+        .api_key_env
+        .clone()
+        .or(d.api_key_env.clone())
+        .unwrap_or_else(|| "OPENAI_API_KEY".into());
+    Endpoint {
+        base_url: r
+            .base_url
+            .or(d.base_url.clone())
+            .or_else(|| env("OPENAI_BASE_URL"))
+            .unwrap_or_else(|| "https://api.openai.com/v1".into())
+            .trim_end_matches('/')
+            .to_string(),
+        model: r
+            .model
+            .or(d.model.clone())
+            .or_else(|| env("COSMOS_MODEL"))
+            .unwrap_or_else(|| "gpt-4o-mini".into()),
+        api_key: env(&key_var).filter(|k| !k.is_empty()),
+        temperature: r.temperature.or(d.temperature).unwrap_or(0.0),
+        max_tokens: r.max_tokens.or(d.max_tokens).unwrap_or(1024),
+        timeout: Duration::from_secs_f64(r.timeout_s.or(d.timeout_s).unwrap_or(120.0)),
+        max_retries: r.max_retries.or(d.max_retries).unwrap_or(4),
+        output: r.output.or(d.output).unwrap_or_default(),
+        record_messages: r.record_messages.or(d.record_messages).unwrap_or(false),
     }
 }
 

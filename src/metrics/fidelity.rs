@@ -1,9 +1,24 @@
-//! Simulation fidelity: how close a world model's predicted result is to the real one.
+//! Simulation fidelity: how close a world model's predicted result is to the real one, in a
+//! way a prediction of the right shape with the wrong values cannot win.
 //!
-//! Three views of one step, each in [0, 1]: do both agree on error; when both are JSON,
-//! do their leaf paths match (`structure`, Jaccard of paths) and do the leaves hold the
-//! same values (`values`, equal leaves over the union of paths); and the token F1 of the
-//! texts. `score` is the mean of the views that apply.
+//! Per call (documented in docs/world-models.md, "Fidelity"):
+//!
+//! - **No prediction**: an empty simulation, a placeholder (`<the tool's text result>`,
+//!   `result`, `TODO`…) or one that echoes the world model's prompt scores 0 on everything.
+//! - **Error agreement**: 1 when both are errors or both are not, else 0 — and then the score
+//!   is 0: predicting success for a call that fails (or the reverse) is the worst miss.
+//! - **Both errors**: `0.5 + 0.5 × text`, where `text` is the token F1 of the messages.
+//! - **Both results, both JSON**: `structure` is the Jaccard of leaf paths; `values` compares
+//!   leaf by leaf over the union of paths with type-aware rules (numbers within 1% relative,
+//!   timestamps as instants, dates and times parsed, other strings by normalised equality:
+//!   case, spacing and punctuation at the ends ignored); the score is
+//!   `0.25 × structure + 0.5 × values + 0.25 × exact`, where `exact` is 1 only when every leaf
+//!   matches: a result that is right in part never ties with one that is right.
+//! - **Both results, not both JSON**: the score is the token F1 of the texts, halved when only
+//!   one side is JSON (the shape is wrong).
+//!
+//! `token_f1` is always reported, as a separate text score; it enters the score only where
+//! there is no structure to compare.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -19,38 +34,107 @@ pub struct Fidelity {
     pub error_agreement: f64,
     /// Jaccard of JSON leaf paths, when both are JSON.
     pub structure: Option<f64>,
-    /// Leaves equal at the same path over all paths, when both are JSON.
+    /// Leaves equal (type-aware) at the same path over all paths, when both are JSON.
     pub values: Option<f64>,
-    /// Token F1 of the texts.
+    /// Token F1 of the texts: a separate text score.
     pub token_f1: f64,
-    /// Mean of the views above that apply.
+    /// The one overall score (see the module's formula).
     pub score: f64,
+    /// The simulation was empty, a placeholder or the prompt echoed: scored as nothing.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_prediction: bool,
+}
+
+/// Distinctive phrases of the `llm` world model's prompt: a simulation that holds one echoes
+/// the prompt instead of predicting (`world_model::llm` tests that its prompt has them).
+pub const PROMPT_MARKERS: &[&str] = &[
+    "you simulate an mcp server",
+    "reply with what the real server would return",
+    "input schema:",
+    "the user's request:",
+];
+
+/// What small models copy instead of answering.
+const PLACEHOLDERS: &[&str] = &[
+    "",
+    "the tool's text result",
+    "the tools text result",
+    "tool's text result",
+    "text result",
+    "tool result",
+    "result",
+    "content",
+    "string",
+    "output",
+    "n/a",
+    "na",
+    "none",
+    "null",
+    "todo",
+    "placeholder",
+    "...",
+    "…",
+];
+
+/// True when a simulated text predicts nothing: empty, a placeholder, or the prompt echoed.
+pub fn is_no_prediction(simulated: &Observation) -> bool {
+    if simulated.structured.is_some() {
+        return false;
+    }
+    let lower = simulated.text.trim().to_lowercase();
+    let bare = lower.trim_matches(|c: char| {
+        c.is_whitespace() || matches!(c, '<' | '>' | '"' | '\'' | '.' | '[' | ']' | '{' | '}')
+    });
+    PLACEHOLDERS.contains(&bare)
+        || PLACEHOLDERS.contains(&lower.as_str())
+        || PROMPT_MARKERS.iter().any(|m| lower.contains(m))
 }
 
 /// Compares a simulated observation with the real one.
 pub fn compare(simulated: &Observation, real: &Observation) -> Fidelity {
+    let token_f1 = token_f1(&simulated.text, &real.text);
+    if is_no_prediction(simulated) {
+        return Fidelity {
+            error_agreement: 0.0,
+            structure: None,
+            values: None,
+            token_f1,
+            score: 0.0,
+            no_prediction: true,
+        };
+    }
     let error_agreement = if simulated.is_error == real.is_error {
         1.0
     } else {
         0.0
     };
-    let (structure, values) = match (as_json(simulated), as_json(real)) {
+    let (sim_json, real_json) = (as_json(simulated), as_json(real));
+    let (structure, values) = match (&sim_json, &real_json) {
         (Some(s), Some(r)) => {
-            let (st, va) = json_agreement(&s, &r);
+            let (st, va) = json_agreement(s, r);
             (Some(st), Some(va))
         }
         _ => (None, None),
     };
-    let token_f1 = token_f1(&simulated.text, &real.text);
-    let parts = [Some(error_agreement), structure, values, Some(token_f1)];
-    let present: Vec<f64> = parts.into_iter().flatten().collect();
-    let score = present.iter().sum::<f64>() / present.len() as f64;
+    let score = match (simulated.is_error, real.is_error) {
+        (a, b) if a != b => 0.0,
+        (true, true) => 0.5 + 0.5 * token_f1,
+        _ => match (structure, values) {
+            (Some(st), Some(va)) => {
+                let exact = if st == 1.0 && va == 1.0 { 1.0 } else { 0.0 };
+                0.25 * st + 0.5 * va + 0.25 * exact
+            }
+            _ if sim_json.is_some() != real_json.is_some() => 0.5 * token_f1,
+            _ => token_f1,
+        },
+    };
     Fidelity {
         error_agreement,
         structure,
         values,
         token_f1,
         score,
+        no_prediction: false,
     }
 }
 
@@ -127,12 +211,67 @@ fn json_agreement(a: &Value, b: &Value) -> (f64, f64) {
     (shared as f64 / union as f64, equal as f64 / union as f64)
 }
 
-/// Leaf equality that treats 1 and 1.0 as equal.
-fn leaf_eq(a: &Value, b: &Value) -> bool {
-    match (a.as_f64(), b.as_f64()) {
-        (Some(x), Some(y)) => (x - y).abs() <= 1e-9 * x.abs().max(y.abs()).max(1.0),
+/// Leaf equality, type-aware: numbers (or numeric strings) within 1% relative; timestamps as
+/// the same instant; dates and clock times parsed; other strings equal once case, spacing and
+/// punctuation at the ends are ignored; anything else exactly.
+pub fn leaf_eq(a: &Value, b: &Value) -> bool {
+    if let (Some(x), Some(y)) = (number(a), number(b)) {
+        return (x - y).abs() <= 1e-9 + 0.01 * x.abs().max(y.abs());
+    }
+    match (a, b) {
+        (Value::String(x), Value::String(y)) => {
+            if let (Some(p), Some(q)) = (instant(x), instant(y)) {
+                return p == q;
+            }
+            if let (Ok(p), Ok(q)) = (
+                chrono::NaiveDate::parse_from_str(x.trim(), "%Y-%m-%d"),
+                chrono::NaiveDate::parse_from_str(y.trim(), "%Y-%m-%d"),
+            ) {
+                return p == q;
+            }
+            if let (Some(p), Some(q)) = (clock(x), clock(y)) {
+                return p == q;
+            }
+            normalised(x) == normalised(y)
+        }
         _ => a == b,
     }
+}
+
+/// A number, or a string that is one (`"12.5"`).
+fn number(v: &Value) -> Option<f64> {
+    match v {
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) => s.trim().parse::<f64>().ok().filter(|f| f.is_finite()),
+        _ => None,
+    }
+}
+
+/// An RFC 3339 timestamp (or one with a space for the `T`), as UTC.
+fn instant(s: &str) -> Option<chrono::DateTime<chrono::Utc>> {
+    let s = s.trim();
+    chrono::DateTime::parse_from_rfc3339(s)
+        .or_else(|_| chrono::DateTime::parse_from_rfc3339(&s.replacen(' ', "T", 1)))
+        .ok()
+        .map(|t| t.with_timezone(&chrono::Utc))
+}
+
+/// A clock time `HH:MM` or `HH:MM:SS`.
+fn clock(s: &str) -> Option<chrono::NaiveTime> {
+    let s = s.trim();
+    chrono::NaiveTime::parse_from_str(s, "%H:%M:%S")
+        .or_else(|_| chrono::NaiveTime::parse_from_str(s, "%H:%M"))
+        .ok()
+}
+
+/// Lower case, inner spacing collapsed, punctuation at the ends dropped.
+fn normalised(s: &str) -> String {
+    s.split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .to_lowercase()
+        .trim_matches(|c: char| c.is_ascii_punctuation())
+        .to_string()
 }
 
 /// Lower-case word tokens; a number with a decimal point stays one token.
@@ -242,9 +381,14 @@ mod tests {
         assert_eq!(f.structure, None);
         assert_eq!(f.error_agreement, 0.0);
         assert_eq!(f.score, 0.0);
+        // Both plain text: the score is the token F1.
         let g = compare(&obs("a b", false), &obs("a c", false));
-        // error 1, f1 0.5 → 0.75
-        assert_eq!(g.score, 0.75);
+        assert_eq!(g.score, 0.5);
+        // Both errors: most of the credit for predicting the failure, the rest for its words.
+        let h = compare(&obs("boom: bad zone", true), &obs("bad zone given", true));
+        assert!(
+            (h.score - (0.5 + 0.5 * token_f1("boom: bad zone", "bad zone given"))).abs() < 1e-12
+        );
     }
 
     #[test]
@@ -262,5 +406,97 @@ mod tests {
     fn empty_containers_are_leaves() {
         assert_eq!(leaves(&json!({"a": [], "b": {}})).len(), 2);
         assert_eq!(leaves(&json!(3)).keys().collect::<Vec<_>>(), vec!["/"]);
+    }
+
+    /// A real `convert_time` result from `sample_runs/` (UTC 09:00 to Europe/London).
+    const LONDON: &str = r#"{
+  "source": {"timezone": "UTC", "datetime": "2026-11-30T09:00:00+00:00", "day_of_week": "Monday", "is_dst": false},
+  "target": {"timezone": "Europe/London", "datetime": "2026-11-30T09:00:00+00:00", "day_of_week": "Monday", "is_dst": false},
+  "time_difference": "+0.0h"
+}"#;
+
+    #[test]
+    fn the_right_shape_with_the_wrong_values_scores_below_the_right_values() {
+        let real = obs(LONDON, false);
+        // Tokyo's answer to London's question: the same shape, other values.
+        let tokyo = obs(
+            r#"{"source": {"timezone": "UTC", "datetime": "2026-11-30T09:00:00+00:00", "day_of_week": "Monday", "is_dst": false},
+                "target": {"timezone": "Asia/Tokyo", "datetime": "2026-11-30T18:00:00+09:00", "day_of_week": "Monday", "is_dst": false},
+                "time_difference": "+9.0h"}"#,
+            false,
+        );
+        // The right values, written differently: another offset for the same instant, other
+        // case and spacing, a number as a string.
+        let same = obs(
+            r#"{"source": {"timezone": "utc", "datetime": "2026-11-30 09:00:00Z", "day_of_week": "monday ", "is_dst": false},
+                "target": {"timezone": "Europe/London", "datetime": "2026-11-30T10:00:00+01:00", "day_of_week": "Monday", "is_dst": false},
+                "time_difference": "+0.0h"}"#,
+            false,
+        );
+        let wrong = compare(&tokyo, &real);
+        let right = compare(&same, &real);
+        assert_eq!(right.score, 1.0, "{right:?}");
+        assert_eq!(wrong.structure, Some(1.0));
+        // 9 leaves; the target's zone and the difference differ (18:00+09:00 is 09:00 UTC, the
+        // same instant): values 7/9, and no exact match.
+        assert!(
+            (wrong.values.unwrap() - 7.0 / 9.0).abs() < 1e-12,
+            "{wrong:?}"
+        );
+        assert!((wrong.score - (0.25 + 0.5 * 7.0 / 9.0)).abs() < 1e-12);
+        assert!(wrong.score < right.score);
+        // Token F1 would have rated them nearly alike; it stays a separate text score.
+        assert!(wrong.token_f1 > 0.7, "{wrong:?}");
+    }
+
+    #[test]
+    fn placeholders_empty_and_echoed_prompts_are_no_prediction() {
+        let real = obs(LONDON, false);
+        for text in [
+            "",
+            "   ",
+            "<the tool's text result>",
+            "The tool's text result",
+            "result",
+            "TODO",
+            "You simulate an MCP server. Given a tool's description…",
+        ] {
+            let f = compare(&obs(text, false), &real);
+            assert!(f.no_prediction, "{text:?}");
+            assert_eq!(f.score, 0.0, "{text:?}");
+            assert_eq!(f.error_agreement, 0.0, "no credit for agreeing on nothing");
+        }
+        // A short real answer is not a placeholder.
+        assert!(!compare(&obs("42", false), &obs("42", false)).no_prediction);
+    }
+
+    #[test]
+    fn leaves_compare_by_type() {
+        use serde_json::json;
+        assert!(leaf_eq(&json!(100.0), &json!(100.5)), "within 1%");
+        assert!(!leaf_eq(&json!(100.0), &json!(102)), "not within 1%");
+        assert!(leaf_eq(&json!("12.0"), &json!(12)), "a numeric string");
+        assert!(leaf_eq(
+            &json!("2026-11-30T18:00:00+09:00"),
+            &json!("2026-11-30T09:00:00Z")
+        ));
+        assert!(!leaf_eq(
+            &json!("2026-11-30T18:00:00+09:00"),
+            &json!("2026-11-30T18:00:00Z")
+        ));
+        assert!(leaf_eq(&json!("2026-11-30"), &json!(" 2026-11-30")));
+        assert!(leaf_eq(&json!("09:00"), &json!("09:00:00")));
+        assert!(leaf_eq(&json!("Asia/Tokyo"), &json!("asia/tokyo")));
+        assert!(!leaf_eq(&json!("Asia/Tokyo"), &json!("Europe/London")));
+        assert!(!leaf_eq(&json!(true), &json!("true ")));
+    }
+
+    #[test]
+    fn a_mismatched_error_scores_nothing() {
+        let f = compare(
+            &obs(LONDON, false),
+            &obs("Invalid timezone: 'US/NewYork'", true),
+        );
+        assert_eq!((f.error_agreement, f.score), (0.0, 0.0));
     }
 }

@@ -32,11 +32,15 @@ impl LlmWorldModel {
 
     fn prompt(&self, req: &SimRequest<'_>) -> Vec<Message> {
         // The fixed part first, so servers with a prompt cache reuse it.
+        // Nothing here is a sample answer a small model could copy: the reply's shape is
+        // described in words, and the schema carries the rest.
         let system = "You simulate an MCP server. Given a tool's description, its input schema and the \
-            arguments of a call, reply with exactly what the real server would return: \
-            {\"is_error\": false, \"content\": \"<the tool's text result>\"}. When the tool returns \
-            JSON, put that JSON, as a string, in content. When the arguments are invalid for the \
-            tool, reply with is_error true and the server's error message. Do not explain.";
+            arguments of a call, reply with what the real server would return for exactly this \
+            call, as a JSON object with two fields: is_error, true when the server would reject \
+            the call or fail, and content, the text the server would send back (when the tool \
+            returns JSON, that JSON written as a string), with the values this call asks about. \
+            When the arguments are invalid for the tool, set is_error and give the server's error \
+            message as content. Do not describe the result and do not explain.";
         let mut user = format!(
             "Tool: {}\nDescription: {}\nInput schema: {}\nArguments: {}\n",
             req.tool.name, req.tool.description, req.tool.input_schema, req.arguments
@@ -142,5 +146,52 @@ impl WorldModel for LlmWorldModel {
                 }),
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::config::Endpoint;
+    use crate::trajectory::event::ToolInfo;
+
+    #[test]
+    fn the_prompt_offers_nothing_to_copy_and_its_markers_are_known_to_fidelity() {
+        let endpoint = Endpoint {
+            base_url: "http://127.0.0.1:9/v1".into(),
+            model: "m".into(),
+            api_key: None,
+            temperature: 0.0,
+            max_tokens: 64,
+            timeout: std::time::Duration::from_secs(1),
+            max_retries: 0,
+            output: Default::default(),
+            record_messages: false,
+        };
+        let wm = LlmWorldModel::new(Arc::new(LlmClient::new(endpoint)), None);
+        let tool = ToolInfo {
+            name: "Time MCP:convert_time".into(),
+            description: "Convert time".into(),
+            input_schema: json!({"type": "object"}),
+        };
+        let args = json!({"time": "09:00"});
+        let req = SimRequest {
+            tool: &tool,
+            arguments: &args,
+            user_request: "What time is it in Tokyo?",
+            history: &[],
+        };
+        let text: String = wm
+            .prompt(&req)
+            .iter()
+            .map(|m| serde_json::to_string(m).unwrap())
+            .collect::<Vec<_>>()
+            .join("\n")
+            .to_lowercase();
+        for marker in crate::metrics::fidelity::PROMPT_MARKERS {
+            assert!(text.contains(marker), "{marker:?} is in the prompt");
+        }
+        assert!(!text.contains('<'), "no <placeholder> to copy: {text}");
+        assert!(!text.contains("text result"), "{text}");
     }
 }

@@ -14,10 +14,14 @@ use super::{SimFailure, SimRequest, Simulation, WorldModel, canonical};
 use crate::trajectory::event::{EventBody, Observation, WorldModelInfo};
 use crate::trajectory::reader::{EventStream, collect_files};
 
+/// One recorded call: arguments, result, and the run it came from (an index into
+/// `sources`; `u32::MAX` when added by hand).
+type Transition = (Value, Observation, u32);
+
 /// Recorded real calls, by tool.
 #[derive(Debug, Default)]
 pub struct TransitionBuffer {
-    by_tool: HashMap<String, Vec<(Value, Observation)>>,
+    by_tool: HashMap<String, Vec<Transition>>,
     sources: Vec<PathBuf>,
     count: usize,
 }
@@ -41,6 +45,7 @@ impl TransitionBuffer {
                 tracing::warn!(file = %file.display(), "memory: skipping unreadable run");
                 continue;
             };
+            let source = buffer.sources.len() as u32;
             while let Ok(Some(e)) = stream.next_event() {
                 if let EventBody::ToolCalled {
                     tool,
@@ -50,7 +55,7 @@ impl TransitionBuffer {
                     ..
                 } = e.body
                 {
-                    buffer.add(&tool, arguments, result);
+                    buffer.add_from(&tool, arguments, result, source);
                 }
             }
             buffer.sources.push(file);
@@ -60,17 +65,31 @@ impl TransitionBuffer {
 
     /// Adds one transition.
     pub fn add(&mut self, tool: &str, arguments: Value, result: Observation) {
-        self.by_tool
-            .entry(tool.to_string())
-            .or_default()
-            .push((arguments.clone(), result.clone()));
+        self.add_from(tool, arguments, result, u32::MAX);
+    }
+
+    fn add_from(&mut self, tool: &str, arguments: Value, result: Observation, source: u32) {
+        self.by_tool.entry(tool.to_string()).or_default().push((
+            arguments.clone(),
+            result.clone(),
+            source,
+        ));
         if bare(tool) != tool {
             self.by_tool
                 .entry(format!(":{}", bare(tool)))
                 .or_default()
-                .push((arguments, result));
+                .push((arguments, result, source));
         }
         self.count += 1;
+    }
+
+    /// The index of a run the buffer was read from (paths compared as given and resolved).
+    pub fn source_of(&self, path: &std::path::Path) -> Option<u32> {
+        let resolved = path.canonicalize().ok();
+        self.sources
+            .iter()
+            .position(|s| s == path || (resolved.is_some() && s.canonicalize().ok() == resolved))
+            .map(|i| i as u32)
     }
 
     /// Transitions held.
@@ -83,28 +102,48 @@ impl TransitionBuffer {
         self.count == 0
     }
 
-    fn candidates(&self, tool: &str) -> Option<&Vec<(Value, Observation)>> {
+    fn candidates(&self, tool: &str) -> Option<&Vec<Transition>> {
         self.by_tool
             .get(tool)
             .or_else(|| self.by_tool.get(&format!(":{}", bare(tool))))
     }
 
     /// Some recorded call of `tool`, for showing a result's shape.
-    pub fn example(&self, tool: &str) -> Option<&(Value, Observation)> {
-        self.candidates(tool)?.iter().find(|(_, o)| !o.is_error)
+    pub fn example(&self, tool: &str) -> Option<(&Value, &Observation)> {
+        self.candidates(tool)?
+            .iter()
+            .find(|(_, o, _)| !o.is_error)
+            .map(|(a, o, _)| (a, o))
     }
 
     /// The recorded result for this call: exact match, else the nearest call of the tool.
     pub fn lookup(&self, tool: &str, arguments: &Value) -> Option<(&Observation, bool)> {
-        let candidates = self.candidates(tool)?;
+        self.lookup_without(tool, arguments, None)
+    }
+
+    /// [`TransitionBuffer::lookup`] without the calls of run `excluded` (leave one run out:
+    /// a call is never predicted from its own recording).
+    pub fn lookup_without(
+        &self,
+        tool: &str,
+        arguments: &Value,
+        excluded: Option<u32>,
+    ) -> Option<(&Observation, bool)> {
+        let candidates: Vec<&Transition> = self
+            .candidates(tool)?
+            .iter()
+            .filter(|(_, _, source)| Some(*source) != excluded)
+            .collect();
         let key = canonical(arguments);
-        if let Some((_, o)) = candidates.iter().find(|(a, _)| canonical(a) == key) {
+        if let Some((_, o, _)) = candidates.iter().find(|(a, _, _)| canonical(a) == key) {
             return Some((o, true));
         }
         candidates
             .iter()
-            .max_by(|(a, _), (b, _)| similarity(a, arguments).total_cmp(&similarity(b, arguments)))
-            .map(|(_, o)| (o, false))
+            .max_by(|(a, _, _), (b, _, _)| {
+                similarity(a, arguments).total_cmp(&similarity(b, arguments))
+            })
+            .map(|(_, o, _)| (o, false))
     }
 }
 
@@ -125,15 +164,28 @@ fn similarity(a: &Value, b: &Value) -> f64 {
 }
 
 /// The memory world model.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct MemoryWorldModel {
     buffer: std::sync::Arc<TransitionBuffer>,
+    /// The run whose calls it must not use (leave one run out), if any.
+    excluded: Option<u32>,
 }
 
 impl MemoryWorldModel {
     /// A world model over a buffer.
     pub fn new(buffer: std::sync::Arc<TransitionBuffer>) -> Self {
-        Self { buffer }
+        Self {
+            buffer,
+            excluded: None,
+        }
+    }
+
+    /// The same buffer without the calls recorded in `run` (for evaluating calls of `run`).
+    pub fn without(&self, run: &std::path::Path) -> Self {
+        Self {
+            buffer: self.buffer.clone(),
+            excluded: self.buffer.source_of(run),
+        }
     }
 }
 
@@ -164,7 +216,10 @@ impl WorldModel for MemoryWorldModel {
     ) -> BoxFuture<'a, Result<Simulation, SimFailure>> {
         Box::pin(async move {
             let start = Instant::now();
-            match self.buffer.lookup(&req.tool.name, req.arguments) {
+            match self
+                .buffer
+                .lookup_without(&req.tool.name, req.arguments, self.excluded)
+            {
                 Some((o, _exact)) => Ok(Simulation {
                     observation: o.clone(),
                     latency: start.elapsed(),

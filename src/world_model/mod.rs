@@ -6,6 +6,7 @@ pub mod cached;
 pub mod command;
 pub mod llm;
 pub mod memory;
+pub mod named;
 
 use std::time::Duration;
 

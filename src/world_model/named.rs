@@ -1,0 +1,473 @@
+//! Named world models: the built-in names (`llm`, `memory`, `command`) and the
+//! `[world_models.NAME]` tables of `cosmos.toml`, resolved and built. `cosmos run
+//! --world-model NAME` and `cosmos wm-eval --world-model NAME…` both come here.
+//!
+//! ```toml
+//! [world_models.qwen]
+//! kind = "llm"                 # with the keys of a [roles.*] table
+//! base_url = "http://127.0.0.1:8080/v1"
+//! model = "qwen2.5-coder-1.5b"
+//! examples_from = ["sample_runs"]   # optional: recorded results shown for their shape
+//! cached = true
+//!
+//! [world_models.recorded]
+//! kind = "memory"
+//! from = ["sample_runs"]
+//!
+//! [world_models.mine]
+//! kind = "command"
+//! command = "python3 my_world_model.py"
+//! timeout_s = 30
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use serde_json::json;
+
+use super::cached::CachedWorldModel;
+use super::command::CommandWorldModel;
+use super::llm::LlmWorldModel;
+use super::memory::{MemoryWorldModel, TransitionBuffer};
+use super::{SimFailure, SimRequest, Simulation, WorldModel};
+use crate::llm::client::LlmClient;
+use crate::llm::config::{Endpoint, LlmConfig};
+use crate::trajectory::event::{Role, WorldModelInfo};
+
+/// The names that need no table.
+pub const BUILT_IN: [&str; 4] = ["none", "llm", "memory", "command"];
+
+/// What a world model is made of.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Kind {
+    /// An LLM acting as the server.
+    Llm {
+        /// Its endpoint.
+        endpoint: Endpoint,
+        /// Recorded runs whose results it is shown for their shape.
+        examples_from: Vec<PathBuf>,
+    },
+    /// Recorded real calls.
+    Memory {
+        /// Folders or files of recorded runs.
+        from: Vec<PathBuf>,
+    },
+    /// An external process speaking JSON lines.
+    Command {
+        /// Its command line (`sh -c`).
+        command: String,
+        /// Time one simulation may take.
+        timeout: Duration,
+    },
+}
+
+/// A world model by name, ready to build.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Named {
+    /// The name runs and tables show.
+    pub name: String,
+    /// What it is.
+    pub kind: Kind,
+    /// Simulate the same call in the same context only once.
+    pub cached: bool,
+}
+
+/// What the command line says about the built-in names.
+#[derive(Debug, Clone, Default)]
+pub struct BuiltInOptions {
+    /// `--memory-from`: runs for `memory` (and examples for `llm`).
+    pub memory_from: Vec<PathBuf>,
+    /// `--world-model-command`.
+    pub command: Option<String>,
+    /// Time a `command` simulation may take.
+    pub command_timeout: Duration,
+    /// `--cache-world-model`.
+    pub cached: bool,
+}
+
+/// Resolves `name`: a built-in name (`none` gives `None`), else a `[world_models.NAME]` table of
+/// `config`. An unknown name is an error that lists the names there are.
+pub fn resolve(
+    name: &str,
+    llm: &mut LlmConfig,
+    config: Option<&Path>,
+    options: &BuiltInOptions,
+) -> Result<Option<Named>> {
+    let tables = tables(config)?;
+    if let Some(table) = tables.get(name) {
+        return from_table(name, table.clone(), llm, config).map(Some);
+    }
+    let kind = match name {
+        "none" => return Ok(None),
+        "llm" => Kind::Llm {
+            endpoint: llm.endpoint(Role::WorldModel).clone(),
+            examples_from: options.memory_from.clone(),
+        },
+        "memory" => {
+            if options.memory_from.is_empty() {
+                bail!("--world-model memory needs --memory-from DIR (recorded runs)");
+            }
+            Kind::Memory {
+                from: options.memory_from.clone(),
+            }
+        }
+        "command" => Kind::Command {
+            command: options
+                .command
+                .clone()
+                .context("--world-model command needs --world-model-command CMD")?,
+            timeout: options.command_timeout,
+        },
+        other => {
+            let mut known: Vec<String> = BUILT_IN.iter().map(|s| s.to_string()).collect();
+            known.extend(tables.keys().cloned());
+            bail!(
+                "no world model named {other:?}: built in are none, llm, memory, command{}",
+                if tables.is_empty() {
+                    format!(
+                        "; name your own in {} under [world_models.NAME]",
+                        config.map_or("cosmos.toml (--config)".to_string(), |p| p
+                            .display()
+                            .to_string())
+                    )
+                } else {
+                    format!(
+                        "; {} names {}",
+                        config.map_or(String::new(), |p| p.display().to_string()),
+                        tables.keys().cloned().collect::<Vec<_>>().join(", ")
+                    )
+                }
+            )
+        }
+    };
+    Ok(Some(Named {
+        name: name.to_string(),
+        kind,
+        cached: options.cached,
+    }))
+}
+
+/// The `[world_models]` tables of a config file.
+fn tables(config: Option<&Path>) -> Result<BTreeMap<String, toml::Table>> {
+    #[derive(serde::Deserialize)]
+    struct File {
+        #[serde(default)]
+        world_models: BTreeMap<String, toml::Table>,
+    }
+    let Some(path) = config else {
+        return Ok(BTreeMap::new());
+    };
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let file: File =
+        toml::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
+    for name in file.world_models.keys() {
+        if BUILT_IN.contains(&name.as_str()) {
+            bail!(
+                "{}: [world_models.{name}] takes a built-in name; choose another",
+                path.display()
+            );
+        }
+    }
+    Ok(file.world_models)
+}
+
+fn from_table(
+    name: &str,
+    mut table: toml::Table,
+    llm: &mut LlmConfig,
+    config: Option<&Path>,
+) -> Result<Named> {
+    let label = format!("[world_models.{name}]");
+    let base = config.and_then(Path::parent).unwrap_or(Path::new("."));
+    // Paths in the file are relative to the file.
+    let paths = |table: &mut toml::Table, key: &str| -> Result<Vec<PathBuf>> {
+        match table.remove(key) {
+            None => Ok(Vec::new()),
+            Some(v) => {
+                let list: Vec<String> = v
+                    .try_into()
+                    .with_context(|| format!("{label} {key}: a list of paths"))?;
+                Ok(list.into_iter().map(|p| base.join(p)).collect())
+            }
+        }
+    };
+    let kind: String = table
+        .remove("kind")
+        .with_context(|| format!("{label}: needs kind = \"llm\", \"memory\" or \"command\""))?
+        .try_into()
+        .with_context(|| format!("{label} kind: a string"))?;
+    let cached = match table.remove("cached") {
+        Some(v) => v
+            .try_into()
+            .with_context(|| format!("{label} cached: true or false"))?,
+        None => false,
+    };
+    let kind = match kind.as_str() {
+        "llm" => {
+            let examples_from = paths(&mut table, "examples_from")?;
+            Kind::Llm {
+                endpoint: llm.endpoint_from(table, &label)?,
+                examples_from,
+            }
+        }
+        "memory" => {
+            let from = paths(&mut table, "from")?;
+            if from.is_empty() {
+                bail!("{label}: a memory world model needs from = [\"runs/\", …]");
+            }
+            let extra: Vec<&String> = table.keys().collect();
+            if !extra.is_empty() {
+                bail!("{label}: unknown keys {extra:?} (memory takes from, cached)");
+            }
+            Kind::Memory { from }
+        }
+        "command" => {
+            let command: String = table
+                .remove("command")
+                .with_context(|| format!("{label}: needs command = \"…\""))?
+                .try_into()
+                .with_context(|| format!("{label} command: a string"))?;
+            let timeout_s: f64 = match table.remove("timeout_s") {
+                Some(v) => v
+                    .try_into()
+                    .with_context(|| format!("{label} timeout_s: seconds"))?,
+                None => 60.0,
+            };
+            if !(0.05..=86_400.0).contains(&timeout_s) {
+                bail!("{label} timeout_s = {timeout_s}: must be seconds from 0.05 to 86400");
+            }
+            let extra: Vec<&String> = table.keys().collect();
+            if !extra.is_empty() {
+                bail!("{label}: unknown keys {extra:?} (command takes command, timeout_s, cached)");
+            }
+            Kind::Command {
+                command,
+                timeout: Duration::from_secs_f64(timeout_s),
+            }
+        }
+        other => bail!("{label} kind = {other:?}: must be \"llm\", \"memory\" or \"command\""),
+    };
+    Ok(Named {
+        name: name.to_string(),
+        kind,
+        cached,
+    })
+}
+
+impl Named {
+    /// Builds the world model (a memory one reads its runs now).
+    pub fn build(&self) -> Result<Built> {
+        let memory = |from: &[PathBuf]| -> Result<Option<Arc<TransitionBuffer>>> {
+            if from.is_empty() {
+                return Ok(None);
+            }
+            Ok(Some(Arc::new(TransitionBuffer::from_runs(from)?)))
+        };
+        let (inner, memory_model): (Arc<dyn WorldModel>, Option<MemoryWorldModel>) =
+            match &self.kind {
+                Kind::Llm {
+                    endpoint,
+                    examples_from,
+                } => (
+                    Arc::new(LlmWorldModel::new(
+                        Arc::new(LlmClient::new(endpoint.clone())),
+                        memory(examples_from)?,
+                    )),
+                    None,
+                ),
+                Kind::Memory { from } => {
+                    let buffer = memory(from)?.unwrap_or_default();
+                    if buffer.is_empty() {
+                        bail!(
+                            "world model {}: no real tool calls under {} to predict from",
+                            self.name,
+                            from.iter()
+                                .map(|p| p.display().to_string())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        );
+                    }
+                    let model = MemoryWorldModel::new(buffer);
+                    (Arc::new(model.clone()), Some(model))
+                }
+                Kind::Command { command, timeout } => (
+                    Arc::new(CommandWorldModel::new(command.clone(), *timeout)),
+                    None,
+                ),
+            };
+        Ok(Built {
+            model: self.wrap(inner),
+            memory: memory_model,
+            named: self.clone(),
+        })
+    }
+
+    /// `inner` under this name, cached if asked.
+    fn wrap(&self, inner: Arc<dyn WorldModel>) -> Arc<dyn WorldModel> {
+        let named: Arc<dyn WorldModel> = if BUILT_IN.contains(&self.name.as_str()) {
+            inner
+        } else {
+            Arc::new(Renamed {
+                name: self.name.clone(),
+                inner,
+            })
+        };
+        if self.cached {
+            Arc::new(CachedWorldModel::new(named))
+        } else {
+            named
+        }
+    }
+}
+
+/// A built world model.
+pub struct Built {
+    /// The model.
+    pub model: Arc<dyn WorldModel>,
+    /// For a memory world model, the model itself, to leave one run out in evaluations.
+    memory: Option<MemoryWorldModel>,
+    named: Named,
+}
+
+impl Built {
+    /// The model for predicting calls recorded in `run`: a memory world model without that
+    /// run's own calls (it would otherwise score itself); any other model as it is.
+    pub fn for_calls_of(&self, run: &Path) -> Arc<dyn WorldModel> {
+        match &self.memory {
+            Some(memory) => self.named.wrap(Arc::new(memory.without(run))),
+            None => self.model.clone(),
+        }
+    }
+}
+
+/// A world model under the name its user gave it; its own name goes in the details.
+struct Renamed {
+    name: String,
+    inner: Arc<dyn WorldModel>,
+}
+
+impl WorldModel for Renamed {
+    fn name(&self) -> String {
+        self.name.clone()
+    }
+
+    fn describe(&self) -> WorldModelInfo {
+        let mut info = self.inner.describe();
+        info.details.insert("kind".into(), json!(info.name));
+        info.name = self.name.clone();
+        info
+    }
+
+    fn simulate<'a>(
+        &'a self,
+        request: SimRequest<'a>,
+    ) -> futures::future::BoxFuture<'a, Result<Simulation, SimFailure>> {
+        self.inner.simulate(request)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(text: &str) -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cosmos.toml");
+        std::fs::write(&path, text).unwrap();
+        (dir, path)
+    }
+
+    #[test]
+    fn tables_resolve_with_defaults_and_relative_paths() {
+        let (dir, path) = config(
+            "[default]\nmodel = \"base\"\n\
+             [world_models.qwen]\nkind = \"llm\"\nbase_url = \"http://127.0.0.1:9/v1/\"\ntemperature = 0.3\ncached = true\n\
+             [world_models.rec]\nkind = \"memory\"\nfrom = [\"runs\"]\n\
+             [world_models.mine]\nkind = \"command\"\ncommand = \"./wm\"\ntimeout_s = 5\n",
+        );
+        let mut llm = LlmConfig::load(Some(&path)).unwrap();
+        let options = BuiltInOptions::default();
+        let qwen = resolve("qwen", &mut llm, Some(&path), &options)
+            .unwrap()
+            .unwrap();
+        match &qwen.kind {
+            Kind::Llm { endpoint, .. } => {
+                assert_eq!(endpoint.base_url, "http://127.0.0.1:9/v1");
+                assert_eq!(endpoint.model, "base", "from [default]");
+                assert_eq!(endpoint.temperature, 0.3);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(qwen.cached);
+        let rec = resolve("rec", &mut llm, Some(&path), &options)
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            rec.kind,
+            Kind::Memory {
+                from: vec![dir.path().join("runs")]
+            }
+        );
+        let mine = resolve("mine", &mut llm, Some(&path), &options)
+            .unwrap()
+            .unwrap();
+        assert!(
+            matches!(mine.kind, Kind::Command { timeout, .. } if timeout == Duration::from_secs(5))
+        );
+        assert_eq!(
+            resolve("none", &mut llm, Some(&path), &options).unwrap(),
+            None
+        );
+    }
+
+    #[test]
+    fn mistakes_are_clear_errors() {
+        let err = |text: &str, name: &str| {
+            let (_dir, path) = config(text);
+            let mut llm = LlmConfig::load(Some(&path)).unwrap();
+            format!(
+                "{:#}",
+                resolve(name, &mut llm, Some(&path), &BuiltInOptions::default()).unwrap_err()
+            )
+        };
+        assert!(err("", "qwen").contains("no world model named \"qwen\""));
+        assert!(
+            err("[world_models.a]\nkind = \"memory\"\nfrom = [\"x\"]\n", "b").contains("names a")
+        );
+        assert!(
+            err("[world_models.a]\nkind = \"llm\"\nmodle = \"x\"\n", "a")
+                .contains("[world_models.a]")
+        );
+        assert!(err("[world_models.a]\nkind = \"oracle\"\n", "a").contains("must be \"llm\""));
+        assert!(err("[world_models.a]\nkind = \"memory\"\n", "a").contains("needs from"));
+        assert!(
+            err(
+                "[world_models.llm]\nkind = \"memory\"\nfrom = [\"x\"]\n",
+                "llm"
+            )
+            .contains("built-in name")
+        );
+        assert!(err("", "memory").contains("--memory-from"));
+    }
+
+    #[test]
+    fn a_named_world_model_records_its_name_and_kind() {
+        let named = Named {
+            name: "mine".into(),
+            kind: Kind::Command {
+                command: "true".into(),
+                timeout: Duration::from_secs(1),
+            },
+            cached: false,
+        };
+        let built = named.build().unwrap();
+        assert_eq!(built.model.name(), "mine");
+        let info = built.model.describe();
+        assert_eq!(info.name, "mine");
+        assert_eq!(info.details["kind"], json!("command"));
+    }
+}
