@@ -11,4 +11,5 @@ pub mod sanitize;
 pub mod task;
 pub mod trajectory;
 pub mod tui;
+pub mod wm_eval;
 pub mod world_model;

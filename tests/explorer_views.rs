@@ -516,6 +516,7 @@ fn node_with_everything() -> Run {
             latency_ms: 40,
             node: Some(1),
             error: None,
+            origin: None,
         },
     ];
     common::run_of(

@@ -12,6 +12,7 @@ const LAYERS: &[&[&str]] = &[
     &["llm", "mcp"],
     &["world_model"],
     &["agent", "judge"],
+    &["wm_eval"],
     &["tui"],
     &["cli"],
 ];

@@ -284,6 +284,7 @@ fn writer_redacts_secrets_everywhere() {
             latency_ms: 1,
             node: None,
             error: None,
+            origin: None,
         })
         .unwrap();
     let text = fs::read_to_string(&path).unwrap();

@@ -89,6 +89,7 @@ pub async fn call(
         latency_ms: outcome.latency.as_millis() as u64,
         node: planned.node,
         error: outcome.error.clone(),
+        origin: None,
     })?;
     if let Some(died) = outcome.server_died {
         sink.emit(EventBody::Error {

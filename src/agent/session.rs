@@ -324,6 +324,7 @@ async fn run_agent(
         AgentKind::React => react::run(env, rec).await,
         AgentKind::PlanExec => plan_exec::run(env, rec).await,
         AgentKind::Spiral => spiral::run(env, rec, search).await,
+        AgentKind::WmEval => Ok(End::failed("wm_eval is not an agent (cosmos wm-eval)")),
     }
 }
 

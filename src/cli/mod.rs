@@ -6,6 +6,7 @@ mod report;
 mod run;
 mod servers;
 mod validate;
+mod wm_eval;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -80,6 +81,9 @@ pub enum Command {
         #[arg(short, long)]
         quiet: bool,
     },
+    /// Evaluate world models on the same recorded calls: each simulates every real call of the
+    /// runs in the context it was made in; prints a leaderboard and writes the simulations.
+    WmEval(Box<wm_eval::WmEvalArgs>),
     /// Print the paper's tables for groups of runs: one row per configuration.
     Report {
         /// Files or folders (searched recursively for *.jsonl).
@@ -113,6 +117,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             force,
         } => judge::run(&paths, config, force),
         Command::Validate { paths, quiet } => validate::run(&paths, quiet),
+        Command::WmEval(args) => wm_eval::run(*args),
         Command::Report {
             paths,
             group_by,

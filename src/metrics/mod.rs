@@ -2,6 +2,7 @@
 
 pub mod fidelity;
 pub mod group;
+pub mod leaderboard;
 pub mod records;
 pub mod run;
 pub mod stats;

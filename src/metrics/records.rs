@@ -21,6 +21,14 @@ pub fn read_records(paths: &[PathBuf]) -> Result<(Vec<RunRecord>, Vec<String>)> 
                 continue;
             }
         };
+        // A wm-eval file is not an agent's run: its calls are copies, scored by wm-eval.
+        if stream.header().agent.kind == crate::trajectory::event::AgentKind::WmEval {
+            unreadable.push(format!(
+                "{}: a wm-eval file, not a run (its leaderboard: cosmos wm-eval)",
+                file.display()
+            ));
+            continue;
+        }
         let mut acc = RunAccumulator::new(stream.header());
         while let Some(event) = stream.next_event()? {
             acc.push(&event);

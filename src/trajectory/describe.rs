@@ -97,6 +97,16 @@ pub fn summary(event: &Event) -> String {
             parent.map_or("—".into(), |p| format!("#{p}")),
             node_label(&event.body)
         ),
+        EventBody::CallSimulated {
+            step,
+            world_model,
+            observation,
+            ..
+        } => format!(
+            "step {step} by {world_model}{}: {}",
+            if observation.is_error { " (error)" } else { "" },
+            observation.text
+        ),
         EventBody::NodeSimulated {
             node,
             world_model,

@@ -121,6 +121,8 @@ pub enum AgentKind {
     PlanExec,
     /// Monte Carlo tree search over the world model, then execute the best plan.
     Spiral,
+    /// Not an agent: `cosmos wm-eval`, world models simulating recorded real calls.
+    WmEval,
 }
 
 impl AgentKind {
@@ -130,6 +132,7 @@ impl AgentKind {
             AgentKind::React => "react",
             AgentKind::PlanExec => "plan_exec",
             AgentKind::Spiral => "spiral",
+            AgentKind::WmEval => "wm_eval",
         }
     }
 }
@@ -309,6 +312,15 @@ pub struct Observation {
 
 fn is_zero(n: &u64) -> bool {
     *n == 0
+}
+
+/// Where a copied call was recorded first.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Origin {
+    /// The run file.
+    pub run: String,
+    /// The call's `seq` there.
+    pub seq: u64,
 }
 
 /// The verdict behind a node's base reward (SPIRAL's table).
@@ -534,6 +546,24 @@ pub enum EventBody {
         /// Transport or protocol error (timeout, server died, unknown tool).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         error: Option<String>,
+        /// Where the call was recorded first, when this is a copy (in a wm-eval file).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        origin: Option<Origin>,
+    },
+    /// A world model's simulation of the real call of step `step` (in a wm-eval file), in the
+    /// context that call had.
+    CallSimulated {
+        /// The `tool_called` step it predicts.
+        step: u64,
+        /// The world model, by its name.
+        world_model: String,
+        /// The prediction.
+        observation: Observation,
+        /// Latency of the simulation.
+        latency_ms: u64,
+        /// Tokens spent, when the world model uses an LLM.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tokens: Option<u64>,
     },
     /// The final answer.
     Answer {
@@ -604,6 +634,7 @@ pub const KNOWN_KINDS: &[&str] = &[
     "judge_scored",
     "error",
     "decision_rejected",
+    "call_simulated",
     "run_finished",
 ];
 
@@ -623,6 +654,7 @@ impl EventBody {
             EventBody::JudgeScored { .. } => "judge_scored",
             EventBody::Error { .. } => "error",
             EventBody::DecisionRejected { .. } => "decision_rejected",
+            EventBody::CallSimulated { .. } => "call_simulated",
             EventBody::RunFinished { .. } => "run_finished",
             EventBody::Unknown { kind, .. } => kind,
         }

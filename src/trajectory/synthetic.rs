@@ -302,6 +302,7 @@ pub fn events(spec: &Spec) -> Vec<(u64, EventBody)> {
                     latency_ms: rng.u64(5..80),
                     node: Some(n as u64),
                     error: None,
+                    origin: None,
                 },
             ));
         }

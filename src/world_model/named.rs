@@ -334,6 +334,11 @@ pub struct Built {
 }
 
 impl Built {
+    /// True for a memory world model (evaluated leave one run out).
+    pub fn is_memory(&self) -> bool {
+        self.memory.is_some()
+    }
+
     /// The model for predicting calls recorded in `run`: a memory world model without that
     /// run's own calls (it would otherwise score itself); any other model as it is.
     pub fn for_calls_of(&self, run: &Path) -> Arc<dyn WorldModel> {

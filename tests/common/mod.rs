@@ -155,6 +155,7 @@ pub fn plan_fails_bodies(world_model: &str, second_target: &str) -> Vec<EventBod
             latency_ms: 15,
             node: Some(1),
             error: None,
+            origin: None,
         },
         EventBody::ToolCalled {
             step: 2,
@@ -168,6 +169,7 @@ pub fn plan_fails_bodies(world_model: &str, second_target: &str) -> Vec<EventBod
             latency_ms: 12,
             node: Some(2),
             error: None,
+            origin: None,
         },
         EventBody::Phase {
             phase: Phase::Answer,
@@ -232,6 +234,7 @@ pub fn revised_run() -> Run {
         latency_ms: 14,
         node: Some(node),
         error: None,
+        origin: None,
     };
     let finish = || Some(Action::Finish { answer: None });
     let predicted = r#"{"target":{"datetime":"2026-11-29T17:00:00"}}"#;
@@ -360,6 +363,7 @@ pub fn three_runs() -> Vec<Run> {
             latency_ms: 10,
             node: None,
             error: None,
+            origin: None,
         },
         EventBody::ToolCalled {
             step: 2,
@@ -370,6 +374,7 @@ pub fn three_runs() -> Vec<Run> {
             latency_ms: 10,
             node: None,
             error: None,
+            origin: None,
         },
         EventBody::ToolCalled {
             step: 3,
@@ -380,6 +385,7 @@ pub fn three_runs() -> Vec<Run> {
             latency_ms: 10,
             node: None,
             error: None,
+            origin: None,
         },
         EventBody::Answer {
             text: "done".into(),

@@ -605,6 +605,7 @@ mod tests {
                 latency_ms: 3,
                 node: None,
                 error: None,
+                origin: None,
             },
         }
     }

@@ -1,0 +1,104 @@
+//! `cosmos wm-eval`: world models side by side on the same recorded calls (see `crate::wm_eval`).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Result;
+use clap::Args;
+
+use super::ReportFormat;
+use crate::metrics::leaderboard::{Format, render};
+use crate::sanitize::{inert, inert_json};
+use crate::wm_eval::{EvalSpec, evaluate, recorded_calls};
+use crate::world_model::named::BuiltInOptions;
+
+/// `cosmos wm-eval` options.
+#[derive(Debug, Args)]
+pub struct WmEvalArgs {
+    /// Recorded runs (files or folders): their real tool calls are what is simulated.
+    #[arg(required = true)]
+    pub runs: Vec<PathBuf>,
+    /// A world model to evaluate (repeatable): llm, memory, command, or a [world_models.NAME]
+    /// of --config. `memory` never sees the run a call comes from.
+    #[arg(long = "world-model", value_name = "NAME", required = true)]
+    pub world_models: Vec<String>,
+    /// cosmos.toml: endpoints per role and [world_models.NAME] tables.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Runs for the built-in `memory` (default: the runs evaluated, leave one run out) and
+    /// examples for the built-in `llm`.
+    #[arg(long)]
+    pub memory_from: Vec<PathBuf>,
+    /// Command line of the built-in `command` world model.
+    #[arg(long)]
+    pub world_model_command: Option<String>,
+    /// Folder for the wm-eval trajectory.
+    #[arg(long, default_value = "runs")]
+    pub out: PathBuf,
+    /// Simulations at once.
+    #[arg(long, default_value_t = 4)]
+    pub concurrency: usize,
+    /// Time one `command` simulation may take, seconds.
+    #[arg(long, default_value_t = 60)]
+    pub call_timeout_s: u64,
+    /// Output format; `json` is documented in docs/report-format.md.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: ReportFormat,
+}
+
+/// Runs the evaluation and prints the leaderboard.
+pub fn run(args: WmEvalArgs) -> Result<ExitCode> {
+    if args.concurrency == 0 || args.concurrency > 256 {
+        anyhow::bail!("--concurrency {}: must be from 1 to 256", args.concurrency);
+    }
+    let (calls, skipped) = recorded_calls(&args.runs)?;
+    for s in &skipped {
+        eprintln!("cosmos: skipped {}", inert(s));
+    }
+    let memory_from = if args.memory_from.is_empty() {
+        args.runs.clone()
+    } else {
+        args.memory_from.clone()
+    };
+    let spec = EvalSpec {
+        world_models: args.world_models.clone(),
+        config: args.config.clone(),
+        options: BuiltInOptions {
+            memory_from,
+            command: args.world_model_command.clone(),
+            command_timeout: Duration::from_secs(args.call_timeout_s),
+            cached: false,
+        },
+        concurrency: args.concurrency,
+        out_dir: args.out.clone(),
+        runs: args.runs.clone(),
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    eprintln!(
+        "cosmos: {} world model(s) simulating {} recorded call(s), {} at once",
+        spec.world_models.len(),
+        calls.len(),
+        spec.concurrency
+    );
+    let evaluation = runtime.block_on(evaluate(&spec, &calls))?;
+    let format = match args.format {
+        ReportFormat::Table => Format::Table,
+        ReportFormat::Markdown => Format::Markdown,
+        ReportFormat::Csv => Format::Csv,
+        ReportFormat::Json => Format::Json,
+    };
+    let text = render(&evaluation.board, format);
+    if format == Format::Json {
+        print!("{}", inert_json(&text));
+    } else {
+        print!("{}", inert(&text));
+    }
+    eprintln!(
+        "cosmos: simulations written to {}",
+        evaluation.path.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}

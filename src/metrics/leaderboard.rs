@@ -1,0 +1,498 @@
+//! World models side by side on the same recorded calls (`cosmos wm-eval`): per world model the
+//! calls it simulated, mean fidelity with its 95% interval, how well it predicted which calls
+//! fail (precision, recall, F1), per tool; and for every pair of world models a paired comparison
+//! on the calls both simulated (mean difference with a paired bootstrap 95% interval, wins, ties,
+//! losses). Fidelity is [`super::fidelity::compare`], the one every view uses.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use super::fidelity::Fidelity;
+use super::stats::Estimate;
+
+/// What one world model did with one recorded call.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Outcome {
+    /// It predicted a result, scored against the real one.
+    Simulated {
+        /// The score.
+        fidelity: Fidelity,
+        /// It predicted an error.
+        predicted_error: bool,
+        /// Tokens it spent.
+        tokens: u64,
+    },
+    /// It could not simulate (the world model failed; no prediction is made up for it).
+    Failed,
+}
+
+/// One recorded call and what every world model did with it (in the world models' order).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallResult {
+    /// Namespaced tool.
+    pub tool: String,
+    /// The real call failed.
+    pub real_error: bool,
+    /// One outcome per world model.
+    pub outcomes: Vec<Outcome>,
+}
+
+/// A mean with its interval, as the JSON shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Mean {
+    /// The mean.
+    pub mean: f64,
+    /// The 95% interval (Student's t); `None` under two values.
+    pub ci: Option<[f64; 2]>,
+}
+
+impl Mean {
+    fn of(values: &[f64]) -> Option<Self> {
+        Estimate::of(values).map(|e| Self {
+            mean: e.mean,
+            ci: e.ci,
+        })
+    }
+}
+
+/// How well failures were foreseen: the positive class is a real call that failed.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct ErrorPrediction {
+    /// Of the calls it said would fail, how many did; `None` when it said none would.
+    pub precision: Option<f64>,
+    /// Of the calls that failed, how many it said would; `None` when none failed.
+    pub recall: Option<f64>,
+    /// Their harmonic mean, when both exist.
+    pub f1: Option<f64>,
+}
+
+/// One tool's share of a world model's row.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolRow {
+    /// Namespaced tool.
+    pub tool: String,
+    /// Calls simulated.
+    pub n: usize,
+    /// Mean fidelity.
+    pub fidelity: Option<Mean>,
+}
+
+/// One world model's row.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct WorldModelRow {
+    /// Its name.
+    pub name: String,
+    /// Calls it simulated (a prediction was made, including empty or placeholder ones).
+    pub n: usize,
+    /// Calls it was asked to simulate.
+    pub calls: usize,
+    /// Calls it could not simulate.
+    pub failed: usize,
+    /// Simulations that predicted nothing (empty, placeholder, prompt echoed).
+    pub no_prediction: usize,
+    /// Mean fidelity over the calls it simulated.
+    pub fidelity: Option<Mean>,
+    /// Error prediction.
+    pub error_prediction: ErrorPrediction,
+    /// Tokens spent.
+    pub tokens: u64,
+    /// Per tool.
+    pub by_tool: Vec<ToolRow>,
+}
+
+/// Two world models on the calls both simulated.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Pair {
+    /// The first.
+    pub a: String,
+    /// The second.
+    pub b: String,
+    /// Calls both simulated.
+    pub n: usize,
+    /// Mean of `fidelity(a) − fidelity(b)`.
+    pub mean_diff: Option<f64>,
+    /// Paired bootstrap 95% interval of that mean.
+    pub ci: Option<[f64; 2]>,
+    /// Calls where `a` scored higher.
+    pub wins: usize,
+    /// Calls where both scored the same.
+    pub ties: usize,
+    /// Calls where `b` scored higher.
+    pub losses: usize,
+}
+
+/// The whole comparison.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Leaderboard {
+    /// One row per world model, in the order given.
+    pub world_models: Vec<WorldModelRow>,
+    /// Every pair, in the order given.
+    pub pairs: Vec<Pair>,
+}
+
+/// Resamples for the paired bootstrap; a fixed seed makes the table reproducible.
+const BOOTSTRAP: usize = 2_000;
+const SEED: u64 = 0x5EED_C05E;
+
+/// The leaderboard of `names` over `calls`.
+pub fn leaderboard(names: &[String], calls: &[CallResult]) -> Leaderboard {
+    let world_models = names
+        .iter()
+        .enumerate()
+        .map(|(w, name)| row(name, w, calls))
+        .collect();
+    let mut pairs = Vec::new();
+    for a in 0..names.len() {
+        for b in a + 1..names.len() {
+            pairs.push(pair(names, a, b, calls));
+        }
+    }
+    Leaderboard {
+        world_models,
+        pairs,
+    }
+}
+
+fn score(outcome: &Outcome) -> Option<f64> {
+    match outcome {
+        Outcome::Simulated { fidelity, .. } => Some(fidelity.score),
+        Outcome::Failed => None,
+    }
+}
+
+fn row(name: &str, w: usize, calls: &[CallResult]) -> WorldModelRow {
+    let mut scores = Vec::new();
+    let (mut tp, mut fp, mut fn_, mut failed, mut none, mut tokens) = (0, 0, 0, 0, 0, 0);
+    let mut by_tool: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+    for call in calls {
+        match call.outcomes[w] {
+            Outcome::Failed => failed += 1,
+            Outcome::Simulated {
+                fidelity,
+                predicted_error,
+                tokens: t,
+            } => {
+                scores.push(fidelity.score);
+                by_tool.entry(&call.tool).or_default().push(fidelity.score);
+                tokens += t;
+                none += usize::from(fidelity.no_prediction);
+                // Nothing predicted foresees no failure.
+                let said_error = predicted_error && !fidelity.no_prediction;
+                match (said_error, call.real_error) {
+                    (true, true) => tp += 1,
+                    (true, false) => fp += 1,
+                    (false, true) => fn_ += 1,
+                    (false, false) => {}
+                }
+            }
+        }
+    }
+    let ratio = |a: usize, b: usize| (b > 0).then(|| a as f64 / b as f64);
+    let precision = ratio(tp, tp + fp);
+    let recall = ratio(tp, tp + fn_);
+    let f1 = match (precision, recall) {
+        (Some(p), Some(r)) if p + r > 0.0 => Some(2.0 * p * r / (p + r)),
+        (Some(_), Some(_)) => Some(0.0),
+        _ => None,
+    };
+    WorldModelRow {
+        name: name.to_string(),
+        n: scores.len(),
+        calls: calls.len(),
+        failed,
+        no_prediction: none,
+        fidelity: Mean::of(&scores),
+        error_prediction: ErrorPrediction {
+            precision,
+            recall,
+            f1,
+        },
+        tokens,
+        by_tool: by_tool
+            .into_iter()
+            .map(|(tool, s)| ToolRow {
+                tool: tool.to_string(),
+                n: s.len(),
+                fidelity: Mean::of(&s),
+            })
+            .collect(),
+    }
+}
+
+fn pair(names: &[String], a: usize, b: usize, calls: &[CallResult]) -> Pair {
+    let diffs: Vec<f64> = calls
+        .iter()
+        .filter_map(|c| Some(score(&c.outcomes[a])? - score(&c.outcomes[b])?))
+        .collect();
+    let n = diffs.len();
+    let tie = |d: f64| d.abs() <= 1e-9;
+    let mean_diff = (n > 0).then(|| diffs.iter().sum::<f64>() / n as f64);
+    Pair {
+        a: names[a].clone(),
+        b: names[b].clone(),
+        n,
+        mean_diff,
+        ci: (n >= 2).then(|| bootstrap_ci(&diffs)),
+        wins: diffs.iter().filter(|&&d| d > 0.0 && !tie(d)).count(),
+        ties: diffs.iter().filter(|&&d| tie(d)).count(),
+        losses: diffs.iter().filter(|&&d| d < 0.0 && !tie(d)).count(),
+    }
+}
+
+/// The 2.5th and 97.5th percentiles of the mean over resamples of `diffs` (calls drawn with
+/// replacement, so each resample keeps its pairs together).
+fn bootstrap_ci(diffs: &[f64]) -> [f64; 2] {
+    let mut rng = fastrand::Rng::with_seed(SEED);
+    let n = diffs.len();
+    let mut means: Vec<f64> = (0..BOOTSTRAP)
+        .map(|_| (0..n).map(|_| diffs[rng.usize(..n)]).sum::<f64>() / n as f64)
+        .collect();
+    means.sort_by(f64::total_cmp);
+    let at = |q: f64| means[((BOOTSTRAP as f64 - 1.0) * q).round() as usize];
+    [at(0.025), at(0.975)]
+}
+
+/// How the leaderboard is printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// Aligned columns.
+    Table,
+    /// A markdown table.
+    Markdown,
+    /// Comma-separated values (the world models' rows).
+    Csv,
+    /// The JSON of docs/report-format.md.
+    Json,
+}
+
+/// The leaderboard as text.
+pub fn render(board: &Leaderboard, format: Format) -> String {
+    if format == Format::Json {
+        return serde_json::to_string_pretty(board).unwrap_or_default() + "\n";
+    }
+    let num = |v: Option<f64>| v.map_or("—".to_string(), |v| format!("{v:.2}"));
+    let mean = |m: &Option<Mean>| match m {
+        Some(Mean {
+            mean,
+            ci: Some([lo, hi]),
+        }) => format!("{mean:.2} [{lo:.2}, {hi:.2}]"),
+        Some(Mean { mean, ci: None }) => format!("{mean:.2}"),
+        None => "—".into(),
+    };
+    let header = [
+        "world model",
+        "simulated",
+        "failed",
+        "no prediction",
+        "fidelity [95% CI]",
+        "error P",
+        "error R",
+        "error F1",
+        "tokens",
+    ];
+    let rows: Vec<Vec<String>> = board
+        .world_models
+        .iter()
+        .map(|w| {
+            vec![
+                w.name.clone(),
+                format!("{}/{}", w.n, w.calls),
+                w.failed.to_string(),
+                w.no_prediction.to_string(),
+                mean(&w.fidelity),
+                num(w.error_prediction.precision),
+                num(w.error_prediction.recall),
+                num(w.error_prediction.f1),
+                w.tokens.to_string(),
+            ]
+        })
+        .collect();
+    let mut out = String::new();
+    if format == Format::Csv {
+        let _ = writeln!(out, "{}", header.join(","));
+        for r in rows {
+            let cells: Vec<String> = r
+                .iter()
+                .map(|c| {
+                    if c.contains([',', '"']) {
+                        format!("\"{}\"", c.replace('"', "\"\""))
+                    } else {
+                        c.clone()
+                    }
+                })
+                .collect();
+            let _ = writeln!(out, "{}", cells.join(","));
+        }
+        return out;
+    }
+    let pair_header = [
+        "a",
+        "b",
+        "both simulated",
+        "mean a−b [95% CI]",
+        "wins",
+        "ties",
+        "losses",
+    ];
+    let pair_rows: Vec<Vec<String>> = board
+        .pairs
+        .iter()
+        .map(|p| {
+            vec![
+                p.a.clone(),
+                p.b.clone(),
+                p.n.to_string(),
+                match (p.mean_diff, p.ci) {
+                    (Some(m), Some([lo, hi])) => format!("{m:+.2} [{lo:+.2}, {hi:+.2}]"),
+                    (Some(m), None) => format!("{m:+.2}"),
+                    _ => "—".into(),
+                },
+                p.wins.to_string(),
+                p.ties.to_string(),
+                p.losses.to_string(),
+            ]
+        })
+        .collect();
+    table(&mut out, &header, &rows, format);
+    if !pair_rows.is_empty() {
+        out.push('\n');
+        table(&mut out, &pair_header, &pair_rows, format);
+    }
+    if format == Format::Table {
+        out.push_str(
+            "\nfidelity: mean over the calls each world model simulated, 95% interval (Student's t); \
+             error P/R/F1: how well it foresaw the calls that failed; pairs: paired bootstrap on the \
+             calls both simulated. Formula: docs/world-models.md, \"Fidelity\".\n",
+        );
+    }
+    out
+}
+
+fn table(out: &mut String, header: &[&str], rows: &[Vec<String>], format: Format) {
+    let widths: Vec<usize> = (0..header.len())
+        .map(|i| {
+            rows.iter()
+                .map(|r| r[i].chars().count())
+                .chain([header[i].chars().count()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let line = |cells: Vec<String>| -> String {
+        let padded: Vec<String> = cells
+            .iter()
+            .zip(&widths)
+            .map(|(c, w)| format!("{c:<w$}"))
+            .collect();
+        if format == Format::Markdown {
+            format!("| {} |", padded.join(" | "))
+        } else {
+            padded.join("  ").trim_end().to_string()
+        }
+    };
+    let _ = writeln!(
+        out,
+        "{}",
+        line(header.iter().map(|h| h.to_string()).collect())
+    );
+    if format == Format::Markdown {
+        let _ = writeln!(
+            out,
+            "|{}|",
+            widths
+                .iter()
+                .map(|w| "-".repeat(w + 2))
+                .collect::<Vec<_>>()
+                .join("|")
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "{}",
+            "-".repeat(widths.iter().sum::<usize>() + 2 * (widths.len() - 1))
+        );
+    }
+    for r in rows {
+        let _ = writeln!(out, "{}", line(r.clone()));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sim(score: f64, predicted_error: bool) -> Outcome {
+        Outcome::Simulated {
+            fidelity: Fidelity {
+                error_agreement: 1.0,
+                structure: None,
+                values: None,
+                token_f1: score,
+                score,
+                no_prediction: false,
+            },
+            predicted_error,
+            tokens: 10,
+        }
+    }
+
+    fn call(real_error: bool, outcomes: Vec<Outcome>) -> CallResult {
+        CallResult {
+            tool: if real_error { "t:fails" } else { "t:works" }.into(),
+            real_error,
+            outcomes,
+        }
+    }
+
+    #[test]
+    fn hand_worked_rows_and_pair() {
+        let names = vec!["a".to_string(), "b".to_string()];
+        let calls = vec![
+            call(false, vec![sim(1.0, false), sim(0.5, false)]),
+            call(false, vec![sim(0.8, true), sim(0.8, false)]),
+            call(true, vec![sim(1.0, true), sim(0.0, false)]),
+            call(true, vec![sim(0.0, false), Outcome::Failed]),
+        ];
+        let board = leaderboard(&names, &calls);
+        let a = &board.world_models[0];
+        assert_eq!((a.n, a.calls, a.failed, a.tokens), (4, 4, 0, 40));
+        assert!((a.fidelity.unwrap().mean - 0.7).abs() < 1e-12);
+        // a said "error" twice (one right), and caught one of the two failures.
+        assert_eq!(a.error_prediction.precision, Some(0.5));
+        assert_eq!(a.error_prediction.recall, Some(0.5));
+        assert_eq!(a.error_prediction.f1, Some(0.5));
+        let b = &board.world_models[1];
+        assert_eq!((b.n, b.failed), (3, 1));
+        assert_eq!(b.error_prediction.precision, None, "b never said error");
+        assert_eq!(b.error_prediction.recall, Some(0.0));
+        assert_eq!(b.by_tool.len(), 2);
+        // The pair: on the three calls both simulated, a−b = +0.5, 0, +1.0.
+        let p = &board.pairs[0];
+        assert_eq!((p.n, p.wins, p.ties, p.losses), (3, 2, 1, 0));
+        assert!((p.mean_diff.unwrap() - 0.5).abs() < 1e-12);
+        let [lo, hi] = p.ci.unwrap();
+        assert!(
+            lo >= 0.0 && hi <= 1.0 && lo <= 0.5 && 0.5 <= hi,
+            "{lo} {hi}"
+        );
+        // The same input gives the same interval (a fixed seed).
+        assert_eq!(leaderboard(&names, &calls).pairs[0].ci, p.ci);
+    }
+
+    #[test]
+    fn formats_carry_the_same_rows() {
+        let names = vec!["memory".to_string(), "qwen".to_string()];
+        let calls = vec![call(false, vec![sim(1.0, false), sim(0.5, false)])];
+        let board = leaderboard(&names, &calls);
+        let json: serde_json::Value = serde_json::from_str(&render(&board, Format::Json)).unwrap();
+        assert_eq!(json["world_models"][0]["name"], "memory");
+        assert_eq!(json["world_models"][1]["fidelity"]["mean"], 0.5);
+        assert_eq!(json["pairs"][0]["a"], "memory");
+        assert_eq!(json["pairs"][0]["wins"], 1);
+        assert!(render(&board, Format::Table).contains("qwen"));
+        assert!(render(&board, Format::Markdown).starts_with("| world model"));
+        assert_eq!(render(&board, Format::Csv).lines().count(), 3);
+    }
+}

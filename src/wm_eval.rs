@@ -1,0 +1,547 @@
+//! `cosmos wm-eval` (docs/world-models.md, "Evaluating world models"): every real tool call
+//! recorded in some runs is simulated by each of several named world models, in the context the
+//! agent had (the task's request and the real steps before it), and scored against the real
+//! result with the one fidelity. The paper behind mcp-cosmos only saw world models through the
+//! agents' final scores; here the planner's randomness is out of the comparison.
+//!
+//! A `memory` world model is evaluated leave one run out: it never sees the run the call comes
+//! from. The simulations are written as a trajectory of their own (agent kind `wm_eval`: each
+//! recorded call copied as `tool_called` with its origin, each simulation a `call_simulated`
+//! of that step, each failure an `error` from `world_model`), so `validate`, `replay` and
+//! `report` read it; the leaderboard (`metrics::leaderboard`) is printed.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::{Context, Result, bail};
+use futures::StreamExt;
+use serde_json::{Value, json};
+
+use crate::agent::usage_event;
+use crate::llm::config::LlmConfig;
+use crate::metrics::fidelity;
+use crate::metrics::leaderboard::{self, CallResult, Leaderboard, Outcome};
+use crate::metrics::run::RunAccumulator;
+use crate::trajectory::event::{
+    AgentInfo, AgentKind, EventBody, Header, ModelInfo, Observation, Origin, RunStatus, TaskInfo,
+    ToolInfo,
+};
+use crate::trajectory::reader::{EventStream, collect_files};
+use crate::trajectory::redact::Redactor;
+use crate::trajectory::writer::Writer;
+use crate::world_model::cached::CachedWorldModel;
+use crate::world_model::named::{self, Built, BuiltInOptions};
+use crate::world_model::{HistoryStep, SimFailure, SimRequest, Simulation};
+
+/// One real call as it was recorded, with the context it was made in.
+#[derive(Debug, Clone)]
+pub struct RecordedCall {
+    /// The run it comes from.
+    pub run: PathBuf,
+    /// Its `seq` there.
+    pub seq: u64,
+    /// The tool, with its description and schema from the run's header.
+    pub tool: ToolInfo,
+    /// The server that served it.
+    pub server: Option<String>,
+    /// Its arguments.
+    pub arguments: Value,
+    /// The real result (a transport error is an error result with its message).
+    pub real: Observation,
+    /// The task's request.
+    pub request: Arc<str>,
+    /// The run's real steps; this call's context is the first `before` of them.
+    history: Arc<Vec<HistoryStep>>,
+    before: usize,
+}
+
+impl RecordedCall {
+    /// The real steps before this call.
+    pub fn history(&self) -> &[HistoryStep] {
+        &self.history[..self.before]
+    }
+}
+
+/// Every real call in the runs under `paths` (wm-eval files themselves are skipped), in file
+/// order; and the files skipped, with why.
+pub fn recorded_calls(paths: &[PathBuf]) -> Result<(Vec<RecordedCall>, Vec<String>)> {
+    let found = collect_files(paths)?;
+    let mut skipped = found.skipped;
+    let mut calls = Vec::new();
+    for file in found.files {
+        let mut stream = match EventStream::open(&file) {
+            Ok(s) => s,
+            Err(e) => {
+                skipped.push(format!("{e:#}"));
+                continue;
+            }
+        };
+        let header = stream.header().clone();
+        if header.agent.kind == AgentKind::WmEval {
+            continue;
+        }
+        let tools: BTreeMap<&str, &ToolInfo> =
+            header.tools.iter().map(|t| (t.name.as_str(), t)).collect();
+        let request: Arc<str> = header.task.request.as_str().into();
+        let mut steps = Vec::new();
+        let mut run_calls = Vec::new();
+        while let Some(event) = stream.next_event()? {
+            let EventBody::ToolCalled {
+                tool,
+                server,
+                arguments,
+                result,
+                error,
+                ..
+            } = event.body
+            else {
+                continue;
+            };
+            let real = match error {
+                Some(e) => Observation {
+                    text: e,
+                    is_error: true,
+                    ..Default::default()
+                },
+                None => result,
+            };
+            let info = tools.get(tool.as_str()).map_or_else(
+                || ToolInfo {
+                    name: tool.clone(),
+                    description: String::new(),
+                    input_schema: json!({}),
+                },
+                |t| (*t).clone(),
+            );
+            run_calls.push((
+                event.seq,
+                info,
+                server,
+                arguments.clone(),
+                real.clone(),
+                steps.len(),
+            ));
+            steps.push(HistoryStep {
+                tool,
+                arguments,
+                observation: real,
+            });
+        }
+        let history = Arc::new(steps);
+        for (seq, tool, server, arguments, real, before) in run_calls {
+            calls.push(RecordedCall {
+                run: file.clone(),
+                seq,
+                tool,
+                server,
+                arguments,
+                real,
+                request: request.clone(),
+                history: history.clone(),
+                before,
+            });
+        }
+    }
+    Ok((calls, skipped))
+}
+
+/// What to evaluate.
+#[derive(Debug, Clone)]
+pub struct EvalSpec {
+    /// World models by name (built in or `[world_models.NAME]`), in the leaderboard's order.
+    pub world_models: Vec<String>,
+    /// `cosmos.toml`.
+    pub config: Option<PathBuf>,
+    /// What the built-in names are made of.
+    pub options: BuiltInOptions,
+    /// Simulations at once.
+    pub concurrency: usize,
+    /// Folder for the wm-eval file.
+    pub out_dir: PathBuf,
+    /// The runs the calls came from (recorded in the header).
+    pub runs: Vec<PathBuf>,
+}
+
+/// The evaluation's result.
+#[derive(Debug)]
+pub struct Evaluation {
+    /// The leaderboard.
+    pub board: Leaderboard,
+    /// The wm-eval file written.
+    pub path: PathBuf,
+}
+
+/// A world model ready to evaluate, with its name.
+struct Contender {
+    name: String,
+    built: Built,
+}
+
+/// Simulates every call with every world model and writes the wm-eval file.
+pub async fn evaluate(spec: &EvalSpec, calls: &[RecordedCall]) -> Result<Evaluation> {
+    if spec.world_models.is_empty() {
+        bail!("name at least one world model: --world-model NAME (repeatable)");
+    }
+    let mut seen = BTreeSet::new();
+    for name in &spec.world_models {
+        if !seen.insert(name) {
+            bail!("world model {name:?} is named twice");
+        }
+    }
+    if calls.is_empty() {
+        bail!("no real tool calls in the runs given: nothing to simulate");
+    }
+    let mut llm = LlmConfig::load(spec.config.as_deref())?;
+    let mut contenders = Vec::new();
+    for name in &spec.world_models {
+        let named = named::resolve(name, &mut llm, spec.config.as_deref(), &spec.options)?
+            .context("`none` is not a world model to evaluate")?;
+        let built = named
+            .build()
+            .with_context(|| format!("building world model {name}"))?;
+        contenders.push(Contender {
+            name: name.clone(),
+            built,
+        });
+    }
+    // The simulation cache per world model: the same call in the same context once.
+    let cached: Vec<Arc<dyn crate::world_model::WorldModel>> = contenders
+        .iter()
+        .map(|c| {
+            Arc::new(CachedWorldModel::new(c.built.model.clone()))
+                as Arc<dyn crate::world_model::WorldModel>
+        })
+        .collect();
+
+    let jobs = calls.iter().enumerate().flat_map(|(c, call)| {
+        let contenders = &contenders;
+        let cached = &cached;
+        (0..contenders.len()).map(move |w| {
+            let model = if contenders[w].built.is_memory() {
+                // Leave one run out: never predicted from its own recording.
+                contenders[w].built.for_calls_of(&call.run)
+            } else {
+                cached[w].clone()
+            };
+            async move {
+                let request = SimRequest {
+                    tool: &call.tool,
+                    arguments: &call.arguments,
+                    user_request: &call.request,
+                    history: call.history(),
+                };
+                (c, w, model.simulate(request).await)
+            }
+        })
+    });
+    let mut results: Vec<(usize, usize, Result<Simulation, SimFailure>)> =
+        futures::stream::iter(jobs)
+            .buffer_unordered(spec.concurrency.max(1))
+            .collect()
+            .await;
+    results.sort_by_key(|(c, w, _)| (*c, *w));
+
+    let names: Vec<String> = contenders.iter().map(|c| c.name.clone()).collect();
+    let header = header(spec, &contenders, calls);
+    std::fs::create_dir_all(&spec.out_dir)
+        .with_context(|| format!("creating {}", spec.out_dir.display()))?;
+    let path = spec.out_dir.join(format!(
+        "{}_wm-eval_{}.jsonl",
+        chrono::Utc::now().format("%Y%m%dT%H%M%S%.3fZ"),
+        names
+            .iter()
+            .map(|n| n
+                .chars()
+                .take(40)
+                .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                    c
+                } else {
+                    '-'
+                })
+                .collect::<String>())
+            .collect::<Vec<_>>()
+            .join("+")
+    ));
+    let mut redactor = Redactor::new();
+    for secret in llm.secrets() {
+        redactor.add_secret(secret);
+    }
+    let mut writer = Writer::create(
+        &path,
+        &header,
+        redactor,
+        Some(RunAccumulator::tally(&header)),
+    )?;
+    let start = std::time::Instant::now();
+    let t = |start: &std::time::Instant| start.elapsed().as_millis() as u64;
+    let mut table = Vec::with_capacity(calls.len());
+    let mut results = results.into_iter().peekable();
+    for (c, call) in calls.iter().enumerate() {
+        let step = c as u64 + 1;
+        writer.write(
+            t(&start),
+            EventBody::ToolCalled {
+                step,
+                tool: call.tool.name.clone(),
+                server: call.server.clone(),
+                arguments: call.arguments.clone(),
+                result: call.real.clone(),
+                latency_ms: 0,
+                node: None,
+                error: None,
+                origin: Some(Origin {
+                    run: call.run.display().to_string(),
+                    seq: call.seq,
+                }),
+            },
+        )?;
+        let mut outcomes = Vec::with_capacity(names.len());
+        while let Some((_, w, result)) = results.next_if(|(rc, _, _)| *rc == c) {
+            match result {
+                Ok(sim) => {
+                    if let Some(usage) = &sim.llm {
+                        writer.write(t(&start), usage_event(usage))?;
+                    }
+                    let tokens = sim
+                        .llm
+                        .as_ref()
+                        .map_or(0, |u| u.prompt_tokens + u.completion_tokens);
+                    outcomes.push(Outcome::Simulated {
+                        fidelity: fidelity::compare(&sim.observation, &call.real),
+                        predicted_error: sim.observation.is_error,
+                        tokens,
+                    });
+                    writer.write(
+                        t(&start),
+                        EventBody::CallSimulated {
+                            step,
+                            world_model: names[w].clone(),
+                            observation: sim.observation,
+                            latency_ms: sim.latency.as_millis() as u64,
+                            tokens: sim.llm.as_ref().map(|_| tokens),
+                        },
+                    )?;
+                }
+                Err(failure) => {
+                    if let Some(usage) = &failure.llm {
+                        writer.write(t(&start), usage_event(usage))?;
+                    }
+                    outcomes.push(Outcome::Failed);
+                    writer.write(
+                        t(&start),
+                        EventBody::Error {
+                            source: "world_model".into(),
+                            name: Some(names[w].clone()),
+                            message: format!("step {step}: {}", failure.message),
+                            stderr_tail: None,
+                        },
+                    )?;
+                }
+            }
+        }
+        table.push(CallResult {
+            tool: call.tool.name.clone(),
+            real_error: call.real.is_error,
+            outcomes,
+        });
+    }
+    writer.write(
+        t(&start),
+        EventBody::RunFinished {
+            status: RunStatus::Completed,
+            error: None,
+            totals: Default::default(),
+        },
+    )?;
+    Ok(Evaluation {
+        board: leaderboard::leaderboard(&names, &table),
+        path,
+    })
+}
+
+/// The wm-eval file's header: the world models (each one's description) and the runs.
+fn header(spec: &EvalSpec, contenders: &[Contender], calls: &[RecordedCall]) -> Header {
+    let mut settings = BTreeMap::new();
+    settings.insert(
+        "world_models".to_string(),
+        Value::Array(
+            contenders
+                .iter()
+                .map(|c| serde_json::to_value(c.built.model.describe()).unwrap_or(Value::Null))
+                .collect(),
+        ),
+    );
+    settings.insert(
+        "runs".to_string(),
+        json!(
+            spec.runs
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+        ),
+    );
+    settings.insert("concurrency".to_string(), json!(spec.concurrency));
+    settings.insert("leave_one_run_out".to_string(), json!(["memory"]));
+    let mut header = Header::new(
+        format!(
+            "{}-wm-eval",
+            chrono::Utc::now().format("%Y%m%dT%H%M%S%.3fZ")
+        ),
+        TaskInfo {
+            id: "wm-eval".into(),
+            request: format!(
+                "{} world model(s) simulating {} recorded real call(s)",
+                contenders.len(),
+                calls.len()
+            ),
+            source: Some(
+                spec.runs
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            ),
+            ..Default::default()
+        },
+        AgentInfo {
+            kind: AgentKind::WmEval,
+            settings,
+        },
+        ModelInfo {
+            model: "none".into(),
+            base_url: None,
+        },
+    );
+    let mut tools: BTreeMap<&str, &ToolInfo> = BTreeMap::new();
+    for call in calls {
+        tools.entry(&call.tool.name).or_insert(&call.tool);
+    }
+    header.tools = tools.into_values().cloned().collect();
+    header
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trajectory::synthetic::{self, Spec};
+
+    /// A run file with real calls `(tool, arguments, result)`.
+    fn write_run(dir: &std::path::Path, name: &str, calls: &[(&str, Value, &str)]) -> PathBuf {
+        let path = dir.join(name);
+        let mut header = synthetic::header(&Spec::default());
+        header.synthetic = false;
+        header.agent.kind = AgentKind::React;
+        header.task.request = "convert times".into();
+        let mut w = Writer::create(&path, &header, Redactor::new(), None).unwrap();
+        for (i, (tool, arguments, text)) in calls.iter().enumerate() {
+            w.write(
+                i as u64,
+                EventBody::ToolCalled {
+                    step: i as u64 + 1,
+                    tool: tool.to_string(),
+                    server: None,
+                    arguments: arguments.clone(),
+                    result: Observation {
+                        text: text.to_string(),
+                        ..Default::default()
+                    },
+                    latency_ms: 1,
+                    node: None,
+                    error: None,
+                    origin: None,
+                },
+            )
+            .unwrap();
+        }
+        path
+    }
+
+    #[tokio::test]
+    async fn memory_never_predicts_a_call_from_its_own_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let runs = dir.path().join("runs");
+        std::fs::create_dir(&runs).unwrap();
+        // Tokyo is recorded only in run a; London in both.
+        write_run(
+            &runs,
+            "a.jsonl",
+            &[
+                (
+                    "t:convert",
+                    json!({"to": "Europe/London"}),
+                    r#"{"zone":"Europe/London","hour":9}"#,
+                ),
+                (
+                    "t:convert",
+                    json!({"to": "Asia/Tokyo"}),
+                    r#"{"zone":"Asia/Tokyo","hour":18}"#,
+                ),
+                ("t:weather", json!({"city": "Oslo"}), "snow"),
+            ],
+        );
+        write_run(
+            &runs,
+            "b.jsonl",
+            &[(
+                "t:convert",
+                json!({"to": "Europe/London"}),
+                r#"{"zone":"Europe/London","hour":9}"#,
+            )],
+        );
+        let (calls, skipped) = recorded_calls(std::slice::from_ref(&runs)).unwrap();
+        assert!(skipped.is_empty(), "{skipped:?}");
+        assert_eq!(calls.len(), 4);
+        assert_eq!(
+            calls[1].history().len(),
+            1,
+            "the Tokyo call had London's before it"
+        );
+        let spec = EvalSpec {
+            world_models: vec!["memory".into()],
+            config: None,
+            options: BuiltInOptions {
+                memory_from: vec![runs.clone()],
+                ..Default::default()
+            },
+            concurrency: 2,
+            out_dir: dir.path().join("out"),
+            runs: vec![runs.clone()],
+        };
+        let evaluation = evaluate(&spec, &calls).await.unwrap();
+        let row = &evaluation.board.world_models[0];
+        assert_eq!(row.calls, 4);
+        // The weather tool was recorded only in a: nothing to predict it from, a failure
+        // (never its own recording, which would score 1).
+        assert_eq!((row.n, row.failed), (3, 1));
+        // London from a is predicted from b's London (exact), and the other way round; Tokyo
+        // is only in a, so from b's London: the right shape, the wrong values, not a 1.
+        let text = std::fs::read_to_string(&evaluation.path).unwrap();
+        let sims: Vec<Value> = text
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .filter(|e| e["kind"] == "call_simulated")
+            .collect();
+        assert_eq!(sims.len(), 3);
+        assert!(
+            sims[1]["observation"]["text"]
+                .as_str()
+                .unwrap()
+                .contains("London")
+        );
+        let fidelity = row.fidelity.unwrap().mean;
+        assert!(fidelity < 1.0, "Tokyo is not a perfect match: {fidelity}");
+        assert!(
+            text.contains("\"origin\":{\"run\":"),
+            "each copy names its origin"
+        );
+        assert!(
+            text.contains("no recorded call of t:weather"),
+            "the failure is an error event"
+        );
+        // The file is a trajectory the readers take.
+        let run = crate::trajectory::run::Run::open(&evaluation.path).unwrap();
+        assert!(run.problems.is_empty(), "{:?}", run.problems);
+        assert_eq!(run.header.agent.kind, AgentKind::WmEval);
+    }
+}
