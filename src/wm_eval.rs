@@ -363,6 +363,16 @@ pub async fn evaluate(spec: &EvalSpec, calls: &[RecordedCall]) -> Result<Evaluat
 /// The wm-eval file's header: the world models (each one's description) and the runs.
 fn header(spec: &EvalSpec, contenders: &[Contender], calls: &[RecordedCall]) -> Header {
     let mut settings = BTreeMap::new();
+    // The names the events use, in the leaderboard's order.
+    settings.insert(
+        "names".to_string(),
+        json!(
+            contenders
+                .iter()
+                .map(|c| c.name.clone())
+                .collect::<Vec<_>>()
+        ),
+    );
     settings.insert(
         "world_models".to_string(),
         Value::Array(

@@ -731,3 +731,115 @@ fn the_group_table_marks_what_it_cuts_and_scrolls_sideways() {
         "→ scrolls the table sideways"
     );
 }
+
+/// A wm-eval file in memory: two calls (London, then a failing Mars), two world models.
+fn wm_eval_run() -> Run {
+    use mcp_cosmos::trajectory::event::{AgentKind, EventBody, Observation, Origin};
+    let london =
+        r#"{"timezone":"Europe/London","datetime":"2026-11-30T09:00:00+00:00","is_dst":false}"#;
+    let tokyo =
+        r#"{"timezone":"Asia/Tokyo","datetime":"2026-11-30T18:00:00+09:00","is_dst":false}"#;
+    let obs = |text: &str, is_error| Observation {
+        text: text.into(),
+        is_error,
+        ..Default::default()
+    };
+    let called = |step: u64, target: &str, result: Observation| EventBody::ToolCalled {
+        step,
+        tool: "Time MCP:convert_time".into(),
+        server: Some("Time MCP".into()),
+        arguments: serde_json::json!({"time": "09:00", "target_timezone": target}),
+        result,
+        latency_ms: 0,
+        node: None,
+        error: None,
+        origin: Some(Origin {
+            run: "runs/a.jsonl".into(),
+            seq: step * 7,
+        }),
+    };
+    let simulated = |step, wm: &str, o: Observation| EventBody::CallSimulated {
+        step,
+        world_model: wm.into(),
+        observation: o,
+        latency_ms: 5,
+        tokens: None,
+    };
+    let mut header = common::header("wm-eval", AgentKind::WmEval, None);
+    header
+        .agent
+        .settings
+        .insert("names".into(), serde_json::json!(["memory", "qwen"]));
+    common::run_of(
+        "runs/wm-eval.jsonl",
+        header,
+        vec![
+            called(1, "Europe/London", obs(london, false)),
+            simulated(1, "memory", obs(london, false)),
+            simulated(1, "qwen", obs(tokyo, false)),
+            called(
+                2,
+                "Mars/Olympus",
+                obs("Invalid timezone: 'Mars/Olympus'", true),
+            ),
+            EventBody::Error {
+                source: "world_model".into(),
+                name: Some("memory".into()),
+                message: "step 2: memory world model: no recorded call".into(),
+                stderr_tail: None,
+            },
+            simulated(2, "qwen", obs("<the tool's text result>", false)),
+        ],
+    )
+}
+
+#[test]
+fn a_wm_eval_file_opens_in_the_world_model_view() {
+    for size in SIZES {
+        let area = Rect::new(0, 0, size.0, size.1 - 1);
+        let mut app = App::on(
+            Layer::for_run(wm_eval_run(), area),
+            Keymap::default(),
+            Theme::new(true),
+            size,
+        );
+        let screen = render(&mut app);
+        if size.0 >= 200 {
+            // What each world model got wrong, not only a number.
+            assert!(
+                screen.contains("0.58 /timezone: \"Asia/Tokyo\" ≠ \"Europe/London\""),
+                "{screen}"
+            );
+            assert!(screen.contains("1.00 = real"), "{screen}");
+            assert!(screen.contains("0.00 no prediction"), "{screen}");
+            assert!(screen.contains("✗ step 2: memory world model"), "{screen}");
+        }
+        insta::assert_snapshot!(format!("wm_eval_view_{}x{}", size.0, size.1), screen);
+        // Sorted by disagreement, Mars (nobody right) comes first; Enter shows it whole.
+        app.update(Action::Do(Command::SortNext));
+        let Layer::WmEval(view) = app.top() else {
+            panic!("the world-model view");
+        };
+        assert_eq!(
+            view.selected().map(|r| r.step),
+            Some(1),
+            "the selection stays on its call"
+        );
+        app.update(Action::Do(Command::Top));
+        app.update(Action::Do(Command::Open));
+        let Layer::CallDetail(detail) = app.top() else {
+            panic!("Enter opens the call whole");
+        };
+        assert!(
+            detail.text().contains("Invalid timezone"),
+            "{}",
+            detail.text()
+        );
+        insta::assert_snapshot!(
+            format!("wm_eval_call_{}x{}", size.0, size.1),
+            render(&mut app)
+        );
+        app.update(Action::Do(Command::Back));
+        assert!(matches!(app.top(), Layer::WmEval(_)));
+    }
+}

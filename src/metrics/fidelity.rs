@@ -190,6 +190,41 @@ pub fn leaves(value: &Value) -> BTreeMap<String, &Value> {
     out
 }
 
+/// One JSON leaf where a simulation and the real result differ.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LeafDifference {
+    /// Its path (`/target/timezone`).
+    pub path: String,
+    /// The simulated value (compact JSON), `None` when the simulation lacks the path.
+    pub simulated: Option<String>,
+    /// The real value, `None` when the real result lacks the path.
+    pub real: Option<String>,
+}
+
+/// The leaves that differ (by the same type-aware rule as `values`), in path order; empty when
+/// either side is not JSON.
+pub fn differences(simulated: &Observation, real: &Observation) -> Vec<LeafDifference> {
+    let (Some(s), Some(r)) = (as_json(simulated), as_json(real)) else {
+        return Vec::new();
+    };
+    let (ls, lr) = (leaves(&s), leaves(&r));
+    let paths: std::collections::BTreeSet<&String> = ls.keys().chain(lr.keys()).collect();
+    paths
+        .into_iter()
+        .filter_map(|path| {
+            let (a, b) = (ls.get(path), lr.get(path));
+            match (a, b) {
+                (Some(a), Some(b)) if leaf_eq(a, b) => None,
+                _ => Some(LeafDifference {
+                    path: path.clone(),
+                    simulated: a.map(|v| v.to_string()),
+                    real: b.map(|v| v.to_string()),
+                }),
+            }
+        })
+        .collect()
+}
+
 /// (Jaccard of leaf paths, equal leaves over the union of paths).
 fn json_agreement(a: &Value, b: &Value) -> (f64, f64) {
     let la = leaves(a);

@@ -39,18 +39,19 @@ pub struct CallResult {
     pub outcomes: Vec<Outcome>,
 }
 
-/// A mean with its interval, as the JSON shows it.
+/// A mean fidelity with its interval, as the JSON shows it.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Mean {
     /// The mean.
     pub mean: f64,
-    /// The 95% interval (Student's t); `None` under two values.
+    /// The 95% interval: Wilson's, as `report` gives fidelity (it stays in [0, 1]); `None`
+    /// under two values.
     pub ci: Option<[f64; 2]>,
 }
 
 impl Mean {
     fn of(values: &[f64]) -> Option<Self> {
-        Estimate::of(values).map(|e| Self {
+        Estimate::of_rate(values).map(|e| Self {
             mean: e.mean,
             ci: e.ci,
         })
@@ -362,7 +363,7 @@ pub fn render(board: &Leaderboard, format: Format) -> String {
     }
     if format == Format::Table {
         out.push_str(
-            "\nfidelity: mean over the calls each world model simulated, 95% interval (Student's t); \
+            "\nfidelity: mean over the calls each world model simulated, 95% interval (Wilson's); \
              error P/R/F1: how well it foresaw the calls that failed; pairs: paired bootstrap on the \
              calls both simulated. Formula: docs/world-models.md, \"Fidelity\".\n",
         );

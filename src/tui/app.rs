@@ -19,6 +19,7 @@ use super::run_view::RunView;
 use super::run_view::inspector::Inspector;
 use super::theme::Theme;
 use super::view::{Exit, Handled, Request, View, Work};
+use super::wm_eval_view::{CallDetail, WmEvalView};
 use crate::sanitize::one_line;
 use crate::trajectory::run::Run;
 
@@ -37,6 +38,10 @@ pub enum Layer {
     Help(HelpView),
     /// Leave a live run?
     Confirm(ConfirmLeave),
+    /// A wm-eval file: world models side by side on the same calls.
+    WmEval(WmEvalView),
+    /// One call of a wm-eval file whole.
+    CallDetail(CallDetail),
 }
 
 impl Layer {
@@ -49,6 +54,8 @@ impl Layer {
             Layer::Inspector(v) => v,
             Layer::Help(v) => v,
             Layer::Confirm(v) => v,
+            Layer::WmEval(v) => v,
+            Layer::CallDetail(v) => v,
         }
     }
 
@@ -60,6 +67,18 @@ impl Layer {
             Layer::Inspector(v) => v,
             Layer::Help(v) => v,
             Layer::Confirm(v) => v,
+            Layer::WmEval(v) => v,
+            Layer::CallDetail(v) => v,
+        }
+    }
+
+    /// The view a loaded run opens in: the world-model view for a wm-eval file, the run view
+    /// otherwise.
+    pub fn for_run(run: Run, area: Rect) -> Self {
+        if run.header.agent.kind == crate::trajectory::event::AgentKind::WmEval {
+            Layer::WmEval(WmEvalView::new(&run, (area.width, area.height + 1)))
+        } else {
+            Layer::Run(Box::new(RunView::opened(run, area)))
         }
     }
 }
@@ -363,8 +382,8 @@ impl App {
         match &mut pending.waiting {
             Waiting::Run(_) => {
                 let problems = run.problems.len();
-                let view = RunView::opened(run, self.body_area());
-                self.stack.push(Layer::Run(Box::new(view)));
+                let layer = Layer::for_run(run, self.body_area());
+                self.stack.push(layer);
                 if problems > 0 {
                     self.message = Some(format!(
                         "{problems} problem(s) reading this run; `cosmos validate` lists them"

@@ -77,7 +77,7 @@ pub enum Mode {
     Browser,
     /// One run.
     Run,
-    /// Runs compared.
+    /// Runs compared, or world models (a wm-eval file).
     Compare,
     /// An inspector or the help: text to read, with links.
     Reader,
@@ -268,6 +268,18 @@ pub const COMMANDS: &[(Command, Mode, &[&str], &str)] = &[
     ),
     (Command::CollapseAll, Mode::Run, &["C"], "tree: close all"),
     (Command::StopRun, Mode::Run, &["x"], "live: stop the run"),
+    (
+        Command::Open,
+        Mode::Compare,
+        &["Enter", "o"],
+        "wm-eval: the selected call whole",
+    ),
+    (
+        Command::SortNext,
+        Mode::Compare,
+        &["s"],
+        "wm-eval: by disagreement / by step",
+    ),
     (Command::NextLink, Mode::Reader, &["Tab", "n"], "next link"),
     (
         Command::PrevLink,

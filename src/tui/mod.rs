@@ -19,6 +19,7 @@ pub mod scroll;
 pub mod terminal;
 pub mod theme;
 pub mod view;
+pub mod wm_eval_view;
 pub mod wrap;
 
 use std::path::{Path, PathBuf};
@@ -27,7 +28,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
-use self::app::App;
+use self::app::{App, Layer};
 use self::browser::Browser;
 use self::keymap::Keymap;
 use self::run_view::RunView;
@@ -66,7 +67,7 @@ pub fn explore(path: &Path) -> Result<()> {
         if tail.finished() {
             // Read as a whole file reads it (a torn last line is a problem, not a wait).
             let run = Run::open(path)?;
-            let app = App::with_run(RunView::opened(run, body), keymap, theme, size);
+            let app = App::on(Layer::for_run(run, body), keymap, theme, size);
             return terminal::run(app, None, None).map(drop);
         }
         terminal::require_terminal()?;

@@ -1,0 +1,636 @@
+//! The world-model view: a `cosmos wm-eval` file opened. The leaderboard and the pairs on top;
+//! below, one row per recorded call with the real result's head and, per world model, its
+//! score and what it got wrong (the first differing JSON leaf, or the head of its text). `s`
+//! sorts by disagreement (the calls the world models disagree on most first); Enter shows one
+//! call whole, the real result and every simulation side by side, wrapped.
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Cell, Clear, Paragraph, Row, Table};
+use serde_json::Value;
+
+use super::action::Action;
+use super::keymap::{Command, Mode};
+use super::scroll::{Scroll, Selection};
+use super::theme::Theme;
+use super::view::{Handled, Request, View};
+use super::wrap::wrap_line;
+use crate::metrics::fidelity::{self, Fidelity};
+use crate::metrics::leaderboard::{self, CallResult, Leaderboard, Outcome};
+use crate::sanitize::{lines, one_line};
+use crate::trajectory::describe::call_label;
+use crate::trajectory::event::{EventBody, Observation};
+use crate::trajectory::run::Run;
+
+/// What one world model did with one call.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Cell_ {
+    /// Its prediction and score.
+    Simulated(Observation, Fidelity),
+    /// It failed, and why.
+    Failed(String),
+    /// Nothing recorded.
+    Missing,
+}
+
+/// One recorded call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallRow {
+    /// Its step in the file.
+    pub step: u64,
+    /// `tool(k=v, …)`.
+    pub label: String,
+    /// The real result.
+    pub real: Observation,
+    /// One cell per world model.
+    pub cells: Vec<Cell_>,
+}
+
+impl CallRow {
+    /// How much the world models disagree with the real result and each other: the spread of
+    /// their scores, plus how far the best is from right.
+    fn disagreement(&self) -> f64 {
+        let scores: Vec<f64> = self
+            .cells
+            .iter()
+            .map(|c| match c {
+                Cell_::Simulated(_, f) => f.score,
+                _ => 0.0,
+            })
+            .collect();
+        let hi = scores.iter().copied().fold(0.0, f64::max);
+        let lo = scores.iter().copied().fold(1.0, f64::min);
+        (hi - lo) + (1.0 - hi)
+    }
+}
+
+/// State of the world-model view.
+#[derive(Debug)]
+pub struct WmEvalView {
+    /// The file.
+    pub title: String,
+    /// The world models, in the leaderboard's order.
+    pub names: Vec<String>,
+    /// The calls.
+    pub rows: Vec<CallRow>,
+    /// Row order shown (indices into `rows`).
+    order: Vec<usize>,
+    /// Sorted by disagreement (else by step).
+    pub by_disagreement: bool,
+    /// The leaderboard over the file.
+    pub board: Leaderboard,
+    /// The selected row.
+    pub selection: Selection,
+    size: (u16, u16),
+}
+
+impl WmEvalView {
+    /// Reads a wm-eval run.
+    pub fn new(run: &Run, size: (u16, u16)) -> Self {
+        let names: Vec<String> = run
+            .header
+            .agent
+            .settings
+            .get("names")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_str().map(String::from))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut rows: Vec<CallRow> = Vec::new();
+        for event in &run.events {
+            match &event.body {
+                EventBody::ToolCalled {
+                    step,
+                    tool,
+                    arguments,
+                    result,
+                    ..
+                } => rows.push(CallRow {
+                    step: *step,
+                    label: call_label(tool, arguments),
+                    real: result.clone(),
+                    cells: vec![Cell_::Missing; names.len()],
+                }),
+                EventBody::CallSimulated {
+                    step,
+                    world_model,
+                    observation,
+                    ..
+                } => {
+                    if let (Some(row), Some(w)) = (
+                        rows.iter_mut().rev().find(|r| r.step == *step),
+                        names.iter().position(|n| n == world_model),
+                    ) {
+                        let f = fidelity::compare(observation, &row.real);
+                        row.cells[w] = Cell_::Simulated(observation.clone(), f);
+                    }
+                }
+                EventBody::Error {
+                    source,
+                    name: Some(name),
+                    message,
+                    ..
+                } if source == "world_model" => {
+                    if let (Some(row), Some(w)) =
+                        (rows.last_mut(), names.iter().position(|n| n == name))
+                    {
+                        row.cells[w] = Cell_::Failed(message.clone());
+                    }
+                }
+                _ => {}
+            }
+        }
+        let table: Vec<CallResult> = rows
+            .iter()
+            .map(|r| CallResult {
+                tool: r.label.split('(').next().unwrap_or_default().to_string(),
+                real_error: r.real.is_error,
+                outcomes: r
+                    .cells
+                    .iter()
+                    .map(|c| match c {
+                        Cell_::Simulated(o, f) => Outcome::Simulated {
+                            fidelity: *f,
+                            predicted_error: o.is_error,
+                            tokens: 0,
+                        },
+                        _ => Outcome::Failed,
+                    })
+                    .collect(),
+            })
+            .collect();
+        let board = leaderboard::leaderboard(&names, &table);
+        let order = (0..rows.len()).collect();
+        Self {
+            title: run.path.display().to_string(),
+            names,
+            rows,
+            order,
+            by_disagreement: false,
+            board,
+            selection: Selection::default(),
+            size,
+        }
+    }
+
+    /// The row under the selection.
+    pub fn selected(&self) -> Option<&CallRow> {
+        self.order
+            .get(self.selection.selected)
+            .map(|&i| &self.rows[i])
+    }
+
+    /// The calls in the order shown.
+    pub fn shown(&self) -> impl Iterator<Item = &CallRow> {
+        self.order.iter().map(|&i| &self.rows[i])
+    }
+
+    fn split(&self, area: Rect) -> [Rect; 2] {
+        let top = (self.names.len() + self.board.pairs.len().min(6) + 5) as u16;
+        Layout::vertical([
+            Constraint::Length(top.min(area.height / 2)),
+            Constraint::Min(0),
+        ])
+        .areas(area)
+    }
+
+    fn page(&self) -> usize {
+        let body = Rect::new(0, 0, self.size.0, self.size.1.saturating_sub(1));
+        let [_, calls] = self.split(body);
+        calls.height.saturating_sub(3).max(1) as usize
+    }
+
+    fn sort(&mut self) {
+        let selected = self.order.get(self.selection.selected).copied();
+        self.order = (0..self.rows.len()).collect();
+        if self.by_disagreement {
+            let rows = &self.rows;
+            self.order.sort_by(|&a, &b| {
+                rows[b]
+                    .disagreement()
+                    .total_cmp(&rows[a].disagreement())
+                    .then(a.cmp(&b))
+            });
+        }
+        if let Some(i) = selected.and_then(|s| self.order.iter().position(|&o| o == s)) {
+            self.selection.select(i, self.rows.len(), self.page());
+        }
+    }
+}
+
+/// A cell's text: the score, then what is wrong (the first differing leaf), or `= real`.
+fn cell_text(cell: &Cell_, real: &Observation) -> (String, bool) {
+    match cell {
+        Cell_::Missing => ("—".into(), false),
+        Cell_::Failed(why) => (format!("✗ {why}"), true),
+        Cell_::Simulated(o, f) => {
+            if f.no_prediction {
+                return (format!("{:.2} no prediction", f.score), true);
+            }
+            if f.score >= 1.0 {
+                return (format!("{:.2} = real", f.score), false);
+            }
+            let err = if o.is_error != real.is_error {
+                if o.is_error {
+                    " predicts an error"
+                } else {
+                    " misses the error"
+                }
+            } else {
+                ""
+            };
+            let what = match fidelity::differences(o, real).first() {
+                Some(d) => format!(
+                    " {}: {} ≠ {}",
+                    d.path,
+                    d.simulated.as_deref().unwrap_or("∅"),
+                    d.real.as_deref().unwrap_or("∅")
+                ),
+                None => format!(" {}", o.text.lines().next().unwrap_or_default()),
+            };
+            (format!("{:.2}{err}{what}", f.score), true)
+        }
+    }
+}
+
+impl View for WmEvalView {
+    fn mode(&self) -> Mode {
+        Mode::Compare
+    }
+
+    fn update(&mut self, action: &Action, out: &mut Vec<Request>) -> Handled {
+        let (len, page) = (self.rows.len(), self.page());
+        match action {
+            Action::Do(Command::Up) => self.selection.by(-1, len, page),
+            Action::Do(Command::Down) => self.selection.by(1, len, page),
+            Action::Do(Command::PageUp) => self.selection.by(-(page as isize), len, page),
+            Action::Do(Command::PageDown) => self.selection.by(page as isize, len, page),
+            Action::Do(Command::Top) => self.selection.select(0, len, page),
+            Action::Do(Command::Bottom) => self.selection.select(usize::MAX, len, page),
+            Action::Do(Command::SortNext) => {
+                self.by_disagreement = !self.by_disagreement;
+                self.sort();
+            }
+            Action::Do(Command::Open) => {
+                if let Some(row) = self.selected() {
+                    let detail = CallDetail::new(row, &self.names, self.size);
+                    out.push(Request::Push(Box::new(super::app::Layer::CallDetail(
+                        detail,
+                    ))));
+                }
+            }
+            Action::Resize(w, h) => {
+                self.size = (*w, *h);
+                self.selection.settle(len, self.page());
+            }
+            _ => return Handled::Ignored,
+        }
+        Handled::Consumed
+    }
+
+    fn draw(&self, frame: &mut Frame, area: Rect, theme: &Theme) {
+        let [top, calls] = self.split(area);
+        // The leaderboard and the pairs.
+        let mut text = vec![Line::styled(
+            "world model       simulated  failed  no pred  fidelity [95% CI]     error F1",
+            theme.title(),
+        )];
+        let best = self
+            .board
+            .world_models
+            .iter()
+            .filter_map(|w| w.fidelity.map(|f| f.mean))
+            .fold(f64::NEG_INFINITY, f64::max);
+        for w in &self.board.world_models {
+            let fid = match w.fidelity {
+                Some(m) => match m.ci {
+                    Some([lo, hi]) => format!("{:.2} [{lo:.2}, {hi:.2}]", m.mean),
+                    None => format!("{:.2}", m.mean),
+                },
+                None => "—".into(),
+            };
+            let star = w.fidelity.is_some_and(|f| f.mean == best) && self.names.len() > 1;
+            let line = format!(
+                "{:<17} {:>9}  {:>6}  {:>7}  {:<20}  {}",
+                one_line(&w.name, 17),
+                format!("{}/{}", w.n, w.calls),
+                w.failed,
+                w.no_prediction,
+                fid,
+                w.error_prediction
+                    .f1
+                    .map_or("—".to_string(), |f| format!("{f:.2}")),
+            );
+            text.push(if star {
+                Line::from(vec![Span::raw(line), Span::styled(" ★", theme.mark())])
+            } else {
+                Line::raw(line)
+            });
+        }
+        for p in self.board.pairs.iter().take(6) {
+            let diff = match (p.mean_diff, p.ci) {
+                (Some(m), Some([lo, hi])) => format!("{m:+.2} [{lo:+.2}, {hi:+.2}]"),
+                (Some(m), None) => format!("{m:+.2}"),
+                _ => "—".into(),
+            };
+            text.push(Line::styled(
+                one_line(
+                    &format!(
+                        "{} − {}: {diff} on {} calls both simulated; wins {} ties {} losses {}",
+                        p.a, p.b, p.n, p.wins, p.ties, p.losses
+                    ),
+                    top.width.saturating_sub(2) as usize,
+                ),
+                theme.dim(),
+            ));
+        }
+        frame.render_widget(
+            Paragraph::new(text).block(Block::bordered().border_style(theme.border()).title(
+                Line::styled(" World models · ★ best fidelity ", theme.title()),
+            )),
+            top,
+        );
+
+        // The calls.
+        let n = self.names.len().max(1) as u32;
+        let widths: Vec<Constraint> = [
+            Constraint::Length(5),
+            Constraint::Ratio(1, n + 2),
+            Constraint::Ratio(1, n + 2),
+        ]
+        .into_iter()
+        .chain((0..n).map(|_| Constraint::Ratio(1, n + 2)))
+        .collect();
+        let header = Row::new(
+            ["step", "call", "real"]
+                .into_iter()
+                .map(|h| Cell::from(h.to_string()))
+                .chain(self.names.iter().map(|n| Cell::from(one_line(n, 30)))),
+        )
+        .style(theme.title());
+        let inner_h = calls.height.saturating_sub(3) as usize;
+        let rows = self
+            .order
+            .iter()
+            .enumerate()
+            .skip(self.selection.scroll.offset)
+            .take(inner_h)
+            .map(|(pos, &i)| {
+                let r = &self.rows[i];
+                let real_head = r.real.text.split_whitespace().collect::<Vec<_>>().join(" ");
+                let real_style = if r.real.is_error {
+                    theme.error()
+                } else {
+                    theme.text()
+                };
+                let mut cells = vec![
+                    Cell::from(r.step.to_string()),
+                    Cell::from(one_line(&r.label, 60)),
+                    Cell::from(Span::styled(
+                        one_line(
+                            &format!("{}{real_head}", if r.real.is_error { "✗ " } else { "" }),
+                            60,
+                        ),
+                        real_style,
+                    )),
+                ];
+                for c in &r.cells {
+                    let (t, wrong) = cell_text(c, &r.real);
+                    let style = if wrong { theme.diff() } else { theme.good() };
+                    cells.push(Cell::from(Span::styled(one_line(&t, 80), style)));
+                }
+                let mut row = Row::new(cells);
+                if pos == self.selection.selected {
+                    row = row.style(theme.selected());
+                }
+                row
+            });
+        let title = format!(
+            " Calls · {} · s: {} · Enter: one call whole ",
+            self.selection.scroll.position(self.rows.len(), inner_h),
+            if self.by_disagreement {
+                "by step"
+            } else {
+                "by disagreement"
+            }
+        );
+        frame.render_widget(
+            Table::new(rows, widths)
+                .header(header)
+                .column_spacing(1)
+                .block(
+                    Block::bordered()
+                        .border_style(theme.border())
+                        .title(Line::styled(title, theme.title())),
+                ),
+            calls,
+        );
+    }
+
+    fn status(&self) -> Option<String> {
+        Some(format!(
+            "wm-eval · {} world model(s) · {} call(s){}  {}",
+            self.names.len(),
+            self.rows.len(),
+            if self.by_disagreement {
+                " · by disagreement"
+            } else {
+                ""
+            },
+            self.title
+        ))
+    }
+}
+
+/// One call whole: the real result and every simulation side by side, wrapped, scrolled
+/// together.
+#[derive(Debug, Clone)]
+pub struct CallDetail {
+    title: String,
+    /// Column headings and their lines (inert), the real result first.
+    columns: Vec<(String, Vec<String>, bool)>,
+    scroll: Scroll,
+    size: (u16, u16),
+}
+
+impl CallDetail {
+    /// The detail of `row`.
+    pub fn new(row: &CallRow, names: &[String], size: (u16, u16)) -> Self {
+        let pretty = |o: &Observation| -> Vec<String> {
+            let text = fidelity::as_json(o)
+                .and_then(|v| serde_json::to_string_pretty(&v).ok())
+                .unwrap_or_else(|| o.text.clone());
+            lines(&text, 2_000, 4_000)
+        };
+        let mut columns = vec![(
+            format!("real{}", if row.real.is_error { " ✗" } else { "" }),
+            pretty(&row.real),
+            false,
+        )];
+        for (name, cell) in names.iter().zip(&row.cells) {
+            let (heading, body, wrong) = match cell {
+                Cell_::Simulated(o, f) => {
+                    let mut body = vec![format!(
+                        "score {:.2} · errors agree {:.0} · structure {} · values {} · text {:.2}",
+                        f.score,
+                        f.error_agreement,
+                        f.structure.map_or("—".into(), |v| format!("{v:.2}")),
+                        f.values.map_or("—".into(), |v| format!("{v:.2}")),
+                        f.token_f1
+                    )];
+                    for d in fidelity::differences(o, &row.real).iter().take(20) {
+                        body.push(one_line(
+                            &format!(
+                                "≠ {}: {} (real {})",
+                                d.path,
+                                d.simulated.as_deref().unwrap_or("∅"),
+                                d.real.as_deref().unwrap_or("∅")
+                            ),
+                            4_000,
+                        ));
+                    }
+                    body.push(String::new());
+                    body.extend(pretty(o));
+                    (name.clone(), body, f.score < 1.0)
+                }
+                Cell_::Failed(why) => (format!("{name} ✗"), lines(why, 200, 4_000), true),
+                Cell_::Missing => (name.clone(), vec!["(nothing recorded)".into()], true),
+            };
+            columns.push((heading, body, wrong));
+        }
+        Self {
+            title: format!(" Step {} · {} ", row.step, one_line(&row.label, 120)),
+            columns,
+            scroll: Scroll::default(),
+            size,
+        }
+    }
+
+    fn rect(&self) -> Rect {
+        let area = Rect::new(0, 0, self.size.0, self.size.1.saturating_sub(1));
+        let [_, mid, _] = Layout::vertical([
+            Constraint::Length(1),
+            Constraint::Fill(1),
+            Constraint::Length(1),
+        ])
+        .areas(area);
+        let [_, rect, _] = Layout::horizontal([
+            Constraint::Length(1),
+            Constraint::Fill(1),
+            Constraint::Length(1),
+        ])
+        .areas(mid);
+        rect
+    }
+
+    /// Rows of the tallest column once wrapped to its width.
+    fn len(&self) -> usize {
+        let inner = Block::bordered().inner(self.rect());
+        let width = (inner.width as usize / self.columns.len().max(1))
+            .saturating_sub(1)
+            .max(8);
+        self.columns
+            .iter()
+            .map(|(_, body, _)| {
+                body.iter()
+                    .map(|l| wrap_line(l, width).len())
+                    .sum::<usize>()
+                    + 1
+            })
+            .max()
+            .unwrap_or(0)
+    }
+
+    fn height(&self) -> usize {
+        Block::bordered().inner(self.rect()).height as usize
+    }
+
+    /// Every column's text (what the tests read).
+    pub fn text(&self) -> String {
+        self.columns
+            .iter()
+            .map(|(h, b, _)| format!("{h}\n{}", b.join("\n")))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+impl View for CallDetail {
+    fn mode(&self) -> Mode {
+        Mode::Reader
+    }
+
+    fn update(&mut self, action: &Action, out: &mut Vec<Request>) -> Handled {
+        let (len, h) = (self.len(), self.height());
+        match action {
+            Action::Do(Command::Up) => self.scroll.by(-1, len, h),
+            Action::Do(Command::Down) => self.scroll.by(1, len, h),
+            Action::Do(Command::PageUp) => self.scroll.by(-(h as isize), len, h),
+            Action::Do(Command::PageDown) => self.scroll.by(h as isize, len, h),
+            Action::Do(Command::Top) => self.scroll.offset = 0,
+            Action::Do(Command::Bottom) => self.scroll.by(isize::MAX, len, h),
+            Action::Do(Command::Back | Command::Open | Command::Inspect) => {
+                out.push(Request::Close)
+            }
+            Action::Resize(w, hh) => {
+                self.size = (*w, *hh);
+                self.scroll.clamp(self.len(), self.height());
+            }
+            _ => return Handled::Ignored,
+        }
+        Handled::Consumed
+    }
+
+    fn draw(&self, frame: &mut Frame, _area: Rect, theme: &Theme) {
+        let rect = self.rect();
+        let block = Block::bordered()
+            .border_style(theme.focus_border())
+            .title(Line::styled(self.title.clone(), theme.title()))
+            .title_bottom(Line::styled(
+                format!(
+                    " rows {} · ↑↓ PgUp PgDn · Esc closes ",
+                    self.scroll.position(self.len(), self.height())
+                ),
+                theme.dim(),
+            ));
+        let inner = block.inner(rect);
+        frame.render_widget(Clear, rect);
+        frame.render_widget(block, rect);
+        let n = self.columns.len().max(1) as u32;
+        let areas = Layout::horizontal((0..n).map(|_| Constraint::Ratio(1, n)))
+            .spacing(1)
+            .split(inner);
+        for ((heading, body, wrong), area) in self.columns.iter().zip(areas.iter()) {
+            let width = area.width as usize;
+            let mut shown = vec![Line::styled(
+                one_line(heading, width),
+                if *wrong { theme.diff() } else { theme.title() },
+            )];
+            let rows = body.iter().flat_map(|l| wrap_line(l, width));
+            shown.extend(
+                rows.skip(self.scroll.offset)
+                    .take(area.height.saturating_sub(1) as usize)
+                    .map(|r| {
+                        if r.trim_start().starts_with('≠') {
+                            Line::styled(r, theme.diff())
+                        } else {
+                            Line::raw(r)
+                        }
+                    }),
+            );
+            frame.render_widget(Paragraph::new(shown), *area);
+        }
+    }
+
+    fn status(&self) -> Option<String> {
+        None
+    }
+
+    fn is_overlay(&self) -> bool {
+        true
+    }
+}
