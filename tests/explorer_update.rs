@@ -636,3 +636,46 @@ fn opening_a_failing_run_lands_on_its_first_failed_call_with_the_node_selected()
         end
     );
 }
+
+#[test]
+fn compare_opens_the_chosen_runs_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut summaries = Vec::new();
+    for run in common::three_runs() {
+        let path = dir.path().join(run.path.file_name().unwrap());
+        common::write_run(&run, &path);
+        summaries.push(RunSummary::read(&path));
+    }
+    let browser = Browser::new(vec![PathBuf::from(dir.path())], summaries, 39);
+    let mut app = App::with_browser(browser, Keymap::default(), Theme::new(true), (160, 40));
+    press(&mut app, "mmm");
+    press(&mut app, "c");
+    run_effects(&mut app);
+    let Layer::Compare(compare) = app.top() else {
+        panic!("compare is open");
+    };
+    // The calls of all three runs share rows: no run is only "extra" to the first.
+    assert!(compare.rows.len() <= 4, "{} rows", compare.rows.len());
+    // The last row, the second run's column.
+    send(&mut app, KeyCode::End);
+    press(&mut app, "l");
+    let Layer::Compare(compare) = app.top() else {
+        panic!("compare is open");
+    };
+    let row = compare.rows.len() - 1;
+    let event = compare.rows[row][1]
+        .as_ref()
+        .expect("the second run makes a call on the last row")
+        .event;
+    let path = compare.paths[1].clone();
+    send(&mut app, KeyCode::Enter);
+    run_effects(&mut app);
+    let view = app.run_view().expect("the run opened");
+    assert_eq!(view.run.path, path, "the chosen column's run");
+    assert_eq!(view.position(), event + 1, "at that call");
+    send(&mut app, KeyCode::Esc);
+    assert!(
+        matches!(app.top(), Layer::Compare(_)),
+        "Esc goes back to compare"
+    );
+}

@@ -92,8 +92,12 @@ struct Pending {
 
 #[derive(Debug)]
 enum Waiting {
-    Run(String),
-    Compare { want: usize, runs: Vec<Run> },
+    /// A run to open (at an event, when one was named).
+    Run(String, Option<usize>),
+    Compare {
+        want: usize,
+        runs: Vec<Run>,
+    },
     Groups,
 }
 
@@ -349,7 +353,10 @@ impl App {
         let id = self.next_id;
         self.next_id += 1;
         let waiting = match &work {
-            Work::OpenRun(path) => Waiting::Run(format!("opening {}", path.display())),
+            Work::OpenRun(path) => Waiting::Run(format!("opening {}", path.display()), None),
+            Work::OpenRunAt(path, event) => {
+                Waiting::Run(format!("opening {}", path.display()), Some(*event))
+            }
             Work::Compare(paths) => Waiting::Compare {
                 want: paths.len(),
                 runs: Vec::new(),
@@ -380,10 +387,17 @@ impl App {
             }
         };
         match &mut pending.waiting {
-            Waiting::Run(_) => {
+            Waiting::Run(_, at) => {
                 let problems = run.problems.len();
                 let layer = Layer::for_run(run, self.body_area());
                 self.stack.push(layer);
+                if let Some(event) = *at {
+                    let mut out = Vec::new();
+                    if let Some(top) = self.stack.last_mut() {
+                        top.view_mut().update(&Action::JumpTo(event), &mut out);
+                    }
+                    self.apply(out);
+                }
                 if problems > 0 {
                     self.message = Some(format!(
                         "{problems} problem(s) reading this run; `cosmos validate` lists them"
@@ -435,7 +449,7 @@ impl App {
             .find_map(|l| l.view().status())
             .unwrap_or_default();
         let loading = self.pending.iter().find_map(|p| match &p.waiting {
-            Waiting::Run(what) => Some(what.clone()),
+            Waiting::Run(what, _) => Some(what.clone()),
             Waiting::Compare { want, .. } => Some(format!("loading {want} runs")),
             Waiting::Groups => None,
         });

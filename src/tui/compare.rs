@@ -1,5 +1,8 @@
-//! Compare: two to four runs of one task side by side: metrics in columns with the best of
-//! each row marked, the executed plans aligned step by step, fidelity per step.
+//! Compare: two to four runs side by side. Metrics in columns with the best of each row marked
+//! (world-model cost and the answer too); every run's calls aligned together, one row a call
+//! across runs; the selected row's full arguments and, per run, its simulated and real results
+//! with their fidelity. Column headers name what differs between the runs. Enter opens the run
+//! of the chosen column at that step.
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -8,13 +11,15 @@ use ratatui::widgets::{Block, Cell, Paragraph, Row, Table};
 
 use super::action::Action;
 use super::keymap::{Command, Mode};
-use super::scroll::Scroll;
+use super::scroll::Selection;
 use super::theme::Theme;
-use super::view::{Handled, Request, View};
+use super::view::{Handled, Request, View, Work};
+use super::wrap::wrap_line;
+use crate::metrics::fidelity::Fidelity;
 use crate::metrics::run::{RunFacts, RunMetrics};
-use crate::sanitize::one_line;
+use crate::sanitize::{lines, one_line};
 use crate::trajectory::describe::call_label;
-use crate::trajectory::event::EventBody;
+use crate::trajectory::event::{EventBody, Observation, Role};
 use crate::trajectory::run::Run;
 
 /// One executed call of one run.
@@ -26,51 +31,43 @@ pub struct Call {
     pub arguments: serde_json::Value,
     /// It failed.
     pub is_error: bool,
-    /// Its fidelity score, when simulated.
-    pub fidelity: Option<f64>,
+    /// Its fidelity, when simulated.
+    pub fidelity: Option<Fidelity>,
+    /// The real result.
+    pub real: Observation,
+    /// The simulation it was compared with.
+    pub simulated: Option<Observation>,
+    /// Index of its `tool_called` event.
+    pub event: usize,
 }
 
-/// How a run's step relates to the first run's step on the same row.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Aligned {
-    /// Same tool, same arguments.
-    Same(Call),
-    /// Same tool, different arguments.
-    ArgsDiffer(Call),
-    /// A call the first run does not make here.
-    Extra(Call),
-    /// No matching call.
-    Missing,
-}
+/// One row: a call aligned across the runs (`None` where a run makes no such call here).
+pub type AlignedRow = Vec<Option<Call>>;
 
 /// State of the compare view.
 #[derive(Debug)]
 pub struct CompareView {
-    /// Column labels.
+    /// Column labels: what differs between the runs.
     pub labels: Vec<String>,
+    /// The runs' files (Enter reopens one at a step).
+    pub paths: Vec<std::path::PathBuf>,
     /// Metrics of each run.
     pub metrics: Vec<RunMetrics>,
-    /// Rows of aligned steps; one cell per run.
-    pub rows: Vec<Vec<Aligned>>,
+    answers: Vec<Option<String>>,
+    /// Rows of aligned calls; one cell per run.
+    pub rows: Vec<AlignedRow>,
     /// A warning (runs of different tasks).
     pub warning: Option<String>,
-    scroll: Scroll,
+    /// The selected row.
+    pub selection: Selection,
+    /// The chosen column (the run Enter opens).
+    pub column: usize,
     size: (u16, u16),
 }
 
 impl CompareView {
-    /// Builds the comparison of loaded runs (the first is the reference).
+    /// Builds the comparison of loaded runs.
     pub fn new(runs: &[Run], size: (u16, u16)) -> Self {
-        let labels = runs
-            .iter()
-            .map(|r| {
-                format!(
-                    "{} / {}",
-                    r.header.agent.kind.as_str(),
-                    r.header.world_model_name()
-                )
-            })
-            .collect();
         let metrics = runs.iter().map(crate::metrics::run::of_run).collect();
         let calls: Vec<Vec<Call>> = runs.iter().map(calls_of).collect();
         let tasks: Vec<&str> = runs.iter().map(|r| r.header.task.id.as_str()).collect();
@@ -79,30 +76,96 @@ impl CompareView {
             .any(|w| w[0] != w[1])
             .then(|| format!("runs of different tasks: {}", tasks.join(", ")));
         Self {
-            labels,
+            labels: labels(runs),
+            paths: runs.iter().map(|r| r.path.clone()).collect(),
             metrics,
+            answers: runs
+                .iter()
+                .map(|r| r.answer_at(r.len()).map(String::from))
+                .collect(),
             rows: align(&calls),
             warning,
-            scroll: Scroll::default(),
+            selection: Selection::default(),
+            column: 0,
             size,
         }
     }
 
-    /// The metrics table above, the plans below.
-    fn split(&self, area: Rect, metric_rows: usize) -> [Rect; 2] {
+    /// Metrics on top, the aligned calls in the middle, the selected row below.
+    fn split(&self, area: Rect) -> [Rect; 3] {
+        let metric_rows = metric_rows(&self.metrics).len() + 2;
         Layout::vertical([
-            Constraint::Length(metric_rows as u16 + 3),
-            Constraint::Min(0),
+            Constraint::Length((metric_rows as u16 + 3).min(area.height / 3)),
+            Constraint::Min(4),
+            Constraint::Percentage(35),
         ])
         .areas(area)
     }
 
-    /// Plan rows on screen.
+    /// Call rows on screen.
     fn visible(&self) -> usize {
         let body = Rect::new(0, 0, self.size.0, self.size.1.saturating_sub(1));
-        let [_, bottom] = self.split(body, metric_rows(&self.metrics).len());
-        bottom.height.saturating_sub(3) as usize
+        let [_, calls, _] = self.split(body);
+        calls.height.saturating_sub(3).max(1) as usize
     }
+}
+
+/// What tells the runs apart, for their column headers: of agent, world model, K, α, iterations,
+/// depth, planner and start time, those that differ (the agent and world model always).
+fn labels(runs: &[Run]) -> Vec<String> {
+    type Attr = (&'static str, fn(&Run) -> String);
+    let attrs: [Attr; 6] = [
+        ("K", |r| {
+            r.header
+                .agent
+                .settings
+                .get("k")
+                .map_or("—".into(), |v| v.to_string())
+        }),
+        ("α", |r| {
+            r.header
+                .agent
+                .settings
+                .get("alpha")
+                .map_or("—".into(), |v| v.to_string())
+        }),
+        ("it", |r| {
+            r.header
+                .agent
+                .settings
+                .get("iterations")
+                .map_or("—".into(), |v| v.to_string())
+        }),
+        ("depth", |r| {
+            r.header
+                .agent
+                .settings
+                .get("max_depth")
+                .map_or("—".into(), |v| v.to_string())
+        }),
+        ("planner", |r| r.header.planner.model.clone()),
+        ("started", |r| {
+            r.header.started_at.format("%m-%d %H:%M:%S").to_string()
+        }),
+    ];
+    let differs = |f: fn(&Run) -> String| {
+        let first = f(&runs[0]);
+        runs.iter().any(|r| f(r) != first)
+    };
+    let shown: Vec<&Attr> = attrs.iter().filter(|(_, f)| differs(*f)).collect();
+    runs.iter()
+        .map(|r| {
+            let mut label = format!(
+                "{} / {}",
+                r.header.agent.kind.as_str(),
+                r.header.world_model_name()
+            );
+            for (name, f) in &shown {
+                label.push_str(&format!(" {name}={}", f(r)));
+            }
+            label
+        })
+        .collect()
 }
 
 impl View for CompareView {
@@ -110,18 +173,37 @@ impl View for CompareView {
         Mode::Compare
     }
 
-    fn update(&mut self, action: &Action, _out: &mut Vec<Request>) -> Handled {
+    fn update(&mut self, action: &Action, out: &mut Vec<Request>) -> Handled {
         let (len, visible) = (self.rows.len(), self.visible());
+        let columns = self.labels.len().max(1);
         match action {
-            Action::Do(Command::Up) => self.scroll.by(-1, len, visible),
-            Action::Do(Command::Down) => self.scroll.by(1, len, visible),
-            Action::Do(Command::PageUp) => self.scroll.by(-(visible as isize), len, visible),
-            Action::Do(Command::PageDown) => self.scroll.by(visible as isize, len, visible),
-            Action::Do(Command::Top) => self.scroll.offset = 0,
-            Action::Do(Command::Bottom) => self.scroll.by(isize::MAX, len, visible),
+            Action::Do(Command::Up) => self.selection.by(-1, len, visible),
+            Action::Do(Command::Down) => self.selection.by(1, len, visible),
+            Action::Do(Command::PageUp) => self.selection.by(-(visible as isize), len, visible),
+            Action::Do(Command::PageDown) => self.selection.by(visible as isize, len, visible),
+            Action::Do(Command::Top) => self.selection.select(0, len, visible),
+            Action::Do(Command::Bottom) => self.selection.select(usize::MAX, len, visible),
+            Action::Do(Command::StepBack) => self.column = (self.column + columns - 1) % columns,
+            Action::Do(Command::StepForward) => self.column = (self.column + 1) % columns,
+            Action::Do(Command::Open) => {
+                let call = self
+                    .rows
+                    .get(self.selection.selected)
+                    .and_then(|row| row.get(self.column))
+                    .and_then(Option::as_ref);
+                match call {
+                    Some(c) => out.push(Request::Start(Work::OpenRunAt(
+                        self.paths[self.column].clone(),
+                        c.event,
+                    ))),
+                    None => out.push(Request::Say(
+                        "this run makes no call on this row (←/→ picks another run)".into(),
+                    )),
+                }
+            }
             Action::Resize(w, h) => {
                 self.size = (*w, *h);
-                self.scroll.clamp(len, self.visible());
+                self.selection.settle(len, self.visible());
             }
             _ => return Handled::Ignored,
         }
@@ -129,72 +211,77 @@ impl View for CompareView {
     }
 
     fn status(&self) -> Option<String> {
-        Some(format!("compare {} runs", self.labels.len()))
+        Some(format!(
+            "compare {} runs · column {} · ←/→ column · Enter opens it at the selected call",
+            self.labels.len(),
+            self.column + 1
+        ))
     }
 
-    /// Draws metrics on top, aligned plans below.
     fn draw(&self, frame: &mut Frame, area: Rect, theme: &Theme) {
-        let metric_rows = metric_rows(&self.metrics);
-        let [top, bottom] = self.split(area, metric_rows.len());
+        let [top, middle, bottom] = self.split(area);
         let n = self.labels.len();
-        let widths: Vec<Constraint> = std::iter::once(Constraint::Length(16))
+        let widths: Vec<Constraint> = std::iter::once(Constraint::Length(14))
             .chain((0..n).map(|_| Constraint::Ratio(1, n as u32)))
             .collect();
-        let header = Row::new(
-            std::iter::once(Cell::from("metric"))
-                .chain(self.labels.iter().map(|l| Cell::from(one_line(l, 40)))),
-        )
-        .style(theme.title());
-        let rows = metric_rows.iter().map(|(name, values, best)| {
-            Row::new(
-                std::iter::once(Cell::from(*name)).chain(values.iter().enumerate().map(
-                    |(i, v)| {
+        let column_width = (area.width.saturating_sub(14) as usize / n.max(1)).saturating_sub(1);
+        let header = |first: &str| {
+            Row::new(std::iter::once(Cell::from(first.to_string())).chain(
+                self.labels.iter().enumerate().map(|(i, l)| {
+                    let style = if i == self.column {
+                        theme.title().patch(theme.selected())
+                    } else {
+                        theme.title()
+                    };
+                    Cell::from(Span::styled(one_line(l, column_width), style))
+                }),
+            ))
+            .style(theme.title())
+        };
+        let mut metric_lines: Vec<Row> = metric_rows(&self.metrics)
+            .into_iter()
+            .map(|(name, values, best)| {
+                Row::new(std::iter::once(Cell::from(name)).chain(
+                    values.into_iter().enumerate().map(|(i, v)| {
                         if best.contains(&i) {
                             Cell::from(Span::styled(format!("{v} ★"), theme.mark()))
                         } else {
-                            Cell::from(v.clone())
+                            Cell::from(v)
                         }
-                    },
-                )),
-            )
-        });
+                    }),
+                ))
+            })
+            .collect();
+        metric_lines.push(Row::new(
+            std::iter::once(Cell::from("answer")).chain(
+                self.answers
+                    .iter()
+                    .map(|a| Cell::from(one_line(a.as_deref().unwrap_or("—"), column_width))),
+            ),
+        ));
         let title = match &self.warning {
             Some(w) => format!(" Compare · ★ best · {w} "),
             None => " Compare · ★ best of each row ".to_string(),
         };
-        let block = Block::bordered()
-            .border_style(theme.border())
-            .title(Line::styled(title, theme.title()));
         frame.render_widget(
-            Table::new(rows, widths.clone()).header(header).block(block),
+            Table::new(metric_lines, widths.clone())
+                .header(header("metric"))
+                .block(
+                    Block::bordered()
+                        .border_style(theme.border())
+                        .title(Line::styled(title, theme.title())),
+                ),
             top,
         );
 
-        let inner_h = bottom.height.saturating_sub(3) as usize;
+        let inner_h = middle.height.saturating_sub(3) as usize;
         let block = Block::bordered().border_style(theme.border()).title(Line::styled(
             format!(
-                " Plans, step by step (aligned to the first run; ≠ other arguments, + extra, — missing) · {} ",
-                self.scroll.position(self.rows.len(), inner_h)
+                " Calls, aligned across the runs (≠ other arguments than the row's first, ✗ failed, — none) · {} ",
+                self.selection.scroll.position(self.rows.len(), inner_h)
             ),
             theme.title(),
         ));
-        let plan_rows = self
-            .rows
-            .iter()
-            .enumerate()
-            .skip(self.scroll.offset)
-            .take(inner_h)
-            .map(|(i, cells)| {
-                Row::new(
-                    std::iter::once(Cell::from(format!("step {}", i + 1)))
-                        .chain(cells.iter().map(|c| aligned_cell(c, theme))),
-                )
-            });
-        let header = Row::new(
-            std::iter::once(Cell::from(""))
-                .chain(self.labels.iter().map(|l| Cell::from(one_line(l, 40)))),
-        )
-        .style(theme.title());
         if self.rows.is_empty() {
             frame.render_widget(
                 Paragraph::new(Line::styled(
@@ -202,13 +289,92 @@ impl View for CompareView {
                     theme.dim(),
                 ))
                 .block(block),
-                bottom,
+                middle,
             );
         } else {
+            let rows = self
+                .rows
+                .iter()
+                .enumerate()
+                .skip(self.selection.scroll.offset)
+                .take(inner_h)
+                .map(|(i, cells)| {
+                    let first = cells.iter().flatten().next();
+                    let mut row = Row::new(
+                        std::iter::once(Cell::from(format!("call {}", i + 1))).chain(
+                            cells
+                                .iter()
+                                .map(|c| aligned_cell(c.as_ref(), first, column_width, theme)),
+                        ),
+                    );
+                    if i == self.selection.selected {
+                        row = row.style(theme.selected());
+                    }
+                    row
+                });
             frame.render_widget(
-                Table::new(plan_rows, widths).header(header).block(block),
-                bottom,
+                Table::new(rows, widths.clone())
+                    .header(header(""))
+                    .block(block),
+                middle,
             );
+        }
+        self.draw_selected(frame, bottom, theme);
+    }
+}
+
+impl CompareView {
+    /// The selected row: its full arguments, then per run its simulated and real results.
+    fn draw_selected(&self, frame: &mut Frame, area: Rect, theme: &Theme) {
+        let block = Block::bordered()
+            .border_style(theme.border())
+            .title(Line::styled(" The selected call, per run ", theme.title()));
+        let inner = block.inner(area);
+        frame.render_widget(block, area);
+        let Some(row) = self.rows.get(self.selection.selected) else {
+            return;
+        };
+        let n = row.len().max(1) as u32;
+        let columns = Layout::horizontal((0..n).map(|_| Constraint::Ratio(1, n)))
+            .spacing(1)
+            .split(inner);
+        for (cell, rect) in row.iter().zip(columns.iter()) {
+            let width = rect.width as usize;
+            let mut text: Vec<Line> = Vec::new();
+            match cell {
+                None => text.push(Line::styled("(no call here)", theme.dim())),
+                Some(c) => {
+                    let args = serde_json::to_string(&c.arguments).unwrap_or_default();
+                    for l in wrap_line(&one_line(&format!("{} {args}", c.tool), 4_000), width) {
+                        text.push(Line::styled(l, theme.title()));
+                    }
+                    let fid = c.fidelity.map_or("no simulation".to_string(), |f| {
+                        format!("fidelity {:.2}", f.score)
+                    });
+                    text.push(Line::styled(fid, theme.dim()));
+                    let side = |label: &str, o: &Observation, text: &mut Vec<Line>| {
+                        text.push(Line::styled(
+                            format!("{label}{}", if o.is_error { " ✗" } else { "" }),
+                            if o.is_error {
+                                theme.error()
+                            } else {
+                                theme.dim()
+                            },
+                        ));
+                        for l in lines(&o.text, 30, 2_000) {
+                            for w in wrap_line(&l, width) {
+                                text.push(Line::raw(w));
+                            }
+                        }
+                    };
+                    if let Some(sim) = &c.simulated {
+                        side("simulated", sim, &mut text);
+                    }
+                    side("real", &c.real, &mut text);
+                }
+            }
+            text.truncate(rect.height as usize);
+            frame.render_widget(Paragraph::new(text), *rect);
         }
     }
 }
@@ -220,72 +386,76 @@ fn calls_of(run: &Run) -> Vec<Call> {
         .enumerate()
         .filter_map(|(i, s)| match &run.events[s.event as usize].body {
             EventBody::ToolCalled {
-                tool, arguments, ..
+                tool,
+                arguments,
+                result,
+                ..
             } => Some(Call {
                 tool: tool.clone(),
                 arguments: arguments.clone(),
                 is_error: s.is_error,
-                fidelity: facts.step(i).and_then(|f| f.fidelity).map(|f| f.score),
+                fidelity: facts.step(i).and_then(|f| f.fidelity),
+                real: result.clone(),
+                simulated: s
+                    .simulated
+                    .and_then(|e| run.simulated_observation(e))
+                    .cloned(),
+                event: s.event as usize,
             }),
             _ => None,
         })
         .collect()
 }
 
-/// Aligns each run's calls to the first run's by the longest common subsequence of tool
-/// names; unmatched calls of later runs become `Extra` rows after their predecessor.
-pub fn align(calls: &[Vec<Call>]) -> Vec<Vec<Aligned>> {
-    let Some(reference) = calls.first() else {
-        return Vec::new();
-    };
+/// Aligns every run's calls together: each run in turn is aligned to the rows so far by the
+/// longest common subsequence of tool names (a row's tool is that of its first call); a call
+/// that matches no row becomes a row of its own, after the last row matched before it.
+pub fn align(calls: &[Vec<Call>]) -> Vec<AlignedRow> {
     let n = calls.len();
-    // rows[i] = reference step i; extras[i] = extra rows placed after reference step i (i = 0 means before all).
-    let mut rows: Vec<Vec<Aligned>> = reference
-        .iter()
-        .map(|c| {
-            let mut row = vec![Aligned::Missing; n];
-            row[0] = Aligned::Same(c.clone());
-            row
-        })
-        .collect();
-    let mut extras: Vec<Vec<Vec<Aligned>>> = vec![Vec::new(); reference.len() + 1];
-    for (r, other) in calls.iter().enumerate().skip(1) {
-        let pairs = lcs(reference, other);
-        let mut next_ref = 0usize;
-        let mut matched = pairs.iter().peekable();
-        for (j, call) in other.iter().enumerate() {
-            if let Some(&&(i, jj)) = matched.peek()
-                && jj == j
-            {
-                matched.next();
-                rows[i][r] = if reference[i].arguments == call.arguments {
-                    Aligned::Same(call.clone())
-                } else {
-                    Aligned::ArgsDiffer(call.clone())
-                };
-                next_ref = i + 1;
-            } else {
-                let mut row = vec![Aligned::Missing; n];
-                row[r] = Aligned::Extra(call.clone());
-                extras[next_ref].push(row);
+    let mut rows: Vec<AlignedRow> = Vec::new();
+    for (r, run) in calls.iter().enumerate() {
+        let tools: Vec<&str> = rows
+            .iter()
+            .map(|row| row.iter().flatten().next().map_or("", |c| c.tool.as_str()))
+            .collect();
+        let theirs: Vec<&str> = run.iter().map(|c| c.tool.as_str()).collect();
+        let pairs = lcs(&tools, &theirs);
+        let mut merged: Vec<AlignedRow> = Vec::with_capacity(rows.len() + run.len());
+        let (mut i, mut j) = (0, 0);
+        for &(pi, pj) in pairs
+            .iter()
+            .chain(std::iter::once(&(rows.len(), run.len())))
+        {
+            // Rows before the match, then this run's calls before it (new rows), then the match.
+            while i < pi {
+                merged.push(std::mem::take(&mut rows[i]));
+                i += 1;
+            }
+            while j < pj {
+                let mut row = vec![None; n];
+                row[r] = Some(run[j].clone());
+                merged.push(row);
+                j += 1;
+            }
+            if pi < rows.len() && pj < run.len() {
+                let mut row = std::mem::take(&mut rows[pi]);
+                row[r] = Some(run[pj].clone());
+                merged.push(row);
+                i += 1;
+                j += 1;
             }
         }
+        rows = merged;
     }
-    let mut out = Vec::new();
-    for (i, row) in rows.into_iter().enumerate() {
-        out.append(&mut extras[i]);
-        out.push(row);
-    }
-    out.append(&mut extras[reference.len()]);
-    out
+    rows
 }
 
-/// Index pairs of a longest common subsequence of tool names.
-fn lcs(a: &[Call], b: &[Call]) -> Vec<(usize, usize)> {
+/// Index pairs of a longest common subsequence.
+fn lcs(a: &[&str], b: &[&str]) -> Vec<(usize, usize)> {
     let mut table = vec![vec![0u32; b.len() + 1]; a.len() + 1];
     for i in (0..a.len()).rev() {
         for j in (0..b.len()).rev() {
-            table[i][j] = if a[i].tool == b[j].tool {
+            table[i][j] = if a[i] == b[j] {
                 table[i + 1][j + 1] + 1
             } else {
                 table[i + 1][j].max(table[i][j + 1])
@@ -294,7 +464,7 @@ fn lcs(a: &[Call], b: &[Call]) -> Vec<(usize, usize)> {
     }
     let (mut i, mut j, mut out) = (0, 0, Vec::new());
     while i < a.len() && j < b.len() {
-        if a[i].tool == b[j].tool {
+        if a[i] == b[j] {
             out.push((i, j));
             i += 1;
             j += 1;
@@ -307,27 +477,33 @@ fn lcs(a: &[Call], b: &[Call]) -> Vec<(usize, usize)> {
     out
 }
 
-fn aligned_cell<'a>(a: &Aligned, theme: &Theme) -> Cell<'a> {
-    let label = |c: &Call| {
-        let mut s = call_label(&c.tool, &c.arguments);
-        s.push_str(if c.is_error { " ✗" } else { " ✓" });
-        if let Some(f) = c.fidelity {
-            s.push_str(&format!(" fid {f:.2}"));
-        }
-        one_line(&s, 120)
+fn aligned_cell<'a>(
+    call: Option<&Call>,
+    first: Option<&Call>,
+    width: usize,
+    theme: &Theme,
+) -> Cell<'a> {
+    let Some(c) = call else {
+        return Cell::from(Span::styled("—", theme.dim()));
     };
-    match a {
-        Aligned::Same(c) => Cell::from(Span::styled(
-            label(c),
-            if c.is_error {
-                theme.error()
-            } else {
-                theme.text()
-            },
-        )),
-        Aligned::ArgsDiffer(c) => Cell::from(Span::styled(format!("≠ {}", label(c)), theme.diff())),
-        Aligned::Extra(c) => Cell::from(Span::styled(format!("+ {}", label(c)), theme.mark())),
-        Aligned::Missing => Cell::from(Span::styled("—", theme.dim())),
+    let mut s = call_label(&c.tool, &c.arguments);
+    s.push_str(if c.is_error { " ✗" } else { " ✓" });
+    if let Some(f) = c.fidelity {
+        s.push_str(&format!(" fid {:.2}", f.score));
+    }
+    let differs = first.is_some_and(|f| f.arguments != c.arguments);
+    if differs {
+        Cell::from(Span::styled(
+            one_line(&format!("≠ {s}"), width),
+            theme.diff(),
+        ))
+    } else {
+        let style = if c.is_error {
+            theme.error()
+        } else {
+            theme.text()
+        };
+        Cell::from(Span::styled(one_line(&s, width), style))
     }
 }
 
@@ -339,7 +515,7 @@ fn metric_rows(ms: &[RunMetrics]) -> Vec<MetricRow> {
     type Get = fn(&RunMetrics) -> Option<f64>;
     type Format = fn(f64) -> String;
     // (name, value, Some(higher is better), format)
-    let specs: [(&str, Get, Option<bool>, Format); 10] = [
+    let specs: [(&str, Get, Option<bool>, Format); 12] = [
         ("status", |_| None, None, |_| String::new()),
         (
             "tool calls",
@@ -387,6 +563,21 @@ fn metric_rows(ms: &[RunMetrics]) -> Vec<MetricRow> {
             "nodes",
             |m| Some(m.nodes as f64),
             None,
+            |v| format!("{v:.0}"),
+        ),
+        (
+            "wm calls",
+            |m| Some(m.llm[Role::WorldModel.index()].calls as f64),
+            None,
+            |v| format!("{v:.0}"),
+        ),
+        (
+            "wm tokens",
+            |m| {
+                let u = m.llm[Role::WorldModel.index()];
+                Some((u.prompt_tokens + u.completion_tokens) as f64)
+            },
+            Some(false),
             |v| format!("{v:.0}"),
         ),
         (
@@ -452,20 +643,45 @@ mod tests {
             arguments: json!({"x": arg}),
             is_error: false,
             fidelity: None,
+            real: Observation::default(),
+            simulated: None,
+            event: 0,
         }
     }
 
+    fn tools(row: &AlignedRow) -> Vec<Option<(&str, i64)>> {
+        row.iter()
+            .map(|c| {
+                c.as_ref()
+                    .map(|c| (c.tool.as_str(), c.arguments["x"].as_i64().unwrap()))
+            })
+            .collect()
+    }
+
     #[test]
-    fn alignment_marks_same_differing_extra_and_missing() {
+    fn every_run_is_aligned_with_every_other() {
         let a = vec![call("t:a", 1), call("t:b", 1), call("t:c", 1)];
         let b = vec![call("t:a", 1), call("t:z", 0), call("t:c", 2)];
-        let rows = align(&[a, b]);
-        // a1 same; z extra after a; b missing; c args differ.
-        assert_eq!(rows.len(), 4);
-        assert!(matches!(rows[0][1], Aligned::Same(_)));
-        assert!(matches!(rows[1][1], Aligned::Extra(ref c) if c.tool == "t:z"));
-        assert!(matches!(rows[1][0], Aligned::Missing));
-        assert!(matches!(rows[2][1], Aligned::Missing));
-        assert!(matches!(rows[3][1], Aligned::ArgsDiffer(_)));
+        // c makes the same extra call as b: it shares b's row, not a row of its own.
+        let c = vec![call("t:a", 1), call("t:z", 0), call("t:c", 1)];
+        let rows = align(&[a, b, c]);
+        let shown: Vec<_> = rows.iter().map(tools).collect();
+        assert_eq!(
+            shown,
+            vec![
+                vec![Some(("t:a", 1)), Some(("t:a", 1)), Some(("t:a", 1))],
+                vec![Some(("t:b", 1)), None, None],
+                vec![None, Some(("t:z", 0)), Some(("t:z", 0))],
+                vec![Some(("t:c", 1)), Some(("t:c", 2)), Some(("t:c", 1))],
+            ]
+        );
+    }
+
+    #[test]
+    fn four_same_calls_sit_side_by_side() {
+        let run = vec![call("time:convert", 1), call("time:convert", 2)];
+        let rows = align(&[run.clone(), run.clone(), run.clone(), run]);
+        assert_eq!(rows.len(), 2, "not rows 1–4 and 5–8");
+        assert!(rows.iter().all(|r| r.iter().all(Option::is_some)));
     }
 }

@@ -272,7 +272,19 @@ pub const COMMANDS: &[(Command, Mode, &[&str], &str)] = &[
         Command::Open,
         Mode::Compare,
         &["Enter", "o"],
-        "wm-eval: the selected call whole",
+        "the selected call: its run there (compare), or whole (wm-eval)",
+    ),
+    (
+        Command::StepBack,
+        Mode::Compare,
+        &["Left", "h"],
+        "compare: previous run column",
+    ),
+    (
+        Command::StepForward,
+        Mode::Compare,
+        &["Right", "l"],
+        "compare: next run column",
     ),
     (
         Command::SortNext,

@@ -173,7 +173,9 @@ fn spawn_work(id: RequestId, work: Work, tx: Sender<Msg>) {
 /// request's id. Tests call this directly to run work without a terminal.
 pub fn perform(id: RequestId, work: Work) -> Vec<Action> {
     match work {
-        Work::OpenRun(path) => vec![Action::Loaded(id, Box::new(Run::open(&path)))],
+        Work::OpenRun(path) | Work::OpenRunAt(path, _) => {
+            vec![Action::Loaded(id, Box::new(Run::open(&path)))]
+        }
         Work::Compare(paths) => paths
             .iter()
             .map(|p| Action::Loaded(id, Box::new(Run::open(p))))

@@ -39,6 +39,8 @@ pub enum Exit {
 pub enum Work {
     /// Open a run file (→ [`Action::Loaded`]).
     OpenRun(PathBuf),
+    /// Open a run file with the cursor just after one of its events (→ [`Action::Loaded`]).
+    OpenRunAt(PathBuf, usize),
     /// Open runs to compare (→ one [`Action::Loaded`] each).
     Compare(Vec<PathBuf>),
     /// Compute the group table (→ [`Action::GroupsReady`]).

@@ -45,6 +45,11 @@ impl TransitionBuffer {
                 tracing::warn!(file = %file.display(), "memory: skipping unreadable run");
                 continue;
             };
+            // A wm-eval file's calls are copies of other runs' calls: reading them would let a
+            // call be predicted from its own recording after all.
+            if stream.header().agent.kind == crate::trajectory::event::AgentKind::WmEval {
+                continue;
+            }
             let source = buffer.sources.len() as u32;
             while let Ok(Some(e)) = stream.next_event() {
                 if let EventBody::ToolCalled {

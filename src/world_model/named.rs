@@ -164,7 +164,17 @@ fn tables(config: Option<&Path>) -> Result<BTreeMap<String, toml::Table>> {
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     let file: File =
         toml::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
-    for name in file.world_models.keys() {
+    for (name, table) in &file.world_models {
+        // `[world_models.qwen-1.5b]` is the table `qwen-1` holding a table `5b`.
+        if !table.contains_key("kind")
+            && let Some((inner, _)) = table.iter().find(|(_, v)| v.is_table())
+        {
+            bail!(
+                "{}: [world_models.{name}.{inner}] is a table inside a table: a name with a dot \
+                 must be quoted, [world_models.\"{name}.{inner}\"]",
+                path.display()
+            );
+        }
         if BUILT_IN.contains(&name.as_str()) {
             bail!(
                 "{}: [world_models.{name}] takes a built-in name; choose another",
@@ -457,6 +467,10 @@ mod tests {
             .contains("built-in name")
         );
         assert!(err("", "memory").contains("--memory-from"));
+        assert!(
+            err("[world_models.qwen-1.5b]\nkind = \"llm\"\n", "qwen-1.5b")
+                .contains("[world_models.\"qwen-1.5b\"]")
+        );
     }
 
     #[test]

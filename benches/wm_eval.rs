@@ -1,0 +1,163 @@
+//! wm-eval benchmark: prints figures, asserts nothing. `cargo bench --bench wm_eval`
+//! (`-- --quick` for a tenth). 1,000 recorded calls simulated by 3 world models against an
+//! OpenAI-compatible endpoint that answers in 200 ms (the tests' scripted server, a real HTTP
+//! process), 8 at once: wall time against the ideal 3,000 × 0.2 s / 8 = 75 s; then the
+//! world-model view's first frame and frame p99 over the file written.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{ms, pct, scale, time};
+use mcp_cosmos::trajectory::event::{AgentKind, EventBody, Observation};
+use mcp_cosmos::trajectory::redact::Redactor;
+use mcp_cosmos::trajectory::run::Run;
+use mcp_cosmos::trajectory::synthetic::{self, Spec};
+use mcp_cosmos::trajectory::writer::Writer;
+use mcp_cosmos::tui::action::Action;
+use mcp_cosmos::tui::app::{App, Layer};
+use mcp_cosmos::tui::keymap::{Command as Key, Keymap};
+use mcp_cosmos::tui::theme::Theme;
+use mcp_cosmos::wm_eval::{EvalSpec, evaluate, recorded_calls};
+use mcp_cosmos::world_model::named::BuiltInOptions;
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use ratatui::layout::Rect;
+use serde_json::json;
+
+fn main() {
+    let calls = 1_000 / scale();
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("runs");
+    std::fs::create_dir(&runs).unwrap();
+    // 20 runs of calls to two tools, the same shape a time server returns.
+    for r in 0..20 {
+        let mut header = synthetic::header(&Spec::default());
+        header.synthetic = true;
+        header.agent.kind = AgentKind::React;
+        let mut w = Writer::create(
+            &runs.join(format!("run-{r:02}.jsonl")),
+            &header,
+            Redactor::new(),
+            None,
+        )
+        .unwrap();
+        for i in 0..calls / 20 {
+            let hour = (r * 7 + i) % 24;
+            w.write(
+                i as u64,
+                EventBody::ToolCalled {
+                    step: i as u64 + 1,
+                    tool: format!("Time MCP:{}", if i % 3 == 0 { "get_current_time" } else { "convert_time" }),
+                    server: None,
+                    arguments: json!({"time": format!("{hour:02}:00"), "target_timezone": "Asia/Tokyo"}),
+                    result: Observation {
+                        text: format!(r#"{{"timezone":"Asia/Tokyo","datetime":"2026-11-30T{hour:02}:00:00+09:00","is_dst":false}}"#),
+                        is_error: i % 11 == 0,
+                        ..Default::default()
+                    },
+                    latency_ms: 3,
+                    node: None,
+                    error: None,
+                    origin: None,
+                },
+            )
+            .unwrap();
+        }
+    }
+
+    // The scripted endpoint, answering every simulation after 200 ms.
+    let script = dir.path().join("script.json");
+    std::fs::write(
+        &script,
+        json!({"rules": [{"when": "You simulate an MCP server", "delay_s": 0.2,
+            "content": {"is_error": false, "content": "{\"timezone\":\"Asia/Tokyo\",\"datetime\":\"2026-11-30T09:00:00+09:00\",\"is_dst\":false}"}}]})
+        .to_string(),
+    )
+    .unwrap();
+    let server = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/scripted_llm.py");
+    let mut child = Command::new("python3")
+        .arg(&server)
+        .arg(&script)
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("python3 runs the scripted endpoint");
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let port: u16 = first.trim().trim_start_matches("PORT ").parse().unwrap();
+    let config = dir.path().join("cosmos.toml");
+    let mut toml = String::new();
+    for name in ["wm-a", "wm-b", "wm-c"] {
+        toml.push_str(&format!(
+            "[world_models.{name}]\nkind = \"llm\"\nbase_url = \"http://127.0.0.1:{port}/v1\"\nmodel = \"{name}\"\napi_key_env = \"NO_KEY_NEEDED\"\n"
+        ));
+    }
+    std::fs::write(&config, toml).unwrap();
+
+    let (recorded, _) = recorded_calls(std::slice::from_ref(&runs)).unwrap();
+    let spec = EvalSpec {
+        world_models: vec!["wm-a".into(), "wm-b".into(), "wm-c".into()],
+        config: Some(config),
+        options: BuiltInOptions::default(),
+        concurrency: 8,
+        out_dir: dir.path().join("out"),
+        runs: vec![runs],
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let (evaluation, wall) = time(|| runtime.block_on(evaluate(&spec, &recorded)).unwrap());
+    let ideal = recorded.len() as f64 * 3.0 * 0.2 / 8.0;
+    println!(
+        "wm-eval of {} calls × 3 world models, endpoint 200 ms, concurrency 8: {:.1} s (ideal {ideal:.1} s, {:.0}% overhead)",
+        recorded.len(),
+        wall.as_secs_f64(),
+        (wall.as_secs_f64() / ideal - 1.0) * 100.0
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+
+    let (run, t_open) = time(|| Run::open(&evaluation.path).unwrap());
+    let size = (200, 60);
+    let mut terminal = Terminal::new(TestBackend::new(size.0, size.1)).unwrap();
+    let (mut app, t_view) = time(|| {
+        App::on(
+            Layer::for_run(run, Rect::new(0, 0, size.0, size.1 - 1)),
+            Keymap::default(),
+            Theme::new(true),
+            size,
+        )
+    });
+    let (_, t_draw) = time(|| terminal.draw(|f| app.draw(f)).unwrap());
+    println!(
+        "world-model view of that file: open {:.1} ms + view {:.1} ms + first frame {:.1} ms",
+        ms(t_open),
+        ms(t_view),
+        ms(t_draw)
+    );
+    let mut frames: Vec<Duration> = Vec::new();
+    for i in 0..300 {
+        let key = if i % 50 == 0 {
+            Key::SortNext
+        } else {
+            Key::Down
+        };
+        app.update(Action::Do(key));
+        let start = Instant::now();
+        app.settle();
+        terminal.draw(|f| app.draw(f)).unwrap();
+        frames.push(start.elapsed());
+    }
+    frames.sort();
+    println!(
+        "world-model view frame (select, sort): p50 {:.2} ms, p99 {:.2} ms",
+        ms(pct(&frames, 0.5)),
+        ms(pct(&frames, 0.99))
+    );
+}
