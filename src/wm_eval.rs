@@ -214,6 +214,7 @@ pub async fn evaluate(spec: &EvalSpec, calls: &[RecordedCall]) -> Result<Evaluat
         })
         .collect();
 
+    let start = std::time::Instant::now();
     let jobs = calls.iter().enumerate().flat_map(|(c, call)| {
         let contenders = &contenders;
         let cached = &cached;
@@ -231,16 +232,18 @@ pub async fn evaluate(spec: &EvalSpec, calls: &[RecordedCall]) -> Result<Evaluat
                     user_request: &call.request,
                     history: call.history(),
                 };
-                (c, w, model.simulate(request).await)
+                let result = model.simulate(request).await;
+                (c, w, result, start.elapsed().as_millis() as u64)
             }
         })
     });
-    let mut results: Vec<(usize, usize, Result<Simulation, SimFailure>)> =
+    // (call, world model, what it did, when it finished: the event's time).
+    let mut results: Vec<(usize, usize, Result<Simulation, SimFailure>, u64)> =
         futures::stream::iter(jobs)
             .buffer_unordered(spec.concurrency.max(1))
             .collect()
             .await;
-    results.sort_by_key(|(c, w, _)| (*c, *w));
+    results.sort_by_key(|(c, w, _, _)| (*c, *w));
 
     let names: Vec<String> = contenders.iter().map(|c| c.name.clone()).collect();
     let header = header(spec, &contenders, calls);
@@ -273,14 +276,17 @@ pub async fn evaluate(spec: &EvalSpec, calls: &[RecordedCall]) -> Result<Evaluat
         redactor,
         Some(RunAccumulator::tally(&header)),
     )?;
-    let start = std::time::Instant::now();
-    let t = |start: &std::time::Instant| start.elapsed().as_millis() as u64;
     let mut table = Vec::with_capacity(calls.len());
+    let mut last_t = 0;
     let mut results = results.into_iter().peekable();
     for (c, call) in calls.iter().enumerate() {
         let step = c as u64 + 1;
+        // The copy is stamped with the earliest simulation of it, times never going back.
+        let first = results
+            .peek()
+            .map_or(last_t, |(_, _, _, at)| (*at).max(last_t));
         writer.write(
-            t(&start),
+            first,
             EventBody::ToolCalled {
                 step,
                 tool: call.tool.name.clone(),
@@ -297,11 +303,13 @@ pub async fn evaluate(spec: &EvalSpec, calls: &[RecordedCall]) -> Result<Evaluat
             },
         )?;
         let mut outcomes = Vec::with_capacity(names.len());
-        while let Some((_, w, result)) = results.next_if(|(rc, _, _)| *rc == c) {
+        while let Some((_, w, result, at)) = results.next_if(|(rc, _, _, _)| *rc == c) {
+            let at = at.max(first).max(last_t);
+            last_t = at;
             match result {
                 Ok(sim) => {
                     if let Some(usage) = &sim.llm {
-                        writer.write(t(&start), usage_event(usage))?;
+                        writer.write(at, usage_event(usage))?;
                     }
                     let tokens = sim
                         .llm
@@ -313,7 +321,7 @@ pub async fn evaluate(spec: &EvalSpec, calls: &[RecordedCall]) -> Result<Evaluat
                         tokens,
                     });
                     writer.write(
-                        t(&start),
+                        at,
                         EventBody::CallSimulated {
                             step,
                             world_model: names[w].clone(),
@@ -325,11 +333,11 @@ pub async fn evaluate(spec: &EvalSpec, calls: &[RecordedCall]) -> Result<Evaluat
                 }
                 Err(failure) => {
                     if let Some(usage) = &failure.llm {
-                        writer.write(t(&start), usage_event(usage))?;
+                        writer.write(at, usage_event(usage))?;
                     }
                     outcomes.push(Outcome::Failed);
                     writer.write(
-                        t(&start),
+                        at,
                         EventBody::Error {
                             source: "world_model".into(),
                             name: Some(names[w].clone()),
@@ -347,7 +355,7 @@ pub async fn evaluate(spec: &EvalSpec, calls: &[RecordedCall]) -> Result<Evaluat
         });
     }
     writer.write(
-        t(&start),
+        start.elapsed().as_millis() as u64,
         EventBody::RunFinished {
             status: RunStatus::Completed,
             error: None,
