@@ -7,6 +7,7 @@ pub mod judge;
 pub mod llm;
 pub mod mcp;
 pub mod metrics;
+pub mod probe;
 pub mod sanitize;
 pub mod task;
 pub mod trajectory;

@@ -1225,3 +1225,88 @@ fn a_named_world_model_from_cosmos_toml_runs_and_is_recorded_by_its_name() {
         text(&output)
     );
 }
+
+#[test]
+fn a_nodes_call_made_for_real_after_the_run_is_appended() {
+    use mcp_cosmos::trajectory::event::{
+        Action, AgentInfo, AgentKind, EventBody, Header, ModelInfo, RunStatus, TaskInfo,
+    };
+    use mcp_cosmos::trajectory::redact::Redactor;
+    use mcp_cosmos::trajectory::writer::Writer;
+    let dir = tempfile::tempdir().unwrap();
+    let mcp = write_mcp_config(dir.path(), bench_servers());
+    let path = dir.path().join("run.jsonl");
+    let header = Header::new(
+        "probe-test",
+        TaskInfo {
+            id: "t".into(),
+            request: "What time is it in UTC?".into(),
+            ..Default::default()
+        },
+        AgentInfo {
+            kind: AgentKind::PlanExec,
+            settings: Default::default(),
+        },
+        ModelInfo {
+            model: "m".into(),
+            base_url: None,
+        },
+    );
+    let mut w = Writer::create(&path, &header, Redactor::new(), None).unwrap();
+    for body in [
+        EventBody::NodeAdded {
+            node: 0,
+            parent: None,
+            depth: 0,
+            action: None,
+            prior: None,
+        },
+        EventBody::NodeAdded {
+            node: 1,
+            parent: Some(0),
+            depth: 1,
+            action: Some(Action::ToolCall {
+                tool: "Time MCP:get_current_time".into(),
+                arguments: json!({"timezone": "UTC"}),
+            }),
+            prior: None,
+        },
+        EventBody::RunFinished {
+            status: RunStatus::Completed,
+            error: None,
+            totals: Default::default(),
+        },
+    ] {
+        w.write(1, body).unwrap();
+    }
+    drop(w);
+    let setup = mcp_cosmos::probe::ProbeSetup {
+        config: None,
+        mcp_config: Some(mcp),
+    };
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let event = runtime
+        .block_on(mcp_cosmos::probe::call_for_real(&path, 1, &setup))
+        .unwrap();
+    match &event.body {
+        EventBody::ProbeCalled {
+            node: 1,
+            server,
+            result,
+            error: None,
+            ..
+        } => {
+            assert_eq!(server.as_deref(), Some("Time MCP"));
+            assert!(
+                result.text.contains("\"timezone\": \"UTC\""),
+                "{}",
+                result.text
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    // After run_finished, and the file is still valid.
+    let ev = events(&path);
+    assert_eq!(ev.last().unwrap()["kind"], "probe_called");
+    assert_valid(&path);
+}

@@ -120,3 +120,25 @@ fn replay_follows_a_file_another_process_is_still_writing() {
     t.keys(&["q"]);
     t.wait_exit();
 }
+
+#[test]
+fn the_sample_wm_eval_opens_in_the_world_model_view() {
+    let samples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_runs");
+    let file = std::fs::read_dir(&samples)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().contains("_wm-eval_"))
+        .expect("sample_runs holds a wm-eval file");
+    let t = Tmux::start(&["replay", file.to_str().unwrap()], 200, 50);
+    t.wait_for_all(&["World models", "memory", "qwen-1.5b", "by disagreement"]);
+    t.keys(&["s"]);
+    t.wait_for("by step");
+    t.keys(&["Enter"]);
+    t.wait_for_all(&["Step ", "real", "score "]);
+    t.keys(&["Escape"]);
+    t.wait_until("the call closed", |s| {
+        !s.contains("score ") && s.contains("World models")
+    });
+    t.keys(&["q"]);
+    t.wait_exit();
+}

@@ -679,3 +679,87 @@ fn compare_opens_the_chosen_runs_call() {
         "Esc goes back to compare"
     );
 }
+
+#[test]
+fn probing_a_node_appends_a_simulation_and_asks_before_a_real_call() {
+    use mcp_cosmos::trajectory::event::EventBody;
+    let dir = tempfile::tempdir().unwrap();
+    // The probed run, and another that recorded the same tool (what memory predicts from).
+    let run = common::plan_fails_run();
+    let path = dir.path().join("probed.jsonl");
+    common::write_run(&run, &path);
+    let other = common::three_runs().into_iter().next().unwrap();
+    common::write_run(&other, &dir.path().join("other.jsonl"));
+    let opened = Run::open(&path).unwrap();
+    let size = (120, 40);
+    let mut app = App::on(
+        Layer::for_run(opened, Rect::new(0, 0, size.0, size.1 - 1)),
+        Keymap::default(),
+        Theme::new(true),
+        size,
+    );
+    app.probe = mcp_cosmos::probe::ProbeSetup::default();
+    // Node 2 (root, node 1, node 2), then p: the picker lists llm and memory.
+    send(&mut app, KeyCode::Home);
+    send(&mut app, KeyCode::End);
+    press(&mut app, "kkkjj");
+    let Some(Item::Node(slot)) = view(&app).tree.selected_item() else {
+        panic!("a node is selected");
+    };
+    assert_eq!(view(&app).run.nodes()[slot as usize].id, 2);
+    press(&mut app, "p");
+    assert!(
+        matches!(app.top(), Layer::Picker(_)),
+        "p asks which world model"
+    );
+    send(&mut app, KeyCode::Down);
+    send(&mut app, KeyCode::Enter);
+    run_effects(&mut app);
+    assert!(
+        app.message().unwrap().contains("#2 probed with memory"),
+        "{:?}",
+        app.message()
+    );
+    // In the file, after run_finished, and the file still reads clean.
+    let reread = Run::open(&path).unwrap();
+    assert!(reread.problems.is_empty(), "{:?}", reread.problems);
+    let last = reread.events.last().unwrap();
+    assert!(
+        matches!(&last.body, EventBody::NodeProbed { node: 2, world_model, observation: Some(_), .. } if world_model == "memory")
+    );
+    // The node inspector shows it.
+    press(&mut app, "i");
+    let Layer::Inspector(inspector) = app.top() else {
+        panic!("the node inspector");
+    };
+    assert!(
+        inspector
+            .lines()
+            .join("\n")
+            .contains("probed after the run with memory")
+    );
+    send(&mut app, KeyCode::Esc);
+
+    // P asks first, naming the call; Esc makes no call and appends nothing.
+    press(&mut app, "P");
+    let Layer::ConfirmCall(question) = app.top() else {
+        panic!("P asks before a real call");
+    };
+    assert!(
+        question.call.contains("time:convert_time"),
+        "{}",
+        question.call
+    );
+    send(&mut app, KeyCode::Esc);
+    assert!(app.take_work().is_empty());
+    assert_eq!(Run::open(&path).unwrap().len(), reread.len());
+    // Without --mcp-config a real call says what it needs.
+    press(&mut app, "P");
+    press(&mut app, "y");
+    run_effects(&mut app);
+    assert!(
+        app.message().unwrap().contains("--mcp-config"),
+        "{:?}",
+        app.message()
+    );
+}

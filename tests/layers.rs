@@ -12,7 +12,7 @@ const LAYERS: &[&[&str]] = &[
     &["llm", "mcp"],
     &["world_model"],
     &["agent", "judge"],
-    &["wm_eval"],
+    &["wm_eval", "probe"],
     &["tui"],
     &["cli"],
 ];

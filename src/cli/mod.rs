@@ -42,6 +42,12 @@ pub enum Command {
         /// A folder of runs or one run file.
         #[arg(default_value = "sample_runs")]
         path: PathBuf,
+        /// cosmos.toml, for probing a node with a named world model (`p` on a tree node).
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// The MCP servers, for making a node's call for real (`P`, after a question).
+        #[arg(long)]
+        mcp_config: Option<PathBuf>,
     },
     /// Run a task with an agent against real MCP servers, recording a trajectory.
     Run(Box<run::RunArgs>),
@@ -103,8 +109,15 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
     logging::init();
     match cli.command.unwrap_or(Command::Replay {
         path: cli.path.unwrap_or_else(|| PathBuf::from("sample_runs")),
+        config: None,
+        mcp_config: None,
     }) {
-        Command::Replay { path } => crate::tui::explore(&path).map(|()| ExitCode::SUCCESS),
+        Command::Replay {
+            path,
+            config,
+            mcp_config,
+        } => crate::tui::explore(&path, crate::probe::ProbeSetup { config, mcp_config })
+            .map(|()| ExitCode::SUCCESS),
         Command::Run(args) => run::run(*args),
         Command::Servers {
             mcp_config,

@@ -97,6 +97,40 @@ pub fn summary(event: &Event) -> String {
             parent.map_or("—".into(), |p| format!("#{p}")),
             node_label(&event.body)
         ),
+        EventBody::NodeProbed {
+            node,
+            world_model,
+            observation,
+            error,
+            ..
+        } => match (observation, error) {
+            (Some(o), _) => format!(
+                "#{node} probed with {world_model}{}: {}",
+                if o.is_error { " (error)" } else { "" },
+                o.text
+            ),
+            (None, e) => format!(
+                "#{node} probed with {world_model}: failed: {}",
+                e.as_deref().unwrap_or("")
+            ),
+        },
+        EventBody::ProbeCalled {
+            node,
+            tool,
+            arguments,
+            result,
+            error,
+            ..
+        } => format!(
+            "#{node} called for real: {}{} {}",
+            call_label(tool, arguments),
+            if result.is_error || error.is_some() {
+                " ✗"
+            } else {
+                ""
+            },
+            error.as_deref().unwrap_or(&result.text)
+        ),
         EventBody::CallSimulated {
             step,
             world_model,

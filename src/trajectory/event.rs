@@ -565,6 +565,46 @@ pub enum EventBody {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         tokens: Option<u64>,
     },
+    /// After the run, a person probed a node: a named world model simulated the node's call
+    /// in the node's context (`cosmos replay`, `p`).
+    NodeProbed {
+        /// The node.
+        node: NodeId,
+        /// The world model, by name.
+        world_model: String,
+        /// The prediction, when it made one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        observation: Option<Observation>,
+        /// Why it could not, when it failed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+        /// Latency of the simulation.
+        latency_ms: u64,
+        /// Tokens spent, when the world model uses an LLM.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tokens: Option<u64>,
+    },
+    /// After the run, a person had a node's call made for real (`cosmos replay`, `P`, after a
+    /// question naming the server and the call).
+    ProbeCalled {
+        /// The node.
+        node: NodeId,
+        /// Namespaced tool.
+        tool: String,
+        /// The server that served it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        server: Option<String>,
+        /// Arguments as sent.
+        #[serde(default)]
+        arguments: Value,
+        /// The real result.
+        result: Observation,
+        /// Latency of the call.
+        latency_ms: u64,
+        /// Transport or protocol error.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
     /// The final answer.
     Answer {
         /// Its text.
@@ -635,6 +675,8 @@ pub const KNOWN_KINDS: &[&str] = &[
     "error",
     "decision_rejected",
     "call_simulated",
+    "node_probed",
+    "probe_called",
     "run_finished",
 ];
 
@@ -655,6 +697,8 @@ impl EventBody {
             EventBody::Error { .. } => "error",
             EventBody::DecisionRejected { .. } => "decision_rejected",
             EventBody::CallSimulated { .. } => "call_simulated",
+            EventBody::NodeProbed { .. } => "node_probed",
+            EventBody::ProbeCalled { .. } => "probe_called",
             EventBody::RunFinished { .. } => "run_finished",
             EventBody::Unknown { kind, .. } => kind,
         }
@@ -665,7 +709,9 @@ impl EventBody {
         match self {
             EventBody::NodeAdded { node, .. }
             | EventBody::NodeSimulated { node, .. }
-            | EventBody::NodeEvaluated { node, .. } => Some(*node),
+            | EventBody::NodeEvaluated { node, .. }
+            | EventBody::NodeProbed { node, .. }
+            | EventBody::ProbeCalled { node, .. } => Some(*node),
             EventBody::Backpropagated { path, .. } => path.last().copied(),
             EventBody::ToolCalled { node, .. } => *node,
             _ => None,

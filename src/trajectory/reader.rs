@@ -436,7 +436,8 @@ impl EventStream {
     }
 }
 
-/// Events `cosmos judge` appends after `run_finished`: its phase, call, scores or error.
+/// Events that may follow `run_finished`: `cosmos judge`'s phase, call, scores or error, and a
+/// person's probes of a node (their tokens inside them: never the run's cost).
 pub fn is_judgement(body: &EventBody) -> bool {
     use super::event::{Phase, Role};
     matches!(
@@ -448,6 +449,8 @@ pub fn is_judgement(body: &EventBody) -> bool {
             ..
         } | EventBody::JudgeScored { .. }
             | EventBody::Error { .. }
+            | EventBody::NodeProbed { .. }
+            | EventBody::ProbeCalled { .. }
     )
 }
 

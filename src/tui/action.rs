@@ -32,4 +32,6 @@ pub enum Action {
     GroupsReady(RequestId, Vec<crate::metrics::group::GroupRow>),
     /// A live run produced an event.
     LiveEvent(Box<Event>),
+    /// A probe finished: the event appended to the run, or why not.
+    Probed(RequestId, Box<anyhow::Result<Event>>),
 }

@@ -12,14 +12,16 @@ use ratatui::widgets::Paragraph;
 use super::action::{Action, RequestId};
 use super::browser::Browser;
 use super::compare::CompareView;
-use super::confirm::ConfirmLeave;
+use super::confirm::{ConfirmCall, ConfirmLeave};
 use super::help::HelpView;
 use super::keymap::{Command, Keymap};
+use super::picker::WorldModelPicker;
 use super::run_view::RunView;
 use super::run_view::inspector::Inspector;
 use super::theme::Theme;
 use super::view::{Exit, Handled, Request, View, Work};
 use super::wm_eval_view::{CallDetail, WmEvalView};
+use crate::probe::ProbeSetup;
 use crate::sanitize::one_line;
 use crate::trajectory::run::Run;
 
@@ -42,6 +44,10 @@ pub enum Layer {
     WmEval(WmEvalView),
     /// One call of a wm-eval file whole.
     CallDetail(CallDetail),
+    /// Which world model to probe a node with.
+    Picker(WorldModelPicker),
+    /// Make a node's call for real?
+    ConfirmCall(ConfirmCall),
 }
 
 impl Layer {
@@ -56,6 +62,8 @@ impl Layer {
             Layer::Confirm(v) => v,
             Layer::WmEval(v) => v,
             Layer::CallDetail(v) => v,
+            Layer::Picker(v) => v,
+            Layer::ConfirmCall(v) => v,
         }
     }
 
@@ -69,6 +77,8 @@ impl Layer {
             Layer::Confirm(v) => v,
             Layer::WmEval(v) => v,
             Layer::CallDetail(v) => v,
+            Layer::Picker(v) => v,
+            Layer::ConfirmCall(v) => v,
         }
     }
 
@@ -99,6 +109,7 @@ enum Waiting {
         runs: Vec<Run>,
     },
     Groups,
+    Probe,
 }
 
 /// The whole explorer state.
@@ -119,6 +130,8 @@ pub struct App {
     pub theme: Theme,
     /// Terminal size.
     pub size: (u16, u16),
+    /// Where probes find world models and servers.
+    pub probe: ProbeSetup,
 }
 
 impl App {
@@ -145,6 +158,7 @@ impl App {
             keymap,
             theme,
             size,
+            probe: ProbeSetup::default(),
         }
     }
 
@@ -248,6 +262,33 @@ impl App {
                 self.changed = true;
                 self.loaded(id, *result);
             }
+            Action::Probed(id, result) => {
+                self.changed = true;
+                if self.take_pending(id).is_none() {
+                    return;
+                }
+                match *result {
+                    Ok(event) => {
+                        let said = crate::trajectory::describe::summary(&event);
+                        if let Some(run) = self.stack.iter_mut().rev().find_map(|l| match l {
+                            Layer::Run(r) => Some(r),
+                            _ => None,
+                        }) {
+                            run.add_probe(event);
+                        }
+                        self.message = Some(format!(
+                            "added to the run: {} (i shows the node)",
+                            one_line(&said, 120)
+                        ));
+                    }
+                    Err(e) => {
+                        self.message = Some(format!(
+                            "probe failed: {}",
+                            one_line(&format!("{e:#}"), 200)
+                        ))
+                    }
+                }
+            }
             Action::GroupsReady(id, _) => {
                 self.changed = true;
                 if self.take_pending(id).is_some()
@@ -345,6 +386,33 @@ impl App {
                 Request::Start(work) => self.start(work),
                 Request::Exit(exit) => self.exit = Some(exit),
                 Request::Say(m) => self.message = Some(m),
+                Request::Probe { path, node, real } => self.probe(path, node, real),
+            }
+        }
+    }
+
+    /// Asks which world model (or whether to call for real) before probing a node.
+    fn probe(
+        &mut self,
+        path: std::path::PathBuf,
+        node: crate::trajectory::event::NodeId,
+        real: bool,
+    ) {
+        if !real {
+            let picker = WorldModelPicker::new(path, node, self.probe.clone());
+            self.stack.push(Layer::Picker(picker));
+            return;
+        }
+        match crate::probe::describe_call(&path, node) {
+            Ok(call) => {
+                let question = ConfirmCall::new(call, path, node, self.probe.clone());
+                self.stack.push(Layer::ConfirmCall(question));
+            }
+            Err(e) => {
+                self.message = Some(format!(
+                    "cannot probe: {}",
+                    one_line(&format!("{e:#}"), 200)
+                ))
             }
         }
     }
@@ -362,6 +430,7 @@ impl App {
                 runs: Vec::new(),
             },
             Work::Groups(_) => Waiting::Groups,
+            Work::Probe { .. } | Work::ProbeReal { .. } => Waiting::Probe,
         };
         // A new request replaces an unanswered one of its kind: its answer would be stale.
         self.pending
@@ -413,7 +482,7 @@ impl App {
                     self.pending.push(pending);
                 }
             }
-            Waiting::Groups => {}
+            Waiting::Groups | Waiting::Probe => {}
         }
     }
 
@@ -451,7 +520,7 @@ impl App {
         let loading = self.pending.iter().find_map(|p| match &p.waiting {
             Waiting::Run(what, _) => Some(what.clone()),
             Waiting::Compare { want, .. } => Some(format!("loading {want} runs")),
-            Waiting::Groups => None,
+            Waiting::Groups | Waiting::Probe => None,
         });
         let note = loading.or_else(|| self.message.clone());
         let help = self.keymap.hint(self.top().view().mode(), Command::Help);

@@ -2,7 +2,7 @@
 //! it running without the view. Never a silent kill.
 
 use ratatui::Frame;
-use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::layout::Rect;
 use ratatui::text::Line;
 use ratatui::widgets::{Block, Clear, Paragraph, Wrap};
 
@@ -63,24 +63,93 @@ impl View for ConfirmLeave {
             )),
             Line::raw(format!("{:>5}  stay", self.cancel_key)),
         ];
-        let [_, mid, _] = Layout::vertical([
-            Constraint::Fill(1),
-            Constraint::Length(lines.len() as u16 + 2),
-            Constraint::Fill(1),
-        ])
-        .areas(area);
-        let [_, rect, _] = Layout::horizontal([
-            Constraint::Fill(1),
-            Constraint::Length(74.min(area.width)),
-            Constraint::Fill(1),
-        ])
-        .areas(mid);
+        let rect = super::overlay::centered(area, 74, lines.len() as u16 + 2);
         frame.render_widget(Clear, rect);
         frame.render_widget(
             Paragraph::new(lines).wrap(Wrap { trim: false }).block(
                 Block::bordered()
                     .border_style(theme.focus_border())
                     .title(" Leave the run? "),
+            ),
+            rect,
+        );
+    }
+
+    fn status(&self) -> Option<String> {
+        None
+    }
+
+    fn is_overlay(&self) -> bool {
+        true
+    }
+}
+
+/// The question asked before a node's call is made for real: real calls can have side effects.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfirmCall {
+    /// The call, in words (server, tool and arguments).
+    pub call: String,
+    path: std::path::PathBuf,
+    node: crate::trajectory::event::NodeId,
+    setup: crate::probe::ProbeSetup,
+}
+
+impl ConfirmCall {
+    /// The question for node `node` of the run at `path`, whose call is `call`.
+    pub fn new(
+        call: String,
+        path: std::path::PathBuf,
+        node: crate::trajectory::event::NodeId,
+        setup: crate::probe::ProbeSetup,
+    ) -> Self {
+        Self {
+            call,
+            path,
+            node,
+            setup,
+        }
+    }
+}
+
+impl View for ConfirmCall {
+    fn mode(&self) -> Mode {
+        Mode::Confirm
+    }
+
+    fn update(&mut self, action: &Action, out: &mut Vec<Request>) -> Handled {
+        match action {
+            Action::Do(Command::Yes) => {
+                out.push(Request::Close);
+                out.push(Request::Start(super::view::Work::ProbeReal {
+                    path: self.path.clone(),
+                    node: self.node,
+                    setup: self.setup.clone(),
+                }));
+                out.push(Request::Say(format!("calling #{} for real…", self.node)));
+            }
+            Action::Do(Command::Back | Command::Quit) => out.push(Request::Close),
+            _ => return Handled::Ignored,
+        }
+        Handled::Consumed
+    }
+
+    fn draw(&self, frame: &mut Frame, area: Rect, theme: &Theme) {
+        let lines = vec![
+            Line::styled("Make this call for real?", theme.title()),
+            Line::raw(""),
+            Line::raw(crate::sanitize::one_line(&self.call, 400)),
+            Line::raw(""),
+            Line::raw("Real calls can change things on the server's side."),
+            Line::raw("y  make the call (its result is added to the run's file)"),
+            Line::raw("Esc  no"),
+        ];
+        let rect = super::overlay::centered(area, 74, lines.len() as u16 + 4);
+        frame.render_widget(Clear, rect);
+        frame.render_widget(
+            Paragraph::new(lines).wrap(Wrap { trim: false }).block(
+                Block::bordered()
+                    .border_style(theme.focus_border())
+                    .title(" A real call "),
             ),
             rect,
         );

@@ -1,7 +1,7 @@
 //! The `?` overlay: the keys of the view behind it, then the global ones.
 
 use ratatui::Frame;
-use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Clear, Paragraph};
 
@@ -47,19 +47,7 @@ impl HelpView {
         // Wide enough for the footer (the keys file's path) when the terminal is.
         let footer = unicode_width::UnicodeWidthStr::width(self.footer.as_str()) as u16 + 2;
         let width = footer.max(80).min(area.width);
-        let [_, mid, _] = Layout::vertical([
-            Constraint::Fill(1),
-            Constraint::Length(height),
-            Constraint::Fill(1),
-        ])
-        .areas(area);
-        let [_, rect, _] = Layout::horizontal([
-            Constraint::Fill(1),
-            Constraint::Length(width),
-            Constraint::Fill(1),
-        ])
-        .areas(mid);
-        rect
+        super::overlay::centered(area, width, height)
     }
 
     /// Rows of text on screen.

@@ -65,6 +65,9 @@ pub enum Command {
     NextLink,
     PrevLink,
     LeaveRunning,
+    Probe,
+    ProbeReal,
+    Yes,
 }
 
 /// Where a binding holds: everywhere, or while a kind of view is in front.
@@ -269,6 +272,18 @@ pub const COMMANDS: &[(Command, Mode, &[&str], &str)] = &[
     (Command::CollapseAll, Mode::Run, &["C"], "tree: close all"),
     (Command::StopRun, Mode::Run, &["x"], "live: stop the run"),
     (
+        Command::Probe,
+        Mode::Run,
+        &["p"],
+        "tree: simulate the node's call with a world model you pick",
+    ),
+    (
+        Command::ProbeReal,
+        Mode::Run,
+        &["P"],
+        "tree: make the node's call for real (asks first)",
+    ),
+    (
         Command::Open,
         Mode::Compare,
         &["Enter", "o"],
@@ -312,6 +327,7 @@ pub const COMMANDS: &[(Command, Mode, &[&str], &str)] = &[
         &["s"],
         "stop the run, then leave",
     ),
+    (Command::Yes, Mode::Confirm, &["y"], "yes, make the call"),
     (
         Command::LeaveRunning,
         Mode::Confirm,

@@ -13,6 +13,8 @@ pub mod compare;
 pub mod confirm;
 pub mod help;
 pub mod keymap;
+pub mod overlay;
+pub mod picker;
 pub mod prompt;
 pub mod run_view;
 pub mod scroll;
@@ -57,7 +59,7 @@ const FOLLOW_EVERY: Duration = Duration::from_millis(200);
 
 /// Opens the explorer on `path`: a folder opens the browser, a file opens the run view. A
 /// file without its `run_finished` line yet is followed as it grows.
-pub fn explore(path: &Path) -> Result<()> {
+pub fn explore(path: &Path, probe: crate::probe::ProbeSetup) -> Result<()> {
     let keymap = load_keymap()?;
     let theme = Theme::from_env();
     let size = terminal_size();
@@ -67,7 +69,8 @@ pub fn explore(path: &Path) -> Result<()> {
         if tail.finished() {
             // Read as a whole file reads it (a torn last line is a problem, not a wait).
             let run = Run::open(path)?;
-            let app = App::on(Layer::for_run(run, body), keymap, theme, size);
+            let mut app = App::on(Layer::for_run(run, body), keymap, theme, size);
+            app.probe = probe;
             return terminal::run(app, None, None).map(drop);
         }
         terminal::require_terminal()?;
@@ -82,12 +85,13 @@ pub fn explore(path: &Path) -> Result<()> {
     } else {
         Vec::new()
     };
-    let app = App::with_browser(
+    let mut app = App::with_browser(
         Browser::new(roots, runs, size.1.saturating_sub(1)),
         keymap,
         theme,
         size,
     );
+    app.probe = probe;
     terminal::run(app, None, None).map(drop)
 }
 

@@ -180,6 +180,24 @@ pub fn perform(id: RequestId, work: Work) -> Vec<Action> {
             .iter()
             .map(|p| Action::Loaded(id, Box::new(Run::open(p))))
             .collect(),
+        Work::Probe {
+            path,
+            node,
+            world_model,
+            setup,
+        } => vec![Action::Probed(
+            id,
+            Box::new(block_on(crate::probe::simulate(
+                &path,
+                node,
+                &world_model,
+                &setup,
+            ))),
+        )],
+        Work::ProbeReal { path, node, setup } => vec![Action::Probed(
+            id,
+            Box::new(block_on(crate::probe::call_for_real(&path, node, &setup))),
+        )],
         Work::Groups(paths) => {
             let rows = read_records(&paths)
                 .map(|(records, _)| group(&records, GroupBy::Config))
@@ -187,4 +205,12 @@ pub fn perform(id: RequestId, work: Work) -> Vec<Action> {
             vec![Action::GroupsReady(id, rows)]
         }
     }
+}
+
+/// Runs async work (a probe) to completion on this background thread.
+fn block_on<T>(work: impl std::future::Future<Output = Result<T>>) -> Result<T> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?
+        .block_on(work)
 }

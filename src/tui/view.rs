@@ -45,6 +45,27 @@ pub enum Work {
     Compare(Vec<PathBuf>),
     /// Compute the group table (→ [`Action::GroupsReady`]).
     Groups(Vec<PathBuf>),
+    /// Simulate a node's call with a named world model, append it to the run (→
+    /// [`Action::Probed`]).
+    Probe {
+        /// The run's file.
+        path: PathBuf,
+        /// The node.
+        node: crate::trajectory::event::NodeId,
+        /// The world model's name.
+        world_model: String,
+        /// Where world models and servers are found.
+        setup: crate::probe::ProbeSetup,
+    },
+    /// Make a node's call for real, append it to the run (→ [`Action::Probed`]).
+    ProbeReal {
+        /// The run's file.
+        path: PathBuf,
+        /// The node.
+        node: crate::trajectory::event::NodeId,
+        /// Where world models and servers are found.
+        setup: crate::probe::ProbeSetup,
+    },
 }
 
 /// What a view asks of the app while handling an action; applied after it returns.
@@ -62,6 +83,16 @@ pub enum Request {
     Exit(Exit),
     /// A message for the status line.
     Say(String),
+    /// Probe node `node` of the run at `path`: with a world model the person picks, or for
+    /// real (`real`) after a question.
+    Probe {
+        /// The run's file.
+        path: PathBuf,
+        /// The node.
+        node: crate::trajectory::event::NodeId,
+        /// For real.
+        real: bool,
+    },
 }
 
 /// One view: a screen (browser, run, compare) or an overlay (inspector, help, question).

@@ -511,20 +511,7 @@ impl CallDetail {
     }
 
     fn rect(&self) -> Rect {
-        let area = Rect::new(0, 0, self.size.0, self.size.1.saturating_sub(1));
-        let [_, mid, _] = Layout::vertical([
-            Constraint::Length(1),
-            Constraint::Fill(1),
-            Constraint::Length(1),
-        ])
-        .areas(area);
-        let [_, rect, _] = Layout::horizontal([
-            Constraint::Length(1),
-            Constraint::Fill(1),
-            Constraint::Length(1),
-        ])
-        .areas(mid);
-        rect
+        super::overlay::inset(self.size)
     }
 
     /// Rows of the tallest column once wrapped to its width.

@@ -5,7 +5,7 @@
 //! the person asked to see is cut with `…`.
 
 use ratatui::Frame;
-use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::text::Line;
 use ratatui::widgets::{Block, Clear, Paragraph};
@@ -291,6 +291,62 @@ impl Inspector {
             lines.text("  never executed");
         }
 
+        // Probes made after the run: simulations by a picked world model, and real calls.
+        for &e in &node_events {
+            match &run.events[e].body {
+                EventBody::NodeProbed {
+                    world_model,
+                    observation,
+                    error,
+                    ..
+                } => {
+                    lines.heading(format!("probed after the run with {world_model}"));
+                    match (observation, error) {
+                        (Some(o), _) => {
+                            if let Some(real) = crate::probe::real_of(run, id) {
+                                let f = crate::metrics::fidelity::compare(o, &real);
+                                lines.text(format!(
+                                    "  fidelity against the real result {:.2}",
+                                    f.score
+                                ));
+                            }
+                            let mark = if o.is_error {
+                                Mark::Failure
+                            } else {
+                                Mark::Text
+                            };
+                            lines.block(&observation_text(o), mark);
+                        }
+                        (None, e) => lines.push(
+                            Mark::Failure,
+                            format!("  failed: {}", e.as_deref().unwrap_or("")),
+                        ),
+                    }
+                }
+                EventBody::ProbeCalled {
+                    result,
+                    error,
+                    server,
+                    ..
+                } => {
+                    let failed = result.is_error || error.is_some();
+                    lines.heading(format!(
+                        "called for real after the run{}{}",
+                        server
+                            .as_deref()
+                            .map_or(String::new(), |s| format!(" on {s}")),
+                        if failed { " ✗" } else { "" }
+                    ));
+                    if let Some(e) = error {
+                        lines.push(Mark::Failure, format!("  transport error: {e}"));
+                    }
+                    let mark = if failed { Mark::Failure } else { Mark::Text };
+                    lines.block(&observation_text(result), mark);
+                }
+                _ => {}
+            }
+        }
+
         lines.heading(format!(
             "events of #{id} ({}) · Tab/n picks, Enter jumps there",
             node_events.len()
@@ -333,20 +389,7 @@ impl Inspector {
     }
 
     fn rect(&self) -> Rect {
-        let area = Rect::new(0, 0, self.size.0, self.size.1.saturating_sub(1));
-        let [_, mid, _] = Layout::vertical([
-            Constraint::Length(1),
-            Constraint::Fill(1),
-            Constraint::Length(1),
-        ])
-        .areas(area);
-        let [_, rect, _] = Layout::horizontal([
-            Constraint::Length(1),
-            Constraint::Fill(1),
-            Constraint::Length(1),
-        ])
-        .areas(mid);
-        rect
+        crate::tui::overlay::inset(self.size)
     }
 
     fn text_area(&self) -> Rect {

@@ -271,6 +271,12 @@ impl RunView {
         self.stale = true;
     }
 
+    /// A probe appended to the run's file after it ended: added to the run; the cursor stays.
+    pub fn add_probe(&mut self, event: Event) {
+        self.run.push(event);
+        self.stale = true;
+    }
+
     fn seek(&mut self, k: usize) {
         self.cursor.seek(&self.run, k);
         self.refresh();
@@ -402,6 +408,7 @@ impl RunView {
             Command::Search => {
                 self.search.prompt = Some(super::prompt::Prompt::new(&self.search.query))
             }
+            Command::Probe | Command::ProbeReal => self.probe(command == Command::ProbeReal, out),
             // Esc first ends a search in force; then it closes the view.
             Command::Back if self.search.active() => {
                 self.search.clear();
@@ -410,6 +417,34 @@ impl RunView {
             _ => return Handled::Ignored,
         }
         Handled::Consumed
+    }
+
+    /// Asks the app to probe the selected node (its call simulated by a world model the person
+    /// picks, or made for real after a question), once the run has ended.
+    fn probe(&mut self, real: bool, out: &mut Vec<Request>) {
+        if self.live.is_some() && !self.finished() {
+            out.push(Request::Say("probe once the run has finished".into()));
+            return;
+        }
+        let Some(Item::Node(slot)) = self.tree.selected_item() else {
+            out.push(Request::Say("select a node of the tree to probe".into()));
+            return;
+        };
+        let info = &self.run.nodes()[slot as usize];
+        match &self.run.events[info.added_at as usize].body {
+            EventBody::NodeAdded {
+                action: Some(crate::trajectory::event::Action::ToolCall { .. }),
+                ..
+            } => out.push(Request::Probe {
+                path: self.run.path.clone(),
+                node: info.id,
+                real,
+            }),
+            _ => out.push(Request::Say(format!(
+                "node #{} is not a tool call",
+                info.id
+            ))),
+        }
     }
 
     /// Opens the inspector: on the selected node (tree), else on the event at the cursor.

@@ -1,0 +1,232 @@
+//! Probing a node of a recorded run (`cosmos replay`, `p` and `P` on a tree node): a named world
+//! model simulates the node's call in the node's context (the task's request and the steps on
+//! the path to it, with the observations the search had), or the call is made for real against
+//! its server. Either is appended to the run's file after `run_finished` as an event of its own
+//! (`node_probed`, `probe_called`), like the judge's, so it replays and validates; the probe's
+//! tokens stay in its event and never count as the run's cost.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+
+use crate::llm::config::LlmConfig;
+use crate::mcp::config::McpConfig;
+use crate::mcp::pool::{McpPool, Timeouts};
+use crate::trajectory::event::{Action, Event, EventBody, NodeId, Observation, ToolInfo};
+use crate::trajectory::redact::Redactor;
+use crate::trajectory::run::Run;
+use crate::trajectory::writer::Writer;
+use crate::world_model::named::{self, BuiltInOptions};
+use crate::world_model::{HistoryStep, SimRequest};
+
+/// Where probes find their world models and servers.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProbeSetup {
+    /// `cosmos.toml`: endpoints and `[world_models.NAME]`.
+    pub config: Option<PathBuf>,
+    /// The MCP servers, for calls made for real.
+    pub mcp_config: Option<PathBuf>,
+}
+
+impl ProbeSetup {
+    /// The world models a person can pick: the built-in `llm` and `memory` (the runs beside the
+    /// probed one), then the config's named ones.
+    pub fn world_models(&self) -> Vec<String> {
+        let mut names = vec!["llm".to_string(), "memory".to_string()];
+        if let Some(path) = &self.config
+            && let Ok(text) = std::fs::read_to_string(path)
+            && let Ok(table) = text.parse::<toml::Table>()
+            && let Some(toml::Value::Table(models)) = table.get("world_models")
+        {
+            names.extend(models.keys().cloned());
+        }
+        names
+    }
+}
+
+/// The call a node stands for, with the steps on its path (their observations as the search had
+/// them: simulated, or real when executed).
+fn node_call(run: &Run, node: NodeId) -> Result<(String, serde_json::Value, Vec<HistoryStep>)> {
+    let slot = run
+        .slot_of(node)
+        .with_context(|| format!("no node #{node} in this run"))?;
+    let call_of = |slot: u32| match &run.events[run.nodes()[slot as usize].added_at as usize].body {
+        EventBody::NodeAdded {
+            action: Some(Action::ToolCall { tool, arguments }),
+            ..
+        } => Some((tool.clone(), arguments.clone())),
+        _ => None,
+    };
+    let (tool, arguments) =
+        call_of(slot).with_context(|| format!("node #{node} is not a tool call"))?;
+    let mut path = Vec::new();
+    let mut at = run.nodes()[slot as usize].parent;
+    while let Some(s) = at {
+        path.push(s);
+        at = run.nodes()[s as usize].parent;
+    }
+    path.reverse();
+    let state = crate::trajectory::fold::TreeState::fold(run, run.len());
+    let history = path
+        .into_iter()
+        .filter_map(|s| {
+            let (tool, arguments) = call_of(s)?;
+            let real = real_of(run, run.nodes()[s as usize].id);
+            let simulated = state
+                .node(s)
+                .and_then(|d| run.simulated_observation(d.simulated))
+                .cloned();
+            Some(HistoryStep {
+                tool,
+                arguments,
+                observation: real.or(simulated)?,
+            })
+        })
+        .collect();
+    Ok((tool, arguments, history))
+}
+
+fn tool_info(run: &Run, tool: &str) -> ToolInfo {
+    run.header
+        .tools
+        .iter()
+        .find(|t| t.name == tool)
+        .cloned()
+        .unwrap_or_else(|| ToolInfo {
+            name: tool.to_string(),
+            description: String::new(),
+            input_schema: serde_json::json!({}),
+        })
+}
+
+/// Simulates node `node` of the run at `path` with the world model `name`, and appends the
+/// result (a prediction or the failure) to the file.
+pub async fn simulate(path: &Path, node: NodeId, name: &str, setup: &ProbeSetup) -> Result<Event> {
+    let run = Run::open(path)?;
+    let (tool, arguments, history) = node_call(&run, node)?;
+    let mut llm = LlmConfig::load(setup.config.as_deref())?;
+    let folder = path
+        .parent()
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+    let options = BuiltInOptions {
+        memory_from: vec![folder],
+        command: None,
+        command_timeout: Duration::from_secs(60),
+        cached: false,
+    };
+    let named = named::resolve(name, &mut llm, setup.config.as_deref(), &options)?
+        .context("`none` is not a world model to probe with")?;
+    let built = named.build()?;
+    // A memory world model must not answer from this very run.
+    let model = built.for_calls_of(path);
+    let info = tool_info(&run, &tool);
+    let request = SimRequest {
+        tool: &info,
+        arguments: &arguments,
+        user_request: &run.header.task.request,
+        history: &history,
+    };
+    let start = std::time::Instant::now();
+    let body = match model.simulate(request).await {
+        Ok(sim) => EventBody::NodeProbed {
+            node,
+            world_model: name.to_string(),
+            tokens: sim
+                .llm
+                .as_ref()
+                .map(|u| u.prompt_tokens + u.completion_tokens),
+            observation: Some(sim.observation),
+            error: None,
+            latency_ms: sim.latency.as_millis() as u64,
+        },
+        Err(failure) => EventBody::NodeProbed {
+            node,
+            world_model: name.to_string(),
+            observation: None,
+            error: Some(failure.message),
+            latency_ms: start.elapsed().as_millis() as u64,
+            tokens: failure
+                .llm
+                .as_ref()
+                .map(|u| u.prompt_tokens + u.completion_tokens),
+        },
+    };
+    let mut redactor = Redactor::new();
+    for secret in llm.secrets() {
+        redactor.add_secret(secret);
+    }
+    append(path, &run, redactor, body)
+}
+
+/// What a real call of node `node` would be: the server's name and the call, for the question
+/// asked before it is made.
+pub fn describe_call(path: &Path, node: NodeId) -> Result<String> {
+    let run = Run::open(path)?;
+    let (tool, arguments, _) = node_call(&run, node)?;
+    Ok(format!(
+        "{} with {}",
+        tool,
+        serde_json::to_string(&arguments).unwrap_or_default()
+    ))
+}
+
+/// Makes node `node`'s call for real against its server (started from `setup.mcp_config` for
+/// this call only), and appends the result to the file.
+pub async fn call_for_real(path: &Path, node: NodeId, setup: &ProbeSetup) -> Result<Event> {
+    let run = Run::open(path)?;
+    let (tool, arguments, _) = node_call(&run, node)?;
+    let mcp_path = setup.mcp_config.as_deref().context(
+        "calls for real need the servers: open the run with `cosmos replay FILE --mcp-config mcp.json`",
+    )?;
+    let mcp = McpConfig::load(mcp_path)?;
+    let server = mcp
+        .servers
+        .iter()
+        .find(|s| {
+            tool.strip_prefix(&s.name)
+                .is_some_and(|r| r.starts_with(':'))
+        })
+        .with_context(|| format!("no server in {} offers {tool}", mcp_path.display()))?
+        .clone();
+    let (pool, failures) =
+        McpPool::connect(std::slice::from_ref(&server), Timeouts::default()).await;
+    if let Some(f) = failures.first() {
+        bail!("server {} did not start: {}", server.name, f.message);
+    }
+    let (served_by, outcome) = pool.call(&tool, &arguments).await;
+    pool.shutdown().await;
+    let body = EventBody::ProbeCalled {
+        node,
+        tool,
+        server: served_by,
+        arguments,
+        result: outcome.result,
+        latency_ms: outcome.latency.as_millis() as u64,
+        error: outcome.error,
+    };
+    let mut redactor = Redactor::new();
+    for secret in &mcp.secrets {
+        redactor.add_secret(secret.clone());
+    }
+    append(path, &run, redactor, body)
+}
+
+fn append(path: &Path, run: &Run, redactor: Redactor, body: EventBody) -> Result<Event> {
+    let mut writer = Writer::append(path, run, redactor)?;
+    let t_ms = run.events.last().map_or(0, |e| e.t_ms);
+    writer.write(t_ms, body)
+}
+
+/// The real result a probe's simulation is compared with: the node's real call, if made.
+pub fn real_of(run: &Run, node: NodeId) -> Option<Observation> {
+    let slot = run.slot_of(node)?;
+    run.steps()
+        .iter()
+        .rev()
+        .find(|s| s.node == Some(slot))
+        .and_then(|s| match &run.events[s.event as usize].body {
+            EventBody::ToolCalled { result, .. } => Some(result.clone()),
+            _ => None,
+        })
+}
