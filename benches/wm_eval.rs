@@ -107,6 +107,7 @@ fn main() {
         concurrency: 8,
         out_dir: dir.path().join("out"),
         runs: vec![runs],
+        decision: false,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

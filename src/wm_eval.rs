@@ -51,6 +51,8 @@ pub struct RecordedCall {
     pub real: Observation,
     /// The task's request.
     pub request: Arc<str>,
+    /// The tools the run's agent was offered (what the planner may choose from).
+    pub tools: Arc<Vec<ToolInfo>>,
     /// The run's real steps; this call's context is the first `before` of them.
     history: Arc<Vec<HistoryStep>>,
     before: usize,
@@ -84,6 +86,7 @@ pub fn recorded_calls(paths: &[PathBuf]) -> Result<(Vec<RecordedCall>, Vec<Strin
         let tools: BTreeMap<&str, &ToolInfo> =
             header.tools.iter().map(|t| (t.name.as_str(), t)).collect();
         let request: Arc<str> = header.task.request.as_str().into();
+        let run_tools = Arc::new(header.tools.clone());
         let mut steps = Vec::new();
         let mut run_calls = Vec::new();
         while let Some(event) = stream.next_event()? {
@@ -138,6 +141,7 @@ pub fn recorded_calls(paths: &[PathBuf]) -> Result<(Vec<RecordedCall>, Vec<Strin
                 arguments,
                 real,
                 request: request.clone(),
+                tools: run_tools.clone(),
                 history: history.clone(),
                 before,
             });
@@ -161,6 +165,9 @@ pub struct EvalSpec {
     pub out_dir: PathBuf,
     /// The runs the calls came from (recorded in the header).
     pub runs: Vec<PathBuf>,
+    /// Decision fidelity: ask the planner role for its next action given the real result and
+    /// given each simulation.
+    pub decision: bool,
 }
 
 /// The evaluation's result.
@@ -246,6 +253,11 @@ pub async fn evaluate(spec: &EvalSpec, calls: &[RecordedCall]) -> Result<Evaluat
     results.sort_by_key(|(c, w, _, _)| (*c, *w));
 
     let names: Vec<String> = contenders.iter().map(|c| c.name.clone()).collect();
+    let decisions = if spec.decision {
+        decide(&llm, calls, &results, spec.concurrency).await
+    } else {
+        Decisions::default()
+    };
     let header = header(spec, &contenders, calls);
     std::fs::create_dir_all(&spec.out_dir)
         .with_context(|| format!("creating {}", spec.out_dir.display()))?;
@@ -319,6 +331,7 @@ pub async fn evaluate(spec: &EvalSpec, calls: &[RecordedCall]) -> Result<Evaluat
                         fidelity: fidelity::compare(&sim.observation, &call.real),
                         predicted_error: sim.observation.is_error,
                         tokens,
+                        same_decision: decisions.same(c, w),
                     });
                     writer.write(
                         at,
@@ -348,6 +361,19 @@ pub async fn evaluate(spec: &EvalSpec, calls: &[RecordedCall]) -> Result<Evaluat
                 }
             }
         }
+        for (given, decision, llm_event) in decisions.of_call(c, &names) {
+            writer.write(last_t, llm_event)?;
+            if let Some(decision) = decision {
+                writer.write(
+                    last_t,
+                    EventBody::PlannerDecided {
+                        step,
+                        given,
+                        decision,
+                    },
+                )?;
+            }
+        }
         table.push(CallResult {
             tool: call.tool.name.clone(),
             real_error: call.real.is_error,
@@ -366,6 +392,117 @@ pub async fn evaluate(spec: &EvalSpec, calls: &[RecordedCall]) -> Result<Evaluat
         board: leaderboard::leaderboard(&names, &table),
         path,
     })
+}
+
+/// The planner's decisions after each call: given the real result (`None`) and given each world
+/// model's simulation (`Some(w)`), with the LLM call behind each.
+#[derive(Default)]
+struct Decisions {
+    /// (call, world model or the real result) → (the decision, if one was had; its llm_call).
+    by: std::collections::HashMap<Given, (Option<String>, EventBody)>,
+}
+
+/// A call, and the world model whose simulation the planner was given (`None`: the real result).
+type Given = (usize, Option<usize>);
+
+impl Decisions {
+    /// True when the planner decided the same given `w`'s simulation as given the real result.
+    fn same(&self, call: usize, w: usize) -> Option<bool> {
+        let real = self.by.get(&(call, None))?.0.as_ref()?;
+        let simulated = self.by.get(&(call, Some(w)))?.0.as_ref()?;
+        Some(real == simulated)
+    }
+
+    /// A call's decisions, the real result's first: (given, decision, llm_call event).
+    fn of_call(&self, call: usize, names: &[String]) -> Vec<(String, Option<String>, EventBody)> {
+        std::iter::once(None)
+            .chain((0..names.len()).map(Some))
+            .filter_map(|w| {
+                let (decision, event) = self.by.get(&(call, w))?;
+                let given = w.map_or_else(|| "real".to_string(), |w| names[w].clone());
+                Some((given, decision.clone(), event.clone()))
+            })
+            .collect()
+    }
+}
+
+/// A planner's reply as a comparable decision.
+fn decision_of(reply: &crate::agent::planner::Reply) -> String {
+    use crate::trajectory::event::Action;
+    match reply.candidates.first() {
+        Some(Ok(Action::ToolCall { tool, arguments })) => {
+            format!("call {tool} {}", crate::world_model::canonical(arguments))
+        }
+        Some(Ok(Action::Finish { .. })) => "finish".into(),
+        _ => "rejected".into(),
+    }
+}
+
+/// Asks the planner role, for every call, what it would do next given the real result and
+/// given each world model's simulation of it (concurrently).
+async fn decide(
+    llm: &LlmConfig,
+    calls: &[RecordedCall],
+    results: &[(usize, usize, Result<Simulation, SimFailure>, u64)],
+    concurrency: usize,
+) -> Decisions {
+    use crate::agent::planner::{FunctionNames, ask};
+    use crate::agent::prompt::{Setting, Turn};
+    use crate::trajectory::event::Role;
+    let planner = crate::llm::client::LlmClient::new(llm.endpoint(Role::Planner).clone());
+    let model = planner.endpoint().model.clone();
+    let mut jobs = Vec::new();
+    for (c, call) in calls.iter().enumerate() {
+        let given = |observation: Observation| {
+            let mut history = call.history().to_vec();
+            history.push(HistoryStep {
+                tool: call.tool.name.clone(),
+                arguments: call.arguments.clone(),
+                observation,
+            });
+            history
+        };
+        jobs.push((c, None, given(call.real.clone())));
+        for (_, w, result, _) in results.iter().filter(|(rc, ..)| *rc == c) {
+            if let Ok(sim) = result {
+                jobs.push((c, Some(*w), given(sim.observation.clone())));
+            }
+        }
+    }
+    let planner = &planner;
+    let model = &model;
+    let answers: Vec<(Given, (Option<String>, EventBody))> =
+        futures::stream::iter(jobs.into_iter().map(|(c, w, history)| async move {
+            let call = &calls[c];
+            let Ok(functions) = FunctionNames::new(&call.tools) else {
+                return None;
+            };
+            let turn = Turn {
+                request: &call.request,
+                history: &history,
+                setting: Setting::Real,
+                k: 1,
+                rejected: None,
+            };
+            let answer = match ask(planner, &call.tools, &functions, &turn).await {
+                Ok(reply) => (
+                    Some(decision_of(&reply)),
+                    crate::agent::llm_call_event(Role::Planner, model, Ok(&reply.completion)),
+                ),
+                Err(e) => (
+                    None,
+                    crate::agent::llm_call_event(Role::Planner, model, Err(&e)),
+                ),
+            };
+            Some(((c, w), answer))
+        }))
+        .buffer_unordered(concurrency.max(1))
+        .filter_map(|a| async move { a })
+        .collect()
+        .await;
+    Decisions {
+        by: answers.into_iter().collect(),
+    }
 }
 
 /// The wm-eval file's header: the world models (each one's description) and the runs.
@@ -525,6 +662,7 @@ mod tests {
             concurrency: 2,
             out_dir: dir.path().join("out"),
             runs: vec![runs.clone()],
+            decision: false,
         };
         let evaluation = evaluate(&spec, &calls).await.unwrap();
         let row = &evaluation.board.world_models[0];

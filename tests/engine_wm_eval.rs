@@ -112,3 +112,87 @@ fn wm_eval_prints_the_leaderboard_shape_and_writes_a_trajectory() {
         "no key in the file"
     );
 }
+
+#[test]
+fn decision_fidelity_asks_the_planner_given_the_real_result_and_each_simulation() {
+    let dir = tempfile::tempdir().unwrap();
+    // The world model's simulations carry a marker; a planner that sees it finishes, one that
+    // sees a real result (or memory's recorded one) calls the clock.
+    let llm = ScriptedLlm::start(json!([
+        {"when": "You simulate an MCP server", "content": predicted(r#"{"note":"SIMULATED-BY-SCRIPT"}"#, false)},
+        {"when": ["next action", "SIMULATED-BY-SCRIPT"], "content": finish("done")},
+        {"when": "next action", "content": call("Time MCP:get_current_time", json!({"timezone": "UTC"}))}
+    ]));
+    let config = dir.path().join("cosmos.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[default]\nbase_url = \"{}\"\nmodel = \"planner-model\"\n[world_models.scripted]\nkind = \"llm\"\n",
+            llm.base_url()
+        ),
+    )
+    .unwrap();
+    let samples = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_runs");
+    let out = dir.path().join("out");
+    let output = cosmos(
+        &[
+            "wm-eval",
+            samples.to_str().unwrap(),
+            "--world-model",
+            "memory",
+            "--world-model",
+            "scripted",
+            "--config",
+            config.to_str().unwrap(),
+            "--decision",
+            "--format",
+            "json",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &llm,
+        "sk-test-decisions-0123456789",
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let doc: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let memory = &doc["world_models"][0]["decision"];
+    let scripted = &doc["world_models"][1]["decision"];
+    assert!(memory["n"].as_u64().unwrap() > 0, "{doc}");
+    assert_eq!(
+        memory["same"], memory["n"],
+        "recorded results lead to the real decision"
+    );
+    assert_eq!(
+        scripted["same"], 0,
+        "the marked simulations lead elsewhere: {scripted}"
+    );
+    assert!(scripted["rate"]["ci"].is_array());
+    // The decisions are in the file, the real one first after each call.
+    let file = only_run(&out);
+    let lines: Vec<Value> = std::fs::read_to_string(&file)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let decided: Vec<&Value> = lines
+        .iter()
+        .filter(|e| e["kind"] == "planner_decided")
+        .collect();
+    assert!(decided.iter().any(|e| {
+        e["given"] == "real"
+            && e["decision"]
+                .as_str()
+                .unwrap()
+                .starts_with("call Time MCP:get_current_time")
+    }));
+    assert!(
+        decided
+            .iter()
+            .any(|e| e["given"] == "scripted" && e["decision"] == "finish")
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|e| e["kind"] == "llm_call" && e["role"] == "planner")
+    );
+}

@@ -42,6 +42,10 @@ pub struct WmEvalArgs {
     /// Time one `command` simulation may take, seconds.
     #[arg(long, default_value_t = 60)]
     pub call_timeout_s: u64,
+    /// Decision fidelity: also ask the planner role (of --config) for its next action after each
+    /// call, given the real result and given each simulation, and count how often they agree.
+    #[arg(long)]
+    pub decision: bool,
     /// Output format; `json` is documented in docs/report-format.md.
     #[arg(long, value_enum, default_value_t)]
     pub format: ReportFormat,
@@ -73,6 +77,7 @@ pub fn run(args: WmEvalArgs) -> Result<ExitCode> {
         concurrency: args.concurrency,
         out_dir: args.out.clone(),
         runs: args.runs.clone(),
+        decision: args.decision,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -23,6 +23,9 @@ pub enum Outcome {
         predicted_error: bool,
         /// Tokens it spent.
         tokens: u64,
+        /// Given this simulation instead of the real result, the planner decided the same
+        /// next action (`None` when decisions were not asked for, or one could not be had).
+        same_decision: Option<bool>,
     },
     /// It could not simulate (the world model failed; no prediction is made up for it).
     Failed,
@@ -99,8 +102,24 @@ pub struct WorldModelRow {
     pub error_prediction: ErrorPrediction,
     /// Tokens spent.
     pub tokens: u64,
+    /// Decision fidelity (`wm-eval --decision`): how often the planner's next action given the
+    /// simulation was the one it took given the real result.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decision: Option<DecisionAgreement>,
     /// Per tool.
     pub by_tool: Vec<ToolRow>,
+}
+
+/// How often a world model's simulation led the planner to the same next action as the real
+/// result did.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct DecisionAgreement {
+    /// Calls with both decisions.
+    pub n: usize,
+    /// Of those, the same decision.
+    pub same: usize,
+    /// `same / n`, with Wilson's 95% interval.
+    pub rate: Mean,
 }
 
 /// Two world models on the calls both simulated.
@@ -167,6 +186,7 @@ fn row(name: &str, w: usize, calls: &[CallResult]) -> WorldModelRow {
     let mut scores = Vec::new();
     let (mut tp, mut fp, mut fn_, mut failed, mut none, mut tokens) = (0, 0, 0, 0, 0, 0);
     let mut by_tool: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+    let mut decisions: Vec<f64> = Vec::new();
     for call in calls {
         match call.outcomes[w] {
             Outcome::Failed => failed += 1,
@@ -174,7 +194,11 @@ fn row(name: &str, w: usize, calls: &[CallResult]) -> WorldModelRow {
                 fidelity,
                 predicted_error,
                 tokens: t,
+                same_decision,
             } => {
+                if let Some(same) = same_decision {
+                    decisions.push(if same { 1.0 } else { 0.0 });
+                }
                 scores.push(fidelity.score);
                 by_tool.entry(&call.tool).or_default().push(fidelity.score);
                 tokens += t;
@@ -211,6 +235,11 @@ fn row(name: &str, w: usize, calls: &[CallResult]) -> WorldModelRow {
             f1,
         },
         tokens,
+        decision: Mean::of(&decisions).map(|rate| DecisionAgreement {
+            n: decisions.len(),
+            same: decisions.iter().filter(|&&d| d == 1.0).count(),
+            rate,
+        }),
         by_tool: by_tool
             .into_iter()
             .map(|(tool, s)| ToolRow {
@@ -282,7 +311,8 @@ pub fn render(board: &Leaderboard, format: Format) -> String {
         Some(Mean { mean, ci: None }) => format!("{mean:.2}"),
         None => "—".into(),
     };
-    let header = [
+    let decided = board.world_models.iter().any(|w| w.decision.is_some());
+    let mut header = vec![
         "world model",
         "simulated",
         "failed",
@@ -293,11 +323,14 @@ pub fn render(board: &Leaderboard, format: Format) -> String {
         "error F1",
         "tokens",
     ];
+    if decided {
+        header.push("same decision [95% CI]");
+    }
     let rows: Vec<Vec<String>> = board
         .world_models
         .iter()
         .map(|w| {
-            vec![
+            let mut row = vec![
                 w.name.clone(),
                 format!("{}/{}", w.n, w.calls),
                 w.failed.to_string(),
@@ -307,7 +340,13 @@ pub fn render(board: &Leaderboard, format: Format) -> String {
                 num(w.error_prediction.recall),
                 num(w.error_prediction.f1),
                 w.tokens.to_string(),
-            ]
+            ];
+            if decided {
+                row.push(w.decision.map_or("—".to_string(), |d| {
+                    format!("{}/{} {}", d.same, d.n, mean(&Some(d.rate)))
+                }));
+            }
+            row
         })
         .collect();
     let mut out = String::new();
@@ -436,6 +475,7 @@ mod tests {
             },
             predicted_error,
             tokens: 10,
+            same_decision: None,
         }
     }
 

@@ -97,6 +97,11 @@ pub fn summary(event: &Event) -> String {
             parent.map_or("—".into(), |p| format!("#{p}")),
             node_label(&event.body)
         ),
+        EventBody::PlannerDecided {
+            step,
+            given,
+            decision,
+        } => format!("after step {step}, given {given}: {decision}"),
         EventBody::NodeProbed {
             node,
             world_model,

@@ -565,6 +565,17 @@ pub enum EventBody {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         tokens: Option<u64>,
     },
+    /// In a wm-eval file with decisions: the planner's next action after step `step`, given
+    /// the real result (`given` is `real`) or a world model's simulation of it (`given` names
+    /// the world model).
+    PlannerDecided {
+        /// The `tool_called` step.
+        step: u64,
+        /// `real`, or the world model whose simulation the planner saw.
+        given: String,
+        /// The decision: `call TOOL {arguments}`, `finish`, or `rejected` (no usable decision).
+        decision: String,
+    },
     /// After the run, a person probed a node: a named world model simulated the node's call
     /// in the node's context (`cosmos replay`, `p`).
     NodeProbed {
@@ -675,6 +686,7 @@ pub const KNOWN_KINDS: &[&str] = &[
     "error",
     "decision_rejected",
     "call_simulated",
+    "planner_decided",
     "node_probed",
     "probe_called",
     "run_finished",
@@ -697,6 +709,7 @@ impl EventBody {
             EventBody::Error { .. } => "error",
             EventBody::DecisionRejected { .. } => "decision_rejected",
             EventBody::CallSimulated { .. } => "call_simulated",
+            EventBody::PlannerDecided { .. } => "planner_decided",
             EventBody::NodeProbed { .. } => "node_probed",
             EventBody::ProbeCalled { .. } => "probe_called",
             EventBody::RunFinished { .. } => "run_finished",

@@ -101,8 +101,16 @@ impl WmEvalView {
             })
             .unwrap_or_default();
         let mut rows: Vec<CallRow> = Vec::new();
+        let mut decided: std::collections::HashMap<(u64, &str), &str> = Default::default();
         for event in &run.events {
             match &event.body {
+                EventBody::PlannerDecided {
+                    step,
+                    given,
+                    decision,
+                } => {
+                    decided.insert((*step, given.as_str()), decision.as_str());
+                }
                 EventBody::ToolCalled {
                     step,
                     tool,
@@ -152,11 +160,16 @@ impl WmEvalView {
                 outcomes: r
                     .cells
                     .iter()
-                    .map(|c| match c {
+                    .zip(&names)
+                    .map(|(c, name)| match c {
                         Cell_::Simulated(o, f) => Outcome::Simulated {
                             fidelity: *f,
                             predicted_error: o.is_error,
                             tokens: 0,
+                            same_decision: decided
+                                .get(&(r.step, "real"))
+                                .zip(decided.get(&(r.step, name.as_str())))
+                                .map(|(a, b)| a == b),
                         },
                         _ => Outcome::Failed,
                     })
