@@ -843,3 +843,43 @@ fn a_wm_eval_file_opens_in_the_world_model_view() {
         assert!(matches!(app.top(), Layer::WmEval(_)));
     }
 }
+
+#[test]
+fn probing_a_node_shows_the_picker_and_then_the_probe_in_the_node_inspector() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("probed.jsonl");
+    common::write_run(&common::plan_fails_run(), &path);
+    common::write_run(
+        &common::three_runs().into_iter().next().unwrap(),
+        &dir.path().join("other.jsonl"),
+    );
+    let size = (80, 24);
+    let view = RunView::opened(
+        Run::open(&path).unwrap(),
+        Rect::new(0, 0, size.0, size.1 - 1),
+    );
+    let mut app = App::with_run(view, Keymap::default(), Theme::new(true), size);
+    let folder = dir.path().display().to_string();
+    let shown = |app: &mut App| render(app).replace(&folder, "TMP");
+    // Opened on the failed call, node #2 selected: p lists the world models.
+    app.update(Action::Do(Command::Probe));
+    insta::assert_snapshot!("probe_picker_80x24", shown(&mut app));
+    app.update(Action::Do(Command::Down));
+    app.update(Action::Do(Command::Open));
+    for (id, work) in app.take_work() {
+        for a in mcp_cosmos::tui::terminal::perform(id, work) {
+            app.update(a);
+        }
+    }
+    app.update(Action::Do(Command::Inspect));
+    // Down to the probe's section.
+    for _ in 0..40 {
+        app.update(Action::Do(Command::Down));
+    }
+    let screen = shown(&mut app);
+    assert!(
+        screen.contains("probed after the run with memory"),
+        "{screen}"
+    );
+    insta::assert_snapshot!("probe_in_node_inspector_80x24", screen);
+}

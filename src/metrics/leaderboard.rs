@@ -72,10 +72,10 @@ pub struct ErrorPrediction {
     pub f1: Option<f64>,
 }
 
-/// One tool's share of a world model's row.
+/// One tool's (or server's) share of a world model's row.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ToolRow {
-    /// Namespaced tool.
+    /// Namespaced tool, or the server.
     pub tool: String,
     /// Calls simulated.
     pub n: usize,
@@ -106,6 +106,8 @@ pub struct WorldModelRow {
     /// simulation was the one it took given the real result.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub decision: Option<DecisionAgreement>,
+    /// Per server (the part of a tool's name before the `:`).
+    pub by_server: Vec<ToolRow>,
     /// Per tool.
     pub by_tool: Vec<ToolRow>,
 }
@@ -186,6 +188,7 @@ fn row(name: &str, w: usize, calls: &[CallResult]) -> WorldModelRow {
     let mut scores = Vec::new();
     let (mut tp, mut fp, mut fn_, mut failed, mut none, mut tokens) = (0, 0, 0, 0, 0, 0);
     let mut by_tool: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+    let mut by_server: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
     let mut decisions: Vec<f64> = Vec::new();
     for call in calls {
         match call.outcomes[w] {
@@ -201,6 +204,8 @@ fn row(name: &str, w: usize, calls: &[CallResult]) -> WorldModelRow {
                 }
                 scores.push(fidelity.score);
                 by_tool.entry(&call.tool).or_default().push(fidelity.score);
+                let server = call.tool.rsplit_once(':').map_or("", |(s, _)| s);
+                by_server.entry(server).or_default().push(fidelity.score);
                 tokens += t;
                 none += usize::from(fidelity.no_prediction);
                 // Nothing predicted foresees no failure.
@@ -240,15 +245,20 @@ fn row(name: &str, w: usize, calls: &[CallResult]) -> WorldModelRow {
             same: decisions.iter().filter(|&&d| d == 1.0).count(),
             rate,
         }),
-        by_tool: by_tool
-            .into_iter()
-            .map(|(tool, s)| ToolRow {
-                tool: tool.to_string(),
-                n: s.len(),
-                fidelity: Mean::of(&s),
-            })
-            .collect(),
+        by_server: rows_of(by_server),
+        by_tool: rows_of(by_tool),
     }
+}
+
+fn rows_of(groups: BTreeMap<&str, Vec<f64>>) -> Vec<ToolRow> {
+    groups
+        .into_iter()
+        .map(|(tool, s)| ToolRow {
+            tool: tool.to_string(),
+            n: s.len(),
+            fidelity: Mean::of(&s),
+        })
+        .collect()
 }
 
 fn pair(names: &[String], a: usize, b: usize, calls: &[CallResult]) -> Pair {
@@ -509,6 +519,8 @@ mod tests {
         assert_eq!(b.error_prediction.precision, None, "b never said error");
         assert_eq!(b.error_prediction.recall, Some(0.0));
         assert_eq!(b.by_tool.len(), 2);
+        assert_eq!(b.by_server.len(), 1, "both tools are on server t");
+        assert_eq!((b.by_server[0].tool.as_str(), b.by_server[0].n), ("t", 3));
         // The pair: on the three calls both simulated, a−b = +0.5, 0, +1.0.
         let p = &board.pairs[0];
         assert_eq!((p.n, p.wins, p.ties, p.losses), (3, 2, 1, 0));
