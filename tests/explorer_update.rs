@@ -763,3 +763,35 @@ fn probing_a_node_appends_a_simulation_and_asks_before_a_real_call() {
         app.message()
     );
 }
+
+#[test]
+fn the_group_table_arrives_even_after_a_run_was_opened_and_closed_meanwhile() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut summaries = Vec::new();
+    for run in common::three_runs() {
+        let path = dir.path().join(run.path.file_name().unwrap());
+        common::write_run(&run, &path);
+        summaries.push(RunSummary::read(&path));
+    }
+    let browser = Browser::new(vec![PathBuf::from(dir.path())], summaries, 39);
+    let mut app = App::with_browser(browser, Keymap::default(), Theme::new(true), (120, 40));
+    press(&mut app, "g");
+    let groups = app.take_work();
+    send(&mut app, KeyCode::Enter);
+    for (id, w) in app.take_work() {
+        for a in mcp_cosmos::tui::terminal::perform(id, w) {
+            app.update(a);
+        }
+    }
+    assert!(matches!(app.top(), Layer::Run(_)));
+    send(&mut app, KeyCode::Esc);
+    for (id, w) in groups {
+        for a in mcp_cosmos::tui::terminal::perform(id, w) {
+            app.update(a);
+        }
+    }
+    assert!(
+        matches!(&app.browser().unwrap().groups, mcp_cosmos::tui::browser::Groups::Ready(rows) if rows.len() == 3),
+        "the table is not lost"
+    );
+}

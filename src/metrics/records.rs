@@ -1,6 +1,8 @@
 //! Reading runs into [`RunRecord`]s for tables: one streaming pass per file.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use anyhow::Result;
 
@@ -8,40 +10,83 @@ use super::group::RunRecord;
 use super::run::RunAccumulator;
 use crate::trajectory::reader::{EventStream, Severity, collect_files};
 
-/// One record per readable run under `paths`; unreadable files come back with their reason.
+/// What reading one file gave.
+enum Read {
+    /// Its record.
+    Record(Box<RunRecord>),
+    /// Why it was passed over.
+    Skipped(String),
+}
+
+/// One record per readable run under `paths`, in the files' order; unreadable files come back
+/// with their reason. Files are read on every core (each worker streams one file at a time, so
+/// memory stays that of a few files); an I/O error ends the whole read.
 pub fn read_records(paths: &[PathBuf]) -> Result<(Vec<RunRecord>, Vec<String>)> {
     let found = collect_files(paths)?;
+    let workers = std::thread::available_parallelism()
+        .map_or(2, |n| n.get())
+        .clamp(1, 8)
+        .min(found.files.len().max(1));
+    let next = AtomicUsize::new(0);
+    let slots: Vec<Mutex<Option<Result<Read>>>> =
+        found.files.iter().map(|_| Mutex::new(None)).collect();
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            scope.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(file) = found.files.get(i) else {
+                        return;
+                    };
+                    let read = read_one(file);
+                    if let Ok(mut slot) = slots[i].lock() {
+                        *slot = Some(read);
+                    }
+                }
+            });
+        }
+    });
     let mut records = Vec::with_capacity(found.files.len());
     let mut unreadable = found.skipped;
-    for file in found.files {
-        let mut stream = match EventStream::open(&file) {
-            Ok(s) => s,
-            Err(e) => {
-                unreadable.push(format!("{e:#}"));
-                continue;
-            }
-        };
-        // A wm-eval file is not an agent's run: its calls are copies, scored by wm-eval.
-        if stream.header().agent.kind == crate::trajectory::event::AgentKind::WmEval {
-            unreadable.push(format!(
-                "{}: a wm-eval file, not a run (its leaderboard: cosmos wm-eval)",
-                file.display()
-            ));
-            continue;
+    for slot in slots {
+        match slot.into_inner().ok().flatten() {
+            Some(Ok(Read::Record(r))) => records.push(*r),
+            Some(Ok(Read::Skipped(why))) => unreadable.push(why),
+            Some(Err(e)) => return Err(e),
+            None => {}
         }
-        let mut acc = RunAccumulator::new(stream.header());
-        while let Some(event) = stream.next_event()? {
-            acc.push(&event);
-        }
-        let errors = stream
-            .problems()
-            .iter()
-            .filter(|p| p.severity == Severity::Error)
-            .count();
-        if errors > 0 {
-            tracing::warn!(file = %file.display(), errors, "skipped bad lines");
-        }
-        records.push(RunRecord::new(file, stream.header(), acc.metrics()));
     }
     Ok((records, unreadable))
+}
+
+/// One file's record.
+fn read_one(file: &Path) -> Result<Read> {
+    let mut stream = match EventStream::open(file) {
+        Ok(s) => s,
+        Err(e) => return Ok(Read::Skipped(format!("{e:#}"))),
+    };
+    // A wm-eval file is not an agent's run: its calls are copies, scored by wm-eval.
+    if stream.header().agent.kind == crate::trajectory::event::AgentKind::WmEval {
+        return Ok(Read::Skipped(format!(
+            "{}: a wm-eval file, not a run (its leaderboard: cosmos wm-eval)",
+            file.display()
+        )));
+    }
+    let mut acc = RunAccumulator::new(stream.header());
+    while let Some(event) = stream.next_event()? {
+        acc.push(&event);
+    }
+    let errors = stream
+        .problems()
+        .iter()
+        .filter(|p| p.severity == Severity::Error)
+        .count();
+    if errors > 0 {
+        tracing::warn!(file = %file.display(), errors, "skipped bad lines");
+    }
+    Ok(Read::Record(Box::new(RunRecord::new(
+        file.to_path_buf(),
+        stream.header(),
+        acc.metrics(),
+    ))))
 }

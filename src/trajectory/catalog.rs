@@ -1,15 +1,55 @@
-//! The tool catalogue recorded in a header, with each input schema compiled once.
+//! The tool catalogue recorded in a header. A tool's input schema is compiled the first time a
+//! call of it is checked, and once per distinct schema in the whole process: reading hundreds
+//! of runs of the same servers compiles each schema once, not once per tool per file.
 
 use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::Value;
 
 use super::event::ToolInfo;
 
-/// Tools by namespaced name, with compiled JSON Schemas for argument checks.
+/// A compiled schema; `None` when it does not compile (it then accepts anything).
+type Compiled = Option<Arc<jsonschema::Validator>>;
+
+/// One tool: its schema, compiled when first needed.
+struct Entry {
+    schema: Value,
+    compiled: OnceLock<Compiled>,
+}
+
+impl Entry {
+    fn validator(&self) -> Option<&jsonschema::Validator> {
+        self.compiled
+            .get_or_init(|| compile(&self.schema))
+            .as_deref()
+    }
+}
+
+/// Compiled schemas by their JSON text, shared by every catalogue of the process.
+fn compile(schema: &Value) -> Compiled {
+    static CACHE: OnceLock<Mutex<HashMap<String, Compiled>>> = OnceLock::new();
+    if !schema.is_object() {
+        return None;
+    }
+    let key = schema.to_string();
+    let cache = CACHE.get_or_init(Default::default);
+    if let Some(hit) = cache.lock().ok().and_then(|c| c.get(&key).cloned()) {
+        return hit;
+    }
+    // Compiled outside the lock: another thread may compile the same schema meanwhile, and
+    // both results are the same.
+    let compiled = jsonschema::validator_for(schema).ok().map(Arc::new);
+    if let Ok(mut c) = cache.lock() {
+        c.insert(key, compiled.clone());
+    }
+    compiled
+}
+
+/// Tools by namespaced name, with their JSON Schemas for argument checks.
 #[derive(Default)]
 pub struct ToolCatalog {
-    tools: HashMap<String, Option<jsonschema::Validator>>,
+    tools: HashMap<String, Entry>,
 }
 
 impl std::fmt::Debug for ToolCatalog {
@@ -30,18 +70,19 @@ pub struct CallCheck {
 }
 
 impl ToolCatalog {
-    /// Compiles every tool's schema. A schema that does not compile accepts anything:
-    /// a broken schema is the server's problem, not the agent's.
+    /// The catalogue of `tools`. A schema that does not compile accepts anything: a broken
+    /// schema is the server's problem, not the agent's.
     pub fn new(tools: &[ToolInfo]) -> Self {
         let tools = tools
             .iter()
             .map(|t| {
-                let validator = if t.input_schema.is_object() {
-                    jsonschema::validator_for(&t.input_schema).ok()
-                } else {
-                    None
-                };
-                (t.name.clone(), validator)
+                (
+                    t.name.clone(),
+                    Entry {
+                        schema: t.input_schema.clone(),
+                        compiled: OnceLock::new(),
+                    },
+                )
             })
             .collect();
         Self { tools }
@@ -49,7 +90,7 @@ impl ToolCatalog {
 
     /// Checks a call's name and arguments.
     pub fn check(&self, tool: &str, arguments: &Value) -> CallCheck {
-        match self.tools.get(tool) {
+        match self.tools.get(tool).map(|e| e.validator()) {
             None => CallCheck {
                 valid_name: false,
                 schema_ok: false,
@@ -76,7 +117,7 @@ impl ToolCatalog {
 
     /// The first schema error for a call, for messages to the planner.
     pub fn explain(&self, tool: &str, arguments: &Value) -> Option<String> {
-        match self.tools.get(tool) {
+        match self.tools.get(tool).map(|e| e.validator()) {
             None => Some(format!("unknown tool \"{tool}\"")),
             Some(None) => None,
             Some(Some(validator)) => validator

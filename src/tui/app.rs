@@ -350,8 +350,10 @@ impl App {
         if self.stack.len() > 1 {
             let closed = self.stack.pop();
             if matches!(closed, Some(Layer::Run(_) | Layer::Compare(_))) {
-                // What was asked for from under it is no longer wanted.
-                self.pending.clear();
+                // What was asked for from it (a run to open at a call, a probe) is no longer
+                // wanted; the browser's group table still is.
+                self.pending
+                    .retain(|p| matches!(p.waiting, Waiting::Groups));
             }
         } else {
             self.leave();
