@@ -266,15 +266,7 @@ pub async fn evaluate(spec: &EvalSpec, calls: &[RecordedCall]) -> Result<Evaluat
         chrono::Utc::now().format("%Y%m%dT%H%M%S%.3fZ"),
         names
             .iter()
-            .map(|n| n
-                .chars()
-                .take(40)
-                .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                    c
-                } else {
-                    '-'
-                })
-                .collect::<String>())
+            .map(|n| crate::trajectory::writer::file_safe(n, 40))
             .collect::<Vec<_>>()
             .join("+")
     ));

@@ -50,6 +50,9 @@ pub struct RunSpec {
     pub record_messages: bool,
     /// Folder for the trajectory.
     pub out_dir: PathBuf,
+    /// The trajectory's file name in `out_dir`; `None` for `<time>_<task>_<agent>_<wm>.jsonl`
+    /// (a sweep names each cell's run after the cell).
+    pub file_name: Option<String>,
     /// Limits.
     pub budget: Budget,
     /// Server timeouts.
@@ -83,22 +86,9 @@ pub struct Outcome {
     pub error: Option<String>,
 }
 
-/// `<time>_<task>_<agent>_<world model>.jsonl`, safe and short: task and world model keep
-/// `[A-Za-z0-9_-]` and at most 80 characters each, so no id makes a name over the 255 bytes a
-/// file system allows (a 300-character task id did).
+/// `<time>_<task>_<agent>_<world model>.jsonl`, safe and short (80 characters a part).
 fn file_name(task: &str, agent: AgentKind, world_model: &str) -> String {
-    let clean = |s: &str| {
-        s.chars()
-            .take(80)
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                    c
-                } else {
-                    '-'
-                }
-            })
-            .collect::<String>()
-    };
+    let clean = |s: &str| crate::trajectory::writer::file_safe(s, 80);
     format!(
         "{}_{}_{}_{}.jsonl",
         chrono::Utc::now().format("%Y%m%dT%H%M%S%.3fZ"),
@@ -218,11 +208,11 @@ pub async fn prepare(spec: &RunSpec, stop: watch::Receiver<bool>) -> Result<Prep
     let host: Arc<dyn ToolHost> = pool.clone();
     // Checked before the file exists: a run that cannot start leaves nothing behind.
     let env = Env::new(task, host, roles, world_model, spec.budget, stop)?;
-    let path = spec.out_dir.join(file_name(
-        &env.task.id,
-        spec.agent,
-        header.world_model_name(),
-    ));
+    let path = spec.out_dir.join(
+        spec.file_name
+            .clone()
+            .unwrap_or_else(|| file_name(&env.task.id, spec.agent, header.world_model_name())),
+    );
     let writer = Writer::create(
         &path,
         &header,

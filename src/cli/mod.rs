@@ -5,6 +5,7 @@ mod logging;
 mod report;
 mod run;
 mod servers;
+mod sweep;
 mod validate;
 mod wm_eval;
 
@@ -90,6 +91,9 @@ pub enum Command {
     /// Evaluate world models on the same recorded calls: each simulates every real call of the
     /// runs in the context it was made in; prints a leaderboard and writes the simulations.
     WmEval(Box<wm_eval::WmEvalArgs>),
+    /// Run a matrix of tasks × configurations × repeats (the paper's experiment), resumably,
+    /// on one machine or as a shard of a cluster job.
+    Sweep(Box<sweep::SweepArgs>),
     /// Print the paper's tables for groups of runs: one row per configuration.
     Report {
         /// Files or folders (searched recursively for *.jsonl).
@@ -131,6 +135,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         } => judge::run(&paths, config, force),
         Command::Validate { paths, quiet } => validate::run(&paths, quiet),
         Command::WmEval(args) => wm_eval::run(*args),
+        Command::Sweep(args) => sweep::run(*args),
         Command::Report {
             paths,
             group_by,

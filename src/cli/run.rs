@@ -162,7 +162,8 @@ impl RunArgs {
         Ok(settings)
     }
 
-    fn spec(&self) -> Result<RunSpec> {
+    /// What to run, as the session takes it.
+    pub fn spec(&self) -> Result<RunSpec> {
         Ok(RunSpec {
             mcp_config: self.mcp_config.clone(),
             task_file: self.task.clone(),
@@ -183,6 +184,7 @@ impl RunArgs {
             llm_config: self.config.clone(),
             record_messages: self.record_messages,
             out_dir: self.out.clone(),
+            file_name: None,
             budget: Budget {
                 max_steps: self.max_steps,
                 max_tokens: self.max_tokens,
@@ -231,7 +233,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
 
 /// Prepares a run unless a stop comes first (then `None`: the servers started so far are
 /// stopped as their futures are dropped, and no file was created).
-async fn prepare_or_stop(
+pub(super) async fn prepare_or_stop(
     spec: &RunSpec,
     stop: watch::Receiver<bool>,
 ) -> Result<Option<session::Prepared>> {

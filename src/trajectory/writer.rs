@@ -146,3 +146,19 @@ impl Writer {
         Ok(value)
     }
 }
+
+/// A piece of a trajectory's file name: `[A-Za-z0-9_-]` kept, anything else `-`, at most
+/// `max_chars`, so no task id or world-model name makes a name over the 255 bytes a file system
+/// allows (a 300-character task id did).
+pub fn file_safe(text: &str, max_chars: usize) -> String {
+    text.chars()
+        .take(max_chars)
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect()
+}
