@@ -122,3 +122,85 @@ fn a_sweep_runs_its_cells_resumes_sets_aside_and_shards() {
     assert_eq!(bad.status.code(), Some(1));
     assert!(text(&bad).contains("I runs from 1 to N"), "{}", text(&bad));
 }
+
+#[test]
+fn emitted_cluster_jobs_parse_and_auto_shards_match_their_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let mcp = write_mcp_config(dir.path(), bench_servers());
+    std::fs::copy(bench_tasks(), dir.path().join("tasks.json")).unwrap();
+    let spec = dir.path().join("paper.toml");
+    std::fs::write(
+        &spec,
+        format!(
+            "mcp_config = \"{}\"\nrepeats = 2\n[[tasks]]\nfile = \"tasks.json\"\nids = [\"time_mcp_000\", \"time_mcp_001\"]\n\
+             [[configs]]\nname = \"react\"\nagent = \"react\"\nmax_steps = 2\n\
+             [[configs]]\nname = \"plan-exec\"\nagent = \"plan-exec\"\nworld_model = \"llm\"\n\
+             [[configs]]\nname = \"spiral\"\nagent = \"spiral\"\nworld_model = \"llm\"\niterations = 3\n",
+            mcp.file_name().unwrap().to_str().unwrap()
+        ),
+    )
+    .unwrap();
+    let cosmos_env = |args: &[&str], env: &[(&str, &str)]| {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_cosmos"));
+        cmd.args(args)
+            .env_remove("JOB_COMPLETION_INDEX")
+            .env_remove("SLURM_ARRAY_TASK_ID")
+            .env_remove("SLURM_ARRAY_TASK_COUNT");
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        cmd.output().unwrap()
+    };
+    let spec_s = spec.to_str().unwrap();
+    let k8s = cosmos_env(&["sweep", spec_s, "--emit", "k8s", "--shards", "3"], &[]);
+    assert_eq!(k8s.status.code(), Some(0), "{}", text(&k8s));
+    let manifest: serde_yaml_ng::Value =
+        serde_yaml_ng::from_slice(&k8s.stdout).expect("the manifest is YAML");
+    assert_eq!(manifest["kind"], "Job");
+    assert_eq!(manifest["spec"]["completionMode"], "Indexed");
+    assert_eq!(manifest["spec"]["completions"], 3);
+    let command = &manifest["spec"]["template"]["spec"]["containers"][0]["command"];
+    assert_eq!(command[0], "cosmos");
+    assert!(command.as_sequence().unwrap().iter().any(|a| a == "auto"));
+    let slurm = cosmos_env(&["sweep", spec_s, "--emit", "slurm", "--shards", "3"], &[]);
+    assert!(String::from_utf8_lossy(&slurm.stdout).contains("#SBATCH --array=0-2"));
+
+    let ids = |o: &std::process::Output| -> BTreeSet<String> {
+        assert_eq!(o.status.code(), Some(0), "{}", text(o));
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .filter(|l| l.contains(" r1 ") || l.contains(" r2 "))
+            .map(|l| l.split_whitespace().next().unwrap().to_string())
+            .collect()
+    };
+    let mut all = BTreeSet::new();
+    for i in 1..=3 {
+        let by_flag = ids(&cosmos_env(
+            &["sweep", spec_s, "--status", "--shard", &format!("{i}/3")],
+            &[],
+        ));
+        let index = (i - 1).to_string();
+        let k8s = ids(&cosmos_env(
+            &[
+                "sweep", spec_s, "--status", "--shard", "auto", "--shards", "3",
+            ],
+            &[("JOB_COMPLETION_INDEX", &index)],
+        ));
+        let slurm = ids(&cosmos_env(
+            &["sweep", spec_s, "--status", "--shard", "auto"],
+            &[
+                ("SLURM_ARRAY_TASK_ID", &index),
+                ("SLURM_ARRAY_TASK_COUNT", "3"),
+            ],
+        ));
+        assert_eq!(by_flag, k8s, "shard {i}");
+        assert_eq!(by_flag, slurm, "shard {i}");
+        assert!(all.is_disjoint(&by_flag));
+        all.extend(by_flag);
+    }
+    assert_eq!(
+        all.len(),
+        12,
+        "2 tasks × 3 configurations × 2 repeats, each in one shard"
+    );
+}
