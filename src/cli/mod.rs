@@ -105,6 +105,10 @@ pub enum Command {
         /// Output format; `json` is a stable shape for scripts (docs/report-format.md).
         #[arg(long, value_enum, default_value_t)]
         format: ReportFormat,
+        /// Compare every group with this one (its key, or a part naming one group) on the tasks
+        /// both ran: mean differences with paired bootstrap intervals, per metric.
+        #[arg(long, value_name = "GROUP")]
+        baseline: Option<String>,
     },
 }
 
@@ -140,7 +144,8 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             paths,
             group_by,
             format,
-        } => report::run(&paths, group_by.into(), format),
+            baseline,
+        } => report::run(&paths, group_by.into(), format, baseline.as_deref()),
     }
 }
 

@@ -68,10 +68,27 @@ pub struct ReportDoc {
     pub unreadable: Vec<String>,
     /// The rows.
     pub groups: Vec<GroupRow>,
+    /// With `--baseline`: every other group against it, on the tasks both ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<BaselineDoc>,
+}
+
+/// The `baseline` object of the JSON report.
+#[derive(Debug, Serialize)]
+pub struct BaselineDoc {
+    /// The baseline group's key.
+    pub key: String,
+    /// Its comparisons.
+    pub pairs: Vec<crate::metrics::paired::PairedRow>,
 }
 
 /// Reads every run (streaming, one at a time) and prints the table.
-pub fn run(paths: &[PathBuf], by: GroupBy, format: ReportFormat) -> Result<ExitCode> {
+pub fn run(
+    paths: &[PathBuf],
+    by: GroupBy,
+    format: ReportFormat,
+    baseline: Option<&str>,
+) -> Result<ExitCode> {
     let (records, unreadable) = read_records(paths)?;
     if records.is_empty() {
         for u in &unreadable {
@@ -80,6 +97,9 @@ pub fn run(paths: &[PathBuf], by: GroupBy, format: ReportFormat) -> Result<ExitC
         anyhow::bail!("no runs to report under {}", super::path_list(paths));
     }
     let rows = group(&records, by);
+    let paired = baseline
+        .map(|b| crate::metrics::paired::against_baseline(&records, by, b))
+        .transpose()?;
     let out = match format {
         ReportFormat::Json => {
             let doc = ReportDoc {
@@ -89,6 +109,7 @@ pub fn run(paths: &[PathBuf], by: GroupBy, format: ReportFormat) -> Result<ExitC
                 runs: records.len(),
                 unreadable,
                 groups: rows,
+                baseline: paired.map(|(key, pairs)| BaselineDoc { key, pairs }),
             };
             // Still JSON, and still inert: unsafe characters become \u escapes.
             print!(
@@ -105,6 +126,12 @@ pub fn run(paths: &[PathBuf], by: GroupBy, format: ReportFormat) -> Result<ExitC
         }
         ReportFormat::Markdown => table::render(&rows, by, true),
         ReportFormat::Csv => table::render_csv(&rows),
+    };
+    let out = match (&paired, format) {
+        (Some((key, pairs)), ReportFormat::Table | ReportFormat::Markdown) => {
+            out + &crate::metrics::paired::render(key, pairs, format == ReportFormat::Markdown)
+        }
+        _ => out,
     };
     print!("{}", inert(&out));
     Ok(ExitCode::SUCCESS)

@@ -74,7 +74,8 @@ impl RunRecord {
         }
     }
 
-    fn key(&self, by: GroupBy) -> String {
+    /// The key of the group this run belongs to.
+    pub fn key(&self, by: GroupBy) -> String {
         match by {
             GroupBy::Config => format!("{} / {} / {}", self.agent, self.world_model, self.planner),
             GroupBy::Agent => self.agent.clone(),

@@ -154,10 +154,6 @@ pub struct Leaderboard {
     pub pairs: Vec<Pair>,
 }
 
-/// Resamples for the paired bootstrap; a fixed seed makes the table reproducible.
-const BOOTSTRAP: usize = 2_000;
-const SEED: u64 = 0x5EED_C05E;
-
 /// The leaderboard of `names` over `calls`.
 pub fn leaderboard(names: &[String], calls: &[CallResult]) -> Leaderboard {
     let world_models = names
@@ -274,24 +270,11 @@ fn pair(names: &[String], a: usize, b: usize, calls: &[CallResult]) -> Pair {
         b: names[b].clone(),
         n,
         mean_diff,
-        ci: (n >= 2).then(|| bootstrap_ci(&diffs)),
+        ci: (n >= 2).then(|| super::stats::paired_bootstrap(&diffs)),
         wins: diffs.iter().filter(|&&d| d > 0.0 && !tie(d)).count(),
         ties: diffs.iter().filter(|&&d| tie(d)).count(),
         losses: diffs.iter().filter(|&&d| d < 0.0 && !tie(d)).count(),
     }
-}
-
-/// The 2.5th and 97.5th percentiles of the mean over resamples of `diffs` (calls drawn with
-/// replacement, so each resample keeps its pairs together).
-fn bootstrap_ci(diffs: &[f64]) -> [f64; 2] {
-    let mut rng = fastrand::Rng::with_seed(SEED);
-    let n = diffs.len();
-    let mut means: Vec<f64> = (0..BOOTSTRAP)
-        .map(|_| (0..n).map(|_| diffs[rng.usize(..n)]).sum::<f64>() / n as f64)
-        .collect();
-    means.sort_by(f64::total_cmp);
-    let at = |q: f64| means[((BOOTSTRAP as f64 - 1.0) * q).round() as usize];
-    [at(0.025), at(0.975)]
 }
 
 /// How the leaderboard is printed.
@@ -405,10 +388,15 @@ pub fn render(board: &Leaderboard, format: Format) -> String {
             ]
         })
         .collect();
-    table(&mut out, &header, &rows, format);
+    super::table::aligned(&mut out, &header, &rows, format == Format::Markdown);
     if !pair_rows.is_empty() {
         out.push('\n');
-        table(&mut out, &pair_header, &pair_rows, format);
+        super::table::aligned(
+            &mut out,
+            &pair_header,
+            &pair_rows,
+            format == Format::Markdown,
+        );
     }
     if format == Format::Table {
         out.push_str(
@@ -418,55 +406,6 @@ pub fn render(board: &Leaderboard, format: Format) -> String {
         );
     }
     out
-}
-
-fn table(out: &mut String, header: &[&str], rows: &[Vec<String>], format: Format) {
-    let widths: Vec<usize> = (0..header.len())
-        .map(|i| {
-            rows.iter()
-                .map(|r| r[i].chars().count())
-                .chain([header[i].chars().count()])
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let line = |cells: Vec<String>| -> String {
-        let padded: Vec<String> = cells
-            .iter()
-            .zip(&widths)
-            .map(|(c, w)| format!("{c:<w$}"))
-            .collect();
-        if format == Format::Markdown {
-            format!("| {} |", padded.join(" | "))
-        } else {
-            padded.join("  ").trim_end().to_string()
-        }
-    };
-    let _ = writeln!(
-        out,
-        "{}",
-        line(header.iter().map(|h| h.to_string()).collect())
-    );
-    if format == Format::Markdown {
-        let _ = writeln!(
-            out,
-            "|{}|",
-            widths
-                .iter()
-                .map(|w| "-".repeat(w + 2))
-                .collect::<Vec<_>>()
-                .join("|")
-        );
-    } else {
-        let _ = writeln!(
-            out,
-            "{}",
-            "-".repeat(widths.iter().sum::<usize>() + 2 * (widths.len() - 1))
-        );
-    }
-    for r in rows {
-        let _ = writeln!(out, "{}", line(r.clone()));
-    }
 }
 
 #[cfg(test)]

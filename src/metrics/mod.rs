@@ -3,6 +3,7 @@
 pub mod fidelity;
 pub mod group;
 pub mod leaderboard;
+pub mod paired;
 pub mod records;
 pub mod run;
 pub mod stats;

@@ -63,6 +63,24 @@ pub fn wilson(p: f64, n: usize) -> [f64; 2] {
     [(centre - half).max(0.0), (centre + half).min(1.0)]
 }
 
+/// Resamples for the paired bootstrap; a fixed seed makes every table reproducible.
+const BOOTSTRAP: usize = 2_000;
+const SEED: u64 = 0x5EED_C05E;
+
+/// The paired bootstrap 95% interval of the mean of `diffs` (per-item differences, resampled
+/// with replacement so each pair stays together): the 2.5th and 97.5th percentiles of the
+/// resampled means. Needs at least one value.
+pub fn paired_bootstrap(diffs: &[f64]) -> [f64; 2] {
+    let mut rng = fastrand::Rng::with_seed(SEED);
+    let n = diffs.len();
+    let mut means: Vec<f64> = (0..BOOTSTRAP)
+        .map(|_| (0..n).map(|_| diffs[rng.usize(..n)]).sum::<f64>() / n as f64)
+        .collect();
+    means.sort_by(f64::total_cmp);
+    let at = |q: f64| means[((BOOTSTRAP as f64 - 1.0) * q).round() as usize];
+    [at(0.025), at(0.975)]
+}
+
 /// The 97.5th percentile of Student's t with `df` degrees of freedom.
 pub fn t_975(df: usize) -> f64 {
     const TABLE: [f64; 30] = [

@@ -80,7 +80,7 @@ pub fn render(rows: &[GroupRow], by: GroupBy, markdown: bool) -> String {
     let mut header: Vec<String> = vec![by_name, "runs".into()];
     header.extend(cols.iter().map(|c| c.title.to_string()));
     header.push("flags".into());
-    let mut table: Vec<Vec<String>> = vec![header];
+    let mut table: Vec<Vec<String>> = Vec::with_capacity(rows.len());
     for r in rows {
         let mut line = vec![r.key.clone(), format!("{} ({} ok)", r.runs, r.completed)];
         line.extend(cols.iter().map(|c| cell((c.get)(r), c, r.runs)));
@@ -92,45 +92,8 @@ pub fn render(rows: &[GroupRow], by: GroupBy, markdown: bool) -> String {
         out.push_str("no runs\n");
         return out;
     }
-    let widths: Vec<usize> = (0..table[0].len())
-        .map(|i| {
-            table
-                .iter()
-                .map(|l| l[i].chars().count())
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    for (n, line) in table.iter().enumerate() {
-        let cells: Vec<String> = line
-            .iter()
-            .zip(&widths)
-            .map(|(c, w)| format!("{c:<w$}"))
-            .collect();
-        if markdown {
-            let _ = writeln!(out, "| {} |", cells.join(" | "));
-            if n == 0 {
-                let _ = writeln!(
-                    out,
-                    "|{}|",
-                    widths
-                        .iter()
-                        .map(|w| "-".repeat(w + 2))
-                        .collect::<Vec<_>>()
-                        .join("|")
-                );
-            }
-        } else {
-            let _ = writeln!(out, "{}", cells.join("  ").trim_end());
-            if n == 0 {
-                let _ = writeln!(
-                    out,
-                    "{}",
-                    "-".repeat(widths.iter().sum::<usize>() + 2 * (widths.len() - 1))
-                );
-            }
-        }
-    }
+    let header: Vec<&str> = header.iter().map(String::as_str).collect();
+    aligned(&mut out, &header, &table, markdown);
     if !markdown {
         out.push_str("\nmean ±95% CI half-width, or [95% interval] for rates (Wilson); (n=…) where fewer runs had the metric. EQ = Execution Quality within the planner's cohort; tokens are the agent's, the judge's apart.\n");
     }
@@ -187,5 +150,55 @@ fn csv_field(s: &str) -> String {
         format!("\"{}\"", s.replace('"', "\"\""))
     } else {
         s.to_string()
+    }
+}
+
+/// Rows under a header, as aligned text columns or a markdown table.
+pub fn aligned(out: &mut String, header: &[&str], rows: &[Vec<String>], markdown: bool) {
+    let widths: Vec<usize> = (0..header.len())
+        .map(|i| {
+            rows.iter()
+                .map(|r| r[i].chars().count())
+                .chain([header[i].chars().count()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let line = |cells: Vec<String>| -> String {
+        let padded: Vec<String> = cells
+            .iter()
+            .zip(&widths)
+            .map(|(c, w)| format!("{c:<w$}"))
+            .collect();
+        if markdown {
+            format!("| {} |", padded.join(" | "))
+        } else {
+            padded.join("  ").trim_end().to_string()
+        }
+    };
+    let _ = writeln!(
+        out,
+        "{}",
+        line(header.iter().map(|h| h.to_string()).collect())
+    );
+    if markdown {
+        let _ = writeln!(
+            out,
+            "|{}|",
+            widths
+                .iter()
+                .map(|w| "-".repeat(w + 2))
+                .collect::<Vec<_>>()
+                .join("|")
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "{}",
+            "-".repeat(widths.iter().sum::<usize>() + 2 * (widths.len() - 1))
+        );
+    }
+    for r in rows {
+        let _ = writeln!(out, "{}", line(r.clone()));
     }
 }
