@@ -3,7 +3,6 @@
 
 mod common;
 
-use std::path::PathBuf;
 use std::sync::mpsc;
 
 use crossterm::event::{
@@ -52,6 +51,16 @@ fn run_app(run: Run) -> App {
         Theme::new(true),
         (120, 40),
     )
+}
+
+/// The browser over the three hand-made runs, written to `dir`.
+fn browser_over_three_runs(dir: &std::path::Path, size: (u16, u16)) -> App {
+    let browser = Browser::new(
+        vec![dir.to_path_buf()],
+        common::three_listed(dir),
+        size.1 - 1,
+    );
+    App::with_browser(browser, Keymap::default(), Theme::new(true), size)
 }
 
 fn view(app: &App) -> &RunView {
@@ -225,23 +234,7 @@ fn mouse_click_selects_a_tree_row() {
 #[test]
 fn browser_filter_sort_open_mark_and_compare() {
     let dir = tempfile::tempdir().unwrap();
-    let mut summaries = Vec::new();
-    for run in common::three_runs() {
-        let path = dir.path().join(run.path.file_name().unwrap());
-        let mut w = mcp_cosmos::trajectory::writer::Writer::create(
-            &path,
-            &run.header,
-            Default::default(),
-            Some(mcp_cosmos::metrics::run::RunAccumulator::tally(&run.header)),
-        )
-        .unwrap();
-        for e in &run.events {
-            w.write(e.t_ms, e.body.clone()).unwrap();
-        }
-        summaries.push(RunSummary::read(&path));
-    }
-    let browser = Browser::new(vec![PathBuf::from(dir.path())], summaries, 39);
-    let mut app = App::with_browser(browser, Keymap::default(), Theme::new(true), (120, 40));
+    let mut app = browser_over_three_runs(dir.path(), (120, 40));
     let b = |app: &App| app.browser().unwrap().view().len();
     assert_eq!(b(&app), 3);
 
@@ -640,14 +633,7 @@ fn opening_a_failing_run_lands_on_its_first_failed_call_with_the_node_selected()
 #[test]
 fn compare_opens_the_chosen_runs_call() {
     let dir = tempfile::tempdir().unwrap();
-    let mut summaries = Vec::new();
-    for run in common::three_runs() {
-        let path = dir.path().join(run.path.file_name().unwrap());
-        common::write_run(&run, &path);
-        summaries.push(RunSummary::read(&path));
-    }
-    let browser = Browser::new(vec![PathBuf::from(dir.path())], summaries, 39);
-    let mut app = App::with_browser(browser, Keymap::default(), Theme::new(true), (160, 40));
+    let mut app = browser_over_three_runs(dir.path(), (160, 40));
     press(&mut app, "mmm");
     press(&mut app, "c");
     run_effects(&mut app);
@@ -767,14 +753,7 @@ fn probing_a_node_appends_a_simulation_and_asks_before_a_real_call() {
 #[test]
 fn the_group_table_arrives_even_after_a_run_was_opened_and_closed_meanwhile() {
     let dir = tempfile::tempdir().unwrap();
-    let mut summaries = Vec::new();
-    for run in common::three_runs() {
-        let path = dir.path().join(run.path.file_name().unwrap());
-        common::write_run(&run, &path);
-        summaries.push(RunSummary::read(&path));
-    }
-    let browser = Browser::new(vec![PathBuf::from(dir.path())], summaries, 39);
-    let mut app = App::with_browser(browser, Keymap::default(), Theme::new(true), (120, 40));
+    let mut app = browser_over_three_runs(dir.path(), (120, 40));
     press(&mut app, "g");
     let groups = app.take_work();
     send(&mut app, KeyCode::Enter);

@@ -5,7 +5,6 @@ mod common;
 
 use std::path::PathBuf;
 
-use mcp_cosmos::trajectory::listing::RunSummary;
 use mcp_cosmos::trajectory::run::Run;
 use mcp_cosmos::tui::action::Action;
 use mcp_cosmos::tui::app::{App, Layer};
@@ -25,18 +24,6 @@ fn render(app: &mut App) -> String {
     let mut terminal = Terminal::new(TestBackend::new(app.size.0, app.size.1)).unwrap();
     terminal.draw(|f| app.draw(f)).unwrap();
     terminal.backend().to_string()
-}
-
-/// The three hand-made runs written to `dir` through the real writer, as the browser lists them.
-fn three_listed(dir: &std::path::Path) -> Vec<RunSummary> {
-    common::three_runs()
-        .into_iter()
-        .map(|run| {
-            let path = dir.join(run.path.file_name().unwrap());
-            common::write_run(&run, &path);
-            RunSummary::read(&path)
-        })
-        .collect()
 }
 
 fn run_app(run: Run, size: (u16, u16)) -> App {
@@ -63,7 +50,7 @@ fn empty_folder() {
 #[test]
 fn browser_with_runs_and_group_table() {
     let dir = tempfile::tempdir().unwrap();
-    let summaries = three_listed(dir.path());
+    let summaries = common::three_listed(dir.path());
     for size in SIZES {
         let browser = Browser::new(vec![PathBuf::from("runs")], summaries.clone(), size.1 - 1);
         let mut app = App::with_browser(browser, Keymap::default(), Theme::new(true), size);
@@ -265,7 +252,7 @@ fn a_rejected_planner_reply_shows_as_a_failure_in_the_metrics_pane() {
 #[test]
 fn a_run_that_completed_with_failed_calls_is_marked_as_a_failure_in_the_browser() {
     let dir = tempfile::tempdir().unwrap();
-    let summaries = three_listed(dir.path());
+    let summaries = common::three_listed(dir.path());
     let browser = Browser::new(vec![PathBuf::from("runs")], summaries, 23);
     let app = App::with_browser(browser, Keymap::default(), Theme::new(true), (80, 24));
     let mut terminal = Terminal::new(TestBackend::new(80, 24)).unwrap();
@@ -691,7 +678,7 @@ fn from_the_sample_runs_a_failing_plan_exec_run_is_two_keys_away() {
 #[test]
 fn the_group_table_marks_what_it_cuts_and_scrolls_sideways() {
     let dir = tempfile::tempdir().unwrap();
-    let summaries = three_listed(dir.path());
+    let summaries = common::three_listed(dir.path());
     let size = (80, 24);
     let browser = Browser::new(vec![dir.path().to_path_buf()], summaries, size.1 - 1);
     let mut app = App::with_browser(browser, Keymap::default(), Theme::new(true), size);

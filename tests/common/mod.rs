@@ -430,3 +430,15 @@ pub fn write_run(run: &Run, path: &std::path::Path) {
         w.write(e.t_ms, e.body.clone()).unwrap();
     }
 }
+
+/// The three hand-made runs written to `dir` through the real writer, as the browser lists them.
+pub fn three_listed(dir: &std::path::Path) -> Vec<mcp_cosmos::trajectory::listing::RunSummary> {
+    three_runs()
+        .into_iter()
+        .map(|run| {
+            let path = dir.join(run.path.file_name().unwrap());
+            write_run(&run, &path);
+            mcp_cosmos::trajectory::listing::RunSummary::read(&path)
+        })
+        .collect()
+}
