@@ -204,3 +204,56 @@ fn emitted_cluster_jobs_parse_and_auto_shards_match_their_index() {
         "2 tasks × 3 configurations × 2 repeats, each in one shard"
     );
 }
+
+#[test]
+fn a_cell_whose_servers_never_start_is_retried_then_left_to_the_next_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let mcp = write_mcp_config(
+        dir.path(),
+        json!({"Time MCP": {"command": "/nonexistent/time-server"}}),
+    );
+    std::fs::copy(bench_tasks(), dir.path().join("tasks.json")).unwrap();
+    let spec = dir.path().join("broken.toml");
+    std::fs::write(
+        &spec,
+        format!(
+            "mcp_config = \"{}\"\n[[tasks]]\nfile = \"tasks.json\"\nids = [\"time_mcp_000\"]\n\
+             [[configs]]\nname = \"react\"\nagent = \"react\"\nmax_steps = 1\n",
+            mcp.file_name().unwrap().to_str().unwrap()
+        ),
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let llm = ScriptedLlm::start(json!([]));
+    let args = [
+        "sweep",
+        spec.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--no-tui",
+    ];
+    let first = cosmos(&args, &llm, "sk-test-sweep-0123456789");
+    assert_eq!(first.status.code(), Some(1), "{}", text(&first));
+    assert!(text(&first).contains("could not run"), "{}", text(&first));
+    assert!(
+        text(&first).contains("no MCP server could be started"),
+        "{}",
+        text(&first)
+    );
+    assert!(
+        runs_in(&out).is_empty(),
+        "a failure of the machinery is not a result"
+    );
+    let status = cosmos(
+        &[
+            "sweep",
+            spec.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--status",
+        ],
+        &llm,
+        "x",
+    );
+    assert!(text(&status).contains("missing"), "{}", text(&status));
+}

@@ -489,8 +489,12 @@ async fn run_cell(
             Err(e) => last = Some(e),
         }
         // Infrastructure, not the agent: wait and try again.
-        tokio::time::sleep(Duration::from_secs(2u64.pow(attempt + 1))).await;
+        if attempt + 1 < TRIES {
+            tokio::time::sleep(Duration::from_secs(2u64.pow(attempt + 1))).await;
+        }
     }
+    // Not a result: kept aside, so the next run of the sweep tries the cell again.
+    set_aside(&path)?;
     Err(last.unwrap_or_else(|| anyhow::anyhow!("failed")))
 }
 
