@@ -159,18 +159,6 @@ pub async fn simulate(path: &Path, node: NodeId, name: &str, setup: &ProbeSetup)
     append(path, &run, redactor, body)
 }
 
-/// What a real call of node `node` would be: the server's name and the call, for the question
-/// asked before it is made.
-pub fn describe_call(path: &Path, node: NodeId) -> Result<String> {
-    let run = Run::open(path)?;
-    let (tool, arguments, _) = node_call(&run, node)?;
-    Ok(format!(
-        "{} with {}",
-        tool,
-        serde_json::to_string(&arguments).unwrap_or_default()
-    ))
-}
-
 /// Makes node `node`'s call for real against its server (started from `setup.mcp_config` for
 /// this call only), and appends the result to the file.
 pub async fn call_for_real(path: &Path, node: NodeId, setup: &ProbeSetup) -> Result<Event> {

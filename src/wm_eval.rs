@@ -443,22 +443,23 @@ async fn decide(
     use crate::trajectory::event::Role;
     let planner = crate::llm::client::LlmClient::new(llm.endpoint(Role::Planner).clone());
     let model = planner.endpoint().model.clone();
-    let mut jobs = Vec::new();
-    for (c, call) in calls.iter().enumerate() {
-        let given = |observation: Observation| {
-            let mut history = call.history().to_vec();
-            history.push(HistoryStep {
-                tool: call.tool.name.clone(),
-                arguments: call.arguments.clone(),
-                observation,
-            });
-            history
-        };
-        jobs.push((c, None, given(call.real.clone())));
-        for (_, w, result, _) in results.iter().filter(|(rc, ..)| *rc == c) {
-            if let Ok(sim) = result {
-                jobs.push((c, Some(*w), given(sim.observation.clone())));
-            }
+    // The steps before call `c`, then the call with `observation` as its result.
+    let given = |c: usize, observation: &Observation| {
+        let call = &calls[c];
+        let mut history = call.history().to_vec();
+        history.push(HistoryStep {
+            tool: call.tool.name.clone(),
+            arguments: call.arguments.clone(),
+            observation: observation.clone(),
+        });
+        history
+    };
+    let mut jobs: Vec<(usize, Option<usize>, Vec<HistoryStep>)> = (0..calls.len())
+        .map(|c| (c, None, given(c, &calls[c].real)))
+        .collect();
+    for (c, w, result, _) in results {
+        if let Ok(sim) = result {
+            jobs.push((*c, Some(*w), given(*c, &sim.observation)));
         }
     }
     let planner = &planner;
@@ -691,5 +692,36 @@ mod tests {
         let run = crate::trajectory::run::Run::open(&evaluation.path).unwrap();
         assert!(run.problems.is_empty(), "{:?}", run.problems);
         assert_eq!(run.header.agent.kind, AgentKind::WmEval);
+    }
+
+    #[tokio::test]
+    async fn mistakes_are_clear_errors_before_any_simulation() {
+        let dir = tempfile::tempdir().unwrap();
+        let runs = dir.path().join("runs");
+        std::fs::create_dir(&runs).unwrap();
+        write_run(&runs, "a.jsonl", &[("t:convert", json!({"to": "x"}), "{}")]);
+        let (calls, _) = recorded_calls(std::slice::from_ref(&runs)).unwrap();
+        let spec = |names: &[&str]| EvalSpec {
+            world_models: names.iter().map(|n| n.to_string()).collect(),
+            config: None,
+            options: BuiltInOptions {
+                memory_from: vec![runs.clone()],
+                ..Default::default()
+            },
+            concurrency: 1,
+            out_dir: dir.path().join("out"),
+            runs: vec![runs.clone()],
+            decision: false,
+        };
+        for (names, calls, expected) in [
+            (&[][..], &calls[..], "at least one world model"),
+            (&["memory", "memory"][..], &calls[..], "named twice"),
+            (&["none"][..], &calls[..], "not a world model to evaluate"),
+            (&["memory"][..], &[][..], "no real tool calls"),
+        ] {
+            let e = format!("{:#}", evaluate(&spec(names), calls).await.unwrap_err());
+            assert!(e.contains(expected), "{e}");
+        }
+        assert!(!dir.path().join("out").exists(), "nothing written");
     }
 }

@@ -388,7 +388,12 @@ impl App {
                 Request::Start(work) => self.start(work),
                 Request::Exit(exit) => self.exit = Some(exit),
                 Request::Say(m) => self.message = Some(m),
-                Request::Probe { path, node, real } => self.probe(path, node, real),
+                Request::Probe {
+                    path,
+                    node,
+                    call,
+                    real,
+                } => self.probe(path, node, call, real),
             }
         }
     }
@@ -398,25 +403,15 @@ impl App {
         &mut self,
         path: std::path::PathBuf,
         node: crate::trajectory::event::NodeId,
+        call: String,
         real: bool,
     ) {
-        if !real {
-            let picker = WorldModelPicker::new(path, node, self.probe.clone());
-            self.stack.push(Layer::Picker(picker));
-            return;
-        }
-        match crate::probe::describe_call(&path, node) {
-            Ok(call) => {
-                let question = ConfirmCall::new(call, path, node, self.probe.clone());
-                self.stack.push(Layer::ConfirmCall(question));
-            }
-            Err(e) => {
-                self.message = Some(format!(
-                    "cannot probe: {}",
-                    one_line(&format!("{e:#}"), 200)
-                ))
-            }
-        }
+        let layer = if real {
+            Layer::ConfirmCall(ConfirmCall::new(call, path, node, self.probe.clone()))
+        } else {
+            Layer::Picker(WorldModelPicker::new(path, node, self.probe.clone()))
+        };
+        self.stack.push(layer);
     }
 
     fn start(&mut self, work: Work) {

@@ -65,14 +65,18 @@ pub fn explore(path: &Path, probe: crate::probe::ProbeSetup) -> Result<()> {
     let size = terminal_size();
     let body = ratatui::layout::Rect::new(0, 0, size.0, size.1.saturating_sub(1));
     if path.is_file() {
-        let (run, tail) = Tail::open(path)?;
-        if tail.finished() {
+        // Its last line says whether it has ended (without reading the rest twice).
+        if crate::trajectory::listing::RunSummary::read(path)
+            .finished
+            .is_some()
+        {
             // Read as a whole file reads it (a torn last line is a problem, not a wait).
             let run = Run::open(path)?;
             let mut app = App::on(Layer::for_run(run, body), keymap, theme, size);
             app.probe = probe;
             return terminal::run(app, None, None).map(drop);
         }
+        let (run, tail) = Tail::open(path)?;
         terminal::require_terminal()?;
         let app = App::with_run(RunView::following(run, body), keymap, theme, size);
         let (tx, rx) = std::sync::mpsc::channel();

@@ -90,6 +90,8 @@ pub enum Request {
         path: PathBuf,
         /// The node.
         node: crate::trajectory::event::NodeId,
+        /// Its call in words (`tool with {arguments}`), for the question before a real call.
+        call: String,
         /// For real.
         real: bool,
     },

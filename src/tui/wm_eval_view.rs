@@ -45,6 +45,9 @@ pub struct CallRow {
     pub real: Observation,
     /// One cell per world model.
     pub cells: Vec<Cell_>,
+    /// Each cell as the table shows it (score and what is wrong) and whether it is wrong,
+    /// worked out once when the file is read, not at every frame.
+    shown: Vec<(String, bool)>,
 }
 
 impl CallRow {
@@ -122,6 +125,7 @@ impl WmEvalView {
                     label: call_label(tool, arguments),
                     real: result.clone(),
                     cells: vec![Cell_::Missing; names.len()],
+                    shown: Vec::new(),
                 }),
                 EventBody::CallSimulated {
                     step,
@@ -151,6 +155,9 @@ impl WmEvalView {
                 }
                 _ => {}
             }
+        }
+        for row in &mut rows {
+            row.shown = row.cells.iter().map(|c| cell_text(c, &row.real)).collect();
         }
         let table: Vec<CallResult> = rows
             .iter()
@@ -411,10 +418,9 @@ impl View for WmEvalView {
                         real_style,
                     )),
                 ];
-                for c in &r.cells {
-                    let (t, wrong) = cell_text(c, &r.real);
-                    let style = if wrong { theme.diff() } else { theme.good() };
-                    cells.push(Cell::from(Span::styled(one_line(&t, 80), style)));
+                for (t, wrong) in &r.shown {
+                    let style = if *wrong { theme.diff() } else { theme.good() };
+                    cells.push(Cell::from(Span::styled(one_line(t, 80), style)));
                 }
                 let mut row = Row::new(cells);
                 if pos == self.selection.selected {

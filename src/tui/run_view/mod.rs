@@ -140,7 +140,6 @@ pub struct RunView {
     /// A growing run's own fold at its end, feeding the charts whatever the cursor does.
     chart_fold: Option<TreeState>,
     metrics: RunMetrics,
-    best_q: Option<f64>,
     /// Play speed (an index into the speeds) while playing; `None` when paused.
     pub playing: Option<usize>,
     speed: usize,
@@ -178,7 +177,6 @@ impl RunView {
             tree,
             observation: ObservationView::default(),
             metrics: RunMetrics::default(),
-            best_q: None,
             playing: None,
             speed: DEFAULT_SPEED,
             ticks: 0,
@@ -315,7 +313,6 @@ impl RunView {
         self.observation
             .refresh(&self.run, &self.facts, state, self.tree.selected_item());
         self.metrics = self.facts.at(&self.run, k, state);
-        self.best_q = state.nodes().iter().filter_map(|n| n.q()).reduce(f64::max);
     }
 
     fn inner_height(r: Rect) -> usize {
@@ -433,11 +430,15 @@ impl RunView {
         let info = &self.run.nodes()[slot as usize];
         match &self.run.events[info.added_at as usize].body {
             EventBody::NodeAdded {
-                action: Some(crate::trajectory::event::Action::ToolCall { .. }),
+                action: Some(crate::trajectory::event::Action::ToolCall { tool, arguments }),
                 ..
             } => out.push(Request::Probe {
                 path: self.run.path.clone(),
                 node: info.id,
+                call: format!(
+                    "{tool} with {}",
+                    serde_json::to_string(arguments).unwrap_or_default()
+                ),
                 real,
             }),
             _ => out.push(Request::Say(format!(
@@ -823,7 +824,7 @@ impl View for RunView {
             .map_or("—", |p| p.as_str());
         let at = metrics::MetricsAt {
             metrics: &self.metrics,
-            best_q: self.best_q,
+            best_q: self.tree.best_q(),
             series: self.charts.series(),
             k: state.applied(),
         };

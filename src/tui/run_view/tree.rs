@@ -236,6 +236,13 @@ impl TreeView {
         self.selection.settle(self.rows.len(), height);
     }
 
+    /// The best mean value Q over the tree at the cursor (from the range the rows are coloured
+    /// by: one scan of the nodes a frame, not two).
+    pub fn best_q(&self) -> Option<f64> {
+        let (lo, hi) = self.q_range;
+        (lo <= hi).then_some(hi)
+    }
+
     /// Where the pane is scrolled to, for its title.
     pub fn position(&self, height: usize) -> String {
         self.selection.scroll.position(self.rows.len(), height)
