@@ -257,3 +257,251 @@ fn a_cell_whose_servers_never_start_is_retried_then_left_to_the_next_run() {
     );
     assert!(text(&status).contains("missing"), "{}", text(&status));
 }
+
+/// A spec of the two time tasks × `configs` (name, max_steps) × `repeats`, ReAct each, over the
+/// fixture's servers; returns its path.
+fn react_spec(dir: &std::path::Path, configs: &[(&str, u32)], repeats: u32) -> std::path::PathBuf {
+    let mcp = write_mcp_config(dir, bench_servers());
+    std::fs::copy(bench_tasks(), dir.join("tasks.json")).unwrap();
+    let mut text = format!(
+        "mcp_config = \"{}\"\nrepeats = {repeats}\n[[tasks]]\nfile = \"tasks.json\"\nids = [\"time_mcp_000\", \"time_mcp_001\"]\n",
+        mcp.file_name().unwrap().to_str().unwrap()
+    );
+    for (name, steps) in configs {
+        text.push_str(&format!(
+            "[[configs]]\nname = \"{name}\"\nagent = \"react\"\nmax_steps = {steps}\n"
+        ));
+    }
+    let spec = dir.join("sweep.toml");
+    std::fs::write(&spec, text).unwrap();
+    spec
+}
+
+#[test]
+fn three_shards_run_into_one_folder_each_cell_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let llm = ScriptedLlm::start(json!([
+        {"when": "1. Time MCP:convert_time", "content": finish("09:00 UTC is 18:00 in Tokyo.")},
+        {"when": "No tool has been called yet", "content": call("Time MCP:convert_time", utc_to("Asia/Tokyo"))}
+    ]));
+    let spec = react_spec(dir.path(), &[("one", 1), ("two", 2), ("three", 3)], 2);
+    let out = dir.path().join("shared");
+    let args = |extra: &[&str]| -> Vec<String> {
+        let mut a: Vec<String> = [
+            "sweep",
+            spec.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ]
+        .map(String::from)
+        .to_vec();
+        a.extend(extra.iter().map(|s| s.to_string()));
+        a
+    };
+    // Three shards at once, as three processes on one shared folder.
+    let shards: Vec<_> = (1..=3)
+        .map(|i| {
+            let a = args(&["--shard", &format!("{i}/3"), "--jobs", "2", "--no-tui"]);
+            let llm_url = llm.base_url();
+            std::thread::spawn(move || {
+                std::process::Command::new(env!("CARGO_BIN_EXE_cosmos"))
+                    .args(&a)
+                    .env("OPENAI_BASE_URL", llm_url)
+                    .env("OPENAI_API_KEY", "sk-test-shards-0123456789")
+                    .env("COSMOS_MODEL", "scripted-model")
+                    .output()
+                    .unwrap()
+            })
+        })
+        .collect();
+    for shard in shards {
+        let o = shard.join().unwrap();
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    }
+    let files = runs_in(&out);
+    assert_eq!(files.len(), 12, "2 tasks × 3 configurations × 2 repeats");
+    let status = cosmos(&args(&["--status"]), &llm, "sk-x");
+    assert!(
+        text(&status).contains("12 cell(s) here of 12: 12 done"),
+        "{}",
+        text(&status)
+    );
+    let again = cosmos(&args(&["--no-tui"]), &llm, "sk-x");
+    assert!(
+        text(&again).contains("12 done already, 0 to run"),
+        "{}",
+        text(&again)
+    );
+    assert_eq!(runs_in(&out), files, "nothing run twice");
+    // Every planner request came from one of the 12 runs: 12 first calls, no more.
+    let first_calls = llm
+        .requests()
+        .iter()
+        .filter(|r| {
+            r["body"]
+                .to_string()
+                .contains("No tool has been called yet")
+        })
+        .count();
+    assert_eq!(first_calls, 12);
+}
+
+#[test]
+fn a_sweep_killed_mid_cell_resumes_with_only_its_unfinished_cells_and_every_file_validates() {
+    let dir = tempfile::tempdir().unwrap();
+    let release = dir.path().join("release");
+    let llm = ScriptedLlm::start(json!([
+        {"when": "1. Time MCP:convert_time", "content": finish("09:00 UTC is 18:00 in Tokyo."),
+         "hold_until_file": release.to_str().unwrap()},
+        {"when": "No tool has been called yet", "content": call("Time MCP:convert_time", utc_to("Asia/Tokyo"))}
+    ]));
+    let spec = react_spec(dir.path(), &[("short", 2), ("long", 3)], 1);
+    let out = dir.path().join("out");
+    let base = [
+        "sweep",
+        spec.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    let mut sweep = std::process::Command::new(env!("CARGO_BIN_EXE_cosmos"))
+        .args(base)
+        .args(["--no-tui", "--jobs", "1"])
+        .env("OPENAI_BASE_URL", llm.base_url())
+        .env("OPENAI_API_KEY", "sk-test-kill-0123456789")
+        .env("COSMOS_MODEL", "scripted-model")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // The first cell has made its real call and waits on its planner: mid-cell.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
+    loop {
+        let mid = out.exists()
+            && runs_in(&out).iter().any(|f| {
+                std::fs::read_to_string(f)
+                    .unwrap_or_default()
+                    .contains("\"tool_called\"")
+            });
+        if mid {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "no cell got going");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let status = cosmos(&[&base[..], &["--status"]].concat(), &llm, "sk-x");
+    let pid = format!("running (pid {}", sweep.id());
+    assert!(text(&status).contains(&pid), "{}", text(&status));
+    assert!(
+        text(&status).contains("1 running, 3 missing"),
+        "{}",
+        text(&status)
+    );
+
+    sweep.kill().unwrap(); // SIGKILL: no chance to end anything
+    sweep.wait().unwrap();
+    let status = cosmos(&[&base[..], &["--status"]].concat(), &llm, "sk-x");
+    assert!(
+        text(&status).contains("1 incomplete, 3 missing"),
+        "a dead process holds no claim: {}",
+        text(&status)
+    );
+
+    std::fs::write(&release, "").unwrap();
+    let resumed = cosmos(&[&base[..], &["--no-tui"]].concat(), &llm, "sk-x");
+    assert_eq!(resumed.status.code(), Some(0), "{}", text(&resumed));
+    assert!(
+        text(&resumed).contains("0 done already, 4 to run"),
+        "{}",
+        text(&resumed)
+    );
+    assert!(text(&resumed).contains("set aside"), "{}", text(&resumed));
+    assert_eq!(runs_in(&out).len(), 4);
+    let validate = cosmos(&["validate", out.to_str().unwrap()], &llm, "sk-x");
+    assert_eq!(validate.status.code(), Some(0), "{}", text(&validate));
+    let status = cosmos(&[&base[..], &["--status"]].concat(), &llm, "sk-x");
+    assert!(text(&status).contains("4 done"), "{}", text(&status));
+}
+
+#[path = "common/tmux.rs"]
+#[allow(dead_code)]
+mod tmux;
+
+/// `cosmos sweep` with its matrix in a real terminal, two cells, one at a time, each held at
+/// its second planner call until `release` exists.
+fn held_sweep(
+    dir: &std::path::Path,
+) -> (
+    tmux::Tmux,
+    ScriptedLlm,
+    std::path::PathBuf,
+    std::path::PathBuf,
+) {
+    let release = dir.join("release");
+    let llm = ScriptedLlm::start(json!([
+        {"when": "1. Time MCP:convert_time", "content": finish("09:00 UTC is 18:00 in Tokyo."),
+         "hold_until_file": release.to_str().unwrap()},
+        {"when": "No tool has been called yet", "content": call("Time MCP:convert_time", utc_to("Asia/Tokyo"))}
+    ]));
+    let spec = react_spec(dir, &[("react", 2)], 1);
+    let out = dir.join("out");
+    let base = llm.base_url();
+    let t = tmux::Tmux::start_with_env(
+        &[
+            "sweep",
+            spec.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &[
+            ("OPENAI_BASE_URL", &base),
+            ("OPENAI_API_KEY", "sk-test-matrix-0123456789"),
+            ("COSMOS_MODEL", "scripted-model"),
+        ],
+        140,
+        30,
+    );
+    // The first cell has made its real call; its planner is held.
+    t.wait_for_all(&["Sweep", "▶ 1 call", "queued"]);
+    (t, llm, release, out)
+}
+
+#[test]
+fn the_matrix_follows_a_running_cell_into_its_run_and_shows_the_sweep_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let (t, _llm, release, out) = held_sweep(dir.path());
+    t.keys(&["Enter"]);
+    t.wait_for_all(&["LIVE", "tool_called"]);
+    std::fs::write(&release, "").unwrap();
+    t.wait_for("finished (completed)");
+    t.keys(&["Escape"]);
+    t.wait_for_all(&["2 completed", "sweep over"]);
+    t.keys(&["q"]);
+    t.wait_exit();
+    assert_eq!(runs_in(&out).len(), 2);
+}
+
+#[test]
+fn leaving_a_running_sweeps_matrix_asks_and_can_leave_it_to_finish_printing_progress() {
+    let dir = tempfile::tempdir().unwrap();
+    let (t, _llm, release, out) = held_sweep(dir.path());
+    t.keys(&["q"]);
+    t.wait_for("Leave the sweep?");
+    t.keys(&["Escape"]);
+    t.wait_until("the question closed", |s| !s.contains("Leave the sweep?"));
+    t.keys(&["q"]);
+    t.wait_for("Leave the sweep?");
+    t.keys(&["l"]);
+    t.wait_for("the sweep goes on without the view");
+    std::fs::write(&release, "").unwrap();
+    t.wait_exit();
+    let raw = String::from_utf8_lossy(&t.raw()).to_string();
+    assert!(
+        raw.contains("[2/2]"),
+        "progress lines after leaving:\n{raw}"
+    );
+    assert_eq!(runs_in(&out).len(), 2);
+    for f in runs_in(&out) {
+        let ev = events(&f);
+        assert_eq!(ev.last().unwrap()["status"], "completed", "{}", f.display());
+    }
+}

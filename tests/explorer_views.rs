@@ -643,20 +643,31 @@ fn from_the_sample_runs_a_failing_plan_exec_run_is_two_keys_away() {
         Theme::new(true),
         size,
     );
-    // Key 1: the next run with a failure. Key 2: open it.
-    for key in ['f', '\n'] {
-        let code = if key == '\n' {
-            crossterm::event::KeyCode::Enter
-        } else {
-            crossterm::event::KeyCode::Char(key)
-        };
+    let press = |app: &mut App, code: crossterm::event::KeyCode| {
         let ev = crossterm::event::Event::Key(crossterm::event::KeyEvent::new(
             code,
             crossterm::event::KeyModifiers::NONE,
         ));
         let action = app.map_input(ev).unwrap();
         app.update(action);
+    };
+    // `f` walks the runs with a failure (the wm-eval file's failed simulations among them):
+    // a failing Plan-Exec run is among the first, then Enter opens it.
+    let mut presses = 0;
+    loop {
+        press(&mut app, crossterm::event::KeyCode::Char('f'));
+        presses += 1;
+        let kind = app
+            .browser()
+            .and_then(|b| b.selected_run())
+            .and_then(|r| r.header.as_ref().ok())
+            .map(|h| h.agent.kind);
+        if kind == Some(AgentKind::PlanExec) {
+            break;
+        }
+        assert!(presses < 3, "no failing Plan-Exec run among the first two");
     }
+    press(&mut app, crossterm::event::KeyCode::Enter);
     for (id, work) in app.take_work() {
         for a in mcp_cosmos::tui::terminal::perform(id, work) {
             app.update(a);

@@ -330,7 +330,10 @@ fn run_live(runtime: &tokio::runtime::Runtime, spec: RunSpec) -> Result<Option<O
             for event in event_rx {
                 if headless.load(Ordering::Acquire) {
                     progress_line(&event);
-                } else if ui_tx.send(event).is_err() {
+                } else if ui_tx
+                    .send(crate::tui::action::Action::LiveEvent(Box::new(event)))
+                    .is_err()
+                {
                     // The explorer is gone (it panicked, or left): print from here on.
                     headless.store(true, Ordering::Release);
                 }

@@ -34,4 +34,6 @@ pub enum Action {
     LiveEvent(Box<Event>),
     /// A probe finished: the event appended to the run, or why not.
     Probed(RequestId, Box<anyhow::Result<Event>>),
+    /// A running sweep's news (a cell started, recorded an event, ended).
+    Sweep(Box<super::sweep_view::SweepNews>),
 }

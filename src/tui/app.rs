@@ -18,6 +18,7 @@ use super::keymap::{Command, Keymap};
 use super::picker::WorldModelPicker;
 use super::run_view::RunView;
 use super::run_view::inspector::Inspector;
+use super::sweep_view::{SweepNews, SweepView};
 use super::theme::Theme;
 use super::view::{Exit, Handled, Request, View, Work};
 use super::wm_eval_view::{CallDetail, WmEvalView};
@@ -48,6 +49,8 @@ pub enum Layer {
     Picker(WorldModelPicker),
     /// Make a node's call for real?
     ConfirmCall(ConfirmCall),
+    /// A sweep's matrix.
+    Sweep(SweepView),
 }
 
 impl Layer {
@@ -64,6 +67,7 @@ impl Layer {
             Layer::CallDetail(v) => v,
             Layer::Picker(v) => v,
             Layer::ConfirmCall(v) => v,
+            Layer::Sweep(v) => v,
         }
     }
 
@@ -79,6 +83,7 @@ impl Layer {
             Layer::CallDetail(v) => v,
             Layer::Picker(v) => v,
             Layer::ConfirmCall(v) => v,
+            Layer::Sweep(v) => v,
         }
     }
 
@@ -262,6 +267,10 @@ impl App {
                 self.changed = true;
                 self.loaded(id, *result);
             }
+            Action::Sweep(news) => {
+                self.changed = true;
+                self.sweep_news(*news);
+            }
             Action::Probed(id, result) => {
                 self.changed = true;
                 if self.take_pending(id).is_none() {
@@ -318,6 +327,30 @@ impl App {
         }
     }
 
+    /// Gives the sweep's news to the matrix, and a cell's event also to a run view following
+    /// that cell.
+    fn sweep_news(&mut self, news: SweepNews) {
+        let Some(sweep) = self.stack.iter_mut().find_map(|l| match l {
+            Layer::Sweep(s) => Some(s),
+            _ => None,
+        }) else {
+            return;
+        };
+        sweep.apply(&news);
+        let SweepNews::Event { cell, event } = news else {
+            return;
+        };
+        let Some(path) = sweep.path_of(cell).cloned() else {
+            return;
+        };
+        if let Some(run) = self.stack.iter_mut().find_map(|l| match l {
+            Layer::Run(r) if r.live.is_some() && r.run.path == path && !r.finished() => Some(r),
+            _ => None,
+        }) {
+            run.push(*event);
+        }
+    }
+
     fn broadcast(&mut self, action: &Action) {
         let mut out = Vec::new();
         for layer in &mut self.stack {
@@ -362,14 +395,15 @@ impl App {
 
     /// Leaves, unless a live run is still going: then asks first.
     fn leave(&mut self) {
-        let running = self.stack.iter().any(|l| match l {
-            Layer::Run(r) => r.is_running(),
-            _ => false,
+        let running = self.stack.iter().find_map(|l| match l {
+            Layer::Run(r) if r.is_running() => Some("run"),
+            Layer::Sweep(s) if s.is_running() => Some("sweep"),
+            _ => None,
         });
-        if running {
+        if let Some(what) = running {
             if !matches!(self.top(), Layer::Confirm(_)) {
                 self.stack
-                    .push(Layer::Confirm(ConfirmLeave::new(&self.keymap)));
+                    .push(Layer::Confirm(ConfirmLeave::new(&self.keymap, what)));
             }
         } else {
             self.exit = Some(Exit::Quit);

@@ -14,15 +14,19 @@ use super::view::{Exit, Handled, Request, View};
 /// State of the question (only the keys to name).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConfirmLeave {
+    /// What is still going: "run" or "sweep".
+    what: &'static str,
     stop_key: String,
     leave_key: String,
     cancel_key: String,
 }
 
 impl ConfirmLeave {
-    /// The question, naming the keys the person has bound.
-    pub fn new(keymap: &Keymap) -> Self {
+    /// The question about a live `what` ("run" or "sweep"), naming the keys the person has
+    /// bound.
+    pub fn new(keymap: &Keymap, what: &'static str) -> Self {
         Self {
+            what,
             stop_key: keymap.hint(Mode::Confirm, Command::StopRun),
             leave_key: keymap.hint(Mode::Confirm, Command::LeaveRunning),
             cancel_key: keymap.hint(Mode::Confirm, Command::Back),
@@ -51,15 +55,22 @@ impl View for ConfirmLeave {
 
     fn draw(&self, frame: &mut Frame, area: Rect, theme: &Theme) {
         let lines = vec![
-            Line::styled("The run is still going.", theme.title()),
+            Line::styled(format!("The {} is still going.", self.what), theme.title()),
             Line::raw(""),
+            Line::raw(if self.what == "sweep" {
+                format!(
+                    "{:>5}  stop it (running cells end interrupted; a rerun runs them), then leave",
+                    self.stop_key
+                )
+            } else {
+                format!(
+                    "{:>5}  stop it (it ends as interrupted, its file kept), then leave",
+                    self.stop_key
+                )
+            }),
             Line::raw(format!(
-                "{:>5}  stop it (it ends as interrupted, its file kept), then leave",
-                self.stop_key
-            )),
-            Line::raw(format!(
-                "{:>5}  leave the view; the run goes on and prints its progress",
-                self.leave_key
+                "{:>5}  leave the view; the {} goes on and prints its progress",
+                self.leave_key, self.what
             )),
             Line::raw(format!("{:>5}  stay", self.cancel_key)),
         ];
@@ -69,7 +80,7 @@ impl View for ConfirmLeave {
             Paragraph::new(lines).wrap(Wrap { trim: false }).block(
                 Block::bordered()
                     .border_style(theme.focus_border())
-                    .title(" Leave the run? "),
+                    .title(format!(" Leave the {}? ", self.what)),
             ),
             rect,
         );

@@ -86,15 +86,18 @@ pub enum Mode {
     Reader,
     /// A question (leave a live run?).
     Confirm,
+    /// A sweep's matrix.
+    Sweep,
 }
 
-const MODES: [Mode; 6] = [
+const MODES: [Mode; 7] = [
     Mode::Global,
     Mode::Browser,
     Mode::Run,
     Mode::Compare,
     Mode::Reader,
     Mode::Confirm,
+    Mode::Sweep,
 ];
 
 impl Mode {
@@ -106,6 +109,7 @@ impl Mode {
             Mode::Compare => "compare",
             Mode::Reader => "reader",
             Mode::Confirm => "confirm",
+            Mode::Sweep => "sweep",
         }
     }
 }
@@ -307,6 +311,37 @@ pub const COMMANDS: &[(Command, Mode, &[&str], &str)] = &[
         &["s"],
         "wm-eval: by disagreement / by step",
     ),
+    (
+        Command::Open,
+        Mode::Sweep,
+        &["Enter", "o"],
+        "open the cell's run (followed while it runs)",
+    ),
+    (
+        Command::StepBack,
+        Mode::Sweep,
+        &["Left", "h"],
+        "previous configuration",
+    ),
+    (
+        Command::StepForward,
+        Mode::Sweep,
+        &["Right", "l"],
+        "next configuration",
+    ),
+    (
+        Command::NextFailure,
+        Mode::Sweep,
+        &["f"],
+        "next cell that failed",
+    ),
+    (
+        Command::PrevFailure,
+        Mode::Sweep,
+        &["F"],
+        "previous cell that failed",
+    ),
+    (Command::StopRun, Mode::Sweep, &["x"], "stop the sweep"),
     (Command::NextLink, Mode::Reader, &["Tab", "n"], "next link"),
     (
         Command::PrevLink,

@@ -18,6 +18,7 @@ pub mod picker;
 pub mod prompt;
 pub mod run_view;
 pub mod scroll;
+pub mod sweep_view;
 pub mod terminal;
 pub mod theme;
 pub mod view;
@@ -30,12 +31,12 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
+use self::action::Action;
 use self::app::{App, Layer};
 use self::browser::Browser;
 use self::keymap::Keymap;
 use self::run_view::RunView;
 use self::theme::Theme;
-use crate::trajectory::event::Event;
 use crate::trajectory::listing::list_runs;
 use crate::trajectory::run::Run;
 use crate::trajectory::tail::Tail;
@@ -101,12 +102,12 @@ pub fn explore(path: &Path, probe: crate::probe::ProbeSetup) -> Result<()> {
 
 /// Sends the events a growing file gains until it finishes, the view closes, or it cannot
 /// be read (then the view keeps what it has; the reason goes to the log).
-fn follow(mut tail: Tail, events: Sender<Event>) {
+fn follow(mut tail: Tail, events: Sender<Action>) {
     loop {
         match tail.poll() {
             Ok(new) => {
                 for event in new {
-                    if events.send(event).is_err() {
+                    if events.send(Action::LiveEvent(Box::new(event))).is_err() {
                         return;
                     }
                 }

@@ -15,7 +15,6 @@ use super::app::App;
 use super::view::{Exit, Work};
 use crate::metrics::group::{GroupBy, group};
 use crate::metrics::records::read_records;
-use crate::trajectory::event::Event;
 use crate::trajectory::run::Run;
 
 /// Tick while playing.
@@ -45,10 +44,11 @@ pub fn require_terminal() -> Result<()> {
 }
 
 /// Runs the explorer until the person leaves (saying how), or until `leave` says so (a
-/// signal ended the run). `live` feeds events of a running agent or a growing file.
+/// signal ended the run). `live` feeds actions from background work that outlives a request:
+/// events of a running agent or a growing file ([`Action::LiveEvent`]), a sweep's news.
 pub fn run(
     mut app: App,
-    live: Option<Receiver<Event>>,
+    live: Option<Receiver<Action>>,
     leave: Option<Receiver<()>>,
 ) -> Result<Exit> {
     require_terminal()?;
@@ -80,7 +80,7 @@ fn install_panic_hook() {
 fn event_loop(
     terminal: &mut ratatui::DefaultTerminal,
     app: &mut App,
-    live: Option<Receiver<Event>>,
+    live: Option<Receiver<Action>>,
     leave: Option<Receiver<()>>,
 ) -> Result<Exit> {
     let (tx, rx) = mpsc::channel::<Msg>();
@@ -103,11 +103,8 @@ fn event_loop(
     if let Some(live) = live {
         let live_tx = tx.clone();
         std::thread::spawn(move || {
-            for event in live {
-                if live_tx
-                    .send(Msg::Action(Action::LiveEvent(Box::new(event))))
-                    .is_err()
-                {
+            for action in live {
+                if live_tx.send(Msg::Action(action)).is_err() {
                     break;
                 }
             }

@@ -1,0 +1,179 @@
+//! A cell's files in the sweep's folder: its run (`<cell file>.jsonl`), its claim while a
+//! process runs it (`….jsonl.lock`, locked with an OS file lock, so a process killed with -9
+//! leaves no stale claim), and runs that did not finish, set aside (`….jsonl.set-aside-<time>`).
+//! Nothing here ever overwrites or deletes a run.
+
+use std::fs::{File, OpenOptions, TryLockError};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+
+use super::spec::Cell;
+use crate::trajectory::event::{RunStatus, Totals};
+use crate::trajectory::listing::RunSummary;
+
+/// A cell's state on disk.
+#[derive(Debug, Clone, PartialEq)]
+pub enum State {
+    /// A finished run (completed or failed: an agent's failure is a result), with its totals.
+    Done(RunStatus, Totals),
+    /// Claimed by a running process (what its claim says: pid and start).
+    Running(String),
+    /// A file without a usable end (torn, interrupted, unreadable): to set aside and run again.
+    Incomplete(String),
+    /// No file.
+    Missing,
+}
+
+impl State {
+    /// `done`, `failed`, `running (…)`, `incomplete (…)` or `missing`.
+    pub fn label(&self) -> String {
+        match self {
+            State::Done(RunStatus::Completed, _) => "done".into(),
+            State::Done(s, _) => s.as_str().into(),
+            State::Running(who) => format!("running ({who})"),
+            State::Incomplete(why) => format!("incomplete ({why})"),
+            State::Missing => "missing".into(),
+        }
+    }
+
+    /// True for a finished run: a rerun leaves the cell alone.
+    pub fn is_done(&self) -> bool {
+        matches!(self, State::Done(..))
+    }
+}
+
+/// The run file of `cell` in `out`.
+pub fn run_path(out: &Path, cell: &Cell) -> PathBuf {
+    out.join(cell.file_name())
+}
+
+fn lock_path(out: &Path, cell: &Cell) -> PathBuf {
+    out.join(format!("{}.lock", cell.file_name()))
+}
+
+/// The state of `cell` in `out`: a live claim first, then its run file.
+pub fn state(out: &Path, cell: &Cell) -> State {
+    if let Some(who) = claimed_by(out, cell) {
+        return State::Running(who);
+    }
+    finished_state(&run_path(out, cell))
+}
+
+/// The state of a run file alone (claims aside).
+pub fn finished_state(path: &Path) -> State {
+    if !path.exists() {
+        return State::Missing;
+    }
+    let summary = RunSummary::read(path);
+    match &summary.finished {
+        Some(f) if matches!(f.status, RunStatus::Completed | RunStatus::Failed) => {
+            State::Done(f.status, f.totals.clone())
+        }
+        _ => State::Incomplete(summary.status_label().to_string()),
+    }
+}
+
+/// Who holds the cell's claim, if a live process does.
+fn claimed_by(out: &Path, cell: &Cell) -> Option<String> {
+    let path = lock_path(out, cell);
+    let file = File::open(&path).ok()?;
+    match file.try_lock_shared() {
+        // Nobody holds it: a claim left by a process that ended (or was killed).
+        Ok(()) => None,
+        Err(TryLockError::WouldBlock) => Some(
+            std::fs::read_to_string(&path)
+                .ok()
+                .map(|s| s.trim().to_string())
+                .filter(|s| !s.is_empty())
+                .unwrap_or_else(|| "another process".into()),
+        ),
+        Err(TryLockError::Error(_)) => None,
+    }
+}
+
+/// A cell claimed by this process until dropped (the OS lock goes with the process, however it
+/// ends).
+#[derive(Debug)]
+pub struct Claim {
+    _file: File,
+}
+
+/// Claims `cell` for this process, or says who holds it. After the claim, the caller checks the
+/// cell's state again: another process may have finished it just before.
+pub fn claim(out: &Path, cell: &Cell) -> Result<std::result::Result<Claim, String>> {
+    let path = lock_path(out, cell);
+    let mut file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .read(true)
+        .open(&path)
+        .with_context(|| format!("creating {}", path.display()))?;
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(TryLockError::WouldBlock) => {
+            let who = std::fs::read_to_string(&path).unwrap_or_default();
+            return Ok(Err(who.trim().to_string()));
+        }
+        Err(TryLockError::Error(e)) => {
+            return Err(e).with_context(|| format!("locking {}", path.display()));
+        }
+    }
+    file.set_len(0)?;
+    writeln!(
+        file,
+        "pid {} since {}",
+        std::process::id(),
+        chrono::Utc::now().format("%Y-%m-%d %H:%M:%SZ")
+    )?;
+    Ok(Ok(Claim { _file: file }))
+}
+
+/// Moves a cell's unfinished run out of the way (never overwritten, never read as a run);
+/// returns (from, to) when there was one.
+pub fn set_aside(path: &Path) -> Result<Option<(PathBuf, PathBuf)>> {
+    if !path.exists() {
+        return Ok(None);
+    }
+    let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%S%.3fZ");
+    let aside = path.with_extension(format!("jsonl.set-aside-{stamp}"));
+    std::fs::rename(path, &aside).with_context(|| format!("setting {} aside", path.display()))?;
+    Ok(Some((path.to_path_buf(), aside)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cell() -> Cell {
+        Cell {
+            id: "abc".into(),
+            task_id: "t".into(),
+            config: "c".into(),
+            repeat: 1,
+            args: vec![],
+            cost: 1.0,
+        }
+    }
+
+    #[test]
+    fn a_claim_is_exclusive_while_held_and_gone_with_its_holder() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path();
+        assert_eq!(state(out, &cell()), State::Missing);
+        let held = claim(out, &cell()).unwrap().expect("free");
+        let who = claim(out, &cell()).unwrap().expect_err("held");
+        assert!(
+            who.starts_with(&format!("pid {}", std::process::id())),
+            "{who}"
+        );
+        assert!(matches!(state(out, &cell()), State::Running(w) if w == who));
+        drop(held);
+        // The claim file stays, but nobody holds it: the cell is what its run file says.
+        assert!(lock_path(out, &cell()).exists());
+        assert_eq!(state(out, &cell()), State::Missing);
+        claim(out, &cell()).unwrap().expect("free again");
+    }
+}

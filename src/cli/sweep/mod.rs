@@ -1,0 +1,180 @@
+//! `cosmos sweep SPEC.toml`: the paper's experiment as one command. A spec names tasks,
+//! configurations (an agent, a world model and `cosmos run`'s flags with underscores) and
+//! repeats; each (task, configuration, repeat) is a cell with an id derived from its content,
+//! and its run file is named after it. Rerunning the same spec into the same folder starts only
+//! the cells without a finished run (a torn or interrupted one is set aside, not overwritten);
+//! a cell whose servers would not start is retried with backoff; an agent's failure is a result.
+//! `--shard I/N` takes a deterministic share, balanced by expected cost.
+//!
+//! `spec.rs` makes the cells, `shard.rs` picks this process's share, `disk.rs` reads and claims
+//! a cell's files, `runner.rs` runs cells, `matrix.rs` shows them live, `emit.rs` writes cluster
+//! jobs.
+//!
+//! ```toml
+//! mcp_config = "mcp.json"
+//! config = "cosmos.toml"      # optional: endpoints per role, [world_models.NAME]
+//! repeats = 2
+//! [[tasks]]
+//! file = "tasks.json"
+//! ids = ["time_mcp_000", "unit_converter_000"]   # optional: every task of the file
+//! [[configs]]
+//! name = "react"
+//! agent = "react"
+//! max_steps = 2
+//! ```
+
+mod disk;
+mod emit;
+mod matrix;
+mod runner;
+mod shard;
+mod spec;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::Args;
+
+use self::runner::{Reporter, run_cells};
+use self::spec::Cell;
+use crate::agent::session;
+use crate::sanitize::inert;
+
+/// `cosmos sweep` options.
+#[derive(Debug, Args)]
+pub struct SweepArgs {
+    /// The sweep's spec (TOML; paths in it are relative to it).
+    pub spec: PathBuf,
+    /// Folder for the runs (default: `runs/<spec name>` beside the spec).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Cells run at once.
+    #[arg(long, default_value_t = 1)]
+    pub jobs: usize,
+    /// This process's share of the cells: `I/N` (1-based), or `auto` (a Kubernetes Indexed Job's
+    /// JOB_COMPLETION_INDEX with --shards N, or a Slurm array's SLURM_ARRAY_TASK_ID and
+    /// SLURM_ARRAY_TASK_COUNT).
+    #[arg(long)]
+    pub shard: Option<String>,
+    /// Shards, for `--shard auto` under Kubernetes.
+    #[arg(long)]
+    pub shards: Option<usize>,
+    /// List the cells and their state (done, failed, running, incomplete, missing) instead of
+    /// running.
+    #[arg(long)]
+    pub status: bool,
+    /// One progress line per cell instead of the live matrix view.
+    #[arg(long)]
+    pub no_tui: bool,
+    /// Print a cluster job that runs the sweep in `--shards N` shards instead of running it:
+    /// `k8s` (an Indexed Job) or `slurm` (an `sbatch --array` script).
+    #[arg(long, value_name = "k8s|slurm")]
+    pub emit: Option<String>,
+}
+
+/// Runs (or lists, or emits) a sweep.
+pub fn run(args: SweepArgs) -> Result<ExitCode> {
+    let all = spec::cells(&args.spec)?;
+    if let Some(engine) = &args.emit {
+        print!("{}", emit::emit(engine, &args)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let total = all.len();
+    let out = args.out.clone().unwrap_or_else(|| {
+        let stem = args
+            .spec
+            .file_stem()
+            .map_or("sweep".into(), |s| s.to_string_lossy().to_string());
+        args.spec
+            .parent()
+            .unwrap_or(Path::new("."))
+            .join("runs")
+            .join(stem)
+    });
+    let mine = match shard::which_shard(&args)? {
+        Some((i, n)) => shard::shard(all, i, n),
+        None => all,
+    };
+    if args.status {
+        print_status(&out, &mine, total);
+        return Ok(ExitCode::SUCCESS);
+    }
+    if !args.no_tui {
+        // What the view needs is checked before anything starts or is written.
+        crate::tui::terminal::require_terminal()?;
+    }
+    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+    let states: Vec<disk::State> = mine.iter().map(|c| disk::state(&out, c)).collect();
+    let todo: Vec<(usize, Cell)> = mine
+        .iter()
+        .zip(&states)
+        .enumerate()
+        .filter(|(_, (_, s))| !s.is_done())
+        .map(|(i, (c, _))| (i, c.clone()))
+        .collect();
+    let jobs = args.jobs.max(1);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let could_not_run = if args.no_tui {
+        eprintln!(
+            "cosmos: sweep {}: {} cell(s) here ({} done already, {} to run), {jobs} at once, into {}",
+            args.spec.display(),
+            mine.len(),
+            mine.len() - todo.len(),
+            todo.len(),
+            out.display()
+        );
+        runtime.block_on(async {
+            let signals = session::stop_on_signals();
+            run_cells(&out, todo, jobs, Reporter::lines(), signals.rx).await
+        })
+    } else {
+        let title = args.spec.display().to_string();
+        matrix::run_with_matrix(&runtime, &out, title, &mine, states, todo, jobs)?
+    };
+    Ok(if could_not_run > 0 {
+        eprintln!(
+            "cosmos: {could_not_run} cell(s) could not run (see above); rerun the sweep to try them again"
+        );
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// `--status`: one line per cell, then the counts.
+fn print_status(out: &Path, cells: &[Cell], total: usize) {
+    // Counts in the order a cell goes through: done or failed, running, incomplete, missing.
+    let mut counts = BTreeMap::new();
+    for cell in cells {
+        let state = disk::state(out, cell);
+        let label = state.label();
+        let rank = match state {
+            disk::State::Done(..) => 0,
+            disk::State::Running(_) => 1,
+            disk::State::Incomplete(_) => 2,
+            disk::State::Missing => 3,
+        };
+        let word = label.split(' ').next().unwrap_or("").to_string();
+        *counts.entry((rank, word)).or_insert(0) += 1;
+        println!(
+            "{}",
+            inert(&format!(
+                "{}  {:<24} {:<20} r{}  {label}",
+                cell.id, cell.task_id, cell.config, cell.repeat
+            ))
+        );
+    }
+    println!(
+        "{} cell(s) here of {total}: {}",
+        cells.len(),
+        counts
+            .iter()
+            .map(|((_, k), v)| format!("{v} {k}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+}

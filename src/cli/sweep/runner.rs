@@ -1,0 +1,241 @@
+//! Runs a sweep's cells, J at once: each cell claimed, its unfinished run set aside, its
+//! servers retried with backoff when they would not start, its run written under the cell's
+//! name. What happens is told to a [`Reporter`]: progress lines, or news for the matrix view.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::Sender;
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+use futures::StreamExt;
+use tokio::sync::watch;
+
+use super::disk::{self, State};
+use super::spec::{Cell, parse_run};
+use crate::agent::session::{self, Outcome};
+use crate::cli::run::prepare_or_stop;
+use crate::sanitize::inert;
+use crate::trajectory::event::RunStatus;
+use crate::tui::action::Action;
+use crate::tui::sweep_view::SweepNews;
+
+/// Tries for a cell whose infrastructure fails (servers that would not start).
+const TRIES: u32 = 3;
+
+/// Where the sweep's progress goes: the matrix view while it is open, lines on stdout
+/// otherwise (and from the moment the person leaves the view with the sweep running).
+#[derive(Clone)]
+pub struct Reporter {
+    ui: Option<Sender<Action>>,
+    headless: Arc<AtomicBool>,
+}
+
+impl Reporter {
+    /// Progress lines only (`--no-tui`).
+    pub fn lines() -> Self {
+        Self {
+            ui: None,
+            headless: Arc::new(AtomicBool::new(true)),
+        }
+    }
+
+    /// News to the matrix view until [`Reporter::go_headless`].
+    pub fn to_view(ui: Sender<Action>) -> Self {
+        Self {
+            ui: Some(ui),
+            headless: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    /// From now on, lines: the view is gone.
+    pub fn go_headless(&self) {
+        self.headless.store(true, Ordering::Release);
+    }
+
+    fn viewing(&self) -> bool {
+        self.ui.is_some() && !self.headless.load(Ordering::Acquire)
+    }
+
+    /// Tells the view; false when there is no view to tell (the caller prints instead).
+    fn tell(&self, news: SweepNews) -> bool {
+        if !self.viewing() {
+            return false;
+        }
+        let sent = self
+            .ui
+            .as_ref()
+            .is_some_and(|ui| ui.send(Action::Sweep(Box::new(news))).is_ok());
+        if !sent {
+            // The view is gone (it panicked, or left): print from here on.
+            self.go_headless();
+        }
+        sent
+    }
+
+    /// A remark that is no cell's result (a run set aside, a cell another process holds).
+    fn note(&self, text: String) {
+        if !self.tell(SweepNews::Note(text.clone())) {
+            eprintln!("cosmos: {}", inert(&text));
+        }
+    }
+}
+
+/// How a cell's turn ended.
+enum Ended {
+    /// Its run ended (any status).
+    Ran(Outcome),
+    /// Another process holds it, or finished it meanwhile.
+    Skipped(String),
+    /// The sweep was stopped before it started.
+    NotStarted,
+}
+
+/// Runs `todo` (grid index, cell) into `out`, `jobs` at once, until done or `stop`. Returns the
+/// number of cells that could not run (infrastructure, after their tries).
+pub async fn run_cells(
+    out: &Path,
+    todo: Vec<(usize, Cell)>,
+    jobs: usize,
+    reporter: Reporter,
+    stop: watch::Receiver<bool>,
+) -> usize {
+    let started = Instant::now();
+    let n = todo.len();
+    let mut ended = 0usize;
+    let mut failed = 0usize;
+    let mut results = futures::stream::iter(todo.into_iter().map(|(index, cell)| {
+        let stop = stop.clone();
+        let reporter = reporter.clone();
+        async move {
+            let result = if *stop.borrow() {
+                Ok(Ended::NotStarted)
+            } else {
+                run_cell(out, index, &cell, stop, &reporter).await
+            };
+            (index, cell, result)
+        }
+    }))
+    .buffer_unordered(jobs.max(1));
+    while let Some((index, cell, result)) = results.next().await {
+        if matches!(result, Ok(Ended::NotStarted)) {
+            continue;
+        }
+        ended += 1;
+        let elapsed = started.elapsed().as_secs_f64();
+        let left = elapsed / ended as f64 * (n - ended) as f64;
+        let progress = format!("{ended}/{n} · {left:.0}s left");
+        let (what, news) = match result {
+            Ok(Ended::Ran(outcome)) => (
+                format!("{} · {}", outcome.status.as_str(), outcome.path.display()),
+                Ok(outcome.status),
+            ),
+            Ok(Ended::Skipped(why)) => (format!("skipped: {why}"), Err(why)),
+            Ok(Ended::NotStarted) => continue,
+            Err(e) => {
+                failed += 1;
+                (format!("could not run: {e:#}"), Err(format!("{e:#}")))
+            }
+        };
+        let told = reporter.tell(SweepNews::Ended {
+            cell: index,
+            result: news,
+            progress: progress.clone(),
+        });
+        if !told {
+            println!(
+                "{}",
+                inert(&format!(
+                    "[{ended}/{n}] {} {} × {} r{}: {what} · {left:.0}s left",
+                    cell.id, cell.task_id, cell.config, cell.repeat
+                ))
+            );
+        }
+    }
+    reporter.tell(SweepNews::Over);
+    failed
+}
+
+async fn run_cell(
+    out: &Path,
+    index: usize,
+    cell: &Cell,
+    stop: watch::Receiver<bool>,
+    reporter: &Reporter,
+) -> Result<Ended> {
+    let path = disk::run_path(out, cell);
+    let _claim = match disk::claim(out, cell)? {
+        Ok(claim) => claim,
+        Err(who) => {
+            return Ok(Ended::Skipped(format!(
+                "running in another process ({who})"
+            )));
+        }
+    };
+    // Another process may have finished it between our reading the folder and our claim.
+    if let State::Done(status, _) = disk::finished_state(&path) {
+        return Ok(Ended::Skipped(format!(
+            "finished meanwhile ({})",
+            status.as_str()
+        )));
+    }
+    let mut last = None;
+    for attempt in 0..TRIES {
+        note_set_aside(disk::set_aside(&path)?, reporter);
+        let mut spec = parse_run(&cell.args)?.spec()?;
+        spec.out_dir = out.to_path_buf();
+        spec.file_name = Some(cell.file_name());
+        match prepare_or_stop(&spec, stop.clone()).await {
+            Ok(Some(prepared)) => {
+                reporter.tell(SweepNews::Started {
+                    cell: index,
+                    header: Box::new(prepared.header.clone()),
+                });
+                let hook = reporter.viewing().then(|| {
+                    let reporter = reporter.clone();
+                    Box::new(move |event: &crate::trajectory::event::Event| {
+                        reporter.tell(SweepNews::Event {
+                            cell: index,
+                            event: Box::new(event.clone()),
+                        });
+                    }) as crate::agent::recorder::Hook
+                });
+                let outcome = session::execute(prepared, None, hook).await?;
+                let infra = outcome.status == RunStatus::Failed
+                    && outcome
+                        .error
+                        .as_deref()
+                        .is_some_and(|e| e.contains("no MCP server could be started"));
+                if !infra {
+                    return Ok(Ended::Ran(outcome));
+                }
+                last = Some(anyhow::anyhow!("{}", outcome.error.unwrap_or_default()));
+            }
+            Ok(None) => return Ok(Ended::NotStarted),
+            Err(e) => last = Some(e),
+        }
+        // Infrastructure, not the agent: wait and try again.
+        if attempt + 1 < TRIES {
+            let why = last.as_ref().map(|e| format!("{e:#}")).unwrap_or_default();
+            reporter.tell(SweepNews::Retrying {
+                cell: index,
+                reason: why,
+            });
+            tokio::time::sleep(Duration::from_secs(2u64.pow(attempt + 1))).await;
+        }
+    }
+    // Not a result: kept aside, so the next run of the sweep tries the cell again.
+    note_set_aside(disk::set_aside(&path)?, reporter);
+    Err(last.unwrap_or_else(|| anyhow::anyhow!("failed")))
+}
+
+fn note_set_aside(aside: Option<(PathBuf, PathBuf)>, reporter: &Reporter) {
+    if let Some((from, to)) = aside {
+        reporter.note(format!(
+            "{} did not finish; set aside as {}",
+            from.display(),
+            to.display()
+        ));
+    }
+}

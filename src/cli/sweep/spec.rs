@@ -1,0 +1,199 @@
+//! A sweep's spec (TOML) and the cells it makes: each (task, configuration, repeat) with an id
+//! derived from its content and the `cosmos run` arguments that run it, all checked before
+//! anything starts.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use clap::Parser;
+use serde::Deserialize;
+
+use crate::cli::run::RunArgs;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Spec {
+    mcp_config: PathBuf,
+    #[serde(default)]
+    config: Option<PathBuf>,
+    #[serde(default = "one")]
+    repeats: usize,
+    tasks: Vec<TaskSet>,
+    configs: Vec<toml::Table>,
+}
+
+fn one() -> usize {
+    1
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TaskSet {
+    file: PathBuf,
+    #[serde(default)]
+    ids: Vec<String>,
+}
+
+/// One (task, configuration, repeat).
+#[derive(Debug, Clone)]
+pub struct Cell {
+    /// Derived from the task, the configuration's settings and the repeat.
+    pub id: String,
+    /// The task.
+    pub task_id: String,
+    /// The configuration's name.
+    pub config: String,
+    /// 1-based.
+    pub repeat: usize,
+    /// `cosmos run` arguments for it.
+    pub(super) args: Vec<String>,
+    /// A rough relative cost, to balance shards.
+    pub(super) cost: f64,
+}
+
+impl Cell {
+    /// The run file's name.
+    pub fn file_name(&self) -> String {
+        let clean = |s: &str| crate::trajectory::writer::file_safe(s, 60);
+        format!(
+            "{}_{}_{}_r{}.jsonl",
+            self.id,
+            clean(&self.task_id),
+            clean(&self.config),
+            self.repeat
+        )
+    }
+}
+
+/// FNV-1a, 64 bits: a stable id for a cell's content (not for security).
+fn fingerprint(text: &str) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in text.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{:012x}", h & 0xffff_ffff_ffff)
+}
+
+/// The cells of a spec, in spec order.
+pub fn cells(spec_path: &Path) -> Result<Vec<Cell>> {
+    let text = std::fs::read_to_string(spec_path)
+        .with_context(|| format!("reading {}", spec_path.display()))?;
+    let spec: Spec =
+        toml::from_str(&text).with_context(|| format!("parsing {}", spec_path.display()))?;
+    let base = spec_path.parent().unwrap_or(Path::new("."));
+    if spec.repeats == 0 {
+        bail!("repeats = 0: nothing to run");
+    }
+    let mut names = std::collections::BTreeSet::new();
+    for (c, config) in spec.configs.iter().enumerate() {
+        let name = config
+            .get("name")
+            .and_then(|v| v.as_str())
+            .with_context(|| format!("[[configs]] number {}: needs name = \"…\"", c + 1))?;
+        if !names.insert(name) {
+            bail!("two [[configs]] are named {name:?}");
+        }
+    }
+    let mut out = Vec::new();
+    for set in &spec.tasks {
+        let file = base.join(&set.file);
+        let ids = if set.ids.is_empty() {
+            crate::task::load(&file)?
+                .into_iter()
+                .map(|task| task.id)
+                .collect()
+        } else {
+            set.ids.clone()
+        };
+        for task_id in ids {
+            for config in &spec.configs {
+                let name = config
+                    .get("name")
+                    .and_then(|v| v.as_str())
+                    .unwrap_or_default()
+                    .to_string();
+                let mut args = vec![
+                    "run".to_string(),
+                    "--no-tui".into(),
+                    "--mcp-config".into(),
+                    base.join(&spec.mcp_config).display().to_string(),
+                    "--task".into(),
+                    file.display().to_string(),
+                    "--task-id".into(),
+                    task_id.clone(),
+                ];
+                if let Some(cfg) = &spec.config {
+                    args.extend(["--config".into(), base.join(cfg).display().to_string()]);
+                }
+                let mut settings = BTreeMap::new();
+                for (key, value) in config.iter().filter(|(k, _)| k.as_str() != "name") {
+                    settings.insert(key.clone(), value.to_string());
+                    let flag = format!("--{}", key.replace('_', "-"));
+                    let paths = matches!(key.as_str(), "memory_from" | "config");
+                    let text = |v: &toml::Value| match v {
+                        toml::Value::String(s) if paths => base.join(s).display().to_string(),
+                        toml::Value::String(s) => s.clone(),
+                        other => other.to_string(),
+                    };
+                    match value {
+                        toml::Value::Boolean(true) => args.push(flag),
+                        toml::Value::Boolean(false) => {}
+                        toml::Value::Array(items) => {
+                            for item in items {
+                                args.extend([flag.clone(), text(item)]);
+                            }
+                        }
+                        other => args.extend([flag, text(other)]),
+                    }
+                }
+                let agent = config.get("agent").and_then(|v| v.as_str()).unwrap_or("");
+                let iterations = config
+                    .get("iterations")
+                    .and_then(|v| v.as_integer())
+                    .unwrap_or(50) as f64;
+                let cost = match agent {
+                    "react" => 1.0,
+                    "plan-exec" | "plan_exec" => 2.0,
+                    _ => 1.0 + iterations / 5.0,
+                };
+                for repeat in 1..=spec.repeats {
+                    let content = format!(
+                        "{}|{task_id}|{}|{repeat}",
+                        set.file.display(),
+                        serde_json::to_string(&settings).unwrap_or_default()
+                    );
+                    out.push(Cell {
+                        id: fingerprint(&content),
+                        task_id: task_id.clone(),
+                        config: name.clone(),
+                        repeat,
+                        args: args.clone(),
+                        cost,
+                    });
+                }
+            }
+        }
+    }
+    // Every cell's arguments are checked before anything starts.
+    for cell in &out {
+        parse_run(&cell.args)
+            .with_context(|| format!("[[configs]] {:?} for task {}", cell.config, cell.task_id))?;
+    }
+    Ok(out)
+}
+
+#[derive(Parser)]
+struct RunLine {
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+pub(super) fn parse_run(args: &[String]) -> Result<RunArgs> {
+    let mut line = vec!["cosmos".to_string()];
+    line.extend(args.iter().skip(1).cloned());
+    Ok(RunLine::try_parse_from(line)
+        .map_err(|e| anyhow::anyhow!("{}", e.to_string().trim()))?
+        .run)
+}
