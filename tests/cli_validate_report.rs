@@ -171,7 +171,11 @@ fn report_formats_and_grouping() {
     );
     let md = cosmos(&["report", d, "--format", "markdown", "--group-by", "task"]);
     let md = text(&md);
-    assert!(md.starts_with("| task"), "{md}");
+    assert!(
+        md.starts_with("**Table 1 · Tool use and Execution Quality**"),
+        "{md}"
+    );
+    assert!(md.contains("| task "), "{md}");
     assert!(md.contains("synthetic_001") && md.contains("synthetic_002"));
     let csv = text(&cosmos(&[
         "report",
@@ -291,4 +295,141 @@ fn report_json_stays_json_with_a_bidi_task_id_and_no_runs_is_an_error() {
     let r = cosmos(&["report", empty.path().to_str().unwrap()]);
     assert_eq!(r.status.code(), Some(1), "{}", text(&r));
     assert!(text(&r).contains("no runs to report"), "{}", text(&r));
+}
+
+/// A ReAct-shaped run of `task` by `agent` with `calls` real calls, the first `errors` of them
+/// failed, written through the real writer.
+fn hand_run(dir: &Path, agent: &str, task: &str, repeat: u32, calls: u32, errors: u32) {
+    use mcp_cosmos::trajectory::event::{
+        AgentInfo, AgentKind, EventBody, Header, ModelInfo, Observation, RunStatus, TaskInfo,
+    };
+    use mcp_cosmos::trajectory::redact::Redactor;
+    use mcp_cosmos::trajectory::writer::Writer;
+    let kind = if agent == "react" {
+        AgentKind::React
+    } else {
+        AgentKind::PlanExec
+    };
+    let header = Header::new(
+        format!("{agent}-{task}-{repeat}"),
+        TaskInfo {
+            id: task.into(),
+            request: "r".into(),
+            reference_call_count: Some(2),
+            ..Default::default()
+        },
+        AgentInfo {
+            kind,
+            settings: Default::default(),
+        },
+        ModelInfo {
+            model: "planner".into(),
+            base_url: None,
+        },
+    );
+    let path = dir.join(format!("{agent}_{task}_{repeat}.jsonl"));
+    let mut w = Writer::create(
+        &path,
+        &header,
+        Redactor::new(),
+        Some(mcp_cosmos::metrics::run::RunAccumulator::tally(&header)),
+    )
+    .unwrap();
+    for step in 0..calls {
+        let failed = step < errors;
+        w.write(
+            u64::from(step) * 100 + 100,
+            EventBody::ToolCalled {
+                step: u64::from(step) + 1,
+                tool: "time:now".into(),
+                server: Some("time".into()),
+                arguments: serde_json::json!({}),
+                result: Observation {
+                    text: if failed { "bad" } else { "ok" }.into(),
+                    is_error: failed,
+                    ..Default::default()
+                },
+                latency_ms: 1,
+                node: None,
+                error: None,
+                origin: None,
+            },
+        )
+        .unwrap();
+    }
+    w.write(1_000, EventBody::Answer { text: "a".into() })
+        .unwrap();
+    w.write(
+        2_000,
+        EventBody::RunFinished {
+            status: RunStatus::Completed,
+            error: None,
+            totals: Default::default(),
+        },
+    )
+    .unwrap();
+}
+
+#[test]
+fn report_baseline_numbers_checked_by_hand() {
+    let dir = tempfile::tempdir().unwrap();
+    // react: task a 4 calls (1 failed), twice; task b 2 calls.
+    hand_run(dir.path(), "react", "a", 1, 4, 1);
+    hand_run(dir.path(), "react", "a", 2, 4, 1);
+    hand_run(dir.path(), "react", "b", 1, 2, 0);
+    // plan-exec: task a 2 calls; task b 3 calls (3 failed); task c unpaired.
+    hand_run(dir.path(), "plan-exec", "a", 1, 2, 0);
+    hand_run(dir.path(), "plan-exec", "b", 1, 3, 3);
+    hand_run(dir.path(), "plan-exec", "c", 1, 9, 0);
+    let d = dir.path().to_str().unwrap();
+    let out = cosmos(&["report", d, "--baseline", "react", "--format", "json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["baseline"]["key"], "react / none / planner");
+    let pair = |metric: &str| {
+        doc["baseline"]["pairs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["metric"] == metric)
+            .unwrap_or_else(|| panic!("{metric}"))
+            .clone()
+    };
+    // Calls: a 2 − 4 = −2, b 3 − 2 = +1 → mean −0.5; c is not paired.
+    let calls = pair("tool_calls");
+    assert_eq!(calls["n"], 2);
+    assert_eq!(calls["mean_diff"], -0.5);
+    assert_eq!(
+        (calls["higher"].clone(), calls["lower"].clone()),
+        (1.into(), 1.into())
+    );
+    // Success: a 1.0 − 0.75 = +0.25, b 0.0 − 1.0 = −1.0 → −0.375.
+    assert_eq!(pair("tool_call_success_rate")["mean_diff"], -0.375);
+    // EQ per task (cohort: both groups, one planner). a: calls 2..4; plan-exec
+    // 100·(1 + 1)/2 = 100, react 100·(0.75 + 0)/2 = 37.5 → +62.5. b: calls 2..3; plan-exec
+    // 100·(0 + 0)/2 = 0, react 100·(1 + 1)/2 = 100 → −100. Mean −18.75.
+    assert_eq!(pair("execution_quality")["mean_diff"], -18.75);
+    // EQ anchored on the reference 2: a plan-exec 100·(1 + 1)/2 = 100, react
+    // 100·(0.75 + 0.5)/2 = 62.5 → +37.5; b plan-exec 100·(0 + 2/3)/2 = 33.3, react 100 →
+    // −66.7. Mean −14.58.
+    let anchored = pair("execution_quality_anchored")["mean_diff"]
+        .as_f64()
+        .unwrap();
+    assert!(
+        (anchored - (37.5 - 200.0 / 3.0) / 2.0).abs() < 1e-9,
+        "{anchored}"
+    );
+    // Every run completed with an answer: no difference.
+    assert_eq!(pair("completed")["mean_diff"], 0.0);
+    // The markdown is the paper's tables with the differences in the cells.
+    let md = text(&cosmos(&[
+        "report",
+        d,
+        "--baseline",
+        "react",
+        "--format",
+        "markdown",
+    ]));
+    assert!(md.contains("(Δ -0.50 ["), "{md}");
+    assert!(md.contains("(baseline)"), "{md}");
 }

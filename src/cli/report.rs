@@ -45,7 +45,8 @@ pub enum ReportFormat {
     /// Aligned text for the terminal.
     #[default]
     Table,
-    /// A GitHub-flavoured markdown table.
+    /// Markdown laid out as the paper's Tables 1, 2 and 4 (with `--baseline`, each cell's
+    /// paired difference from it).
     Markdown,
     /// One row per group, `metric_mean,metric_n,metric_ci95,metric_ci_low,metric_ci_high` per metric.
     Csv,
@@ -124,7 +125,11 @@ pub fn run(
             }
             table::render(&rows, by, false)
         }
-        ReportFormat::Markdown => table::render(&rows, by, true),
+        ReportFormat::Markdown => crate::metrics::paper_tables::render(
+            &rows,
+            by,
+            paired.as_ref().map(|(k, p)| (k.as_str(), p.as_slice())),
+        ),
         ReportFormat::Csv => table::render_csv(&rows),
     };
     let out = match (&paired, format) {

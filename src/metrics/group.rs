@@ -90,7 +90,8 @@ impl RunRecord {
         self.metrics.tool_call_success_rate
     }
 
-    fn completed(&self) -> bool {
+    /// Completed with an answer.
+    pub fn completed(&self) -> bool {
         self.metrics.status == Some(RunStatus::Completed) && self.metrics.answered
     }
 }

@@ -4,6 +4,7 @@ pub mod fidelity;
 pub mod group;
 pub mod leaderboard;
 pub mod paired;
+pub mod paper_tables;
 pub mod records;
 pub mod run;
 pub mod stats;

@@ -1,15 +1,15 @@
 //! Configurations against a baseline on the tasks both ran (`cosmos report --baseline KEY`):
 //! per metric, the mean of per-task differences (each side averaged over its repeats of the
 //! task), a paired bootstrap 95% interval, and on how many tasks it was higher, the same, or
-//! lower. Pure arithmetic over records.
+//! lower. Every per-run metric of the report, and Execution Quality per task within the
+//! planner's cohort on that task. Pure arithmetic over records.
 
 use std::collections::BTreeMap;
 
 use anyhow::{Result, bail};
 use serde::Serialize;
 
-use super::group::{GroupBy, RunRecord};
-use super::run::RunMetrics;
+use super::group::{GroupBy, RunRecord, anchored_efficiency, cohort_efficiency, eq_score};
 use super::stats::paired_bootstrap;
 
 /// One configuration's difference from the baseline on one metric.
@@ -34,19 +34,51 @@ pub struct PairedRow {
 }
 
 /// A metric of one run, when it has it.
-type Metric = (&'static str, fn(&RunMetrics) -> Option<f64>);
+type Metric = (&'static str, fn(&RunRecord) -> Option<f64>);
 
-/// The metrics compared (those of the report's table that are per run).
-const METRICS: [Metric; 8] = [
-    ("tool_calls", |m| Some(m.tool_calls as f64)),
-    ("tool_call_success_rate", |m| m.tool_call_success_rate),
-    ("valid_tool_name_rate", |m| m.valid_tool_name_rate),
-    ("input_schema_compliance", |m| m.input_schema_compliance),
-    ("fidelity", |m| m.fidelity.map(|f| f.score)),
-    ("tokens", |m| Some(m.tokens() as f64)),
-    ("wall_time_s", |m| Some(m.wall_ms as f64 / 1000.0)),
-    ("judge_overall", |m| m.judge.map(|j| j.overall)),
+/// The per-run metrics compared, in the report's order (Execution Quality within the cohort,
+/// which is not per run, is worked out per task apart: [`EXECUTION_QUALITY`]).
+pub const METRICS: [Metric; 15] = [
+    ("tool_calls", |r| Some(r.metrics.tool_calls as f64)),
+    ("tool_call_success_rate", |r| {
+        r.metrics.tool_call_success_rate
+    }),
+    ("completed", |r| Some(f64::from(u8::from(r.completed())))),
+    ("valid_tool_name_rate", |r| r.metrics.valid_tool_name_rate),
+    ("input_schema_compliance", |r| {
+        r.metrics.input_schema_compliance
+    }),
+    ("rejected_decisions", |r| {
+        Some(r.metrics.rejected_decisions as f64)
+    }),
+    ("execution_quality_anchored", |r| {
+        let eff = anchored_efficiency(r.metrics.tool_calls, r.reference_calls)?;
+        Some(eq_score(r.metrics.tool_call_success_rate?, eff))
+    }),
+    ("tokens", |r| Some(r.metrics.tokens() as f64)),
+    ("wall_time_s", |r| Some(r.metrics.wall_ms as f64 / 1000.0)),
+    ("fidelity", |r| r.metrics.fidelity.map(|f| f.score)),
+    ("judge_task_completion", |r| {
+        r.metrics.judge.map(|j| j.task_completion)
+    }),
+    ("judge_tool_selection", |r| {
+        r.metrics.judge.map(|j| j.tool_selection)
+    }),
+    ("judge_planning_effectiveness", |r| {
+        r.metrics.judge.map(|j| j.planning_effectiveness)
+    }),
+    ("judge_overall", |r| r.metrics.judge.map(|j| j.overall)),
+    ("judge_tokens", |r| {
+        r.metrics
+            .judge
+            .is_some()
+            .then(|| r.metrics.judge_tokens() as f64)
+    }),
 ];
+
+/// Execution Quality per task: `eq_score` of the group's mean success rate on the task and
+/// its calls on the task against the range of the groups of its planner on that task.
+pub const EXECUTION_QUALITY: &str = "execution_quality";
 
 /// Every other group against `baseline` (a group key, or a part of one that names a single
 /// group), metric by metric.
@@ -56,14 +88,14 @@ pub fn against_baseline(
     baseline: &str,
 ) -> Result<(String, Vec<PairedRow>)> {
     // group → task → runs
-    let mut groups: BTreeMap<String, BTreeMap<&str, Vec<&RunMetrics>>> = BTreeMap::new();
+    let mut groups: BTreeMap<String, BTreeMap<&str, Vec<&RunRecord>>> = BTreeMap::new();
     for r in records {
         groups
             .entry(r.key(by))
             .or_default()
             .entry(r.task.as_str())
             .or_default()
-            .push(&r.metrics);
+            .push(r);
     }
     let base_key = if groups.contains_key(baseline) {
         baseline.to_string()
@@ -85,29 +117,43 @@ pub fn against_baseline(
             ),
         }
     };
-    let mean_of = |runs: &[&RunMetrics], get: fn(&RunMetrics) -> Option<f64>| {
-        let values: Vec<f64> = runs.iter().filter_map(|m| get(m)).collect();
-        (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
-    };
-    let base = &groups[&base_key];
-    let mut rows = Vec::new();
+    // Per group and task: each metric's mean over the task's runs.
+    let mut per_task: BTreeMap<&str, BTreeMap<&str, BTreeMap<&'static str, f64>>> = BTreeMap::new();
     for (key, tasks) in &groups {
+        for (task, runs) in tasks {
+            let values = per_task.entry(key).or_default().entry(task).or_default();
+            for (metric, get) in METRICS {
+                if let Some(m) = mean(runs.iter().filter_map(|r| get(r))) {
+                    values.insert(metric, m);
+                }
+            }
+        }
+    }
+    add_execution_quality(&groups, &mut per_task);
+    let base = &per_task[base_key.as_str()];
+    let names = METRICS
+        .iter()
+        .map(|(m, _)| *m)
+        .take(6)
+        .chain([EXECUTION_QUALITY])
+        .chain(METRICS.iter().map(|(m, _)| *m).skip(6));
+    let names: Vec<&'static str> = names.collect();
+    let mut rows = Vec::new();
+    for (key, tasks) in &per_task {
         if *key == base_key {
             continue;
         }
-        for (metric, get) in METRICS {
+        for &metric in &names {
             let diffs: Vec<f64> = tasks
                 .iter()
-                .filter_map(|(task, runs)| {
-                    let theirs = mean_of(runs, get)?;
-                    let ours = mean_of(base.get(task)?, get)?;
-                    Some(theirs - ours)
+                .filter_map(|(task, values)| {
+                    Some(values.get(metric)? - base.get(task)?.get(metric)?)
                 })
                 .collect();
             let n = diffs.len();
             let tie = |d: f64| d.abs() <= 1e-9;
             rows.push(PairedRow {
-                key: key.clone(),
+                key: key.to_string(),
                 metric,
                 n,
                 mean_diff: (n > 0).then(|| diffs.iter().sum::<f64>() / n as f64),
@@ -121,10 +167,71 @@ pub fn against_baseline(
     Ok((base_key, rows))
 }
 
+fn mean(values: impl Iterator<Item = f64>) -> Option<f64> {
+    let (sum, n) = values.fold((0.0, 0usize), |(s, n), v| (s + v, n + 1));
+    (n > 0).then(|| sum / n as f64)
+}
+
+/// Execution Quality of every group on every task it ran, within the cohort of its planner on
+/// that task (groups that mix planners, or made no call on the task, have none).
+fn add_execution_quality<'a>(
+    groups: &BTreeMap<String, BTreeMap<&'a str, Vec<&RunRecord>>>,
+    per_task: &mut BTreeMap<&str, BTreeMap<&'a str, BTreeMap<&'static str, f64>>>,
+) {
+    let planner_of = |tasks: &BTreeMap<&str, Vec<&RunRecord>>| -> Option<String> {
+        let mut all = tasks.values().flatten().map(|r| r.planner.as_str());
+        let first = all.next()?;
+        all.all(|p| p == first).then(|| first.to_string())
+    };
+    // (planner, task) → (min, max) of the groups' mean calls, over groups that made calls.
+    let mut range: BTreeMap<(String, &str), (f64, f64)> = BTreeMap::new();
+    for (key, tasks) in groups {
+        let Some(planner) = planner_of(tasks) else {
+            continue;
+        };
+        for task in tasks.keys() {
+            let Some(&calls) = per_task[key.as_str()][task].get("tool_calls") else {
+                continue;
+            };
+            if calls > 0.0 {
+                let e = range
+                    .entry((planner.clone(), *task))
+                    .or_insert((calls, calls));
+                e.0 = e.0.min(calls);
+                e.1 = e.1.max(calls);
+            }
+        }
+    }
+    for (key, tasks) in groups {
+        let Some(planner) = planner_of(tasks) else {
+            continue;
+        };
+        for task in tasks.keys() {
+            let values = per_task
+                .get_mut(key.as_str())
+                .and_then(|t| t.get_mut(task))
+                .expect("every group and task has its values");
+            let (Some(&calls), Some(&success)) = (
+                values.get("tool_calls"),
+                values.get("tool_call_success_rate"),
+            ) else {
+                continue;
+            };
+            if let Some(&(min, max)) = range.get(&(planner.clone(), *task)) {
+                values.insert(
+                    EXECUTION_QUALITY,
+                    eq_score(success, cohort_efficiency(calls, min, max)),
+                );
+            }
+        }
+    }
+}
+
 /// The rows as a table (`markdown` for a GitHub table).
 pub fn render(baseline: &str, rows: &[PairedRow], markdown: bool) -> String {
     let mut out = format!(
-        "\nAgainst the baseline {baseline}, on the tasks both ran (per task: each side's mean over its repeats):\n"
+        "\nAgainst the baseline {baseline}, on the tasks both ran (per task: each side's mean over its repeats):\n{}",
+        if markdown { "\n" } else { "" }
     );
     let header = [
         "configuration",
@@ -161,6 +268,7 @@ pub fn render(baseline: &str, rows: &[PairedRow], markdown: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::metrics::run::RunMetrics;
     use std::path::PathBuf;
 
     fn record(agent: &str, task: &str, calls: u64, success: f64) -> RunRecord {
@@ -207,6 +315,17 @@ mod tests {
         // a: 1.0 − 0.5 = +0.5; b: 0.5 − 1.0 = −0.5.
         assert_eq!(success.mean_diff, Some(0.0));
         assert_eq!((success.higher, success.same, success.lower), (1, 0, 1));
+        // Execution Quality per task within the cohort on that task. Task a: react 3 calls
+        // (mean of 2 and 4), success 0.5; spiral 5 calls, 1.0; range 3–5: react
+        // 100·(0.5 + 1)/2 = 75, spiral 100·(1 + 0)/2 = 50, −25. Task b: both 1 call (range
+        // empty: efficiency 1): react 100·(1 + 1)/2 = 100, spiral 100·(0.5 + 1)/2 = 75, −25.
+        let eq = rows.iter().find(|r| r.metric == EXECUTION_QUALITY).unwrap();
+        assert_eq!(eq.n, 2);
+        assert_eq!(eq.mean_diff, Some(-25.0));
+        assert_eq!((eq.higher, eq.same, eq.lower), (0, 0, 2));
+        // No judge scores: no judge rows with tasks.
+        let judged = rows.iter().find(|r| r.metric == "judge_overall").unwrap();
+        assert_eq!(judged.n, 0);
         // A part of a key works when it names one group; a wrong one lists the groups.
         assert!(against_baseline(&records, GroupBy::Agent, "rea").is_ok());
         let err = against_baseline(&records, GroupBy::Agent, "ppo")

@@ -5,21 +5,25 @@ use std::fmt::Write as _;
 use super::group::{GroupBy, GroupRow};
 use super::stats::Estimate;
 
-/// A metric column: header and how to read it from a row.
-struct Column {
-    title: &'static str,
-    get: fn(&GroupRow) -> Option<Estimate>,
+/// A metric column: header, how to read it from a row, and its metric in `--baseline`'s pairs.
+pub(super) struct Column {
+    pub(super) title: &'static str,
+    pub(super) get: fn(&GroupRow) -> Option<Estimate>,
     /// Multiply for display (rates as percentages).
-    scale: f64,
-    decimals: usize,
+    pub(super) scale: f64,
+    pub(super) decimals: usize,
+    /// The metric's name in [`super::paired`] (`""` when it is not paired).
+    pub(super) paired: &'static str,
 }
 
-fn columns(judged: bool) -> Vec<Column> {
-    let c = |title, get, scale, decimals| Column {
+/// Every metric column of the report, in its order (the judge's only when `judged`).
+pub(super) fn columns(judged: bool) -> Vec<Column> {
+    let c = |title, get, scale, decimals, paired| Column {
         title,
         get,
         scale,
         decimals,
+        paired,
     };
     let mut cols = vec![
         c(
@@ -27,32 +31,87 @@ fn columns(judged: bool) -> Vec<Column> {
             (|r: &GroupRow| r.tool_calls) as fn(&GroupRow) -> Option<Estimate>,
             1.0,
             2,
+            "tool_calls",
         ),
-        c("success %", |r| r.tool_call_success_rate, 100.0, 1),
-        c("valid name %", |r| r.valid_tool_name_rate, 100.0, 1),
-        c("schema %", |r| r.input_schema_compliance, 100.0, 1),
-        c("rejected", |r| r.rejected_decisions, 1.0, 2),
-        c("EQ", |r| r.execution_quality, 1.0, 1),
-        c("EQ anchored", |r| r.execution_quality_anchored, 1.0, 1),
-        c("tokens", |r| r.tokens, 1.0, 0),
-        c("time s", |r| r.wall_time_s, 1.0, 1),
-        c("fidelity", |r| r.fidelity, 1.0, 3),
+        c(
+            "success %",
+            |r| r.tool_call_success_rate,
+            100.0,
+            1,
+            "tool_call_success_rate",
+        ),
+        c(
+            "valid name %",
+            |r| r.valid_tool_name_rate,
+            100.0,
+            1,
+            "valid_tool_name_rate",
+        ),
+        c(
+            "schema %",
+            |r| r.input_schema_compliance,
+            100.0,
+            1,
+            "input_schema_compliance",
+        ),
+        c(
+            "rejected",
+            |r| r.rejected_decisions,
+            1.0,
+            2,
+            "rejected_decisions",
+        ),
+        c(
+            "EQ",
+            |r| r.execution_quality,
+            1.0,
+            1,
+            super::paired::EXECUTION_QUALITY,
+        ),
+        c(
+            "EQ anchored",
+            |r| r.execution_quality_anchored,
+            1.0,
+            1,
+            "execution_quality_anchored",
+        ),
+        c("tokens", |r| r.tokens, 1.0, 0, "tokens"),
+        c("time s", |r| r.wall_time_s, 1.0, 1, "wall_time_s"),
+        c("fidelity", |r| r.fidelity, 1.0, 3, "fidelity"),
     ];
     if judged {
         cols.extend([
-            c("judge tokens", |r| r.judge_tokens, 1.0, 0),
-            c("task compl.", |r| r.task_completion, 1.0, 2),
-            c("tool sel.", |r| r.tool_selection, 1.0, 2),
-            c("planning", |r| r.planning_effectiveness, 1.0, 2),
-            c("overall", |r| r.overall, 1.0, 2),
-            c("new overall", |r| r.new_overall, 1.0, 2),
+            c("judge tokens", |r| r.judge_tokens, 1.0, 0, "judge_tokens"),
+            c(
+                "task compl.",
+                |r| r.task_completion,
+                1.0,
+                2,
+                "judge_task_completion",
+            ),
+            c(
+                "tool sel.",
+                |r| r.tool_selection,
+                1.0,
+                2,
+                "judge_tool_selection",
+            ),
+            c(
+                "planning",
+                |r| r.planning_effectiveness,
+                1.0,
+                2,
+                "judge_planning_effectiveness",
+            ),
+            c("overall", |r| r.overall, 1.0, 2, "judge_overall"),
+            c("new overall", |r| r.new_overall, 1.0, 2, ""),
         ]);
     }
     cols
 }
 
 /// `mean ±ci` and `(n=…)` when n differs from the row's runs; `—` when undefined.
-fn cell(e: Option<Estimate>, col: &Column, runs: usize) -> String {
+pub(super) fn cell(e: Option<Estimate>, col: &Column, runs: usize) -> String {
     let Some(e) = e else { return "—".to_string() };
     let d = col.decimals;
     let mut s = format!("{:.d$}", e.mean * col.scale);
