@@ -53,5 +53,11 @@ run spiral-wide-time    --task-id time_mcp_001 --agent spiral --world-model memo
 config=sample_runs/cosmos-wide.toml \
 run spiral-critic-time  --task-id time_mcp_001 --agent spiral --world-model memory --memory-from "$out" \
                         --iterations 20 --candidates 4 --max-depth 4 --alpha 0.5
+# The sample sweep (sample_runs/sweep.toml): two tasks × three configurations, by cosmos sweep.
+if [ -z "${only:-}" ] || [[ " $only " == *" sweep "* ]]; then
+  echo "== sweep: cosmos sweep sample_runs/sweep.toml --out sample_runs/sweep --no-tui" >&2
+  OPENAI_API_KEY=local-no-key "$cosmos" sweep sample_runs/sweep.toml --out sample_runs/sweep --no-tui
+  "$cosmos" report sample_runs/sweep --baseline react --format markdown > sample_runs/sweep-report.md
+fi
 "$cosmos" validate "$out"
 "$cosmos" report "$out"

@@ -505,3 +505,37 @@ fn leaving_a_running_sweeps_matrix_asks_and_can_leave_it_to_finish_printing_prog
         assert_eq!(ev.last().unwrap()["status"], "completed", "{}", f.display());
     }
 }
+
+#[test]
+fn a_task_set_without_ids_takes_the_tasks_whose_servers_are_configured_and_lists_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    // Only the time server: the unit converter's tasks are left out, and said so.
+    let mcp = write_mcp_config(
+        dir.path(),
+        json!({"Time MCP": bench_servers()["Time MCP"].clone()}),
+    );
+    std::fs::copy(bench_tasks(), dir.path().join("tasks.json")).unwrap();
+    let spec = dir.path().join("all.toml");
+    std::fs::write(
+        &spec,
+        format!(
+            "mcp_config = \"{}\"\n[[tasks]]\nfile = \"tasks.json\"\n[[configs]]\nname = \"react\"\nagent = \"react\"\n",
+            mcp.file_name().unwrap().to_str().unwrap()
+        ),
+    )
+    .unwrap();
+    let llm = ScriptedLlm::start(json!([]));
+    let status = cosmos(&["sweep", spec.to_str().unwrap(), "--status"], &llm, "sk-x");
+    let out = text(&status);
+    assert_eq!(status.status.code(), Some(0), "{out}");
+    assert!(out.contains("2 cell(s) here of 2"), "{out}");
+    assert!(
+        out.contains("time_mcp_000") && out.contains("time_mcp_001"),
+        "{out}"
+    );
+    assert!(
+        out.contains("2 task(s) left out")
+            && out.contains("unit_converter_000 (needs Unit Converter"),
+        "{out}"
+    );
+}

@@ -104,3 +104,29 @@ fn every_reference_call_of_the_example_tasks_fits_the_real_tools_schema() {
     }
     assert_eq!(checked, 4);
 }
+
+#[test]
+fn the_paper_sweep_spec_makes_its_cells_from_the_repository_root() {
+    let o = Command::new(env!("CARGO_BIN_EXE_cosmos"))
+        .current_dir(ROOT)
+        .args(["sweep", "examples/paper.toml", "--status", "--out"])
+        .arg(tempfile::tempdir().unwrap().path())
+        .output()
+        .unwrap();
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    // Four MCP-Bench tasks × seven configurations, every cell's flags checked.
+    assert!(out.contains("28 cell(s) here of 28: 28 missing"), "{out}");
+    for config in [
+        "react",
+        "plan-exec-llm",
+        "plan-exec-memory",
+        "spiral-llm",
+        "spiral-llm-no-critic",
+        "spiral-memory",
+        "spiral-memory-no-critic",
+    ] {
+        assert!(out.contains(&format!(" {config} ")), "{config}: {out}");
+    }
+    assert!(!out.contains("left out"), "{out}");
+}

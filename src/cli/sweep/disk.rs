@@ -94,10 +94,18 @@ fn claimed_by(out: &Path, cell: &Cell) -> Option<String> {
 }
 
 /// A cell claimed by this process until dropped (the OS lock goes with the process, however it
-/// ends).
+/// ends; a claim dropped normally also removes its file, a killed process leaves it unlocked).
 #[derive(Debug)]
 pub struct Claim {
+    path: PathBuf,
     _file: File,
+}
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        // Removed while still locked; the lock goes when the file closes just after.
+        let _ = std::fs::remove_file(&self.path);
+    }
 }
 
 /// Claims `cell` for this process, or says who holds it. After the claim, the caller checks the
@@ -128,7 +136,7 @@ pub fn claim(out: &Path, cell: &Cell) -> Result<std::result::Result<Claim, Strin
         std::process::id(),
         chrono::Utc::now().format("%Y-%m-%d %H:%M:%SZ")
     )?;
-    Ok(Ok(Claim { _file: file }))
+    Ok(Ok(Claim { path, _file: file }))
 }
 
 /// Moves a cell's unfinished run out of the way (never overwritten, never read as a run);
@@ -171,8 +179,13 @@ mod tests {
         );
         assert!(matches!(state(out, &cell()), State::Running(w) if w == who));
         drop(held);
-        // The claim file stays, but nobody holds it: the cell is what its run file says.
-        assert!(lock_path(out, &cell()).exists());
+        assert!(
+            !lock_path(out, &cell()).exists(),
+            "a released claim leaves nothing"
+        );
+        assert_eq!(state(out, &cell()), State::Missing);
+        // A killed holder leaves its file, unlocked: nobody is running the cell.
+        std::fs::write(lock_path(out, &cell()), "pid 1 since then\n").unwrap();
         assert_eq!(state(out, &cell()), State::Missing);
         claim(out, &cell()).unwrap().expect("free again");
     }

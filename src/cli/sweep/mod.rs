@@ -76,7 +76,14 @@ pub struct SweepArgs {
 
 /// Runs (or lists, or emits) a sweep.
 pub fn run(args: SweepArgs) -> Result<ExitCode> {
-    let all = spec::cells(&args.spec)?;
+    let (all, skipped) = spec::cells(&args.spec)?;
+    if !skipped.is_empty() && args.emit.is_none() {
+        eprintln!(
+            "cosmos: {} task(s) left out, their servers not configured: {}",
+            skipped.len(),
+            inert(&skipped.join("; "))
+        );
+    }
     if let Some(engine) = &args.emit {
         print!("{}", emit::emit(engine, &args)?);
         return Ok(ExitCode::SUCCESS);
@@ -149,6 +156,8 @@ pub fn run(args: SweepArgs) -> Result<ExitCode> {
 fn print_status(out: &Path, cells: &[Cell], total: usize) {
     // Counts in the order a cell goes through: done or failed, running, incomplete, missing.
     let mut counts = BTreeMap::new();
+    let width = |f: fn(&Cell) -> usize| cells.iter().map(f).max().unwrap_or(0);
+    let (task_w, config_w) = (width(|c| c.task_id.len()), width(|c| c.config.len()));
     for cell in cells {
         let state = disk::state(out, cell);
         let label = state.label();
@@ -163,7 +172,7 @@ fn print_status(out: &Path, cells: &[Cell], total: usize) {
         println!(
             "{}",
             inert(&format!(
-                "{}  {:<24} {:<20} r{}  {label}",
+                "{}  {:<task_w$}  {:<config_w$}  r{}  {label}",
                 cell.id, cell.task_id, cell.config, cell.repeat
             ))
         );

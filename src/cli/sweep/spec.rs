@@ -76,8 +76,9 @@ fn fingerprint(text: &str) -> String {
     format!("{:012x}", h & 0xffff_ffff_ffff)
 }
 
-/// The cells of a spec, in spec order.
-pub fn cells(spec_path: &Path) -> Result<Vec<Cell>> {
+/// The cells of a spec, in spec order, and the tasks left out (a task set without `ids` takes
+/// every task whose servers the MCP config has; the others are listed with why).
+pub fn cells(spec_path: &Path) -> Result<(Vec<Cell>, Vec<String>)> {
     let text = std::fs::read_to_string(spec_path)
         .with_context(|| format!("reading {}", spec_path.display()))?;
     let spec: Spec =
@@ -96,14 +97,32 @@ pub fn cells(spec_path: &Path) -> Result<Vec<Cell>> {
             bail!("two [[configs]] are named {name:?}");
         }
     }
+    let mcp = crate::mcp::config::McpConfig::load(&base.join(&spec.mcp_config))?;
     let mut out = Vec::new();
+    let mut skipped = Vec::new();
     for set in &spec.tasks {
         let file = base.join(&set.file);
         let ids = if set.ids.is_empty() {
-            crate::task::load(&file)?
-                .into_iter()
-                .map(|task| task.id)
-                .collect()
+            let mut ids = Vec::new();
+            for task in crate::task::load(&file)? {
+                let missing: Vec<&str> = task
+                    .servers
+                    .iter()
+                    .filter(|s| mcp.get(s).is_err())
+                    .map(String::as_str)
+                    .collect();
+                if missing.is_empty() {
+                    ids.push(task.id);
+                } else {
+                    skipped.push(format!(
+                        "{} (needs {}, not in {})",
+                        task.id,
+                        missing.join(", "),
+                        spec.mcp_config.display()
+                    ));
+                }
+            }
+            ids
         } else {
             set.ids.clone()
         };
@@ -181,7 +200,7 @@ pub fn cells(spec_path: &Path) -> Result<Vec<Cell>> {
         parse_run(&cell.args)
             .with_context(|| format!("[[configs]] {:?} for task {}", cell.config, cell.task_id))?;
     }
-    Ok(out)
+    Ok((out, skipped))
 }
 
 #[derive(Parser)]
