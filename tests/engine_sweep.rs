@@ -539,3 +539,58 @@ fn a_task_set_without_ids_takes_the_tasks_whose_servers_are_configured_and_lists
         "{out}"
     );
 }
+
+#[test]
+fn a_cell_whose_model_endpoint_never_answers_is_retried_then_runs_once_it_is_back() {
+    let dir = tempfile::tempdir().unwrap();
+    // An endpoint that hangs up on every request (its port held for the whole test).
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let dead = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            drop(conn);
+        }
+    });
+    let config = dir.path().join("cosmos.toml");
+    let endpoint = |port: u16| {
+        format!(
+            "[default]\nbase_url = \"http://127.0.0.1:{port}/v1\"\nmodel = \"scripted-model\"\nmax_retries = 0\n"
+        )
+    };
+    std::fs::write(&config, endpoint(dead)).unwrap();
+    let spec = react_spec(dir.path(), &[("react", 2)], 1);
+    let text_of_spec = std::fs::read_to_string(&spec).unwrap();
+    std::fs::write(&spec, format!("config = \"cosmos.toml\"\n{text_of_spec}")).unwrap();
+    let out = dir.path().join("out");
+    let llm = ScriptedLlm::start(json!([
+        {"when": "1. Time MCP:convert_time", "content": finish("09:00 UTC is 18:00 in Tokyo.")},
+        {"when": "No tool has been called yet", "content": call("Time MCP:convert_time", utc_to("Asia/Tokyo"))}
+    ]));
+    let args = [
+        "sweep",
+        spec.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--no-tui",
+        "--jobs",
+        "2",
+    ];
+    let down = cosmos(&args, &llm, "sk-test-down-0123456789");
+    let said = text(&down);
+    assert_eq!(down.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("could not run: the model endpoint never answered"),
+        "{said}"
+    );
+    assert!(runs_in(&out).is_empty(), "not a result: {said}");
+    // The endpoint is back: the same sweep runs both cells.
+    std::fs::write(&config, endpoint(llm.port())).unwrap();
+    let up = cosmos(&args, &llm, "sk-test-down-0123456789");
+    assert_eq!(up.status.code(), Some(0), "{}", text(&up));
+    assert!(
+        text(&up).contains("0 done already, 2 to run"),
+        "{}",
+        text(&up)
+    );
+    assert_eq!(runs_in(&out).len(), 2);
+}

@@ -230,6 +230,9 @@ pub async fn prepare(spec: &RunSpec, stop: watch::Receiver<bool>) -> Result<Prep
     })
 }
 
+/// The error of a run none of whose servers started.
+pub const NO_SERVER_STARTED: &str = "no MCP server could be started";
+
 /// Runs a prepared run to its end. Events also go to `live` and `hook` as they are written.
 pub async fn execute(
     prepared: Prepared,
@@ -308,7 +311,7 @@ async fn run_agent(
         })?;
     }
     if !failures.is_empty() && env.tools.is_empty() {
-        return Ok(End::failed("no MCP server could be started"));
+        return Ok(End::failed(NO_SERVER_STARTED));
     }
     match agent {
         AgentKind::React => react::run(env, rec).await,

@@ -104,6 +104,11 @@ impl ScriptedLlm {
         }
     }
 
+    /// Its port.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
     /// `http://127.0.0.1:PORT/v1`.
     pub fn base_url(&self) -> String {
         format!("http://127.0.0.1:{}/v1", self.port)

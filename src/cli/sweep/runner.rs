@@ -17,7 +17,7 @@ use super::spec::{Cell, parse_run};
 use crate::agent::session::{self, Outcome};
 use crate::cli::run::prepare_or_stop;
 use crate::sanitize::inert;
-use crate::trajectory::event::RunStatus;
+use crate::trajectory::event::{EventBody, RunStatus};
 use crate::tui::action::Action;
 use crate::tui::sweep_view::SweepNews;
 
@@ -84,8 +84,9 @@ impl Reporter {
 
 /// How a cell's turn ended.
 enum Ended {
-    /// Its run ended (any status).
-    Ran(Outcome),
+    /// Its run ended (any status), the time its servers took to start (last try), and the
+    /// cell's whole time.
+    Ran(Outcome, Duration, Duration),
     /// Another process holds it, or finished it meanwhile.
     Skipped(String),
     /// The sweep was stopped before it started.
@@ -127,8 +128,14 @@ pub async fn run_cells(
         let left = elapsed / ended as f64 * (n - ended) as f64;
         let progress = format!("{ended}/{n} · {left:.0}s left");
         let (what, news) = match result {
-            Ok(Ended::Ran(outcome)) => (
-                format!("{} · {}", outcome.status.as_str(), outcome.path.display()),
+            Ok(Ended::Ran(outcome, servers, whole)) => (
+                format!(
+                    "{} · {} · {:.1}s (servers {:.1}s)",
+                    outcome.status.as_str(),
+                    outcome.path.display(),
+                    whole.as_secs_f64(),
+                    servers.as_secs_f64()
+                ),
                 Ok(outcome.status),
             ),
             Ok(Ended::Skipped(why)) => (format!("skipped: {why}"), Err(why)),
@@ -164,6 +171,7 @@ async fn run_cell(
     stop: watch::Receiver<bool>,
     reporter: &Reporter,
 ) -> Result<Ended> {
+    let began = Instant::now();
     let path = disk::run_path(out, cell);
     let _claim = match disk::claim(out, cell)? {
         Ok(claim) => claim,
@@ -186,8 +194,10 @@ async fn run_cell(
         let mut spec = parse_run(&cell.args)?.spec()?;
         spec.out_dir = out.to_path_buf();
         spec.file_name = Some(cell.file_name());
+        let starting = Instant::now();
         match prepare_or_stop(&spec, stop.clone()).await {
             Ok(Some(prepared)) => {
+                let servers = starting.elapsed();
                 reporter.tell(SweepNews::Started {
                     cell: index,
                     header: Box::new(prepared.header.clone()),
@@ -202,15 +212,10 @@ async fn run_cell(
                     }) as crate::agent::recorder::Hook
                 });
                 let outcome = session::execute(prepared, None, hook).await?;
-                let infra = outcome.status == RunStatus::Failed
-                    && outcome
-                        .error
-                        .as_deref()
-                        .is_some_and(|e| e.contains("no MCP server could be started"));
-                if !infra {
-                    return Ok(Ended::Ran(outcome));
+                match infrastructure_failure(&outcome) {
+                    None => return Ok(Ended::Ran(outcome, servers, began.elapsed())),
+                    Some(why) => last = Some(anyhow::anyhow!("{why}")),
                 }
-                last = Some(anyhow::anyhow!("{}", outcome.error.unwrap_or_default()));
             }
             Ok(None) => return Ok(Ended::NotStarted),
             Err(e) => last = Some(e),
@@ -228,6 +233,36 @@ async fn run_cell(
     // Not a result: kept aside, so the next run of the sweep tries the cell again.
     note_set_aside(disk::set_aside(&path)?, reporter);
     Err(last.unwrap_or_else(|| anyhow::anyhow!("failed")))
+}
+
+/// Why a failed run is the infrastructure's fault rather than a result of the agent: none of
+/// its servers started, or its model endpoint never answered (every LLM call failed). Such a
+/// run is tried again; any other failure is the agent's, and a result.
+fn infrastructure_failure(outcome: &Outcome) -> Option<String> {
+    if outcome.status != RunStatus::Failed {
+        return None;
+    }
+    let error = outcome.error.clone().unwrap_or_default();
+    if error.contains(session::NO_SERVER_STARTED) {
+        return Some(error);
+    }
+    let mut stream = crate::trajectory::reader::EventStream::open(&outcome.path).ok()?;
+    let (mut calls, mut answered, mut last_error) = (0, 0, None);
+    while let Ok(Some(event)) = stream.next_event() {
+        if let EventBody::LlmCall { error, .. } = event.body {
+            calls += 1;
+            match error {
+                Some(e) => last_error = Some(e),
+                None => answered += 1,
+            }
+        }
+    }
+    (calls > 0 && answered == 0).then(|| {
+        format!(
+            "the model endpoint never answered ({calls} call(s) failed; last: {})",
+            last_error.unwrap_or_default()
+        )
+    })
 }
 
 fn note_set_aside(aside: Option<(PathBuf, PathBuf)>, reporter: &Reporter) {

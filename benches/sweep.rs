@@ -1,0 +1,114 @@
+//! Sweep benchmark: prints figures, asserts nothing. `cargo bench --bench sweep` (`-- --quick`
+//! for a tenth). 200 cells (two MCP-Bench time tasks × one ReAct configuration × 100 repeats),
+//! each a real `cosmos sweep` cell: its own Time MCP server (the fast offline one, installed by
+//! scripts/install-test-servers.sh) and two planner calls to the tests' scripted endpoint, which
+//! answers in 200 ms. Run with `--jobs 1` and `--jobs 8` into fresh folders: wall time, speed-up
+//! against the ideal, and per cell the servers' start (reported apart) and cosmos's own overhead
+//! (the cell's time minus its servers' start minus the 2 × 200 ms of model time).
+
+#[path = "../tests/support/mod.rs"]
+mod support;
+
+mod common;
+
+use std::process::Command;
+use std::time::Instant;
+
+use common::scale;
+use serde_json::{Value, json};
+use support::{ScriptedLlm, bench_servers, bench_tasks, call, finish, write_mcp_config};
+
+/// What one cell's progress line says: (whole, servers) in seconds.
+fn cell_times(line: &str) -> Option<(f64, f64)> {
+    let (_, rest) = line.split_once(" · ")?;
+    let at = rest.find("s (servers ")?;
+    let whole: f64 = rest[..at].rsplit(' ').next()?.parse().ok()?;
+    let servers = rest[at + "s (servers ".len()..]
+        .split('s')
+        .next()?
+        .parse()
+        .ok()?;
+    Some((whole, servers))
+}
+
+fn mean(v: &[f64]) -> f64 {
+    v.iter().sum::<f64>() / v.len().max(1) as f64
+}
+
+fn main() {
+    support::servers(); // installed by scripts/install-test-servers.sh
+    let repeats = 100 / scale();
+    let cells = 2 * repeats;
+    let dir = tempfile::tempdir().unwrap();
+    let mcp = write_mcp_config(
+        dir.path(),
+        json!({"Time MCP": bench_servers()["Time MCP"].clone()}),
+    );
+    std::fs::copy(bench_tasks(), dir.path().join("tasks.json")).unwrap();
+    let spec = dir.path().join("bench.toml");
+    std::fs::write(
+        &spec,
+        format!(
+            "mcp_config = \"{}\"\nrepeats = {repeats}\n[[tasks]]\nfile = \"tasks.json\"\nids = [\"time_mcp_000\", \"time_mcp_001\"]\n\
+             [[configs]]\nname = \"react\"\nagent = \"react\"\nmax_steps = 2\n",
+            mcp.display()
+        ),
+    )
+    .unwrap();
+    let to_tokyo: Value =
+        json!({"source_timezone": "UTC", "time": "09:00", "target_timezone": "Asia/Tokyo"});
+    let llm = ScriptedLlm::start(json!([
+        {"when": "1. Time MCP:convert_time", "delay_s": 0.2, "content": finish("18:00 in Tokyo.")},
+        {"when": "No tool has been called yet", "delay_s": 0.2, "content": call("Time MCP:convert_time", to_tokyo)}
+    ]));
+    let model_s = 2.0 * 0.2;
+    let mut walls = Vec::new();
+    for jobs in [1usize, 8] {
+        let out = dir.path().join(format!("jobs-{jobs}"));
+        let started = Instant::now();
+        let o = Command::new(env!("CARGO_BIN_EXE_cosmos"))
+            .args(["sweep", spec.to_str().unwrap(), "--no-tui", "--out"])
+            .arg(&out)
+            .args(["--jobs", &jobs.to_string()])
+            .env("OPENAI_BASE_URL", llm.base_url())
+            .env("OPENAI_API_KEY", "sk-bench-0123456789")
+            .env("COSMOS_MODEL", "scripted-model")
+            .env("COSMOS_LOG_FILE", dir.path().join("cosmos.log"))
+            .output()
+            .unwrap();
+        let wall = started.elapsed().as_secs_f64();
+        let stdout = String::from_utf8_lossy(&o.stdout);
+        let times: Vec<(f64, f64)> = stdout.lines().filter_map(cell_times).collect();
+        let completed = stdout.matches(": completed · ").count();
+        let whole: Vec<f64> = times.iter().map(|t| t.0).collect();
+        let servers: Vec<f64> = times.iter().map(|t| t.1).collect();
+        let overhead: Vec<f64> = times.iter().map(|(w, s)| w - s - model_s).collect();
+        let ideal = cells as f64 * model_s / jobs as f64;
+        println!(
+            "sweep of {cells} cells, --jobs {jobs}: {wall:.1} s wall ({completed} completed, exit {:?}); \
+             per cell {:.2} s, of which servers' start {:.2} s, model {model_s:.2} s, cosmos {:.3} s; \
+             model-time ideal {ideal:.1} s",
+            o.status.code(),
+            mean(&whole),
+            mean(&servers),
+            mean(&overhead),
+        );
+        if completed < cells {
+            println!(
+                "  (not every cell completed; stderr: {})",
+                String::from_utf8_lossy(&o.stderr)
+                    .lines()
+                    .last()
+                    .unwrap_or("")
+            );
+        }
+        walls.push((jobs, wall, mean(&whole)));
+    }
+    let (_, one, per_cell_one) = walls[0];
+    let (_, eight, per_cell_eight) = walls[1];
+    println!(
+        "speed-up --jobs 8 over --jobs 1: {:.2}× (ideal 8×; {} CPU cores here); a cell takes {per_cell_one:.2} s alone and {per_cell_eight:.2} s among 8",
+        one / eight,
+        std::thread::available_parallelism().map_or(0, |n| n.get())
+    );
+}
