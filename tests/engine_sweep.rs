@@ -344,6 +344,27 @@ fn three_shards_run_into_one_folder_each_cell_once() {
         })
         .count();
     assert_eq!(first_calls, 12);
+    // The report's groups are the sweep's configurations, by name.
+    let report = cosmos(
+        &["report", out.to_str().unwrap(), "--format", "json"],
+        &llm,
+        "sk-x",
+    );
+    let doc: Value = serde_json::from_slice(&report.stdout).expect("JSON report");
+    let keys: BTreeSet<&str> = doc["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["key"].as_str().unwrap())
+        .collect();
+    assert_eq!(keys, BTreeSet::from(["one", "two", "three"]));
+    assert!(
+        doc["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|g| g["runs"] == 4)
+    );
 }
 
 #[test]

@@ -48,6 +48,8 @@ pub struct RunSpec {
     pub llm_config: Option<PathBuf>,
     /// Record every LLM call's messages and reply, whatever `cosmos.toml` says.
     pub record_messages: bool,
+    /// The configuration's name, for the header (tables group by it).
+    pub label: Option<String>,
     /// Folder for the trajectory.
     pub out_dir: PathBuf,
     /// The trajectory's file name in `out_dir`; `None` for `<time>_<task>_<agent>_<wm>.jsonl`
@@ -192,6 +194,7 @@ pub async fn prepare(spec: &RunSpec, stop: watch::Receiver<bool>) -> Result<Prep
             .insert(role.as_str().to_string(), llm.endpoint(role).info());
     }
     header.world_model = world_model.as_ref().map(|w| w.describe());
+    header.label = spec.label.clone();
     header.servers = pool.server_infos();
     header.tools = pool.tools();
 

@@ -83,6 +83,10 @@ pub struct RunArgs {
     /// redacted). Per role: `record_messages = true` in cosmos.toml.
     #[arg(long)]
     pub record_messages: bool,
+    /// A name for this run's configuration, recorded in its header; `report` groups runs by it
+    /// (a sweep labels each run with its configuration's name).
+    #[arg(long)]
+    pub label: Option<String>,
     /// Endpoints per role (see cosmos.example.toml); defaults from OPENAI_BASE_URL / OPENAI_API_KEY.
     #[arg(long)]
     pub config: Option<PathBuf>,
@@ -183,6 +187,7 @@ impl RunArgs {
             },
             llm_config: self.config.clone(),
             record_messages: self.record_messages,
+            label: self.label.clone(),
             out_dir: self.out.clone(),
             file_name: None,
             budget: Budget {

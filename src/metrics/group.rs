@@ -54,6 +54,8 @@ pub struct RunRecord {
     pub planner: String,
     /// Task id.
     pub task: String,
+    /// The configuration's name, when the run has one (its header's `label`).
+    pub label: Option<String>,
     /// The task's reference call count, when known.
     pub reference_calls: Option<u32>,
     /// Its metrics.
@@ -69,6 +71,7 @@ impl RunRecord {
             world_model: header.world_model_name().to_string(),
             planner: header.planner.model.clone(),
             task: header.task.id.clone(),
+            label: header.label.clone(),
             reference_calls: header.task.reference_call_count,
             metrics,
         }
@@ -77,7 +80,10 @@ impl RunRecord {
     /// The key of the group this run belongs to.
     pub fn key(&self, by: GroupBy) -> String {
         match by {
-            GroupBy::Config => format!("{} / {} / {}", self.agent, self.world_model, self.planner),
+            GroupBy::Config => match &self.label {
+                Some(label) => label.clone(),
+                None => format!("{} / {} / {}", self.agent, self.world_model, self.planner),
+            },
             GroupBy::Agent => self.agent.clone(),
             GroupBy::WorldModel => self.world_model.clone(),
             GroupBy::Planner => self.planner.clone(),
@@ -319,6 +325,7 @@ mod tests {
             world_model: "none".into(),
             planner: planner.into(),
             task: "t".into(),
+            label: None,
             reference_calls: reference,
             metrics: RunMetrics {
                 tool_calls: calls,

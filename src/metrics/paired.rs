@@ -278,6 +278,7 @@ mod tests {
             world_model: "none".into(),
             planner: "p".into(),
             task: task.into(),
+            label: None,
             reference_calls: None,
             metrics: RunMetrics {
                 tool_calls: calls,

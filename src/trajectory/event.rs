@@ -57,6 +57,10 @@ pub struct Header {
     /// True for generated test data; such files never belong in `sample_runs/`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub synthetic: bool,
+    /// The configuration's name, when one was given (a sweep's `[[configs]] name`, or `cosmos
+    /// run --label`): the report groups runs by it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
 }
 
 impl Header {
@@ -82,6 +86,7 @@ impl Header {
             servers: Vec::new(),
             tools: Vec::new(),
             synthetic: false,
+            label: None,
         }
     }
 

@@ -142,6 +142,8 @@ pub fn cells(spec_path: &Path) -> Result<(Vec<Cell>, Vec<String>)> {
                     file.display().to_string(),
                     "--task-id".into(),
                     task_id.clone(),
+                    "--label".into(),
+                    name.clone(),
                 ];
                 if let Some(cfg) = &spec.config {
                     args.extend(["--config".into(), base.join(cfg).display().to_string()]);
