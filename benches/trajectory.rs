@@ -1,12 +1,29 @@
 //! Trajectory benchmark: prints figures, asserts nothing. `cargo bench --bench trajectory`
-//! (add `-- --quick` for a tenth of the data). Targets from issue 2 are printed beside
-//! each figure. Data is generated once into `target/bench-data/`.
+//! (add `-- --quick` for a tenth of the data). Targets are printed beside each figure, and the
+//! peer loader `scripts/orjson-report.py` runs beside `report` when python3 has orjson. Data is
+//! generated once into `target/bench-data/`.
 
 mod common;
 
+use std::path::Path;
+use std::time::Duration;
+
 use common::{
-    big_run_file, folder_bytes, folder_of_runs, ms, pct, peak_mb, reset_peak, scale, time,
+    big_run_file, folder_bytes, folder_of_runs, many_small_runs, ms, orjson_peer, pct, peak_mb,
+    reset_peak, scale, time,
 };
+
+/// The peer loader over `folder`, beside our own time `ours`.
+fn peer(what: &str, folder: &Path, ours: Duration) {
+    match orjson_peer(folder) {
+        Ok(theirs) => println!(
+            "  peer: scripts/orjson-report.py {what}: {:.2} s; cosmos is {:.2}× its speed",
+            theirs.as_secs_f64(),
+            theirs.as_secs_f64() / ours.as_secs_f64()
+        ),
+        Err(why) => println!("  peer: scripts/orjson-report.py not run ({why})"),
+    }
+}
 use mcp_cosmos::metrics::group::{GroupBy, group};
 use mcp_cosmos::metrics::records::read_records;
 use mcp_cosmos::trajectory::fold::Cursor;
@@ -37,7 +54,7 @@ fn main() {
     let ((records, _), t) = time(|| read_records(std::slice::from_ref(&folder)).unwrap());
     let rows = group(&records, GroupBy::Config);
     println!(
-        "report over {:.0} MB: {:.2} s = {:.0} MB/s   ({} rows)   peak RSS {:.0} MB",
+        "report over {:.0} MB: {:.2} s = {:.0} MB/s   (target < 1.0 s)   ({} rows)   peak RSS {:.0} MB",
         mb(bytes),
         t.as_secs_f64(),
         mb(bytes) / t.as_secs_f64(),
@@ -45,11 +62,23 @@ fn main() {
         peak_mb()
     );
 
+    peer("report over the same folder", &folder, t);
+
+    let (small, files) = many_small_runs(400, scale);
+    let ((small_records, _), t) = time(|| read_records(std::slice::from_ref(&small)).unwrap());
+    println!(
+        "report over {files} small real runs ({:.0} MB, sample_runs/ copied): {:.2} s   (target ≥ 2× the peer)   ({} runs read)",
+        mb(folder_bytes(&small)),
+        t.as_secs_f64(),
+        small_records.len()
+    );
+    peer("report over the same small runs", &small, t);
+
     let big = big_run_file(scale);
     reset_peak();
     let (run, t) = time(|| Run::open(&big).unwrap());
     println!(
-        "open {} events ({:.0} MB, parse + index): {:.2} s   peak RSS {:.0} MB",
+        "open {} events ({:.0} MB, parse + index): {:.2} s   (target < 0.5 s)   peak RSS {:.0} MB   (target < the file)",
         run.len(),
         mb(std::fs::metadata(&big).unwrap().len()),
         t.as_secs_f64(),

@@ -316,3 +316,55 @@ fn appending_after_a_torn_last_line_is_refused() {
         "{err}"
     );
 }
+
+/// The fast reading path (one pass per line with the envelope first, events taken by the
+/// metrics without copies) against the general one (position and body apart, events pushed by
+/// reference), over every sample run and a generated one: the same events, the same metrics.
+#[test]
+fn the_fast_path_reads_what_the_general_path_reads() {
+    use mcp_cosmos::metrics::run::RunAccumulator;
+    use mcp_cosmos::trajectory::reader::parse_event_general;
+    let dir = tempfile::tempdir().unwrap();
+    let generated = dir.path().join("generated.jsonl");
+    synthetic::write(
+        &generated,
+        &Spec {
+            nodes: 400,
+            padding: 300,
+            seed: 8,
+            ..Spec::default()
+        },
+        RunAccumulator::tally,
+    )
+    .unwrap();
+    let samples = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_runs");
+    let mut files = vec![generated];
+    let mut folders = vec![samples];
+    while let Some(folder) = folders.pop() {
+        for entry in fs::read_dir(folder).unwrap() {
+            let p = entry.unwrap().path();
+            if p.is_dir() {
+                folders.push(p);
+            } else if p.extension().is_some_and(|e| e == "jsonl") {
+                files.push(p);
+            }
+        }
+    }
+    assert!(files.len() > 10, "{files:?}");
+    for file in files {
+        let mut stream = EventStream::open(&file).unwrap();
+        let mut fast = RunAccumulator::new(stream.header());
+        let mut general = RunAccumulator::new(stream.header());
+        let text = fs::read_to_string(&file).unwrap();
+        let mut lines = text.lines().skip(1).filter(|l| !l.trim().is_empty());
+        while let Some(event) = stream.next_event().unwrap() {
+            let line = lines.next().expect("as many lines as events");
+            let slow = parse_event_general(line).unwrap();
+            assert_eq!(event, slow, "{}: {line}", file.display());
+            general.push(&slow);
+            fast.take(event);
+        }
+        assert!(lines.next().is_none(), "{}", file.display());
+        assert_eq!(fast.metrics(), general.metrics(), "{}", file.display());
+    }
+}

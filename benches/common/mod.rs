@@ -105,3 +105,48 @@ pub fn peak_mb() -> f64 {
         .unwrap_or(0.0)
         / 1e3
 }
+
+/// `sample_runs/`'s top-level runs copied `copies` / scale times into one folder (the issue's
+/// "many small real runs").
+pub fn many_small_runs(copies: usize, scale: usize) -> (PathBuf, usize) {
+    let copies = copies / scale;
+    let folder = data_dir().join(format!("small-{copies}"));
+    let samples: Vec<PathBuf> =
+        std::fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_runs"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+            .collect();
+    std::fs::create_dir_all(&folder).unwrap();
+    for c in 0..copies {
+        for (i, s) in samples.iter().enumerate() {
+            let p = folder.join(format!("copy-{c:04}-{i:02}.jsonl"));
+            if !p.exists() {
+                std::fs::copy(s, &p).unwrap();
+            }
+        }
+    }
+    (folder, copies * samples.len())
+}
+
+/// The peer loader (`scripts/orjson-report.py`) over `folder`: its wall time, or why it could
+/// not run (no python3, or no orjson).
+pub fn orjson_peer(folder: &Path) -> Result<Duration, String> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/orjson-report.py");
+    let start = Instant::now();
+    let out = std::process::Command::new("python3")
+        .arg(script)
+        .arg(folder)
+        .output()
+        .map_err(|e| format!("python3 did not start: {e}"))?;
+    let took = start.elapsed();
+    if out.status.success() {
+        Ok(took)
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr)
+            .lines()
+            .last()
+            .unwrap_or("failed")
+            .to_string())
+    }
+}

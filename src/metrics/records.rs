@@ -74,7 +74,7 @@ fn read_one(file: &Path) -> Result<Read> {
     }
     let mut acc = RunAccumulator::new(stream.header());
     while let Some(event) = stream.next_event()? {
-        acc.push(&event);
+        acc.take(event);
     }
     let errors = stream
         .problems()

@@ -472,6 +472,23 @@ impl RunAccumulator {
         }
     }
 
+    /// Takes one event into account, keeping what it needs of it without copying (a
+    /// simulation's observation is kept until a real call pairs with it).
+    pub fn take(&mut self, event: Event) {
+        match event.body {
+            EventBody::NodeSimulated {
+                node,
+                observation,
+                world_model,
+                ..
+            } if world_model != VALIDATOR => {
+                self.end_ms = self.end_ms.max(event.t_ms);
+                self.simulated.insert(node, observation);
+            }
+            _ => self.push(&event),
+        }
+    }
+
     /// Takes one event into account.
     pub fn push(&mut self, event: &Event) {
         self.end_ms = self.end_ms.max(event.t_ms);
@@ -550,6 +567,33 @@ impl Tally for RunAccumulator {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn taking_events_gives_the_metrics_pushing_them_gives() {
+        use crate::trajectory::synthetic::{self, Spec};
+        let spec = Spec {
+            nodes: 300,
+            seed: 3,
+            ..Spec::default()
+        };
+        let header = synthetic::header(&spec);
+        let (mut pushed, mut taken) = (RunAccumulator::new(&header), RunAccumulator::new(&header));
+        for (i, (t_ms, body)) in synthetic::events(&spec).into_iter().enumerate() {
+            let event = Event {
+                seq: i as u64 + 1,
+                t_ms,
+                body,
+            };
+            pushed.push(&event);
+            taken.take(event);
+        }
+        let metrics = pushed.metrics();
+        assert!(
+            metrics.fidelity.is_some(),
+            "the run pairs simulations with calls"
+        );
+        assert_eq!(metrics, taken.metrics());
+    }
     use crate::trajectory::event::DimensionScore;
 
     fn step(is_error: bool, valid_name: bool, schema_ok: bool) -> StepFacts {

@@ -7,6 +7,7 @@
 
 pub mod catalog;
 pub mod describe;
+mod envelope;
 pub mod event;
 pub mod fold;
 pub mod listing;

@@ -180,14 +180,33 @@ struct Position {
     t_ms: u64,
 }
 
-/// Parses one event line; an unknown `kind` becomes [`EventBody::Unknown`].
-///
-/// Decoding `Event` directly goes through `#[serde(flatten)]` over an internally tagged
-/// enum, which buffers the line twice; decoding the position and the body separately from
-/// the same bytes is about twice as fast, and this is the hot path of opening a run.
+/// Parses one event line (invalid UTF-8 replaced); an unknown `kind` becomes
+/// [`EventBody::Unknown`].
 pub fn parse_event(bytes: &[u8]) -> std::result::Result<Event, String> {
-    let typed = serde_json::from_slice::<Position>(bytes).and_then(|p| {
-        serde_json::from_slice::<EventBody>(bytes).map(|body| Event {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => parse_event_str(text),
+        Err(_) => parse_event_str(&String::from_utf8_lossy(bytes)),
+    }
+}
+
+/// Parses one event line already checked as UTF-8 (so the JSON parser does not check its
+/// strings again); an unknown `kind` becomes [`EventBody::Unknown`].
+///
+/// Our own writer's lines go in one pass (`envelope.rs`). Others are decoded as position and
+/// body separately from the same text (decoding `Event` directly goes through
+/// `#[serde(flatten)]` over an internally tagged enum, which buffers the line twice).
+pub fn parse_event_str(text: &str) -> std::result::Result<Event, String> {
+    match super::envelope::parse_envelope_first(text) {
+        Some(event) => Ok(event),
+        None => parse_event_general(text),
+    }
+}
+
+/// Any event line, in any key order: position and body decoded apart, and the precise
+/// problem when the line is bad.
+pub fn parse_event_general(text: &str) -> std::result::Result<Event, String> {
+    let typed = serde_json::from_str::<Position>(text).and_then(|p| {
+        serde_json::from_str::<EventBody>(text).map(|body| Event {
             seq: p.seq,
             t_ms: p.t_ms,
             body,
@@ -196,8 +215,7 @@ pub fn parse_event(bytes: &[u8]) -> std::result::Result<Event, String> {
     match typed {
         Ok(event) => Ok(event),
         Err(typed_err) => {
-            let value: Value =
-                serde_json::from_slice(bytes).map_err(|e| describe_json_error(&e))?;
+            let value: Value = serde_json::from_str(text).map_err(|e| describe_json_error(&e))?;
             let Some(obj) = value.as_object() else {
                 return Err("line is JSON but not an object".to_string());
             };
@@ -269,8 +287,8 @@ impl LineChecks {
             return None;
         }
         let (parsed, lossy) = match std::str::from_utf8(bytes) {
-            Ok(_) => (parse_event(bytes), false),
-            Err(_) => (parse_event(String::from_utf8_lossy(bytes).as_bytes()), true),
+            Ok(text) => (parse_event_str(text), false),
+            Err(_) => (parse_event_str(&String::from_utf8_lossy(bytes)), true),
         };
         match parsed {
             Ok(event) => {
