@@ -145,6 +145,25 @@ fn memchr_newline(bytes: &[u8]) -> Option<usize> {
 pub fn parse_header(bytes: &[u8]) -> std::result::Result<Header, String> {
     // Some editors save a UTF-8 byte-order mark first: it is not part of the JSON.
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    // A current header is decoded straight into `Header` (the tool schemas make headers big,
+    // and a folder of small runs is mostly headers); anything else goes through a `Value` for
+    // the precise refusal or the upgrade.
+    #[derive(serde::Deserialize)]
+    struct Stamp<'a> {
+        #[serde(borrow)]
+        format: Option<&'a str>,
+        version: Option<u64>,
+    }
+    if let Ok(text) = std::str::from_utf8(bytes)
+        && let Ok(Stamp {
+            format: Some(FORMAT_NAME),
+            version: Some(v),
+        }) = serde_json::from_str::<Stamp>(text)
+        && v == u64::from(FORMAT_VERSION)
+        && let Ok(header) = serde_json::from_str::<Header>(text)
+    {
+        return Ok(header);
+    }
     let value: Value =
         serde_json::from_slice(bytes).map_err(|e| format!("header is not JSON: {e}"))?;
     let format = value.get("format").and_then(Value::as_str);
