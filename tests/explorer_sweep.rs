@@ -176,6 +176,20 @@ fn a_running_cell_counts_its_calls_live_and_ends_with_its_totals() {
         other => panic!("done, not {other:?}"),
     }
     assert!(render(&mut app).contains("1/3 · 10s left"));
+    // A cell another process holds is left to it, and says so.
+    news(
+        &mut app,
+        SweepNews::Skipped {
+            cell: 4,
+            why: "running in another process (pid 7 since 18:00)".into(),
+            progress: "2/3 · 5s left".into(),
+        },
+    );
+    assert!(matches!(
+        &sweep(&app).cells()[4].state,
+        CellState::Elsewhere(why) if why.contains("pid 7")
+    ));
+    assert!(render(&mut app).contains("⋯ another process"));
 }
 
 #[test]

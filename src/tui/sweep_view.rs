@@ -58,7 +58,16 @@ pub enum SweepNews {
         /// The sweep's progress after it (`3/12 · 40 s left`).
         progress: String,
     },
-    /// A remark that is no cell's result (a run set aside, a cell another process holds).
+    /// A cell left to another process (it holds the cell, or finished it meanwhile).
+    Skipped {
+        /// The cell.
+        cell: usize,
+        /// Why.
+        why: String,
+        /// The sweep's progress after it.
+        progress: String,
+    },
+    /// A remark that is no cell's result (a run set aside).
     Note(String),
     /// Every cell this process runs has ended, or the sweep was stopped.
     Over,
@@ -81,6 +90,8 @@ pub enum CellState {
     Incomplete(String),
     /// Could not run at all (after its tries), and why.
     CouldNotRun(String),
+    /// Another process runs it (what its claim says).
+    Elsewhere(String),
 }
 
 impl CellState {
@@ -111,6 +122,7 @@ impl CellState {
             }
             CellState::Incomplete(why) => (format!("… {why}"), Tone::Bad),
             CellState::CouldNotRun(_) => ("! could not run".into(), Tone::Bad),
+            CellState::Elsewhere(_) => ("⋯ another process".into(), Tone::Dim),
         }
     }
 
@@ -336,6 +348,17 @@ impl SweepView {
                 }
                 self.progress = progress.clone();
             }
+            SweepNews::Skipped {
+                cell,
+                why,
+                progress,
+            } => {
+                self.live.remove(cell);
+                if let Some(c) = self.cells.get_mut(*cell) {
+                    c.state = CellState::Elsewhere(why.clone());
+                }
+                self.progress = progress.clone();
+            }
             SweepNews::Note(text) => self.note = Some(text.clone()),
             SweepNews::Over => {
                 self.over = true;
@@ -455,6 +478,7 @@ impl SweepView {
             CellState::Done(s, t) => format!("{} · {}", s.as_str(), totals_words(t)),
             CellState::Incomplete(why) => format!("{why}: set aside and run again next time"),
             CellState::CouldNotRun(why) => format!("could not run: {why}"),
+            CellState::Elsewhere(why) => format!("left to another process: {why}"),
         };
         first.push_str(" · ");
         first.push_str(&what);

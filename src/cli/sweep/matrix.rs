@@ -40,7 +40,7 @@ pub fn run_with_matrix(
             path: disk::run_path(out, cell),
             state: match state {
                 State::Done(status, totals) => CellState::Done(status, totals),
-                State::Running(who) => CellState::CouldNotRun(format!("running elsewhere: {who}")),
+                State::Running(who) => CellState::Elsewhere(who),
                 State::Incomplete(why) => CellState::Incomplete(why),
                 State::Missing => CellState::Missing,
             },

@@ -74,7 +74,7 @@ impl Reporter {
         sent
     }
 
-    /// A remark that is no cell's result (a run set aside, a cell another process holds).
+    /// A remark that is no cell's result (a run set aside).
     fn note(&self, text: String) {
         if !self.tell(SweepNews::Note(text.clone())) {
             eprintln!("cosmos: {}", inert(&text));
@@ -128,6 +128,14 @@ pub async fn run_cells(
         let left = elapsed / ended as f64 * (n - ended) as f64;
         let progress = format!("{ended}/{n} · {left:.0}s left");
         let (what, news) = match result {
+            Ok(Ended::Skipped(why)) => (
+                format!("skipped: {why}"),
+                SweepNews::Skipped {
+                    cell: index,
+                    why,
+                    progress: progress.clone(),
+                },
+            ),
             Ok(Ended::Ran(outcome, servers, whole)) => (
                 format!(
                     "{} · {} · {:.1}s (servers {:.1}s)",
@@ -136,20 +144,26 @@ pub async fn run_cells(
                     whole.as_secs_f64(),
                     servers.as_secs_f64()
                 ),
-                Ok(outcome.status),
+                SweepNews::Ended {
+                    cell: index,
+                    result: Ok(outcome.status),
+                    progress: progress.clone(),
+                },
             ),
-            Ok(Ended::Skipped(why)) => (format!("skipped: {why}"), Err(why)),
             Ok(Ended::NotStarted) => continue,
             Err(e) => {
                 failed += 1;
-                (format!("could not run: {e:#}"), Err(format!("{e:#}")))
+                (
+                    format!("could not run: {e:#}"),
+                    SweepNews::Ended {
+                        cell: index,
+                        result: Err(format!("{e:#}")),
+                        progress: progress.clone(),
+                    },
+                )
             }
         };
-        let told = reporter.tell(SweepNews::Ended {
-            cell: index,
-            result: news,
-            progress: progress.clone(),
-        });
+        let told = reporter.tell(news);
         if !told {
             println!(
                 "{}",
