@@ -41,7 +41,7 @@ fn tool() -> ToolInfo {
     ToolInfo {
         name: "time:now".into(),
         description: "the time".into(),
-        input_schema: json!({"type": "object"}),
+        input_schema: std::sync::Arc::new(json!({"type": "object"})),
     }
 }
 

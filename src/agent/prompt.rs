@@ -248,7 +248,7 @@ mod tests {
         let tools = vec![ToolInfo {
             name: "Time MCP:now".into(),
             description: String::new(),
-            input_schema: json!({}),
+            input_schema: std::sync::Arc::new(json!({})),
         }];
         let names = FunctionNames::new(&tools).unwrap();
         let history = [

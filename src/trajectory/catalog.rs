@@ -12,9 +12,9 @@ use super::event::ToolInfo;
 /// A compiled schema; `None` when it does not compile (it then accepts anything).
 type Compiled = Option<Arc<jsonschema::Validator>>;
 
-/// One tool: its schema, compiled when first needed.
+/// One tool: its schema (shared with the header), compiled when first needed.
 struct Entry {
-    schema: Value,
+    schema: Arc<Value>,
     compiled: OnceLock<Compiled>,
 }
 
@@ -137,7 +137,9 @@ mod tests {
         ToolCatalog::new(&[ToolInfo {
             name: "time:get_current_time".into(),
             description: String::new(),
-            input_schema: json!({"type": "object", "properties": {"timezone": {"type": "string"}}, "required": ["timezone"]}),
+            input_schema: std::sync::Arc::new(
+                json!({"type": "object", "properties": {"timezone": {"type": "string"}}, "required": ["timezone"]}),
+            ),
         }])
     }
 

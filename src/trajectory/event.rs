@@ -192,9 +192,10 @@ pub struct ToolInfo {
     /// The tool's description from its server.
     #[serde(default)]
     pub description: String,
-    /// The tool's JSON Schema for its arguments.
+    /// The tool's JSON Schema for its arguments (shared: every run's catalogue and every
+    /// prompt refer to it without copying it).
     #[serde(default)]
-    pub input_schema: Value,
+    pub input_schema: std::sync::Arc<Value>,
 }
 
 /// One line after the header.

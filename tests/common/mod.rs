@@ -39,7 +39,9 @@ pub fn header(task: &str, agent: AgentKind, world_model: Option<&str>) -> Header
     h.tools = vec![ToolInfo {
         name: "time:convert_time".into(),
         description: "Convert time between timezones".into(),
-        input_schema: json!({"type": "object", "properties": {"source_timezone": {"type": "string"}, "time": {"type": "string"}, "target_timezone": {"type": "string"}}, "required": ["source_timezone", "time", "target_timezone"]}),
+        input_schema: std::sync::Arc::new(
+            json!({"type": "object", "properties": {"source_timezone": {"type": "string"}, "time": {"type": "string"}, "target_timezone": {"type": "string"}}, "required": ["source_timezone", "time", "target_timezone"]}),
+        ),
     }];
     h
 }
