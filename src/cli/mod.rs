@@ -1,6 +1,7 @@
 //! The command line: one subcommand per file.
 
 mod judge;
+mod live;
 mod logging;
 mod report;
 mod run;

@@ -311,13 +311,11 @@ fn run_live(runtime: &tokio::runtime::Runtime, spec: RunSpec) -> Result<Option<O
     use crate::trajectory::run::Run;
     use crate::tui::app::App;
     use crate::tui::run_view::RunView;
-    use crate::tui::view::Exit;
 
     // What the explorer needs is checked before any server starts or any file is written.
     crate::tui::terminal::require_terminal()?;
     let keymap = crate::tui::load_keymap()?;
     let signals = runtime.block_on(async { session::stop_on_signals() });
-    let stop_tx = signals.tx.clone();
     let Some(prepared) = runtime.block_on(prepare_or_stop(&spec, signals.rx.clone()))? else {
         return Ok(None);
     };
@@ -345,13 +343,6 @@ fn run_live(runtime: &tokio::runtime::Runtime, spec: RunSpec) -> Result<Option<O
             }
         })
     };
-    // The UI's stop key (and leaving the UI) reach the agent through the same stop signal.
-    let forward = stop_tx.clone();
-    std::thread::spawn(move || {
-        if ui_stop_rx.recv().is_ok() {
-            let _ = forward.send(true);
-        }
-    });
     let size = crossterm::terminal::size().unwrap_or((80, 24));
     let view = RunView::live(
         run,
@@ -359,34 +350,15 @@ fn run_live(runtime: &tokio::runtime::Runtime, spec: RunSpec) -> Result<Option<O
         Some(ui_stop_tx),
     );
     let app = App::with_run(view, keymap, crate::tui::theme::Theme::from_env(), size);
-    // A signal ends the run and closes the explorer; the UI's own stop key only stops the run.
-    let (leave_tx, leave_rx) = std::sync::mpsc::channel();
-    let mut signalled = signals.signalled.clone();
-    runtime.spawn(async move {
-        if signalled.wait_for(|s| *s).await.is_ok() {
-            let _ = leave_tx.send(());
-        }
-    });
-    // A panic in the explorer (its hook has restored the terminal) still lets the run end
-    // and write run_finished before the error is reported.
-    let ui = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        crate::tui::terminal::run(app, Some(ui_rx), Some(leave_rx))
-    }))
-    .unwrap_or_else(|_| {
-        Err(anyhow::anyhow!(
-            "the explorer panicked; the run was stopped"
-        ))
-    });
-    match &ui {
-        Ok(Exit::LeaveRunning) => {
-            headless.store(true, Ordering::Release);
-            eprintln!("cosmos: the run goes on without the explorer; Ctrl-C stops it. Progress:");
-        }
-        // Leaving any other way (or a panic) stops a run still going.
-        _ => {
-            let _ = stop_tx.send(true);
-        }
-    }
+    let ui = super::live::explore_while_running(
+        runtime,
+        &signals,
+        app,
+        ui_rx,
+        ui_stop_rx,
+        ("run", "explorer"),
+        || headless.store(true, Ordering::Release),
+    );
     let outcome = runtime.block_on(agent).context("the agent task panicked")?;
     let _ = printer.join();
     ui?;

@@ -131,13 +131,13 @@ pub fn against_baseline(
     }
     add_execution_quality(&groups, &mut per_task);
     let base = &per_task[base_key.as_str()];
-    let names = METRICS
+    // The report's order: Execution Quality beside its anchored variant.
+    let mut names: Vec<&'static str> = METRICS.iter().map(|(m, _)| *m).collect();
+    let anchored = names
         .iter()
-        .map(|(m, _)| *m)
-        .take(6)
-        .chain([EXECUTION_QUALITY])
-        .chain(METRICS.iter().map(|(m, _)| *m).skip(6));
-    let names: Vec<&'static str> = names.collect();
+        .position(|m| *m == "execution_quality_anchored")
+        .unwrap_or(names.len());
+    names.insert(anchored, EXECUTION_QUALITY);
     let mut rows = Vec::new();
     for (key, tasks) in &per_task {
         if *key == base_key {

@@ -14,25 +14,15 @@ use super::event::{Event, EventBody};
 /// The event, when `text` is a well-formed line with its envelope first and a known kind.
 pub fn parse_envelope_first(text: &str) -> Option<Event> {
     let mut de = serde_json::Deserializer::from_str(text);
-    let event = de.deserialize_map_first().ok()??;
+    let event = serde::Deserializer::deserialize_map(&mut de, EnvelopeFirst).ok()?;
     de.end().ok()?;
     Some(event)
-}
-
-trait DeserializeMapFirst<'de> {
-    fn deserialize_map_first(&mut self) -> serde_json::Result<Option<Event>>;
-}
-
-impl<'de, R: serde_json::de::Read<'de>> DeserializeMapFirst<'de> for serde_json::Deserializer<R> {
-    fn deserialize_map_first(&mut self) -> serde_json::Result<Option<Event>> {
-        serde::Deserializer::deserialize_map(self, EnvelopeFirst)
-    }
 }
 
 struct EnvelopeFirst;
 
 impl<'de> Visitor<'de> for EnvelopeFirst {
-    type Value = Option<Event>;
+    type Value = Event;
 
     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
         f.write_str("an event object")
@@ -56,7 +46,7 @@ impl<'de> Visitor<'de> for EnvelopeFirst {
             kind: Some(kind),
             rest: map,
         }))?;
-        Ok(Some(Event { seq, t_ms, body }))
+        Ok(Event { seq, t_ms, body })
     }
 }
 

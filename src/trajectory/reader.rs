@@ -148,19 +148,10 @@ pub fn parse_header(bytes: &[u8]) -> std::result::Result<Header, String> {
     // A current header is decoded straight into `Header` (the tool schemas make headers big,
     // and a folder of small runs is mostly headers); anything else goes through a `Value` for
     // the precise refusal or the upgrade.
-    #[derive(serde::Deserialize)]
-    struct Stamp<'a> {
-        #[serde(borrow)]
-        format: Option<&'a str>,
-        version: Option<u64>,
-    }
     if let Ok(text) = std::str::from_utf8(bytes)
-        && let Ok(Stamp {
-            format: Some(FORMAT_NAME),
-            version: Some(v),
-        }) = serde_json::from_str::<Stamp>(text)
-        && v == u64::from(FORMAT_VERSION)
         && let Ok(header) = serde_json::from_str::<Header>(text)
+        && header.format == FORMAT_NAME
+        && header.version == FORMAT_VERSION
     {
         return Ok(header);
     }
