@@ -317,12 +317,14 @@ fn appending_after_a_torn_last_line_is_refused() {
     );
 }
 
-/// The fast reading path (one pass per line with the envelope first, events taken by the
-/// metrics without copies) against the general one (position and body apart, events pushed by
-/// reference), over every sample run and a generated one: the same events, the same metrics.
+/// The fast reading path (one pass per line with the envelope first) and the lean one (the
+/// search kinds without their texts, as `report` reads) against the general one (position and
+/// body apart, events pushed by reference), over every sample run and a generated one: the
+/// same events, the same metrics.
 #[test]
 fn the_fast_path_reads_what_the_general_path_reads() {
     use mcp_cosmos::metrics::run::RunAccumulator;
+    use mcp_cosmos::trajectory::lean::{LeanBody, LeanEvent};
     use mcp_cosmos::trajectory::reader::parse_event_general;
     let dir = tempfile::tempdir().unwrap();
     let generated = dir.path().join("generated.jsonl");
@@ -351,7 +353,17 @@ fn the_fast_path_reads_what_the_general_path_reads() {
         }
     }
     assert!(files.len() > 10, "{files:?}");
+    let (mut lean_lines, mut full_lines) = (0, 0);
     for file in files {
+        let mut stream = EventStream::open(&file).unwrap();
+        let mut lean = RunAccumulator::new(stream.header());
+        while let Some(event) = stream.next_lean().unwrap() {
+            match event.body {
+                LeanBody::Full(_) => full_lines += 1,
+                _ => lean_lines += 1,
+            }
+            lean.take(event);
+        }
         let mut stream = EventStream::open(&file).unwrap();
         let mut fast = RunAccumulator::new(stream.header());
         let mut general = RunAccumulator::new(stream.header());
@@ -362,9 +374,15 @@ fn the_fast_path_reads_what_the_general_path_reads() {
             let slow = parse_event_general(line).unwrap();
             assert_eq!(event, slow, "{}: {line}", file.display());
             general.push(&slow);
-            fast.take(event);
+            fast.take(LeanEvent::of(event));
         }
         assert!(lines.next().is_none(), "{}", file.display());
         assert_eq!(fast.metrics(), general.metrics(), "{}", file.display());
+        assert_eq!(lean.metrics(), general.metrics(), "{}", file.display());
     }
+    // The generated run alone is thousands of search events: most lines must go the lean way.
+    assert!(
+        lean_lines > 4 * full_lines,
+        "{lean_lines} lean, {full_lines} full"
+    );
 }

@@ -73,7 +73,7 @@ fn read_one(file: &Path) -> Result<Read> {
         )));
     }
     let mut acc = RunAccumulator::new(stream.header());
-    while let Some(event) = stream.next_event()? {
+    while let Some(event) = stream.next_lean()? {
         acc.take(event);
     }
     let errors = stream

@@ -2,6 +2,7 @@
 //! formulas serve a streaming pass (`report`), a loaded run at any cursor (the explorer)
 //! and the recorder's totals.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
@@ -13,6 +14,7 @@ use crate::trajectory::event::{
     RunStatus, Totals, VALIDATOR,
 };
 use crate::trajectory::fold::TreeState;
+use crate::trajectory::lean::{LeanBody, LeanEvent, RawObservation};
 use crate::trajectory::run::Run;
 use crate::trajectory::writer::Tally;
 
@@ -437,12 +439,37 @@ impl LlmFacts {
     }
 }
 
+/// A node's simulation as an accumulator keeps it.
+enum Simulation {
+    /// From an event read in full.
+    Decoded(Observation),
+    /// From a lean read: decoded when a real call pairs with it.
+    Raw(RawObservation),
+}
+
+impl Simulation {
+    /// The observation; a raw one that does not decode (the lean reader checked it, so this
+    /// is not expected) counts as no simulation, and is logged.
+    fn observation(&self) -> Option<Cow<'_, Observation>> {
+        match self {
+            Simulation::Decoded(o) => Some(Cow::Borrowed(o)),
+            Simulation::Raw(raw) => match raw.decode() {
+                Ok(o) => Some(Cow::Owned(o)),
+                Err(e) => {
+                    tracing::warn!("a simulated observation did not decode: {e}");
+                    None
+                }
+            },
+        }
+    }
+}
+
 /// Computes a run's metrics from a stream of events without keeping them. Holds the
 /// simulated observation of every node (needed to pair with real calls) and one small
 /// fact per call.
 pub struct RunAccumulator {
     catalog: ToolCatalog,
-    simulated: HashMap<NodeId, Observation>,
+    simulated: HashMap<NodeId, Simulation>,
     steps: Vec<StepFacts>,
     llm: Vec<LlmFacts>,
     phases: Vec<(Phase, u64)>,
@@ -473,20 +500,61 @@ impl RunAccumulator {
     }
 
     /// Takes one event into account, keeping what it needs of it without copying (a
-    /// simulation's observation is kept until a real call pairs with it).
-    pub fn take(&mut self, event: Event) {
+    /// simulation's observation is kept, undecoded when it came raw, until a real call pairs
+    /// with it).
+    pub fn take(&mut self, event: LeanEvent) {
+        self.end_ms = self.end_ms.max(event.t_ms);
         match event.body {
-            EventBody::NodeSimulated {
+            LeanBody::Phase(phase) => self.phases.push((phase, event.t_ms)),
+            LeanBody::LlmCall {
+                role,
+                prompt_tokens,
+                completion_tokens,
+                tokens_estimated,
+                failed,
+            } => self.llm.push(LlmFacts {
+                role,
+                prompt_tokens,
+                completion_tokens,
+                estimated: tokens_estimated,
+                failed,
+            }),
+            LeanBody::NodeAdded => self.nodes += 1,
+            LeanBody::NodeSimulated {
                 node,
+                by_validator,
                 observation,
-                world_model,
-                ..
-            } if world_model != VALIDATOR => {
-                self.end_ms = self.end_ms.max(event.t_ms);
-                self.simulated.insert(node, observation);
-            }
-            _ => self.push(&event),
+            } => self.simulated(
+                node,
+                (!by_validator).then_some(Simulation::Raw(observation)),
+            ),
+            LeanBody::Search => {}
+            LeanBody::Full(body) => match *body {
+                EventBody::NodeSimulated {
+                    node,
+                    observation,
+                    world_model,
+                    ..
+                } => self.simulated(
+                    node,
+                    (world_model != VALIDATOR).then_some(Simulation::Decoded(observation)),
+                ),
+                body => self.push(&Event {
+                    seq: event.seq,
+                    t_ms: event.t_ms,
+                    body,
+                }),
+            },
         }
+    }
+
+    /// Keeps node `node`'s latest simulation for a real call to pair with; a validator's
+    /// rejection (`None`) is no prediction.
+    fn simulated(&mut self, node: NodeId, simulation: Option<Simulation>) {
+        match simulation {
+            Some(s) => self.simulated.insert(node, s),
+            None => self.simulated.remove(&node),
+        };
     }
 
     /// Takes one event into account.
@@ -498,13 +566,10 @@ impl RunAccumulator {
             EventBody::NodeAdded { .. } => self.nodes += 1,
             EventBody::NodeSimulated {
                 node, observation, ..
-            } => {
-                if is_validator(&event.body) {
-                    self.simulated.remove(node);
-                } else {
-                    self.simulated.insert(*node, observation.clone());
-                }
-            }
+            } => self.simulated(
+                *node,
+                (!is_validator(&event.body)).then(|| Simulation::Decoded(observation.clone())),
+            ),
             EventBody::ToolCalled {
                 tool,
                 arguments,
@@ -513,14 +578,16 @@ impl RunAccumulator {
                 error,
                 ..
             } => {
-                let sim = node.and_then(|n| self.simulated.get(&n));
+                let sim = node
+                    .and_then(|n| self.simulated.get(&n))
+                    .and_then(Simulation::observation);
                 self.steps.push(StepFacts::new(
                     &self.catalog,
                     tool,
                     arguments,
                     result,
                     error.as_deref(),
-                    sim,
+                    sim.as_deref(),
                 ));
             }
             EventBody::Answer { .. } => self.answered = true,
@@ -585,7 +652,7 @@ mod tests {
                 body,
             };
             pushed.push(&event);
-            taken.take(event);
+            taken.take(LeanEvent::of(event));
         }
         let metrics = pushed.metrics();
         assert!(

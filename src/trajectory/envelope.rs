@@ -5,24 +5,47 @@
 //! returns `None`, and the reader takes its general path, which gives the same event or the
 //! precise problem.
 
+use std::marker::PhantomData;
+
 use serde::Deserialize;
 use serde::de::value::{BorrowedStrDeserializer, MapAccessDeserializer};
 use serde::de::{DeserializeSeed, MapAccess, Visitor};
 
 use super::event::{Event, EventBody};
 
-/// The event, when `text` is a well-formed line with its envelope first and a known kind.
-pub fn parse_envelope_first(text: &str) -> Option<Event> {
-    let mut de = serde_json::Deserializer::from_str(text);
-    let event = serde::Deserializer::deserialize_map(&mut de, EnvelopeFirst).ok()?;
-    de.end().ok()?;
-    Some(event)
+/// What follows the envelope: decoded from the rest of the map, given the kind.
+pub trait KindBody<'de>: Sized {
+    /// The body of a `kind` event from the rest of its map; an error steps aside.
+    fn body<A: MapAccess<'de>>(kind: &'de str, rest: A) -> Result<Self, A::Error>;
 }
 
-struct EnvelopeFirst;
+impl<'de> KindBody<'de> for EventBody {
+    fn body<A: MapAccess<'de>>(kind: &'de str, rest: A) -> Result<Self, A::Error> {
+        EventBody::deserialize(MapAccessDeserializer::new(KindInFront {
+            kind: Some(kind),
+            rest,
+        }))
+    }
+}
 
-impl<'de> Visitor<'de> for EnvelopeFirst {
-    type Value = Event;
+/// The event, when `text` is a well-formed line with its envelope first and a known kind.
+pub fn parse_envelope_first(text: &str) -> Option<Event> {
+    let (seq, t_ms, body) = parse_with::<EventBody>(text)?;
+    Some(Event { seq, t_ms, body })
+}
+
+/// `seq`, `t_ms` and the body `B` makes of the rest, when `text` has its envelope first.
+pub fn parse_with<'de, B: KindBody<'de>>(text: &'de str) -> Option<(u64, u64, B)> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    let parsed = serde::Deserializer::deserialize_map(&mut de, EnvelopeFirst(PhantomData)).ok()?;
+    de.end().ok()?;
+    Some(parsed)
+}
+
+struct EnvelopeFirst<B>(PhantomData<B>);
+
+impl<'de, B: KindBody<'de>> Visitor<'de> for EnvelopeFirst<B> {
+    type Value = (u64, u64, B);
 
     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
         f.write_str("an event object")
@@ -42,11 +65,7 @@ impl<'de> Visitor<'de> for EnvelopeFirst {
             return Err(serde::de::Error::custom("kind is not third"));
         }
         let kind = map.next_value::<&'de str>()?;
-        let body = EventBody::deserialize(MapAccessDeserializer::new(KindInFront {
-            kind: Some(kind),
-            rest: map,
-        }))?;
-        Ok(Event { seq, t_ms, body })
+        Ok((seq, t_ms, B::body(kind, map)?))
     }
 }
 

@@ -3,7 +3,7 @@
 //! opened.
 
 use std::fs::File;
-use std::io::{BufReader, Read, Seek, SeekFrom};
+use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use super::event::{Event, EventBody, Header, RunStatus, Totals};
@@ -105,12 +105,8 @@ impl RunSummary {
 
 fn read_header(path: &Path) -> Result<Header, String> {
     let file = File::open(path).map_err(|e| format!("cannot open: {e}"))?;
-    let mut lines = LineReader::new(BufReader::with_capacity(1 << 16, file));
-    let mut buf = Vec::new();
-    match lines
-        .next_line(&mut buf)
-        .map_err(|e| format!("cannot read: {e}"))?
-    {
+    let mut lines = LineReader::with_capacity(1 << 16, file);
+    match lines.next_line().map_err(|e| format!("cannot read: {e}"))? {
         None => Err("empty file".to_string()),
         Some(RawLine::TooLong(n)) => Err(format!("header line of {n} bytes is too long")),
         Some(RawLine::Line { bytes, .. }) => parse_header(bytes),

@@ -10,6 +10,7 @@ pub mod describe;
 mod envelope;
 pub mod event;
 pub mod fold;
+pub mod lean;
 pub mod listing;
 pub mod reader;
 pub mod redact;

@@ -5,13 +5,14 @@
 
 use std::fmt;
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use serde_json::Value;
 
 use super::event::{Event, EventBody, FORMAT_NAME, FORMAT_VERSION, Header, KNOWN_KINDS};
+use super::lean::LeanEvent;
 
 /// Longest line read whole; a longer one is skipped and reported (it would not be a
 /// trajectory line a writer of ours made: results are cut long before this).
@@ -56,8 +57,17 @@ impl fmt::Display for Problem {
 }
 
 /// Reads lines with a length cap, counting them, and tells whether the last one was torn.
+/// Lines are handed out as slices of its own buffer, copied only when one straddles the
+/// end of what was read.
 pub struct LineReader<R> {
     inner: R,
+    buf: Vec<u8>,
+    /// `buf[start..end]` is read and not yet handed out.
+    start: usize,
+    end: usize,
+    /// `buf[start..scanned]` is known to hold no newline.
+    scanned: usize,
+    eof: bool,
     line_no: u64,
 }
 
@@ -74,10 +84,18 @@ pub enum RawLine<'a> {
     TooLong(u64),
 }
 
-impl<R: BufRead> LineReader<R> {
-    /// Wraps a buffered reader.
-    pub fn new(inner: R) -> Self {
-        Self { inner, line_no: 0 }
+impl<R: Read> LineReader<R> {
+    /// Reads `inner` in pieces of about `capacity` bytes (the buffer grows for longer lines).
+    pub fn with_capacity(capacity: usize, inner: R) -> Self {
+        Self {
+            inner,
+            buf: vec![0; capacity.max(1)],
+            start: 0,
+            end: 0,
+            scanned: 0,
+            eof: false,
+            line_no: 0,
+        }
     }
 
     /// The number of the line last returned.
@@ -85,60 +103,73 @@ impl<R: BufRead> LineReader<R> {
         self.line_no
     }
 
-    /// The next line into `buf`, or `None` at the end.
-    pub fn next_line<'a>(&mut self, buf: &'a mut Vec<u8>) -> std::io::Result<Option<RawLine<'a>>> {
-        buf.clear();
+    /// The next line, or `None` at the end.
+    pub fn next_line(&mut self) -> std::io::Result<Option<RawLine<'_>>> {
         let mut skipped: u64 = 0;
         loop {
-            let available = match self.inner.fill_buf() {
-                Ok(b) => b,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
-            };
-            if available.is_empty() {
-                if buf.is_empty() && skipped == 0 {
+            if let Some(i) = memchr::memchr(b'\n', &self.buf[self.scanned..self.end]) {
+                let newline = self.scanned + i;
+                let line = self.start..newline;
+                self.start = newline + 1;
+                self.scanned = self.start;
+                self.line_no += 1;
+                if skipped > 0 {
+                    return Ok(Some(RawLine::TooLong(skipped + line.len() as u64)));
+                }
+                let bytes = &self.buf[line];
+                return Ok(Some(RawLine::Line {
+                    bytes: bytes.strip_suffix(b"\r").unwrap_or(bytes),
+                    terminated: true,
+                }));
+            }
+            self.scanned = self.end;
+            if self.eof {
+                if self.start == self.end && skipped == 0 {
                     return Ok(None);
                 }
                 self.line_no += 1;
+                let line = self.start..self.end;
+                self.start = self.end;
                 return Ok(Some(if skipped > 0 {
-                    RawLine::TooLong(skipped + buf.len() as u64)
+                    RawLine::TooLong(skipped + line.len() as u64)
                 } else {
                     RawLine::Line {
-                        bytes: buf.as_slice(),
+                        bytes: &self.buf[line],
                         terminated: false,
                     }
                 }));
             }
-            let (chunk, found) = match memchr_newline(available) {
-                Some(i) => (&available[..i], true),
-                None => (available, false),
-            };
-            if skipped > 0 || buf.len() + chunk.len() > MAX_LINE_BYTES {
-                skipped += chunk.len() as u64 + buf.len() as u64;
-                buf.clear();
-            } else {
-                buf.extend_from_slice(chunk);
+            if self.end - self.start > MAX_LINE_BYTES {
+                // Too long to keep: count it and read on to its end.
+                skipped += (self.end - self.start) as u64;
+                self.start = self.end;
             }
-            let used = chunk.len() + usize::from(found);
-            self.inner.consume(used);
-            if found {
-                self.line_no += 1;
-                return Ok(Some(if skipped > 0 {
-                    RawLine::TooLong(skipped)
-                } else {
-                    let bytes = buf.strip_suffix(b"\r").map_or(buf.len(), |s| s.len());
-                    RawLine::Line {
-                        bytes: &buf[..bytes],
-                        terminated: true,
-                    }
-                }));
+            self.make_room();
+            match self.inner.read(&mut self.buf[self.end..]) {
+                Ok(0) => self.eof = true,
+                Ok(n) => self.end += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
             }
         }
     }
-}
 
-fn memchr_newline(bytes: &[u8]) -> Option<usize> {
-    bytes.iter().position(|&b| b == b'\n')
+    /// Moves the unfinished line to the front, and doubles the buffer (up to a little over
+    /// the line cap) when that line fills more than half of it.
+    fn make_room(&mut self) {
+        let pending = self.end - self.start;
+        if self.start > 0 {
+            self.buf.copy_within(self.start..self.end, 0);
+            self.scanned -= self.start;
+            self.start = 0;
+            self.end = pending;
+        }
+        if pending * 2 > self.buf.len() {
+            // Past the cap the line is skipped, so the buffer never needs more.
+            let len = (self.buf.len() * 2).min(MAX_LINE_BYTES + (1 << 16));
+            self.buf.resize(len.max(self.buf.len()), 0);
+        }
+    }
 }
 
 /// Parses and checks a header line.
@@ -315,21 +346,7 @@ impl LineChecks {
                     );
                     self.problem(line_no, Severity::Warning, reason);
                 }
-                if event.seq <= self.last_seq {
-                    let reason = format!(
-                        "seq {} does not increase (previous {})",
-                        event.seq, self.last_seq
-                    );
-                    self.problem(line_no, Severity::Warning, reason);
-                }
-                if self.saw_finish && !is_judgement(&event.body) {
-                    self.problem(
-                        line_no,
-                        Severity::Warning,
-                        "event after run_finished".into(),
-                    );
-                }
-                self.last_seq = self.last_seq.max(event.seq);
+                self.in_sequence(line_no, event.seq, is_judgement(&event.body));
                 self.saw_finish |= matches!(event.body, EventBody::RunFinished { .. });
                 Some(event)
             }
@@ -344,6 +361,35 @@ impl LineChecks {
                 None
             }
         }
+    }
+
+    /// The lean event on line `line_no` (see [`super::lean`]), or `None` (with a problem
+    /// recorded) when it is bad. A line the lean decoder is unsure of is read in full.
+    pub fn lean(&mut self, line_no: u64, bytes: &[u8], terminated: bool) -> Option<LeanEvent> {
+        if let Ok(text) = std::str::from_utf8(bytes)
+            && let Some(event) = super::lean::parse(text)
+        {
+            // The lean kinds are known and none is `run_finished`.
+            self.in_sequence(line_no, event.seq, event.is_judgement());
+            return Some(event);
+        }
+        self.event(line_no, bytes, terminated).map(LeanEvent::of)
+    }
+
+    /// The order rules: `seq` increases, and only judgement follows `run_finished`.
+    fn in_sequence(&mut self, line_no: u64, seq: u64, judgement: bool) {
+        if seq <= self.last_seq {
+            let reason = format!("seq {seq} does not increase (previous {})", self.last_seq);
+            self.problem(line_no, Severity::Warning, reason);
+        }
+        if self.saw_finish && !judgement {
+            self.problem(
+                line_no,
+                Severity::Warning,
+                "event after run_finished".into(),
+            );
+        }
+        self.last_seq = self.last_seq.max(seq);
     }
 
     /// Records a problem on line `line`.
@@ -361,8 +407,7 @@ impl LineChecks {
 /// Problems are collected as it goes; bad lines are skipped.
 pub struct EventStream {
     path: PathBuf,
-    lines: LineReader<BufReader<Box<dyn Read + Send>>>,
-    buf: Vec<u8>,
+    lines: LineReader<Box<dyn Read + Send>>,
     header: Option<Header>,
     checks: LineChecks,
     done: bool,
@@ -379,15 +424,14 @@ impl EventStream {
     pub fn from_reader(path: &Path, reader: Box<dyn Read + Send>) -> Result<Self> {
         let mut stream = Self {
             path: path.to_path_buf(),
-            lines: LineReader::new(BufReader::with_capacity(1 << 16, reader)),
-            buf: Vec::new(),
+            lines: LineReader::with_capacity(1 << 18, reader),
             header: None,
             checks: LineChecks::new(path),
             done: false,
         };
         let first = stream
             .lines
-            .next_line(&mut stream.buf)
+            .next_line()
             .with_context(|| format!("reading {}", path.display()))?;
         let header = match first {
             None => Err("empty file: no header line".to_string()),
@@ -426,15 +470,29 @@ impl EventStream {
     /// The next good event, skipping and reporting bad lines. At the end, reports a run
     /// that never finished.
     pub fn next_event(&mut self) -> Result<Option<Event>> {
+        self.next_with(LineChecks::event)
+    }
+
+    /// The next good event as a totals pass needs it (see [`super::lean`]); otherwise as
+    /// [`Self::next_event`].
+    pub fn next_lean(&mut self) -> Result<Option<LeanEvent>> {
+        self.next_with(LineChecks::lean)
+    }
+
+    fn next_with<T>(
+        &mut self,
+        decode: impl Fn(&mut LineChecks, u64, &[u8], bool) -> Option<T>,
+    ) -> Result<Option<T>> {
         if self.done {
             return Ok(None);
         }
         loop {
+            let last_line = self.lines.line_no();
             let raw = self
                 .lines
-                .next_line(&mut self.buf)
+                .next_line()
                 .with_context(|| format!("reading {}", self.path.display()))?;
-            let line_no = self.lines.line_no();
+            let line_no = last_line + u64::from(raw.is_some());
             let (bytes, terminated) = match raw {
                 None => {
                     self.done = true;
@@ -457,7 +515,7 @@ impl EventStream {
                 }
                 Some(RawLine::Line { bytes, terminated }) => (bytes, terminated),
             };
-            if let Some(event) = self.checks.event(line_no, bytes, terminated) {
+            if let Some(event) = decode(&mut self.checks, line_no, bytes, terminated) {
                 return Ok(Some(event));
             }
         }

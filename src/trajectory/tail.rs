@@ -108,7 +108,7 @@ impl Tail {
             .with_context(|| format!("reading {}", self.path.display()))?;
         self.offset += read as u64;
         let mut rest = chunk.as_slice();
-        while let Some(i) = rest.iter().position(|&b| b == b'\n') {
+        while let Some(i) = memchr::memchr(b'\n', rest) {
             let (line, tail) = (&rest[..i], &rest[i + 1..]);
             rest = tail;
             self.line_no += 1;

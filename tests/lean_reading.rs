@@ -1,0 +1,242 @@
+//! The lean decoder (`trajectory::lean`, what `report` reads) never takes a line the full
+//! decoder refuses, and what it takes it reads as the full decoder does. Every line of the
+//! lean kinds from a generated run and the sample runs is mutated field by field (dropped,
+//! nulled, duplicated, given each wrong type, a number out of range, a lone surrogate, a
+//! control character, an unknown neighbour), one level deep into nested objects too.
+
+use std::path::Path;
+
+use mcp_cosmos::metrics::run::RunAccumulator;
+use mcp_cosmos::trajectory::event::{EventBody, VALIDATOR};
+use mcp_cosmos::trajectory::lean::{self, LeanBody, LeanEvent};
+use mcp_cosmos::trajectory::reader::parse_event_str;
+use mcp_cosmos::trajectory::synthetic::{self, Spec};
+use serde_json::{Map, Value};
+
+const LEAN_KINDS: &[&str] = &[
+    "phase",
+    "llm_call",
+    "node_added",
+    "node_simulated",
+    "node_evaluated",
+    "backpropagated",
+];
+
+/// Values put in place of a field, as JSON text (some are not what a `Value` could hold).
+const REPLACEMENTS: &[&str] = &[
+    "null",
+    "5",
+    "-1",
+    "1.5",
+    "1e999",
+    "18446744073709551616",
+    "true",
+    "\"x\"",
+    "\"validator\"",
+    "\"\\ud800\"",
+    "\"\\u0041\"",
+    "\"a\u{1}b\"",
+    "\"a\\\"b\"",
+    "[]",
+    "[1,2]",
+    "[1,\"x\"]",
+    "{}",
+    "{\"type\":\"finish\"}",
+    "{\"type\":\"tool_call\",\"tool\":\"t:x\"}",
+    "{\"text\":\"t\",\"is_error\":true}",
+];
+
+const MARK: &str = "@@mark@@";
+
+/// `object` with `set` applied, written with the marker replaced by `raw`.
+fn variant(
+    object: &Map<String, Value>,
+    set: impl FnOnce(&mut Map<String, Value>),
+    raw: &str,
+) -> String {
+    let mut copy = object.clone();
+    set(&mut copy);
+    serde_json::to_string(&copy)
+        .unwrap()
+        .replace(&format!("\"{MARK}\""), raw)
+}
+
+/// Every mutation of one event line's object.
+fn mutations(object: &Map<String, Value>) -> Vec<String> {
+    let mut out = Vec::new();
+    for key in object.keys() {
+        out.push(variant(object, |o| drop(o.shift_remove(key)), ""));
+        for raw in REPLACEMENTS {
+            out.push(variant(
+                object,
+                |o| drop(o.insert(key.clone(), MARK.into())),
+                raw,
+            ));
+        }
+        // A duplicate of the key, after the rest.
+        let dup = format!("\"{key}\":{}", object[key]);
+        out.push(
+            variant(
+                object,
+                |o| drop(o.insert("@@dup@@".into(), MARK.into())),
+                "0",
+            )
+            .replace("\"@@dup@@\":0", &dup),
+        );
+        if let Value::Object(inner) = &object[key] {
+            for nested in mutations(inner) {
+                let mut copy = object.clone();
+                copy.insert(key.clone(), MARK.into());
+                out.push(
+                    serde_json::to_string(&copy)
+                        .unwrap()
+                        .replace(&format!("\"{MARK}\""), &nested),
+                );
+            }
+        }
+    }
+    out.push(variant(
+        object,
+        |o| drop(o.insert("unknown_field".into(), 1.into())),
+        "",
+    ));
+    out
+}
+
+/// What the full decoder's event says, as a lean event (the accumulator's view).
+fn lean_view_of_full(line: &str) -> Option<LeanEvent> {
+    parse_event_str(line).ok().map(LeanEvent::of)
+}
+
+/// The lean event and the full one agree on everything a totals pass reads.
+fn agree(lean: &LeanEvent, full: &LeanEvent, line: &str) {
+    assert_eq!((lean.seq, lean.t_ms), (full.seq, full.t_ms), "{line}");
+    let LeanBody::Full(body) = &full.body else {
+        unreachable!()
+    };
+    match (&lean.body, body.as_ref()) {
+        (LeanBody::Phase(a), EventBody::Phase { phase }) => assert_eq!(a, phase, "{line}"),
+        (
+            LeanBody::LlmCall {
+                role,
+                prompt_tokens,
+                completion_tokens,
+                tokens_estimated,
+                failed,
+            },
+            EventBody::LlmCall {
+                role: r,
+                prompt_tokens: p,
+                completion_tokens: c,
+                tokens_estimated: e,
+                error,
+                ..
+            },
+        ) => assert_eq!(
+            (
+                role,
+                prompt_tokens,
+                completion_tokens,
+                tokens_estimated,
+                *failed
+            ),
+            (r, p, c, e, error.is_some()),
+            "{line}"
+        ),
+        (LeanBody::NodeAdded, EventBody::NodeAdded { .. }) => {}
+        (
+            LeanBody::NodeSimulated {
+                node,
+                by_validator,
+                observation,
+            },
+            EventBody::NodeSimulated {
+                node: n,
+                world_model,
+                observation: o,
+                ..
+            },
+        ) => {
+            assert_eq!(
+                (node, *by_validator),
+                (n, world_model == VALIDATOR),
+                "{line}"
+            );
+            assert_eq!(&observation.decode().unwrap(), o, "{line}");
+        }
+        (LeanBody::Search, EventBody::NodeEvaluated { .. } | EventBody::Backpropagated { .. }) => {}
+        (lean, full) => panic!("{line}: lean {lean:?}, full {full:?}"),
+    }
+}
+
+fn event_lines() -> Vec<String> {
+    let spec = Spec {
+        nodes: 60,
+        padding: 20,
+        seed: 5,
+        ..Spec::default()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let generated = dir.path().join("g.jsonl");
+    synthetic::write(&generated, &spec, RunAccumulator::tally).unwrap();
+    let mut files = vec![generated];
+    let samples = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_runs");
+    for entry in std::fs::read_dir(samples).unwrap() {
+        let p = entry.unwrap().path();
+        if p.extension().is_some_and(|e| e == "jsonl") {
+            files.push(p);
+        }
+    }
+    let mut lines = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        lines.extend(text.lines().skip(1).map(str::to_string));
+    }
+    lines
+}
+
+#[test]
+fn the_lean_decoder_takes_only_what_the_full_decoder_takes_and_reads_it_the_same() {
+    let mut seen = std::collections::BTreeMap::<String, usize>::new();
+    let (mut taken, mut refused_both, mut stepped_aside) = (0, 0, 0);
+    for line in event_lines() {
+        let object: Map<String, Value> = serde_json::from_str(&line).unwrap();
+        let kind = object["kind"].as_str().unwrap().to_string();
+        if !LEAN_KINDS.contains(&kind.as_str()) {
+            assert!(lean::parse(&line).is_none(), "not a lean kind: {line}");
+            continue;
+        }
+        // Only a few lines per kind: the mutations multiply.
+        let count = seen.entry(kind).or_default();
+        *count += 1;
+        if *count > 6 {
+            continue;
+        }
+        let written =
+            lean::parse(&line).unwrap_or_else(|| panic!("our own line goes lean: {line}"));
+        agree(&written, &lean_view_of_full(&line).unwrap(), &line);
+        for mutated in mutations(&object) {
+            match (lean::parse(&mutated), lean_view_of_full(&mutated)) {
+                (Some(lean), Some(full)) => {
+                    agree(&lean, &full, &mutated);
+                    taken += 1;
+                }
+                (Some(lean), None) => {
+                    panic!("lean took a line the full decoder refuses: {mutated}\n{lean:?}")
+                }
+                (None, Some(_)) => stepped_aside += 1,
+                (None, None) => refused_both += 1,
+            }
+        }
+    }
+    assert_eq!(
+        seen.len(),
+        LEAN_KINDS.len(),
+        "every lean kind was tried: {seen:?}"
+    );
+    // The test means something only if each outcome happened often.
+    assert!(
+        taken > 100 && refused_both > 100 && stepped_aside > 10,
+        "{taken} taken, {refused_both} refused, {stepped_aside} stepped aside"
+    );
+}
