@@ -96,7 +96,7 @@ fn tool_info(run: &Run, tool: &str) -> ToolInfo {
         .unwrap_or_else(|| ToolInfo {
             name: tool.to_string(),
             description: String::new(),
-            input_schema: std::sync::Arc::new(serde_json::json!({})),
+            input_schema: crate::trajectory::event::ToolSchema::new(serde_json::json!({})),
         })
 }
 

@@ -113,7 +113,7 @@ pub fn recorded_calls(paths: &[PathBuf]) -> Result<(Vec<RecordedCall>, Vec<Strin
                 || ToolInfo {
                     name: tool.clone(),
                     description: String::new(),
-                    input_schema: std::sync::Arc::new(json!({})),
+                    input_schema: crate::trajectory::event::ToolSchema::new(json!({})),
                 },
                 |t| (*t).clone(),
             );

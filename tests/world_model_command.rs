@@ -41,7 +41,7 @@ fn tool() -> ToolInfo {
     ToolInfo {
         name: "time:now".into(),
         description: "the time".into(),
-        input_schema: std::sync::Arc::new(json!({"type": "object"})),
+        input_schema: mcp_cosmos::trajectory::event::ToolSchema::new(json!({"type": "object"})),
     }
 }
 

@@ -60,8 +60,8 @@ impl FunctionNames {
         tools
             .iter()
             .map(|t| {
-                let schema = match t.input_schema.as_ref() {
-                    Value::Object(_) => t.input_schema.as_ref().clone(),
+                let schema = match t.input_schema.value() {
+                    Value::Object(_) => t.input_schema.value().clone(),
                     _ => json!({"type": "object"}),
                 };
                 ToolSpec::function(self.function(&t.name), t.description.clone(), schema)
@@ -291,7 +291,7 @@ mod tests {
         ToolInfo {
             name: name.into(),
             description: String::new(),
-            input_schema: std::sync::Arc::new(json!({})),
+            input_schema: crate::trajectory::event::ToolSchema::new(json!({})),
         }
     }
 

@@ -248,7 +248,7 @@ mod tests {
         let tools = vec![ToolInfo {
             name: "Time MCP:now".into(),
             description: String::new(),
-            input_schema: std::sync::Arc::new(json!({})),
+            input_schema: crate::trajectory::event::ToolSchema::new(json!({})),
         }];
         let names = FunctionNames::new(&tools).unwrap();
         let history = [

@@ -140,7 +140,9 @@ impl ScriptedTools {
                 .map(|n| ToolInfo {
                     name: n.to_string(),
                     description: format!("the tool {n}"),
-                    input_schema: std::sync::Arc::new(json!({"type": "object"})),
+                    input_schema: crate::trajectory::event::ToolSchema::new(
+                        json!({"type": "object"}),
+                    ),
                 })
                 .collect(),
             answer: Box::new(answer),

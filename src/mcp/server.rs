@@ -132,7 +132,9 @@ impl Server {
             .map(|t| ToolInfo {
                 name: format!("{}:{}", config.name, t.name),
                 description: t.description.as_deref().unwrap_or_default().to_string(),
-                input_schema: std::sync::Arc::new(Value::Object(t.input_schema.as_ref().clone())),
+                input_schema: crate::trajectory::event::ToolSchema::new(Value::Object(
+                    t.input_schema.as_ref().clone(),
+                )),
             })
             .collect();
         Ok(Self {

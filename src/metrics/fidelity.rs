@@ -313,11 +313,11 @@ fn normalised(s: &str) -> String {
 pub fn tokens(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut current = String::new();
-    let chars: Vec<char> = text.chars().collect();
-    for (i, &c) in chars.iter().enumerate() {
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
         let keeps_number = c == '.'
-            && current.chars().last().is_some_and(|p| p.is_ascii_digit())
-            && chars.get(i + 1).is_some_and(char::is_ascii_digit);
+            && current.ends_with(|p: char| p.is_ascii_digit())
+            && chars.peek().is_some_and(char::is_ascii_digit);
         if c.is_alphanumeric() || keeps_number {
             current.extend(c.to_lowercase());
         } else if !current.is_empty() {

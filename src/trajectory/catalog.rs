@@ -8,13 +8,14 @@ use std::sync::{Arc, Mutex, OnceLock};
 use serde_json::Value;
 
 use super::event::ToolInfo;
+use super::tool_schema::ToolSchema;
 
 /// A compiled schema; `None` when it does not compile (it then accepts anything).
 type Compiled = Option<Arc<jsonschema::Validator>>;
 
 /// One tool: its schema (shared with the header), compiled when first needed.
 struct Entry {
-    schema: Arc<Value>,
+    schema: ToolSchema,
     compiled: OnceLock<Compiled>,
 }
 
@@ -26,22 +27,24 @@ impl Entry {
     }
 }
 
-/// Compiled schemas by their JSON text, shared by every catalogue of the process.
-fn compile(schema: &Value) -> Compiled {
+/// Compiled schemas by their JSON text, shared by every catalogue of the process. A schema
+/// read from a file is looked up by its text as written, so one seen before is not decoded.
+fn compile(schema: &ToolSchema) -> Compiled {
     static CACHE: OnceLock<Mutex<HashMap<String, Compiled>>> = OnceLock::new();
-    if !schema.is_object() {
-        return None;
-    }
-    let key = schema.to_string();
+    let key = schema.text();
     let cache = CACHE.get_or_init(Default::default);
-    if let Some(hit) = cache.lock().ok().and_then(|c| c.get(&key).cloned()) {
+    if let Some(hit) = cache.lock().ok().and_then(|c| c.get(key.as_ref()).cloned()) {
         return hit;
     }
     // Compiled outside the lock: another thread may compile the same schema meanwhile, and
     // both results are the same.
-    let compiled = jsonschema::validator_for(schema).ok().map(Arc::new);
+    let value = schema.value();
+    let compiled = value
+        .is_object()
+        .then(|| jsonschema::validator_for(value).ok().map(Arc::new))
+        .flatten();
     if let Ok(mut c) = cache.lock() {
-        c.insert(key, compiled.clone());
+        c.insert(key.into_owned(), compiled.clone());
     }
     compiled
 }
@@ -137,7 +140,7 @@ mod tests {
         ToolCatalog::new(&[ToolInfo {
             name: "time:get_current_time".into(),
             description: String::new(),
-            input_schema: std::sync::Arc::new(
+            input_schema: ToolSchema::new(
                 json!({"type": "object", "properties": {"timezone": {"type": "string"}}, "required": ["timezone"]}),
             ),
         }])

@@ -18,6 +18,8 @@ pub const FORMAT_VERSION: u32 = 1;
 /// counts in fidelity.
 pub const VALIDATOR: &str = "validator";
 
+pub use super::tool_schema::ToolSchema;
+
 /// Identifier of a search-tree node, unique within one run.
 pub type NodeId = u64;
 
@@ -193,9 +195,9 @@ pub struct ToolInfo {
     #[serde(default)]
     pub description: String,
     /// The tool's JSON Schema for its arguments (shared: every run's catalogue and every
-    /// prompt refer to it without copying it).
+    /// prompt refer to it without copying it; decoded only when looked into).
     #[serde(default)]
-    pub input_schema: std::sync::Arc<Value>,
+    pub input_schema: ToolSchema,
 }
 
 /// One line after the header.

@@ -17,4 +17,5 @@ pub mod redact;
 pub mod run;
 pub mod synthetic;
 pub mod tail;
+pub mod tool_schema;
 pub mod writer;

@@ -83,7 +83,7 @@ pub fn header(spec: &Spec) -> Header {
         .map(|name| ToolInfo {
             name: name.to_string(),
             description: format!("synthetic {name}"),
-            input_schema: std::sync::Arc::new(json!({"type": "object", "properties": {"timezone": {"type": "string"}}, "required": ["timezone"]})),
+            input_schema: crate::trajectory::event::ToolSchema::new(json!({"type": "object", "properties": {"timezone": {"type": "string"}}, "required": ["timezone"]})),
         })
         .collect();
     h

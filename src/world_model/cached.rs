@@ -124,7 +124,7 @@ mod tests {
         let tool = ToolInfo {
             name: "t:x".into(),
             description: String::new(),
-            input_schema: std::sync::Arc::new(json!({})),
+            input_schema: crate::trajectory::event::ToolSchema::new(json!({})),
         };
         let (a1, a2) = (json!({"a": 1}), json!({"a": 2}));
         let req = |arguments| SimRequest {

@@ -172,7 +172,7 @@ mod tests {
         let tool = ToolInfo {
             name: "Time MCP:convert_time".into(),
             description: "Convert time".into(),
-            input_schema: std::sync::Arc::new(json!({"type": "object"})),
+            input_schema: crate::trajectory::event::ToolSchema::new(json!({"type": "object"})),
         };
         let args = json!({"time": "09:00"});
         let req = SimRequest {

@@ -261,7 +261,7 @@ mod tests {
         let tool = crate::trajectory::event::ToolInfo {
             name: "units:convert_angle".into(),
             description: String::new(),
-            input_schema: std::sync::Arc::new(serde_json::json!({})),
+            input_schema: crate::trajectory::event::ToolSchema::new(serde_json::json!({})),
         };
         let args = serde_json::json!({"value": 1});
         let req = SimRequest {

@@ -39,7 +39,7 @@ pub fn header(task: &str, agent: AgentKind, world_model: Option<&str>) -> Header
     h.tools = vec![ToolInfo {
         name: "time:convert_time".into(),
         description: "Convert time between timezones".into(),
-        input_schema: std::sync::Arc::new(
+        input_schema: mcp_cosmos::trajectory::event::ToolSchema::new(
             json!({"type": "object", "properties": {"source_timezone": {"type": "string"}, "time": {"type": "string"}, "target_timezone": {"type": "string"}}, "required": ["source_timezone", "time", "target_timezone"]}),
         ),
     }];
