@@ -1,5 +1,6 @@
 //! The lean decoder (`trajectory::lean`, what `report` reads) never takes a line the full
-//! decoder refuses, and what it takes it reads as the full decoder does. Every line of the
+//! decoder refuses, and what it takes it reads as the full decoder does; and the full
+//! decoder's one pass (`trajectory::mirror` for these kinds) agrees with its general path. Every line of the
 //! lean kinds from a generated run and the sample runs is mutated field by field (dropped,
 //! nulled, duplicated, given each wrong type, a number out of range, a lone surrogate, a
 //! control character, an unknown neighbour), one level deep into nested objects too.
@@ -9,7 +10,7 @@ use std::path::Path;
 use mcp_cosmos::metrics::run::RunAccumulator;
 use mcp_cosmos::trajectory::event::{EventBody, VALIDATOR};
 use mcp_cosmos::trajectory::lean::{self, LeanBody, LeanEvent};
-use mcp_cosmos::trajectory::reader::parse_event_str;
+use mcp_cosmos::trajectory::reader::{parse_event_general, parse_event_str};
 use mcp_cosmos::trajectory::synthetic::{self, Spec};
 use serde_json::{Map, Value};
 
@@ -216,6 +217,13 @@ fn the_lean_decoder_takes_only_what_the_full_decoder_takes_and_reads_it_the_same
             lean::parse(&line).unwrap_or_else(|| panic!("our own line goes lean: {line}"));
         agree(&written, &lean_view_of_full(&line).unwrap(), &line);
         for mutated in mutations(&object) {
+            // The reader's one-pass decoding (mirrors for these kinds) and its general path
+            // give the same event or the same problem.
+            assert_eq!(
+                parse_event_str(&mutated),
+                parse_event_general(&mutated),
+                "{mutated}"
+            );
             match (lean::parse(&mutated), lean_view_of_full(&mutated)) {
                 (Some(lean), Some(full)) => {
                     agree(&lean, &full, &mutated);

@@ -72,6 +72,22 @@ pub fn folder_bytes(folder: &Path) -> u64 {
         .sum()
 }
 
+/// Reads every file under `path` once, so the timings after it are of a warm page cache (a
+/// build between runs can push the data out of it).
+pub fn warm(path: &Path) {
+    if path.is_dir() {
+        for entry in std::fs::read_dir(path).unwrap() {
+            warm(&entry.unwrap().path());
+        }
+    } else {
+        std::io::copy(
+            &mut std::fs::File::open(path).unwrap(),
+            &mut std::io::sink(),
+        )
+        .unwrap();
+    }
+}
+
 /// Runs `f` and times it.
 pub fn time<T>(f: impl FnOnce() -> T) -> (T, Duration) {
     let start = Instant::now();

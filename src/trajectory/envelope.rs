@@ -1,7 +1,8 @@
 //! One pass over an event line whose envelope comes first, as our writer puts it:
 //! `{"seq":…,"t_ms":…,"kind":"…", body…}`. The envelope is read off the front, then the rest
-//! of the same map is handed to `EventBody`'s deserializer with `kind` put back in front, so
-//! the line is scanned once. Anything else (another key order, an unknown kind, a bad line)
+//! of the same map is decoded as that kind's body: the kinds most lines are through their
+//! mirrors (`mirror.rs`, no buffering), the others by `EventBody`'s deserializer with `kind`
+//! put back in front. Either way the line is scanned once. Anything else (another key order, an unknown kind, a bad line)
 //! returns `None`, and the reader takes its general path, which gives the same event or the
 //! precise problem.
 
@@ -12,6 +13,7 @@ use serde::de::value::{BorrowedStrDeserializer, MapAccessDeserializer};
 use serde::de::{DeserializeSeed, MapAccess, Visitor};
 
 use super::event::{Event, EventBody};
+use super::mirror;
 
 /// What follows the envelope: decoded from the rest of the map, given the kind.
 pub trait KindBody<'de>: Sized {
@@ -21,6 +23,9 @@ pub trait KindBody<'de>: Sized {
 
 impl<'de> KindBody<'de> for EventBody {
     fn body<A: MapAccess<'de>>(kind: &'de str, rest: A) -> Result<Self, A::Error> {
+        if mirror::KINDS.contains(&kind) {
+            return mirror::full_body(kind, rest);
+        }
         EventBody::deserialize(MapAccessDeserializer::new(KindInFront {
             kind: Some(kind),
             rest,

@@ -21,7 +21,10 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::envelope::{self, KindBody};
-use super::event::{Event, EventBody, NodeId, Observation, Phase, Role, VALIDATOR, Verdict};
+use super::event::{Event, EventBody, NodeId, Observation, Phase, Role, VALIDATOR};
+use super::mirror::{
+    BackpropagatedLine, LlmCallLine, NodeAddedLine, NodeEvaluatedLine, NodeSimulatedLine, PhaseLine,
+};
 
 /// One event as a totals pass needs it.
 #[derive(Debug, Clone, PartialEq)]
@@ -127,18 +130,13 @@ pub fn parse(text: &str) -> Option<LeanEvent> {
 
 impl<'de> KindBody<'de> for LeanBody {
     fn body<A: MapAccess<'de>>(kind: &'de str, rest: A) -> Result<Self, A::Error> {
-        let rest = MapAccessDeserializer::new(rest);
+        fn read<'de, T: Deserialize<'de>, A: MapAccess<'de>>(rest: A) -> Result<T, A::Error> {
+            T::deserialize(MapAccessDeserializer::new(rest))
+        }
         Ok(match kind {
-            "phase" => {
-                let e = PhaseLine::deserialize(rest)?;
-                LeanBody::Phase(e.phase)
-            }
+            "phase" => LeanBody::Phase(read::<PhaseLine, _>(rest)?.phase),
             "llm_call" => {
-                let e = LlmCallLine::deserialize(rest)?;
-                if e.messages.is_some() {
-                    // Recorded messages are any JSON; the full decoder checks them.
-                    return Err(de::Error::custom("messages: read in full"));
-                }
+                let e = read::<LlmCallLine<JsonString<'de>>, _>(rest)?;
                 LeanBody::LlmCall {
                     role: e.role,
                     prompt_tokens: e.prompt_tokens,
@@ -148,11 +146,11 @@ impl<'de> KindBody<'de> for LeanBody {
                 }
             }
             "node_added" => {
-                NodeAddedLine::deserialize(rest)?;
+                read::<NodeAddedLine<JsonString<'de>>, _>(rest)?;
                 LeanBody::NodeAdded
             }
             "node_simulated" => {
-                let e = NodeSimulatedLine::deserialize(rest)?;
+                let e = read::<NodeSimulatedLine<JsonString<'de>>, _>(rest)?;
                 LeanBody::NodeSimulated {
                     node: e.node,
                     by_validator: e.world_model.is_validator(),
@@ -165,162 +163,15 @@ impl<'de> KindBody<'de> for LeanBody {
                 }
             }
             "node_evaluated" => {
-                NodeEvaluatedLine::deserialize(rest)?;
+                read::<NodeEvaluatedLine<JsonString<'de>>, _>(rest)?;
                 LeanBody::Search
             }
             "backpropagated" => {
-                BackpropagatedLine::deserialize(rest)?;
+                read::<BackpropagatedLine<NodeIds>, _>(rest)?;
                 LeanBody::Search
             }
             _ => return Err(de::Error::custom("not a lean kind")),
         })
-    }
-}
-
-// The lines below mirror their `EventBody` variants field for field (names, types,
-// defaults). They refuse fields they do not know: the full decoder reads those (its
-// reading of a field it does not know is stricter than skipping it), and a second `kind`
-// is one of them. Fields nothing reads are decoded only to be checked (hence `dead_code`).
-
-#[allow(dead_code)]
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct PhaseLine {
-    phase: Phase,
-}
-
-#[allow(dead_code)]
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct LlmCallLine<'a> {
-    role: Role,
-    #[serde(borrow)]
-    model: JsonString<'a>,
-    prompt_tokens: u64,
-    completion_tokens: u64,
-    #[serde(default)]
-    tokens_estimated: bool,
-    latency_ms: u64,
-    #[serde(default, borrow)]
-    error: Option<JsonString<'a>>,
-    #[serde(default, borrow)]
-    messages: Option<&'a RawValue>,
-}
-
-#[allow(dead_code)]
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct NodeAddedLine<'a> {
-    node: NodeId,
-    #[serde(default)]
-    parent: Option<NodeId>,
-    depth: u32,
-    #[serde(default, borrow)]
-    action: Option<ActionLine<'a>>,
-    #[serde(default)]
-    prior: Option<f64>,
-}
-
-#[allow(dead_code)]
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct NodeSimulatedLine<'a> {
-    node: NodeId,
-    #[serde(borrow)]
-    world_model: JsonString<'a>,
-    #[serde(borrow)]
-    observation: ObservationLine<'a>,
-    latency_ms: u64,
-    #[serde(default)]
-    tokens: Option<u64>,
-}
-
-#[allow(dead_code)]
-/// [`Observation`] with its text unread.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ObservationLine<'a> {
-    #[serde(default, borrow, deserialize_with = "present")]
-    text: Option<JsonString<'a>>,
-    #[serde(default)]
-    structured: Option<Value>,
-    #[serde(default)]
-    is_error: bool,
-    #[serde(default)]
-    truncated_bytes: u64,
-}
-
-#[allow(dead_code)]
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct NodeEvaluatedLine<'a> {
-    node: NodeId,
-    verdict: Verdict,
-    base_reward: f64,
-    #[serde(default)]
-    critic_reward: Option<f64>,
-    #[serde(default, borrow)]
-    critic_reason: Option<JsonString<'a>>,
-    reward: f64,
-    #[serde(default)]
-    terminal: bool,
-}
-
-#[allow(dead_code)]
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct BackpropagatedLine {
-    path: NodeIds,
-    value: f64,
-}
-
-/// An [`Action`](super::event::Action) with its `type` first (as written), checked and not kept; another order
-/// steps aside.
-#[allow(dead_code)]
-enum ActionLine<'a> {
-    ToolCall(ToolCallLine<'a>),
-    Finish(FinishLine<'a>),
-}
-
-#[allow(dead_code)]
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ToolCallLine<'a> {
-    #[serde(borrow)]
-    tool: JsonString<'a>,
-    #[serde(default)]
-    arguments: Value,
-}
-
-#[allow(dead_code)]
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct FinishLine<'a> {
-    #[serde(default, borrow)]
-    answer: Option<JsonString<'a>>,
-}
-
-impl<'de: 'a, 'a> Deserialize<'de> for ActionLine<'a> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct TypeFirst<'a>(std::marker::PhantomData<&'a ()>);
-        impl<'de: 'a, 'a> de::Visitor<'de> for TypeFirst<'a> {
-            type Value = ActionLine<'a>;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("an action")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-                if map.next_key::<&'de str>()? != Some("type") {
-                    return Err(de::Error::custom("type is not first"));
-                }
-                let rest = |map| MapAccessDeserializer::new(map);
-                match map.next_value::<&'de str>()? {
-                    "tool_call" => ToolCallLine::deserialize(rest(map)).map(ActionLine::ToolCall),
-                    "finish" => FinishLine::deserialize(rest(map)).map(ActionLine::Finish),
-                    _ => Err(de::Error::custom("not an action type")),
-                }
-            }
-        }
-        d.deserialize_map(TypeFirst(std::marker::PhantomData))
     }
 }
 
@@ -355,12 +206,6 @@ impl JsonString<'_> {
         let text = self.0.get();
         text.len() == VALIDATOR.len() + 2 && &text[1..text.len() - 1] == VALIDATOR
     }
-}
-
-/// A field that defaults to `None` when absent but, like a `String` with a default, must be
-/// a string when present (`null` included).
-fn present<'de: 'a, 'a, D: Deserializer<'de>>(d: D) -> Result<Option<JsonString<'a>>, D::Error> {
-    JsonString::deserialize(d).map(Some)
 }
 
 impl<'de: 'a, 'a> Deserialize<'de> for JsonString<'a> {

@@ -12,6 +12,7 @@ pub mod event;
 pub mod fold;
 pub mod lean;
 pub mod listing;
+mod mirror;
 pub mod reader;
 pub mod redact;
 pub mod run;

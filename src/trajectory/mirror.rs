@@ -1,0 +1,252 @@
+//! Field-for-field mirrors of the `EventBody` variants that make up nearly every line of a
+//! SPIRAL run (`phase`, `llm_call`, `node_added`, `node_simulated`, `node_evaluated`,
+//! `backpropagated`), decoded from the rest of a line's map after its envelope: plain structs,
+//! so serde reads them in one pass, where the internally tagged `EventBody` first buffers the
+//! whole map.
+//!
+//! They are generic over how a string is held: `String` gives the full event
+//! ([`super::envelope`], the reader's fast path), a checked-but-unread JSON string gives the
+//! lean one ([`super::lean`], what `report` reads). Names, types and defaults are those of
+//! `EventBody`; a field they do not know (a second `kind` included) is refused, so the line goes
+//! to the general decoder, which reads unknown fields more strictly than skipping them would.
+//! `tests/lean_reading.rs` holds every path to the same verdict on mutated lines. A field added
+//! to one of these variants is added here too.
+
+use serde::de::value::MapAccessDeserializer;
+use serde::de::{self, Deserializer, MapAccess};
+use serde::{Deserialize, de::DeserializeOwned};
+use serde_json::Value;
+
+use super::event::{Action, EventBody, NodeId, Observation, Phase, Role, Verdict};
+
+/// `phase`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PhaseLine {
+    pub phase: Phase,
+}
+
+/// `llm_call`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LlmCallLine<S> {
+    pub role: Role,
+    pub model: S,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    #[serde(default)]
+    pub tokens_estimated: bool,
+    pub latency_ms: u64,
+    #[serde(default = "none")]
+    pub error: Option<S>,
+    #[serde(default)]
+    pub messages: Option<Value>,
+}
+
+/// `node_added`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeAddedLine<S> {
+    pub node: NodeId,
+    #[serde(default)]
+    pub parent: Option<NodeId>,
+    pub depth: u32,
+    #[serde(default = "none")]
+    pub action: Option<ActionLine<S>>,
+    #[serde(default)]
+    pub prior: Option<f64>,
+}
+
+/// `node_simulated`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeSimulatedLine<S> {
+    pub node: NodeId,
+    pub world_model: S,
+    pub observation: ObservationLine<S>,
+    pub latency_ms: u64,
+    #[serde(default)]
+    pub tokens: Option<u64>,
+}
+
+/// [`Observation`]; `text` is `None` when absent (it must be a string when present).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, bound(deserialize = "S: Deserialize<'de>"))]
+pub struct ObservationLine<S> {
+    #[serde(default = "none", deserialize_with = "present")]
+    pub text: Option<S>,
+    #[serde(default)]
+    pub structured: Option<Value>,
+    #[serde(default)]
+    pub is_error: bool,
+    #[serde(default)]
+    pub truncated_bytes: u64,
+}
+
+/// `node_evaluated`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeEvaluatedLine<S> {
+    pub node: NodeId,
+    pub verdict: Verdict,
+    pub base_reward: f64,
+    #[serde(default)]
+    pub critic_reward: Option<f64>,
+    #[serde(default = "none")]
+    pub critic_reason: Option<S>,
+    pub reward: f64,
+    #[serde(default)]
+    pub terminal: bool,
+}
+
+/// `backpropagated`; `path` is `Vec<NodeId>` for the full event, anything that checks the list for the lean one.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BackpropagatedLine<P> {
+    pub path: P,
+    pub value: f64,
+}
+
+/// An [`Action`] with its `type` first, as written; another order steps aside.
+pub enum ActionLine<S> {
+    /// `tool_call`.
+    ToolCall {
+        /// Namespaced tool name.
+        tool: S,
+        /// Arguments as JSON.
+        arguments: Value,
+    },
+    /// `finish`.
+    Finish {
+        /// A draft answer.
+        answer: Option<S>,
+    },
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ToolCallLine<S> {
+    tool: S,
+    #[serde(default)]
+    arguments: Value,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FinishLine<S> {
+    #[serde(default = "none")]
+    answer: Option<S>,
+}
+
+impl<'de, S: Deserialize<'de>> Deserialize<'de> for ActionLine<S> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct TypeFirst<S>(std::marker::PhantomData<S>);
+        impl<'de, S: Deserialize<'de>> de::Visitor<'de> for TypeFirst<S> {
+            type Value = ActionLine<S>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an action")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                if map.next_key::<&'de str>()? != Some("type") {
+                    return Err(de::Error::custom("type is not first"));
+                }
+                let rest = |map| MapAccessDeserializer::new(map);
+                match map.next_value::<&'de str>()? {
+                    "tool_call" => {
+                        ToolCallLine::deserialize(rest(map)).map(|a| ActionLine::ToolCall {
+                            tool: a.tool,
+                            arguments: a.arguments,
+                        })
+                    }
+                    "finish" => FinishLine::deserialize(rest(map))
+                        .map(|a| ActionLine::Finish { answer: a.answer }),
+                    _ => Err(de::Error::custom("not an action type")),
+                }
+            }
+        }
+        d.deserialize_map(TypeFirst(std::marker::PhantomData))
+    }
+}
+
+/// `None` for a missing field (serde's own default needs `S: Default`).
+fn none<T>() -> Option<T> {
+    None
+}
+
+/// A field that is `None` when absent but, like a `String` with a default, must be a string
+/// when present (`null` included).
+fn present<'de, S: Deserialize<'de>, D: Deserializer<'de>>(d: D) -> Result<Option<S>, D::Error> {
+    S::deserialize(d).map(Some)
+}
+
+/// The kinds mirrored here.
+pub const KINDS: &[&str] = &[
+    "phase",
+    "llm_call",
+    "node_added",
+    "node_simulated",
+    "node_evaluated",
+    "backpropagated",
+];
+
+/// The full event body of a mirrored kind (one of [`KINDS`]) from the rest of its map.
+pub fn full_body<'de, A: MapAccess<'de>>(kind: &str, rest: A) -> Result<EventBody, A::Error> {
+    fn read<'de, T: DeserializeOwned, A: MapAccess<'de>>(rest: A) -> Result<T, A::Error> {
+        T::deserialize(MapAccessDeserializer::new(rest))
+    }
+    match kind {
+        "phase" => read::<PhaseLine, _>(rest).map(|e| EventBody::Phase { phase: e.phase }),
+        "llm_call" => read::<LlmCallLine<String>, _>(rest).map(|e| EventBody::LlmCall {
+            role: e.role,
+            model: e.model,
+            prompt_tokens: e.prompt_tokens,
+            completion_tokens: e.completion_tokens,
+            tokens_estimated: e.tokens_estimated,
+            latency_ms: e.latency_ms,
+            error: e.error,
+            messages: e.messages,
+        }),
+        "node_added" => read::<NodeAddedLine<String>, _>(rest).map(|e| EventBody::NodeAdded {
+            node: e.node,
+            parent: e.parent,
+            depth: e.depth,
+            action: e.action.map(|a| match a {
+                ActionLine::ToolCall { tool, arguments } => Action::ToolCall { tool, arguments },
+                ActionLine::Finish { answer } => Action::Finish { answer },
+            }),
+            prior: e.prior,
+        }),
+        "node_simulated" => {
+            read::<NodeSimulatedLine<String>, _>(rest).map(|e| EventBody::NodeSimulated {
+                node: e.node,
+                world_model: e.world_model,
+                observation: Observation {
+                    text: e.observation.text.unwrap_or_default(),
+                    structured: e.observation.structured,
+                    is_error: e.observation.is_error,
+                    truncated_bytes: e.observation.truncated_bytes,
+                },
+                latency_ms: e.latency_ms,
+                tokens: e.tokens,
+            })
+        }
+        "node_evaluated" => {
+            read::<NodeEvaluatedLine<String>, _>(rest).map(|e| EventBody::NodeEvaluated {
+                node: e.node,
+                verdict: e.verdict,
+                base_reward: e.base_reward,
+                critic_reward: e.critic_reward,
+                critic_reason: e.critic_reason,
+                reward: e.reward,
+                terminal: e.terminal,
+            })
+        }
+        "backpropagated" => {
+            read::<BackpropagatedLine<Vec<NodeId>>, _>(rest).map(|e| EventBody::Backpropagated {
+                path: e.path,
+                value: e.value,
+            })
+        }
+        _ => Err(de::Error::custom("not a mirrored kind")),
+    }
+}
