@@ -386,3 +386,64 @@ fn the_fast_path_reads_what_the_general_path_reads() {
         "{lean_lines} lean, {full_lines} full"
     );
 }
+
+/// Opening a whole file parses its lines in batches on every core; what it gives must be what
+/// reading line by line gives: the same events in order and the same problems on the same
+/// lines, bad lines spread over many batches and a torn last line included.
+#[test]
+fn opening_in_parallel_gives_what_reading_line_by_line_gives() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("big.jsonl");
+    synthetic::write(
+        &path,
+        &Spec {
+            nodes: 3000,
+            padding: 600,
+            seed: 4,
+            ..Spec::default()
+        },
+        mcp_cosmos::metrics::run::RunAccumulator::tally,
+    )
+    .unwrap();
+    let mut l = lines(&path);
+    assert!(
+        fs::metadata(&path).unwrap().len() > 4 << 20,
+        "several batches"
+    );
+    let n = l.len();
+    for (at, bad) in [
+        (n / 7, "this is not json".to_string()),
+        (n / 3, "   ".to_string()),
+        (
+            n / 2,
+            r#"{"seq": 3, "t_ms": 1, "kind": "node_added"}"#.to_string(),
+        ),
+        (
+            2 * n / 3,
+            r#"{"seq":1,"t_ms":1,"kind":"from_the_future"}"#.to_string(),
+        ),
+        (n - 3, "\u{1}garbage".to_string()),
+    ] {
+        l.insert(at, bad);
+    }
+    fs::write(
+        &path,
+        l.join("\n") + "\n{\"seq\":99999999,\"t_ms\":1,\"kind\":\"ans",
+    )
+    .unwrap();
+
+    let run = Run::open(&path).unwrap();
+    let mut stream = EventStream::open(&path).unwrap();
+    let mut events = Vec::new();
+    while let Some(event) = stream.next_event().unwrap() {
+        events.push(event);
+    }
+    assert_eq!(run.events, events);
+    assert_eq!(run.problems, stream.take_problems());
+    assert!(run.problems.len() >= 6, "{:?}", run.problems);
+    assert!(
+        run.problems
+            .iter()
+            .any(|p| p.reason.starts_with("torn last line"))
+    );
+}

@@ -7,6 +7,7 @@ use std::fmt;
 use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, mpsc};
 
 use anyhow::{Context, Result};
 use serde_json::Value;
@@ -292,6 +293,34 @@ fn describe_json_error(e: &serde_json::Error) -> String {
     }
 }
 
+/// One line parsed, before the checks that need the lines before it.
+#[allow(clippy::large_enum_variant)] // one per line in flight: boxing would allocate per line
+pub enum ParsedLine {
+    /// Only whitespace: no event, no problem.
+    Blank,
+    /// An event or why the line is bad.
+    Line {
+        /// The event or the reason.
+        parsed: std::result::Result<Event, String>,
+        /// Invalid UTF-8 was replaced.
+        lossy: bool,
+    },
+}
+
+impl ParsedLine {
+    /// Parses one line; depends on nothing else, so lines can be parsed on any thread.
+    pub fn of(bytes: &[u8]) -> Self {
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return ParsedLine::Blank;
+        }
+        let (parsed, lossy) = match std::str::from_utf8(bytes) {
+            Ok(text) => (parse_event_str(text), false),
+            Err(_) => (parse_event_str(&String::from_utf8_lossy(bytes)), true),
+        };
+        ParsedLine::Line { parsed, lossy }
+    }
+}
+
 /// What every reader checks of an event line, and the problems it found: one set of rules
 /// for a whole file ([`EventStream`]) and a growing one (`super::tail::Tail`).
 #[derive(Debug, Default)]
@@ -324,12 +353,14 @@ impl LineChecks {
     /// The event on line `line_no`, or `None` (with a problem recorded) when it is bad.
     /// `terminated` is false for a last line without its newline.
     pub fn event(&mut self, line_no: u64, bytes: &[u8], terminated: bool) -> Option<Event> {
-        if bytes.iter().all(u8::is_ascii_whitespace) {
+        self.check(line_no, ParsedLine::of(bytes), terminated)
+    }
+
+    /// The event of a line parsed apart (perhaps on another thread), with the checks that
+    /// need the lines before it; lines must come in order.
+    pub fn check(&mut self, line_no: u64, line: ParsedLine, terminated: bool) -> Option<Event> {
+        let ParsedLine::Line { parsed, lossy } = line else {
             return None;
-        }
-        let (parsed, lossy) = match std::str::from_utf8(bytes) {
-            Ok(text) => (parse_event_str(text), false),
-            Err(_) => (parse_event_str(&String::from_utf8_lossy(bytes)), true),
         };
         match parsed {
             Ok(event) => {
@@ -390,6 +421,14 @@ impl LineChecks {
             );
         }
         self.last_seq = self.last_seq.max(seq);
+    }
+
+    /// Records a line longer than [`MAX_LINE_BYTES`], skipped.
+    pub fn too_long(&mut self, line_no: u64, bytes: u64) {
+        let reason = format!(
+            "line of {bytes} bytes is longer than the {MAX_LINE_BYTES}-byte limit; skipped"
+        );
+        self.problem(line_no, Severity::Error, reason);
     }
 
     /// Records a problem on line `line`.
@@ -495,22 +534,11 @@ impl EventStream {
             let line_no = last_line + u64::from(raw.is_some());
             let (bytes, terminated) = match raw {
                 None => {
-                    self.done = true;
-                    if !self.checks.saw_finish {
-                        self.checks.problem(
-                            line_no,
-                            Severity::Warning,
-                            "run did not finish: no run_finished line (still running, or crashed)"
-                                .into(),
-                        );
-                    }
+                    self.ended(line_no);
                     return Ok(None);
                 }
                 Some(RawLine::TooLong(n)) => {
-                    let reason = format!(
-                        "line of {n} bytes is longer than the {MAX_LINE_BYTES}-byte limit; skipped"
-                    );
-                    self.checks.problem(line_no, Severity::Error, reason);
+                    self.checks.too_long(line_no, n);
                     continue;
                 }
                 Some(RawLine::Line { bytes, terminated }) => (bytes, terminated),
@@ -519,6 +547,144 @@ impl EventStream {
                 return Ok(Some(event));
             }
         }
+    }
+
+    /// The end of the file after line `line_no`: a run without `run_finished` is reported.
+    fn ended(&mut self, line_no: u64) {
+        self.done = true;
+        if !self.checks.saw_finish {
+            self.checks.problem(
+                line_no,
+                Severity::Warning,
+                "run did not finish: no run_finished line (still running, or crashed)".into(),
+            );
+        }
+    }
+
+    /// Every remaining event, in order, handed to `take`: the same events and problems as
+    /// [`Self::next_event`] until the end, but lines are parsed in batches on every core while
+    /// this thread checks them in order (for opening a whole big file). Memory in flight is a
+    /// few batches.
+    pub fn read_all(&mut self, mut take: impl FnMut(Event)) -> Result<()> {
+        if self.done {
+            return Ok(());
+        }
+        let workers = std::thread::available_parallelism()
+            .map_or(2, |n| n.get())
+            .clamp(1, 4);
+        let (lines, checks) = (&mut self.lines, &mut self.checks);
+        let (work_tx, work_rx) = mpsc::sync_channel::<(usize, Batch)>(workers * 2);
+        let work_rx = Mutex::new(work_rx);
+        let (done_tx, done_rx) = mpsc::sync_channel::<(usize, Vec<Parsed>)>(workers * 2);
+        let last_line = std::thread::scope(|scope| {
+            for _ in 0..workers {
+                let (done_tx, work_rx) = (done_tx.clone(), &work_rx);
+                scope.spawn(move || {
+                    while let Some((index, batch)) =
+                        work_rx.lock().ok().and_then(|rx| rx.recv().ok())
+                    {
+                        if done_tx.send((index, batch.parse())).is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+            drop(done_tx);
+            let reader = scope.spawn(move || Batch::read_all(lines, &work_tx));
+            // Batches come back in any order; they are checked in file order.
+            let mut waiting = std::collections::BTreeMap::new();
+            let mut next = 0;
+            for (index, parsed) in done_rx {
+                waiting.insert(index, parsed);
+                while let Some(parsed) = waiting.remove(&next) {
+                    next += 1;
+                    for line in parsed {
+                        match line {
+                            Parsed::Line(line_no, line, terminated) => {
+                                if let Some(event) = checks.check(line_no, line, terminated) {
+                                    take(event);
+                                }
+                            }
+                            Parsed::TooLong(line_no, n) => checks.too_long(line_no, n),
+                        }
+                    }
+                }
+            }
+            reader.join().expect("the line reader does not panic")
+        })
+        .with_context(|| format!("reading {}", self.path.display()))?;
+        self.ended(last_line);
+        Ok(())
+    }
+}
+
+/// Lines read for a parsing thread: their bytes end to end, and where each one is.
+#[derive(Default)]
+struct Batch {
+    text: Vec<u8>,
+    lines: Vec<BatchLine>,
+}
+
+enum BatchLine {
+    Line(u64, std::ops::Range<usize>, bool),
+    TooLong(u64, u64),
+}
+
+/// A batch's lines parsed, in order.
+#[allow(clippy::large_enum_variant)] // as `ParsedLine`
+enum Parsed {
+    Line(u64, ParsedLine, bool),
+    TooLong(u64, u64),
+}
+
+/// Bytes of lines per batch.
+const BATCH_BYTES: usize = 1 << 20;
+
+impl Batch {
+    /// Reads every remaining line into batches sent to `work`; the number of the last line.
+    fn read_all<R: Read>(
+        lines: &mut LineReader<R>,
+        work: &mpsc::SyncSender<(usize, Batch)>,
+    ) -> std::io::Result<u64> {
+        let mut batch = Batch::default();
+        let mut index = 0;
+        loop {
+            let line_no = lines.line_no() + 1;
+            match lines.next_line()? {
+                None => break,
+                Some(RawLine::TooLong(n)) => batch.lines.push(BatchLine::TooLong(line_no, n)),
+                Some(RawLine::Line { bytes, terminated }) => {
+                    let start = batch.text.len();
+                    batch.text.extend_from_slice(bytes);
+                    let range = start..batch.text.len();
+                    batch
+                        .lines
+                        .push(BatchLine::Line(line_no, range, terminated));
+                }
+            }
+            if batch.text.len() >= BATCH_BYTES {
+                if work.send((index, std::mem::take(&mut batch))).is_err() {
+                    break;
+                }
+                index += 1;
+            }
+        }
+        if !batch.lines.is_empty() {
+            let _ = work.send((index, batch));
+        }
+        Ok(lines.line_no())
+    }
+
+    fn parse(self) -> Vec<Parsed> {
+        self.lines
+            .into_iter()
+            .map(|line| match line {
+                BatchLine::Line(no, range, terminated) => {
+                    Parsed::Line(no, ParsedLine::of(&self.text[range]), terminated)
+                }
+                BatchLine::TooLong(no, n) => Parsed::TooLong(no, n),
+            })
+            .collect()
     }
 }
 

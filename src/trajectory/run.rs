@@ -105,9 +105,7 @@ impl Run {
     pub fn open(path: &Path) -> Result<Self> {
         let mut stream = EventStream::open(path)?;
         let mut run = Self::new(path.to_path_buf(), stream.header().clone());
-        while let Some(event) = stream.next_event()? {
-            run.push(event);
-        }
+        stream.read_all(|event| run.push(event))?;
         run.problems = stream.take_problems();
         Ok(run)
     }
