@@ -9,8 +9,9 @@ use std::path::{Path, PathBuf};
 use super::event::{Event, EventBody, Header, RunStatus, Totals};
 use super::reader::{LineReader, RawLine, is_judgement, parse_event, parse_header};
 
-/// First tail chunk read when looking for the last line; doubled until a line fits.
-const TAIL_CHUNK: u64 = 64 << 10;
+/// First tail chunk read when looking for the last line; grown until a line fits. Small: on
+/// a cold cache a listing's time is the pages it reads.
+const TAIL_CHUNK: u64 = 8 << 10;
 /// Largest tail read before giving up on finding the last line.
 const MAX_TAIL: u64 = 64 << 20;
 
@@ -41,10 +42,18 @@ pub struct Finished {
 impl RunSummary {
     /// Reads the first and last lines of `path`.
     pub fn read(path: &Path) -> Self {
-        let bytes = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-        let header = read_header(path);
-        let finished = match &header {
-            Ok(_) => read_finish(path, bytes).and_then(|e| match e.body {
+        let file = File::open(path);
+        let bytes = file
+            .as_ref()
+            .ok()
+            .and_then(|f| f.metadata().ok())
+            .map_or(0, |m| m.len());
+        let header = match &file {
+            Ok(f) => read_header(f),
+            Err(e) => Err(format!("cannot open: {e}")),
+        };
+        let finished = match (&header, &file) {
+            (Ok(_), Ok(f)) => read_finish(f, bytes).and_then(|e| match e.body {
                 EventBody::RunFinished {
                     status,
                     error,
@@ -56,7 +65,7 @@ impl RunSummary {
                 }),
                 _ => None,
             }),
-            Err(_) => None,
+            _ => None,
         };
         Self {
             path: path.to_path_buf(),
@@ -103,9 +112,9 @@ impl RunSummary {
     }
 }
 
-fn read_header(path: &Path) -> Result<Header, String> {
-    let file = File::open(path).map_err(|e| format!("cannot open: {e}"))?;
-    let mut lines = LineReader::with_capacity(1 << 16, file);
+fn read_header(file: &File) -> Result<Header, String> {
+    // The reader grows past this for a longer header (tool schemas).
+    let mut lines = LineReader::with_capacity(8 << 10, file);
     match lines.next_line().map_err(|e| format!("cannot read: {e}"))? {
         None => Err("empty file".to_string()),
         Some(RawLine::TooLong(n)) => Err(format!("header line of {n} bytes is too long")),
@@ -115,14 +124,13 @@ fn read_header(path: &Path) -> Result<Header, String> {
 
 /// The `run_finished` line near the end of the file: the last event, or the last before
 /// what `cosmos judge` appends (its phase, call and scores). Read from the end only.
-fn read_finish(path: &Path, size: u64) -> Option<Event> {
-    let mut file = File::open(path).ok()?;
+fn read_finish(mut file: &File, size: u64) -> Option<Event> {
     let mut chunk = TAIL_CHUNK;
     loop {
         let start = size.saturating_sub(chunk);
         file.seek(SeekFrom::Start(start)).ok()?;
         let mut tail = Vec::with_capacity((size - start) as usize);
-        (&mut file).take(size - start).read_to_end(&mut tail).ok()?;
+        file.take(size - start).read_to_end(&mut tail).ok()?;
         // Lines of the tail, last first; the first piece may be cut unless we read from 0.
         let mut pieces: Vec<&[u8]> = tail.split(|&b| b == b'\n').collect();
         if start > 0 {
