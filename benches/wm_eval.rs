@@ -53,7 +53,7 @@ fn main() {
                     step: i as u64 + 1,
                     tool: format!("Time MCP:{}", if i % 3 == 0 { "get_current_time" } else { "convert_time" }),
                     server: None,
-                    arguments: json!({"time": format!("{hour:02}:00"), "target_timezone": "Asia/Tokyo"}),
+                    arguments: Box::new(json!({"time": format!("{hour:02}:00"), "target_timezone": "Asia/Tokyo"})),
                     result: Observation {
                         text: format!(r#"{{"timezone":"Asia/Tokyo","datetime":"2026-11-30T{hour:02}:00:00+09:00","is_dst":false}}"#),
                         is_error: i % 11 == 0,

@@ -188,7 +188,7 @@ pub async fn call_for_real(path: &Path, node: NodeId, setup: &ProbeSetup) -> Res
         node,
         tool,
         server: served_by,
-        arguments,
+        arguments: Box::new(arguments),
         result: outcome.result,
         latency_ms: outcome.latency.as_millis() as u64,
         error: outcome.error,

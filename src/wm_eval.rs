@@ -127,7 +127,7 @@ pub fn recorded_calls(paths: &[PathBuf]) -> Result<(Vec<RecordedCall>, Vec<Strin
             ));
             steps.push(HistoryStep {
                 tool,
-                arguments,
+                arguments: *arguments,
                 observation: real,
             });
         }
@@ -138,7 +138,7 @@ pub fn recorded_calls(paths: &[PathBuf]) -> Result<(Vec<RecordedCall>, Vec<Strin
                 seq,
                 tool,
                 server,
-                arguments,
+                arguments: *arguments,
                 real,
                 request: request.clone(),
                 tools: run_tools.clone(),
@@ -295,15 +295,15 @@ pub async fn evaluate(spec: &EvalSpec, calls: &[RecordedCall]) -> Result<Evaluat
                 step,
                 tool: call.tool.name.clone(),
                 server: call.server.clone(),
-                arguments: call.arguments.clone(),
+                arguments: Box::new(call.arguments.clone()),
                 result: call.real.clone(),
                 latency_ms: 0,
                 node: None,
                 error: None,
-                origin: Some(Origin {
+                origin: Some(Box::new(Origin {
                     run: call.run.display().to_string(),
                     seq: call.seq,
-                }),
+                })),
             },
         )?;
         let mut outcomes = Vec::with_capacity(names.len());
@@ -589,7 +589,7 @@ mod tests {
                     step: i as u64 + 1,
                     tool: tool.to_string(),
                     server: None,
-                    arguments: arguments.clone(),
+                    arguments: Box::new(arguments.clone()),
                     result: Observation {
                         text: text.to_string(),
                         ..Default::default()

@@ -343,7 +343,7 @@ fn hand_run(dir: &Path, agent: &str, task: &str, repeat: u32, calls: u32, errors
                 step: u64::from(step) + 1,
                 tool: "time:now".into(),
                 server: Some("time".into()),
-                arguments: serde_json::json!({}),
+                arguments: Box::new(serde_json::json!({})),
                 result: Observation {
                     text: if failed { "bad" } else { "ok" }.into(),
                     is_error: failed,

@@ -494,7 +494,7 @@ fn node_with_everything() -> Run {
             step: 1,
             tool: "Time MCP:convert_time".into(),
             server: Some("Time MCP".into()),
-            arguments: serde_json::json!({"source_timezone": "Europe/London", "time": "12:00", "target_timezone": "Asia/Tokyo"}),
+            arguments: Box::new(serde_json::json!({"source_timezone": "Europe/London", "time": "12:00", "target_timezone": "Asia/Tokyo"})),
             result: Observation {
                 text: "Error executing tool convert_time: upstream clock unavailable".into(),
                 is_error: true,
@@ -746,15 +746,15 @@ fn wm_eval_run() -> Run {
         step,
         tool: "Time MCP:convert_time".into(),
         server: Some("Time MCP".into()),
-        arguments: serde_json::json!({"time": "09:00", "target_timezone": target}),
+        arguments: Box::new(serde_json::json!({"time": "09:00", "target_timezone": target})),
         result,
         latency_ms: 0,
         node: None,
         error: None,
-        origin: Some(Origin {
+        origin: Some(Box::new(Origin {
             run: "runs/a.jsonl".into(),
             seq: step * 7,
-        }),
+        })),
     };
     let simulated = |step, wm: &str, o: Observation| EventBody::CallSimulated {
         step,

@@ -275,17 +275,25 @@ fn writer_redacts_secrets_everywhere() {
     header.task.request = format!("my key is {secret}");
     let mut w = Writer::create(&path, &header, redactor, None).unwrap();
     let event = w
-        .write(1, EventBody::ToolCalled {
-            step: 1,
-            tool: "a:b".into(),
-            server: None,
-            arguments: serde_json::json!({"api_key": "anything", "q": format!("Bearer {secret}")}),
-            result: Observation { text: format!("echo {secret}"), ..Default::default() },
-            latency_ms: 1,
-            node: None,
-            error: None,
-            origin: None,
-        })
+        .write(
+            1,
+            EventBody::ToolCalled {
+                step: 1,
+                tool: "a:b".into(),
+                server: None,
+                arguments: Box::new(
+                    serde_json::json!({"api_key": "anything", "q": format!("Bearer {secret}")}),
+                ),
+                result: Observation {
+                    text: format!("echo {secret}"),
+                    ..Default::default()
+                },
+                latency_ms: 1,
+                node: None,
+                error: None,
+                origin: None,
+            },
+        )
         .unwrap();
     let text = fs::read_to_string(&path).unwrap();
     assert!(!text.contains(secret), "{text}");

@@ -84,7 +84,7 @@ pub async fn call(
         step,
         tool: planned.tool.clone(),
         server,
-        arguments: planned.arguments.clone(),
+        arguments: Box::new(planned.arguments.clone()),
         result: outcome.result.clone(),
         latency_ms: outcome.latency.as_millis() as u64,
         node: planned.node,

@@ -294,7 +294,7 @@ pub fn llm_call_event(
         tokens_estimated,
         latency_ms: latency.as_millis() as u64,
         error,
-        messages,
+        messages: messages.map(Box::new),
     }
 }
 
@@ -308,7 +308,7 @@ pub fn usage_event(usage: &LlmUsage) -> EventBody {
         tokens_estimated: usage.estimated,
         latency_ms: usage.latency.as_millis() as u64,
         error: usage.error.clone(),
-        messages: usage.messages.clone(),
+        messages: usage.messages.clone().map(Box::new),
     }
 }
 

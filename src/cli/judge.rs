@@ -90,7 +90,13 @@ fn judge_file(
     match scores {
         Ok(scores) => {
             let summary = crate::metrics::run::JudgeSummary::from_scores(&scores);
-            writer.write(t, EventBody::JudgeScored { model, scores })?;
+            writer.write(
+                t,
+                EventBody::JudgeScored {
+                    model,
+                    scores: Box::new(scores),
+                },
+            )?;
             Ok(format!(
                 "{}: task completion {:.1}, tool selection {:.1}, planning {:.1}, overall {:.1}",
                 file.display(),

@@ -356,7 +356,7 @@ pub fn observation(result: &CallToolResult) -> Observation {
     }
     Observation {
         text,
-        structured,
+        structured: structured.map(Box::new),
         is_error: result.is_error.unwrap_or(false),
         truncated_bytes,
     }
@@ -379,7 +379,7 @@ mod tests {
         ));
         assert_eq!(o.text, "a\n[image/png, 4 bytes base64]");
         assert!(o.is_error);
-        assert_eq!(o.structured, Some(json!({"x": 1})));
+        assert_eq!(o.structured, Some(Box::new(json!({"x": 1}))));
     }
 
     #[test]

@@ -142,7 +142,7 @@ pub fn compare(simulated: &Observation, real: &Observation) -> Fidelity {
 /// object or array.
 pub fn as_json(obs: &Observation) -> Option<Value> {
     if let Some(v) = &obs.structured {
-        return Some(v.clone());
+        return Some(Value::clone(v));
     }
     let trimmed = obs.text.trim();
     if trimmed.starts_with('{') || trimmed.starts_with('[') {
@@ -430,7 +430,7 @@ mod tests {
     fn structured_content_wins_over_text() {
         let sim = Observation {
             text: "nope".into(),
-            structured: Some(json!({"x": 1})),
+            structured: Some(Box::new(json!({"x": 1}))),
             ..Default::default()
         };
         let real = obs(r#"{"x": 1}"#, false);

@@ -592,7 +592,7 @@ impl RunAccumulator {
             }
             EventBody::Answer { .. } => self.answered = true,
             EventBody::DecisionRejected { problem, .. } => self.rejected.push(*problem),
-            EventBody::JudgeScored { scores, .. } => self.judge = Some(scores.clone()),
+            EventBody::JudgeScored { scores, .. } => self.judge = Some(JudgeScores::clone(scores)),
             EventBody::RunFinished { status, .. } => self.status = Some(*status),
             _ => {}
         }

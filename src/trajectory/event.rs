@@ -309,7 +309,7 @@ pub struct Observation {
     pub text: String,
     /// `structuredContent`, when present.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub structured: Option<Value>,
+    pub structured: Option<Box<Value>>,
     /// MCP `isError`.
     #[serde(default)]
     pub is_error: bool,
@@ -466,7 +466,7 @@ pub enum EventBody {
         error: Option<String>,
         /// The messages, only when recording them was asked for.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        messages: Option<Value>,
+        messages: Option<Box<Value>>,
     },
     /// A search-tree node was created.
     NodeAdded {
@@ -543,7 +543,7 @@ pub enum EventBody {
         server: Option<String>,
         /// Arguments as sent.
         #[serde(default)]
-        arguments: Value,
+        arguments: Box<Value>,
         /// The real result.
         result: Observation,
         /// Latency of the call.
@@ -556,7 +556,7 @@ pub enum EventBody {
         error: Option<String>,
         /// Where the call was recorded first, when this is a copy (in a wm-eval file).
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        origin: Option<Origin>,
+        origin: Option<Box<Origin>>,
     },
     /// A world model's simulation of the real call of step `step` (in a wm-eval file), in the
     /// context that call had.
@@ -615,7 +615,7 @@ pub enum EventBody {
         server: Option<String>,
         /// Arguments as sent.
         #[serde(default)]
-        arguments: Value,
+        arguments: Box<Value>,
         /// The real result.
         result: Observation,
         /// Latency of the call.
@@ -634,7 +634,7 @@ pub enum EventBody {
         /// Judge model.
         model: String,
         /// The six dimensions.
-        scores: JudgeScores,
+        scores: Box<JudgeScores>,
     },
     /// Something outside the agent failed (a server, an endpoint); the run may go on.
     Error {

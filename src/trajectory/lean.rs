@@ -115,7 +115,7 @@ impl RawObservation {
         };
         Ok(Observation {
             text,
-            structured: self.structured.clone(),
+            structured: self.structured.clone().map(Box::new),
             is_error: self.is_error,
             truncated_bytes: self.truncated_bytes,
         })

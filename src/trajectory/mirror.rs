@@ -204,7 +204,7 @@ pub fn full_body<'de, A: MapAccess<'de>>(kind: &str, rest: A) -> Result<EventBod
             tokens_estimated: e.tokens_estimated,
             latency_ms: e.latency_ms,
             error: e.error,
-            messages: e.messages,
+            messages: e.messages.map(Box::new),
         }),
         "node_added" => read::<NodeAddedLine<String>, _>(rest).map(|e| EventBody::NodeAdded {
             node: e.node,
@@ -222,7 +222,7 @@ pub fn full_body<'de, A: MapAccess<'de>>(kind: &str, rest: A) -> Result<EventBod
                 world_model: e.world_model,
                 observation: Observation {
                     text: e.observation.text.unwrap_or_default(),
-                    structured: e.observation.structured,
+                    structured: e.observation.structured.map(Box::new),
                     is_error: e.observation.is_error,
                     truncated_bytes: e.observation.truncated_bytes,
                 },

@@ -297,7 +297,7 @@ pub fn events(spec: &Spec) -> Vec<(u64, EventBody)> {
                     step,
                     tool: tool.clone(),
                     server: tool.split(':').next().map(str::to_string),
-                    arguments: arguments.clone(),
+                    arguments: Box::new(arguments.clone()),
                     result: observation(zone, failed, &pad),
                     latency_ms: rng.u64(5..80),
                     node: Some(n as u64),

@@ -392,7 +392,7 @@ fn calls_of(run: &Run) -> Vec<Call> {
                 ..
             } => Some(Call {
                 tool: tool.clone(),
-                arguments: arguments.clone(),
+                arguments: serde_json::Value::clone(arguments),
                 is_error: s.is_error,
                 fidelity: facts.step(i).and_then(|f| f.fidelity),
                 real: result.clone(),

@@ -60,7 +60,7 @@ impl TransitionBuffer {
                     ..
                 } = e.body
                 {
-                    buffer.add_from(&tool, arguments, result, source);
+                    buffer.add_from(&tool, *arguments, result, source);
                 }
             }
             buffer.sources.push(file);

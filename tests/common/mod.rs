@@ -152,7 +152,9 @@ pub fn plan_fails_bodies(world_model: &str, second_target: &str) -> Vec<EventBod
             step: 1,
             tool: "time:convert_time".into(),
             server: Some("time".into()),
-            arguments: json!({"source_timezone": "Europe/Paris", "time": "09:00", "target_timezone": "Asia/Tokyo"}),
+            arguments: Box::new(
+                json!({"source_timezone": "Europe/Paris", "time": "09:00", "target_timezone": "Asia/Tokyo"}),
+            ),
             result: obs(tokyo, false),
             latency_ms: 15,
             node: Some(1),
@@ -163,7 +165,9 @@ pub fn plan_fails_bodies(world_model: &str, second_target: &str) -> Vec<EventBod
             step: 2,
             tool: "time:convert_time".into(),
             server: Some("time".into()),
-            arguments: json!({"source_timezone": "Europe/Paris", "time": "09:00", "target_timezone": second_target}),
+            arguments: Box::new(
+                json!({"source_timezone": "Europe/Paris", "time": "09:00", "target_timezone": second_target}),
+            ),
             result: obs(
                 &format!("Error executing tool convert_time: Invalid timezone: '{second_target}'"),
                 true,
@@ -231,7 +235,9 @@ pub fn revised_run() -> Run {
         step,
         tool: "time:convert_time".into(),
         server: Some("time".into()),
-        arguments: json!({"source_timezone": "Europe/Paris", "time": "09:00", "target_timezone": target}),
+        arguments: Box::new(
+            json!({"source_timezone": "Europe/Paris", "time": "09:00", "target_timezone": target}),
+        ),
         result: obs(result, is_error),
         latency_ms: 14,
         node: Some(node),
@@ -360,7 +366,9 @@ pub fn three_runs() -> Vec<Run> {
             step: 1,
             tool: "time:convert_time".into(),
             server: Some("time".into()),
-            arguments: json!({"source_timezone": "Europe/Paris", "time": "09:00", "target_timezone": "Asia/Tokyo"}),
+            arguments: Box::new(
+                json!({"source_timezone": "Europe/Paris", "time": "09:00", "target_timezone": "Asia/Tokyo"}),
+            ),
             result: obs("{\"ok\":1}", false),
             latency_ms: 10,
             node: None,
@@ -371,7 +379,7 @@ pub fn three_runs() -> Vec<Run> {
             step: 2,
             tool: "time:get_current_time".into(),
             server: Some("time".into()),
-            arguments: json!({"timezone": "UTC"}),
+            arguments: Box::new(json!({"timezone": "UTC"})),
             result: obs("{\"ok\":2}", false),
             latency_ms: 10,
             node: None,
@@ -382,7 +390,9 @@ pub fn three_runs() -> Vec<Run> {
             step: 3,
             tool: "time:convert_time".into(),
             server: Some("time".into()),
-            arguments: json!({"source_timezone": "Europe/Paris", "time": "09:00", "target_timezone": "America/New_York"}),
+            arguments: Box::new(
+                json!({"source_timezone": "Europe/Paris", "time": "09:00", "target_timezone": "America/New_York"}),
+            ),
             result: obs("{\"ok\":3}", false),
             latency_ms: 10,
             node: None,

@@ -640,7 +640,7 @@ mod tests {
                 step: 1,
                 tool: "time:now".into(),
                 server: None,
-                arguments: serde_json::json!({"tz": "UTC"}),
+                arguments: Box::new(serde_json::json!({"tz": "UTC"})),
                 result: Observation {
                     text: text.into(),
                     ..Default::default()
