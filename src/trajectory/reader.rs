@@ -70,6 +70,8 @@ pub struct LineReader<R> {
     scanned: usize,
     eof: bool,
     line_no: u64,
+    /// Longer lines are skipped ([`MAX_LINE_BYTES`] but in tests).
+    max_line: usize,
 }
 
 /// One raw line.
@@ -96,6 +98,7 @@ impl<R: Read> LineReader<R> {
             scanned: 0,
             eof: false,
             line_no: 0,
+            max_line: MAX_LINE_BYTES,
         }
     }
 
@@ -140,7 +143,7 @@ impl<R: Read> LineReader<R> {
                     }
                 }));
             }
-            if self.end - self.start > MAX_LINE_BYTES {
+            if skipped > 0 || self.end - self.start > self.max_line {
                 // Too long to keep: count it and read on to its end.
                 skipped += (self.end - self.start) as u64;
                 self.start = self.end;
@@ -167,7 +170,7 @@ impl<R: Read> LineReader<R> {
         }
         if pending * 2 > self.buf.len() {
             // Past the cap the line is skipped, so the buffer never needs more.
-            let len = (self.buf.len() * 2).min(MAX_LINE_BYTES + (1 << 16));
+            let len = (self.buf.len() * 2).min(self.max_line + (1 << 16));
             self.buf.resize(len.max(self.buf.len()), 0);
         }
     }
@@ -769,6 +772,71 @@ fn walk(dir: &Path, found: &mut Found) {
                     .push(format!("{}: not a regular file", path.display())),
                 Err(e) => found.skipped.push(format!("{}: {e}", path.display())),
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every line of `input` as the reader gives it, with a buffer of `capacity` bytes, lines
+    /// longer than `max_line` skipped, and reads of at most 3 bytes (so lines straddle reads).
+    fn lines(input: &[u8], capacity: usize, max_line: usize) -> Vec<String> {
+        struct Trickle<'a>(&'a [u8]);
+        impl Read for Trickle<'_> {
+            fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+                let n = out.len().min(3).min(self.0.len());
+                out[..n].copy_from_slice(&self.0[..n]);
+                self.0 = &self.0[n..];
+                Ok(n)
+            }
+        }
+        let mut reader = LineReader::with_capacity(capacity, Trickle(input));
+        reader.max_line = max_line;
+        let mut out = Vec::new();
+        loop {
+            let no = reader.line_no() + 1;
+            let Some(line) = reader.next_line().unwrap() else {
+                break;
+            };
+            out.push(match line {
+                RawLine::Line { bytes, terminated } => format!(
+                    "{no}:{}{}",
+                    String::from_utf8_lossy(bytes),
+                    if terminated { "" } else { " (torn)" }
+                ),
+                RawLine::TooLong(n) => format!("{no}:too long {n}"),
+            });
+        }
+        out
+    }
+
+    #[test]
+    fn lines_come_whole_across_reads_and_buffer_sizes() {
+        let input = b"first\r\n\nsecond line, longer than the buffer\nthird";
+        let want = [
+            "1:first",
+            "2:",
+            "3:second line, longer than the buffer",
+            "4:third (torn)",
+        ];
+        for capacity in [1, 2, 4, 7, 64, 1 << 16] {
+            assert_eq!(lines(input, capacity, 1000), want, "capacity {capacity}");
+        }
+        assert!(lines(b"", 4, 1000).is_empty());
+        assert_eq!(lines(b"a\n", 4, 1000), ["1:a"]);
+    }
+
+    #[test]
+    fn a_line_over_the_cap_is_counted_and_skipped_and_the_next_is_read() {
+        let input = b"ok\n0123456789abcdef\nnext\n0123456789";
+        for capacity in [1, 4, 64] {
+            assert_eq!(
+                lines(input, capacity, 8),
+                ["1:ok", "2:too long 16", "3:next", "4:too long 10"],
+                "capacity {capacity}"
+            );
         }
     }
 }
