@@ -277,7 +277,7 @@ impl Server {
         }
     }
 
-    /// Closes the connection; a stdio server then gets [`STOP_GRACE`] to exit on its own, then
+    /// Closes the connection; a stdio server then gets `STOP_GRACE` to exit on its own, then
     /// SIGTERM for its whole process group, then SIGKILL.
     pub async fn shutdown(self) {
         let Self { client, group, .. } = self;

@@ -4,15 +4,16 @@
 //! the few simulations a real call executes. The search kinds (`node_added`,
 //! `node_simulated`, `node_evaluated`, `backpropagated`) with `llm_call` and `phase` are
 //! nearly every line of a SPIRAL run, and a simulation's observation is most of its bytes. So
-//! those kinds are decoded here straight from the rest of the line's map (no buffering), with
-//! every field checked by its real type but long strings only checked, not copied: a
-//! simulation's observation is kept as raw JSON and decoded when a real call pairs with it.
+//! those kinds are decoded here through their mirrors (`mirror.rs`: straight from the rest of
+//! the line's map, no buffering) with strings held as `JsonString`s: every field checked by
+//! its real type, but strings only checked, not copied; a simulation's observation is kept as
+//! raw JSON and decoded when a real call pairs with it.
 //!
 //! The rule that keeps this honest: a line is taken here only when the full decoder
 //! ([`super::reader::parse_event_str`]) would take it too. Anything this module is unsure of
-//! (another key order, another kind, a `\u` escape in a skipped string, recorded messages)
-//! steps aside to the full decoder, and a test holds the two to the same verdict on every
-//! field of every kind dropped, nulled, duplicated and given the wrong type.
+//! (another key order, another kind, an unknown field, a `\u` escape in a string) steps aside
+//! to the full decoder, and a test holds the two to the same verdict on every field of every
+//! kind dropped, nulled, duplicated and given the wrong type.
 
 use serde::de::value::MapAccessDeserializer;
 use serde::de::{Deserializer, MapAccess};
