@@ -14,14 +14,7 @@ use mcp_cosmos::trajectory::reader::{parse_event_general, parse_event_str};
 use mcp_cosmos::trajectory::synthetic::{self, Spec};
 use serde_json::{Map, Value};
 
-const LEAN_KINDS: &[&str] = &[
-    "phase",
-    "llm_call",
-    "node_added",
-    "node_simulated",
-    "node_evaluated",
-    "backpropagated",
-];
+use mcp_cosmos::trajectory::lean::KINDS as LEAN_KINDS;
 
 /// Values put in place of a field, as JSON text (some are not what a `Value` could hold).
 const REPLACEMENTS: &[&str] = &[

@@ -27,6 +27,9 @@ use super::mirror::{
     BackpropagatedLine, LlmCallLine, NodeAddedLine, NodeEvaluatedLine, NodeSimulatedLine, PhaseLine,
 };
 
+/// The kinds read lean; every other kind is read in full.
+pub use super::mirror::KINDS;
+
 /// One event as a totals pass needs it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LeanEvent {
