@@ -1,20 +1,19 @@
 //! The lean decoder (`trajectory::lean`, what `report` reads) never takes a line the full
 //! decoder refuses, and what it takes it reads as the full decoder does; and the full
-//! decoder's one pass (`trajectory::mirror` for these kinds) agrees with its general path. Every line of the
-//! lean kinds from a generated run and the sample runs is mutated field by field (dropped,
-//! nulled, duplicated, given each wrong type, a number out of range, a lone surrogate, a
-//! control character, an unknown neighbour), one level deep into nested objects too.
+//! decoder's one pass (`trajectory::mirror` for these kinds) agrees with its general path.
+//! Every line of the lean kinds from a generated run and the sample runs is mutated field by
+//! field (dropped, nulled, duplicated, given each wrong type, a number out of range, a lone
+//! surrogate, a control character, an unknown neighbour), one level deep into nested objects
+//! too.
 
 use std::path::Path;
 
 use mcp_cosmos::metrics::run::RunAccumulator;
 use mcp_cosmos::trajectory::event::{EventBody, VALIDATOR};
-use mcp_cosmos::trajectory::lean::{self, LeanBody, LeanEvent};
+use mcp_cosmos::trajectory::lean::{self, KINDS as LEAN_KINDS, LeanBody, LeanEvent};
 use mcp_cosmos::trajectory::reader::{parse_event_general, parse_event_str};
 use mcp_cosmos::trajectory::synthetic::{self, Spec};
 use serde_json::{Map, Value};
-
-use mcp_cosmos::trajectory::lean::KINDS as LEAN_KINDS;
 
 /// Values put in place of a field, as JSON text (some are not what a `Value` could hold).
 const REPLACEMENTS: &[&str] = &[
