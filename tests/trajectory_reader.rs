@@ -455,3 +455,63 @@ fn opening_in_parallel_gives_what_reading_line_by_line_gives() {
             .any(|p| p.reason.starts_with("torn last line"))
     );
 }
+
+/// A read that fails halfway is an error from every way of reading, never a short run taken
+/// for a whole one: line by line, lean, and in parallel batches.
+#[test]
+fn a_read_error_midway_is_an_error_from_every_reader() {
+    struct FailsHalfway(std::io::Cursor<Vec<u8>>, u64);
+    impl std::io::Read for FailsHalfway {
+        fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+            if self.0.position() >= self.1 {
+                return Err(std::io::Error::other("the disk went away"));
+            }
+            let room = (self.1 - self.0.position()) as usize;
+            let n = out.len().min(room);
+            self.0.read(&mut out[..n])
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("big.jsonl");
+    synthetic::write(
+        &path,
+        &Spec {
+            nodes: 2000,
+            padding: 600,
+            seed: 6,
+            ..Spec::default()
+        },
+        mcp_cosmos::metrics::run::RunAccumulator::tally,
+    )
+    .unwrap();
+    let bytes = fs::read(&path).unwrap();
+    let half = bytes.len() as u64 / 2;
+    let stream = || {
+        EventStream::from_reader(
+            &path,
+            Box::new(FailsHalfway(std::io::Cursor::new(bytes.clone()), half)),
+        )
+        .unwrap()
+    };
+    let mut taken = 0;
+    let err = stream().read_all(|_| taken += 1).unwrap_err();
+    assert!(format!("{err:#}").contains("the disk went away"), "{err:#}");
+    let mut s = stream();
+    let err = loop {
+        match s.next_event() {
+            Ok(Some(_)) => {}
+            Ok(None) => panic!("a failed read ended as a whole run"),
+            Err(e) => break e,
+        }
+    };
+    assert!(format!("{err:#}").contains("the disk went away"), "{err:#}");
+    let mut s = stream();
+    let err = loop {
+        match s.next_lean() {
+            Ok(Some(_)) => {}
+            Ok(None) => panic!("a failed read ended as a whole run"),
+            Err(e) => break e,
+        }
+    };
+    assert!(format!("{err:#}").contains("the disk went away"), "{err:#}");
+}
