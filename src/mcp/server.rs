@@ -26,6 +26,8 @@ const STDERR_LINES: usize = 40;
 const STDERR_LINE_CHARS: usize = 400;
 /// How long a stopping stdio server gets at each step (stdin closed, SIGTERM) before the next.
 const STOP_GRACE: Duration = Duration::from_secs(2);
+/// Longest wait for a failed server's stderr to be read to its end.
+const STDERR_DRAIN: Duration = Duration::from_secs(1);
 /// Largest tool result text recorded; the rest is counted in `truncated_bytes`.
 pub const MAX_RESULT_BYTES: usize = 1 << 20;
 
@@ -60,7 +62,7 @@ pub struct Server {
     /// Its tools, namespaced `name:tool`.
     pub tools: Vec<ToolInfo>,
     client: RunningService<RoleClient, ()>,
-    stderr: Arc<Mutex<VecDeque<String>>>,
+    stderr: StderrTail,
     dead: Mutex<Option<ServerFailure>>,
     /// A stdio server's process group (killed on drop if still alive).
     group: Option<ProcessGroup>,
@@ -82,11 +84,11 @@ impl Server {
         config: &ServerConfig,
         startup_timeout: Duration,
     ) -> Result<Self, ServerFailure> {
-        let stderr = Arc::new(Mutex::new(VecDeque::new()));
-        let fail = |message: String, stderr: &Arc<Mutex<VecDeque<String>>>| ServerFailure {
+        let stderr = StderrTail::default();
+        let fail = |message: String, stderr: &StderrTail| ServerFailure {
             name: config.name.clone(),
             message,
-            stderr_tail: tail(stderr),
+            stderr_tail: stderr.text(),
         };
         if let Some(problem) = &config.problem {
             return Err(fail(format!("not started: {problem}"), &stderr));
@@ -102,8 +104,8 @@ impl Server {
         let client = match started {
             Ok(Ok(c)) => c,
             Ok(Err(e)) => {
-                // Give the stderr reader a moment to collect the process's last words.
-                tokio::time::sleep(Duration::from_millis(200)).await;
+                // The process's last words are still on their way through the pipe.
+                stderr.drained().await;
                 return Err(fail(format!("{e:#}"), &stderr));
             }
             Err(_) => {
@@ -149,7 +151,7 @@ impl Server {
 
     async fn start(
         config: &ServerConfig,
-        stderr: Arc<Mutex<VecDeque<String>>>,
+        stderr: StderrTail,
         group: Arc<Mutex<Option<ProcessGroup>>>,
     ) -> Result<RunningService<RoleClient, ()>> {
         match &config.transport {
@@ -174,16 +176,7 @@ impl Server {
                 *group.lock().unwrap_or_else(|p| p.into_inner()) =
                     transport.id().and_then(ProcessGroup::led_by);
                 if let Some(err) = child_stderr {
-                    tokio::spawn(async move {
-                        let mut lines = BufReader::new(err).lines();
-                        while let Ok(Some(line)) = lines.next_line().await {
-                            let mut buf = stderr.lock().unwrap_or_else(|p| p.into_inner());
-                            if buf.len() == STDERR_LINES {
-                                buf.pop_front();
-                            }
-                            buf.push_back(line.chars().take(STDERR_LINE_CHARS).collect());
-                        }
-                    });
+                    stderr.read_from(err);
                 }
                 ().serve(transport)
                     .await
@@ -216,7 +209,7 @@ impl Server {
 
     /// The server's last stderr lines.
     pub fn stderr_tail(&self) -> Option<String> {
-        tail(&self.stderr)
+        self.stderr.text()
     }
 
     /// Why the server is dead, if it is.
@@ -258,15 +251,19 @@ impl Server {
                 // A closed transport means the process is gone: no later call can succeed.
                 let gone =
                     matches!(e, ServiceError::TransportClosed) || self.client.is_transport_closed();
-                let died = gone.then(|| {
+                let died = if gone {
+                    // Its last words may still be in the pipe when the transport closes.
+                    self.stderr.drained().await;
                     let f = ServerFailure {
                         name: self.name.clone(),
                         message: format!("server stopped: {message}"),
                         stderr_tail: self.stderr_tail(),
                     };
                     *self.dead.lock().unwrap_or_else(|p| p.into_inner()) = Some(f.clone());
-                    f
-                });
+                    Some(f)
+                } else {
+                    None
+                };
                 failed(start, message, died)
             }
             Err(_) => failed(
@@ -301,9 +298,53 @@ fn failed(start: Instant, message: String, server_died: Option<ServerFailure>) -
     }
 }
 
-fn tail(stderr: &Arc<Mutex<VecDeque<String>>>) -> Option<String> {
-    let buf = stderr.lock().unwrap_or_else(|p| p.into_inner());
-    (!buf.is_empty()).then(|| buf.iter().cloned().collect::<Vec<_>>().join("\n"))
+/// A stdio server's last stderr lines, filled by a reader task until the pipe closes.
+#[derive(Clone)]
+struct StderrTail {
+    lines: Arc<Mutex<VecDeque<String>>>,
+    /// True while nothing is reading (no stderr, or the pipe has closed).
+    closed: Arc<tokio::sync::watch::Sender<bool>>,
+}
+
+impl Default for StderrTail {
+    fn default() -> Self {
+        Self {
+            lines: Arc::default(),
+            closed: Arc::new(tokio::sync::watch::Sender::new(true)),
+        }
+    }
+}
+
+impl StderrTail {
+    /// Reads `pipe` line by line into the ring until it closes.
+    fn read_from(&self, pipe: impl tokio::io::AsyncRead + Unpin + Send + 'static) {
+        self.closed.send_replace(false);
+        let tail = self.clone();
+        tokio::spawn(async move {
+            let mut lines = BufReader::new(pipe).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                let mut buf = tail.lines.lock().unwrap_or_else(|p| p.into_inner());
+                if buf.len() == STDERR_LINES {
+                    buf.pop_front();
+                }
+                buf.push_back(line.chars().take(STDERR_LINE_CHARS).collect());
+            }
+            tail.closed.send_replace(true);
+        });
+    }
+
+    /// Waits until the pipe has closed, so a process that has exited has had its last lines
+    /// read, but no longer than [`STDERR_DRAIN`] (a child it left behind may hold the pipe).
+    async fn drained(&self) {
+        let mut closed = self.closed.subscribe();
+        let _ = tokio::time::timeout(STDERR_DRAIN, closed.wait_for(|c| *c)).await;
+    }
+
+    /// The lines, joined; `None` when there are none.
+    fn text(&self) -> Option<String> {
+        let buf = self.lines.lock().unwrap_or_else(|p| p.into_inner());
+        (!buf.is_empty()).then(|| buf.iter().cloned().collect::<Vec<_>>().join("\n"))
+    }
 }
 
 /// An MCP `CallToolResult` reduced to an [`Observation`]: text items joined, other content
