@@ -55,7 +55,7 @@ pub fn prompt(run: &Run) -> Vec<Message> {
             result,
             error,
             ..
-        } = &run.events[s.event as usize].body
+        } = &run.event(s.event as usize).body
         {
             let text: String = result.text.chars().take(RESULT_CHARS).collect();
             let status = if result.is_error || error.is_some() {

@@ -51,7 +51,7 @@ fn node_call(run: &Run, node: NodeId) -> Result<(String, serde_json::Value, Vec<
     let slot = run
         .slot_of(node)
         .with_context(|| format!("no node #{node} in this run"))?;
-    let call_of = |slot: u32| match &run.events[run.nodes()[slot as usize].added_at as usize].body {
+    let call_of = |slot: u32| match &run.event(run.nodes()[slot as usize].added_at as usize).body {
         EventBody::NodeAdded {
             action: Some(Action::ToolCall { tool, arguments }),
             ..
@@ -75,8 +75,7 @@ fn node_call(run: &Run, node: NodeId) -> Result<(String, serde_json::Value, Vec<
             let real = real_of(run, run.nodes()[s as usize].id);
             let simulated = state
                 .node(s)
-                .and_then(|d| run.simulated_observation(d.simulated))
-                .cloned();
+                .and_then(|d| run.simulated_observation(d.simulated));
             Some(HistoryStep {
                 tool,
                 arguments,
@@ -202,7 +201,7 @@ pub async fn call_for_real(path: &Path, node: NodeId, setup: &ProbeSetup) -> Res
 
 fn append(path: &Path, run: &Run, redactor: Redactor, body: EventBody) -> Result<Event> {
     let mut writer = Writer::append(path, run, redactor)?;
-    let t_ms = run.events.last().map_or(0, |e| e.t_ms);
+    let t_ms = run.briefs().last().map_or(0, |e| e.t_ms);
     writer.write(t_ms, body)
 }
 
@@ -213,7 +212,7 @@ pub fn real_of(run: &Run, node: NodeId) -> Option<Observation> {
         .iter()
         .rev()
         .find(|s| s.node == Some(slot))
-        .and_then(|s| match &run.events[s.event as usize].body {
+        .and_then(|s| match &run.event(s.event as usize).body {
             EventBody::ToolCalled { result, .. } => Some(result.clone()),
             _ => None,
         })

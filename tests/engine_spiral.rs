@@ -92,7 +92,7 @@ fn spiral_searches_selects_and_executes_deterministically() {
     let root_children = &run.nodes()[0].children;
     assert_eq!(root_children.len(), 3);
     // The candidate without the required arguments is kept, penalised, never simulated by the model.
-    let invalid = run.events.iter().find_map(|e| match &e.body {
+    let invalid = run.all_events().iter().find_map(|e| match &e.body {
         EventBody::NodeEvaluated {
             node,
             verdict: mcp_cosmos::trajectory::event::Verdict::Invalid,
@@ -103,13 +103,13 @@ fn spiral_searches_selects_and_executes_deterministically() {
     });
     let (invalid_node, invalid_reward) = invalid.expect("an invalid candidate");
     assert_eq!(invalid_reward, -1.0);
-    assert!(run.events.iter().any(|e| matches!(&e.body, EventBody::NodeSimulated { node, world_model, .. } if *node == invalid_node && world_model == "validator")));
+    assert!(run.all_events().iter().any(|e| matches!(&e.body, EventBody::NodeSimulated { node, world_model, .. } if *node == invalid_node && world_model == "validator")));
 
     // Folding the file: every node's visits equal the backpropagations through it, the root's
     // visits equal all of them, and the plan ends at the finish node with the best mean value.
     let state = TreeState::fold(&run, run.len());
     let backprops = run
-        .events
+        .all_events()
         .iter()
         .filter(|e| matches!(e.body, EventBody::Backpropagated { .. }))
         .count() as u32;
@@ -118,7 +118,7 @@ fn spiral_searches_selects_and_executes_deterministically() {
     let last = *plan.last().unwrap();
     let is_finish = |slot: u32| {
         matches!(
-            &run.events[run.nodes()[slot as usize].added_at as usize].body,
+            &run.all_events()[run.nodes()[slot as usize].added_at as usize].body,
             EventBody::NodeAdded {
                 action: Some(Action::Finish { .. }),
                 ..
@@ -182,7 +182,7 @@ fn failing_plan_run(
 
 /// The `node_added` events without an action: search roots, as (node, parent).
 fn roots(run: &Run) -> Vec<(u64, Option<u64>)> {
-    run.events
+    run.all_events()
         .iter()
         .filter_map(|e| match &e.body {
             EventBody::NodeAdded {
@@ -206,7 +206,7 @@ fn without_revision_a_failed_real_call_does_not_replan() {
     let steps = run.steps();
     assert_eq!(steps.len(), 1);
     assert!(
-        matches!(&run.events[steps[0].event as usize].body, EventBody::ToolCalled { result, .. } if result.is_error)
+        matches!(&run.all_events()[steps[0].event as usize].body, EventBody::ToolCalled { result, .. } if result.is_error)
     );
 }
 
@@ -222,7 +222,7 @@ fn revision_searches_again_under_the_failed_node_and_runs_the_new_plan() {
 
     // Two real steps: the failed call, then the revised plan's call, each linked to its node.
     let called: Vec<(u64, bool, String)> = run
-        .events
+        .all_events()
         .iter()
         .filter_map(|e| match &e.body {
             EventBody::ToolCalled {
@@ -279,7 +279,7 @@ fn revision_searches_again_under_the_failed_node_and_runs_the_new_plan() {
     let state = TreeState::fold(&run, run.len());
     let revision_slot = run.slot_of(revision).unwrap();
     let through_revision = run
-        .events
+        .all_events()
         .iter()
         .filter(|e| matches!(&e.body, EventBody::Backpropagated { path, .. } if path.contains(&revision)))
         .count() as u32;
@@ -311,7 +311,7 @@ fn a_revision_whose_planner_fails_still_answers_from_the_real_steps() {
     // said why, and the run still answered from its one real step.
     assert_eq!(roots(&run).len(), 2);
     assert_eq!(run.steps().len(), 1);
-    let stopped = run.events.iter().any(|e| {
+    let stopped = run.all_events().iter().any(|e| {
         matches!(&e.body, EventBody::Error { message, .. } if message.starts_with("search stopped early: planner failed"))
     });
     assert!(stopped, "the failed revision is recorded");

@@ -39,8 +39,8 @@ fn browse_open_step_and_quit_with_keys() {
 fn planted_escape_sequences_never_reach_the_terminal() {
     let dir = tempfile::tempdir().unwrap();
     let evil = "EVIL\u{1b}]52;c;ZXZpbA==\u{7}\u{1b}]0;PWNED\u{7}\u{1b}[31;1mRED\u{9b}2J";
-    let mut run = common::plan_fails_run();
-    let mut bodies: Vec<EventBody> = run.events.drain(..).map(|e| e.body).collect();
+    let run = common::plan_fails_run();
+    let mut bodies: Vec<EventBody> = run.all_events().drain(..).map(|e| e.body).collect();
     for body in &mut bodies {
         match body {
             EventBody::ToolCalled { result, .. } => {
@@ -108,7 +108,8 @@ fn replay_follows_a_file_another_process_is_still_writing() {
         Some(mcp_cosmos::metrics::run::RunAccumulator::tally(&run.header)),
     )
     .unwrap();
-    let (first, rest) = run.events.split_at(10);
+    let events = run.all_events();
+    let (first, rest) = events.split_at(10);
     for e in first {
         writer.write(e.t_ms, e.body.clone()).unwrap();
     }

@@ -83,7 +83,7 @@ fn start_cell_3(app: &mut App) -> mcp_cosmos::trajectory::run::Run {
             header: Box::new(run.header.clone()),
         },
     );
-    for e in &run.events {
+    for e in &run.all_events() {
         news(
             app,
             SweepNews::Event {
@@ -150,7 +150,7 @@ fn a_running_cell_counts_its_calls_live_and_ends_with_its_totals() {
     let run = start_cell_3(&mut app);
     app.settle();
     let calls = run
-        .events
+        .all_events()
         .iter()
         .filter(|e| e.body.kind() == "tool_called")
         .count() as u64;
@@ -196,7 +196,8 @@ fn a_running_cell_counts_its_calls_live_and_ends_with_its_totals() {
 fn enter_opens_a_running_cell_followed_a_finished_one_from_its_file() {
     let (mut app, _stop) = sweep_app((120, 30));
     let run = start_cell_3(&mut app);
-    let (last, head) = run.events.split_last().unwrap();
+    let events = run.all_events();
+    let (last, head) = events.split_last().unwrap();
     // Back to a state where the last event has not arrived: a fresh app, all but the last.
     let (mut app2, _stop2) = sweep_app((120, 30));
     news(

@@ -309,7 +309,7 @@ fn live_run_grows_follows_pauses_asks_before_leaving_and_stops() {
     // The agent's side: events over a channel, as `cosmos run` sends them; all but the
     // last (run_finished) for now.
     let (tx, rx) = mpsc::channel::<Event>();
-    let mut events = source.events.clone();
+    let mut events = source.all_events().clone();
     let finished = events.pop().unwrap();
     assert!(matches!(finished.body, EventBody::RunFinished { .. }));
     let feeder = std::thread::spawn(move || {
@@ -390,7 +390,7 @@ fn a_live_react_run_shows_its_newest_step() {
     );
     let mut app = App::with_run(live, Keymap::default(), Theme::new(true), (120, 40));
     let mut last_step = None;
-    for event in source.events.clone() {
+    for event in source.all_events().clone() {
         let is_call = matches!(event.body, EventBody::ToolCalled { .. });
         app.update(Action::LiveEvent(Box::new(event)));
         app.settle();
@@ -606,7 +606,7 @@ fn opening_a_failing_run_lands_on_its_first_failed_call_with_the_node_selected()
     let first = run
         .first_failed_call()
         .expect("the fixture has a failed call");
-    let node = match &run.events[first].body {
+    let node = match &run.all_events()[first].body {
         EventBody::ToolCalled { node, .. } => node.expect("a planned call"),
         other => panic!("{other:?}"),
     };
@@ -709,7 +709,7 @@ fn probing_a_node_appends_a_simulation_and_asks_before_a_real_call() {
     // In the file, after run_finished, and the file still reads clean.
     let reread = Run::open(&path).unwrap();
     assert!(reread.problems.is_empty(), "{:?}", reread.problems);
-    let last = reread.events.last().unwrap();
+    let last = reread.last().unwrap();
     assert!(
         matches!(&last.body, EventBody::NodeProbed { node: 2, world_model, observation: Some(_), .. } if world_model == "memory")
     );

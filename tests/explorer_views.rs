@@ -431,7 +431,7 @@ fn run_of_same(run: &Run) -> Run {
     common::run_of(
         run.path.to_str().unwrap(),
         run.header.clone(),
-        run.events.iter().map(|e| e.body.clone()).collect(),
+        run.all_events().iter().map(|e| e.body.clone()).collect(),
     )
 }
 
@@ -526,7 +526,7 @@ fn the_node_inspector_shows_a_node_whole() {
         // The critic's reason is there whole, wrapped, not cut.
         let rows = inspector.rows().join(" ");
         let flat = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ");
-        let reason = match &node_with_everything().events[3].body {
+        let reason = match &node_with_everything().all_events()[3].body {
             mcp_cosmos::trajectory::event::EventBody::NodeEvaluated {
                 critic_reason: Some(r),
                 ..
@@ -577,7 +577,7 @@ fn every_critic_reason_in_the_sample_runs_reads_whole_at_80x24() {
         let run = Run::open(&path).unwrap();
         let state = mcp_cosmos::trajectory::fold::TreeState::fold(&run, run.len());
         for (slot, node) in run.nodes().iter().enumerate() {
-            let reason = run.events.iter().rev().find_map(|e| match &e.body {
+            let reason = run.all_events().iter().rev().find_map(|e| match &e.body {
                 EventBody::NodeEvaluated {
                     node: n,
                     critic_reason: Some(r),
@@ -622,7 +622,12 @@ fn a_live_run_mid_way() {
             None,
         );
         let mut app = App::with_run(view, Keymap::default(), Theme::new(true), size);
-        for event in source.events.iter().take(source.len() * 3 / 4).cloned() {
+        for event in source
+            .all_events()
+            .iter()
+            .take(source.len() * 3 / 4)
+            .cloned()
+        {
             app.update(Action::LiveEvent(Box::new(event)));
         }
         let screen = render(&mut app);

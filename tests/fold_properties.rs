@@ -48,7 +48,7 @@ proptest! {
         let state = TreeState::fold(&run, k);
         let mut visits: HashMap<u64, u32> = HashMap::new();
         let mut sums: HashMap<u64, f64> = HashMap::new();
-        for e in &run.events[..k] {
+        for e in &run.all_events()[..k] {
             if let EventBody::Backpropagated { path, value } = &e.body {
                 for n in path {
                     *visits.entry(*n).or_default() += 1;
@@ -86,16 +86,37 @@ fn snapshots_make_long_jumps_exact() {
 fn metrics_at_cursor_match_the_streaming_accumulator() {
     use mcp_cosmos::metrics::run::{RunAccumulator, RunFacts};
     let run = run_of(Spec {
-        nodes: 300,
+        nodes: 1200,
         branching: 3,
         padding: 0,
         seed: 3,
     });
     let facts = RunFacts::of(&run);
-    for k in [0, run.len() / 3, run.len()] {
+    // The explorer sums LLM usage from checkpoints every 1024 calls: cursors just before, at
+    // and just after the 1024th and 2048th calls, and the end just after a checkpoint.
+    let llm_calls: Vec<usize> = (0..run.len())
+        .filter(|&i| run.brief(i).kind() == "llm_call")
+        .collect();
+    assert!(llm_calls.len() > 2048, "{} calls", llm_calls.len());
+    let mut cursors = vec![0, run.len() / 3, run.len()];
+    for n in [1024, 2048] {
+        let e = llm_calls[n];
+        cursors.extend([e, e + 1, e + 2]);
+    }
+    let events = run.all_events();
+    for k in cursors {
         let mut acc = RunAccumulator::new(&run.header);
-        run.events[..k].iter().for_each(|e| acc.push(e));
+        events[..k].iter().for_each(|e| acc.push(e));
         let state = TreeState::fold(&run, k);
         assert_eq!(facts.at(&run, k, &state), acc.metrics(), "at {k}");
     }
+    // A run whose calls are exactly 2048 has no checkpoint at its end.
+    let mut cut = Run::new("cut".into(), run.header.clone());
+    events[..llm_calls[2048]]
+        .iter()
+        .for_each(|e| cut.push(e.clone()));
+    let mut acc = RunAccumulator::new(&run.header);
+    events[..cut.len()].iter().for_each(|e| acc.push(e));
+    let end = TreeState::fold(&cut, cut.len());
+    assert_eq!(RunFacts::of(&cut).at(&cut, cut.len(), &end), acc.metrics());
 }

@@ -1,4 +1,4 @@
-//! The lean decoder (`trajectory::lean`, what `report` reads) never takes a line the full
+//! The lean decoder (`trajectory::lean`, what `report` and an opened run read) never takes a line the full
 //! decoder refuses, and what it takes it reads as the full decoder does; and the full
 //! decoder's one pass (`trajectory::mirror` for these kinds) agrees with its general path.
 //! Every line of the lean kinds from a generated run and the sample runs is mutated field by
@@ -9,8 +9,10 @@
 use std::path::Path;
 
 use mcp_cosmos::metrics::run::RunAccumulator;
-use mcp_cosmos::trajectory::event::{EventBody, VALIDATOR};
-use mcp_cosmos::trajectory::lean::{self, KINDS as LEAN_KINDS, LeanBody, LeanEvent};
+use mcp_cosmos::trajectory::event::{Event, EventBody, VALIDATOR};
+use mcp_cosmos::trajectory::lean::{
+    self, Brief, KINDS as LEAN_KINDS, LeanBody, LeanEvent, RawObservation,
+};
 use mcp_cosmos::trajectory::reader::{parse_event_general, parse_event_str};
 use mcp_cosmos::trajectory::synthetic::{self, Spec};
 use serde_json::{Map, Value};
@@ -96,47 +98,18 @@ fn mutations(object: &Map<String, Value>) -> Vec<String> {
     out
 }
 
-/// What the full decoder's event says, as a lean event (the accumulator's view).
-fn lean_view_of_full(line: &str) -> Option<LeanEvent> {
-    parse_event_str(line).ok().map(LeanEvent::of)
+/// The lean readings of a line: for `report` (the observation kept raw) and for an opened
+/// run (no observation); `None` when the lean decoder steps aside. Both take the same lines.
+fn lean_of(line: &str) -> Option<(LeanEvent, Brief)> {
+    let (report, brief) = (lean::parse::<RawObservation>(line), lean::parse::<()>(line));
+    assert_eq!(report.is_some(), brief.is_some(), "{line}");
+    report.zip(brief)
 }
 
-/// The lean event and the full one agree on everything a totals pass reads.
-fn agree(lean: &LeanEvent, full: &LeanEvent, line: &str) {
-    assert_eq!((lean.seq, lean.t_ms), (full.seq, full.t_ms), "{line}");
-    let LeanBody::Full(body) = &full.body else {
-        unreachable!()
-    };
-    match (&lean.body, body.as_ref()) {
-        (LeanBody::Phase(a), EventBody::Phase { phase }) => assert_eq!(a, phase, "{line}"),
-        (
-            LeanBody::LlmCall {
-                role,
-                prompt_tokens,
-                completion_tokens,
-                tokens_estimated,
-                failed,
-            },
-            EventBody::LlmCall {
-                role: r,
-                prompt_tokens: p,
-                completion_tokens: c,
-                tokens_estimated: e,
-                error,
-                ..
-            },
-        ) => assert_eq!(
-            (
-                role,
-                prompt_tokens,
-                completion_tokens,
-                tokens_estimated,
-                *failed
-            ),
-            (r, p, c, e, error.is_some()),
-            "{line}"
-        ),
-        (LeanBody::NodeAdded, EventBody::NodeAdded { .. }) => {}
+/// The lean readings and the full event agree on everything they keep.
+fn agree((lean, brief): &(LeanEvent, Brief), full: &Event, line: &str) {
+    assert_eq!(brief, &Brief::of(full.clone()), "{line}");
+    match (&lean.body, &full.body) {
         (
             LeanBody::NodeSimulated {
                 node,
@@ -151,14 +124,13 @@ fn agree(lean: &LeanEvent, full: &LeanEvent, line: &str) {
             },
         ) => {
             assert_eq!(
-                (node, *by_validator),
-                (n, world_model == VALIDATOR),
+                (lean.seq, lean.t_ms, node, *by_validator),
+                (full.seq, full.t_ms, n, world_model == VALIDATOR),
                 "{line}"
             );
             assert_eq!(&observation.decode().unwrap(), o, "{line}");
         }
-        (LeanBody::Search, EventBody::NodeEvaluated { .. } | EventBody::Backpropagated { .. }) => {}
-        (lean, full) => panic!("{line}: lean {lean:?}, full {full:?}"),
+        _ => assert_eq!(lean, &LeanEvent::of(full.clone()), "{line}"),
     }
 }
 
@@ -196,7 +168,7 @@ fn the_lean_decoder_takes_only_what_the_full_decoder_takes_and_reads_it_the_same
         let object: Map<String, Value> = serde_json::from_str(&line).unwrap();
         let kind = object["kind"].as_str().unwrap().to_string();
         if !LEAN_KINDS.contains(&kind.as_str()) {
-            assert!(lean::parse(&line).is_none(), "not a lean kind: {line}");
+            assert!(lean_of(&line).is_none(), "not a lean kind: {line}");
             continue;
         }
         // Only a few lines per kind: the mutations multiply.
@@ -205,9 +177,8 @@ fn the_lean_decoder_takes_only_what_the_full_decoder_takes_and_reads_it_the_same
         if *count > 6 {
             continue;
         }
-        let written =
-            lean::parse(&line).unwrap_or_else(|| panic!("our own line goes lean: {line}"));
-        agree(&written, &lean_view_of_full(&line).unwrap(), &line);
+        let written = lean_of(&line).unwrap_or_else(|| panic!("our own line goes lean: {line}"));
+        agree(&written, &parse_event_str(&line).unwrap(), &line);
         for mutated in mutations(&object) {
             // The reader's one-pass decoding (mirrors for these kinds) and its general path
             // give the same event or the same problem.
@@ -216,7 +187,7 @@ fn the_lean_decoder_takes_only_what_the_full_decoder_takes_and_reads_it_the_same
                 parse_event_general(&mutated),
                 "{mutated}"
             );
-            match (lean::parse(&mutated), lean_view_of_full(&mutated)) {
+            match (lean_of(&mutated), parse_event_str(&mutated).ok()) {
                 (Some(lean), Some(full)) => {
                     agree(&lean, &full, &mutated);
                     taken += 1;

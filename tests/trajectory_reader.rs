@@ -121,8 +121,8 @@ fn unknown_event_kind_is_kept() {
     fs::write(&path, l.join("\n") + "\n").unwrap();
     let run = Run::open(&path).unwrap();
     let unknown = run
-        .events
-        .iter()
+        .all_events()
+        .into_iter()
         .find(|e| e.body.kind() == "hologram")
         .expect("kept");
     match &unknown.body {
@@ -171,7 +171,7 @@ fn a_ten_megabyte_observation_loads() {
     fs::write(&path, l.join("\n") + "\n").unwrap();
     let run = Run::open(&path).unwrap();
     assert!(
-        run.events
+        run.all_events()
             .iter()
             .any(|e| matches!(&e.body, EventBody::Answer { text } if text.len() == 10 << 20))
     );
@@ -195,7 +195,7 @@ fn invalid_utf8_is_replaced_and_reported() {
     fs::write(&path, bytes).unwrap();
     let run = Run::open(&path).unwrap();
     assert!(
-        run.events
+        run.all_events()
             .iter()
             .any(|e| matches!(&e.body, EventBody::Answer { text } if text == "caf\u{fffd}"))
     );
@@ -446,7 +446,12 @@ fn opening_in_parallel_gives_what_reading_line_by_line_gives() {
     while let Some(event) = stream.next_event().unwrap() {
         events.push(event);
     }
-    assert_eq!(run.events, events);
+    // Read back in order (lines in blocks) and one at a time (each line alone), the events
+    // are the ones a line-by-line read gives.
+    assert_eq!(run.all_events(), events);
+    for i in (0..events.len()).step_by(97).chain([events.len() - 1]) {
+        assert_eq!(*run.event(i), events[i], "event {i}");
+    }
     assert_eq!(run.problems, stream.take_problems());
     assert!(run.problems.len() >= 6, "{:?}", run.problems);
     assert!(
@@ -454,6 +459,58 @@ fn opening_in_parallel_gives_what_reading_line_by_line_gives() {
             .iter()
             .any(|p| p.reason.starts_with("torn last line"))
     );
+}
+
+/// An opened run reads its events back from the file it opened: a file renamed or deleted
+/// meanwhile still reads (the handle is kept), and one rewritten in place gives an error
+/// event that says so, never another event taken for the one asked for.
+#[test]
+fn events_are_read_back_from_the_opened_file_and_a_rewritten_file_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.jsonl");
+    let spec = Spec {
+        nodes: 40,
+        seed: 9,
+        ..Spec::default()
+    };
+    let write = |path: &Path| {
+        synthetic::write(path, &spec, mcp_cosmos::metrics::run::RunAccumulator::tally).unwrap()
+    };
+    write(&path);
+    let run = Run::open(&path).unwrap();
+    let events = run.all_events();
+    let simulated = (0..run.len())
+        .find(|&i| run.brief(i).kind() == "node_simulated")
+        .unwrap();
+    assert!(
+        run.brief(simulated).whole().is_none(),
+        "a simulation is not kept whole in memory"
+    );
+
+    let moved = dir.path().join("moved.jsonl");
+    fs::rename(&path, &moved).unwrap();
+    assert_eq!(*run.event(simulated), events[simulated]);
+    fs::remove_file(&moved).unwrap();
+    assert_eq!(run.all_events(), events);
+
+    let path = dir.path().join("rewritten.jsonl");
+    write(&path);
+    let run = Run::open(&path).unwrap();
+    let text = fs::read_to_string(&path).unwrap();
+    // The same length, other content: every line shifted by one byte.
+    fs::write(&path, format!(" {}", &text[..text.len() - 1])).unwrap();
+    match &run.event(simulated).body {
+        EventBody::Error {
+            source, message, ..
+        } => {
+            assert_eq!(source, "trajectory");
+            assert!(message.contains("could not be read back"), "{message}");
+            assert!(message.contains("rewritten"), "{message}");
+        }
+        other => panic!("a rewritten line was taken for the event: {other:?}"),
+    }
+    // What the run keeps in memory is untouched.
+    assert_eq!(run.brief(simulated).kind(), "node_simulated");
 }
 
 /// A read that fails halfway is an error from every way of reading, never a short run taken
@@ -494,7 +551,9 @@ fn a_read_error_midway_is_an_error_from_every_reader() {
         .unwrap()
     };
     let mut taken = 0;
-    let err = stream().read_all(|_| taken += 1).unwrap_err();
+    let err = stream()
+        .read_all(|_: mcp_cosmos::trajectory::lean::Brief, _| taken += 1)
+        .unwrap_err();
     assert!(format!("{err:#}").contains("the disk went away"), "{err:#}");
     let mut s = stream();
     let err = loop {

@@ -60,11 +60,12 @@ fn judge_file(
     force: bool,
 ) -> Result<String> {
     let run = Run::open(file)?;
-    if run
-        .events
-        .iter()
-        .any(|e| matches!(e.body, EventBody::JudgeScored { .. }))
-        && !force
+    if run.briefs().iter().any(|e| {
+        matches!(
+            e.whole().map(|e| &e.body),
+            Some(EventBody::JudgeScored { .. })
+        )
+    }) && !force
     {
         return Ok(format!(
             "{}: already judged (--force to judge again)",
@@ -77,7 +78,7 @@ fn judge_file(
     let (completion, scores) = runtime.block_on(judge::judge(client, &run));
     let mut writer =
         Writer::append(file, &run, redactor.clone()).context("appending the judgement")?;
-    let t = run.events.last().map_or(0, |e| e.t_ms);
+    let t = run.briefs().last().map_or(0, |e| e.t_ms);
     let model = client.endpoint().model.clone();
     writer.write(
         t,

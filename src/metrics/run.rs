@@ -14,7 +14,8 @@ use crate::trajectory::event::{
     RunStatus, Totals, VALIDATOR,
 };
 use crate::trajectory::fold::TreeState;
-use crate::trajectory::lean::{LeanBody, LeanEvent, RawObservation};
+use crate::trajectory::lean::{Brief, LeanBody};
+use crate::trajectory::lean::{LeanEvent, RawObservation};
 use crate::trajectory::run::Run;
 use crate::trajectory::writer::Tally;
 
@@ -61,20 +62,7 @@ impl StepFacts {
     }
 }
 
-/// What one LLM call contributes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LlmFacts {
-    /// The role.
-    pub role: Role,
-    /// Prompt tokens.
-    pub prompt_tokens: u64,
-    /// Completion tokens.
-    pub completion_tokens: u64,
-    /// Counts were estimated.
-    pub estimated: bool,
-    /// The call failed.
-    pub failed: bool,
-}
+pub use crate::trajectory::lean::LlmFacts;
 
 /// LLM usage of one role.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -231,8 +219,8 @@ impl RunMetrics {
 pub struct MetricsInput<'a> {
     /// Real calls so far.
     pub steps: &'a [StepFacts],
-    /// LLM calls so far.
-    pub llm: &'a [LlmFacts],
+    /// LLM usage by role so far (calls summed by [`add_usage`]).
+    pub llm: [RoleUsage; 5],
     /// Phase changes so far with their times.
     pub phases: &'a [(Phase, u64)],
     /// Time of the last event so far.
@@ -247,6 +235,19 @@ pub struct MetricsInput<'a> {
     pub answered: bool,
     /// Rejected planner replies so far.
     pub rejected: &'a [DecisionProblem],
+}
+
+/// How many LLM calls apart [`RunFacts`] keeps a sum of the usage so far.
+const USAGE_EVERY: usize = 1024;
+
+/// Adds one LLM call to usage by role.
+pub fn add_usage(usage: &mut [RoleUsage; 5], call: &LlmFacts) {
+    let u = &mut usage[call.role.index()];
+    u.calls += 1;
+    u.prompt_tokens += call.prompt_tokens;
+    u.completion_tokens += call.completion_tokens;
+    u.estimated_calls += u64::from(call.estimated);
+    u.failed_calls += u64::from(call.failed);
 }
 
 /// Computes the metrics of a run prefix.
@@ -269,16 +270,6 @@ pub fn compute(input: &MetricsInput<'_>) -> RunMetrics {
         phase_ms[*phase as usize] += end.saturating_sub(*start);
     }
 
-    let mut llm = [RoleUsage::default(); 5];
-    for call in input.llm {
-        let u = &mut llm[call.role.index()];
-        u.calls += 1;
-        u.prompt_tokens += call.prompt_tokens;
-        u.completion_tokens += call.completion_tokens;
-        u.estimated_calls += u64::from(call.estimated);
-        u.failed_calls += u64::from(call.failed);
-    }
-
     RunMetrics {
         tool_calls: calls,
         tool_call_success_rate: rate(ok, steps.len()),
@@ -286,7 +277,7 @@ pub fn compute(input: &MetricsInput<'_>) -> RunMetrics {
         input_schema_compliance: rate(compliant, valid),
         phase_ms,
         wall_ms: input.end_ms,
-        llm,
+        llm: input.llm,
         nodes: input.nodes,
         fidelity: summarize_fidelity(steps.iter().filter_map(|s| s.fidelity.as_ref())),
         judge: input.judge.map(JudgeSummary::from_scores),
@@ -317,12 +308,16 @@ fn summarize_fidelity<'a>(items: impl Iterator<Item = &'a Fidelity>) -> Option<F
 }
 
 /// The metric facts of a loaded [`Run`], grown beside it: one [`StepFacts`] per real call
-/// (aligned with [`Run::steps`]) and one [`LlmFacts`] per LLM call. Like the run's own
-/// indices it only appends, so a live run costs one fact per new event.
+/// (aligned with [`Run::steps`]), where each LLM call is (its [`LlmFacts`] are in the run's
+/// briefs) and the usage before every [`USAGE_EVERY`]-th call. Like the run's own indices it
+/// only appends, so a live run costs one fact per new event.
 #[derive(Debug, Default)]
 pub struct RunFacts {
     steps: Vec<StepFacts>,
-    llm: Vec<(u32, LlmFacts)>,
+    llm: Vec<u32>,
+    /// Usage by role before LLM call `USAGE_EVERY · i`, at `i`.
+    usage_before: Vec<[RoleUsage; 5]>,
+    usage: [RoleUsage; 5],
     rejected: Vec<(u32, DecisionProblem)>,
     synced: usize,
 }
@@ -337,8 +332,20 @@ impl RunFacts {
 
     /// Takes in the events appended to `run` since the last call.
     pub fn sync(&mut self, run: &Run) {
-        for (idx, event) in run.events.iter().enumerate().skip(self.synced) {
-            match &event.body {
+        for (idx, brief) in run.briefs().iter().enumerate().skip(self.synced) {
+            let body = match &brief.body {
+                LeanBody::LlmCall(call) => {
+                    if self.llm.len().is_multiple_of(USAGE_EVERY) {
+                        self.usage_before.push(self.usage);
+                    }
+                    self.llm.push(idx as u32);
+                    add_usage(&mut self.usage, call);
+                    continue;
+                }
+                LeanBody::Full(event) => &event.body,
+                _ => continue,
+            };
+            match body {
                 EventBody::ToolCalled {
                     tool,
                     arguments,
@@ -349,7 +356,15 @@ impl RunFacts {
                     let step = run.steps()[self.steps.len()];
                     let simulated = step
                         .simulated
-                        .filter(|&e| !is_validator(&run.events[e as usize].body))
+                        .filter(|&e| {
+                            !matches!(
+                                run.brief(e as usize).body,
+                                LeanBody::NodeSimulated {
+                                    by_validator: true,
+                                    ..
+                                }
+                            )
+                        })
                         .and_then(|e| run.simulated_observation(e));
                     self.steps.push(StepFacts::new(
                         run.catalog(),
@@ -357,13 +372,8 @@ impl RunFacts {
                         arguments,
                         result,
                         error.as_deref(),
-                        simulated,
+                        simulated.as_ref(),
                     ));
-                }
-                EventBody::LlmCall { .. } => {
-                    if let Some(f) = LlmFacts::of(&event.body) {
-                        self.llm.push((idx as u32, f));
-                    }
                 }
                 EventBody::DecisionRejected { problem, .. } => {
                     self.rejected.push((idx as u32, *problem));
@@ -371,7 +381,7 @@ impl RunFacts {
                 _ => {}
             }
         }
-        self.synced = run.events.len();
+        self.synced = run.len();
     }
 
     /// The facts of real call `i` (in [`Run::steps`] order).
@@ -383,8 +393,20 @@ impl RunFacts {
     pub fn at(&self, run: &Run, k: usize, tree: &TreeState) -> RunMetrics {
         let k = k.min(run.len());
         let steps = &self.steps[..run.steps_at(k).len().min(self.steps.len())];
-        let llm_end = self.llm.partition_point(|(e, _)| (*e as usize) < k);
-        let llm: Vec<LlmFacts> = self.llm[..llm_end].iter().map(|(_, f)| *f).collect();
+        // The usage before the nearest checkpoint, plus the few calls after it.
+        let llm_end = self.llm.partition_point(|&e| (e as usize) < k);
+        // (A prefix of exactly a multiple of calls has no checkpoint yet past its end.)
+        let checkpoint = (llm_end / USAGE_EVERY).min(self.usage_before.len().saturating_sub(1));
+        let mut llm = self
+            .usage_before
+            .get(checkpoint)
+            .copied()
+            .unwrap_or_default();
+        for &e in &self.llm[checkpoint * USAGE_EVERY..llm_end] {
+            if let LeanBody::LlmCall(call) = &run.brief(e as usize).body {
+                add_usage(&mut llm, call);
+            }
+        }
         let phases: Vec<(Phase, u64)> = run.phases_at(k).collect();
         let rejected_end = self.rejected.partition_point(|(e, _)| (*e as usize) < k);
         let rejected: Vec<DecisionProblem> = self.rejected[..rejected_end]
@@ -393,9 +415,9 @@ impl RunFacts {
             .collect();
         compute(&MetricsInput {
             steps,
-            llm: &llm,
+            llm,
             phases: &phases,
-            end_ms: k.checked_sub(1).map_or(0, |i| run.events[i].t_ms),
+            end_ms: k.checked_sub(1).map_or(0, |i| run.brief(i).t_ms),
             nodes: tree.visible_nodes() as u64,
             judge: run.judge_at(k),
             status: run.status_at(k),
@@ -414,29 +436,6 @@ pub fn of_run(run: &Run) -> RunMetrics {
 /// it never counts in fidelity.
 fn is_validator(body: &EventBody) -> bool {
     matches!(body, EventBody::NodeSimulated { world_model, .. } if world_model == VALIDATOR)
-}
-
-impl LlmFacts {
-    /// The facts of an `llm_call` event.
-    pub fn of(body: &EventBody) -> Option<Self> {
-        match body {
-            EventBody::LlmCall {
-                role,
-                prompt_tokens,
-                completion_tokens,
-                tokens_estimated,
-                error,
-                ..
-            } => Some(Self {
-                role: *role,
-                prompt_tokens: *prompt_tokens,
-                completion_tokens: *completion_tokens,
-                estimated: *tokens_estimated,
-                failed: error.is_some(),
-            }),
-            _ => None,
-        }
-    }
 }
 
 /// A node's simulation as an accumulator keeps it.
@@ -471,7 +470,7 @@ pub struct RunAccumulator {
     catalog: ToolCatalog,
     simulated: HashMap<NodeId, Simulation>,
     steps: Vec<StepFacts>,
-    llm: Vec<LlmFacts>,
+    llm: [RoleUsage; 5],
     phases: Vec<(Phase, u64)>,
     end_ms: u64,
     nodes: u64,
@@ -488,7 +487,7 @@ impl RunAccumulator {
             catalog: ToolCatalog::new(&header.tools),
             simulated: HashMap::new(),
             steps: Vec::new(),
-            llm: Vec::new(),
+            llm: [RoleUsage::default(); 5],
             phases: Vec::new(),
             end_ms: 0,
             nodes: 0,
@@ -506,20 +505,8 @@ impl RunAccumulator {
         self.end_ms = self.end_ms.max(event.t_ms);
         match event.body {
             LeanBody::Phase(phase) => self.phases.push((phase, event.t_ms)),
-            LeanBody::LlmCall {
-                role,
-                prompt_tokens,
-                completion_tokens,
-                tokens_estimated,
-                failed,
-            } => self.llm.push(LlmFacts {
-                role,
-                prompt_tokens,
-                completion_tokens,
-                estimated: tokens_estimated,
-                failed,
-            }),
-            LeanBody::NodeAdded => self.nodes += 1,
+            LeanBody::LlmCall(call) => add_usage(&mut self.llm, &call),
+            LeanBody::NodeAdded { .. } => self.nodes += 1,
             LeanBody::NodeSimulated {
                 node,
                 by_validator,
@@ -528,23 +515,23 @@ impl RunAccumulator {
                 node,
                 (!by_validator).then_some(Simulation::Raw(observation)),
             ),
-            LeanBody::Search => {}
-            LeanBody::Full(body) => match *body {
-                EventBody::NodeSimulated {
+            LeanBody::NodeEvaluated { .. } | LeanBody::Backpropagated { .. } => {}
+            LeanBody::Full(event) => {
+                if let EventBody::NodeSimulated {
                     node,
                     observation,
                     world_model,
                     ..
-                } => self.simulated(
-                    node,
-                    (world_model != VALIDATOR).then_some(Simulation::Decoded(observation)),
-                ),
-                body => self.push(&Event {
-                    seq: event.seq,
-                    t_ms: event.t_ms,
-                    body,
-                }),
-            },
+                } = event.body
+                {
+                    self.simulated(
+                        node,
+                        (world_model != VALIDATOR).then_some(Simulation::Decoded(observation)),
+                    );
+                } else {
+                    self.push(&event);
+                }
+            }
         }
     }
 
@@ -562,7 +549,11 @@ impl RunAccumulator {
         self.end_ms = self.end_ms.max(event.t_ms);
         match &event.body {
             EventBody::Phase { phase } => self.phases.push((*phase, event.t_ms)),
-            EventBody::LlmCall { .. } => self.llm.extend(LlmFacts::of(&event.body)),
+            EventBody::LlmCall { .. } => {
+                if let LeanBody::LlmCall(call) = Brief::copied(event).body {
+                    add_usage(&mut self.llm, &call);
+                }
+            }
             EventBody::NodeAdded { .. } => self.nodes += 1,
             EventBody::NodeSimulated {
                 node, observation, ..
@@ -607,7 +598,7 @@ impl RunAccumulator {
     pub fn metrics(&self) -> RunMetrics {
         compute(&MetricsInput {
             steps: &self.steps,
-            llm: &self.llm,
+            llm: self.llm,
             phases: &self.phases,
             end_ms: self.end_ms,
             nodes: self.nodes,
@@ -677,9 +668,13 @@ mod tests {
         llm: &'a [LlmFacts],
         phases: &'a [(Phase, u64)],
     ) -> MetricsInput<'a> {
+        let mut usage = [RoleUsage::default(); 5];
+        for call in llm {
+            add_usage(&mut usage, call);
+        }
         MetricsInput {
             steps,
-            llm,
+            llm: usage,
             phases,
             end_ms: 1000,
             nodes: 0,

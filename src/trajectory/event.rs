@@ -751,7 +751,24 @@ impl EventBody {
     }
 }
 
+/// Which [`Action`] a node's is, without its contents.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ActionKind {
+    /// A tool call.
+    ToolCall,
+    /// Finish.
+    Finish,
+}
+
 impl Action {
+    /// Which action this is.
+    pub fn kind(&self) -> ActionKind {
+        match self {
+            Action::ToolCall { .. } => ActionKind::ToolCall,
+            Action::Finish { .. } => ActionKind::Finish,
+        }
+    }
+
     /// The tool name for a call, `None` for finish.
     pub fn tool(&self) -> Option<&str> {
         match self {

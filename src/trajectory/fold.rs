@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use super::event::EventBody;
+use super::lean::LeanBody;
 use super::run::{NONE, Run};
 
 /// Fixed-point scale of value sums.
@@ -99,15 +99,15 @@ impl TreeState {
     pub fn apply(&mut self, run: &Run) {
         let i = self.applied;
         let slot = run.event_slot(i);
-        match &run.events[i].body {
-            EventBody::NodeAdded { .. } if slot != NONE => self.nodes.push(NodeDyn::default()),
-            EventBody::NodeSimulated { .. } if (slot as usize) < self.nodes.len() => {
+        match &run.brief(i).body {
+            LeanBody::NodeAdded { .. } if slot != NONE => self.nodes.push(NodeDyn::default()),
+            LeanBody::NodeSimulated { .. } if (slot as usize) < self.nodes.len() => {
                 self.nodes[slot as usize].simulated = i as u32;
             }
-            EventBody::NodeEvaluated { .. } if (slot as usize) < self.nodes.len() => {
+            LeanBody::NodeEvaluated { .. } if (slot as usize) < self.nodes.len() => {
                 self.nodes[slot as usize].evaluated = i as u32;
             }
-            EventBody::Backpropagated { path, value } => {
+            LeanBody::Backpropagated { path, value } => {
                 self.add_along(run, path, to_nano(*value), 1)
             }
             _ => {}
@@ -119,17 +119,17 @@ impl TreeState {
     pub fn unapply(&mut self, run: &Run) {
         let i = self.applied - 1;
         let slot = run.event_slot(i);
-        match &run.events[i].body {
-            EventBody::NodeAdded { .. } if slot != NONE => {
+        match &run.brief(i).body {
+            LeanBody::NodeAdded { .. } if slot != NONE => {
                 self.nodes.pop();
             }
-            EventBody::NodeSimulated { .. } if (slot as usize) < self.nodes.len() => {
+            LeanBody::NodeSimulated { .. } if (slot as usize) < self.nodes.len() => {
                 self.nodes[slot as usize].simulated = run.prev_same(i);
             }
-            EventBody::NodeEvaluated { .. } if (slot as usize) < self.nodes.len() => {
+            LeanBody::NodeEvaluated { .. } if (slot as usize) < self.nodes.len() => {
                 self.nodes[slot as usize].evaluated = run.prev_same(i);
             }
-            EventBody::Backpropagated { path, value } => {
+            LeanBody::Backpropagated { path, value } => {
                 self.add_along(run, path, -to_nano(*value), -1)
             }
             _ => {}
@@ -154,8 +154,8 @@ impl TreeState {
     /// The reward of the node's latest evaluation.
     pub fn last_reward(&self, run: &Run, slot: u32) -> Option<f64> {
         let e = self.node(slot)?.evaluated;
-        match &run.events.get(e as usize)?.body {
-            EventBody::NodeEvaluated { reward, .. } => Some(*reward),
+        match &run.briefs().get(e as usize)?.body {
+            LeanBody::NodeEvaluated { reward, .. } => Some(*reward),
             _ => None,
         }
     }
@@ -163,15 +163,18 @@ impl TreeState {
     /// The verdict of the node's latest `node_evaluated`, if it has been evaluated.
     pub fn verdict(&self, run: &Run, slot: u32) -> Option<super::event::Verdict> {
         let e = self.node(slot)?.evaluated;
-        match &run.events.get(e as usize)?.body {
-            EventBody::NodeEvaluated { verdict, .. } => Some(*verdict),
+        match &run.briefs().get(e as usize)?.body {
+            LeanBody::NodeEvaluated { verdict, .. } => Some(*verdict),
             _ => None,
         }
     }
 }
 
-/// How many snapshots a cursor keeps at most (memory bound: this × one tree state).
+/// How many snapshots a cursor keeps at most.
 const MAX_SNAPSHOTS: usize = 16;
+/// About how much memory a cursor's snapshots may hold together; a big tree gets fewer of
+/// them (but never under 4), spaced further apart.
+const SNAPSHOT_BYTES: usize = 16 << 20;
 /// Fewest events between snapshots.
 const MIN_INTERVAL: usize = 16_384;
 
@@ -184,9 +187,13 @@ pub struct Cursor {
 }
 
 impl Cursor {
-    /// A cursor at 0, spacing snapshots for a run of `run.len()` events.
+    /// A cursor at 0, spacing snapshots for a run of `run.len()` events and
+    /// `run.nodes().len()` nodes.
     pub fn new(run: &Run) -> Self {
-        let interval = (run.len() / MAX_SNAPSHOTS).max(MIN_INTERVAL);
+        // A snapshot holds the tree as it was: on average half the final tree.
+        let per_snapshot = (run.nodes().len() / 2).max(1) * std::mem::size_of::<NodeDyn>();
+        let count = (SNAPSHOT_BYTES / per_snapshot).clamp(4, MAX_SNAPSHOTS);
+        let interval = (run.len() / count).max(MIN_INTERVAL);
         Self {
             state: TreeState::default(),
             snapshots: BTreeMap::new(),

@@ -1,13 +1,17 @@
-//! What a pass over a run's totals needs of each event, decoded without its large texts.
+//! What a pass over a run's totals, and an opened run, need of each event: decoded without
+//! its large texts.
 //!
 //! `report` reads every line of every run but aggregates only counts, times, token usage and
-//! the few simulations a real call executes. The search kinds (`node_added`,
+//! the few simulations a real call executes; an opened run (`super::run::Run`) keeps in
+//! memory only what its indices, the fold, the jumps and the metrics read, and reads an event
+//! back from the file when a view shows it. The search kinds (`node_added`,
 //! `node_simulated`, `node_evaluated`, `backpropagated`) with `llm_call` and `phase` are
 //! nearly every line of a SPIRAL run, and a simulation's observation is most of its bytes. So
 //! those kinds are decoded here through their mirrors (`mirror.rs`: straight from the rest of
 //! the line's map, no buffering) with strings held as `JsonString`s: every field checked by
-//! its real type, but strings only checked, not copied; a simulation's observation is kept as
-//! raw JSON and decoded when a real call pairs with it.
+//! its real type, but strings only checked, not copied. A simulation's observation is kept
+//! as raw JSON for `report` (decoded when a real call pairs with it) and not at all in a
+//! [`Brief`].
 //!
 //! The rule that keeps this honest: a line is taken here only when the full decoder
 //! ([`super::reader::parse_event_str`]) would take it too. Anything this module is unsure of
@@ -22,67 +26,215 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::envelope::{self, KindBody};
-use super::event::{Event, EventBody, NodeId, Observation, Phase, Role, VALIDATOR};
+use super::event::{
+    Action, ActionKind, Event, EventBody, NodeId, Observation, Phase, Role, VALIDATOR, Verdict,
+};
 use super::mirror::{
-    BackpropagatedLine, LlmCallLine, NodeAddedLine, NodeEvaluatedLine, NodeSimulatedLine, PhaseLine,
+    ActionLine, BackpropagatedLine, LlmCallLine, NodeAddedLine, NodeEvaluatedLine,
+    NodeSimulatedLine, PhaseLine,
 };
 
 /// The kinds read lean; every other kind is read in full.
 pub use super::mirror::KINDS;
 
-/// One event as a totals pass needs it.
+/// What one LLM call contributes to a run's usage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LlmFacts {
+    /// The role.
+    pub role: Role,
+    /// Prompt tokens.
+    pub prompt_tokens: u64,
+    /// Completion tokens.
+    pub completion_tokens: u64,
+    /// Counts were estimated.
+    pub estimated: bool,
+    /// The call failed.
+    pub failed: bool,
+}
+
+/// One event as a pass over totals or an opened run needs it. `O` is what is kept of a
+/// simulation's observation: [`RawObservation`] for `report`, nothing for a [`Brief`].
 #[derive(Debug, Clone, PartialEq)]
-pub struct LeanEvent {
+pub struct LeanEvent<O = RawObservation> {
     /// Sequence number.
     pub seq: u64,
     /// Milliseconds since the run started.
     pub t_ms: u64,
-    /// What the event says, as far as totals go.
-    pub body: LeanBody,
+    /// What the event says, as far as totals, indices and the fold go.
+    pub body: LeanBody<O>,
 }
 
-/// The parts of an event a totals pass reads.
+/// What an opened run keeps of each event in memory (`super::run::Run`): a lean event
+/// without its observation. The texts stay in the file and are read back when shown.
+pub type Brief = LeanEvent<()>;
+
+/// The parts of an event a lean read keeps.
 #[derive(Debug, Clone, PartialEq)]
-pub enum LeanBody {
+pub enum LeanBody<O = RawObservation> {
     /// `phase`.
     Phase(Phase),
     /// `llm_call`: its role and usage.
-    LlmCall {
-        /// Which role made it.
-        role: Role,
-        /// Prompt tokens.
-        prompt_tokens: u64,
-        /// Completion tokens.
-        completion_tokens: u64,
-        /// The counts were estimated.
-        tokens_estimated: bool,
-        /// The call failed.
-        failed: bool,
-    },
+    LlmCall(LlmFacts),
     /// `node_added`.
-    NodeAdded,
-    /// `node_simulated`, its observation still raw.
+    NodeAdded {
+        /// The new node.
+        node: NodeId,
+        /// Its parent.
+        parent: Option<NodeId>,
+        /// Its depth.
+        depth: u32,
+        /// Which action leads into it; `None` for a search's root.
+        action: Option<ActionKind>,
+    },
+    /// `node_simulated`.
     NodeSimulated {
         /// The node.
         node: NodeId,
         /// The simulation is a validator's rejection, not a prediction.
         by_validator: bool,
-        /// The prediction, undecoded.
-        observation: RawObservation,
+        /// What is kept of the prediction.
+        observation: O,
     },
-    /// `node_evaluated` or `backpropagated`: nothing but its time counts.
-    Search,
-    /// Any other event, decoded whole (boxed: rare, and large beside the others).
-    Full(Box<EventBody>),
+    /// `node_evaluated`.
+    NodeEvaluated {
+        /// The node.
+        node: NodeId,
+        /// Why the base reward is what it is.
+        verdict: Verdict,
+        /// The reward.
+        reward: f64,
+    },
+    /// `backpropagated`.
+    Backpropagated {
+        /// Node ids from the root down.
+        path: Box<[NodeId]>,
+        /// The value added along it.
+        value: f64,
+    },
+    /// Any other event, whole (boxed: rare, and large beside the others).
+    Full(Box<Event>),
 }
 
-impl LeanEvent {
-    /// The lean view of a whole event.
+/// What a lean read keeps of a simulation's observation.
+pub trait KeptObservation: Sized {
+    /// Kept from the line as written: the text as a checked JSON string literal.
+    fn from_line(
+        text: Option<&RawValue>,
+        structured: Option<Value>,
+        is_error: bool,
+        truncated_bytes: u64,
+    ) -> Self;
+    /// Kept from a decoded observation; `None` when this keeping needs the line (the event
+    /// is then kept whole).
+    fn from_decoded(observation: &Observation) -> Option<Self>;
+}
+
+/// Nothing is kept: an opened run reads the observation back from the file.
+impl KeptObservation for () {
+    fn from_line(_: Option<&RawValue>, _: Option<Value>, _: bool, _: u64) {}
+    fn from_decoded(_: &Observation) -> Option<()> {
+        Some(())
+    }
+}
+
+impl KeptObservation for RawObservation {
+    fn from_line(
+        text: Option<&RawValue>,
+        structured: Option<Value>,
+        is_error: bool,
+        truncated_bytes: u64,
+    ) -> Self {
+        RawObservation {
+            text: text.map(|t| t.get().into()),
+            structured,
+            is_error,
+            truncated_bytes,
+        }
+    }
+    fn from_decoded(_: &Observation) -> Option<Self> {
+        None
+    }
+}
+
+impl<O: KeptObservation> LeanEvent<O> {
+    /// The lean view of a whole event (a kind not read lean is kept whole).
     pub fn of(event: Event) -> Self {
+        match LeanBody::lean(&event.body) {
+            Some(body) => Self {
+                seq: event.seq,
+                t_ms: event.t_ms,
+                body,
+            },
+            None => Self {
+                seq: event.seq,
+                t_ms: event.t_ms,
+                body: LeanBody::Full(Box::new(event)),
+            },
+        }
+    }
+
+    /// The lean view of an event that stays with its owner (a kind not read lean is copied).
+    pub fn copied(event: &Event) -> Self {
         Self {
             seq: event.seq,
             t_ms: event.t_ms,
-            body: LeanBody::Full(Box::new(event.body)),
+            body: LeanBody::lean(&event.body)
+                .unwrap_or_else(|| LeanBody::Full(Box::new(event.clone()))),
+        }
+    }
+
+    /// The event, when it is kept whole.
+    pub fn whole(&self) -> Option<&Event> {
+        match &self.body {
+            LeanBody::Full(event) => Some(event),
+            _ => None,
+        }
+    }
+
+    /// The `kind` name.
+    pub fn kind(&self) -> &str {
+        match &self.body {
+            LeanBody::Phase(_) => "phase",
+            LeanBody::LlmCall(_) => "llm_call",
+            LeanBody::NodeAdded { .. } => "node_added",
+            LeanBody::NodeSimulated { .. } => "node_simulated",
+            LeanBody::NodeEvaluated { .. } => "node_evaluated",
+            LeanBody::Backpropagated { .. } => "backpropagated",
+            LeanBody::Full(event) => event.body.kind(),
+        }
+    }
+
+    /// The tree node this event is about, as [`EventBody::node`] says.
+    pub fn node(&self) -> Option<NodeId> {
+        match &self.body {
+            LeanBody::NodeAdded { node, .. }
+            | LeanBody::NodeSimulated { node, .. }
+            | LeanBody::NodeEvaluated { node, .. } => Some(*node),
+            LeanBody::Backpropagated { path, .. } => path.last().copied(),
+            LeanBody::Full(event) => event.body.node(),
+            LeanBody::Phase(_) | LeanBody::LlmCall(_) => None,
+        }
+    }
+
+    /// True when the event concerns node `id`: it is about it, passes through it
+    /// (`backpropagated`) or plans it (`plan_selected`).
+    pub fn touches(&self, id: NodeId) -> bool {
+        match &self.body {
+            LeanBody::Backpropagated { path, .. } => path.contains(&id),
+            LeanBody::Full(event) => match &event.body {
+                EventBody::PlanSelected { nodes, .. } => nodes.contains(&id),
+                body => body.node() == Some(id),
+            },
+            _ => self.node() == Some(id),
+        }
+    }
+
+    /// True for events that mark a failure, as [`EventBody::is_failure`] says.
+    pub fn is_failure(&self) -> bool {
+        match &self.body {
+            LeanBody::LlmCall(call) => call.failed,
+            LeanBody::Full(event) => event.body.is_failure(),
+            _ => false,
         }
     }
 
@@ -90,10 +242,73 @@ impl LeanEvent {
     pub fn is_judgement(&self) -> bool {
         match &self.body {
             LeanBody::Phase(phase) => *phase == Phase::Judge,
-            LeanBody::LlmCall { role, .. } => *role == Role::Judge,
-            LeanBody::Full(body) => super::reader::is_judgement(body),
+            LeanBody::LlmCall(call) => call.role == Role::Judge,
+            LeanBody::Full(event) => super::reader::is_judgement(&event.body),
             _ => false,
         }
+    }
+}
+
+impl<O: KeptObservation> LeanBody<O> {
+    /// The lean body of a kind read lean, or `None` for one kept whole.
+    fn lean(body: &EventBody) -> Option<Self> {
+        Some(match body {
+            EventBody::Phase { phase } => LeanBody::Phase(*phase),
+            EventBody::LlmCall {
+                role,
+                prompt_tokens,
+                completion_tokens,
+                tokens_estimated,
+                error,
+                ..
+            } => LeanBody::LlmCall(LlmFacts {
+                role: *role,
+                prompt_tokens: *prompt_tokens,
+                completion_tokens: *completion_tokens,
+                estimated: *tokens_estimated,
+                failed: error.is_some(),
+            }),
+            EventBody::NodeAdded {
+                node,
+                parent,
+                depth,
+                action,
+                ..
+            } => LeanBody::NodeAdded {
+                node: *node,
+                parent: *parent,
+                depth: *depth,
+                action: action.as_ref().map(Action::kind),
+            },
+            EventBody::NodeSimulated {
+                node,
+                world_model,
+                observation,
+                ..
+            } => match O::from_decoded(observation) {
+                Some(observation) => LeanBody::NodeSimulated {
+                    node: *node,
+                    by_validator: world_model == VALIDATOR,
+                    observation,
+                },
+                None => return None,
+            },
+            EventBody::NodeEvaluated {
+                node,
+                verdict,
+                reward,
+                ..
+            } => LeanBody::NodeEvaluated {
+                node: *node,
+                verdict: *verdict,
+                reward: *reward,
+            },
+            EventBody::Backpropagated { path, value } => LeanBody::Backpropagated {
+                path: path.as_slice().into(),
+                value: *value,
+            },
+            _ => return None,
+        })
     }
 }
 
@@ -127,12 +342,12 @@ impl RawObservation {
 }
 
 /// The lean event of `text`, or `None` when the full decoder must read it.
-pub fn parse(text: &str) -> Option<LeanEvent> {
-    let (seq, t_ms, body) = envelope::parse_with::<LeanBody>(text)?;
+pub fn parse<O: KeptObservation>(text: &str) -> Option<LeanEvent<O>> {
+    let (seq, t_ms, body) = envelope::parse_with::<LeanBody<O>>(text)?;
     Some(LeanEvent { seq, t_ms, body })
 }
 
-impl<'de> KindBody<'de> for LeanBody {
+impl<'de, O: KeptObservation> KindBody<'de> for LeanBody<O> {
     fn body<A: MapAccess<'de>>(kind: &'de str, rest: A) -> Result<Self, A::Error> {
         fn read<'de, T: Deserialize<'de>, A: MapAccess<'de>>(rest: A) -> Result<T, A::Error> {
             T::deserialize(MapAccessDeserializer::new(rest))
@@ -141,61 +356,56 @@ impl<'de> KindBody<'de> for LeanBody {
             "phase" => LeanBody::Phase(read::<PhaseLine, _>(rest)?.phase),
             "llm_call" => {
                 let e = read::<LlmCallLine<JsonString<'de>>, _>(rest)?;
-                LeanBody::LlmCall {
+                LeanBody::LlmCall(LlmFacts {
                     role: e.role,
                     prompt_tokens: e.prompt_tokens,
                     completion_tokens: e.completion_tokens,
-                    tokens_estimated: e.tokens_estimated,
+                    estimated: e.tokens_estimated,
                     failed: e.error.is_some(),
-                }
+                })
             }
             "node_added" => {
-                read::<NodeAddedLine<JsonString<'de>>, _>(rest)?;
-                LeanBody::NodeAdded
+                let e = read::<NodeAddedLine<JsonString<'de>>, _>(rest)?;
+                LeanBody::NodeAdded {
+                    node: e.node,
+                    parent: e.parent,
+                    depth: e.depth,
+                    action: e.action.map(|a| match a {
+                        ActionLine::ToolCall { .. } => ActionKind::ToolCall,
+                        ActionLine::Finish { .. } => ActionKind::Finish,
+                    }),
+                }
             }
             "node_simulated" => {
                 let e = read::<NodeSimulatedLine<JsonString<'de>>, _>(rest)?;
                 LeanBody::NodeSimulated {
                     node: e.node,
                     by_validator: e.world_model.is_validator(),
-                    observation: RawObservation {
-                        text: e.observation.text.map(|t| t.0.get().into()),
-                        structured: e.observation.structured,
-                        is_error: e.observation.is_error,
-                        truncated_bytes: e.observation.truncated_bytes,
-                    },
+                    observation: O::from_line(
+                        e.observation.text.map(|t| t.0),
+                        e.observation.structured,
+                        e.observation.is_error,
+                        e.observation.truncated_bytes,
+                    ),
                 }
             }
             "node_evaluated" => {
-                read::<NodeEvaluatedLine<JsonString<'de>>, _>(rest)?;
-                LeanBody::Search
+                let e = read::<NodeEvaluatedLine<JsonString<'de>>, _>(rest)?;
+                LeanBody::NodeEvaluated {
+                    node: e.node,
+                    verdict: e.verdict,
+                    reward: e.reward,
+                }
             }
             "backpropagated" => {
-                read::<BackpropagatedLine<NodeIds>, _>(rest)?;
-                LeanBody::Search
+                let e = read::<BackpropagatedLine<Vec<NodeId>>, _>(rest)?;
+                LeanBody::Backpropagated {
+                    path: e.path.into_boxed_slice(),
+                    value: e.value,
+                }
             }
             _ => return Err(de::Error::custom("not a lean kind")),
         })
-    }
-}
-
-/// A list of node ids, checked and not kept.
-struct NodeIds;
-
-impl<'de> Deserialize<'de> for NodeIds {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct Ids;
-        impl<'de> de::Visitor<'de> for Ids {
-            type Value = NodeIds;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a list of node ids")
-            }
-            fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<NodeIds, A::Error> {
-                while seq.next_element::<NodeId>()?.is_some() {}
-                Ok(NodeIds)
-            }
-        }
-        d.deserialize_seq(Ids)
     }
 }
 

@@ -13,7 +13,7 @@ use anyhow::{Context, Result};
 use serde_json::Value;
 
 use super::event::{Event, EventBody, FORMAT_NAME, FORMAT_VERSION, Header, KNOWN_KINDS};
-use super::lean::LeanEvent;
+use super::lean::{KeptObservation, LeanEvent, RawObservation};
 
 /// Longest line read whole; a longer one is skipped and reported (it would not be a
 /// trajectory line a writer of ours made: results are cut long before this).
@@ -70,6 +70,10 @@ pub struct LineReader<R> {
     scanned: usize,
     eof: bool,
     line_no: u64,
+    /// Byte offset in the input of `buf[start]`.
+    offset: u64,
+    /// Byte offset of the line last returned.
+    line_start: u64,
     /// Longer lines are skipped ([`MAX_LINE_BYTES`] but in tests).
     max_line: usize,
 }
@@ -98,6 +102,8 @@ impl<R: Read> LineReader<R> {
             scanned: 0,
             eof: false,
             line_no: 0,
+            offset: 0,
+            line_start: 0,
             max_line: MAX_LINE_BYTES,
         }
     }
@@ -107,6 +113,11 @@ impl<R: Read> LineReader<R> {
         self.line_no
     }
 
+    /// The byte offset in the input where the line last returned begins.
+    pub fn line_start(&self) -> u64 {
+        self.line_start
+    }
+
     /// The next line, or `None` at the end.
     pub fn next_line(&mut self) -> std::io::Result<Option<RawLine<'_>>> {
         let mut skipped: u64 = 0;
@@ -114,6 +125,8 @@ impl<R: Read> LineReader<R> {
             if let Some(i) = memchr::memchr(b'\n', &self.buf[self.scanned..self.end]) {
                 let newline = self.scanned + i;
                 let line = self.start..newline;
+                self.line_start = self.offset - skipped;
+                self.offset += (newline + 1 - self.start) as u64;
                 self.start = newline + 1;
                 self.scanned = self.start;
                 self.line_no += 1;
@@ -133,6 +146,8 @@ impl<R: Read> LineReader<R> {
                 }
                 self.line_no += 1;
                 let line = self.start..self.end;
+                self.line_start = self.offset - skipped;
+                self.offset += line.len() as u64;
                 self.start = self.end;
                 return Ok(Some(if skipped > 0 {
                     RawLine::TooLong(skipped + line.len() as u64)
@@ -146,6 +161,7 @@ impl<R: Read> LineReader<R> {
             if skipped > 0 || self.end - self.start > self.max_line {
                 // Too long to keep: count it and read on to its end.
                 skipped += (self.end - self.start) as u64;
+                self.offset += (self.end - self.start) as u64;
                 self.start = self.end;
             }
             self.make_room();
@@ -324,6 +340,24 @@ impl ParsedLine {
     }
 }
 
+/// One line decoded apart, lean when the lean decoder takes it (see [`super::lean`]).
+pub enum LeanLine<O> {
+    /// Read lean.
+    Lean(LeanEvent<O>),
+    /// Read in full, or why it is bad.
+    Other(ParsedLine),
+}
+
+impl<O: KeptObservation> LeanLine<O> {
+    /// Decodes one line; depends on nothing else, so lines can be decoded on any thread.
+    pub fn of(bytes: &[u8]) -> Self {
+        match std::str::from_utf8(bytes).ok().and_then(super::lean::parse) {
+            Some(event) => LeanLine::Lean(event),
+            None => LeanLine::Other(ParsedLine::of(bytes)),
+        }
+    }
+}
+
 /// What every reader checks of an event line, and the problems it found: one set of rules
 /// for a whole file ([`EventStream`]) and a growing one (`super::tail::Tail`).
 #[derive(Debug, Default)]
@@ -399,15 +433,31 @@ impl LineChecks {
 
     /// The lean event on line `line_no` (see [`super::lean`]), or `None` (with a problem
     /// recorded) when it is bad. A line the lean decoder is unsure of is read in full.
-    pub fn lean(&mut self, line_no: u64, bytes: &[u8], terminated: bool) -> Option<LeanEvent> {
-        if let Ok(text) = std::str::from_utf8(bytes)
-            && let Some(event) = super::lean::parse(text)
-        {
-            // The lean kinds are known and none is `run_finished`.
-            self.in_sequence(line_no, event.seq, event.is_judgement());
-            return Some(event);
+    pub fn lean<O: KeptObservation>(
+        &mut self,
+        line_no: u64,
+        bytes: &[u8],
+        terminated: bool,
+    ) -> Option<LeanEvent<O>> {
+        self.check_lean(line_no, LeanLine::of(bytes), terminated)
+    }
+
+    /// The lean event of a line decoded apart (perhaps on another thread), with the checks
+    /// that need the lines before it; lines must come in order.
+    pub fn check_lean<O: KeptObservation>(
+        &mut self,
+        line_no: u64,
+        line: LeanLine<O>,
+        terminated: bool,
+    ) -> Option<LeanEvent<O>> {
+        match line {
+            LeanLine::Lean(event) => {
+                // The lean kinds are known and none is `run_finished`.
+                self.in_sequence(line_no, event.seq, event.is_judgement());
+                Some(event)
+            }
+            LeanLine::Other(line) => self.check(line_no, line, terminated).map(LeanEvent::of),
         }
-        self.event(line_no, bytes, terminated).map(LeanEvent::of)
     }
 
     /// The order rules: `seq` increases, and only judgement follows `run_finished`.
@@ -518,7 +568,7 @@ impl EventStream {
     /// The next good event as a totals pass needs it (see [`super::lean`]); otherwise as
     /// [`Self::next_event`].
     pub fn next_lean(&mut self) -> Result<Option<LeanEvent>> {
-        self.next_with(LineChecks::lean)
+        self.next_with(LineChecks::lean::<RawObservation>)
     }
 
     fn next_with<T>(
@@ -564,11 +614,14 @@ impl EventStream {
         }
     }
 
-    /// Every remaining event, in order, handed to `take`: the same events and problems as
-    /// [`Self::next_event`] until the end, but lines are parsed in batches on every core while
-    /// this thread checks them in order (for opening a whole big file). Memory in flight is a
-    /// few batches.
-    pub fn read_all(&mut self, mut take: impl FnMut(Event)) -> Result<()> {
+    /// Every remaining event, lean, in order, handed to `take` with where its line lies in
+    /// the file: the same events and problems as [`Self::next_lean`] until the end, but lines
+    /// are decoded in batches on every core while this thread checks them in order (for
+    /// opening a whole big file). Memory in flight is a few batches.
+    pub fn read_all<O: KeptObservation + Send>(
+        &mut self,
+        mut take: impl FnMut(LeanEvent<O>, LineSpan),
+    ) -> Result<()> {
         if self.done {
             return Ok(());
         }
@@ -578,7 +631,7 @@ impl EventStream {
         let (lines, checks) = (&mut self.lines, &mut self.checks);
         let (work_tx, work_rx) = mpsc::sync_channel::<(usize, Batch)>(workers * 2);
         let work_rx = Mutex::new(work_rx);
-        let (done_tx, done_rx) = mpsc::sync_channel::<(usize, Vec<Parsed>)>(workers * 2);
+        let (done_tx, done_rx) = mpsc::sync_channel::<(usize, Vec<Parsed<O>>)>(workers * 2);
         let last_line = std::thread::scope(|scope| {
             for _ in 0..workers {
                 let (done_tx, work_rx) = (done_tx.clone(), &work_rx);
@@ -603,9 +656,9 @@ impl EventStream {
                     next += 1;
                     for line in parsed {
                         match line {
-                            Parsed::Line(line_no, line, terminated) => {
-                                if let Some(event) = checks.check(line_no, line, terminated) {
-                                    take(event);
+                            Parsed::Line(line_no, span, line, terminated) => {
+                                if let Some(event) = checks.check_lean(line_no, line, terminated) {
+                                    take(event, span);
                                 }
                             }
                             Parsed::TooLong(line_no, n) => checks.too_long(line_no, n),
@@ -621,6 +674,16 @@ impl EventStream {
     }
 }
 
+/// Where a line lies in its file: its first byte and its length without the line end (a
+/// line is shorter than [`MAX_LINE_BYTES`], so its length fits in 32 bits).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LineSpan {
+    /// Byte offset of the line's first byte.
+    pub start: u64,
+    /// Its length in bytes, without `\n` or `\r\n`.
+    pub len: u32,
+}
+
 /// Lines read for a parsing thread: their bytes end to end, and where each one is.
 #[derive(Default)]
 struct Batch {
@@ -629,14 +692,14 @@ struct Batch {
 }
 
 enum BatchLine {
-    Line(u64, std::ops::Range<usize>, bool),
+    Line(u64, LineSpan, std::ops::Range<usize>, bool),
     TooLong(u64, u64),
 }
 
-/// A batch's lines parsed, in order.
+/// A batch's lines decoded, in order.
 #[allow(clippy::large_enum_variant)] // as `ParsedLine`
-enum Parsed {
-    Line(u64, ParsedLine, bool),
+enum Parsed<O> {
+    Line(u64, LineSpan, LeanLine<O>, bool),
     TooLong(u64, u64),
 }
 
@@ -660,9 +723,13 @@ impl Batch {
                     let start = batch.text.len();
                     batch.text.extend_from_slice(bytes);
                     let range = start..batch.text.len();
+                    let span = LineSpan {
+                        start: lines.line_start(),
+                        len: range.len() as u32,
+                    };
                     batch
                         .lines
-                        .push(BatchLine::Line(line_no, range, terminated));
+                        .push(BatchLine::Line(line_no, span, range, terminated));
                 }
             }
             if batch.text.len() >= BATCH_BYTES {
@@ -678,12 +745,12 @@ impl Batch {
         Ok(lines.line_no())
     }
 
-    fn parse(self) -> Vec<Parsed> {
+    fn parse<O: KeptObservation>(self) -> Vec<Parsed<O>> {
         self.lines
             .into_iter()
             .map(|line| match line {
-                BatchLine::Line(no, range, terminated) => {
-                    Parsed::Line(no, ParsedLine::of(&self.text[range]), terminated)
+                BatchLine::Line(no, span, range, terminated) => {
+                    Parsed::Line(no, span, LeanLine::of(&self.text[range]), terminated)
                 }
                 BatchLine::TooLong(no, n) => Parsed::TooLong(no, n),
             })
@@ -800,14 +867,26 @@ mod tests {
             let Some(line) = reader.next_line().unwrap() else {
                 break;
             };
-            out.push(match line {
+            let line = match line {
                 RawLine::Line { bytes, terminated } => format!(
                     "{no}:{}{}",
                     String::from_utf8_lossy(bytes),
                     if terminated { "" } else { " (torn)" }
                 ),
                 RawLine::TooLong(n) => format!("{no}:too long {n}"),
-            });
+            };
+            // Where the reader says a line starts must be where it starts in the input.
+            let start = reader.line_start() as usize;
+            assert!(
+                start == 0 || input[start - 1] == b'\n',
+                "line {no} starts at {start}, not after a newline"
+            );
+            assert_eq!(
+                input[..start].iter().filter(|&&b| b == b'\n').count() as u64,
+                no - 1,
+                "line {no} starts at {start}"
+            );
+            out.push(line);
         }
         out
     }

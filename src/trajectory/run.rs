@@ -1,17 +1,28 @@
-//! A whole run in memory, with the indices the explorer needs: the node arena, the
-//! executed steps paired with their simulations, and per-kind event lists for jumps.
+//! An opened run, with the indices the explorer needs: the node arena, the executed steps
+//! paired with their simulations, and per-kind event lists for jumps.
+//!
+//! A run opened from a file keeps each event's [`Brief`] (what the indices, fold, jumps and
+//! metrics read) and where its line lies; the texts stay in the file and [`Run::event`] reads
+//! an event back whole when a view shows it. So memory stays under the file's size.
+//! Events pushed after opening (all of a live run's) are kept whole.
 //!
 //! Invariant: every index here is append-only, so a live run grows by [`Run::push`]
 //! without rebuilding anything, and the state at any cursor is a function of a prefix.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
+use std::fs::File;
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 
 use super::catalog::ToolCatalog;
-use super::event::{Event, EventBody, Header, JudgeScores, NodeId, Observation, Phase, RunStatus};
-use super::reader::{EventStream, Problem};
+use super::event::{
+    ActionKind, Event, EventBody, Header, JudgeScores, NodeId, Observation, Phase, RunStatus,
+};
+use super::lean::{Brief, LeanBody};
+use super::reader::{EventStream, LineSpan, Problem, parse_event};
 
 /// Marks "no event" / "no node" in the `u32` indices.
 pub const NONE: u32 = u32::MAX;
@@ -28,6 +39,8 @@ pub struct NodeInfo {
     pub depth: u32,
     /// Index of its `node_added` event.
     pub added_at: u32,
+    /// Which action leads into it; `None` for a search's root.
+    pub action: Option<ActionKind>,
     /// Arena slots of its children, in the order they were added.
     pub children: Vec<u32>,
 }
@@ -53,10 +66,11 @@ pub struct Run {
     pub path: PathBuf,
     /// Its header.
     pub header: Header,
-    /// Every good event, in file order.
-    pub events: Vec<Event>,
     /// Problems met while reading.
     pub problems: Vec<Problem>,
+    /// Every good event, in file order, as far as the indices go.
+    briefs: Vec<Brief>,
+    texts: Texts,
     catalog: ToolCatalog,
     nodes: Vec<NodeInfo>,
     node_slot: HashMap<NodeId, u32>,
@@ -75,6 +89,26 @@ pub struct Run {
     failures: Vec<u32>,
 }
 
+/// Where the whole events are.
+#[derive(Debug, Default)]
+struct Texts {
+    /// The file the run was opened from (a handle of its own, read at offsets), and where
+    /// each of the events read from it lies.
+    file: Option<(File, Vec<LineSpan>)>,
+    /// Events pushed after opening, whole: they follow the file's.
+    pushed: Vec<Event>,
+}
+
+impl Texts {
+    /// How many events came from the file (the ones after them were pushed).
+    fn read_from_file(&self) -> usize {
+        self.file.as_ref().map_or(0, |(_, spans)| spans.len())
+    }
+}
+
+/// The most bytes of nearby lines read back at once when several events are read.
+const READ_BACK_BYTES: u64 = 1 << 20;
+
 impl Run {
     /// An empty run (for a live view; events arrive by [`Run::push`]).
     pub fn new(path: PathBuf, header: Header) -> Self {
@@ -82,8 +116,9 @@ impl Run {
         Self {
             path,
             header,
-            events: Vec::new(),
             problems: Vec::new(),
+            briefs: Vec::new(),
+            texts: Texts::default(),
             catalog,
             nodes: Vec::new(),
             node_slot: HashMap::new(),
@@ -101,23 +136,163 @@ impl Run {
         }
     }
 
-    /// Reads a whole file, skipping and recording bad lines.
+    /// Reads a whole file, skipping and recording bad lines. Events are read back from the
+    /// same file when shown, through a handle kept open (so a file renamed or deleted meanwhile
+    /// still reads; one rewritten in place reads as an error event that says so).
     pub fn open(path: &Path) -> Result<Self> {
-        let mut stream = EventStream::open(path)?;
+        let file = File::open(path).with_context(|| format!("opening {}", path.display()))?;
+        let reader = file
+            .try_clone()
+            .with_context(|| format!("opening {}", path.display()))?;
+        let mut stream = EventStream::from_reader(path, Box::new(reader))?;
         let mut run = Self::new(path.to_path_buf(), stream.header().clone());
-        stream.read_all(|event| run.push(event))?;
+        let mut spans = Vec::new();
+        stream.read_all(|brief, span| {
+            run.add(brief);
+            spans.push(span);
+        })?;
+        run.texts.file = Some((file, spans));
         run.problems = stream.take_problems();
         Ok(run)
     }
 
     /// Number of events (the cursor runs from 0 to this).
     pub fn len(&self) -> usize {
-        self.events.len()
+        self.briefs.len()
     }
 
     /// True when no event has arrived.
     pub fn is_empty(&self) -> bool {
-        self.events.is_empty()
+        self.briefs.is_empty()
+    }
+
+    /// What the run keeps of event `i` in memory. Panics past the end.
+    pub fn brief(&self, i: usize) -> &Brief {
+        &self.briefs[i]
+    }
+
+    /// What the run keeps of every event, in order.
+    pub fn briefs(&self) -> &[Brief] {
+        &self.briefs
+    }
+
+    /// Event `i`, whole: from memory when kept whole, else read back from the file. Panics
+    /// past the end.
+    pub fn event(&self, i: usize) -> Cow<'_, Event> {
+        if let Some(event) = self.briefs[i].whole() {
+            return Cow::Borrowed(event);
+        }
+        let from_file = self.texts.read_from_file();
+        match &self.texts.file {
+            Some((file, spans)) if i < from_file => {
+                let span = spans[i];
+                let mut bytes = vec![0; span.len as usize];
+                let read = file
+                    .read_exact_at(&mut bytes, span.start)
+                    .map_err(|e| e.to_string());
+                Cow::Owned(self.read_back(i, read.map(|()| bytes.as_slice())))
+            }
+            _ => Cow::Borrowed(&self.texts.pushed[i - from_file]),
+        }
+    }
+
+    /// Event `i` whole, or `None` past the end.
+    pub fn get(&self, i: usize) -> Option<Cow<'_, Event>> {
+        (i < self.len()).then(|| self.event(i))
+    }
+
+    /// The last event.
+    pub fn last(&self) -> Option<Cow<'_, Event>> {
+        self.len().checked_sub(1).map(|i| self.event(i))
+    }
+
+    /// Every event, whole, read back into one list: for tests and small runs (a view reads
+    /// what it shows with [`Self::event`] or [`Self::events_from`]).
+    pub fn all_events(&self) -> Vec<Event> {
+        self.events_from(0).map(Cow::into_owned).collect()
+    }
+
+    /// The events from `start` on, whole, in order; lines that follow each other in the file
+    /// are read back together.
+    pub fn events_from(&self, start: usize) -> impl Iterator<Item = Cow<'_, Event>> + '_ {
+        self.events_at(start..self.len())
+    }
+
+    /// The events at `indices` (in increasing order, for speed), whole; lines near each other
+    /// in the file are read back together. Panics on an index past the end.
+    pub fn events_at<'a>(
+        &'a self,
+        indices: impl IntoIterator<Item = usize> + 'a,
+    ) -> impl Iterator<Item = Cow<'a, Event>> + 'a {
+        let mut block: (u64, Vec<u8>) = (0, Vec::new());
+        indices.into_iter().map(move |i| {
+            let Some((file, spans)) = &self.texts.file else {
+                return self.event(i);
+            };
+            if self.briefs[i].whole().is_some() || i >= spans.len() {
+                return self.event(i);
+            }
+            let span = spans[i];
+            let inside = |(at, bytes): &(u64, Vec<u8>)| {
+                span.start >= *at && span.start + u64::from(span.len) <= at + bytes.len() as u64
+            };
+            let mut read = Ok(());
+            if !inside(&block) {
+                // This line and the ones after it, up to a block's worth.
+                let end = spans[i..]
+                    .iter()
+                    .map(|s| s.start + u64::from(s.len))
+                    .take_while(|&end| end <= span.start + READ_BACK_BYTES)
+                    .last()
+                    .unwrap_or(span.start + u64::from(span.len))
+                    .max(span.start + u64::from(span.len));
+                block.0 = span.start;
+                block.1.resize((end - span.start) as usize, 0);
+                read = file.read_exact_at(&mut block.1, span.start);
+                if read.is_err() {
+                    block.1.clear();
+                }
+            }
+            let at = (span.start - block.0) as usize;
+            let bytes = read
+                .map(|()| &block.1[at..at + span.len as usize])
+                .map_err(|e| e.to_string());
+            Cow::Owned(self.read_back(i, bytes))
+        })
+    }
+
+    /// The event of line bytes read back for event `i`, or an error event that says why
+    /// they are not it.
+    fn read_back(&self, i: usize, bytes: Result<&[u8], String>) -> Event {
+        let brief = &self.briefs[i];
+        let event = bytes.and_then(parse_event).and_then(|event| {
+            if event.seq == brief.seq && event.body.kind() == brief.kind() {
+                Ok(event)
+            } else {
+                Err(format!(
+                    "found seq {} {} where seq {} {} was",
+                    event.seq,
+                    event.body.kind(),
+                    brief.seq,
+                    brief.kind()
+                ))
+            }
+        });
+        event.unwrap_or_else(|reason| Event {
+            seq: brief.seq,
+            t_ms: brief.t_ms,
+            body: EventBody::Error {
+                source: "trajectory".into(),
+                name: None,
+                message: format!(
+                    "{}: event seq {} could not be read back (was the file rewritten since it \
+                     was opened?): {reason}",
+                    self.path.display(),
+                    brief.seq
+                ),
+                stderr_tail: None,
+            },
+        })
     }
 
     /// The compiled tool catalogue of the header.
@@ -127,16 +302,22 @@ impl Run {
 
     /// Appends one event and extends every index.
     pub fn push(&mut self, event: Event) {
-        let idx = u32::try_from(self.events.len()).expect("a run holds fewer than 2^32 events");
+        self.add(Brief::copied(&event));
+        self.texts.pushed.push(event);
+    }
+
+    /// Extends every index with one more event.
+    fn add(&mut self, brief: Brief) {
+        let idx = u32::try_from(self.briefs.len()).expect("a run holds fewer than 2^32 events");
         let mut slot = NONE;
         let mut prev = NONE;
-        match &event.body {
+        match &brief.body {
             // A duplicate id keeps its first node; `validate` reports it.
-            EventBody::NodeAdded {
+            LeanBody::NodeAdded {
                 node,
                 parent,
                 depth,
-                ..
+                action,
             } if !self.node_slot.contains_key(node) => {
                 slot = self.nodes.len() as u32;
                 let parent_slot = parent.and_then(|p| self.node_slot.get(&p).copied());
@@ -148,54 +329,58 @@ impl Run {
                     parent: parent_slot,
                     depth: *depth,
                     added_at: idx,
+                    action: *action,
                     children: Vec::new(),
                 });
                 self.node_slot.insert(*node, slot);
                 self.last_simulated.push(NONE);
                 self.last_evaluated.push(NONE);
             }
-            EventBody::NodeSimulated { node, .. } => {
+            LeanBody::NodeSimulated { node, .. } => {
                 if let Some(&s) = self.node_slot.get(node) {
                     slot = s;
                     prev = std::mem::replace(&mut self.last_simulated[s as usize], idx);
                 }
             }
-            EventBody::NodeEvaluated { node, .. } => {
+            LeanBody::NodeEvaluated { node, .. } => {
                 if let Some(&s) = self.node_slot.get(node) {
                     slot = s;
                     prev = std::mem::replace(&mut self.last_evaluated[s as usize], idx);
                 }
             }
-            EventBody::ToolCalled {
-                result,
-                node,
-                error,
-                ..
-            } => {
-                let node_slot = node.and_then(|n| self.node_slot.get(&n).copied());
-                let simulated = node_slot
-                    .map(|s| self.last_simulated[s as usize])
-                    .filter(|&e| e != NONE);
-                self.steps.push(StepRef {
-                    event: idx,
-                    node: node_slot,
-                    simulated,
-                    is_error: result.is_error || error.is_some(),
-                });
-            }
-            EventBody::Phase { phase } => self.phases.push((idx, *phase, event.t_ms)),
-            EventBody::PlanSelected { .. } => self.plans.push(idx),
-            EventBody::Answer { .. } => self.answers.push(idx),
-            EventBody::JudgeScored { .. } => self.judges.push(idx),
-            EventBody::RunFinished { .. } => self.finishes.push(idx),
+            LeanBody::Phase(phase) => self.phases.push((idx, *phase, brief.t_ms)),
+            LeanBody::Full(event) => match &event.body {
+                EventBody::ToolCalled {
+                    result,
+                    node,
+                    error,
+                    ..
+                } => {
+                    let node_slot = node.and_then(|n| self.node_slot.get(&n).copied());
+                    let simulated = node_slot
+                        .map(|s| self.last_simulated[s as usize])
+                        .filter(|&e| e != NONE);
+                    self.steps.push(StepRef {
+                        event: idx,
+                        node: node_slot,
+                        simulated,
+                        is_error: result.is_error || error.is_some(),
+                    });
+                }
+                EventBody::PlanSelected { .. } => self.plans.push(idx),
+                EventBody::Answer { .. } => self.answers.push(idx),
+                EventBody::JudgeScored { .. } => self.judges.push(idx),
+                EventBody::RunFinished { .. } => self.finishes.push(idx),
+                _ => {}
+            },
             _ => {}
         }
-        if event.body.is_failure() {
+        if brief.is_failure() {
             self.failures.push(idx);
         }
         self.event_slot.push(slot);
         self.prev_same.push(prev);
-        self.events.push(event);
+        self.briefs.push(brief);
     }
 
     /// The arena slot an event concerns ([`NONE`] if none).
@@ -224,11 +409,17 @@ impl Run {
     }
 
     /// The predicted observation of a `node_simulated` event.
-    pub fn simulated_observation(&self, event: u32) -> Option<&Observation> {
-        match &self.events.get(event as usize)?.body {
+    pub fn simulated_observation(&self, event: u32) -> Option<Observation> {
+        match self.get(event as usize)?.into_owned().body {
             EventBody::NodeSimulated { observation, .. } => Some(observation),
             _ => None,
         }
+    }
+
+    /// The body of event `i` when it is kept whole in memory (every kind but the six
+    /// [`Brief`] keeps as numbers).
+    fn whole_body(&self, i: u32) -> Option<&EventBody> {
+        self.briefs.get(i as usize)?.whole().map(|e| &e.body)
     }
 
     /// How many items of an index list lie before cursor `k`.
@@ -249,7 +440,7 @@ impl Run {
     /// The latest `plan_selected` before cursor `k`: its event index, rule and node ids.
     pub fn plan_event_at(&self, k: usize) -> Option<(u32, &str, &[NodeId])> {
         let e = Self::latest_before(&self.plans, k)?;
-        match &self.events[e as usize].body {
+        match self.whole_body(e)? {
             EventBody::PlanSelected { nodes, rule } => Some((e, rule.as_str(), nodes.as_slice())),
             _ => None,
         }
@@ -257,7 +448,7 @@ impl Run {
 
     /// The plan selected by cursor `k`, as arena slots.
     pub fn plan_at(&self, k: usize) -> Vec<u32> {
-        match Self::latest_before(&self.plans, k).map(|e| &self.events[e as usize].body) {
+        match Self::latest_before(&self.plans, k).and_then(|e| self.whole_body(e)) {
             Some(EventBody::PlanSelected { nodes, .. }) => {
                 nodes.iter().filter_map(|n| self.slot_of(*n)).collect()
             }
@@ -267,7 +458,7 @@ impl Run {
 
     /// The answer given by cursor `k`.
     pub fn answer_at(&self, k: usize) -> Option<&str> {
-        match &self.events[Self::latest_before(&self.answers, k)? as usize].body {
+        match self.whole_body(Self::latest_before(&self.answers, k)?)? {
             EventBody::Answer { text } => Some(text),
             _ => None,
         }
@@ -281,7 +472,7 @@ impl Run {
 
     /// The `run_finished` event by cursor `k`.
     pub fn finish_at(&self, k: usize) -> Option<&Event> {
-        Self::latest_before(&self.finishes, k).map(|e| &self.events[e as usize])
+        Self::latest_before(&self.finishes, k).and_then(|e| self.briefs[e as usize].whole())
     }
 
     /// The first event at or after `from` that is a real tool call.
@@ -318,27 +509,17 @@ impl Run {
 
     /// The first event at or after `from` that concerns node `id`.
     pub fn next_event_of_node(&self, from: usize, id: NodeId) -> Option<usize> {
-        self.events
+        self.briefs
             .get(from..)?
             .iter()
-            .position(|e| Self::touches(e, id))
+            .position(|e| e.touches(id))
             .map(|i| from + i)
     }
 
     /// The last event before `before` that concerns node `id`.
     pub fn prev_event_of_node(&self, before: usize, id: NodeId) -> Option<usize> {
-        let end = before.min(self.events.len());
-        self.events[..end]
-            .iter()
-            .rposition(|e| Self::touches(e, id))
-    }
-
-    fn touches(e: &Event, id: NodeId) -> bool {
-        match &e.body {
-            EventBody::Backpropagated { path, .. } => path.contains(&id),
-            EventBody::PlanSelected { nodes, .. } => nodes.contains(&id),
-            body => body.node() == Some(id),
-        }
+        let end = before.min(self.briefs.len());
+        self.briefs[..end].iter().rposition(|e| e.touches(id))
     }
 
     /// Phase changes before cursor `k`, with their times.
@@ -349,7 +530,7 @@ impl Run {
 
     /// The latest judge scores before cursor `k`.
     pub fn judge_at(&self, k: usize) -> Option<&JudgeScores> {
-        match &self.events[Self::latest_before(&self.judges, k)? as usize].body {
+        match self.whole_body(Self::latest_before(&self.judges, k)?)? {
             EventBody::JudgeScored { scores, .. } => Some(scores),
             _ => None,
         }

@@ -95,7 +95,7 @@ impl Writer {
             .append(true)
             .open(path)
             .with_context(|| format!("opening {} to append", path.display()))?;
-        let next_seq = run.events.last().map_or(1, |e| e.seq + 1);
+        let next_seq = run.briefs().last().map_or(1, |e| e.seq + 1);
         Ok(Self {
             file,
             path: path.to_path_buf(),

@@ -384,7 +384,7 @@ fn calls_of(run: &Run) -> Vec<Call> {
     run.steps()
         .iter()
         .enumerate()
-        .filter_map(|(i, s)| match &run.events[s.event as usize].body {
+        .filter_map(|(i, s)| match &run.event(s.event as usize).body {
             EventBody::ToolCalled {
                 tool,
                 arguments,
@@ -396,10 +396,7 @@ fn calls_of(run: &Run) -> Vec<Call> {
                 is_error: s.is_error,
                 fidelity: facts.step(i).and_then(|f| f.fidelity),
                 real: result.clone(),
-                simulated: s
-                    .simulated
-                    .and_then(|e| run.simulated_observation(e))
-                    .cloned(),
+                simulated: s.simulated.and_then(|e| run.simulated_observation(e)),
                 event: s.event as usize,
             }),
             _ => None,

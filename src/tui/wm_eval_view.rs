@@ -105,7 +105,8 @@ impl WmEvalView {
             .unwrap_or_default();
         let mut rows: Vec<CallRow> = Vec::new();
         let mut decided: std::collections::HashMap<(u64, &str), &str> = Default::default();
-        for event in &run.events {
+        // Every kind read here is kept whole by the run (none is one of the search kinds).
+        for event in run.briefs().iter().filter_map(|b| b.whole()) {
             match &event.body {
                 EventBody::PlannerDecided {
                     step,

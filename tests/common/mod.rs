@@ -438,7 +438,7 @@ pub fn write_run(run: &Run, path: &std::path::Path) {
         Some(mcp_cosmos::metrics::run::RunAccumulator::tally(&run.header)),
     )
     .unwrap();
-    for e in &run.events {
+    for e in &run.all_events() {
         w.write(e.t_ms, e.body.clone()).unwrap();
     }
 }

@@ -135,7 +135,7 @@ impl Inspector {
         let info = &run.nodes()[slot as usize];
         let id = info.id;
         let mut lines = Lines::default();
-        let added = &run.events[info.added_at as usize].body;
+        let added = &run.event(info.added_at as usize).body;
         let parent = info.parent.map_or("none (the root)".to_string(), |p| {
             format!("#{}", run.nodes()[p as usize].id)
         });
@@ -174,10 +174,19 @@ impl Inspector {
         }
 
         // Verdict, rewards, the critic's reason: the last evaluation of the node.
-        let evaluated = node_events
-            .iter()
-            .rev()
-            .find_map(|&e| match &run.events[e].body {
+        // The latest of a kind among the node's events, read whole.
+        let latest = |kind: &str| {
+            node_events
+                .iter()
+                .rev()
+                .find(|&&e| run.brief(e).kind() == kind)
+                .map(|&e| (e, run.event(e).into_owned()))
+        };
+        let evaluated_event = latest("node_evaluated");
+        let simulated_event = latest("node_simulated");
+        let evaluated = evaluated_event
+            .as_ref()
+            .and_then(|(e, event)| match &event.body {
                 EventBody::NodeEvaluated {
                     verdict,
                     base_reward,
@@ -187,7 +196,7 @@ impl Inspector {
                     terminal,
                     ..
                 } => Some((
-                    e,
+                    *e,
                     *verdict,
                     *base_reward,
                     *critic_reward,
@@ -197,10 +206,9 @@ impl Inspector {
                 )),
                 _ => None,
             });
-        let simulated = node_events
-            .iter()
-            .rev()
-            .find_map(|&e| match &run.events[e].body {
+        let simulated = simulated_event
+            .as_ref()
+            .and_then(|(_, event)| match &event.body {
                 EventBody::NodeSimulated {
                     world_model,
                     observation,
@@ -264,7 +272,7 @@ impl Inspector {
                 result,
                 error,
                 ..
-            } = &run.events[step.event as usize].body
+            } = &run.event(step.event as usize).body
             {
                 let mark = if step.is_error {
                     Mark::Failure
@@ -292,8 +300,9 @@ impl Inspector {
         }
 
         // Probes made after the run: simulations by a picked world model, and real calls.
-        for &e in &node_events {
-            match &run.events[e].body {
+        // (Probes are kept whole in memory: no need to read every event of the node back.)
+        for event in node_events.iter().filter_map(|&e| run.brief(e).whole()) {
+            match &event.body {
                 EventBody::NodeProbed {
                     world_model,
                     observation,
@@ -351,15 +360,17 @@ impl Inspector {
             "events of #{id} ({}) · Tab/n picks, Enter jumps there",
             node_events.len()
         ));
-        for &e in &node_events {
-            let event = &run.events[e];
+        for (&e, event) in node_events
+            .iter()
+            .zip(run.events_at(node_events.iter().copied()))
+        {
             lines.push(
                 Mark::Link(e as u32),
                 format!(
                     "  → {:>6}  {:<16} {}",
                     event.seq,
                     event.body.kind(),
-                    summary(event)
+                    summary(&event)
                 ),
             );
         }
@@ -535,11 +546,9 @@ fn verdict_words(
         ),
         Verdict::NotSimulated => {
             // The world model's error is the `error` event just before the evaluation.
-            let why = run.events[..evaluated_at]
-                .iter()
+            let why = (evaluated_at.saturating_sub(8)..evaluated_at)
                 .rev()
-                .take(8)
-                .find_map(|e| match &e.body {
+                .find_map(|e| match &run.event(e).body {
                     EventBody::Error {
                         source, message, ..
                     } if source == "world_model" => Some(message.clone()),

@@ -8,6 +8,7 @@ use ratatui::widgets::{Block, Paragraph, Sparkline};
 use crate::metrics::run::RunMetrics;
 use crate::trajectory::event::{EventBody, Phase, Role};
 use crate::trajectory::fold::TreeState;
+use crate::trajectory::lean::LeanBody;
 use crate::trajectory::run::Run;
 use crate::tui::theme::Theme;
 
@@ -70,16 +71,12 @@ impl SeriesBuilder {
     /// Takes in the event just applied to `state` (the `state.applied()`-th).
     pub fn observe(&mut self, run: &Run, state: &TreeState) {
         let n = state.applied();
-        let Some(event) = n.checked_sub(1).and_then(|i| run.events.get(i)) else {
+        let Some(event) = n.checked_sub(1).and_then(|i| run.briefs().get(i)) else {
             return;
         };
         match &event.body {
-            EventBody::LlmCall {
-                prompt_tokens,
-                completion_tokens,
-                ..
-            } => self.tokens += prompt_tokens + completion_tokens,
-            EventBody::ToolCalled { .. } => self.calls += 1,
+            LeanBody::LlmCall(call) => self.tokens += call.prompt_tokens + call.completion_tokens,
+            LeanBody::Full(e) if matches!(e.body, EventBody::ToolCalled { .. }) => self.calls += 1,
             _ => {}
         }
         if n.is_multiple_of(self.every) || n == self.len {

@@ -254,9 +254,9 @@ impl RunView {
             // touched, without moving the person's selection.
             if let Some(slot) = self
                 .run
-                .events
+                .briefs()
                 .last()
-                .and_then(|e| e.body.node())
+                .and_then(|e| e.node())
                 .and_then(|id| self.run.slot_of(id))
             {
                 self.tree.open_ancestors(&self.run, slot);
@@ -428,7 +428,7 @@ impl RunView {
             return;
         };
         let info = &self.run.nodes()[slot as usize];
-        match &self.run.events[info.added_at as usize].body {
+        match &self.run.event(info.added_at as usize).body {
             EventBody::NodeAdded {
                 action: Some(crate::trajectory::event::Action::ToolCall { tool, arguments }),
                 ..
@@ -459,11 +459,11 @@ impl RunView {
                 .run
                 .steps()
                 .get(i)
-                .map(|s| Inspector::event(&self.run.events[s.event as usize], size)),
+                .map(|s| Inspector::event(&self.run.event(s.event as usize), size)),
             _ => self
                 .position()
                 .checked_sub(1)
-                .map(|i| Inspector::event(&self.run.events[i], size)),
+                .map(|i| Inspector::event(&self.run.event(i), size)),
         };
         match inspector {
             Some(i) => out.push(Request::Push(Box::new(Layer::Inspector(i)))),
@@ -547,7 +547,7 @@ impl RunView {
         if self.focus != Pane::Tree
             && let Some(slot) = k
                 .checked_sub(1)
-                .and_then(|i| self.run.events[i].body.node())
+                .and_then(|i| self.run.brief(i).node())
                 .and_then(|id| self.run.slot_of(id))
         {
             self.tree.reveal(&self.run, self.cursor.state(), slot);
@@ -561,7 +561,7 @@ impl RunView {
         match target {
             Some(k) => {
                 self.step_to(k);
-                let event = k.checked_sub(1).and_then(|i| self.run.events.get(i));
+                let event = k.checked_sub(1).and_then(|i| self.run.get(i));
                 let slot = event.and_then(|e| match &e.body {
                     // A real call selects the plan node it executes.
                     EventBody::ToolCalled { .. } => self

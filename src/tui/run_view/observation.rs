@@ -16,8 +16,9 @@ use crate::metrics::fidelity::{self, Fidelity};
 use crate::metrics::run::RunFacts;
 use crate::sanitize;
 use crate::trajectory::describe::{call_label, node_label};
-use crate::trajectory::event::{Action, EventBody, Observation, VALIDATOR};
+use crate::trajectory::event::{Action, EventBody, Observation};
 use crate::trajectory::fold::TreeState;
+use crate::trajectory::lean::LeanBody;
 use crate::trajectory::run::Run;
 use crate::tui::scroll::Scroll;
 use crate::tui::theme::Theme;
@@ -63,7 +64,7 @@ impl ObservationView {
         let (action, sim_event, step) = match item {
             Item::Node(slot) => {
                 let info = &run.nodes()[slot as usize];
-                let action = node_label(&run.events[info.added_at as usize].body);
+                let action = node_label(&run.event(info.added_at as usize).body);
                 let sim = state.node(slot).map_or(u32::MAX, |n| n.simulated);
                 (
                     action,
@@ -78,7 +79,7 @@ impl ObservationView {
                     .filter(|&e| (e as usize) < k)
                     .unwrap_or(u32::MAX);
                 let action = s
-                    .and_then(|s| match &run.events[s.event as usize].body {
+                    .and_then(|s| match &run.event(s.event as usize).body {
                         EventBody::ToolCalled {
                             tool, arguments, ..
                         } => Some(call_label(tool, arguments)),
@@ -92,17 +93,16 @@ impl ObservationView {
         let step = step_index.and_then(|i| steps.get(i));
         // A `finish` node has no simulation or real call: its planned answer goes beside the
         // answer the run gave (once given).
-        let planned_answer = match item {
-            Item::Node(slot) => {
-                match &run.events[run.nodes()[slot as usize].added_at as usize].body {
-                    EventBody::NodeAdded {
-                        action: Some(Action::Finish { answer }),
-                        ..
-                    } => Some(answer.as_deref().unwrap_or("")),
-                    _ => None,
-                }
-            }
+        let added = match item {
+            Item::Node(slot) => Some(run.event(run.nodes()[slot as usize].added_at as usize)),
             Item::Step(_) => None,
+        };
+        let planned_answer = match added.as_deref().map(|e| &e.body) {
+            Some(EventBody::NodeAdded {
+                action: Some(Action::Finish { answer }),
+                ..
+            }) => Some(answer.as_deref().unwrap_or("")),
+            _ => None,
         };
         let given_answer = planned_answer.and(run.answer_at(k));
         let key = (
@@ -142,11 +142,12 @@ impl ObservationView {
             return;
         }
         let simulated = run.simulated_observation(sim_event);
-        let real = step.and_then(|s| match &run.events[s.event as usize].body {
-            EventBody::ToolCalled { result, error, .. } => Some((result, error.as_deref())),
+        let real_event = step.map(|s| run.event(s.event as usize));
+        let real = match real_event.as_deref().map(|e| &e.body) {
+            Some(EventBody::ToolCalled { result, error, .. }) => Some((result, error.as_deref())),
             _ => None,
-        });
-        let sim_text = simulated.map(render);
+        };
+        let sim_text = simulated.as_ref().map(render);
         let real_text = real.map(|(r, err)| {
             let mut t = render(r);
             if let Some(e) = err {
@@ -179,13 +180,16 @@ impl ObservationView {
             "(not simulated at this point)"
         };
         let by_validator = matches!(
-            run.events.get(sim_event as usize).map(|e| &e.body),
-            Some(EventBody::NodeSimulated { world_model, .. }) if world_model == VALIDATOR
+            run.briefs().get(sim_event as usize).map(|e| &e.body),
+            Some(LeanBody::NodeSimulated {
+                by_validator: true,
+                ..
+            })
         );
         let simulated_side = Side {
             title: match simulated {
                 Some(_) if by_validator => "rejected by the validator ⊘".into(),
-                Some(o) if o.is_error => "simulated: predicts an error ⚠".into(),
+                Some(ref o) if o.is_error => "simulated: predicts an error ⚠".into(),
                 _ => "simulated".into(),
             },
             lines: mark(&sim_text, &real_set, no_simulation),

@@ -6,6 +6,9 @@ use crate::trajectory::event::{Action as NodeAction, Event, EventBody};
 use crate::trajectory::run::Run;
 use crate::tui::prompt::{Prompt, matches_all, words};
 
+/// Fewest new events searched on more than one thread.
+const PARALLEL_FROM: usize = 20_000;
+
 /// State of find in a run.
 #[derive(Debug, Clone, Default)]
 pub struct Search {
@@ -47,12 +50,40 @@ impl Search {
             self.searched = run.len();
             return;
         }
-        for (i, event) in run.events.iter().enumerate().skip(self.searched) {
-            if matches_all(&haystack(event), &self.words) {
-                self.hits.push(i as u32);
-            }
-        }
-        self.searched = run.len();
+        // Events are read back from the file and parsed: a big run is searched in a few
+        // slices at once, one per core, and the hits joined in order.
+        let (from, to) = (self.searched, run.len());
+        let slices = if to - from < PARALLEL_FROM {
+            1
+        } else {
+            std::thread::available_parallelism().map_or(2, |n| n.get().min(8))
+        };
+        let words = &self.words;
+        let search = |range: std::ops::Range<usize>| {
+            range
+                .clone()
+                .zip(run.events_at(range))
+                .filter(|(_, event)| matches_all(&haystack(event), words))
+                .map(|(i, _)| i as u32)
+                .collect::<Vec<u32>>()
+        };
+        let hits = if slices == 1 {
+            search(from..to)
+        } else {
+            let size = (to - from).div_ceil(slices);
+            std::thread::scope(|scope| {
+                let searching: Vec<_> = (from..to)
+                    .step_by(size)
+                    .map(|start| scope.spawn(move || search(start..(start + size).min(to))))
+                    .collect();
+                searching
+                    .into_iter()
+                    .flat_map(|slice| slice.join().expect("searching does not panic"))
+                    .collect()
+            })
+        };
+        self.hits.extend(hits);
+        self.searched = to;
     }
 
     /// How many events match.
@@ -149,5 +180,46 @@ mod tests {
         assert_eq!(s.next(Some(3), false), Some((9, 3, true)));
         assert_eq!(s.next(Some(8), false), Some((7, 2, false)));
         assert_eq!(Search::default().next(Some(1), true), None);
+    }
+
+    /// A big run is searched in slices on several threads; the hits are the ones a plain
+    /// pass over every event finds, in order, and a live run's new events are searched on.
+    #[test]
+    fn a_big_run_searched_in_slices_gives_the_hits_of_one_pass() {
+        use crate::trajectory::synthetic::{self, Spec};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("big.jsonl");
+        let spec = Spec {
+            nodes: 8000,
+            seed: 11,
+            ..Spec::default()
+        };
+        synthetic::write(&path, &spec, crate::metrics::run::RunAccumulator::tally).unwrap();
+        let run = Run::open(&path).unwrap();
+        assert!(run.len() > 2 * PARALLEL_FROM, "{} events", run.len());
+        let events = run.all_events();
+        for query in ["tokyo", "new_york valid", "node_added"] {
+            let words = words(query);
+            let want: Vec<u32> = (0..events.len())
+                .filter(|&i| matches_all(&haystack(&events[i]), &words))
+                .map(|i| i as u32)
+                .collect();
+            assert!(!want.is_empty(), "{query} finds something");
+            let mut search = Search::default();
+            search.set(query, &run);
+            assert_eq!(search.hits, want, "{query}");
+        }
+
+        // Events pushed after opening are searched when they arrive.
+        let mut run = run;
+        let mut search = Search::default();
+        search.set("tokyo", &run);
+        let before = search.hits();
+        let last = events.iter().rev().find(|e| haystack(e).contains("tokyo"));
+        let mut again = last.unwrap().clone();
+        again.seq = events.last().unwrap().seq + 1;
+        run.push(again);
+        search.catch_up(&run);
+        assert_eq!(search.hits(), before + 1);
     }
 }

@@ -40,13 +40,8 @@ pub fn draw(frame: &mut Frame, area: Rect, block: Block, run: &Run, k: usize, th
             theme.touched(),
         ));
     }
-    for (i, event) in run
-        .events
-        .iter()
-        .enumerate()
-        .skip(start)
-        .take(height.saturating_sub(lines.len()))
-    {
+    let rows = height.saturating_sub(lines.len());
+    for (i, event) in (start..).zip(run.events_from(start).take(rows)) {
         // Narrow panes drop the time column: what happened matters more than when.
         // A failure is marked by a sign as well as a colour, so it shows without colour.
         let mark = if event.body.is_failure() { '✗' } else { ' ' };
@@ -61,7 +56,7 @@ pub fn draw(frame: &mut Frame, area: Rect, block: Block, run: &Run, k: usize, th
             format!("{:>6}{mark}{:<14} ", event.seq, event.body.kind())
         };
         let summary = one_line(
-            &summary(event),
+            &summary(&event),
             width
                 .saturating_sub(unicode_width::UnicodeWidthStr::width(head.as_str()))
                 .max(4),

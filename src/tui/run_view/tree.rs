@@ -15,7 +15,7 @@ use unicode_width::UnicodeWidthStr;
 
 use crate::sanitize::one_line;
 use crate::trajectory::describe::{compact_call_label, compact_node_label};
-use crate::trajectory::event::{Action, EventBody, Verdict};
+use crate::trajectory::event::{ActionKind, EventBody, Verdict};
 use crate::trajectory::fold::TreeState;
 use crate::trajectory::run::Run;
 use crate::tui::scroll::Selection;
@@ -105,12 +105,12 @@ impl TreeView {
         self.plan = run.plan_at(k).into_iter().collect();
         self.refresh_plan_reason(run, state);
         self.touched = k.checked_sub(1).and_then(|i| {
-            let body = &run.events[i].body;
-            match body {
-                EventBody::ToolCalled { .. } if run.nodes().is_empty() => {
+            let event = run.brief(i);
+            match event.whole().map(|e| &e.body) {
+                Some(EventBody::ToolCalled { .. }) if run.nodes().is_empty() => {
                     run.steps_at(k).len().checked_sub(1).map(Item::Step)
                 }
-                _ => body.node().and_then(|id| run.slot_of(id)).map(Item::Node),
+                _ => event.node().and_then(|id| run.slot_of(id)).map(Item::Node),
             }
         });
         let qs = state.nodes().iter().filter_map(|n| n.q());
@@ -272,22 +272,11 @@ impl TreeView {
         {
             return;
         }
-        let is_finish = |slot: u32| {
-            matches!(
-                &run.events[run.nodes()[slot as usize].added_at as usize].body,
-                EventBody::NodeAdded {
-                    action: Some(Action::Finish { .. }),
-                    ..
-                }
-            )
-        };
+        let is_finish = |slot: u32| run.nodes()[slot as usize].action == Some(ActionKind::Finish);
         // A search's root has no action: the run's root, or an execution-time revision's.
         let search_root = |mut slot: u32| loop {
             let info = &run.nodes()[slot as usize];
-            let rootless = matches!(
-                &run.events[info.added_at as usize].body,
-                EventBody::NodeAdded { action: None, .. }
-            );
+            let rootless = info.action.is_none();
             match info.parent {
                 Some(parent) if !rootless => slot = parent,
                 _ => return slot,
@@ -421,7 +410,7 @@ impl TreeView {
         } else {
             "▸ "
         };
-        let action = compact_node_label(&run.events[info.added_at as usize].body);
+        let action = compact_node_label(&run.event(info.added_at as usize).body);
         let predicted_error = run
             .simulated_observation(dyn_.simulated)
             .is_some_and(|o| o.is_error);
@@ -470,7 +459,7 @@ impl TreeView {
 
 fn step_line(run: &Run, step: usize, width: usize, theme: &Theme) -> Line<'static> {
     let s = &run.steps()[step];
-    let label = match &run.events[s.event as usize].body {
+    let label = match &run.event(s.event as usize).body {
         EventBody::ToolCalled {
             step,
             tool,
