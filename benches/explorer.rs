@@ -8,6 +8,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use common::{big_run_file, folder_bytes, folder_of_runs, ms, pct, scale, time};
+use crossterm::event::{KeyCode, KeyEvent};
 use mcp_cosmos::trajectory::event::Event;
 use mcp_cosmos::trajectory::listing::list_runs;
 use mcp_cosmos::trajectory::run::Run;
@@ -45,6 +46,7 @@ fn main() {
 
     let big = big_run_file(scale);
     common::warm(&big);
+    common::reset_peak();
     let (run, open) = time(|| Run::open(&big).unwrap());
     println!(
         "open {} events: {:.2} s (parse-bound; see the trajectory benchmark)",
@@ -60,12 +62,37 @@ fn main() {
     let mut app = App::with_run(view, Keymap::default(), Theme::new(true), (200, 60));
     let (_, drawn) = time(|| terminal.draw(|f| app.draw(f)).unwrap());
     println!(
-        "first frame of the {}-event run, warm (open + view + draw): {:.2} s   (target < 0.5 s)",
+        "first frame of the {}-event run, warm (open + view + draw): {:.2} s   (target < 0.5 s)   peak RSS {:.0} MB   (the file: {:.0} MB)",
         app_len(&app),
-        (open + ready + drawn).as_secs_f64()
+        (open + ready + drawn).as_secs_f64(),
+        common::peak_mb(),
+        std::fs::metadata(&big).map_or(0.0, |m| m.len() as f64 / 1e6)
     );
     let (_, t) = time(|| app.update(Action::Do(Command::ExpandAll)));
     println!("expand all {nodes} nodes: {:.1} ms", ms(t));
+
+    // The root's inspector lists every event through the root: every backpropagation.
+    app.update(Action::Do(Command::Bottom));
+    for _ in 0..3 {
+        app.update(Action::Do(Command::PageUp));
+    }
+    let (_, t) = time(|| app.update(Action::Do(Command::Inspect)));
+    app.update(Action::Do(Command::Inspect));
+    println!(
+        "inspect the root node (every event through it, read back from the file): {:.0} ms",
+        ms(t)
+    );
+    // A search reads every event back from the file, in blocks of lines.
+    app.update(Action::Do(Command::Search));
+    for c in "america/new_york".chars() {
+        app.update(Action::Input(KeyEvent::from(KeyCode::Char(c))));
+    }
+    let (_, t) = time(|| app.update(Action::Input(KeyEvent::from(KeyCode::Enter))));
+    println!(
+        "search the whole {}-event run: {:.0} ms",
+        app_len(&app),
+        ms(t)
+    );
 
     let mut draws = Vec::new();
     let mut updates = Vec::new();
@@ -175,7 +202,11 @@ fn thread_cpu() -> Duration {
 fn live_feed(big: &std::path::Path, scale: usize) {
     let run = Run::open(big).unwrap();
     let want = 100_000 / scale;
-    let events: Vec<Event> = run.events.iter().take(want).cloned().collect();
+    let events: Vec<Event> = run
+        .events_from(0)
+        .take(want)
+        .map(std::borrow::Cow::into_owned)
+        .collect();
     let n = events.len();
     let header = run.header.clone();
     drop(run);
