@@ -1,7 +1,8 @@
 //! One-line descriptions of events and actions, for the timeline and progress lines.
 //! The text is not yet safe to print: callers pass it through their sanitiser.
 
-use super::event::{Action, Event, EventBody};
+use super::event::{Action, Event, EventBody, NodeId};
+use super::lean::{Brief, LeanBody};
 
 /// `tool(args)` for a call, `finish` for a finish.
 pub fn action_label(action: &Action) -> String {
@@ -68,6 +69,23 @@ fn args_label(tool: &str, arguments: &serde_json::Value, keys: bool) -> String {
         None => cut(&arguments.to_string(), 40),
     };
     format!("{tool}({args})")
+}
+
+/// [`summary`] of an event from its brief alone, for the kinds whose brief holds all the
+/// summary shows (so a view over many events reads fewer of them back from the file).
+pub fn brief_summary(brief: &Brief) -> Option<String> {
+    match &brief.body {
+        LeanBody::Phase(phase) => Some(phase.as_str().to_string()),
+        LeanBody::Backpropagated { path, value } => Some(backpropagated(*value, path)),
+        LeanBody::Full(event) => Some(summary(event)),
+        _ => None,
+    }
+}
+
+/// `+0.50 along #0→#3→#7`.
+fn backpropagated(value: f64, path: &[NodeId]) -> String {
+    let path: Vec<String> = path.iter().map(|n| format!("#{n}")).collect();
+    format!("{value:+.2} along {}", path.join("→"))
 }
 
 /// A one-line description of an event.
@@ -166,13 +184,7 @@ pub fn summary(event: &Event) -> String {
             "#{node} {verdict:?} reward {reward:.2}{}",
             critic_reward.map_or(String::new(), |c| format!(" (critic {c:.2})"))
         ),
-        EventBody::Backpropagated { path, value } => format!(
-            "{value:+.2} along {}",
-            path.iter()
-                .map(|n| format!("#{n}"))
-                .collect::<Vec<_>>()
-                .join("→")
-        ),
+        EventBody::Backpropagated { path, value } => backpropagated(*value, path),
         EventBody::PlanSelected { nodes, rule } => format!(
             "{rule}: {}",
             nodes
@@ -269,5 +281,37 @@ mod tests {
             "time:convert_time(09:00, Asia/Tokyo)"
         );
         assert_eq!(compact_node_label(&added(None, None)), "root");
+    }
+
+    /// Every kind a brief can summarise is summarised as the whole event is, and the others
+    /// say they cannot.
+    #[test]
+    fn a_brief_summary_is_the_summary_of_its_event() {
+        use crate::trajectory::synthetic::{self, Spec};
+        let spec = Spec {
+            nodes: 300,
+            seed: 5,
+            ..Spec::default()
+        };
+        let mut summarised = std::collections::BTreeSet::new();
+        for (seq, body) in synthetic::events(&spec) {
+            let event = Event { seq, t_ms: 0, body };
+            if let Some(said) = brief_summary(&Brief::copied(&event)) {
+                assert_eq!(said, summary(&event), "{event:?}");
+                summarised.insert(event.body.kind().to_string());
+            }
+        }
+        for kind in ["phase", "backpropagated", "answer"] {
+            assert!(
+                summarised.contains(kind),
+                "{kind} not seen in {summarised:?}"
+            );
+        }
+        let added = Event {
+            seq: 1,
+            t_ms: 0,
+            body: added(None, None),
+        };
+        assert_eq!(brief_summary(&Brief::copied(&added)), None);
     }
 }

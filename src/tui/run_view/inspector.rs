@@ -12,7 +12,7 @@ use ratatui::widgets::{Block, Clear, Paragraph};
 use serde_json::Value;
 
 use crate::sanitize::one_line;
-use crate::trajectory::describe::{node_label, summary};
+use crate::trajectory::describe::{brief_summary, node_label, summary};
 use crate::trajectory::event::{
     Action as NodeAction, Event, EventBody, Observation, VALIDATOR, Verdict,
 };
@@ -360,18 +360,25 @@ impl Inspector {
             "events of #{id} ({}) · Tab/n picks, Enter jumps there",
             node_events.len()
         ));
-        for (&e, event) in node_events
+        // The root's events are mostly backpropagations, which their briefs summarise: only
+        // the others are read back from the file.
+        let briefed: Vec<Option<String>> = node_events
             .iter()
-            .zip(run.events_at(node_events.iter().copied()))
-        {
+            .map(|&e| brief_summary(run.brief(e)))
+            .collect();
+        let unbriefed = node_events
+            .iter()
+            .zip(&briefed)
+            .filter(|(_, said)| said.is_none())
+            .map(|(&e, _)| e)
+            .collect::<Vec<_>>();
+        let mut read_back = run.events_at(unbriefed).map(|event| summary(&event));
+        for (&e, said) in node_events.iter().zip(briefed) {
+            let brief = run.brief(e);
+            let said = said.or_else(|| read_back.next()).unwrap_or_default();
             lines.push(
                 Mark::Link(e as u32),
-                format!(
-                    "  → {:>6}  {:<16} {}",
-                    event.seq,
-                    event.body.kind(),
-                    summary(&event)
-                ),
+                format!("  → {:>6}  {:<16} {said}", brief.seq, brief.kind()),
             );
         }
         Self::new(format!(" Node #{id} "), lines, size)

@@ -1,7 +1,7 @@
 //! Find in a run (`/`): every event whose text (tool names, arguments, results, reasons,
 //! answers, errors) holds all the words typed; `n`/`N` go to the next and previous hit.
 
-use crate::trajectory::describe::summary;
+use crate::trajectory::describe::{brief_summary, summary};
 use crate::trajectory::event::{Action as NodeAction, Event, EventBody};
 use crate::trajectory::run::Run;
 use crate::tui::prompt::{Prompt, matches_all, words};
@@ -60,12 +60,30 @@ impl Search {
         };
         let words = &self.words;
         let search = |range: std::ops::Range<usize>| {
-            range
-                .clone()
-                .zip(run.events_at(range))
-                .filter(|(_, event)| matches_all(&haystack(event), words))
-                .map(|(i, _)| i as u32)
-                .collect::<Vec<u32>>()
+            // Events whose brief says all their text holds are searched without reading back.
+            let mut hits = Vec::new();
+            let mut unbriefed = Vec::new();
+            for i in range {
+                let brief = run.brief(i);
+                match brief_summary(brief).filter(|_| brief.whole().is_none()) {
+                    Some(said) => {
+                        if matches_all(&haystack(brief.kind(), &said, None), words) {
+                            hits.push(i as u32);
+                        }
+                    }
+                    None => unbriefed.push(i),
+                }
+            }
+            let events = run.events_at(unbriefed.iter().copied());
+            hits.extend(
+                unbriefed
+                    .iter()
+                    .zip(events)
+                    .filter(|(_, event)| matches_all(&event_haystack(event), words))
+                    .map(|(&i, _)| i as u32),
+            );
+            hits.sort_unstable();
+            hits
         };
         let hits = if slices == 1 {
             search(from..to)
@@ -115,13 +133,22 @@ impl Search {
 }
 
 /// An event's searchable text, lower-cased.
-fn haystack(event: &Event) -> String {
-    let mut s = format!("{} {}", event.body.kind(), summary(event));
+fn event_haystack(event: &Event) -> String {
+    haystack(event.body.kind(), &summary(event), Some(&event.body))
+}
+
+/// The searchable text, lower-cased, of an event's kind, its summary, and the texts of its body
+/// the summary cuts short (`None` for a kind whose summary says it all).
+fn haystack(kind: &str, summary: &str, body: Option<&EventBody>) -> String {
+    let mut s = format!("{kind} {summary}");
     let mut add = |t: &str| {
         s.push(' ');
         s.push_str(t);
     };
-    match &event.body {
+    let Some(body) = body else {
+        return s.to_lowercase();
+    };
+    match body {
         EventBody::ToolCalled {
             tool,
             arguments,
@@ -198,10 +225,16 @@ mod tests {
         let run = Run::open(&path).unwrap();
         assert!(run.len() > 2 * PARALLEL_FROM, "{} events", run.len());
         let events = run.all_events();
-        for query in ["tokyo", "new_york valid", "node_added"] {
+        for query in [
+            "tokyo",
+            "new_york valid",
+            "node_added",
+            "backpropagated along",
+            "phase",
+        ] {
             let words = words(query);
             let want: Vec<u32> = (0..events.len())
-                .filter(|&i| matches_all(&haystack(&events[i]), &words))
+                .filter(|&i| matches_all(&event_haystack(&events[i]), &words))
                 .map(|i| i as u32)
                 .collect();
             assert!(!want.is_empty(), "{query} finds something");
@@ -215,7 +248,10 @@ mod tests {
         let mut search = Search::default();
         search.set("tokyo", &run);
         let before = search.hits();
-        let last = events.iter().rev().find(|e| haystack(e).contains("tokyo"));
+        let last = events
+            .iter()
+            .rev()
+            .find(|e| event_haystack(e).contains("tokyo"));
         let mut again = last.unwrap().clone();
         again.seq = events.last().unwrap().seq + 1;
         run.push(again);
