@@ -309,8 +309,8 @@ fn summarize_fidelity<'a>(items: impl Iterator<Item = &'a Fidelity>) -> Option<F
 
 /// The metric facts of a loaded [`Run`], grown beside it: one [`StepFacts`] per real call
 /// (aligned with [`Run::steps`]), where each LLM call is (its [`LlmFacts`] are in the run's
-/// briefs) and the usage before every [`USAGE_EVERY`]-th call. Like the run's own indices it
-/// only appends, so a live run costs one fact per new event.
+/// briefs) and the usage before every 1,024th call (`USAGE_EVERY`). Like the run's own
+/// indices it only appends, so a live run costs one fact per new event.
 #[derive(Debug, Default)]
 pub struct RunFacts {
     steps: Vec<StepFacts>,
