@@ -136,6 +136,8 @@ pub struct RunView {
     pub tree: TreeView,
     /// The observation pane.
     pub observation: ObservationView,
+    /// The timeline pane's rows.
+    timeline: timeline::Rows,
     charts: SeriesBuilder,
     /// A growing run's own fold at its end, feeding the charts whatever the cursor does.
     chart_fold: Option<TreeState>,
@@ -176,6 +178,7 @@ impl RunView {
             focus: Pane::Tree,
             tree,
             observation: ObservationView::default(),
+            timeline: timeline::Rows::default(),
             metrics: RunMetrics::default(),
             playing: None,
             speed: DEFAULT_SPEED,
@@ -310,6 +313,13 @@ impl RunView {
             }
         }
         self.tree.scroll_to_selection(height);
+        let timeline = PaneAreas::of(self.area).timeline;
+        self.timeline.refresh(
+            &self.run,
+            k,
+            Self::inner_height(timeline),
+            timeline.width.saturating_sub(2) as usize,
+        );
         self.observation
             .refresh(&self.run, &self.facts, state, self.tree.selected_item());
         self.metrics = self.facts.at(&self.run, k, state);
@@ -800,11 +810,10 @@ impl View for RunView {
         );
         self.tree
             .draw(frame, panes.tree, tree_block, &self.run, state, theme);
-        timeline::draw(
+        self.timeline.draw(
             frame,
             panes.timeline,
             block(Pane::Timeline, " Timeline ".into()),
-            &self.run,
             state.applied(),
             theme,
         );
