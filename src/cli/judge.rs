@@ -60,13 +60,7 @@ fn judge_file(
     force: bool,
 ) -> Result<String> {
     let run = Run::open(file)?;
-    if run.briefs().iter().any(|e| {
-        matches!(
-            e.whole().map(|e| &e.body),
-            Some(EventBody::JudgeScored { .. })
-        )
-    }) && !force
-    {
+    if run.judge_at(run.len()).is_some() && !force {
         return Ok(format!(
             "{}: already judged (--force to judge again)",
             file.display()

@@ -14,8 +14,7 @@ use crate::trajectory::event::{
     RunStatus, Totals, VALIDATOR,
 };
 use crate::trajectory::fold::TreeState;
-use crate::trajectory::lean::{Brief, LeanBody};
-use crate::trajectory::lean::{LeanEvent, RawObservation};
+use crate::trajectory::lean::{Brief, LeanBody, LeanEvent, RawObservation};
 use crate::trajectory::run::Run;
 use crate::trajectory::writer::Tally;
 

@@ -159,17 +159,19 @@ impl KeptObservation for RawObservation {
 impl<O: KeptObservation> LeanEvent<O> {
     /// The lean view of a whole event (a kind not read lean is kept whole).
     pub fn of(event: Event) -> Self {
+        Self::split(event).0
+    }
+
+    /// The lean view of a whole event, and the event back when that view does not hold it
+    /// (so an owner that keeps events whole keeps each one once).
+    pub fn split(event: Event) -> (Self, Option<Event>) {
+        let (seq, t_ms) = (event.seq, event.t_ms);
         match LeanBody::lean(&event.body) {
-            Some(body) => Self {
-                seq: event.seq,
-                t_ms: event.t_ms,
-                body,
-            },
-            None => Self {
-                seq: event.seq,
-                t_ms: event.t_ms,
-                body: LeanBody::Full(Box::new(event)),
-            },
+            Some(body) => (Self { seq, t_ms, body }, Some(event)),
+            None => {
+                let body = LeanBody::Full(Box::new(event));
+                (Self { seq, t_ms, body }, None)
+            }
         }
     }
 

@@ -95,8 +95,9 @@ struct Texts {
     /// The file the run was opened from (a handle of its own, read at offsets), and where
     /// each of the events read from it lies.
     file: Option<(File, Vec<LineSpan>)>,
-    /// Events pushed after opening, whole: they follow the file's.
-    pushed: Vec<Event>,
+    /// Events pushed after opening, whole, where their briefs do not hold them: they follow
+    /// the file's.
+    pushed: Vec<Option<Event>>,
 }
 
 impl Texts {
@@ -192,7 +193,11 @@ impl Run {
                     .map_err(|e| e.to_string());
                 Cow::Owned(self.read_back(i, read.map(|()| bytes.as_slice())))
             }
-            _ => Cow::Borrowed(&self.texts.pushed[i - from_file]),
+            _ => Cow::Borrowed(
+                self.texts.pushed[i - from_file]
+                    .as_ref()
+                    .expect("a pushed event its brief does not hold is kept whole"),
+            ),
         }
     }
 
@@ -302,7 +307,8 @@ impl Run {
 
     /// Appends one event and extends every index.
     pub fn push(&mut self, event: Event) {
-        self.add(Brief::copied(&event));
+        let (brief, event) = Brief::split(event);
+        self.add(brief);
         self.texts.pushed.push(event);
     }
 
