@@ -368,6 +368,7 @@ pub async fn evaluate(spec: &EvalSpec, calls: &[RecordedCall]) -> Result<Evaluat
         }
         table.push(CallResult {
             tool: call.tool.name.clone(),
+            source: call.run.display().to_string(),
             real_error: call.real.is_error,
             outcomes,
         });

@@ -4,11 +4,11 @@
 use anyhow::Result;
 
 use super::execute::{PlannedCall, call};
-use super::planner::{self, Candidate, Rejection};
+use super::planner::{self, Candidate};
 use super::ports::EventSink;
 use super::prompt::{Setting, Turn};
 use super::{End, Env, answer};
-use crate::trajectory::event::{Action, DecisionProblem, EventBody, Phase, Role};
+use crate::trajectory::event::{Action, EventBody, Phase, Role};
 use crate::world_model::HistoryStep;
 
 /// Runs ReAct to the end.
@@ -34,20 +34,8 @@ pub async fn run(env: &Env, sink: &mut dyn EventSink) -> Result<End> {
             Ok(c) => c,
             Err(end) => return Ok(end),
         };
-        // A tool no server offers is a malformed decision here: there is no validator
-        // between ReAct's planner and the servers.
-        let candidate = candidate.and_then(|action| match action {
-            Action::ToolCall { tool, arguments }
-                if !env.catalog.check(&tool, &arguments).valid_name =>
-            {
-                Err(Rejection::new(
-                    DecisionProblem::UnknownTool,
-                    format!("no tool is called \"{tool}\""),
-                    serde_json::json!({"tool": tool, "arguments": arguments}),
-                ))
-            }
-            other => Ok(other),
-        });
+        // A tool no server offers is called like any other: the host records MCP-Bench's
+        // failed "not found" call, and the planner reads the error on its next turn.
         rejected = None;
         match candidate {
             Ok(Action::Finish { answer }) => {
@@ -129,7 +117,7 @@ mod tests {
     use crate::agent::testing::{self, ScriptedChat, ScriptedTools, called_functions, kinds};
     use crate::llm::config::OutputMode;
     use crate::llm::wire::ToolCall;
-    use crate::trajectory::event::{Observation, RunStatus};
+    use crate::trajectory::event::{DecisionProblem, Observation, RunStatus};
     use serde_json::json;
 
     fn ok(tool: &str, _: &serde_json::Value) -> Observation {
@@ -140,7 +128,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_call_without_a_tool_is_rejected_recorded_and_told_to_the_planner() {
+    async fn a_call_without_a_tool_is_rejected_and_an_unknown_tool_is_a_failed_call() {
         let planner = ScriptedChat::json_replies(vec![
             json!({"action": "call"}),
             json!({"action": "call", "tool": "s:nope"}),
@@ -159,15 +147,22 @@ mod tests {
                 _ => None,
             })
             .collect();
-        assert_eq!(
-            rejected,
-            [DecisionProblem::NoTool, DecisionProblem::UnknownTool]
-        );
+        assert_eq!(rejected, [DecisionProblem::NoTool]);
         assert_eq!(
             tools.called(),
-            ["s:a"],
-            "no real call for a malformed decision"
+            ["s:nope", "s:a"],
+            "no call for a reply without a tool; an unknown tool is tried, as MCP-Bench does"
         );
+        let unknown = events.iter().find_map(|e| match e {
+            EventBody::ToolCalled {
+                tool,
+                server,
+                result,
+                ..
+            } if tool == "s:nope" => Some((server.clone(), result.is_error)),
+            _ => None,
+        });
+        assert_eq!(unknown, Some((None, true)), "a failed call with no server");
         assert!(matches!(events.last(), Some(EventBody::Answer { text }) if text == "done"));
         // The next prompt says why the reply was rejected.
         let second = &planner.sent()[1].messages[1];

@@ -175,6 +175,10 @@ impl ToolHost for ScriptedTools {
             .lock()
             .unwrap()
             .push((tool.to_string(), arguments.clone()));
+        // As the real pool: a tool no server offers is a failed call with no server.
+        if !self.tools.iter().any(|t| t.name == tool) {
+            return Box::pin(async move { (None, crate::mcp::pool::unknown_tool(tool)) });
+        }
         let result = (self.answer)(tool, arguments);
         let server = tool.split(':').next().map(str::to_string);
         Box::pin(async move {

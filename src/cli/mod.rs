@@ -107,9 +107,16 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t)]
         format: ReportFormat,
         /// Compare every group with this one (its key, or a part naming one group) on the tasks
-        /// both ran: mean differences with paired bootstrap intervals, per metric.
+        /// both ran: mean differences with paired 95% intervals, per metric.
         #[arg(long, value_name = "GROUP")]
         baseline: Option<String>,
+        /// With --baseline: also how many tasks each comparison needs to detect its observed
+        /// difference with 80% power (paired t-test at 5%), from the spread of its differences.
+        #[arg(long, requires = "baseline")]
+        power: bool,
+        /// With --format json: also every run's own metrics (`per_run`), as every view shows them.
+        #[arg(long)]
+        per_run: bool,
     },
 }
 
@@ -146,7 +153,18 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             group_by,
             format,
             baseline,
-        } => report::run(&paths, group_by.into(), format, baseline.as_deref()),
+            power,
+            per_run,
+        } => report::run(
+            &paths,
+            group_by.into(),
+            format,
+            report::Options {
+                baseline: baseline.as_deref(),
+                power,
+                per_run,
+            },
+        ),
     }
 }
 

@@ -72,6 +72,39 @@ pub struct ReportDoc {
     /// With `--baseline`: every other group against it, on the tasks both ran.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub baseline: Option<BaselineDoc>,
+    /// With `--per-run`: every run's own metrics.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub per_run: Option<Vec<PerRun>>,
+}
+
+/// One run's own metrics in the JSON report (`--per-run`): the values every view shows.
+#[derive(Debug, Serialize)]
+pub struct PerRun {
+    /// Its file.
+    pub path: PathBuf,
+    /// Its group's key.
+    pub key: String,
+    /// Its task.
+    pub task: String,
+    /// Real calls that failed.
+    pub tool_errors: u64,
+    /// Tokens the agent spent.
+    pub tokens: u64,
+    /// More than one server was called.
+    pub cross_server_coordination: bool,
+    /// Every metric of the run.
+    pub metrics: crate::metrics::run::RunMetrics,
+}
+
+/// What `cosmos report` adds to the groups.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Options<'a> {
+    /// Compare with this group.
+    pub baseline: Option<&'a str>,
+    /// Print the tasks each comparison needs for 80% power.
+    pub power: bool,
+    /// Put every run's metrics in the JSON.
+    pub per_run: bool,
 }
 
 /// The `baseline` object of the JSON report.
@@ -88,8 +121,13 @@ pub fn run(
     paths: &[PathBuf],
     by: GroupBy,
     format: ReportFormat,
-    baseline: Option<&str>,
+    options: Options<'_>,
 ) -> Result<ExitCode> {
+    let Options {
+        baseline,
+        power,
+        per_run,
+    } = options;
     let (records, unreadable) = read_records(paths)?;
     if records.is_empty() {
         for u in &unreadable {
@@ -103,14 +141,29 @@ pub fn run(
         .transpose()?;
     let out = match format {
         ReportFormat::Json => {
+            let per_run = per_run.then(|| {
+                records
+                    .iter()
+                    .map(|r| PerRun {
+                        path: r.path.clone(),
+                        key: r.key(by),
+                        task: r.task.clone(),
+                        tool_errors: r.metrics.tool_errors(),
+                        tokens: r.metrics.tokens(),
+                        cross_server_coordination: r.metrics.cross_server_coordination(),
+                        metrics: r.metrics.clone(),
+                    })
+                    .collect()
+            });
             let doc = ReportDoc {
                 format: "mcp-cosmos-report",
-                version: 1,
+                version: 2,
                 group_by: by,
                 runs: records.len(),
                 unreadable,
                 groups: rows,
                 baseline: paired.map(|(key, pairs)| BaselineDoc { key, pairs }),
+                per_run,
             };
             // Still JSON, and still inert: unsafe characters become \u escapes.
             print!(
@@ -134,7 +187,12 @@ pub fn run(
     };
     let out = match (&paired, format) {
         (Some((key, pairs)), ReportFormat::Table | ReportFormat::Markdown) => {
-            out + &crate::metrics::paired::render(key, pairs, format == ReportFormat::Markdown)
+            out + &crate::metrics::paired::render(
+                key,
+                pairs,
+                format == ReportFormat::Markdown,
+                power,
+            )
         }
         _ => out,
     };

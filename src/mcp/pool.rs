@@ -102,12 +102,7 @@ impl McpPool {
                 Some(server.name.clone()),
                 server.call(own, arguments, self.timeouts.call).await,
             ),
-            None => (
-                None,
-                unknown(format!(
-                    "unknown tool \"{tool}\": no running server offers it (names are \"server:tool\")"
-                )),
-            ),
+            None => (None, unknown_tool(tool)),
         }
     }
 
@@ -117,7 +112,11 @@ impl McpPool {
     }
 }
 
-fn unknown(message: String) -> CallOutcome {
+/// The failed call of a tool no server offers: like MCP-Bench's executor, the call is
+/// recorded as made and failed (it counts against the success rate, not only the name rate).
+pub fn unknown_tool(tool: &str) -> CallOutcome {
+    let message =
+        format!("unknown tool \"{tool}\": no running server offers it (names are \"server:tool\")");
     CallOutcome {
         result: Observation {
             text: message.clone(),

@@ -7,7 +7,14 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use super::run::RunMetrics;
-use super::stats::Estimate;
+use super::stats::{Estimate, Scale};
+
+/// Rates and fidelity.
+pub const UNIT: Scale = Scale::Bounded(0.0, 1.0);
+/// Execution Quality, 0–100.
+pub const EQ_SCALE: Scale = Scale::Bounded(0.0, 100.0);
+/// The judge's scores, 1–10.
+pub const JUDGE_SCALE: Scale = Scale::Bounded(1.0, 10.0);
 use crate::trajectory::event::{Header, RunStatus};
 
 /// Execution Quality at or above this (out of 100) counts as high for the flag below.
@@ -121,6 +128,14 @@ pub struct GroupRow {
     pub valid_tool_name_rate: Option<Estimate>,
     /// Input schema compliance.
     pub input_schema_compliance: Option<Estimate>,
+    /// MCP-Bench's valid call failure rate: failed calls among calls with a valid name.
+    pub valid_call_failure_rate: Option<Estimate>,
+    /// MCP-Bench's planning JSON compliance: planned calls that named a tool.
+    pub planning_json_compliance: Option<Estimate>,
+    /// Distinct servers called per run (runs with calls).
+    pub server_count: Option<Estimate>,
+    /// Share of runs (with calls) that called more than one server.
+    pub cross_server_coordination: Option<Estimate>,
     /// Planner replies per run that were no usable decision.
     pub rejected_decisions: Option<Estimate>,
     /// Execution Quality (0–100) within the planner's cohort; `ci95` from per-run values.
@@ -217,41 +232,40 @@ pub fn group(records: &[RunRecord], by: GroupBy) -> Vec<GroupRow> {
 }
 
 fn row(key: &str, runs: &[&RunRecord], cohort: Option<(f64, f64)>, avg_calls: f64) -> GroupRow {
-    let est = |f: &dyn Fn(&RunRecord) -> Option<f64>| {
-        Estimate::of(&runs.iter().filter_map(|r| f(r)).collect::<Vec<_>>())
+    // Every estimate clusters repeats of a task (they are not independent runs).
+    let est = |scale: Scale, f: &dyn Fn(&RunRecord) -> Option<f64>| {
+        let (values, tasks): (Vec<f64>, Vec<&str>) = runs
+            .iter()
+            .filter_map(|r| Some((f(r)?, r.task.as_str())))
+            .unzip();
+        Estimate::of_clustered(&values, &tasks, scale)
     };
-    let rate = |f: &dyn Fn(&RunRecord) -> Option<f64>| {
-        Estimate::of_rate(&runs.iter().filter_map(|r| f(r)).collect::<Vec<_>>())
-    };
+    let rate = |f: &dyn Fn(&RunRecord) -> Option<f64>| est(UNIT, f);
     let success = rate(&|r| r.success_rate());
 
     let execution_quality = cohort.and_then(|(min, max)| {
         let point = eq_score(success?.mean, cohort_efficiency(avg_calls, min, max));
-        let per_run: Vec<f64> = runs
-            .iter()
-            .filter_map(|r| {
-                let sr = r.success_rate()?;
-                Some(eq_score(
-                    sr,
-                    cohort_efficiency(r.metrics.tool_calls as f64, min, max),
-                ))
-            })
-            .collect();
-        let spread = Estimate::of(&per_run)?;
-        Some(Estimate {
-            mean: point,
-            ..spread
-        })
+        // The interval is that of the per-run values (each kept in EQ's range).
+        let spread = est(EQ_SCALE, &|r| {
+            let sr = r.success_rate()?;
+            Some(
+                eq_score(sr, cohort_efficiency(r.metrics.tool_calls as f64, min, max))
+                    .clamp(0.0, 100.0),
+            )
+        })?;
+        Some(spread.with_mean(point))
     });
-    let execution_quality_anchored = est(&|r| {
+    let execution_quality_anchored = est(EQ_SCALE, &|r| {
         let eff = anchored_efficiency(r.metrics.tool_calls, r.reference_calls)?;
         Some(eq_score(r.success_rate()?, eff))
     });
 
-    let judge = |f: fn(&super::run::JudgeSummary) -> f64| est(&|r| r.metrics.judge.as_ref().map(f));
+    let judge = |f: fn(&super::run::JudgeSummary) -> f64| {
+        est(JUDGE_SCALE, &|r| r.metrics.judge.as_ref().map(f))
+    };
     let task_completion = judge(|j| j.task_completion);
     let new_overall = execution_quality.and_then(|eq| {
-        est(&|r| {
+        est(JUDGE_SCALE, &|r| {
             let j = r.metrics.judge.as_ref()?;
             Some(
                 (j.task_completion + j.tool_selection + j.planning_effectiveness + eq.mean / 10.0)
@@ -287,16 +301,29 @@ fn row(key: &str, runs: &[&RunRecord], cohort: Option<(f64, f64)>, avg_calls: f6
         planners,
         runs: runs.len(),
         completed,
-        tool_calls: est(&|r| Some(r.metrics.tool_calls as f64)),
+        tool_calls: est(Scale::Count, &|r| Some(r.metrics.tool_calls as f64)),
         tool_call_success_rate: success,
         valid_tool_name_rate: rate(&|r| r.metrics.valid_tool_name_rate),
         input_schema_compliance: rate(&|r| r.metrics.input_schema_compliance),
-        rejected_decisions: est(&|r| Some(r.metrics.rejected_decisions as f64)),
+        valid_call_failure_rate: rate(&|r| r.metrics.valid_call_failure_rate),
+        planning_json_compliance: rate(&|r| r.metrics.planning_json_compliance),
+        server_count: est(Scale::Count, &|r| {
+            (r.metrics.tool_calls > 0).then_some(r.metrics.server_count as f64)
+        }),
+        cross_server_coordination: rate(&|r| {
+            (r.metrics.tool_calls > 0)
+                .then_some(f64::from(u8::from(r.metrics.cross_server_coordination())))
+        }),
+        rejected_decisions: est(Scale::Count, &|r| Some(r.metrics.rejected_decisions as f64)),
         execution_quality,
         execution_quality_anchored,
-        tokens: est(&|r| Some(r.metrics.tokens() as f64)),
-        judge_tokens: est(&|r| r.metrics.judge.map(|_| r.metrics.judge_tokens() as f64)),
-        wall_time_s: est(&|r| Some(r.metrics.wall_ms as f64 / 1000.0)),
+        tokens: est(Scale::Positive, &|r| Some(r.metrics.tokens() as f64)),
+        judge_tokens: est(Scale::Positive, &|r| {
+            r.metrics.judge.map(|_| r.metrics.judge_tokens() as f64)
+        }),
+        wall_time_s: est(Scale::Positive, &|r| {
+            Some(r.metrics.wall_ms as f64 / 1000.0)
+        }),
         fidelity: rate(&|r| r.metrics.fidelity.map(|f| f.score)),
         task_completion,
         tool_selection: judge(|j| j.tool_selection),
@@ -352,7 +379,8 @@ mod tests {
         assert_eq!(rows[1].execution_quality.unwrap().mean, 25.0);
         // Per-run spread of B: calls 4 → eff 0.5 → 50; calls 8 → eff −0.5 → 0. Mean 25.
         assert_eq!(rows[1].execution_quality.unwrap().n, 2);
-        assert!((rows[1].execution_quality.unwrap().ci95.unwrap() - 12.706 * 25.0).abs() < 1e-9);
+        // Two runs of one task: too few for an interval.
+        assert_eq!(rows[1].execution_quality.unwrap().ci, None);
         assert_eq!(rows[1].tool_calls.unwrap().mean, 6.0);
     }
 
@@ -395,20 +423,27 @@ mod tests {
     }
 
     #[test]
-    fn rates_get_an_interval_inside_zero_and_one() {
-        let runs = vec![
-            rec("a", "p", 2, Some(0.0), None),
-            rec("a", "p", 2, Some(1.0), None),
-        ];
+    fn rates_get_an_interval_inside_zero_and_one_and_repeats_are_clustered() {
+        let on = |task: &str, success| RunRecord {
+            task: task.into(),
+            ..rec("a", "p", 2, Some(success), None)
+        };
+        let runs = vec![on("t1", 0.0), on("t2", 1.0), on("t3", 1.0)];
         let success = group(&runs, GroupBy::Agent)[0]
             .tool_call_success_rate
             .unwrap();
         let [lo, hi] = success.ci.unwrap();
         assert!(
-            (0.0..0.5).contains(&lo) && (0.5..=1.0).contains(&hi),
+            (0.0..0.5).contains(&lo) && (0.66..=1.0).contains(&hi),
             "{lo} {hi}"
         );
-        assert_eq!(success.ci95, None);
+        assert_eq!((success.ci95, success.tasks), (None, None));
+        // The same values as repeats of two tasks: clustered, and two tasks are too few.
+        let runs = vec![on("t1", 0.0), on("t2", 1.0), on("t2", 1.0)];
+        let success = group(&runs, GroupBy::Agent)[0]
+            .tool_call_success_rate
+            .unwrap();
+        assert_eq!((success.ci, success.tasks), (None, Some(2)));
     }
 
     #[test]

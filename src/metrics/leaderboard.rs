@@ -1,7 +1,7 @@
 //! World models side by side on the same recorded calls (`cosmos wm-eval`): per world model the
 //! calls it simulated, mean fidelity with its 95% interval, how well it predicted which calls
 //! fail (precision, recall, F1), per tool; and for every pair of world models a paired comparison
-//! on the calls both simulated (mean difference with a paired bootstrap 95% interval, wins, ties,
+//! on the calls both simulated (mean difference with a paired 95% interval, wins, ties,
 //! losses). Fidelity is [`super::fidelity::compare`], the one every view uses.
 
 use std::collections::BTreeMap;
@@ -10,7 +10,8 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use super::fidelity::Fidelity;
-use super::stats::Estimate;
+use super::group::UNIT;
+use super::stats::{self, Estimate};
 
 /// What one world model did with one recorded call.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -36,6 +37,9 @@ pub enum Outcome {
 pub struct CallResult {
     /// Namespaced tool.
     pub tool: String,
+    /// The run it was recorded in: calls of one run share its task and history, so they are
+    /// one cluster for the intervals.
+    pub source: String,
     /// The real call failed.
     pub real_error: bool,
     /// One outcome per world model.
@@ -47,14 +51,16 @@ pub struct CallResult {
 pub struct Mean {
     /// The mean.
     pub mean: f64,
-    /// The 95% interval: Wilson's, as `report` gives fidelity (it stays in [0, 1]); `None`
-    /// under two values.
+    /// The 95% interval, as `report` gives fidelity: a bounded mean's (it stays in [0, 1]),
+    /// clustered by the run each call came from; `None` under [`stats::MIN_N`] values (runs,
+    /// when clustered).
     pub ci: Option<[f64; 2]>,
 }
 
 impl Mean {
-    fn of(values: &[f64]) -> Option<Self> {
-        Estimate::of_rate(values).map(|e| Self {
+    /// The mean of `values`, each from the run `source[i]`.
+    fn of(values: &[f64], source: &[&str]) -> Option<Self> {
+        Estimate::of_clustered(values, source, UNIT).map(|e| Self {
             mean: e.mean,
             ci: e.ci,
         })
@@ -120,7 +126,7 @@ pub struct DecisionAgreement {
     pub n: usize,
     /// Of those, the same decision.
     pub same: usize,
-    /// `same / n`, with Wilson's 95% interval.
+    /// `same / n`, with its 95% interval (a bounded mean, clustered by run).
     pub rate: Mean,
 }
 
@@ -135,7 +141,7 @@ pub struct Pair {
     pub n: usize,
     /// Mean of `fidelity(a) − fidelity(b)`.
     pub mean_diff: Option<f64>,
-    /// Paired bootstrap 95% interval of that mean.
+    /// 95% interval of that mean (`stats::paired`: within ±1, none under `stats::MIN_N` calls).
     pub ci: Option<[f64; 2]>,
     /// Calls where `a` scored higher.
     pub wins: usize,
@@ -181,11 +187,11 @@ fn score(outcome: &Outcome) -> Option<f64> {
 }
 
 fn row(name: &str, w: usize, calls: &[CallResult]) -> WorldModelRow {
-    let mut scores = Vec::new();
+    let mut scores = Scores::default();
     let (mut tp, mut fp, mut fn_, mut failed, mut none, mut tokens) = (0, 0, 0, 0, 0, 0);
-    let mut by_tool: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
-    let mut by_server: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
-    let mut decisions: Vec<f64> = Vec::new();
+    let mut by_tool: BTreeMap<&str, Scores> = BTreeMap::new();
+    let mut by_server: BTreeMap<&str, Scores> = BTreeMap::new();
+    let mut decisions = Scores::default();
     for call in calls {
         match call.outcomes[w] {
             Outcome::Failed => failed += 1,
@@ -195,13 +201,20 @@ fn row(name: &str, w: usize, calls: &[CallResult]) -> WorldModelRow {
                 tokens: t,
                 same_decision,
             } => {
+                let source = call.source.as_str();
                 if let Some(same) = same_decision {
-                    decisions.push(if same { 1.0 } else { 0.0 });
+                    decisions.push(if same { 1.0 } else { 0.0 }, source);
                 }
-                scores.push(fidelity.score);
-                by_tool.entry(&call.tool).or_default().push(fidelity.score);
+                scores.push(fidelity.score, source);
+                by_tool
+                    .entry(&call.tool)
+                    .or_default()
+                    .push(fidelity.score, source);
                 let server = call.tool.rsplit_once(':').map_or("", |(s, _)| s);
-                by_server.entry(server).or_default().push(fidelity.score);
+                by_server
+                    .entry(server)
+                    .or_default()
+                    .push(fidelity.score, source);
                 tokens += t;
                 none += usize::from(fidelity.no_prediction);
                 // Nothing predicted foresees no failure.
@@ -225,20 +238,20 @@ fn row(name: &str, w: usize, calls: &[CallResult]) -> WorldModelRow {
     };
     WorldModelRow {
         name: name.to_string(),
-        n: scores.len(),
+        n: scores.values.len(),
         calls: calls.len(),
         failed,
         no_prediction: none,
-        fidelity: Mean::of(&scores),
+        fidelity: scores.mean(),
         error_prediction: ErrorPrediction {
             precision,
             recall,
             f1,
         },
         tokens,
-        decision: Mean::of(&decisions).map(|rate| DecisionAgreement {
-            n: decisions.len(),
-            same: decisions.iter().filter(|&&d| d == 1.0).count(),
+        decision: decisions.mean().map(|rate| DecisionAgreement {
+            n: decisions.values.len(),
+            same: decisions.values.iter().filter(|&&d| d == 1.0).count(),
             rate,
         }),
         by_server: rows_of(by_server),
@@ -246,13 +259,31 @@ fn row(name: &str, w: usize, calls: &[CallResult]) -> WorldModelRow {
     }
 }
 
-fn rows_of(groups: BTreeMap<&str, Vec<f64>>) -> Vec<ToolRow> {
+/// Scores with the run each came from.
+#[derive(Default)]
+struct Scores<'a> {
+    values: Vec<f64>,
+    sources: Vec<&'a str>,
+}
+
+impl<'a> Scores<'a> {
+    fn push(&mut self, value: f64, source: &'a str) {
+        self.values.push(value);
+        self.sources.push(source);
+    }
+
+    fn mean(&self) -> Option<Mean> {
+        Mean::of(&self.values, &self.sources)
+    }
+}
+
+fn rows_of(groups: BTreeMap<&str, Scores>) -> Vec<ToolRow> {
     groups
         .into_iter()
         .map(|(tool, s)| ToolRow {
             tool: tool.to_string(),
-            n: s.len(),
-            fidelity: Mean::of(&s),
+            n: s.values.len(),
+            fidelity: s.mean(),
         })
         .collect()
 }
@@ -270,7 +301,7 @@ fn pair(names: &[String], a: usize, b: usize, calls: &[CallResult]) -> Pair {
         b: names[b].clone(),
         n,
         mean_diff,
-        ci: (n >= 2).then(|| super::stats::paired_bootstrap(&diffs)),
+        ci: stats::paired(&diffs, UNIT).and_then(|e| e.ci),
         wins: diffs.iter().filter(|&&d| d > 0.0 && !tie(d)).count(),
         ties: diffs.iter().filter(|&&d| tie(d)).count(),
         losses: diffs.iter().filter(|&&d| d < 0.0 && !tie(d)).count(),
@@ -400,9 +431,11 @@ pub fn render(board: &Leaderboard, format: Format) -> String {
     }
     if format == Format::Table {
         out.push_str(
-            "\nfidelity: mean over the calls each world model simulated, 95% interval (Wilson's); \
-             error P/R/F1: how well it foresaw the calls that failed; pairs: paired bootstrap on the \
-             calls both simulated. Formula: docs/world-models.md, \"Fidelity\".\n",
+            "\nfidelity: mean over the calls each world model simulated, 95% interval (Wilson's at \
+             the effective n, clustered by the run each call came from); error P/R/F1: how well it \
+             foresaw the calls that failed; pairs: mean difference on the calls both simulated with \
+             its 95% interval. Formula: docs/world-models.md, \"Fidelity\"; intervals: \
+             docs/report-format.md.\n",
         );
     }
     out
@@ -431,6 +464,7 @@ mod tests {
     fn call(real_error: bool, outcomes: Vec<Outcome>) -> CallResult {
         CallResult {
             tool: if real_error { "t:fails" } else { "t:works" }.into(),
+            source: String::new(),
             real_error,
             outcomes,
         }
@@ -465,12 +499,11 @@ mod tests {
         assert_eq!((p.n, p.wins, p.ties, p.losses), (3, 2, 1, 0));
         assert!((p.mean_diff.unwrap() - 0.5).abs() < 1e-12);
         let [lo, hi] = p.ci.unwrap();
+        // A difference of fidelities stays within ±1.
         assert!(
-            lo >= 0.0 && hi <= 1.0 && lo <= 0.5 && 0.5 <= hi,
+            lo >= -1.0 && hi <= 1.0 && lo <= 0.5 && 0.5 <= hi,
             "{lo} {hi}"
         );
-        // The same input gives the same interval (a fixed seed).
-        assert_eq!(leaderboard(&names, &calls).pairs[0].ci, p.ci);
     }
 
     #[test]

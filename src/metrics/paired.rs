@@ -9,8 +9,11 @@ use std::collections::BTreeMap;
 use anyhow::{Result, bail};
 use serde::Serialize;
 
-use super::group::{GroupBy, RunRecord, anchored_efficiency, cohort_efficiency, eq_score};
-use super::stats::paired_bootstrap;
+use super::group::{
+    EQ_SCALE, GroupBy, JUDGE_SCALE, RunRecord, UNIT, anchored_efficiency, cohort_efficiency,
+    eq_score,
+};
+use super::stats::{self, Interval, MIN_N, Scale};
 
 /// One configuration's difference from the baseline on one metric.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -23,8 +26,16 @@ pub struct PairedRow {
     pub n: usize,
     /// Mean of `metric(key) − metric(baseline)` over those tasks.
     pub mean_diff: Option<f64>,
-    /// Paired bootstrap 95% interval of that mean; `None` under two tasks.
+    /// The 95% interval of that mean (`stats::paired`): `None` under
+    /// [`stats::MIN_N`] tasks, or when the differences have no spread to estimate.
     pub ci: Option<[f64; 2]>,
+    /// How the interval was made, or why there is none.
+    pub interval: Option<Interval>,
+    /// Standard deviation of the per-task differences; `None` under two tasks.
+    pub sd: Option<f64>,
+    /// Tasks a paired comparison needs to detect this mean difference with 80% power at the
+    /// 5% level, from `sd` (`None` without a difference or a spread).
+    pub tasks_for_80_power: Option<usize>,
     /// Tasks where this configuration's value was higher.
     pub higher: usize,
     /// Tasks with the same value.
@@ -33,48 +44,84 @@ pub struct PairedRow {
     pub lower: usize,
 }
 
-/// A metric of one run, when it has it.
-type Metric = (&'static str, fn(&RunRecord) -> Option<f64>);
+/// A metric of one run, when it has it, and its scale.
+type Metric = (&'static str, Scale, fn(&RunRecord) -> Option<f64>);
 
 /// The per-run metrics compared, in the report's order (Execution Quality within the cohort,
 /// which is not per run, is worked out per task apart: [`EXECUTION_QUALITY`]).
-pub const METRICS: [Metric; 15] = [
-    ("tool_calls", |r| Some(r.metrics.tool_calls as f64)),
-    ("tool_call_success_rate", |r| {
+pub const METRICS: [Metric; 19] = [
+    ("tool_calls", Scale::Count, |r| {
+        Some(r.metrics.tool_calls as f64)
+    }),
+    ("tool_call_success_rate", UNIT, |r| {
         r.metrics.tool_call_success_rate
     }),
-    ("completed", |r| Some(f64::from(u8::from(r.completed())))),
-    ("valid_tool_name_rate", |r| r.metrics.valid_tool_name_rate),
-    ("input_schema_compliance", |r| {
+    ("completed", UNIT, |r| {
+        Some(f64::from(u8::from(r.completed())))
+    }),
+    ("valid_tool_name_rate", UNIT, |r| {
+        r.metrics.valid_tool_name_rate
+    }),
+    ("input_schema_compliance", UNIT, |r| {
         r.metrics.input_schema_compliance
     }),
-    ("rejected_decisions", |r| {
+    ("valid_call_failure_rate", UNIT, |r| {
+        r.metrics.valid_call_failure_rate
+    }),
+    ("planning_json_compliance", UNIT, |r| {
+        r.metrics.planning_json_compliance
+    }),
+    ("server_count", Scale::Count, |r| {
+        (r.metrics.tool_calls > 0).then_some(r.metrics.server_count as f64)
+    }),
+    ("rejected_decisions", Scale::Count, |r| {
         Some(r.metrics.rejected_decisions as f64)
     }),
-    ("execution_quality_anchored", |r| {
+    ("execution_quality_anchored", EQ_SCALE, |r| {
         let eff = anchored_efficiency(r.metrics.tool_calls, r.reference_calls)?;
         Some(eq_score(r.metrics.tool_call_success_rate?, eff))
     }),
-    ("tokens", |r| Some(r.metrics.tokens() as f64)),
-    ("wall_time_s", |r| Some(r.metrics.wall_ms as f64 / 1000.0)),
-    ("fidelity", |r| r.metrics.fidelity.map(|f| f.score)),
-    ("judge_task_completion", |r| {
+    ("tokens", Scale::Positive, |r| {
+        Some(r.metrics.tokens() as f64)
+    }),
+    ("wall_time_s", Scale::Positive, |r| {
+        Some(r.metrics.wall_ms as f64 / 1000.0)
+    }),
+    ("fidelity", UNIT, |r| r.metrics.fidelity.map(|f| f.score)),
+    ("judge_task_completion", JUDGE_SCALE, |r| {
         r.metrics.judge.map(|j| j.task_completion)
     }),
-    ("judge_tool_selection", |r| {
+    ("judge_tool_selection", JUDGE_SCALE, |r| {
         r.metrics.judge.map(|j| j.tool_selection)
     }),
-    ("judge_planning_effectiveness", |r| {
+    ("judge_planning_effectiveness", JUDGE_SCALE, |r| {
         r.metrics.judge.map(|j| j.planning_effectiveness)
     }),
-    ("judge_overall", |r| r.metrics.judge.map(|j| j.overall)),
-    ("judge_tokens", |r| {
+    ("judge_overall", JUDGE_SCALE, |r| {
+        r.metrics.judge.map(|j| j.overall)
+    }),
+    ("judge_tokens", Scale::Positive, |r| {
         r.metrics
             .judge
             .is_some()
             .then(|| r.metrics.judge_tokens() as f64)
     }),
+    ("cross_server_coordination", UNIT, |r| {
+        (r.metrics.tool_calls > 0)
+            .then_some(f64::from(u8::from(r.metrics.cross_server_coordination())))
+    }),
 ];
+
+/// The scale of a compared metric.
+fn scale_of(metric: &str) -> Scale {
+    if metric == EXECUTION_QUALITY {
+        return EQ_SCALE;
+    }
+    METRICS
+        .iter()
+        .find(|(m, _, _)| *m == metric)
+        .map_or(Scale::Unbounded, |(_, scale, _)| *scale)
+}
 
 /// Execution Quality per task: `eq_score` of the group's mean success rate on the task and
 /// its calls on the task against the range of the groups of its planner on that task.
@@ -122,7 +169,7 @@ pub fn against_baseline(
     for (key, tasks) in &groups {
         for (task, runs) in tasks {
             let values = per_task.entry(key).or_default().entry(task).or_default();
-            for (metric, get) in METRICS {
+            for (metric, _, get) in METRICS {
                 if let Some(m) = mean(runs.iter().filter_map(|r| get(r))) {
                     values.insert(metric, m);
                 }
@@ -132,7 +179,7 @@ pub fn against_baseline(
     add_execution_quality(&groups, &mut per_task);
     let base = &per_task[base_key.as_str()];
     // The report's order: Execution Quality beside its anchored variant.
-    let mut names: Vec<&'static str> = METRICS.iter().map(|(m, _)| *m).collect();
+    let mut names: Vec<&'static str> = METRICS.iter().map(|(m, _, _)| *m).collect();
     let anchored = names
         .iter()
         .position(|m| *m == "execution_quality_anchored")
@@ -152,12 +199,20 @@ pub fn against_baseline(
                 .collect();
             let n = diffs.len();
             let tie = |d: f64| d.abs() <= 1e-9;
+            let estimate = stats::paired(&diffs, scale_of(metric));
+            let sd = stats::sd(&diffs);
+            let mean_diff = estimate.map(|e| e.mean);
             rows.push(PairedRow {
                 key: key.to_string(),
                 metric,
                 n,
-                mean_diff: (n > 0).then(|| diffs.iter().sum::<f64>() / n as f64),
-                ci: (n >= 2).then(|| paired_bootstrap(&diffs)),
+                mean_diff,
+                ci: estimate.and_then(|e| e.ci),
+                interval: estimate.map(|e| e.interval),
+                sd,
+                tasks_for_80_power: sd
+                    .zip(mean_diff)
+                    .and_then(|(sd, d)| stats::tasks_for_power(sd, d)),
                 higher: diffs.iter().filter(|&&d| d > 0.0 && !tie(d)).count(),
                 same: diffs.iter().filter(|&&d| tie(d)).count(),
                 lower: diffs.iter().filter(|&&d| d < 0.0 && !tie(d)).count(),
@@ -227,13 +282,14 @@ fn add_execution_quality<'a>(
     }
 }
 
-/// The rows as a table (`markdown` for a GitHub table).
-pub fn render(baseline: &str, rows: &[PairedRow], markdown: bool) -> String {
+/// The rows as a table (`markdown` for a GitHub table); `power` adds the tasks a comparison
+/// needs to detect each difference (`cosmos report --power`).
+pub fn render(baseline: &str, rows: &[PairedRow], markdown: bool, power: bool) -> String {
     let mut out = format!(
         "\nAgainst the baseline {baseline}, on the tasks both ran (per task: each side's mean over its repeats):\n{}",
         if markdown { "\n" } else { "" }
     );
-    let header = [
+    let mut header = vec![
         "configuration",
         "metric",
         "tasks",
@@ -242,27 +298,57 @@ pub fn render(baseline: &str, rows: &[PairedRow], markdown: bool) -> String {
         "same",
         "lower",
     ];
+    if power {
+        header.extend(["sd of differences", "tasks for 80% power"]);
+    }
     let cells: Vec<Vec<String>> = rows
         .iter()
         .filter(|r| r.n > 0)
         .map(|r| {
-            vec![
+            let mut cells = vec![
                 r.key.clone(),
                 r.metric.to_string(),
                 r.n.to_string(),
-                match (r.mean_diff, r.ci) {
-                    (Some(m), Some([lo, hi])) => format!("{m:+.3} [{lo:+.3}, {hi:+.3}]"),
-                    (Some(m), None) => format!("{m:+.3}"),
-                    _ => "—".into(),
-                },
+                difference(r),
                 r.higher.to_string(),
                 r.same.to_string(),
                 r.lower.to_string(),
-            ]
+            ];
+            if power {
+                cells.push(r.sd.map_or("—".into(), |sd| format!("{sd:.3}")));
+                cells.push(match (r.tasks_for_80_power, r.mean_diff) {
+                    (Some(n), _) => n.to_string(),
+                    (None, Some(d)) if d.abs() <= 1e-9 => "no difference".into(),
+                    _ => "—".into(),
+                });
+            }
+            cells
         })
         .collect();
     super::table::aligned(&mut out, &header, &cells, markdown);
+    out.push_str(&format!(
+        "\nIntervals: rates, fidelity, EQ and judge scores by Wilson's interval at the effective n \
+         (never outside the difference's range); counts, tokens and time by Student's t. \
+         \"too few tasks\": under {MIN_N} tasks no interval is given.\n"
+    ));
+    if power {
+        out.push_str(
+            "Tasks for 80% power: how many tasks a paired t-test at the 5% level needs to detect \
+             the observed mean difference, given the sd of the per-task differences.\n",
+        );
+    }
     out
+}
+
+/// A difference with its interval, or why it has none.
+pub fn difference(r: &PairedRow) -> String {
+    match (r.mean_diff, r.ci, r.interval) {
+        (Some(m), Some([lo, hi]), _) => format!("{m:+.3} [{lo:+.3}, {hi:+.3}]"),
+        (Some(m), None, Some(Interval::TooFew)) => format!("{m:+.3} (too few tasks)"),
+        (Some(m), None, Some(Interval::NoSpread)) => format!("{m:+.3} (same on every task)"),
+        (Some(m), None, _) => format!("{m:+.3}"),
+        _ => "—".into(),
+    }
 }
 
 #[cfg(test)]
@@ -307,8 +393,14 @@ mod tests {
         assert_eq!(calls.n, 2, "task c is not paired");
         assert_eq!(calls.mean_diff, Some(1.0));
         assert_eq!((calls.higher, calls.same, calls.lower), (1, 1, 0));
-        let [lo, hi] = calls.ci.unwrap();
-        assert!(lo >= 0.0 && hi <= 2.0, "{lo} {hi}");
+        assert_eq!(
+            (calls.ci, calls.interval),
+            (None, Some(Interval::TooFew)),
+            "two tasks are too few for an interval"
+        );
+        // sd of (+2, 0) = √2; to detect +1 with 80% power: (t + t)² · 2 ≤ n at n = 18.
+        assert!((calls.sd.unwrap() - 2f64.sqrt()).abs() < 1e-12);
+        assert_eq!(calls.tasks_for_80_power, Some(18));
         let success = rows
             .iter()
             .find(|r| r.metric == "tool_call_success_rate")
@@ -333,6 +425,7 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("react; spiral"), "{err}");
-        assert!(render(&base, &rows, true).contains("| spiral"));
+        assert!(render(&base, &rows, true, false).contains("| spiral"));
+        assert!(render(&base, &rows, false, true).contains("tasks for 80% power"));
     }
 }

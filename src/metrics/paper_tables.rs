@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 
 use super::group::{GroupBy, GroupRow};
 use super::paired::PairedRow;
+use super::stats::Interval;
 use super::table::{Column, aligned, cell, columns};
 
 /// The paper's tables: a title and the report columns (by title) each one shows.
@@ -20,6 +21,10 @@ const TABLES: [(&str, &[&str]); 3] = [
             "EQ anchored",
             "valid name %",
             "schema %",
+            "valid-call fail %",
+            "plan JSON %",
+            "servers",
+            "cross-server %",
         ],
     ),
     (
@@ -84,16 +89,15 @@ pub fn render(rows: &[GroupRow], by: GroupBy, baseline: Option<(&str, &[PairedRo
         aligned(&mut out, &header, &table, true);
         out.push('\n');
     }
-    out.push_str(
-        "Cells: mean ±95% CI half-width, or [95% interval] for rates (Wilson); (n=…) where fewer \
-         runs had the metric. EQ is within the planner's cohort; EQ anchored uses each task's \
-         reference call count.",
-    );
+    out.push_str("Cells: ");
+    out.push_str(super::table::LEGEND);
+    out.push_str(" EQ anchored uses each task's reference call count.");
     if let Some((key, _)) = baseline {
         let _ = write!(
             out,
             " Δ: the mean per-task difference from the baseline `{key}` on the tasks both ran, \
-             with its paired bootstrap 95% interval."
+             with its paired 95% interval (none under {} tasks).",
+            super::stats::MIN_N
         );
     }
     out.push('\n');
@@ -111,9 +115,16 @@ fn difference(pairs: &[PairedRow], key: &str, col: &Column) -> Option<String> {
     let d = col.decimals;
     let scale = col.scale;
     let mean = p.mean_diff? * scale;
-    Some(match p.ci {
-        Some([lo, hi]) => format!("Δ {mean:+.d$} [{:+.d$}, {:+.d$}]", lo * scale, hi * scale),
-        None => format!("Δ {mean:+.d$}, 1 task"),
+    Some(match (p.ci, p.interval) {
+        (Some([lo, hi]), _) => {
+            format!("Δ {mean:+.d$} [{:+.d$}, {:+.d$}]", lo * scale, hi * scale)
+        }
+        (None, Some(Interval::NoSpread)) => format!("Δ {mean:+.d$}, same on {} tasks", p.n),
+        (None, _) => format!(
+            "Δ {mean:+.d$}, {} task{}: too few",
+            p.n,
+            if p.n == 1 { "" } else { "s" }
+        ),
     })
 }
 
@@ -131,12 +142,18 @@ mod tests {
             tool_calls: Some(Estimate {
                 mean: calls,
                 n: 2,
+                tasks: None,
                 ci95: Some(0.5),
-                ci: None,
+                ci: Some([calls - 0.5, calls + 0.5]),
+                interval: Interval::StudentT,
             }),
             tool_call_success_rate: None,
             valid_tool_name_rate: None,
             input_schema_compliance: None,
+            valid_call_failure_rate: None,
+            planning_json_compliance: None,
+            server_count: None,
+            cross_server_coordination: None,
             rejected_decisions: None,
             execution_quality: None,
             execution_quality_anchored: None,
@@ -162,6 +179,9 @@ mod tests {
             n: 2,
             mean_diff: Some(1.0),
             ci: Some([0.5, 1.5]),
+            interval: Some(Interval::StudentT),
+            sd: Some(0.1),
+            tasks_for_80_power: Some(3),
             higher: 2,
             same: 0,
             lower: 0,
@@ -172,8 +192,11 @@ mod tests {
             "{md}"
         );
         assert!(md.contains("| react "), "{md}");
-        assert!(md.contains("3.00 ±0.50 (baseline)"), "{md}");
-        assert!(md.contains("4.00 ±0.50 (Δ +1.00 [+0.50, +1.50])"), "{md}");
+        assert!(md.contains("3.00 [2.50–3.50] (baseline)"), "{md}");
+        assert!(
+            md.contains("4.00 [3.50–4.50] (Δ +1.00 [+0.50, +1.50])"),
+            "{md}"
+        );
         assert!(md.contains("No run was judged"), "{md}");
         assert!(md.contains("**Table 4 · Cost and simulation**"), "{md}");
         let plain = render(&rows, GroupBy::Config, None);

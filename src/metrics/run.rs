@@ -10,8 +10,8 @@ use serde::{Deserialize, Serialize};
 use super::fidelity::{self, Fidelity};
 use crate::trajectory::catalog::ToolCatalog;
 use crate::trajectory::event::{
-    DecisionProblem, Event, EventBody, Header, JudgeScores, NodeId, Observation, Phase, Role,
-    RunStatus, Totals, VALIDATOR,
+    Action, ActionKind, AgentKind, DecisionProblem, Event, EventBody, Header, JudgeScores, NodeId,
+    Observation, Phase, Role, RunStatus, Totals, VALIDATOR,
 };
 use crate::trajectory::fold::TreeState;
 use crate::trajectory::lean::{Brief, LeanBody, LeanEvent, RawObservation};
@@ -25,8 +25,12 @@ pub struct StepFacts {
     pub is_error: bool,
     /// The tool name was in the catalogue.
     pub valid_name: bool,
-    /// The arguments validated against the tool's schema.
+    /// The arguments validated against the tool's schema, as MCP-Bench checks them (a schema
+    /// that does not compile fails every call).
     pub schema_ok: bool,
+    /// The server the call went to (a hash of its name): the recorded one, or for a tool in
+    /// the catalogue whose call was cut off, the server its name is under.
+    pub server: Option<u64>,
     /// Simulated vs real, when the step executes a node the world model simulated.
     pub fidelity: Option<Fidelity>,
 }
@@ -35,13 +39,24 @@ impl StepFacts {
     /// Facts of one `tool_called` event; `simulated` is its plan node's prediction.
     pub fn new(
         catalog: &ToolCatalog,
-        tool: &str,
-        arguments: &serde_json::Value,
-        result: &Observation,
-        error: Option<&str>,
+        call: CallRecord<'_>,
         simulated: Option<&Observation>,
     ) -> Self {
+        let CallRecord {
+            tool,
+            server,
+            arguments,
+            result,
+            error,
+        } = call;
         let check = catalog.check(tool, arguments);
+        let server = server
+            .or_else(|| {
+                check
+                    .valid_name
+                    .then(|| tool.split(':').next().unwrap_or(tool))
+            })
+            .map(server_hash);
         let is_error = result.is_error || error.is_some();
         let real = if error.is_some() && !result.is_error {
             // A transport failure is an error result as far as agreement goes.
@@ -55,11 +70,40 @@ impl StepFacts {
         Self {
             is_error,
             valid_name: check.valid_name,
-            schema_ok: check.schema_ok,
+            schema_ok: check.schema_ok && !check.schema_broken,
+            server,
             fidelity: simulated.map(|sim| fidelity::compare(sim, &real)),
         }
     }
 }
+
+/// The recorded parts of one `tool_called` event that the metrics read.
+#[derive(Debug, Clone, Copy)]
+pub struct CallRecord<'a> {
+    /// Namespaced tool name as called.
+    pub tool: &'a str,
+    /// The server that answered, when one did.
+    pub server: Option<&'a str>,
+    /// The arguments sent.
+    pub arguments: &'a serde_json::Value,
+    /// The result.
+    pub result: &'a Observation,
+    /// A transport error, a timeout or a cut-off.
+    pub error: Option<&'a str>,
+}
+
+fn server_hash(name: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    name.hash(&mut h);
+    h.finish()
+}
+
+/// The version of the metric definitions. `run_finished` totals carry the version that wrote
+/// them; a view shows stored totals only when they are of this version and recomputes them
+/// from the events otherwise (older files keep the figures of the formulas of their day).
+/// Raise it whenever `compute` or a fact it reads changes meaning.
+pub const METRICS_VERSION: u32 = 2;
 
 pub use crate::trajectory::lean::LlmFacts;
 
@@ -129,13 +173,21 @@ impl JudgeSummary {
 pub struct RunMetrics {
     /// Real tool calls.
     pub tool_calls: u64,
-    /// Calls without error / calls; `None` with no calls.
+    /// Calls without error / calls (MCP-Bench's `execution_success_rate`); `None` with no calls.
     pub tool_call_success_rate: Option<f64>,
-    /// Calls to tools in the catalogue / calls, where a ReAct decision naming a tool no server
-    /// offers counts as a call with an invalid name; `None` without either.
+    /// Calls to tools in the catalogue / calls; `None` with no calls.
     pub valid_tool_name_rate: Option<f64>,
-    /// Calls whose arguments validate / calls with a valid name (as MCP-Bench); `None` without such calls.
+    /// Calls whose arguments validate / calls with a valid name, 0 when no call had a valid
+    /// name (as MCP-Bench); `None` with no calls.
     pub input_schema_compliance: Option<f64>,
+    /// Failed calls among calls with a valid name / calls with a valid name, 0 when none had
+    /// a valid name (as MCP-Bench); `None` with no calls.
+    pub valid_call_failure_rate: Option<f64>,
+    /// Planned calls that named a tool / planned calls; 1 when nothing was planned (as
+    /// MCP-Bench, which counts the entries of its plans).
+    pub planning_json_compliance: Option<f64>,
+    /// Distinct servers called (MCP-Bench's `server_count`).
+    pub server_count: u64,
     /// Wall time per phase, milliseconds, in [`Phase::ALL`] order.
     pub phase_ms: [u64; 4],
     /// Wall time from start to the last event.
@@ -190,6 +242,11 @@ impl RunMetrics {
         self.llm.iter().any(|r| r.estimated_calls > 0)
     }
 
+    /// More than one server was called (MCP-Bench's `cross_server_coordination`).
+    pub fn cross_server_coordination(&self) -> bool {
+        self.server_count > 1
+    }
+
     /// Real calls that failed.
     pub fn tool_errors(&self) -> u64 {
         self.tool_calls
@@ -210,6 +267,7 @@ impl RunMetrics {
             wall_ms: self.wall_ms,
             fidelity: self.fidelity.map(|f| f.score),
             rejected_decisions: self.rejected_decisions,
+            metrics_version: METRICS_VERSION,
         }
     }
 }
@@ -234,6 +292,13 @@ pub struct MetricsInput<'a> {
     pub answered: bool,
     /// Rejected planner replies so far.
     pub rejected: &'a [DecisionProblem],
+    /// Planned calls accepted so far: search or chain nodes whose action is a call, and
+    /// ReAct's calls (made as decided).
+    pub planned_calls: u64,
+    /// The run is ReAct's, whose decision is its call: an older ReAct run recorded a call of a
+    /// tool no server offers as a rejected decision instead of a failed call, and it counts as
+    /// the failed call MCP-Bench records.
+    pub decisions_are_calls: bool,
 }
 
 /// How many LLM calls apart [`RunFacts`] keeps a sum of the usage so far.
@@ -249,19 +314,33 @@ pub fn add_usage(usage: &mut [RoleUsage; 5], call: &LlmFacts) {
     u.failed_calls += u64::from(call.failed);
 }
 
-/// Computes the metrics of a run prefix.
+/// Computes the metrics of a run prefix: MCP-Bench's rule-based metrics over its calls
+/// (`docs/report-format.md` has each definition beside MCP-Bench's).
 pub fn compute(input: &MetricsInput<'_>) -> RunMetrics {
     let steps = input.steps;
-    let calls = steps.len() as u64;
+    let count = |p: DecisionProblem| input.rejected.iter().filter(|r| **r == p).count();
+    let unknown_tools = count(DecisionProblem::UnknownTool);
+    // Older ReAct runs: a decision naming an unknown tool is MCP-Bench's "not found" call.
+    let legacy_calls = if input.decisions_are_calls {
+        unknown_tools
+    } else {
+        0
+    };
+    let calls = steps.len() + legacy_calls;
     let rate = |num: usize, den: usize| (den > 0).then(|| num as f64 / den as f64);
+    // MCP-Bench: with calls but none valid, compliance and failure rate are 0, not undefined.
+    let of_valid = |num: usize, den: usize| (calls > 0).then(|| rate(num, den).unwrap_or(0.0));
     let ok = steps.iter().filter(|s| !s.is_error).count();
     let valid = steps.iter().filter(|s| s.valid_name).count();
-    let unknown_tools = input
-        .rejected
-        .iter()
-        .filter(|p| **p == DecisionProblem::UnknownTool)
-        .count();
     let compliant = steps.iter().filter(|s| s.valid_name && s.schema_ok).count();
+    let valid_failed = steps.iter().filter(|s| s.valid_name && s.is_error).count();
+    let mut servers: Vec<u64> = steps.iter().filter_map(|s| s.server).collect();
+    servers.sort_unstable();
+    servers.dedup();
+    // Planned calls: every accepted call, and every rejected reply that was a call (with a
+    // tool, however bad); those without a tool are the ones MCP-Bench finds non-compliant.
+    let no_tool = count(DecisionProblem::NoTool);
+    let named = input.planned_calls as usize + unknown_tools + count(DecisionProblem::BadArguments);
 
     let mut phase_ms = [0u64; 4];
     for (i, (phase, start)) in input.phases.iter().enumerate() {
@@ -270,10 +349,13 @@ pub fn compute(input: &MetricsInput<'_>) -> RunMetrics {
     }
 
     RunMetrics {
-        tool_calls: calls,
-        tool_call_success_rate: rate(ok, steps.len()),
-        valid_tool_name_rate: rate(valid, steps.len() + unknown_tools),
-        input_schema_compliance: rate(compliant, valid),
+        tool_calls: calls as u64,
+        tool_call_success_rate: rate(ok, calls),
+        valid_tool_name_rate: rate(valid, calls),
+        input_schema_compliance: of_valid(compliant, valid),
+        valid_call_failure_rate: of_valid(valid_failed, valid),
+        planning_json_compliance: Some(rate(named, named + no_tool).unwrap_or(1.0)),
+        server_count: servers.len() as u64,
         phase_ms,
         wall_ms: input.end_ms,
         llm: input.llm,
@@ -318,6 +400,8 @@ pub struct RunFacts {
     usage_before: Vec<[RoleUsage; 5]>,
     usage: [RoleUsage; 5],
     rejected: Vec<(u32, DecisionProblem)>,
+    /// Event index of every accepted planned call (see [`MetricsInput::planned_calls`]).
+    planned: Vec<u32>,
     synced: usize,
 }
 
@@ -341,17 +425,29 @@ impl RunFacts {
                     add_usage(&mut self.usage, call);
                     continue;
                 }
+                LeanBody::NodeAdded {
+                    action: Some(ActionKind::ToolCall),
+                    ..
+                } => {
+                    self.planned.push(idx as u32);
+                    continue;
+                }
                 LeanBody::Full(event) => &event.body,
                 _ => continue,
             };
             match body {
                 EventBody::ToolCalled {
                     tool,
+                    server,
                     arguments,
                     result,
                     error,
+                    node,
                     ..
                 } => {
+                    if node.is_none() {
+                        self.planned.push(idx as u32);
+                    }
                     let step = run.steps()[self.steps.len()];
                     let simulated = step
                         .simulated
@@ -365,14 +461,15 @@ impl RunFacts {
                             )
                         })
                         .and_then(|e| run.simulated_observation(e));
-                    self.steps.push(StepFacts::new(
-                        run.catalog(),
+                    let call = CallRecord {
                         tool,
+                        server: server.as_deref(),
                         arguments,
                         result,
-                        error.as_deref(),
-                        simulated.as_ref(),
-                    ));
+                        error: error.as_deref(),
+                    };
+                    self.steps
+                        .push(StepFacts::new(run.catalog(), call, simulated.as_ref()));
                 }
                 EventBody::DecisionRejected { problem, .. } => {
                     self.rejected.push((idx as u32, *problem));
@@ -422,6 +519,8 @@ impl RunFacts {
             status: run.status_at(k),
             answered: run.answered_at(k),
             rejected: &rejected,
+            planned_calls: self.planned.partition_point(|&e| (e as usize) < k) as u64,
+            decisions_are_calls: run.header.agent.kind == AgentKind::React,
         })
     }
 }
@@ -477,6 +576,8 @@ pub struct RunAccumulator {
     status: Option<RunStatus>,
     answered: bool,
     rejected: Vec<DecisionProblem>,
+    planned_calls: u64,
+    decisions_are_calls: bool,
 }
 
 impl RunAccumulator {
@@ -494,6 +595,8 @@ impl RunAccumulator {
             status: None,
             answered: false,
             rejected: Vec::new(),
+            planned_calls: 0,
+            decisions_are_calls: header.agent.kind == AgentKind::React,
         }
     }
 
@@ -505,7 +608,10 @@ impl RunAccumulator {
         match event.body {
             LeanBody::Phase(phase) => self.phases.push((phase, event.t_ms)),
             LeanBody::LlmCall(call) => add_usage(&mut self.llm, &call),
-            LeanBody::NodeAdded { .. } => self.nodes += 1,
+            LeanBody::NodeAdded { action, .. } => {
+                self.nodes += 1;
+                self.planned_calls += u64::from(action == Some(ActionKind::ToolCall));
+            }
             LeanBody::NodeSimulated {
                 node,
                 by_validator,
@@ -553,7 +659,10 @@ impl RunAccumulator {
                     add_usage(&mut self.llm, &call);
                 }
             }
-            EventBody::NodeAdded { .. } => self.nodes += 1,
+            EventBody::NodeAdded { action, .. } => {
+                self.nodes += 1;
+                self.planned_calls += u64::from(matches!(action, Some(Action::ToolCall { .. })));
+            }
             EventBody::NodeSimulated {
                 node, observation, ..
             } => self.simulated(
@@ -562,23 +671,26 @@ impl RunAccumulator {
             ),
             EventBody::ToolCalled {
                 tool,
+                server,
                 arguments,
                 result,
                 node,
                 error,
                 ..
             } => {
+                self.planned_calls += u64::from(node.is_none());
                 let sim = node
                     .and_then(|n| self.simulated.get(&n))
                     .and_then(Simulation::observation);
-                self.steps.push(StepFacts::new(
-                    &self.catalog,
+                let call = CallRecord {
                     tool,
+                    server: server.as_deref(),
                     arguments,
                     result,
-                    error.as_deref(),
-                    sim.as_deref(),
-                ));
+                    error: error.as_deref(),
+                };
+                self.steps
+                    .push(StepFacts::new(&self.catalog, call, sim.as_deref()));
             }
             EventBody::Answer { .. } => self.answered = true,
             EventBody::DecisionRejected { problem, .. } => self.rejected.push(*problem),
@@ -605,6 +717,8 @@ impl RunAccumulator {
             status: self.status,
             answered: self.answered,
             rejected: &self.rejected,
+            planned_calls: self.planned_calls,
+            decisions_are_calls: self.decisions_are_calls,
         })
     }
 }
@@ -658,6 +772,7 @@ mod tests {
             is_error,
             valid_name,
             schema_ok,
+            server: valid_name.then_some(1),
             fidelity: None,
         }
     }
@@ -681,6 +796,8 @@ mod tests {
             status: None,
             answered: false,
             rejected: &[],
+            planned_calls: steps.len() as u64,
+            decisions_are_calls: false,
         }
     }
 
@@ -702,23 +819,55 @@ mod tests {
     }
 
     #[test]
-    fn rejected_decisions_count_and_an_unknown_tool_is_an_invalid_name() {
-        // 2 real calls with valid names, and 3 rejected replies, one of them an unknown tool:
-        // valid names 2 / (2 + 1).
+    fn an_old_react_runs_unknown_tool_is_mcp_benchs_failed_call_hand_worked() {
+        // 2 real calls with valid names, and 3 rejected replies: no tool, an unknown tool,
+        // arguments that are not an object. In an old ReAct run the unknown tool was the
+        // call MCP-Bench records as failed ("not found"): calls 3, success 2/3, valid names
+        // 2/3, compliance 2/2, valid-call failures 0/2. Planned calls with a tool: 2 + 1 + 1
+        // of 5 planned (the one without a tool is MCP-Bench's non-compliant entry): 4/5.
         let steps = [step(false, true, true), step(false, true, true)];
         let rejected = [
             DecisionProblem::NoTool,
             DecisionProblem::UnknownTool,
             DecisionProblem::BadArguments,
         ];
-        let m = compute(&MetricsInput {
+        let react = compute(&MetricsInput {
+            rejected: &rejected,
+            decisions_are_calls: true,
+            ..input(&steps, &[], &[])
+        });
+        assert_eq!(react.rejected_decisions, 3);
+        assert_eq!(react.tool_calls, 3);
+        assert_eq!(react.tool_call_success_rate, Some(2.0 / 3.0));
+        assert_eq!(react.valid_tool_name_rate, Some(2.0 / 3.0));
+        assert_eq!(react.input_schema_compliance, Some(1.0));
+        assert_eq!(react.valid_call_failure_rate, Some(0.0));
+        assert_eq!(react.planning_json_compliance, Some(0.8));
+        assert_eq!(react.tool_errors(), 1);
+        assert_eq!(react.totals(10).rejected_decisions, 3);
+        // In a search the rejected candidate was never called: no call, no failure.
+        let spiral = compute(&MetricsInput {
             rejected: &rejected,
             ..input(&steps, &[], &[])
         });
-        assert_eq!(m.rejected_decisions, 3);
-        assert_eq!(m.valid_tool_name_rate, Some(2.0 / 3.0));
-        assert_eq!(m.tool_call_success_rate, Some(1.0));
-        assert_eq!(m.totals(10).rejected_decisions, 3);
+        assert_eq!(spiral.tool_calls, 2);
+        assert_eq!(spiral.tool_call_success_rate, Some(1.0));
+        assert_eq!(spiral.valid_tool_name_rate, Some(1.0));
+        assert_eq!(spiral.planning_json_compliance, Some(0.8));
+    }
+
+    #[test]
+    fn calls_with_no_valid_name_have_zero_compliance_as_mcp_bench() {
+        // Two calls of unknown tools: MCP-Bench gives 0.0 (not undefined) for the rates over
+        // valid calls, and 0 servers.
+        let steps = [step(true, false, false), step(true, false, false)];
+        let m = compute(&input(&steps, &[], &[]));
+        assert_eq!(m.tool_call_success_rate, Some(0.0));
+        assert_eq!(m.valid_tool_name_rate, Some(0.0));
+        assert_eq!(m.input_schema_compliance, Some(0.0));
+        assert_eq!(m.valid_call_failure_rate, Some(0.0));
+        assert_eq!(m.server_count, 0);
+        assert!(!m.cross_server_coordination());
     }
 
     #[test]
@@ -728,6 +877,13 @@ mod tests {
         assert_eq!(m.tool_call_success_rate, None);
         assert_eq!(m.valid_tool_name_rate, None);
         assert_eq!(m.input_schema_compliance, None);
+        assert_eq!(m.valid_call_failure_rate, None);
+        assert_eq!(
+            m.planning_json_compliance,
+            Some(1.0),
+            "MCP-Bench's value with no plan"
+        );
+        assert_eq!(m.server_count, 0);
         assert_eq!(m.fidelity, None);
     }
 
@@ -813,8 +969,16 @@ mod tests {
             ..Default::default()
         };
         let cat = ToolCatalog::new(&[]);
-        let with = StepFacts::new(&cat, "x:y", &serde_json::json!({}), &real, None, Some(&sim));
-        let without = StepFacts::new(&cat, "x:y", &serde_json::json!({}), &real, None, None);
+        let args = serde_json::json!({});
+        let call = CallRecord {
+            tool: "x:y",
+            server: Some("x"),
+            arguments: &args,
+            result: &real,
+            error: None,
+        };
+        let with = StepFacts::new(&cat, call, Some(&sim));
+        let without = StepFacts::new(&cat, call, None);
         let m = compute(&input(&[with, without], &[], &[]));
         let f = m.fidelity.unwrap();
         assert_eq!(f.steps, 1);
@@ -831,14 +995,16 @@ mod tests {
             ..Default::default()
         };
         let cat = ToolCatalog::new(&[]);
-        let s = StepFacts::new(
-            &cat,
-            "x:y",
-            &serde_json::json!({}),
-            &Observation::default(),
-            Some("timed out"),
-            Some(&sim),
-        );
+        let args = serde_json::json!({});
+        let real = Observation::default();
+        let call = CallRecord {
+            tool: "x:y",
+            server: None,
+            arguments: &args,
+            result: &real,
+            error: Some("timed out"),
+        };
+        let s = StepFacts::new(&cat, call, Some(&sim));
         assert!(s.is_error);
         assert_eq!(s.fidelity.unwrap().error_agreement, 1.0);
     }

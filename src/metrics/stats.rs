@@ -1,148 +1,451 @@
-//! Means with a sample size and a 95% confidence interval: Student's t for unbounded
-//! quantities, Wilson's score interval for rates (which never leaves [0, 1]).
+//! Means with a 95% interval chosen for what the metric is (docs/report-format.md, "Intervals"):
+//!
+//! - a mean of values in a known range (rates, fidelity, Execution Quality, judge scores):
+//!   Wilson's score interval at the effective sample size `p(1 − p) / se²` with Student's t
+//!   quantile for z; it never leaves the range, and for 0/1 values it is Wilson's own;
+//! - a positive, skewed quantity (tokens, seconds): Cox's interval for a log-normal mean;
+//! - a count that can be 0 (calls, rejected decisions): Student's t, kept at or above 0;
+//! - repeats of one task are not independent: with repeats the standard error is clustered by
+//!   task (CR1) and the degrees of freedom are tasks − 1.
+//!
+//! Under [`MIN_N`] values (or tasks) there is no interval, and where the values leave nothing to
+//! estimate a spread from, the interval says so instead of claiming certainty. Coverage is
+//! measured in `tests/interval_coverage.rs` and printed by `benches/coverage.rs`.
+
+use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
+use statrs::distribution::{ContinuousCDF, Normal, StudentsT};
 
-/// A mean over `n` values with the half-width of its 95% confidence interval.
+/// Fewer values (or tasks, when clustered) than this get no interval: "too few".
+pub const MIN_N: usize = 3;
+
+/// What values a metric can take, which decides its interval.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Scale {
+    /// Values in `[lo, hi]`: rates and fidelity in [0, 1], Execution Quality in [0, 100],
+    /// judge scores in [1, 10].
+    Bounded(f64, f64),
+    /// Positive and right-skewed: tokens, seconds.
+    Positive,
+    /// Whole counts at or above 0: calls, rejected decisions.
+    Count,
+    /// Any real value (differences of unbounded metrics).
+    Unbounded,
+}
+
+/// How an [`Estimate`]'s interval was made, or why it has none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Interval {
+    /// Wilson's score interval at the effective sample size, t quantile (bounded means).
+    WilsonEffectiveN,
+    /// Every value was the same: the share of the population elsewhere is at most Wilson's
+    /// bound for 0 of n, and that share may lie anywhere in the range.
+    AllEqual,
+    /// Cox's interval for the mean of a log-normal quantity.
+    LognormalCox,
+    /// Student's t (counts kept at or above 0).
+    StudentT,
+    /// No interval: fewer than [`MIN_N`] values or tasks.
+    TooFew,
+    /// No interval: every value of an unbounded metric was the same, so there is no spread
+    /// to estimate (a zero-width interval would claim certainty).
+    NoSpread,
+}
+
+impl Interval {
+    /// Short words for tables.
+    pub fn words(self) -> &'static str {
+        match self {
+            Interval::WilsonEffectiveN => "Wilson, effective n",
+            Interval::AllEqual => "all equal",
+            Interval::LognormalCox => "log-normal (Cox)",
+            Interval::StudentT => "Student's t",
+            Interval::TooFew => "too few",
+            Interval::NoSpread => "no spread",
+        }
+    }
+}
+
+/// A mean over `n` values with its 95% interval.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Estimate {
     /// The mean.
     pub mean: f64,
     /// How many values.
     pub n: usize,
-    /// Half-width of the symmetric 95% interval (Student's t); `None` with fewer than two
-    /// values, and for a rate, whose interval is not symmetric (see `ci`).
+    /// Tasks the values were clustered by, when some task had repeats (the interval's degrees
+    /// of freedom are then tasks − 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tasks: Option<usize>,
+    /// Half-width when the interval is `mean ± ci95`; `None` when it is not symmetric or absent.
     pub ci95: Option<f64>,
-    /// The 95% interval, `[low, high]`: `mean ± ci95`, or for a rate Wilson's score interval;
-    /// `None` with fewer than two values.
+    /// The 95% interval `[low, high]`; `None` under [`MIN_N`] or with no spread.
     pub ci: Option<[f64; 2]>,
+    /// How the interval was made.
+    pub interval: Interval,
 }
 
 impl Estimate {
-    /// The estimate over `values`; `None` when there are none.
-    pub fn of(values: &[f64]) -> Option<Self> {
+    /// The estimate over independent `values` of a metric on `scale`; `None` when there are none.
+    pub fn of(values: &[f64], scale: Scale) -> Option<Self> {
+        Self::build(values, None, scale)
+    }
+
+    /// The estimate over `values` where `task[i]` names the task of `values[i]`: repeats of a
+    /// task are one cluster. Without repeats it is [`Estimate::of`].
+    pub fn of_clustered<K: Eq + std::hash::Hash>(
+        values: &[f64],
+        task: &[K],
+        scale: Scale,
+    ) -> Option<Self> {
+        let mut index: HashMap<&K, usize> = HashMap::new();
+        let ids: Vec<usize> = task
+            .iter()
+            .map(|k| {
+                let next = index.len();
+                *index.entry(k).or_insert(next)
+            })
+            .collect();
+        let clustered = index.len() < values.len();
+        Self::build(values, clustered.then_some((&ids, index.len())), scale)
+    }
+
+    /// The same estimate with another point value (Execution Quality's mean is the paper's
+    /// point formula, its interval that of the per-run values).
+    pub fn with_mean(self, mean: f64) -> Self {
+        Self { mean, ..self }
+    }
+
+    fn build(values: &[f64], clusters: Option<(&Vec<usize>, usize)>, scale: Scale) -> Option<Self> {
         let n = values.len();
         if n == 0 {
             return None;
         }
         let mean = values.iter().sum::<f64>() / n as f64;
-        let ci95 = (n >= 2).then(|| {
-            let var = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
-            t_975(n - 1) * (var / n as f64).sqrt()
-        });
-        Some(Self {
+        let plain = Self {
             mean,
             n,
-            ci95,
-            ci: ci95.map(|h| [mean - h, mean + h]),
-        })
-    }
-
-    /// The estimate of a rate from per-run values in [0, 1]: their mean, with Wilson's score
-    /// interval taking the mean as the proportion and the runs as the trials. Unlike
-    /// `mean ± t·s/√n`, it stays inside [0, 1] however few runs there are (two runs at 0 and 1
-    /// give 50% [9.5%, 90.5%], not 50 ± 635%).
-    pub fn of_rate(values: &[f64]) -> Option<Self> {
-        let plain = Self::of(values)?;
-        let ci = (plain.n >= 2).then(|| wilson(plain.mean, plain.n));
-        Some(Self {
+            tasks: clusters.map(|(_, g)| g),
             ci95: None,
+            ci: None,
+            interval: Interval::TooFew,
+        };
+        let units = clusters.map_or(n, |(_, g)| g);
+        if units < MIN_N {
+            return Some(plain);
+        }
+        let df = (units - 1) as f64;
+        let se2 = match clusters {
+            Some((ids, g)) => clustered_se2(values, ids, g, mean),
+            None => sample_var(values, mean) / n as f64,
+        };
+        let (ci, interval) = match scale {
+            Scale::Bounded(lo, hi) => bounded(mean, se2, units, df, lo, hi),
+            Scale::Positive if values.iter().all(|v| *v > 0.0) => {
+                // Cox's interval on the values, or on the task means with repeats.
+                let logs: Vec<f64> = match clusters {
+                    Some((ids, g)) => cluster_means(values, ids, g)
+                        .into_iter()
+                        .map(f64::ln)
+                        .collect(),
+                    None => values.iter().map(|v| v.ln()).collect(),
+                };
+                (cox(&logs, df), Interval::LognormalCox)
+            }
+            Scale::Positive | Scale::Count => student(mean, se2, df, Some(0.0)),
+            Scale::Unbounded => student(mean, se2, df, None),
+        };
+        let ci95 = ci.and_then(|[lo, hi]| {
+            let half = (hi - lo) / 2.0;
+            ((mean - lo - half).abs() < 1e-12 * (1.0 + half)).then_some(half)
+        });
+        Some(Self {
             ci,
+            ci95: if interval == Interval::StudentT {
+                ci95
+            } else {
+                None
+            },
+            interval,
             ..plain
         })
     }
 }
 
-/// Wilson's 95% score interval for a proportion `p` over `n` trials.
-pub fn wilson(p: f64, n: usize) -> [f64; 2] {
-    const Z: f64 = 1.959_963_984_540_054;
-    let n = n as f64;
-    let z2 = Z * Z;
+fn sample_var(values: &[f64], mean: f64) -> f64 {
+    values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (values.len() - 1) as f64
+}
+
+/// The CR1 cluster-robust variance of the mean: `G/(G−1) · Σ_g (Σ_{i∈g} (x_i − x̄))² / N²`.
+fn clustered_se2(values: &[f64], ids: &[usize], g: usize, mean: f64) -> f64 {
+    let mut sums = vec![0.0; g];
+    for (v, &id) in values.iter().zip(ids) {
+        sums[id] += v - mean;
+    }
+    let n = values.len() as f64;
+    let g = g as f64;
+    g / (g - 1.0) * sums.iter().map(|s| s * s).sum::<f64>() / (n * n)
+}
+
+fn cluster_means(values: &[f64], ids: &[usize], g: usize) -> Vec<f64> {
+    let mut sums = vec![(0.0, 0usize); g];
+    for (v, &id) in values.iter().zip(ids) {
+        sums[id].0 += v;
+        sums[id].1 += 1;
+    }
+    sums.into_iter().map(|(s, c)| s / c as f64).collect()
+}
+
+/// Student's t 97.5th percentile with `df` degrees of freedom.
+pub fn t_975(df: f64) -> f64 {
+    t_quantile(0.975, df)
+}
+
+fn t_quantile(p: f64, df: f64) -> f64 {
+    match StudentsT::new(0.0, 1.0, df) {
+        Ok(t) => t.inverse_cdf(p),
+        Err(_) => f64::NAN,
+    }
+}
+
+/// The standard normal's 97.5th percentile.
+fn z_975() -> f64 {
+    Normal::standard().inverse_cdf(0.975)
+}
+
+fn student(mean: f64, se2: f64, df: f64, floor: Option<f64>) -> (Option<[f64; 2]>, Interval) {
+    if se2 <= f64::EPSILON * mean.abs().max(1.0) {
+        return (None, Interval::NoSpread);
+    }
+    let half = t_975(df) * se2.sqrt();
+    let lo = mean - half;
+    (
+        Some([floor.map_or(lo, |f| lo.max(f)), mean + half]),
+        Interval::StudentT,
+    )
+}
+
+fn bounded(
+    mean: f64,
+    se2: f64,
+    units: usize,
+    df: f64,
+    lo: f64,
+    hi: f64,
+) -> (Option<[f64; 2]>, Interval) {
+    let width = hi - lo;
+    let p = ((mean - lo) / width).clamp(0.0, 1.0);
+    let se2 = se2 / (width * width);
+    let back = |[a, b]: [f64; 2]| Some([lo + a * width, lo + b * width]);
+    if se2 <= 1e-18 {
+        // Every value the same: at most `w` of the population lies elsewhere (Wilson's bound
+        // for 0 of `units`), anywhere in the range.
+        let z2 = z_975().powi(2);
+        let w = z2 / (units as f64 + z2);
+        return (back([p - w * p, p + w * (1.0 - p)]), Interval::AllEqual);
+    }
+    let n_eff = p * (1.0 - p) / se2;
+    (
+        back(wilson(p, n_eff, t_975(df))),
+        Interval::WilsonEffectiveN,
+    )
+}
+
+/// Wilson's score interval for a proportion `p` over `n` trials (fractional `n` allowed) with
+/// quantile `z`.
+pub fn wilson(p: f64, n: f64, z: f64) -> [f64; 2] {
+    let z2 = z * z;
     let centre = (p + z2 / (2.0 * n)) / (1.0 + z2 / n);
-    let half = Z / (1.0 + z2 / n) * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt();
+    let half = z / (1.0 + z2 / n) * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).max(0.0).sqrt();
     [(centre - half).max(0.0), (centre + half).min(1.0)]
 }
 
-/// Resamples for the paired bootstrap; a fixed seed makes every table reproducible.
-const BOOTSTRAP: usize = 2_000;
-const SEED: u64 = 0x5EED_C05E;
-
-/// The paired bootstrap 95% interval of the mean of `diffs` (per-item differences, resampled
-/// with replacement so each pair stays together): the 2.5th and 97.5th percentiles of the
-/// resampled means. Needs at least one value.
-pub fn paired_bootstrap(diffs: &[f64]) -> [f64; 2] {
-    let mut rng = fastrand::Rng::with_seed(SEED);
-    let n = diffs.len();
-    let mut means: Vec<f64> = (0..BOOTSTRAP)
-        .map(|_| (0..n).map(|_| diffs[rng.usize(..n)]).sum::<f64>() / n as f64)
-        .collect();
-    means.sort_by(f64::total_cmp);
-    let at = |q: f64| means[((BOOTSTRAP as f64 - 1.0) * q).round() as usize];
-    [at(0.025), at(0.975)]
+/// Wilson's 95% interval for `successes` of `n` trials (a proportion of runs, such as runs
+/// that completed).
+pub fn proportion(successes: usize, n: usize) -> Option<[f64; 2]> {
+    (n > 0).then(|| wilson(successes as f64 / n as f64, n as f64, z_975()))
 }
 
-/// The 97.5th percentile of Student's t with `df` degrees of freedom.
-pub fn t_975(df: usize) -> f64 {
-    const TABLE: [f64; 30] = [
-        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
-        2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
-        2.052, 2.048, 2.045, 2.042,
-    ];
-    match df {
-        0 => f64::NAN,
-        1..=30 => TABLE[df - 1],
-        31..=60 => 2.000,
-        61..=120 => 1.980,
-        _ => 1.960,
+/// Cox's 95% interval for the mean of a log-normal quantity from the logs of the values:
+/// `exp(ȳ + s²/2 ± t·√(s²/n + s⁴/(2(n−1))))`.
+fn cox(logs: &[f64], df: f64) -> Option<[f64; 2]> {
+    let n = logs.len() as f64;
+    let m = logs.iter().sum::<f64>() / n;
+    let s2 = sample_var(logs, m);
+    let half = t_975(df) * (s2 / n + s2 * s2 / (2.0 * (n - 1.0))).sqrt();
+    let centre = m + s2 / 2.0;
+    Some([(centre - half).exp(), (centre + half).exp()])
+}
+
+/// The 95% interval of the mean of paired differences `diffs` (one per task) of a metric on
+/// `scale`: a bounded metric's differences are bounded by its width, anything else is Student's
+/// t; under [`MIN_N`] tasks there is none.
+pub fn paired(diffs: &[f64], scale: Scale) -> Option<Estimate> {
+    let scale = match scale {
+        Scale::Bounded(lo, hi) => Scale::Bounded(lo - hi, hi - lo),
+        _ => Scale::Unbounded,
+    };
+    Estimate::of(diffs, scale)
+}
+
+/// How many tasks a paired comparison needs to detect a mean difference `delta` with 80%
+/// power at the 5% level (two-sided paired t), when per-task differences have standard
+/// deviation `sd`; `None` when `delta` is 0 or `sd` is not positive. Capped at 100,000.
+pub fn tasks_for_power(sd: f64, delta: f64) -> Option<usize> {
+    if !(sd > 0.0) || delta == 0.0 || !delta.is_finite() {
+        return None;
     }
+    let ratio = (sd / delta).powi(2);
+    (2..=100_000).find(|&n| {
+        let df = (n - 1) as f64;
+        let need = (t_975(df) + t_quantile(0.8, df)).powi(2) * ratio;
+        n as f64 >= need
+    })
+}
+
+/// The sample standard deviation of `values` (n − 1); `None` under two values.
+pub fn sd(values: &[f64]) -> Option<f64> {
+    (values.len() >= 2).then(|| {
+        let mean = values.iter().sum::<f64>() / values.len() as f64;
+        sample_var(values, mean).sqrt()
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn hand_worked_interval() {
-        // values 1,2,3: mean 2, s = 1, se = 1/sqrt(3), t(2) = 4.303 → 2.4843…
-        let e = Estimate::of(&[1.0, 2.0, 3.0]).unwrap();
-        assert_eq!((e.mean, e.n), (2.0, 3));
-        assert!((e.ci95.unwrap() - 4.303 / 3f64.sqrt()).abs() < 1e-12);
+    fn close(a: f64, b: f64, tol: f64) -> bool {
+        (a - b).abs() < tol
     }
 
     #[test]
-    fn degenerate_samples() {
-        assert_eq!(Estimate::of(&[]), None);
-        assert_eq!(
-            Estimate::of(&[5.0]),
-            Some(Estimate {
-                mean: 5.0,
-                n: 1,
-                ci95: None,
-                ci: None,
-            })
-        );
-        assert_eq!(Estimate::of(&[4.0, 4.0]).unwrap().ci95, Some(0.0));
+    fn quantiles_match_the_tables() {
+        assert!(close(t_975(2.0), 4.303, 1e-3));
+        assert!(close(t_975(29.0), 2.045, 1e-3));
+        assert!(close(z_975(), 1.95996, 1e-5));
     }
 
     #[test]
-    fn a_rates_interval_stays_inside_zero_and_one_hand_worked() {
-        // Two runs at 0 and 1: Student's t gives 0.5 ± 6.353 (12.706 · 0.5).
-        assert!((Estimate::of(&[0.0, 1.0]).unwrap().ci95.unwrap() - 6.353).abs() < 1e-9);
-        // Wilson, p = 0.5, n = 2, z = 1.96: centre = 0.5; z²/n = 1.92073;
-        // half = 1.95996 / 2.92073 · √(0.125 + 3.84146/16) = 0.67105 · 0.60423 = 0.40547.
-        let r = Estimate::of_rate(&[0.0, 1.0]).unwrap();
-        assert_eq!((r.mean, r.n, r.ci95), (0.5, 2, None));
-        let [lo, hi] = r.ci.unwrap();
+    fn a_count_gets_student_t_kept_at_zero_hand_worked() {
+        // 5, 6, 7: mean 6, s = 1, se = 1/√3, t(2) = 4.303 → ±2.4843.
+        let e = Estimate::of(&[5.0, 6.0, 7.0], Scale::Count).unwrap();
+        assert_eq!((e.mean, e.n, e.interval), (6.0, 3, Interval::StudentT));
+        assert!(close(e.ci95.unwrap(), 4.302_652_7 / 3f64.sqrt(), 1e-6));
+        // 0, 0, 3: mean 1, s = √3, se = 1, half 4.303: the low end stops at 0.
+        let e = Estimate::of(&[0.0, 0.0, 3.0], Scale::Count).unwrap();
+        let [lo, hi] = e.ci.unwrap();
+        assert_eq!(lo, 0.0);
+        assert!(close(hi, 1.0 + 4.302_652_7, 1e-6));
+        assert_eq!(e.ci95, None, "not symmetric once kept at 0");
+    }
+
+    #[test]
+    fn too_few_values_and_no_spread_have_no_interval() {
+        let e = Estimate::of(&[5.0, 7.0], Scale::Count).unwrap();
+        assert_eq!((e.ci, e.interval), (None, Interval::TooFew));
+        let e = Estimate::of(&[4.0, 4.0, 4.0], Scale::Count).unwrap();
+        assert_eq!((e.ci, e.interval), (None, Interval::NoSpread));
+        assert_eq!(Estimate::of(&[], Scale::Count), None);
+    }
+
+    #[test]
+    fn a_bounded_mean_stays_in_its_range_hand_worked() {
+        // 0/1 values 1, 1, 0: p = 2/3, s² = 1/3, se² = 1/9, n_eff = (2/9)/(1/9) = 2, z = t(2).
+        let e = Estimate::of(&[1.0, 1.0, 0.0], Scale::Bounded(0.0, 1.0)).unwrap();
+        assert_eq!(e.interval, Interval::WilsonEffectiveN);
+        let expect = wilson(2.0 / 3.0, 2.0, t_975(2.0));
+        let [lo, hi] = e.ci.unwrap();
+        assert!(close(lo, expect[0], 1e-12) && close(hi, expect[1], 1e-12));
+        assert!(lo >= 0.0 && hi <= 1.0);
+        // Wilson by hand, p = 2/3, n = 2, z = 4.3027: z²/n = 9.2566;
+        // centre = (0.66667 + 4.62821)/10.25641 = 0.51625; half = 4.30265/10.25641 ·
+        // √(0.11111 + 18.51282/16) = 0.41951 · 1.12613 = 0.47242.
         assert!(
-            (lo - 0.09453).abs() < 1e-5 && (hi - 0.90547).abs() < 1e-5,
+            close(lo, 0.04383, 1e-4) && close(hi, 0.98867, 1e-4),
             "{lo} {hi}"
         );
-        // All successes: the interval touches 1 and stays below it.
-        let [lo, hi] = Estimate::of_rate(&[1.0, 1.0, 1.0]).unwrap().ci.unwrap();
-        assert!(hi == 1.0 && lo > 0.4 && lo < 0.5, "{lo}");
-        // p = 1, n = 3: centre = (1 + 0.64029)/(1 + 1.28049) = 0.71924,
-        // half = 1.95996/2.28049 · √(0 + 3.84146/36) = 0.85945 · 0.32666 = 0.28075 → low 0.43850.
-        assert!((lo - 0.43850).abs() < 1e-5, "{lo}");
-        assert_eq!(Estimate::of_rate(&[0.7]).unwrap().ci, None);
+    }
+
+    #[test]
+    fn all_equal_values_get_the_rule_for_zero_of_n_hand_worked() {
+        // Three runs at 1.0: w = 3.8415 / (3 + 3.8415) = 0.56149: [0.43851, 1].
+        let e = Estimate::of(&[1.0, 1.0, 1.0], Scale::Bounded(0.0, 1.0)).unwrap();
+        assert_eq!(e.interval, Interval::AllEqual);
+        let [lo, hi] = e.ci.unwrap();
+        assert!(close(lo, 0.43851, 1e-4) && hi == 1.0, "{lo} {hi}");
+        // On a 0–100 scale at 70: [70 − 0.5615·70, 70 + 0.5615·30].
+        let e = Estimate::of(&[70.0; 3], Scale::Bounded(0.0, 100.0)).unwrap();
+        let [lo, hi] = e.ci.unwrap();
+        assert!(
+            close(lo, 30.696, 1e-2) && close(hi, 86.845, 1e-2),
+            "{lo} {hi}"
+        );
+    }
+
+    #[test]
+    fn a_positive_skewed_mean_gets_cox_hand_worked() {
+        // logs 0, 1, 2 (values 1, e, e²): ȳ = 1, s² = 1, centre = 1.5,
+        // half = 4.3027 · √(1/3 + 1/4) = 4.3027 · 0.76376 = 3.28624.
+        let v = [1.0, 1f64.exp(), 2f64.exp()];
+        let e = Estimate::of(&v, Scale::Positive).unwrap();
+        assert_eq!(e.interval, Interval::LognormalCox);
+        let [lo, hi] = e.ci.unwrap();
+        assert!(close(lo.ln(), 1.5 - 3.28624, 1e-4) && close(hi.ln(), 1.5 + 3.28624, 1e-4));
+    }
+
+    #[test]
+    fn repeats_of_a_task_are_clustered_hand_worked() {
+        // Tasks a (1, 1) b (0, 0) c (1, 0): mean 0.5, deviations per task +1, −1, 0;
+        // CR1 se² = 3/2 · 2 / 36 = 1/12; p = 0.5 → n_eff = 0.25 · 12 = 3; z = t(2).
+        let v = [1.0, 1.0, 0.0, 0.0, 1.0, 0.0];
+        let task = ["a", "a", "b", "b", "c", "c"];
+        let e = Estimate::of_clustered(&v, &task, Scale::Bounded(0.0, 1.0)).unwrap();
+        assert_eq!(e.tasks, Some(3));
+        let expect = wilson(0.5, 3.0, t_975(2.0));
+        assert!(close(e.ci.unwrap()[0], expect[0], 1e-12));
+        // Two tasks are too few, however many repeats.
+        let e = Estimate::of_clustered(&v[..4], &task[..4], Scale::Bounded(0.0, 1.0)).unwrap();
+        assert_eq!(
+            (e.ci, e.interval, e.tasks),
+            (None, Interval::TooFew, Some(2))
+        );
+        // No repeats: the plain estimate.
+        let e = Estimate::of_clustered(&[1.0, 0.0, 1.0], &["a", "b", "c"], Scale::Count);
+        assert_eq!(e, Estimate::of(&[1.0, 0.0, 1.0], Scale::Count));
+    }
+
+    #[test]
+    fn paired_differences_of_a_rate_stay_within_its_width() {
+        // Two tasks at −1 (the sweep report's [−1, −1]): too few.
+        let e = paired(&[-1.0, -1.0], Scale::Bounded(0.0, 1.0)).unwrap();
+        assert_eq!((e.ci, e.interval), (None, Interval::TooFew));
+        // Five at −1: never zero-width, never below −1.
+        let e = paired(&[-1.0; 5], Scale::Bounded(0.0, 1.0)).unwrap();
+        let [lo, hi] = e.ci.unwrap();
+        assert!(lo == -1.0 && hi > -1.0, "{lo} {hi}");
+        // Tokens: Student's t on the differences, negative allowed.
+        let e = paired(&[-10.0, -20.0, -30.0], Scale::Positive).unwrap();
+        assert_eq!(e.interval, Interval::StudentT);
+        assert!(e.ci.unwrap()[0] < -30.0);
+    }
+
+    #[test]
+    fn power_hand_worked() {
+        // sd = δ: n ≥ (t.975 + t.80)² with df n − 1: n = 10 gives (2.262 + 0.883)² = 9.89.
+        assert_eq!(tasks_for_power(1.0, 1.0), Some(10));
+        // sd = 2δ needs about four times as many (normal approximation 31.4, t: 34).
+        assert_eq!(tasks_for_power(2.0, 1.0), Some(34));
+        assert_eq!(tasks_for_power(0.0, 1.0), None);
+        assert_eq!(tasks_for_power(1.0, 0.0), None);
+    }
+
+    #[test]
+    fn a_proportion_is_wilsons() {
+        let [lo, hi] = proportion(1, 2).unwrap();
+        assert!(close(lo, 0.09453, 1e-5) && close(hi, 0.90547, 1e-5));
+        assert_eq!(proportion(0, 0), None);
     }
 }

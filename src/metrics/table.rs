@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 
 use super::group::{GroupBy, GroupRow};
-use super::stats::Estimate;
+use super::stats::{Estimate, Interval};
 
 /// A metric column: header, how to read it from a row, and its metric in `--baseline`'s pairs.
 pub(super) struct Column {
@@ -53,6 +53,28 @@ pub(super) fn columns(judged: bool) -> Vec<Column> {
             100.0,
             1,
             "input_schema_compliance",
+        ),
+        c(
+            "valid-call fail %",
+            |r| r.valid_call_failure_rate,
+            100.0,
+            1,
+            "valid_call_failure_rate",
+        ),
+        c(
+            "plan JSON %",
+            |r| r.planning_json_compliance,
+            100.0,
+            1,
+            "planning_json_compliance",
+        ),
+        c("servers", |r| r.server_count, 1.0, 2, "server_count"),
+        c(
+            "cross-server %",
+            |r| r.cross_server_coordination,
+            100.0,
+            1,
+            "cross_server_coordination",
         ),
         c(
             "rejected",
@@ -110,26 +132,32 @@ pub(super) fn columns(judged: bool) -> Vec<Column> {
     cols
 }
 
-/// `mean ±ci` and `(n=…)` when n differs from the row's runs; `—` when undefined.
+/// `mean [low–high]` and `(n=…)` when n differs from the row's runs; `—` when undefined.
+/// Without an interval the cell says why only when it is not for too few runs (the legend
+/// says that one).
 pub(super) fn cell(e: Option<Estimate>, col: &Column, runs: usize) -> String {
     let Some(e) = e else { return "—".to_string() };
     let d = col.decimals;
     let mut s = format!("{:.d$}", e.mean * col.scale);
-    match (e.ci95, e.ci) {
-        (Some(half), _) => {
-            let _ = write!(s, " ±{:.d$}", half * col.scale);
-        }
-        // A rate's interval is not symmetric.
-        (None, Some([lo, hi])) => {
+    match e.ci {
+        Some([lo, hi]) => {
             let _ = write!(s, " [{:.d$}–{:.d$}]", lo * col.scale, hi * col.scale);
         }
-        (None, None) => {}
+        None if e.interval == Interval::NoSpread => s.push_str(" (all equal)"),
+        None => {}
     }
     if e.n != runs {
         let _ = write!(s, " (n={})", e.n);
     }
     s
 }
+
+/// What the cells mean, under every table.
+pub const LEGEND: &str = "mean [95% interval]: rates, fidelity, EQ and judge scores by Wilson's \
+    interval at the effective n; tokens and time log-normal (Cox); counts Student's t; repeats of \
+    a task clustered. No interval under 3 runs (or tasks, with repeats). (n=…) where fewer runs \
+    had the metric. EQ = Execution Quality within the planner's cohort; tokens are the agent's, \
+    the judge's apart. docs/report-format.md says why each interval.";
 
 /// The table as aligned text, or markdown.
 pub fn render(rows: &[GroupRow], by: GroupBy, markdown: bool) -> String {
@@ -154,7 +182,9 @@ pub fn render(rows: &[GroupRow], by: GroupBy, markdown: bool) -> String {
     let header: Vec<&str> = header.iter().map(String::as_str).collect();
     aligned(&mut out, &header, &table, markdown);
     if !markdown {
-        out.push_str("\nmean ±95% CI half-width, or [95% interval] for rates (Wilson); (n=…) where fewer runs had the metric. EQ = Execution Quality within the planner's cohort; tokens are the agent's, the judge's apart.\n");
+        out.push('\n');
+        out.push_str(LEGEND);
+        out.push('\n');
     }
     out
 }

@@ -10,8 +10,17 @@ use serde_json::Value;
 use super::event::ToolInfo;
 use super::tool_schema::ToolSchema;
 
-/// A compiled schema; `None` when it does not compile (it then accepts anything).
-type Compiled = Option<Arc<jsonschema::Validator>>;
+/// A compiled schema.
+#[derive(Clone)]
+enum Compiled {
+    /// No schema object to check against: any arguments do.
+    Absent,
+    /// A schema that does not compile: the agent's validator lets any arguments through (a
+    /// broken schema is the server's problem), but MCP-Bench's compliance check fails them.
+    Broken,
+    /// A schema to check against.
+    Checked(Arc<jsonschema::Validator>),
+}
 
 /// One tool: its schema (shared with the header), compiled when first needed.
 struct Entry {
@@ -20,10 +29,8 @@ struct Entry {
 }
 
 impl Entry {
-    fn validator(&self) -> Option<&jsonschema::Validator> {
-        self.compiled
-            .get_or_init(|| compile(&self.schema))
-            .as_deref()
+    fn compiled(&self) -> &Compiled {
+        self.compiled.get_or_init(|| compile(&self.schema))
     }
 }
 
@@ -39,10 +46,14 @@ fn compile(schema: &ToolSchema) -> Compiled {
     // Compiled outside the lock: another thread may compile the same schema meanwhile, and
     // both results are the same.
     let value = schema.value();
-    let compiled = value
-        .is_object()
-        .then(|| jsonschema::validator_for(value).ok().map(Arc::new))
-        .flatten();
+    let compiled = if value.is_object() {
+        match jsonschema::validator_for(value) {
+            Ok(v) => Compiled::Checked(Arc::new(v)),
+            Err(_) => Compiled::Broken,
+        }
+    } else {
+        Compiled::Absent
+    };
     if let Ok(mut c) = cache.lock() {
         c.insert(key.into_owned(), compiled.clone());
     }
@@ -68,8 +79,11 @@ impl std::fmt::Debug for ToolCatalog {
 pub struct CallCheck {
     /// The tool exists in the catalogue.
     pub valid_name: bool,
-    /// The arguments validate against the tool's schema (false for an unknown tool).
+    /// The arguments validate against the tool's schema (false for an unknown tool; true
+    /// when the schema does not compile).
     pub schema_ok: bool,
+    /// The tool's schema does not compile (MCP-Bench counts its calls as not compliant).
+    pub schema_broken: bool,
 }
 
 impl ToolCatalog {
@@ -93,16 +107,20 @@ impl ToolCatalog {
 
     /// Checks a call's name and arguments.
     pub fn check(&self, tool: &str, arguments: &Value) -> CallCheck {
-        match self.tools.get(tool).map(|e| e.validator()) {
+        let unchecked = |schema_broken| CallCheck {
+            valid_name: true,
+            schema_ok: true,
+            schema_broken,
+        };
+        match self.tools.get(tool).map(Entry::compiled) {
             None => CallCheck {
                 valid_name: false,
                 schema_ok: false,
+                schema_broken: false,
             },
-            Some(None) => CallCheck {
-                valid_name: true,
-                schema_ok: true,
-            },
-            Some(Some(validator)) => {
+            Some(Compiled::Absent) => unchecked(false),
+            Some(Compiled::Broken) => unchecked(true),
+            Some(Compiled::Checked(validator)) => {
                 // MCP sends no arguments as an empty object.
                 let empty = Value::Object(Default::default());
                 let args = if arguments.is_null() {
@@ -113,6 +131,7 @@ impl ToolCatalog {
                 CallCheck {
                     valid_name: true,
                     schema_ok: validator.is_valid(args),
+                    schema_broken: false,
                 }
             }
         }
@@ -120,10 +139,10 @@ impl ToolCatalog {
 
     /// The first schema error for a call, for messages to the planner.
     pub fn explain(&self, tool: &str, arguments: &Value) -> Option<String> {
-        match self.tools.get(tool).map(|e| e.validator()) {
+        match self.tools.get(tool).map(Entry::compiled) {
             None => Some(format!("unknown tool \"{tool}\"")),
-            Some(None) => None,
-            Some(Some(validator)) => validator
+            Some(Compiled::Absent | Compiled::Broken) => None,
+            Some(Compiled::Checked(validator)) => validator
                 .iter_errors(arguments)
                 .next()
                 .map(|e| format!("{e} at {}", e.instance_path())),
@@ -153,21 +172,24 @@ mod tests {
             c.check("time:get_current_time", &json!({"timezone": "UTC"})),
             CallCheck {
                 valid_name: true,
-                schema_ok: true
+                schema_ok: true,
+                schema_broken: false,
             }
         );
         assert_eq!(
             c.check("time:get_current_time", &json!({"tz": 1})),
             CallCheck {
                 valid_name: true,
-                schema_ok: false
+                schema_ok: false,
+                schema_broken: false,
             }
         );
         assert_eq!(
             c.check("get_current_time", &json!({})),
             CallCheck {
                 valid_name: false,
-                schema_ok: false
+                schema_ok: false,
+                schema_broken: false,
             }
         );
         assert!(

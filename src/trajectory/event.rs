@@ -354,7 +354,9 @@ pub enum Verdict {
 pub enum DecisionProblem {
     /// `"action": "call"` without a tool.
     NoTool,
-    /// A tool (or function name) that no server offers.
+    /// A tool that no server offers. Written by older ReAct runs, which did not call it; runs
+    /// now call it and record the failed call (as MCP-Bench does), and the metrics read an old
+    /// ReAct run's rejection as that failed call.
     UnknownTool,
     /// Arguments that are not a JSON object.
     BadArguments,
@@ -435,6 +437,11 @@ pub struct Totals {
     /// Planner replies that were no usable decision (`decision_rejected`).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub rejected_decisions: u64,
+    /// The version of the metric definitions these totals were computed with
+    /// (`metrics::run::METRICS_VERSION`); 0 in files written before totals had one. A view
+    /// shows totals of another version only after computing them again from the events.
+    #[serde(default)]
+    pub metrics_version: u32,
 }
 
 /// Every event kind after the header. Unknown kinds are kept as [`EventBody::Unknown`].

@@ -43,6 +43,8 @@ pub struct CallRow {
     pub label: String,
     /// The real result.
     pub real: Observation,
+    /// The run the call was copied from (its `origin`), empty when the file does not say.
+    pub source: String,
     /// One cell per world model.
     pub cells: Vec<Cell_>,
     /// Each cell as the table shows it (score and what is wrong) and whether it is wrong,
@@ -120,11 +122,13 @@ impl WmEvalView {
                     tool,
                     arguments,
                     result,
+                    origin,
                     ..
                 } => rows.push(CallRow {
                     step: *step,
                     label: call_label(tool, arguments),
                     real: result.clone(),
+                    source: origin.as_ref().map(|o| o.run.clone()).unwrap_or_default(),
                     cells: vec![Cell_::Missing; names.len()],
                     shown: Vec::new(),
                 }),
@@ -164,6 +168,7 @@ impl WmEvalView {
             .iter()
             .map(|r| CallResult {
                 tool: r.label.split('(').next().unwrap_or_default().to_string(),
+                source: r.source.clone(),
                 real_error: r.real.is_error,
                 outcomes: r
                     .cells
