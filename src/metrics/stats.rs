@@ -2,7 +2,8 @@
 //!
 //! - a mean of values in a known range (rates, fidelity, Execution Quality, judge scores):
 //!   Wilson's score interval at the effective sample size `p(1 − p) / se²` with Student's t
-//!   quantile for z; it never leaves the range, and for 0/1 values it is Wilson's own;
+//!   quantile for z; it never leaves the range, and errs wide on 0/1 values (whose coverage
+//!   cannot sit in a narrow window: few outcomes are possible);
 //! - a positive, skewed quantity (tokens, seconds): Cox's interval for a log-normal mean;
 //! - a count that can be 0 (calls, rejected decisions): Student's t, kept at or above 0;
 //! - repeats of one task are not independent: with repeats the standard error is clustered by
@@ -353,20 +354,22 @@ mod tests {
 
     #[test]
     fn a_bounded_mean_stays_in_its_range_hand_worked() {
-        // 0/1 values 1, 1, 0: p = 2/3, s² = 1/3, se² = 1/9, n_eff = (2/9)/(1/9) = 2, z = t(2).
-        let e = Estimate::of(&[1.0, 1.0, 0.0], Scale::Bounded(0.0, 1.0)).unwrap();
+        // 0.2, 0.6, 1.0: p = 0.6, s² = 0.16, se² = 0.16/3, n_eff = 0.24/(0.16/3) = 4.5,
+        // z = t(2) = 4.30265: z²/n = 4.11396; centre = (0.6 + 18.51282/9)/5.11396 = 0.51955;
+        // half = 4.30265/5.11396 · √(0.24/4.5 + 18.51282/81) = 0.84136 · 0.53093 = 0.44670.
+        let e = Estimate::of(&[0.2, 0.6, 1.0], Scale::Bounded(0.0, 1.0)).unwrap();
         assert_eq!(e.interval, Interval::WilsonEffectiveN);
-        let expect = wilson(2.0 / 3.0, 2.0, t_975(2.0));
+        let expect = wilson(0.6, 4.5, t_975(2.0));
         let [lo, hi] = e.ci.unwrap();
         assert!(close(lo, expect[0], 1e-12) && close(hi, expect[1], 1e-12));
-        assert!(lo >= 0.0 && hi <= 1.0);
-        // Wilson by hand, p = 2/3, n = 2, z = 4.3027: z²/n = 9.2566;
-        // centre = (0.66667 + 4.62821)/10.25641 = 0.51625; half = 4.30265/10.25641 ·
-        // √(0.11111 + 18.51282/16) = 0.41951 · 1.12613 = 0.47242.
         assert!(
-            close(lo, 0.04383, 1e-4) && close(hi, 0.98867, 1e-4),
+            close(lo, 0.07285, 1e-4) && close(hi, 0.96625, 1e-4),
             "{lo} {hi}"
         );
+        // The same on a 1–10 scale (judge scores): the interval maps along.
+        let judge = Estimate::of(&[2.8, 6.4, 10.0], Scale::Bounded(1.0, 10.0)).unwrap();
+        let [jlo, jhi] = judge.ci.unwrap();
+        assert!(close(jlo, 1.0 + 9.0 * lo, 1e-9) && close(jhi, 1.0 + 9.0 * hi, 1e-9));
     }
 
     #[test]
