@@ -509,11 +509,16 @@ impl RunFacts {
             .iter()
             .map(|(_, p)| *p)
             .collect();
+        // The run's wall time ends at `run_finished`, not at a judgement appended later.
+        let end_ms = match run.finish_at(k) {
+            Some(finish) => finish.t_ms,
+            None => k.checked_sub(1).map_or(0, |i| run.brief(i).t_ms),
+        };
         compute(&MetricsInput {
             steps,
             llm,
             phases: &phases,
-            end_ms: k.checked_sub(1).map_or(0, |i| run.brief(i).t_ms),
+            end_ms,
             nodes: tree.visible_nodes() as u64,
             judge: run.judge_at(k),
             status: run.status_at(k),
@@ -578,6 +583,9 @@ pub struct RunAccumulator {
     rejected: Vec<DecisionProblem>,
     planned_calls: u64,
     decisions_are_calls: bool,
+    /// When `run_finished` was written: the end of the run's wall time (a judgement appended
+    /// afterwards is not the run's time).
+    finished_ms: Option<u64>,
 }
 
 impl RunAccumulator {
@@ -597,6 +605,7 @@ impl RunAccumulator {
             rejected: Vec::new(),
             planned_calls: 0,
             decisions_are_calls: header.agent.kind == AgentKind::React,
+            finished_ms: None,
         }
     }
 
@@ -695,7 +704,10 @@ impl RunAccumulator {
             EventBody::Answer { .. } => self.answered = true,
             EventBody::DecisionRejected { problem, .. } => self.rejected.push(*problem),
             EventBody::JudgeScored { scores, .. } => self.judge = Some(JudgeScores::clone(scores)),
-            EventBody::RunFinished { status, .. } => self.status = Some(*status),
+            EventBody::RunFinished { status, .. } => {
+                self.status = Some(*status);
+                self.finished_ms = Some(event.t_ms);
+            }
             _ => {}
         }
     }
@@ -711,7 +723,7 @@ impl RunAccumulator {
             steps: &self.steps,
             llm: self.llm,
             phases: &self.phases,
-            end_ms: self.end_ms,
+            end_ms: self.finished_ms.unwrap_or(self.end_ms),
             nodes: self.nodes,
             judge: self.judge.as_ref(),
             status: self.status,

@@ -114,6 +114,8 @@ enum Waiting {
         runs: Vec<Run>,
     },
     Groups,
+    /// Stale totals being computed again for the browser.
+    Recount,
     Probe,
 }
 
@@ -141,8 +143,14 @@ pub struct App {
 
 impl App {
     /// An app on the run browser.
+    /// Totals written by an older metrics version are computed again in the background.
     pub fn with_browser(browser: Browser, keymap: Keymap, theme: Theme, size: (u16, u16)) -> Self {
-        Self::on(Layer::Browser(browser), keymap, theme, size)
+        let stale = browser.stale_paths();
+        let mut app = Self::on(Layer::Browser(browser), keymap, theme, size);
+        if !stale.is_empty() {
+            app.start(Work::Recount(stale));
+        }
+        app
     }
 
     /// An app straight on one run (no browser behind it).
@@ -298,7 +306,7 @@ impl App {
                     }
                 }
             }
-            Action::GroupsReady(id, _) => {
+            Action::GroupsReady(id, _) | Action::Recounted(id, _) => {
                 self.changed = true;
                 if self.take_pending(id).is_some()
                     && let Some(Layer::Browser(b)) = self
@@ -461,6 +469,7 @@ impl App {
                 runs: Vec::new(),
             },
             Work::Groups(_) => Waiting::Groups,
+            Work::Recount(_) => Waiting::Recount,
             Work::Probe { .. } | Work::ProbeReal { .. } => Waiting::Probe,
         };
         // A new request replaces an unanswered one of its kind: its answer would be stale.
@@ -513,7 +522,7 @@ impl App {
                     self.pending.push(pending);
                 }
             }
-            Waiting::Groups | Waiting::Probe => {}
+            Waiting::Groups | Waiting::Recount | Waiting::Probe => {}
         }
     }
 
@@ -551,7 +560,7 @@ impl App {
         let loading = self.pending.iter().find_map(|p| match &p.waiting {
             Waiting::Run(what, _) => Some(what.clone()),
             Waiting::Compare { want, .. } => Some(format!("loading {want} runs")),
-            Waiting::Groups | Waiting::Probe => None,
+            Waiting::Groups | Waiting::Recount | Waiting::Probe => None,
         });
         let note = loading.or_else(|| self.message.clone());
         let help = self.keymap.hint(self.top().view().mode(), Command::Help);

@@ -17,7 +17,9 @@ use super::scroll::Selection;
 use super::theme::Theme;
 use super::view::{Handled, Request, View, Work};
 use crate::metrics::group::{GroupBy, GroupRow};
+use crate::metrics::run::METRICS_VERSION;
 use crate::sanitize::one_line;
+use crate::trajectory::event::{AgentKind, Totals};
 use crate::trajectory::listing::RunSummary;
 
 /// Browser columns, in order; `s` cycles the sort through them.
@@ -199,6 +201,31 @@ impl Browser {
             .map(|&i| &self.runs[i])
     }
 
+    /// Files whose totals were written by an older metrics version (to be recounted).
+    pub fn stale_paths(&self) -> Vec<PathBuf> {
+        self.runs
+            .iter()
+            .filter(|r| is_stale(r))
+            .map(|r| r.path.clone())
+            .collect()
+    }
+
+    /// Takes in totals computed again with today's metrics (the event count stays the file's).
+    fn recounted(&mut self, totals: &[(PathBuf, Totals)]) {
+        for (path, fresh) in totals {
+            if let Some(i) = self.runs.iter().position(|r| &r.path == path)
+                && let Some(f) = self.runs[i].finished.as_mut()
+            {
+                f.totals = Totals {
+                    events: f.totals.events,
+                    ..fresh.clone()
+                };
+                self.haystacks[i] = haystack(&self.runs[i]);
+            }
+        }
+        self.rebuild_view();
+    }
+
     /// Paths of the marked runs.
     pub fn marked_paths(&self) -> Vec<PathBuf> {
         self.marked
@@ -357,6 +384,7 @@ impl View for Browser {
                 self.groups = Groups::Hidden;
                 self.selection.settle(self.view.len(), self.page());
             }
+            Action::Recounted(_, totals) => self.recounted(totals),
             Action::GroupsReady(_, rows) => {
                 if self.groups == Groups::Loading {
                     let text = crate::metrics::table::render(rows, GroupBy::Config, false);
@@ -399,9 +427,15 @@ impl View for Browser {
             .iter()
             .find(|(c, _, _)| *c == col)
             .map_or("", |(_, n, _)| n);
+        let stale = self.runs.iter().filter(|r| is_stale(r)).count();
+        let recounting = if stale > 0 {
+            format!("  … {stale} written by an older version: recomputing")
+        } else {
+            String::new()
+        };
         // The counts first: a long path is what gets cut.
         Some(format!(
-            "{} of {} runs  sort {sort} {}{}  {}",
+            "{} of {} runs{recounting}  sort {sort} {}{}  {}",
             self.view.len(),
             self.runs.len(),
             if desc { "↓" } else { "↑" },
@@ -524,8 +558,10 @@ fn cells<'a>(r: &RunSummary, marked: bool, theme: &Theme, shown: &[(usize, u16)]
             .find(|(c, _)| *c == col)
             .map_or(0, |(_, w)| *w as usize)
     };
-    let f = r.finished.as_ref();
-    let t = f.map(|f| &f.totals);
+    // Totals of an older metrics version are never shown as current: "…" until recounted.
+    let stale = is_stale(r);
+    let t = r.finished.as_ref().map(|f| &f.totals).filter(|_| !stale);
+    let none = if stale { "…" } else { "—" };
     let (task, agent, wm, planner, started) = match &r.header {
         Ok(h) => (
             h.task.id.clone(),
@@ -563,21 +599,38 @@ fn cells<'a>(r: &RunSummary, marked: bool, theme: &Theme, shown: &[(usize, u16)]
         Cell::from(agent),
         Cell::from(one_line(&wm, width(2))),
         Cell::from(one_line(&planner, width(3))),
-        Cell::from(Span::styled(r.outcome(), status_style)),
-        Cell::from(t.map_or("—".into(), |t| t.tool_calls.to_string())),
-        Cell::from(t.map_or("—".into(), |t| {
+        Cell::from(Span::styled(
+            if stale {
+                format!("{} …", r.status_label())
+            } else {
+                r.outcome()
+            },
+            status_style,
+        )),
+        Cell::from(t.map_or(none.into(), |t| t.tool_calls.to_string())),
+        Cell::from(t.map_or(none.into(), |t| {
             success(t).map_or("—".into(), |s| format!("{:.0}%", s * 100.0))
         })),
         Cell::from(
-            t.and_then(|t| t.fidelity)
-                .map_or("—".into(), |v| format!("{v:.2}")),
+            t.map_or(Some(none.to_string()), |t| {
+                t.fidelity.map(|v| format!("{v:.2}"))
+            })
+            .unwrap_or_else(|| "—".into()),
         ),
-        Cell::from(t.map_or("—".into(), |t| t.tokens.to_string())),
-        Cell::from(t.map_or("—".into(), |t| {
-            format!("{:.1}", t.wall_ms as f64 / 1000.0)
-        })),
+        Cell::from(t.map_or(none.into(), |t| t.tokens.to_string())),
+        Cell::from(t.map_or(none.into(), |t| format!("{:.1}", t.wall_ms as f64 / 1000.0))),
         Cell::from(started),
     ]
+}
+
+/// The run's `run_finished` totals were written by another metrics version than this one's
+/// (a wm-eval file's totals are no metrics, and are never recounted).
+pub fn is_stale(r: &RunSummary) -> bool {
+    let Ok(header) = &r.header else { return false };
+    header.agent.kind != AgentKind::WmEval
+        && r.finished
+            .as_ref()
+            .is_some_and(|f| f.totals.metrics_version != METRICS_VERSION)
 }
 
 fn success(t: &crate::trajectory::event::Totals) -> Option<f64> {

@@ -195,6 +195,21 @@ pub fn perform(id: RequestId, work: Work) -> Vec<Action> {
             id,
             Box::new(block_on(crate::probe::call_for_real(&path, node, &setup))),
         )],
+        Work::Recount(paths) => {
+            // The report's own reading: one function computes a run's metrics everywhere.
+            let totals = read_records(&paths)
+                .map(|(records, _)| {
+                    records
+                        .into_iter()
+                        .map(|r| (r.path, r.metrics.totals(0)))
+                        .collect()
+                })
+                .unwrap_or_else(|e| {
+                    tracing::warn!("recounting totals failed: {e:#}");
+                    Vec::new()
+                });
+            vec![Action::Recounted(id, totals)]
+        }
         Work::Groups(paths) => {
             let rows = read_records(&paths)
                 .map(|(records, _)| group(&records, GroupBy::Config))

@@ -45,6 +45,9 @@ pub enum Work {
     Compare(Vec<PathBuf>),
     /// Compute the group table (→ [`Action::GroupsReady`]).
     Groups(Vec<PathBuf>),
+    /// Compute again the totals of runs whose `run_finished` totals were written by an older
+    /// metrics version (→ [`Action::Recounted`]).
+    Recount(Vec<PathBuf>),
     /// Simulate a node's call with a named world model, append it to the run (→
     /// [`Action::Probed`]).
     Probe {

@@ -10,6 +10,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 
 use super::spec::Cell;
+use crate::metrics::records::read_records;
+use crate::metrics::run::METRICS_VERSION;
 use crate::trajectory::event::{RunStatus, Totals};
 use crate::trajectory::listing::RunSummary;
 
@@ -69,9 +71,24 @@ pub fn finished_state(path: &Path) -> State {
     let summary = RunSummary::read(path);
     match &summary.finished {
         Some(f) if matches!(f.status, RunStatus::Completed | RunStatus::Failed) => {
-            State::Done(f.status, f.totals.clone())
+            State::Done(f.status, current_totals(path, &f.totals))
         }
         _ => State::Incomplete(summary.status_label().to_string()),
+    }
+}
+
+/// The totals to show for a finished run: its own when written by this metrics version,
+/// computed again from its events (as `report` does) when not.
+fn current_totals(path: &Path, stored: &Totals) -> Totals {
+    if stored.metrics_version == METRICS_VERSION {
+        return stored.clone();
+    }
+    match read_records(&[path.to_path_buf()]) {
+        Ok((records, _)) if records.len() == 1 => Totals {
+            events: stored.events,
+            ..records[0].metrics.totals(0)
+        },
+        _ => stored.clone(),
     }
 }
 
@@ -154,6 +171,22 @@ pub fn set_aside(path: &Path) -> Result<Option<(PathBuf, PathBuf)>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_finished_cell_shows_todays_totals_not_those_of_an_older_version() {
+        // A sample sweep run, written before totals had a version.
+        let sample = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("sample_runs/sweep/fce9a64a154f_time_mcp_000_react_r1.jsonl");
+        let stored = RunSummary::read(&sample).finished.unwrap().totals;
+        assert_eq!(stored.metrics_version, 0);
+        let State::Done(_, shown) = finished_state(&sample) else {
+            panic!("a finished cell");
+        };
+        let (records, _) = read_records(&[sample]).unwrap();
+        let want = records[0].metrics.totals(stored.events);
+        assert_eq!(shown, want);
+        assert_eq!(shown.metrics_version, METRICS_VERSION);
+    }
 
     fn cell() -> Cell {
         Cell {

@@ -1,0 +1,315 @@
+//! One number everywhere: for every sample run (written by older metrics versions, so their
+//! stored totals are stale) and for hand-made and generated runs (failures, rejections, an
+//! unknown tool, no calls, revisions, a crash, a judgement appended), the value of every
+//! metric each view shows equals `cosmos report --format json --per-run`'s: the run browser
+//! (its totals, recounted when stale), the run view at its end, compare, the sweep matrix's
+//! finished cells (same recount, in `cli/sweep/disk.rs`'s test) and the report.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use mcp_cosmos::metrics::run::{METRICS_VERSION, RunMetrics};
+use mcp_cosmos::trajectory::event::{
+    AgentKind, DecisionProblem, DimensionScore, EventBody, JudgeScores, Observation, Phase, Role,
+    RunStatus, ToolInfo, ToolSchema, Totals,
+};
+use mcp_cosmos::trajectory::listing::RunSummary;
+use mcp_cosmos::trajectory::run::Run;
+use mcp_cosmos::tui::action::Action;
+use mcp_cosmos::tui::compare::CompareView;
+use mcp_cosmos::tui::run_view::RunView;
+use mcp_cosmos::tui::terminal::perform;
+use mcp_cosmos::tui::view::{View, Work};
+use ratatui::layout::Rect;
+use serde_json::{Value, json};
+
+/// A ReAct run whose planner named no tool once, called a tool no server offers, and finished
+/// after a failed call on a second server; then a judge scored it (appended after the end).
+fn react_with_everything() -> Run {
+    let mut header = common::header("mixed", AgentKind::React, None);
+    header.tools.push(ToolInfo {
+        name: "units:convert".into(),
+        description: String::new(),
+        input_schema: ToolSchema::new(json!({})),
+    });
+    let args = json!({"source_timezone": "UTC", "time": "10:00", "target_timezone": "UTC"});
+    let tool = |tool: &str, server: Option<&str>, is_error: bool, step| EventBody::ToolCalled {
+        step,
+        tool: tool.into(),
+        server: server.map(str::to_string),
+        arguments: Box::new(args.clone()),
+        result: Observation {
+            text: "r".into(),
+            is_error,
+            ..Default::default()
+        },
+        latency_ms: 5,
+        node: None,
+        error: None,
+        origin: None,
+    };
+    let llm = |role| EventBody::LlmCall {
+        role,
+        model: "m".into(),
+        prompt_tokens: 100,
+        completion_tokens: 10,
+        latency_ms: 3,
+        tokens_estimated: false,
+        error: None,
+        messages: None,
+    };
+    let bodies = vec![
+        EventBody::Phase { phase: Phase::Plan },
+        llm(Role::Planner),
+        EventBody::DecisionRejected {
+            problem: DecisionProblem::NoTool,
+            detail: "no tool".into(),
+            reply: json!({"action": "call"}),
+        },
+        llm(Role::Planner),
+        tool("nowhere:nothing", None, true, 1),
+        llm(Role::Planner),
+        tool("time:convert_time", Some("time"), false, 2),
+        llm(Role::Planner),
+        tool("units:convert", Some("units"), true, 3),
+        EventBody::Phase {
+            phase: Phase::Answer,
+        },
+        EventBody::Answer {
+            text: "done".into(),
+        },
+        EventBody::RunFinished {
+            status: RunStatus::Completed,
+            error: None,
+            totals: Totals::default(),
+        },
+        llm(Role::Judge),
+        EventBody::JudgeScored {
+            model: "judge".into(),
+            scores: Box::new(JudgeScores {
+                task_fulfillment: six(),
+                grounding: six(),
+                tool_appropriateness: six(),
+                parameter_accuracy: six(),
+                dependency_awareness: six(),
+                parallelism_efficiency: six(),
+            }),
+        },
+    ];
+    common::run_of("mixed.jsonl", header, bodies)
+}
+
+fn six() -> DimensionScore {
+    DimensionScore {
+        score: 6.0,
+        reason: String::new(),
+    }
+}
+
+/// A run that made no call at all.
+fn no_calls() -> Run {
+    let header = common::header("quiet", AgentKind::React, None);
+    let bodies = vec![
+        EventBody::Phase { phase: Phase::Plan },
+        EventBody::Answer {
+            text: "nothing to do".into(),
+        },
+        EventBody::RunFinished {
+            status: RunStatus::Completed,
+            error: None,
+            totals: Totals::default(),
+        },
+    ];
+    common::run_of("quiet.jsonl", header, bodies)
+}
+
+fn copy_jsonl(from: &Path, to: &Path) {
+    for entry in std::fs::read_dir(from).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "jsonl") {
+            std::fs::copy(&path, to.join(path.file_name().unwrap())).unwrap();
+        }
+    }
+}
+
+/// Every file the report reads, in a temporary folder.
+fn runs_folder() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    copy_jsonl(&root.join("sample_runs"), dir.path());
+    copy_jsonl(&root.join("sample_runs/sweep"), dir.path());
+    let mut made = common::three_runs();
+    made.extend([
+        common::plan_fails_run(),
+        common::revised_run(),
+        common::crashed_run(),
+        common::big_run(300),
+        react_with_everything(),
+        no_calls(),
+    ]);
+    for (i, run) in made.iter().enumerate() {
+        let name = format!(
+            "made-{i}-{}",
+            run.path.file_name().unwrap().to_string_lossy()
+        );
+        common::write_run(run, &dir.path().join(name));
+    }
+    dir
+}
+
+/// The report's per-run metrics, by file name.
+fn report(dir: &Path) -> Vec<(PathBuf, Value)> {
+    let out = Command::new(env!("CARGO_BIN_EXE_cosmos"))
+        .args([
+            "report",
+            dir.to_str().unwrap(),
+            "--format",
+            "json",
+            "--per-run",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    doc["per_run"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (PathBuf::from(r["path"].as_str().unwrap()), r.clone()))
+        .collect()
+}
+
+/// The metrics a run's `run_finished` totals hold, as the report gives them.
+fn totals_of(r: &Value) -> Totals {
+    let m = &r["metrics"];
+    Totals {
+        events: 0,
+        tool_calls: m["tool_calls"].as_u64().unwrap(),
+        tool_errors: r["tool_errors"].as_u64().unwrap(),
+        nodes: m["nodes"].as_u64().unwrap(),
+        llm_calls: 0,
+        tokens: r["tokens"].as_u64().unwrap(),
+        wall_ms: m["wall_ms"].as_u64().unwrap(),
+        fidelity: m["fidelity"]["score"].as_f64(),
+        rejected_decisions: m["rejected_decisions"].as_u64().unwrap(),
+        metrics_version: METRICS_VERSION,
+    }
+}
+
+/// What the browser shows of a run: its stored totals when current, else the recount the
+/// app starts for it.
+fn browser_totals(path: &Path) -> Totals {
+    let summary = RunSummary::read(path);
+    let stored = summary.finished.expect("a finished run").totals;
+    if stored.metrics_version == METRICS_VERSION {
+        return stored;
+    }
+    let answers = perform(1, Work::Recount(vec![path.to_path_buf()]));
+    match answers.as_slice() {
+        [Action::Recounted(_, totals)] if totals.len() == 1 => totals[0].1.clone(),
+        other => panic!("no recount for {}: {other:?}", path.display()),
+    }
+}
+
+fn same(a: &RunMetrics, r: &Value, view: &str, path: &Path) {
+    let got = serde_json::to_value(a).unwrap();
+    assert_eq!(got, r["metrics"], "{view} of {}", path.display());
+}
+
+#[test]
+fn every_view_shows_the_reports_value() {
+    let dir = runs_folder();
+    let per_run = report(dir.path());
+    let stale = per_run
+        .iter()
+        .filter(|(p, _)| {
+            RunSummary::read(p)
+                .finished
+                .is_some_and(|f| f.totals.metrics_version != METRICS_VERSION)
+        })
+        .count();
+    assert!(stale >= 10, "the sample runs are read as stale: {stale}");
+    let area = Rect::new(0, 0, 200, 60);
+    let mut opened = Vec::new();
+    for (path, r) in &per_run {
+        // The browser (only finished runs have totals to show).
+        if RunSummary::read(path).finished.is_some() {
+            let shown = browser_totals(path);
+            let want = totals_of(r);
+            assert_eq!(
+                Totals {
+                    events: 0,
+                    llm_calls: 0,
+                    ..shown
+                },
+                want,
+                "browser of {}",
+                path.display()
+            );
+        }
+        // The run view at its end.
+        let run = Run::open(path).unwrap();
+        let mut view = RunView::new(run, area);
+        view.settle();
+        same(view.metrics(), r, "run view", path);
+        opened.push(Run::open(path).unwrap());
+    }
+    // Compare, two runs at a time (every run appears in some pair).
+    for (pair, runs) in opened.chunks(2).zip(per_run.chunks(2)) {
+        if pair.len() < 2 {
+            continue;
+        }
+        let compare = CompareView::new(pair, (200, 60));
+        for (metrics, (path, r)) in compare.metrics.iter().zip(runs) {
+            same(metrics, r, "compare", path);
+        }
+    }
+}
+
+#[test]
+fn the_hand_made_runs_values_are_mcp_benchs_worked_by_hand() {
+    let dir = tempfile::tempdir().unwrap();
+    common::write_run(&react_with_everything(), &dir.path().join("mixed.jsonl"));
+    common::write_run(&no_calls(), &dir.path().join("quiet.jsonl"));
+    let per_run = report(dir.path());
+    let by = |name: &str| {
+        per_run
+            .iter()
+            .find(|(p, _)| p.ends_with(name))
+            .map(|(_, r)| r["metrics"].clone())
+            .unwrap()
+    };
+    // MCP-Bench on mixed: three executions (the unknown tool is one, failed, with no
+    // server); valid names 2/3; success 1/3; compliance 2/2 (empty schemas accept all);
+    // failures among valid calls 1/2; planned tools: 3 calls with a tool and 1 without:
+    // 3/4; two servers called: cross-server.
+    let m = by("mixed.jsonl");
+    assert_eq!(m["tool_calls"], 3);
+    assert_eq!(m["valid_tool_name_rate"].as_f64(), Some(2.0 / 3.0));
+    assert_eq!(m["tool_call_success_rate"].as_f64(), Some(1.0 / 3.0));
+    assert_eq!(m["input_schema_compliance"].as_f64(), Some(1.0));
+    assert_eq!(m["valid_call_failure_rate"].as_f64(), Some(0.5));
+    assert_eq!(m["planning_json_compliance"].as_f64(), Some(0.75));
+    assert_eq!(m["server_count"], 2);
+    assert_eq!(m["judge"]["overall"].as_f64(), Some(6.0));
+    // MCP-Bench with no calls: the call rates are undefined (left out of averages),
+    // planning compliance is 1.0, no servers.
+    let q = by("quiet.jsonl");
+    assert_eq!(q["tool_calls"], 0);
+    for key in [
+        "tool_call_success_rate",
+        "valid_tool_name_rate",
+        "input_schema_compliance",
+        "valid_call_failure_rate",
+    ] {
+        assert!(q[key].is_null(), "{key}: {q}");
+    }
+    assert_eq!(q["planning_json_compliance"].as_f64(), Some(1.0));
+    assert_eq!(q["server_count"], 0);
+}
