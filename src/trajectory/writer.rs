@@ -31,6 +31,10 @@ pub struct Writer {
     next_seq: u64,
     line: Vec<u8>,
     tally: Option<Box<dyn Tally>>,
+    /// Appending to a finished run: every write takes the file's lock and numbers its event
+    /// after the file's last line, so writers in other threads or processes (a probe, `cosmos
+    /// judge`) never write the same `seq`.
+    appending: bool,
 }
 
 impl std::fmt::Debug for Writer {
@@ -66,44 +70,38 @@ impl Writer {
             next_seq: 1,
             line: Vec::new(),
             tally,
+            appending: false,
         };
         writer.write_line(header)?;
         Ok(writer)
     }
 
-    /// Opens a finished run to append to it (`cosmos judge`). `run` is the file as read;
-    /// a file whose last line is torn is refused, since appending would bury the tear. What
-    /// follows `run_finished` never changes its totals, so there is no tally.
-    pub fn append(path: &Path, run: &super::run::Run, redactor: Redactor) -> Result<Self> {
-        let bytes = std::fs::metadata(path)
-            .with_context(|| format!("reading {}", path.display()))?
-            .len();
-        if bytes > 0 {
-            use std::io::{Read, Seek, SeekFrom};
-            let mut f = File::open(path)?;
-            f.seek(SeekFrom::End(-1))?;
-            let mut last = [0u8; 1];
-            f.read_exact(&mut last)?;
-            if last[0] != b'\n' {
-                anyhow::bail!(
-                    "{} ends in a torn line; refusing to append after it",
-                    path.display()
-                );
-            }
-        }
+    /// Opens a finished run to append to it (`cosmos judge`, probes, annotations). Each
+    /// write then holds an exclusive lock on the file (an OS lock, so other processes too),
+    /// refuses a file whose last line is torn (appending would bury the tear) and numbers its
+    /// event after the last line there, whoever wrote it. What follows `run_finished` never
+    /// changes its totals, so there is no tally.
+    pub fn append(path: &Path, _run: &super::run::Run, redactor: Redactor) -> Result<Self> {
         let file = OpenOptions::new()
+            .read(true)
             .append(true)
             .open(path)
             .with_context(|| format!("opening {} to append", path.display()))?;
-        let next_seq = run.briefs().last().map_or(1, |e| e.seq + 1);
-        Ok(Self {
+        let mut writer = Self {
             file,
             path: path.to_path_buf(),
             redactor,
-            next_seq,
+            next_seq: 1,
             line: Vec::new(),
             tally: None,
-        })
+            appending: true,
+        };
+        // Refuse a torn file now, before the caller does any work for it.
+        writer.file.lock_shared()?;
+        let checked = last_seq(&writer.file, &writer.path);
+        writer.file.unlock()?;
+        writer.next_seq = checked? + 1;
+        Ok(writer)
     }
 
     /// The file being written.
@@ -117,6 +115,24 @@ impl Writer {
         if let (EventBody::RunFinished { totals, .. }, Some(tally)) = (&mut body, &self.tally) {
             *totals = tally.totals(self.next_seq, t_ms);
         }
+        if self.appending {
+            self.file
+                .lock()
+                .with_context(|| format!("locking {}", self.path.display()))?;
+            let written = last_seq(&self.file, &self.path).and_then(|last| {
+                self.next_seq = last + 1;
+                self.write_numbered(t_ms, body)
+            });
+            let unlocked = self.file.unlock();
+            let event = written?;
+            unlocked.with_context(|| format!("unlocking {}", self.path.display()))?;
+            return Ok(event);
+        }
+        self.write_numbered(t_ms, body)
+    }
+
+    /// Writes `body` as event `next_seq`.
+    fn write_numbered(&mut self, t_ms: u64, body: EventBody) -> Result<Event> {
         let event = Event {
             seq: self.next_seq,
             t_ms,
@@ -145,6 +161,51 @@ impl Writer {
             .with_context(|| format!("writing {}", self.path.display()))?;
         Ok(value)
     }
+}
+
+/// The `seq` of the file's last line (0 when it is the header), read from the end; an error
+/// when the last line is torn (no newline after it) or does not say its `seq`.
+fn last_seq(file: &File, path: &Path) -> Result<u64> {
+    use std::os::unix::fs::FileExt;
+    let size = file
+        .metadata()
+        .with_context(|| format!("reading {}", path.display()))?
+        .len();
+    if size == 0 {
+        anyhow::bail!("{} is empty: no header to append after", path.display());
+    }
+    let mut chunk: u64 = 16 << 10;
+    loop {
+        let start = size.saturating_sub(chunk);
+        let mut tail = vec![0u8; (size - start) as usize];
+        file.read_exact_at(&mut tail, start)
+            .with_context(|| format!("reading {}", path.display()))?;
+        if tail.last() != Some(&b'\n') {
+            anyhow::bail!(
+                "{} ends in a torn line; refusing to append after it",
+                path.display()
+            );
+        }
+        let body = &tail[..tail.len() - 1];
+        match body.iter().rposition(|&b| b == b'\n') {
+            Some(i) => return seq_of(&body[i + 1..], path),
+            None if start == 0 => return Ok(0), // only the header
+            None if chunk >= crate::trajectory::reader::MAX_LINE_BYTES as u64 + 2 => {
+                anyhow::bail!("{}: the last line is too long to read", path.display())
+            }
+            None => chunk *= 4,
+        }
+    }
+}
+
+fn seq_of(line: &[u8], path: &Path) -> Result<u64> {
+    #[derive(serde::Deserialize)]
+    struct Numbered {
+        seq: u64,
+    }
+    serde_json::from_slice::<Numbered>(line)
+        .map(|n| n.seq)
+        .with_context(|| format!("{}: the last line has no seq to follow", path.display()))
 }
 
 /// A piece of a trajectory's file name: `[A-Za-z0-9_-]` kept, anything else `-`, at most
