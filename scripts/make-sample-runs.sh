@@ -57,7 +57,7 @@ run spiral-critic-time  --task-id time_mcp_001 --agent spiral --world-model memo
 if [ -z "${only:-}" ] || [[ " $only " == *" sweep "* ]]; then
   echo "== sweep: cosmos sweep sample_runs/sweep.toml --out sample_runs/sweep --no-tui" >&2
   OPENAI_API_KEY=local-no-key "$cosmos" sweep sample_runs/sweep.toml --out sample_runs/sweep --no-tui
-  "$cosmos" report sample_runs/sweep --baseline react --format markdown > sample_runs/sweep-report.md
+  "$cosmos" report sample_runs/sweep --baseline react --format markdown --power > sample_runs/sweep-report.md
 fi
 "$cosmos" validate "$out"
 "$cosmos" report "$out"
