@@ -13,7 +13,7 @@ use std::process::Command;
 use mcp_cosmos::metrics::run::{METRICS_VERSION, RunMetrics};
 use mcp_cosmos::trajectory::event::{
     AgentKind, DecisionProblem, DimensionScore, EventBody, JudgeScores, Observation, Phase, Role,
-    RunStatus, ToolInfo, ToolSchema, Totals,
+    ToolInfo, ToolSchema, Totals,
 };
 use mcp_cosmos::trajectory::listing::RunSummary;
 use mcp_cosmos::trajectory::run::Run;
@@ -80,11 +80,7 @@ fn react_with_everything() -> Run {
         EventBody::Answer {
             text: "done".into(),
         },
-        EventBody::RunFinished {
-            status: RunStatus::Completed,
-            error: None,
-            totals: Totals::default(),
-        },
+        common::completed(),
         llm(Role::Judge),
         EventBody::JudgeScored {
             model: "judge".into(),
@@ -116,11 +112,7 @@ fn no_calls() -> Run {
         EventBody::Answer {
             text: "nothing to do".into(),
         },
-        EventBody::RunFinished {
-            status: RunStatus::Completed,
-            error: None,
-            totals: Totals::default(),
-        },
+        common::completed(),
     ];
     common::run_of("quiet.jsonl", header, bodies)
 }

@@ -295,7 +295,7 @@ pub fn paired(diffs: &[f64], scale: Scale) -> Option<Estimate> {
 /// power at the 5% level (two-sided paired t), when per-task differences have standard
 /// deviation `sd`; `None` when `delta` is 0 or `sd` is not positive. Capped at 100,000.
 pub fn tasks_for_power(sd: f64, delta: f64) -> Option<usize> {
-    if !(sd > 0.0) || delta == 0.0 || !delta.is_finite() {
+    if sd.is_nan() || sd <= 0.0 || delta == 0.0 || !delta.is_finite() {
         return None;
     }
     let ratio = (sd / delta).powi(2);

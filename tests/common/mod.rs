@@ -427,6 +427,16 @@ pub fn three_runs() -> Vec<Run> {
     ]
 }
 
+/// A `run_finished` that completed (the writer fills its totals).
+#[allow(dead_code)]
+pub fn completed() -> EventBody {
+    EventBody::RunFinished {
+        status: RunStatus::Completed,
+        error: None,
+        totals: Totals::default(),
+    }
+}
+
 /// Writes a run through the real writer (so the file is what `cosmos run` would write).
 pub fn write_run(run: &Run, path: &std::path::Path) {
     use mcp_cosmos::trajectory::redact::Redactor;
