@@ -231,3 +231,44 @@ fn with_the_world_models_endpoint_down_spiral_records_errors_not_predictions() {
         "no fidelity from a failure"
     );
 }
+
+#[test]
+fn a_world_model_reply_that_is_not_json_still_counts_its_tokens() {
+    let dir = tempfile::tempdir().unwrap();
+    // The world model answers in prose (with usage, as llama.cpp reports it): no prediction,
+    // an error, and the tokens it generated on the llm_call all the same.
+    let llm = ScriptedLlm::start(json!([
+        {"when": "You write the final answer", "content": "Nothing could be predicted."},
+        {"when": "You simulate an MCP server", "content": "The converted time is 18:00 in Tokyo, which is a fine hour."},
+        {"when": "Propose up to", "content": {"candidates": [
+            {"action": "call", "tool": "Time MCP:convert_time", "arguments": utc_to("Asia/Tokyo")}
+        ]}}
+    ]));
+    let (ev, _) = run(
+        dir.path(),
+        &llm,
+        "spiral",
+        &[
+            "--world-model",
+            "llm",
+            "--iterations",
+            "1",
+            "--candidates",
+            "2",
+        ],
+    );
+    let wm_calls: Vec<&Value> = of_kind(&ev, "llm_call")
+        .into_iter()
+        .filter(|e| e["role"] == "world_model")
+        .collect();
+    assert!(!wm_calls.is_empty(), "the world model was asked");
+    for call in &wm_calls {
+        assert!(
+            call["error"].as_str().unwrap_or_default().contains("not JSON"),
+            "{call}"
+        );
+        assert!(call["prompt_tokens"].as_u64().unwrap() > 0, "{call}");
+        assert!(call["completion_tokens"].as_u64().unwrap() > 0, "{call}");
+    }
+    assert!(of_kind(&ev, "node_simulated").is_empty(), "no prediction");
+}

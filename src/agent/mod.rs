@@ -277,14 +277,18 @@ pub fn llm_call_event(
                 None,
                 c.messages.clone(),
             ),
-            Err(e) => (
-                0,
-                0,
-                false,
-                e.latency,
-                Some(e.to_string()),
-                e.messages.clone(),
-            ),
+            Err(e) => {
+                // Tokens spent are tokens counted, whatever became of the reply.
+                let (prompt, completion, estimated) = e.spent();
+                (
+                    prompt,
+                    completion,
+                    estimated,
+                    e.latency,
+                    Some(e.to_string()),
+                    e.messages.clone(),
+                )
+            }
         };
     EventBody::LlmCall {
         role,

@@ -54,6 +54,9 @@ pub struct LlmError {
     pub latency: Duration,
     /// The messages sent (and a reply that could not be used), when the endpoint records them.
     pub messages: Option<serde_json::Value>,
+    /// A reply that came back but could not be used (not JSON, no function call): the endpoint
+    /// generated it, so its tokens were spent and are counted.
+    pub reply: Option<Box<Completion>>,
 }
 
 impl LlmError {
@@ -64,7 +67,26 @@ impl LlmError {
             status: None,
             latency,
             messages: None,
+            reply: None,
         }
+    }
+
+    /// A reply that came back and could not be used, with why.
+    pub fn unusable(error: anyhow::Error, reply: Completion) -> Self {
+        Self {
+            messages: reply.messages.clone(),
+            latency: reply.latency,
+            reply: Some(Box::new(reply)),
+            ..Self::new(error, Default::default())
+        }
+    }
+
+    /// Prompt tokens, completion tokens and whether they were estimated, of what the endpoint
+    /// generated before the call failed (0 when nothing came back).
+    pub fn spent(&self) -> (u64, u64, bool) {
+        self.reply.as_ref().map_or((0, 0, false), |c| {
+            (c.prompt_tokens, c.completion_tokens, c.estimated)
+        })
     }
 
     /// True when the endpoint refused the request's shape (400 or 422): the JSON ladder then

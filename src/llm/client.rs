@@ -105,13 +105,10 @@ impl LlmClient {
                     self.json_rung.store(rung, Ordering::Relaxed);
                     return match extract_json(&c.text) {
                         Some(v) => Ok((v, c)),
-                        None => Err(LlmError {
-                            messages: c.messages,
-                            ..LlmError::new(
-                                anyhow!("the model's reply is not JSON: {}", snippet(&c.text)),
-                                start.elapsed(),
-                            )
-                        }),
+                        None => Err(LlmError::unusable(
+                            anyhow!("the model's reply is not JSON: {}", snippet(&c.text)),
+                            c,
+                        )),
                     };
                 }
                 // An endpoint that rejects the format (400/422) gets the next rung down.
@@ -142,16 +139,13 @@ impl LlmClient {
         let c = self.send(&request, start).await?;
         match c.tool_calls.iter().find(|t| t.function.name == name) {
             Some(call) if call.arguments().is_object() => Ok((call.arguments(), c)),
-            _ => Err(LlmError {
-                messages: c.messages,
-                ..LlmError::new(
-                    anyhow!(
-                        "the model did not call {name} with an object: {}",
-                        snippet(&c.text)
-                    ),
-                    start.elapsed(),
-                )
-            }),
+            _ => Err(LlmError::unusable(
+                anyhow!(
+                    "the model did not call {name} with an object: {}",
+                    snippet(&c.text)
+                ),
+                c,
+            )),
         }
     }
 

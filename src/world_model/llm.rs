@@ -136,9 +136,10 @@ impl WorldModel for LlmWorldModel {
                     message: format!("world model LLM failed: {e}"),
                     llm: Some(LlmUsage {
                         model,
-                        prompt_tokens: 0,
-                        completion_tokens: 0,
-                        estimated: true,
+                        // A reply that was not JSON still cost what the endpoint reported.
+                        prompt_tokens: e.spent().0,
+                        completion_tokens: e.spent().1,
+                        estimated: e.reply.is_none() || e.spent().2,
                         latency: e.latency,
                         error: Some(e.to_string()),
                         messages: e.messages,
