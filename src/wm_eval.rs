@@ -378,6 +378,7 @@ pub async fn evaluate(spec: &EvalSpec, calls: &[RecordedCall]) -> Result<Evaluat
         EventBody::RunFinished {
             status: RunStatus::Completed,
             error: None,
+            ending: None,
             totals: Default::default(),
         },
     )?;

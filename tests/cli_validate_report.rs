@@ -368,6 +368,7 @@ fn hand_run(dir: &Path, agent: &str, task: &str, repeat: u32, calls: u32, errors
         EventBody::RunFinished {
             status: RunStatus::Completed,
             error: None,
+            ending: None,
             totals: Default::default(),
         },
     )

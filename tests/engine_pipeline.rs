@@ -264,7 +264,10 @@ fn a_world_model_reply_that_is_not_json_still_counts_its_tokens() {
     assert!(!wm_calls.is_empty(), "the world model was asked");
     for call in &wm_calls {
         assert!(
-            call["error"].as_str().unwrap_or_default().contains("not JSON"),
+            call["error"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("not JSON"),
             "{call}"
         );
         assert!(call["prompt_tokens"].as_u64().unwrap() > 0, "{call}");

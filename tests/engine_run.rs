@@ -1274,6 +1274,7 @@ fn a_nodes_call_made_for_real_after_the_run_is_appended() {
         EventBody::RunFinished {
             status: RunStatus::Completed,
             error: None,
+            ending: None,
             totals: Default::default(),
         },
     ] {

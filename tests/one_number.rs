@@ -12,8 +12,8 @@ use std::process::Command;
 
 use mcp_cosmos::metrics::run::{METRICS_VERSION, RunMetrics};
 use mcp_cosmos::trajectory::event::{
-    AgentKind, DecisionProblem, DimensionScore, EventBody, JudgeScores, Observation, Phase, Role,
-    ToolInfo, ToolSchema, Totals,
+    AgentKind, DecisionProblem, DimensionScore, Ending, EventBody, JudgeScores, Observation, Phase,
+    Role, RunStatus, ToolInfo, ToolSchema, Totals,
 };
 use mcp_cosmos::trajectory::listing::RunSummary;
 use mcp_cosmos::trajectory::run::Run;
@@ -74,6 +74,13 @@ fn react_with_everything() -> Run {
         tool("time:convert_time", Some("time"), false, 2),
         llm(Role::Planner),
         tool("units:convert", Some("units"), true, 3),
+        // As an older ReAct wrote its step limit (no ending in run_finished).
+        EventBody::Error {
+            source: "agent".into(),
+            name: None,
+            message: "step limit of 4 reached".into(),
+            stderr_tail: None,
+        },
         EventBody::Phase {
             phase: Phase::Answer,
         },
@@ -112,7 +119,12 @@ fn no_calls() -> Run {
         EventBody::Answer {
             text: "nothing to do".into(),
         },
-        common::completed(),
+        EventBody::RunFinished {
+            status: RunStatus::Completed,
+            error: None,
+            ending: Some(Ending::PlannerFinished),
+            totals: Totals::default(),
+        },
     ];
     common::run_of("quiet.jsonl", header, bodies)
 }
@@ -190,23 +202,28 @@ fn totals_of(r: &Value) -> Totals {
         wall_ms: m["wall_ms"].as_u64().unwrap(),
         fidelity: m["fidelity"]["score"].as_f64(),
         rejected_decisions: m["rejected_decisions"].as_u64().unwrap(),
+        ending: serde_json::from_value(m["ending"].clone()).unwrap(),
         metrics_version: METRICS_VERSION,
     }
 }
 
 /// What the browser shows of a run: its stored totals when current, else the recount the
 /// app starts for it.
-fn browser_totals(path: &Path) -> Totals {
-    let summary = RunSummary::read(path);
-    let stored = summary.finished.expect("a finished run").totals;
-    if stored.metrics_version == METRICS_VERSION {
-        return stored;
+fn browser_totals(path: &Path) -> (Totals, Option<Ending>) {
+    let mut summary = RunSummary::read(path);
+    let stored = summary.finished.clone().expect("a finished run");
+    if stored.totals.metrics_version != METRICS_VERSION {
+        let answers = perform(1, Work::Recount(vec![path.to_path_buf()]));
+        match answers.as_slice() {
+            [Action::Recounted(_, recounts)] if recounts.len() == 1 => {
+                summary.recounted(&recounts[0])
+            }
+            other => panic!("no recount for {}: {other:?}", path.display()),
+        }
     }
-    let answers = perform(1, Work::Recount(vec![path.to_path_buf()]));
-    match answers.as_slice() {
-        [Action::Recounted(_, totals)] if totals.len() == 1 => totals[0].1.clone(),
-        other => panic!("no recount for {}: {other:?}", path.display()),
-    }
+    let f = summary.finished.unwrap();
+    let ending = f.totals.ending;
+    (f.totals, ending)
 }
 
 fn same(a: &RunMetrics, r: &Value, view: &str, path: &Path) {
@@ -232,8 +249,14 @@ fn every_view_shows_the_reports_value() {
     for (path, r) in &per_run {
         // The browser (only finished runs have totals to show).
         if RunSummary::read(path).finished.is_some() {
-            let shown = browser_totals(path);
+            let (shown, ending) = browser_totals(path);
             let want = totals_of(r);
+            assert_eq!(
+                serde_json::to_value(ending).unwrap(),
+                r["metrics"]["ending"],
+                "browser's ending of {}",
+                path.display()
+            );
             assert_eq!(
                 Totals {
                     events: 0,
@@ -290,6 +313,8 @@ fn the_hand_made_runs_values_are_mcp_benchs_worked_by_hand() {
     assert_eq!(m["planning_json_compliance"].as_f64(), Some(0.75));
     assert_eq!(m["server_count"], 2);
     assert_eq!(m["judge"]["overall"].as_f64(), Some(6.0));
+    // An older file's ending is read from its agent error: the step limit.
+    assert_eq!(m["ending"], "step_limit");
     // MCP-Bench with no calls: the call rates are undefined (left out of averages),
     // planning compliance is 1.0, no servers.
     let q = by("quiet.jsonl");
@@ -304,4 +329,8 @@ fn the_hand_made_runs_values_are_mcp_benchs_worked_by_hand() {
     }
     assert_eq!(q["planning_json_compliance"].as_f64(), Some(1.0));
     assert_eq!(q["server_count"], 0);
+    assert_eq!(
+        q["ending"], "planner_finished",
+        "as run_finished recorded it"
+    );
 }

@@ -11,7 +11,7 @@ use crate::world_model::HistoryStep;
 /// spent there is no summarizer call: the run fails, saying why.
 pub async fn answer(env: &Env, sink: &mut dyn EventSink, real: &[HistoryStep]) -> Result<End> {
     if let Some(why) = env.meter.over() {
-        return Ok(End::failed(format!("no answer written: {why}")));
+        return Ok(End::failed(format!("no answer written: {why}")).ending(why.ending));
     }
     sink.emit(EventBody::Phase {
         phase: Phase::Answer,

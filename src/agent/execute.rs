@@ -8,7 +8,7 @@ use serde_json::Value;
 use super::ports::EventSink;
 use super::{Bounded, End, Env};
 use crate::mcp::server::CallOutcome;
-use crate::trajectory::event::{EventBody, NodeId, Observation};
+use crate::trajectory::event::{Ending, EventBody, NodeId, Observation};
 use crate::world_model::HistoryStep;
 
 /// One call of a plan.
@@ -38,6 +38,8 @@ pub struct Executed {
     pub real: Vec<HistoryStep>,
     /// The index in the plan of the call that failed and stopped it ([`OnFailure::Stop`]).
     pub failed_at: Option<usize>,
+    /// The budget that stopped the plan before its last call, if one did.
+    pub stopped_by: Option<Ending>,
 }
 
 /// Makes one real call as step `step` and records it (and the server's death, if this call
@@ -121,6 +123,7 @@ pub async fn execute_plan(
     let mut executed = Executed {
         real: Vec::new(),
         failed_at: None,
+        stopped_by: None,
     };
     for (i, planned) in plan.iter().enumerate() {
         if env.stopped() {
@@ -131,6 +134,7 @@ pub async fn execute_plan(
                 sink,
                 format!("{why}: {} planned calls not run", plan.len() - i),
             )?;
+            executed.stopped_by = Some(why.ending);
             break;
         }
         let step = (done + executed.real.len() + 1) as u64;

@@ -36,7 +36,7 @@ use crate::llm::chat::{Completion, LlmError};
 use crate::llm::client::LlmClient;
 use crate::task::Task;
 use crate::trajectory::catalog::ToolCatalog;
-use crate::trajectory::event::{EventBody, Role, RunStatus, ToolInfo};
+use crate::trajectory::event::{Ending, EventBody, Role, RunStatus, ToolInfo};
 use crate::world_model::{LlmUsage, WorldModel};
 
 /// Limits on one run.
@@ -100,14 +100,46 @@ impl Meter {
     }
 
     /// Which budget is spent, if any.
-    pub fn over(&self) -> Option<String> {
+    pub fn over(&self) -> Option<Limit> {
         if self.tokens.load(Ordering::Relaxed) >= self.budget.max_tokens {
-            return Some(format!("token budget of {} spent", self.budget.max_tokens));
+            return Some(Limit {
+                ending: Ending::TokenLimit,
+                message: format!("token budget of {} spent", self.budget.max_tokens),
+            });
         }
         if self.started.elapsed() >= self.budget.max_wall {
-            return Some(self.out_of_time());
+            return Some(Limit {
+                ending: Ending::TimeLimit,
+                message: self.out_of_time(),
+            });
         }
         None
+    }
+}
+
+/// A limit that stopped an agent: which one (as the run's ending) and in words.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Limit {
+    /// The ending it gives the run.
+    pub ending: Ending,
+    /// What happened, for the `agent` error event.
+    pub message: String,
+}
+
+impl Limit {
+    /// The step limit of `max_steps`, reached `while_` (e.g. "while planning"; may be empty).
+    pub fn steps(max_steps: usize, while_: &str) -> Self {
+        let sep = if while_.is_empty() { "" } else { " " };
+        Self {
+            ending: Ending::StepLimit,
+            message: format!("step limit of {max_steps} reached{sep}{while_}"),
+        }
+    }
+}
+
+impl std::fmt::Display for Limit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
     }
 }
 
@@ -191,7 +223,7 @@ impl Env {
         if self.stopped() {
             return Some("stopped by the user".into());
         }
-        self.meter.over()
+        self.meter.over().map(|limit| limit.message)
     }
 
     /// Runs `fut` until it ends, a stop comes, or the run's time budget runs out, whichever
@@ -221,9 +253,11 @@ impl Env {
         result: Result<&Completion, &LlmError>,
         model: &str,
     ) -> Result<()> {
-        if let Ok(c) = result {
-            self.meter.spend(c.tokens());
-        }
+        // Tokens spent are tokens counted, a reply that could not be used included.
+        self.meter.spend(match result {
+            Ok(c) => c.tokens(),
+            Err(e) => e.tokens(),
+        });
         sink.emit(llm_call_event(role, model, result))
     }
 
@@ -377,6 +411,8 @@ pub struct End {
     pub status: RunStatus,
     /// Why, when not completed.
     pub error: Option<String>,
+    /// What brought the run to its end, when the agent knows.
+    pub ending: Option<Ending>,
 }
 
 impl End {
@@ -385,6 +421,7 @@ impl End {
         Self {
             status: RunStatus::Completed,
             error: None,
+            ending: None,
         }
     }
     /// Interrupted by a stop.
@@ -392,6 +429,7 @@ impl End {
         Self {
             status: RunStatus::Interrupted,
             error: Some("stopped by the user".into()),
+            ending: None,
         }
     }
     /// Failed.
@@ -399,6 +437,15 @@ impl End {
         Self {
             status: RunStatus::Failed,
             error: Some(error.into()),
+            ending: None,
+        }
+    }
+    /// The same end, with what brought it about (kept when one is already set: the first
+    /// cause found is the one recorded).
+    pub fn ending(self, ending: Ending) -> Self {
+        Self {
+            ending: self.ending.or(Some(ending)),
+            ..self
         }
     }
 }

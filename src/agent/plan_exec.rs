@@ -11,8 +11,8 @@ use super::ports::EventSink;
 use super::prompt::{Setting, Turn};
 use super::react::planner_turn;
 use super::rehearse::{self, Rehearser};
-use super::{End, Env, answer};
-use crate::trajectory::event::{Action, EventBody, NodeId, Phase, Verdict};
+use super::{End, Env, Limit, answer};
+use crate::trajectory::event::{Action, Ending, EventBody, NodeId, Phase, Verdict};
 use crate::world_model::HistoryStep;
 
 /// Runs ReAct-Plan-Exec to the end.
@@ -41,7 +41,8 @@ pub async fn run(env: &Env, sink: &mut dyn EventSink) -> Result<End> {
     let mut plan: Vec<PlannedCall> = Vec::new();
     let mut chain: Vec<NodeId> = Vec::new();
     let mut rejected: Option<String> = None;
-    let mut limit = None;
+    let mut limit: Option<Limit> = None;
+    let mut planner_finished = false;
     let max_steps = env.budget().max_steps;
     for turn_no in 1..=max_steps {
         if let Some(why) = env.meter.over() {
@@ -87,14 +88,18 @@ pub async fn run(env: &Env, sink: &mut dyn EventSink) -> Result<End> {
         rehearse::record(sink, node, &r)?;
         // Without a prediction the chain cannot go on; the plan is what came before.
         if r.verdict == Verdict::NotSimulated {
-            limit = Some(format!(
-                "planning stopped at step {node}: the world model could not simulate it"
-            ));
+            limit = Some(Limit {
+                ending: Ending::SearchEndedEarly,
+                message: format!(
+                    "planning stopped at step {node}: the world model could not simulate it"
+                ),
+            });
             break;
         }
         chain.push(node);
         let Action::ToolCall { tool, arguments } = action else {
-            break; // finish
+            planner_finished = true;
+            break;
         };
         simulated.push(HistoryStep {
             tool: tool.clone(),
@@ -107,11 +112,18 @@ pub async fn run(env: &Env, sink: &mut dyn EventSink) -> Result<End> {
             arguments,
         });
         if turn_no == max_steps {
-            limit = Some(format!("step limit of {max_steps} reached while planning"));
+            limit = Some(Limit::steps(max_steps, "while planning"));
         }
     }
+    // What ended the planning: a limit or the chain cut short; else a plan without a call
+    // the planner never finished; else the planner's finish.
+    let planned = match &limit {
+        Some(why) => why.ending,
+        None if plan.is_empty() && !planner_finished => Ending::NoCallPlanned,
+        None => Ending::PlannerFinished,
+    };
     if let Some(why) = limit {
-        env.record_agent_error(sink, why)?;
+        env.record_agent_error(sink, why.message)?;
     }
     sink.emit(EventBody::PlanSelected {
         nodes: chain,
@@ -121,8 +133,17 @@ pub async fn run(env: &Env, sink: &mut dyn EventSink) -> Result<End> {
         phase: Phase::Execute,
     })?;
     match execute_plan(env, sink, &plan, 0, OnFailure::Continue).await? {
-        Ok(executed) => answer::answer(env, sink, &executed.real).await,
-        Err(end) => Ok(end),
+        Ok(executed) => {
+            // A budget that cut the plan short is what went wrong first in execution.
+            let ending = match executed.stopped_by {
+                Some(stopped) if !planned.went_wrong() => stopped,
+                _ => planned,
+            };
+            Ok(answer::answer(env, sink, &executed.real)
+                .await?
+                .ending(ending))
+        }
+        Err(end) => Ok(end.ending(planned)),
     }
 }
 
@@ -152,7 +173,12 @@ mod tests {
         let tools = tools();
         let env = testing::env(planner, None, tools.clone(), Some(Arc::new(wm)), 4);
         let mut events = Vec::new();
-        run(&env, &mut events).await.unwrap();
+        let end = run(&env, &mut events).await.unwrap();
+        assert_eq!(
+            end.ending,
+            Some(Ending::SearchEndedEarly),
+            "the chain was cut short"
+        );
         assert!(events.iter().any(|e| matches!(e, EventBody::Error { source, message, .. } if source == "world_model" && message.contains("refused"))));
         assert!(
             !events
@@ -214,7 +240,7 @@ mod tests {
         );
         assert_eq!(
             end,
-            End::failed("no answer written: token budget of 30 spent")
+            End::failed("no answer written: token budget of 30 spent").ending(Ending::TokenLimit)
         );
     }
 

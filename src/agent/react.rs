@@ -7,8 +7,8 @@ use super::execute::{PlannedCall, call};
 use super::planner::{self, Candidate};
 use super::ports::EventSink;
 use super::prompt::{Setting, Turn};
-use super::{End, Env, answer};
-use crate::trajectory::event::{Action, EventBody, Phase, Role};
+use super::{End, Env, Limit, answer};
+use crate::trajectory::event::{Action, Ending, EventBody, Phase, Role};
 use crate::world_model::HistoryStep;
 
 /// Runs ReAct to the end.
@@ -60,11 +60,12 @@ pub async fn run(env: &Env, sink: &mut dyn EventSink) -> Result<End> {
             }
         }
         if step == env.budget().max_steps {
-            limit = Some(format!("step limit of {} reached", env.budget().max_steps));
+            limit = Some(Limit::steps(env.budget().max_steps, ""));
         }
     }
+    let ending = limit.as_ref().map_or(Ending::PlannerFinished, |l| l.ending);
     if let Some(why) = limit {
-        env.record_agent_error(sink, why)?;
+        env.record_agent_error(sink, why.message)?;
     }
     match final_answer {
         // The planner's own answer is ReAct's answer; the summarizer writes one only when
@@ -74,9 +75,9 @@ pub async fn run(env: &Env, sink: &mut dyn EventSink) -> Result<End> {
                 phase: Phase::Answer,
             })?;
             sink.emit(EventBody::Answer { text })?;
-            Ok(End::completed())
+            Ok(End::completed().ending(ending))
         }
-        _ => answer::answer(env, sink, &real).await,
+        _ => Ok(answer::answer(env, sink, &real).await?.ending(ending)),
     }
 }
 
@@ -139,7 +140,7 @@ mod tests {
         let env = testing::env(planner.clone(), None, tools.clone(), None, 6);
         let mut events = Vec::new();
         let end = run(&env, &mut events).await.unwrap();
-        assert_eq!(end, End::completed());
+        assert_eq!(end, End::completed().ending(Ending::PlannerFinished));
         let rejected: Vec<DecisionProblem> = events
             .iter()
             .filter_map(|e| match e {
@@ -211,7 +212,8 @@ mod tests {
         let tools = ScriptedTools::new(&["s:a"], ok);
         let env = testing::env(planner, None, tools.clone(), None, 2);
         let mut events = Vec::new();
-        run(&env, &mut events).await.unwrap();
+        let end = run(&env, &mut events).await.unwrap();
+        assert_eq!(end, End::completed().ending(Ending::StepLimit));
         assert_eq!(tools.called().len(), 2);
         assert_eq!(
             kinds(&events),

@@ -265,6 +265,7 @@ pub async fn execute(
     let finish = rec.emit(EventBody::RunFinished {
         status: end.status,
         error: end.error.clone(),
+        ending: end.ending,
         totals: Default::default(),
     });
     // The agent's environment is gone, so the pool has one owner again.

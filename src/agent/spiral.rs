@@ -12,7 +12,7 @@ use super::mcts::{self, Origin, Settings, Stopped, Tree};
 use super::ports::EventSink;
 use super::rehearse::Rehearser;
 use super::{End, Env, answer};
-use crate::trajectory::event::{Action, EventBody, NodeId, Phase};
+use crate::trajectory::event::{Action, Ending, EventBody, NodeId, Phase};
 use crate::world_model::{HistoryStep, WorldModel};
 
 /// Runs SPIRAL-Exec to the end.
@@ -33,6 +33,8 @@ pub async fn run(env: &Env, sink: &mut dyn EventSink, settings: &Settings) -> Re
     // The real steps, and the run's node ids of the path they executed (the plan so far).
     let mut real: Vec<HistoryStep> = Vec::new();
     let mut path: Vec<NodeId> = Vec::new();
+    // What ended the run: the first thing that went wrong, else how the last search ended.
+    let mut ending = Ending::SearchExhausted;
     loop {
         sink.emit(EventBody::Phase { phase: Phase::Plan })?;
         let search_settings = Settings {
@@ -40,10 +42,11 @@ pub async fn run(env: &Env, sink: &mut dyn EventSink, settings: &Settings) -> Re
             max_depth: settings.max_depth.saturating_sub(real.len() as u32).max(1),
             ..*settings
         };
-        let tree = match search(env, sink, &world_model, &search_settings, &origin).await? {
-            Ok(tree) => tree,
-            Err(end) => return Ok(end),
-        };
+        let (tree, cut_short) =
+            match search(env, sink, &world_model, &search_settings, &origin).await? {
+                Ok(searched) => searched,
+                Err(end) => return Ok(end.ending(ending)),
+            };
         if origin.anchor.is_some() {
             path.push(origin.id(0));
         }
@@ -68,6 +71,18 @@ pub async fn run(env: &Env, sink: &mut dyn EventSink, settings: &Settings) -> Re
                 _ => None,
             })
             .unzip();
+        let finishes = plan
+            .last()
+            .is_some_and(|&i| matches!(tree.nodes[i].action, Some(Action::Finish { .. })));
+        keep_first_wrong(
+            &mut ending,
+            match cut_short {
+                Some(cut) => cut,
+                None if calls.is_empty() && !finishes => Ending::NoCallPlanned,
+                None if finishes => Ending::PlannerFinished,
+                None => Ending::SearchExhausted,
+            },
+        );
         sink.emit(EventBody::Phase {
             phase: Phase::Execute,
         })?;
@@ -82,8 +97,11 @@ pub async fn run(env: &Env, sink: &mut dyn EventSink, settings: &Settings) -> Re
         };
         let executed = match execute_plan(env, sink, &calls, real.len(), on_failure).await? {
             Ok(executed) => executed,
-            Err(end) => return Ok(end),
+            Err(end) => return Ok(end.ending(ending)),
         };
+        if let Some(stopped) = executed.stopped_by {
+            keep_first_wrong(&mut ending, stopped);
+        }
         real.extend(executed.real);
         let Some(failed) = executed.failed_at.filter(|_| can_revise(real.len())) else {
             break;
@@ -101,18 +119,27 @@ pub async fn run(env: &Env, sink: &mut dyn EventSink, settings: &Settings) -> Re
             anchor: Some((failed_id, origin.depth(tree.nodes[failed].depth))),
         };
     }
-    answer::answer(env, sink, &real).await
+    Ok(answer::answer(env, sink, &real).await?.ending(ending))
 }
 
-/// One search (the first, or a revision) with the budget the run has left. `Err` is how the
-/// run ended when the search could not give a plan.
+/// Takes `now` as the run's ending unless something already went wrong (the first cause is
+/// the one recorded).
+fn keep_first_wrong(ending: &mut Ending, now: Ending) {
+    if !ending.went_wrong() {
+        *ending = now;
+    }
+}
+
+/// One search (the first, or a revision) with the budget the run has left, and the ending it
+/// gives the run when it was cut short. `Err` is how the run ended when the search could not
+/// give a plan.
 async fn search(
     env: &Env,
     sink: &mut dyn EventSink,
     world_model: &Arc<dyn WorldModel>,
     settings: &Settings,
     origin: &Origin,
-) -> Result<std::result::Result<Tree, End>> {
+) -> Result<std::result::Result<(Tree, Option<Ending>), End>> {
     let rehearser = Rehearser::new(env, world_model.clone(), origin.history.len());
     // The whole search is bounded: a stop or the time budget cancels the calls in flight.
     // Events recorded so far stay in the file.
@@ -124,18 +151,27 @@ async fn search(
         Ok(searched) => searched?,
         Err(end) => return Ok(Err(end)),
     };
-    match &stopped {
+    let cut_short = match &stopped {
         Stopped::Budget(_) if env.stopped() => return Ok(Err(End::interrupted())),
         // Nothing to execute and nothing executed yet: the run failed.
         Stopped::PlannerFailed(e) if tree.nodes.len() == 1 && origin.anchor.is_none() => {
-            return Ok(Err(End::failed(e.clone())));
+            return Ok(Err(End::failed(e.clone()).ending(Ending::SearchEndedEarly)));
         }
-        Stopped::PlannerFailed(e) | Stopped::Budget(e) => {
+        Stopped::PlannerFailed(e) => {
             env.record_agent_error(sink, format!("search stopped early: {e}"))?;
+            Some(Ending::SearchEndedEarly)
         }
-        Stopped::Done | Stopped::Exhausted => {}
-    }
-    Ok(Ok(tree))
+        Stopped::Budget(e) => {
+            env.record_agent_error(sink, format!("search stopped early: {e}"))?;
+            Some(
+                env.meter
+                    .over()
+                    .map_or(Ending::SearchEndedEarly, |l| l.ending),
+            )
+        }
+        Stopped::Done | Stopped::Exhausted => None,
+    };
+    Ok(Ok((tree, cut_short)))
 }
 
 #[cfg(test)]
@@ -177,7 +213,12 @@ mod tests {
             8,
         );
         let mut events = Vec::new();
-        run(&env, &mut events, &settings()).await.unwrap();
+        let end = run(&env, &mut events, &settings()).await.unwrap();
+        assert_eq!(
+            end.ending,
+            Some(Ending::NoCallPlanned),
+            "nothing could be simulated, so nothing ran: not a clean completion"
+        );
         let wm_errors = events
             .iter()
             .filter(|e| matches!(e, EventBody::Error { source, .. } if source == "world_model"))
@@ -219,7 +260,8 @@ mod tests {
         let env = testing::env(planner, None, tools.clone(), Some(Arc::new(wm)), 8);
         let mut events = Vec::new();
         let end = run(&env, &mut events, &settings()).await.unwrap();
-        assert_eq!(end, End::completed());
+        // The planner's text reply is a finish: the plan's path reaches it.
+        assert_eq!(end, End::completed().ending(Ending::PlannerFinished));
         assert!(!tools.called().is_empty(), "the plan ran for real");
         assert!(events.iter().any(|e| matches!(e, EventBody::NodeEvaluated { critic_reward: Some(c), critic_reason: Some(r), .. } if *c == 0.8 && r == "good")));
         assert!(events.iter().any(|e| matches!(

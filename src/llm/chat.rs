@@ -81,6 +81,12 @@ impl LlmError {
         }
     }
 
+    /// Tokens the endpoint generated before the call failed (0 when nothing came back).
+    pub fn tokens(&self) -> u64 {
+        let (prompt, completion, _) = self.spent();
+        prompt + completion
+    }
+
     /// Prompt tokens, completion tokens and whether they were estimated, of what the endpoint
     /// generated before the call failed (0 when nothing came back).
     pub fn spent(&self) -> (u64, u64, bool) {

@@ -160,6 +160,9 @@ pub struct GroupRow {
     pub overall: Option<Estimate>,
     /// Overall with Execution Quality (scaled to 1–10) as a fourth part.
     pub new_overall: Option<Estimate>,
+    /// Runs by what brought them to their end (`Ending::as_str`, or `unknown` for an older
+    /// file that does not tell; runs still going or that crashed are not counted).
+    pub endings: BTreeMap<String, usize>,
     /// Warnings about the row, such as [`FLAG_DOES_LITTLE`].
     pub flags: Vec<String>,
 }
@@ -296,6 +299,12 @@ fn row(key: &str, runs: &[&RunRecord], cohort: Option<(f64, f64)>, avg_calls: f6
         }
     }
 
+    let mut endings: BTreeMap<String, usize> = BTreeMap::new();
+    for r in runs.iter().filter(|r| r.metrics.status.is_some()) {
+        let name = r.metrics.ending.map_or("unknown", |e| e.as_str());
+        *endings.entry(name.to_string()).or_default() += 1;
+    }
+
     GroupRow {
         key: key.to_string(),
         planners,
@@ -330,6 +339,7 @@ fn row(key: &str, runs: &[&RunRecord], cohort: Option<(f64, f64)>, avg_calls: f6
         planning_effectiveness: judge(|j| j.planning_effectiveness),
         overall: judge(|j| j.overall),
         new_overall,
+        endings,
         flags,
     }
 }

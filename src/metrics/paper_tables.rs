@@ -100,7 +100,8 @@ pub fn render(rows: &[GroupRow], by: GroupBy, baseline: Option<(&str, &[PairedRo
             super::stats::MIN_N
         );
     }
-    out.push('\n');
+    out.push_str("\n\n");
+    out.push_str(&super::table::render_endings(rows, true));
     out
 }
 
@@ -166,6 +167,7 @@ mod tests {
             planning_effectiveness: None,
             overall: None,
             new_overall: None,
+            endings: Default::default(),
             flags: vec![],
         }
     }

@@ -10,8 +10,8 @@ use serde::{Deserialize, Serialize};
 use super::fidelity::{self, Fidelity};
 use crate::trajectory::catalog::ToolCatalog;
 use crate::trajectory::event::{
-    Action, ActionKind, AgentKind, DecisionProblem, Event, EventBody, Header, JudgeScores, NodeId,
-    Observation, Phase, Role, RunStatus, Totals, VALIDATOR,
+    Action, ActionKind, AgentKind, DecisionProblem, Ending, Event, EventBody, Header, JudgeScores,
+    NodeId, Observation, Phase, Role, RunStatus, Totals, VALIDATOR,
 };
 use crate::trajectory::fold::TreeState;
 use crate::trajectory::lean::{Brief, LeanBody, LeanEvent, RawObservation};
@@ -206,6 +206,9 @@ pub struct RunMetrics {
     pub answered: bool,
     /// Planner replies that were no usable decision.
     pub rejected_decisions: u64,
+    /// What brought the run to its end (`None` while running, or when an older file does not
+    /// tell).
+    pub ending: Option<Ending>,
 }
 
 impl RunMetrics {
@@ -267,6 +270,7 @@ impl RunMetrics {
             wall_ms: self.wall_ms,
             fidelity: self.fidelity.map(|f| f.score),
             rejected_decisions: self.rejected_decisions,
+            ending: self.ending,
             metrics_version: METRICS_VERSION,
         }
     }
@@ -299,6 +303,38 @@ pub struct MetricsInput<'a> {
     /// tool no server offers as a rejected decision instead of a failed call, and it counts as
     /// the failed call MCP-Bench records.
     pub decisions_are_calls: bool,
+    /// The ending `run_finished` recorded, when it did.
+    pub recorded_ending: Option<Ending>,
+    /// The first ending an `agent` error tells, for files written before `run_finished`
+    /// recorded one ([`legacy_ending`]).
+    pub told_ending: Option<Ending>,
+}
+
+/// What an `agent` error message written by this project's agents says ended the run (a limit,
+/// a search or chain cut short); how an older file, whose `run_finished` has no ending, is read.
+pub fn legacy_ending(message: &str) -> Option<Ending> {
+    let starts = |p: &str| message.starts_with(p);
+    if starts("step limit of") {
+        Some(Ending::StepLimit)
+    } else if starts("token budget of") {
+        Some(Ending::TokenLimit)
+    } else if starts("time budget of") {
+        Some(Ending::TimeLimit)
+    } else if starts("search stopped early") || starts("planning stopped at step") {
+        Some(Ending::SearchEndedEarly)
+    } else {
+        None
+    }
+}
+
+/// The agent error's ending, if `body` is one.
+fn told_ending(body: &EventBody) -> Option<Ending> {
+    match body {
+        EventBody::Error {
+            source, message, ..
+        } if source == "agent" => legacy_ending(message),
+        _ => None,
+    }
 }
 
 /// How many LLM calls apart [`RunFacts`] keeps a sum of the usage so far.
@@ -365,6 +401,9 @@ pub fn compute(input: &MetricsInput<'_>) -> RunMetrics {
         status: input.status,
         answered: input.answered,
         rejected_decisions: input.rejected.len() as u64,
+        ending: input
+            .status
+            .and(input.recorded_ending.or(input.told_ending)),
     }
 }
 
@@ -402,6 +441,8 @@ pub struct RunFacts {
     rejected: Vec<(u32, DecisionProblem)>,
     /// Event index of every accepted planned call (see [`MetricsInput::planned_calls`]).
     planned: Vec<u32>,
+    /// Event index and ending of every `agent` error that tells one.
+    told: Vec<(u32, Ending)>,
     synced: usize,
 }
 
@@ -474,7 +515,11 @@ impl RunFacts {
                 EventBody::DecisionRejected { problem, .. } => {
                     self.rejected.push((idx as u32, *problem));
                 }
-                _ => {}
+                other => {
+                    if let Some(ending) = told_ending(other) {
+                        self.told.push((idx as u32, ending));
+                    }
+                }
             }
         }
         self.synced = run.len();
@@ -510,10 +555,20 @@ impl RunFacts {
             .map(|(_, p)| *p)
             .collect();
         // The run's wall time ends at `run_finished`, not at a judgement appended later.
-        let end_ms = match run.finish_at(k) {
+        let finish = run.finish_at(k);
+        let end_ms = match finish {
             Some(finish) => finish.t_ms,
             None => k.checked_sub(1).map_or(0, |i| run.brief(i).t_ms),
         };
+        let recorded_ending = finish.and_then(|f| match &f.body {
+            EventBody::RunFinished { ending, .. } => *ending,
+            _ => None,
+        });
+        let told_ending = self
+            .told
+            .first()
+            .filter(|(e, _)| (*e as usize) < k)
+            .map(|(_, ending)| *ending);
         compute(&MetricsInput {
             steps,
             llm,
@@ -526,6 +581,8 @@ impl RunFacts {
             rejected: &rejected,
             planned_calls: self.planned.partition_point(|&e| (e as usize) < k) as u64,
             decisions_are_calls: run.header.agent.kind == AgentKind::React,
+            recorded_ending,
+            told_ending,
         })
     }
 }
@@ -586,6 +643,8 @@ pub struct RunAccumulator {
     /// When `run_finished` was written: the end of the run's wall time (a judgement appended
     /// afterwards is not the run's time).
     finished_ms: Option<u64>,
+    recorded_ending: Option<Ending>,
+    told_ending: Option<Ending>,
 }
 
 impl RunAccumulator {
@@ -606,6 +665,8 @@ impl RunAccumulator {
             planned_calls: 0,
             decisions_are_calls: header.agent.kind == AgentKind::React,
             finished_ms: None,
+            recorded_ending: None,
+            told_ending: None,
         }
     }
 
@@ -704,11 +765,16 @@ impl RunAccumulator {
             EventBody::Answer { .. } => self.answered = true,
             EventBody::DecisionRejected { problem, .. } => self.rejected.push(*problem),
             EventBody::JudgeScored { scores, .. } => self.judge = Some(JudgeScores::clone(scores)),
-            EventBody::RunFinished { status, .. } => {
+            EventBody::RunFinished { status, ending, .. } => {
                 self.status = Some(*status);
                 self.finished_ms = Some(event.t_ms);
+                self.recorded_ending = *ending;
             }
-            _ => {}
+            other => {
+                if self.told_ending.is_none() {
+                    self.told_ending = told_ending(other);
+                }
+            }
         }
     }
 
@@ -731,6 +797,8 @@ impl RunAccumulator {
             rejected: &self.rejected,
             planned_calls: self.planned_calls,
             decisions_are_calls: self.decisions_are_calls,
+            recorded_ending: self.recorded_ending,
+            told_ending: self.told_ending,
         })
     }
 }
@@ -810,6 +878,8 @@ mod tests {
             rejected: &[],
             planned_calls: steps.len() as u64,
             decisions_are_calls: false,
+            recorded_ending: None,
+            told_ending: None,
         }
     }
 

@@ -4,6 +4,7 @@ use std::fmt::Write as _;
 
 use super::group::{GroupBy, GroupRow};
 use super::stats::{Estimate, Interval};
+use crate::trajectory::event::Ending;
 
 /// A metric column: header, how to read it from a row, and its metric in `--baseline`'s pairs.
 pub(super) struct Column {
@@ -186,6 +187,51 @@ pub fn render(rows: &[GroupRow], by: GroupBy, markdown: bool) -> String {
         out.push_str(LEGEND);
         out.push('\n');
     }
+    out.push('\n');
+    out.push_str(&render_endings(rows, markdown));
+    out
+}
+
+/// Runs per group by what brought them to their end: one column per ending any run had.
+pub fn render_endings(rows: &[GroupRow], markdown: bool) -> String {
+    let mut names: Vec<&str> = Ending::ALL
+        .iter()
+        .map(|e| e.as_str())
+        .filter(|name| rows.iter().any(|r| r.endings.contains_key(*name)))
+        .collect();
+    if rows.iter().any(|r| r.endings.contains_key("unknown")) {
+        names.push("unknown");
+    }
+    let mut out = String::from(if markdown {
+        "**How runs ended**\n\n"
+    } else {
+        "How runs ended:\n"
+    });
+    if names.is_empty() {
+        out.push_str("no run has finished\n");
+        return out;
+    }
+    let mut header = vec!["group"];
+    header.extend(&names);
+    let table: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            let mut line = vec![r.key.clone()];
+            line.extend(
+                names
+                    .iter()
+                    .map(|n| r.endings.get(*n).copied().unwrap_or(0).to_string()),
+            );
+            line
+        })
+        .collect();
+    aligned(&mut out, &header, &table, markdown);
+    out.push_str(
+        "\nplanner_finished: the planner chose to finish; search_exhausted: the search used its \
+         iterations with no path finished; step_limit, token_limit, time_limit: a limit stopped \
+         the agent; search_ended_early: the planner or world model failed mid-search; \
+         no_call_planned: nothing was executed; unknown: an older file that does not say.\n",
+    );
     out
 }
 

@@ -364,6 +364,71 @@ pub enum DecisionProblem {
     NoAction,
 }
 
+/// What brought a run to its end, beside its status (which keeps MCP-Bench's meaning: a
+/// `completed` run ended with an answer, whether or not the planner got to finish).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Ending {
+    /// The planner decided to finish (ReAct's finish; a plan whose path reached a finish).
+    PlannerFinished,
+    /// The search used its iterations and no path reached a finish: the best path ran.
+    SearchExhausted,
+    /// The step limit stopped the agent before the planner finished.
+    StepLimit,
+    /// The token budget stopped the agent.
+    TokenLimit,
+    /// The wall-time budget stopped the agent.
+    TimeLimit,
+    /// The search (or Plan-Exec's chain) stopped early: the planner or the world model failed.
+    SearchEndedEarly,
+    /// The plan had no call: nothing was executed, though the planner never finished.
+    NoCallPlanned,
+}
+
+impl Ending {
+    /// Every ending, in the order tables list them.
+    pub const ALL: [Ending; 7] = [
+        Ending::PlannerFinished,
+        Ending::SearchExhausted,
+        Ending::StepLimit,
+        Ending::TokenLimit,
+        Ending::TimeLimit,
+        Ending::SearchEndedEarly,
+        Ending::NoCallPlanned,
+    ];
+
+    /// Its name in files and JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Ending::PlannerFinished => "planner_finished",
+            Ending::SearchExhausted => "search_exhausted",
+            Ending::StepLimit => "step_limit",
+            Ending::TokenLimit => "token_limit",
+            Ending::TimeLimit => "time_limit",
+            Ending::SearchEndedEarly => "search_ended_early",
+            Ending::NoCallPlanned => "no_call_planned",
+        }
+    }
+
+    /// The run did not end the way its agent is meant to: a limit, a search cut short, or
+    /// no call at all. (A search that used its iterations is how SPIRAL ends.)
+    pub fn went_wrong(self) -> bool {
+        !matches!(self, Ending::PlannerFinished | Ending::SearchExhausted)
+    }
+
+    /// A few words for a status column (empty for the endings that went right).
+    pub fn mark(self) -> &'static str {
+        match self {
+            Ending::PlannerFinished | Ending::SearchExhausted => "",
+            Ending::StepLimit => "⊣steps",
+            Ending::TokenLimit => "⊣tokens",
+            Ending::TimeLimit => "⊣time",
+            Ending::SearchEndedEarly => "⊣early",
+            Ending::NoCallPlanned => "⊣no call",
+        }
+    }
+}
+
 /// How a run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -437,6 +502,10 @@ pub struct Totals {
     /// Planner replies that were no usable decision (`decision_rejected`).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub rejected_decisions: u64,
+    /// What brought the run to its end, by the metrics: the ending `run_finished` records, or
+    /// for an older file what its `agent` errors tell.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ending: Option<Ending>,
     /// The version of the metric definitions these totals were computed with
     /// (`metrics::run::METRICS_VERSION`); 0 in files written before totals had one. A view
     /// shows totals of another version only after computing them again from the events.
@@ -663,6 +732,9 @@ pub enum EventBody {
         /// Why it failed, if it did.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         error: Option<String>,
+        /// What brought it to its end, when the agent ran (absent in older files).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        ending: Option<Ending>,
         /// Totals for listing without parsing the body.
         totals: Totals,
     },

@@ -6,7 +6,7 @@ use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
-use super::event::{Event, EventBody, Header, RunStatus, Totals};
+use super::event::{Ending, Event, EventBody, Header, RunStatus, Totals};
 use super::reader::{LineReader, RawLine, is_judgement, parse_event, parse_header};
 
 /// First tail chunk read when looking for the last line; grown until a line fits. Small: on
@@ -35,11 +35,31 @@ pub struct Finished {
     pub status: RunStatus,
     /// Its error.
     pub error: Option<String>,
-    /// Its totals.
+    /// Its totals (with what brought it to its end, `totals.ending`).
+    pub totals: Totals,
+}
+
+/// A run's totals computed again from its events, for a listing whose stored totals are of
+/// an older metrics version.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Recount {
+    /// The file.
+    pub path: PathBuf,
+    /// Its totals by today's metrics.
     pub totals: Totals,
 }
 
 impl RunSummary {
+    /// Takes in a recount of this run (the event count stays the file's).
+    pub fn recounted(&mut self, recount: &Recount) {
+        if let Some(f) = self.finished.as_mut() {
+            f.totals = Totals {
+                events: f.totals.events,
+                ..recount.totals.clone()
+            };
+        }
+    }
+
     /// Reads the first and last lines of `path`.
     pub fn read(path: &Path) -> Self {
         let file = File::open(path);
@@ -58,6 +78,7 @@ impl RunSummary {
                     status,
                     error,
                     totals,
+                    ..
                 } => Some(Finished {
                     status,
                     error,
@@ -76,11 +97,22 @@ impl RunSummary {
     }
 
     /// The status to show: the recorded one, or `incomplete` for a run without `run_finished`.
-    /// The status with what went wrong on the way: `✗N` for failed real calls, `?N` for planner
-    /// replies that were no usable decision (`completed ✗2`). A run that completed with
+    /// The status with what went wrong on the way: the ending's mark (`⊣steps` for a step
+    /// limit…), `✗N` for failed real calls, `?N` for planner replies that were no usable
+    /// decision (`completed ⊣steps ✗2`). A run that completed with
     /// failures is not a success, and the marks say so without colour.
     pub fn outcome(&self) -> String {
         let mut s = self.status_label().to_string();
+        if let Some(mark) = self
+            .finished
+            .as_ref()
+            .and_then(|f| f.totals.ending)
+            .map(Ending::mark)
+            .filter(|m| !m.is_empty())
+        {
+            s.push(' ');
+            s.push_str(mark);
+        }
         if let Some(t) = self.finished.as_ref().map(|f| &f.totals) {
             if t.tool_errors > 0 {
                 s.push_str(&format!(" ✗{}", t.tool_errors));
@@ -92,13 +124,15 @@ impl RunSummary {
         s
     }
 
-    /// True when the run completed with no failed call and no malformed reply.
+    /// True when the run completed with no failed call, no malformed reply, and not by a
+    /// limit, a search cut short or a plan without a call.
     pub fn clean(&self) -> bool {
         self.status_label() == "completed"
-            && self
-                .finished
-                .as_ref()
-                .is_some_and(|f| f.totals.tool_errors == 0 && f.totals.rejected_decisions == 0)
+            && self.finished.as_ref().is_some_and(|f| {
+                f.totals.tool_errors == 0
+                    && f.totals.rejected_decisions == 0
+                    && !f.totals.ending.is_some_and(Ending::went_wrong)
+            })
     }
 
     /// The status from `run_finished`: completed, failed, interrupted; else incomplete or

@@ -359,6 +359,7 @@ pub fn write(
         EventBody::RunFinished {
             status: RunStatus::Completed,
             error: None,
+            ending: None,
             totals,
         },
     )?;

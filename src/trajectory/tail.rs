@@ -159,6 +159,7 @@ mod tests {
         let finished = EventBody::RunFinished {
             status: RunStatus::Completed,
             error: None,
+            ending: None,
             totals: Default::default(),
         };
         let events = synthetic::events(&spec)

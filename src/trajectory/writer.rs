@@ -112,8 +112,17 @@ impl Writer {
     /// Writes one event, numbering it, and returns the event as written (redacted). With a
     /// tally, the totals of `run_finished` are its own, whatever the caller passed.
     pub fn write(&mut self, t_ms: u64, mut body: EventBody) -> Result<Event> {
-        if let (EventBody::RunFinished { totals, .. }, Some(tally)) = (&mut body, &self.tally) {
-            *totals = tally.totals(self.next_seq, t_ms);
+        let finishing = matches!(body, EventBody::RunFinished { .. });
+        if let (true, Some(tally)) = (finishing, &mut self.tally) {
+            // The tally sees how the run ended (status, ending, time) before it totals it.
+            tally.push(&Event {
+                seq: self.next_seq,
+                t_ms,
+                body: body.clone(),
+            });
+            if let EventBody::RunFinished { totals, .. } = &mut body {
+                *totals = tally.totals(self.next_seq, t_ms);
+            }
         }
         if self.appending {
             self.file
@@ -141,7 +150,9 @@ impl Writer {
         let written = self.write_line(&event)?;
         self.next_seq += 1;
         let event = serde_json::from_value(written).unwrap_or(event);
-        if let Some(tally) = &mut self.tally {
+        if let Some(tally) = &mut self.tally
+            && !matches!(event.body, EventBody::RunFinished { .. })
+        {
             tally.push(&event);
         }
         Ok(event)

@@ -30,11 +30,8 @@ pub enum Action {
     Loaded(RequestId, Box<anyhow::Result<Run>>),
     /// The group table finished computing in the background.
     GroupsReady(RequestId, Vec<crate::metrics::group::GroupRow>),
-    /// Totals computed again with today's metrics, by file (`Work::Recount`).
-    Recounted(
-        RequestId,
-        Vec<(std::path::PathBuf, crate::trajectory::event::Totals)>,
-    ),
+    /// Totals (and the ending) computed again with today's metrics, by file (`Work::Recount`).
+    Recounted(RequestId, Vec<crate::trajectory::listing::Recount>),
     /// A live run produced an event.
     LiveEvent(Box<Event>),
     /// A probe finished: the event appended to the run, or why not.

@@ -19,8 +19,8 @@ use super::view::{Handled, Request, View, Work};
 use crate::metrics::group::{GroupBy, GroupRow};
 use crate::metrics::run::METRICS_VERSION;
 use crate::sanitize::one_line;
-use crate::trajectory::event::{AgentKind, Totals};
-use crate::trajectory::listing::RunSummary;
+use crate::trajectory::event::AgentKind;
+use crate::trajectory::listing::{Recount, RunSummary};
 
 /// Browser columns, in order; `s` cycles the sort through them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -210,16 +210,11 @@ impl Browser {
             .collect()
     }
 
-    /// Takes in totals computed again with today's metrics (the event count stays the file's).
-    fn recounted(&mut self, totals: &[(PathBuf, Totals)]) {
-        for (path, fresh) in totals {
-            if let Some(i) = self.runs.iter().position(|r| &r.path == path)
-                && let Some(f) = self.runs[i].finished.as_mut()
-            {
-                f.totals = Totals {
-                    events: f.totals.events,
-                    ..fresh.clone()
-                };
+    /// Takes in totals computed again with today's metrics.
+    fn recounted(&mut self, recounts: &[Recount]) {
+        for recount in recounts {
+            if let Some(i) = self.runs.iter().position(|r| r.path == recount.path) {
+                self.runs[i].recounted(recount);
                 self.haystacks[i] = haystack(&self.runs[i]);
             }
         }

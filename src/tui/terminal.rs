@@ -15,6 +15,7 @@ use super::app::App;
 use super::view::{Exit, Work};
 use crate::metrics::group::{GroupBy, group};
 use crate::metrics::records::read_records;
+use crate::trajectory::listing::Recount;
 use crate::trajectory::run::Run;
 
 /// Tick while playing.
@@ -201,7 +202,10 @@ pub fn perform(id: RequestId, work: Work) -> Vec<Action> {
                 .map(|(records, _)| {
                     records
                         .into_iter()
-                        .map(|r| (r.path, r.metrics.totals(0)))
+                        .map(|r| Recount {
+                            totals: r.metrics.totals(0),
+                            path: r.path,
+                        })
                         .collect()
                 })
                 .unwrap_or_else(|e| {

@@ -187,6 +187,7 @@ pub fn plan_fails_bodies(world_model: &str, second_target: &str) -> Vec<EventBod
         EventBody::RunFinished {
             status: RunStatus::Completed,
             error: None,
+            ending: None,
             totals: Totals::default(),
         },
     ]
@@ -309,6 +310,7 @@ pub fn revised_run() -> Run {
         EventBody::RunFinished {
             status: RunStatus::Completed,
             error: None,
+            ending: None,
             totals: Totals::default(),
         },
     ];
@@ -405,6 +407,7 @@ pub fn three_runs() -> Vec<Run> {
         EventBody::RunFinished {
             status: RunStatus::Completed,
             error: None,
+            ending: None,
             totals: Totals::default(),
         },
     ];
@@ -433,6 +436,7 @@ pub fn completed() -> EventBody {
     EventBody::RunFinished {
         status: RunStatus::Completed,
         error: None,
+        ending: None,
         totals: Totals::default(),
     }
 }
