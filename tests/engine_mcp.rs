@@ -185,3 +185,43 @@ async fn failing_dying_and_hanging_servers() {
     assert!(after.error.unwrap().contains("not running"));
     pool.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stdio_server_sees_only_the_short_list_and_its_own_env() {
+    // The real server's own account of its environment (`get-env` returns process.env). This
+    // test process holds variables the server must not see: cargo's (CARGO_MANIFEST_DIR…) stand
+    // in for OPENAI_API_KEY and the like, which a user's shell holds the same way.
+    assert!(std::env::var_os("CARGO_MANIFEST_DIR").is_some());
+    let c = config(json!({"everything": {
+        "command": npm_bin("mcp-server-everything"),
+        "env": {"ASKED_FOR": "yes", "FORWARDED_PATH": "${PATH}"}
+    }}));
+    let (pool, failures) = McpPool::connect(&c.servers, Timeouts::default()).await;
+    assert!(failures.is_empty(), "{failures:?}");
+    let (_, out) = pool.call("everything:get-env", &json!({})).await;
+    assert_eq!(out.error, None);
+    let env: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_str(&out.result.text).expect("get-env returns JSON");
+    pool.shutdown().await;
+    let names: Vec<&str> = env.keys().map(String::as_str).collect();
+    assert_eq!(env["ASKED_FOR"], "yes", "its own env arrives");
+    assert_eq!(
+        env["FORWARDED_PATH"].as_str(),
+        std::env::var("PATH").ok().as_deref(),
+        "a variable the entry forwards with ${{VAR}} arrives"
+    );
+    assert!(names.contains(&"PATH"), "the short list arrives: {names:?}");
+    for name in &names {
+        let allowed = mcp_cosmos::mcp::config::INHERITED_ENV.contains(name)
+            || ["ASKED_FOR", "FORWARDED_PATH"].contains(name)
+            // Set by node itself or its launcher script, not inherited.
+            || name.starts_with("NODE")
+            || name.starts_with("npm_")
+            || *name == "_"
+            || *name == "PWD"
+            || *name == "SHLVL"
+            || *name == "OLDPWD";
+        assert!(allowed, "{name} reached the server; it has {names:?}");
+    }
+    assert!(!names.iter().any(|n| n.starts_with("CARGO")), "{names:?}");
+}

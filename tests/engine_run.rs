@@ -1311,3 +1311,82 @@ fn a_nodes_call_made_for_real_after_the_run_is_appended() {
     assert_eq!(ev.last().unwrap()["kind"], "probe_called");
     assert_valid(&path);
 }
+
+#[test]
+fn credentials_in_server_targets_never_reach_a_file_or_the_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let secrets = [
+        "tok-SECRET-arg-98765",
+        "key-SECRET-eq-45678",
+        "pw-SECRET-url-111",
+        "qs-SECRET-222",
+        "ghp_SECRETshape0123456789",
+    ];
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/flaky_server.py");
+    // A port nobody listens on: bound, read back, closed.
+    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = dead.local_addr().unwrap().port();
+    drop(dead);
+    let mut servers = bench_servers();
+    servers["flaky"] = json!({"command": python(), "args": [
+        script.display().to_string(), "--token", secrets[0], &format!("--api-key={}", secrets[1]),
+        secrets[4]
+    ]});
+    servers["web"] = json!({"url": format!(
+        "http://someone:{}@127.0.0.1:{port}/mcp?api_key={}&mode=plain", secrets[2], secrets[3]
+    )});
+    let mcp = write_mcp_config(dir.path(), servers);
+    let out = dir.path().join("out");
+    let log = dir.path().join("cosmos.log");
+    let llm = ScriptedLlm::start(json!([
+        {"when": "No tool has been called yet", "content": finish("done")}
+    ]));
+    let mut args = cosmos_run_args(&mcp, &out, "time_mcp_000", "react", &[]);
+    args.extend(["--extra-server", "flaky", "--extra-server", "web"].map(String::from));
+    let o = Command::new(env!("CARGO_BIN_EXE_cosmos"))
+        .args(&args)
+        .env("OPENAI_BASE_URL", llm.base_url())
+        .env("OPENAI_API_KEY", KEY)
+        .env("COSMOS_MODEL", "scripted-model")
+        .env("COSMOS_LOG_FILE", &log)
+        .env("COSMOS_LOG", "trace")
+        .output()
+        .unwrap();
+    let file = only_run(&out);
+    let header = &events(&file)[0];
+    let targets: Vec<String> = header["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["target"].as_str().unwrap_or_default().to_string())
+        .collect();
+    let flaky = targets.iter().find(|t| t.contains("flaky_server")).unwrap();
+    assert!(
+        flaky.ends_with("--token *** --api-key=*** ***"),
+        "{flaky}\n{}",
+        text(&o)
+    );
+    let web = targets.iter().find(|t| t.contains("/mcp")).unwrap();
+    assert_eq!(
+        web,
+        &format!("http://***@127.0.0.1:{port}/mcp?api_key=***&mode=***")
+    );
+    for path in [file.as_path(), log.as_path()] {
+        let bytes = std::fs::read(path).unwrap();
+        for secret in secrets.iter().chain([&KEY]) {
+            assert!(
+                !bytes.windows(secret.len()).any(|w| w == secret.as_bytes()),
+                "{secret} found in {}",
+                path.display()
+            );
+        }
+    }
+    assert!(
+        std::fs::metadata(&log).unwrap().len() > 0,
+        "the log was written"
+    );
+    let stdout_and_err = text(&o);
+    for secret in secrets {
+        assert!(!stdout_and_err.contains(secret), "{secret} printed");
+    }
+}

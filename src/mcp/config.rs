@@ -7,11 +7,19 @@
 //! }}
 //! ```
 //!
-//! `${VAR}` in `env` and `headers` values is replaced from the environment. Secrets, handed to
-//! the trajectory writer's redactor and cleaned from the log: every header value (literal or
-//! expanded), every value a `${VAR}` expanded to, and the literal value of an env key that
-//! names a credential (`*KEY*`, `*TOKEN*`, `*SECRET*`, `*PASSWORD*`…). Other literal env values
-//! (`TZ=Europe/Paris`) are not: cutting them out of every tool result would erase data.
+//! `${VAR}` in `args`, `url`, `env` and `headers` values is replaced from the environment, as
+//! other MCP clients do. Secrets, handed to the trajectory writer's redactor and cleaned from
+//! the log: every header value (literal or expanded), every value a `${VAR}` expanded to, the
+//! literal value of an env key that names a credential (`*KEY*`, `*TOKEN*`, `*SECRET*`,
+//! `*PASSWORD*`…), a URL's userinfo and credential-named query values, and an argument that
+//! follows a credential-named flag (`--token X`, `--api-key=X`) or looks like a key (`sk-…`,
+//! `ghp_…`, a JWT). Other literal env values (`TZ=Europe/Paris`) are not: cutting them out of
+//! every tool result would erase data. The target a run records ([`ServerConfig::target`]) has
+//! every such value, and every URL query value, replaced by `***`.
+//!
+//! A stdio server gets only a short list of the environment ([`INHERITED_ENV`], as the official
+//! MCP SDKs pass) plus its own `env`: a third-party server never sees `OPENAI_API_KEY` unless
+//! its entry asks for it (`"env": {"OPENAI_API_KEY": "${OPENAI_API_KEY}"}`).
 //!
 //! A server whose entry cannot be used (an unset `${VAR}`) does not stop the others: it is kept
 //! with its problem, and fails to start with that message if a run needs it.
@@ -45,6 +53,17 @@ pub enum Transport {
     },
 }
 
+/// The environment variables a stdio server inherits from cosmos (the official MCP SDKs'
+/// list, with the locale and the temporary folder); everything else it gets only through its
+/// entry's `env`.
+pub const INHERITED_ENV: &[&str] = &[
+    "HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "LC_CTYPE", "TZ",
+    "TMPDIR",
+];
+
+/// What a recorded target shows in place of a credential.
+const HIDDEN: &str = "***";
+
 /// One configured server.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ServerConfig {
@@ -54,6 +73,8 @@ pub struct ServerConfig {
     pub transport: Transport,
     /// Why it cannot be started (an unset `${VAR}` in its entry), if it cannot.
     pub problem: Option<String>,
+    /// The command line or URL with credentials replaced by `***` (what is recorded).
+    shown: String,
 }
 
 impl ServerConfig {
@@ -65,16 +86,119 @@ impl ServerConfig {
         }
     }
 
-    /// The command line or URL, for headers and messages (never env or header values).
+    /// The command line or URL, for headers and messages: credentials (URL userinfo and query
+    /// values, an argument after a credential-named flag or shaped like a key) are `***`, and
+    /// env or header values never appear.
     pub fn target(&self) -> String {
-        match &self.transport {
-            Transport::Stdio { command, args, .. } => std::iter::once(command.as_str())
-                .chain(args.iter().map(String::as_str))
-                .collect::<Vec<_>>()
-                .join(" "),
-            Transport::Http { url, .. } => url.clone(),
-        }
+        self.shown.clone()
     }
+}
+
+/// A URL as recorded, and the credentials it holds: userinfo and every query value are shown
+/// as `***`; the userinfo and the values of credential-named (or key-shaped) query parameters
+/// are secrets.
+fn url_shown(text: &str) -> (String, Vec<String>) {
+    let Ok(mut url) = url::Url::parse(text) else {
+        // Not a URL we can take apart: show none of it beyond its scheme and host-ish start.
+        return (
+            text.split(['?', '@']).next().unwrap_or("").to_string() + "…",
+            vec![],
+        );
+    };
+    let mut secrets = Vec::new();
+    if !url.username().is_empty() || url.password().is_some() {
+        secrets.extend(url.password().map(decoded));
+        secrets.push(decoded(url.username()));
+        let _ = url.set_username(HIDDEN);
+        let _ = url.set_password(None);
+    }
+    if url.query().is_some() {
+        let pairs: Vec<(String, String)> = url.query_pairs().into_owned().collect();
+        for (k, v) in &pairs {
+            if names_a_credential(k) || looks_like_a_key(v) {
+                secrets.push(v.clone());
+            }
+        }
+        let shown: Vec<String> = pairs.iter().map(|(k, _)| format!("{k}={HIDDEN}")).collect();
+        url.set_query(Some(&shown.join("&")));
+    }
+    (url.to_string(), secrets)
+}
+
+fn decoded(s: &str) -> String {
+    url::form_urlencoded::parse(format!("x={s}").as_bytes())
+        .next()
+        .map_or_else(|| s.to_string(), |(_, v)| v.into_owned())
+}
+
+/// A command line as recorded, and the credentials in its arguments: a value after a
+/// credential-named flag (`--token X`, `--api-key=X`), an argument shaped like a key, or a
+/// URL's credentials.
+fn command_shown(command: &str, args: &[String]) -> (String, Vec<String>) {
+    let mut secrets = Vec::new();
+    let mut shown = vec![command.to_string()];
+    let mut after_flag = false;
+    for arg in args {
+        if after_flag && !arg.starts_with('-') {
+            secrets.push(arg.clone());
+            shown.push(HIDDEN.into());
+            after_flag = false;
+            continue;
+        }
+        after_flag = false;
+        if let Some((flag, value)) = arg.split_once('=').filter(|(f, _)| f.starts_with('-')) {
+            if names_a_credential(flag) || looks_like_a_key(value) {
+                secrets.push(value.to_string());
+                shown.push(format!("{flag}={HIDDEN}"));
+                continue;
+            }
+        } else if arg.starts_with('-') && names_a_credential(arg) {
+            after_flag = true;
+        } else if looks_like_a_key(arg) {
+            secrets.push(arg.clone());
+            shown.push(HIDDEN.into());
+            continue;
+        } else if arg.contains("://") {
+            let (url, more) = url_shown(arg);
+            secrets.extend(more);
+            shown.push(url);
+            continue;
+        }
+        shown.push(arg.clone());
+    }
+    (shown.join(" "), secrets)
+}
+
+/// Shaped like an API key by construction: a known prefix, a JWT, or a long run of letters
+/// and digits mixed (not a path, a package or a word).
+fn looks_like_a_key(s: &str) -> bool {
+    const PREFIXES: &[&str] = &[
+        "sk-",
+        "sk_",
+        "pk_",
+        "rk_",
+        "ghp_",
+        "gho_",
+        "ghs_",
+        "ghu_",
+        "github_pat_",
+        "glpat-",
+        "xoxb-",
+        "xoxp-",
+        "AKIA",
+        "AIza",
+        "hf_",
+        "eyJ",
+    ];
+    let s = s.trim();
+    if s.len() >= 12 && PREFIXES.iter().any(|p| s.starts_with(p)) {
+        return true;
+    }
+    s.len() >= 24
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        && s.chars().any(|c| c.is_ascii_digit())
+        && s.chars().any(|c| c.is_ascii_alphabetic())
 }
 
 #[derive(Deserialize)]
@@ -160,17 +284,41 @@ impl McpConfig {
                     if entry.kind.as_deref().is_some_and(|k| k != "stdio") {
                         bail!("server \"{name}\" has a command but type {:?}", entry.kind);
                     }
+                    let env = expand(entry.env, false);
+                    let mut args = Vec::with_capacity(entry.args.len());
+                    for arg in entry.args {
+                        match expand_vars(&arg) {
+                            Ok((value, expanded)) => {
+                                config.secrets.extend(expanded);
+                                args.push(value);
+                            }
+                            Err(e) => {
+                                problem.get_or_insert(format!("args: {e:#}"));
+                                args.push(arg);
+                            }
+                        }
+                    }
                     Transport::Stdio {
                         command,
-                        args: entry.args,
-                        env: expand(entry.env, false),
+                        args,
+                        env,
                         cwd: entry.cwd,
                     }
                 }
-                (None, Some(url)) => Transport::Http {
-                    url,
-                    headers: expand(entry.headers, true),
-                },
+                (None, Some(url)) => {
+                    let headers = expand(entry.headers, true);
+                    let url = match expand_vars(&url) {
+                        Ok((value, expanded)) => {
+                            config.secrets.extend(expanded);
+                            value
+                        }
+                        Err(e) => {
+                            problem.get_or_insert(format!("url: {e:#}"));
+                            url
+                        }
+                    };
+                    Transport::Http { url, headers }
+                }
                 (Some(_), Some(_)) => {
                     bail!("server \"{name}\" has both a command and a url; give one")
                 }
@@ -178,10 +326,16 @@ impl McpConfig {
                     "server \"{name}\" needs a \"command\" (stdio) or a \"url\" (streamable HTTP)"
                 ),
             };
+            let (shown, secrets) = match &transport {
+                Transport::Stdio { command, args, .. } => command_shown(command, args),
+                Transport::Http { url, .. } => url_shown(url),
+            };
+            config.secrets.extend(secrets);
             config.servers.push(ServerConfig {
                 name,
                 transport,
                 problem,
+                shown,
             });
         }
         Ok(config)
@@ -298,6 +452,59 @@ mod tests {
             !c.secrets.contains(&"Europe/Paris".to_string()),
             "ordinary values stay"
         );
+    }
+
+    #[test]
+    fn targets_hide_credentials_and_keep_the_rest() {
+        let c = McpConfig::parse(
+            &serde_json::json!({"mcpServers": {
+                "cli": {"command": "npx", "args": ["-y", "@scope/server-x", "--port", "8080",
+                    "--password", "hunter2-long", "--auth-token=abc", "/home/me/data",
+                    "sk-proj-0123456789abcdef", "https://tok-as-user-123@h.example/x?q=1"]},
+                "web": {"url": "https://h.example:8443/mcp?session=s3cr3t-session-val&region=eu"}
+            }})
+            .to_string(),
+        )
+        .unwrap();
+        assert_eq!(
+            c.get("cli").unwrap().target(),
+            "npx -y @scope/server-x --port 8080 --password *** --auth-token=*** /home/me/data *** \
+             https://***@h.example/x?q=***"
+        );
+        assert_eq!(
+            c.get("web").unwrap().target(),
+            "https://h.example:8443/mcp?session=***&region=***"
+        );
+        for secret in [
+            "hunter2-long",
+            "abc",
+            "sk-proj-0123456789abcdef",
+            "tok-as-user-123",
+            "s3cr3t-session-val",
+        ] {
+            assert!(c.secrets.contains(&secret.to_string()), "{secret}");
+        }
+        // Ordinary values are hidden in the target but not cut out of every tool result.
+        assert!(!c.secrets.contains(&"eu".to_string()));
+        assert!(!looks_like_a_key("@modelcontextprotocol/server-everything"));
+        assert!(!looks_like_a_key("unit_converter_mcp.server"));
+        assert!(looks_like_a_key("eyJhbGciOiJIUzI1NiJ9.e30.sig"));
+    }
+
+    #[test]
+    fn variables_in_args_and_urls_expand() {
+        let path = std::env::var("PATH").unwrap();
+        let c = McpConfig::parse(
+            r#"{"mcpServers": {"a": {"command": "x", "args": ["--dir", "${PATH}"]}, "b": {"url": "http://h/${COSMOS_SURELY_UNSET_VAR}"}}}"#,
+        )
+        .unwrap();
+        match &c.get("a").unwrap().transport {
+            Transport::Stdio { args, .. } => assert_eq!(args[1], path),
+            other => panic!("{other:?}"),
+        }
+        assert!(c.secrets.contains(&path));
+        let problem = c.get("b").unwrap().problem.clone().unwrap();
+        assert!(problem.contains("COSMOS_SURELY_UNSET_VAR"), "{problem}");
     }
 
     #[test]

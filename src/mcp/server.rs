@@ -16,7 +16,7 @@ use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
-use super::config::{ServerConfig, Transport};
+use super::config::{INHERITED_ENV, ServerConfig, Transport};
 use super::process_group::ProcessGroup;
 use crate::trajectory::event::{Observation, ToolInfo};
 
@@ -162,6 +162,14 @@ impl Server {
                 cwd,
             } => {
                 let mut cmd = tokio::process::Command::new(command);
+                // Only the short inherited list and the server's own env: a third-party
+                // server never sees the keys cosmos holds.
+                cmd.env_clear();
+                for key in INHERITED_ENV {
+                    if let Some(value) = std::env::var_os(key) {
+                        cmd.env(key, value);
+                    }
+                }
                 cmd.args(args).envs(env);
                 if let Some(dir) = cwd {
                     cmd.current_dir(dir);
@@ -202,7 +210,8 @@ impl Server {
                     StreamableHttpClientTransport::from_config(cfg.custom_headers(custom));
                 ().serve(transport)
                     .await
-                    .map_err(|e| anyhow!("connecting to {url}: {e}"))
+                    // The target, not the URL: its userinfo and query are credentials.
+                    .map_err(|e| anyhow!("connecting to {}: {e}", config.target()))
             }
         }
     }
