@@ -85,8 +85,10 @@ build() {
     "$cache/cmake-venv/bin/pip" install --quiet cmake
     export PATH="$cache/cmake-venv/bin:$PATH"
   fi
+  # GGML_NATIVE=OFF: built for the portable x86-64 set (AVX2, FMA, F16C), not this machine's own:
+  # a native build on a CPU with AVX-512 (FP16, VNNI, BF16) segfaulted at start in libggml-cpu.
   cmake -S "$cache/llama.cpp" -B "$cache/llama.cpp/build" -DCMAKE_BUILD_TYPE=Release \
-    -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_USE_PREBUILT_UI=OFF \
+    -DGGML_NATIVE=OFF -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_USE_PREBUILT_UI=OFF \
     -DLLAMA_BUILD_SERVER=ON >"$cache/build.log" 2>&1
   cmake --build "$cache/llama.cpp/build" --target llama-server -j 2 >>"$cache/build.log" 2>&1 \
     || { log "build failed; see $cache/build.log"; exit 1; }
@@ -106,10 +108,14 @@ start() {
     echo $! > "$cache/server.pid"
     for _ in $(seq 1 120); do
       up && break
-      kill -0 "$(cat "$cache/server.pid")" 2>/dev/null || { log "server exited; see $cache/server.log"; exit 1; }
+      kill -0 "$(cat "$cache/server.pid")" 2>/dev/null || {
+        log "llama-server exited at start; the end of $cache/server.log:"
+        tail -n 15 "$cache/server.log" >&2
+        exit 1
+      }
       sleep 1
     done
-    up || { log "server did not answer within 120 s; see $cache/server.log"; exit 1; }
+    up || { log "server did not answer within 120 s; the end of $cache/server.log:"; tail -n 15 "$cache/server.log" >&2; exit 1; }
   fi
   # For `eval "$(scripts/local-model.sh start)"`.
   echo "export OPENAI_BASE_URL=http://127.0.0.1:$port/v1 COSMOS_MODEL=qwen2.5-coder-1.5b-instruct-q4_k_m"

@@ -207,6 +207,37 @@ fn invalid_utf8_is_replaced_and_reported() {
 }
 
 #[test]
+fn invalid_utf8_in_the_header_is_replaced_as_in_an_event() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = small_run(dir.path(), "a.jsonl");
+    let text = fs::read_to_string(&path).unwrap();
+    let (header, rest) = text.split_once('\n').unwrap();
+    // One bad byte inside the task's request (a string of the header).
+    let at = header.find("\"request\":\"").unwrap() + "\"request\":\"".len();
+    let mut bytes = header.as_bytes()[..at].to_vec();
+    bytes.push(0xE9);
+    bytes.extend_from_slice(&header.as_bytes()[at..]);
+    bytes.push(b'\n');
+    bytes.extend_from_slice(rest.as_bytes());
+    fs::write(&path, bytes).unwrap();
+    let run = Run::open(&path).unwrap();
+    assert!(
+        run.header.task.request.starts_with('\u{fffd}'),
+        "{}",
+        run.header.task.request
+    );
+    assert!(
+        run.problems
+            .iter()
+            .any(|p| p.line == 1 && p.severity == Severity::Warning && p.reason.contains("UTF-8")),
+        "{:?}",
+        run.problems
+    );
+    // The listing reads it too.
+    assert!(RunSummary::read(&path).header.is_ok());
+}
+
+#[test]
 fn listing_reads_totals_from_the_last_line_and_agrees_with_a_full_read() {
     let dir = tempfile::tempdir().unwrap();
     let path = small_run(dir.path(), "a.jsonl");

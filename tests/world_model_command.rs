@@ -1,6 +1,8 @@
 //! The `command` world model against real processes that misbehave: one that exits after
 //! every answer (restarted), one that never answers (a clear error), one that hangs (killed
-//! at the timeout, and a fresh one serves the next call), one that answers garbage.
+//! at the timeout, and a fresh one serves the next call), one that answers garbage, one that
+//! writes without end (cut at the line cap, killed), one whose prediction is huge (capped like
+//! a tool result).
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -25,6 +27,15 @@ for line in sys.stdin:
         sys.exit(0)
     if mode == "garbage":
         print("this is not json", flush=True)
+        continue
+    if mode == "endless":
+        # Writes without a newline, far past any cap, until killed.
+        chunk = "x" * (1 << 20)
+        while True:
+            sys.stdout.write(chunk)
+            sys.stdout.flush()
+    if mode == "huge":
+        print(json.dumps({"content": "y" * (3 << 20)}), flush=True)
         continue
     print(json.dumps({"content": f"pid {os.getpid()} request {served}"}), flush=True)
     if mode == "once":
@@ -132,4 +143,41 @@ async fn a_reply_that_is_not_json_is_named() {
         err.contains("not JSON") && err.contains("this is not json"),
         "{err}"
     );
+}
+
+#[tokio::test]
+async fn a_process_that_writes_without_end_is_cut_at_the_cap_and_killed() {
+    let dir = tempfile::tempdir().unwrap();
+    let wm = model(dir.path(), Duration::from_secs(60));
+    let started = Instant::now();
+    let err = ask(&wm, "endless").await.unwrap_err();
+    assert!(
+        err.contains("over 4 MiB") && err.contains("killed"),
+        "{err}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "cut at the cap, not at the timeout"
+    );
+    // A fresh process serves the next call.
+    let next = ask(&wm, "ok").await.unwrap();
+    assert!(next.ends_with("request 1"), "{next}");
+}
+
+#[tokio::test]
+async fn a_huge_prediction_is_capped_like_a_tool_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let wm = model(dir.path(), Duration::from_secs(60));
+    let tool = tool();
+    let arguments: Value = json!({"mode": "huge"});
+    let req = SimRequest {
+        tool: &tool,
+        arguments: &arguments,
+        user_request: "what time is it",
+        history: &[],
+    };
+    let sim = wm.simulate(req).await.map_err(|f| f.message).unwrap();
+    let cap = mcp_cosmos::mcp::server::MAX_RESULT_BYTES;
+    assert_eq!(sim.observation.text.len(), cap);
+    assert_eq!(sim.observation.truncated_bytes, ((3 << 20) - cap) as u64);
 }

@@ -376,16 +376,12 @@ pub fn observation(result: &CallToolResult) -> Observation {
             _ => "[content of a kind this build does not know]".to_string(),
         })
         .collect();
-    let mut text = parts.join("\n");
-    let mut truncated_bytes = 0;
-    if text.len() > MAX_RESULT_BYTES {
-        let mut end = MAX_RESULT_BYTES;
-        while !text.is_char_boundary(end) {
-            end -= 1;
-        }
-        truncated_bytes = (text.len() - end) as u64;
-        text.truncate(end);
-    }
+    let mut capped = Observation {
+        text: parts.join("\n"),
+        ..Default::default()
+    };
+    capped.cap_text(MAX_RESULT_BYTES);
+    let (mut text, mut truncated_bytes) = (capped.text, capped.truncated_bytes);
     // A huge structured result would defeat the cap: it is dropped, and the text says so.
     let mut structured = result
         .structured_content

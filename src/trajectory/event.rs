@@ -322,6 +322,21 @@ fn is_zero(n: &u64) -> bool {
     *n == 0
 }
 
+impl Observation {
+    /// Cuts `text` to at most `max` bytes (on a character boundary), counting what was cut in
+    /// `truncated_bytes`: the one cap on tool results and predictions.
+    pub fn cap_text(&mut self, max: usize) {
+        if self.text.len() > max {
+            let mut end = max;
+            while !self.text.is_char_boundary(end) {
+                end -= 1;
+            }
+            self.truncated_bytes += (self.text.len() - end) as u64;
+            self.text.truncate(end);
+        }
+    }
+}
+
 /// Where a copied call was recorded first.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Origin {

@@ -196,6 +196,15 @@ impl<R: Read> LineReader<R> {
 pub fn parse_header(bytes: &[u8]) -> std::result::Result<Header, String> {
     // Some editors save a UTF-8 byte-order mark first: it is not part of the JSON.
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    // Invalid UTF-8 is replaced with U+FFFD, as in an event line (the reader warns).
+    let replaced;
+    let bytes = match String::from_utf8_lossy(bytes) {
+        std::borrow::Cow::Borrowed(_) => bytes,
+        std::borrow::Cow::Owned(text) => {
+            replaced = text;
+            replaced.as_bytes()
+        }
+    };
     // A current header is decoded straight into `Header` (the tool schemas make headers big,
     // and a folder of small runs is mostly headers); anything else goes through a `Value` for
     // the precise refusal or the upgrade.
@@ -530,7 +539,16 @@ impl EventStream {
             Some(RawLine::TooLong(n)) => Err(format!(
                 "header line is {n} bytes, longer than the {MAX_LINE_BYTES}-byte limit"
             )),
-            Some(RawLine::Line { bytes, .. }) => parse_header(bytes),
+            Some(RawLine::Line { bytes, .. }) => {
+                if std::str::from_utf8(bytes).is_err() {
+                    stream.checks.problem(
+                        1,
+                        Severity::Warning,
+                        "invalid UTF-8 in the header replaced with U+FFFD".into(),
+                    );
+                }
+                parse_header(bytes)
+            }
         };
         match header {
             Ok(h) => stream.header = Some(h),

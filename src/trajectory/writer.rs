@@ -31,6 +31,8 @@ pub struct Writer {
     next_seq: u64,
     line: Vec<u8>,
     tally: Option<Box<dyn Tally>>,
+    /// Longest line written (the reader's limit, less room to spare); a longer event is cut.
+    max_line: usize,
     /// Appending to a finished run: every write takes the file's lock and numbers its event
     /// after the file's last line, so writers in other threads or processes (a probe, `cosmos
     /// judge`) never write the same `seq`.
@@ -55,6 +57,18 @@ impl Writer {
         redactor: Redactor,
         tally: Option<Box<dyn Tally>>,
     ) -> Result<Self> {
+        Self::create_with_max_line(path, header, redactor, tally, DEFAULT_MAX_LINE)
+    }
+
+    /// [`Writer::create`] with another longest line (tests use a small one; the default is the
+    /// reader's limit less 64 KiB). A longer event, the header included, is cut to fit.
+    pub fn create_with_max_line(
+        path: &Path,
+        header: &Header,
+        redactor: Redactor,
+        tally: Option<Box<dyn Tally>>,
+        max_line: usize,
+    ) -> Result<Self> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         }
@@ -70,6 +84,7 @@ impl Writer {
             next_seq: 1,
             line: Vec::new(),
             tally,
+            max_line,
             appending: false,
         };
         writer.write_line(header)?;
@@ -94,6 +109,7 @@ impl Writer {
             next_seq: 1,
             line: Vec::new(),
             tally: None,
+            max_line: DEFAULT_MAX_LINE,
             appending: true,
         };
         // Refuse a torn file now, before the caller does any work for it.
@@ -163,6 +179,18 @@ impl Writer {
         self.redactor.redact(&mut value);
         self.line.clear();
         serde_json::to_writer(&mut self.line, &value).context("encoding event")?;
+        if self.line.len() > self.max_line {
+            // Never a line the reader would refuse: the event is kept, its largest values cut.
+            let before = self.line.len();
+            fit(&mut value, self.max_line);
+            self.line.clear();
+            serde_json::to_writer(&mut self.line, &value).context("encoding event")?;
+            tracing::warn!(
+                before,
+                after = self.line.len(),
+                "an event over the line limit was cut to fit"
+            );
+        }
         self.line.push(b'\n');
         // One write of the whole line, then flush: a reader never sees half of a line
         // unless this process dies inside the call.
@@ -171,6 +199,91 @@ impl Writer {
             .and_then(|()| self.file.flush())
             .with_context(|| format!("writing {}", self.path.display()))?;
         Ok(value)
+    }
+}
+
+/// Longest line a writer writes by default: under the reader's limit, so every line written is
+/// read.
+pub const DEFAULT_MAX_LINE: usize = crate::trajectory::reader::MAX_LINE_BYTES - (64 << 10);
+
+/// Shrinks `value` until it serializes within `max` bytes: its longest strings are cut first
+/// (to halving lengths, each ending in a note of what was cut), then its largest arrays and
+/// objects below the top level are replaced by a note. The envelope's short fields stay.
+pub fn fit(value: &mut serde_json::Value, max: usize) {
+    let size = |v: &serde_json::Value| serde_json::to_vec(v).map_or(usize::MAX, |b| b.len());
+    let mut cap = max / 2;
+    while size(value) > max && cap >= 64 {
+        cut_strings(value, cap);
+        cap /= 2;
+    }
+    while size(value) > max {
+        let Some(largest) = largest_container(value) else {
+            break;
+        };
+        let bytes = size(largest);
+        *largest = serde_json::Value::String(format!(
+            "[a value of {bytes} bytes not recorded: the line would have been over the limit]"
+        ));
+    }
+}
+
+fn cut_strings(value: &mut serde_json::Value, cap: usize) {
+    match value {
+        serde_json::Value::String(s) if s.len() > cap => {
+            let cut = s.len() - cap;
+            let mut end = cap;
+            while !s.is_char_boundary(end) {
+                end -= 1;
+            }
+            s.truncate(end);
+            s.push_str(&format!("…[{cut} bytes cut: over the line limit]"));
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(|v| cut_strings(v, cap)),
+        serde_json::Value::Object(map) => map.values_mut().for_each(|v| cut_strings(v, cap)),
+        _ => {}
+    }
+}
+
+/// The array or object to replace: down from the top, into the largest child container while
+/// it holds most of its parent, so what is replaced is the free-form value that is large
+/// (`structured`, `arguments`, an array inside them), not a typed field around it.
+fn largest_container(value: &mut serde_json::Value) -> Option<&mut serde_json::Value> {
+    let size = |v: &serde_json::Value| serde_json::to_vec(v).map_or(0, |b| b.len());
+    // Found by reading (a JSON pointer), then taken mutably.
+    let mut pointer = String::new();
+    let mut at: &serde_json::Value = value;
+    loop {
+        let parent = size(at);
+        let children: Vec<(String, &serde_json::Value)> = match at {
+            serde_json::Value::Array(items) => items
+                .iter()
+                .enumerate()
+                .map(|(i, v)| (i.to_string(), v))
+                .collect(),
+            serde_json::Value::Object(map) => map
+                .iter()
+                .map(|(k, v)| (k.replace('~', "~0").replace('/', "~1"), v))
+                .collect(),
+            _ => break,
+        };
+        let largest = children
+            .into_iter()
+            .filter(|(_, c)| c.is_array() || c.is_object())
+            .max_by_key(|(_, c)| size(c));
+        match largest {
+            Some((key, child)) if size(child) * 2 > parent => {
+                pointer.push('/');
+                pointer.push_str(&key);
+                at = child;
+            }
+            _ => break,
+        }
+    }
+    // The top level itself is never replaced.
+    if pointer.is_empty() {
+        None
+    } else {
+        value.pointer_mut(&pointer)
     }
 }
 

@@ -11,11 +11,16 @@ use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use tokio::sync::Mutex;
 
 use super::{LlmUsage, SimFailure, SimRequest, Simulation, WorldModel};
+use crate::mcp::server::MAX_RESULT_BYTES;
+
+/// Longest reply line read from the process; a longer one is refused and the process killed
+/// (one that writes without a newline would otherwise grow cosmos without bound).
+pub const MAX_REPLY_LINE_BYTES: u64 = 4 << 20;
 use crate::trajectory::event::{Observation, WorldModelInfo};
 
 /// A running world-model process.
@@ -87,10 +92,21 @@ impl CommandWorldModel {
                 p.stdin.write_all(b"\n").await?;
                 p.stdin.flush().await?;
                 let mut reply = String::new();
-                let n = p.stdout.read_line(&mut reply).await?;
+                let n = (&mut p.stdout)
+                    .take(MAX_REPLY_LINE_BYTES)
+                    .read_line(&mut reply)
+                    .await?;
                 Ok::<_, std::io::Error>((n, reply))
             };
             match tokio::time::timeout(self.timeout, exchange).await {
+                Ok(Ok((n, _))) if n as u64 >= MAX_REPLY_LINE_BYTES => {
+                    // The rest of that line is still coming: the process cannot be reused.
+                    *guard = None;
+                    return Err(format!(
+                        "world model replied with a line over {} MiB; process killed",
+                        MAX_REPLY_LINE_BYTES >> 20
+                    ));
+                }
                 Ok(Ok((n, reply))) if n > 0 => {
                     return serde_json::from_str(reply.trim()).map_err(|e| {
                         format!(
@@ -172,11 +188,13 @@ impl WorldModel for CommandWorldModel {
                 error: None,
                 messages: None,
             });
-            let observation = Observation {
+            let mut observation = Observation {
                 text,
                 is_error: reply["is_error"].as_bool().unwrap_or(false),
                 ..Default::default()
             };
+            // Capped like a tool result.
+            observation.cap_text(MAX_RESULT_BYTES);
             Ok(Simulation {
                 observation,
                 latency: start.elapsed(),

@@ -112,11 +112,13 @@ impl WorldModel for LlmWorldModel {
                         Value::Null => String::new(),
                         other => other.to_string(),
                     };
-                    let observation = Observation {
+                    let mut observation = Observation {
                         text: content,
                         is_error: value["is_error"].as_bool().unwrap_or(false),
                         ..Default::default()
                     };
+                    // Capped like a tool result.
+                    observation.cap_text(crate::mcp::server::MAX_RESULT_BYTES);
                     let llm = LlmUsage {
                         model,
                         prompt_tokens: c.prompt_tokens,
