@@ -90,7 +90,7 @@ pub fn load(path: &Path) -> Result<Vec<Task>> {
     let value: Value = serde_json::from_str(&text)
         .with_context(|| format!("task file {} is not JSON", path.display()))?;
     let source = path.display().to_string();
-    let tasks = if value.get("server_tasks").is_some() {
+    let tasks: Vec<Task> = if value.get("server_tasks").is_some() {
         let file: BenchFile = serde_json::from_value(value)
             .with_context(|| format!("{source}: not MCP-Bench's runner format"))?;
         file.server_tasks
@@ -132,7 +132,33 @@ pub fn load(path: &Path) -> Result<Vec<Task>> {
             })
             .collect()
     };
+    refuse_duplicate_ids(&tasks, &source)?;
     Ok(tasks)
+}
+
+/// Two tasks with one id would make `--task-id` pick one silently and a sweep's cells collide.
+fn refuse_duplicate_ids(tasks: &[Task], source: &str) -> Result<()> {
+    let mut seen: std::collections::HashMap<&str, Vec<usize>> = Default::default();
+    for (i, t) in tasks.iter().enumerate() {
+        seen.entry(t.id.as_str()).or_default().push(i + 1);
+    }
+    let mut repeated: Vec<(&str, Vec<usize>)> =
+        seen.into_iter().filter(|(_, at)| at.len() > 1).collect();
+    repeated.sort();
+    if let Some((id, at)) = repeated.first() {
+        let places: Vec<String> = at.iter().map(usize::to_string).collect();
+        bail!(
+            "{source}: task id {id:?} is given to {} tasks (tasks {} in file order); ids must be unique{}",
+            at.len(),
+            places.join(", "),
+            if repeated.len() > 1 {
+                format!(" ({} more ids repeat)", repeated.len() - 1)
+            } else {
+                String::new()
+            }
+        );
+    }
+    Ok(())
 }
 
 /// The task with `id`, or the only task when `id` is `None`.
@@ -165,6 +191,22 @@ pub fn select(tasks: Vec<Task>, id: Option<&str>, path: &Path) -> Result<Task> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_task_id_given_twice_is_refused_naming_both() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tasks.json");
+        std::fs::write(
+            &path,
+            r#"{"tasks": [{"id": "a", "request": "x"}, {"id": "b", "request": "y"}, {"id": "a", "request": "z"}]}"#,
+        )
+        .unwrap();
+        let err = format!("{:#}", load(&path).unwrap_err());
+        assert!(
+            err.contains("\"a\" is given to 2 tasks (tasks 1, 3"),
+            "{err}"
+        );
+    }
 
     #[test]
     fn reads_the_mcp_bench_sample() {

@@ -440,3 +440,57 @@ fn report_baseline_numbers_checked_by_hand() {
     assert!(md.contains("(baseline)"), "{md}");
     assert!(!md.contains("[-1.00, -1.00]"), "{md}");
 }
+
+#[test]
+fn a_task_id_with_a_newline_or_a_bar_stays_in_its_row() {
+    let dir = tempfile::tempdir().unwrap();
+    hand_run(dir.path(), "react", "two\nlines | bar", 1, 2, 0);
+    hand_run(dir.path(), "react", "plain", 1, 1, 0);
+    let d = dir.path().to_str().unwrap();
+    for format in ["table", "markdown"] {
+        let out = cosmos(&["report", d, "--group-by", "task", "--format", format]);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+        let printed = text(&out);
+        let row = printed
+            .lines()
+            .find(|l| l.contains("two⏎lines"))
+            .unwrap_or_else(|| panic!("the task's row, on one line:\n{printed}"));
+        if format == "markdown" {
+            // Every row has as many cells as the header.
+            let header = printed.lines().find(|l| l.starts_with("| task")).unwrap();
+            let cells = |l: &str| l.matches(" | ").count();
+            assert_eq!(cells(row), cells(header), "{row}\n{header}");
+            assert!(row.contains("lines \\| bar"), "{row}");
+        }
+    }
+}
+
+#[test]
+fn zero_steps_tokens_or_seconds_are_refused_by_name() {
+    for (flag, value) in [
+        ("--max-steps", "0"),
+        ("--max-tokens", "0"),
+        ("--max-time-s", "0"),
+        ("--call-timeout-s", "0"),
+        ("--startup-timeout-s", "0"),
+    ] {
+        let out = cosmos(&[
+            "run",
+            "--mcp-config",
+            "x.json",
+            "--task",
+            "t.json",
+            "--agent",
+            "react",
+            "--no-tui",
+            flag,
+            value,
+        ]);
+        assert_eq!(out.status.code(), Some(2), "{flag}: {}", text(&out));
+        let said = text(&out);
+        assert!(
+            said.contains(flag) && said.contains("must be 1 or more"),
+            "{said}"
+        );
+    }
+}

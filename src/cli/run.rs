@@ -47,6 +47,19 @@ impl From<PlanRuleArg> for PlanRule {
     }
 }
 
+/// A number flag that must be 1 or more (0 steps, tokens or seconds would end every run at
+/// once, or time every call out): clap refuses 0 naming the flag.
+fn at_least_one<T: TryFrom<u64>>(text: &str) -> Result<T, String> {
+    let n: u64 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("expected a whole number, got \"{text}\""))?;
+    if n == 0 {
+        return Err("must be 1 or more".into());
+    }
+    T::try_from(n).map_err(|_| format!("{n} is too large"))
+}
+
 /// `cosmos run` options.
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -97,19 +110,19 @@ pub struct RunArgs {
     #[arg(long)]
     pub no_tui: bool,
     /// Most planning steps.
-    #[arg(long, default_value_t = 12)]
+    #[arg(long, default_value_t = 12, value_parser = at_least_one::<usize>)]
     pub max_steps: usize,
     /// Most tokens over all roles.
-    #[arg(long, default_value_t = 400_000)]
+    #[arg(long, default_value_t = 400_000, value_parser = at_least_one::<u64>)]
     pub max_tokens: u64,
     /// Most wall time, seconds.
-    #[arg(long, default_value_t = 3_600)]
+    #[arg(long, default_value_t = 3_600, value_parser = at_least_one::<u64>)]
     pub max_time_s: u64,
     /// Time a server may take to start and list its tools, seconds.
-    #[arg(long, default_value_t = 60)]
+    #[arg(long, default_value_t = 60, value_parser = at_least_one::<u64>)]
     pub startup_timeout_s: u64,
     /// Time one tool call may take, seconds.
-    #[arg(long, default_value_t = 60)]
+    #[arg(long, default_value_t = 60, value_parser = at_least_one::<u64>)]
     pub call_timeout_s: u64,
     /// SPIRAL: search iterations [default: 50, or [agent] iterations in cosmos.toml].
     #[arg(long, help_heading = "SPIRAL-Exec")]

@@ -290,6 +290,20 @@ fn csv_field(s: &str) -> String {
 
 /// Rows under a header, as aligned text columns or a markdown table.
 pub fn aligned(out: &mut String, header: &[&str], rows: &[Vec<String>], markdown: bool) {
+    // A cell is one line (a task id may hold a newline), and a markdown cell holds no `|`.
+    let clean = |cell: &str| {
+        let line = crate::sanitize::one_line(cell, 1 << 16);
+        if markdown {
+            line.replace('|', "\\|")
+        } else {
+            line
+        }
+    };
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| r.iter().map(|c| clean(c)).collect())
+        .collect();
+    let rows = rows.as_slice();
     let widths: Vec<usize> = (0..header.len())
         .map(|i| {
             rows.iter()
