@@ -615,3 +615,93 @@ fn a_cell_whose_model_endpoint_never_answers_is_retried_then_runs_once_it_is_bac
     );
     assert_eq!(runs_in(&out).len(), 2);
 }
+
+#[test]
+fn a_shard_stopped_by_sigterm_exits_non_zero_as_its_job_contract_needs() {
+    // Kubernetes sends SIGTERM on eviction and counts an Indexed Job's index as done when its
+    // pod exits 0: the shard must exit non-zero while cells are left, and the next run resumes.
+    let dir = tempfile::tempdir().unwrap();
+    let release = dir.path().join("release");
+    let llm = ScriptedLlm::start(json!([
+        {"when": "1. Time MCP:convert_time", "content": finish("09:00 UTC is 18:00 in Tokyo."),
+         "hold_until_file": release.to_str().unwrap()},
+        {"when": "No tool has been called yet", "content": call("Time MCP:convert_time", utc_to("Asia/Tokyo"))}
+    ]));
+    let spec = react_spec(dir.path(), &[("short", 2)], 1);
+    let out = dir.path().join("out");
+    // The command the emitted Job runs, as it is written there.
+    let k8s = cosmos(
+        &[
+            "sweep",
+            spec.to_str().unwrap(),
+            "--emit",
+            "k8s",
+            "--shards",
+            "1",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &llm,
+        "sk-x",
+    );
+    let manifest: serde_yaml_ng::Value = serde_yaml_ng::from_slice(&k8s.stdout).unwrap();
+    let container = &manifest["spec"]["template"]["spec"]["containers"][0];
+    let mount = container["volumeMounts"][0]["mountPath"].as_str().unwrap();
+    // The runs volume is mounted at `mount` in the pod; here it is `out`.
+    let command: Vec<String> = container["command"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .map(|a| if a == mount { out.to_str().unwrap() } else { a }.to_string())
+        .collect();
+    assert_eq!(command[0], "cosmos");
+    assert_eq!(
+        manifest["spec"]["backoffLimitPerIndex"], 2,
+        "a failed index is retried"
+    );
+    let mut shard = std::process::Command::new(env!("CARGO_BIN_EXE_cosmos"))
+        .args(&command[1..])
+        .env("JOB_COMPLETION_INDEX", "0")
+        .env("OPENAI_BASE_URL", llm.base_url())
+        .env("OPENAI_API_KEY", "sk-test-term-0123456789")
+        .env("COSMOS_MODEL", "scripted-model")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
+    while !(out.exists()
+        && runs_in(&out).iter().any(|f| {
+            std::fs::read_to_string(f)
+                .unwrap_or_default()
+                .contains("\"tool_called\"")
+        }))
+    {
+        if std::time::Instant::now() > deadline {
+            let _ = shard.kill();
+            let o = shard.wait_with_output().unwrap();
+            panic!("no cell got going: {command:?}\n{}", text(&o));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // SAFETY: a signal to the child this test started.
+    unsafe {
+        libc::kill(shard.id() as libc::pid_t, libc::SIGTERM);
+    }
+    let ended = shard.wait_with_output().unwrap();
+    let said = String::from_utf8_lossy(&ended.stderr).to_string();
+    assert_eq!(ended.status.code(), Some(130), "{said}");
+    assert!(said.contains("rerun the same command to resume"), "{said}");
+    // The retried index resumes and, with every cell done, succeeds.
+    std::fs::write(&release, "").unwrap();
+    let retried = std::process::Command::new(env!("CARGO_BIN_EXE_cosmos"))
+        .args(&command[1..])
+        .env("JOB_COMPLETION_INDEX", "0")
+        .env("OPENAI_BASE_URL", llm.base_url())
+        .env("OPENAI_API_KEY", "sk-test-term-0123456789")
+        .env("COSMOS_MODEL", "scripted-model")
+        .output()
+        .unwrap();
+    assert_eq!(retried.status.code(), Some(0), "{}", text(&retried));
+}

@@ -26,8 +26,10 @@ pub(super) fn emit(engine: &str, args: &SweepArgs) -> Result<String> {
     match engine {
         "k8s" => Ok(format!(
             "# A Kubernetes Indexed Job: {shards} pods, each one shard of the sweep (cosmos sweep --shard auto
-# reads JOB_COMPLETION_INDEX). Build an image of this repository with its MCP servers installed
-# (scripts/install-test-servers.sh), and give it a ReadWriteMany volume for the runs.
+# reads JOB_COMPLETION_INDEX). The image is this repository's Containerfile
+# (docker build -t mcp-cosmos:latest -f Containerfile .); give the Job a ReadWriteMany volume
+# for the runs and your API keys as a Secret. A shard exits non-zero while cells are left
+# (130 when stopped): its index is retried and resumes where it stopped.
 apiVersion: batch/v1
 kind: Job
 metadata:

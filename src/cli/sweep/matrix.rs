@@ -22,7 +22,7 @@ pub fn run_with_matrix(
     states: Vec<State>,
     todo: Vec<(usize, Cell)>,
     jobs: usize,
-) -> Result<usize> {
+) -> Result<(usize, bool)> {
     let keymap = crate::tui::load_keymap()?;
     let signals = runtime.block_on(async { session::stop_on_signals() });
     let size = crossterm::terminal::size().unwrap_or((80, 24));
@@ -74,5 +74,6 @@ pub fn run_with_matrix(
         .block_on(driver)
         .context("the sweep's task panicked")?;
     ui?;
-    Ok(could_not_run)
+    let stopped = *signals.rx.borrow();
+    Ok((could_not_run, stopped))
 }

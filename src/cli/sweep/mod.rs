@@ -125,7 +125,7 @@ pub fn run(args: SweepArgs) -> Result<ExitCode> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    let could_not_run = if args.no_tui {
+    let (could_not_run, stopped) = if args.no_tui {
         eprintln!(
             "cosmos: sweep {}: {} cell(s) here ({} done already, {} to run), {jobs} at once, into {}",
             args.spec.display(),
@@ -136,20 +136,44 @@ pub fn run(args: SweepArgs) -> Result<ExitCode> {
         );
         runtime.block_on(async {
             let signals = session::stop_on_signals();
-            run_cells(&out, todo, jobs, Reporter::lines(), signals.rx).await
+            let could_not_run =
+                run_cells(&out, todo, jobs, Reporter::lines(), signals.rx.clone()).await;
+            let stopped = *signals.rx.borrow();
+            (could_not_run, stopped)
         })
     } else {
         let title = args.spec.display().to_string();
         matrix::run_with_matrix(&runtime, &out, title, &mine, states, todo, jobs)?
     };
-    Ok(if could_not_run > 0 {
+    // A shard is done only when every one of its cells has a finished run: a scheduler (an
+    // Indexed Job, a Slurm array) that sees 0 will never run it again.
+    let left = mine
+        .iter()
+        .filter(|c| !disk::state(&out, c).is_done())
+        .count();
+    Ok(sweep_exit(could_not_run, left, stopped))
+}
+
+/// The exit code of a sweep: 0 only when every cell of this shard has its finished run; 130
+/// when a stop (SIGINT, SIGTERM, SIGHUP, the stop key) left cells to do; 1 for cells that
+/// could not run or are left otherwise.
+fn sweep_exit(could_not_run: usize, left: usize, stopped: bool) -> ExitCode {
+    if could_not_run > 0 {
         eprintln!(
             "cosmos: {could_not_run} cell(s) could not run (see above); rerun the sweep to try them again"
         );
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    }
+    if left > 0 {
+        eprintln!(
+            "cosmos: {left} cell(s) of this shard have no finished run{}; rerun the same command to resume",
+            if stopped { " (stopped)" } else { "" }
+        );
+    }
+    match (left, could_not_run, stopped) {
+        (0, 0, _) => ExitCode::SUCCESS,
+        (_, _, true) if left > 0 => ExitCode::from(130),
+        _ => ExitCode::from(1),
+    }
 }
 
 /// `--status`: one line per cell, then the counts.
