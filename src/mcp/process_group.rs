@@ -2,7 +2,8 @@
 //! `sh -c`, a node or python child). Stopping it escalates: the caller first closes stdin
 //! (MCP's own shutdown), then [`ProcessGroup::terminate`] sends SIGTERM to the whole group and,
 //! after a grace period, SIGKILL. Dropping a group that is still alive kills it at once, so no
-//! ending (an error, a panic) leaves a server behind.
+//! ending (an error, a panic) leaves a server behind; a watchdog process kills the group if
+//! cosmos itself is killed (`kill -9`).
 
 use std::time::{Duration, Instant};
 
@@ -10,15 +11,24 @@ use std::time::{Duration, Instant};
 #[derive(Debug)]
 pub struct ProcessGroup {
     pgid: libc::pid_t,
+    /// Kills the group if cosmos itself is killed (SIGKILL leaves cosmos no chance to).
+    watchdog: Option<std::process::Child>,
 }
 
+/// How often the watchdog looks whether cosmos is still alive.
+const WATCH_EVERY_S: u32 = 1;
+
 impl ProcessGroup {
-    /// The group led by process `pid`.
+    /// The group led by process `pid`, watched over: if cosmos dies without stopping it (a
+    /// `kill -9`), a small `sh` in a group of its own notices within a second and kills the
+    /// whole group, the server's children included. (A descendant that leaves the group with
+    /// `setsid` is beyond it: only a cgroup would reach that.)
     pub fn led_by(pid: u32) -> Option<Self> {
-        libc::pid_t::try_from(pid)
-            .ok()
-            .filter(|p| *p > 1)
-            .map(|pgid| Self { pgid })
+        let pgid = libc::pid_t::try_from(pid).ok().filter(|p| *p > 1)?;
+        Some(Self {
+            pgid,
+            watchdog: watchdog(pgid),
+        })
     }
 
     /// True while any process of the group is alive.
@@ -57,5 +67,29 @@ impl Drop for ProcessGroup {
         if self.alive() {
             self.signal(libc::SIGKILL);
         }
+        if let Some(mut dog) = self.watchdog.take() {
+            let _ = dog.kill();
+            let _ = dog.wait();
+        }
     }
+}
+
+/// Starts the watchdog of group `pgid`: it polls cosmos's pid and, once cosmos is gone, kills
+/// the group.
+fn watchdog(pgid: libc::pid_t) -> Option<std::process::Child> {
+    use std::os::unix::process::CommandExt;
+    let me = std::process::id();
+    let script = format!(
+        "while kill -0 {me} 2>/dev/null; do sleep {WATCH_EVERY_S}; done; kill -9 -{pgid} 2>/dev/null"
+    );
+    std::process::Command::new("sh")
+        .args(["-c", &script])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        // Its own group: the terminal's Ctrl-C (cosmos handles that itself) does not end it.
+        .process_group(0)
+        .spawn()
+        .map_err(|e| tracing::warn!("no watchdog for process group {pgid}: {e}"))
+        .ok()
 }

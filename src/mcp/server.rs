@@ -24,8 +24,10 @@ use crate::trajectory::event::{Observation, ToolInfo};
 const STDERR_LINES: usize = 40;
 /// Longest stderr line kept.
 const STDERR_LINE_CHARS: usize = 400;
-/// How long a stopping stdio server gets at each step (stdin closed, SIGTERM) before the next.
-const STOP_GRACE: Duration = Duration::from_secs(2);
+/// How long a stopping stdio server gets at each step (stdin closed, SIGTERM) before the next:
+/// short, so a server that ignores SIGTERM holds cosmos's exit by about 1.5 s, not 6 (servers
+/// stop concurrently).
+const STOP_GRACE: Duration = Duration::from_millis(500);
 /// Longest wait for a failed server's stderr to be read to its end.
 const STDERR_DRAIN: Duration = Duration::from_secs(1);
 /// Largest tool result text recorded; the rest is counted in `truncated_bytes`.
