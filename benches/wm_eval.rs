@@ -113,7 +113,12 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
-    let (evaluation, wall) = time(|| runtime.block_on(evaluate(&spec, &recorded)).unwrap());
+    let never_stopped = tokio::sync::watch::channel(false).1;
+    let (evaluation, wall) = time(|| {
+        runtime
+            .block_on(evaluate(&spec, &recorded, never_stopped.clone()))
+            .unwrap()
+    });
     let ideal = recorded.len() as f64 * 3.0 * 0.2 / 8.0;
     println!(
         "wm-eval of {} calls × 3 world models, endpoint 200 ms, concurrency 8: {:.1} s (ideal {ideal:.1} s, {:.0}% overhead)",

@@ -11,7 +11,7 @@
 //! `report` read it; the leaderboard (`metrics::leaderboard`) is printed.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
@@ -173,10 +173,79 @@ pub struct EvalSpec {
 /// The evaluation's result.
 #[derive(Debug)]
 pub struct Evaluation {
-    /// The leaderboard.
+    /// The leaderboard (of the calls every world model got to, when stopped early).
     pub board: Leaderboard,
     /// The wm-eval file written.
     pub path: PathBuf,
+    /// A stop came before every simulation was done: the file ends `interrupted`.
+    pub interrupted: bool,
+    /// Simulations taken from earlier wm-eval files in the same folder instead of made again.
+    pub reused: usize,
+}
+
+/// A simulation an earlier wm-eval file in the output folder holds, by the call it simulated
+/// (its origin run and `seq`) and the world model's name.
+type Earlier = std::collections::HashMap<(String, u64, String), Simulation>;
+
+/// The successful simulations of earlier wm-eval files in `dir` (interrupted ones included), so
+/// a rerun after a stop does not pay for them again. Failures are tried again.
+fn earlier_simulations(dir: &Path, names: &[String]) -> Earlier {
+    let mut found = Earlier::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return found;
+    };
+    for path in entries.flatten().map(|e| e.path()) {
+        if path.extension().is_none_or(|e| e != "jsonl") {
+            continue;
+        }
+        let Ok(mut stream) = crate::trajectory::reader::EventStream::open(&path) else {
+            continue;
+        };
+        if stream.header().agent.kind != crate::trajectory::event::AgentKind::WmEval {
+            continue;
+        }
+        let mut origin_of: std::collections::HashMap<u64, (String, u64)> = Default::default();
+        while let Ok(Some(event)) = stream.next_event() {
+            match event.body {
+                EventBody::ToolCalled {
+                    step,
+                    origin: Some(origin),
+                    ..
+                } => {
+                    origin_of.insert(step, (origin.run, origin.seq));
+                }
+                EventBody::CallSimulated {
+                    step,
+                    world_model,
+                    observation,
+                    latency_ms,
+                    tokens,
+                } if names.contains(&world_model) => {
+                    if let Some((run, seq)) = origin_of.get(&step) {
+                        let llm = tokens.map(|t| crate::world_model::LlmUsage {
+                            model: world_model.clone(),
+                            prompt_tokens: 0,
+                            completion_tokens: t,
+                            estimated: true,
+                            latency: std::time::Duration::from_millis(latency_ms),
+                            error: None,
+                            messages: None,
+                        });
+                        found.insert(
+                            (run.clone(), *seq, world_model),
+                            Simulation {
+                                observation,
+                                latency: std::time::Duration::from_millis(latency_ms),
+                                llm,
+                            },
+                        );
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    found
 }
 
 /// A world model ready to evaluate, with its name.
@@ -185,8 +254,14 @@ struct Contender {
     built: Built,
 }
 
-/// Simulates every call with every world model and writes the wm-eval file.
-pub async fn evaluate(spec: &EvalSpec, calls: &[RecordedCall]) -> Result<Evaluation> {
+/// Simulates every call with every world model and writes the wm-eval file, each simulation
+/// as it completes. A `stop` ends it within a moment: the file ends `interrupted` with what
+/// was done, and a rerun into the same folder reuses those simulations.
+pub async fn evaluate(
+    spec: &EvalSpec,
+    calls: &[RecordedCall],
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) -> Result<Evaluation> {
     if spec.world_models.is_empty() {
         bail!("name at least one world model: --world-model NAME (repeatable)");
     }
@@ -221,46 +296,13 @@ pub async fn evaluate(spec: &EvalSpec, calls: &[RecordedCall]) -> Result<Evaluat
         })
         .collect();
 
-    let start = std::time::Instant::now();
-    let jobs = calls.iter().enumerate().flat_map(|(c, call)| {
-        let contenders = &contenders;
-        let cached = &cached;
-        (0..contenders.len()).map(move |w| {
-            let model = if contenders[w].built.is_memory() {
-                // Leave one run out: never predicted from its own recording.
-                contenders[w].built.for_calls_of(&call.run)
-            } else {
-                cached[w].clone()
-            };
-            async move {
-                let request = SimRequest {
-                    tool: &call.tool,
-                    arguments: &call.arguments,
-                    user_request: &call.request,
-                    history: call.history(),
-                };
-                let result = model.simulate(request).await;
-                (c, w, result, start.elapsed().as_millis() as u64)
-            }
-        })
-    });
-    // (call, world model, what it did, when it finished: the event's time).
-    let mut results: Vec<(usize, usize, Result<Simulation, SimFailure>, u64)> =
-        futures::stream::iter(jobs)
-            .buffer_unordered(spec.concurrency.max(1))
-            .collect()
-            .await;
-    results.sort_by_key(|(c, w, _, _)| (*c, *w));
-
     let names: Vec<String> = contenders.iter().map(|c| c.name.clone()).collect();
-    let decisions = if spec.decision {
-        decide(&llm, calls, &results, spec.concurrency).await
-    } else {
-        Decisions::default()
-    };
+    // The file first: an output folder that cannot be written is found before any simulation
+    // is paid for.
     let header = header(spec, &contenders, calls);
     std::fs::create_dir_all(&spec.out_dir)
         .with_context(|| format!("creating {}", spec.out_dir.display()))?;
+    let earlier = earlier_simulations(&spec.out_dir, &names);
     let path = spec.out_dir.join(format!(
         "{}_wm-eval_{}.jsonl",
         chrono::Utc::now().format("%Y%m%dT%H%M%S%.3fZ"),
@@ -279,80 +321,91 @@ pub async fn evaluate(spec: &EvalSpec, calls: &[RecordedCall]) -> Result<Evaluat
         &header,
         redactor,
         Some(RunAccumulator::tally(&header)),
-    )?;
+    )
+    .with_context(|| format!("the wm-eval file in {}", spec.out_dir.display()))?;
+
+    let start = std::time::Instant::now();
+    let mut reused = 0;
+    let jobs = calls.iter().enumerate().flat_map(|(c, call)| {
+        let contenders = &contenders;
+        let cached = &cached;
+        let names = &names;
+        let earlier = &earlier;
+        (0..contenders.len()).map(move |w| {
+            let model = if contenders[w].built.is_memory() {
+                // Leave one run out: never predicted from its own recording.
+                contenders[w].built.for_calls_of(&call.run)
+            } else {
+                cached[w].clone()
+            };
+            let done = earlier
+                .get(&(call.run.display().to_string(), call.seq, names[w].clone()))
+                .cloned();
+            async move {
+                let (result, from_before) = match done {
+                    Some(sim) => (Ok(sim), true),
+                    None => {
+                        let request = SimRequest {
+                            tool: &call.tool,
+                            arguments: &call.arguments,
+                            user_request: &call.request,
+                            history: call.history(),
+                        };
+                        (model.simulate(request).await, false)
+                    }
+                };
+                (c, w, result, from_before)
+            }
+        })
+    });
+    let mut pending = futures::stream::iter(jobs).buffer_unordered(spec.concurrency.max(1));
+    // Each simulation is written as it completes; a call's copy goes first, at its first one.
+    let mut copied = vec![false; calls.len()];
+    let mut outcomes: Vec<Vec<Option<Outcome>>> = vec![vec![None; names.len()]; calls.len()];
+    let mut sims: Vec<(usize, usize, Result<Simulation, SimFailure>)> = Vec::new();
+    let mut interrupted = false;
+    loop {
+        let next = tokio::select! {
+            biased;
+            Ok(_) = stop.wait_for(|s| *s) => {
+                interrupted = true;
+                break;
+            }
+            next = pending.next() => next,
+        };
+        let Some((c, w, result, from_before)) = next else {
+            break;
+        };
+        reused += usize::from(from_before);
+        let call = &calls[c];
+        let step = c as u64 + 1;
+        let at = start.elapsed().as_millis() as u64;
+        if !copied[c] {
+            copied[c] = true;
+            writer.write(at, copy_of(call, step))?;
+        }
+        let outcome = write_simulation(
+            &mut writer,
+            (at, step),
+            names[w].as_str(),
+            call,
+            &result,
+            from_before,
+        )?;
+        outcomes[c][w] = Some(outcome);
+        sims.push((c, w, result));
+    }
+    drop(pending);
+    sims.sort_by_key(|(c, w, _)| (*c, *w));
+    let decisions = if spec.decision && !interrupted {
+        decide(&llm, calls, &sims, spec.concurrency).await
+    } else {
+        Decisions::default()
+    };
+    let last_t = start.elapsed().as_millis() as u64;
     let mut table = Vec::with_capacity(calls.len());
-    let mut last_t = 0;
-    let mut results = results.into_iter().peekable();
     for (c, call) in calls.iter().enumerate() {
         let step = c as u64 + 1;
-        // The copy is stamped with the earliest simulation of it, times never going back.
-        let first = results
-            .peek()
-            .map_or(last_t, |(_, _, _, at)| (*at).max(last_t));
-        writer.write(
-            first,
-            EventBody::ToolCalled {
-                step,
-                tool: call.tool.name.clone(),
-                server: call.server.clone(),
-                arguments: Box::new(call.arguments.clone()),
-                result: call.real.clone(),
-                latency_ms: 0,
-                node: None,
-                error: None,
-                origin: Some(Box::new(Origin {
-                    run: call.run.display().to_string(),
-                    seq: call.seq,
-                })),
-            },
-        )?;
-        let mut outcomes = Vec::with_capacity(names.len());
-        while let Some((_, w, result, at)) = results.next_if(|(rc, _, _, _)| *rc == c) {
-            let at = at.max(first).max(last_t);
-            last_t = at;
-            match result {
-                Ok(sim) => {
-                    if let Some(usage) = &sim.llm {
-                        writer.write(at, usage_event(usage))?;
-                    }
-                    let tokens = sim
-                        .llm
-                        .as_ref()
-                        .map_or(0, |u| u.prompt_tokens + u.completion_tokens);
-                    outcomes.push(Outcome::Simulated {
-                        fidelity: fidelity::compare(&sim.observation, &call.real),
-                        predicted_error: sim.observation.is_error,
-                        tokens,
-                        same_decision: decisions.same(c, w),
-                    });
-                    writer.write(
-                        at,
-                        EventBody::CallSimulated {
-                            step,
-                            world_model: names[w].clone(),
-                            observation: sim.observation,
-                            latency_ms: sim.latency.as_millis() as u64,
-                            tokens: sim.llm.as_ref().map(|_| tokens),
-                        },
-                    )?;
-                }
-                Err(failure) => {
-                    if let Some(usage) = &failure.llm {
-                        writer.write(at, usage_event(usage))?;
-                    }
-                    outcomes.push(Outcome::Failed);
-                    writer.write(
-                        at,
-                        EventBody::Error {
-                            source: "world_model".into(),
-                            name: Some(names[w].clone()),
-                            message: format!("step {step}: {}", failure.message),
-                            stderr_tail: None,
-                        },
-                    )?;
-                }
-            }
-        }
         for (given, decision, llm_event) in decisions.of_call(c, &names) {
             writer.write(last_t, llm_event)?;
             if let Some(decision) = decision {
@@ -366,18 +419,35 @@ pub async fn evaluate(spec: &EvalSpec, calls: &[RecordedCall]) -> Result<Evaluat
                 )?;
             }
         }
+        // The leaderboard holds the calls every world model got to.
+        let Some(mut row) = outcomes[c]
+            .iter()
+            .copied()
+            .collect::<Option<Vec<Outcome>>>()
+        else {
+            continue;
+        };
+        for (w, outcome) in row.iter_mut().enumerate() {
+            if let Outcome::Simulated { same_decision, .. } = outcome {
+                *same_decision = decisions.same(c, w);
+            }
+        }
         table.push(CallResult {
             tool: call.tool.name.clone(),
             source: call.run.display().to_string(),
             real_error: call.real.is_error,
-            outcomes,
+            outcomes: row,
         });
     }
     writer.write(
         start.elapsed().as_millis() as u64,
         EventBody::RunFinished {
-            status: RunStatus::Completed,
-            error: None,
+            status: if interrupted {
+                RunStatus::Interrupted
+            } else {
+                RunStatus::Completed
+            },
+            error: interrupted.then(|| "stopped by the user".to_string()),
             ending: None,
             totals: Default::default(),
         },
@@ -385,7 +455,82 @@ pub async fn evaluate(spec: &EvalSpec, calls: &[RecordedCall]) -> Result<Evaluat
     Ok(Evaluation {
         board: leaderboard::leaderboard(&names, &table),
         path,
+        interrupted,
+        reused,
     })
+}
+
+/// A recorded call copied into the wm-eval file as step `step`, with where it came from.
+fn copy_of(call: &RecordedCall, step: u64) -> EventBody {
+    EventBody::ToolCalled {
+        step,
+        tool: call.tool.name.clone(),
+        server: call.server.clone(),
+        arguments: Box::new(call.arguments.clone()),
+        result: call.real.clone(),
+        latency_ms: 0,
+        node: None,
+        error: None,
+        origin: Some(Box::new(Origin {
+            run: call.run.display().to_string(),
+            seq: call.seq,
+        })),
+    }
+}
+
+/// Writes what world model `name` did with `call` at `(time, step)` (its LLM usage first,
+/// unless the simulation was `reused` from an earlier file, where its cost was recorded), and
+/// scores it.
+fn write_simulation(
+    writer: &mut Writer,
+    (at, step): (u64, u64),
+    name: &str,
+    call: &RecordedCall,
+    result: &Result<Simulation, SimFailure>,
+    reused: bool,
+) -> Result<Outcome> {
+    match result {
+        Ok(sim) => {
+            if let Some(usage) = sim.llm.as_ref().filter(|_| !reused) {
+                writer.write(at, usage_event(usage))?;
+            }
+            let tokens = sim
+                .llm
+                .as_ref()
+                .map_or(0, |u| u.prompt_tokens + u.completion_tokens);
+            writer.write(
+                at,
+                EventBody::CallSimulated {
+                    step,
+                    world_model: name.to_string(),
+                    observation: sim.observation.clone(),
+                    latency_ms: sim.latency.as_millis() as u64,
+                    tokens: sim.llm.as_ref().map(|_| tokens),
+                },
+            )?;
+            Ok(Outcome::Simulated {
+                fidelity: fidelity::compare(&sim.observation, &call.real),
+                predicted_error: sim.observation.is_error,
+                tokens,
+                same_decision: None,
+            })
+        }
+        Err(failure) => {
+            if let Some(usage) = &failure.llm {
+                writer.write(at, usage_event(usage))?;
+            }
+            writer.write(
+                at,
+                EventBody::Error {
+                    source: "world_model".into(),
+                    name: Some(name.to_string()),
+                    message: format!("step {step}: {}", failure.message),
+                    stderr_tail: None,
+                },
+            )?;
+            Ok(Outcome::Failed)
+        }
+    }
 }
 
 /// The planner's decisions after each call: given the real result (`None`) and given each world
@@ -437,7 +582,7 @@ fn decision_of(reply: &crate::agent::planner::Reply) -> String {
 async fn decide(
     llm: &LlmConfig,
     calls: &[RecordedCall],
-    results: &[(usize, usize, Result<Simulation, SimFailure>, u64)],
+    results: &[(usize, usize, Result<Simulation, SimFailure>)],
     concurrency: usize,
 ) -> Decisions {
     use crate::agent::planner::{FunctionNames, ask};
@@ -459,7 +604,7 @@ async fn decide(
     let mut jobs: Vec<(usize, Option<usize>, Vec<HistoryStep>)> = (0..calls.len())
         .map(|c| (c, None, given(c, &calls[c].real)))
         .collect();
-    for (c, w, result, _) in results {
+    for (c, w, result) in results {
         if let Ok(sim) = result {
             jobs.push((*c, Some(*w), given(*c, &sim.observation)));
         }
@@ -574,6 +719,11 @@ fn header(spec: &EvalSpec, contenders: &[Contender], calls: &[RecordedCall]) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A stop that never comes (its sender is gone).
+    fn never_stopped() -> tokio::sync::watch::Receiver<bool> {
+        tokio::sync::watch::channel(false).1
+    }
     use crate::trajectory::synthetic::{self, Spec};
 
     /// A run file with real calls `(tool, arguments, result)`.
@@ -659,7 +809,7 @@ mod tests {
             runs: vec![runs.clone()],
             decision: false,
         };
-        let evaluation = evaluate(&spec, &calls).await.unwrap();
+        let evaluation = evaluate(&spec, &calls, never_stopped()).await.unwrap();
         let row = &evaluation.board.world_models[0];
         assert_eq!(row.calls, 4);
         // The weather tool was recorded only in a: nothing to predict it from, a failure
@@ -721,7 +871,12 @@ mod tests {
             (&["none"][..], &calls[..], "not a world model to evaluate"),
             (&["memory"][..], &[][..], "no real tool calls"),
         ] {
-            let e = format!("{:#}", evaluate(&spec(names), calls).await.unwrap_err());
+            let e = format!(
+                "{:#}",
+                evaluate(&spec(names), calls, never_stopped())
+                    .await
+                    .unwrap_err()
+            );
             assert!(e.contains(expected), "{e}");
         }
         assert!(!dir.path().join("out").exists(), "nothing written");

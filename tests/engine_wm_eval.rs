@@ -196,3 +196,157 @@ fn decision_fidelity_asks_the_planner_given_the_real_result_and_each_simulation(
             .any(|e| e["kind"] == "llm_call" && e["role"] == "planner")
     );
 }
+
+/// The scripted world model's config, and the wm-eval arguments over the sample runs.
+fn held_eval(dir: &Path, llm: &ScriptedLlm, out: &Path) -> Vec<String> {
+    let config = dir.join("cosmos.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[world_models.scripted]\nkind = \"llm\"\nbase_url = \"{}\"\nmodel = \"wm-model\"\nmax_retries = 0\n",
+            llm.base_url()
+        ),
+    )
+    .unwrap();
+    let samples = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_runs");
+    [
+        "wm-eval",
+        samples.to_str().unwrap(),
+        "--world-model",
+        "scripted",
+        "--config",
+        config.to_str().unwrap(),
+        "--concurrency",
+        "2",
+        "--out",
+        out.to_str().unwrap(),
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
+#[test]
+fn an_interrupted_wm_eval_keeps_its_simulations_and_a_rerun_does_not_pay_for_them_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let release = dir.path().join("release");
+    // Calls about Tokyo are answered at once; every other call waits for `release`.
+    let llm = ScriptedLlm::start(json!([
+        {"when": ["You simulate an MCP server", "Tokyo"], "content": predicted("18:00 in Tokyo", false)},
+        {"when": "You simulate an MCP server", "content": predicted("{\"ok\": true}", false),
+         "hold_until_file": release.to_str().unwrap()}
+    ]));
+    let out = dir.path().join("out");
+    let args = held_eval(dir.path(), &llm, &out);
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_cosmos"))
+        .args(&args)
+        .env("COSMOS_LOG_FILE", dir.path().join("log"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until some simulations are written (each is written as it completes).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let file = loop {
+        let written = std::fs::read_dir(&out).ok().and_then(|d| {
+            d.flatten().map(|e| e.path()).find(|p| {
+                std::fs::read_to_string(p)
+                    .unwrap_or_default()
+                    .contains("call_simulated")
+            })
+        });
+        if let Some(f) = written {
+            break f;
+        }
+        assert!(std::time::Instant::now() < deadline, "nothing was written");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    // Let the held requests pile up, then Ctrl-C.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let asked_before_stop = llm.requests().len();
+    let stopped_at = std::time::Instant::now();
+    // SAFETY: a signal to the child this test started.
+    unsafe {
+        libc::kill(child.id() as libc::pid_t, libc::SIGINT);
+    }
+    let ended = child.wait_with_output().unwrap();
+    assert!(
+        stopped_at.elapsed() < std::time::Duration::from_secs(3),
+        "stopping took {:?}",
+        stopped_at.elapsed()
+    );
+    let said = String::from_utf8_lossy(&ended.stderr).to_string();
+    assert_eq!(ended.status.code(), Some(130), "{said}");
+    let first = events(&file);
+    let kept = first
+        .iter()
+        .filter(|e| e["kind"] == "call_simulated")
+        .count();
+    assert!(kept > 0);
+    assert_eq!(first.last().unwrap()["status"], "interrupted");
+    let validate = std::process::Command::new(env!("CARGO_BIN_EXE_cosmos"))
+        .args(["validate", file.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(validate.status.code(), Some(0), "{}", text(&validate));
+
+    // The rerun takes those simulations from the file and asks only for the others.
+    std::fs::write(&release, "").unwrap();
+    let again = cosmos(&args, &llm, "sk-x");
+    assert_eq!(again.status.code(), Some(0), "{}", text(&again));
+    assert!(
+        text(&again).contains(&format!("{kept} simulation(s) taken from earlier")),
+        "{}",
+        text(&again)
+    );
+    // Every call once over both runs: the rerun asked only for the ones not kept.
+    let second = std::fs::read_dir(&out)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p != &file)
+        .unwrap();
+    let calls = events(&second)
+        .iter()
+        .filter(|e| e["kind"] == "tool_called")
+        .count();
+    // (Identical calls in the same context share one simulation, so fewer may be asked.)
+    let asked_again = llm.requests().len() - asked_before_stop;
+    assert!(
+        asked_again > 0 && asked_again <= calls - kept,
+        "{asked_again} asked again: {calls} calls, {kept} kept"
+    );
+    assert_eq!(
+        events(&second)
+            .iter()
+            .filter(|e| e["kind"] == "call_simulated")
+            .count(),
+        calls,
+        "the rerun's file is whole"
+    );
+    // A third run has every simulation in the folder already: it asks for nothing.
+    let asked = llm.requests().len();
+    let third = cosmos(&args, &llm, "sk-x");
+    assert_eq!(third.status.code(), Some(0), "{}", text(&third));
+    assert_eq!(llm.requests().len(), asked, "{}", text(&third));
+    assert!(
+        text(&third).contains(&format!("{calls} simulation(s) taken from earlier")),
+        "{}",
+        text(&third)
+    );
+}
+
+#[test]
+fn an_out_folder_that_cannot_be_written_is_refused_before_any_simulation() {
+    let dir = tempfile::tempdir().unwrap();
+    let llm = ScriptedLlm::start(json!([
+        {"when": "You simulate an MCP server", "content": predicted("x", false)}
+    ]));
+    // A file where the folder should be.
+    let out = dir.path().join("not-a-folder");
+    std::fs::write(&out, "").unwrap();
+    let args = held_eval(dir.path(), &llm, &out);
+    let o = cosmos(&args, &llm, "sk-x");
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("not-a-folder"), "{}", text(&o));
+    assert!(llm.requests().is_empty(), "nothing was simulated");
+}

@@ -88,7 +88,18 @@ pub fn run(args: WmEvalArgs) -> Result<ExitCode> {
         calls.len(),
         spec.concurrency
     );
-    let evaluation = runtime.block_on(evaluate(&spec, &calls))?;
+    // Ctrl-C, SIGTERM or SIGHUP stop the simulations in flight; what is done stays written.
+    let evaluation = runtime.block_on(async {
+        let signals = crate::agent::session::stop_on_signals();
+        evaluate(&spec, &calls, signals.rx.clone()).await
+    })?;
+    if evaluation.reused > 0 {
+        eprintln!(
+            "cosmos: {} simulation(s) taken from earlier wm-eval files in {}",
+            evaluation.reused,
+            spec.out_dir.display()
+        );
+    }
     let format = match args.format {
         ReportFormat::Table => Format::Table,
         ReportFormat::Markdown => Format::Markdown,
@@ -105,5 +116,13 @@ pub fn run(args: WmEvalArgs) -> Result<ExitCode> {
         "cosmos: simulations written to {}",
         evaluation.path.display()
     );
+    if evaluation.interrupted {
+        eprintln!(
+            "cosmos: stopped before every simulation was done; the leaderboard holds the calls \
+             every world model got to. Run the same command again to finish: what is written is \
+             not simulated again."
+        );
+        return Ok(ExitCode::from(130));
+    }
     Ok(ExitCode::SUCCESS)
 }
