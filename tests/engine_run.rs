@@ -828,6 +828,18 @@ fn a_time_budget_is_a_deadline_inside_a_hanging_call_and_a_slow_endpoint() {
             .contains("while the planner was deciding"),
         "{end}"
     );
+    // The call the deadline cut off is recorded: the run made one, whatever it cost.
+    let cut: Vec<&Value> = ev
+        .iter()
+        .filter(|e| e["kind"] == "llm_call" && e["role"] == "planner")
+        .collect();
+    assert_eq!(cut.len(), 1, "{ev:?}");
+    assert!(
+        cut[0]["error"].as_str().unwrap().contains("cut off after"),
+        "{}",
+        cut[0]
+    );
+    assert_eq!(end["totals"]["llm_calls"], 1, "{end}");
 }
 
 #[test]

@@ -18,13 +18,18 @@ pub async fn answer(env: &Env, sink: &mut dyn EventSink, real: &[HistoryStep]) -
     })?;
     let messages = prompt::answer(&env.task.request, real);
     let client = env.roles.summarizer.clone();
+    let started = std::time::Instant::now();
     let result = match env
         .bounded(client.complete_text(&messages))
         .await
         .or_end("the summarizer wrote the answer")
     {
         Ok(result) => result,
-        Err(end) => return Ok(end),
+        Err(end) => {
+            let model = &client.endpoint().model;
+            env.record_cut_llm(sink, Role::Summarizer, model, started, &end)?;
+            return Ok(end);
+        }
     };
     env.record_llm(
         sink,

@@ -261,6 +261,33 @@ impl Env {
         sink.emit(llm_call_event(role, model, result))
     }
 
+    /// Records an LLM call that a stop or the time budget cut off before it answered: the
+    /// endpoint may have spent tokens it never reported, and the run must not say it made no
+    /// call.
+    pub fn record_cut_llm(
+        &self,
+        sink: &mut dyn EventSink,
+        role: Role,
+        model: &str,
+        started: std::time::Instant,
+        end: &End,
+    ) -> Result<()> {
+        let why = end.error.as_deref().unwrap_or("stopped");
+        sink.emit(EventBody::LlmCall {
+            role,
+            model: model.to_string(),
+            prompt_tokens: 0,
+            completion_tokens: 0,
+            tokens_estimated: true,
+            latency_ms: started.elapsed().as_millis() as u64,
+            error: Some(format!(
+                "cut off after {:.1}s ({why}): the tokens it spent are unknown",
+                started.elapsed().as_secs_f64()
+            )),
+            messages: None,
+        })
+    }
+
     /// Records an `agent` error (a limit reached, a search cut short).
     pub fn record_agent_error(&self, sink: &mut dyn EventSink, message: String) -> Result<()> {
         sink.emit(EventBody::Error {

@@ -89,13 +89,18 @@ pub async fn planner_turn(
     turn: &Turn<'_>,
 ) -> Result<std::result::Result<Candidate, End>> {
     let client = env.roles.planner.clone();
+    let started = std::time::Instant::now();
     let asked = match env
         .bounded(planner::ask(&client, &env.tools, &env.functions, turn))
         .await
         .or_end("the planner was deciding")
     {
         Ok(asked) => asked,
-        Err(end) => return Ok(Err(end)),
+        Err(end) => {
+            let model = &client.endpoint().model;
+            env.record_cut_llm(sink, Role::Planner, model, started, &end)?;
+            return Ok(Err(end));
+        }
     };
     env.record_llm(
         sink,
