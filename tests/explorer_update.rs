@@ -406,6 +406,34 @@ fn a_live_react_run_shows_its_newest_step() {
 }
 
 #[test]
+fn a_followed_file_that_is_replaced_stops_saying_live_and_says_why() {
+    let source = common::plan_fails_run();
+    let live = RunView::live(
+        Run::new("live".into(), source.header.clone()),
+        Rect::new(0, 0, 200, 39),
+        None,
+    );
+    let mut app = App::with_run(live, Keymap::default(), Theme::new(true), (200, 40));
+    app.update(Action::LiveEvent(Box::new(source.all_events()[0].clone())));
+    app.settle();
+    assert!(status(&app).contains("LIVE"), "{}", status(&app));
+    app.update(Action::FollowLost(
+        "runs/x.jsonl was replaced by another file while followed; following stopped".into(),
+    ));
+    app.settle();
+    let said = status(&app);
+    assert!(!said.contains("LIVE"), "{said}");
+    assert!(
+        said.contains("NOT FOLLOWED") && said.contains("replaced"),
+        "{said}"
+    );
+    assert!(
+        said.contains("cosmos replay"),
+        "the way to reopen it: {said}"
+    );
+}
+
+#[test]
 fn find_in_the_run_with_next_and_previous_hits() {
     let mut app = run_app(common::plan_fails_run());
     send(&mut app, KeyCode::Home);

@@ -85,6 +85,26 @@ impl Tail {
                 self.offset
             );
         }
+        // The path no longer names the file being read: renamed, deleted or replaced.
+        {
+            use std::os::unix::fs::MetadataExt;
+            let open = self.file.metadata()?;
+            let named = std::fs::metadata(&self.path);
+            let same = named
+                .as_ref()
+                .is_ok_and(|m| m.dev() == open.dev() && m.ino() == open.ino());
+            if !same {
+                bail!(
+                    "{} was {} while followed; following stopped",
+                    self.path.display(),
+                    if named.is_ok() {
+                        "replaced by another file"
+                    } else {
+                        "renamed or deleted"
+                    }
+                );
+            }
+        }
         let mut lines = Vec::new();
         self.read_lines(&mut lines, CHUNK)?;
         Ok(lines
@@ -229,6 +249,23 @@ mod tests {
         std::fs::write(&path, format!("{header}\n")).unwrap();
         let err = tail.poll().unwrap_err().to_string();
         assert!(err.contains("shrank"), "{err}");
+    }
+
+    #[test]
+    fn a_file_renamed_or_replaced_while_followed_is_an_error() {
+        let (header, events) = lines();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("moves.jsonl");
+        std::fs::write(&path, format!("{header}\n{}\n", events[0])).unwrap();
+        let (_, mut tail) = Tail::open(&path).unwrap();
+        assert!(tail.poll().is_ok(), "unchanged: fine");
+        std::fs::rename(&path, dir.path().join("moved.jsonl")).unwrap();
+        let err = tail.poll().unwrap_err().to_string();
+        assert!(err.contains("renamed or deleted"), "{err}");
+        // Another file under the same name (a rerun writing a new file there).
+        std::fs::write(&path, format!("{header}\n{}\n", events[0])).unwrap();
+        let err = tail.poll().unwrap_err().to_string();
+        assert!(err.contains("replaced by another file"), "{err}");
     }
 
     #[test]

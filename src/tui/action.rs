@@ -34,6 +34,9 @@ pub enum Action {
     Recounted(RequestId, Vec<crate::trajectory::listing::Recount>),
     /// A live run produced an event.
     LiveEvent(Box<Event>),
+    /// Following a growing file stopped: it shrank, was replaced or renamed, or cannot be
+    /// read (why, in words).
+    FollowLost(String),
     /// A probe finished: the event appended to the run, or why not.
     Probed(RequestId, Box<anyhow::Result<Event>>),
     /// A running sweep's news (a cell started, recorded an event, ended).

@@ -260,7 +260,7 @@ impl App {
                 self.changed = true;
                 self.broadcast(&action);
             }
-            Action::LiveEvent(_) => {
+            Action::LiveEvent(_) | Action::FollowLost(_) => {
                 self.changed = true;
                 let mut out = Vec::new();
                 if let Some(run) = self.stack.iter_mut().find_map(|l| match l {

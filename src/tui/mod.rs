@@ -114,6 +114,7 @@ fn follow(mut tail: Tail, events: Sender<Action>) {
             }
             Err(e) => {
                 tracing::warn!("following stopped: {e:#}");
+                let _ = events.send(Action::FollowLost(format!("{e:#}")));
                 return;
             }
         }

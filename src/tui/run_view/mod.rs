@@ -120,6 +120,9 @@ pub struct Live {
     pub stop: Option<Sender<()>>,
     /// True while the cursor follows new events.
     pub following: bool,
+    /// Why following the file stopped, once it has (the file shrank, was replaced or
+    /// renamed): the view no longer says LIVE.
+    pub lost: Option<String>,
 }
 
 /// State of the run view.
@@ -215,6 +218,7 @@ impl RunView {
         view.live = Some(Live {
             stop,
             following: true,
+            lost: None,
         });
         view
     }
@@ -712,6 +716,16 @@ impl View for RunView {
             self.push((**e).clone());
             return Handled::Consumed;
         }
+        if let Action::FollowLost(why) = action {
+            if let Some(live) = self.live.as_mut() {
+                live.lost = Some(why.clone());
+            }
+            out.push(Request::Say(format!(
+                "following stopped: {}",
+                crate::sanitize::one_line(why, 160)
+            )));
+            return Handled::Consumed;
+        }
         // What the person acts on must be what they see.
         self.settle();
         if matches!(action, Action::Do(_) | Action::Input(_) | Action::Mouse(_)) {
@@ -741,6 +755,16 @@ impl View for RunView {
                     .map_or("?", |s| s.as_str());
                 format!("finished ({status})")
             }
+            (
+                Some(Live {
+                    lost: Some(why), ..
+                }),
+                _,
+            ) => format!(
+                "NOT FOLLOWED: {} · reopen with cosmos replay {}",
+                crate::sanitize::one_line(why, 80),
+                crate::sanitize::one_line(&self.run.path.display().to_string(), 60)
+            ),
             (Some(l), _) if l.following => "LIVE".to_string(),
             (Some(_), _) => "LIVE (paused; Space follows)".to_string(),
             (None, Some(speed)) => {
