@@ -494,3 +494,48 @@ fn zero_steps_tokens_or_seconds_are_refused_by_name() {
         );
     }
 }
+
+#[test]
+fn the_sample_sweeps_report_has_no_interval_outside_a_range_and_none_from_too_few_tasks() {
+    let sweep = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_runs/sweep");
+    let out = cosmos(&[
+        "report",
+        sweep.to_str().unwrap(),
+        "--baseline",
+        "react",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let ranges = [
+        ("tool_call_success_rate", 0.0, 1.0),
+        ("valid_tool_name_rate", 0.0, 1.0),
+        ("input_schema_compliance", 0.0, 1.0),
+        ("fidelity", 0.0, 1.0),
+        ("execution_quality", 0.0, 100.0),
+        ("execution_quality_anchored", 0.0, 100.0),
+        ("tool_calls", 0.0, f64::INFINITY),
+        ("tokens", 0.0, f64::INFINITY),
+        ("wall_time_s", 0.0, f64::INFINITY),
+    ];
+    for group in doc["groups"].as_array().unwrap() {
+        for (key, lo, hi) in ranges {
+            let e = &group[key];
+            if let Some([a, b]) = e["ci"]
+                .as_array()
+                .map(|c| [c[0].as_f64().unwrap(), c[1].as_f64().unwrap()])
+            {
+                assert!(a >= lo && b <= hi, "{key}: [{a}, {b}] outside [{lo}, {hi}]");
+                assert!(b > a, "{key}: a zero-width interval");
+            }
+        }
+    }
+    // Two tasks per configuration: no paired interval at all, each saying why.
+    for pair in doc["baseline"]["pairs"].as_array().unwrap() {
+        if pair["n"].as_u64().unwrap() > 0 {
+            assert!(pair["ci"].is_null(), "{pair}");
+            assert_eq!(pair["interval"], "too_few", "{pair}");
+        }
+    }
+}

@@ -148,6 +148,7 @@ fn runs_folder() -> tempfile::TempDir {
     made.extend([
         common::plan_fails_run(),
         common::revised_run(),
+        plan_exec_with_every_failure(),
         common::crashed_run(),
         common::big_run(300),
         react_with_everything(),
@@ -333,4 +334,98 @@ fn the_hand_made_runs_values_are_mcp_benchs_worked_by_hand() {
         q["ending"], "planner_finished",
         "as run_finished recorded it"
     );
+}
+
+/// A ReAct-Plan-Exec run whose plan met every kind of failure MCP-Bench counts: a tool no
+/// server offers, arguments of the wrong type (the server refuses them), a call cut off by its
+/// timeout, and one success; and a planner reply with no tool.
+fn plan_exec_with_every_failure() -> Run {
+    let header = common::header("failures", AgentKind::PlanExec, Some("memory"));
+    let good = json!({"source_timezone": "UTC", "time": "09:00", "target_timezone": "Asia/Tokyo"});
+    let wrong = json!({"source_timezone": "UTC", "time": 9, "target_timezone": "Asia/Tokyo"});
+    let calls = [
+        ("nowhere:nothing", json!({}), None, true, None),
+        ("time:convert_time", wrong, Some("time"), true, None),
+        (
+            "time:convert_time",
+            good.clone(),
+            None,
+            true,
+            Some("timed out after 60s"),
+        ),
+        ("time:convert_time", good, Some("time"), false, None),
+    ];
+    let mut bodies = vec![
+        EventBody::Phase { phase: Phase::Plan },
+        EventBody::NodeAdded {
+            node: 0,
+            parent: None,
+            depth: 0,
+            action: None,
+            prior: None,
+        },
+        EventBody::DecisionRejected {
+            problem: DecisionProblem::NoTool,
+            detail: "no tool".into(),
+            reply: json!({"action": "call"}),
+        },
+    ];
+    for (i, (tool, arguments, _, _, _)) in calls.iter().enumerate() {
+        bodies.push(EventBody::NodeAdded {
+            node: i as u64 + 1,
+            parent: Some(i as u64),
+            depth: i as u32 + 1,
+            action: Some(mcp_cosmos::trajectory::event::Action::ToolCall {
+                tool: tool.to_string(),
+                arguments: arguments.clone(),
+            }),
+            prior: None,
+        });
+    }
+    bodies.push(EventBody::Phase {
+        phase: Phase::Execute,
+    });
+    for (i, (tool, arguments, server, is_error, error)) in calls.into_iter().enumerate() {
+        bodies.push(EventBody::ToolCalled {
+            step: i as u64 + 1,
+            tool: tool.into(),
+            server: server.map(str::to_string),
+            arguments: Box::new(arguments),
+            result: Observation {
+                text: "r".into(),
+                is_error,
+                ..Default::default()
+            },
+            latency_ms: 5,
+            node: Some(i as u64 + 1),
+            error: error.map(str::to_string),
+            origin: None,
+        });
+    }
+    bodies.push(EventBody::Answer { text: "?".into() });
+    bodies.push(common::completed());
+    common::run_of("failures.jsonl", header, bodies)
+}
+
+#[test]
+fn plan_execs_failures_are_counted_as_mcp_bench_counts_them_by_hand() {
+    let dir = tempfile::tempdir().unwrap();
+    common::write_run(
+        &plan_exec_with_every_failure(),
+        &dir.path().join("failures.jsonl"),
+    );
+    let per_run = report(dir.path());
+    let m = &per_run[0].1["metrics"];
+    // Four executions. Valid names: 3 of 4 (the unknown tool). Successes: 1 of 4. Schema
+    // compliance among the 3 valid: the wrong type fails, the timed-out call's arguments are
+    // fine: 2/3. Valid calls that failed: the wrong type and the timeout, 2/3. One server (the
+    // timed-out call counts under its tool's server, as MCP-Bench's exception path does).
+    // Planned: 4 calls named a tool, 1 reply did not: 4/5.
+    assert_eq!(m["tool_calls"], 4);
+    assert_eq!(m["valid_tool_name_rate"].as_f64(), Some(0.75));
+    assert_eq!(m["tool_call_success_rate"].as_f64(), Some(0.25));
+    assert_eq!(m["input_schema_compliance"].as_f64(), Some(2.0 / 3.0));
+    assert_eq!(m["valid_call_failure_rate"].as_f64(), Some(2.0 / 3.0));
+    assert_eq!(m["server_count"], 1);
+    assert_eq!(m["planning_json_compliance"].as_f64(), Some(0.8));
 }

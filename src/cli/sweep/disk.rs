@@ -174,9 +174,9 @@ mod tests {
 
     #[test]
     fn a_finished_cell_shows_todays_totals_not_those_of_an_older_version() {
-        // A sample sweep run, written before totals had a version.
+        // A sample run written before totals had a version.
         let sample = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("sample_runs/sweep/fce9a64a154f_time_mcp_000_react_r1.jsonl");
+            .join("sample_runs/20261130T122209.010Z_time_mcp_000_react_none.jsonl");
         let stored = RunSummary::read(&sample).finished.unwrap().totals;
         assert_eq!(stored.metrics_version, 0);
         let State::Done(_, shown) = finished_state(&sample) else {
