@@ -931,16 +931,7 @@ fn a_server_that_ignores_sigterm_and_its_children_are_gone_when_cosmos_exits() {
         {"when": "1. flaky:ok", "content": finish("done")},
         {"when": "No tool has been called yet", "content": call("flaky:ok", json!({"text": "x"}))}
     ]));
-    let mut child = Command::new(env!("CARGO_BIN_EXE_cosmos"))
-        .args(&args)
-        .env("OPENAI_BASE_URL", llm.base_url())
-        .env("OPENAI_API_KEY", KEY)
-        .env("COSMOS_MODEL", "scripted-model")
-        .env("COSMOS_LOG_FILE", dir.path().join("log"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = cosmos_spawn(&args, &llm, KEY, &dir.path().join("log"));
     // From the moment the file is finished, the process must be gone promptly: the stubborn
     // server gets 0.5 s after stdin closes, 0.5 s after SIGTERM, then SIGKILL.
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -1443,16 +1434,7 @@ fn kill_9_of_cosmos_leaves_no_server_or_child_behind() {
         {"when": "No tool has been called yet", "content": finish("done"),
          "hold_until_file": never.to_str().unwrap()}
     ]));
-    let mut child = Command::new(env!("CARGO_BIN_EXE_cosmos"))
-        .args(&args)
-        .env("OPENAI_BASE_URL", llm.base_url())
-        .env("OPENAI_API_KEY", KEY)
-        .env("COSMOS_MODEL", "scripted-model")
-        .env("COSMOS_LOG_FILE", dir.path().join("log"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = cosmos_spawn(&args, &llm, KEY, &dir.path().join("log"));
     let deadline = Instant::now() + Duration::from_secs(60);
     let grandchild: u32 = loop {
         if let Some(pid) = std::fs::read_to_string(&pid_file)

@@ -260,6 +260,16 @@ fn a_cell_whose_servers_never_start_is_retried_then_left_to_the_next_run() {
 
 /// A spec of the two time tasks × `configs` (name, max_steps) × `repeats`, ReAct each, over the
 /// fixture's servers; returns its path.
+/// An endpoint whose ReAct planner makes one real call, then holds its next reply until
+/// `release` exists: a cell is mid-way for as long as a test needs.
+fn held_after_one_call(release: &std::path::Path) -> ScriptedLlm {
+    ScriptedLlm::start(json!([
+        {"when": "1. Time MCP:convert_time", "content": finish("09:00 UTC is 18:00 in Tokyo."),
+         "hold_until_file": release.to_str().unwrap()},
+        {"when": "No tool has been called yet", "content": call("Time MCP:convert_time", utc_to("Asia/Tokyo"))}
+    ]))
+}
+
 fn react_spec(dir: &std::path::Path, configs: &[(&str, u32)], repeats: u32) -> std::path::PathBuf {
     let mcp = write_mcp_config(dir, bench_servers());
     std::fs::copy(bench_tasks(), dir.join("tasks.json")).unwrap();
@@ -371,11 +381,7 @@ fn three_shards_run_into_one_folder_each_cell_once() {
 fn a_sweep_killed_mid_cell_resumes_with_only_its_unfinished_cells_and_every_file_validates() {
     let dir = tempfile::tempdir().unwrap();
     let release = dir.path().join("release");
-    let llm = ScriptedLlm::start(json!([
-        {"when": "1. Time MCP:convert_time", "content": finish("09:00 UTC is 18:00 in Tokyo."),
-         "hold_until_file": release.to_str().unwrap()},
-        {"when": "No tool has been called yet", "content": call("Time MCP:convert_time", utc_to("Asia/Tokyo"))}
-    ]));
+    let llm = held_after_one_call(&release);
     let spec = react_spec(dir.path(), &[("short", 2), ("long", 3)], 1);
     let out = dir.path().join("out");
     let base = [
@@ -622,11 +628,7 @@ fn a_shard_stopped_by_sigterm_exits_non_zero_as_its_job_contract_needs() {
     // pod exits 0: the shard must exit non-zero while cells are left, and the next run resumes.
     let dir = tempfile::tempdir().unwrap();
     let release = dir.path().join("release");
-    let llm = ScriptedLlm::start(json!([
-        {"when": "1. Time MCP:convert_time", "content": finish("09:00 UTC is 18:00 in Tokyo."),
-         "hold_until_file": release.to_str().unwrap()},
-        {"when": "No tool has been called yet", "content": call("Time MCP:convert_time", utc_to("Asia/Tokyo"))}
-    ]));
+    let llm = held_after_one_call(&release);
     let spec = react_spec(dir.path(), &[("short", 2)], 1);
     let out = dir.path().join("out");
     // The command the emitted Job runs, as it is written there.

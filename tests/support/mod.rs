@@ -189,6 +189,27 @@ pub fn cosmos<S: AsRef<std::ffi::OsStr>>(args: &[S], llm: &ScriptedLlm, key: &st
         .unwrap()
 }
 
+/// Starts the binary as [`cosmos`] does, without waiting and without its output, logging to
+/// `log`: for tests that signal or kill it mid-run.
+#[allow(dead_code)]
+pub fn cosmos_spawn<S: AsRef<std::ffi::OsStr>>(
+    args: &[S],
+    llm: &ScriptedLlm,
+    key: &str,
+    log: &Path,
+) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_cosmos"))
+        .args(args)
+        .env("OPENAI_BASE_URL", llm.base_url())
+        .env("OPENAI_API_KEY", key)
+        .env("COSMOS_MODEL", "scripted-model")
+        .env("COSMOS_LOG_FILE", log)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
 /// stdout + stderr.
 pub fn text(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).to_string() + &String::from_utf8_lossy(&o.stderr)
