@@ -171,6 +171,11 @@ pub trait SearchEnv: Send + Sync {
     ) -> Answer<'a, Option<Critique>>;
     /// A reason to stop now (token or time budget, a stop request), checked each iteration.
     fn should_stop(&self) -> Option<String>;
+    /// How many of `n` candidates the run's remaining budget can still rehearse (they run at
+    /// once, so the budget is not checked between them). All of them by default.
+    fn affordable(&self, n: usize) -> usize {
+        n
+    }
     /// The world model's name, for `node_simulated`.
     fn world_model_name(&self) -> String;
 }
@@ -427,10 +432,19 @@ pub async fn search_from(
         for event in events {
             sink.emit(event)?;
         }
-        let candidates = match proposed {
+        let mut candidates = match proposed {
             Ok(c) => dedupe(c, settings.k),
             Err(e) => return Ok((tree, Stopped::PlannerFailed(e))),
         };
+        // Rehearsals of one expansion run at once: dispatch no more than the budget covers.
+        let affordable = env.affordable(candidates.len());
+        if affordable == 0 && !candidates.is_empty() {
+            return Ok((
+                tree,
+                Stopped::Budget("the token budget left cannot cover another rehearsal".to_string()),
+            ));
+        }
+        candidates.truncate(affordable);
         let depth = tree.nodes[leaf].depth + 1;
         if candidates.is_empty() {
             // The planner had nothing to offer: this state is a dead end.

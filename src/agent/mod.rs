@@ -89,6 +89,13 @@ impl Meter {
         self.tokens.fetch_add(tokens, Ordering::Relaxed);
     }
 
+    /// Tokens left of the token budget.
+    pub fn tokens_left(&self) -> u64 {
+        self.budget
+            .max_tokens
+            .saturating_sub(self.tokens.load(Ordering::Relaxed))
+    }
+
     /// Time left of the wall-time budget.
     pub fn time_left(&self) -> Duration {
         self.budget.max_wall.saturating_sub(self.started.elapsed())

@@ -214,6 +214,10 @@ pub struct Rehearser<'a> {
     world_model: Arc<dyn WorldModel>,
     /// Real steps before the rehearsal starts (an execution-time revision's).
     real_steps: usize,
+    /// Tokens the rehearsals so far spent (world model and critic), and how many there were:
+    /// their mean is what the next one is expected to cost.
+    rehearsal_tokens: std::sync::atomic::AtomicU64,
+    rehearsals: std::sync::atomic::AtomicU64,
 }
 
 impl<'a> Rehearser<'a> {
@@ -223,7 +227,16 @@ impl<'a> Rehearser<'a> {
             env,
             world_model,
             real_steps,
+            rehearsal_tokens: Default::default(),
+            rehearsals: Default::default(),
         }
+    }
+
+    /// Counts `tokens` a rehearsal spent (its simulation or its critique).
+    fn spent(&self, tokens: u64) {
+        self.env.meter.spend(tokens);
+        self.rehearsal_tokens
+            .fetch_add(tokens, std::sync::atomic::Ordering::Relaxed);
     }
 
     fn setting(&self) -> Setting {
@@ -264,10 +277,14 @@ impl SearchEnv for Rehearser<'_> {
                     }
                     (Ok(actions), events)
                 }
-                Err(e) => (
-                    Err(format!("planner failed: {e}")),
-                    vec![llm_call_event(Role::Planner, &model, Err(&e))],
-                ),
+                Err(e) => {
+                    // A reply that could not be used still cost its tokens.
+                    env.meter.spend(e.tokens());
+                    (
+                        Err(format!("planner failed: {e}")),
+                        vec![llm_call_event(Role::Planner, &model, Err(&e))],
+                    )
+                }
             }
         })
     }
@@ -304,7 +321,9 @@ impl SearchEnv for Rehearser<'_> {
                         .llm
                         .as_ref()
                         .map(|u| u.prompt_tokens + u.completion_tokens);
-                    self.env.meter.spend(tokens.unwrap_or(0));
+                    self.spent(tokens.unwrap_or(0));
+                    self.rehearsals
+                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     let events = sim.llm.iter().map(usage_event).collect();
                     let prediction = Prediction {
                         observation: sim.observation,
@@ -312,7 +331,15 @@ impl SearchEnv for Rehearser<'_> {
                     };
                     (Ok(prediction), events)
                 }
-                Err(f) => (Err(f.message), f.llm.iter().map(usage_event).collect()),
+                Err(f) => {
+                    // A failed simulation's tokens (a reply that was not JSON) count too.
+                    let tokens = f
+                        .llm
+                        .as_ref()
+                        .map_or(0, |u| u.prompt_tokens + u.completion_tokens);
+                    self.spent(tokens);
+                    (Err(f.message), f.llm.iter().map(usage_event).collect())
+                }
             }
         })
     }
@@ -336,7 +363,7 @@ impl SearchEnv for Rehearser<'_> {
             let model = critic.endpoint().model.clone();
             match critic.complete_json(&messages, "critique", &schema).await {
                 Ok((v, c)) => {
-                    self.env.meter.spend(c.tokens());
+                    self.spent(c.tokens());
                     let critique =
                         v["score"]
                             .as_f64()
@@ -348,13 +375,30 @@ impl SearchEnv for Rehearser<'_> {
                     (critique, vec![llm_call_event(Role::Critic, &model, Ok(&c))])
                 }
                 // Without the critic the base reward stands alone.
-                Err(e) => (None, vec![llm_call_event(Role::Critic, &model, Err(&e))]),
+                Err(e) => {
+                    self.spent(e.tokens());
+                    (None, vec![llm_call_event(Role::Critic, &model, Err(&e))])
+                }
             }
         })
     }
 
     fn should_stop(&self) -> Option<String> {
         self.env.should_stop()
+    }
+
+    /// As many as the tokens left cover at the mean cost of the rehearsals so far (all of them
+    /// before the first, whose cost is unknown).
+    fn affordable(&self, n: usize) -> usize {
+        use std::sync::atomic::Ordering::Relaxed;
+        let done = self.rehearsals.load(Relaxed);
+        let spent = self.rehearsal_tokens.load(Relaxed);
+        if done == 0 || spent == 0 {
+            return n;
+        }
+        let mean = spent.div_ceil(done);
+        let left = self.env.meter.tokens_left();
+        n.min((left / mean) as usize)
     }
 
     fn world_model_name(&self) -> String {

@@ -198,6 +198,58 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn an_expansion_rehearses_only_as_many_candidates_as_the_budget_left_covers() {
+        // Four candidates each time; a planner turn costs 15 tokens, a prediction 23 (the
+        // scripted ports' usage), no critic. Budget 170: the first expansion rehearses all
+        // four (no cost known yet): 15 + 4·23 = 107. The second proposes (122), and 48 tokens
+        // left cover two rehearsals at 23: 2, not 4 (168). The third proposes (183) and can
+        // afford none: the search stops for the budget. Rehearsing all four would have spent
+        // 214 before the budget was first checked.
+        let four = json!({"candidates": [
+            {"action": "call", "tool": "s:a", "arguments": {}},
+            {"action": "call", "tool": "s:b", "arguments": {}},
+            {"action": "call", "tool": "s:c", "arguments": {}},
+            {"action": "call", "tool": "s:d", "arguments": {}}
+        ]});
+        let planner = ScriptedChat::json_replies(vec![four]);
+        let wm = ScriptedWorldModel(Box::new(|tool| Ok(format!("{tool} predicted"))));
+        let tools =
+            ScriptedTools::new(&["s:a", "s:b", "s:c", "s:d"], |_, _| Observation::default());
+        let mut env = testing::env(planner, None, tools, Some(Arc::new(wm)), 8);
+        env.meter = Arc::new(crate::agent::Meter::new(crate::agent::Budget {
+            max_tokens: 170,
+            ..*env.budget()
+        }));
+        let settings = Settings {
+            iterations: 5,
+            k: 4,
+            concurrency: 4,
+            alpha: 1.0,
+            ..settings()
+        };
+        let mut events = Vec::new();
+        run(&env, &mut events, &settings).await.unwrap();
+        let added: Vec<u64> = events
+            .iter()
+            .filter_map(|e| match e {
+                EventBody::NodeAdded {
+                    node,
+                    parent: Some(_),
+                    ..
+                } => Some(*node),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(added.len(), 6, "four, then two: {added:?}");
+        assert!(
+            events
+                .iter()
+                .any(|e| matches!(e, EventBody::Error { source, message, .. }
+            if source == "agent" && message.contains("cannot cover another rehearsal")))
+        );
+    }
+
+    #[tokio::test]
     async fn with_the_world_model_down_nothing_is_predicted_and_the_run_still_answers() {
         let planner = ScriptedChat::json_replies(vec![json!({"candidates": [
             {"action": "call", "tool": "s:a", "arguments": {}},
