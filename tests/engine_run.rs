@@ -1370,7 +1370,8 @@ fn credentials_in_server_targets_never_reach_a_file_or_the_log() {
     let out = dir.path().join("out");
     let log = dir.path().join("cosmos.log");
     let llm = ScriptedLlm::start(json!([
-        {"when": "No tool has been called yet", "content": finish("done")}
+        {"when": "1. Time MCP:convert_time", "content": finish("done")},
+        {"when": "No tool has been called yet", "content": call("Time MCP:convert_time", utc_to("Asia/Tokyo"))}
     ]));
     let mut args = cosmos_run_args(&mcp, &out, "time_mcp_000", "react", &[]);
     args.extend(["--extra-server", "flaky", "--extra-server", "web"].map(String::from));
@@ -1402,7 +1403,24 @@ fn credentials_in_server_targets_never_reach_a_file_or_the_log() {
         web,
         &format!("http://***@127.0.0.1:{port}/mcp?api_key=***&mode=***")
     );
-    for path in [file.as_path(), log.as_path()] {
+    // wm-eval copies the run's calls and header facts into a file of its own.
+    let evaluated = dir.path().join("wm-eval");
+    let e = Command::new(env!("CARGO_BIN_EXE_cosmos"))
+        .args([
+            "wm-eval",
+            out.to_str().unwrap(),
+            "--world-model",
+            "memory",
+            "--out",
+        ])
+        .arg(&evaluated)
+        .env("COSMOS_LOG_FILE", &log)
+        .env("COSMOS_LOG", "trace")
+        .output()
+        .unwrap();
+    assert_eq!(e.status.code(), Some(0), "{}", text(&e));
+    let wm_file = only_run(&evaluated);
+    for path in [file.as_path(), log.as_path(), wm_file.as_path()] {
         let bytes = std::fs::read(path).unwrap();
         for secret in secrets.iter().chain([&KEY]) {
             assert!(
