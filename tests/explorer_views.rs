@@ -899,3 +899,59 @@ fn probing_a_node_shows_the_picker_and_then_the_probe_in_the_node_inspector() {
     );
     insta::assert_snapshot!("probe_in_node_inspector_80x24", screen);
 }
+
+#[test]
+fn a_call_a_world_model_never_reached_is_no_failure_in_the_view() {
+    // An interrupted wm-eval file: call 3 was copied and simulated by `memory` only, before
+    // the stop. The view counts, as `cosmos wm-eval` does, the calls every world model got to.
+    use mcp_cosmos::trajectory::event::{EventBody, Observation, Origin};
+    let mut run = wm_eval_run();
+    run.push(mcp_cosmos::trajectory::event::Event {
+        seq: 100,
+        t_ms: 10,
+        body: EventBody::ToolCalled {
+            step: 3,
+            tool: "Time MCP:convert_time".into(),
+            server: Some("Time MCP".into()),
+            arguments: Box::new(serde_json::json!({"time": "10:00"})),
+            result: Observation::default(),
+            latency_ms: 0,
+            node: None,
+            error: None,
+            origin: Some(Box::new(Origin {
+                run: "runs/a.jsonl".into(),
+                seq: 99,
+            })),
+        },
+    });
+    run.push(mcp_cosmos::trajectory::event::Event {
+        seq: 101,
+        t_ms: 11,
+        body: EventBody::CallSimulated {
+            step: 3,
+            world_model: "memory".into(),
+            observation: Observation::default(),
+            latency_ms: 1,
+            tokens: None,
+        },
+    });
+    let view = mcp_cosmos::tui::wm_eval_view::WmEvalView::new(&run, (120, 40));
+    let qwen = view
+        .board
+        .world_models
+        .iter()
+        .find(|w| w.name == "qwen")
+        .unwrap();
+    assert_eq!(
+        (qwen.calls, qwen.failed),
+        (2, 0),
+        "call 3 is not qwen's failure"
+    );
+    let memory = view
+        .board
+        .world_models
+        .iter()
+        .find(|w| w.name == "memory")
+        .unwrap();
+    assert_eq!((memory.calls, memory.failed), (2, 1));
+}

@@ -164,8 +164,11 @@ impl WmEvalView {
         for row in &mut rows {
             row.shown = row.cells.iter().map(|c| cell_text(c, &row.real)).collect();
         }
+        // As `cosmos wm-eval` counts them: the calls every world model got to (an interrupted
+        // file has calls some never reached, which are no failures).
         let table: Vec<CallResult> = rows
             .iter()
+            .filter(|r| !r.cells.iter().any(|c| matches!(c, Cell_::Missing)))
             .map(|r| CallResult {
                 tool: r.label.split('(').next().unwrap_or_default().to_string(),
                 source: r.source.clone(),
