@@ -105,17 +105,33 @@ pub fn pct(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() - 1) as f64 * p).round() as usize]
 }
 
-/// Resets the kernel's peak-RSS mark (Linux), so each phase reports its own peak.
+/// Resets the kernel's peak-RSS mark (Linux), so each phase reports its own peak. The mark
+/// restarts from what the process holds now: memory an earlier phase freed but the allocator
+/// kept (generating the benchmark's data on a first run holds hundreds of MB) still counts, so
+/// a warning says when the process starts a phase already large.
 pub fn reset_peak() {
     let _ = std::fs::write("/proc/self/clear_refs", "5");
+    let (peak, now) = (status_mb("VmHWM:"), status_mb("VmRSS:"));
+    if peak > now * 1.1 + 8.0 || now > 96.0 {
+        eprintln!(
+            "warning: this phase starts at {now:.0} MB resident (peak mark {peak:.0} MB): its \
+             peak below includes an earlier phase's memory; run the benchmark again (its data \
+             is kept) for the phase's own"
+        );
+    }
 }
 
 /// Peak RSS since the last reset, MB.
 pub fn peak_mb() -> f64 {
+    status_mb("VmHWM:")
+}
+
+/// A `/proc/self/status` field in MB.
+fn status_mb(field: &str) -> f64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     status
         .lines()
-        .find(|l| l.starts_with("VmHWM:"))
+        .find(|l| l.starts_with(field))
         .and_then(|l| l.split_whitespace().nth(1))
         .and_then(|v| v.parse::<f64>().ok())
         .unwrap_or(0.0)
