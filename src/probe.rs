@@ -18,7 +18,7 @@ use crate::trajectory::redact::Redactor;
 use crate::trajectory::run::Run;
 use crate::trajectory::writer::Writer;
 use crate::world_model::named::{self, BuiltInOptions};
-use crate::world_model::{HistoryStep, SimRequest};
+use crate::world_model::{HistoryStep, LlmUsage, SimRequest};
 
 /// Where probes find their world models and servers.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -131,10 +131,7 @@ pub async fn simulate(path: &Path, node: NodeId, name: &str, setup: &ProbeSetup)
         Ok(sim) => EventBody::NodeProbed {
             node,
             world_model: name.to_string(),
-            tokens: sim
-                .llm
-                .as_ref()
-                .map(|u| u.prompt_tokens + u.completion_tokens),
+            tokens: sim.llm.as_ref().map(LlmUsage::tokens),
             observation: Some(sim.observation),
             error: None,
             latency_ms: sim.latency.as_millis() as u64,
@@ -145,10 +142,7 @@ pub async fn simulate(path: &Path, node: NodeId, name: &str, setup: &ProbeSetup)
             observation: None,
             error: Some(failure.message),
             latency_ms: start.elapsed().as_millis() as u64,
-            tokens: failure
-                .llm
-                .as_ref()
-                .map(|u| u.prompt_tokens + u.completion_tokens),
+            tokens: failure.llm.as_ref().map(LlmUsage::tokens),
         },
     };
     let mut redactor = Redactor::new();
@@ -200,7 +194,7 @@ pub async fn call_for_real(path: &Path, node: NodeId, setup: &ProbeSetup) -> Res
 }
 
 fn append(path: &Path, run: &Run, redactor: Redactor, body: EventBody) -> Result<Event> {
-    let mut writer = Writer::append(path, run, redactor)?;
+    let mut writer = Writer::append(path, redactor)?;
     let t_ms = run.briefs().last().map_or(0, |e| e.t_ms);
     writer.write(t_ms, body)
 }

@@ -497,7 +497,7 @@ fn write_simulation(
             let tokens = sim
                 .llm
                 .as_ref()
-                .map_or(0, |u| u.prompt_tokens + u.completion_tokens);
+                .map_or(0, crate::world_model::LlmUsage::tokens);
             writer.write(
                 at,
                 EventBody::CallSimulated {

@@ -25,10 +25,9 @@ fn concurrent_appends_never_repeat_a_seq() {
         .map(|w| {
             let (path, start) = (path.clone(), start.clone());
             std::thread::spawn(move || {
-                // Every writer opens the run as it was before any of them wrote (as two
-                // probes started one after the other do).
-                let run = Run::open(&path).unwrap();
-                let mut writer = Writer::append(&path, &run, Redactor::new()).unwrap();
+                // Every writer opens the file before any of them writes (as two probes
+                // started one after the other do), so each saw the same last `seq`.
+                let mut writer = Writer::append(&path, Redactor::new()).unwrap();
                 start.wait();
                 for i in 0..each {
                     writer
@@ -68,12 +67,11 @@ fn a_torn_file_is_refused_before_anything_is_appended() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("run.jsonl");
     common::write_run(&common::plan_fails_run(), &path);
-    let run = Run::open(&path).unwrap();
     let mut f = std::fs::OpenOptions::new()
         .append(true)
         .open(&path)
         .unwrap();
     std::io::Write::write_all(&mut f, b"{\"seq\": 99, \"t_ms\"").unwrap();
-    let err = Writer::append(&path, &run, Redactor::new()).unwrap_err();
+    let err = Writer::append(&path, Redactor::new()).unwrap_err();
     assert!(format!("{err:#}").contains("torn"), "{err:#}");
 }

@@ -340,16 +340,12 @@ fn appending_after_a_torn_last_line_is_refused() {
     use mcp_cosmos::trajectory::writer::Writer;
     let dir = tempfile::tempdir().unwrap();
     let path = small_run(dir.path(), "a.jsonl");
-    let run = Run::open(&path).unwrap();
     // A clean file takes an appended judgement.
-    assert!(Writer::append(&path, &run, Redactor::new()).is_ok());
+    assert!(Writer::append(&path, Redactor::new()).is_ok());
     let mut f = fs::OpenOptions::new().append(true).open(&path).unwrap();
     f.write_all(br#"{"seq":99,"t_ms":1,"kind":"ans"#).unwrap();
     drop(f);
-    let err = format!(
-        "{:#}",
-        Writer::append(&path, &run, Redactor::new()).unwrap_err()
-    );
+    let err = format!("{:#}", Writer::append(&path, Redactor::new()).unwrap_err());
     assert!(
         err.contains("ends in a torn line; refusing to append"),
         "{err}"

@@ -280,19 +280,22 @@ impl Env {
         end: &End,
     ) -> Result<()> {
         let why = end.error.as_deref().unwrap_or("stopped");
-        sink.emit(EventBody::LlmCall {
-            role,
-            model: model.to_string(),
-            prompt_tokens: 0,
-            completion_tokens: 0,
-            tokens_estimated: true,
-            latency_ms: started.elapsed().as_millis() as u64,
-            error: Some(format!(
+        let cut = LlmError::new(
+            anyhow::anyhow!(
                 "cut off after {:.1}s ({why}): the tokens it spent are unknown",
                 started.elapsed().as_secs_f64()
-            )),
-            messages: None,
-        })
+            ),
+            started.elapsed(),
+        );
+        let mut event = llm_call_event(role, model, Err(&cut));
+        // Its 0 tokens are no count: the endpoint never said.
+        if let EventBody::LlmCall {
+            tokens_estimated, ..
+        } = &mut event
+        {
+            *tokens_estimated = true;
+        }
+        sink.emit(event)
     }
 
     /// Records an `agent` error (a limit reached, a search cut short).

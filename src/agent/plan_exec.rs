@@ -134,11 +134,8 @@ pub async fn run(env: &Env, sink: &mut dyn EventSink) -> Result<End> {
     })?;
     match execute_plan(env, sink, &plan, 0, OnFailure::Continue).await? {
         Ok(executed) => {
-            // A budget that cut the plan short is what went wrong first in execution.
-            let ending = match executed.stopped_by {
-                Some(stopped) if !planned.went_wrong() => stopped,
-                _ => planned,
-            };
+            // A budget that cut the plan short counts unless planning already went wrong.
+            let ending = executed.stopped_by.map_or(planned, |s| planned.then(s));
             Ok(answer::answer(env, sink, &executed.real)
                 .await?
                 .ending(ending))

@@ -22,7 +22,7 @@ use super::ports::EventSink;
 use super::prompt::{self, Setting, Turn};
 use super::{Env, llm_call_event, usage_event};
 use crate::trajectory::event::{Action, EventBody, NodeId, Observation, Role, VALIDATOR, Verdict};
-use crate::world_model::{HistoryStep, SimRequest, WorldModel};
+use crate::world_model::{HistoryStep, LlmUsage, SimRequest, WorldModel};
 
 /// SPIRAL's base reward of a verdict (the one table of them).
 pub fn base_reward(v: Verdict) -> f64 {
@@ -317,10 +317,7 @@ impl SearchEnv for Rehearser<'_> {
             };
             match self.world_model.simulate(req).await {
                 Ok(sim) => {
-                    let tokens = sim
-                        .llm
-                        .as_ref()
-                        .map(|u| u.prompt_tokens + u.completion_tokens);
+                    let tokens = sim.llm.as_ref().map(LlmUsage::tokens);
                     self.spent(tokens.unwrap_or(0));
                     self.rehearsals
                         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -333,11 +330,7 @@ impl SearchEnv for Rehearser<'_> {
                 }
                 Err(f) => {
                     // A failed simulation's tokens (a reply that was not JSON) count too.
-                    let tokens = f
-                        .llm
-                        .as_ref()
-                        .map_or(0, |u| u.prompt_tokens + u.completion_tokens);
-                    self.spent(tokens);
+                    self.spent(f.llm.as_ref().map_or(0, LlmUsage::tokens));
                     (Err(f.message), f.llm.iter().map(usage_event).collect())
                 }
             }

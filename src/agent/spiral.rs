@@ -74,15 +74,12 @@ pub async fn run(env: &Env, sink: &mut dyn EventSink, settings: &Settings) -> Re
         let finishes = plan
             .last()
             .is_some_and(|&i| matches!(tree.nodes[i].action, Some(Action::Finish { .. })));
-        keep_first_wrong(
-            &mut ending,
-            match cut_short {
-                Some(cut) => cut,
-                None if calls.is_empty() && !finishes => Ending::NoCallPlanned,
-                None if finishes => Ending::PlannerFinished,
-                None => Ending::SearchExhausted,
-            },
-        );
+        ending = ending.then(match cut_short {
+            Some(cut) => cut,
+            None if calls.is_empty() && !finishes => Ending::NoCallPlanned,
+            None if finishes => Ending::PlannerFinished,
+            None => Ending::SearchExhausted,
+        });
         sink.emit(EventBody::Phase {
             phase: Phase::Execute,
         })?;
@@ -100,7 +97,7 @@ pub async fn run(env: &Env, sink: &mut dyn EventSink, settings: &Settings) -> Re
             Err(end) => return Ok(end.ending(ending)),
         };
         if let Some(stopped) = executed.stopped_by {
-            keep_first_wrong(&mut ending, stopped);
+            ending = ending.then(stopped);
         }
         real.extend(executed.real);
         let Some(failed) = executed.failed_at.filter(|_| can_revise(real.len())) else {
@@ -120,14 +117,6 @@ pub async fn run(env: &Env, sink: &mut dyn EventSink, settings: &Settings) -> Re
         };
     }
     Ok(answer::answer(env, sink, &real).await?.ending(ending))
-}
-
-/// Takes `now` as the run's ending unless something already went wrong (the first cause is
-/// the one recorded).
-fn keep_first_wrong(ending: &mut Ending, now: Ending) {
-    if !ending.went_wrong() {
-        *ending = now;
-    }
 }
 
 /// One search (the first, or a revision) with the budget the run has left, and the ending it

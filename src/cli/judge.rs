@@ -70,8 +70,7 @@ fn judge_file(
         bail!("the run has not finished; judge it when it has");
     }
     let (completion, scores) = runtime.block_on(judge::judge(client, &run));
-    let mut writer =
-        Writer::append(file, &run, redactor.clone()).context("appending the judgement")?;
+    let mut writer = Writer::append(file, redactor.clone()).context("appending the judgement")?;
     let t = run.briefs().last().map_or(0, |e| e.t_ms);
     let model = client.endpoint().model.clone();
     writer.write(

@@ -8,6 +8,7 @@ use anyhow::Result;
 
 use super::group::RunRecord;
 use super::run::RunAccumulator;
+use crate::trajectory::listing::Recount;
 use crate::trajectory::reader::{EventStream, Severity, collect_files};
 
 /// What reading one file gave.
@@ -57,6 +58,19 @@ pub fn read_records(paths: &[PathBuf]) -> Result<(Vec<RunRecord>, Vec<String>)> 
         }
     }
     Ok((records, unreadable))
+}
+
+/// Today's totals of the runs under `paths`, by the same reading as `report` (for listings
+/// whose stored totals were written by an older metrics version).
+pub fn recount(paths: &[PathBuf]) -> Result<Vec<Recount>> {
+    let (records, _) = read_records(paths)?;
+    Ok(records
+        .into_iter()
+        .map(|r| Recount {
+            totals: r.metrics.totals(0),
+            path: r.path,
+        })
+        .collect())
 }
 
 /// One file's record.

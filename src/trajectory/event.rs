@@ -431,6 +431,12 @@ impl Ending {
         !matches!(self, Ending::PlannerFinished | Ending::SearchExhausted)
     }
 
+    /// The run's ending once `later` has happened too: the first thing that went wrong stays
+    /// the cause; until something has, the later ending is the one that counts.
+    pub fn then(self, later: Ending) -> Ending {
+        if self.went_wrong() { self } else { later }
+    }
+
     /// A few words for a status column (empty for the endings that went right).
     pub fn mark(self) -> &'static str {
         match self {

@@ -96,7 +96,7 @@ impl Writer {
     /// refuses a file whose last line is torn (appending would bury the tear) and numbers its
     /// event after the last line there, whoever wrote it. What follows `run_finished` never
     /// changes its totals, so there is no tally.
-    pub fn append(path: &Path, _run: &super::run::Run, redactor: Redactor) -> Result<Self> {
+    pub fn append(path: &Path, redactor: Redactor) -> Result<Self> {
         let file = OpenOptions::new()
             .read(true)
             .append(true)

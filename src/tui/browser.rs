@@ -606,12 +606,10 @@ fn cells<'a>(r: &RunSummary, marked: bool, theme: &Theme, shown: &[(usize, u16)]
         Cell::from(t.map_or(none.into(), |t| {
             success(t).map_or("—".into(), |s| format!("{:.0}%", s * 100.0))
         })),
-        Cell::from(
-            t.map_or(Some(none.to_string()), |t| {
-                t.fidelity.map(|v| format!("{v:.2}"))
-            })
-            .unwrap_or_else(|| "—".into()),
-        ),
+        Cell::from(match t {
+            None => none.to_string(),
+            Some(t) => t.fidelity.map_or("—".into(), |v| format!("{v:.2}")),
+        }),
         Cell::from(t.map_or(none.into(), |t| t.tokens.to_string())),
         Cell::from(t.map_or(none.into(), |t| format!("{:.1}", t.wall_ms as f64 / 1000.0))),
         Cell::from(started),

@@ -14,8 +14,7 @@ use super::action::{Action, RequestId};
 use super::app::App;
 use super::view::{Exit, Work};
 use crate::metrics::group::{GroupBy, group};
-use crate::metrics::records::read_records;
-use crate::trajectory::listing::Recount;
+use crate::metrics::records::{read_records, recount};
 use crate::trajectory::run::Run;
 
 /// Tick while playing.
@@ -197,22 +196,11 @@ pub fn perform(id: RequestId, work: Work) -> Vec<Action> {
             Box::new(block_on(crate::probe::call_for_real(&path, node, &setup))),
         )],
         Work::Recount(paths) => {
-            // The report's own reading: one function computes a run's metrics everywhere.
-            let totals = read_records(&paths)
-                .map(|(records, _)| {
-                    records
-                        .into_iter()
-                        .map(|r| Recount {
-                            totals: r.metrics.totals(0),
-                            path: r.path,
-                        })
-                        .collect()
-                })
-                .unwrap_or_else(|e| {
-                    tracing::warn!("recounting totals failed: {e:#}");
-                    Vec::new()
-                });
-            vec![Action::Recounted(id, totals)]
+            let recounts = recount(&paths).unwrap_or_else(|e| {
+                tracing::warn!("recounting totals failed: {e:#}");
+                Vec::new()
+            });
+            vec![Action::Recounted(id, recounts)]
         }
         Work::Groups(paths) => {
             let rows = read_records(&paths)

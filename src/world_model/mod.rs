@@ -81,6 +81,13 @@ pub struct LlmUsage {
     pub messages: Option<serde_json::Value>,
 }
 
+impl LlmUsage {
+    /// Prompt and completion tokens together.
+    pub fn tokens(&self) -> u64 {
+        self.prompt_tokens + self.completion_tokens
+    }
+}
+
 /// A prediction.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Simulation {

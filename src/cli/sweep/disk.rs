@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 
 use super::spec::Cell;
-use crate::metrics::records::read_records;
+use crate::metrics::records::recount;
 use crate::metrics::run::METRICS_VERSION;
 use crate::trajectory::event::{RunStatus, Totals};
 use crate::trajectory::listing::RunSummary;
@@ -68,27 +68,21 @@ pub fn finished_state(path: &Path) -> State {
     if !path.exists() {
         return State::Missing;
     }
-    let summary = RunSummary::read(path);
-    match &summary.finished {
+    let mut summary = RunSummary::read(path);
+    // Totals of an older metrics version are computed again, as the browser does.
+    if summary
+        .finished
+        .as_ref()
+        .is_some_and(|f| f.totals.metrics_version != METRICS_VERSION)
+        && let Ok([fresh]) = recount(&[path.to_path_buf()]).as_deref()
+    {
+        summary.recounted(fresh);
+    }
+    match summary.finished {
         Some(f) if matches!(f.status, RunStatus::Completed | RunStatus::Failed) => {
-            State::Done(f.status, current_totals(path, &f.totals))
+            State::Done(f.status, f.totals)
         }
         _ => State::Incomplete(summary.status_label().to_string()),
-    }
-}
-
-/// The totals to show for a finished run: its own when written by this metrics version,
-/// computed again from its events (as `report` does) when not.
-fn current_totals(path: &Path, stored: &Totals) -> Totals {
-    if stored.metrics_version == METRICS_VERSION {
-        return stored.clone();
-    }
-    match read_records(&[path.to_path_buf()]) {
-        Ok((records, _)) if records.len() == 1 => Totals {
-            events: stored.events,
-            ..records[0].metrics.totals(0)
-        },
-        _ => stored.clone(),
     }
 }
 
@@ -182,7 +176,7 @@ mod tests {
         let State::Done(_, shown) = finished_state(&sample) else {
             panic!("a finished cell");
         };
-        let (records, _) = read_records(&[sample]).unwrap();
+        let (records, _) = crate::metrics::records::read_records(&[sample]).unwrap();
         let want = records[0].metrics.totals(stored.events);
         assert_eq!(shown, want);
         assert_eq!(shown.metrics_version, METRICS_VERSION);
