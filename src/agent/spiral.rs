@@ -152,11 +152,9 @@ async fn search(
         }
         Stopped::Budget(e) => {
             env.record_agent_error(sink, format!("search stopped early: {e}"))?;
-            Some(
-                env.meter
-                    .over()
-                    .map_or(Ending::SearchEndedEarly, |l| l.ending),
-            )
+            // A stop request returned above: this is a spent budget, or the tokens left that
+            // cannot cover another rehearsal (the meter not yet over).
+            Some(env.meter.over().map_or(Ending::TokenLimit, |l| l.ending))
         }
         Stopped::Done | Stopped::Exhausted => None,
     };
@@ -186,14 +184,9 @@ mod tests {
         }
     }
 
-    #[tokio::test]
-    async fn an_expansion_rehearses_only_as_many_candidates_as_the_budget_left_covers() {
-        // Four candidates each time; a planner turn costs 15 tokens, a prediction 23 (the
-        // scripted ports' usage), no critic. Budget 170: the first expansion rehearses all
-        // four (no cost known yet): 15 + 4·23 = 107. The second proposes (122), and 48 tokens
-        // left cover two rehearsals at 23: 2, not 4 (168). The third proposes (183) and can
-        // afford none: the search stops for the budget. Rehearsing all four would have spent
-        // 214 before the budget was first checked.
+    /// SPIRAL over four candidates per expansion (a planner turn costs 15 tokens, a
+    /// prediction 23, no critic) with a token budget of `max_tokens`.
+    fn four_candidates(max_tokens: u64) -> (Env, Settings) {
         let four = json!({"candidates": [
             {"action": "call", "tool": "s:a", "arguments": {}},
             {"action": "call", "tool": "s:b", "arguments": {}},
@@ -206,7 +199,7 @@ mod tests {
             ScriptedTools::new(&["s:a", "s:b", "s:c", "s:d"], |_, _| Observation::default());
         let mut env = testing::env(planner, None, tools, Some(Arc::new(wm)), 8);
         env.meter = Arc::new(crate::agent::Meter::new(crate::agent::Budget {
-            max_tokens: 170,
+            max_tokens,
             ..*env.budget()
         }));
         let settings = Settings {
@@ -216,6 +209,18 @@ mod tests {
             alpha: 1.0,
             ..settings()
         };
+        (env, settings)
+    }
+
+    #[tokio::test]
+    async fn an_expansion_rehearses_only_as_many_candidates_as_the_budget_left_covers() {
+        // Four candidates each time; a planner turn costs 15 tokens, a prediction 23 (the
+        // scripted ports' usage), no critic. Budget 170: the first expansion rehearses all
+        // four (no cost known yet): 15 + 4·23 = 107. The second proposes (122), and 48 tokens
+        // left cover two rehearsals at 23: 2, not 4 (168). The third proposes (183) and can
+        // afford none: the search stops for the budget. Rehearsing all four would have spent
+        // 214 before the budget was first checked.
+        let (env, settings) = four_candidates(170);
         let mut events = Vec::new();
         run(&env, &mut events, &settings).await.unwrap();
         let added: Vec<u64> = events
@@ -236,6 +241,23 @@ mod tests {
                 .any(|e| matches!(e, EventBody::Error { source, message, .. }
             if source == "agent" && message.contains("cannot cover another rehearsal")))
         );
+    }
+
+    #[tokio::test]
+    async fn a_search_stopped_because_no_rehearsal_fits_ends_the_run_by_its_token_limit() {
+        // Budget 190: 107 after the first expansion, 168 after the second (two of four), the
+        // third planner turn brings it to 183: 7 tokens left, under one rehearsal's 23, yet
+        // the budget is not spent. The search stops, and the cause is the token budget.
+        let (env, settings) = four_candidates(190);
+        let mut events = Vec::new();
+        let end = run(&env, &mut events, &settings).await.unwrap();
+        assert!(
+            events
+                .iter()
+                .any(|e| matches!(e, EventBody::Error { message, .. }
+            if message.contains("cannot cover another rehearsal")))
+        );
+        assert_eq!(end.ending, Some(Ending::TokenLimit));
     }
 
     #[tokio::test]
