@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mcp_cosmos::agent::mcts::{Answer, Critique, PlanRule, SearchEnv, Settings, search};
+use mcp_cosmos::agent::mcts::{Answer, Critique, PlanRule, Proposal, SearchEnv, Settings, search};
 use mcp_cosmos::agent::ports::EventSink;
 use mcp_cosmos::agent::rehearse::Prediction;
 use mcp_cosmos::llm::client::LlmClient;
@@ -42,7 +42,8 @@ impl SearchEnv for Instant0 {
         &'a self,
         history: &'a [HistoryStep],
         k: usize,
-    ) -> Answer<'a, Result<Vec<Action>, String>> {
+        _feedback: Option<&'a str>,
+    ) -> Answer<'a, Result<Proposal, String>> {
         let mut out: Vec<Action> = (0..k.min(self.k))
             .map(|i| Action::ToolCall {
                 tool: "t:x".into(),
@@ -53,7 +54,13 @@ impl SearchEnv for Instant0 {
         if self.http.is_some() && history.len() >= 3 {
             out[0] = Action::Finish { answer: None };
         }
-        Box::pin(async move { (Ok(out), vec![]) })
+        Box::pin(async move {
+            let proposal = Proposal {
+                actions: out,
+                rejected: vec![],
+            };
+            (Ok(proposal), vec![])
+        })
     }
     fn invalid(&self, _t: &str, _a: &Value) -> Option<String> {
         None
@@ -125,9 +132,10 @@ fn main() {
     };
     let mut count = Count(0);
     let start = Instant::now();
-    let (tree, _) = rt
+    let tree = rt
         .block_on(search(&env, &settings, &mut count))
-        .expect("counting never fails");
+        .expect("counting never fails")
+        .tree;
     let elapsed = start.elapsed();
     let events = count.0;
     println!(

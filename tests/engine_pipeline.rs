@@ -23,6 +23,17 @@ fn config(dir: &Path, roles: &str) -> String {
 }
 
 fn run(dir: &Path, llm: &ScriptedLlm, agent: &str, extra: &[&str]) -> (Vec<Value>, String) {
+    run_ending(dir, llm, agent, extra, 0)
+}
+
+/// [`run`], for a run that ends with exit code `code` (1: the run failed).
+fn run_ending(
+    dir: &Path,
+    llm: &ScriptedLlm,
+    agent: &str,
+    extra: &[&str],
+    code: i32,
+) -> (Vec<Value>, String) {
     let mcp = write_mcp_config(dir, bench_servers());
     let out = dir.join("out");
     let o = cosmos(
@@ -30,7 +41,7 @@ fn run(dir: &Path, llm: &ScriptedLlm, agent: &str, extra: &[&str]) -> (Vec<Value
         llm,
         KEY,
     );
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(o.status.code(), Some(code), "{}", text(&o));
     let file = only_run(&out);
     let v = std::process::Command::new(env!("CARGO_BIN_EXE_cosmos"))
         .args(["validate", file.to_str().unwrap()])
@@ -185,7 +196,7 @@ fn with_the_world_models_endpoint_down_spiral_records_errors_not_predictions() {
              [roles.critic]\nbase_url = \"{dead_url}\"\nmax_retries = 0\ntimeout_s = 5\n"
         ),
     );
-    let (ev, out) = run(
+    let (ev, out) = run_ending(
         dir.path(),
         &llm,
         "spiral",
@@ -199,6 +210,7 @@ fn with_the_world_models_endpoint_down_spiral_records_errors_not_predictions() {
             "--candidates",
             "2",
         ],
+        1,
     );
     let wm_errors = of_kind(&ev, "error")
         .into_iter()
@@ -218,8 +230,13 @@ fn with_the_world_models_endpoint_down_spiral_records_errors_not_predictions() {
         of_kind(&ev, "tool_called").is_empty(),
         "nothing unsimulated is executed"
     );
+    // The first expansion simulated nothing: the search stopped there, with no plan.
+    assert_eq!(
+        of_kind(&ev, "search_finished")[0]["stopped"],
+        "world_model_failed"
+    );
     let finished = ev.last().unwrap();
-    assert_eq!(finished["status"], "completed");
+    assert_eq!(finished["status"], "failed");
     assert!(finished["totals"].get("fidelity").is_none(), "{finished}");
     let r = std::process::Command::new(env!("CARGO_BIN_EXE_cosmos"))
         .args(["report", &out, "--format", "json"])
@@ -244,7 +261,8 @@ fn a_world_model_reply_that_is_not_json_still_counts_its_tokens() {
             {"action": "call", "tool": "Time MCP:convert_time", "arguments": utc_to("Asia/Tokyo")}
         ]}}
     ]));
-    let (ev, _) = run(
+    // Nothing could be simulated, so there is no plan: the run fails, saying so.
+    let (ev, _) = run_ending(
         dir.path(),
         &llm,
         "spiral",
@@ -256,6 +274,15 @@ fn a_world_model_reply_that_is_not_json_still_counts_its_tokens() {
             "--candidates",
             "2",
         ],
+        1,
+    );
+    let last = ev.last().unwrap();
+    assert_eq!(last["status"], "failed");
+    assert!(
+        last["error"]
+            .as_str()
+            .unwrap()
+            .contains("world model could not simulate")
     );
     let wm_calls: Vec<&Value> = of_kind(&ev, "llm_call")
         .into_iter()

@@ -312,7 +312,9 @@ fn a_revision_whose_planner_fails_still_answers_from_the_real_steps() {
     assert_eq!(roots(&run).len(), 2);
     assert_eq!(run.steps().len(), 1);
     let stopped = run.all_events().iter().any(|e| {
-        matches!(&e.body, EventBody::Error { message, .. } if message.starts_with("search stopped early: planner failed"))
+        matches!(&e.body, EventBody::Error { message, .. }
+            if message.starts_with("the revision has no plan to execute")
+                && message.contains("no usable decision"))
     });
     assert!(stopped, "the failed revision is recorded");
     assert!(run.answer_at(run.len()).is_some());
@@ -325,4 +327,247 @@ fn a_revision_whose_planner_fails_still_answers_from_the_real_steps() {
     ));
     let check = cosmos(&["validate", path.to_str().unwrap()], &llm, KEY);
     assert_eq!(check.status.code(), Some(0), "{}", text(&check));
+}
+
+/// `cosmos run --agent spiral` on time_mcp_001 whatever its exit code: the output and the file.
+fn run_any(
+    dir: &Path,
+    llm: &ScriptedLlm,
+    extra: &[&str],
+) -> (std::process::Output, std::path::PathBuf) {
+    let mcp = write_mcp_config(dir, bench_servers());
+    let out_dir = dir.join("runs");
+    let args = cosmos_run_args(&mcp, &out_dir, "time_mcp_001", "spiral", extra);
+    let output = cosmos(&args, llm, KEY);
+    (output, only_run(&out_dir))
+}
+
+/// The planner's requests among those the endpoint received.
+fn planner_requests(llm: &ScriptedLlm) -> Vec<Value> {
+    llm.requests()
+        .into_iter()
+        .filter(|r| {
+            r["body"]
+                .to_string()
+                .contains("You are an agent that solves")
+        })
+        .collect()
+}
+
+/// The run's one `search_finished`.
+fn search_finished(path: &Path) -> Value {
+    let finished: Vec<Value> = events(path)
+        .into_iter()
+        .filter(|e| e["kind"] == "search_finished")
+        .collect();
+    assert_eq!(finished.len(), 1, "{finished:?}");
+    finished[0].clone()
+}
+
+fn tokyo() -> Value {
+    json!({"source_timezone": "UTC", "time": "09:00", "target_timezone": "Asia/Tokyo"})
+}
+
+#[test]
+fn an_unusable_first_decision_is_retried_with_what_went_wrong_and_the_valid_call_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let llm = ScriptedLlm::start(json!([
+        {"when": "You write the final answer", "content": "09:00 UTC is 18:00 in Tokyo."},
+        {"when": "You simulate an MCP server", "content": predicted(r#"{"target":{"datetime":"2026-11-29T18:00:00+09:00"}}"#, false)},
+        {"when": "1. Time MCP:", "content": {"candidates": [finish("")]}},
+        {"when": ["No tool has been called yet", "names no tool"], "content": {"candidates": [call("Time MCP:convert_time", tokyo())]}},
+        {"when": "No tool has been called yet", "content": {"action": "call"}}
+    ]));
+    let (output, path) = run_any(
+        dir.path(),
+        &llm,
+        &[
+            "--world-model",
+            "llm",
+            "--iterations",
+            "3",
+            "--candidates",
+            "2",
+            "--alpha",
+            "1.0",
+        ],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let events = events(&path);
+    assert!(
+        events
+            .iter()
+            .any(|e| e["kind"] == "decision_rejected" && e["problem"] == "no_tool")
+    );
+    let called: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["kind"] == "tool_called")
+        .collect();
+    assert_eq!(called.len(), 1, "the retried decision ran for real");
+    assert_eq!(called[0]["arguments"]["target_timezone"], "Asia/Tokyo");
+    let last = events.last().unwrap();
+    assert_eq!(last["status"], "completed");
+    assert_eq!(search_finished(&path)["retried"], 1);
+
+    // The decision schema sent has one branch per tool, each with that tool's own input
+    // schema for its arguments, and a finish branch that requires an answer.
+    let first = &planner_requests(&llm)[0]["body"];
+    assert_eq!(first["response_format"]["type"], "json_schema");
+    let items =
+        &first["response_format"]["json_schema"]["schema"]["properties"]["candidates"]["items"];
+    let branches = items["anyOf"].as_array().expect("anyOf over the decisions");
+    let convert = branches
+        .iter()
+        .find(|b| b["properties"]["tool"]["enum"] == json!(["Time MCP:convert_time"]))
+        .expect("a branch for convert_time");
+    assert_eq!(convert["properties"]["action"]["enum"], json!(["call"]));
+    assert!(
+        convert["required"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("arguments"))
+    );
+    let required = convert["properties"]["arguments"]["required"]
+        .as_array()
+        .unwrap();
+    assert!(required.contains(&json!("target_timezone")), "{convert}");
+    assert!(
+        branches
+            .iter()
+            .any(|b| b["properties"]["action"]["enum"] == json!(["finish"]))
+    );
+    let header = &events[0];
+    assert_eq!(header["agent"]["settings"]["decision_schema"], "per_tool");
+}
+
+#[test]
+fn a_planner_that_never_gives_a_usable_decision_fails_the_run_and_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let llm = ScriptedLlm::start(json!([
+        {"when": "You write the final answer", "content": "should not be asked"},
+        {"when": "No tool has been called yet", "content": "I think I should call a tool."}
+    ]));
+    let (output, path) = run_any(
+        dir.path(),
+        &llm,
+        &[
+            "--world-model",
+            "llm",
+            "--iterations",
+            "5",
+            "--candidates",
+            "2",
+            "--retries",
+            "2",
+        ],
+    );
+    assert_ne!(output.status.code(), Some(0), "{}", text(&output));
+    let events = events(&path);
+    let last = events.last().unwrap();
+    assert_eq!(last["status"], "failed");
+    let error = last["error"].as_str().unwrap();
+    assert!(
+        error.contains("no plan to execute") && error.contains("no usable decision"),
+        "{error}"
+    );
+    // Asked once and retried twice, each reply recorded as a rejection that is not JSON.
+    let rejected: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["kind"] == "decision_rejected")
+        .collect();
+    assert_eq!(rejected.len(), 3);
+    assert!(rejected.iter().all(|e| e["problem"] == "not_json"));
+    assert_eq!(planner_requests(&llm).len(), 3);
+    assert!(
+        !events
+            .iter()
+            .any(|e| e["kind"] == "tool_called" || e["kind"] == "answer")
+    );
+    let finished = search_finished(&path);
+    assert_eq!(finished["retried"], 2);
+    assert_eq!(finished["stopped"], "exhausted");
+}
+
+#[test]
+fn a_world_model_that_fails_a_whole_expansion_stops_the_search_and_fails_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let llm = ScriptedLlm::start(json!([
+        {"when": "You simulate an MCP server", "status": 500, "raw": "world model is down"},
+        {"when": "No tool has been called yet", "content": {"candidates": [
+            call("Time MCP:convert_time", tokyo()),
+            call("Time MCP:get_current_time", json!({"timezone": "UTC"}))
+        ]}}
+    ]));
+    let (output, path) = run_any(
+        dir.path(),
+        &llm,
+        &[
+            "--world-model",
+            "llm",
+            "--iterations",
+            "6",
+            "--candidates",
+            "2",
+            "--alpha",
+            "1.0",
+        ],
+    );
+    assert_ne!(output.status.code(), Some(0), "{}", text(&output));
+    // One planner call, not one per iteration.
+    assert_eq!(planner_requests(&llm).len(), 1);
+    let finished = search_finished(&path);
+    assert_eq!(finished["stopped"], "world_model_failed");
+    assert_eq!(finished["iterations"], 1);
+    let last = events(&path).last().unwrap().clone();
+    assert_eq!(last["status"], "failed");
+    assert_eq!(last["ending"], "search_ended_early");
+    assert!(
+        last["error"]
+            .as_str()
+            .unwrap()
+            .contains("world model could not simulate")
+    );
+}
+
+#[test]
+fn an_endpoint_that_refuses_the_per_tool_schema_gets_the_flat_one_and_the_run_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let llm = ScriptedLlm::start(json!([
+        {"when": "\"anyOf\"", "status": 400, "raw": "{\"error\": \"unsupported schema: anyOf\"}"},
+        {"when": "You write the final answer", "content": "18:00 in Tokyo."},
+        {"when": "You simulate an MCP server", "content": predicted(r#"{"target":{"datetime":"2026-11-29T18:00:00+09:00"}}"#, false)},
+        {"when": "1. Time MCP:", "content": {"candidates": [finish("")]}},
+        {"when": "No tool has been called yet", "content": {"candidates": [call("Time MCP:convert_time", tokyo())]}}
+    ]));
+    let (output, path) = run_any(
+        dir.path(),
+        &llm,
+        &[
+            "--world-model",
+            "llm",
+            "--iterations",
+            "3",
+            "--candidates",
+            "2",
+            "--alpha",
+            "1.0",
+        ],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let events = events(&path);
+    assert!(events.iter().any(|e| {
+        e["kind"] == "error"
+            && e["message"]
+                .as_str()
+                .unwrap()
+                .contains("refused the per-tool decision schema")
+    }));
+    let planner = planner_requests(&llm);
+    // The refused request, its flat retry, and every later one flat, still as a JSON schema.
+    assert!(planner[0]["body"].to_string().contains("anyOf"));
+    for r in &planner[1..] {
+        assert!(!r["body"].to_string().contains("anyOf"));
+        assert_eq!(r["body"]["response_format"]["type"], "json_schema");
+    }
+    assert_eq!(events.last().unwrap()["status"], "completed");
 }

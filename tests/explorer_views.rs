@@ -403,6 +403,17 @@ fn the_plans_reason_names_its_rule_value_and_a_tie() {
         added(4, Some(1), 2, finish),
         evaluated(4, Verdict::Finish, 0.9),
         back(vec![0, 1, 4], 0.9),
+        EventBody::SearchFinished {
+            root: 0,
+            iterations: 4,
+            expanded: 3,
+            revisited: 1,
+            widened: 0,
+            retried: 1,
+            fruitless: 0,
+            stopped: mcp_cosmos::trajectory::event::SearchStop::Iterations,
+            detail: None,
+        },
         EventBody::PlanSelected {
             nodes: vec![2, 3],
             rule: "best_mean".into(),
@@ -419,6 +430,13 @@ fn the_plans_reason_names_its_rule_value_and_a_tie() {
         if size.0 >= 120 {
             assert!(
                 screen.contains("★ best mean 0.90; ties #4, earlier wins"),
+                "{screen}"
+            );
+            // The search's iteration accounting is at the tree's foot.
+            assert!(
+                screen.contains(
+                    "4 iterations: 3 expanded, 1 revisited, 1 retried · stopped: iterations"
+                ),
                 "{screen}"
             );
         }

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use super::ports::EventSink;
 use super::rehearse::{self, Prediction, Rehearsal};
-use crate::trajectory::event::{Action, EventBody, NodeId, Observation, Verdict};
+use crate::trajectory::event::{Action, EventBody, NodeId, Observation, SearchStop, Verdict};
 use crate::world_model::{HistoryStep, canonical};
 
 /// How the final plan is chosen.
@@ -58,6 +58,36 @@ pub struct Settings {
     /// Execution-time revision: how many times a failed real call may start a new search
     /// from the real steps taken so far (0, the paper's default, turns it off).
     pub revisions: usize,
+    /// How often an expansion that gave no usable candidate (a rejected decision, a reply
+    /// that is not JSON or was cut) asks the planner again, told what went wrong.
+    pub retries: usize,
+    /// How often a node whose children are all dead ends is expanded again (the planner
+    /// shown the dead ends) instead of revisiting them; 0 is SPIRAL's published search.
+    pub widen: u32,
+    /// What selection does with settled paths (finished, or dead ends all the way down).
+    pub settled: Settled,
+}
+
+/// What the search does with a settled path: one whose every leaf is terminal, so visiting it
+/// again adds no node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Settled {
+    /// Revisit it, its reward backpropagated again (SPIRAL's published search).
+    #[default]
+    Revisit,
+    /// Never select it again (MCTS-Solver-style); the search ends once every path is settled.
+    Skip,
+}
+
+impl Settled {
+    /// Name in headers and flags.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Settled::Revisit => "revisit",
+            Settled::Skip => "skip",
+        }
+    }
 }
 
 impl Settings {
@@ -113,6 +143,8 @@ impl Settings {
         within("alpha", self.alpha, 0.0, 1.0)?;
         count("concurrency", self.concurrency, 1, 256)?;
         count("revisions", self.revisions, 0, 1_000)?;
+        count("retries", self.retries, 0, 100)?;
+        count("widen", self.widen as usize, 0, 100)?;
         Ok(())
     }
 }
@@ -128,6 +160,9 @@ impl Default for Settings {
             plan_rule: PlanRule::BestMean,
             concurrency: 3,
             revisions: 0,
+            retries: 2,
+            widen: 1,
+            settled: Settled::Revisit,
         }
     }
 }
@@ -144,15 +179,26 @@ pub struct Critique {
 /// An answer from the environment, with the events it produced on the way (its LLM calls).
 pub type Answer<'a, T> = BoxFuture<'a, (T, Vec<EventBody>)>;
 
+/// What the planner proposed for one state.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Proposal {
+    /// The usable candidates, best first.
+    pub actions: Vec<Action>,
+    /// Why each unusable one was rejected (their `decision_rejected` events are emitted too).
+    pub rejected: Vec<String>,
+}
+
 /// What the search needs from the world. Events the environment itself produces (its LLM
 /// calls, rejected candidates) go into the `Vec<EventBody>` each call returns, in order.
 pub trait SearchEnv: Send + Sync {
-    /// Up to `k` next actions from a state (rejected candidates are events, not actions).
+    /// Up to `k` next actions from a state, the planner told `feedback` (why its last reply
+    /// was not usable, or which children are dead ends); `Err` when the planner failed.
     fn propose<'a>(
         &'a self,
         history: &'a [HistoryStep],
         k: usize,
-    ) -> Answer<'a, Result<Vec<Action>, String>>;
+        feedback: Option<&'a str>,
+    ) -> Answer<'a, Result<Proposal, String>>;
     /// Why a call is invalid (unknown tool, arguments failing the schema), if it is.
     fn invalid(&self, tool: &str, arguments: &serde_json::Value) -> Option<String>;
     /// The world model's prediction of a call; `Err` when the world model failed.
@@ -203,9 +249,38 @@ pub struct Node {
     pub terminal: bool,
     /// Its verdict once rehearsed.
     pub verdict: Option<Verdict>,
+    /// Times it was expanded again because its children were all dead ends.
+    pub widened: u32,
+    /// Nothing below it can still change: it is terminal, or its children are all settled
+    /// and it will not be widened again.
+    pub settled: bool,
 }
 
 impl Node {
+    /// A new, unvisited node.
+    fn new(parent: Option<usize>, depth: u32, action: Option<Action>) -> Self {
+        Self {
+            parent,
+            children: vec![],
+            depth,
+            action,
+            observation: None,
+            visits: 0,
+            value_sum: 0.0,
+            reward: 0.0,
+            terminal: false,
+            verdict: None,
+            widened: 0,
+            settled: false,
+        }
+    }
+
+    /// A terminal node that does not finish: a dead end, an invalid call, or one the world
+    /// model could not simulate.
+    pub fn dead_end(&self) -> bool {
+        self.terminal && self.verdict != Some(Verdict::Finish)
+    }
+
     /// Mean value Q (0 before any visit).
     pub fn q(&self) -> f64 {
         if self.visits == 0 {
@@ -227,43 +302,67 @@ impl Tree {
     /// A tree with only the root.
     pub fn new() -> Self {
         Self {
-            nodes: vec![Node {
-                parent: None,
-                children: vec![],
-                depth: 0,
-                action: None,
-                observation: None,
-                visits: 0,
-                value_sum: 0.0,
-                reward: 0.0,
-                terminal: false,
-                verdict: None,
-            }],
+            nodes: vec![Node::new(None, 0, None)],
         }
     }
 
     /// UCT from the root: unvisited children first (in order), then the best
     /// `Q + c·sqrt(ln N_parent / N)`; stops at a node without children or a terminal one.
     pub fn select(&self, c: f64) -> usize {
+        self.select_with(c, 0, Settled::Revisit)
+            .expect("revisiting never runs out of nodes")
+    }
+
+    /// [`Tree::select`], also stopping at a node whose children are all dead ends while it may
+    /// be widened (fewer than `widen` times so far), and, with [`Settled::Skip`], never
+    /// entering a settled node. `None` when every path is settled and skipped.
+    pub fn select_with(&self, c: f64, widen: u32, settled: Settled) -> Option<usize> {
+        let skip = settled == Settled::Skip;
+        if skip && self.nodes[0].settled {
+            return None;
+        }
         let mut at = 0;
         loop {
             let node = &self.nodes[at];
-            if node.terminal || node.children.is_empty() {
-                return at;
+            if node.terminal || node.children.is_empty() || self.widenable(at, widen) {
+                return Some(at);
             }
-            if let Some(&unvisited) = node.children.iter().find(|&&ch| self.nodes[ch].visits == 0) {
-                return unvisited;
-            }
-            let ln_parent = f64::from(node.visits.max(1)).ln();
-            at = *node
+            let open = node
                 .children
                 .iter()
-                .max_by(|&&a, &&b| {
-                    self.uct(a, c, ln_parent)
-                        .total_cmp(&self.uct(b, c, ln_parent))
-                        .then(b.cmp(&a))
-                })
-                .expect("children");
+                .copied()
+                .filter(|&ch| !(skip && self.nodes[ch].settled));
+            if let Some(unvisited) = open.clone().find(|&ch| self.nodes[ch].visits == 0) {
+                return Some(unvisited);
+            }
+            let ln_parent = f64::from(node.visits.max(1)).ln();
+            at = open.max_by(|&a, &b| {
+                self.uct(a, c, ln_parent)
+                    .total_cmp(&self.uct(b, c, ln_parent))
+                    .then(b.cmp(&a))
+            })?;
+        }
+    }
+
+    /// Its children are all dead ends and it may be expanded again.
+    fn widenable(&self, n: usize, widen: u32) -> bool {
+        let node = &self.nodes[n];
+        node.widened < widen
+            && !node.children.is_empty()
+            && node.children.iter().all(|&ch| self.nodes[ch].dead_end())
+    }
+
+    /// Recomputes [`Node::settled`] from `n` up to the root.
+    fn settle_from(&mut self, n: usize, widen: u32) {
+        let mut at = Some(n);
+        while let Some(i) = at {
+            let node = &self.nodes[i];
+            let settled = node.terminal
+                || (!node.children.is_empty()
+                    && node.children.iter().all(|&ch| self.nodes[ch].settled)
+                    && !self.widenable(i, widen));
+            self.nodes[i].settled = settled;
+            at = self.nodes[i].parent;
         }
     }
 
@@ -341,12 +440,67 @@ impl Tree {
 pub enum Stopped {
     /// All iterations ran.
     Done,
-    /// Nothing left to expand.
+    /// Nothing left to expand (the root is a dead end, or every path is settled and skipped).
     Exhausted,
     /// A budget or stop request.
     Budget(String),
-    /// The planner failed.
+    /// The planner's endpoint failed.
     PlannerFailed(String),
+    /// An expansion could simulate none of its calls: the world model failed for each.
+    WorldModelFailed(String),
+}
+
+impl Stopped {
+    /// How `search_finished` names it.
+    pub fn stop(&self) -> SearchStop {
+        match self {
+            Stopped::Done => SearchStop::Iterations,
+            Stopped::Exhausted => SearchStop::Exhausted,
+            Stopped::Budget(_) => SearchStop::Budget,
+            Stopped::PlannerFailed(_) => SearchStop::PlannerFailed,
+            Stopped::WorldModelFailed(_) => SearchStop::WorldModelFailed,
+        }
+    }
+
+    /// The reason in words, when there is one beyond the name.
+    pub fn detail(&self) -> Option<&str> {
+        match self {
+            Stopped::Done | Stopped::Exhausted => None,
+            Stopped::Budget(why) | Stopped::PlannerFailed(why) | Stopped::WorldModelFailed(why) => {
+                Some(why)
+            }
+        }
+    }
+}
+
+/// What one search did with its iterations (recorded as `search_finished`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Accounting {
+    /// Iterations started.
+    pub iterations: u64,
+    /// Iterations that added nodes (widenings included).
+    pub expanded: u64,
+    /// Iterations that revisited a finished path (its reward counted again).
+    pub revisited: u64,
+    /// Expansions of a node whose children were all dead ends.
+    pub widened: u64,
+    /// Times the planner was asked again after a reply with no usable candidate.
+    pub retried: u64,
+    /// Iterations whose expansion added nothing (no usable or no new candidate).
+    pub fruitless: u64,
+}
+
+/// A finished search: the tree, why it stopped and what its iterations did.
+#[derive(Debug, Clone)]
+pub struct Search {
+    /// The tree.
+    pub tree: Tree,
+    /// Why it stopped.
+    pub stopped: Stopped,
+    /// Its iterations.
+    pub accounting: Accounting,
+    /// Why the last fruitless expansion gave nothing (the planner's last rejection).
+    pub last_rejection: Option<String>,
 }
 
 /// Where a search sits in the run: at the start (the default), or, for an execution-time
@@ -385,19 +539,24 @@ pub async fn search(
     env: &dyn SearchEnv,
     settings: &Settings,
     sink: &mut dyn EventSink,
-) -> Result<(Tree, Stopped)> {
+) -> Result<Search> {
     search_from(env, settings, &Origin::default(), sink).await
 }
 
-/// Runs a search rooted at `origin`, recording every event in `sink` in a fixed order.
-/// The tree's ids count from 0 whatever the origin.
+/// Runs a search rooted at `origin`, recording every event in `sink` in a fixed order and
+/// ending with its `search_finished`. The tree's ids count from 0 whatever the origin.
 pub async fn search_from(
     env: &dyn SearchEnv,
     settings: &Settings,
     origin: &Origin,
     sink: &mut dyn EventSink,
-) -> Result<(Tree, Stopped)> {
-    let mut tree = Tree::new();
+) -> Result<Search> {
+    let mut search = Search {
+        tree: Tree::new(),
+        stopped: Stopped::Done,
+        accounting: Accounting::default(),
+        last_rejection: None,
+    };
     sink.emit(EventBody::NodeAdded {
         node: origin.id(0),
         parent: origin.anchor.map(|(id, _)| id),
@@ -405,13 +564,47 @@ pub async fn search_from(
         action: None,
         prior: None,
     })?;
+    search.stopped = iterate(env, settings, origin, sink, &mut search).await?;
+    let a = search.accounting;
+    sink.emit(EventBody::SearchFinished {
+        root: origin.id(0),
+        iterations: a.iterations,
+        expanded: a.expanded,
+        revisited: a.revisited,
+        widened: a.widened,
+        retried: a.retried,
+        fruitless: a.fruitless,
+        stopped: search.stopped.stop(),
+        detail: search.stopped.detail().map(str::to_string),
+    })?;
+    Ok(search)
+}
+
+/// The iterations of a search, until they run out or something stops it.
+async fn iterate(
+    env: &dyn SearchEnv,
+    settings: &Settings,
+    origin: &Origin,
+    sink: &mut dyn EventSink,
+    search: &mut Search,
+) -> Result<Stopped> {
+    let Search {
+        tree,
+        accounting,
+        last_rejection,
+        ..
+    } = search;
     for _ in 0..settings.iterations {
         if let Some(why) = env.should_stop() {
-            return Ok((tree, Stopped::Budget(why)));
+            return Ok(Stopped::Budget(why));
         }
-        let leaf = tree.select(settings.c);
+        let Some(leaf) = tree.select_with(settings.c, settings.widen, settings.settled) else {
+            return Ok(Stopped::Exhausted);
+        };
+        accounting.iterations += 1;
         if tree.nodes[leaf].terminal {
             // A finished path is revisited: its reward counts again, as in SPIRAL.
+            accounting.revisited += 1;
             let value = tree.nodes[leaf].reward;
             let path = tree.backpropagate(leaf, value);
             sink.emit(EventBody::Backpropagated {
@@ -419,7 +612,7 @@ pub async fn search_from(
                 value,
             })?;
             if leaf == 0 {
-                return Ok((tree, Stopped::Exhausted));
+                return Ok(Stopped::Exhausted);
             }
             continue;
         }
@@ -428,46 +621,73 @@ pub async fn search_from(
         } else {
             [origin.history.clone(), tree.history(leaf)].concat()
         };
-        let (proposed, events) = env.propose(&history, settings.k).await;
-        for event in events {
-            sink.emit(event)?;
+        // A node with children is widened: the planner sees what is known to fail.
+        let widening = !tree.nodes[leaf].children.is_empty();
+        let mut feedback = widening.then(|| dead_ends(tree, leaf));
+        let mut candidates = Vec::new();
+        for attempt in 0..=settings.retries {
+            if attempt > 0 {
+                accounting.retried += 1;
+            }
+            let (proposed, events) = env.propose(&history, settings.k, feedback.as_deref()).await;
+            for event in events {
+                sink.emit(event)?;
+            }
+            let proposal = match proposed {
+                Ok(p) => p,
+                Err(e) => return Ok(Stopped::PlannerFailed(e)),
+            };
+            candidates = new_candidates(tree, leaf, proposal.actions, settings.k);
+            if !candidates.is_empty() {
+                break;
+            }
+            let why = if proposal.rejected.is_empty() {
+                "it proposed no action that was not tried already".to_string()
+            } else {
+                proposal.rejected.join("; ")
+            };
+            *last_rejection = Some(why.clone());
+            feedback = Some(match widening.then(|| dead_ends(tree, leaf)) {
+                Some(tried) => format!("{why}. {tried}"),
+                None => why,
+            });
+            if let Some(why) = env.should_stop() {
+                return Ok(Stopped::Budget(why));
+            }
         }
-        let mut candidates = match proposed {
-            Ok(c) => dedupe(c, settings.k),
-            Err(e) => return Ok((tree, Stopped::PlannerFailed(e))),
-        };
+        if candidates.is_empty() {
+            accounting.fruitless += 1;
+            if widening {
+                // Nothing new: it will not be widened again.
+                tree.nodes[leaf].widened = settings.widen;
+            } else {
+                // The planner had nothing usable to offer: this state is a dead end.
+                tree.nodes[leaf].terminal = true;
+            }
+            tree.settle_from(leaf, settings.widen);
+            continue;
+        }
         // Rehearsals of one expansion run at once: dispatch no more than the budget covers.
         let affordable = env.affordable(candidates.len());
-        if affordable == 0 && !candidates.is_empty() {
-            return Ok((
-                tree,
-                Stopped::Budget("the token budget left cannot cover another rehearsal".to_string()),
+        if affordable == 0 {
+            return Ok(Stopped::Budget(
+                "the token budget left cannot cover another rehearsal".to_string(),
             ));
         }
         candidates.truncate(affordable);
-        let depth = tree.nodes[leaf].depth + 1;
-        if candidates.is_empty() {
-            // The planner had nothing to offer: this state is a dead end.
-            tree.nodes[leaf].terminal = true;
-            continue;
+        accounting.expanded += 1;
+        if widening {
+            accounting.widened += 1;
+            tree.nodes[leaf].widened += 1;
         }
+        let depth = tree.nodes[leaf].depth + 1;
         // Add every candidate first, then rehearse them concurrently; results come back in
         // candidate order, so events and the tree are the same whatever finishes first.
         let first_id = tree.nodes.len();
         for (i, action) in candidates.iter().enumerate() {
             let id = first_id + i;
-            tree.nodes.push(Node {
-                parent: Some(leaf),
-                children: vec![],
-                depth,
-                action: Some(action.clone()),
-                observation: None,
-                visits: 0,
-                value_sum: 0.0,
-                reward: 0.0,
-                terminal: false,
-                verdict: None,
-            });
+            tree.nodes
+                .push(Node::new(Some(leaf), depth, Some(action.clone())));
             tree.nodes[leaf].children.push(id);
             sink.emit(EventBody::NodeAdded {
                 node: origin.id(id),
@@ -490,6 +710,7 @@ pub async fn search_from(
             .buffered(settings.concurrency.max(1))
             .collect()
             .await;
+        let world_model_failed = world_model_failure(&rehearsals);
         for (i, r) in rehearsals.into_iter().enumerate() {
             let id = first_id + i;
             rehearse::record(sink, origin.id(id), &r)?;
@@ -497,6 +718,7 @@ pub async fn search_from(
             node.observation = r.observation().cloned();
             node.reward = r.reward;
             node.terminal = r.terminal;
+            node.settled = r.terminal;
             node.verdict = Some(r.verdict);
         }
         for i in 0..candidates.len() {
@@ -508,8 +730,86 @@ pub async fn search_from(
                 value,
             })?;
         }
+        tree.settle_from(leaf, settings.widen);
+        if let Some(why) = world_model_failed {
+            // Every further expansion would cost a planner call and simulate nothing.
+            return Ok(Stopped::WorldModelFailed(why));
+        }
     }
-    Ok((tree, Stopped::Done))
+    Ok(Stopped::Done)
+}
+
+/// When every call of an expansion that needed the world model found it failing: the last
+/// failure's message.
+fn world_model_failure(rehearsals: &[Rehearsal]) -> Option<String> {
+    let needed: Vec<&Rehearsal> = rehearsals
+        .iter()
+        .filter(|r| !matches!(r.verdict, Verdict::Finish | Verdict::Invalid))
+        .collect();
+    if needed.is_empty() || needed.iter().any(|r| r.verdict != Verdict::NotSimulated) {
+        return None;
+    }
+    needed.iter().rev().find_map(|r| {
+        r.events.iter().rev().find_map(|e| match e {
+            EventBody::Error { message, .. } => Some(message.clone()),
+            _ => None,
+        })
+    })
+}
+
+/// The dead ends under `n`, told to the planner when it widens `n`.
+fn dead_ends(tree: &Tree, n: usize) -> String {
+    let tried: Vec<String> = tree.nodes[n]
+        .children
+        .iter()
+        .map(|&ch| {
+            let child = &tree.nodes[ch];
+            let action = match &child.action {
+                Some(Action::ToolCall { tool, arguments }) => format!("{tool} {arguments}"),
+                Some(Action::Finish { .. }) | None => "finish".to_string(),
+            };
+            let why = match (child.verdict, &child.observation) {
+                (Some(Verdict::NotSimulated), _) => "could not be simulated".to_string(),
+                (_, Some(o)) => {
+                    let text: String = o.text.chars().take(DEAD_END_CHARS).collect();
+                    format!("predicted: {}", text.replace('\n', " "))
+                }
+                _ => "a dead end".to_string(),
+            };
+            format!("{action} ({why})")
+        })
+        .collect();
+    format!(
+        "These actions were tried from this state and are dead ends; propose different ones: {}",
+        tried.join("; ")
+    )
+}
+
+/// Longest predicted result quoted for each dead end when a node is widened.
+const DEAD_END_CHARS: usize = 300;
+
+/// The proposed actions that are neither duplicates nor already children of `leaf`.
+fn new_candidates(tree: &Tree, leaf: usize, actions: Vec<Action>, k: usize) -> Vec<Action> {
+    let tried: HashSet<String> = tree.nodes[leaf]
+        .children
+        .iter()
+        .filter_map(|&ch| tree.nodes[ch].action.as_ref().map(action_key))
+        .collect();
+    dedupe(
+        actions
+            .into_iter()
+            .filter(|a| !tried.contains(&action_key(a)))
+            .collect(),
+        k,
+    )
+}
+
+/// What makes two actions the same candidate.
+fn action_key(action: &Action) -> String {
+    match action {
+        Action::ToolCall { tool, arguments } => format!("{tool}\u{0}{}", canonical(arguments)),
+        Action::Finish { .. } => "finish".to_string(),
+    }
 }
 
 /// Merges duplicate candidates (same tool and arguments, or a second finish), keeping order.
@@ -517,15 +817,7 @@ fn dedupe(actions: Vec<Action>, k: usize) -> Vec<Action> {
     let mut seen = HashSet::new();
     actions
         .into_iter()
-        .filter(|a| {
-            let key = match a {
-                Action::ToolCall { tool, arguments } => {
-                    format!("{tool}\u{0}{}", canonical(arguments))
-                }
-                Action::Finish { .. } => "finish".to_string(),
-            };
-            seen.insert(key)
-        })
+        .filter(|a| seen.insert(action_key(a)))
         .take(k.max(1))
         .collect()
 }
@@ -564,13 +856,22 @@ mod tests {
             &'a self,
             history: &'a [HistoryStep],
             _k: usize,
-        ) -> Answer<'a, Result<Vec<Action>, String>> {
+            _feedback: Option<&'a str>,
+        ) -> Answer<'a, Result<Proposal, String>> {
             self.proposals.fetch_add(1, Ordering::SeqCst);
             let actions = match history.len() {
                 0 => vec![call("t:good"), call("t:err"), call("t:bad"), call("t:good")],
                 _ => vec![Action::Finish { answer: None }, call("t:good")],
             };
-            Box::pin(async move { (Ok(actions), vec![]) })
+            Box::pin(async move {
+                (
+                    Ok(Proposal {
+                        actions,
+                        rejected: vec![],
+                    }),
+                    vec![],
+                )
+            })
         }
         fn invalid(&self, tool: &str, _arguments: &Value) -> Option<String> {
             (tool == "t:bad").then(|| "unknown tool t:bad".to_string())
@@ -627,7 +928,7 @@ mod tests {
 
     async fn run(env: &Toy, settings: Settings) -> (Tree, Stopped, Vec<EventBody>) {
         let mut events = Vec::new();
-        let (tree, stopped) = search(env, &settings, &mut events).await.unwrap();
+        let Search { tree, stopped, .. } = search(env, &settings, &mut events).await.unwrap();
         (tree, stopped, events)
     }
 
@@ -734,8 +1035,18 @@ mod tests {
                 &'a self,
                 _h: &'a [HistoryStep],
                 _k: usize,
-            ) -> Answer<'a, Result<Vec<Action>, String>> {
-                Box::pin(async move { (Ok(vec![call("t:down"), call("t:down2")]), vec![]) })
+                _feedback: Option<&'a str>,
+            ) -> Answer<'a, Result<Proposal, String>> {
+                let actions = vec![call("t:down"), call("t:down2")];
+                Box::pin(async move {
+                    (
+                        Ok(Proposal {
+                            actions,
+                            rejected: vec![],
+                        }),
+                        vec![],
+                    )
+                })
             }
             fn invalid(&self, _t: &str, _a: &Value) -> Option<String> {
                 None
@@ -768,7 +1079,7 @@ mod tests {
             iterations: 5,
             ..Settings::default()
         };
-        let (tree, _) = search(&Down(Toy::new()), &settings, &mut events)
+        let Search { tree, .. } = search(&Down(Toy::new()), &settings, &mut events)
             .await
             .unwrap();
         let errors = events
@@ -812,18 +1123,7 @@ mod tests {
     async fn uct_prefers_unvisited_then_the_best_bound() {
         let mut tree = Tree::new();
         for i in [1usize, 2] {
-            tree.nodes.push(Node {
-                parent: Some(0),
-                children: vec![],
-                depth: 1,
-                action: Some(call("t:good")),
-                observation: None,
-                visits: 0,
-                value_sum: 0.0,
-                reward: 0.0,
-                terminal: false,
-                verdict: None,
-            });
+            tree.nodes.push(Node::new(Some(0), 1, Some(call("t:good"))));
             tree.nodes[0].children.push(i);
         }
         tree.backpropagate(1, 0.9);
@@ -873,16 +1173,9 @@ mod tests {
         let mut tree = Tree::new();
         for i in 1..=2 {
             tree.nodes.push(Node {
-                parent: Some(0),
-                children: vec![],
-                depth: 1,
-                action: Some(Action::Finish { answer: None }),
-                observation: None,
-                visits: 0,
-                value_sum: 0.0,
-                reward: 0.0,
                 terminal: true,
                 verdict: Some(Verdict::Finish),
+                ..Node::new(Some(0), 1, Some(Action::Finish { answer: None }))
             });
             tree.nodes[0].children.push(i);
         }
@@ -892,6 +1185,258 @@ mod tests {
         }
         assert_eq!(tree.plan(PlanRule::BestMean), vec![1]);
         assert_eq!(tree.plan(PlanRule::MostVisited), vec![2]);
+    }
+
+    /// The toy's world, but the planner first offers only a dead end and an invalid call, and
+    /// something better only once it is shown them.
+    struct Cornered {
+        toy: Toy,
+        feedback: std::sync::Mutex<Vec<Option<String>>>,
+    }
+
+    impl SearchEnv for Cornered {
+        fn propose<'a>(
+            &'a self,
+            history: &'a [HistoryStep],
+            k: usize,
+            feedback: Option<&'a str>,
+        ) -> Answer<'a, Result<Proposal, String>> {
+            self.feedback
+                .lock()
+                .unwrap()
+                .push(feedback.map(str::to_string));
+            if !history.is_empty() {
+                return self.toy.propose(history, k, feedback);
+            }
+            let actions = match feedback {
+                Some(f) if f.contains("dead ends") => vec![call("t:err"), call("t:good")],
+                _ => vec![call("t:err"), call("t:bad")],
+            };
+            Box::pin(async move {
+                (
+                    Ok(Proposal {
+                        actions,
+                        rejected: vec![],
+                    }),
+                    vec![],
+                )
+            })
+        }
+        fn invalid(&self, tool: &str, arguments: &Value) -> Option<String> {
+            self.toy.invalid(tool, arguments)
+        }
+        fn simulate<'a>(
+            &'a self,
+            h: &'a [HistoryStep],
+            tool: &'a str,
+            a: &'a Value,
+        ) -> Answer<'a, Result<Prediction, String>> {
+            self.toy.simulate(h, tool, a)
+        }
+        fn critique<'a>(
+            &'a self,
+            h: &'a [HistoryStep],
+            action: &'a Action,
+            o: Option<&'a Observation>,
+        ) -> Answer<'a, Option<Critique>> {
+            self.toy.critique(h, action, o)
+        }
+        fn should_stop(&self) -> Option<String> {
+            None
+        }
+        fn world_model_name(&self) -> String {
+            "toy".into()
+        }
+    }
+
+    fn cornered() -> Cornered {
+        Cornered {
+            toy: Toy::new(),
+            feedback: Default::default(),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_node_whose_children_are_all_dead_ends_is_widened_showing_them() {
+        let env = cornered();
+        let settings = Settings {
+            iterations: 4,
+            k: 2,
+            ..Settings::default()
+        };
+        let mut events = Vec::new();
+        let searched = search(&env, &settings, &mut events).await.unwrap();
+        let feedback = env.feedback.lock().unwrap().clone();
+        // The root's second expansion was told both dead ends and why; the repeated t:err was
+        // dropped, so only t:good was added.
+        let shown = feedback[1].as_deref().expect("the dead ends were shown");
+        assert!(
+            shown.contains("t:err") && shown.contains("t:err result"),
+            "{shown}"
+        );
+        assert!(
+            shown.contains("t:bad") && shown.contains("unknown tool"),
+            "{shown}"
+        );
+        assert_eq!(searched.tree.nodes[0].children, vec![1, 2, 3]);
+        assert!(
+            matches!(&searched.tree.nodes[3].action, Some(Action::ToolCall { tool, .. }) if tool == "t:good")
+        );
+        assert_eq!(searched.accounting.widened, 1);
+        // The plan goes through the widened node to a finish.
+        let plan = searched.tree.plan(PlanRule::BestMean);
+        assert_eq!(plan[0], 3);
+        assert!(
+            events
+                .iter()
+                .any(|e| matches!(e, EventBody::SearchFinished { widened: 1, .. }))
+        );
+    }
+
+    #[tokio::test]
+    async fn without_widening_dead_ends_are_revisited_as_in_spiral() {
+        let env = cornered();
+        let settings = Settings {
+            iterations: 4,
+            k: 2,
+            widen: 0,
+            ..Settings::default()
+        };
+        let searched = search(&env, &settings, &mut Vec::new()).await.unwrap();
+        assert_eq!(
+            env.feedback.lock().unwrap().len(),
+            1,
+            "the planner was asked once"
+        );
+        assert_eq!(searched.tree.nodes.len(), 3);
+        let a = searched.accounting;
+        assert_eq!((a.iterations, a.expanded, a.revisited), (4, 1, 3));
+    }
+
+    #[tokio::test]
+    async fn skipping_settled_paths_spends_no_iteration_on_them_and_says_why_it_ended() {
+        let settings = Settings {
+            iterations: 40,
+            k: 3,
+            max_depth: 3,
+            ..Settings::default()
+        };
+        let revisiting = search(&Toy::new(), &settings, &mut Vec::new())
+            .await
+            .unwrap();
+        let skipping = Settings {
+            settled: Settled::Skip,
+            ..settings
+        };
+        let mut events = Vec::new();
+        let skipped = search(&Toy::new(), &skipping, &mut events).await.unwrap();
+        // Revisiting, most iterations go to finished paths; skipping, none does, and the
+        // search ends once every path is settled, its plan still ending at a finish.
+        assert!(
+            revisiting.accounting.revisited > 20,
+            "{:?}",
+            revisiting.accounting
+        );
+        assert_eq!(skipped.accounting.revisited, 0);
+        assert_eq!(skipped.stopped, Stopped::Exhausted);
+        assert!(skipped.accounting.iterations < settings.iterations as u64);
+        assert!(skipped.tree.nodes[0].settled);
+        let plan = skipped.tree.plan(PlanRule::BestMean);
+        assert!(matches!(
+            skipped.tree.nodes[*plan.last().unwrap()].action,
+            Some(Action::Finish { .. })
+        ));
+        let a = skipped.accounting;
+        assert_eq!(a.iterations, a.expanded + a.revisited + a.fruitless);
+        assert!(events.iter().any(|e| matches!(
+            e,
+            EventBody::SearchFinished {
+                stopped: SearchStop::Exhausted,
+                revisited: 0,
+                ..
+            }
+        )));
+    }
+
+    #[tokio::test]
+    async fn an_expansion_with_no_usable_candidate_asks_again_telling_why() {
+        /// Rejects everything until told why, then offers the toy's candidates.
+        struct Stubborn(Toy, std::sync::Mutex<Vec<Option<String>>>);
+        impl SearchEnv for Stubborn {
+            fn propose<'a>(
+                &'a self,
+                history: &'a [HistoryStep],
+                k: usize,
+                feedback: Option<&'a str>,
+            ) -> Answer<'a, Result<Proposal, String>> {
+                self.1.lock().unwrap().push(feedback.map(str::to_string));
+                if history.is_empty() && feedback.is_none() {
+                    let rejected = vec!["\"action\": \"call\" names no tool".to_string()];
+                    return Box::pin(async move {
+                        (
+                            Ok(Proposal {
+                                actions: vec![],
+                                rejected,
+                            }),
+                            vec![],
+                        )
+                    });
+                }
+                self.0.propose(history, k, None)
+            }
+            fn invalid(&self, tool: &str, arguments: &Value) -> Option<String> {
+                self.0.invalid(tool, arguments)
+            }
+            fn simulate<'a>(
+                &'a self,
+                h: &'a [HistoryStep],
+                tool: &'a str,
+                a: &'a Value,
+            ) -> Answer<'a, Result<Prediction, String>> {
+                self.0.simulate(h, tool, a)
+            }
+            fn critique<'a>(
+                &'a self,
+                h: &'a [HistoryStep],
+                action: &'a Action,
+                o: Option<&'a Observation>,
+            ) -> Answer<'a, Option<Critique>> {
+                self.0.critique(h, action, o)
+            }
+            fn should_stop(&self) -> Option<String> {
+                None
+            }
+            fn world_model_name(&self) -> String {
+                "toy".into()
+            }
+        }
+        let env = Stubborn(Toy::new(), Default::default());
+        let settings = Settings {
+            iterations: 1,
+            ..Settings::default()
+        };
+        let searched = search(&env, &settings, &mut Vec::new()).await.unwrap();
+        let asked = env.1.lock().unwrap().clone();
+        assert_eq!(asked[0], None);
+        assert!(asked[1].as_deref().unwrap().contains("names no tool"));
+        assert_eq!(searched.accounting.retried, 1);
+        assert_eq!(
+            searched.tree.nodes[0].children.len(),
+            3,
+            "the retry expanded the root"
+        );
+        // With no retries left the root is a dead end and the search has nothing to expand.
+        let env = Stubborn(Toy::new(), Default::default());
+        let none = Settings {
+            retries: 0,
+            iterations: 3,
+            ..Settings::default()
+        };
+        let searched = search(&env, &none, &mut Vec::new()).await.unwrap();
+        assert_eq!(searched.stopped, Stopped::Exhausted);
+        assert!(searched.tree.nodes[0].terminal);
+        assert_eq!(searched.accounting.fruitless, 1);
+        assert!(searched.last_rejection.unwrap().contains("names no tool"));
     }
 
     #[tokio::test]
@@ -999,7 +1544,7 @@ mod tests {
             iterations: 1,
             ..Settings::default()
         };
-        let (tree, _) = search_from(&Toy::new(), &settings, &origin, &mut events)
+        let Search { tree, .. } = search_from(&Toy::new(), &settings, &origin, &mut events)
             .await
             .unwrap();
         // With one real step already taken the toy offers finish first.

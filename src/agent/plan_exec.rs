@@ -86,30 +86,33 @@ pub async fn run(env: &Env, sink: &mut dyn EventSink) -> Result<End> {
             Err(end) => return Ok(end),
         };
         rehearse::record(sink, node, &r)?;
-        // Without a prediction the chain cannot go on; the plan is what came before.
-        if r.verdict == Verdict::NotSimulated {
-            limit = Some(Limit {
-                ending: Ending::SearchEndedEarly,
-                message: format!(
-                    "planning stopped at step {node}: the world model could not simulate it"
-                ),
-            });
-            break;
-        }
         chain.push(node);
         let Action::ToolCall { tool, arguments } = action else {
             planner_finished = true;
             break;
         };
-        simulated.push(HistoryStep {
-            tool: tool.clone(),
-            arguments: arguments.clone(),
-            observation: r.observation().cloned().unwrap_or_default(),
-        });
         plan.push(PlannedCall {
             node: Some(node),
+            tool: tool.clone(),
+            arguments: arguments.clone(),
+        });
+        // A step the world model could not simulate is an unknown, not a failure: it stays in
+        // the plan, unsimulated, and the real call decides. Without a prediction to plan on
+        // from, the chain ends there.
+        if r.verdict == Verdict::NotSimulated {
+            limit = Some(Limit {
+                ending: Ending::SearchEndedEarly,
+                message: format!(
+                    "planning stopped at step {node}: the world model could not simulate it; \
+                     the step runs unsimulated"
+                ),
+            });
+            break;
+        }
+        simulated.push(HistoryStep {
             tool,
             arguments,
+            observation: r.observation().cloned().unwrap_or_default(),
         });
         if turn_no == max_steps {
             limit = Some(Limit::steps(max_steps, "while planning"));
@@ -122,6 +125,16 @@ pub async fn run(env: &Env, sink: &mut dyn EventSink) -> Result<End> {
         None if plan.is_empty() && !planner_finished => Ending::NoCallPlanned,
         None => Ending::PlannerFinished,
     };
+    if plan.is_empty() && !planner_finished {
+        // Nothing to execute: the run failed, and says why.
+        let why = match (&limit, rejected) {
+            (Some(limit), Some(last)) => format!("{}; last rejected reply: {last}", limit.message),
+            (Some(limit), None) => limit.message.clone(),
+            (None, Some(last)) => format!("the planner gave no usable decision (last: {last})"),
+            (None, None) => "the planner proposed no call".to_string(),
+        };
+        return Ok(End::failed(format!("no plan to execute: {why}")).ending(planned));
+    }
     if let Some(why) = limit {
         env.record_agent_error(sink, why.message)?;
     }
@@ -150,7 +163,7 @@ mod tests {
 
     use super::*;
     use crate::agent::testing::{self, ScriptedChat, ScriptedTools, ScriptedWorldModel};
-    use crate::trajectory::event::{Observation, VALIDATOR};
+    use crate::trajectory::event::{Observation, RunStatus, VALIDATOR};
     use serde_json::json;
 
     fn tools() -> Arc<ScriptedTools> {
@@ -161,7 +174,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_world_model_failure_is_an_error_not_a_prediction_and_is_not_executed() {
+    async fn a_step_the_world_model_could_not_simulate_ends_the_chain_and_runs_unsimulated() {
         let planner = ScriptedChat::json_replies(vec![
             json!({"action": "call", "tool": "s:a", "arguments": {}}),
             json!({"action": "finish"}),
@@ -171,11 +184,13 @@ mod tests {
         let env = testing::env(planner, None, tools.clone(), Some(Arc::new(wm)), 4);
         let mut events = Vec::new();
         let end = run(&env, &mut events).await.unwrap();
+        assert_eq!(end.status, RunStatus::Completed, "the real call decided");
         assert_eq!(
             end.ending,
             Some(Ending::SearchEndedEarly),
             "the chain was cut short"
         );
+        // The failure is an error, never a prediction.
         assert!(events.iter().any(|e| matches!(e, EventBody::Error { source, message, .. } if source == "world_model" && message.contains("refused"))));
         assert!(
             !events
@@ -193,12 +208,46 @@ mod tests {
         assert!(
             events
                 .iter()
-                .any(|e| matches!(e, EventBody::PlanSelected { nodes, .. } if nodes.is_empty()))
+                .any(|e| matches!(e, EventBody::Error { source, message, .. }
+            if source == "agent" && message.contains("runs unsimulated")))
         );
+        // The unknown step stays in the plan, and the real call is made.
         assert!(
-            tools.called().is_empty(),
-            "an unsimulated step is not in the plan"
+            events
+                .iter()
+                .any(|e| matches!(e, EventBody::PlanSelected { nodes, .. } if nodes == &[1]))
         );
+        assert_eq!(tools.called().len(), 1);
+        assert!(
+            events
+                .iter()
+                .any(|e| matches!(e, EventBody::ToolCalled { node: Some(1), .. }))
+        );
+    }
+
+    #[tokio::test]
+    async fn a_chain_with_no_usable_decision_fails_the_run_saying_why() {
+        // Every reply calls without a tool: each is rejected and told back, until the step
+        // budget is spent; nothing is executed and the run is `failed`, never `completed`.
+        let planner = ScriptedChat::json_replies(vec![json!({"action": "call"})]);
+        let wm = ScriptedWorldModel(Box::new(|tool| Ok(format!("{tool} predicted"))));
+        let tools = tools();
+        let env = testing::env(planner, None, tools.clone(), Some(Arc::new(wm)), 3);
+        let mut events = Vec::new();
+        let end = run(&env, &mut events).await.unwrap();
+        assert_eq!(end.status, RunStatus::Failed);
+        let error = end.error.clone().unwrap_or_default();
+        assert!(
+            error.contains("no plan to execute") && error.contains("names no tool"),
+            "{error}"
+        );
+        let rejected = events
+            .iter()
+            .filter(|e| matches!(e, EventBody::DecisionRejected { .. }))
+            .count();
+        assert_eq!(rejected, 3);
+        assert!(tools.called().is_empty());
+        assert!(!events.iter().any(|e| matches!(e, EventBody::Answer { .. })));
     }
 
     #[tokio::test]

@@ -15,6 +15,9 @@ use crate::llm::client::LlmClient;
 use crate::llm::wire::{ToolCall, ToolSpec};
 use crate::trajectory::event::{Action, DecisionProblem, EventBody, ToolInfo};
 
+/// Longest part of an unreadable reply kept in its `decision_rejected`.
+const REJECTED_REPLY_CHARS: usize = 4_000;
+
 /// Longest function name chat-completions endpoints accept.
 pub const MAX_FUNCTION_NAME: usize = 64;
 
@@ -134,6 +137,23 @@ pub struct Reply {
     pub candidates: Vec<Candidate>,
     /// The LLM call.
     pub completion: Completion,
+    /// The endpoint refused the per-tool decision schema on this call: from now on it gets
+    /// the flat one.
+    pub refused_schema: bool,
+}
+
+impl Reply {
+    /// The event that records a refused per-tool schema, when this call found it refused.
+    pub fn fallback_event(&self) -> Option<EventBody> {
+        self.refused_schema.then(|| EventBody::Error {
+            source: "llm".into(),
+            name: Some("planner".into()),
+            message: "the endpoint refused the per-tool decision schema; decisions are asked \
+                      with the flat schema (tool names only) from here on"
+                .into(),
+            stderr_tail: None,
+        })
+    }
 }
 
 /// Asks the planner for `turn.k` candidates (1: the next action), in the endpoint's mode.
@@ -163,29 +183,52 @@ pub async fn ask(
         return Ok(Reply {
             candidates,
             completion,
+            refused_schema: false,
         });
     }
+    let refused_before = client.refused_rich_schema();
     let messages = prompt::planner_json(tools, turn);
-    let decision = decision_schema(tools);
-    let (value, completion) = if turn.k > 1 {
-        let schema = json!({
-            "type": "object",
-            "properties": {"candidates": {"type": "array", "items": decision, "minItems": 1, "maxItems": turn.k}},
-            "required": ["candidates"]
-        });
-        client
-            .complete_json(&messages, "candidates", &schema)
-            .await?
+    let schema = reply_schema(decision_schema(tools), turn.k);
+    let flat = reply_schema(flat_decision_schema(tools), turn.k);
+    let name = if turn.k > 1 {
+        "candidates"
     } else {
-        client
-            .complete_json(&messages, "next_action", &decision)
-            .await?
+        "next_action"
+    };
+    let (value, completion) = match client
+        .complete_json_or(&messages, name, &schema, &flat)
+        .await
+    {
+        Ok(answered) => answered,
+        // A reply that came back but is no JSON (or was cut at the token cap) is a rejected
+        // decision, told to the planner on its next try; an endpoint failure is an error.
+        Err(e) if e.reply.is_some() => {
+            let completion = *e.reply.clone().expect("checked");
+            let rejection = unusable(&e, &completion);
+            return Ok(Reply {
+                candidates: vec![Err(rejection)],
+                completion,
+                refused_schema: !refused_before && client.refused_rich_schema(),
+            });
+        }
+        Err(e) => return Err(e),
     };
     // A model asked for a list that answers with one action still counts.
     let items: Vec<Value> = match value.get("candidates").and_then(Value::as_array) {
         Some(list) if turn.k > 1 => list.clone(),
-        _ => vec![value],
+        _ => vec![value.clone()],
     };
+    if items.is_empty() {
+        return Ok(Reply {
+            candidates: vec![Err(Rejection::new(
+                DecisionProblem::NoAction,
+                "the reply proposed no candidate",
+                value,
+            ))],
+            completion,
+            refused_schema: !refused_before && client.refused_rich_schema(),
+        });
+    }
     Ok(Reply {
         candidates: items
             .iter()
@@ -193,11 +236,52 @@ pub async fn ask(
             .map(parse_decision)
             .collect(),
         completion,
+        refused_schema: !refused_before && client.refused_rich_schema(),
     })
 }
 
-/// The JSON schema of a decision, with the tool names as an enum.
+/// The JSON schema of a decision whose branches are the legal decisions: `finish` with an
+/// answer, or `call` with one tool's exact name and that tool's own input schema for its
+/// arguments. A decoder that enforces it (llama.cpp, vLLM, Ollama) can only produce decisions
+/// that parse to a call of a real tool with arguments its schema admits (within the keywords
+/// [`grammar_schema`] keeps).
 pub fn decision_schema(tools: &[ToolInfo]) -> Value {
+    let mut branches = vec![json!({
+        "type": "object",
+        "properties": {
+            "thought": {"type": "string"},
+            "action": {"enum": ["finish"]},
+            "answer": {"type": "string"}
+        },
+        "required": ["action", "answer"]
+    })];
+    branches.extend(tools.iter().map(|t| {
+        let root = t.input_schema.value();
+        let arguments = match grammar_schema(root, root, 0) {
+            Value::Object(mut o) => {
+                // Arguments are always an object, whatever the tool's schema leaves open.
+                o.entry("type").or_insert_with(|| json!("object"));
+                Value::Object(o)
+            }
+            _ => json!({"type": "object"}),
+        };
+        json!({
+            "type": "object",
+            "properties": {
+                "thought": {"type": "string"},
+                "action": {"enum": ["call"]},
+                "tool": {"enum": [t.name]},
+                "arguments": arguments
+            },
+            "required": ["action", "tool", "arguments"]
+        })
+    }));
+    json!({"anyOf": branches})
+}
+
+/// The flat schema of a decision (tool names as an enum, arguments any object): what is sent
+/// when an endpoint refuses [`decision_schema`].
+pub fn flat_decision_schema(tools: &[ToolInfo]) -> Value {
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
     json!({
         "type": "object",
@@ -210,6 +294,124 @@ pub fn decision_schema(tools: &[ToolInfo]) -> Value {
         },
         "required": ["action"]
     })
+}
+
+/// The schema of a reply of up to `k` decisions (one decision when `k` is 1).
+fn reply_schema(decision: Value, k: usize) -> Value {
+    if k > 1 {
+        json!({
+            "type": "object",
+            "properties": {"candidates": {"type": "array", "items": decision, "minItems": 1, "maxItems": k}},
+            "required": ["candidates"]
+        })
+    } else {
+        decision
+    }
+}
+
+/// Keywords that constrain values and that the schema-to-grammar converters of llama.cpp and
+/// vLLM (xgrammar, outlines) read; the rest (titles, descriptions, defaults, `not`, `if`…) is
+/// dropped, which only widens what a decoder admits.
+const GRAMMAR_KEYWORDS: &[&str] = &[
+    "type",
+    "enum",
+    "const",
+    "required",
+    "minItems",
+    "maxItems",
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "format",
+];
+
+/// Deepest `$ref` chain inlined; deeper (a recursive schema) admits any value.
+const MAX_REF_DEPTH: usize = 8;
+
+/// A tool's input schema as a decoder's grammar can hold it inside a decision: local `$ref`s
+/// inlined (the decision is a new root, so `#/$defs/…` would point nowhere), `oneOf` as
+/// `anyOf`, only [`GRAMMAR_KEYWORDS`] and the structural keywords kept.
+pub fn grammar_schema(schema: &Value, root: &Value, depth: usize) -> Value {
+    let Value::Object(map) = schema else {
+        // `true`, `false` and anything malformed: any value (a broken schema is the server's).
+        return if *schema == Value::Bool(false) {
+            schema.clone()
+        } else {
+            json!({})
+        };
+    };
+    if let Some(reference) = map.get("$ref").and_then(Value::as_str) {
+        let target = reference
+            .strip_prefix('#')
+            .and_then(|pointer| root.pointer(pointer));
+        return match target {
+            Some(target) if depth < MAX_REF_DEPTH => grammar_schema(target, root, depth + 1),
+            _ => json!({}),
+        };
+    }
+    let mut out = serde_json::Map::new();
+    for (key, value) in map {
+        let kept = match key.as_str() {
+            k if GRAMMAR_KEYWORDS.contains(&k) => value.clone(),
+            "properties" => match value {
+                Value::Object(props) => Value::Object(
+                    props
+                        .iter()
+                        .map(|(name, p)| (name.clone(), grammar_schema(p, root, depth)))
+                        .collect(),
+                ),
+                _ => continue,
+            },
+            "items" | "additionalProperties" => match value {
+                Value::Bool(_) => value.clone(),
+                _ => grammar_schema(value, root, depth),
+            },
+            "prefixItems" | "allOf" => match value {
+                Value::Array(list) => list
+                    .iter()
+                    .map(|s| grammar_schema(s, root, depth))
+                    .collect(),
+                _ => continue,
+            },
+            "anyOf" | "oneOf" => match value {
+                Value::Array(list) => {
+                    let list: Vec<Value> = list
+                        .iter()
+                        .map(|s| grammar_schema(s, root, depth))
+                        .collect();
+                    out.insert("anyOf".into(), Value::Array(list));
+                    continue;
+                }
+                _ => continue,
+            },
+            _ => continue,
+        };
+        out.insert(key.clone(), kept);
+    }
+    Value::Object(out)
+}
+
+/// The rejection of a reply that could not be read as JSON.
+fn unusable(error: &LlmError, reply: &Completion) -> Rejection {
+    let (problem, detail) = if reply.cut {
+        (
+            DecisionProblem::Cut,
+            format!(
+                "the reply stopped at the token cap ({} tokens) before its JSON ended; answer \
+                 shorter",
+                reply.completion_tokens
+            ),
+        )
+    } else {
+        (DecisionProblem::NotJson, format!("{error}"))
+    };
+    // The reply as text, its start only: the detail says what went wrong.
+    let text: String = reply.text.chars().take(REJECTED_REPLY_CHARS).collect();
+    Rejection::new(problem, detail, Value::String(text))
 }
 
 /// Reads a decision out of the model's JSON. Lenient where the intent is clear (arguments

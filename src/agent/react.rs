@@ -108,6 +108,9 @@ pub async fn planner_turn(
         asked.as_ref().map(|r| &r.completion),
         &client.endpoint().model,
     )?;
+    if let Some(event) = asked.as_ref().ok().and_then(planner::Reply::fallback_event) {
+        sink.emit(event)?;
+    }
     Ok(match asked {
         Ok(reply) => match reply.candidates.into_iter().next() {
             Some(c) => Ok(c),

@@ -16,7 +16,7 @@ use std::time::Instant;
 use anyhow::Result;
 use serde_json::Value;
 
-use super::mcts::{Answer, Critique, SearchEnv, Settings};
+use super::mcts::{Answer, Critique, Proposal, SearchEnv, Settings};
 use super::planner;
 use super::ports::EventSink;
 use super::prompt::{self, Setting, Turn};
@@ -251,14 +251,15 @@ impl SearchEnv for Rehearser<'_> {
         &'a self,
         history: &'a [HistoryStep],
         k: usize,
-    ) -> Answer<'a, Result<Vec<Action>, String>> {
+        feedback: Option<&'a str>,
+    ) -> Answer<'a, Result<Proposal, String>> {
         Box::pin(async move {
             let turn = Turn {
                 request: &self.env.task.request,
                 history,
                 setting: self.setting(),
                 k,
-                rejected: None,
+                rejected: feedback,
             };
             let env = self.env;
             let planner = &env.roles.planner;
@@ -268,14 +269,18 @@ impl SearchEnv for Rehearser<'_> {
                     env.meter.spend(reply.completion.tokens());
                     let mut events =
                         vec![llm_call_event(Role::Planner, &model, Ok(&reply.completion))];
-                    let mut actions = Vec::new();
+                    events.extend(reply.fallback_event());
+                    let mut proposal = Proposal::default();
                     for candidate in reply.candidates {
                         match candidate {
-                            Ok(action) => actions.push(action),
-                            Err(rejection) => events.push(rejection.event()),
+                            Ok(action) => proposal.actions.push(action),
+                            Err(rejection) => {
+                                events.push(rejection.event());
+                                proposal.rejected.push(rejection.detail);
+                            }
                         }
                     }
-                    (Ok(actions), events)
+                    (Ok(proposal), events)
                 }
                 Err(e) => {
                     // A reply that could not be used still cost its tokens.

@@ -169,11 +169,23 @@ pub async fn prepare(spec: &RunSpec, stop: watch::Receiver<bool>) -> Result<Prep
             ("concurrency", json!(s.concurrency)),
             ("execution_time_revision", json!(s.revisions > 0)),
             ("revisions", json!(s.revisions)),
+            ("retries", json!(s.retries)),
+            ("widen", json!(s.widen)),
+            ("settled", json!(s.settled.as_str())),
         ] {
             settings.insert(k.to_string(), v);
         }
     }
     let planner = client(Role::Planner);
+    // What constrains the planner's decisions (a refusal at run time is an `error` event).
+    settings.insert(
+        "decision_schema".to_string(),
+        json!(if planner.uses_tools() {
+            "tools"
+        } else {
+            "per_tool"
+        }),
+    );
     let mut header = Header::new(
         format!(
             "{}-{}-{}",

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use anyhow::Result;
 
 use super::execute::{OnFailure, PlannedCall, execute_plan};
-use super::mcts::{self, Origin, Settings, Stopped, Tree};
+use super::mcts::{self, Origin, Search, Settings, Stopped};
 use super::ports::EventSink;
 use super::rehearse::Rehearser;
 use super::{End, Env, answer};
@@ -42,15 +42,25 @@ pub async fn run(env: &Env, sink: &mut dyn EventSink, settings: &Settings) -> Re
             max_depth: settings.max_depth.saturating_sub(real.len() as u32).max(1),
             ..*settings
         };
-        let (tree, cut_short) =
+        let (searched, cut_short) =
             match search(env, sink, &world_model, &search_settings, &origin).await? {
                 Ok(searched) => searched,
                 Err(end) => return Ok(end.ending(ending)),
             };
+        let tree = &searched.tree;
+        let plan = tree.plan(settings.plan_rule);
+        if plan.is_empty() {
+            let (why, cause) = no_plan(&searched, cut_short);
+            if origin.anchor.is_none() {
+                // Nothing to execute and nothing executed: the run failed, and says why.
+                return Ok(End::failed(why).ending(ending.then(cause)));
+            }
+            // A revision that found nothing still leaves the real steps to answer from.
+            env.record_agent_error(sink, format!("the revision has {why}"))?;
+        }
         if origin.anchor.is_some() {
             path.push(origin.id(0));
         }
-        let plan = tree.plan(settings.plan_rule);
         path.extend(plan.iter().map(|&i| origin.id(i)));
         sink.emit(EventBody::PlanSelected {
             nodes: path.clone(),
@@ -120,19 +130,19 @@ pub async fn run(env: &Env, sink: &mut dyn EventSink, settings: &Settings) -> Re
 }
 
 /// One search (the first, or a revision) with the budget the run has left, and the ending it
-/// gives the run when it was cut short. `Err` is how the run ended when the search could not
-/// give a plan.
+/// gives the run when it was cut short. `Err` is how the run ended when the search was
+/// stopped (a stop request, the time budget).
 async fn search(
     env: &Env,
     sink: &mut dyn EventSink,
     world_model: &Arc<dyn WorldModel>,
     settings: &Settings,
     origin: &Origin,
-) -> Result<std::result::Result<(Tree, Option<Ending>), End>> {
+) -> Result<std::result::Result<(Search, Option<Ending>), End>> {
     let rehearser = Rehearser::new(env, world_model.clone(), origin.history.len());
     // The whole search is bounded: a stop or the time budget cancels the calls in flight.
     // Events recorded so far stay in the file.
-    let (tree, stopped) = match env
+    let searched = match env
         .bounded(mcts::search_from(&rehearser, settings, origin, sink))
         .await
         .or_end("searching")
@@ -140,13 +150,9 @@ async fn search(
         Ok(searched) => searched?,
         Err(end) => return Ok(Err(end)),
     };
-    let cut_short = match &stopped {
+    let cut_short = match &searched.stopped {
         Stopped::Budget(_) if env.stopped() => return Ok(Err(End::interrupted())),
-        // Nothing to execute and nothing executed yet: the run failed.
-        Stopped::PlannerFailed(e) if tree.nodes.len() == 1 && origin.anchor.is_none() => {
-            return Ok(Err(End::failed(e.clone()).ending(Ending::SearchEndedEarly)));
-        }
-        Stopped::PlannerFailed(e) => {
+        Stopped::PlannerFailed(e) | Stopped::WorldModelFailed(e) => {
             env.record_agent_error(sink, format!("search stopped early: {e}"))?;
             Some(Ending::SearchEndedEarly)
         }
@@ -158,7 +164,28 @@ async fn search(
         }
         Stopped::Done | Stopped::Exhausted => None,
     };
-    Ok(Ok((tree, cut_short)))
+    Ok(Ok((searched, cut_short)))
+}
+
+/// Why a search left no plan, in words, and the ending that gives the run.
+fn no_plan(searched: &Search, cut_short: Option<Ending>) -> (String, Ending) {
+    let why = match &searched.stopped {
+        Stopped::WorldModelFailed(e) => {
+            format!("the world model could not simulate any candidate ({e})")
+        }
+        Stopped::PlannerFailed(e) | Stopped::Budget(e) => e.clone(),
+        Stopped::Done | Stopped::Exhausted => match &searched.last_rejection {
+            Some(last) => format!(
+                "the planner gave no usable decision ({} retries; last: {last})",
+                searched.accounting.retried
+            ),
+            None => "the search found no step the world model could simulate".to_string(),
+        },
+    };
+    (
+        format!("no plan to execute: {why}"),
+        cut_short.unwrap_or(Ending::NoCallPlanned),
+    )
 }
 
 #[cfg(test)]
@@ -171,7 +198,7 @@ mod tests {
     };
     use crate::llm::config::OutputMode;
     use crate::llm::wire::ToolCall;
-    use crate::trajectory::event::{Observation, Verdict};
+    use crate::trajectory::event::{Observation, Role, RunStatus, SearchStop};
     use serde_json::json;
 
     fn settings() -> Settings {
@@ -261,7 +288,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn with_the_world_model_down_nothing_is_predicted_and_the_run_still_answers() {
+    async fn with_the_world_model_down_the_search_stops_and_the_run_fails_saying_why() {
         let planner = ScriptedChat::json_replies(vec![json!({"candidates": [
             {"action": "call", "tool": "s:a", "arguments": {}},
             {"action": "call", "tool": "s:b", "arguments": {}}
@@ -277,24 +304,43 @@ mod tests {
         );
         let mut events = Vec::new();
         let end = run(&env, &mut events, &settings()).await.unwrap();
-        assert_eq!(
-            end.ending,
-            Some(Ending::NoCallPlanned),
-            "nothing could be simulated, so nothing ran: not a clean completion"
-        );
+        assert_eq!(end.status, RunStatus::Failed, "nothing could be simulated");
+        assert_eq!(end.ending, Some(Ending::SearchEndedEarly));
+        let error = end.error.unwrap_or_default();
+        assert!(error.contains("world model could not simulate") && error.contains("refused"));
         let wm_errors = events
             .iter()
             .filter(|e| matches!(e, EventBody::Error { source, .. } if source == "world_model"))
             .count();
-        assert_eq!(wm_errors, 2);
+        assert_eq!(wm_errors, 2, "one expansion, then the search stopped");
+        let planner_calls = events
+            .iter()
+            .filter(|e| {
+                matches!(
+                    e,
+                    EventBody::LlmCall {
+                        role: Role::Planner,
+                        ..
+                    }
+                )
+            })
+            .count();
+        assert_eq!(planner_calls, 1, "no planner call per remaining iteration");
         assert!(
             !events
                 .iter()
                 .any(|e| matches!(e, EventBody::NodeSimulated { .. }))
         );
-        assert!(events.iter().all(|e| !matches!(e, EventBody::NodeEvaluated { verdict, .. } if *verdict != Verdict::NotSimulated)));
+        assert!(events.iter().any(|e| matches!(
+            e,
+            EventBody::SearchFinished {
+                stopped: SearchStop::WorldModelFailed,
+                iterations: 1,
+                ..
+            }
+        )));
         assert!(tools.called().is_empty());
-        assert!(matches!(events.last(), Some(EventBody::Answer { .. })));
+        assert!(!events.iter().any(|e| matches!(e, EventBody::Answer { .. })));
     }
 
     #[tokio::test]

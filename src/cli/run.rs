@@ -10,7 +10,7 @@ use clap::{Args, ValueEnum};
 use tokio::sync::watch;
 
 use crate::agent::Budget;
-use crate::agent::mcts::{PlanRule, Settings};
+use crate::agent::mcts::{PlanRule, Settings, Settled};
 use crate::agent::session::{self, Outcome, RunSpec};
 use crate::mcp::pool::Timeouts;
 use crate::sanitize::inert;
@@ -149,6 +149,21 @@ pub struct RunArgs {
     /// from the real steps taken [default: 0 = off, as in the paper; or [agent] revisions].
     #[arg(long, value_name = "N", help_heading = "SPIRAL-Exec")]
     pub revisions: Option<usize>,
+
+    /// SPIRAL: times an expansion with no usable candidate asks the planner again, told what
+    /// went wrong [default: 2].
+    #[arg(long, value_name = "N", help_heading = "SPIRAL-Exec")]
+    pub retries: Option<usize>,
+
+    /// SPIRAL: times a node whose children are all dead ends is expanded again, the planner
+    /// shown them, instead of revisiting them; 0 is the paper's search [default: 1].
+    #[arg(long, value_name = "N", help_heading = "SPIRAL-Exec")]
+    pub widen: Option<u32>,
+
+    /// SPIRAL: spend no iteration on settled paths (finished, or dead ends all the way down);
+    /// the search ends once every path is settled. Off (the paper's): revisit them.
+    #[arg(long, help_heading = "SPIRAL-Exec")]
+    pub skip_settled: bool,
 }
 
 impl RunArgs {
@@ -172,6 +187,13 @@ impl RunArgs {
                     .then_some(from_file.concurrency))
                 .unwrap_or(k),
             revisions: self.revisions.unwrap_or(from_file.revisions),
+            retries: self.retries.unwrap_or(from_file.retries),
+            widen: self.widen.unwrap_or(from_file.widen),
+            settled: if self.skip_settled {
+                Settled::Skip
+            } else {
+                from_file.settled
+            },
         };
         settings
             .check()

@@ -34,6 +34,8 @@ pub struct Completion {
     pub latency: Duration,
     /// The messages sent and the reply, when the endpoint records them.
     pub messages: Option<serde_json::Value>,
+    /// The reply stopped at the token cap (`finish_reason: "length"`), so it may be incomplete.
+    pub cut: bool,
 }
 
 impl Completion {

@@ -5,7 +5,7 @@
 //! serves every role. It also records each call's messages when the endpoint asks for it.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::time::Instant;
 
 use anyhow::anyhow;
@@ -28,6 +28,9 @@ const RUNG_TEXT: u8 = 2;
 pub struct LlmClient {
     model: Arc<dyn ChatModel>,
     json_rung: AtomicU8,
+    /// The endpoint refused a rich schema once: [`LlmClient::complete_json_or`] sends the plain
+    /// one from then on.
+    rich_refused: AtomicBool,
 }
 
 impl std::fmt::Debug for LlmClient {
@@ -49,6 +52,7 @@ impl LlmClient {
         Self {
             model,
             json_rung: AtomicU8::new(RUNG_SCHEMA),
+            rich_refused: AtomicBool::new(false),
         }
     }
 
@@ -70,15 +74,35 @@ impl LlmClient {
         schema_name: &str,
         schema: &Value,
     ) -> Result<(Value, Completion), LlmError> {
+        self.complete_json_or(messages, schema_name, schema, schema)
+            .await
+    }
+
+    /// As [`LlmClient::complete_json`], with a `rich` schema that a JSON-schema endpoint may
+    /// refuse (a grammar converter that cannot hold it): then `plain` is sent, now and from
+    /// then on ([`LlmClient::refused_rich_schema`] says so). The lower rungs and tools mode
+    /// describe `plain`.
+    pub async fn complete_json_or(
+        &self,
+        messages: &[Message],
+        schema_name: &str,
+        rich: &Value,
+        plain: &Value,
+    ) -> Result<(Value, Completion), LlmError> {
         if self.uses_tools() {
             return self
-                .complete_as_function(messages, schema_name, schema)
+                .complete_as_function(messages, schema_name, plain)
                 .await;
         }
         let start = Instant::now();
         let mut rung = self.json_rung.load(Ordering::Relaxed);
         loop {
             let mut messages = messages.to_vec();
+            let schema = if self.rich_refused.load(Ordering::Relaxed) {
+                plain
+            } else {
+                rich
+            };
             let response_format = match rung {
                 RUNG_SCHEMA => Some(ResponseFormat::JsonSchema {
                     json_schema: JsonSchemaFormat {
@@ -93,7 +117,7 @@ impl LlmClient {
             if rung != RUNG_SCHEMA {
                 // Without a schema the model must be told the shape.
                 messages.push(Message::user(format!(
-                    "Answer with one JSON value only, matching this JSON Schema:\n{schema}"
+                    "Answer with one JSON value only, matching this JSON Schema:\n{plain}"
                 )));
             }
             let request = ChatRequest {
@@ -111,11 +135,28 @@ impl LlmClient {
                         )),
                     };
                 }
+                // A refused rich schema is tried again plain, at the same rung.
+                Err(e)
+                    if rung == RUNG_SCHEMA
+                        && schema != plain
+                        && e.is_format_rejection()
+                        && !self.rich_refused.swap(true, Ordering::Relaxed) =>
+                {
+                    tracing::warn!(
+                        "{} refused the {schema_name} schema ({e}); sending the plain one",
+                        self.endpoint().model
+                    );
+                }
                 // An endpoint that rejects the format (400/422) gets the next rung down.
                 Err(e) if rung < RUNG_TEXT && e.is_format_rejection() => rung += 1,
                 Err(e) => return Err(e),
             }
         }
+    }
+
+    /// True once the endpoint refused a rich schema and the plain one is sent instead.
+    pub fn refused_rich_schema(&self) -> bool {
+        self.rich_refused.load(Ordering::Relaxed)
     }
 
     /// The model must call the function `name` whose parameters are `schema`; its arguments

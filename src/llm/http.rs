@@ -165,12 +165,15 @@ fn parse_reply(bytes: &[u8], prompt_chars: usize) -> anyhow::Result<Completion> 
             snippet(&String::from_utf8_lossy(bytes))
         )
     })?;
-    let message = reply
+    let choice = reply
         .choices
         .into_iter()
         .next()
-        .ok_or_else(|| anyhow!("the endpoint's reply has no choices"))?
-        .message;
+        .ok_or_else(|| anyhow!("the endpoint's reply has no choices"))?;
+    let (message, cut) = (
+        choice.message,
+        choice.finish_reason.as_deref() == Some("length"),
+    );
     let mut text = message.content.unwrap_or_default();
     if text.len() > MAX_REPLY_TEXT {
         let mut end = MAX_REPLY_TEXT;
@@ -202,6 +205,7 @@ fn parse_reply(bytes: &[u8], prompt_chars: usize) -> anyhow::Result<Completion> 
         estimated,
         latency: Duration::ZERO,
         messages: None,
+        cut,
     })
 }
 

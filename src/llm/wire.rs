@@ -255,6 +255,9 @@ pub struct ChatResponse {
 pub struct Choice {
     /// The assistant's message.
     pub message: ReplyMessage,
+    /// Why generation stopped (`stop`, `length`, `tool_calls`), when the endpoint says.
+    #[serde(default)]
+    pub finish_reason: Option<String>,
 }
 
 /// The assistant's message in a reply.

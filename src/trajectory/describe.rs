@@ -88,6 +88,39 @@ fn backpropagated(value: f64, path: &[NodeId]) -> String {
     format!("{value:+.2} along {}", path.join("→"))
 }
 
+/// What a search's iterations did and why it stopped, from its `search_finished`.
+pub fn search_accounting(body: &EventBody) -> Option<String> {
+    let EventBody::SearchFinished {
+        iterations,
+        expanded,
+        revisited,
+        widened,
+        retried,
+        fruitless,
+        stopped,
+        detail,
+        ..
+    } = body
+    else {
+        return None;
+    };
+    let mut s = format!("{iterations} iterations: {expanded} expanded, {revisited} revisited");
+    for (n, what) in [
+        (widened, "widened"),
+        (retried, "retried"),
+        (fruitless, "fruitless"),
+    ] {
+        if *n > 0 {
+            s.push_str(&format!(", {n} {what}"));
+        }
+    }
+    s.push_str(&format!(" · stopped: {}", stopped.as_str()));
+    if let Some(d) = detail {
+        s.push_str(&format!(" ({d})"));
+    }
+    Some(s)
+}
+
 /// A one-line description of an event.
 pub fn summary(event: &Event) -> String {
     match &event.body {
@@ -185,6 +218,7 @@ pub fn summary(event: &Event) -> String {
             critic_reward.map_or(String::new(), |c| format!(" (critic {c:.2})"))
         ),
         EventBody::Backpropagated { path, value } => backpropagated(*value, path),
+        body @ EventBody::SearchFinished { .. } => search_accounting(body).unwrap_or_default(),
         EventBody::PlanSelected { nodes, rule } => format!(
             "{rule}: {}",
             nodes

@@ -377,6 +377,10 @@ pub enum DecisionProblem {
     BadArguments,
     /// Neither a call nor a finish.
     NoAction,
+    /// The reply is not JSON at all.
+    NotJson,
+    /// The reply stopped at the token cap before its JSON ended.
+    Cut,
 }
 
 /// What brought a run to its end, beside its status (which keeps MCP-Bench's meaning: a
@@ -446,6 +450,35 @@ impl Ending {
             Ending::TimeLimit => "⊣time",
             Ending::SearchEndedEarly => "⊣early",
             Ending::NoCallPlanned => "⊣no call",
+        }
+    }
+}
+
+/// Why a search stopped (`search_finished`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SearchStop {
+    /// Its iterations ran out.
+    Iterations,
+    /// Nothing was left to expand: the root is a dead end, or every path is settled.
+    Exhausted,
+    /// The run's token or time budget, or a stop request.
+    Budget,
+    /// The planner's endpoint failed.
+    PlannerFailed,
+    /// An expansion could simulate none of its calls.
+    WorldModelFailed,
+}
+
+impl SearchStop {
+    /// Its name in files.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SearchStop::Iterations => "iterations",
+            SearchStop::Exhausted => "exhausted",
+            SearchStop::Budget => "budget",
+            SearchStop::PlannerFailed => "planner_failed",
+            SearchStop::WorldModelFailed => "world_model_failed",
         }
     }
 }
@@ -622,6 +655,31 @@ pub enum EventBody {
         /// The value added to each node's sum.
         value: f64,
     },
+    /// A search ended: what its iterations did and why it stopped.
+    SearchFinished {
+        /// The search's root node.
+        root: NodeId,
+        /// Iterations started.
+        iterations: u64,
+        /// Iterations that added nodes (widenings included).
+        expanded: u64,
+        /// Iterations that revisited a finished path, its reward counted again.
+        revisited: u64,
+        /// Expansions of a node whose children were all dead ends.
+        #[serde(default)]
+        widened: u64,
+        /// Times the planner was asked again after a reply with no usable candidate.
+        #[serde(default)]
+        retried: u64,
+        /// Iterations whose expansion added nothing.
+        #[serde(default)]
+        fruitless: u64,
+        /// Why it stopped.
+        stopped: SearchStop,
+        /// The reason in words, when there is more to say.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        detail: Option<String>,
+    },
     /// The plan chosen for execution.
     PlanSelected {
         /// The plan's nodes from the root's child down (each one a tool call or finish).
@@ -788,6 +846,7 @@ pub const KNOWN_KINDS: &[&str] = &[
     "node_evaluated",
     "backpropagated",
     "plan_selected",
+    "search_finished",
     "tool_called",
     "answer",
     "judge_scored",
@@ -811,6 +870,7 @@ impl EventBody {
             EventBody::NodeEvaluated { .. } => "node_evaluated",
             EventBody::Backpropagated { .. } => "backpropagated",
             EventBody::PlanSelected { .. } => "plan_selected",
+            EventBody::SearchFinished { .. } => "search_finished",
             EventBody::ToolCalled { .. } => "tool_called",
             EventBody::Answer { .. } => "answer",
             EventBody::JudgeScored { .. } => "judge_scored",

@@ -83,6 +83,7 @@ pub struct Run {
     steps: Vec<StepRef>,
     phases: Vec<(u32, Phase, u64)>,
     plans: Vec<u32>,
+    searches: Vec<u32>,
     answers: Vec<u32>,
     judges: Vec<u32>,
     finishes: Vec<u32>,
@@ -130,6 +131,7 @@ impl Run {
             steps: Vec::new(),
             phases: Vec::new(),
             plans: Vec::new(),
+            searches: Vec::new(),
             answers: Vec::new(),
             judges: Vec::new(),
             finishes: Vec::new(),
@@ -374,6 +376,7 @@ impl Run {
                     });
                 }
                 EventBody::PlanSelected { .. } => self.plans.push(idx),
+                EventBody::SearchFinished { .. } => self.searches.push(idx),
                 EventBody::Answer { .. } => self.answers.push(idx),
                 EventBody::JudgeScored { .. } => self.judges.push(idx),
                 EventBody::RunFinished { .. } => self.finishes.push(idx),
@@ -450,6 +453,11 @@ impl Run {
             EventBody::PlanSelected { nodes, rule } => Some((e, rule.as_str(), nodes.as_slice())),
             _ => None,
         }
+    }
+
+    /// The latest `search_finished` before cursor `k`: what the search's iterations did.
+    pub fn search_finished_at(&self, k: usize) -> Option<&EventBody> {
+        self.whole_body(Self::latest_before(&self.searches, k)?)
     }
 
     /// The plan selected by cursor `k`, as arena slots.

@@ -825,13 +825,21 @@ impl View for RunView {
             )
         };
         let tree_height = Self::inner_height(panes.tree);
-        let tree_block = block(Pane::Tree, tree_title).title_bottom(
+        let mut tree_block = block(Pane::Tree, tree_title).title_bottom(
             Line::styled(
                 format!(" {} ", self.tree.position(tree_height)),
                 theme.dim(),
             )
             .right_aligned(),
         );
+        if let Some(accounting) = self.tree.accounting() {
+            // The width left of the position, so the two never overlap.
+            let room = (panes.tree.width as usize).saturating_sub(16);
+            tree_block = tree_block.title_bottom(Line::styled(
+                format!(" {} ", crate::sanitize::one_line(accounting, room)),
+                theme.dim(),
+            ));
+        }
         self.tree
             .draw(frame, panes.tree, tree_block, &self.run, state, theme);
         self.timeline.draw(

@@ -48,6 +48,8 @@ pub struct TreeView {
     plan: HashSet<u32>,
     /// Why the ★ plan, in one line, with the plan event and node count it was made for.
     plan_reason: Option<(u32, usize, String)>,
+    /// What the latest search's iterations did (for the pane's bottom title).
+    accounting: Option<String>,
     q_range: (f64, f64),
     touched: Option<Item>,
 }
@@ -104,6 +106,9 @@ impl TreeView {
             .min(self.rows.len().saturating_sub(1));
         self.plan = run.plan_at(k).into_iter().collect();
         self.refresh_plan_reason(run, state);
+        self.accounting = run
+            .search_finished_at(state.applied())
+            .and_then(crate::trajectory::describe::search_accounting);
         self.touched = k.checked_sub(1).and_then(|i| {
             let event = run.brief(i);
             match event.whole().map(|e| &e.body) {
@@ -246,6 +251,11 @@ impl TreeView {
     /// Where the pane is scrolled to, for its title.
     pub fn position(&self, height: usize) -> String {
         self.selection.scroll.position(self.rows.len(), height)
+    }
+
+    /// What the latest search's iterations did and why it stopped (for the pane's title).
+    pub fn accounting(&self) -> Option<&str> {
+        self.accounting.as_deref()
     }
 
     /// Why the ★ plan was chosen, in one line (for the pane's title).
