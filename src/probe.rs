@@ -13,7 +13,7 @@ use anyhow::{Context, Result, bail};
 use crate::llm::config::LlmConfig;
 use crate::mcp::config::McpConfig;
 use crate::mcp::pool::{McpPool, Timeouts};
-use crate::trajectory::event::{Action, Event, EventBody, NodeId, Observation, ToolInfo};
+use crate::trajectory::event::{Action, Event, EventBody, NodeId, Observation, Role, ToolInfo};
 use crate::trajectory::redact::Redactor;
 use crate::trajectory::run::Run;
 use crate::trajectory::writer::Writer;
@@ -29,11 +29,25 @@ pub struct ProbeSetup {
     pub mcp_config: Option<PathBuf>,
 }
 
+/// Why a call for real cannot be made, before anyone is asked to confirm one.
+const NO_SERVERS: &str =
+    "calls for real need the servers: open the run with `cosmos replay FILE --mcp-config mcp.json`";
+
 impl ProbeSetup {
-    /// The world models a person can pick: the built-in `llm` and `memory` (the runs beside the
-    /// probed one), then the config's named ones.
+    /// Why `P` cannot make a call for real (no MCP config), if it cannot.
+    pub fn cannot_call_for_real(&self) -> Option<&'static str> {
+        self.mcp_config.is_none().then_some(NO_SERVERS)
+    }
+
+    /// The world models a person can pick: the built-in `llm` when its role has an endpoint,
+    /// `memory` (the runs beside the probed one), then the config's named ones.
     pub fn world_models(&self) -> Vec<String> {
-        let mut names = vec!["llm".to_string(), "memory".to_string()];
+        let llm_has_endpoint = LlmConfig::load(self.config.as_deref())
+            .is_ok_and(|c| !c.endpoint(Role::WorldModel).base_url.is_empty());
+        let mut names = vec!["memory".to_string()];
+        if llm_has_endpoint {
+            names.insert(0, "llm".to_string());
+        }
         if let Some(path) = &self.config
             && let Ok(text) = std::fs::read_to_string(path)
             && let Ok(table) = text.parse::<toml::Table>()
@@ -157,9 +171,7 @@ pub async fn simulate(path: &Path, node: NodeId, name: &str, setup: &ProbeSetup)
 pub async fn call_for_real(path: &Path, node: NodeId, setup: &ProbeSetup) -> Result<Event> {
     let run = Run::open(path)?;
     let (tool, arguments, _) = node_call(&run, node)?;
-    let mcp_path = setup.mcp_config.as_deref().context(
-        "calls for real need the servers: open the run with `cosmos replay FILE --mcp-config mcp.json`",
-    )?;
+    let mcp_path = setup.mcp_config.as_deref().context(NO_SERVERS)?;
     let mcp = McpConfig::load(mcp_path)?;
     let server = mcp
         .servers
@@ -210,4 +222,40 @@ pub fn real_of(run: &Run, node: NodeId) -> Option<Observation> {
             EventBody::ToolCalled { result, .. } => Some(result.clone()),
             _ => None,
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_llm_world_model_is_offered_only_with_an_endpoint_and_real_calls_only_with_servers() {
+        let dir = tempfile::tempdir().unwrap();
+        let with = dir.path().join("with.toml");
+        std::fs::write(
+            &with,
+            "[roles.world_model]\nbase_url = \"http://127.0.0.1:9/v1\"\n",
+        )
+        .unwrap();
+        let setup = ProbeSetup {
+            config: Some(with),
+            mcp_config: None,
+        };
+        assert_eq!(setup.world_models(), ["llm", "memory"]);
+        assert_eq!(setup.cannot_call_for_real(), Some(NO_SERVERS));
+        let without = dir.path().join("without.toml");
+        std::fs::write(&without, "[default]\nmodel = \"m\"\n").unwrap();
+        let setup = ProbeSetup {
+            config: Some(without),
+            mcp_config: Some(dir.path().join("mcp.json")),
+        };
+        assert_eq!(setup.cannot_call_for_real(), None);
+        // Only the environment could still give the role an address.
+        let offered = setup.world_models();
+        assert_eq!(
+            offered.contains(&"llm".to_string()),
+            std::env::var("OPENAI_BASE_URL").is_ok_and(|u| !u.is_empty()),
+            "{offered:?}"
+        );
+    }
 }

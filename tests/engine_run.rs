@@ -1141,7 +1141,10 @@ fn the_live_explorer_asks_before_leaving_and_can_leave_the_run_to_finish_alone()
     t.wait_until("the question closed, the run still live", |s| {
         !s.contains("Leave the run?") && s.contains("LIVE")
     });
+    // Esc goes back, never out: at the bottom of the stack it only says how to leave.
     t.keys(&["Escape"]);
+    t.wait_for("q quits");
+    t.keys(&["q"]);
     t.wait_for("Leave the run?");
     t.keys(&["l"]);
     t.wait_for("the run goes on without the explorer");
@@ -1474,4 +1477,32 @@ fn kill_9_of_cosmos_leaves_no_server_or_child_behind() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+#[test]
+fn a_role_with_no_endpoint_is_an_error_naming_the_setting_never_a_public_default() {
+    let dir = tempfile::tempdir().unwrap();
+    let mcp = write_mcp_config(dir.path(), bench_servers());
+    let out = dir.path().join("out");
+    let started = Instant::now();
+    let o = Command::new(env!("CARGO_BIN_EXE_cosmos"))
+        .args(cosmos_run_args(&mcp, &out, "time_mcp_000", "react", &[]))
+        .env_remove("OPENAI_BASE_URL")
+        .env("OPENAI_API_KEY", KEY)
+        .env(
+            "COSMOS_LOG_FILE",
+            std::env::temp_dir().join("cosmos-engine-test.log"),
+        )
+        .output()
+        .unwrap();
+    let said = text(&o);
+    assert_ne!(o.status.code(), Some(0), "{said}");
+    assert!(
+        said.contains("no endpoint for roles.planner") && said.contains("OPENAI_BASE_URL"),
+        "{said}"
+    );
+    assert!(!said.contains("api.openai.com"), "{said}");
+    // Refused before any server started or any file was made.
+    assert!(!out.exists() || std::fs::read_dir(&out).unwrap().next().is_none());
+    assert!(started.elapsed() < Duration::from_secs(30));
 }

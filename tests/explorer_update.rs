@@ -291,7 +291,11 @@ fn browser_filter_sort_open_mark_and_compare() {
         app.browser().unwrap().groups,
         mcp_cosmos::tui::browser::Groups::Hidden
     );
+    // Esc goes back, never out of the program: only q leaves.
     send(&mut app, KeyCode::Esc);
+    assert!(!app.quit());
+    assert!(app.message().unwrap().contains("q quits"));
+    press(&mut app, "q");
     assert!(app.quit());
 }
 
@@ -353,7 +357,9 @@ fn live_run_grows_follows_pauses_asks_before_leaving_and_stops() {
     send(&mut app, KeyCode::Esc);
     assert!(matches!(app.top(), Layer::Run(_)));
     send(&mut app, KeyCode::Esc);
-    assert!(matches!(app.top(), Layer::Confirm(_)), "so does Esc");
+    assert!(matches!(app.top(), Layer::Run(_)), "Esc never leaves");
+    press(&mut app, "q");
+    assert!(matches!(app.top(), Layer::Confirm(_)));
     press(&mut app, "l");
     assert_eq!(app.exit, Some(Exit::LeaveRunning), "leave, the run goes on");
     assert!(stop_rx.try_recv().is_err(), "leaving is not stopping");
@@ -754,7 +760,16 @@ fn probing_a_node_appends_a_simulation_and_asks_before_a_real_call() {
     );
     send(&mut app, KeyCode::Esc);
 
-    // P asks first, naming the call; Esc makes no call and appends nothing.
+    // Without --mcp-config, P says what a real call needs before asking anything.
+    press(&mut app, "P");
+    assert!(!matches!(app.top(), Layer::ConfirmCall(_)));
+    assert!(
+        app.message().unwrap().contains("--mcp-config"),
+        "{:?}",
+        app.message()
+    );
+    // With servers, P asks first, naming the call; Esc makes no call and appends nothing.
+    app.probe.mcp_config = Some(dir.path().join("mcp.json"));
     press(&mut app, "P");
     let Layer::ConfirmCall(question) = app.top() else {
         panic!("P asks before a real call");
@@ -767,15 +782,6 @@ fn probing_a_node_appends_a_simulation_and_asks_before_a_real_call() {
     send(&mut app, KeyCode::Esc);
     assert!(app.take_work().is_empty());
     assert_eq!(Run::open(&path).unwrap().len(), reread.len());
-    // Without --mcp-config a real call says what it needs.
-    press(&mut app, "P");
-    press(&mut app, "y");
-    run_effects(&mut app);
-    assert!(
-        app.message().unwrap().contains("--mcp-config"),
-        "{:?}",
-        app.message()
-    );
 }
 
 #[test]

@@ -893,6 +893,15 @@ fn probing_a_node_shows_the_picker_and_then_the_probe_in_the_node_inspector() {
         Rect::new(0, 0, size.0, size.1 - 1),
     );
     let mut app = App::with_run(view, Keymap::default(), Theme::new(true), size);
+    // The llm world model is offered because its role has an endpoint (whatever the
+    // environment says).
+    let config = dir.path().join("cosmos.toml");
+    std::fs::write(
+        &config,
+        "[roles.world_model]\nbase_url = \"http://127.0.0.1:9/v1\"\n",
+    )
+    .unwrap();
+    app.probe.config = Some(config);
     let folder = dir.path().display().to_string();
     let shown = |app: &mut App| render(app).replace(&folder, "TMP");
     // Opened on the failed call, node #2 selected: p lists the world models.

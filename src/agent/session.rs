@@ -133,6 +133,22 @@ pub async fn prepare(spec: &RunSpec, stop: watch::Receiver<bool>) -> Result<Prep
     .map(|n| n.build())
     .transpose()?
     .map(|built| built.model);
+    // Every role the run will ask needs an address before anything starts.
+    let mut roles = vec![Role::Planner, Role::Summarizer];
+    if spec.agent == AgentKind::Spiral && spec.search.alpha < 1.0 {
+        roles.push(Role::Critic);
+    }
+    if spec.world_model == "llm" {
+        roles.push(Role::WorldModel);
+    }
+    for role in roles {
+        if let Some(why) = llm
+            .endpoint(role)
+            .missing(&format!("roles.{}", role.as_str()))
+        {
+            anyhow::bail!(why);
+        }
+    }
     let client = |role| Arc::new(LlmClient::new(llm.endpoint(role).clone()));
     if spec.agent != AgentKind::React && world_model.is_none() {
         anyhow::bail!(

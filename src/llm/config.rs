@@ -25,7 +25,7 @@ pub enum OutputMode {
 /// One role's endpoint, resolved.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Endpoint {
-    /// Base URL, ending before `/chat/completions`.
+    /// Base URL, ending before `/chat/completions`; empty when nothing set one.
     pub base_url: String,
     /// Model name.
     pub model: String,
@@ -50,8 +50,18 @@ impl Endpoint {
     pub fn info(&self) -> ModelInfo {
         ModelInfo {
             model: self.model.clone(),
-            base_url: Some(self.base_url.clone()),
+            base_url: Some(self.base_url.clone()).filter(|u| !u.is_empty()),
         }
+    }
+
+    /// Why it cannot be used, when nothing set its address: naming the settings that would.
+    pub fn missing(&self, table: &str) -> Option<String> {
+        self.base_url.is_empty().then(|| {
+            format!(
+                "no endpoint for {table}: set base_url in [{table}] or [default] of the --config \
+                 file, or OPENAI_BASE_URL"
+            )
+        })
     }
 }
 
@@ -202,7 +212,8 @@ fn resolve(r: RoleShape, d: &RoleShape, env: &impl Fn(&str) -> Option<String>) -
             .base_url
             .or(d.base_url.clone())
             .or_else(|| env("OPENAI_BASE_URL"))
-            .unwrap_or_else(|| "https://api.openai.com/v1".into())
+            // Never a public default: a role with no endpoint is an error when it is used.
+            .unwrap_or_default()
             .trim_end_matches('/')
             .to_string(),
         model: r

@@ -52,6 +52,16 @@ impl HttpChat {
             status,
             ..LlmError::new(error, start.elapsed())
         };
+        if self.endpoint.base_url.is_empty() {
+            // Nothing is sent anywhere: there is no address, and no default public one.
+            return Err(fail(
+                anyhow!(
+                    "no endpoint address: set base_url in the role's [roles.NAME] table or in \
+                     [default] of the --config file, or OPENAI_BASE_URL"
+                ),
+                None,
+            ));
+        }
         let url = format!("{}/chat/completions", self.endpoint.base_url);
         let prompt_chars: usize = request.messages.iter().map(|m| m.content_str().len()).sum();
         let mut attempt = 0u32;

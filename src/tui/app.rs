@@ -14,7 +14,7 @@ use super::browser::Browser;
 use super::compare::CompareView;
 use super::confirm::{ConfirmCall, ConfirmLeave};
 use super::help::HelpView;
-use super::keymap::{Command, Keymap};
+use super::keymap::{Command, Keymap, Mode};
 use super::picker::WorldModelPicker;
 use super::run_view::RunView;
 use super::run_view::inspector::Inspector;
@@ -397,7 +397,9 @@ impl App {
                     .retain(|p| matches!(p.waiting, Waiting::Groups));
             }
         } else {
-            self.leave();
+            // Esc goes back, never out of the program (as in lazygit and k9s): leaving is `q`.
+            let quit = self.keymap.hint(Mode::Global, Command::Quit);
+            self.message = Some(format!("nothing to go back to · {quit} quits"));
         }
     }
 
@@ -449,6 +451,11 @@ impl App {
         real: bool,
     ) {
         let layer = if real {
+            if let Some(why) = self.probe.cannot_call_for_real() {
+                // Said before the question, not after a `y`.
+                self.message = Some(why.to_string());
+                return;
+            }
             Layer::ConfirmCall(ConfirmCall::new(call, path, node, self.probe.clone()))
         } else {
             Layer::Picker(WorldModelPicker::new(path, node, self.probe.clone()))

@@ -564,7 +564,8 @@ fn metric_rows(ms: &[RunMetrics]) -> Vec<MetricRow> {
         ),
         (
             "wm calls",
-            |m| Some(m.llm[Role::WorldModel.index()].calls as f64),
+            // A run without a search or chain has no world model: nothing to count or award.
+            |m| (m.nodes > 0).then(|| m.llm[Role::WorldModel.index()].calls as f64),
             None,
             |v| format!("{v:.0}"),
         ),
@@ -572,7 +573,7 @@ fn metric_rows(ms: &[RunMetrics]) -> Vec<MetricRow> {
             "wm tokens",
             |m| {
                 let u = m.llm[Role::WorldModel.index()];
-                Some((u.prompt_tokens + u.completion_tokens) as f64)
+                (m.nodes > 0).then(|| (u.prompt_tokens + u.completion_tokens) as f64)
             },
             Some(false),
             |v| format!("{v:.0}"),

@@ -59,7 +59,7 @@ impl View for ConfirmLeave {
             Line::raw(""),
             Line::raw(if self.what == "sweep" {
                 format!(
-                    "{:>5}  stop it (running cells end interrupted; a rerun runs them), then leave",
+                    "{:>5}  stop it, then leave (running cells end interrupted; rerun them)",
                     self.stop_key
                 )
             } else {
@@ -74,16 +74,19 @@ impl View for ConfirmLeave {
             )),
             Line::raw(format!("{:>5}  stay", self.cancel_key)),
         ];
-        let rect = super::overlay::centered(area, 74, lines.len() as u16 + 2);
-        frame.render_widget(Clear, rect);
-        frame.render_widget(
-            Paragraph::new(lines).wrap(Wrap { trim: false }).block(
-                Block::bordered()
-                    .border_style(theme.focus_border())
-                    .title(format!(" Leave the {}? ", self.what)),
-            ),
-            rect,
+        // As wide as the longest line, so nothing wraps and the last line (how to stay) shows.
+        let widest = lines.iter().map(Line::width).max().unwrap_or(0) as u16;
+        let width = (widest + 4).min(area.width);
+        let inner = usize::from(width.saturating_sub(2)).max(1);
+        let rows: usize = lines.iter().map(|l| l.width().max(1).div_ceil(inner)).sum();
+        let paragraph = Paragraph::new(lines).wrap(Wrap { trim: false }).block(
+            Block::bordered()
+                .border_style(theme.focus_border())
+                .title(format!(" Leave the {}? ", self.what)),
         );
+        let rect = super::overlay::centered(area, width, rows as u16 + 2);
+        frame.render_widget(Clear, rect);
+        frame.render_widget(paragraph, rect);
     }
 
     fn status(&self) -> Option<String> {

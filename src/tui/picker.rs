@@ -74,13 +74,13 @@ impl View for WorldModelPicker {
 
     fn draw(&self, frame: &mut Frame, area: Rect, theme: &Theme) {
         let height = (self.names.len() as u16 + 2).min(area.height);
-        let rect = super::overlay::centered(area, 50, height);
+        let rect = super::overlay::centered(area, 56, height);
         let lines: Vec<Line> = self
             .names
             .iter()
             .enumerate()
             .map(|(i, n)| {
-                let line = Line::raw(one_line(n, 46));
+                let line = Line::raw(one_line(n, 52));
                 if i == self.selection.selected {
                     line.style(theme.selected())
                 } else {
@@ -93,7 +93,8 @@ impl View for WorldModelPicker {
             Paragraph::new(lines).block(
                 Block::bordered()
                     .border_style(theme.focus_border())
-                    .title(format!(" Probe #{} with… · Enter · Esc ", self.node)),
+                    .title(format!(" Probe #{} with which world model? ", self.node))
+                    .title_bottom(Line::styled(" Enter probe · Esc cancel ", theme.dim())),
             ),
             rect,
         );

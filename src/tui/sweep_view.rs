@@ -682,10 +682,10 @@ impl View for SweepView {
 
     fn status(&self) -> Option<String> {
         Some(if self.is_running() {
-            "sweep · Enter opens a cell's run (live while it runs) · f next failure · x stops · ? keys"
+            "sweep · Enter opens a cell's run (live while it runs) · f next failure · x stops"
                 .into()
         } else {
-            "sweep · Enter opens a cell's run · f next failure · q quits · ? keys".into()
+            "sweep · Enter opens a cell's run · f next failure · q quits".into()
         })
     }
 }

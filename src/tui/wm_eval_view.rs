@@ -343,22 +343,24 @@ impl View for WmEvalView {
                 None => "—".into(),
             };
             let star = w.fidelity.is_some_and(|f| f.mean == best) && self.names.len() > 1;
-            let line = format!(
-                "{:<17} {:>9}  {:>6}  {:>7}  {:<20}  {}",
+            let before = format!(
+                "{:<17} {:>9}  {:>6}  {:>7}  {:<20}",
                 one_line(&w.name, 17),
                 format!("{}/{}", w.n, w.calls),
                 w.failed,
                 w.no_prediction,
                 fid,
-                w.error_prediction
-                    .f1
-                    .map_or("—".to_string(), |f| format!("{f:.2}")),
             );
-            text.push(if star {
-                Line::from(vec![Span::raw(line), Span::styled(" ★", theme.mark())])
-            } else {
-                Line::raw(line)
-            });
+            let f1 = w
+                .error_prediction
+                .f1
+                .map_or("—".to_string(), |f| format!("{f:.2}"));
+            // The star sits in the fidelity column, which it is awarded for.
+            text.push(Line::from(vec![
+                Span::raw(before),
+                Span::styled(if star { "★ " } else { "  " }, theme.mark()),
+                Span::raw(f1),
+            ]));
         }
         for p in self.board.pairs.iter().take(6) {
             let diff = match (p.mean_diff, p.ci) {

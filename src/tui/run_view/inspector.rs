@@ -226,10 +226,9 @@ impl Inspector {
                 } else {
                     Mark::Text
                 };
-                lines.push(
-                    mark,
-                    format!("  {word}{}", if terminal { " · ends its path" } else { "" }),
-                );
+                let ends = if terminal { " · ends its path" } else { "" };
+                let because = if why.is_some() { ", because:" } else { "" };
+                lines.push(mark, format!("  {word}{ends}{because}"));
                 if let Some(why) = why {
                     lines.block(&why, mark);
                 }
@@ -546,7 +545,7 @@ fn verdict_words(
         Verdict::Valid => ("valid call (+0.1)", None),
         Verdict::DeadEnd => ("dead end (−0.5)", None),
         Verdict::Invalid => (
-            "invalid (−1.0), because:",
+            "invalid (−1.0)",
             simulated
                 .filter(|(wm, _)| *wm == VALIDATOR)
                 .map(|(_, o)| observation_text(o)),
@@ -561,10 +560,7 @@ fn verdict_words(
                     } if source == "world_model" => Some(message.clone()),
                     _ => None,
                 });
-            (
-                "not simulated (0, never planned): the world model failed:",
-                why,
-            )
+            ("not simulated (0): the world model failed", why)
         }
     }
 }
