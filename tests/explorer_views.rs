@@ -201,6 +201,58 @@ fn compare_three_runs() {
 }
 
 #[test]
+fn at_80x24_every_compare_metric_row_is_reachable_by_key_and_wheel() {
+    use crossterm::event::{KeyModifiers, MouseEvent, MouseEventKind};
+    let runs = common::three_runs();
+    let size = (80, 24);
+    let mut app = App::on(
+        Layer::Compare(CompareView::new(&runs, size)),
+        Keymap::default(),
+        Theme::new(true),
+        size,
+    );
+    let first = render(&mut app);
+    assert!(
+        !first.contains("answer "),
+        "the table is cut at 80x24: {first}"
+    );
+    assert!(first.contains("Tab, then ↑/↓"), "{first}");
+    // Tab moves the keys to the metrics; ↓ goes through every row, End to the answer.
+    app.update(Action::Do(Command::FocusNext));
+    let mut seen = first.clone();
+    for _ in 0..12 {
+        app.update(Action::Do(Command::Down));
+        seen.push_str(&render(&mut app));
+    }
+    for row in [
+        "fidelity",
+        "tokens",
+        "time s",
+        "wm tokens",
+        "judge overall",
+        "answer",
+    ] {
+        assert!(seen.contains(&format!("│{row} ")), "{row} unreachable");
+    }
+    app.update(Action::Do(Command::Top));
+    app.update(Action::Do(Command::Bottom));
+    let last = render(&mut app);
+    assert!(last.contains("│answer "), "{last}");
+    insta::assert_snapshot!("compare_metrics_scrolled_80x24", last);
+    // The wheel over the table scrolls it back up.
+    app.update(Action::Do(Command::FocusNext));
+    for _ in 0..20 {
+        app.update(Action::Mouse(MouseEvent {
+            kind: MouseEventKind::ScrollUp,
+            column: 20,
+            row: 3,
+            modifiers: KeyModifiers::NONE,
+        }));
+    }
+    assert_eq!(render(&mut app), first);
+}
+
+#[test]
 fn help_overlay() {
     let mut app = run_app(common::plan_fails_run(), (80, 24));
     app.update(Action::Do(Command::Help));
@@ -291,6 +343,123 @@ fn a_failing_run_opens_on_its_first_failed_call() {
             render(&mut app)
         );
     }
+}
+
+#[test]
+fn a_react_run_opens_on_its_failed_step_selected_showing_its_real_error() {
+    use mcp_cosmos::trajectory::event::{AgentKind, EventBody, Observation};
+    let call = |step: u64, target: &str, result: &str, is_error: bool| EventBody::ToolCalled {
+        step,
+        tool: "time:convert_time".into(),
+        server: Some("time".into()),
+        arguments: Box::new(serde_json::json!({"target_timezone": target})),
+        result: Observation {
+            text: result.into(),
+            is_error,
+            ..Default::default()
+        },
+        latency_ms: 10,
+        node: None,
+        error: None,
+        origin: None,
+    };
+    let run = || {
+        common::run_of(
+            "runs/react-fails.jsonl",
+            common::header("t", AgentKind::React, None),
+            vec![
+                call(1, "Asia/Tokyo", "18:00 in Tokyo", false),
+                call(2, "Mars/Olympus", "Invalid timezone: Mars/Olympus", true),
+                call(3, "Europe/London", "09:00 in London", false),
+                common::completed(),
+            ],
+        )
+    };
+    for size in SIZES {
+        let view = RunView::opened(run(), Rect::new(0, 0, size.0, size.1 - 1));
+        let mut app = App::with_run(view, Keymap::default(), Theme::new(true), size);
+        let screen = render(&mut app);
+        // The failed step is the selected one, and its real error is what the pane shows.
+        assert!(screen.contains("real: failed ✗"), "{screen}");
+        assert!(!screen.contains("18:00 in Tokyo"), "{screen}");
+        if size.0 >= 120 {
+            assert!(
+                screen.contains("Invalid timezone: Mars/Olympus"),
+                "{screen}"
+            );
+        }
+        assert!(
+            screen.contains("opened at the first failed call"),
+            "{screen}"
+        );
+        insta::assert_snapshot!(format!("react_failed_step_{}x{}", size.0, size.1), screen);
+    }
+}
+
+#[test]
+fn at_80_columns_sibling_calls_show_the_arguments_that_tell_them_apart() {
+    use mcp_cosmos::trajectory::event::{Action, AgentKind, EventBody, Verdict};
+    let call = |target: &str| {
+        Some(Action::ToolCall {
+            tool: "Time MCP:convert_time".into(),
+            arguments: serde_json::json!({
+                "source_timezone": "Europe/Paris", "time": "09:00", "target_timezone": target
+            }),
+        })
+    };
+    let added = |node, action| EventBody::NodeAdded {
+        node,
+        parent: Some(0),
+        depth: 1,
+        action,
+        prior: None,
+    };
+    let evaluated = |node, verdict: Verdict, reward| EventBody::NodeEvaluated {
+        node,
+        verdict,
+        base_reward: reward,
+        critic_reward: None,
+        critic_reason: None,
+        reward,
+        terminal: verdict != Verdict::Valid,
+    };
+    let bodies = vec![
+        EventBody::NodeAdded {
+            node: 0,
+            parent: None,
+            depth: 0,
+            action: None,
+            prior: None,
+        },
+        added(1, call("Asia/Tokyo")),
+        added(2, call("Europe/London")),
+        added(3, call("Mars/Olympus")),
+        evaluated(1, Verdict::Valid, 0.1),
+        evaluated(2, Verdict::Valid, 0.1),
+        evaluated(3, Verdict::Invalid, -1.0),
+        EventBody::Backpropagated {
+            path: vec![0, 1],
+            value: 0.1,
+        },
+    ];
+    let run = common::run_of(
+        "runs/siblings.jsonl",
+        common::header("t", AgentKind::Spiral, Some("llm")),
+        bodies,
+    );
+    let mut app = run_app(run, (80, 24));
+    let screen = render(&mut app);
+    let rows: Vec<&str> = screen.lines().filter(|l| l.contains("┃    #")).collect();
+    assert_eq!(rows.len(), 3, "{screen}");
+    for (row, target) in rows
+        .iter()
+        .zip(["Asia/Tokyo", "Europe/London", "Mars/Olympus"])
+    {
+        assert!(row.contains(target), "{row}\n{screen}");
+    }
+    // The invalid mark is never cut off.
+    assert!(rows[2].contains('⊘'), "{}", rows[2]);
+    insta::assert_snapshot!("sibling_calls_80x24", screen);
 }
 
 #[test]

@@ -44,6 +44,50 @@ pub fn compact_call_label(tool: &str, arguments: &serde_json::Value) -> String {
     args_label(tool, arguments, false)
 }
 
+/// For a node's call whose siblings call the same tool: `tool(…v, …)` with only the values of
+/// the arguments that differ from some sibling's, so narrow rows still tell siblings apart.
+/// `None` when there is no such sibling or every argument differs anyway.
+pub fn distinguishing_label(node: &EventBody, siblings: &[EventBody]) -> Option<String> {
+    let EventBody::NodeAdded {
+        action: Some(Action::ToolCall { tool, arguments }),
+        ..
+    } = node
+    else {
+        return None;
+    };
+    let others: Vec<&serde_json::Value> = siblings
+        .iter()
+        .filter_map(|s| match s {
+            EventBody::NodeAdded {
+                action:
+                    Some(Action::ToolCall {
+                        tool: t,
+                        arguments: a,
+                    }),
+                ..
+            } if t == tool => Some(a),
+            _ => None,
+        })
+        .collect();
+    let map = arguments.as_object()?;
+    if others.is_empty() {
+        return None;
+    }
+    let differing: Vec<String> = map
+        .iter()
+        .filter(|(k, v)| others.iter().any(|o| o.get(k.as_str()) != Some(v)))
+        .map(|(_, v)| match v {
+            serde_json::Value::String(s) => cut(s, 24),
+            other => cut(&other.to_string(), 24),
+        })
+        .collect();
+    if differing.is_empty() || differing.len() == map.len() {
+        return None;
+    }
+    let short_tool = tool.rsplit_once(':').map_or(tool.as_str(), |(_, t)| t);
+    Some(format!("{short_tool}(…{})", differing.join(", ")))
+}
+
 /// A short `tool(k=v, …)` label.
 pub fn call_label(tool: &str, arguments: &serde_json::Value) -> String {
     args_label(tool, arguments, true)

@@ -4,6 +4,7 @@
 //! with their fidelity. Column headers name what differs between the runs. Enter opens the run
 //! of the chosen column at that step.
 
+use crossterm::event::MouseEventKind;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
@@ -62,6 +63,10 @@ pub struct CompareView {
     pub selection: Selection,
     /// The chosen column (the run Enter opens).
     pub column: usize,
+    /// Keys move through the metrics table instead of the calls (Tab switches).
+    pub metrics_focused: bool,
+    /// The first metric row shown (the table scrolls when the screen is short).
+    pub metrics_offset: usize,
     size: (u16, u16),
 }
 
@@ -87,6 +92,8 @@ impl CompareView {
             warning,
             selection: Selection::default(),
             column: 0,
+            metrics_focused: false,
+            metrics_offset: 0,
             size,
         }
     }
@@ -100,6 +107,21 @@ impl CompareView {
             Constraint::Percentage(35),
         ])
         .areas(area)
+    }
+
+    /// Metric rows (the answer included) and how many fit on screen.
+    fn metric_window(&self) -> (usize, usize) {
+        let body = Rect::new(0, 0, self.size.0, self.size.1.saturating_sub(1));
+        let [top, ..] = self.split(body);
+        let total = metric_rows(&self.metrics).len() + 1;
+        (total, top.height.saturating_sub(3).max(1) as usize)
+    }
+
+    /// Scrolls the metrics table by `delta` rows, within its rows.
+    fn scroll_metrics(&mut self, delta: isize) {
+        let (total, shown) = self.metric_window();
+        let last = total.saturating_sub(shown);
+        self.metrics_offset = self.metrics_offset.saturating_add_signed(delta).min(last);
     }
 
     /// Call rows on screen.
@@ -168,6 +190,13 @@ fn labels(runs: &[Run]) -> Vec<String> {
         .collect()
 }
 
+impl CompareView {
+    fn scrolled(&mut self, delta: isize) -> Handled {
+        self.scroll_metrics(delta);
+        Handled::Consumed
+    }
+}
+
 impl View for CompareView {
     fn mode(&self) -> Mode {
         Mode::Compare
@@ -176,7 +205,35 @@ impl View for CompareView {
     fn update(&mut self, action: &Action, out: &mut Vec<Request>) -> Handled {
         let (len, visible) = (self.rows.len(), self.visible());
         let columns = self.labels.len().max(1);
+        if self.metrics_focused {
+            let page = self.metric_window().1 as isize;
+            match action {
+                Action::Do(Command::Up) => return self.scrolled(-1),
+                Action::Do(Command::Down) => return self.scrolled(1),
+                Action::Do(Command::PageUp) => return self.scrolled(-page),
+                Action::Do(Command::PageDown) => return self.scrolled(page),
+                Action::Do(Command::Top) => return self.scrolled(isize::MIN / 2),
+                Action::Do(Command::Bottom) => return self.scrolled(isize::MAX / 2),
+                _ => {}
+            }
+        }
         match action {
+            Action::Do(Command::FocusNext) => self.metrics_focused = !self.metrics_focused,
+            Action::Mouse(m) => {
+                let delta = match m.kind {
+                    MouseEventKind::ScrollUp => -1,
+                    MouseEventKind::ScrollDown => 1,
+                    _ => return Handled::Ignored,
+                };
+                // The wheel scrolls what is under the mouse.
+                let body = Rect::new(0, 0, self.size.0, self.size.1.saturating_sub(1));
+                let [top, ..] = self.split(body);
+                if m.row < top.y + top.height {
+                    self.scroll_metrics(delta);
+                } else {
+                    self.selection.by(delta * 3, len, visible);
+                }
+            }
             Action::Do(Command::Up) => self.selection.by(-1, len, visible),
             Action::Do(Command::Down) => self.selection.by(1, len, visible),
             Action::Do(Command::PageUp) => self.selection.by(-(visible as isize), len, visible),
@@ -211,8 +268,13 @@ impl View for CompareView {
     }
 
     fn status(&self) -> Option<String> {
+        let keys = if self.metrics_focused {
+            "↑/↓ scroll the metrics · Tab the calls"
+        } else {
+            "←/→ column · Enter opens it at the selected call · Tab the metrics"
+        };
         Some(format!(
-            "compare {} runs · column {} · ←/→ column · Enter opens it at the selected call",
+            "compare {} runs · column {} · {keys}",
             self.labels.len(),
             self.column + 1
         ))
@@ -263,13 +325,30 @@ impl View for CompareView {
             Some(w) => format!(" Compare · ★ best · {w} "),
             None => " Compare · ★ best of each row ".to_string(),
         };
+        let (total, shown) = (metric_lines.len(), top.height.saturating_sub(3) as usize);
+        let offset = self.metrics_offset.min(total.saturating_sub(shown));
+        let position = if total > shown {
+            format!(
+                " rows {}–{} of {total} · Tab, then ↑/↓ ",
+                offset + 1,
+                (offset + shown).min(total)
+            )
+        } else {
+            String::new()
+        };
+        let metric_lines: Vec<Row> = metric_lines.into_iter().skip(offset).collect();
         frame.render_widget(
             Table::new(metric_lines, widths.clone())
                 .header(header("metric"))
                 .block(
                     Block::bordered()
-                        .border_style(theme.border())
-                        .title(Line::styled(title, theme.title())),
+                        .border_style(if self.metrics_focused {
+                            theme.focus_border()
+                        } else {
+                            theme.border()
+                        })
+                        .title(Line::styled(title, theme.title()))
+                        .title_bottom(Line::styled(position, theme.dim()).right_aligned()),
                 ),
             top,
         );

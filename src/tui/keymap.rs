@@ -291,7 +291,13 @@ pub const COMMANDS: &[(Command, Mode, &[&str], &str)] = &[
         Command::Open,
         Mode::Compare,
         &["Enter", "o"],
-        "the selected call: its run there (compare), or whole (wm-eval)",
+        "open the selected call (in its run, or whole in wm-eval)",
+    ),
+    (
+        Command::FocusNext,
+        Mode::Compare,
+        &["Tab"],
+        "compare: keys move the metrics table, or the calls",
     ),
     (
         Command::StepBack,

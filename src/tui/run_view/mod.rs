@@ -589,6 +589,13 @@ impl RunView {
                 if let Some(slot) = slot {
                     self.tree.reveal(&self.run, self.cursor.state(), slot);
                     self.refresh();
+                } else if let Some(step) = self.run.steps().iter().position(|s| {
+                    s.event as usize == k - 1 && s.node.is_none() && self.run.nodes().is_empty()
+                }) {
+                    // A run without a tree (ReAct) lists its steps: select the one jumped to.
+                    self.tree
+                        .reveal_item(&self.run, self.cursor.state(), Item::Step(step));
+                    self.refresh();
                 }
             }
             None => out.push(Request::Say(none.to_string())),
@@ -735,7 +742,11 @@ impl View for RunView {
             Action::Do(command) => return self.update_command(*command, out),
             Action::Input(key) => self.type_find(key, out),
             Action::Tick => self.tick(),
-            Action::JumpTo(event) => self.jump(Some(event + 1), "", out),
+            Action::JumpTo(event) => {
+                self.jump(Some(event + 1), "", out);
+                // Where it was asked to open, which need not be a failure.
+                self.note = Some("opened at the chosen call · End goes to the end");
+            }
             Action::Mouse(m) => self.mouse(m),
             Action::Resize(w, h) => {
                 self.area = Rect::new(0, 0, *w, h.saturating_sub(1));

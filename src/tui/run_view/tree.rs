@@ -4,7 +4,7 @@
 //! this pane keeps its own list of visible rows, rebuilt in `update` only when the visible
 //! node count or the open set changes, and draws just the rows on screen.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -14,7 +14,7 @@ use ratatui::widgets::{Block, Paragraph};
 use unicode_width::UnicodeWidthStr;
 
 use crate::sanitize::one_line;
-use crate::trajectory::describe::{compact_call_label, compact_node_label};
+use crate::trajectory::describe::{compact_call_label, compact_node_label, distinguishing_label};
 use crate::trajectory::event::{ActionKind, EventBody, Verdict};
 use crate::trajectory::fold::TreeState;
 use crate::trajectory::run::Run;
@@ -22,7 +22,7 @@ use crate::tui::scroll::Selection;
 use crate::tui::theme::Theme;
 
 /// What a row of the pane stands for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Item {
     /// A search-tree node (arena slot).
     Node(u32),
@@ -52,7 +52,27 @@ pub struct TreeView {
     accounting: Option<String>,
     q_range: (f64, f64),
     touched: Option<Item>,
+    /// Row texts read from the file at refresh (a node's or step's event never changes), so
+    /// drawing reads nothing.
+    texts: HashMap<Item, RowText>,
+    /// Whether a `node_simulated` event (by index) predicted an error.
+    predicted_error: HashMap<u32, bool>,
 }
+
+/// A row's words, read once from its event.
+#[derive(Debug, Clone, Default)]
+struct RowText {
+    /// The whole label: `tool(values…)`, `finish`, `3. tool(values…)`.
+    label: String,
+    /// For a call with siblings of the same tool: only the argument values that tell it apart
+    /// from them, for when the whole label does not fit.
+    distinct: Option<String>,
+    /// How many children its parent had when read (a live run or a widening adds more).
+    family: usize,
+}
+
+/// Rows either side of the selection and of the scroll whose texts are read at each refresh.
+const TEXT_WINDOW: usize = 400;
 
 impl TreeView {
     /// A view with the root and the chosen plan open.
@@ -105,6 +125,7 @@ impl TreeView {
             .selected
             .min(self.rows.len().saturating_sub(1));
         self.plan = run.plan_at(k).into_iter().collect();
+        self.read_texts(run, state);
         self.refresh_plan_reason(run, state);
         self.accounting = run
             .search_finished_at(state.applied())
@@ -230,9 +251,38 @@ impl TreeView {
     /// Selects the row of `slot`, opening its ancestors.
     pub fn reveal(&mut self, run: &Run, state: &TreeState, slot: u32) {
         self.open_ancestors(run, slot);
+        self.reveal_item(run, state, Item::Node(slot));
+    }
+
+    /// Selects `item` when it is listed (a step of a run without a tree, an open node).
+    pub fn reveal_item(&mut self, run: &Run, state: &TreeState, item: Item) {
         self.refresh(run, state);
-        if let Some(i) = self.rows.iter().position(|r| r.item == Item::Node(slot)) {
+        if let Some(i) = self.rows.iter().position(|r| r.item == item) {
             self.selection.selected = i;
+        }
+    }
+
+    /// Reads the texts of the rows near the selection and the scroll that are not read yet
+    /// (all a draw can show, unless the pane is taller than [`TEXT_WINDOW`]).
+    fn read_texts(&mut self, run: &Run, state: &TreeState) {
+        let windows = [self.selection.selected, self.selection.scroll.offset]
+            .map(|at| at.saturating_sub(TEXT_WINDOW)..(at + TEXT_WINDOW).min(self.rows.len()));
+        for range in windows {
+            for row in &self.rows[range] {
+                let family = family_size(run, row.item);
+                if self.texts.get(&row.item).is_none_or(|t| t.family != family) {
+                    self.texts.insert(row.item, row_text(run, row.item));
+                }
+                if let Item::Node(slot) = row.item
+                    && let Some(simulated) = state.node(slot).map(|n| n.simulated)
+                    && simulated != crate::trajectory::run::NONE
+                {
+                    self.predicted_error.entry(simulated).or_insert_with(|| {
+                        run.simulated_observation(simulated)
+                            .is_some_and(|o| o.is_error)
+                    });
+                }
+            }
         }
     }
 
@@ -375,7 +425,10 @@ impl TreeView {
             .map(|(i, row)| {
                 let mut line = match row.item {
                     Item::Node(slot) => self.node_line(run, state, slot, row.depth, width, theme),
-                    Item::Step(step) => step_line(run, step, width, theme),
+                    Item::Step(step) => {
+                        let label = self.texts.get(&row.item).map_or("…", |t| &t.label);
+                        step_line(run, step, label, width, theme)
+                    }
                 };
                 if self.touched == Some(row.item) {
                     line = line.patch_style(theme.touched());
@@ -420,38 +473,32 @@ impl TreeView {
         } else {
             "▸ "
         };
-        let action = compact_node_label(&run.event(info.added_at as usize).body);
-        let predicted_error = run
-            .simulated_observation(dyn_.simulated)
-            .is_some_and(|o| o.is_error);
+        let text = self.texts.get(&Item::Node(slot));
+        let predicted_error = self
+            .predicted_error
+            .get(&dyn_.simulated)
+            .copied()
+            .unwrap_or(false);
         let mut spans = vec![Span::raw("  ".repeat(depth as usize)), Span::raw(fold_mark)];
         if self.plan.contains(&slot) {
             spans.push(Span::styled("★ ", theme.mark()));
         }
         // The id the timeline speaks in (`#1→#2→#3`).
         spans.push(Span::styled(format!("#{} ", info.id), theme.dim()));
-        let stats = format!(
-            " N={} Q={} r={}",
+        let mut stats = format!(
+            " N={} Q={}",
             dyn_.visits,
             dyn_.q().map_or("—".into(), |q| format!("{q:.2}")),
-            state
-                .last_reward(run, slot)
-                .map_or("—".into(), |r| format!("{r:.2}"))
         );
-        let used: usize =
-            spans.iter().map(|s| s.content.width()).sum::<usize>() + stats.width() + 2;
-        spans.push(Span::raw(fit_label(
-            &action,
-            width.saturating_sub(used).max(8),
-        )));
-        let q_style = match dyn_.q() {
-            Some(q) => {
-                let (lo, hi) = self.q_range;
-                theme.scale(if hi > lo { (q - lo) / (hi - lo) } else { 1.0 })
-            }
-            None => theme.dim(),
-        };
-        spans.push(Span::styled(stats, q_style));
+        // The reward is in the inspector; a narrow pane keeps the room for the arguments.
+        if width >= WIDE_ROW {
+            stats.push_str(&format!(
+                " r={}",
+                state
+                    .last_reward(run, slot)
+                    .map_or("—".into(), |r| format!("{r:.2}"))
+            ));
+        }
         // Why the node scored as it did, with or without colour: ⊘ invalid (the validator's),
         // ∅ not simulated (the world model failed), ⚠ a predicted error.
         let verdict_mark = match state.verdict(run, slot) {
@@ -460,6 +507,30 @@ impl TreeView {
             _ if predicted_error => Some(" ⚠"),
             _ => None,
         };
+        let used: usize = spans.iter().map(|s| s.content.width()).sum::<usize>()
+            + stats.width()
+            + verdict_mark.map_or(0, |m| m.width());
+        let room = width.saturating_sub(used).max(4);
+        let label = match text {
+            Some(t) if t.label.width() > room && t.distinct.is_some() => {
+                fit_label(t.distinct.as_deref().unwrap_or_default(), room)
+            }
+            Some(t) => fit_label(&t.label, room),
+            // Not read yet (a pane taller than the window read): the kind only.
+            None => match info.action {
+                Some(ActionKind::Finish) => "finish".to_string(),
+                _ => "…".to_string(),
+            },
+        };
+        spans.push(Span::raw(label));
+        let q_style = match dyn_.q() {
+            Some(q) => {
+                let (lo, hi) = self.q_range;
+                theme.scale(if hi > lo { (q - lo) / (hi - lo) } else { 1.0 })
+            }
+            None => theme.dim(),
+        };
+        spans.push(Span::styled(stats, q_style));
         if let Some(mark) = verdict_mark {
             spans.push(Span::styled(mark, theme.error()));
         }
@@ -467,17 +538,61 @@ impl TreeView {
     }
 }
 
-fn step_line(run: &Run, step: usize, width: usize, theme: &Theme) -> Line<'static> {
+/// Rows at least this wide show each node's last reward too.
+const WIDE_ROW: usize = 60;
+
+/// How many children a node's parent has (0 for a step or the root).
+fn family_size(run: &Run, item: Item) -> usize {
+    match item {
+        Item::Node(slot) => run.nodes()[slot as usize]
+            .parent
+            .map_or(0, |p| run.nodes()[p as usize].children.len()),
+        Item::Step(_) => 0,
+    }
+}
+
+/// A row's words, from its event (read from the file).
+fn row_text(run: &Run, item: Item) -> RowText {
+    match item {
+        Item::Step(step) => RowText {
+            label: match &run.event(run.steps()[step].event as usize).body {
+                EventBody::ToolCalled {
+                    step,
+                    tool,
+                    arguments,
+                    ..
+                } => format!("{step}. {}", compact_call_label(tool, arguments)),
+                _ => String::new(),
+            },
+            distinct: None,
+            family: 0,
+        },
+        Item::Node(slot) => {
+            let info = &run.nodes()[slot as usize];
+            let body = run.event(info.added_at as usize).into_owned().body;
+            let siblings: Vec<EventBody> = info
+                .parent
+                .map(|p| run.nodes()[p as usize].children.as_slice())
+                .unwrap_or_default()
+                .iter()
+                .filter(|&&s| s != slot)
+                .map(|&s| {
+                    run.event(run.nodes()[s as usize].added_at as usize)
+                        .into_owned()
+                        .body
+                })
+                .collect();
+            RowText {
+                label: compact_node_label(&body),
+                distinct: distinguishing_label(&body, &siblings),
+                family: family_size(run, item),
+            }
+        }
+    }
+}
+
+fn step_line(run: &Run, step: usize, label: &str, width: usize, theme: &Theme) -> Line<'static> {
     let s = &run.steps()[step];
-    let label = match &run.event(s.event as usize).body {
-        EventBody::ToolCalled {
-            step,
-            tool,
-            arguments,
-            ..
-        } => format!("{step}. {}", compact_call_label(tool, arguments)),
-        _ => String::new(),
-    };
     let style = if s.is_error {
         theme.error()
     } else {
@@ -485,7 +600,7 @@ fn step_line(run: &Run, step: usize, width: usize, theme: &Theme) -> Line<'stati
     };
     let mark = if s.is_error { " ✗" } else { " ✓" };
     Line::from(vec![
-        Span::styled(fit_label(&label, width.saturating_sub(3)), style),
+        Span::styled(fit_label(label, width.saturating_sub(3)), style),
         Span::styled(mark, style),
     ])
 }
@@ -509,12 +624,73 @@ fn fit_label(label: &str, width: usize) -> String {
         }
         None => label.to_string(),
     };
-    one_line(&short, width)
+    if short.width() <= width {
+        return short;
+    }
+    // Still too wide: the tool's name gives way to its arguments, which tell siblings apart.
+    match short.find('(') {
+        Some(paren) if paren > 0 => {
+            let (name, args) = short.split_at(paren);
+            let name_room = width.saturating_sub(args.width()).max(MIN_NAME);
+            let name = one_line(name, name_room);
+            let args = one_line(args, width.saturating_sub(name.width()));
+            format!("{name}{args}")
+        }
+        _ => one_line(&short, width),
+    }
 }
+
+/// Fewest cells a tool's name keeps when its arguments need the room.
+const MIN_NAME: usize = 4;
 
 #[cfg(test)]
 mod tests {
-    use super::fit_label;
+    use ratatui::Terminal;
+    use ratatui::backend::TestBackend;
+    use ratatui::buffer::Buffer;
+
+    use super::*;
+    use crate::trajectory::synthetic::{self, Spec};
+
+    fn drawn(view: &TreeView, run: &Run, state: &TreeState, width: u16) -> Buffer {
+        let mut terminal = Terminal::new(TestBackend::new(width, 14)).unwrap();
+        terminal
+            .draw(|f| {
+                let theme = Theme::new(false);
+                view.draw(f, f.area(), Block::bordered(), run, state, &theme)
+            })
+            .unwrap();
+        terminal.backend().buffer().clone()
+    }
+
+    /// Drawing shows the texts read at the last refresh and reads nothing itself: a file
+    /// emptied after the refresh draws the same.
+    #[test]
+    fn the_tree_reads_its_rows_at_refresh_never_when_drawn() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run.jsonl");
+        let spec = Spec {
+            nodes: 30,
+            seed: 5,
+            ..Spec::default()
+        };
+        synthetic::write(&path, &spec, crate::metrics::run::RunAccumulator::tally).unwrap();
+        let run = Run::open(&path).unwrap();
+        let state = TreeState::fold(&run, run.len());
+        let mut view = TreeView::new(&run);
+        view.open.extend(0..run.nodes().len() as u32);
+        view.open_version += 1;
+        view.refresh(&run, &state);
+        let before = drawn(&view, &run, &state, 100);
+        let text: String = before.content().iter().map(|c| c.symbol()).collect();
+        assert!(text.contains("#1 "), "{text}");
+        assert!(text.contains('('), "labels with arguments: {text}");
+
+        std::fs::write(&path, b"").unwrap();
+        assert_eq!(drawn(&view, &run, &state, 100), before);
+        view.refresh(&run, &state);
+        assert_eq!(drawn(&view, &run, &state, 100), before);
+    }
 
     #[test]
     fn narrow_labels_drop_the_server_before_the_arguments() {
@@ -524,7 +700,12 @@ mod tests {
             fit_label(label, 50),
             "convert_time(Europe/London, 12:00, Asia/Tokyo)"
         );
-        assert_eq!(fit_label(label, 20), "convert_time(Europe…");
+        // The name gives way first: the arguments tell calls apart.
+        assert_eq!(fit_label(label, 20), "con…(Europe/London,…");
+        assert_eq!(
+            fit_label("Time MCP:convert_time(…Asia/Tokyo)", 20),
+            "conver…(…Asia/Tokyo)"
+        );
         assert_eq!(fit_label("2. Time MCP:now()", 10), "2. now()");
     }
 }
