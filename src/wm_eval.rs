@@ -439,6 +439,17 @@ pub async fn evaluate(
             outcomes: row,
         });
     }
+    let board = leaderboard::leaderboard(&names, &table);
+    let leader = board
+        .world_models
+        .iter()
+        .filter_map(|w| w.fidelity.map(|f| (w, f.mean)))
+        .reduce(|a, b| if b.1 > a.1 { b } else { a })
+        .map(|(w, fidelity)| crate::trajectory::event::Leader {
+            world_model: w.name.clone(),
+            fidelity,
+            of: names.len() as u32,
+        });
     writer.write(
         start.elapsed().as_millis() as u64,
         EventBody::RunFinished {
@@ -449,11 +460,14 @@ pub async fn evaluate(
             },
             error: interrupted.then(|| "stopped by the user".to_string()),
             ending: None,
-            totals: Default::default(),
+            totals: crate::trajectory::event::Totals {
+                leader,
+                ..Default::default()
+            },
         },
     )?;
     Ok(Evaluation {
-        board: leaderboard::leaderboard(&names, &table),
+        board,
         path,
         interrupted,
         reused,

@@ -111,6 +111,27 @@ fn wm_eval_prints_the_leaderboard_shape_and_writes_a_trajectory() {
             .contains("sk-test-wm-eval"),
         "no key in the file"
     );
+    // Listed as what it is: an evaluation with its leaderboard's head, never a run with
+    // failures (its recorded calls' failures are its data), so `f` passes it by.
+    let best = models
+        .iter()
+        .filter(|m| m["fidelity"]["mean"].is_number())
+        .max_by(|a, b| {
+            a["fidelity"]["mean"]
+                .as_f64()
+                .unwrap()
+                .total_cmp(&b["fidelity"]["mean"].as_f64().unwrap())
+        })
+        .unwrap();
+    let listed = mcp_cosmos::trajectory::listing::RunSummary::read(&file);
+    let outcome = listed.outcome();
+    assert!(
+        outcome.starts_with("evaluation ★ ") && outcome.contains(best["name"].as_str().unwrap()),
+        "{outcome}"
+    );
+    assert!(outcome.ends_with("of 2"), "{outcome}");
+    assert!(!outcome.contains('✗'), "{outcome}");
+    assert!(listed.clean());
 }
 
 #[test]

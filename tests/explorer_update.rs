@@ -808,3 +808,58 @@ fn the_group_table_arrives_even_after_a_run_was_opened_and_closed_meanwhile() {
         "the table is not lost"
     );
 }
+
+#[test]
+fn the_mouse_moving_changes_nothing_the_wheel_keeps_messages_and_a_double_click_opens() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut app = browser_over_three_runs(dir.path(), (120, 40));
+    let mouse = |kind| MouseEvent {
+        kind,
+        column: 10,
+        row: 3,
+        modifiers: KeyModifiers::NONE,
+    };
+    send(&mut app, KeyCode::Esc);
+    let said = app.message().map(str::to_string);
+    assert!(said.as_deref().unwrap().contains("q quits"));
+    // Motion is no action at all; the wheel scrolls and the message stays.
+    assert!(
+        app.map_input(TermEvent::Mouse(mouse(MouseEventKind::Moved)))
+            .is_none()
+    );
+    app.update(Action::Mouse(mouse(MouseEventKind::ScrollDown)));
+    assert_eq!(app.message().map(str::to_string), said);
+    // One click selects; a second on the same cell opens what Enter opens.
+    app.update(Action::Mouse(mouse(MouseEventKind::Down(
+        MouseButton::Left,
+    ))));
+    assert!(matches!(app.top(), Layer::Browser(_)));
+    app.update(Action::Mouse(mouse(MouseEventKind::Down(
+        MouseButton::Left,
+    ))));
+    run_effects(&mut app);
+    assert!(
+        matches!(app.top(), Layer::Run(_)),
+        "the double click opened the run"
+    );
+}
+
+#[test]
+fn a_group_table_that_could_not_be_computed_says_why_not_an_empty_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut app = browser_over_three_runs(dir.path(), (120, 40));
+    press(&mut app, "g");
+    let (id, _) = app
+        .take_work()
+        .into_iter()
+        .next()
+        .expect("the groups were asked for");
+    app.update(Action::GroupsReady(
+        id,
+        Err("reading runs/x.jsonl: permission denied".into()),
+    ));
+    assert!(matches!(
+        &app.browser().unwrap().groups,
+        mcp_cosmos::tui::browser::Groups::Failed(why) if why.contains("permission denied")
+    ));
+}

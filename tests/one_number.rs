@@ -205,6 +205,7 @@ fn totals_of(r: &Value) -> Totals {
         rejected_decisions: m["rejected_decisions"].as_u64().unwrap(),
         ending: serde_json::from_value(m["ending"].clone()).unwrap(),
         metrics_version: METRICS_VERSION,
+        leader: None,
     }
 }
 

@@ -272,6 +272,7 @@ impl RunMetrics {
             rejected_decisions: self.rejected_decisions,
             ending: self.ending,
             metrics_version: METRICS_VERSION,
+            leader: None,
         }
     }
 }

@@ -565,6 +565,21 @@ pub struct Totals {
     /// shows totals of another version only after computing them again from the events.
     #[serde(default)]
     pub metrics_version: u32,
+    /// In a wm-eval file: the head of its leaderboard (the world model with the best mean
+    /// fidelity over the calls every world model simulated), so a listing can show it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leader: Option<Leader>,
+}
+
+/// The head of a wm-eval leaderboard.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Leader {
+    /// The world model.
+    pub world_model: String,
+    /// Its mean fidelity.
+    pub fidelity: f64,
+    /// How many world models were compared.
+    pub of: u32,
 }
 
 /// Every event kind after the header. Unknown kinds are kept as [`EventBody::Unknown`].

@@ -6,7 +6,7 @@ use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
-use super::event::{Ending, Event, EventBody, Header, RunStatus, Totals};
+use super::event::{AgentKind, Ending, Event, EventBody, Header, RunStatus, Totals};
 use super::reader::{LineReader, RawLine, is_judgement, parse_event, parse_header};
 
 /// First tail chunk read when looking for the last line; grown until a line fits. Small: on
@@ -102,6 +102,9 @@ impl RunSummary {
     /// decision (`completed ⊣steps ✗2`). A run that completed with
     /// failures is not a success, and the marks say so without colour.
     pub fn outcome(&self) -> String {
+        if let Some(evaluation) = self.evaluation() {
+            return evaluation;
+        }
         let mut s = self.status_label().to_string();
         if let Some(mark) = self
             .finished
@@ -127,12 +130,47 @@ impl RunSummary {
     /// True when the run completed with no failed call, no malformed reply, and not by a
     /// limit, a search cut short or a plan without a call.
     pub fn clean(&self) -> bool {
+        // An evaluation is no agent's run: its real calls' failures are its data.
+        if self.is_evaluation() {
+            return self.status_label() == "completed";
+        }
         self.status_label() == "completed"
             && self.finished.as_ref().is_some_and(|f| {
                 f.totals.tool_errors == 0
                     && f.totals.rejected_decisions == 0
                     && !f.totals.ending.is_some_and(Ending::went_wrong)
             })
+    }
+
+    /// True for a `cosmos wm-eval` file.
+    pub fn is_evaluation(&self) -> bool {
+        self.header
+            .as_ref()
+            .is_ok_and(|h| h.agent.kind == AgentKind::WmEval)
+    }
+
+    /// A wm-eval file's outcome: an evaluation, and the head of its leaderboard.
+    fn evaluation(&self) -> Option<String> {
+        if !self.is_evaluation() {
+            return None;
+        }
+        let mut s = match self.status_label() {
+            "completed" => "evaluation".to_string(),
+            other => format!("evaluation {other}"),
+        };
+        if let Some(l) = self
+            .finished
+            .as_ref()
+            .and_then(|f| f.totals.leader.as_ref())
+        {
+            s.push_str(&format!(
+                " ★ {} {:.2} of {}",
+                crate::sanitize::one_line(&l.world_model, 24),
+                l.fidelity,
+                l.of
+            ));
+        }
+        Some(s)
     }
 
     /// The status from `run_finished`: completed, failed, interrupted; else incomplete or

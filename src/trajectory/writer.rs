@@ -137,7 +137,10 @@ impl Writer {
                 body: body.clone(),
             });
             if let EventBody::RunFinished { totals, .. } = &mut body {
+                // The tally counts events; a leaderboard's head is the evaluation's to give.
+                let leader = totals.leader.take();
                 *totals = tally.totals(self.next_seq, t_ms);
+                totals.leader = leader;
             }
         }
         if self.appending {

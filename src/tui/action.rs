@@ -29,7 +29,10 @@ pub enum Action {
     /// A run finished loading in the background.
     Loaded(RequestId, Box<anyhow::Result<Run>>),
     /// The group table finished computing in the background.
-    GroupsReady(RequestId, Vec<crate::metrics::group::GroupRow>),
+    GroupsReady(
+        RequestId,
+        Result<Vec<crate::metrics::group::GroupRow>, String>,
+    ),
     /// Totals (and the ending) computed again with today's metrics, by file (`Work::Recount`).
     Recounted(RequestId, Vec<crate::trajectory::listing::Recount>),
     /// A live run produced an event.

@@ -3,7 +3,9 @@
 //! for. Drawing reads this state and nothing else; the terminal loop in `terminal.rs` runs
 //! the work and feeds results back as actions that carry the id of their request.
 
-use crossterm::event::{Event as TermEvent, KeyEventKind};
+use std::time::{Duration, Instant};
+
+use crossterm::event::{Event as TermEvent, KeyEventKind, MouseButton, MouseEvent, MouseEventKind};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::Line;
@@ -26,6 +28,8 @@ use crate::probe::ProbeSetup;
 use crate::sanitize::one_line;
 use crate::trajectory::run::Run;
 
+/// Longest gap between the two presses of a double click.
+const DOUBLE_CLICK: Duration = Duration::from_millis(400);
 /// One view on the stack.
 #[derive(Debug)]
 pub enum Layer {
@@ -126,6 +130,8 @@ pub struct App {
     /// Set when the person leaves, with how.
     pub exit: Option<Exit>,
     message: Option<String>,
+    /// The last left press, for double clicks: when and where.
+    last_click: Option<(Instant, u16, u16)>,
     pending: Vec<Pending>,
     next_id: RequestId,
     work: Vec<(RequestId, Work)>,
@@ -164,6 +170,7 @@ impl App {
             stack: vec![first],
             exit: None,
             message: None,
+            last_click: None,
             pending: Vec::new(),
             next_id: 1,
             work: Vec::new(),
@@ -239,10 +246,26 @@ impl App {
                     self.keymap.action(top.mode(), &key)
                 }
             }
+            // Motion is not tracked; should a terminal send it anyway, it changes nothing.
+            TermEvent::Mouse(m) if m.kind == MouseEventKind::Moved => None,
             TermEvent::Mouse(m) => Some(Action::Mouse(m)),
             TermEvent::Resize(w, h) => Some(Action::Resize(w, h)),
             _ => None,
         }
+    }
+
+    /// True when `m` is the second press of a double click (the same cell, soon after).
+    fn double_click(&mut self, m: &MouseEvent) -> bool {
+        if m.kind != MouseEventKind::Down(MouseButton::Left) {
+            return false;
+        }
+        let now = Instant::now();
+        let double = self.last_click.is_some_and(|(at, column, row)| {
+            now.duration_since(at) <= DOUBLE_CLICK && (column, row) == (m.column, m.row)
+        });
+        // A third press starts a new pair.
+        self.last_click = (!double).then_some((now, m.column, m.row));
+        double
     }
 
     /// Applies one action.
@@ -319,7 +342,16 @@ impl App {
             }
             action => {
                 self.changed = true;
-                self.message = None;
+                // A message stays until a key or a click: the wheel does not clear it.
+                let wheel = matches!(&action, Action::Mouse(m)
+                    if matches!(m.kind, MouseEventKind::ScrollUp | MouseEventKind::ScrollDown));
+                if !wheel {
+                    self.message = None;
+                }
+                let double = match &action {
+                    Action::Mouse(m) => self.double_click(m),
+                    _ => false,
+                };
                 let mut out = Vec::new();
                 let handled = self
                     .stack
@@ -330,6 +362,10 @@ impl App {
                 self.apply(out);
                 if handled == Handled::Ignored {
                     self.fallback(&action);
+                }
+                if double {
+                    // The first press selected the row; the second opens it, as Enter does.
+                    self.update(Action::Do(Command::Open));
                 }
             }
         }

@@ -131,6 +131,8 @@ pub enum Groups {
     Loading,
     /// Ready.
     Ready(Vec<GroupRow>),
+    /// Could not be computed: why.
+    Failed(String),
 }
 
 /// State of the run browser.
@@ -380,12 +382,17 @@ impl View for Browser {
                 self.selection.settle(self.view.len(), self.page());
             }
             Action::Recounted(_, totals) => self.recounted(totals),
-            Action::GroupsReady(_, rows) => {
+            Action::GroupsReady(_, answer) => {
                 if self.groups == Groups::Loading {
-                    let text = crate::metrics::table::render(rows, GroupBy::Config, false);
-                    self.group_lines = crate::sanitize::lines(&text, 500, 4_000);
-                    self.groups_x = 0;
-                    self.groups = Groups::Ready(rows.clone());
+                    self.groups = match answer {
+                        Ok(rows) => {
+                            let text = crate::metrics::table::render(rows, GroupBy::Config, false);
+                            self.group_lines = crate::sanitize::lines(&text, 500, 4_000);
+                            self.groups_x = 0;
+                            Groups::Ready(rows.clone())
+                        }
+                        Err(why) => Groups::Failed(why.clone()),
+                    };
                 }
             }
             Action::Do(Command::ScrollRight) if self.groups != Groups::Hidden => {
@@ -539,6 +546,10 @@ impl View for Browser {
                         Line::raw(one_line(&shifted, width))
                     })
                     .collect(),
+                Groups::Failed(why) => vec![Line::styled(
+                    one_line(&format!("could not compute the groups: {why}"), width),
+                    theme.error(),
+                )],
                 _ => vec![Line::raw("computing…")],
             };
             frame.render_widget(Paragraph::new(lines).block(block), area);

@@ -7,7 +7,7 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
-use crossterm::event::{DisableMouseCapture, EnableMouseCapture};
+use crossterm::event::DisableMouseCapture;
 use crossterm::execute;
 
 use super::action::{Action, RequestId};
@@ -17,6 +17,8 @@ use crate::metrics::group::{GroupBy, group};
 use crate::metrics::records::{read_records, recount};
 use crate::trajectory::run::Run;
 
+/// Shortest time between two frames (60 a second at most).
+const FRAME: Duration = Duration::from_millis(16);
 /// Tick while playing.
 const FAST_TICK: Duration = Duration::from_millis(50);
 /// Tick otherwise (only to notice a resize or a live event quickly).
@@ -60,11 +62,23 @@ pub fn run(
         }
     };
     install_panic_hook();
-    execute!(stdout(), EnableMouseCapture)?;
+    execute!(stdout(), ButtonMouseCapture)?;
     let result = event_loop(&mut terminal, &mut app, live, leave);
     let _ = execute!(stdout(), DisableMouseCapture);
     ratatui::restore();
     result
+}
+
+/// Mouse capture of presses, releases, drags and the wheel, without the any-motion tracking
+/// (`?1003h`) crossterm's `EnableMouseCapture` turns on: a moving mouse sends nothing, so it
+/// neither redraws nor clears a message. SGR coordinates (`?1006h`). Undone by
+/// `DisableMouseCapture`.
+struct ButtonMouseCapture;
+
+impl crossterm::Command for ButtonMouseCapture {
+    fn write_ansi(&self, f: &mut impl std::fmt::Write) -> std::fmt::Result {
+        f.write_str("\x1b[?1000h\x1b[?1002h\x1b[?1006h")
+    }
 }
 
 fn install_panic_hook() {
@@ -113,18 +127,28 @@ fn event_loop(
     let size = terminal.size()?;
     app.update(Action::Resize(size.width, size.height));
     let mut last_tick = Instant::now();
+    let mut last_frame: Option<Instant> = None;
+    let mut dirty = false;
     loop {
-        // Views catch up once per frame, and a frame is drawn only when something changed.
-        if app.take_changed() {
+        // Views catch up once per frame, and a frame is drawn only when something changed,
+        // at most one per FRAME (what changes in between is drawn by the next one).
+        dirty |= app.take_changed();
+        let frame_wait = last_frame.map_or(Duration::ZERO, |at| FRAME.saturating_sub(at.elapsed()));
+        if dirty && frame_wait.is_zero() {
             app.settle();
             terminal.draw(|f| app.draw(f))?;
+            last_frame = Some(Instant::now());
+            dirty = false;
         }
         let tick = if app.animating() {
             FAST_TICK
         } else {
             SLOW_TICK
         };
-        let timeout = tick.saturating_sub(last_tick.elapsed());
+        let mut timeout = tick.saturating_sub(last_tick.elapsed());
+        if dirty {
+            timeout = timeout.min(frame_wait);
+        }
         let first = match rx.recv_timeout(timeout) {
             Ok(m) => Some(m),
             Err(RecvTimeoutError::Timeout) => None,
@@ -203,9 +227,10 @@ pub fn perform(id: RequestId, work: Work) -> Vec<Action> {
             vec![Action::Recounted(id, recounts)]
         }
         Work::Groups(paths) => {
+            // A failure is said where the table would be, never shown as an empty table.
             let rows = read_records(&paths)
                 .map(|(records, _)| group(&records, GroupBy::Config))
-                .unwrap_or_default();
+                .map_err(|e| format!("{e:#}"));
             vec![Action::GroupsReady(id, rows)]
         }
     }
