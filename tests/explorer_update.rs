@@ -590,15 +590,18 @@ fn inspectors_open_scroll_jump_and_close_without_leaving_the_run() {
         "the cursor is at that event"
     );
 
-    // Enter on the timeline inspects too; at the start there is nothing to show.
+    // Enter on the timeline inspects too; at the start, before any event, i shows the run
+    // itself (its header: the task, the settings).
     send(&mut app, KeyCode::Tab);
     assert_eq!(view(&app).focus, Pane::Timeline);
     send(&mut app, KeyCode::Enter);
     assert!(matches!(app.top(), Layer::Inspector(_)));
     send(&mut app, KeyCode::Esc);
     press(&mut app, "<i");
-    assert!(matches!(app.top(), Layer::Run(_)));
-    assert!(app.message().unwrap().contains("no event"));
+    let Layer::Inspector(about) = app.top() else {
+        panic!("i at the start shows the run");
+    };
+    assert!(about.lines().join("\n").contains("Convert 9:00 Paris time"));
 }
 
 #[test]

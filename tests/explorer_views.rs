@@ -5,6 +5,7 @@ mod common;
 
 use std::path::PathBuf;
 
+use mcp_cosmos::trajectory::event::AgentKind;
 use mcp_cosmos::trajectory::run::Run;
 use mcp_cosmos::tui::action::Action;
 use mcp_cosmos::tui::app::{App, Layer};
@@ -250,6 +251,72 @@ fn at_80x24_every_compare_metric_row_is_reachable_by_key_and_wheel() {
         }));
     }
     assert_eq!(render(&mut app), first);
+}
+
+/// Two SPIRAL runs of one task that differ only in α (and so in their files' names).
+fn two_alphas() -> Vec<Run> {
+    [1.0, 0.5]
+        .into_iter()
+        .map(|alpha| {
+            let mut header = common::header("time_mcp_001", AgentKind::Spiral, Some("llm"));
+            for (k, v) in [
+                ("iterations", serde_json::json!(8)),
+                ("k", serde_json::json!(3)),
+                ("alpha", serde_json::json!(alpha)),
+                ("plan_rule", serde_json::json!("best_mean")),
+            ] {
+                header.agent.settings.insert(k.into(), v);
+            }
+            header.servers = vec![mcp_cosmos::trajectory::event::ServerInfo {
+                name: "time".into(),
+                transport: "stdio".into(),
+                target: Some("python -m mcp_server_time".into()),
+            }];
+            common::run_of(
+                &format!("runs/alpha-{alpha}.jsonl"),
+                header,
+                common::plan_fails_bodies("llm", "US/NewYork"),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn the_about_view_tells_the_runs_story_and_compare_names_what_differs() {
+    let runs = two_alphas();
+    // Compare's headers name exactly the setting that differs.
+    let compare = CompareView::new(&runs, (200, 60));
+    assert_eq!(
+        compare.labels,
+        ["spiral / llm alpha=1.0", "spiral / llm alpha=0.5"]
+    );
+    for size in SIZES {
+        for (run, alpha) in two_alphas().into_iter().zip(["1.0", "0.5"]) {
+            let mut app = run_app(run, size);
+            app.update(Action::Do(Command::About));
+            let screen = render(&mut app);
+            assert!(screen.contains("About this run"), "{screen}");
+            let Layer::Inspector(about) = app.top() else {
+                panic!("the about view");
+            };
+            let text = about.lines().join("\n");
+            for expected in [
+                format!("alpha = {alpha}"),
+                "k = 3".to_string(),
+                "iterations = 8".to_string(),
+                "Convert 9:00 Paris time to Tokyo".to_string(),
+                "planner: qwen2.5-coder-1.5b".to_string(),
+                "time · stdio · python -m mcp_server_time".to_string(),
+                "time:convert_time".to_string(),
+                "rule: chain".to_string(),
+            ] {
+                assert!(text.contains(&expected), "{expected} missing:\n{text}");
+            }
+            if alpha == "0.5" {
+                insta::assert_snapshot!(format!("about_{}x{}", size.0, size.1), screen);
+            }
+        }
+    }
 }
 
 #[test]
@@ -610,6 +677,22 @@ fn the_plans_reason_names_its_rule_value_and_a_tie() {
             );
         }
         insta::assert_snapshot!(format!("plan_reason_tie_{}x{}", size.0, size.1), screen);
+        // The about view gives the reason whole: every candidate with its mean and visits.
+        app.update(mcp_cosmos::tui::action::Action::Do(Command::About));
+        let Layer::Inspector(about) = app.top() else {
+            panic!("the about view");
+        };
+        let text = about.lines().join("\n");
+        for expected in [
+            "rule: best_mean · the plan: #2→#3",
+            "chosen among 2 finished paths by mean Q, best first:",
+            "★ #3 Q=0.900 N=1 finish",
+            "= #4 Q=0.900 N=1 finish",
+            "ties with the chosen one: the earlier node wins",
+            "4 iterations: 3 expanded, 1 revisited, 1 retried · stopped: iterations",
+        ] {
+            assert!(text.contains(expected), "{expected} missing:\n{text}");
+        }
     }
 }
 

@@ -455,6 +455,11 @@ impl Run {
         }
     }
 
+    /// The `search_finished` events before cursor `k`, by index.
+    pub fn searches_before(&self, k: usize) -> &[u32] {
+        &self.searches[..Self::count_before(&self.searches, k)]
+    }
+
     /// The latest `search_finished` before cursor `k`: what the search's iterations did.
     pub fn search_finished_at(&self, k: usize) -> Option<&EventBody> {
         self.whole_body(Self::latest_before(&self.searches, k)?)

@@ -132,58 +132,72 @@ impl CompareView {
     }
 }
 
-/// What tells the runs apart, for their column headers: of agent, world model, K, α, iterations,
-/// depth, planner and start time, those that differ (the agent and world model always).
+/// What tells the runs apart, for their column headers: the agent and world model always,
+/// then every setting, model, label or start time whose value differs between the runs, each
+/// named as the header names it (`alpha=0.5`, `k=3`); a setting a run does not have is left
+/// out of its label rather than shown as a dash.
 fn labels(runs: &[Run]) -> Vec<String> {
-    type Attr = (&'static str, fn(&Run) -> String);
-    let attrs: [Attr; 6] = [
-        ("K", |r| {
-            r.header
-                .agent
-                .settings
-                .get("k")
-                .map_or("—".into(), |v| v.to_string())
-        }),
-        ("α", |r| {
-            r.header
-                .agent
-                .settings
-                .get("alpha")
-                .map_or("—".into(), |v| v.to_string())
-        }),
-        ("it", |r| {
-            r.header
-                .agent
-                .settings
-                .get("iterations")
-                .map_or("—".into(), |v| v.to_string())
-        }),
-        ("depth", |r| {
-            r.header
-                .agent
-                .settings
-                .get("max_depth")
-                .map_or("—".into(), |v| v.to_string())
-        }),
-        ("planner", |r| r.header.planner.model.clone()),
-        ("started", |r| {
-            r.header.started_at.format("%m-%d %H:%M:%S").to_string()
-        }),
-    ];
-    let differs = |f: fn(&Run) -> String| {
-        let first = f(&runs[0]);
-        runs.iter().any(|r| f(r) != first)
+    // Every fact of a header that can tell runs apart, as (name, value) pairs.
+    let facts = |r: &Run| -> Vec<(String, String)> {
+        let h = &r.header;
+        let mut facts: Vec<(String, String)> = h
+            .agent
+            .settings
+            .iter()
+            .map(|(k, v)| {
+                let v = v.as_str().map_or_else(|| v.to_string(), str::to_string);
+                (k.clone(), v)
+            })
+            .collect();
+        facts.push(("planner".into(), h.planner.model.clone()));
+        for (role, m) in &h.roles {
+            facts.push((role.clone(), m.model.clone()));
+        }
+        if let Some(label) = &h.label {
+            facts.push(("label".into(), label.clone()));
+        }
+        facts.push((
+            "started".into(),
+            h.started_at.format("%m-%d %H:%M:%S").to_string(),
+        ));
+        facts
     };
-    let shown: Vec<&Attr> = attrs.iter().filter(|(_, f)| differs(*f)).collect();
+    let all: Vec<Vec<(String, String)>> = runs.iter().map(facts).collect();
+    let value = |run: usize, name: &str| {
+        all[run]
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    };
+    let mut names: Vec<&str> = Vec::new();
+    for facts in &all {
+        for (name, _) in facts {
+            if !names.contains(&name.as_str()) {
+                names.push(name);
+            }
+        }
+    }
+    // The start time tells runs apart only when nothing else does.
+    let differing: Vec<&str> = names
+        .into_iter()
+        .filter(|name| (1..runs.len()).any(|i| value(i, name) != value(0, name)))
+        .collect();
+    let others_differ = differing.iter().any(|n| *n != "started");
     runs.iter()
-        .map(|r| {
+        .enumerate()
+        .map(|(i, r)| {
             let mut label = format!(
                 "{} / {}",
                 r.header.agent.kind.as_str(),
                 r.header.world_model_name()
             );
-            for (name, f) in &shown {
-                label.push_str(&format!(" {name}={}", f(r)));
+            for name in &differing {
+                if *name == "started" && others_differ {
+                    continue;
+                }
+                if let Some(v) = value(i, name) {
+                    label.push_str(&format!(" {name}={v}"));
+                }
             }
             label
         })

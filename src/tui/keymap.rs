@@ -62,6 +62,8 @@ pub enum Command {
     Compare,
     StopRun,
     Inspect,
+    /// The run's own story: its header, why the plan was chosen, how its searches went.
+    About,
     NextLink,
     PrevLink,
     LeaveRunning,
@@ -213,6 +215,12 @@ pub const COMMANDS: &[(Command, Mode, &[&str], &str)] = &[
         &["i"],
         "inspect the node (tree) or event",
     ),
+    (
+        Command::About,
+        Mode::Run,
+        &["a"],
+        "about the run: task, settings, models, servers, why this plan",
+    ),
     (Command::FocusNext, Mode::Run, &["Tab"], "next pane"),
     (Command::FocusPrev, Mode::Run, &["BackTab"], "previous pane"),
     (
@@ -362,6 +370,7 @@ pub const COMMANDS: &[(Command, Mode, &[&str], &str)] = &[
         "follow the link (jump to the event)",
     ),
     (Command::Inspect, Mode::Reader, &["i"], "close"),
+    (Command::About, Mode::Reader, &["a"], "close"),
     (
         Command::StopRun,
         Mode::Confirm,

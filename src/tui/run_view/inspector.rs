@@ -43,6 +43,9 @@ pub enum Mark {
     Link(u32),
 }
 
+/// Candidates listed by the about view (the rest are counted).
+const ABOUT_CANDIDATES: usize = 12;
+
 /// State of an inspector overlay.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Inspector {
@@ -128,6 +131,128 @@ impl Inspector {
             lines,
             size,
         )
+    }
+
+    /// The run's own story at cursor `k`: what it was asked and with which settings, models,
+    /// world model, servers and tools (its header), why the plan in force was chosen (the
+    /// rule, the candidates with their means and visits, the ties), how each search spent its
+    /// iterations, and how the run ended.
+    pub fn about(run: &Run, state: &TreeState, k: usize, size: (u16, u16)) -> Self {
+        let h = &run.header;
+        let mut lines = Lines::default();
+        lines.heading("task");
+        lines.text(format!("  {}", h.task.id));
+        lines.text("  request:");
+        lines.block(&h.task.request, Mark::Text);
+        if let Some(reference) = &h.task.reference {
+            lines.text("  reference (for the judge):");
+            lines.block(reference, Mark::Text);
+        }
+        lines.heading("agent");
+        lines.text(format!("  {}", h.agent.kind.as_str()));
+        for (key, value) in &h.agent.settings {
+            lines.text(format!("  {key} = {value}"));
+        }
+        if let Some(label) = &h.label {
+            lines.text(format!("  label: {label}"));
+        }
+        lines.heading("models");
+        let model = |m: &crate::trajectory::event::ModelInfo| match &m.base_url {
+            Some(url) => format!("{} at {url}", m.model),
+            None => m.model.clone(),
+        };
+        lines.text(format!("  planner: {}", model(&h.planner)));
+        for (role, m) in &h.roles {
+            lines.text(format!("  {role}: {}", model(m)));
+        }
+        lines.heading("world model");
+        match &h.world_model {
+            None => lines.text("  none"),
+            Some(w) => {
+                lines.text(format!("  {}", w.name));
+                for (key, value) in &w.details {
+                    lines.text(format!("  {key} = {value}"));
+                }
+            }
+        }
+        lines.heading(format!("servers ({})", h.servers.len()));
+        for s in &h.servers {
+            let target = s.target.as_deref().unwrap_or("");
+            lines.text(format!("  {} · {} · {target}", s.name, s.transport));
+        }
+        lines.heading(format!("tools ({})", h.tools.len()));
+        for t in &h.tools {
+            lines.text(format!("  {}", t.name));
+        }
+        lines.heading("why this plan");
+        match crate::tui::run_view::tree::plan_why(run, state, k) {
+            None => lines.text("  no plan chosen yet at the cursor"),
+            Some(why) => {
+                lines.push(
+                    Mark::Link(why.event),
+                    format!("  rule: {} · the plan: {}", why.rule, why.path),
+                );
+                if why.pool.is_empty() {
+                    lines.text("  (a chain: what was planned, no choice among candidates)");
+                }
+                let scored = if why.rule == "most_visited" {
+                    "visits"
+                } else {
+                    "mean Q"
+                };
+                if !why.pool.is_empty() {
+                    lines.text(format!(
+                        "  chosen among {} {} by {scored}, best first:",
+                        why.pool.len(),
+                        if why.finished {
+                            "finished paths"
+                        } else {
+                            "nodes (no path finished)"
+                        }
+                    ));
+                }
+                for c in why.pool.iter().take(ABOUT_CANDIDATES) {
+                    let info = &run.nodes()[c.slot as usize];
+                    let label = crate::trajectory::describe::compact_node_label(
+                        &run.event(info.added_at as usize).body,
+                    );
+                    let mark = if c.chosen {
+                        "★"
+                    } else if c.ties {
+                        "="
+                    } else {
+                        " "
+                    };
+                    lines.text(format!(
+                        "  {mark} #{} Q={} N={} {label}",
+                        info.id,
+                        c.q.map_or("—".to_string(), |q| format!("{q:.3}")),
+                        c.visits,
+                    ));
+                }
+                if why.pool.len() > ABOUT_CANDIDATES {
+                    lines.text(format!("  … {} more", why.pool.len() - ABOUT_CANDIDATES));
+                }
+                if why.pool.iter().any(|c| c.ties) {
+                    lines.text("  = ties with the chosen one: the earlier node wins");
+                }
+            }
+        }
+        let searches = run.searches_before(k);
+        if !searches.is_empty() {
+            lines.heading("searches");
+            for &i in searches {
+                let event = run.event(i as usize);
+                let said =
+                    crate::trajectory::describe::search_accounting(&event.body).unwrap_or_default();
+                lines.push(Mark::Link(i), format!("  {said}"));
+            }
+        }
+        if let Some(finished) = run.finish_at(k) {
+            lines.heading("how it ended");
+            lines.text(format!("  {}", summary(finished)));
+        }
+        Self::new(" About this run ".to_string(), lines, size)
     }
 
     /// One search-tree node in full, with its values at the cursor (`state`).
@@ -461,7 +586,9 @@ impl View for Inspector {
                 Some(e) => out.push(Request::CloseThen(Action::JumpTo(e as usize))),
                 None => out.push(Request::Close),
             },
-            Action::Do(Command::Back | Command::Inspect) => out.push(Request::Close),
+            Action::Do(Command::Back | Command::Inspect | Command::About) => {
+                out.push(Request::Close)
+            }
             Action::Mouse(m) if m.kind == crossterm::event::MouseEventKind::ScrollUp => {
                 self.scroll_by(-3)
             }

@@ -395,6 +395,7 @@ impl RunView {
             Command::PageDown => self.move_selection(page),
             Command::Open if self.focus == Pane::Timeline => self.inspect(out),
             Command::Inspect => self.inspect(out),
+            Command::About => self.about(out),
             Command::Open => {
                 self.tree.toggle(&self.run);
                 self.refresh();
@@ -481,10 +482,15 @@ impl RunView {
         };
         match inspector {
             Some(i) => out.push(Request::Push(Box::new(Layer::Inspector(i)))),
-            None => out.push(Request::Say(
-                "no event at the cursor (step forward first)".into(),
-            )),
+            // Before the first event there is the run itself to look at.
+            None => self.about(out),
         }
+    }
+
+    /// Opens the run's own story: its header, why the plan, its searches, its end.
+    fn about(&mut self, out: &mut Vec<Request>) {
+        let about = Inspector::about(&self.run, self.cursor.state(), self.position(), self.size());
+        out.push(Request::Push(Box::new(Layer::Inspector(about))));
     }
 
     /// `n`/`N`: the next hit of the search in force, else the selected node's next event.

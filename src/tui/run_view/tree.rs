@@ -320,7 +320,7 @@ impl TreeView {
     /// search keeps the earlier of equal nodes, which nothing else on screen says.
     fn refresh_plan_reason(&mut self, run: &Run, state: &TreeState) {
         let k = state.applied();
-        let Some((event, rule, nodes)) = run.plan_event_at(k) else {
+        let Some((event, _, _)) = run.plan_event_at(k) else {
             self.plan_reason = None;
             return;
         };
@@ -332,73 +332,45 @@ impl TreeView {
         {
             return;
         }
-        let is_finish = |slot: u32| run.nodes()[slot as usize].action == Some(ActionKind::Finish);
-        // A search's root has no action: the run's root, or an execution-time revision's.
-        let search_root = |mut slot: u32| loop {
-            let info = &run.nodes()[slot as usize];
-            let rootless = info.action.is_none();
-            match info.parent {
-                Some(parent) if !rootless => slot = parent,
-                _ => return slot,
-            }
-        };
-        let chosen = nodes.last().and_then(|&id| run.slot_of(id));
-        let reason = match (rule, chosen) {
-            ("best_mean" | "most_visited", Some(chosen)) => {
-                let most_visited = rule == "most_visited";
-                let score = |slot: u32| {
-                    let n = state.node(slot).copied().unwrap_or_default();
-                    if most_visited {
-                        Some(f64::from(n.visits))
+        let reason = match plan_why(run, state, k) {
+            Some(why) if why.rule == "chain" => String::new(),
+            Some(why) => match why.pool.iter().find(|c| c.chosen) {
+                Some(chosen) => {
+                    let most_visited = why.rule == "most_visited";
+                    let name = if most_visited {
+                        "most visited"
                     } else {
-                        n.q()
-                    }
-                };
-                let value = score(chosen);
-                let finished = is_finish(chosen);
-                let search = search_root(chosen);
-                // The pool the rule chose from: the same search's finish nodes, or all its nodes
-                // when none finished.
-                let ties: Vec<String> = (0..visible as u32)
-                    .filter(|&s| s != chosen && s != search && search_root(s) == search)
-                    .filter(|&s| !finished || is_finish(s))
-                    .filter(|&s| state.verdict(run, s) != Some(Verdict::NotSimulated))
-                    .filter(|&s| match (score(s), value) {
-                        (Some(a), Some(b)) => (a - b).abs() < 1e-9,
-                        _ => false,
-                    })
-                    .map(|s| format!("#{}", run.nodes()[s as usize].id))
-                    .collect();
-                let name = if most_visited {
-                    "most visited"
-                } else {
-                    "best mean"
-                };
-                let value = value.map_or("—".to_string(), |v| {
-                    if most_visited {
-                        format!("{v:.0}")
+                        "best mean"
+                    };
+                    let value = if most_visited {
+                        chosen.visits.to_string()
                     } else {
-                        format!("{v:.2}")
+                        chosen.q.map_or("—".to_string(), |q| format!("{q:.2}"))
+                    };
+                    let mut s = format!("★ {name} {value}");
+                    if !why.finished {
+                        s.push_str(" (no path finished)");
                     }
-                });
-                let mut s = format!("★ {name} {value}");
-                if !finished {
-                    s.push_str(" (no path finished)");
-                }
-                if !ties.is_empty() {
-                    let shown: Vec<&str> = ties.iter().take(3).map(String::as_str).collect();
-                    let more = ties.len().saturating_sub(3);
-                    s.push_str(&format!("; ties {}", shown.join(", ")));
-                    if more > 0 {
-                        s.push_str(&format!(" +{more}"));
+                    let ties: Vec<String> = why
+                        .pool
+                        .iter()
+                        .filter(|c| c.ties)
+                        .map(|c| format!("#{}", run.nodes()[c.slot as usize].id))
+                        .collect();
+                    if !ties.is_empty() {
+                        let shown: Vec<&str> = ties.iter().take(3).map(String::as_str).collect();
+                        let more = ties.len().saturating_sub(3);
+                        s.push_str(&format!("; ties {}", shown.join(", ")));
+                        if more > 0 {
+                            s.push_str(&format!(" +{more}"));
+                        }
+                        s.push_str(", earlier wins");
                     }
-                    s.push_str(", earlier wins");
+                    s
                 }
-                s
-            }
-            // A chain (ReAct-Plan-Exec) is what was planned: there was no choice to explain.
-            ("chain", _) => String::new(),
-            (other, _) => format!("★ {other}"),
+                None => format!("★ {}", why.rule),
+            },
+            None => String::new(),
         };
         self.plan_reason = Some((event, visible, reason));
     }
@@ -540,6 +512,104 @@ impl TreeView {
 
 /// Rows at least this wide show each node's last reward too.
 const WIDE_ROW: usize = 60;
+
+/// Why the plan in force at cursor `k` was chosen.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlanWhy {
+    /// The `plan_selected` event.
+    pub event: u32,
+    /// `best_mean`, `most_visited` or `chain`.
+    pub rule: String,
+    /// The plan's node ids, `#1→#4→#7`.
+    pub path: String,
+    /// The pool was the finished paths (else every node: no path finished).
+    pub finished: bool,
+    /// The nodes the rule chose from, best first (empty for a chain).
+    pub pool: Vec<PlanCandidate>,
+}
+
+/// One node the plan rule chose among.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PlanCandidate {
+    /// Arena slot.
+    pub slot: u32,
+    /// Mean value at the cursor.
+    pub q: Option<f64>,
+    /// Visits at the cursor.
+    pub visits: u32,
+    /// The plan ends here.
+    pub chosen: bool,
+    /// Scores the same as the chosen one (the earlier node wins).
+    pub ties: bool,
+}
+
+/// Why the plan in force at cursor `k` was chosen: the rule and the pool it chose from, as
+/// the search chose (the same search's finish nodes, or all its nodes when none finished;
+/// never one the world model could not simulate), at the values of the cursor.
+pub fn plan_why(run: &Run, state: &TreeState, k: usize) -> Option<PlanWhy> {
+    let (event, rule, nodes) = run.plan_event_at(k)?;
+    let path = nodes
+        .iter()
+        .map(|n| format!("#{n}"))
+        .collect::<Vec<_>>()
+        .join("→");
+    let chosen = nodes.last().and_then(|&id| run.slot_of(id));
+    let mut why = PlanWhy {
+        event,
+        rule: rule.to_string(),
+        path,
+        finished: false,
+        pool: Vec::new(),
+    };
+    let (Some(chosen), "best_mean" | "most_visited") = (chosen, rule) else {
+        return Some(why);
+    };
+    let most_visited = rule == "most_visited";
+    let is_finish = |slot: u32| run.nodes()[slot as usize].action == Some(ActionKind::Finish);
+    // A search's root has no action: the run's root, or an execution-time revision's.
+    let search_root = |mut slot: u32| loop {
+        let info = &run.nodes()[slot as usize];
+        match info.parent {
+            Some(parent) if info.action.is_some() => slot = parent,
+            _ => return slot,
+        }
+    };
+    let score = |slot: u32| {
+        let n = state.node(slot).copied().unwrap_or_default();
+        if most_visited {
+            Some(f64::from(n.visits))
+        } else {
+            n.q()
+        }
+    };
+    why.finished = is_finish(chosen);
+    let search = search_root(chosen);
+    let value = score(chosen);
+    let mut pool: Vec<PlanCandidate> = (0..state.visible_nodes() as u32)
+        .filter(|&s| s != search && search_root(s) == search)
+        .filter(|&s| !why.finished || is_finish(s))
+        .filter(|&s| state.verdict(run, s) != Some(Verdict::NotSimulated))
+        .map(|s| {
+            let n = state.node(s).copied().unwrap_or_default();
+            PlanCandidate {
+                slot: s,
+                q: n.q(),
+                visits: n.visits,
+                chosen: s == chosen,
+                ties: s != chosen
+                    && matches!((score(s), value), (Some(a), Some(b)) if (a - b).abs() < 1e-9),
+            }
+        })
+        .collect();
+    pool.sort_by(|a, b| {
+        let (sa, sb) = (score(a.slot), score(b.slot));
+        sb.unwrap_or(f64::MIN)
+            .total_cmp(&sa.unwrap_or(f64::MIN))
+            .then(a.slot.cmp(&b.slot))
+    });
+    why.pool = pool;
+    Some(why)
+}
 
 /// How many children a node's parent has (0 for a step or the root).
 fn family_size(run: &Run, item: Item) -> usize {
