@@ -3,7 +3,8 @@
 //! the path to it, with the observations the search had), or the call is made for real against
 //! its server. Either is appended to the run's file after `run_finished` as an event of its own
 //! (`node_probed`, `probe_called`), like the judge's, so it replays and validates; the probe's
-//! tokens stay in its event and never count as the run's cost.
+//! tokens stay in its event and never count as the run's cost. A person's note (`A`, an
+//! `annotation`) is appended the same way, through the same writer.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -203,6 +204,30 @@ pub async fn call_for_real(path: &Path, node: NodeId, setup: &ProbeSetup) -> Res
         redactor.add_secret(secret.clone());
     }
     append(path, &run, redactor, body)
+}
+
+/// Appends a person's note (an `annotation` event) to a finished run, with the endpoints'
+/// keys redacted from its text, at the run's clock `t_ms`.
+pub fn annotate(path: &Path, note: EventBody, t_ms: u64, setup: &ProbeSetup) -> Result<Event> {
+    if !matches!(note, EventBody::Annotation { .. }) {
+        bail!("only an annotation is appended as a note");
+    }
+    let mut redactor = Redactor::new();
+    if let Ok(llm) = LlmConfig::load(setup.config.as_deref()) {
+        for secret in llm.secrets() {
+            redactor.add_secret(secret);
+        }
+    }
+    let mut writer = Writer::append(path, redactor)?;
+    writer.write(t_ms, note)
+}
+
+/// Who writes a note: `COSMOS_USER`, else the login name, else `someone`.
+pub fn who() -> String {
+    ["COSMOS_USER", "USER", "USERNAME"]
+        .iter()
+        .find_map(|k| std::env::var(k).ok().filter(|v| !v.trim().is_empty()))
+        .unwrap_or_else(|| "someone".to_string())
 }
 
 fn append(path: &Path, run: &Run, redactor: Redactor, body: EventBody) -> Result<Event> {

@@ -866,3 +866,57 @@ fn a_group_table_that_could_not_be_computed_says_why_not_an_empty_table() {
         mcp_cosmos::tui::browser::Groups::Failed(why) if why.contains("permission denied")
     ));
 }
+
+#[test]
+fn a_note_on_a_node_is_appended_through_the_runs_writer_and_is_there_when_reopened() {
+    use mcp_cosmos::trajectory::event::EventBody;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("noted.jsonl");
+    common::write_run(&common::plan_fails_run(), &path);
+    let size = (120, 40);
+    let mut app = App::on(
+        Layer::for_run(
+            Run::open(&path).unwrap(),
+            Rect::new(0, 0, size.0, size.1 - 1),
+        ),
+        Keymap::default(),
+        Theme::new(true),
+        size,
+    );
+    // Node #2 selected in the tree, A, a note typed, Enter.
+    send(&mut app, KeyCode::Home);
+    send(&mut app, KeyCode::End);
+    press(&mut app, "kkkjj");
+    let Some(Item::Node(slot)) = view(&app).tree.selected_item() else {
+        panic!("a node is selected");
+    };
+    assert_eq!(view(&app).run.nodes()[slot as usize].id, 2);
+    press(&mut app, "A");
+    assert!(status(&app).contains("note on #2"), "{}", status(&app));
+    press(&mut app, "wrong turn: Mars is no timezone");
+    send(&mut app, KeyCode::Enter);
+    run_effects(&mut app);
+    assert!(
+        app.message().unwrap().contains("note on #2"),
+        "{:?}",
+        app.message()
+    );
+    // In the file, after run_finished, and the file reads clean; in the view at once.
+    let reread = Run::open(&path).unwrap();
+    assert!(reread.problems.is_empty(), "{:?}", reread.problems);
+    assert!(matches!(
+        &reread.last().unwrap().body,
+        EventBody::Annotation { node: Some(2), text, .. } if text == "wrong turn: Mars is no timezone"
+    ));
+    assert_eq!(view(&app).run.len(), reread.len());
+    // Find finds it, and the node inspector lists it among the node's events.
+    press(&mut app, "/Mars timezone");
+    send(&mut app, KeyCode::Enter);
+    assert!(status(&app).contains("1 hit"), "{}", status(&app));
+    send(&mut app, KeyCode::Esc);
+    press(&mut app, "i");
+    let Layer::Inspector(inspector) = app.top() else {
+        panic!("the node inspector");
+    };
+    assert!(inspector.lines().join("\n").contains("wrong turn"));
+}

@@ -291,6 +291,19 @@ pub fn summary(event: &Event) -> String {
             )
         }
         EventBody::Answer { text } => text.clone(),
+        EventBody::Annotation {
+            node,
+            event,
+            text,
+            who,
+        } => {
+            let on = match (node, event) {
+                (Some(n), _) => format!("on #{n}"),
+                (None, Some(seq)) => format!("on event {seq}"),
+                (None, None) => "on the run".to_string(),
+            };
+            format!("note {on} by {who}: {text}")
+        }
         EventBody::JudgeScored { model, .. } => format!("by {model}"),
         EventBody::Error {
             source,

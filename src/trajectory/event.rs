@@ -794,6 +794,20 @@ pub enum EventBody {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         error: Option<String>,
     },
+    /// A person's note on a node or an event ("this is where it went wrong"), appended to a
+    /// finished run through its one writer (`A` in the explorer).
+    Annotation {
+        /// The node it is about.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        node: Option<NodeId>,
+        /// The event it is about, by its `seq`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        event: Option<u64>,
+        /// The note.
+        text: String,
+        /// Who wrote it (`COSMOS_USER`, else `USER`).
+        who: String,
+    },
     /// The final answer.
     Answer {
         /// Its text.
@@ -872,6 +886,7 @@ pub const KNOWN_KINDS: &[&str] = &[
     "node_probed",
     "probe_called",
     "run_finished",
+    "annotation",
 ];
 
 impl EventBody {
@@ -896,6 +911,7 @@ impl EventBody {
             EventBody::NodeProbed { .. } => "node_probed",
             EventBody::ProbeCalled { .. } => "probe_called",
             EventBody::RunFinished { .. } => "run_finished",
+            EventBody::Annotation { .. } => "annotation",
             EventBody::Unknown { kind, .. } => kind,
         }
     }
@@ -908,6 +924,7 @@ impl EventBody {
             | EventBody::NodeEvaluated { node, .. }
             | EventBody::NodeProbed { node, .. }
             | EventBody::ProbeCalled { node, .. } => Some(*node),
+            EventBody::Annotation { node, .. } => *node,
             EventBody::Backpropagated { path, .. } => path.last().copied(),
             EventBody::ToolCalled { node, .. } => *node,
             _ => None,

@@ -776,8 +776,8 @@ impl Batch {
     }
 }
 
-/// Events that may follow `run_finished`: `cosmos judge`'s phase, call, scores or error, and a
-/// person's probes of a node (their tokens inside them: never the run's cost).
+/// Events that may follow `run_finished`: `cosmos judge`'s phase, call, scores or error, a
+/// person's probes of a node (their tokens inside them: never the run's cost) and notes.
 pub fn is_judgement(body: &EventBody) -> bool {
     use super::event::{Phase, Role};
     matches!(
@@ -791,6 +791,7 @@ pub fn is_judgement(body: &EventBody) -> bool {
             | EventBody::Error { .. }
             | EventBody::NodeProbed { .. }
             | EventBody::ProbeCalled { .. }
+            | EventBody::Annotation { .. }
     )
 }
 

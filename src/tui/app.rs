@@ -474,6 +474,20 @@ impl App {
                     call,
                     real,
                 } => self.probe(path, node, call, real),
+                Request::Annotate {
+                    path,
+                    node,
+                    event,
+                    text,
+                    t_ms,
+                } => self.start(Work::Annotate {
+                    path,
+                    node,
+                    event,
+                    text,
+                    t_ms,
+                    setup: self.probe.clone(),
+                }),
             }
         }
     }
@@ -513,7 +527,7 @@ impl App {
             },
             Work::Groups(_) => Waiting::Groups,
             Work::Recount(_) => Waiting::Recount,
-            Work::Probe { .. } | Work::ProbeReal { .. } => Waiting::Probe,
+            Work::Probe { .. } | Work::ProbeReal { .. } | Work::Annotate { .. } => Waiting::Probe,
         };
         // A new request replaces an unanswered one of its kind: its answer would be stale.
         self.pending

@@ -64,6 +64,8 @@ pub enum Command {
     Inspect,
     /// The run's own story: its header, why the plan was chosen, how its searches went.
     About,
+    /// Write a note on the selected node or the event at the cursor.
+    Annotate,
     NextLink,
     PrevLink,
     LeaveRunning,
@@ -214,6 +216,12 @@ pub const COMMANDS: &[(Command, Mode, &[&str], &str)] = &[
         Mode::Run,
         &["i"],
         "inspect the node (tree) or event",
+    ),
+    (
+        Command::Annotate,
+        Mode::Run,
+        &["A"],
+        "note on the selected node (tree) or the event: appended to the run's file",
     ),
     (
         Command::About,

@@ -15,6 +15,7 @@ use super::app::App;
 use super::view::{Exit, Work};
 use crate::metrics::group::{GroupBy, group};
 use crate::metrics::records::{read_records, recount};
+use crate::trajectory::event::EventBody;
 use crate::trajectory::run::Run;
 
 /// Shortest time between two frames (60 a second at most).
@@ -215,6 +216,25 @@ pub fn perform(id: RequestId, work: Work) -> Vec<Action> {
                 &setup,
             ))),
         )],
+        Work::Annotate {
+            path,
+            node,
+            event,
+            text,
+            t_ms,
+            setup,
+        } => {
+            let note = EventBody::Annotation {
+                node,
+                event,
+                text,
+                who: crate::probe::who(),
+            };
+            vec![Action::Probed(
+                id,
+                Box::new(crate::probe::annotate(&path, note, t_ms, &setup)),
+            )]
+        }
         Work::ProbeReal { path, node, setup } => vec![Action::Probed(
             id,
             Box::new(block_on(crate::probe::call_for_real(&path, node, &setup))),

@@ -60,6 +60,22 @@ pub enum Work {
         /// Where world models and servers are found.
         setup: crate::probe::ProbeSetup,
     },
+    /// Append a person's note on a node or event to the run (→ [`Action::Probed`], as any
+    /// event added to a finished run).
+    Annotate {
+        /// The run's file.
+        path: PathBuf,
+        /// The node it is about.
+        node: Option<crate::trajectory::event::NodeId>,
+        /// The event it is about, by `seq`.
+        event: Option<u64>,
+        /// The note.
+        text: String,
+        /// The run's clock at its end, for the note's `t_ms`.
+        t_ms: u64,
+        /// Where the endpoints' keys are found, to redact them from the note.
+        setup: crate::probe::ProbeSetup,
+    },
     /// Make a node's call for real, append it to the run (→ [`Action::Probed`]).
     ProbeReal {
         /// The run's file.
@@ -97,6 +113,19 @@ pub enum Request {
         call: String,
         /// For real.
         real: bool,
+    },
+    /// Append a person's note to the run at `path` (the app adds where keys are found).
+    Annotate {
+        /// The run's file.
+        path: PathBuf,
+        /// The node it is about.
+        node: Option<crate::trajectory::event::NodeId>,
+        /// The event it is about, by `seq`.
+        event: Option<u64>,
+        /// The note.
+        text: String,
+        /// The run's clock at its end.
+        t_ms: u64,
     },
 }
 

@@ -125,6 +125,14 @@ pub struct Live {
     pub lost: Option<String>,
 }
 
+/// A note being typed, and the node or event (`seq`) it is about.
+#[derive(Debug, Clone)]
+struct NoteDraft {
+    prompt: super::prompt::Prompt,
+    node: Option<crate::trajectory::event::NodeId>,
+    event: Option<u64>,
+}
+
 /// State of the run view.
 #[derive(Debug)]
 pub struct RunView {
@@ -162,6 +170,8 @@ pub struct RunView {
     follow_newest: Option<usize>,
     /// Where the view opened, said on the status line until the person acts.
     note: Option<&'static str>,
+    /// A note being written (`A`): the prompt and what it is about.
+    draft: Option<NoteDraft>,
 }
 
 impl RunView {
@@ -192,6 +202,7 @@ impl RunView {
             stale: false,
             follow_newest: None,
             note: None,
+            draft: None,
         };
         let end = view.run.len();
         view.seek(end);
@@ -396,6 +407,7 @@ impl RunView {
             Command::Open if self.focus == Pane::Timeline => self.inspect(out),
             Command::Inspect => self.inspect(out),
             Command::About => self.about(out),
+            Command::Annotate => self.start_note(out),
             Command::Open => {
                 self.tree.toggle(&self.run);
                 self.refresh();
@@ -484,6 +496,62 @@ impl RunView {
             Some(i) => out.push(Request::Push(Box::new(Layer::Inspector(i)))),
             // Before the first event there is the run itself to look at.
             None => self.about(out),
+        }
+    }
+
+    /// `A`: asks for a note on the selected node (tree) or the event at the cursor.
+    fn start_note(&mut self, out: &mut Vec<Request>) {
+        if self.live.is_some() && !self.finished() {
+            out.push(Request::Say(
+                "notes are added once the run has finished".into(),
+            ));
+            return;
+        }
+        let target = match (self.focus, self.tree.selected_item()) {
+            (Pane::Tree, Some(Item::Node(slot))) => {
+                Some((Some(self.run.nodes()[slot as usize].id), None))
+            }
+            _ => self
+                .position()
+                .checked_sub(1)
+                .map(|i| (None, Some(self.run.event(i).seq))),
+        };
+        match target {
+            Some((node, event)) => {
+                self.draft = Some(NoteDraft {
+                    prompt: super::prompt::Prompt::new(""),
+                    node,
+                    event,
+                })
+            }
+            None => out.push(Request::Say(
+                "select a node or step to an event to write a note on".into(),
+            )),
+        }
+    }
+
+    fn type_note(&mut self, key: &crossterm::event::KeyEvent, out: &mut Vec<Request>) {
+        let Some(draft) = &mut self.draft else {
+            return;
+        };
+        match draft.prompt.key(key) {
+            Typed::Edited => {}
+            Typed::Cancelled => self.draft = None,
+            Typed::Submitted(text) => {
+                let draft = self.draft.take().expect("checked");
+                if text.trim().is_empty() {
+                    out.push(Request::Say("an empty note is not added".into()));
+                    return;
+                }
+                out.push(Request::Annotate {
+                    path: self.run.path.clone(),
+                    node: draft.node,
+                    event: draft.event,
+                    text: text.trim().to_string(),
+                    t_ms: self.run.briefs().last().map_or(0, |e| e.t_ms),
+                });
+                out.push(Request::Say("adding the note…".into()));
+            }
         }
     }
 
@@ -711,7 +779,7 @@ impl View for RunView {
     }
 
     fn typing(&self) -> bool {
-        self.search.prompt.is_some()
+        self.search.prompt.is_some() || self.draft.is_some()
     }
 
     fn animating(&self) -> bool {
@@ -746,6 +814,7 @@ impl View for RunView {
         }
         match action {
             Action::Do(command) => return self.update_command(*command, out),
+            Action::Input(key) if self.draft.is_some() => self.type_note(key, out),
             Action::Input(key) => self.type_find(key, out),
             Action::Tick => self.tick(),
             Action::JumpTo(event) => {
@@ -790,14 +859,25 @@ impl View for RunView {
             }
             (None, None) => "PAUSED".to_string(),
         };
-        let find = match &self.search.prompt {
-            Some(p) => format!("  find: {}", p.shown(30)),
-            None if self.search.active() => format!(
+        let find = match (&self.search.prompt, &self.draft) {
+            (_, Some(draft)) => {
+                let on = match (draft.node, draft.event) {
+                    (Some(n), _) => format!("#{n}"),
+                    (_, Some(seq)) => format!("event {seq}"),
+                    _ => "the run".to_string(),
+                };
+                format!(
+                    "  note on {on} (Enter adds, Esc cancels): {}",
+                    draft.prompt.shown(40)
+                )
+            }
+            (Some(p), None) => format!("  find: {}", p.shown(30)),
+            (None, None) if self.search.active() => format!(
                 "  find \"{}\": {} hit(s), n/N",
                 one_line(&self.search.query, 20),
                 self.search.hits()
             ),
-            None => String::new(),
+            (None, None) => String::new(),
         };
         let note = self.note.map_or(String::new(), |n| format!("  · {n}"));
         // The counter first: on a narrow terminal the path is what gets cut.
