@@ -453,17 +453,20 @@ fn find_in_the_run_with_next_and_previous_hits() {
     send(&mut app, KeyCode::Enter);
     // The first event that mentions it is node 2's node_added (event 8).
     assert_eq!(view(&app).position(), 8);
-    assert!(
-        app.message().unwrap().contains("hit 1/"),
-        "{:?}",
-        app.message()
-    );
+    // The status line says which hit of how many, once.
     let hits = view(&app).search.hits();
     assert!(hits >= 2, "the call and its node mention it too");
+    let line = status(&app);
+    assert!(line.contains(&format!("hit 1/{hits}")), "{line}");
+    assert_eq!(
+        line.matches("hit").count(),
+        1,
+        "the count is said once: {line}"
+    );
     press(&mut app, "n");
     let second = view(&app).position();
     assert!(second > 8);
-    assert!(app.message().unwrap().contains("hit 2/"));
+    assert!(status(&app).contains(&format!("hit 2/{hits}")));
     press(&mut app, "N");
     assert_eq!(view(&app).position(), 8, "N goes back");
     press(&mut app, "N");
@@ -476,11 +479,7 @@ fn find_in_the_run_with_next_and_previous_hits() {
     )));
     press(&mut app, "invalid timezone");
     send(&mut app, KeyCode::Enter);
-    assert!(
-        app.message().unwrap().contains("hit"),
-        "{:?}",
-        app.message()
-    );
+    assert!(status(&app).contains("hit 1/"), "{}", status(&app));
     press(&mut app, "/");
     app.update(Action::Input(KeyEvent::new(
         KeyCode::Char('u'),
@@ -912,7 +911,7 @@ fn a_note_on_a_node_is_appended_through_the_runs_writer_and_is_there_when_reopen
     // Find finds it, and the node inspector lists it among the node's events.
     press(&mut app, "/Mars timezone");
     send(&mut app, KeyCode::Enter);
-    assert!(status(&app).contains("1 hit"), "{}", status(&app));
+    assert!(status(&app).contains("hit 1/1"), "{}", status(&app));
     send(&mut app, KeyCode::Esc);
     press(&mut app, "i");
     let Layer::Inspector(inspector) = app.top() else {

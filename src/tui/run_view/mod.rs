@@ -567,14 +567,12 @@ impl RunView {
         let at = k.checked_sub(1);
         if self.search.active() {
             match self.search.next(at, forward) {
-                Some((event, rank, wrapped)) => {
+                Some((event, _, wrapped)) => {
+                    // The status line gives the hit's rank and the count.
                     self.jump(Some(event + 1), "", out);
-                    out.push(Request::Say(format!(
-                        "hit {rank}/{} for \"{}\"{}",
-                        self.search.hits(),
-                        one_line(&self.search.query, 40),
-                        if wrapped { " (wrapped around)" } else { "" }
-                    )));
+                    if wrapped {
+                        out.push(Request::Say("find wrapped around".into()));
+                    }
                 }
                 None => out.push(Request::Say(format!(
                     "no event matches \"{}\"",
@@ -872,11 +870,17 @@ impl View for RunView {
                 )
             }
             (Some(p), None) => format!("  find: {}", p.shown(30)),
-            (None, None) if self.search.active() => format!(
-                "  find \"{}\": {} hit(s), n/N",
-                one_line(&self.search.query, 20),
-                self.search.hits()
-            ),
+            (None, None) if self.search.active() => {
+                let at = self.position().checked_sub(1);
+                let count = match at.and_then(|a| self.search.rank_of(a)) {
+                    Some(rank) => format!("hit {rank}/{}", self.search.hits()),
+                    None => format!("{} hit(s)", self.search.hits()),
+                };
+                format!(
+                    "  find \"{}\": {count}, n/N",
+                    one_line(&self.search.query, 20)
+                )
+            }
             (None, None) => String::new(),
         };
         let note = self.note.map_or(String::new(), |n| format!("  · {n}"));
@@ -944,6 +948,7 @@ impl View for RunView {
             panes.timeline,
             block(Pane::Timeline, " Timeline ".into()),
             state.applied(),
+            self.search.hit_events(),
             theme,
         );
         let obs_title = format!(

@@ -109,6 +109,16 @@ impl Search {
         self.hits.len()
     }
 
+    /// The events that match, in order (for marking them).
+    pub fn hit_events(&self) -> &[u32] {
+        &self.hits
+    }
+
+    /// The 1-based rank of event `at` among the hits, when it is one.
+    pub fn rank_of(&self, at: usize) -> Option<usize> {
+        self.hits.binary_search(&(at as u32)).ok().map(|i| i + 1)
+    }
+
     /// The first hit after event `at` (or before it, going back), wrapping around; with its
     /// 1-based rank among the hits and whether it wrapped.
     pub fn next(&self, at: Option<usize>, forward: bool) -> Option<(usize, usize, bool)> {

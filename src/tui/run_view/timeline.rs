@@ -74,7 +74,16 @@ impl Rows {
     }
 
     /// Draws the rows read for cursor `k` (the last applied event is `k − 1`).
-    pub fn draw(&self, frame: &mut Frame, area: Rect, block: Block, k: usize, theme: &Theme) {
+    /// Draws the rows read, the event at `k` selected and the find's `hits` marked.
+    pub fn draw(
+        &self,
+        frame: &mut Frame,
+        area: Rect,
+        block: Block,
+        k: usize,
+        hits: &[u32],
+        theme: &Theme,
+    ) {
         let inner = block.inner(area);
         let width = inner.width as usize;
         let current = k.checked_sub(1);
@@ -105,7 +114,10 @@ impl Rows {
                     .saturating_sub(unicode_width::UnicodeWidthStr::width(head.as_str()))
                     .max(4),
             );
-            let style = if row.failure {
+            // A find's hit stands out whatever else the row is (its ✗ still says failure).
+            let style = if hits.binary_search(&(i as u32)).is_ok() {
+                theme.mark()
+            } else if row.failure {
                 theme.error()
             } else if i >= k {
                 theme.dim()
@@ -145,13 +157,47 @@ mod tests {
     fn drawn(rows: &Rows, k: usize) -> Buffer {
         let mut terminal = Terminal::new(TestBackend::new(82, 12)).unwrap();
         terminal
-            .draw(|f| rows.draw(f, f.area(), Block::bordered(), k, &Theme::new(false)))
+            .draw(|f| rows.draw(f, f.area(), Block::bordered(), k, &[], &Theme::new(false)))
             .unwrap();
         terminal.backend().buffer().clone()
     }
 
     fn text(buffer: &Buffer) -> String {
         buffer.content().iter().map(|c| c.symbol()).collect()
+    }
+
+    #[test]
+    fn the_finds_hits_are_marked_in_the_timeline() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run.jsonl");
+        synthetic::write(
+            &path,
+            &Spec::default(),
+            crate::metrics::run::RunAccumulator::tally,
+        )
+        .unwrap();
+        let run = Run::open(&path).unwrap();
+        let mut rows = Rows::default();
+        rows.refresh(&run, 2, 10, 80);
+        let theme = Theme::new(true);
+        let drawn_with = |hits: &[u32]| {
+            let mut terminal = Terminal::new(TestBackend::new(82, 12)).unwrap();
+            terminal
+                .draw(|f| rows.draw(f, f.area(), Block::bordered(), 2, hits, &theme))
+                .unwrap();
+            terminal.backend().buffer().clone()
+        };
+        // Exactly one row, the hit's, is drawn differently, in the mark's colour.
+        let (plain, marked) = (drawn_with(&[]), drawn_with(&[4]));
+        let differing: Vec<u16> = (0..12)
+            .filter(|&y| plain[(8, y)].style() != marked[(8, y)].style())
+            .collect();
+        assert_eq!(differing.len(), 1, "{differing:?}");
+        assert_eq!(marked[(8, differing[0])].fg, theme.mark().fg.unwrap());
+        let text: String = (0..82)
+            .map(|x| marked[(x, differing[0])].symbol())
+            .collect();
+        assert!(text.contains("     5"), "event 4 is seq 5: {text}");
     }
 
     /// Drawing lays out the rows read at the last refresh and reads nothing itself, and a
