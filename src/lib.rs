@@ -3,6 +3,7 @@
 
 pub mod agent;
 pub mod cli;
+pub mod export;
 pub mod judge;
 pub mod llm;
 pub mod mcp;

@@ -49,6 +49,8 @@ pub struct RecordedCall {
     pub arguments: Value,
     /// The real result (a transport error is an error result with its message).
     pub real: Observation,
+    /// The task's id.
+    pub task: Arc<str>,
     /// The task's request.
     pub request: Arc<str>,
     /// The tools the run's agent was offered (what the planner may choose from).
@@ -86,6 +88,7 @@ pub fn recorded_calls(paths: &[PathBuf]) -> Result<(Vec<RecordedCall>, Vec<Strin
         let tools: BTreeMap<&str, &ToolInfo> =
             header.tools.iter().map(|t| (t.name.as_str(), t)).collect();
         let request: Arc<str> = header.task.request.as_str().into();
+        let task: Arc<str> = header.task.id.as_str().into();
         let run_tools = Arc::new(header.tools.clone());
         let mut steps = Vec::new();
         let mut run_calls = Vec::new();
@@ -140,6 +143,7 @@ pub fn recorded_calls(paths: &[PathBuf]) -> Result<(Vec<RecordedCall>, Vec<Strin
                 server,
                 arguments: *arguments,
                 real,
+                task: task.clone(),
                 request: request.clone(),
                 tools: run_tools.clone(),
                 history: history.clone(),

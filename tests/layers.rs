@@ -13,6 +13,7 @@ const LAYERS: &[&[&str]] = &[
     &["world_model"],
     &["agent", "judge"],
     &["wm_eval", "probe"],
+    &["export"],
     &["tui"],
     &["cli"],
 ];

@@ -95,6 +95,9 @@ pub enum Command {
     /// Run a matrix of tasks × configurations × repeats (the paper's experiment), resumably,
     /// on one machine or as a shard of a cluster job.
     Sweep(Box<sweep::SweepArgs>),
+    /// Export runs: a readable account (markdown, json) or a transition dataset for world
+    /// models (transitions).
+    Export(crate::export::ExportArgs),
     /// Print the paper's tables for groups of runs: one row per configuration.
     Report {
         /// Files or folders (searched recursively for *.jsonl).
@@ -148,6 +151,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Validate { paths, quiet } => validate::run(&paths, quiet),
         Command::WmEval(args) => wm_eval::run(*args),
         Command::Sweep(args) => sweep::run(*args),
+        Command::Export(args) => crate::export::run(args),
         Command::Report {
             paths,
             group_by,

@@ -13,6 +13,7 @@ pub mod fold;
 pub mod lean;
 pub mod listing;
 mod mirror;
+pub mod plan_why;
 pub mod reader;
 pub mod redact;
 pub mod run;

@@ -31,43 +31,58 @@ impl LlmWorldModel {
     }
 
     fn prompt(&self, req: &SimRequest<'_>) -> Vec<Message> {
-        // The fixed part first, so servers with a prompt cache reuse it.
-        // Nothing here is a sample answer a small model could copy: the reply's shape is
-        // described in words, and the schema carries the rest.
-        let system = "You simulate an MCP server. Given a tool's description, its input schema and the \
-            arguments of a call, reply with what the real server would return for exactly this \
-            call, as a JSON object with two fields: is_error, true when the server would reject \
-            the call or fail, and content, the text the server would send back (when the tool \
-            returns JSON, that JSON written as a string), with the values this call asks about. \
-            When the arguments are invalid for the tool, set is_error and give the server's error \
-            message as content. Do not describe the result and do not explain.";
-        let mut user = format!(
-            "Tool: {}\nDescription: {}\nInput schema: {}\nArguments: {}\n",
-            req.tool.name, req.tool.description, req.tool.input_schema, req.arguments
-        );
-        if let Some(example) = self
+        let example = self
             .examples
             .as_ref()
-            .and_then(|b| b.example(&req.tool.name))
-        {
-            user.push_str(&format!(
-                "A real result of this tool (for its shape), for arguments {}: {}\n",
-                example.0,
-                example
-                    .1
-                    .text
-                    .chars()
-                    .take(HISTORY_CHARS)
-                    .collect::<String>()
-            ));
-        }
-        user.push_str(&format!("The user's request: {}\n", req.user_request));
-        if !req.history.is_empty() {
-            user.push_str("Calls so far:\n");
-            user.push_str(&history_lines(req.history, HISTORY_CHARS));
-        }
-        vec![Message::system(system), Message::user(user)]
+            .and_then(|b| b.example(&req.tool.name));
+        simulation_messages(req, example)
     }
+}
+
+/// The messages the `llm` world model sends to simulate a call: the one builder of its input,
+/// also what `cosmos export transitions` writes as a training example's input (there without
+/// a recorded example of the tool, which a trained world model should not need).
+pub fn simulation_messages(
+    req: &SimRequest<'_>,
+    example: Option<(&Value, &Observation)>,
+) -> Vec<Message> {
+    // The fixed part first, so servers with a prompt cache reuse it.
+    // Nothing here is a sample answer a small model could copy: the reply's shape is
+    // described in words, and the schema carries the rest.
+    let system = "You simulate an MCP server. Given a tool's description, its input schema and the \
+        arguments of a call, reply with what the real server would return for exactly this \
+        call, as a JSON object with two fields: is_error, true when the server would reject \
+        the call or fail, and content, the text the server would send back (when the tool \
+        returns JSON, that JSON written as a string), with the values this call asks about. \
+        When the arguments are invalid for the tool, set is_error and give the server's error \
+        message as content. Do not describe the result and do not explain.";
+    let mut user = format!(
+        "Tool: {}\nDescription: {}\nInput schema: {}\nArguments: {}\n",
+        req.tool.name, req.tool.description, req.tool.input_schema, req.arguments
+    );
+    if let Some((arguments, observation)) = example {
+        user.push_str(&format!(
+            "A real result of this tool (for its shape), for arguments {}: {}\n",
+            arguments,
+            observation
+                .text
+                .chars()
+                .take(HISTORY_CHARS)
+                .collect::<String>()
+        ));
+    }
+    user.push_str(&format!("The user's request: {}\n", req.user_request));
+    if !req.history.is_empty() {
+        user.push_str("Calls so far:\n");
+        user.push_str(&history_lines(req.history, HISTORY_CHARS));
+    }
+    vec![Message::system(system), Message::user(user)]
+}
+
+/// What the `llm` world model is asked to reply for a call with this real result: the
+/// training target of a transition.
+pub fn simulation_reply(real: &Observation) -> Value {
+    json!({"is_error": real.is_error, "content": real.text})
 }
 
 impl WorldModel for LlmWorldModel {

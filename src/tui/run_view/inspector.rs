@@ -185,7 +185,7 @@ impl Inspector {
             lines.text(format!("  {}", t.name));
         }
         lines.heading("why this plan");
-        match crate::tui::run_view::tree::plan_why(run, state, k) {
+        match crate::trajectory::plan_why::plan_why(run, state, k) {
             None => lines.text("  no plan chosen yet at the cursor"),
             Some(why) => {
                 lines.push(

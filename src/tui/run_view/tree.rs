@@ -17,6 +17,7 @@ use crate::sanitize::one_line;
 use crate::trajectory::describe::{compact_call_label, compact_node_label, distinguishing_label};
 use crate::trajectory::event::{ActionKind, EventBody, Verdict};
 use crate::trajectory::fold::TreeState;
+use crate::trajectory::plan_why::plan_why;
 use crate::trajectory::run::Run;
 use crate::tui::scroll::Selection;
 use crate::tui::theme::Theme;
@@ -512,104 +513,6 @@ impl TreeView {
 
 /// Rows at least this wide show each node's last reward too.
 const WIDE_ROW: usize = 60;
-
-/// Why the plan in force at cursor `k` was chosen.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PlanWhy {
-    /// The `plan_selected` event.
-    pub event: u32,
-    /// `best_mean`, `most_visited` or `chain`.
-    pub rule: String,
-    /// The plan's node ids, `#1→#4→#7`.
-    pub path: String,
-    /// The pool was the finished paths (else every node: no path finished).
-    pub finished: bool,
-    /// The nodes the rule chose from, best first (empty for a chain).
-    pub pool: Vec<PlanCandidate>,
-}
-
-/// One node the plan rule chose among.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct PlanCandidate {
-    /// Arena slot.
-    pub slot: u32,
-    /// Mean value at the cursor.
-    pub q: Option<f64>,
-    /// Visits at the cursor.
-    pub visits: u32,
-    /// The plan ends here.
-    pub chosen: bool,
-    /// Scores the same as the chosen one (the earlier node wins).
-    pub ties: bool,
-}
-
-/// Why the plan in force at cursor `k` was chosen: the rule and the pool it chose from, as
-/// the search chose (the same search's finish nodes, or all its nodes when none finished;
-/// never one the world model could not simulate), at the values of the cursor.
-pub fn plan_why(run: &Run, state: &TreeState, k: usize) -> Option<PlanWhy> {
-    let (event, rule, nodes) = run.plan_event_at(k)?;
-    let path = nodes
-        .iter()
-        .map(|n| format!("#{n}"))
-        .collect::<Vec<_>>()
-        .join("→");
-    let chosen = nodes.last().and_then(|&id| run.slot_of(id));
-    let mut why = PlanWhy {
-        event,
-        rule: rule.to_string(),
-        path,
-        finished: false,
-        pool: Vec::new(),
-    };
-    let (Some(chosen), "best_mean" | "most_visited") = (chosen, rule) else {
-        return Some(why);
-    };
-    let most_visited = rule == "most_visited";
-    let is_finish = |slot: u32| run.nodes()[slot as usize].action == Some(ActionKind::Finish);
-    // A search's root has no action: the run's root, or an execution-time revision's.
-    let search_root = |mut slot: u32| loop {
-        let info = &run.nodes()[slot as usize];
-        match info.parent {
-            Some(parent) if info.action.is_some() => slot = parent,
-            _ => return slot,
-        }
-    };
-    let score = |slot: u32| {
-        let n = state.node(slot).copied().unwrap_or_default();
-        if most_visited {
-            Some(f64::from(n.visits))
-        } else {
-            n.q()
-        }
-    };
-    why.finished = is_finish(chosen);
-    let search = search_root(chosen);
-    let value = score(chosen);
-    let mut pool: Vec<PlanCandidate> = (0..state.visible_nodes() as u32)
-        .filter(|&s| s != search && search_root(s) == search)
-        .filter(|&s| !why.finished || is_finish(s))
-        .filter(|&s| state.verdict(run, s) != Some(Verdict::NotSimulated))
-        .map(|s| {
-            let n = state.node(s).copied().unwrap_or_default();
-            PlanCandidate {
-                slot: s,
-                q: n.q(),
-                visits: n.visits,
-                chosen: s == chosen,
-                ties: s != chosen
-                    && matches!((score(s), value), (Some(a), Some(b)) if (a - b).abs() < 1e-9),
-            }
-        })
-        .collect();
-    pool.sort_by(|a, b| {
-        let (sa, sb) = (score(a.slot), score(b.slot));
-        sb.unwrap_or(f64::MIN)
-            .total_cmp(&sa.unwrap_or(f64::MIN))
-            .then(a.slot.cmp(&b.slot))
-    });
-    why.pool = pool;
-    Some(why)
-}
 
 /// How many children a node's parent has (0 for a step or the root).
 fn family_size(run: &Run, item: Item) -> usize {

@@ -1,0 +1,230 @@
+//! `cosmos export`: the markdown and JSON accounts of a run, and transition datasets, checked
+//! on the repository's sample runs; the `llm` world model's real requests (to the scripted
+//! endpoint, over HTTP) are the examples' inputs.
+
+mod support;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+use support::*;
+
+fn samples() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_runs")
+}
+
+/// A sample run of `agent`, copied into `dir` (so notes can be appended to it).
+fn sample_copy(dir: &Path, agent: &str) -> PathBuf {
+    let source = std::fs::read_dir(samples())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().contains(&format!("_{agent}_")))
+        .min()
+        .expect("a sample run of the agent");
+    let copy = dir.join(source.file_name().unwrap());
+    std::fs::copy(&source, &copy).unwrap();
+    copy
+}
+
+fn export(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_cosmos"))
+        .arg("export")
+        .args(args)
+        .env(
+            "COSMOS_LOG_FILE",
+            std::env::temp_dir().join("cosmos-export-test.log"),
+        )
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn the_markdown_account_tells_the_plan_the_steps_side_by_side_and_the_notes() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = sample_copy(dir.path(), "spiral");
+    let note = mcp_cosmos::trajectory::event::EventBody::Annotation {
+        node: Some(1),
+        event: None,
+        text: "this is where it went wrong".into(),
+        who: "tester".into(),
+    };
+    let setup = mcp_cosmos::probe::ProbeSetup::default();
+    mcp_cosmos::probe::annotate(&run, note, 1, &setup).unwrap();
+    let o = export(&["markdown", run.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let md = String::from_utf8(o.stdout).unwrap();
+    for section in [
+        "## Task",
+        "## Settings",
+        "## Plan",
+        "## Steps",
+        "## Answer",
+        "## Metrics",
+        "## Notes",
+    ] {
+        assert!(md.contains(section), "{section} missing:\n{md}");
+    }
+    assert!(md.contains("Rule `best_mean`"), "{md}");
+    assert!(md.contains("Simulated") && md.contains("Real"), "{md}");
+    assert!(
+        md.contains("note on #1 by tester: this is where it went wrong"),
+        "{md}"
+    );
+    // The metrics are the run's one value, as the report gives it.
+    let report = std::process::Command::new(env!("CARGO_BIN_EXE_cosmos"))
+        .args([
+            "report",
+            run.to_str().unwrap(),
+            "--format",
+            "json",
+            "--per-run",
+        ])
+        .output()
+        .unwrap();
+    let doc: Value = serde_json::from_slice(&report.stdout).unwrap();
+    let calls = doc["per_run"][0]["metrics"]["tool_calls"].as_u64().unwrap();
+    assert!(md.contains(&format!("| tool calls | {calls} |")), "{md}");
+}
+
+#[test]
+fn the_json_account_is_the_whole_run_in_one_document() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = sample_copy(dir.path(), "react");
+    let out = dir.path().join("run.json");
+    let o = export(&[
+        "json",
+        run.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(doc["format"], "mcp-cosmos-run");
+    assert_eq!(doc["version"], 1);
+    let lines = std::fs::read_to_string(&run).unwrap();
+    let lines: Vec<Value> = lines
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(doc["header"]["run_id"], lines[0]["run_id"]);
+    let events = doc["events"].as_array().unwrap();
+    assert_eq!(events.len(), lines.len() - 1);
+    assert_eq!(events.last().unwrap()["kind"], "run_finished");
+    assert_eq!(
+        doc["metrics"]["tool_calls"],
+        lines.iter().filter(|e| e["kind"] == "tool_called").count()
+    );
+}
+
+#[test]
+fn transitions_are_one_example_per_real_call_split_by_task_and_the_llm_world_models_own_input() {
+    let dir = tempfile::tempdir().unwrap();
+    // The runs: every top-level sample run of ReAct (their real calls).
+    let runs = dir.path().join("runs");
+    std::fs::create_dir(&runs).unwrap();
+    for entry in std::fs::read_dir(samples()).unwrap() {
+        let p = entry.unwrap().path();
+        if p.to_string_lossy().contains("_react_") {
+            std::fs::copy(&p, runs.join(p.file_name().unwrap())).unwrap();
+        }
+    }
+    let real_calls: usize = std::fs::read_dir(&runs)
+        .unwrap()
+        .map(|e| {
+            std::fs::read_to_string(e.unwrap().path())
+                .unwrap()
+                .lines()
+                .filter(|l| l.contains("\"kind\":\"tool_called\""))
+                .count()
+        })
+        .sum();
+    let out = dir.path().join("data");
+    let o = export(&[
+        "transitions",
+        runs.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--split",
+        "0.5",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let read = |name: &str| -> Vec<Value> {
+        std::fs::read_to_string(out.join(name))
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    let (train, test) = (read("train.jsonl"), read("test.jsonl"));
+    let datasheet = std::fs::read_to_string(out.join("datasheet.md")).unwrap();
+    assert!(
+        datasheet.contains(&format!("from {real_calls} real calls")),
+        "{datasheet}"
+    );
+    // One example per distinct real call: as many as real calls less the duplicates dropped.
+    let all: Vec<&Value> = train.iter().chain(&test).collect();
+    let inputs: BTreeSet<String> = all
+        .iter()
+        .map(|e| Value::from(e["messages"].as_array().unwrap()[..2].to_vec()).to_string())
+        .collect();
+    assert_eq!(inputs.len(), all.len(), "no input twice");
+    assert!(!all.is_empty() && all.len() <= real_calls);
+    // Never a task on both sides.
+    let tasks = |side: &[Value]| -> BTreeSet<String> {
+        side.iter()
+            .map(|e| e["meta"]["task"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert!(tasks(&train).is_disjoint(&tasks(&test)));
+    // Each example is system, user, then the real result as the world model's reply.
+    for e in &all {
+        let m = e["messages"].as_array().unwrap();
+        assert_eq!(
+            [&m[0]["role"], &m[1]["role"], &m[2]["role"]],
+            ["system", "user", "assistant"]
+        );
+        let reply: Value = serde_json::from_str(m[2]["content"].as_str().unwrap()).unwrap();
+        assert!(reply["is_error"].is_boolean() && reply["content"].is_string());
+    }
+
+    // The llm world model, asked to simulate the same calls (wm-eval against the scripted
+    // endpoint), sends exactly the examples' inputs.
+    let llm = ScriptedLlm::start(json!([
+        {"when": "You simulate an MCP server", "content": predicted("{}", false)}
+    ]));
+    let config = dir.path().join("cosmos.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[world_models.scripted]\nkind = \"llm\"\nbase_url = \"{}\"\nmodel = \"wm\"\n",
+            llm.base_url()
+        ),
+    )
+    .unwrap();
+    let eval = cosmos(
+        &[
+            "wm-eval",
+            runs.to_str().unwrap(),
+            "--world-model",
+            "scripted",
+            "--config",
+            config.to_str().unwrap(),
+            "--out",
+            dir.path().join("eval").to_str().unwrap(),
+        ],
+        &llm,
+        "x",
+    );
+    assert_eq!(eval.status.code(), Some(0), "{}", text(&eval));
+    let sent: BTreeSet<String> = llm
+        .requests()
+        .iter()
+        .map(|r| r["body"]["messages"].to_string())
+        .collect();
+    assert!(!sent.is_empty());
+    assert_eq!(
+        sent, inputs,
+        "the world model's requests are the examples' inputs"
+    );
+}
