@@ -919,3 +919,56 @@ fn a_note_on_a_node_is_appended_through_the_runs_writer_and_is_there_when_reopen
     };
     assert!(inspector.lines().join("\n").contains("wrong turn"));
 }
+
+#[test]
+fn a_find_over_a_big_run_is_searched_in_the_background_and_input_goes_on() {
+    use mcp_cosmos::trajectory::synthetic::{self, Spec};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("big.jsonl");
+    let spec = Spec {
+        nodes: 4_000,
+        seed: 9,
+        ..Spec::default()
+    };
+    synthetic::write(
+        &path,
+        &spec,
+        mcp_cosmos::metrics::run::RunAccumulator::tally,
+    )
+    .unwrap();
+    let run = Run::open(&path).unwrap();
+    assert!(run.len() > mcp_cosmos::tui::run_view::search::IN_PLACE);
+    let mut app = run_app(run);
+    send(&mut app, KeyCode::Home);
+    press(&mut app, "/convert_time");
+    send(&mut app, KeyCode::Enter);
+    // The find is work for a background thread; the view says so and keys still move it.
+    let work = app.take_work();
+    assert!(matches!(&work[..], [(_, Work::Find { .. })]), "{work:?}");
+    assert!(
+        status(&app).contains("finding \"convert_time\""),
+        "{}",
+        status(&app)
+    );
+    press(&mut app, "l");
+    assert_eq!(view(&app).position(), 1, "input is not frozen meanwhile");
+    // Its answer gives the hits, and the cursor goes to the first after it.
+    for (id, w) in work {
+        for a in mcp_cosmos::tui::terminal::perform(id, w) {
+            app.update(a);
+        }
+    }
+    let hits = view(&app).search.hits();
+    assert!(hits > 100, "{hits}");
+    assert!(
+        status(&app).contains(&format!("hit 1/{hits}")),
+        "{}",
+        status(&app)
+    );
+    let at = view(&app).position() - 1;
+    assert!(
+        view(&app).run.event(at).body.kind() == "node_added"
+            || view(&app).run.event(at).body.kind() == "tool_called"
+            || view(&app).run.event(at).body.kind() == "node_simulated"
+    );
+}

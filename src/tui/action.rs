@@ -42,6 +42,14 @@ pub enum Action {
     FollowLost(String),
     /// A probe finished: the event appended to the run, or why not.
     Probed(RequestId, Box<anyhow::Result<Event>>),
+    /// A background find's hits in a run's file: the words, the events searched, the hits.
+    Found(
+        RequestId,
+        std::path::PathBuf,
+        Vec<String>,
+        usize,
+        Result<Vec<u32>, String>,
+    ),
     /// A running sweep's news (a cell started, recorded an event, ended).
     Sweep(Box<super::sweep_view::SweepNews>),
 }

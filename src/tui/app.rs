@@ -121,6 +121,8 @@ enum Waiting {
     /// Stale totals being computed again for the browser.
     Recount,
     Probe,
+    /// A find in a run, off the UI thread.
+    Find,
 }
 
 /// The whole explorer state.
@@ -301,6 +303,21 @@ impl App {
             Action::Sweep(news) => {
                 self.changed = true;
                 self.sweep_news(*news);
+            }
+            Action::Found(id, path, words, to, hits) => {
+                self.changed = true;
+                if self.take_pending(id).is_none() {
+                    return;
+                }
+                // To the run view that asked: the one showing that file.
+                if let Some(run) = self.stack.iter_mut().rev().find_map(|l| match l {
+                    Layer::Run(r) if r.run.path == path => Some(r),
+                    _ => None,
+                }) {
+                    let mut out = Vec::new();
+                    run.found(&words, to, hits, &mut out);
+                    self.apply(out);
+                }
             }
             Action::Probed(id, result) => {
                 self.changed = true;
@@ -528,6 +545,7 @@ impl App {
             Work::Groups(_) => Waiting::Groups,
             Work::Recount(_) => Waiting::Recount,
             Work::Probe { .. } | Work::ProbeReal { .. } | Work::Annotate { .. } => Waiting::Probe,
+            Work::Find { .. } => Waiting::Find,
         };
         // A new request replaces an unanswered one of its kind: its answer would be stale.
         self.pending
@@ -579,7 +597,7 @@ impl App {
                     self.pending.push(pending);
                 }
             }
-            Waiting::Groups | Waiting::Recount | Waiting::Probe => {}
+            Waiting::Groups | Waiting::Recount | Waiting::Probe | Waiting::Find => {}
         }
     }
 
@@ -618,6 +636,7 @@ impl App {
             Waiting::Run(what, _) => Some(what.clone()),
             Waiting::Compare { want, .. } => Some(format!("loading {want} runs")),
             Waiting::Groups | Waiting::Recount | Waiting::Probe => None,
+            Waiting::Find => Some("finding".to_string()),
         });
         let note = loading.or_else(|| self.message.clone());
         let help = self.keymap.hint(self.top().view().mode(), Command::Help);

@@ -216,6 +216,11 @@ pub fn perform(id: RequestId, work: Work) -> Vec<Action> {
                 &setup,
             ))),
         )],
+        Work::Find { path, words, to } => {
+            let hits = super::run_view::search::find_in_file(&path, &words, to)
+                .map_err(|e| format!("{e:#}"));
+            vec![Action::Found(id, path, words, to, hits)]
+        }
         Work::Annotate {
             path,
             node,

@@ -76,6 +76,15 @@ pub enum Work {
         /// Where the endpoints' keys are found, to redact them from the note.
         setup: crate::probe::ProbeSetup,
     },
+    /// Find in a run's file, off the UI thread (→ [`Action::Found`]).
+    Find {
+        /// The run's file.
+        path: PathBuf,
+        /// The words every hit holds.
+        words: Vec<String>,
+        /// Events searched: `0..to`.
+        to: usize,
+    },
     /// Make a node's call for real, append it to the run (→ [`Action::Probed`]).
     ProbeReal {
         /// The run's file.

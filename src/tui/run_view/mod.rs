@@ -30,7 +30,7 @@ use super::app::Layer;
 use super::keymap::{Command, Mode};
 use super::prompt::Typed;
 use super::theme::Theme;
-use super::view::{Handled, Request, View};
+use super::view::{Handled, Request, View, Work};
 use crate::metrics::run::{RunFacts, RunMetrics};
 use crate::sanitize::one_line;
 use crate::trajectory::event::{Event, EventBody};
@@ -499,6 +499,32 @@ impl RunView {
         }
     }
 
+    /// A background find answered: its hits are the search's, and the cursor goes to the
+    /// first one after it, as a find in place does.
+    pub fn found(
+        &mut self,
+        words: &[String],
+        to: usize,
+        hits: Result<Vec<u32>, String>,
+        out: &mut Vec<Request>,
+    ) {
+        match hits {
+            Ok(hits) => {
+                if self.search.found(words, to, hits) {
+                    self.search.catch_up(&self.run);
+                    self.next_match(true, out);
+                }
+            }
+            Err(why) => {
+                self.search.clear();
+                out.push(Request::Say(format!(
+                    "find failed: {}",
+                    one_line(&why, 200)
+                )));
+            }
+        }
+    }
+
     /// `A`: asks for a note on the selected node (tree) or the event at the cursor.
     fn start_note(&mut self, out: &mut Vec<Request>) {
         if self.live.is_some() && !self.finished() {
@@ -565,6 +591,10 @@ impl RunView {
     fn next_match(&mut self, forward: bool, out: &mut Vec<Request>) {
         let k = self.position();
         let at = k.checked_sub(1);
+        if self.search.pending.is_some() {
+            out.push(Request::Say("still finding…".into()));
+            return;
+        }
         if self.search.active() {
             match self.search.next(at, forward) {
                 Some((event, _, wrapped)) => {
@@ -615,9 +645,16 @@ impl RunView {
                     self.search.clear();
                     return;
                 }
-                self.search.set(&query, &self.run);
-                // From the cursor on, as a pager searches.
-                self.next_match(true, out);
+                match self.search.set(&query, &self.run) {
+                    // A big run is searched in the background; the cursor moves when it answers.
+                    Some(range) => out.push(Request::Start(Work::Find {
+                        path: self.run.path.clone(),
+                        words: self.search.words.clone(),
+                        to: range.end,
+                    })),
+                    // From the cursor on, as a pager searches.
+                    None => self.next_match(true, out),
+                }
             }
         }
     }
@@ -870,6 +907,9 @@ impl View for RunView {
                 )
             }
             (Some(p), None) => format!("  find: {}", p.shown(30)),
+            (None, None) if self.search.pending.is_some() => {
+                format!("  finding \"{}\"…", one_line(&self.search.query, 20))
+            }
             (None, None) if self.search.active() => {
                 let at = self.position().checked_sub(1);
                 let count = match at.and_then(|a| self.search.rank_of(a)) {

@@ -9,6 +9,10 @@ use crate::tui::prompt::{Prompt, matches_all, words};
 /// Fewest new events searched on more than one thread.
 const PARALLEL_FROM: usize = 20_000;
 
+/// Most new events searched on the UI thread; more are searched in the background
+/// (`Work::Find`), so a find over a big run never freezes input.
+pub const IN_PLACE: usize = 20_000;
+
 /// State of find in a run.
 #[derive(Debug, Clone, Default)]
 pub struct Search {
@@ -22,6 +26,8 @@ pub struct Search {
     hits: Vec<u32>,
     /// Events searched so far (a live run grows).
     searched: usize,
+    /// A background search is under way for events up to this one.
+    pub pending: Option<usize>,
 }
 
 impl Search {
@@ -30,13 +36,32 @@ impl Search {
         !self.words.is_empty()
     }
 
-    /// Sets the query and searches the run.
-    pub fn set(&mut self, query: &str, run: &Run) {
+    /// Sets the query and searches the run: in place when it is small; else it returns the
+    /// range a background search must cover (`Work::Find`, answered by [`Search::found`]).
+    pub fn set(&mut self, query: &str, run: &Run) -> Option<std::ops::Range<usize>> {
         self.query = query.trim().to_string();
         self.words = words(query);
         self.hits.clear();
         self.searched = 0;
+        self.pending = None;
+        if run.len() > IN_PLACE {
+            self.pending = Some(run.len());
+            return Some(0..run.len());
+        }
         self.catch_up(run);
+        None
+    }
+
+    /// A background search's hits for events `0..to`, for the query `words`; ignored when the
+    /// query changed meanwhile.
+    pub fn found(&mut self, words: &[String], to: usize, hits: Vec<u32>) -> bool {
+        if self.pending != Some(to) || words != self.words.as_slice() {
+            return false;
+        }
+        self.pending = None;
+        self.hits = hits;
+        self.searched = to;
+        true
     }
 
     /// Ends the search.
@@ -48,6 +73,10 @@ impl Search {
     pub fn catch_up(&mut self, run: &Run) {
         if !self.active() {
             self.searched = run.len();
+            return;
+        }
+        if self.pending.is_some() {
+            // The background search covers the start; what came since waits for it.
             return;
         }
         // Events are read back from the file and parsed: a big run is searched in a few
@@ -140,6 +169,28 @@ impl Search {
         };
         Some((self.hits[i] as usize, i + 1, wrapped))
     }
+}
+
+/// The events of the file at `path` among the first `to` that hold every word, read as a
+/// stream (off the UI thread: `Work::Find`).
+pub fn find_in_file(
+    path: &std::path::Path,
+    words: &[String],
+    to: usize,
+) -> anyhow::Result<Vec<u32>> {
+    let mut stream = crate::trajectory::reader::EventStream::open(path)?;
+    let mut hits = Vec::new();
+    let mut i = 0usize;
+    while i < to {
+        let Some(event) = stream.next_event()? else {
+            break;
+        };
+        if matches_all(&event_haystack(&event), words) {
+            hits.push(i as u32);
+        }
+        i += 1;
+    }
+    Ok(hits)
 }
 
 /// An event's searchable text, lower-cased.
