@@ -146,3 +146,79 @@ fn the_sample_wm_eval_opens_in_the_world_model_view() {
     t.keys(&["q"]);
     t.wait_exit();
 }
+
+#[test]
+fn a_note_written_in_the_explorer_is_there_when_it_is_opened_again_and_the_file_validates() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("noted.jsonl");
+    common::write_run(&common::plan_fails_run(), &path);
+    let file = path.to_str().unwrap();
+    let t = Tmux::start_with_env(&["replay", file], &[("COSMOS_USER", "e2e")], 120, 36);
+    t.wait_for("event ");
+    // The failed call's node is selected when the run opens; `A` asks for the note.
+    t.keys(&["A"]);
+    t.wait_for("note on #");
+    for word in ["Mars", "Space", "is", "Space", "no", "Space", "timezone"] {
+        t.keys(&[word]);
+    }
+    t.keys(&["Enter"]);
+    t.wait_for("added to the run: note on #");
+    t.keys(&["q"]);
+    t.wait_exit();
+
+    // Opened again, the note is there: find finds it.
+    let t = Tmux::start(&["replay", file], 120, 36);
+    t.wait_for("event ");
+    t.keys(&["/"]);
+    for word in ["Mars", "Space", "timezone", "Space", "e2e"] {
+        t.keys(&[word]);
+    }
+    t.keys(&["Enter"]);
+    t.wait_for("hit 1/1");
+    t.wait_for("note on #");
+    t.keys(&["q"]);
+    t.wait_exit();
+    let check = std::process::Command::new(env!("CARGO_BIN_EXE_cosmos"))
+        .args(["validate", file])
+        .output()
+        .unwrap();
+    assert_eq!(
+        check.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+}
+
+#[test]
+fn the_about_view_shows_what_two_spiral_runs_differ_in() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, alpha) in [("1.0", 1.0), ("0.5", 0.5)] {
+        let mut header = common::header(
+            "time_mcp_001",
+            mcp_cosmos::trajectory::event::AgentKind::Spiral,
+            Some("llm"),
+        );
+        header
+            .agent
+            .settings
+            .insert("k".into(), serde_json::json!(3));
+        header
+            .agent
+            .settings
+            .insert("alpha".into(), serde_json::json!(alpha));
+        let run = common::run_of("x", header, common::plan_fails_bodies("llm", "US/NewYork"));
+        common::write_run(&run, &dir.path().join(format!("alpha-{name}.jsonl")));
+    }
+    for alpha in ["1.0", "0.5"] {
+        let file = dir.path().join(format!("alpha-{alpha}.jsonl"));
+        let t = Tmux::start(&["replay", file.to_str().unwrap()], 80, 24);
+        t.wait_for("event ");
+        t.keys(&["a"]);
+        t.wait_for_all(&["About this run", &format!("alpha = {alpha}"), "k = 3"]);
+        t.keys(&["Escape"]);
+        t.wait_until("the about view closed", |s| !s.contains("About this run"));
+        t.keys(&["q"]);
+        t.wait_exit();
+    }
+}
