@@ -177,6 +177,64 @@ fn inspector_shows_an_event_in_full() {
 }
 
 #[test]
+fn a_recorded_llm_call_reads_as_a_conversation() {
+    use mcp_cosmos::trajectory::event::{Event, EventBody, Role};
+    use mcp_cosmos::tui::run_view::inspector::Inspector;
+    let messages = serde_json::json!([
+        {"role": "system", "content": "You are an agent that solves the user's request."},
+        {"role": "user", "content": "Request: what time is it in Tokyo?"},
+        {"role": "assistant", "content": null, "tool_calls": [
+            {"id": "call_1", "type": "function",
+             "function": {"name": "Time_MCP_get_current_time", "arguments": "{\"timezone\":\"Asia/Tokyo\"}"}}
+        ]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "{\"datetime\": \"2026-12-01T18:00:00+09:00\"}"},
+        {"role": "assistant", "content": "It is 18:00 in Tokyo."}
+    ]);
+    let event = Event {
+        seq: 3,
+        t_ms: 1200,
+        body: EventBody::LlmCall {
+            role: Role::Planner,
+            model: "m".into(),
+            prompt_tokens: 120,
+            completion_tokens: 9,
+            tokens_estimated: false,
+            latency_ms: 300,
+            error: None,
+            messages: Some(Box::new(messages)),
+        },
+    };
+    for size in SIZES {
+        let inspector = Inspector::event(&event, size);
+        let text = inspector.lines().join("\n");
+        for expected in [
+            "conversation (5 messages)",
+            "── system",
+            "── user",
+            "── assistant",
+            "→ calls Time_MCP_get_current_time (call_1)",
+            "\"timezone\": \"Asia/Tokyo\"",
+            "── tool · result of call_1",
+            "It is 18:00 in Tokyo.",
+            "the call",
+            "prompt_tokens: 120",
+        ] {
+            assert!(text.contains(expected), "{expected} missing:\n{text}");
+        }
+        let mut app = App::on(
+            Layer::Inspector(inspector),
+            Keymap::default(),
+            Theme::new(true),
+            size,
+        );
+        insta::assert_snapshot!(
+            format!("conversation_{}x{}", size.0, size.1),
+            render(&mut app)
+        );
+    }
+}
+
+#[test]
 fn tree_of_a_hundred_thousand_nodes() {
     let run = common::big_run(100_000);
     assert_eq!(run.nodes().len(), 100_000);

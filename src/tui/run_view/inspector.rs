@@ -43,6 +43,47 @@ pub enum Mark {
     Link(u32),
 }
 
+/// An LLM call's messages as a conversation: `system`, `user`, `assistant` (its text, then
+/// each tool it called with the arguments), `tool` results with the call they answer.
+fn conversation(messages: &[Value], lines: &mut Lines) {
+    lines.heading(format!("conversation ({} messages)", messages.len()));
+    for m in messages {
+        let role = m["role"].as_str().unwrap_or("?");
+        let heading = match m["tool_call_id"].as_str() {
+            Some(id) => format!("── {role} · result of {id}"),
+            None => format!("── {role}"),
+        };
+        lines.push(Mark::Heading, heading);
+        let content = match &m["content"] {
+            Value::String(s) => s.clone(),
+            Value::Null => String::new(),
+            // Content given as parts: their texts.
+            Value::Array(parts) => parts
+                .iter()
+                .filter_map(|p| p["text"].as_str())
+                .collect::<Vec<_>>()
+                .join("\n"),
+            other => other.to_string(),
+        };
+        if !content.trim().is_empty() {
+            lines.block(&content, Mark::Text);
+        }
+        for call in m["tool_calls"].as_array().into_iter().flatten() {
+            let f = &call["function"];
+            lines.text(format!(
+                "  → calls {} ({})",
+                f["name"].as_str().unwrap_or("?"),
+                call["id"].as_str().unwrap_or("")
+            ));
+            let arguments = match &f["arguments"] {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            lines.block(&arguments, Mark::Text);
+        }
+    }
+}
+
 /// Candidates listed by the about view (the rest are counted).
 const ABOUT_CANDIDATES: usize = 12;
 
@@ -123,8 +164,16 @@ impl Inspector {
 
     /// One event in full: every field, multi-line strings unfolded, JSON text indented.
     pub fn event(event: &Event, size: (u16, u16)) -> Self {
-        let value = serde_json::to_value(event).unwrap_or(Value::Null);
+        let mut value = serde_json::to_value(event).unwrap_or(Value::Null);
         let mut lines = Lines::default();
+        // A recorded LLM call reads as the conversation it was: each message by its role,
+        // tool calls and tool results as such; the call's numbers follow.
+        if let Some(Value::Array(messages)) =
+            value.as_object_mut().and_then(|o| o.remove("messages"))
+        {
+            conversation(&messages, &mut lines);
+            lines.heading("the call");
+        }
         layout(&value, 0, &mut lines);
         Self::new(
             format!(" Event {} · {} ", event.seq, event.body.kind()),
