@@ -1185,6 +1185,19 @@ fn a_wm_eval_file_opens_in_the_world_model_view() {
         );
         app.update(Action::Do(Command::Back));
         assert!(matches!(app.top(), Layer::WmEval(_)));
+        // r opens the run the selected call came from, at that call (its seq there, less one:
+        // the cursor's index).
+        let Layer::WmEval(view) = app.top() else {
+            panic!("the world-model view");
+        };
+        let seq = view.selected().unwrap().source_seq.unwrap();
+        app.update(Action::Do(Command::OpenSource));
+        let work = app.take_work();
+        assert!(
+            matches!(&work[..], [(_, mcp_cosmos::tui::view::Work::OpenRunAt(path, at))]
+                if path.ends_with("a.jsonl") && *at as u64 == seq - 1),
+            "{work:?}"
+        );
     }
 }
 

@@ -66,6 +66,8 @@ pub enum Command {
     About,
     /// Write a note on the selected node or the event at the cursor.
     Annotate,
+    /// Open the run a recorded call came from, at the call (wm-eval).
+    OpenSource,
     NextLink,
     PrevLink,
     LeaveRunning,
@@ -326,6 +328,12 @@ pub const COMMANDS: &[(Command, Mode, &[&str], &str)] = &[
         Mode::Compare,
         &["Right", "l"],
         "compare: next run column",
+    ),
+    (
+        Command::OpenSource,
+        Mode::Compare,
+        &["r"],
+        "wm-eval: open the run the call came from, at the call",
     ),
     (
         Command::SortNext,

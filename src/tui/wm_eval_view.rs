@@ -14,7 +14,7 @@ use super::action::Action;
 use super::keymap::{Command, Mode};
 use super::scroll::{Scroll, Selection};
 use super::theme::Theme;
-use super::view::{Handled, Request, View};
+use super::view::{Handled, Request, View, Work};
 use super::wrap::wrap_line;
 use crate::metrics::fidelity::{self, Fidelity};
 use crate::metrics::leaderboard::{self, CallResult, Leaderboard, Outcome};
@@ -45,6 +45,8 @@ pub struct CallRow {
     pub real: Observation,
     /// The run the call was copied from (its `origin`), empty when the file does not say.
     pub source: String,
+    /// The call's `seq` in that run.
+    pub source_seq: Option<u64>,
     /// One cell per world model.
     pub cells: Vec<Cell_>,
     /// Each cell as the table shows it (score and what is wrong) and whether it is wrong,
@@ -129,6 +131,7 @@ impl WmEvalView {
                     label: call_label(tool, arguments),
                     real: result.clone(),
                     source: origin.as_ref().map(|o| o.run.clone()).unwrap_or_default(),
+                    source_seq: origin.as_ref().map(|o| o.seq),
                     cells: vec![Cell_::Missing; names.len()],
                     shown: Vec::new(),
                 }),
@@ -304,6 +307,20 @@ impl View for WmEvalView {
                 self.by_disagreement = !self.by_disagreement;
                 self.sort();
             }
+            Action::Do(Command::OpenSource) => match self.selected() {
+                Some(CallRow {
+                    source,
+                    source_seq: Some(seq),
+                    ..
+                }) if !source.is_empty() => out.push(Request::Start(Work::OpenRunAt(
+                    std::path::PathBuf::from(source),
+                    seq.saturating_sub(1) as usize,
+                ))),
+                Some(_) => out.push(Request::Say(
+                    "this file does not say which run the call came from".into(),
+                )),
+                None => {}
+            },
             Action::Do(Command::Open) => {
                 if let Some(row) = self.selected() {
                     let detail = CallDetail::new(row, &self.names, self.size);
@@ -387,17 +404,19 @@ impl View for WmEvalView {
         );
 
         // The calls.
-        let n = self.names.len().max(1) as u32;
+        // The world models' cells get the most room: what each got wrong is the point.
+        let n = self.names.len().max(1);
         let widths: Vec<Constraint> = [
             Constraint::Length(5),
-            Constraint::Ratio(1, n + 2),
-            Constraint::Ratio(1, n + 2),
+            Constraint::Length(12),
+            Constraint::Fill(2),
+            Constraint::Fill(2),
         ]
         .into_iter()
-        .chain((0..n).map(|_| Constraint::Ratio(1, n + 2)))
+        .chain((0..n).map(|_| Constraint::Fill(3)))
         .collect();
         let header = Row::new(
-            ["step", "call", "real"]
+            ["step", "run", "call", "real"]
                 .into_iter()
                 .map(|h| Cell::from(h.to_string()))
                 .chain(self.names.iter().map(|n| Cell::from(one_line(n, 30)))),
@@ -418,8 +437,14 @@ impl View for WmEvalView {
                 } else {
                     theme.text()
                 };
+                // The run's file name: its task and agent, as `cosmos run` names files.
+                let run = std::path::Path::new(&r.source)
+                    .file_stem()
+                    .map(|s| s.to_string_lossy().to_string())
+                    .unwrap_or_default();
                 let mut cells = vec![
                     Cell::from(r.step.to_string()),
+                    Cell::from(one_line(&run, 40)),
                     Cell::from(one_line(&r.label, 60)),
                     Cell::from(Span::styled(
                         one_line(
@@ -440,7 +465,7 @@ impl View for WmEvalView {
                 row
             });
         let title = format!(
-            " Calls · {} · s: {} · Enter: one call whole ",
+            " Calls · {} · s: {} · Enter: one call whole · r: its run ",
             self.selection.scroll.position(self.rows.len(), inner_h),
             if self.by_disagreement {
                 "by step"
