@@ -4,13 +4,17 @@
 //!    whose planner, world model and critic answer instantly.
 //! 2. Phase-1 wall time against a real HTTP endpoint (tests/support/scripted_llm.py) with a
 //!    fixed 200 ms latency per call, at concurrency 1 versus K.
+//! 3. Settled paths, revisited (SPIRAL's default) or skipped (`--skip-settled`): where the
+//!    iterations go, and the plan each finds.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mcp_cosmos::agent::mcts::{Answer, Critique, PlanRule, Proposal, SearchEnv, Settings, search};
+use mcp_cosmos::agent::mcts::{
+    Answer, Critique, PlanRule, Proposal, SearchEnv, Settings, Settled, search,
+};
 use mcp_cosmos::agent::ports::EventSink;
 use mcp_cosmos::agent::rehearse::Prediction;
 use mcp_cosmos::llm::client::LlmClient;
@@ -35,6 +39,8 @@ impl EventSink for Count {
 struct Instant0 {
     k: usize,
     http: Option<Arc<LlmClient>>,
+    /// From this depth on, the first candidate is a finish.
+    finish_from: usize,
 }
 
 impl SearchEnv for Instant0 {
@@ -50,8 +56,8 @@ impl SearchEnv for Instant0 {
                 arguments: json!({"i": i, "d": history.len()}),
             })
             .collect();
-        // The overhead run (no endpoint) only grows the tree; with an endpoint, paths finish at depth 3.
-        if self.http.is_some() && history.len() >= 3 {
+        // The overhead run only grows the tree; the others' paths finish from `finish_from` on.
+        if history.len() >= self.finish_from {
             out[0] = Action::Finish { answer: None };
         }
         Box::pin(async move {
@@ -122,7 +128,11 @@ fn main() {
         .unwrap();
 
     // 1. Overhead at 10^4 nodes.
-    let env = Instant0 { k: 3, http: None };
+    let env = Instant0 {
+        k: 3,
+        http: None,
+        finish_from: usize::MAX,
+    };
     let settings = Settings {
         iterations: 3_400,
         max_depth: 12,
@@ -192,6 +202,7 @@ fn main() {
     let env = Instant0 {
         k,
         http: Some(client),
+        finish_from: 3,
     };
     let mut times = Vec::new();
     for concurrency in [1, k] {
@@ -216,4 +227,41 @@ fn main() {
     );
     let _ = server.kill();
     let _ = server.wait();
+
+    // 3. Settled paths: SPIRAL's revisits (the default) against skipping them, on a tree where
+    // a finish is offered from depth 1 (base rewards only: a finish scores 1.0, a call 0.1).
+    let env = Instant0 {
+        k: 3,
+        http: None,
+        finish_from: 1,
+    };
+    for settled in [Settled::Revisit, Settled::Skip] {
+        let settings = Settings {
+            iterations: 200,
+            max_depth: 4,
+            k: 3,
+            alpha: 1.0,
+            settled,
+            ..Settings::default()
+        };
+        let searched = rt
+            .block_on(search(&env, &settings, &mut Count(0)))
+            .expect("counting never fails");
+        let a = searched.accounting;
+        let plan = searched.tree.plan(PlanRule::BestMean);
+        let best = plan
+            .last()
+            .map_or(f64::NAN, |&n| searched.tree.nodes[n].q());
+        println!(
+            "settled = {:<7}: {} iterations run of {}, {} expanded, {} revisited finished paths, {} nodes, stopped {:?}, plan depth {} ending at Q {best:.2}",
+            settled.as_str(),
+            a.iterations,
+            settings.iterations,
+            a.expanded,
+            a.revisited,
+            searched.tree.nodes.len(),
+            searched.stopped,
+            plan.len()
+        );
+    }
 }
