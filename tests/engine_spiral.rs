@@ -329,6 +329,18 @@ fn a_revision_whose_planner_fails_still_answers_from_the_real_steps() {
     assert_eq!(check.status.code(), Some(0), "{}", text(&check));
 }
 
+/// A short search with the `llm` world model and no critic.
+const SHORT_SEARCH: &[&str] = &[
+    "--world-model",
+    "llm",
+    "--iterations",
+    "3",
+    "--candidates",
+    "2",
+    "--alpha",
+    "1.0",
+];
+
 /// `cosmos run --agent spiral` on time_mcp_001 whatever its exit code: the output and the file.
 fn run_any(
     dir: &Path,
@@ -378,20 +390,7 @@ fn an_unusable_first_decision_is_retried_with_what_went_wrong_and_the_valid_call
         {"when": ["No tool has been called yet", "names no tool"], "content": {"candidates": [call("Time MCP:convert_time", tokyo())]}},
         {"when": "No tool has been called yet", "content": {"action": "call"}}
     ]));
-    let (output, path) = run_any(
-        dir.path(),
-        &llm,
-        &[
-            "--world-model",
-            "llm",
-            "--iterations",
-            "3",
-            "--candidates",
-            "2",
-            "--alpha",
-            "1.0",
-        ],
-    );
+    let (output, path) = run_any(dir.path(), &llm, SHORT_SEARCH);
     assert_eq!(output.status.code(), Some(0), "{}", text(&output));
     let events = events(&path);
     assert!(
@@ -539,20 +538,7 @@ fn an_endpoint_that_refuses_the_per_tool_schema_gets_the_flat_one_and_the_run_sa
         {"when": "1. Time MCP:", "content": {"candidates": [finish("")]}},
         {"when": "No tool has been called yet", "content": {"candidates": [call("Time MCP:convert_time", tokyo())]}}
     ]));
-    let (output, path) = run_any(
-        dir.path(),
-        &llm,
-        &[
-            "--world-model",
-            "llm",
-            "--iterations",
-            "3",
-            "--candidates",
-            "2",
-            "--alpha",
-            "1.0",
-        ],
-    );
+    let (output, path) = run_any(dir.path(), &llm, SHORT_SEARCH);
     assert_eq!(output.status.code(), Some(0), "{}", text(&output));
     let events = events(&path);
     assert!(events.iter().any(|e| {

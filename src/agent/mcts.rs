@@ -1187,14 +1187,19 @@ mod tests {
         assert_eq!(tree.plan(PlanRule::MostVisited), vec![2]);
     }
 
-    /// The toy's world, but the planner first offers only a dead end and an invalid call, and
-    /// something better only once it is shown them.
-    struct Cornered {
+    /// The toy's world with another planner: `steer` answers a proposal (given the history
+    /// and the feedback), or leaves it to the toy (`None`); every feedback is kept.
+    struct Steered<F> {
         toy: Toy,
+        steer: F,
         feedback: std::sync::Mutex<Vec<Option<String>>>,
     }
 
-    impl SearchEnv for Cornered {
+    type Steer = fn(&[HistoryStep], Option<&str>) -> Option<Proposal>;
+
+    impl<F: Fn(&[HistoryStep], Option<&str>) -> Option<Proposal> + Send + Sync> SearchEnv
+        for Steered<F>
+    {
         fn propose<'a>(
             &'a self,
             history: &'a [HistoryStep],
@@ -1205,22 +1210,10 @@ mod tests {
                 .lock()
                 .unwrap()
                 .push(feedback.map(str::to_string));
-            if !history.is_empty() {
-                return self.toy.propose(history, k, feedback);
+            match (self.steer)(history, feedback) {
+                Some(proposal) => Box::pin(async move { (Ok(proposal), vec![]) }),
+                None => self.toy.propose(history, k, None),
             }
-            let actions = match feedback {
-                Some(f) if f.contains("dead ends") => vec![call("t:err"), call("t:good")],
-                _ => vec![call("t:err"), call("t:bad")],
-            };
-            Box::pin(async move {
-                (
-                    Ok(Proposal {
-                        actions,
-                        rejected: vec![],
-                    }),
-                    vec![],
-                )
-            })
         }
         fn invalid(&self, tool: &str, arguments: &Value) -> Option<String> {
             self.toy.invalid(tool, arguments)
@@ -1249,11 +1242,30 @@ mod tests {
         }
     }
 
-    fn cornered() -> Cornered {
-        Cornered {
+    fn steered(steer: Steer) -> Steered<Steer> {
+        Steered {
             toy: Toy::new(),
+            steer,
             feedback: Default::default(),
         }
+    }
+
+    /// The planner first offers only a dead end and an invalid call, and something better
+    /// only once it is shown them.
+    fn cornered() -> Steered<Steer> {
+        steered(|history, feedback| {
+            if !history.is_empty() {
+                return None;
+            }
+            let actions = match feedback {
+                Some(f) if f.contains("dead ends") => vec![call("t:err"), call("t:good")],
+                _ => vec![call("t:err"), call("t:bad")],
+            };
+            Some(Proposal {
+                actions,
+                rejected: vec![],
+            })
+        })
     }
 
     #[tokio::test]
@@ -1361,62 +1373,21 @@ mod tests {
     #[tokio::test]
     async fn an_expansion_with_no_usable_candidate_asks_again_telling_why() {
         /// Rejects everything until told why, then offers the toy's candidates.
-        struct Stubborn(Toy, std::sync::Mutex<Vec<Option<String>>>);
-        impl SearchEnv for Stubborn {
-            fn propose<'a>(
-                &'a self,
-                history: &'a [HistoryStep],
-                k: usize,
-                feedback: Option<&'a str>,
-            ) -> Answer<'a, Result<Proposal, String>> {
-                self.1.lock().unwrap().push(feedback.map(str::to_string));
-                if history.is_empty() && feedback.is_none() {
-                    let rejected = vec!["\"action\": \"call\" names no tool".to_string()];
-                    return Box::pin(async move {
-                        (
-                            Ok(Proposal {
-                                actions: vec![],
-                                rejected,
-                            }),
-                            vec![],
-                        )
-                    });
-                }
-                self.0.propose(history, k, None)
-            }
-            fn invalid(&self, tool: &str, arguments: &Value) -> Option<String> {
-                self.0.invalid(tool, arguments)
-            }
-            fn simulate<'a>(
-                &'a self,
-                h: &'a [HistoryStep],
-                tool: &'a str,
-                a: &'a Value,
-            ) -> Answer<'a, Result<Prediction, String>> {
-                self.0.simulate(h, tool, a)
-            }
-            fn critique<'a>(
-                &'a self,
-                h: &'a [HistoryStep],
-                action: &'a Action,
-                o: Option<&'a Observation>,
-            ) -> Answer<'a, Option<Critique>> {
-                self.0.critique(h, action, o)
-            }
-            fn should_stop(&self) -> Option<String> {
-                None
-            }
-            fn world_model_name(&self) -> String {
-                "toy".into()
-            }
+        fn stubborn() -> Steered<Steer> {
+            steered(|history, feedback| {
+                (history.is_empty() && feedback.is_none()).then(|| Proposal {
+                    actions: vec![],
+                    rejected: vec!["\"action\": \"call\" names no tool".to_string()],
+                })
+            })
         }
-        let env = Stubborn(Toy::new(), Default::default());
+        let env = stubborn();
         let settings = Settings {
             iterations: 1,
             ..Settings::default()
         };
         let searched = search(&env, &settings, &mut Vec::new()).await.unwrap();
-        let asked = env.1.lock().unwrap().clone();
+        let asked = env.feedback.lock().unwrap().clone();
         assert_eq!(asked[0], None);
         assert!(asked[1].as_deref().unwrap().contains("names no tool"));
         assert_eq!(searched.accounting.retried, 1);
@@ -1426,7 +1397,7 @@ mod tests {
             "the retry expanded the root"
         );
         // With no retries left the root is a dead end and the search has nothing to expand.
-        let env = Stubborn(Toy::new(), Default::default());
+        let env = stubborn();
         let none = Settings {
             retries: 0,
             iterations: 3,

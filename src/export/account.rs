@@ -109,10 +109,7 @@ pub fn markdown(run: &Run, out: &mut dyn Write) -> Result<()> {
             writeln!(out, "Chosen among {} {pool}:\n", why.pool.len())?;
             writeln!(out, "| | node | Q | N | action |\n|---|---|---:|---:|---|")?;
             for c in why.pool.iter().take(12) {
-                let info = &run.nodes()[c.slot as usize];
-                let label = crate::trajectory::describe::compact_node_label(
-                    &run.event(info.added_at as usize).body,
-                );
+                let (id, label) = c.described(run);
                 let mark = if c.chosen {
                     "★"
                 } else if c.ties {
@@ -120,11 +117,11 @@ pub fn markdown(run: &Run, out: &mut dyn Write) -> Result<()> {
                 } else {
                     ""
                 };
-                let q = c.q.map_or("—".to_string(), |q| format!("{q:.3}"));
                 writeln!(
                     out,
-                    "| {mark} | #{} | {q} | {} | `{label}` |",
-                    info.id, c.visits
+                    "| {mark} | #{id} | {} | {} | `{label}` |",
+                    c.q_text(),
+                    c.visits
                 )?;
             }
         }

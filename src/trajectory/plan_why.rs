@@ -36,6 +36,20 @@ pub struct PlanCandidate {
     pub ties: bool,
 }
 
+impl PlanCandidate {
+    /// Its node id and action in words (read from the file).
+    pub fn described(&self, run: &Run) -> (super::event::NodeId, String) {
+        let info = &run.nodes()[self.slot as usize];
+        let label = super::describe::compact_node_label(&run.event(info.added_at as usize).body);
+        (info.id, label)
+    }
+
+    /// Its mean value, or `—` before any visit.
+    pub fn q_text(&self) -> String {
+        self.q.map_or("—".to_string(), |q| format!("{q:.3}"))
+    }
+}
+
 /// Why the plan in force at cursor `k` was chosen: the rule and the pool it chose from, as
 /// the search chose (the same search's finish nodes, or all its nodes when none finished;
 /// never one the world model could not simulate), at the values of the cursor.

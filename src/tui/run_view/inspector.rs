@@ -261,10 +261,7 @@ impl Inspector {
                     ));
                 }
                 for c in why.pool.iter().take(ABOUT_CANDIDATES) {
-                    let info = &run.nodes()[c.slot as usize];
-                    let label = crate::trajectory::describe::compact_node_label(
-                        &run.event(info.added_at as usize).body,
-                    );
+                    let (id, label) = c.described(run);
                     let mark = if c.chosen {
                         "★"
                     } else if c.ties {
@@ -273,9 +270,8 @@ impl Inspector {
                         " "
                     };
                     lines.text(format!(
-                        "  {mark} #{} Q={} N={} {label}",
-                        info.id,
-                        c.q.map_or("—".to_string(), |q| format!("{q:.3}")),
+                        "  {mark} #{id} Q={} N={} {label}",
+                        c.q_text(),
                         c.visits,
                     ));
                 }
