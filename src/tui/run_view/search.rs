@@ -299,15 +299,30 @@ mod tests {
                 .map(|i| i as u32)
                 .collect();
             assert!(!want.is_empty(), "{query} finds something");
-            let mut search = Search::default();
-            search.set(query, &run);
-            assert_eq!(search.hits, want, "{query}");
+            // In place, in slices on every core (how a live run's new events are searched).
+            let mut sliced = Search {
+                words: words.clone(),
+                query: query.into(),
+                ..Search::default()
+            };
+            sliced.catch_up(&run);
+            assert_eq!(sliced.hits, want, "{query}");
+            // In the background, streaming the file (how a big run is searched).
+            let mut background = Search::default();
+            let range = background
+                .set(query, &run)
+                .expect("searched in the background");
+            let hits = find_in_file(&path, &words, range.end).unwrap();
+            assert!(background.found(&words, range.end, hits));
+            assert_eq!(background.hits, want, "{query}");
         }
 
         // Events pushed after opening are searched when they arrive.
         let mut run = run;
         let mut search = Search::default();
-        search.set("tokyo", &run);
+        let range = search.set("tokyo", &run).unwrap();
+        let hits = find_in_file(&path, &search.words.clone(), range.end).unwrap();
+        assert!(search.found(&words("tokyo"), range.end, hits));
         let before = search.hits();
         let last = events
             .iter()
