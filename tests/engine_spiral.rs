@@ -557,3 +557,55 @@ fn an_endpoint_that_refuses_the_per_tool_schema_gets_the_flat_one_and_the_run_sa
     }
     assert_eq!(events.last().unwrap()["status"], "completed");
 }
+
+/// A raw chat completion whose reply stopped at the token cap.
+fn cut_reply(text: &str) -> Value {
+    json!({"raw": json!({
+        "id": "scripted", "object": "chat.completion", "model": "scripted",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "length"}],
+        "usage": {"prompt_tokens": 400, "completion_tokens": 320, "total_tokens": 720}
+    }).to_string()})
+}
+
+#[test]
+fn replies_cut_at_the_token_cap_are_named_so_a_planners_is_retried() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut planner_cut =
+        cut_reply("{\"candidates\": [{\"action\": \"call\", \"tool\": \"Time MCP:conv");
+    planner_cut["when"] = json!("No tool has been called yet");
+    planner_cut["times"] = json!(1);
+    let mut wm_cut = cut_reply("{\"is_error\": false, \"content\": \"Here are the times conver");
+    wm_cut["when"] = json!("You simulate an MCP server");
+    let llm = ScriptedLlm::start(json!([
+        {"when": "You write the final answer", "content": "unused"},
+        wm_cut,
+        planner_cut,
+        {"when": "No tool has been called yet", "content": {"candidates": [call("Time MCP:convert_time", tokyo())]}}
+    ]));
+    let (output, path) = run_any(dir.path(), &llm, SHORT_SEARCH);
+    assert_ne!(output.status.code(), Some(0), "{}", text(&output));
+    let events = events(&path);
+    // The planner's cut reply is a rejection of its own kind, told back, and retried.
+    let rejected: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["kind"] == "decision_rejected")
+        .collect();
+    assert_eq!(rejected.len(), 1);
+    assert_eq!(rejected[0]["problem"], "cut");
+    assert!(
+        rejected[0]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("token cap (320 tokens)")
+    );
+    // The world model's cut reply says so, and what to change.
+    let wm_error = events
+        .iter()
+        .find(|e| e["kind"] == "error" && e["source"] == "world_model")
+        .expect("the world model's failure");
+    let message = wm_error["message"].as_str().unwrap();
+    assert!(
+        message.contains("stopped at the token cap (320 tokens)") && message.contains("max_tokens"),
+        "{message}"
+    );
+}

@@ -150,7 +150,16 @@ impl WorldModel for LlmWorldModel {
                     })
                 }
                 Err(e) => Err(SimFailure {
-                    message: format!("world model LLM failed: {e}"),
+                    // A reply cut at the token cap is not "not JSON": say what to change.
+                    message: match e.reply.as_deref().filter(|r| r.cut) {
+                        Some(r) => format!(
+                            "world model LLM failed: its reply stopped at the token cap \
+                             ({} tokens) before its JSON ended; raise max_tokens of the \
+                             world model's role",
+                            r.completion_tokens
+                        ),
+                        None => format!("world model LLM failed: {e}"),
+                    },
                     llm: Some(LlmUsage {
                         model,
                         // A reply that was not JSON still cost what the endpoint reported.
