@@ -1,5 +1,5 @@
 //! Which endpoint each role talks to: `cosmos.toml` (see `cosmos.example.toml`), with
-//! defaults from `OPENAI_BASE_URL` and `OPENAI_API_KEY`.
+//! defaults from `OPENAI_BASE_URL` and `OPENAI_API_KEY`; no public address is ever assumed.
 
 use std::collections::BTreeMap;
 use std::path::Path;
