@@ -160,11 +160,7 @@ pub async fn simulate(path: &Path, node: NodeId, name: &str, setup: &ProbeSetup)
             tokens: failure.llm.as_ref().map(LlmUsage::tokens),
         },
     };
-    let mut redactor = Redactor::new();
-    for secret in llm.secrets() {
-        redactor.add_secret(secret);
-    }
-    append(path, &run, redactor, body)
+    append(path, &run, Redactor::with_secrets(llm.secrets()), body)
 }
 
 /// Makes node `node`'s call for real against its server (started from `setup.mcp_config` for
@@ -199,11 +195,12 @@ pub async fn call_for_real(path: &Path, node: NodeId, setup: &ProbeSetup) -> Res
         latency_ms: outcome.latency.as_millis() as u64,
         error: outcome.error,
     };
-    let mut redactor = Redactor::new();
-    for secret in &mcp.secrets {
-        redactor.add_secret(secret.clone());
-    }
-    append(path, &run, redactor, body)
+    append(
+        path,
+        &run,
+        Redactor::with_secrets(mcp.secrets.iter().cloned()),
+        body,
+    )
 }
 
 /// Appends a person's note (an `annotation` event) to a finished run, with the endpoints'
@@ -212,13 +209,9 @@ pub fn annotate(path: &Path, note: EventBody, t_ms: u64, setup: &ProbeSetup) -> 
     if !matches!(note, EventBody::Annotation { .. }) {
         bail!("only an annotation is appended as a note");
     }
-    let mut redactor = Redactor::new();
-    if let Ok(llm) = LlmConfig::load(setup.config.as_deref()) {
-        for secret in llm.secrets() {
-            redactor.add_secret(secret);
-        }
-    }
-    let mut writer = Writer::append(path, redactor)?;
+    let secrets =
+        LlmConfig::load(setup.config.as_deref()).map_or_else(|_| Vec::new(), |llm| llm.secrets());
+    let mut writer = Writer::append(path, Redactor::with_secrets(secrets))?;
     writer.write(t_ms, note)
 }
 
@@ -282,5 +275,18 @@ mod tests {
             std::env::var("OPENAI_BASE_URL").is_ok_and(|u| !u.is_empty()),
             "{offered:?}"
         );
+    }
+
+    #[test]
+    fn only_an_annotation_is_appended_as_a_note_and_nothing_else_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run.jsonl");
+        std::fs::write(&path, "").unwrap();
+        let not_a_note = EventBody::Answer {
+            text: "sneaked in".into(),
+        };
+        let err = annotate(&path, not_a_note, 0, &ProbeSetup::default()).unwrap_err();
+        assert!(err.to_string().contains("only an annotation"), "{err}");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "");
     }
 }

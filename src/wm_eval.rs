@@ -316,10 +316,7 @@ pub async fn evaluate(
             .collect::<Vec<_>>()
             .join("+")
     ));
-    let mut redactor = Redactor::new();
-    for secret in llm.secrets() {
-        redactor.add_secret(secret);
-    }
+    let redactor = Redactor::with_secrets(llm.secrets());
     let mut writer = Writer::create(
         &path,
         &header,

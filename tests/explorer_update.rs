@@ -972,3 +972,44 @@ fn a_find_over_a_big_run_is_searched_in_the_background_and_input_goes_on() {
             || view(&app).run.event(at).body.kind() == "node_simulated"
     );
 }
+
+#[test]
+fn a_background_find_that_fails_says_why_and_ends_the_find() {
+    use mcp_cosmos::trajectory::synthetic::{self, Spec};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("big.jsonl");
+    let spec = Spec {
+        nodes: 4_000,
+        seed: 3,
+        ..Spec::default()
+    };
+    synthetic::write(
+        &path,
+        &spec,
+        mcp_cosmos::metrics::run::RunAccumulator::tally,
+    )
+    .unwrap();
+    let mut app = run_app(Run::open(&path).unwrap());
+    press(&mut app, "/tokyo");
+    send(&mut app, KeyCode::Enter);
+    let work = app.take_work();
+    let [(id, Work::Find { words, to, .. })] = &work[..] else {
+        panic!("{work:?}");
+    };
+    app.update(Action::Found(
+        *id,
+        path.clone(),
+        words.clone(),
+        *to,
+        Err("reading big.jsonl: disk gone".into()),
+    ));
+    assert!(
+        app.message()
+            .unwrap()
+            .contains("find failed: reading big.jsonl: disk gone"),
+        "{:?}",
+        app.message()
+    );
+    assert!(!view(&app).search.active());
+    assert!(!status(&app).contains("finding"), "{}", status(&app));
+}

@@ -623,7 +623,8 @@ async fn iterate(
         };
         // A node with children is widened: the planner sees what is known to fail.
         let widening = !tree.nodes[leaf].children.is_empty();
-        let mut feedback = widening.then(|| dead_ends(tree, leaf));
+        let tried = widening.then(|| dead_ends(tree, leaf));
+        let mut feedback = tried.clone();
         let mut candidates = Vec::new();
         for attempt in 0..=settings.retries {
             if attempt > 0 {
@@ -647,7 +648,7 @@ async fn iterate(
                 proposal.rejected.join("; ")
             };
             *last_rejection = Some(why.clone());
-            feedback = Some(match widening.then(|| dead_ends(tree, leaf)) {
+            feedback = Some(match &tried {
                 Some(tried) => format!("{why}. {tried}"),
                 None => why,
             });

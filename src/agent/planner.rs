@@ -89,10 +89,7 @@ fn function_name(tool: &str) -> String {
     if clean.len() <= MAX_FUNCTION_NAME {
         return clean;
     }
-    // FNV-1a: stable across builds and platforms.
-    let hash = tool.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    });
+    let hash = crate::trajectory::fnv::fnv1a(tool.as_bytes());
     format!("{}_{:016x}", &clean[..MAX_FUNCTION_NAME - 17], hash)
 }
 
@@ -397,15 +394,9 @@ pub fn grammar_schema(schema: &Value, root: &Value, depth: usize) -> Value {
 
 /// The rejection of a reply that could not be read as JSON.
 fn unusable(error: &LlmError, reply: &Completion) -> Rejection {
+    // The client's error says what went wrong; the planner is told how to mend it.
     let (problem, detail) = if reply.cut {
-        (
-            DecisionProblem::Cut,
-            format!(
-                "the reply stopped at the token cap ({} tokens) before its JSON ended; answer \
-                 shorter",
-                reply.completion_tokens
-            ),
-        )
+        (DecisionProblem::Cut, format!("{error}; answer shorter"))
     } else {
         (DecisionProblem::NotJson, format!("{error}"))
     };

@@ -226,10 +226,8 @@ pub async fn prepare(spec: &RunSpec, stop: watch::Receiver<bool>) -> Result<Prep
     header.servers = pool.server_infos();
     header.tools = pool.tools();
 
-    let mut redactor = Redactor::new();
-    for secret in llm.secrets().into_iter().chain(mcp.secrets.iter().cloned()) {
-        redactor.add_secret(secret);
-    }
+    let redactor =
+        Redactor::with_secrets(llm.secrets().into_iter().chain(mcp.secrets.iter().cloned()));
     let pool = Arc::new(pool);
     let roles = Roles {
         planner,

@@ -20,10 +20,7 @@ use crate::trajectory::writer::Writer;
 pub fn run(paths: &[PathBuf], config: Option<PathBuf>, force: bool) -> Result<ExitCode> {
     let llm = LlmConfig::load(config.as_deref())?;
     let client = LlmClient::new(llm.endpoint(Role::Judge).clone());
-    let mut redactor = Redactor::new();
-    llm.secrets()
-        .into_iter()
-        .for_each(|s| redactor.add_secret(s));
+    let redactor = Redactor::with_secrets(llm.secrets());
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;

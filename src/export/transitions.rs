@@ -83,10 +83,7 @@ pub fn example(call: &RecordedCall, format: Format) -> Value {
 /// True when a task goes to the held-out side: a stable hash of its id against the share, so
 /// every call of a task lands on the same side, on every machine.
 fn held_out(task: &str, split: f64) -> bool {
-    // FNV-1a, stable across builds and platforms.
-    let hash = task.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    });
+    let hash = crate::trajectory::fnv::fnv1a(task.as_bytes());
     (hash % 10_000) as f64 / 10_000.0 < split
 }
 
@@ -247,13 +244,11 @@ impl Sheet {
 /// The redactor for exports: the built-in rules, and the keys of the usual environment
 /// variables, should one have been pasted into a run.
 pub fn redactor() -> Redactor {
-    let mut r = Redactor::new();
-    for var in ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "HF_TOKEN"] {
-        if let Ok(key) = std::env::var(var) {
-            r.add_secret(key);
-        }
-    }
-    r
+    Redactor::with_secrets(
+        ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "HF_TOKEN"]
+            .into_iter()
+            .filter_map(|var| std::env::var(var).ok()),
+    )
 }
 
 /// `out` must not be a file: a folder is written.
@@ -262,4 +257,49 @@ pub fn check_out(out: &Path) -> Result<()> {
         bail!("{} is a file; --out names a folder", out.display());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_split_out_of_range_and_an_out_that_is_a_file_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = |split| Spec {
+            paths: vec![dir.path().to_path_buf()],
+            out: dir.path().join("out"),
+            format: Format::Chat,
+            split,
+        };
+        for split in [-0.1, 1.0, f64::NAN] {
+            let err = export(&spec(split), &Redactor::new())
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("--split"), "{err}");
+        }
+        assert!(
+            !dir.path().join("out").exists(),
+            "nothing written for a refused split"
+        );
+        let file = dir.path().join("a-file");
+        std::fs::write(&file, "").unwrap();
+        assert!(
+            check_out(&file)
+                .unwrap_err()
+                .to_string()
+                .contains("is a file")
+        );
+        assert!(check_out(dir.path()).is_ok());
+    }
+
+    #[test]
+    fn a_task_is_held_out_the_same_way_every_time_and_the_share_is_near_the_split() {
+        let held = (0..1000)
+            .filter(|i| held_out(&format!("task_{i}"), 0.25))
+            .count();
+        assert!((200..300).contains(&held), "{held}");
+        assert_eq!(held_out("time_mcp_000", 0.5), held_out("time_mcp_000", 0.5));
+        assert!(!held_out("time_mcp_000", 0.0));
+    }
 }

@@ -129,6 +129,15 @@ impl LlmClient {
                     self.json_rung.store(rung, Ordering::Relaxed);
                     return match extract_json(&c.text) {
                         Some(v) => Ok((v, c)),
+                        // Cut short, the reply is no JSON because of the cap, not the model.
+                        None if c.cut => Err(LlmError::unusable(
+                            anyhow!(
+                                "the reply stopped at the token cap ({} tokens) before its JSON \
+                                 ended",
+                                c.completion_tokens
+                            ),
+                            c,
+                        )),
                         None => Err(LlmError::unusable(
                             anyhow!("the model's reply is not JSON: {}", snippet(&c.text)),
                             c,

@@ -9,6 +9,7 @@ pub mod catalog;
 pub mod describe;
 mod envelope;
 pub mod event;
+pub mod fnv;
 pub mod fold;
 pub mod lean;
 pub mod listing;

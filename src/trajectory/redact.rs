@@ -42,6 +42,15 @@ impl Redactor {
         Self::default()
     }
 
+    /// A redactor with the built-in rules and these secret values.
+    pub fn with_secrets<S: Into<String>>(secrets: impl IntoIterator<Item = S>) -> Self {
+        let mut r = Self::new();
+        for secret in secrets {
+            r.add_secret(secret);
+        }
+        r
+    }
+
     /// Adds a secret value (an API key read from the environment, a header value).
     pub fn add_secret(&mut self, secret: impl Into<String>) {
         let secret = secret.into();

@@ -47,6 +47,9 @@ pub struct CallRow {
     pub source: String,
     /// The call's `seq` in that run.
     pub source_seq: Option<u64>,
+    /// The source's file name without its extension (its task and agent, as `cosmos run`
+    /// names files), for the run column.
+    run_name: String,
     /// One cell per world model.
     pub cells: Vec<Cell_>,
     /// Each cell as the table shows it (score and what is wrong) and whether it is wrong,
@@ -132,6 +135,11 @@ impl WmEvalView {
                     real: result.clone(),
                     source: origin.as_ref().map(|o| o.run.clone()).unwrap_or_default(),
                     source_seq: origin.as_ref().map(|o| o.seq),
+                    run_name: origin
+                        .as_ref()
+                        .and_then(|o| std::path::Path::new(&o.run).file_stem())
+                        .map(|s| s.to_string_lossy().to_string())
+                        .unwrap_or_default(),
                     cells: vec![Cell_::Missing; names.len()],
                     shown: Vec::new(),
                 }),
@@ -437,14 +445,9 @@ impl View for WmEvalView {
                 } else {
                     theme.text()
                 };
-                // The run's file name: its task and agent, as `cosmos run` names files.
-                let run = std::path::Path::new(&r.source)
-                    .file_stem()
-                    .map(|s| s.to_string_lossy().to_string())
-                    .unwrap_or_default();
                 let mut cells = vec![
                     Cell::from(r.step.to_string()),
-                    Cell::from(one_line(&run, 40)),
+                    Cell::from(one_line(&r.run_name, 40)),
                     Cell::from(one_line(&r.label, 60)),
                     Cell::from(Span::styled(
                         one_line(

@@ -150,15 +150,14 @@ impl WorldModel for LlmWorldModel {
                     })
                 }
                 Err(e) => Err(SimFailure {
-                    // A reply cut at the token cap is not "not JSON": say what to change.
-                    message: match e.reply.as_deref().filter(|r| r.cut) {
-                        Some(r) => format!(
-                            "world model LLM failed: its reply stopped at the token cap \
-                             ({} tokens) before its JSON ended; raise max_tokens of the \
-                             world model's role",
-                            r.completion_tokens
-                        ),
-                        None => format!("world model LLM failed: {e}"),
+                    // A reply cut at the token cap: say what to change too.
+                    message: if e.reply.as_deref().is_some_and(|r| r.cut) {
+                        format!(
+                            "world model LLM failed: {e}; raise max_tokens of the world \
+                             model's role"
+                        )
+                    } else {
+                        format!("world model LLM failed: {e}")
                     },
                     llm: Some(LlmUsage {
                         model,

@@ -66,13 +66,9 @@ impl Cell {
     }
 }
 
-/// FNV-1a, 64 bits: a stable id for a cell's content (not for security).
+/// A stable id for a cell's content (FNV-1a, 48 bits shown).
 fn fingerprint(text: &str) -> String {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in text.bytes() {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
+    let h = crate::trajectory::fnv::fnv1a(text.as_bytes());
     format!("{:012x}", h & 0xffff_ffff_ffff)
 }
 

@@ -266,23 +266,23 @@ impl TreeView {
     /// Reads the texts of the rows near the selection and the scroll that are not read yet
     /// (all a draw can show, unless the pane is taller than [`TEXT_WINDOW`]).
     fn read_texts(&mut self, run: &Run, state: &TreeState) {
-        let windows = [self.selection.selected, self.selection.scroll.offset]
-            .map(|at| at.saturating_sub(TEXT_WINDOW)..(at + TEXT_WINDOW).min(self.rows.len()));
-        for range in windows {
-            for row in &self.rows[range] {
-                let family = family_size(run, row.item);
-                if self.texts.get(&row.item).is_none_or(|t| t.family != family) {
-                    self.texts.insert(row.item, row_text(run, row.item));
-                }
-                if let Item::Node(slot) = row.item
-                    && let Some(simulated) = state.node(slot).map(|n| n.simulated)
-                    && simulated != crate::trajectory::run::NONE
-                {
-                    self.predicted_error.entry(simulated).or_insert_with(|| {
-                        run.simulated_observation(simulated)
-                            .is_some_and(|o| o.is_error)
-                    });
-                }
+        // One range around both: they are usually close, and each row is looked at once.
+        let (selected, offset) = (self.selection.selected, self.selection.scroll.offset);
+        let to = (selected.max(offset) + TEXT_WINDOW).min(self.rows.len());
+        let from = selected.min(offset).saturating_sub(TEXT_WINDOW).min(to);
+        for row in &self.rows[from..to] {
+            let family = family_size(run, row.item);
+            if self.texts.get(&row.item).is_none_or(|t| t.family != family) {
+                self.texts.insert(row.item, row_text(run, row.item));
+            }
+            if let Item::Node(slot) = row.item
+                && let Some(simulated) = state.node(slot).map(|n| n.simulated)
+                && simulated != crate::trajectory::run::NONE
+            {
+                self.predicted_error.entry(simulated).or_insert_with(|| {
+                    run.simulated_observation(simulated)
+                        .is_some_and(|o| o.is_error)
+                });
             }
         }
     }
