@@ -33,7 +33,7 @@ fn main() {
     let (_, t) = time(|| {
         let summaries = list_runs(std::slice::from_ref(&folder)).unwrap();
         let browser = Browser::new(vec![PathBuf::from(&folder)], summaries, 59);
-        let app = App::with_browser(browser, Keymap::default(), Theme::new(true), (200, 60));
+        let app = App::new(browser, Keymap::default(), Theme::new(true), (200, 60));
         terminal.draw(|f| app.draw(f)).unwrap();
     });
     println!(
@@ -59,7 +59,7 @@ fn main() {
         "run view ready ({nodes} nodes; fold to end, charts): {:.0} ms",
         ms(ready)
     );
-    let mut app = App::with_run(view, Keymap::default(), Theme::new(true), (200, 60));
+    let mut app = App::new(view, Keymap::default(), Theme::new(true), (200, 60));
     let (_, drawn) = time(|| terminal.draw(|f| app.draw(f)).unwrap());
     println!(
         "first frame of the {}-event run, warm (open + view + draw): {:.2} s   (target < 0.5 s)   peak RSS {:.0} MB   (the file: {:.0} MB)",
@@ -142,7 +142,7 @@ fn main() {
 
 /// Events of the run the app shows.
 fn app_len(app: &App) -> usize {
-    app.run_view().map_or(0, |v| v.run.len())
+    app.find::<RunView>().map_or(0, |v| v.run.len())
 }
 
 /// Drops the page cache and the cached directory entries and inodes (root only): true when
@@ -166,7 +166,7 @@ fn cold_browser(folder: &std::path::Path, runs: usize) {
     let (_, t) = time(|| {
         let summaries = list_runs(&[folder.to_path_buf()]).unwrap();
         let browser = Browser::new(vec![folder.to_path_buf()], summaries, 59);
-        let app = App::with_browser(browser, Keymap::default(), Theme::new(true), (200, 60));
+        let app = App::new(browser, Keymap::default(), Theme::new(true), (200, 60));
         terminal.draw(|f| app.draw(f)).unwrap();
     });
     println!(
@@ -230,7 +230,7 @@ fn live_feed(big: &std::path::Path, scale: usize) {
     for e in events.iter().cloned() {
         replayed.push(e);
     }
-    let mut app = App::with_run(
+    let mut app = App::new(
         RunView::new(replayed, Rect::new(0, 0, 200, 59)),
         Keymap::default(),
         Theme::new(true),
@@ -279,7 +279,7 @@ fn follow_live(
         Rect::new(0, 0, 200, 59),
         None,
     );
-    let mut app = App::with_run(view, Keymap::default(), Theme::new(true), (200, 60));
+    let mut app = App::new(view, Keymap::default(), Theme::new(true), (200, 60));
     let (tx, rx) = mpsc::channel::<Event>();
     let feeder = std::thread::spawn(move || {
         for (i, e) in events.into_iter().enumerate() {

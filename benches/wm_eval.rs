@@ -18,8 +18,9 @@ use mcp_cosmos::trajectory::run::Run;
 use mcp_cosmos::trajectory::synthetic::{self, Spec};
 use mcp_cosmos::trajectory::writer::Writer;
 use mcp_cosmos::tui::action::Action;
-use mcp_cosmos::tui::app::{App, Layer};
+use mcp_cosmos::tui::app::App;
 use mcp_cosmos::tui::keymap::{Command as Key, Keymap};
+use mcp_cosmos::tui::open;
 use mcp_cosmos::tui::theme::Theme;
 use mcp_cosmos::wm_eval::{EvalSpec, evaluate, recorded_calls};
 use mcp_cosmos::world_model::named::BuiltInOptions;
@@ -134,7 +135,7 @@ fn main() {
     let mut terminal = Terminal::new(TestBackend::new(size.0, size.1)).unwrap();
     let (mut app, t_view) = time(|| {
         App::on(
-            Layer::for_run(run, Rect::new(0, 0, size.0, size.1 - 1)),
+            open::run(run, Rect::new(0, 0, size.0, size.1 - 1)),
             Keymap::default(),
             Theme::new(true),
             size,

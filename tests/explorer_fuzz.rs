@@ -84,7 +84,7 @@ fn runs() -> Vec<Run> {
 fn drive(run: Run, inputs: &[Input]) {
     let size = (80u16, 24u16);
     let view = RunView::new(run, Rect::new(0, 0, size.0, size.1 - 1));
-    let mut app = App::with_run(view, Keymap::default(), Theme::new(true), size);
+    let mut app = App::new(view, Keymap::default(), Theme::new(true), size);
     let mut terminal = Terminal::new(TestBackend::new(size.0, size.1)).unwrap();
     for input in inputs {
         let event = match input {

@@ -9,9 +9,12 @@ use std::sync::mpsc;
 use crossterm::event::{Event as TermEvent, KeyCode, KeyEvent, KeyModifiers};
 use mcp_cosmos::trajectory::event::{RunStatus, Totals};
 use mcp_cosmos::tui::action::Action;
-use mcp_cosmos::tui::app::{App, Layer};
+use mcp_cosmos::tui::app::App;
+use mcp_cosmos::tui::confirm::ConfirmLeave;
+use mcp_cosmos::tui::feed::SweepNews;
 use mcp_cosmos::tui::keymap::Keymap;
-use mcp_cosmos::tui::sweep_view::{CellState, GridCell, SweepNews, SweepView};
+use mcp_cosmos::tui::run_view::RunView;
+use mcp_cosmos::tui::sweep_view::{CellState, GridCell, SweepView};
 use mcp_cosmos::tui::theme::Theme;
 use mcp_cosmos::tui::view::{View, Work};
 use ratatui::Terminal;
@@ -60,12 +63,7 @@ fn sweep_app(size: (u16, u16)) -> (App, mpsc::Receiver<()>) {
         Rect::new(0, 0, size.0, size.1 - 1),
     );
     view.queue(3..6);
-    let app = App::on(
-        Layer::Sweep(view),
-        Keymap::default(),
-        Theme::new(true),
-        size,
-    );
+    let app = App::new(view, Keymap::default(), Theme::new(true), size);
     (app, stop_rx)
 }
 
@@ -103,13 +101,7 @@ fn key(app: &mut App, code: KeyCode) {
 }
 
 fn sweep(app: &App) -> &SweepView {
-    app.layers()
-        .iter()
-        .find_map(|l| match l {
-            Layer::Sweep(s) => Some(s),
-            _ => None,
-        })
-        .expect("the sweep layer")
+    app.find::<SweepView>().expect("the sweep view")
 }
 
 fn render(app: &mut App) -> String {
@@ -219,7 +211,7 @@ fn enter_opens_a_running_cell_followed_a_finished_one_from_its_file() {
     // Row 2, column 1: the running cell.
     key(&mut app2, KeyCode::Down);
     key(&mut app2, KeyCode::Enter);
-    let opened = app2.run_view().expect("a run view in front");
+    let opened = app2.find::<RunView>().expect("a run view in front");
     assert_eq!(opened.run.len(), head.len());
     assert!(opened.live.is_some(), "followed, not a snapshot");
     // The cell's next event reaches the open view too.
@@ -230,7 +222,7 @@ fn enter_opens_a_running_cell_followed_a_finished_one_from_its_file() {
             event: Box::new(last.clone()),
         },
     );
-    assert_eq!(app2.run_view().unwrap().run.len(), run.len());
+    assert_eq!(app2.find::<RunView>().unwrap().run.len(), run.len());
     // A finished cell opens from its file.
     key(&mut app, KeyCode::Enter);
     let work: Vec<Work> = app.take_work().into_iter().map(|(_, w)| w).collect();
@@ -264,7 +256,7 @@ fn f_finds_failed_cells_x_stops_and_leaving_a_running_sweep_asks() {
         "the only failure: wraps around to itself"
     );
     key(&mut app, KeyCode::Char('q'));
-    assert!(matches!(app.top(), Layer::Confirm(_)), "asks first");
+    assert!(app.top_is::<ConfirmLeave>(), "asks first");
     assert!(render(&mut app).contains("Leave the sweep?"));
     key(&mut app, KeyCode::Esc);
     key(&mut app, KeyCode::Char('x'));

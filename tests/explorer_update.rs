@@ -12,9 +12,16 @@ use mcp_cosmos::trajectory::event::{Event, EventBody};
 use mcp_cosmos::trajectory::listing::RunSummary;
 use mcp_cosmos::trajectory::run::Run;
 use mcp_cosmos::tui::action::Action;
-use mcp_cosmos::tui::app::{App, Layer};
+use mcp_cosmos::tui::app::App;
 use mcp_cosmos::tui::browser::Browser;
+use mcp_cosmos::tui::compare::CompareView;
+use mcp_cosmos::tui::confirm::ConfirmCall;
+use mcp_cosmos::tui::confirm::ConfirmLeave;
+use mcp_cosmos::tui::help::HelpView;
 use mcp_cosmos::tui::keymap::{Keymap, Mode};
+use mcp_cosmos::tui::open;
+use mcp_cosmos::tui::picker::WorldModelPicker;
+use mcp_cosmos::tui::run_view::inspector::Inspector;
 use mcp_cosmos::tui::run_view::tree::Item;
 use mcp_cosmos::tui::run_view::{Pane, RunView};
 use mcp_cosmos::tui::theme::Theme;
@@ -45,7 +52,7 @@ fn run_effects(app: &mut App) -> Vec<Work> {
 }
 
 fn run_app(run: Run) -> App {
-    App::with_run(
+    App::new(
         RunView::new(run, Rect::new(0, 0, 120, 39)),
         Keymap::default(),
         Theme::new(true),
@@ -60,11 +67,11 @@ fn browser_over_three_runs(dir: &std::path::Path, size: (u16, u16)) -> App {
         common::three_listed(dir),
         size.1 - 1,
     );
-    App::with_browser(browser, Keymap::default(), Theme::new(true), size)
+    App::new(browser, Keymap::default(), Theme::new(true), size)
 }
 
 fn view(app: &App) -> &RunView {
-    app.run_view().unwrap()
+    app.find::<RunView>().unwrap()
 }
 
 fn status(app: &App) -> String {
@@ -72,10 +79,7 @@ fn status(app: &App) -> String {
 }
 
 fn help_scroll(app: &App) -> Option<usize> {
-    match app.top() {
-        Layer::Help(h) => Some(h.scroll.offset),
-        _ => None,
-    }
+    app.top_as::<HelpView>().map(|h| h.scroll.offset)
 }
 
 #[test]
@@ -205,9 +209,10 @@ fn help_scrolls_on_a_short_terminal_and_stops_at_its_end() {
     );
     app.update(Action::Resize(80, 24));
     press(&mut app, &"j".repeat(100));
-    // The run view's keys, the global ones and a footer line, in 21 rows (24 less the
-    // status line and the overlay's two borders).
-    let lines = Keymap::default().help(Mode::Run).len() + 1;
+    // The run view's keys and the global ones (some wrapped at 80 columns) and a footer line,
+    // in 21 rows (24 less the status line and the overlay's two borders).
+    let lines = app.top_as::<HelpView>().unwrap().rows().len() + 1;
+    assert!(lines > Keymap::default().help(Mode::Run).len() + 1, "some rows wrap");
     assert_eq!(
         help_scroll(&app),
         Some(lines - 21),
@@ -235,18 +240,18 @@ fn mouse_click_selects_a_tree_row() {
 fn browser_filter_sort_open_mark_and_compare() {
     let dir = tempfile::tempdir().unwrap();
     let mut app = browser_over_three_runs(dir.path(), (120, 40));
-    let b = |app: &App| app.browser().unwrap().view().len();
+    let b = |app: &App| app.find::<Browser>().unwrap().view().len();
     assert_eq!(b(&app), 3);
 
     press(&mut app, "/react");
-    assert!(app.browser().unwrap().prompt.is_some());
+    assert!(app.find::<Browser>().unwrap().prompt.is_some());
     assert_eq!(b(&app), 1);
     press(&mut app, "q");
     assert!(!app.quit(), "q is text while typing");
     // Ctrl-W deletes the word typed: it does not type a `w`.
     let ctrl = |c| TermEvent::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL));
     app.update(app.map_input(ctrl('w')).unwrap());
-    assert_eq!(app.browser().unwrap().filter, "");
+    assert_eq!(app.find::<Browser>().unwrap().filter, "");
     assert_eq!(b(&app), 3);
     // Several words: every one must match.
     press(&mut app, "plan_exec react");
@@ -256,11 +261,11 @@ fn browser_filter_sort_open_mark_and_compare() {
     assert_eq!(b(&app), 1);
     send(&mut app, KeyCode::Esc);
     assert_eq!(b(&app), 3);
-    assert!(app.browser().unwrap().prompt.is_none());
+    assert!(app.find::<Browser>().unwrap().prompt.is_none());
 
     press(&mut app, "s");
     assert_ne!(
-        app.browser().unwrap().sort.0,
+        app.find::<Browser>().unwrap().sort.0,
         mcp_cosmos::tui::browser::Column::Started
     );
 
@@ -270,25 +275,25 @@ fn browser_filter_sort_open_mark_and_compare() {
     press(&mut app, "c");
     let work = run_effects(&mut app);
     assert!(matches!(&work[..], [Work::Compare(p)] if p.len() == 2));
-    assert!(matches!(app.top(), Layer::Compare(_)));
+    assert!(app.top_is::<CompareView>());
     send(&mut app, KeyCode::Esc);
-    assert!(matches!(app.top(), Layer::Browser(_)));
+    assert!(app.top_is::<Browser>());
 
     send(&mut app, KeyCode::Enter);
     run_effects(&mut app);
-    assert!(matches!(app.top(), Layer::Run(_)));
+    assert!(app.top_is::<RunView>());
     send(&mut app, KeyCode::Esc);
-    assert!(matches!(app.top(), Layer::Browser(_)));
-    assert!(app.run_view().is_none());
+    assert!(app.top_is::<Browser>());
+    assert!(app.find::<RunView>().is_none());
 
     press(&mut app, "g");
     run_effects(&mut app);
     assert!(
-        matches!(&app.browser().unwrap().groups, mcp_cosmos::tui::browser::Groups::Ready(rows) if rows.len() == 3)
+        matches!(&app.find::<Browser>().unwrap().groups, mcp_cosmos::tui::browser::Groups::Ready(rows) if rows.len() == 3)
     );
     send(&mut app, KeyCode::Esc);
     assert_eq!(
-        app.browser().unwrap().groups,
+        app.find::<Browser>().unwrap().groups,
         mcp_cosmos::tui::browser::Groups::Hidden
     );
     // Esc goes back, never out of the program: only q leaves.
@@ -308,7 +313,7 @@ fn live_run_grows_follows_pauses_asks_before_leaving_and_stops() {
         Rect::new(0, 0, 120, 39),
         Some(stop_tx),
     );
-    let mut app = App::with_run(live, Keymap::default(), Theme::new(true), (120, 40));
+    let mut app = App::new(live, Keymap::default(), Theme::new(true), (120, 40));
 
     // The agent's side: events over a channel, as `cosmos run` sends them; all but the
     // last (run_finished) for now.
@@ -352,20 +357,20 @@ fn live_run_grows_follows_pauses_asks_before_leaving_and_stops() {
 
     // q while the run goes on asks; Esc stays; nothing reached the agent.
     press(&mut app, "q");
-    assert!(matches!(app.top(), Layer::Confirm(_)), "q asks first");
+    assert!(app.top_is::<ConfirmLeave>(), "q asks first");
     assert!(!app.quit());
     send(&mut app, KeyCode::Esc);
-    assert!(matches!(app.top(), Layer::Run(_)));
+    assert!(app.top_is::<RunView>());
     send(&mut app, KeyCode::Esc);
-    assert!(matches!(app.top(), Layer::Run(_)), "Esc never leaves");
+    assert!(app.top_is::<RunView>(), "Esc never leaves");
     press(&mut app, "q");
-    assert!(matches!(app.top(), Layer::Confirm(_)));
+    assert!(app.top_is::<ConfirmLeave>());
     press(&mut app, "l");
     assert_eq!(app.exit, Some(Exit::LeaveRunning), "leave, the run goes on");
     assert!(stop_rx.try_recv().is_err(), "leaving is not stopping");
     // (The loop would end here; this test goes on with the view.)
     app.exit = None;
-    assert!(matches!(app.top(), Layer::Run(_)));
+    assert!(app.top_is::<RunView>());
 
     // The stop key stops without a question (it says what it does).
     press(&mut app, "x");
@@ -394,7 +399,7 @@ fn a_live_react_run_shows_its_newest_step() {
         Rect::new(0, 0, 120, 39),
         None,
     );
-    let mut app = App::with_run(live, Keymap::default(), Theme::new(true), (120, 40));
+    let mut app = App::new(live, Keymap::default(), Theme::new(true), (120, 40));
     let mut last_step = None;
     for event in source.all_events().clone() {
         let is_call = matches!(event.body, EventBody::ToolCalled { .. });
@@ -419,7 +424,7 @@ fn a_followed_file_that_is_replaced_stops_saying_live_and_says_why() {
         Rect::new(0, 0, 200, 39),
         None,
     );
-    let mut app = App::with_run(live, Keymap::default(), Theme::new(true), (200, 40));
+    let mut app = App::new(live, Keymap::default(), Theme::new(true), (200, 40));
     app.update(Action::LiveEvent(Box::new(source.all_events()[0].clone())));
     app.settle();
     assert!(status(&app).contains("LIVE"), "{}", status(&app));
@@ -492,7 +497,7 @@ fn find_in_the_run_with_next_and_previous_hits() {
     send(&mut app, KeyCode::Esc);
     assert!(!view(&app).search.active());
     assert!(
-        matches!(app.top(), Layer::Run(_)),
+        app.top_is::<RunView>(),
         "Esc ended the search, not the view"
     );
 }
@@ -542,7 +547,7 @@ fn inspectors_open_scroll_jump_and_close_without_leaving_the_run() {
     send(&mut app, KeyCode::Tab);
     let k = view(&app).position();
     press(&mut app, "i");
-    let Layer::Inspector(inspector) = app.top() else {
+    let Some(inspector) = app.top_as::<Inspector>() else {
         panic!("i opens the inspector");
     };
     let text = inspector.lines().join("\n");
@@ -554,17 +559,14 @@ fn inspectors_open_scroll_jump_and_close_without_leaving_the_run() {
     press(&mut app, "jjl");
     assert_eq!(view(&app).position(), k);
     send(&mut app, KeyCode::Esc);
-    assert!(
-        matches!(app.top(), Layer::Run(_)),
-        "Esc closes the inspector only"
-    );
+    assert!(app.top_is::<RunView>(), "Esc closes the inspector only");
 
     // In the tree, i shows the selected node: its verdict, the simulation, the real result
     // and its events, any of which Enter jumps to.
     send(&mut app, KeyCode::BackTab);
     assert_eq!(view(&app).focus, Pane::Tree);
     press(&mut app, "i");
-    let Layer::Inspector(inspector) = app.top() else {
+    let Some(inspector) = app.top_as::<Inspector>() else {
         panic!("i on a node opens the node inspector");
     };
     let text = inspector.lines().join("\n");
@@ -577,12 +579,12 @@ fn inspectors_open_scroll_jump_and_close_without_leaving_the_run() {
         assert!(text.contains(needle), "{needle} in\n{text}");
     }
     press(&mut app, "n");
-    let Layer::Inspector(inspector) = app.top() else {
+    let Some(inspector) = app.top_as::<Inspector>() else {
         panic!("still open");
     };
     let first_event = inspector.chosen_link().expect("n chooses the first link") as usize;
     send(&mut app, KeyCode::Enter);
-    assert!(matches!(app.top(), Layer::Run(_)));
+    assert!(app.top_is::<RunView>());
     assert_eq!(
         view(&app).position(),
         first_event + 1,
@@ -594,10 +596,10 @@ fn inspectors_open_scroll_jump_and_close_without_leaving_the_run() {
     send(&mut app, KeyCode::Tab);
     assert_eq!(view(&app).focus, Pane::Timeline);
     send(&mut app, KeyCode::Enter);
-    assert!(matches!(app.top(), Layer::Inspector(_)));
+    assert!(app.top_is::<Inspector>());
     send(&mut app, KeyCode::Esc);
     press(&mut app, "<i");
-    let Layer::Inspector(about) = app.top() else {
+    let Some(about) = app.top_as::<Inspector>() else {
         panic!("i at the start shows the run");
     };
     assert!(about.lines().join("\n").contains("Convert 9:00 Paris time"));
@@ -614,7 +616,7 @@ fn a_run_loaded_after_the_person_went_back_does_not_open() {
         vec![RunSummary::read(&path)],
         39,
     );
-    let mut app = App::with_browser(browser, Keymap::default(), Theme::new(true), (120, 40));
+    let mut app = App::new(browser, Keymap::default(), Theme::new(true), (120, 40));
     send(&mut app, KeyCode::Enter);
     let work = app.take_work();
     assert_eq!(work.len(), 1);
@@ -625,15 +627,12 @@ fn a_run_loaded_after_the_person_went_back_does_not_open() {
     for a in mcp_cosmos::tui::terminal::perform(old_id, old_work) {
         app.update(a);
     }
-    assert!(
-        matches!(app.top(), Layer::Browser(_)),
-        "a stale answer is dropped"
-    );
+    assert!(app.top_is::<Browser>(), "a stale answer is dropped");
     let (id, w) = newer.into_iter().next().unwrap();
     for a in mcp_cosmos::tui::terminal::perform(id, w) {
         app.update(a);
     }
-    assert!(matches!(app.top(), Layer::Run(_)));
+    assert!(app.top_is::<RunView>());
 }
 
 #[test]
@@ -673,7 +672,7 @@ fn compare_opens_the_chosen_runs_call() {
     press(&mut app, "mmm");
     press(&mut app, "c");
     run_effects(&mut app);
-    let Layer::Compare(compare) = app.top() else {
+    let Some(compare) = app.top_as::<CompareView>() else {
         panic!("compare is open");
     };
     // The calls of all three runs share rows: no run is only "extra" to the first.
@@ -681,7 +680,7 @@ fn compare_opens_the_chosen_runs_call() {
     // The last row, the second run's column.
     send(&mut app, KeyCode::End);
     press(&mut app, "l");
-    let Layer::Compare(compare) = app.top() else {
+    let Some(compare) = app.top_as::<CompareView>() else {
         panic!("compare is open");
     };
     let row = compare.rows.len() - 1;
@@ -692,14 +691,11 @@ fn compare_opens_the_chosen_runs_call() {
     let path = compare.paths[1].clone();
     send(&mut app, KeyCode::Enter);
     run_effects(&mut app);
-    let view = app.run_view().expect("the run opened");
+    let view = app.find::<RunView>().expect("the run opened");
     assert_eq!(view.run.path, path, "the chosen column's run");
     assert_eq!(view.position(), event + 1, "at that call");
     send(&mut app, KeyCode::Esc);
-    assert!(
-        matches!(app.top(), Layer::Compare(_)),
-        "Esc goes back to compare"
-    );
+    assert!(app.top_is::<CompareView>(), "Esc goes back to compare");
 }
 
 #[test]
@@ -715,7 +711,7 @@ fn probing_a_node_appends_a_simulation_and_asks_before_a_real_call() {
     let opened = Run::open(&path).unwrap();
     let size = (120, 40);
     let mut app = App::on(
-        Layer::for_run(opened, Rect::new(0, 0, size.0, size.1 - 1)),
+        open::run(opened, Rect::new(0, 0, size.0, size.1 - 1)),
         Keymap::default(),
         Theme::new(true),
         size,
@@ -730,10 +726,7 @@ fn probing_a_node_appends_a_simulation_and_asks_before_a_real_call() {
     };
     assert_eq!(view(&app).run.nodes()[slot as usize].id, 2);
     press(&mut app, "p");
-    assert!(
-        matches!(app.top(), Layer::Picker(_)),
-        "p asks which world model"
-    );
+    assert!(app.top_is::<WorldModelPicker>(), "p asks which world model");
     send(&mut app, KeyCode::Down);
     send(&mut app, KeyCode::Enter);
     run_effects(&mut app);
@@ -751,7 +744,7 @@ fn probing_a_node_appends_a_simulation_and_asks_before_a_real_call() {
     );
     // The node inspector shows it.
     press(&mut app, "i");
-    let Layer::Inspector(inspector) = app.top() else {
+    let Some(inspector) = app.top_as::<Inspector>() else {
         panic!("the node inspector");
     };
     assert!(
@@ -764,7 +757,7 @@ fn probing_a_node_appends_a_simulation_and_asks_before_a_real_call() {
 
     // Without --mcp-config, P says what a real call needs before asking anything.
     press(&mut app, "P");
-    assert!(!matches!(app.top(), Layer::ConfirmCall(_)));
+    assert!(!app.top_is::<ConfirmCall>());
     assert!(
         app.message().unwrap().contains("--mcp-config"),
         "{:?}",
@@ -773,7 +766,7 @@ fn probing_a_node_appends_a_simulation_and_asks_before_a_real_call() {
     // With servers, P asks first, naming the call; Esc makes no call and appends nothing.
     app.probe.mcp_config = Some(dir.path().join("mcp.json"));
     press(&mut app, "P");
-    let Layer::ConfirmCall(question) = app.top() else {
+    let Some(question) = app.top_as::<ConfirmCall>() else {
         panic!("P asks before a real call");
     };
     assert!(
@@ -798,7 +791,7 @@ fn the_group_table_arrives_even_after_a_run_was_opened_and_closed_meanwhile() {
             app.update(a);
         }
     }
-    assert!(matches!(app.top(), Layer::Run(_)));
+    assert!(app.top_is::<RunView>());
     send(&mut app, KeyCode::Esc);
     for (id, w) in groups {
         for a in mcp_cosmos::tui::terminal::perform(id, w) {
@@ -806,7 +799,7 @@ fn the_group_table_arrives_even_after_a_run_was_opened_and_closed_meanwhile() {
         }
     }
     assert!(
-        matches!(&app.browser().unwrap().groups, mcp_cosmos::tui::browser::Groups::Ready(rows) if rows.len() == 3),
+        matches!(&app.find::<Browser>().unwrap().groups, mcp_cosmos::tui::browser::Groups::Ready(rows) if rows.len() == 3),
         "the table is not lost"
     );
 }
@@ -835,15 +828,12 @@ fn the_mouse_moving_changes_nothing_the_wheel_keeps_messages_and_a_double_click_
     app.update(Action::Mouse(mouse(MouseEventKind::Down(
         MouseButton::Left,
     ))));
-    assert!(matches!(app.top(), Layer::Browser(_)));
+    assert!(app.top_is::<Browser>());
     app.update(Action::Mouse(mouse(MouseEventKind::Down(
         MouseButton::Left,
     ))));
     run_effects(&mut app);
-    assert!(
-        matches!(app.top(), Layer::Run(_)),
-        "the double click opened the run"
-    );
+    assert!(app.top_is::<RunView>(), "the double click opened the run");
 }
 
 #[test]
@@ -861,7 +851,7 @@ fn a_group_table_that_could_not_be_computed_says_why_not_an_empty_table() {
         Err("reading runs/x.jsonl: permission denied".into()),
     ));
     assert!(matches!(
-        &app.browser().unwrap().groups,
+        &app.find::<Browser>().unwrap().groups,
         mcp_cosmos::tui::browser::Groups::Failed(why) if why.contains("permission denied")
     ));
 }
@@ -874,7 +864,7 @@ fn a_note_on_a_node_is_appended_through_the_runs_writer_and_is_there_when_reopen
     common::write_run(&common::plan_fails_run(), &path);
     let size = (120, 40);
     let mut app = App::on(
-        Layer::for_run(
+        open::run(
             Run::open(&path).unwrap(),
             Rect::new(0, 0, size.0, size.1 - 1),
         ),
@@ -914,7 +904,7 @@ fn a_note_on_a_node_is_appended_through_the_runs_writer_and_is_there_when_reopen
     assert!(status(&app).contains("hit 1/1"), "{}", status(&app));
     send(&mut app, KeyCode::Esc);
     press(&mut app, "i");
-    let Layer::Inspector(inspector) = app.top() else {
+    let Some(inspector) = app.top_as::<Inspector>() else {
         panic!("the node inspector");
     };
     assert!(inspector.lines().join("\n").contains("wrong turn"));
@@ -1012,4 +1002,64 @@ fn a_background_find_that_fails_says_why_and_ends_the_find() {
     );
     assert!(!view(&app).search.active());
     assert!(!status(&app).contains("finding"), "{}", status(&app));
+}
+
+#[test]
+fn the_notes_list_shows_every_note_and_enter_goes_to_what_it_is_about() {
+    use mcp_cosmos::tui::notes::NotesView;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("noted.jsonl");
+    common::write_run(&common::plan_fails_run(), &path);
+    let setup = mcp_cosmos::probe::ProbeSetup::default();
+    let note = |node, event, text: &str| EventBody::Annotation {
+        node,
+        event,
+        text: text.to_string(),
+        who: "ana".to_string(),
+    };
+    mcp_cosmos::probe::annotate(&path, note(Some(2), None, "wrong turn here"), 900, &setup)
+        .unwrap();
+    mcp_cosmos::probe::annotate(&path, note(None, Some(3), "the third event"), 950, &setup)
+        .unwrap();
+    let run = Run::open(&path).unwrap();
+    let node_2_at = run.nodes()[run.slot_of(2).unwrap() as usize].added_at as usize;
+    let event_3_at = run.briefs().iter().position(|b| b.seq == 3).unwrap();
+    let mut app = run_app(run);
+    press(&mut app, "L");
+    let Some(notes) = app.top_as::<NotesView>() else {
+        panic!("the notes list in front");
+    };
+    let about: Vec<(&str, &str, usize)> = notes
+        .notes()
+        .iter()
+        .map(|n| (n.about.as_str(), n.text.as_str(), n.go_to))
+        .collect();
+    assert_eq!(
+        about,
+        [
+            ("#2", "wrong turn here", node_2_at),
+            ("event 3", "the third event", event_3_at)
+        ]
+    );
+    // The second note: Enter closes the list and puts the cursor just after its event.
+    send(&mut app, KeyCode::Down);
+    send(&mut app, KeyCode::Enter);
+    assert!(app.top_is::<RunView>());
+    assert_eq!(view(&app).position(), event_3_at + 1);
+}
+
+#[test]
+fn a_note_that_cannot_be_written_says_so_as_a_note() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("noted.jsonl");
+    common::write_run(&common::plan_fails_run(), &path);
+    let mut app = run_app(Run::open(&path).unwrap());
+    // The file goes away before the note is written.
+    std::fs::remove_file(&path).unwrap();
+    press(&mut app, "A");
+    press(&mut app, "lost");
+    send(&mut app, KeyCode::Enter);
+    run_effects(&mut app);
+    let said = app.message().unwrap_or_default().to_string();
+    assert!(said.starts_with("the note was not added"), "{said}");
 }

@@ -8,12 +8,16 @@ use std::path::PathBuf;
 use mcp_cosmos::trajectory::event::AgentKind;
 use mcp_cosmos::trajectory::run::Run;
 use mcp_cosmos::tui::action::Action;
-use mcp_cosmos::tui::app::{App, Layer};
+use mcp_cosmos::tui::app::App;
 use mcp_cosmos::tui::browser::Browser;
 use mcp_cosmos::tui::compare::CompareView;
 use mcp_cosmos::tui::keymap::{Command, Keymap};
+use mcp_cosmos::tui::open;
 use mcp_cosmos::tui::run_view::RunView;
+use mcp_cosmos::tui::run_view::inspector::Inspector;
 use mcp_cosmos::tui::theme::Theme;
+use mcp_cosmos::tui::wm_eval_view::CallDetail;
+use mcp_cosmos::tui::wm_eval_view::WmEvalView;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::layout::Rect;
@@ -29,13 +33,13 @@ fn render(app: &mut App) -> String {
 
 fn run_app(run: Run, size: (u16, u16)) -> App {
     let view = RunView::new(run, Rect::new(0, 0, size.0, size.1 - 1));
-    App::with_run(view, Keymap::default(), Theme::new(true), size)
+    App::new(view, Keymap::default(), Theme::new(true), size)
 }
 
 #[test]
 fn empty_folder() {
     for size in SIZES {
-        let mut app = App::with_browser(
+        let mut app = App::new(
             Browser::new(vec![PathBuf::from("sample_runs")], vec![], size.1 - 1),
             Keymap::default(),
             Theme::new(true),
@@ -54,7 +58,7 @@ fn browser_with_runs_and_group_table() {
     let summaries = common::three_listed(dir.path());
     for size in SIZES {
         let browser = Browser::new(vec![PathBuf::from("runs")], summaries.clone(), size.1 - 1);
-        let mut app = App::with_browser(browser, Keymap::default(), Theme::new(true), size);
+        let mut app = App::new(browser, Keymap::default(), Theme::new(true), size);
         insta::assert_snapshot!(format!("browser_{}x{}", size.0, size.1), render(&mut app));
         app.update(Action::Do(Command::ToggleGroups));
         for (id, work) in app.take_work() {
@@ -179,7 +183,6 @@ fn inspector_shows_an_event_in_full() {
 #[test]
 fn a_recorded_llm_call_reads_as_a_conversation() {
     use mcp_cosmos::trajectory::event::{Event, EventBody, Role};
-    use mcp_cosmos::tui::run_view::inspector::Inspector;
     let messages = serde_json::json!([
         {"role": "system", "content": "You are an agent that solves the user's request."},
         {"role": "user", "content": "Request: what time is it in Tokyo?"},
@@ -221,12 +224,7 @@ fn a_recorded_llm_call_reads_as_a_conversation() {
         ] {
             assert!(text.contains(expected), "{expected} missing:\n{text}");
         }
-        let mut app = App::on(
-            Layer::Inspector(inspector),
-            Keymap::default(),
-            Theme::new(true),
-            size,
-        );
+        let mut app = App::new(inspector, Keymap::default(), Theme::new(true), size);
         insta::assert_snapshot!(
             format!("conversation_{}x{}", size.0, size.1),
             render(&mut app)
@@ -249,8 +247,8 @@ fn tree_of_a_hundred_thousand_nodes() {
 fn compare_three_runs() {
     let runs = common::three_runs();
     for size in SIZES {
-        let mut app = App::on(
-            Layer::Compare(CompareView::new(&runs, size)),
+        let mut app = App::new(
+            CompareView::new(&runs, size),
             Keymap::default(),
             Theme::new(true),
             size,
@@ -264,8 +262,8 @@ fn at_80x24_every_compare_metric_row_is_reachable_by_key_and_wheel() {
     use crossterm::event::{KeyModifiers, MouseEvent, MouseEventKind};
     let runs = common::three_runs();
     let size = (80, 24);
-    let mut app = App::on(
-        Layer::Compare(CompareView::new(&runs, size)),
+    let mut app = App::new(
+        CompareView::new(&runs, size),
         Keymap::default(),
         Theme::new(true),
         size,
@@ -354,7 +352,7 @@ fn the_about_view_tells_the_runs_story_and_compare_names_what_differs() {
             app.update(Action::Do(Command::About));
             let screen = render(&mut app);
             assert!(screen.contains("About this run"), "{screen}");
-            let Layer::Inspector(about) = app.top() else {
+            let Some(about) = app.top_as::<Inspector>() else {
                 panic!("the about view");
             };
             let text = about.lines().join("\n");
@@ -431,7 +429,7 @@ fn a_run_that_completed_with_failed_calls_is_marked_as_a_failure_in_the_browser(
     let dir = tempfile::tempdir().unwrap();
     let summaries = common::three_listed(dir.path());
     let browser = Browser::new(vec![PathBuf::from("runs")], summaries, 23);
-    let app = App::with_browser(browser, Keymap::default(), Theme::new(true), (80, 24));
+    let app = App::new(browser, Keymap::default(), Theme::new(true), (80, 24));
     let mut terminal = Terminal::new(TestBackend::new(80, 24)).unwrap();
     terminal.draw(|f| app.draw(f)).unwrap();
     let text = terminal.backend().to_string();
@@ -462,7 +460,7 @@ fn a_failing_run_opens_on_its_first_failed_call() {
             common::plan_fails_run(),
             Rect::new(0, 0, size.0, size.1 - 1),
         );
-        let mut app = App::with_run(view, Keymap::default(), Theme::new(true), size);
+        let mut app = App::new(view, Keymap::default(), Theme::new(true), size);
         insta::assert_snapshot!(
             format!("failing_run_opened_{}x{}", size.0, size.1),
             render(&mut app)
@@ -502,7 +500,7 @@ fn a_react_run_opens_on_its_failed_step_selected_showing_its_real_error() {
     };
     for size in SIZES {
         let view = RunView::opened(run(), Rect::new(0, 0, size.0, size.1 - 1));
-        let mut app = App::with_run(view, Keymap::default(), Theme::new(true), size);
+        let mut app = App::new(view, Keymap::default(), Theme::new(true), size);
         let screen = render(&mut app);
         // The failed step is the selected one, and its real error is what the pane shows.
         assert!(screen.contains("real: failed ✗"), "{screen}");
@@ -737,7 +735,7 @@ fn the_plans_reason_names_its_rule_value_and_a_tie() {
         insta::assert_snapshot!(format!("plan_reason_tie_{}x{}", size.0, size.1), screen);
         // The about view gives the reason whole: every candidate with its mean and visits.
         app.update(mcp_cosmos::tui::action::Action::Do(Command::About));
-        let Layer::Inspector(about) = app.top() else {
+        let Some(about) = app.top_as::<Inspector>() else {
             panic!("the about view");
         };
         let text = about.lines().join("\n");
@@ -845,10 +843,10 @@ fn node_with_everything() -> Run {
 fn the_node_inspector_shows_a_node_whole() {
     for size in SIZES {
         let view = RunView::opened(node_with_everything(), Rect::new(0, 0, size.0, size.1 - 1));
-        let mut app = App::with_run(view, Keymap::default(), Theme::new(true), size);
+        let mut app = App::new(view, Keymap::default(), Theme::new(true), size);
         // Opened on the failed call with node #1 selected: one key shows the node.
         app.update(Action::Do(Command::Inspect));
-        let Layer::Inspector(inspector) = app.top() else {
+        let Some(inspector) = app.top_as::<Inspector>() else {
             panic!("i on a node opens its inspector");
         };
         // The critic's reason is there whole, wrapped, not cut.
@@ -868,7 +866,7 @@ fn the_node_inspector_shows_a_node_whole() {
     }
     // At 200x60 everything is on one screen; the failure is drawn as one, in its cells.
     let view = RunView::opened(node_with_everything(), Rect::new(0, 0, 200, 59));
-    let mut app = App::with_run(view, Keymap::default(), Theme::new(true), (200, 60));
+    let mut app = App::new(view, Keymap::default(), Theme::new(true), (200, 60));
     app.update(Action::Do(Command::Inspect));
     app.settle();
     let mut terminal = Terminal::new(TestBackend::new(200, 60)).unwrap();
@@ -949,7 +947,7 @@ fn a_live_run_mid_way() {
             Rect::new(0, 0, size.0, size.1 - 1),
             None,
         );
-        let mut app = App::with_run(view, Keymap::default(), Theme::new(true), size);
+        let mut app = App::new(view, Keymap::default(), Theme::new(true), size);
         for event in source
             .all_events()
             .iter()
@@ -970,7 +968,7 @@ fn from_the_sample_runs_a_plan_exec_run_with_a_failed_call_is_a_few_keys_away() 
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_runs");
     let runs = mcp_cosmos::trajectory::listing::list_runs(std::slice::from_ref(&dir)).unwrap();
     let size = (160, 45);
-    let mut app = App::with_browser(
+    let mut app = App::new(
         Browser::new(vec![dir], runs, size.1 - 1),
         Keymap::default(),
         Theme::new(true),
@@ -996,7 +994,7 @@ fn from_the_sample_runs_a_plan_exec_run_with_a_failed_call_is_a_few_keys_away() 
     loop {
         press(&mut app, crossterm::event::KeyCode::Char('f'));
         presses += 1;
-        let selected = app.browser().and_then(|b| b.selected_run());
+        let selected = app.find::<Browser>().and_then(|b| b.selected_run());
         let kind = selected
             .and_then(|r| r.header.as_ref().ok())
             .map(|h| h.agent.kind);
@@ -1019,7 +1017,7 @@ fn from_the_sample_runs_a_plan_exec_run_with_a_failed_call_is_a_few_keys_away() 
             app.update(a);
         }
     }
-    let view = app.run_view().expect("the run is open");
+    let view = app.find::<RunView>().expect("the run is open");
     assert_eq!(view.run.header.agent.kind, AgentKind::PlanExec);
     let first = view.run.first_failed_call().unwrap();
     assert_eq!(view.position(), first + 1, "at its first failed call");
@@ -1038,7 +1036,7 @@ fn the_group_table_marks_what_it_cuts_and_scrolls_sideways() {
     let summaries = common::three_listed(dir.path());
     let size = (80, 24);
     let browser = Browser::new(vec![dir.path().to_path_buf()], summaries, size.1 - 1);
-    let mut app = App::with_browser(browser, Keymap::default(), Theme::new(true), size);
+    let mut app = App::new(browser, Keymap::default(), Theme::new(true), size);
     app.update(Action::Do(Command::ToggleGroups));
     for (id, work) in app.take_work() {
         for a in mcp_cosmos::tui::terminal::perform(id, work) {
@@ -1142,7 +1140,7 @@ fn a_wm_eval_file_opens_in_the_world_model_view() {
     for size in SIZES {
         let area = Rect::new(0, 0, size.0, size.1 - 1);
         let mut app = App::on(
-            Layer::for_run(wm_eval_run(), area),
+            open::run(wm_eval_run(), area),
             Keymap::default(),
             Theme::new(true),
             size,
@@ -1161,7 +1159,7 @@ fn a_wm_eval_file_opens_in_the_world_model_view() {
         insta::assert_snapshot!(format!("wm_eval_view_{}x{}", size.0, size.1), screen);
         // Sorted by disagreement, Mars (nobody right) comes first; Enter shows it whole.
         app.update(Action::Do(Command::SortNext));
-        let Layer::WmEval(view) = app.top() else {
+        let Some(view) = app.top_as::<WmEvalView>() else {
             panic!("the world-model view");
         };
         assert_eq!(
@@ -1171,7 +1169,7 @@ fn a_wm_eval_file_opens_in_the_world_model_view() {
         );
         app.update(Action::Do(Command::Top));
         app.update(Action::Do(Command::Open));
-        let Layer::CallDetail(detail) = app.top() else {
+        let Some(detail) = app.top_as::<CallDetail>() else {
             panic!("Enter opens the call whole");
         };
         assert!(
@@ -1184,10 +1182,10 @@ fn a_wm_eval_file_opens_in_the_world_model_view() {
             render(&mut app)
         );
         app.update(Action::Do(Command::Back));
-        assert!(matches!(app.top(), Layer::WmEval(_)));
+        assert!(app.top_is::<WmEvalView>());
         // r opens the run the selected call came from, at that call (its seq there, less one:
         // the cursor's index).
-        let Layer::WmEval(view) = app.top() else {
+        let Some(view) = app.top_as::<WmEvalView>() else {
             panic!("the world-model view");
         };
         let seq = view.selected().unwrap().source_seq.unwrap();
@@ -1215,7 +1213,7 @@ fn probing_a_node_shows_the_picker_and_then_the_probe_in_the_node_inspector() {
         Run::open(&path).unwrap(),
         Rect::new(0, 0, size.0, size.1 - 1),
     );
-    let mut app = App::with_run(view, Keymap::default(), Theme::new(true), size);
+    let mut app = App::new(view, Keymap::default(), Theme::new(true), size);
     // The llm world model is offered because its role has an endpoint (whatever the
     // environment says).
     let config = dir.path().join("cosmos.toml");
@@ -1304,4 +1302,75 @@ fn a_call_a_world_model_never_reached_is_no_failure_in_the_view() {
         .find(|w| w.name == "memory")
         .unwrap();
     assert_eq!((memory.calls, memory.failed), (2, 1));
+}
+
+#[test]
+fn the_notes_list_at_80x24_and_200x60() {
+    use mcp_cosmos::trajectory::event::EventBody;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("noted.jsonl");
+    common::write_run(&common::plan_fails_run(), &path);
+    let setup = mcp_cosmos::probe::ProbeSetup::default();
+    for (node, event, text) in [
+        (
+            Some(2),
+            None,
+            "wrong turn: Mars is no timezone, the planner should have asked",
+        ),
+        (None, Some(3), "this result is where the plan went wrong"),
+    ] {
+        let note = EventBody::Annotation {
+            node,
+            event,
+            text: text.to_string(),
+            who: "ana".to_string(),
+        };
+        mcp_cosmos::probe::annotate(&path, note, 900, &setup).unwrap();
+    }
+    for size in [(80, 24), (200, 60)] {
+        let mut app = run_app(Run::open(&path).unwrap(), size);
+        app.update(Action::Do(Command::Notes));
+        // The status line names the temporary file; the screen above it is the view.
+        let screen = render(&mut app);
+        let body: Vec<&str> = screen.lines().take(size.1 as usize - 1).collect();
+        insta::assert_snapshot!(format!("notes_{}x{}", size.0, size.1), body.join("\n"));
+    }
+}
+
+#[test]
+fn every_help_line_is_whole_at_200_columns_and_wrapped_not_cut_at_80() {
+    use mcp_cosmos::tui::help::HelpView;
+    use mcp_cosmos::tui::keymap::Mode;
+    let keymap = Keymap::default();
+    for mode in [
+        Mode::Global,
+        Mode::Browser,
+        Mode::Run,
+        Mode::Compare,
+        Mode::Reader,
+        Mode::Confirm,
+        Mode::Sweep,
+    ] {
+        let words: Vec<String> = keymap
+            .help(mode)
+            .iter()
+            .flat_map(|(_, text)| text.split_whitespace().map(str::to_string))
+            .collect();
+        for size in [(200, 60), (80, 24)] {
+            let help = HelpView::new(&keymap, mode, size);
+            let shown: Vec<String> = help
+                .rows()
+                .iter()
+                .flat_map(|(_, text)| text.split_whitespace().map(str::to_string))
+                .collect();
+            assert_eq!(shown, words, "{mode:?} at {size:?}");
+            if size.0 == 200 {
+                assert_eq!(
+                    help.rows().len(),
+                    keymap.help(mode).len(),
+                    "{mode:?}: one row per key at 200 columns"
+                );
+            }
+        }
+    }
 }

@@ -133,3 +133,184 @@ fn the_checker_finds_an_upward_import() {
     );
     assert!(violations("cli", "y.rs", source).is_empty());
 }
+
+/// The parts of `src/tui/` (its files, `run_view/` counted as one) that `source` names: through
+/// `super::` (or `super::super::` from inside `run_view/`), `self::` (from `tui/mod.rs`) and
+/// `crate::tui::`. A name that is no part is an item of `tui/mod.rs`, named `mod`.
+fn tui_uses(source: &str, prefixes: &[&str], parts: &[String]) -> Vec<String> {
+    // Production code only: a test module may open any view it checks.
+    let code = source.split("#[cfg(test)]").next().unwrap_or_default();
+    let mut out = Vec::new();
+    for line in code.lines() {
+        let line = line.split("//").next().unwrap_or_default();
+        for prefix in prefixes {
+            let mut from = 0;
+            while let Some(found) = line[from..].find(prefix) {
+                let at = from + found;
+                from = at + prefix.len();
+                let rest = &line[from..];
+                // `super::super::x` is not a `super::` from a direct child.
+                let before = &line[..at];
+                if before.ends_with("super::")
+                    || before.ends_with(|c: char| c.is_alphanumeric() || c == '_')
+                {
+                    continue;
+                }
+                let names: Vec<&str> = if let Some(inner) = rest.strip_prefix('{') {
+                    inner
+                        .split('}')
+                        .next()
+                        .unwrap_or_default()
+                        .split(',')
+                        .collect()
+                } else {
+                    vec![rest]
+                };
+                for name in names {
+                    let name: String = name
+                        .trim()
+                        .chars()
+                        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                        .collect();
+                    if name.is_empty() || name == "super" {
+                        continue;
+                    }
+                    out.push(if parts.contains(&name) {
+                        name
+                    } else {
+                        "mod".to_string()
+                    });
+                }
+            }
+        }
+    }
+    out
+}
+
+type Graph = std::collections::BTreeMap<String, std::collections::BTreeSet<String>>;
+
+/// Tarjan's walk: visit order, the stack, and per part (index, low link, on the stack).
+#[derive(Default)]
+struct Walk {
+    next: usize,
+    stack: Vec<String>,
+    seen: std::collections::HashMap<String, (usize, usize, bool)>,
+    groups: Vec<Vec<String>>,
+}
+
+impl Walk {
+    fn visit(&mut self, v: &str, edges: &Graph) {
+        let index = self.next;
+        self.next += 1;
+        self.seen.insert(v.to_string(), (index, index, true));
+        self.stack.push(v.to_string());
+        for w in edges.get(v).into_iter().flatten() {
+            let low = match self.seen.get(w).copied() {
+                None => {
+                    self.visit(w, edges);
+                    self.seen[w].1
+                }
+                Some((index_w, _, true)) => index_w,
+                Some(_) => continue,
+            };
+            let e = self.seen.get_mut(v).unwrap();
+            e.1 = e.1.min(low);
+        }
+        let (index, low, _) = self.seen[v];
+        if index == low {
+            let mut group = Vec::new();
+            while let Some(w) = self.stack.pop() {
+                self.seen.get_mut(&w).unwrap().2 = false;
+                let done = w == v;
+                group.push(w);
+                if done {
+                    break;
+                }
+            }
+            if group.len() > 1 {
+                group.sort();
+                self.groups.push(group);
+            }
+        }
+    }
+}
+
+/// Groups of parts that import each other, round a cycle (Tarjan's strongly connected
+/// components of more than one part).
+fn cycles(edges: &Graph) -> Vec<Vec<String>> {
+    let mut walk = Walk::default();
+    for v in edges.keys() {
+        if !walk.seen.contains_key(v) {
+            walk.visit(v, edges);
+        }
+    }
+    walk.groups
+}
+
+#[test]
+fn no_file_of_the_explorer_imports_itself_round_a_cycle() {
+    let tui = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/tui");
+    let mut parts: Vec<String> = std::fs::read_dir(&tui)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().is_some_and(|n| n != "mod.rs"))
+        .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
+        .collect();
+    parts.sort();
+    let mut edges = Graph::new();
+    let mut files = Vec::new();
+    rust_files(&tui, &mut files);
+    for path in &files {
+        let rel = path.strip_prefix(&tui).unwrap();
+        let in_run_view = rel.starts_with("run_view");
+        let (part, prefixes): (String, &[&str]) = if rel == Path::new("mod.rs") {
+            ("mod".into(), &["self::", "crate::tui::"])
+        } else if rel == Path::new("run_view/mod.rs") || !in_run_view {
+            let part = if in_run_view {
+                "run_view".into()
+            } else {
+                rel.file_stem().unwrap().to_string_lossy().into_owned()
+            };
+            (part, &["super::", "crate::tui::"])
+        } else {
+            ("run_view".into(), &["super::super::", "crate::tui::"])
+        };
+        let source = std::fs::read_to_string(path).unwrap();
+        let uses = tui_uses(&source, prefixes, &parts);
+        let entry = edges.entry(part.clone()).or_default();
+        entry.extend(uses.into_iter().filter(|u| *u != part));
+    }
+    let found = cycles(&edges);
+    assert!(
+        found.is_empty(),
+        "files of src/tui import each other round a cycle (make the shared type a leaf): {found:?}"
+    );
+    assert!(
+        edges.len() > 15,
+        "read the explorer's files ({})",
+        edges.len()
+    );
+}
+
+#[test]
+fn the_cycle_finder_finds_a_cycle() {
+    let parts = vec!["app".to_string(), "view".to_string(), "action".to_string()];
+    assert_eq!(
+        tui_uses(
+            "use super::app::Layer;\nuse super::{view::View, action};\nfn f() { super::super::x(); }\n#[cfg(test)]\nuse super::view;",
+            &["super::"],
+            &parts
+        ),
+        ["app", "view", "action"]
+    );
+    let mut edges = Graph::new();
+    for (a, b) in [
+        ("app", "view"),
+        ("view", "action"),
+        ("action", "app"),
+        ("help", "view"),
+    ] {
+        edges.entry(a.into()).or_default().insert(b.into());
+    }
+    assert_eq!(cycles(&edges), [vec!["action", "app", "view"]]);
+}

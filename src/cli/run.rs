@@ -384,7 +384,7 @@ fn run_live(runtime: &tokio::runtime::Runtime, spec: RunSpec) -> Result<Option<O
         ratatui::layout::Rect::new(0, 0, size.0, size.1.saturating_sub(1)),
         Some(ui_stop_tx),
     );
-    let app = App::with_run(view, keymap, crate::tui::theme::Theme::from_env(), size);
+    let app = App::new(view, keymap, crate::tui::theme::Theme::from_env(), size);
     let ui = super::live::explore_while_running(
         runtime,
         &signals,

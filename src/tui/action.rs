@@ -1,5 +1,7 @@
 //! What input means: keys, mouse and background messages become an [`Action`], which
-//! `App::update` routes to the view in front. Nothing else changes state.
+//! `App::update` routes to the view in front (background answers to the view that asked,
+//! outside feeds to the views that subscribe). Nothing else changes state. A leaf of the
+//! explorer: it names no view.
 
 use crossterm::event::{KeyEvent, MouseEvent};
 
@@ -51,5 +53,7 @@ pub enum Action {
         Result<Vec<u32>, String>,
     ),
     /// A running sweep's news (a cell started, recorded an event, ended).
-    Sweep(Box<super::sweep_view::SweepNews>),
+    Sweep(Box<super::feed::SweepNews>),
+    /// The person chose how to probe a node: with this world model, or (`None`) for real.
+    Probe(crate::trajectory::event::NodeId, Option<String>),
 }

@@ -1,8 +1,13 @@
-//! The explorer's state machine: a stack of views (browser → run → overlays), the one
-//! `update` that routes actions to the view in front, and the background work views ask
-//! for. Drawing reads this state and nothing else; the terminal loop in `terminal.rs` runs
-//! the work and feeds results back as actions that carry the id of their request.
+//! The explorer's state machine: a stack of views (`Box<dyn View>`: browser → run →
+//! overlays), the one `update` that routes actions, and the background work views ask for.
+//! Drawing reads this state and nothing else; the terminal loop in `terminal.rs` runs the work
+//! and feeds results back as actions that carry the id of their request.
+//!
+//! The app names no view but its own two overlays (help, the leave question): views push the
+//! views they open, `open.rs` says which view shows a loaded file, and every answer goes back
+//! to the view that asked (or is dropped when that view has closed).
 
+use std::any::Any;
 use std::time::{Duration, Instant};
 
 use crossterm::event::{Event as TermEvent, KeyEventKind, MouseButton, MouseEvent, MouseEventKind};
@@ -12,100 +17,35 @@ use ratatui::text::Line;
 use ratatui::widgets::Paragraph;
 
 use super::action::{Action, RequestId};
-use super::browser::Browser;
-use super::compare::CompareView;
-use super::confirm::{ConfirmCall, ConfirmLeave};
+use super::confirm::ConfirmLeave;
 use super::help::HelpView;
 use super::keymap::{Command, Keymap, Mode};
-use super::picker::WorldModelPicker;
-use super::run_view::RunView;
-use super::run_view::inspector::Inspector;
-use super::sweep_view::{SweepNews, SweepView};
+use super::open;
 use super::theme::Theme;
-use super::view::{Exit, Handled, Request, View, Work};
-use super::wm_eval_view::{CallDetail, WmEvalView};
+use super::view::{Context, Exit, Handled, Request, View, Work};
 use crate::probe::ProbeSetup;
 use crate::sanitize::one_line;
 use crate::trajectory::run::Run;
 
 /// Longest gap between the two presses of a double click.
 const DOUBLE_CLICK: Duration = Duration::from_millis(400);
+
+/// Names a view on the stack for as long as it is there, so an answer finds the view that
+/// asked for it.
+type ViewId = u64;
+
 /// One view on the stack.
-#[derive(Debug)]
-pub enum Layer {
-    /// The run browser.
-    Browser(Browser),
-    /// One run.
-    Run(Box<RunView>),
-    /// Several runs side by side.
-    Compare(CompareView),
-    /// An event or a node in full.
-    Inspector(Inspector),
-    /// The keys.
-    Help(HelpView),
-    /// Leave a live run?
-    Confirm(ConfirmLeave),
-    /// A wm-eval file: world models side by side on the same calls.
-    WmEval(WmEvalView),
-    /// One call of a wm-eval file whole.
-    CallDetail(CallDetail),
-    /// Which world model to probe a node with.
-    Picker(WorldModelPicker),
-    /// Make a node's call for real?
-    ConfirmCall(ConfirmCall),
-    /// A sweep's matrix.
-    Sweep(SweepView),
-}
-
-impl Layer {
-    /// The view behind the layer.
-    pub fn view(&self) -> &dyn View {
-        match self {
-            Layer::Browser(v) => v,
-            Layer::Run(v) => v.as_ref(),
-            Layer::Compare(v) => v,
-            Layer::Inspector(v) => v,
-            Layer::Help(v) => v,
-            Layer::Confirm(v) => v,
-            Layer::WmEval(v) => v,
-            Layer::CallDetail(v) => v,
-            Layer::Picker(v) => v,
-            Layer::ConfirmCall(v) => v,
-            Layer::Sweep(v) => v,
-        }
-    }
-
-    fn view_mut(&mut self) -> &mut dyn View {
-        match self {
-            Layer::Browser(v) => v,
-            Layer::Run(v) => v.as_mut(),
-            Layer::Compare(v) => v,
-            Layer::Inspector(v) => v,
-            Layer::Help(v) => v,
-            Layer::Confirm(v) => v,
-            Layer::WmEval(v) => v,
-            Layer::CallDetail(v) => v,
-            Layer::Picker(v) => v,
-            Layer::ConfirmCall(v) => v,
-            Layer::Sweep(v) => v,
-        }
-    }
-
-    /// The view a loaded run opens in: the world-model view for a wm-eval file, the run view
-    /// otherwise.
-    pub fn for_run(run: Run, area: Rect) -> Self {
-        if run.header.agent.kind == crate::trajectory::event::AgentKind::WmEval {
-            Layer::WmEval(WmEvalView::new(&run, (area.width, area.height + 1)))
-        } else {
-            Layer::Run(Box::new(RunView::opened(run, area)))
-        }
-    }
+struct Slot {
+    id: ViewId,
+    view: Box<dyn View>,
 }
 
 /// Background work asked for and not yet answered.
 #[derive(Debug)]
 struct Pending {
     id: RequestId,
+    /// The view that asked; its answer goes to it, and is dropped once it has closed.
+    asker: ViewId,
     waiting: Waiting,
 }
 
@@ -117,18 +57,26 @@ enum Waiting {
         want: usize,
         runs: Vec<Run>,
     },
+    /// An answer for the view that asked: which work it answers.
+    Answer(Answer),
+}
+
+/// Work answered to the view that asked; one unanswered request of each kind at a time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Answer {
     Groups,
-    /// Stale totals being computed again for the browser.
     Recount,
+    /// A probe or a note added to a run.
     Probe,
-    /// A find in a run, off the UI thread.
     Find,
 }
 
 /// The whole explorer state.
-#[derive(Debug)]
 pub struct App {
-    stack: Vec<Layer>,
+    stack: Vec<Slot>,
+    next_view: ViewId,
+    /// The leave question, while it is asked.
+    asking_leave: Option<ViewId>,
     /// Set when the person leaves, with how.
     pub exit: Option<Exit>,
     message: Option<String>,
@@ -149,27 +97,29 @@ pub struct App {
     pub probe: ProbeSetup,
 }
 
+impl std::fmt::Debug for App {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let modes: Vec<Mode> = self.stack.iter().map(|s| s.view.mode()).collect();
+        f.debug_struct("App")
+            .field("views", &modes)
+            .field("pending", &self.pending)
+            .field("message", &self.message)
+            .finish_non_exhaustive()
+    }
+}
+
 impl App {
-    /// An app on the run browser.
-    /// Totals written by an older metrics version are computed again in the background.
-    pub fn with_browser(browser: Browser, keymap: Keymap, theme: Theme, size: (u16, u16)) -> Self {
-        let stale = browser.stale_paths();
-        let mut app = Self::on(Layer::Browser(browser), keymap, theme, size);
-        if !stale.is_empty() {
-            app.start(Work::Recount(stale));
-        }
-        app
+    /// An app on its first view (the browser, a run, a sweep…).
+    pub fn new(first: impl View, keymap: Keymap, theme: Theme, size: (u16, u16)) -> Self {
+        Self::on(Box::new(first), keymap, theme, size)
     }
 
-    /// An app straight on one run (no browser behind it).
-    pub fn with_run(run: RunView, keymap: Keymap, theme: Theme, size: (u16, u16)) -> Self {
-        Self::on(Layer::Run(Box::new(run)), keymap, theme, size)
-    }
-
-    /// An app on any first view.
-    pub fn on(first: Layer, keymap: Keymap, theme: Theme, size: (u16, u16)) -> Self {
-        Self {
-            stack: vec![first],
+    /// An app on a first view already boxed (as `open::run` gives it).
+    pub fn on(first: Box<dyn View>, keymap: Keymap, theme: Theme, size: (u16, u16)) -> Self {
+        let mut app = Self {
+            stack: Vec::new(),
+            next_view: 1,
+            asking_leave: None,
             exit: None,
             message: None,
             last_click: None,
@@ -181,33 +131,51 @@ impl App {
             theme,
             size,
             probe: ProbeSetup::default(),
-        }
+        };
+        app.push(first);
+        app
+    }
+
+    /// Puts a view in front and lets it ask for its first work.
+    fn push(&mut self, mut view: Box<dyn View>) -> ViewId {
+        let id = self.next_view;
+        self.next_view += 1;
+        let mut out = Vec::new();
+        view.opened(&mut out);
+        self.stack.push(Slot { id, view });
+        self.apply(id, out);
+        id
     }
 
     /// The views, bottom first.
-    pub fn layers(&self) -> &[Layer] {
-        &self.stack
+    pub fn views(&self) -> impl DoubleEndedIterator<Item = &dyn View> {
+        self.stack.iter().map(|s| s.view.as_ref())
     }
 
     /// The view in front.
-    pub fn top(&self) -> &Layer {
-        self.stack.last().expect("the stack is never empty")
+    pub fn top(&self) -> &dyn View {
+        self.stack
+            .last()
+            .expect("the stack is never empty")
+            .view
+            .as_ref()
     }
 
-    /// The front-most run view.
-    pub fn run_view(&self) -> Option<&RunView> {
-        self.stack.iter().rev().find_map(|l| match l {
-            Layer::Run(r) => Some(r.as_ref()),
-            _ => None,
-        })
+    /// The view in front, if it is a `V`.
+    pub fn top_as<V: View>(&self) -> Option<&V> {
+        (self.top() as &dyn Any).downcast_ref()
     }
 
-    /// The browser, when the explorer started on a folder.
-    pub fn browser(&self) -> Option<&Browser> {
-        self.stack.iter().find_map(|l| match l {
-            Layer::Browser(b) => Some(b),
-            _ => None,
-        })
+    /// True when the view in front is a `V`.
+    pub fn top_is<V: View>(&self) -> bool {
+        self.top_as::<V>().is_some()
+    }
+
+    /// The front-most view that is a `V`.
+    pub fn find<V: View>(&self) -> Option<&V> {
+        self.views()
+            .rev()
+            .find_map(|v| (v as &dyn Any).downcast_ref::<V>())
     }
 
     /// True once the person has left.
@@ -241,11 +209,11 @@ impl App {
     pub fn map_input(&self, event: TermEvent) -> Option<Action> {
         match event {
             TermEvent::Key(key) if key.kind != KeyEventKind::Release => {
-                let top = self.top().view();
+                let top = self.top();
                 if top.typing() {
                     Some(Action::Input(key))
                 } else {
-                    self.keymap.action(top.mode(), &key)
+                    self.keymap.command(top.mode(), &key).map(Action::Do)
                 }
             }
             // Motion is not tracked; should a terminal send it anyway, it changes nothing.
@@ -270,6 +238,18 @@ impl App {
         double
     }
 
+    /// Gives `action` to the view `id` (if it is still open) and applies what it asks.
+    fn deliver(&mut self, id: ViewId, action: &Action) -> Handled {
+        let Some(slot) = self.stack.iter_mut().find(|s| s.id == id) else {
+            return Handled::Ignored;
+        };
+        let mut out = Vec::new();
+        let cx = Context { probe: &self.probe };
+        let handled = slot.view.update(action, cx, &mut out);
+        self.apply(id, out);
+        handled
+    }
+
     /// Applies one action.
     pub fn update(&mut self, action: Action) {
         match action {
@@ -285,76 +265,29 @@ impl App {
                 self.changed = true;
                 self.broadcast(&action);
             }
-            Action::LiveEvent(_) | Action::FollowLost(_) => {
+            Action::LiveEvent(_) | Action::FollowLost(_) | Action::Sweep(_) => {
                 self.changed = true;
-                let mut out = Vec::new();
-                if let Some(run) = self.stack.iter_mut().find_map(|l| match l {
-                    Layer::Run(r) if r.live.is_some() => Some(r),
-                    _ => None,
-                }) {
-                    run.update(&action, &mut out);
+                let subscribers: Vec<ViewId> = self
+                    .stack
+                    .iter()
+                    .filter(|s| s.view.subscribes(&action))
+                    .map(|s| s.id)
+                    .collect();
+                for id in subscribers {
+                    self.deliver(id, &action);
                 }
-                self.apply(out);
             }
             Action::Loaded(id, result) => {
                 self.changed = true;
                 self.loaded(id, *result);
             }
-            Action::Sweep(news) => {
+            Action::Found(id, ..)
+            | Action::Probed(id, _)
+            | Action::GroupsReady(id, _)
+            | Action::Recounted(id, _) => {
                 self.changed = true;
-                self.sweep_news(*news);
-            }
-            Action::Found(id, path, words, to, hits) => {
-                self.changed = true;
-                if self.take_pending(id).is_none() {
-                    return;
-                }
-                // To the run view that asked: the one showing that file.
-                if let Some(run) = self.stack.iter_mut().rev().find_map(|l| match l {
-                    Layer::Run(r) if r.run.path == path => Some(r),
-                    _ => None,
-                }) {
-                    let mut out = Vec::new();
-                    run.found(&words, to, hits, &mut out);
-                    self.apply(out);
-                }
-            }
-            Action::Probed(id, result) => {
-                self.changed = true;
-                if self.take_pending(id).is_none() {
-                    return;
-                }
-                match *result {
-                    Ok(event) => {
-                        let said = crate::trajectory::describe::summary(&event);
-                        if let Some(run) = self.stack.iter_mut().rev().find_map(|l| match l {
-                            Layer::Run(r) => Some(r),
-                            _ => None,
-                        }) {
-                            run.add_probe(event);
-                        }
-                        self.message = Some(format!(
-                            "added to the run: {} (i shows the node)",
-                            one_line(&said, 120)
-                        ));
-                    }
-                    Err(e) => {
-                        self.message = Some(format!(
-                            "probe failed: {}",
-                            one_line(&format!("{e:#}"), 200)
-                        ))
-                    }
-                }
-            }
-            Action::GroupsReady(id, _) | Action::Recounted(id, _) => {
-                self.changed = true;
-                if self.take_pending(id).is_some()
-                    && let Some(Layer::Browser(b)) = self
-                        .stack
-                        .iter_mut()
-                        .find(|l| matches!(l, Layer::Browser(_)))
-                {
-                    b.update(&action, &mut Vec::new());
+                if let Some(pending) = self.take_pending(id) {
+                    self.deliver(pending.asker, &action);
                 }
             }
             action => {
@@ -369,15 +302,8 @@ impl App {
                     Action::Mouse(m) => self.double_click(m),
                     _ => false,
                 };
-                let mut out = Vec::new();
-                let handled = self
-                    .stack
-                    .last_mut()
-                    .expect("the stack is never empty")
-                    .view_mut()
-                    .update(&action, &mut out);
-                self.apply(out);
-                if handled == Handled::Ignored {
+                let front = self.stack.last().expect("the stack is never empty").id;
+                if self.deliver(front, &action) == Handled::Ignored {
                     self.fallback(&action);
                 }
                 if double {
@@ -388,34 +314,11 @@ impl App {
         }
     }
 
-    /// Gives the sweep's news to the matrix, and a cell's event also to a run view following
-    /// that cell.
-    fn sweep_news(&mut self, news: SweepNews) {
-        let Some(sweep) = self.stack.iter_mut().find_map(|l| match l {
-            Layer::Sweep(s) => Some(s),
-            _ => None,
-        }) else {
-            return;
-        };
-        sweep.apply(&news);
-        let SweepNews::Event { cell, event } = news else {
-            return;
-        };
-        let Some(path) = sweep.path_of(cell).cloned() else {
-            return;
-        };
-        if let Some(run) = self.stack.iter_mut().find_map(|l| match l {
-            Layer::Run(r) if r.live.is_some() && r.run.path == path && !r.finished() => Some(r),
-            _ => None,
-        }) {
-            run.push(*event);
-        }
-    }
-
     fn broadcast(&mut self, action: &Action) {
+        let cx = Context { probe: &self.probe };
         let mut out = Vec::new();
-        for layer in &mut self.stack {
-            layer.view_mut().update(action, &mut out);
+        for slot in &mut self.stack {
+            slot.view.update(action, cx, &mut out);
         }
         // Nothing a resize or a tick asks for needs the person's attention but a message.
         for request in out {
@@ -429,9 +332,8 @@ impl App {
     fn fallback(&mut self, action: &Action) {
         match action {
             Action::Do(Command::Help) => {
-                let mode = self.top().view().mode();
-                self.stack
-                    .push(Layer::Help(HelpView::new(&self.keymap, mode, self.size)));
+                let help = HelpView::new(&self.keymap, self.top().mode(), self.size);
+                self.push(Box::new(help));
             }
             Action::Do(Command::Quit) => self.leave(),
             Action::Do(Command::Back) => self.close(),
@@ -442,13 +344,9 @@ impl App {
     /// Closes the view in front; closing the last one leaves.
     fn close(&mut self) {
         if self.stack.len() > 1 {
-            let closed = self.stack.pop();
-            if matches!(closed, Some(Layer::Run(_) | Layer::Compare(_))) {
-                // What was asked for from it (a run to open at a call, a probe) is no longer
-                // wanted; the browser's group table still is.
-                self.pending
-                    .retain(|p| matches!(p.waiting, Waiting::Groups));
-            }
+            let closed = self.stack.pop().expect("more than one").id;
+            // What it asked for is no longer wanted.
+            self.pending.retain(|p| p.asker != closed);
         } else {
             // Esc goes back, never out of the program (as in lazygit and k9s): leaving is `q`.
             let quit = self.keymap.hint(Mode::Global, Command::Quit);
@@ -458,79 +356,39 @@ impl App {
 
     /// Leaves, unless a live run is still going: then asks first.
     fn leave(&mut self) {
-        let running = self.stack.iter().find_map(|l| match l {
-            Layer::Run(r) if r.is_running() => Some("run"),
-            Layer::Sweep(s) if s.is_running() => Some("sweep"),
-            _ => None,
-        });
-        if let Some(what) = running {
-            if !matches!(self.top(), Layer::Confirm(_)) {
-                self.stack
-                    .push(Layer::Confirm(ConfirmLeave::new(&self.keymap, what)));
+        let running = self.views().find_map(|v| v.running());
+        match running {
+            Some(what) => {
+                let front = self.stack.last().map(|s| s.id);
+                if self.asking_leave != front {
+                    let question = ConfirmLeave::new(&self.keymap, what);
+                    self.asking_leave = Some(self.push(Box::new(question)));
+                }
             }
-        } else {
-            self.exit = Some(Exit::Quit);
+            None => self.exit = Some(Exit::Quit),
         }
     }
 
-    fn apply(&mut self, requests: Vec<Request>) {
+    /// Applies the requests of the view `from`.
+    fn apply(&mut self, from: ViewId, requests: Vec<Request>) {
         for request in requests {
             match request {
-                Request::Push(layer) => self.stack.push(*layer),
+                Request::Push(view) => {
+                    self.push(view);
+                }
                 Request::Close => self.close(),
                 Request::CloseThen(action) => {
                     self.close();
                     self.update(action);
                 }
-                Request::Start(work) => self.start(work),
+                Request::Start(work) => self.start(from, work),
                 Request::Exit(exit) => self.exit = Some(exit),
                 Request::Say(m) => self.message = Some(m),
-                Request::Probe {
-                    path,
-                    node,
-                    call,
-                    real,
-                } => self.probe(path, node, call, real),
-                Request::Annotate {
-                    path,
-                    node,
-                    event,
-                    text,
-                    t_ms,
-                } => self.start(Work::Annotate {
-                    path,
-                    node,
-                    event,
-                    text,
-                    t_ms,
-                    setup: self.probe.clone(),
-                }),
             }
         }
     }
 
-    /// Asks which world model (or whether to call for real) before probing a node.
-    fn probe(
-        &mut self,
-        path: std::path::PathBuf,
-        node: crate::trajectory::event::NodeId,
-        call: String,
-        real: bool,
-    ) {
-        let layer = if real {
-            if let Some(why) = self.probe.cannot_call_for_real() {
-                // Said before the question, not after a `y`.
-                self.message = Some(why.to_string());
-                return;
-            }
-            Layer::ConfirmCall(ConfirmCall::new(call, path, node, self.probe.clone()))
-        } else {
-            Layer::Picker(WorldModelPicker::new(path, node, self.probe.clone()))
-        };
-        self.stack.push(layer);
-    }
-
-    fn start(&mut self, work: Work) {
+    fn start(&mut self, asker: ViewId, work: Work) {
         let id = self.next_id;
         self.next_id += 1;
         let waiting = match &work {
@@ -542,15 +400,19 @@ impl App {
                 want: paths.len(),
                 runs: Vec::new(),
             },
-            Work::Groups(_) => Waiting::Groups,
-            Work::Recount(_) => Waiting::Recount,
-            Work::Probe { .. } | Work::ProbeReal { .. } | Work::Annotate { .. } => Waiting::Probe,
-            Work::Find { .. } => Waiting::Find,
+            Work::Groups(_) => Waiting::Answer(Answer::Groups),
+            Work::Recount(_) => Waiting::Answer(Answer::Recount),
+            Work::Probe { .. } | Work::ProbeReal { .. } | Work::Annotate { .. } => {
+                Waiting::Answer(Answer::Probe)
+            }
+            Work::Find { .. } => Waiting::Answer(Answer::Find),
         };
         // A new request replaces an unanswered one of its kind: its answer would be stale.
-        self.pending
-            .retain(|p| std::mem::discriminant(&p.waiting) != std::mem::discriminant(&waiting));
-        self.pending.push(Pending { id, waiting });
+        self.pending.retain(|p| match (&p.waiting, &waiting) {
+            (Waiting::Answer(a), Waiting::Answer(b)) => a != b,
+            (a, b) => std::mem::discriminant(a) != std::mem::discriminant(b),
+        });
+        self.pending.push(Pending { id, asker, waiting });
         self.work.push((id, work));
     }
 
@@ -573,14 +435,9 @@ impl App {
         match &mut pending.waiting {
             Waiting::Run(_, at) => {
                 let problems = run.problems.len();
-                let layer = Layer::for_run(run, self.body_area());
-                self.stack.push(layer);
+                let opened = self.push(open::run(run, self.body_area()));
                 if let Some(event) = *at {
-                    let mut out = Vec::new();
-                    if let Some(top) = self.stack.last_mut() {
-                        top.view_mut().update(&Action::JumpTo(event), &mut out);
-                    }
-                    self.apply(out);
+                    self.deliver(opened, &Action::JumpTo(event));
                 }
                 if problems > 0 {
                     self.message = Some(format!(
@@ -591,25 +448,25 @@ impl App {
             Waiting::Compare { want, runs } => {
                 runs.push(run);
                 if runs.len() == *want {
-                    let view = CompareView::new(runs, self.size);
-                    self.stack.push(Layer::Compare(view));
+                    let view = open::compare(runs, self.size);
+                    self.push(view);
                 } else {
                     self.pending.push(pending);
                 }
             }
-            Waiting::Groups | Waiting::Recount | Waiting::Probe | Waiting::Find => {}
+            Waiting::Answer(_) => {}
         }
     }
 
     /// True while something in a view moves by itself (play), so the loop ticks fast.
     pub fn animating(&self) -> bool {
-        self.stack.iter().any(|l| l.view().animating())
+        self.views().any(|v| v.animating())
     }
 
     /// Refreshes the views' derived state once, before a frame.
     pub fn settle(&mut self) {
-        for layer in &mut self.stack {
-            layer.view_mut().settle();
+        for slot in &mut self.stack {
+            slot.view.settle();
         }
     }
 
@@ -621,25 +478,24 @@ impl App {
         let screen = self
             .stack
             .iter()
-            .rposition(|l| !l.view().is_overlay())
+            .rposition(|s| !s.view.is_overlay())
             .unwrap_or(0);
-        for layer in &self.stack[screen..] {
-            layer.view().draw(frame, body, theme);
+        for slot in &self.stack[screen..] {
+            slot.view.draw(frame, body, theme);
         }
         let status_text = self
-            .stack
-            .iter()
+            .views()
             .rev()
-            .find_map(|l| l.view().status())
+            .find_map(|v| v.status())
             .unwrap_or_default();
         let loading = self.pending.iter().find_map(|p| match &p.waiting {
             Waiting::Run(what, _) => Some(what.clone()),
             Waiting::Compare { want, .. } => Some(format!("loading {want} runs")),
-            Waiting::Groups | Waiting::Recount | Waiting::Probe => None,
-            Waiting::Find => Some("finding".to_string()),
+            Waiting::Answer(Answer::Find) => Some("finding".to_string()),
+            Waiting::Answer(_) => None,
         });
         let note = loading.or_else(|| self.message.clone());
-        let help = self.keymap.hint(self.top().view().mode(), Command::Help);
+        let help = self.keymap.hint(self.top().mode(), Command::Help);
         let line = match note {
             Some(n) => format!(" {status_text}  ·  {n}  ·  {help} help "),
             None => format!(" {status_text}  ·  {help} help "),

@@ -15,7 +15,7 @@ use super::keymap::{Command, Mode};
 use super::prompt::{Prompt, Typed, matches_all, words};
 use super::scroll::Selection;
 use super::theme::Theme;
-use super::view::{Handled, Request, View, Work};
+use super::view::{Context, Handled, Request, View, Work};
 use crate::metrics::group::{GroupBy, GroupRow};
 use crate::metrics::run::METRICS_VERSION;
 use crate::sanitize::one_line;
@@ -321,7 +321,15 @@ impl View for Browser {
         self.prompt.is_some()
     }
 
-    fn update(&mut self, action: &Action, out: &mut Vec<Request>) -> Handled {
+    fn opened(&mut self, out: &mut Vec<Request>) {
+        // Totals written by an older metrics version are computed again in the background.
+        let stale = self.stale_paths();
+        if !stale.is_empty() {
+            out.push(Request::Start(Work::Recount(stale)));
+        }
+    }
+
+    fn update(&mut self, action: &Action, _cx: Context, out: &mut Vec<Request>) -> Handled {
         let page = self.page() as isize;
         match action {
             Action::Do(Command::Up) => self.move_by(-1),

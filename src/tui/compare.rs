@@ -14,7 +14,7 @@ use super::action::Action;
 use super::keymap::{Command, Mode};
 use super::scroll::Selection;
 use super::theme::Theme;
-use super::view::{Handled, Request, View, Work};
+use super::view::{Context, Handled, Request, View, Work};
 use super::wrap::wrap_line;
 use crate::metrics::fidelity::Fidelity;
 use crate::metrics::run::{RunFacts, RunMetrics};
@@ -216,7 +216,7 @@ impl View for CompareView {
         Mode::Compare
     }
 
-    fn update(&mut self, action: &Action, out: &mut Vec<Request>) -> Handled {
+    fn update(&mut self, action: &Action, _cx: Context, out: &mut Vec<Request>) -> Handled {
         let (len, visible) = (self.rows.len(), self.visible());
         let columns = self.labels.len().max(1);
         if self.metrics_focused {

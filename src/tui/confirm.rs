@@ -9,7 +9,7 @@ use ratatui::widgets::{Block, Clear, Paragraph, Wrap};
 use super::action::Action;
 use super::keymap::{Command, Keymap, Mode};
 use super::theme::Theme;
-use super::view::{Exit, Handled, Request, View};
+use super::view::{Context, Exit, Handled, Request, View};
 
 /// State of the question (only the keys to name).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,7 +39,7 @@ impl View for ConfirmLeave {
         Mode::Confirm
     }
 
-    fn update(&mut self, action: &Action, out: &mut Vec<Request>) -> Handled {
+    fn update(&mut self, action: &Action, _cx: Context, out: &mut Vec<Request>) -> Handled {
         match action {
             Action::Do(Command::StopRun) => {
                 out.extend([Request::Close, Request::Exit(Exit::StopRun)])
@@ -103,25 +103,14 @@ impl View for ConfirmLeave {
 pub struct ConfirmCall {
     /// The call, in words (server, tool and arguments).
     pub call: String,
-    path: std::path::PathBuf,
     node: crate::trajectory::event::NodeId,
-    setup: crate::probe::ProbeSetup,
 }
 
 impl ConfirmCall {
-    /// The question for node `node` of the run at `path`, whose call is `call`.
-    pub fn new(
-        call: String,
-        path: std::path::PathBuf,
-        node: crate::trajectory::event::NodeId,
-        setup: crate::probe::ProbeSetup,
-    ) -> Self {
-        Self {
-            call,
-            path,
-            node,
-            setup,
-        }
+    /// The question for node `node`, whose call is `call`. A yes goes back to the view
+    /// behind it as [`Action::Probe`] without a world model.
+    pub fn new(call: String, node: crate::trajectory::event::NodeId) -> Self {
+        Self { call, node }
     }
 }
 
@@ -130,16 +119,10 @@ impl View for ConfirmCall {
         Mode::Confirm
     }
 
-    fn update(&mut self, action: &Action, out: &mut Vec<Request>) -> Handled {
+    fn update(&mut self, action: &Action, _cx: Context, out: &mut Vec<Request>) -> Handled {
         match action {
             Action::Do(Command::Yes) => {
-                out.push(Request::Close);
-                out.push(Request::Start(super::view::Work::ProbeReal {
-                    path: self.path.clone(),
-                    node: self.node,
-                    setup: self.setup.clone(),
-                }));
-                out.push(Request::Say(format!("calling #{} for real…", self.node)));
+                out.push(Request::CloseThen(Action::Probe(self.node, None)));
             }
             Action::Do(Command::Back | Command::Quit) => out.push(Request::Close),
             _ => return Handled::Ignored,

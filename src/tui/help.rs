@@ -9,7 +9,9 @@ use super::action::Action;
 use super::keymap::{Command, Keymap, Mode};
 use super::scroll::Scroll;
 use super::theme::Theme;
-use super::view::{Handled, Request, View};
+use super::view::{Context, Handled, Request, View};
+use super::wrap::wrap_line;
+use unicode_width::UnicodeWidthStr;
 
 /// Width of the key column.
 const KEYS_WIDTH: usize = 18;
@@ -18,6 +20,9 @@ const KEYS_WIDTH: usize = 18;
 #[derive(Debug, Clone)]
 pub struct HelpView {
     lines: Vec<(String, &'static str)>,
+    /// The lines laid out for the box's width: keys (on a line's first row only) and text,
+    /// wrapped rather than cut.
+    rows: Vec<(String, String)>,
     footer: String,
     /// The scroll position.
     pub scroll: Scroll,
@@ -29,25 +34,62 @@ impl HelpView {
     pub fn new(keymap: &Keymap, mode: Mode, size: (u16, u16)) -> Self {
         let path = Keymap::default_path()
             .map_or_else(|| "keys.toml".to_string(), |p| p.display().to_string());
-        Self {
+        let mut view = Self {
             lines: keymap.help(mode),
+            rows: Vec::new(),
             footer: format!("mouse: click selects, wheel scrolls · keys: {path}"),
             scroll: Scroll::default(),
             size,
-        }
+        };
+        view.lay_out();
+        view
     }
 
-    /// Lines of text (keys and footer).
+    /// The rows as laid out for the current size: keys, then the text's row.
+    pub fn rows(&self) -> &[(String, String)] {
+        &self.rows
+    }
+
+    /// Wraps each line's text to the box's width.
+    fn lay_out(&mut self) {
+        let width = self.width(self.size.0);
+        let text_width = (width as usize).saturating_sub(2 + KEYS_WIDTH + 2).max(8);
+        self.rows = self
+            .lines
+            .iter()
+            .flat_map(|(keys, text)| {
+                wrap_line(text, text_width)
+                    .into_iter()
+                    .enumerate()
+                    .map(move |(i, row)| {
+                        let keys = if i == 0 { keys.clone() } else { String::new() };
+                        (keys, row)
+                    })
+            })
+            .collect();
+    }
+
+    /// Rows of text (keys and footer).
     fn len(&self) -> usize {
-        self.lines.len() + 1
+        self.rows.len() + 1
+    }
+
+    /// The box's width in a terminal `columns` wide: wide enough for every line whole and
+    /// the footer (the keys file's path) when the terminal is.
+    fn width(&self, columns: u16) -> u16 {
+        let widest = self
+            .lines
+            .iter()
+            .map(|(_, text)| KEYS_WIDTH + 2 + UnicodeWidthStr::width(*text))
+            .max()
+            .unwrap_or(0);
+        let footer = UnicodeWidthStr::width(self.footer.as_str());
+        (widest.max(footer) as u16 + 2).max(80).min(columns)
     }
 
     fn rect(&self, area: Rect) -> Rect {
         let height = (self.len() as u16 + 2).min(area.height);
-        // Wide enough for the footer (the keys file's path) when the terminal is.
-        let footer = unicode_width::UnicodeWidthStr::width(self.footer.as_str()) as u16 + 2;
-        let width = footer.max(80).min(area.width);
-        super::overlay::centered(area, width, height)
+        super::overlay::centered(area, self.width(area.width), height)
     }
 
     /// Rows of text on screen.
@@ -62,7 +104,7 @@ impl View for HelpView {
         Mode::Reader
     }
 
-    fn update(&mut self, action: &Action, out: &mut Vec<Request>) -> Handled {
+    fn update(&mut self, action: &Action, _cx: Context, out: &mut Vec<Request>) -> Handled {
         let (len, visible) = (self.len(), self.visible());
         match action {
             Action::Do(Command::Help | Command::Back | Command::Quit | Command::Inspect) => {
@@ -76,7 +118,8 @@ impl View for HelpView {
             Action::Do(Command::Bottom) => self.scroll.by(isize::MAX, len, visible),
             Action::Resize(w, h) => {
                 self.size = (*w, *h);
-                self.scroll.clamp(len, self.visible());
+                self.lay_out();
+                self.scroll.clamp(self.len(), self.visible());
             }
             _ => {}
         }
@@ -86,9 +129,8 @@ impl View for HelpView {
     fn draw(&self, frame: &mut Frame, area: Rect, theme: &Theme) {
         let rect = self.rect(area);
         let inner_width = rect.width.saturating_sub(2) as usize;
-        let text_width = inner_width.saturating_sub(KEYS_WIDTH + 2);
         let mut lines: Vec<Line> = self
-            .lines
+            .rows
             .iter()
             .map(|(keys, text)| {
                 Line::from(vec![
@@ -99,7 +141,7 @@ impl View for HelpView {
                         ),
                         theme.title(),
                     ),
-                    Span::raw(crate::sanitize::one_line(text, text_width)),
+                    Span::raw(text.as_str()),
                 ])
             })
             .collect();

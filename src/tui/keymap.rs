@@ -20,8 +20,6 @@ use anyhow::{Context, Result, bail};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use serde::Deserialize;
 
-use super::action::Action;
-
 /// A bindable command.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -66,6 +64,8 @@ pub enum Command {
     About,
     /// Write a note on the selected node or the event at the cursor.
     Annotate,
+    /// The run's notes, to read and go to.
+    Notes,
     /// Open the run a recorded call came from, at the call (wm-eval).
     OpenSource,
     NextLink,
@@ -224,6 +224,12 @@ pub const COMMANDS: &[(Command, Mode, &[&str], &str)] = &[
         Mode::Run,
         &["A"],
         "note on the selected node (tree) or the event: appended to the run's file",
+    ),
+    (
+        Command::Notes,
+        Mode::Run,
+        &["L"],
+        "list the run's notes; Enter goes to what a note is about",
     ),
     (
         Command::About,
@@ -621,12 +627,6 @@ impl Keymap {
         };
         find(mode).or_else(|| find(Mode::Global))
     }
-
-    /// The action for a key press in `mode`, if bound.
-    pub fn action(&self, mode: Mode, event: &KeyEvent) -> Option<Action> {
-        self.command(mode, event).map(Action::Do)
-    }
-
     /// Help lines for `mode`: its own commands, then the global ones; keys and what they do.
     pub fn help(&self, mode: Mode) -> Vec<(String, &'static str)> {
         let of = |m: Mode| {

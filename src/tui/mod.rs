@@ -2,7 +2,7 @@
 //!
 //! Every view keeps the contract in [`view`]: it owns its state, handles an
 //! [`action::Action`] and says whether it consumed it, and draws from `&self`. The
-//! [`app::App`] holds them as a stack (browser → run → overlays). Input becomes an action via
+//! [`app::App`] holds them as a stack (browser → run → overlays) of `Box<dyn View>`. Input becomes an action via
 //! the [`keymap`] of the mode in front; background work talks to the UI over channels
 //! (`terminal.rs`). Untrusted text is made inert by `crate::sanitize` before drawing.
 
@@ -11,8 +11,11 @@ pub mod app;
 pub mod browser;
 pub mod compare;
 pub mod confirm;
+pub mod feed;
 pub mod help;
 pub mod keymap;
+pub mod notes;
+pub mod open;
 pub mod overlay;
 pub mod picker;
 pub mod prompt;
@@ -32,7 +35,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 
 use self::action::Action;
-use self::app::{App, Layer};
+use self::app::App;
 use self::browser::Browser;
 use self::keymap::Keymap;
 use self::run_view::RunView;
@@ -73,13 +76,14 @@ pub fn explore(path: &Path, probe: crate::probe::ProbeSetup) -> Result<()> {
         {
             // Read as a whole file reads it (a torn last line is a problem, not a wait).
             let run = Run::open(path)?;
-            let mut app = App::on(Layer::for_run(run, body), keymap, theme, size);
+            let mut app = App::on(open::run(run, body), keymap, theme, size);
             app.probe = probe;
             return terminal::run(app, None, None).map(drop);
         }
         let (run, tail) = Tail::open(path)?;
         terminal::require_terminal()?;
-        let app = App::with_run(RunView::following(run, body), keymap, theme, size);
+        let mut app = App::new(RunView::following(run, body), keymap, theme, size);
+        app.probe = probe;
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || follow(tail, tx));
         return terminal::run(app, Some(rx), None).map(drop);
@@ -90,7 +94,7 @@ pub fn explore(path: &Path, probe: crate::probe::ProbeSetup) -> Result<()> {
     } else {
         Vec::new()
     };
-    let mut app = App::with_browser(
+    let mut app = App::new(
         Browser::new(roots, runs, size.1.saturating_sub(1)),
         keymap,
         theme,

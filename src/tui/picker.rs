@@ -1,7 +1,5 @@
 //! Picking a world model to probe a node with (`p` on a tree node).
 
-use std::path::PathBuf;
-
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::Line;
@@ -11,8 +9,7 @@ use super::action::Action;
 use super::keymap::{Command, Mode};
 use super::scroll::Selection;
 use super::theme::Theme;
-use super::view::{Handled, Request, View, Work};
-use crate::probe::ProbeSetup;
+use super::view::{Context, Handled, Request, View};
 use crate::sanitize::one_line;
 use crate::trajectory::event::NodeId;
 
@@ -22,20 +19,17 @@ pub struct WorldModelPicker {
     names: Vec<String>,
     /// The chosen row.
     pub selection: Selection,
-    path: PathBuf,
     node: NodeId,
-    setup: ProbeSetup,
 }
 
 impl WorldModelPicker {
-    /// A picker over the world models `setup` knows, for node `node` of the run at `path`.
-    pub fn new(path: PathBuf, node: NodeId, setup: ProbeSetup) -> Self {
+    /// A picker over the world models `names`, for node `node`. The choice goes back to the
+    /// view behind it as [`Action::Probe`].
+    pub fn new(node: NodeId, names: Vec<String>) -> Self {
         Self {
-            names: setup.world_models(),
+            names,
             selection: Selection::default(),
-            path,
             node,
-            setup,
         }
     }
 }
@@ -45,24 +39,16 @@ impl View for WorldModelPicker {
         Mode::Compare
     }
 
-    fn update(&mut self, action: &Action, out: &mut Vec<Request>) -> Handled {
+    fn update(&mut self, action: &Action, _cx: Context, out: &mut Vec<Request>) -> Handled {
         let len = self.names.len();
         match action {
             Action::Do(Command::Up) => self.selection.by(-1, len, len),
             Action::Do(Command::Down) => self.selection.by(1, len, len),
             Action::Do(Command::Open) => {
                 if let Some(name) = self.names.get(self.selection.selected) {
-                    out.push(Request::Close);
-                    out.push(Request::Start(Work::Probe {
-                        path: self.path.clone(),
-                        node: self.node,
-                        world_model: name.clone(),
-                        setup: self.setup.clone(),
-                    }));
-                    out.push(Request::Say(format!(
-                        "probing #{} with {}…",
+                    out.push(Request::CloseThen(Action::Probe(
                         self.node,
-                        one_line(name, 40)
+                        Some(name.clone()),
                     )));
                 }
             }

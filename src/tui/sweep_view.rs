@@ -14,64 +14,16 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Cell, Paragraph, Row, Table};
 
 use super::action::Action;
-use super::app::Layer;
+use super::feed::SweepNews;
 use super::keymap::{Command, Mode};
 use super::run_view::RunView;
 use super::scroll::Selection;
 use super::theme::Theme;
-use super::view::{Handled, Request, View, Work};
+use super::view::{Context, Handled, Request, View, Work};
 use crate::metrics::run::RunAccumulator;
 use crate::sanitize::one_line;
 use crate::trajectory::event::{Event, Header, RunStatus, Totals};
 use crate::trajectory::run::Run;
-
-/// What the sweep tells the view.
-#[derive(Debug)]
-pub enum SweepNews {
-    /// A cell's run started (its servers are up, its file is created).
-    Started {
-        /// The cell's index in the grid.
-        cell: usize,
-        /// The run's header as written.
-        header: Box<Header>,
-    },
-    /// A running cell's run recorded an event.
-    Event {
-        /// The cell.
-        cell: usize,
-        /// The event as written.
-        event: Box<Event>,
-    },
-    /// A cell's infrastructure failed (servers would not start); it is tried again.
-    Retrying {
-        /// The cell.
-        cell: usize,
-        /// Why.
-        reason: String,
-    },
-    /// A cell ended: its run's status, or why it could not run.
-    Ended {
-        /// The cell.
-        cell: usize,
-        /// The run's status, or why there is none.
-        result: Result<RunStatus, String>,
-        /// The sweep's progress after it (`3/12 · 40 s left`).
-        progress: String,
-    },
-    /// A cell left to another process (it holds the cell, or finished it meanwhile).
-    Skipped {
-        /// The cell.
-        cell: usize,
-        /// Why.
-        why: String,
-        /// The sweep's progress after it.
-        progress: String,
-    },
-    /// A remark that is no cell's result (a run set aside).
-    Note(String),
-    /// Every cell this process runs has ended, or the sweep was stopped.
-    Over,
-}
 
 /// A cell's state as the matrix shows it.
 #[derive(Debug, Clone, PartialEq)]
@@ -298,11 +250,6 @@ impl SweepView {
         self.stop.is_some() && !self.over
     }
 
-    /// The file of cell `cell`, for routing its events to a run view opened on it.
-    pub fn path_of(&self, cell: usize) -> Option<&PathBuf> {
-        self.cells.get(cell).map(|c| &c.path)
-    }
-
     /// Applies what the sweep said.
     pub fn apply(&mut self, news: &SweepNews) {
         match news {
@@ -397,8 +344,8 @@ impl SweepView {
             for e in &live.events {
                 run.push(e.clone());
             }
-            let view = RunView::following(run, self.area);
-            out.push(Request::Push(Box::new(Layer::Run(Box::new(view)))));
+            let view = RunView::following_cell(run, self.area, i);
+            out.push(Request::Push(Box::new(view)));
         } else if cell.state.has_file() {
             out.push(Request::Start(Work::OpenRun(cell.path.clone())));
         } else {
@@ -511,6 +458,14 @@ impl View for SweepView {
         Mode::Sweep
     }
 
+    fn subscribes(&self, feed: &Action) -> bool {
+        matches!(feed, Action::Sweep(_))
+    }
+
+    fn running(&self) -> Option<&'static str> {
+        self.is_running().then_some("sweep")
+    }
+
     fn settle(&mut self) {
         for (i, live) in &mut self.live {
             if live.dirty {
@@ -522,7 +477,7 @@ impl View for SweepView {
         }
     }
 
-    fn update(&mut self, action: &Action, out: &mut Vec<Request>) -> Handled {
+    fn update(&mut self, action: &Action, _cx: Context, out: &mut Vec<Request>) -> Handled {
         let (rows, height) = (self.rows.len(), self.height());
         match action {
             Action::Sweep(news) => self.apply(news),

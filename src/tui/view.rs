@@ -2,16 +2,23 @@
 //! the ratatui component template): a view owns its state, handles an action and says whether
 //! it consumed it, asks the app for anything beyond itself through [`Request`]s, refreshes
 //! derived state at most once per frame in [`View::settle`], and draws from `&self`.
+//!
+//! A leaf of the explorer: it names no view, so views, the app and the terminal loop all
+//! build on it without importing each other. The app holds views as `Box<dyn View>`; a view
+//! opens another by pushing it ([`Request::Push`]); answers to background work go back to the
+//! view that asked, and outside feeds (live events, sweep news) to the views that
+//! [`subscribe`](View::subscribes).
 
+use std::any::Any;
 use std::path::PathBuf;
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
 
 use super::action::Action;
-use super::app::Layer;
 use super::keymap::Mode;
 use super::theme::Theme;
+use crate::probe::ProbeSetup;
 
 /// Whether a view used an action.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,54 +104,64 @@ pub enum Work {
 }
 
 /// What a view asks of the app while handling an action; applied after it returns.
-#[derive(Debug)]
 pub enum Request {
     /// Put a view in front of this one.
-    Push(Box<Layer>),
+    Push(Box<dyn View>),
     /// Close this view (the one in front).
     Close,
     /// Close this view, then give the view behind it this action.
     CloseThen(Action),
-    /// Start background work.
+    /// Start background work; its answer comes back to this view.
     Start(Work),
     /// Leave the explorer.
     Exit(Exit),
     /// A message for the status line.
     Say(String),
-    /// Probe node `node` of the run at `path`: with a world model the person picks, or for
-    /// real (`real`) after a question.
-    Probe {
-        /// The run's file.
-        path: PathBuf,
-        /// The node.
-        node: crate::trajectory::event::NodeId,
-        /// Its call in words (`tool with {arguments}`), for the question before a real call.
-        call: String,
-        /// For real.
-        real: bool,
-    },
-    /// Append a person's note to the run at `path` (the app adds where keys are found).
-    Annotate {
-        /// The run's file.
-        path: PathBuf,
-        /// The node it is about.
-        node: Option<crate::trajectory::event::NodeId>,
-        /// The event it is about, by `seq`.
-        event: Option<u64>,
-        /// The note.
-        text: String,
-        /// The run's clock at its end.
-        t_ms: u64,
-    },
+}
+
+impl std::fmt::Debug for Request {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Request::Push(view) => write!(f, "Push({:?})", view.mode()),
+            Request::Close => write!(f, "Close"),
+            Request::CloseThen(action) => write!(f, "CloseThen({action:?})"),
+            Request::Start(work) => write!(f, "Start({work:?})"),
+            Request::Exit(exit) => write!(f, "Exit({exit:?})"),
+            Request::Say(m) => write!(f, "Say({m:?})"),
+        }
+    }
+}
+
+/// What every view may read of the explorer's own setup while it handles an action.
+#[derive(Debug, Clone, Copy)]
+pub struct Context<'a> {
+    /// Where probes find world models, servers and the keys to redact.
+    pub probe: &'a ProbeSetup,
 }
 
 /// One view: a screen (browser, run, compare) or an overlay (inspector, help, question).
-pub trait View {
+pub trait View: Any {
     /// Whose keys apply while this view is in front.
     fn mode(&self) -> Mode;
 
     /// Applies an action; requests for the app go into `out`.
-    fn update(&mut self, action: &Action, out: &mut Vec<Request>) -> Handled;
+    fn update(&mut self, action: &Action, cx: Context, out: &mut Vec<Request>) -> Handled;
+
+    /// True when this view wants an action fed from outside (a live run's events, a sweep's
+    /// news) wherever it is on the stack, not only in front. The app gives such an action to
+    /// every view that subscribes, bottom first.
+    fn subscribes(&self, _feed: &Action) -> bool {
+        false
+    }
+
+    /// Called once when the view is put on the stack: the place to ask for its first work
+    /// (the browser's recount of stale totals).
+    fn opened(&mut self, _out: &mut Vec<Request>) {}
+
+    /// What is still running in this view (`"run"`, `"sweep"`), so leaving asks first.
+    fn running(&self) -> Option<&'static str> {
+        None
+    }
 
     /// Brings derived state in line with what changed since the last frame. Called once
     /// before each frame, so a burst of live events costs one refresh, not one per event.

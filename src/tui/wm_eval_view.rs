@@ -14,7 +14,7 @@ use super::action::Action;
 use super::keymap::{Command, Mode};
 use super::scroll::{Scroll, Selection};
 use super::theme::Theme;
-use super::view::{Handled, Request, View, Work};
+use super::view::{Context, Handled, Request, View, Work};
 use super::wrap::wrap_line;
 use crate::metrics::fidelity::{self, Fidelity};
 use crate::metrics::leaderboard::{self, CallResult, Leaderboard, Outcome};
@@ -302,7 +302,7 @@ impl View for WmEvalView {
         Mode::Compare
     }
 
-    fn update(&mut self, action: &Action, out: &mut Vec<Request>) -> Handled {
+    fn update(&mut self, action: &Action, _cx: Context, out: &mut Vec<Request>) -> Handled {
         let (len, page) = (self.rows.len(), self.page());
         match action {
             Action::Do(Command::Up) => self.selection.by(-1, len, page),
@@ -332,9 +332,7 @@ impl View for WmEvalView {
             Action::Do(Command::Open) => {
                 if let Some(row) = self.selected() {
                     let detail = CallDetail::new(row, &self.names, self.size);
-                    out.push(Request::Push(Box::new(super::app::Layer::CallDetail(
-                        detail,
-                    ))));
+                    out.push(Request::Push(Box::new(detail)));
                 }
             }
             Action::Resize(w, h) => {
@@ -609,7 +607,7 @@ impl View for CallDetail {
         Mode::Reader
     }
 
-    fn update(&mut self, action: &Action, out: &mut Vec<Request>) -> Handled {
+    fn update(&mut self, action: &Action, _cx: Context, out: &mut Vec<Request>) -> Handled {
         let (len, h) = (self.len(), self.height());
         match action {
             Action::Do(Command::Up) => self.scroll.by(-1, len, h),

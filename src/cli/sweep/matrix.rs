@@ -9,7 +9,7 @@ use super::disk::{self, State};
 use super::runner::{Reporter, run_cells};
 use super::spec::Cell;
 use crate::agent::session;
-use crate::tui::app::{App, Layer};
+use crate::tui::app::App;
 use crate::tui::sweep_view::{CellState, GridCell, SweepView};
 
 /// Runs `todo` with the matrix over `mine` (their `states` read from disk) until the person
@@ -55,12 +55,7 @@ pub fn run_with_matrix(
         let stop = signals.rx.clone();
         runtime.spawn(async move { run_cells(&out, todo, jobs, reporter, stop).await })
     };
-    let app = App::on(
-        Layer::Sweep(view),
-        keymap,
-        crate::tui::theme::Theme::from_env(),
-        size,
-    );
+    let app = App::new(view, keymap, crate::tui::theme::Theme::from_env(), size);
     let ui = crate::cli::live::explore_while_running(
         runtime,
         &signals,

@@ -19,7 +19,7 @@ use crate::cli::run::prepare_or_stop;
 use crate::sanitize::inert;
 use crate::trajectory::event::{EventBody, RunStatus};
 use crate::tui::action::Action;
-use crate::tui::sweep_view::SweepNews;
+use crate::tui::feed::SweepNews;
 
 /// Tries for a cell whose infrastructure fails (servers that would not start).
 const TRIES: u32 = 3;

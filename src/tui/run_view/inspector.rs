@@ -22,7 +22,7 @@ use crate::tui::action::Action;
 use crate::tui::keymap::{Command, Mode};
 use crate::tui::scroll::Scroll;
 use crate::tui::theme::Theme;
-use crate::tui::view::{Handled, Request, View};
+use crate::tui::view::{Context, Handled, Request, View};
 use crate::tui::wrap::Wrapped;
 
 /// Lines kept for one inspector; a tool result is capped at 1 MiB, this keeps the view bounded.
@@ -616,7 +616,7 @@ impl View for Inspector {
         Mode::Reader
     }
 
-    fn update(&mut self, action: &Action, out: &mut Vec<Request>) -> Handled {
+    fn update(&mut self, action: &Action, _cx: Context, out: &mut Vec<Request>) -> Handled {
         let page = self.height().max(1) as isize;
         match action {
             Action::Do(Command::Up) => self.scroll_by(-1),

@@ -26,11 +26,14 @@ use self::observation::ObservationView;
 use self::search::Search;
 use self::tree::{Item, TreeView};
 use super::action::Action;
-use super::app::Layer;
+use super::confirm::ConfirmCall;
+use super::feed::SweepNews;
 use super::keymap::{Command, Mode};
+use super::notes::NotesView;
+use super::picker::WorldModelPicker;
 use super::prompt::Typed;
 use super::theme::Theme;
-use super::view::{Handled, Request, View, Work};
+use super::view::{Context, Handled, Request, View, Work};
 use crate::metrics::run::{RunFacts, RunMetrics};
 use crate::sanitize::one_line;
 use crate::trajectory::event::{Event, EventBody};
@@ -123,6 +126,15 @@ pub struct Live {
     /// Why following the file stopped, once it has (the file shrank, was replaced or
     /// renamed): the view no longer says LIVE.
     pub lost: Option<String>,
+    /// The sweep cell whose run this is, when a sweep feeds it (its news carries the events).
+    pub cell: Option<usize>,
+}
+
+/// What the view has asked to append to its run's file, until the answer comes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Adding {
+    Probe,
+    Note,
 }
 
 /// A note being typed, and the node or event (`seq`) it is about.
@@ -172,6 +184,8 @@ pub struct RunView {
     note: Option<&'static str>,
     /// A note being written (`A`): the prompt and what it is about.
     draft: Option<NoteDraft>,
+    /// A probe or note on its way to the file.
+    adding: Option<Adding>,
 }
 
 impl RunView {
@@ -203,6 +217,7 @@ impl RunView {
             follow_newest: None,
             note: None,
             draft: None,
+            adding: None,
         };
         let end = view.run.len();
         view.seek(end);
@@ -230,6 +245,7 @@ impl RunView {
             stop,
             following: true,
             lost: None,
+            cell: None,
         });
         view
     }
@@ -238,6 +254,16 @@ impl RunView {
     /// not ours).
     pub fn following(run: Run, area: Rect) -> Self {
         Self::live(run, area, None)
+    }
+
+    /// A view of a sweep cell's run while it runs: its later events come with the sweep's
+    /// news.
+    pub fn following_cell(run: Run, area: Rect, cell: usize) -> Self {
+        let mut view = Self::following(run, area);
+        if let Some(live) = &mut view.live {
+            live.cell = Some(cell);
+        }
+        view
     }
 
     /// The cursor position (events applied).
@@ -348,7 +374,7 @@ impl RunView {
         (self.area.width, self.area.height + 1)
     }
 
-    fn update_command(&mut self, command: Command, out: &mut Vec<Request>) -> Handled {
+    fn update_command(&mut self, command: Command, cx: Context, out: &mut Vec<Request>) -> Handled {
         let k = self.position();
         let page = Self::inner_height(PaneAreas::of(self.area).tree).max(1) as isize;
         match command {
@@ -432,7 +458,13 @@ impl RunView {
             Command::Search => {
                 self.search.prompt = Some(super::prompt::Prompt::new(&self.search.query))
             }
-            Command::Probe | Command::ProbeReal => self.probe(command == Command::ProbeReal, out),
+            Command::Notes => {
+                let notes = NotesView::new(&self.run, self.area);
+                out.push(Request::Push(Box::new(notes)));
+            }
+            Command::Probe | Command::ProbeReal => {
+                self.probe(command == Command::ProbeReal, cx, out)
+            }
             // Esc first ends a search in force; then it closes the view.
             Command::Back if self.search.active() => {
                 self.search.clear();
@@ -443,9 +475,10 @@ impl RunView {
         Handled::Consumed
     }
 
-    /// Asks the app to probe the selected node (its call simulated by a world model the person
-    /// picks, or made for real after a question), once the run has ended.
-    fn probe(&mut self, real: bool, out: &mut Vec<Request>) {
+    /// Asks how to probe the selected node (its call simulated by a world model the person
+    /// picks, or made for real after a question), once the run has ended. The answer comes
+    /// back as [`Action::Probe`].
+    fn probe(&mut self, real: bool, cx: Context, out: &mut Vec<Request>) {
         if self.live.is_some() && !self.finished() {
             out.push(Request::Say("probe once the run has finished".into()));
             return;
@@ -455,22 +488,81 @@ impl RunView {
             return;
         };
         let info = &self.run.nodes()[slot as usize];
-        match &self.run.event(info.added_at as usize).body {
-            EventBody::NodeAdded {
-                action: Some(crate::trajectory::event::Action::ToolCall { tool, arguments }),
-                ..
-            } => out.push(Request::Probe {
-                path: self.run.path.clone(),
-                node: info.id,
-                call: format!(
-                    "{tool} with {}",
-                    serde_json::to_string(arguments).unwrap_or_default()
-                ),
-                real,
-            }),
-            _ => out.push(Request::Say(format!(
+        let EventBody::NodeAdded {
+            action: Some(crate::trajectory::event::Action::ToolCall { tool, arguments }),
+            ..
+        } = &self.run.event(info.added_at as usize).body
+        else {
+            out.push(Request::Say(format!(
                 "node #{} is not a tool call",
                 info.id
+            )));
+            return;
+        };
+        if !real {
+            let picker = WorldModelPicker::new(info.id, cx.probe.world_models());
+            out.push(Request::Push(Box::new(picker)));
+        } else if let Some(why) = cx.probe.cannot_call_for_real() {
+            // Said before the question, not after a `y`.
+            out.push(Request::Say(why.to_string()));
+        } else {
+            let call = format!(
+                "{tool} with {}",
+                serde_json::to_string(arguments).unwrap_or_default()
+            );
+            out.push(Request::Push(Box::new(ConfirmCall::new(call, info.id))));
+        }
+    }
+
+    /// The person chose how to probe `node`: start it.
+    fn start_probe(
+        &mut self,
+        node: crate::trajectory::event::NodeId,
+        world_model: Option<&String>,
+        cx: Context,
+        out: &mut Vec<Request>,
+    ) {
+        let path = self.run.path.clone();
+        let setup = cx.probe.clone();
+        let (work, said) = match world_model {
+            Some(name) => (
+                Work::Probe {
+                    path,
+                    node,
+                    world_model: name.clone(),
+                    setup,
+                },
+                format!("probing #{node} with {}…", one_line(name, 40)),
+            ),
+            None => (
+                Work::ProbeReal { path, node, setup },
+                format!("calling #{node} for real…"),
+            ),
+        };
+        self.adding = Some(Adding::Probe);
+        out.push(Request::Start(work));
+        out.push(Request::Say(said));
+    }
+
+    /// A probe or note was appended to the run's file (or was not).
+    fn added(&mut self, result: &anyhow::Result<Event>, out: &mut Vec<Request>) {
+        let what = self.adding.take().unwrap_or(Adding::Probe);
+        match (result, what) {
+            (Ok(event), _) => {
+                let said = crate::trajectory::describe::summary(event);
+                self.add_probe(event.clone());
+                out.push(Request::Say(format!(
+                    "added to the run: {} (i shows the node)",
+                    one_line(&said, 120)
+                )));
+            }
+            (Err(e), Adding::Probe) => out.push(Request::Say(format!(
+                "probe failed: {}",
+                one_line(&format!("{e:#}"), 200)
+            ))),
+            (Err(e), Adding::Note) => out.push(Request::Say(format!(
+                "the note was not added: {}",
+                one_line(&format!("{e:#}"), 200)
             ))),
         }
     }
@@ -493,7 +585,7 @@ impl RunView {
                 .map(|i| Inspector::event(&self.run.event(i), size)),
         };
         match inspector {
-            Some(i) => out.push(Request::Push(Box::new(Layer::Inspector(i)))),
+            Some(i) => out.push(Request::Push(Box::new(i))),
             // Before the first event there is the run itself to look at.
             None => self.about(out),
         }
@@ -501,7 +593,7 @@ impl RunView {
 
     /// A background find answered: its hits are the search's, and the cursor goes to the
     /// first one after it, as a find in place does.
-    pub fn found(
+    fn found(
         &mut self,
         words: &[String],
         to: usize,
@@ -556,7 +648,7 @@ impl RunView {
         }
     }
 
-    fn type_note(&mut self, key: &crossterm::event::KeyEvent, out: &mut Vec<Request>) {
+    fn type_note(&mut self, key: &crossterm::event::KeyEvent, cx: Context, out: &mut Vec<Request>) {
         let Some(draft) = &mut self.draft else {
             return;
         };
@@ -569,13 +661,15 @@ impl RunView {
                     out.push(Request::Say("an empty note is not added".into()));
                     return;
                 }
-                out.push(Request::Annotate {
+                self.adding = Some(Adding::Note);
+                out.push(Request::Start(Work::Annotate {
                     path: self.run.path.clone(),
                     node: draft.node,
                     event: draft.event,
                     text: text.trim().to_string(),
                     t_ms: self.run.briefs().last().map_or(0, |e| e.t_ms),
-                });
+                    setup: cx.probe.clone(),
+                }));
                 out.push(Request::Say("adding the note…".into()));
             }
         }
@@ -584,7 +678,7 @@ impl RunView {
     /// Opens the run's own story: its header, why the plan, its searches, its end.
     fn about(&mut self, out: &mut Vec<Request>) {
         let about = Inspector::about(&self.run, self.cursor.state(), self.position(), self.size());
-        out.push(Request::Push(Box::new(Layer::Inspector(about))));
+        out.push(Request::Push(Box::new(about)));
     }
 
     /// `n`/`N`: the next hit of the search in force, else the selected node's next event.
@@ -827,10 +921,49 @@ impl View for RunView {
         }
     }
 
-    fn update(&mut self, action: &Action, out: &mut Vec<Request>) -> Handled {
-        if let Action::LiveEvent(e) = action {
-            self.push((**e).clone());
-            return Handled::Consumed;
+    fn subscribes(&self, feed: &Action) -> bool {
+        let Some(live) = &self.live else {
+            return false;
+        };
+        match feed {
+            Action::LiveEvent(_) | Action::FollowLost(_) => live.cell.is_none(),
+            Action::Sweep(news) => match &**news {
+                SweepNews::Event { cell, .. } => live.cell == Some(*cell) && !self.finished(),
+                _ => false,
+            },
+            _ => false,
+        }
+    }
+
+    fn running(&self) -> Option<&'static str> {
+        self.is_running().then_some("run")
+    }
+
+    fn update(&mut self, action: &Action, cx: Context, out: &mut Vec<Request>) -> Handled {
+        match action {
+            Action::LiveEvent(e) => {
+                self.push((**e).clone());
+                return Handled::Consumed;
+            }
+            Action::Sweep(news) => {
+                if let SweepNews::Event { event, .. } = &**news {
+                    self.push((**event).clone());
+                }
+                return Handled::Consumed;
+            }
+            Action::Probe(node, world_model) => {
+                self.start_probe(*node, world_model.as_ref(), cx, out);
+                return Handled::Consumed;
+            }
+            Action::Probed(_, result) => {
+                self.added(result, out);
+                return Handled::Consumed;
+            }
+            Action::Found(_, _, words, to, hits) => {
+                self.found(words, *to, hits.clone(), out);
+                return Handled::Consumed;
+            }
+            _ => {}
         }
         if let Action::FollowLost(why) = action {
             if let Some(live) = self.live.as_mut() {
@@ -848,14 +981,14 @@ impl View for RunView {
             self.note = None;
         }
         match action {
-            Action::Do(command) => return self.update_command(*command, out),
-            Action::Input(key) if self.draft.is_some() => self.type_note(key, out),
+            Action::Do(command) => return self.update_command(*command, cx, out),
+            Action::Input(key) if self.draft.is_some() => self.type_note(key, cx, out),
             Action::Input(key) => self.type_find(key, out),
             Action::Tick => self.tick(),
             Action::JumpTo(event) => {
                 self.jump(Some(event + 1), "", out);
                 // Where it was asked to open, which need not be a failure.
-                self.note = Some("opened at the chosen call · End goes to the end");
+                self.note = Some("at the chosen event · End goes to the end");
             }
             Action::Mouse(m) => self.mouse(m),
             Action::Resize(w, h) => {
