@@ -222,3 +222,48 @@ fn the_about_view_shows_what_two_spiral_runs_differ_in() {
         t.wait_exit();
     }
 }
+
+/// Sample runs at 80x24, as a person on a small terminal sees them: a failing ReAct run opens
+/// on its failed step with the server's real error; a SPIRAL tree's sibling calls keep the
+/// arguments that tell them apart and its marks; every row of compare is reachable.
+#[test]
+fn the_sample_runs_at_80x24_open_on_the_failure_keep_siblings_apart_and_reach_every_row() {
+    let samples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_runs");
+    let sample = |part: &str| {
+        std::fs::read_dir(&samples)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| p.to_string_lossy().contains(part))
+            .unwrap_or_else(|| panic!("sample_runs holds a {part} run"))
+    };
+    let react = sample("unit_converter_001_react_none");
+    let t = Tmux::start(&["replay", react.to_str().unwrap()], 80, 24);
+    t.wait_for_all(&[
+        "opened at the first failed call",
+        "real: failed ✗",
+        "Input should",
+        "1. …(500, degrees Fahrenheit",
+    ]);
+    t.keys(&["q"]);
+    t.wait_exit();
+
+    let spiral = sample("unit_converter_001_spiral_memory");
+    let t = Tmux::start(&["replay", spiral.to_str().unwrap()], 80, 24);
+    // The root's children differ only in their value: each row keeps it.
+    t.wait_for_all(&["(…500)", "(…300)", "(15, degrees", "⊘", "Q=-1.00"]);
+    t.keys(&["q"]);
+    t.wait_exit();
+
+    let t = Tmux::start(&["replay", samples.to_str().unwrap()], 80, 24);
+    t.wait_for("runs");
+    t.keys(&["m", "j", "m", "c"]);
+    t.wait_for_all(&["Compare", "rows 1–4 of 13"]);
+    t.keys(&["Tab"]);
+    t.wait_for("↑/↓ scroll the metrics");
+    for _ in 0..12 {
+        t.keys(&["j"]);
+    }
+    t.wait_for("rows 10–13 of 13");
+    t.keys(&["q"]);
+    t.wait_exit();
+}

@@ -212,7 +212,10 @@ fn help_scrolls_on_a_short_terminal_and_stops_at_its_end() {
     // The run view's keys and the global ones (some wrapped at 80 columns) and a footer line,
     // in 21 rows (24 less the status line and the overlay's two borders).
     let lines = app.top_as::<HelpView>().unwrap().rows().len() + 1;
-    assert!(lines > Keymap::default().help(Mode::Run).len() + 1, "some rows wrap");
+    assert!(
+        lines > Keymap::default().help(Mode::Run).len() + 1,
+        "some rows wrap"
+    );
     assert_eq!(
         help_scroll(&app),
         Some(lines - 21),
