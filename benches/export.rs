@@ -52,7 +52,8 @@ fn main() {
         format: transitions::Format::Chat,
         split: 0.0,
     };
-    let (written, t) = time(|| transitions::export(&spec, &transitions::redactor()).unwrap());
+    let (written, t) =
+        time(|| transitions::export(&spec, &mcp_cosmos::export::redactor()).unwrap());
     println!(
         "export transitions ({} real calls, {} examples): {:.0} ms = {:.0} k events/s   peak RSS {:.0} MB",
         written.calls,

@@ -3,7 +3,8 @@
 # Idempotent: a second run only checks. Prints nothing on success but a summary line.
 #
 #   npm:  @modelcontextprotocol/server-everything, -filesystem, -memory
-#   PyPI: mcp-server-time==2026.10.10, unit-converter-mcp (both need the mcp 1.x SDK)
+#   PyPI: mcp-server-time==2026.10.10, unit-converter-mcp (both need the mcp 1.x SDK);
+#         arize-phoenix (the OTLP receiver of the export test) in .cache/phoenix
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=.cache/servers
@@ -22,5 +23,14 @@ if [ ! -x "$root/venv/bin/python" ]; then
 fi
 if ! "$root/venv/bin/python" -c "import mcp_server_time, unit_converter_mcp" 2>/dev/null; then
   "$root/venv/bin/pip" install --quiet --disable-pip-version-check "mcp<2" "mcp-server-time==2026.10.10" unit-converter-mcp
+fi
+# Arize Phoenix (an OTLP receiver with an API) for the OpenTelemetry export test, in a venv of
+# its own. Optional: if it cannot be installed the test says so and is skipped.
+phoenix=.cache/phoenix
+if [ ! -x "$phoenix/venv/bin/phoenix" ]; then
+  python3 -m venv "$phoenix/venv"
+  if ! "$phoenix/venv/bin/pip" install --quiet --disable-pip-version-check "arize-phoenix==20.26.1"; then
+    echo "warning: Arize Phoenix could not be installed; the OpenTelemetry receiver test will be skipped" >&2
+  fi
 fi
 echo "test servers ready in $root"

@@ -55,10 +55,29 @@ fn a_sweep_runs_its_cells_resumes_sets_aside_and_shards() {
         cosmos(&args, &llm, "sk-test-sweep-0123456789")
     };
 
-    let first = sweep(&["--jobs", "2", "--no-tui"]);
+    // Each cell's run also goes to an OpenTelemetry receiver, here one that is down: every
+    // run says so in an `error` event and the sweep goes on.
+    let down = format!(
+        "http://127.0.0.1:{}",
+        std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port()
+    );
+    let first = sweep(&["--jobs", "2", "--no-tui", "--otel-endpoint", &down]);
     assert_eq!(first.status.code(), Some(0), "{}", text(&first));
     let files = runs_in(&out);
     assert_eq!(files.len(), 4, "{files:?}");
+    for f in &files {
+        assert!(
+            events(f)
+                .iter()
+                .any(|e| e["kind"] == "error" && e["source"] == "otel"),
+            "{}",
+            f.display()
+        );
+    }
     assert!(text(&first).contains("[4/4]"), "{}", text(&first));
     for f in &files {
         let name = f.file_name().unwrap().to_str().unwrap();

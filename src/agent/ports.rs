@@ -42,6 +42,18 @@ pub trait EventSink: Send {
     fn emit(&mut self, body: EventBody) -> Result<()>;
 }
 
+/// Something that watches a run's events as they are written (an exporter to a trace
+/// receiver) and may run into trouble. Its trouble is recorded as `error` events from
+/// `source`; it never fails or slows the run.
+pub trait Tap: Send {
+    /// Where its trouble comes from, as `error` events name it (`otel`).
+    fn source(&self) -> &'static str;
+    /// Sees one event as written; must not block.
+    fn see(&mut self, event: &crate::trajectory::event::Event);
+    /// Trouble since the last call, in words.
+    fn trouble(&mut self) -> Vec<String>;
+}
+
 /// Events kept in memory, in order (the search's unit tests, and tests of whole agents).
 impl EventSink for Vec<EventBody> {
     fn emit(&mut self, body: EventBody) -> Result<()> {

@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use anyhow::Result;
 
-use super::ports::EventSink;
+use super::ports::{EventSink, Tap};
 use crate::trajectory::event::{Event, EventBody};
 use crate::trajectory::writer::Writer;
 
@@ -19,6 +19,7 @@ pub struct Recorder {
     start: Instant,
     live: Option<Sender<Event>>,
     hook: Option<Hook>,
+    tap: Option<Box<dyn Tap>>,
 }
 
 impl Recorder {
@@ -29,7 +30,14 @@ impl Recorder {
             start: Instant::now(),
             live,
             hook,
+            tap: None,
         }
+    }
+
+    /// Also shows every event to `tap`, and records its trouble as `error` events.
+    pub fn with_tap(mut self, tap: Option<Box<dyn Tap>>) -> Self {
+        self.tap = tap;
+        self
     }
 
     /// Milliseconds since the run started.
@@ -48,6 +56,24 @@ impl Recorder {
         }
         if let Some(hook) = &mut self.hook {
             hook(&event);
+        }
+        let trouble = match &mut self.tap {
+            Some(tap) => {
+                tap.see(&event);
+                tap.trouble()
+                    .into_iter()
+                    .map(|message| (tap.source(), message))
+                    .collect()
+            }
+            None => Vec::new(),
+        };
+        for (source, message) in trouble {
+            self.record(EventBody::Error {
+                source: source.to_string(),
+                name: None,
+                message,
+                stderr_tail: None,
+            })?;
         }
         Ok(event)
     }

@@ -75,6 +75,8 @@ pub struct Prepared {
     /// The trajectory file.
     pub path: PathBuf,
     search: Settings,
+    /// Sees every event as written (an OpenTelemetry exporter); set by the caller.
+    pub tap: Option<Box<dyn super::ports::Tap>>,
 }
 
 /// How a run ended.
@@ -256,6 +258,7 @@ pub async fn prepare(spec: &RunSpec, stop: watch::Receiver<bool>) -> Result<Prep
         failures,
         path,
         search: spec.search,
+        tap: None,
     })
 }
 
@@ -276,8 +279,9 @@ pub async fn execute(
         path,
         header,
         search,
+        tap,
     } = prepared;
-    let mut rec = Recorder::new(recorder_writer, live, hook);
+    let mut rec = Recorder::new(recorder_writer, live, hook).with_tap(tap);
     let end = unless_panicking(run_agent(
         &env,
         &mut rec,

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use crate::export::otel;
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use tokio::sync::watch;
@@ -109,6 +110,21 @@ pub struct RunArgs {
     /// Print a line per step instead of opening the explorer.
     #[arg(long)]
     pub no_tui: bool,
+    /// Send the run to an OpenTelemetry receiver as it runs (OTLP/HTTP: a base URL such as
+    /// `http://localhost:6006`, or the full traces URL). A receiver that is down is an `error`
+    /// event and a warning, never a failed run.
+    #[arg(long, value_name = "URL", help_heading = "OpenTelemetry")]
+    pub otel_endpoint: Option<String>,
+    /// An HTTP header for the receiver, `NAME=VALUE` (repeatable).
+    #[arg(
+        long = "otel-header",
+        value_name = "NAME=VALUE",
+        help_heading = "OpenTelemetry"
+    )]
+    pub otel_headers: Vec<String>,
+    /// Also send prompts, arguments, results and the answer (redacted).
+    #[arg(long, help_heading = "OpenTelemetry")]
+    pub otel_content: bool,
     /// Most planning steps.
     #[arg(long, default_value_t = 12, value_parser = at_least_one::<usize>)]
     pub max_steps: usize,
@@ -239,16 +255,27 @@ impl RunArgs {
     }
 }
 
+impl RunArgs {
+    /// The OpenTelemetry receiver from `--otel-endpoint`, checked before anything starts.
+    pub fn otel_target(&self) -> Result<Option<otel::Target>> {
+        self.otel_endpoint
+            .as_deref()
+            .map(|url| otel::Target::new(url, &self.otel_headers, self.otel_content))
+            .transpose()
+    }
+}
+
 /// Runs a task.
 pub fn run(args: RunArgs) -> Result<ExitCode> {
     let spec = args.spec()?;
+    let otel = args.otel_target()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
     let outcome = if args.no_tui {
-        runtime.block_on(run_plain(spec))?
+        runtime.block_on(run_plain(spec, otel))?
     } else {
-        run_live(&runtime, spec)?
+        run_live(&runtime, spec, otel)?
     };
     let Some(outcome) = outcome else {
         eprintln!("cosmos: stopped while starting the servers; no run was written");
@@ -285,11 +312,12 @@ pub(super) async fn prepare_or_stop(
     }
 }
 
-async fn run_plain(spec: RunSpec) -> Result<Option<Outcome>> {
+async fn run_plain(spec: RunSpec, otel: Option<otel::Target>) -> Result<Option<Outcome>> {
     let signals = session::stop_on_signals();
-    let Some(prepared) = prepare_or_stop(&spec, signals.rx).await? else {
+    let Some(mut prepared) = prepare_or_stop(&spec, signals.rx).await? else {
         return Ok(None);
     };
+    let exporting = export_live(&mut prepared, otel)?;
     println!(
         "{}",
         inert(&format!(
@@ -299,9 +327,30 @@ async fn run_plain(spec: RunSpec) -> Result<Option<Outcome>> {
             prepared.path.display()
         ))
     );
-    session::execute(prepared, None, Some(Box::new(progress_line)))
-        .await
-        .map(Some)
+    let outcome = session::execute(prepared, None, Some(Box::new(progress_line))).await;
+    finish_export(exporting);
+    outcome.map(Some)
+}
+
+/// Starts sending the run to an OpenTelemetry receiver, when one is given: its tap goes to
+/// the run's recorder.
+pub(super) fn export_live(
+    prepared: &mut session::Prepared,
+    target: Option<otel::Target>,
+) -> Result<Option<otel::Live>> {
+    let Some(target) = target else {
+        return Ok(None);
+    };
+    let (live, tap) = otel::Live::start(&prepared.header, target, crate::export::redactor())?;
+    prepared.tap = Some(Box::new(tap));
+    Ok(Some(live))
+}
+
+/// Waits for the last spans; what did not arrive is a warning, never a failed run.
+pub(super) fn finish_export(exporting: Option<otel::Live>) {
+    if let Some(problem) = exporting.and_then(otel::Live::finish) {
+        eprintln!("cosmos: warning: OpenTelemetry export: {}", inert(&problem));
+    }
 }
 
 /// One line per step, for `--no-tui`.
@@ -339,7 +388,11 @@ fn progress_line(event: &Event) {
     }
 }
 
-fn run_live(runtime: &tokio::runtime::Runtime, spec: RunSpec) -> Result<Option<Outcome>> {
+fn run_live(
+    runtime: &tokio::runtime::Runtime,
+    spec: RunSpec,
+    otel: Option<otel::Target>,
+) -> Result<Option<Outcome>> {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -351,9 +404,10 @@ fn run_live(runtime: &tokio::runtime::Runtime, spec: RunSpec) -> Result<Option<O
     crate::tui::terminal::require_terminal()?;
     let keymap = crate::tui::load_keymap()?;
     let signals = runtime.block_on(async { session::stop_on_signals() });
-    let Some(prepared) = runtime.block_on(prepare_or_stop(&spec, signals.rx.clone()))? else {
+    let Some(mut prepared) = runtime.block_on(prepare_or_stop(&spec, signals.rx.clone()))? else {
         return Ok(None);
     };
+    let exporting = export_live(&mut prepared, otel)?;
     let run = Run::new(prepared.path.clone(), prepared.header.clone());
     let (event_tx, event_rx) = std::sync::mpsc::channel::<Event>();
     let (ui_tx, ui_rx) = std::sync::mpsc::channel();
@@ -396,6 +450,7 @@ fn run_live(runtime: &tokio::runtime::Runtime, spec: RunSpec) -> Result<Option<O
     );
     let outcome = runtime.block_on(agent).context("the agent task panicked")?;
     let _ = printer.join();
+    finish_export(exporting);
     ui?;
     outcome.map(Some)
 }

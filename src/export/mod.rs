@@ -1,8 +1,10 @@
 //! `cosmos export`: a run where people already look, and data for the next world model.
 //! `markdown` and `json` are accounts of one run (`account.rs`); `transitions` writes a
-//! training set of real calls (`transitions.rs`). OpenTelemetry export is not built yet.
+//! training set of real calls (`transitions.rs`); `otel` sends runs as OpenTelemetry traces
+//! (`otel.rs`, also used live by `cosmos run --otel-endpoint`).
 
 pub mod account;
+pub mod otel;
 pub mod transitions;
 
 use std::io::Write;
@@ -42,6 +44,25 @@ pub enum Export {
         #[arg(long, short)]
         out: Option<PathBuf>,
     },
+    /// Runs as OpenTelemetry traces over OTLP/HTTP (Phoenix, Langfuse, Jaeger, a collector):
+    /// one trace per run, GenAI spans (`invoke_agent`, `chat`, `execute_tool`), simulated calls
+    /// marked and linked to their real twins (docs/export.md).
+    Otel {
+        /// Run files or folders (searched recursively for *.jsonl).
+        #[arg(required = true)]
+        runs: Vec<PathBuf>,
+        /// The receiver: a base URL (`http://localhost:6006`; `/v1/traces` is added) or the
+        /// full traces URL.
+        #[arg(long)]
+        endpoint: String,
+        /// An HTTP header for the receiver, `NAME=VALUE` (repeatable), e.g. an API key.
+        #[arg(long = "header", value_name = "NAME=VALUE")]
+        headers: Vec<String>,
+        /// Also send prompts, arguments, results and answers (redacted); off by default, as
+        /// the conventions make content opt-in.
+        #[arg(long)]
+        content: bool,
+    },
     /// A training set for world models: one example per real tool call of the runs, the `llm`
     /// world model's input for it and the real result as the reply, with a datasheet.
     Transitions {
@@ -65,6 +86,12 @@ pub fn run(args: ExportArgs) -> Result<ExitCode> {
     match args.what {
         Export::Markdown { run, out } => account_to(&run, out, account::markdown),
         Export::Json { run, out } => account_to(&run, out, account::json),
+        Export::Otel {
+            runs,
+            endpoint,
+            headers,
+            content,
+        } => otel(&runs, &otel::Target::new(&endpoint, &headers, content)?),
         Export::Transitions {
             runs,
             out,
@@ -78,7 +105,7 @@ pub fn run(args: ExportArgs) -> Result<ExitCode> {
                 format,
                 split,
             };
-            let written = transitions::export(&spec, &transitions::redactor())?;
+            let written = transitions::export(&spec, &redactor())?;
             for why in &written.skipped {
                 eprintln!("cosmos: skipped {why}");
             }
@@ -93,6 +120,70 @@ pub fn run(args: ExportArgs) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// Sends each run to the receiver as one trace; any run not delivered whole makes the
+/// command fail after the others were tried.
+fn otel(runs: &[PathBuf], target: &otel::Target) -> Result<ExitCode> {
+    let found = crate::trajectory::reader::collect_files(runs)?;
+    for why in &found.skipped {
+        eprintln!("cosmos: skipped {why}");
+    }
+    if found.files.is_empty() {
+        anyhow::bail!("no *.jsonl run files under the paths given");
+    }
+    let redactor = redactor();
+    let (mut spans, mut failed_runs) = (0, 0);
+    for path in &found.files {
+        match otel::export_file(path, target, &redactor) {
+            Ok((delivery, problems)) => {
+                for p in problems {
+                    eprintln!("cosmos: {p} (skipped)");
+                }
+                spans += delivery.spans;
+                if delivery.failed > 0 {
+                    failed_runs += 1;
+                    eprintln!(
+                        "cosmos: {}: {} of {} span(s) did not reach {}: {}",
+                        path.display(),
+                        delivery.failed,
+                        delivery.spans,
+                        target.shown(),
+                        delivery.first_error.as_deref().unwrap_or("unknown error")
+                    );
+                }
+            }
+            Err(e) => {
+                failed_runs += 1;
+                eprintln!("cosmos: {}: {e:#}", path.display());
+            }
+        }
+    }
+    println!(
+        "{spans} span(s) of {} run(s) sent to {}{}",
+        found.files.len(),
+        target.shown(),
+        if failed_runs > 0 {
+            format!("; {failed_runs} run(s) not delivered whole")
+        } else {
+            String::new()
+        }
+    );
+    Ok(if failed_runs > 0 {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// The redactor for exports: the built-in rules, and the keys of the usual environment
+/// variables, should one have been pasted into a run.
+pub fn redactor() -> crate::trajectory::redact::Redactor {
+    crate::trajectory::redact::Redactor::with_secrets(
+        ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "HF_TOKEN"]
+            .into_iter()
+            .filter_map(|var| std::env::var(var).ok()),
+    )
 }
 
 /// Opens `path` and writes its account with `write` to `out` (standard output by default).

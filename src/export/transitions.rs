@@ -241,16 +241,6 @@ impl Sheet {
     }
 }
 
-/// The redactor for exports: the built-in rules, and the keys of the usual environment
-/// variables, should one have been pasted into a run.
-pub fn redactor() -> Redactor {
-    Redactor::with_secrets(
-        ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "HF_TOKEN"]
-            .into_iter()
-            .filter_map(|var| std::env::var(var).ok()),
-    )
-}
-
 /// `out` must not be a file: a folder is written.
 pub fn check_out(out: &Path) -> Result<()> {
     if out.is_file() {

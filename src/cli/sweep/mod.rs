@@ -72,11 +72,32 @@ pub struct SweepArgs {
     /// `k8s` (an Indexed Job) or `slurm` (an `sbatch --array` script).
     #[arg(long, value_name = "k8s|slurm")]
     pub emit: Option<String>,
+    /// Send every cell's run to an OpenTelemetry receiver as it runs (one trace per run; as
+    /// `cosmos run --otel-endpoint`).
+    #[arg(long, value_name = "URL", help_heading = "OpenTelemetry")]
+    pub otel_endpoint: Option<String>,
+    /// An HTTP header for the receiver, `NAME=VALUE` (repeatable).
+    #[arg(
+        long = "otel-header",
+        value_name = "NAME=VALUE",
+        help_heading = "OpenTelemetry"
+    )]
+    pub otel_headers: Vec<String>,
+    /// Also send prompts, arguments, results and answers (redacted).
+    #[arg(long, help_heading = "OpenTelemetry")]
+    pub otel_content: bool,
 }
 
 /// Runs (or lists, or emits) a sweep.
 pub fn run(args: SweepArgs) -> Result<ExitCode> {
-    let (all, skipped) = spec::cells(&args.spec)?;
+    let (mut all, skipped) = spec::cells(&args.spec)?;
+    if let Some(url) = &args.otel_endpoint {
+        // Checked once here rather than in every cell.
+        crate::export::otel::Target::new(url, &args.otel_headers, args.otel_content)?;
+        for cell in &mut all {
+            cell.export_to(url, &args.otel_headers, args.otel_content);
+        }
+    }
     if !skipped.is_empty() && args.emit.is_none() {
         eprintln!(
             "cosmos: {} task(s) left out, their servers not configured: {}",

@@ -205,12 +205,15 @@ async fn run_cell(
     let mut last = None;
     for attempt in 0..TRIES {
         note_set_aside(disk::set_aside(&path)?, reporter);
-        let mut spec = parse_run(&cell.args)?.spec()?;
+        let run_args = parse_run(&cell.args)?;
+        let otel = run_args.otel_target()?;
+        let mut spec = run_args.spec()?;
         spec.out_dir = out.to_path_buf();
         spec.file_name = Some(cell.file_name());
         let starting = Instant::now();
         match prepare_or_stop(&spec, stop.clone()).await {
-            Ok(Some(prepared)) => {
+            Ok(Some(mut prepared)) => {
+                let exporting = crate::cli::run::export_live(&mut prepared, otel)?;
                 let servers = starting.elapsed();
                 reporter.tell(SweepNews::Started {
                     cell: index,
@@ -225,7 +228,9 @@ async fn run_cell(
                         });
                     }) as crate::agent::recorder::Hook
                 });
-                let outcome = session::execute(prepared, None, hook).await?;
+                let outcome = session::execute(prepared, None, hook).await;
+                crate::cli::run::finish_export(exporting);
+                let outcome = outcome?;
                 match infrastructure_failure(&outcome) {
                     None => return Ok(Ended::Ran(outcome, servers, began.elapsed())),
                     Some(why) => last = Some(anyhow::anyhow!("{why}")),

@@ -53,6 +53,18 @@ pub struct Cell {
 }
 
 impl Cell {
+    /// Has the cell's run sent to an OpenTelemetry receiver too (not part of its identity).
+    pub fn export_to(&mut self, url: &str, headers: &[String], content: bool) {
+        self.args
+            .extend(["--otel-endpoint".to_string(), url.to_string()]);
+        for h in headers {
+            self.args.extend(["--otel-header".to_string(), h.clone()]);
+        }
+        if content {
+            self.args.push("--otel-content".to_string());
+        }
+    }
+
     /// The run file's name.
     pub fn file_name(&self) -> String {
         let clean = |s: &str| crate::trajectory::writer::file_safe(s, 60);
