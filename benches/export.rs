@@ -1,14 +1,17 @@
 //! Export benchmark: prints figures, asserts nothing. `cargo bench --bench export` (`-- --quick`
 //! for a tenth of the data). A run of about 10^6 events (`target/bench-data/`), exported as
-//! JSON, as Markdown and as transitions: events per second and peak memory of each, beside
-//! opening the run as the explorer and `report` read it.
+//! JSON, as Markdown, as transitions and as OpenTelemetry spans to a local OTLP sink (an HTTP
+//! server on this machine that takes each request and answers 200): events per second and
+//! peak memory of each, beside opening the run as the explorer and `report` read it; and what
+//! a live export costs the agent per event.
 
 mod common;
 
 use std::io::sink;
 
 use common::{big_run_file, ms, peak_mb, reset_peak, scale, time, warm};
-use mcp_cosmos::export::{account, transitions};
+use mcp_cosmos::agent::ports::Tap;
+use mcp_cosmos::export::{account, otel, transitions};
 use mcp_cosmos::trajectory::run::Run;
 
 fn main() {
@@ -62,4 +65,109 @@ fn main() {
         events as f64 / t.as_secs_f64() / 1e3,
         peak_mb()
     );
+
+    // OpenTelemetry, streamed from the file to a sink on this machine.
+    let sink_url = otlp_sink();
+    let target = otel::Target::new(&sink_url, &[], false).unwrap();
+    reset_peak();
+    let ((delivery, _), t) =
+        time(|| otel::export_file(&big, &target, &mcp_cosmos::export::redactor()).unwrap());
+    println!(
+        "export otel ({} spans, {} failed): {:.0} ms = {:.0} k events/s   peak RSS {:.0} MB",
+        delivery.spans,
+        delivery.failed,
+        ms(t),
+        events as f64 / t.as_secs_f64() / 1e3,
+        peak_mb()
+    );
+
+    // Live: what handing each event to the exporter costs the agent's thread.
+    let mut stream = mcp_cosmos::trajectory::reader::EventStream::open(&big).unwrap();
+    let header = stream.header().clone();
+    let mut sample = Vec::new();
+    while let Some(e) = stream.next_event().unwrap() {
+        sample.push(e);
+        if sample.len() == 100_000 {
+            break;
+        }
+    }
+    // Each event written as the recorder writes it (one write and flush), without and with
+    // the live export's tap: the tap's cost per event against the writer's.
+    let write_all = |tap: Option<&mut otel::LiveTap>| {
+        let dir = tempfile::tempdir().unwrap();
+        let mut writer = mcp_cosmos::trajectory::writer::Writer::create(
+            &dir.path().join("run.jsonl"),
+            &header,
+            mcp_cosmos::trajectory::redact::Redactor::new(),
+            None,
+        )
+        .unwrap();
+        let mut tap = tap;
+        time(|| {
+            for e in &sample {
+                let written = writer.write(e.t_ms, e.body.clone()).unwrap();
+                if let Some(tap) = tap.as_deref_mut() {
+                    tap.see(&written);
+                }
+            }
+        })
+        .1
+    };
+    let alone = write_all(None);
+    let (live, mut tap) =
+        otel::Live::start(&header, target, mcp_cosmos::export::redactor()).unwrap();
+    let with_tap = write_all(Some(&mut tap));
+    drop(tap);
+    let lost = live.finish();
+    let per = |t: std::time::Duration| t.as_secs_f64() * 1e6 / sample.len() as f64;
+    println!(
+        "live export: writing {} events {:.2} µs/event alone, {:.2} µs/event with the tap (+{:.1}%; {})",
+        sample.len(),
+        per(alone),
+        per(with_tap),
+        (with_tap.as_secs_f64() / alone.as_secs_f64() - 1.0) * 100.0,
+        lost.as_deref().unwrap_or("nothing lost")
+    );
+}
+
+/// An OTLP/HTTP receiver that reads each request whole and answers 200, on a free port.
+fn otlp_sink() -> String {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { continue };
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut writer = stream;
+                loop {
+                    let mut length = 0usize;
+                    let mut line = String::new();
+                    loop {
+                        line.clear();
+                        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                            return;
+                        }
+                        let lower = line.to_ascii_lowercase();
+                        if let Some(v) = lower.strip_prefix("content-length:") {
+                            length = v.trim().parse().unwrap_or(0);
+                        }
+                        if line == "\r\n" {
+                            break;
+                        }
+                    }
+                    let mut body = vec![0; length];
+                    if reader.read_exact(&mut body).is_err() {
+                        return;
+                    }
+                    let reply = "HTTP/1.1 200 OK\r\ncontent-type: application/x-protobuf\r\ncontent-length: 0\r\n\r\n";
+                    if writer.write_all(reply.as_bytes()).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    format!("http://127.0.0.1:{port}")
 }
