@@ -8,7 +8,8 @@
 //! trajectory's clock (`started_at` + `t_ms`), so an old run keeps its real durations.
 //! Prompts, arguments and results are sent only with `--content`, always redacted.
 //! Memory: open spans (the run, its phase, nodes not yet evaluated) and, per node of the
-//! search in progress, its span's id, tool, visits and value.
+//! search in progress, a few words ([`NodeFacts`]: span id, tool, visits, value) and its
+//! simulation's observation until the search is over, for the real twin's fidelity.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -19,7 +20,8 @@ use std::time::{Duration, SystemTime};
 
 use anyhow::{Context as _, Result, bail};
 use opentelemetry::trace::{
-    Link, SpanContext, SpanKind, Status, TraceContextExt, Tracer as _, TracerProvider,
+    Link, SpanContext, SpanId, SpanKind, Status, TraceContextExt, TraceFlags, TraceId, TraceState,
+    Tracer as _, TracerProvider,
 };
 use opentelemetry::{Context, KeyValue, Value as OtelValue};
 use opentelemetry_otlp::{WithExportConfig, WithHttpConfig};
@@ -205,19 +207,17 @@ fn provider(target: &Target) -> Result<(SdkTracerProvider, Arc<Mutex<Delivery>>)
     Ok((provider, delivery))
 }
 
-/// A node of the search in progress, as far as its spans go.
+/// What is kept of a node of the search in progress: small, as a search holds up to 10^5.
 #[derive(Debug, Default)]
-struct NodeSpan {
-    /// The node's span while it is open (until it is evaluated).
-    open: Option<Context>,
-    /// Its span's identity, for children and links.
-    span: Option<SpanContext>,
-    /// The tool it calls, `None` for a finish or a root.
-    tool: Option<String>,
+struct NodeFacts {
+    /// Its span, for children (in the run's one trace).
+    span: Option<SpanId>,
+    /// The tool it calls (an index into `Trace::tools`), `None` for a finish or a root.
+    tool: Option<u32>,
     /// Its simulation's span and observation, for the real twin's link and fidelity.
-    simulated: Option<(SpanContext, Observation)>,
+    simulated: Option<Box<(SpanId, Observation)>>,
     /// Visits and value summed by backpropagation.
-    visits: u64,
+    visits: u32,
     value: f64,
 }
 
@@ -232,7 +232,12 @@ pub struct Trace {
     root: Context,
     phase: Option<Context>,
     /// Nodes of the search in progress (cleared when the next search starts).
-    nodes: HashMap<NodeId, NodeSpan>,
+    nodes: HashMap<NodeId, NodeFacts>,
+    /// Node spans not yet ended (a node's span ends at its evaluation).
+    open_nodes: HashMap<NodeId, Context>,
+    /// Tool names, each once.
+    tools: Vec<String>,
+    trace_id: TraceId,
     /// When the search in progress added its first node.
     search_started: Option<u64>,
     /// ReAct's latest simulation per step, for the real call's link and fidelity.
@@ -305,6 +310,7 @@ impl Trace {
             .with_attributes(attrs)
             .start_with_context(&tracer, &Context::new());
         let root = Context::new().with_span(span);
+        let trace_id = root.span().span_context().trace_id();
         Self {
             tracer,
             started,
@@ -315,9 +321,38 @@ impl Trace {
             root,
             phase: None,
             nodes: HashMap::new(),
+            open_nodes: HashMap::new(),
+            tools: Vec::new(),
+            trace_id,
             search_started: None,
             step_simulation: None,
             last_ms: 0,
+        }
+    }
+
+    /// The span `span_id` of this trace, for a parent or a link (ended or not).
+    fn span_context(&self, span_id: SpanId) -> SpanContext {
+        SpanContext::new(
+            self.trace_id,
+            span_id,
+            TraceFlags::SAMPLED,
+            false,
+            TraceState::default(),
+        )
+    }
+
+    /// A context whose parent is the span `span_id` of this trace.
+    fn under(&self, span_id: SpanId) -> Context {
+        Context::new().with_remote_span_context(self.span_context(span_id))
+    }
+
+    fn tool_index(&mut self, tool: &str) -> u32 {
+        match self.tools.iter().rposition(|t| t == tool) {
+            Some(i) => i as u32,
+            None => {
+                self.tools.push(tool.to_string());
+                (self.tools.len() - 1) as u32
+            }
         }
     }
 
@@ -447,8 +482,8 @@ impl Trace {
                 self.search_started.get_or_insert(t);
                 let parent_cx = parent
                     .and_then(|p| self.nodes.get(&p))
-                    .and_then(|n| n.span.clone())
-                    .map(|sc| Context::new().with_remote_span_context(sc))
+                    .and_then(|n| n.span)
+                    .map(|id| self.under(id))
                     .unwrap_or_else(|| self.parent().clone());
                 let mut attrs = vec![
                     attr("cosmos.node.id", *node as i64),
@@ -470,7 +505,7 @@ impl Trace {
                                 self.content_json(arguments),
                             ));
                         }
-                        Some(tool.clone())
+                        Some(self.tool_index(tool))
                     }
                     Some(Action::Finish { .. }) => {
                         attrs.push(attr("cosmos.node.action", "finish"));
@@ -488,16 +523,11 @@ impl Trace {
                     attrs,
                     Vec::new(),
                 );
-                let span = Some(cx.span().span_context().clone());
-                self.nodes.insert(
-                    *node,
-                    NodeSpan {
-                        open: Some(cx),
-                        span,
-                        tool,
-                        ..NodeSpan::default()
-                    },
-                );
+                let span = Some(cx.span().span_context().span_id());
+                self.open_nodes.insert(*node, cx);
+                let facts = self.nodes.entry(*node).or_default();
+                facts.span = span;
+                facts.tool = tool;
             }
             EventBody::NodeSimulated {
                 node,
@@ -508,12 +538,13 @@ impl Trace {
             } => {
                 let (tool, parent) = match self.nodes.get(node) {
                     Some(n) => (
-                        n.tool.clone().unwrap_or_else(|| "finish".to_string()),
-                        n.open.clone().or_else(|| {
-                            n.span
-                                .clone()
-                                .map(|sc| Context::new().with_remote_span_context(sc))
-                        }),
+                        n.tool
+                            .map_or("finish", |i| self.tools[i as usize].as_str())
+                            .to_string(),
+                        self.open_nodes
+                            .get(node)
+                            .cloned()
+                            .or_else(|| n.span.map(|id| self.under(id))),
                     ),
                     None => ("unknown".to_string(), None),
                 };
@@ -528,11 +559,11 @@ impl Trace {
                     Vec::new(),
                 );
                 cx.span().end_with_timestamp(self.at(t));
-                let sc = cx.span().span_context().clone();
+                let id = cx.span().span_context().span_id();
                 if world_model != VALIDATOR
                     && let Some(n) = self.nodes.get_mut(node)
                 {
-                    n.simulated = Some((sc, observation.clone()));
+                    n.simulated = Some(Box::new((id, observation.clone())));
                 }
             }
             EventBody::CallSimulated {
@@ -567,7 +598,7 @@ impl Trace {
                 terminal,
                 ..
             } => {
-                if let Some(cx) = self.nodes.get_mut(node).and_then(|n| n.open.take()) {
+                if let Some(cx) = self.open_nodes.remove(node) {
                     let span = cx.span();
                     span.set_attribute(attr("cosmos.node.verdict", name_of(verdict)));
                     span.set_attribute(attr("cosmos.node.base_reward", *base_reward));
@@ -582,7 +613,7 @@ impl Trace {
             EventBody::Backpropagated { path, value } => {
                 for id in path {
                     let n = self.nodes.entry(*id).or_default();
-                    n.visits += 1;
+                    n.visits = n.visits.saturating_add(1);
                     n.value += value;
                 }
             }
@@ -660,7 +691,11 @@ impl Trace {
                 ..
             } => {
                 let simulated = match node {
-                    Some(n) => self.nodes.get(n).and_then(|n| n.simulated.clone()),
+                    Some(n) => self
+                        .nodes
+                        .get(n)
+                        .and_then(|n| n.simulated.as_deref())
+                        .map(|(id, o)| (self.span_context(*id), o.clone())),
                     None => self
                         .step_simulation
                         .as_ref()
@@ -953,10 +988,8 @@ impl Trace {
     /// Ends node spans never evaluated (a search cut short).
     fn close_nodes(&mut self, t: u64) {
         let at = self.at(t);
-        for n in self.nodes.values_mut() {
-            if let Some(cx) = n.open.take() {
-                cx.span().end_with_timestamp(at);
-            }
+        for (_, cx) in self.open_nodes.drain() {
+            cx.span().end_with_timestamp(at);
         }
     }
 
