@@ -114,37 +114,80 @@ pub struct Delivery {
     pub first_error: Option<String>,
 }
 
-/// Sends ended spans in batches of [`BATCH`], on the thread that ends them: an export waits
-/// for the receiver instead of dropping spans (the live path puts its own bounded queue in
-/// front, so the agent never waits).
+/// Sends ended spans in batches of [`BATCH`] from a thread of its own, one batch being sent
+/// while the next is built: an export waits for the receiver (at most [`IN_FLIGHT`] batches
+/// queued) instead of dropping spans. The live path puts its own bounded queue in front, so
+/// the agent never waits.
 #[derive(Debug)]
 struct Batcher {
-    exporter: Mutex<opentelemetry_otlp::SpanExporter>,
     pending: Mutex<Vec<SpanData>>,
-    delivery: Arc<Mutex<Delivery>>,
+    to_sender: Mutex<SyncSender<Job>>,
+}
+
+/// Batches queued for the sending thread beyond the one it is sending.
+const IN_FLIGHT: usize = 2;
+
+/// What the sending thread is asked to do.
+enum Job {
+    Batch(Vec<SpanData>),
+    /// Answer once everything before has been sent.
+    Flush(SyncSender<()>),
 }
 
 impl Batcher {
-    fn send(&self, batch: Vec<SpanData>) {
-        if batch.is_empty() {
-            return;
-        }
-        let n = batch.len() as u64;
-        let result = {
-            let exporter = self.exporter.lock().expect("exporter lock");
-            futures::executor::block_on(exporter.export(batch))
-        };
-        let mut delivery = self.delivery.lock().expect("delivery lock");
-        delivery.spans += n;
-        if let Err(e) = result {
-            delivery.failed += n;
-            delivery.first_error.get_or_insert_with(|| e.to_string());
+    fn start(exporter: opentelemetry_otlp::SpanExporter, delivery: Arc<Mutex<Delivery>>) -> Self {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Job>(IN_FLIGHT);
+        std::thread::Builder::new()
+            .name("otlp-send".into())
+            .spawn(move || {
+                for job in rx {
+                    match job {
+                        Job::Batch(batch) => {
+                            let n = batch.len() as u64;
+                            let result = futures::executor::block_on(exporter.export(batch));
+                            let mut d = delivery.lock().expect("delivery lock");
+                            d.spans += n;
+                            if let Err(e) = result {
+                                d.failed += n;
+                                d.first_error.get_or_insert_with(|| e.to_string());
+                            }
+                        }
+                        Job::Flush(done) => {
+                            let _ = done.send(());
+                        }
+                    }
+                }
+            })
+            .expect("starting the OTLP sending thread");
+        Self {
+            pending: Mutex::new(Vec::with_capacity(BATCH)),
+            to_sender: Mutex::new(tx),
         }
     }
 
+    fn send(&self, batch: Vec<SpanData>) {
+        if !batch.is_empty() {
+            let _ = self
+                .to_sender
+                .lock()
+                .expect("sender lock")
+                .send(Job::Batch(batch));
+        }
+    }
+
+    /// Sends what is pending and waits until every batch so far has been sent.
     fn flush(&self) {
         let batch = std::mem::take(&mut *self.pending.lock().expect("pending lock"));
         self.send(batch);
+        let (done, wait) = std::sync::mpsc::sync_channel(1);
+        let sent = self
+            .to_sender
+            .lock()
+            .expect("sender lock")
+            .send(Job::Flush(done));
+        if sent.is_ok() {
+            let _ = wait.recv();
+        }
     }
 }
 
@@ -155,7 +198,8 @@ impl SpanProcessor for Batcher {
         let full = {
             let mut pending = self.pending.lock().expect("pending lock");
             pending.push(span);
-            (pending.len() >= BATCH).then(|| std::mem::take(&mut *pending))
+            (pending.len() >= BATCH)
+                .then(|| std::mem::replace(&mut *pending, Vec::with_capacity(BATCH)))
         };
         if let Some(batch) = full {
             self.send(batch);
@@ -185,11 +229,7 @@ fn provider(target: &Target) -> Result<(SdkTracerProvider, Arc<Mutex<Delivery>>)
         .build()
         .with_context(|| format!("an OTLP exporter for {}", target.shown()))?;
     let delivery = Arc::new(Mutex::new(Delivery::default()));
-    let batcher = Batcher {
-        exporter: Mutex::new(exporter),
-        pending: Mutex::new(Vec::with_capacity(BATCH)),
-        delivery: delivery.clone(),
-    };
+    let batcher = Batcher::start(exporter, delivery.clone());
     let provider = SdkTracerProvider::builder()
         .with_span_processor(batcher)
         // A search's span carries one event per node; a long run's one per note.
