@@ -110,21 +110,9 @@ pub struct RunArgs {
     /// Print a line per step instead of opening the explorer.
     #[arg(long)]
     pub no_tui: bool,
-    /// Send the run to an OpenTelemetry receiver as it runs (OTLP/HTTP: a base URL such as
-    /// `http://localhost:6006`, or the full traces URL). A receiver that is down is an `error`
-    /// event and a warning, never a failed run.
-    #[arg(long, value_name = "URL", help_heading = "OpenTelemetry")]
-    pub otel_endpoint: Option<String>,
-    /// An HTTP header for the receiver, `NAME=VALUE` (repeatable).
-    #[arg(
-        long = "otel-header",
-        value_name = "NAME=VALUE",
-        help_heading = "OpenTelemetry"
-    )]
-    pub otel_headers: Vec<String>,
-    /// Also send prompts, arguments, results and the answer (redacted).
-    #[arg(long, help_heading = "OpenTelemetry")]
-    pub otel_content: bool,
+    /// Where the run is sent as it runs, if anywhere.
+    #[command(flatten)]
+    pub otel: OtelArgs,
     /// Most planning steps.
     #[arg(long, default_value_t = 12, value_parser = at_least_one::<usize>)]
     pub max_steps: usize,
@@ -255,20 +243,55 @@ impl RunArgs {
     }
 }
 
-impl RunArgs {
-    /// The OpenTelemetry receiver from `--otel-endpoint`, checked before anything starts.
-    pub fn otel_target(&self) -> Result<Option<otel::Target>> {
+/// Sending runs to an OpenTelemetry receiver as they run (`run` and `sweep`).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct OtelArgs {
+    /// Send the run to an OpenTelemetry receiver as it runs (OTLP/HTTP: a base URL such as
+    /// `http://localhost:6006`, or the full traces URL). A receiver that is down is an `error`
+    /// event and a warning, never a failed run.
+    #[arg(long, value_name = "URL", help_heading = "OpenTelemetry")]
+    pub otel_endpoint: Option<String>,
+    /// An HTTP header for the receiver, `NAME=VALUE` (repeatable).
+    #[arg(
+        long = "otel-header",
+        value_name = "NAME=VALUE",
+        help_heading = "OpenTelemetry"
+    )]
+    pub otel_headers: Vec<String>,
+    /// Also send prompts, arguments, results and the answer (redacted).
+    #[arg(long, help_heading = "OpenTelemetry")]
+    pub otel_content: bool,
+}
+
+impl OtelArgs {
+    /// The receiver, checked before anything starts.
+    pub fn target(&self) -> Result<Option<otel::Target>> {
         self.otel_endpoint
             .as_deref()
             .map(|url| otel::Target::new(url, &self.otel_headers, self.otel_content))
             .transpose()
+    }
+
+    /// The same options as `cosmos run` arguments.
+    pub fn to_args(&self) -> Vec<String> {
+        let mut args = Vec::new();
+        if let Some(url) = &self.otel_endpoint {
+            args.extend(["--otel-endpoint".to_string(), url.clone()]);
+        }
+        for h in &self.otel_headers {
+            args.extend(["--otel-header".to_string(), h.clone()]);
+        }
+        if self.otel_content {
+            args.push("--otel-content".to_string());
+        }
+        args
     }
 }
 
 /// Runs a task.
 pub fn run(args: RunArgs) -> Result<ExitCode> {
     let spec = args.spec()?;
-    let otel = args.otel_target()?;
+    let otel = args.otel.target()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;

@@ -8,7 +8,7 @@
 //! trajectory's clock (`started_at` + `t_ms`), so an old run keeps its real durations.
 //! Prompts, arguments and results are sent only with `--content`, always redacted.
 //! Memory: open spans (the run, its phase, nodes not yet evaluated) and, per node of the
-//! search in progress, a few words ([`NodeFacts`]: span id, tool, visits, value) and its
+//! search in progress, a few words (`NodeFacts`: span id, tool, visits, value) and its
 //! simulation's observation until the search is over, for the real twin's fidelity.
 
 use std::collections::HashMap;
@@ -753,17 +753,11 @@ impl Trace {
                     },
                     simulated.as_ref().map(|(_, o)| o),
                 );
-                let mut attrs = vec![
-                    attr("gen_ai.operation.name", "execute_tool"),
-                    attr("gen_ai.tool.name", tool.clone()),
-                    attr("gen_ai.tool.type", "function"),
+                let mut attrs = self.real_call_attrs(tool, arguments, result, error.is_some());
+                attrs.extend([
                     attr("gen_ai.tool.call.id", format!("step-{step}")),
-                    attr("mcp.method.name", "tools/call"),
-                    attr("openinference.span.kind", "TOOL"),
-                    attr("tool.name", tool.clone()),
                     attr("cosmos.step", *step as i64),
-                    attr("cosmos.simulated", false),
-                ];
+                ]);
                 if let Some(s) = server {
                     attrs.push(attr("cosmos.server", s.clone()));
                 }
@@ -776,21 +770,6 @@ impl Trace {
                 if let Some((sc, _)) = &simulated {
                     // The link says it too; not every receiver's API shows links.
                     attrs.push(attr("cosmos.simulation.span_id", sc.span_id().to_string()));
-                }
-                if result.is_error {
-                    attrs.push(attr("error.type", "tool_error"));
-                } else if error.is_some() {
-                    attrs.push(attr("error.type", "call_failed"));
-                }
-                if self.content {
-                    attrs.push(attr(
-                        "gen_ai.tool.call.arguments",
-                        self.content_json(arguments),
-                    ));
-                    attrs.push(attr(
-                        "gen_ai.tool.call.result",
-                        self.observation_json(result),
-                    ));
                 }
                 let links = simulated
                     .map(|(sc, _)| vec![Link::new(sc, vec![attr("cosmos.link", "simulation")], 0)])
@@ -855,30 +834,11 @@ impl Trace {
                 error,
                 ..
             } => {
-                let mut attrs = vec![
-                    attr("gen_ai.operation.name", "execute_tool"),
-                    attr("gen_ai.tool.name", tool.clone()),
-                    attr("mcp.method.name", "tools/call"),
-                    attr("openinference.span.kind", "TOOL"),
+                let mut attrs = self.real_call_attrs(tool, arguments, result, error.is_some());
+                attrs.extend([
                     attr("cosmos.probe", true),
-                    attr("cosmos.simulated", false),
                     attr("cosmos.node.id", *node as i64),
-                ];
-                if result.is_error {
-                    attrs.push(attr("error.type", "tool_error"));
-                } else if error.is_some() {
-                    attrs.push(attr("error.type", "call_failed"));
-                }
-                if self.content {
-                    attrs.push(attr(
-                        "gen_ai.tool.call.arguments",
-                        self.content_json(arguments),
-                    ));
-                    attrs.push(attr(
-                        "gen_ai.tool.call.result",
-                        self.observation_json(result),
-                    ));
-                }
+                ]);
                 let cx = self.span(
                     format!("execute_tool {tool}"),
                     &self.root.clone(),
@@ -983,6 +943,42 @@ impl Trace {
             }
             EventBody::PlannerDecided { .. } | EventBody::Unknown { .. } => {}
         }
+    }
+
+    /// What every span of a real call carries: the GenAI and MCP names, the error's type,
+    /// and with `--content` the arguments and the result.
+    fn real_call_attrs(
+        &self,
+        tool: &str,
+        arguments: &Value,
+        result: &Observation,
+        failed: bool,
+    ) -> Vec<KeyValue> {
+        let mut attrs = vec![
+            attr("gen_ai.operation.name", "execute_tool"),
+            attr("gen_ai.tool.name", tool.to_string()),
+            attr("gen_ai.tool.type", "function"),
+            attr("mcp.method.name", "tools/call"),
+            attr("openinference.span.kind", "TOOL"),
+            attr("tool.name", tool.to_string()),
+            attr("cosmos.simulated", false),
+        ];
+        if result.is_error {
+            attrs.push(attr("error.type", "tool_error"));
+        } else if failed {
+            attrs.push(attr("error.type", "call_failed"));
+        }
+        if self.content {
+            attrs.push(attr(
+                "gen_ai.tool.call.arguments",
+                self.content_json(arguments),
+            ));
+            attrs.push(attr(
+                "gen_ai.tool.call.result",
+                self.observation_json(result),
+            ));
+        }
+        attrs
     }
 
     fn simulation_attrs(

@@ -72,30 +72,18 @@ pub struct SweepArgs {
     /// `k8s` (an Indexed Job) or `slurm` (an `sbatch --array` script).
     #[arg(long, value_name = "k8s|slurm")]
     pub emit: Option<String>,
-    /// Send every cell's run to an OpenTelemetry receiver as it runs (one trace per run; as
-    /// `cosmos run --otel-endpoint`).
-    #[arg(long, value_name = "URL", help_heading = "OpenTelemetry")]
-    pub otel_endpoint: Option<String>,
-    /// An HTTP header for the receiver, `NAME=VALUE` (repeatable).
-    #[arg(
-        long = "otel-header",
-        value_name = "NAME=VALUE",
-        help_heading = "OpenTelemetry"
-    )]
-    pub otel_headers: Vec<String>,
-    /// Also send prompts, arguments, results and answers (redacted).
-    #[arg(long, help_heading = "OpenTelemetry")]
-    pub otel_content: bool,
+    /// Where every cell's run is sent as it runs (one trace per run).
+    #[command(flatten)]
+    pub otel: crate::cli::run::OtelArgs,
 }
 
 /// Runs (or lists, or emits) a sweep.
 pub fn run(args: SweepArgs) -> Result<ExitCode> {
     let (mut all, skipped) = spec::cells(&args.spec)?;
-    if let Some(url) = &args.otel_endpoint {
-        // Checked once here rather than in every cell.
-        crate::export::otel::Target::new(url, &args.otel_headers, args.otel_content)?;
+    // Checked once here rather than in every cell.
+    if args.otel.target()?.is_some() {
         for cell in &mut all {
-            cell.export_to(url, &args.otel_headers, args.otel_content);
+            cell.add_args(args.otel.to_args());
         }
     }
     if !skipped.is_empty() && args.emit.is_none() {

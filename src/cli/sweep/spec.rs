@@ -53,16 +53,10 @@ pub struct Cell {
 }
 
 impl Cell {
-    /// Has the cell's run sent to an OpenTelemetry receiver too (not part of its identity).
-    pub fn export_to(&mut self, url: &str, headers: &[String], content: bool) {
-        self.args
-            .extend(["--otel-endpoint".to_string(), url.to_string()]);
-        for h in headers {
-            self.args.extend(["--otel-header".to_string(), h.clone()]);
-        }
-        if content {
-            self.args.push("--otel-content".to_string());
-        }
+    /// Adds `cosmos run` arguments that are not part of the cell's identity (where its run is
+    /// also sent).
+    pub fn add_args(&mut self, args: Vec<String>) {
+        self.args.extend(args);
     }
 
     /// The run file's name.
