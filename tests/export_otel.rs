@@ -372,19 +372,59 @@ fn a_spiral_run_and_a_live_run_in_phoenix() {
         }
     }
 
-    // Live: a ReAct run against the real time server shows up as it runs.
+    // Live: a ReAct run against the real time server shows up while it runs (its planner is
+    // held after the first call until the test lets it go), then whole.
     let mcp = write_mcp_config(dir.path(), bench_servers());
     let out_dir = dir.path().join("live");
+    let release = dir.path().join("release");
     let llm = ScriptedLlm::start(json!([
-        {"when": "1. Time MCP:convert_time", "content": finish("It is 04:00 in New York.")},
+        {"when": "1. Time MCP:convert_time", "content": finish("It is 04:00 in New York."),
+         "hold_until_file": release.to_str().unwrap()},
         {"when": "No tool has been called yet", "content": call("Time MCP:convert_time",
             json!({"source_timezone": "UTC", "time": "09:00", "target_timezone": "America/New_York"}))}
     ]));
     let mut args = cosmos_run_args(&mcp, &out_dir, "time_mcp_000", "react", &[]);
     args.extend(["--otel-endpoint".to_string(), phoenix.url.clone()]);
-    let out = cosmos(&args, &llm, KEY);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-    assert!(!text(&out).contains("warning"), "{}", text(&out));
+    let traces_before: std::collections::HashSet<String> = phoenix
+        .spans()
+        .iter()
+        .map(|s| s["context"]["trace_id"].as_str().unwrap().to_string())
+        .collect();
+    let log = dir.path().join("live.log");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cosmos"))
+        .args(&args)
+        .env("OPENAI_BASE_URL", llm.base_url())
+        .env("OPENAI_API_KEY", KEY)
+        .env("COSMOS_MODEL", "scripted-model")
+        .env("COSMOS_LOG_FILE", &log)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Held mid-run: its real call is in Phoenix already, in a trace not seen before (the
+    // run's root span ends with the run).
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let live_call = phoenix.spans().into_iter().any(|s| {
+            s["name"] == "execute_tool Time MCP:convert_time"
+                && !traces_before.contains(s["context"]["trace_id"].as_str().unwrap())
+        });
+        if live_call {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no span of the held run reached Phoenix in 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(child.try_wait().unwrap().is_none(), "the run is still held");
+    std::fs::write(&release, "").unwrap();
+    let status = child.wait().unwrap();
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("warning"), "{stderr}");
     let file = only_run(&out_dir);
     let want_live = expected(&file);
     let spans = phoenix.trace_of(&want_live.run_id, want_live.spans);

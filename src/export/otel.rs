@@ -49,6 +49,8 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 const LIVE_QUEUE: usize = 4096;
 /// A live export sends what has ended after this long without a new event.
 const LIVE_FLUSH: Duration = Duration::from_millis(500);
+/// ... and at least this often while events keep coming.
+const LIVE_FLUSH_AT_LEAST: Duration = Duration::from_secs(2);
 
 /// Where and how spans are sent.
 #[derive(Debug, Clone)]
@@ -1273,14 +1275,21 @@ fn live_worker(
         mine.failed = d.failed;
         mine.first_error.clone_from(&d.first_error);
     };
+    let mut flushed = std::time::Instant::now();
     loop {
         match events.recv_timeout(LIVE_FLUSH) {
             Ok(event) => trace.event(&event),
             // Quiet for a while: what has ended so far goes out, so the run shows as it runs.
             Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
                 let _ = provider.force_flush();
+                flushed = std::time::Instant::now();
             }
             Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+        // A run that is never quiet still shows up every few seconds.
+        if flushed.elapsed() >= LIVE_FLUSH_AT_LEAST {
+            let _ = provider.force_flush();
+            flushed = std::time::Instant::now();
         }
         publish(&delivery);
     }
