@@ -1340,17 +1340,8 @@ fn the_notes_list_at_80x24_and_200x60() {
 #[test]
 fn every_help_line_is_whole_at_200_columns_and_wrapped_not_cut_at_80() {
     use mcp_cosmos::tui::help::HelpView;
-    use mcp_cosmos::tui::keymap::Mode;
     let keymap = Keymap::default();
-    for mode in [
-        Mode::Global,
-        Mode::Browser,
-        Mode::Run,
-        Mode::Compare,
-        Mode::Reader,
-        Mode::Confirm,
-        Mode::Sweep,
-    ] {
+    for mode in mcp_cosmos::tui::keymap::MODES {
         let words: Vec<String> = keymap
             .help(mode)
             .iter()

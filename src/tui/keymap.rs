@@ -96,7 +96,8 @@ pub enum Mode {
     Sweep,
 }
 
-const MODES: [Mode; 7] = [
+/// Every mode.
+pub const MODES: [Mode; 7] = [
     Mode::Global,
     Mode::Browser,
     Mode::Run,

@@ -124,12 +124,7 @@ impl View for NotesView {
     fn update(&mut self, action: &Action, _cx: Context, out: &mut Vec<Request>) -> Handled {
         let (len, page) = (self.notes.len(), self.page());
         match action {
-            Action::Do(Command::Up) => self.selection.by(-1, len, page),
-            Action::Do(Command::Down) => self.selection.by(1, len, page),
-            Action::Do(Command::PageUp) => self.selection.by(-(page as isize), len, page),
-            Action::Do(Command::PageDown) => self.selection.by(page as isize, len, page),
-            Action::Do(Command::Top) => self.selection.select(0, len, page),
-            Action::Do(Command::Bottom) => self.selection.select(len, len, page),
+            Action::Do(command) if self.selection.navigate(*command, len, page) => {}
             Action::Do(Command::Open) => match self.notes.get(self.selection.selected) {
                 Some(note) => out.push(Request::CloseThen(Action::JumpTo(note.go_to))),
                 None => out.push(Request::Close),

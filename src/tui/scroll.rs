@@ -1,6 +1,8 @@
 //! The one scrolling and selection arithmetic every pane uses: a view of `len` rows, `height`
 //! of them on screen. Nothing scrolls past its content, and every pane can say where it is.
 
+use super::keymap::Command;
+
 /// A scroll position over rows that are read, not selected (inspectors, help, observation).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Scroll {
@@ -74,6 +76,21 @@ impl Selection {
         self.selected = self.selected.min(len.saturating_sub(1));
         self.scroll.show(self.selected, height);
         self.scroll.clamp(len, height);
+    }
+
+    /// Moves the selection as a list's movement commands say (up, down, a page, top, bottom);
+    /// false for any other command.
+    pub fn navigate(&mut self, command: Command, len: usize, page: usize) -> bool {
+        match command {
+            Command::Up => self.by(-1, len, page),
+            Command::Down => self.by(1, len, page),
+            Command::PageUp => self.by(-(page as isize), len, page),
+            Command::PageDown => self.by(page as isize, len, page),
+            Command::Top => self.select(0, len, page),
+            Command::Bottom => self.select(len, len, page),
+            _ => return false,
+        }
+        true
     }
 
     /// The row under a click `row_on_screen` rows below the first one shown, if any.

@@ -305,12 +305,7 @@ impl View for WmEvalView {
     fn update(&mut self, action: &Action, _cx: Context, out: &mut Vec<Request>) -> Handled {
         let (len, page) = (self.rows.len(), self.page());
         match action {
-            Action::Do(Command::Up) => self.selection.by(-1, len, page),
-            Action::Do(Command::Down) => self.selection.by(1, len, page),
-            Action::Do(Command::PageUp) => self.selection.by(-(page as isize), len, page),
-            Action::Do(Command::PageDown) => self.selection.by(page as isize, len, page),
-            Action::Do(Command::Top) => self.selection.select(0, len, page),
-            Action::Do(Command::Bottom) => self.selection.select(usize::MAX, len, page),
+            Action::Do(command) if self.selection.navigate(*command, len, page) => {}
             Action::Do(Command::SortNext) => {
                 self.by_disagreement = !self.by_disagreement;
                 self.sort();
