@@ -95,8 +95,8 @@ pub enum Command {
     /// Run a matrix of tasks × configurations × repeats (the paper's experiment), resumably,
     /// on one machine or as a shard of a cluster job.
     Sweep(Box<sweep::SweepArgs>),
-    /// Export runs: a readable account (markdown, json) or a transition dataset for world
-    /// models (transitions).
+    /// Export runs: a readable account (markdown, json), OpenTelemetry traces (otel), or a
+    /// transition dataset for world models (transitions).
     Export(crate::export::ExportArgs),
     /// Print the paper's tables for groups of runs: one row per configuration.
     Report {
