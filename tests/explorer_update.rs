@@ -51,6 +51,25 @@ fn run_effects(app: &mut App) -> Vec<Work> {
     work.into_iter().map(|(_, w)| w).collect()
 }
 
+/// A synthetic SPIRAL run of 4,000 nodes written into `dir`: more events than a find searches
+/// in place.
+fn big_run(dir: &std::path::Path, seed: u64) -> std::path::PathBuf {
+    use mcp_cosmos::trajectory::synthetic::{self, Spec};
+    let path = dir.join("big.jsonl");
+    let spec = Spec {
+        nodes: 4_000,
+        seed,
+        ..Spec::default()
+    };
+    synthetic::write(
+        &path,
+        &spec,
+        mcp_cosmos::metrics::run::RunAccumulator::tally,
+    )
+    .unwrap();
+    path
+}
+
 fn run_app(run: Run) -> App {
     App::new(
         RunView::new(run, Rect::new(0, 0, 120, 39)),
@@ -915,20 +934,8 @@ fn a_note_on_a_node_is_appended_through_the_runs_writer_and_is_there_when_reopen
 
 #[test]
 fn a_find_over_a_big_run_is_searched_in_the_background_and_input_goes_on() {
-    use mcp_cosmos::trajectory::synthetic::{self, Spec};
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("big.jsonl");
-    let spec = Spec {
-        nodes: 4_000,
-        seed: 9,
-        ..Spec::default()
-    };
-    synthetic::write(
-        &path,
-        &spec,
-        mcp_cosmos::metrics::run::RunAccumulator::tally,
-    )
-    .unwrap();
+    let path = big_run(dir.path(), 9);
     let run = Run::open(&path).unwrap();
     assert!(run.len() > mcp_cosmos::tui::run_view::search::IN_PLACE);
     let mut app = run_app(run);
@@ -968,20 +975,8 @@ fn a_find_over_a_big_run_is_searched_in_the_background_and_input_goes_on() {
 
 #[test]
 fn a_background_find_that_fails_says_why_and_ends_the_find() {
-    use mcp_cosmos::trajectory::synthetic::{self, Spec};
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("big.jsonl");
-    let spec = Spec {
-        nodes: 4_000,
-        seed: 3,
-        ..Spec::default()
-    };
-    synthetic::write(
-        &path,
-        &spec,
-        mcp_cosmos::metrics::run::RunAccumulator::tally,
-    )
-    .unwrap();
+    let path = big_run(dir.path(), 3);
     let mut app = run_app(Run::open(&path).unwrap());
     press(&mut app, "/tokyo");
     send(&mut app, KeyCode::Enter);
@@ -1013,17 +1008,8 @@ fn the_notes_list_shows_every_note_and_enter_goes_to_what_it_is_about() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("noted.jsonl");
     common::write_run(&common::plan_fails_run(), &path);
-    let setup = mcp_cosmos::probe::ProbeSetup::default();
-    let note = |node, event, text: &str| EventBody::Annotation {
-        node,
-        event,
-        text: text.to_string(),
-        who: "ana".to_string(),
-    };
-    mcp_cosmos::probe::annotate(&path, note(Some(2), None, "wrong turn here"), 900, &setup)
-        .unwrap();
-    mcp_cosmos::probe::annotate(&path, note(None, Some(3), "the third event"), 950, &setup)
-        .unwrap();
+    common::annotate(&path, Some(2), None, "wrong turn here", 900);
+    common::annotate(&path, None, Some(3), "the third event", 950);
     let run = Run::open(&path).unwrap();
     let node_2_at = run.nodes()[run.slot_of(2).unwrap() as usize].added_at as usize;
     let event_3_at = run.briefs().iter().position(|b| b.seq == 3).unwrap();

@@ -1306,11 +1306,9 @@ fn a_call_a_world_model_never_reached_is_no_failure_in_the_view() {
 
 #[test]
 fn the_notes_list_at_80x24_and_200x60() {
-    use mcp_cosmos::trajectory::event::EventBody;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("noted.jsonl");
     common::write_run(&common::plan_fails_run(), &path);
-    let setup = mcp_cosmos::probe::ProbeSetup::default();
     for (node, event, text) in [
         (
             Some(2),
@@ -1319,13 +1317,7 @@ fn the_notes_list_at_80x24_and_200x60() {
         ),
         (None, Some(3), "this result is where the plan went wrong"),
     ] {
-        let note = EventBody::Annotation {
-            node,
-            event,
-            text: text.to_string(),
-            who: "ana".to_string(),
-        };
-        mcp_cosmos::probe::annotate(&path, note, 900, &setup).unwrap();
+        common::annotate(&path, node, event, text, 900);
     }
     for size in [(80, 24), (200, 60)] {
         let mut app = run_app(Run::open(&path).unwrap(), size);

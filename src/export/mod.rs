@@ -141,16 +141,9 @@ fn otel(runs: &[PathBuf], target: &otel::Target) -> Result<ExitCode> {
                     eprintln!("cosmos: {p} (skipped)");
                 }
                 spans += delivery.spans;
-                if delivery.failed > 0 {
+                if let Some(problem) = delivery.problem(&target.shown()) {
                     failed_runs += 1;
-                    eprintln!(
-                        "cosmos: {}: {} of {} span(s) did not reach {}: {}",
-                        path.display(),
-                        delivery.failed,
-                        delivery.spans,
-                        target.shown(),
-                        delivery.first_error.as_deref().unwrap_or("unknown error")
-                    );
+                    eprintln!("cosmos: {}: {problem}", path.display());
                 }
             }
             Err(e) => {

@@ -116,6 +116,20 @@ pub struct Delivery {
     pub first_error: Option<String>,
 }
 
+impl Delivery {
+    /// What did not arrive at `shown` (the receiver, as messages name it), if anything.
+    pub fn problem(&self, shown: &str) -> Option<String> {
+        (self.failed > 0).then(|| {
+            format!(
+                "{} of {} span(s) did not reach {shown}: {}",
+                self.failed,
+                self.spans,
+                self.first_error.as_deref().unwrap_or("unknown error")
+            )
+        })
+    }
+}
+
 /// Sends ended spans in batches of [`BATCH`] from a thread of its own, one batch being sent
 /// while the next is built: an export waits for the receiver (at most [`IN_FLIGHT`] batches
 /// queued) instead of dropping spans. The live path puts its own bounded queue in front, so
@@ -123,7 +137,7 @@ pub struct Delivery {
 #[derive(Debug)]
 struct Batcher {
     pending: Mutex<Vec<SpanData>>,
-    to_sender: Mutex<SyncSender<Job>>,
+    to_sender: SyncSender<Job>,
 }
 
 /// Batches queued for the sending thread beyond the one it is sending.
@@ -163,17 +177,13 @@ impl Batcher {
             .expect("starting the OTLP sending thread");
         Self {
             pending: Mutex::new(Vec::with_capacity(BATCH)),
-            to_sender: Mutex::new(tx),
+            to_sender: tx,
         }
     }
 
     fn send(&self, batch: Vec<SpanData>) {
         if !batch.is_empty() {
-            let _ = self
-                .to_sender
-                .lock()
-                .expect("sender lock")
-                .send(Job::Batch(batch));
+            let _ = self.to_sender.send(Job::Batch(batch));
         }
     }
 
@@ -182,12 +192,7 @@ impl Batcher {
         let batch = std::mem::take(&mut *self.pending.lock().expect("pending lock"));
         self.send(batch);
         let (done, wait) = std::sync::mpsc::sync_channel(1);
-        let sent = self
-            .to_sender
-            .lock()
-            .expect("sender lock")
-            .send(Job::Flush(done));
-        if sent.is_ok() {
+        if self.to_sender.send(Job::Flush(done)).is_ok() {
             let _ = wait.recv();
         }
     }
@@ -219,8 +224,8 @@ impl SpanProcessor for Batcher {
     }
 }
 
-/// A tracer provider that sends to `target`, and what it delivered.
-fn provider(target: &Target) -> Result<(SdkTracerProvider, Arc<Mutex<Delivery>>)> {
+/// A tracer provider that sends to `target` and counts what it delivered in `delivery`.
+fn provider(target: &Target, delivery: Arc<Mutex<Delivery>>) -> Result<SdkTracerProvider> {
     // The exporter's reqwest client uses the same TLS provider as the LLM client.
     crate::llm::http::install_tls_provider();
     let exporter = opentelemetry_otlp::SpanExporter::builder()
@@ -230,8 +235,7 @@ fn provider(target: &Target) -> Result<(SdkTracerProvider, Arc<Mutex<Delivery>>)
         .with_headers(target.headers.iter().cloned().collect())
         .build()
         .with_context(|| format!("an OTLP exporter for {}", target.shown()))?;
-    let delivery = Arc::new(Mutex::new(Delivery::default()));
-    let batcher = Batcher::start(exporter, delivery.clone());
+    let batcher = Batcher::start(exporter, delivery);
     let provider = SdkTracerProvider::builder()
         .with_span_processor(batcher)
         // A search's span carries one event per node; a long run's one per note.
@@ -246,7 +250,7 @@ fn provider(target: &Target) -> Result<(SdkTracerProvider, Arc<Mutex<Delivery>>)
                 .build(),
         )
         .build();
-    Ok((provider, delivery))
+    Ok(provider)
 }
 
 /// What is kept of a node of the search in progress: small, as a search holds up to 10^5.
@@ -1073,7 +1077,8 @@ pub fn export_file(
 ) -> Result<(Delivery, Vec<String>)> {
     let mut stream =
         EventStream::open(path).with_context(|| format!("opening {}", path.display()))?;
-    let (provider, delivery) = provider(target)?;
+    let delivery = Arc::new(Mutex::new(Delivery::default()));
+    let provider = provider(target, delivery.clone())?;
     let tracer = provider.tracer("mcp-cosmos");
     let mut trace = Trace::new(stream.header(), tracer, target.content, redactor.clone());
     while let Some(event) = stream.next_event()? {
@@ -1103,7 +1108,8 @@ pub struct Live {
 /// What the export thread and the run's tap share.
 #[derive(Debug, Default)]
 struct Shared {
-    delivery: Mutex<Delivery>,
+    /// Filled by the sending thread as batches go out.
+    delivery: Arc<Mutex<Delivery>>,
     /// Events dropped because the queue was full.
     dropped: AtomicU64,
     /// Trouble not yet recorded in the run.
@@ -1168,15 +1174,7 @@ impl Live {
                 "{dropped} event(s) were not exported: the exporter fell behind"
             ));
         }
-        if delivery.failed > 0 {
-            problems.push(format!(
-                "{} of {} span(s) did not reach {}: {}",
-                delivery.failed,
-                delivery.spans,
-                self.target.shown(),
-                delivery.first_error.as_deref().unwrap_or("unknown error")
-            ));
-        }
+        problems.extend(delivery.problem(&self.target.shown()));
         (!problems.is_empty()).then(|| problems.join("; "))
     }
 }
@@ -1198,12 +1196,10 @@ impl crate::agent::ports::Tap for LiveTap {
         let mut out = std::mem::take(&mut *self.shared.trouble.lock().expect("trouble lock"));
         if !self.told_failure {
             let delivery = self.shared.delivery.lock().expect("delivery lock");
-            if delivery.failed > 0 {
+            if let Some(problem) = delivery.problem(&self.shown) {
                 self.told_failure = true;
                 out.push(format!(
-                    "spans are not reaching {}: {}; the run goes on, its trajectory is whole",
-                    self.shown,
-                    delivery.first_error.as_deref().unwrap_or("unknown error")
+                    "{problem}; the run goes on, its trajectory is whole"
                 ));
             }
         }
@@ -1253,7 +1249,7 @@ fn live_worker(
             target.shown()
         ));
     }
-    let (provider, delivery) = match provider(target) {
+    let provider = match provider(target, shared.delivery.clone()) {
         Ok(p) => p,
         Err(e) => {
             shared
@@ -1268,13 +1264,6 @@ fn live_worker(
     };
     let tracer = provider.tracer("mcp-cosmos");
     let mut trace = Trace::new(header, tracer, target.content, redactor);
-    let publish = |delivery: &Arc<Mutex<Delivery>>| {
-        let d = delivery.lock().expect("delivery lock");
-        let mut mine = shared.delivery.lock().expect("delivery lock");
-        mine.spans = d.spans;
-        mine.failed = d.failed;
-        mine.first_error.clone_from(&d.first_error);
-    };
     let mut flushed = std::time::Instant::now();
     loop {
         match events.recv_timeout(LIVE_FLUSH) {
@@ -1291,10 +1280,72 @@ fn live_worker(
             let _ = provider.force_flush();
             flushed = std::time::Instant::now();
         }
-        publish(&delivery);
     }
     trace.finish();
     let _ = provider.force_flush();
     let _ = provider.shutdown();
-    publish(&delivery);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_endpoint_gets_the_traces_path_once_and_credentials_stay_out_of_messages() {
+        let url = |e: &str| Target::new(e, &[], false).unwrap().url;
+        assert_eq!(
+            url("http://localhost:6006"),
+            "http://localhost:6006/v1/traces"
+        );
+        assert_eq!(
+            url("http://localhost:6006/"),
+            "http://localhost:6006/v1/traces"
+        );
+        assert_eq!(
+            url("https://cloud.langfuse.com/api/public/otel"),
+            "https://cloud.langfuse.com/api/public/otel/v1/traces"
+        );
+        assert_eq!(url("http://h:4318/v1/traces"), "http://h:4318/v1/traces");
+        let t = Target::new(
+            "http://me:pw@h:4318",
+            &["Authorization=Basic x=y".into()],
+            true,
+        )
+        .unwrap();
+        assert_eq!(
+            t.headers,
+            [("Authorization".to_string(), "Basic x=y".to_string())]
+        );
+        assert!(!t.shown().contains("pw"), "{}", t.shown());
+        assert!(Target::new("http://h", &["=v".into()], false).is_err());
+    }
+
+    #[test]
+    fn the_provider_is_named_by_its_host_else_openai() {
+        assert_eq!(
+            provider_name(Some("https://api.anthropic.com/v1")),
+            "anthropic"
+        );
+        assert_eq!(
+            provider_name(Some("https://api.groq.com/openai/v1")),
+            "groq"
+        );
+        assert_eq!(provider_name(Some("http://127.0.0.1:8080/v1")), "openai");
+        assert_eq!(provider_name(None), "openai");
+    }
+
+    #[test]
+    fn a_delivery_says_what_did_not_arrive_and_nothing_when_all_did() {
+        let mut d = Delivery {
+            spans: 10,
+            ..Delivery::default()
+        };
+        assert_eq!(d.problem("R"), None);
+        d.failed = 4;
+        d.first_error = Some("refused".into());
+        assert_eq!(
+            d.problem("R").unwrap(),
+            "4 of 10 span(s) did not reach R: refused"
+        );
+    }
 }

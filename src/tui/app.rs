@@ -75,8 +75,6 @@ enum Answer {
 pub struct App {
     stack: Vec<Slot>,
     next_view: ViewId,
-    /// The leave question, while it is asked.
-    asking_leave: Option<ViewId>,
     /// Set when the person leaves, with how.
     pub exit: Option<Exit>,
     message: Option<String>,
@@ -119,7 +117,6 @@ impl App {
         let mut app = Self {
             stack: Vec::new(),
             next_view: 1,
-            asking_leave: None,
             exit: None,
             message: None,
             last_click: None,
@@ -358,13 +355,12 @@ impl App {
     fn leave(&mut self) {
         let running = self.views().find_map(|v| v.running());
         match running {
-            Some(what) => {
-                let front = self.stack.last().map(|s| s.id);
-                if self.asking_leave != front {
-                    let question = ConfirmLeave::new(&self.keymap, what);
-                    self.asking_leave = Some(self.push(Box::new(question)));
-                }
+            // Asked once: a second `q` does not stack a second question.
+            Some(what) if !self.top_is::<ConfirmLeave>() => {
+                let question = ConfirmLeave::new(&self.keymap, what);
+                self.push(Box::new(question));
             }
+            Some(_) => {}
             None => self.exit = Some(Exit::Quit),
         }
     }

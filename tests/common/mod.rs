@@ -468,3 +468,22 @@ pub fn three_listed(dir: &std::path::Path) -> Vec<mcp_cosmos::trajectory::listin
         })
         .collect()
 }
+
+/// Appends a note by "ana" to the run at `path` as the explorer does (`probe::annotate`), at
+/// `t_ms`, on a node or an event (`seq`).
+#[allow(dead_code)]
+pub fn annotate(
+    path: &std::path::Path,
+    node: Option<u64>,
+    event: Option<u64>,
+    text: &str,
+    t_ms: u64,
+) {
+    let note = EventBody::Annotation {
+        node,
+        event,
+        text: text.to_string(),
+        who: "ana".to_string(),
+    };
+    mcp_cosmos::probe::annotate(path, note, t_ms, &Default::default()).unwrap();
+}
