@@ -1132,6 +1132,18 @@ impl Live {
     pub fn start(header: &Header, target: Target, redactor: Redactor) -> Result<(Self, LiveTap)> {
         let (tx, rx) = std::sync::mpsc::sync_channel::<Event>(LIVE_QUEUE);
         let shared = Arc::new(Shared::default());
+        // Asked before the run starts (not on the worker), so a receiver that is down is in
+        // the trajectory however short the run is. On a thread of its own: the blocking client
+        // may not run inside the async runtime that calls this; the wait is at most its timeout.
+        crate::llm::http::install_tls_provider();
+        let verdict = std::thread::scope(|s| s.spawn(|| reachable(&target)).join())
+            .unwrap_or_else(|_| Err("the check panicked".into()));
+        if let Err(why) = verdict {
+            shared.trouble.lock().expect("trouble lock").push(format!(
+                "cannot send spans to {}: {why}; the run goes on, its trajectory is whole",
+                target.shown()
+            ));
+        }
         let worker = {
             let header = header.clone();
             let target = target.clone();
@@ -1242,13 +1254,6 @@ fn live_worker(
     shared: &Shared,
     events: Receiver<Event>,
 ) {
-    crate::llm::http::install_tls_provider();
-    if let Err(why) = reachable(target) {
-        shared.trouble.lock().expect("trouble lock").push(format!(
-            "cannot send spans to {}: {why}; the run goes on, its trajectory is whole",
-            target.shown()
-        ));
-    }
     let provider = match provider(target, shared.delivery.clone()) {
         Ok(p) => p,
         Err(e) => {
