@@ -3,7 +3,8 @@
 //! JSON, as Markdown, as transitions and as OpenTelemetry spans to a local OTLP sink (an HTTP
 //! server on this machine that takes each request and answers 200): events per second and
 //! peak memory of each, beside opening the run as the explorer and `report` read it; and what
-//! a live export costs the agent per event.
+//! a live export costs the agent per event. A word after `--` runs only the phases named by it
+//! (`open`, `json`, `markdown`, `transitions`, `otel`, `live`), for a profiler.
 
 mod common;
 
@@ -18,7 +19,27 @@ fn main() {
     let scale = scale();
     let big = big_run_file(scale);
     warm(&big);
+    let only = std::env::args()
+        .skip(1)
+        .find(|a| !a.starts_with("--"))
+        .unwrap_or_default();
+    let phase = |name: &str| name.contains(only.as_str());
 
+    if phase("open json markdown") {
+        accounts(&big);
+    }
+    if phase("transitions") {
+        transitions_phase(&big);
+    }
+    if phase("otel") {
+        otel_phase(&big);
+    }
+    if phase("live") {
+        live_phase(&big);
+    }
+}
+
+fn accounts(big: &std::path::Path) {
     reset_peak();
     let (run, t_open) = time(|| Run::open(&big).unwrap());
     let events = run.len();
@@ -45,12 +66,14 @@ fn main() {
             peak_mb()
         );
     }
-    drop(run);
+}
 
+fn transitions_phase(big: &std::path::Path) {
+    let events = events_in(big);
     reset_peak();
     let out = tempfile::tempdir().unwrap();
     let spec = transitions::Spec {
-        paths: vec![big.clone()],
+        paths: vec![big.to_path_buf()],
         out: out.path().to_path_buf(),
         format: transitions::Format::Chat,
         split: 0.0,
@@ -65,13 +88,21 @@ fn main() {
         events as f64 / t.as_secs_f64() / 1e3,
         peak_mb()
     );
+}
 
+/// The number of events in the run at `path`.
+fn events_in(path: &std::path::Path) -> usize {
+    Run::open(path).unwrap().len()
+}
+
+fn otel_phase(big: &std::path::Path) {
+    let events = events_in(big);
     // OpenTelemetry, streamed from the file to a sink on this machine.
     let sink_url = otlp_sink();
     let target = otel::Target::new(&sink_url, &[], false).unwrap();
     reset_peak();
     let ((delivery, _), t) =
-        time(|| otel::export_file(&big, &target, &mcp_cosmos::export::redactor()).unwrap());
+        time(|| otel::export_file(big, &target, &mcp_cosmos::export::redactor()).unwrap());
     println!(
         "export otel ({} spans, {} failed): {:.0} ms = {:.0} k events/s   peak RSS {:.0} MB",
         delivery.spans,
@@ -80,9 +111,11 @@ fn main() {
         events as f64 / t.as_secs_f64() / 1e3,
         peak_mb()
     );
+}
 
-    // Live: what handing each event to the exporter costs the agent's thread.
-    let mut stream = mcp_cosmos::trajectory::reader::EventStream::open(&big).unwrap();
+/// Live: what handing each event to the exporter costs the agent's thread.
+fn live_phase(big: &std::path::Path) {
+    let mut stream = mcp_cosmos::trajectory::reader::EventStream::open(big).unwrap();
     let header = stream.header().clone();
     let mut sample = Vec::new();
     while let Some(e) = stream.next_event().unwrap() {
@@ -114,6 +147,7 @@ fn main() {
         .1
     };
     let alone = write_all(None);
+    let target = otel::Target::new(&otlp_sink(), &[], false).unwrap();
     let (live, mut tap) =
         otel::Live::start(&header, target, mcp_cosmos::export::redactor()).unwrap();
     let with_tap = write_all(Some(&mut tap));
