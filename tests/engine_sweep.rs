@@ -183,6 +183,29 @@ fn emitted_cluster_jobs_parse_and_auto_shards_match_their_index() {
     assert!(command.as_sequence().unwrap().iter().any(|a| a == "auto"));
     let slurm = cosmos_env(&["sweep", spec_s, "--emit", "slurm", "--shards", "3"], &[]);
     assert!(String::from_utf8_lossy(&slurm.stdout).contains("#SBATCH --array=0-2"));
+    // Trace options are not written into a job (a header may hold a key); the user is told.
+    let traced = cosmos_env(
+        &[
+            "sweep",
+            spec_s,
+            "--emit",
+            "slurm",
+            "--shards",
+            "3",
+            "--otel-endpoint",
+            "http://127.0.0.1:9/",
+            "--otel-header",
+            "authorization=Bearer sk-job-0123456789",
+        ],
+        &[],
+    );
+    assert_eq!(traced.status.code(), Some(0), "{}", text(&traced));
+    assert!(!String::from_utf8_lossy(&traced.stdout).contains("sk-job"));
+    assert!(
+        String::from_utf8_lossy(&traced.stderr).contains("not copied into the job"),
+        "{}",
+        text(&traced)
+    );
 
     let ids = |o: &std::process::Output| -> BTreeSet<String> {
         assert_eq!(o.status.code(), Some(0), "{}", text(o));

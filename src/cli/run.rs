@@ -251,7 +251,8 @@ pub struct OtelArgs {
     /// event and a warning, never a failed run.
     #[arg(long, value_name = "URL", help_heading = "OpenTelemetry")]
     pub otel_endpoint: Option<String>,
-    /// An HTTP header for the receiver, `NAME=VALUE` (repeatable).
+    /// An HTTP header for the receiver, `NAME=VALUE` (repeatable). The command line is visible
+    /// to every user of the machine: give a key through `OTEL_EXPORTER_OTLP_HEADERS` instead.
     #[arg(
         long = "otel-header",
         value_name = "NAME=VALUE",

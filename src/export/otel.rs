@@ -57,7 +57,9 @@ const LIVE_FLUSH_AT_LEAST: Duration = Duration::from_secs(2);
 pub struct Target {
     /// The OTLP/HTTP traces URL (ends in `/v1/traces`).
     pub url: String,
-    /// Extra HTTP headers (an API key for the receiver).
+    /// Extra HTTP headers (an API key for the receiver): `--header`, then the standard
+    /// `OTEL_EXPORTER_OTLP_TRACES_HEADERS` or `OTEL_EXPORTER_OTLP_HEADERS` (which win, as the
+    /// exporter applies them last), so every request, the first check's too, carries them.
     pub headers: Vec<(String, String)>,
     /// Send prompts, arguments and results (redacted).
     pub content: bool,
@@ -85,9 +87,12 @@ impl Target {
                 _ => bail!("--header {h:?}: expected NAME=VALUE"),
             })
             .collect::<Result<_>>()?;
+        let from_env = std::env::var("OTEL_EXPORTER_OTLP_TRACES_HEADERS")
+            .or_else(|_| std::env::var("OTEL_EXPORTER_OTLP_HEADERS"))
+            .ok();
         Ok(Self {
             url,
-            headers,
+            headers: with_env_headers(headers, from_env.as_deref()),
             content,
         })
     }
@@ -103,6 +108,29 @@ impl Target {
             _ => self.url.clone(),
         }
     }
+}
+
+/// `headers` with those of an `OTEL_EXPORTER_OTLP_*HEADERS` value (`k1=v1,k2=v2`, values
+/// percent-encoded) put over them; a pair without `=` is skipped, as the exporter skips it.
+fn with_env_headers(
+    mut headers: Vec<(String, String)>,
+    env: Option<&str>,
+) -> Vec<(String, String)> {
+    for pair in env.unwrap_or_default().split(',') {
+        let Some((name, value)) = pair.split_once('=') else {
+            continue;
+        };
+        let name = name.trim();
+        if name.is_empty() {
+            continue;
+        }
+        let value = percent_encoding::percent_decode_str(value.trim())
+            .decode_utf8_lossy()
+            .into_owned();
+        headers.retain(|(k, _)| !k.eq_ignore_ascii_case(name));
+        headers.push((name.to_string(), value));
+    }
+    headers
 }
 
 /// What an export sent and what the receiver refused.
@@ -1323,6 +1351,27 @@ mod tests {
         );
         assert!(!t.shown().contains("pw"), "{}", t.shown());
         assert!(Target::new("http://h", &["=v".into()], false).is_err());
+    }
+
+    #[test]
+    fn headers_from_the_environment_are_decoded_and_win() {
+        let given = vec![
+            ("Authorization".to_string(), "from-the-command".to_string()),
+            ("x-team".to_string(), "a".to_string()),
+        ];
+        let merged = with_env_headers(
+            given.clone(),
+            Some("authorization=Bearer%20sk-env-1, x-other = b ,broken,=empty"),
+        );
+        assert_eq!(
+            merged,
+            vec![
+                ("x-team".to_string(), "a".to_string()),
+                ("authorization".to_string(), "Bearer sk-env-1".to_string()),
+                ("x-other".to_string(), "b".to_string()),
+            ]
+        );
+        assert_eq!(with_env_headers(given.clone(), None), given);
     }
 
     #[test]

@@ -94,6 +94,13 @@ pub fn run(args: SweepArgs) -> Result<ExitCode> {
         );
     }
     if let Some(engine) = &args.emit {
+        if args.otel.otel_endpoint.is_some() {
+            // Said rather than copied: a header may hold a key, and a job file is kept.
+            eprintln!(
+                "cosmos: warning: the --otel-* options are not copied into the job; add them to \
+                 its command, with any key in OTEL_EXPORTER_OTLP_HEADERS"
+            );
+        }
         print!("{}", emit::emit(engine, &args)?);
         return Ok(ExitCode::SUCCESS);
     }
