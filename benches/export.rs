@@ -41,7 +41,7 @@ fn main() {
 
 fn accounts(big: &std::path::Path) {
     reset_peak();
-    let (run, t_open) = time(|| Run::open(&big).unwrap());
+    let (run, t_open) = time(|| Run::open(big).unwrap());
     let events = run.len();
     println!(
         "open the run ({events} events): {:.0} ms = {:.0} k events/s   peak RSS {:.0} MB",

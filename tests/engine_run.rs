@@ -840,6 +840,34 @@ fn a_time_budget_is_a_deadline_inside_a_hanging_call_and_a_slow_endpoint() {
         cut[0]
     );
     assert_eq!(end["totals"]["llm_calls"], 1, "{end}");
+
+    // SPIRAL's search (its planner) and ReAct-Plan-Exec's rehearsal (its world model) record
+    // the call a deadline cut off as ReAct does.
+    let slow_wm = ScriptedLlm::start(json!([
+        {"when": "You simulate an MCP server", "delay_s": 30, "content": predicted("ok", false)},
+        {"when": "No tool has been called yet", "content": call("flaky:hang", json!({"text": "x"}))}
+    ]));
+    for (agent, llm, role) in [
+        ("spiral", &slow, "planner"),
+        ("plan-exec", &slow_wm, "world_model"),
+    ] {
+        let apart = tempfile::tempdir().unwrap();
+        let (ev, took) = run_with_budget(apart.path(), agent, llm, &["--world-model", "llm"]);
+        assert!(took < bound, "{agent} took {took:?} with a 4 s budget");
+        let cut: Vec<&Value> = ev
+            .iter()
+            .filter(|e| {
+                e["kind"] == "llm_call"
+                    && e["error"]
+                        .as_str()
+                        .is_some_and(|m| m.contains("cut off after"))
+            })
+            .collect();
+        assert_eq!(cut.len(), 1, "{agent}: {ev:?}");
+        assert_eq!(cut[0]["role"], role, "{agent}: {}", cut[0]);
+        assert_eq!(cut[0]["tokens_estimated"], true, "{}", cut[0]);
+        assert_eq!(finished(&ev)["status"], "failed", "{agent}");
+    }
 }
 
 #[test]

@@ -83,7 +83,10 @@ pub async fn run(env: &Env, sink: &mut dyn EventSink) -> Result<End> {
             .or_end("rehearsing a step")
         {
             Ok(r) => r,
-            Err(end) => return Ok(end),
+            Err(end) => {
+                rehearser.record_cut(sink, &end)?;
+                return Ok(end);
+            }
         };
         rehearse::record(sink, node, &r)?;
         chain.push(node);

@@ -218,6 +218,34 @@ pub struct Rehearser<'a> {
     /// their mean is what the next one is expected to cost.
     rehearsal_tokens: std::sync::atomic::AtomicU64,
     rehearsals: std::sync::atomic::AtomicU64,
+    /// LLM calls a stop or the time budget dropped before they answered.
+    cut: std::sync::Mutex<Vec<CutCall>>,
+}
+
+/// An LLM call that never answered: its role, model and start.
+type CutCall = (Role, String, Instant);
+
+/// An LLM call of a rehearsal in flight. Dropped before [`Flight::landed`] (its future
+/// dropped by a stop or the time budget), it joins the rehearser's cut calls, which the agent
+/// records as ReAct records its own cut calls: the run never says a call it made was not made.
+struct Flight<'r> {
+    cut: &'r std::sync::Mutex<Vec<CutCall>>,
+    call: Option<CutCall>,
+}
+
+impl Flight<'_> {
+    /// The call answered (successfully or not): it is recorded with its answer.
+    fn landed(mut self) {
+        self.call = None;
+    }
+}
+
+impl Drop for Flight<'_> {
+    fn drop(&mut self) {
+        if let Some(call) = self.call.take() {
+            self.cut.lock().expect("cut calls lock").push(call);
+        }
+    }
 }
 
 impl<'a> Rehearser<'a> {
@@ -229,7 +257,25 @@ impl<'a> Rehearser<'a> {
             real_steps,
             rehearsal_tokens: Default::default(),
             rehearsals: Default::default(),
+            cut: Default::default(),
         }
+    }
+
+    /// Marks an LLM call of `role` to `model` as started.
+    fn flight(&self, role: Role, model: String) -> Flight<'_> {
+        Flight {
+            cut: &self.cut,
+            call: Some((role, model, Instant::now())),
+        }
+    }
+
+    /// Records the LLM calls that `end` (a stop, the time budget) cut off, once each.
+    pub fn record_cut(&self, sink: &mut dyn EventSink, end: &super::End) -> Result<()> {
+        let cut = std::mem::take(&mut *self.cut.lock().expect("cut calls lock"));
+        for (role, model, started) in cut {
+            self.env.record_cut_llm(sink, role, &model, started, end)?;
+        }
+        Ok(())
     }
 
     /// Counts `tokens` a rehearsal spent (its simulation or its critique).
@@ -264,7 +310,10 @@ impl SearchEnv for Rehearser<'_> {
             let env = self.env;
             let planner = &env.roles.planner;
             let model = planner.endpoint().model.clone();
-            match planner::ask(planner, &env.tools, &env.functions, &turn).await {
+            let flight = self.flight(Role::Planner, model.clone());
+            let asked = planner::ask(planner, &env.tools, &env.functions, &turn).await;
+            flight.landed();
+            match asked {
                 Ok(reply) => {
                     env.meter.spend(reply.completion.tokens());
                     let mut events =
@@ -320,7 +369,15 @@ impl SearchEnv for Rehearser<'_> {
                 user_request: &self.env.task.request,
                 history,
             };
-            match self.world_model.simulate(req).await {
+            // Only a world model that asks an LLM has a call to cut.
+            let flight =
+                llm_model(&serde_json::to_value(self.world_model.describe()).unwrap_or_default())
+                    .map(|model| self.flight(Role::WorldModel, model));
+            let simulated = self.world_model.simulate(req).await;
+            if let Some(flight) = flight {
+                flight.landed();
+            }
+            match simulated {
                 Ok(sim) => {
                     let tokens = sim.llm.as_ref().map(LlmUsage::tokens);
                     self.spent(tokens.unwrap_or(0));
@@ -359,7 +416,10 @@ impl SearchEnv for Rehearser<'_> {
             let schema = serde_json::json!({"type": "object", "properties": {"score": {"type": "number", "minimum": 0, "maximum": 1}, "reason": {"type": "string"}}, "required": ["score"]});
             let critic = &self.env.roles.critic;
             let model = critic.endpoint().model.clone();
-            match critic.complete_json(&messages, "critique", &schema).await {
+            let flight = self.flight(Role::Critic, model.clone());
+            let answered = critic.complete_json(&messages, "critique", &schema).await;
+            flight.landed();
+            match answered {
                 Ok((v, c)) => {
                     self.spent(c.tokens());
                     let critique =
@@ -401,5 +461,14 @@ impl SearchEnv for Rehearser<'_> {
 
     fn world_model_name(&self) -> String {
         self.world_model.name()
+    }
+}
+
+/// The model a world model asks, from what it says of itself (its `model`, or the one of the
+/// world model it wraps); `None` for one that asks no LLM.
+fn llm_model(described: &Value) -> Option<String> {
+    match described.get("model") {
+        Some(Value::String(model)) => Some(model.clone()),
+        _ => described.get("inner").and_then(llm_model),
     }
 }

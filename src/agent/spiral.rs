@@ -140,15 +140,18 @@ async fn search(
     origin: &Origin,
 ) -> Result<std::result::Result<(Search, Option<Ending>), End>> {
     let rehearser = Rehearser::new(env, world_model.clone(), origin.history.len());
-    // The whole search is bounded: a stop or the time budget cancels the calls in flight.
-    // Events recorded so far stay in the file.
+    // The whole search is bounded: a stop or the time budget cancels the calls in flight,
+    // which are recorded as cut off. Events recorded so far stay in the file.
     let searched = match env
         .bounded(mcts::search_from(&rehearser, settings, origin, sink))
         .await
         .or_end("searching")
     {
         Ok(searched) => searched?,
-        Err(end) => return Ok(Err(end)),
+        Err(end) => {
+            rehearser.record_cut(sink, &end)?;
+            return Ok(Err(end));
+        }
     };
     let cut_short = match &searched.stopped {
         Stopped::Budget(_) if env.stopped() => return Ok(Err(End::interrupted())),
