@@ -410,10 +410,15 @@ impl Tree {
 
     /// The final plan: the path to the best terminal `finish` node by `rule` (any node when
     /// no path finished), without the root. Ties go to the earlier node. A node the world
-    /// model could not simulate is never part of a plan.
+    /// model could not simulate, or a call its tool's schema rejected, is never part of a
+    /// plan: the first is unknown, the second known to fail.
     pub fn plan(&self, rule: PlanRule) -> Vec<usize> {
-        let candidates =
-            (1..self.nodes.len()).filter(|&i| self.nodes[i].verdict != Some(Verdict::NotSimulated));
+        let candidates = (1..self.nodes.len()).filter(|&i| {
+            !matches!(
+                self.nodes[i].verdict,
+                Some(Verdict::NotSimulated | Verdict::Invalid)
+            )
+        });
         let finishes: Vec<usize> = candidates
             .clone()
             .filter(|&i| matches!(self.nodes[i].action, Some(Action::Finish { .. })))
@@ -1186,6 +1191,33 @@ mod tests {
         }
         assert_eq!(tree.plan(PlanRule::BestMean), vec![1]);
         assert_eq!(tree.plan(PlanRule::MostVisited), vec![2]);
+    }
+
+    #[test]
+    fn a_call_its_schema_rejected_is_never_planned_even_with_nothing_finished() {
+        let mut tree = Tree::new();
+        let call = |text: &str| Action::ToolCall {
+            tool: "t:echo".into(),
+            arguments: json!({ "text": text }),
+        };
+        for (verdict, text) in [(Verdict::Invalid, "bad"), (Verdict::DeadEnd, "poor")] {
+            tree.nodes.push(Node {
+                terminal: true,
+                verdict: Some(verdict),
+                ..Node::new(Some(0), 1, Some(call(text)))
+            });
+            let i = tree.nodes.len() - 1;
+            tree.nodes[0].children.push(i);
+        }
+        tree.backpropagate(1, 0.2); // the invalid call, oddly the better mean and more visits
+        tree.backpropagate(1, 0.2);
+        tree.backpropagate(2, -0.5);
+        assert_eq!(tree.plan(PlanRule::BestMean), vec![2]);
+        assert_eq!(tree.plan(PlanRule::MostVisited), vec![2]);
+        // Nothing but the rejected call: no plan at all.
+        tree.nodes.truncate(2);
+        tree.nodes[0].children.truncate(1);
+        assert_eq!(tree.plan(PlanRule::BestMean), Vec::<usize>::new());
     }
 
     /// The toy's world with another planner: `steer` answers a proposal (given the history

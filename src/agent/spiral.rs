@@ -182,7 +182,7 @@ fn no_plan(searched: &Search, cut_short: Option<Ending>) -> (String, Ending) {
                 "the planner gave no usable decision ({} retries; last: {last})",
                 searched.accounting.retried
             ),
-            None => "the search found no step the world model could simulate".to_string(),
+            None => "the search found no valid step the world model could simulate".to_string(),
         },
     };
     (
