@@ -40,6 +40,12 @@ pub enum Draw {
     ),
     /// Per-task paired differences.
     Paired(fn(&mut fastrand::Rng) -> f64),
+    /// Paired differences three to a unit (calls of one run): a unit's own mean difference,
+    /// then differences around it.
+    PairedRepeats(
+        fn(&mut fastrand::Rng) -> f64,
+        fn(&mut fastrand::Rng, f64) -> f64,
+    ),
 }
 
 /// The cases, with their true means.
@@ -126,6 +132,17 @@ pub fn cases() -> Vec<Case> {
             draw: Draw::Paired(|r| 1000.0 * (normal(r) + 0.5)),
             truth: 500.0,
         },
+        Case {
+            name: "paired calls Δ",
+            stands_for: "two world models' fidelity difference on calls, three per run (clustered)",
+            scale: UNIT,
+            draw: Draw::PairedRepeats(
+                |r| 0.1 + 0.4 * (beta(r, 2.0, 2.0) - 0.5),
+                |r, a| a + 0.6 * (beta(r, 2.0, 2.0) - 0.5),
+            ),
+            // Both spreads are symmetric around 0: the mean difference is the runs' centre.
+            truth: 0.1,
+        },
     ]
 }
 
@@ -155,6 +172,18 @@ pub fn coverage(case: &Case, n: usize, seed: u64) -> (f64, usize) {
             Draw::Paired(draw) => {
                 let diffs: Vec<f64> = (0..n).map(|_| draw(&mut rng)).collect();
                 stats::paired(&diffs, case.scale)
+            }
+            Draw::PairedRepeats(unit_mean, repeat) => {
+                let mut diffs = Vec::with_capacity(3 * n);
+                let mut units = Vec::with_capacity(3 * n);
+                for u in 0..n {
+                    let a = unit_mean(&mut rng);
+                    for _ in 0..3 {
+                        diffs.push(repeat(&mut rng, a));
+                        units.push(u);
+                    }
+                }
+                stats::paired_clustered(&diffs, &units, case.scale)
             }
         };
         match estimate.and_then(|e| e.ci) {

@@ -141,7 +141,9 @@ pub struct Pair {
     pub n: usize,
     /// Mean of `fidelity(a) − fidelity(b)`.
     pub mean_diff: Option<f64>,
-    /// 95% interval of that mean (`stats::paired`: within ±1, none under `stats::MIN_N` calls).
+    /// 95% interval of that mean (`stats::paired_clustered`: within ±1, clustered by the run
+    /// each call came from, as the means are; none under `stats::MIN_N` calls, or runs when
+    /// clustered).
     pub ci: Option<[f64; 2]>,
     /// Calls where `a` scored higher.
     pub wins: usize,
@@ -289,10 +291,13 @@ fn rows_of(groups: BTreeMap<&str, Scores>) -> Vec<ToolRow> {
 }
 
 fn pair(names: &[String], a: usize, b: usize, calls: &[CallResult]) -> Pair {
-    let diffs: Vec<f64> = calls
+    let (diffs, sources): (Vec<f64>, Vec<&str>) = calls
         .iter()
-        .filter_map(|c| Some(score(&c.outcomes[a])? - score(&c.outcomes[b])?))
-        .collect();
+        .filter_map(|c| {
+            let diff = score(&c.outcomes[a])? - score(&c.outcomes[b])?;
+            Some((diff, c.source.as_str()))
+        })
+        .unzip();
     let n = diffs.len();
     let tie = |d: f64| d.abs() <= 1e-9;
     let mean_diff = (n > 0).then(|| diffs.iter().sum::<f64>() / n as f64);
@@ -301,7 +306,7 @@ fn pair(names: &[String], a: usize, b: usize, calls: &[CallResult]) -> Pair {
         b: names[b].clone(),
         n,
         mean_diff,
-        ci: stats::paired(&diffs, UNIT).and_then(|e| e.ci),
+        ci: stats::paired_clustered(&diffs, &sources, UNIT).and_then(|e| e.ci),
         wins: diffs.iter().filter(|&&d| d > 0.0 && !tie(d)).count(),
         ties: diffs.iter().filter(|&&d| tie(d)).count(),
         losses: diffs.iter().filter(|&&d| d < 0.0 && !tie(d)).count(),
@@ -473,12 +478,22 @@ mod tests {
     #[test]
     fn hand_worked_rows_and_pair() {
         let names = vec!["a".to_string(), "b".to_string()];
-        let calls = vec![
+        let mut calls = vec![
             call(false, vec![sim(1.0, false), sim(0.5, false)]),
             call(false, vec![sim(0.8, true), sim(0.8, false)]),
             call(true, vec![sim(1.0, true), sim(0.0, false)]),
             call(true, vec![sim(0.0, false), Outcome::Failed]),
         ];
+        // Calls of one run are one cluster: from a single run, the pair has no interval.
+        let one_run = leaderboard(&names, &calls);
+        assert_eq!(one_run.pairs[0].n, 3);
+        assert_eq!(
+            one_run.pairs[0].ci, None,
+            "three calls of one run are one unit"
+        );
+        for (i, c) in calls.iter_mut().enumerate() {
+            c.source = format!("run-{i}");
+        }
         let board = leaderboard(&names, &calls);
         let a = &board.world_models[0];
         assert_eq!((a.n, a.calls, a.failed, a.tokens), (4, 4, 0, 40));

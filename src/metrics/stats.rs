@@ -284,11 +284,26 @@ fn cox(logs: &[f64], df: f64) -> Option<[f64; 2]> {
 /// `scale`: a bounded metric's differences are bounded by its width, anything else is Student's
 /// t; under [`MIN_N`] tasks there is none.
 pub fn paired(diffs: &[f64], scale: Scale) -> Option<Estimate> {
-    let scale = match scale {
+    Estimate::of(diffs, difference_scale(scale))
+}
+
+/// [`paired`] where `unit[i]` names what `diffs[i]` came from (the run of a call): differences
+/// of one unit are one cluster, as in [`Estimate::of_clustered`], and the interval counts
+/// units, not differences.
+pub fn paired_clustered<K: Eq + std::hash::Hash>(
+    diffs: &[f64],
+    unit: &[K],
+    scale: Scale,
+) -> Option<Estimate> {
+    Estimate::of_clustered(diffs, unit, difference_scale(scale))
+}
+
+/// The scale of a difference of two values on `scale`.
+fn difference_scale(scale: Scale) -> Scale {
+    match scale {
         Scale::Bounded(lo, hi) => Scale::Bounded(lo - hi, hi - lo),
         _ => Scale::Unbounded,
-    };
-    Estimate::of(diffs, scale)
+    }
 }
 
 /// How many tasks a paired comparison needs to detect a mean difference `delta` with 80%
