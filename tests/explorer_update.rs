@@ -1030,6 +1030,20 @@ fn the_notes_list_shows_every_note_and_enter_goes_to_what_it_is_about() {
             ("event 3", "the third event", event_3_at)
         ]
     );
+    // Its help lists a list's keys, not compare's.
+    press(&mut app, "?");
+    let help = app
+        .top_as::<mcp_cosmos::tui::help::HelpView>()
+        .expect("the help in front");
+    let said: Vec<&str> = help.rows().iter().map(|(_, what)| what.as_str()).collect();
+    assert!(
+        said.iter()
+            .any(|w| w.contains("a note: go to what it is about")),
+        "{said:?}"
+    );
+    assert!(!said.iter().any(|w| w.contains("compare:")), "{said:?}");
+    press(&mut app, "?");
+    assert!(app.top_is::<NotesView>());
     // The second note: Enter closes the list and puts the cursor just after its event.
     send(&mut app, KeyCode::Down);
     send(&mut app, KeyCode::Enter);

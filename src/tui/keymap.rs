@@ -94,10 +94,12 @@ pub enum Mode {
     Confirm,
     /// A sweep's matrix.
     Sweep,
+    /// A short list to choose from: the run's notes, the probe's world models.
+    List,
 }
 
 /// Every mode.
-pub const MODES: [Mode; 7] = [
+pub const MODES: [Mode; 8] = [
     Mode::Global,
     Mode::Browser,
     Mode::Run,
@@ -105,6 +107,7 @@ pub const MODES: [Mode; 7] = [
     Mode::Reader,
     Mode::Confirm,
     Mode::Sweep,
+    Mode::List,
 ];
 
 impl Mode {
@@ -117,6 +120,7 @@ impl Mode {
             Mode::Reader => "reader",
             Mode::Confirm => "confirm",
             Mode::Sweep => "sweep",
+            Mode::List => "list",
         }
     }
 }
@@ -379,6 +383,12 @@ pub const COMMANDS: &[(Command, Mode, &[&str], &str)] = &[
         "previous cell that failed",
     ),
     (Command::StopRun, Mode::Sweep, &["x"], "stop the sweep"),
+    (
+        Command::Open,
+        Mode::List,
+        &["Enter", "o"],
+        "choose the selected row (a note: go to what it is about)",
+    ),
     (Command::NextLink, Mode::Reader, &["Tab", "n"], "next link"),
     (
         Command::PrevLink,

@@ -117,8 +117,7 @@ impl NotesView {
 
 impl View for NotesView {
     fn mode(&self) -> Mode {
-        // A list to move through and open, as the compare views are.
-        Mode::Compare
+        Mode::List
     }
 
     fn update(&mut self, action: &Action, _cx: Context, out: &mut Vec<Request>) -> Handled {

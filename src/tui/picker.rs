@@ -36,7 +36,7 @@ impl WorldModelPicker {
 
 impl View for WorldModelPicker {
     fn mode(&self) -> Mode {
-        Mode::Compare
+        Mode::List
     }
 
     fn update(&mut self, action: &Action, _cx: Context, out: &mut Vec<Request>) -> Handled {
