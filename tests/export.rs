@@ -227,4 +227,21 @@ fn transitions_are_one_example_per_real_call_split_by_task_and_the_llm_world_mod
         sent, inputs,
         "the world model's requests are the examples' inputs"
     );
+
+    // Exported again without a split into the same folder: the earlier test set goes (the new
+    // datasheet says there is none), and no `.partial` file is left.
+    let again = export(&[
+        "transitions",
+        runs.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(again.status.code(), Some(0), "{}", text(&again));
+    let mut names: Vec<String> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["datasheet.md", "train.jsonl"]);
+    assert_eq!(read("train.jsonl").len(), all.len());
 }

@@ -5,6 +5,7 @@
 
 pub mod account;
 pub mod otel;
+pub mod staged;
 pub mod transitions;
 
 use std::io::Write;
@@ -55,7 +56,8 @@ pub enum Export {
         /// full traces URL.
         #[arg(long)]
         endpoint: String,
-        /// An HTTP header for the receiver, `NAME=VALUE` (repeatable), e.g. an API key.
+        /// An HTTP header for the receiver, `NAME=VALUE` (repeatable). The command line is
+        /// visible to every user of the machine: give a key through `OTEL_EXPORTER_OTLP_HEADERS`.
         #[arg(long = "header", value_name = "NAME=VALUE")]
         headers: Vec<String>,
         /// Also send prompts, arguments, results and answers (redacted); off by default, as
@@ -188,12 +190,9 @@ fn account_to(
     let run = Run::open(path).with_context(|| format!("opening {}", path.display()))?;
     match out {
         Some(file) => {
-            let mut w = std::io::BufWriter::new(
-                std::fs::File::create(&file)
-                    .with_context(|| format!("creating {}", file.display()))?,
-            );
-            write(&run, &mut w)?;
-            w.flush()?;
+            let mut staged = staged::Staged::create(&file)?;
+            write(&run, staged.writer())?;
+            staged.finish()?;
         }
         None => {
             let stdout = std::io::stdout();

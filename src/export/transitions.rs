@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 
+use super::staged::Staged;
 use crate::trajectory::redact::Redactor;
 use crate::wm_eval::{RecordedCall, recorded_calls};
 use crate::world_model::SimRequest;
@@ -95,12 +96,9 @@ pub fn export(spec: &Spec, redactor: &Redactor) -> Result<Written> {
     let (calls, skipped) = recorded_calls(&spec.paths)?;
     std::fs::create_dir_all(&spec.out)
         .with_context(|| format!("creating {}", spec.out.display()))?;
-    let open = |name: &str| -> Result<std::io::BufWriter<std::fs::File>> {
-        let path = spec.out.join(name);
-        Ok(std::io::BufWriter::new(
-            std::fs::File::create(&path).with_context(|| format!("creating {}", path.display()))?,
-        ))
-    };
+    // Written beside their names and renamed at the end: a cut-off export leaves the last
+    // whole dataset as it was.
+    let open = |name: &str| Staged::create(&spec.out.join(name));
     let mut train = open("train.jsonl")?;
     let mut test = if spec.split > 0.0 {
         Some(open("test.jsonl")?)
@@ -143,15 +141,26 @@ pub fn export(spec: &Spec, redactor: &Redactor) -> Result<Written> {
                 &mut train
             }
         };
-        serde_json::to_writer(&mut *file, &value)?;
-        file.write_all(b"\n")?;
+        let out = file.writer();
+        serde_json::to_writer(&mut *out, &value)?;
+        out.write_all(b"\n")?;
     }
-    train.flush()?;
-    if let Some(t) = &mut test {
-        t.flush()?;
+    let mut datasheet = open("datasheet.md")?;
+    datasheet
+        .writer()
+        .write_all(sheet.render(spec, &written).as_bytes())?;
+    train.finish()?;
+    match test {
+        Some(t) => t.finish()?,
+        // A test set of an earlier export with a split would not match this datasheet.
+        None => match std::fs::remove_file(spec.out.join("test.jsonl")) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(e).context("removing the earlier export's test.jsonl");
+            }
+            _ => {}
+        },
     }
-    let datasheet = sheet.render(spec, &written);
-    std::fs::write(spec.out.join("datasheet.md"), datasheet)?;
+    datasheet.finish()?;
     Ok(written)
 }
 
