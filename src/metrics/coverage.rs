@@ -158,15 +158,7 @@ pub fn coverage(case: &Case, n: usize, seed: u64) -> (f64, usize) {
                 Estimate::of(&values, case.scale)
             }
             Draw::Repeats(task_mean, repeat) => {
-                let mut values = Vec::with_capacity(3 * n);
-                let mut tasks = Vec::with_capacity(3 * n);
-                for t in 0..n {
-                    let a = task_mean(&mut rng);
-                    for _ in 0..3 {
-                        values.push(repeat(&mut rng, a));
-                        tasks.push(t);
-                    }
-                }
+                let (values, tasks) = in_threes(&mut rng, n, task_mean, repeat);
                 Estimate::of_clustered(&values, &tasks, case.scale)
             }
             Draw::Paired(draw) => {
@@ -174,15 +166,7 @@ pub fn coverage(case: &Case, n: usize, seed: u64) -> (f64, usize) {
                 stats::paired(&diffs, case.scale)
             }
             Draw::PairedRepeats(unit_mean, repeat) => {
-                let mut diffs = Vec::with_capacity(3 * n);
-                let mut units = Vec::with_capacity(3 * n);
-                for u in 0..n {
-                    let a = unit_mean(&mut rng);
-                    for _ in 0..3 {
-                        diffs.push(repeat(&mut rng, a));
-                        units.push(u);
-                    }
-                }
+                let (diffs, units) = in_threes(&mut rng, n, unit_mean, repeat);
                 stats::paired_clustered(&diffs, &units, case.scale)
             }
         };
@@ -192,6 +176,26 @@ pub fn coverage(case: &Case, n: usize, seed: u64) -> (f64, usize) {
         }
     }
     (covered as f64 / DRAWS as f64, absent)
+}
+
+/// `n` clusters of three values: a cluster's own mean, then values around it; the values and
+/// the cluster of each.
+fn in_threes(
+    rng: &mut fastrand::Rng,
+    n: usize,
+    cluster_mean: fn(&mut fastrand::Rng) -> f64,
+    around: fn(&mut fastrand::Rng, f64) -> f64,
+) -> (Vec<f64>, Vec<usize>) {
+    let mut values = Vec::with_capacity(3 * n);
+    let mut clusters = Vec::with_capacity(3 * n);
+    for c in 0..n {
+        let mean = cluster_mean(rng);
+        for _ in 0..3 {
+            values.push(around(rng, mean));
+            clusters.push(c);
+        }
+    }
+    (values, clusters)
 }
 
 /// A standard normal draw (Box–Muller).
