@@ -18,6 +18,14 @@ const KEY: &str = "sk-test-DO-NOT-LEAK-0123456789abcdef";
 /// A secret no built-in rule knows: only the environment says it is one.
 const ENV_SECRET: &str = "zz-custom-secret-4242-zz";
 
+/// Why a Phoenix did not start.
+enum Exit {
+    /// It cannot run here.
+    Missing(String),
+    /// It started and exited (a port taken meanwhile, say).
+    Exited(String),
+}
+
 /// A Phoenix server on free ports, stopped when dropped.
 struct Phoenix {
     child: Child,
@@ -41,15 +49,29 @@ fn free_port() -> u16 {
 }
 
 impl Phoenix {
-    /// Starts Phoenix, or says why it cannot.
+    /// Starts Phoenix, or says why it cannot. Its ports are free when asked for, but another
+    /// test may take one before Phoenix binds it: a Phoenix that exits is started again on
+    /// other ports, twice at most.
     fn start() -> Result<Self, String> {
+        let mut failed = Vec::new();
+        for _ in 0..3 {
+            match Self::start_once() {
+                Ok(phoenix) => return Ok(phoenix),
+                Err(Exit::Missing(why)) => return Err(why),
+                Err(Exit::Exited(why)) => failed.push(why),
+            }
+        }
+        Err(failed.join("\n---\n"))
+    }
+
+    fn start_once() -> Result<Self, Exit> {
         mcp_cosmos::llm::http::install_tls_provider();
         let bin = Path::new(env!("CARGO_MANIFEST_DIR")).join(".cache/phoenix/venv/bin/phoenix");
         if !bin.exists() {
-            return Err(format!(
+            return Err(Exit::Missing(format!(
                 "{} is missing (scripts/install-test-servers.sh installs arize-phoenix from PyPI)",
                 bin.display()
-            ));
+            )));
         }
         let dir = tempfile::tempdir().unwrap();
         // Phoenix takes ports, not a listener: free ones are asked for and handed over.
@@ -64,7 +86,7 @@ impl Phoenix {
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(dir.path().join("phoenix.log")).unwrap())
             .spawn()
-            .map_err(|e| format!("starting {}: {e}", bin.display()))?;
+            .map_err(|e| Exit::Missing(format!("starting {}: {e}", bin.display())))?;
         let mut phoenix = Phoenix {
             child,
             url: format!("http://127.0.0.1:{port}"),
@@ -81,7 +103,7 @@ impl Phoenix {
             if let Ok(Some(status)) = phoenix.child.try_wait() {
                 let log = std::fs::read_to_string(phoenix._dir.path().join("phoenix.log"))
                     .unwrap_or_default();
-                return Err(format!("phoenix exited ({status}): {log}"));
+                return Err(Exit::Exited(format!("phoenix exited ({status}): {log}")));
             }
             assert!(
                 Instant::now() < deadline,
