@@ -53,7 +53,7 @@ const LIVE_FLUSH: Duration = Duration::from_millis(500);
 const LIVE_FLUSH_AT_LEAST: Duration = Duration::from_secs(2);
 
 /// Where and how spans are sent.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Target {
     /// The OTLP/HTTP traces URL (ends in `/v1/traces`).
     pub url: String,
@@ -107,6 +107,20 @@ impl Target {
             }
             _ => self.url.clone(),
         }
+    }
+}
+
+/// Without credentials or header values: a `{:?}` may reach a log.
+impl std::fmt::Debug for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Target")
+            .field("url", &self.shown())
+            .field(
+                "headers",
+                &self.headers.iter().map(|(k, _)| k).collect::<Vec<_>>(),
+            )
+            .field("content", &self.content)
+            .finish()
     }
 }
 
@@ -1372,6 +1386,19 @@ mod tests {
             ]
         );
         assert_eq!(with_env_headers(given.clone(), None), given);
+        let target = Target::new(
+            "https://me:pw-123@h/v1/traces",
+            &["authorization=Bearer sk-cmd-1".into()],
+            false,
+        )
+        .unwrap();
+        let shown = format!("{target:?}");
+        assert!(
+            !shown.contains("sk-cmd-1")
+                && !shown.contains("pw-123")
+                && shown.contains("authorization"),
+            "{shown}"
+        );
     }
 
     #[test]
