@@ -220,6 +220,8 @@ pub struct Rehearser<'a> {
     rehearsals: std::sync::atomic::AtomicU64,
     /// LLM calls a stop or the time budget dropped before they answered.
     cut: std::sync::Mutex<Vec<CutCall>>,
+    /// The model the world model asks, when it asks one (a call of it can be cut off).
+    world_model_llm: Option<String>,
 }
 
 /// An LLM call that never answered: its role, model and start.
@@ -251,6 +253,7 @@ impl Drop for Flight<'_> {
 impl<'a> Rehearser<'a> {
     /// Rehearsals in `env` with `world_model`, after `real_steps` real steps.
     pub fn new(env: &'a Env, world_model: Arc<dyn WorldModel>, real_steps: usize) -> Self {
+        let described = serde_json::to_value(world_model.describe()).unwrap_or_default();
         Self {
             env,
             world_model,
@@ -258,6 +261,7 @@ impl<'a> Rehearser<'a> {
             rehearsal_tokens: Default::default(),
             rehearsals: Default::default(),
             cut: Default::default(),
+            world_model_llm: llm_model(&described),
         }
     }
 
@@ -370,9 +374,10 @@ impl SearchEnv for Rehearser<'_> {
                 history,
             };
             // Only a world model that asks an LLM has a call to cut.
-            let flight =
-                llm_model(&serde_json::to_value(self.world_model.describe()).unwrap_or_default())
-                    .map(|model| self.flight(Role::WorldModel, model));
+            let flight = self
+                .world_model_llm
+                .clone()
+                .map(|model| self.flight(Role::WorldModel, model));
             let simulated = self.world_model.simulate(req).await;
             if let Some(flight) = flight {
                 flight.landed();
