@@ -24,7 +24,7 @@ impl Staged {
         name.push(".partial");
         let partial = path.with_file_name(name);
         let file =
-            File::create(&partial).with_context(|| format!("creating {}", partial.display()))?;
+            File::create(&partial).with_context(|| format!("creating {}", path.display()))?;
         Ok(Self {
             path: path.to_path_buf(),
             partial,
