@@ -149,7 +149,7 @@ fn live_phase(big: &std::path::Path) {
     let alone = write_all(None);
     let target = otel::Target::new(&otlp_sink(), &[], false).unwrap();
     let (live, mut tap) =
-        otel::Live::start(&header, target, mcp_cosmos::export::redactor()).unwrap();
+        otel::Live::start(&header, target, mcp_cosmos::export::redactor(), Ok(())).unwrap();
     let with_tap = write_all(Some(&mut tap));
     drop(tap);
     let lost = live.finish();

@@ -341,7 +341,7 @@ async fn run_plain(spec: RunSpec, otel: Option<otel::Target>) -> Result<Option<O
     let Some(mut prepared) = prepare_or_stop(&spec, signals.rx).await? else {
         return Ok(None);
     };
-    let exporting = export_live(&mut prepared, otel)?;
+    let exporting = export_live(&mut prepared, otel).await?;
     println!(
         "{}",
         inert(&format!(
@@ -358,14 +358,16 @@ async fn run_plain(spec: RunSpec, otel: Option<otel::Target>) -> Result<Option<O
 
 /// Starts sending the run to an OpenTelemetry receiver, when one is given: its tap goes to
 /// the run's recorder.
-pub(super) fn export_live(
+pub(super) async fn export_live(
     prepared: &mut session::Prepared,
     target: Option<otel::Target>,
 ) -> Result<Option<otel::Live>> {
     let Some(target) = target else {
         return Ok(None);
     };
-    let (live, tap) = otel::Live::start(&prepared.header, target, crate::export::redactor())?;
+    let checked = otel::reachable(&target).await;
+    let (live, tap) =
+        otel::Live::start(&prepared.header, target, crate::export::redactor(), checked)?;
     prepared.tap = Some(Box::new(tap));
     Ok(Some(live))
 }
@@ -431,7 +433,7 @@ fn run_live(
     let Some(mut prepared) = runtime.block_on(prepare_or_stop(&spec, signals.rx.clone()))? else {
         return Ok(None);
     };
-    let exporting = export_live(&mut prepared, otel)?;
+    let exporting = runtime.block_on(export_live(&mut prepared, otel))?;
     let run = Run::new(prepared.path.clone(), prepared.header.clone());
     let (event_tx, event_rx) = std::sync::mpsc::channel::<Event>();
     let (ui_tx, ui_rx) = std::sync::mpsc::channel();

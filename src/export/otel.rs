@@ -1170,17 +1170,18 @@ pub struct LiveTap {
 
 impl Live {
     /// Starts the export of the run whose header is `header`; the tap goes to the run's
-    /// recorder, the `Live` is finished after the run.
-    pub fn start(header: &Header, target: Target, redactor: Redactor) -> Result<(Self, LiveTap)> {
+    /// recorder, the `Live` is finished after the run. `checked` is what [`reachable`] said,
+    /// asked before the run starts so a receiver that is down is in the trajectory however
+    /// short the run is.
+    pub fn start(
+        header: &Header,
+        target: Target,
+        redactor: Redactor,
+        checked: std::result::Result<(), String>,
+    ) -> Result<(Self, LiveTap)> {
         let (tx, rx) = std::sync::mpsc::sync_channel::<Event>(LIVE_QUEUE);
         let shared = Arc::new(Shared::default());
-        // Asked before the run starts (not on the worker), so a receiver that is down is in
-        // the trajectory however short the run is. On a thread of its own: the blocking client
-        // may not run inside the async runtime that calls this; the wait is at most its timeout.
-        crate::llm::http::install_tls_provider();
-        let verdict = std::thread::scope(|s| s.spawn(|| reachable(&target)).join())
-            .unwrap_or_else(|_| Err("the check panicked".into()));
-        if let Err(why) = verdict {
+        if let Err(why) = checked {
             shared.trouble.lock().expect("trouble lock").push(format!(
                 "cannot send spans to {}: {why}; the run goes on, its trajectory is whole",
                 target.shown()
@@ -1267,10 +1268,12 @@ impl crate::agent::ports::Tap for LiveTap {
     }
 }
 
-/// Asks the receiver whether it takes OTLP at all (an empty export request), so a receiver
-/// that is down is said at the start of the run, not at its end.
-fn reachable(target: &Target) -> std::result::Result<(), String> {
-    let client = reqwest::blocking::Client::builder()
+/// Asks the receiver whether it takes OTLP at all (an empty export request, at most 3 s), so
+/// a receiver that is down is said at the start of the run, not at its end. Async, so the
+/// cells of a sweep that share a runtime do not wait on each other's check.
+pub async fn reachable(target: &Target) -> std::result::Result<(), String> {
+    crate::llm::http::install_tls_provider();
+    let client = reqwest::Client::builder()
         .timeout(Duration::from_secs(3))
         .build()
         .map_err(|e| e.to_string())?;
@@ -1281,7 +1284,7 @@ fn reachable(target: &Target) -> std::result::Result<(), String> {
     for (k, v) in &target.headers {
         request = request.header(k, v);
     }
-    match request.send() {
+    match request.send().await {
         Ok(r) if r.status().is_success() => Ok(()),
         Ok(r) => Err(format!("it answered {}", r.status())),
         // reqwest names the URL without its credentials.

@@ -213,7 +213,7 @@ async fn run_cell(
         let starting = Instant::now();
         match prepare_or_stop(&spec, stop.clone()).await {
             Ok(Some(mut prepared)) => {
-                let exporting = crate::cli::run::export_live(&mut prepared, otel)?;
+                let exporting = crate::cli::run::export_live(&mut prepared, otel).await?;
                 let servers = starting.elapsed();
                 reporter.tell(SweepNews::Started {
                     cell: index,
