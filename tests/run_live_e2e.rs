@@ -10,12 +10,16 @@ use common::tmux::Tmux;
 use serde_json::json;
 use support::*;
 
-fn start_live(dir: &std::path::Path, llm: &ScriptedLlm) -> (Tmux, std::path::PathBuf) {
+fn start_live(
+    dir: &std::path::Path,
+    llm: &ScriptedLlm,
+    extra: &[&str],
+) -> (Tmux, std::path::PathBuf) {
     let mcp = write_mcp_config(dir, bench_servers());
     let out = dir.join("out");
     let tasks = bench_tasks();
     let base = llm.base_url();
-    let args = [
+    let mut args = vec![
         "run",
         "--mcp-config",
         mcp.to_str().unwrap(),
@@ -28,6 +32,7 @@ fn start_live(dir: &std::path::Path, llm: &ScriptedLlm) -> (Tmux, std::path::Pat
         "--out",
         out.to_str().unwrap(),
     ];
+    args.extend_from_slice(extra);
     let t = Tmux::start_with_env(
         &args,
         &[
@@ -59,20 +64,35 @@ fn the_live_view_follows_a_run_to_its_end() {
         {"when": "1. Time MCP:convert_time", "delay_s": 1, "content": finish("04:00 in New York")},
         {"when": "No tool has been called yet", "delay_s": 1, "content": call("Time MCP:convert_time", json!({"source_timezone": "UTC", "time": "09:00", "target_timezone": "America/New_York"}))}
     ]));
-    let (t, out) = start_live(dir.path(), &llm);
+    // Sent live to an OpenTelemetry receiver that is down: the run, explorer and all, goes on
+    // and says so.
+    let down = format!(
+        "http://127.0.0.1:{}",
+        std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port()
+    );
+    let (t, out) = start_live(dir.path(), &llm, &["--otel-endpoint", &down]);
     t.wait_for("LIVE");
     t.wait_for_all(&["status    completed", "Steps · react", "calls     1"]);
     t.keys(&["q"]);
     t.wait_exit();
     let ev = events(&only_run(&out));
     assert_eq!(ev.last().unwrap()["status"], "completed");
+    assert!(
+        ev.iter()
+            .any(|e| e["kind"] == "error" && e["source"] == "otel"),
+        "{ev:?}"
+    );
 }
 
 #[test]
 fn the_stop_key_ends_the_run_as_interrupted() {
     let dir = tempfile::tempdir().unwrap();
     let llm = ScriptedLlm::start(json!([{"delay_s": 30, "content": finish("late")}]));
-    let (t, out) = start_live(dir.path(), &llm);
+    let (t, out) = start_live(dir.path(), &llm, &[]);
     t.wait_for("LIVE");
     wait_until_asked(&llm);
     t.keys(&["x"]);
@@ -87,7 +107,7 @@ fn the_stop_key_ends_the_run_as_interrupted() {
 fn sigterm_with_the_explorer_open_ends_the_run_and_the_program() {
     let dir = tempfile::tempdir().unwrap();
     let llm = ScriptedLlm::start(json!([{"delay_s": 30, "content": finish("late")}]));
-    let (t, out) = start_live(dir.path(), &llm);
+    let (t, out) = start_live(dir.path(), &llm, &[]);
     t.wait_for("LIVE");
     wait_until_asked(&llm);
     let pid = t.tmux(&["display-message", "-p", "-t", "e2e", "#{pane_pid}"]);
