@@ -54,10 +54,7 @@ async fn everything_over_stdio() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn everything_over_streamable_http() {
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
+    let port = unused_port();
     let mut child = std::process::Command::new(npm_bin("mcp-server-everything"))
         .arg("streamableHttp")
         .env("PORT", port.to_string())

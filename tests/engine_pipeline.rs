@@ -178,10 +178,7 @@ fn spiral_plans_and_critiques_through_a_tools_only_endpoint() {
 #[test]
 fn with_the_world_models_endpoint_down_spiral_records_errors_not_predictions() {
     let dir = tempfile::tempdir().unwrap();
-    // A port nobody listens on: bound, read back, closed.
-    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let dead_url = format!("http://127.0.0.1:{}/v1", dead.local_addr().unwrap().port());
-    drop(dead);
+    let dead_url = format!("http://127.0.0.1:{}/v1", unused_port());
     let llm = ScriptedLlm::start(json!([
         {"when": "You write the final answer", "content": "Nothing could be predicted."},
         {"when": "Propose up to", "content": {"candidates": [

@@ -1385,10 +1385,7 @@ fn credentials_in_server_targets_never_reach_a_file_or_the_log() {
         "ghp_SECRETshape0123456789",
     ];
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/flaky_server.py");
-    // A port nobody listens on: bound, read back, closed.
-    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = dead.local_addr().unwrap().port();
-    drop(dead);
+    let port = unused_port();
     let mut servers = bench_servers();
     servers["flaky"] = json!({"command": python(), "args": [
         script.display().to_string(), "--token", secrets[0], &format!("--api-key={}", secrets[1]),

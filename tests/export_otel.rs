@@ -40,14 +40,6 @@ impl Drop for Phoenix {
     }
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 impl Phoenix {
     /// Starts Phoenix, or says why it cannot. Its ports are free when asked for, but another
     /// test may take one before Phoenix binds it: a Phoenix that exits is started again on
@@ -75,7 +67,7 @@ impl Phoenix {
         }
         let dir = tempfile::tempdir().unwrap();
         // Phoenix takes ports, not a listener: free ones are asked for and handed over.
-        let (port, grpc) = (free_port(), free_port());
+        let (port, grpc) = (unused_port(), unused_port());
         let child = Command::new(&bin)
             .arg("serve")
             .env("PHOENIX_WORKING_DIR", dir.path())
@@ -376,9 +368,10 @@ fn a_spiral_run_and_a_live_run_in_phoenix() {
             .contains("was pasted here")
     );
 
-    // Without --content: no prompts, arguments or results.
+    // Without --content: no prompts, arguments or results. (A run whose real calls failed
+    // four times: each is a failed span, its status an error.)
     let quiet = dir.path().join("quiet.jsonl");
-    std::fs::copy(sample("time_mcp_000_plan_exec_llm"), &quiet).unwrap();
+    std::fs::copy(sample("unit_converter_001_plan_exec_llm"), &quiet).unwrap();
     let want_quiet = expected(&quiet);
     let out = export(&[quiet.to_str().unwrap(), "--endpoint", &phoenix.url]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
@@ -392,6 +385,14 @@ fn a_spiral_run_and_a_live_run_in_phoenix() {
         ] {
             assert!(attr(s, key).is_null(), "{key} sent without --content");
         }
+    }
+    let failed: Vec<&Value> = spans
+        .iter()
+        .filter(|s| attr(s, "error.type") == "tool_error")
+        .collect();
+    assert_eq!(failed.len(), 4, "{spans:?}");
+    for s in &failed {
+        assert_eq!(s["status_code"], "ERROR", "{s}");
     }
 
     // Live: a ReAct run against the real time server shows up while it runs (its planner is
@@ -474,7 +475,7 @@ fn a_receiver_that_is_down_is_an_error_event_and_a_warning_never_a_failed_run() 
             json!({"source_timezone": "UTC", "time": "09:00", "target_timezone": "America/New_York"}))}
     ]));
     // A port nobody listens on.
-    let down = format!("http://user:hunter2@127.0.0.1:{}", free_port());
+    let down = format!("http://user:hunter2@127.0.0.1:{}", unused_port());
     let mut args = cosmos_run_args(&mcp, &out_dir, "time_mcp_000", "react", &[]);
     args.extend(["--otel-endpoint".to_string(), down]);
     let out = cosmos(&args, &llm, KEY);
@@ -530,7 +531,7 @@ fn a_bad_endpoint_or_header_is_refused_before_anything_is_sent() {
     let out = export(&[
         run.to_str().unwrap(),
         "--endpoint",
-        &format!("http://127.0.0.1:{}", free_port()),
+        &format!("http://127.0.0.1:{}", unused_port()),
     ]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(text(&out).contains("not delivered whole"), "{}", text(&out));

@@ -413,12 +413,8 @@ impl Tree {
     /// model could not simulate, or a call its tool's schema rejected, is never part of a
     /// plan: the first is unknown, the second known to fail.
     pub fn plan(&self, rule: PlanRule) -> Vec<usize> {
-        let candidates = (1..self.nodes.len()).filter(|&i| {
-            !matches!(
-                self.nodes[i].verdict,
-                Some(Verdict::NotSimulated | Verdict::Invalid)
-            )
-        });
+        let candidates =
+            (1..self.nodes.len()).filter(|&i| Verdict::may_be_planned(self.nodes[i].verdict));
         let finishes: Vec<usize> = candidates
             .clone()
             .filter(|&i| matches!(self.nodes[i].action, Some(Action::Finish { .. })))

@@ -473,6 +473,16 @@ impl Trace {
         parent.with_span(span)
     }
 
+    /// Ends the span of `cx` at `t_ms`, failed (its status an error, the reason redacted)
+    /// when `failed` says why.
+    fn end(&self, cx: &Context, t_ms: u64, failed: Option<&str>) {
+        let span = cx.span();
+        if let Some(why) = failed {
+            span.set_status(Status::error(redacted_text(&self.redactor, why)));
+        }
+        span.end_with_timestamp(self.at(t_ms));
+    }
+
     fn content_json(&self, value: &Value) -> String {
         let mut value = value.clone();
         self.redactor.redact(&mut value);
@@ -493,7 +503,7 @@ impl Trace {
                 let name = phase.as_str();
                 let cx = self.span(
                     name.to_string(),
-                    &self.root.clone(),
+                    &self.root,
                     t,
                     vec![
                         attr("cosmos.phase", name),
@@ -543,16 +553,12 @@ impl Trace {
                 }
                 let cx = self.span(
                     format!("chat {model}"),
-                    &self.parent().clone(),
+                    self.parent(),
                     t.saturating_sub(*latency_ms),
                     attrs,
                     Vec::new(),
                 );
-                if let Some(e) = error {
-                    cx.span()
-                        .set_status(Status::error(redacted_text(&self.redactor, e)));
-                }
-                cx.span().end_with_timestamp(self.at(t));
+                self.end(&cx, t, error.as_deref());
             }
             EventBody::NodeAdded {
                 node,
@@ -646,7 +652,7 @@ impl Trace {
                     attrs,
                     Vec::new(),
                 );
-                cx.span().end_with_timestamp(self.at(t));
+                self.end(&cx, t, None);
                 let id = cx.span().span_context().span_id();
                 if world_model != VALIDATOR
                     && let Some(n) = self.nodes.get_mut(node)
@@ -668,12 +674,12 @@ impl Trace {
                 };
                 let cx = self.span(
                     "execute_tool (simulated)".to_string(),
-                    &self.parent().clone(),
+                    self.parent(),
                     t.saturating_sub(*latency_ms),
                     attrs,
                     Vec::new(),
                 );
-                cx.span().end_with_timestamp(self.at(t));
+                self.end(&cx, t, None);
                 self.step_simulation =
                     Some((*step, cx.span().span_context().clone(), observation.clone()));
             }
@@ -719,7 +725,7 @@ impl Trace {
                 let start = self.search_started.unwrap_or(t);
                 let cx = self.span(
                     "search".to_string(),
-                    &self.parent().clone(),
+                    self.parent(),
                     start,
                     vec![
                         attr("cosmos.search.root", *root as i64),
@@ -753,7 +759,7 @@ impl Trace {
                         ],
                     );
                 }
-                cx.span().end_with_timestamp(self.at(t));
+                self.end(&cx, t, None);
                 self.close_nodes(t);
             }
             EventBody::PlanSelected { nodes, rule } => {
@@ -824,19 +830,16 @@ impl Trace {
                     .unwrap_or_default();
                 let cx = self.span(
                     format!("execute_tool {tool}"),
-                    &self.parent().clone(),
+                    self.parent(),
                     t.saturating_sub(*latency_ms),
                     attrs,
                     links,
                 );
-                if result.is_error || error.is_some() {
-                    let why = error
-                        .clone()
-                        .unwrap_or_else(|| "the tool returned an error".into());
-                    cx.span()
-                        .set_status(Status::error(redacted_text(&self.redactor, &why)));
-                }
-                cx.span().end_with_timestamp(self.at(t));
+                let failed = match error {
+                    Some(e) => Some(e.as_str()),
+                    None => result.is_error.then_some("the tool returned an error"),
+                };
+                self.end(&cx, t, failed);
             }
             EventBody::NodeProbed {
                 node,
@@ -866,12 +869,12 @@ impl Trace {
                 }
                 let cx = self.span(
                     format!("probe #{node}"),
-                    &self.root.clone(),
+                    &self.root,
                     t.saturating_sub(*latency_ms),
                     attrs,
                     Vec::new(),
                 );
-                cx.span().end_with_timestamp(self.at(t));
+                self.end(&cx, t, None);
             }
             EventBody::ProbeCalled {
                 node,
@@ -889,12 +892,12 @@ impl Trace {
                 ]);
                 let cx = self.span(
                     format!("execute_tool {tool}"),
-                    &self.root.clone(),
+                    &self.root,
                     t.saturating_sub(*latency_ms),
                     attrs,
                     Vec::new(),
                 );
-                cx.span().end_with_timestamp(self.at(t));
+                self.end(&cx, t, None);
             }
             EventBody::Annotation {
                 node,

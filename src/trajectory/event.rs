@@ -363,6 +363,15 @@ pub enum Verdict {
     NotSimulated,
 }
 
+impl Verdict {
+    /// Whether a node of this verdict may be part of a plan (`None`: not yet rehearsed). Never
+    /// one the world model could not simulate (unknown) or a call its schema rejected (known
+    /// to fail). The agent's plan and the explorer's account of it both ask this.
+    pub fn may_be_planned(verdict: Option<Verdict>) -> bool {
+        !matches!(verdict, Some(Verdict::NotSimulated | Verdict::Invalid))
+    }
+}
+
 /// Why a planner reply was not a usable decision.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -95,13 +95,8 @@ pub fn plan_why(run: &Run, state: &TreeState, k: usize) -> Option<PlanWhy> {
     let mut pool: Vec<PlanCandidate> = (0..state.visible_nodes() as u32)
         .filter(|&s| s != search && search_root(s) == search)
         .filter(|&s| !why.finished || is_finish(s))
-        // The agent's pool (`Tree::plan`): never unsimulated, never schema-rejected.
-        .filter(|&s| {
-            !matches!(
-                state.verdict(run, s),
-                Some(Verdict::NotSimulated | Verdict::Invalid)
-            )
-        })
+        // The agent's pool (`Tree::plan`).
+        .filter(|&s| Verdict::may_be_planned(state.verdict(run, s)))
         .map(|s| {
             let n = state.node(s).copied().unwrap_or_default();
             PlanCandidate {

@@ -9,6 +9,16 @@ use std::process::{Child, Command, Output, Stdio};
 
 use serde_json::{Value, json};
 
+/// A port nobody listens on: bound on port 0, read back, closed. For a receiver that is down,
+/// or for a server that takes a port number rather than a listener.
+pub fn unused_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
 /// Where the project's script installs the servers.
 pub fn servers() -> PathBuf {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".cache/servers");
