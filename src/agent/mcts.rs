@@ -14,7 +14,9 @@ use serde::{Deserialize, Serialize};
 
 use super::ports::EventSink;
 use super::rehearse::{self, Prediction, Rehearsal};
-use crate::trajectory::event::{Action, EventBody, NodeId, Observation, SearchStop, Verdict};
+use crate::trajectory::event::{
+    Action, EventBody, NodeId, Observation, PlanChoice, PlanPool, RankedNode, SearchStop, Verdict,
+};
 use crate::world_model::{HistoryStep, canonical};
 
 /// How the final plan is chosen.
@@ -215,8 +217,9 @@ pub trait SearchEnv: Send + Sync {
         action: &'a Action,
         observation: Option<&'a Observation>,
     ) -> Answer<'a, Option<Critique>>;
-    /// A reason to stop now (token or time budget, a stop request), checked each iteration.
-    fn should_stop(&self) -> Option<String>;
+    /// Why the search must stop now (a stop request, a spent token or time budget), checked
+    /// each iteration.
+    fn should_stop(&self) -> Option<Stopped>;
     /// How many of `n` candidates the run's remaining budget can still rehearse (they run at
     /// once, so the budget is not checked between them). All of them by default.
     fn affordable(&self, n: usize) -> usize {
@@ -327,11 +330,17 @@ impl Tree {
             if node.terminal || node.children.is_empty() || self.widenable(at, widen) {
                 return Some(at);
             }
-            let open = node
+            // A child the world model could not simulate has no value to select by.
+            let simulated = node
                 .children
                 .iter()
                 .copied()
-                .filter(|&ch| !(skip && self.nodes[ch].settled));
+                .filter(|&ch| self.nodes[ch].verdict != Some(Verdict::NotSimulated));
+            if simulated.clone().next().is_none() {
+                // Nothing below it was simulated: it is as good as a leaf, to expand again.
+                return (!skip).then_some(at);
+            }
+            let open = simulated.filter(|&ch| !(skip && self.nodes[ch].settled));
             if let Some(unvisited) = open.clone().find(|&ch| self.nodes[ch].visits == 0) {
                 return Some(unvisited);
             }
@@ -413,26 +422,74 @@ impl Tree {
     /// model could not simulate, or a call its tool's schema rejected, is never part of a
     /// plan: the first is unknown, the second known to fail.
     pub fn plan(&self, rule: PlanRule) -> Vec<usize> {
+        self.choose(rule).path
+    }
+
+    /// The plan and how `rule` chose it: the pool, and its best nodes in the rule's order.
+    pub fn choose(&self, rule: PlanRule) -> Choice {
         let candidates =
             (1..self.nodes.len()).filter(|&i| Verdict::may_be_planned(self.nodes[i].verdict));
         let finishes: Vec<usize> = candidates
             .clone()
             .filter(|&i| matches!(self.nodes[i].action, Some(Action::Finish { .. })))
             .collect();
-        let pool: Vec<usize> = if finishes.is_empty() {
-            candidates.collect()
+        let (pool, mut ranked) = if finishes.is_empty() {
+            (PlanPool::EveryNode, candidates.collect::<Vec<_>>())
         } else {
-            finishes
+            (PlanPool::Finished, finishes)
         };
         let score = |i: usize| match rule {
             PlanRule::BestMean => self.nodes[i].q(),
             PlanRule::MostVisited => f64::from(self.nodes[i].visits),
         };
-        let best = pool
-            .into_iter()
-            .reduce(|a, b| if score(b) > score(a) { b } else { a });
-        best.map(|b| self.path(b).into_iter().skip(1).collect())
-            .unwrap_or_default()
+        let pool_size = ranked.len();
+        // Best first; among equal scores the earlier node (a stable sort keeps index order).
+        ranked.sort_by(|&a, &b| score(b).total_cmp(&score(a)));
+        let path = ranked
+            .first()
+            .map(|&best| self.path(best).into_iter().skip(1).collect())
+            .unwrap_or_default();
+        ranked.truncate(PlanChoice::RANKED);
+        Choice {
+            path,
+            pool,
+            pool_size,
+            ranked,
+        }
+    }
+}
+
+/// A plan and how the rule chose it ([`Tree::choose`]), in tree indices.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Choice {
+    /// The plan's nodes, without the root.
+    pub path: Vec<usize>,
+    /// What the rule chose among.
+    pub pool: PlanPool,
+    /// How many nodes the pool held.
+    pub pool_size: usize,
+    /// The pool's best nodes, best first (the chosen one first), at most [`PlanChoice::RANKED`].
+    pub ranked: Vec<usize>,
+}
+
+impl Choice {
+    /// As `plan_selected` records it, with the run's ids.
+    pub fn recorded(&self, tree: &Tree, origin: &Origin) -> Option<Box<PlanChoice>> {
+        (!self.ranked.is_empty()).then(|| {
+            Box::new(PlanChoice {
+                pool: self.pool,
+                pool_size: self.pool_size as u64,
+                ranked: self
+                    .ranked
+                    .iter()
+                    .map(|&i| RankedNode {
+                        node: origin.id(i),
+                        q: tree.nodes[i].q(),
+                        visits: tree.nodes[i].visits,
+                    })
+                    .collect(),
+            })
+        })
     }
 }
 
@@ -449,6 +506,8 @@ pub enum Stopped {
     PlannerFailed(String),
     /// An expansion could simulate none of its calls: the world model failed for each.
     WorldModelFailed(String),
+    /// A stop request (the UI's stop key, a signal), between iterations or mid-way.
+    Interrupted,
 }
 
 impl Stopped {
@@ -460,6 +519,7 @@ impl Stopped {
             Stopped::Budget(_) => SearchStop::Budget,
             Stopped::PlannerFailed(_) => SearchStop::PlannerFailed,
             Stopped::WorldModelFailed(_) => SearchStop::WorldModelFailed,
+            Stopped::Interrupted => SearchStop::Interrupted,
         }
     }
 
@@ -467,6 +527,7 @@ impl Stopped {
     pub fn detail(&self) -> Option<&str> {
         match self {
             Stopped::Done | Stopped::Exhausted => None,
+            Stopped::Interrupted => Some("stopped by the user"),
             Stopped::Budget(why) | Stopped::PlannerFailed(why) | Stopped::WorldModelFailed(why) => {
                 Some(why)
             }
@@ -502,6 +563,24 @@ pub struct Search {
     pub accounting: Accounting,
     /// Why the last fruitless expansion gave nothing (the planner's last rejection).
     pub last_rejection: Option<String>,
+}
+
+impl Search {
+    /// A search not started yet: only the root.
+    pub fn new() -> Self {
+        Self {
+            tree: Tree::new(),
+            stopped: Stopped::Done,
+            accounting: Accounting::default(),
+            last_rejection: None,
+        }
+    }
+}
+
+impl Default for Search {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 /// Where a search sits in the run: at the start (the default), or, for an execution-time
@@ -552,12 +631,22 @@ pub async fn search_from(
     origin: &Origin,
     sink: &mut dyn EventSink,
 ) -> Result<Search> {
-    let mut search = Search {
-        tree: Tree::new(),
-        stopped: Stopped::Done,
-        accounting: Accounting::default(),
-        last_rejection: None,
-    };
+    let mut search = Search::new();
+    let stopped = grow(env, settings, origin, sink, &mut search).await?;
+    finish(origin, sink, &mut search, stopped)?;
+    Ok(search)
+}
+
+/// The search's root and its iterations, until they run out or something stops them. What
+/// it did so far stays in `search` when the future is dropped mid-way (a stop, the time
+/// budget), so the caller can still [`finish`] it.
+pub async fn grow(
+    env: &dyn SearchEnv,
+    settings: &Settings,
+    origin: &Origin,
+    sink: &mut dyn EventSink,
+    search: &mut Search,
+) -> Result<Stopped> {
     sink.emit(EventBody::NodeAdded {
         node: origin.id(0),
         parent: origin.anchor.map(|(id, _)| id),
@@ -565,7 +654,17 @@ pub async fn search_from(
         action: None,
         prior: None,
     })?;
-    search.stopped = iterate(env, settings, origin, sink, &mut search).await?;
+    iterate(env, settings, origin, sink, search).await
+}
+
+/// Ends a search: records why it stopped and what its iterations did (`search_finished`).
+pub fn finish(
+    origin: &Origin,
+    sink: &mut dyn EventSink,
+    search: &mut Search,
+    stopped: Stopped,
+) -> Result<()> {
+    search.stopped = stopped;
     let a = search.accounting;
     sink.emit(EventBody::SearchFinished {
         root: origin.id(0),
@@ -577,8 +676,7 @@ pub async fn search_from(
         fruitless: a.fruitless,
         stopped: search.stopped.stop(),
         detail: search.stopped.detail().map(str::to_string),
-    })?;
-    Ok(search)
+    })
 }
 
 /// The iterations of a search, until they run out or something stops it.
@@ -596,8 +694,8 @@ async fn iterate(
         ..
     } = search;
     for _ in 0..settings.iterations {
-        if let Some(why) = env.should_stop() {
-            return Ok(Stopped::Budget(why));
+        if let Some(stopped) = env.should_stop() {
+            return Ok(stopped);
         }
         let Some(leaf) = tree.select_with(settings.c, settings.widen, settings.settled) else {
             return Ok(Stopped::Exhausted);
@@ -653,8 +751,8 @@ async fn iterate(
                 Some(tried) => format!("{why}. {tried}"),
                 None => why,
             });
-            if let Some(why) = env.should_stop() {
-                return Ok(Stopped::Budget(why));
+            if let Some(stopped) = env.should_stop() {
+                return Ok(stopped);
             }
         }
         if candidates.is_empty() {
@@ -725,6 +823,11 @@ async fn iterate(
         }
         for i in 0..candidates.len() {
             let id = first_id + i;
+            // A node the world model could not simulate has no value: nothing to back up,
+            // and its parent's N and Q stay those of its simulated children.
+            if tree.nodes[id].verdict == Some(Verdict::NotSimulated) {
+                continue;
+            }
             let value = tree.nodes[id].reward;
             let path = tree.backpropagate(id, value);
             sink.emit(EventBody::Backpropagated {
@@ -919,9 +1022,9 @@ mod tests {
                 )
             })
         }
-        fn should_stop(&self) -> Option<String> {
+        fn should_stop(&self) -> Option<Stopped> {
             (self.proposals.load(Ordering::SeqCst) >= self.stop_after_proposals)
-                .then(|| "budget".to_string())
+                .then(|| Stopped::Budget("budget".to_string()))
         }
         fn world_model_name(&self) -> String {
             "toy".into()
@@ -1069,7 +1172,7 @@ mod tests {
             ) -> Answer<'a, Option<Critique>> {
                 self.0.critique(h, action, o)
             }
-            fn should_stop(&self) -> Option<String> {
+            fn should_stop(&self) -> Option<Stopped> {
                 None
             }
             fn world_model_name(&self) -> String {
@@ -1106,6 +1209,122 @@ mod tests {
         }));
         assert_eq!(tree.plan(PlanRule::BestMean), Vec::<usize>::new());
         assert_eq!(tree.plan(PlanRule::MostVisited), Vec::<usize>::new());
+    }
+
+    #[tokio::test]
+    async fn a_node_the_world_model_could_not_simulate_carries_no_value_and_no_visit() {
+        /// The toy, but its first expansion offers one call the world model cannot simulate.
+        struct HalfDown(Toy);
+        impl SearchEnv for HalfDown {
+            fn propose<'a>(
+                &'a self,
+                h: &'a [HistoryStep],
+                k: usize,
+                feedback: Option<&'a str>,
+            ) -> Answer<'a, Result<Proposal, String>> {
+                if !h.is_empty() {
+                    return self.0.propose(h, k, feedback);
+                }
+                let actions = vec![call("t:down"), call("t:good")];
+                Box::pin(async move {
+                    let rejected = vec![];
+                    (Ok(Proposal { actions, rejected }), vec![])
+                })
+            }
+            fn invalid(&self, t: &str, a: &Value) -> Option<String> {
+                self.0.invalid(t, a)
+            }
+            fn simulate<'a>(
+                &'a self,
+                h: &'a [HistoryStep],
+                t: &'a str,
+                a: &'a Value,
+            ) -> Answer<'a, Result<Prediction, String>> {
+                self.0.simulate(h, t, a)
+            }
+            fn critique<'a>(
+                &'a self,
+                h: &'a [HistoryStep],
+                action: &'a Action,
+                o: Option<&'a Observation>,
+            ) -> Answer<'a, Option<Critique>> {
+                self.0.critique(h, action, o)
+            }
+            fn should_stop(&self) -> Option<Stopped> {
+                None
+            }
+            fn world_model_name(&self) -> String {
+                "toy".into()
+            }
+        }
+        let mut events = Vec::new();
+        let settings = Settings {
+            iterations: 6,
+            alpha: 1.0,
+            ..Settings::default()
+        };
+        let Search { tree, .. } = search(&HalfDown(Toy::new()), &settings, &mut events)
+            .await
+            .unwrap();
+        let down = &tree.nodes[1];
+        assert_eq!(down.verdict, Some(Verdict::NotSimulated));
+        assert_eq!(
+            (down.visits, down.value_sum),
+            (0, 0.0),
+            "no value, no visit"
+        );
+        assert!(
+            !events.iter().any(
+                |e| matches!(e, EventBody::Backpropagated { path, .. } if path.last() == Some(&1))
+            ),
+            "never backpropagated"
+        );
+        // The root's N and Q are those of its simulated children alone.
+        let root = &tree.nodes[0];
+        let good = &tree.nodes[2];
+        assert_eq!(root.visits, good.visits);
+        assert!(close(root.value_sum, good.value_sum));
+        assert!(
+            good.visits > 1,
+            "the search went on below the simulated child"
+        );
+    }
+
+    #[test]
+    fn the_choice_is_recorded_in_the_rules_order_the_earlier_first_among_equals() {
+        let mut tree = Tree::new();
+        for (reward, visits) in [(0.3, 1), (0.5, 2), (0.5, 1), (0.1, 4)] {
+            let id = tree.nodes.len();
+            tree.nodes.push(Node::new(Some(0), 1, Some(call("t:good"))));
+            tree.nodes[0].children.push(id);
+            tree.nodes[id].verdict = Some(Verdict::Valid);
+            for _ in 0..visits {
+                tree.backpropagate(id, reward);
+            }
+        }
+        let origin = Origin {
+            first_id: 100,
+            ..Origin::default()
+        };
+        let by_mean = tree.choose(PlanRule::BestMean);
+        assert_eq!(by_mean.path, vec![2], "ties go to the earlier node");
+        let recorded = by_mean.recorded(&tree, &origin).unwrap();
+        assert_eq!(recorded.pool, PlanPool::EveryNode);
+        assert_eq!(recorded.pool_size, 4);
+        let ids: Vec<NodeId> = recorded.ranked.iter().map(|r| r.node).collect();
+        assert_eq!(ids, vec![102, 103, 101, 104]);
+        assert!(close(recorded.ranked[0].q, 0.5));
+        assert_eq!(recorded.ranked[0].visits, 2);
+        let by_visits = tree.choose(PlanRule::MostVisited);
+        assert_eq!(by_visits.path, vec![4]);
+        assert_eq!(by_visits.ranked[0], 4);
+        // A chain or an empty tree records no choice.
+        assert!(
+            Tree::new()
+                .choose(PlanRule::BestMean)
+                .recorded(&Tree::new(), &origin)
+                .is_none()
+        );
     }
 
     #[tokio::test]
@@ -1263,7 +1482,7 @@ mod tests {
         ) -> Answer<'a, Option<Critique>> {
             self.toy.critique(h, action, o)
         }
-        fn should_stop(&self) -> Option<String> {
+        fn should_stop(&self) -> Option<Stopped> {
             None
         }
         fn world_model_name(&self) -> String {

@@ -20,6 +20,8 @@ pub mod session;
 pub mod spiral;
 
 #[cfg(test)]
+mod endings;
+#[cfg(test)]
 mod testing;
 
 use std::future::Future;
@@ -327,7 +329,7 @@ impl<T> Bounded<T> {
         match self {
             Bounded::Done(out) => Ok(out),
             Bounded::Stopped => Err(End::interrupted()),
-            Bounded::OutOfTime(why) => Err(End::failed(format!("{why} while {while_}"))),
+            Bounded::OutOfTime(why) => Err(End::out_of_time(&why, while_)),
         }
     }
 }
@@ -466,7 +468,7 @@ impl End {
         Self {
             status: RunStatus::Interrupted,
             error: Some("stopped by the user".into()),
-            ending: None,
+            ending: Some(Ending::Interrupted),
         }
     }
     /// Failed.
@@ -476,6 +478,10 @@ impl End {
             error: Some(error.into()),
             ending: None,
         }
+    }
+    /// Failed by the time budget, `why` saying so and `while_` what it cut off.
+    pub fn out_of_time(why: &str, while_: &str) -> Self {
+        Self::failed(format!("{why} while {while_}")).ending(Ending::TimeLimit)
     }
     /// The same end, with what brought it about (kept when one is already set: the first
     /// cause found is the one recorded).

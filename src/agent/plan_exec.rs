@@ -144,6 +144,7 @@ pub async fn run(env: &Env, sink: &mut dyn EventSink) -> Result<End> {
     sink.emit(EventBody::PlanSelected {
         nodes: chain,
         rule: "chain".into(),
+        choice: None,
     })?;
     sink.emit(EventBody::Phase {
         phase: Phase::Execute,

@@ -16,7 +16,7 @@ use std::time::Instant;
 use anyhow::Result;
 use serde_json::Value;
 
-use super::mcts::{Answer, Critique, Proposal, SearchEnv, Settings};
+use super::mcts::{Answer, Critique, Proposal, SearchEnv, Settings, Stopped};
 use super::planner;
 use super::ports::EventSink;
 use super::prompt::{self, Setting, Turn};
@@ -446,8 +446,14 @@ impl SearchEnv for Rehearser<'_> {
         })
     }
 
-    fn should_stop(&self) -> Option<String> {
-        self.env.should_stop()
+    fn should_stop(&self) -> Option<Stopped> {
+        if self.env.stopped() {
+            return Some(Stopped::Interrupted);
+        }
+        self.env
+            .meter
+            .over()
+            .map(|limit| Stopped::Budget(limit.message))
     }
 
     /// As many as the tokens left cover at the mean cost of the rehearsals so far (all of them

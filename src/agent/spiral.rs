@@ -11,7 +11,7 @@ use super::execute::{OnFailure, PlannedCall, execute_plan};
 use super::mcts::{self, Origin, Search, Settings, Stopped};
 use super::ports::EventSink;
 use super::rehearse::Rehearser;
-use super::{End, Env, answer};
+use super::{Bounded, End, Env, answer};
 use crate::trajectory::event::{Action, Ending, EventBody, NodeId, Phase};
 use crate::world_model::{HistoryStep, WorldModel};
 
@@ -48,7 +48,8 @@ pub async fn run(env: &Env, sink: &mut dyn EventSink, settings: &Settings) -> Re
                 Err(end) => return Ok(end.ending(ending)),
             };
         let tree = &searched.tree;
-        let plan = tree.plan(settings.plan_rule);
+        let choice = tree.choose(settings.plan_rule);
+        let plan = &choice.path;
         if plan.is_empty() {
             let (why, cause) = no_plan(&searched, cut_short);
             if origin.anchor.is_none() {
@@ -65,6 +66,7 @@ pub async fn run(env: &Env, sink: &mut dyn EventSink, settings: &Settings) -> Re
         sink.emit(EventBody::PlanSelected {
             nodes: path.clone(),
             rule: settings.plan_rule.as_str().into(),
+            choice: choice.recorded(tree, &origin),
         })?;
         // The plan's calls, and beside each the tree index of its node (where a revision hangs).
         let (calls, indices): (Vec<PlannedCall>, Vec<usize>) = plan
@@ -141,20 +143,35 @@ async fn search(
 ) -> Result<std::result::Result<(Search, Option<Ending>), End>> {
     let rehearser = Rehearser::new(env, world_model.clone(), origin.history.len());
     // The whole search is bounded: a stop or the time budget cancels the calls in flight,
-    // which are recorded as cut off. Events recorded so far stay in the file.
-    let searched = match env
-        .bounded(mcts::search_from(&rehearser, settings, origin, sink))
-        .await
-        .or_end("searching")
-    {
-        Ok(searched) => searched?,
-        Err(end) => {
-            rehearser.record_cut(sink, &end)?;
-            return Ok(Err(end));
+    // which are recorded as cut off, and the search still ends with its `search_finished`
+    // saying so. Events recorded so far stay in the file.
+    let mut searched = Search::new();
+    let grown = env
+        .bounded(mcts::grow(
+            &rehearser,
+            settings,
+            origin,
+            sink,
+            &mut searched,
+        ))
+        .await;
+    let (stopped, cut) = match grown {
+        Bounded::Done(stopped) => (stopped?, None),
+        Bounded::Stopped => (Stopped::Interrupted, Some(End::interrupted())),
+        Bounded::OutOfTime(why) => {
+            let end = End::out_of_time(&why, "searching");
+            (Stopped::Budget(why), Some(end))
         }
     };
+    if let Some(end) = &cut {
+        rehearser.record_cut(sink, end)?;
+    }
+    mcts::finish(origin, sink, &mut searched, stopped)?;
+    if let Some(end) = cut {
+        return Ok(Err(end));
+    }
     let cut_short = match &searched.stopped {
-        Stopped::Budget(_) if env.stopped() => return Ok(Err(End::interrupted())),
+        Stopped::Interrupted => return Ok(Err(End::interrupted())),
         Stopped::PlannerFailed(e) | Stopped::WorldModelFailed(e) => {
             env.record_agent_error(sink, format!("search stopped early: {e}"))?;
             Some(Ending::SearchEndedEarly)
@@ -177,6 +194,8 @@ fn no_plan(searched: &Search, cut_short: Option<Ending>) -> (String, Ending) {
             format!("the world model could not simulate any candidate ({e})")
         }
         Stopped::PlannerFailed(e) | Stopped::Budget(e) => e.clone(),
+        // A stopped search returns before a plan is asked for.
+        Stopped::Interrupted => "stopped by the user".to_string(),
         Stopped::Done | Stopped::Exhausted => match &searched.last_rejection {
             Some(last) => format!(
                 "the planner gave no usable decision ({} retries; last: {last})",
@@ -288,6 +307,75 @@ mod tests {
             if message.contains("cannot cover another rehearsal")))
         );
         assert_eq!(end.ending, Some(Ending::TokenLimit));
+    }
+
+    #[tokio::test]
+    async fn a_search_stopped_mid_way_records_its_end_and_the_run_ends_interrupted() {
+        use crate::trajectory::event::WorldModelInfo;
+        use crate::world_model::{SimFailure, SimRequest, Simulation};
+        /// A world model that tells when it is asked, then never answers.
+        struct Hanging(Arc<tokio::sync::Notify>);
+        impl WorldModel for Hanging {
+            fn name(&self) -> String {
+                "hanging".into()
+            }
+            fn describe(&self) -> WorldModelInfo {
+                crate::world_model::describe(self.name(), [])
+            }
+            fn simulate<'a>(
+                &'a self,
+                _request: SimRequest<'a>,
+            ) -> futures::future::BoxFuture<'a, std::result::Result<Simulation, SimFailure>>
+            {
+                self.0.notify_one();
+                Box::pin(std::future::pending())
+            }
+        }
+        let asked = Arc::new(tokio::sync::Notify::new());
+        let planner = ScriptedChat::json_replies(vec![json!({"candidates": [
+            {"action": "call", "tool": "s:a", "arguments": {}}
+        ]})]);
+        let tools = ScriptedTools::new(&["s:a"], |_, _| Observation::default());
+        let mut env = testing::env(
+            planner,
+            None,
+            tools.clone(),
+            Some(Arc::new(Hanging(asked.clone()))),
+            8,
+        );
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        env.stop = stopped;
+        let mut events = Vec::new();
+        let settings = settings();
+        let (end, ()) = tokio::join!(run(&env, &mut events, &settings), async {
+            asked.notified().await;
+            stop.send(true).unwrap();
+        });
+        let end = end.unwrap();
+        assert_eq!(end.status, RunStatus::Interrupted);
+        assert_eq!(end.ending, Some(Ending::Interrupted));
+        let finished: Vec<&EventBody> = events
+            .iter()
+            .filter(|e| matches!(e, EventBody::SearchFinished { .. }))
+            .collect();
+        assert!(
+            matches!(
+                finished.as_slice(),
+                [EventBody::SearchFinished {
+                    stopped: SearchStop::Interrupted,
+                    iterations: 1,
+                    ..
+                }]
+            ),
+            "{finished:?}"
+        );
+        assert!(
+            !events
+                .iter()
+                .any(|e| matches!(e, EventBody::PlanSelected { .. })),
+            "a stopped search plans nothing"
+        );
+        assert!(tools.called().is_empty());
     }
 
     #[tokio::test]

@@ -106,14 +106,21 @@ pub fn markdown(run: &Run, out: &mut dyn Write) -> Result<()> {
             } else {
                 "nodes (no path finished)"
             };
-            writeln!(out, "Chosen among {} {pool}:\n", why.pool.len())?;
+            writeln!(out, "Chosen among {} {pool}:\n", why.pool_size)?;
+            if let Some(caveat) = why.caveat() {
+                writeln!(out, "({caveat}.)\n")?;
+            }
             writeln!(out, "| | node | Q | N | action |\n|---|---|---:|---:|---|")?;
+            let tie = match why.tie_rule() {
+                Some(rule) => format!("= (tie: {rule})"),
+                None => "= (tie)".to_string(),
+            };
             for c in why.pool.iter().take(12) {
                 let (id, label) = c.described(run);
                 let mark = if c.chosen {
                     "★"
                 } else if c.ties {
-                    "= (tie: the earlier wins)"
+                    tie.as_str()
                 } else {
                     ""
                 };

@@ -762,7 +762,7 @@ impl Trace {
                 self.end(&cx, t, None);
                 self.close_nodes(t);
             }
-            EventBody::PlanSelected { nodes, rule } => {
+            EventBody::PlanSelected { nodes, rule, .. } => {
                 let ids: Vec<i64> = nodes.iter().map(|n| *n as i64).collect();
                 self.parent().span().add_event_with_timestamp(
                     "cosmos.plan_selected",

@@ -103,7 +103,7 @@ fn server_hash(name: &str) -> u64 {
 /// them; a view shows stored totals only when they are of this version and recomputes them
 /// from the events otherwise (older files keep the figures of the formulas of their day).
 /// Raise it whenever `compute` or a fact it reads changes meaning.
-pub const METRICS_VERSION: u32 = 2;
+pub const METRICS_VERSION: u32 = 3;
 
 pub use crate::trajectory::lean::LlmFacts;
 
@@ -402,9 +402,11 @@ pub fn compute(input: &MetricsInput<'_>) -> RunMetrics {
         status: input.status,
         answered: input.answered,
         rejected_decisions: input.rejected.len() as u64,
-        ending: input
-            .status
-            .and(input.recorded_ending.or(input.told_ending)),
+        // A stopped run ended by the stop, whatever an older file's agent wrote beside it.
+        ending: match input.status {
+            Some(RunStatus::Interrupted) => Some(Ending::Interrupted),
+            status => status.and(input.recorded_ending.or(input.told_ending)),
+        },
     }
 }
 

@@ -263,7 +263,7 @@ pub fn summary(event: &Event) -> String {
         ),
         EventBody::Backpropagated { path, value } => backpropagated(*value, path),
         body @ EventBody::SearchFinished { .. } => search_accounting(body).unwrap_or_default(),
-        EventBody::PlanSelected { nodes, rule } => format!(
+        EventBody::PlanSelected { nodes, rule, .. } => format!(
             "{rule}: {}",
             nodes
                 .iter()

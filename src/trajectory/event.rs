@@ -98,6 +98,22 @@ impl Header {
             .as_ref()
             .map_or("none", |w| w.name.as_str())
     }
+
+    /// What a listing's world-model column says: the world model's name, or for a wm-eval
+    /// file the world models it compares (`memory+qwen`).
+    pub fn world_model_label(&self) -> String {
+        let compared = (self.agent.kind == AgentKind::WmEval)
+            .then(|| self.agent.settings.get("names")?.as_array())
+            .flatten();
+        match compared {
+            Some(names) => names
+                .iter()
+                .filter_map(Value::as_str)
+                .collect::<Vec<_>>()
+                .join("+"),
+            None => self.world_model_name().to_string(),
+        }
+    }
 }
 
 /// The task a run solves.
@@ -411,11 +427,13 @@ pub enum Ending {
     SearchEndedEarly,
     /// The plan had no call: nothing was executed, though the planner never finished.
     NoCallPlanned,
+    /// A stop (the UI's stop key, Ctrl-C, SIGTERM, SIGHUP) ended the run before its agent did.
+    Interrupted,
 }
 
 impl Ending {
     /// Every ending, in the order tables list them.
-    pub const ALL: [Ending; 7] = [
+    pub const ALL: [Ending; 8] = [
         Ending::PlannerFinished,
         Ending::SearchExhausted,
         Ending::StepLimit,
@@ -423,6 +441,7 @@ impl Ending {
         Ending::TimeLimit,
         Ending::SearchEndedEarly,
         Ending::NoCallPlanned,
+        Ending::Interrupted,
     ];
 
     /// Its name in files and JSON.
@@ -435,6 +454,7 @@ impl Ending {
             Ending::TimeLimit => "time_limit",
             Ending::SearchEndedEarly => "search_ended_early",
             Ending::NoCallPlanned => "no_call_planned",
+            Ending::Interrupted => "interrupted",
         }
     }
 
@@ -450,7 +470,8 @@ impl Ending {
         if self.went_wrong() { self } else { later }
     }
 
-    /// A few words for a status column (empty for the endings that went right).
+    /// A few words for a status column (empty for the endings that went right, and for a stop,
+    /// which the status names).
     pub fn mark(self) -> &'static str {
         match self {
             Ending::PlannerFinished | Ending::SearchExhausted => "",
@@ -459,6 +480,8 @@ impl Ending {
             Ending::TimeLimit => "⊣time",
             Ending::SearchEndedEarly => "⊣early",
             Ending::NoCallPlanned => "⊣no call",
+            // The status says it: `interrupted`.
+            Ending::Interrupted => "",
         }
     }
 }
@@ -477,6 +500,8 @@ pub enum SearchStop {
     PlannerFailed,
     /// An expansion could simulate none of its calls.
     WorldModelFailed,
+    /// A stop (the UI's stop key, a signal) cut it off mid-way.
+    Interrupted,
 }
 
 impl SearchStop {
@@ -488,6 +513,7 @@ impl SearchStop {
             SearchStop::Budget => "budget",
             SearchStop::PlannerFailed => "planner_failed",
             SearchStop::WorldModelFailed => "world_model_failed",
+            SearchStop::Interrupted => "interrupted",
         }
     }
 }
@@ -578,6 +604,45 @@ pub struct Totals {
     /// fidelity over the calls every world model simulated), so a listing can show it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub leader: Option<Leader>,
+}
+
+/// Which nodes a plan rule chose among.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PlanPool {
+    /// The `finish` nodes of the search: paths that reached a finish.
+    Finished,
+    /// No path finished: every node of the search that may be planned.
+    EveryNode,
+}
+
+/// How a search's plan rule chose its plan: the pool and its best nodes with the values the
+/// rule read, recorded when it chose, so an explanation never re-derives the choice.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlanChoice {
+    /// The nodes the rule chose among.
+    pub pool: PlanPool,
+    /// How many nodes the pool held.
+    pub pool_size: u64,
+    /// The pool's best nodes in the rule's order (the chosen one first; among equal scores
+    /// the order the rule broke the tie in), at most [`PlanChoice::RANKED`].
+    pub ranked: Vec<RankedNode>,
+}
+
+impl PlanChoice {
+    /// How many of the pool's best nodes a choice records.
+    pub const RANKED: usize = 12;
+}
+
+/// One node of a plan rule's pool, with the values the rule read.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct RankedNode {
+    /// The node.
+    pub node: NodeId,
+    /// Its mean value Q.
+    pub q: f64,
+    /// Its visits N.
+    pub visits: u32,
 }
 
 /// The head of a wm-eval leaderboard.
@@ -710,6 +775,10 @@ pub enum EventBody {
         nodes: Vec<NodeId>,
         /// `best_mean`, `most_visited` or `chain` (ReAct-Plan-Exec).
         rule: String,
+        /// How the rule chose, as the search saw it when it chose (a search's plan; absent
+        /// for a chain and in files written before choices were recorded).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        choice: Option<Box<PlanChoice>>,
     },
     /// A real tool call.
     ToolCalled {

@@ -1,8 +1,10 @@
-//! Why a plan won: the rule, the pool of nodes it chose from and their values at a cursor,
-//! the ties. The one account of it: the explorer's tree title and about view, and
+//! Why a plan won: the rule, the pool of nodes it chose from and their values, the ties. Read
+//! from what the run recorded (`plan_selected`'s choice); a file written before choices were
+//! recorded is explained with today's rule, and says so, and says when today's rule would have
+//! chosen another node. The one account of it: the explorer's tree title and about view, and
 //! `cosmos export markdown`, all read it from here.
 
-use super::event::{ActionKind, Verdict};
+use super::event::{ActionKind, NodeId, PlanChoice, PlanPool, Verdict};
 use super::fold::TreeState;
 use super::run::Run;
 
@@ -17,8 +19,48 @@ pub struct PlanWhy {
     pub path: String,
     /// The pool was the finished paths (else every node: no path finished).
     pub finished: bool,
-    /// The nodes the rule chose from: the chosen one, then best first (empty for a chain).
+    /// The nodes the rule chose from: the chosen one, then best first (empty for a chain;
+    /// a recorded choice keeps only the pool's best).
     pub pool: Vec<PlanCandidate>,
+    /// How many nodes the pool held.
+    pub pool_size: usize,
+    /// Where the account comes from.
+    pub source: WhySource,
+}
+
+/// Where an account of a plan comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WhySource {
+    /// The run recorded how its rule chose: the values are those the rule read.
+    Recorded,
+    /// An older file: today's rule over the tree at the cursor, which picks the same node.
+    Derived,
+    /// An older file whose plan today's rule would not choose: it would choose this node.
+    Contradicted(NodeId),
+}
+
+impl PlanWhy {
+    /// One line on where the account comes from, when it is not the run's own record.
+    pub fn caveat(&self) -> Option<String> {
+        match self.source {
+            WhySource::Recorded => None,
+            _ if self.pool.is_empty() => None,
+            WhySource::Derived => {
+                Some("recorded before plan choices were: values re-read from the tree".to_string())
+            }
+            WhySource::Contradicted(id) => Some(format!(
+                "recorded before plan choices were: today's rule would choose #{id}, not this plan's end"
+            )),
+        }
+    }
+
+    /// The rule that breaks ties, when some node ties with the chosen one and the account
+    /// knows it held (never for a contradicted older file).
+    pub fn tie_rule(&self) -> Option<&'static str> {
+        let ties = self.pool.iter().any(|c| c.ties);
+        (ties && !matches!(self.source, WhySource::Contradicted(_)))
+            .then_some("the earlier node wins")
+    }
 }
 
 /// One node the plan rule chose among.
@@ -51,10 +93,12 @@ impl PlanCandidate {
 }
 
 /// Why the plan in force at cursor `k` was chosen: the rule and the pool it chose from, as
-/// the search chose (the same search's finish nodes, or all its nodes when none finished;
-/// never one the world model could not simulate), at the values of the cursor.
+/// the run recorded them; for an older file, as today's rule reads the tree at the cursor (the
+/// same search's finish nodes, or all its nodes when none finished; never one the world model
+/// could not simulate).
 pub fn plan_why(run: &Run, state: &TreeState, k: usize) -> Option<PlanWhy> {
-    let (event, rule, nodes) = run.plan_event_at(k)?;
+    let plan = run.plan_event_at(k)?;
+    let (event, rule, nodes) = (plan.event, plan.rule, plan.nodes);
     let path = nodes
         .iter()
         .map(|n| format!("#{n}"))
@@ -67,11 +111,47 @@ pub fn plan_why(run: &Run, state: &TreeState, k: usize) -> Option<PlanWhy> {
         path,
         finished: false,
         pool: Vec::new(),
+        pool_size: 0,
+        source: WhySource::Recorded,
     };
     let (Some(chosen), "best_mean" | "most_visited") = (chosen, rule) else {
         return Some(why);
     };
     let most_visited = rule == "most_visited";
+    if let Some(choice) = plan.choice {
+        recorded(run, &mut why, choice, chosen, most_visited);
+        return Some(why);
+    }
+    derived(run, state, &mut why, chosen, most_visited);
+    Some(why)
+}
+
+/// The account from the run's own record.
+fn recorded(run: &Run, why: &mut PlanWhy, choice: &PlanChoice, chosen: u32, most_visited: bool) {
+    why.finished = choice.pool == PlanPool::Finished;
+    why.pool_size = choice.pool_size as usize;
+    let score = |q: f64, visits: u32| if most_visited { f64::from(visits) } else { q };
+    let best = choice.ranked.first().map(|r| score(r.q, r.visits));
+    why.pool = choice
+        .ranked
+        .iter()
+        .filter_map(|r| {
+            let slot = run.slot_of(r.node)?;
+            Some(PlanCandidate {
+                slot,
+                q: Some(r.q),
+                visits: r.visits,
+                chosen: slot == chosen,
+                ties: slot != chosen
+                    && best.is_some_and(|b| (score(r.q, r.visits) - b).abs() < 1e-9),
+            })
+        })
+        .collect();
+}
+
+/// The account of an older file, which did not record its choice: today's rule over the tree
+/// at the cursor, saying whether it picks the node the run chose.
+fn derived(run: &Run, state: &TreeState, why: &mut PlanWhy, chosen: u32, most_visited: bool) {
     let is_finish = |slot: u32| run.nodes()[slot as usize].action == Some(ActionKind::Finish);
     // A search's root has no action: the run's root, or an execution-time revision's.
     let search_root = |mut slot: u32| loop {
@@ -109,14 +189,20 @@ pub fn plan_why(run: &Run, state: &TreeState, k: usize) -> Option<PlanWhy> {
             }
         })
         .collect();
-    // The chosen one first, then best first, earlier first among equals.
-    pool.sort_by(|a, b| {
+    // Today's rule: the best score, the earlier node among equals.
+    let by_rule = |a: &PlanCandidate, b: &PlanCandidate| {
         let (sa, sb) = (score(a.slot), score(b.slot));
-        b.chosen
-            .cmp(&a.chosen)
-            .then(sb.unwrap_or(f64::MIN).total_cmp(&sa.unwrap_or(f64::MIN)))
+        sb.unwrap_or(f64::MIN)
+            .total_cmp(&sa.unwrap_or(f64::MIN))
             .then(a.slot.cmp(&b.slot))
-    });
+    };
+    let today = pool.iter().min_by(|a, b| by_rule(a, b)).map(|c| c.slot);
+    why.source = match today {
+        Some(slot) if slot != chosen => WhySource::Contradicted(run.nodes()[slot as usize].id),
+        _ => WhySource::Derived,
+    };
+    // The chosen one first, then best first, earlier first among equals.
+    pool.sort_by(|a, b| b.chosen.cmp(&a.chosen).then(by_rule(a, b)));
+    why.pool_size = pool.len();
     why.pool = pool;
-    Some(why)
 }

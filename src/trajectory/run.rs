@@ -19,7 +19,8 @@ use anyhow::{Context, Result};
 
 use super::catalog::ToolCatalog;
 use super::event::{
-    ActionKind, Event, EventBody, Header, JudgeScores, NodeId, Observation, Phase, RunStatus,
+    ActionKind, Event, EventBody, Header, JudgeScores, NodeId, Observation, Phase, PlanChoice,
+    RunStatus,
 };
 use super::lean::{Brief, LeanBody};
 use super::reader::{EventStream, LineSpan, Problem, parse_event};
@@ -57,6 +58,19 @@ pub struct StepRef {
     pub simulated: Option<u32>,
     /// The call failed (`isError` or a transport error).
     pub is_error: bool,
+}
+
+/// A `plan_selected` event as the views read it.
+#[derive(Debug, Clone, Copy)]
+pub struct PlanEvent<'a> {
+    /// Its index.
+    pub event: u32,
+    /// `best_mean`, `most_visited` or `chain`.
+    pub rule: &'a str,
+    /// The plan's node ids.
+    pub nodes: &'a [NodeId],
+    /// How the rule chose, when the run recorded it.
+    pub choice: Option<&'a PlanChoice>,
 }
 
 /// A run loaded for viewing.
@@ -417,6 +431,23 @@ impl Run {
         &self.steps
     }
 
+    /// The world model's predictions in the run: `node_simulated` events that are not a
+    /// validator's rejection.
+    pub fn predictions(&self) -> u64 {
+        self.briefs
+            .iter()
+            .filter(|b| {
+                matches!(
+                    b.body,
+                    LeanBody::NodeSimulated {
+                        by_validator: false,
+                        ..
+                    }
+                )
+            })
+            .count() as u64
+    }
+
     /// The predicted observation of a `node_simulated` event.
     pub fn simulated_observation(&self, event: u32) -> Option<Observation> {
         match self.get(event as usize)?.into_owned().body {
@@ -446,11 +477,21 @@ impl Run {
         &self.steps[..self.steps.partition_point(|s| (s.event as usize) < k)]
     }
 
-    /// The latest `plan_selected` before cursor `k`: its event index, rule and node ids.
-    pub fn plan_event_at(&self, k: usize) -> Option<(u32, &str, &[NodeId])> {
+    /// The latest `plan_selected` before cursor `k`: its event index, rule, node ids and the
+    /// choice it recorded.
+    pub fn plan_event_at(&self, k: usize) -> Option<PlanEvent<'_>> {
         let e = Self::latest_before(&self.plans, k)?;
         match self.whole_body(e)? {
-            EventBody::PlanSelected { nodes, rule } => Some((e, rule.as_str(), nodes.as_slice())),
+            EventBody::PlanSelected {
+                nodes,
+                rule,
+                choice,
+            } => Some(PlanEvent {
+                event: e,
+                rule,
+                nodes,
+                choice: choice.as_deref(),
+            }),
             _ => None,
         }
     }

@@ -277,6 +277,7 @@ pub fn events(spec: &Spec) -> Vec<(u64, EventBody)> {
         EventBody::PlanSelected {
             nodes: plan.iter().map(|&n| n as u64).collect(),
             rule: "best_mean".into(),
+            choice: None,
         },
     ));
     out.push((

@@ -186,7 +186,13 @@ impl Inspector {
     /// world model, servers and tools (its header), why the plan in force was chosen (the
     /// rule, the candidates with their means and visits, the ties), how each search spent its
     /// iterations, and how the run ended.
-    pub fn about(run: &Run, state: &TreeState, k: usize, size: (u16, u16)) -> Self {
+    pub fn about(
+        run: &Run,
+        state: &TreeState,
+        k: usize,
+        ending: Option<crate::trajectory::event::Ending>,
+        size: (u16, u16),
+    ) -> Self {
         let h = &run.header;
         let mut lines = Lines::default();
         lines.heading("task");
@@ -249,10 +255,13 @@ impl Inspector {
                 } else {
                     "mean Q"
                 };
+                if let Some(caveat) = why.caveat() {
+                    lines.text(format!("  ({caveat})"));
+                }
                 if !why.pool.is_empty() {
                     lines.text(format!(
                         "  chosen among {} {} by {scored}, best first:",
-                        why.pool.len(),
+                        why.pool_size,
                         if why.finished {
                             "finished paths"
                         } else {
@@ -275,13 +284,30 @@ impl Inspector {
                         c.visits,
                     ));
                 }
-                if why.pool.len() > ABOUT_CANDIDATES {
-                    lines.text(format!("  … {} more", why.pool.len() - ABOUT_CANDIDATES));
+                let shown = why.pool.len().min(ABOUT_CANDIDATES);
+                if why.pool_size > shown {
+                    lines.text(format!("  … {} more", why.pool_size - shown));
                 }
-                if why.pool.iter().any(|c| c.ties) {
-                    lines.text("  = ties with the chosen one: the earlier node wins");
+                if let Some(rule) = why.tie_rule() {
+                    lines.text(format!("  = ties with the chosen one: {rule}"));
+                } else if why.pool.iter().any(|c| c.ties) {
+                    lines.text("  = ties with the chosen one");
                 }
             }
+        }
+        let counted: Vec<String> = (0..state.visible_nodes() as u32)
+            .filter(|&s| {
+                state.verdict(run, s) == Some(crate::trajectory::event::Verdict::NotSimulated)
+                    && state.node(s).is_some_and(|n| n.visits > 0)
+            })
+            .map(|s| format!("#{}", run.nodes()[s as usize].id))
+            .collect();
+        if !counted.is_empty() {
+            lines.text(format!(
+                "  (an older file: {} could not be simulated, yet their 0.0 was backed up, so their \
+                 ancestors' N and Q count it; today's search leaves them out)",
+                counted.join(", ")
+            ));
         }
         let searches = run.searches_before(k);
         if !searches.is_empty() {
@@ -296,6 +322,11 @@ impl Inspector {
         if let Some(finished) = run.finish_at(k) {
             lines.heading("how it ended");
             lines.text(format!("  {}", summary(finished)));
+            // The one ending every view shows: the metrics' reading of the run.
+            lines.text(format!(
+                "  ending: {}",
+                ending.map_or("not recorded (an older file)", |e| e.as_str())
+            ));
         }
         Self::new(" About this run ".to_string(), lines, size)
     }

@@ -186,8 +186,11 @@ pub fn draw(frame: &mut Frame, area: Rect, block: Block, at: &MetricsAt<'_>, the
     let mut lines = vec![
         kv(
             "status",
-            m.status
-                .map_or("running / incomplete".into(), |s| s.as_str().to_string()),
+            match (m.status, m.ending) {
+                (None, _) => "running / incomplete".into(),
+                (Some(s), Some(e)) => format!("{} · ending {}", s.as_str(), e.as_str()),
+                (Some(s), None) => format!("{} · ending not recorded", s.as_str()),
+            },
         ),
         kv(
             "calls",

@@ -17,7 +17,7 @@ use crate::sanitize::one_line;
 use crate::trajectory::describe::{compact_call_label, compact_node_label, distinguishing_label};
 use crate::trajectory::event::{ActionKind, EventBody, Verdict};
 use crate::trajectory::fold::TreeState;
-use crate::trajectory::plan_why::plan_why;
+use crate::trajectory::plan_why::{WhySource, plan_why};
 use crate::trajectory::run::Run;
 use crate::tui::scroll::Selection;
 use crate::tui::theme::Theme;
@@ -321,7 +321,7 @@ impl TreeView {
     /// search keeps the earlier of equal nodes, which nothing else on screen says.
     fn refresh_plan_reason(&mut self, run: &Run, state: &TreeState) {
         let k = state.applied();
-        let Some((event, _, _)) = run.plan_event_at(k) else {
+        let Some(event) = run.plan_event_at(k).map(|p| p.event) else {
             self.plan_reason = None;
             return;
         };
@@ -365,7 +365,12 @@ impl TreeView {
                         if more > 0 {
                             s.push_str(&format!(" +{more}"));
                         }
-                        s.push_str(", earlier wins");
+                        if why.tie_rule().is_some() {
+                            s.push_str(", earlier wins");
+                        }
+                    }
+                    if let WhySource::Contradicted(id) = why.source {
+                        s.push_str(&format!("; older file: today's rule would take #{id}"));
                     }
                     s
                 }
@@ -458,11 +463,18 @@ impl TreeView {
         }
         // The id the timeline speaks in (`#1→#2→#3`).
         spans.push(Span::styled(format!("#{} ", info.id), theme.dim()));
-        let mut stats = format!(
-            " N={} Q={}",
-            dyn_.visits,
-            dyn_.q().map_or("—".into(), |q| format!("{q:.2}")),
-        );
+        let unsimulated = state.verdict(run, slot) == Some(Verdict::NotSimulated);
+        let mut stats = match (unsimulated, dyn_.visits) {
+            // No prediction, so no value: the search never backs one up.
+            (true, 0) => " no value".to_string(),
+            // An older version backed up its 0.0 as if it were a prediction.
+            (true, visits) => format!(" N={visits} Q=0.00 (older file: counted)"),
+            _ => format!(
+                " N={} Q={}",
+                dyn_.visits,
+                dyn_.q().map_or("—".into(), |q| format!("{q:.2}")),
+            ),
+        };
         // The reward is in the inspector; a narrow pane keeps the room for the arguments.
         if width >= WIDE_ROW {
             stats.push_str(&format!(
@@ -497,10 +509,12 @@ impl TreeView {
         };
         spans.push(Span::raw(label));
         let q_style = match dyn_.q() {
-            Some(q) => {
-                let (lo, hi) = self.q_range;
-                theme.scale(if hi > lo { (q - lo) / (hi - lo) } else { 1.0 })
-            }
+            // Values that read the same at two decimals are no better or worse than each
+            // other: they are not coloured apart.
+            Some(q) => match self.q_range {
+                (lo, hi) if hi - lo >= Q_RESOLUTION => theme.scale((q - lo) / (hi - lo)),
+                _ => theme.text(),
+            },
             None => theme.dim(),
         };
         spans.push(Span::styled(stats, q_style));
@@ -510,6 +524,9 @@ impl TreeView {
         Line::from(spans)
     }
 }
+
+/// The smallest spread of Q values coloured as a scale: they are shown to two decimals.
+const Q_RESOLUTION: f64 = 0.005;
 
 /// Rows at least this wide show each node's last reward too.
 const WIDE_ROW: usize = 60;
