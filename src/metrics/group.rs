@@ -142,6 +142,8 @@ pub struct GroupRow {
     pub execution_quality: Option<Estimate>,
     /// Execution Quality anchored on each task's reference call count (comparable across experiments).
     pub execution_quality_anchored: Option<Estimate>,
+    /// The cohort its Execution Quality is normalised within, when it has one.
+    pub eq_cohort: Option<EqCohort>,
     /// Tokens per run the agent spent (every role but the judge).
     pub tokens: Option<Estimate>,
     /// Tokens per judged run the judge spent scoring it (apart from the agent's).
@@ -165,6 +167,21 @@ pub struct GroupRow {
     pub endings: BTreeMap<String, usize>,
     /// Warnings about the row, such as [`FLAG_DOES_LITTLE`].
     pub flags: Vec<String>,
+}
+
+/// The rows (of one grouping) whose call counts normalise each other's Execution Quality:
+/// every row of one planner that made calls. Another grouping of the same runs makes other
+/// rows, so other cohorts and other values; EQ anchored needs no cohort.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EqCohort {
+    /// The planner the rows share.
+    pub planner: String,
+    /// The rows' keys.
+    pub rows: Vec<String>,
+    /// Runs in those rows.
+    pub runs: usize,
+    /// The fewest and the most calls per run of its rows (the efficiency range).
+    pub calls: (f64, f64),
 }
 
 /// Efficiency term of Execution Quality: `1 − (calls − min)/(max − min)`, 1 when max = min.
@@ -224,14 +241,63 @@ pub fn group(records: &[RunRecord], by: GroupBy) -> Vec<GroupRow> {
         }
     }
 
+    let mut members: BTreeMap<String, (Vec<String>, usize)> = BTreeMap::new();
+    for (k, runs) in &groups {
+        if let Some(p) = sole_planner(runs).filter(|_| avg_calls[k.as_str()] > 0.0) {
+            let m = members.entry(p).or_default();
+            m.0.push(k.clone());
+            m.1 += runs.len();
+        }
+    }
+
     groups
         .iter()
         .map(|(key, runs)| {
             let planner = sole_planner(runs);
             let cohort = planner.as_ref().and_then(|p| cohort_range.get(p)).copied();
-            row(key, runs, cohort, avg_calls[key.as_str()])
+            let mut row = row(key, runs, cohort, avg_calls[key.as_str()]);
+            row.eq_cohort = row.execution_quality.and(planner).and_then(|p| {
+                let (rows, runs) = members.get(&p)?.clone();
+                Some(EqCohort {
+                    calls: cohort_range[&p],
+                    planner: p,
+                    rows,
+                    runs,
+                })
+            });
+            row
         })
         .collect()
+}
+
+/// Which rows each Execution Quality was normalised within, in one line per cohort, for
+/// under a table (empty when no row has a cohort EQ).
+pub fn cohorts_note(rows: &[GroupRow], by: GroupBy) -> String {
+    let mut seen: Vec<&EqCohort> = Vec::new();
+    for c in rows.iter().filter_map(|r| r.eq_cohort.as_ref()) {
+        if !seen.contains(&c) {
+            seen.push(c);
+        }
+    }
+    if seen.is_empty() {
+        return String::new();
+    }
+    let by = format!("{by:?}").to_lowercase();
+    let mut out = format!(
+        "EQ is normalised within a cohort: the rows of one planner, here grouped by {by} \
+         (another grouping forms other rows, so other values; EQ anchored needs no cohort):\n"
+    );
+    for c in seen {
+        out.push_str(&format!(
+            "  planner {}: {} ({} runs; {:.1}–{:.1} calls per run)\n",
+            c.planner,
+            c.rows.join(", "),
+            c.runs,
+            c.calls.0,
+            c.calls.1
+        ));
+    }
+    out
 }
 
 fn row(key: &str, runs: &[&RunRecord], cohort: Option<(f64, f64)>, avg_calls: f64) -> GroupRow {
@@ -326,6 +392,7 @@ fn row(key: &str, runs: &[&RunRecord], cohort: Option<(f64, f64)>, avg_calls: f6
         rejected_decisions: est(Scale::Count, &|r| Some(r.metrics.rejected_decisions as f64)),
         execution_quality,
         execution_quality_anchored,
+        eq_cohort: None,
         tokens: est(Scale::Positive, &|r| Some(r.metrics.tokens() as f64)),
         judge_tokens: est(Scale::Positive, &|r| {
             r.metrics.judge.map(|_| r.metrics.judge_tokens() as f64)

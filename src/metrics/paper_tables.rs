@@ -101,6 +101,11 @@ pub fn render(rows: &[GroupRow], by: GroupBy, baseline: Option<(&str, &[PairedRo
         );
     }
     out.push_str("\n\n");
+    let cohorts = super::group::cohorts_note(rows, by);
+    if !cohorts.is_empty() {
+        out.push_str(&cohorts);
+        out.push('\n');
+    }
     out.push_str(&super::table::render_endings(rows, true));
     out
 }
@@ -158,6 +163,7 @@ mod tests {
             rejected_decisions: None,
             execution_quality: None,
             execution_quality_anchored: None,
+            eq_cohort: None,
             tokens: None,
             judge_tokens: None,
             wall_time_s: None,

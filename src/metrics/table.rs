@@ -187,6 +187,11 @@ pub fn render(rows: &[GroupRow], by: GroupBy, markdown: bool) -> String {
         out.push_str(LEGEND);
         out.push('\n');
     }
+    let cohorts = super::group::cohorts_note(rows, by);
+    if !cohorts.is_empty() {
+        out.push('\n');
+        out.push_str(&cohorts);
+    }
     out.push('\n');
     out.push_str(&render_endings(rows, markdown));
     out
@@ -230,7 +235,8 @@ pub fn render_endings(rows: &[GroupRow], markdown: bool) -> String {
         "\nplanner_finished: the planner chose to finish; search_exhausted: the search used its \
          iterations with no path finished; step_limit, token_limit, time_limit: a limit stopped \
          the agent; search_ended_early: the planner or world model failed mid-search; \
-         no_call_planned: nothing was executed; unknown: an older file that does not say.\n",
+         no_call_planned: nothing was executed; interrupted: a stop (the stop key, Ctrl-C, a \
+         signal) ended it; unknown: an older file that does not say.\n",
     );
     out
 }
