@@ -27,6 +27,8 @@ use crate::trajectory::listing::{Recount, RunSummary};
 pub enum Column {
     /// Task id.
     Task,
+    /// The run's label (a sweep's configuration), or the folder it lies in under the root.
+    Label,
     /// Agent.
     Agent,
     /// World model.
@@ -49,9 +51,12 @@ pub enum Column {
     Started,
 }
 
-/// Columns in display order with their widths; `PRIORITY` decides which fit a narrow terminal.
-const COLUMNS: [(Column, &str, u16); 11] = [
+/// Columns in display order with their least widths; `PRIORITY` decides which fit a narrow
+/// terminal. The task, label, planner and status columns grow to their content
+/// ([`ContentWidths`]).
+const COLUMNS: [(Column, &str, u16); 12] = [
     (Column::Task, "task", 14),
+    (Column::Label, "label", 8),
     (Column::Agent, "agent", 9),
     (Column::WorldModel, "world model", 11),
     (Column::Planner, "planner", 16),
@@ -65,10 +70,11 @@ const COLUMNS: [(Column, &str, u16); 11] = [
 ];
 
 /// Which columns to keep first when space is short (the task column always stays).
-const PRIORITY: [Column; 10] = [
+const PRIORITY: [Column; 11] = [
     Column::Agent,
     Column::WorldModel,
     Column::Status,
+    Column::Label,
     Column::Calls,
     Column::Success,
     Column::Fidelity,
@@ -78,46 +84,92 @@ const PRIORITY: [Column; 10] = [
     Column::Started,
 ];
 
-/// The columns that fit in `width` (display order) with their widths; the task column takes
-/// what is left. Widths add up exactly, so the layout has one solution.
-fn fitting_columns(width: u16) -> Vec<(usize, u16)> {
-    let width_of = |c: Column| {
-        COLUMNS
+/// The widest text of each growing column over the runs listed (display columns), so no
+/// column is wider than what it holds and the status column never cuts a marker.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ContentWidths {
+    /// Task ids.
+    pub task: u16,
+    /// Labels; 0 when no run has one (the column is left out).
+    pub label: u16,
+    /// Planner models.
+    pub planner: u16,
+    /// Status texts with their markers.
+    pub status: u16,
+}
+
+impl ContentWidths {
+    /// The widest of each over `runs`.
+    fn of(runs: &[RunSummary], labels: &[String]) -> Self {
+        use unicode_width::UnicodeWidthStr;
+        let w = |s: &str| s.width().min(u16::MAX as usize) as u16;
+        let mut out = Self::default();
+        for (r, label) in runs.iter().zip(labels) {
+            let (task, planner) = match &r.header {
+                Ok(h) => (w(&h.task.id), w(&h.planner.model)),
+                Err(_) => (r.path.file_name().map_or(0, |n| w(&n.to_string_lossy())), 0),
+            };
+            out.task = out.task.max(task);
+            out.planner = out.planner.max(planner);
+            out.label = out.label.max(w(label));
+            // A stale row shows its status and "…" until recounted, which may add markers.
+            out.status = out.status.max(w(&r.outcome())).max(w(r.status_label()) + 2);
+        }
+        out
+    }
+}
+
+/// The columns that fit in `width` (display order) with their widths. The status column is as
+/// wide as its widest text (so every marker shows whole); the task and label columns share what
+/// is left, each up to its content, and the task takes the rest.
+fn fitting_columns(width: u16, content: &ContentWidths) -> Vec<(usize, u16)> {
+    const STATUS_MAX: u16 = 32;
+    let least = |c: Column| match c {
+        Column::Status => content.status.clamp(6, STATUS_MAX),
+        Column::Task => content.task.clamp(4, 14),
+        Column::Label => content.label.clamp(5, 8),
+        _ => COLUMNS
             .iter()
             .find(|(k, _, _)| *k == c)
-            .map_or(0, |(_, _, w)| *w)
+            .map_or(0, |(_, _, w)| *w),
     };
-    let task_min = width_of(Column::Task);
-    let mut used = task_min;
+    let mut used = least(Column::Task);
     let mut keep = vec![Column::Task];
     for c in PRIORITY {
-        if used + 1 + width_of(c) <= width {
-            used += 1 + width_of(c);
+        if c == Column::Label && content.label == 0 {
+            continue;
+        }
+        if used + 1 + least(c) <= width {
+            used += 1 + least(c);
             keep.push(c);
         }
     }
-    // What is left goes to the task first (up to 16 more), then to the planner (whose
-    // model names are long), then to the task again.
+    // What is left goes to each growing column up to its content, in this order; then the
+    // task takes the rest.
     let mut left = width.saturating_sub(used);
-    let task_extra = left.min(16);
-    left -= task_extra;
-    let planner_extra = if keep.contains(&Column::Planner) {
-        left.min(24)
-    } else {
-        0
+    let mut grow = |c: Column, content: u16| -> u16 {
+        if !keep.contains(&c) {
+            return 0;
+        }
+        let extra = content.saturating_sub(least(c)).min(left);
+        left -= extra;
+        extra
     };
-    left -= planner_extra;
+    let task_extra = grow(Column::Task, content.task);
+    let label_extra = grow(Column::Label, content.label);
+    let planner_extra = grow(Column::Planner, content.planner.min(40));
     COLUMNS
         .iter()
         .enumerate()
         .filter(|(_, (c, _, _))| keep.contains(c))
-        .map(|(i, (c, _, w))| {
+        .map(|(i, (c, _, _))| {
             let extra = match c {
                 Column::Task => task_extra + left,
+                Column::Label => label_extra,
                 Column::Planner => planner_extra,
                 _ => 0,
             };
-            (i, w + extra)
+            (i, least(*c) + extra)
         })
         .collect()
 }
@@ -141,8 +193,12 @@ pub struct Browser {
     /// The folders or files listed.
     pub roots: Vec<PathBuf>,
     runs: Vec<RunSummary>,
+    /// Each run's label column: its header's label, or its folder under the root.
+    labels: Vec<String>,
     /// Each run's searchable text, lower-cased once.
     haystacks: Vec<String>,
+    /// The widest text of each growing column, read when the listing changes.
+    content: ContentWidths,
     view: Vec<usize>,
     /// The selected row of the view and the scroll.
     pub selection: Selection,
@@ -158,6 +214,12 @@ pub struct Browser {
     pub groups: Groups,
     /// The group table as text, laid out once when it arrives.
     group_lines: Vec<String>,
+    /// Where each column of the group table starts (characters into its lines); the first,
+    /// the group's label, stays in view while the others scroll.
+    group_columns: Vec<usize>,
+    /// How many of the group table's lines are the table (its header and rows); the notes
+    /// below it do not scroll.
+    group_table_lines: usize,
     /// Columns the group table is scrolled sideways by (it is often wider than the pane).
     pub groups_x: usize,
     /// Height of the table area (set on resize).
@@ -167,9 +229,16 @@ pub struct Browser {
 impl Browser {
     /// A browser over already-listed runs.
     pub fn new(roots: Vec<PathBuf>, runs: Vec<RunSummary>, height: u16) -> Self {
+        let labels: Vec<String> = runs.iter().map(|r| label(r, &roots)).collect();
         let mut b = Self {
+            haystacks: runs
+                .iter()
+                .zip(&labels)
+                .map(|(r, l)| haystack(r, l))
+                .collect(),
+            content: ContentWidths::of(&runs, &labels),
+            labels,
             roots,
-            haystacks: runs.iter().map(haystack).collect(),
             runs,
             view: Vec::new(),
             selection: Selection::default(),
@@ -179,6 +248,8 @@ impl Browser {
             marked: Vec::new(),
             groups: Groups::Hidden,
             group_lines: Vec::new(),
+            group_columns: Vec::new(),
+            group_table_lines: 0,
             groups_x: 0,
             height,
         };
@@ -217,9 +288,10 @@ impl Browser {
         for recount in recounts {
             if let Some(i) = self.runs.iter().position(|r| r.path == recount.path) {
                 self.runs[i].recounted(recount);
-                self.haystacks[i] = haystack(&self.runs[i]);
+                self.haystacks[i] = haystack(&self.runs[i], &self.labels[i]);
             }
         }
+        self.content = ContentWidths::of(&self.runs, &self.labels);
         self.rebuild_view();
     }
 
@@ -237,9 +309,15 @@ impl Browser {
             .filter(|&i| matches_all(&self.haystacks[i], &words))
             .collect();
         let (col, desc) = self.sort;
-        let runs = &self.runs;
+        let (runs, labels) = (&self.runs, &self.labels);
         self.view.sort_by(|&a, &b| {
-            let o = compare(&runs[a], &runs[b], col);
+            let o = match col {
+                // The label shown, a folder's included.
+                Column::Label => labels[a]
+                    .cmp(&labels[b])
+                    .then_with(|| runs[a].path.cmp(&runs[b].path)),
+                _ => compare(&runs[a], &runs[b], col),
+            };
             if desc { o.reverse() } else { o }
         });
         self.selection.settle(self.view.len(), self.page());
@@ -396,6 +474,11 @@ impl View for Browser {
                         Ok(rows) => {
                             let text = crate::metrics::table::render(rows, GroupBy::Config, false);
                             self.group_lines = crate::sanitize::lines(&text, 500, 4_000);
+                            self.group_columns = self
+                                .group_lines
+                                .first()
+                                .map_or_else(Vec::new, |header| column_starts(header));
+                            self.group_table_lines = rows.len() + 1;
                             self.groups_x = 0;
                             Groups::Ready(rows.clone())
                         }
@@ -404,11 +487,12 @@ impl View for Browser {
                 }
             }
             Action::Do(Command::ScrollRight) if self.groups != Groups::Hidden => {
-                let widest = self.group_lines.iter().map(|l| l.chars().count()).max();
-                self.groups_x = (self.groups_x + 8).min(widest.unwrap_or(0).saturating_sub(8));
+                // One column at a time; the last one stays.
+                let last = self.group_columns.len().saturating_sub(2);
+                self.groups_x = (self.groups_x + 1).min(last);
             }
             Action::Do(Command::ScrollLeft) if self.groups != Groups::Hidden => {
-                self.groups_x = self.groups_x.saturating_sub(8);
+                self.groups_x = self.groups_x.saturating_sub(1);
             }
             Action::Resize(_, h) => {
                 self.height = h.saturating_sub(1);
@@ -500,7 +584,7 @@ impl View for Browser {
             ];
             frame.render_widget(Paragraph::new(msg).block(block), table_area);
         } else {
-            let shown = fitting_columns(table_area.width.saturating_sub(2));
+            let shown = fitting_columns(table_area.width.saturating_sub(2), &self.content);
             let header = Row::new(shown.iter().map(|&(i, _)| {
                 let (c, name, _) = COLUMNS[i];
                 let arrow = if c == self.sort.0 {
@@ -519,7 +603,8 @@ impl View for Browser {
                 .skip(self.selection.scroll.offset)
                 .take(inner_h)
                 .map(|(pos, &i)| {
-                    let mut all = cells(&self.runs[i], self.marked.contains(&i), theme, &shown);
+                    let marked = self.marked.contains(&i);
+                    let mut all = cells(&self.runs[i], &self.labels[i], marked, theme, &shown);
                     let mut row = Row::new(shown.iter().map(|&(c, _)| std::mem::take(&mut all[c])));
                     if pos == self.selection.selected {
                         row = row.style(theme.selected());
@@ -549,9 +634,13 @@ impl View for Browser {
                 Groups::Ready(_) => self
                     .group_lines
                     .iter()
-                    .map(|l| {
-                        let shifted: String = l.chars().skip(self.groups_x).collect();
-                        Line::raw(one_line(&shifted, width))
+                    .enumerate()
+                    .map(|(i, l)| {
+                        if i < self.group_table_lines {
+                            Line::raw(one_line(&self.group_line_shifted(l), width))
+                        } else {
+                            Line::raw(one_line(l, width))
+                        }
                     })
                     .collect(),
                 Groups::Failed(why) => vec![Line::styled(
@@ -565,7 +654,43 @@ impl View for Browser {
     }
 }
 
-fn cells<'a>(r: &RunSummary, marked: bool, theme: &Theme, shown: &[(usize, u16)]) -> Vec<Cell<'a>> {
+impl Browser {
+    /// A line of the group table with its label column kept and `groups_x` columns after it
+    /// scrolled out of view.
+    fn group_line_shifted(&self, line: &str) -> String {
+        let (Some(&second), Some(&from)) = (
+            self.group_columns.get(1),
+            self.group_columns.get(1 + self.groups_x),
+        ) else {
+            return line.to_string();
+        };
+        let chars: Vec<char> = line.chars().collect();
+        let label: String = chars.iter().take(second).collect();
+        let rest: String = chars.iter().skip(from).collect();
+        format!("{label}{rest}")
+    }
+}
+
+/// Where each column of an aligned text table starts, read from its header line: a column
+/// follows two spaces or more.
+fn column_starts(header: &str) -> Vec<usize> {
+    let chars: Vec<char> = header.chars().collect();
+    let mut starts = vec![0];
+    for i in 2..chars.len() {
+        if chars[i] != ' ' && chars[i - 1] == ' ' && chars[i - 2] == ' ' {
+            starts.push(i);
+        }
+    }
+    starts
+}
+
+fn cells<'a>(
+    r: &RunSummary,
+    label: &str,
+    marked: bool,
+    theme: &Theme,
+    shown: &[(usize, u16)],
+) -> Vec<Cell<'a>> {
     let width = |col: usize| {
         shown
             .iter()
@@ -580,7 +705,7 @@ fn cells<'a>(r: &RunSummary, marked: bool, theme: &Theme, shown: &[(usize, u16)]
         Ok(h) => (
             h.task.id.clone(),
             h.agent.kind.as_str().to_string(),
-            h.world_model_name().to_string(),
+            h.world_model_label(),
             h.planner.model.clone(),
             h.started_at.format("%Y-%m-%d %H:%M").to_string(),
         ),
@@ -608,19 +733,18 @@ fn cells<'a>(r: &RunSummary, marked: bool, theme: &Theme, shown: &[(usize, u16)]
     } else {
         Cell::from(one_line(&task, width(0)))
     };
+    let status = if stale {
+        format!("{} …", r.status_label())
+    } else {
+        r.outcome()
+    };
     vec![
         task_cell,
+        Cell::from(one_line(label, width(1))),
         Cell::from(agent),
-        Cell::from(one_line(&wm, width(2))),
-        Cell::from(one_line(&planner, width(3))),
-        Cell::from(Span::styled(
-            if stale {
-                format!("{} …", r.status_label())
-            } else {
-                r.outcome()
-            },
-            status_style,
-        )),
+        Cell::from(one_line(&wm, width(3))),
+        Cell::from(one_line(&planner, width(4))),
+        Cell::from(Span::styled(one_line(&status, width(5)), status_style)),
         Cell::from(t.map_or(none.into(), |t| t.tool_calls.to_string())),
         Cell::from(t.map_or(none.into(), |t| {
             success(t).map_or("—".into(), |s| format!("{:.0}%", s * 100.0))
@@ -649,16 +773,34 @@ fn success(t: &crate::trajectory::event::Totals) -> Option<f64> {
     (t.tool_calls > 0).then(|| 1.0 - t.tool_errors as f64 / t.tool_calls as f64)
 }
 
-/// A run's searchable text, lower-cased: path, task, agent, world model, planner, request,
-/// outcome.
-fn haystack(r: &RunSummary) -> String {
+/// A run's label column: the label its header carries (a sweep's configuration), else the
+/// folder it lies in below the root it was listed from (empty at the root itself).
+fn label(r: &RunSummary, roots: &[PathBuf]) -> String {
+    if let Some(label) = r.header.as_ref().ok().and_then(|h| h.label.clone()) {
+        return label;
+    }
+    let Some(dir) = r.path.parent() else {
+        return String::new();
+    };
+    roots
+        .iter()
+        .find_map(|root| dir.strip_prefix(root).ok())
+        .map(|rel| rel.display().to_string())
+        .unwrap_or_default()
+}
+
+/// A run's searchable text, lower-cased: path, label, task, agent, world model, planner,
+/// request, outcome.
+fn haystack(r: &RunSummary, label: &str) -> String {
     let mut s = r.path.display().to_string();
+    s.push(' ');
+    s.push_str(label);
     if let Ok(h) = &r.header {
         s.push_str(&format!(
             " {} {} {} {} {}",
             h.task.id,
             h.agent.kind.as_str(),
-            h.world_model_name(),
+            h.world_model_label(),
             h.planner.model,
             h.task.request
         ));
@@ -680,12 +822,12 @@ fn compare(a: &RunSummary, b: &RunSummary, col: Column) -> Ordering {
     };
     let o = match col {
         Column::Task => h(a, |h| h.task.id.clone()).cmp(&h(b, |h| h.task.id.clone())),
+        Column::Label => h(a, |h| h.label.clone().unwrap_or_default())
+            .cmp(&h(b, |h| h.label.clone().unwrap_or_default())),
         Column::Agent => {
             h(a, |h| h.agent.kind.as_str().into()).cmp(&h(b, |h| h.agent.kind.as_str().into()))
         }
-        Column::WorldModel => {
-            h(a, |h| h.world_model_name().into()).cmp(&h(b, |h| h.world_model_name().into()))
-        }
+        Column::WorldModel => h(a, |h| h.world_model_label()).cmp(&h(b, |h| h.world_model_label())),
         Column::Planner => {
             h(a, |h| h.planner.model.clone()).cmp(&h(b, |h| h.planner.model.clone()))
         }

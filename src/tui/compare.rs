@@ -57,6 +57,8 @@ pub struct CompareView {
     answers: Vec<Option<String>>,
     /// Rows of aligned calls; one cell per run.
     pub rows: Vec<AlignedRow>,
+    /// The world model's predictions per run (`None` for a run without a search or chain).
+    simulations: Vec<Option<u64>>,
     /// A warning (runs of different tasks).
     pub warning: Option<String>,
     /// The selected row.
@@ -89,6 +91,10 @@ impl CompareView {
                 .map(|r| r.answer_at(r.len()).map(String::from))
                 .collect(),
             rows: align(&calls),
+            simulations: runs
+                .iter()
+                .map(|r| (!r.nodes().is_empty()).then(|| r.predictions()))
+                .collect(),
             warning,
             selection: Selection::default(),
             column: 0,
@@ -100,7 +106,7 @@ impl CompareView {
 
     /// Metrics on top, the aligned calls in the middle, the selected row below.
     fn split(&self, area: Rect) -> [Rect; 3] {
-        let metric_rows = metric_rows(&self.metrics).len() + 2;
+        let metric_rows = metric_rows(&self.metrics, &self.simulations).len() + 2;
         Layout::vertical([
             Constraint::Length((metric_rows as u16 + 3).min(area.height / 3)),
             Constraint::Min(4),
@@ -113,7 +119,7 @@ impl CompareView {
     fn metric_window(&self) -> (usize, usize) {
         let body = Rect::new(0, 0, self.size.0, self.size.1.saturating_sub(1));
         let [top, ..] = self.split(body);
-        let total = metric_rows(&self.metrics).len() + 1;
+        let total = metric_rows(&self.metrics, &self.simulations).len() + 1;
         (total, top.height.saturating_sub(3).max(1) as usize)
     }
 
@@ -314,7 +320,12 @@ impl View for CompareView {
             ))
             .style(theme.title())
         };
-        let mut metric_lines: Vec<Row> = metric_rows(&self.metrics)
+        let rows = metric_rows(&self.metrics, &self.simulations);
+        let differing = rows
+            .iter()
+            .take_while(|(_, values, _)| values.windows(2).any(|w| w[0] != w[1]))
+            .count();
+        let mut metric_lines: Vec<Row> = rows
             .into_iter()
             .map(|(name, values, best)| {
                 Row::new(std::iter::once(Cell::from(name)).chain(
@@ -328,13 +339,20 @@ impl View for CompareView {
                 ))
             })
             .collect();
-        metric_lines.push(Row::new(
-            std::iter::once(Cell::from("answer")).chain(
-                self.answers
-                    .iter()
-                    .map(|a| Cell::from(one_line(a.as_deref().unwrap_or("—"), column_width))),
+        // The answers, each quoted so that neighbouring ones never read as one, right after
+        // the rows that differ.
+        let answer_width = column_width.saturating_sub(2);
+        metric_lines.insert(
+            differing,
+            Row::new(
+                std::iter::once(Cell::from("answer")).chain(self.answers.iter().map(|a| {
+                    Cell::from(match a {
+                        Some(a) => format!("“{}”", one_line(a, answer_width)),
+                        None => "—".to_string(),
+                    })
+                })),
             ),
-        ));
+        );
         let title = match &self.warning {
             Some(w) => format!(" Compare · ★ best · {w} "),
             None => " Compare · ★ best of each row ".to_string(),
@@ -601,7 +619,18 @@ fn aligned_cell<'a>(
 type MetricRow = (&'static str, Vec<String>, Vec<usize>);
 
 /// The rows of the metric table.
-fn metric_rows(ms: &[RunMetrics]) -> Vec<MetricRow> {
+/// The rows of the metric table: those whose values differ between the runs first (so a short
+/// screen shows them), in their usual order, then the rest.
+fn metric_rows(ms: &[RunMetrics], simulations: &[Option<u64>]) -> Vec<MetricRow> {
+    let rows = metric_rows_in_order(ms, simulations);
+    let differs = |(_, values, _): &MetricRow| values.windows(2).any(|w| w[0] != w[1]);
+    let (mut first, rest): (Vec<MetricRow>, Vec<MetricRow>) = rows.into_iter().partition(differs);
+    first.extend(rest);
+    first
+}
+
+/// The rows of the metric table in their usual order.
+fn metric_rows_in_order(ms: &[RunMetrics], simulations: &[Option<u64>]) -> Vec<MetricRow> {
     type Get = fn(&RunMetrics) -> Option<f64>;
     type Format = fn(f64) -> String;
     // (name, value, Some(higher is better), format)
@@ -655,13 +684,9 @@ fn metric_rows(ms: &[RunMetrics]) -> Vec<MetricRow> {
             None,
             |v| format!("{v:.0}"),
         ),
-        (
-            "wm calls",
-            // A run without a search or chain has no world model: nothing to count or award.
-            |m| (m.nodes > 0).then(|| m.llm[Role::WorldModel.index()].calls as f64),
-            None,
-            |v| format!("{v:.0}"),
-        ),
+        // The world model's predictions (validators' rejections are none); filled from the
+        // runs below, as the metrics do not keep them.
+        ("simulations", |_| None, None, |v| format!("{v:.0}")),
         (
             "wm tokens",
             |m| {
@@ -691,7 +716,11 @@ fn metric_rows(ms: &[RunMetrics]) -> Vec<MetricRow> {
                     .collect();
                 return (*name, v, Vec::new());
             }
-            let vals: Vec<Option<f64>> = ms.iter().map(get).collect();
+            let vals: Vec<Option<f64>> = if *name == "simulations" {
+                simulations.iter().map(|n| n.map(|n| n as f64)).collect()
+            } else {
+                ms.iter().map(get).collect()
+            };
             let text = vals
                 .iter()
                 .map(|v| v.map_or("—".to_string(), fmt))

@@ -16,6 +16,83 @@ use unicode_width::UnicodeWidthStr;
 /// Width of the key column.
 const KEYS_WIDTH: usize = 18;
 
+/// The symbols and colours the view of `mode` draws, each with what it means.
+pub fn legend(mode: Mode) -> &'static [(&'static str, &'static str)] {
+    match mode {
+        Mode::Run => &[
+            (
+                "★",
+                "on the plan the run recorded (plan_selected); in the title, why it won",
+            ),
+            ("#3", "a node's id, as the timeline and the plan name it"),
+            (
+                "N=4",
+                "visits: how many values were backed up through the node",
+            ),
+            (
+                "Q=0.45",
+                "mean value of those visits; coloured red (low) to green (high) across the tree, plain when all read the same",
+            ),
+            ("r=0.10", "the node's own reward (wide panes)"),
+            (
+                "⊘",
+                "invalid: the validator rejected the call (unknown tool, arguments against the schema); never sent to the world model, never planned",
+            ),
+            (
+                "∅",
+                "not simulated: the world model failed; no value, no visit, never planned (\"older file: counted\" where a version before 2026-12-02 backed up its 0)",
+            ),
+            ("⚠", "the world model predicted an error"),
+            ("▸ ▾", "a closed or open subtree"),
+            (
+                "highlighted",
+                "observation pane: the lines where the simulation and the real result differ",
+            ),
+            (
+                "✗ ✓",
+                "a real call that failed, or succeeded (timeline, steps)",
+            ),
+        ],
+        Mode::Browser => &[
+            (
+                "completed",
+                "the agent answered; failed, interrupted (a stop), incomplete (no run_finished yet) otherwise",
+            ),
+            (
+                "⊣steps",
+                "the step limit ended it (⊣tokens, ⊣time: the token or time budget)",
+            ),
+            (
+                "⊣early",
+                "the search or chain stopped early: the planner or the world model failed",
+            ),
+            ("⊣no call", "the plan had no call: nothing was executed"),
+            ("✗2", "two real calls failed"),
+            ("?1", "one planner reply was no usable decision"),
+            (
+                "…",
+                "totals of an older version, being computed again; or a cell cut to fit",
+            ),
+            ("●", "marked for compare"),
+            (
+                "green / red",
+                "status with nothing wrong / something went wrong",
+            ),
+        ],
+        Mode::Compare => &[
+            (
+                "★",
+                "the best value of the row (none when all are equal or the row has no better)",
+            ),
+            ("≠", "other arguments than the row's first run"),
+            ("✗", "a real call that failed"),
+            ("—", "no such call, or no value"),
+            ("“…”", "each run's answer, quoted"),
+        ],
+        _ => &[],
+    }
+}
+
 /// State of the help overlay.
 #[derive(Debug, Clone)]
 pub struct HelpView {
@@ -34,8 +111,15 @@ impl HelpView {
     pub fn new(keymap: &Keymap, mode: Mode, size: (u16, u16)) -> Self {
         let path = Keymap::default_path()
             .map_or_else(|| "keys.toml".to_string(), |p| p.display().to_string());
+        let mut lines = keymap.help(mode);
+        let legend = legend(mode);
+        if !legend.is_empty() {
+            lines.push((String::new(), ""));
+            lines.push(("what marks mean".to_string(), ""));
+            lines.extend(legend.iter().map(|(mark, text)| (mark.to_string(), *text)));
+        }
         let mut view = Self {
-            lines: keymap.help(mode),
+            lines,
             rows: Vec::new(),
             footer: format!("mouse: click selects, wheel scrolls · keys: {path}"),
             scroll: Scroll::default(),

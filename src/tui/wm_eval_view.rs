@@ -39,7 +39,12 @@ pub enum Cell_ {
 pub struct CallRow {
     /// Its step in the file.
     pub step: u64,
-    /// `tool(k=v, …)`.
+    /// The namespaced tool.
+    pub tool: String,
+    /// Its arguments.
+    pub arguments: Value,
+    /// `tool(k=v, …)` without the server, the arguments that differ between the file's calls
+    /// of the tool first.
     pub label: String,
     /// The real result.
     pub real: Observation,
@@ -47,11 +52,13 @@ pub struct CallRow {
     pub source: String,
     /// The call's `seq` in that run.
     pub source_seq: Option<u64>,
-    /// The source's file name without its extension (its task and agent, as `cosmos run`
-    /// names files), for the run column.
-    run_name: String,
+    /// The source run as `task_agent_world-model` (its file name without the time it was
+    /// started, as `cosmos run` names files), `#2`… when two runs would read the same.
+    pub run_name: String,
     /// One cell per world model.
     pub cells: Vec<Cell_>,
+    /// Tokens each world model spent on it.
+    tokens: Vec<u64>,
     /// Each cell as the table shows it (score and what is wrong) and whether it is wrong,
     /// worked out once when the file is read, not at every frame.
     shown: Vec<(String, bool)>,
@@ -93,6 +100,8 @@ pub struct WmEvalView {
     /// The selected row.
     pub selection: Selection,
     size: (u16, u16),
+    /// The run column's width: its widest name, within bounds.
+    run_width: u16,
 }
 
 impl WmEvalView {
@@ -131,22 +140,22 @@ impl WmEvalView {
                     ..
                 } => rows.push(CallRow {
                     step: *step,
-                    label: call_label(tool, arguments),
+                    tool: tool.clone(),
+                    arguments: arguments.as_ref().clone(),
+                    label: String::new(),
                     real: result.clone(),
                     source: origin.as_ref().map(|o| o.run.clone()).unwrap_or_default(),
                     source_seq: origin.as_ref().map(|o| o.seq),
-                    run_name: origin
-                        .as_ref()
-                        .and_then(|o| std::path::Path::new(&o.run).file_stem())
-                        .map(|s| s.to_string_lossy().to_string())
-                        .unwrap_or_default(),
+                    run_name: String::new(),
                     cells: vec![Cell_::Missing; names.len()],
+                    tokens: vec![0; names.len()],
                     shown: Vec::new(),
                 }),
                 EventBody::CallSimulated {
                     step,
                     world_model,
                     observation,
+                    tokens,
                     ..
                 } => {
                     if let (Some(row), Some(w)) = (
@@ -155,6 +164,7 @@ impl WmEvalView {
                     ) {
                         let f = fidelity::compare(observation, &row.real);
                         row.cells[w] = Cell_::Simulated(observation.clone(), f);
+                        row.tokens[w] = tokens.unwrap_or(0);
                     }
                 }
                 EventBody::Error {
@@ -172,6 +182,8 @@ impl WmEvalView {
                 _ => {}
             }
         }
+        name_runs(&mut rows);
+        label_calls(&mut rows);
         for row in &mut rows {
             row.shown = row.cells.iter().map(|c| cell_text(c, &row.real)).collect();
         }
@@ -181,18 +193,19 @@ impl WmEvalView {
             .iter()
             .filter(|r| !r.cells.iter().any(|c| matches!(c, Cell_::Missing)))
             .map(|r| CallResult {
-                tool: r.label.split('(').next().unwrap_or_default().to_string(),
+                tool: r.tool.clone(),
                 source: r.source.clone(),
                 real_error: r.real.is_error,
                 outcomes: r
                     .cells
                     .iter()
                     .zip(&names)
-                    .map(|(c, name)| match c {
+                    .zip(&r.tokens)
+                    .map(|((c, name), &tokens)| match c {
                         Cell_::Simulated(o, f) => Outcome::Simulated {
                             fidelity: *f,
                             predicted_error: o.is_error,
-                            tokens: 0,
+                            tokens,
                             same_decision: decided
                                 .get(&(r.step, "real"))
                                 .zip(decided.get(&(r.step, name.as_str())))
@@ -205,6 +218,12 @@ impl WmEvalView {
             .collect();
         let board = leaderboard::leaderboard(&names, &table);
         let order = (0..rows.len()).collect();
+        let run_width = rows
+            .iter()
+            .map(|r| unicode_width::UnicodeWidthStr::width(r.run_name.as_str()))
+            .max()
+            .unwrap_or(0)
+            .clamp(3, 32) as u16;
         Self {
             title: run.path.display().to_string(),
             names,
@@ -214,6 +233,7 @@ impl WmEvalView {
             board,
             selection: Selection::default(),
             size,
+            run_width,
         }
     }
 
@@ -256,9 +276,91 @@ impl WmEvalView {
                     .then(a.cmp(&b))
             });
         }
-        if let Some(i) = selected.and_then(|s| self.order.iter().position(|&o| o == s)) {
-            self.selection.select(i, self.rows.len(), self.page());
+        let _ = selected;
+        // The cursor goes to the head of the new order: the call that most needs a look.
+        self.selection.select(0, self.rows.len(), self.page());
+    }
+}
+
+/// Names each row's source run for the run column: its file name without the start time,
+/// numbered when two runs would read the same.
+fn name_runs(rows: &mut [CallRow]) {
+    let stem = |source: &str| {
+        let stem = std::path::Path::new(source)
+            .file_stem()
+            .map(|s| s.to_string_lossy().to_string())
+            .unwrap_or_default();
+        // `cosmos run` names files `<start time>_<task>_<agent>_<world model>`.
+        match stem.split_once('_') {
+            Some((time, rest)) if time.starts_with(|c: char| c.is_ascii_digit()) => {
+                rest.to_string()
+            }
+            _ => stem,
         }
+    };
+    let mut sources: Vec<&str> = Vec::new();
+    for r in rows.iter() {
+        if !sources.contains(&r.source.as_str()) {
+            sources.push(&r.source);
+        }
+    }
+    let names: Vec<(String, String)> = sources
+        .iter()
+        .map(|src| {
+            let base = stem(src);
+            let same: Vec<&&str> = sources.iter().filter(|o| stem(o) == base).collect();
+            let name = match same.iter().position(|o| **o == *src) {
+                Some(i) if same.len() > 1 => format!("{base} #{}", i + 1),
+                _ => base,
+            };
+            (src.to_string(), name)
+        })
+        .collect();
+    for r in rows.iter_mut() {
+        if let Some((_, name)) = names.iter().find(|(src, _)| *src == r.source) {
+            r.run_name = name.clone();
+        }
+    }
+}
+
+/// Labels each call `tool(k=v, …)` with the tool's name without its server, and the
+/// arguments whose values differ between the file's calls of that tool first, so a narrow
+/// column still tells the calls apart.
+fn label_calls(rows: &mut [CallRow]) {
+    use std::collections::{BTreeMap, BTreeSet};
+    let mut seen: BTreeMap<&str, BTreeMap<&str, BTreeSet<String>>> = BTreeMap::new();
+    for r in rows.iter() {
+        if let Some(map) = r.arguments.as_object() {
+            let keys = seen.entry(&r.tool).or_default();
+            for (k, v) in map {
+                keys.entry(k).or_default().insert(v.to_string());
+            }
+        }
+    }
+    let labels: Vec<String> = rows
+        .iter()
+        .map(|r| {
+            let short = r.tool.rsplit(':').next().unwrap_or(&r.tool);
+            let Some(map) = r.arguments.as_object() else {
+                return call_label(short, &r.arguments);
+            };
+            let varies = |k: &str| {
+                seen.get(r.tool.as_str())
+                    .and_then(|keys| keys.get(k))
+                    .is_some_and(|values| values.len() > 1)
+            };
+            let mut ordered = serde_json::Map::new();
+            for (k, v) in map.iter().filter(|(k, _)| varies(k)) {
+                ordered.insert(k.clone(), v.clone());
+            }
+            for (k, v) in map.iter().filter(|(k, _)| !varies(k)) {
+                ordered.insert(k.clone(), v.clone());
+            }
+            call_label(short, &Value::Object(ordered))
+        })
+        .collect();
+    for (r, label) in rows.iter_mut().zip(labels) {
+        r.label = label;
     }
 }
 
@@ -343,7 +445,7 @@ impl View for WmEvalView {
         let [top, calls] = self.split(area);
         // The leaderboard and the pairs.
         let mut text = vec![Line::styled(
-            "world model       simulated  failed  no pred  fidelity [95% CI]     error F1",
+            "world model       simulated  failed  no pred  fidelity [95% CI]     error P  error R  error F1    tokens",
             theme.title(),
         )];
         let best = self
@@ -369,15 +471,20 @@ impl View for WmEvalView {
                 w.no_prediction,
                 fid,
             );
-            let f1 = w
-                .error_prediction
-                .f1
-                .map_or("—".to_string(), |f| format!("{f:.2}"));
+            let rate = |r: Option<f64>| r.map_or("—".to_string(), |f| format!("{f:.2}"));
+            let e = &w.error_prediction;
+            let after = format!(
+                "{:<7}  {:<7}  {:<8}  {:>8}",
+                rate(e.precision),
+                rate(e.recall),
+                rate(e.f1),
+                w.tokens
+            );
             // The star sits in the fidelity column, which it is awarded for.
             text.push(Line::from(vec![
                 Span::raw(before),
                 Span::styled(if star { "★ " } else { "  " }, theme.mark()),
-                Span::raw(f1),
+                Span::raw(after),
             ]));
         }
         for p in self.board.pairs.iter().take(6) {
@@ -409,7 +516,7 @@ impl View for WmEvalView {
         let n = self.names.len().max(1);
         let widths: Vec<Constraint> = [
             Constraint::Length(5),
-            Constraint::Length(12),
+            Constraint::Length(self.run_width),
             Constraint::Fill(2),
             Constraint::Fill(2),
         ]

@@ -68,8 +68,8 @@ const SPEEDS: [(usize, u32); 9] = [
     (1000, 1),
     (10_000, 1),
 ];
-/// The speed a replay starts at (100 events a second).
-const DEFAULT_SPEED: usize = 4;
+/// The speed a replay starts at (5 events a second: slow enough to follow each step).
+const DEFAULT_SPEED: usize = 1;
 
 /// Where each pane is on screen; the same function serves drawing and mouse clicks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -677,7 +677,15 @@ impl RunView {
 
     /// Opens the run's own story: its header, why the plan, its searches, its end.
     fn about(&mut self, out: &mut Vec<Request>) {
-        let about = Inspector::about(&self.run, self.cursor.state(), self.position(), self.size());
+        // The ending the metrics pane shows: the metrics' one reading of the run at the cursor.
+        let ending = self.metrics.ending;
+        let about = Inspector::about(
+            &self.run,
+            self.cursor.state(),
+            self.position(),
+            ending,
+            self.size(),
+        );
         out.push(Request::Push(Box::new(about)));
     }
 
@@ -761,15 +769,35 @@ impl RunView {
         }
         self.seek(k);
         // Follow the event's node in the tree, as a person stepping through expects.
-        if self.focus != Pane::Tree
-            && let Some(slot) = k
-                .checked_sub(1)
-                .and_then(|i| self.run.brief(i).node())
-                .and_then(|id| self.run.slot_of(id))
-        {
-            self.tree.reveal(&self.run, self.cursor.state(), slot);
-            self.refresh();
+        if self.focus != Pane::Tree {
+            self.select_touched(k);
         }
+    }
+
+    /// Selects what the event before cursor `k` is about, opening the way to it: its node (a
+    /// real call's plan node), or the step of a run without a tree. The observation pane shows
+    /// the selection, so it follows the cursor.
+    fn select_touched(&mut self, k: usize) {
+        let Some(i) = k.checked_sub(1).filter(|&i| i < self.run.len()) else {
+            return;
+        };
+        let item = match self.run.brief(i).node().and_then(|id| self.run.slot_of(id)) {
+            Some(slot) => {
+                self.tree.open_ancestors(&self.run, slot);
+                Item::Node(slot)
+            }
+            None if self.run.nodes().is_empty() => {
+                let steps = self.run.steps();
+                let at = steps.partition_point(|s| (s.event as usize) < i);
+                match steps.get(at).filter(|s| s.event as usize == i) {
+                    Some(_) => Item::Step(at),
+                    None => return,
+                }
+            }
+            None => return,
+        };
+        self.tree.reveal_item(&self.run, self.cursor.state(), item);
+        self.refresh();
     }
 
     /// Moves the cursor to `target` and selects the node of the event there; says `none`
@@ -778,28 +806,7 @@ impl RunView {
         match target {
             Some(k) => {
                 self.step_to(k);
-                let event = k.checked_sub(1).and_then(|i| self.run.get(i));
-                let slot = event.and_then(|e| match &e.body {
-                    // A real call selects the plan node it executes.
-                    EventBody::ToolCalled { .. } => self
-                        .run
-                        .steps()
-                        .iter()
-                        .find(|s| s.event as usize == k - 1)
-                        .and_then(|s| s.node),
-                    body => body.node().and_then(|id| self.run.slot_of(id)),
-                });
-                if let Some(slot) = slot {
-                    self.tree.reveal(&self.run, self.cursor.state(), slot);
-                    self.refresh();
-                } else if let Some(step) = self.run.steps().iter().position(|s| {
-                    s.event as usize == k - 1 && s.node.is_none() && self.run.nodes().is_empty()
-                }) {
-                    // A run without a tree (ReAct) lists its steps: select the one jumped to.
-                    self.tree
-                        .reveal_item(&self.run, self.cursor.state(), Item::Step(step));
-                    self.refresh();
-                }
+                self.select_touched(k);
             }
             None => out.push(Request::Say(none.to_string())),
         }
@@ -835,8 +842,9 @@ impl RunView {
             return;
         }
         self.ticks = 0;
-        let next = self.position() + events;
-        self.seek(next.min(self.run.len()));
+        let next = (self.position() + events).min(self.run.len());
+        self.seek(next);
+        self.select_touched(next);
         if self.position() >= self.run.len() {
             self.playing = None;
         }
@@ -1025,7 +1033,10 @@ impl View for RunView {
                 let (events, every) = SPEEDS[speed];
                 format!("PLAYING {}/s", events * 20 / every as usize)
             }
-            (None, None) => "PAUSED".to_string(),
+            (None, None) => {
+                let (events, every) = SPEEDS[self.speed];
+                format!("PAUSED · play {}/s", events * 20 / every as usize)
+            }
         };
         let find = match (&self.search.prompt, &self.draft) {
             (_, Some(draft)) => {
