@@ -709,6 +709,7 @@ fn the_plans_reason_names_its_rule_value_and_a_tie() {
         EventBody::PlanSelected {
             nodes: vec![2, 3],
             rule: "best_mean".into(),
+            choice: None,
         },
     ];
     let run = common::run_of(
@@ -750,6 +751,126 @@ fn the_plans_reason_names_its_rule_value_and_a_tie() {
             assert!(text.contains(expected), "{expected} missing:\n{text}");
         }
     }
+}
+
+/// The tie above, as a file could hold it: the plan ends at the later of two equal finishes.
+fn tie_won_by_the_later_node(
+    choice: Option<Box<mcp_cosmos::trajectory::event::PlanChoice>>,
+) -> Run {
+    use mcp_cosmos::trajectory::event::{Action, AgentKind, EventBody, Verdict};
+    let call = |target: &str| {
+        Some(Action::ToolCall {
+            tool: "time:convert_time".into(),
+            arguments: serde_json::json!({"target_timezone": target}),
+        })
+    };
+    let finish = Some(Action::Finish { answer: None });
+    let added = |node, parent: Option<u64>, depth, action| EventBody::NodeAdded {
+        node,
+        parent,
+        depth,
+        action,
+        prior: None,
+    };
+    let evaluated = |node, verdict, reward| EventBody::NodeEvaluated {
+        node,
+        verdict,
+        base_reward: reward,
+        critic_reward: None,
+        critic_reason: None,
+        reward,
+        terminal: verdict != Verdict::Valid,
+    };
+    let back = |path: Vec<u64>, value| EventBody::Backpropagated { path, value };
+    let bodies = vec![
+        added(0, None, 0, None),
+        added(1, Some(0), 1, call("Europe/London")),
+        added(2, Some(0), 1, call("Asia/Tokyo")),
+        evaluated(1, Verdict::Valid, 0.6),
+        evaluated(2, Verdict::Valid, 0.4),
+        back(vec![0, 1], 0.6),
+        back(vec![0, 2], 0.4),
+        added(3, Some(2), 2, finish.clone()),
+        evaluated(3, Verdict::Finish, 0.9),
+        back(vec![0, 2, 3], 0.9),
+        added(4, Some(1), 2, finish),
+        evaluated(4, Verdict::Finish, 0.9),
+        back(vec![0, 1, 4], 0.9),
+        EventBody::PlanSelected {
+            nodes: vec![1, 4],
+            rule: "best_mean".into(),
+            choice,
+        },
+    ];
+    common::run_of(
+        "runs/later.jsonl",
+        common::header("t", AgentKind::Spiral, Some("llm")),
+        bodies,
+    )
+}
+
+/// The about view's text and the tree pane's title row of `run`.
+fn about_and_title(run: &Run) -> (String, String) {
+    let mut app = run_app(run_of_same(run), (200, 60));
+    let screen = render(&mut app);
+    app.update(mcp_cosmos::tui::action::Action::Do(Command::About));
+    let Some(about) = app.top_as::<Inspector>() else {
+        panic!("the about view");
+    };
+    let title = screen.lines().next().unwrap_or_default().to_string();
+    (about.lines().join("\n"), title)
+}
+
+#[test]
+fn an_older_plan_that_todays_rule_would_not_choose_is_never_explained_by_todays_rule() {
+    // An older file (no recorded choice) whose plan ends at #4, though #3 ties it and is
+    // earlier: "the earlier node wins" would contradict the ★.
+    let (about, title) = about_and_title(&tie_won_by_the_later_node(None));
+    assert!(
+        about.contains("today's rule would choose #3, not this plan's end"),
+        "{about}"
+    );
+    assert!(about.contains("★ #4 Q=0.900 N=1 finish"), "{about}");
+    assert!(!about.contains("earlier node wins"), "{about}");
+    assert!(title.contains("today's rule takes #3"), "{title}");
+    assert!(!title.contains("earlier wins"), "{title}");
+}
+
+#[test]
+fn a_recorded_choice_is_explained_as_recorded() {
+    use mcp_cosmos::trajectory::event::{PlanChoice, PlanPool, RankedNode};
+    // The same tree, with the choice the run recorded: the ranking is the record's, values
+    // and all, and nothing is re-derived.
+    let choice = PlanChoice {
+        pool: PlanPool::Finished,
+        pool_size: 2,
+        ranked: vec![
+            RankedNode {
+                node: 4,
+                q: 0.9,
+                visits: 1,
+            },
+            RankedNode {
+                node: 3,
+                q: 0.9,
+                visits: 1,
+            },
+        ],
+    };
+    let (about, title) = about_and_title(&tie_won_by_the_later_node(Some(Box::new(choice))));
+    assert!(!about.contains("today's rule"), "{about}");
+    assert!(!about.contains("recorded before"), "{about}");
+    let chosen = about
+        .find("★ #4 Q=0.900 N=1 finish")
+        .expect("the chosen one");
+    let tied = about.find("= #3 Q=0.900 N=1 finish").expect("the tie");
+    assert!(chosen < tied, "the record's order:\n{about}");
+    assert!(
+        about.contains("the search ranked the chosen one first"),
+        "{about}"
+    );
+    assert!(title.contains("★ best mean 0.90; ties #3"), "{title}");
+    assert!(!title.contains("earlier wins"), "{title}");
 }
 
 /// A copy of a run built in memory (runs are not Clone).
@@ -815,6 +936,7 @@ fn node_with_everything() -> Run {
         EventBody::PlanSelected {
             nodes: vec![1],
             rule: "best_mean".into(),
+            choice: None,
         },
         EventBody::ToolCalled {
             step: 1,
@@ -1164,10 +1286,9 @@ fn a_wm_eval_file_opens_in_the_world_model_view() {
         };
         assert_eq!(
             view.selected().map(|r| r.step),
-            Some(1),
-            "the selection stays on its call"
+            Some(2),
+            "s puts the cursor on the call that most needs a look"
         );
-        app.update(Action::Do(Command::Top));
         app.update(Action::Do(Command::Open));
         let Some(detail) = app.top_as::<CallDetail>() else {
             panic!("Enter opens the call whole");
@@ -1334,11 +1455,20 @@ fn every_help_line_is_whole_at_200_columns_and_wrapped_not_cut_at_80() {
     use mcp_cosmos::tui::help::HelpView;
     let keymap = Keymap::default();
     for mode in mcp_cosmos::tui::keymap::MODES {
+        // The keys, then the legend of the marks the view draws.
+        let legend = mcp_cosmos::tui::help::legend(mode);
         let words: Vec<String> = keymap
             .help(mode)
             .iter()
-            .flat_map(|(_, text)| text.split_whitespace().map(str::to_string))
+            .map(|(_, text)| *text)
+            .chain(legend.iter().map(|(_, text)| *text))
+            .flat_map(|text| text.split_whitespace().map(str::to_string))
             .collect();
+        let legend_rows = if legend.is_empty() {
+            0
+        } else {
+            legend.len() + 2
+        };
         for size in [(200, 60), (80, 24)] {
             let help = HelpView::new(&keymap, mode, size);
             let shown: Vec<String> = help
@@ -1350,7 +1480,7 @@ fn every_help_line_is_whole_at_200_columns_and_wrapped_not_cut_at_80() {
             if size.0 == 200 {
                 assert_eq!(
                     help.rows().len(),
-                    keymap.help(mode).len(),
+                    keymap.help(mode).len() + legend_rows,
                     "{mode:?}: one row per key at 200 columns"
                 );
             }

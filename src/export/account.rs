@@ -112,7 +112,7 @@ pub fn markdown(run: &Run, out: &mut dyn Write) -> Result<()> {
             }
             writeln!(out, "| | node | Q | N | action |\n|---|---|---:|---:|---|")?;
             let tie = match why.tie_rule() {
-                Some(rule) => format!("= (tie: {rule})"),
+                Some(rule) => format!("= (tie: {})", rule.words()),
                 None => "= (tie)".to_string(),
             };
             for c in why.pool.iter().take(12) {

@@ -54,12 +54,38 @@ impl PlanWhy {
         }
     }
 
-    /// The rule that breaks ties, when some node ties with the chosen one and the account
-    /// knows it held (never for a contradicted older file).
-    pub fn tie_rule(&self) -> Option<&'static str> {
-        let ties = self.pool.iter().any(|c| c.ties);
-        (ties && !matches!(self.source, WhySource::Contradicted(_)))
-            .then_some("the earlier node wins")
+    /// How a tie with the chosen node was broken, when some node ties with it and the account
+    /// knows (never for a contradicted older file): the earlier node wins, as today's rule
+    /// breaks ties, or, for a record whose chosen node is the later one, the search's own order.
+    pub fn tie_rule(&self) -> Option<TieRule> {
+        let chosen = self.pool.iter().find(|c| c.chosen)?.slot;
+        let mut ties = self.pool.iter().filter(|c| c.ties).peekable();
+        ties.peek()?;
+        match self.source {
+            WhySource::Contradicted(_) => None,
+            _ if ties.all(|c| c.slot > chosen) => Some(TieRule::Earlier),
+            _ => Some(TieRule::SearchOrder),
+        }
+    }
+}
+
+/// How a tie with the chosen node was broken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TieRule {
+    /// The earlier node wins (the rule of today's search).
+    Earlier,
+    /// The search ranked the chosen node first, though a tied one is earlier (a record of
+    /// another version's rule).
+    SearchOrder,
+}
+
+impl TieRule {
+    /// In words.
+    pub fn words(self) -> &'static str {
+        match self {
+            TieRule::Earlier => "the earlier node wins",
+            TieRule::SearchOrder => "the search ranked the chosen one first",
+        }
     }
 }
 

@@ -341,7 +341,8 @@ impl View for CompareView {
             .collect();
         // The answers, each quoted so that neighbouring ones never read as one, right after
         // the rows that differ.
-        let answer_width = column_width.saturating_sub(2);
+        // Two columns for the quotes, and one spare: the ratio split may round a column down.
+        let answer_width = column_width.saturating_sub(3);
         metric_lines.insert(
             differing,
             Row::new(

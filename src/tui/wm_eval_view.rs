@@ -46,6 +46,8 @@ pub struct CallRow {
     /// `tool(k=v, …)` without the server, the arguments that differ between the file's calls
     /// of the tool first.
     pub label: String,
+    /// The same with the values alone, for a narrow column: `tool(v, …)`.
+    compact: String,
     /// The real result.
     pub real: Observation,
     /// The run the call was copied from (its `origin`), empty when the file does not say.
@@ -143,6 +145,7 @@ impl WmEvalView {
                     tool: tool.clone(),
                     arguments: arguments.as_ref().clone(),
                     label: String::new(),
+                    compact: String::new(),
                     real: result.clone(),
                     source: origin.as_ref().map(|o| o.run.clone()).unwrap_or_default(),
                     source_seq: origin.as_ref().map(|o| o.seq),
@@ -282,6 +285,22 @@ impl WmEvalView {
     }
 }
 
+/// A call's label in `width` columns: whole when it fits, else its argument values before their
+/// keys and its tool's name (`…(Asia/Tokyo, …)`), which is what tells calls of one tool apart.
+fn fit_call(label: &str, compact: &str, width: usize) -> String {
+    use unicode_width::UnicodeWidthStr;
+    if label.width() <= width {
+        return label.to_string();
+    }
+    if compact.width() <= width {
+        return compact.to_string();
+    }
+    match compact.find('(') {
+        Some(open) => one_line(&format!("…{}", &compact[open..]), width),
+        None => one_line(compact, width),
+    }
+}
+
 /// Names each row's source run for the run column: its file name without the start time,
 /// numbered when two runs would read the same.
 fn name_runs(rows: &mut [CallRow]) {
@@ -337,12 +356,13 @@ fn label_calls(rows: &mut [CallRow]) {
             }
         }
     }
-    let labels: Vec<String> = rows
+    let labels: Vec<(String, String)> = rows
         .iter()
         .map(|r| {
             let short = r.tool.rsplit(':').next().unwrap_or(&r.tool);
             let Some(map) = r.arguments.as_object() else {
-                return call_label(short, &r.arguments);
+                let label = call_label(short, &r.arguments);
+                return (label.clone(), label);
             };
             let varies = |k: &str| {
                 seen.get(r.tool.as_str())
@@ -356,11 +376,16 @@ fn label_calls(rows: &mut [CallRow]) {
             for (k, v) in map.iter().filter(|(k, _)| !varies(k)) {
                 ordered.insert(k.clone(), v.clone());
             }
-            call_label(short, &Value::Object(ordered))
+            let ordered = Value::Object(ordered);
+            (
+                call_label(short, &ordered),
+                crate::trajectory::describe::compact_call_label(short, &ordered),
+            )
         })
         .collect();
-    for (r, label) in rows.iter_mut().zip(labels) {
+    for (r, (label, compact)) in rows.iter_mut().zip(labels) {
         r.label = label;
+        r.compact = compact;
     }
 }
 
@@ -445,7 +470,19 @@ impl View for WmEvalView {
         let [top, calls] = self.split(area);
         // The leaderboard and the pairs.
         let mut text = vec![Line::styled(
-            "world model       simulated  failed  no pred  fidelity [95% CI]     error P  error R  error F1    tokens",
+            // 78 columns, laid out as the rows are: whole at 80.
+            format!(
+                "{:<11} {:>6} {:>4} {:>7}  {:<17}  {:<5} {:<5} {:<6} {:>7}",
+                "world model",
+                "sim",
+                "fail",
+                "no pred",
+                "fidelity [95% CI]",
+                "err P",
+                "err R",
+                "err F1",
+                "tokens"
+            ),
             theme.title(),
         )];
         let best = self
@@ -464,8 +501,8 @@ impl View for WmEvalView {
             };
             let star = w.fidelity.is_some_and(|f| f.mean == best) && self.names.len() > 1;
             let before = format!(
-                "{:<17} {:>9}  {:>6}  {:>7}  {:<20}",
-                one_line(&w.name, 17),
+                "{:<11} {:>6} {:>4} {:>7}  {:<17}",
+                one_line(&w.name, 11),
                 format!("{}/{}", w.n, w.calls),
                 w.failed,
                 w.no_prediction,
@@ -474,7 +511,7 @@ impl View for WmEvalView {
             let rate = |r: Option<f64>| r.map_or("—".to_string(), |f| format!("{f:.2}"));
             let e = &w.error_prediction;
             let after = format!(
-                "{:<7}  {:<7}  {:<8}  {:>8}",
+                "{:<5} {:<5} {:<6} {:>7}",
                 rate(e.precision),
                 rate(e.recall),
                 rate(e.f1),
@@ -483,7 +520,7 @@ impl View for WmEvalView {
             // The star sits in the fidelity column, which it is awarded for.
             text.push(Line::from(vec![
                 Span::raw(before),
-                Span::styled(if star { "★ " } else { "  " }, theme.mark()),
+                Span::styled(if star { " ★" } else { "  " }, theme.mark()),
                 Span::raw(after),
             ]));
         }
@@ -531,6 +568,12 @@ impl View for WmEvalView {
         )
         .style(theme.title());
         let inner_h = calls.height.saturating_sub(3) as usize;
+        // The call column's width, as the table will lay it out.
+        let call_width = Layout::horizontal(widths.clone())
+            .spacing(1)
+            .split(Block::bordered().inner(calls))
+            .get(2)
+            .map_or(20, |r| r.width as usize);
         let rows = self
             .order
             .iter()
@@ -548,7 +591,7 @@ impl View for WmEvalView {
                 let mut cells = vec![
                     Cell::from(r.step.to_string()),
                     Cell::from(one_line(&r.run_name, 40)),
-                    Cell::from(one_line(&r.label, 60)),
+                    Cell::from(fit_call(&r.label, &r.compact, call_width)),
                     Cell::from(Span::styled(
                         one_line(
                             &format!("{}{real_head}", if r.real.is_error { "✗ " } else { "" }),

@@ -144,6 +144,7 @@ pub fn plan_fails_bodies(world_model: &str, second_target: &str) -> Vec<EventBod
         EventBody::PlanSelected {
             nodes: vec![1, 2, 3],
             rule: "chain".into(),
+            choice: None,
         },
         EventBody::Phase {
             phase: Phase::Execute,
@@ -260,6 +261,7 @@ pub fn revised_run() -> Run {
         EventBody::PlanSelected {
             nodes: vec![1, 2],
             rule: "best_mean".into(),
+            choice: None,
         },
         EventBody::Phase {
             phase: Phase::Execute,
@@ -290,6 +292,7 @@ pub fn revised_run() -> Run {
         EventBody::PlanSelected {
             nodes: vec![1, 3, 4, 5],
             rule: "best_mean".into(),
+            choice: None,
         },
         EventBody::Phase {
             phase: Phase::Execute,

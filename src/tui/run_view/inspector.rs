@@ -289,7 +289,7 @@ impl Inspector {
                     lines.text(format!("  … {} more", why.pool_size - shown));
                 }
                 if let Some(rule) = why.tie_rule() {
-                    lines.text(format!("  = ties with the chosen one: {rule}"));
+                    lines.text(format!("  = ties with the chosen one: {}", rule.words()));
                 } else if why.pool.iter().any(|c| c.ties) {
                     lines.text("  = ties with the chosen one");
                 }

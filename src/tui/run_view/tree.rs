@@ -17,7 +17,7 @@ use crate::sanitize::one_line;
 use crate::trajectory::describe::{compact_call_label, compact_node_label, distinguishing_label};
 use crate::trajectory::event::{ActionKind, EventBody, Verdict};
 use crate::trajectory::fold::TreeState;
-use crate::trajectory::plan_why::{WhySource, plan_why};
+use crate::trajectory::plan_why::{TieRule, WhySource, plan_why};
 use crate::trajectory::run::Run;
 use crate::tui::scroll::Selection;
 use crate::tui::theme::Theme;
@@ -365,12 +365,12 @@ impl TreeView {
                         if more > 0 {
                             s.push_str(&format!(" +{more}"));
                         }
-                        if why.tie_rule().is_some() {
+                        if why.tie_rule() == Some(TieRule::Earlier) {
                             s.push_str(", earlier wins");
                         }
                     }
                     if let WhySource::Contradicted(id) = why.source {
-                        s.push_str(&format!("; older file: today's rule would take #{id}"));
+                        s.push_str(&format!("; today's rule takes #{id}"));
                     }
                     s
                 }
