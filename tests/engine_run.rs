@@ -431,7 +431,30 @@ fn interrupt_with(signal: &str, agent: &str) -> Duration {
     let file = only_run(&out_dir);
     let ev = events(&file);
     assert_eq!(finished(&ev)["status"], "interrupted");
+    assert_eq!(finished(&ev)["ending"], "interrupted");
     assert_valid(&file);
+    if agent == "spiral" {
+        // The search was cut mid-way, and still says how it ended.
+        let searches: Vec<&Value> = ev
+            .iter()
+            .filter(|e| e["kind"] == "search_finished")
+            .collect();
+        assert_eq!(searches.len(), 1, "{ev:?}");
+        assert_eq!(searches[0]["stopped"], "interrupted");
+        assert!(!ev.iter().any(|e| e["kind"] == "plan_selected"));
+        // And the report counts the run as interrupted, not as a search that used its
+        // iterations.
+        let report = Command::new(env!("CARGO_BIN_EXE_cosmos"))
+            .args(["report", out_dir.to_str().unwrap(), "--format", "json"])
+            .output()
+            .unwrap();
+        let doc: Value = serde_json::from_slice(&report.stdout).unwrap();
+        assert_eq!(
+            doc["groups"][0]["endings"],
+            json!({"interrupted": 1}),
+            "{doc}"
+        );
+    }
     // The request in flight was cancelled, and no new one started after the stop.
     let asked = llm.requests().len();
     assert_eq!(asked, 1, "{agent}: {asked} LLM requests");

@@ -203,6 +203,36 @@ fn play_pause_and_speed() {
 }
 
 #[test]
+fn playing_opens_the_tree_to_each_touched_node_and_selects_it() {
+    let mut app = run_app(common::plan_fails_run());
+    send(&mut app, KeyCode::Char(' '));
+    assert_eq!(view(&app).position(), 0);
+    let mut followed = 0;
+    while app.animating() {
+        for _ in 0..4 {
+            app.update(Action::Tick);
+        }
+        let v = view(&app);
+        let k = v.position();
+        // The node the event before the cursor is about, when it is about one.
+        let Some(slot) = k
+            .checked_sub(1)
+            .and_then(|i| v.run.brief(i).node())
+            .and_then(|id| v.run.slot_of(id))
+        else {
+            continue;
+        };
+        assert_eq!(
+            v.tree.selected_item(),
+            Some(Item::Node(slot)),
+            "at event {k} the tree selects what it touched"
+        );
+        followed += 1;
+    }
+    assert!(followed >= 5, "{followed} node events followed");
+}
+
+#[test]
 fn help_overlay_swallows_keys_and_quit_quits() {
     let mut app = run_app(common::plan_fails_run());
     press(&mut app, "?");

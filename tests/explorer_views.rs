@@ -74,6 +74,108 @@ fn browser_with_runs_and_group_table() {
 }
 
 #[test]
+fn the_browser_shows_every_status_marker_whole_and_tells_a_sweeps_runs_apart() {
+    use mcp_cosmos::trajectory::event::{AgentKind, DecisionProblem, Ending, EventBody, RunStatus};
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("sweep")).unwrap();
+    // A run with every marker at once, and a sweep's two configurations on the same task.
+    let mut written = Vec::new();
+    let mut write = |name: &str, label: Option<&str>, ending: Ending, status: RunStatus| {
+        let mut header = common::header("unit_converter_001", AgentKind::React, None);
+        header.label = label.map(str::to_string);
+        let mut bodies = common::plan_fails_bodies("llm", "Mars/Olympus");
+        bodies.retain(|b| !matches!(b, EventBody::RunFinished { .. }));
+        bodies.push(EventBody::DecisionRejected {
+            problem: DecisionProblem::NoTool,
+            detail: "no tool".into(),
+            reply: serde_json::json!({"action": "call"}),
+        });
+        bodies.push(EventBody::RunFinished {
+            status,
+            error: None,
+            ending: Some(ending),
+            totals: Default::default(),
+        });
+        let run = common::run_of(name, header, bodies);
+        let path = dir.path().join(name);
+        common::write_run(&run, &path);
+        written.push(path);
+    };
+    write("a.jsonl", None, Ending::StepLimit, RunStatus::Completed);
+    write(
+        "sweep/b.jsonl",
+        Some("react-4-steps"),
+        Ending::NoCallPlanned,
+        RunStatus::Failed,
+    );
+    write(
+        "sweep/c.jsonl",
+        Some("plan-exec-memory"),
+        Ending::Interrupted,
+        RunStatus::Interrupted,
+    );
+    let runs = mcp_cosmos::trajectory::listing::list_runs(&[dir.path().to_path_buf()]).unwrap();
+    for size in [(200, 50), (80, 24)] {
+        let browser = Browser::new(vec![dir.path().to_path_buf()], runs.clone(), size.1 - 1);
+        let mut app = App::new(browser, Keymap::default(), Theme::new(true), size);
+        let screen = render(&mut app);
+        for summary in &runs {
+            let outcome = summary.outcome();
+            assert!(outcome.contains('✗') && outcome.contains('?'), "{outcome}");
+            assert!(
+                screen.contains(&outcome),
+                "{outcome} whole at {size:?}:\n{screen}"
+            );
+        }
+        // Whole where there is room; told apart where there is not.
+        for label in ["react-4-steps", "plan-exec-memory"] {
+            let shown = if size.0 >= 200 { label } else { &label[..7] };
+            assert!(screen.contains(shown), "{shown} at {size:?}:\n{screen}");
+        }
+    }
+}
+
+#[test]
+fn the_group_table_scrolls_by_column_and_keeps_its_label_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let summaries = common::three_listed(dir.path());
+    let browser = Browser::new(vec![dir.path().to_path_buf()], summaries, 23);
+    let mut app = App::new(browser, Keymap::default(), Theme::new(true), (80, 24));
+    app.update(Action::Do(Command::ToggleGroups));
+    for (id, work) in app.take_work() {
+        for a in mcp_cosmos::tui::terminal::perform(id, work) {
+            app.update(a);
+        }
+    }
+    let header_of = |screen: &str| {
+        screen
+            .lines()
+            .find(|l| l.contains("│config "))
+            .map(|l| {
+                l.trim_matches(|c| c == '"' || c == '│')
+                    .split_whitespace()
+                    .map(str::to_string)
+                    .collect::<Vec<_>>()
+            })
+            .unwrap_or_default()
+    };
+    let before = header_of(&render(&mut app));
+    assert_eq!(before[..2], ["config", "runs"], "{before:?}");
+    app.update(Action::Do(Command::ScrollRight));
+    let after = header_of(&render(&mut app));
+    // One whole column further: the label stays, `runs` is gone, the next column follows.
+    assert_eq!(after[0], "config", "{after:?}");
+    assert_eq!(after[1], before[2], "{before:?} -> {after:?}");
+    let rows = render(&mut app);
+    assert!(
+        rows.lines().any(|l| l.contains("react")),
+        "the rows keep their labels:\n{rows}"
+    );
+    app.update(Action::Do(Command::ScrollLeft));
+    assert_eq!(header_of(&render(&mut app)), before);
+}
+
+#[test]
 fn crashed_run() {
     for size in SIZES {
         insta::assert_snapshot!(
@@ -1009,6 +1111,75 @@ fn the_node_inspector_shows_a_node_whole() {
         buffer[(col as u16, row as u16)].style().fg,
         Theme::new(true).error().fg,
         "the failed result is drawn as a failure"
+    );
+}
+
+#[test]
+fn in_every_sample_search_the_star_is_the_recorded_plan_and_nothing_contradicts_it() {
+    use mcp_cosmos::trajectory::event::{AgentKind, EventBody};
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_runs");
+    let mut checked = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "jsonl") {
+            continue;
+        }
+        let run = Run::open(&path).unwrap();
+        if run.header.agent.kind != AgentKind::Spiral {
+            continue;
+        }
+        let Some(chosen) = run.all_events().iter().rev().find_map(|e| match &e.body {
+            EventBody::PlanSelected { nodes, choice, .. } => {
+                assert!(
+                    choice.is_some(),
+                    "{}: the choice is recorded",
+                    path.display()
+                );
+                nodes.last().copied()
+            }
+            _ => None,
+        }) else {
+            continue;
+        };
+        for size in SIZES {
+            let mut app = run_app(Run::open(&path).unwrap(), size);
+            let screen = render(&mut app);
+            assert!(
+                !screen.contains("today's rule"),
+                "{}:\n{screen}",
+                path.display()
+            );
+            app.update(Action::Do(Command::About));
+            let Some(about) = app.top_as::<Inspector>() else {
+                panic!("the about view");
+            };
+            let text = about.lines().join("\n");
+            let starred: Vec<&str> = text
+                .lines()
+                .filter(|l| l.trim_start().starts_with('★'))
+                .collect();
+            assert_eq!(
+                starred.len(),
+                1,
+                "{}: one chosen node:\n{text}",
+                path.display()
+            );
+            assert!(
+                starred[0]
+                    .trim_start()
+                    .starts_with(&format!("★ #{chosen} ")),
+                "{}: the ★ is #{chosen}, as plan_selected records:\n{text}",
+                path.display()
+            );
+            for contradiction in ["today's rule", "recorded before"] {
+                assert!(!text.contains(contradiction), "{}:\n{text}", path.display());
+            }
+        }
+        checked += 1;
+    }
+    assert!(
+        checked >= 3,
+        "the sample SPIRAL runs with a plan ({checked})"
     );
 }
 

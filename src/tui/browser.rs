@@ -144,20 +144,28 @@ fn fitting_columns(width: u16, content: &ContentWidths) -> Vec<(usize, u16)> {
             keep.push(c);
         }
     }
-    // What is left goes to each growing column up to its content, in this order; then the
-    // task takes the rest.
+    // What is left goes to the growing columns up to their content, the planner last; then
+    // the task takes the rest.
     let mut left = width.saturating_sub(used);
-    let mut grow = |c: Column, content: u16| -> u16 {
+    // The task and the label share what is left, half each at first.
+    let half = left / 2;
+    let mut share = |c: Column, content: u16, at_most: u16| -> u16 {
         if !keep.contains(&c) {
             return 0;
         }
-        let extra = content.saturating_sub(least(c)).min(left);
+        let extra = content.saturating_sub(least(c)).min(at_most).min(left);
         left -= extra;
         extra
     };
-    let task_extra = grow(Column::Task, content.task);
-    let label_extra = grow(Column::Label, content.label);
-    let planner_extra = grow(Column::Planner, content.planner.min(40));
+    let task_first = share(Column::Task, content.task, half);
+    let label_extra = share(Column::Label, content.label, u16::MAX);
+    let task_extra = task_first
+        + share(
+            Column::Task,
+            content.task.saturating_sub(task_first),
+            u16::MAX,
+        );
+    let planner_extra = share(Column::Planner, content.planner.min(40), u16::MAX);
     COLUMNS
         .iter()
         .enumerate()

@@ -1,0 +1,171 @@
+//! The sample runs are today's: each file in `sample_runs/` holds every event the current agent
+//! of its kind always writes, and totals of the current metrics version, so the first thing a
+//! newcomer opens shows this program and not an older one. When an agent starts writing a new
+//! event or the metrics change meaning, this fails until the runs are made again
+//! (`scripts/make-sample-runs.sh`). And the figures `sample_runs/README.md` quotes are
+//! `cosmos report`'s on those files.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use mcp_cosmos::metrics::run::METRICS_VERSION;
+use mcp_cosmos::trajectory::event::{AgentKind, EventBody};
+use mcp_cosmos::trajectory::run::Run;
+
+/// Every trajectory under `sample_runs/`, its sweep's included.
+fn sample_runs() -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    let mut folders = vec![Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_runs")];
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(&folder).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                folders.push(path);
+            } else if path.extension().is_some_and(|e| e == "jsonl") {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    assert!(files.len() >= 10, "the sample runs are missing: {files:?}");
+    files
+}
+
+/// What is wrong with one sample run, as today's agents write runs.
+fn staleness(path: &Path) -> Vec<String> {
+    let run = Run::open(path).unwrap();
+    let events: Vec<EventBody> = run.all_events().into_iter().map(|e| e.body).collect();
+    let mut wrong = Vec::new();
+    let Some(EventBody::RunFinished { ending, totals, .. }) = events
+        .iter()
+        .rev()
+        .find(|e| matches!(e, EventBody::RunFinished { .. }))
+    else {
+        return vec!["no run_finished".into()];
+    };
+    if totals.metrics_version != METRICS_VERSION {
+        wrong.push(format!(
+            "totals of metrics version {}, not {METRICS_VERSION}",
+            totals.metrics_version
+        ));
+    }
+    let kind = run.header.agent.kind;
+    if kind == AgentKind::WmEval {
+        return wrong;
+    }
+    if ending.is_none() {
+        wrong.push("run_finished records no ending".into());
+    }
+    if !events.iter().any(|e| matches!(e, EventBody::Phase { .. })) {
+        wrong.push("no phase event".into());
+    }
+    let plans: Vec<&EventBody> = events
+        .iter()
+        .filter(|e| matches!(e, EventBody::PlanSelected { .. }))
+        .collect();
+    match kind {
+        AgentKind::Spiral => {
+            let roots = events
+                .iter()
+                .filter(|e| matches!(e, EventBody::NodeAdded { action: None, .. }))
+                .count();
+            let finished = events
+                .iter()
+                .filter(|e| matches!(e, EventBody::SearchFinished { .. }))
+                .count();
+            if roots != finished {
+                wrong.push(format!("{roots} searches but {finished} search_finished"));
+            }
+            for plan in plans {
+                if let EventBody::PlanSelected { choice: None, .. } = plan {
+                    wrong.push("a plan_selected without the choice it made".into());
+                }
+            }
+        }
+        AgentKind::PlanExec if plans.is_empty() => wrong.push("no plan_selected".into()),
+        _ => {}
+    }
+    wrong
+}
+
+#[test]
+fn every_sample_run_holds_what_todays_agents_write() {
+    let stale: Vec<String> = sample_runs()
+        .iter()
+        .flat_map(|path| {
+            staleness(path)
+                .into_iter()
+                .map(move |why| format!("{}: {why}", path.display()))
+        })
+        .collect();
+    assert!(
+        stale.is_empty(),
+        "sample runs older than the program (make them again with scripts/make-sample-runs.sh):\n{}",
+        stale.join("\n")
+    );
+}
+
+#[test]
+fn the_staleness_check_finds_an_older_file() {
+    // A run written before searches recorded their end and their plan's choice.
+    let dir = tempfile::tempdir().unwrap();
+    let old = dir.path().join("old.jsonl");
+    let header = serde_json::json!({"format":"mcp-cosmos-trajectory","version":1,"kind":"run_started","run_id":"r","started_at":"2026-11-30T12:00:00Z","tool_version":"0.1.0","task":{"id":"t","request":"r"},"agent":{"kind":"spiral","settings":{}},"planner":{"base_url":"x","model":"m"},"servers":[],"tools":[]});
+    let lines = [
+        header.to_string(),
+        r#"{"seq":1,"t_ms":1,"kind":"phase","phase":"plan"}"#.to_string(),
+        r#"{"seq":2,"t_ms":2,"kind":"node_added","node":0,"parent":null,"depth":0,"action":null}"#
+            .to_string(),
+        r#"{"seq":3,"t_ms":3,"kind":"plan_selected","nodes":[],"rule":"best_mean"}"#.to_string(),
+        r#"{"seq":4,"t_ms":4,"kind":"run_finished","status":"completed","totals":{"events":4,"tool_calls":0,"tool_errors":0,"nodes":1,"llm_calls":0,"tokens":0,"wall_ms":4}}"#.to_string(),
+    ];
+    std::fs::write(&old, lines.join("\n") + "\n").unwrap();
+    let wrong = staleness(&old);
+    for expected in [
+        "metrics version 0",
+        "no ending",
+        "1 searches but 0 search_finished",
+        "without the choice",
+    ] {
+        assert!(
+            wrong.iter().any(|w| w.contains(expected)),
+            "{expected}: {wrong:?}"
+        );
+    }
+}
+
+/// The report block `sample_runs/README.md` quotes, between its markers.
+fn quoted_report() -> String {
+    let readme = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_runs/README.md"),
+    )
+    .unwrap();
+    let start = "<!-- cosmos report sample_runs: begin -->\n```\n";
+    let from = readme.find(start).expect("the README quotes the report") + start.len();
+    let to = from
+        + readme[from..]
+            .find("```\n<!-- cosmos report sample_runs: end -->")
+            .unwrap();
+    readme[from..to].to_string()
+}
+
+#[test]
+fn the_readme_quotes_the_reports_figures() {
+    let out = Command::new(env!("CARGO_BIN_EXE_cosmos"))
+        .args(["report", "sample_runs"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(
+        quoted_report(),
+        report,
+        "sample_runs/README.md quotes other figures than `cosmos report sample_runs` gives"
+    );
+}
