@@ -55,6 +55,97 @@ async fn retries_429_honouring_retry_after_then_succeeds() {
     assert_eq!(reqs[0]["body"]["response_format"]["type"], "json_schema");
 }
 
+/// Peak resident memory of this test's process (nextest runs each test in its own), MB.
+fn peak_rss_mb() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+        .map_or(0, |kb| kb / 1024)
+}
+
+#[tokio::test]
+async fn a_500_with_a_300_mb_body_is_a_clear_error_read_no_further() {
+    let llm = ScriptedLlm::start(json!([{"status": 500, "raw_bytes": 300_000_000u64}]));
+    let started = Instant::now();
+    let err = client(&llm, 60_000, 0)
+        .complete_text(&[Message::user("q")])
+        .await
+        .unwrap_err();
+    let msg = err.to_string();
+    assert!(msg.contains("HTTP 500") && msg.contains("xxxx"), "{msg}");
+    assert!(
+        msg.len() < 4_000,
+        "the message quotes a snippet: {} bytes",
+        msg.len()
+    );
+    // Reading 300 MB would take seconds and hundreds of MB; the cap reads 64 KiB.
+    assert!(peak_rss_mb() < 200, "peak RSS {} MB", peak_rss_mb());
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[tokio::test]
+async fn a_key_in_the_base_url_reaches_the_endpoint_and_never_a_message() {
+    let llm = ScriptedLlm::start(json!([{"status": 500, "raw": "internal oops"}]));
+    let base = llm
+        .base_url()
+        .replace("http://", "http://user:sk-userinfo-secret-123456@")
+        + "?key=sk-query-secret-123456";
+    let client = LlmClient::new(Endpoint {
+        base_url: base,
+        model: "scripted-model".into(),
+        api_key: None,
+        temperature: 0.0,
+        max_tokens: 64,
+        timeout: Duration::from_millis(5_000),
+        max_retries: 0,
+        output: OutputMode::Json,
+        record_messages: false,
+    });
+    let msg = client
+        .complete_text(&[Message::user("q")])
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(msg.contains("HTTP 500"), "{msg}");
+    assert!(!msg.contains("secret"), "{msg}");
+    // The path went onto the base URL's path, the query stayed a query.
+    let path = llm.requests()[0]["path"].as_str().unwrap().to_string();
+    assert_eq!(path, "/v1/chat/completions?key=sk-query-secret-123456");
+    // A connection that never answers (a bound socket nobody accepts on) names the endpoint
+    // without its credentials too.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = silent.local_addr().unwrap().port();
+    let down = LlmClient::new(Endpoint {
+        base_url: format!(
+            "http://user:sk-userinfo-secret-123456@127.0.0.1:{port}/v1?key=sk-q-secret-1"
+        ),
+        model: "m".into(),
+        api_key: None,
+        temperature: 0.0,
+        max_tokens: 8,
+        timeout: Duration::from_millis(2_000),
+        max_retries: 0,
+        output: OutputMode::Json,
+        record_messages: false,
+    });
+    let msg = down
+        .complete_text(&[Message::user("q")])
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        msg.contains(&format!("127.0.0.1:{port}/v1/chat/completions")),
+        "{msg}"
+    );
+    assert!(!msg.contains("secret"), "{msg}");
+}
+
 #[tokio::test]
 async fn always_500_is_a_clear_error_after_bounded_retries() {
     let llm = ScriptedLlm::start(json!([{"status": 500, "raw": "internal oops"}]));

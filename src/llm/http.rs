@@ -20,6 +20,9 @@ const BASE_BACKOFF: Duration = Duration::from_millis(500);
 pub const MAX_REPLY_BYTES: usize = 16 << 20;
 /// Longest reply text kept, as tool results are capped; the rest is cut with a marker.
 pub const MAX_REPLY_TEXT: usize = 1 << 20;
+/// Most of an error reply's body read (for its message): an endpoint that answers 500 with
+/// 300 MB is read no further.
+const MAX_ERROR_BODY: usize = 64 << 10;
 
 /// A real endpoint.
 #[derive(Debug)]
@@ -62,26 +65,31 @@ impl HttpChat {
                 None,
             ));
         }
-        let url = format!("{}/chat/completions", self.endpoint.base_url);
+        let (url, shown) = match chat_url(&self.endpoint.base_url) {
+            Ok(url) => url,
+            Err(e) => return Err(fail(e, None)),
+        };
+        // Messages and logs name the endpoint without its credentials.
+        let url = url.as_str();
+        let shown = shown.as_str();
         let prompt_chars: usize = request.messages.iter().map(|m| m.content_str().len()).sum();
         let mut attempt = 0u32;
         loop {
-            let mut req = self.http.post(&url).json(request);
+            let mut req = self.http.post(url).json(request);
             if let Some(key) = &self.endpoint.api_key {
                 req = req.bearer_auth(key);
             }
             let retry_after = match req.send().await {
                 Ok(mut resp) if resp.status().is_success() => {
                     let mut bytes = Vec::new();
-                    while let Some(chunk) = resp
-                        .chunk()
-                        .await
-                        .map_err(|e| fail(anyhow!("reading the reply from {url}: {e}"), None))?
-                    {
+                    while let Some(chunk) = resp.chunk().await.map_err(|e| {
+                        let e = e.without_url();
+                        fail(anyhow!("reading the reply from {shown}: {e}"), None)
+                    })? {
                         if bytes.len() + chunk.len() > MAX_REPLY_BYTES {
                             return Err(fail(
                                 anyhow!(
-                                    "{url} sent a reply over {} MiB; refused",
+                                    "{shown} sent a reply over {} MiB; refused",
                                     MAX_REPLY_BYTES >> 20
                                 ),
                                 None,
@@ -98,7 +106,7 @@ impl HttpChat {
                         .get(reqwest::header::RETRY_AFTER)
                         .and_then(|v| v.to_str().ok())
                         .and_then(|s| s.trim().parse::<f64>().ok());
-                    let text = resp.text().await.unwrap_or_default();
+                    let text = read_capped(resp, MAX_ERROR_BODY).await;
                     let retryable = status.as_u16() == 429 || status.is_server_error();
                     if !retryable || attempt >= self.endpoint.max_retries {
                         let tries = if retryable {
@@ -107,7 +115,7 @@ impl HttpChat {
                             String::new()
                         };
                         return Err(fail(
-                            anyhow!("{url} answered HTTP {status}{tries}: {}", snippet(&text)),
+                            anyhow!("{shown} answered HTTP {status}{tries}: {}", snippet(&text)),
                             Some(status.as_u16()),
                         ));
                     }
@@ -119,7 +127,7 @@ impl HttpChat {
                             _ => {
                                 return Err(fail(
                                     anyhow!(
-                                        "{url} asked to retry after {secs}s (HTTP {status}); giving up"
+                                        "{shown} asked to retry after {secs}s (HTTP {status}); giving up"
                                     ),
                                     Some(status.as_u16()),
                                 ));
@@ -128,6 +136,7 @@ impl HttpChat {
                     }
                 }
                 Err(e) => {
+                    let e = e.without_url();
                     if attempt >= self.endpoint.max_retries
                         || !(e.is_timeout() || e.is_connect() || e.is_request())
                     {
@@ -138,7 +147,7 @@ impl HttpChat {
                         };
                         return Err(fail(
                             anyhow!(
-                                "request to {url} {kind} after {} attempts: {e}",
+                                "request to {shown} {kind} after {} attempts: {e}",
                                 attempt + 1
                             ),
                             None,
@@ -151,7 +160,7 @@ impl HttpChat {
                 let base = BASE_BACKOFF * 2u32.pow(attempt.min(6));
                 base + base.mul_f64(fastrand::f64() * 0.5)
             });
-            tracing::warn!(%url, attempt, ?backoff, "LLM call failed; retrying");
+            tracing::warn!(url = %shown, attempt, ?backoff, "LLM call failed; retrying");
             tokio::time::sleep(backoff).await;
             attempt += 1;
         }
@@ -166,6 +175,40 @@ impl ChatModel for HttpChat {
     fn chat<'a>(&'a self, request: &'a ChatRequest) -> BoxFuture<'a, Result<Completion, LlmError>> {
         Box::pin(self.send(request))
     }
+}
+
+/// The chat-completions URL of an endpoint's base URL, its path appended to the base's path
+/// (never to its query: `…/v1?key=K` gives `…/v1/chat/completions?key=K`), and the same
+/// without credentials (userinfo, query) for messages.
+fn chat_url(base: &str) -> anyhow::Result<(reqwest::Url, String)> {
+    let mut url = reqwest::Url::parse(base).map_err(|e| {
+        // The text itself may hold a key: say what is wrong, not what it says.
+        anyhow!("the endpoint's base_url is not a URL ({e})")
+    })?;
+    url.path_segments_mut()
+        .map_err(|()| anyhow!("the endpoint's base_url cannot take a path"))?
+        .pop_if_empty()
+        .extend(["chat", "completions"]);
+    let mut shown = url.clone();
+    let _ = shown.set_username("");
+    let _ = shown.set_password(None);
+    shown.set_query(None);
+    Ok((url, shown.to_string()))
+}
+
+/// At most `cap` bytes of a reply's body, as text: the rest is never read.
+async fn read_capped(mut resp: reqwest::Response, cap: usize) -> String {
+    let mut bytes = Vec::new();
+    while bytes.len() < cap {
+        match resp.chunk().await {
+            Ok(Some(chunk)) => {
+                let room = cap - bytes.len();
+                bytes.extend_from_slice(&chunk[..chunk.len().min(room)]);
+            }
+            _ => break,
+        }
+    }
+    String::from_utf8_lossy(&bytes).into_owned()
 }
 
 fn parse_reply(bytes: &[u8], prompt_chars: usize) -> anyhow::Result<Completion> {

@@ -16,7 +16,9 @@ Serves deterministic replies over real HTTP on 127.0.0.1 (a free port, printed a
                                                                # messages have not called yet,
                                                                # else "content" (as a
                                                                # function-calling model), or
-        "raw": "exact body text"},                             # anything at all
+        "raw": "exact body text",                              # anything at all, or
+        "raw_bytes": 300000000},                               # that many bytes of "x",
+                                                               # streamed (never held whole)
        ...]}
 
 The first rule whose "when" occurs in the request body (and has times left) answers; "when"
@@ -71,6 +73,9 @@ class Handler(BaseHTTPRequestHandler):
             deadline = time.time() + 120
             while not os.path.exists(hold) and time.time() < deadline:
                 time.sleep(0.02)
+        if "raw_bytes" in rule:
+            self.stream_bytes(rule)
+            return
         if "raw" in rule:
             payload = rule["raw"].encode()
         else:
@@ -106,6 +111,21 @@ class Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             pass
 
+    def stream_bytes(self, rule):
+        total = rule["raw_bytes"]
+        block = b"x" * (1 << 20)
+        try:
+            self.send_response(rule.get("status", 200))
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Content-Length", str(total))
+            self.end_headers()
+            sent = 0
+            while sent < total:
+                part = block[: min(len(block), total - sent)]
+                self.wfile.write(part)
+                sent += len(part)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
 
 server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
 print(f"PORT {server.server_address[1]}", flush=True)
