@@ -97,6 +97,76 @@ pub fn inert_json(json: &str) -> String {
     out
 }
 
+/// A writer that makes what passes through it inert on its way to `inner`: [`inert`] for
+/// text, [`inert_json`] for JSON (the same document, unsafe characters as `\u` escapes). For
+/// output streamed in pieces (an export to standard output): a character split between two
+/// writes waits for its end.
+pub struct InertWriter<W: std::io::Write> {
+    inner: W,
+    json: bool,
+    pending: Vec<u8>,
+}
+
+impl<W: std::io::Write> InertWriter<W> {
+    /// Text made inert with [`inert`].
+    pub fn text(inner: W) -> Self {
+        Self {
+            inner,
+            json: false,
+            pending: Vec::new(),
+        }
+    }
+
+    /// JSON made inert with [`inert_json`].
+    pub fn json(inner: W) -> Self {
+        Self {
+            json: true,
+            ..Self::text(inner)
+        }
+    }
+
+    fn pass(&mut self, text: &str) -> std::io::Result<()> {
+        let safe = if self.json {
+            inert_json(text)
+        } else {
+            inert(text)
+        };
+        self.inner.write_all(safe.as_bytes())
+    }
+}
+
+impl<W: std::io::Write> std::io::Write for InertWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.pending.extend_from_slice(buf);
+        let valid = match std::str::from_utf8(&self.pending) {
+            Ok(_) => self.pending.len(),
+            // An incomplete character at the end waits; bytes that are no UTF-8 at all pass
+            // as U+FFFD.
+            Err(e) if e.error_len().is_none() => e.valid_up_to(),
+            Err(_) => {
+                let text = String::from_utf8_lossy(&self.pending).into_owned();
+                self.pending.clear();
+                self.pass(&text)?;
+                return Ok(buf.len());
+            }
+        };
+        let rest = self.pending.split_off(valid);
+        let done = std::mem::replace(&mut self.pending, rest);
+        // Checked just above.
+        self.pass(std::str::from_utf8(&done).unwrap_or_default())?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        if !self.pending.is_empty() {
+            let text = String::from_utf8_lossy(&self.pending).into_owned();
+            self.pending.clear();
+            self.pass(&text)?;
+        }
+        self.inner.flush()
+    }
+}
+
 fn is_unsafe(c: char) -> bool {
     c.is_control()
         || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}')
@@ -115,6 +185,24 @@ mod tests {
         assert!(safe.contains("abc\\u202etxt.exe"), "{safe}");
         let back: serde_json::Value = serde_json::from_str(&safe).unwrap();
         assert_eq!(back, value, "the same document");
+    }
+
+    #[test]
+    fn the_inert_writer_escapes_across_writes_split_mid_character() {
+        use std::io::Write;
+        let evil = "a\u{1b}]0;title\u{7}\u{1b}[2J é \u{9b}31m\u{202e}z\n";
+        let mut out = Vec::new();
+        {
+            let mut w = InertWriter::text(&mut out);
+            // One byte at a time: every character is split across writes.
+            for b in evil.as_bytes() {
+                w.write_all(std::slice::from_ref(b)).unwrap();
+            }
+            w.flush().unwrap();
+        }
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(text, inert(evil));
+        assert!(!text.chars().any(|c| is_unsafe(c) && c != '\n'), "{text:?}");
     }
 
     #[test]

@@ -183,6 +183,38 @@ async fn failing_dying_and_hanging_servers() {
     pool.shutdown().await;
 }
 
+/// Peak resident memory of this test's process (nextest runs each test in its own), MB.
+fn peak_rss_mb() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+        .map_or(0, |kb| kb / 1024)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_server_writing_junk_to_stderr_keeps_answering_in_bounded_memory() {
+    // Bytes that are not UTF-8, then 10 MB without a newline: the stderr reader must neither
+    // stop (the server's next write would fail on a pipe nobody reads) nor hold the line.
+    let c = config(json!({"flaky": flaky_server()}));
+    let (pool, failures) = McpPool::connect(&c.servers, Timeouts::default()).await;
+    assert!(failures.is_empty(), "{failures:?}");
+    for i in 0..3 {
+        let (_, noisy) = pool
+            .call("flaky:noisy", &json!({"text": i.to_string()}))
+            .await;
+        assert_eq!(noisy.error, None, "{noisy:?}");
+        assert!(!noisy.result.is_error, "{noisy:?}");
+        assert_eq!(noisy.result.text, format!("noisy: {i}"));
+    }
+    let (_, ok) = pool.call("flaky:ok", &json!({"text": "still here"})).await;
+    assert_eq!(ok.result.text, "ok: still here");
+    // 30 MB went through the pipe; cosmos kept a bounded tail of it.
+    assert!(peak_rss_mb() < 150, "peak RSS {} MB", peak_rss_mb());
+    pool.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_stdio_server_sees_only_the_short_list_and_its_own_env() {
     // The real server's own account of its environment (`get-env` returns process.env). This

@@ -245,3 +245,64 @@ fn transitions_are_one_example_per_real_call_split_by_task_and_the_llm_world_mod
     assert_eq!(names, ["datasheet.md", "train.jsonl"]);
     assert_eq!(read("train.jsonl").len(), all.len());
 }
+
+#[test]
+fn no_escape_sequence_from_a_run_reaches_the_terminal_or_a_file() {
+    // A model echoed terminal escapes into a tool's arguments and result: OSC 0 retitles the
+    // terminal, CSI 2J clears it, U+009B is a one-character CSI, U+202E reverses text.
+    let evil = "\u{1b}]0;pwned\u{7}\u{1b}[2J\u{9b}31m\u{202e}gnp.exe";
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("evil.jsonl");
+    let header = json!({"format":"mcp-cosmos-trajectory","version":1,"kind":"run_started",
+        "run_id":"evil","started_at":"2026-12-02T00:00:00Z","tool_version":"0.1.0",
+        "task":{"id":"evil","request":format!("do {evil}")},
+        "agent":{"kind":"react","settings":{}},"planner":{"base_url":"x","model":"m"},
+        "servers":[],"tools":[]});
+    let lines = [
+        header.to_string(),
+        json!({"seq":1,"t_ms":1,"kind":"tool_called","step":1,"tool":"s:t",
+            "arguments":{"text": evil},"result":{"text": evil,"is_error":false},"latency_ms":1})
+        .to_string(),
+        json!({"seq":2,"t_ms":2,"kind":"answer","text": evil}).to_string(),
+        json!({"seq":3,"t_ms":3,"kind":"run_finished","status":"completed",
+            "totals":{"events":3,"tool_calls":1,"tool_errors":0,"nodes":0,"llm_calls":0,"tokens":0,"wall_ms":3}})
+        .to_string(),
+    ];
+    std::fs::write(&run, lines.join("\n") + "\n").unwrap();
+    let raw = |bytes: &[u8]| {
+        let text = String::from_utf8_lossy(bytes).into_owned();
+        text.chars()
+            .filter(|c| {
+                (c.is_control() && !matches!(c, '\n' | '\t'))
+                    || matches!(c, '\u{202a}'..='\u{202e}')
+            })
+            .count()
+    };
+    let markdown = export(&["markdown", run.to_str().unwrap()]);
+    assert_eq!(markdown.status.code(), Some(0), "{}", text(&markdown));
+    assert_eq!(
+        raw(&markdown.stdout),
+        0,
+        "{}",
+        String::from_utf8_lossy(&markdown.stdout)
+    );
+    assert!(String::from_utf8_lossy(&markdown.stdout).contains("\\u{1b}]0;pwned"));
+    let json_out = export(&["json", run.to_str().unwrap()]);
+    assert_eq!(json_out.status.code(), Some(0), "{}", text(&json_out));
+    assert_eq!(raw(&json_out.stdout), 0);
+    // Still the same document: the escapes are JSON escapes.
+    let doc: Value = serde_json::from_slice(&json_out.stdout).unwrap();
+    assert!(doc.to_string().contains("pwned"));
+    let events = doc["events"].as_array().unwrap();
+    assert_eq!(events[0]["arguments"]["text"], evil);
+    // A file gets the same inert text.
+    let file = dir.path().join("evil.md");
+    let to_file = export(&[
+        "markdown",
+        run.to_str().unwrap(),
+        "-o",
+        file.to_str().unwrap(),
+    ]);
+    assert_eq!(to_file.status.code(), Some(0), "{}", text(&to_file));
+    assert_eq!(raw(&std::fs::read(&file).unwrap()), 0);
+}

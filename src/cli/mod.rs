@@ -1,5 +1,6 @@
 //! The command line: one subcommand per file.
 
+mod export;
 mod judge;
 mod live;
 mod logging;
@@ -97,7 +98,7 @@ pub enum Command {
     Sweep(Box<sweep::SweepArgs>),
     /// Export runs: a readable account (markdown, json), OpenTelemetry traces (otel), or a
     /// transition dataset for world models (transitions).
-    Export(crate::export::ExportArgs),
+    Export(export::ExportArgs),
     /// Print the paper's tables for groups of runs: one row per configuration.
     Report {
         /// Files or folders (searched recursively for *.jsonl).
@@ -151,7 +152,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Validate { paths, quiet } => validate::run(&paths, quiet),
         Command::WmEval(args) => wm_eval::run(*args),
         Command::Sweep(args) => sweep::run(*args),
-        Command::Export(args) => crate::export::run(args),
+        Command::Export(args) => export::run(args),
         Command::Report {
             paths,
             group_by,

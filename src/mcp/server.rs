@@ -14,7 +14,6 @@ use rmcp::service::{RoleClient, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use serde_json::Value;
-use tokio::io::{AsyncBufReadExt, BufReader};
 
 use super::config::{INHERITED_ENV, ServerConfig, Transport};
 use super::process_group::ProcessGroup;
@@ -24,6 +23,9 @@ use crate::trajectory::event::{Observation, ToolInfo};
 const STDERR_LINES: usize = 40;
 /// Longest stderr line kept.
 const STDERR_LINE_CHARS: usize = 400;
+/// Bytes of one stderr line kept while it is read (its characters are cut to
+/// [`STDERR_LINE_CHARS`] after decoding).
+const STDERR_LINE_BYTES: usize = 4 * STDERR_LINE_CHARS;
 /// How long a stopping stdio server gets at each step (stdin closed, SIGTERM) before the next:
 /// short, so a server that ignores SIGTERM holds cosmos's exit by about 1.5 s, not 6 (servers
 /// stop concurrently).
@@ -327,21 +329,49 @@ impl Default for StderrTail {
 }
 
 impl StderrTail {
-    /// Reads `pipe` line by line into the ring until it closes.
-    fn read_from(&self, pipe: impl tokio::io::AsyncRead + Unpin + Send + 'static) {
+    /// Reads `pipe` into the ring until it closes: bytes, not text, so no line that is not
+    /// UTF-8 ends the reading (a pipe nobody reads makes the server's next write fail); a line
+    /// ends at `\n` or `\r` (a progress bar's redraw) and keeps its first
+    /// [`STDERR_LINE_BYTES`] bytes, decoded lossily, so a line that never ends takes no more.
+    fn read_from(&self, mut pipe: impl tokio::io::AsyncRead + Unpin + Send + 'static) {
+        use tokio::io::AsyncReadExt;
         self.closed.send_replace(false);
         let tail = self.clone();
         tokio::spawn(async move {
-            let mut lines = BufReader::new(pipe).lines();
-            while let Ok(Some(line)) = lines.next_line().await {
-                let mut buf = tail.lines.lock().unwrap_or_else(|p| p.into_inner());
-                if buf.len() == STDERR_LINES {
-                    buf.pop_front();
+            let mut chunk = vec![0u8; 8 << 10];
+            let mut line: Vec<u8> = Vec::new();
+            while let Ok(n) = pipe.read(&mut chunk).await {
+                if n == 0 {
+                    break;
                 }
-                buf.push_back(line.chars().take(STDERR_LINE_CHARS).collect());
+                for &b in &chunk[..n] {
+                    if b == b'\n' || b == b'\r' {
+                        tail.push_line(&line);
+                        line.clear();
+                    } else if line.len() < STDERR_LINE_BYTES {
+                        line.push(b);
+                    }
+                }
             }
+            tail.push_line(&line);
             tail.closed.send_replace(true);
         });
+    }
+
+    /// Keeps a line (not an empty one), dropping the oldest beyond [`STDERR_LINES`].
+    fn push_line(&self, line: &[u8]) {
+        if line.is_empty() {
+            return;
+        }
+        let text: String = String::from_utf8_lossy(line)
+            .chars()
+            .take(STDERR_LINE_CHARS)
+            .collect();
+        let mut buf = self.lines.lock().unwrap_or_else(|p| p.into_inner());
+        if buf.len() == STDERR_LINES {
+            buf.pop_front();
+        }
+        buf.push_back(text);
     }
 
     /// Waits until the pipe has closed, so a process that has exited has had its last lines

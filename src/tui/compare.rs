@@ -450,13 +450,44 @@ impl CompareView {
         let columns = Layout::horizontal((0..n).map(|_| Constraint::Ratio(1, n)))
             .spacing(1)
             .split(inner);
+        // The arguments whose values differ between the runs come first, so a short pane
+        // still shows what tells the calls apart.
+        let differing: Vec<&str> = {
+            let calls: Vec<&Call> = row.iter().flatten().collect();
+            let mut keys: Vec<&str> = calls
+                .iter()
+                .filter_map(|c| c.arguments.as_object())
+                .flat_map(|m| m.keys().map(String::as_str))
+                .collect();
+            keys.sort_unstable();
+            keys.dedup();
+            keys.retain(|k| {
+                calls
+                    .windows(2)
+                    .any(|w| w[0].arguments.get(*k) != w[1].arguments.get(*k))
+            });
+            keys
+        };
         for (cell, rect) in row.iter().zip(columns.iter()) {
             let width = rect.width as usize;
             let mut text: Vec<Line> = Vec::new();
             match cell {
                 None => text.push(Line::styled("(no call here)", theme.dim())),
                 Some(c) => {
-                    let args = serde_json::to_string(&c.arguments).unwrap_or_default();
+                    let args = match c.arguments.as_object() {
+                        Some(map) => {
+                            let mut ordered = serde_json::Map::new();
+                            let first = |k: &String| differing.contains(&k.as_str());
+                            for (k, v) in map.iter().filter(|(k, _)| first(k)) {
+                                ordered.insert(k.clone(), v.clone());
+                            }
+                            for (k, v) in map.iter().filter(|(k, _)| !first(k)) {
+                                ordered.insert(k.clone(), v.clone());
+                            }
+                            serde_json::Value::Object(ordered).to_string()
+                        }
+                        None => c.arguments.to_string(),
+                    };
                     for l in wrap_line(&one_line(&format!("{} {args}", c.tool), 4_000), width) {
                         text.push(Line::styled(l, theme.title()));
                     }

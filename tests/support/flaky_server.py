@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """A small real MCP server (mcp 1.x SDK, stdio) for fault tests: `ok` answers, `die`
-kills the process mid-call, `hang` never answers.
+kills the process mid-call, `hang` never answers, `noisy` writes bytes that are not UTF-8 and
+10 MB without a newline to stderr (as a progress bar that only redraws), then answers.
 
 With FLAKY_SLOW_START_FILE set, it writes its pid there and waits a minute before starting.
 With FLAKY_STUBBORN_PID_FILE set, it is a server that will not stop: it ignores SIGTERM, and
@@ -46,6 +47,16 @@ def die(text: str) -> str:
     """Exit the server process in the middle of the call."""
     print("flaky: dying on purpose", file=sys.stderr, flush=True)
     os._exit(3)
+
+
+@mcp.tool()
+def noisy(text: str) -> str:
+    """Write junk to stderr, then echo the text."""
+    err = sys.stderr.buffer
+    err.write(b"not utf-8: \xff\xfe\xc3\x28\n")
+    err.write(b"\r" + b"#" * (10 << 20))
+    err.flush()
+    return f"noisy: {text}"
 
 
 @mcp.tool()
