@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mcp_cosmos::agent::mcts::{
-    Answer, Critique, PlanRule, Proposal, SearchEnv, Settings, Settled, search,
+    Answer, Critique, PlanRule, Proposal, SearchEnv, Settings, Settled, Stopped, search,
 };
 use mcp_cosmos::agent::ports::EventSink;
 use mcp_cosmos::agent::rehearse::Prediction;
@@ -113,7 +113,7 @@ impl SearchEnv for Instant0 {
             )
         })
     }
-    fn should_stop(&self) -> Option<String> {
+    fn should_stop(&self) -> Option<Stopped> {
         None
     }
     fn world_model_name(&self) -> String {

@@ -21,6 +21,10 @@ fi
 # Rust crates (fetched once; offline afterwards).
 cargo fetch --locked
 
+# The style CI holds: formatted, and no clippy warning in any target.
+cargo fmt --all -- --check
+cargo clippy --locked --all-targets -- -D warnings
+
 # cargo nextest when installed (faster, isolates tests), cargo test otherwise.
 # (The crate has no doc tests; nextest's summary is the last line CI reads.)
 if cargo nextest --version >/dev/null 2>&1; then
