@@ -11,7 +11,7 @@ fn cosmos(args: &[&str]) -> Output {
         .args(args)
         .env(
             "COSMOS_LOG_FILE",
-            std::env::temp_dir().join("cosmos-test.log"),
+            std::env::temp_dir().join(format!("cosmos-test-{}.log", std::process::id())),
         )
         .output()
         .unwrap()
@@ -211,7 +211,7 @@ fn cosmos_within(args: &[&str]) -> Output {
         .args(args)
         .env(
             "COSMOS_LOG_FILE",
-            std::env::temp_dir().join("cosmos-test.log"),
+            std::env::temp_dir().join(format!("cosmos-test-{}.log", std::process::id())),
         )
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())

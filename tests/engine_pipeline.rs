@@ -178,7 +178,8 @@ fn spiral_plans_and_critiques_through_a_tools_only_endpoint() {
 #[test]
 fn with_the_world_models_endpoint_down_spiral_records_errors_not_predictions() {
     let dir = tempfile::tempdir().unwrap();
-    let dead_url = format!("http://127.0.0.1:{}/v1", unused_port());
+    let dead = dead_port();
+    let dead_url = format!("http://127.0.0.1:{}/v1", dead.port);
     let llm = ScriptedLlm::start(json!([
         {"when": "You write the final answer", "content": "Nothing could be predicted."},
         {"when": "Propose up to", "content": {"candidates": [

@@ -411,7 +411,7 @@ fn interrupt_with(signal: &str, agent: &str) -> Duration {
         .env("OPENAI_API_KEY", KEY)
         .env(
             "COSMOS_LOG_FILE",
-            std::env::temp_dir().join("cosmos-engine-test.log"),
+            std::env::temp_dir().join(format!("cosmos-test-{}.log", std::process::id())),
         )
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -1539,7 +1539,7 @@ fn a_role_with_no_endpoint_is_an_error_naming_the_setting_never_a_public_default
         .env("OPENAI_API_KEY", KEY)
         .env(
             "COSMOS_LOG_FILE",
-            std::env::temp_dir().join("cosmos-engine-test.log"),
+            std::env::temp_dir().join(format!("cosmos-test-{}.log", std::process::id())),
         )
         .output()
         .unwrap();

@@ -57,7 +57,8 @@ fn a_sweep_runs_its_cells_resumes_sets_aside_and_shards() {
 
     // Each cell's run also goes to an OpenTelemetry receiver, here one that is down: every
     // run says so in an `error` event and the sweep goes on.
-    let down = format!("http://127.0.0.1:{}", unused_port());
+    let dead = dead_port();
+    let down = format!("http://127.0.0.1:{}", dead.port);
     let first = sweep(&["--jobs", "2", "--no-tui", "--otel-endpoint", &down]);
     assert_eq!(first.status.code(), Some(0), "{}", text(&first));
     let files = runs_in(&out);

@@ -281,8 +281,15 @@ fn an_interrupted_wm_eval_keeps_its_simulations_and_a_rerun_does_not_pay_for_the
         assert!(std::time::Instant::now() < deadline, "nothing was written");
         std::thread::sleep(std::time::Duration::from_millis(50));
     };
-    // Let the held requests pile up, then Ctrl-C.
-    std::thread::sleep(std::time::Duration::from_millis(300));
+    // Wait until a held request is in flight (the endpoint logs it as it arrives), then Ctrl-C.
+    while !llm
+        .requests()
+        .iter()
+        .any(|r| !r["body"].to_string().contains("Tokyo"))
+    {
+        assert!(std::time::Instant::now() < deadline, "no request was held");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     let asked_before_stop = llm.requests().len();
     let stopped_at = std::time::Instant::now();
     // SAFETY: a signal to the child this test started.

@@ -33,7 +33,7 @@ fn export(args: &[&str]) -> std::process::Output {
         .args(args)
         .env(
             "COSMOS_LOG_FILE",
-            std::env::temp_dir().join("cosmos-export-test.log"),
+            std::env::temp_dir().join(format!("cosmos-test-{}.log", std::process::id())),
         )
         .output()
         .unwrap()

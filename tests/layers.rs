@@ -22,33 +22,69 @@ fn layer_of(module: &str) -> Option<usize> {
     LAYERS.iter().position(|l| l.contains(&module))
 }
 
-/// Every `crate::name` in `source`, with its line number.
+/// The source without its `//` comments, lines kept (so offsets still give line numbers).
+fn without_comments(source: &str) -> String {
+    source
+        .lines()
+        .map(|line| line.split("//").next().unwrap_or_default())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The first name of each item of a `{…}` use group, `after` being the text right after its
+/// `{`: read to the matching `}` across lines, nested groups skipped (`{a::{b, c}, d}` gives
+/// `a` and `d`).
+fn braced_names(after: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut depth = 0;
+    let mut item = String::new();
+    for c in after.chars() {
+        match c {
+            '{' => depth += 1,
+            '}' if depth == 0 => break,
+            '}' => depth -= 1,
+            ',' if depth == 0 => {
+                names.push(std::mem::take(&mut item));
+                continue;
+            }
+            _ => {}
+        }
+        if depth == 0 {
+            item.push(c);
+        }
+    }
+    names.push(item);
+    names
+        .iter()
+        .map(|item| {
+            item.trim()
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect::<String>()
+        })
+        .filter(|n| !n.is_empty())
+        .collect()
+}
+
+/// Every `crate::name` in `source`, with its line number; a `use crate::{…}` group read whole,
+/// however many lines it takes.
 fn crate_paths(source: &str) -> Vec<(usize, String)> {
+    let code = without_comments(source);
     let mut out = Vec::new();
-    for (i, line) in source.lines().enumerate() {
-        let code = line.split("//").next().unwrap_or_default();
-        let mut rest = code;
-        while let Some(at) = rest.find("crate::") {
-            let after = &rest[at + "crate::".len()..];
+    let mut from = 0;
+    while let Some(found) = code[from..].find("crate::") {
+        let at = from + found;
+        from = at + "crate::".len();
+        let line = code[..at].matches('\n').count() + 1;
+        let after = &code[from..];
+        if let Some(group) = after.strip_prefix('{') {
+            out.extend(braced_names(group).into_iter().map(|n| (line, n)));
+        } else {
             let name: String = after
                 .chars()
                 .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
                 .collect();
-            // `use crate::{a, b}` lists several at once.
-            if name.is_empty() && after.starts_with('{') {
-                let inner = after[1..].split('}').next().unwrap_or_default();
-                for part in inner.split(',') {
-                    let n: String = part
-                        .trim()
-                        .chars()
-                        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                        .collect();
-                    out.push((i + 1, n));
-                }
-            } else {
-                out.push((i + 1, name));
-            }
-            rest = after;
+            out.push((line, name));
         }
     }
     out
@@ -132,6 +168,16 @@ fn the_checker_finds_an_upward_import() {
         ]
     );
     assert!(violations("cli", "y.rs", source).is_empty());
+    // A group wrapped over lines, nested groups and all, is read whole.
+    let wrapped =
+        "use crate::{\n    metrics::{run, table},\n    sanitize,\n    tui::view::View,\n};\n";
+    assert_eq!(
+        violations("trajectory", "z.rs", wrapped),
+        [
+            "z.rs:1: `trajectory` uses `metrics`, which is not below it",
+            "z.rs:1: `trajectory` uses `tui`, which is not below it"
+        ]
+    );
 }
 
 /// The parts of `src/tui/` (its files, `run_view/` counted as one) that `source` names: through
@@ -139,10 +185,10 @@ fn the_checker_finds_an_upward_import() {
 /// `crate::tui::`. A name that is no part is an item of `tui/mod.rs`, named `mod`.
 fn tui_uses(source: &str, prefixes: &[&str], parts: &[String]) -> Vec<String> {
     // Production code only: a test module may open any view it checks.
-    let code = source.split("#[cfg(test)]").next().unwrap_or_default();
+    let code = without_comments(source.split("#[cfg(test)]").next().unwrap_or_default());
     let mut out = Vec::new();
-    for line in code.lines() {
-        let line = line.split("//").next().unwrap_or_default();
+    {
+        let line = code.as_str();
         for prefix in prefixes {
             let mut from = 0;
             while let Some(found) = line[from..].find(prefix) {
@@ -156,15 +202,9 @@ fn tui_uses(source: &str, prefixes: &[&str], parts: &[String]) -> Vec<String> {
                 {
                     continue;
                 }
-                let names: Vec<&str> = if let Some(inner) = rest.strip_prefix('{') {
-                    inner
-                        .split('}')
-                        .next()
-                        .unwrap_or_default()
-                        .split(',')
-                        .collect()
-                } else {
-                    vec![rest]
+                let names: Vec<String> = match rest.strip_prefix('{') {
+                    Some(group) => braced_names(group),
+                    None => vec![rest.to_string()],
                 };
                 for name in names {
                     let name: String = name

@@ -66,7 +66,8 @@ fn the_live_view_follows_a_run_to_its_end() {
     ]));
     // Sent live to an OpenTelemetry receiver that is down: the run, explorer and all, goes on
     // and says so.
-    let down = format!("http://127.0.0.1:{}", unused_port());
+    let dead = dead_port();
+    let down = format!("http://127.0.0.1:{}", dead.port);
     let (t, out) = start_live(dir.path(), &llm, &["--otel-endpoint", &down]);
     t.wait_for("LIVE");
     t.wait_for_all(&["status    completed", "Steps · react", "calls     1"]);

@@ -9,14 +9,35 @@ use std::process::{Child, Command, Output, Stdio};
 
 use serde_json::{Value, json};
 
-/// A port nobody listens on: bound on port 0, read back, closed. For a receiver that is down,
-/// or for a server that takes a port number rather than a listener.
+/// A free port for a server that takes a port number rather than a listener: bound on port 0,
+/// read back, closed (another process could take it before the server binds it: such a test
+/// starts its server again on a new port when it exits at start). For a receiver that is down,
+/// use [`dead_port`], which cannot race.
 pub fn unused_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap()
         .port()
+}
+
+/// A loopback port that stays dead while the value lives: bound but never listening, so every
+/// connection to it is refused, and no other process can take it meanwhile.
+pub struct DeadPort {
+    _socket: tokio::net::TcpSocket,
+    /// The port.
+    pub port: u16,
+}
+
+/// A port nothing answers on, held for as long as the [`DeadPort`] lives.
+pub fn dead_port() -> DeadPort {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let port = socket.local_addr().unwrap().port();
+    DeadPort {
+        _socket: socket,
+        port,
+    }
 }
 
 /// Where the project's script installs the servers.
@@ -193,7 +214,7 @@ pub fn cosmos<S: AsRef<std::ffi::OsStr>>(args: &[S], llm: &ScriptedLlm, key: &st
         .env("COSMOS_MODEL", "scripted-model")
         .env(
             "COSMOS_LOG_FILE",
-            std::env::temp_dir().join("cosmos-engine-test.log"),
+            std::env::temp_dir().join(format!("cosmos-test-{}.log", std::process::id())),
         )
         .output()
         .unwrap()
