@@ -267,6 +267,12 @@ fn fifos_device_links_and_dangling_links_are_passed_over_not_waited_on() {
     assert_eq!(doc["unreadable"].as_array().unwrap().len(), 3);
     let listed = mcp_cosmos::trajectory::listing::list_runs(&[dir.path().to_path_buf()]).unwrap();
     assert_eq!(listed.len(), 1);
+    // Named directly, a pipe is refused before it is opened (opening it waits for a writer).
+    for format in ["json", "markdown"] {
+        let e = cosmos_within(&["export", format, fifo.to_str().unwrap()]);
+        assert_eq!(e.status.code(), Some(1), "{}", text(&e));
+        assert!(text(&e).contains("not a regular file"), "{}", text(&e));
+    }
 }
 
 #[test]

@@ -62,7 +62,7 @@ impl RunSummary {
 
     /// Reads the first and last lines of `path`.
     pub fn read(path: &Path) -> Self {
-        let file = File::open(path);
+        let file = super::reader::open_regular(path);
         let bytes = file
             .as_ref()
             .ok()

@@ -514,10 +514,23 @@ pub struct EventStream {
     done: bool,
 }
 
+/// Opens a run file for reading, refusing anything but a regular file before it is opened: a
+/// FIFO named `x.jsonl` would block the open until a writer came, a device would never end.
+pub fn open_regular(path: &Path) -> Result<File> {
+    let meta = std::fs::metadata(path).with_context(|| format!("opening {}", path.display()))?;
+    if !meta.is_file() {
+        anyhow::bail!(
+            "{} is not a regular file (a pipe, a device or a folder): not read",
+            path.display()
+        );
+    }
+    File::open(path).with_context(|| format!("opening {}", path.display()))
+}
+
 impl EventStream {
     /// Opens `path` and reads its header. A file without a valid header is an error.
     pub fn open(path: &Path) -> Result<Self> {
-        let file = File::open(path).with_context(|| format!("opening {}", path.display()))?;
+        let file = open_regular(path)?;
         Self::from_reader(path, Box::new(file))
     }
 

@@ -157,7 +157,7 @@ impl Run {
     /// same file when shown, through a handle kept open (so a file renamed or deleted meanwhile
     /// still reads; one rewritten in place reads as an error event that says so).
     pub fn open(path: &Path) -> Result<Self> {
-        let file = File::open(path).with_context(|| format!("opening {}", path.display()))?;
+        let file = super::reader::open_regular(path)?;
         let reader = file
             .try_clone()
             .with_context(|| format!("opening {}", path.display()))?;

@@ -35,7 +35,7 @@ impl Tail {
     /// Reads what `path` holds now (its complete lines) into a run, and a tail to read the
     /// rest as it comes.
     pub fn open(path: &Path) -> Result<(Run, Self)> {
-        let file = File::open(path).with_context(|| format!("opening {}", path.display()))?;
+        let file = super::reader::open_regular(path)?;
         let mut tail = Self {
             path: path.to_path_buf(),
             file,
