@@ -601,3 +601,44 @@ fn a_read_error_midway_is_an_error_from_every_reader() {
     };
     assert!(format!("{err:#}").contains("the disk went away"), "{err:#}");
 }
+
+#[test]
+fn a_line_written_twice_is_counted_once_and_said() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = small_run(dir.path(), "twice.jsonl");
+    let all = lines(&path);
+    // The first real call, written again right after itself (a copy spliced into the file).
+    let at = all
+        .iter()
+        .position(|l| l.contains("\"kind\":\"tool_called\""))
+        .expect("the synthetic run calls a tool");
+    let mut doubled = all.clone();
+    doubled.insert(at + 1, all[at].clone());
+    fs::write(&path, doubled.join("\n") + "\n").unwrap();
+    let run = Run::open(&path).unwrap();
+    assert_eq!(run.len(), all.len() - 1, "the copy is not an event");
+    let calls = run
+        .all_events()
+        .iter()
+        .filter(|e| matches!(e.body, EventBody::ToolCalled { .. }))
+        .count();
+    let written = all
+        .iter()
+        .filter(|l| l.contains("\"kind\":\"tool_called\""))
+        .count();
+    assert_eq!(calls, written, "every call counted once");
+    assert!(
+        run.problems
+            .iter()
+            .any(|p| p.line == at as u64 + 2 && p.reason.contains("not counted twice")),
+        "{:?}",
+        run.problems
+    );
+    // The report reads the same file the same way.
+    let mut stream = EventStream::open(&path).unwrap();
+    let mut read = 0;
+    while stream.next_event().unwrap().is_some() {
+        read += 1;
+    }
+    assert_eq!(read, all.len() - 1);
+}

@@ -373,7 +373,8 @@ impl<O: KeptObservation> LeanLine<O> {
 pub struct LineChecks {
     path: PathBuf,
     problems: Vec<Problem>,
-    last_seq: u64,
+    /// The highest `seq` read so far.
+    last_seq: Option<u64>,
     saw_finish: bool,
 }
 
@@ -423,7 +424,9 @@ impl LineChecks {
                     );
                     self.problem(line_no, Severity::Warning, reason);
                 }
-                self.in_sequence(line_no, event.seq, is_judgement(&event.body));
+                if !self.in_sequence(line_no, event.seq, is_judgement(&event.body)) {
+                    return None;
+                }
                 self.saw_finish |= matches!(event.body, EventBody::RunFinished { .. });
                 Some(event)
             }
@@ -462,18 +465,23 @@ impl LineChecks {
         match line {
             LeanLine::Lean(event) => {
                 // The lean kinds are known and none is `run_finished`.
-                self.in_sequence(line_no, event.seq, event.is_judgement());
-                Some(event)
+                self.in_sequence(line_no, event.seq, event.is_judgement())
+                    .then_some(event)
             }
             LeanLine::Other(line) => self.check(line_no, line, terminated).map(LeanEvent::of),
         }
     }
 
-    /// The order rules: `seq` increases, and only judgement follows `run_finished`.
-    fn in_sequence(&mut self, line_no: u64, seq: u64, judgement: bool) {
-        if seq <= self.last_seq {
-            let reason = format!("seq {seq} does not increase (previous {})", self.last_seq);
+    /// The order rules: `seq` increases, and only judgement follows `run_finished`. False for
+    /// an event whose `seq` does not increase: a line written twice (or spliced in) is skipped,
+    /// so nothing is counted twice.
+    fn in_sequence(&mut self, line_no: u64, seq: u64, judgement: bool) -> bool {
+        if let Some(last) = self.last_seq.filter(|&last| seq <= last) {
+            let reason = format!(
+                "seq {seq} does not increase (previous {last}); skipped, so it is not counted twice"
+            );
             self.problem(line_no, Severity::Warning, reason);
+            return false;
         }
         if self.saw_finish && !judgement {
             self.problem(
@@ -482,7 +490,8 @@ impl LineChecks {
                 "event after run_finished".into(),
             );
         }
-        self.last_seq = self.last_seq.max(seq);
+        self.last_seq = Some(self.last_seq.map_or(seq, |last| last.max(seq)));
+        true
     }
 
     /// Records a line longer than [`MAX_LINE_BYTES`], skipped.
