@@ -545,3 +545,43 @@ fn the_sample_sweeps_report_has_no_interval_outside_a_range_and_none_from_too_fe
         }
     }
 }
+
+#[test]
+fn report_names_the_lines_it_skipped_in_every_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(dir.path(), "a.jsonl", 3);
+    // A line nested far deeper than any reader follows, in the middle of the run.
+    let mut lines: Vec<String> = fs::read_to_string(&path)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    let deep = format!(
+        r#"{{"seq":2,"t_ms":1,"kind":"answer","text":{}1{}}}"#,
+        "[".repeat(100_000),
+        "]".repeat(100_000)
+    );
+    lines.insert(2, deep);
+    fs::write(&path, lines.join("\n") + "\n").unwrap();
+    let d = dir.path().to_str().unwrap();
+    for format in ["table", "markdown", "csv", "json"] {
+        let r = cosmos(&["report", d, "--format", format]);
+        assert_eq!(r.status.code(), Some(0), "{}", text(&r));
+        let stderr = String::from_utf8_lossy(&r.stderr);
+        assert!(stderr.contains("a.jsonl:3:"), "{format}: {stderr}");
+        let stdout = String::from_utf8_lossy(&r.stdout);
+        match format {
+            "table" | "markdown" => assert!(
+                stdout.contains("1 line(s) skipped") && stdout.contains("a.jsonl:3:"),
+                "{format}: {stdout}"
+            ),
+            "json" => {
+                let doc: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
+                let skipped = doc["skipped_lines"].as_array().unwrap();
+                assert_eq!(skipped.len(), 1, "{doc}");
+                assert!(skipped[0].as_str().unwrap().contains("a.jsonl:3:"));
+            }
+            _ => {}
+        }
+    }
+}

@@ -67,6 +67,9 @@ pub struct ReportDoc {
     pub runs: usize,
     /// Files that could not be read at all.
     pub unreadable: Vec<String>,
+    /// Lines of the runs read that were skipped (`FILE:LINE: reason`): what they held is in
+    /// no figure.
+    pub skipped_lines: Vec<String>,
     /// The rows.
     pub groups: Vec<GroupRow>,
     /// With `--baseline`: every other group against it, on the tasks both ran.
@@ -129,10 +132,18 @@ pub fn run(
         per_run,
     } = options;
     let (records, unreadable) = read_records(paths)?;
+    // Whatever the format, what was passed over is said on stderr.
+    for u in &unreadable {
+        eprintln!("cosmos: skipped {}", inert(u));
+    }
+    let skipped_lines: Vec<String> = records
+        .iter()
+        .flat_map(|r| r.skipped_lines.iter().cloned())
+        .collect();
+    for line in &skipped_lines {
+        eprintln!("cosmos: {}", inert(line));
+    }
     if records.is_empty() {
-        for u in &unreadable {
-            eprintln!("cosmos: skipped {}", inert(u));
-        }
         anyhow::bail!("no runs to report under {}", super::path_list(paths));
     }
     let rows = group(&records, by);
@@ -161,6 +172,7 @@ pub fn run(
                 group_by: by,
                 runs: records.len(),
                 unreadable,
+                skipped_lines,
                 groups: rows,
                 baseline: paired.map(|(key, pairs)| BaselineDoc { key, pairs }),
                 per_run,
@@ -172,12 +184,7 @@ pub fn run(
             );
             return Ok(ExitCode::SUCCESS);
         }
-        ReportFormat::Table => {
-            for u in &unreadable {
-                eprintln!("cosmos: skipped {}", inert(u));
-            }
-            table::render(&rows, by, false)
-        }
+        ReportFormat::Table => table::render(&rows, by, false),
         ReportFormat::Markdown => crate::metrics::paper_tables::render(
             &rows,
             by,
@@ -196,6 +203,37 @@ pub fn run(
         }
         _ => out,
     };
+    // The tables say it too: figures that leave files or lines out say so under them.
+    let out = match format {
+        ReportFormat::Table | ReportFormat::Markdown => {
+            out + &passed_over(
+                &unreadable,
+                &skipped_lines,
+                format == ReportFormat::Markdown,
+            )
+        }
+        _ => out,
+    };
     print!("{}", inert(&out));
     Ok(ExitCode::SUCCESS)
+}
+
+/// What the figures leave out, for under a table: files passed over (unreadable, or no run),
+/// lines skipped.
+fn passed_over(unreadable: &[String], skipped_lines: &[String], markdown: bool) -> String {
+    if unreadable.is_empty() && skipped_lines.is_empty() {
+        return String::new();
+    }
+    let bullet = if markdown { "- " } else { "  " };
+    let mut out = format!(
+        "\n{}Left out of these figures{}: {} file(s) passed over, {} line(s) skipped\n",
+        if markdown { "**" } else { "" },
+        if markdown { "**" } else { "" },
+        unreadable.len(),
+        skipped_lines.len()
+    );
+    for what in unreadable.iter().chain(skipped_lines) {
+        out.push_str(&format!("{bullet}{what}\n"));
+    }
+    out
 }

@@ -65,6 +65,7 @@ pub fn check_file(path: &Path) -> Vec<Problem> {
                 line: 1,
                 severity: Severity::Error,
                 reason,
+                skipped: false,
             }];
         }
     };
@@ -80,6 +81,7 @@ pub fn check_file(path: &Path) -> Vec<Problem> {
                     line: 0,
                     severity: Severity::Error,
                     reason: format!("{e:#}"),
+                    skipped: false,
                 });
                 break;
             }
@@ -91,6 +93,7 @@ pub fn check_file(path: &Path) -> Vec<Problem> {
                 line,
                 severity: Severity::Error,
                 reason,
+                skipped: false,
             });
         };
         match &event.body {

@@ -67,6 +67,9 @@ pub struct RunRecord {
     pub reference_calls: Option<u32>,
     /// Its metrics.
     pub metrics: RunMetrics,
+    /// Lines of its file that were skipped as bad (each `FILE:LINE: reason`), so the numbers
+    /// above leave them out.
+    pub skipped_lines: Vec<String>,
 }
 
 impl RunRecord {
@@ -81,6 +84,7 @@ impl RunRecord {
             label: header.label.clone(),
             reference_calls: header.task.reference_call_count,
             metrics,
+            skipped_lines: Vec::new(),
         }
     }
 
@@ -431,6 +435,7 @@ mod tests {
             task: "t".into(),
             label: None,
             reference_calls: reference,
+            skipped_lines: Vec::new(),
             metrics: RunMetrics {
                 tool_calls: calls,
                 tool_call_success_rate: success,

@@ -366,6 +366,7 @@ mod tests {
             task: task.into(),
             label: None,
             reference_calls: None,
+            skipped_lines: Vec::new(),
             metrics: RunMetrics {
                 tool_calls: calls,
                 tool_call_success_rate: Some(success),

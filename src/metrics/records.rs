@@ -9,7 +9,7 @@ use anyhow::Result;
 use super::group::RunRecord;
 use super::run::RunAccumulator;
 use crate::trajectory::listing::Recount;
-use crate::trajectory::reader::{EventStream, Severity, collect_files};
+use crate::trajectory::reader::{EventStream, collect_files};
 
 /// What reading one file gave.
 enum Read {
@@ -90,17 +90,14 @@ fn read_one(file: &Path) -> Result<Read> {
     while let Some(event) = stream.next_lean()? {
         acc.take(event);
     }
-    let errors = stream
+    let mut record = RunRecord::new(file.to_path_buf(), stream.header(), acc.metrics());
+    // Lines that were read past (too long, too deep, not an event, a seq written twice): the
+    // report says so, never counting them silently.
+    record.skipped_lines = stream
         .problems()
         .iter()
-        .filter(|p| p.severity == Severity::Error)
-        .count();
-    if errors > 0 {
-        tracing::warn!(file = %file.display(), errors, "skipped bad lines");
-    }
-    Ok(Read::Record(Box::new(RunRecord::new(
-        file.to_path_buf(),
-        stream.header(),
-        acc.metrics(),
-    ))))
+        .filter(|p| p.skipped)
+        .map(|p| p.to_string())
+        .collect();
+    Ok(Read::Record(Box::new(record)))
 }

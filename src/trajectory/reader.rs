@@ -39,6 +39,8 @@ pub struct Problem {
     pub severity: Severity,
     /// What is wrong, in one line.
     pub reason: String,
+    /// The line was read past: nothing counts what it held.
+    pub skipped: bool,
 }
 
 impl fmt::Display for Problem {
@@ -433,11 +435,11 @@ impl LineChecks {
             Err(reason) if !terminated => {
                 let reason =
                     format!("torn last line (the run stopped while writing it): {reason}; skipped");
-                self.problem(line_no, Severity::Warning, reason);
+                self.skip(line_no, Severity::Warning, reason);
                 None
             }
             Err(reason) => {
-                self.problem(line_no, Severity::Error, format!("{reason}; skipped"));
+                self.skip(line_no, Severity::Error, format!("{reason}; skipped"));
                 None
             }
         }
@@ -480,7 +482,7 @@ impl LineChecks {
             let reason = format!(
                 "seq {seq} does not increase (previous {last}); skipped, so it is not counted twice"
             );
-            self.problem(line_no, Severity::Warning, reason);
+            self.skip(line_no, Severity::Warning, reason);
             return false;
         }
         if self.saw_finish && !judgement {
@@ -499,7 +501,7 @@ impl LineChecks {
         let reason = format!(
             "line of {bytes} bytes is longer than the {MAX_LINE_BYTES}-byte limit; skipped"
         );
-        self.problem(line_no, Severity::Error, reason);
+        self.skip(line_no, Severity::Error, reason);
     }
 
     /// Records a problem on line `line`.
@@ -509,7 +511,16 @@ impl LineChecks {
             line,
             severity,
             reason,
+            skipped: false,
         });
+    }
+
+    /// Records that line `line` was skipped, and why.
+    pub fn skip(&mut self, line: u64, severity: Severity, reason: String) {
+        self.problem(line, severity, reason);
+        if let Some(last) = self.problems.last_mut() {
+            last.skipped = true;
+        }
     }
 }
 

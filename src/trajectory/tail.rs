@@ -134,7 +134,7 @@ impl Tail {
             self.line_no += 1;
             if let Some(skipped) = self.skipping.take() {
                 let n = skipped + line.len() as u64;
-                self.checks.problem(
+                self.checks.skip(
                     self.line_no,
                     Severity::Error,
                     format!(
