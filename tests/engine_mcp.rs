@@ -216,6 +216,46 @@ async fn a_server_writing_junk_to_stderr_keeps_answering_in_bounded_memory() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_servers_watchdog_gets_nothing_of_cosmoss_environment_but_path() {
+    // This process holds variables no child needs (cargo's stand in for API keys).
+    assert!(std::env::var_os("CARGO_MANIFEST_DIR").is_some());
+    let c = config(json!({"flaky": flaky_server()}));
+    let (pool, failures) = McpPool::connect(&c.servers, Timeouts::default()).await;
+    assert!(failures.is_empty(), "{failures:?}");
+    // The watchdog is the `sh` that polls this process's pid.
+    let me = std::process::id();
+    let watchdogs: Vec<Vec<String>> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|entry| {
+            let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
+            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            if !cmdline.starts_with("sh -c while kill -0 ") || !cmdline.contains(&format!(" {me} "))
+            {
+                return None;
+            }
+            let environ = std::fs::read(entry.path().join("environ")).ok()?;
+            Some(
+                environ
+                    .split(|&b| b == 0)
+                    .filter(|v| !v.is_empty())
+                    .map(|v| {
+                        String::from_utf8_lossy(v)
+                            .split('=')
+                            .next()
+                            .unwrap_or_default()
+                            .to_string()
+                    })
+                    .collect(),
+            )
+        })
+        .collect();
+    pool.shutdown().await;
+    assert_eq!(watchdogs.len(), 1, "{watchdogs:?}");
+    assert_eq!(watchdogs[0], ["PATH"], "the watchdog's environment");
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_stdio_server_sees_only_the_short_list_and_its_own_env() {
     // The real server's own account of its environment (`get-env` returns process.env). This
     // test process holds variables the server must not see: cargo's (CARGO_MANIFEST_DIR…) stand

@@ -88,21 +88,48 @@ fn staleness(path: &Path) -> Vec<String> {
     wrong
 }
 
+/// Sample runs known to be older than the program, not made again yet (a 2-core machine makes
+/// the whole set in hours; sample_runs/README.md says which and why). The list may only
+/// shrink: a run that is stale and not here fails the test, and so does one listed here that
+/// is gone or no longer stale.
+const STILL_TO_REMAKE: &[&str] = &[];
+
 #[test]
 fn every_sample_run_holds_what_todays_agents_write() {
-    let stale: Vec<String> = sample_runs()
-        .iter()
-        .flat_map(|path| {
-            staleness(path)
-                .into_iter()
-                .map(move |why| format!("{}: {why}", path.display()))
-        })
-        .collect();
+    let mut stale = Vec::new();
+    let mut listed_but_current = Vec::new();
+    for path in sample_runs() {
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        let wrong = staleness(&path);
+        match (wrong.is_empty(), STILL_TO_REMAKE.contains(&name.as_str())) {
+            (false, false) => stale.extend(
+                wrong
+                    .into_iter()
+                    .map(|why| format!("{}: {why}", path.display())),
+            ),
+            (true, true) => listed_but_current.push(name),
+            _ => {}
+        }
+    }
     assert!(
         stale.is_empty(),
         "sample runs older than the program (make them again with scripts/make-sample-runs.sh):\n{}",
         stale.join("\n")
     );
+    assert!(
+        listed_but_current.is_empty(),
+        "made again, so no longer to remake: take them off STILL_TO_REMAKE: {listed_but_current:?}"
+    );
+    let present: Vec<String> = sample_runs()
+        .iter()
+        .map(|p| p.file_name().unwrap().to_string_lossy().to_string())
+        .collect();
+    for listed in STILL_TO_REMAKE {
+        assert!(
+            present.iter().any(|p| p == listed),
+            "{listed} is on STILL_TO_REMAKE but not in sample_runs/"
+        );
+    }
 }
 
 #[test]

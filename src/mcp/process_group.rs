@@ -82,8 +82,13 @@ fn watchdog(pgid: libc::pid_t) -> Option<std::process::Child> {
     let script = format!(
         "while kill -0 {me} 2>/dev/null; do sleep {WATCH_EVERY_S}; done; kill -9 -{pgid} 2>/dev/null"
     );
-    std::process::Command::new("sh")
-        .args(["-c", &script])
+    let mut sh = std::process::Command::new("sh");
+    // It needs nothing of cosmos's environment (which holds API keys): PATH to find `sleep`.
+    sh.env_clear();
+    if let Some(path) = std::env::var_os("PATH") {
+        sh.env("PATH", path);
+    }
+    sh.args(["-c", &script])
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
