@@ -331,6 +331,11 @@ impl McpConfig {
                 Transport::Http { url, .. } => url_shown(url),
             };
             config.secrets.extend(secrets);
+            // A `${VAR}`'s value is a secret wherever it was placed (a URL's path, an argument
+            // that names no credential): the shown target never holds it.
+            let shown = crate::trajectory::redact::Redactor::with_secrets(config.secrets.clone())
+                .redact_str(&shown)
+                .unwrap_or(shown);
             config.servers.push(ServerConfig {
                 name,
                 transport,
@@ -505,6 +510,20 @@ mod tests {
         assert!(c.secrets.contains(&path));
         let problem = c.get("b").unwrap().problem.clone().unwrap();
         assert!(problem.contains("COSMOS_SURELY_UNSET_VAR"), "{problem}");
+    }
+
+    #[test]
+    fn a_variables_value_is_never_shown_wherever_it_stands() {
+        // PATH is set in every test environment, and long enough to be a secret.
+        let path = std::env::var("PATH").unwrap();
+        let c = McpConfig::parse(
+            r#"{"mcpServers": {"a": {"url": "http://h/keys/${PATH}/mcp"}, "b": {"command": "x", "args": ["--dir", "${PATH}"]}}}"#,
+        )
+        .unwrap();
+        for server in &c.servers {
+            assert!(!server.target().contains(&path), "{}", server.target());
+        }
+        assert!(c.get("a").unwrap().target().starts_with("http://h/keys/"));
     }
 
     #[test]
