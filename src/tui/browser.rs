@@ -94,6 +94,8 @@ pub struct ContentWidths {
     pub label: u16,
     /// Planner models.
     pub planner: u16,
+    /// World models (a wm-eval file names all it compares).
+    pub world_model: u16,
     /// Status texts with their markers.
     pub status: u16,
 }
@@ -105,12 +107,21 @@ impl ContentWidths {
         let w = |s: &str| s.width().min(u16::MAX as usize) as u16;
         let mut out = Self::default();
         for (r, label) in runs.iter().zip(labels) {
-            let (task, planner) = match &r.header {
-                Ok(h) => (w(&h.task.id), w(&h.planner.model)),
-                Err(_) => (r.path.file_name().map_or(0, |n| w(&n.to_string_lossy())), 0),
+            let (task, planner, world_model) = match &r.header {
+                Ok(h) => (
+                    w(&h.task.id),
+                    w(&h.planner.model),
+                    w(&h.world_model_label()),
+                ),
+                Err(_) => (
+                    r.path.file_name().map_or(0, |n| w(&n.to_string_lossy())),
+                    0,
+                    0,
+                ),
             };
             out.task = out.task.max(task);
             out.planner = out.planner.max(planner);
+            out.world_model = out.world_model.max(world_model);
             out.label = out.label.max(w(label));
             // A stale row shows its status and "…" until recounted, which may add markers.
             out.status = out.status.max(w(&r.outcome())).max(w(r.status_label()) + 2);
@@ -165,6 +176,7 @@ fn fitting_columns(width: u16, content: &ContentWidths) -> Vec<(usize, u16)> {
             content.task.saturating_sub(task_first),
             u16::MAX,
         );
+    let world_model_extra = share(Column::WorldModel, content.world_model.min(32), u16::MAX);
     let planner_extra = share(Column::Planner, content.planner.min(40), u16::MAX);
     COLUMNS
         .iter()
@@ -174,6 +186,7 @@ fn fitting_columns(width: u16, content: &ContentWidths) -> Vec<(usize, u16)> {
             let extra = match c {
                 Column::Task => task_extra + left,
                 Column::Label => label_extra,
+                Column::WorldModel => world_model_extra,
                 Column::Planner => planner_extra,
                 _ => 0,
             };

@@ -1100,14 +1100,17 @@ impl View for RunView {
         let tree_title = if self.run.nodes().is_empty() {
             format!(" Steps · {} ", h.agent.kind.as_str())
         } else {
-            let reason = self.tree.plan_reason().map_or(String::new(), |r| {
-                format!("· {} ", crate::sanitize::one_line(r, 60))
-            });
-            format!(
+            let reason = self
+                .tree
+                .plan_reason()
+                .map_or(String::new(), |r| format!("· {r} "));
+            let title = format!(
                 " Tree · {} nodes · {} {reason}",
                 state.visible_nodes(),
                 h.agent.kind.as_str()
-            )
+            );
+            // Cut to the pane, with `…` where it is cut (the whole reason is in `a`).
+            crate::sanitize::one_line(&title, panes.tree.width.saturating_sub(2) as usize)
         };
         let tree_height = Self::inner_height(panes.tree);
         let mut tree_block = block(Pane::Tree, tree_title).title_bottom(
