@@ -464,6 +464,42 @@ fn a_spiral_run_and_a_live_run_in_phoenix() {
 }
 
 #[test]
+fn a_receiver_that_accepts_and_never_answers_holds_the_exit_no_longer_than_promised() {
+    let dir = tempfile::tempdir().unwrap();
+    let mcp = write_mcp_config(dir.path(), bench_servers());
+    let out_dir = dir.path().join("runs");
+    let llm = ScriptedLlm::start(json!([
+        {"when": "1. Time MCP:convert_time", "content": finish("It is 04:00 in New York.")},
+        {"when": "No tool has been called yet", "content": call("Time MCP:convert_time",
+            json!({"source_timezone": "UTC", "time": "09:00", "target_timezone": "America/New_York"}))}
+    ]));
+    // Listening, so connections are accepted by the system, and never answered.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let endpoint = format!("http://127.0.0.1:{}", silent.local_addr().unwrap().port());
+    let mut args = cosmos_run_args(&mcp, &out_dir, "time_mcp_000", "react", &[]);
+    args.extend(["--otel-endpoint".to_string(), endpoint]);
+    let started = std::time::Instant::now();
+    let out = cosmos(&args, &llm, KEY);
+    let took = started.elapsed();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let file = only_run(&out_dir);
+    let ev = events(&file);
+    assert_eq!(ev.last().unwrap()["status"], "completed");
+    let ran_ms = ev.last().unwrap()["t_ms"].as_u64().unwrap();
+    // The run itself, the receiver's check before it (3 s at most), and the last spans'
+    // wait after it (LIVE_FINISH, 2 s): the rest is start-up. A request's own 10 s timeout,
+    // twice, is what it took before.
+    let bound =
+        std::time::Duration::from_millis(ran_ms) + std::time::Duration::from_secs(3 + 2 + 4);
+    assert!(took < bound, "{took:?} against {bound:?}");
+    assert!(
+        text(&out).contains("did not take the last spans"),
+        "{}",
+        text(&out)
+    );
+}
+
+#[test]
 fn a_receiver_that_is_down_is_an_error_event_and_a_warning_never_a_failed_run() {
     let dir = tempfile::tempdir().unwrap();
     let mcp = write_mcp_config(dir.path(), bench_servers());

@@ -51,6 +51,9 @@ const LIVE_QUEUE: usize = 4096;
 const LIVE_FLUSH: Duration = Duration::from_millis(500);
 /// ... and at least this often while events keep coming.
 const LIVE_FLUSH_AT_LEAST: Duration = Duration::from_secs(2);
+/// The longest a finished run waits for its last spans to be taken: a receiver that accepts
+/// and never answers holds the exit no longer (the spans still on their way are counted lost).
+pub const LIVE_FINISH: Duration = Duration::from_secs(2);
 
 /// Where and how spans are sent.
 #[derive(Clone)]
@@ -1147,6 +1150,8 @@ pub struct Live {
     queue: Option<SyncSender<Event>>,
     shared: Arc<Shared>,
     worker: Option<std::thread::JoinHandle<()>>,
+    /// Says when the export thread has ended.
+    finished: Receiver<()>,
     target: Target,
 }
 
@@ -1190,13 +1195,17 @@ impl Live {
                 target.shown()
             ));
         }
+        let (ended, finished) = std::sync::mpsc::sync_channel::<()>(1);
         let worker = {
             let header = header.clone();
             let target = target.clone();
             let shared = Arc::clone(&shared);
             std::thread::Builder::new()
                 .name("otel-export".into())
-                .spawn(move || live_worker(&header, &target, redactor, &shared, rx))
+                .spawn(move || {
+                    live_worker(&header, &target, redactor, &shared, rx);
+                    let _ = ended.send(());
+                })
                 .context("starting the OpenTelemetry export thread")?
         };
         let tap = LiveTap {
@@ -1211,22 +1220,34 @@ impl Live {
                 queue: Some(tx),
                 shared,
                 worker: Some(worker),
+                finished,
                 target,
             },
             tap,
         ))
     }
 
-    /// Ends the trace and waits for the last spans to be sent (the run's tap must be gone);
-    /// says what was lost, if anything (`None` when everything arrived).
+    /// Ends the trace and waits for the last spans to be sent (the run's tap must be gone),
+    /// [`LIVE_FINISH`] at most; says what was lost, if anything (`None` when everything
+    /// arrived).
     pub fn finish(mut self) -> Option<String> {
         self.queue.take();
-        if let Some(worker) = self.worker.take() {
-            let _ = worker.join();
+        let mut problems = Vec::new();
+        match self.finished.recv_timeout(LIVE_FINISH) {
+            Ok(()) | Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                if let Some(worker) = self.worker.take() {
+                    let _ = worker.join();
+                }
+            }
+            // The thread is left to its request; the process does not wait for it.
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => problems.push(format!(
+                "{} did not take the last spans within {} s; they were not exported",
+                self.target.shown(),
+                LIVE_FINISH.as_secs()
+            )),
         }
         let delivery = std::mem::take(&mut *self.shared.delivery.lock().expect("delivery lock"));
         let dropped = self.shared.dropped.load(Ordering::Relaxed);
-        let mut problems = Vec::new();
         if dropped > 0 {
             problems.push(format!(
                 "{dropped} event(s) were not exported: the exporter fell behind"
