@@ -312,6 +312,70 @@ fn command_world_model_from_the_docs() {
 }
 
 #[test]
+fn kill_9_of_cosmos_leaves_no_process_of_a_command_world_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("wm.pid");
+    // A world model that says who it is, then never answers.
+    let script = dir.path().join("wm.py");
+    std::fs::write(
+        &script,
+        format!(
+            "import os, sys, time\nopen({:?}, 'w').write(str(os.getpid()))\nsys.stdin.readline()\ntime.sleep(3600)\n",
+            pid_file.display().to_string()
+        ),
+    )
+    .unwrap();
+    let mcp = write_mcp_config(dir.path(), bench_servers());
+    let out_dir = dir.path().join("out");
+    let llm = ScriptedLlm::start(json!([
+        {"when": "No tool has been called yet", "content": call("Time MCP:get_current_time", json!({"timezone": "UTC"}))}
+    ]));
+    let cmd = format!("python3 {}", script.display());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cosmos"))
+        .args(run_args(
+            mcp.to_str().unwrap(),
+            out_dir.to_str().unwrap(),
+            "plan-exec",
+            &["--world-model", "command", "--world-model-command", &cmd],
+        ))
+        .env("OPENAI_BASE_URL", llm.base_url())
+        .env("OPENAI_API_KEY", KEY)
+        .env("COSMOS_LOG_FILE", dir.path().join("cosmos.log"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let wm_pid = loop {
+        if let Some(pid) = std::fs::read_to_string(&pid_file)
+            .ok()
+            .and_then(|s| s.trim().parse::<i32>().ok())
+        {
+            break pid;
+        }
+        assert!(Instant::now() < deadline, "the world model never started");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    child.kill().unwrap(); // SIGKILL: cosmos gets no chance to stop anything itself.
+    child.wait().unwrap();
+    // Gone, or a zombie nobody reaps (its parent `sh` was killed with it).
+    let gone = || {
+        std::fs::read_to_string(format!("/proc/{wm_pid}/stat")).map_or(true, |stat| {
+            stat.rsplit(')')
+                .next()
+                .unwrap()
+                .trim_start()
+                .starts_with('Z')
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !gone() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(gone(), "the world model {wm_pid} outlived cosmos");
+}
+
+#[test]
 fn a_server_that_dies_or_hangs_mid_run() {
     let dir = tempfile::tempdir().unwrap();
     let (args, out_dir) = flaky_run(dir.path(), json!({}), "react", &["--call-timeout-s", "2"]);

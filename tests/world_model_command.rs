@@ -25,6 +25,12 @@ for line in sys.stdin:
         time.sleep(3600)
     if mode == "silent":
         sys.exit(0)
+    if mode == "slow":
+        time.sleep(1)
+        print(json.dumps({"content": "the slow reply"}), flush=True)
+        # Says the reply is in the pipe (beside this script).
+        open(os.path.join(os.path.dirname(__file__), "slow-sent"), "w").close()
+        continue
     if mode == "garbage":
         print("this is not json", flush=True)
         continue
@@ -180,4 +186,25 @@ async fn a_huge_prediction_is_capped_like_a_tool_result() {
     let cap = mcp_cosmos::mcp::server::MAX_RESULT_BYTES;
     assert_eq!(sim.observation.text.len(), cap);
     assert_eq!(sim.observation.truncated_bytes, ((3 << 20) - cap) as u64);
+}
+
+#[tokio::test]
+async fn an_ask_dropped_mid_way_never_hands_its_reply_to_the_next_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let wm = model(dir.path(), Duration::from_secs(10));
+    // The caller gives up (a stop, the run's deadline) while the reply is on its way.
+    let dropped = tokio::time::timeout(Duration::from_millis(200), ask(&wm, "slow")).await;
+    assert!(dropped.is_err(), "the slow ask was cut off");
+    // Wait until the slow reply is in the pipe of the process that was asked.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !dir.path().join("slow-sent").exists() {
+        assert!(Instant::now() < deadline, "the slow reply was never sent");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let next = ask(&wm, "ok").await.unwrap();
+    assert!(
+        next.starts_with("pid "),
+        "the next ask got its own reply: {next}"
+    );
+    assert!(next.ends_with("request 1"), "from a fresh process: {next}");
 }

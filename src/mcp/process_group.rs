@@ -7,10 +7,17 @@
 
 use std::time::{Duration, Instant};
 
-/// A process group led by a child we started with `process_group(0)`.
+/// A process group led by a child we started with `process_group(0)`: the one owner of such a
+/// group, for MCP servers and command world models alike.
+///
+/// Guarded against id reuse: a group id stays reserved while any process of the group lives;
+/// once the group is seen empty it is marked gone and never signalled again (its number may
+/// then belong to someone else), and the watchdog stops watching a group that is gone.
 #[derive(Debug)]
 pub struct ProcessGroup {
     pgid: libc::pid_t,
+    /// Seen empty: never signalled again.
+    gone: std::sync::atomic::AtomicBool,
     /// Kills the group if cosmos itself is killed (SIGKILL leaves cosmos no chance to).
     watchdog: Option<std::process::Child>,
 }
@@ -27,21 +34,38 @@ impl ProcessGroup {
         let pgid = libc::pid_t::try_from(pid).ok().filter(|p| *p > 1)?;
         Some(Self {
             pgid,
+            gone: std::sync::atomic::AtomicBool::new(false),
             watchdog: watchdog(pgid),
         })
     }
 
-    /// True while any process of the group is alive.
+    /// True while any process of the group is alive; once false, false for good.
     pub fn alive(&self) -> bool {
+        use std::sync::atomic::Ordering::Relaxed;
+        if self.gone.load(Relaxed) {
+            return false;
+        }
         // SAFETY: signal 0 only checks that the group exists and may be signalled.
-        unsafe { libc::killpg(self.pgid, 0) == 0 }
+        let alive = unsafe { libc::killpg(self.pgid, 0) == 0 };
+        if !alive {
+            self.gone.store(true, Relaxed);
+        }
+        alive
     }
 
     fn signal(&self, signal: libc::c_int) {
-        // SAFETY: killpg only sends a signal, to the group this child leads.
-        unsafe {
-            libc::killpg(self.pgid, signal);
+        // Only a group still alive: a number seen free may have been given to another.
+        if self.alive() {
+            // SAFETY: killpg only sends a signal, to the group this child leads.
+            unsafe {
+                libc::killpg(self.pgid, signal);
+            }
         }
+    }
+
+    /// Kills the whole group at once (SIGKILL), if it is still alive.
+    pub fn kill(&self) {
+        self.signal(libc::SIGKILL);
     }
 
     /// Waits up to `grace` for the group to end by itself, then SIGTERM, then after `grace`
@@ -64,9 +88,7 @@ impl ProcessGroup {
 
 impl Drop for ProcessGroup {
     fn drop(&mut self) {
-        if self.alive() {
-            self.signal(libc::SIGKILL);
-        }
+        self.kill();
         if let Some(mut dog) = self.watchdog.take() {
             let _ = dog.kill();
             let _ = dog.wait();
@@ -79,8 +101,11 @@ impl Drop for ProcessGroup {
 fn watchdog(pgid: libc::pid_t) -> Option<std::process::Child> {
     use std::os::unix::process::CommandExt;
     let me = std::process::id();
+    // It stops watching a group that is gone, so its number, if given to another group
+    // later, is never signalled.
     let script = format!(
-        "while kill -0 {me} 2>/dev/null; do sleep {WATCH_EVERY_S}; done; kill -9 -{pgid} 2>/dev/null"
+        "while kill -0 {me} 2>/dev/null; do kill -0 -{pgid} 2>/dev/null || exit 0; \
+         sleep {WATCH_EVERY_S}; done; kill -9 -{pgid} 2>/dev/null"
     );
     let mut sh = std::process::Command::new("sh");
     // It needs nothing of cosmos's environment (which holds API keys): PATH to find `sleep`.

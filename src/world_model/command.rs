@@ -16,6 +16,7 @@ use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use tokio::sync::Mutex;
 
 use super::{LlmUsage, SimFailure, SimRequest, Simulation, WorldModel};
+use crate::mcp::process_group::ProcessGroup;
 use crate::mcp::server::MAX_RESULT_BYTES;
 
 /// Longest reply line read from the process; a longer one is refused and the process killed
@@ -23,23 +24,17 @@ use crate::mcp::server::MAX_RESULT_BYTES;
 pub const MAX_REPLY_LINE_BYTES: u64 = 4 << 20;
 use crate::trajectory::event::{Observation, WorldModelInfo};
 
-/// A running world-model process.
+/// A running world-model process. Dropping it kills its whole group (the one owner of process
+/// groups, [`ProcessGroup`], which also kills it if cosmos itself is killed).
 struct Process {
-    child: Child,
+    // Declared before the group: the child handle goes first, the group's kill after.
+    _child: Child,
     stdin: ChildStdin,
     stdout: BufReader<ChildStdout>,
-}
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        // Only while `sh` still runs: once it is reaped its id may belong to someone else.
-        if let (Ok(None), Some(pid)) = (self.child.try_wait(), self.child.id()) {
-            // SAFETY: killpg only sends a signal, to the group this child leads.
-            unsafe {
-                libc::killpg(pid as libc::pid_t, libc::SIGKILL);
-            }
-        }
-    }
+    _group: Option<ProcessGroup>,
+    /// False from the moment a request is written until its whole reply is read: a process
+    /// left so (an ask dropped mid-way) may still send that reply, and is not asked again.
+    clean: bool,
 }
 
 /// The command world model.
@@ -73,20 +68,29 @@ impl CommandWorldModel {
             .map_err(|e| format!("starting world model `{}`: {e}", self.command))?;
         let stdin = child.stdin.take().ok_or("no stdin")?;
         let stdout = BufReader::new(child.stdout.take().ok_or("no stdout")?);
+        let group = child.id().and_then(ProcessGroup::led_by);
         Ok(Process {
-            child,
+            _child: child,
             stdin,
             stdout,
+            _group: group,
+            clean: true,
         })
     }
 
     async fn ask(&self, line: &str) -> Result<Value, String> {
         let mut guard = self.process.lock().await;
+        // An exchange that was dropped half-way (its caller stopped or timed out) may still
+        // have a reply on its way: that process answers no further request.
+        if guard.as_ref().is_some_and(|p| !p.clean) {
+            *guard = None;
+        }
         for attempt in 0..2 {
             if guard.is_none() {
                 *guard = Some(self.spawn()?);
             }
             let p = guard.as_mut().expect("just set");
+            p.clean = false;
             let exchange = async {
                 p.stdin.write_all(line.as_bytes()).await?;
                 p.stdin.write_all(b"\n").await?;
@@ -108,6 +112,7 @@ impl CommandWorldModel {
                     ));
                 }
                 Ok(Ok((n, reply))) if n > 0 => {
+                    p.clean = true;
                     return serde_json::from_str(reply.trim()).map_err(|e| {
                         format!(
                             "world model replied with a line that is not JSON ({e}): {}",
