@@ -30,6 +30,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use serde::Deserialize;
 
+use crate::trajectory::redact::{looks_like_a_key, names_a_credential};
+
 /// How to reach one server.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Transport {
@@ -167,38 +169,6 @@ fn command_shown(command: &str, args: &[String]) -> (String, Vec<String>) {
         shown.push(arg.clone());
     }
     (shown.join(" "), secrets)
-}
-
-/// Shaped like an API key by construction: a known prefix, a JWT, or a long run of letters
-/// and digits mixed (not a path, a package or a word).
-fn looks_like_a_key(s: &str) -> bool {
-    const PREFIXES: &[&str] = &[
-        "sk-",
-        "sk_",
-        "pk_",
-        "rk_",
-        "ghp_",
-        "gho_",
-        "ghs_",
-        "ghu_",
-        "github_pat_",
-        "glpat-",
-        "xoxb-",
-        "xoxp-",
-        "AKIA",
-        "AIza",
-        "hf_",
-        "eyJ",
-    ];
-    let s = s.trim();
-    if s.len() >= 12 && PREFIXES.iter().any(|p| s.starts_with(p)) {
-        return true;
-    }
-    s.len() >= 24
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-        && s.chars().any(|c| c.is_ascii_digit())
-        && s.chars().any(|c| c.is_ascii_alphabetic())
 }
 
 #[derive(Deserialize)]
@@ -365,23 +335,6 @@ impl McpConfig {
 }
 
 /// True for an env key that names a credential.
-fn names_a_credential(key: &str) -> bool {
-    let key = key.to_ascii_uppercase();
-    [
-        "KEY",
-        "TOKEN",
-        "SECRET",
-        "PASSWORD",
-        "PASSWD",
-        "AUTH",
-        "CREDENTIAL",
-        "COOKIE",
-        "SESSION",
-    ]
-    .iter()
-    .any(|word| key.contains(word))
-}
-
 /// Replaces `${VAR}` with the environment's value; returns the text and the values used.
 fn expand_vars(text: &str) -> Result<(String, Vec<String>)> {
     let mut out = String::new();

@@ -12,20 +12,82 @@ use serde_json::Value;
 /// What replaces a secret.
 pub const REDACTED: &str = "[REDACTED]";
 
-/// Object keys whose values are always secrets (compared lower-case, `-` as `_`).
-const SECRET_KEYS: &[&str] = &[
-    "authorization",
-    "api_key",
+/// The words that make a name a credential's: an object key, an environment variable, a flag,
+/// a query parameter (split into words at `_`, `-` and case changes, compared lower-case).
+const CREDENTIAL_WORDS: &[&str] = &[
+    "key",
     "apikey",
-    "x_api_key",
-    "openai_api_key",
-    "access_token",
-    "refresh_token",
-    "password",
+    "token",
     "secret",
-    "client_secret",
-    "proxy_authorization",
+    "password",
+    "passwd",
+    "credential",
+    "credentials",
+    "cookie",
+    "session",
+    "auth",
+    "authorization",
+    "authentication",
 ];
+
+/// Prefixes of keys by construction (OpenAI, Stripe, GitHub, GitLab, Slack, AWS, Google,
+/// Hugging Face, a JWT's header).
+const KEY_PREFIXES: &[&str] = &[
+    "sk-",
+    "sk_",
+    "pk_",
+    "rk_",
+    "ghp_",
+    "gho_",
+    "ghs_",
+    "ghu_",
+    "github_pat_",
+    "glpat-",
+    "xoxb-",
+    "xoxp-",
+    "akia",
+    "aiza",
+    "hf_",
+    "eyj",
+];
+
+/// The one rule for a name that holds a credential: `api_key`, `X-Api-Key`, `accessToken`,
+/// `GITHUB_TOKEN`, `--auth-token`, `DB_PASSWORD`, `session`… (a word of it is a credential
+/// word; `keyword` or `author` are not).
+pub fn names_a_credential(name: &str) -> bool {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut prev_lower = false;
+    for c in name.chars() {
+        if c == '_' || c == '-' || c == '.' || c == ' ' {
+            words.push(std::mem::take(&mut word));
+            prev_lower = false;
+            continue;
+        }
+        if c.is_ascii_uppercase() && prev_lower {
+            words.push(std::mem::take(&mut word));
+        }
+        prev_lower = c.is_ascii_lowercase() || c.is_ascii_digit();
+        word.push(c.to_ascii_lowercase());
+    }
+    words.push(word);
+    words.iter().any(|w| CREDENTIAL_WORDS.contains(&w.as_str()))
+}
+
+/// The one rule for a value shaped like a key: a known key prefix and length, or a long run of
+/// letters and digits (both) with nothing else but `_` and `-`.
+pub fn looks_like_a_key(value: &str) -> bool {
+    let s = value.trim();
+    let lower = s.to_ascii_lowercase();
+    if s.len() >= 12 && KEY_PREFIXES.iter().any(|p| lower.starts_with(p)) {
+        return true;
+    }
+    s.len() >= 24
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        && s.chars().any(|c| c.is_ascii_digit())
+        && s.chars().any(|c| c.is_ascii_alphabetic())
+}
 
 /// Shortest configured secret that is cut out of text; shorter ones would shred ordinary words.
 const MIN_SECRET_LEN: usize = 6;
@@ -72,7 +134,7 @@ impl Redactor {
             Value::Array(items) => items.iter_mut().for_each(|v| self.redact(v)),
             Value::Object(map) => {
                 for (key, v) in map.iter_mut() {
-                    if is_secret_key(key) && !v.is_null() {
+                    if names_a_credential(key) && !v.is_null() {
                         *v = Value::String(REDACTED.to_string());
                     } else {
                         self.redact(v);
@@ -122,50 +184,49 @@ pub fn redact_log_line(line: &str) -> Option<String> {
         .redact_str(line)
 }
 
-fn is_secret_key(key: &str) -> bool {
-    let norm = key.to_ascii_lowercase().replace('-', "_");
-    SECRET_KEYS.contains(&norm.as_str()) || norm.ends_with("_api_key") || norm.ends_with("_token")
-}
-
-/// Cuts `Bearer <token>` and `sk-<token>` shapes; `None` when there are none.
+/// Cuts `Bearer <token>` and keys by construction ([`KEY_PREFIXES`]: `sk-…`, `ghp_…`, a
+/// JWT…) out of text, in any case, keeping the prefix; `None` when there are none. A key
+/// prefix inside a word (`task-`) is none, and a token has length. One pass over the text.
 fn redact_token_shapes(text: &str) -> Option<String> {
-    if !text.contains("Bearer ") && !text.contains("bearer ") && !text.contains("sk-") {
+    let lower = text.to_ascii_lowercase();
+    if !lower.contains("bearer ") && !KEY_PREFIXES.iter().any(|p| lower.contains(p)) {
         return None;
     }
+    // ASCII lower-casing keeps every byte where it was.
+    let b = lower.as_bytes();
+    let is_token = |c: &u8| c.is_ascii_alphanumeric() || b"-_.~+/=".contains(c);
     let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    let mut changed = false;
-    while !rest.is_empty() {
-        let bearer = find_ci(rest, "bearer ");
-        let sk = rest.find("sk-");
-        let next = match (bearer, sk) {
-            (Some(b), Some(s)) => Some(if b <= s { (b, 7) } else { (s, 3) }),
-            (Some(b), None) => Some((b, 7)),
-            (None, Some(s)) => Some((s, 3)),
-            (None, None) => None,
-        };
-        let Some((at, prefix_len)) = next else {
-            out.push_str(rest);
-            break;
-        };
-        let token_start = at + prefix_len;
-        let token_len = rest[token_start..]
-            .find(|c: char| {
-                !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '~' | '+' | '/' | '='))
-            })
-            .unwrap_or(rest.len() - token_start);
-        // `sk-` inside a word ("task-") is not a key; a key has length.
-        let word_start = at == 0 || !rest[..at].ends_with(|c: char| c.is_ascii_alphanumeric());
-        if token_len >= 8 && (prefix_len == 7 || word_start) {
-            out.push_str(&rest[..token_start]);
-            out.push_str(REDACTED);
-            changed = true;
+    let (mut copied, mut i) = (0, 0);
+    while i < b.len() {
+        let at_word = i == 0 || !b[i - 1].is_ascii_alphanumeric();
+        let prefix = if b[i..].starts_with(b"bearer ") {
+            Some(7)
+        } else if at_word {
+            KEY_PREFIXES
+                .iter()
+                .find(|p| b[i..].starts_with(p.as_bytes()))
+                .map(|p| p.len())
         } else {
-            out.push_str(&rest[..token_start]);
+            None
+        };
+        if let Some(len) = prefix {
+            let start = i + len;
+            let token = b[start..].iter().take_while(|c| is_token(c)).count();
+            if token >= 8 {
+                out.push_str(&text[copied..start]);
+                out.push_str(REDACTED);
+                copied = start + token;
+                i = copied;
+                continue;
+            }
         }
-        rest = &rest[token_start + if token_len >= 8 { token_len } else { 0 }..];
+        i += 1;
     }
-    changed.then_some(out)
+    if copied == 0 {
+        return None;
+    }
+    out.push_str(&text[copied..]);
+    Some(out)
 }
 
 fn find_ci(haystack: &str, needle: &str) -> Option<usize> {
@@ -209,6 +270,77 @@ mod tests {
         let mut r = Redactor::new();
         r.add_secret("a");
         assert_eq!(r.redact_str("banana"), None);
+    }
+
+    #[test]
+    fn every_key_shape_is_cut_in_any_case_and_ordinary_words_are_not() {
+        let r = Redactor::new();
+        for key in [
+            "sk-abcdefgh12345678",
+            "sk_live_abcdefgh1234",
+            "pk_test_abcdefgh1234",
+            "ghp_abcdefghijklmnop1234",
+            "github_pat_11ABCDEFG0123456789",
+            "glpat-abcdefgh12345678",
+            "xoxb-1234567890-abcdefgh",
+            "AKIAABCDEFGHIJKLMNOP",
+            "AIzaSyA-abcdefgh12345678",
+            "hf_abcdefghijklmnop1234",
+            "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.sig12345",
+            "SK-ABCDEFGH12345678",
+        ] {
+            let text = format!("key: {key}, done");
+            let clean = r
+                .redact_str(&text)
+                .unwrap_or_else(|| panic!("{key} not cut"));
+            assert!(!clean.contains(&key[key.len() - 6..]), "{clean}");
+            assert!(clean.ends_with(", done"), "{clean}");
+        }
+        for ordinary in [
+            "a task-list",
+            "shelf_life",
+            "monkey business",
+            "disk-io, ask-me",
+        ] {
+            assert_eq!(r.redact_str(ordinary), None, "{ordinary}");
+        }
+    }
+
+    #[test]
+    fn names_of_credentials_by_one_rule() {
+        for name in [
+            "api_key",
+            "X-Api-Key",
+            "apiKey",
+            "accessToken",
+            "GITHUB_TOKEN",
+            "--auth-token",
+            "DB_PASSWORD",
+            "session",
+            "Authorization",
+            "client_secret",
+            "key",
+        ] {
+            assert!(names_a_credential(name), "{name}");
+        }
+        for name in [
+            "keyword",
+            "author",
+            "tokens",
+            "prompt_tokens",
+            "timezone",
+            "monkey",
+        ] {
+            assert!(!names_a_credential(name), "{name}");
+        }
+    }
+
+    #[test]
+    fn a_megabyte_of_near_shapes_is_one_pass() {
+        let text = "sk-x task-y ".repeat(90_000);
+        let started = std::time::Instant::now();
+        assert_eq!(Redactor::new().redact_str(&text), None);
+        assert!(started.elapsed() < std::time::Duration::from_millis(500));
     }
 
     #[test]

@@ -168,9 +168,24 @@ mod tests {
 
     #[test]
     fn a_finished_cell_shows_todays_totals_not_those_of_an_older_version() {
-        // A sample run written before totals had a version.
-        let sample = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("sample_runs/20261130T122209.010Z_time_mcp_000_react_none.jsonl");
+        // A sample run as a version before totals had a version would have written it: its
+        // stored totals say version 0, and a count that today's metrics would not give.
+        let samples = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_runs");
+        let source = std::fs::read_dir(&samples)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.to_string_lossy().contains("_react_none"))
+            .min()
+            .expect("a sample ReAct run");
+        let dir = tempfile::tempdir().unwrap();
+        let sample = dir.path().join("old.jsonl");
+        let text = std::fs::read_to_string(&source).unwrap();
+        let (body, last) = text.trim_end().rsplit_once('\n').unwrap();
+        let mut finished: serde_json::Value = serde_json::from_str(last).unwrap();
+        finished["totals"]["metrics_version"] = 0.into();
+        finished["totals"]["tool_calls"] = 999.into();
+        std::fs::write(&sample, format!("{body}\n{finished}\n")).unwrap();
         let stored = RunSummary::read(&sample).finished.unwrap().totals;
         assert_eq!(stored.metrics_version, 0);
         let State::Done(_, shown) = finished_state(&sample) else {
