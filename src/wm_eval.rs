@@ -316,7 +316,11 @@ pub async fn evaluate(
             .collect::<Vec<_>>()
             .join("+")
     ));
-    let redactor = Redactor::with_secrets(llm.secrets());
+    let redactor = Redactor::with_secrets(
+        llm.secrets()
+            .into_iter()
+            .chain(Redactor::environment_secrets()),
+    );
     let mut writer = Writer::create(
         &path,
         &header,

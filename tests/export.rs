@@ -306,3 +306,35 @@ fn no_escape_sequence_from_a_run_reaches_the_terminal_or_a_file() {
     assert_eq!(to_file.status.code(), Some(0), "{}", text(&to_file));
     assert_eq!(raw(&std::fs::read(&file).unwrap()), 0);
 }
+
+#[test]
+fn a_key_from_any_credential_variable_is_cut_from_an_export() {
+    // Pasted into a run's answer, a key that only the environment names (as a role's
+    // `api_key_env` would): the export knows it by its variable's name.
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("pasted.jsonl");
+    let secret = "zz-planted-9876-secret-value";
+    let header = json!({"format":"mcp-cosmos-trajectory","version":1,"kind":"run_started",
+        "run_id":"p","started_at":"2026-12-02T00:00:00Z","tool_version":"0.1.0",
+        "task":{"id":"p","request":"r"},"agent":{"kind":"react","settings":{}},
+        "planner":{"base_url":"x","model":"m"},"servers":[],"tools":[]});
+    let lines = [
+        header.to_string(),
+        json!({"seq":1,"t_ms":1,"kind":"answer","text": format!("the key is {secret}")}).to_string(),
+        json!({"seq":2,"t_ms":2,"kind":"run_finished","status":"completed",
+            "totals":{"events":2,"tool_calls":0,"tool_errors":0,"nodes":0,"llm_calls":0,"tokens":0,"wall_ms":2}})
+        .to_string(),
+    ];
+    std::fs::write(&run, lines.join("\n") + "\n").unwrap();
+    for format in ["markdown", "json"] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_cosmos"))
+            .args(["export", format, run.to_str().unwrap()])
+            .env("MY_WORLD_MODEL_KEY", secret)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+        let printed = String::from_utf8_lossy(&out.stdout);
+        assert!(!printed.contains(secret), "{format}: {printed}");
+        assert!(printed.contains("the key is"), "{format}: {printed}");
+    }
+}

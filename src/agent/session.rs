@@ -228,8 +228,12 @@ pub async fn prepare(spec: &RunSpec, stop: watch::Receiver<bool>) -> Result<Prep
     header.servers = pool.server_infos();
     header.tools = pool.tools();
 
-    let redactor =
-        Redactor::with_secrets(llm.secrets().into_iter().chain(mcp.secrets.iter().cloned()));
+    let redactor = Redactor::with_secrets(
+        llm.secrets()
+            .into_iter()
+            .chain(mcp.secrets.iter().cloned())
+            .chain(Redactor::environment_secrets()),
+    );
     let pool = Arc::new(pool);
     let roles = Roles {
         planner,

@@ -175,7 +175,8 @@ fn otel(runs: &[PathBuf], target: &otel::Target) -> Result<ExitCode> {
 }
 
 /// Opens `path` and writes its account with `write` to `out` (standard output by default),
-/// made inert on the way: a run's text may hold escape sequences, in a file as on a terminal.
+/// redacted and made inert on the way: a run's text may hold a key pasted into it, or escape
+/// sequences, in a file as on a terminal.
 fn account_to(
     path: &std::path::Path,
     out: Option<PathBuf>,
@@ -184,11 +185,13 @@ fn account_to(
 ) -> Result<ExitCode> {
     let run = Run::open(path).with_context(|| format!("opening {}", path.display()))?;
     let inert_to = |w: &mut dyn Write| -> Result<()> {
-        let mut w = if json {
+        let inert = if json {
             InertWriter::json(w)
         } else {
             InertWriter::text(w)
         };
+        // Keys the environment names out first, then escapes made inert.
+        let mut w = crate::export::Redacting::new(inert, redactor());
         write(&run, &mut w)?;
         w.flush()?;
         Ok(())

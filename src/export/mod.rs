@@ -9,12 +9,60 @@ pub mod otel;
 pub mod staged;
 pub mod transitions;
 
-/// The redactor for exports: the built-in rules, and the keys of the usual environment
-/// variables, should one have been pasted into a run.
+/// The redactor for exports: the built-in rules, and the value of every environment variable
+/// named as a credential is (any API key, a role's `api_key_env`), should one have been pasted
+/// into a run.
 pub fn redactor() -> crate::trajectory::redact::Redactor {
-    crate::trajectory::redact::Redactor::with_secrets(
-        ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "HF_TOKEN"]
-            .into_iter()
-            .filter_map(|var| std::env::var(var).ok()),
-    )
+    use crate::trajectory::redact::Redactor;
+    Redactor::with_secrets(Redactor::environment_secrets())
+}
+
+/// A writer that passes its text on a line at a time, each line through `redactor`: an
+/// export's account never prints a key the environment names, and holds one line at most.
+pub struct Redacting<W: std::io::Write> {
+    inner: W,
+    redactor: crate::trajectory::redact::Redactor,
+    line: Vec<u8>,
+}
+
+impl<W: std::io::Write> Redacting<W> {
+    /// Redacts what goes to `inner`.
+    pub fn new(inner: W, redactor: crate::trajectory::redact::Redactor) -> Self {
+        Self {
+            inner,
+            redactor,
+            line: Vec::new(),
+        }
+    }
+
+    fn pass(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        let text = String::from_utf8_lossy(bytes);
+        match self.redactor.redact_str(&text) {
+            Some(clean) => self.inner.write_all(clean.as_bytes()),
+            None => self.inner.write_all(bytes),
+        }
+    }
+}
+
+impl<W: std::io::Write> std::io::Write for Redacting<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.line.extend_from_slice(buf);
+        if let Some(end) = self.line.iter().rposition(|&b| b == b'\n') {
+            let rest = self.line.split_off(end + 1);
+            let lines = std::mem::replace(&mut self.line, rest);
+            // Line by line: a key never spans lines, and the redactor reads one at a time.
+            for line in lines.split_inclusive(|&b| b == b'\n') {
+                self.pass(line)?;
+            }
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        let rest = std::mem::take(&mut self.line);
+        if !rest.is_empty() {
+            self.pass(&rest)?;
+        }
+        self.inner.flush()
+    }
 }

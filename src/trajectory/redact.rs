@@ -99,6 +99,16 @@ pub struct Redactor {
 }
 
 impl Redactor {
+    /// The values of this process's environment variables whose names are a credential's
+    /// (`OPENAI_API_KEY`, a role's `api_key_env`, `GITHUB_TOKEN`…): secrets wherever they
+    /// appear, whoever pasted them.
+    pub fn environment_secrets() -> Vec<String> {
+        std::env::vars()
+            .filter(|(name, _)| names_a_credential(name))
+            .map(|(_, value)| value)
+            .collect()
+    }
+
     /// A redactor with only the built-in rules.
     pub fn new() -> Self {
         Self::default()
@@ -227,13 +237,6 @@ fn redact_token_shapes(text: &str) -> Option<String> {
     }
     out.push_str(&text[copied..]);
     Some(out)
-}
-
-fn find_ci(haystack: &str, needle: &str) -> Option<usize> {
-    haystack
-        .as_bytes()
-        .windows(needle.len())
-        .position(|w| w.eq_ignore_ascii_case(needle.as_bytes()))
 }
 
 #[cfg(test)]
