@@ -130,11 +130,29 @@ fn no_calls() -> Run {
 }
 
 fn copy_jsonl(from: &Path, to: &Path) {
-    for entry in std::fs::read_dir(from).unwrap() {
-        let path = entry.unwrap().path();
-        if path.extension().is_some_and(|e| e == "jsonl") {
-            std::fs::copy(&path, to.join(path.file_name().unwrap())).unwrap();
+    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(from)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .collect();
+    files.sort();
+    for (i, path) in files.iter().enumerate() {
+        let copy = to.join(path.file_name().unwrap());
+        if i % 2 == 0 {
+            std::fs::copy(path, &copy).unwrap();
+            continue;
         }
+        // Every other one as an older version wrote it: totals of metrics version 0 (and a
+        // call count no version would give), which every view must compute again.
+        let text = std::fs::read_to_string(path).unwrap();
+        let (body, last) = text.trim_end().rsplit_once('\n').unwrap();
+        let mut finished: Value = serde_json::from_str(last).unwrap();
+        if finished["kind"] == "run_finished" && finished["totals"].is_object() {
+            finished["totals"]["metrics_version"] = 0.into();
+            finished["totals"]["tool_calls"] = 999.into();
+            finished["totals"]["ending"] = Value::Null;
+        }
+        std::fs::write(&copy, format!("{body}\n{finished}\n")).unwrap();
     }
 }
 
@@ -245,7 +263,7 @@ fn every_view_shows_the_reports_value() {
                 .is_some_and(|f| f.totals.metrics_version != METRICS_VERSION)
         })
         .count();
-    assert!(stale >= 10, "the sample runs are read as stale: {stale}");
+    assert!(stale >= 5, "older totals are read as stale: {stale}");
     let area = Rect::new(0, 0, 200, 60);
     let mut opened = Vec::new();
     for (path, r) in &per_run {
