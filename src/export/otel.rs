@@ -102,14 +102,8 @@ impl Target {
 
     /// The URL with any credentials in it hidden, for messages.
     pub fn shown(&self) -> String {
-        match reqwest::Url::parse(&self.url) {
-            Ok(mut url) if !url.username().is_empty() || url.password().is_some() => {
-                let _ = url.set_username("***");
-                let _ = url.set_password(None);
-                url.to_string()
-            }
-            _ => self.url.clone(),
-        }
+        // The one way a URL is shown: userinfo and query values hidden.
+        crate::trajectory::redact::url_shown(&self.url).0
     }
 }
 
@@ -1391,6 +1385,14 @@ mod tests {
             [("Authorization".to_string(), "Basic x=y".to_string())]
         );
         assert!(!t.shown().contains("pw"), "{}", t.shown());
+        // A key in the query is hidden too, as every target shows a URL.
+        let q = Target::new(
+            "http://h:4318/v1/traces?api_key=zz-query-key-1234",
+            &[],
+            false,
+        )
+        .unwrap();
+        assert!(!q.shown().contains("zz-query-key"), "{}", q.shown());
         assert!(Target::new("http://h", &["=v".into()], false).is_err());
     }
 

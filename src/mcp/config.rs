@@ -30,7 +30,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use serde::Deserialize;
 
-use crate::trajectory::redact::{looks_like_a_key, names_a_credential};
+use crate::trajectory::redact::{HIDDEN, looks_like_a_key, names_a_credential, url_shown};
 
 /// How to reach one server.
 #[derive(Debug, Clone, PartialEq)]
@@ -64,7 +64,6 @@ pub const INHERITED_ENV: &[&str] = &[
 ];
 
 /// What a recorded target shows in place of a credential.
-const HIDDEN: &str = "***";
 
 /// One configured server.
 #[derive(Debug, Clone, PartialEq)]
@@ -94,43 +93,6 @@ impl ServerConfig {
     pub fn target(&self) -> String {
         self.shown.clone()
     }
-}
-
-/// A URL as recorded, and the credentials it holds: userinfo and every query value are shown
-/// as `***`; the userinfo and the values of credential-named (or key-shaped) query parameters
-/// are secrets.
-fn url_shown(text: &str) -> (String, Vec<String>) {
-    let Ok(mut url) = url::Url::parse(text) else {
-        // Not a URL we can take apart: show none of it beyond its scheme and host-ish start.
-        return (
-            text.split(['?', '@']).next().unwrap_or("").to_string() + "…",
-            vec![],
-        );
-    };
-    let mut secrets = Vec::new();
-    if !url.username().is_empty() || url.password().is_some() {
-        secrets.extend(url.password().map(decoded));
-        secrets.push(decoded(url.username()));
-        let _ = url.set_username(HIDDEN);
-        let _ = url.set_password(None);
-    }
-    if url.query().is_some() {
-        let pairs: Vec<(String, String)> = url.query_pairs().into_owned().collect();
-        for (k, v) in &pairs {
-            if names_a_credential(k) || looks_like_a_key(v) {
-                secrets.push(v.clone());
-            }
-        }
-        let shown: Vec<String> = pairs.iter().map(|(k, _)| format!("{k}={HIDDEN}")).collect();
-        url.set_query(Some(&shown.join("&")));
-    }
-    (url.to_string(), secrets)
-}
-
-fn decoded(s: &str) -> String {
-    url::form_urlencoded::parse(format!("x={s}").as_bytes())
-        .next()
-        .map_or_else(|| s.to_string(), |(_, v)| v.into_owned())
 }
 
 /// A command line as recorded, and the credentials in its arguments: a value after a

@@ -11,6 +11,8 @@ use serde_json::Value;
 
 /// What replaces a secret.
 pub const REDACTED: &str = "[REDACTED]";
+/// What stands for a credential in a target shown to people (a URL, a command line).
+pub const HIDDEN: &str = "***";
 
 /// The words that make a name a credential's: an object key, an environment variable, a flag,
 /// a query parameter (split into words at `_`, `-` and case changes, compared lower-case).
@@ -237,6 +239,43 @@ fn redact_token_shapes(text: &str) -> Option<String> {
     }
     out.push_str(&text[copied..]);
     Some(out)
+}
+
+/// A URL as recorded, and the credentials it holds: userinfo and every query value are shown
+/// as `***`; the userinfo and the values of credential-named (or key-shaped) query parameters
+/// are secrets.
+pub fn url_shown(text: &str) -> (String, Vec<String>) {
+    let Ok(mut url) = url::Url::parse(text) else {
+        // Not a URL we can take apart: show none of it beyond its scheme and host-ish start.
+        return (
+            text.split(['?', '@']).next().unwrap_or("").to_string() + "…",
+            vec![],
+        );
+    };
+    let mut secrets = Vec::new();
+    if !url.username().is_empty() || url.password().is_some() {
+        secrets.extend(url.password().map(decoded));
+        secrets.push(decoded(url.username()));
+        let _ = url.set_username(HIDDEN);
+        let _ = url.set_password(None);
+    }
+    if url.query().is_some() {
+        let pairs: Vec<(String, String)> = url.query_pairs().into_owned().collect();
+        for (k, v) in &pairs {
+            if names_a_credential(k) || looks_like_a_key(v) {
+                secrets.push(v.clone());
+            }
+        }
+        let shown: Vec<String> = pairs.iter().map(|(k, _)| format!("{k}={HIDDEN}")).collect();
+        url.set_query(Some(&shown.join("&")));
+    }
+    (url.to_string(), secrets)
+}
+
+fn decoded(s: &str) -> String {
+    url::form_urlencoded::parse(format!("x={s}").as_bytes())
+        .next()
+        .map_or_else(|| s.to_string(), |(_, v)| v.into_owned())
 }
 
 #[cfg(test)]
