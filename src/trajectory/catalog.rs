@@ -34,8 +34,9 @@ impl Entry {
     }
 }
 
-/// Compiled schemas by their JSON text, shared by every catalogue of the process. A schema
-/// read from a file is looked up by its text as written, so one seen before is not decoded.
+/// Compiled schemas by their JSON text, shared by every catalogue of the process (at most
+/// [`MAX_CACHED_SCHEMAS`]). A schema read from a file is looked up by its text as written, so
+/// one seen before is not decoded.
 fn compile(schema: &ToolSchema) -> Compiled {
     static CACHE: OnceLock<Mutex<HashMap<String, Compiled>>> = OnceLock::new();
     let key = schema.text();
@@ -55,10 +56,18 @@ fn compile(schema: &ToolSchema) -> Compiled {
         Compiled::Absent
     };
     if let Ok(mut c) = cache.lock() {
+        // Bounded: a process that reads many folders of runs with ever new schemas starts
+        // over rather than grow (a catalogue keeps its own compiled schemas meanwhile).
+        if c.len() >= MAX_CACHED_SCHEMAS {
+            c.clear();
+        }
         c.insert(key.into_owned(), compiled.clone());
     }
     compiled
 }
+
+/// Most compiled schemas the process keeps for all catalogues.
+const MAX_CACHED_SCHEMAS: usize = 4096;
 
 /// Tools by namespaced name, with their JSON Schemas for argument checks.
 #[derive(Default)]
