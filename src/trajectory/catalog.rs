@@ -38,9 +38,8 @@ impl Entry {
 /// [`MAX_CACHED_SCHEMAS`]). A schema read from a file is looked up by its text as written, so
 /// one seen before is not decoded.
 fn compile(schema: &ToolSchema) -> Compiled {
-    static CACHE: OnceLock<Mutex<HashMap<String, Compiled>>> = OnceLock::new();
     let key = schema.text();
-    let cache = CACHE.get_or_init(Default::default);
+    let cache = SCHEMA_CACHE.get_or_init(Default::default);
     if let Some(hit) = cache.lock().ok().and_then(|c| c.get(key.as_ref()).cloned()) {
         return hit;
     }
@@ -68,6 +67,9 @@ fn compile(schema: &ToolSchema) -> Compiled {
 
 /// Most compiled schemas the process keeps for all catalogues.
 const MAX_CACHED_SCHEMAS: usize = 4096;
+
+/// The compiled schemas, by their text.
+static SCHEMA_CACHE: OnceLock<Mutex<HashMap<String, Compiled>>> = OnceLock::new();
 
 /// Tools by namespaced name, with their JSON Schemas for argument checks.
 #[derive(Default)]
@@ -161,6 +163,17 @@ impl ToolCatalog {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn the_shared_schema_cache_stays_bounded() {
+        for i in 0..MAX_CACHED_SCHEMAS + 10 {
+            let schema = ToolSchema::new(json!({"type": "object", "title": format!("s{i}")}));
+            compile(&schema);
+        }
+        let held = SCHEMA_CACHE.get().unwrap().lock().unwrap().len();
+        assert!(held <= MAX_CACHED_SCHEMAS, "{held}");
+    }
+
     use super::*;
     use serde_json::json;
 
