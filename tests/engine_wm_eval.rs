@@ -59,8 +59,25 @@ fn wm_eval_prints_the_leaderboard_shape_and_writes_a_trajectory() {
         assert!(e.get("precision").is_some() && e.get("recall").is_some() && e.get("f1").is_some());
         assert!(!m["by_tool"].as_array().unwrap().is_empty());
     }
-    // The sample runs hold failed calls: both world models are measured on foreseeing them.
-    assert!(models[0]["error_prediction"]["recall"].is_number());
+    // Recall is measured exactly when some real call of the sample runs failed.
+    let samples = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_runs");
+    let failed = std::fs::read_dir(&samples)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .filter(|p| !p.to_string_lossy().contains("wm-eval"))
+        .any(|p| {
+            std::fs::read_to_string(p)
+                .unwrap()
+                .lines()
+                .any(|l| l.contains("\"kind\":\"tool_called\"") && l.contains("\"is_error\":true"))
+        });
+    assert_eq!(
+        models[0]["error_prediction"]["recall"].is_number(),
+        failed,
+        "{}",
+        models[0]
+    );
     let pairs = doc["pairs"].as_array().unwrap();
     assert_eq!(pairs.len(), 1);
     let p = &pairs[0];

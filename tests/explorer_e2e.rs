@@ -236,18 +236,11 @@ fn the_sample_runs_at_80x24_open_on_the_failure_keep_siblings_apart_and_reach_ev
             .find(|p| p.to_string_lossy().contains(part))
             .unwrap_or_else(|| panic!("sample_runs holds a {part} run"))
     };
-    // A sample run with a failed real call opens on it, the real error beside the simulation.
-    let failing = std::fs::read_dir(&samples)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
-        .filter(|p| {
-            std::fs::read_to_string(p).unwrap().lines().any(|l| {
-                l.contains("\"kind\":\"tool_called\"") && l.contains("\"is_error\":true")
-            })
-        })
-        .min()
-        .expect("a sample run with a failed real call");
+    // A run with a failed real call opens on it, the real error beside the simulation (the
+    // sample runs' real calls all succeeded: a hand-made one, through the real writer).
+    let dir = tempfile::tempdir().unwrap();
+    let failing = dir.path().join("plan_fails.jsonl");
+    common::write_run(&common::plan_fails_run(), &failing);
     let t = Tmux::start(&["replay", failing.to_str().unwrap()], 80, 24);
     t.wait_for_all(&["opened at the first failed call", "real: failed ✗"]);
     t.keys(&["q"]);

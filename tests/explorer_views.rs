@@ -1258,9 +1258,24 @@ fn a_live_run_mid_way() {
 #[test]
 fn from_the_sample_runs_a_plan_exec_run_with_a_failed_call_is_a_few_keys_away() {
     use mcp_cosmos::trajectory::event::AgentKind;
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_runs");
+    // The sample runs (whose real calls all succeeded; several stopped at their step limit)
+    // and a Plan-Exec run with a failed real call among them.
+    let samples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_runs");
+    let folder = tempfile::tempdir().unwrap();
+    for entry in std::fs::read_dir(&samples).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "jsonl") {
+            std::fs::copy(&path, folder.path().join(path.file_name().unwrap())).unwrap();
+        }
+    }
+    common::write_run(
+        &common::plan_fails_run(),
+        &folder.path().join("20200101T000000.000Z_plan_fails.jsonl"),
+    );
+    let dir = folder.path().to_path_buf();
     let runs = mcp_cosmos::trajectory::listing::list_runs(std::slice::from_ref(&dir)).unwrap();
     let size = (160, 45);
+    let runs_count = runs.len();
     let mut app = App::new(
         Browser::new(vec![dir], runs, size.1 - 1),
         Keymap::default(),
@@ -1300,8 +1315,8 @@ fn from_the_sample_runs_a_plan_exec_run_with_a_failed_call_is_a_few_keys_away() 
             break;
         }
         assert!(
-            presses < 8,
-            "no Plan-Exec run with a failed call among the first seven"
+            presses <= runs_count,
+            "f never reached the Plan-Exec run with a failed call"
         );
     }
     press(&mut app, crossterm::event::KeyCode::Enter);
