@@ -24,7 +24,9 @@ run() {
   local name=$1; shift
   if [ -n "${only:-}" ] && [[ " $only " != *" $name "* ]]; then return; fi
   echo "== $name: cosmos run $*" >&2
-  OPENAI_API_KEY=local-no-key "$cosmos" run --mcp-config "$mcp" --task "$tasks" --config "${config:-sample_runs/cosmos.toml}" \
+  # With stop_after=SECONDS the run gets Ctrl-C's SIGINT then, as a person stopping it would.
+  OPENAI_API_KEY=local-no-key ${stop_after:+timeout --signal=INT --kill-after=60 "$stop_after"} \
+    "$cosmos" run --mcp-config "$mcp" --task "$tasks" --config "${config:-sample_runs/cosmos.toml}" \
     --extra-server memory --out "$out" --no-tui --max-time-s 2400 "$@" || echo "== $name ended non-zero (kept: a failed run is a sample too)" >&2
 }
 
@@ -48,10 +50,14 @@ run spiral-mem-time-deep --task-id time_mcp_001 --agent spiral --world-model mem
 config=sample_runs/cosmos-wide.toml \
 run spiral-wide-time    --task-id time_mcp_001 --agent spiral --world-model memory --memory-from "$out" \
                         --iterations 8 --candidates 5 --max-depth 4 --alpha 1.0
-# With the critic (alpha 0.5) values spread out, so the search keeps expanding instead of
-# revisiting `finish` leaves that all score 1.0: this is the big tree (30+ nodes).
-config=sample_runs/cosmos-wide.toml \
+# With the critic (alpha 0.5) each node's value mixes the critic's score in, so values differ
+# where the base rewards alone would tie.
 run spiral-critic-time  --task-id time_mcp_001 --agent spiral --world-model memory --memory-from "$out" \
+                        --iterations 6 --candidates 3 --max-depth 3 --alpha 0.5
+# The big critic search (four candidates, twenty iterations: more than an hour here), stopped by
+# Ctrl-C after 17 minutes: the run ends `interrupted`, its search_finished says so, nothing ran.
+stop_after=1020 config=sample_runs/cosmos-wide.toml \
+run spiral-critic-stopped --task-id time_mcp_001 --agent spiral --world-model memory --memory-from "$out" \
                         --iterations 20 --candidates 4 --max-depth 4 --alpha 0.5
 # The sample sweep (sample_runs/sweep.toml): two tasks × three configurations, by cosmos sweep.
 if [ -z "${only:-}" ] || [[ " $only " == *" sweep "* ]]; then
