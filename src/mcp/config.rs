@@ -63,8 +63,6 @@ pub const INHERITED_ENV: &[&str] = &[
     "TMPDIR",
 ];
 
-/// What a recorded target shows in place of a credential.
-
 /// One configured server.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ServerConfig {
