@@ -754,9 +754,13 @@ fn tree_rows_carry_node_ids_and_verdict_marks() {
     }
 }
 
-#[test]
-fn the_plans_reason_names_its_rule_value_and_a_tie() {
-    use mcp_cosmos::trajectory::event::{Action, AgentKind, EventBody, Verdict};
+/// A search where two finishes tie at 0.90: London's (#4, under #1, which leads at the root)
+/// and Tokyo's (#3, under #2, the earlier), the plan given as `plan` and its recorded `choice`.
+fn tie_bodies(
+    plan: Vec<u64>,
+    choice: Option<Box<mcp_cosmos::trajectory::event::PlanChoice>>,
+) -> Vec<mcp_cosmos::trajectory::event::EventBody> {
+    use mcp_cosmos::trajectory::event::{Action, EventBody, Verdict};
     let call = |target: &str| {
         Some(Action::ToolCall {
             tool: "time:convert_time".into(),
@@ -781,9 +785,7 @@ fn the_plans_reason_names_its_rule_value_and_a_tie() {
         terminal: verdict != Verdict::Valid,
     };
     let back = |path: Vec<u64>, value| EventBody::Backpropagated { path, value };
-    // London (#1) leads at the root (Q 0.75 against 0.65), yet the plan runs through Tokyo
-    // (#2): Tokyo's finish (#3) ties London's (#4) at 0.90, and the earlier id wins.
-    let bodies = vec![
+    vec![
         added(0, None, 0, None),
         added(1, Some(0), 1, call("Europe/London")),
         added(2, Some(0), 1, call("Asia/Tokyo")),
@@ -809,11 +811,19 @@ fn the_plans_reason_names_its_rule_value_and_a_tie() {
             detail: None,
         },
         EventBody::PlanSelected {
-            nodes: vec![2, 3],
+            nodes: plan,
             rule: "best_mean".into(),
-            choice: None,
+            choice,
         },
-    ];
+    ]
+}
+
+#[test]
+fn the_plans_reason_names_its_rule_value_and_a_tie() {
+    use mcp_cosmos::trajectory::event::AgentKind;
+    // London (#1) leads at the root (Q 0.75 against 0.65), yet the plan runs through Tokyo
+    // (#2): Tokyo's finish (#3) ties London's (#4) at 0.90, and the earlier id wins.
+    let bodies = tie_bodies(vec![2, 3], None);
     let run = common::run_of(
         "runs/tie.jsonl",
         common::header("t", AgentKind::Spiral, Some("llm")),
@@ -859,55 +869,11 @@ fn the_plans_reason_names_its_rule_value_and_a_tie() {
 fn tie_won_by_the_later_node(
     choice: Option<Box<mcp_cosmos::trajectory::event::PlanChoice>>,
 ) -> Run {
-    use mcp_cosmos::trajectory::event::{Action, AgentKind, EventBody, Verdict};
-    let call = |target: &str| {
-        Some(Action::ToolCall {
-            tool: "time:convert_time".into(),
-            arguments: serde_json::json!({"target_timezone": target}),
-        })
-    };
-    let finish = Some(Action::Finish { answer: None });
-    let added = |node, parent: Option<u64>, depth, action| EventBody::NodeAdded {
-        node,
-        parent,
-        depth,
-        action,
-        prior: None,
-    };
-    let evaluated = |node, verdict, reward| EventBody::NodeEvaluated {
-        node,
-        verdict,
-        base_reward: reward,
-        critic_reward: None,
-        critic_reason: None,
-        reward,
-        terminal: verdict != Verdict::Valid,
-    };
-    let back = |path: Vec<u64>, value| EventBody::Backpropagated { path, value };
-    let bodies = vec![
-        added(0, None, 0, None),
-        added(1, Some(0), 1, call("Europe/London")),
-        added(2, Some(0), 1, call("Asia/Tokyo")),
-        evaluated(1, Verdict::Valid, 0.6),
-        evaluated(2, Verdict::Valid, 0.4),
-        back(vec![0, 1], 0.6),
-        back(vec![0, 2], 0.4),
-        added(3, Some(2), 2, finish.clone()),
-        evaluated(3, Verdict::Finish, 0.9),
-        back(vec![0, 2, 3], 0.9),
-        added(4, Some(1), 2, finish),
-        evaluated(4, Verdict::Finish, 0.9),
-        back(vec![0, 1, 4], 0.9),
-        EventBody::PlanSelected {
-            nodes: vec![1, 4],
-            rule: "best_mean".into(),
-            choice,
-        },
-    ];
+    use mcp_cosmos::trajectory::event::AgentKind;
     common::run_of(
         "runs/later.jsonl",
         common::header("t", AgentKind::Spiral, Some("llm")),
-        bodies,
+        tie_bodies(vec![1, 4], choice),
     )
 }
 
