@@ -1084,7 +1084,7 @@ fn the_node_inspector_shows_a_node_whole() {
 fn in_every_sample_search_the_star_is_the_recorded_plan_and_nothing_contradicts_it() {
     use mcp_cosmos::trajectory::event::{AgentKind, EventBody};
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_runs");
-    let mut checked = 0;
+    let (mut checked, mut stopped) = (0, 0);
     for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();
         if path.extension().is_none_or(|e| e != "jsonl") {
@@ -1105,6 +1105,22 @@ fn in_every_sample_search_the_star_is_the_recorded_plan_and_nothing_contradicts_
             }
             _ => None,
         }) else {
+            // A search stopped before it chose: the run's own story says that, and how it ended.
+            let mut app = run_app(Run::open(&path).unwrap(), (120, 40));
+            app.update(Action::Do(Command::About));
+            let text = app
+                .top_as::<Inspector>()
+                .expect("the about view")
+                .lines()
+                .join("\n");
+            for said in [
+                "none: no plan was chosen in this run",
+                "stopped: interrupted",
+                "ending: interrupted",
+            ] {
+                assert!(text.contains(said), "{}: {said}:\n{text}", path.display());
+            }
+            stopped += 1;
             continue;
         };
         for size in SIZES {
@@ -1147,6 +1163,7 @@ fn in_every_sample_search_the_star_is_the_recorded_plan_and_nothing_contradicts_
         checked >= 3,
         "the sample SPIRAL runs with a plan ({checked})"
     );
+    assert!(stopped >= 1, "the sample search stopped mid-way");
 }
 
 #[test]

@@ -241,6 +241,10 @@ impl Inspector {
         }
         lines.heading("why this plan");
         match crate::trajectory::plan_why::plan_why(run, state, k) {
+            // A run that ended without one never chose: "yet" would promise one.
+            None if run.finish_at(k).is_some() => {
+                lines.text("  none: no plan was chosen in this run")
+            }
             None => lines.text("  no plan chosen yet at the cursor"),
             Some(why) => {
                 lines.push(
