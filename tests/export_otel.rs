@@ -367,10 +367,22 @@ fn a_spiral_run_and_a_live_run_in_phoenix() {
             .contains("was pasted here")
     );
 
-    // Without --content: no prompts, arguments or results. (A run whose real calls failed
-    // four times: each is a failed span, its status an error.)
+    // Without --content: no prompts, arguments or results. (A run whose four real calls
+    // failed, each a failed span with an error status: the sample Plan-Exec run, its results
+    // turned into the server's errors here, as no call of today's samples failed.)
     let quiet = dir.path().join("quiet.jsonl");
-    std::fs::copy(sample("unit_converter_001_plan_exec_llm"), &quiet).unwrap();
+    let failing: Vec<String> = std::fs::read_to_string(sample("unit_converter_001_plan_exec_llm"))
+        .unwrap()
+        .lines()
+        .map(|line| {
+            let mut event: Value = serde_json::from_str(line).unwrap();
+            if event["kind"] == "tool_called" {
+                event["result"]["is_error"] = true.into();
+            }
+            event.to_string()
+        })
+        .collect();
+    std::fs::write(&quiet, failing.join("\n") + "\n").unwrap();
     let want_quiet = expected(&quiet);
     let out = export(&[quiet.to_str().unwrap(), "--endpoint", &phoenix.url]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
