@@ -993,7 +993,7 @@ mod tests {
                 ..Default::default()
             };
             let prediction = match tool {
-                "t:down" => Err("world model unreachable".to_string()),
+                t if t.starts_with("t:down") => Err("world model unreachable".to_string()),
                 _ => Ok(Prediction {
                     observation,
                     tokens: Some(7),
@@ -1025,6 +1025,64 @@ mod tests {
         fn should_stop(&self) -> Option<Stopped> {
             (self.proposals.load(Ordering::SeqCst) >= self.stop_after_proposals)
                 .then(|| Stopped::Budget("budget".to_string()))
+        }
+        fn world_model_name(&self) -> String {
+            "toy".into()
+        }
+    }
+
+    /// The toy, but the root's expansion proposes `first` (later ones are the toy's).
+    struct FirstProposal {
+        toy: Toy,
+        first: Vec<Action>,
+    }
+
+    impl FirstProposal {
+        fn new(first: Vec<Action>) -> Self {
+            Self {
+                toy: Toy::new(),
+                first,
+            }
+        }
+    }
+
+    impl SearchEnv for FirstProposal {
+        fn propose<'a>(
+            &'a self,
+            h: &'a [HistoryStep],
+            k: usize,
+            feedback: Option<&'a str>,
+        ) -> Answer<'a, Result<Proposal, String>> {
+            if !h.is_empty() {
+                return self.toy.propose(h, k, feedback);
+            }
+            let actions = self.first.clone();
+            Box::pin(async move {
+                let rejected = vec![];
+                (Ok(Proposal { actions, rejected }), vec![])
+            })
+        }
+        fn invalid(&self, t: &str, a: &Value) -> Option<String> {
+            self.toy.invalid(t, a)
+        }
+        fn simulate<'a>(
+            &'a self,
+            h: &'a [HistoryStep],
+            t: &'a str,
+            a: &'a Value,
+        ) -> Answer<'a, Result<Prediction, String>> {
+            self.toy.simulate(h, t, a)
+        }
+        fn critique<'a>(
+            &'a self,
+            h: &'a [HistoryStep],
+            action: &'a Action,
+            o: Option<&'a Observation>,
+        ) -> Answer<'a, Option<Critique>> {
+            self.toy.critique(h, action, o)
+        }
+        fn should_stop(&self) -> Option<Stopped> {
+            None
         }
         fn world_model_name(&self) -> String {
             "toy".into()
@@ -1133,60 +1191,14 @@ mod tests {
 
     #[tokio::test]
     async fn a_world_model_failure_is_an_error_and_never_a_prediction_or_a_plan() {
-        /// The toy, but every call goes to a world model that is down.
-        struct Down(Toy);
-        impl SearchEnv for Down {
-            fn propose<'a>(
-                &'a self,
-                _h: &'a [HistoryStep],
-                _k: usize,
-                _feedback: Option<&'a str>,
-            ) -> Answer<'a, Result<Proposal, String>> {
-                let actions = vec![call("t:down"), call("t:down2")];
-                Box::pin(async move {
-                    (
-                        Ok(Proposal {
-                            actions,
-                            rejected: vec![],
-                        }),
-                        vec![],
-                    )
-                })
-            }
-            fn invalid(&self, _t: &str, _a: &Value) -> Option<String> {
-                None
-            }
-            fn simulate<'a>(
-                &'a self,
-                h: &'a [HistoryStep],
-                _t: &'a str,
-                a: &'a Value,
-            ) -> Answer<'a, Result<Prediction, String>> {
-                self.0.simulate(h, "t:down", a)
-            }
-            fn critique<'a>(
-                &'a self,
-                h: &'a [HistoryStep],
-                action: &'a Action,
-                o: Option<&'a Observation>,
-            ) -> Answer<'a, Option<Critique>> {
-                self.0.critique(h, action, o)
-            }
-            fn should_stop(&self) -> Option<Stopped> {
-                None
-            }
-            fn world_model_name(&self) -> String {
-                "toy".into()
-            }
-        }
         let mut events = Vec::new();
         let settings = Settings {
             iterations: 5,
             ..Settings::default()
         };
-        let Search { tree, .. } = search(&Down(Toy::new()), &settings, &mut events)
-            .await
-            .unwrap();
+        // Every call goes to a world model that is down.
+        let down = FirstProposal::new(vec![call("t:down"), call("t:down2")]);
+        let Search { tree, .. } = search(&down, &settings, &mut events).await.unwrap();
         let errors = events
             .iter()
             .filter(|e| matches!(e, EventBody::Error { source, .. } if source == "world_model"))
@@ -1213,59 +1225,15 @@ mod tests {
 
     #[tokio::test]
     async fn a_node_the_world_model_could_not_simulate_carries_no_value_and_no_visit() {
-        /// The toy, but its first expansion offers one call the world model cannot simulate.
-        struct HalfDown(Toy);
-        impl SearchEnv for HalfDown {
-            fn propose<'a>(
-                &'a self,
-                h: &'a [HistoryStep],
-                k: usize,
-                feedback: Option<&'a str>,
-            ) -> Answer<'a, Result<Proposal, String>> {
-                if !h.is_empty() {
-                    return self.0.propose(h, k, feedback);
-                }
-                let actions = vec![call("t:down"), call("t:good")];
-                Box::pin(async move {
-                    let rejected = vec![];
-                    (Ok(Proposal { actions, rejected }), vec![])
-                })
-            }
-            fn invalid(&self, t: &str, a: &Value) -> Option<String> {
-                self.0.invalid(t, a)
-            }
-            fn simulate<'a>(
-                &'a self,
-                h: &'a [HistoryStep],
-                t: &'a str,
-                a: &'a Value,
-            ) -> Answer<'a, Result<Prediction, String>> {
-                self.0.simulate(h, t, a)
-            }
-            fn critique<'a>(
-                &'a self,
-                h: &'a [HistoryStep],
-                action: &'a Action,
-                o: Option<&'a Observation>,
-            ) -> Answer<'a, Option<Critique>> {
-                self.0.critique(h, action, o)
-            }
-            fn should_stop(&self) -> Option<Stopped> {
-                None
-            }
-            fn world_model_name(&self) -> String {
-                "toy".into()
-            }
-        }
         let mut events = Vec::new();
         let settings = Settings {
             iterations: 6,
             alpha: 1.0,
             ..Settings::default()
         };
-        let Search { tree, .. } = search(&HalfDown(Toy::new()), &settings, &mut events)
-            .await
-            .unwrap();
+        // The first expansion offers one call the world model cannot simulate.
+        let half_down = FirstProposal::new(vec![call("t:down"), call("t:good")]);
+        let Search { tree, .. } = search(&half_down, &settings, &mut events).await.unwrap();
         let down = &tree.nodes[1];
         assert_eq!(down.verdict, Some(Verdict::NotSimulated));
         assert_eq!(
