@@ -200,23 +200,23 @@ pub fn redact_log_line(line: &str) -> Option<String> {
 /// JWT…) out of text, in any case, keeping the prefix; `None` when there are none. A key
 /// prefix inside a word (`task-`) is none, and a token has length. One pass over the text.
 fn redact_token_shapes(text: &str) -> Option<String> {
-    let lower = text.to_ascii_lowercase();
-    if !lower.contains("bearer ") && !KEY_PREFIXES.iter().any(|p| lower.contains(p)) {
-        return None;
-    }
-    // ASCII lower-casing keeps every byte where it was.
-    let b = lower.as_bytes();
+    // On the text's own bytes (every string of every event passes here on its way to a file:
+    // no copy unless something is cut). Prefixes and `bearer ` are ASCII, so every cut is at a
+    // character's boundary.
+    let b = text.as_bytes();
+    let starts =
+        |i: usize, p: &[u8]| b.len() >= i + p.len() && b[i..i + p.len()].eq_ignore_ascii_case(p);
     let is_token = |c: &u8| c.is_ascii_alphanumeric() || b"-_.~+/=".contains(c);
-    let mut out = String::with_capacity(text.len());
+    let mut out: Option<String> = None;
     let (mut copied, mut i) = (0, 0);
     while i < b.len() {
         let at_word = i == 0 || !b[i - 1].is_ascii_alphanumeric();
-        let prefix = if b[i..].starts_with(b"bearer ") {
+        let prefix = if starts(i, b"bearer ") {
             Some(7)
         } else if at_word {
             KEY_PREFIXES
                 .iter()
-                .find(|p| b[i..].starts_with(p.as_bytes()))
+                .find(|p| starts(i, p.as_bytes()))
                 .map(|p| p.len())
         } else {
             None
@@ -225,8 +225,9 @@ fn redact_token_shapes(text: &str) -> Option<String> {
             let start = i + len;
             let token = b[start..].iter().take_while(|c| is_token(c)).count();
             if token >= 8 {
-                out.push_str(&text[copied..start]);
-                out.push_str(REDACTED);
+                let o = out.get_or_insert_with(|| String::with_capacity(text.len()));
+                o.push_str(&text[copied..start]);
+                o.push_str(REDACTED);
                 copied = start + token;
                 i = copied;
                 continue;
@@ -234,9 +235,7 @@ fn redact_token_shapes(text: &str) -> Option<String> {
         }
         i += 1;
     }
-    if copied == 0 {
-        return None;
-    }
+    let mut out = out?;
     out.push_str(&text[copied..]);
     Some(out)
 }
