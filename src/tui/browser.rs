@@ -52,7 +52,7 @@ pub enum Column {
 }
 
 /// Columns in display order with their least widths; `PRIORITY` decides which fit a narrow
-/// terminal. The task, label, planner and status columns grow to their content
+/// terminal. The task, label, world model, planner and status columns fit their content
 /// ([`ContentWidths`]).
 const COLUMNS: [(Column, &str, u16); 12] = [
     (Column::Task, "task", 14),
