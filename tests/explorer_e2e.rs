@@ -254,6 +254,41 @@ fn the_sample_runs_at_80x24_open_on_the_failure_keep_siblings_apart_and_reach_ev
     t.keys(&["q"]);
     t.wait_exit();
 
+    // The sample search that finished a path: the about view (`a`) stars the node its
+    // `plan_selected` names, from the run's own record.
+    let finished = std::fs::read_dir(&samples)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().contains("_spiral_"))
+        .find_map(|p| {
+            let text = std::fs::read_to_string(&p).unwrap();
+            let plan: serde_json::Value = text
+                .lines()
+                .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+                .filter(|e| e["kind"] == "plan_selected")
+                .last()?;
+            (plan["choice"]["pool"] == "finished").then(|| {
+                let nodes = plan["nodes"].as_array().unwrap().clone();
+                (p, nodes)
+            })
+        })
+        .expect("a sample search that finished a path");
+    let (path, nodes) = finished;
+    let path_text: Vec<String> = nodes.iter().map(|n| format!("#{n}")).collect();
+    let t = Tmux::start(&["replay", path.to_str().unwrap()], 100, 40);
+    t.wait_for("Tree");
+    t.keys(&["a"]);
+    t.wait_for("About this run");
+    // Its end: why this plan, the searches, how it ended.
+    t.keys(&["End"]);
+    t.wait_for_all(&[
+        &format!("the plan: {}", path_text.join("→")),
+        &format!("★ {} ", path_text.last().unwrap()),
+        "chosen among 1 finished paths",
+    ]);
+    t.keys(&["q"]);
+    t.wait_exit();
+
     let t = Tmux::start(&["replay", samples.to_str().unwrap()], 80, 24);
     t.wait_for("runs");
     t.keys(&["m", "j", "m", "c"]);
