@@ -302,3 +302,21 @@ fn the_sample_runs_at_80x24_open_on_the_failure_keep_siblings_apart_and_reach_ev
     t.keys(&["q"]);
     t.wait_exit();
 }
+
+/// A run opened straight from its file says on the status line that lines were skipped, as it
+/// does when opened from the browser: the figures on screen leave them out.
+#[test]
+fn a_run_with_skipped_lines_says_so_when_opened_directly() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("skipped.jsonl");
+    // A run without a failed call: the status line has room for what the app says.
+    common::write_run(&common::three_runs().remove(0), &path);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines.insert(2, "this line is no event");
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    let t = Tmux::start(&["replay", path.to_str().unwrap()], 160, 30);
+    t.wait_for("1 problem(s) reading this run");
+    t.keys(&["q"]);
+    t.wait_exit();
+}

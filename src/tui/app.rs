@@ -113,6 +113,16 @@ impl App {
     }
 
     /// An app on a first view already boxed (as `open::run` gives it).
+    /// Says on the status line that reading the run in front found `problems` (skipped
+    /// lines and the like), when it did: the figures leave those lines out.
+    pub fn say_problems(&mut self, problems: usize) {
+        if problems > 0 {
+            self.message = Some(format!(
+                "{problems} problem(s) reading this run; `cosmos validate` lists them"
+            ));
+        }
+    }
+
     pub fn on(first: Box<dyn View>, keymap: Keymap, theme: Theme, size: (u16, u16)) -> Self {
         let mut app = Self {
             stack: Vec::new(),
@@ -435,11 +445,7 @@ impl App {
                 if let Some(event) = *at {
                     self.deliver(opened, &Action::JumpTo(event));
                 }
-                if problems > 0 {
-                    self.message = Some(format!(
-                        "{problems} problem(s) reading this run; `cosmos validate` lists them"
-                    ));
-                }
+                self.say_problems(problems);
             }
             Waiting::Compare { want, runs } => {
                 runs.push(run);

@@ -76,7 +76,9 @@ pub fn explore(path: &Path, probe: crate::probe::ProbeSetup) -> Result<()> {
         {
             // Read as a whole file reads it (a torn last line is a problem, not a wait).
             let run = Run::open(path)?;
+            let problems = run.problems.len();
             let mut app = App::on(open::run(run, body), keymap, theme, size);
+            app.say_problems(problems);
             app.probe = probe;
             return terminal::run(app, None, None).map(drop);
         }
