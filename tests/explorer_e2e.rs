@@ -265,8 +265,7 @@ fn the_sample_runs_at_80x24_open_on_the_failure_keep_siblings_apart_and_reach_ev
             let plan: serde_json::Value = text
                 .lines()
                 .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
-                .filter(|e| e["kind"] == "plan_selected")
-                .last()?;
+                .rfind(|e| e["kind"] == "plan_selected")?;
             (plan["choice"]["pool"] == "finished").then(|| {
                 let nodes = plan["nodes"].as_array().unwrap().clone();
                 (p, nodes)
