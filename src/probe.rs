@@ -41,22 +41,25 @@ impl ProbeSetup {
     }
 
     /// The world models a person can pick: the built-in `llm` when its role has an endpoint,
-    /// `memory` (the runs beside the probed one), then the config's named ones.
-    pub fn world_models(&self) -> Vec<String> {
-        let llm_has_endpoint = LlmConfig::load(self.config.as_deref())
-            .is_ok_and(|c| !c.endpoint(Role::WorldModel).base_url.is_empty());
+    /// `memory` (the runs beside the probed one), then the config's named ones. A config that
+    /// cannot be read is an error naming it, never a shorter list.
+    pub fn world_models(&self) -> Result<Vec<String>> {
+        let llm = LlmConfig::load(self.config.as_deref())?;
         let mut names = vec!["memory".to_string()];
-        if llm_has_endpoint {
+        if !llm.endpoint(Role::WorldModel).base_url.is_empty() {
             names.insert(0, "llm".to_string());
         }
-        if let Some(path) = &self.config
-            && let Ok(text) = std::fs::read_to_string(path)
-            && let Ok(table) = text.parse::<toml::Table>()
-            && let Some(toml::Value::Table(models)) = table.get("world_models")
-        {
-            names.extend(models.keys().cloned());
+        if let Some(path) = &self.config {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading {}", path.display()))?;
+            let table = text
+                .parse::<toml::Table>()
+                .with_context(|| format!("{} is not TOML", path.display()))?;
+            if let Some(toml::Value::Table(models)) = table.get("world_models") {
+                names.extend(models.keys().cloned());
+            }
         }
-        names
+        Ok(names)
     }
 }
 
@@ -259,7 +262,7 @@ mod tests {
             config: Some(with),
             mcp_config: None,
         };
-        assert_eq!(setup.world_models(), ["llm", "memory"]);
+        assert_eq!(setup.world_models().unwrap(), ["llm", "memory"]);
         assert_eq!(setup.cannot_call_for_real(), Some(NO_SERVERS));
         let without = dir.path().join("without.toml");
         std::fs::write(&without, "[default]\nmodel = \"m\"\n").unwrap();
@@ -269,12 +272,25 @@ mod tests {
         };
         assert_eq!(setup.cannot_call_for_real(), None);
         // Only the environment could still give the role an address.
-        let offered = setup.world_models();
+        let offered = setup.world_models().unwrap();
         assert_eq!(
             offered.contains(&"llm".to_string()),
             std::env::var("OPENAI_BASE_URL").is_ok_and(|u| !u.is_empty()),
             "{offered:?}"
         );
+    }
+
+    #[test]
+    fn a_config_that_cannot_be_read_is_said_not_swallowed() {
+        let dir = tempfile::tempdir().unwrap();
+        let broken = dir.path().join("broken.toml");
+        std::fs::write(&broken, "[world_models.x\nkind = ").unwrap();
+        let setup = ProbeSetup {
+            config: Some(broken),
+            mcp_config: None,
+        };
+        let err = format!("{:#}", setup.world_models().unwrap_err());
+        assert!(err.contains("broken.toml"), "{err}");
     }
 
     #[test]

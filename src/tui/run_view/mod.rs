@@ -500,8 +500,13 @@ impl RunView {
             return;
         };
         if !real {
-            let picker = WorldModelPicker::new(info.id, cx.probe.world_models());
-            out.push(Request::Push(Box::new(picker)));
+            match cx.probe.world_models() {
+                Ok(names) => {
+                    let picker = WorldModelPicker::new(info.id, names);
+                    out.push(Request::Push(Box::new(picker)));
+                }
+                Err(e) => out.push(Request::Say(format!("cannot probe: {e:#}"))),
+            }
         } else if let Some(why) = cx.probe.cannot_call_for_real() {
             // Said before the question, not after a `y`.
             out.push(Request::Say(why.to_string()));
