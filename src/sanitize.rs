@@ -206,6 +206,18 @@ mod tests {
     }
 
     #[test]
+    fn the_inert_writer_passes_bytes_that_are_no_utf8_as_replacement_characters() {
+        use std::io::Write;
+        let mut out = Vec::new();
+        {
+            let mut w = InertWriter::text(&mut out);
+            w.write_all(b"a\xff\x1b[2Jb").unwrap();
+            w.flush().unwrap();
+        }
+        assert_eq!(String::from_utf8(out).unwrap(), "a\u{fffd}\\u{1b}[2Jb");
+    }
+
+    #[test]
     fn escapes_never_survive() {
         let evil = "ok\u{1b}]52;c;ZXZpbA==\u{7}\u{1b}[2J\u{9b}31m\u{202e}";
         let s = one_line(evil, 200);

@@ -359,20 +359,10 @@ fn kill_9_of_cosmos_leaves_no_process_of_a_command_world_model() {
     child.kill().unwrap(); // SIGKILL: cosmos gets no chance to stop anything itself.
     child.wait().unwrap();
     // Gone, or a zombie nobody reaps (its parent `sh` was killed with it).
-    let gone = || {
-        std::fs::read_to_string(format!("/proc/{wm_pid}/stat")).map_or(true, |stat| {
-            stat.rsplit(')')
-                .next()
-                .unwrap()
-                .trim_start()
-                .starts_with('Z')
-        })
-    };
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !gone() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    assert!(gone(), "the world model {wm_pid} outlived cosmos");
+    assert!(
+        ends_within(&wm_pid.to_string(), Duration::from_secs(5)),
+        "the world model {wm_pid} outlived cosmos"
+    );
 }
 
 #[test]

@@ -4,6 +4,8 @@
 //! writes without end (cut at the line cap, killed), one whose prediction is huge (capped like
 //! a tool result).
 
+mod support;
+
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -122,20 +124,10 @@ async fn a_hanging_process_is_killed_at_the_timeout_and_replaced() {
     // The Python process itself, not only the `sh` around it, is gone (or a zombie waiting
     // to be reaped): a hung world model must not outlive its timeout.
     let hung = pid(&before).to_string();
-    let gone = || {
-        std::fs::read_to_string(format!("/proc/{hung}/stat")).map_or(true, |stat| {
-            stat.rsplit(')')
-                .next()
-                .unwrap()
-                .trim_start()
-                .starts_with('Z')
-        })
-    };
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !gone() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    assert!(gone(), "the hung process {hung} was killed");
+    assert!(
+        support::ends_within(&hung, Duration::from_secs(5)),
+        "the hung process {hung} was killed"
+    );
     let after = ask(&wm, "ok").await.unwrap();
     assert_ne!(pid(&before), pid(&after));
 }

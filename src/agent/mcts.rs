@@ -1031,64 +1031,6 @@ mod tests {
         }
     }
 
-    /// The toy, but the root's expansion proposes `first` (later ones are the toy's).
-    struct FirstProposal {
-        toy: Toy,
-        first: Vec<Action>,
-    }
-
-    impl FirstProposal {
-        fn new(first: Vec<Action>) -> Self {
-            Self {
-                toy: Toy::new(),
-                first,
-            }
-        }
-    }
-
-    impl SearchEnv for FirstProposal {
-        fn propose<'a>(
-            &'a self,
-            h: &'a [HistoryStep],
-            k: usize,
-            feedback: Option<&'a str>,
-        ) -> Answer<'a, Result<Proposal, String>> {
-            if !h.is_empty() {
-                return self.toy.propose(h, k, feedback);
-            }
-            let actions = self.first.clone();
-            Box::pin(async move {
-                let rejected = vec![];
-                (Ok(Proposal { actions, rejected }), vec![])
-            })
-        }
-        fn invalid(&self, t: &str, a: &Value) -> Option<String> {
-            self.toy.invalid(t, a)
-        }
-        fn simulate<'a>(
-            &'a self,
-            h: &'a [HistoryStep],
-            t: &'a str,
-            a: &'a Value,
-        ) -> Answer<'a, Result<Prediction, String>> {
-            self.toy.simulate(h, t, a)
-        }
-        fn critique<'a>(
-            &'a self,
-            h: &'a [HistoryStep],
-            action: &'a Action,
-            o: Option<&'a Observation>,
-        ) -> Answer<'a, Option<Critique>> {
-            self.toy.critique(h, action, o)
-        }
-        fn should_stop(&self) -> Option<Stopped> {
-            None
-        }
-        fn world_model_name(&self) -> String {
-            "toy".into()
-        }
-    }
-
     async fn run(env: &Toy, settings: Settings) -> (Tree, Stopped, Vec<EventBody>) {
         let mut events = Vec::new();
         let Search { tree, stopped, .. } = search(env, &settings, &mut events).await.unwrap();
@@ -1197,7 +1139,7 @@ mod tests {
             ..Settings::default()
         };
         // Every call goes to a world model that is down.
-        let down = FirstProposal::new(vec![call("t:down"), call("t:down2")]);
+        let down = first_proposal(vec![call("t:down"), call("t:down2")]);
         let Search { tree, .. } = search(&down, &settings, &mut events).await.unwrap();
         let errors = events
             .iter()
@@ -1232,7 +1174,7 @@ mod tests {
             ..Settings::default()
         };
         // The first expansion offers one call the world model cannot simulate.
-        let half_down = FirstProposal::new(vec![call("t:down"), call("t:good")]);
+        let half_down = first_proposal(vec![call("t:down"), call("t:good")]);
         let Search { tree, .. } = search(&half_down, &settings, &mut events).await.unwrap();
         let down = &tree.nodes[1];
         assert_eq!(down.verdict, Some(Verdict::NotSimulated));
@@ -1462,6 +1404,22 @@ mod tests {
         Steered {
             toy: Toy::new(),
             steer,
+            feedback: Default::default(),
+        }
+    }
+
+    /// The toy's world whose root expansion is offered `first` (later ones are the toy's).
+    fn first_proposal(
+        first: Vec<Action>,
+    ) -> Steered<impl Fn(&[HistoryStep], Option<&str>) -> Option<Proposal> + Send + Sync> {
+        Steered {
+            toy: Toy::new(),
+            steer: move |history: &[HistoryStep], _: Option<&str>| {
+                history.is_empty().then(|| Proposal {
+                    actions: first.clone(),
+                    rejected: vec![],
+                })
+            },
             feedback: Default::default(),
         }
     }

@@ -57,8 +57,9 @@ pub struct CompareView {
     answers: Vec<Option<String>>,
     /// Rows of aligned calls; one cell per run.
     pub rows: Vec<AlignedRow>,
-    /// The world model's predictions per run (`None` for a run without a search or chain).
-    simulations: Vec<Option<u64>>,
+    /// The metric table's rows (the rows that differ first), worked out once: the runs are
+    /// loaded and do not change.
+    metric_table: Vec<MetricRow>,
     /// A warning (runs of different tasks).
     pub warning: Option<String>,
     /// The selected row.
@@ -75,7 +76,13 @@ pub struct CompareView {
 impl CompareView {
     /// Builds the comparison of loaded runs.
     pub fn new(runs: &[Run], size: (u16, u16)) -> Self {
-        let metrics = runs.iter().map(crate::metrics::run::of_run).collect();
+        let metrics: Vec<RunMetrics> = runs.iter().map(crate::metrics::run::of_run).collect();
+        // The world model's predictions per run (`None` for a run without a search or chain).
+        let simulations: Vec<Option<u64>> = runs
+            .iter()
+            .map(|r| (!r.nodes().is_empty()).then(|| r.predictions()))
+            .collect();
+        let metric_table = metric_rows(&metrics, &simulations);
         let calls: Vec<Vec<Call>> = runs.iter().map(calls_of).collect();
         let tasks: Vec<&str> = runs.iter().map(|r| r.header.task.id.as_str()).collect();
         let warning = tasks
@@ -91,10 +98,7 @@ impl CompareView {
                 .map(|r| r.answer_at(r.len()).map(String::from))
                 .collect(),
             rows: align(&calls),
-            simulations: runs
-                .iter()
-                .map(|r| (!r.nodes().is_empty()).then(|| r.predictions()))
-                .collect(),
+            metric_table,
             warning,
             selection: Selection::default(),
             column: 0,
@@ -106,7 +110,7 @@ impl CompareView {
 
     /// Metrics on top, the aligned calls in the middle, the selected row below.
     fn split(&self, area: Rect) -> [Rect; 3] {
-        let metric_rows = metric_rows(&self.metrics, &self.simulations).len() + 2;
+        let metric_rows = self.metric_table.len() + 2;
         Layout::vertical([
             Constraint::Length((metric_rows as u16 + 3).min(area.height / 3)),
             Constraint::Min(4),
@@ -119,7 +123,7 @@ impl CompareView {
     fn metric_window(&self) -> (usize, usize) {
         let body = Rect::new(0, 0, self.size.0, self.size.1.saturating_sub(1));
         let [top, ..] = self.split(body);
-        let total = metric_rows(&self.metrics, &self.simulations).len() + 1;
+        let total = self.metric_table.len() + 1;
         (total, top.height.saturating_sub(3).max(1) as usize)
     }
 
@@ -320,25 +324,22 @@ impl View for CompareView {
             ))
             .style(theme.title())
         };
-        let rows = metric_rows(&self.metrics, &self.simulations);
-        let differing = rows
-            .iter()
-            .take_while(|(_, values, _)| values.windows(2).any(|w| w[0] != w[1]))
-            .count();
-        let mut metric_lines: Vec<Row> = rows
-            .into_iter()
-            .map(|(name, values, best)| {
-                Row::new(std::iter::once(Cell::from(name)).chain(
-                    values.into_iter().enumerate().map(|(i, v)| {
-                        if best.contains(&i) {
-                            Cell::from(Span::styled(format!("{v} ★"), theme.mark()))
-                        } else {
-                            Cell::from(v)
-                        }
-                    }),
-                ))
-            })
-            .collect();
+        let rows = &self.metric_table;
+        let differing = rows.iter().take_while(|row| differs(row)).count();
+        let mut metric_lines: Vec<Row> =
+            rows.iter()
+                .map(|(name, values, best)| {
+                    Row::new(std::iter::once(Cell::from(*name)).chain(
+                        values.iter().enumerate().map(|(i, v)| {
+                            if best.contains(&i) {
+                                Cell::from(Span::styled(format!("{v} ★"), theme.mark()))
+                            } else {
+                                Cell::from(v.as_str())
+                            }
+                        }),
+                    ))
+                })
+                .collect();
         // The answers, each quoted so that neighbouring ones never read as one, right after
         // the rows that differ.
         // Two columns for the quotes, and one spare: the ratio split may round a column down.
@@ -655,10 +656,14 @@ type MetricRow = (&'static str, Vec<String>, Vec<usize>);
 /// screen shows them), in their usual order, then the rest.
 fn metric_rows(ms: &[RunMetrics], simulations: &[Option<u64>]) -> Vec<MetricRow> {
     let rows = metric_rows_in_order(ms, simulations);
-    let differs = |(_, values, _): &MetricRow| values.windows(2).any(|w| w[0] != w[1]);
     let (mut first, rest): (Vec<MetricRow>, Vec<MetricRow>) = rows.into_iter().partition(differs);
     first.extend(rest);
     first
+}
+
+/// The runs' values of a metric row are not all the same.
+fn differs((_, values, _): &MetricRow) -> bool {
+    values.windows(2).any(|w| w[0] != w[1])
 }
 
 /// The rows of the metric table in their usual order.

@@ -822,3 +822,46 @@ impl View for CallDetail {
         true
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(source: &str) -> CallRow {
+        CallRow {
+            step: 1,
+            tool: "t:x".into(),
+            arguments: Value::Null,
+            label: String::new(),
+            compact: String::new(),
+            real: Observation::default(),
+            source: source.into(),
+            source_seq: Some(1),
+            run_name: String::new(),
+            cells: Vec::new(),
+            tokens: Vec::new(),
+            shown: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn runs_are_named_without_their_start_time_and_numbered_when_two_read_the_same() {
+        let mut rows = vec![
+            row("runs/20261202T015325.079Z_time_mcp_001_spiral_memory.jsonl"),
+            row("runs/20261202T023237.833Z_time_mcp_001_spiral_memory.jsonl"),
+            row("runs/20261202T025240.637Z_time_mcp_000_react_none.jsonl"),
+            row("runs/20261202T015325.079Z_time_mcp_001_spiral_memory.jsonl"),
+        ];
+        name_runs(&mut rows);
+        let names: Vec<&str> = rows.iter().map(|r| r.run_name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "time_mcp_001_spiral_memory #1",
+                "time_mcp_001_spiral_memory #2",
+                "time_mcp_000_react_none",
+                "time_mcp_001_spiral_memory #1",
+            ]
+        );
+    }
+}

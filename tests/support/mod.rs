@@ -265,3 +265,21 @@ pub fn events(path: &Path) -> Vec<Value> {
         .map(|l| serde_json::from_str(l).unwrap())
         .collect()
 }
+
+/// Waits up to `within` for process `pid` to be gone (or a zombie nobody reaps); true if it is.
+pub fn ends_within(pid: &str, within: std::time::Duration) -> bool {
+    let gone = || {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |stat| {
+            stat.rsplit(')')
+                .next()
+                .unwrap_or_default()
+                .trim_start()
+                .starts_with('Z')
+        })
+    };
+    let deadline = std::time::Instant::now() + within;
+    while !gone() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    gone()
+}
