@@ -5,13 +5,14 @@
 //!
 //! ```json
 //! {"id": "tz_1", "request": "What time is it in Tokyo?", "reference": "…",
+//!  "dependency_analysis": "one call; nothing depends on another",
 //!  "reference_calls": [{"tool": "Time MCP:get_current_time", "arguments": {"timezone": "Asia/Tokyo"}}],
 //!  "servers": ["Time MCP"]}
 //! ```
 //!
 //! MCP-Bench runner format: `{"server_tasks": [{"servers": [...], "tasks": [{"task_id",
-//! "fuzzy_description", "task_description", ...}]}]}`; the agent gets `fuzzy_description`, the
-//! judge `task_description`.
+//! "fuzzy_description", "task_description", "dependency_analysis", ...}]}]}`; the agent gets
+//! `fuzzy_description`, the judge `task_description` and `dependency_analysis` as well.
 
 use std::path::Path;
 
@@ -32,6 +33,9 @@ pub struct Task {
     pub reference: Option<String>,
     /// Tool calls of a reference solution, when known.
     pub reference_calls: Option<Vec<Value>>,
+    /// How the task's calls depend on each other (MCP-Bench `dependency_analysis`): for the
+    /// judge only.
+    pub dependency_analysis: Option<String>,
     /// Names of the MCP servers the task needs (looked up in the MCP config).
     pub servers: Vec<String>,
     /// Where it came from.
@@ -45,6 +49,7 @@ impl Task {
             id: self.id.clone(),
             request: self.request.clone(),
             reference: self.reference.clone(),
+            dependency_analysis: self.dependency_analysis.clone(),
             reference_call_count: self.reference_calls.as_ref().map(|c| c.len() as u32),
             source: Some(self.source.clone()),
         }
@@ -58,6 +63,7 @@ struct OwnTask {
     request: String,
     reference: Option<String>,
     reference_calls: Option<Vec<Value>>,
+    dependency_analysis: Option<String>,
     #[serde(default)]
     servers: Vec<String>,
 }
@@ -81,6 +87,7 @@ struct BenchTask {
     task_id: String,
     fuzzy_description: String,
     task_description: Option<String>,
+    dependency_analysis: Option<String>,
 }
 
 /// Every task in a file, in file order.
@@ -110,6 +117,7 @@ pub fn load(path: &Path) -> Result<Vec<Task>> {
                     request: t.fuzzy_description,
                     reference: t.task_description,
                     reference_calls: None,
+                    dependency_analysis: t.dependency_analysis,
                     servers: servers.clone(),
                     source: source.clone(),
                 })
@@ -127,6 +135,7 @@ pub fn load(path: &Path) -> Result<Vec<Task>> {
                 request: t.request,
                 reference: t.reference,
                 reference_calls: t.reference_calls,
+                dependency_analysis: t.dependency_analysis,
                 servers: t.servers,
                 source: source.clone(),
             })
@@ -220,6 +229,11 @@ mod tests {
         assert_eq!(t.servers, vec!["Time MCP"]);
         assert!(t.request.starts_with("Hey, I’m trying to schedule"));
         assert!(t.reference.unwrap().len() > 100);
+        assert!(
+            t.dependency_analysis
+                .is_some_and(|d| d.contains("convert_time")),
+            "the judge's dependency analysis is read"
+        );
     }
 
     #[test]

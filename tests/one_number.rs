@@ -99,6 +99,7 @@ fn react_with_everything() -> Run {
                 dependency_awareness: six(),
                 parallelism_efficiency: six(),
             }),
+            judging: None,
         },
     ];
     common::run_of("mixed.jsonl", header, bodies)

@@ -1,24 +1,75 @@
-//! `cosmos judge`: scores runs with the MCP-Bench rubric and appends `phase judge`, the
-//! judge's `llm_call` and `judge_scored` to each run's file.
+//! `cosmos judge`: scores runs with MCP-Bench's judge and appends `phase judge`, one `llm_call`
+//! per request and `judge_scored` (or the `error` saying why there are no scores) to each
+//! run's file.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 
-use crate::judge;
+use crate::judge::{self, MAX_TRIALS, MCP_BENCH_TRIALS, Settings};
 use crate::llm::client::LlmClient;
 use crate::llm::config::LlmConfig;
 use crate::sanitize::inert;
+use crate::task::Task;
 use crate::trajectory::event::{EventBody, Phase, Role};
 use crate::trajectory::reader::collect_files;
 use crate::trajectory::redact::Redactor;
 use crate::trajectory::run::Run;
 use crate::trajectory::writer::Writer;
 
+/// How many trials, from which seed, and where older runs' task details are.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct JudgeArgs {
+    /// Requests per run, each with its own order of the rubric; the scores are their mean
+    /// (default: `[judge] trials` in --config, else 1; with --mcp-bench, 5).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=MAX_TRIALS as i64))]
+    trials: Option<u32>,
+    /// MCP-Bench's own setting: five trials unless --trials says otherwise.
+    #[arg(long)]
+    mcp_bench: bool,
+    /// Seed of the rubric orders (trial i uses SEED + i), so a judgement can be repeated
+    /// (default: `[judge] seed` in --config, else drawn at random; recorded either way).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Task file the runs were made from: fills in the concrete task and the dependency
+    /// analysis of runs recorded before their header kept them (matched by task id).
+    #[arg(long, value_name = "FILE")]
+    tasks: Option<PathBuf>,
+}
+
+impl JudgeArgs {
+    /// The settings: the command line over `[judge]` in the config over the defaults.
+    fn settings(&self, config: &LlmConfig) -> Result<Settings> {
+        let table = config.judge();
+        let trials = self
+            .trials
+            .or(self.mcp_bench.then_some(MCP_BENCH_TRIALS))
+            .or(table.trials)
+            .unwrap_or(1);
+        if !(1..=MAX_TRIALS).contains(&trials) {
+            bail!("[judge] trials = {trials}: a judgement takes 1 to {MAX_TRIALS} trials");
+        }
+        Ok(Settings {
+            trials,
+            seed: self.seed.or(table.seed),
+        })
+    }
+}
+
 /// Judges every run under `paths`; already judged runs are skipped unless `force`.
-pub fn run(paths: &[PathBuf], config: Option<PathBuf>, force: bool) -> Result<ExitCode> {
+pub fn run(
+    paths: &[PathBuf],
+    config: Option<PathBuf>,
+    force: bool,
+    args: &JudgeArgs,
+) -> Result<ExitCode> {
     let llm = LlmConfig::load(config.as_deref())?;
+    let settings = args.settings(&llm)?;
+    let tasks = match &args.tasks {
+        Some(path) => crate::task::load(path)?,
+        None => Vec::new(),
+    };
     let client = LlmClient::new(llm.endpoint(Role::Judge).clone());
     let redactor = Redactor::with_secrets(llm.secrets());
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -32,9 +83,17 @@ pub fn run(paths: &[PathBuf], config: Option<PathBuf>, force: bool) -> Result<Ex
     if files.is_empty() {
         bail!("no *.jsonl files to judge");
     }
+    let judge = Judge {
+        runtime: &runtime,
+        client: &client,
+        redactor: &redactor,
+        settings,
+        tasks: &tasks,
+        force,
+    };
     let mut failures = 0;
     for file in files {
-        match judge_file(&runtime, &client, &redactor, &file, force) {
+        match judge.file(&file) {
             Ok(line) => println!("{}", inert(&line)),
             Err(e) => {
                 failures += 1;
@@ -49,65 +108,99 @@ pub fn run(paths: &[PathBuf], config: Option<PathBuf>, force: bool) -> Result<Ex
     })
 }
 
-fn judge_file(
-    runtime: &tokio::runtime::Runtime,
-    client: &LlmClient,
-    redactor: &Redactor,
-    file: &Path,
+/// What every file is judged with.
+struct Judge<'a> {
+    runtime: &'a tokio::runtime::Runtime,
+    client: &'a LlmClient,
+    redactor: &'a Redactor,
+    settings: Settings,
+    tasks: &'a [Task],
     force: bool,
-) -> Result<String> {
-    let run = Run::open(file)?;
-    if run.judge_at(run.len()).is_some() && !force {
-        return Ok(format!(
-            "{}: already judged (--force to judge again)",
-            file.display()
-        ));
-    }
-    if run.finish_at(run.len()).is_none() {
-        bail!("the run has not finished; judge it when it has");
-    }
-    let (completion, scores) = runtime.block_on(judge::judge(client, &run));
-    let mut writer = Writer::append(file, redactor.clone()).context("appending the judgement")?;
-    let t = run.briefs().last().map_or(0, |e| e.t_ms);
-    let model = client.endpoint().model.clone();
-    writer.write(
-        t,
-        EventBody::Phase {
-            phase: Phase::Judge,
-        },
-    )?;
-    let llm_call = crate::agent::llm_call_event(Role::Judge, &model, completion.as_ref());
-    writer.write(t, llm_call)?;
-    match scores {
-        Ok(scores) => {
-            let summary = crate::metrics::run::JudgeSummary::from_scores(&scores);
-            writer.write(
-                t,
-                EventBody::JudgeScored {
-                    model,
-                    scores: Box::new(scores),
-                },
-            )?;
-            Ok(format!(
-                "{}: task completion {:.1}, tool selection {:.1}, planning {:.1}, overall {:.1}",
-                file.display(),
-                summary.task_completion,
-                summary.tool_selection,
-                summary.planning_effectiveness,
-                summary.overall
-            ))
+}
+
+impl Judge<'_> {
+    fn file(&self, file: &Path) -> Result<String> {
+        let run = Run::open(file)?;
+        if run.judge_at(run.len()).is_some() && !self.force {
+            return Ok(format!(
+                "{}: already judged (--force to judge again)",
+                file.display()
+            ));
         }
-        Err(e) => {
+        if run.finish_at(run.len()).is_none() {
+            bail!("the run has not finished; judge it when it has");
+        }
+        let task = self.tasks.iter().find(|t| t.id == run.header.task.id);
+        let judgement = self.runtime.block_on(judge::judge(
+            self.client,
+            &run,
+            task,
+            self.settings,
+        ));
+        let mut writer =
+            Writer::append(file, self.redactor.clone()).context("appending the judgement")?;
+        let t = run.briefs().last().map_or(0, |e| e.t_ms);
+        let model = self.client.endpoint().model.clone();
+        writer.write(
+            t,
+            EventBody::Phase {
+                phase: Phase::Judge,
+            },
+        )?;
+        for call in &judgement.calls {
             writer.write(
                 t,
-                EventBody::Error {
-                    source: "llm".into(),
-                    name: Some("judge".into()),
-                    message: e.clone(),
-                    stderr_tail: None,
-                },
+                crate::agent::llm_call_event(Role::Judge, &model, call.as_ref()),
             )?;
-            bail!("not judged: {e}")
+        }
+        match judgement.outcome {
+            Ok((scores, judging)) => {
+                let summary = crate::metrics::run::JudgeSummary::of(
+                    crate::trajectory::event::JudgeRecord {
+                        model: &model,
+                        scores: &scores,
+                        judging: Some(&judging),
+                    },
+                );
+                let answered = judging.answered().count();
+                let asked = judging.trials.len();
+                let compressed = judging.evidence.compressed.is_some();
+                writer.write(
+                    t,
+                    EventBody::JudgeScored {
+                        model,
+                        scores: Box::new(scores),
+                        judging: Some(Box::new(judging)),
+                    },
+                )?;
+                Ok(format!(
+                    "{}: task completion {:.1}, tool selection {:.1}, planning {:.1}, overall {:.1} \
+                     ({answered} of {asked} trial{}{})",
+                    file.display(),
+                    summary.task_completion,
+                    summary.tool_selection,
+                    summary.planning_effectiveness,
+                    summary.overall,
+                    if asked == 1 { "" } else { "s" },
+                    if compressed {
+                        "; the history was compressed to fit the judge's context"
+                    } else {
+                        ""
+                    }
+                ))
+            }
+            Err(e) => {
+                writer.write(
+                    t,
+                    EventBody::Error {
+                        source: "llm".into(),
+                        name: Some("judge".into()),
+                        message: e.clone(),
+                        stderr_tail: None,
+                    },
+                )?;
+                bail!("not judged: {e}")
+            }
         }
     }
 }

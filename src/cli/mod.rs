@@ -77,6 +77,8 @@ pub enum Command {
         /// Judge runs that were judged already (adds a newer judgement; the last one counts).
         #[arg(long)]
         force: bool,
+        #[command(flatten)]
+        settings: judge::JudgeArgs,
     },
     /// Check trajectory files; print each problem as FILE:LINE: reason.
     ///
@@ -148,7 +150,8 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             paths,
             config,
             force,
-        } => judge::run(&paths, config, force),
+            settings,
+        } => judge::run(&paths, config, force, &settings),
         Command::Validate { paths, quiet } => validate::run(&paths, quiet),
         Command::WmEval(args) => wm_eval::run(*args),
         Command::Sweep(args) => sweep::run(*args),

@@ -958,7 +958,7 @@ impl Trace {
                         .set_attribute(attr("cosmos.answer", redacted_text(&self.redactor, text)));
                 }
             }
-            EventBody::JudgeScored { model, scores } => {
+            EventBody::JudgeScored { model, scores, .. } => {
                 let value = serde_json::to_value(scores).unwrap_or(Value::Null);
                 self.root.span().add_event_with_timestamp(
                     "cosmos.judge_scored",

@@ -113,15 +113,29 @@ struct FileShape {
     /// Agent settings: read by `agent::mcts::Settings::from_config`, not here.
     #[serde(default, rename = "agent")]
     _agent: Option<serde::de::IgnoredAny>,
+    /// How runs are judged (`cosmos judge`).
+    #[serde(default)]
+    judge: JudgeTable,
     /// Named world models: read by `world_model::named`, not here.
     #[serde(default, rename = "world_models")]
     _world_models: Option<serde::de::IgnoredAny>,
 }
 
 /// Endpoints per role.
+/// `[judge]`: how `cosmos judge` judges when its command line does not say.
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JudgeTable {
+    /// Requests per run (`--trials`).
+    pub trials: Option<u32>,
+    /// Seed of the rubric orders (`--seed`).
+    pub seed: Option<u64>,
+}
+
 #[derive(Debug, Clone)]
 pub struct LlmConfig {
     endpoints: BTreeMap<Role, Endpoint>,
+    judge: JudgeTable,
     /// `[default]`, for endpoints named elsewhere (an `llm` world model's table).
     default: RoleShape,
     /// Keys of endpoints made after loading, for the redactor.
@@ -157,6 +171,7 @@ impl LlmConfig {
         }
         Ok(Self {
             endpoints,
+            judge: shape.judge,
             default: shape.default,
             extra_secrets: Vec::new(),
         })
@@ -176,6 +191,11 @@ impl LlmConfig {
             self.extra_secrets.push(key.clone());
         }
         Ok(endpoint)
+    }
+
+    /// `[judge]`.
+    pub fn judge(&self) -> JudgeTable {
+        self.judge
     }
 
     /// Records messages for every role (`cosmos run --record-messages`).

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use super::run::RunMetrics;
+use super::run::{JudgeSummary, JudgeVariance, RunMetrics};
 use super::stats::{Estimate, Scale};
 
 /// Rates and fidelity.
@@ -14,8 +14,8 @@ pub const UNIT: Scale = Scale::Bounded(0.0, 1.0);
 /// Execution Quality, 0–100.
 pub const EQ_SCALE: Scale = Scale::Bounded(0.0, 100.0);
 /// The judge's scores, 1–10.
-pub const JUDGE_SCALE: Scale = Scale::Bounded(1.0, 10.0);
-use crate::trajectory::event::{Header, RunStatus};
+pub const JUDGE_SCALE: Scale = Scale::Bounded(0.0, 10.0);
+use crate::trajectory::event::{DIMENSION_NAMES, Header, RunStatus};
 
 /// Execution Quality at or above this (out of 100) counts as high for the flag below.
 pub const HIGH_EXECUTION_QUALITY: f64 = 70.0;
@@ -166,6 +166,10 @@ pub struct GroupRow {
     pub overall: Option<Estimate>,
     /// Overall with Execution Quality (scaled to 1–10) as a fourth part.
     pub new_overall: Option<Estimate>,
+    /// The judge's own spread beside the spread between runs, and who judged with how many
+    /// trials; `None` when no run was judged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge_spread: Option<JudgeSpread>,
     /// Runs by what brought them to their end (`Ending::as_str`, or `unknown` for an older
     /// file that does not tell; runs still going or that crashed are not counted).
     pub endings: BTreeMap<String, usize>,
@@ -186,6 +190,127 @@ pub struct EqCohort {
     pub runs: usize,
     /// The fewest and the most calls per run of its rows (the efficiency range).
     pub calls: (f64, f64),
+}
+
+
+/// How much of a group's judge scores is the judge's own noise (docs/report-format.md,
+/// "The judge"): per sub-dimension and headline score, the standard deviation between runs
+/// (of their trial means) and the judge's own between trials (pooled over the runs judged more
+/// than once); and each judge model with its runs and trials per run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JudgeSpread {
+    /// Each judge model, by name.
+    pub judges: Vec<JudgeModel>,
+    /// The six sub-dimensions, then task completion, tool selection, planning and overall.
+    pub rows: Vec<SpreadRow>,
+}
+
+/// A judge model and what it judged in a group.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JudgeModel {
+    /// The model.
+    pub model: String,
+    /// Runs it judged.
+    pub runs: usize,
+    /// The fewest trials a run's scores are the mean of.
+    pub trials_min: u32,
+    /// The most.
+    pub trials_max: u32,
+}
+
+/// One score's two standard deviations.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SpreadRow {
+    /// The sub-dimension or headline score.
+    pub name: String,
+    /// Between runs (of each run's trial mean); `None` under two runs.
+    pub between_runs: Option<f64>,
+    /// The judge's own, between trials of one run (pooled over the runs judged more than
+    /// once); `None` when none was.
+    pub between_trials: Option<f64>,
+}
+
+impl JudgeSpread {
+    fn of(runs: &[&RunRecord]) -> Option<Self> {
+        let judged: Vec<&JudgeSummary> =
+            runs.iter().filter_map(|r| r.metrics.judge.as_ref()).collect();
+        if judged.is_empty() {
+            return None;
+        }
+        let mut judges: BTreeMap<&str, (usize, u32, u32)> = BTreeMap::new();
+        for j in &judged {
+            let e = judges.entry(&j.model).or_insert((0, u32::MAX, 0));
+            *e = (e.0 + 1, e.1.min(j.trials), e.2.max(j.trials));
+        }
+        let row = |name: &str, value: &dyn Fn(&JudgeSummary) -> f64, var: &dyn Fn(&JudgeVariance) -> f64| {
+            let values: Vec<f64> = judged.iter().map(|j| value(j)).collect();
+            let variances: Vec<f64> = judged
+                .iter()
+                .filter_map(|j| j.trial_variance.as_ref().map(var))
+                .collect();
+            let pooled = (!variances.is_empty())
+                .then(|| (variances.iter().sum::<f64>() / variances.len() as f64).sqrt());
+            SpreadRow {
+                name: name.to_string(),
+                between_runs: super::stats::sd(&values),
+                between_trials: pooled,
+            }
+        };
+        let mut rows: Vec<SpreadRow> = DIMENSION_NAMES
+            .iter()
+            .map(|d| {
+                row(
+                    d,
+                    &|j| j.dimensions.get(d).copied().unwrap_or_default(),
+                    &|v| v.dimensions.get(d).copied().unwrap_or_default(),
+                )
+            })
+            .collect();
+        rows.push(row("task completion", &|j| j.task_completion, &|v| v.task_completion));
+        rows.push(row("tool selection", &|j| j.tool_selection, &|v| v.tool_selection));
+        rows.push(row(
+            "planning",
+            &|j| j.planning_effectiveness,
+            &|v| v.planning_effectiveness,
+        ));
+        rows.push(row("overall", &|j| j.overall, &|v| v.overall));
+        Some(Self {
+            judges: judges
+                .into_iter()
+                .map(|(model, (runs, trials_min, trials_max))| JudgeModel {
+                    model: model.to_string(),
+                    runs,
+                    trials_min,
+                    trials_max,
+                })
+                .collect(),
+            rows,
+        })
+    }
+
+    /// `judge: MODEL, N trials` (each model; a range when runs differ; the runs when the
+    /// group mixes models).
+    pub fn note(&self) -> String {
+        let several = self.judges.len() > 1;
+        let parts: Vec<String> = self
+            .judges
+            .iter()
+            .map(|j| {
+                let (lo, hi) = (j.trials_min, j.trials_max);
+                let trials = if lo == hi {
+                    format!("{lo} trial{}", if lo == 1 { "" } else { "s" })
+                } else {
+                    format!("{lo}–{hi} trials")
+                };
+                if several {
+                    format!("{}, {trials} ({} runs)", j.model, j.runs)
+                } else {
+                    format!("{}, {trials}", j.model)
+                }
+            })
+            .collect();
+        format!("judge: {}", parts.join("; "))
+    }
 }
 
 /// Efficiency term of Execution Quality: `1 − (calls − min)/(max − min)`, 1 when max = min.
@@ -304,6 +429,33 @@ pub fn cohorts_note(rows: &[GroupRow], by: GroupBy) -> String {
     out
 }
 
+/// The estimate of a judge-based value over the judged runs (clustered by task), with the
+/// judge's own noise as a floor under its error: each run's value is a mean of its trials,
+/// whose sample variance (`noise` of the run's [`JudgeVariance`]) over the trial count is that
+/// run's share (a run judged once adds none it can measure).
+fn judged(
+    runs: &[&RunRecord],
+    value: &dyn Fn(&RunRecord, &JudgeSummary) -> Option<f64>,
+    noise: fn(&JudgeVariance) -> f64,
+) -> Option<Estimate> {
+    let mut values = Vec::new();
+    let mut tasks = Vec::new();
+    let mut noise_sum = 0.0;
+    for r in runs {
+        let Some(j) = r.metrics.judge.as_ref() else {
+            continue;
+        };
+        let Some(v) = value(r, j) else { continue };
+        values.push(v);
+        tasks.push(r.task.as_str());
+        if let Some(var) = &j.trial_variance {
+            noise_sum += noise(var) / f64::from(j.trials);
+        }
+    }
+    let n = values.len() as f64;
+    Estimate::of_noisy(&values, &tasks, noise_sum / (n * n), JUDGE_SCALE)
+}
+
 fn row(key: &str, runs: &[&RunRecord], cohort: Option<(f64, f64)>, avg_calls: f64) -> GroupRow {
     // Every estimate clusters repeats of a task (they are not independent runs).
     let est = |scale: Scale, f: &dyn Fn(&RunRecord) -> Option<f64>| {
@@ -333,18 +485,23 @@ fn row(key: &str, runs: &[&RunRecord], cohort: Option<(f64, f64)>, avg_calls: f6
         Some(eq_score(r.success_rate()?, eff))
     });
 
-    let judge = |f: fn(&super::run::JudgeSummary) -> f64| {
-        est(JUDGE_SCALE, &|r| r.metrics.judge.as_ref().map(f))
+    let judge = |f: fn(&JudgeSummary) -> f64, noise: fn(&JudgeVariance) -> f64| {
+        judged(runs, &|_, j| Some(f(j)), noise)
     };
-    let task_completion = judge(|j| j.task_completion);
+    let task_completion = judge(|j| j.task_completion, |v| v.task_completion);
     let new_overall = execution_quality.and_then(|eq| {
-        est(JUDGE_SCALE, &|r| {
-            let j = r.metrics.judge.as_ref()?;
-            Some(
-                (j.task_completion + j.tool_selection + j.planning_effectiveness + eq.mean / 10.0)
-                    / 4.0,
-            )
-        })
+        // (tc + ts + pe + EQ/10) / 4 = ¾ overall + EQ/40: the trials' noise is (¾)² overall's.
+        judged(
+            runs,
+            &|_, j| {
+                Some(
+                    (j.task_completion + j.tool_selection + j.planning_effectiveness
+                        + eq.mean / 10.0)
+                        / 4.0,
+                )
+            },
+            |v| v.overall * 9.0 / 16.0,
+        )
     });
 
     let completed = runs.iter().filter(|r| r.completed()).count();
@@ -399,17 +556,24 @@ fn row(key: &str, runs: &[&RunRecord], cohort: Option<(f64, f64)>, avg_calls: f6
         eq_cohort: None,
         tokens: est(Scale::Positive, &|r| Some(r.metrics.tokens() as f64)),
         judge_tokens: est(Scale::Positive, &|r| {
-            r.metrics.judge.map(|_| r.metrics.judge_tokens() as f64)
+            r.metrics
+                .judge
+                .as_ref()
+                .map(|_| r.metrics.judge_tokens() as f64)
         }),
         wall_time_s: est(Scale::Positive, &|r| {
             Some(r.metrics.wall_ms as f64 / 1000.0)
         }),
         fidelity: rate(&|r| r.metrics.fidelity.map(|f| f.score)),
         task_completion,
-        tool_selection: judge(|j| j.tool_selection),
-        planning_effectiveness: judge(|j| j.planning_effectiveness),
-        overall: judge(|j| j.overall),
+        tool_selection: judge(|j| j.tool_selection, |v| v.tool_selection),
+        planning_effectiveness: judge(
+            |j| j.planning_effectiveness,
+            |v| v.planning_effectiveness,
+        ),
+        overall: judge(|j| j.overall, |v| v.overall),
         new_overall,
+        judge_spread: JudgeSpread::of(runs),
         endings,
         flags,
     }
@@ -419,6 +583,24 @@ fn row(key: &str, runs: &[&RunRecord], cohort: Option<(f64, f64)>, avg_calls: f6
 mod tests {
     use super::*;
     use crate::metrics::run::JudgeSummary;
+    use crate::trajectory::event::{DimensionScore, Dimensions, JudgeRecord};
+
+    /// A one-trial judgement with these headline scores (both sub-dimensions alike).
+    fn judged(task_completion: f64, tool_selection: f64, planning: f64) -> JudgeSummary {
+        let scores = Dimensions::from_fn(|name| DimensionScore {
+            score: match name {
+                "task_fulfillment" | "grounding" => task_completion,
+                "tool_appropriateness" | "parameter_accuracy" => tool_selection,
+                _ => planning,
+            },
+            reason: String::new(),
+        });
+        JudgeSummary::of(JudgeRecord {
+            model: "judge",
+            scores: &scores,
+            judging: None,
+        })
+    }
 
     fn rec(
         agent: &str,
@@ -487,18 +669,13 @@ mod tests {
     #[test]
     fn judge_tokens_are_apart_from_the_runs_tokens() {
         use crate::trajectory::event::Role;
-        let mut judged = rec("a", "p", 1, Some(1.0), None);
-        judged.metrics.llm[Role::Planner.index()].prompt_tokens = 100;
-        judged.metrics.llm[Role::Judge.index()].prompt_tokens = 40;
-        judged.metrics.llm[Role::Judge.index()].completion_tokens = 2;
-        judged.metrics.judge = Some(JudgeSummary {
-            task_completion: 5.0,
-            tool_selection: 5.0,
-            planning_effectiveness: 5.0,
-            overall: 5.0,
-        });
+        let mut scored = rec("a", "p", 1, Some(1.0), None);
+        scored.metrics.llm[Role::Planner.index()].prompt_tokens = 100;
+        scored.metrics.llm[Role::Judge.index()].prompt_tokens = 40;
+        scored.metrics.llm[Role::Judge.index()].completion_tokens = 2;
+        scored.metrics.judge = Some(judged(5.0, 5.0, 5.0));
         let unjudged = rec("a", "p", 1, Some(1.0), None);
-        let rows = group(&[judged, unjudged], GroupBy::Agent);
+        let rows = group(&[scored, unjudged], GroupBy::Agent);
         assert_eq!(rows[0].tokens.unwrap().mean, 50.0, "(100 + 0) / 2 runs");
         let j = rows[0].judge_tokens.unwrap();
         assert_eq!((j.mean, j.n), (42.0, 1));
@@ -589,19 +766,9 @@ mod tests {
     #[test]
     fn does_little_errs_little_is_flagged() {
         let mut lazy = rec("lazy", "p", 1, Some(1.0), None);
-        lazy.metrics.judge = Some(JudgeSummary {
-            task_completion: 2.0,
-            tool_selection: 5.0,
-            planning_effectiveness: 5.0,
-            overall: 4.0,
-        });
+        lazy.metrics.judge = Some(judged(2.0, 5.0, 5.0));
         let mut busy = rec("busy", "p", 5, Some(0.8), None);
-        busy.metrics.judge = Some(JudgeSummary {
-            task_completion: 8.0,
-            tool_selection: 8.0,
-            planning_effectiveness: 8.0,
-            overall: 8.0,
-        });
+        busy.metrics.judge = Some(judged(8.0, 8.0, 8.0));
         let rows = group(&[lazy, busy], GroupBy::Agent);
         let busy_row = &rows[0];
         let lazy_row = &rows[1];

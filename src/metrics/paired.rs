@@ -89,16 +89,16 @@ pub const METRICS: [Metric; 19] = [
     }),
     ("fidelity", UNIT, |r| r.metrics.fidelity.map(|f| f.score)),
     ("judge_task_completion", JUDGE_SCALE, |r| {
-        r.metrics.judge.map(|j| j.task_completion)
+        r.metrics.judge.as_ref().map(|j| j.task_completion)
     }),
     ("judge_tool_selection", JUDGE_SCALE, |r| {
-        r.metrics.judge.map(|j| j.tool_selection)
+        r.metrics.judge.as_ref().map(|j| j.tool_selection)
     }),
     ("judge_planning_effectiveness", JUDGE_SCALE, |r| {
-        r.metrics.judge.map(|j| j.planning_effectiveness)
+        r.metrics.judge.as_ref().map(|j| j.planning_effectiveness)
     }),
     ("judge_overall", JUDGE_SCALE, |r| {
-        r.metrics.judge.map(|j| j.overall)
+        r.metrics.judge.as_ref().map(|j| j.overall)
     }),
     ("judge_tokens", Scale::Positive, |r| {
         r.metrics

@@ -28,7 +28,7 @@ const TABLES: [(&str, &[&str]); 3] = [
         ],
     ),
     (
-        "Table 2 · Judge scores (1–10)",
+        "Table 2 · Judge scores (0–10)",
         &[
             "task compl.",
             "tool sel.",
@@ -88,6 +88,13 @@ pub fn render(rows: &[GroupRow], by: GroupBy, baseline: Option<(&str, &[PairedRo
             .collect();
         aligned(&mut out, &header, &table, true);
         out.push('\n');
+        if title.starts_with("Table 2") {
+            // Which judge, and how many trials each score is the mean of.
+            out.push_str(&super::table::judge_notes(rows).replace('\n', "  \n"));
+            out.push('\n');
+            out.push_str(&super::table::render_judge_spread(rows, true));
+            out.push('\n');
+        }
     }
     out.push_str("Cells: ");
     out.push_str(super::table::LEGEND);
@@ -166,6 +173,7 @@ mod tests {
             eq_cohort: None,
             tokens: None,
             judge_tokens: None,
+            judge_spread: None,
             wall_time_s: None,
             fidelity: None,
             task_completion: None,

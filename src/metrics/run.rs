@@ -10,7 +10,8 @@ use serde::{Deserialize, Serialize};
 use super::fidelity::{self, Fidelity};
 use crate::trajectory::catalog::ToolCatalog;
 use crate::trajectory::event::{
-    Action, ActionKind, AgentKind, DecisionProblem, Ending, Event, EventBody, Header, JudgeScores,
+    Action, ActionKind, AgentKind, DecisionProblem, Dimensions, Ending, Event, EventBody, Header,
+    JudgeRecord,
     NodeId, Observation, Phase, Role, RunStatus, Totals, VALIDATOR,
 };
 use crate::trajectory::fold::TreeState;
@@ -139,9 +140,12 @@ pub struct FidelitySummary {
     pub token_f1: f64,
 }
 
-/// The judge's rubric folded into MCP-Bench's three headline scores.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+/// A judgement folded into MCP-Bench's three headline scores (`_calculate_average_scores`:
+/// each the mean of its two sub-dimensions, each of those the mean over the trials).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JudgeSummary {
+    /// The judge's model.
+    pub model: String,
     /// mean(task fulfillment, grounding).
     pub task_completion: f64,
     /// mean(tool appropriateness, parameter accuracy).
@@ -150,20 +154,78 @@ pub struct JudgeSummary {
     pub planning_effectiveness: f64,
     /// Mean of the three above.
     pub overall: f64,
+    /// The six sub-dimension scores.
+    pub dimensions: Dimensions<f64>,
+    /// How many trials the scores are the mean of (1 for a judgement that recorded none).
+    pub trials: u32,
+    /// The judge's own variance over this run's trials (sample variance); `None` under two.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trial_variance: Option<JudgeVariance>,
+}
+
+/// Sample variances over one run's judge trials.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct JudgeVariance {
+    /// Per sub-dimension.
+    pub dimensions: Dimensions<f64>,
+    /// Of the headline scores, each trial's taken from its own sub-dimensions.
+    pub task_completion: f64,
+    /// As above.
+    pub tool_selection: f64,
+    /// As above.
+    pub planning_effectiveness: f64,
+    /// As above.
+    pub overall: f64,
+}
+
+/// MCP-Bench's three headline scores and the overall from six sub-dimension scores.
+fn headline(d: &Dimensions<f64>) -> [f64; 4] {
+    let task_completion = (d.task_fulfillment + d.grounding) / 2.0;
+    let tool_selection = (d.tool_appropriateness + d.parameter_accuracy) / 2.0;
+    let planning = (d.dependency_awareness + d.parallelism_efficiency) / 2.0;
+    [
+        task_completion,
+        tool_selection,
+        planning,
+        (task_completion + tool_selection + planning) / 3.0,
+    ]
 }
 
 impl JudgeSummary {
-    /// Folds the six dimensions.
-    pub fn from_scores(s: &JudgeScores) -> Self {
-        let task_completion = (s.task_fulfillment.score + s.grounding.score) / 2.0;
-        let tool_selection = (s.tool_appropriateness.score + s.parameter_accuracy.score) / 2.0;
-        let planning_effectiveness =
-            (s.dependency_awareness.score + s.parallelism_efficiency.score) / 2.0;
+    /// Folds a judgement.
+    pub fn of(record: JudgeRecord<'_>) -> Self {
+        let dimensions = record.scores.values();
+        let [task_completion, tool_selection, planning_effectiveness, overall] =
+            headline(&dimensions);
+        let trials: Vec<Dimensions<f64>> = record
+            .judging
+            .map(|j| j.answered().copied().collect())
+            .unwrap_or_default();
+        let variance = |values: Vec<f64>| {
+            super::stats::sd(&values).map_or(0.0, |sd| sd * sd)
+        };
+        let trial_variance = (trials.len() >= 2).then(|| {
+            let heads: Vec<[f64; 4]> = trials.iter().map(headline).collect();
+            let head = |i: usize| variance(heads.iter().map(|h| h[i]).collect());
+            JudgeVariance {
+                dimensions: Dimensions::from_fn(|name| {
+                    variance(trials.iter().filter_map(|t| t.get(name).copied()).collect())
+                }),
+                task_completion: head(0),
+                tool_selection: head(1),
+                planning_effectiveness: head(2),
+                overall: head(3),
+            }
+        });
         Self {
+            model: record.model.to_string(),
             task_completion,
             tool_selection,
             planning_effectiveness,
-            overall: (task_completion + tool_selection + planning_effectiveness) / 3.0,
+            overall,
+            dimensions,
+            trials: (trials.len() as u32).max(1),
+            trial_variance,
         }
     }
 }
@@ -289,8 +351,8 @@ pub struct MetricsInput<'a> {
     pub end_ms: u64,
     /// Nodes added so far.
     pub nodes: u64,
-    /// The latest judge scores so far.
-    pub judge: Option<&'a JudgeScores>,
+    /// The latest judgement so far.
+    pub judge: Option<JudgeRecord<'a>>,
     /// The status so far.
     pub status: Option<RunStatus>,
     /// An answer was given so far.
@@ -398,7 +460,7 @@ pub fn compute(input: &MetricsInput<'_>) -> RunMetrics {
         llm: input.llm,
         nodes: input.nodes,
         fidelity: summarize_fidelity(steps.iter().filter_map(|s| s.fidelity.as_ref())),
-        judge: input.judge.map(JudgeSummary::from_scores),
+        judge: input.judge.map(JudgeSummary::of),
         status: input.status,
         answered: input.answered,
         rejected_decisions: input.rejected.len() as u64,
@@ -637,7 +699,8 @@ pub struct RunAccumulator {
     phases: Vec<(Phase, u64)>,
     end_ms: u64,
     nodes: u64,
-    judge: Option<JudgeScores>,
+    /// The latest `judge_scored`, kept whole.
+    judge: Option<EventBody>,
     status: Option<RunStatus>,
     answered: bool,
     rejected: Vec<DecisionProblem>,
@@ -767,7 +830,7 @@ impl RunAccumulator {
             }
             EventBody::Answer { .. } => self.answered = true,
             EventBody::DecisionRejected { problem, .. } => self.rejected.push(*problem),
-            EventBody::JudgeScored { scores, .. } => self.judge = Some(JudgeScores::clone(scores)),
+            EventBody::JudgeScored { .. } => self.judge = Some(event.body.clone()),
             EventBody::RunFinished { status, ending, .. } => {
                 self.status = Some(*status);
                 self.finished_ms = Some(event.t_ms);
@@ -794,7 +857,7 @@ impl RunAccumulator {
             phases: &self.phases,
             end_ms: self.finished_ms.unwrap_or(self.end_ms),
             nodes: self.nodes,
-            judge: self.judge.as_ref(),
+            judge: self.judge.as_ref().and_then(EventBody::judge_record),
             status: self.status,
             answered: self.answered,
             rejected: &self.rejected,
@@ -821,6 +884,7 @@ impl Tally for RunAccumulator {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::trajectory::event::JudgeScores;
 
     #[test]
     fn taking_events_gives_the_metrics_pushing_them_gives() {
@@ -1031,7 +1095,11 @@ mod tests {
             dependency_awareness: d(4.0),
             parallelism_efficiency: d(2.0),
         };
-        let j = JudgeSummary::from_scores(&s);
+        let j = JudgeSummary::of(JudgeRecord {
+            model: "judge",
+            scores: &s,
+            judging: None,
+        });
         assert_eq!(
             (
                 j.task_completion,

@@ -91,7 +91,7 @@ pub struct Estimate {
 impl Estimate {
     /// The estimate over independent `values` of a metric on `scale`; `None` when there are none.
     pub fn of(values: &[f64], scale: Scale) -> Option<Self> {
-        Self::build(values, None, scale)
+        Self::build(values, None, scale, 0.0)
     }
 
     /// The estimate over `values` where `task[i]` names the task of `values[i]`: repeats of a
@@ -99,6 +99,20 @@ impl Estimate {
     pub fn of_clustered<K: Eq + std::hash::Hash>(
         values: &[f64],
         task: &[K],
+        scale: Scale,
+    ) -> Option<Self> {
+        Self::of_noisy(values, task, 0.0, scale)
+    }
+
+    /// [`Estimate::of_clustered`] for values that are each a mean of noisy trials (a judge's
+    /// scores): `noise_se2` is the variance the trials alone put into the mean of the values
+    /// (`Σ s_i² / m_i / n²` from each value's own trials). The spread between the values
+    /// already holds that noise on average; it is a floor under the standard error, so a few
+    /// values that happen to agree never claim more certainty than the trials allow.
+    pub fn of_noisy<K: Eq + std::hash::Hash>(
+        values: &[f64],
+        task: &[K],
+        noise_se2: f64,
         scale: Scale,
     ) -> Option<Self> {
         let mut index: HashMap<&K, usize> = HashMap::new();
@@ -110,7 +124,12 @@ impl Estimate {
             })
             .collect();
         let clustered = index.len() < values.len();
-        Self::build(values, clustered.then_some((&ids, index.len())), scale)
+        Self::build(
+            values,
+            clustered.then_some((&ids, index.len())),
+            scale,
+            noise_se2,
+        )
     }
 
     /// The same estimate with another point value (Execution Quality's mean is the paper's
@@ -119,7 +138,12 @@ impl Estimate {
         Self { mean, ..self }
     }
 
-    fn build(values: &[f64], clusters: Option<(&Vec<usize>, usize)>, scale: Scale) -> Option<Self> {
+    fn build(
+        values: &[f64],
+        clusters: Option<(&Vec<usize>, usize)>,
+        scale: Scale,
+        floor_se2: f64,
+    ) -> Option<Self> {
         let n = values.len();
         if n == 0 {
             return None;
@@ -141,7 +165,8 @@ impl Estimate {
         let se2 = match clusters {
             Some((ids, g)) => clustered_se2(values, ids, g, mean),
             None => sample_var(values, mean) / n as f64,
-        };
+        }
+        .max(floor_se2);
         let (ci, interval) = match scale {
             Scale::Bounded(lo, hi) => bounded(mean, se2, units, df, lo, hi),
             Scale::Positive if values.iter().all(|v| *v > 0.0) => {

@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 
 use super::group::{GroupBy, GroupRow};
 use super::stats::{Estimate, Interval};
-use crate::trajectory::event::Ending;
+use crate::trajectory::event::{DIMENSION_NAMES, Ending};
 
 /// A metric column: header, how to read it from a row, and its metric in `--baseline`'s pairs.
 pub(super) struct Column {
@@ -192,8 +192,75 @@ pub fn render(rows: &[GroupRow], by: GroupBy, markdown: bool) -> String {
         out.push('\n');
         out.push_str(&cohorts);
     }
+    let judges = judge_notes(rows);
+    if !judges.is_empty() {
+        out.push('\n');
+        out.push_str(&judges);
+        out.push('\n');
+        out.push_str(&render_judge_spread(rows, markdown));
+    }
     out.push('\n');
     out.push_str(&render_endings(rows, markdown));
+    out
+}
+
+/// Who judged each group, with how many trials: one line when every group had the same,
+/// else a line per group; empty when no run was judged.
+pub fn judge_notes(rows: &[GroupRow]) -> String {
+    let notes: Vec<(&str, String)> = rows
+        .iter()
+        .filter_map(|r| Some((r.key.as_str(), r.judge_spread.as_ref()?.note())))
+        .collect();
+    match notes.first() {
+        None => String::new(),
+        Some((_, first)) if notes.iter().all(|(_, n)| n == first) => format!("{first}\n"),
+        Some(_) => notes
+            .iter()
+            .map(|(key, note)| format!("{key}: {note}\n"))
+            .collect(),
+    }
+}
+
+/// The judge's own spread beside the runs': per group, each sub-dimension's and the overall's
+/// standard deviation between runs / between the judge's trials of one run. Empty when no run
+/// was judged.
+pub fn render_judge_spread(rows: &[GroupRow], markdown: bool) -> String {
+    let judged: Vec<&GroupRow> = rows.iter().filter(|r| r.judge_spread.is_some()).collect();
+    if judged.is_empty() {
+        return String::new();
+    }
+    let shown = |name: &str| DIMENSION_NAMES.contains(&name) || name == "overall";
+    let mut header = vec!["group"];
+    if let Some(spread) = &judged[0].judge_spread {
+        header.extend(spread.rows.iter().map(|r| r.name.as_str()).filter(|n| shown(n)));
+    }
+    let sd = |v: Option<f64>| v.map_or("—".to_string(), |v| format!("{v:.2}"));
+    let table: Vec<Vec<String>> = judged
+        .iter()
+        .filter_map(|r| {
+            let spread = r.judge_spread.as_ref()?;
+            let mut line = vec![r.key.clone()];
+            line.extend(
+                spread
+                    .rows
+                    .iter()
+                    .filter(|row| shown(&row.name))
+                    .map(|row| format!("{} / {}", sd(row.between_runs), sd(row.between_trials))),
+            );
+            Some(line)
+        })
+        .collect();
+    let mut out = String::from(if markdown {
+        "**Judge spread** (standard deviation between runs / between the judge's trials of one run)\n\n"
+    } else {
+        "Judge spread (standard deviation between runs / between the judge's trials of one run):\n"
+    });
+    aligned(&mut out, &header, &table, markdown);
+    out.push_str(
+        "\nBetween runs: of each run's mean over its trials. Between trials: the judge's own, \
+         pooled over the runs judged more than once (— when none was); it is part of each \
+         judge score's interval.\n",
+    );
     out
 }
 

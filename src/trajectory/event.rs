@@ -126,6 +126,10 @@ pub struct TaskInfo {
     /// The judge's reference (MCP-Bench `task_description`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reference: Option<String>,
+    /// How the task's tool calls depend on each other (MCP-Bench `dependency_analysis`), shown
+    /// to the judge, never to the agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dependency_analysis: Option<String>,
     /// How many tool calls the reference solution makes, when known; anchors Execution Quality.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reference_call_count: Option<u32>,
@@ -541,31 +545,205 @@ impl RunStatus {
     }
 }
 
-/// One MCP-Bench rubric dimension: a score 1–10 and the judge's reason.
+/// One MCP-Bench rubric dimension: a score (0–10) and the judge's reasoning.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DimensionScore {
-    /// 1 to 10.
+    /// 0 to 10 (MCP-Bench's bands run 1–10; its defect-rate mapping reaches 0). With trials,
+    /// the mean over the trials that answered.
     pub score: f64,
-    /// Why.
+    /// Why (with trials, the first answering trial's reasoning, as MCP-Bench keeps it).
     #[serde(default)]
     pub reason: String,
 }
 
-/// The six MCP-Bench rubric dimensions.
+/// The six MCP-Bench rubric sub-dimensions, as replies and files name them, in order.
+pub const DIMENSION_NAMES: [&str; 6] = [
+    "task_fulfillment",
+    "grounding",
+    "tool_appropriateness",
+    "parameter_accuracy",
+    "dependency_awareness",
+    "parallelism_efficiency",
+];
+
+/// Something per MCP-Bench rubric sub-dimension, in MCP-Bench's order (two per headline score).
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct Dimensions<T> {
+    /// Did the answer fulfil the task (task completion).
+    pub task_fulfillment: T,
+    /// Is the answer grounded in tool results (task completion).
+    pub grounding: T,
+    /// Were the right tools chosen (tool selection).
+    pub tool_appropriateness: T,
+    /// Were the arguments right (tool selection).
+    pub parameter_accuracy: T,
+    /// Were dependencies between calls respected (planning).
+    pub dependency_awareness: T,
+    /// Were calls parallel and few (planning).
+    pub parallelism_efficiency: T,
+}
+
+impl<T> Dimensions<T> {
+    /// Builds each dimension from its name, in [`DIMENSION_NAMES`] order.
+    pub fn try_from_fn<E>(mut f: impl FnMut(&'static str) -> Result<T, E>) -> Result<Self, E> {
+        let [a, b, c, d, e, g] = DIMENSION_NAMES;
+        Ok(Self {
+            task_fulfillment: f(a)?,
+            grounding: f(b)?,
+            tool_appropriateness: f(c)?,
+            parameter_accuracy: f(d)?,
+            dependency_awareness: f(e)?,
+            parallelism_efficiency: f(g)?,
+        })
+    }
+
+    /// Builds each dimension from its name.
+    pub fn from_fn(mut f: impl FnMut(&'static str) -> T) -> Self {
+        match Self::try_from_fn::<std::convert::Infallible>(|name| Ok(f(name))) {
+            Ok(d) => d,
+        }
+    }
+
+    /// The dimension called `name`, when there is one.
+    pub fn get(&self, name: &str) -> Option<&T> {
+        self.named()
+            .into_iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| v)
+    }
+
+    /// Each dimension with its name, in order.
+    pub fn named(&self) -> [(&'static str, &T); 6] {
+        let [a, b, c, d, e, g] = DIMENSION_NAMES;
+        [
+            (a, &self.task_fulfillment),
+            (b, &self.grounding),
+            (c, &self.tool_appropriateness),
+            (d, &self.parameter_accuracy),
+            (e, &self.dependency_awareness),
+            (g, &self.parallelism_efficiency),
+        ]
+    }
+
+    /// Every dimension mapped.
+    pub fn map<U>(&self, mut f: impl FnMut(&T) -> U) -> Dimensions<U> {
+        Dimensions {
+            task_fulfillment: f(&self.task_fulfillment),
+            grounding: f(&self.grounding),
+            tool_appropriateness: f(&self.tool_appropriateness),
+            parameter_accuracy: f(&self.parameter_accuracy),
+            dependency_awareness: f(&self.dependency_awareness),
+            parallelism_efficiency: f(&self.parallelism_efficiency),
+        }
+    }
+}
+
+/// The six MCP-Bench rubric dimensions, each scored with its reasoning.
+pub type JudgeScores = Dimensions<DimensionScore>;
+
+impl JudgeScores {
+    /// The six scores alone.
+    pub fn values(&self) -> Dimensions<f64> {
+        self.map(|d| d.score)
+    }
+}
+
+/// How a judgement was made: the evidence the judge saw and every trial it was asked
+/// (`judge_scored.judging`; absent in files judged before trials existed: one trial).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct JudgeScores {
-    /// Did the answer fulfil the task.
-    pub task_fulfillment: DimensionScore,
-    /// Is the answer grounded in tool results.
-    pub grounding: DimensionScore,
-    /// Were the right tools chosen.
-    pub tool_appropriateness: DimensionScore,
-    /// Were the arguments right.
-    pub parameter_accuracy: DimensionScore,
-    /// Were dependencies between calls respected.
-    pub dependency_awareness: DimensionScore,
-    /// Were calls parallel and few.
-    pub parallelism_efficiency: DimensionScore,
+pub struct Judging {
+    /// The rubric's version (`crate::judge::RUBRIC`).
+    pub rubric: String,
+    /// The seed every trial's order is drawn from (trial `i` uses `seed + i`).
+    pub seed: u64,
+    /// Every trial asked, in order, answered or not.
+    pub trials: Vec<JudgeTrial>,
+    /// Sample standard deviation of each dimension over the trials that answered (the judge's
+    /// own spread); `None` under two.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spread: Option<Dimensions<f64>>,
+    /// What the judge was shown.
+    pub evidence: JudgeEvidence,
+}
+
+impl Judging {
+    /// The trials that answered.
+    pub fn answered(&self) -> impl Iterator<Item = &Dimensions<f64>> {
+        self.trials.iter().filter_map(|t| t.scores.as_ref())
+    }
+}
+
+/// A `judge_scored` event's parts, borrowed.
+#[derive(Debug, Clone, Copy)]
+pub struct JudgeRecord<'a> {
+    /// The judge's model.
+    pub model: &'a str,
+    /// The (averaged) scores.
+    pub scores: &'a JudgeScores,
+    /// How they were made; `None` in older files (one trial).
+    pub judging: Option<&'a Judging>,
+}
+
+impl EventBody {
+    /// The judgement, when this is a `judge_scored`.
+    pub fn judge_record(&self) -> Option<JudgeRecord<'_>> {
+        match self {
+            EventBody::JudgeScored {
+                model,
+                scores,
+                judging,
+            } => Some(JudgeRecord {
+                model,
+                scores,
+                judging: judging.as_deref(),
+            }),
+            _ => None,
+        }
+    }
+}
+
+/// One request to the judge.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JudgeTrial {
+    /// The seed its order was drawn from.
+    pub seed: u64,
+    /// The rubric as it was shown: each headline group's dimensions, in order, each with its
+    /// bands in order (`task_fulfillment: 7-8 1-3 9-10 4-6`).
+    pub order: Vec<String>,
+    /// Its scores, when it answered with all six.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scores: Option<Dimensions<f64>>,
+    /// Why it has none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// The facts the judge's request held.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct JudgeEvidence {
+    /// The concrete task (MCP-Bench's `task_description`) was shown beside the request.
+    pub concrete_task: bool,
+    /// The task's dependency analysis was shown.
+    pub dependency_analysis: bool,
+    /// How many available tools were listed.
+    pub tools: u32,
+    /// Execution rounds (cosmos makes one real call per round).
+    pub rounds: u64,
+    /// The execution history was too long for the judge's context and was compressed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compressed: Option<Compression>,
+}
+
+/// A compressed execution history: its size before and after, in MCP-Bench's estimate of
+/// tokens (characters / 4), and how.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Compression {
+    /// Estimated tokens before.
+    pub from_tokens: u64,
+    /// Estimated tokens after.
+    pub to_tokens: u64,
+    /// `llm` (the judge's model summarised it) or `truncated` (that failed; cut to fit).
+    pub by: String,
 }
 
 /// Totals written into `run_finished`, so a folder can be listed from first and last lines.
@@ -895,8 +1073,11 @@ pub enum EventBody {
     JudgeScored {
         /// Judge model.
         model: String,
-        /// The six dimensions.
+        /// The six dimensions (with trials, each the mean over the trials that answered).
         scores: Box<JudgeScores>,
+        /// The evidence shown and every trial; absent in older files (one trial).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        judging: Option<Box<Judging>>,
     },
     /// Something outside the agent failed (a server, an endpoint); the run may go on.
     Error {

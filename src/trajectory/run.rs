@@ -19,7 +19,7 @@ use anyhow::{Context, Result};
 
 use super::catalog::ToolCatalog;
 use super::event::{
-    ActionKind, Event, EventBody, Header, JudgeScores, NodeId, Observation, Phase, PlanChoice,
+    ActionKind, Event, EventBody, Header, JudgeRecord, NodeId, Observation, Phase, PlanChoice,
     RunStatus,
 };
 use super::lean::{Brief, LeanBody};
@@ -588,12 +588,10 @@ impl Run {
         self.phases[..end].iter().map(|(_, p, t)| (*p, *t))
     }
 
-    /// The latest judge scores before cursor `k`.
-    pub fn judge_at(&self, k: usize) -> Option<&JudgeScores> {
-        match self.whole_body(Self::latest_before(&self.judges, k)?)? {
-            EventBody::JudgeScored { scores, .. } => Some(scores),
-            _ => None,
-        }
+    /// The latest judgement before cursor `k`.
+    pub fn judge_at(&self, k: usize) -> Option<JudgeRecord<'_>> {
+        self.whole_body(Self::latest_before(&self.judges, k)?)?
+            .judge_record()
     }
 
     /// The status `run_finished` gave, by cursor `k`.

@@ -53,6 +53,7 @@ pub fn header(spec: &Spec) -> Header {
         reference: Some("Convert 09:00 Europe/Paris to Asia/Tokyo.".into()),
         reference_call_count: Some(2),
         source: Some("synthetic".into()),
+        ..TaskInfo::default()
     };
     let agent = AgentInfo {
         kind: AgentKind::Spiral,

@@ -735,7 +735,7 @@ fn metric_rows_in_order(ms: &[RunMetrics], simulations: &[Option<u64>]) -> Vec<M
         ),
         (
             "judge overall",
-            |m| m.judge.map(|j| j.overall),
+            |m| m.judge.as_ref().map(|j| j.overall),
             Some(true),
             |v| format!("{v:.1}"),
         ),

@@ -252,8 +252,16 @@ pub fn draw(frame: &mut Frame, area: Rect, block: Block, at: &MetricsAt<'_>, the
         lines.push(kv(
             "judge",
             format!(
-                "completion {:.1}  tools {:.1}  planning {:.1}  overall {:.1}",
-                j.task_completion, j.tool_selection, j.planning_effectiveness, j.overall
+                "completion {:.1}  tools {:.1}  planning {:.1}  overall {:.1}{}",
+                j.task_completion,
+                j.tool_selection,
+                j.planning_effectiveness,
+                j.overall,
+                if j.trials > 1 {
+                    format!("  (mean of {} trials)", j.trials)
+                } else {
+                    String::new()
+                }
             ),
         ));
     }
