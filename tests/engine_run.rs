@@ -572,17 +572,39 @@ fn the_example_config_parses() {
     );
 }
 
+/// The judge's reply in the shape the rubric asks for: six reasonings, then six scores.
+fn judge_reply(scores: [f64; 6]) -> Value {
+    let mut reply = json!({});
+    for d in mcp_cosmos::judge::DIMENSIONS {
+        reply[format!("{d}_reasoning")] = json!(format!("{d}: counted the defects"));
+    }
+    for (d, s) in mcp_cosmos::judge::DIMENSIONS.iter().zip(scores) {
+        reply[*d] = json!(s);
+    }
+    reply
+}
+
+/// The judge's requests the scripted endpoint received, in order, as their user message.
+fn judge_requests(llm: &ScriptedLlm) -> Vec<String> {
+    llm.requests()
+        .into_iter()
+        .filter(|r| r["body"].to_string().contains("You grade how"))
+        .map(|r| {
+            r["body"]["messages"][1]["content"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect()
+}
+
 #[test]
 fn judge_appends_scores_that_report_and_listing_read() {
     let dir = tempfile::tempdir().unwrap();
     let mcp = write_mcp_config(dir.path(), bench_servers());
     let out_dir = dir.path().join("out");
-    let mut scores = json!({});
-    for (d, s) in mcp_cosmos::judge::DIMENSIONS.iter().zip([8, 6, 9, 7, 4, 2]) {
-        scores[d] = json!({"score": s, "reason": format!("{d} reason")});
-    }
     let llm = ScriptedLlm::start(json!([
-        {"when": "You are an impartial judge", "content": scores},
+        {"when": "You grade how", "content": judge_reply([8.0, 6.0, 9.0, 7.0, 4.0, 2.0])},
         {"when": "1. Time MCP:convert_time", "content": finish("It is 04:00 in New York.")},
         {"when": "No tool has been called yet", "content": call("Time MCP:convert_time", utc_to("America/New_York"))}
     ]));
@@ -612,24 +634,43 @@ fn judge_appends_scores_that_report_and_listing_read() {
     let judged = cosmos(&["judge", file.to_str().unwrap()], &llm, KEY);
     assert_eq!(judged.status.code(), Some(0), "{}", text(&judged));
     assert!(
-        text(&judged)
-            .contains("task completion 7.0, tool selection 8.0, planning 3.0, overall 6.0"),
+        text(&judged).contains(
+            "task completion 7.0, tool selection 8.0, planning 3.0, overall 6.0 (1 of 1 trial)"
+        ),
         "{}",
         text(&judged)
     );
-    let judge_request = llm
-        .requests()
-        .into_iter()
-        .find(|r| r["body"].to_string().contains("impartial judge"))
-        .unwrap();
-    let sent = judge_request["body"].to_string();
-    assert!(
-        sent.contains("A global strategy team needs to decide"),
-        "the judge sees task_description as the reference"
-    );
-    assert!(
-        sent.contains("It is 04:00 in New York."),
-        "and the final answer"
+    // MCP-Bench's evidence: the vague task the agent saw, the concrete one, the dependency
+    // analysis, every available tool, the execution summary, the rounds and the answer.
+    let sent = &judge_requests(&llm)[0];
+    let header = &events(&file)[0];
+    for needle in [
+        "Hey, I’m trying to schedule a one-hour global strategy call",
+        "A global strategy team needs to decide",
+        "## Dependency analysis (for judging only)",
+        "Time MCP:get_current_time must run first for each timezone",
+        "Rounds: 1; calls: 1; succeeded: 1; failed: 0",
+        "Round 1: `Time MCP:convert_time` on Time MCP with arguments",
+        "## Total rounds\n1\n",
+        "It is 04:00 in New York.",
+    ] {
+        assert!(
+            sent.contains(needle),
+            "the judge is shown {needle:?}:\n{sent}"
+        );
+    }
+    let tools = header["tools"].as_array().unwrap();
+    assert!(tools.len() >= 2);
+    for tool in tools {
+        let name = tool["name"].as_str().unwrap();
+        assert!(sent.contains(&format!("  - {name}: ")), "{name} is listed");
+    }
+    assert_eq!(
+        header["task"]["dependency_analysis"]
+            .as_str()
+            .map(|d| d.starts_with("Inherent dependencies")),
+        Some(true),
+        "the header keeps the task's dependency analysis"
     );
 
     // Appended after run_finished, without warnings; the listing still finds the totals.
@@ -638,6 +679,16 @@ fn judge_appends_scores_that_report_and_listing_read() {
     assert_eq!(
         &k[k.len() - 4..],
         ["run_finished", "phase", "llm_call", "judge_scored"]
+    );
+    let judging = &ev.last().unwrap()["judging"];
+    assert_eq!(judging["rubric"], mcp_cosmos::judge::RUBRIC);
+    assert_eq!(
+        judging["evidence"],
+        json!({"concrete_task": true, "dependency_analysis": true, "tools": tools.len(), "rounds": 1})
+    );
+    assert_eq!(
+        ev.last().unwrap()["scores"]["grounding"]["reason"],
+        "grounding: counted the defects"
     );
     let v = Command::new(env!("CARGO_BIN_EXE_cosmos"))
         .args(["validate", file.to_str().unwrap()])
@@ -660,6 +711,7 @@ fn judge_appends_scores_that_report_and_listing_read() {
     assert_eq!(g["overall"]["mean"], 6.0);
     // New Overall adds Execution Quality/10: a cohort of one, SR 1 → EQ 100 → (7+8+3+10)/4 = 7.
     assert_eq!(g["new_overall"]["mean"], 7.0);
+    assert_eq!(g["judge_spread"]["judges"][0]["trials_max"], 1);
 
     // Judging again is skipped unless forced; forced, the run's tokens still stay put.
     let again = cosmos(&["judge", file.to_str().unwrap()], &llm, KEY);
@@ -671,12 +723,303 @@ fn judge_appends_scores_that_report_and_listing_read() {
 }
 
 #[test]
+fn judge_trials_shuffle_the_rubric_average_per_dimension_and_repeat_with_a_seed() {
+    let dir = tempfile::tempdir().unwrap();
+    let mcp = write_mcp_config(dir.path(), bench_servers());
+    let out_dir = dir.path().join("out");
+    // Five trials, each answering once; then any further request gets the last scores.
+    let trials = [
+        [4.0, 6.0, 7.0, 5.0, 3.0, 2.0],
+        [5.0, 6.0, 7.0, 5.0, 3.0, 2.0],
+        [6.0, 6.0, 8.0, 5.0, 4.0, 2.0],
+        [5.0, 6.0, 8.0, 5.0, 4.0, 2.0],
+        [5.0, 6.0, 5.0, 5.0, 1.0, 2.0],
+    ];
+    let mut rules: Vec<Value> = trials
+        .iter()
+        .map(|t| json!({"when": "You grade how", "times": 1, "content": judge_reply(*t)}))
+        .collect();
+    rules.push(json!({"when": "You grade how", "content": judge_reply(trials[4])}));
+    rules.push(
+        json!({"when": "1. Time MCP:convert_time", "content": finish("It is 04:00 in New York.")}),
+    );
+    rules.push(json!({"when": "No tool has been called yet", "content": call("Time MCP:convert_time", utc_to("America/New_York"))}));
+    let llm = ScriptedLlm::start(Value::Array(rules));
+    let out = cosmos(
+        &run_args(
+            mcp.to_str().unwrap(),
+            out_dir.to_str().unwrap(),
+            "react",
+            &[],
+        ),
+        &llm,
+        KEY,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let file = only_run(&out_dir);
+    let copy = dir.path().join("copy.jsonl");
+    std::fs::copy(&file, &copy).unwrap();
+
+    let judged = cosmos(
+        &[
+            "judge",
+            "--trials",
+            "5",
+            "--seed",
+            "42",
+            file.to_str().unwrap(),
+        ],
+        &llm,
+        KEY,
+    );
+    assert_eq!(judged.status.code(), Some(0), "{}", text(&judged));
+    assert!(
+        text(&judged).contains("(5 of 5 trials)"),
+        "{}",
+        text(&judged)
+    );
+    let prompts = judge_requests(&llm);
+    assert_eq!(prompts.len(), 5, "five requests");
+    let ev = events(&file);
+    assert_eq!(
+        kinds(&ev).iter().filter(|k| *k == "llm_call").count() - 1,
+        5,
+        "an llm_call per trial (beside the run's own)"
+    );
+    let judging = &ev.last().unwrap()["judging"];
+    assert_eq!(judging["seed"], 42);
+    let recorded = judging["trials"].as_array().unwrap();
+    assert_eq!(recorded.len(), 5);
+    let orders: std::collections::BTreeSet<String> =
+        recorded.iter().map(|t| t["order"].to_string()).collect();
+    assert_eq!(
+        orders.len(),
+        5,
+        "each trial shows the rubric in its own order"
+    );
+    for (trial, prompt) in recorded.iter().zip(&prompts) {
+        // The recorded order is the order the request showed.
+        let shown: Vec<&str> = trial["order"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| o.as_str().unwrap().split(':').next().unwrap())
+            .collect();
+        let mut by_place = shown.clone();
+        by_place.sort_by_key(|d| prompt.find(&format!("({d})")).unwrap());
+        assert_eq!(shown, by_place, "{prompt}");
+    }
+    // Hand-worked: the means are 5, 6, 7, 5, 3, 2; task completion (5+6)/2 = 5.5, tool
+    // selection (7+5)/2 = 6, planning (3+2)/2 = 2.5, overall 14/3.
+    let scores = &ev.last().unwrap()["scores"];
+    let means: Vec<f64> = mcp_cosmos::judge::DIMENSIONS
+        .iter()
+        .map(|d| scores[d]["score"].as_f64().unwrap())
+        .collect();
+    assert_eq!(means, [5.0, 6.0, 7.0, 5.0, 3.0, 2.0]);
+    let spread = &judging["spread"];
+    assert!((spread["task_fulfillment"].as_f64().unwrap() - 0.5f64.sqrt()).abs() < 1e-9);
+    assert!((spread["tool_appropriateness"].as_f64().unwrap() - 1.5f64.sqrt()).abs() < 1e-9);
+    assert_eq!(spread["grounding"], 0.0);
+    let report = Command::new(env!("CARGO_BIN_EXE_cosmos"))
+        .args([
+            "report",
+            file.to_str().unwrap(),
+            "--per-run",
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&report.stdout).unwrap();
+    let j = &report["runs"][0]["metrics"]["judge"];
+    assert_eq!(j["trials"], 5);
+    assert_eq!(j["task_completion"], 5.5);
+    assert_eq!(j["tool_selection"], 6.0);
+    assert_eq!(j["planning_effectiveness"], 2.5);
+    assert!((j["overall"].as_f64().unwrap() - 14.0 / 3.0).abs() < 1e-12);
+    // The judge's own variance of task completion over the trials: per-trial values
+    // 5, 5.5, 6, 5.5, 5.5 → sample variance 0.125.
+    assert!((j["trial_variance"]["task_completion"].as_f64().unwrap() - 0.125).abs() < 1e-12);
+    let table = Command::new(env!("CARGO_BIN_EXE_cosmos"))
+        .args(["report", file.to_str().unwrap(), "--format", "markdown"])
+        .output()
+        .unwrap();
+    let table = String::from_utf8_lossy(&table.stdout);
+    assert!(table.contains("judge: scripted-model, 5 trials"), "{table}");
+    assert!(table.contains("**Judge spread**"), "{table}");
+
+    // The same seed gives the same five requests.
+    let again = cosmos(
+        &[
+            "judge",
+            "--trials",
+            "5",
+            "--seed",
+            "42",
+            copy.to_str().unwrap(),
+        ],
+        &llm,
+        KEY,
+    );
+    assert_eq!(again.status.code(), Some(0), "{}", text(&again));
+    let all = judge_requests(&llm);
+    assert_eq!(all[5..], all[..5], "a fixed seed repeats the prompts");
+    // --mcp-bench asks for MCP-Bench's five; --print-prompts shows them without sending.
+    let shown = Command::new(env!("CARGO_BIN_EXE_cosmos"))
+        .args([
+            "judge",
+            "--mcp-bench",
+            "--seed",
+            "42",
+            "--print-prompts",
+            copy.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let lines: Vec<Value> = String::from_utf8_lossy(&shown.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 5);
+    assert_eq!(lines[0]["messages"][1]["content"].as_str().unwrap(), all[0]);
+    assert_eq!(judge_requests(&llm).len(), 10, "printing sends nothing");
+}
+
+#[test]
+fn a_history_too_long_for_the_judge_is_compressed_and_the_judgement_says_so() {
+    use mcp_cosmos::trajectory::event::{
+        AgentInfo, AgentKind, EventBody, Header, ModelInfo, Observation, RunStatus, TaskInfo,
+    };
+    use mcp_cosmos::trajectory::redact::Redactor;
+    use mcp_cosmos::trajectory::writer::Writer;
+    let dir = tempfile::tempdir().unwrap();
+    // Twelve calls whose results are long: each is cut to 4,000 characters, and the history
+    // is still about 12,000 tokens, more than the 10,000 a compressed one aims at.
+    let write = |name: &str| {
+        let path = dir.path().join(name);
+        let header = Header::new(
+            "long",
+            TaskInfo {
+                id: "t".into(),
+                request: "Convert twelve times.".into(),
+                ..Default::default()
+            },
+            AgentInfo {
+                kind: AgentKind::React,
+                settings: Default::default(),
+            },
+            ModelInfo {
+                model: "m".into(),
+                base_url: None,
+            },
+        );
+        let mut w = Writer::create(&path, &header, Redactor::new(), None).unwrap();
+        for step in 1..=12u64 {
+            w.write(
+                step,
+                EventBody::ToolCalled {
+                    step,
+                    tool: "time:convert_time".into(),
+                    server: Some("time".into()),
+                    arguments: Box::new(json!({"time": format!("{step:02}:00")})),
+                    result: Observation {
+                        text: format!("result {step} ").repeat(500),
+                        ..Default::default()
+                    },
+                    latency_ms: 1,
+                    node: None,
+                    error: None,
+                    origin: None,
+                },
+            )
+            .unwrap();
+        }
+        w.write(
+            13,
+            EventBody::Answer {
+                text: "done".into(),
+            },
+        )
+        .unwrap();
+        w.write(
+            14,
+            EventBody::RunFinished {
+                status: RunStatus::Completed,
+                error: None,
+                ending: None,
+                totals: Default::default(),
+            },
+        )
+        .unwrap();
+        path
+    };
+    let overflow = json!({"when": ["You grade how", "(cut from about"], "times": 1, "status": 400,
+        "raw": "{\"error\": {\"message\": \"This model's maximum context length is 8192 tokens\"}}"});
+    let scores = json!({"when": "You grade how", "content": judge_reply([5.0; 6])});
+
+    // The judge's model shortens the history; the trial is asked again with it.
+    let llm = ScriptedLlm::start(json!([
+        overflow,
+        {"when": "Shorten this execution history", "content": "ROUNDS 1-12: twelve conversions, all succeeded."},
+        scores
+    ]));
+    let file = write("llm.jsonl");
+    let out = cosmos(&["judge", file.to_str().unwrap()], &llm, KEY);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(text(&out).contains("compressed to fit"), "{}", text(&out));
+    let ev = events(&file);
+    let k = kinds(&ev);
+    assert_eq!(
+        &k[k.len() - 5..],
+        ["phase", "llm_call", "llm_call", "llm_call", "judge_scored"]
+    );
+    assert!(
+        ev[ev.len() - 4]["error"]
+            .as_str()
+            .unwrap()
+            .contains("maximum context length")
+    );
+    let compressed = &ev.last().unwrap()["judging"]["evidence"]["compressed"];
+    assert_eq!(compressed["by"], "llm");
+    assert!(
+        compressed["from_tokens"].as_u64().unwrap() > 10_000,
+        "{compressed}"
+    );
+    assert!(
+        compressed["to_tokens"].as_u64().unwrap() < 100,
+        "{compressed}"
+    );
+    let prompts = judge_requests(&llm);
+    assert!(
+        prompts[1].contains("ROUNDS 1-12") && !prompts[1].contains("(cut from about"),
+        "{} requests; the second: {}",
+        prompts.len(),
+        &prompts[1][..prompts[1].len().min(3000)]
+    );
+
+    // When the model cannot shorten it either, the history is cut to fit and says so.
+    let llm = ScriptedLlm::start(json!([
+        overflow,
+        {"when": "Shorten this execution history", "status": 400, "raw": "{\"error\": {\"message\": \"bad request\"}}"},
+        scores
+    ]));
+    let file = write("cut.jsonl");
+    let out = cosmos(&["judge", file.to_str().unwrap()], &llm, KEY);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let ev = events(&file);
+    let compressed = &ev.last().unwrap()["judging"]["evidence"]["compressed"];
+    assert_eq!(compressed["by"], "truncated");
+    assert!(judge_requests(&llm)[1].contains("[cut to fit the judge's context]"));
+}
+
+#[test]
 fn a_judge_that_answers_garbage_is_recorded_and_reported() {
     let dir = tempfile::tempdir().unwrap();
     let mcp = write_mcp_config(dir.path(), bench_servers());
     let out_dir = dir.path().join("out");
     let llm = ScriptedLlm::start(json!([
-        {"when": "You are an impartial judge", "content": {"task_fulfillment": {"score": 42}}},
+        {"when": "You grade how", "content": {"task_fulfillment": {"score": 42}}},
         {"when": "No tool has been called yet", "content": finish("no idea")}
     ]));
     let out = cosmos(
@@ -693,7 +1036,7 @@ fn a_judge_that_answers_garbage_is_recorded_and_reported() {
     let file = only_run(&out_dir);
     let judged = cosmos(&["judge", file.to_str().unwrap()], &llm, KEY);
     assert_eq!(judged.status.code(), Some(1));
-    assert!(text(&judged).contains("outside 1–10"), "{}", text(&judged));
+    assert!(text(&judged).contains("outside 0–10"), "{}", text(&judged));
     let ev = events(&file);
     assert_eq!(ev.last().unwrap()["kind"], "error");
     assert_valid(&file);

@@ -36,6 +36,10 @@ pub struct JudgeArgs {
     /// analysis of runs recorded before their header kept them (matched by task id).
     #[arg(long, value_name = "FILE")]
     tasks: Option<PathBuf>,
+    /// Print each trial's request (one JSON line per trial: file, seed, rubric order,
+    /// messages) instead of sending it; nothing is written and no endpoint is called.
+    #[arg(long)]
+    print_prompts: bool,
 }
 
 impl JudgeArgs {
@@ -83,6 +87,9 @@ pub fn run(
     if files.is_empty() {
         bail!("no *.jsonl files to judge");
     }
+    if args.print_prompts {
+        return print_prompts(&files, &tasks, settings);
+    }
     let judge = Judge {
         runtime: &runtime,
         client: &client,
@@ -108,6 +115,30 @@ pub fn run(
     })
 }
 
+/// `--print-prompts`: every trial's request for every file, as JSON lines.
+fn print_prompts(files: &[PathBuf], tasks: &[Task], settings: Settings) -> Result<ExitCode> {
+    let seed = settings.seed.unwrap_or_else(|| fastrand::u64(..));
+    for file in files {
+        let run = Run::open(file)?;
+        let task = tasks.iter().find(|t| t.id == run.header.task.id);
+        let evidence = judge::Evidence::of(&run, task);
+        for i in 0..settings.trials {
+            let trial_seed = seed.wrapping_add(u64::from(i));
+            let (messages, order) = judge::prompt(&evidence, trial_seed);
+            let line = serde_json::json!({
+                "file": file.display().to_string(),
+                "trial": i + 1,
+                "seed": trial_seed,
+                "order": order,
+                "evidence": evidence.facts(),
+                "messages": messages,
+            });
+            println!("{}", inert(&line.to_string()));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 /// What every file is judged with.
 struct Judge<'a> {
     runtime: &'a tokio::runtime::Runtime,
@@ -131,12 +162,9 @@ impl Judge<'_> {
             bail!("the run has not finished; judge it when it has");
         }
         let task = self.tasks.iter().find(|t| t.id == run.header.task.id);
-        let judgement = self.runtime.block_on(judge::judge(
-            self.client,
-            &run,
-            task,
-            self.settings,
-        ));
+        let judgement = self
+            .runtime
+            .block_on(judge::judge(self.client, &run, task, self.settings));
         let mut writer =
             Writer::append(file, self.redactor.clone()).context("appending the judgement")?;
         let t = run.briefs().last().map_or(0, |e| e.t_ms);
@@ -155,13 +183,12 @@ impl Judge<'_> {
         }
         match judgement.outcome {
             Ok((scores, judging)) => {
-                let summary = crate::metrics::run::JudgeSummary::of(
-                    crate::trajectory::event::JudgeRecord {
+                let summary =
+                    crate::metrics::run::JudgeSummary::of(crate::trajectory::event::JudgeRecord {
                         model: &model,
                         scores: &scores,
                         judging: Some(&judging),
-                    },
-                );
+                    });
                 let answered = judging.answered().count();
                 let asked = judging.trials.len();
                 let compressed = judging.evidence.compressed.is_some();

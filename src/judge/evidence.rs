@@ -74,7 +74,10 @@ impl Evidence {
             counts,
             history,
             rounds,
-            answer: run.answer_at(run.len()).unwrap_or("(no answer)").to_string(),
+            answer: run
+                .answer_at(run.len())
+                .unwrap_or("(no answer)")
+                .to_string(),
         }
     }
 
@@ -131,10 +134,9 @@ fn tool_list(run: &Run) -> (String, u32) {
             d => first_chars(&d.replace('\n', " "), DESCRIPTION_CHARS),
         };
         let schema = first_chars(&t.input_schema.to_string(), SCHEMA_CHARS);
-        by_server
-            .entry(server)
-            .or_default()
-            .push(format!("  - {server}:{name}: {description}\n    input: {schema}"));
+        by_server.entry(server).or_default().push(format!(
+            "  - {server}:{name}: {description}\n    input: {schema}"
+        ));
     }
     if by_server.is_empty() {
         return ("(none)".into(), 0);

@@ -26,19 +26,6 @@ pub const MCP_BENCH_TRIALS: u32 = 5;
 pub const MAX_TRIALS: u32 = 20;
 /// The size a compressed history aims at, in tokens (MCP-Bench `compress_for_judge`).
 const COMPRESSED_TOKENS: usize = 10_000;
-/// How an endpoint says a request was longer than its context: MCP-Bench's phrases, and
-/// llama.cpp's and vLLM's.
-const OVERFLOW_PHRASES: [&str; 8] = [
-    "maximum context length",
-    "context length",
-    "token limit",
-    "too many tokens",
-    "exceeds maximum",
-    "requested too many tokens",
-    "context size",
-    "context window",
-];
-
 /// How runs are judged (`cosmos judge --trials/--seed`, `[judge]` in cosmos.toml).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Settings {
@@ -104,9 +91,11 @@ pub async fn judge(
                 }
                 Err(e) => {
                     let message = e.to_string();
+                    let overflowed = e.is_context_overflow();
                     calls.push(Err(e));
-                    if facts.compressed.is_none() && overflowed(&message) {
-                        if let Some((history, how, call)) = compress(client, &evidence.history).await
+                    if facts.compressed.is_none() && overflowed {
+                        if let Some((history, how, call)) =
+                            compress(client, &evidence.history).await
                         {
                             calls.extend(call);
                             evidence.history = history;
@@ -138,7 +127,9 @@ pub async fn judge(
             },
         )),
         None => Err(match trials.iter().find_map(|t| t.error.as_deref()) {
-            Some(e) if trials.len() > 1 => format!("all {} trials failed; the first: {e}", trials.len()),
+            Some(e) if trials.len() > 1 => {
+                format!("all {} trials failed; the first: {e}", trials.len())
+            }
             Some(e) => e.to_string(),
             None => "the judge gave no scores".into(),
         }),
@@ -161,18 +152,16 @@ pub fn average(trials: &[JudgeScores]) -> Option<(JudgeScores, Option<Dimensions
         let values = column(name);
         DimensionScore {
             score: values.iter().sum::<f64>() / values.len() as f64,
-            reason: first.get(name).map(|d| d.reason.clone()).unwrap_or_default(),
+            reason: first
+                .get(name)
+                .map(|d| d.reason.clone())
+                .unwrap_or_default(),
         }
     });
-    let spread = (trials.len() >= 2)
-        .then(|| Dimensions::from_fn(|name| crate::metrics::stats::sd(&column(name)).unwrap_or(0.0)));
+    let spread = (trials.len() >= 2).then(|| {
+        Dimensions::from_fn(|name| crate::metrics::stats::sd(&column(name)).unwrap_or(0.0))
+    });
     Some((scores, spread))
-}
-
-/// True when an endpoint's error says the request did not fit its context.
-fn overflowed(message: &str) -> bool {
-    let lower = message.to_lowercase();
-    OVERFLOW_PHRASES.iter().any(|p| lower.contains(p))
 }
 
 /// Shortens the execution history to about [`COMPRESSED_TOKENS`] with the judge's model, or
@@ -204,8 +193,12 @@ async fn compress(
     let (text, by) = match &sent {
         Ok(c) if !c.text.trim().is_empty() => (c.text.trim().to_string(), "llm"),
         _ => {
-            let kept = evidence::first_chars(history, COMPRESSED_TOKENS * evidence::CHARS_PER_TOKEN);
-            (format!("{kept}\n[cut to fit the judge's context]"), "truncated")
+            let kept =
+                evidence::first_chars(history, COMPRESSED_TOKENS * evidence::CHARS_PER_TOKEN);
+            (
+                format!("{kept}\n[cut to fit the judge's context]"),
+                "truncated",
+            )
         }
     };
     let how = Compression {
@@ -246,14 +239,10 @@ mod tests {
         let spread = spread.unwrap();
         assert!((spread.task_fulfillment - 0.5f64.sqrt()).abs() < 1e-12);
         assert_eq!(spread.grounding, 0.0);
-        assert!(average(&trials[..1]).unwrap().1.is_none(), "one trial has no spread");
+        assert!(
+            average(&trials[..1]).unwrap().1.is_none(),
+            "one trial has no spread"
+        );
         assert!(average(&[]).is_none());
-    }
-
-    #[test]
-    fn context_overflow_is_recognised_in_the_endpoints_words() {
-        assert!(overflowed("HTTP 400: This model's maximum context length is 8192 tokens"));
-        assert!(overflowed("the request exceeds the available context size"));
-        assert!(!overflowed("HTTP 500: internal error"));
     }
 }

@@ -40,7 +40,10 @@ const GROUPS: [Group; 3] = [
                 key: "task_fulfillment",
                 title: "Task fulfillment",
                 bands: [
-                    ("1-3", "only 10–30% of the task's requirements are met in full"),
+                    (
+                        "1-3",
+                        "only 10–30% of the task's requirements are met in full",
+                    ),
                     ("4-6", "40–60% of the task's requirements are met in full"),
                     ("7-8", "70–80% of the task's requirements are met in full"),
                     ("9-10", "90–100% of the task's requirements are met in full"),
@@ -50,10 +53,22 @@ const GROUPS: [Group; 3] = [
                 key: "grounding",
                 title: "Grounding",
                 bands: [
-                    ("1-3", "only 10–30% of the answer's claims rest wholly on tool output"),
-                    ("4-6", "40–60% of the answer's claims rest wholly on tool output"),
-                    ("7-8", "70–80% of the answer's claims rest wholly on tool output"),
-                    ("9-10", "90–100% of the answer's claims rest wholly on tool output"),
+                    (
+                        "1-3",
+                        "only 10–30% of the answer's claims rest wholly on tool output",
+                    ),
+                    (
+                        "4-6",
+                        "40–60% of the answer's claims rest wholly on tool output",
+                    ),
+                    (
+                        "7-8",
+                        "70–80% of the answer's claims rest wholly on tool output",
+                    ),
+                    (
+                        "9-10",
+                        "90–100% of the answer's claims rest wholly on tool output",
+                    ),
                 ],
             },
         ],
@@ -65,20 +80,44 @@ const GROUPS: [Group; 3] = [
                 key: "tool_appropriateness",
                 title: "Tool appropriateness",
                 bands: [
-                    ("1-3", "only 10–30% of the tools used were the best choice for their subtask"),
-                    ("4-6", "40–60% of the tools used were the best choice for their subtask"),
-                    ("7-8", "70–80% of the tools used were the best choice for their subtask"),
-                    ("9-10", "90–100% of the tools used were the best choice for their subtask"),
+                    (
+                        "1-3",
+                        "only 10–30% of the tools used were the best choice for their subtask",
+                    ),
+                    (
+                        "4-6",
+                        "40–60% of the tools used were the best choice for their subtask",
+                    ),
+                    (
+                        "7-8",
+                        "70–80% of the tools used were the best choice for their subtask",
+                    ),
+                    (
+                        "9-10",
+                        "90–100% of the tools used were the best choice for their subtask",
+                    ),
                 ],
             },
             Dimension {
                 key: "parameter_accuracy",
                 title: "Parameter accuracy",
                 bands: [
-                    ("1-3", "only 10–30% of the calls had arguments both correct and complete"),
-                    ("4-6", "40–60% of the calls had arguments both correct and complete"),
-                    ("7-8", "70–80% of the calls had arguments both correct and complete"),
-                    ("9-10", "90–100% of the calls had arguments both correct and complete"),
+                    (
+                        "1-3",
+                        "only 10–30% of the calls had arguments both correct and complete",
+                    ),
+                    (
+                        "4-6",
+                        "40–60% of the calls had arguments both correct and complete",
+                    ),
+                    (
+                        "7-8",
+                        "70–80% of the calls had arguments both correct and complete",
+                    ),
+                    (
+                        "9-10",
+                        "90–100% of the calls had arguments both correct and complete",
+                    ),
                 ],
             },
         ],
@@ -90,10 +129,22 @@ const GROUPS: [Group; 3] = [
                 key: "dependency_awareness",
                 title: "Dependency awareness",
                 bands: [
-                    ("1-3", "only 10–30% of the chains of dependent calls were carried out without fault"),
-                    ("4-6", "40–60% of the chains of dependent calls were carried out without fault"),
-                    ("7-8", "70–80% of the chains of dependent calls were carried out without fault"),
-                    ("9-10", "90–100% of the chains of dependent calls were carried out without fault"),
+                    (
+                        "1-3",
+                        "only 10–30% of the chains of dependent calls were carried out without fault",
+                    ),
+                    (
+                        "4-6",
+                        "40–60% of the chains of dependent calls were carried out without fault",
+                    ),
+                    (
+                        "7-8",
+                        "70–80% of the chains of dependent calls were carried out without fault",
+                    ),
+                    (
+                        "9-10",
+                        "90–100% of the chains of dependent calls were carried out without fault",
+                    ),
                 ],
             },
             Dimension {

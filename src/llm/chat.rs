@@ -61,6 +61,19 @@ pub struct LlmError {
     pub reply: Option<Box<Completion>>,
 }
 
+/// How endpoints say a request was longer than their context: MCP-Bench's phrases
+/// (`_is_token_limit_error`), and llama.cpp's and vLLM's.
+const CONTEXT_OVERFLOW: [&str; 8] = [
+    "maximum context length",
+    "context length",
+    "token limit",
+    "too many tokens",
+    "exceeds maximum",
+    "requested too many tokens",
+    "context size",
+    "context window",
+];
+
 impl LlmError {
     /// A failure without a status.
     pub fn new(error: anyhow::Error, latency: Duration) -> Self {
@@ -100,7 +113,14 @@ impl LlmError {
     /// True when the endpoint refused the request's shape (400 or 422): the JSON ladder then
     /// tries the next output mode down.
     pub fn is_format_rejection(&self) -> bool {
-        matches!(self.status, Some(400 | 422))
+        matches!(self.status, Some(400 | 422)) && !self.is_context_overflow()
+    }
+
+    /// The endpoint said the request was longer than its context (a 400 like a refused
+    /// format, which must not send the JSON ladder down a rung).
+    pub fn is_context_overflow(&self) -> bool {
+        let message = self.to_string().to_lowercase();
+        CONTEXT_OVERFLOW.iter().any(|p| message.contains(p))
     }
 }
 
@@ -111,3 +131,22 @@ impl std::fmt::Display for LlmError {
 }
 
 impl std::error::Error for LlmError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_context_overflow_is_not_a_refused_format() {
+        let with = |message: &str| LlmError {
+            status: Some(400),
+            ..LlmError::new(anyhow::anyhow!("HTTP 400: {message}"), Duration::ZERO)
+        };
+        let overflow = with("This model's maximum context length is 8192 tokens");
+        assert!(overflow.is_context_overflow() && !overflow.is_format_rejection());
+        let llama = with("the request exceeds the available context size");
+        assert!(llama.is_context_overflow());
+        let format = with("response_format json_schema is not supported");
+        assert!(format.is_format_rejection() && !format.is_context_overflow());
+    }
+}

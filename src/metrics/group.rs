@@ -192,7 +192,6 @@ pub struct EqCohort {
     pub calls: (f64, f64),
 }
 
-
 /// How much of a group's judge scores is the judge's own noise (docs/report-format.md,
 /// "The judge"): per sub-dimension and headline score, the standard deviation between runs
 /// (of their trial means) and the judge's own between trials (pooled over the runs judged more
@@ -232,8 +231,10 @@ pub struct SpreadRow {
 
 impl JudgeSpread {
     fn of(runs: &[&RunRecord]) -> Option<Self> {
-        let judged: Vec<&JudgeSummary> =
-            runs.iter().filter_map(|r| r.metrics.judge.as_ref()).collect();
+        let judged: Vec<&JudgeSummary> = runs
+            .iter()
+            .filter_map(|r| r.metrics.judge.as_ref())
+            .collect();
         if judged.is_empty() {
             return None;
         }
@@ -242,7 +243,9 @@ impl JudgeSpread {
             let e = judges.entry(&j.model).or_insert((0, u32::MAX, 0));
             *e = (e.0 + 1, e.1.min(j.trials), e.2.max(j.trials));
         }
-        let row = |name: &str, value: &dyn Fn(&JudgeSummary) -> f64, var: &dyn Fn(&JudgeVariance) -> f64| {
+        let row = |name: &str,
+                   value: &dyn Fn(&JudgeSummary) -> f64,
+                   var: &dyn Fn(&JudgeVariance) -> f64| {
             let values: Vec<f64> = judged.iter().map(|j| value(j)).collect();
             let variances: Vec<f64> = judged
                 .iter()
@@ -266,13 +269,15 @@ impl JudgeSpread {
                 )
             })
             .collect();
-        rows.push(row("task completion", &|j| j.task_completion, &|v| v.task_completion));
-        rows.push(row("tool selection", &|j| j.tool_selection, &|v| v.tool_selection));
-        rows.push(row(
-            "planning",
-            &|j| j.planning_effectiveness,
-            &|v| v.planning_effectiveness,
-        ));
+        rows.push(row("task completion", &|j| j.task_completion, &|v| {
+            v.task_completion
+        }));
+        rows.push(row("tool selection", &|j| j.tool_selection, &|v| {
+            v.tool_selection
+        }));
+        rows.push(row("planning", &|j| j.planning_effectiveness, &|v| {
+            v.planning_effectiveness
+        }));
         rows.push(row("overall", &|j| j.overall, &|v| v.overall));
         Some(Self {
             judges: judges
@@ -495,7 +500,9 @@ fn row(key: &str, runs: &[&RunRecord], cohort: Option<(f64, f64)>, avg_calls: f6
             runs,
             &|_, j| {
                 Some(
-                    (j.task_completion + j.tool_selection + j.planning_effectiveness
+                    (j.task_completion
+                        + j.tool_selection
+                        + j.planning_effectiveness
                         + eq.mean / 10.0)
                         / 4.0,
                 )
@@ -567,10 +574,7 @@ fn row(key: &str, runs: &[&RunRecord], cohort: Option<(f64, f64)>, avg_calls: f6
         fidelity: rate(&|r| r.metrics.fidelity.map(|f| f.score)),
         task_completion,
         tool_selection: judge(|j| j.tool_selection, |v| v.tool_selection),
-        planning_effectiveness: judge(
-            |j| j.planning_effectiveness,
-            |v| v.planning_effectiveness,
-        ),
+        planning_effectiveness: judge(|j| j.planning_effectiveness, |v| v.planning_effectiveness),
         overall: judge(|j| j.overall, |v| v.overall),
         new_overall,
         judge_spread: JudgeSpread::of(runs),

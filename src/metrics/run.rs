@@ -11,8 +11,7 @@ use super::fidelity::{self, Fidelity};
 use crate::trajectory::catalog::ToolCatalog;
 use crate::trajectory::event::{
     Action, ActionKind, AgentKind, DecisionProblem, Dimensions, Ending, Event, EventBody, Header,
-    JudgeRecord,
-    NodeId, Observation, Phase, Role, RunStatus, Totals, VALIDATOR,
+    JudgeRecord, NodeId, Observation, Phase, Role, RunStatus, Totals, VALIDATOR,
 };
 use crate::trajectory::fold::TreeState;
 use crate::trajectory::lean::{Brief, LeanBody, LeanEvent, RawObservation};
@@ -195,15 +194,17 @@ impl JudgeSummary {
     /// Folds a judgement.
     pub fn of(record: JudgeRecord<'_>) -> Self {
         let dimensions = record.scores.values();
-        let [task_completion, tool_selection, planning_effectiveness, overall] =
-            headline(&dimensions);
+        let [
+            task_completion,
+            tool_selection,
+            planning_effectiveness,
+            overall,
+        ] = headline(&dimensions);
         let trials: Vec<Dimensions<f64>> = record
             .judging
             .map(|j| j.answered().copied().collect())
             .unwrap_or_default();
-        let variance = |values: Vec<f64>| {
-            super::stats::sd(&values).map_or(0.0, |sd| sd * sd)
-        };
+        let variance = |values: Vec<f64>| super::stats::sd(&values).map_or(0.0, |sd| sd * sd);
         let trial_variance = (trials.len() >= 2).then(|| {
             let heads: Vec<[f64; 4]> = trials.iter().map(headline).collect();
             let head = |i: usize| variance(heads.iter().map(|h| h[i]).collect());

@@ -232,7 +232,13 @@ pub fn render_judge_spread(rows: &[GroupRow], markdown: bool) -> String {
     let shown = |name: &str| DIMENSION_NAMES.contains(&name) || name == "overall";
     let mut header = vec!["group"];
     if let Some(spread) = &judged[0].judge_spread {
-        header.extend(spread.rows.iter().map(|r| r.name.as_str()).filter(|n| shown(n)));
+        header.extend(
+            spread
+                .rows
+                .iter()
+                .map(|r| r.name.as_str())
+                .filter(|n| shown(n)),
+        );
     }
     let sd = |v: Option<f64>| v.map_or("—".to_string(), |v| format!("{v:.2}"));
     let table: Vec<Vec<String>> = judged
