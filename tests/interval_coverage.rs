@@ -22,6 +22,9 @@ fn window(name: &str, n: usize) -> (f64, f64) {
         // Counts at n = 3: Student's t with two degrees of freedom on a discrete, skewed
         // sample.
         ("poisson(4)", 3) => (0.90, 0.99),
+        // Runs that differ only by the judge's noise: choosing the larger of two estimates of
+        // one variance (between runs, between trials) errs a little wide.
+        ("judge noise only", _) => (0.93, 0.98),
         _ => (0.93, 0.97),
     }
 }

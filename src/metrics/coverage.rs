@@ -1,6 +1,7 @@
 //! How often the report's 95% intervals cover the true value, measured by simulation: samples
 //! from known distributions shaped like the metrics (0/1 outcomes near 0 and 1, bounded scores,
-//! skewed rates, log-normal token counts, counts, repeats of tasks, paired differences) at
+//! skewed rates, log-normal token counts, counts, repeats of tasks, judge scores averaged over
+//! noisy trials, paired differences) at
 //! n = 3, 5, 10 and 30, each interval made exactly as `report` makes it. Deterministic (fixed
 //! seeds). `tests/interval_coverage.rs` holds the coverage to its window; `benches/coverage.rs`
 //! prints the table.
@@ -46,7 +47,16 @@ pub enum Draw {
         fn(&mut fastrand::Rng) -> f64,
         fn(&mut fastrand::Rng, f64) -> f64,
     ),
+    /// Runs judged in [`TRIALS`] trials each: a run's own score, then trials around it; each
+    /// run's value is its trials' mean, with their variance (as the report takes judge scores).
+    Trials(
+        fn(&mut fastrand::Rng) -> f64,
+        fn(&mut fastrand::Rng, f64) -> f64,
+    ),
 }
+
+/// Judge trials per run in the [`Draw::Trials`] case (MCP-Bench's five).
+pub const TRIALS: u32 = 5;
 
 /// The cases, with their true means.
 pub fn cases() -> Vec<Case> {
@@ -119,6 +129,24 @@ pub fn cases() -> Vec<Case> {
             truth: 0.5,
         },
         Case {
+            name: "judge ×5 trials",
+            stands_for: "a judge score (0–10), each run's the mean of five noisy trials",
+            scale: super::group::JUDGE_SCALE,
+            draw: Draw::Trials(
+                |r| 2.5 + 6.0 * beta(r, 2.0, 2.0),
+                |r, score| score + 3.0 * (beta(r, 2.0, 2.0) - 0.5),
+            ),
+            // Both spreads are symmetric: the runs' scores centre on 5.5, trials on the run's.
+            truth: 5.5,
+        },
+        Case {
+            name: "judge noise only",
+            stands_for: "runs that deserve the same score, told apart only by the judge's noise",
+            scale: super::group::JUDGE_SCALE,
+            draw: Draw::Trials(|_| 6.0, |r, score| score + 4.0 * (beta(r, 2.0, 2.0) - 0.5)),
+            truth: 6.0,
+        },
+        Case {
             name: "paired rate Δ",
             stands_for: "a rate's per-task difference between two configurations",
             scale: UNIT,
@@ -168,6 +196,20 @@ pub fn coverage(case: &Case, n: usize, seed: u64) -> (f64, usize) {
             Draw::PairedRepeats(unit_mean, repeat) => {
                 let (diffs, units) = in_threes(&mut rng, n, unit_mean, repeat);
                 stats::paired_clustered(&diffs, &units, case.scale)
+            }
+            Draw::Trials(run_score, trial) => {
+                let mut values = Vec::with_capacity(n);
+                let mut measured = Vec::with_capacity(n);
+                for _ in 0..n {
+                    let score = run_score(&mut rng);
+                    let trials: Vec<f64> = (0..TRIALS).map(|_| trial(&mut rng, score)).collect();
+                    values.push(trials.iter().sum::<f64>() / f64::from(TRIALS));
+                    let sd = stats::sd(&trials).unwrap_or(0.0);
+                    measured.push((sd * sd, TRIALS));
+                }
+                let runs: Vec<usize> = (0..n).collect();
+                let floor = stats::trial_noise(n, &measured);
+                Estimate::of_noisy(&values, &runs, floor, case.scale)
             }
         };
         match estimate.and_then(|e| e.ci) {

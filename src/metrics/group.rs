@@ -445,7 +445,7 @@ fn judged(
 ) -> Option<Estimate> {
     let mut values = Vec::new();
     let mut tasks = Vec::new();
-    let mut noise_sum = 0.0;
+    let mut measured = Vec::new();
     for r in runs {
         let Some(j) = r.metrics.judge.as_ref() else {
             continue;
@@ -454,11 +454,11 @@ fn judged(
         values.push(v);
         tasks.push(r.task.as_str());
         if let Some(var) = &j.trial_variance {
-            noise_sum += noise(var) / f64::from(j.trials);
+            measured.push((noise(var), j.trials));
         }
     }
-    let n = values.len() as f64;
-    Estimate::of_noisy(&values, &tasks, noise_sum / (n * n), JUDGE_SCALE)
+    let floor = super::stats::trial_noise(values.len(), &measured);
+    Estimate::of_noisy(&values, &tasks, floor, JUDGE_SCALE)
 }
 
 fn row(key: &str, runs: &[&RunRecord], cohort: Option<(f64, f64)>, avg_calls: f64) -> GroupRow {

@@ -7,7 +7,9 @@
 //! - a positive, skewed quantity (tokens, seconds): Cox's interval for a log-normal mean;
 //! - a count that can be 0 (calls, rejected decisions): Student's t, kept at or above 0;
 //! - repeats of one task are not independent: with repeats the standard error is clustered by
-//!   task (CR1) and the degrees of freedom are tasks − 1.
+//!   task (CR1) and the degrees of freedom are tasks − 1;
+//! - a judge score is a mean of trials: the trials' own noise is a floor under its standard
+//!   error ([`Estimate::of_noisy`]).
 //!
 //! Under [`MIN_N`] values (or tasks) there is no interval, and where the values leave nothing to
 //! estimate a spread from, the interval says so instead of claiming certainty. Coverage is
@@ -91,7 +93,7 @@ pub struct Estimate {
 impl Estimate {
     /// The estimate over independent `values` of a metric on `scale`; `None` when there are none.
     pub fn of(values: &[f64], scale: Scale) -> Option<Self> {
-        Self::build(values, None, scale, 0.0)
+        Self::build(values, None, scale, None)
     }
 
     /// The estimate over `values` where `task[i]` names the task of `values[i]`: repeats of a
@@ -101,18 +103,20 @@ impl Estimate {
         task: &[K],
         scale: Scale,
     ) -> Option<Self> {
-        Self::of_noisy(values, task, 0.0, scale)
+        Self::of_noisy(values, task, None, scale)
     }
 
     /// [`Estimate::of_clustered`] for values that are each a mean of noisy trials (a judge's
-    /// scores): `noise_se2` is the variance the trials alone put into the mean of the values
-    /// (`Σ s_i² / m_i / n²` from each value's own trials). The spread between the values
-    /// already holds that noise on average; it is a floor under the standard error, so a few
-    /// values that happen to agree never claim more certainty than the trials allow.
+    /// scores), with `noise` the variance the trials alone put into the mean of the values
+    /// ([`trial_noise`]). The spread between the values already holds that noise (the sample
+    /// variance of run means estimates `σ²_runs + σ²_trials / m`), so it is the standard error
+    /// as usual. When it comes out below what the trials alone give, the runs differ by no
+    /// more than the judge's noise (the one-way random-effects estimate of `σ²_runs` is 0):
+    /// the error is then the trials', with their pooled degrees of freedom.
     pub fn of_noisy<K: Eq + std::hash::Hash>(
         values: &[f64],
         task: &[K],
-        noise_se2: f64,
+        noise: Option<Noise>,
         scale: Scale,
     ) -> Option<Self> {
         let mut index: HashMap<&K, usize> = HashMap::new();
@@ -128,7 +132,7 @@ impl Estimate {
             values,
             clustered.then_some((&ids, index.len())),
             scale,
-            noise_se2,
+            noise,
         )
     }
 
@@ -142,7 +146,7 @@ impl Estimate {
         values: &[f64],
         clusters: Option<(&Vec<usize>, usize)>,
         scale: Scale,
-        floor_se2: f64,
+        floor: Option<Noise>,
     ) -> Option<Self> {
         let n = values.len();
         if n == 0 {
@@ -161,12 +165,14 @@ impl Estimate {
         if units < MIN_N {
             return Some(plain);
         }
-        let df = (units - 1) as f64;
-        let se2 = match clusters {
+        let observed = match clusters {
             Some((ids, g)) => clustered_se2(values, ids, g, mean),
             None => sample_var(values, mean) / n as f64,
-        }
-        .max(floor_se2);
+        };
+        let (se2, df) = match floor {
+            Some(noise) if noise.se2 > observed => (noise.se2, noise.df),
+            _ => (observed, (units - 1) as f64),
+        };
         let (ci, interval) = match scale {
             Scale::Bounded(lo, hi) => bounded(mean, se2, units, df, lo, hi),
             Scale::Positive if values.iter().all(|v| *v > 0.0) => {
@@ -343,6 +349,27 @@ pub fn tasks_for_power(sd: f64, delta: f64) -> Option<usize> {
         let df = (n - 1) as f64;
         let need = (t_975(df) + t_quantile(0.8, df)).powi(2) * ratio;
         n as f64 >= need
+    })
+}
+
+/// What trial noise alone puts into a mean of values that are each a mean of trials.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Noise {
+    /// Its variance: `Σ s_i² / m_i / n²`.
+    pub se2: f64,
+    /// Its degrees of freedom, pooled over the values: `Σ (m_i − 1)`.
+    pub df: f64,
+}
+
+/// The noise of `n` values from the `(s_i², m_i)` of those measured more than once (a value
+/// from one trial adds none it can measure); `None` when none was.
+pub fn trial_noise(n: usize, measured: &[(f64, u32)]) -> Option<Noise> {
+    let repeated = measured.iter().filter(|(_, m)| *m >= 2);
+    let sum: f64 = repeated.clone().map(|(var, m)| var / f64::from(*m)).sum();
+    let df: f64 = repeated.map(|(_, m)| f64::from(*m - 1)).sum();
+    (df > 0.0 && sum > 0.0).then(|| Noise {
+        se2: sum / (n * n) as f64,
+        df,
     })
 }
 
