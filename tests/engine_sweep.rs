@@ -743,3 +743,55 @@ fn a_shard_stopped_by_sigterm_exits_non_zero_as_its_job_contract_needs() {
         .unwrap();
     assert_eq!(retried.status.code(), Some(0), "{}", text(&retried));
 }
+
+#[test]
+fn a_sweep_with_judge_judges_every_finished_cell_with_its_configs_trials_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = react_spec(dir.path(), &[("react", 2)], 1);
+    // judge = true with a config whose [judge] asks for two trials from seed 7.
+    let text_of = std::fs::read_to_string(&spec).unwrap();
+    std::fs::write(
+        &spec,
+        format!("judge = true\nconfig = \"cosmos.toml\"\n{text_of}"),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("cosmos.toml"),
+        "[judge]\ntrials = 2\nseed = 7\n",
+    )
+    .unwrap();
+    let mut scores = json!({});
+    for d in mcp_cosmos::judge::DIMENSIONS {
+        scores[format!("{d}_reasoning")] = json!("half of it");
+        scores[d] = json!(5);
+    }
+    let llm = ScriptedLlm::start(json!([
+        {"when": "You grade how", "content": scores},
+        {"when": "1. Time MCP:convert_time", "content": finish("09:00 UTC is 18:00 in Tokyo.")},
+        {"when": "No tool has been called yet", "content": call("Time MCP:convert_time", utc_to("Asia/Tokyo"))}
+    ]));
+    let out = cosmos(&["sweep", spec.to_str().unwrap(), "--no-tui"], &llm, "sk-x");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let files = runs_in(&dir.path().join("runs/sweep"));
+    assert_eq!(files.len(), 2);
+    for f in &files {
+        let last = events(f).pop().unwrap();
+        assert_eq!(last["kind"], "judge_scored", "{}", f.display());
+        assert_eq!(last["judging"]["seed"], 7);
+        assert_eq!(last["judging"]["trials"].as_array().unwrap().len(), 2);
+    }
+    let judge_requests = |llm: &ScriptedLlm| {
+        llm.requests()
+            .iter()
+            .filter(|r| r["body"].to_string().contains("You grade how"))
+            .count()
+    };
+    assert_eq!(judge_requests(&llm), 4, "two cells, two trials each");
+    // Run again: every cell is done and judged, so nothing is asked or appended.
+    let sizes: Vec<u64> = files.iter().map(|f| f.metadata().unwrap().len()).collect();
+    let again = cosmos(&["sweep", spec.to_str().unwrap(), "--no-tui"], &llm, "sk-x");
+    assert_eq!(again.status.code(), Some(0), "{}", text(&again));
+    assert_eq!(judge_requests(&llm), 4);
+    let after: Vec<u64> = files.iter().map(|f| f.metadata().unwrap().len()).collect();
+    assert_eq!(sizes, after);
+}

@@ -74,11 +74,6 @@ pub fn run(
         Some(path) => crate::task::load(path)?,
         None => Vec::new(),
     };
-    let client = LlmClient::new(llm.endpoint(Role::Judge).clone());
-    let redactor = Redactor::with_secrets(llm.secrets());
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
     let found = collect_files(paths)?;
     for skipped in &found.skipped {
         eprintln!("cosmos: skipped {}", inert(skipped));
@@ -90,24 +85,11 @@ pub fn run(
     if args.print_prompts {
         return print_prompts(&files, &tasks, settings);
     }
-    let judge = Judge {
-        runtime: &runtime,
-        client: &client,
-        redactor: &redactor,
-        settings,
-        tasks: &tasks,
-        force,
-    };
-    let mut failures = 0;
-    for file in files {
-        match judge.file(&file) {
-            Ok(line) => println!("{}", inert(&line)),
-            Err(e) => {
-                failures += 1;
-                eprintln!("cosmos: {}: {}", file.display(), inert(&format!("{e:#}")));
-            }
-        }
-    }
+    let judge = Judge::new(&llm, settings, tasks, force);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let failures = runtime.block_on(judge.files(&files, None));
     Ok(if failures > 0 {
         ExitCode::from(1)
     } else {
@@ -139,18 +121,61 @@ fn print_prompts(files: &[PathBuf], tasks: &[Task], settings: Settings) -> Resul
     Ok(ExitCode::SUCCESS)
 }
 
-/// What every file is judged with.
-struct Judge<'a> {
-    runtime: &'a tokio::runtime::Runtime,
-    client: &'a LlmClient,
-    redactor: &'a Redactor,
+/// The judge role's client with its settings: what `cosmos judge` and a sweep's `judge = true`
+/// judge files with.
+pub struct Judge {
+    client: LlmClient,
+    redactor: Redactor,
     settings: Settings,
-    tasks: &'a [Task],
+    tasks: Vec<Task>,
     force: bool,
 }
 
-impl Judge<'_> {
-    fn file(&self, file: &Path) -> Result<String> {
+impl Judge {
+    /// The judge of `llm`'s judge role.
+    pub fn new(llm: &LlmConfig, settings: Settings, tasks: Vec<Task>, force: bool) -> Self {
+        Self {
+            client: LlmClient::new(llm.endpoint(Role::Judge).clone()),
+            redactor: Redactor::with_secrets(llm.secrets()),
+            settings,
+            tasks,
+            force,
+        }
+    }
+
+    /// The judge of a configuration file's judge role, with its `[judge]` settings (a
+    /// sweep's): runs already judged are left as they are.
+    pub fn from_config(config: Option<&Path>) -> Result<Self> {
+        let llm = LlmConfig::load(config)?;
+        let settings = JudgeArgs::default().settings(&llm)?;
+        Ok(Self::new(&llm, settings, Vec::new(), false))
+    }
+
+    /// Judges `files` in order, printing a line each (errors to stderr); stops before the next
+    /// file once `stop` says so. Returns how many could not be judged.
+    pub async fn files(
+        &self,
+        files: &[PathBuf],
+        stop: Option<&tokio::sync::watch::Receiver<bool>>,
+    ) -> usize {
+        let mut failures = 0;
+        for file in files {
+            if stop.is_some_and(|s| *s.borrow()) {
+                break;
+            }
+            match self.file(file).await {
+                Ok(line) => println!("{}", inert(&line)),
+                Err(e) => {
+                    failures += 1;
+                    eprintln!("cosmos: {}: {}", file.display(), inert(&format!("{e:#}")));
+                }
+            }
+        }
+        failures
+    }
+
+    /// Judges one file and appends the judgement; the line to print.
+    pub async fn file(&self, file: &Path) -> Result<String> {
         let run = Run::open(file)?;
         if run.judge_at(run.len()).is_some() && !self.force {
             return Ok(format!(
@@ -162,9 +187,7 @@ impl Judge<'_> {
             bail!("the run has not finished; judge it when it has");
         }
         let task = self.tasks.iter().find(|t| t.id == run.header.task.id);
-        let judgement = self
-            .runtime
-            .block_on(judge::judge(self.client, &run, task, self.settings));
+        let judgement = judge::judge(&self.client, &run, task, self.settings).await;
         let mut writer =
             Writer::append(file, self.redactor.clone()).context("appending the judgement")?;
         let t = run.briefs().last().map_or(0, |e| e.t_ms);

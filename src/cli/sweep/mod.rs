@@ -80,6 +80,14 @@ pub struct SweepArgs {
 /// Runs (or lists, or emits) a sweep.
 pub fn run(args: SweepArgs) -> Result<ExitCode> {
     let (mut all, skipped) = spec::cells(&args.spec)?;
+    // The judge's endpoint and settings are checked before anything runs.
+    let judge = match spec::judging(&args.spec)? {
+        Some(config) if args.emit.is_none() && !args.status => Some(
+            crate::cli::judge::Judge::from_config(config.as_deref())
+                .context("the sweep's judge (judge = true)")?,
+        ),
+        _ => None,
+    };
     // Checked once here rather than in every cell.
     if args.otel.target()?.is_some() {
         for cell in &mut all {
@@ -161,13 +169,27 @@ pub fn run(args: SweepArgs) -> Result<ExitCode> {
         let title = args.spec.display().to_string();
         matrix::run_with_matrix(&runtime, &out, title, &mine, states, todo, jobs)?
     };
+    // Every finished cell not judged yet is judged, this time or the next (a stop leaves the
+    // rest to the next run of the sweep).
+    let not_judged = match &judge {
+        Some(judge) if !stopped => runtime.block_on(async {
+            let signals = session::stop_on_signals();
+            let finished: Vec<PathBuf> = mine
+                .iter()
+                .filter(|c| disk::state(&out, c).is_done())
+                .map(|c| disk::run_path(&out, c))
+                .collect();
+            judge.files(&finished, Some(&signals.rx)).await
+        }),
+        _ => 0,
+    };
     // A shard is done only when every one of its cells has a finished run: a scheduler (an
     // Indexed Job, a Slurm array) that sees 0 will never run it again.
     let left = mine
         .iter()
         .filter(|c| !disk::state(&out, c).is_done())
         .count();
-    Ok(sweep_exit(could_not_run, left, stopped))
+    Ok(sweep_exit(could_not_run + not_judged, left, stopped))
 }
 
 /// The exit code of a sweep: 0 only when every cell of this shard has its finished run; 130

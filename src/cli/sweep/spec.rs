@@ -19,6 +19,9 @@ struct Spec {
     config: Option<PathBuf>,
     #[serde(default = "one")]
     repeats: usize,
+    /// Judge every finished cell with `config`'s judge role and `[judge]` settings.
+    #[serde(default)]
+    judge: bool,
     tasks: Vec<TaskSet>,
     configs: Vec<toml::Table>,
 }
@@ -76,6 +79,17 @@ impl Cell {
 fn fingerprint(text: &str) -> String {
     let h = crate::trajectory::fnv::fnv1a(text.as_bytes());
     format!("{:012x}", h & 0xffff_ffff_ffff)
+}
+
+/// When the spec asks for its cells to be judged: the configuration file whose judge role
+/// and `[judge]` settings judge them (`None` when the spec names none: the environment's).
+pub fn judging(spec_path: &Path) -> Result<Option<Option<PathBuf>>> {
+    let text = std::fs::read_to_string(spec_path)
+        .with_context(|| format!("reading {}", spec_path.display()))?;
+    let spec: Spec =
+        toml::from_str(&text).with_context(|| format!("parsing {}", spec_path.display()))?;
+    let base = spec_path.parent().unwrap_or(Path::new("."));
+    Ok(spec.judge.then(|| spec.config.map(|c| base.join(c))))
 }
 
 /// The cells of a spec, in spec order, and the tasks left out (a task set without `ids` takes
