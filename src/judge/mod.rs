@@ -93,17 +93,17 @@ pub async fn judge(
                     let message = e.to_string();
                     let overflowed = e.is_context_overflow();
                     calls.push(Err(e));
-                    if facts.compressed.is_none() && overflowed {
-                        if let Some((history, how, call)) =
-                            compress(client, &evidence.history).await
-                        {
-                            calls.extend(call);
-                            evidence.history = history;
-                            facts.compressed = Some(how);
-                            continue;
-                        }
-                    }
-                    break (None, Some(message));
+                    // Compressed once at most: a second overflow is the trial's failure.
+                    let shorter = match facts.compressed.is_none() && overflowed {
+                        true => compress(client, &evidence.history).await,
+                        false => None,
+                    };
+                    let Some((history, how, call)) = shorter else {
+                        break (None, Some(message));
+                    };
+                    calls.extend(call);
+                    evidence.history = history;
+                    facts.compressed = Some(how);
                 }
             }
         };

@@ -304,7 +304,14 @@ pub fn summary(event: &Event) -> String {
             };
             format!("note {on} by {who}: {text}")
         }
-        EventBody::JudgeScored { model, .. } => format!("by {model}"),
+        EventBody::JudgeScored { model, judging, .. } => match judging.as_deref() {
+            Some(j) if j.trials.len() > 1 => format!(
+                "by {model}, mean of {} of {} trials",
+                j.answered().count(),
+                j.trials.len()
+            ),
+            _ => format!("by {model}"),
+        },
         EventBody::Error {
             source,
             name,
