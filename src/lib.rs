@@ -3,6 +3,7 @@
 
 pub mod agent;
 pub mod cli;
+pub mod config;
 pub mod export;
 pub mod judge;
 pub mod llm;

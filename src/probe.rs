@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 
-use crate::llm::config::LlmConfig;
+use crate::config::Config;
 use crate::mcp::config::McpConfig;
 use crate::mcp::pool::{McpPool, Timeouts};
 use crate::trajectory::event::{Action, Event, EventBody, NodeId, Observation, Role, ToolInfo};
@@ -44,21 +44,12 @@ impl ProbeSetup {
     /// `memory` (the runs beside the probed one), then the config's named ones. A config that
     /// cannot be read is an error naming it, never a shorter list.
     pub fn world_models(&self) -> Result<Vec<String>> {
-        let llm = LlmConfig::load(self.config.as_deref())?;
+        let config = Config::load(self.config.as_deref())?;
         let mut names = vec!["memory".to_string()];
-        if !llm.endpoint(Role::WorldModel).base_url.is_empty() {
+        if !config.llm.endpoint(Role::WorldModel).base_url.is_empty() {
             names.insert(0, "llm".to_string());
         }
-        if let Some(path) = &self.config {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("reading {}", path.display()))?;
-            let table = text
-                .parse::<toml::Table>()
-                .with_context(|| format!("{} is not TOML", path.display()))?;
-            if let Some(toml::Value::Table(models)) = table.get("world_models") {
-                names.extend(models.keys().cloned());
-            }
-        }
+        names.extend(config.world_models.keys().cloned());
         Ok(names)
     }
 }
@@ -122,7 +113,7 @@ fn tool_info(run: &Run, tool: &str) -> ToolInfo {
 pub async fn simulate(path: &Path, node: NodeId, name: &str, setup: &ProbeSetup) -> Result<Event> {
     let run = Run::open(path)?;
     let (tool, arguments, history) = node_call(&run, node)?;
-    let mut llm = LlmConfig::load(setup.config.as_deref())?;
+    let mut config = Config::load(setup.config.as_deref())?;
     let folder = path
         .parent()
         .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
@@ -132,7 +123,7 @@ pub async fn simulate(path: &Path, node: NodeId, name: &str, setup: &ProbeSetup)
         command_timeout: Duration::from_secs(60),
         cached: false,
     };
-    let named = named::resolve(name, &mut llm, setup.config.as_deref(), &options)?
+    let named = named::resolve(name, &mut config, &options)?
         .context("`none` is not a world model to probe with")?;
     let built = named.build()?;
     // A memory world model must not answer from this very run.
@@ -163,7 +154,12 @@ pub async fn simulate(path: &Path, node: NodeId, name: &str, setup: &ProbeSetup)
             tokens: failure.llm.as_ref().map(LlmUsage::tokens),
         },
     };
-    append(path, &run, Redactor::with_secrets(llm.secrets()), body)
+    append(
+        path,
+        &run,
+        Redactor::with_secrets(config.llm.secrets()),
+        body,
+    )
 }
 
 /// Makes node `node`'s call for real against its server (started from `setup.mcp_config` for
@@ -212,8 +208,8 @@ pub fn annotate(path: &Path, note: EventBody, t_ms: u64, setup: &ProbeSetup) -> 
     if !matches!(note, EventBody::Annotation { .. }) {
         bail!("only an annotation is appended as a note");
     }
-    let secrets =
-        LlmConfig::load(setup.config.as_deref()).map_or_else(|_| Vec::new(), |llm| llm.secrets());
+    // A config that cannot be read stops the note: its keys could not be kept out of it.
+    let secrets = Config::load(setup.config.as_deref())?.llm.secrets();
     let mut writer = Writer::append(path, Redactor::with_secrets(secrets))?;
     writer.write(t_ms, note)
 }

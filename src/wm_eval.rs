@@ -19,7 +19,7 @@ use futures::StreamExt;
 use serde_json::{Value, json};
 
 use crate::agent::usage_event;
-use crate::llm::config::LlmConfig;
+use crate::config::Config;
 use crate::metrics::fidelity;
 use crate::metrics::leaderboard::{self, CallResult, Leaderboard, Outcome};
 use crate::metrics::run::RunAccumulator;
@@ -278,10 +278,10 @@ pub async fn evaluate(
     if calls.is_empty() {
         bail!("no real tool calls in the runs given: nothing to simulate");
     }
-    let mut llm = LlmConfig::load(spec.config.as_deref())?;
+    let mut config = Config::load(spec.config.as_deref())?;
     let mut contenders = Vec::new();
     for name in &spec.world_models {
-        let named = named::resolve(name, &mut llm, spec.config.as_deref(), &spec.options)?
+        let named = named::resolve(name, &mut config, &spec.options)?
             .context("`none` is not a world model to evaluate")?;
         let built = named
             .build()
@@ -317,7 +317,9 @@ pub async fn evaluate(
             .join("+")
     ));
     let redactor = Redactor::with_secrets(
-        llm.secrets()
+        config
+            .llm
+            .secrets()
             .into_iter()
             .chain(Redactor::environment_secrets()),
     );
@@ -403,7 +405,7 @@ pub async fn evaluate(
     drop(pending);
     sims.sort_by_key(|(c, w, _)| (*c, *w));
     let decisions = if spec.decision && !interrupted {
-        decide(&llm, calls, &sims, spec.concurrency).await
+        decide(&config.llm, calls, &sims, spec.concurrency).await
     } else {
         Decisions::default()
     };
@@ -599,7 +601,7 @@ fn decision_of(reply: &crate::agent::planner::Reply) -> String {
 /// Asks the planner role, for every call, what it would do next given the real result and
 /// given each world model's simulation of it (concurrently).
 async fn decide(
-    llm: &LlmConfig,
+    llm: &crate::llm::config::LlmConfig,
     calls: &[RecordedCall],
     results: &[(usize, usize, Result<Simulation, SimFailure>)],
     concurrency: usize,

@@ -563,8 +563,13 @@ fn a_task_naming_a_server_the_config_lacks_is_a_clear_error() {
 #[test]
 fn the_example_config_parses() {
     let path = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/cosmos.example.toml"));
-    mcp_cosmos::llm::config::LlmConfig::load(Some(path)).unwrap();
-    let search = mcp_cosmos::agent::mcts::Settings::from_config(path).unwrap();
+    let config = mcp_cosmos::config::Config::load(Some(path)).unwrap();
+    let search = mcp_cosmos::agent::mcts::Settings::from_config(&config).unwrap();
+    assert_eq!(
+        config.judge.trials,
+        Some(1),
+        "the example shows the judge's default"
+    );
     assert_eq!(
         search,
         mcp_cosmos::agent::mcts::Settings::default(),

@@ -10,6 +10,7 @@ const LAYERS: &[&[&str]] = &[
     &["trajectory"],
     &["metrics", "task"],
     &["llm", "mcp"],
+    &["config"],
     &["world_model"],
     &["agent", "judge"],
     &["wm_eval", "probe"],

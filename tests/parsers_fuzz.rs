@@ -141,9 +141,9 @@ proptest! {
         text in prop_oneof![
             ".{0,200}",
             // Near misses of the real shapes, with numbers and strings that are out of range.
-            (prop::sample::select(vec!["timeout_s", "temperature", "max_tokens", "max_retries", "alpha", "c", "k", "concurrency", "iterations", "output"]),
+            (prop::sample::select(vec!["timeout_s", "temperature", "max_tokens", "max_retries", "alpha", "c", "k", "concurrency", "iterations", "output", "trials", "seed", "kind"]),
              prop::sample::select(vec!["inf", "-inf", "nan", "1e300", "-1", "0", "18446744073709551616", "\"x\"", "[]", "true"]),
-             prop::sample::select(vec!["[default]", "[roles.planner]", "[roles.judge]", "[agent]", "[keys]"]))
+             prop::sample::select(vec!["[default]", "[roles.planner]", "[roles.judge]", "[agent]", "[judge]", "[world_models.x]", "[keys]"]))
                 .prop_map(|(k, v, t)| format!("{t}\n{k} = {v}\n")),
             (".{0,20}", ".{0,20}").prop_map(|(a, b)| format!("{{\"mcpServers\": {{\"{a}\": {{\"command\": \"{b}\", \"env\": {{\"K\": \"${{{a}}}\"}}}}}}}}")),
             (".{0,20}", ".{0,40}").prop_map(|(a, b)| format!("{{\"tasks\": [{{\"id\": \"{a}\", \"request\": \"{b}\"}}]}}")),
@@ -155,8 +155,9 @@ proptest! {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("input");
         std::fs::write(&path, &text).unwrap();
-        let _ = mcp_cosmos::llm::config::LlmConfig::load(Some(&path));
-        let _ = mcp_cosmos::agent::mcts::Settings::from_config(&path);
+        if let Ok(config) = mcp_cosmos::config::Config::load(Some(&path)) {
+            let _ = mcp_cosmos::agent::mcts::Settings::from_config(&config);
+        }
         let _ = mcp_cosmos::mcp::config::McpConfig::parse(&text);
         let _ = mcp_cosmos::task::load(&path);
         let _ = mcp_cosmos::tui::keymap::Keymap::load(&path);

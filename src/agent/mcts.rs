@@ -93,32 +93,24 @@ impl Settled {
 }
 
 impl Settings {
-    /// SPIRAL's defaults with the `[agent]` table of a `cosmos.toml` over them.
-    pub fn from_config(path: &std::path::Path) -> Result<Self> {
+    /// SPIRAL's defaults with the `[agent]` table of `config` over them.
+    pub fn from_config(config: &crate::config::Config) -> Result<Self> {
         use anyhow::Context;
-        #[derive(Deserialize)]
-        struct File {
-            agent: Option<toml::Value>,
-        }
-        let text =
-            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-        let file: File =
-            toml::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
-        let Some(table) = file.agent else {
+        let Some(table) = &config.agent else {
             return Ok(Self::default());
         };
         let mut merged = toml::Value::try_from(Self::default())?;
-        if let (Some(m), Some(t)) = (merged.as_table_mut(), table.as_table()) {
-            for (k, v) in t {
+        if let Some(m) = merged.as_table_mut() {
+            for (k, v) in table {
                 m.insert(k.clone(), v.clone());
             }
         }
         let settings: Self = merged
             .try_into()
-            .with_context(|| format!("[agent] in {}", path.display()))?;
+            .with_context(|| format!("[agent] in {}", config.name()))?;
         settings
             .check()
-            .with_context(|| format!("[agent] in {}", path.display()))?;
+            .with_context(|| format!("[agent] in {}", config.name()))?;
         Ok(settings)
     }
 

@@ -13,8 +13,8 @@ use super::mcts::Settings;
 use super::ports::{EventSink, ToolHost};
 use super::recorder::{Hook, Recorder};
 use super::{Budget, End, Env, Roles, plan_exec, react, spiral};
+use crate::config::Config;
 use crate::llm::client::LlmClient;
-use crate::llm::config::LlmConfig;
 use crate::mcp::config::McpConfig;
 use crate::mcp::pool::{McpPool, Timeouts};
 use crate::mcp::server::ServerFailure;
@@ -44,8 +44,8 @@ pub struct RunSpec {
     pub world_model: String,
     /// What the built-in world models are made of (memory runs, command, caching).
     pub world_model_options: BuiltInOptions,
-    /// `cosmos.toml`, if any.
-    pub llm_config: Option<PathBuf>,
+    /// `cosmos.toml`, read (the environment alone without one).
+    pub config: Config,
     /// Record every LLM call's messages and reply, whatever `cosmos.toml` says.
     pub record_messages: bool,
     /// The configuration's name, for the header (tables group by it).
@@ -122,19 +122,16 @@ pub async fn prepare(spec: &RunSpec, stop: watch::Receiver<bool>) -> Result<Prep
             servers.push(extra);
         }
     }
-    let mut llm = LlmConfig::load(spec.llm_config.as_deref())?;
+    let mut config = spec.config.clone();
     if spec.record_messages {
-        llm.record_all_messages();
+        config.llm.record_all_messages();
     }
-    let world_model: Option<Arc<dyn WorldModel>> = named::resolve(
-        &spec.world_model,
-        &mut llm,
-        spec.llm_config.as_deref(),
-        &spec.world_model_options,
-    )?
-    .map(|n| n.build())
-    .transpose()?
-    .map(|built| built.model);
+    let world_model: Option<Arc<dyn WorldModel>> =
+        named::resolve(&spec.world_model, &mut config, &spec.world_model_options)?
+            .map(|n| n.build())
+            .transpose()?
+            .map(|built| built.model);
+    let llm = &config.llm;
     // Every role the run will ask needs an address before anything starts.
     let mut roles = vec![Role::Planner, Role::Summarizer];
     if spec.agent == AgentKind::Spiral && spec.search.alpha < 1.0 {

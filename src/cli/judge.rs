@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 
+use crate::config::Config;
 use crate::judge::{self, MAX_TRIALS, MCP_BENCH_TRIALS, Settings};
 use crate::llm::client::LlmClient;
 use crate::llm::config::LlmConfig;
@@ -44,8 +45,8 @@ pub struct JudgeArgs {
 
 impl JudgeArgs {
     /// The settings: the command line over `[judge]` in the config over the defaults.
-    fn settings(&self, config: &LlmConfig) -> Result<Settings> {
-        let table = config.judge();
+    fn settings(&self, config: &Config) -> Result<Settings> {
+        let table = config.judge;
         let trials = self
             .trials
             .or(self.mcp_bench.then_some(MCP_BENCH_TRIALS))
@@ -68,8 +69,8 @@ pub fn run(
     force: bool,
     args: &JudgeArgs,
 ) -> Result<ExitCode> {
-    let llm = LlmConfig::load(config.as_deref())?;
-    let settings = args.settings(&llm)?;
+    let config = Config::load(config.as_deref())?;
+    let settings = args.settings(&config)?;
     let tasks = match &args.tasks {
         Some(path) => crate::task::load(path)?,
         None => Vec::new(),
@@ -85,7 +86,7 @@ pub fn run(
     if args.print_prompts {
         return print_prompts(&files, &tasks, settings);
     }
-    let judge = Judge::new(&llm, settings, tasks, force);
+    let judge = Judge::new(&config.llm, settings, tasks, force);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -146,9 +147,9 @@ impl Judge {
     /// The judge of a configuration file's judge role, with its `[judge]` settings (a
     /// sweep's): runs already judged are left as they are.
     pub fn from_config(config: Option<&Path>) -> Result<Self> {
-        let llm = LlmConfig::load(config)?;
-        let settings = JudgeArgs::default().settings(&llm)?;
-        Ok(Self::new(&llm, settings, Vec::new(), false))
+        let config = Config::load(config)?;
+        let settings = JudgeArgs::default().settings(&config)?;
+        Ok(Self::new(&config.llm, settings, Vec::new(), false))
     }
 
     /// Judges `files` in order, printing a line each (errors to stderr); stops before the next

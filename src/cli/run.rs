@@ -13,6 +13,7 @@ use tokio::sync::watch;
 use crate::agent::Budget;
 use crate::agent::mcts::{PlanRule, Settings, Settled};
 use crate::agent::session::{self, Outcome, RunSpec};
+use crate::config::Config;
 use crate::mcp::pool::Timeouts;
 use crate::sanitize::inert;
 use crate::trajectory::describe::summary;
@@ -172,11 +173,8 @@ pub struct RunArgs {
 
 impl RunArgs {
     /// Search settings: flags, else `[agent]` in cosmos.toml, else SPIRAL's defaults.
-    fn search_settings(&self) -> Result<Settings> {
-        let from_file = match &self.config {
-            Some(p) => Settings::from_config(p)?,
-            None => Settings::default(),
-        };
+    fn search_settings(&self, config: &Config) -> Result<Settings> {
+        let from_file = Settings::from_config(config)?;
         let k = self.candidates.unwrap_or(from_file.k);
         let settings = Settings {
             iterations: self.iterations.unwrap_or(from_file.iterations),
@@ -207,6 +205,9 @@ impl RunArgs {
 
     /// What to run, as the session takes it.
     pub fn spec(&self) -> Result<RunSpec> {
+        // Read once: the search settings and the session take their sections from it.
+        let config = Config::load(self.config.as_deref())?;
+        let search = self.search_settings(&config)?;
         Ok(RunSpec {
             mcp_config: self.mcp_config.clone(),
             task_file: self.task.clone(),
@@ -224,7 +225,7 @@ impl RunArgs {
                 command_timeout: Duration::from_secs(self.call_timeout_s),
                 cached: self.cache_world_model,
             },
-            llm_config: self.config.clone(),
+            config,
             record_messages: self.record_messages,
             label: self.label.clone(),
             out_dir: self.out.clone(),
@@ -238,7 +239,7 @@ impl RunArgs {
                 startup: Duration::from_secs(self.startup_timeout_s),
                 call: Duration::from_secs(self.call_timeout_s),
             },
-            search: self.search_settings()?,
+            search,
         })
     }
 }

@@ -2,7 +2,6 @@
 //! defaults from `OPENAI_BASE_URL` and `OPENAI_API_KEY`; no public address is ever assumed.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
@@ -65,9 +64,10 @@ impl Endpoint {
     }
 }
 
+/// A `[default]` or `[roles.NAME]` table (or an `llm` world model's), as written.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RoleShape {
+pub struct RoleShape {
     base_url: Option<String>,
     model: Option<String>,
     api_key_env: Option<String>,
@@ -103,39 +103,11 @@ impl RoleShape {
     }
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct FileShape {
-    #[serde(default)]
-    default: RoleShape,
-    #[serde(default)]
-    roles: BTreeMap<Role, RoleShape>,
-    /// Agent settings: read by `agent::mcts::Settings::from_config`, not here.
-    #[serde(default, rename = "agent")]
-    _agent: Option<serde::de::IgnoredAny>,
-    /// How runs are judged (`cosmos judge`).
-    #[serde(default)]
-    judge: JudgeTable,
-    /// Named world models: read by `world_model::named`, not here.
-    #[serde(default, rename = "world_models")]
-    _world_models: Option<serde::de::IgnoredAny>,
-}
-
-/// Endpoints per role.
-/// `[judge]`: how `cosmos judge` judges when its command line does not say.
-#[derive(Debug, Clone, Copy, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct JudgeTable {
-    /// Requests per run (`--trials`).
-    pub trials: Option<u32>,
-    /// Seed of the rubric orders (`--seed`).
-    pub seed: Option<u64>,
-}
-
+/// Endpoints per role, resolved from `cosmos.toml`'s `[default]` and `[roles.*]`
+/// (`crate::config::Config` reads the file) and the environment.
 #[derive(Debug, Clone)]
 pub struct LlmConfig {
     endpoints: BTreeMap<Role, Endpoint>,
-    judge: JudgeTable,
     /// `[default]`, for endpoints named elsewhere (an `llm` world model's table).
     default: RoleShape,
     /// Keys of endpoints made after loading, for the redactor.
@@ -143,38 +115,30 @@ pub struct LlmConfig {
 }
 
 impl LlmConfig {
-    /// Reads `path`, or only the environment when `path` is `None`.
-    pub fn load(path: Option<&Path>) -> Result<Self> {
-        let shape = match path {
-            Some(p) => {
-                let text = std::fs::read_to_string(p)
-                    .with_context(|| format!("reading {}", p.display()))?;
-                toml::from_str(&text).with_context(|| format!("parsing {}", p.display()))?
-            }
-            None => FileShape::default(),
-        };
-        let config = Self::from_shape(shape, |k| std::env::var(k).ok())?;
-        // The log is cleaned of the keys from here on, before any request is logged.
-        crate::trajectory::redact::remember_for_logs(config.secrets().iter().map(String::as_str));
-        Ok(config)
-    }
-
-    fn from_shape(shape: FileShape, env: impl Fn(&str) -> Option<String>) -> Result<Self> {
-        shape.default.check("[default]")?;
-        for (role, r) in &shape.roles {
+    /// Every role's endpoint from `[default]` and `[roles.*]`, then `env` (the environment);
+    /// the keys are remembered so that no log line shows them.
+    pub fn from_tables(
+        default: RoleShape,
+        roles: &BTreeMap<Role, RoleShape>,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<Self> {
+        default.check("[default]")?;
+        for (role, r) in roles {
             r.check(&format!("[roles.{}]", role.as_str()))?;
         }
         let mut endpoints = BTreeMap::new();
         for role in Role::ALL {
-            let r = shape.roles.get(&role).cloned().unwrap_or_default();
-            endpoints.insert(role, resolve(r, &shape.default, &env));
+            let r = roles.get(&role).cloned().unwrap_or_default();
+            endpoints.insert(role, resolve(r, &default, &env));
         }
-        Ok(Self {
+        let config = Self {
             endpoints,
-            judge: shape.judge,
-            default: shape.default,
+            default,
             extra_secrets: Vec::new(),
-        })
+        };
+        // The log is cleaned of the keys from here on, before any request is logged.
+        crate::trajectory::redact::remember_for_logs(config.secrets().iter().map(String::as_str));
+        Ok(config)
     }
 
     /// An endpoint from a table with the keys of a `[roles.*]` table (an `llm` world model's),
@@ -191,11 +155,6 @@ impl LlmConfig {
             self.extra_secrets.push(key.clone());
         }
         Ok(endpoint)
-    }
-
-    /// `[judge]`.
-    pub fn judge(&self) -> JudgeTable {
-        self.judge
     }
 
     /// Records messages for every role (`cosmos run --record-messages`).
@@ -248,61 +207,5 @@ fn resolve(r: RoleShape, d: &RoleShape, env: &impl Fn(&str) -> Option<String>) -
         max_retries: r.max_retries.or(d.max_retries).unwrap_or(4),
         output: r.output.or(d.output).unwrap_or_default(),
         record_messages: r.record_messages.or(d.record_messages).unwrap_or(false),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn roles_inherit_defaults_and_environment() {
-        let shape: FileShape = toml::from_str(
-            "[default]\nmodel = \"m\"\n[roles.world_model]\nbase_url = \"http://wm/v1/\"\nmodel = \"awm\"\napi_key_env = \"WM_KEY\"\n",
-        )
-        .unwrap();
-        let env = |k: &str| match k {
-            "OPENAI_BASE_URL" => Some("http://planner/v1".to_string()),
-            "OPENAI_API_KEY" => Some("k1".to_string()),
-            "WM_KEY" => Some("k2".to_string()),
-            _ => None,
-        };
-        let c = LlmConfig::from_shape(shape, env).unwrap();
-        let p = c.endpoint(Role::Planner);
-        assert_eq!(
-            (p.base_url.as_str(), p.model.as_str(), p.api_key.as_deref()),
-            ("http://planner/v1", "m", Some("k1"))
-        );
-        let w = c.endpoint(Role::WorldModel);
-        assert_eq!(
-            (w.base_url.as_str(), w.model.as_str(), w.api_key.as_deref()),
-            ("http://wm/v1", "awm", Some("k2"))
-        );
-        assert_eq!(c.secrets().len(), 5);
-        assert!(toml::from_str::<FileShape>("[roles.nobody]\nmodel=\"x\"\n").is_err());
-    }
-
-    #[test]
-    fn numbers_out_of_range_are_named_with_their_table_and_key() {
-        let err = |text: &str| {
-            let shape: FileShape = toml::from_str(text).unwrap();
-            LlmConfig::from_shape(shape, |_| None)
-                .unwrap_err()
-                .to_string()
-        };
-        assert_eq!(
-            err("[roles.critic]\ntimeout_s = inf\n"),
-            "[roles.critic] timeout_s = inf: must be seconds from 0.05 to 86400"
-        );
-        assert_eq!(
-            err("[default]\ntimeout_s = 1e300\n"),
-            "[default] timeout_s = 1e300: must be seconds from 0.05 to 86400"
-        );
-        assert!(err("[default]\ntemperature = nan\n").contains("temperature = NaN"));
-        assert!(
-            err("[default]\ntemperature = 3\n")
-                .contains("temperature = 3.0: must be a number from 0 to 2")
-        );
-        assert!(err("[roles.planner]\nmax_tokens = 0\n").contains("max_tokens = 0"));
     }
 }

@@ -20,7 +20,6 @@
 //! timeout_s = 30
 //! ```
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -33,12 +32,13 @@ use super::command::CommandWorldModel;
 use super::llm::LlmWorldModel;
 use super::memory::{MemoryWorldModel, TransitionBuffer};
 use super::{SimFailure, SimRequest, Simulation, WorldModel};
+use crate::config::Config;
 use crate::llm::client::LlmClient;
-use crate::llm::config::{Endpoint, LlmConfig};
+use crate::llm::config::Endpoint;
 use crate::trajectory::event::{Role, WorldModelInfo};
 
 /// The names that need no table.
-pub const BUILT_IN: [&str; 4] = ["none", "llm", "memory", "command"];
+pub const BUILT_IN: [&str; 4] = crate::config::BUILT_IN_WORLD_MODELS;
 
 /// What a world model is made of.
 #[derive(Debug, Clone, PartialEq)]
@@ -90,20 +90,15 @@ pub struct BuiltInOptions {
 
 /// Resolves `name`: a built-in name (`none` gives `None`), else a `[world_models.NAME]` table of
 /// `config`. An unknown name is an error that lists the names there are.
-pub fn resolve(
-    name: &str,
-    llm: &mut LlmConfig,
-    config: Option<&Path>,
-    options: &BuiltInOptions,
-) -> Result<Option<Named>> {
-    let tables = tables(config)?;
-    if let Some(table) = tables.get(name) {
-        return from_table(name, table.clone(), llm, config).map(Some);
+pub fn resolve(name: &str, config: &mut Config, options: &BuiltInOptions) -> Result<Option<Named>> {
+    if let Some(table) = config.world_models.get(name).cloned() {
+        return from_table(name, table, config).map(Some);
     }
+    let tables = &config.world_models;
     let kind = match name {
         "none" => return Ok(None),
         "llm" => Kind::Llm {
-            endpoint: llm.endpoint(Role::WorldModel).clone(),
+            endpoint: config.llm.endpoint(Role::WorldModel).clone(),
             examples_from: options.memory_from.clone(),
         },
         "memory" => {
@@ -129,14 +124,12 @@ pub fn resolve(
                 if tables.is_empty() {
                     format!(
                         "; name your own in {} under [world_models.NAME]",
-                        config.map_or("cosmos.toml (--config)".to_string(), |p| p
-                            .display()
-                            .to_string())
+                        config.name()
                     )
                 } else {
                     format!(
                         "; {} names {}",
-                        config.map_or(String::new(), |p| p.display().to_string()),
+                        config.name(),
                         tables.keys().cloned().collect::<Vec<_>>().join(", ")
                     )
                 }
@@ -150,49 +143,9 @@ pub fn resolve(
     }))
 }
 
-/// The `[world_models]` tables of a config file.
-fn tables(config: Option<&Path>) -> Result<BTreeMap<String, toml::Table>> {
-    #[derive(serde::Deserialize)]
-    struct File {
-        #[serde(default)]
-        world_models: BTreeMap<String, toml::Table>,
-    }
-    let Some(path) = config else {
-        return Ok(BTreeMap::new());
-    };
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    let file: File =
-        toml::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
-    for (name, table) in &file.world_models {
-        // `[world_models.qwen-1.5b]` is the table `qwen-1` holding a table `5b`.
-        if !table.contains_key("kind")
-            && let Some((inner, _)) = table.iter().find(|(_, v)| v.is_table())
-        {
-            bail!(
-                "{}: [world_models.{name}.{inner}] is a table inside a table: a name with a dot \
-                 must be quoted, [world_models.\"{name}.{inner}\"]",
-                path.display()
-            );
-        }
-        if BUILT_IN.contains(&name.as_str()) {
-            bail!(
-                "{}: [world_models.{name}] takes a built-in name; choose another",
-                path.display()
-            );
-        }
-    }
-    Ok(file.world_models)
-}
-
-fn from_table(
-    name: &str,
-    mut table: toml::Table,
-    llm: &mut LlmConfig,
-    config: Option<&Path>,
-) -> Result<Named> {
+fn from_table(name: &str, mut table: toml::Table, config: &mut Config) -> Result<Named> {
     let label = format!("[world_models.{name}]");
-    let base = config.and_then(Path::parent).unwrap_or(Path::new("."));
+    let base = config.dir().to_path_buf();
     // Paths in the file are relative to the file.
     let paths = |table: &mut toml::Table, key: &str| -> Result<Vec<PathBuf>> {
         match table.remove(key) {
@@ -220,7 +173,7 @@ fn from_table(
         "llm" => {
             let examples_from = paths(&mut table, "examples_from")?;
             Kind::Llm {
-                endpoint: llm.endpoint_from(table, &label)?,
+                endpoint: config.llm.endpoint_from(table, &label)?,
                 examples_from,
             }
         }
@@ -404,11 +357,9 @@ mod tests {
              [world_models.rec]\nkind = \"memory\"\nfrom = [\"runs\"]\n\
              [world_models.mine]\nkind = \"command\"\ncommand = \"./wm\"\ntimeout_s = 5\n",
         );
-        let mut llm = LlmConfig::load(Some(&path)).unwrap();
+        let mut llm = Config::load(Some(&path)).unwrap();
         let options = BuiltInOptions::default();
-        let qwen = resolve("qwen", &mut llm, Some(&path), &options)
-            .unwrap()
-            .unwrap();
+        let qwen = resolve("qwen", &mut llm, &options).unwrap().unwrap();
         match &qwen.kind {
             Kind::Llm { endpoint, .. } => {
                 assert_eq!(endpoint.base_url, "http://127.0.0.1:9/v1");
@@ -418,36 +369,27 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert!(qwen.cached);
-        let rec = resolve("rec", &mut llm, Some(&path), &options)
-            .unwrap()
-            .unwrap();
+        let rec = resolve("rec", &mut llm, &options).unwrap().unwrap();
         assert_eq!(
             rec.kind,
             Kind::Memory {
                 from: vec![dir.path().join("runs")]
             }
         );
-        let mine = resolve("mine", &mut llm, Some(&path), &options)
-            .unwrap()
-            .unwrap();
+        let mine = resolve("mine", &mut llm, &options).unwrap().unwrap();
         assert!(
             matches!(mine.kind, Kind::Command { timeout, .. } if timeout == Duration::from_secs(5))
         );
-        assert_eq!(
-            resolve("none", &mut llm, Some(&path), &options).unwrap(),
-            None
-        );
+        assert_eq!(resolve("none", &mut llm, &options).unwrap(), None);
     }
 
     #[test]
     fn mistakes_are_clear_errors() {
         let err = |text: &str, name: &str| {
             let (_dir, path) = config(text);
-            let mut llm = LlmConfig::load(Some(&path)).unwrap();
-            format!(
-                "{:#}",
-                resolve(name, &mut llm, Some(&path), &BuiltInOptions::default()).unwrap_err()
-            )
+            let loaded = Config::load(Some(&path))
+                .and_then(|mut config| resolve(name, &mut config, &BuiltInOptions::default()));
+            format!("{:#}", loaded.unwrap_err())
         };
         assert!(err("", "qwen").contains("no world model named \"qwen\""));
         assert!(
