@@ -9,6 +9,7 @@ pub mod judge;
 pub mod llm;
 pub mod mcp;
 pub mod metrics;
+pub mod parallel;
 pub mod probe;
 pub mod sanitize;
 pub mod task;

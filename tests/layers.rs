@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 /// Top-level modules, lowest first; a module may use only modules of lower layers.
 const LAYERS: &[&[&str]] = &[
-    &["sanitize"],
+    &["sanitize", "parallel"],
     &["trajectory"],
     &["metrics", "task"],
     &["llm", "mcp"],

@@ -1,8 +1,6 @@
 //! Reading runs into [`RunRecord`]s for tables: one streaming pass per file.
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use anyhow::Result;
 
@@ -20,41 +18,17 @@ enum Read {
 }
 
 /// One record per readable run under `paths`, in the files' order; unreadable files come back
-/// with their reason. Files are read on every core (each worker streams one file at a time, so
-/// memory stays that of a few files); an I/O error ends the whole read.
+/// with their reason. Files are read on every core (`crate::parallel`; each worker streams one
+/// file at a time, so memory stays that of a few files); an I/O error ends the whole read.
 pub fn read_records(paths: &[PathBuf]) -> Result<(Vec<RunRecord>, Vec<String>)> {
     let found = collect_files(paths)?;
-    let workers = std::thread::available_parallelism()
-        .map_or(2, |n| n.get())
-        .clamp(1, 8)
-        .min(found.files.len().max(1));
-    let next = AtomicUsize::new(0);
-    let slots: Vec<Mutex<Option<Result<Read>>>> =
-        found.files.iter().map(|_| Mutex::new(None)).collect();
-    std::thread::scope(|scope| {
-        for _ in 0..workers {
-            scope.spawn(|| {
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(file) = found.files.get(i) else {
-                        return;
-                    };
-                    let read = read_one(file);
-                    if let Ok(mut slot) = slots[i].lock() {
-                        *slot = Some(read);
-                    }
-                }
-            });
-        }
-    });
+    let read = crate::parallel::map(&found.files, |file| read_one(file));
     let mut records = Vec::with_capacity(found.files.len());
     let mut unreadable = found.skipped;
-    for slot in slots {
-        match slot.into_inner().ok().flatten() {
-            Some(Ok(Read::Record(r))) => records.push(*r),
-            Some(Ok(Read::Skipped(why))) => unreadable.push(why),
-            Some(Err(e)) => return Err(e),
-            None => {}
+    for one in read {
+        match one? {
+            Read::Record(r) => records.push(*r),
+            Read::Skipped(why) => unreadable.push(why),
         }
     }
     Ok((records, unreadable))

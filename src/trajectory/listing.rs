@@ -235,23 +235,5 @@ pub fn list_runs(paths: &[PathBuf]) -> anyhow::Result<Vec<RunSummary>> {
     for skipped in &found.skipped {
         tracing::warn!(%skipped, "listing: skipping");
     }
-    let files = found.files;
-    // Reading first and last lines is I/O-bound: on a cold page cache, several files read at
-    // once list far sooner than one after another. Chunks keep the files' order.
-    let chunk = files.len().div_ceil(LISTING_THREADS).max(1);
-    let mut summaries = Vec::with_capacity(files.len());
-    std::thread::scope(|scope| {
-        let readers: Vec<_> = files
-            .chunks(chunk)
-            .map(|part| scope.spawn(move || part.iter().map(|p| RunSummary::read(p)).collect()))
-            .collect();
-        for reader in readers {
-            let part: Vec<RunSummary> = reader.join().expect("a listing thread panicked");
-            summaries.extend(part);
-        }
-    });
-    Ok(summaries)
+    Ok(crate::parallel::map(&found.files, |p| RunSummary::read(p)))
 }
-
-/// Files read at once when listing.
-const LISTING_THREADS: usize = 8;

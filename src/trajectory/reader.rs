@@ -7,7 +7,6 @@ use std::fmt;
 use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, mpsc};
 
 use anyhow::{Context, Result};
 use serde_json::Value;
@@ -667,8 +666,9 @@ impl EventStream {
 
     /// Every remaining event, lean, in order, handed to `take` with where its line lies in
     /// the file: the same events and problems as [`Self::next_lean`] until the end, but lines
-    /// are decoded in batches on every core while this thread checks them in order (for
-    /// opening a whole big file). Memory in flight is a few batches.
+    /// are decoded in batches by up to four threads (`crate::parallel::stream`) while the next
+    /// batches are read, and checked in order on this thread (for opening a whole big file).
+    /// Memory in flight is a few batches.
     pub fn read_all<O: KeptObservation + Send>(
         &mut self,
         mut take: impl FnMut(LeanEvent<O>, LineSpan),
@@ -676,49 +676,25 @@ impl EventStream {
         if self.done {
             return Ok(());
         }
-        let workers = std::thread::available_parallelism()
-            .map_or(2, |n| n.get())
-            .clamp(1, 4);
         let (lines, checks) = (&mut self.lines, &mut self.checks);
-        let (work_tx, work_rx) = mpsc::sync_channel::<(usize, Batch)>(workers * 2);
-        let work_rx = Mutex::new(work_rx);
-        let (done_tx, done_rx) = mpsc::sync_channel::<(usize, Vec<Parsed<O>>)>(workers * 2);
-        let last_line = std::thread::scope(|scope| {
-            for _ in 0..workers {
-                let (done_tx, work_rx) = (done_tx.clone(), &work_rx);
-                scope.spawn(move || {
-                    while let Some((index, batch)) =
-                        work_rx.lock().ok().and_then(|rx| rx.recv().ok())
-                    {
-                        if done_tx.send((index, batch.parse())).is_err() {
-                            return;
-                        }
-                    }
-                });
-            }
-            drop(done_tx);
-            let reader = scope.spawn(move || Batch::read_all(lines, &work_tx));
-            // Batches come back in any order; they are checked in file order.
-            let mut waiting = std::collections::BTreeMap::new();
-            let mut next = 0;
-            for (index, parsed) in done_rx {
-                waiting.insert(index, parsed);
-                while let Some(parsed) = waiting.remove(&next) {
-                    next += 1;
-                    for line in parsed {
-                        match line {
-                            Parsed::Line(line_no, span, line, terminated) => {
-                                if let Some(event) = checks.check_lean(line_no, line, terminated) {
-                                    take(event, span);
-                                }
+        // Beyond four decoders the in-order check on this thread is the bottleneck.
+        let last_line = crate::parallel::stream(
+            crate::parallel::workers().min(4),
+            |emit| Batch::read_all(lines, emit),
+            Batch::parse::<O>,
+            |parsed| {
+                for line in parsed {
+                    match line {
+                        Parsed::Line(line_no, span, line, terminated) => {
+                            if let Some(event) = checks.check_lean(line_no, line, terminated) {
+                                take(event, span);
                             }
-                            Parsed::TooLong(line_no, n) => checks.too_long(line_no, n),
                         }
+                        Parsed::TooLong(line_no, n) => checks.too_long(line_no, n),
                     }
                 }
-            }
-            reader.join().expect("the line reader does not panic")
-        })
+            },
+        )
         .with_context(|| format!("reading {}", self.path.display()))?;
         self.ended(last_line);
         Ok(())
@@ -758,13 +734,13 @@ enum Parsed<O> {
 const BATCH_BYTES: usize = 1 << 20;
 
 impl Batch {
-    /// Reads every remaining line into batches sent to `work`; the number of the last line.
+    /// Reads every remaining line into batches handed to `emit` (until it says no one
+    /// listens); the number of the last line.
     fn read_all<R: Read>(
         lines: &mut LineReader<R>,
-        work: &mpsc::SyncSender<(usize, Batch)>,
+        emit: &mut dyn FnMut(Batch) -> bool,
     ) -> std::io::Result<u64> {
         let mut batch = Batch::default();
-        let mut index = 0;
         loop {
             let line_no = lines.line_no() + 1;
             match lines.next_line()? {
@@ -783,15 +759,12 @@ impl Batch {
                         .push(BatchLine::Line(line_no, span, range, terminated));
                 }
             }
-            if batch.text.len() >= BATCH_BYTES {
-                if work.send((index, std::mem::take(&mut batch))).is_err() {
-                    break;
-                }
-                index += 1;
+            if batch.text.len() >= BATCH_BYTES && !emit(std::mem::take(&mut batch)) {
+                break;
             }
         }
         if !batch.lines.is_empty() {
-            let _ = work.send((index, batch));
+            emit(batch);
         }
         Ok(lines.line_no())
     }

@@ -184,7 +184,7 @@ fn event_loop(
 }
 
 fn spawn_work(id: RequestId, work: Work, tx: Sender<Msg>) {
-    std::thread::spawn(move || {
+    crate::parallel::background(move || {
         for action in perform(id, work) {
             let _ = tx.send(Msg::Action(action));
         }

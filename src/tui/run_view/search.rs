@@ -85,7 +85,7 @@ impl Search {
         let slices = if to - from < PARALLEL_FROM {
             1
         } else {
-            std::thread::available_parallelism().map_or(2, |n| n.get().min(8))
+            crate::parallel::workers()
         };
         let words = &self.words;
         let search = |range: std::ops::Range<usize>| {
@@ -118,16 +118,11 @@ impl Search {
             search(from..to)
         } else {
             let size = (to - from).div_ceil(slices);
-            std::thread::scope(|scope| {
-                let searching: Vec<_> = (from..to)
-                    .step_by(size)
-                    .map(|start| scope.spawn(move || search(start..(start + size).min(to))))
-                    .collect();
-                searching
-                    .into_iter()
-                    .flat_map(|slice| slice.join().expect("searching does not panic"))
-                    .collect()
-            })
+            let starts: Vec<usize> = (from..to).step_by(size).collect();
+            crate::parallel::map(&starts, |&start| search(start..(start + size).min(to)))
+                .into_iter()
+                .flatten()
+                .collect()
         };
         self.hits.extend(hits);
         self.searched = to;
