@@ -216,6 +216,34 @@ async fn a_server_writing_junk_to_stderr_keeps_answering_in_bounded_memory() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_reply_too_large_for_stdio_is_refused_at_once_with_its_size() {
+    let c = config(json!({"flaky": flaky_server()}));
+    let (pool, failures) = McpPool::connect(&c.servers, Timeouts::default()).await;
+    assert!(failures.is_empty(), "{failures:?}");
+    let started = std::time::Instant::now();
+    let (_, huge) = pool.call("flaky:huge", &json!({"mib": 17})).await;
+    let error = huge.error.unwrap_or_default();
+    assert!(
+        error.contains("over the 16 MiB an MCP message over stdio may be"),
+        "{error}"
+    );
+    // Its size: the SDK sends the text twice (content and structured content), 34 MiB.
+    assert!(error.contains("reply is 34.0 MiB"), "{error}");
+    // Not the call timeout (60 s): told as soon as the line ended.
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(30),
+        "{:?}",
+        started.elapsed()
+    );
+    // The server is fine, and a large reply under the limit still comes through.
+    let (_, ok) = pool.call("flaky:ok", &json!({"text": "after"})).await;
+    assert_eq!(ok.result.text, "ok: after");
+    let (_, big) = pool.call("flaky:huge", &json!({"mib": 2})).await;
+    assert_eq!(big.error, None, "{big:?}");
+    pool.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_servers_watchdog_gets_nothing_of_cosmoss_environment_but_path() {
     // This process holds variables no child needs (cargo's stand in for API keys).
     assert!(std::env::var_os("CARGO_MANIFEST_DIR").is_some());

@@ -2,6 +2,7 @@
 //! streamable HTTP, and the namespaced tool catalogue.
 
 pub mod config;
+pub mod oversized;
 pub mod pool;
 pub mod process_group;
 pub mod server;

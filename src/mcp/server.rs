@@ -11,11 +11,13 @@ use rmcp::ServiceError;
 use rmcp::ServiceExt;
 use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, ResourceContents};
 use rmcp::service::{RoleClient, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use serde_json::Value;
 
 use super::config::{INHERITED_ENV, ServerConfig, Transport};
+use super::oversized::{Oversized, Watched};
 use super::process_group::ProcessGroup;
 use crate::trajectory::event::{Observation, ToolInfo};
 
@@ -70,6 +72,10 @@ pub struct Server {
     dead: Mutex<Option<ServerFailure>>,
     /// A stdio server's process group (killed on drop if still alive).
     group: Option<ProcessGroup>,
+    /// Told when a stdio server writes a line too long for rmcp to read.
+    oversized: Arc<Oversized>,
+    /// A stdio server's process, reaped when it ends (killed on drop if still alive).
+    _child: Option<tokio::process::Child>,
 }
 
 impl std::fmt::Debug for Server {
@@ -98,11 +104,20 @@ impl Server {
             return Err(fail(format!("not started: {problem}"), &stderr));
         }
         let group = Arc::new(Mutex::new(None));
+        let oversized = Arc::new(Oversized::default());
+        let child = Arc::new(Mutex::new(None));
         let started = tokio::time::timeout(
             startup_timeout,
-            Self::start(config, stderr.clone(), group.clone()),
+            Self::start(
+                config,
+                stderr.clone(),
+                group.clone(),
+                oversized.clone(),
+                child.clone(),
+            ),
         )
         .await;
+        let child = child.lock().unwrap_or_else(|p| p.into_inner()).take();
         // The group is ours whatever happened: a server that did not start is killed with it.
         let group = group.lock().unwrap_or_else(|p| p.into_inner()).take();
         let client = match started {
@@ -150,6 +165,8 @@ impl Server {
             stderr,
             dead: Mutex::new(None),
             group,
+            oversized,
+            _child: child,
         })
     }
 
@@ -157,6 +174,8 @@ impl Server {
         config: &ServerConfig,
         stderr: StderrTail,
         group: Arc<Mutex<Option<ProcessGroup>>>,
+        oversized: Arc<Oversized>,
+        child: Arc<Mutex<Option<tokio::process::Child>>>,
     ) -> Result<RunningService<RoleClient, ()>> {
         match &config.transport {
             Transport::Stdio {
@@ -180,16 +199,30 @@ impl Server {
                 }
                 // Its own process group: stopping it reaches what it started too, and the
                 // terminal's Ctrl-C reaches cosmos, which stops it in order.
-                cmd.process_group(0);
-                let (transport, child_stderr) = TokioChildProcess::builder(cmd)
+                cmd.process_group(0)
+                    .stdin(std::process::Stdio::piped())
+                    .stdout(std::process::Stdio::piped())
                     .stderr(std::process::Stdio::piped())
+                    .kill_on_drop(true);
+                let mut process = cmd
                     .spawn()
                     .with_context(|| format!("starting `{}`", config.target()))?;
                 *group.lock().unwrap_or_else(|p| p.into_inner()) =
-                    transport.id().and_then(ProcessGroup::led_by);
-                if let Some(err) = child_stderr {
+                    process.id().and_then(ProcessGroup::led_by);
+                if let Some(err) = process.stderr.take() {
                     stderr.read_from(err);
                 }
+                let (Some(stdout), Some(stdin)) = (process.stdout.take(), process.stdin.take())
+                else {
+                    anyhow::bail!("`{}` started without its pipes", config.target());
+                };
+                *child.lock().unwrap_or_else(|p| p.into_inner()) = Some(process);
+                // Its stdout is measured on the way to rmcp, which drops a line too long to
+                // read: the call waiting for it is told at once instead of timing out.
+                let transport = AsyncRwTransport::<RoleClient, _, _>::new(
+                    Watched::new(stdout, oversized),
+                    stdin,
+                );
                 ().serve(transport)
                     .await
                     .map_err(|e| anyhow!("MCP initialisation failed: {e}"))
@@ -252,7 +285,13 @@ impl Server {
                 );
             }
         };
-        match tokio::time::timeout(timeout, self.client.call_tool(params)).await {
+        let called = tokio::select! {
+            called = tokio::time::timeout(timeout, self.client.call_tool(params)) => called,
+            (size, whole) = self.oversized.next() => {
+                return failed(start, Oversized::message(size, whole), None);
+            }
+        };
+        match called {
             Ok(Ok(result)) => CallOutcome {
                 result: observation(&result),
                 error: None,

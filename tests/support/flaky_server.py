@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """A small real MCP server (mcp 1.x SDK, stdio) for fault tests: `ok` answers, `die`
 kills the process mid-call, `hang` never answers, `noisy` writes bytes that are not UTF-8 and
-10 MB without a newline to stderr (as a progress bar that only redraws), then answers.
+10 MB without a newline to stderr (as a progress bar that only redraws), then answers, `huge`
+answers with as many MiB as asked.
 
 With FLAKY_SLOW_START_FILE set, it writes its pid there and waits a minute before starting.
 With FLAKY_STUBBORN_PID_FILE set, it is a server that will not stop: it ignores SIGTERM, and
@@ -57,6 +58,12 @@ def noisy(text: str) -> str:
     err.write(b"\r" + b"#" * (10 << 20))
     err.flush()
     return f"noisy: {text}"
+
+
+@mcp.tool()
+def huge(mib: int) -> str:
+    """Answer with `mib` MiB of text (over 16, more than an MCP message over stdio may be)."""
+    return "x" * (mib << 20)
 
 
 @mcp.tool()
