@@ -84,6 +84,35 @@ fn pid(reply: &str) -> &str {
 }
 
 #[tokio::test]
+async fn a_world_model_gets_only_the_short_list_and_the_variables_its_table_names() {
+    // This process holds variables no child needs (cargo's stand in for API keys).
+    assert!(std::env::var_os("CARGO_MANIFEST_DIR").is_some());
+    // A world model in sh (python here is a shim that sets variables of its own) that answers
+    // with the names of the variables it was started with.
+    let env_names = || {
+        CommandWorldModel::new(
+            r#"while read -r line; do printf '{"content": "%s"}\n' "$(env | cut -d= -f1 | tr '\n' ' ')"; done"#
+                .to_string(),
+            Duration::from_secs(20),
+        )
+    };
+    let names =
+        |reply: String| -> Vec<String> { reply.split_whitespace().map(String::from).collect() };
+    let seen = names(ask(&env_names(), "env").await.unwrap());
+    let allowed = mcp_cosmos::mcp::config::INHERITED_ENV;
+    // `sh` sets a few of its own.
+    let own = ["PWD", "OLDPWD", "SHLVL", "_"];
+    let stray: Vec<&String> = seen
+        .iter()
+        .filter(|n| !allowed.contains(&n.as_str()) && !own.contains(&n.as_str()))
+        .collect();
+    assert!(stray.is_empty(), "given what it was not: {stray:?}");
+    assert!(seen.iter().any(|n| n == "PATH"));
+    let given = env_names().with_env(&["CARGO_MANIFEST_DIR".to_string()]);
+    assert!(names(ask(&given, "env").await.unwrap()).contains(&"CARGO_MANIFEST_DIR".to_string()));
+}
+
+#[tokio::test]
 async fn a_process_that_exits_after_answering_is_restarted() {
     let dir = tempfile::tempdir().unwrap();
     let wm = model(dir.path(), Duration::from_secs(20));

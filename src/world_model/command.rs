@@ -22,6 +22,7 @@ use crate::mcp::server::MAX_RESULT_BYTES;
 /// Longest reply line read from the process; a longer one is refused and the process killed
 /// (one that writes without a newline would otherwise grow cosmos without bound).
 pub const MAX_REPLY_LINE_BYTES: u64 = 4 << 20;
+use crate::mcp::config::INHERITED_ENV;
 use crate::trajectory::event::{Observation, WorldModelInfo};
 
 /// A running world-model process. Dropping it kills its whole group (the one owner of process
@@ -41,6 +42,8 @@ struct Process {
 pub struct CommandWorldModel {
     command: String,
     timeout: Duration,
+    /// Variables of cosmos's environment it is given beyond `INHERITED_ENV`.
+    env: Vec<String>,
     process: Mutex<Option<Process>>,
 }
 
@@ -50,12 +53,32 @@ impl CommandWorldModel {
         Self {
             command,
             timeout,
+            env: Vec::new(),
             process: Mutex::new(None),
         }
     }
 
+    /// Also gives the process these variables of cosmos's environment (by name).
+    pub fn with_env(mut self, names: &[String]) -> Self {
+        self.env = names.to_vec();
+        self
+    }
+
     fn spawn(&self) -> Result<Process, String> {
-        let mut child = Command::new("sh")
+        let mut command = Command::new("sh");
+        // Only the short list every child gets, and what its table names: a world model
+        // never sees the keys cosmos holds unless it is given them.
+        command.env_clear();
+        for key in INHERITED_ENV
+            .iter()
+            .copied()
+            .chain(self.env.iter().map(String::as_str))
+        {
+            if let Some(value) = std::env::var_os(key) {
+                command.env(key, value);
+            }
+        }
+        let mut child = command
             .arg("-c")
             .arg(&self.command)
             .stdin(Stdio::piped())

@@ -18,6 +18,7 @@
 //! kind = "command"
 //! command = "python3 my_world_model.py"
 //! timeout_s = 30
+//! env = ["MY_MODEL_KEY"]       # optional: variables of cosmos's environment it is given
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -61,6 +62,9 @@ pub enum Kind {
         command: String,
         /// Time one simulation may take.
         timeout: Duration,
+        /// Variables of cosmos's environment it is given beyond the short list every child
+        /// gets (`env = ["NAME", …]` in its table).
+        env: Vec<String>,
     },
 }
 
@@ -115,6 +119,7 @@ pub fn resolve(name: &str, config: &mut Config, options: &BuiltInOptions) -> Res
                 .clone()
                 .context("--world-model command needs --world-model-command CMD")?,
             timeout: options.command_timeout,
+            env: Vec::new(),
         },
         other => {
             let mut known: Vec<String> = BUILT_IN.iter().map(|s| s.to_string()).collect();
@@ -203,13 +208,22 @@ fn from_table(name: &str, mut table: toml::Table, config: &mut Config) -> Result
             if !(0.05..=86_400.0).contains(&timeout_s) {
                 bail!("{label} timeout_s = {timeout_s}: must be seconds from 0.05 to 86400");
             }
+            let env: Vec<String> = match table.remove("env") {
+                Some(v) => v
+                    .try_into()
+                    .with_context(|| format!("{label} env: a list of variable names"))?,
+                None => Vec::new(),
+            };
             let extra: Vec<&String> = table.keys().collect();
             if !extra.is_empty() {
-                bail!("{label}: unknown keys {extra:?} (command takes command, timeout_s, cached)");
+                bail!(
+                    "{label}: unknown keys {extra:?} (command takes command, timeout_s, env, cached)"
+                );
             }
             Kind::Command {
                 command,
                 timeout: Duration::from_secs_f64(timeout_s),
+                env,
             }
         }
         other => bail!("{label} kind = {other:?}: must be \"llm\", \"memory\" or \"command\""),
@@ -257,8 +271,12 @@ impl Named {
                     let model = MemoryWorldModel::new(buffer);
                     (Arc::new(model.clone()), Some(model))
                 }
-                Kind::Command { command, timeout } => (
-                    Arc::new(CommandWorldModel::new(command.clone(), *timeout)),
+                Kind::Command {
+                    command,
+                    timeout,
+                    env,
+                } => (
+                    Arc::new(CommandWorldModel::new(command.clone(), *timeout).with_env(env)),
                     None,
                 ),
             };
@@ -422,6 +440,7 @@ mod tests {
             kind: Kind::Command {
                 command: "true".into(),
                 timeout: Duration::from_secs(1),
+                env: Vec::new(),
             },
             cached: false,
         };
