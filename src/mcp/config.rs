@@ -74,9 +74,17 @@ pub struct ServerConfig {
     pub problem: Option<String>,
     /// The command line or URL with credentials replaced by `***` (what is recorded).
     shown: String,
+    /// The secrets known when it was read (its own and those of the servers before it): any
+    /// message about it (an error quoting its URL) is cleaned of them.
+    secrets: Vec<String>,
 }
 
 impl ServerConfig {
+    /// A redactor of its secrets (and of keys by construction), for what is said about it.
+    pub fn redactor(&self) -> crate::trajectory::redact::Redactor {
+        crate::trajectory::redact::Redactor::with_secrets(self.secrets.clone())
+    }
+
     /// `stdio` or `http`.
     pub fn transport_name(&self) -> &'static str {
         match self.transport {
@@ -271,6 +279,7 @@ impl McpConfig {
                 transport,
                 problem,
                 shown,
+                secrets: config.secrets.clone(),
             });
         }
         Ok(config)

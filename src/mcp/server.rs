@@ -72,6 +72,8 @@ pub struct Server {
     dead: Mutex<Option<ServerFailure>>,
     /// A stdio server's process group (killed on drop if still alive).
     group: Option<ProcessGroup>,
+    /// Cleans what is said about the server of its configuration's secrets.
+    redactor: crate::trajectory::redact::Redactor,
     /// Told when a stdio server writes a line too long for rmcp to read.
     oversized: Arc<Oversized>,
     /// A stdio server's process, reaped when it ends (killed on drop if still alive).
@@ -95,10 +97,12 @@ impl Server {
         startup_timeout: Duration,
     ) -> Result<Self, ServerFailure> {
         let stderr = StderrTail::default();
+        let redactor = config.redactor();
+        // An error may quote the server's URL whole (reqwest's does): its secrets are cut.
         let fail = |message: String, stderr: &StderrTail| ServerFailure {
             name: config.name.clone(),
-            message,
-            stderr_tail: stderr.text(),
+            message: redactor.redact_str(&message).unwrap_or(message),
+            stderr_tail: stderr.text().map(|t| redactor.redact_str(&t).unwrap_or(t)),
         };
         if let Some(problem) = &config.problem {
             return Err(fail(format!("not started: {problem}"), &stderr));
@@ -167,6 +171,7 @@ impl Server {
             group,
             oversized,
             _child: child,
+            redactor,
         })
     }
 
@@ -300,6 +305,7 @@ impl Server {
             },
             Ok(Err(e)) => {
                 let message = e.to_string();
+                let message = self.redactor.redact_str(&message).unwrap_or(message);
                 // A closed transport means the process is gone: no later call can succeed.
                 let gone =
                     matches!(e, ServiceError::TransportClosed) || self.client.is_transport_closed();
