@@ -5,9 +5,11 @@
 //! state (tree rows, observation text, metrics, charts) in line, and it runs at most once
 //! per frame (`settle`), so a burst of live events costs one refresh. `draw` only reads.
 
+mod additions;
 pub mod inspector;
 pub mod metrics;
 pub mod observation;
+pub mod playback;
 pub mod search;
 pub mod timeline;
 pub mod tree;
@@ -20,9 +22,11 @@ use ratatui::layout::{Constraint, Layout, Position, Rect};
 use ratatui::text::Line;
 use ratatui::widgets::{Block, BorderType};
 
+use self::additions::{Adding, NoteDraft};
 use self::inspector::Inspector;
 use self::metrics::SeriesBuilder;
 use self::observation::ObservationView;
+use self::playback::Playback;
 use self::search::Search;
 use self::tree::{Item, TreeView};
 use super::action::Action;
@@ -54,22 +58,6 @@ pub enum Pane {
 }
 
 const PANES: [Pane; 4] = [Pane::Tree, Pane::Timeline, Pane::Observation, Pane::Metrics];
-
-/// Play speeds: so many events every so many ticks (ticks are 50 ms), from 2 a second to
-/// 200,000 a second.
-const SPEEDS: [(usize, u32); 9] = [
-    (1, 10),
-    (1, 4),
-    (1, 1),
-    (2, 1),
-    (5, 1),
-    (20, 1),
-    (100, 1),
-    (1000, 1),
-    (10_000, 1),
-];
-/// The speed a replay starts at (5 events a second: slow enough to follow each step).
-const DEFAULT_SPEED: usize = 1;
 
 /// Where each pane is on screen; the same function serves drawing and mouse clicks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -130,21 +118,6 @@ pub struct Live {
     pub cell: Option<usize>,
 }
 
-/// What the view has asked to append to its run's file, until the answer comes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Adding {
-    Probe,
-    Note,
-}
-
-/// A note being typed, and the node or event (`seq`) it is about.
-#[derive(Debug, Clone)]
-struct NoteDraft {
-    prompt: super::prompt::Prompt,
-    node: Option<crate::trajectory::event::NodeId>,
-    event: Option<u64>,
-}
-
 /// State of the run view.
 #[derive(Debug)]
 pub struct RunView {
@@ -165,10 +138,8 @@ pub struct RunView {
     /// A growing run's own fold at its end, feeding the charts whatever the cursor does.
     chart_fold: Option<TreeState>,
     metrics: RunMetrics,
-    /// Play speed (an index into the speeds) while playing; `None` when paused.
-    pub playing: Option<usize>,
-    speed: usize,
-    ticks: u32,
+    /// Replay's clock.
+    playback: Playback,
     /// Present for a live run.
     pub live: Option<Live>,
     /// The area of the whole view (set by resize; used for paging and mouse).
@@ -207,9 +178,7 @@ impl RunView {
             observation: ObservationView::default(),
             timeline: timeline::Rows::default(),
             metrics: RunMetrics::default(),
-            playing: None,
-            speed: DEFAULT_SPEED,
-            ticks: 0,
+            playback: Playback::default(),
             live: None,
             area,
             search: Search::default(),
@@ -409,14 +378,8 @@ impl RunView {
             Command::NextMatch => self.next_match(true, out),
             Command::PrevMatch => self.next_match(false, out),
             Command::PlayPause => self.play_pause(),
-            Command::Faster => {
-                self.speed = (self.speed + 1).min(SPEEDS.len() - 1);
-                self.playing = self.playing.map(|_| self.speed);
-            }
-            Command::Slower => {
-                self.speed = self.speed.saturating_sub(1);
-                self.playing = self.playing.map(|_| self.speed);
-            }
+            Command::Faster => self.playback.faster(),
+            Command::Slower => self.playback.slower(),
             Command::FocusNext | Command::FocusPrev => {
                 let i = PANES.iter().position(|p| *p == self.focus).unwrap_or(0);
                 let step = if command == Command::FocusNext {
@@ -475,103 +438,6 @@ impl RunView {
         Handled::Consumed
     }
 
-    /// Asks how to probe the selected node (its call simulated by a world model the person
-    /// picks, or made for real after a question), once the run has ended. The answer comes
-    /// back as [`Action::Probe`].
-    fn probe(&mut self, real: bool, cx: Context, out: &mut Vec<Request>) {
-        if self.live.is_some() && !self.finished() {
-            out.push(Request::Say("probe once the run has finished".into()));
-            return;
-        }
-        let Some(Item::Node(slot)) = self.tree.selected_item() else {
-            out.push(Request::Say("select a node of the tree to probe".into()));
-            return;
-        };
-        let info = &self.run.nodes()[slot as usize];
-        let EventBody::NodeAdded {
-            action: Some(crate::trajectory::event::Action::ToolCall { tool, arguments }),
-            ..
-        } = &self.run.event(info.added_at as usize).body
-        else {
-            out.push(Request::Say(format!(
-                "node #{} is not a tool call",
-                info.id
-            )));
-            return;
-        };
-        if !real {
-            match cx.probe.world_models() {
-                Ok(names) => {
-                    let picker = WorldModelPicker::new(info.id, names);
-                    out.push(Request::Push(Box::new(picker)));
-                }
-                Err(e) => out.push(Request::Say(format!("cannot probe: {e:#}"))),
-            }
-        } else if let Some(why) = cx.probe.cannot_call_for_real() {
-            // Said before the question, not after a `y`.
-            out.push(Request::Say(why.to_string()));
-        } else {
-            let call = format!(
-                "{tool} with {}",
-                serde_json::to_string(arguments).unwrap_or_default()
-            );
-            out.push(Request::Push(Box::new(ConfirmCall::new(call, info.id))));
-        }
-    }
-
-    /// The person chose how to probe `node`: start it.
-    fn start_probe(
-        &mut self,
-        node: crate::trajectory::event::NodeId,
-        world_model: Option<&String>,
-        cx: Context,
-        out: &mut Vec<Request>,
-    ) {
-        let path = self.run.path.clone();
-        let setup = cx.probe.clone();
-        let (work, said) = match world_model {
-            Some(name) => (
-                Work::Probe {
-                    path,
-                    node,
-                    world_model: name.clone(),
-                    setup,
-                },
-                format!("probing #{node} with {}…", one_line(name, 40)),
-            ),
-            None => (
-                Work::ProbeReal { path, node, setup },
-                format!("calling #{node} for real…"),
-            ),
-        };
-        self.adding = Some(Adding::Probe);
-        out.push(Request::Start(work));
-        out.push(Request::Say(said));
-    }
-
-    /// A probe or note was appended to the run's file (or was not).
-    fn added(&mut self, result: &anyhow::Result<Event>, out: &mut Vec<Request>) {
-        let what = self.adding.take().unwrap_or(Adding::Probe);
-        match (result, what) {
-            (Ok(event), _) => {
-                let said = crate::trajectory::describe::summary(event);
-                self.add_probe(event.clone());
-                out.push(Request::Say(format!(
-                    "added to the run: {} (i shows the node)",
-                    one_line(&said, 120)
-                )));
-            }
-            (Err(e), Adding::Probe) => out.push(Request::Say(format!(
-                "probe failed: {}",
-                one_line(&format!("{e:#}"), 200)
-            ))),
-            (Err(e), Adding::Note) => out.push(Request::Say(format!(
-                "the note was not added: {}",
-                one_line(&format!("{e:#}"), 200)
-            ))),
-        }
-    }
-
     /// Opens the inspector: on the selected node (tree), else on the event at the cursor.
     fn inspect(&mut self, out: &mut Vec<Request>) {
         let size = self.size();
@@ -618,64 +484,6 @@ impl RunView {
                     "find failed: {}",
                     one_line(&why, 200)
                 )));
-            }
-        }
-    }
-
-    /// `A`: asks for a note on the selected node (tree) or the event at the cursor.
-    fn start_note(&mut self, out: &mut Vec<Request>) {
-        if self.live.is_some() && !self.finished() {
-            out.push(Request::Say(
-                "notes are added once the run has finished".into(),
-            ));
-            return;
-        }
-        let target = match (self.focus, self.tree.selected_item()) {
-            (Pane::Tree, Some(Item::Node(slot))) => {
-                Some((Some(self.run.nodes()[slot as usize].id), None))
-            }
-            _ => self
-                .position()
-                .checked_sub(1)
-                .map(|i| (None, Some(self.run.event(i).seq))),
-        };
-        match target {
-            Some((node, event)) => {
-                self.draft = Some(NoteDraft {
-                    prompt: super::prompt::Prompt::new(""),
-                    node,
-                    event,
-                })
-            }
-            None => out.push(Request::Say(
-                "select a node or step to an event to write a note on".into(),
-            )),
-        }
-    }
-
-    fn type_note(&mut self, key: &crossterm::event::KeyEvent, cx: Context, out: &mut Vec<Request>) {
-        let Some(draft) = &mut self.draft else {
-            return;
-        };
-        match draft.prompt.key(key) {
-            Typed::Edited => {}
-            Typed::Cancelled => self.draft = None,
-            Typed::Submitted(text) => {
-                let draft = self.draft.take().expect("checked");
-                if text.trim().is_empty() {
-                    out.push(Request::Say("an empty note is not added".into()));
-                    return;
-                }
-                self.adding = Some(Adding::Note);
-                out.push(Request::Start(Work::Annotate {
-                    path: self.run.path.clone(),
-                    node: draft.node,
-                    event: draft.event,
-                    text: text.trim().to_string(),
-                    t_ms: self.run.briefs().last().map_or(0, |e| e.t_ms),
-                    setup: cx.probe.clone(),
-                }));
-                out.push(Request::Say("adding the note…".into()));
             }
         }
     }
@@ -826,32 +634,26 @@ impl RunView {
             }
             return;
         }
-        self.playing = match self.playing {
-            Some(_) => None,
-            None => {
-                if self.position() >= self.run.len() {
-                    self.seek(0);
-                }
-                Some(self.speed)
+        if self.playback.is_playing() {
+            self.playback.pause();
+        } else {
+            if self.position() >= self.run.len() {
+                self.seek(0);
             }
-        };
+            self.playback.play();
+        }
     }
 
     fn tick(&mut self) {
-        let Some(speed) = self.playing else {
-            return;
-        };
-        let (events, every) = SPEEDS[speed];
-        self.ticks += 1;
-        if self.ticks < every {
+        let events = self.playback.tick();
+        if events == 0 {
             return;
         }
-        self.ticks = 0;
         let next = (self.position() + events).min(self.run.len());
         self.seek(next);
         self.select_touched(next);
         if self.position() >= self.run.len() {
-            self.playing = None;
+            self.playback.pause();
         }
     }
 
@@ -925,7 +727,7 @@ impl View for RunView {
     }
 
     fn animating(&self) -> bool {
-        self.playing.is_some()
+        self.playback.is_playing()
     }
 
     fn settle(&mut self) {
@@ -1014,7 +816,7 @@ impl View for RunView {
     }
 
     fn status(&self) -> Option<String> {
-        let mode = match (&self.live, self.playing) {
+        let mode = match (&self.live, self.playback.is_playing()) {
             (Some(_), _) if self.finished() => {
                 let status = self
                     .run
@@ -1034,14 +836,7 @@ impl View for RunView {
             ),
             (Some(l), _) if l.following => "LIVE".to_string(),
             (Some(_), _) => "LIVE (paused; Space follows)".to_string(),
-            (None, Some(speed)) => {
-                let (events, every) = SPEEDS[speed];
-                format!("PLAYING {}/s", events * 20 / every as usize)
-            }
-            (None, None) => {
-                let (events, every) = SPEEDS[self.speed];
-                format!("PAUSED · play {}/s", events * 20 / every as usize)
-            }
+            (None, _) => self.playback.label(),
         };
         let find = match (&self.search.prompt, &self.draft) {
             (_, Some(draft)) => {
