@@ -186,6 +186,18 @@ fn crashed_run() {
 }
 
 #[test]
+fn what_just_happened_leads_the_status_line_so_a_narrow_screen_keeps_it() {
+    let mut app = run_app(common::plan_fails_run(), (80, 24));
+    app.say_problems(3);
+    let screen = render(&mut app);
+    let status = screen.lines().last().unwrap();
+    assert!(
+        status.contains("3 problem(s) reading this run"),
+        "the message is on the 80-column status line: {status}"
+    );
+}
+
+#[test]
 fn plan_fails_at_step_two() {
     for size in SIZES {
         let mut app = run_app(common::plan_fails_run(), size);

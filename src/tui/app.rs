@@ -498,8 +498,10 @@ impl App {
         });
         let note = loading.or_else(|| self.message.clone());
         let help = self.keymap.hint(self.top().mode(), Command::Help);
+        // What just happened comes first: a long view status must not push it off a narrow
+        // screen.
         let line = match note {
-            Some(n) => format!(" {status_text}  ·  {n}  ·  {help} help "),
+            Some(n) => format!(" {n}  ·  {status_text}  ·  {help} help "),
             None => format!(" {status_text}  ·  {help} help "),
         };
         frame.render_widget(
