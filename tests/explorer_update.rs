@@ -663,23 +663,30 @@ fn inspectors_open_scroll_jump_and_close_without_leaving_the_run() {
 }
 
 #[test]
-fn a_run_loaded_after_the_person_went_back_does_not_open() {
+fn a_request_asked_again_on_its_way_is_one_request_and_a_newer_one_replaces_it() {
     let dir = tempfile::tempdir().unwrap();
     let run = common::plan_fails_run();
     let path = dir.path().join("one.jsonl");
     common::write_run(&run, &path);
+    let other = dir.path().join("two.jsonl");
+    common::write_run(&run, &other);
     let browser = Browser::new(
         vec![dir.path().to_path_buf()],
-        vec![RunSummary::read(&path)],
+        vec![RunSummary::read(&path), RunSummary::read(&other)],
         39,
     );
     let mut app = App::new(browser, Keymap::default(), Theme::new(true), (120, 40));
     send(&mut app, KeyCode::Enter);
     let work = app.take_work();
     assert_eq!(work.len(), 1);
-    // Asked twice: only the newer answer counts.
+    // The same run asked for again while it loads: the request on its way serves both.
+    send(&mut app, KeyCode::Enter);
+    assert!(app.take_work().is_empty(), "merged with the one on its way");
+    // Another run asked for: a new request, and the first one's answer is stale.
+    send(&mut app, KeyCode::Down);
     send(&mut app, KeyCode::Enter);
     let newer = app.take_work();
+    assert_eq!(newer.len(), 1);
     let (old_id, old_work) = work.into_iter().next().unwrap();
     for a in mcp_cosmos::tui::terminal::perform(old_id, old_work) {
         app.update(a);

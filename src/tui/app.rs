@@ -47,6 +47,8 @@ struct Pending {
     /// The view that asked; its answer goes to it, and is dropped once it has closed.
     asker: ViewId,
     waiting: Waiting,
+    /// What was asked, when asking it again is asking for the same answer (reads).
+    reads: Option<Work>,
 }
 
 #[derive(Debug)]
@@ -395,6 +397,16 @@ impl App {
     }
 
     fn start(&mut self, asker: ViewId, work: Work) {
+        // A read already on its way for this view is the same request: its answer serves.
+        let reads = work.is_read().then(|| work.clone());
+        if reads.is_some()
+            && self
+                .pending
+                .iter()
+                .any(|p| p.asker == asker && p.reads == reads)
+        {
+            return;
+        }
         let id = self.next_id;
         self.next_id += 1;
         let waiting = match &work {
@@ -418,7 +430,12 @@ impl App {
             (Waiting::Answer(a), Waiting::Answer(b)) => a != b,
             (a, b) => std::mem::discriminant(a) != std::mem::discriminant(b),
         });
-        self.pending.push(Pending { id, asker, waiting });
+        self.pending.push(Pending {
+            id,
+            asker,
+            waiting,
+            reads,
+        });
         self.work.push((id, work));
     }
 

@@ -103,6 +103,17 @@ pub enum Work {
     },
 }
 
+impl Work {
+    /// True for work that only reads (opening, counting, finding): asking again while it is on
+    /// its way asks for the same answer. Probes and notes write, and are never merged.
+    pub fn is_read(&self) -> bool {
+        !matches!(
+            self,
+            Work::Probe { .. } | Work::ProbeReal { .. } | Work::Annotate { .. }
+        )
+    }
+}
+
 /// What a view asks of the app while handling an action; applied after it returns.
 pub enum Request {
     /// Put a view in front of this one.
