@@ -1,6 +1,6 @@
 //! `cosmos.toml` (see cosmos.example.toml), read once into [`Config`]; every part takes its
 //! section from it: the endpoints per role (`llm::config::LlmConfig`), `[agent]` (SPIRAL's
-//! search, typed by `agent::mcts::Settings::from_table`), `[judge]` and `[world_models.NAME]`
+//! search, typed by `agent::settings::Settings::from_config`), `[judge]` and `[world_models.NAME]`
 //! (built by `world_model::named`). An error anywhere in the file is an error of the file,
 //! named by its path, whichever part asked.
 

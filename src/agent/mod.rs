@@ -17,6 +17,7 @@ pub mod react;
 pub mod recorder;
 pub mod rehearse;
 pub mod session;
+pub mod settings;
 pub mod spiral;
 
 #[cfg(test)]
