@@ -589,6 +589,32 @@ fn judge_reply(scores: [f64; 6]) -> Value {
     reply
 }
 
+/// A finished ReAct run of `time_mcp_000` (one call, then an answer) under `dir`/out, with an
+/// endpoint that also answers the judge with `judge_rules` (tried first).
+fn judged_later(dir: &Path, judge_rules: Vec<Value>) -> (ScriptedLlm, PathBuf) {
+    let mcp = write_mcp_config(dir, bench_servers());
+    let out_dir = dir.join("out");
+    let mut rules = judge_rules;
+    rules.push(
+        json!({"when": "1. Time MCP:convert_time", "content": finish("It is 04:00 in New York.")}),
+    );
+    rules.push(json!({"when": "No tool has been called yet", "content": call("Time MCP:convert_time", utc_to("America/New_York"))}));
+    let llm = ScriptedLlm::start(Value::Array(rules));
+    let out = cosmos(
+        &run_args(
+            mcp.to_str().unwrap(),
+            out_dir.to_str().unwrap(),
+            "react",
+            &[],
+        ),
+        &llm,
+        KEY,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let file = only_run(&out_dir);
+    (llm, file)
+}
+
 /// The judge's requests the scripted endpoint received, in order, as their user message.
 fn judge_requests(llm: &ScriptedLlm) -> Vec<String> {
     llm.requests()
@@ -606,25 +632,13 @@ fn judge_requests(llm: &ScriptedLlm) -> Vec<String> {
 #[test]
 fn judge_appends_scores_that_report_and_listing_read() {
     let dir = tempfile::tempdir().unwrap();
-    let mcp = write_mcp_config(dir.path(), bench_servers());
-    let out_dir = dir.path().join("out");
-    let llm = ScriptedLlm::start(json!([
-        {"when": "You grade how", "content": judge_reply([8.0, 6.0, 9.0, 7.0, 4.0, 2.0])},
-        {"when": "1. Time MCP:convert_time", "content": finish("It is 04:00 in New York.")},
-        {"when": "No tool has been called yet", "content": call("Time MCP:convert_time", utc_to("America/New_York"))}
-    ]));
-    let out = cosmos(
-        &run_args(
-            mcp.to_str().unwrap(),
-            out_dir.to_str().unwrap(),
-            "react",
-            &[],
-        ),
-        &llm,
-        KEY,
+    let (llm, file) = judged_later(
+        dir.path(),
+        vec![
+            json!({"when": "You grade how", "content": judge_reply([8.0, 6.0, 9.0, 7.0, 4.0, 2.0])}),
+        ],
     );
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-    let file = only_run(&out_dir);
+    let out_dir = dir.path().join("out");
     let report = || {
         let r = Command::new(env!("CARGO_BIN_EXE_cosmos"))
             .args(["report", out_dir.to_str().unwrap(), "--format", "json"])
@@ -730,8 +744,6 @@ fn judge_appends_scores_that_report_and_listing_read() {
 #[test]
 fn judge_trials_shuffle_the_rubric_average_per_dimension_and_repeat_with_a_seed() {
     let dir = tempfile::tempdir().unwrap();
-    let mcp = write_mcp_config(dir.path(), bench_servers());
-    let out_dir = dir.path().join("out");
     // Five trials, each answering once; then any further request gets the last scores.
     let trials = [
         [4.0, 6.0, 7.0, 5.0, 3.0, 2.0],
@@ -745,23 +757,7 @@ fn judge_trials_shuffle_the_rubric_average_per_dimension_and_repeat_with_a_seed(
         .map(|t| json!({"when": "You grade how", "times": 1, "content": judge_reply(*t)}))
         .collect();
     rules.push(json!({"when": "You grade how", "content": judge_reply(trials[4])}));
-    rules.push(
-        json!({"when": "1. Time MCP:convert_time", "content": finish("It is 04:00 in New York.")}),
-    );
-    rules.push(json!({"when": "No tool has been called yet", "content": call("Time MCP:convert_time", utc_to("America/New_York"))}));
-    let llm = ScriptedLlm::start(Value::Array(rules));
-    let out = cosmos(
-        &run_args(
-            mcp.to_str().unwrap(),
-            out_dir.to_str().unwrap(),
-            "react",
-            &[],
-        ),
-        &llm,
-        KEY,
-    );
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-    let file = only_run(&out_dir);
+    let (llm, file) = judged_later(dir.path(), rules);
     let copy = dir.path().join("copy.jsonl");
     std::fs::copy(&file, &copy).unwrap();
 
@@ -1023,24 +1019,10 @@ fn a_history_too_long_for_the_judge_is_compressed_and_the_judgement_says_so() {
 #[test]
 fn a_judge_that_answers_garbage_is_recorded_and_reported() {
     let dir = tempfile::tempdir().unwrap();
-    let mcp = write_mcp_config(dir.path(), bench_servers());
-    let out_dir = dir.path().join("out");
-    let llm = ScriptedLlm::start(json!([
-        {"when": "You grade how", "content": {"task_fulfillment": {"score": 42}}},
-        {"when": "No tool has been called yet", "content": finish("no idea")}
-    ]));
-    let out = cosmos(
-        &run_args(
-            mcp.to_str().unwrap(),
-            out_dir.to_str().unwrap(),
-            "react",
-            &[],
-        ),
-        &llm,
-        KEY,
+    let (llm, file) = judged_later(
+        dir.path(),
+        vec![json!({"when": "You grade how", "content": {"task_fulfillment": {"score": 42}}})],
     );
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-    let file = only_run(&out_dir);
     let judged = cosmos(&["judge", file.to_str().unwrap()], &llm, KEY);
     assert_eq!(judged.status.code(), Some(1));
     assert!(text(&judged).contains("outside 0–10"), "{}", text(&judged));

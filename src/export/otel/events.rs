@@ -31,7 +31,7 @@ impl Trace {
         self.phase = Some(cx);
     }
 
-    /// A `llm_call` event.
+    /// An `llm_call` event.
     pub(super) fn on_llm_call(&mut self, event: &Event) {
         let t = event.t_ms;
         let EventBody::LlmCall {
@@ -490,7 +490,7 @@ impl Trace {
         self.end(&cx, t, None);
     }
 
-    /// A `annotation` event.
+    /// An `annotation` event.
     pub(super) fn on_annotation(&mut self, event: &Event) {
         let t = event.t_ms;
         let EventBody::Annotation {
@@ -520,7 +520,7 @@ impl Trace {
             .add_event_with_timestamp("cosmos.annotation", self.at(t), attrs);
     }
 
-    /// A `error` event.
+    /// An `error` event.
     pub(super) fn on_error(&mut self, event: &Event) {
         let t = event.t_ms;
         let EventBody::Error {
@@ -566,7 +566,7 @@ impl Trace {
         );
     }
 
-    /// A `answer` event.
+    /// An `answer` event.
     pub(super) fn on_answer(&mut self, event: &Event) {
         let EventBody::Answer { text } = &event.body else {
             return;
