@@ -94,9 +94,10 @@ pub async fn judge(
                     let overflowed = e.is_context_overflow();
                     calls.push(Err(e));
                     // Compressed once at most: a second overflow is the trial's failure.
-                    let shorter = match facts.compressed.is_none() && overflowed {
-                        true => compress(client, &evidence.history).await,
-                        false => None,
+                    let shorter = if facts.compressed.is_none() && overflowed {
+                        compress(client, &evidence.history).await
+                    } else {
+                        None
                     };
                     let Some((history, how, call)) = shorter else {
                         break (None, Some(message));
