@@ -792,6 +792,11 @@ fn a_sweep_with_judge_judges_every_finished_cell_with_its_configs_trials_once() 
     let again = cosmos(&["sweep", spec.to_str().unwrap(), "--no-tui"], &llm, "sk-x");
     assert_eq!(again.status.code(), Some(0), "{}", text(&again));
     assert_eq!(judge_requests(&llm), 4);
+    assert!(
+        !text(&again).contains("already judged"),
+        "a sweep passes its judged cells quietly: {}",
+        text(&again)
+    );
     let after: Vec<u64> = files.iter().map(|f| f.metadata().unwrap().len()).collect();
     assert_eq!(sizes, after);
 }

@@ -130,6 +130,17 @@ pub struct Judge {
     settings: Settings,
     tasks: Vec<Task>,
     force: bool,
+    /// Say so of a run judged already (`cosmos judge`); a sweep, which passes its judged cells
+    /// on every run, does not.
+    say_already_judged: bool,
+}
+
+/// What judging a file came to.
+pub enum Judged {
+    /// Judged now: the line to print.
+    Now(String),
+    /// It had a judgement already (and `--force` was not given).
+    Already(String),
 }
 
 impl Judge {
@@ -141,6 +152,7 @@ impl Judge {
             settings,
             tasks,
             force,
+            say_already_judged: true,
         }
     }
 
@@ -149,7 +161,10 @@ impl Judge {
     pub fn from_config(config: Option<&Path>) -> Result<Self> {
         let config = Config::load(config)?;
         let settings = JudgeArgs::default().settings(&config)?;
-        Ok(Self::new(&config.llm, settings, Vec::new(), false))
+        Ok(Self {
+            say_already_judged: false,
+            ..Self::new(&config.llm, settings, Vec::new(), false)
+        })
     }
 
     /// Judges `files` in order, printing a line each (errors to stderr); stops before the next
@@ -165,7 +180,11 @@ impl Judge {
                 break;
             }
             match self.file(file).await {
-                Ok(line) => println!("{}", inert(&line)),
+                Ok(Judged::Now(line)) => println!("{}", inert(&line)),
+                Ok(Judged::Already(line)) if self.say_already_judged => {
+                    println!("{}", inert(&line))
+                }
+                Ok(Judged::Already(_)) => {}
                 Err(e) => {
                     failures += 1;
                     eprintln!("cosmos: {}: {}", file.display(), inert(&format!("{e:#}")));
@@ -175,14 +194,14 @@ impl Judge {
         failures
     }
 
-    /// Judges one file and appends the judgement; the line to print.
-    pub async fn file(&self, file: &Path) -> Result<String> {
+    /// Judges one file and appends the judgement.
+    pub async fn file(&self, file: &Path) -> Result<Judged> {
         let run = Run::open(file)?;
         if run.judge_at(run.len()).is_some() && !self.force {
-            return Ok(format!(
+            return Ok(Judged::Already(format!(
                 "{}: already judged (--force to judge again)",
                 file.display()
-            ));
+            )));
         }
         if run.finish_at(run.len()).is_none() {
             bail!("the run has not finished; judge it when it has");
@@ -224,7 +243,7 @@ impl Judge {
                         judging: Some(Box::new(judging)),
                     },
                 )?;
-                Ok(format!(
+                Ok(Judged::Now(format!(
                     "{}: task completion {:.1}, tool selection {:.1}, planning {:.1}, overall {:.1} \
                      ({answered} of {asked} trial{}{})",
                     file.display(),
@@ -238,7 +257,7 @@ impl Judge {
                     } else {
                         ""
                     }
-                ))
+                )))
             }
             Err(e) => {
                 writer.write(
