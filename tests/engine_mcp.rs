@@ -216,6 +216,23 @@ async fn a_server_writing_junk_to_stderr_keeps_answering_in_bounded_memory() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_stopped_server_is_first_given_the_chance_to_end_on_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let exited = dir.path().join("exited");
+    let mut flaky = flaky_server();
+    flaky["env"] = json!({"FLAKY_EXITED_FILE": exited.display().to_string()});
+    let c = config(json!({"flaky": flaky}));
+    let (pool, failures) = McpPool::connect(&c.servers, Timeouts::default()).await;
+    assert!(failures.is_empty(), "{failures:?}");
+    pool.shutdown().await;
+    // Stdin closed first: the server ended by itself before any signal reached it.
+    assert!(
+        exited.exists(),
+        "the server was killed before it could end on its own"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_reply_too_large_for_stdio_is_refused_at_once_with_its_size() {
     let c = config(json!({"flaky": flaky_server()}));
     let (pool, failures) = McpPool::connect(&c.servers, Timeouts::default()).await;

@@ -2,7 +2,8 @@
 """A small real MCP server (mcp 1.x SDK, stdio) for fault tests: `ok` answers, `die`
 kills the process mid-call, `hang` never answers, `noisy` writes bytes that are not UTF-8 and
 10 MB without a newline to stderr (as a progress bar that only redraws), then answers, `huge`
-answers with as many MiB as asked.
+answers with as many MiB as asked. With FLAKY_EXITED_FILE set, it writes that file when it ends
+on its own (stdin closed).
 
 With FLAKY_SLOW_START_FILE set, it writes its pid there and waits a minute before starting.
 With FLAKY_STUBBORN_PID_FILE set, it is a server that will not stop: it ignores SIGTERM, and
@@ -75,3 +76,7 @@ async def hang(text: str) -> str:
 
 if __name__ == "__main__":
     mcp.run()
+    # Stdin closed: a graceful end. Said in a file when asked (FLAKY_EXITED_FILE).
+    if os.environ.get("FLAKY_EXITED_FILE"):
+        with open(os.environ["FLAKY_EXITED_FILE"], "w") as f:
+            f.write("exited on its own")
