@@ -29,8 +29,8 @@ pub struct JudgeArgs {
     /// MCP-Bench's own setting: five trials unless --trials says otherwise.
     #[arg(long)]
     mcp_bench: bool,
-    /// Seed of the rubric orders (trial i uses SEED + i), so a judgement can be repeated
-    /// (default: `[judge] seed` in --config, else drawn at random; recorded either way).
+    /// Seed of the rubric orders (trial i uses SEED + i), so a judgement's prompts can be
+    /// repeated (default: `[judge] seed` in --config, else drawn at random; recorded either way).
     #[arg(long)]
     seed: Option<u64>,
     /// Task file the runs were made from: fills in the concrete task and the dependency
