@@ -7,6 +7,8 @@
 //! (`open`, `json`, `markdown`, `transitions`, `otel`, `live`), for a profiler.
 
 mod common;
+#[path = "../tests/support/otlp_sink.rs"]
+mod otlp_sink;
 
 use std::io::sink;
 
@@ -166,42 +168,6 @@ fn live_phase(big: &std::path::Path) {
 
 /// An OTLP/HTTP receiver that reads each request whole and answers 200, on a free port.
 fn otlp_sink() -> String {
-    use std::io::{BufRead, BufReader, Read, Write};
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(stream) = stream else { continue };
-            std::thread::spawn(move || {
-                let mut reader = BufReader::new(stream.try_clone().unwrap());
-                let mut writer = stream;
-                loop {
-                    let mut length = 0usize;
-                    let mut line = String::new();
-                    loop {
-                        line.clear();
-                        if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                            return;
-                        }
-                        let lower = line.to_ascii_lowercase();
-                        if let Some(v) = lower.strip_prefix("content-length:") {
-                            length = v.trim().parse().unwrap_or(0);
-                        }
-                        if line == "\r\n" {
-                            break;
-                        }
-                    }
-                    let mut body = vec![0; length];
-                    if reader.read_exact(&mut body).is_err() {
-                        return;
-                    }
-                    let reply = "HTTP/1.1 200 OK\r\ncontent-type: application/x-protobuf\r\ncontent-length: 0\r\n\r\n";
-                    if writer.write_all(reply.as_bytes()).is_err() {
-                        return;
-                    }
-                }
-            });
-        }
-    });
+    let (port, _) = otlp_sink::start(false);
     format!("http://127.0.0.1:{port}")
 }

@@ -77,7 +77,7 @@ impl Config {
         path: Option<&Path>,
         env: impl Fn(&str) -> Option<String>,
     ) -> Result<Self> {
-        let name = path.map_or("the configuration".to_string(), |p| p.display().to_string());
+        let name = shown(path);
         let file: File = toml::from_str(text).with_context(|| format!("parsing {name}"))?;
         for (model, table) in &file.world_models {
             // `[world_models.qwen-1.5b]` is the table `qwen-1` holding a table `5b`.
@@ -117,12 +117,15 @@ impl Config {
 
     /// The file's name for messages: its path, or "cosmos.toml (--config)" without one.
     pub fn name(&self) -> String {
-        self.path
-            .as_ref()
-            .map_or("cosmos.toml (--config)".to_string(), |p| {
-                p.display().to_string()
-            })
+        shown(self.path.as_deref())
     }
+}
+
+/// A configuration file's name in messages.
+fn shown(path: Option<&Path>) -> String {
+    path.map_or("cosmos.toml (--config)".to_string(), |p| {
+        p.display().to_string()
+    })
 }
 
 #[cfg(test)]

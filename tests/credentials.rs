@@ -4,11 +4,11 @@
 //! messages, the exports, the transitions, the log), in no OTLP payload a receiver captures,
 //! and in no line any command prints.
 
+#[path = "support/otlp_sink.rs"]
+mod otlp_sink;
 mod support;
 
-use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
-use std::sync::{Arc, Mutex};
 
 use proptest::prelude::*;
 use serde_json::json;
@@ -32,47 +32,6 @@ const SHAPES: [&str; 12] = [
     "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.",
     "SK-",
 ];
-
-/// An OTLP/HTTP receiver on port 0 that answers 200 and keeps every request's bytes.
-fn capturing_receiver() -> (u16, Arc<Mutex<Vec<u8>>>) {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let kept = seen.clone();
-    std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            let kept = kept.clone();
-            std::thread::spawn(move || {
-                let mut reader = BufReader::new(stream.try_clone().unwrap());
-                loop {
-                    let mut length = 0usize;
-                    let mut line = String::new();
-                    loop {
-                        line.clear();
-                        if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                            return;
-                        }
-                        kept.lock().unwrap().extend_from_slice(line.as_bytes());
-                        if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                            length = v.trim().parse().unwrap_or(0);
-                        }
-                        if line == "\r\n" {
-                            break;
-                        }
-                    }
-                    let mut body = vec![0; length];
-                    if reader.read_exact(&mut body).is_err() {
-                        return;
-                    }
-                    kept.lock().unwrap().extend_from_slice(&body);
-                    let mut out = &stream;
-                    let _ = out.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n");
-                }
-            });
-        }
-    });
-    (port, seen)
-}
 
 /// Every file under `dir`, recursively.
 fn files_under(dir: &Path) -> Vec<std::path::PathBuf> {
@@ -129,7 +88,7 @@ fn plant_and_search(keys: &[String]) {
     ]));
     let out = dir.path().join("out");
     let log = dir.path().join("cosmos.log");
-    let (port, captured) = capturing_receiver();
+    let (port, captured) = otlp_sink::start(true);
     let command = |args: &[&str]| {
         std::process::Command::new(env!("CARGO_BIN_EXE_cosmos"))
             .args(args)

@@ -100,13 +100,12 @@ pub fn run(
 
 /// `--print-prompts`: every trial's request for every file, as JSON lines.
 fn print_prompts(files: &[PathBuf], tasks: &[Task], settings: Settings) -> Result<ExitCode> {
-    let seed = settings.seed.unwrap_or_else(|| fastrand::u64(..));
+    let seeds = settings.trial_seeds();
     for file in files {
         let run = Run::open(file)?;
         let task = tasks.iter().find(|t| t.id == run.header.task.id);
         let evidence = judge::Evidence::of(&run, task);
-        for i in 0..settings.trials {
-            let trial_seed = seed.wrapping_add(u64::from(i));
+        for (i, &trial_seed) in seeds.iter().enumerate() {
             let (messages, order) = judge::prompt(&evidence, trial_seed);
             let line = serde_json::json!({
                 "file": file.display().to_string(),
@@ -272,5 +271,39 @@ impl Judge {
                 bail!("not judged: {e}")
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(args: &JudgeArgs, toml: &str) -> Result<Settings> {
+        let config = Config::from_text(toml, Some(Path::new("cosmos.toml")), |_| None)?;
+        args.settings(&config)
+    }
+
+    #[test]
+    fn the_command_line_wins_over_the_config_and_too_many_trials_are_refused() {
+        let none = JudgeArgs::default();
+        assert_eq!(settings(&none, "").unwrap().trials, 1);
+        let from_file = settings(&none, "[judge]\ntrials = 3\nseed = 9\n").unwrap();
+        assert_eq!((from_file.trials, from_file.seed), (3, Some(9)));
+        let parity = JudgeArgs {
+            mcp_bench: true,
+            ..JudgeArgs::default()
+        };
+        assert_eq!(
+            settings(&parity, "[judge]\ntrials = 3\n").unwrap().trials,
+            5
+        );
+        let err = settings(&none, "[judge]\ntrials = 50\n").unwrap_err();
+        assert!(err.to_string().contains("1 to 20 trials"), "{err}");
+        let seeds = Settings {
+            trials: 3,
+            seed: Some(u64::MAX),
+        }
+        .trial_seeds();
+        assert_eq!(seeds, [u64::MAX, 0, 1], "consecutive, wrapping");
     }
 }

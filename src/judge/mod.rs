@@ -45,6 +45,17 @@ impl Default for Settings {
     }
 }
 
+impl Settings {
+    /// Each trial's seed: the given seed (else one drawn now) plus the trial's index, for at
+    /// most [`MAX_TRIALS`] trials. The first is the judgement's recorded `seed`.
+    pub fn trial_seeds(&self) -> Vec<u64> {
+        let seed = self.seed.unwrap_or_else(|| fastrand::u64(..));
+        (0..self.trials.clamp(1, MAX_TRIALS))
+            .map(|i| seed.wrapping_add(u64::from(i)))
+            .collect()
+    }
+}
+
 /// The messages of the trial drawn from `seed`, and the rubric's order in it.
 pub fn prompt(evidence: &Evidence, seed: u64) -> (Vec<Message>, Vec<String>) {
     let (rubric, order) = rubric::section(seed);
@@ -70,23 +81,23 @@ pub async fn judge(
     task: Option<&Task>,
     settings: Settings,
 ) -> Judgement {
-    let seed = settings.seed.unwrap_or_else(|| fastrand::u64(..));
+    let seeds = settings.trial_seeds();
     let mut evidence = Evidence::of(run, task);
     let mut facts = evidence.facts();
     let schema = rubric::schema();
     let mut calls = Vec::new();
     let mut trials = Vec::new();
     let mut scored: Vec<JudgeScores> = Vec::new();
-    for i in 0..settings.trials.clamp(1, MAX_TRIALS) {
-        let trial_seed = seed.wrapping_add(u64::from(i));
-        let (scores, error) = loop {
-            let (messages, _) = prompt(&evidence, trial_seed);
+    for &trial_seed in &seeds {
+        // Each break carries the rubric order of the request last sent.
+        let (scores, error, order) = loop {
+            let (messages, order) = prompt(&evidence, trial_seed);
             match client.complete_json(&messages, "judgement", &schema).await {
                 Ok((value, completion)) => {
                     calls.push(Ok(completion));
                     match rubric::parse(&value) {
-                        Ok(s) => break (Some(s), None),
-                        Err(e) => break (None, Some(e)),
+                        Ok(s) => break (Some(s), None, order),
+                        Err(e) => break (None, Some(e), order),
                     }
                 }
                 Err(e) => {
@@ -100,7 +111,7 @@ pub async fn judge(
                         None
                     };
                     let Some((history, how, call)) = shorter else {
-                        break (None, Some(message));
+                        break (None, Some(message), order);
                     };
                     calls.extend(call);
                     evidence.history = history;
@@ -110,7 +121,7 @@ pub async fn judge(
         };
         trials.push(JudgeTrial {
             seed: trial_seed,
-            order: prompt(&evidence, trial_seed).1,
+            order,
             scores: scores.as_ref().map(JudgeScores::values),
             error,
         });
@@ -121,7 +132,7 @@ pub async fn judge(
             scores,
             Judging {
                 rubric: RUBRIC.to_string(),
-                seed,
+                seed: seeds[0],
                 trials,
                 spread,
                 evidence: facts,

@@ -126,5 +126,20 @@ mod tests {
         assert_eq!(oversized.size.load(Ordering::Acquire), 17 << 20);
         assert!(oversized.whole.load(Ordering::Acquire));
         assert!(Oversized::message(17 << 20, true).starts_with("the server's reply is 17.0 MiB"));
+        // A line that never ends is told once it reaches four times the limit, as at least.
+        let endless = Arc::new(Oversized::default());
+        let mut w = Watched::new(tokio::io::empty(), endless.clone());
+        for _ in 0..64 {
+            w.measure(&chunk);
+        }
+        assert_eq!(
+            endless.size.load(Ordering::Acquire),
+            0,
+            "not yet past four times"
+        );
+        w.measure(&chunk);
+        assert_eq!(endless.size.load(Ordering::Acquire), 65 << 20);
+        assert!(!endless.whole.load(Ordering::Acquire));
+        assert!(Oversized::message(65 << 20, false).contains("more than 65.0 MiB"));
     }
 }

@@ -183,14 +183,13 @@ impl Trace {
         let parent = parent.unwrap_or_else(|| self.parent().clone());
         let mut attrs = self.simulation_attrs(&tool, world_model, observation, *tokens);
         attrs.push(attr("cosmos.node.id", *node as i64));
-        let cx = self.span(
+        let cx = self.closed_span(
             format!("execute_tool {tool}"),
             &parent,
             t.saturating_sub(*latency_ms),
+            t,
             attrs,
-            Vec::new(),
         );
-        self.end(&cx, t, None);
         let id = cx.span().span_context().span_id();
         if world_model != VALIDATOR
             && let Some(n) = self.nodes.get_mut(node)
@@ -217,14 +216,13 @@ impl Trace {
             a.push(attr("cosmos.step", *step as i64));
             a
         };
-        let cx = self.span(
+        let cx = self.closed_span(
             "execute_tool (simulated)".to_string(),
             self.parent(),
             t.saturating_sub(*latency_ms),
+            t,
             attrs,
-            Vec::new(),
         );
-        self.end(&cx, t, None);
         self.step_simulation = Some((*step, cx.span().span_context().clone(), observation.clone()));
     }
 
@@ -450,14 +448,13 @@ impl Trace {
         {
             attrs.push(attr("gen_ai.tool.call.result", self.observation_json(o)));
         }
-        let cx = self.span(
+        self.closed_span(
             format!("probe #{node}"),
             &self.root,
             t.saturating_sub(*latency_ms),
+            t,
             attrs,
-            Vec::new(),
         );
-        self.end(&cx, t, None);
     }
 
     /// A `probe_called` event.
@@ -480,14 +477,13 @@ impl Trace {
             attr("cosmos.probe", true),
             attr("cosmos.node.id", *node as i64),
         ]);
-        let cx = self.span(
+        self.closed_span(
             format!("execute_tool {tool}"),
             &self.root,
             t.saturating_sub(*latency_ms),
+            t,
             attrs,
-            Vec::new(),
         );
-        self.end(&cx, t, None);
     }
 
     /// An `annotation` event.

@@ -201,6 +201,21 @@ impl Trace {
         parent.with_span(span)
     }
 
+    /// A span already over: from `start_ms` to `end_ms`, under `parent`, without links; its
+    /// context, for its id.
+    pub(super) fn closed_span(
+        &self,
+        name: String,
+        parent: &Context,
+        start_ms: u64,
+        end_ms: u64,
+        attrs: Vec<KeyValue>,
+    ) -> Context {
+        let cx = self.span(name, parent, start_ms, attrs, Vec::new());
+        self.end(&cx, end_ms, None);
+        cx
+    }
+
     /// Ends the span of `cx` at `t_ms`, failed (its status an error, the reason redacted)
     /// when `failed` says why.
     pub(super) fn end(&self, cx: &Context, t_ms: u64, failed: Option<&str>) {
