@@ -11,6 +11,7 @@ pub mod mcp;
 pub mod metrics;
 pub mod parallel;
 pub mod probe;
+pub mod proxy;
 pub mod sanitize;
 pub mod task;
 pub mod trajectory;

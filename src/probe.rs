@@ -105,6 +105,7 @@ fn tool_info(run: &Run, tool: &str) -> ToolInfo {
             name: tool.to_string(),
             description: String::new(),
             input_schema: crate::trajectory::event::ToolSchema::new(serde_json::json!({})),
+            ..Default::default()
         })
 }
 

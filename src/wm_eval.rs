@@ -117,6 +117,7 @@ pub fn recorded_calls(paths: &[PathBuf]) -> Result<(Vec<RecordedCall>, Vec<Strin
                     name: tool.clone(),
                     description: String::new(),
                     input_schema: crate::trajectory::event::ToolSchema::new(json!({})),
+                    ..Default::default()
                 },
                 |t| (*t).clone(),
             );

@@ -13,7 +13,7 @@ const LAYERS: &[&[&str]] = &[
     &["config"],
     &["world_model"],
     &["agent", "judge"],
-    &["wm_eval", "probe"],
+    &["wm_eval", "probe", "proxy"],
     &["export"],
     &["tui"],
     &["cli"],

@@ -33,6 +33,7 @@ fn react_with_everything() -> Run {
         name: "units:convert".into(),
         description: String::new(),
         input_schema: ToolSchema::new(json!({})),
+        ..Default::default()
     });
     let args = json!({"source_timezone": "UTC", "time": "10:00", "target_timezone": "UTC"});
     let tool = |tool: &str, server: Option<&str>, is_error: bool, step| EventBody::ToolCalled {

@@ -61,6 +61,7 @@ fn tool() -> ToolInfo {
         name: "time:now".into(),
         description: "the time".into(),
         input_schema: mcp_cosmos::trajectory::event::ToolSchema::new(json!({"type": "object"})),
+        ..Default::default()
     }
 }
 

@@ -78,10 +78,28 @@ pub async fn call(
                 error: Some(message),
                 latency: started.elapsed(),
                 server_died: None,
+                reply: None,
             };
             (None, outcome, Some(end))
         }
     };
+    let real = record_call(sink, step, planned, server, outcome)?;
+    if let Some(end) = end {
+        return Ok(Err(end));
+    }
+    Ok(Ok(real))
+}
+
+/// Records a real call made as step `step` (`tool_called`, then an `error` when the call found
+/// its server dead) and returns it as a step of the history: the one record of a real call,
+/// whoever made it (an agent, or the client of `cosmos proxy`).
+pub fn record_call(
+    sink: &mut dyn EventSink,
+    step: u64,
+    planned: &PlannedCall,
+    server: Option<String>,
+    outcome: CallOutcome,
+) -> Result<HistoryStep> {
     sink.emit(EventBody::ToolCalled {
         step,
         tool: planned.tool.clone(),
@@ -101,14 +119,11 @@ pub async fn call(
             stderr_tail: died.stderr_tail,
         })?;
     }
-    if let Some(end) = end {
-        return Ok(Err(end));
-    }
-    Ok(Ok(HistoryStep {
+    Ok(HistoryStep {
         tool: planned.tool.clone(),
         arguments: planned.arguments.clone(),
         observation: outcome.result,
-    }))
+    })
 }
 
 /// Runs `plan` in order, numbering steps after `done` real steps. A spent budget stops it

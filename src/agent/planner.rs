@@ -483,6 +483,7 @@ mod tests {
             name: name.into(),
             description: String::new(),
             input_schema: crate::trajectory::event::ToolSchema::new(json!({})),
+            ..Default::default()
         }
     }
 

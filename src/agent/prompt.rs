@@ -249,6 +249,7 @@ mod tests {
             name: "Time MCP:now".into(),
             description: String::new(),
             input_schema: crate::trajectory::event::ToolSchema::new(json!({})),
+            ..Default::default()
         }];
         let names = FunctionNames::new(&tools).unwrap();
         let history = [

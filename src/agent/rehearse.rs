@@ -21,7 +21,9 @@ use super::planner;
 use super::ports::EventSink;
 use super::prompt::{self, Setting, Turn};
 use super::{Env, llm_call_event, usage_event};
-use crate::trajectory::event::{Action, EventBody, NodeId, Observation, Role, VALIDATOR, Verdict};
+use crate::trajectory::event::{
+    Action, EventBody, NodeId, Observation, Role, ToolInfo, VALIDATOR, Verdict,
+};
 use crate::world_model::{HistoryStep, LlmUsage, SimRequest, WorldModel};
 
 /// SPIRAL's base reward of a verdict (the one table of them).
@@ -43,6 +45,62 @@ pub struct Prediction {
     pub observation: Observation,
     /// Tokens the world model spent on it, when it uses an LLM.
     pub tokens: Option<u64>,
+}
+
+/// A world model asked about one call: its prediction or why it failed, the `llm_call` events
+/// of its own LLM call, and the tokens that call spent (a failed one's too).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Predicted {
+    /// The prediction, or the failure's message.
+    pub answer: Result<Prediction, String>,
+    /// The world model's `llm_call` events.
+    pub events: Vec<EventBody>,
+    /// Tokens spent, whatever the answer.
+    pub spent: u64,
+}
+
+/// Asks `world_model` to predict `tool` called with `arguments` after `history`: the one way a
+/// prediction is asked, by the rehearsing agents ([`Rehearser`]) and by `cosmos proxy`. A tool
+/// not in `tools` is a failure, never a guess.
+pub async fn predict(
+    world_model: &dyn WorldModel,
+    tools: &[ToolInfo],
+    user_request: &str,
+    history: &[HistoryStep],
+    tool: &str,
+    arguments: &Value,
+) -> Predicted {
+    let Some(info) = tools.iter().find(|t| t.name == tool) else {
+        return Predicted {
+            answer: Err(format!("unknown tool {tool}")),
+            events: Vec::new(),
+            spent: 0,
+        };
+    };
+    let request = SimRequest {
+        tool: info,
+        arguments,
+        user_request,
+        history,
+    };
+    match world_model.simulate(request).await {
+        Ok(sim) => {
+            let tokens = sim.llm.as_ref().map(LlmUsage::tokens);
+            Predicted {
+                events: sim.llm.iter().map(usage_event).collect(),
+                spent: tokens.unwrap_or(0),
+                answer: Ok(Prediction {
+                    observation: sim.observation,
+                    tokens,
+                }),
+            }
+        }
+        Err(f) => Predicted {
+            spent: f.llm.as_ref().map_or(0, LlmUsage::tokens),
+            events: f.llm.iter().map(usage_event).collect(),
+            answer: Err(f.message),
+        },
+    }
 }
 
 /// What `node_simulated` records: a prediction, or the validator's rejection.
@@ -364,43 +422,30 @@ impl SearchEnv for Rehearser<'_> {
         arguments: &'a Value,
     ) -> Answer<'a, Result<Prediction, String>> {
         Box::pin(async move {
-            let Some(info) = self.env.tools.iter().find(|t| t.name == tool) else {
-                return (Err(format!("unknown tool {tool}")), vec![]);
-            };
-            let req = SimRequest {
-                tool: info,
-                arguments,
-                user_request: &self.env.task.request,
-                history,
-            };
             // Only a world model that asks an LLM has a call to cut.
             let flight = self
                 .world_model_llm
                 .clone()
                 .map(|model| self.flight(Role::WorldModel, model));
-            let simulated = self.world_model.simulate(req).await;
+            let predicted = predict(
+                self.world_model.as_ref(),
+                &self.env.tools,
+                &self.env.task.request,
+                history,
+                tool,
+                arguments,
+            )
+            .await;
             if let Some(flight) = flight {
                 flight.landed();
             }
-            match simulated {
-                Ok(sim) => {
-                    let tokens = sim.llm.as_ref().map(LlmUsage::tokens);
-                    self.spent(tokens.unwrap_or(0));
-                    self.rehearsals
-                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let events = sim.llm.iter().map(usage_event).collect();
-                    let prediction = Prediction {
-                        observation: sim.observation,
-                        tokens,
-                    };
-                    (Ok(prediction), events)
-                }
-                Err(f) => {
-                    // A failed simulation's tokens (a reply that was not JSON) count too.
-                    self.spent(f.llm.as_ref().map_or(0, LlmUsage::tokens));
-                    (Err(f.message), f.llm.iter().map(usage_event).collect())
-                }
+            // A failed simulation's tokens (a reply that was not JSON) count too.
+            self.spent(predicted.spent);
+            if predicted.answer.is_ok() {
+                self.rehearsals
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             }
+            (predicted.answer, predicted.events)
         })
     }
 

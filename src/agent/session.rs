@@ -91,7 +91,7 @@ pub struct Outcome {
 }
 
 /// `<time>_<task>_<agent>_<world model>.jsonl`, safe and short (80 characters a part).
-fn file_name(task: &str, agent: AgentKind, world_model: &str) -> String {
+pub fn file_name(task: &str, agent: AgentKind, world_model: &str) -> String {
     let clean = |s: &str| crate::trajectory::writer::file_safe(s, 80);
     format!(
         "{}_{}_{}_{}.jsonl",
@@ -99,6 +99,19 @@ fn file_name(task: &str, agent: AgentKind, world_model: &str) -> String {
         clean(task),
         agent.as_str(),
         clean(world_model)
+    )
+}
+
+/// What a run's writer takes out of every line: the endpoints' keys, the MCP config's
+/// `${VAR}` values and the environment's secrets.
+pub fn redactor(config: &Config, mcp: &McpConfig) -> Redactor {
+    Redactor::with_secrets(
+        config
+            .llm
+            .secrets()
+            .into_iter()
+            .chain(mcp.secrets.iter().cloned())
+            .chain(Redactor::environment_secrets()),
     )
 }
 
@@ -225,12 +238,7 @@ pub async fn prepare(spec: &RunSpec, stop: watch::Receiver<bool>) -> Result<Prep
     header.servers = pool.server_infos();
     header.tools = pool.tools();
 
-    let redactor = Redactor::with_secrets(
-        llm.secrets()
-            .into_iter()
-            .chain(mcp.secrets.iter().cloned())
-            .chain(Redactor::environment_secrets()),
-    );
+    let redactor = redactor(&config, &mcp);
     let pool = Arc::new(pool);
     let roles = Roles {
         planner,
@@ -353,6 +361,9 @@ async fn run_agent(
         AgentKind::PlanExec => plan_exec::run(env, rec).await,
         AgentKind::Spiral => spiral::run(env, rec, search).await,
         AgentKind::WmEval => Ok(End::failed("wm_eval is not an agent (cosmos wm-eval)")),
+        AgentKind::External => Ok(End::failed(
+            "external runs are recorded by cosmos proxy, not run",
+        )),
     }
 }
 

@@ -143,6 +143,7 @@ impl ScriptedTools {
                     input_schema: crate::trajectory::event::ToolSchema::new(
                         json!({"type": "object"}),
                     ),
+                    ..Default::default()
                 })
                 .collect(),
             answer: Box::new(answer),
@@ -189,6 +190,7 @@ impl ToolHost for ScriptedTools {
                     error: None,
                     latency: Duration::ZERO,
                     server_died: None,
+                    reply: None,
                 },
             )
         })

@@ -4,6 +4,7 @@ mod export;
 mod judge;
 mod live;
 mod logging;
+mod proxy;
 mod report;
 mod run;
 mod servers;
@@ -54,6 +55,10 @@ pub enum Command {
     },
     /// Run a task with an agent against real MCP servers, recording a trajectory.
     Run(Box<run::RunArgs>),
+    /// Serve the servers of an MCP config to any MCP client (stdio or streamable HTTP),
+    /// recording each session as a run; a world model can shadow the real calls or answer
+    /// instead of the servers.
+    Proxy(Box<proxy::ProxyArgs>),
     /// Start the configured MCP servers and list their tools.
     Servers {
         /// MCP servers, in the usual {"mcpServers": {...}} form.
@@ -141,6 +146,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         } => crate::tui::explore(&path, crate::probe::ProbeSetup { config, mcp_config })
             .map(|()| ExitCode::SUCCESS),
         Command::Run(args) => run::run(*args),
+        Command::Proxy(args) => proxy::run(*args),
         Command::Servers {
             mcp_config,
             verbose,

@@ -62,6 +62,39 @@ fn at_least_one<T: TryFrom<u64>>(text: &str) -> Result<T, String> {
     T::try_from(n).map_err(|_| format!("{n} is too large"))
 }
 
+/// The world model a command uses (`run`, `proxy`), by name, and what the built-in ones are
+/// made of.
+#[derive(Debug, Clone, Args)]
+pub struct WorldModelArgs {
+    /// The world model: none; llm (an LLM acting as the server, the world_model role's
+    /// endpoint); memory (recorded real calls, --memory-from); command (an external process,
+    /// --world-model-command); or the NAME of a [world_models.NAME] table in --config.
+    #[arg(long = "world-model", value_name = "NAME", default_value = "none")]
+    pub name: String,
+    /// Command line of a `command` world model (run with sh -c); see docs/world-models.md.
+    #[arg(long)]
+    pub world_model_command: Option<String>,
+    /// Folders or files of recorded runs for the `memory` world model (and examples for `llm`).
+    #[arg(long)]
+    pub memory_from: Vec<PathBuf>,
+    /// Simulate the same call in the same context only once.
+    #[arg(long)]
+    pub cache_world_model: bool,
+}
+
+impl WorldModelArgs {
+    /// What the built-in world models are made of; a `command` simulation may take
+    /// `command_timeout`.
+    pub fn options(&self, command_timeout: Duration) -> BuiltInOptions {
+        BuiltInOptions {
+            memory_from: self.memory_from.clone(),
+            command: self.world_model_command.clone(),
+            command_timeout,
+            cached: self.cache_world_model,
+        }
+    }
+}
+
 /// `cosmos run` options.
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -80,20 +113,9 @@ pub struct RunArgs {
     /// The agent.
     #[arg(long, value_enum)]
     pub agent: AgentArg,
-    /// The world model: none; llm (an LLM acting as the server, the world_model role's
-    /// endpoint); memory (recorded real calls, --memory-from); command (an external process,
-    /// --world-model-command); or the NAME of a [world_models.NAME] table in --config.
-    #[arg(long, value_name = "NAME", default_value = "none")]
-    pub world_model: String,
-    /// Command line of a `command` world model (run with sh -c); see docs/world-models.md.
-    #[arg(long)]
-    pub world_model_command: Option<String>,
-    /// Folders or files of recorded runs for the `memory` world model (and examples for `llm`).
-    #[arg(long)]
-    pub memory_from: Vec<PathBuf>,
-    /// Simulate the same call in the same context only once.
-    #[arg(long)]
-    pub cache_world_model: bool,
+    /// The world model and what it is made of.
+    #[command(flatten)]
+    pub world_model: WorldModelArgs,
     /// Record each LLM call's messages and reply in the trajectory (large; secrets are still
     /// redacted). Per role: `record_messages = true` in cosmos.toml.
     #[arg(long)]
@@ -218,13 +240,10 @@ impl RunArgs {
                 AgentArg::PlanExec => AgentKind::PlanExec,
                 AgentArg::Spiral => AgentKind::Spiral,
             },
-            world_model: self.world_model.clone(),
-            world_model_options: BuiltInOptions {
-                memory_from: self.memory_from.clone(),
-                command: self.world_model_command.clone(),
-                command_timeout: Duration::from_secs(self.call_timeout_s),
-                cached: self.cache_world_model,
-            },
+            world_model: self.world_model.name.clone(),
+            world_model_options: self
+                .world_model
+                .options(Duration::from_secs(self.call_timeout_s)),
             config,
             record_messages: self.record_messages,
             label: self.label.clone(),

@@ -126,5 +126,6 @@ pub fn unknown_tool(tool: &str) -> CallOutcome {
         error: Some(message),
         latency: Duration::ZERO,
         server_died: None,
+        reply: None,
     }
 }

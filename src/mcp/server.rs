@@ -59,6 +59,9 @@ pub struct CallOutcome {
     pub latency: Duration,
     /// Set when this call found the server dead.
     pub server_died: Option<ServerFailure>,
+    /// The server's reply as it came (uncapped), for `cosmos proxy` to pass on unchanged;
+    /// `None` when the call itself failed.
+    pub reply: Option<Box<CallToolResult>>,
 }
 
 /// A running connection.
@@ -160,6 +163,15 @@ impl Server {
                 input_schema: crate::trajectory::event::ToolSchema::new(Value::Object(
                     t.input_schema.as_ref().clone(),
                 )),
+                output_schema: t
+                    .output_schema
+                    .as_ref()
+                    .map(|s| Box::new(Value::Object(s.as_ref().clone()))),
+                annotations: t
+                    .annotations
+                    .as_ref()
+                    .and_then(|a| serde_json::to_value(a).ok())
+                    .map(Box::new),
             })
             .collect();
         Ok(Self {
@@ -302,6 +314,7 @@ impl Server {
                 error: None,
                 latency: start.elapsed(),
                 server_died: None,
+                reply: Some(Box::new(result)),
             },
             Ok(Err(e)) => {
                 let message = e.to_string();
@@ -353,6 +366,7 @@ fn failed(start: Instant, message: String, server_died: Option<ServerFailure>) -
         error: Some(message),
         latency: start.elapsed(),
         server_died,
+        reply: None,
     }
 }
 

@@ -184,6 +184,7 @@ mod tests {
             input_schema: ToolSchema::new(
                 json!({"type": "object", "properties": {"timezone": {"type": "string"}}, "required": ["timezone"]}),
             ),
+            ..Default::default()
         }])
     }
 

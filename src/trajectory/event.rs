@@ -99,6 +99,18 @@ impl Header {
             .map_or("none", |w| w.name.as_str())
     }
 
+    /// What a listing's agent column says: the agent's name, or for another program's agent
+    /// recorded by `cosmos proxy`, `external: <client>`.
+    pub fn agent_label(&self) -> String {
+        let client = (self.agent.kind == AgentKind::External)
+            .then(|| self.agent.settings.get("client")?.get("name")?.as_str())
+            .flatten();
+        match client {
+            Some(name) => format!("external: {name}"),
+            None => self.agent.kind.as_str().to_string(),
+        }
+    }
+
     /// What a listing's world-model column says: the world model's name, or for a wm-eval
     /// file the world models it compares (`memory+qwen`).
     pub fn world_model_label(&self) -> String {
@@ -150,6 +162,9 @@ pub enum AgentKind {
     Spiral,
     /// Not an agent: `cosmos wm-eval`, world models simulating recorded real calls.
     WmEval,
+    /// Another program's agent, recorded by `cosmos proxy` (its client's name and version are
+    /// in the settings).
+    External,
 }
 
 impl AgentKind {
@@ -160,6 +175,7 @@ impl AgentKind {
             AgentKind::PlanExec => "plan_exec",
             AgentKind::Spiral => "spiral",
             AgentKind::WmEval => "wm_eval",
+            AgentKind::External => "external",
         }
     }
 }
@@ -207,7 +223,7 @@ pub struct ServerInfo {
 }
 
 /// One tool of the catalogue.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ToolInfo {
     /// Namespaced name, `server:tool`.
     pub name: String,
@@ -218,6 +234,12 @@ pub struct ToolInfo {
     /// prompt refer to it without copying it; decoded only when looked into).
     #[serde(default)]
     pub input_schema: ToolSchema,
+    /// The JSON Schema of its structured result, when the server declares one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Box<Value>>,
+    /// The server's hints about the tool (`readOnlyHint`, `destructiveHint`…), as it sent them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<Box<Value>>,
 }
 
 /// One line after the header.
@@ -433,11 +455,13 @@ pub enum Ending {
     NoCallPlanned,
     /// A stop (the UI's stop key, Ctrl-C, SIGTERM, SIGHUP) ended the run before its agent did.
     Interrupted,
+    /// The client of `cosmos proxy` ended its session (an external agent's run).
+    ClientClosed,
 }
 
 impl Ending {
     /// Every ending, in the order tables list them.
-    pub const ALL: [Ending; 8] = [
+    pub const ALL: [Ending; 9] = [
         Ending::PlannerFinished,
         Ending::SearchExhausted,
         Ending::StepLimit,
@@ -446,6 +470,7 @@ impl Ending {
         Ending::SearchEndedEarly,
         Ending::NoCallPlanned,
         Ending::Interrupted,
+        Ending::ClientClosed,
     ];
 
     /// Its name in files and JSON.
@@ -459,13 +484,17 @@ impl Ending {
             Ending::SearchEndedEarly => "search_ended_early",
             Ending::NoCallPlanned => "no_call_planned",
             Ending::Interrupted => "interrupted",
+            Ending::ClientClosed => "client_closed",
         }
     }
 
     /// The run did not end the way its agent is meant to: a limit, a search cut short, or
     /// no call at all. (A search that used its iterations is how SPIRAL ends.)
     pub fn went_wrong(self) -> bool {
-        !matches!(self, Ending::PlannerFinished | Ending::SearchExhausted)
+        !matches!(
+            self,
+            Ending::PlannerFinished | Ending::SearchExhausted | Ending::ClientClosed
+        )
     }
 
     /// The run's ending once `later` has happened too: the first thing that went wrong stays
@@ -478,7 +507,7 @@ impl Ending {
     /// which the status names).
     pub fn mark(self) -> &'static str {
         match self {
-            Ending::PlannerFinished | Ending::SearchExhausted => "",
+            Ending::PlannerFinished | Ending::SearchExhausted | Ending::ClientClosed => "",
             Ending::StepLimit => "⊣steps",
             Ending::TokenLimit => "⊣tokens",
             Ending::TimeLimit => "⊣time",

@@ -50,6 +50,15 @@ pub struct Recount {
 }
 
 impl RunSummary {
+    /// The agent as the browser lists it (`external: <client>` for a proxy session); empty
+    /// when the header could not be read.
+    pub fn agent_label(&self) -> String {
+        self.header
+            .as_ref()
+            .map(Header::agent_label)
+            .unwrap_or_default()
+    }
+
     /// Takes in a recount of this run (the event count stays the file's).
     pub fn recounted(&mut self, recount: &Recount) {
         if let Some(f) = self.finished.as_mut() {

@@ -85,6 +85,7 @@ pub fn header(spec: &Spec) -> Header {
             name: name.to_string(),
             description: format!("synthetic {name}"),
             input_schema: crate::trajectory::event::ToolSchema::new(json!({"type": "object", "properties": {"timezone": {"type": "string"}}, "required": ["timezone"]})),
+            ..Default::default()
         })
         .collect();
     h

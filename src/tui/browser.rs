@@ -98,6 +98,8 @@ pub struct ContentWidths {
     pub world_model: u16,
     /// Status texts with their markers.
     pub status: u16,
+    /// Agents (`external: <client>` for a proxy session).
+    pub agent: u16,
 }
 
 impl ContentWidths {
@@ -123,6 +125,7 @@ impl ContentWidths {
             out.planner = out.planner.max(planner);
             out.world_model = out.world_model.max(world_model);
             out.label = out.label.max(w(label));
+            out.agent = out.agent.max(w(&r.agent_label()));
             // A stale row shows its status and "…" until recounted, which may add markers.
             out.status = out.status.max(w(&r.outcome())).max(w(r.status_label()) + 2);
         }
@@ -139,6 +142,7 @@ fn fitting_columns(width: u16, content: &ContentWidths) -> Vec<(usize, u16)> {
         Column::Status => content.status.clamp(6, STATUS_MAX),
         Column::Task => content.task.clamp(4, 14),
         Column::Label => content.label.clamp(5, 8),
+        Column::Agent => content.agent.clamp(9, 24),
         _ => COLUMNS
             .iter()
             .find(|(k, _, _)| *k == c)
@@ -725,7 +729,7 @@ fn cells<'a>(
     let (task, agent, wm, planner, started) = match &r.header {
         Ok(h) => (
             h.task.id.clone(),
-            h.agent.kind.as_str().to_string(),
+            h.agent_label(),
             h.world_model_label(),
             h.planner.model.clone(),
             h.started_at.format("%Y-%m-%d %H:%M").to_string(),
@@ -820,7 +824,7 @@ fn haystack(r: &RunSummary, label: &str) -> String {
         s.push_str(&format!(
             " {} {} {} {} {}",
             h.task.id,
-            h.agent.kind.as_str(),
+            h.agent_label(),
             h.world_model_label(),
             h.planner.model,
             h.task.request
@@ -845,9 +849,7 @@ fn compare(a: &RunSummary, b: &RunSummary, col: Column) -> Ordering {
         Column::Task => h(a, |h| h.task.id.clone()).cmp(&h(b, |h| h.task.id.clone())),
         Column::Label => h(a, |h| h.label.clone().unwrap_or_default())
             .cmp(&h(b, |h| h.label.clone().unwrap_or_default())),
-        Column::Agent => {
-            h(a, |h| h.agent.kind.as_str().into()).cmp(&h(b, |h| h.agent.kind.as_str().into()))
-        }
+        Column::Agent => h(a, |h| h.agent_label()).cmp(&h(b, |h| h.agent_label())),
         Column::WorldModel => h(a, |h| h.world_model_label()).cmp(&h(b, |h| h.world_model_label())),
         Column::Planner => {
             h(a, |h| h.planner.model.clone()).cmp(&h(b, |h| h.planner.model.clone()))

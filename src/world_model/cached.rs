@@ -125,6 +125,7 @@ mod tests {
             name: "t:x".into(),
             description: String::new(),
             input_schema: crate::trajectory::event::ToolSchema::new(json!({})),
+            ..Default::default()
         };
         let (a1, a2) = (json!({"a": 1}), json!({"a": 2}));
         let req = |arguments| SimRequest {

@@ -199,6 +199,7 @@ mod tests {
             name: "Time MCP:convert_time".into(),
             description: "Convert time".into(),
             input_schema: crate::trajectory::event::ToolSchema::new(json!({"type": "object"})),
+            ..Default::default()
         };
         let args = json!({"time": "09:00"});
         let req = SimRequest {

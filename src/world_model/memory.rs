@@ -262,6 +262,7 @@ mod tests {
             name: "units:convert_angle".into(),
             description: String::new(),
             input_schema: crate::trajectory::event::ToolSchema::new(serde_json::json!({})),
+            ..Default::default()
         };
         let args = serde_json::json!({"value": 1});
         let req = SimRequest {

@@ -42,6 +42,7 @@ pub fn header(task: &str, agent: AgentKind, world_model: Option<&str>) -> Header
         input_schema: mcp_cosmos::trajectory::event::ToolSchema::new(
             json!({"type": "object", "properties": {"source_timezone": {"type": "string"}, "time": {"type": "string"}, "target_timezone": {"type": "string"}}, "required": ["source_timezone", "time", "target_timezone"]}),
         ),
+        ..Default::default()
     }];
     h
 }

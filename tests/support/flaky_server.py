@@ -5,6 +5,10 @@ kills the process mid-call, `hang` never answers, `noisy` writes bytes that are 
 answers with as many MiB as asked. With FLAKY_EXITED_FILE set, it writes that file when it ends
 on its own (stdin closed).
 
+`forecast` answers with structured content, under an output schema and annotations. With
+FLAKY_CALLS_FILE set, every call appends its tool's name to that file (a test can tell that
+no call reached the server).
+
 With FLAKY_SLOW_START_FILE set, it writes its pid there and waits a minute before starting.
 With FLAKY_STUBBORN_PID_FILE set, it is a server that will not stop: it ignores SIGTERM, and
 a child it forks (whose pid goes into that file) ignores SIGTERM and stdin's end and sleeps
@@ -14,6 +18,7 @@ import os
 import signal
 import sys
 import time
+from typing import TypedDict
 
 if os.environ.get("FLAKY_SLOW_START_FILE"):
     # A slow start: say so (with our pid), then take a minute before speaking MCP.
@@ -34,19 +39,41 @@ if os.environ.get("FLAKY_STUBBORN_PID_FILE"):
         f.write(str(child))
 
 from mcp.server.fastmcp import FastMCP
+from mcp.types import ToolAnnotations
 
 mcp = FastMCP("flaky")
+
+
+def called(tool):
+    if os.environ.get("FLAKY_CALLS_FILE"):
+        with open(os.environ["FLAKY_CALLS_FILE"], "a") as f:
+            f.write(tool + "\n")
+
+
+class Forecast(TypedDict):
+    city: str
+    high_c: int
+    sky: str
+
+
+@mcp.tool(annotations=ToolAnnotations(readOnlyHint=True, openWorldHint=False))
+def forecast(city: str) -> Forecast:
+    """A made-up forecast, as structured content."""
+    called("forecast")
+    return {"city": city, "high_c": len(city) + 10, "sky": "clear"}
 
 
 @mcp.tool()
 def ok(text: str) -> str:
     """Echo the text."""
+    called("ok")
     return f"ok: {text}"
 
 
 @mcp.tool()
 def die(text: str) -> str:
     """Exit the server process in the middle of the call."""
+    called("die")
     print("flaky: dying on purpose", file=sys.stderr, flush=True)
     os._exit(3)
 

@@ -1,0 +1,174 @@
+//! `cosmos proxy`: serve the servers of an MCP config to any client, recording each session
+//! (and, in shadow or simulate mode, a world model's predictions). Over stdio nothing but the
+//! protocol is written to stdout; what the proxy says goes to stderr and the log.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use clap::{Args, ValueEnum};
+
+use super::run::WorldModelArgs;
+use crate::config::Config;
+use crate::mcp::pool::Timeouts;
+use crate::proxy::{Mode, OnMiss, ProxySpec, Setup, Stop, http};
+
+/// `cosmos proxy` options.
+#[derive(Debug, Args)]
+pub struct ProxyArgs {
+    /// MCP servers, in the usual {"mcpServers": {...}} form.
+    #[arg(long)]
+    pub mcp_config: PathBuf,
+    /// Offer only this server of the config (repeatable); all of them without it.
+    #[arg(long = "server", value_name = "NAME")]
+    pub servers: Vec<String>,
+    /// record: real servers answer; shadow: they answer and the world model predicts each
+    /// call beside them; simulate: the world model answers, no real server is called.
+    #[arg(long, value_enum, default_value_t)]
+    pub mode: ModeArg,
+    /// The world model (shadow, simulate) and what it is made of.
+    #[command(flatten)]
+    pub world_model: WorldModelArgs,
+    /// Simulate mode: offer the tools a recorded run's header lists, so servers that cannot
+    /// start here (keys, network) need not.
+    #[arg(long, value_name = "RUN")]
+    pub tools_from: Option<PathBuf>,
+    /// Simulate mode: when the world model cannot answer a call, give the client a tool error
+    /// (error) or call the real server (real); results say which in `_meta`.
+    #[arg(long, value_enum, default_value_t)]
+    pub on_miss: OnMissArg,
+    /// Endpoints per role and named world models (see cosmos.example.toml).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Folder for the sessions' trajectories.
+    #[arg(long, default_value = "runs")]
+    pub out: PathBuf,
+    /// Serve streamable HTTP at ADDR (path /mcp) instead of stdio; port 0 picks a free port,
+    /// which is printed. An address beyond loopback needs a bearer token (--token-env).
+    #[arg(long, value_name = "ADDR")]
+    pub http: Option<SocketAddr>,
+    /// The environment variable holding the bearer token HTTP clients must send (required
+    /// beyond loopback; when set, required on loopback too). Never pass a token as a flag.
+    #[arg(long, value_name = "VAR", default_value = "COSMOS_PROXY_TOKEN")]
+    pub token_env: String,
+    /// The task the client's agent is solving, recorded and told to the world model.
+    #[arg(long, value_name = "TEXT")]
+    pub task_request: Option<String>,
+    /// The task's id, recorded (reports group by it) [default: external].
+    #[arg(long)]
+    pub task_id: Option<String>,
+    /// A name for this configuration, recorded in each session's header.
+    #[arg(long)]
+    pub label: Option<String>,
+    /// Time a server may take to start and list its tools, seconds.
+    #[arg(long, default_value_t = 60)]
+    pub startup_timeout_s: u64,
+    /// Time one tool call may take, seconds.
+    #[arg(long, default_value_t = 60)]
+    pub call_timeout_s: u64,
+}
+
+/// `--mode`.
+#[derive(Debug, Clone, Copy, Default, ValueEnum)]
+pub enum ModeArg {
+    /// Real servers answer; every call is recorded.
+    #[default]
+    Record,
+    /// Real servers answer; the world model predicts each call beside them.
+    Shadow,
+    /// The world model answers; no real server is called.
+    Simulate,
+}
+
+/// `--on-miss`.
+#[derive(Debug, Clone, Copy, Default, ValueEnum)]
+pub enum OnMissArg {
+    /// A tool error saying the world model could not answer.
+    #[default]
+    Error,
+    /// The real server answers.
+    Real,
+}
+
+impl ProxyArgs {
+    fn spec(&self, token: Option<&str>) -> Result<ProxySpec> {
+        Ok(ProxySpec {
+            mcp_config: self.mcp_config.clone(),
+            servers: self.servers.clone(),
+            mode: match self.mode {
+                ModeArg::Record => Mode::Record,
+                ModeArg::Shadow => Mode::Shadow,
+                ModeArg::Simulate => Mode::Simulate,
+            },
+            world_model: self.world_model.name.clone(),
+            world_model_options: self
+                .world_model
+                .options(Duration::from_secs(self.call_timeout_s)),
+            tools_from: self.tools_from.clone(),
+            on_miss: match self.on_miss {
+                OnMissArg::Error => OnMiss::Error,
+                OnMissArg::Real => OnMiss::Real,
+            },
+            config: Config::load(self.config.as_deref())?,
+            out_dir: self.out.clone(),
+            task_request: self.task_request.clone(),
+            task_id: self.task_id.clone(),
+            label: self.label.clone(),
+            timeouts: Timeouts {
+                startup: Duration::from_secs(self.startup_timeout_s.max(1)),
+                call: Duration::from_secs(self.call_timeout_s.max(1)),
+            },
+            transport: if self.http.is_some() { "http" } else { "stdio" },
+            secrets: token.map(str::to_string).into_iter().collect(),
+        })
+    }
+}
+
+/// Serves until the client leaves (stdio) or a signal stops the proxy: 0 when the client
+/// closed, 130 when a signal stopped it (every session is ended in its file either way).
+pub fn run(args: ProxyArgs) -> Result<ExitCode> {
+    let token = std::env::var(&args.token_env)
+        .ok()
+        .filter(|t| !t.is_empty() && args.http.is_some());
+    let spec = args.spec(token.as_deref())?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let stopped = runtime.block_on(async {
+        let stop = crate::agent::session::stop_on_signals();
+        let setup = Arc::new(Setup::start(spec).await?);
+        let mode = setup.mode.as_str();
+        let stopped = match args.http {
+            Some(addr) => {
+                let listening = http::bind(addr, token).await?;
+                eprintln!(
+                    "cosmos proxy ({mode}) listening on http://{}{}; sessions go to {}",
+                    listening.addr,
+                    http::MCP_PATH,
+                    args.out.display()
+                );
+                listening.serve(setup.clone(), stop.rx.clone()).await?
+            }
+            None => crate::proxy::serve_stdio(setup.clone(), stop.rx.clone())
+                .await
+                .context("serving over stdio")?,
+        };
+        // Stop the upstreams in order when nothing else holds them.
+        if let Some(pool) = Arc::into_inner(setup)
+            .and_then(|s| s.pool)
+            .and_then(Arc::into_inner)
+        {
+            pool.shutdown().await;
+        }
+        anyhow::Ok(stopped)
+    })?;
+    // The blocking stdin reader (a terminal, a file) must not hold the exit.
+    runtime.shutdown_timeout(Duration::from_secs(1));
+    Ok(match stopped {
+        Stop::ClientClosed => ExitCode::SUCCESS,
+        Stop::Signalled => ExitCode::from(130),
+    })
+}

@@ -1,0 +1,293 @@
+//! The MCP server a client talks to: rmcp's `ServerHandler` over the proxy's [`Setup`]. Each
+//! handler is one client session (stdio has one; streamable HTTP makes one per session), and
+//! opens its [`Session`] when the client's `initialize` names it.
+
+use std::borrow::Cow;
+use std::sync::{Arc, OnceLock};
+
+use rmcp::ErrorData as McpError;
+use rmcp::ServerHandler;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation,
+    InitializeRequestParams, InitializeResult, ListToolsResult, PaginatedRequestParams,
+    ProtocolVersion, ServerCapabilities, ServerConfig,
+};
+use rmcp::service::{RequestContext, RoleServer};
+use serde_json::{Value, json};
+
+use super::session::Session;
+use super::{META_MISS, META_SIMULATED, META_WORLD_MODEL, Mode, OnMiss, Setup};
+use crate::agent::execute::PlannedCall;
+use crate::agent::rehearse::Rehearsal;
+use crate::mcp::pool::unknown_tool;
+use crate::mcp::server::CallOutcome;
+use crate::trajectory::event::{Action, EventBody, Observation};
+
+/// One client session's server.
+pub struct ProxyHandler {
+    setup: Arc<Setup>,
+    session: OnceLock<Arc<Session>>,
+}
+
+impl ProxyHandler {
+    /// A handler for a new client session.
+    pub fn new(setup: Arc<Setup>) -> Self {
+        Self {
+            setup,
+            session: OnceLock::new(),
+        }
+    }
+
+    /// The session, opened now if the client called before its `initialize` named it.
+    fn session(&self, client: Option<&Implementation>) -> Result<Arc<Session>, McpError> {
+        if let Some(session) = self.session.get() {
+            return Ok(session.clone());
+        }
+        let opened = Session::open(&self.setup, client).map_err(|e| {
+            McpError::internal_error(format!("cosmos proxy cannot record: {e:#}"), None)
+        })?;
+        let session = self.session.get_or_init(|| Arc::new(opened)).clone();
+        self.setup.track(&session);
+        Ok(session)
+    }
+
+    /// Serves one `tools/call` as the proxy's mode says.
+    async fn call(&self, name: &str, arguments: Value, session: Arc<Session>) -> CallToolResult {
+        let Some(tool) = self.setup.catalog.resolve(name) else {
+            // Counted as MCP-Bench counts it: a call made, and failed.
+            let outcome = unknown_tool(name);
+            let reply = reply_of(None, &outcome);
+            let planned = PlannedCall {
+                node: None,
+                tool: name.to_string(),
+                arguments,
+            };
+            self.recorded(session.real(planned, None, outcome));
+            return reply;
+        };
+        let mut planned = PlannedCall {
+            node: None,
+            tool: tool.name.clone(),
+            arguments,
+        };
+        match self.setup.mode {
+            Mode::Record => self.real(&session, planned).await,
+            Mode::Shadow => {
+                match session.add_node(&planned.tool, &planned.arguments) {
+                    Ok((node, depth)) => {
+                        planned.node = Some(node);
+                        // The prediction runs beside the real call; the client waits only
+                        // for the real one.
+                        let (setup, session, call) =
+                            (self.setup.clone(), session.clone(), planned.clone());
+                        let history = session.history();
+                        tokio::spawn(async move {
+                            let rehearsal = setup.rehearse(&call, &history, depth).await;
+                            if let Err(e) = session.rehearsed(node, &call, &rehearsal, false) {
+                                tracing::warn!("recording a prediction: {e:#}");
+                            }
+                        });
+                    }
+                    Err(e) => tracing::warn!("recording a shadowed call: {e:#}"),
+                }
+                self.real(&session, planned).await
+            }
+            Mode::Simulate => self.simulate(&session, planned).await,
+        }
+    }
+
+    /// Calls the real server and records the call; the client gets the server's reply as it
+    /// came, or a tool error naming the server.
+    async fn real(&self, session: &Session, planned: PlannedCall) -> CallToolResult {
+        let Some(pool) = &self.setup.pool else {
+            // Only simulate mode runs without upstreams, and it never asks for a real call
+            // without one (`--on-miss real` needs them).
+            return error_result("cosmos proxy: no upstream server is running", json!({}));
+        };
+        let (server, mut outcome) = pool.call(&planned.tool, &planned.arguments).await;
+        let reply = match outcome.reply.take() {
+            Some(reply) => *reply,
+            None => reply_of(server.as_deref(), &outcome),
+        };
+        self.recorded(session.real(planned, server, outcome));
+        reply
+    }
+
+    /// Simulate mode: the world model answers; when it cannot, `--on-miss` says what the
+    /// client gets.
+    async fn simulate(&self, session: &Session, mut planned: PlannedCall) -> CallToolResult {
+        let (node, depth) = match session.add_node(&planned.tool, &planned.arguments) {
+            Ok(added) => added,
+            Err(e) => {
+                return error_result(&format!("cosmos proxy cannot record: {e:#}"), json!({}));
+            }
+        };
+        planned.node = Some(node);
+        let history = session.history();
+        let rehearsal = self.setup.rehearse(&planned, &history, depth).await;
+        self.recorded(session.rehearsed(node, &planned, &rehearsal, true));
+        let world_model = self.setup.world_model_name();
+        if let Some(predicted) = rehearsal.prediction() {
+            return simulated_result(predicted, &world_model);
+        }
+        let why = failure_of(&rehearsal);
+        match self.setup.on_miss {
+            OnMiss::Error => error_result(
+                &format!(
+                    "cosmos proxy (simulate): the world model {world_model} could not predict \
+                     this call, and no real server is called on a miss (--on-miss error): {why}"
+                ),
+                json!({META_SIMULATED: false, META_MISS: "error"}),
+            ),
+            OnMiss::Real => {
+                let mut reply = self.real(session, planned).await;
+                let meta = reply.meta.get_or_insert_with(Default::default);
+                meta.0.insert(META_SIMULATED.into(), json!(false));
+                meta.0.insert(META_MISS.into(), json!("real"));
+                reply
+            }
+        }
+    }
+
+    /// A recording that failed is logged: the client's result is real whatever the disk did.
+    fn recorded(&self, result: anyhow::Result<()>) {
+        if let Err(e) = result {
+            tracing::error!("cosmos proxy could not record a call: {e:#}");
+        }
+    }
+}
+
+impl ServerHandler for ProxyHandler {
+    fn get_info(&self) -> ServerConfig {
+        let mut info = InitializeResult::new(ServerCapabilities::builder().enable_tools().build());
+        info.server_info = Implementation::new("cosmos-proxy", env!("CARGO_PKG_VERSION"));
+        info.instructions = Some(format!(
+            "cosmos proxy ({}) in front of: {}",
+            self.setup.mode.as_str(),
+            self.setup
+                .servers
+                .iter()
+                .map(|s| s.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+        info
+    }
+
+    /// Versions with sessions: one client session is one trajectory.
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25))
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, McpError> {
+        context.peer.set_peer_info(request.clone());
+        self.session(Some(&request.client_info))?;
+        self.negotiate_initialize(&request)
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        Ok(ListToolsResult {
+            result_type: None,
+            meta: None,
+            next_cursor: None,
+            ttl_ms: None,
+            cache_scope: None,
+            tools: self.setup.catalog.offered().to_vec(),
+        })
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let client = context.peer.peer_info().map(|i| i.client_info.clone());
+        let session = self.session(client.as_ref())?;
+        let arguments = request.arguments.map(Value::Object).unwrap_or(json!({}));
+        Ok(self.call(&request.name, arguments, session).await.into())
+    }
+}
+
+/// What the client is told of a call that got no reply from its server: a tool error that
+/// names the server (the session goes on).
+fn reply_of(server: Option<&str>, outcome: &CallOutcome) -> CallToolResult {
+    let message = outcome.error.as_deref().unwrap_or(&outcome.result.text);
+    let text = match server {
+        Some(server) => format!("server {server}: {message}"),
+        None => message.to_string(),
+    };
+    error_result(&text, json!({}))
+}
+
+/// A tool error with `meta` as its `_meta`.
+fn error_result(text: &str, meta: Value) -> CallToolResult {
+    let mut wire = json!({"content": [{"type": "text", "text": text}], "isError": true});
+    if meta.as_object().is_some_and(|m| !m.is_empty()) {
+        wire["_meta"] = meta;
+    }
+    result_from(wire)
+}
+
+/// A prediction as the client gets it: its text and structured content, its error flag, and
+/// `_meta` saying it is simulated and by which world model.
+fn simulated_result(predicted: &Observation, world_model: &str) -> CallToolResult {
+    let mut wire = json!({
+        "content": [{"type": "text", "text": predicted.text}],
+        "isError": predicted.is_error,
+        "_meta": {META_SIMULATED: true, META_WORLD_MODEL: world_model},
+    });
+    if let Some(structured) = &predicted.structured {
+        wire["structuredContent"] = structured.as_ref().clone();
+    }
+    result_from(wire)
+}
+
+/// A result built from its wire form (rmcp's types are non-exhaustive).
+fn result_from(wire: Value) -> CallToolResult {
+    serde_json::from_value(wire).unwrap_or_else(|e| {
+        // Only a bug here could make our own wire form unreadable: say so to the client.
+        serde_json::from_value(json!({
+            "content": [{"type": "text", "text": format!("cosmos proxy: {e}")}],
+            "isError": true
+        }))
+        .expect("a text error result")
+    })
+}
+
+/// Why a rehearsal has no prediction, from the `error` it recorded.
+fn failure_of(rehearsal: &Rehearsal) -> String {
+    rehearsal
+        .events
+        .iter()
+        .find_map(|e| match e {
+            EventBody::Error { message, .. } => Some(message.clone()),
+            _ => None,
+        })
+        .unwrap_or_else(|| "no prediction".into())
+}
+
+/// The action a planned call stands for, as a rehearsal takes it.
+pub(super) fn action_of(call: &PlannedCall) -> Action {
+    Action::ToolCall {
+        tool: call.tool.clone(),
+        arguments: call.arguments.clone(),
+    }
+}
+
+/// The rehearsal's settings: no critic (nobody plans here), no depth limit (a client's session
+/// is as long as it is).
+pub(super) fn rehearsal_settings() -> crate::agent::mcts::Settings {
+    crate::agent::mcts::Settings {
+        alpha: 1.0,
+        max_depth: u32::MAX,
+        ..Default::default()
+    }
+}

@@ -1,0 +1,172 @@
+//! The proxy over streamable HTTP: rmcp's service (one handler, so one recorded session, per
+//! client session) at `/mcp`, served by hyper. A loopback address is open to local clients;
+//! any other address needs a bearer token, which every request must then carry (a token, when
+//! set, is required on loopback too).
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use anyhow::{Context, Result, bail};
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, combinators::BoxBody};
+use hyper::body::Incoming;
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use tokio::sync::watch;
+
+use super::handler::ProxyHandler;
+use super::{Setup, Stop};
+use crate::trajectory::event::{Ending, RunStatus};
+
+/// The path the MCP endpoint answers on.
+pub const MCP_PATH: &str = "/mcp";
+
+/// A bound proxy address, before it serves.
+pub struct Listening {
+    listener: tokio::net::TcpListener,
+    /// The address it is bound to (port 0 resolved).
+    pub addr: SocketAddr,
+    token: Option<String>,
+}
+
+/// Binds `addr`. A non-loopback address without a `token` is refused: a proxy reachable from
+/// the network calls real servers for whoever finds it.
+pub async fn bind(addr: SocketAddr, token: Option<String>) -> Result<Listening> {
+    if !addr.ip().is_loopback() && token.is_none() {
+        bail!(
+            "{addr} is reachable beyond this machine: set a bearer token (--token-env names the \
+             variable that holds it) that clients must send, or bind a loopback address"
+        );
+    }
+    if token.as_deref().is_some_and(str::is_empty) {
+        bail!("the bearer token is empty");
+    }
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("binding {addr}"))?;
+    let addr = listener.local_addr()?;
+    Ok(Listening {
+        listener,
+        addr,
+        token,
+    })
+}
+
+impl Listening {
+    /// Serves until `stop` fires; then every open session is ended as interrupted.
+    pub async fn serve(self, setup: Arc<Setup>, mut stop: watch::Receiver<bool>) -> Result<Stop> {
+        let mut config = StreamableHttpServerConfig::default();
+        if !self.addr.ip().is_loopback() {
+            // The bearer token guards it; the Host check would refuse the machine's own names.
+            config = config.disable_allowed_hosts();
+        }
+        let cancel = config.cancellation_token.clone();
+        let factory_setup = setup.clone();
+        let service = StreamableHttpService::new(
+            move || Ok(ProxyHandler::new(factory_setup.clone())),
+            Arc::new(LocalSessionManager::default()),
+            config,
+        );
+        let token: Option<Arc<str>> = self.token.map(Arc::from);
+        loop {
+            let (stream, _) = tokio::select! {
+                accepted = self.listener.accept() => match accepted {
+                    Ok(a) => a,
+                    Err(e) => {
+                        tracing::warn!("accepting a connection: {e}");
+                        continue;
+                    }
+                },
+                _ = stop.wait_for(|s| *s) => break,
+            };
+            let (service, token) = (service.clone(), token.clone());
+            let handle = hyper::service::service_fn(move |request: Request<Incoming>| {
+                let (service, token) = (service.clone(), token.clone());
+                async move {
+                    if let Some(refused) = refuse(&request, token.as_deref()) {
+                        return Ok::<_, Infallible>(refused);
+                    }
+                    Ok(service.handle(request).await)
+                }
+            });
+            tokio::spawn(async move {
+                let served = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
+                    .serve_connection(TokioIo::new(stream), handle)
+                    .await;
+                if let Err(e) = served {
+                    tracing::debug!("an HTTP connection ended: {e}");
+                }
+            });
+        }
+        setup.close_all(RunStatus::Interrupted, Ending::Interrupted);
+        cancel.cancel();
+        Ok(Stop::Signalled)
+    }
+}
+
+/// The reply to a request that does not reach the MCP service: another path, or a missing or
+/// wrong bearer token.
+fn refuse(
+    request: &Request<Incoming>,
+    token: Option<&str>,
+) -> Option<Response<BoxBody<Bytes, Infallible>>> {
+    if request.uri().path() != MCP_PATH {
+        return Some(plain(
+            StatusCode::NOT_FOUND,
+            "cosmos proxy serves MCP at /mcp\n",
+        ));
+    }
+    let expected = token?;
+    let sent = request
+        .headers()
+        .get(hyper::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    if sent.is_some_and(|sent| same(sent.as_bytes(), expected.as_bytes())) {
+        return None;
+    }
+    let mut refused = plain(StatusCode::UNAUTHORIZED, "a bearer token is required\n");
+    refused.headers_mut().insert(
+        hyper::header::WWW_AUTHENTICATE,
+        hyper::header::HeaderValue::from_static("Bearer"),
+    );
+    Some(refused)
+}
+
+/// Compares in time that does not depend on where the first difference is.
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+fn plain(status: StatusCode, text: &'static str) -> Response<BoxBody<Bytes, Infallible>> {
+    let mut response = Response::new(Full::new(Bytes::from_static(text.as_bytes())).boxed());
+    *response.status_mut() = status;
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_compare_whole() {
+        assert!(same(b"abc", b"abc"));
+        assert!(!same(b"abc", b"abd"));
+        assert!(!same(b"abc", b"abcd"));
+        assert!(!same(b"", b"a"));
+    }
+
+    #[tokio::test]
+    async fn a_reachable_address_needs_a_token() {
+        let err = bind("0.0.0.0:0".parse().unwrap(), None)
+            .await
+            .err()
+            .unwrap();
+        assert!(err.to_string().contains("bearer token"), "{err}");
+        let bound = bind("127.0.0.1:0".parse().unwrap(), None).await.unwrap();
+        assert_ne!(bound.addr.port(), 0);
+    }
+}

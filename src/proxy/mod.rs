@@ -1,0 +1,504 @@
+//! `cosmos proxy`: an MCP server in front of the servers of an `mcp.json`, for any client.
+//! Each client session is recorded as one run (`agent.kind = "external"`), in the events
+//! every agent writes, so the browser, the run view, `report`, `wm-eval` and the exports take
+//! it unchanged. Three modes:
+//!
+//! - `record`: calls go to the real servers; their replies go back unchanged;
+//! - `shadow`: as `record`, and the world model predicts each call beside it (the client never
+//!   waits for the prediction), recorded as a plan's prediction is, so fidelity is scored;
+//! - `simulate`: the world model answers and no real server is called (`--on-miss real` calls
+//!   one when the world model cannot answer); the client's results are marked in `_meta`.
+//!
+//! `catalog.rs` names the offered tools, `session.rs` records a session, `handler.rs` is the
+//! rmcp server, `http.rs` serves streamable HTTP.
+
+pub mod catalog;
+pub mod handler;
+pub mod http;
+pub mod session;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use serde_json::{Value, json};
+use tokio::sync::watch;
+
+use self::catalog::Catalog;
+use self::handler::ProxyHandler;
+use self::session::Session;
+use crate::agent::execute::PlannedCall;
+use crate::agent::mcts::{Answer, Critique, Proposal, SearchEnv, Stopped};
+use crate::agent::rehearse::{self, Prediction, Rehearsal};
+use crate::config::Config;
+use crate::mcp::config::McpConfig;
+use crate::mcp::pool::{McpPool, Timeouts};
+use crate::mcp::server::ServerFailure;
+use crate::trajectory::event::{
+    Action, Ending, Observation, Role, RunStatus, ServerInfo, TaskInfo, ToolInfo,
+};
+use crate::trajectory::reader::EventStream;
+use crate::trajectory::redact::Redactor;
+use crate::world_model::named::{self, BuiltInOptions};
+use crate::world_model::{HistoryStep, WorldModel};
+
+/// `_meta` key of a result: `true` when the world model made it, `false` when a real server
+/// did in simulate mode (`--on-miss real`).
+pub const META_SIMULATED: &str = "io.github.mcp-cosmos/simulated";
+/// `_meta` key of a simulated result: the world model that made it.
+pub const META_WORLD_MODEL: &str = "io.github.mcp-cosmos/world_model";
+/// `_meta` key of a simulate-mode result the world model could not make: what `--on-miss`
+/// did (`error`, or `real`).
+pub const META_MISS: &str = "io.github.mcp-cosmos/miss";
+/// The task id of a session whose user named none (`--task-id`).
+pub const DEFAULT_TASK_ID: &str = "external";
+
+/// What the proxy does with a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Real servers answer; every call is recorded.
+    Record,
+    /// Real servers answer; the world model predicts each call beside it.
+    Shadow,
+    /// The world model answers; no real server is called.
+    Simulate,
+}
+
+impl Mode {
+    /// Its name in headers and messages.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Record => "record",
+            Mode::Shadow => "shadow",
+            Mode::Simulate => "simulate",
+        }
+    }
+}
+
+/// Simulate mode, when the world model cannot answer a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnMiss {
+    /// The client gets a tool error saying so (the default: no real server is reached
+    /// silently).
+    Error,
+    /// The real server answers, and the result says so in `_meta`.
+    Real,
+}
+
+impl OnMiss {
+    /// Its name in headers.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OnMiss::Error => "error",
+            OnMiss::Real => "real",
+        }
+    }
+}
+
+/// What `cosmos proxy` was asked for.
+#[derive(Debug, Clone)]
+pub struct ProxySpec {
+    /// The MCP config.
+    pub mcp_config: PathBuf,
+    /// Its servers to offer (all when empty).
+    pub servers: Vec<String>,
+    /// The mode.
+    pub mode: Mode,
+    /// The world model's name (`none` in record mode).
+    pub world_model: String,
+    /// What the built-in world models are made of.
+    pub world_model_options: BuiltInOptions,
+    /// Simulate mode: the tool list of a recorded run instead of the upstreams'.
+    pub tools_from: Option<PathBuf>,
+    /// Simulate mode: what a call the world model cannot answer gets.
+    pub on_miss: OnMiss,
+    /// `cosmos.toml`, read.
+    pub config: Config,
+    /// Where sessions are recorded.
+    pub out_dir: PathBuf,
+    /// The task the client's agent is solving, when the user knows it.
+    pub task_request: Option<String>,
+    /// The task's id, for grouping sessions in reports.
+    pub task_id: Option<String>,
+    /// The configuration's name, for the header.
+    pub label: Option<String>,
+    /// Server timeouts.
+    pub timeouts: Timeouts,
+    /// How the client reaches the proxy (`stdio` or `http`), recorded.
+    pub transport: &'static str,
+    /// Secrets beyond the configs' (the HTTP bearer token).
+    pub secrets: Vec<String>,
+}
+
+/// Everything every session of one proxy shares.
+pub struct Setup {
+    /// The mode.
+    pub mode: Mode,
+    /// Simulate mode's answer to a miss.
+    pub on_miss: OnMiss,
+    /// The offered tools.
+    pub catalog: Catalog,
+    /// The running upstreams (`None` in simulate mode with `--tools-from` and no `--on-miss
+    /// real`: nothing is started).
+    pub pool: Option<Arc<McpPool>>,
+    /// Upstreams that did not start (recorded in every session).
+    pub failures: Vec<ServerFailure>,
+    /// The world model (shadow and simulate).
+    pub world_model: Option<Arc<dyn WorldModel>>,
+    /// The upstreams as headers record them.
+    pub servers: Vec<ServerInfo>,
+    /// The task as headers record it.
+    pub task: TaskInfo,
+    /// The configuration's name.
+    pub label: Option<String>,
+    /// Where sessions are recorded.
+    pub out_dir: PathBuf,
+    /// Takes secrets out of every line.
+    pub redactor: Redactor,
+    /// The proxy's settings, recorded in each header beside the client.
+    pub settings: BTreeMap<String, Value>,
+    /// Sessions open now, so a stop can end each one.
+    sessions: Mutex<Vec<Weak<Session>>>,
+}
+
+impl Setup {
+    /// Reads the configs, starts the upstreams (unless simulate mode needs none) and builds
+    /// the world model. Refuses what cannot work before any client connects.
+    pub async fn start(spec: ProxySpec) -> Result<Self> {
+        let mut config = spec.config.clone();
+        let world_model: Option<Arc<dyn WorldModel>> = match spec.mode {
+            Mode::Record => {
+                if spec.world_model != "none" {
+                    bail!(
+                        "--world-model predicts calls in shadow and simulate modes; record mode \
+                         calls only the real servers (pass --mode shadow or --mode simulate)"
+                    );
+                }
+                None
+            }
+            Mode::Shadow | Mode::Simulate => {
+                let built =
+                    named::resolve(&spec.world_model, &mut config, &spec.world_model_options)?
+                        .map(|n| n.build())
+                        .transpose()?
+                        .map(|b| b.model);
+                let Some(model) = built else {
+                    bail!(
+                        "--mode {} needs a world model: pass --world-model llm|memory|command|NAME",
+                        spec.mode.as_str()
+                    );
+                };
+                if spec.world_model == "llm"
+                    && let Some(why) = config
+                        .llm
+                        .endpoint(Role::WorldModel)
+                        .missing("roles.world_model")
+                {
+                    bail!(why);
+                }
+                Some(model)
+            }
+        };
+        if spec.tools_from.is_some() && spec.mode != Mode::Simulate {
+            bail!(
+                "--tools-from is for simulate mode (the other modes list the real servers' tools)"
+            );
+        }
+        let mcp = McpConfig::load(&spec.mcp_config)?;
+        let chosen = if spec.servers.is_empty() {
+            mcp.servers.clone()
+        } else {
+            spec.servers
+                .iter()
+                .map(|name| mcp.get(name).cloned())
+                .collect::<Result<Vec<_>>>()?
+        };
+        if chosen.is_empty() {
+            bail!("{} names no server", spec.mcp_config.display());
+        }
+        let needs_upstream = spec.tools_from.is_none() || spec.on_miss == OnMiss::Real;
+        let (pool, failures) = if needs_upstream {
+            let (pool, failures) = McpPool::connect(&chosen, spec.timeouts).await;
+            (Some(Arc::new(pool)), failures)
+        } else {
+            (None, Vec::new())
+        };
+        let (tools, servers) = match &spec.tools_from {
+            Some(run) => recorded_tools(
+                run,
+                &chosen.iter().map(|s| s.name.clone()).collect::<Vec<_>>(),
+            )?,
+            None => {
+                let pool = pool.as_ref().expect("upstreams were started");
+                if pool.servers().is_empty() {
+                    let why: Vec<String> = failures
+                        .iter()
+                        .map(|f| format!("{}: {}", f.name, f.message))
+                        .collect();
+                    bail!(
+                        "{}: {}",
+                        crate::agent::session::NO_SERVER_STARTED,
+                        why.join("; ")
+                    );
+                }
+                (pool.tools(), pool.server_infos())
+            }
+        };
+        let server_names: Vec<String> = servers.iter().map(|s| s.name.clone()).collect();
+        let catalog = Catalog::new(tools, &server_names)?;
+        let mut redactor = crate::agent::session::redactor(&config, &mcp);
+        for secret in &spec.secrets {
+            redactor.add_secret(secret.clone());
+        }
+        let mut settings = BTreeMap::new();
+        settings.insert("mode".into(), json!(spec.mode.as_str()));
+        settings.insert("transport".into(), json!(spec.transport));
+        settings.insert(
+            "server_startup_timeout_s".into(),
+            json!(spec.timeouts.startup.as_secs()),
+        );
+        settings.insert(
+            "tool_call_timeout_s".into(),
+            json!(spec.timeouts.call.as_secs()),
+        );
+        if spec.mode == Mode::Simulate {
+            settings.insert("on_miss".into(), json!(spec.on_miss.as_str()));
+        }
+        if let Some(run) = &spec.tools_from {
+            settings.insert("tools_from".into(), json!(run.display().to_string()));
+        }
+        Ok(Self {
+            mode: spec.mode,
+            on_miss: spec.on_miss,
+            catalog,
+            pool,
+            failures,
+            world_model,
+            servers,
+            task: TaskInfo {
+                id: spec.task_id.unwrap_or_else(|| DEFAULT_TASK_ID.into()),
+                request: spec.task_request.unwrap_or_default(),
+                source: Some("cosmos proxy".into()),
+                ..Default::default()
+            },
+            label: spec.label,
+            out_dir: spec.out_dir,
+            redactor,
+            settings,
+            sessions: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// The world model's name (`none` without one).
+    pub fn world_model_name(&self) -> String {
+        self.world_model
+            .as_ref()
+            .map_or_else(|| "none".into(), |w| w.name())
+    }
+
+    /// Rehearses a call in the world model as every agent does (`agent::rehearse`), after
+    /// `history`, at `depth` in the session's chain.
+    pub async fn rehearse(
+        &self,
+        call: &PlannedCall,
+        history: &[HistoryStep],
+        depth: u32,
+    ) -> Rehearsal {
+        let Some(world_model) = &self.world_model else {
+            unreachable!("only shadow and simulate rehearse, and both have a world model");
+        };
+        let env = Predicting {
+            world_model: world_model.as_ref(),
+            tools: self.catalog.tools(),
+            request: &self.task.request,
+        };
+        rehearse::rehearse(
+            &env,
+            &handler::rehearsal_settings(),
+            history,
+            &handler::action_of(call),
+            depth,
+        )
+        .await
+    }
+
+    /// Keeps a new session within reach of [`Setup::close_all`].
+    fn track(&self, session: &Arc<Session>) {
+        let mut sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
+        sessions.retain(|s| s.strong_count() > 0);
+        sessions.push(Arc::downgrade(session));
+    }
+
+    /// Sessions still open.
+    pub fn open_sessions(&self) -> Vec<Arc<Session>> {
+        let sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
+        sessions.iter().filter_map(Weak::upgrade).collect()
+    }
+
+    /// Ends every open session with `status` and `ending`.
+    pub fn close_all(&self, status: RunStatus, ending: Ending) {
+        for session in self.open_sessions() {
+            session.close(status, ending);
+        }
+    }
+}
+
+/// A recorded run's catalogue and servers, those of `servers` only.
+fn recorded_tools(run: &Path, servers: &[String]) -> Result<(Vec<ToolInfo>, Vec<ServerInfo>)> {
+    let stream =
+        EventStream::open(run).with_context(|| format!("--tools-from {}", run.display()))?;
+    let header = stream.header();
+    let recorded: Vec<ServerInfo> = header
+        .servers
+        .iter()
+        .filter(|s| servers.contains(&s.name))
+        .cloned()
+        .collect();
+    let tools: Vec<ToolInfo> = header
+        .tools
+        .iter()
+        .filter(|t| {
+            recorded.iter().any(|s| {
+                t.name
+                    .strip_prefix(s.name.as_str())
+                    .is_some_and(|r| r.starts_with(':'))
+            })
+        })
+        .cloned()
+        .collect();
+    if tools.is_empty() {
+        bail!(
+            "--tools-from {}: the run has no tools of {} (its servers: {})",
+            run.display(),
+            servers.join(", "),
+            header
+                .servers
+                .iter()
+                .map(|s| s.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    Ok((tools, recorded))
+}
+
+/// The rehearsal's environment: the world model and the catalogue; nobody plans or criticises.
+struct Predicting<'a> {
+    world_model: &'a dyn WorldModel,
+    tools: &'a [ToolInfo],
+    request: &'a str,
+}
+
+impl SearchEnv for Predicting<'_> {
+    fn propose<'a>(
+        &'a self,
+        _history: &'a [HistoryStep],
+        _k: usize,
+        _feedback: Option<&'a str>,
+    ) -> Answer<'a, Result<Proposal, String>> {
+        Box::pin(async {
+            (
+                Err("the proxy's client plans, not cosmos".into()),
+                Vec::new(),
+            )
+        })
+    }
+
+    /// The real server judges the client's calls: none is refused here.
+    fn invalid(&self, _tool: &str, _arguments: &Value) -> Option<String> {
+        None
+    }
+
+    fn simulate<'a>(
+        &'a self,
+        history: &'a [HistoryStep],
+        tool: &'a str,
+        arguments: &'a Value,
+    ) -> Answer<'a, Result<Prediction, String>> {
+        Box::pin(async move {
+            let predicted = rehearse::predict(
+                self.world_model,
+                self.tools,
+                self.request,
+                history,
+                tool,
+                arguments,
+            )
+            .await;
+            (predicted.answer, predicted.events)
+        })
+    }
+
+    fn critique<'a>(
+        &'a self,
+        _history: &'a [HistoryStep],
+        _action: &'a Action,
+        _observation: Option<&'a Observation>,
+    ) -> Answer<'a, Option<Critique>> {
+        Box::pin(async { (None, Vec::new()) })
+    }
+
+    fn should_stop(&self) -> Option<Stopped> {
+        None
+    }
+
+    fn world_model_name(&self) -> String {
+        self.world_model.name()
+    }
+}
+
+/// How a proxy ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    /// Its client closed the session (stdio).
+    ClientClosed,
+    /// A signal stopped it.
+    Signalled,
+}
+
+/// Longest wait, once the client has gone, for predictions still on their way.
+const SETTLE: Duration = Duration::from_secs(30);
+
+/// Serves one client over this process's stdin and stdout until it closes them or `stop`
+/// fires; every session is ended in its file either way.
+pub async fn serve_stdio(setup: Arc<Setup>, mut stop: watch::Receiver<bool>) -> Result<Stop> {
+    use rmcp::ServiceExt;
+    let handler = ProxyHandler::new(setup.clone());
+    let running = tokio::select! {
+        served = handler.serve(rmcp::transport::stdio_pipes()) => served
+            .map_err(|e| anyhow::anyhow!("the client's initialisation failed: {e}"))?,
+        _ = stop.wait_for(|s| *s) => {
+            setup.close_all(RunStatus::Interrupted, Ending::Interrupted);
+            return Ok(Stop::Signalled);
+        }
+    };
+    let waiting = running.waiting();
+    tokio::pin!(waiting);
+    let stopped = tokio::select! {
+        _ = &mut waiting => false,
+        _ = stop.wait_for(|s| *s) => true,
+    };
+    if stopped {
+        // Ended as interrupted before the handler is dropped (which would end it completed).
+        setup.close_all(RunStatus::Interrupted, Ending::Interrupted);
+        return Ok(Stop::Signalled);
+    }
+    // Shadowed calls whose prediction is still coming hold their session open: wait for them
+    // (a stop, or SETTLE, writes them without it).
+    let settled = tokio::time::timeout(SETTLE, async {
+        while !setup.open_sessions().is_empty() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    });
+    tokio::select! {
+        _ = settled => {}
+        _ = stop.wait_for(|s| *s) => {
+            setup.close_all(RunStatus::Interrupted, Ending::Interrupted);
+            return Ok(Stop::Signalled);
+        }
+    }
+    setup.close_all(RunStatus::Completed, Ending::ClientClosed);
+    Ok(Stop::ClientClosed)
+}

@@ -1,0 +1,358 @@
+//! One client session of `cosmos proxy`, recorded as one run (`agent.kind = "external"`) in
+//! the events every agent writes: a real call is `tool_called` (through
+//! `agent::execute::record_call`); a call the world model predicted is a node of a chain, one
+//! node per call under the one before (`node_added`, then `agent::rehearse::record`'s
+//! `node_simulated`/`error` and `node_evaluated`), and in shadow mode its `tool_called` names
+//! that node, so every view pairs the prediction with the real result as it pairs a plan's.
+//!
+//! Invariant: a node's prediction is written before the `tool_called` that executes it (the
+//! reader pairs them in file order), so a real result that comes first waits here, never on
+//! the client; a session that ends first writes it without its prediction and says so.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use anyhow::{Context, Result};
+use rmcp::model::Implementation;
+use serde_json::{Value, json};
+
+use super::Setup;
+use crate::agent::execute::{PlannedCall, record_call};
+use crate::agent::ports::EventSink;
+use crate::agent::recorder::Recorder;
+use crate::agent::rehearse::{self, Rehearsal};
+use crate::mcp::server::CallOutcome;
+use crate::metrics::run::RunAccumulator;
+use crate::trajectory::event::{
+    Action, AgentInfo, AgentKind, Ending, EventBody, Header, ModelInfo, NodeId, RunStatus,
+};
+use crate::trajectory::writer::Writer;
+use crate::world_model::HistoryStep;
+
+/// The client's name when its `initialize` gave none (or never came).
+const UNKNOWN_CLIENT: &str = "unknown client";
+
+/// A session's recording.
+pub struct Session {
+    path: PathBuf,
+    state: Mutex<State>,
+}
+
+/// What a session keeps between calls.
+struct State {
+    /// `None` once `run_finished` is written.
+    recorder: Option<Recorder>,
+    /// Real calls recorded.
+    steps: u64,
+    /// The calls so far as the world model is told them: real results (record, shadow), or
+    /// the predictions the client was given (simulate).
+    history: Vec<HistoryStep>,
+    /// The chain's last node and the next id.
+    last_node: NodeId,
+    last_depth: u32,
+    next_node: NodeId,
+    /// Shadowed calls whose prediction or real result is still to come.
+    pending: HashMap<NodeId, Pending>,
+}
+
+/// Half of a shadowed call.
+enum Pending {
+    /// The prediction is written; the real result may be written as soon as it comes.
+    Predicted,
+    /// The real result came first and waits for the prediction.
+    Real(Box<Waiting>),
+}
+
+/// A real call waiting to be recorded.
+struct Waiting {
+    planned: PlannedCall,
+    server: Option<String>,
+    outcome: CallOutcome,
+}
+
+impl Session {
+    /// Creates the session's file in `setup.out_dir` and writes its header (the client as its
+    /// `initialize` named it), the servers that did not start, and the chain's root when a
+    /// world model predicts.
+    pub fn open(setup: &Setup, client: Option<&Implementation>) -> Result<Self> {
+        let client_name = client
+            .map(|c| c.name.trim())
+            .filter(|n| !n.is_empty())
+            .unwrap_or(UNKNOWN_CLIENT);
+        let mut settings = setup.settings.clone();
+        settings.insert(
+            "client".into(),
+            json!({"name": client_name, "version": client.map(|c| c.version.as_str())}),
+        );
+        let started = chrono::Utc::now();
+        let mut header = Header::new(
+            format!(
+                "{}-{}-external",
+                started.format("%Y%m%dT%H%M%S%.3fZ"),
+                crate::trajectory::writer::file_safe(client_name, 40)
+            ),
+            setup.task.clone(),
+            AgentInfo {
+                kind: AgentKind::External,
+                settings,
+            },
+            // The planner is the client's own agent: all cosmos knows of it is its name.
+            ModelInfo {
+                model: match client {
+                    Some(c) if !c.version.is_empty() => format!("{client_name} {}", c.version),
+                    _ => client_name.to_string(),
+                },
+                base_url: None,
+            },
+        );
+        header.world_model = setup.world_model.as_ref().map(|w| w.describe());
+        header.servers = setup.servers.clone();
+        header.tools = setup.catalog.tools().to_vec();
+        header.label = setup.label.clone();
+        let file = crate::agent::session::file_name(
+            if setup.task.id == super::DEFAULT_TASK_ID {
+                client_name
+            } else {
+                &setup.task.id
+            },
+            AgentKind::External,
+            header.world_model_name(),
+        );
+        let base = setup.out_dir.join(file);
+        // Two sessions opened in the same millisecond would share a name: the later one
+        // takes the next free number (the writer never overwrites).
+        let mut n = 1;
+        let (path, writer) = loop {
+            let path = numbered(&base, n);
+            match Writer::create(
+                &path,
+                &header,
+                setup.redactor.clone(),
+                Some(RunAccumulator::tally(&header)),
+            ) {
+                Ok(writer) => break (path, writer),
+                Err(_) if path.exists() && n < 1000 => n += 1,
+                Err(e) => return Err(e),
+            }
+        };
+        let mut recorder = Recorder::new(writer, None, None);
+        for f in &setup.failures {
+            recorder.emit(EventBody::Error {
+                source: "server".into(),
+                name: Some(f.name.clone()),
+                message: f.message.clone(),
+                stderr_tail: f.stderr_tail.clone(),
+            })?;
+        }
+        if setup.world_model.is_some() {
+            recorder.emit(EventBody::NodeAdded {
+                node: 0,
+                parent: None,
+                depth: 0,
+                action: None,
+                prior: None,
+            })?;
+        }
+        tracing::info!(path = %path.display(), client = client_name, "proxy session opened");
+        Ok(Self {
+            path,
+            state: Mutex::new(State {
+                recorder: Some(recorder),
+                steps: 0,
+                history: Vec::new(),
+                last_node: 0,
+                last_depth: 0,
+                next_node: 1,
+                pending: HashMap::new(),
+            }),
+        })
+    }
+
+    /// The trajectory file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The calls so far, as the world model is told them.
+    pub fn history(&self) -> Vec<HistoryStep> {
+        self.state().history.clone()
+    }
+
+    /// Adds the node of a call the world model will predict, under the chain's last node;
+    /// returns it and its depth.
+    pub fn add_node(&self, tool: &str, arguments: &Value) -> Result<(NodeId, u32)> {
+        let mut state = self.state();
+        let (node, parent, depth) = (state.next_node, state.last_node, state.last_depth + 1);
+        state.emit(EventBody::NodeAdded {
+            node,
+            parent: Some(parent),
+            depth,
+            action: Some(Action::ToolCall {
+                tool: tool.to_string(),
+                arguments: arguments.clone(),
+            }),
+            prior: None,
+        })?;
+        state.next_node += 1;
+        state.last_node = node;
+        state.last_depth = depth;
+        Ok((node, depth))
+    }
+
+    /// Records the world model's rehearsal of `node`. In simulate mode (`given` is true) the
+    /// prediction is what the client was given, and joins the history.
+    pub fn rehearsed(
+        &self,
+        node: NodeId,
+        call: &PlannedCall,
+        rehearsal: &Rehearsal,
+        given: bool,
+    ) -> Result<()> {
+        let mut state = self.state();
+        rehearse::record(&mut *state, node, rehearsal)?;
+        if given && let Some(predicted) = rehearsal.prediction() {
+            state.history.push(HistoryStep {
+                tool: call.tool.clone(),
+                arguments: call.arguments.clone(),
+                observation: predicted.clone(),
+            });
+        }
+        match state.pending.remove(&node) {
+            Some(Pending::Real(waiting)) => state.real(*waiting),
+            // Simulate mode's `--on-miss real` call comes after; shadow's may too.
+            _ => {
+                state.pending.insert(node, Pending::Predicted);
+                Ok(())
+            }
+        }
+    }
+
+    /// Records a real call. A shadowed call (`planned.node` set) whose prediction has not
+    /// been written yet waits for it.
+    pub fn real(
+        &self,
+        planned: PlannedCall,
+        server: Option<String>,
+        outcome: CallOutcome,
+    ) -> Result<()> {
+        let mut state = self.state();
+        // The world model's next prediction knows this result at once, recorded or not.
+        state.history.push(HistoryStep {
+            tool: planned.tool.clone(),
+            arguments: planned.arguments.clone(),
+            observation: outcome.result.clone(),
+        });
+        let node = planned.node;
+        let waiting = Waiting {
+            planned,
+            server,
+            outcome,
+        };
+        let Some(node) = node else {
+            return state.real(waiting);
+        };
+        match state.pending.remove(&node) {
+            Some(Pending::Predicted) => state.real(waiting),
+            _ => {
+                state.pending.insert(node, Pending::Real(Box::new(waiting)));
+                Ok(())
+            }
+        }
+    }
+
+    /// Ends the file with `run_finished`, once: real results still waiting for their
+    /// prediction are written first, each after an `error` saying the prediction never came.
+    pub fn close(&self, status: RunStatus, ending: Ending) {
+        let mut state = self.state();
+        if state.recorder.is_none() {
+            return;
+        }
+        let waiting: Vec<NodeId> = {
+            let mut nodes: Vec<NodeId> = state
+                .pending
+                .iter()
+                .filter(|(_, p)| matches!(p, Pending::Real(_)))
+                .map(|(n, _)| *n)
+                .collect();
+            nodes.sort_unstable();
+            nodes
+        };
+        let mut written = Ok(());
+        for node in waiting {
+            if let Some(Pending::Real(waiting)) = state.pending.remove(&node) {
+                written = written
+                    .and_then(|()| {
+                        state.emit(EventBody::Error {
+                            source: "world_model".into(),
+                            name: None,
+                            message: format!(
+                                "no prediction of node {node}: the session ended before it came"
+                            ),
+                            stderr_tail: None,
+                        })
+                    })
+                    .and_then(|()| state.real(*waiting));
+            }
+        }
+        let finished = written.and_then(|()| {
+            state.emit(EventBody::RunFinished {
+                status,
+                error: None,
+                ending: Some(ending),
+                totals: Default::default(),
+            })
+        });
+        if let Err(e) = finished {
+            tracing::warn!(path = %self.path.display(), "ending a proxy session: {e:#}");
+        }
+        state.recorder = None;
+        tracing::info!(path = %self.path.display(), "proxy session closed");
+    }
+}
+
+impl Drop for Session {
+    /// A session nobody holds any more is one its client ended.
+    fn drop(&mut self) {
+        self.close(RunStatus::Completed, Ending::ClientClosed);
+    }
+}
+
+impl State {
+    /// Records a real call as the next step (its history step is already taken).
+    fn real(&mut self, waiting: Waiting) -> Result<()> {
+        self.steps += 1;
+        let step = self.steps;
+        let Waiting {
+            planned,
+            server,
+            outcome,
+        } = waiting;
+        record_call(self, step, &planned, server, outcome).map(drop)
+    }
+}
+
+impl EventSink for State {
+    fn emit(&mut self, body: EventBody) -> Result<()> {
+        self.recorder
+            .as_mut()
+            .context("the session has ended")?
+            .emit(body)
+    }
+}
+
+/// `path` for the first of a name, else `path` with `-N` before its extension.
+fn numbered(path: &Path, n: u32) -> PathBuf {
+    if n == 1 {
+        return path.to_path_buf();
+    }
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    path.with_file_name(format!("{stem}-{n}.jsonl"))
+}

@@ -1,0 +1,589 @@
+//! `cosmos proxy` driven by real MCP clients nobody here wrote (the MCP Python SDK's, over
+//! stdio and streamable HTTP) and by cosmos's own `run`, in front of real servers.
+
+mod support;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use mcp_cosmos::trajectory::run::Run;
+use mcp_cosmos::tui::app::App;
+use mcp_cosmos::tui::keymap::Keymap;
+use mcp_cosmos::tui::run_view::RunView;
+use mcp_cosmos::tui::theme::Theme;
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use ratatui::layout::Rect;
+use serde_json::{Value, json};
+use support::*;
+
+fn client_script() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/support/mcp_client.py")
+}
+
+/// Runs the SDK client with `spec`; its JSON answer.
+fn sdk_client(spec: Value) -> Value {
+    let out = Command::new(python())
+        .arg(client_script())
+        .arg(spec.to_string())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "the SDK client failed: {}",
+        text(&out)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    serde_json::from_str(stdout.lines().last().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("{e}: {}", text(&out)))
+}
+
+/// The SDK client's spec for `cosmos proxy ARGS` over stdio.
+fn through_proxy(args: &[&str], log: &Path, calls: Value) -> Value {
+    json!({
+        "transport": "stdio",
+        "command": env!("CARGO_BIN_EXE_cosmos"),
+        "args": std::iter::once("proxy").chain(args.iter().copied()).collect::<Vec<_>>(),
+        "env": {"COSMOS_LOG_FILE": log.display().to_string(), "PATH": std::env::var("PATH").unwrap_or_default()},
+        "client": {"name": "sdk-test-client", "version": "1.2.3"},
+        "calls": calls,
+    })
+}
+
+fn flaky_with(env: Value) -> Value {
+    let mut server = flaky_server();
+    server["env"] = env;
+    server
+}
+
+fn calls_of(events: &[Value]) -> Vec<&Value> {
+    events
+        .iter()
+        .filter(|e| e["kind"] == "tool_called")
+        .collect()
+}
+
+/// The run opens in the explorer and its run view draws.
+fn opens_in_the_explorer(path: &Path) -> String {
+    let run = Run::open(path).unwrap();
+    let view = RunView::new(run, Rect::new(0, 0, 120, 39));
+    let mut app = App::new(view, Keymap::default(), Theme::new(true), (120, 40));
+    app.settle();
+    let mut terminal = Terminal::new(TestBackend::new(120, 40)).unwrap();
+    terminal.draw(|f| app.draw(f)).unwrap();
+    terminal.backend().to_string()
+}
+
+fn standard_calls() -> Value {
+    json!([
+        {"name": "forecast", "arguments": {"city": "Lyon"}},
+        {"name": "ok", "arguments": {"text": "hello"}},
+    ])
+}
+
+/// Records a session of `standard_calls` through the proxy into `out`; the client's answer.
+fn record_session(dir: &Path, out: &Path) -> Value {
+    let mcp = write_mcp_config(dir, json!({"flaky": flaky_server()}));
+    let log = dir.join("proxy.log");
+    sdk_client(through_proxy(
+        &[
+            "--mcp-config",
+            &mcp.display().to_string(),
+            "--out",
+            &out.display().to_string(),
+            "--task-request",
+            "Forecast for Lyon",
+        ],
+        &log,
+        standard_calls(),
+    ))
+}
+
+#[test]
+fn record_passes_the_servers_tools_and_results_through_and_records_the_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let direct = sdk_client(json!({
+        "transport": "stdio",
+        "command": flaky_server()["command"],
+        "args": flaky_server()["args"],
+        "calls": standard_calls(),
+    }));
+    let out = dir.path().join("runs");
+    let proxied = record_session(dir.path(), &out);
+    // One upstream: its own names, descriptions, schemas (input and output), annotations.
+    assert_eq!(proxied["tools"], direct["tools"]);
+    let forecast = &proxied["tools"].as_array().unwrap()[0];
+    assert_eq!(forecast["annotations"]["readOnlyHint"], true, "{forecast}");
+    assert!(forecast.get("outputSchema").is_some(), "{forecast}");
+    // The results exactly as the server gave them: content, structuredContent, isError.
+    assert_eq!(proxied["results"], direct["results"]);
+    assert_eq!(proxied["results"][0]["structuredContent"]["high_c"], 14);
+
+    let run = only_run(&out);
+    let events = events(&run);
+    let header = &events[0];
+    assert_eq!(header["agent"]["kind"], "external");
+    assert_eq!(
+        header["agent"]["settings"]["client"],
+        json!({"name": "sdk-test-client", "version": "1.2.3"})
+    );
+    assert_eq!(header["agent"]["settings"]["mode"], "record");
+    assert_eq!(header["task"]["request"], "Forecast for Lyon");
+    assert_eq!(header["tools"][0]["annotations"]["readOnlyHint"], true);
+    let calls = calls_of(&events);
+    assert_eq!(calls.len(), 2);
+    assert_eq!(calls[0]["tool"], "flaky:forecast");
+    assert_eq!(calls[0]["server"], "flaky");
+    assert_eq!(calls[0]["result"]["structured"]["city"], "Lyon");
+    assert_eq!(calls[1]["result"]["text"], "ok: hello");
+    let last = events.last().unwrap();
+    assert_eq!(last["kind"], "run_finished");
+    assert_eq!(last["status"], "completed");
+    assert_eq!(last["ending"], "client_closed");
+    assert_eq!(last["totals"]["tool_calls"], 2);
+
+    let validated = Command::new(env!("CARGO_BIN_EXE_cosmos"))
+        .args(["validate", &run.display().to_string()])
+        .output()
+        .unwrap();
+    assert!(validated.status.success(), "{}", text(&validated));
+    let screen = opens_in_the_explorer(&run);
+    assert!(screen.contains("flaky:forecast"), "{screen}");
+    // The browser lists it as the client's run.
+    let listed = mcp_cosmos::trajectory::listing::list_runs(std::slice::from_ref(&out)).unwrap();
+    assert_eq!(listed[0].agent_label(), "external: sdk-test-client");
+}
+
+#[test]
+fn shadow_predicts_every_real_call_and_changes_no_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let recorded = dir.path().join("recorded");
+    let record = record_session(dir.path(), &recorded);
+
+    let mcp = write_mcp_config(dir.path(), json!({"flaky": flaky_server()}));
+    let out = dir.path().join("shadow");
+    let shadow = sdk_client(through_proxy(
+        &[
+            "--mcp-config",
+            &mcp.display().to_string(),
+            "--out",
+            &out.display().to_string(),
+            "--mode",
+            "shadow",
+            "--world-model",
+            "memory",
+            "--memory-from",
+            &recorded.display().to_string(),
+        ],
+        &dir.path().join("proxy.log"),
+        standard_calls(),
+    ));
+    assert_eq!(
+        shadow["results"], record["results"],
+        "shadow changed what the client got"
+    );
+
+    let run = only_run(&out);
+    let events = events(&run);
+    let calls = calls_of(&events);
+    assert_eq!(calls.len(), 2);
+    for call in &calls {
+        let node = &call["node"];
+        assert!(node.is_u64(), "{call}");
+        let predicted = events
+            .iter()
+            .position(|e| e["kind"] == "node_simulated" && &e["node"] == node)
+            .expect("a prediction of every real call");
+        let real = events.iter().position(|e| e == *call).unwrap();
+        assert!(
+            predicted < real,
+            "the prediction is written before the real call"
+        );
+    }
+    // The memory world model saw these very calls: fidelity 1, as report computes it.
+    let report = Command::new(env!("CARGO_BIN_EXE_cosmos"))
+        .args([
+            "report",
+            &out.display().to_string(),
+            "--format",
+            "json",
+            "--per-run",
+        ])
+        .output()
+        .unwrap();
+    assert!(report.status.success(), "{}", text(&report));
+    let report: Value = serde_json::from_slice(&report.stdout).unwrap();
+    let per_run = &report["per_run"][0];
+    assert_eq!(per_run["metrics"]["fidelity"]["score"], 1.0, "{per_run}");
+    let screen = opens_in_the_explorer(&run);
+    assert!(screen.contains("memory"), "{screen}");
+}
+
+#[test]
+fn shadow_with_an_llm_world_model_records_its_calls_and_scores_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let llm = ScriptedLlm::start(json!([
+        {"when": "You simulate an MCP server", "content": predicted("ok: goodbye", false)}
+    ]));
+    let mcp = write_mcp_config(dir.path(), json!({"flaky": flaky_server()}));
+    let out = dir.path().join("shadow");
+    let mut spec = through_proxy(
+        &[
+            "--mcp-config",
+            &mcp.display().to_string(),
+            "--out",
+            &out.display().to_string(),
+            "--mode",
+            "shadow",
+            "--world-model",
+            "llm",
+        ],
+        &dir.path().join("proxy.log"),
+        json!([{"name": "ok", "arguments": {"text": "hello"}}]),
+    );
+    spec["env"]["OPENAI_BASE_URL"] = json!(llm.base_url());
+    spec["env"]["OPENAI_API_KEY"] = json!("sk-proxy-test-key-000000000000");
+    spec["env"]["COSMOS_MODEL"] = json!("scripted-model");
+    let answer = sdk_client(spec);
+    assert_eq!(answer["results"][0]["content"][0]["text"], "ok: hello");
+    let run = only_run(&out);
+    let written = std::fs::read_to_string(&run).unwrap();
+    assert!(
+        !written.contains("sk-proxy-test-key"),
+        "the key reached the file"
+    );
+    let events = events(&run);
+    assert!(
+        events
+            .iter()
+            .any(|e| e["kind"] == "llm_call" && e["role"] == "world_model")
+    );
+    let simulated = events
+        .iter()
+        .find(|e| e["kind"] == "node_simulated")
+        .unwrap();
+    assert_eq!(simulated["observation"]["text"], "ok: goodbye");
+    let call = calls_of(&events)[0];
+    assert_eq!(call["node"], simulated["node"]);
+}
+
+#[test]
+fn simulate_calls_no_server_and_marks_every_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let recorded = dir.path().join("recorded");
+    record_session(dir.path(), &recorded);
+    let calls_file = dir.path().join("calls.txt");
+    let mcp = write_mcp_config(
+        dir.path(),
+        json!({"flaky": flaky_with(json!({"FLAKY_CALLS_FILE": calls_file.display().to_string()}))}),
+    );
+    let out = dir.path().join("simulated");
+    let answer = sdk_client(through_proxy(
+        &[
+            "--mcp-config",
+            &mcp.display().to_string(),
+            "--out",
+            &out.display().to_string(),
+            "--mode",
+            "simulate",
+            "--world-model",
+            "memory",
+            "--memory-from",
+            &recorded.display().to_string(),
+        ],
+        &dir.path().join("proxy.log"),
+        json!([
+            {"name": "forecast", "arguments": {"city": "Lyon"}},
+            {"name": "die", "arguments": {"text": "never recorded"}},
+        ]),
+    ));
+    assert!(
+        !calls_file.exists(),
+        "a call reached the server: {:?}",
+        std::fs::read_to_string(&calls_file)
+    );
+    let first = &answer["results"][0];
+    assert_eq!(
+        first["_meta"]["io.github.mcp-cosmos/simulated"], true,
+        "{first}"
+    );
+    assert_eq!(first["_meta"]["io.github.mcp-cosmos/world_model"], "memory");
+    assert_eq!(first["structuredContent"]["high_c"], 14);
+    // A tool the world model never saw: an error, and still no real call (--on-miss error).
+    let missed = &answer["results"][1];
+    assert_eq!(missed["isError"], true, "{missed}");
+    assert_eq!(missed["_meta"]["io.github.mcp-cosmos/miss"], "error");
+    let events = events(&only_run(&out));
+    assert!(
+        calls_of(&events).is_empty(),
+        "simulate mode recorded a real call"
+    );
+    assert_eq!(
+        events
+            .iter()
+            .filter(|e| e["kind"] == "node_simulated")
+            .count(),
+        1
+    );
+    assert!(
+        events
+            .iter()
+            .any(|e| e["kind"] == "node_evaluated" && e["verdict"] == "not_simulated")
+    );
+
+    // The tools of a recorded run: a server that cannot start is never started.
+    std::fs::create_dir_all(dir.path().join("elsewhere")).unwrap();
+    let unstartable = write_mcp_config(
+        &dir.path().join("elsewhere"),
+        json!({"flaky": {"command": "/nonexistent/flaky-server"}}),
+    );
+    let out = dir.path().join("from-header");
+    let answer = sdk_client(through_proxy(
+        &[
+            "--mcp-config",
+            &unstartable.display().to_string(),
+            "--out",
+            &out.display().to_string(),
+            "--mode",
+            "simulate",
+            "--world-model",
+            "memory",
+            "--memory-from",
+            &recorded.display().to_string(),
+            "--tools-from",
+            &only_run(&recorded).display().to_string(),
+        ],
+        &dir.path().join("proxy2.log"),
+        json!([{"name": "ok", "arguments": {"text": "hello"}}]),
+    ));
+    assert_eq!(answer["results"][0]["content"][0]["text"], "ok: hello");
+    let names: Vec<&str> = answer["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"forecast") && names.contains(&"ok"),
+        "{names:?}"
+    );
+    let header = &events_of_only(&out)[0];
+    assert_eq!(
+        header["agent"]["settings"]["tools_from"],
+        only_run(&recorded).display().to_string()
+    );
+    assert!(
+        !events_of_only(&out)
+            .iter()
+            .any(|e| e["kind"] == "error" && e["source"] == "server")
+    );
+}
+
+fn events_of_only(dir: &Path) -> Vec<Value> {
+    events(&only_run(dir))
+}
+
+#[test]
+fn a_dead_upstream_gives_a_tool_error_naming_it_and_the_session_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let mcp = write_mcp_config(
+        dir.path(),
+        json!({"flaky": flaky_server(), "Time MCP": bench_servers()["Time MCP"]}),
+    );
+    let out = dir.path().join("runs");
+    let answer = sdk_client(through_proxy(
+        &[
+            "--mcp-config",
+            &mcp.display().to_string(),
+            "--out",
+            &out.display().to_string(),
+        ],
+        &dir.path().join("proxy.log"),
+        json!([
+            {"name": "flaky_die", "arguments": {"text": "now"}},
+            {"name": "flaky_ok", "arguments": {"text": "still there?"}},
+            {"name": "Time_MCP_get_current_time", "arguments": {"timezone": "UTC"}},
+        ]),
+    ));
+    let results = answer["results"].as_array().unwrap();
+    for dead in &results[..2] {
+        assert_eq!(dead["isError"], true, "{dead}");
+        assert!(
+            dead["content"][0]["text"]
+                .as_str()
+                .unwrap()
+                .contains("server flaky"),
+            "{dead}"
+        );
+    }
+    assert_eq!(results[2]["isError"], false, "{}", results[2]);
+    let events = events(&only_run(&out));
+    assert_eq!(calls_of(&events).len(), 3);
+    assert!(
+        events
+            .iter()
+            .any(|e| e["kind"] == "error" && e["name"] == "flaky")
+    );
+    assert_eq!(events.last().unwrap()["status"], "completed");
+}
+
+/// Reads the proxy's "listening on http://ADDR/mcp" line from its stderr.
+fn listening_url(child: &mut std::process::Child) -> String {
+    let mut line = String::new();
+    BufReader::new(child.stderr.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    line.split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap_or_else(|| panic!("no address in {line:?}"))
+        .trim_end_matches(';')
+        .to_string()
+}
+
+#[test]
+fn over_http_a_token_is_required_and_sigterm_leaves_a_finished_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let mcp = write_mcp_config(dir.path(), json!({"flaky": flaky_server()}));
+    let out = dir.path().join("runs");
+    let token = "proxy-token-5f0c1d7a9b3e";
+    let mut proxy = Command::new(env!("CARGO_BIN_EXE_cosmos"))
+        .args([
+            "proxy",
+            "--mcp-config",
+            &mcp.display().to_string(),
+            "--out",
+            &out.display().to_string(),
+            "--http",
+            "127.0.0.1:0",
+        ])
+        .env("COSMOS_PROXY_TOKEN", token)
+        .env("COSMOS_LOG_FILE", dir.path().join("proxy.log"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let url = listening_url(&mut proxy);
+    // Without the token: refused.
+    let refused = Command::new(python())
+        .arg(client_script())
+        .arg(json!({"transport": "http", "url": url, "calls": []}).to_string())
+        .output()
+        .unwrap();
+    assert!(
+        !refused.status.success(),
+        "a client without the token got in"
+    );
+    assert!(!out.exists() || std::fs::read_dir(&out).unwrap().next().is_none());
+    // With it: a session, held open mid-way while the proxy is stopped.
+    let pause = dir.path().join("go-on");
+    let mut client = Command::new(python())
+        .arg(client_script())
+        .arg(
+            json!({"transport": "http", "url": url, "token": token, "pause_file": pause.display().to_string(),
+                   "calls": [{"name": "ok", "arguments": {"text": "one"}}, {"name": "ok", "arguments": {"text": "two"}}]})
+            .to_string(),
+        )
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut paused = String::new();
+    BufReader::new(client.stdout.take().unwrap())
+        .read_line(&mut paused)
+        .unwrap();
+    assert!(paused.contains("paused"), "{paused}");
+    let pid = proxy.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let status = proxy.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "a stopped proxy exits non-zero");
+    std::fs::write(&pause, "").unwrap();
+    let _ = client.wait();
+    let run = only_run(&out);
+    let events = events(&run);
+    assert!(
+        !std::fs::read_to_string(&run).unwrap().contains(token),
+        "the token reached the file"
+    );
+    assert_eq!(events[0]["agent"]["settings"]["transport"], "http");
+    assert_eq!(calls_of(&events).len(), 1);
+    let last = events.last().unwrap();
+    assert_eq!(
+        (
+            last["kind"].as_str(),
+            last["status"].as_str(),
+            last["ending"].as_str()
+        ),
+        (
+            Some("run_finished"),
+            Some("interrupted"),
+            Some("interrupted")
+        )
+    );
+}
+
+#[test]
+fn cosmos_run_reaches_real_servers_through_the_proxy() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("inner")).unwrap();
+    let inner = write_mcp_config(
+        &dir.path().join("inner"),
+        json!({"Time MCP": bench_servers()["Time MCP"]}),
+    );
+    let sessions = dir.path().join("sessions");
+    let outer = write_mcp_config(
+        dir.path(),
+        json!({"Time MCP": {
+            "command": env!("CARGO_BIN_EXE_cosmos"),
+            "args": ["proxy", "--mcp-config", inner.display().to_string(), "--out", sessions.display().to_string()],
+            "env": {"COSMOS_LOG_FILE": dir.path().join("proxy.log").display().to_string()}
+        }}),
+    );
+    let llm = ScriptedLlm::start(json!([
+        {"when": "Time MCP:get_current_time", "times": 1, "content": call("Time MCP:get_current_time", json!({"timezone": "UTC"}))},
+        {"when": "next action", "content": finish("It is now.")},
+        {"content": "It is now."}
+    ]));
+    let runs = dir.path().join("runs");
+    let args = cosmos_run_args(&outer, &runs, "time_mcp_000", "react", &[]);
+    let out = cosmos(&args, &llm, "sk-test");
+    assert!(out.status.success(), "{}", text(&out));
+    let agent_calls: Vec<Value> = calls_of(&events(&only_run(&runs)))
+        .into_iter()
+        .cloned()
+        .collect();
+    assert_eq!(agent_calls.len(), 1, "{agent_calls:?}");
+    // The proxy ended its session when the run closed it (stdio closed): the same call, the
+    // same result, with the run's own client named.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let proxied = loop {
+        let finished = std::fs::read_dir(&sessions)
+            .ok()
+            .and_then(|mut d| d.next())
+            .map(|e| e.unwrap().path())
+            .filter(|p| {
+                std::fs::read_to_string(p)
+                    .unwrap()
+                    .contains("\"run_finished\"")
+            });
+        if let Some(p) = finished {
+            break events(&p);
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the proxy never finished its session"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let proxied_calls = calls_of(&proxied);
+    assert_eq!(proxied_calls.len(), 1);
+    assert_eq!(proxied_calls[0]["tool"], "Time MCP:get_current_time");
+    assert_eq!(proxied_calls[0]["result"], agent_calls[0]["result"]);
+    assert_eq!(proxied[0]["agent"]["kind"], "external");
+}

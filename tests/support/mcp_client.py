@@ -1,0 +1,64 @@
+"""A real MCP client for the proxy's tests: the MCP Python SDK's own (PyPI `mcp`, 1.x).
+
+    python mcp_client.py SPEC_JSON
+
+SPEC is {"transport": "stdio", "command": ..., "args": [...], "env": {...}} or
+{"transport": "http", "url": ..., "token": ...}, with "client": {"name", "version"} and
+"calls": [{"name", "arguments"}]. Prints one JSON object: the listed tools and each call's
+result as the SDK decoded it (by alias: `isError`, `structuredContent`, `_meta`). A call that
+raises is {"raised": message}. With "pause_file", it waits after the first call until that file
+exists (so a test can act mid-session).
+"""
+
+import asyncio
+import json
+import os
+import sys
+
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamablehttp_client
+from mcp.types import Implementation
+
+
+async def session_calls(read, write, spec):
+    info = spec.get("client", {"name": "sdk-test-client", "version": "0.0.1"})
+    async with ClientSession(
+        read, write, client_info=Implementation(name=info["name"], version=info["version"])
+    ) as session:
+        await session.initialize()
+        tools = await session.list_tools()
+        out = {"tools": [t.model_dump(by_alias=True, exclude_none=True) for t in tools.tools]}
+        results = []
+        for i, call in enumerate(spec.get("calls", [])):
+            try:
+                result = await session.call_tool(call["name"], call.get("arguments", {}))
+                results.append(result.model_dump(by_alias=True, exclude_none=True))
+            except Exception as e:  # the test asserts on what happened, whatever it was
+                results.append({"raised": str(e)})
+            pause = spec.get("pause_file")
+            if i == 0 and pause:
+                print(json.dumps({"paused": True}), flush=True)
+                while not os.path.exists(pause):
+                    await asyncio.sleep(0.05)
+        out["results"] = results
+        return out
+
+
+async def main(spec):
+    if spec["transport"] == "stdio":
+        params = StdioServerParameters(
+            command=spec["command"], args=spec.get("args", []), env=spec.get("env")
+        )
+        async with stdio_client(params) as (read, write):
+            return await session_calls(read, write, spec)
+    headers = {}
+    if spec.get("token"):
+        headers["Authorization"] = "Bearer " + spec["token"]
+    async with streamablehttp_client(spec["url"], headers=headers) as (read, write, _):
+        return await session_calls(read, write, spec)
+
+
+if __name__ == "__main__":
+    result = asyncio.run(main(json.loads(sys.argv[1])))
+    print(json.dumps(result), flush=True)
