@@ -1,6 +1,8 @@
 //! `cosmos proxy` driven by real MCP clients nobody here wrote (the MCP Python SDK's, over
 //! stdio and streamable HTTP) and by cosmos's own `run`, in front of real servers.
 
+#[path = "support/otlp_sink.rs"]
+mod otlp_sink;
 mod support;
 
 use std::io::{BufRead, BufReader};
@@ -476,7 +478,27 @@ fn over_http_a_token_is_required_and_sigterm_leaves_a_finished_file() {
         "a client without the token got in"
     );
     assert!(!out.exists() || std::fs::read_dir(&out).unwrap().next().is_none());
-    // With it: a session, held open mid-way while the proxy is stopped.
+    // With it: a session that the client ends ends as completed.
+    let done = sdk_client(json!({"transport": "http", "url": url, "token": token,
+        "client": {"name": "first-client", "version": "1"},
+        "calls": [{"name": "ok", "arguments": {"text": "zero"}}]}));
+    assert_eq!(done["results"][0]["content"][0]["text"], "ok: zero");
+    let first = only_run(&out);
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !std::fs::read_to_string(&first)
+        .unwrap()
+        .contains("run_finished")
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the ended session was never finished"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let ended = events(&first);
+    assert_eq!(ended.last().unwrap()["ending"], "client_closed");
+    std::fs::rename(&first, dir.path().join("first.jsonl")).unwrap();
+    // And a session held open mid-way while the proxy is stopped.
     let pause = dir.path().join("go-on");
     let mut client = Command::new(python())
         .arg(client_script())
@@ -586,4 +608,193 @@ fn cosmos_run_reaches_real_servers_through_the_proxy() {
     assert_eq!(proxied_calls[0]["tool"], "Time MCP:get_current_time");
     assert_eq!(proxied_calls[0]["result"], agent_calls[0]["result"]);
     assert_eq!(proxied[0]["agent"]["kind"], "external");
+}
+
+fn cosmos_ok(args: &[&str]) -> std::process::Output {
+    let out = Command::new(env!("CARGO_BIN_EXE_cosmos"))
+        .args(args)
+        .env(
+            "COSMOS_LOG_FILE",
+            std::env::temp_dir().join(format!("cosmos-proxy-test-{}.log", std::process::id())),
+        )
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "cosmos {args:?}: {}", text(&out));
+    out
+}
+
+#[test]
+fn a_proxy_session_is_a_run_like_any_other() {
+    let dir = tempfile::tempdir().unwrap();
+    let recorded = dir.path().join("recorded");
+    // Two sessions: a memory world model predicts each one's calls from the other's.
+    record_session(dir.path(), &recorded);
+    record_session(dir.path(), &recorded);
+    let mut sessions: Vec<PathBuf> = std::fs::read_dir(&recorded)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    sessions.sort();
+    assert_eq!(sessions.len(), 2, "{sessions:?}");
+    let run = sessions[0].clone();
+    let run_path = run.to_str().unwrap();
+    // wm-eval scores world models on the session's real calls.
+    let evaluated = dir.path().join("wm-eval");
+    let wm = cosmos_ok(&[
+        "wm-eval",
+        recorded.to_str().unwrap(),
+        "--world-model",
+        "memory",
+        "--memory-from",
+        recorded.to_str().unwrap(),
+        "--format",
+        "json",
+        "--out",
+        evaluated.to_str().unwrap(),
+    ]);
+    let doc: Value = serde_json::from_slice(&wm.stdout).unwrap();
+    assert_eq!(doc["world_models"][0]["n"], 4, "{doc}");
+    assert_eq!(doc["world_models"][0]["fidelity"]["mean"], 1.0, "{doc}");
+    // The transition dataset holds its two calls.
+    let exports = dir.path().join("exports");
+    cosmos_ok(&[
+        "export",
+        "transitions",
+        "--out",
+        exports.to_str().unwrap(),
+        run_path,
+    ]);
+    let lines: usize = std::fs::read_dir(&exports)
+        .unwrap()
+        .map(|e| {
+            std::fs::read_to_string(e.unwrap().path())
+                .unwrap()
+                .lines()
+                .count()
+        })
+        .sum();
+    assert!(lines >= 2, "{lines} transitions");
+    let markdown = cosmos_ok(&["export", "markdown", run_path]);
+    let markdown = String::from_utf8_lossy(&markdown.stdout);
+    assert!(
+        markdown.contains("flaky:forecast") && markdown.contains("external"),
+        "{markdown}"
+    );
+    let (port, captured) = otlp_sink::start(true);
+    cosmos_ok(&[
+        "export",
+        "otel",
+        "--endpoint",
+        &format!("http://127.0.0.1:{port}"),
+        run_path,
+    ]);
+    let spans = captured.lock().unwrap().clone();
+    assert!(
+        spans
+            .windows(b"flaky:forecast".len())
+            .any(|w| w == b"flaky:forecast"),
+        "no span names the call"
+    );
+}
+
+/// One JSON-RPC line to the proxy's stdin.
+fn send(stdin: &mut impl std::io::Write, message: Value) {
+    writeln!(stdin, "{message}").unwrap();
+    stdin.flush().unwrap();
+}
+
+#[test]
+fn over_stdio_sigterm_mid_session_leaves_a_finished_file_and_exits_non_zero() {
+    let dir = tempfile::tempdir().unwrap();
+    let calls_file = dir.path().join("calls.txt");
+    let mcp = write_mcp_config(
+        dir.path(),
+        json!({"flaky": flaky_with(json!({"FLAKY_CALLS_FILE": calls_file.display().to_string()}))}),
+    );
+    let out = dir.path().join("runs");
+    let mut proxy = Command::new(env!("CARGO_BIN_EXE_cosmos"))
+        .args([
+            "proxy",
+            "--mcp-config",
+            &mcp.display().to_string(),
+            "--out",
+            &out.display().to_string(),
+        ])
+        .env("COSMOS_LOG_FILE", dir.path().join("proxy.log"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = proxy.stdin.take().unwrap();
+    let mut stdout = BufReader::new(proxy.stdout.take().unwrap());
+    let mut reply = || {
+        let mut line = String::new();
+        stdout.read_line(&mut line).unwrap();
+        serde_json::from_str::<Value>(&line).unwrap_or_else(|e| panic!("{e}: stdout held {line:?}"))
+    };
+    send(
+        &mut stdin,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "hand", "version": "0"}}}),
+    );
+    assert_eq!(reply()["id"], 1);
+    send(
+        &mut stdin,
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    );
+    send(
+        &mut stdin,
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "ok", "arguments": {"text": "one"}}}),
+    );
+    let answered = reply();
+    assert_eq!(
+        answered["result"]["content"][0]["text"], "ok: one",
+        "{answered}"
+    );
+    // A call that never ends, then the signal.
+    send(
+        &mut stdin,
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "hang", "arguments": {"text": "forever"}}}),
+    );
+    let run = only_run(&out);
+    // Stopped once the server has the call, so it is on its way for certain.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !std::fs::read_to_string(&calls_file)
+        .unwrap_or_default()
+        .contains("hang")
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the server never got the call"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &proxy.id().to_string()])
+            .status()
+            .unwrap()
+            .success()
+    );
+    assert_eq!(proxy.wait().unwrap().code(), Some(130));
+    let events = events(&run);
+    let calls = calls_of(&events);
+    assert_eq!(calls.len(), 2, "the call in flight is recorded, cut off");
+    assert_eq!(calls[1]["tool"], "flaky:hang");
+    assert!(
+        calls[1]["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("cut off after"),
+        "{}",
+        calls[1]
+    );
+    let last = events.last().unwrap();
+    assert_eq!(
+        (last["status"].as_str(), last["ending"].as_str()),
+        (Some("interrupted"), Some("interrupted")),
+        "{last}"
+    );
+    assert_eq!(last["totals"]["tool_calls"], 2);
 }

@@ -1,5 +1,7 @@
 //! Every ending `cosmos report` can print is one an agent really reaches: each is produced
-//! here by an agent run over scripted ports, and the set of them is `Ending::ALL`.
+//! here by an agent run over scripted ports, and the set of them is `Ending::ALL` but
+//! `client_closed`, which only `cosmos proxy` writes (`tests/engine_proxy.rs` reaches it with
+//! a real client).
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -146,5 +148,9 @@ async fn every_ending_a_report_can_print_is_reached_by_an_agent() {
     drop(stop);
     reach(Ending::Interrupted, end);
 
-    assert_eq!(reached, Ending::ALL.into_iter().collect::<BTreeSet<_>>());
+    let agents_endings = Ending::ALL
+        .into_iter()
+        .filter(|e| *e != Ending::ClientClosed)
+        .collect::<BTreeSet<_>>();
+    assert_eq!(reached, agents_endings);
 }

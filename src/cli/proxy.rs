@@ -46,9 +46,10 @@ pub struct ProxyArgs {
     /// Folder for the sessions' trajectories.
     #[arg(long, default_value = "runs")]
     pub out: PathBuf,
-    /// Serve streamable HTTP at ADDR (path /mcp) instead of stdio; port 0 picks a free port,
-    /// which is printed. An address beyond loopback needs a bearer token (--token-env).
-    #[arg(long, value_name = "ADDR")]
+    /// Serve streamable HTTP at ADDR (path /mcp) instead of stdio: HOST:PORT, or a PORT alone
+    /// for 127.0.0.1 (port 0 picks a free one, which is printed). An address beyond loopback
+    /// needs a bearer token (--token-env).
+    #[arg(long, value_name = "ADDR", value_parser = listen_address)]
     pub http: Option<SocketAddr>,
     /// The environment variable holding the bearer token HTTP clients must send (required
     /// beyond loopback; when set, required on loopback too). Never pass a token as a flag.
@@ -69,6 +70,17 @@ pub struct ProxyArgs {
     /// Time one tool call may take, seconds.
     #[arg(long, default_value_t = 60)]
     pub call_timeout_s: u64,
+}
+
+/// `--http`: `HOST:PORT`, `localhost:PORT`, or a port alone on loopback.
+fn listen_address(text: &str) -> Result<SocketAddr, String> {
+    if let Ok(addr) = text.parse::<SocketAddr>() {
+        return Ok(addr);
+    }
+    let port = text.strip_prefix("localhost:").unwrap_or(text);
+    port.parse::<u16>()
+        .map(|port| SocketAddr::from(([127, 0, 0, 1], port)))
+        .map_err(|_| format!("{text:?} is not HOST:PORT or a port"))
 }
 
 /// `--mode`.
@@ -171,4 +183,26 @@ pub fn run(args: ProxyArgs) -> Result<ExitCode> {
         Stop::ClientClosed => ExitCode::SUCCESS,
         Stop::Signalled => ExitCode::from(130),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_port_alone_listens_on_loopback() {
+        assert_eq!(
+            listen_address("8931").unwrap().to_string(),
+            "127.0.0.1:8931"
+        );
+        assert_eq!(
+            listen_address("localhost:0").unwrap().to_string(),
+            "127.0.0.1:0"
+        );
+        assert_eq!(
+            listen_address("0.0.0.0:80").unwrap().to_string(),
+            "0.0.0.0:80"
+        );
+        assert!(listen_address("example.com:80").is_err());
+    }
 }

@@ -1,6 +1,6 @@
 //! The MCP server a client talks to: rmcp's `ServerHandler` over the proxy's [`Setup`]. Each
 //! handler is one client session (stdio has one; streamable HTTP makes one per session), and
-//! opens its [`Session`] when the client's `initialize` names it.
+//! opens its [`Session`] at the client's first call, named as its `initialize` named it.
 
 use std::borrow::Cow;
 use std::sync::{Arc, OnceLock};
@@ -38,7 +38,7 @@ impl ProxyHandler {
         }
     }
 
-    /// The session, opened now if the client called before its `initialize` named it.
+    /// The session, opened at the first call (with the client its `initialize` named).
     fn session(&self, client: Option<&Implementation>) -> Result<Arc<Session>, McpError> {
         if let Some(session) = self.session.get() {
             return Ok(session.clone());
@@ -62,7 +62,7 @@ impl ProxyHandler {
                 tool: name.to_string(),
                 arguments,
             };
-            self.recorded(session.real(planned, None, outcome));
+            self.recorded(session.real(None, planned, None, outcome));
             return reply;
         };
         let mut planned = PlannedCall {
@@ -104,12 +104,13 @@ impl ProxyHandler {
             // without one (`--on-miss real` needs them).
             return error_result("cosmos proxy: no upstream server is running", json!({}));
         };
+        let ticket = session.sending(&planned);
         let (server, mut outcome) = pool.call(&planned.tool, &planned.arguments).await;
         let reply = match outcome.reply.take() {
             Some(reply) => *reply,
             None => reply_of(server.as_deref(), &outcome),
         };
-        self.recorded(session.real(planned, server, outcome));
+        self.recorded(session.real(Some(ticket), planned, server, outcome));
         reply
     }
 
@@ -184,8 +185,9 @@ impl ServerHandler for ProxyHandler {
         request: InitializeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, McpError> {
+        // The session is recorded from its first call: a client that only looks (lists
+        // tools, as desktop clients do at every start) leaves no empty run behind.
         context.peer.set_peer_info(request.clone());
-        self.session(Some(&request.client_info))?;
         self.negotiate_initialize(&request)
     }
 

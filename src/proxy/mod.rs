@@ -161,6 +161,8 @@ pub struct Setup {
     pub settings: BTreeMap<String, Value>,
     /// Sessions open now, so a stop can end each one.
     sessions: Mutex<Vec<Weak<Session>>>,
+    /// Told whenever a session ends.
+    session_closed: Arc<tokio::sync::Notify>,
 }
 
 impl Setup {
@@ -288,6 +290,7 @@ impl Setup {
             redactor,
             settings,
             sessions: Mutex::new(Vec::new()),
+            session_closed: Arc::new(tokio::sync::Notify::new()),
         })
     }
 
@@ -331,10 +334,28 @@ impl Setup {
         sessions.push(Arc::downgrade(session));
     }
 
-    /// Sessions still open.
+    /// Sessions still open (not yet ended in their file).
     pub fn open_sessions(&self) -> Vec<Arc<Session>> {
         let sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
-        sessions.iter().filter_map(Weak::upgrade).collect()
+        sessions
+            .iter()
+            .filter_map(Weak::upgrade)
+            .filter(|s| !s.is_closed())
+            .collect()
+    }
+
+    /// Waits until every session has ended in its file.
+    async fn all_closed(&self) {
+        loop {
+            let closed = self.session_closed.notified();
+            tokio::pin!(closed);
+            // Registered before looking, so an end between the look and the wait is seen.
+            closed.as_mut().enable();
+            if self.open_sessions().is_empty() {
+                return;
+            }
+            closed.await;
+        }
     }
 
     /// Ends every open session with `status` and `ending`.
@@ -487,11 +508,7 @@ pub async fn serve_stdio(setup: Arc<Setup>, mut stop: watch::Receiver<bool>) -> 
     }
     // Shadowed calls whose prediction is still coming hold their session open: wait for them
     // (a stop, or SETTLE, writes them without it).
-    let settled = tokio::time::timeout(SETTLE, async {
-        while !setup.open_sessions().is_empty() {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    });
+    let settled = tokio::time::timeout(SETTLE, setup.all_closed());
     tokio::select! {
         _ = settled => {}
         _ = stop.wait_for(|s| *s) => {

@@ -11,7 +11,8 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use anyhow::{Context, Result};
 use rmcp::model::Implementation;
@@ -37,6 +38,8 @@ const UNKNOWN_CLIENT: &str = "unknown client";
 pub struct Session {
     path: PathBuf,
     state: Mutex<State>,
+    /// Told when the session ends (the proxy waits on it before exiting).
+    closed: Arc<tokio::sync::Notify>,
 }
 
 /// What a session keeps between calls.
@@ -54,6 +57,10 @@ struct State {
     next_node: NodeId,
     /// Shadowed calls whose prediction or real result is still to come.
     pending: HashMap<NodeId, Pending>,
+    /// Real calls on their way, by ticket: a session that ends first records each as cut off
+    /// (the server may have acted on it).
+    in_flight: HashMap<u64, (PlannedCall, Instant)>,
+    next_ticket: u64,
 }
 
 /// Half of a shadowed call.
@@ -157,6 +164,7 @@ impl Session {
         tracing::info!(path = %path.display(), client = client_name, "proxy session opened");
         Ok(Self {
             path,
+            closed: setup.session_closed.clone(),
             state: Mutex::new(State {
                 recorder: Some(recorder),
                 steps: 0,
@@ -165,6 +173,8 @@ impl Session {
                 last_depth: 0,
                 next_node: 1,
                 pending: HashMap::new(),
+                in_flight: HashMap::new(),
+                next_ticket: 0,
             }),
         })
     }
@@ -172,6 +182,11 @@ impl Session {
     /// The trajectory file.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// True once `run_finished` is written.
+    pub fn is_closed(&self) -> bool {
+        self.state().recorder.is_none()
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
@@ -232,15 +247,33 @@ impl Session {
         }
     }
 
-    /// Records a real call. A shadowed call (`planned.node` set) whose prediction has not
+    /// Notes a real call going out; [`Session::real`] with the ticket records its end.
+    pub fn sending(&self, planned: &PlannedCall) -> u64 {
+        let mut state = self.state();
+        state.next_ticket += 1;
+        let ticket = state.next_ticket;
+        state
+            .in_flight
+            .insert(ticket, (planned.clone(), Instant::now()));
+        ticket
+    }
+
+    /// Records a real call (`ticket` from [`Session::sending`], when it was noted). A shadowed call (`planned.node` set) whose prediction has not
     /// been written yet waits for it.
     pub fn real(
         &self,
+        ticket: Option<u64>,
         planned: PlannedCall,
         server: Option<String>,
         outcome: CallOutcome,
     ) -> Result<()> {
         let mut state = self.state();
+        if let Some(ticket) = ticket
+            && state.in_flight.remove(&ticket).is_none()
+        {
+            // The session ended while the call was out, and recorded it as cut off.
+            return Ok(());
+        }
         // The world model's next prediction knows this result at once, recorded or not.
         state.history.push(HistoryStep {
             tool: planned.tool.clone(),
@@ -299,6 +332,33 @@ impl Session {
                     .and_then(|()| state.real(*waiting));
             }
         }
+        let mut cut: Vec<(u64, (PlannedCall, Instant))> = state.in_flight.drain().collect();
+        cut.sort_unstable_by_key(|(ticket, _)| *ticket);
+        for (_, (planned, sent)) in cut {
+            let message = format!(
+                "cut off after {:.1}s: the session ended before the server answered",
+                sent.elapsed().as_secs_f64()
+            );
+            let outcome = CallOutcome {
+                result: crate::trajectory::event::Observation {
+                    text: message.clone(),
+                    is_error: true,
+                    ..Default::default()
+                },
+                error: Some(message),
+                latency: sent.elapsed(),
+                server_died: None,
+                reply: None,
+            };
+            let server = None;
+            written = written.and_then(|()| {
+                state.real(Waiting {
+                    planned,
+                    server,
+                    outcome,
+                })
+            });
+        }
         let finished = written.and_then(|()| {
             state.emit(EventBody::RunFinished {
                 status,
@@ -311,6 +371,8 @@ impl Session {
             tracing::warn!(path = %self.path.display(), "ending a proxy session: {e:#}");
         }
         state.recorder = None;
+        drop(state);
+        self.closed.notify_waiters();
         tracing::info!(path = %self.path.display(), "proxy session closed");
     }
 }

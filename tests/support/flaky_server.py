@@ -97,6 +97,7 @@ def huge(mib: int) -> str:
 @mcp.tool()
 async def hang(text: str) -> str:
     """Never answer (without blocking the server's other calls)."""
+    called("hang")
     await asyncio.sleep(3600)
     return "unreachable"
 
