@@ -1,0 +1,169 @@
+//! Proxy benchmark: prints figures, asserts nothing. `cargo bench --bench proxy` (`-- --quick`
+//! for a tenth). The fast server is server-everything's `echo` over stdio (installed by
+//! scripts/install-test-servers.sh), called through the project's own MCP client:
+//!
+//! - latency: 2,000 sequential calls straight to the server, then through `cosmos proxy`
+//!   (record mode, every call written to its session's file): p50 and p99 of each and what the
+//!   proxy adds;
+//! - throughput: one `cosmos proxy --http` and 8 clients calling at once for 5,000 calls in all
+//!   (each client its own session), against 8 callers sharing one direct connection.
+
+#[path = "../tests/support/mod.rs"]
+mod support;
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::scale;
+use mcp_cosmos::mcp::config::McpConfig;
+use mcp_cosmos::mcp::pool::{McpPool, Timeouts};
+use serde_json::{Value, json};
+use support::npm_bin;
+
+fn pool_of(servers: Value) -> McpConfig {
+    McpConfig::parse(&json!({"mcpServers": servers}).to_string()).unwrap()
+}
+
+async fn connect(servers: Value) -> McpPool {
+    let config = pool_of(servers);
+    let (pool, failures) = McpPool::connect(&config.servers, Timeouts::default()).await;
+    assert!(failures.is_empty(), "{failures:?}");
+    pool
+}
+
+/// Latencies of `n` sequential calls of `tool`, sorted, in microseconds.
+async fn sequential(pool: &McpPool, tool: &str, n: usize) -> Vec<f64> {
+    let mut times = Vec::with_capacity(n);
+    for i in 0..n {
+        let started = Instant::now();
+        let (_, out) = pool
+            .call(tool, &json!({"message": format!("call {i}")}))
+            .await;
+        assert_eq!(out.error, None, "{:?}", out.result);
+        times.push(started.elapsed().as_secs_f64() * 1e6);
+    }
+    times.sort_by(f64::total_cmp);
+    times
+}
+
+fn quantile(sorted: &[f64], q: f64) -> f64 {
+    sorted[((sorted.len() - 1) as f64 * q).round() as usize]
+}
+
+/// Calls per second of `clients` pools calling `tool` at once, `total` calls in all.
+async fn throughput(pools: Vec<Arc<McpPool>>, tool: &str, total: usize) -> f64 {
+    let each = total / pools.len();
+    let started = Instant::now();
+    let tasks: Vec<_> = pools
+        .into_iter()
+        .map(|pool| {
+            let tool = tool.to_string();
+            tokio::spawn(async move {
+                for i in 0..each {
+                    let (_, out) = pool.call(&tool, &json!({"message": format!("c{i}")})).await;
+                    assert_eq!(out.error, None, "{:?}", out.result);
+                }
+            })
+        })
+        .collect();
+    let calls = each * tasks.len();
+    for t in tasks {
+        t.await.unwrap();
+    }
+    calls as f64 / started.elapsed().as_secs_f64()
+}
+
+#[tokio::main(flavor = "multi_thread")]
+async fn main() {
+    support::servers(); // installed by scripts/install-test-servers.sh
+    let n = 2_000 / scale();
+    let total = 5_000 / scale();
+    let dir = tempfile::tempdir().unwrap();
+    let everything = json!({"command": npm_bin("mcp-server-everything")});
+    let inner = dir.path().join("inner.json");
+    std::fs::write(
+        &inner,
+        json!({"mcpServers": {"everything": everything}}).to_string(),
+    )
+    .unwrap();
+    let cosmos = env!("CARGO_BIN_EXE_cosmos");
+    let log = dir.path().join("proxy.log");
+
+    let direct = connect(json!({"everything": everything})).await;
+    sequential(&direct, "everything:echo", 50).await; // warm up
+    let straight = sequential(&direct, "everything:echo", n).await;
+    let proxied = connect(json!({"everything": {
+        "command": cosmos,
+        "args": ["proxy", "--mcp-config", inner.display().to_string(), "--out", dir.path().join("stdio-runs").display().to_string()],
+        "env": {"COSMOS_LOG_FILE": log.display().to_string()}
+    }}))
+    .await;
+    sequential(&proxied, "everything:echo", 50).await;
+    let through = sequential(&proxied, "everything:echo", n).await;
+    println!("proxy latency, {n} sequential calls of everything:echo over stdio (µs):");
+    println!("  {:<22} {:>9} {:>9}", "", "p50", "p99");
+    for (name, t) in [("direct", &straight), ("through cosmos proxy", &through)] {
+        println!(
+            "  {name:<22} {:>9.0} {:>9.0}",
+            quantile(t, 0.5),
+            quantile(t, 0.99)
+        );
+    }
+    println!(
+        "  added by the proxy     {:>9.0} {:>9.0}   (target: < 1000 µs at p50)",
+        quantile(&through, 0.5) - quantile(&straight, 0.5),
+        quantile(&through, 0.99) - quantile(&straight, 0.99)
+    );
+    proxied.shutdown().await;
+
+    // Throughput: one HTTP proxy, 8 clients.
+    let mut proxy = Command::new(cosmos)
+        .args([
+            "proxy",
+            "--mcp-config",
+            &inner.display().to_string(),
+            "--http",
+            "127.0.0.1:0",
+        ])
+        .args(["--out", &dir.path().join("http-runs").display().to_string()])
+        .env("COSMOS_LOG_FILE", &log)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(proxy.stderr.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap()
+        .trim_end_matches(';')
+        .to_string();
+    let mut clients = Vec::new();
+    for _ in 0..8 {
+        clients.push(Arc::new(
+            connect(json!({"everything": {"type": "http", "url": url}})).await,
+        ));
+    }
+    let through_proxy = throughput(clients.clone(), "everything:echo", total).await;
+    let shared = Arc::new(direct);
+    let straight = throughput(vec![shared.clone(); 8], "everything:echo", total).await;
+    println!("throughput, {total} calls from 8 concurrent clients:");
+    println!("  direct (8 callers on one stdio connection) {straight:>8.0} calls/s");
+    println!("  one cosmos proxy over HTTP, 8 sessions     {through_proxy:>8.0} calls/s");
+    for c in clients {
+        if let Ok(pool) = Arc::try_unwrap(c) {
+            pool.shutdown().await;
+        }
+    }
+    let _ = Command::new("kill")
+        .args(["-TERM", &proxy.id().to_string()])
+        .status();
+    let _ = tokio::time::timeout(Duration::from_secs(10), async { proxy.wait() }).await;
+}
