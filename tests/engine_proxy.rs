@@ -388,11 +388,16 @@ fn events_of_only(dir: &Path) -> Vec<Value> {
 }
 
 #[test]
-fn a_dead_upstream_gives_a_tool_error_naming_it_and_the_session_goes_on() {
+fn a_dead_upstream_gives_a_tool_error_naming_it_and_is_started_again_for_the_next_call() {
     let dir = tempfile::tempdir().unwrap();
+    let once = dir.path().join("started-once");
     let mcp = write_mcp_config(
         dir.path(),
-        json!({"flaky": flaky_server(), "Time MCP": bench_servers()["Time MCP"]}),
+        json!({
+            "flaky": flaky_server(),
+            "once": flaky_with(json!({"FLAKY_START_ONCE_FILE": once.display().to_string()})),
+            "Time MCP": bench_servers()["Time MCP"]
+        }),
     );
     let out = dir.path().join("runs");
     let answer = sdk_client(through_proxy(
@@ -406,28 +411,43 @@ fn a_dead_upstream_gives_a_tool_error_naming_it_and_the_session_goes_on() {
         json!([
             {"name": "flaky_die", "arguments": {"text": "now"}},
             {"name": "flaky_ok", "arguments": {"text": "still there?"}},
+            {"name": "once_die", "arguments": {"text": "now"}},
+            {"name": "once_ok", "arguments": {"text": "still there?"}},
             {"name": "Time_MCP_get_current_time", "arguments": {"timezone": "UTC"}},
         ]),
     ));
     let results = answer["results"].as_array().unwrap();
-    for dead in &results[..2] {
-        assert_eq!(dead["isError"], true, "{dead}");
-        assert!(
-            dead["content"][0]["text"]
-                .as_str()
-                .unwrap()
-                .contains("server flaky"),
-            "{dead}"
-        );
+    let text_of = |i: usize| {
+        results[i]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    // The call that killed it: a tool error naming the server.
+    for (i, server) in [(0, "server flaky"), (2, "server once")] {
+        assert_eq!(results[i]["isError"], true, "{}", results[i]);
+        assert!(text_of(i).contains(server), "{}", text_of(i));
     }
-    assert_eq!(results[2]["isError"], false, "{}", results[2]);
-    let events = events(&only_run(&out));
-    assert_eq!(calls_of(&events).len(), 3);
+    // Started again, the next call works; a server that cannot start again is named.
+    assert_eq!(text_of(1), "ok: still there?");
+    assert_eq!(results[3]["isError"], true);
     assert!(
-        events
-            .iter()
-            .any(|e| e["kind"] == "error" && e["name"] == "flaky")
+        text_of(3).contains("server once is not running"),
+        "{}",
+        text_of(3)
     );
+    assert_eq!(results[4]["isError"], false, "{}", results[4]);
+    let events = events(&only_run(&out));
+    assert_eq!(calls_of(&events).len(), 5);
+    let said = |name: &str, words: &str| {
+        events.iter().any(|e| {
+            e["kind"] == "error"
+                && e["name"] == name
+                && e["message"].as_str().unwrap().contains(words)
+        })
+    };
+    assert!(said("flaky", "started again"));
+    assert!(said("once", "could not be started again"));
     assert_eq!(events.last().unwrap()["status"], "completed");
 }
 

@@ -38,7 +38,8 @@ pub fn run(config: &Path, verbose: bool, startup_timeout_s: u64) -> Result<ExitC
             }
             continue;
         }
-        let server = pool.servers().iter().find(|s| s.name == cfg.name);
+        let servers = pool.servers();
+        let server = servers.iter().find(|s| s.name == cfg.name);
         let tools = server.map_or(&[][..], |s| &s.tools[..]);
         out.push_str(&format!("  {} tool(s)\n", tools.len()));
         for t in tools {

@@ -1,5 +1,6 @@
 //! Several servers at once, behind one namespaced tool catalogue (`server:tool`).
 
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -26,12 +27,16 @@ impl Default for Timeouts {
     }
 }
 
-/// The connected servers.
+/// The connected servers. A server is held in a slot so a long-lived client (`cosmos proxy`)
+/// can start a dead one again ([`McpPool::restart`]); an agent's run never does (MCP-Bench's
+/// servers stay down once they fail).
 #[derive(Debug, Default)]
 pub struct McpPool {
-    servers: Vec<Server>,
+    servers: Vec<RwLock<Arc<Server>>>,
     configs: Vec<ServerConfig>,
     timeouts: Timeouts,
+    /// One restart at a time, so two calls that find a server dead start it once.
+    restarting: tokio::sync::Mutex<()>,
 }
 
 impl McpPool {
@@ -48,15 +53,21 @@ impl McpPool {
             servers: Vec::new(),
             configs: configs.to_vec(),
             timeouts,
+            restarting: tokio::sync::Mutex::new(()),
         };
         let mut failures = Vec::new();
         for attempt in attempts {
             match attempt {
-                Ok(s) => pool.servers.push(s),
+                Ok(s) => pool.servers.push(RwLock::new(Arc::new(s))),
                 Err(f) => failures.push(f),
             }
         }
         (pool, failures)
+    }
+
+    /// The server in a slot (a clone of its handle: no lock is held across an await).
+    fn current(slot: &RwLock<Arc<Server>>) -> Arc<Server> {
+        slot.read().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     /// The servers, as recorded in a trajectory header.
@@ -75,22 +86,55 @@ impl McpPool {
     pub fn tools(&self) -> Vec<ToolInfo> {
         self.servers
             .iter()
-            .flat_map(|s| s.tools.iter().cloned())
+            .flat_map(|s| Self::current(s).tools.clone())
             .collect()
     }
 
     /// The connected servers.
-    pub fn servers(&self) -> &[Server] {
-        &self.servers
+    pub fn servers(&self) -> Vec<Arc<Server>> {
+        self.servers.iter().map(Self::current).collect()
+    }
+
+    /// The server that offers `tool` (its exact namespaced name).
+    pub fn server_of(&self, tool: &str) -> Option<Arc<Server>> {
+        self.servers
+            .iter()
+            .map(Self::current)
+            .find(|server| server.tools.iter().any(|t| t.name == tool))
+    }
+
+    /// Starts the server `name` again if it is dead (its process gone); a server another call
+    /// restarted meanwhile is left alone. The old connection is stopped.
+    pub async fn restart(&self, name: &str) -> Result<(), ServerFailure> {
+        let _one = self.restarting.lock().await;
+        let slot = self.servers.iter().find(|s| Self::current(s).name == name);
+        let (Some(slot), Some(config)) = (slot, self.configs.iter().find(|c| c.name == name))
+        else {
+            return Err(ServerFailure {
+                name: name.to_string(),
+                message: "no such server in the pool".into(),
+                stderr_tail: None,
+            });
+        };
+        if Self::current(slot).failure().is_none() {
+            return Ok(());
+        }
+        let fresh = Arc::new(Server::connect(config, self.timeouts.startup).await?);
+        let old = std::mem::replace(&mut *slot.write().unwrap_or_else(|p| p.into_inner()), fresh);
+        if let Some(old) = Arc::into_inner(old) {
+            old.shutdown().await;
+        }
+        Ok(())
     }
 
     /// Calls a namespaced tool, found by its exact name in the catalogue (a server's name may
     /// itself hold a `:`). An unknown tool is an error outcome, not a panic.
     pub async fn call(&self, tool: &str, arguments: &Value) -> (Option<String>, CallOutcome) {
-        let found = self.servers.iter().find_map(|server| {
+        let found = self.servers.iter().map(Self::current).find_map(|server| {
             let own = tool
                 .strip_prefix(server.name.as_str())
-                .and_then(|rest| rest.strip_prefix(':'))?;
+                .and_then(|rest| rest.strip_prefix(':'))?
+                .to_string();
             server
                 .tools
                 .iter()
@@ -100,15 +144,18 @@ impl McpPool {
         match found {
             Some((server, own)) => (
                 Some(server.name.clone()),
-                server.call(own, arguments, self.timeouts.call).await,
+                server.call(&own, arguments, self.timeouts.call).await,
             ),
             None => (None, unknown_tool(tool)),
         }
     }
 
-    /// Stops every server.
+    /// Stops every server (one still held by a call in flight is killed when that lets go).
     pub async fn shutdown(self) {
-        futures::future::join_all(self.servers.into_iter().map(Server::shutdown)).await;
+        let servers = self.servers.into_iter().filter_map(|slot| {
+            Arc::into_inner(slot.into_inner().unwrap_or_else(|p| p.into_inner()))
+        });
+        futures::future::join_all(servers.map(Server::shutdown)).await;
     }
 }
 

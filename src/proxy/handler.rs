@@ -19,7 +19,7 @@ use super::session::Session;
 use super::{META_MISS, META_SIMULATED, META_WORLD_MODEL, Mode, OnMiss, Setup};
 use crate::agent::execute::PlannedCall;
 use crate::agent::rehearse::Rehearsal;
-use crate::mcp::pool::unknown_tool;
+use crate::mcp::pool::{McpPool, unknown_tool};
 use crate::mcp::server::CallOutcome;
 use crate::trajectory::event::{Action, EventBody, Observation};
 
@@ -104,6 +104,7 @@ impl ProxyHandler {
             // without one (`--on-miss real` needs them).
             return error_result("cosmos proxy: no upstream server is running", json!({}));
         };
+        self.revive(session, pool, &planned.tool).await;
         let ticket = session.sending(&planned);
         let (server, mut outcome) = pool.call(&planned.tool, &planned.arguments).await;
         let reply = match outcome.reply.take() {
@@ -112,6 +113,31 @@ impl ProxyHandler {
         };
         self.recorded(session.real(Some(ticket), planned, server, outcome));
         reply
+    }
+
+    /// Starts the server of `tool` again when an earlier call found it dead (a proxy outlives
+    /// its servers' crashes), and records that it did, or why it could not: the call then says
+    /// the server is not running.
+    async fn revive(&self, session: &Session, pool: &McpPool, tool: &str) {
+        let Some(server) = pool.server_of(tool).filter(|s| s.failure().is_some()) else {
+            return;
+        };
+        let (message, stderr_tail) = match pool.restart(&server.name).await {
+            Ok(()) => (
+                "started again: it had stopped (whatever state it held is gone)".to_string(),
+                None,
+            ),
+            Err(f) => (
+                format!("could not be started again: {}", f.message),
+                f.stderr_tail,
+            ),
+        };
+        self.recorded(session.record(EventBody::Error {
+            source: "server".into(),
+            name: Some(server.name.clone()),
+            message,
+            stderr_tail,
+        }));
     }
 
     /// Simulate mode: the world model answers; when it cannot, `--on-miss` says what the

@@ -247,6 +247,11 @@ impl Session {
         }
     }
 
+    /// Records an event that belongs to no call (a server started again).
+    pub fn record(&self, body: EventBody) -> Result<()> {
+        self.state().emit(body)
+    }
+
     /// Notes a real call going out; [`Session::real`] with the ticket records its end.
     pub fn sending(&self, planned: &PlannedCall) -> u64 {
         let mut state = self.state();

@@ -9,6 +9,9 @@ on its own (stdin closed).
 FLAKY_CALLS_FILE set, every call appends its tool's name to that file (a test can tell that
 no call reached the server).
 
+With FLAKY_START_ONCE_FILE set, it starts only once: it writes that file, and a later start
+that finds it exits at once (a server that cannot be started again).
+
 With FLAKY_SLOW_START_FILE set, it writes its pid there and waits a minute before starting.
 With FLAKY_STUBBORN_PID_FILE set, it is a server that will not stop: it ignores SIGTERM, and
 a child it forks (whose pid goes into that file) ignores SIGTERM and stdin's end and sleeps
@@ -19,6 +22,14 @@ import signal
 import sys
 import time
 from typing import TypedDict
+
+if os.environ.get("FLAKY_START_ONCE_FILE"):
+    once = os.environ["FLAKY_START_ONCE_FILE"]
+    if os.path.exists(once):
+        print("flaky: started once already", file=sys.stderr, flush=True)
+        sys.exit(4)
+    with open(once, "w") as f:
+        f.write("started")
 
 if os.environ.get("FLAKY_SLOW_START_FILE"):
     # A slow start: say so (with our pid), then take a minute before speaking MCP.
