@@ -269,6 +269,33 @@ fn shadow_with_an_llm_world_model_records_its_calls_and_scores_them() {
     assert_eq!(simulated["observation"]["text"], "ok: goodbye");
     let call = calls_of(&events)[0];
     assert_eq!(call["node"], simulated["node"]);
+
+    // The same world model answering instead of the server.
+    let out = dir.path().join("simulated");
+    let mut spec = through_proxy(
+        &[
+            "--mcp-config",
+            &mcp.display().to_string(),
+            "--out",
+            &out.display().to_string(),
+            "--mode",
+            "simulate",
+            "--world-model",
+            "llm",
+        ],
+        &dir.path().join("proxy.log"),
+        json!([{"name": "ok", "arguments": {"text": "hello"}}]),
+    );
+    spec["env"]["OPENAI_BASE_URL"] = json!(llm.base_url());
+    spec["env"]["OPENAI_API_KEY"] = json!("sk-proxy-test-key-000000000000");
+    spec["env"]["COSMOS_MODEL"] = json!("scripted-model");
+    let answer = sdk_client(spec);
+    let result = &answer["results"][0];
+    assert_eq!(result["content"][0]["text"], "ok: goodbye", "{result}");
+    assert_eq!(result["_meta"]["io.github.mcp-cosmos/world_model"], "llm");
+    let events = support::events(&only_run(&out));
+    assert!(calls_of(&events).is_empty());
+    assert_eq!(events[0]["roles"]["world_model"]["model"], "scripted-model");
 }
 
 #[test]
@@ -817,4 +844,9 @@ fn over_stdio_sigterm_mid_session_leaves_a_finished_file_and_exits_non_zero() {
         "{last}"
     );
     assert_eq!(last["totals"]["tool_calls"], 2);
+    let validated = Command::new(env!("CARGO_BIN_EXE_cosmos"))
+        .args(["validate", &run.display().to_string()])
+        .output()
+        .unwrap();
+    assert!(validated.status.success(), "{}", text(&validated));
 }

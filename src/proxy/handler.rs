@@ -155,7 +155,14 @@ impl ProxyHandler {
         self.recorded(session.rehearsed(node, &planned, &rehearsal, true));
         let world_model = self.setup.world_model_name();
         if let Some(predicted) = rehearsal.prediction() {
-            return simulated_result(predicted, &world_model);
+            let schema = self
+                .setup
+                .catalog
+                .tools()
+                .iter()
+                .find(|t| t.name == planned.tool)
+                .and_then(|t| t.output_schema.as_deref());
+            return simulated_result(predicted, &world_model, schema);
         }
         let why = failure_of(&rehearsal);
         match self.setup.on_miss {
@@ -265,17 +272,47 @@ fn error_result(text: &str, meta: Value) -> CallToolResult {
 }
 
 /// A prediction as the client gets it: its text and structured content, its error flag, and
-/// `_meta` saying it is simulated and by which world model.
-fn simulated_result(predicted: &Observation, world_model: &str) -> CallToolResult {
+/// `_meta` saying it is simulated and by which world model. A tool with an output schema must
+/// answer with structured content (clients check): a prediction without any gets it from its
+/// text ([`structured_from_text`]).
+fn simulated_result(
+    predicted: &Observation,
+    world_model: &str,
+    output_schema: Option<&Value>,
+) -> CallToolResult {
     let mut wire = json!({
         "content": [{"type": "text", "text": predicted.text}],
         "isError": predicted.is_error,
         "_meta": {META_SIMULATED: true, META_WORLD_MODEL: world_model},
     });
-    if let Some(structured) = &predicted.structured {
-        wire["structuredContent"] = structured.as_ref().clone();
+    let structured = match (&predicted.structured, output_schema) {
+        (Some(structured), _) => Some(structured.as_ref().clone()),
+        (None, Some(schema)) if !predicted.is_error => {
+            structured_from_text(&predicted.text, schema)
+        }
+        _ => None,
+    };
+    if let Some(structured) = structured {
+        wire["structuredContent"] = structured;
     }
     result_from(wire)
+}
+
+/// Structured content for a tool whose output schema is `schema`, from a predicted text: the
+/// text itself when it is a JSON object; else, for a schema of one property (how SDKs wrap a
+/// plain return value, `{"result": …}`), the text under it (as JSON when it parses).
+fn structured_from_text(text: &str, schema: &Value) -> Option<Value> {
+    let parsed: Option<Value> = serde_json::from_str(text.trim()).ok();
+    if let Some(object @ Value::Object(_)) = &parsed {
+        return Some(object.clone());
+    }
+    let properties = schema.get("properties")?.as_object()?;
+    let (name, property) = properties.iter().next().filter(|_| properties.len() == 1)?;
+    let value = match (property.get("type").and_then(Value::as_str), parsed) {
+        (Some("string"), _) | (_, None) => Value::String(text.to_string()),
+        (_, Some(parsed)) => parsed,
+    };
+    Some(json!({ name: value }))
 }
 
 /// A result built from its wire form (rmcp's types are non-exhaustive).
@@ -317,5 +354,39 @@ pub(super) fn rehearsal_settings() -> crate::agent::mcts::Settings {
         alpha: 1.0,
         max_depth: u32::MAX,
         ..Default::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_prediction_without_structure_gets_it_from_its_text_when_the_tool_declares_one() {
+        let wrapped = json!({"type": "object", "properties": {"result": {"type": "string"}}});
+        assert_eq!(
+            structured_from_text("ok: hi", &wrapped),
+            Some(json!({"result": "ok: hi"}))
+        );
+        let number = json!({"properties": {"result": {"type": "integer"}}});
+        assert_eq!(
+            structured_from_text(" 42 ", &number),
+            Some(json!({"result": 42}))
+        );
+        let object = json!({"properties": {"city": {}, "sky": {}}});
+        assert_eq!(
+            structured_from_text(r#"{"city": "Lyon"}"#, &object),
+            Some(json!({"city": "Lyon"}))
+        );
+        assert_eq!(structured_from_text("clear skies", &object), None);
+        let given = simulated_result(
+            &Observation {
+                text: "ok: hi".into(),
+                ..Default::default()
+            },
+            "llm",
+            Some(&wrapped),
+        );
+        assert_eq!(given.structured_content, Some(json!({"result": "ok: hi"})));
     }
 }

@@ -37,7 +37,7 @@ use crate::mcp::config::McpConfig;
 use crate::mcp::pool::{McpPool, Timeouts};
 use crate::mcp::server::ServerFailure;
 use crate::trajectory::event::{
-    Action, Ending, Observation, Role, RunStatus, ServerInfo, TaskInfo, ToolInfo,
+    Action, Ending, ModelInfo, Observation, Role, RunStatus, ServerInfo, TaskInfo, ToolInfo,
 };
 use crate::trajectory::reader::EventStream;
 use crate::trajectory::redact::Redactor;
@@ -159,6 +159,8 @@ pub struct Setup {
     pub redactor: Redactor,
     /// The proxy's settings, recorded in each header beside the client.
     pub settings: BTreeMap<String, Value>,
+    /// The roles whose endpoints the proxy uses (the `llm` world model's), for headers.
+    pub roles: BTreeMap<String, ModelInfo>,
     /// Sessions open now, so a stop can end each one.
     sessions: Mutex<Vec<Weak<Session>>>,
     /// Told whenever a session ends.
@@ -271,6 +273,13 @@ impl Setup {
         if let Some(run) = &spec.tools_from {
             settings.insert("tools_from".into(), json!(run.display().to_string()));
         }
+        let mut roles = BTreeMap::new();
+        if spec.world_model == "llm" {
+            roles.insert(
+                Role::WorldModel.as_str().to_string(),
+                config.llm.endpoint(Role::WorldModel).info(),
+            );
+        }
         Ok(Self {
             mode: spec.mode,
             on_miss: spec.on_miss,
@@ -289,6 +298,7 @@ impl Setup {
             out_dir: spec.out_dir,
             redactor,
             settings,
+            roles,
             sessions: Mutex::new(Vec::new()),
             session_closed: Arc::new(tokio::sync::Notify::new()),
         })

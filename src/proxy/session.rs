@@ -114,6 +114,7 @@ impl Session {
             },
         );
         header.world_model = setup.world_model.as_ref().map(|w| w.describe());
+        header.roles = setup.roles.clone();
         header.servers = setup.servers.clone();
         header.tools = setup.catalog.tools().to_vec();
         header.label = setup.label.clone();
