@@ -12,6 +12,7 @@ pub mod metrics;
 pub mod parallel;
 pub mod probe;
 pub mod proxy;
+pub mod recheck;
 pub mod sanitize;
 pub mod task;
 pub mod trajectory;

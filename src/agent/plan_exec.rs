@@ -23,12 +23,8 @@ pub async fn run(env: &Env, sink: &mut dyn EventSink) -> Result<End> {
         ));
     };
     let rehearser = Rehearser::new(env, world_model, 0);
-    // No critic (alpha 1) and no depth limit: the step budget ends the chain.
-    let settings = Settings {
-        alpha: 1.0,
-        max_depth: u32::MAX,
-        ..Settings::default()
-    };
+    // The step budget ends the chain.
+    let settings = Settings::chain();
     sink.emit(EventBody::Phase { phase: Phase::Plan })?;
     sink.emit(EventBody::NodeAdded {
         node: 0,

@@ -79,6 +79,16 @@ impl Settled {
 }
 
 impl Settings {
+    /// A chain's rehearsals (Plan-Exec's chain, a `cosmos proxy` session): no critic (alpha 1),
+    /// no depth limit (the chain is as long as its calls).
+    pub fn chain() -> Self {
+        Self {
+            alpha: 1.0,
+            max_depth: u32::MAX,
+            ..Self::default()
+        }
+    }
+
     /// SPIRAL's defaults with the `[agent]` table of `config` over them.
     pub fn from_config(config: &crate::config::Config) -> Result<Self> {
         use anyhow::Context;

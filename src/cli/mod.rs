@@ -5,6 +5,7 @@ mod judge;
 mod live;
 mod logging;
 mod proxy;
+mod recheck;
 mod report;
 mod run;
 mod servers;
@@ -59,6 +60,10 @@ pub enum Command {
     /// recording each session as a run; a world model can shadow the real calls or answer
     /// instead of the servers.
     Proxy(Box<proxy::ProxyArgs>),
+    /// Make runs' recorded real calls again against today's servers and report how each has
+    /// drifted (same, changed, now fails, server gone); appends the findings to each run. Only
+    /// tools annotated read-only are called unless --all.
+    Recheck(Box<recheck::RecheckArgs>),
     /// Start the configured MCP servers and list their tools.
     Servers {
         /// MCP servers, in the usual {"mcpServers": {...}} form.
@@ -147,6 +152,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             .map(|()| ExitCode::SUCCESS),
         Command::Run(args) => run::run(*args),
         Command::Proxy(args) => proxy::run(*args),
+        Command::Recheck(args) => recheck::run(*args),
         Command::Servers {
             mcp_config,
             verbose,

@@ -347,16 +347,6 @@ pub(super) fn action_of(call: &PlannedCall) -> Action {
     }
 }
 
-/// The rehearsal's settings: no critic (nobody plans here), no depth limit (a client's session
-/// is as long as it is).
-pub(super) fn rehearsal_settings() -> crate::agent::mcts::Settings {
-    crate::agent::mcts::Settings {
-        alpha: 1.0,
-        max_depth: u32::MAX,
-        ..Default::default()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

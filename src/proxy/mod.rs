@@ -329,7 +329,7 @@ impl Setup {
         };
         rehearse::rehearse(
             &env,
-            &handler::rehearsal_settings(),
+            &crate::agent::mcts::Settings::chain(),
             history,
             &handler::action_of(call),
             depth,

@@ -222,6 +222,53 @@ pub struct ServerInfo {
     pub target: Option<String>,
 }
 
+/// How a recorded real call compares with the same call made today (`cosmos recheck`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Drift {
+    /// Today's result is the recorded one (fidelity 1).
+    Same,
+    /// It differs (its fidelity says how much); a call that failed and now works is here too.
+    Changed,
+    /// It worked, and now fails.
+    NowFails,
+    /// Its server is not in the MCP config, does not start, or no longer offers the tool.
+    ServerGone,
+}
+
+impl Drift {
+    /// Its name in files and tables.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Drift::Same => "same",
+            Drift::Changed => "changed",
+            Drift::NowFails => "now_fails",
+            Drift::ServerGone => "server_gone",
+        }
+    }
+}
+
+/// One recorded call made again.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RecheckedCall {
+    /// The `tool_called` step.
+    pub step: u64,
+    /// The tool.
+    pub tool: String,
+    /// How today's result compares.
+    pub drift: Drift,
+    /// Fidelity of today's result to the recorded one (the one fidelity function, the recorded
+    /// result in the place of the prediction), when there is a result today.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fidelity: Option<f64>,
+    /// Today's result, when it is not the recorded one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<Box<Observation>>,
+    /// Why the call could not be made, or its transport error.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
 /// One tool of the catalogue.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ToolInfo {
@@ -1144,6 +1191,17 @@ pub enum EventBody {
         /// The reply as the model gave it (the decision's JSON, or the native tool call).
         reply: Value,
     },
+    /// The run's recorded real calls made again against today's servers (`cosmos recheck`),
+    /// appended after `run_finished`: how far each has drifted.
+    Recheck {
+        /// When the calls were made again.
+        at: DateTime<Utc>,
+        /// Each call made again (or that could not be), in the run's order.
+        calls: Vec<RecheckedCall>,
+        /// Steps left alone: their tools are not annotated read-only (`--all` makes them too).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        skipped: Vec<u64>,
+    },
     /// An event kind this build does not know (written by a newer version); kept, not fatal.
     #[serde(skip)]
     Unknown {
@@ -1175,6 +1233,7 @@ pub const KNOWN_KINDS: &[&str] = &[
     "probe_called",
     "run_finished",
     "annotation",
+    "recheck",
 ];
 
 impl EventBody {
@@ -1200,6 +1259,7 @@ impl EventBody {
             EventBody::ProbeCalled { .. } => "probe_called",
             EventBody::RunFinished { .. } => "run_finished",
             EventBody::Annotation { .. } => "annotation",
+            EventBody::Recheck { .. } => "recheck",
             EventBody::Unknown { kind, .. } => kind,
         }
     }

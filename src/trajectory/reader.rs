@@ -783,7 +783,8 @@ impl Batch {
 }
 
 /// Events that may follow `run_finished`: `cosmos judge`'s phase, call, scores or error, a
-/// person's probes of a node (their tokens inside them: never the run's cost) and notes.
+/// person's probes of a node (their tokens inside them: never the run's cost) and notes, and
+/// `cosmos recheck`'s findings.
 pub fn is_judgement(body: &EventBody) -> bool {
     use super::event::{Phase, Role};
     matches!(
@@ -797,6 +798,7 @@ pub fn is_judgement(body: &EventBody) -> bool {
             | EventBody::Error { .. }
             | EventBody::NodeProbed { .. }
             | EventBody::ProbeCalled { .. }
+            | EventBody::Recheck { .. }
             | EventBody::Annotation { .. }
     )
 }

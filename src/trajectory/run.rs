@@ -100,6 +100,7 @@ pub struct Run {
     searches: Vec<u32>,
     answers: Vec<u32>,
     judges: Vec<u32>,
+    rechecks: Vec<u32>,
     finishes: Vec<u32>,
     failures: Vec<u32>,
 }
@@ -148,6 +149,7 @@ impl Run {
             searches: Vec::new(),
             answers: Vec::new(),
             judges: Vec::new(),
+            rechecks: Vec::new(),
             finishes: Vec::new(),
             failures: Vec::new(),
         }
@@ -393,6 +395,7 @@ impl Run {
                 EventBody::SearchFinished { .. } => self.searches.push(idx),
                 EventBody::Answer { .. } => self.answers.push(idx),
                 EventBody::JudgeScored { .. } => self.judges.push(idx),
+                EventBody::Recheck { .. } => self.rechecks.push(idx),
                 EventBody::RunFinished { .. } => self.finishes.push(idx),
                 _ => {}
             },
@@ -592,6 +595,11 @@ impl Run {
     pub fn judge_at(&self, k: usize) -> Option<JudgeRecord<'_>> {
         self.whole_body(Self::latest_before(&self.judges, k)?)?
             .judge_record()
+    }
+
+    /// The latest recheck of the run's calls (`cosmos recheck`) before cursor `k`.
+    pub fn recheck_at(&self, k: usize) -> Option<&EventBody> {
+        self.whole_body(Self::latest_before(&self.rechecks, k)?)
     }
 
     /// The status `run_finished` gave, by cursor `k`.

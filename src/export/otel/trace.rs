@@ -258,7 +258,10 @@ impl Trace {
             EventBody::Answer { .. } => self.on_answer(event),
             EventBody::JudgeScored { .. } => self.on_judge_scored(event),
             EventBody::RunFinished { .. } => self.on_run_finished(event),
-            EventBody::PlannerDecided { .. } | EventBody::Unknown { .. } => {}
+            // A recheck is about today's servers, not the run's trace.
+            EventBody::PlannerDecided { .. }
+            | EventBody::Recheck { .. }
+            | EventBody::Unknown { .. } => {}
         }
     }
 

@@ -1,0 +1,306 @@
+//! `cosmos recheck`: a run's recorded real calls made again against today's servers, each
+//! compared with its recording by the one fidelity function (`metrics::fidelity::compare`,
+//! the recording in the place of the prediction), so a result from last month can be checked
+//! against the servers of today. Only calls of tools annotated read-only are made unless the
+//! caller allows the rest; what was found is appended to the run (`recheck`).
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use anyhow::{Context, Result, bail};
+use serde_json::Value;
+
+use crate::mcp::config::McpConfig;
+use crate::mcp::pool::{McpPool, Timeouts};
+use crate::metrics::fidelity;
+use crate::trajectory::event::{
+    AgentKind, Drift, EventBody, Header, Observation, RecheckedCall, ToolInfo,
+};
+use crate::trajectory::reader::EventStream;
+use crate::trajectory::redact::Redactor;
+use crate::trajectory::writer::Writer;
+
+/// A recorded real call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Recorded {
+    /// Its step.
+    pub step: u64,
+    /// The namespaced tool.
+    pub tool: String,
+    /// The server that served it, when recorded.
+    pub server: Option<String>,
+    /// Its arguments.
+    pub arguments: Value,
+    /// The recorded result.
+    pub result: Observation,
+    /// Its transport error, if it had one.
+    pub error: Option<String>,
+}
+
+/// A run's header, its recorded real calls, and the last event's time.
+pub fn recorded_calls(path: &Path) -> Result<(Header, Vec<Recorded>, u64)> {
+    let mut stream = EventStream::open(path)?;
+    let header = stream.header().clone();
+    if header.agent.kind == AgentKind::WmEval {
+        bail!("a wm-eval file holds copies of other runs' calls: recheck those runs");
+    }
+    let mut calls = Vec::new();
+    let mut last_ms = 0;
+    while let Some(event) = stream.next_event()? {
+        last_ms = last_ms.max(event.t_ms);
+        if let EventBody::ToolCalled {
+            step,
+            tool,
+            server,
+            arguments,
+            result,
+            error,
+            origin: None,
+            ..
+        } = event.body
+        {
+            calls.push(Recorded {
+                step,
+                tool,
+                server,
+                arguments: *arguments,
+                result,
+                error,
+            });
+        }
+    }
+    Ok((header, calls, last_ms))
+}
+
+/// True when the tool's server annotated it read-only (`readOnlyHint`): making it again
+/// changes nothing.
+pub fn read_only(tool: Option<&ToolInfo>) -> bool {
+    tool.and_then(|t| t.annotations.as_deref())
+        .and_then(|a| a.get("readOnlyHint"))
+        .and_then(Value::as_bool)
+        .unwrap_or(false)
+}
+
+/// Which recorded calls a recheck makes (all with `all`, else only read-only tools') and which
+/// it leaves alone.
+pub fn partition(header: &Header, calls: &[Recorded], all: bool) -> (Vec<usize>, Vec<usize>) {
+    (0..calls.len())
+        .partition(|&i| all || read_only(header.tools.iter().find(|t| t.name == calls[i].tool)))
+}
+
+/// How today's outcome of a call compares with its recording.
+pub fn compare(recorded: &Recorded, today: &Observation, error: Option<&str>) -> RecheckedCall {
+    let failed_then = recorded.result.is_error || recorded.error.is_some();
+    let failed_now = today.is_error || error.is_some();
+    let score = fidelity::compare(&recorded.result, today).score;
+    let drift = if failed_now && !failed_then {
+        Drift::NowFails
+    } else if score >= 1.0 - 1e-9 && failed_now == failed_then {
+        Drift::Same
+    } else {
+        Drift::Changed
+    };
+    RecheckedCall {
+        step: recorded.step,
+        tool: recorded.tool.clone(),
+        drift,
+        fidelity: Some(score),
+        result: (drift != Drift::Same).then(|| Box::new(today.clone())),
+        error: error.map(str::to_string),
+    }
+}
+
+fn gone(recorded: &Recorded, why: String) -> RecheckedCall {
+    RecheckedCall {
+        step: recorded.step,
+        tool: recorded.tool.clone(),
+        drift: Drift::ServerGone,
+        fidelity: None,
+        result: None,
+        error: Some(why),
+    }
+}
+
+/// The server a recorded call belongs to: the recorded one, else the header's server whose
+/// name prefixes the tool.
+fn server_of(header: &Header, call: &Recorded) -> Option<String> {
+    call.server.clone().or_else(|| {
+        header
+            .servers
+            .iter()
+            .find(|s| {
+                call.tool
+                    .strip_prefix(s.name.as_str())
+                    .is_some_and(|r| r.starts_with(':'))
+            })
+            .map(|s| s.name.clone())
+    })
+}
+
+/// What one run's recheck found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Found {
+    /// When the calls were made again.
+    pub at: chrono::DateTime<chrono::Utc>,
+    /// Each call made again, in order.
+    pub calls: Vec<RecheckedCall>,
+    /// Steps left alone.
+    pub skipped: Vec<u64>,
+}
+
+/// Makes the calls of `indices` again, in the run's order, against the servers of `mcp` that
+/// the run used (started here, stopped after); `skipped` are the other calls' indices.
+pub async fn recheck(
+    header: &Header,
+    calls: &[Recorded],
+    indices: &[usize],
+    skipped: &[usize],
+    mcp: &McpConfig,
+    timeouts: Timeouts,
+) -> Found {
+    let wanted: BTreeSet<String> = indices
+        .iter()
+        .filter_map(|&i| server_of(header, &calls[i]))
+        .collect();
+    let configs: Vec<_> = mcp
+        .servers
+        .iter()
+        .filter(|s| wanted.contains(&s.name))
+        .cloned()
+        .collect();
+    let (pool, failures) = McpPool::connect(&configs, timeouts).await;
+    let mut found = Found {
+        at: chrono::Utc::now(),
+        calls: Vec::new(),
+        skipped: skipped.iter().map(|&i| calls[i].step).collect(),
+    };
+    for &i in indices {
+        let call = &calls[i];
+        let Some(server) = server_of(header, call) else {
+            found.calls.push(gone(
+                call,
+                "the run does not say which server served it".into(),
+            ));
+            continue;
+        };
+        if !mcp.servers.iter().any(|s| s.name == server) {
+            found.calls.push(gone(
+                call,
+                format!("server {server} is not in the MCP config"),
+            ));
+            continue;
+        }
+        if let Some(f) = failures.iter().find(|f| f.name == server) {
+            found.calls.push(gone(
+                call,
+                format!("server {server} did not start: {}", f.message),
+            ));
+            continue;
+        }
+        let (answered_by, outcome) = pool.call(&call.tool, &call.arguments).await;
+        if answered_by.is_none() {
+            found.calls.push(gone(
+                call,
+                format!("server {server} no longer offers {}", call.tool),
+            ));
+            continue;
+        }
+        found
+            .calls
+            .push(compare(call, &outcome.result, outcome.error.as_deref()));
+    }
+    pool.shutdown().await;
+    found
+}
+
+/// Appends what a recheck found to the run at `path`, after its last event.
+pub fn append(path: &Path, found: &Found, last_ms: u64, redactor: Redactor) -> Result<()> {
+    let mut writer = Writer::append(path, redactor).context("appending the recheck")?;
+    writer.write(
+        last_ms,
+        EventBody::Recheck {
+            at: found.at,
+            calls: found.calls.clone(),
+            skipped: found.skipped.clone(),
+        },
+    )?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn recorded(text: &str, is_error: bool) -> Recorded {
+        Recorded {
+            step: 1,
+            tool: "s:t".into(),
+            server: Some("s".into()),
+            arguments: json!({}),
+            result: Observation {
+                text: text.into(),
+                is_error,
+                ..Default::default()
+            },
+            error: None,
+        }
+    }
+
+    fn obs(text: &str, is_error: bool) -> Observation {
+        Observation {
+            text: text.into(),
+            is_error,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn drift_is_read_by_the_one_fidelity_function() {
+        let same = compare(
+            &recorded("sunny in Lyon", false),
+            &obs("sunny in Lyon", false),
+            None,
+        );
+        assert_eq!(
+            (same.drift, same.fidelity, same.result),
+            (Drift::Same, Some(1.0), None)
+        );
+        let changed = compare(
+            &recorded("sunny in Lyon", false),
+            &obs("rain in Lyon", false),
+            None,
+        );
+        assert_eq!(changed.drift, Drift::Changed);
+        assert!(changed.fidelity.unwrap() < 1.0);
+        assert_eq!(changed.result.unwrap().text, "rain in Lyon");
+        let fails = compare(
+            &recorded("ok", false),
+            &obs("boom", true),
+            Some("timed out"),
+        );
+        assert_eq!(fails.drift, Drift::NowFails);
+        assert_eq!(fails.error.as_deref(), Some("timed out"));
+        let works = compare(&recorded("boom", true), &obs("ok", false), None);
+        assert_eq!(works.drift, Drift::Changed);
+    }
+
+    #[test]
+    fn only_tools_annotated_read_only_are_made_again_by_default() {
+        let tool = |name: &str, annotations: Value| ToolInfo {
+            name: name.into(),
+            annotations: Some(Box::new(annotations)),
+            ..Default::default()
+        };
+        assert!(read_only(Some(&tool("s:a", json!({"readOnlyHint": true})))));
+        assert!(!read_only(Some(&tool(
+            "s:b",
+            json!({"readOnlyHint": false})
+        ))));
+        assert!(!read_only(Some(&tool(
+            "s:c",
+            json!({"destructiveHint": false})
+        ))));
+        assert!(!read_only(None));
+    }
+}
