@@ -5,7 +5,8 @@ kills the process mid-call, `hang` never answers, `noisy` writes bytes that are 
 answers with as many MiB as asked. With FLAKY_EXITED_FILE set, it writes that file when it ends
 on its own (stdin closed).
 
-`forecast` answers with structured content, under an output schema and annotations. With
+`forecast` answers with structured content, under an output schema and annotations (read-only);
+its sky is $FLAKY_SKY (default clear), so a test can make a server whose answer has changed. With
 FLAKY_CALLS_FILE set, every call appends its tool's name to that file (a test can tell that
 no call reached the server).
 
@@ -71,7 +72,7 @@ class Forecast(TypedDict):
 def forecast(city: str) -> Forecast:
     """A made-up forecast, as structured content."""
     called("forecast")
-    return {"city": city, "high_c": len(city) + 10, "sky": "clear"}
+    return {"city": city, "high_c": len(city) + 10, "sky": os.environ.get("FLAKY_SKY", "clear")}
 
 
 @mcp.tool()

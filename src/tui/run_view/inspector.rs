@@ -237,10 +237,14 @@ impl Inspector {
         }
         lines.heading(format!("tools ({})", h.tools.len()));
         for t in &h.tools {
-            lines.text(format!("  {}", t.name));
+            lines.text(format!("  {}{}", t.name, hints(t)));
         }
         lines.heading("why this plan");
         match crate::trajectory::plan_why::plan_why(run, state, k) {
+            // Another program's agent planned; cosmos proxy saw only its calls.
+            None if h.agent.kind == crate::trajectory::event::AgentKind::External => lines.text(
+                "  the client's own agent planned: cosmos proxy recorded its calls, not its plans",
+            ),
             // A run that ended without one never chose: "yet" would promise one.
             None if run.finish_at(k).is_some() => {
                 lines.text("  none: no plan was chosen in this run")
@@ -321,6 +325,32 @@ impl Inspector {
                 let said =
                     crate::trajectory::describe::search_accounting(&event.body).unwrap_or_default();
                 lines.push(Mark::Link(i), format!("  {said}"));
+            }
+        }
+        if let Some(crate::trajectory::event::EventBody::Recheck { at, calls, skipped }) =
+            run.recheck_at(k)
+        {
+            lines.heading("against today's servers");
+            lines.text(format!(
+                "  {}",
+                crate::trajectory::describe::recheck_summary(at, calls, skipped)
+            ));
+            for c in calls
+                .iter()
+                .filter(|c| c.drift != crate::trajectory::event::Drift::Same)
+            {
+                let fidelity = c
+                    .fidelity
+                    .map_or(String::new(), |f| format!(" fidelity {f:.2}"));
+                lines.text(format!(
+                    "  step {} {}: {}{fidelity}{}",
+                    c.step,
+                    c.tool,
+                    c.drift.as_str(),
+                    c.error
+                        .as_deref()
+                        .map_or(String::new(), |e| format!(" ({e})"))
+                ));
             }
         }
         if let Some(finished) = run.finish_at(k) {
@@ -918,5 +948,20 @@ mod tests {
         assert_eq!(i.scroll.offset, i.text.len() - i.height() - 5);
         i.scroll_by(isize::MIN);
         assert_eq!(i.scroll.offset, 0);
+    }
+}
+
+/// A tool's annotations as the about view marks them: ` (read-only)`, ` (destructive)`.
+fn hints(tool: &crate::trajectory::event::ToolInfo) -> String {
+    let hint = |name: &str| {
+        tool.annotations
+            .as_deref()
+            .and_then(|a| a.get(name))
+            .and_then(serde_json::Value::as_bool)
+    };
+    match (hint("readOnlyHint"), hint("destructiveHint")) {
+        (Some(true), _) => " (read-only)".into(),
+        (_, Some(true)) => " (destructive)".into(),
+        _ => String::new(),
     }
 }

@@ -1,0 +1,166 @@
+//! `cosmos recheck` against real servers: a run recorded with `cosmos run`, its calls made
+//! again once the server answers differently, once it is gone, and with `--all`.
+
+mod support;
+
+use std::path::Path;
+use std::process::Command;
+
+use mcp_cosmos::tui::action::Action;
+use mcp_cosmos::tui::app::App;
+use mcp_cosmos::tui::keymap::{Command as KeyCommand, Keymap};
+use mcp_cosmos::tui::run_view::RunView;
+use mcp_cosmos::tui::run_view::inspector::Inspector;
+use mcp_cosmos::tui::theme::Theme;
+use ratatui::layout::Rect;
+use serde_json::{Value, json};
+use support::*;
+
+/// A ReAct run that calls `forecast` (annotated read-only) then `ok` (not annotated), made
+/// against the fault-test server with `env`; its file.
+fn recorded_run(dir: &Path) -> std::path::PathBuf {
+    let mcp = write_mcp_config(dir, json!({"flaky": flaky_server()}));
+    let task = dir.join("task.json");
+    std::fs::write(
+        &task,
+        json!({"id": "weather_1", "request": "Weather in Lyon?"}).to_string(),
+    )
+    .unwrap();
+    let llm = ScriptedLlm::start(json!([
+        {"when": "2. flaky:ok", "content": finish("clear in Lyon")},
+        {"when": "1. flaky:forecast", "content": call("flaky:ok", json!({"text": "noted"}))},
+        {"when": "No tool has been called yet", "content": call("flaky:forecast", json!({"city": "Lyon"}))},
+        {"content": "clear in Lyon"}
+    ]));
+    let out = dir.join("runs");
+    let args = [
+        "run",
+        "--mcp-config",
+        mcp.to_str().unwrap(),
+        "--task",
+        task.to_str().unwrap(),
+        "--agent",
+        "react",
+        "--out",
+        out.to_str().unwrap(),
+        "--no-tui",
+    ];
+    let ran = cosmos(&args, &llm, "sk-test");
+    assert!(ran.status.success(), "{}", text(&ran));
+    only_run(&out)
+}
+
+fn recheck(run: &Path, mcp: &Path, extra: &[&str]) -> (std::process::Output, Value) {
+    let out = Command::new(env!("CARGO_BIN_EXE_cosmos"))
+        .args([
+            "recheck",
+            run.to_str().unwrap(),
+            "--mcp-config",
+            mcp.to_str().unwrap(),
+            "--format",
+            "json",
+        ])
+        .args(extra)
+        .env(
+            "COSMOS_LOG_FILE",
+            std::env::temp_dir().join(format!("cosmos-recheck-{}.log", std::process::id())),
+        )
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let doc: Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out)));
+    (out, doc[0].clone())
+}
+
+#[test]
+fn a_changed_answer_is_drift_and_a_tool_not_read_only_waits_for_all() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = recorded_run(dir.path());
+    let header = &events(&run)[0];
+    let forecast = header["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "flaky:forecast")
+        .unwrap();
+    assert_eq!(
+        forecast["annotations"]["readOnlyHint"], true,
+        "annotations are recorded with each tool"
+    );
+
+    // Today the server says rain.
+    let calls_file = dir.path().join("calls.txt");
+    let today = dir.path().join("today");
+    std::fs::create_dir_all(&today).unwrap();
+    let mut server = flaky_server();
+    server["env"] =
+        json!({"FLAKY_SKY": "rain", "FLAKY_CALLS_FILE": calls_file.display().to_string()});
+    let mcp = write_mcp_config(&today, json!({"flaky": server}));
+    let (_, found) = recheck(&run, &mcp, &[]);
+    let calls = found["calls"].as_array().unwrap();
+    assert_eq!(calls.len(), 1, "{found}");
+    assert_eq!(calls[0]["tool"], "flaky:forecast");
+    assert_eq!(calls[0]["drift"], "changed");
+    let fidelity = calls[0]["fidelity"].as_f64().unwrap();
+    assert!(fidelity > 0.0 && fidelity < 1.0, "{fidelity}");
+    assert_eq!(calls[0]["result"]["structured"]["sky"], "rain");
+    assert_eq!(found["skipped"], json!([2]));
+    // The tool that is not read-only was never called.
+    assert_eq!(std::fs::read_to_string(&calls_file).unwrap(), "forecast\n");
+    // Appended to the run, which still validates, and the explorer's line says it.
+    let appended = events(&run);
+    let last = appended.last().unwrap();
+    assert_eq!(last["kind"], "recheck");
+    let validated = Command::new(env!("CARGO_BIN_EXE_cosmos"))
+        .args(["validate", run.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(validated.status.success(), "{}", text(&validated));
+    let opened = mcp_cosmos::trajectory::run::Run::open(&run).unwrap();
+    let said = mcp_cosmos::trajectory::describe::summary(&opened.event(opened.len() - 1));
+    assert!(
+        said.contains("1 of 1 calls changed") && said.contains("1 skipped"),
+        "{said}"
+    );
+    // The run's about view says it too, and marks the read-only tool.
+    let view = RunView::new(opened, Rect::new(0, 0, 120, 39));
+    let mut app = App::new(view, Keymap::default(), Theme::new(true), (120, 40));
+    app.update(Action::Do(KeyCommand::About));
+    let about = app
+        .top_as::<Inspector>()
+        .expect("the about view")
+        .lines()
+        .join("\n");
+    assert!(about.contains("against today's servers"), "{about}");
+    assert!(
+        about.contains("step 1 flaky:forecast: changed fidelity"),
+        "{about}"
+    );
+    assert!(about.contains("flaky:forecast (read-only)"), "{about}");
+
+    // With --all, the other call is made too (and said first); the same answer is the same.
+    let (out, found) = recheck(&run, &mcp, &["--all"]);
+    assert!(text(&out).contains("step 2 flaky:ok"), "{}", text(&out));
+    let drifts: Vec<&str> = found["calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["drift"].as_str().unwrap())
+        .collect();
+    assert_eq!(drifts, ["changed", "same"]);
+    assert_eq!(found["skipped"], json!([]));
+
+    // A config without the server: gone.
+    let elsewhere = dir.path().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let mcp = write_mcp_config(&elsewhere, json!({"other": flaky_server()}));
+    let (_, found) = recheck(&run, &mcp, &[]);
+    assert_eq!(found["calls"][0]["drift"], "server_gone");
+    assert!(
+        found["calls"][0]["error"]
+            .as_str()
+            .unwrap()
+            .contains("not in the MCP config")
+    );
+}
