@@ -347,6 +347,43 @@ fn cut(s: &str, n: usize) -> String {
     }
 }
 
+/// What a recheck found, in a line: `rechecked on 2026-12-02 16:30 UTC: 2 of 7 calls changed
+/// (1 now fails), 3 skipped`.
+pub fn recheck_summary(
+    at: &chrono::DateTime<chrono::Utc>,
+    calls: &[crate::trajectory::event::RecheckedCall],
+    skipped: &[u64],
+) -> String {
+    use crate::trajectory::event::Drift;
+    let count = |d: Drift| calls.iter().filter(|c| c.drift == d).count();
+    let differ = calls.len() - count(Drift::Same);
+    let mut parts = Vec::new();
+    for (drift, words) in [
+        (Drift::NowFails, "now fail"),
+        (Drift::ServerGone, "server gone"),
+    ] {
+        let n = count(drift);
+        if n > 0 {
+            parts.push(format!("{n} {words}"));
+        }
+    }
+    let detail = if parts.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", parts.join(", "))
+    };
+    let left = if skipped.is_empty() {
+        String::new()
+    } else {
+        format!(", {} skipped (not read-only)", skipped.len())
+    };
+    format!(
+        "rechecked on {}: {differ} of {} calls changed{detail}{left}",
+        at.format("%Y-%m-%d %H:%M UTC"),
+        calls.len()
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -413,41 +450,4 @@ mod tests {
         };
         assert_eq!(brief_summary(&Brief::copied(&added)), None);
     }
-}
-
-/// What a recheck found, in a line: `rechecked on 2026-12-02 16:30 UTC: 2 of 7 calls changed
-/// (1 now fails), 3 skipped`.
-pub fn recheck_summary(
-    at: &chrono::DateTime<chrono::Utc>,
-    calls: &[crate::trajectory::event::RecheckedCall],
-    skipped: &[u64],
-) -> String {
-    use crate::trajectory::event::Drift;
-    let count = |d: Drift| calls.iter().filter(|c| c.drift == d).count();
-    let differ = calls.len() - count(Drift::Same);
-    let mut parts = Vec::new();
-    for (drift, words) in [
-        (Drift::NowFails, "now fail"),
-        (Drift::ServerGone, "server gone"),
-    ] {
-        let n = count(drift);
-        if n > 0 {
-            parts.push(format!("{n} {words}"));
-        }
-    }
-    let detail = if parts.is_empty() {
-        String::new()
-    } else {
-        format!(" ({})", parts.join(", "))
-    };
-    let left = if skipped.is_empty() {
-        String::new()
-    } else {
-        format!(", {} skipped (not read-only)", skipped.len())
-    };
-    format!(
-        "rechecked on {}: {differ} of {} calls changed{detail}{left}",
-        at.format("%Y-%m-%d %H:%M UTC"),
-        calls.len()
-    )
 }

@@ -876,6 +876,21 @@ fn scalar_text(value: &Value) -> String {
     }
 }
 
+/// A tool's annotations as the about view marks them: ` (read-only)`, ` (destructive)`.
+fn hints(tool: &crate::trajectory::event::ToolInfo) -> String {
+    let hint = |name: &str| {
+        tool.annotations
+            .as_deref()
+            .and_then(|a| a.get(name))
+            .and_then(serde_json::Value::as_bool)
+    };
+    match (hint("readOnlyHint"), hint("destructiveHint")) {
+        (Some(true), _) => " (read-only)".into(),
+        (_, Some(true)) => " (destructive)".into(),
+        _ => String::new(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -948,20 +963,5 @@ mod tests {
         assert_eq!(i.scroll.offset, i.text.len() - i.height() - 5);
         i.scroll_by(isize::MIN);
         assert_eq!(i.scroll.offset, 0);
-    }
-}
-
-/// A tool's annotations as the about view marks them: ` (read-only)`, ` (destructive)`.
-fn hints(tool: &crate::trajectory::event::ToolInfo) -> String {
-    let hint = |name: &str| {
-        tool.annotations
-            .as_deref()
-            .and_then(|a| a.get(name))
-            .and_then(serde_json::Value::as_bool)
-    };
-    match (hint("readOnlyHint"), hint("destructiveHint")) {
-        (Some(true), _) => " (read-only)".into(),
-        (_, Some(true)) => " (destructive)".into(),
-        _ => String::new(),
     }
 }
