@@ -73,12 +73,9 @@ pub fn recorded_calls(path: &Path) -> Result<(Header, Vec<Recorded>, u64)> {
 }
 
 /// True when the tool's server annotated it read-only (`readOnlyHint`): making it again
-/// changes nothing.
+/// changes nothing. A tool the header does not list is not.
 pub fn read_only(tool: Option<&ToolInfo>) -> bool {
-    tool.and_then(|t| t.annotations.as_deref())
-        .and_then(|a| a.get("readOnlyHint"))
-        .and_then(Value::as_bool)
-        .unwrap_or(false)
+    tool.is_some_and(ToolInfo::read_only)
 }
 
 /// Which recorded calls a recheck makes (all with `all`, else only read-only tools') and which

@@ -838,9 +838,46 @@ fn probing_a_node_appends_a_simulation_and_asks_before_a_real_call() {
         "{}",
         question.call
     );
+    assert!(
+        question.why.contains("not annotate it read-only"),
+        "{}",
+        question.why
+    );
     send(&mut app, KeyCode::Esc);
     assert!(app.take_work().is_empty());
     assert_eq!(Run::open(&path).unwrap().len(), reread.len());
+
+    // A tool its server annotates read-only is called without a question, and the run says so.
+    let mut read_only = common::plan_fails_run();
+    for tool in &mut read_only.header.tools {
+        tool.annotations = Some(Box::new(serde_json::json!({"readOnlyHint": true})));
+    }
+    let path = dir.path().join("read-only.jsonl");
+    common::write_run(&read_only, &path);
+    let mut app = App::on(
+        open::run(
+            Run::open(&path).unwrap(),
+            Rect::new(0, 0, size.0, size.1 - 1),
+        ),
+        Keymap::default(),
+        Theme::new(true),
+        size,
+    );
+    app.probe.mcp_config = Some(dir.path().join("mcp.json"));
+    send(&mut app, KeyCode::Home);
+    send(&mut app, KeyCode::End);
+    press(&mut app, "kkkjj");
+    press(&mut app, "P");
+    assert!(
+        !app.top_is::<ConfirmCall>(),
+        "a read-only tool needs no question"
+    );
+    assert!(
+        app.message().unwrap().contains("annotates it read-only"),
+        "{:?}",
+        app.message()
+    );
+    assert_eq!(app.take_work().len(), 1, "the real call is started");
 }
 
 #[test]

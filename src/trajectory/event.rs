@@ -289,6 +289,30 @@ pub struct ToolInfo {
     pub annotations: Option<Box<Value>>,
 }
 
+impl ToolInfo {
+    /// One of the server's boolean hints about the tool (`readOnlyHint`, `destructiveHint`,
+    /// `idempotentHint`, `openWorldHint`), when it gave it.
+    pub fn hint(&self, name: &str) -> Option<bool> {
+        self.annotations.as_deref()?.get(name)?.as_bool()
+    }
+
+    /// True when its server annotated it read-only: calling it changes nothing.
+    pub fn read_only(&self) -> bool {
+        self.hint("readOnlyHint") == Some(true)
+    }
+
+    /// Why calling it for real needs a person's yes, or `None` for a read-only tool.
+    pub fn risk(&self) -> Option<&'static str> {
+        if self.read_only() {
+            None
+        } else if self.hint("destructiveHint") == Some(true) {
+            Some("its server annotates it destructive: it may delete or overwrite things")
+        } else {
+            Some("its server does not annotate it read-only: it may change things")
+        }
+    }
+}
+
 /// One line after the header.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Event {

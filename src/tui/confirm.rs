@@ -103,14 +103,16 @@ impl View for ConfirmLeave {
 pub struct ConfirmCall {
     /// The call, in words (server, tool and arguments).
     pub call: String,
+    /// Why it is asked (the tool's annotations).
+    pub why: &'static str,
     node: crate::trajectory::event::NodeId,
 }
 
 impl ConfirmCall {
-    /// The question for node `node`, whose call is `call`. A yes goes back to the view
-    /// behind it as [`Action::Probe`] without a world model.
-    pub fn new(call: String, node: crate::trajectory::event::NodeId) -> Self {
-        Self { call, node }
+    /// The question for node `node`, whose call is `call`, asked because of `why`. A yes goes
+    /// back to the view behind it as [`Action::Probe`] without a world model.
+    pub fn new(call: String, why: &'static str, node: crate::trajectory::event::NodeId) -> Self {
+        Self { call, why, node }
     }
 }
 
@@ -136,7 +138,7 @@ impl View for ConfirmCall {
             Line::raw(""),
             Line::raw(crate::sanitize::one_line(&self.call, 400)),
             Line::raw(""),
-            Line::raw("Real calls can change things on the server's side."),
+            Line::raw(format!("Asked because {}.", self.why)),
             Line::raw("y  make the call (its result is added to the run's file)"),
             Line::raw("Esc  no"),
         ];

@@ -56,11 +56,24 @@ impl RunView {
             // Said before the question, not after a `y`.
             out.push(Request::Say(why.to_string()));
         } else {
+            let id = info.id;
+            let risk = match self.run.header.tools.iter().find(|t| &t.name == tool) {
+                Some(t) => t.risk(),
+                None => Some("the run's catalogue does not list it"),
+            };
+            let Some(why) = risk else {
+                // Read-only by its server's word: nothing to ask.
+                let said =
+                    format!("calling #{id} ({tool}) for real: its server annotates it read-only");
+                self.start_probe(id, None, cx, out);
+                out.push(Request::Say(said));
+                return;
+            };
             let call = format!(
                 "{tool} with {}",
                 serde_json::to_string(arguments).unwrap_or_default()
             );
-            out.push(Request::Push(Box::new(ConfirmCall::new(call, info.id))));
+            out.push(Request::Push(Box::new(ConfirmCall::new(call, why, id))));
         }
     }
 

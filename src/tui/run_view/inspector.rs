@@ -877,17 +877,13 @@ fn scalar_text(value: &Value) -> String {
 }
 
 /// A tool's annotations as the about view marks them: ` (read-only)`, ` (destructive)`.
-fn hints(tool: &crate::trajectory::event::ToolInfo) -> String {
-    let hint = |name: &str| {
-        tool.annotations
-            .as_deref()
-            .and_then(|a| a.get(name))
-            .and_then(serde_json::Value::as_bool)
-    };
-    match (hint("readOnlyHint"), hint("destructiveHint")) {
-        (Some(true), _) => " (read-only)".into(),
-        (_, Some(true)) => " (destructive)".into(),
-        _ => String::new(),
+fn hints(tool: &crate::trajectory::event::ToolInfo) -> &'static str {
+    if tool.read_only() {
+        " (read-only)"
+    } else if tool.hint("destructiveHint") == Some(true) {
+        " (destructive)"
+    } else {
+        ""
     }
 }
 
