@@ -544,6 +544,10 @@ fn over_http_a_token_is_required_and_sigterm_leaves_a_finished_file() {
     }
     let ended = events(&first);
     assert_eq!(ended.last().unwrap()["ending"], "client_closed");
+    assert_eq!(
+        ended[0]["agent"]["settings"]["client"]["name"],
+        "first-client"
+    );
     std::fs::rename(&first, dir.path().join("first.jsonl")).unwrap();
     // And a session held open mid-way while the proxy is stopped.
     let pause = dir.path().join("go-on");
@@ -849,4 +853,37 @@ fn over_stdio_sigterm_mid_session_leaves_a_finished_file_and_exits_non_zero() {
         .output()
         .unwrap();
     assert!(validated.status.success(), "{}", text(&validated));
+}
+
+#[test]
+fn a_proxy_that_cannot_work_says_why_before_serving() {
+    let dir = tempfile::tempdir().unwrap();
+    let mcp = write_mcp_config(dir.path(), json!({"flaky": flaky_server()}));
+    let mcp = mcp.to_str().unwrap();
+    for (args, says) in [
+        (vec!["--mode", "shadow"], "needs a world model"),
+        (
+            vec!["--world-model", "memory"],
+            "record mode calls only the real servers",
+        ),
+        (
+            vec!["--tools-from", "x.jsonl"],
+            "--tools-from is for simulate mode",
+        ),
+        (vec!["--server", "nope"], "nope"),
+        (vec!["--http", "0.0.0.0:0"], "bearer token"),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_cosmos"))
+            .args(["proxy", "--mcp-config", mcp, "--out"])
+            .arg(dir.path().join("runs"))
+            .args(&args)
+            .env("COSMOS_LOG_FILE", dir.path().join("proxy.log"))
+            .env_remove("COSMOS_PROXY_TOKEN")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {}", text(&out));
+        assert!(out.stdout.is_empty(), "{args:?} wrote to stdout");
+        assert!(text(&out).contains(says), "{args:?}: {}", text(&out));
+    }
 }

@@ -151,11 +151,15 @@ pub fn run(args: ProxyArgs) -> Result<ExitCode> {
         .build()?;
     let stopped = runtime.block_on(async {
         let stop = crate::agent::session::stop_on_signals();
+        // Bound first: an address that cannot be served starts no server.
+        let listening = match args.http {
+            Some(addr) => Some(http::bind(addr, token).await?),
+            None => None,
+        };
         let setup = Arc::new(Setup::start(spec).await?);
         let mode = setup.mode.as_str();
-        let stopped = match args.http {
-            Some(addr) => {
-                let listening = http::bind(addr, token).await?;
+        let stopped = match listening {
+            Some(listening) => {
                 eprintln!(
                     "cosmos proxy ({mode}) listening on http://{}{}; sessions go to {}",
                     listening.addr,

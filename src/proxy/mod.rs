@@ -210,6 +210,10 @@ impl Setup {
                 "--tools-from is for simulate mode (the other modes list the real servers' tools)"
             );
         }
+        // Sessions are recorded there: a folder that cannot be made fails now, not at a
+        // client's first call.
+        std::fs::create_dir_all(&spec.out_dir)
+            .with_context(|| format!("creating {}", spec.out_dir.display()))?;
         let mcp = McpConfig::load(&spec.mcp_config)?;
         let chosen = if spec.servers.is_empty() {
             mcp.servers.clone()
