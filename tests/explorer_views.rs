@@ -1668,3 +1668,19 @@ fn every_help_line_is_whole_at_200_columns_and_wrapped_not_cut_at_80() {
         }
     }
 }
+
+#[test]
+fn a_destructive_tools_calls_are_marked_and_the_help_says_why() {
+    let mut run = common::plan_fails_run();
+    for tool in &mut run.header.tools {
+        tool.annotations = Some(Box::new(serde_json::json!({"destructiveHint": true})));
+    }
+    let mut app = run_app(run, (200, 60));
+    let screen = render(&mut app);
+    // The tree's call nodes and the timeline's real calls.
+    assert!(screen.contains("! time:convert_time"), "{screen}");
+    assert!(screen.contains("! 1. time:convert_time"), "{screen}");
+    app.update(Action::Do(Command::Help));
+    let help = render(&mut app);
+    assert!(help.contains("annotates destructive"), "{help}");
+}

@@ -92,6 +92,16 @@ impl Header {
         }
     }
 
+    /// The catalogue's tool of this (namespaced) name.
+    pub fn tool(&self, name: &str) -> Option<&ToolInfo> {
+        self.tools.iter().find(|t| t.name == name)
+    }
+
+    /// True when the tool's server annotated it destructive (the explorer marks its calls).
+    pub fn destructive(&self, tool: &str) -> bool {
+        self.tool(tool).is_some_and(ToolInfo::destructive)
+    }
+
     /// The world model's name, or `none`.
     pub fn world_model_name(&self) -> &str {
         self.world_model
@@ -301,11 +311,16 @@ impl ToolInfo {
         self.hint("readOnlyHint") == Some(true)
     }
 
+    /// True when its server annotated it destructive: a call may delete or overwrite things.
+    pub fn destructive(&self) -> bool {
+        !self.read_only() && self.hint("destructiveHint") == Some(true)
+    }
+
     /// Why calling it for real needs a person's yes, or `None` for a read-only tool.
     pub fn risk(&self) -> Option<&'static str> {
         if self.read_only() {
             None
-        } else if self.hint("destructiveHint") == Some(true) {
+        } else if self.destructive() {
             Some("its server annotates it destructive: it may delete or overwrite things")
         } else {
             Some("its server does not annotate it read-only: it may change things")

@@ -52,6 +52,10 @@ pub fn legend(mode: Mode) -> &'static [(&'static str, &'static str)] {
                 "✗ ✓",
                 "a real call that failed, or succeeded (timeline, steps)",
             ),
+            (
+                "!",
+                "a call of a tool its server annotates destructive (it may delete or overwrite)",
+            ),
         ],
         Mode::Browser => &[
             (

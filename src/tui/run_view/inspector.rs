@@ -880,7 +880,7 @@ fn scalar_text(value: &Value) -> String {
 fn hints(tool: &crate::trajectory::event::ToolInfo) -> &'static str {
     if tool.read_only() {
         " (read-only)"
-    } else if tool.hint("destructiveHint") == Some(true) {
+    } else if tool.destructive() {
         " (destructive)"
     } else {
         ""

@@ -68,12 +68,14 @@ impl Rows {
                 t_ms: event.t_ms,
                 kind: event.body.kind().to_string(),
                 failure: event.body.is_failure(),
-                summary: one_line(&summary(&event), width),
+                summary: one_line(
+                    &format!("{}{}", called_mark(run, &event.body), summary(&event)),
+                    width,
+                ),
             })
             .collect();
     }
 
-    /// Draws the rows read for cursor `k` (the last applied event is `k − 1`).
     /// Draws the rows read, the event at `k` selected and the find's `hits` marked.
     pub fn draw(
         &self,
@@ -143,6 +145,16 @@ impl Rows {
 /// `m:ss.s` for a time offset.
 pub fn format_ms(ms: u64) -> String {
     format!("{}:{:04.1}", ms / 60_000, (ms % 60_000) as f64 / 1000.0)
+}
+
+/// The tree's destructive mark on a real call's row.
+fn called_mark(run: &Run, body: &crate::trajectory::event::EventBody) -> &'static str {
+    match body {
+        crate::trajectory::event::EventBody::ToolCalled { tool, .. } => {
+            super::tree::destructive_mark(run, tool)
+        }
+        _ => "",
+    }
 }
 
 #[cfg(test)]

@@ -541,6 +541,15 @@ fn family_size(run: &Run, item: Item) -> usize {
     }
 }
 
+/// `! ` before a call of a tool its server annotates destructive.
+pub(super) fn destructive_mark(run: &Run, tool: &str) -> &'static str {
+    if run.header.destructive(tool) {
+        "! "
+    } else {
+        ""
+    }
+}
+
 /// A row's words, from its event (read from the file).
 fn row_text(run: &Run, item: Item) -> RowText {
     match item {
@@ -551,7 +560,11 @@ fn row_text(run: &Run, item: Item) -> RowText {
                     tool,
                     arguments,
                     ..
-                } => format!("{step}. {}", compact_call_label(tool, arguments)),
+                } => format!(
+                    "{step}. {}{}",
+                    destructive_mark(run, tool),
+                    compact_call_label(tool, arguments)
+                ),
                 _ => String::new(),
             },
             distinct: None,
@@ -572,8 +585,15 @@ fn row_text(run: &Run, item: Item) -> RowText {
                         .body
                 })
                 .collect();
+            let mark = match &body {
+                EventBody::NodeAdded {
+                    action: Some(crate::trajectory::event::Action::ToolCall { tool, .. }),
+                    ..
+                } => destructive_mark(run, tool),
+                _ => "",
+            };
             RowText {
-                label: compact_node_label(&body),
+                label: format!("{mark}{}", compact_node_label(&body)),
                 distinct: distinguishing_label(&body, &siblings),
                 family: family_size(run, item),
             }
