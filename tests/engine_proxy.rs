@@ -887,3 +887,27 @@ fn a_proxy_that_cannot_work_says_why_before_serving() {
         assert!(text(&out).contains(says), "{args:?}: {}", text(&out));
     }
 }
+
+#[test]
+fn a_long_calls_progress_reaches_the_client_through_the_proxy() {
+    let dir = tempfile::tempdir().unwrap();
+    let mcp = write_mcp_config(
+        dir.path(),
+        json!({"everything": {"command": npm_bin("mcp-server-everything")}}),
+    );
+    let out = dir.path().join("runs");
+    let answer = sdk_client(through_proxy(
+        &[
+            "--mcp-config",
+            &mcp.display().to_string(),
+            "--out",
+            &out.display().to_string(),
+        ],
+        &dir.path().join("proxy.log"),
+        json!([{"name": "trigger-long-running-operation", "arguments": {"duration": 1, "steps": 4}, "progress": true}]),
+    ));
+    let result = &answer["results"][0];
+    let seen = result["progress_seen"].as_array().unwrap();
+    assert!(seen.len() >= 2, "{result}");
+    assert_eq!(seen.last().unwrap()[1], 4.0, "{result}");
+}

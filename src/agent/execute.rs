@@ -7,8 +7,8 @@ use serde_json::Value;
 
 use super::ports::EventSink;
 use super::{Bounded, End, Env};
-use crate::mcp::server::CallOutcome;
-use crate::trajectory::event::{Ending, EventBody, NodeId, Observation};
+use crate::mcp::server::{CallOutcome, Progress};
+use crate::trajectory::event::{Ending, EventBody, NodeId, Observation, PROGRESS_EVERY_MS};
 use crate::world_model::HistoryStep;
 
 /// One call of a plan.
@@ -52,10 +52,30 @@ pub async fn call(
     planned: &PlannedCall,
 ) -> Result<std::result::Result<HistoryStep, End>> {
     let started = std::time::Instant::now();
-    let (server, outcome, end) = match env
-        .bounded(env.host.call(&planned.tool, &planned.arguments))
-        .await
-    {
+    // The server's progress reports, recorded as they come (one per PROGRESS_EVERY_MS at most;
+    // a report that cannot be written is dropped: the call's own record decides the run).
+    let mut last_report: Option<std::time::Instant> = None;
+    let mut report = |p: Progress| {
+        let every = std::time::Duration::from_millis(PROGRESS_EVERY_MS);
+        if last_report.is_some_and(|at| at.elapsed() < every) {
+            return;
+        }
+        last_report = Some(std::time::Instant::now());
+        let _ = sink.emit(EventBody::CallProgress {
+            step,
+            tool: planned.tool.clone(),
+            progress: p.progress,
+            total: p.total,
+            message: p.message,
+        });
+    };
+    let called = env
+        .bounded(
+            env.host
+                .call(&planned.tool, &planned.arguments, Some(&mut report)),
+        )
+        .await;
+    let (server, outcome, end) = match called {
         Bounded::Done((server, outcome)) => (server, outcome, None),
         cut => {
             let (why, end) = match cut {

@@ -7,18 +7,20 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 
 use crate::mcp::pool::McpPool;
-use crate::mcp::server::CallOutcome;
+use crate::mcp::server::{CallOutcome, OnProgress};
 use crate::trajectory::event::{EventBody, ToolInfo};
 
 /// Lists and calls real tools.
 pub trait ToolHost: Send + Sync {
     /// Every tool, namespaced `server:tool`.
     fn tools(&self) -> Vec<ToolInfo>;
-    /// Calls a tool; the outcome names the server that answered, when one did.
+    /// Calls a tool, telling `on_progress` of the server's progress reports while it runs;
+    /// the outcome names the server that answered, when one did.
     fn call<'a>(
         &'a self,
         tool: &'a str,
         arguments: &'a Value,
+        on_progress: OnProgress<'a>,
     ) -> BoxFuture<'a, (Option<String>, CallOutcome)>;
 }
 
@@ -31,8 +33,9 @@ impl ToolHost for McpPool {
         &'a self,
         tool: &'a str,
         arguments: &'a Value,
+        on_progress: OnProgress<'a>,
     ) -> BoxFuture<'a, (Option<String>, CallOutcome)> {
-        Box::pin(McpPool::call(self, tool, arguments))
+        Box::pin(McpPool::call_watching(self, tool, arguments, on_progress))
     }
 }
 

@@ -171,6 +171,7 @@ impl ToolHost for ScriptedTools {
         &'a self,
         tool: &'a str,
         arguments: &'a Value,
+        _on_progress: crate::mcp::server::OnProgress<'a>,
     ) -> BoxFuture<'a, (Option<String>, CallOutcome)> {
         self.calls
             .lock()

@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::config::ServerConfig;
-use super::server::{CallOutcome, Server, ServerFailure};
+use super::server::{CallOutcome, OnProgress, Server, ServerFailure};
 use crate::trajectory::event::{Observation, ServerInfo, ToolInfo};
 
 /// Timeouts for servers.
@@ -130,6 +130,16 @@ impl McpPool {
     /// Calls a namespaced tool, found by its exact name in the catalogue (a server's name may
     /// itself hold a `:`). An unknown tool is an error outcome, not a panic.
     pub async fn call(&self, tool: &str, arguments: &Value) -> (Option<String>, CallOutcome) {
+        self.call_watching(tool, arguments, None).await
+    }
+
+    /// [`McpPool::call`], telling `on_progress` of the server's progress reports meanwhile.
+    pub async fn call_watching(
+        &self,
+        tool: &str,
+        arguments: &Value,
+        on_progress: OnProgress<'_>,
+    ) -> (Option<String>, CallOutcome) {
         let found = self.servers.iter().map(Self::current).find_map(|server| {
             let own = tool
                 .strip_prefix(server.name.as_str())
@@ -144,7 +154,9 @@ impl McpPool {
         match found {
             Some((server, own)) => (
                 Some(server.name.clone()),
-                server.call(&own, arguments, self.timeouts.call).await,
+                server
+                    .call_watching(&own, arguments, self.timeouts.call, on_progress)
+                    .await,
             ),
             None => (None, unknown_tool(tool)),
         }

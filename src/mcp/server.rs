@@ -9,8 +9,11 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, anyhow};
 use rmcp::ServiceError;
 use rmcp::ServiceExt;
-use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, ResourceContents};
-use rmcp::service::{RoleClient, RunningService};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ContentBlock, NumberOrString, ProgressNotificationParam,
+    ProgressToken, RequestMetaObject, ResourceContents,
+};
+use rmcp::service::{NotificationContext, RoleClient, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -64,13 +67,55 @@ pub struct CallOutcome {
     pub reply: Option<Box<CallToolResult>>,
 }
 
+/// What a server says of a call while it runs (`notifications/progress`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Progress {
+    /// Progress so far (it only grows).
+    pub progress: f64,
+    /// The total, when the server knows it.
+    pub total: Option<f64>,
+    /// What it is doing, in words.
+    pub message: Option<String>,
+}
+
+/// Told of each progress report while a call runs.
+pub type OnProgress<'a> = Option<&'a mut (dyn FnMut(Progress) + Send)>;
+
+/// Progress reports still waiting to be read, per server; older ones are dropped first.
+const PROGRESS_BACKLOG: usize = 64;
+
+/// The client side of one connection: it hears the server's progress reports.
+#[derive(Clone)]
+struct Listener {
+    progress: tokio::sync::broadcast::Sender<(ProgressToken, Progress)>,
+}
+
+impl rmcp::ClientHandler for Listener {
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let progress = Progress {
+            progress: params.progress,
+            total: params.total,
+            message: params.message,
+        };
+        // Nobody waiting (the call has ended) is not an error.
+        let _ = self.progress.send((params.progress_token, progress));
+    }
+}
+
 /// A running connection.
 pub struct Server {
     /// The configured name.
     pub name: String,
     /// Its tools, namespaced `name:tool`.
     pub tools: Vec<ToolInfo>,
-    client: RunningService<RoleClient, ()>,
+    client: RunningService<RoleClient, Listener>,
+    /// Each call's progress reports, by its token.
+    progress: tokio::sync::broadcast::Sender<(ProgressToken, Progress)>,
+    next_token: std::sync::atomic::AtomicI64,
     stderr: StderrTail,
     dead: Mutex<Option<ServerFailure>>,
     /// A stdio server's process group (killed on drop if still alive).
@@ -113,10 +158,15 @@ impl Server {
         let group = Arc::new(Mutex::new(None));
         let oversized = Arc::new(Oversized::default());
         let child = Arc::new(Mutex::new(None));
+        let listener = Listener {
+            progress: tokio::sync::broadcast::Sender::new(PROGRESS_BACKLOG),
+        };
+        let progress = listener.progress.clone();
         let started = tokio::time::timeout(
             startup_timeout,
             Self::start(
                 config,
+                listener,
                 stderr.clone(),
                 group.clone(),
                 oversized.clone(),
@@ -178,6 +228,8 @@ impl Server {
             name: config.name.clone(),
             tools,
             client,
+            progress,
+            next_token: std::sync::atomic::AtomicI64::new(1),
             stderr,
             dead: Mutex::new(None),
             group,
@@ -189,11 +241,12 @@ impl Server {
 
     async fn start(
         config: &ServerConfig,
+        listener: Listener,
         stderr: StderrTail,
         group: Arc<Mutex<Option<ProcessGroup>>>,
         oversized: Arc<Oversized>,
         child: Arc<Mutex<Option<tokio::process::Child>>>,
-    ) -> Result<RunningService<RoleClient, ()>> {
+    ) -> Result<RunningService<RoleClient, Listener>> {
         match &config.transport {
             Transport::Stdio {
                 command,
@@ -240,7 +293,8 @@ impl Server {
                     Watched::new(stdout, oversized),
                     stdin,
                 );
-                ().serve(transport)
+                listener
+                    .serve(transport)
                     .await
                     .map_err(|e| anyhow!("MCP initialisation failed: {e}"))
             }
@@ -262,7 +316,8 @@ impl Server {
                 }
                 let transport =
                     StreamableHttpClientTransport::from_config(cfg.custom_headers(custom));
-                ().serve(transport)
+                listener
+                    .serve(transport)
                     .await
                     // The target, not the URL: its userinfo and query are credentials.
                     .map_err(|e| anyhow!("connecting to {}: {e}", config.target()))
@@ -282,6 +337,18 @@ impl Server {
 
     /// Calls `tool` (its own name, without the server prefix).
     pub async fn call(&self, tool: &str, arguments: &Value, timeout: Duration) -> CallOutcome {
+        self.call_watching(tool, arguments, timeout, None).await
+    }
+
+    /// [`Server::call`], telling `on_progress` of each progress report the server sends while
+    /// the call runs (the call asks for them with a progress token of its own).
+    pub async fn call_watching(
+        &self,
+        tool: &str,
+        arguments: &Value,
+        timeout: Duration,
+        mut on_progress: OnProgress<'_>,
+    ) -> CallOutcome {
         let start = Instant::now();
         if let Some(f) = self.failure() {
             return failed(
@@ -302,10 +369,32 @@ impl Server {
                 );
             }
         };
-        let called = tokio::select! {
-            called = tokio::time::timeout(timeout, self.client.call_tool(params)) => called,
-            (size, whole) = self.oversized.next() => {
-                return failed(start, Oversized::message(size, whole), None);
+        let token = ProgressToken(NumberOrString::Number(
+            self.next_token
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+        ));
+        let mut reports = self.progress.subscribe();
+        if on_progress.is_some() {
+            params.meta = Some(RequestMetaObject::with_progress_token(token.clone()));
+        }
+        let calling = tokio::time::timeout(timeout, self.client.call_tool(params));
+        tokio::pin!(calling);
+        let called = loop {
+            tokio::select! {
+                called = &mut calling => break called,
+                (size, whole) = self.oversized.next() => {
+                    return failed(start, Oversized::message(size, whole), None);
+                }
+                report = reports.recv(), if on_progress.is_some() => match report {
+                    Ok((of, progress)) if of == token => {
+                        if let Some(tell) = on_progress.as_mut() {
+                            tell(progress);
+                        }
+                    }
+                    // Another call's, or reports dropped while we were slow: keep waiting.
+                    Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => on_progress = None,
+                },
             }
         };
         match called {

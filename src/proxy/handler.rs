@@ -10,7 +10,7 @@ use rmcp::ServerHandler;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, Implementation,
     InitializeRequestParams, InitializeResult, ListToolsResult, PaginatedRequestParams,
-    ProtocolVersion, ServerCapabilities, ServerConfig,
+    ProgressNotificationParam, ProgressToken, ProtocolVersion, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{Value, json};
@@ -20,7 +20,7 @@ use super::{META_MISS, META_SIMULATED, META_WORLD_MODEL, Mode, OnMiss, Setup};
 use crate::agent::execute::PlannedCall;
 use crate::agent::rehearse::Rehearsal;
 use crate::mcp::pool::{McpPool, unknown_tool};
-use crate::mcp::server::CallOutcome;
+use crate::mcp::server::{CallOutcome, Progress};
 use crate::trajectory::event::{Action, EventBody, Observation};
 
 /// One client session's server.
@@ -52,7 +52,13 @@ impl ProxyHandler {
     }
 
     /// Serves one `tools/call` as the proxy's mode says.
-    async fn call(&self, name: &str, arguments: Value, session: Arc<Session>) -> CallToolResult {
+    async fn call(
+        &self,
+        name: &str,
+        arguments: Value,
+        session: Arc<Session>,
+        progress: Option<Forward>,
+    ) -> CallToolResult {
         let Some(tool) = self.setup.catalog.resolve(name) else {
             // Counted as MCP-Bench counts it: a call made, and failed.
             let outcome = unknown_tool(name);
@@ -71,7 +77,7 @@ impl ProxyHandler {
             arguments,
         };
         match self.setup.mode {
-            Mode::Record => self.real(&session, planned).await,
+            Mode::Record => self.real(&session, planned, progress).await,
             Mode::Shadow => {
                 match session.add_node(&planned.tool, &planned.arguments) {
                     Ok((node, depth)) => {
@@ -90,15 +96,20 @@ impl ProxyHandler {
                     }
                     Err(e) => tracing::warn!("recording a shadowed call: {e:#}"),
                 }
-                self.real(&session, planned).await
+                self.real(&session, planned, progress).await
             }
-            Mode::Simulate => self.simulate(&session, planned).await,
+            Mode::Simulate => self.simulate(&session, planned, progress).await,
         }
     }
 
     /// Calls the real server and records the call; the client gets the server's reply as it
     /// came, or a tool error naming the server.
-    async fn real(&self, session: &Session, planned: PlannedCall) -> CallToolResult {
+    async fn real(
+        &self,
+        session: &Session,
+        planned: PlannedCall,
+        progress: Option<Forward>,
+    ) -> CallToolResult {
         let Some(pool) = &self.setup.pool else {
             // Only simulate mode runs without upstreams, and it never asks for a real call
             // without one (`--on-miss real` needs them).
@@ -106,7 +117,15 @@ impl ProxyHandler {
         };
         self.revive(session, pool, &planned.tool).await;
         let ticket = session.sending(&planned);
-        let (server, mut outcome) = pool.call(&planned.tool, &planned.arguments).await;
+        let mut pass_on = progress.map(Forward::start);
+        let mut tell = |p: Progress| {
+            if let Some(pass_on) = &mut pass_on {
+                pass_on(p);
+            }
+        };
+        let (server, mut outcome) = pool
+            .call_watching(&planned.tool, &planned.arguments, Some(&mut tell))
+            .await;
         let reply = match outcome.reply.take() {
             Some(reply) => *reply,
             None => reply_of(server.as_deref(), &outcome),
@@ -142,7 +161,12 @@ impl ProxyHandler {
 
     /// Simulate mode: the world model answers; when it cannot, `--on-miss` says what the
     /// client gets.
-    async fn simulate(&self, session: &Session, mut planned: PlannedCall) -> CallToolResult {
+    async fn simulate(
+        &self,
+        session: &Session,
+        mut planned: PlannedCall,
+        progress: Option<Forward>,
+    ) -> CallToolResult {
         let (node, depth) = match session.add_node(&planned.tool, &planned.arguments) {
             Ok(added) => added,
             Err(e) => {
@@ -174,7 +198,7 @@ impl ProxyHandler {
                 json!({META_SIMULATED: false, META_MISS: "error"}),
             ),
             OnMiss::Real => {
-                let mut reply = self.real(session, planned).await;
+                let mut reply = self.real(session, planned, progress).await;
                 let meta = reply.meta.get_or_insert_with(Default::default);
                 meta.0.insert(META_SIMULATED.into(), json!(false));
                 meta.0.insert(META_MISS.into(), json!("real"));
@@ -247,7 +271,48 @@ impl ServerHandler for ProxyHandler {
         let client = context.peer.peer_info().map(|i| i.client_info.clone());
         let session = self.session(client.as_ref())?;
         let arguments = request.arguments.map(Value::Object).unwrap_or(json!({}));
-        Ok(self.call(&request.name, arguments, session).await.into())
+        // A client that asked for progress gets the server's, under its own token.
+        // rmcp hands the request's `_meta` to the context.
+        let progress = context
+            .meta
+            .get_progress_token()
+            .or_else(|| request.meta.as_ref().and_then(|m| m.get_progress_token()))
+            .map(|token| Forward {
+                peer: context.peer.clone(),
+                token,
+            });
+        Ok(self
+            .call(&request.name, arguments, session, progress)
+            .await
+            .into())
+    }
+}
+
+/// Where a call's progress goes: the client that asked for it, under its token.
+struct Forward {
+    peer: rmcp::Peer<RoleServer>,
+    token: ProgressToken,
+}
+
+impl Forward {
+    /// A teller that passes each report on, in order (one task sends them all); reports a
+    /// slow client has not taken yet beyond a few are dropped, never queued without bound.
+    fn start(self) -> impl FnMut(Progress) + Send {
+        let (tx, mut rx) = tokio::sync::mpsc::channel::<Progress>(16);
+        tokio::spawn(async move {
+            while let Some(p) = rx.recv().await {
+                let mut param = ProgressNotificationParam::new(self.token.clone(), p.progress);
+                param.total = p.total;
+                param.message = p.message;
+                // A client gone is not the call's failure.
+                if self.peer.notify_progress(param).await.is_err() {
+                    break;
+                }
+            }
+        });
+        move |p| {
+            let _ = tx.try_send(p);
+        }
     }
 }
 

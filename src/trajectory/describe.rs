@@ -292,6 +292,18 @@ pub fn summary(event: &Event) -> String {
         }
         EventBody::Answer { text } => text.clone(),
         EventBody::Recheck { at, calls, skipped } => recheck_summary(at, calls, skipped),
+        EventBody::CallProgress {
+            step,
+            tool,
+            progress,
+            total,
+            message,
+        } => {
+            let said = message
+                .as_deref()
+                .map_or(String::new(), |m| format!(": {m}"));
+            format!("{step}. {tool} {}{said}", progress_text(*progress, *total))
+        }
         EventBody::Annotation {
             node,
             event,
@@ -344,6 +356,22 @@ fn cut(s: &str, n: usize) -> String {
         s.to_string()
     } else {
         s.chars().take(n).collect::<String>() + "…"
+    }
+}
+
+/// A call's progress in a few columns: `▰▰▰▱▱ 3/5` with a total, `3 so far` without.
+pub fn progress_text(progress: f64, total: Option<f64>) -> String {
+    const CELLS: usize = 10;
+    match total.filter(|t| *t > 0.0) {
+        Some(total) => {
+            let done = ((progress / total).clamp(0.0, 1.0) * CELLS as f64).round() as usize;
+            format!(
+                "{}{} {progress}/{total}",
+                "▰".repeat(done),
+                "▱".repeat(CELLS - done)
+            )
+        }
+        None => format!("{progress} so far"),
     }
 }
 

@@ -232,6 +232,10 @@ pub struct ServerInfo {
     pub target: Option<String>,
 }
 
+/// Least time between two recorded progress reports of one call: a server that reports every
+/// millisecond fills no file.
+pub const PROGRESS_EVERY_MS: u64 = 250;
+
 /// How a recorded real call compares with the same call made today (`cosmos recheck`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -1230,6 +1234,22 @@ pub enum EventBody {
         /// The reply as the model gave it (the decision's JSON, or the native tool call).
         reply: Value,
     },
+    /// A server's progress report on the real call of step `step` while it ran
+    /// (`notifications/progress`), at most one per [`PROGRESS_EVERY_MS`] of a call.
+    CallProgress {
+        /// The `tool_called` step the call will be.
+        step: u64,
+        /// The tool.
+        tool: String,
+        /// Progress so far.
+        progress: f64,
+        /// The total, when the server knows it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        total: Option<f64>,
+        /// What the server said it is doing.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
+    },
     /// The run's recorded real calls made again against today's servers (`cosmos recheck`),
     /// appended after `run_finished`: how far each has drifted.
     Recheck {
@@ -1273,6 +1293,7 @@ pub const KNOWN_KINDS: &[&str] = &[
     "run_finished",
     "annotation",
     "recheck",
+    "call_progress",
 ];
 
 impl EventBody {
@@ -1299,6 +1320,7 @@ impl EventBody {
             EventBody::RunFinished { .. } => "run_finished",
             EventBody::Annotation { .. } => "annotation",
             EventBody::Recheck { .. } => "recheck",
+            EventBody::CallProgress { .. } => "call_progress",
             EventBody::Unknown { kind, .. } => kind,
         }
     }

@@ -6,7 +6,8 @@ SPEC is {"transport": "stdio", "command": ..., "args": [...], "env": {...}} or
 {"transport": "http", "url": ..., "token": ...}, with "client": {"name", "version"} and
 "calls": [{"name", "arguments"}]. Prints one JSON object: the listed tools and each call's
 result as the SDK decoded it (by alias: `isError`, `structuredContent`, `_meta`). A call that
-raises is {"raised": message}. With "pause_file", it waits after the first call until that file
+raises is {"raised": message}. A call with "progress": true asks for progress reports, and its
+result gets "progress_seen": [[progress, total, message], ...]. With "pause_file", it waits after the first call until that file
 exists (so a test can act mid-session).
 """
 
@@ -31,9 +32,21 @@ async def session_calls(read, write, spec):
         out = {"tools": [t.model_dump(by_alias=True, exclude_none=True) for t in tools.tools]}
         results = []
         for i, call in enumerate(spec.get("calls", [])):
+            seen = []
+
+            async def on_progress(progress, total, message):
+                seen.append([progress, total, message])
+
             try:
-                result = await session.call_tool(call["name"], call.get("arguments", {}))
-                results.append(result.model_dump(by_alias=True, exclude_none=True))
+                result = await session.call_tool(
+                    call["name"],
+                    call.get("arguments", {}),
+                    progress_callback=on_progress if call.get("progress") else None,
+                )
+                dumped = result.model_dump(by_alias=True, exclude_none=True)
+                if call.get("progress"):
+                    dumped["progress_seen"] = seen
+                results.append(dumped)
             except Exception as e:  # the test asserts on what happened, whatever it was
                 results.append({"raised": str(e)})
             pause = spec.get("pause_file")

@@ -258,9 +258,10 @@ impl Trace {
             EventBody::Answer { .. } => self.on_answer(event),
             EventBody::JudgeScored { .. } => self.on_judge_scored(event),
             EventBody::RunFinished { .. } => self.on_run_finished(event),
-            // A recheck is about today's servers, not the run's trace.
+            // A recheck is about today's servers; progress is the call's span's own time.
             EventBody::PlannerDecided { .. }
             | EventBody::Recheck { .. }
+            | EventBody::CallProgress { .. }
             | EventBody::Unknown { .. } => {}
         }
     }
