@@ -13,34 +13,18 @@ fn a_long_calls_progress_is_recorded_and_shown_while_it_runs() {
         dir.path(),
         json!({"everything": {"command": npm_bin("mcp-server-everything")}}),
     );
-    let task = dir.path().join("task.json");
-    std::fs::write(
-        &task,
-        json!({"id": "slow_1", "request": "run the slow operation"}).to_string(),
-    )
-    .unwrap();
     let long = "everything:trigger-long-running-operation";
-    let llm = ScriptedLlm::start(json!([
-        {"when": "1. everything:trigger", "content": finish("done")},
-        {"when": "No tool has been called yet", "content": call(long, json!({"duration": 2, "steps": 4}))},
-        {"content": "done"}
-    ]));
-    let out = dir.path().join("runs");
-    let args = [
-        "run",
-        "--mcp-config",
-        mcp.to_str().unwrap(),
-        "--task",
-        task.to_str().unwrap(),
-        "--agent",
-        "react",
-        "--out",
-        out.to_str().unwrap(),
-        "--no-tui",
-    ];
-    let ran = cosmos(&args, &llm, "sk-test");
-    assert!(ran.status.success(), "{}", text(&ran));
-    let events = events(&only_run(&out));
+    let (ran, run) = react_run(
+        dir.path(),
+        &mcp,
+        json!({"id": "slow_1", "request": "run the slow operation"}),
+        json!([
+            {"when": "1. everything:trigger", "content": finish("done")},
+            {"when": "No tool has been called yet", "content": call(long, json!({"duration": 2, "steps": 4}))},
+            {"content": "done"}
+        ]),
+    );
+    let events = events(&run);
     let progress: Vec<&serde_json::Value> = events
         .iter()
         .filter(|e| e["kind"] == "call_progress")

@@ -230,24 +230,29 @@ fn shadow_with_an_llm_world_model_records_its_calls_and_scores_them() {
         {"when": "You simulate an MCP server", "content": predicted("ok: goodbye", false)}
     ]));
     let mcp = write_mcp_config(dir.path(), json!({"flaky": flaky_server()}));
+    // The proxy in `mode` with the llm world model on the scripted endpoint, into `out`.
+    let spec_for = |mode: &str, out: &Path| {
+        let mut spec = through_proxy(
+            &[
+                "--mcp-config",
+                &mcp.display().to_string(),
+                "--out",
+                &out.display().to_string(),
+                "--mode",
+                mode,
+                "--world-model",
+                "llm",
+            ],
+            &dir.path().join("proxy.log"),
+            json!([{"name": "ok", "arguments": {"text": "hello"}}]),
+        );
+        spec["env"]["OPENAI_BASE_URL"] = json!(llm.base_url());
+        spec["env"]["OPENAI_API_KEY"] = json!("sk-proxy-test-key-000000000000");
+        spec["env"]["COSMOS_MODEL"] = json!("scripted-model");
+        spec
+    };
     let out = dir.path().join("shadow");
-    let mut spec = through_proxy(
-        &[
-            "--mcp-config",
-            &mcp.display().to_string(),
-            "--out",
-            &out.display().to_string(),
-            "--mode",
-            "shadow",
-            "--world-model",
-            "llm",
-        ],
-        &dir.path().join("proxy.log"),
-        json!([{"name": "ok", "arguments": {"text": "hello"}}]),
-    );
-    spec["env"]["OPENAI_BASE_URL"] = json!(llm.base_url());
-    spec["env"]["OPENAI_API_KEY"] = json!("sk-proxy-test-key-000000000000");
-    spec["env"]["COSMOS_MODEL"] = json!("scripted-model");
+    let spec = spec_for("shadow", &out);
     let answer = sdk_client(spec);
     assert_eq!(answer["results"][0]["content"][0]["text"], "ok: hello");
     let run = only_run(&out);
@@ -272,23 +277,7 @@ fn shadow_with_an_llm_world_model_records_its_calls_and_scores_them() {
 
     // The same world model answering instead of the server.
     let out = dir.path().join("simulated");
-    let mut spec = through_proxy(
-        &[
-            "--mcp-config",
-            &mcp.display().to_string(),
-            "--out",
-            &out.display().to_string(),
-            "--mode",
-            "simulate",
-            "--world-model",
-            "llm",
-        ],
-        &dir.path().join("proxy.log"),
-        json!([{"name": "ok", "arguments": {"text": "hello"}}]),
-    );
-    spec["env"]["OPENAI_BASE_URL"] = json!(llm.base_url());
-    spec["env"]["OPENAI_API_KEY"] = json!("sk-proxy-test-key-000000000000");
-    spec["env"]["COSMOS_MODEL"] = json!("scripted-model");
+    let spec = spec_for("simulate", &out);
     let answer = sdk_client(spec);
     let result = &answer["results"][0];
     assert_eq!(result["content"][0]["text"], "ok: goodbye", "{result}");

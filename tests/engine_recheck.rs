@@ -20,34 +20,18 @@ use support::*;
 /// against the fault-test server with `env`; its file.
 fn recorded_run(dir: &Path) -> std::path::PathBuf {
     let mcp = write_mcp_config(dir, json!({"flaky": flaky_server()}));
-    let task = dir.join("task.json");
-    std::fs::write(
-        &task,
-        json!({"id": "weather_1", "request": "Weather in Lyon?"}).to_string(),
-    )
-    .unwrap();
-    let llm = ScriptedLlm::start(json!([
-        {"when": "2. flaky:ok", "content": finish("clear in Lyon")},
-        {"when": "1. flaky:forecast", "content": call("flaky:ok", json!({"text": "noted"}))},
-        {"when": "No tool has been called yet", "content": call("flaky:forecast", json!({"city": "Lyon"}))},
-        {"content": "clear in Lyon"}
-    ]));
-    let out = dir.join("runs");
-    let args = [
-        "run",
-        "--mcp-config",
-        mcp.to_str().unwrap(),
-        "--task",
-        task.to_str().unwrap(),
-        "--agent",
-        "react",
-        "--out",
-        out.to_str().unwrap(),
-        "--no-tui",
-    ];
-    let ran = cosmos(&args, &llm, "sk-test");
-    assert!(ran.status.success(), "{}", text(&ran));
-    only_run(&out)
+    let (_, run) = react_run(
+        dir,
+        &mcp,
+        json!({"id": "weather_1", "request": "Weather in Lyon?"}),
+        json!([
+            {"when": "2. flaky:ok", "content": finish("clear in Lyon")},
+            {"when": "1. flaky:forecast", "content": call("flaky:ok", json!({"text": "noted"}))},
+            {"when": "No tool has been called yet", "content": call("flaky:forecast", json!({"city": "Lyon"}))},
+            {"content": "clear in Lyon"}
+        ]),
+    );
+    run
 }
 
 fn recheck(run: &Path, mcp: &Path, extra: &[&str]) -> (std::process::Output, Value) {

@@ -131,13 +131,8 @@ pub fn record_call(
         error: outcome.error.clone(),
         origin: None,
     })?;
-    if let Some(died) = outcome.server_died {
-        sink.emit(EventBody::Error {
-            source: "server".into(),
-            name: Some(died.name),
-            message: died.message,
-            stderr_tail: died.stderr_tail,
-        })?;
+    if let Some(died) = &outcome.server_died {
+        sink.emit(died.event())?;
     }
     Ok(HistoryStep {
         tool: planned.tool.clone(),

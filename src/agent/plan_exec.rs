@@ -26,13 +26,7 @@ pub async fn run(env: &Env, sink: &mut dyn EventSink) -> Result<End> {
     // The step budget ends the chain.
     let settings = Settings::chain();
     sink.emit(EventBody::Phase { phase: Phase::Plan })?;
-    sink.emit(EventBody::NodeAdded {
-        node: 0,
-        parent: None,
-        depth: 0,
-        action: None,
-        prior: None,
-    })?;
+    sink.emit(EventBody::root())?;
     let mut simulated: Vec<HistoryStep> = Vec::new();
     let mut plan: Vec<PlannedCall> = Vec::new();
     let mut chain: Vec<NodeId> = Vec::new();

@@ -346,12 +346,7 @@ async fn run_agent(
     search: &Settings,
 ) -> Result<End> {
     for f in failures {
-        rec.emit(EventBody::Error {
-            source: "server".into(),
-            name: Some(f.name.clone()),
-            message: f.message.clone(),
-            stderr_tail: f.stderr_tail.clone(),
-        })?;
+        rec.emit(f.event())?;
     }
     if !failures.is_empty() && env.tools.is_empty() {
         return Ok(End::failed(NO_SERVER_STARTED));

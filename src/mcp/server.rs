@@ -51,6 +51,18 @@ pub struct ServerFailure {
     pub stderr_tail: Option<String>,
 }
 
+impl ServerFailure {
+    /// The `error` event that records it (source `server`).
+    pub fn event(&self) -> crate::trajectory::event::EventBody {
+        crate::trajectory::event::EventBody::Error {
+            source: "server".into(),
+            name: Some(self.name.clone()),
+            message: self.message.clone(),
+            stderr_tail: self.stderr_tail.clone(),
+        }
+    }
+}
+
 /// The result of one call.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CallOutcome {

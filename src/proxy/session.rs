@@ -146,21 +146,10 @@ impl Session {
         };
         let mut recorder = Recorder::new(writer, None, None);
         for f in &setup.failures {
-            recorder.emit(EventBody::Error {
-                source: "server".into(),
-                name: Some(f.name.clone()),
-                message: f.message.clone(),
-                stderr_tail: f.stderr_tail.clone(),
-            })?;
+            recorder.emit(f.event())?;
         }
         if setup.world_model.is_some() {
-            recorder.emit(EventBody::NodeAdded {
-                node: 0,
-                parent: None,
-                depth: 0,
-                action: None,
-                prior: None,
-            })?;
+            recorder.emit(EventBody::root())?;
         }
         tracing::info!(path = %path.display(), client = client_name, "proxy session opened");
         Ok(Self {

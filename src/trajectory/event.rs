@@ -1297,6 +1297,17 @@ pub const KNOWN_KINDS: &[&str] = &[
 ];
 
 impl EventBody {
+    /// The root node `#0` of a tree or chain (no action).
+    pub fn root() -> Self {
+        EventBody::NodeAdded {
+            node: 0,
+            parent: None,
+            depth: 0,
+            action: None,
+            prior: None,
+        }
+    }
+
     /// The `kind` name.
     pub fn kind(&self) -> &str {
         match self {

@@ -241,6 +241,32 @@ pub fn cosmos_spawn<S: AsRef<std::ffi::OsStr>>(
         .unwrap()
 }
 
+/// A ReAct run of a one-task file (`task`, the task's JSON) against the servers of `mcp`,
+/// with the scripted planner `rules`, into `dir/runs`: the command's output and the run's file.
+#[allow(dead_code)]
+pub fn react_run(dir: &Path, mcp: &Path, task: Value, rules: Value) -> (Output, PathBuf) {
+    let task_file = dir.join("task.json");
+    std::fs::write(&task_file, task.to_string()).unwrap();
+    let llm = ScriptedLlm::start(rules);
+    let out = dir.join("runs");
+    let args = [
+        "run",
+        "--mcp-config",
+        mcp.to_str().unwrap(),
+        "--task",
+        task_file.to_str().unwrap(),
+        "--agent",
+        "react",
+        "--out",
+        out.to_str().unwrap(),
+        "--no-tui",
+    ];
+    let ran = cosmos(&args, &llm, "sk-test");
+    assert!(ran.status.success(), "{}", text(&ran));
+    let run = only_run(&out);
+    (ran, run)
+}
+
 /// stdout + stderr.
 pub fn text(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).to_string() + &String::from_utf8_lossy(&o.stderr)
