@@ -173,10 +173,7 @@ pub async fn call_for_real(path: &Path, node: NodeId, setup: &ProbeSetup) -> Res
     let server = mcp
         .servers
         .iter()
-        .find(|s| {
-            tool.strip_prefix(&s.name)
-                .is_some_and(|r| r.starts_with(':'))
-        })
+        .find(|s| crate::trajectory::event::own_tool_name(&tool, &s.name).is_some())
         .with_context(|| format!("no server in {} offers {tool}", mcp_path.display()))?
         .clone();
     let (pool, failures) =

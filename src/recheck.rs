@@ -14,7 +14,7 @@ use crate::mcp::config::McpConfig;
 use crate::mcp::pool::{McpPool, Timeouts};
 use crate::metrics::fidelity;
 use crate::trajectory::event::{
-    AgentKind, Drift, EventBody, Header, Observation, RecheckedCall, ToolInfo,
+    AgentKind, Drift, EventBody, Header, Observation, RecheckedCall, ToolInfo, own_tool_name,
 };
 use crate::trajectory::reader::EventStream;
 use crate::trajectory::redact::Redactor;
@@ -125,11 +125,7 @@ fn server_of(header: &Header, call: &Recorded) -> Option<String> {
         header
             .servers
             .iter()
-            .find(|s| {
-                call.tool
-                    .strip_prefix(s.name.as_str())
-                    .is_some_and(|r| r.starts_with(':'))
-            })
+            .find(|s| own_tool_name(&call.tool, &s.name).is_some())
             .map(|s| s.name.clone())
     })
 }

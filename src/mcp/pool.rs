@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::config::ServerConfig;
 use super::server::{CallOutcome, OnProgress, Server, ServerFailure};
-use crate::trajectory::event::{Observation, ServerInfo, ToolInfo};
+use crate::trajectory::event::{Observation, ServerInfo, ToolInfo, own_tool_name};
 
 /// Timeouts for servers.
 #[derive(Debug, Clone, Copy)]
@@ -141,10 +141,7 @@ impl McpPool {
         on_progress: OnProgress<'_>,
     ) -> (Option<String>, CallOutcome) {
         let found = self.servers.iter().map(Self::current).find_map(|server| {
-            let own = tool
-                .strip_prefix(server.name.as_str())
-                .and_then(|rest| rest.strip_prefix(':'))?
-                .to_string();
+            let own = own_tool_name(tool, &server.name)?.to_string();
             server
                 .tools
                 .iter()

@@ -12,7 +12,7 @@ use rmcp::model::Tool;
 use serde_json::{Value, json};
 
 use crate::agent::planner::FunctionNames;
-use crate::trajectory::event::ToolInfo;
+use crate::trajectory::event::{ToolInfo, own_tool_name};
 
 /// The offered tools and the recorded tool each stands for.
 #[derive(Debug, Clone)]
@@ -72,7 +72,7 @@ impl Catalog {
 fn own_name<'a>(tool: &'a str, servers: &[String]) -> &'a str {
     servers
         .iter()
-        .find_map(|s| tool.strip_prefix(s.as_str())?.strip_prefix(':'))
+        .find_map(|s| own_tool_name(tool, s))
         .unwrap_or(tool)
 }
 

@@ -117,14 +117,14 @@ impl ProxyHandler {
         };
         self.revive(session, pool, &planned.tool).await;
         let ticket = session.sending(&planned);
+        // Progress is asked of the server only for a client that asked for it.
         let mut pass_on = progress.map(Forward::start);
-        let mut tell = |p: Progress| {
-            if let Some(pass_on) = &mut pass_on {
-                pass_on(p);
-            }
+        let on_progress: crate::mcp::server::OnProgress<'_> = match &mut pass_on {
+            Some(tell) => Some(tell),
+            None => None,
         };
         let (server, mut outcome) = pool
-            .call_watching(&planned.tool, &planned.arguments, Some(&mut tell))
+            .call_watching(&planned.tool, &planned.arguments, on_progress)
             .await;
         let reply = match outcome.reply.take() {
             Some(reply) => *reply,

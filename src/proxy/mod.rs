@@ -38,6 +38,7 @@ use crate::mcp::pool::{McpPool, Timeouts};
 use crate::mcp::server::ServerFailure;
 use crate::trajectory::event::{
     Action, Ending, ModelInfo, Observation, Role, RunStatus, ServerInfo, TaskInfo, ToolInfo,
+    own_tool_name,
 };
 use crate::trajectory::reader::EventStream;
 use crate::trajectory::redact::Redactor;
@@ -395,11 +396,9 @@ fn recorded_tools(run: &Path, servers: &[String]) -> Result<(Vec<ToolInfo>, Vec<
         .tools
         .iter()
         .filter(|t| {
-            recorded.iter().any(|s| {
-                t.name
-                    .strip_prefix(s.name.as_str())
-                    .is_some_and(|r| r.starts_with(':'))
-            })
+            recorded
+                .iter()
+                .any(|s| own_tool_name(&t.name, &s.name).is_some())
         })
         .cloned()
         .collect();

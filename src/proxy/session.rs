@@ -33,6 +33,8 @@ use crate::world_model::HistoryStep;
 
 /// The client's name when its `initialize` gave none (or never came).
 const UNKNOWN_CLIENT: &str = "unknown client";
+/// Longest client name or version kept.
+const CLIENT_CHARS: usize = 120;
 
 /// A session's recording.
 pub struct Session {
@@ -83,14 +85,18 @@ impl Session {
     /// `initialize` named it), the servers that did not start, and the chain's root when a
     /// world model predicts.
     pub fn open(setup: &Setup, client: Option<&Implementation>) -> Result<Self> {
+        // The client names itself: kept short, whatever it sent.
+        let short = |text: &str| text.trim().chars().take(CLIENT_CHARS).collect::<String>();
         let client_name = client
-            .map(|c| c.name.trim())
+            .map(|c| short(&c.name))
             .filter(|n| !n.is_empty())
-            .unwrap_or(UNKNOWN_CLIENT);
+            .unwrap_or_else(|| UNKNOWN_CLIENT.to_string());
+        let client_version = client.map(|c| short(&c.version)).unwrap_or_default();
+        let client_name = client_name.as_str();
         let mut settings = setup.settings.clone();
         settings.insert(
             "client".into(),
-            json!({"name": client_name, "version": client.map(|c| c.version.as_str())}),
+            json!({"name": client_name, "version": client.map(|_| client_version.as_str())}),
         );
         let started = chrono::Utc::now();
         let mut header = Header::new(
@@ -106,9 +112,10 @@ impl Session {
             },
             // The planner is the client's own agent: all cosmos knows of it is its name.
             ModelInfo {
-                model: match client {
-                    Some(c) if !c.version.is_empty() => format!("{client_name} {}", c.version),
-                    _ => client_name.to_string(),
+                model: if client_version.is_empty() {
+                    client_name.to_string()
+                } else {
+                    format!("{client_name} {client_version}")
                 },
                 base_url: None,
             },

@@ -303,6 +303,12 @@ pub struct ToolInfo {
     pub annotations: Option<Box<Value>>,
 }
 
+/// A namespaced tool's own name when it belongs to `server` (`server:tool`; a server's name
+/// may hold a `:` itself, so the server is matched whole).
+pub fn own_tool_name<'a>(tool: &'a str, server: &str) -> Option<&'a str> {
+    tool.strip_prefix(server)?.strip_prefix(':')
+}
+
 impl ToolInfo {
     /// One of the server's boolean hints about the tool (`readOnlyHint`, `destructiveHint`,
     /// `idempotentHint`, `openWorldHint`), when it gave it.
