@@ -1145,3 +1145,51 @@ fn a_note_that_cannot_be_written_says_so_as_a_note() {
     let said = app.message().unwrap_or_default().to_string();
     assert!(said.starts_with("the note was not added"), "{said}");
 }
+
+#[test]
+fn a_live_calls_progress_shows_in_the_run_view_while_it_runs() {
+    let source = common::three_runs()
+        .into_iter()
+        .find(|r| r.nodes().is_empty() && !r.steps().is_empty())
+        .expect("a ReAct run");
+    let live = RunView::live(
+        Run::new("live".into(), source.header.clone()),
+        Rect::new(0, 0, 120, 39),
+        None,
+    );
+    let mut app = App::new(live, Keymap::default(), Theme::new(true), (120, 40));
+    // The run up to its first call, then the server's report on that call, still running.
+    let events = source.all_events();
+    let first_call = events
+        .iter()
+        .position(|e| matches!(e.body, EventBody::ToolCalled { .. }))
+        .unwrap();
+    let mut seq = 0;
+    for event in &events[..first_call] {
+        seq = event.seq;
+        app.update(Action::LiveEvent(Box::new(event.clone())));
+    }
+    let tool = match &events[first_call].body {
+        EventBody::ToolCalled { tool, .. } => tool.clone(),
+        _ => unreachable!(),
+    };
+    app.update(Action::LiveEvent(Box::new(Event {
+        seq: seq + 1,
+        t_ms: events[first_call].t_ms,
+        body: EventBody::CallProgress {
+            step: 1,
+            tool,
+            progress: 3.0,
+            total: Some(4.0),
+            message: Some("Step 3 of 4".into()),
+        },
+    })));
+    app.settle();
+    let mut terminal = ratatui::Terminal::new(ratatui::backend::TestBackend::new(120, 40)).unwrap();
+    terminal.draw(|f| app.draw(f)).unwrap();
+    let screen = terminal.backend().to_string();
+    assert!(
+        screen.contains("call_progress") && screen.contains("1. ▰▰▰▰▰▰▰▰▱▱ 3/4 time:convert_time"),
+        "{screen}"
+    );
+}

@@ -302,7 +302,8 @@ pub fn summary(event: &Event) -> String {
             let said = message
                 .as_deref()
                 .map_or(String::new(), |m| format!(": {m}"));
-            format!("{step}. {tool} {}{said}", progress_text(*progress, *total))
+            // The bar first: a narrow pane keeps it.
+            format!("{step}. {} {tool}{said}", progress_text(*progress, *total))
         }
         EventBody::Annotation {
             node,
