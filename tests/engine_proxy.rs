@@ -648,6 +648,10 @@ fn cosmos_run_reaches_real_servers_through_the_proxy() {
     assert_eq!(proxied_calls[0]["tool"], "Time MCP:get_current_time");
     assert_eq!(proxied_calls[0]["result"], agent_calls[0]["result"]);
     assert_eq!(proxied[0]["agent"]["kind"], "external");
+    assert_eq!(
+        proxied[0]["agent"]["settings"]["client"]["name"],
+        "mcp-cosmos"
+    );
 }
 
 fn cosmos_ok(args: &[&str]) -> std::process::Output {

@@ -103,6 +103,14 @@ struct Listener {
 }
 
 impl rmcp::ClientHandler for Listener {
+    /// Servers (and `cosmos proxy` sessions) see mcp-cosmos by name.
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        let mut info = rmcp::model::ClientConfig::default();
+        info.client_info =
+            rmcp::model::Implementation::new("mcp-cosmos", env!("CARGO_PKG_VERSION"));
+        info
+    }
+
     async fn on_progress(
         &self,
         params: ProgressNotificationParam,
