@@ -37,7 +37,7 @@ pub struct Recorded {
     pub error: Option<String>,
 }
 
-/// A run's header, its recorded real calls, and the last event's time.
+/// A finished run's header, its recorded real calls, and the last event's time.
 pub fn recorded_calls(path: &Path) -> Result<(Header, Vec<Recorded>, u64)> {
     let mut stream = EventStream::open(path)?;
     let header = stream.header().clone();
@@ -46,8 +46,10 @@ pub fn recorded_calls(path: &Path) -> Result<(Header, Vec<Recorded>, u64)> {
     }
     let mut calls = Vec::new();
     let mut last_ms = 0;
+    let mut finished = false;
     while let Some(event) = stream.next_event()? {
         last_ms = last_ms.max(event.t_ms);
+        finished |= matches!(event.body, EventBody::RunFinished { .. });
         if let EventBody::ToolCalled {
             step,
             tool,
@@ -68,6 +70,10 @@ pub fn recorded_calls(path: &Path) -> Result<(Header, Vec<Recorded>, u64)> {
                 error,
             });
         }
+    }
+    if !finished {
+        // Its writer may still be appending: a line of ours would land among its own.
+        bail!("the run has not finished; recheck it when it has");
     }
     Ok((header, calls, last_ms))
 }
@@ -276,6 +282,41 @@ mod tests {
         assert_eq!(fails.error.as_deref(), Some("timed out"));
         let works = compare(&recorded("boom", true), &obs("ok", false), None);
         assert_eq!(works.drift, Drift::Changed);
+    }
+
+    #[test]
+    fn a_run_still_being_written_is_not_rechecked() {
+        use crate::trajectory::event::{AgentInfo, ModelInfo, TaskInfo};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("live.jsonl");
+        let header = Header::new(
+            "r",
+            TaskInfo::default(),
+            AgentInfo {
+                kind: AgentKind::React,
+                settings: Default::default(),
+            },
+            ModelInfo::default(),
+        );
+        let mut writer = Writer::create(&path, &header, Redactor::default(), None).unwrap();
+        writer
+            .write(
+                5,
+                EventBody::ToolCalled {
+                    step: 1,
+                    tool: "s:t".into(),
+                    server: Some("s".into()),
+                    arguments: Box::new(json!({})),
+                    result: obs("ok", false),
+                    latency_ms: 1,
+                    node: None,
+                    error: None,
+                    origin: None,
+                },
+            )
+            .unwrap();
+        let err = recorded_calls(&path).unwrap_err().to_string();
+        assert!(err.contains("has not finished"), "{err}");
     }
 
     #[test]
