@@ -76,7 +76,9 @@ impl Listening {
                 accepted = self.listener.accept() => match accepted {
                     Ok(a) => a,
                     Err(e) => {
+                        // Out of file descriptors, say: wait a little rather than spin.
                         tracing::warn!("accepting a connection: {e}");
+                        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
                         continue;
                     }
                 },
