@@ -904,3 +904,62 @@ fn a_long_calls_progress_reaches_the_client_through_the_proxy() {
     assert!(seen.len() >= 2, "{result}");
     assert_eq!(seen.last().unwrap()[1], 4.0, "{result}");
 }
+
+#[test]
+fn simulate_with_on_miss_real_calls_the_server_only_for_what_the_world_model_cannot_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let recorded = dir.path().join("recorded");
+    record_session(dir.path(), &recorded);
+    let calls_file = dir.path().join("calls.txt");
+    let mcp = write_mcp_config(
+        dir.path(),
+        json!({"flaky": flaky_with(json!({"FLAKY_CALLS_FILE": calls_file.display().to_string()}))}),
+    );
+    let out = dir.path().join("simulated");
+    let answer = sdk_client(through_proxy(
+        &[
+            "--mcp-config",
+            &mcp.display().to_string(),
+            "--out",
+            &out.display().to_string(),
+            "--mode",
+            "simulate",
+            "--world-model",
+            "memory",
+            "--memory-from",
+            &recorded.display().to_string(),
+            "--on-miss",
+            "real",
+        ],
+        &dir.path().join("proxy.log"),
+        json!([
+            {"name": "ok", "arguments": {"text": "hello"}},
+            {"name": "noisy", "arguments": {"text": "never recorded"}},
+        ]),
+    ));
+    // The recorded tool is answered by the world model; the other by the server, marked so.
+    assert_eq!(
+        answer["results"][0]["_meta"]["io.github.mcp-cosmos/simulated"],
+        true
+    );
+    let real = &answer["results"][1];
+    assert_eq!(
+        real["content"][0]["text"], "noisy: never recorded",
+        "{real}"
+    );
+    assert_eq!(real["_meta"]["io.github.mcp-cosmos/simulated"], false);
+    assert_eq!(real["_meta"]["io.github.mcp-cosmos/miss"], "real");
+    assert_eq!(
+        std::fs::read_to_string(&calls_file).unwrap_or_default(),
+        "",
+        "noisy logs no call; ok never reached the server"
+    );
+    let events = events(&only_run(&out));
+    let calls = calls_of(&events);
+    assert_eq!(calls.len(), 1, "only the miss is a real call");
+    assert_eq!(calls[0]["tool"], "flaky:noisy");
+    let missed_node = &calls[0]["node"];
+    assert!(events.iter().any(|e| e["kind"] == "node_evaluated"
+        && &e["node"] == missed_node
+        && e["verdict"] == "not_simulated"));
+}
