@@ -43,11 +43,11 @@ fn sdk_client(spec: Value) -> Value {
 }
 
 /// The SDK client's spec for `cosmos proxy ARGS` over stdio.
-fn through_proxy(args: &[&str], log: &Path, calls: Value) -> Value {
+fn through_proxy<S: AsRef<str>>(args: &[S], log: &Path, calls: Value) -> Value {
     json!({
         "transport": "stdio",
         "command": env!("CARGO_BIN_EXE_cosmos"),
-        "args": std::iter::once("proxy").chain(args.iter().copied()).collect::<Vec<_>>(),
+        "args": std::iter::once("proxy").chain(args.iter().map(AsRef::as_ref)).collect::<Vec<_>>(),
         "env": {"COSMOS_LOG_FILE": log.display().to_string(), "PATH": std::env::var("PATH").unwrap_or_default()},
         "client": {"name": "sdk-test-client", "version": "1.2.3"},
         "calls": calls,
@@ -299,18 +299,7 @@ fn simulate_calls_no_server_and_marks_every_result() {
     );
     let out = dir.path().join("simulated");
     let answer = sdk_client(through_proxy(
-        &[
-            "--mcp-config",
-            &mcp.display().to_string(),
-            "--out",
-            &out.display().to_string(),
-            "--mode",
-            "simulate",
-            "--world-model",
-            "memory",
-            "--memory-from",
-            &recorded.display().to_string(),
-        ],
+        &simulating(&mcp, &out, &recorded, &[]),
         &dir.path().join("proxy.log"),
         json!([
             {"name": "forecast", "arguments": {"city": "Lyon"}},
@@ -359,20 +348,12 @@ fn simulate_calls_no_server_and_marks_every_result() {
     );
     let out = dir.path().join("from-header");
     let answer = sdk_client(through_proxy(
-        &[
-            "--mcp-config",
-            &unstartable.display().to_string(),
-            "--out",
-            &out.display().to_string(),
-            "--mode",
-            "simulate",
-            "--world-model",
-            "memory",
-            "--memory-from",
-            &recorded.display().to_string(),
-            "--tools-from",
-            &only_run(&recorded).display().to_string(),
-        ],
+        &simulating(
+            &unstartable,
+            &out,
+            &recorded,
+            &["--tools-from", only_run(&recorded).to_str().unwrap()],
+        ),
         &dir.path().join("proxy2.log"),
         json!([{"name": "ok", "arguments": {"text": "hello"}}]),
     ));
@@ -917,20 +898,7 @@ fn simulate_with_on_miss_real_calls_the_server_only_for_what_the_world_model_can
     );
     let out = dir.path().join("simulated");
     let answer = sdk_client(through_proxy(
-        &[
-            "--mcp-config",
-            &mcp.display().to_string(),
-            "--out",
-            &out.display().to_string(),
-            "--mode",
-            "simulate",
-            "--world-model",
-            "memory",
-            "--memory-from",
-            &recorded.display().to_string(),
-            "--on-miss",
-            "real",
-        ],
+        &simulating(&mcp, &out, &recorded, &["--on-miss", "real"]),
         &dir.path().join("proxy.log"),
         json!([
             {"name": "ok", "arguments": {"text": "hello"}},
@@ -962,4 +930,25 @@ fn simulate_with_on_miss_real_calls_the_server_only_for_what_the_world_model_can
     assert!(events.iter().any(|e| e["kind"] == "node_evaluated"
         && &e["node"] == missed_node
         && e["verdict"] == "not_simulated"));
+}
+
+/// `cosmos proxy` arguments for simulate mode with a memory world model over `recorded`, then
+/// `extra`.
+fn simulating(mcp: &Path, out: &Path, recorded: &Path, extra: &[&str]) -> Vec<String> {
+    let mut args: Vec<String> = [
+        "--mcp-config",
+        mcp.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--mode",
+        "simulate",
+        "--world-model",
+        "memory",
+        "--memory-from",
+        recorded.to_str().unwrap(),
+    ]
+    .map(String::from)
+    .to_vec();
+    args.extend(extra.iter().map(|a| a.to_string()));
+    args
 }

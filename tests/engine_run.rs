@@ -1725,13 +1725,7 @@ fn a_nodes_call_made_for_real_after_the_run_is_appended() {
     );
     let mut w = Writer::create(&path, &header, Redactor::new(), None).unwrap();
     for body in [
-        EventBody::NodeAdded {
-            node: 0,
-            parent: None,
-            depth: 0,
-            action: None,
-            prior: None,
-        },
+        EventBody::root(),
         EventBody::NodeAdded {
             node: 1,
             parent: Some(0),

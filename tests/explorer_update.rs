@@ -772,19 +772,11 @@ fn probing_a_node_appends_a_simulation_and_asks_before_a_real_call() {
     common::write_run(&run, &path);
     let other = common::three_runs().into_iter().next().unwrap();
     common::write_run(&other, &dir.path().join("other.jsonl"));
-    let opened = Run::open(&path).unwrap();
     let size = (120, 40);
-    let mut app = App::on(
-        open::run(opened, Rect::new(0, 0, size.0, size.1 - 1)),
-        Keymap::default(),
-        Theme::new(true),
-        size,
-    );
+    let mut app = opened(&path, size);
     app.probe = mcp_cosmos::probe::ProbeSetup::default();
     // Node 2 (root, node 1, node 2), then p: the picker lists llm and memory.
-    send(&mut app, KeyCode::Home);
-    send(&mut app, KeyCode::End);
-    press(&mut app, "kkkjj");
+    select_node_two(&mut app);
     let Some(Item::Node(slot)) = view(&app).tree.selected_item() else {
         panic!("a node is selected");
     };
@@ -854,19 +846,9 @@ fn probing_a_node_appends_a_simulation_and_asks_before_a_real_call() {
     }
     let path = dir.path().join("read-only.jsonl");
     common::write_run(&read_only, &path);
-    let mut app = App::on(
-        open::run(
-            Run::open(&path).unwrap(),
-            Rect::new(0, 0, size.0, size.1 - 1),
-        ),
-        Keymap::default(),
-        Theme::new(true),
-        size,
-    );
+    let mut app = opened(&path, size);
     app.probe.mcp_config = Some(dir.path().join("mcp.json"));
-    send(&mut app, KeyCode::Home);
-    send(&mut app, KeyCode::End);
-    press(&mut app, "kkkjj");
+    select_node_two(&mut app);
     press(&mut app, "P");
     assert!(
         !app.top_is::<ConfirmCall>(),
@@ -964,19 +946,9 @@ fn a_note_on_a_node_is_appended_through_the_runs_writer_and_is_there_when_reopen
     let path = dir.path().join("noted.jsonl");
     common::write_run(&common::plan_fails_run(), &path);
     let size = (120, 40);
-    let mut app = App::on(
-        open::run(
-            Run::open(&path).unwrap(),
-            Rect::new(0, 0, size.0, size.1 - 1),
-        ),
-        Keymap::default(),
-        Theme::new(true),
-        size,
-    );
+    let mut app = opened(&path, size);
     // Node #2 selected in the tree, A, a note typed, Enter.
-    send(&mut app, KeyCode::Home);
-    send(&mut app, KeyCode::End);
-    press(&mut app, "kkkjj");
+    select_node_two(&mut app);
     let Some(Item::Node(slot)) = view(&app).tree.selected_item() else {
         panic!("a node is selected");
     };
@@ -1192,4 +1164,24 @@ fn a_live_calls_progress_shows_in_the_run_view_while_it_runs() {
         screen.contains("call_progress") && screen.contains("1. ▰▰▰▰▰▰▰▰▱▱ 3/4 time:convert_time"),
         "{screen}"
     );
+}
+
+/// The explorer opened on the run file at `path`, as `cosmos replay FILE` opens it.
+fn opened(path: &std::path::Path, size: (u16, u16)) -> App {
+    App::on(
+        open::run(
+            Run::open(path).unwrap(),
+            Rect::new(0, 0, size.0, size.1 - 1),
+        ),
+        Keymap::default(),
+        Theme::new(true),
+        size,
+    )
+}
+
+/// Selects node #2 of `common::plan_fails_run` (root, node 1, node 2) in the tree.
+fn select_node_two(app: &mut App) {
+    send(app, KeyCode::Home);
+    send(app, KeyCode::End);
+    press(app, "kkkjj");
 }

@@ -661,13 +661,7 @@ fn at_80_columns_sibling_calls_show_the_arguments_that_tell_them_apart() {
         terminal: verdict != Verdict::Valid,
     };
     let bodies = vec![
-        EventBody::NodeAdded {
-            node: 0,
-            parent: None,
-            depth: 0,
-            action: None,
-            prior: None,
-        },
+        EventBody::root(),
         added(1, call("Asia/Tokyo")),
         added(2, call("Europe/London")),
         added(3, call("Mars/Olympus")),
@@ -973,13 +967,7 @@ fn node_with_everything() -> Run {
                   without any need to revisit the earlier lookup of the current time.";
     assert!(reason.len() > 300, "{}", reason.len());
     let bodies = vec![
-        EventBody::NodeAdded {
-            node: 0,
-            parent: None,
-            depth: 0,
-            action: None,
-            prior: None,
-        },
+        EventBody::root(),
         EventBody::NodeAdded {
             node: 1,
             parent: Some(0),

@@ -378,13 +378,7 @@ fn plan_exec_with_every_failure() -> Run {
     ];
     let mut bodies = vec![
         EventBody::Phase { phase: Phase::Plan },
-        EventBody::NodeAdded {
-            node: 0,
-            parent: None,
-            depth: 0,
-            action: None,
-            prior: None,
-        },
+        EventBody::root(),
         EventBody::DecisionRejected {
             problem: DecisionProblem::NoTool,
             detail: "no tool".into(),

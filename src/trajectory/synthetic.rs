@@ -110,16 +110,7 @@ pub fn events(spec: &Spec) -> Vec<(u64, EventBody)> {
     let pad = "x".repeat(spec.padding);
 
     out.push((tick(&mut rng), EventBody::Phase { phase: Phase::Plan }));
-    out.push((
-        tick(&mut rng),
-        EventBody::NodeAdded {
-            node: 0,
-            parent: None,
-            depth: 0,
-            action: None,
-            prior: None,
-        },
-    ));
+    out.push((tick(&mut rng), EventBody::root()));
     while parent.len() < spec.nodes && !expandable.is_empty() {
         // Prefer recent nodes so the tree grows deep as well as wide.
         let pick = expandable.len() - 1 - rng.usize(..expandable.len().min(8));

@@ -92,13 +92,7 @@ pub fn plan_fails_bodies(world_model: &str, second_target: &str) -> Vec<EventBod
     let tokyo_sim = r#"{"source":{"timezone":"Europe/Paris","datetime":"2026-11-29T09:00:00+01:00"},"target":{"timezone":"Asia/Tokyo","datetime":"2026-11-29T16:00:00+09:00"},"time_difference":"+7.0h"}"#;
     vec![
         EventBody::Phase { phase: Phase::Plan },
-        EventBody::NodeAdded {
-            node: 0,
-            parent: None,
-            depth: 0,
-            action: None,
-            prior: None,
-        },
+        EventBody::root(),
         llm(Role::Planner),
         EventBody::NodeAdded {
             node: 1,
