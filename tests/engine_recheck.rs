@@ -147,4 +147,64 @@ fn a_changed_answer_is_drift_and_a_tool_not_read_only_waits_for_all() {
             .unwrap()
             .contains("not in the MCP config")
     );
+
+    // A server that will not start: gone too, saying why; the table says it in a row.
+    let broken = dir.path().join("broken");
+    std::fs::create_dir_all(&broken).unwrap();
+    let mcp = write_mcp_config(&broken, json!({"flaky": {"command": "/nonexistent/flaky"}}));
+    let table = Command::new(env!("CARGO_BIN_EXE_cosmos"))
+        .args([
+            "recheck",
+            run.to_str().unwrap(),
+            "--mcp-config",
+            mcp.to_str().unwrap(),
+        ])
+        .env("COSMOS_LOG_FILE", dir.path().join("recheck.log"))
+        .output()
+        .unwrap();
+    assert!(table.status.success(), "{}", text(&table));
+    let printed = String::from_utf8_lossy(&table.stdout);
+    assert!(
+        printed.contains("1 of 1 calls changed (1 server gone)"),
+        "{printed}"
+    );
+    assert!(
+        printed.contains("server_gone") && printed.contains("server flaky did not start"),
+        "{printed}"
+    );
+    assert!(
+        printed.contains("skipped, tools not annotated read-only"),
+        "{printed}"
+    );
+}
+
+#[test]
+fn a_run_that_is_still_being_written_is_refused_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = recorded_run(dir.path());
+    // Its last line, run_finished, taken off: as the file of a run still going.
+    let text_of = std::fs::read_to_string(&run).unwrap();
+    let kept: Vec<&str> = text_of
+        .lines()
+        .filter(|l| !l.contains("\"run_finished\""))
+        .collect();
+    std::fs::write(&run, kept.join("\n") + "\n").unwrap();
+    let mcp = write_mcp_config(dir.path(), json!({"flaky": flaky_server()}));
+    let out = Command::new(env!("CARGO_BIN_EXE_cosmos"))
+        .args([
+            "recheck",
+            run.to_str().unwrap(),
+            "--mcp-config",
+            mcp.to_str().unwrap(),
+        ])
+        .env("COSMOS_LOG_FILE", dir.path().join("recheck.log"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("has not finished"), "{}", text(&out));
+    assert_eq!(
+        std::fs::read_to_string(&run).unwrap(),
+        kept.join("\n") + "\n",
+        "nothing appended"
+    );
 }
