@@ -5,6 +5,7 @@ pub mod agent;
 pub mod cli;
 pub mod config;
 pub mod export;
+pub mod fork;
 pub mod judge;
 pub mod llm;
 pub mod mcp;

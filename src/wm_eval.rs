@@ -225,6 +225,7 @@ fn earlier_simulations(dir: &Path, names: &[String]) -> Earlier {
                     observation,
                     latency_ms,
                     tokens,
+                    ..
                 } if names.contains(&world_model) => {
                     if let Some((run, seq)) = origin_of.get(&step) {
                         let llm = tokens.map(|t| crate::world_model::LlmUsage {
@@ -528,6 +529,8 @@ fn write_simulation(
                     observation: sim.observation.clone(),
                     latency_ms: sim.latency.as_millis() as u64,
                     tokens: sim.llm.as_ref().map(|_| tokens),
+                    tool: None,
+                    arguments: None,
                 },
             )?;
             Ok(Outcome::Simulated {

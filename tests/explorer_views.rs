@@ -1397,6 +1397,8 @@ fn wm_eval_run() -> Run {
         observation: o,
         latency_ms: 5,
         tokens: None,
+        tool: None,
+        arguments: None,
     };
     let mut header = common::header("wm-eval", AgentKind::WmEval, None);
     header
@@ -1571,6 +1573,8 @@ fn a_call_a_world_model_never_reached_is_no_failure_in_the_view() {
             observation: Observation::default(),
             latency_ms: 1,
             tokens: None,
+            tool: None,
+            arguments: None,
         },
     });
     let view = mcp_cosmos::tui::wm_eval_view::WmEvalView::new(&run, (120, 40));

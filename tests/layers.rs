@@ -13,7 +13,7 @@ const LAYERS: &[&[&str]] = &[
     &["config"],
     &["world_model"],
     &["agent", "judge"],
-    &["wm_eval", "probe", "proxy", "recheck"],
+    &["wm_eval", "probe", "proxy", "recheck", "fork"],
     &["export"],
     &["tui"],
     &["cli"],

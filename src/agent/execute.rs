@@ -5,8 +5,9 @@
 use anyhow::Result;
 use serde_json::Value;
 
+use super::fork::OnMiss;
 use super::ports::EventSink;
-use super::{Bounded, End, Env};
+use super::{Bounded, End, Env, rehearse};
 use crate::mcp::server::{CallOutcome, Progress};
 use crate::trajectory::event::{Ending, EventBody, NodeId, Observation, PROGRESS_EVERY_MS};
 use crate::world_model::HistoryStep;
@@ -42,15 +43,51 @@ pub struct Executed {
     pub stopped_by: Option<Ending>,
 }
 
-/// Makes one real call as step `step` and records it (and the server's death, if this call
-/// found it). A call cut off by a stop or the time budget is recorded too, with what cut it
-/// (the server may have acted on it), and ends the run (`Err`).
+/// Makes one real call as step `step`, after the steps `history`, and records it (and the
+/// server's death, if this call found it). A call cut off by a stop or the time budget is
+/// recorded too, with what cut it (the server may have acted on it), and ends the run (`Err`).
+///
+/// In a fork with `--tools recorded`, the recording answers instead when it holds the call
+/// (a replayed copy), and a miss goes where `--on-miss` says.
 pub async fn call(
     env: &Env,
     sink: &mut dyn EventSink,
     step: u64,
     planned: &PlannedCall,
+    history: &[HistoryStep],
 ) -> Result<std::result::Result<HistoryStep, End>> {
+    if let Some((fork, recording)) = env
+        .fork
+        .as_ref()
+        .and_then(|f| f.recording.as_ref().map(|r| (f, r)))
+    {
+        if let Some(recorded) = recording.answer(&planned.tool, &planned.arguments) {
+            sink.emit(recorded.replayed(&fork.of.file, step, planned.node))?;
+            return Ok(Ok(HistoryStep {
+                tool: planned.tool.clone(),
+                arguments: planned.arguments.clone(),
+                observation: recorded.result.clone(),
+            }));
+        }
+        match recording.on_miss {
+            OnMiss::Real => {}
+            OnMiss::Error => {
+                let why = format!(
+                    "step {step} calls {}, which {} never made: --on-miss error ends the fork here",
+                    crate::trajectory::describe::call_label(&planned.tool, &planned.arguments),
+                    fork.of.file
+                );
+                sink.emit(EventBody::Error {
+                    source: "fork".into(),
+                    name: None,
+                    message: why.clone(),
+                    stderr_tail: None,
+                })?;
+                return Ok(Err(End::failed(why)));
+            }
+            OnMiss::WorldModel => return simulate_miss(env, sink, step, planned, history).await,
+        }
+    }
     let started = std::time::Instant::now();
     // The server's progress reports, recorded as they come (one per PROGRESS_EVERY_MS at most;
     // a report that cannot be written is dropped: the call's own record decides the run).
@@ -110,6 +147,73 @@ pub async fn call(
     Ok(Ok(real))
 }
 
+/// Answers a fork's call that the recording does not hold with the run's world model, and
+/// records it as a simulation (`call_simulated`, naming the call), never as a real call. A
+/// world model that cannot answer is an `error` and ends the fork: there is no result to go
+/// on from.
+async fn simulate_miss(
+    env: &Env,
+    sink: &mut dyn EventSink,
+    step: u64,
+    planned: &PlannedCall,
+    history: &[HistoryStep],
+) -> Result<std::result::Result<HistoryStep, End>> {
+    let Some(world_model) = env.world_model.clone() else {
+        return Ok(Err(End::failed(
+            "--on-miss world-model needs a world model (--world-model)",
+        )));
+    };
+    let started = std::time::Instant::now();
+    let predicted = match env
+        .bounded(rehearse::predict(
+            world_model.as_ref(),
+            &env.tools,
+            &env.task.request,
+            history,
+            &planned.tool,
+            &planned.arguments,
+        ))
+        .await
+        .or_end("the world model was answering a call the recording does not hold")
+    {
+        Ok(predicted) => predicted,
+        Err(end) => return Ok(Err(end)),
+    };
+    env.meter.spend(predicted.spent);
+    for event in predicted.events {
+        sink.emit(event)?;
+    }
+    match predicted.answer {
+        Ok(prediction) => {
+            sink.emit(EventBody::CallSimulated {
+                step,
+                world_model: world_model.name(),
+                observation: prediction.observation.clone(),
+                latency_ms: started.elapsed().as_millis() as u64,
+                tokens: prediction.tokens,
+                tool: Some(planned.tool.clone()),
+                arguments: Some(Box::new(planned.arguments.clone())),
+            })?;
+            Ok(Ok(HistoryStep {
+                tool: planned.tool.clone(),
+                arguments: planned.arguments.clone(),
+                observation: prediction.observation,
+            }))
+        }
+        Err(message) => {
+            sink.emit(EventBody::Error {
+                source: "world_model".into(),
+                name: Some(world_model.name()),
+                message: message.clone(),
+                stderr_tail: None,
+            })?;
+            Ok(Err(End::failed(format!(
+                "the world model could not answer step {step}, a call the recording does not hold: {message}"
+            ))))
+        }
+    }
+}
+
 /// Records a real call made as step `step` (`tool_called`, then an `error` when the call found
 /// its server dead) and returns it as a step of the history: the one record of a real call,
 /// whoever made it (an agent, or the client of `cosmos proxy`).
@@ -141,13 +245,13 @@ pub fn record_call(
     })
 }
 
-/// Runs `plan` in order, numbering steps after `done` real steps. A spent budget stops it
-/// with an `agent` error naming the calls left; a stop request ends the run (`Err`).
+/// Runs `plan` in order, after the real steps `done`. A spent budget stops it with an
+/// `agent` error naming the calls left; a stop request ends the run (`Err`).
 pub async fn execute_plan(
     env: &Env,
     sink: &mut dyn EventSink,
     plan: &[PlannedCall],
-    done: usize,
+    done: &[HistoryStep],
     on_failure: OnFailure,
 ) -> Result<std::result::Result<Executed, End>> {
     let mut executed = Executed {
@@ -167,8 +271,9 @@ pub async fn execute_plan(
             executed.stopped_by = Some(why.ending);
             break;
         }
-        let step = (done + executed.real.len() + 1) as u64;
-        let real = match call(env, sink, step, planned).await? {
+        let step = (done.len() + executed.real.len() + 1) as u64;
+        let history = [done, &executed.real].concat();
+        let real = match call(env, sink, step, planned, &history).await? {
             Ok(real) => real,
             Err(end) => return Ok(Err(end)),
         };

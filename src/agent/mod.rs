@@ -8,6 +8,7 @@
 
 pub mod answer;
 pub mod execute;
+pub mod fork;
 pub mod mcts;
 pub mod plan_exec;
 pub mod planner;
@@ -184,6 +185,9 @@ pub struct Env {
     pub meter: Arc<Meter>,
     /// Becomes true when the run must stop (Ctrl-C, SIGTERM, the UI's stop key).
     pub stop: watch::Receiver<bool>,
+    /// When the run is a fork: the original's steps before the fork point and the recording
+    /// that may answer its calls.
+    pub fork: Option<fork::Fork>,
 }
 
 impl Env {
@@ -215,7 +219,15 @@ impl Env {
             world_model,
             meter: Arc::new(Meter::new(budget)),
             stop,
+            fork: None,
         })
+    }
+
+    /// The steps taken before the agent starts: a fork's history, else none.
+    pub fn prior_steps(&self) -> Vec<crate::world_model::HistoryStep> {
+        self.fork
+            .as_ref()
+            .map_or_else(Vec::new, fork::Fork::history_steps)
     }
 
     /// The budget.

@@ -22,12 +22,14 @@ pub async fn run(env: &Env, sink: &mut dyn EventSink) -> Result<End> {
             "ReAct-Plan-Exec needs a world model (--world-model llm|memory|command)",
         ));
     };
-    let rehearser = Rehearser::new(env, world_model, 0);
+    // A fork plans on from the original's steps before the fork point.
+    let prior = env.prior_steps();
+    let rehearser = Rehearser::new(env, world_model, prior.len());
     // The step budget ends the chain.
     let settings = Settings::chain();
     sink.emit(EventBody::Phase { phase: Phase::Plan })?;
     sink.emit(EventBody::root())?;
-    let mut simulated: Vec<HistoryStep> = Vec::new();
+    let mut simulated: Vec<HistoryStep> = prior.clone();
     let mut plan: Vec<PlannedCall> = Vec::new();
     let mut chain: Vec<NodeId> = Vec::new();
     let mut rejected: Option<String> = None;
@@ -42,7 +44,9 @@ pub async fn run(env: &Env, sink: &mut dyn EventSink) -> Result<End> {
         let turn = Turn {
             request: &env.task.request,
             history: &simulated,
-            setting: Setting::Rehearsal { real_steps: 0 },
+            setting: Setting::Rehearsal {
+                real_steps: prior.len(),
+            },
             k: 1,
             rejected: rejected.as_deref(),
         };
@@ -139,13 +143,12 @@ pub async fn run(env: &Env, sink: &mut dyn EventSink) -> Result<End> {
     sink.emit(EventBody::Phase {
         phase: Phase::Execute,
     })?;
-    match execute_plan(env, sink, &plan, 0, OnFailure::Continue).await? {
+    match execute_plan(env, sink, &plan, &prior, OnFailure::Continue).await? {
         Ok(executed) => {
             // A budget that cut the plan short counts unless planning already went wrong.
             let ending = executed.stopped_by.map_or(planned, |s| planned.then(s));
-            Ok(answer::answer(env, sink, &executed.real)
-                .await?
-                .ending(ending))
+            let real = [prior, executed.real].concat();
+            Ok(answer::answer(env, sink, &real).await?.ending(ending))
         }
         Err(end) => Ok(end.ending(planned)),
     }

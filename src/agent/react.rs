@@ -14,7 +14,8 @@ use crate::world_model::HistoryStep;
 /// Runs ReAct to the end.
 pub async fn run(env: &Env, sink: &mut dyn EventSink) -> Result<End> {
     sink.emit(EventBody::Phase { phase: Phase::Plan })?;
-    let mut real: Vec<HistoryStep> = Vec::new();
+    // A fork's agent starts after the original's steps before the fork point.
+    let mut real: Vec<HistoryStep> = env.prior_steps();
     let mut final_answer = None;
     let mut rejected: Option<String> = None;
     let mut limit = None;
@@ -49,7 +50,7 @@ pub async fn run(env: &Env, sink: &mut dyn EventSink) -> Result<End> {
                     arguments,
                 };
                 let step = real.len() as u64 + 1;
-                match call(env, sink, step, &planned).await? {
+                match call(env, sink, step, &planned, &real).await? {
                     Ok(s) => real.push(s),
                     Err(end) => return Ok(end),
                 }

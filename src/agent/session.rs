@@ -9,6 +9,7 @@ use anyhow::{Context, Result};
 use serde_json::json;
 use tokio::sync::watch;
 
+use super::fork::{ForkPlan, OnMiss, RecordedTools};
 use super::mcts::Settings;
 use super::ports::{EventSink, ToolHost};
 use super::recorder::{Hook, Recorder};
@@ -19,22 +20,43 @@ use crate::mcp::config::McpConfig;
 use crate::mcp::pool::{McpPool, Timeouts};
 use crate::mcp::server::ServerFailure;
 use crate::metrics::run::RunAccumulator;
-use crate::task;
-use crate::trajectory::event::{AgentInfo, AgentKind, Event, EventBody, Header, Role, RunStatus};
+use crate::task::{self, Task};
+use crate::trajectory::event::{
+    AgentInfo, AgentKind, Event, EventBody, Header, Role, RunStatus, TaskInfo,
+};
 use crate::trajectory::redact::Redactor;
 use crate::trajectory::writer::Writer;
 use crate::world_model::WorldModel;
 use crate::world_model::named::{self, BuiltInOptions};
 
+/// Where a run's task comes from.
+#[derive(Debug, Clone)]
+pub enum TaskSource {
+    /// A task file, and which task of it.
+    File {
+        /// The file.
+        path: PathBuf,
+        /// The task's id, needed when the file has several.
+        id: Option<String>,
+    },
+    /// A recorded run's task (a fork's), as its header has it, with the servers it used.
+    Recorded {
+        /// The header's task.
+        info: TaskInfo,
+        /// The servers the run used, by name.
+        servers: Vec<String>,
+    },
+}
+
 /// What to run.
 #[derive(Debug, Clone)]
 pub struct RunSpec {
-    /// MCP config file.
-    pub mcp_config: PathBuf,
-    /// Task file.
-    pub task_file: PathBuf,
-    /// Task id within it.
-    pub task_id: Option<String>,
+    /// MCP config file; a fork that reaches no server needs none.
+    pub mcp_config: Option<PathBuf>,
+    /// The task.
+    pub task: TaskSource,
+    /// When the run is a fork: of what, and how its calls are answered.
+    pub fork: Option<ForkPlan>,
     /// Servers of the config to connect besides the task's own (MCP-Bench's distraction servers).
     pub extra_servers: Vec<String>,
     /// The agent.
@@ -115,12 +137,42 @@ pub fn redactor(config: &Config, mcp: &McpConfig) -> Redactor {
     )
 }
 
+/// The task of a run, and its header's section (a fork's is the original's, as recorded).
+fn load_task(source: &TaskSource) -> Result<(Task, TaskInfo)> {
+    match source {
+        TaskSource::File { path, id } => {
+            let task = task::select(task::load(path)?, id.as_deref(), path)?;
+            let info = task.info();
+            Ok((task, info))
+        }
+        TaskSource::Recorded { info, servers } => Ok((
+            Task {
+                id: info.id.clone(),
+                request: info.request.clone(),
+                reference: info.reference.clone(),
+                reference_calls: None,
+                dependency_analysis: info.dependency_analysis.clone(),
+                servers: servers.clone(),
+                source: info.source.clone().unwrap_or_default(),
+            },
+            info.clone(),
+        )),
+    }
+}
+
 /// Reads everything, starts the servers and creates the trajectory file.
 pub async fn prepare(spec: &RunSpec, stop: watch::Receiver<bool>) -> Result<Prepared> {
-    let tasks = task::load(&spec.task_file)?;
-    let task = task::select(tasks, spec.task_id.as_deref(), &spec.task_file)?;
-    let mcp = McpConfig::load(&spec.mcp_config)?;
-    let mut servers = if task.servers.is_empty() {
+    let (task, task_info) = load_task(&spec.task)?;
+    let offline = spec.fork.as_ref().and_then(|f| f.offline.as_ref());
+    let mcp = match (&spec.mcp_config, offline) {
+        (Some(path), _) => McpConfig::load(path)?,
+        (None, Some(_)) => McpConfig::default(),
+        (None, None) => anyhow::bail!("no MCP config: pass --mcp-config"),
+    };
+    let mut servers = if offline.is_some() {
+        // A fork that reaches no server starts none.
+        Vec::new()
+    } else if task.servers.is_empty() {
         mcp.servers.clone()
     } else {
         task.servers
@@ -204,6 +256,11 @@ pub async fn prepare(spec: &RunSpec, stop: watch::Receiver<bool>) -> Result<Prep
             settings.insert(k.to_string(), v);
         }
     }
+    if let Some(fork) = &spec.fork {
+        for (k, v) in fork.settings() {
+            settings.insert(k.to_string(), json!(v));
+        }
+    }
     let planner = client(Role::Planner);
     // What constrains the planner's decisions (a refusal at run time is an `error` event).
     settings.insert(
@@ -221,7 +278,7 @@ pub async fn prepare(spec: &RunSpec, stop: watch::Receiver<bool>) -> Result<Prep
             task.id,
             spec.agent.as_str()
         ),
-        task.info(),
+        task_info,
         AgentInfo {
             kind: spec.agent,
             settings,
@@ -237,6 +294,11 @@ pub async fn prepare(spec: &RunSpec, stop: watch::Receiver<bool>) -> Result<Prep
     header.label = spec.label.clone();
     header.servers = pool.server_infos();
     header.tools = pool.tools();
+    header.fork_of = spec.fork.as_ref().map(|f| f.of.clone());
+    if let Some((tools, servers)) = offline {
+        header.tools = tools.clone();
+        header.servers = servers.clone();
+    }
 
     let redactor = redactor(&config, &mcp);
     let pool = Arc::new(pool);
@@ -245,9 +307,18 @@ pub async fn prepare(spec: &RunSpec, stop: watch::Receiver<bool>) -> Result<Prep
         critic: client(Role::Critic),
         summarizer: client(Role::Summarizer),
     };
-    let host: Arc<dyn ToolHost> = pool.clone();
+    let host: Arc<dyn ToolHost> = match offline {
+        Some((tools, _)) => Arc::new(RecordedTools(tools.clone())),
+        None => pool.clone(),
+    };
+    if let Some((_, OnMiss::WorldModel)) = spec.fork.as_ref().and_then(|f| f.recorded.as_ref())
+        && world_model.is_none()
+    {
+        anyhow::bail!("--on-miss world-model needs a world model: pass --world-model NAME");
+    }
     // Checked before the file exists: a run that cannot start leaves nothing behind.
-    let env = Env::new(task, host, roles, world_model, spec.budget, stop)?;
+    let mut env = Env::new(task, host, roles, world_model, spec.budget, stop)?;
+    env.fork = spec.fork.as_ref().map(ForkPlan::fork);
     let path = spec.out_dir.join(
         spec.file_name
             .clone()
@@ -350,6 +421,9 @@ async fn run_agent(
     }
     if !failures.is_empty() && env.tools.is_empty() {
         return Ok(End::failed(NO_SERVER_STARTED));
+    }
+    if let Some(fork) = &env.fork {
+        fork.replay(rec)?;
     }
     match agent {
         AgentKind::React => react::run(env, rec).await,

@@ -28,10 +28,14 @@ pub async fn run(env: &Env, sink: &mut dyn EventSink, settings: &Settings) -> Re
             "SPIRAL-Exec needs a world model (--world-model llm|memory|command)",
         ));
     };
-    let mut origin = Origin::default();
+    // A fork's search starts from the original's steps before the fork point.
+    let mut real: Vec<HistoryStep> = env.prior_steps();
+    let mut origin = Origin {
+        history: real.clone(),
+        ..Origin::default()
+    };
     let mut revisions_left = settings.revisions;
-    // The real steps, and the run's node ids of the path they executed (the plan so far).
-    let mut real: Vec<HistoryStep> = Vec::new();
+    // The run's node ids of the path the real steps executed (the plan so far).
     let mut path: Vec<NodeId> = Vec::new();
     // What ended the run: the first thing that went wrong, else how the last search ended.
     let mut ending = Ending::SearchExhausted;
@@ -104,7 +108,7 @@ pub async fn run(env: &Env, sink: &mut dyn EventSink, settings: &Settings) -> Re
         } else {
             OnFailure::Continue
         };
-        let executed = match execute_plan(env, sink, &calls, real.len(), on_failure).await? {
+        let executed = match execute_plan(env, sink, &calls, &real, on_failure).await? {
             Ok(executed) => executed,
             Err(end) => return Ok(end.ending(ending)),
         };

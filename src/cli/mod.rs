@@ -1,6 +1,7 @@
 //! The command line: one subcommand per file.
 
 mod export;
+mod fork;
 mod judge;
 mod live;
 mod logging;
@@ -56,6 +57,10 @@ pub enum Command {
     },
     /// Run a task with an agent against real MCP servers, recording a trajectory.
     Run(Box<run::RunArgs>),
+    /// Fork a run at a step: the steps before it are replayed from the recording, and from
+    /// there the agent (any run option may differ) decides afresh; calls are real, or answered
+    /// from the recording (--tools recorded) with a miss going where --on-miss says.
+    Fork(Box<fork::ForkArgs>),
     /// Serve the servers of an MCP config to any MCP client (stdio or streamable HTTP),
     /// recording each session as a run; a world model can shadow the real calls or answer
     /// instead of the servers.
@@ -152,6 +157,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             .map(|()| ExitCode::SUCCESS),
         Command::Run(args) => run::run(*args),
         Command::Proxy(args) => proxy::run(*args),
+        Command::Fork(args) => fork::run(*args),
         Command::Recheck(args) => recheck::run(*args),
         Command::Servers {
             mcp_config,

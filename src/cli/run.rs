@@ -12,7 +12,7 @@ use tokio::sync::watch;
 
 use crate::agent::Budget;
 use crate::agent::mcts::{PlanRule, Settings, Settled};
-use crate::agent::session::{self, Outcome, RunSpec};
+use crate::agent::session::{self, Outcome, RunSpec, TaskSource};
 use crate::config::Config;
 use crate::mcp::pool::Timeouts;
 use crate::sanitize::inert;
@@ -113,6 +113,15 @@ pub struct RunArgs {
     /// The agent.
     #[arg(long, value_enum)]
     pub agent: AgentArg,
+    /// Everything else about how the agent runs (`cosmos fork` takes the same options).
+    #[command(flatten)]
+    pub options: RunOptions,
+}
+
+/// How a run runs, besides its servers, task and agent: the world model, endpoints, budgets,
+/// timeouts, SPIRAL's settings, where it is written and shown. `run` and `fork` share them.
+#[derive(Debug, Args)]
+pub struct RunOptions {
     /// The world model and what it is made of.
     #[command(flatten)]
     pub world_model: WorldModelArgs,
@@ -193,7 +202,7 @@ pub struct RunArgs {
     pub skip_settled: bool,
 }
 
-impl RunArgs {
+impl RunOptions {
     /// Search settings: flags, else `[agent]` in cosmos.toml, else SPIRAL's defaults.
     fn search_settings(&self, config: &Config) -> Result<Settings> {
         let from_file = Settings::from_config(config)?;
@@ -225,21 +234,23 @@ impl RunArgs {
         Ok(settings)
     }
 
-    /// What to run, as the session takes it.
-    pub fn spec(&self) -> Result<RunSpec> {
+    /// What to run with `agent`, `mcp_config` and `task` (a task file, or a recorded task), as
+    /// the session takes it.
+    pub fn spec(
+        &self,
+        agent: AgentKind,
+        mcp_config: Option<PathBuf>,
+        task: TaskSource,
+    ) -> Result<RunSpec> {
         // Read once: the search settings and the session take their sections from it.
         let config = Config::load(self.config.as_deref())?;
         let search = self.search_settings(&config)?;
         Ok(RunSpec {
-            mcp_config: self.mcp_config.clone(),
-            task_file: self.task.clone(),
-            task_id: self.task_id.clone(),
-            extra_servers: self.extra_server.clone(),
-            agent: match self.agent {
-                AgentArg::React => AgentKind::React,
-                AgentArg::PlanExec => AgentKind::PlanExec,
-                AgentArg::Spiral => AgentKind::Spiral,
-            },
+            mcp_config,
+            task,
+            extra_servers: Vec::new(),
+            agent,
+            fork: None,
             world_model: self.world_model.name.clone(),
             world_model_options: self
                 .world_model
@@ -260,6 +271,31 @@ impl RunArgs {
             },
             search,
         })
+    }
+}
+
+impl From<AgentArg> for AgentKind {
+    fn from(arg: AgentArg) -> Self {
+        match arg {
+            AgentArg::React => AgentKind::React,
+            AgentArg::PlanExec => AgentKind::PlanExec,
+            AgentArg::Spiral => AgentKind::Spiral,
+        }
+    }
+}
+
+impl RunArgs {
+    /// What to run, as the session takes it.
+    pub fn spec(&self) -> Result<RunSpec> {
+        let task = TaskSource::File {
+            path: self.task.clone(),
+            id: self.task_id.clone(),
+        };
+        let mut spec = self
+            .options
+            .spec(self.agent.into(), Some(self.mcp_config.clone()), task)?;
+        spec.extra_servers = self.extra_server.clone();
+        Ok(spec)
     }
 }
 
@@ -312,11 +348,17 @@ impl OtelArgs {
 /// Runs a task.
 pub fn run(args: RunArgs) -> Result<ExitCode> {
     let spec = args.spec()?;
-    let otel = args.otel.target()?;
+    run_spec(spec, &args.options)
+}
+
+/// Runs what `spec` says, shown as `options` ask (the explorer, or a line per step): `run`
+/// and `fork` end here.
+pub fn run_spec(spec: RunSpec, options: &RunOptions) -> Result<ExitCode> {
+    let otel = options.otel.target()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    let outcome = if args.no_tui {
+    let outcome = if options.no_tui {
         runtime.block_on(run_plain(spec, otel))?
     } else {
         run_live(&runtime, spec, otel)?

@@ -154,8 +154,9 @@ fn execution(run: &Run) -> (String, String, u64) {
     let (mut ok, mut failed) = (Vec::new(), Vec::new());
     let mut history = String::new();
     let mut rounds = 0;
-    for s in run.steps() {
-        let event = run.event(s.event as usize);
+    // A fork's replayed history included: its answer rests on those results too.
+    for at in run.calls_with_replayed() {
+        let event = run.event(at as usize);
         let EventBody::ToolCalled {
             tool,
             server,

@@ -543,6 +543,7 @@ impl RunFacts {
                 _ => continue,
             };
             match body {
+                // A replayed call (`origin`: a fork's history) was not made by this run.
                 EventBody::ToolCalled {
                     tool,
                     server,
@@ -550,6 +551,7 @@ impl RunFacts {
                     result,
                     error,
                     node,
+                    origin: None,
                     ..
                 } => {
                     if node.is_none() {
@@ -806,6 +808,7 @@ impl RunAccumulator {
                 *node,
                 (!is_validator(&event.body)).then(|| Simulation::Decoded(observation.clone())),
             ),
+            // A replayed call (`origin`: a fork's history) was not made by this run.
             EventBody::ToolCalled {
                 tool,
                 server,
@@ -813,6 +816,7 @@ impl RunAccumulator {
                 result,
                 node,
                 error,
+                origin: None,
                 ..
             } => {
                 self.planned_calls += u64::from(node.is_none());

@@ -235,9 +235,16 @@ pub fn summary(event: &Event) -> String {
             step,
             world_model,
             observation,
+            tool,
+            arguments,
             ..
         } => format!(
-            "step {step} by {world_model}{}: {}",
+            "step {step}{} by {world_model}{}: {}",
+            match (tool, arguments) {
+                (Some(tool), Some(arguments)) => format!(" {}", call_label(tool, arguments)),
+                (Some(tool), None) => format!(" {tool}"),
+                _ => String::new(),
+            },
             if observation.is_error { " (error)" } else { "" },
             observation.text
         ),
@@ -278,6 +285,7 @@ pub fn summary(event: &Event) -> String {
             result,
             error,
             latency_ms,
+            origin,
             ..
         } => {
             let outcome = match error {
@@ -285,8 +293,11 @@ pub fn summary(event: &Event) -> String {
                 None if result.is_error => format!("ERROR {}", result.text),
                 None => result.text.clone(),
             };
+            // A copy of a call recorded elsewhere (a fork's history, a wm-eval file) was not
+            // made by this run: said first, so no reader takes it for a new real call.
+            let replayed = if origin.is_some() { " (replayed)" } else { "" };
             format!(
-                "{step}. {} {latency_ms} ms → {outcome}",
+                "{step}.{replayed} {} {latency_ms} ms → {outcome}",
                 call_label(tool, arguments)
             )
         }

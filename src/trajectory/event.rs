@@ -63,6 +63,21 @@ pub struct Header {
     /// run --label`): the report groups runs by it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub label: Option<String>,
+    /// The run this one was forked from (`cosmos fork`), and at which step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fork_of: Option<ForkOf>,
+}
+
+/// Where a forked run branched off: the original run and the first step the fork decided
+/// afresh (the steps before it are the original's, replayed).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ForkOf {
+    /// The original's `run_id`.
+    pub run_id: String,
+    /// The original's file, as it was given to `cosmos fork`.
+    pub file: String,
+    /// The first step the fork decided afresh.
+    pub step: u64,
 }
 
 impl Header {
@@ -89,6 +104,7 @@ impl Header {
             tools: Vec::new(),
             synthetic: false,
             label: None,
+            fork_of: None,
         }
     }
 
@@ -1109,11 +1125,18 @@ pub enum EventBody {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         origin: Option<Box<Origin>>,
     },
-    /// A world model's simulation of the real call of step `step` (in a wm-eval file), in the
-    /// context that call had.
+    /// A world model's simulation of the call of step `step`: in a wm-eval file, of that
+    /// step's real call, in the context it had; in a fork (`--on-miss world-model`), in place of
+    /// a call the recording did not hold, which was never made for real (it names the call).
     CallSimulated {
-        /// The `tool_called` step it predicts.
+        /// The `tool_called` step it predicts, or the fork's step it stands for.
         step: u64,
+        /// The tool, in a fork (a wm-eval file names it in the `tool_called`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tool: Option<String>,
+        /// The arguments, in a fork.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        arguments: Option<Box<Value>>,
         /// The world model, by its name.
         world_model: String,
         /// The prediction.

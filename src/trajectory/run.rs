@@ -95,6 +95,7 @@ pub struct Run {
     last_simulated: Vec<u32>,
     last_evaluated: Vec<u32>,
     steps: Vec<StepRef>,
+    replayed: Vec<u32>,
     phases: Vec<(u32, Phase, u64)>,
     plans: Vec<u32>,
     searches: Vec<u32>,
@@ -144,6 +145,7 @@ impl Run {
             last_simulated: Vec::new(),
             last_evaluated: Vec::new(),
             steps: Vec::new(),
+            replayed: Vec::new(),
             phases: Vec::new(),
             plans: Vec::new(),
             searches: Vec::new(),
@@ -374,10 +376,12 @@ impl Run {
             }
             LeanBody::Phase(phase) => self.phases.push((idx, *phase, brief.t_ms)),
             LeanBody::Full(event) => match &event.body {
+                // A replayed call (a fork's history) is not one of this run's steps.
                 EventBody::ToolCalled {
                     result,
                     node,
                     error,
+                    origin: None,
                     ..
                 } => {
                     let node_slot = node.and_then(|n| self.node_slot.get(&n).copied());
@@ -391,6 +395,7 @@ impl Run {
                         is_error: result.is_error || error.is_some(),
                     });
                 }
+                EventBody::ToolCalled { .. } => self.replayed.push(idx),
                 EventBody::PlanSelected { .. } => self.plans.push(idx),
                 EventBody::SearchFinished { .. } => self.searches.push(idx),
                 EventBody::Answer { .. } => self.answers.push(idx),
@@ -432,6 +437,21 @@ impl Run {
     /// Every real call, in order.
     pub fn steps(&self) -> &[StepRef] {
         &self.steps
+    }
+
+    /// The calls copied from another run (a fork's replayed history), by event index: not
+    /// this run's steps, but results its agent went on from.
+    pub fn replayed(&self) -> &[u32] {
+        &self.replayed
+    }
+
+    /// Every call the run's answer rests on, by event index, in order: the replayed ones and
+    /// the real ones.
+    pub fn calls_with_replayed(&self) -> Vec<u32> {
+        let mut all: Vec<u32> = self.steps.iter().map(|s| s.event).collect();
+        all.extend(&self.replayed);
+        all.sort_unstable();
+        all
     }
 
     /// The world model's predictions in the run: `node_simulated` events that are not a

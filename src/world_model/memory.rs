@@ -52,11 +52,13 @@ impl TransitionBuffer {
             }
             let source = buffer.sources.len() as u32;
             while let Ok(Some(e)) = stream.next_event() {
+                // A replayed call (a fork's history) is its original's, read there.
                 if let EventBody::ToolCalled {
                     tool,
                     arguments,
                     result,
                     error: None,
+                    origin: None,
                     ..
                 } = e.body
                 {

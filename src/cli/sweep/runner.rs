@@ -206,7 +206,7 @@ async fn run_cell(
     for attempt in 0..TRIES {
         note_set_aside(disk::set_aside(&path)?, reporter);
         let run_args = parse_run(&cell.args)?;
-        let otel = run_args.otel.target()?;
+        let otel = run_args.options.otel.target()?;
         let mut spec = run_args.spec()?;
         spec.out_dir = out.to_path_buf();
         spec.file_name = Some(cell.file_name());

@@ -207,6 +207,7 @@ impl Trace {
             observation,
             latency_ms,
             tokens,
+            ..
         } = &event.body
         else {
             return;

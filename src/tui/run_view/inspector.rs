@@ -211,6 +211,22 @@ impl Inspector {
         if let Some(label) = &h.label {
             lines.text(format!("  label: {label}"));
         }
+        if let Some(fork) = &h.fork_of {
+            lines.heading("fork");
+            lines.text(format!(
+                "  of {} ({}) at step {}: steps 1 to {} replayed from it, never called again",
+                fork.file,
+                fork.run_id,
+                fork.step,
+                fork.step.saturating_sub(1)
+            ));
+            if !run.replayed().is_empty() {
+                lines.text(format!(
+                    "  {} call(s) copied from the recording; no metric counts them",
+                    run.replayed().len()
+                ));
+            }
+        }
         lines.heading("models");
         let model = |m: &crate::trajectory::event::ModelInfo| match &m.base_url {
             Some(url) => format!("{} at {url}", m.model),

@@ -76,7 +76,10 @@ impl SeriesBuilder {
         };
         match &event.body {
             LeanBody::LlmCall(call) => self.tokens += call.prompt_tokens + call.completion_tokens,
-            LeanBody::Full(e) if matches!(e.body, EventBody::ToolCalled { .. }) => self.calls += 1,
+            // A replayed call (a fork's history) is not one of this run's.
+            LeanBody::Full(e) if matches!(e.body, EventBody::ToolCalled { origin: None, .. }) => {
+                self.calls += 1
+            }
             _ => {}
         }
         if n.is_multiple_of(self.every) || n == self.len {

@@ -1,0 +1,133 @@
+//! `cosmos fork RUN --at STEP`: a new run that takes the original's steps before STEP as its
+//! own history (replayed, never called again) and decides afresh from there, with any of
+//! `run`'s options changed. Its calls are real, or answered from the original's recording
+//! (`--tools recorded`), a call the recording lacks going where `--on-miss` says.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Result, bail};
+use clap::{Args, ValueEnum};
+
+use super::run::{AgentArg, RunOptions, run_spec};
+use crate::agent::fork::OnMiss;
+use crate::agent::session::TaskSource;
+use crate::fork::{Original, Tools};
+use crate::sanitize::inert;
+use crate::trajectory::event::AgentKind;
+
+/// Where the fork's calls go (`--tools`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ToolsArg {
+    /// The real servers answer every call after the fork point.
+    Real,
+    /// A call the original made (same tool, same arguments) is answered from its recording,
+    /// recorded as replayed; any other goes where --on-miss says.
+    Recorded,
+}
+
+/// Where a call the recording lacks goes (`--on-miss`, with `--tools recorded`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OnMissArg {
+    /// The fork ends there, failed, naming the call.
+    Error,
+    /// The real server answers it.
+    Real,
+    /// The world model answers it, recorded as a simulation that no real-call metric counts.
+    WorldModel,
+}
+
+impl From<OnMissArg> for OnMiss {
+    fn from(arg: OnMissArg) -> Self {
+        match arg {
+            OnMissArg::Error => OnMiss::Error,
+            OnMissArg::Real => OnMiss::Real,
+            OnMissArg::WorldModel => OnMiss::WorldModel,
+        }
+    }
+}
+
+/// `cosmos fork` options.
+#[derive(Debug, Args)]
+pub struct ForkArgs {
+    /// The run to fork.
+    pub run: PathBuf,
+    /// The first step the fork decides afresh; the steps before it are the original's,
+    /// replayed (1 replays nothing).
+    #[arg(long, value_name = "STEP")]
+    pub at: u64,
+    /// The agent [default: the original's].
+    #[arg(long, value_enum)]
+    pub agent: Option<AgentArg>,
+    /// MCP servers (the original's are started by name); not needed with --tools recorded
+    /// unless --on-miss real.
+    #[arg(long)]
+    pub mcp_config: Option<PathBuf>,
+    /// Where calls after the fork point go.
+    #[arg(long, value_enum, default_value = "real")]
+    pub tools: ToolsArg,
+    /// With --tools recorded: where a call the original never made goes.
+    #[arg(long, value_enum)]
+    pub on_miss: Option<OnMissArg>,
+    /// Everything else, as `cosmos run` takes it.
+    #[command(flatten)]
+    pub options: RunOptions,
+}
+
+/// Forks a run.
+pub fn run(args: ForkArgs) -> Result<ExitCode> {
+    let original = Original::read(&args.run)?;
+    let tools = match (args.tools, args.on_miss) {
+        (ToolsArg::Real, Some(_)) => {
+            bail!("--on-miss is for --tools recorded: with real tools nothing is missed")
+        }
+        (ToolsArg::Real, None) => Tools::Real,
+        (ToolsArg::Recorded, on_miss) => {
+            Tools::Recorded(on_miss.map_or(OnMiss::Error, OnMiss::from))
+        }
+    };
+    let plan = original.plan(args.at, tools)?;
+    let agent = match (args.agent, original.header.agent.kind) {
+        (Some(agent), _) => agent.into(),
+        (None, kind @ (AgentKind::React | AgentKind::PlanExec | AgentKind::Spiral)) => kind,
+        (None, kind) => bail!(
+            "{} was recorded by {}, not by one of cosmos's agents: pass --agent",
+            args.run.display(),
+            kind.as_str()
+        ),
+    };
+    if plan.offline.is_none() && args.mcp_config.is_none() {
+        bail!(
+            "the fork's calls reach real servers: pass --mcp-config (or --tools recorded with \
+             --on-miss error|world-model to start none)"
+        );
+    }
+    // The servers start fresh: what the replayed steps did to a server's state is not done
+    // again. Said before the run, so nobody reads a stateful fork as a faithful one.
+    if tools == Tools::Real {
+        let changed: Vec<String> = plan
+            .history
+            .iter()
+            .filter(|c| !original.header.tool(&c.tool).is_some_and(|t| t.read_only()))
+            .map(|c| format!("{}. {}", c.step, c.tool))
+            .collect();
+        if !changed.is_empty() {
+            eprintln!(
+                "{}",
+                inert(&format!(
+                    "cosmos: warning: the servers start fresh; these replayed steps may have \
+                     changed a server's state in the original and are not made again: {} \
+                     (--tools recorded answers the calls that follow from the recording)",
+                    changed.join(", ")
+                ))
+            );
+        }
+    }
+    let task = TaskSource::Recorded {
+        info: original.header.task.clone(),
+        servers: original.servers(),
+    };
+    let mut spec = args.options.spec(agent, args.mcp_config.clone(), task)?;
+    spec.fork = Some(plan);
+    run_spec(spec, &args.options)
+}

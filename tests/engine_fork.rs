@@ -1,0 +1,388 @@
+//! `cosmos fork` against real servers: a ReAct run recorded with `cosmos run`, forked at a step
+//! with its calls answered from the recording (the server's own log shows which calls reached
+//! it), a miss answered by the real server, by a world model, or ending the fork; and a
+//! stateful server (the memory knowledge graph) whose replayed steps are not made again.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+
+use mcp_cosmos::tui::action::Action;
+use mcp_cosmos::tui::app::App;
+use mcp_cosmos::tui::keymap::{Command as KeyCommand, Keymap};
+use mcp_cosmos::tui::run_view::RunView;
+use mcp_cosmos::tui::run_view::inspector::Inspector;
+use mcp_cosmos::tui::theme::Theme;
+use ratatui::layout::Rect;
+use serde_json::{Value, json};
+use support::*;
+
+/// A ReAct run that calls `forecast` for Lyon, then `ok`, then finishes, made against the
+/// fault-test server; its file.
+fn recorded_run(dir: &Path) -> PathBuf {
+    let mcp = write_mcp_config(dir, json!({"flaky": flaky_server()}));
+    let (_, run) = react_run(
+        dir,
+        &mcp,
+        json!({"id": "weather_1", "request": "Weather in Lyon?"}),
+        json!([
+            {"when": "2. flaky:ok", "content": finish("clear in Lyon")},
+            {"when": "1. flaky:forecast", "content": call("flaky:ok", json!({"text": "noted"}))},
+            {"when": "No tool has been called yet", "content": call("flaky:forecast", json!({"city": "Lyon"}))},
+            {"content": "clear in Lyon"}
+        ]),
+    );
+    run
+}
+
+/// The fault-test server logging each call it gets into `calls`.
+fn logging_server(dir: &Path, calls: &Path) -> PathBuf {
+    let mut server = flaky_server();
+    server["env"] = json!({"FLAKY_CALLS_FILE": calls.display().to_string()});
+    let config_dir = dir.join("logging");
+    std::fs::create_dir_all(&config_dir).unwrap();
+    write_mcp_config(&config_dir, json!({"flaky": server}))
+}
+
+/// `cosmos fork RUN ARGS… --out OUT --no-tui` with the scripted planner `rules`.
+fn fork(run: &Path, out: &Path, rules: Value, args: &[&str]) -> std::process::Output {
+    let llm = ScriptedLlm::start(rules);
+    let mut all = vec!["fork", run.to_str().unwrap()];
+    all.extend(args);
+    all.extend(["--out", out.to_str().unwrap(), "--no-tui"]);
+    cosmos(&all, &llm, "sk-test")
+}
+
+fn kinds_with_origin(events: &[Value]) -> Vec<(String, u64, bool)> {
+    events
+        .iter()
+        .filter(|e| e["kind"] == "tool_called" || e["kind"] == "call_simulated")
+        .map(|e| {
+            (
+                e["kind"].as_str().unwrap().to_string(),
+                e["step"].as_u64().unwrap(),
+                e.get("origin").is_some(),
+            )
+        })
+        .collect()
+}
+
+/// The run's metrics as `report --per-run` gives them.
+fn report_metrics(run: &Path) -> Value {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_cosmos"))
+        .args([
+            "report",
+            run.to_str().unwrap(),
+            "--per-run",
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let doc: Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out)));
+    doc["per_run"][0]["metrics"].clone()
+}
+
+fn validates(run: &Path) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_cosmos"))
+        .args(["validate", run.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+}
+
+#[test]
+fn a_fork_with_recorded_tools_replays_the_history_and_calls_the_server_only_on_a_miss() {
+    let dir = tempfile::tempdir().unwrap();
+    let original = recorded_run(dir.path());
+    let calls = dir.path().join("calls.txt");
+    let mcp = logging_server(dir.path(), &calls);
+    let out = dir.path().join("forks");
+    // The new planner asks Lyon's forecast again (the recording answers), then says
+    // something else than the original did (a miss: the server answers), then finishes.
+    let forked = fork(
+        &original,
+        &out,
+        json!([
+            {"when": "3. flaky:ok", "content": finish("clear, said twice")},
+            {"when": "2. flaky:forecast", "content": call("flaky:ok", json!({"text": "twice"}))},
+            {"when": "1. flaky:forecast", "content": call("flaky:forecast", json!({"city": "Lyon"}))},
+            {"content": "clear, said twice"}
+        ]),
+        &[
+            "--at",
+            "2",
+            "--tools",
+            "recorded",
+            "--on-miss",
+            "real",
+            "--mcp-config",
+            mcp.to_str().unwrap(),
+        ],
+    );
+    assert!(forked.status.success(), "{}", text(&forked));
+    let run = only_run(&out);
+    let events = events(&run);
+    let header = &events[0];
+    let original_header = &support::events(&original)[0];
+    assert_eq!(header["fork_of"]["run_id"], original_header["run_id"]);
+    assert_eq!(header["fork_of"]["step"], 2);
+    assert_eq!(header["fork_of"]["file"], original.display().to_string());
+    assert_eq!(
+        header["task"], original_header["task"],
+        "the original's task"
+    );
+    assert_eq!(header["agent"]["settings"]["tools"], "recorded");
+    assert_eq!(header["agent"]["settings"]["on_miss"], "real");
+    // Step 1 replayed from the history, step 2 answered from the recording, step 3 real.
+    assert_eq!(
+        kinds_with_origin(&events),
+        [
+            ("tool_called".to_string(), 1, true),
+            ("tool_called".to_string(), 2, true),
+            ("tool_called".to_string(), 3, false),
+        ]
+    );
+    let replayed = events.iter().find(|e| e["kind"] == "tool_called").unwrap();
+    let first = support::events(&original)
+        .into_iter()
+        .find(|e| e["kind"] == "tool_called")
+        .unwrap();
+    assert_eq!(replayed["origin"]["seq"], first["seq"]);
+    assert_eq!(replayed["result"], first["result"]);
+    // The server's own log: the miss only, never the forecast the recording answered.
+    assert_eq!(std::fs::read_to_string(&calls).unwrap(), "ok\n");
+    validates(&run);
+    // Only the fork's own real call counts.
+    let metrics = report_metrics(&run);
+    assert_eq!(metrics["tool_calls"], 1, "{metrics}");
+    assert!(
+        events
+            .iter()
+            .any(|e| e["kind"] == "answer" && e["text"] == "clear, said twice")
+    );
+    // The explorer's about view names the original and what was copied.
+    let opened = mcp_cosmos::trajectory::run::Run::open(&run).unwrap();
+    assert_eq!(opened.steps().len(), 1, "the fork's own real call");
+    let view = RunView::new(opened, Rect::new(0, 0, 160, 39));
+    let mut app = App::new(view, Keymap::default(), Theme::new(true), (160, 40));
+    app.update(Action::Do(KeyCommand::About));
+    let about = app
+        .top_as::<Inspector>()
+        .expect("the about view")
+        .lines()
+        .join("\n");
+    assert!(
+        about.contains(&format!("of {} (", original.display()))
+            && about.contains("at step 2: steps 1 to 1 replayed"),
+        "{about}"
+    );
+    assert!(
+        about.contains("2 call(s) copied from the recording"),
+        "{about}"
+    );
+}
+
+#[test]
+fn a_miss_answered_by_the_world_model_is_a_simulation_and_no_server_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let original = recorded_run(dir.path());
+    let out = dir.path().join("forks");
+    let forked = fork(
+        &original,
+        &out,
+        json!([
+            {"when": "You simulate an MCP server", "content": predicted("ok: simulated", false)},
+            {"when": "2. flaky:ok", "content": finish("done")},
+            {"when": "1. flaky:forecast", "content": call("flaky:ok", json!({"text": "never recorded"}))},
+            {"content": "done"}
+        ]),
+        &[
+            "--at",
+            "2",
+            "--tools",
+            "recorded",
+            "--on-miss",
+            "world-model",
+            "--world-model",
+            "llm",
+        ],
+    );
+    assert!(forked.status.success(), "{}", text(&forked));
+    let run = only_run(&out);
+    let events = events(&run);
+    assert_eq!(
+        kinds_with_origin(&events),
+        [
+            ("tool_called".to_string(), 1, true),
+            ("call_simulated".to_string(), 2, false),
+        ]
+    );
+    let simulated = events
+        .iter()
+        .find(|e| e["kind"] == "call_simulated")
+        .unwrap();
+    assert_eq!(simulated["tool"], "flaky:ok");
+    assert_eq!(simulated["arguments"], json!({"text": "never recorded"}));
+    assert_eq!(simulated["observation"]["text"], "ok: simulated");
+    // No server was started: the header keeps the original's catalogue.
+    assert_eq!(
+        events[0]["tools"],
+        support::events(&original)[0]["tools"],
+        "the original's tools"
+    );
+    validates(&run);
+    let metrics = report_metrics(&run);
+    assert_eq!(metrics["tool_calls"], 0, "nothing real: {metrics}");
+}
+
+#[test]
+fn a_miss_ends_the_fork_by_default_naming_the_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let original = recorded_run(dir.path());
+    let out = dir.path().join("forks");
+    let forked = fork(
+        &original,
+        &out,
+        json!([
+            {"when": "1. flaky:forecast", "content": call("flaky:ok", json!({"text": "new"}))},
+            {"content": "done"}
+        ]),
+        &["--at", "2", "--tools", "recorded"],
+    );
+    assert_eq!(forked.status.code(), Some(1), "{}", text(&forked));
+    let run = only_run(&out);
+    let events = events(&run);
+    let error = events
+        .iter()
+        .find(|e| e["kind"] == "error" && e["source"] == "fork")
+        .expect("the miss is an error");
+    let message = error["message"].as_str().unwrap();
+    assert!(
+        message.contains("step 2 calls flaky:ok") && message.contains("never made"),
+        "{message}"
+    );
+    assert_eq!(events.last().unwrap()["status"], "failed");
+    validates(&run);
+}
+
+#[test]
+fn a_fork_point_outside_the_run_and_a_misplaced_on_miss_are_refused_before_anything_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let original = recorded_run(dir.path());
+    let out = dir.path().join("forks");
+    let rules = json!([{"content": "done"}]);
+    let beyond = fork(
+        &original,
+        &out,
+        rules.clone(),
+        &["--at", "9", "--tools", "recorded"],
+    );
+    assert_eq!(beyond.status.code(), Some(1));
+    assert!(
+        text(&beyond).contains("has steps 1 to 2"),
+        "{}",
+        text(&beyond)
+    );
+    let misplaced = fork(
+        &original,
+        &out,
+        rules.clone(),
+        &["--at", "2", "--on-miss", "real"],
+    );
+    assert!(
+        text(&misplaced).contains("--on-miss is for --tools recorded"),
+        "{}",
+        text(&misplaced)
+    );
+    let no_config = fork(&original, &out, rules, &["--at", "2"]);
+    assert!(
+        text(&no_config).contains("pass --mcp-config"),
+        "{}",
+        text(&no_config)
+    );
+    assert!(!out.exists(), "nothing written");
+}
+
+/// The memory knowledge-graph server (stateful): a run that creates an entity, then reads the
+/// graph. Forked after the creation with real tools, the fresh server does not hold the entity
+/// (the fork does not make replayed calls again, and says so); with the recording, the read is
+/// the original's.
+#[test]
+fn a_stateful_servers_replayed_steps_are_not_made_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let memory_file = dir.path().join("graph.jsonl");
+    let memory = json!({
+        "command": npm_bin("mcp-server-memory"),
+        "env": {"MEMORY_FILE_PATH": memory_file.display().to_string()}
+    });
+    let mcp = write_mcp_config(dir.path(), json!({"memory": memory}));
+    let entity =
+        json!({"entities": [{"name": "Lyon", "entityType": "city", "observations": ["clear"]}]});
+    let (_, original) = react_run(
+        dir.path(),
+        &mcp,
+        json!({"id": "graph_1", "request": "Remember Lyon, then read it back."}),
+        json!([
+            {"when": "2. memory:read_graph", "content": finish("Lyon is clear")},
+            {"when": "1. memory:create_entities", "content": call("memory:read_graph", json!({}))},
+            {"when": "No tool has been called yet", "content": call("memory:create_entities", entity)},
+            {"content": "Lyon is clear"}
+        ]),
+    );
+    let read_back = |run: &Path| -> String {
+        events(run)
+            .iter()
+            .filter(|e| e["kind"] == "tool_called" && e["tool"] == "memory:read_graph")
+            .map(|e| e["result"]["text"].as_str().unwrap_or_default().to_string())
+            .next_back()
+            .unwrap()
+    };
+    assert!(read_back(&original).contains("Lyon"));
+
+    // A fresh graph for the fork: the original's creation is not made again.
+    let fresh = dir.path().join("fresh");
+    std::fs::create_dir_all(&fresh).unwrap();
+    let fresh_memory = json!({
+        "command": npm_bin("mcp-server-memory"),
+        "env": {"MEMORY_FILE_PATH": fresh.join("graph.jsonl").display().to_string()}
+    });
+    let fresh_mcp = write_mcp_config(&fresh, json!({"memory": fresh_memory}));
+    let rules = json!([
+        {"when": "2. memory:read_graph", "content": finish("read")},
+        {"when": "1. memory:create_entities", "content": call("memory:read_graph", json!({}))},
+        {"content": "read"}
+    ]);
+    let out = dir.path().join("real");
+    let forked = fork(
+        &original,
+        &out,
+        rules.clone(),
+        &["--at", "2", "--mcp-config", fresh_mcp.to_str().unwrap()],
+    );
+    assert!(forked.status.success(), "{}", text(&forked));
+    assert!(
+        text(&forked).contains("not made again: 1. memory:create_entities"),
+        "said before the run: {}",
+        text(&forked)
+    );
+    let real = only_run(&out);
+    assert!(
+        !read_back(&real).contains("Lyon"),
+        "the fresh server never saw the replayed creation: {}",
+        read_back(&real)
+    );
+
+    // From the recording, the read is the original's.
+    let out = dir.path().join("recorded");
+    let forked = fork(
+        &original,
+        &out,
+        rules,
+        &["--at", "2", "--tools", "recorded"],
+    );
+    assert!(forked.status.success(), "{}", text(&forked));
+    assert_eq!(read_back(&only_run(&out)), read_back(&original));
+}
