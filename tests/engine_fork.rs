@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use mcp_cosmos::tui::action::Action;
 use mcp_cosmos::tui::app::App;
+use mcp_cosmos::tui::compare::{CallSource, CompareView};
 use mcp_cosmos::tui::keymap::{Command as KeyCommand, Keymap};
 use mcp_cosmos::tui::run_view::RunView;
 use mcp_cosmos::tui::run_view::inspector::Inspector;
@@ -183,6 +184,24 @@ fn a_fork_with_recorded_tools_replays_the_history_and_calls_the_server_only_on_a
         about.contains("2 call(s) copied from the recording"),
         "{about}"
     );
+
+    // Compared with the original, the fork opens where they part ways: step 1 is the same
+    // call with the same result (a copy); the next row is not.
+    let runs = [
+        mcp_cosmos::trajectory::run::Run::open(&original).unwrap(),
+        mcp_cosmos::trajectory::run::Run::open(&run).unwrap(),
+    ];
+    let compare = CompareView::new(&runs, (160, 40));
+    assert_eq!(compare.first_divergence, Some(1), "{:#?}", compare.rows);
+    assert_eq!(compare.selection.selected, 1);
+    let first = &compare.rows[0];
+    assert_eq!(first[0].as_ref().unwrap().source, CallSource::Real);
+    assert_eq!(first[1].as_ref().unwrap().source, CallSource::Replayed);
+    // The fork asked the forecast again where the original went on to `ok`: aligned by
+    // tool, that second forecast is a row the original has no call on.
+    let parted = &compare.rows[1];
+    assert!(parted[0].is_none(), "{parted:?}");
+    assert_eq!(parted[1].as_ref().unwrap().tool, "flaky:forecast");
 }
 
 #[test]
@@ -385,4 +404,88 @@ fn a_stateful_servers_replayed_steps_are_not_made_again() {
     );
     assert!(forked.status.success(), "{}", text(&forked));
     assert_eq!(read_back(&only_run(&out)), read_back(&original));
+}
+
+/// `b` in the explorer: the form filled in with the run's settings, the fork started as
+/// `cosmos fork` (the real binary), its run opened live in front, and compare opened on it and
+/// the original at their first divergence once it ends.
+#[test]
+fn b_forks_from_the_explorer_and_compare_opens_where_the_runs_part() {
+    use mcp_cosmos::tui::fork_form::ForkForm;
+    use mcp_cosmos::tui::view::Work;
+
+    let dir = tempfile::tempdir().unwrap();
+    let original = recorded_run(dir.path());
+    let calls = dir.path().join("calls.txt");
+    let mcp = logging_server(dir.path(), &calls);
+    let llm = ScriptedLlm::start(json!([
+        {"when": "2. flaky:ok", "content": finish("noted otherwise")},
+        {"when": "1. flaky:forecast", "content": call("flaky:ok", json!({"text": "otherwise"}))},
+        {"content": "noted otherwise"}
+    ]));
+    let config = dir.path().join("cosmos.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[default]\nbase_url = \"{}\"\nmodel = \"scripted-model\"\n",
+            llm.base_url()
+        ),
+    )
+    .unwrap();
+    let view = RunView::new(
+        mcp_cosmos::trajectory::run::Run::open(&original).unwrap(),
+        Rect::new(0, 0, 160, 39),
+    );
+    let mut app = App::new(view, Keymap::default(), Theme::new(true), (160, 40));
+    app.probe = mcp_cosmos::probe::ProbeSetup {
+        config: Some(config),
+        mcp_config: Some(mcp),
+    };
+    // The tree lists the steps of a ReAct run; the second is selected.
+    app.update(Action::Do(KeyCommand::Down));
+    app.update(Action::Do(KeyCommand::Branch));
+    let form = app.top_as::<ForkForm>().expect("the fork form");
+    let choice = form.choice();
+    assert_eq!(
+        (
+            choice.at,
+            choice.agent.as_str(),
+            choice.world_model.as_str()
+        ),
+        (2, "react", "none"),
+        "the selected step, the run's own agent and world model"
+    );
+    assert_eq!(
+        choice.tools, "real",
+        "real tools: the explorer has the servers"
+    );
+    app.update(Action::Input(crossterm::event::KeyEvent::from(
+        crossterm::event::KeyCode::Enter,
+    )));
+    let mut work = app.take_work();
+    assert_eq!(work.len(), 1, "{work:?}");
+    let (id, Work::Fork(mut fork)) = work.remove(0) else {
+        panic!("a fork");
+    };
+    // The test's binary is not cosmos: the fork runs the real one.
+    fork.program = env!("CARGO_BIN_EXE_cosmos").into();
+    for action in mcp_cosmos::tui::terminal::perform(id, Work::Fork(fork)) {
+        app.update(action);
+    }
+    // The fork opened live, took its events, and asked for compare when it ended.
+    let forked = app.find::<RunView>().expect("the fork's view");
+    assert!(forked.finished(), "the fork's run was followed to its end");
+    assert!(forked.run.header.fork_of.is_some());
+    let mut work = app.take_work();
+    assert_eq!(work.len(), 1, "{work:?}");
+    let (id, compare) = work.remove(0);
+    assert!(matches!(compare, Work::Compare(ref paths) if paths[0] == original));
+    for action in mcp_cosmos::tui::terminal::perform(id, compare) {
+        app.update(action);
+    }
+    let compare = app.top_as::<CompareView>().expect("compare opens");
+    assert_eq!(compare.first_divergence, Some(1));
+    assert_eq!(compare.selection.selected, 1, "on the first divergence");
+    // The real server got the fork's new call only; step 1 was replayed.
+    assert_eq!(std::fs::read_to_string(&calls).unwrap(), "ok\n");
 }

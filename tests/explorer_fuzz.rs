@@ -110,8 +110,13 @@ fn drive(run: Run, inputs: &[Input]) {
         if let Some(action) = app.map_input(event) {
             app.update(action);
         }
-        // Background work (opening, comparing) is answered in line, as the terminal loop does.
+        // Background work (opening, comparing) is answered in line, as the terminal loop does;
+        // a fork is a child process of the real binary (tests/engine_fork.rs starts one), so
+        // it is left out here.
         for (id, work) in app.take_work() {
+            if matches!(work, mcp_cosmos::tui::view::Work::Fork(_)) {
+                continue;
+            }
             for action in mcp_cosmos::tui::terminal::perform(id, work) {
                 app.update(action);
             }

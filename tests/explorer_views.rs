@@ -1676,3 +1676,15 @@ fn a_destructive_tools_calls_are_marked_and_the_help_says_why() {
     let help = render(&mut app);
     assert!(help.contains("annotates destructive"), "{help}");
 }
+
+/// `b` on a finished plan's step: the fork form over the run, filled in with its settings
+/// (SPIRAL with the `llm` world model; recorded tools only, as no servers were given).
+#[test]
+fn fork_form() {
+    for size in SIZES {
+        let mut app = run_app(common::plan_fails_run(), size);
+        app.update(Action::Do(Command::Bottom));
+        app.update(Action::Do(Command::Branch));
+        insta::assert_snapshot!(format!("fork_form_{}x{}", size.0, size.1), render(&mut app));
+    }
+}

@@ -55,9 +55,11 @@ pub(super) fn explore_while_running(
         Ok(Exit::LeaveRunning) => {
             eprintln!("cosmos: the {what} goes on without the {view}; Ctrl-C stops it. Progress:");
         }
-        // Leaving any other way (or a panic) stops what is still running.
+        // Leaving any other way (or a panic) stops what is still running, forks started
+        // from the view included.
         _ => {
             let _ = signals.tx.send(true);
+            crate::tui::fork_work::stop_all(crate::tui::fork_work::STOP_WITHIN);
         }
     }
     ui.map(drop)

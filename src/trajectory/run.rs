@@ -96,6 +96,7 @@ pub struct Run {
     last_evaluated: Vec<u32>,
     steps: Vec<StepRef>,
     replayed: Vec<u32>,
+    simulated_calls: Vec<u32>,
     phases: Vec<(u32, Phase, u64)>,
     plans: Vec<u32>,
     searches: Vec<u32>,
@@ -146,6 +147,7 @@ impl Run {
             last_evaluated: Vec::new(),
             steps: Vec::new(),
             replayed: Vec::new(),
+            simulated_calls: Vec::new(),
             phases: Vec::new(),
             plans: Vec::new(),
             searches: Vec::new(),
@@ -396,6 +398,8 @@ impl Run {
                     });
                 }
                 EventBody::ToolCalled { .. } => self.replayed.push(idx),
+                // A fork's call that a world model answered in place of the recording.
+                EventBody::CallSimulated { tool: Some(_), .. } => self.simulated_calls.push(idx),
                 EventBody::PlanSelected { .. } => self.plans.push(idx),
                 EventBody::SearchFinished { .. } => self.searches.push(idx),
                 EventBody::Answer { .. } => self.answers.push(idx),
@@ -443,6 +447,12 @@ impl Run {
     /// this run's steps, but results its agent went on from.
     pub fn replayed(&self) -> &[u32] {
         &self.replayed
+    }
+
+    /// A fork's calls that a world model answered in place of the recording (`call_simulated`
+    /// naming its call), by event index.
+    pub fn simulated_calls(&self) -> &[u32] {
+        &self.simulated_calls
     }
 
     /// Every call the run's answer rests on, by event index, in order: the replayed ones and

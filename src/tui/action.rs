@@ -56,4 +56,9 @@ pub enum Action {
     Sweep(Box<super::feed::SweepNews>),
     /// The person chose how to probe a node: with this world model, or (`None`) for real.
     Probe(crate::trajectory::event::NodeId, Option<String>),
+    /// The person chose how to fork the run at a step (the `b` form).
+    Fork(super::fork_spec::ForkChoice),
+    /// A fork started from the explorer ended (its run opened with the `Loaded` answering the
+    /// same request; its events came as `LiveEvent`s).
+    ForkEnded(RequestId),
 }

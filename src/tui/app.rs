@@ -8,6 +8,7 @@
 //! to the view that asked (or is dropped when that view has closed).
 
 use std::any::Any;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use crossterm::event::{Event as TermEvent, KeyEventKind, MouseButton, MouseEvent, MouseEventKind};
@@ -21,6 +22,7 @@ use super::confirm::ConfirmLeave;
 use super::help::HelpView;
 use super::keymap::{Command, Keymap, Mode};
 use super::open;
+use super::run_view::RunView;
 use super::theme::Theme;
 use super::view::{Context, Exit, Handled, Request, View, Work};
 use crate::probe::ProbeSetup;
@@ -61,6 +63,12 @@ enum Waiting {
     },
     /// An answer for the view that asked: which work it answers.
     Answer(Answer),
+    /// A fork started from the explorer: its run opens as a followed view (`view`, once it
+    /// has) and, when it ends, beside `original` in compare.
+    Fork {
+        original: PathBuf,
+        view: Option<ViewId>,
+    },
 }
 
 /// Work answered to the view that asked; one unanswered request of each kind at a time.
@@ -290,6 +298,10 @@ impl App {
                 self.changed = true;
                 self.loaded(id, *result);
             }
+            Action::ForkEnded(id) => {
+                self.changed = true;
+                self.fork_ended(id);
+            }
             Action::Found(id, ..)
             | Action::Probed(id, _)
             | Action::GroupsReady(id, _)
@@ -424,6 +436,10 @@ impl App {
                 Waiting::Answer(Answer::Probe)
             }
             Work::Find { .. } => Waiting::Answer(Answer::Find),
+            Work::Fork(fork) => Waiting::Fork {
+                original: fork.original.clone(),
+                view: None,
+            },
         };
         // A new request replaces an unanswered one of its kind: its answer would be stale.
         self.pending.retain(|p| match (&p.waiting, &waiting) {
@@ -473,7 +489,38 @@ impl App {
                     self.pending.push(pending);
                 }
             }
+            Waiting::Fork { view, .. } => {
+                // The fork's view can stop it (`x`, or leaving with it still going).
+                let (stop, stopped) = std::sync::mpsc::channel();
+                super::fork_work::watch_stop(id, stopped);
+                let opened = self.push(Box::new(RunView::live(run, self.body_area(), Some(stop))));
+                *view = Some(opened);
+                self.pending.push(pending);
+            }
             Waiting::Answer(_) => {}
+        }
+    }
+
+    /// A fork started from the explorer ended: when its view is still open, compare opens on
+    /// it and the original.
+    fn fork_ended(&mut self, id: RequestId) {
+        let Some(pending) = self.take_pending(id) else {
+            return;
+        };
+        if let Waiting::Fork {
+            original,
+            view: Some(view),
+        } = pending.waiting
+        {
+            let fork = self
+                .stack
+                .iter()
+                .find(|s| s.id == view)
+                .and_then(|s| (s.view.as_ref() as &dyn Any).downcast_ref::<RunView>())
+                .map(|v| v.run.path.clone());
+            if let Some(fork) = fork {
+                self.start(view, Work::Compare(vec![original, fork]));
+            }
         }
     }
 
@@ -511,6 +558,8 @@ impl App {
             Waiting::Run(what, _) => Some(what.clone()),
             Waiting::Compare { want, .. } => Some(format!("loading {want} runs")),
             Waiting::Answer(Answer::Find) => Some("finding".to_string()),
+            Waiting::Fork { view: None, .. } => Some("starting the fork".to_string()),
+            Waiting::Fork { .. } => None,
             Waiting::Answer(_) => None,
         });
         let note = loading.or_else(|| self.message.clone());

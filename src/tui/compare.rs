@@ -23,9 +23,22 @@ use crate::trajectory::describe::call_label;
 use crate::trajectory::event::{EventBody, Observation, Role};
 use crate::trajectory::run::Run;
 
+/// Where a call's result came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallSource {
+    /// The run made it.
+    Real,
+    /// A copy of another run's call (a fork's history, or its recording's answer).
+    Replayed,
+    /// A world model answered it in place of a call that was never made (a fork's miss).
+    Simulated,
+}
+
 /// One executed call of one run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Call {
+    /// Where its result came from.
+    pub source: CallSource,
     /// Namespaced tool.
     pub tool: String,
     /// Arguments.
@@ -38,8 +51,32 @@ pub struct Call {
     pub real: Observation,
     /// The simulation it was compared with.
     pub simulated: Option<Observation>,
-    /// Index of its `tool_called` event.
+    /// Index of its `tool_called` (or, simulated, `call_simulated`) event.
     pub event: usize,
+}
+
+impl Call {
+    /// The same call with the same result: what the first divergence looks for. A replayed
+    /// copy is the same as the call it copies; a simulation is never the same as a real call.
+    fn same_as(&self, other: &Call) -> bool {
+        use crate::world_model::canonical;
+        self.tool == other.tool
+            && canonical(&self.arguments) == canonical(&other.arguments)
+            && self.real == other.real
+            && (self.source == CallSource::Simulated) == (other.source == CallSource::Simulated)
+    }
+}
+
+/// The first aligned row whose calls are not all the same call with the same result (a run
+/// without a call there included): where the runs part ways.
+pub fn first_divergence(rows: &[AlignedRow]) -> Option<usize> {
+    rows.iter().position(|row| {
+        let Some(Some(first)) = row.first() else {
+            return true;
+        };
+        row.iter()
+            .any(|c| c.as_ref().is_none_or(|c| !c.same_as(first)))
+    })
 }
 
 /// One row: a call aligned across the runs (`None` where a run makes no such call here).
@@ -57,6 +94,8 @@ pub struct CompareView {
     answers: Vec<Option<String>>,
     /// Rows of aligned calls; one cell per run.
     pub rows: Vec<AlignedRow>,
+    /// The first row where the runs' calls differ, if they ever do.
+    pub first_divergence: Option<usize>,
     /// The metric table's rows (the rows that differ first), worked out once: the runs are
     /// loaded and do not change.
     metric_table: Vec<MetricRow>,
@@ -84,6 +123,19 @@ impl CompareView {
             .collect();
         let metric_table = metric_rows(&metrics, &simulations);
         let calls: Vec<Vec<Call>> = runs.iter().map(calls_of).collect();
+        let rows = align(&calls);
+        let first_divergence = first_divergence(&rows);
+        // A fork beside its original opens where they part ways.
+        let forked = runs.iter().any(|r| {
+            r.header.fork_of.as_ref().is_some_and(|f| {
+                runs.iter()
+                    .any(|o| o.header.run_id == f.run_id && o.header.run_id != r.header.run_id)
+            })
+        });
+        let mut selection = Selection::default();
+        if let (true, Some(row)) = (forked, first_divergence) {
+            selection.selected = row;
+        }
         let tasks: Vec<&str> = runs.iter().map(|r| r.header.task.id.as_str()).collect();
         let warning = tasks
             .windows(2)
@@ -97,10 +149,11 @@ impl CompareView {
                 .iter()
                 .map(|r| r.answer_at(r.len()).map(String::from))
                 .collect(),
-            rows: align(&calls),
+            rows,
+            first_divergence,
             metric_table,
             warning,
-            selection: Selection::default(),
+            selection,
             column: 0,
             metrics_focused: false,
             metrics_offset: 0,
@@ -297,8 +350,11 @@ impl View for CompareView {
         } else {
             "←/→ column · Enter opens it at the selected call · Tab the metrics"
         };
+        let parted = self.first_divergence.map_or(String::new(), |row| {
+            format!(" · ⑂ part at call {}", row + 1)
+        });
         Some(format!(
-            "compare {} runs · column {} · {keys}",
+            "compare {} runs{parted} · column {} · {keys}",
             self.labels.len(),
             self.column + 1
         ))
@@ -390,7 +446,7 @@ impl View for CompareView {
         let inner_h = middle.height.saturating_sub(3) as usize;
         let block = Block::bordered().border_style(theme.border()).title(Line::styled(
             format!(
-                " Calls, aligned across the runs (≠ other arguments than the row's first, ✗ failed, — none) · {} ",
+                " Calls, aligned across the runs (⑂ first divergence, ≠ other arguments than the row's first, ↺ replayed, ≈ simulated, ✗ failed, — none) · {} ",
                 self.selection.scroll.position(self.rows.len(), inner_h)
             ),
             theme.title(),
@@ -413,8 +469,13 @@ impl View for CompareView {
                 .take(inner_h)
                 .map(|(i, cells)| {
                     let first = cells.iter().flatten().next();
+                    let name = if self.first_divergence == Some(i) {
+                        Cell::from(Span::styled(format!("⑂ call {}", i + 1), theme.mark()))
+                    } else {
+                        Cell::from(format!("call {}", i + 1))
+                    };
                     let mut row = Row::new(
-                        std::iter::once(Cell::from(format!("call {}", i + 1))).chain(
+                        std::iter::once(name).chain(
                             cells
                                 .iter()
                                 .map(|c| aligned_cell(c.as_ref(), first, column_width, theme)),
@@ -439,9 +500,14 @@ impl View for CompareView {
 impl CompareView {
     /// The selected row: its full arguments, then per run its simulated and real results.
     fn draw_selected(&self, frame: &mut Frame, area: Rect, theme: &Theme) {
+        let title = if self.first_divergence == Some(self.selection.selected) {
+            " The selected call, per run · ⑂ where the runs first part ways "
+        } else {
+            " The selected call, per run "
+        };
         let block = Block::bordered()
             .border_style(theme.border())
-            .title(Line::styled(" The selected call, per run ", theme.title()));
+            .title(Line::styled(title, theme.title()));
         let inner = block.inner(area);
         frame.render_widget(block, area);
         let Some(row) = self.rows.get(self.selection.selected) else {
@@ -514,7 +580,12 @@ impl CompareView {
                     if let Some(sim) = &c.simulated {
                         side("simulated", sim, &mut text);
                     }
-                    side("real", &c.real, &mut text);
+                    let label = match c.source {
+                        CallSource::Real => "real",
+                        CallSource::Replayed => "real, replayed from the recording",
+                        CallSource::Simulated => "simulated in place of a call never made",
+                    };
+                    side(label, &c.real, &mut text);
                 }
             }
             text.truncate(rect.height as usize);
@@ -525,27 +596,71 @@ impl CompareView {
 
 fn calls_of(run: &Run) -> Vec<Call> {
     let facts = RunFacts::of(run);
-    run.steps()
+    let mut calls: Vec<Call> = run
+        .steps()
         .iter()
         .enumerate()
-        .filter_map(|(i, s)| match &run.event(s.event as usize).body {
-            EventBody::ToolCalled {
-                tool,
-                arguments,
-                result,
-                ..
-            } => Some(Call {
-                tool: tool.clone(),
-                arguments: serde_json::Value::clone(arguments),
-                is_error: s.is_error,
-                fidelity: facts.step(i).and_then(|f| f.fidelity),
-                real: result.clone(),
-                simulated: s.simulated.and_then(|e| run.simulated_observation(e)),
-                event: s.event as usize,
-            }),
-            _ => None,
+        .filter_map(|(i, s)| {
+            let mut call = call_at(run, s.event as usize)?;
+            call.is_error = s.is_error;
+            call.fidelity = facts.step(i).and_then(|f| f.fidelity);
+            call.simulated = s.simulated.and_then(|e| run.simulated_observation(e));
+            Some(call)
         })
-        .collect()
+        .collect();
+    // A fork's copies and simulated calls are calls of its story too: its original's calls
+    // align with them.
+    calls.extend(
+        run.replayed()
+            .iter()
+            .chain(run.simulated_calls())
+            .filter_map(|&e| call_at(run, e as usize)),
+    );
+    calls.sort_by_key(|c| c.event);
+    calls
+}
+
+/// The call recorded at event `event` (a `tool_called`, or a fork's `call_simulated`).
+fn call_at(run: &Run, event: usize) -> Option<Call> {
+    match &run.event(event).body {
+        EventBody::ToolCalled {
+            tool,
+            arguments,
+            result,
+            error,
+            origin,
+            ..
+        } => Some(Call {
+            source: if origin.is_some() {
+                CallSource::Replayed
+            } else {
+                CallSource::Real
+            },
+            tool: tool.clone(),
+            arguments: serde_json::Value::clone(arguments),
+            is_error: result.is_error || error.is_some(),
+            fidelity: None,
+            real: result.clone(),
+            simulated: None,
+            event,
+        }),
+        EventBody::CallSimulated {
+            tool: Some(tool),
+            arguments,
+            observation,
+            ..
+        } => Some(Call {
+            source: CallSource::Simulated,
+            tool: tool.clone(),
+            arguments: arguments.as_deref().cloned().unwrap_or_default(),
+            is_error: observation.is_error,
+            fidelity: None,
+            real: observation.clone(),
+            simulated: None,
+            event,
+        }),
+        _ => None,
+    }
 }
 
 /// Aligns every run's calls together: each run in turn is aligned to the rows so far by the
@@ -627,7 +742,12 @@ fn aligned_cell<'a>(
     let Some(c) = call else {
         return Cell::from(Span::styled("—", theme.dim()));
     };
-    let mut s = call_label(&c.tool, &c.arguments);
+    let mut s = match c.source {
+        CallSource::Real => String::new(),
+        CallSource::Replayed => "↺ ".to_string(),
+        CallSource::Simulated => "≈ ".to_string(),
+    };
+    s.push_str(&call_label(&c.tool, &c.arguments));
     s.push_str(if c.is_error { " ✗" } else { " ✓" });
     if let Some(f) = c.fidelity {
         s.push_str(&format!(" fid {:.2}", f.score));
@@ -796,6 +916,7 @@ mod tests {
 
     fn call(tool: &str, arg: i64) -> Call {
         Call {
+            source: CallSource::Real,
             tool: tool.into(),
             arguments: json!({"x": arg}),
             is_error: false,
@@ -803,6 +924,42 @@ mod tests {
             real: Observation::default(),
             simulated: None,
             event: 0,
+        }
+    }
+
+    #[test]
+    fn the_first_divergence_is_the_first_row_not_all_the_same_call_with_the_same_result() {
+        let copy = Call {
+            source: CallSource::Replayed,
+            ..call("s:a", 1)
+        };
+        let simulated = Call {
+            source: CallSource::Simulated,
+            ..call("s:b", 2)
+        };
+        let other_result = Call {
+            real: Observation {
+                text: "other".into(),
+                ..Default::default()
+            },
+            ..call("s:b", 2)
+        };
+        let row = |a: Option<Call>, b: Option<Call>| vec![a, b];
+        // A copy is the call it copies.
+        let same = row(Some(call("s:a", 1)), Some(copy));
+        assert_eq!(first_divergence(std::slice::from_ref(&same)), None);
+        for parted in [
+            row(Some(call("s:b", 2)), Some(simulated)),
+            row(Some(call("s:b", 2)), Some(other_result)),
+            row(Some(call("s:b", 2)), Some(call("s:b", 3))),
+            row(Some(call("s:b", 2)), None),
+            row(None, Some(call("s:b", 2))),
+        ] {
+            assert_eq!(
+                first_divergence(&[same.clone(), parted.clone()]),
+                Some(1),
+                "{parted:?}"
+            );
         }
     }
 

@@ -88,7 +88,19 @@ pub fn legend(mode: Mode) -> &'static [(&'static str, &'static str)] {
                 "★",
                 "the best value of the row (none when all are equal or the row has no better)",
             ),
+            (
+                "⑂",
+                "the first row where the runs' calls differ (call, arguments or result)",
+            ),
             ("≠", "other arguments than the row's first run"),
+            (
+                "↺",
+                "a call replayed from a recording (a fork's history), not made again",
+            ),
+            (
+                "≈",
+                "a world model's answer in place of a call never made (a fork's miss)",
+            ),
             ("✗", "a real call that failed"),
             ("—", "no such call, or no value"),
             ("“…”", "each run's answer, quoted"),

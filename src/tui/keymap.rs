@@ -73,6 +73,8 @@ pub enum Command {
     LeaveRunning,
     Probe,
     ProbeReal,
+    /// Fork the run from a step (`cosmos fork` from the explorer).
+    Branch,
     Yes,
 }
 
@@ -315,6 +317,12 @@ pub const COMMANDS: &[(Command, Mode, &[&str], &str)] = &[
         Mode::Run,
         &["P"],
         "tree: make the node's call for real (asks first)",
+    ),
+    (
+        Command::Branch,
+        Mode::Run,
+        &["b"],
+        "fork the run from the selected step (or the one after the cursor): how, in a form",
     ),
     (
         Command::Open,

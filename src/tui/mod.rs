@@ -12,6 +12,9 @@ pub mod browser;
 pub mod compare;
 pub mod confirm;
 pub mod feed;
+pub mod fork_form;
+pub mod fork_spec;
+pub mod fork_work;
 pub mod help;
 pub mod keymap;
 pub mod notes;
@@ -80,7 +83,7 @@ pub fn explore(path: &Path, probe: crate::probe::ProbeSetup) -> Result<()> {
             let mut app = App::on(open::run(run, body), keymap, theme, size);
             app.say_problems(problems);
             app.probe = probe;
-            return terminal::run(app, None, None).map(drop);
+            return explore_then_settle_forks(app, None);
         }
         let (run, tail) = Tail::open(path)?;
         terminal::require_terminal()?;
@@ -88,7 +91,7 @@ pub fn explore(path: &Path, probe: crate::probe::ProbeSetup) -> Result<()> {
         app.probe = probe;
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || follow(tail, tx));
-        return terminal::run(app, Some(rx), None).map(drop);
+        return explore_then_settle_forks(app, Some(rx));
     }
     let roots: Vec<PathBuf> = vec![path.to_path_buf()];
     let runs = if path.exists() {
@@ -103,7 +106,26 @@ pub fn explore(path: &Path, probe: crate::probe::ProbeSetup) -> Result<()> {
         size,
     );
     app.probe = probe;
-    terminal::run(app, None, None).map(drop)
+    explore_then_settle_forks(app, None)
+}
+
+/// Runs the explorer; once it is left, stops the forks started from it (when the person
+/// chose to stop what was running) or says where the ones left running write.
+fn explore_then_settle_forks(
+    app: App,
+    live: Option<std::sync::mpsc::Receiver<Action>>,
+) -> Result<()> {
+    let exit = terminal::run(app, live, None);
+    if fork_work::any_running() {
+        if matches!(exit, Ok(view::Exit::LeaveRunning)) {
+            eprintln!(
+                "cosmos: the fork goes on without the explorer; its run is in its --out folder"
+            );
+        } else {
+            fork_work::stop_all(fork_work::STOP_WITHIN);
+        }
+    }
+    exit.map(drop)
 }
 
 /// Sends the events a growing file gains until it finishes, the view closes, or it cannot

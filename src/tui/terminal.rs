@@ -184,6 +184,15 @@ fn event_loop(
 }
 
 fn spawn_work(id: RequestId, work: Work, tx: Sender<Msg>) {
+    if let Work::Fork(fork) = work {
+        // A fork runs for minutes: a thread of its own, never one of the pool's four.
+        std::thread::spawn(move || {
+            super::fork_work::run(id, fork, &mut |action| {
+                let _ = tx.send(Msg::Action(action));
+            })
+        });
+        return;
+    }
     crate::parallel::background(move || {
         for action in perform(id, work) {
             let _ = tx.send(Msg::Action(action));
@@ -239,6 +248,11 @@ pub fn perform(id: RequestId, work: Work) -> Vec<Action> {
                 id,
                 Box::new(crate::probe::annotate(&path, note, t_ms, &setup)),
             )]
+        }
+        Work::Fork(fork) => {
+            let mut actions = Vec::new();
+            super::fork_work::run(id, fork, &mut |action| actions.push(action));
+            actions
         }
         Work::ProbeReal { path, node, setup } => vec![Action::Probed(
             id,

@@ -92,6 +92,9 @@ pub enum Work {
         /// Events searched: `0..to`.
         to: usize,
     },
+    /// Fork a run as `cosmos fork` does, in a child process, and follow the fork's file (→
+    /// [`Action::Loaded`] once it exists, its events, then [`Action::ForkEnded`]).
+    Fork(super::fork_spec::ForkWork),
     /// Make a node's call for real, append it to the run (→ [`Action::Probed`]).
     ProbeReal {
         /// The run's file.
@@ -109,7 +112,7 @@ impl Work {
     pub fn is_read(&self) -> bool {
         !matches!(
             self,
-            Work::Probe { .. } | Work::ProbeReal { .. } | Work::Annotate { .. }
+            Work::Probe { .. } | Work::ProbeReal { .. } | Work::Annotate { .. } | Work::Fork(_)
         )
     }
 }

@@ -6,6 +6,7 @@
 //! per frame (`settle`), so a burst of live events costs one refresh. `draw` only reads.
 
 mod additions;
+mod branch;
 pub mod inspector;
 pub mod metrics;
 pub mod observation;
@@ -428,6 +429,7 @@ impl RunView {
             Command::Probe | Command::ProbeReal => {
                 self.probe(command == Command::ProbeReal, cx, out)
             }
+            Command::Branch => self.branch(cx, out),
             // Esc first ends a search in force; then it closes the view.
             Command::Back if self.search.active() => {
                 self.search.clear();
@@ -741,7 +743,8 @@ impl View for RunView {
             return false;
         };
         match feed {
-            Action::LiveEvent(_) | Action::FollowLost(_) => live.cell.is_none(),
+            // A finished run takes no more news (a fork started from it has its own view).
+            Action::LiveEvent(_) | Action::FollowLost(_) => live.cell.is_none() && !self.finished(),
             Action::Sweep(news) => match &**news {
                 SweepNews::Event { cell, .. } => live.cell == Some(*cell) && !self.finished(),
                 _ => false,
@@ -768,6 +771,10 @@ impl View for RunView {
             }
             Action::Probe(node, world_model) => {
                 self.start_probe(*node, world_model.as_ref(), cx, out);
+                return Handled::Consumed;
+            }
+            Action::Fork(choice) => {
+                self.start_fork(choice, cx, out);
                 return Handled::Consumed;
             }
             Action::Probed(_, result) => {

@@ -1,0 +1,50 @@
+//! What a fork from the explorer is, as data: the person's choice in the form and the work
+//! it becomes. A leaf: the form, the work runner, actions and requests all name these.
+
+use std::path::PathBuf;
+
+/// What the person chose: `cosmos fork`'s options.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ForkChoice {
+    /// The first step the fork decides afresh.
+    pub at: u64,
+    /// `react`, `plan-exec` or `spiral`.
+    pub agent: String,
+    /// The world model's name (`none` for none).
+    pub world_model: String,
+    /// `real` or `recorded`.
+    pub tools: String,
+    /// With recorded tools: `error`, `real` or `world-model`.
+    pub on_miss: String,
+}
+
+impl ForkChoice {
+    /// The choice as `cosmos fork` options (after `fork RUN`).
+    pub fn args(&self) -> Vec<String> {
+        let mut args = vec![
+            "--at".to_string(),
+            self.at.to_string(),
+            "--agent".into(),
+            self.agent.clone(),
+            "--world-model".into(),
+            self.world_model.clone(),
+            "--tools".into(),
+            self.tools.clone(),
+        ];
+        if self.tools == "recorded" {
+            args.extend(["--on-miss".to_string(), self.on_miss.clone()]);
+        }
+        args
+    }
+}
+
+/// A fork to run: the program (`cosmos`) and its arguments.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ForkWork {
+    /// The `cosmos` binary (this one, unless a test says otherwise).
+    pub program: PathBuf,
+    /// The run forked.
+    pub original: PathBuf,
+    /// Everything after the program: `fork RUN --at N … --out DIR --no-tui`.
+    pub args: Vec<String>,
+}
