@@ -18,8 +18,9 @@ pub struct Original {
     pub path: PathBuf,
     /// Its header.
     pub header: Header,
-    /// Every call it recorded as made (its own, and the ones it replayed itself), in order.
-    pub calls: Vec<RecordedCall>,
+    /// Every call it recorded as made (its own, and the ones it replayed itself), in step
+    /// order.
+    pub calls: std::sync::Arc<[RecordedCall]>,
     /// Steps a world model answered in place of a call (a fork's `call_simulated`).
     pub simulated_steps: Vec<u64>,
 }
@@ -73,10 +74,13 @@ impl Original {
                 _ => {}
             }
         }
+        // Steps are written in order; a file that is not is put in order, so the history is a
+        // prefix.
+        calls.sort_by_key(|c| c.step);
         Ok(Self {
             path: path.to_path_buf(),
             header,
-            calls,
+            calls: calls.into(),
             simulated_steps,
         })
     }
@@ -110,12 +114,12 @@ impl Original {
                 self.path.display()
             );
         }
-        let history: Vec<RecordedCall> =
-            self.calls.iter().filter(|c| c.step < at).cloned().collect();
+        // Calls are in step order, so the history is a prefix of them.
+        let history_len = self.calls.partition_point(|c| c.step < at);
         let (recorded, offline) = match tools {
             Tools::Real => (None, None),
             Tools::Recorded(on_miss) => (
-                Some((self.calls.clone(), on_miss)),
+                Some(on_miss),
                 (on_miss != OnMiss::Real)
                     .then(|| (self.header.tools.clone(), self.header.servers.clone())),
             ),
@@ -126,7 +130,8 @@ impl Original {
                 file: self.path.display().to_string(),
                 step: at,
             },
-            history,
+            calls: self.calls.clone(),
+            history_len,
             recorded,
             offline,
         })

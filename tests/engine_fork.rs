@@ -488,4 +488,29 @@ fn b_forks_from_the_explorer_and_compare_opens_where_the_runs_part() {
     assert_eq!(compare.selection.selected, 1, "on the first divergence");
     // The real server got the fork's new call only; step 1 was replayed.
     assert_eq!(std::fs::read_to_string(&calls).unwrap(), "ok\n");
+
+    // The browser links the two both ways (`b`), and marks them.
+    let roots = vec![dir.path().to_path_buf()];
+    let listed = mcp_cosmos::trajectory::listing::list_runs(&roots).unwrap();
+    assert_eq!(listed.len(), 2);
+    let browser = mcp_cosmos::tui::browser::Browser::new(roots, listed, 30);
+    let mut app = App::new(browser, Keymap::default(), Theme::new(true), (200, 30));
+    let selected = |app: &App| {
+        app.top_as::<mcp_cosmos::tui::browser::Browser>()
+            .unwrap()
+            .selected_run()
+            .unwrap()
+            .path
+            .clone()
+    };
+    let first = selected(&app);
+    app.update(Action::Do(KeyCommand::Branch));
+    let second = selected(&app);
+    assert_ne!(first, second, "b goes to the other run");
+    app.update(Action::Do(KeyCommand::Branch));
+    assert_eq!(selected(&app), first, "and b comes back");
+    let mut terminal = ratatui::Terminal::new(ratatui::backend::TestBackend::new(200, 30)).unwrap();
+    terminal.draw(|f| app.draw(f)).unwrap();
+    let screen = terminal.backend().to_string();
+    assert!(screen.contains("⑂@2") && screen.contains("⑂×1"), "{screen}");
 }

@@ -7,7 +7,8 @@
 //! no metric counts it as this run's call); a call a world model answers in place of the
 //! recording is a `call_simulated` naming the call (never a `tool_called`).
 
-use std::sync::Mutex;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use anyhow::Result;
 use futures::future::BoxFuture;
@@ -94,45 +95,41 @@ impl OnMiss {
 /// The original's calls answering the fork's (`--tools recorded`): a call is answered by the
 /// original's first unused call of the same tool with the same canonical arguments, so a call
 /// made twice gets the two answers in order; once those are used up, the last one again.
+/// Looked up by key, so a recording of 10^5 calls answers in constant time.
 #[derive(Debug)]
 pub struct Recording {
-    calls: Vec<(String, RecordedCall)>,
-    used: Mutex<Vec<bool>>,
+    calls: Arc<[RecordedCall]>,
+    /// Each distinct call's answers (indices into `calls`, in order) and how many were used.
+    by_key: Mutex<HashMap<String, (Vec<u32>, usize)>>,
     /// Where a miss goes.
     pub on_miss: OnMiss,
 }
 
 impl Recording {
     /// The recording of `calls`.
-    pub fn new(calls: Vec<RecordedCall>, on_miss: OnMiss) -> Self {
-        let used = Mutex::new(vec![false; calls.len()]);
-        let calls = calls
-            .into_iter()
-            .map(|c| (key(&c.tool, &c.arguments), c))
-            .collect();
+    pub fn new(calls: Arc<[RecordedCall]>, on_miss: OnMiss) -> Self {
+        let mut by_key: HashMap<String, (Vec<u32>, usize)> = HashMap::new();
+        for (i, call) in calls.iter().enumerate() {
+            by_key
+                .entry(key(&call.tool, &call.arguments))
+                .or_default()
+                .0
+                .push(i as u32);
+        }
         Self {
             calls,
-            used,
+            by_key: Mutex::new(by_key),
             on_miss,
         }
     }
 
     /// The recorded answer to `tool` called with `arguments`, if the original made that call.
     pub fn answer(&self, tool: &str, arguments: &Value) -> Option<&RecordedCall> {
-        let wanted = key(tool, arguments);
-        let mut used = self.used.lock().expect("recording lock");
-        let mut last = None;
-        for (i, (k, call)) in self.calls.iter().enumerate() {
-            if *k != wanted {
-                continue;
-            }
-            if !used[i] {
-                used[i] = true;
-                return Some(call);
-            }
-            last = Some(call);
-        }
-        last
+        let mut by_key = self.by_key.lock().expect("recording lock");
+        let (answers, used) = by_key.get_mut(&key(tool, arguments))?;
+        let at = answers[(*used).min(answers.len() - 1)];
+        *used += 1;
+        Some(&self.calls[at as usize])
     }
 }
 
@@ -145,32 +142,39 @@ fn key(tool: &str, arguments: &Value) -> String {
 pub struct ForkPlan {
     /// The original and the fork point.
     pub of: ForkOf,
-    /// The original's calls before the fork point, in order.
-    pub history: Vec<RecordedCall>,
-    /// `--tools recorded`: every call of the original, and where a miss goes.
-    pub recorded: Option<(Vec<RecordedCall>, OnMiss)>,
+    /// Every call the original recorded as made, in order (shared, never copied per use).
+    pub calls: Arc<[RecordedCall]>,
+    /// How many of them come before the fork point: the history.
+    pub history_len: usize,
+    /// `--tools recorded`: where a miss goes (the recording is `calls`).
+    pub recorded: Option<OnMiss>,
     /// The original's catalogue and servers, when no call can reach a server
     /// (`--tools recorded` without `--on-miss real`): then none is started.
     pub offline: Option<(Vec<ToolInfo>, Vec<ServerInfo>)>,
 }
 
 impl ForkPlan {
+    /// The original's calls before the fork point.
+    pub fn history(&self) -> &[RecordedCall] {
+        &self.calls[..self.history_len]
+    }
+
     /// The fork, ready for an agent's environment.
     pub fn fork(&self) -> Fork {
         Fork {
             of: self.of.clone(),
-            history: self.history.clone(),
+            calls: self.calls.clone(),
+            history_len: self.history_len,
             recording: self
                 .recorded
-                .as_ref()
-                .map(|(calls, on_miss)| Recording::new(calls.clone(), *on_miss)),
+                .map(|on_miss| Recording::new(self.calls.clone(), on_miss)),
         }
     }
 
     /// The header settings that say how the fork's calls were answered.
     pub fn settings(&self) -> [(&'static str, &'static str); 2] {
-        match &self.recorded {
-            Some((_, on_miss)) => [("tools", "recorded"), ("on_miss", on_miss.as_str())],
+        match self.recorded {
+            Some(on_miss) => [("tools", "recorded"), ("on_miss", on_miss.as_str())],
             None => [("tools", "real"), ("on_miss", "real")],
         }
     }
@@ -215,16 +219,33 @@ impl ToolHost for RecordedTools {
 pub struct Fork {
     /// The original and the fork point, for the header.
     pub of: ForkOf,
-    /// The original's calls before the fork point, in order.
-    pub history: Vec<RecordedCall>,
+    /// Every call the original recorded as made, in order.
+    calls: Arc<[RecordedCall]>,
+    /// How many of them come before the fork point.
+    history_len: usize,
     /// With `--tools recorded`: what answers the fork's calls.
     pub recording: Option<Recording>,
 }
 
 impl Fork {
+    /// A fork of `of` whose history is `history` (in-process tests).
+    pub fn new(of: ForkOf, history: Vec<RecordedCall>, recording: Option<Recording>) -> Self {
+        Self {
+            of,
+            history_len: history.len(),
+            calls: history.into(),
+            recording,
+        }
+    }
+
+    /// The original's calls before the fork point.
+    pub fn history(&self) -> &[RecordedCall] {
+        &self.calls[..self.history_len]
+    }
+
     /// The steps taken before the fork point, as the agent is given them.
     pub fn history_steps(&self) -> Vec<HistoryStep> {
-        self.history
+        self.history()
             .iter()
             .map(RecordedCall::history_step)
             .collect()
@@ -233,7 +254,7 @@ impl Fork {
     /// Writes the history into the fork as replayed calls, under their own step numbers, and
     /// uses up their answers in the recording (a later identical call gets the next one).
     pub fn replay(&self, sink: &mut dyn EventSink) -> Result<()> {
-        for call in &self.history {
+        for call in self.history() {
             if let Some(recording) = &self.recording {
                 recording.answer(&call.tool, &call.arguments);
             }
@@ -261,15 +282,15 @@ mod tests {
         });
         let wm = ScriptedWorldModel(Box::new(|tool| Ok(format!("{tool} predicted"))));
         let mut env = testing::env(planner, None, tools.clone(), Some(Arc::new(wm)), 4);
-        env.fork = Some(Fork {
-            of: ForkOf {
+        env.fork = Some(Fork::new(
+            ForkOf {
                 run_id: "r".into(),
                 file: "a.jsonl".into(),
                 step: 2,
             },
-            history: vec![recorded(1, "s:a", json!({}), "a from the original")],
-            recording: None,
-        });
+            vec![recorded(1, "s:a", json!({}), "a from the original")],
+            None,
+        ));
         (env, tools)
     }
 
@@ -346,7 +367,8 @@ mod tests {
                 recorded(1, "s:get", json!({"a": 1, "b": 2}), "first"),
                 recorded(2, "s:set", json!({}), "set"),
                 recorded(3, "s:get", json!({"b": 2, "a": 1}), "second"),
-            ],
+            ]
+            .into(),
             OnMiss::Error,
         );
         let text = |r: Option<&RecordedCall>| r.map(|c| c.result.text.clone());
@@ -368,18 +390,19 @@ mod tests {
     #[test]
     fn the_history_is_replayed_as_copies_that_name_their_origin_and_uses_its_answers() {
         let history = vec![recorded(1, "s:get", json!({}), "old")];
-        let fork = Fork {
-            of: ForkOf {
+        let recording = Recording::new(
+            vec![history[0].clone(), recorded(2, "s:get", json!({}), "newer")].into(),
+            OnMiss::Error,
+        );
+        let fork = Fork::new(
+            ForkOf {
                 run_id: "r".into(),
                 file: "runs/a.jsonl".into(),
                 step: 2,
             },
-            recording: Some(Recording::new(
-                vec![history[0].clone(), recorded(2, "s:get", json!({}), "newer")],
-                OnMiss::Error,
-            )),
             history,
-        };
+            Some(recording),
+        );
         let mut events = Vec::new();
         fork.replay(&mut events).unwrap();
         let [EventBody::ToolCalled { step, origin, .. }] = &events[..] else {

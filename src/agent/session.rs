@@ -311,7 +311,7 @@ pub async fn prepare(spec: &RunSpec, stop: watch::Receiver<bool>) -> Result<Prep
         Some((tools, _)) => Arc::new(RecordedTools(tools.clone())),
         None => pool.clone(),
     };
-    if let Some((_, OnMiss::WorldModel)) = spec.fork.as_ref().and_then(|f| f.recorded.as_ref())
+    if let Some(OnMiss::WorldModel) = spec.fork.as_ref().and_then(|f| f.recorded)
         && world_model.is_none()
     {
         anyhow::bail!("--on-miss world-model needs a world model: pass --world-model NAME");

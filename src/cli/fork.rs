@@ -106,7 +106,7 @@ pub fn run(args: ForkArgs) -> Result<ExitCode> {
     // again. Said before the run, so nobody reads a stateful fork as a faithful one.
     if tools == Tools::Real {
         let changed: Vec<String> = plan
-            .history
+            .history()
             .iter()
             .filter(|c| !original.header.tool(&c.tool).is_some_and(|t| t.read_only()))
             .map(|c| format!("{}. {}", c.step, c.tool))

@@ -135,25 +135,33 @@ impl Redactor {
         }
     }
 
-    /// Redacts `value` in place.
-    pub fn redact(&self, value: &mut Value) {
+    /// Redacts `value` in place; true when anything was taken out.
+    pub fn redact(&self, value: &mut Value) -> bool {
         match value {
-            Value::String(s) => {
-                if let Some(clean) = self.redact_str(s) {
+            Value::String(s) => match self.redact_str(s) {
+                Some(clean) => {
                     *s = clean;
+                    true
                 }
-            }
-            Value::Array(items) => items.iter_mut().for_each(|v| self.redact(v)),
+                None => false,
+            },
+            // Every item is looked at, whatever the ones before held.
+            Value::Array(items) => items
+                .iter_mut()
+                .fold(false, |changed, v| self.redact(v) | changed),
             Value::Object(map) => {
+                let mut changed = false;
                 for (key, v) in map.iter_mut() {
                     if names_a_credential(key) && !v.is_null() {
                         *v = Value::String(REDACTED.to_string());
+                        changed = true;
                     } else {
-                        self.redact(v);
+                        changed |= self.redact(v);
                     }
                 }
+                changed
             }
-            _ => {}
+            _ => false,
         }
     }
 

@@ -168,7 +168,11 @@ impl Writer {
         };
         let written = self.write_line(&event)?;
         self.next_seq += 1;
-        let event = serde_json::from_value(written).unwrap_or(event);
+        // The event as written: decoded again only when redaction or the line limit changed it.
+        let event = match written {
+            Some(changed) => serde_json::from_value(changed).unwrap_or(event),
+            None => event,
+        };
         if let Some(tally) = &mut self.tally
             && !matches!(event.body, EventBody::RunFinished { .. })
         {
@@ -177,15 +181,18 @@ impl Writer {
         Ok(event)
     }
 
-    fn write_line<T: Serialize>(&mut self, item: &T) -> Result<serde_json::Value> {
+    /// Writes `item` as one line, redacted and within the line limit; the value written when
+    /// that differs from `item`.
+    fn write_line<T: Serialize>(&mut self, item: &T) -> Result<Option<serde_json::Value>> {
         let mut value = serde_json::to_value(item).context("encoding event")?;
-        self.redactor.redact(&mut value);
+        let mut changed = self.redactor.redact(&mut value);
         self.line.clear();
         serde_json::to_writer(&mut self.line, &value).context("encoding event")?;
         if self.line.len() > self.max_line {
             // Never a line the reader would refuse: the event is kept, its largest values cut.
             let before = self.line.len();
             fit(&mut value, self.max_line);
+            changed = true;
             self.line.clear();
             serde_json::to_writer(&mut self.line, &value).context("encoding event")?;
             tracing::warn!(
@@ -201,7 +208,7 @@ impl Writer {
             .write_all(&self.line)
             .and_then(|()| self.file.flush())
             .with_context(|| format!("writing {}", self.path.display()))?;
-        Ok(value)
+        Ok(changed.then_some(value))
     }
 }
 

@@ -254,7 +254,8 @@ pub struct Browser {
 impl Browser {
     /// A browser over already-listed runs.
     pub fn new(roots: Vec<PathBuf>, runs: Vec<RunSummary>, height: u16) -> Self {
-        let labels: Vec<String> = runs.iter().map(|r| label(r, &roots)).collect();
+        let mut labels: Vec<String> = runs.iter().map(|r| label(r, &roots)).collect();
+        mark_forks(&runs, &mut labels);
         let mut b = Self {
             haystacks: runs
                 .iter()
@@ -377,6 +378,47 @@ impl Browser {
 
     /// Selects the next (or previous) listed run that did not end cleanly: failed calls, a
     /// malformed decision, a failed or unfinished run. Enter then opens it at its failure.
+    /// Follows `fork_of` from the selected run: a fork's original, else the original's first
+    /// listed fork (the other way back is the same key on the fork).
+    fn fork_link(&mut self, out: &mut Vec<Request>) {
+        let Some(Ok(h)) = self.selected_run().map(|r| &r.header) else {
+            return;
+        };
+        let row_of = |i: usize| self.view.iter().position(|&v| v == i);
+        let (target, said) = match &h.fork_of {
+            Some(of) => {
+                let original = self
+                    .runs
+                    .iter()
+                    .position(|r| r.header.as_ref().is_ok_and(|o| o.run_id == of.run_id));
+                let said = match original {
+                    Some(_) => format!("the original of this fork (forked at step {})", of.step),
+                    None => format!("its original is not listed here: {}", of.file),
+                };
+                (original, said)
+            }
+            None => {
+                let forks: Vec<usize> = (0..self.runs.len())
+                    .filter(|&i| fork_of(&self.runs[i]) == Some(h.run_id.as_str()))
+                    .collect();
+                let said = match forks.len() {
+                    0 => "no listed run is a fork of this one".to_string(),
+                    n => format!("fork 1 of {n} of this run (b on it comes back)"),
+                };
+                (forks.first().copied(), said)
+            }
+        };
+        match target.map(|i| (i, row_of(i))) {
+            Some((_, Some(row))) => {
+                let n = self.view.len();
+                self.selection.select(row, n, self.page());
+                out.push(Request::Say(said));
+            }
+            Some((_, None)) => out.push(Request::Say(format!("{said}; the filter hides it"))),
+            None => out.push(Request::Say(said)),
+        }
+    }
+
     fn next_failure(&mut self, forward: bool, out: &mut Vec<Request>) {
         let n = self.view.len();
         let at = self.selection.selected;
@@ -457,6 +499,7 @@ impl View for Browser {
             }
             Action::Do(Command::Mark) => self.toggle_mark(out),
             Action::Do(Command::NextFailure) => self.next_failure(true, out),
+            Action::Do(Command::Branch) => self.fork_link(out),
             Action::Do(Command::PrevFailure) => self.next_failure(false, out),
             Action::Do(Command::Open) => {
                 if let Some(r) = self.selected_run() {
@@ -796,6 +839,36 @@ pub fn is_stale(r: &RunSummary) -> bool {
 
 fn success(t: &crate::trajectory::event::Totals) -> Option<f64> {
     (t.tool_calls > 0).then(|| 1.0 - t.tool_errors as f64 / t.tool_calls as f64)
+}
+
+/// The original a listed run was forked from, by run id.
+fn fork_of(r: &RunSummary) -> Option<&str> {
+    r.header
+        .as_ref()
+        .ok()?
+        .fork_of
+        .as_ref()
+        .map(|f| f.run_id.as_str())
+}
+
+/// Marks forks and their originals in the label column: a fork's label starts `⑂@N` (the
+/// step it was forked at); a listed original's ends `⑂×K` (its listed forks).
+fn mark_forks(runs: &[RunSummary], labels: &mut [String]) {
+    let mut forks: std::collections::HashMap<&str, usize> = Default::default();
+    for r in runs {
+        if let Some(of) = fork_of(r) {
+            *forks.entry(of).or_default() += 1;
+        }
+    }
+    for (r, label) in runs.iter().zip(labels.iter_mut()) {
+        let Ok(h) = &r.header else { continue };
+        if let Some(of) = &h.fork_of {
+            *label = format!("⑂@{} {label}", of.step).trim_end().to_string();
+        }
+        if let Some(n) = forks.get(h.run_id.as_str()) {
+            *label = format!("{label} ⑂×{n}").trim_start().to_string();
+        }
+    }
 }
 
 /// A run's label column: the label its header carries (a sweep's configuration), else the

@@ -79,6 +79,10 @@ pub fn legend(mode: Mode) -> &'static [(&'static str, &'static str)] {
             ),
             ("●", "marked for compare"),
             (
+                "⑂@N / ⑂×K",
+                "a fork (of the run listed as its original, at step N) / a run with K listed forks",
+            ),
+            (
                 "green / red",
                 "status with nothing wrong / something went wrong",
             ),

@@ -215,6 +215,12 @@ pub const COMMANDS: &[(Command, Mode, &[&str], &str)] = &[
         "compare marked runs (2–4)",
     ),
     (
+        Command::Branch,
+        Mode::Browser,
+        &["b"],
+        "fork links: a fork's original, or a run's first fork (⑂)",
+    ),
+    (
         Command::Open,
         Mode::Run,
         &["Enter", "o"],
