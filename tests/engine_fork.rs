@@ -514,3 +514,48 @@ fn b_forks_from_the_explorer_and_compare_opens_where_the_runs_part() {
     let screen = terminal.backend().to_string();
     assert!(screen.contains("⑂@2") && screen.contains("⑂×1"), "{screen}");
 }
+
+/// The sample ReAct run forked at step 2 with its recording: step 1 is the sample's own call,
+/// replayed; the new planner asks the same call again (the recording answers) and finishes.
+/// No server is started at all (no MCP config is given), and the fork validates.
+#[test]
+fn the_sample_react_run_forks_at_step_2_from_its_recording_alone() {
+    let sample = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("sample_runs/20261202T025240.637Z_time_mcp_000_react_none.jsonl");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("forks");
+    let forked = fork(
+        &sample,
+        &out,
+        json!([
+            {"when": "2. Time MCP:get_current_time", "content": finish("15:00 UTC suits most")},
+            {"when": "1. Time MCP:get_current_time", "content": call("Time MCP:get_current_time", json!({"timezone": "UTC"}))},
+            {"content": "15:00 UTC suits most"}
+        ]),
+        &["--at", "2", "--tools", "recorded"],
+    );
+    assert!(forked.status.success(), "{}", text(&forked));
+    let run = only_run(&out);
+    let events = events(&run);
+    assert_eq!(events[0]["fork_of"]["step"], 2);
+    assert_eq!(events[0]["servers"], support::events(&sample)[0]["servers"]);
+    assert_eq!(
+        kinds_with_origin(&events),
+        [
+            ("tool_called".to_string(), 1, true),
+            ("tool_called".to_string(), 2, true),
+        ]
+    );
+    let first_of_sample = support::events(&sample)
+        .into_iter()
+        .find(|e| e["kind"] == "tool_called")
+        .unwrap();
+    for copy in events.iter().filter(|e| e["kind"] == "tool_called") {
+        assert_eq!(
+            copy["result"], first_of_sample["result"],
+            "from the recording"
+        );
+    }
+    validates(&run);
+    assert_eq!(report_metrics(&run)["tool_calls"], 0);
+}

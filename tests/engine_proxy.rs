@@ -738,6 +738,43 @@ fn a_proxy_session_is_a_run_like_any_other() {
             .any(|w| w == b"flaky:forecast"),
         "no span names the call"
     );
+    // A session can be forked: our agent goes on from the client's first call, answered from
+    // the session's recording (the fork needs to be told which agent: the client's is not ours).
+    let forks = dir.path().join("forks");
+    let llm = ScriptedLlm::start(json!([
+        {"when": "1. flaky:forecast", "content": finish("clear")},
+        {"content": "clear"}
+    ]));
+    let args = [
+        "fork",
+        run_path,
+        "--at",
+        "2",
+        "--tools",
+        "recorded",
+        "--out",
+        forks.to_str().unwrap(),
+        "--no-tui",
+    ];
+    let refused = cosmos(&args, &llm, "sk-test");
+    assert!(
+        text(&refused).contains("pass --agent"),
+        "{}",
+        text(&refused)
+    );
+    let forked = cosmos(
+        &[&args[..], &["--agent", "react"]].concat(),
+        &llm,
+        "sk-test",
+    );
+    assert!(forked.status.success(), "{}", text(&forked));
+    let fork = events(&only_run(&forks));
+    assert_eq!(fork[0]["fork_of"]["step"], 2);
+    assert_eq!(fork[0]["agent"]["kind"], "react");
+    let replayed = calls_of(&fork);
+    assert_eq!(replayed.len(), 1);
+    assert_eq!(replayed[0]["tool"], "flaky:forecast");
+    assert!(replayed[0]["origin"]["seq"].is_u64());
 }
 
 /// One JSON-RPC line to the proxy's stdin.
