@@ -9,12 +9,14 @@ use std::process::ExitCode;
 use anyhow::{Result, bail};
 use clap::{Args, ValueEnum};
 
-use super::run::{AgentArg, RunOptions, run_spec};
+use serde_json::Value;
+
+use super::run::{AgentArg, PlanRuleArg, RunOptions, run_spec};
 use crate::agent::fork::OnMiss;
 use crate::agent::session::TaskSource;
 use crate::fork::{Original, Tools};
 use crate::sanitize::inert;
-use crate::trajectory::event::AgentKind;
+use crate::trajectory::event::{AgentKind, Header};
 
 /// Where the fork's calls go (`--tools`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -69,13 +71,43 @@ pub struct ForkArgs {
     /// With --tools recorded: where a call the original never made goes.
     #[arg(long, value_enum)]
     pub on_miss: Option<OnMissArg>,
-    /// Everything else, as `cosmos run` takes it.
+    /// Everything else, as `cosmos run` takes it; a SPIRAL fork of a SPIRAL run keeps the
+    /// original's search settings unless given here.
     #[command(flatten)]
     pub options: RunOptions,
 }
 
+/// A SPIRAL fork of a SPIRAL run searches as the original did unless told otherwise: every
+/// search setting not given on the command line is the original's, as its header records it.
+fn inherit_search_settings(options: &mut RunOptions, header: &Header) {
+    let s = &header.agent.settings;
+    let count = |key: &str| s.get(key).and_then(Value::as_u64);
+    let number = |key: &str| s.get(key).and_then(Value::as_f64);
+    options.iterations = options
+        .iterations
+        .or(count("iterations").map(|v| v as usize));
+    options.max_depth = options.max_depth.or(count("max_depth").map(|v| v as u32));
+    options.exploration = options.exploration.or(number("c"));
+    options.candidates = options.candidates.or(count("k").map(|v| v as usize));
+    options.alpha = options.alpha.or(number("alpha"));
+    options.concurrency = options
+        .concurrency
+        .or(count("concurrency").map(|v| v as usize));
+    options.revisions = options.revisions.or(count("revisions").map(|v| v as usize));
+    options.retries = options.retries.or(count("retries").map(|v| v as usize));
+    options.widen = options.widen.or(count("widen").map(|v| v as u32));
+    options.plan_rule = options
+        .plan_rule
+        .or(match s.get("plan_rule").and_then(Value::as_str) {
+            Some("best_mean") => Some(PlanRuleArg::BestMean),
+            Some("most_visited") => Some(PlanRuleArg::MostVisited),
+            _ => None,
+        });
+    options.skip_settled |= s.get("settled").and_then(Value::as_str) == Some("skip");
+}
+
 /// Forks a run.
-pub fn run(args: ForkArgs) -> Result<ExitCode> {
+pub fn run(mut args: ForkArgs) -> Result<ExitCode> {
     let original = Original::read(&args.run)?;
     let tools = match (args.tools, args.on_miss) {
         (ToolsArg::Real, Some(_)) => {
@@ -123,6 +155,9 @@ pub fn run(args: ForkArgs) -> Result<ExitCode> {
             );
         }
     }
+    if agent == AgentKind::Spiral && original.header.agent.kind == AgentKind::Spiral {
+        inherit_search_settings(&mut args.options, &original.header);
+    }
     let task = TaskSource::Recorded {
         info: original.header.task.clone(),
         servers: original.servers(),
@@ -130,4 +165,47 @@ pub fn run(args: ForkArgs) -> Result<ExitCode> {
     let mut spec = args.options.spec(agent, args.mcp_config.clone(), task)?;
     spec.fork = Some(plan);
     run_spec(spec, &args.options)
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+    use serde_json::json;
+
+    use super::*;
+    use crate::trajectory::synthetic::{self, Spec};
+
+    #[derive(Parser)]
+    struct Line {
+        #[command(flatten)]
+        fork: ForkArgs,
+    }
+
+    #[test]
+    fn a_spiral_fork_keeps_the_originals_search_settings_unless_given() {
+        let mut header = synthetic::header(&Spec::default());
+        header.agent.settings = [
+            ("iterations", json!(7)),
+            ("k", json!(2)),
+            ("alpha", json!(0.25)),
+            ("plan_rule", json!("most_visited")),
+            ("settled", json!("skip")),
+            ("revisions", json!(1)),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        let parsed =
+            Line::try_parse_from(["cosmos", "run.jsonl", "--at", "2", "--candidates", "4"])
+                .unwrap();
+        let mut options = parsed.fork.options;
+        inherit_search_settings(&mut options, &header);
+        assert_eq!(options.iterations, Some(7));
+        assert_eq!(options.candidates, Some(4), "given on the command line");
+        assert_eq!(options.alpha, Some(0.25));
+        assert_eq!(options.plan_rule, Some(PlanRuleArg::MostVisited));
+        assert!(options.skip_settled);
+        assert_eq!(options.revisions, Some(1));
+        assert_eq!(options.max_depth, None, "not recorded: the defaults decide");
+    }
 }
