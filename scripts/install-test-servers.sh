@@ -2,7 +2,9 @@
 # Installs the real MCP servers the tests start, into .cache/servers (ignored by git).
 # Idempotent: a second run only checks. Prints nothing on success but a summary line.
 #
-#   npm:  @modelcontextprotocol/server-everything, -filesystem, -memory
+#   npm:  @modelcontextprotocol/server-everything, -filesystem, -memory, and the TypeScript SDK
+#         itself (@modelcontextprotocol/sdk 1.32.2), whose example servers include one behind
+#         OAuth with its own in-memory authorization server (tests/engine_oauth.rs)
 #   PyPI: mcp-server-time==2026.10.10, unit-converter-mcp (both need the mcp 1.x SDK);
 #         arize-phoenix (the OTLP receiver of the export test) in .cache/phoenix
 set -euo pipefail
@@ -12,10 +14,12 @@ mkdir -p "$root/npm"
 
 if [ ! -x "$root/npm/node_modules/.bin/mcp-server-everything" ] \
   || [ ! -x "$root/npm/node_modules/.bin/mcp-server-filesystem" ] \
-  || [ ! -x "$root/npm/node_modules/.bin/mcp-server-memory" ]; then
+  || [ ! -x "$root/npm/node_modules/.bin/mcp-server-memory" ] \
+  || [ ! -f "$root/npm/node_modules/@modelcontextprotocol/sdk/dist/esm/examples/server/simpleStreamableHttp.js" ]; then
   (cd "$root/npm" && [ -f package.json ] || echo '{"name":"cosmos-test-servers","private":true}' > package.json)
   (cd "$root/npm" && npm install --no-audit --no-fund --loglevel=error \
-    @modelcontextprotocol/server-everything @modelcontextprotocol/server-filesystem @modelcontextprotocol/server-memory >/dev/null)
+    @modelcontextprotocol/server-everything @modelcontextprotocol/server-filesystem @modelcontextprotocol/server-memory \
+    @modelcontextprotocol/sdk@1.32.2 >/dev/null)
 fi
 
 if [ ! -x "$root/venv/bin/python" ]; then

@@ -164,7 +164,7 @@ fn load_task(source: &TaskSource) -> Result<(Task, TaskInfo)> {
 pub async fn prepare(spec: &RunSpec, stop: watch::Receiver<bool>) -> Result<Prepared> {
     let (task, task_info) = load_task(&spec.task)?;
     let offline = spec.fork.as_ref().and_then(|f| f.offline.as_ref());
-    let mcp = match (&spec.mcp_config, offline) {
+    let mut mcp = match (&spec.mcp_config, offline) {
         (Some(path), _) => McpConfig::load(path)?,
         (None, Some(_)) => McpConfig::default(),
         (None, None) => anyhow::bail!("no MCP config: pass --mcp-config"),
@@ -186,6 +186,12 @@ pub async fn prepare(spec: &RunSpec, stop: watch::Receiver<bool>) -> Result<Prep
         if !servers.iter().any(|s| s.name == extra.name) {
             servers.push(extra);
         }
+    }
+    // A server that wants a login it does not have stops the run here, before any starts;
+    // the tokens of those logged into are secrets of the run.
+    if let Some(path) = &spec.mcp_config {
+        let tokens = crate::mcp::oauth::check_logins(&servers, path).await?;
+        mcp.secrets.extend(tokens);
     }
     let mut config = spec.config.clone();
     if spec.record_messages {

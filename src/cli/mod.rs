@@ -5,6 +5,7 @@ mod fork;
 mod judge;
 mod live;
 mod logging;
+mod login;
 mod proxy;
 mod recheck;
 mod report;
@@ -69,6 +70,11 @@ pub enum Command {
     /// drifted (same, changed, now fails, server gone); appends the findings to each run. Only
     /// tools annotated read-only are called unless --all.
     Recheck(Box<recheck::RecheckArgs>),
+    /// Log into a remote server (OAuth: the browser opened with $BROWSER, or the address
+    /// printed; the tokens kept owner-only in ${COSMOS_CACHE:-~/.cache/mcp-cosmos}/oauth).
+    Login(login::LoginArgs),
+    /// Forget a remote server's stored login.
+    Logout(login::LoginArgs),
     /// Start the configured MCP servers and list their tools.
     Servers {
         /// MCP servers, in the usual {"mcpServers": {...}} form.
@@ -158,6 +164,8 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Run(args) => run::run(*args),
         Command::Proxy(args) => proxy::run(*args),
         Command::Fork(args) => fork::run(*args),
+        Command::Login(args) => login::login(args),
+        Command::Logout(args) => login::logout(args),
         Command::Recheck(args) => recheck::run(*args),
         Command::Servers {
             mcp_config,

@@ -52,6 +52,8 @@ pub enum Transport {
         url: String,
         /// Extra headers (expanded).
         headers: BTreeMap<String, String>,
+        /// The OAuth client it is logged into with (default: registered dynamically).
+        oauth: super::oauth::OAuthClient,
     },
 }
 
@@ -157,6 +159,9 @@ struct EntryShape {
     url: Option<String>,
     #[serde(default)]
     headers: BTreeMap<String, String>,
+    /// A client registered with the server's authorization server (`client_id`,
+    /// `client_secret`, `scopes`).
+    oauth: Option<super::oauth::OAuthClient>,
     /// Some clients write `"type": "stdio" | "http" | "streamable-http"`; accepted, checked.
     #[serde(rename = "type")]
     kind: Option<String>,
@@ -218,6 +223,9 @@ impl McpConfig {
                 out
             };
             let transport = match (entry.command, entry.url) {
+                (Some(_), None) if entry.oauth.is_some() => {
+                    bail!("server \"{name}\" has \"oauth\", which is for a \"url\" server")
+                }
                 (Some(command), None) => {
                     if entry.kind.as_deref().is_some_and(|k| k != "stdio") {
                         bail!("server \"{name}\" has a command but type {:?}", entry.kind);
@@ -245,6 +253,19 @@ impl McpConfig {
                 }
                 (None, Some(url)) => {
                     let headers = expand(entry.headers, true);
+                    let mut oauth = entry.oauth.unwrap_or_default();
+                    if let Some(secret) = oauth.client_secret.take() {
+                        match expand_vars(&secret) {
+                            Ok((value, expanded)) => {
+                                config.secrets.extend(expanded);
+                                config.secrets.push(value.clone());
+                                oauth.client_secret = Some(value);
+                            }
+                            Err(e) => {
+                                problem.get_or_insert(format!("oauth.client_secret: {e:#}"));
+                            }
+                        }
+                    }
                     let url = match expand_vars(&url) {
                         Ok((value, expanded)) => {
                             config.secrets.extend(expanded);
@@ -255,7 +276,11 @@ impl McpConfig {
                             url
                         }
                     };
-                    Transport::Http { url, headers }
+                    Transport::Http {
+                        url,
+                        headers,
+                        oauth,
+                    }
                 }
                 (Some(_), Some(_)) => {
                     bail!("server \"{name}\" has both a command and a url; give one")

@@ -2,7 +2,14 @@
 //! streamable HTTP, and the namespaced tool catalogue.
 
 pub mod config;
+pub mod oauth;
 pub mod oversized;
 pub mod pool;
 pub mod process_group;
 pub mod server;
+
+/// rustls's crypto provider (ring), chosen once per process before an HTTP connection; the
+/// `llm` layer beside this one does the same for its endpoints. A second install is a no-op.
+pub fn install_tls_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}

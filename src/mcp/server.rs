@@ -318,9 +318,12 @@ impl Server {
                     .await
                     .map_err(|e| anyhow!("MCP initialisation failed: {e}"))
             }
-            Transport::Http { url, headers } => {
-                // rustls's provider, once per process (as llm::http::install_tls_provider).
-                let _ = rustls::crypto::ring::default_provider().install_default();
+            Transport::Http {
+                url,
+                headers,
+                oauth,
+            } => {
+                super::install_tls_provider();
                 let mut cfg = StreamableHttpClientTransportConfig::with_uri(url.clone());
                 let mut custom = HashMap::new();
                 for (k, v) in headers {
@@ -334,13 +337,20 @@ impl Server {
                         custom.insert(name, value);
                     }
                 }
-                let transport =
-                    StreamableHttpClientTransport::from_config(cfg.custom_headers(custom));
-                listener
-                    .serve(transport)
-                    .await
-                    // The target, not the URL: its userinfo and query are credentials.
-                    .map_err(|e| anyhow!("connecting to {}: {e}", config.target()))
+                let cfg = cfg.custom_headers(custom);
+                // The target, not the URL: its userinfo and query are credentials.
+                let failed = |e| anyhow!("connecting to {}: {e}", config.target());
+                // A server logged into (`cosmos login`) gets its token, refreshed as needed.
+                match super::oauth::authorized_client(url, oauth).await? {
+                    Some(client) => listener
+                        .serve(StreamableHttpClientTransport::with_client(client, cfg))
+                        .await
+                        .map_err(failed),
+                    None => listener
+                        .serve(StreamableHttpClientTransport::from_config(cfg))
+                        .await
+                        .map_err(failed),
+                }
             }
         }
     }

@@ -1,0 +1,385 @@
+//! Remote servers behind the MCP authorization spec: logging in (authorization code with PKCE
+//! through the user's browser and a loopback redirect; discovery, dynamic registration or a
+//! pre-registered client are rmcp's `auth`), the token store, and the authorized HTTP client a
+//! connection uses (rmcp refreshes an expired token when the server gave a refresh token).
+//!
+//! Tokens live in `${COSMOS_CACHE:-~/.cache/mcp-cosmos}/oauth/`, one file per server URL and
+//! client, readable by the owner only, outside every repository. They are never written to a
+//! trajectory, a log or a child's environment; a run's redactor is given the ones it uses.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, Result, anyhow, bail};
+use rmcp::transport::auth::{
+    AuthClient, AuthError, AuthorizationManager, AuthorizationRequest, AuthorizationSession,
+    CredentialStore, StoredCredentials,
+};
+use serde::{Deserialize, Serialize};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// A server's `"oauth"` section of `mcp.json`: a client registered with its authorization
+/// server beforehand (without one, cosmos registers itself dynamically).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OAuthClient {
+    /// The client's id.
+    pub client_id: Option<String>,
+    /// Its secret (a `${VAR}`; a secret of the run like any expanded value).
+    pub client_secret: Option<String>,
+    /// Scopes to ask for (default: what the server says it needs).
+    #[serde(default)]
+    pub scopes: Vec<String>,
+}
+
+/// Where tokens are kept: `$COSMOS_CACHE/oauth`, else `~/.cache/mcp-cosmos/oauth`.
+pub fn token_dir() -> Result<PathBuf> {
+    let cache = match std::env::var_os("COSMOS_CACHE") {
+        Some(dir) => PathBuf::from(dir),
+        None => std::env::var_os("HOME")
+            .map(|h| PathBuf::from(h).join(".cache/mcp-cosmos"))
+            .context("no $HOME and no $COSMOS_CACHE: nowhere to keep tokens")?,
+    };
+    Ok(cache.join("oauth"))
+}
+
+/// What one token file holds: the server it is for (so `logout` and messages can name it) and
+/// rmcp's credentials.
+#[derive(Serialize, Deserialize)]
+struct TokenFile {
+    url: String,
+    credentials: StoredCredentials,
+}
+
+/// The token store of one server URL and client: a file written whole (a temporary file
+/// renamed over it), owner-only.
+#[derive(Debug, Clone)]
+pub struct TokenStore {
+    url: String,
+    path: PathBuf,
+}
+
+impl TokenStore {
+    /// The store of `url` with `client` (a configured client gets a file of its own).
+    pub fn new(url: &str, client: &OAuthClient) -> Result<Self> {
+        let key = format!(
+            "{url}\u{0}{}",
+            client.client_id.as_deref().unwrap_or("dynamic")
+        );
+        let name = format!(
+            "{:016x}.json",
+            crate::trajectory::fnv::fnv1a(key.as_bytes())
+        );
+        Ok(Self {
+            url: url.to_string(),
+            path: token_dir()?.join(name),
+        })
+    }
+
+    /// The file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The stored credentials, if there are any (a file that cannot be read is an error
+    /// naming it, never silently a logged-out server).
+    pub fn read(&self) -> Result<Option<StoredCredentials>> {
+        match std::fs::read(&self.path) {
+            Ok(bytes) => {
+                let file: TokenFile = serde_json::from_slice(&bytes)
+                    .with_context(|| format!("reading tokens {}", self.path.display()))?;
+                Ok(Some(file.credentials))
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e).with_context(|| format!("reading tokens {}", self.path.display())),
+        }
+    }
+
+    fn write(&self, credentials: StoredCredentials) -> Result<()> {
+        use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+        let dir = self.path.parent().context("token file has a folder")?;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .with_context(|| format!("creating {}", dir.display()))?;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+        let text = serde_json::to_vec(&TokenFile {
+            url: self.url.clone(),
+            credentials,
+        })?;
+        let temp = self
+            .path
+            .with_extension(format!("tmp{}", std::process::id()));
+        {
+            use std::io::Write;
+            let mut file = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&temp)
+                .with_context(|| format!("creating {}", temp.display()))?;
+            file.write_all(&text)?;
+            file.sync_all()?;
+        }
+        std::fs::rename(&temp, &self.path)
+            .with_context(|| format!("writing {}", self.path.display()))
+    }
+
+    /// Forgets the tokens; true when there were any.
+    pub fn remove(&self) -> Result<bool> {
+        match std::fs::remove_file(&self.path) {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(e).with_context(|| format!("removing {}", self.path.display())),
+        }
+    }
+
+    /// The access and refresh tokens held, for the redactor.
+    pub fn secrets(&self) -> Vec<String> {
+        let Ok(Some(credentials)) = self.read() else {
+            return Vec::new();
+        };
+        let Ok(value) = serde_json::to_value(&credentials.token_response) else {
+            return Vec::new();
+        };
+        ["access_token", "refresh_token"]
+            .iter()
+            .filter_map(|k| value.get(k).and_then(|v| v.as_str()).map(String::from))
+            .collect()
+    }
+}
+
+fn store_error(e: anyhow::Error) -> AuthError {
+    AuthError::InternalError(format!("{e:#}"))
+}
+
+#[async_trait::async_trait]
+impl CredentialStore for TokenStore {
+    async fn load(&self) -> Result<Option<StoredCredentials>, AuthError> {
+        self.read().map_err(store_error)
+    }
+
+    async fn save(&self, credentials: StoredCredentials) -> Result<(), AuthError> {
+        self.write(credentials).map_err(store_error)
+    }
+
+    async fn clear(&self) -> Result<(), AuthError> {
+        self.remove().map(drop).map_err(store_error)
+    }
+}
+
+/// An authorization manager for `url`. Private addresses (a server on this machine or the
+/// local network) are allowed only for a server that is itself at one.
+async fn manager(url: &str) -> Result<AuthorizationManager> {
+    super::install_tls_provider();
+    let parsed = url::Url::parse(url).with_context(|| format!("server URL {url}"))?;
+    let local = match parsed.host() {
+        Some(url::Host::Domain(d)) => d == "localhost",
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback() || ip.is_private(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
+    };
+    let made = if local {
+        AuthorizationManager::new_allowing_private_addresses(url).await
+    } else {
+        AuthorizationManager::new(url).await
+    };
+    made.map_err(|e| anyhow!("{e}"))
+}
+
+/// The HTTP client of a server logged into: rmcp's, adding the stored token to each request
+/// and refreshing it when it has expired. `None` when no token is stored.
+pub async fn authorized_client(
+    url: &str,
+    client: &OAuthClient,
+) -> Result<Option<AuthClient<reqwest::Client>>> {
+    let store = TokenStore::new(url, client)?;
+    if store.read()?.is_none() {
+        return Ok(None);
+    }
+    let mut manager = manager(url).await?;
+    manager.set_credential_store(store);
+    let ready = manager
+        .initialize_from_store()
+        .await
+        .map_err(|e| anyhow!("loading the stored login of {url}: {e}"))?;
+    if !ready {
+        return Ok(None);
+    }
+    Ok(Some(AuthClient::new(reqwest::Client::new(), manager)))
+}
+
+/// True when the server answers an unauthenticated request with 401 (it wants a login): asked
+/// before a run starts any server, so a run that cannot log in unattended says so at once.
+pub async fn wants_login(url: &str) -> bool {
+    super::install_tls_provider();
+    let probe = reqwest::Client::new()
+        .post(url)
+        .header("Accept", "application/json, text/event-stream")
+        .header("Content-Type", "application/json")
+        .body(r#"{"jsonrpc":"2.0","id":0,"method":"ping"}"#)
+        .timeout(Duration::from_secs(15))
+        .send()
+        .await;
+    matches!(probe, Ok(r) if r.status() == reqwest::StatusCode::UNAUTHORIZED)
+}
+
+/// Logs into the server at `url`: discovery, registration (or the configured client), the
+/// authorization URL opened with `$BROWSER` (else printed by `say`), the redirect to a loopback
+/// port of this process, the code exchanged for tokens, stored. Gives up after `within`.
+pub async fn login(
+    url: &str,
+    client: &OAuthClient,
+    within: Duration,
+    say: &mut dyn FnMut(&str),
+) -> Result<PathBuf> {
+    let store = TokenStore::new(url, client)?;
+    // The redirect's port is known before the authorization server is told of it.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .context("listening for the login's redirect")?;
+    let redirect = format!(
+        "http://127.0.0.1:{}/callback",
+        listener.local_addr()?.port()
+    );
+    let mut manager = manager(url).await?;
+    manager.set_credential_store(store.clone());
+    let metadata = manager
+        .resolve_metadata()
+        .await
+        .map_err(|e| anyhow!("discovering how {url} authorizes: {e}"))?;
+    manager.set_metadata(metadata.metadata);
+    let mut request = AuthorizationRequest::new(redirect.clone()).with_client_name("mcp-cosmos");
+    if !client.scopes.is_empty() {
+        request = request.with_scopes(client.scopes.iter().cloned());
+    }
+    if let Some(id) = &client.client_id {
+        request = request.with_preregistered_client(id.clone());
+        if let Some(secret) = &client.client_secret {
+            request = request.with_client_secret(secret.clone());
+        }
+    }
+    let session = AuthorizationSession::new(manager, request)
+        .await
+        .map_err(|(_, e)| anyhow!("starting the login at {url}: {e}"))?;
+    let auth_url = session.get_authorization_url().to_string();
+    match open_browser(&auth_url) {
+        Some(Ok(())) => say("opened the authorization page with $BROWSER; waiting for it"),
+        Some(Err(e)) => say(&format!(
+            "$BROWSER failed ({e:#}); open this address to log in:\n{auth_url}"
+        )),
+        None => say(&format!("open this address to log in:\n{auth_url}")),
+    }
+    let callback = tokio::time::timeout(within, redirected(&listener))
+        .await
+        .map_err(|_| anyhow!("no login within {}s", within.as_secs()))??;
+    session
+        .handle_callback_url(&callback)
+        .await
+        .map_err(|e| anyhow!("exchanging the login's code at {url}: {e}"))?;
+    if store.read()?.is_none() {
+        bail!("the login at {url} ended without a token");
+    }
+    Ok(store.path().to_path_buf())
+}
+
+/// Opens `url` with `$BROWSER` (its first entry; `%s` is replaced by the URL, else the URL is
+/// the last argument), as Python's `webbrowser` and `xdg-open` do. `None` without `$BROWSER`.
+fn open_browser(url: &str) -> Option<Result<()>> {
+    let browser = std::env::var("BROWSER")
+        .ok()
+        .filter(|b| !b.trim().is_empty())?;
+    let first = browser.split(':').next().unwrap_or_default().to_string();
+    let mut words: Vec<String> = first.split_whitespace().map(String::from).collect();
+    if words.iter().any(|w| w.contains("%s")) {
+        words = words.into_iter().map(|w| w.replace("%s", url)).collect();
+    } else {
+        words.push(url.to_string());
+    }
+    let (program, args) = words.split_first()?;
+    Some(
+        std::process::Command::new(program)
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .map(drop)
+            .with_context(|| format!("starting {program}")),
+    )
+}
+
+/// Waits for the browser's redirect to the loopback port; the full callback URL. Requests
+/// that are not it (a favicon) are answered 404 and waited past; each is read to 16 KiB.
+async fn redirected(listener: &tokio::net::TcpListener) -> Result<String> {
+    loop {
+        let (mut socket, _) = listener.accept().await?;
+        let mut buf = vec![0u8; 16 * 1024];
+        let mut len = 0;
+        while len < buf.len() {
+            let n = socket.read(&mut buf[len..]).await?;
+            len += n;
+            if n == 0 || buf[..len].windows(4).any(|w| w == b"\r\n\r\n") {
+                break;
+            }
+        }
+        let head = String::from_utf8_lossy(&buf[..len]);
+        let target = head
+            .lines()
+            .next()
+            .and_then(|l| l.split_whitespace().nth(1))
+            .unwrap_or_default()
+            .to_string();
+        if target.starts_with("/callback") {
+            let body = "Logged in: mcp-cosmos has the authorization. This tab can be closed.";
+            let reply = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = socket.write_all(reply.as_bytes()).await;
+            return Ok(format!("http://127.0.0.1{target}"));
+        }
+        let _ = socket
+            .write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+            .await;
+    }
+}
+
+/// Checks, before any server starts, that every server that wants a login has one stored: a
+/// run cannot log in unattended. The error names the server and the command to run. Returns
+/// the stored tokens, for the run's redactor.
+pub async fn check_logins(
+    servers: &[super::config::ServerConfig],
+    mcp_config: &Path,
+) -> Result<Vec<String>> {
+    let mut secrets = Vec::new();
+    for server in servers {
+        let super::config::Transport::Http {
+            url,
+            headers,
+            oauth,
+        } = &server.transport
+        else {
+            continue;
+        };
+        let store = TokenStore::new(url, oauth)?;
+        if store.read()?.is_some() {
+            secrets.extend(store.secrets());
+            continue;
+        }
+        // A server given its own Authorization header is not ours to log into.
+        let has_header = headers
+            .keys()
+            .any(|k| k.eq_ignore_ascii_case("authorization"));
+        if !has_header && wants_login(url).await {
+            bail!(
+                "server \"{}\" needs a login: run `cosmos login {} --mcp-config {}` first",
+                server.name,
+                server.name,
+                mcp_config.display()
+            );
+        }
+    }
+    Ok(secrets)
+}
