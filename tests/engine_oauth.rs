@@ -248,3 +248,202 @@ fn a_login_without_a_browser_prints_the_address_and_gives_up_when_nobody_comes()
     assert!(said.contains("no login within 1s"), "{said}");
     assert!(token_files(dir.path()).is_empty());
 }
+
+/// `tests/support/oauth_server.py`: a FastMCP server behind an authorization server of the
+/// test's own (refresh tokens, the client-credentials grant, a grants log), listening.
+fn own_server(dir: &Path, env: &[(&str, &str)]) -> Protected {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/support/oauth_server.py");
+    for _ in 0..5 {
+        let (port, auth_port) = (unused_port(), unused_port());
+        let mut child = Command::new(python())
+            .arg(&script)
+            .env("MCP_PORT", port.to_string())
+            .env("AUTH_PORT", auth_port.to_string())
+            .env("GRANTS_FILE", dir.join("grants.txt"))
+            .envs(env.iter().copied())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // uvicorn says on stderr when it listens; the rest is read to the end.
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let up = lines
+            .by_ref()
+            .map_while(Result::ok)
+            .any(|l| l.contains("Uvicorn running on"));
+        std::thread::spawn(move || lines.for_each(drop));
+        if up {
+            return Protected {
+                child,
+                url: format!("http://127.0.0.1:{port}/mcp"),
+            };
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    panic!("the test's OAuth server would not start");
+}
+
+/// A ReAct run of one `whoami` call against `mcp`, into `dir/runs`, with `env` added.
+fn whoami_run(dir: &Path, mcp: &Path, env: &[(&str, &str)]) -> (Output, PathBuf) {
+    let task = dir.join("task.json");
+    std::fs::write(
+        &task,
+        json!({"id": "whoami_1", "request": "Who am I?"}).to_string(),
+    )
+    .unwrap();
+    let llm = ScriptedLlm::start(json!([
+        {"when": "1. prot:whoami", "content": finish("logged in")},
+        {"when": "No tool has been called yet", "content": call("prot:whoami", json!({}))},
+        {"content": "logged in"}
+    ]));
+    let out = dir.join("runs");
+    let mut command = Command::new(env!("CARGO_BIN_EXE_cosmos"));
+    command
+        .args([
+            "run",
+            "--mcp-config",
+            mcp.to_str().unwrap(),
+            "--task",
+            task.to_str().unwrap(),
+            "--agent",
+            "react",
+            "--out",
+            out.to_str().unwrap(),
+            "--no-tui",
+        ])
+        .env("COSMOS_CACHE", dir.join("cache"))
+        .env("COSMOS_LOG_FILE", dir.join("cosmos.log"))
+        .env("COSMOS_LOG", "debug")
+        .env("OPENAI_BASE_URL", llm.base_url())
+        .env("OPENAI_API_KEY", "sk-test")
+        .env("COSMOS_MODEL", "scripted-model")
+        .envs(env.iter().copied());
+    let ran = command.output().unwrap();
+    assert!(ran.status.success(), "{}", text(&ran));
+    let result = events(&only_run(&out))
+        .into_iter()
+        .find(|e| e["kind"] == "tool_called")
+        .unwrap();
+    assert_eq!(result["result"]["text"], "you are logged in", "{result}");
+    (ran, only_run(&out))
+}
+
+/// The access and refresh tokens in the token store.
+fn stored_tokens(dir: &Path) -> Vec<String> {
+    token_files(dir)
+        .iter()
+        .flat_map(|f| {
+            let v: serde_json::Value = serde_json::from_slice(&std::fs::read(f).unwrap()).unwrap();
+            ["access_token", "refresh_token"]
+                .iter()
+                .filter_map(|k| {
+                    v["credentials"]["token_response"][k]
+                        .as_str()
+                        .map(String::from)
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+fn nothing_holds(dir: &Path, run: &Path, secrets: &[String]) {
+    for written in [run.to_path_buf(), dir.join("cosmos.log")] {
+        let text = std::fs::read_to_string(&written).unwrap_or_default();
+        for s in secrets {
+            assert!(
+                !text.contains(s.as_str()),
+                "{s} is in {}",
+                written.display()
+            );
+        }
+    }
+}
+
+#[test]
+fn an_expired_login_is_refreshed_before_the_run_uses_it() {
+    let dir = tempfile::tempdir().unwrap();
+    // The login's token is issued already expired: the server refuses it, so only a refreshed
+    // one gets the run in.
+    let server = own_server(dir.path(), &[("FIRST_TTL", "0")]);
+    let mcp = write_mcp_config(dir.path(), json!({"prot": {"url": server.url}}));
+    let logged = cosmos_with(
+        dir.path(),
+        &["login", "prot", "--mcp-config", mcp.to_str().unwrap()],
+        Some(&browser(dir.path())),
+        None,
+    );
+    assert!(logged.status.success(), "{}", text(&logged));
+    let before = stored_tokens(dir.path());
+    let (_, run) = whoami_run(dir.path(), &mcp, &[]);
+    let grants = std::fs::read_to_string(dir.path().join("grants.txt")).unwrap();
+    assert_eq!(grants, "authorization_code\nrefresh_token\n");
+    let after = stored_tokens(dir.path());
+    assert_ne!(before, after, "the refreshed tokens are stored");
+    nothing_holds(dir.path(), &run, &[before, after].concat());
+}
+
+#[test]
+fn the_client_credentials_grant_runs_unattended_in_a_run_and_a_sweep_cell() {
+    let dir = tempfile::tempdir().unwrap();
+    let secret = "cc-secret-0a1b2c3d4e5f";
+    let server = own_server(
+        dir.path(),
+        &[("CLIENT_ID", "cosmos-ci"), ("CLIENT_SECRET", secret)],
+    );
+    let mcp = write_mcp_config(
+        dir.path(),
+        json!({"prot": {"url": server.url, "oauth": {
+            "grant": "client_credentials", "client_id": "cosmos-ci", "client_secret": "${CI_SECRET}"
+        }}}),
+    );
+    // No login: the run gets its own token.
+    let (_, run) = whoami_run(dir.path(), &mcp, &[("CI_SECRET", secret)]);
+    let grants = std::fs::read_to_string(dir.path().join("grants.txt")).unwrap();
+    assert_eq!(grants, "client_credentials\n");
+    nothing_holds(
+        dir.path(),
+        &run,
+        &[vec![secret.to_string()], stored_tokens(dir.path())].concat(),
+    );
+
+    // A sweep cell, unattended.
+    let tasks = dir.path().join("tasks.json");
+    std::fs::write(
+        &tasks,
+        json!({"tasks": [{"id": "whoami_1", "request": "Who am I?"}]}).to_string(),
+    )
+    .unwrap();
+    let spec = dir.path().join("sweep.toml");
+    std::fs::write(
+        &spec,
+        format!(
+            "mcp_config = \"{}\"\n[[tasks]]\nfile = \"tasks.json\"\n[[configs]]\nname = \"react\"\nagent = \"react\"\nmax_steps = 2\n",
+            mcp.display()
+        ),
+    )
+    .unwrap();
+    let llm = ScriptedLlm::start(json!([
+        {"when": "1. prot:whoami", "content": finish("logged in")},
+        {"when": "No tool has been called yet", "content": call("prot:whoami", json!({}))},
+        {"content": "logged in"}
+    ]));
+    let swept = Command::new(env!("CARGO_BIN_EXE_cosmos"))
+        .args(["sweep", spec.to_str().unwrap(), "--no-tui"])
+        .env("COSMOS_CACHE", dir.path().join("cache"))
+        .env("COSMOS_LOG_FILE", dir.path().join("cosmos.log"))
+        .env("OPENAI_BASE_URL", llm.base_url())
+        .env("OPENAI_API_KEY", "sk-test")
+        .env("COSMOS_MODEL", "scripted-model")
+        .env("CI_SECRET", secret)
+        .output()
+        .unwrap();
+    assert!(swept.status.success(), "{}", text(&swept));
+    let cell = only_run(&dir.path().join("runs/sweep"));
+    let called = events(&cell)
+        .into_iter()
+        .find(|e| e["kind"] == "tool_called")
+        .unwrap();
+    assert_eq!(called["result"]["text"], "you are logged in");
+    nothing_holds(dir.path(), &cell, &[secret.to_string()]);
+}

@@ -34,6 +34,12 @@ pub fn init() {
     };
     let filter = tracing_subscriber::EnvFilter::try_from_env("COSMOS_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    // rmcp's OAuth code logs token responses at debug: never below info, whatever COSMOS_LOG
+    // asks, so no token reaches the log.
+    let filter = match "rmcp::transport::auth=info".parse() {
+        Ok(cap) => filter.add_directive(cap),
+        Err(_) => filter,
+    };
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(false)

@@ -13,16 +13,30 @@ use std::time::Duration;
 use anyhow::{Context, Result, anyhow, bail};
 use rmcp::transport::auth::{
     AuthClient, AuthError, AuthorizationManager, AuthorizationRequest, AuthorizationSession,
-    CredentialStore, StoredCredentials,
+    ClientCredentialsConfig, CredentialStore, StoredCredentials,
 };
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+/// How cosmos gets a server's tokens.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Grant {
+    /// A person logs in through a browser (`cosmos login`), once.
+    #[default]
+    AuthorizationCode,
+    /// The client's own id and secret, exchanged at start: unattended runs and sweeps.
+    ClientCredentials,
+}
+
 /// A server's `"oauth"` section of `mcp.json`: a client registered with its authorization
-/// server beforehand (without one, cosmos registers itself dynamically).
+/// server beforehand (without one, cosmos registers itself dynamically), and the grant.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct OAuthClient {
+    /// How tokens are got (`authorization_code`, the default, or `client_credentials`).
+    #[serde(default)]
+    pub grant: Grant,
     /// The client's id.
     pub client_id: Option<String>,
     /// Its secret (a `${VAR}`; a secret of the run like any expanded value).
@@ -188,13 +202,67 @@ async fn manager(url: &str) -> Result<AuthorizationManager> {
     made.map_err(|e| anyhow!("{e}"))
 }
 
+/// True when `credentials` hold a token that has not expired.
+fn fresh(credentials: &StoredCredentials) -> bool {
+    let Some(token) = &credentials.token_response else {
+        return false;
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    // Read as written: rmcp re-exports the response type, not the trait that reads it.
+    let lasts = serde_json::to_value(token)
+        .ok()
+        .and_then(|v| v.get("expires_in").and_then(serde_json::Value::as_u64));
+    match (lasts, credentials.token_received_at) {
+        (Some(lasts), Some(at)) => at + lasts > now + 30,
+        _ => true,
+    }
+}
+
+/// Exchanges the configured client's id and secret for a token (the client-credentials
+/// grant), stored like a login's, unless a stored one is still fresh.
+async fn client_credentials(url: &str, client: &OAuthClient, store: &TokenStore) -> Result<()> {
+    if store.read()?.as_ref().is_some_and(fresh) {
+        return Ok(());
+    }
+    let (Some(id), Some(secret)) = (&client.client_id, &client.client_secret) else {
+        bail!("the client_credentials grant needs oauth.client_id and oauth.client_secret");
+    };
+    let mut manager = manager(url).await?;
+    manager.set_credential_store(store.clone());
+    let metadata = manager
+        .resolve_metadata()
+        .await
+        .map_err(|e| anyhow!("discovering how {url} authorizes: {e}"))?;
+    manager.set_metadata(metadata.metadata);
+    let config = ClientCredentialsConfig::ClientSecret {
+        client_id: id.clone(),
+        client_secret: secret.clone(),
+        scopes: client.scopes.clone(),
+        resource: Some(url.to_string()),
+    };
+    manager
+        .configure_client_credentials(&config)
+        .map_err(|e| anyhow!("{url}: {e}"))?;
+    manager
+        .exchange_client_credentials(&config)
+        .await
+        .map_err(|e| anyhow!("the client-credentials grant at {url}: {e}"))?;
+    Ok(())
+}
+
 /// The HTTP client of a server logged into: rmcp's, adding the stored token to each request
-/// and refreshing it when it has expired. `None` when no token is stored.
+/// and refreshing it when it has expired. A client-credentials server gets its token here.
+/// `None` when no token is stored.
 pub async fn authorized_client(
     url: &str,
     client: &OAuthClient,
 ) -> Result<Option<AuthClient<reqwest::Client>>> {
     let store = TokenStore::new(url, client)?;
+    if client.grant == Grant::ClientCredentials {
+        client_credentials(url, client, &store).await?;
+    }
     if store.read()?.is_none() {
         return Ok(None);
     }
@@ -364,6 +432,11 @@ pub async fn check_logins(
             continue;
         };
         let store = TokenStore::new(url, oauth)?;
+        if oauth.grant == Grant::ClientCredentials {
+            client_credentials(url, oauth, &store)
+                .await
+                .with_context(|| format!("server \"{}\"", server.name))?;
+        }
         if store.read()?.is_some() {
             secrets.extend(store.secrets());
             continue;

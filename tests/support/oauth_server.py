@@ -1,0 +1,205 @@
+#!/usr/bin/env python3
+"""An MCP server behind OAuth, with its own authorization server, for mcp-cosmos's tests.
+
+Two real HTTP servers in one process:
+
+- the authorization server on 127.0.0.1:AUTH_PORT (plain http.server): RFC 8414 metadata,
+  dynamic client registration (/register), an authorization endpoint that approves at once
+  and redirects with a code (/authorize), and a token endpoint (/token) for the grants
+  `authorization_code` (PKCE S256 checked), `refresh_token` and `client_credentials` (the client
+  CLIENT_ID with the secret CLIENT_SECRET, from the environment);
+- the protected MCP server on 127.0.0.1:MCP_PORT (the Python SDK's FastMCP over streamable
+  HTTP, a resource server whose token verifier asks the authorization server's table), with
+  one tool, `whoami`.
+
+A token from a login (`authorization_code`) lives FIRST_TTL seconds (default 3600; 0 issues it
+already expired, so a client must refresh it before the MCP server takes it); every other token
+lives an hour. Each grant is appended to GRANTS_FILE as one line
+(`authorization_code`, `refresh_token`, `client_credentials`), so a test can tell what
+happened. Prints "auth listening" and "mcp listening" when ready.
+"""
+import base64
+import hashlib
+import json
+import os
+import secrets
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlencode, urlparse
+
+from mcp.server.auth.provider import AccessToken
+from mcp.server.auth.settings import AuthSettings
+from mcp.server.fastmcp import FastMCP
+
+MCP_PORT = int(os.environ["MCP_PORT"])
+AUTH_PORT = int(os.environ["AUTH_PORT"])
+FIRST_TTL = int(os.environ.get("FIRST_TTL", "3600"))
+ISSUER = f"http://127.0.0.1:{AUTH_PORT}"
+RESOURCE = f"http://127.0.0.1:{MCP_PORT}/mcp"
+
+lock = threading.Lock()
+clients = {}  # client_id -> {"secret", "redirect_uris"}
+codes = {}  # code -> {"client_id", "challenge", "redirect_uri"}
+tokens = {}  # access token -> {"client_id", "expires_at"}
+refresh = {}  # refresh token -> client_id
+if os.environ.get("CLIENT_ID"):
+    clients[os.environ["CLIENT_ID"]] = {
+        "secret": os.environ.get("CLIENT_SECRET"),
+        "redirect_uris": [],
+    }
+
+
+def granted(kind):
+    if os.environ.get("GRANTS_FILE"):
+        with open(os.environ["GRANTS_FILE"], "a") as f:
+            f.write(kind + "\n")
+
+
+def issue(client_id, with_refresh, ttl=3600):
+    access = secrets.token_urlsafe(24)
+    answer = {"access_token": access, "token_type": "Bearer", "expires_in": ttl}
+    with lock:
+        tokens[access] = {"client_id": client_id, "expires_at": time.time() + ttl}
+        if with_refresh:
+            answer["refresh_token"] = secrets.token_urlsafe(24)
+            refresh[answer["refresh_token"]] = client_id
+    return answer
+
+
+class Auth(BaseHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+    def reply(self, status, body, headers=()):
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for k, v in headers:
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def form(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length).decode()
+        if self.headers.get("Content-Type", "").startswith("application/json"):
+            return json.loads(raw or "{}")
+        return {k: v[0] for k, v in parse_qs(raw).items()}
+
+    def client(self, form):
+        """The client of a token request: body credentials or HTTP Basic."""
+        client_id, secret = form.get("client_id"), form.get("client_secret")
+        basic = self.headers.get("Authorization", "")
+        if basic.startswith("Basic "):
+            client_id, _, secret = base64.b64decode(basic[6:]).decode().partition(":")
+        known = clients.get(client_id)
+        if known is None or (known["secret"] is not None and known["secret"] != secret):
+            return None
+        return client_id
+
+    def do_GET(self):
+        url = urlparse(self.path)
+        if url.path == "/.well-known/oauth-authorization-server":
+            return self.reply(200, {
+                "issuer": ISSUER,
+                "authorization_endpoint": ISSUER + "/authorize",
+                "token_endpoint": ISSUER + "/token",
+                "registration_endpoint": ISSUER + "/register",
+                "response_types_supported": ["code"],
+                "grant_types_supported": ["authorization_code", "refresh_token", "client_credentials"],
+                "code_challenge_methods_supported": ["S256"],
+                "token_endpoint_auth_methods_supported": ["client_secret_post", "client_secret_basic", "none"],
+            })
+        if url.path == "/authorize":
+            q = {k: v[0] for k, v in parse_qs(url.query).items()}
+            known = clients.get(q.get("client_id"))
+            if known is None or q.get("redirect_uri") not in known["redirect_uris"]:
+                return self.reply(400, {"error": "invalid_request"})
+            code = secrets.token_urlsafe(16)
+            with lock:
+                codes[code] = {
+                    "client_id": q["client_id"],
+                    "challenge": q.get("code_challenge"),
+                    "redirect_uri": q["redirect_uri"],
+                }
+            target = q["redirect_uri"] + "?" + urlencode({"code": code, "state": q.get("state", "")})
+            self.send_response(302)
+            self.send_header("Location", target)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        self.reply(404, {"error": "not_found"})
+
+    def do_POST(self):
+        url = urlparse(self.path)
+        form = self.form()
+        if url.path == "/register":
+            client_id = secrets.token_hex(8)
+            with lock:
+                clients[client_id] = {"secret": None, "redirect_uris": form.get("redirect_uris", [])}
+            return self.reply(201, {
+                "client_id": client_id,
+                "redirect_uris": form.get("redirect_uris", []),
+                "token_endpoint_auth_method": "none",
+                "grant_types": ["authorization_code", "refresh_token"],
+            })
+        if url.path != "/token":
+            return self.reply(404, {"error": "not_found"})
+        grant = form.get("grant_type")
+        client_id = self.client(form)
+        if client_id is None:
+            return self.reply(401, {"error": "invalid_client"})
+        if grant == "authorization_code":
+            with lock:
+                code = codes.pop(form.get("code", ""), None)
+            verifier = form.get("code_verifier", "")
+            expected = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
+            if code is None or code["client_id"] != client_id or code["challenge"] != expected:
+                return self.reply(400, {"error": "invalid_grant"})
+            granted(grant)
+            return self.reply(200, issue(client_id, True, FIRST_TTL))
+        if grant == "refresh_token":
+            with lock:
+                owner = refresh.pop(form.get("refresh_token", ""), None)
+            if owner != client_id:
+                return self.reply(400, {"error": "invalid_grant"})
+            granted(grant)
+            return self.reply(200, issue(client_id, True))
+        if grant == "client_credentials":
+            granted(grant)
+            return self.reply(200, issue(client_id, False))
+        self.reply(400, {"error": "unsupported_grant_type"})
+
+
+class Verifier:
+    async def verify_token(self, token):
+        with lock:
+            known = tokens.get(token)
+        if known is None or known["expires_at"] <= time.time():
+            return None
+        return AccessToken(token=token, client_id=known["client_id"], scopes=[], resource=RESOURCE)
+
+
+auth_server = ThreadingHTTPServer(("127.0.0.1", AUTH_PORT), Auth)
+threading.Thread(target=auth_server.serve_forever, daemon=True).start()
+print("auth listening", flush=True)
+
+mcp = FastMCP(
+    "protected",
+    host="127.0.0.1",
+    port=MCP_PORT,
+    token_verifier=Verifier(),
+    auth=AuthSettings(issuer_url=ISSUER, resource_server_url=RESOURCE, validate_token_resource=False),
+)
+
+
+@mcp.tool()
+def whoami() -> str:
+    """Says that the caller got in."""
+    return "you are logged in"
+
+
+print("mcp listening", flush=True)
+mcp.run(transport="streamable-http")
