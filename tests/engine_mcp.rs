@@ -151,6 +151,7 @@ async fn failing_dying_and_hanging_servers() {
     let timeouts = Timeouts {
         startup: Duration::from_secs(30),
         call: Duration::from_secs(2),
+        ..Timeouts::default()
     };
     let (pool, failures) = McpPool::connect(&c.servers, timeouts).await;
     assert_eq!(failures.len(), 1);

@@ -1934,3 +1934,77 @@ fn a_role_with_no_endpoint_is_an_error_naming_the_setting_never_a_public_default
     assert!(!out.exists() || std::fs::read_dir(&out).unwrap().next().is_none());
     assert!(started.elapsed() < Duration::from_secs(30));
 }
+
+/// A server that asks for input in the middle of a call: unattended, the request is declined
+/// by default and accepted with its form's defaults under `--elicitation accept-defaults`;
+/// either way the request and the answer are recorded before the call's result.
+#[test]
+fn a_servers_request_for_input_is_answered_by_the_policy_and_recorded() {
+    for (policy, action, result) in [
+        ("decline", "decline", "decline"),
+        ("accept-defaults", "accept", "accepted: Lyon in metric"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let mcp = write_mcp_config(dir.path(), json!({"flaky": flaky_server()}));
+        let task = dir.path().join("task.json");
+        std::fs::write(
+            &task,
+            json!({"id": "ask_1", "request": "Ask me."}).to_string(),
+        )
+        .unwrap();
+        let llm = ScriptedLlm::start(json!([
+            {"when": "1. flaky:ask", "content": finish("asked")},
+            {"when": "No tool has been called yet", "content": call("flaky:ask", json!({}))},
+            {"content": "asked"}
+        ]));
+        let out = dir.path().join("runs");
+        let ran = cosmos(
+            &[
+                "run",
+                "--mcp-config",
+                mcp.to_str().unwrap(),
+                "--task",
+                task.to_str().unwrap(),
+                "--agent",
+                "react",
+                "--elicitation",
+                policy,
+                "--out",
+                out.to_str().unwrap(),
+                "--no-tui",
+            ],
+            &llm,
+            "sk-test",
+        );
+        assert!(ran.status.success(), "{}", text(&ran));
+        let said = text(&ran);
+        assert!(said.contains("asked for input"), "{said}");
+        let events = events(&only_run(&out));
+        assert_eq!(events[0]["agent"]["settings"]["elicitation"], policy);
+        let asked = events
+            .iter()
+            .position(|e| e["kind"] == "elicitation")
+            .expect("the request is recorded");
+        let called = events
+            .iter()
+            .position(|e| e["kind"] == "tool_called")
+            .unwrap();
+        assert!(asked < called, "the request comes before the result");
+        let request = &events[asked];
+        assert_eq!(request["step"], 1);
+        assert_eq!(request["tool"], "flaky:ask");
+        assert_eq!(request["message"], "Which city, and which units?");
+        assert_eq!(request["action"], action, "{request}");
+        assert_eq!(
+            request["requested"]["properties"]["city"]["default"],
+            "Lyon"
+        );
+        assert_eq!(events[called]["result"]["text"], result);
+        if action == "accept" {
+            assert_eq!(
+                request["content"],
+                json!({"city": "Lyon", "units": "metric"})
+            );
+        }
+    }
+}

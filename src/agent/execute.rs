@@ -9,7 +9,7 @@ use super::fork::OnMiss;
 use super::ports::EventSink;
 use super::{Bounded, End, Env, rehearse};
 use crate::mcp::server::{CallOutcome, Progress};
-use crate::trajectory::event::{Ending, EventBody, NodeId, Observation, PROGRESS_EVERY_MS};
+use crate::trajectory::event::{Ending, EventBody, NodeId, PROGRESS_EVERY_MS};
 use crate::world_model::HistoryStep;
 
 /// One call of a plan.
@@ -126,17 +126,7 @@ pub async fn call(
                 "cut off after {:.1}s: {why}",
                 started.elapsed().as_secs_f64()
             );
-            let outcome = CallOutcome {
-                result: Observation {
-                    text: message.clone(),
-                    is_error: true,
-                    ..Default::default()
-                },
-                error: Some(message),
-                latency: started.elapsed(),
-                server_died: None,
-                reply: None,
-            };
+            let outcome = CallOutcome::failure(message, started.elapsed());
             (None, outcome, Some(end))
         }
     };
@@ -214,8 +204,8 @@ async fn simulate_miss(
     }
 }
 
-/// Records a real call made as step `step` (`tool_called`, then an `error` when the call found
-/// its server dead) and returns it as a step of the history: the one record of a real call,
+/// Records a real call made as step `step` (the server's requests for input while it ran,
+/// `tool_called`, then an `error` when the call found its server dead) and returns it as a step of the history: the one record of a real call,
 /// whoever made it (an agent, or the client of `cosmos proxy`).
 pub fn record_call(
     sink: &mut dyn EventSink,
@@ -224,6 +214,18 @@ pub fn record_call(
     server: Option<String>,
     outcome: CallOutcome,
 ) -> Result<HistoryStep> {
+    // What the server asked for while the call ran came before its result.
+    for asked in &outcome.elicited {
+        sink.emit(EventBody::Elicitation {
+            step,
+            tool: planned.tool.clone(),
+            message: asked.message.clone(),
+            requested: Box::new(asked.requested.clone()),
+            action: asked.action.to_string(),
+            content: asked.content.clone().map(Box::new),
+            reason: asked.reason.clone(),
+        })?;
+    }
     sink.emit(EventBody::ToolCalled {
         step,
         tool: planned.tool.clone(),

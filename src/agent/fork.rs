@@ -199,17 +199,7 @@ impl ToolHost for RecordedTools {
         let message = format!("{tool}: this fork started no server (--tools recorded)");
         Box::pin(std::future::ready((
             None,
-            CallOutcome {
-                result: Observation {
-                    text: message.clone(),
-                    is_error: true,
-                    ..Default::default()
-                },
-                error: Some(message),
-                latency: std::time::Duration::ZERO,
-                server_died: None,
-                reply: None,
-            },
+            CallOutcome::failure(message, std::time::Duration::ZERO),
         )))
     }
 }

@@ -243,6 +243,10 @@ pub async fn prepare(spec: &RunSpec, stop: watch::Receiver<bool>) -> Result<Prep
         "tool_call_timeout_s".to_string(),
         json!(spec.timeouts.call.as_secs()),
     );
+    settings.insert(
+        "elicitation".to_string(),
+        json!(spec.timeouts.elicitation.as_str()),
+    );
     if spec.agent == AgentKind::Spiral {
         let s = &spec.search;
         for (k, v) in [

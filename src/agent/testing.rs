@@ -192,6 +192,7 @@ impl ToolHost for ScriptedTools {
                     latency: Duration::ZERO,
                     server_died: None,
                     reply: None,
+                    elicited: Vec::new(),
                 },
             )
         })

@@ -132,6 +132,7 @@ impl ProxyArgs {
             timeouts: Timeouts {
                 startup: Duration::from_secs(self.startup_timeout_s.max(1)),
                 call: Duration::from_secs(self.call_timeout_s.max(1)),
+                ..Timeouts::default()
             },
             transport: if self.http.is_some() { "http" } else { "stdio" },
             secrets: token.map(str::to_string).into_iter().collect(),

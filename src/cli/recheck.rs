@@ -71,6 +71,7 @@ pub fn run(args: RecheckArgs) -> Result<ExitCode> {
     let timeouts = Timeouts {
         startup: Duration::from_secs(args.startup_timeout_s.max(1)),
         call: Duration::from_secs(args.call_timeout_s.max(1)),
+        ..Timeouts::default()
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

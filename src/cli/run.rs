@@ -160,6 +160,10 @@ pub struct RunOptions {
     /// Time one tool call may take, seconds.
     #[arg(long, default_value_t = 60, value_parser = at_least_one::<u64>)]
     pub call_timeout_s: u64,
+    /// How a server's request for input (elicitation) is answered: declined, or accepted
+    /// with its form's defaults. Every request and answer is recorded.
+    #[arg(long, value_enum, default_value = "decline")]
+    pub elicitation: crate::mcp::elicitation::Elicitation,
     /// SPIRAL: search iterations [default: 50, or [agent] iterations in cosmos.toml].
     #[arg(long, help_heading = "SPIRAL-Exec")]
     pub iterations: Option<usize>,
@@ -268,6 +272,7 @@ impl RunOptions {
             timeouts: Timeouts {
                 startup: Duration::from_secs(self.startup_timeout_s),
                 call: Duration::from_secs(self.call_timeout_s),
+                elicitation: self.elicitation,
             },
             search,
         })

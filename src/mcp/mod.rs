@@ -2,6 +2,7 @@
 //! streamable HTTP, and the namespaced tool catalogue.
 
 pub mod config;
+pub mod elicitation;
 pub mod oauth;
 pub mod oversized;
 pub mod pool;

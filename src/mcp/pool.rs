@@ -7,15 +7,17 @@ use serde_json::Value;
 
 use super::config::ServerConfig;
 use super::server::{CallOutcome, OnProgress, Server, ServerFailure};
-use crate::trajectory::event::{Observation, ServerInfo, ToolInfo, own_tool_name};
+use crate::trajectory::event::{ServerInfo, ToolInfo, own_tool_name};
 
-/// Timeouts for servers.
+/// Timeouts for servers, and how their requests for input are answered.
 #[derive(Debug, Clone, Copy)]
 pub struct Timeouts {
     /// Start, initialise and list tools. Some Python servers take 10 s; the default allows 60.
     pub startup: Duration,
     /// One tool call.
     pub call: Duration,
+    /// A server's elicitation (default: declined).
+    pub elicitation: super::elicitation::Elicitation,
 }
 
 impl Default for Timeouts {
@@ -23,6 +25,7 @@ impl Default for Timeouts {
         Self {
             startup: Duration::from_secs(60),
             call: Duration::from_secs(60),
+            elicitation: Default::default(),
         }
     }
 }
@@ -46,9 +49,12 @@ impl McpPool {
         configs: &[ServerConfig],
         timeouts: Timeouts,
     ) -> (Self, Vec<ServerFailure>) {
-        let attempts =
-            futures::future::join_all(configs.iter().map(|c| Server::connect(c, timeouts.startup)))
-                .await;
+        let attempts = futures::future::join_all(
+            configs
+                .iter()
+                .map(|c| Server::connect(c, timeouts.startup, timeouts.elicitation)),
+        )
+        .await;
         let mut pool = Self {
             servers: Vec::new(),
             configs: configs.to_vec(),
@@ -119,7 +125,9 @@ impl McpPool {
         if Self::current(slot).failure().is_none() {
             return Ok(());
         }
-        let fresh = Arc::new(Server::connect(config, self.timeouts.startup).await?);
+        let fresh = Arc::new(
+            Server::connect(config, self.timeouts.startup, self.timeouts.elicitation).await?,
+        );
         let old = std::mem::replace(&mut *slot.write().unwrap_or_else(|p| p.into_inner()), fresh);
         if let Some(old) = Arc::into_inner(old) {
             old.shutdown().await;
@@ -173,15 +181,5 @@ impl McpPool {
 pub fn unknown_tool(tool: &str) -> CallOutcome {
     let message =
         format!("unknown tool \"{tool}\": no running server offers it (names are \"server:tool\")");
-    CallOutcome {
-        result: Observation {
-            text: message.clone(),
-            is_error: true,
-            ..Default::default()
-        },
-        error: Some(message),
-        latency: Duration::ZERO,
-        server_died: None,
-        reply: None,
-    }
+    CallOutcome::failure(message, Duration::ZERO)
 }

@@ -74,6 +74,8 @@ pub struct CallOutcome {
     pub latency: Duration,
     /// Set when this call found the server dead.
     pub server_died: Option<ServerFailure>,
+    /// The server's requests for input while the call ran, with the answers given.
+    pub elicited: Vec<super::elicitation::Elicited>,
     /// The server's reply as it came (uncapped), for `cosmos proxy` to pass on unchanged;
     /// `None` when the call itself failed.
     pub reply: Option<Box<CallToolResult>>,
@@ -100,6 +102,9 @@ const PROGRESS_BACKLOG: usize = 64;
 #[derive(Clone)]
 struct Listener {
     progress: tokio::sync::broadcast::Sender<(ProgressToken, Progress)>,
+    /// How a server's request for input is answered, and where each exchange is told.
+    elicitation: super::elicitation::Elicitation,
+    elicited: tokio::sync::broadcast::Sender<super::elicitation::Elicited>,
 }
 
 impl rmcp::ClientHandler for Listener {
@@ -108,7 +113,23 @@ impl rmcp::ClientHandler for Listener {
         let mut info = rmcp::model::ClientConfig::default();
         info.client_info =
             rmcp::model::Implementation::new("mcp-cosmos", env!("CARGO_PKG_VERSION"));
+        // Servers may ask for input (forms); each request is answered by the connection's
+        // policy and recorded with the call it came during.
+        let mut elicitation = rmcp::model::ElicitationCapability::new();
+        elicitation.form = Some(rmcp::model::FormElicitationCapability::new());
+        info.capabilities.elicitation = Some(elicitation);
         info
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: rmcp::model::ElicitRequestParams,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        let (result, elicited) = super::elicitation::answer(self.elicitation, &request);
+        // Nobody listening (no call in flight) is not an error.
+        let _ = self.elicited.send(elicited);
+        Ok(result)
     }
 
     async fn on_progress(
@@ -135,6 +156,8 @@ pub struct Server {
     client: RunningService<RoleClient, Listener>,
     /// Each call's progress reports, by its token.
     progress: tokio::sync::broadcast::Sender<(ProgressToken, Progress)>,
+    /// The server's requests for input, as answered.
+    elicited: tokio::sync::broadcast::Sender<super::elicitation::Elicited>,
     next_token: std::sync::atomic::AtomicI64,
     stderr: StderrTail,
     dead: Mutex<Option<ServerFailure>>,
@@ -159,10 +182,12 @@ impl std::fmt::Debug for Server {
 
 impl Server {
     /// Starts or reaches the server, initialises MCP and lists every tool (all pages),
-    /// all within `startup_timeout`.
+    /// all within `startup_timeout`; the server's requests for input are answered by
+    /// `elicitation`.
     pub async fn connect(
         config: &ServerConfig,
         startup_timeout: Duration,
+        elicitation: super::elicitation::Elicitation,
     ) -> Result<Self, ServerFailure> {
         let stderr = StderrTail::default();
         let redactor = config.redactor();
@@ -180,8 +205,11 @@ impl Server {
         let child = Arc::new(Mutex::new(None));
         let listener = Listener {
             progress: tokio::sync::broadcast::Sender::new(PROGRESS_BACKLOG),
+            elicitation,
+            elicited: tokio::sync::broadcast::Sender::new(PROGRESS_BACKLOG),
         };
         let progress = listener.progress.clone();
+        let elicited = listener.elicited.clone();
         let started = tokio::time::timeout(
             startup_timeout,
             Self::start(
@@ -249,6 +277,7 @@ impl Server {
             tools,
             client,
             progress,
+            elicited,
             next_token: std::sync::atomic::AtomicI64::new(1),
             stderr,
             dead: Mutex::new(None),
@@ -404,6 +433,7 @@ impl Server {
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         ));
         let mut reports = self.progress.subscribe();
+        let mut asked = self.elicited.subscribe();
         if on_progress.is_some() {
             params.meta = Some(RequestMetaObject::with_progress_token(token.clone()));
         }
@@ -427,13 +457,19 @@ impl Server {
                 },
             }
         };
-        match called {
+        // Requests for input come and are answered while the call runs: all are in by now.
+        let mut elicited = Vec::new();
+        while let Ok(e) = asked.try_recv() {
+            elicited.push(e);
+        }
+        let mut outcome = match called {
             Ok(Ok(result)) => CallOutcome {
                 result: observation(&result),
                 error: None,
                 latency: start.elapsed(),
                 server_died: None,
                 reply: Some(Box::new(result)),
+                elicited: Vec::new(),
             },
             Ok(Err(e)) => {
                 let message = e.to_string();
@@ -461,7 +497,9 @@ impl Server {
                 format!("timed out after {:.0}s", timeout.as_secs_f64()),
                 None,
             ),
-        }
+        };
+        outcome.elicited = elicited;
+        outcome
     }
 
     /// Closes the connection; a stdio server then gets `STOP_GRACE` to exit on its own, then
@@ -477,15 +515,27 @@ impl Server {
 
 fn failed(start: Instant, message: String, server_died: Option<ServerFailure>) -> CallOutcome {
     CallOutcome {
-        result: Observation {
-            text: message.clone(),
-            is_error: true,
-            ..Default::default()
-        },
-        error: Some(message),
-        latency: start.elapsed(),
         server_died,
-        reply: None,
+        ..CallOutcome::failure(message, start.elapsed())
+    }
+}
+
+impl CallOutcome {
+    /// A call that failed outside the tool (`message`: timed out, cut off, unknown tool, no
+    /// server) after `latency`: the one shape of such a failure, whoever met it.
+    pub fn failure(message: String, latency: Duration) -> Self {
+        Self {
+            result: Observation {
+                text: message.clone(),
+                is_error: true,
+                ..Default::default()
+            },
+            error: Some(message),
+            latency,
+            server_died: None,
+            reply: None,
+            elicited: Vec::new(),
+        }
     }
 }
 

@@ -341,17 +341,7 @@ impl Session {
                 "cut off after {:.1}s: the session ended before the server answered",
                 sent.elapsed().as_secs_f64()
             );
-            let outcome = CallOutcome {
-                result: crate::trajectory::event::Observation {
-                    text: message.clone(),
-                    is_error: true,
-                    ..Default::default()
-                },
-                error: Some(message),
-                latency: sent.elapsed(),
-                server_died: None,
-                reply: None,
-            };
+            let outcome = CallOutcome::failure(message, sent.elapsed());
             let server = None;
             written = written.and_then(|()| {
                 state.real(Waiting {

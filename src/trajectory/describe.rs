@@ -316,6 +316,14 @@ pub fn summary(event: &Event) -> String {
             // The bar first: a narrow pane keeps it.
             format!("{step}. {} {tool}{said}", progress_text(*progress, *total))
         }
+        EventBody::Elicitation {
+            step,
+            tool,
+            message,
+            action,
+            reason,
+            ..
+        } => format!("{step}. {tool} asked for input ({message}): {action}, {reason}"),
         EventBody::Annotation {
             node,
             event,

@@ -1279,6 +1279,26 @@ pub enum EventBody {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         message: Option<String>,
     },
+    /// A server's request for input (MCP elicitation) while the call of step `step` ran, and
+    /// the answer it got.
+    Elicitation {
+        /// The `tool_called` step the call will be.
+        step: u64,
+        /// The tool.
+        tool: String,
+        /// What the server asked, in its words.
+        message: String,
+        /// The form's schema (`requestedSchema`), or `{"url": …}` for a page to open.
+        #[serde(default)]
+        requested: Box<Value>,
+        /// `accept`, `decline` or `cancel`.
+        action: String,
+        /// What was sent back, when accepted.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        content: Option<Box<Value>>,
+        /// Why it was answered so (the policy, or the person).
+        reason: String,
+    },
     /// The run's recorded real calls made again against today's servers (`cosmos recheck`),
     /// appended after `run_finished`: how far each has drifted.
     Recheck {
@@ -1323,6 +1343,7 @@ pub const KNOWN_KINDS: &[&str] = &[
     "annotation",
     "recheck",
     "call_progress",
+    "elicitation",
 ];
 
 impl EventBody {
@@ -1361,6 +1382,7 @@ impl EventBody {
             EventBody::Annotation { .. } => "annotation",
             EventBody::Recheck { .. } => "recheck",
             EventBody::CallProgress { .. } => "call_progress",
+            EventBody::Elicitation { .. } => "elicitation",
             EventBody::Unknown { kind, .. } => kind,
         }
     }

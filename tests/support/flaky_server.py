@@ -10,6 +10,9 @@ its sky is $FLAKY_SKY (default clear), so a test can make a server whose answer 
 FLAKY_CALLS_FILE set, every call appends its tool's name to that file (a test can tell that
 no call reached the server).
 
+`ask` asks the user for input in the middle of the call (an elicitation form whose fields all
+have defaults) and answers with what came back.
+
 With FLAKY_START_ONCE_FILE set, it starts only once: it writes that file, and a later start
 that finds it exits at once (a server that cannot be started again).
 
@@ -50,8 +53,9 @@ if os.environ.get("FLAKY_STUBBORN_PID_FILE"):
     with open(os.environ["FLAKY_STUBBORN_PID_FILE"], "w") as f:
         f.write(str(child))
 
-from mcp.server.fastmcp import FastMCP
+from mcp.server.fastmcp import Context, FastMCP
 from mcp.types import ToolAnnotations
+from pydantic import BaseModel
 
 mcp = FastMCP("flaky")
 
@@ -73,6 +77,21 @@ def forecast(city: str) -> Forecast:
     """A made-up forecast, as structured content."""
     called("forecast")
     return {"city": city, "high_c": len(city) + 10, "sky": os.environ.get("FLAKY_SKY", "clear")}
+
+
+class Preferences(BaseModel):
+    city: str = "Lyon"
+    units: str = "metric"
+
+
+@mcp.tool()
+async def ask(ctx: Context) -> str:
+    """Asks the user which city and units (elicitation), then says what it got."""
+    called("ask")
+    result = await ctx.elicit(message="Which city, and which units?", schema=Preferences)
+    if result.action == "accept":
+        return f"accepted: {result.data.city} in {result.data.units}"
+    return result.action
 
 
 @mcp.tool()

@@ -258,10 +258,12 @@ impl Trace {
             EventBody::Answer { .. } => self.on_answer(event),
             EventBody::JudgeScored { .. } => self.on_judge_scored(event),
             EventBody::RunFinished { .. } => self.on_run_finished(event),
-            // A recheck is about today's servers; progress is the call's span's own time.
+            // A recheck is about today's servers; progress is the call's span's own time; a
+            // request for input is part of the call (its record is the trajectory's).
             EventBody::PlannerDecided { .. }
             | EventBody::Recheck { .. }
             | EventBody::CallProgress { .. }
+            | EventBody::Elicitation { .. }
             | EventBody::Unknown { .. } => {}
         }
     }

@@ -1,0 +1,150 @@
+//! A server asking the user for input in the middle of a call (MCP elicitation). An unattended
+//! connection answers by its policy: decline (the default), or accept with the requested
+//! schema's own defaults when every required field has one. Every request and its answer is
+//! kept (`Elicited`) and recorded with the call it came during.
+
+use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
+use serde_json::{Map, Value};
+
+/// How a connection answers a server's elicitation.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Elicitation {
+    /// Declines every request (the server goes on without the input).
+    #[default]
+    Decline,
+    /// Accepts a form with its schema's defaults; declines one with a required field that
+    /// has no default, and any request to open a web page.
+    AcceptDefaults,
+}
+
+impl Elicitation {
+    /// The name on the command line and in the header.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Elicitation::Decline => "decline",
+            Elicitation::AcceptDefaults => "accept-defaults",
+        }
+    }
+}
+
+/// One request and the answer given.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Elicited {
+    /// What the server asked, in its words.
+    pub message: String,
+    /// The form's schema (`requestedSchema`), or `{"url": …}` for a page to open.
+    pub requested: Value,
+    /// `accept`, `decline` or `cancel`.
+    pub action: &'static str,
+    /// What was sent back, when accepted.
+    pub content: Option<Value>,
+    /// Why it was answered so.
+    pub reason: String,
+}
+
+/// Answers `request` by `policy`: the reply for the server and the record of it.
+pub fn answer(policy: Elicitation, request: &ElicitRequestParams) -> (ElicitResult, Elicited) {
+    let decline = |message: &str, requested: Value, reason: String| {
+        (
+            ElicitResult::new(ElicitationAction::Decline),
+            Elicited {
+                message: message.to_string(),
+                requested,
+                action: "decline",
+                content: None,
+                reason,
+            },
+        )
+    };
+    match request {
+        ElicitRequestParams::UrlElicitationParams { message, url, .. } => decline(
+            message,
+            serde_json::json!({ "url": url }),
+            "a page to open: nobody is at this run's screen".into(),
+        ),
+        ElicitRequestParams::FormElicitationParams {
+            message,
+            requested_schema,
+            ..
+        } => {
+            let schema = serde_json::to_value(requested_schema).unwrap_or(Value::Null);
+            if policy == Elicitation::Decline {
+                return decline(
+                    message,
+                    schema,
+                    "unattended: --elicitation decline (the default)".into(),
+                );
+            }
+            match defaults(&schema) {
+                Ok(content) => {
+                    let mut result = ElicitResult::new(ElicitationAction::Accept);
+                    result.content = Some(content.clone());
+                    (
+                        result,
+                        Elicited {
+                            message: message.clone(),
+                            requested: schema,
+                            action: "accept",
+                            content: Some(content),
+                            reason: "--elicitation accept-defaults: the schema's defaults".into(),
+                        },
+                    )
+                }
+                Err(missing) => decline(
+                    message,
+                    schema,
+                    format!("--elicitation accept-defaults: no default for required {missing}"),
+                ),
+            }
+        }
+        // A kind of request newer than this client knows.
+        _ => decline(
+            "",
+            Value::Null,
+            "a kind of request this client does not know".into(),
+        ),
+    }
+}
+
+/// The schema's defaults as the answer's content; `Err` names the required fields without one.
+fn defaults(schema: &Value) -> Result<Value, String> {
+    let mut content = Map::new();
+    if let Some(properties) = schema.get("properties").and_then(Value::as_object) {
+        for (name, property) in properties {
+            if let Some(default) = property.get("default") {
+                content.insert(name.clone(), default.clone());
+            }
+        }
+    }
+    let missing: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .filter(|r| !content.contains_key(*r))
+        .collect();
+    if missing.is_empty() {
+        Ok(Value::Object(content))
+    } else {
+        Err(missing.join(", "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn defaults_answer_a_form_only_when_every_required_field_has_one() {
+        let schema = json!({"type": "object", "properties": {
+            "name": {"type": "string", "default": "Ada"},
+            "age": {"type": "integer"},
+            "ok": {"type": "boolean", "default": true}
+        }, "required": ["name"]});
+        assert_eq!(defaults(&schema), Ok(json!({"name": "Ada", "ok": true})));
+        let strict = json!({"type": "object", "properties": {"age": {"type": "integer"}}, "required": ["age"]});
+        assert_eq!(defaults(&strict), Err("age".into()));
+    }
+}
