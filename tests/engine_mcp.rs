@@ -340,3 +340,71 @@ async fn a_stdio_server_sees_only_the_short_list_and_its_own_env() {
     }
     assert!(!names.iter().any(|n| n.starts_with("CARGO")), "{names:?}");
 }
+
+/// `--elicitation ask`: the server's request reaches the explorer as a form with its defaults
+/// filled in; the person edits a field and accepts; the waiting call gets that answer, and the
+/// exchange comes back with the call's outcome.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_request_for_input_is_answered_in_the_explorers_form() {
+    use crossterm::event::{KeyCode, KeyEvent};
+    use mcp_cosmos::mcp::elicitation::{Elicitation, ask_through};
+    use mcp_cosmos::tui::action::Action;
+    use mcp_cosmos::tui::app::App;
+    use mcp_cosmos::tui::elicit_form::ElicitForm;
+    use mcp_cosmos::tui::keymap::Keymap;
+    use mcp_cosmos::tui::theme::Theme;
+
+    let c = config(json!({"flaky": flaky_server()}));
+    let timeouts = Timeouts {
+        elicitation: Elicitation::Ask,
+        ..Timeouts::default()
+    };
+    let (pool, failures) = McpPool::connect(&c.servers, timeouts).await;
+    assert!(failures.is_empty(), "{failures:?}");
+    let (asker, questions) = std::sync::mpsc::channel();
+    ask_through(Some(asker));
+    let pool = std::sync::Arc::new(pool);
+    let calling = {
+        let pool = pool.clone();
+        tokio::spawn(async move { pool.call("flaky:ask", &json!({})).await })
+    };
+    // The question arrives while the call waits.
+    let question = tokio::task::spawn_blocking(move || {
+        questions
+            .recv_timeout(Duration::from_secs(30))
+            .expect("the question")
+    })
+    .await
+    .unwrap();
+    assert_eq!(question.message, "Which city, and which units?");
+    let browser = mcp_cosmos::tui::browser::Browser::new(Vec::new(), Vec::new(), 20);
+    let mut app = App::new(browser, Keymap::default(), Theme::new(true), (100, 30));
+    app.update(Action::Elicit(Box::new(question)));
+    let form = app.top_as::<ElicitForm>().expect("the form");
+    assert_eq!(
+        form.content().unwrap(),
+        json!({"city": "Lyon", "units": "metric"}),
+        "the defaults filled in"
+    );
+    let key = |code| Action::Input(KeyEvent::from(code));
+    for _ in 0.."Lyon".len() {
+        app.update(key(KeyCode::Backspace));
+    }
+    for ch in "Paris".chars() {
+        app.update(key(KeyCode::Char(ch)));
+    }
+    app.update(key(KeyCode::Enter));
+    assert!(app.top_as::<ElicitForm>().is_none(), "answered and closed");
+    let (_, outcome) = calling.await.unwrap();
+    ask_through(None);
+    assert_eq!(outcome.result.text, "accepted: Paris in metric");
+    let [asked] = &outcome.elicited[..] else {
+        panic!("{:?}", outcome.elicited);
+    };
+    assert_eq!(asked.action, "accept");
+    assert_eq!(
+        asked.content,
+        Some(json!({"city": "Paris", "units": "metric"}))
+    );
+    assert_eq!(asked.reason, "answered in the explorer");
+}

@@ -160,10 +160,11 @@ pub struct RunOptions {
     /// Time one tool call may take, seconds.
     #[arg(long, default_value_t = 60, value_parser = at_least_one::<u64>)]
     pub call_timeout_s: u64,
-    /// How a server's request for input (elicitation) is answered: declined, or accepted
-    /// with its form's defaults. Every request and answer is recorded.
-    #[arg(long, value_enum, default_value = "decline")]
-    pub elicitation: crate::mcp::elicitation::Elicitation,
+    /// How a server's request for input (elicitation) is answered: asked in the live explorer
+    /// (the default with it), declined (the default with --no-tui), or accepted with the
+    /// form's defaults. Every request and answer is recorded.
+    #[arg(long, value_enum)]
+    pub elicitation: Option<crate::mcp::elicitation::Elicitation>,
     /// SPIRAL: search iterations [default: 50, or [agent] iterations in cosmos.toml].
     #[arg(long, help_heading = "SPIRAL-Exec")]
     pub iterations: Option<usize>,
@@ -272,7 +273,11 @@ impl RunOptions {
             timeouts: Timeouts {
                 startup: Duration::from_secs(self.startup_timeout_s),
                 call: Duration::from_secs(self.call_timeout_s),
-                elicitation: self.elicitation,
+                elicitation: self.elicitation.unwrap_or(if self.no_tui {
+                    crate::mcp::elicitation::Elicitation::Decline
+                } else {
+                    crate::mcp::elicitation::Elicitation::Ask
+                }),
             },
             search,
         })
@@ -505,6 +510,18 @@ fn run_live(
     let (event_tx, event_rx) = std::sync::mpsc::channel::<Event>();
     let (ui_tx, ui_rx) = std::sync::mpsc::channel();
     let (ui_stop_tx, ui_stop_rx) = std::sync::mpsc::channel::<()>();
+    // A server's request for input reaches the person through the explorer while it is open.
+    let (ask_tx, ask_rx) = std::sync::mpsc::channel();
+    crate::mcp::elicitation::ask_through(Some(ask_tx));
+    {
+        let ui_tx = ui_tx.clone();
+        std::thread::spawn(move || {
+            for question in ask_rx {
+                // The explorer gone, the question is dropped: the call's answer is a decline.
+                let _ = ui_tx.send(crate::tui::action::Action::Elicit(Box::new(question)));
+            }
+        });
+    }
     let agent = runtime.spawn(session::execute(prepared, Some(event_tx), None));
     // Events go to the explorer until the person leaves it with the run still going; from
     // then on they become progress lines, as with --no-tui.
@@ -541,7 +558,9 @@ fn run_live(
         ("run", "explorer"),
         || headless.store(true, Ordering::Release),
     );
-    let outcome = runtime.block_on(agent).context("the agent task panicked")?;
+    let outcome = runtime.block_on(agent).context("the agent task panicked");
+    crate::mcp::elicitation::ask_through(None);
+    let outcome = outcome?;
     let _ = printer.join();
     finish_export(exporting);
     ui?;

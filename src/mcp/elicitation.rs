@@ -15,6 +15,9 @@ pub enum Elicitation {
     /// Accepts a form with its schema's defaults; declines one with a required field that
     /// has no default, and any request to open a web page.
     AcceptDefaults,
+    /// A person answers, in the live explorer (the form's defaults filled in); declined when
+    /// no explorer is there to ask.
+    Ask,
 }
 
 impl Elicitation {
@@ -23,8 +26,102 @@ impl Elicitation {
         match self {
             Elicitation::Decline => "decline",
             Elicitation::AcceptDefaults => "accept-defaults",
+            Elicitation::Ask => "ask",
         }
     }
+}
+
+/// A request put to a person: the server's message, the form's schema, and where the answer
+/// goes (dropping it unanswered declines).
+#[derive(Debug)]
+pub struct Question {
+    /// What the server asked.
+    pub message: String,
+    /// The form's schema.
+    pub requested: Value,
+    /// The answer: `accept` with content, `decline` or `cancel`.
+    pub answer: tokio::sync::oneshot::Sender<(ElicitationAction, Option<Value>)>,
+}
+
+/// Where questions go while a live explorer is open (`cli::run` registers it); one per
+/// process, as there is one screen.
+static ASKER: std::sync::Mutex<Option<std::sync::mpsc::Sender<Question>>> =
+    std::sync::Mutex::new(None);
+
+/// Sends questions to `asker` from now on (`None`: nobody to ask any more).
+pub fn ask_through(asker: Option<std::sync::mpsc::Sender<Question>>) {
+    *ASKER.lock().unwrap_or_else(|p| p.into_inner()) = asker;
+}
+
+/// How long a person has to answer before the request is declined for them.
+const ANSWER_WITHIN: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// Answers `request` as the policy says, asking a person when it says so: the reply for the
+/// server and the record of it.
+pub async fn respond(
+    policy: Elicitation,
+    request: &ElicitRequestParams,
+) -> (ElicitResult, Elicited) {
+    let ElicitRequestParams::FormElicitationParams {
+        message,
+        requested_schema,
+        ..
+    } = request
+    else {
+        return answer(policy, request);
+    };
+    if policy != Elicitation::Ask {
+        return answer(policy, request);
+    }
+    let schema = serde_json::to_value(requested_schema).unwrap_or(Value::Null);
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let asker = ASKER.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let sent = asker.is_some_and(|a| {
+        a.send(Question {
+            message: message.clone(),
+            requested: schema.clone(),
+            answer: tx,
+        })
+        .is_ok()
+    });
+    let (action, content, reason) = if !sent {
+        (
+            ElicitationAction::Decline,
+            None,
+            "nobody to ask: no explorer is open".to_string(),
+        )
+    } else {
+        match tokio::time::timeout(ANSWER_WITHIN, rx).await {
+            Ok(Ok((action, content))) => (action, content, "answered in the explorer".to_string()),
+            Ok(Err(_)) => (
+                ElicitationAction::Decline,
+                None,
+                "the explorer closed the question".into(),
+            ),
+            Err(_) => (
+                ElicitationAction::Decline,
+                None,
+                format!("nobody answered within {}s", ANSWER_WITHIN.as_secs()),
+            ),
+        }
+    };
+    let mut result = ElicitResult::new(action.clone());
+    result.content = content.clone();
+    let action = match action {
+        ElicitationAction::Accept => "accept",
+        ElicitationAction::Cancel => "cancel",
+        _ => "decline",
+    };
+    (
+        result,
+        Elicited {
+            message: message.clone(),
+            requested: schema,
+            action,
+            content,
+            reason,
+        },
+    )
 }
 
 /// One request and the answer given.
@@ -42,7 +139,8 @@ pub struct Elicited {
     pub reason: String,
 }
 
-/// Answers `request` by `policy`: the reply for the server and the record of it.
+/// Answers `request` by `policy` without asking anyone: the reply for the server and the
+/// record of it.
 pub fn answer(policy: Elicitation, request: &ElicitRequestParams) -> (ElicitResult, Elicited) {
     let decline = |message: &str, requested: Value, reason: String| {
         (
@@ -68,11 +166,11 @@ pub fn answer(policy: Elicitation, request: &ElicitRequestParams) -> (ElicitResu
             ..
         } => {
             let schema = serde_json::to_value(requested_schema).unwrap_or(Value::Null);
-            if policy == Elicitation::Decline {
+            if policy != Elicitation::AcceptDefaults {
                 return decline(
                     message,
                     schema,
-                    "unattended: --elicitation decline (the default)".into(),
+                    format!("--elicitation {}", policy.as_str()),
                 );
             }
             match defaults(&schema) {

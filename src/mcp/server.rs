@@ -126,7 +126,7 @@ impl rmcp::ClientHandler for Listener {
         request: rmcp::model::ElicitRequestParams,
         _context: rmcp::service::RequestContext<RoleClient>,
     ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
-        let (result, elicited) = super::elicitation::answer(self.elicitation, &request);
+        let (result, elicited) = super::elicitation::respond(self.elicitation, &request).await;
         // Nobody listening (no call in flight) is not an error.
         let _ = self.elicited.send(elicited);
         Ok(result)

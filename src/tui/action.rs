@@ -58,6 +58,8 @@ pub enum Action {
     Probe(crate::trajectory::event::NodeId, Option<String>),
     /// The person chose how to fork the run at a step (the `b` form).
     Fork(super::fork_spec::ForkChoice),
+    /// A server asks the person for input while a live run's call waits (elicitation).
+    Elicit(Box<crate::mcp::elicitation::Question>),
     /// A fork started from the explorer ended (its run opened with the `Loaded` answering the
     /// same request; its events came as `LiveEvent`s).
     ForkEnded(RequestId),

@@ -298,6 +298,11 @@ impl App {
                 self.changed = true;
                 self.loaded(id, *result);
             }
+            Action::Elicit(question) => {
+                // The waiting call's question goes in front of whatever is shown.
+                self.changed = true;
+                self.push(Box::new(super::elicit_form::ElicitForm::new(*question)));
+            }
             Action::ForkEnded(id) => {
                 self.changed = true;
                 self.fork_ended(id);

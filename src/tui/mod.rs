@@ -11,6 +11,7 @@ pub mod app;
 pub mod browser;
 pub mod compare;
 pub mod confirm;
+pub mod elicit_form;
 pub mod feed;
 pub mod fork_form;
 pub mod fork_spec;

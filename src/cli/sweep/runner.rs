@@ -208,6 +208,10 @@ async fn run_cell(
         let run_args = parse_run(&cell.args)?;
         let otel = run_args.options.otel.target()?;
         let mut spec = run_args.spec()?;
+        // A sweep's cells have no form to answer in: asking is declining.
+        if spec.timeouts.elicitation == crate::mcp::elicitation::Elicitation::Ask {
+            spec.timeouts.elicitation = crate::mcp::elicitation::Elicitation::Decline;
+        }
         spec.out_dir = out.to_path_buf();
         spec.file_name = Some(cell.file_name());
         let starting = Instant::now();
