@@ -2008,3 +2008,75 @@ fn a_servers_request_for_input_is_answered_by_the_policy_and_recorded() {
         }
     }
 }
+
+/// In the live explorer (a real terminal), a server's request for input is a form: the person
+/// edits the default and accepts, the waiting call gets the answer, and the run records it.
+#[test]
+fn the_live_explorer_puts_a_servers_question_to_the_person() {
+    let dir = tempfile::tempdir().unwrap();
+    let mcp = write_mcp_config(dir.path(), json!({"flaky": flaky_server()}));
+    let task = dir.path().join("task.json");
+    std::fs::write(
+        &task,
+        json!({"id": "ask_1", "request": "Ask me."}).to_string(),
+    )
+    .unwrap();
+    let out = dir.path().join("runs");
+    let llm = ScriptedLlm::start(json!([
+        {"when": "1. flaky:ask", "content": finish("asked")},
+        {"when": "No tool has been called yet", "content": call("flaky:ask", json!({}))},
+        {"content": "asked"}
+    ]));
+    let base = llm.base_url();
+    let (mcp, task, out_dir) = (
+        mcp.display().to_string(),
+        task.display().to_string(),
+        out.display().to_string(),
+    );
+    let t = tmux::Tmux::start_with_env(
+        &[
+            "run",
+            "--mcp-config",
+            &mcp,
+            "--task",
+            &task,
+            "--agent",
+            "react",
+            "--out",
+            &out_dir,
+        ],
+        &[
+            ("OPENAI_BASE_URL", &base),
+            ("OPENAI_API_KEY", KEY),
+            ("COSMOS_MODEL", "scripted-model"),
+        ],
+        120,
+        40,
+    );
+    t.wait_for_all(&[
+        "A server asks for input",
+        "Which city, and which units?",
+        "Lyon",
+    ]);
+    t.keys(&[
+        "BSpace", "BSpace", "BSpace", "BSpace", "P", "a", "r", "i", "s",
+    ]);
+    t.wait_for("Paris");
+    t.keys(&["Enter"]);
+    t.wait_until("the run has finished", |s| {
+        !s.contains("A server asks for input") && s.contains("run_finished")
+    });
+    t.keys(&["q"]);
+    t.wait_exit();
+    let ev = events(&only_run(&out));
+    let asked = ev.iter().find(|e| e["kind"] == "elicitation").unwrap();
+    assert_eq!(asked["action"], "accept");
+    assert_eq!(
+        asked["content"],
+        json!({"city": "Paris", "units": "metric"})
+    );
+    assert_eq!(asked["reason"], "answered in the explorer");
+    let called = ev.iter().find(|e| e["kind"] == "tool_called").unwrap();
+    assert_eq!(called["result"]["text"], "accepted: Paris in metric");
+    assert_eq!(ev[0]["agent"]["settings"]["elicitation"], "ask");
+}
