@@ -18,24 +18,6 @@ use ratatui::layout::Rect;
 use serde_json::{Value, json};
 use support::*;
 
-/// A ReAct run that calls `forecast` for Lyon, then `ok`, then finishes, made against the
-/// fault-test server; its file.
-fn recorded_run(dir: &Path) -> PathBuf {
-    let mcp = write_mcp_config(dir, json!({"flaky": flaky_server()}));
-    let (_, run) = react_run(
-        dir,
-        &mcp,
-        json!({"id": "weather_1", "request": "Weather in Lyon?"}),
-        json!([
-            {"when": "2. flaky:ok", "content": finish("clear in Lyon")},
-            {"when": "1. flaky:forecast", "content": call("flaky:ok", json!({"text": "noted"}))},
-            {"when": "No tool has been called yet", "content": call("flaky:forecast", json!({"city": "Lyon"}))},
-            {"content": "clear in Lyon"}
-        ]),
-    );
-    run
-}
-
 /// The fault-test server logging each call it gets into `calls`.
 fn logging_server(dir: &Path, calls: &Path) -> PathBuf {
     let mut server = flaky_server();
@@ -97,7 +79,7 @@ fn validates(run: &Path) {
 #[test]
 fn a_fork_with_recorded_tools_replays_the_history_and_calls_the_server_only_on_a_miss() {
     let dir = tempfile::tempdir().unwrap();
-    let original = recorded_run(dir.path());
+    let original = forecast_then_ok_run(dir.path());
     let calls = dir.path().join("calls.txt");
     let mcp = logging_server(dir.path(), &calls);
     let out = dir.path().join("forks");
@@ -207,7 +189,7 @@ fn a_fork_with_recorded_tools_replays_the_history_and_calls_the_server_only_on_a
 #[test]
 fn a_miss_answered_by_the_world_model_is_a_simulation_and_no_server_starts() {
     let dir = tempfile::tempdir().unwrap();
-    let original = recorded_run(dir.path());
+    let original = forecast_then_ok_run(dir.path());
     let out = dir.path().join("forks");
     let forked = fork(
         &original,
@@ -260,7 +242,7 @@ fn a_miss_answered_by_the_world_model_is_a_simulation_and_no_server_starts() {
 #[test]
 fn a_miss_ends_the_fork_by_default_naming_the_call() {
     let dir = tempfile::tempdir().unwrap();
-    let original = recorded_run(dir.path());
+    let original = forecast_then_ok_run(dir.path());
     let out = dir.path().join("forks");
     let forked = fork(
         &original,
@@ -290,7 +272,7 @@ fn a_miss_ends_the_fork_by_default_naming_the_call() {
 #[test]
 fn a_fork_point_outside_the_run_and_a_misplaced_on_miss_are_refused_before_anything_starts() {
     let dir = tempfile::tempdir().unwrap();
-    let original = recorded_run(dir.path());
+    let original = forecast_then_ok_run(dir.path());
     let out = dir.path().join("forks");
     let rules = json!([{"content": "done"}]);
     let beyond = fork(
@@ -415,7 +397,7 @@ fn b_forks_from_the_explorer_and_compare_opens_where_the_runs_part() {
     use mcp_cosmos::tui::view::Work;
 
     let dir = tempfile::tempdir().unwrap();
-    let original = recorded_run(dir.path());
+    let original = forecast_then_ok_run(dir.path());
     let calls = dir.path().join("calls.txt");
     let mcp = logging_server(dir.path(), &calls);
     let llm = ScriptedLlm::start(json!([

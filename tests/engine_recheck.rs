@@ -16,24 +16,6 @@ use ratatui::layout::Rect;
 use serde_json::{Value, json};
 use support::*;
 
-/// A ReAct run that calls `forecast` (annotated read-only) then `ok` (not annotated), made
-/// against the fault-test server with `env`; its file.
-fn recorded_run(dir: &Path) -> std::path::PathBuf {
-    let mcp = write_mcp_config(dir, json!({"flaky": flaky_server()}));
-    let (_, run) = react_run(
-        dir,
-        &mcp,
-        json!({"id": "weather_1", "request": "Weather in Lyon?"}),
-        json!([
-            {"when": "2. flaky:ok", "content": finish("clear in Lyon")},
-            {"when": "1. flaky:forecast", "content": call("flaky:ok", json!({"text": "noted"}))},
-            {"when": "No tool has been called yet", "content": call("flaky:forecast", json!({"city": "Lyon"}))},
-            {"content": "clear in Lyon"}
-        ]),
-    );
-    run
-}
-
 fn recheck(run: &Path, mcp: &Path, extra: &[&str]) -> (std::process::Output, Value) {
     let out = Command::new(env!("CARGO_BIN_EXE_cosmos"))
         .args([
@@ -60,7 +42,7 @@ fn recheck(run: &Path, mcp: &Path, extra: &[&str]) -> (std::process::Output, Val
 #[test]
 fn a_changed_answer_is_drift_and_a_tool_not_read_only_waits_for_all() {
     let dir = tempfile::tempdir().unwrap();
-    let run = recorded_run(dir.path());
+    let run = forecast_then_ok_run(dir.path());
     let header = &events(&run)[0];
     let forecast = header["tools"]
         .as_array()
@@ -181,7 +163,7 @@ fn a_changed_answer_is_drift_and_a_tool_not_read_only_waits_for_all() {
 #[test]
 fn a_run_that_is_still_being_written_is_refused_by_name() {
     let dir = tempfile::tempdir().unwrap();
-    let run = recorded_run(dir.path());
+    let run = forecast_then_ok_run(dir.path());
     // Its last line, run_finished, taken off: as the file of a run still going.
     let text_of = std::fs::read_to_string(&run).unwrap();
     let kept: Vec<&str> = text_of

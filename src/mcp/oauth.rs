@@ -229,13 +229,7 @@ async fn client_credentials(url: &str, client: &OAuthClient, store: &TokenStore)
     let (Some(id), Some(secret)) = (&client.client_id, &client.client_secret) else {
         bail!("the client_credentials grant needs oauth.client_id and oauth.client_secret");
     };
-    let mut manager = manager(url).await?;
-    manager.set_credential_store(store.clone());
-    let metadata = manager
-        .resolve_metadata()
-        .await
-        .map_err(|e| anyhow!("discovering how {url} authorizes: {e}"))?;
-    manager.set_metadata(metadata.metadata);
+    let mut manager = discovered(url, store).await?;
     let config = ClientCredentialsConfig::ClientSecret {
         client_id: id.clone(),
         client_secret: secret.clone(),
@@ -250,6 +244,19 @@ async fn client_credentials(url: &str, client: &OAuthClient, store: &TokenStore)
         .await
         .map_err(|e| anyhow!("the client-credentials grant at {url}: {e}"))?;
     Ok(())
+}
+
+/// A manager for `url` keeping its tokens in `store`, its authorization server discovered
+/// (protected-resource metadata, then the server's metadata, with the older fallbacks).
+async fn discovered(url: &str, store: &TokenStore) -> Result<AuthorizationManager> {
+    let mut manager = manager(url).await?;
+    manager.set_credential_store(store.clone());
+    let metadata = manager
+        .resolve_metadata()
+        .await
+        .map_err(|e| anyhow!("discovering how {url} authorizes: {e}"))?;
+    manager.set_metadata(metadata.metadata);
+    Ok(manager)
 }
 
 /// The HTTP client of a server logged into: rmcp's, adding the stored token to each request
@@ -311,13 +318,7 @@ pub async fn login(
         "http://127.0.0.1:{}/callback",
         listener.local_addr()?.port()
     );
-    let mut manager = manager(url).await?;
-    manager.set_credential_store(store.clone());
-    let metadata = manager
-        .resolve_metadata()
-        .await
-        .map_err(|e| anyhow!("discovering how {url} authorizes: {e}"))?;
-    manager.set_metadata(metadata.metadata);
+    let manager = discovered(url, &store).await?;
     let mut request = AuthorizationRequest::new(redirect.clone()).with_client_name("mcp-cosmos");
     if !client.scopes.is_empty() {
         request = request.with_scopes(client.scopes.iter().cloned());

@@ -309,3 +309,22 @@ pub fn ends_within(pid: &str, within: std::time::Duration) -> bool {
     }
     gone()
 }
+
+/// A ReAct run against the fault-test server that calls `forecast` for Lyon (annotated
+/// read-only), then `ok` (not annotated), then finishes; its file (the original that recheck
+/// and fork tests work on).
+pub fn forecast_then_ok_run(dir: &Path) -> PathBuf {
+    let mcp = write_mcp_config(dir, json!({"flaky": flaky_server()}));
+    let (_, run) = react_run(
+        dir,
+        &mcp,
+        json!({"id": "weather_1", "request": "Weather in Lyon?"}),
+        json!([
+            {"when": "2. flaky:ok", "content": finish("clear in Lyon")},
+            {"when": "1. flaky:forecast", "content": call("flaky:ok", json!({"text": "noted"}))},
+            {"when": "No tool has been called yet", "content": call("flaky:forecast", json!({"city": "Lyon"}))},
+            {"content": "clear in Lyon"}
+        ]),
+    );
+    run
+}
