@@ -366,7 +366,14 @@ fn an_expired_login_is_refreshed_before_the_run_uses_it() {
     // The login's token is issued already expired: the server refuses it, so only a refreshed
     // one gets the run in.
     let server = own_server(dir.path(), &[("FIRST_TTL", "0")]);
-    let mcp = write_mcp_config(dir.path(), json!({"prot": {"url": server.url}}));
+    // A stdio server beside it writes down what it was given: no token may be there.
+    let env_file = dir.path().join("stdio-env.txt");
+    let mut beside = flaky_server();
+    beside["env"] = json!({"FLAKY_ENV_FILE": env_file.display().to_string()});
+    let mcp = write_mcp_config(
+        dir.path(),
+        json!({"prot": {"url": server.url}, "flaky": beside}),
+    );
     let logged = cosmos_with(
         dir.path(),
         &["login", "prot", "--mcp-config", mcp.to_str().unwrap()],
@@ -380,7 +387,15 @@ fn an_expired_login_is_refreshed_before_the_run_uses_it() {
     assert_eq!(grants, "authorization_code\nrefresh_token\n");
     let after = stored_tokens(dir.path());
     assert_ne!(before, after, "the refreshed tokens are stored");
-    nothing_holds(dir.path(), &run, &[before, after].concat());
+    let secrets = [before, after].concat();
+    nothing_holds(dir.path(), &run, &secrets);
+    let given = std::fs::read_to_string(&env_file).expect("the stdio server started");
+    for s in &secrets {
+        assert!(
+            !given.contains(s.as_str()),
+            "a token reached a server's environment"
+        );
+    }
 }
 
 #[test]

@@ -10,6 +10,8 @@ its sky is $FLAKY_SKY (default clear), so a test can make a server whose answer 
 FLAKY_CALLS_FILE set, every call appends its tool's name to that file (a test can tell that
 no call reached the server).
 
+With FLAKY_ENV_FILE set, it writes its whole environment there when it starts.
+
 `ask` asks the user for input in the middle of the call (an elicitation form whose fields all
 have defaults) and answers with what came back.
 
@@ -26,6 +28,12 @@ import signal
 import sys
 import time
 from typing import TypedDict
+
+if os.environ.get("FLAKY_ENV_FILE"):
+    # What this server was given: a test checks that no secret reached it.
+    with open(os.environ["FLAKY_ENV_FILE"], "w") as f:
+        for k, v in sorted(os.environ.items()):
+            f.write(f"{k}={v}\n")
 
 if os.environ.get("FLAKY_START_ONCE_FILE"):
     once = os.environ["FLAKY_START_ONCE_FILE"]
