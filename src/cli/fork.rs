@@ -71,6 +71,10 @@ pub struct ForkArgs {
     /// With --tools recorded: where a call the original never made goes.
     #[arg(long, value_enum)]
     pub on_miss: Option<OnMissArg>,
+    /// The fork's file name in --out (the explorer names the fork it starts, to follow it);
+    /// default `<time>_<task>_<agent>_<world model>.jsonl`.
+    #[arg(long, hide = true)]
+    pub file_name: Option<String>,
     /// Everything else, as `cosmos run` takes it; a SPIRAL fork of a SPIRAL run keeps the
     /// original's search settings unless given here.
     #[command(flatten)]
@@ -164,6 +168,7 @@ pub fn run(mut args: ForkArgs) -> Result<ExitCode> {
     };
     let mut spec = args.options.spec(agent, args.mcp_config.clone(), task)?;
     spec.fork = Some(plan);
+    spec.file_name = args.file_name.clone();
     run_spec(spec, &args.options)
 }
 

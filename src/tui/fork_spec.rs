@@ -45,6 +45,8 @@ pub struct ForkWork {
     pub program: PathBuf,
     /// The run forked.
     pub original: PathBuf,
-    /// Everything after the program: `fork RUN --at N … --out DIR --no-tui`.
+    /// Everything after the program: `fork RUN --at N … --out DIR --file-name NAME --no-tui`.
     pub args: Vec<String>,
+    /// The fork's file (`--out` joined with `--file-name`), followed once it exists.
+    pub path: PathBuf,
 }

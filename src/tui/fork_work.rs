@@ -6,8 +6,7 @@
 //! Forks still running are kept in one table, so leaving the explorer can stop them (SIGTERM:
 //! the fork ends `interrupted` with what it finished) or leave them running.
 
-use std::io::BufRead;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 use std::sync::mpsc::Receiver;
@@ -87,7 +86,7 @@ pub fn run(id: RequestId, work: ForkWork, send: &mut dyn FnMut(Action)) {
         pid: child.id(),
         stop: None,
     });
-    follow(id, child, &log, send);
+    follow(id, child, &work.path, &log, send);
     running().retain(|r| r.id != id);
     send(Action::ForkEnded(id));
 }
@@ -103,12 +102,17 @@ fn spawn(work: &ForkWork, log: &Path) -> Result<Child> {
         .with_context(|| format!("starting {}", work.program.display()))
 }
 
-fn follow(id: RequestId, mut child: Child, log: &Path, send: &mut dyn FnMut(Action)) {
+fn follow(id: RequestId, mut child: Child, path: &Path, log: &Path, send: &mut dyn FnMut(Action)) {
     let started = Instant::now();
-    // The fork names its file on its first line.
-    let path = loop {
-        if let Some(path) = written_to(log) {
-            break path;
+    // The fork's file can be opened once its servers are up and its header is written whole.
+    let (run, mut tail) = loop {
+        let opened = if path.exists() {
+            Some(Tail::open(path))
+        } else {
+            None
+        };
+        if let Some(Ok(opened)) = opened {
+            break opened;
         }
         let ended = child.try_wait().ok().flatten();
         if ended.is_some() || started.elapsed() > START_WITHIN {
@@ -116,7 +120,10 @@ fn follow(id: RequestId, mut child: Child, log: &Path, send: &mut dyn FnMut(Acti
                 terminate(child.id());
                 let _ = child.wait();
             }
-            let why = last_lines(log);
+            let why = match opened {
+                Some(Err(e)) => format!("{e:#}"),
+                _ => last_lines(log),
+            };
             send(Action::Loaded(
                 id,
                 Box::new(Err(anyhow!("the fork did not start: {why}"))),
@@ -124,14 +131,6 @@ fn follow(id: RequestId, mut child: Child, log: &Path, send: &mut dyn FnMut(Acti
             return;
         }
         std::thread::sleep(POLL_EVERY);
-    };
-    let (run, mut tail) = match Tail::open(&path) {
-        Ok(opened) => opened,
-        Err(e) => {
-            send(Action::Loaded(id, Box::new(Err(e))));
-            let _ = child.wait();
-            return;
-        }
     };
     send(Action::Loaded(id, Box::new(Ok(run))));
     loop {
@@ -175,19 +174,6 @@ fn follow(id: RequestId, mut child: Child, log: &Path, send: &mut dyn FnMut(Acti
     }
     let _ = child.wait();
     let _ = std::fs::remove_file(log);
-}
-
-/// The file `cosmos fork` said it is writing (`… · writing PATH`), once it has.
-fn written_to(log: &Path) -> Option<PathBuf> {
-    let file = std::fs::File::open(log).ok()?;
-    std::io::BufReader::new(file)
-        .lines()
-        .map_while(Result::ok)
-        .take(64)
-        .find_map(|line| {
-            line.split_once(" · writing ")
-                .map(|(_, path)| PathBuf::from(path.trim()))
-        })
 }
 
 /// The last lines of the fork's output (of its last 16 KiB), for a message.

@@ -4,6 +4,7 @@
 //! ends (`tui::fork_work`, `App`).
 
 use super::*;
+use crate::trajectory::event::AgentKind;
 use crate::tui::fork_form::ForkForm;
 use crate::tui::fork_spec::{ForkChoice, ForkWork};
 
@@ -80,9 +81,26 @@ impl RunView {
         if choice.world_model == "memory" {
             args.extend(["--memory-from".into(), beside.display().to_string()]);
         }
+        // Named here, so the explorer knows which file to follow.
+        let out_dir = beside.join("forks");
+        let name = format!(
+            "fork-{}_{}",
+            choice.at,
+            crate::agent::session::file_name(
+                &self.run.header.task.id,
+                match choice.agent.as_str() {
+                    "plan-exec" => AgentKind::PlanExec,
+                    "spiral" => AgentKind::Spiral,
+                    _ => AgentKind::React,
+                },
+                &choice.world_model,
+            )
+        );
         args.extend([
             "--out".into(),
-            beside.join("forks").display().to_string(),
+            out_dir.display().to_string(),
+            "--file-name".into(),
+            name.clone(),
             "--no-tui".into(),
         ]);
         let program = match std::env::current_exe() {
@@ -96,6 +114,7 @@ impl RunView {
             program,
             original,
             args,
+            path: out_dir.join(name),
         })));
         out.push(Request::Say(format!("forking from step {}…", choice.at)));
     }
