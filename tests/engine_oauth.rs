@@ -161,6 +161,18 @@ fn a_run_asks_for_a_login_first_then_uses_the_stored_token_and_records_none_of_i
         text(&refused)
     );
     assert!(!out.exists(), "no run file for a run that could not start");
+    // Commands that list or call servers say what is missing too.
+    let listed = cosmos_with(
+        dir.path(),
+        &["servers", "--mcp-config", mcp_arg],
+        None,
+        None,
+    );
+    assert!(
+        text(&listed).contains("it needs a login: run `cosmos login demo --mcp-config FILE`"),
+        "{}",
+        text(&listed)
+    );
 
     // The login: PKCE through the "browser", the code back on a loopback port.
     let logged = cosmos_with(

@@ -368,7 +368,19 @@ impl Server {
                 }
                 let cfg = cfg.custom_headers(custom);
                 // The target, not the URL: its userinfo and query are credentials.
-                let failed = |e| anyhow!("connecting to {}: {e}", config.target());
+                let failed = |e: rmcp::service::ClientInitializeError| {
+                    let said = e.to_string();
+                    // A server behind OAuth that has no login here says so in rmcp's words.
+                    let hint = if said.contains("Auth required") {
+                        format!(
+                            " (it needs a login: run `cosmos login {} --mcp-config FILE`)",
+                            config.name
+                        )
+                    } else {
+                        String::new()
+                    };
+                    anyhow!("connecting to {}: {said}{hint}", config.target())
+                };
                 // A server logged into (`cosmos login`) gets its token, refreshed as needed.
                 match super::oauth::authorized_client(url, oauth).await? {
                     Some(client) => listener
