@@ -12,7 +12,6 @@ use mcp_cosmos::tui::app::App;
 use mcp_cosmos::tui::compare::{CallSource, CompareView};
 use mcp_cosmos::tui::keymap::{Command as KeyCommand, Keymap};
 use mcp_cosmos::tui::run_view::RunView;
-use mcp_cosmos::tui::run_view::inspector::Inspector;
 use mcp_cosmos::tui::theme::Theme;
 use ratatui::layout::Rect;
 use serde_json::{Value, json};
@@ -149,14 +148,7 @@ fn a_fork_with_recorded_tools_replays_the_history_and_calls_the_server_only_on_a
     // The explorer's about view names the original and what was copied.
     let opened = mcp_cosmos::trajectory::run::Run::open(&run).unwrap();
     assert_eq!(opened.steps().len(), 1, "the fork's own real call");
-    let view = RunView::new(opened, Rect::new(0, 0, 160, 39));
-    let mut app = App::new(view, Keymap::default(), Theme::new(true), (160, 40));
-    app.update(Action::Do(KeyCommand::About));
-    let about = app
-        .top_as::<Inspector>()
-        .expect("the about view")
-        .lines()
-        .join("\n");
+    let about = about_text(opened);
     assert!(
         about.contains(&format!("of {} (", original.display()))
             && about.contains("at step 2: steps 1 to 1 replayed"),
@@ -237,6 +229,20 @@ fn a_miss_answered_by_the_world_model_is_a_simulation_and_no_server_starts() {
     validates(&run);
     let metrics = report_metrics(&run);
     assert_eq!(metrics["tool_calls"], 0, "nothing real: {metrics}");
+    // A step a world model answered is no history a fork of the fork can replay.
+    let refused = fork(
+        &run,
+        &dir.path().join("again"),
+        json!([{"content": "done"}]),
+        &["--at", "3", "--tools", "recorded"],
+    );
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(
+        text(&refused).contains("step 2 of")
+            && text(&refused).contains("answered by a world model"),
+        "{}",
+        text(&refused)
+    );
 }
 
 #[test]

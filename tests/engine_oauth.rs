@@ -32,44 +32,68 @@ fn example(name: &str) -> PathBuf {
         .join(name)
 }
 
-/// Starts the example server on free ports and waits for both to listen (their lines on its
-/// stdout). A port taken meanwhile by another process ends it at start: then new ports.
-fn protected_server() -> Protected {
+/// Starts a server that takes its two ports from its environment (`start` makes the command
+/// for them), and waits until `ready` has appeared `times` times on its stdout (or stderr); the
+/// rest of that output is read to the end in the background, as a server that logs every
+/// request stops on a full or closed pipe. A port taken meanwhile by another process ends it
+/// at start: then new ports.
+fn on_free_ports(
+    start: impl Fn(u16, u16) -> Command,
+    on_stderr: bool,
+    ready: &str,
+    times: usize,
+    url: impl Fn(u16) -> String,
+) -> Protected {
     for _ in 0..5 {
         let (port, auth_port) = (unused_port(), unused_port());
-        let mut child = Command::new("node")
-            .arg(example("simpleStreamableHttp.js"))
-            .arg("--oauth")
-            .env("MCP_PORT", port.to_string())
-            .env("MCP_AUTH_PORT", auth_port.to_string())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("node runs the SDK's example server");
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let mut listening = 0;
-        for line in lines.by_ref() {
-            let Ok(line) = line else { break };
-            if line.contains("listening on port") {
-                listening += 1;
-                if listening == 2 {
-                    break;
-                }
-            }
+        let mut command = start(port, auth_port);
+        if on_stderr {
+            command.stdout(Stdio::null()).stderr(Stdio::piped());
+        } else {
+            command.stdout(Stdio::piped()).stderr(Stdio::null());
         }
-        // It logs every request: its output is read to the end, or a full (or closed) pipe
-        // would stop it.
+        let mut child = command.spawn().expect("the server's program runs");
+        let output: Box<dyn std::io::Read + Send> = if on_stderr {
+            Box::new(child.stderr.take().unwrap())
+        } else {
+            Box::new(child.stdout.take().unwrap())
+        };
+        let mut lines = BufReader::new(output).lines();
+        let seen = lines
+            .by_ref()
+            .map_while(Result::ok)
+            .filter(|l| l.contains(ready))
+            .take(times)
+            .count();
         std::thread::spawn(move || lines.for_each(drop));
-        if listening == 2 {
+        if seen == times {
             return Protected {
                 child,
-                url: format!("http://localhost:{port}/mcp"),
+                url: url(port),
             };
         }
         let _ = child.kill();
         let _ = child.wait();
     }
-    panic!("the OAuth example server would not start");
+    panic!("the OAuth server would not start");
+}
+
+/// The SDK's example server and its authorization server, both listening.
+fn protected_server() -> Protected {
+    on_free_ports(
+        |port, auth_port| {
+            let mut node = Command::new("node");
+            node.arg(example("simpleStreamableHttp.js"))
+                .arg("--oauth")
+                .env("MCP_PORT", port.to_string())
+                .env("MCP_AUTH_PORT", auth_port.to_string());
+            node
+        },
+        false,
+        "listening on port",
+        2,
+        |port| format!("http://localhost:{port}/mcp"),
+    )
 }
 
 /// A `$BROWSER` that opens the address as a browser would: fetches it, following redirects.
@@ -265,35 +289,23 @@ fn a_login_without_a_browser_prints_the_address_and_gives_up_when_nobody_comes()
 /// test's own (refresh tokens, the client-credentials grant, a grants log), listening.
 fn own_server(dir: &Path, env: &[(&str, &str)]) -> Protected {
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/support/oauth_server.py");
-    for _ in 0..5 {
-        let (port, auth_port) = (unused_port(), unused_port());
-        let mut child = Command::new(python())
-            .arg(&script)
-            .env("MCP_PORT", port.to_string())
-            .env("AUTH_PORT", auth_port.to_string())
-            .env("GRANTS_FILE", dir.join("grants.txt"))
-            .envs(env.iter().copied())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        // uvicorn says on stderr when it listens; the rest is read to the end.
-        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        let up = lines
-            .by_ref()
-            .map_while(Result::ok)
-            .any(|l| l.contains("Uvicorn running on"));
-        std::thread::spawn(move || lines.for_each(drop));
-        if up {
-            return Protected {
-                child,
-                url: format!("http://127.0.0.1:{port}/mcp"),
-            };
-        }
-        let _ = child.kill();
-        let _ = child.wait();
-    }
-    panic!("the test's OAuth server would not start");
+    on_free_ports(
+        |port, auth_port| {
+            let mut python = Command::new(python());
+            python
+                .arg(&script)
+                .env("MCP_PORT", port.to_string())
+                .env("AUTH_PORT", auth_port.to_string())
+                .env("GRANTS_FILE", dir.join("grants.txt"))
+                .envs(env.iter().copied());
+            python
+        },
+        // uvicorn says on stderr when it listens.
+        true,
+        "Uvicorn running on",
+        1,
+        |port| format!("http://127.0.0.1:{port}/mcp"),
+    )
 }
 
 /// A ReAct run of one `whoami` call against `mcp`, into `dir/runs`, with `env` added.

@@ -6,13 +6,6 @@ mod support;
 use std::path::Path;
 use std::process::Command;
 
-use mcp_cosmos::tui::action::Action;
-use mcp_cosmos::tui::app::App;
-use mcp_cosmos::tui::keymap::{Command as KeyCommand, Keymap};
-use mcp_cosmos::tui::run_view::RunView;
-use mcp_cosmos::tui::run_view::inspector::Inspector;
-use mcp_cosmos::tui::theme::Theme;
-use ratatui::layout::Rect;
 use serde_json::{Value, json};
 use support::*;
 
@@ -90,14 +83,7 @@ fn a_changed_answer_is_drift_and_a_tool_not_read_only_waits_for_all() {
         "{said}"
     );
     // The run's about view says it too, and marks the read-only tool.
-    let view = RunView::new(opened, Rect::new(0, 0, 120, 39));
-    let mut app = App::new(view, Keymap::default(), Theme::new(true), (120, 40));
-    app.update(Action::Do(KeyCommand::About));
-    let about = app
-        .top_as::<Inspector>()
-        .expect("the about view")
-        .lines()
-        .join("\n");
+    let about = about_text(opened);
     assert!(about.contains("against today's servers"), "{about}");
     assert!(
         about.contains("step 1 flaky:forecast: changed fidelity"),

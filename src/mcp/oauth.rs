@@ -148,20 +148,17 @@ impl TokenStore {
             Err(e) => Err(e).with_context(|| format!("removing {}", self.path.display())),
         }
     }
+}
 
-    /// The access and refresh tokens held, for the redactor.
-    pub fn secrets(&self) -> Vec<String> {
-        let Ok(Some(credentials)) = self.read() else {
-            return Vec::new();
-        };
-        let Ok(value) = serde_json::to_value(&credentials.token_response) else {
-            return Vec::new();
-        };
-        ["access_token", "refresh_token"]
-            .iter()
-            .filter_map(|k| value.get(k).and_then(|v| v.as_str()).map(String::from))
-            .collect()
-    }
+/// The access and refresh tokens `credentials` hold, for the redactor.
+fn tokens(credentials: &StoredCredentials) -> Vec<String> {
+    let Ok(value) = serde_json::to_value(&credentials.token_response) else {
+        return Vec::new();
+    };
+    ["access_token", "refresh_token"]
+        .iter()
+        .filter_map(|k| value.get(k).and_then(|v| v.as_str()).map(String::from))
+        .collect()
 }
 
 fn store_error(e: anyhow::Error) -> AuthError {
@@ -438,8 +435,8 @@ pub async fn check_logins(
                 .await
                 .with_context(|| format!("server \"{}\"", server.name))?;
         }
-        if store.read()?.is_some() {
-            secrets.extend(store.secrets());
+        if let Some(stored) = store.read()? {
+            secrets.extend(tokens(&stored));
             continue;
         }
         // A server given its own Authorization header is not ours to log into.

@@ -287,3 +287,39 @@ impl View for ElicitForm {
         true
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_field_that_is_not_a_number_keeps_the_form_open_and_says_why() {
+        let (answer, mut waiting) = tokio::sync::oneshot::channel();
+        let mut form = ElicitForm::new(Question {
+            message: "How old?".into(),
+            requested: json!({"type": "object", "properties": {
+                "age": {"type": "integer", "title": "Age"}
+            }, "required": ["age"]}),
+            answer,
+        });
+        let mut out = Vec::new();
+        form.key(&KeyEvent::from(KeyCode::Enter), &mut out);
+        assert_eq!(form.problem.as_deref(), Some("Age is required"));
+        for ch in "ten".chars() {
+            form.key(&KeyEvent::from(KeyCode::Char(ch)), &mut out);
+        }
+        form.key(&KeyEvent::from(KeyCode::Enter), &mut out);
+        assert_eq!(form.problem.as_deref(), Some("Age must be a whole number"));
+        assert!(out.is_empty(), "still open");
+        assert!(waiting.try_recv().is_err(), "nothing answered yet");
+        for _ in 0..3 {
+            form.key(&KeyEvent::from(KeyCode::Backspace), &mut out);
+        }
+        form.key(&KeyEvent::from(KeyCode::Char('7')), &mut out);
+        form.key(&KeyEvent::from(KeyCode::Enter), &mut out);
+        let (action, content) = waiting.try_recv().expect("answered");
+        assert_eq!(action, ElicitationAction::Accept);
+        assert_eq!(content, Some(json!({"age": 7})));
+    }
+}
