@@ -1007,3 +1007,68 @@ fn simulating(mcp: &Path, out: &Path, recorded: &Path, extra: &[&str]) -> Vec<St
     args.extend(extra.iter().map(|a| a.to_string()));
     args
 }
+
+/// A server that asks for input during a call made through the proxy asks the client whose
+/// call it is: a client that takes requests answers (and the server gets its answer); one
+/// that does not is declined for. Both are recorded with the call, saying who answered.
+#[test]
+fn a_servers_request_for_input_goes_to_the_client_whose_call_it_is() {
+    let with_answer = json!({"action": "accept", "content": {"city": "Oslo", "units": "imperial"}});
+    for (elicit, result, action, reason) in [
+        (
+            Some(with_answer),
+            "accepted: Oslo in imperial",
+            "accept",
+            "answered by the client (sdk-test-client 1.2.3)",
+        ),
+        (
+            None,
+            "decline",
+            "decline",
+            "the client (sdk-test-client 1.2.3) does not take requests for input",
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let mcp = write_mcp_config(dir.path(), json!({"flaky": flaky_server()}));
+        let out = dir.path().join("runs");
+        let mut spec = through_proxy(
+            &[
+                "--mcp-config",
+                &mcp.display().to_string(),
+                "--out",
+                &out.display().to_string(),
+            ],
+            &dir.path().join("proxy.log"),
+            json!([{"name": "ask", "arguments": {}}]),
+        );
+        if let Some(answer) = &elicit {
+            spec["elicit"] = answer.clone();
+        }
+        let answer = sdk_client(spec);
+        assert_eq!(
+            answer["results"][0]["content"][0]["text"], result,
+            "{answer}"
+        );
+        if elicit.is_some() {
+            assert_eq!(
+                answer["elicited_seen"],
+                json!(["Which city, and which units?"])
+            );
+        }
+        let events = events_of_only(&out);
+        assert_eq!(events[0]["agent"]["settings"]["elicitation"], "client");
+        let asked = events
+            .iter()
+            .position(|e| e["kind"] == "elicitation")
+            .expect("the request is recorded");
+        let called = events
+            .iter()
+            .position(|e| e["kind"] == "tool_called")
+            .unwrap();
+        assert!(asked < called, "the request comes before the result");
+        assert_eq!(events[asked]["tool"], "flaky:ask");
+        assert_eq!(events[asked]["action"], action, "{}", events[asked]);
+        assert_eq!(events[asked]["reason"], reason);
+        assert_eq!(events[called]["result"]["text"], result);
+    }
+}

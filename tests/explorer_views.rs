@@ -1695,16 +1695,18 @@ fn elicitation_form() {
     for size in SIZES {
         let mut app = run_app(common::plan_fails_run(), size);
         let (answer, _waiting) = tokio::sync::oneshot::channel();
-        let question = mcp_cosmos::mcp::elicitation::Question {
-            message: "Please provide your registration information:".into(),
-            requested: serde_json::json!({"type": "object", "properties": {
+        let question = mcp_cosmos::mcp::elicitation::Question::form(
+            "test",
+            "Please provide your registration information:",
+            serde_json::json!({"type": "object", "properties": {
                 "username": {"type": "string", "title": "Username"},
                 "newsletter": {"type": "boolean", "title": "Newsletter", "default": false},
                 "role": {"type": "string", "title": "Role", "enum": ["developer", "designer"], "default": "designer"},
                 "age": {"type": "integer", "title": "Age"}
             }, "required": ["username"]}),
             answer,
-        };
+        )
+        .expect("a form schema");
         app.update(Action::Elicit(Box::new(question)));
         insta::assert_snapshot!(
             format!("elicitation_form_{}x{}", size.0, size.1),

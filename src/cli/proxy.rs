@@ -132,7 +132,8 @@ impl ProxyArgs {
             timeouts: Timeouts {
                 startup: Duration::from_secs(self.startup_timeout_s.max(1)),
                 call: Duration::from_secs(self.call_timeout_s.max(1)),
-                ..Timeouts::default()
+                // Asked of the client whose call it is (proxy::elicit).
+                elicitation: crate::mcp::elicitation::Elicitation::Ask,
             },
             transport: if self.http.is_some() { "http" } else { "stdio" },
             secrets: token.map(str::to_string).into_iter().collect(),

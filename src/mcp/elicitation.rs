@@ -31,20 +31,86 @@ impl Elicitation {
     }
 }
 
-/// A request put to a person: the server's message, the form's schema, and where the answer
-/// goes (dropping it unanswered declines).
+/// A request put to a person (or, through `cosmos proxy`, to the client whose call it came
+/// during): the server's request, and where the answer goes (dropping it unanswered declines).
 #[derive(Debug)]
 pub struct Question {
-    /// What the server asked.
-    pub message: String,
-    /// The form's schema.
-    pub requested: Value,
-    /// The answer: `accept` with content, `decline` or `cancel`.
-    pub answer: tokio::sync::oneshot::Sender<(ElicitationAction, Option<Value>)>,
+    /// The server that asked (its name in `mcp.json`).
+    pub server: String,
+    /// What it asked: a form, or a page to open.
+    pub request: ElicitRequestParams,
+    /// Where the answer goes.
+    pub answer: tokio::sync::oneshot::Sender<Answer>,
 }
 
-/// Where questions go while a live explorer is open (`cli::run` registers it); one per
-/// process, as there is one screen.
+impl Question {
+    /// A form asking `message`, its fields as `schema` (a JSON Schema object the MCP form
+    /// schema accepts) says.
+    pub fn form(
+        server: &str,
+        message: &str,
+        schema: Value,
+        answer: tokio::sync::oneshot::Sender<Answer>,
+    ) -> Result<Self, serde_json::Error> {
+        Ok(Self {
+            server: server.to_string(),
+            request: ElicitRequestParams::FormElicitationParams {
+                meta: None,
+                message: message.to_string(),
+                requested_schema: serde_json::from_value(schema)?,
+            },
+            answer,
+        })
+    }
+
+    /// What the server said.
+    pub fn message(&self) -> &str {
+        match &self.request {
+            ElicitRequestParams::FormElicitationParams { message, .. }
+            | ElicitRequestParams::UrlElicitationParams { message, .. } => message,
+            _ => "",
+        }
+    }
+
+    /// The form's schema (`requestedSchema`), or `{"url": …}` for a page to open.
+    pub fn requested(&self) -> Value {
+        requested(&self.request)
+    }
+
+    /// Declines, saying why.
+    pub fn decline(self, reason: impl Into<String>) {
+        let _ = self.answer.send(Answer {
+            action: ElicitationAction::Decline,
+            content: None,
+            reason: reason.into(),
+        });
+    }
+}
+
+/// The answer to a `Question`.
+#[derive(Debug)]
+pub struct Answer {
+    /// `accept`, `decline` or `cancel`.
+    pub action: ElicitationAction,
+    /// What was filled in, when accepted.
+    pub content: Option<Value>,
+    /// Who answered, or why it was answered so (recorded).
+    pub reason: String,
+}
+
+/// The schema a request asks to be filled, or `{"url": …}` for a page to open.
+fn requested(request: &ElicitRequestParams) -> Value {
+    match request {
+        ElicitRequestParams::FormElicitationParams {
+            requested_schema, ..
+        } => serde_json::to_value(requested_schema).unwrap_or(Value::Null),
+        ElicitRequestParams::UrlElicitationParams { url, .. } => serde_json::json!({ "url": url }),
+        _ => Value::Null,
+    }
+}
+
+/// Where questions go while someone can answer them: a live explorer (`cli::run`) or the
+/// clients of `cosmos proxy`; one per process, as there is one screen or one proxy.
 static ASKER: std::sync::Mutex<Option<std::sync::mpsc::Sender<Question>>> =
     std::sync::Mutex::new(None);
 
@@ -54,72 +120,69 @@ pub fn ask_through(asker: Option<std::sync::mpsc::Sender<Question>>) {
 }
 
 /// How long a person has to answer before the request is declined for them.
-const ANSWER_WITHIN: std::time::Duration = std::time::Duration::from_secs(600);
+pub const ANSWER_WITHIN: std::time::Duration = std::time::Duration::from_secs(600);
 
-/// Answers `request` as the policy says, asking a person when it says so: the reply for the
-/// server and the record of it.
+/// Answers `request` of `server` as the policy says, asking whoever answers for this process
+/// (`ask_through`) when it says so: the reply for the server and the record of it.
 pub async fn respond(
     policy: Elicitation,
+    server: &str,
     request: &ElicitRequestParams,
 ) -> (ElicitResult, Elicited) {
-    let ElicitRequestParams::FormElicitationParams {
-        message,
-        requested_schema,
-        ..
-    } = request
-    else {
-        return answer(policy, request);
-    };
     if policy != Elicitation::Ask {
         return answer(policy, request);
     }
-    let schema = serde_json::to_value(requested_schema).unwrap_or(Value::Null);
     let (tx, rx) = tokio::sync::oneshot::channel();
     let asker = ASKER.lock().unwrap_or_else(|p| p.into_inner()).clone();
     let sent = asker.is_some_and(|a| {
         a.send(Question {
-            message: message.clone(),
-            requested: schema.clone(),
+            server: server.to_string(),
+            request: request.clone(),
             answer: tx,
         })
         .is_ok()
     });
-    let (action, content, reason) = if !sent {
-        (
-            ElicitationAction::Decline,
-            None,
-            "nobody to ask: no explorer is open".to_string(),
-        )
+    let answered = if !sent {
+        Answer {
+            action: ElicitationAction::Decline,
+            content: None,
+            reason: "nobody to ask: no explorer is open".to_string(),
+        }
     } else {
         match tokio::time::timeout(ANSWER_WITHIN, rx).await {
-            Ok(Ok((action, content))) => (action, content, "answered in the explorer".to_string()),
-            Ok(Err(_)) => (
-                ElicitationAction::Decline,
-                None,
-                "the explorer closed the question".into(),
-            ),
-            Err(_) => (
-                ElicitationAction::Decline,
-                None,
-                format!("nobody answered within {}s", ANSWER_WITHIN.as_secs()),
-            ),
+            Ok(Ok(answered)) => answered,
+            Ok(Err(_)) => Answer {
+                action: ElicitationAction::Decline,
+                content: None,
+                reason: "the question was closed unanswered".into(),
+            },
+            Err(_) => Answer {
+                action: ElicitationAction::Decline,
+                content: None,
+                reason: format!("nobody answered within {}s", ANSWER_WITHIN.as_secs()),
+            },
         }
     };
-    let mut result = ElicitResult::new(action.clone());
-    result.content = content.clone();
-    let action = match action {
+    let mut result = ElicitResult::new(answered.action.clone());
+    result.content = answered.content.clone();
+    let action = match answered.action {
         ElicitationAction::Accept => "accept",
         ElicitationAction::Cancel => "cancel",
         _ => "decline",
     };
+    let message = match request {
+        ElicitRequestParams::FormElicitationParams { message, .. }
+        | ElicitRequestParams::UrlElicitationParams { message, .. } => message.clone(),
+        _ => String::new(),
+    };
     (
         result,
         Elicited {
-            message: message.clone(),
-            requested: schema,
+            message,
+            requested: requested(request),
             action,
-            content,
-            reason,
+            content: answered.content,
+            reason: answered.reason,
         },
     )
 }
@@ -155,17 +218,13 @@ pub fn answer(policy: Elicitation, request: &ElicitRequestParams) -> (ElicitResu
         )
     };
     match request {
-        ElicitRequestParams::UrlElicitationParams { message, url, .. } => decline(
+        ElicitRequestParams::UrlElicitationParams { message, .. } => decline(
             message,
-            serde_json::json!({ "url": url }),
+            requested(request),
             "a page to open: nobody is at this run's screen".into(),
         ),
-        ElicitRequestParams::FormElicitationParams {
-            message,
-            requested_schema,
-            ..
-        } => {
-            let schema = serde_json::to_value(requested_schema).unwrap_or(Value::Null);
+        ElicitRequestParams::FormElicitationParams { message, .. } => {
+            let schema = requested(request);
             if policy != Elicitation::AcceptDefaults {
                 return decline(
                     message,

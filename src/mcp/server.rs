@@ -105,6 +105,8 @@ struct Listener {
     /// How a server's request for input is answered, and where each exchange is told.
     elicitation: super::elicitation::Elicitation,
     elicited: tokio::sync::broadcast::Sender<super::elicitation::Elicited>,
+    /// The server's name, for whoever answers its questions.
+    server: String,
 }
 
 impl rmcp::ClientHandler for Listener {
@@ -126,7 +128,8 @@ impl rmcp::ClientHandler for Listener {
         request: rmcp::model::ElicitRequestParams,
         _context: rmcp::service::RequestContext<RoleClient>,
     ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
-        let (result, elicited) = super::elicitation::respond(self.elicitation, &request).await;
+        let (result, elicited) =
+            super::elicitation::respond(self.elicitation, &self.server, &request).await;
         // Nobody listening (no call in flight) is not an error.
         let _ = self.elicited.send(elicited);
         Ok(result)
@@ -207,6 +210,7 @@ impl Server {
             progress: tokio::sync::broadcast::Sender::new(PROGRESS_BACKLOG),
             elicitation,
             elicited: tokio::sync::broadcast::Sender::new(PROGRESS_BACKLOG),
+            server: config.name.clone(),
         };
         let progress = listener.progress.clone();
         let elicited = listener.elicited.clone();

@@ -57,7 +57,7 @@ impl ProxyHandler {
         name: &str,
         arguments: Value,
         session: Arc<Session>,
-        progress: Option<Forward>,
+        caller: Caller,
     ) -> CallToolResult {
         let Some(tool) = self.setup.catalog.resolve(name) else {
             // Counted as MCP-Bench counts it: a call made, and failed.
@@ -77,7 +77,7 @@ impl ProxyHandler {
             arguments,
         };
         match self.setup.mode {
-            Mode::Record => self.real(&session, planned, progress).await,
+            Mode::Record => self.real(&session, planned, caller).await,
             Mode::Shadow => {
                 match session.add_node(&planned.tool, &planned.arguments) {
                     Ok((node, depth)) => {
@@ -96,9 +96,9 @@ impl ProxyHandler {
                     }
                     Err(e) => tracing::warn!("recording a shadowed call: {e:#}"),
                 }
-                self.real(&session, planned, progress).await
+                self.real(&session, planned, caller).await
             }
-            Mode::Simulate => self.simulate(&session, planned, progress).await,
+            Mode::Simulate => self.simulate(&session, planned, caller).await,
         }
     }
 
@@ -108,7 +108,7 @@ impl ProxyHandler {
         &self,
         session: &Session,
         planned: PlannedCall,
-        progress: Option<Forward>,
+        caller: Caller,
     ) -> CallToolResult {
         let Some(pool) = &self.setup.pool else {
             // Only simulate mode runs without upstreams, and it never asks for a real call
@@ -117,8 +117,13 @@ impl ProxyHandler {
         };
         self.revive(session, pool, &planned.tool).await;
         let ticket = session.sending(&planned);
+        // The server's questions meanwhile go to this client.
+        let server = pool.server_of(&planned.tool).map(|s| s.name.clone());
+        let _calling = server
+            .as_deref()
+            .map(|server| self.setup.callers.calling(server, caller.peer.clone()));
         // Progress is asked of the server only for a client that asked for it.
-        let mut pass_on = progress.map(Forward::start);
+        let mut pass_on = caller.progress();
         let on_progress: crate::mcp::server::OnProgress<'_> = match &mut pass_on {
             Some(tell) => Some(tell),
             None => None,
@@ -165,7 +170,7 @@ impl ProxyHandler {
         &self,
         session: &Session,
         mut planned: PlannedCall,
-        progress: Option<Forward>,
+        caller: Caller,
     ) -> CallToolResult {
         let (node, depth) = match session.add_node(&planned.tool, &planned.arguments) {
             Ok(added) => added,
@@ -198,7 +203,7 @@ impl ProxyHandler {
                 json!({META_SIMULATED: false, META_MISS: "error"}),
             ),
             OnMiss::Real => {
-                let mut reply = self.real(session, planned, progress).await;
+                let mut reply = self.real(session, planned, caller).await;
                 let meta = reply.meta.get_or_insert_with(Default::default);
                 meta.0.insert(META_SIMULATED.into(), json!(false));
                 meta.0.insert(META_MISS.into(), json!("real"));
@@ -276,43 +281,47 @@ impl ServerHandler for ProxyHandler {
         let progress = context
             .meta
             .get_progress_token()
-            .or_else(|| request.meta.as_ref().and_then(|m| m.get_progress_token()))
-            .map(|token| Forward {
-                peer: context.peer.clone(),
-                token,
-            });
+            .or_else(|| request.meta.as_ref().and_then(|m| m.get_progress_token()));
+        let caller = Caller {
+            peer: context.peer.clone(),
+            progress,
+        };
         Ok(self
-            .call(&request.name, arguments, session, progress)
+            .call(&request.name, arguments, session, caller)
             .await
             .into())
     }
 }
 
-/// Where a call's progress goes: the client that asked for it, under its token.
-struct Forward {
+/// The client making a call: asked when the server asks for input, and told the call's
+/// progress under its token when it asked for it.
+struct Caller {
     peer: rmcp::Peer<RoleServer>,
-    token: ProgressToken,
+    progress: Option<ProgressToken>,
 }
 
-impl Forward {
+impl Caller {
     /// A teller that passes each report on, in order (one task sends them all); reports a
     /// slow client has not taken yet beyond a few are dropped, never queued without bound.
-    fn start(self) -> impl FnMut(Progress) + Send {
+    /// `None` when the client did not ask for progress.
+    fn progress(&self) -> Option<impl FnMut(Progress) + Send + use<>> {
+        let token = self.progress.clone()?;
+        let peer = self.peer.clone();
         let (tx, mut rx) = tokio::sync::mpsc::channel::<Progress>(16);
         tokio::spawn(async move {
             while let Some(p) = rx.recv().await {
-                let mut param = ProgressNotificationParam::new(self.token.clone(), p.progress);
+                let mut param = ProgressNotificationParam::new(token.clone(), p.progress);
                 param.total = p.total;
                 param.message = p.message;
                 // A client gone is not the call's failure.
-                if self.peer.notify_progress(param).await.is_err() {
+                if peer.notify_progress(param).await.is_err() {
                     break;
                 }
             }
         });
-        move |p| {
+        Some(move |p| {
             let _ = tx.try_send(p);
-        }
+        })
     }
 }
 

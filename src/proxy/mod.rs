@@ -13,6 +13,7 @@
 //! rmcp server, `http.rs` serves streamable HTTP.
 
 pub mod catalog;
+pub mod elicit;
 pub mod handler;
 pub mod http;
 pub mod session;
@@ -162,6 +163,8 @@ pub struct Setup {
     pub settings: BTreeMap<String, Value>,
     /// The roles whose endpoints the proxy uses (the `llm` world model's), for headers.
     pub roles: BTreeMap<String, ModelInfo>,
+    /// The clients with a call in flight, asked when their call's server asks for input.
+    pub callers: Arc<elicit::Callers>,
     /// Sessions open now, so a stop can end each one.
     sessions: Mutex<Vec<Weak<Session>>>,
     /// Told whenever a session ends.
@@ -228,6 +231,9 @@ impl Setup {
             bail!("{} names no server", spec.mcp_config.display());
         }
         let needs_upstream = spec.tools_from.is_none() || spec.on_miss == OnMiss::Real;
+        // A server's request for input goes to the client whose call it came during.
+        let callers = Arc::new(elicit::Callers::default());
+        elicit::forward_to_clients(callers.clone());
         let (pool, failures) = if needs_upstream {
             let (pool, failures) = McpPool::connect(&chosen, spec.timeouts).await;
             (Some(Arc::new(pool)), failures)
@@ -272,6 +278,7 @@ impl Setup {
             "tool_call_timeout_s".into(),
             json!(spec.timeouts.call.as_secs()),
         );
+        settings.insert("elicitation".into(), json!("client"));
         if spec.mode == Mode::Simulate {
             settings.insert("on_miss".into(), json!(spec.on_miss.as_str()));
         }
@@ -304,6 +311,7 @@ impl Setup {
             redactor,
             settings,
             roles,
+            callers,
             sessions: Mutex::new(Vec::new()),
             session_closed: Arc::new(tokio::sync::Notify::new()),
         })

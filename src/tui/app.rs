@@ -301,7 +301,14 @@ impl App {
             Action::Elicit(question) => {
                 // The waiting call's question goes in front of whatever is shown.
                 self.changed = true;
-                self.push(Box::new(super::elicit_form::ElicitForm::new(*question)));
+                if matches!(
+                    question.request,
+                    rmcp::model::ElicitRequestParams::FormElicitationParams { .. }
+                ) {
+                    self.push(Box::new(super::elicit_form::ElicitForm::new(*question)));
+                } else {
+                    question.decline("not a form: the explorer answers only forms");
+                }
             }
             Action::ForkEnded(id) => {
                 self.changed = true;

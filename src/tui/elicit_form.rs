@@ -15,7 +15,7 @@ use super::action::Action;
 use super::keymap::Mode;
 use super::theme::Theme;
 use super::view::{Context, Handled, Request, View};
-use crate::mcp::elicitation::Question;
+use crate::mcp::elicitation::{Answer, Question};
 use crate::sanitize::one_line;
 
 /// What a field holds.
@@ -47,13 +47,13 @@ pub struct ElicitForm {
     /// The field the keys edit.
     pub selected: usize,
     problem: Option<String>,
-    answer: Option<tokio::sync::oneshot::Sender<(ElicitationAction, Option<Value>)>>,
+    answer: Option<tokio::sync::oneshot::Sender<Answer>>,
 }
 
 impl ElicitForm {
     /// The form of `question`.
     pub fn new(question: Question) -> Self {
-        let schema = &question.requested;
+        let schema = &question.requested();
         let required: Vec<&str> = schema
             .get("required")
             .and_then(Value::as_array)
@@ -111,7 +111,7 @@ impl ElicitForm {
             }
         }
         Self {
-            message: question.message,
+            message: question.message().to_string(),
             fields,
             selected: 0,
             problem: None,
@@ -155,7 +155,11 @@ impl ElicitForm {
     fn reply(&mut self, action: ElicitationAction, content: Option<Value>, out: &mut Vec<Request>) {
         if let Some(answer) = self.answer.take() {
             // The call may have ended meanwhile: then nobody is waiting.
-            let _ = answer.send((action, content));
+            let _ = answer.send(Answer {
+                action,
+                content,
+                reason: "answered in the explorer".into(),
+            });
         }
         out.push(Request::Close);
     }
@@ -210,7 +214,11 @@ impl Drop for ElicitForm {
     /// A form closed without an answer declines (the waiting call is told, never left).
     fn drop(&mut self) {
         if let Some(answer) = self.answer.take() {
-            let _ = answer.send((ElicitationAction::Decline, None));
+            let _ = answer.send(Answer {
+                action: ElicitationAction::Decline,
+                content: None,
+                reason: "the form was closed unanswered".into(),
+            });
         }
     }
 }
@@ -296,13 +304,17 @@ mod tests {
     #[test]
     fn a_field_that_is_not_a_number_keeps_the_form_open_and_says_why() {
         let (answer, mut waiting) = tokio::sync::oneshot::channel();
-        let mut form = ElicitForm::new(Question {
-            message: "How old?".into(),
-            requested: json!({"type": "object", "properties": {
+        let mut form = ElicitForm::new(
+            Question::form(
+                "test",
+                "How old?",
+                json!({"type": "object", "properties": {
                 "age": {"type": "integer", "title": "Age"}
             }, "required": ["age"]}),
-            answer,
-        });
+                answer,
+            )
+            .expect("a form schema"),
+        );
         let mut out = Vec::new();
         form.key(&KeyEvent::from(KeyCode::Enter), &mut out);
         assert_eq!(form.problem.as_deref(), Some("Age is required"));
@@ -318,8 +330,9 @@ mod tests {
         }
         form.key(&KeyEvent::from(KeyCode::Char('7')), &mut out);
         form.key(&KeyEvent::from(KeyCode::Enter), &mut out);
-        let (action, content) = waiting.try_recv().expect("answered");
-        assert_eq!(action, ElicitationAction::Accept);
-        assert_eq!(content, Some(json!({"age": 7})));
+        let answered = waiting.try_recv().expect("answered");
+        assert_eq!(answered.action, ElicitationAction::Accept);
+        assert_eq!(answered.content, Some(json!({"age": 7})));
+        assert_eq!(answered.reason, "answered in the explorer");
     }
 }

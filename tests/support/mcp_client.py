@@ -8,7 +8,9 @@ SPEC is {"transport": "stdio", "command": ..., "args": [...], "env": {...}} or
 result as the SDK decoded it (by alias: `isError`, `structuredContent`, `_meta`). A call that
 raises is {"raised": message}. A call with "progress": true asks for progress reports, and its
 result gets "progress_seen": [[progress, total, message], ...]. With "pause_file", it waits after the first call until that file
-exists (so a test can act mid-session).
+exists (so a test can act mid-session). With "elicit": {"action", "content"} the client takes
+servers' requests for input and answers each so; the output's "elicited_seen" lists their
+messages.
 """
 
 import asyncio
@@ -19,13 +21,23 @@ import sys
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamablehttp_client
-from mcp.types import Implementation
+from mcp.types import ElicitResult, Implementation
 
 
 async def session_calls(read, write, spec):
     info = spec.get("client", {"name": "sdk-test-client", "version": "0.0.1"})
+    elicited_seen = []
+    answer = spec.get("elicit")
+
+    async def on_elicit(context, params):
+        elicited_seen.append(params.message)
+        return ElicitResult(action=answer["action"], content=answer.get("content"))
+
     async with ClientSession(
-        read, write, client_info=Implementation(name=info["name"], version=info["version"])
+        read,
+        write,
+        client_info=Implementation(name=info["name"], version=info["version"]),
+        elicitation_callback=on_elicit if answer else None,
     ) as session:
         await session.initialize()
         tools = await session.list_tools()
@@ -55,6 +67,8 @@ async def session_calls(read, write, spec):
                 while not os.path.exists(pause):
                     await asyncio.sleep(0.05)
         out["results"] = results
+        if answer:
+            out["elicited_seen"] = elicited_seen
         return out
 
 
