@@ -10,7 +10,7 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 
-use serde_json::json;
+use serde_json::{Value, json};
 use support::*;
 
 /// The example server, listening (`MCP_PORT`, `MCP_AUTH_PORT`); killed on drop.
@@ -308,20 +308,35 @@ fn own_server(dir: &Path, env: &[(&str, &str)]) -> Protected {
     )
 }
 
-/// A ReAct run of one `whoami` call against `mcp`, into `dir/runs`, with `env` added.
+/// A ReAct run of one `whoami` call against `mcp`, into `dir/runs`, with `env` added; it must
+/// get in.
 fn whoami_run(dir: &Path, mcp: &Path, env: &[(&str, &str)]) -> (Output, PathBuf) {
+    let (ran, run, result) = one_call_run(dir, mcp, "prot:whoami", env);
+    assert_eq!(result["result"]["text"], "you are logged in", "{result}");
+    (ran, run)
+}
+
+/// A ReAct run of one call of `tool` against `mcp`, into `dir/runs` (emptied first), with
+/// `env` added: the output, the run and its `tool_called`.
+fn one_call_run(
+    dir: &Path,
+    mcp: &Path,
+    tool: &str,
+    env: &[(&str, &str)],
+) -> (Output, PathBuf, Value) {
     let task = dir.join("task.json");
     std::fs::write(
         &task,
-        json!({"id": "whoami_1", "request": "Who am I?"}).to_string(),
+        json!({"id": "call_1", "request": "Call the tool."}).to_string(),
     )
     .unwrap();
     let llm = ScriptedLlm::start(json!([
-        {"when": "1. prot:whoami", "content": finish("logged in")},
-        {"when": "No tool has been called yet", "content": call("prot:whoami", json!({}))},
-        {"content": "logged in"}
+        {"when": format!("1. {tool}"), "content": finish("done")},
+        {"when": "No tool has been called yet", "content": call(tool, json!({}))},
+        {"content": "done"}
     ]));
     let out = dir.join("runs");
+    let _ = std::fs::remove_dir_all(&out);
     let mut command = Command::new(env!("CARGO_BIN_EXE_cosmos"));
     command
         .args([
@@ -345,12 +360,12 @@ fn whoami_run(dir: &Path, mcp: &Path, env: &[(&str, &str)]) -> (Output, PathBuf)
         .envs(env.iter().copied());
     let ran = command.output().unwrap();
     assert!(ran.status.success(), "{}", text(&ran));
-    let result = events(&only_run(&out))
+    let run = only_run(&out);
+    let result = events(&run)
         .into_iter()
         .find(|e| e["kind"] == "tool_called")
         .unwrap();
-    assert_eq!(result["result"]["text"], "you are logged in", "{result}");
-    (ran, only_run(&out))
+    (ran, run, result)
 }
 
 /// The access and refresh tokens in the token store.
@@ -408,7 +423,7 @@ fn an_expired_login_is_refreshed_before_the_run_uses_it() {
     let before = stored_tokens(dir.path());
     let (_, run) = whoami_run(dir.path(), &mcp, &[]);
     let grants = std::fs::read_to_string(dir.path().join("grants.txt")).unwrap();
-    assert_eq!(grants, "authorization_code\nrefresh_token\n");
+    assert_eq!(grants, "register\nauthorization_code\nrefresh_token\n");
     let after = stored_tokens(dir.path());
     assert_ne!(before, after, "the refreshed tokens are stored");
     let secrets = [before, after].concat();
@@ -485,4 +500,106 @@ fn the_client_credentials_grant_runs_unattended_in_a_run_and_a_sweep_cell() {
         .unwrap();
     assert_eq!(called["result"]["text"], "you are logged in");
     nothing_holds(dir.path(), &cell, &[secret.to_string()]);
+}
+
+/// A server that refuses a call for want of a scope (403 `insufficient_scope`): a
+/// client-credentials server gets a token with the scopes held and asked for, and the call is
+/// made again; a login cannot be repeated in a run, so the call fails naming the command that
+/// steps it up, and after that login the same run gets in.
+#[test]
+fn a_call_refused_for_want_of_a_scope_steps_the_token_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let secret = "cc-secret-9f8e7d6c5b4a";
+    let server = own_server(
+        dir.path(),
+        &[("CLIENT_ID", "cosmos-ci"), ("CLIENT_SECRET", secret)],
+    );
+    let unattended = write_mcp_config(
+        dir.path(),
+        json!({"prot": {"url": server.url, "oauth": {
+            "grant": "client_credentials", "client_id": "cosmos-ci", "client_secret": "${CI_SECRET}"
+        }}}),
+    );
+    let (_, run, called) = one_call_run(
+        dir.path(),
+        &unattended,
+        "prot:admin_report",
+        &[("CI_SECRET", secret)],
+    );
+    assert_eq!(called["result"]["text"], "the admin report", "{called}");
+    let grants = std::fs::read_to_string(dir.path().join("grants.txt")).unwrap();
+    assert_eq!(
+        grants, "client_credentials\nclient_credentials read admin\n",
+        "a first token, then one with the scopes asked for"
+    );
+    nothing_holds(
+        dir.path(),
+        &run,
+        &[vec![secret.to_string()], stored_tokens(dir.path())].concat(),
+    );
+
+    // A person's login: the run says how to step it up.
+    let attended = dir.path().join("attended.json");
+    std::fs::write(
+        &attended,
+        json!({"mcpServers": {"prot": {"url": server.url}}}).to_string(),
+    )
+    .unwrap();
+    let login = |more: &[&str]| {
+        let mut args = vec!["login", "prot", "--mcp-config", attended.to_str().unwrap()];
+        args.extend_from_slice(more);
+        let logged = cosmos_with(dir.path(), &args, Some(&browser(dir.path())), None);
+        assert!(logged.status.success(), "{}", text(&logged));
+    };
+    login(&[]);
+    let (_, _, refused) = one_call_run(dir.path(), &attended, "prot:admin_report", &[]);
+    let said = refused["error"].as_str().unwrap_or_default();
+    assert!(
+        said.contains("asks for scope \"read admin\"")
+            && said.contains("cosmos login prot --mcp-config FILE --scope read --scope admin"),
+        "{refused}"
+    );
+    login(&["--scope", "read", "--scope", "admin"]);
+    let (_, run, called) = one_call_run(dir.path(), &attended, "prot:admin_report", &[]);
+    assert_eq!(called["result"]["text"], "the admin report", "{called}");
+    nothing_holds(dir.path(), &run, &stored_tokens(dir.path()));
+}
+
+/// A client with a client ID metadata document logs in under that document's address at an
+/// authorization server that takes them: no dynamic registration, and the stored login is that
+/// client's.
+#[test]
+fn a_client_metadata_document_is_the_logins_client_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let document = "https://cosmos.example/oauth/client.json";
+    let documents = dir.path().join("documents.json");
+    std::fs::write(
+        &documents,
+        json!({document: {
+            "client_id": document,
+            "client_name": "mcp-cosmos",
+            "redirect_uris": ["http://127.0.0.1/callback"],
+            "token_endpoint_auth_method": "none"
+        }})
+        .to_string(),
+    )
+    .unwrap();
+    let server = own_server(dir.path(), &[("CIMD_DOCS", documents.to_str().unwrap())]);
+    let mcp = write_mcp_config(
+        dir.path(),
+        json!({"prot": {"url": server.url, "oauth": {"client_metadata_url": document}}}),
+    );
+    let logged = cosmos_with(
+        dir.path(),
+        &["login", "prot", "--mcp-config", mcp.to_str().unwrap()],
+        Some(&browser(dir.path())),
+        None,
+    );
+    assert!(logged.status.success(), "{}", text(&logged));
+    let grants = std::fs::read_to_string(dir.path().join("grants.txt")).unwrap();
+    assert_eq!(grants, "authorization_code\n", "no registration");
+    let stored: Value =
+        serde_json::from_slice(&std::fs::read(&token_files(dir.path())[0]).unwrap()).unwrap();
+    assert_eq!(stored["credentials"]["client_id"], document);
+    whoami_run(dir.path(), &mcp, &[]);
 }

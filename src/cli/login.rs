@@ -23,6 +23,10 @@ pub struct LoginArgs {
     /// How long to wait for the browser to come back, seconds.
     #[arg(long, default_value_t = 300)]
     pub timeout_s: u64,
+    /// Steps a login up: asks for this scope too, beside those already granted (repeatable;
+    /// a run names the scope when a server refuses a call for want of it).
+    #[arg(long = "scope", value_name = "SCOPE")]
+    pub scopes: Vec<String>,
 }
 
 /// The server's URL and OAuth client, or why it has no login.
@@ -50,6 +54,7 @@ pub fn login(args: LoginArgs) -> Result<ExitCode> {
     let stored = runtime.block_on(oauth::login(
         &url,
         &client,
+        &args.scopes,
         Duration::from_secs(args.timeout_s),
         &mut |line| eprintln!("cosmos: {}", inert(line)),
     ))?;

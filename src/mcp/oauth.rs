@@ -44,6 +44,10 @@ pub struct OAuthClient {
     /// Scopes to ask for (default: what the server says it needs).
     #[serde(default)]
     pub scopes: Vec<String>,
+    /// An HTTPS address where this client's metadata document is published (a client ID
+    /// metadata document): its client id at authorization servers that take such documents,
+    /// instead of registering dynamically.
+    pub client_metadata_url: Option<String>,
 }
 
 /// Where tokens are kept: `$COSMOS_CACHE/oauth`, else `~/.cache/mcp-cosmos/oauth`.
@@ -78,7 +82,11 @@ impl TokenStore {
     pub fn new(url: &str, client: &OAuthClient) -> Result<Self> {
         let key = format!(
             "{url}\u{0}{}",
-            client.client_id.as_deref().unwrap_or("dynamic")
+            client
+                .client_id
+                .as_deref()
+                .or(client.client_metadata_url.as_deref())
+                .unwrap_or("dynamic")
         );
         let name = format!(
             "{:016x}.json",
@@ -218,9 +226,16 @@ fn fresh(credentials: &StoredCredentials) -> bool {
 }
 
 /// Exchanges the configured client's id and secret for a token (the client-credentials
-/// grant), stored like a login's, unless a stored one is still fresh.
-async fn client_credentials(url: &str, client: &OAuthClient, store: &TokenStore) -> Result<()> {
-    if store.read()?.as_ref().is_some_and(fresh) {
+/// grant) with `scopes` (the configured ones when empty), stored like a login's, unless a
+/// stored one is still fresh and `renew` is false.
+async fn client_credentials(
+    url: &str,
+    client: &OAuthClient,
+    store: &TokenStore,
+    scopes: &[String],
+    renew: bool,
+) -> Result<()> {
+    if !renew && store.read()?.as_ref().is_some_and(fresh) {
         return Ok(());
     }
     let (Some(id), Some(secret)) = (&client.client_id, &client.client_secret) else {
@@ -230,7 +245,11 @@ async fn client_credentials(url: &str, client: &OAuthClient, store: &TokenStore)
     let config = ClientCredentialsConfig::ClientSecret {
         client_id: id.clone(),
         client_secret: secret.clone(),
-        scopes: client.scopes.clone(),
+        scopes: if scopes.is_empty() {
+            client.scopes.clone()
+        } else {
+            scopes.to_vec()
+        },
         resource: Some(url.to_string()),
     };
     manager
@@ -241,6 +260,64 @@ async fn client_credentials(url: &str, client: &OAuthClient, store: &TokenStore)
         .await
         .map_err(|e| anyhow!("the client-credentials grant at {url}: {e}"))?;
     Ok(())
+}
+
+/// The scopes `credentials` were granted (as stored, else as the token response says).
+fn granted(credentials: &StoredCredentials) -> Vec<String> {
+    if !credentials.granted_scopes.is_empty() {
+        return credentials.granted_scopes.clone();
+    }
+    serde_json::to_value(&credentials.token_response)
+        .ok()
+        .and_then(|v| v.get("scope").and_then(|s| s.as_str()).map(String::from))
+        .map(|s| s.split_whitespace().map(String::from).collect())
+        .unwrap_or_default()
+}
+
+/// `held` with each scope of `more` not in it yet, in order.
+fn union<'a>(held: &[String], more: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+    let mut all = held.to_vec();
+    for scope in more {
+        if !all.iter().any(|s| s == scope) {
+            all.push(scope.to_string());
+        }
+    }
+    all
+}
+
+/// The server `name` at `url` refused a call for want of `required` scopes (403
+/// `insufficient_scope`): step up to the union of what is held and what it asks. A
+/// client-credentials server gets a new token here at once (the caller then calls again); a
+/// login cannot be repeated unattended, so the error names the command that steps it up.
+pub async fn step_up(url: &str, client: &OAuthClient, name: &str, required: &str) -> Result<()> {
+    let store = TokenStore::new(url, client)?;
+    let held = store.read()?.as_ref().map(granted).unwrap_or_default();
+    let held = union(&held, client.scopes.iter().map(String::as_str));
+    let wanted = union(&held, required.split_whitespace());
+    if wanted.len() == held.len() && !held.is_empty() {
+        bail!(
+            "it asks for scope \"{required}\", which the token already holds ({})",
+            held.join(" ")
+        );
+    }
+    match client.grant {
+        Grant::ClientCredentials => client_credentials(url, client, &store, &wanted, true)
+            .await
+            .with_context(|| format!("asking for scope \"{}\"", wanted.join(" "))),
+        Grant::AuthorizationCode => {
+            let extra: Vec<&str> = wanted[held.len()..].iter().map(String::as_str).collect();
+            bail!(
+                "it asks for scope \"{required}\" beyond this login's ({}): log in again with \
+                 it, `cosmos login {name} --mcp-config FILE --scope {}`",
+                if held.is_empty() {
+                    "none named".to_string()
+                } else {
+                    held.join(" ")
+                },
+                extra.join(" --scope ")
+            )
+        }
+    }
 }
 
 /// A manager for `url` keeping its tokens in `store`, its authorization server discovered
@@ -265,7 +342,7 @@ pub async fn authorized_client(
 ) -> Result<Option<AuthClient<reqwest::Client>>> {
     let store = TokenStore::new(url, client)?;
     if client.grant == Grant::ClientCredentials {
-        client_credentials(url, client, &store).await?;
+        client_credentials(url, client, &store, &[], false).await?;
     }
     if store.read()?.is_none() {
         return Ok(None);
@@ -297,16 +374,27 @@ pub async fn wants_login(url: &str) -> bool {
     matches!(probe, Ok(r) if r.status() == reqwest::StatusCode::UNAUTHORIZED)
 }
 
-/// Logs into the server at `url`: discovery, registration (or the configured client), the
-/// authorization URL opened with `$BROWSER` (else printed by `say`), the redirect to a loopback
-/// port of this process, the code exchanged for tokens, stored. Gives up after `within`.
+/// Logs into the server at `url`: discovery, registration (or the configured client, or its
+/// client ID metadata document), the authorization URL opened with `$BROWSER` (else printed by
+/// `say`), the redirect to a loopback port of this process, the code exchanged for tokens,
+/// stored. `more_scopes` steps up a login: they are asked for with those already granted and
+/// configured. Gives up after `within`.
 pub async fn login(
     url: &str,
     client: &OAuthClient,
+    more_scopes: &[String],
     within: Duration,
     say: &mut dyn FnMut(&str),
 ) -> Result<PathBuf> {
     let store = TokenStore::new(url, client)?;
+    let mut scopes = client.scopes.clone();
+    if !more_scopes.is_empty() {
+        let held = store.read()?.as_ref().map(granted).unwrap_or_default();
+        scopes = union(
+            &union(&held, scopes.iter().map(String::as_str)),
+            more_scopes.iter().map(String::as_str),
+        );
+    }
     // The redirect's port is known before the authorization server is told of it.
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
@@ -317,14 +405,18 @@ pub async fn login(
     );
     let manager = discovered(url, &store).await?;
     let mut request = AuthorizationRequest::new(redirect.clone()).with_client_name("mcp-cosmos");
-    if !client.scopes.is_empty() {
-        request = request.with_scopes(client.scopes.iter().cloned());
+    if !scopes.is_empty() {
+        request = request.with_scopes(scopes);
     }
     if let Some(id) = &client.client_id {
         request = request.with_preregistered_client(id.clone());
         if let Some(secret) = &client.client_secret {
             request = request.with_client_secret(secret.clone());
         }
+    } else if let Some(document) = &client.client_metadata_url {
+        // Used when the authorization server says it takes such documents; otherwise rmcp
+        // registers dynamically.
+        request = request.with_client_metadata_url(document.clone());
     }
     let session = AuthorizationSession::new(manager, request)
         .await
@@ -431,7 +523,7 @@ pub async fn check_logins(
         };
         let store = TokenStore::new(url, oauth)?;
         if oauth.grant == Grant::ClientCredentials {
-            client_credentials(url, oauth, &store)
+            client_credentials(url, oauth, &store, &[], false)
                 .await
                 .with_context(|| format!("server \"{}\"", server.name))?;
         }

@@ -168,6 +168,8 @@ pub struct Server {
     group: Option<ProcessGroup>,
     /// Cleans what is said about the server of its configuration's secrets.
     redactor: crate::trajectory::redact::Redactor,
+    /// A remote server's URL and OAuth client, for stepping its token up to more scopes.
+    login: Option<(String, super::oauth::OAuthClient)>,
     /// Told when a stdio server writes a line too long for rmcp to read.
     oversized: Arc<Oversized>,
     /// A stdio server's process, reaped when it ends (killed on drop if still alive).
@@ -289,6 +291,20 @@ impl Server {
             oversized,
             _child: child,
             redactor,
+            // A server given its own Authorization header is not ours to log into.
+            login: match &config.transport {
+                super::config::Transport::Http {
+                    url,
+                    oauth,
+                    headers,
+                } if !headers
+                    .keys()
+                    .any(|k| k.eq_ignore_ascii_case("authorization")) =>
+                {
+                    Some((url.clone(), oauth.clone()))
+                }
+                _ => None,
+            },
         })
     }
 
@@ -416,13 +432,52 @@ impl Server {
     }
 
     /// [`Server::call`], telling `on_progress` of each progress report the server sends while
-    /// the call runs (the call asks for them with a progress token of its own).
+    /// the call runs (the call asks for them with a progress token of its own). A remote
+    /// server that refuses the call for want of a scope is stepped up to it
+    /// (`oauth::step_up`) and, when that got a new token, called once more.
     pub async fn call_watching(
         &self,
         tool: &str,
         arguments: &Value,
         timeout: Duration,
         mut on_progress: OnProgress<'_>,
+    ) -> CallOutcome {
+        let mut needs = None;
+        let outcome = self
+            .call_once(tool, arguments, timeout, &mut on_progress, &mut needs)
+            .await;
+        let (Some(required), Some((url, client))) = (needs, &self.login) else {
+            return outcome;
+        };
+        match super::oauth::step_up(url, client, &self.name, &required).await {
+            Ok(()) => {
+                let mut again = self
+                    .call_once(tool, arguments, timeout, &mut on_progress, &mut None)
+                    .await;
+                again.latency += outcome.latency;
+                again
+            }
+            Err(why) => {
+                let said = outcome.error.as_deref().unwrap_or(&outcome.result.text);
+                let message = format!("{said}: {why:#}");
+                let message = self.redactor.redact_str(&message).unwrap_or(message);
+                CallOutcome {
+                    elicited: outcome.elicited,
+                    ..CallOutcome::failure(message, outcome.latency)
+                }
+            }
+        }
+    }
+
+    /// One call; `needs` is set to the scopes a remote server asked for when it refused the
+    /// call for want of them (403 `insufficient_scope`).
+    async fn call_once(
+        &self,
+        tool: &str,
+        arguments: &Value,
+        timeout: Duration,
+        on_progress: &mut OnProgress<'_>,
+        needs: &mut Option<String>,
     ) -> CallOutcome {
         let start = Instant::now();
         if let Some(f) = self.failure() {
@@ -469,7 +524,7 @@ impl Server {
                     }
                     // Another call's, or reports dropped while we were slow: keep waiting.
                     Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
-                    Err(tokio::sync::broadcast::error::RecvError::Closed) => on_progress = None,
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => *on_progress = None,
                 },
             }
         };
@@ -488,6 +543,7 @@ impl Server {
                 elicited: Vec::new(),
             },
             Ok(Err(e)) => {
+                *needs = insufficient_scope(&e);
                 let message = e.to_string();
                 let message = self.redactor.redact_str(&message).unwrap_or(message);
                 // A closed transport means the process is gone: no later call can succeed.
@@ -527,6 +583,20 @@ impl Server {
             group.terminate(STOP_GRACE).await;
         }
     }
+}
+
+/// The scopes a remote server asked for when it refused a request for want of them.
+fn insufficient_scope(e: &ServiceError) -> Option<String> {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(error) = source {
+        if let Some(refused) =
+            error.downcast_ref::<rmcp::transport::streamable_http_client::InsufficientScopeError>()
+        {
+            return refused.get_required_scope().map(String::from);
+        }
+        source = error.source();
+    }
+    None
 }
 
 fn failed(start: Instant, message: String, server_died: Option<ServerFailure>) -> CallOutcome {

@@ -10,13 +10,20 @@ Two real HTTP servers in one process:
   CLIENT_ID with the secret CLIENT_SECRET, from the environment);
 - the protected MCP server on 127.0.0.1:MCP_PORT (the Python SDK's FastMCP over streamable
   HTTP, a resource server whose token verifier asks the authorization server's table), with
-  one tool, `whoami`.
+  two tools: `whoami`, and `admin_report`, which needs the scope `admin`: a token without it is
+  refused with 403 `insufficient_scope` naming the scopes `read admin` (scope step-up).
+
+Tokens carry the scopes asked for (`scope` at /authorize or /token). With CIMD_DOCS set (a
+JSON file mapping client metadata document URLs to their documents), the authorization server
+says it takes client ID metadata documents and knows those clients by their URL; it stands in
+for fetching the document over HTTPS, which this machine cannot serve (a loopback redirect
+matches the document's whatever its port, as RFC 8252 allows).
 
 A token from a login (`authorization_code`) lives FIRST_TTL seconds (default 3600; 0 issues it
 already expired, so a client must refresh it before the MCP server takes it); every other token
 lives an hour. Each grant is appended to GRANTS_FILE as one line
 (`authorization_code`, `refresh_token`, `client_credentials`), so a test can tell what
-happened. Prints "auth listening" and "mcp listening" when ready.
+happened, and each dynamic registration as `register`. Prints "auth listening" and "mcp listening" when ready.
 """
 import base64
 import hashlib
@@ -31,6 +38,7 @@ from urllib.parse import parse_qs, urlencode, urlparse
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.fastmcp import FastMCP
+import uvicorn
 
 MCP_PORT = int(os.environ["MCP_PORT"])
 AUTH_PORT = int(os.environ["AUTH_PORT"])
@@ -41,8 +49,12 @@ RESOURCE = f"http://127.0.0.1:{MCP_PORT}/mcp"
 lock = threading.Lock()
 clients = {}  # client_id -> {"secret", "redirect_uris"}
 codes = {}  # code -> {"client_id", "challenge", "redirect_uri"}
-tokens = {}  # access token -> {"client_id", "expires_at"}
-refresh = {}  # refresh token -> client_id
+tokens = {}  # access token -> {"client_id", "expires_at", "scopes"}
+refresh = {}  # refresh token -> (client_id, scopes)
+documents = {}  # client metadata document URL -> the document
+if os.environ.get("CIMD_DOCS"):
+    with open(os.environ["CIMD_DOCS"]) as f:
+        documents = json.load(f)
 if os.environ.get("CLIENT_ID"):
     clients[os.environ["CLIENT_ID"]] = {
         "secret": os.environ.get("CLIENT_SECRET"),
@@ -56,15 +68,37 @@ def granted(kind):
             f.write(kind + "\n")
 
 
-def issue(client_id, with_refresh, ttl=3600):
+def issue(client_id, with_refresh, scopes, ttl=3600):
     access = secrets.token_urlsafe(24)
     answer = {"access_token": access, "token_type": "Bearer", "expires_in": ttl}
+    if scopes:
+        answer["scope"] = " ".join(scopes)
     with lock:
-        tokens[access] = {"client_id": client_id, "expires_at": time.time() + ttl}
+        tokens[access] = {"client_id": client_id, "expires_at": time.time() + ttl, "scopes": scopes}
         if with_refresh:
             answer["refresh_token"] = secrets.token_urlsafe(24)
-            refresh[answer["refresh_token"]] = client_id
+            refresh[answer["refresh_token"]] = (client_id, scopes)
     return answer
+
+
+def known_client(client_id):
+    """A registered client, or one known by its metadata document."""
+    if client_id in documents:
+        return {"secret": None, "redirect_uris": documents[client_id].get("redirect_uris", [])}
+    return clients.get(client_id)
+
+
+def redirect_allowed(uri, allowed):
+    """Exact, or a loopback address whatever its port (RFC 8252, 7.3)."""
+    if uri in allowed:
+        return True
+    u = urlparse(uri or "")
+    return any(
+        u.hostname in ("127.0.0.1", "localhost")
+        and urlparse(a).hostname == u.hostname
+        and urlparse(a).path == u.path
+        for a in allowed
+    )
 
 
 class Auth(BaseHTTPRequestHandler):
@@ -94,7 +128,7 @@ class Auth(BaseHTTPRequestHandler):
         basic = self.headers.get("Authorization", "")
         if basic.startswith("Basic "):
             client_id, _, secret = base64.b64decode(basic[6:]).decode().partition(":")
-        known = clients.get(client_id)
+        known = known_client(client_id)
         if known is None or (known["secret"] is not None and known["secret"] != secret):
             return None
         return client_id
@@ -103,6 +137,7 @@ class Auth(BaseHTTPRequestHandler):
         url = urlparse(self.path)
         if url.path == "/.well-known/oauth-authorization-server":
             return self.reply(200, {
+                "client_id_metadata_document_supported": bool(documents),
                 "issuer": ISSUER,
                 "authorization_endpoint": ISSUER + "/authorize",
                 "token_endpoint": ISSUER + "/token",
@@ -114,8 +149,8 @@ class Auth(BaseHTTPRequestHandler):
             })
         if url.path == "/authorize":
             q = {k: v[0] for k, v in parse_qs(url.query).items()}
-            known = clients.get(q.get("client_id"))
-            if known is None or q.get("redirect_uri") not in known["redirect_uris"]:
+            known = known_client(q.get("client_id"))
+            if known is None or not redirect_allowed(q.get("redirect_uri"), known["redirect_uris"]):
                 return self.reply(400, {"error": "invalid_request"})
             code = secrets.token_urlsafe(16)
             with lock:
@@ -123,6 +158,7 @@ class Auth(BaseHTTPRequestHandler):
                     "client_id": q["client_id"],
                     "challenge": q.get("code_challenge"),
                     "redirect_uri": q["redirect_uri"],
+                    "scopes": q.get("scope", "").split(),
                 }
             target = q["redirect_uri"] + "?" + urlencode({"code": code, "state": q.get("state", "")})
             self.send_response(302)
@@ -136,6 +172,7 @@ class Auth(BaseHTTPRequestHandler):
         url = urlparse(self.path)
         form = self.form()
         if url.path == "/register":
+            granted("register")
             client_id = secrets.token_hex(8)
             with lock:
                 clients[client_id] = {"secret": None, "redirect_uris": form.get("redirect_uris", [])}
@@ -159,17 +196,18 @@ class Auth(BaseHTTPRequestHandler):
             if code is None or code["client_id"] != client_id or code["challenge"] != expected:
                 return self.reply(400, {"error": "invalid_grant"})
             granted(grant)
-            return self.reply(200, issue(client_id, True, FIRST_TTL))
+            return self.reply(200, issue(client_id, True, code["scopes"], FIRST_TTL))
         if grant == "refresh_token":
             with lock:
-                owner = refresh.pop(form.get("refresh_token", ""), None)
+                owner, scopes = refresh.pop(form.get("refresh_token", ""), (None, []))
             if owner != client_id:
                 return self.reply(400, {"error": "invalid_grant"})
             granted(grant)
-            return self.reply(200, issue(client_id, True))
+            return self.reply(200, issue(client_id, True, scopes))
         if grant == "client_credentials":
-            granted(grant)
-            return self.reply(200, issue(client_id, False))
+            scopes = form.get("scope", "").split()
+            granted(grant + (" " + " ".join(scopes) if scopes else ""))
+            return self.reply(200, issue(client_id, False, scopes))
         self.reply(400, {"error": "unsupported_grant_type"})
 
 
@@ -179,7 +217,7 @@ class Verifier:
             known = tokens.get(token)
         if known is None or known["expires_at"] <= time.time():
             return None
-        return AccessToken(token=token, client_id=known["client_id"], scopes=[], resource=RESOURCE)
+        return AccessToken(token=token, client_id=known["client_id"], scopes=known["scopes"], resource=RESOURCE)
 
 
 auth_server = ThreadingHTTPServer(("127.0.0.1", AUTH_PORT), Auth)
@@ -201,5 +239,58 @@ def whoami() -> str:
     return "you are logged in"
 
 
+@mcp.tool()
+def admin_report() -> str:
+    """Reports to administrators only (needs the scope `admin`)."""
+    return "the admin report"
+
+
+class ScopeGate:
+    """Refuses a call of `admin_report` with a token that lacks `admin`: 403
+    insufficient_scope, as the MCP authorization spec has a server ask for more scopes."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http" or scope["method"] != "POST":
+            return await self.app(scope, receive, send)
+        body, more = b"", True
+        while more:
+            message = await receive()
+            body += message.get("body", b"")
+            more = message.get("more_body", False)
+        try:
+            request = json.loads(body)
+        except ValueError:
+            request = None
+        if (
+            isinstance(request, dict)
+            and request.get("method") == "tools/call"
+            and request.get("params", {}).get("name") == "admin_report"
+        ):
+            auth = dict(scope["headers"]).get(b"authorization", b"").decode()
+            with lock:
+                known = tokens.get(auth.removeprefix("Bearer "))
+            if known is not None and "admin" not in known["scopes"]:
+                challenge = 'Bearer error="insufficient_scope", scope="read admin"'
+                await send({"type": "http.response.start", "status": 403, "headers": [
+                    (b"www-authenticate", challenge.encode()),
+                    (b"content-type", b"application/json"),
+                ]})
+                await send({"type": "http.response.body", "body": b'{"error":"insufficient_scope"}'})
+                return
+        replayed = False
+
+        async def replay():
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+
 print("mcp listening", flush=True)
-mcp.run(transport="streamable-http")
+uvicorn.run(ScopeGate(mcp.streamable_http_app()), host="127.0.0.1", port=MCP_PORT)
