@@ -603,3 +603,87 @@ fn a_client_metadata_document_is_the_logins_client_id() {
     assert_eq!(stored["credentials"]["client_id"], document);
     whoami_run(dir.path(), &mcp, &[]);
 }
+
+#[path = "common/tmux.rs"]
+#[allow(dead_code)]
+mod tmux;
+
+/// In the live explorer, a call refused for want of a scope asks the person to log in again
+/// there: the address is shown (and opened with `$BROWSER`), and once the browser comes back
+/// the call is made again and gets in.
+#[test]
+fn in_the_live_explorer_a_refused_call_steps_the_login_up_there() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = own_server(dir.path(), &[]);
+    let mcp = write_mcp_config(dir.path(), json!({"prot": {"url": server.url}}));
+    let browser = browser(dir.path());
+    let logged = cosmos_with(
+        dir.path(),
+        &["login", "prot", "--mcp-config", mcp.to_str().unwrap()],
+        Some(&browser),
+        None,
+    );
+    assert!(logged.status.success(), "{}", text(&logged));
+    let task = dir.path().join("task.json");
+    std::fs::write(
+        &task,
+        json!({"id": "admin_1", "request": "Get the admin report."}).to_string(),
+    )
+    .unwrap();
+    let llm = ScriptedLlm::start(json!([
+        {"when": "1. prot:admin_report", "content": finish("reported")},
+        {"when": "No tool has been called yet", "content": call("prot:admin_report", json!({}))},
+        {"content": "reported"}
+    ]));
+    let out = dir.path().join("runs");
+    let (base, cache, mcp, task, out_dir, browser) = (
+        llm.base_url(),
+        dir.path().join("cache").display().to_string(),
+        mcp.display().to_string(),
+        task.display().to_string(),
+        out.display().to_string(),
+        browser.display().to_string(),
+    );
+    let t = tmux::Tmux::start_with_env(
+        &[
+            "run",
+            "--mcp-config",
+            &mcp,
+            "--task",
+            &task,
+            "--agent",
+            "react",
+            "--out",
+            &out_dir,
+        ],
+        &[
+            ("OPENAI_BASE_URL", &base),
+            ("OPENAI_API_KEY", "sk-test"),
+            ("COSMOS_MODEL", "scripted-model"),
+            ("COSMOS_CACHE", &cache),
+            ("BROWSER", &browser),
+        ],
+        120,
+        40,
+    );
+    t.wait_for_all(&[
+        "A page to open",
+        "asks for scope \"read admin\"",
+        "Done: the call goes on",
+    ]);
+    t.keys(&["Enter"]);
+    t.wait_until("the run has finished", |s| {
+        !s.contains("A page to open") && s.contains("run_finished")
+    });
+    t.keys(&["q"]);
+    t.wait_exit();
+    let ev = events(&only_run(&out));
+    let called = ev.iter().find(|e| e["kind"] == "tool_called").unwrap();
+    assert_eq!(called["result"]["text"], "the admin report", "{called}");
+    let grants = std::fs::read_to_string(dir.path().join("grants.txt")).unwrap();
+    assert_eq!(
+        grants, "register\nauthorization_code\nregister\nauthorization_code\n",
+        "a login, then one stepped up"
+    );
+    nothing_holds(dir.path(), &only_run(&out), &stored_tokens(dir.path()));
+}

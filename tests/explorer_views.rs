@@ -1689,6 +1689,30 @@ fn fork_form() {
     }
 }
 
+/// A login stepping up its scopes in front of a run: the address whole, wrapped to be copied.
+#[test]
+fn page_prompt() {
+    for size in SIZES {
+        let mut app = run_app(common::plan_fails_run(), size);
+        let (answer, _waiting) = tokio::sync::oneshot::channel();
+        let question = mcp_cosmos::mcp::elicitation::Question {
+            server: "prot".into(),
+            request: rmcp::model::ElicitRequestParams::UrlElicitationParams {
+                meta: None,
+                message: "prot asks for scope \"read admin\" beyond this login's (read): log in again to grant it".into(),
+                url: "http://127.0.0.1:4000/authorize?response_type=code&client_id=c0ffee&scope=read+admin&redirect_uri=http%3A%2F%2F127.0.0.1%3A4001%2Fcallback".into(),
+                elicitation_id: "cosmos-login-prot".into(),
+            },
+            answer,
+        };
+        app.update(Action::Elicit(Box::new(question)));
+        insta::assert_snapshot!(
+            format!("page_prompt_{}x{}", size.0, size.1),
+            render(&mut app)
+        );
+    }
+}
+
 /// A server's request for input in front of a run: the form from its schema, defaults filled in.
 #[test]
 fn elicitation_form() {

@@ -119,6 +119,18 @@ pub fn ask_through(asker: Option<std::sync::mpsc::Sender<Question>>) {
     *ASKER.lock().unwrap_or_else(|p| p.into_inner()) = asker;
 }
 
+/// True when someone answers questions for this process now.
+pub fn someone_to_ask() -> bool {
+    ASKER.lock().unwrap_or_else(|p| p.into_inner()).is_some()
+}
+
+/// Puts `question` to whoever answers for this process; false when nobody does (the
+/// question is dropped, which declines it).
+pub fn ask(question: Question) -> bool {
+    let asker = ASKER.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    asker.is_some_and(|asker| asker.send(question).is_ok())
+}
+
 /// How long a person has to answer before the request is declined for them.
 pub const ANSWER_WITHIN: std::time::Duration = std::time::Duration::from_secs(600);
 
@@ -133,14 +145,10 @@ pub async fn respond(
         return answer(policy, request);
     }
     let (tx, rx) = tokio::sync::oneshot::channel();
-    let asker = ASKER.lock().unwrap_or_else(|p| p.into_inner()).clone();
-    let sent = asker.is_some_and(|a| {
-        a.send(Question {
-            server: server.to_string(),
-            request: request.clone(),
-            answer: tx,
-        })
-        .is_ok()
+    let sent = ask(Question {
+        server: server.to_string(),
+        request: request.clone(),
+        answer: tx,
     });
     let answered = if !sent {
         Answer {

@@ -305,17 +305,50 @@ pub async fn step_up(url: &str, client: &OAuthClient, name: &str, required: &str
             .await
             .with_context(|| format!("asking for scope \"{}\"", wanted.join(" "))),
         Grant::AuthorizationCode => {
-            let extra: Vec<&str> = wanted[held.len()..].iter().map(String::as_str).collect();
-            bail!(
-                "it asks for scope \"{required}\" beyond this login's ({}): log in again with \
-                 it, `cosmos login {name} --mcp-config FILE --scope {}`",
-                if held.is_empty() {
-                    "none named".to_string()
-                } else {
-                    held.join(" ")
+            let extra = wanted[held.len()..].join(" --scope ");
+            let held = if held.is_empty() {
+                "none named".to_string()
+            } else {
+                held.join(" ")
+            };
+            let refused = format!(
+                "it asks for scope \"{required}\" beyond this login's ({held}): log in again \
+                 with it, `cosmos login {name} --mcp-config FILE --scope {extra}`"
+            );
+            if !super::elicitation::someone_to_ask() {
+                bail!(refused);
+            }
+            // A person at the live explorer (or a proxy's client) can log in again now.
+            let pending = Pending::start(url, client, &store, wanted).await?;
+            let (answer, answered) = tokio::sync::oneshot::channel();
+            let question = super::elicitation::Question {
+                server: name.to_string(),
+                request: rmcp::model::ElicitRequestParams::UrlElicitationParams {
+                    meta: None,
+                    message: format!(
+                        "{name} asks for scope \"{required}\" beyond this login's ({held}): \
+                         log in again to grant it"
+                    ),
+                    url: pending.address.clone(),
+                    elicitation_id: format!("cosmos-login-{name}"),
                 },
-                extra.join(" --scope ")
-            )
+                answer,
+            };
+            if !super::elicitation::ask(question) {
+                bail!(refused);
+            }
+            let _ = open_browser(&pending.address);
+            let finishing = pending.finish(super::elicitation::ANSWER_WITHIN);
+            tokio::pin!(finishing);
+            tokio::select! {
+                done = &mut finishing => done,
+                said = answered => match said {
+                    Ok(said) if said.action != rmcp::model::ElicitationAction::Accept => {
+                        bail!("{refused} (the new login was not made: {})", said.reason)
+                    }
+                    _ => finishing.await,
+                },
+            }
         }
     }
 }
@@ -395,51 +428,93 @@ pub async fn login(
             more_scopes.iter().map(String::as_str),
         );
     }
-    // The redirect's port is known before the authorization server is told of it.
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .context("listening for the login's redirect")?;
-    let redirect = format!(
-        "http://127.0.0.1:{}/callback",
-        listener.local_addr()?.port()
-    );
-    let manager = discovered(url, &store).await?;
-    let mut request = AuthorizationRequest::new(redirect.clone()).with_client_name("mcp-cosmos");
-    if !scopes.is_empty() {
-        request = request.with_scopes(scopes);
-    }
-    if let Some(id) = &client.client_id {
-        request = request.with_preregistered_client(id.clone());
-        if let Some(secret) = &client.client_secret {
-            request = request.with_client_secret(secret.clone());
-        }
-    } else if let Some(document) = &client.client_metadata_url {
-        // Used when the authorization server says it takes such documents; otherwise rmcp
-        // registers dynamically.
-        request = request.with_client_metadata_url(document.clone());
-    }
-    let session = AuthorizationSession::new(manager, request)
-        .await
-        .map_err(|(_, e)| anyhow!("starting the login at {url}: {e}"))?;
-    let auth_url = session.get_authorization_url().to_string();
-    match open_browser(&auth_url) {
+    let pending = Pending::start(url, client, &store, scopes).await?;
+    match open_browser(&pending.address) {
         Some(Ok(())) => say("opened the authorization page with $BROWSER; waiting for it"),
         Some(Err(e)) => say(&format!(
-            "$BROWSER failed ({e:#}); open this address to log in:\n{auth_url}"
+            "$BROWSER failed ({e:#}); open this address to log in:\n{}",
+            pending.address
         )),
-        None => say(&format!("open this address to log in:\n{auth_url}")),
+        None => say(&format!(
+            "open this address to log in:\n{}",
+            pending.address
+        )),
     }
-    let callback = tokio::time::timeout(within, redirected(&listener))
-        .await
-        .map_err(|_| anyhow!("no login within {}s", within.as_secs()))??;
-    session
-        .handle_callback_url(&callback)
-        .await
-        .map_err(|e| anyhow!("exchanging the login's code at {url}: {e}"))?;
-    if store.read()?.is_none() {
-        bail!("the login at {url} ended without a token");
-    }
+    pending.finish(within).await?;
     Ok(store.path().to_path_buf())
+}
+
+/// A login under way: the address the person opens, and the loopback port the browser comes
+/// back to.
+struct Pending {
+    url: String,
+    store: TokenStore,
+    session: AuthorizationSession,
+    listener: tokio::net::TcpListener,
+    address: String,
+}
+
+impl Pending {
+    /// Discovery, registration (or the configured client), and the authorization address
+    /// asking for `scopes` (what the server says it needs when empty).
+    async fn start(
+        url: &str,
+        client: &OAuthClient,
+        store: &TokenStore,
+        scopes: Vec<String>,
+    ) -> Result<Self> {
+        // The redirect's port is known before the authorization server is told of it.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .context("listening for the login's redirect")?;
+        let redirect = format!(
+            "http://127.0.0.1:{}/callback",
+            listener.local_addr()?.port()
+        );
+        let manager = discovered(url, store).await?;
+        let mut request = AuthorizationRequest::new(redirect).with_client_name("mcp-cosmos");
+        if !scopes.is_empty() {
+            request = request.with_scopes(scopes);
+        }
+        if let Some(id) = &client.client_id {
+            request = request.with_preregistered_client(id.clone());
+            if let Some(secret) = &client.client_secret {
+                request = request.with_client_secret(secret.clone());
+            }
+        } else if let Some(document) = &client.client_metadata_url {
+            // Used when the authorization server says it takes such documents; otherwise
+            // rmcp registers dynamically.
+            request = request.with_client_metadata_url(document.clone());
+        }
+        let session = AuthorizationSession::new(manager, request)
+            .await
+            .map_err(|(_, e)| anyhow!("starting the login at {url}: {e}"))?;
+        let address = session.get_authorization_url().to_string();
+        Ok(Self {
+            url: url.to_string(),
+            store: store.clone(),
+            session,
+            listener,
+            address,
+        })
+    }
+
+    /// Waits up to `within` for the browser's redirect, exchanges its code and stores the
+    /// tokens.
+    async fn finish(self, within: Duration) -> Result<()> {
+        let url = &self.url;
+        let callback = tokio::time::timeout(within, redirected(&self.listener))
+            .await
+            .map_err(|_| anyhow!("no login within {}s", within.as_secs()))??;
+        self.session
+            .handle_callback_url(&callback)
+            .await
+            .map_err(|e| anyhow!("exchanging the login's code at {url}: {e}"))?;
+        if self.store.read()?.is_none() {
+            bail!("the login at {url} ended without a token");
+        }
+        Ok(())
+    }
 }
 
 /// Opens `url` with `$BROWSER` (its first entry; `%s` is replaced by the URL, else the URL is

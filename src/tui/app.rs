@@ -301,13 +301,19 @@ impl App {
             Action::Elicit(question) => {
                 // The waiting call's question goes in front of whatever is shown.
                 self.changed = true;
-                if matches!(
-                    question.request,
-                    rmcp::model::ElicitRequestParams::FormElicitationParams { .. }
-                ) {
-                    self.push(Box::new(super::elicit_form::ElicitForm::new(*question)));
-                } else {
-                    question.decline("not a form: the explorer answers only forms");
+                match &question.request {
+                    rmcp::model::ElicitRequestParams::FormElicitationParams { .. } => {
+                        self.push(Box::new(super::elicit_form::ElicitForm::new(*question)));
+                    }
+                    // A page to open: a login asking for more scopes.
+                    _ => match super::page_prompt::PagePrompt::new(question) {
+                        Ok(prompt) => {
+                            self.push(Box::new(prompt));
+                        }
+                        Err(question) => {
+                            question.decline("a kind of request the explorer does not know")
+                        }
+                    },
                 }
             }
             Action::ForkEnded(id) => {

@@ -21,6 +21,7 @@ pub mod keymap;
 pub mod notes;
 pub mod open;
 pub mod overlay;
+pub mod page_prompt;
 pub mod picker;
 pub mod prompt;
 pub mod run_view;
