@@ -18,6 +18,12 @@ fi
 # The real MCP servers the tests start (npm and PyPI), into .cache/servers.
 ./scripts/install-test-servers.sh
 
+# Slurm and munge (Debian's packages) for the test that submits an emitted sweep array to a
+# one-node cluster (tests/slurm.rs). If they cannot be installed, that test says why: it fails
+# under CI=true and is skipped elsewhere.
+./scripts/slurm-cluster.sh install \
+  || echo "warning: Slurm could not be installed; tests/slurm.rs will say so" >&2
+
 # Rust crates (fetched once; offline afterwards).
 cargo fetch --locked
 

@@ -63,7 +63,7 @@ spec:
 # file system: sbatch this-file.sh
 #SBATCH --job-name=cosmos-sweep-{stem}
 #SBATCH --array=0-{last}
-#SBATCH --cpus-per-task=2
+#SBATCH --cpus-per-task={jobs}
 #SBATCH --output=cosmos-sweep-{stem}-%a.log
 set -euo pipefail
 exec cosmos sweep '{spec}' --shard auto --jobs {jobs} --no-tui --out '{out}'

@@ -34,7 +34,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use clap::Args;
 
 use self::runner::{Reporter, run_cells};
@@ -68,6 +68,11 @@ pub struct SweepArgs {
     /// One progress line per cell instead of the live matrix view.
     #[arg(long)]
     pub no_tui: bool,
+    /// Go on with a sweep begun before in the same folder (by this machine or by a cluster's
+    /// shards): only cells without a finished run are run, as running the command again does,
+    /// but a folder holding none of its cells is refused instead of starting afresh.
+    #[arg(long, conflicts_with_all = ["status", "emit"])]
+    pub resume: bool,
     /// Print a cluster job that runs the sweep in `--shards N` shards instead of running it:
     /// `k8s` (an Indexed Job) or `slurm` (an `sbatch --array` script).
     #[arg(long, value_name = "k8s|slurm")]
@@ -124,6 +129,17 @@ pub fn run(args: SweepArgs) -> Result<ExitCode> {
             .join("runs")
             .join(stem)
     });
+    if args.resume
+        && all
+            .iter()
+            .all(|c| disk::state(&out, c) == disk::State::Missing)
+    {
+        bail!(
+            "--resume: {} holds no cell of {}: nothing to resume (without --resume the sweep starts)",
+            out.display(),
+            args.spec.display()
+        );
+    }
     let mine = match shard::which_shard(&args)? {
         Some((i, n)) => shard::shard(all, i, n),
         None => all,
