@@ -2,8 +2,9 @@
 //! for a tenth). 200 cells (two MCP-Bench time tasks × one ReAct configuration × 100 repeats),
 //! each a real `cosmos sweep` cell: its own Time MCP server (the fast offline one, installed by
 //! scripts/install-test-servers.sh) and two planner calls to the tests' scripted endpoint, which
-//! answers in 200 ms. Run with `--jobs 1` and `--jobs 8` into fresh folders: wall time, speed-up
-//! against the ideal, and per cell the servers' start (reported apart) and cosmos's own overhead
+//! answers in 200 ms. Run with `--jobs 1, 2, 4, 8`, each with the server started per cell and
+//! shared by each worker's cells (`shared_servers`), into fresh folders: wall time, throughput,
+//! speed-up over `--jobs 1`, and per cell the servers' start (reported apart) and cosmos's own overhead
 //! (the cell's time minus its servers' start minus the 2 × 200 ms of model time).
 
 #[path = "../tests/support/mod.rs"]
@@ -45,16 +46,20 @@ fn main() {
         json!({"Time MCP": bench_servers()["Time MCP"].clone()}),
     );
     std::fs::copy(bench_tasks(), dir.path().join("tasks.json")).unwrap();
-    let spec = dir.path().join("bench.toml");
-    std::fs::write(
-        &spec,
-        format!(
-            "mcp_config = \"{}\"\nrepeats = {repeats}\n[[tasks]]\nfile = \"tasks.json\"\nids = [\"time_mcp_000\", \"time_mcp_001\"]\n\
-             [[configs]]\nname = \"react\"\nagent = \"react\"\nmax_steps = 2\n",
-            mcp.display()
-        ),
-    )
-    .unwrap();
+    let spec_of = |shared: bool| {
+        let spec = dir.path().join(format!("bench-{shared}.toml"));
+        std::fs::write(
+            &spec,
+            format!(
+                "mcp_config = \"{}\"\nrepeats = {repeats}\n{}[[tasks]]\nfile = \"tasks.json\"\nids = [\"time_mcp_000\", \"time_mcp_001\"]\n\
+                 [[configs]]\nname = \"react\"\nagent = \"react\"\nmax_steps = 2\n",
+                mcp.display(),
+                if shared { "shared_servers = [\"Time MCP\"]\n" } else { "" }
+            ),
+        )
+        .unwrap();
+        spec
+    };
     let to_tokyo: Value =
         json!({"source_timezone": "UTC", "time": "09:00", "target_timezone": "Asia/Tokyo"});
     let llm = ScriptedLlm::start(json!([
@@ -62,53 +67,56 @@ fn main() {
         {"when": "No tool has been called yet", "delay_s": 0.2, "content": call("Time MCP:convert_time", to_tokyo)}
     ]));
     let model_s = 2.0 * 0.2;
-    let mut walls = Vec::new();
-    for jobs in [1usize, 8] {
-        let out = dir.path().join(format!("jobs-{jobs}"));
-        let started = Instant::now();
-        let o = Command::new(env!("CARGO_BIN_EXE_cosmos"))
-            .args(["sweep", spec.to_str().unwrap(), "--no-tui", "--out"])
-            .arg(&out)
-            .args(["--jobs", &jobs.to_string()])
-            .env("OPENAI_BASE_URL", llm.base_url())
-            .env("OPENAI_API_KEY", "sk-bench-0123456789")
-            .env("COSMOS_MODEL", "scripted-model")
-            .env("COSMOS_LOG_FILE", dir.path().join("cosmos.log"))
-            .output()
-            .unwrap();
-        let wall = started.elapsed().as_secs_f64();
-        let stdout = String::from_utf8_lossy(&o.stdout);
-        let times: Vec<(f64, f64)> = stdout.lines().filter_map(cell_times).collect();
-        let completed = stdout.matches(": completed · ").count();
-        let whole: Vec<f64> = times.iter().map(|t| t.0).collect();
-        let servers: Vec<f64> = times.iter().map(|t| t.1).collect();
-        let overhead: Vec<f64> = times.iter().map(|(w, s)| w - s - model_s).collect();
-        let ideal = cells as f64 * model_s / jobs as f64;
-        println!(
-            "sweep of {cells} cells, --jobs {jobs}: {wall:.1} s wall ({completed} completed, exit {:?}); \
-             per cell {:.2} s, of which servers' start {:.2} s, model {model_s:.2} s, cosmos {:.3} s; \
-             model-time ideal {ideal:.1} s",
-            o.status.code(),
-            mean(&whole),
-            mean(&servers),
-            mean(&overhead),
-        );
-        if completed < cells {
+    for shared in [false, true] {
+        let spec = spec_of(shared);
+        let mut one = None;
+        for jobs in [1usize, 2, 4, 8] {
+            let out = dir.path().join(format!("jobs-{jobs}-{shared}"));
+            let started = Instant::now();
+            let o = Command::new(env!("CARGO_BIN_EXE_cosmos"))
+                .args(["sweep", spec.to_str().unwrap(), "--no-tui", "--out"])
+                .arg(&out)
+                .args(["--jobs", &jobs.to_string()])
+                .env("OPENAI_BASE_URL", llm.base_url())
+                .env("OPENAI_API_KEY", "sk-bench-0123456789")
+                .env("COSMOS_MODEL", "scripted-model")
+                .env("COSMOS_LOG_FILE", dir.path().join("cosmos.log"))
+                .output()
+                .unwrap();
+            let wall = started.elapsed().as_secs_f64();
+            let stdout = String::from_utf8_lossy(&o.stdout);
+            let times: Vec<(f64, f64)> = stdout.lines().filter_map(cell_times).collect();
+            let completed = stdout.matches(": completed · ").count();
+            let whole: Vec<f64> = times.iter().map(|t| t.0).collect();
+            let servers: Vec<f64> = times.iter().map(|t| t.1).collect();
+            let overhead: Vec<f64> = times.iter().map(|(w, s)| w - s - model_s).collect();
+            let ideal = cells as f64 * model_s / jobs as f64;
+            let one_wall = *one.get_or_insert(wall);
             println!(
-                "  (not every cell completed; stderr: {})",
-                String::from_utf8_lossy(&o.stderr)
-                    .lines()
-                    .last()
-                    .unwrap_or("")
+                "sweep of {cells} cells, {} servers, --jobs {jobs}: {wall:.1} s wall, {:.1} cells/s, \
+                 {:.2}× --jobs 1 ({completed} completed, exit {:?}); per cell {:.2} s, of which \
+                 servers' start {:.2} s, model {model_s:.2} s, cosmos {:.3} s; model-time ideal {ideal:.1} s",
+                if shared { "shared" } else { "per-cell" },
+                cells as f64 / wall,
+                one_wall / wall,
+                o.status.code(),
+                mean(&whole),
+                mean(&servers),
+                mean(&overhead),
             );
+            if completed < cells {
+                println!(
+                    "  (not every cell completed; stderr: {})",
+                    String::from_utf8_lossy(&o.stderr)
+                        .lines()
+                        .last()
+                        .unwrap_or("")
+                );
+            }
         }
-        walls.push((jobs, wall, mean(&whole)));
     }
-    let (_, one, per_cell_one) = walls[0];
-    let (_, eight, per_cell_eight) = walls[1];
     println!(
-        "speed-up --jobs 8 over --jobs 1: {:.2}× (ideal 8×; {} CPU cores here); a cell takes {per_cell_one:.2} s alone and {per_cell_eight:.2} s among 8",
-        one / eight,
+        "({} CPU cores here)",
         std::thread::available_parallelism().map_or(0, |n| n.get())
     );
 }

@@ -800,3 +800,155 @@ fn a_sweep_with_judge_judges_every_finished_cell_with_its_configs_trials_once() 
     let after: Vec<u64> = files.iter().map(|f| f.metadata().unwrap().len()).collect();
     assert_eq!(sizes, after);
 }
+
+/// A sweep of `tasks` (id, request) × one ReAct configuration on the fault-test server, whose
+/// starts are counted in `dir/starts.txt`; `shared` declares it stateless in `mcp.json`.
+fn flaky_sweep(dir: &std::path::Path, tasks: &[(&str, &str)], shared: bool) -> std::path::PathBuf {
+    let mut server = flaky_server();
+    server["env"] = json!({"FLAKY_STARTS_FILE": dir.join("starts.txt").display().to_string()});
+    server["cosmos"] = json!({"shared": shared});
+    write_mcp_config(dir, json!({"flaky": server}));
+    let tasks: Vec<Value> = tasks
+        .iter()
+        .map(|(id, request)| json!({"id": id, "request": request}))
+        .collect();
+    std::fs::write(dir.join("tasks.json"), json!({"tasks": tasks}).to_string()).unwrap();
+    let spec = dir.join("sweep.toml");
+    std::fs::write(
+        &spec,
+        "mcp_config = \"mcp.json\"\n[[tasks]]\nfile = \"tasks.json\"\n\
+         [[configs]]\nname = \"one\"\nagent = \"react\"\nmax_steps = 2\n\
+         [[configs]]\nname = \"two\"\nagent = \"react\"\nmax_steps = 3\n",
+    )
+    .unwrap();
+    spec
+}
+
+fn starts(dir: &std::path::Path) -> usize {
+    std::fs::read_to_string(dir.join("starts.txt"))
+        .unwrap_or_default()
+        .lines()
+        .count()
+}
+
+/// A server declared stateless is started once per worker and used by its cells one after
+/// another; the sweep's results are those of a sweep that starts it for every cell.
+#[test]
+fn a_shared_stateless_server_starts_once_per_worker_with_the_same_results() {
+    let llm = ScriptedLlm::start(json!([
+        {"when": "1. flaky:ok", "content": finish("said")},
+        {"when": "No tool has been called yet", "content": call("flaky:ok", json!({"text": "hi"}))}
+    ]));
+    let mut reports = Vec::new();
+    for (shared, expected) in [(false, 4), (true, 2)] {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = flaky_sweep(
+            dir.path(),
+            &[("say_1", "Say hi."), ("say_2", "Say hi again.")],
+            shared,
+        );
+        let out = dir.path().join("runs");
+        let ran = cosmos(
+            &[
+                "sweep",
+                spec.to_str().unwrap(),
+                "--out",
+                out.to_str().unwrap(),
+                "--jobs",
+                "2",
+                "--no-tui",
+            ],
+            &llm,
+            "sk-x",
+        );
+        assert_eq!(ran.status.code(), Some(0), "{}", text(&ran));
+        assert_eq!(
+            starts(dir.path()),
+            expected,
+            "shared: {shared} (2 workers, 4 cells)"
+        );
+        for run in runs_in(&out) {
+            let ev = events(&run);
+            assert_eq!(
+                ev[0]["servers"][0]["shared"].as_bool().unwrap_or(false),
+                shared
+            );
+            let called = ev.iter().find(|e| e["kind"] == "tool_called").unwrap();
+            assert_eq!(called["result"]["text"], "ok: hi");
+        }
+        let report = cosmos(
+            &["report", out.to_str().unwrap(), "--format", "json"],
+            &llm,
+            "sk-x",
+        );
+        let mut doc: Value = serde_json::from_slice(&report.stdout).expect("JSON report");
+        let groups = doc["groups"].take();
+        let counts: Vec<(Value, Value, Value)> = groups
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|g| {
+                (
+                    g["key"].clone(),
+                    g["tool_call_success_rate"]["mean"].clone(),
+                    g["tokens"]["mean"].clone(),
+                )
+            })
+            .collect();
+        reports.push(counts);
+    }
+    assert_eq!(reports[0], reports[1], "sharing changes no result");
+}
+
+/// A shared server that dies in one cell is started again for the next; the cell that saw it
+/// die records it as any run does.
+#[test]
+fn a_shared_server_that_died_is_started_again_for_the_next_cell() {
+    let llm = ScriptedLlm::start(json!([
+        {"when": "1. flaky:", "content": finish("done")},
+        {"when": "Please die", "content": call("flaky:die", json!({"text": "bye"}))},
+        {"when": "No tool has been called yet", "content": call("flaky:ok", json!({"text": "hi"}))}
+    ]));
+    let dir = tempfile::tempdir().unwrap();
+    let spec = flaky_sweep(
+        dir.path(),
+        &[("die_1", "Please die."), ("say_1", "Say hi.")],
+        true,
+    );
+    // One configuration, so the dying cell comes first: `one` only.
+    let text_spec = std::fs::read_to_string(&spec).unwrap();
+    let one_config = &text_spec[..text_spec.find("[[configs]]\nname = \"two\"").unwrap()];
+    std::fs::write(&spec, one_config).unwrap();
+    let out = dir.path().join("runs");
+    let ran = cosmos(
+        &[
+            "sweep",
+            spec.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--jobs",
+            "1",
+            "--no-tui",
+        ],
+        &llm,
+        "sk-x",
+    );
+    assert!(ran.status.code().is_some(), "{}", text(&ran));
+    assert_eq!(starts(dir.path()), 2, "started, died, started again");
+    let runs = runs_in(&out);
+    let by_task = |task: &str| {
+        runs.iter()
+            .map(|r| events(r))
+            .find(|ev| ev[0]["task"]["id"] == task)
+            .unwrap_or_else(|| panic!("no run of {task}"))
+    };
+    let died = by_task("die_1");
+    assert!(
+        died.iter()
+            .any(|e| e.to_string().contains("server stopped")),
+        "the cell that saw it die says so"
+    );
+    let after = by_task("say_1");
+    let called = after.iter().find(|e| e["kind"] == "tool_called").unwrap();
+    assert_eq!(called["result"]["text"], "ok: hi", "{called}");
+}

@@ -441,6 +441,7 @@ fn two_alphas() -> Vec<Run> {
                 name: "time".into(),
                 transport: "stdio".into(),
                 target: Some("python -m mcp_server_time".into()),
+                shared: false,
             }];
             common::run_of(
                 &format!("runs/alpha-{alpha}.jsonl"),

@@ -83,6 +83,9 @@ pub struct RunSpec {
     pub timeouts: Timeouts,
     /// SPIRAL-Exec's search settings.
     pub search: Settings,
+    /// A sweep worker's stateless servers, taken from there instead of started (`None`: the
+    /// run starts every server it uses).
+    pub shared: Option<Arc<crate::mcp::shared::SharedServers>>,
 }
 
 /// A run ready to start: servers up, header built, file created.
@@ -227,7 +230,8 @@ pub async fn prepare(spec: &RunSpec, stop: watch::Receiver<bool>) -> Result<Prep
         );
     }
 
-    let (pool, failures) = McpPool::connect(&servers, spec.timeouts).await;
+    let (pool, failures) =
+        McpPool::connect_sharing(&servers, spec.timeouts, spec.shared.as_deref()).await;
     let mut settings = std::collections::BTreeMap::new();
     settings.insert("max_steps".to_string(), json!(spec.budget.max_steps));
     settings.insert("max_tokens".to_string(), json!(spec.budget.max_tokens));

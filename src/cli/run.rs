@@ -280,6 +280,7 @@ impl RunOptions {
                 }),
             },
             search,
+            shared: None,
         })
     }
 }

@@ -74,6 +74,9 @@ pub struct ServerConfig {
     pub transport: Transport,
     /// Why it cannot be started (an unset `${VAR}` in its entry), if it cannot.
     pub problem: Option<String>,
+    /// Declared stateless (`"cosmos": {"shared": true}`): a sweep's worker may give one
+    /// process to its cells one after another.
+    pub shared: bool,
     /// The command line or URL with credentials replaced by `***` (what is recorded).
     shown: String,
     /// The secrets known when it was read (its own and those of the servers before it): any
@@ -168,6 +171,19 @@ struct EntryShape {
     /// Accepted for compatibility with other clients' files; not used.
     #[serde(default, rename = "disabled")]
     _disabled: Option<bool>,
+    /// What cosmos alone reads of the entry (other clients ignore an unknown key).
+    #[serde(default)]
+    cosmos: CosmosShape,
+}
+
+/// An entry's `"cosmos"` section.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct CosmosShape {
+    /// The server holds no state between calls: a sweep's worker starts it once and its cells
+    /// use it one after another.
+    #[serde(default)]
+    shared: bool,
 }
 
 /// The servers of a config file, and the secret values its `${VAR}`s expanded to.
@@ -299,10 +315,17 @@ impl McpConfig {
             let shown = crate::trajectory::redact::Redactor::with_secrets(config.secrets.clone())
                 .redact_str(&shown)
                 .unwrap_or(shown);
+            if entry.cosmos.shared && matches!(transport, Transport::Http { .. }) {
+                bail!(
+                    "server \"{name}\": \"cosmos\": {{\"shared\": true}} is for a server cosmos starts \
+                     (\"command\"); a \"url\" server is already one process for every run"
+                );
+            }
             config.servers.push(ServerConfig {
                 name,
                 transport,
                 problem,
+                shared: entry.cosmos.shared,
                 shown,
                 secrets: config.secrets.clone(),
             });

@@ -8,6 +8,7 @@ pub mod oversized;
 pub mod pool;
 pub mod process_group;
 pub mod server;
+pub mod shared;
 
 /// rustls's crypto provider (ring), chosen once per process before an HTTP connection; the
 /// `llm` layer beside this one does the same for its endpoints. A second install is a no-op.

@@ -37,6 +37,8 @@ impl Default for Timeouts {
 pub struct McpPool {
     servers: Vec<RwLock<Arc<Server>>>,
     configs: Vec<ServerConfig>,
+    /// The servers taken from a worker's shared ones (not this pool's to stop).
+    shared: Vec<String>,
     timeouts: Timeouts,
     /// One restart at a time, so two calls that find a server dead start it once.
     restarting: tokio::sync::Mutex<()>,
@@ -49,22 +51,41 @@ impl McpPool {
         configs: &[ServerConfig],
         timeouts: Timeouts,
     ) -> (Self, Vec<ServerFailure>) {
-        let attempts = futures::future::join_all(
-            configs
-                .iter()
-                .map(|c| Server::connect(c, timeouts.startup, timeouts.elicitation)),
-        )
+        Self::connect_sharing(configs, timeouts, None).await
+    }
+
+    /// [`McpPool::connect`], taking the servers `shared` shares from it (started there once,
+    /// used by one run after another) instead of starting them. Shutting the pool down
+    /// leaves those running.
+    pub async fn connect_sharing(
+        configs: &[ServerConfig],
+        timeouts: Timeouts,
+        shared: Option<&super::shared::SharedServers>,
+    ) -> (Self, Vec<ServerFailure>) {
+        let attempts = futures::future::join_all(configs.iter().map(|c| async move {
+            match shared.filter(|s| s.shares(c)) {
+                Some(shared) => shared.get(c, timeouts).await,
+                None => Server::connect(c, timeouts.startup, timeouts.elicitation)
+                    .await
+                    .map(Arc::new),
+            }
+        }))
         .await;
         let mut pool = Self {
             servers: Vec::new(),
             configs: configs.to_vec(),
+            shared: configs
+                .iter()
+                .filter(|c| shared.is_some_and(|s| s.shares(c)))
+                .map(|c| c.name.clone())
+                .collect(),
             timeouts,
             restarting: tokio::sync::Mutex::new(()),
         };
         let mut failures = Vec::new();
         for attempt in attempts {
             match attempt {
-                Ok(s) => pool.servers.push(RwLock::new(Arc::new(s))),
+                Ok(s) => pool.servers.push(RwLock::new(s)),
                 Err(f) => failures.push(f),
             }
         }
@@ -84,6 +105,7 @@ impl McpPool {
                 name: c.name.clone(),
                 transport: c.transport_name().into(),
                 target: Some(c.target()),
+                shared: self.shared.contains(&c.name),
             })
             .collect()
     }

@@ -426,6 +426,11 @@ impl Server {
         self.dead.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
+    /// True while no call has seen it die and its connection is open.
+    pub fn is_alive(&self) -> bool {
+        self.failure().is_none() && !self.client.is_transport_closed()
+    }
+
     /// Calls `tool` (its own name, without the server prefix).
     pub async fn call(&self, tool: &str, arguments: &Value, timeout: Duration) -> CallOutcome {
         self.call_watching(tool, arguments, timeout, None).await

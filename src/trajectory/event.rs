@@ -246,6 +246,10 @@ pub struct ServerInfo {
     /// The command (stdio) or URL (http); never environment values.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<String>,
+    /// Its process served other runs of a sweep before or after this one (a stateless server
+    /// shared by a worker's cells).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub shared: bool,
 }
 
 /// Least time between two recorded progress reports of one call: a server that reports every

@@ -15,6 +15,8 @@ With FLAKY_ENV_FILE set, it writes its whole environment there when it starts.
 `ask` asks the user for input in the middle of the call (an elicitation form whose fields all
 have defaults) and answers with what came back.
 
+With FLAKY_STARTS_FILE set, each start appends a line to that file.
+
 With FLAKY_START_ONCE_FILE set, it starts only once: it writes that file, and a later start
 that finds it exits at once (a server that cannot be started again).
 
@@ -34,6 +36,11 @@ if os.environ.get("FLAKY_ENV_FILE"):
     with open(os.environ["FLAKY_ENV_FILE"], "w") as f:
         for k, v in sorted(os.environ.items()):
             f.write(f"{k}={v}\n")
+
+if os.environ.get("FLAKY_STARTS_FILE"):
+    # One line per start, so a test can count them.
+    with open(os.environ["FLAKY_STARTS_FILE"], "a") as f:
+        f.write(f"start {os.getpid()}\n")
 
 if os.environ.get("FLAKY_START_ONCE_FILE"):
     once = os.environ["FLAKY_START_ONCE_FILE"]

@@ -6,7 +6,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 
 use super::disk::{self, State};
-use super::runner::{Reporter, run_cells};
+use super::runner::{Reporter, Workers, run_cells};
 use super::spec::Cell;
 use crate::agent::session;
 use crate::tui::app::App;
@@ -21,7 +21,7 @@ pub fn run_with_matrix(
     mine: &[Cell],
     states: Vec<State>,
     todo: Vec<(usize, Cell)>,
-    jobs: usize,
+    workers: Workers,
 ) -> Result<(usize, bool)> {
     let keymap = crate::tui::load_keymap()?;
     let signals = runtime.block_on(async { session::stop_on_signals() });
@@ -53,7 +53,7 @@ pub fn run_with_matrix(
         let out = out.to_path_buf();
         let reporter = reporter.clone();
         let stop = signals.rx.clone();
-        runtime.spawn(async move { run_cells(&out, todo, jobs, reporter, stop).await })
+        runtime.spawn(async move { run_cells(&out, todo, &workers, reporter, stop).await })
     };
     let app = App::new(view, keymap, crate::tui::theme::Theme::from_env(), size);
     let ui = crate::cli::live::explore_while_running(

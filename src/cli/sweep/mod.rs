@@ -37,7 +37,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 
-use self::runner::{Reporter, run_cells};
+use self::runner::{Reporter, Workers, run_cells};
 use self::spec::Cell;
 use crate::agent::session;
 use crate::sanitize::inert;
@@ -162,6 +162,10 @@ pub fn run(args: SweepArgs) -> Result<ExitCode> {
         .map(|(i, (c, _))| (i, c.clone()))
         .collect();
     let jobs = args.jobs.max(1);
+    let workers = Workers {
+        jobs,
+        shared: spec::shared_servers(&args.spec)?,
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -177,13 +181,13 @@ pub fn run(args: SweepArgs) -> Result<ExitCode> {
         runtime.block_on(async {
             let signals = session::stop_on_signals();
             let could_not_run =
-                run_cells(&out, todo, jobs, Reporter::lines(), signals.rx.clone()).await;
+                run_cells(&out, todo, &workers, Reporter::lines(), signals.rx.clone()).await;
             let stopped = *signals.rx.borrow();
             (could_not_run, stopped)
         })
     } else {
         let title = args.spec.display().to_string();
-        matrix::run_with_matrix(&runtime, &out, title, &mine, states, todo, jobs)?
+        matrix::run_with_matrix(&runtime, &out, title, &mine, states, todo, workers)?
     };
     // Every finished cell not judged yet is judged, this time or the next (a stop leaves the
     // rest to the next run of the sweep).

@@ -9,13 +9,13 @@ use std::sync::mpsc::Sender;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
-use futures::StreamExt;
 use tokio::sync::watch;
 
 use super::disk::{self, State};
 use super::spec::{Cell, parse_run};
 use crate::agent::session::{self, Outcome};
 use crate::cli::run::prepare_or_stop;
+use crate::mcp::shared::SharedServers;
 use crate::sanitize::inert;
 use crate::trajectory::event::{EventBody, RunStatus};
 use crate::tui::action::Action;
@@ -93,12 +93,24 @@ enum Ended {
     NotStarted,
 }
 
-/// Runs `todo` (grid index, cell) into `out`, `jobs` at once, until done or `stop`. Returns the
-/// number of cells that could not run (infrastructure, after their tries).
+/// How a sweep's cells are run.
+#[derive(Debug, Clone)]
+pub struct Workers {
+    /// Cells at once: one per worker.
+    pub jobs: usize,
+    /// Servers each worker shares between its cells beside those declared shared.
+    pub shared: Vec<String>,
+}
+
+/// Runs `todo` (grid index, cell) into `out`, `workers.jobs` workers at once, until done or `stop`.
+/// Each worker takes the next cell when its last one ends, and keeps the stateless servers its
+/// cells share (`mcp::shared`; those declared so, and those named in `workers.shared`) from one cell to
+/// the next. Returns the number of cells that could not run (infrastructure, after their
+/// tries).
 pub async fn run_cells(
     out: &Path,
     todo: Vec<(usize, Cell)>,
-    jobs: usize,
+    workers: &Workers,
     reporter: Reporter,
     stop: watch::Receiver<bool>,
 ) -> usize {
@@ -106,20 +118,42 @@ pub async fn run_cells(
     let n = todo.len();
     let mut ended = 0usize;
     let mut failed = 0usize;
-    let mut results = futures::stream::iter(todo.into_iter().map(|(index, cell)| {
-        let stop = stop.clone();
-        let reporter = reporter.clone();
+    let queue = std::sync::Mutex::new(std::collections::VecDeque::from(todo));
+    let (done_tx, mut results) = tokio::sync::mpsc::unbounded_channel();
+    let workers = futures::future::join_all((0..workers.jobs.max(1)).map(|_| {
+        let (stop, reporter, done_tx, queue) =
+            (stop.clone(), reporter.clone(), done_tx.clone(), &queue);
         async move {
-            let result = if *stop.borrow() {
-                Ok(Ended::NotStarted)
-            } else {
-                run_cell(out, index, &cell, stop, &reporter).await
-            };
-            (index, cell, result)
+            let servers = Arc::new(SharedServers::new(workers.shared.iter().cloned()));
+            loop {
+                let next = queue.lock().unwrap_or_else(|p| p.into_inner()).pop_front();
+                let Some((index, cell)) = next else { break };
+                let result = if *stop.borrow() {
+                    Ok(Ended::NotStarted)
+                } else {
+                    run_cell(out, index, &cell, stop.clone(), &reporter, &servers).await
+                };
+                let _ = done_tx.send((index, cell, result));
+            }
+            if let Some(servers) = Arc::into_inner(servers) {
+                servers.shutdown().await;
+            }
         }
-    }))
-    .buffer_unordered(jobs.max(1));
-    while let Some((index, cell, result)) = results.next().await {
+    }));
+    drop(done_tx);
+    let mut workers = std::pin::pin!(workers);
+    let mut working = true;
+    loop {
+        let next = tokio::select! {
+            next = results.recv() => next,
+            _ = &mut workers, if working => {
+                working = false;
+                continue;
+            }
+        };
+        let Some((index, cell, result)) = next else {
+            break;
+        };
         if matches!(result, Ok(Ended::NotStarted)) {
             continue;
         }
@@ -184,6 +218,7 @@ async fn run_cell(
     cell: &Cell,
     stop: watch::Receiver<bool>,
     reporter: &Reporter,
+    shared: &Arc<SharedServers>,
 ) -> Result<Ended> {
     let began = Instant::now();
     let path = disk::run_path(out, cell);
@@ -214,6 +249,7 @@ async fn run_cell(
         }
         spec.out_dir = out.to_path_buf();
         spec.file_name = Some(cell.file_name());
+        spec.shared = Some(shared.clone());
         let starting = Instant::now();
         match prepare_or_stop(&spec, stop.clone()).await {
             Ok(Some(mut prepared)) => {

@@ -22,6 +22,10 @@ struct Spec {
     /// Judge every finished cell with `config`'s judge role and `[judge]` settings.
     #[serde(default)]
     judge: bool,
+    /// Servers of `mcp_config` that hold no state between calls: each worker starts them once
+    /// for all its cells (beside those whose entry says `"cosmos": {"shared": true}`).
+    #[serde(default)]
+    shared_servers: Vec<String>,
     tasks: Vec<TaskSet>,
     configs: Vec<toml::Table>,
 }
@@ -79,6 +83,29 @@ impl Cell {
 fn fingerprint(text: &str) -> String {
     let h = crate::trajectory::fnv::fnv1a(text.as_bytes());
     format!("{:012x}", h & 0xffff_ffff_ffff)
+}
+
+/// The servers the spec names as stateless (`shared_servers`), each checked to be a server of
+/// its MCP config that cosmos starts.
+pub fn shared_servers(spec_path: &Path) -> Result<Vec<String>> {
+    let text = std::fs::read_to_string(spec_path)
+        .with_context(|| format!("reading {}", spec_path.display()))?;
+    let spec: Spec =
+        toml::from_str(&text).with_context(|| format!("parsing {}", spec_path.display()))?;
+    if !spec.shared_servers.is_empty() {
+        let base = spec_path.parent().unwrap_or(Path::new("."));
+        let mcp = crate::mcp::config::McpConfig::load(&base.join(&spec.mcp_config))?;
+        for name in &spec.shared_servers {
+            let server = mcp.get(name).context("in shared_servers")?;
+            if server.transport_name() != "stdio" {
+                bail!(
+                    "shared_servers: \"{name}\" is a \"url\" server, already one process for \
+                     every run; only servers cosmos starts are shared"
+                );
+            }
+        }
+    }
+    Ok(spec.shared_servers)
 }
 
 /// When the spec asks for its cells to be judged: the configuration file whose judge role
