@@ -1185,3 +1185,134 @@ fn select_node_two(app: &mut App) {
     send(app, KeyCode::End);
     press(app, "kkkjj");
 }
+
+fn screen(app: &mut App) -> String {
+    use ratatui::{Terminal, backend::TestBackend};
+    app.settle();
+    let mut terminal = Terminal::new(TestBackend::new(app.size.0, app.size.1)).unwrap();
+    terminal.draw(|f| app.draw(f)).unwrap();
+    terminal.backend().to_string()
+}
+
+/// A big run read in parts: the first screen comes from the first part, before the reader has
+/// finished, saying how far it has read; once the last part is in, the screen is the one
+/// opening the whole file shows. Driven by the reader's parts, never by a wait.
+#[test]
+fn a_big_run_shows_its_first_screen_before_the_rest_is_read_and_the_same_screen_once_read() {
+    use mcp_cosmos::trajectory::run::RunPart;
+    let dir = tempfile::tempdir().unwrap();
+    let path = big_run(dir.path(), 7);
+    let area = Rect::new(0, 0, 120, 39);
+    let mut whole = App::on(
+        open::run(Run::open(&path).unwrap(), area),
+        Keymap::default(),
+        Theme::new(true),
+        (120, 40),
+    );
+    let today = screen(&mut whole);
+
+    let (tx, parts) = mpsc::channel();
+    let reading = path.clone();
+    std::thread::spawn(move || {
+        Run::read_in_parts(&reading, 500, 4_000, |part| tx.send(part).is_ok()).unwrap();
+    });
+    let Ok(RunPart::Begun(run)) = parts.recv() else {
+        panic!("the header first")
+    };
+    let mut run = *run;
+    let Ok(RunPart::More(first)) = parts.recv() else {
+        panic!("then the first part")
+    };
+    let (read, total) = (first.read, first.total);
+    assert!(!run.extend(first), "a big file is more than its first part");
+    assert_eq!(run.len(), 500);
+    let mut app = App::new(
+        RunView::reading(run, area, read, total),
+        Keymap::default(),
+        Theme::new(true),
+        (120, 40),
+    );
+    let first_screen = screen(&mut app);
+    let pct = read * 100 / total;
+    assert!(
+        first_screen.contains(&format!("reading … {pct}%")),
+        "{first_screen}"
+    );
+    assert!(first_screen.contains("/500"), "{first_screen}");
+    let mut parts_after = 0;
+    for part in parts {
+        let RunPart::More(part) = part else {
+            panic!("parts only")
+        };
+        parts_after += 1;
+        app.update(Action::RunRead(
+            path.clone(),
+            std::sync::Arc::new(std::sync::Mutex::new(Some(part))),
+        ));
+    }
+    assert!(parts_after > 2, "read in several parts");
+    let view = app.top_as::<RunView>().unwrap();
+    assert!(!view.is_reading());
+    assert_eq!(
+        screen(&mut app),
+        today,
+        "the same screen as opening it whole"
+    );
+}
+
+/// Keys work on what is read; End while reading follows the end as it is read and ends there.
+#[test]
+fn end_while_reading_waits_for_the_end() {
+    use mcp_cosmos::trajectory::run::RunPart;
+    let dir = tempfile::tempdir().unwrap();
+    let path = big_run(dir.path(), 8);
+    let whole_len = Run::open(&path).unwrap().len();
+    let (tx, parts) = mpsc::channel();
+    let reading = path.clone();
+    std::thread::spawn(move || {
+        Run::read_in_parts(&reading, 500, 4_000, |part| tx.send(part).is_ok()).unwrap();
+    });
+    let Ok(RunPart::Begun(run)) = parts.recv() else {
+        panic!("the header first")
+    };
+    let mut run = *run;
+    let Ok(RunPart::More(first)) = parts.recv() else {
+        panic!("then the first part")
+    };
+    let (read, total) = (first.read, first.total);
+    run.extend(first);
+    let mut app = App::new(
+        RunView::reading(run, Rect::new(0, 0, 120, 39), read, total),
+        Keymap::default(),
+        Theme::new(true),
+        (120, 40),
+    );
+    app.update(Action::Do(mcp_cosmos::tui::keymap::Command::StepBack));
+    assert_eq!(
+        app.top_as::<RunView>().unwrap().position(),
+        499,
+        "keys work meanwhile"
+    );
+    app.update(Action::Do(mcp_cosmos::tui::keymap::Command::Bottom));
+    let Ok(RunPart::More(second)) = parts.recv() else {
+        panic!("a second part")
+    };
+    let in_two = 500 + second.len();
+    app.update(Action::RunRead(
+        path.clone(),
+        std::sync::Arc::new(std::sync::Mutex::new(Some(second))),
+    ));
+    assert_eq!(
+        app.top_as::<RunView>().unwrap().position(),
+        in_two,
+        "at the end read so far"
+    );
+    for part in parts {
+        let RunPart::More(part) = part else { panic!() };
+        app.update(Action::RunRead(
+            path.clone(),
+            std::sync::Arc::new(std::sync::Mutex::new(Some(part))),
+        ));
+    }
+    assert_eq!(app.top_as::<RunView>().unwrap().position(), whole_len);
+}

@@ -107,6 +107,59 @@ pub struct Run {
     failures: Vec<u32>,
 }
 
+/// What [`Run::read_in_parts`] hands over.
+#[derive(Debug)]
+pub enum RunPart {
+    /// The run: its header, no event yet.
+    Begun(Box<Run>),
+    /// Events read since the last part.
+    More(Part),
+}
+
+/// Events of a run read in parts, and how far the reading has got.
+#[derive(Debug, Default)]
+pub struct Part {
+    briefs: Vec<Brief>,
+    spans: Vec<LineSpan>,
+    /// Bytes of the file read so far.
+    pub read: u64,
+    /// The file's size when the reading began.
+    pub total: u64,
+    /// The problems met, in the last part only.
+    pub problems: Option<Vec<Problem>>,
+}
+
+impl Part {
+    /// A last part that says why the file could not be read to its end.
+    pub fn failed(path: &Path, why: &str) -> Self {
+        Self {
+            problems: Some(vec![Problem {
+                path: path.to_path_buf(),
+                line: 0,
+                severity: super::reader::Severity::Error,
+                reason: format!("reading stopped: {why}"),
+                skipped: true,
+            }]),
+            ..Self::default()
+        }
+    }
+
+    /// Events in this part.
+    pub fn len(&self) -> usize {
+        self.briefs.len()
+    }
+
+    /// True when it holds no event.
+    pub fn is_empty(&self) -> bool {
+        self.briefs.is_empty()
+    }
+
+    /// True for the last part.
+    pub fn is_last(&self) -> bool {
+        self.problems.is_some()
+    }
+}
+
 /// Where the whole events are.
 #[derive(Debug, Default)]
 struct Texts {
@@ -177,6 +230,64 @@ impl Run {
         run.texts.file = Some((file, spans));
         run.problems = stream.take_problems();
         Ok(run)
+    }
+
+    /// Reads `path` in parts, for a view that shows its first screen before the rest is read:
+    /// the run with its header and no event yet, then its events in parts of `first` events
+    /// and later of `every`, each part handed to `send` with how far the reading has got, the
+    /// last one with the problems met. Reading goes on to the end (the same events and problems
+    /// as [`Run::open`]); a `send` that finds nobody listening stops nothing but the sending.
+    pub fn read_in_parts(
+        path: &Path,
+        first: usize,
+        every: usize,
+        mut send: impl FnMut(RunPart) -> bool,
+    ) -> Result<()> {
+        let file = super::reader::open_regular(path)?;
+        let total = file.metadata().map_or(0, |m| m.len());
+        let reader = file
+            .try_clone()
+            .with_context(|| format!("opening {}", path.display()))?;
+        let mut stream = EventStream::from_reader(path, Box::new(reader))?;
+        let mut run = Self::new(path.to_path_buf(), stream.header().clone());
+        run.texts.file = Some((file, Vec::new()));
+        let mut listening = send(RunPart::Begun(Box::new(run)));
+        let mut part = Part::default();
+        let mut size = first.max(1);
+        stream.read_all(|brief, span| {
+            part.read = span.start + u64::from(span.len) + 1;
+            part.briefs.push(brief);
+            part.spans.push(span);
+            if part.briefs.len() >= size && listening {
+                part.total = total;
+                listening = send(RunPart::More(std::mem::take(&mut part)));
+                size = every.max(1);
+            }
+        })?;
+        part.total = total;
+        part.read = total;
+        part.problems = Some(stream.take_problems());
+        if listening {
+            send(RunPart::More(part));
+        }
+        Ok(())
+    }
+
+    /// Adds a part read by [`Run::read_in_parts`]; true when it was the last.
+    pub fn extend(&mut self, part: Part) -> bool {
+        for brief in part.briefs {
+            self.add(brief);
+        }
+        if let Some((_, spans)) = &mut self.texts.file {
+            spans.extend(part.spans);
+        }
+        match part.problems {
+            Some(problems) => {
+                self.problems = problems;
+                true
+            }
+            None => false,
+        }
     }
 
     /// Number of events (the cursor runs from 0 to this).

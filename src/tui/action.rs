@@ -30,6 +30,15 @@ pub enum Action {
     JumpTo(usize),
     /// A run finished loading in the background.
     Loaded(RequestId, Box<anyhow::Result<Run>>),
+    /// The first part of a run asked for (`Work::OpenRun`): `read` of `total` bytes; the rest
+    /// follows as `RunRead`.
+    LoadedHead(RequestId, Box<Run>, u64, u64),
+    /// A part of the run file at this path, read after its view opened (taken once, by the
+    /// view reading it: actions are shared, parts are not copied).
+    RunRead(
+        std::path::PathBuf,
+        std::sync::Arc<std::sync::Mutex<Option<crate::trajectory::run::Part>>>,
+    ),
     /// The group table finished computing in the background.
     GroupsReady(
         RequestId,

@@ -126,10 +126,8 @@ impl App {
     /// Says on the status line that reading the run in front found `problems` (skipped
     /// lines and the like), when it did: the figures leave those lines out.
     pub fn say_problems(&mut self, problems: usize) {
-        if problems > 0 {
-            self.message = Some(format!(
-                "{problems} problem(s) reading this run; `cosmos validate` lists them"
-            ));
+        if let Some(said) = problems_said(problems) {
+            self.message = Some(said);
         }
     }
 
@@ -282,7 +280,10 @@ impl App {
                 self.changed = true;
                 self.broadcast(&action);
             }
-            Action::LiveEvent(_) | Action::FollowLost(_) | Action::Sweep(_) => {
+            Action::LiveEvent(_)
+            | Action::FollowLost(_)
+            | Action::Sweep(_)
+            | Action::RunRead(..) => {
                 self.changed = true;
                 let subscribers: Vec<ViewId> = self
                     .stack
@@ -297,6 +298,10 @@ impl App {
             Action::Loaded(id, result) => {
                 self.changed = true;
                 self.loaded(id, *result);
+            }
+            Action::LoadedHead(id, run, read, total) => {
+                self.changed = true;
+                self.loaded_head(id, *run, read, total);
             }
             Action::Elicit(question) => {
                 // The waiting call's question goes in front of whatever is shown.
@@ -478,6 +483,20 @@ impl App {
         Some(self.pending.remove(i))
     }
 
+    /// The first part of a run opened from the explorer: its view reads the rest.
+    fn loaded_head(&mut self, id: RequestId, run: Run, read: u64, total: u64) {
+        let Some(pending) = self.take_pending(id) else {
+            return;
+        };
+        if let Waiting::Run(_, at) = pending.waiting {
+            let view = RunView::reading(run, self.body_area(), read, total);
+            let opened = self.push(Box::new(view));
+            if let Some(event) = at {
+                self.deliver(opened, &Action::JumpTo(event));
+            }
+        }
+    }
+
     fn loaded(&mut self, id: RequestId, result: anyhow::Result<Run>) {
         let Some(mut pending) = self.take_pending(id) else {
             return; // Asked for by a view that is gone, or superseded.
@@ -593,4 +612,10 @@ impl App {
             status,
         );
     }
+}
+
+/// What the status line says of the problems met reading a run (nothing for none).
+pub fn problems_said(problems: usize) -> Option<String> {
+    (problems > 0)
+        .then(|| format!("{problems} problem(s) reading this run; `cosmos validate` lists them"))
 }

@@ -24,6 +24,7 @@ pub mod overlay;
 pub mod page_prompt;
 pub mod picker;
 pub mod prompt;
+pub mod reading;
 pub mod run_view;
 pub mod scroll;
 pub mod sweep_view;
@@ -46,7 +47,6 @@ use self::keymap::Keymap;
 use self::run_view::RunView;
 use self::theme::Theme;
 use crate::trajectory::listing::list_runs;
-use crate::trajectory::run::Run;
 use crate::trajectory::tail::Tail;
 
 /// The user's keymap: `keys.toml` in the XDG config folder, else the defaults.
@@ -79,13 +79,28 @@ pub fn explore(path: &Path, probe: crate::probe::ProbeSetup) -> Result<()> {
             .finished
             .is_some()
         {
-            // Read as a whole file reads it (a torn last line is a problem, not a wait).
-            let run = Run::open(path)?;
-            let problems = run.problems.len();
-            let mut app = App::on(open::run(run, body), keymap, theme, size);
+            // Read as a whole file reads it (a torn last line is a problem, not a wait), the
+            // first screen from its first part while the rest is read.
+            let (view, rest, problems) = match reading::open_in_parts(path)? {
+                reading::Opened::Whole(run) => {
+                    let problems = run.problems.len();
+                    (open::run(run, body), None, problems)
+                }
+                reading::Opened::Head {
+                    run,
+                    read,
+                    total,
+                    rest,
+                } => {
+                    let view: Box<dyn view::View> =
+                        Box::new(RunView::reading(run, body, read, total));
+                    (view, Some(rest), 0)
+                }
+            };
+            let mut app = App::on(view, keymap, theme, size);
             app.say_problems(problems);
             app.probe = probe;
-            return explore_then_settle_forks(app, None);
+            return explore_then_settle_forks(app, rest);
         }
         let (run, tail) = Tail::open(path)?;
         terminal::require_terminal()?;

@@ -184,6 +184,36 @@ fn event_loop(
 }
 
 fn spawn_work(id: RequestId, work: Work, tx: Sender<Msg>) {
+    if let Work::OpenRun(path) | Work::OpenRunAt(path, _) = &work {
+        // Read in parts on a thread of its own: the view opens on the first, the rest follow.
+        let path = path.clone();
+        std::thread::spawn(move || {
+            let send = |action| tx.send(Msg::Action(action)).is_ok();
+            match super::reading::open_in_parts(&path) {
+                Ok(super::reading::Opened::Whole(run)) => {
+                    send(Action::Loaded(id, Box::new(Ok(run))));
+                }
+                Ok(super::reading::Opened::Head {
+                    run,
+                    read,
+                    total,
+                    rest,
+                }) => {
+                    if send(Action::LoadedHead(id, Box::new(run), read, total)) {
+                        for action in rest {
+                            if !send(action) {
+                                break;
+                            }
+                        }
+                    }
+                }
+                Err(e) => {
+                    send(Action::Loaded(id, Box::new(Err(e))));
+                }
+            }
+        });
+        return;
+    }
     if let Work::Fork(fork) = work {
         // A fork runs for minutes: a thread of its own, never one of the pool's four.
         std::thread::spawn(move || {

@@ -158,6 +158,22 @@ pub struct RunView {
     draft: Option<NoteDraft>,
     /// A probe or note on its way to the file.
     adding: Option<Adding>,
+    /// The rest of the file while it is still being read (`Run::read_in_parts`).
+    reading: Option<Reading>,
+}
+
+/// A run view opened before its file was read to the end.
+#[derive(Debug)]
+struct Reading {
+    /// Bytes read, of the file's.
+    read: u64,
+    total: u64,
+    /// The person has moved: the view stays where they are when the rest arrives, instead of
+    /// opening as a whole run does (at the first failed call, or the end).
+    touched: bool,
+    /// Where they asked to go beyond what is read (`usize::MAX`: the end): the cursor goes
+    /// there once that part is in.
+    waiting_for: Option<usize>,
 }
 
 impl RunView {
@@ -188,6 +204,7 @@ impl RunView {
             note: None,
             draft: None,
             adding: None,
+            reading: None,
         };
         let end = view.run.len();
         view.seek(end);
@@ -205,6 +222,74 @@ impl RunView {
             view.note = Some("opened at the first failed call · End goes to the end");
         }
         view
+    }
+
+    /// A view of the first part of a finished run's file, the rest still being read (its parts
+    /// come as `Action::RunRead` of the run's path): the first screen at once, keys working on
+    /// what is read. Once the last part is in, a view the person has not moved opens as
+    /// [`RunView::opened`] opens the whole run.
+    pub fn reading(run: Run, area: Rect, read: u64, total: u64) -> Self {
+        let mut view = Self::opened(run, area);
+        view.reading = Some(Reading {
+            read,
+            total,
+            touched: false,
+            waiting_for: None,
+        });
+        view
+    }
+
+    /// True while the rest of the file is still being read.
+    pub fn is_reading(&self) -> bool {
+        self.reading.is_some()
+    }
+
+    /// A part of the file read: its events added; the last one ends the reading.
+    fn read_part(&mut self, part: crate::trajectory::run::Part, out: &mut Vec<Request>) {
+        let Some(reading) = &mut self.reading else {
+            return;
+        };
+        reading.read = part.read;
+        let last = self.run.extend(part);
+        self.facts.sync(&self.run);
+        let (touched, waiting_for) = (reading.touched, reading.waiting_for);
+        let to_end = waiting_for == Some(usize::MAX);
+        if !last {
+            match waiting_for {
+                // The end as it is read.
+                Some(usize::MAX) => self.seek(self.run.len()),
+                Some(k) if k <= self.run.len() => {
+                    if let Some(reading) = &mut self.reading {
+                        reading.waiting_for = None;
+                    }
+                    self.jump(Some(k), "", out);
+                }
+                _ => self.stale = true,
+            }
+            return;
+        }
+        self.reading = None;
+        if let Some(said) = crate::tui::app::problems_said(self.run.problems.len()) {
+            out.push(Request::Say(said));
+        }
+        if touched && !to_end {
+            match waiting_for {
+                // Past the end of the file: as far as there is.
+                Some(k) => self.jump(Some(k.min(self.run.len())), "", out),
+                None => self.stale = true,
+            }
+            return;
+        }
+        // Untouched, it becomes what opening the whole file would have shown.
+        let placeholder = Run::new(std::path::PathBuf::new(), self.run.header.clone());
+        let run = std::mem::replace(&mut self.run, placeholder);
+        let (area, focus) = (self.area, self.focus);
+        *self = if to_end {
+            Self::new(run, area)
+        } else {
+            Self::opened(run, area)
+        };
+        self.focus = focus;
     }
 
     /// A view of a run that is still being written; events arrive by [`RunView::push`].
@@ -739,6 +824,9 @@ impl View for RunView {
     }
 
     fn subscribes(&self, feed: &Action) -> bool {
+        if let Action::RunRead(path, _) = feed {
+            return self.reading.is_some() && *path == self.run.path;
+        }
         let Some(live) = &self.live else {
             return false;
         };
@@ -758,7 +846,29 @@ impl View for RunView {
     }
 
     fn update(&mut self, action: &Action, cx: Context, out: &mut Vec<Request>) -> Handled {
+        if let Some(reading) = &mut self.reading {
+            // Seeking past what is read waits for that part; any other move is the person's.
+            let read = self.run.len();
+            match action {
+                Action::Do(Command::Bottom) => reading.waiting_for = Some(usize::MAX),
+                Action::JumpTo(event) if event + 1 > read => {
+                    reading.touched = true;
+                    reading.waiting_for = Some(event + 1);
+                }
+                Action::Do(_) | Action::Input(_) | Action::Mouse(_) | Action::JumpTo(_) => {
+                    reading.touched = true;
+                    reading.waiting_for = None;
+                }
+                _ => {}
+            }
+        }
         match action {
+            Action::RunRead(_, part) => {
+                if let Some(part) = part.lock().unwrap_or_else(|p| p.into_inner()).take() {
+                    self.read_part(part, out);
+                }
+                return Handled::Consumed;
+            }
             Action::LiveEvent(e) => {
                 self.push((**e).clone());
                 return Handled::Consumed;
@@ -874,7 +984,11 @@ impl View for RunView {
             }
             (None, None) => String::new(),
         };
-        let note = self.note.map_or(String::new(), |n| format!("  · {n}"));
+        let mut note = self.note.map_or(String::new(), |n| format!("  · {n}"));
+        if let Some(reading) = &self.reading {
+            let pct = (reading.read * 100).checked_div(reading.total).unwrap_or(0);
+            note = format!("  · reading … {pct}%{note}");
+        }
         // The counter first: on a narrow terminal the path is what gets cut.
         Some(format!(
             "event {}/{}  {mode}{find}{note}  {}",
