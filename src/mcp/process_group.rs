@@ -69,14 +69,23 @@ impl ProcessGroup {
     }
 
     /// Waits up to `grace` for the group to end by itself, then SIGTERM, then after `grace`
-    /// again SIGKILL. Returns when the group is gone (or SIGKILL was sent).
-    pub async fn terminate(&self, grace: Duration) {
+    /// again SIGKILL. Returns when the group is gone (or SIGKILL was sent). `leader` is the
+    /// group's first process when this process started it: it is reaped as soon as it exits,
+    /// since an exited child not yet reaped still counts as a member and would keep the group
+    /// "alive" through every grace period.
+    pub async fn terminate(&self, grace: Duration, mut leader: Option<&mut tokio::process::Child>) {
+        let mut alive = || {
+            if let Some(child) = leader.as_deref_mut() {
+                let _ = child.try_wait();
+            }
+            self.alive()
+        };
         for signal in [None, Some(libc::SIGTERM), Some(libc::SIGKILL)] {
             if let Some(s) = signal {
                 self.signal(s);
             }
             let start = Instant::now();
-            while self.alive() && start.elapsed() < grace {
+            while alive() && start.elapsed() < grace {
                 tokio::time::sleep(Duration::from_millis(25)).await;
             }
             if !self.alive() {
@@ -122,4 +131,34 @@ fn watchdog(pgid: libc::pid_t) -> Option<std::process::Child> {
         .spawn()
         .map_err(|e| tracing::warn!("no watchdog for process group {pgid}: {e}"))
         .ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A leader that exits by itself is reaped, so the group is seen gone at once instead of
+    /// being waited out, signalled and waited out again as if its zombie were still working.
+    #[tokio::test]
+    async fn a_leader_that_exits_is_reaped_and_not_waited_out() {
+        let mut child = tokio::process::Command::new("cat")
+            .process_group(0)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let group = ProcessGroup::led_by(child.id().unwrap()).unwrap();
+        drop(child.stdin.take()); // cat ends at the end of its input
+        let grace = Duration::from_secs(5);
+        let started = Instant::now();
+        group.terminate(grace, Some(&mut child)).await;
+        assert!(!group.alive());
+        let status = child.try_wait().unwrap().expect("reaped");
+        assert!(
+            status.success(),
+            "it ended by itself, not by a signal: {status}"
+        );
+        // Far inside one grace period: a group kept "alive" by its zombie takes three.
+        assert!(started.elapsed() < grace, "{:?}", started.elapsed());
+    }
 }

@@ -582,10 +582,15 @@ impl Server {
     /// Closes the connection; a stdio server then gets `STOP_GRACE` to exit on its own, then
     /// SIGTERM for its whole process group, then SIGKILL.
     pub async fn shutdown(self) {
-        let Self { client, group, .. } = self;
+        let Self {
+            client,
+            group,
+            _child: mut child,
+            ..
+        } = self;
         let _ = tokio::time::timeout(STOP_GRACE, client.cancel()).await;
         if let Some(group) = group {
-            group.terminate(STOP_GRACE).await;
+            group.terminate(STOP_GRACE, child.as_mut()).await;
         }
     }
 }
