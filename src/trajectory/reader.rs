@@ -197,20 +197,21 @@ impl<R: Read> LineReader<R> {
 pub fn parse_header(bytes: &[u8]) -> std::result::Result<Header, String> {
     // Some editors save a UTF-8 byte-order mark first: it is not part of the JSON.
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
-    // Invalid UTF-8 is replaced with U+FFFD, as in an event line (the reader warns).
+    // Invalid UTF-8 is replaced with U+FFFD, as in an event line (the reader warns). Checked
+    // once: valid text, the common case, is used as it is.
     let replaced;
-    let bytes = match String::from_utf8_lossy(bytes) {
-        std::borrow::Cow::Borrowed(_) => bytes,
-        std::borrow::Cow::Owned(text) => {
-            replaced = text;
-            replaced.as_bytes()
+    let text = match std::str::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(_) => {
+            replaced = String::from_utf8_lossy(bytes).into_owned();
+            replaced.as_str()
         }
     };
+    let bytes = text.as_bytes();
     // A current header is decoded straight into `Header` (the tool schemas make headers big,
     // and a folder of small runs is mostly headers); anything else goes through a `Value` for
     // the precise refusal or the upgrade.
-    if let Ok(text) = std::str::from_utf8(bytes)
-        && let Ok(header) = serde_json::from_str::<Header>(text)
+    if let Ok(header) = serde_json::from_str::<Header>(text)
         && header.format == FORMAT_NAME
         && header.version == FORMAT_VERSION
     {
@@ -546,18 +547,30 @@ pub fn open_regular(path: &Path) -> Result<File> {
     File::open(path).with_context(|| format!("opening {}", path.display()))
 }
 
+/// The read buffer of a stream (it grows for a longer line).
+const READ_BUFFER: usize = 1 << 18;
+
 impl EventStream {
     /// Opens `path` and reads its header. A file without a valid header is an error.
     pub fn open(path: &Path) -> Result<Self> {
         let file = open_regular(path)?;
-        Self::from_reader(path, Box::new(file))
+        // A small file gets a buffer its size: a folder of thousands of small runs would
+        // otherwise zero a quarter-megabyte buffer for each.
+        let size = file.metadata().map_or(READ_BUFFER as u64, |m| m.len());
+        let capacity =
+            usize::try_from(size + 1).map_or(READ_BUFFER, |s| s.clamp(4096, READ_BUFFER));
+        Self::with_buffer(path, Box::new(file), capacity)
     }
 
     /// Reads a trajectory from any byte source; `path` is used in problem reports.
     pub fn from_reader(path: &Path, reader: Box<dyn Read + Send>) -> Result<Self> {
+        Self::with_buffer(path, reader, READ_BUFFER)
+    }
+
+    fn with_buffer(path: &Path, reader: Box<dyn Read + Send>, capacity: usize) -> Result<Self> {
         let mut stream = Self {
             path: path.to_path_buf(),
-            lines: LineReader::with_capacity(1 << 18, reader),
+            lines: LineReader::with_capacity(capacity, reader),
             header: None,
             checks: LineChecks::new(path),
             done: false,
