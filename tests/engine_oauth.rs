@@ -437,20 +437,27 @@ fn an_expired_login_is_refreshed_before_the_run_uses_it() {
     }
 }
 
-#[test]
-fn the_client_credentials_grant_runs_unattended_in_a_run_and_a_sweep_cell() {
-    let dir = tempfile::tempdir().unwrap();
-    let secret = "cc-secret-0a1b2c3d4e5f";
+/// The test's own server, knowing the client `cosmos-ci` with `secret`, and an `mcp.json`
+/// that reaches it with the client-credentials grant (the secret from `$CI_SECRET`).
+fn client_credentials_server(dir: &Path, secret: &str) -> (Protected, PathBuf) {
     let server = own_server(
-        dir.path(),
+        dir,
         &[("CLIENT_ID", "cosmos-ci"), ("CLIENT_SECRET", secret)],
     );
     let mcp = write_mcp_config(
-        dir.path(),
+        dir,
         json!({"prot": {"url": server.url, "oauth": {
             "grant": "client_credentials", "client_id": "cosmos-ci", "client_secret": "${CI_SECRET}"
         }}}),
     );
+    (server, mcp)
+}
+
+#[test]
+fn the_client_credentials_grant_runs_unattended_in_a_run_and_a_sweep_cell() {
+    let dir = tempfile::tempdir().unwrap();
+    let secret = "cc-secret-0a1b2c3d4e5f";
+    let (_server, mcp) = client_credentials_server(dir.path(), secret);
     // No login: the run gets its own token.
     let (_, run) = whoami_run(dir.path(), &mcp, &[("CI_SECRET", secret)]);
     let grants = std::fs::read_to_string(dir.path().join("grants.txt")).unwrap();
@@ -510,16 +517,7 @@ fn the_client_credentials_grant_runs_unattended_in_a_run_and_a_sweep_cell() {
 fn a_call_refused_for_want_of_a_scope_steps_the_token_up() {
     let dir = tempfile::tempdir().unwrap();
     let secret = "cc-secret-9f8e7d6c5b4a";
-    let server = own_server(
-        dir.path(),
-        &[("CLIENT_ID", "cosmos-ci"), ("CLIENT_SECRET", secret)],
-    );
-    let unattended = write_mcp_config(
-        dir.path(),
-        json!({"prot": {"url": server.url, "oauth": {
-            "grant": "client_credentials", "client_id": "cosmos-ci", "client_secret": "${CI_SECRET}"
-        }}}),
-    );
+    let (server, unattended) = client_credentials_server(dir.path(), secret);
     let (_, run, called) = one_call_run(
         dir.path(),
         &unattended,

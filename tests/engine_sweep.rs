@@ -824,6 +824,26 @@ fn flaky_sweep(dir: &std::path::Path, tasks: &[(&str, &str)], shared: bool) -> s
     spec
 }
 
+/// `cosmos sweep SPEC --out OUT --jobs JOBS --no-tui`, which must end 0 (every cell has its
+/// finished run).
+fn sweep_of(spec: &std::path::Path, out: &std::path::Path, jobs: usize, llm: &ScriptedLlm) {
+    let jobs = jobs.to_string();
+    let ran = cosmos(
+        &[
+            "sweep",
+            spec.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--jobs",
+            &jobs,
+            "--no-tui",
+        ],
+        llm,
+        "sk-x",
+    );
+    assert_eq!(ran.status.code(), Some(0), "{}", text(&ran));
+}
+
 fn starts(dir: &std::path::Path) -> usize {
     std::fs::read_to_string(dir.join("starts.txt"))
         .unwrap_or_default()
@@ -848,20 +868,7 @@ fn a_shared_stateless_server_starts_once_per_worker_with_the_same_results() {
             shared,
         );
         let out = dir.path().join("runs");
-        let ran = cosmos(
-            &[
-                "sweep",
-                spec.to_str().unwrap(),
-                "--out",
-                out.to_str().unwrap(),
-                "--jobs",
-                "2",
-                "--no-tui",
-            ],
-            &llm,
-            "sk-x",
-        );
-        assert_eq!(ran.status.code(), Some(0), "{}", text(&ran));
+        sweep_of(&spec, &out, 2, &llm);
         assert_eq!(
             starts(dir.path()),
             expected,
@@ -920,20 +927,7 @@ fn a_shared_server_that_died_is_started_again_for_the_next_cell() {
     let one_config = &text_spec[..text_spec.find("[[configs]]\nname = \"two\"").unwrap()];
     std::fs::write(&spec, one_config).unwrap();
     let out = dir.path().join("runs");
-    let ran = cosmos(
-        &[
-            "sweep",
-            spec.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-            "--jobs",
-            "1",
-            "--no-tui",
-        ],
-        &llm,
-        "sk-x",
-    );
-    assert!(ran.status.code().is_some(), "{}", text(&ran));
+    sweep_of(&spec, &out, 1, &llm);
     assert_eq!(starts(dir.path()), 2, "started, died, started again");
     let runs = runs_in(&out);
     let by_task = |task: &str| {

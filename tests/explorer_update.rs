@@ -1186,6 +1186,30 @@ fn select_node_two(app: &mut App) {
     press(app, "kkkjj");
 }
 
+/// `path` read in parts of 500 and then 4,000 events: the run begun, its first part (not
+/// added yet), and the later parts as the reader hands them over.
+fn read_in_parts(
+    path: &std::path::Path,
+) -> (
+    Run,
+    mcp_cosmos::trajectory::run::Part,
+    mpsc::Receiver<mcp_cosmos::trajectory::run::RunPart>,
+) {
+    use mcp_cosmos::trajectory::run::RunPart;
+    let (tx, parts) = mpsc::channel();
+    let reading = path.to_path_buf();
+    std::thread::spawn(move || {
+        Run::read_in_parts(&reading, 500, 4_000, |part| tx.send(part).is_ok()).unwrap();
+    });
+    let Ok(RunPart::Begun(run)) = parts.recv() else {
+        panic!("the header first")
+    };
+    let Ok(RunPart::More(first)) = parts.recv() else {
+        panic!("then the first part")
+    };
+    (*run, first, parts)
+}
+
 fn screen(app: &mut App) -> String {
     use ratatui::{Terminal, backend::TestBackend};
     app.settle();
@@ -1211,18 +1235,7 @@ fn a_big_run_shows_its_first_screen_before_the_rest_is_read_and_the_same_screen_
     );
     let today = screen(&mut whole);
 
-    let (tx, parts) = mpsc::channel();
-    let reading = path.clone();
-    std::thread::spawn(move || {
-        Run::read_in_parts(&reading, 500, 4_000, |part| tx.send(part).is_ok()).unwrap();
-    });
-    let Ok(RunPart::Begun(run)) = parts.recv() else {
-        panic!("the header first")
-    };
-    let mut run = *run;
-    let Ok(RunPart::More(first)) = parts.recv() else {
-        panic!("then the first part")
-    };
+    let (mut run, first, parts) = read_in_parts(&path);
     let (read, total) = (first.read, first.total);
     assert!(!run.extend(first), "a big file is more than its first part");
     assert_eq!(run.len(), 500);
@@ -1267,18 +1280,7 @@ fn end_while_reading_waits_for_the_end() {
     let dir = tempfile::tempdir().unwrap();
     let path = big_run(dir.path(), 8);
     let whole_len = Run::open(&path).unwrap().len();
-    let (tx, parts) = mpsc::channel();
-    let reading = path.clone();
-    std::thread::spawn(move || {
-        Run::read_in_parts(&reading, 500, 4_000, |part| tx.send(part).is_ok()).unwrap();
-    });
-    let Ok(RunPart::Begun(run)) = parts.recv() else {
-        panic!("the header first")
-    };
-    let mut run = *run;
-    let Ok(RunPart::More(first)) = parts.recv() else {
-        panic!("then the first part")
-    };
+    let (mut run, first, parts) = read_in_parts(&path);
     let (read, total) = (first.read, first.total);
     run.extend(first);
     let mut app = App::new(
