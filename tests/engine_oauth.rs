@@ -602,6 +602,32 @@ fn a_client_metadata_document_is_the_logins_client_id() {
     whoami_run(dir.path(), &mcp, &[]);
 }
 
+/// A client-credentials server has no login: `cosmos login` says so instead of opening a
+/// browser flow with that client.
+#[test]
+fn a_client_credentials_server_has_no_login_to_make() {
+    let dir = tempfile::tempdir().unwrap();
+    let mcp = write_mcp_config(
+        dir.path(),
+        json!({"prot": {"url": "http://127.0.0.1:9/mcp", "oauth": {
+            "grant": "client_credentials", "client_id": "cosmos-ci", "client_secret": "s3cret-value"
+        }}}),
+    );
+    let refused = cosmos_with(
+        dir.path(),
+        &["login", "prot", "--mcp-config", mcp.to_str().unwrap()],
+        None,
+        None,
+    );
+    assert_eq!(refused.status.code(), Some(1), "{}", text(&refused));
+    assert!(
+        text(&refused).contains("there is no login to make"),
+        "{}",
+        text(&refused)
+    );
+    assert!(token_files(dir.path()).is_empty());
+}
+
 #[path = "common/tmux.rs"]
 #[allow(dead_code)]
 mod tmux;

@@ -48,6 +48,13 @@ fn remote(args: &LoginArgs) -> Result<(String, oauth::OAuthClient)> {
 /// Logs in.
 pub fn login(args: LoginArgs) -> Result<ExitCode> {
     let (url, client) = remote(&args)?;
+    if client.grant == oauth::Grant::ClientCredentials {
+        bail!(
+            "server \"{}\" uses the client_credentials grant: a run gets its token from the \
+             client's id and secret when it starts; there is no login to make",
+            args.server
+        );
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;

@@ -126,7 +126,7 @@ impl App {
     /// Says on the status line that reading the run in front found `problems` (skipped
     /// lines and the like), when it did: the figures leave those lines out.
     pub fn say_problems(&mut self, problems: usize) {
-        if let Some(said) = problems_said(problems) {
+        if let Some(said) = super::run_view::problems_said(problems) {
             self.message = Some(said);
         }
     }
@@ -612,10 +612,4 @@ impl App {
             status,
         );
     }
-}
-
-/// What the status line says of the problems met reading a run (nothing for none).
-pub fn problems_said(problems: usize) -> Option<String> {
-    (problems > 0)
-        .then(|| format!("{problems} problem(s) reading this run; `cosmos validate` lists them"))
 }

@@ -269,7 +269,7 @@ impl RunView {
             return;
         }
         self.reading = None;
-        if let Some(said) = crate::tui::app::problems_said(self.run.problems.len()) {
+        if let Some(said) = problems_said(self.run.problems.len()) {
             out.push(Request::Say(said));
         }
         if touched && !to_end {
@@ -1087,4 +1087,10 @@ impl View for RunView {
             theme,
         );
     }
+}
+
+/// What the status line says of the problems met reading a run (nothing for none).
+pub fn problems_said(problems: usize) -> Option<String> {
+    (problems > 0)
+        .then(|| format!("{problems} problem(s) reading this run; `cosmos validate` lists them"))
 }
