@@ -946,3 +946,42 @@ fn a_shared_server_that_died_is_started_again_for_the_next_cell() {
     let called = after.iter().find(|e| e["kind"] == "tool_called").unwrap();
     assert_eq!(called["result"]["text"], "ok: hi", "{called}");
 }
+
+/// A shared server answers requests for input by the policy it started with: configurations
+/// with different `--elicitation` get a process each, and each cell its own policy's answer.
+#[test]
+fn a_shared_server_is_one_per_elicitation_policy() {
+    let llm = ScriptedLlm::start(json!([
+        {"when": "1. flaky:ask", "content": finish("asked")},
+        {"when": "No tool has been called yet", "content": call("flaky:ask", json!({}))}
+    ]));
+    let dir = tempfile::tempdir().unwrap();
+    let spec = flaky_sweep(dir.path(), &[("ask_1", "Ask me.")], true);
+    std::fs::write(
+        &spec,
+        "mcp_config = \"mcp.json\"\n[[tasks]]\nfile = \"tasks.json\"\n\
+         [[configs]]\nname = \"declining\"\nagent = \"react\"\nelicitation = \"decline\"\n\
+         [[configs]]\nname = \"defaults\"\nagent = \"react\"\nelicitation = \"accept-defaults\"\n",
+    )
+    .unwrap();
+    let out = dir.path().join("runs");
+    sweep_of(&spec, &out, 1, &llm);
+    assert_eq!(starts(dir.path()), 2, "one process per policy");
+    let mut answers: Vec<String> = runs_in(&out)
+        .iter()
+        .map(|r| {
+            let ev = events(r);
+            let called = ev.iter().find(|e| e["kind"] == "tool_called").unwrap();
+            format!(
+                "{}: {}",
+                ev[0]["label"].as_str().unwrap_or_default(),
+                called["result"]["text"].as_str().unwrap_or_default()
+            )
+        })
+        .collect();
+    answers.sort();
+    assert_eq!(
+        answers,
+        ["declining: decline", "defaults: accepted: Lyon in metric"]
+    );
+}

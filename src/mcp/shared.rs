@@ -20,9 +20,8 @@ use super::server::{Server, ServerFailure};
 pub struct SharedServers {
     /// Servers shared beside those their entry declares (a sweep's `shared_servers`).
     also: BTreeSet<String>,
+    /// By server name and elicitation policy.
     started: tokio::sync::Mutex<HashMap<String, Arc<Server>>>,
-    /// How many times each was started (one, unless it died).
-    starts: std::sync::Mutex<HashMap<String, usize>>,
 }
 
 impl SharedServers {
@@ -40,20 +39,23 @@ impl SharedServers {
             && matches!(config.transport, super::config::Transport::Stdio { .. })
     }
 
-    /// The running shared server of `config`, started now when there is none or it died.
+    /// The running shared server of `config`, started now when there is none or it died. A
+    /// server answers requests for input by the policy it was started with, so cells with
+    /// another `--elicitation` get a process of their own.
     pub async fn get(
         &self,
         config: &ServerConfig,
         timeouts: Timeouts,
     ) -> Result<Arc<Server>, ServerFailure> {
+        let key = format!("{}\u{0}{}", config.name, timeouts.elicitation.as_str());
         let mut started = self.started.lock().await;
-        if let Some(server) = started.get(&config.name)
+        if let Some(server) = started.get(&key)
             && server.is_alive()
         {
             return Ok(server.clone());
         }
         // A dead one is dropped (its process group stopped when the last cell lets go).
-        if let Some(dead) = started.remove(&config.name) {
+        if let Some(dead) = started.remove(&key) {
             tracing::info!(
                 "shared server {} died in an earlier cell; starting it again",
                 config.name
@@ -62,24 +64,8 @@ impl SharedServers {
         }
         let server =
             Arc::new(Server::connect(config, timeouts.startup, timeouts.elicitation).await?);
-        *self
-            .starts
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .entry(config.name.clone())
-            .or_default() += 1;
-        started.insert(config.name.clone(), server.clone());
+        started.insert(key, server.clone());
         Ok(server)
-    }
-
-    /// How many times `name` was started by this worker.
-    pub fn starts(&self, name: &str) -> usize {
-        self.starts
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(name)
-            .copied()
-            .unwrap_or(0)
     }
 
     /// Stops every shared server (the worker has no cell left).
