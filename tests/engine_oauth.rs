@@ -368,6 +368,11 @@ fn one_call_run(
     (ran, run, result)
 }
 
+/// What the test's authorization server granted, a line each (`tests/support/oauth_server.py`).
+fn grants(dir: &Path) -> String {
+    std::fs::read_to_string(dir.join("grants.txt")).unwrap()
+}
+
 /// The access and refresh tokens in the token store.
 fn stored_tokens(dir: &Path) -> Vec<String> {
     token_files(dir)
@@ -422,8 +427,8 @@ fn an_expired_login_is_refreshed_before_the_run_uses_it() {
     assert!(logged.status.success(), "{}", text(&logged));
     let before = stored_tokens(dir.path());
     let (_, run) = whoami_run(dir.path(), &mcp, &[]);
-    let grants = std::fs::read_to_string(dir.path().join("grants.txt")).unwrap();
-    assert_eq!(grants, "register\nauthorization_code\nrefresh_token\n");
+    let granted = grants(dir.path());
+    assert_eq!(granted, "register\nauthorization_code\nrefresh_token\n");
     let after = stored_tokens(dir.path());
     assert_ne!(before, after, "the refreshed tokens are stored");
     let secrets = [before, after].concat();
@@ -460,8 +465,8 @@ fn the_client_credentials_grant_runs_unattended_in_a_run_and_a_sweep_cell() {
     let (_server, mcp) = client_credentials_server(dir.path(), secret);
     // No login: the run gets its own token.
     let (_, run) = whoami_run(dir.path(), &mcp, &[("CI_SECRET", secret)]);
-    let grants = std::fs::read_to_string(dir.path().join("grants.txt")).unwrap();
-    assert_eq!(grants, "client_credentials\n");
+    let granted = grants(dir.path());
+    assert_eq!(granted, "client_credentials\n");
     nothing_holds(
         dir.path(),
         &run,
@@ -525,9 +530,9 @@ fn a_call_refused_for_want_of_a_scope_steps_the_token_up() {
         &[("CI_SECRET", secret)],
     );
     assert_eq!(called["result"]["text"], "the admin report", "{called}");
-    let grants = std::fs::read_to_string(dir.path().join("grants.txt")).unwrap();
+    let granted = grants(dir.path());
     assert_eq!(
-        grants, "client_credentials\nclient_credentials read admin\n",
+        granted, "client_credentials\nclient_credentials read admin\n",
         "a first token, then one with the scopes asked for"
     );
     nothing_holds(
@@ -594,8 +599,8 @@ fn a_client_metadata_document_is_the_logins_client_id() {
         None,
     );
     assert!(logged.status.success(), "{}", text(&logged));
-    let grants = std::fs::read_to_string(dir.path().join("grants.txt")).unwrap();
-    assert_eq!(grants, "authorization_code\n", "no registration");
+    let granted = grants(dir.path());
+    assert_eq!(granted, "authorization_code\n", "no registration");
     let stored: Value =
         serde_json::from_slice(&std::fs::read(&token_files(dir.path())[0]).unwrap()).unwrap();
     assert_eq!(stored["credentials"]["client_id"], document);
@@ -704,9 +709,9 @@ fn in_the_live_explorer_a_refused_call_steps_the_login_up_there() {
     let ev = events(&only_run(&out));
     let called = ev.iter().find(|e| e["kind"] == "tool_called").unwrap();
     assert_eq!(called["result"]["text"], "the admin report", "{called}");
-    let grants = std::fs::read_to_string(dir.path().join("grants.txt")).unwrap();
+    let granted = grants(dir.path());
     assert_eq!(
-        grants, "register\nauthorization_code\nregister\nauthorization_code\n",
+        granted, "register\nauthorization_code\nregister\nauthorization_code\n",
         "a login, then one stepped up"
     );
     nothing_holds(dir.path(), &only_run(&out), &stored_tokens(dir.path()));

@@ -87,6 +87,52 @@ impl Question {
     }
 }
 
+/// The way back to a waiting question, for a view that answers it: answered once, and when
+/// dropped unanswered (the view closed) it gives its `unanswered` answer, so the waiting side
+/// is always told.
+#[derive(Debug)]
+pub struct Reply {
+    to: Option<tokio::sync::oneshot::Sender<Answer>>,
+    unanswered: (ElicitationAction, &'static str),
+}
+
+impl Reply {
+    /// The reply to `to`, giving `action` for `reason` if the view closes unanswered.
+    pub fn new(
+        to: tokio::sync::oneshot::Sender<Answer>,
+        action: ElicitationAction,
+        reason: &'static str,
+    ) -> Self {
+        Self {
+            to: Some(to),
+            unanswered: (action, reason),
+        }
+    }
+
+    /// Answers (the call may have ended meanwhile: then nobody hears it).
+    pub fn send(&mut self, action: ElicitationAction, content: Option<Value>, reason: &str) {
+        if let Some(to) = self.to.take() {
+            let _ = to.send(Answer {
+                action,
+                content,
+                reason: reason.to_string(),
+            });
+        }
+    }
+
+    /// True once answered, or once the waiting side stopped waiting.
+    pub fn done(&self) -> bool {
+        self.to.as_ref().is_none_or(|to| to.is_closed())
+    }
+}
+
+impl Drop for Reply {
+    fn drop(&mut self) {
+        let (action, reason) = self.unanswered.clone();
+        self.send(action, None, reason);
+    }
+}
+
 /// The answer to a `Question`.
 #[derive(Debug)]
 pub struct Answer {
@@ -300,6 +346,31 @@ fn defaults(schema: &Value) -> Result<Value, String> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_reply_answers_once_and_dropped_unanswered_gives_its_own_answer() {
+        let (to, mut waiting) = tokio::sync::oneshot::channel();
+        let mut reply = Reply::new(to, ElicitationAction::Decline, "closed unanswered");
+        assert!(!reply.done());
+        reply.send(ElicitationAction::Accept, Some(json!({"a": 1})), "answered");
+        assert!(reply.done());
+        drop(reply);
+        let answer = waiting.try_recv().unwrap();
+        assert_eq!(
+            (answer.action, answer.reason.as_str()),
+            (ElicitationAction::Accept, "answered")
+        );
+
+        let (to, mut waiting) = tokio::sync::oneshot::channel();
+        drop(Reply::new(
+            to,
+            ElicitationAction::Decline,
+            "closed unanswered",
+        ));
+        let answer = waiting.try_recv().unwrap();
+        assert_eq!(answer.action, ElicitationAction::Decline);
+        assert_eq!(answer.reason, "closed unanswered");
+    }
 
     #[test]
     fn defaults_answer_a_form_only_when_every_required_field_has_one() {

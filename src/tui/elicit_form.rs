@@ -15,7 +15,7 @@ use super::action::Action;
 use super::keymap::Mode;
 use super::theme::Theme;
 use super::view::{Context, Handled, Request, View};
-use crate::mcp::elicitation::{Answer, Question};
+use crate::mcp::elicitation::{Question, Reply};
 use crate::sanitize::one_line;
 
 /// What a field holds.
@@ -47,7 +47,8 @@ pub struct ElicitForm {
     /// The field the keys edit.
     pub selected: usize,
     problem: Option<String>,
-    answer: Option<tokio::sync::oneshot::Sender<Answer>>,
+    /// The answer goes there; a form closed unanswered declines.
+    answer: Reply,
 }
 
 impl ElicitForm {
@@ -115,7 +116,11 @@ impl ElicitForm {
             fields,
             selected: 0,
             problem: None,
-            answer: Some(question.answer),
+            answer: Reply::new(
+                question.answer,
+                ElicitationAction::Decline,
+                "the form was closed unanswered",
+            ),
         }
     }
 
@@ -153,14 +158,8 @@ impl ElicitForm {
     }
 
     fn reply(&mut self, action: ElicitationAction, content: Option<Value>, out: &mut Vec<Request>) {
-        if let Some(answer) = self.answer.take() {
-            // The call may have ended meanwhile: then nobody is waiting.
-            let _ = answer.send(Answer {
-                action,
-                content,
-                reason: "answered in the explorer".into(),
-            });
-        }
+        self.answer
+            .send(action, content, "answered in the explorer");
         out.push(Request::Close);
     }
 
@@ -206,19 +205,6 @@ impl ElicitForm {
                 }
                 self.problem = None;
             }
-        }
-    }
-}
-
-impl Drop for ElicitForm {
-    /// A form closed without an answer declines (the waiting call is told, never left).
-    fn drop(&mut self) {
-        if let Some(answer) = self.answer.take() {
-            let _ = answer.send(Answer {
-                action: ElicitationAction::Decline,
-                content: None,
-                reason: "the form was closed unanswered".into(),
-            });
         }
     }
 }

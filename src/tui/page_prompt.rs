@@ -14,7 +14,7 @@ use super::action::Action;
 use super::keymap::Mode;
 use super::theme::Theme;
 use super::view::{Context, Handled, Request, View};
-use crate::mcp::elicitation::{Answer, Question};
+use crate::mcp::elicitation::{Question, Reply};
 use crate::sanitize::inert;
 
 /// State of the prompt.
@@ -22,8 +22,9 @@ use crate::sanitize::inert;
 pub struct PagePrompt {
     message: String,
     address: String,
-    /// Where "given up" goes; closed by the waiting side once the login is done.
-    answer: Option<tokio::sync::oneshot::Sender<Answer>>,
+    /// Where "given up" goes; closed by the waiting side once the login is done. A prompt
+    /// closed unanswered gives nothing up: the login may still come back.
+    answer: Reply,
 }
 
 impl PagePrompt {
@@ -36,23 +37,21 @@ impl PagePrompt {
         Ok(Self {
             message: inert(message),
             address: inert(url),
-            answer: Some(question.answer),
+            answer: Reply::new(
+                question.answer,
+                ElicitationAction::Accept,
+                "the prompt was closed",
+            ),
         })
     }
 
     /// True once the waiting side no longer waits (the login came back, or the call ended).
     pub fn done(&self) -> bool {
-        self.answer.as_ref().is_none_or(|a| a.is_closed())
+        self.answer.done()
     }
 
     fn reply(&mut self, action: ElicitationAction, reason: &str, out: &mut Vec<Request>) {
-        if let Some(answer) = self.answer.take() {
-            let _ = answer.send(Answer {
-                action,
-                content: None,
-                reason: reason.to_string(),
-            });
-        }
+        self.answer.send(action, None, reason);
         out.push(Request::Close);
     }
 
@@ -65,19 +64,6 @@ impl PagePrompt {
             KeyCode::Enter => self.reply(ElicitationAction::Accept, "opened in the explorer", out),
             _ if self.done() => out.push(Request::Close),
             _ => {}
-        }
-    }
-}
-
-impl Drop for PagePrompt {
-    /// A prompt closed without an answer gives nothing up: the login may still come back.
-    fn drop(&mut self) {
-        if let Some(answer) = self.answer.take() {
-            let _ = answer.send(Answer {
-                action: ElicitationAction::Accept,
-                content: None,
-                reason: "the prompt was closed".into(),
-            });
         }
     }
 }
@@ -143,7 +129,10 @@ impl View for PagePrompt {
 mod tests {
     use super::*;
 
-    fn prompt() -> (PagePrompt, tokio::sync::oneshot::Receiver<Answer>) {
+    fn prompt() -> (
+        PagePrompt,
+        tokio::sync::oneshot::Receiver<crate::mcp::elicitation::Answer>,
+    ) {
         let (answer, waiting) = tokio::sync::oneshot::channel();
         let question = Question {
             server: "prot".into(),
