@@ -153,11 +153,6 @@ impl Part {
     pub fn is_empty(&self) -> bool {
         self.briefs.is_empty()
     }
-
-    /// True for the last part.
-    pub fn is_last(&self) -> bool {
-        self.problems.is_some()
-    }
 }
 
 /// Where the whole events are.
