@@ -1253,16 +1253,36 @@ fn a_big_run_shows_its_first_screen_before_the_rest_is_read_and_the_same_screen_
     );
     assert!(first_screen.contains("/500"), "{first_screen}");
     let mut parts_after = 0;
+    let (mut read_events, mut last_pct, mut seen_meanwhile) = (500, pct, 0);
     for part in parts {
         let RunPart::More(part) = part else {
             panic!("parts only")
         };
         parts_after += 1;
+        read_events += part.len();
+        let pct = part.read * 100 / part.total;
         app.update(Action::RunRead(
             path.clone(),
             std::sync::Arc::new(std::sync::Mutex::new(Some(part))),
         ));
+        if app.top_as::<RunView>().unwrap().is_reading() {
+            // Untouched at the end of what is read, the view fills in as the reading goes.
+            let meanwhile = screen(&mut app);
+            assert_eq!(app.top_as::<RunView>().unwrap().position(), read_events);
+            assert!(
+                meanwhile.contains(&format!("{read_events}/{read_events}")),
+                "{meanwhile}"
+            );
+            assert!(pct > last_pct, "{pct}% after {last_pct}%");
+            assert!(
+                meanwhile.contains(&format!("reading … {pct}%")),
+                "{meanwhile}"
+            );
+            last_pct = pct;
+            seen_meanwhile += 1;
+        }
     }
+    assert_eq!(seen_meanwhile, parts_after - 1, "every part but the last");
     assert!(parts_after > 2, "read in several parts");
     let view = app.top_as::<RunView>().unwrap();
     assert!(!view.is_reading());

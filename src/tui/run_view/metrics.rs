@@ -31,13 +31,7 @@ pub struct Series {
 impl Series {
     /// One pass over the run, folding it on its own (a live run's rebuilds).
     pub fn build(run: &Run) -> Self {
-        let mut builder = SeriesBuilder::new(run);
-        let mut state = TreeState::default();
-        for _ in 0..run.len() {
-            state.apply(run);
-            builder.observe(run, &state);
-        }
-        builder.finish()
+        SeriesBuilder::of(run).finish()
     }
 
     fn upto(&self, k: usize) -> usize {
@@ -66,6 +60,17 @@ impl SeriesBuilder {
             calls: 0,
             series: Series::default(),
         }
+    }
+
+    /// A builder that has taken in the whole run, by a fold of its own.
+    pub fn of(run: &Run) -> Self {
+        let mut builder = Self::new(run);
+        let mut state = TreeState::default();
+        for _ in 0..run.len() {
+            state.apply(run);
+            builder.observe(run, &state);
+        }
+        builder
     }
 
     /// Takes in the event just applied to `state` (the `state.applied()`-th).

@@ -215,21 +215,29 @@ impl RunView {
     /// that call's node selected and its simulation beside the real result, when it has one;
     /// at its end otherwise. The returned message says where it opened.
     pub fn opened(run: Run, area: Rect) -> Self {
-        let first_failure = run.first_failed_call();
         let mut view = Self::new(run, area);
-        if let Some(event) = first_failure {
-            view.jump(Some(event + 1), "", &mut Vec::new());
-            view.note = Some("opened at the first failed call · End goes to the end");
-        }
+        view.go_to_first_failure();
         view
+    }
+
+    /// Moves to the run's first failed real call, if it has one, saying so.
+    fn go_to_first_failure(&mut self) {
+        if let Some(event) = self.run.first_failed_call() {
+            self.jump(Some(event + 1), "", &mut Vec::new());
+            self.note = Some("opened at the first failed call · End goes to the end");
+        }
     }
 
     /// A view of the first part of a finished run's file, the rest still being read (its parts
     /// come as `Action::RunRead` of the run's path): the first screen at once, keys working on
-    /// what is read. Once the last part is in, a view the person has not moved opens as
-    /// [`RunView::opened`] opens the whole run.
+    /// what is read. Meanwhile the charts grow with every part, and a view left at the end of
+    /// what is read follows it (the tree and the timeline fill in). Once the last part is in, a
+    /// view the person has not moved opens as [`RunView::opened`] opens the whole run.
     pub fn reading(run: Run, area: Rect, read: u64, total: u64) -> Self {
-        let mut view = Self::opened(run, area);
+        let mut view = Self::new(run, area);
+        // The charts take in later parts as a live run's take in its events.
+        view.chart_fold = Some(view.cursor.state().clone());
+        view.go_to_first_failure();
         view.reading = Some(Reading {
             read,
             total,
@@ -246,6 +254,7 @@ impl RunView {
 
     /// A part of the file read: its events added; the last one ends the reading.
     fn read_part(&mut self, part: crate::trajectory::run::Part, out: &mut Vec<Request>) {
+        let at_read_end = self.position() == self.run.len();
         let Some(reading) = &mut self.reading else {
             return;
         };
@@ -264,6 +273,8 @@ impl RunView {
                     }
                     self.jump(Some(k), "", out);
                 }
+                // Left at the end of what is read: the view fills in as the reading goes.
+                None if !touched && at_read_end => self.seek(self.run.len()),
                 _ => self.stale = true,
             }
             return;
@@ -273,6 +284,10 @@ impl RunView {
             out.push(Request::Say(said));
         }
         if touched && !to_end {
+            // The charts grew part by part; drawn again from the whole run, they are the ones
+            // opening it whole draws.
+            self.chart_fold = None;
+            self.charts = SeriesBuilder::of(&self.run);
             match waiting_for {
                 // Past the end of the file: as far as there is.
                 Some(k) => self.jump(Some(k.min(self.run.len())), "", out),
