@@ -4,6 +4,10 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+/// mimalloc, for the speed of reading many runs (see Cargo.toml).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let cli = mcp_cosmos::cli::Cli::parse();
     match mcp_cosmos::cli::run(cli) {

@@ -13,7 +13,7 @@ use mcp_cosmos::trajectory::event::{Event, EventBody, VALIDATOR};
 use mcp_cosmos::trajectory::lean::{
     self, Brief, KINDS as LEAN_KINDS, LeanBody, LeanEvent, RawObservation,
 };
-use mcp_cosmos::trajectory::reader::{parse_event_general, parse_event_str};
+use mcp_cosmos::trajectory::reader::{MIRRORED, parse_event_general, parse_event_str};
 use mcp_cosmos::trajectory::synthetic::{self, Spec};
 use serde_json::{Map, Value};
 
@@ -163,18 +163,34 @@ fn event_lines() -> Vec<String> {
 #[test]
 fn the_lean_decoder_takes_only_what_the_full_decoder_takes_and_reads_it_the_same() {
     let mut seen = std::collections::BTreeMap::<String, usize>::new();
-    let (mut taken, mut refused_both, mut stepped_aside) = (0, 0, 0);
+    let (mut taken, mut refused_both, mut stepped_aside, mut mirrored_only) = (0, 0, 0, 0);
     for line in event_lines() {
         let object: Map<String, Value> = serde_json::from_str(&line).unwrap();
         let kind = object["kind"].as_str().unwrap().to_string();
-        if !LEAN_KINDS.contains(&kind.as_str()) {
+        let lean_kind = LEAN_KINDS.contains(&kind.as_str());
+        if !lean_kind {
             assert!(lean_of(&line).is_none(), "not a lean kind: {line}");
+        }
+        if !MIRRORED.contains(&kind.as_str()) {
             continue;
         }
         // Only a few lines per kind: the mutations multiply.
         let count = seen.entry(kind).or_default();
         *count += 1;
         if *count > 6 {
+            continue;
+        }
+        if !lean_kind {
+            // Mirrored for the full decoder only: its one pass and its general path agree.
+            for mutated in mutations(&object) {
+                assert_eq!(
+                    parse_event_str(&mutated),
+                    parse_event_general(&mutated),
+                    "{mutated}"
+                );
+                assert!(lean_of(&mutated).is_none(), "not a lean kind: {mutated}");
+                mirrored_only += 1;
+            }
             continue;
         }
         let written = lean_of(&line).unwrap_or_else(|| panic!("our own line goes lean: {line}"));
@@ -202,8 +218,16 @@ fn the_lean_decoder_takes_only_what_the_full_decoder_takes_and_reads_it_the_same
     }
     assert_eq!(
         seen.len(),
-        LEAN_KINDS.len(),
-        "every lean kind was tried: {seen:?}"
+        MIRRORED.len(),
+        "every mirrored kind was tried: {seen:?}"
+    );
+    assert!(
+        LEAN_KINDS.iter().all(|k| MIRRORED.contains(k)),
+        "every lean kind is mirrored"
+    );
+    assert!(
+        mirrored_only > 100,
+        "{mirrored_only} mirrored-only mutations"
     );
     // The test means something only if each outcome happened often.
     assert!(

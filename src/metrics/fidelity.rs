@@ -20,7 +20,10 @@
 //! `token_f1` is always reported, as a separate text score; it enters the score only where
 //! there is no structure to compare.
 
-use std::collections::{BTreeMap, HashMap};
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -140,13 +143,13 @@ pub fn compare(simulated: &Observation, real: &Observation) -> Fidelity {
 
 /// The observation as JSON: its structured content, or its text when that parses as an
 /// object or array.
-pub fn as_json(obs: &Observation) -> Option<Value> {
+pub fn as_json(obs: &Observation) -> Option<Cow<'_, Value>> {
     if let Some(v) = &obs.structured {
-        return Some(Value::clone(v));
+        return Some(Cow::Borrowed(v));
     }
     let trimmed = obs.text.trim();
     if trimmed.starts_with('{') || trimmed.starts_with('[') {
-        serde_json::from_str(trimmed).ok()
+        serde_json::from_str(trimmed).ok().map(Cow::Owned)
     } else {
         None
     }
@@ -329,22 +332,34 @@ impl Tokens {
         };
         // Where the token being read starts in `out.text`.
         let mut start = 0;
-        let mut chars = text.chars().peekable();
-        while let Some(c) = chars.next() {
-            let current = &out.text[start..];
-            let keeps_number = c == '.'
-                && current.ends_with(|p: char| p.is_ascii_digit())
-                && chars.peek().is_some_and(char::is_ascii_digit);
-            if c.is_alphanumeric() || keeps_number {
-                if c.is_ascii() {
-                    out.text.push(c.to_ascii_lowercase());
-                } else {
+        let bytes = text.as_bytes();
+        let mut i = 0;
+        // Byte by byte while ASCII (most tool results), a character at a time otherwise.
+        while i < bytes.len() {
+            let (keep, width) = if bytes[i].is_ascii() {
+                let b = bytes[i];
+                let keeps_number = b == b'.'
+                    && out.text.len() > start
+                    && out.text.as_bytes()[out.text.len() - 1].is_ascii_digit()
+                    && bytes.get(i + 1).is_some_and(u8::is_ascii_digit);
+                let keep = b.is_ascii_alphanumeric() || keeps_number;
+                if keep {
+                    out.text.push(char::from(b.to_ascii_lowercase()));
+                }
+                (keep, 1)
+            } else {
+                let c = text[i..].chars().next().unwrap_or_default();
+                let keep = c.is_alphanumeric();
+                if keep {
                     out.text.extend(c.to_lowercase());
                 }
-            } else if !current.is_empty() {
+                (keep, c.len_utf8())
+            };
+            if !keep && out.text.len() > start {
                 out.ends.push(out.text.len());
                 start = out.text.len();
             }
+            i += width;
         }
         if out.text.len() > start {
             out.ends.push(out.text.len());
@@ -380,7 +395,9 @@ pub fn token_f1(a: &str, b: &str) -> f64 {
     if ta.is_empty() || tb.is_empty() {
         return 0.0;
     }
-    let mut counts: HashMap<&str, i64> = HashMap::with_capacity(ta.len());
+    // Fx: the tokens are short and many, and nobody chooses them to collide.
+    let mut counts: FxHashMap<&str, i64> =
+        FxHashMap::with_capacity_and_hasher(ta.len(), Default::default());
     for t in ta.iter() {
         *counts.entry(t).or_default() += 1;
     }
@@ -410,6 +427,29 @@ mod tests {
             ["ünïcode", "àb", "3.14", "x", "5", "1", "i\u{307}"]
         );
         assert!(tokens(" ,.; ").is_empty());
+    }
+
+    proptest::proptest! {
+        /// The byte-wise reading is the rule said by characters: runs of alphanumerics,
+        /// lower-cased, a `.` between two digits kept inside a number.
+        #[test]
+        fn tokens_follow_the_rule_by_characters(text in "[a-zA-Z0-9 .,:ÄéİΣ€\\-]{0,40}") {
+            let chars: Vec<char> = text.chars().collect();
+            let mut expected = vec![String::new()];
+            for (i, &c) in chars.iter().enumerate() {
+                let current = expected.last_mut().unwrap();
+                let in_number = c == '.'
+                    && current.ends_with(|p: char| p.is_ascii_digit())
+                    && chars.get(i + 1).is_some_and(char::is_ascii_digit);
+                if c.is_alphanumeric() || in_number {
+                    current.extend(c.to_lowercase());
+                } else if !current.is_empty() {
+                    expected.push(String::new());
+                }
+            }
+            expected.retain(|t| !t.is_empty());
+            proptest::prop_assert_eq!(tokens(&text), expected);
+        }
     }
     use serde_json::json;
 

@@ -23,7 +23,7 @@ pub trait KindBody<'de>: Sized {
 
 impl<'de> KindBody<'de> for EventBody {
     fn body<A: MapAccess<'de>>(kind: &'de str, rest: A) -> Result<Self, A::Error> {
-        if mirror::KINDS.contains(&kind) {
+        if mirror::MIRRORED.contains(&kind) {
             return mirror::full_body(kind, rest);
         }
         EventBody::deserialize(MapAccessDeserializer::new(KindInFront {

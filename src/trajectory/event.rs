@@ -227,13 +227,46 @@ pub struct ModelInfo {
 }
 
 /// A world model's self-description (`to_dict` in the paper).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct WorldModelInfo {
     /// Short name shown in tables (`llm`, `memory`, `cached(llm)`…).
     pub name: String,
     /// Everything else the world model wants recorded.
-    #[serde(default, flatten)]
+    #[serde(flatten)]
     pub details: BTreeMap<String, Value>,
+}
+
+/// Read by hand: serde's `flatten` buffers the whole map before reading it, and every header
+/// has one. Same rules: `name` once and a string, anything else into `details`.
+impl<'de> Deserialize<'de> for WorldModelInfo {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Fields;
+        impl<'de> serde::de::Visitor<'de> for Fields {
+            type Value = WorldModelInfo;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a world model's description")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<WorldModelInfo, A::Error> {
+                let (mut name, mut details) = (None, BTreeMap::new());
+                while let Some(key) = map.next_key::<String>()? {
+                    if key == "name" {
+                        if name.is_some() {
+                            return Err(serde::de::Error::duplicate_field("name"));
+                        }
+                        name = Some(map.next_value::<String>()?);
+                    } else {
+                        details.insert(key, map.next_value::<Value>()?);
+                    }
+                }
+                let name = name.ok_or_else(|| serde::de::Error::missing_field("name"))?;
+                Ok(WorldModelInfo { name, details })
+            }
+        }
+        d.deserialize_map(Fields)
+    }
 }
 
 /// An MCP server as recorded in the header.
@@ -1442,5 +1475,45 @@ impl Action {
             Action::ToolCall { tool, .. } => Some(tool),
             Action::Finish { .. } => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_world_models_description_reads_as_it_is_written() {
+        let info = WorldModelInfo {
+            name: "cached(llm)".into(),
+            details: BTreeMap::from([
+                ("model".to_string(), Value::from("m")),
+                ("hits".to_string(), Value::from(3)),
+            ]),
+        };
+        let text = serde_json::to_string(&info).unwrap();
+        assert_eq!(text, r#"{"name":"cached(llm)","hits":3,"model":"m"}"#);
+        assert_eq!(serde_json::from_str::<WorldModelInfo>(&text).unwrap(), info);
+        let refused = |text: &str| serde_json::from_str::<WorldModelInfo>(text).unwrap_err();
+        assert!(
+            refused(r#"{"model":"m"}"#)
+                .to_string()
+                .contains("missing field `name`")
+        );
+        assert!(
+            refused(r#"{"name":"a","name":"b"}"#)
+                .to_string()
+                .contains("duplicate field `name`")
+        );
+        assert!(
+            refused(r#"{"name":3}"#)
+                .to_string()
+                .contains("invalid type")
+        );
+        assert!(
+            refused(r#"{"name":"a","x":1e999}"#)
+                .to_string()
+                .contains("out of range")
+        );
     }
 }

@@ -357,7 +357,7 @@ impl<'de, O: KeptObservation> KindBody<'de> for LeanBody<O> {
         Ok(match kind {
             "phase" => LeanBody::Phase(read::<PhaseLine, _>(rest)?.phase),
             "llm_call" => {
-                let e = read::<LlmCallLine<JsonString<'de>>, _>(rest)?;
+                let e = read::<LlmCallLine<JsonString<'de>, AnyJson>, _>(rest)?;
                 LeanBody::LlmCall(LlmFacts {
                     role: e.role,
                     prompt_tokens: e.prompt_tokens,
@@ -367,7 +367,7 @@ impl<'de, O: KeptObservation> KindBody<'de> for LeanBody<O> {
                 })
             }
             "node_added" => {
-                let e = read::<NodeAddedLine<JsonString<'de>>, _>(rest)?;
+                let e = read::<NodeAddedLine<JsonString<'de>, AnyJson>, _>(rest)?;
                 LeanBody::NodeAdded {
                     node: e.node,
                     parent: e.parent,
@@ -411,6 +411,53 @@ impl<'de, O: KeptObservation> KindBody<'de> for LeanBody<O> {
     }
 }
 
+/// Any JSON value, checked as a `serde_json::Value` is (numbers in range, escapes valid, the
+/// same nesting limit: all of that is the parser's, reached through `deserialize_any`) but
+/// never built: a plan node's arguments or a call's messages are not what a lean read keeps.
+struct AnyJson;
+
+impl<'de> Deserialize<'de> for AnyJson {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(AnyJson)
+    }
+}
+
+impl<'de> de::Visitor<'de> for AnyJson {
+    type Value = AnyJson;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<AnyJson, E> {
+        Ok(AnyJson)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<AnyJson, E> {
+        Ok(AnyJson)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<AnyJson, E> {
+        Ok(AnyJson)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<AnyJson, E> {
+        Ok(AnyJson)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<AnyJson, E> {
+        Ok(AnyJson)
+    }
+    fn visit_unit<E>(self) -> Result<AnyJson, E> {
+        Ok(AnyJson)
+    }
+    fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<AnyJson, A::Error> {
+        while seq.next_element::<AnyJson>()?.is_some() {}
+        Ok(AnyJson)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<AnyJson, A::Error> {
+        while map.next_key::<AnyJson>()?.is_some() {
+            map.next_value::<AnyJson>()?;
+        }
+        Ok(AnyJson)
+    }
+}
+
 /// A JSON string, checked and left as written. One with a `\u` escape steps aside: whether
 /// it decodes (a lone surrogate does not) is the full decoder's to say.
 struct JsonString<'a>(&'a RawValue);
@@ -431,9 +478,59 @@ impl<'de: 'a, 'a> Deserialize<'de> for JsonString<'a> {
         if !text.starts_with('"') {
             return Err(de::Error::custom("expected a string"));
         }
-        if memchr::memmem::find(text.as_bytes(), b"\\u").is_some() {
+        // (A backslash search: building a substring searcher per string costs more than the
+        // search. An escaped backslash before a `u` steps aside too, which is only slower.)
+        let bytes = text.as_bytes();
+        if memchr::memchr_iter(b'\\', bytes).any(|i| bytes.get(i + 1) == Some(&b'u')) {
             return Err(de::Error::custom("a \\u escape: read in full"));
         }
         Ok(Self(raw))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn any_json_takes_exactly_what_a_value_takes() {
+        let deep = |n| format!("{}{}", "[".repeat(n), "]".repeat(n));
+        let texts = [
+            "null".to_string(),
+            "true".into(),
+            "-0".into(),
+            "1.5e3".into(),
+            "18446744073709551616".into(),
+            "1e999".into(),
+            "-1e999".into(),
+            r#""\ud800""#.into(),
+            r#""\ud83d\ude00""#.into(),
+            r#""\x""#.into(),
+            "\"a\u{1}b\"".into(),
+            r#"{"a":1,"a":2}"#.into(),
+            r#"{"\ud800":1}"#.into(),
+            r#"{"a":[1,{"b":1e999}]}"#.into(),
+            "[1,]".into(),
+            r#"{"a":1,}"#.into(),
+            "01".into(),
+            deep(100),
+            deep(200),
+        ];
+        let mut taken = 0;
+        for text in &texts {
+            let value = serde_json::from_str::<Value>(text).is_ok();
+            assert_eq!(
+                serde_json::from_str::<AnyJson>(text).is_ok(),
+                value,
+                "{text}"
+            );
+            taken += usize::from(value);
+        }
+        // Both verdicts were tried often.
+        assert!(
+            taken > 6 && texts.len() - taken > 6,
+            "{taken} of {}",
+            texts.len()
+        );
     }
 }

@@ -1,6 +1,6 @@
 //! Field-for-field mirrors of the `EventBody` variants that make up nearly every line of a
 //! SPIRAL run (`phase`, `llm_call`, `node_added`, `node_simulated`, `node_evaluated`,
-//! `backpropagated`), decoded from the rest of a line's map after its envelope: plain structs,
+//! `backpropagated`) and of `tool_called` (most of a small run's bytes), decoded from the rest of a line's map after its envelope: plain structs,
 //! so serde reads them in one pass, where the internally tagged `EventBody` first buffers the
 //! whole map.
 //!
@@ -17,7 +17,7 @@ use serde::de::{self, Deserializer, MapAccess};
 use serde::{Deserialize, de::DeserializeOwned};
 use serde_json::Value;
 
-use super::event::{Action, EventBody, NodeId, Observation, Phase, Role, Verdict};
+use super::event::{Action, EventBody, NodeId, Observation, Origin, Phase, Role, Verdict};
 
 /// `phase`.
 #[derive(Deserialize)]
@@ -26,10 +26,11 @@ pub struct PhaseLine {
     pub phase: Phase,
 }
 
-/// `llm_call`.
+/// `llm_call`. `A` holds any JSON value: `Value` for the full event, a check that builds
+/// nothing for the lean one.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct LlmCallLine<S> {
+pub struct LlmCallLine<S, A = Value> {
     pub role: Role,
     pub model: S,
     pub prompt_tokens: u64,
@@ -39,20 +40,20 @@ pub struct LlmCallLine<S> {
     pub latency_ms: u64,
     #[serde(default = "none")]
     pub error: Option<S>,
-    #[serde(default)]
-    pub messages: Option<Value>,
+    #[serde(default = "none")]
+    pub messages: Option<A>,
 }
 
 /// `node_added`.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct NodeAddedLine<S> {
+pub struct NodeAddedLine<S, A = Value> {
     pub node: NodeId,
     #[serde(default)]
     pub parent: Option<NodeId>,
     pub depth: u32,
     #[serde(default = "none")]
-    pub action: Option<ActionLine<S>>,
+    pub action: Option<ActionLine<S, A>>,
     #[serde(default)]
     pub prior: Option<f64>,
 }
@@ -83,6 +84,37 @@ pub struct ObservationLine<S> {
     pub truncated_bytes: u64,
 }
 
+/// `tool_called`: few per run, but a real result is often most of a small run's bytes.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolCalledLine<S> {
+    pub step: u64,
+    pub tool: S,
+    #[serde(default = "none")]
+    pub server: Option<S>,
+    #[serde(default)]
+    pub arguments: Value,
+    pub result: ObservationLine<S>,
+    pub latency_ms: u64,
+    #[serde(default)]
+    pub node: Option<NodeId>,
+    #[serde(default = "none")]
+    pub error: Option<S>,
+    #[serde(default)]
+    pub origin: Option<Box<Origin>>,
+}
+
+impl From<ObservationLine<String>> for Observation {
+    fn from(line: ObservationLine<String>) -> Self {
+        Observation {
+            text: line.text.unwrap_or_default(),
+            structured: line.structured.map(Box::new),
+            is_error: line.is_error,
+            truncated_bytes: line.truncated_bytes,
+        }
+    }
+}
+
 /// `node_evaluated`.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -108,13 +140,13 @@ pub struct BackpropagatedLine<P> {
 }
 
 /// An [`Action`] with its `type` first, as written; another order steps aside.
-pub enum ActionLine<S> {
+pub enum ActionLine<S, A = Value> {
     /// `tool_call`.
     ToolCall {
         /// Namespaced tool name.
         tool: S,
-        /// Arguments as JSON.
-        arguments: Value,
+        /// Arguments as JSON; `None` when absent or `null`.
+        arguments: Option<A>,
     },
     /// `finish`.
     Finish {
@@ -125,10 +157,10 @@ pub enum ActionLine<S> {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct ToolCallLine<S> {
+struct ToolCallLine<S, A> {
     tool: S,
-    #[serde(default)]
-    arguments: Value,
+    #[serde(default = "Option::default")]
+    arguments: Option<A>,
 }
 
 #[derive(Deserialize)]
@@ -138,15 +170,15 @@ struct FinishLine<S> {
     answer: Option<S>,
 }
 
-impl<'de, S: Deserialize<'de>> Deserialize<'de> for ActionLine<S> {
+impl<'de, S: Deserialize<'de>, A: Deserialize<'de>> Deserialize<'de> for ActionLine<S, A> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct TypeFirst<S>(std::marker::PhantomData<S>);
-        impl<'de, S: Deserialize<'de>> de::Visitor<'de> for TypeFirst<S> {
-            type Value = ActionLine<S>;
+        struct TypeFirst<S, A>(std::marker::PhantomData<(S, A)>);
+        impl<'de, S: Deserialize<'de>, A: Deserialize<'de>> de::Visitor<'de> for TypeFirst<S, A> {
+            type Value = ActionLine<S, A>;
             fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
                 f.write_str("an action")
             }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<Self::Value, M::Error> {
                 if map.next_key::<&'de str>()? != Some("type") {
                     return Err(de::Error::custom("type is not first"));
                 }
@@ -179,7 +211,7 @@ fn present<'de, S: Deserialize<'de>, D: Deserializer<'de>>(d: D) -> Result<Optio
     S::deserialize(d).map(Some)
 }
 
-/// The kinds mirrored here.
+/// The kinds read lean (`super::lean`), all mirrored here.
 pub const KINDS: &[&str] = &[
     "phase",
     "llm_call",
@@ -189,7 +221,18 @@ pub const KINDS: &[&str] = &[
     "backpropagated",
 ];
 
-/// The full event body of a mirrored kind (one of [`KINDS`]) from the rest of its map.
+/// The kinds the full decoder reads through a mirror: the lean ones and `tool_called`.
+pub const MIRRORED: &[&str] = &[
+    "phase",
+    "llm_call",
+    "node_added",
+    "node_simulated",
+    "node_evaluated",
+    "backpropagated",
+    "tool_called",
+];
+
+/// The full event body of a mirrored kind (one of [`MIRRORED`]) from the rest of its map.
 pub fn full_body<'de, A: MapAccess<'de>>(kind: &str, rest: A) -> Result<EventBody, A::Error> {
     fn read<'de, T: DeserializeOwned, A: MapAccess<'de>>(rest: A) -> Result<T, A::Error> {
         T::deserialize(MapAccessDeserializer::new(rest))
@@ -211,7 +254,10 @@ pub fn full_body<'de, A: MapAccess<'de>>(kind: &str, rest: A) -> Result<EventBod
             parent: e.parent,
             depth: e.depth,
             action: e.action.map(|a| match a {
-                ActionLine::ToolCall { tool, arguments } => Action::ToolCall { tool, arguments },
+                ActionLine::ToolCall { tool, arguments } => Action::ToolCall {
+                    tool,
+                    arguments: arguments.unwrap_or_default(),
+                },
                 ActionLine::Finish { answer } => Action::Finish { answer },
             }),
             prior: e.prior,
@@ -220,16 +266,22 @@ pub fn full_body<'de, A: MapAccess<'de>>(kind: &str, rest: A) -> Result<EventBod
             read::<NodeSimulatedLine<String>, _>(rest).map(|e| EventBody::NodeSimulated {
                 node: e.node,
                 world_model: e.world_model,
-                observation: Observation {
-                    text: e.observation.text.unwrap_or_default(),
-                    structured: e.observation.structured.map(Box::new),
-                    is_error: e.observation.is_error,
-                    truncated_bytes: e.observation.truncated_bytes,
-                },
+                observation: e.observation.into(),
                 latency_ms: e.latency_ms,
                 tokens: e.tokens,
             })
         }
+        "tool_called" => read::<ToolCalledLine<String>, _>(rest).map(|e| EventBody::ToolCalled {
+            step: e.step,
+            tool: e.tool,
+            server: e.server,
+            arguments: Box::new(e.arguments),
+            result: e.result.into(),
+            latency_ms: e.latency_ms,
+            node: e.node,
+            error: e.error,
+            origin: e.origin,
+        }),
         "node_evaluated" => {
             read::<NodeEvaluatedLine<String>, _>(rest).map(|e| EventBody::NodeEvaluated {
                 node: e.node,

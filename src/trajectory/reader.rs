@@ -95,18 +95,33 @@ pub enum RawLine<'a> {
 impl<R: Read> LineReader<R> {
     /// Reads `inner` in pieces of about `capacity` bytes (the buffer grows for longer lines).
     pub fn with_capacity(capacity: usize, inner: R) -> Self {
+        Self::over(vec![0; capacity.max(1)], 0, false, inner)
+    }
+
+    /// A reader over `buf`, whose first `end` bytes are read (to the end of `inner` when
+    /// `eof`).
+    fn over(buf: Vec<u8>, end: usize, eof: bool, inner: R) -> Self {
         Self {
             inner,
-            buf: vec![0; capacity.max(1)],
+            buf,
             start: 0,
-            end: 0,
+            end,
             scanned: 0,
-            eof: false,
+            eof,
             line_no: 0,
             offset: 0,
             line_start: 0,
             max_line: MAX_LINE_BYTES,
         }
+    }
+
+    /// A reader whose first bytes, `read`, were read from `inner` already (to the end of it
+    /// when `at_end`); it goes on with buffers of about `capacity` bytes.
+    pub fn starting_with(mut read: Vec<u8>, at_end: bool, capacity: usize, inner: R) -> Self {
+        let end = read.len();
+        // Room to read on: only what lies past the read bytes is zeroed.
+        read.resize(capacity.max(end + 1), 0);
+        Self::over(read, end, at_end, inner)
     }
 
     /// The number of the line last returned.
@@ -195,18 +210,17 @@ impl<R: Read> LineReader<R> {
 
 /// Parses and checks a header line.
 pub fn parse_header(bytes: &[u8]) -> std::result::Result<Header, String> {
+    // Invalid UTF-8 is replaced with U+FFFD, as in an event line (the reader warns).
+    match std::str::from_utf8(bytes) {
+        Ok(text) => parse_header_str(text),
+        Err(_) => parse_header_str(&String::from_utf8_lossy(bytes)),
+    }
+}
+
+/// [`parse_header`] of a line already known to be UTF-8.
+fn parse_header_str(text: &str) -> std::result::Result<Header, String> {
     // Some editors save a UTF-8 byte-order mark first: it is not part of the JSON.
-    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
-    // Invalid UTF-8 is replaced with U+FFFD, as in an event line (the reader warns). Checked
-    // once: valid text, the common case, is used as it is.
-    let replaced;
-    let text = match std::str::from_utf8(bytes) {
-        Ok(text) => text,
-        Err(_) => {
-            replaced = String::from_utf8_lossy(bytes).into_owned();
-            replaced.as_str()
-        }
-    };
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let bytes = text.as_bytes();
     // A current header is decoded straight into `Header` (the tool schemas make headers big,
     // and a folder of small runs is mostly headers); anything else goes through a `Value` for
@@ -274,6 +288,10 @@ pub fn parse_event_str(text: &str) -> std::result::Result<Event, String> {
     }
 }
 
+/// The kinds [`parse_event_str`] decodes in one pass when the envelope comes first (the others
+/// are buffered by `EventBody`'s internally tagged deserializer first).
+pub use super::mirror::MIRRORED;
+
 /// Any event line, in any key order: position and body decoded apart, and the precise
 /// problem when the line is bad.
 pub fn parse_event_general(text: &str) -> std::result::Result<Event, String> {
@@ -340,14 +358,25 @@ pub enum ParsedLine {
 impl ParsedLine {
     /// Parses one line; depends on nothing else, so lines can be parsed on any thread.
     pub fn of(bytes: &[u8]) -> Self {
-        if bytes.iter().all(u8::is_ascii_whitespace) {
+        // (A blank line is UTF-8: `of_text` tells it.)
+        match std::str::from_utf8(bytes) {
+            Ok(text) => Self::of_text(text),
+            Err(_) => ParsedLine::Line {
+                parsed: parse_event_str(&String::from_utf8_lossy(bytes)),
+                lossy: true,
+            },
+        }
+    }
+
+    /// [`ParsedLine::of`] a line already known to be UTF-8.
+    fn of_text(text: &str) -> Self {
+        if text.bytes().all(|b| b.is_ascii_whitespace()) {
             return ParsedLine::Blank;
         }
-        let (parsed, lossy) = match std::str::from_utf8(bytes) {
-            Ok(text) => (parse_event_str(text), false),
-            Err(_) => (parse_event_str(&String::from_utf8_lossy(bytes)), true),
-        };
-        ParsedLine::Line { parsed, lossy }
+        ParsedLine::Line {
+            parsed: parse_event_str(text),
+            lossy: false,
+        }
     }
 }
 
@@ -362,9 +391,12 @@ pub enum LeanLine<O> {
 impl<O: KeptObservation> LeanLine<O> {
     /// Decodes one line; depends on nothing else, so lines can be decoded on any thread.
     pub fn of(bytes: &[u8]) -> Self {
-        match std::str::from_utf8(bytes).ok().and_then(super::lean::parse) {
+        let Ok(text) = std::str::from_utf8(bytes) else {
+            return LeanLine::Other(ParsedLine::of(bytes));
+        };
+        match super::lean::parse(text) {
             Some(event) => LeanLine::Lean(event),
-            None => LeanLine::Other(ParsedLine::of(bytes)),
+            None => LeanLine::Other(ParsedLine::of_text(text)),
         }
     }
 }
@@ -534,17 +566,31 @@ pub struct EventStream {
     done: bool,
 }
 
-/// Opens a run file for reading, refusing anything but a regular file before it is opened: a
-/// FIFO named `x.jsonl` would block the open until a writer came, a device would never end.
+/// Opens a run file for reading, refusing anything but a regular file: a FIFO named
+/// `x.jsonl` would block until a writer came, a device would never end.
 pub fn open_regular(path: &Path) -> Result<File> {
-    let meta = std::fs::metadata(path).with_context(|| format!("opening {}", path.display()))?;
+    open_regular_sized(path).map(|(file, _)| file)
+}
+
+/// [`open_regular`], with the file's length. One `fstat` of the open file both refuses what is
+/// not a regular file and sizes it (a folder of thousands of small runs pays for every call).
+pub fn open_regular_sized(path: &Path) -> Result<(File, u64)> {
+    let opening = || format!("opening {}", path.display());
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    // Non-blocking, so that opening a FIFO returns at once (to be refused below); a regular
+    // file reads the same either way.
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NONBLOCK);
+    let file = options.open(path).with_context(opening)?;
+    let meta = file.metadata().with_context(opening)?;
     if !meta.is_file() {
         anyhow::bail!(
             "{} is not a regular file (a pipe, a device or a folder): not read",
             path.display()
         );
     }
-    File::open(path).with_context(|| format!("opening {}", path.display()))
+    Ok((file, meta.len()))
 }
 
 /// The read buffer of a stream (it grows for a longer line).
@@ -553,13 +599,21 @@ const READ_BUFFER: usize = 1 << 18;
 impl EventStream {
     /// Opens `path` and reads its header. A file without a valid header is an error.
     pub fn open(path: &Path) -> Result<Self> {
-        let file = open_regular(path)?;
+        let (file, size) = open_regular_sized(path)?;
         // A small file gets a buffer its size: a folder of thousands of small runs would
         // otherwise zero a quarter-megabyte buffer for each.
-        let size = file.metadata().map_or(READ_BUFFER as u64, |m| m.len());
         let capacity =
             usize::try_from(size + 1).map_or(READ_BUFFER, |s| s.clamp(4096, READ_BUFFER));
-        Self::with_buffer(path, Box::new(file), capacity)
+        // The first buffer is read by `read_to_end`, which fills spare capacity without zeroing
+        // it first and stops at the end of a small file with the read that finds it.
+        let mut first = Vec::with_capacity(capacity);
+        let read = (&file)
+            .take(capacity as u64)
+            .read_to_end(&mut first)
+            .with_context(|| format!("reading {}", path.display()))?;
+        let at_end = read < capacity;
+        let lines = LineReader::starting_with(first, at_end, capacity, Box::new(file) as _);
+        Self::with_lines(path, lines)
     }
 
     /// Reads a trajectory from any byte source; `path` is used in problem reports.
@@ -568,9 +622,13 @@ impl EventStream {
     }
 
     fn with_buffer(path: &Path, reader: Box<dyn Read + Send>, capacity: usize) -> Result<Self> {
+        Self::with_lines(path, LineReader::with_capacity(capacity, reader))
+    }
+
+    fn with_lines(path: &Path, lines: LineReader<Box<dyn Read + Send>>) -> Result<Self> {
         let mut stream = Self {
             path: path.to_path_buf(),
-            lines: LineReader::with_capacity(capacity, reader),
+            lines,
             header: None,
             checks: LineChecks::new(path),
             done: false,
@@ -584,16 +642,17 @@ impl EventStream {
             Some(RawLine::TooLong(n)) => Err(format!(
                 "header line is {n} bytes, longer than the {MAX_LINE_BYTES}-byte limit"
             )),
-            Some(RawLine::Line { bytes, .. }) => {
-                if std::str::from_utf8(bytes).is_err() {
+            Some(RawLine::Line { bytes, .. }) => match std::str::from_utf8(bytes) {
+                Ok(text) => parse_header_str(text),
+                Err(_) => {
                     stream.checks.problem(
                         1,
                         Severity::Warning,
                         "invalid UTF-8 in the header replaced with U+FFFD".into(),
                     );
+                    parse_header(bytes)
                 }
-                parse_header(bytes)
-            }
+            },
         };
         match header {
             Ok(h) => stream.header = Some(h),
@@ -870,6 +929,10 @@ fn walk(dir: &Path, found: &mut Found) {
         };
         if file_type.is_dir() {
             walk(&path, found);
+        } else if file_type.is_file() && path.extension().is_some_and(|e| e == "jsonl") {
+            // The entry's own type (no `stat`): thousands of runs are listed at the cost of
+            // reading the folder.
+            found.files.push(path);
         } else if path.extension().is_some_and(|e| e == "jsonl") {
             // Follow links: what matters is what a reader would open.
             match std::fs::metadata(&path) {
