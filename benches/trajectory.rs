@@ -37,6 +37,33 @@ fn report_beside_peer(folder: &Path) -> (Vec<RunRecord>, Duration, Result<Durati
     (records, ours, theirs)
 }
 
+/// Rounds of the per-core comparison: more, since one core of a shared machine is noisier.
+const PINNED_ROUNDS: usize = 9;
+
+/// `cosmos report` and the peer loader each on CPU 0 alone (`taskset -c 0`), alternated; the
+/// best of each. This is the per-core ratio: `report` otherwise reads on every core.
+fn per_core(folder: &Path) {
+    let mut report = std::process::Command::new(env!("CARGO_BIN_EXE_cosmos"));
+    report.arg("report").arg(folder);
+    let peer = common::orjson_command(folder);
+    let (mut ours, mut theirs) = (Duration::MAX, Duration::MAX);
+    for _ in 0..PINNED_ROUNDS {
+        match (common::pinned(&report), common::pinned(&peer)) {
+            (Ok(a), Ok(b)) => (ours, theirs) = (ours.min(a), theirs.min(b)),
+            (Err(why), _) | (_, Err(why)) => {
+                println!("  per core: not measured ({why})");
+                return;
+            }
+        }
+    }
+    println!(
+        "  per core (taskset -c 0, best of {PINNED_ROUNDS}): cosmos report {:.3} s, peer {:.3} s: cosmos is {:.2}× its speed   (target ≥ 2×)",
+        ours.as_secs_f64(),
+        theirs.as_secs_f64(),
+        theirs.as_secs_f64() / ours.as_secs_f64()
+    );
+}
+
 /// The peer's line, beside our own time `ours`.
 fn peer(what: &str, theirs: Result<Duration, String>, ours: Duration) {
     match theirs {
@@ -98,6 +125,7 @@ fn main() {
         small_records.len()
     );
     peer("report over the same small runs", theirs, t);
+    per_core(&small);
 
     let big = big_run_file(scale);
     warm(&big);

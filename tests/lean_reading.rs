@@ -4,7 +4,8 @@
 //! Every line of the lean kinds from a generated run and the sample runs is mutated field by
 //! field (dropped, nulled, duplicated, given each wrong type, a number out of range, a lone
 //! surrogate, a control character, an unknown neighbour), one level deep into nested objects
-//! too.
+//! and into the first object of a list too. The header read for a totals pass is held to the
+//! full header's verdicts the same way.
 
 use std::path::Path;
 
@@ -82,6 +83,22 @@ fn mutations(object: &Map<String, Value>) -> Vec<String> {
             for nested in mutations(inner) {
                 let mut copy = object.clone();
                 copy.insert(key.clone(), MARK.into());
+                out.push(
+                    serde_json::to_string(&copy)
+                        .unwrap()
+                        .replace(&format!("\"{MARK}\""), &nested),
+                );
+            }
+        }
+        // The first object of a list of them (a header's tools and servers).
+        if let Value::Array(items) = &object[key]
+            && let Some(Value::Object(first)) = items.first()
+        {
+            for nested in mutations(first) {
+                let mut items = items.clone();
+                items[0] = MARK.into();
+                let mut copy = object.clone();
+                copy.insert(key.clone(), Value::Array(items));
                 out.push(
                     serde_json::to_string(&copy)
                         .unwrap()
@@ -230,6 +247,70 @@ fn the_lean_decoder_takes_only_what_the_full_decoder_takes_and_reads_it_the_same
         "{mirrored_only} mirrored-only mutations"
     );
     // The test means something only if each outcome happened often.
+    assert!(
+        taken > 100 && refused_both > 100 && stepped_aside > 10,
+        "{taken} taken, {refused_both} refused, {stepped_aside} stepped aside"
+    );
+}
+
+/// The header read for a totals pass (`trajectory::report_header`) takes a header line only
+/// when the full decoder takes it, and then has the same facts; otherwise the full decoder's
+/// header or refusal is used. Every field of real headers (and one level into each object) is
+/// mutated as the events' are.
+#[test]
+fn the_report_header_takes_only_what_the_full_decoder_takes_and_reads_it_the_same() {
+    use mcp_cosmos::trajectory::reader::parse_header;
+    use mcp_cosmos::trajectory::report_header::ReportHeader;
+    let samples = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_runs");
+    let mut headers = Vec::new();
+    for entry in std::fs::read_dir(samples).unwrap() {
+        let p = entry.unwrap().path();
+        if p.extension().is_some_and(|e| e == "jsonl") {
+            let text = std::fs::read_to_string(&p).unwrap();
+            headers.push(text.lines().next().unwrap().to_string());
+        }
+    }
+    let spec = Spec {
+        nodes: 10,
+        seed: 5,
+        ..Spec::default()
+    };
+    headers.push(serde_json::to_string(&synthetic::header(&spec)).unwrap());
+    let (mut taken, mut refused_both, mut stepped_aside) = (0, 0, 0);
+    for (i, line) in headers.iter().enumerate() {
+        let full = parse_header(line.as_bytes()).unwrap();
+        assert_eq!(
+            ReportHeader::read_lean(line),
+            Some(ReportHeader::of(&full)),
+            "our own header goes lean"
+        );
+        // A few headers in full depth; the rest only at their top level (they share shapes).
+        let object: Map<String, Value> = serde_json::from_str(line).unwrap();
+        let mutated = if i < 4 {
+            mutations(&object)
+        } else {
+            mutations(&object).into_iter().step_by(7).collect()
+        };
+        for mutated in mutated {
+            let full = parse_header(mutated.as_bytes());
+            assert_eq!(
+                ReportHeader::read(&mutated),
+                full.as_ref().map(ReportHeader::of).map_err(Clone::clone),
+                "{mutated}"
+            );
+            match (ReportHeader::read_lean(&mutated), full) {
+                (Some(lean), Ok(full)) => {
+                    assert_eq!(lean, ReportHeader::of(&full), "{mutated}");
+                    taken += 1;
+                }
+                (Some(_), Err(why)) => {
+                    panic!("lean took a header the full decoder refuses ({why}): {mutated}")
+                }
+                (None, Ok(_)) => stepped_aside += 1,
+                (None, Err(_)) => refused_both += 1,
+            }
+        }
+    }
     assert!(
         taken > 100 && refused_both > 100 && stepped_aside > 10,
         "{taken} taken, {refused_both} refused, {stepped_aside} stepped aside"

@@ -164,13 +164,36 @@ pub fn many_small_runs(copies: usize, scale: usize) -> (PathBuf, usize) {
 /// The peer loader (`scripts/orjson-report.py`) over `folder`: its wall time, or why it could
 /// not run (no python3, or no orjson).
 pub fn orjson_peer(folder: &Path) -> Result<Duration, String> {
+    timed(&mut orjson_command(folder))
+}
+
+/// The command that runs the peer loader over `folder`.
+pub fn orjson_command(folder: &Path) -> std::process::Command {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/orjson-report.py");
+    let mut command = std::process::Command::new("python3");
+    command.arg(script).arg(folder);
+    command
+}
+
+/// `command` run on CPU 0 alone (`taskset -c 0`), timed.
+pub fn pinned(command: &std::process::Command) -> Result<Duration, String> {
+    let mut on_one_core = std::process::Command::new("taskset");
+    on_one_core
+        .args(["-c", "0"])
+        .arg(command.get_program())
+        .args(command.get_args());
+    timed(&mut on_one_core)
+}
+
+/// The wall time of `command`, or why it failed (its last line of errors).
+fn timed(command: &mut std::process::Command) -> Result<Duration, String> {
     let start = Instant::now();
-    let out = std::process::Command::new("python3")
-        .arg(script)
-        .arg(folder)
-        .output()
-        .map_err(|e| format!("python3 did not start: {e}"))?;
+    let out = command.output().map_err(|e| {
+        format!(
+            "{} did not start: {e}",
+            command.get_program().to_string_lossy()
+        )
+    })?;
     let took = start.elapsed();
     if out.status.success() {
         Ok(took)

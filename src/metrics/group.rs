@@ -15,7 +15,8 @@ pub const UNIT: Scale = Scale::Bounded(0.0, 1.0);
 pub const EQ_SCALE: Scale = Scale::Bounded(0.0, 100.0);
 /// The judge's scores, 1–10.
 pub const JUDGE_SCALE: Scale = Scale::Bounded(0.0, 10.0);
-use crate::trajectory::event::{DIMENSION_NAMES, Header, RunStatus};
+use crate::trajectory::event::{DIMENSION_NAMES, RunStatus};
+use crate::trajectory::report_header::ReportHeader;
 
 /// Execution Quality at or above this (out of 100) counts as high for the flag below.
 pub const HIGH_EXECUTION_QUALITY: f64 = 70.0;
@@ -74,15 +75,15 @@ pub struct RunRecord {
 
 impl RunRecord {
     /// A record from a run's header and metrics.
-    pub fn new(path: PathBuf, header: &Header, metrics: RunMetrics) -> Self {
+    pub fn new(path: PathBuf, header: &ReportHeader, metrics: RunMetrics) -> Self {
         Self {
             path,
-            agent: header.agent.kind.as_str().to_string(),
-            world_model: header.world_model_name().to_string(),
-            planner: header.planner.model.clone(),
-            task: header.task.id.clone(),
+            agent: header.agent.as_str().to_string(),
+            world_model: header.world_model.clone(),
+            planner: header.planner.clone(),
+            task: header.task.clone(),
             label: header.label.clone(),
-            reference_calls: header.task.reference_call_count,
+            reference_calls: header.reference_calls,
             metrics,
             skipped_lines: Vec::new(),
         }

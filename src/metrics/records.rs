@@ -8,6 +8,7 @@ use super::group::RunRecord;
 use super::run::RunAccumulator;
 use crate::trajectory::listing::Recount;
 use crate::trajectory::reader::{EventStream, collect_files};
+use crate::trajectory::report_header::ReportHeader;
 
 /// What reading one file gave.
 enum Read {
@@ -49,18 +50,18 @@ pub fn recount(paths: &[PathBuf]) -> Result<Vec<Recount>> {
 
 /// One file's record.
 fn read_one(file: &Path) -> Result<Read> {
-    let mut stream = match EventStream::open(file) {
+    let mut stream = match EventStream::<ReportHeader>::open_as(file) {
         Ok(s) => s,
         Err(e) => return Ok(Read::Skipped(format!("{e:#}"))),
     };
     // A wm-eval file is not an agent's run: its calls are copies, scored by wm-eval.
-    if stream.header().agent.kind == crate::trajectory::event::AgentKind::WmEval {
+    if stream.header().agent == crate::trajectory::event::AgentKind::WmEval {
         return Ok(Read::Skipped(format!(
             "{}: a wm-eval file, not a run (its leaderboard: cosmos wm-eval)",
             file.display()
         )));
     }
-    let mut acc = RunAccumulator::new(stream.header());
+    let mut acc = RunAccumulator::of_report(stream.header());
     while let Some(event) = stream.next_lean()? {
         acc.take(event);
     }

@@ -15,6 +15,7 @@ use crate::trajectory::event::{
 };
 use crate::trajectory::fold::TreeState;
 use crate::trajectory::lean::{Brief, LeanBody, LeanEvent, RawObservation};
+use crate::trajectory::report_header::ReportHeader;
 use crate::trajectory::run::Run;
 use crate::trajectory::writer::Tally;
 
@@ -719,8 +720,17 @@ pub struct RunAccumulator {
 impl RunAccumulator {
     /// An accumulator for a run with this header.
     pub fn new(header: &Header) -> Self {
+        Self::with(ToolCatalog::new(&header.tools), header.agent.kind)
+    }
+
+    /// An accumulator for a run whose header was read for a totals pass.
+    pub fn of_report(header: &ReportHeader) -> Self {
+        Self::with(ToolCatalog::of(header.tools.iter().cloned()), header.agent)
+    }
+
+    fn with(catalog: ToolCatalog, agent: AgentKind) -> Self {
         Self {
-            catalog: ToolCatalog::new(&header.tools),
+            catalog,
             simulated: HashMap::new(),
             steps: Vec::new(),
             llm: [RoleUsage::default(); 5],
@@ -732,7 +742,7 @@ impl RunAccumulator {
             answered: false,
             rejected: Vec::new(),
             planned_calls: 0,
-            decisions_are_calls: header.agent.kind == AgentKind::React,
+            decisions_are_calls: agent == AgentKind::React,
             finished_ms: None,
             recorded_ending: None,
             told_ending: None,

@@ -101,13 +101,22 @@ impl ToolCatalog {
     /// The catalogue of `tools`. A schema that does not compile accepts anything: a broken
     /// schema is the server's problem, not the agent's.
     pub fn new(tools: &[ToolInfo]) -> Self {
+        Self::of(
+            tools
+                .iter()
+                .map(|t| (t.name.clone(), t.input_schema.clone())),
+        )
+    }
+
+    /// The catalogue of tools given by name and input schema.
+    pub fn of(tools: impl IntoIterator<Item = (String, ToolSchema)>) -> Self {
         let tools = tools
-            .iter()
-            .map(|t| {
+            .into_iter()
+            .map(|(name, schema)| {
                 (
-                    t.name.clone(),
+                    name,
                     Entry {
-                        schema: t.input_schema.clone(),
+                        schema,
                         compiled: OnceLock::new(),
                     },
                 )

@@ -25,6 +25,7 @@ use serde::{Deserialize, de};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
+use super::checked::AnyJson;
 use super::envelope::{self, KindBody};
 use super::event::{
     Action, ActionKind, Event, EventBody, NodeId, Observation, Phase, Role, VALIDATOR, Verdict,
@@ -411,53 +412,6 @@ impl<'de, O: KeptObservation> KindBody<'de> for LeanBody<O> {
     }
 }
 
-/// Any JSON value, checked as a `serde_json::Value` is (numbers in range, escapes valid, the
-/// same nesting limit: all of that is the parser's, reached through `deserialize_any`) but
-/// never built: a plan node's arguments or a call's messages are not what a lean read keeps.
-struct AnyJson;
-
-impl<'de> Deserialize<'de> for AnyJson {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(AnyJson)
-    }
-}
-
-impl<'de> de::Visitor<'de> for AnyJson {
-    type Value = AnyJson;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("any JSON value")
-    }
-    fn visit_bool<E>(self, _: bool) -> Result<AnyJson, E> {
-        Ok(AnyJson)
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<AnyJson, E> {
-        Ok(AnyJson)
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<AnyJson, E> {
-        Ok(AnyJson)
-    }
-    fn visit_f64<E>(self, _: f64) -> Result<AnyJson, E> {
-        Ok(AnyJson)
-    }
-    fn visit_str<E>(self, _: &str) -> Result<AnyJson, E> {
-        Ok(AnyJson)
-    }
-    fn visit_unit<E>(self) -> Result<AnyJson, E> {
-        Ok(AnyJson)
-    }
-    fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<AnyJson, A::Error> {
-        while seq.next_element::<AnyJson>()?.is_some() {}
-        Ok(AnyJson)
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<AnyJson, A::Error> {
-        while map.next_key::<AnyJson>()?.is_some() {
-            map.next_value::<AnyJson>()?;
-        }
-        Ok(AnyJson)
-    }
-}
-
 /// A JSON string, checked and left as written. One with a `\u` escape steps aside: whether
 /// it decodes (a lone surrogate does not) is the full decoder's to say.
 struct JsonString<'a>(&'a RawValue);
@@ -485,52 +439,5 @@ impl<'de: 'a, 'a> Deserialize<'de> for JsonString<'a> {
             return Err(de::Error::custom("a \\u escape: read in full"));
         }
         Ok(Self(raw))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn any_json_takes_exactly_what_a_value_takes() {
-        let deep = |n| format!("{}{}", "[".repeat(n), "]".repeat(n));
-        let texts = [
-            "null".to_string(),
-            "true".into(),
-            "-0".into(),
-            "1.5e3".into(),
-            "18446744073709551616".into(),
-            "1e999".into(),
-            "-1e999".into(),
-            r#""\ud800""#.into(),
-            r#""\ud83d\ude00""#.into(),
-            r#""\x""#.into(),
-            "\"a\u{1}b\"".into(),
-            r#"{"a":1,"a":2}"#.into(),
-            r#"{"\ud800":1}"#.into(),
-            r#"{"a":[1,{"b":1e999}]}"#.into(),
-            "[1,]".into(),
-            r#"{"a":1,}"#.into(),
-            "01".into(),
-            deep(100),
-            deep(200),
-        ];
-        let mut taken = 0;
-        for text in &texts {
-            let value = serde_json::from_str::<Value>(text).is_ok();
-            assert_eq!(
-                serde_json::from_str::<AnyJson>(text).is_ok(),
-                value,
-                "{text}"
-            );
-            taken += usize::from(value);
-        }
-        // Both verdicts were tried often.
-        assert!(
-            taken > 6 && texts.len() - taken > 6,
-            "{taken} of {}",
-            texts.len()
-        );
     }
 }

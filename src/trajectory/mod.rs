@@ -6,6 +6,7 @@
 //! file another process is still writing.
 
 pub mod catalog;
+pub mod checked;
 pub mod describe;
 mod envelope;
 pub mod event;
@@ -17,6 +18,7 @@ mod mirror;
 pub mod plan_why;
 pub mod reader;
 pub mod redact;
+pub mod report_header;
 pub mod run;
 pub mod synthetic;
 pub mod tail;

@@ -13,6 +13,7 @@ use serde_json::Value;
 
 use super::event::{Event, EventBody, FORMAT_NAME, FORMAT_VERSION, Header, KNOWN_KINDS};
 use super::lean::{KeptObservation, LeanEvent, RawObservation};
+use super::report_header::ReportHeader;
 
 /// Longest line read whole; a longer one is skipped and reported (it would not be a
 /// trajectory line a writer of ours made: results are cut long before this).
@@ -557,13 +558,32 @@ impl LineChecks {
 }
 
 /// A streaming pass over one trajectory file: the header, then events one at a time.
-/// Problems are collected as it goes; bad lines are skipped.
-pub struct EventStream {
+/// Problems are collected as it goes; bad lines are skipped. The header is read as `H`: whole,
+/// or only what a totals pass keeps of it ([`ReportHeader`]).
+pub struct EventStream<H = Header> {
     path: PathBuf,
     lines: LineReader<Box<dyn Read + Send>>,
-    header: Option<Header>,
+    header: Option<H>,
     checks: LineChecks,
     done: bool,
+}
+
+/// How a stream reads its header line.
+pub trait ReadHeader: Sized {
+    /// The header of a line already known to be UTF-8, or why it is not one.
+    fn read(text: &str) -> std::result::Result<Self, String>;
+}
+
+impl ReadHeader for Header {
+    fn read(text: &str) -> std::result::Result<Self, String> {
+        parse_header_str(text)
+    }
+}
+
+impl ReadHeader for ReportHeader {
+    fn read(text: &str) -> std::result::Result<Self, String> {
+        ReportHeader::read(text)
+    }
 }
 
 /// Opens a run file for reading, refusing anything but a regular file: a FIFO named
@@ -599,6 +619,18 @@ const READ_BUFFER: usize = 1 << 18;
 impl EventStream {
     /// Opens `path` and reads its header. A file without a valid header is an error.
     pub fn open(path: &Path) -> Result<Self> {
+        Self::open_as(path)
+    }
+
+    /// Reads a trajectory from any byte source; `path` is used in problem reports.
+    pub fn from_reader(path: &Path, reader: Box<dyn Read + Send>) -> Result<Self> {
+        Self::with_lines(path, LineReader::with_capacity(READ_BUFFER, reader))
+    }
+}
+
+impl<H: ReadHeader> EventStream<H> {
+    /// Opens `path` and reads its header as `H`. A file without a valid header is an error.
+    pub fn open_as(path: &Path) -> Result<Self> {
         let (file, size) = open_regular_sized(path)?;
         // A small file gets a buffer its size: a folder of thousands of small runs would
         // otherwise zero a quarter-megabyte buffer for each.
@@ -614,15 +646,6 @@ impl EventStream {
         let at_end = read < capacity;
         let lines = LineReader::starting_with(first, at_end, capacity, Box::new(file) as _);
         Self::with_lines(path, lines)
-    }
-
-    /// Reads a trajectory from any byte source; `path` is used in problem reports.
-    pub fn from_reader(path: &Path, reader: Box<dyn Read + Send>) -> Result<Self> {
-        Self::with_buffer(path, reader, READ_BUFFER)
-    }
-
-    fn with_buffer(path: &Path, reader: Box<dyn Read + Send>, capacity: usize) -> Result<Self> {
-        Self::with_lines(path, LineReader::with_capacity(capacity, reader))
     }
 
     fn with_lines(path: &Path, lines: LineReader<Box<dyn Read + Send>>) -> Result<Self> {
@@ -643,14 +666,14 @@ impl EventStream {
                 "header line is {n} bytes, longer than the {MAX_LINE_BYTES}-byte limit"
             )),
             Some(RawLine::Line { bytes, .. }) => match std::str::from_utf8(bytes) {
-                Ok(text) => parse_header_str(text),
+                Ok(text) => H::read(text),
                 Err(_) => {
                     stream.checks.problem(
                         1,
                         Severity::Warning,
                         "invalid UTF-8 in the header replaced with U+FFFD".into(),
                     );
-                    parse_header(bytes)
+                    H::read(&String::from_utf8_lossy(bytes))
                 }
             },
         };
@@ -662,7 +685,7 @@ impl EventStream {
     }
 
     /// The header.
-    pub fn header(&self) -> &Header {
+    pub fn header(&self) -> &H {
         self.header.as_ref().expect("open() guarantees a header")
     }
 

@@ -31,6 +31,14 @@ impl ToolSchema {
         }))
     }
 
+    /// A schema as it was written, decoded only when looked into.
+    pub fn written(raw: Box<RawValue>) -> Self {
+        Self(Arc::new(Inner {
+            written: Some(raw),
+            value: OnceLock::new(),
+        }))
+    }
+
     /// The schema. One read from a file is decoded now; text that was JSON but does not
     /// decode to a value (a number out of range, a lone surrogate) reads as `null`, which
     /// checks nothing, as a schema that does not compile.
@@ -100,11 +108,7 @@ impl Serialize for ToolSchema {
 
 impl<'de> Deserialize<'de> for ToolSchema {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let written = Box::<RawValue>::deserialize(d)?;
-        Ok(Self(Arc::new(Inner {
-            written: Some(written),
-            value: OnceLock::new(),
-        })))
+        Box::<RawValue>::deserialize(d).map(Self::written)
     }
 }
 
