@@ -175,14 +175,31 @@ pub fn orjson_command(folder: &Path) -> std::process::Command {
     command
 }
 
-/// `command` run on CPU 0 alone (`taskset -c 0`), timed.
-pub fn pinned(command: &std::process::Command) -> Result<Duration, String> {
+/// `command` run on CPU 0 alone (`taskset -c 0`): its wall time and its CPU time (user and
+/// system, from the children's resource usage).
+pub fn pinned(command: &std::process::Command) -> Result<(Duration, Duration), String> {
     let mut on_one_core = std::process::Command::new("taskset");
     on_one_core
         .args(["-c", "0"])
         .arg(command.get_program())
         .args(command.get_args());
-    timed(&mut on_one_core)
+    let before = children_cpu();
+    let wall = timed(&mut on_one_core)?;
+    Ok((wall, children_cpu().saturating_sub(before)))
+}
+
+/// CPU time of this process's waited-for children so far.
+fn children_cpu() -> Duration {
+    // SAFETY: getrusage writes one `rusage` into the zeroed struct it is given.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage);
+        usage
+    };
+    let of = |t: libc::timeval| {
+        Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
+    };
+    of(usage.ru_utime) + of(usage.ru_stime)
 }
 
 /// The wall time of `command`, or why it failed (its last line of errors).
