@@ -201,6 +201,7 @@ mod tests {
         let lists = texts(&[
             r#"["a","b"]"#,
             "[]",
+            r#"["\n",""]"#,
             r#"["a",1]"#,
             "null",
             r#"{"a":"b"}"#,
