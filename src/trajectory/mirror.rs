@@ -211,15 +211,8 @@ fn present<'de, S: Deserialize<'de>, D: Deserializer<'de>>(d: D) -> Result<Optio
     S::deserialize(d).map(Some)
 }
 
-/// The kinds read lean (`super::lean`), all mirrored here.
-pub const KINDS: &[&str] = &[
-    "phase",
-    "llm_call",
-    "node_added",
-    "node_simulated",
-    "node_evaluated",
-    "backpropagated",
-];
+/// The kinds read lean (`super::lean`): every mirrored kind but the last, `tool_called`.
+pub const KINDS: &[&str] = MIRRORED.split_at(MIRRORED.len() - 1).0;
 
 /// The kinds the full decoder reads through a mirror: the lean ones and `tool_called`.
 pub const MIRRORED: &[&str] = &[

@@ -174,6 +174,9 @@ struct Reading {
     /// Where they asked to go beyond what is read (`usize::MAX`: the end): the cursor goes
     /// there once that part is in.
     waiting_for: Option<usize>,
+    /// The view opened at the end of what was read and nobody moved it: it follows the end as
+    /// parts come in, when it is next drawn (parts that come between two frames cost nothing).
+    following: bool,
 }
 
 impl RunView {
@@ -243,6 +246,7 @@ impl RunView {
             total,
             touched: false,
             waiting_for: None,
+            following: view.position() == view.run.len(),
         });
         view
     }
@@ -254,7 +258,6 @@ impl RunView {
 
     /// A part of the file read: its events added; the last one ends the reading.
     fn read_part(&mut self, part: crate::trajectory::run::Part, out: &mut Vec<Request>) {
-        let at_read_end = self.position() == self.run.len();
         let Some(reading) = &mut self.reading else {
             return;
         };
@@ -273,8 +276,7 @@ impl RunView {
                     }
                     self.jump(Some(k), "", out);
                 }
-                // Left at the end of what is read: the view fills in as the reading goes.
-                None if !touched && at_read_end => self.seek(self.run.len()),
+                // A view that follows the end catches up when it is drawn (`refresh`).
                 _ => self.stale = true,
             }
             return;
@@ -397,6 +399,10 @@ impl RunView {
     /// Brings every derived view in line with the run, the cursor and the selection.
     fn refresh(&mut self) {
         self.stale = false;
+        // Left at the end of what is read, the view fills in as the reading goes.
+        if self.reading.as_ref().is_some_and(|r| r.following) {
+            self.cursor.seek(&self.run, self.run.len());
+        }
         if let Some(fold) = &mut self.chart_fold {
             while fold.applied() < self.run.len() {
                 fold.apply(&self.run);
@@ -868,10 +874,12 @@ impl View for RunView {
                 Action::Do(Command::Bottom) => reading.waiting_for = Some(usize::MAX),
                 Action::JumpTo(event) if event + 1 > read => {
                     reading.touched = true;
+                    reading.following = false;
                     reading.waiting_for = Some(event + 1);
                 }
                 Action::Do(_) | Action::Input(_) | Action::Mouse(_) | Action::JumpTo(_) => {
                     reading.touched = true;
+                    reading.following = false;
                     reading.waiting_for = None;
                 }
                 _ => {}
