@@ -196,3 +196,37 @@ fn the_readme_quotes_the_reports_figures() {
         "sample_runs/README.md quotes other figures than `cosmos report sample_runs` gives"
     );
 }
+
+/// `sample_runs/sweep-report.md` is what the command `sample_runs/README.md` gives for it prints
+/// today.
+#[test]
+fn the_sweep_report_is_the_reports_output() {
+    let out = Command::new(env!("CARGO_BIN_EXE_cosmos"))
+        .args([
+            "report",
+            "sample_runs/sweep",
+            "--baseline",
+            "react",
+            "--format",
+            "markdown",
+            "--power",
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let written = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_runs/sweep-report.md"),
+    )
+    .unwrap();
+    assert_eq!(
+        written,
+        String::from_utf8(out.stdout).unwrap(),
+        "sample_runs/sweep-report.md is not what the report gives today (make it again with the README's command)"
+    );
+}
