@@ -17,6 +17,7 @@ use serde_json::value::RawValue;
 
 use super::checked::{AnyJson, CheckedMap, CheckedSeq, CheckedStr};
 use super::event::{AgentKind, FORMAT_NAME, FORMAT_VERSION, Header};
+use super::reader::ReadHeader;
 use super::tool_schema::ToolSchema;
 
 /// The facts of a header that a totals pass keeps.
@@ -62,7 +63,7 @@ impl ReportHeader {
         let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         match Self::read_lean(text) {
             Some(header) => Ok(header),
-            None => super::reader::parse_header(text.as_bytes()).map(|h| Self::of(&h)),
+            None => <Header as ReadHeader>::read(text).map(|h| Self::of(&h)),
         }
     }
 
