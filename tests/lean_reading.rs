@@ -174,6 +174,15 @@ fn event_lines() -> Vec<String> {
         let text = std::fs::read_to_string(&file).unwrap();
         lines.extend(text.lines().skip(1).map(str::to_string));
     }
+    // A fork's `call_simulated` also names the tool and its arguments; no sample run has one.
+    let simulated = lines
+        .iter()
+        .find(|l| l.contains(r#""kind":"call_simulated""#))
+        .expect("a sample run with a world model's predictions");
+    let mut fork: Map<String, Value> = serde_json::from_str(simulated).unwrap();
+    fork.insert("tool".into(), "time__get_current_time".into());
+    fork.insert("arguments".into(), serde_json::json!({"timezone": "UTC"}));
+    lines.insert(0, serde_json::to_string(&fork).unwrap());
     lines
 }
 

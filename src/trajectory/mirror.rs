@@ -1,8 +1,8 @@
 //! Field-for-field mirrors of the `EventBody` variants that make up nearly every line of a
 //! SPIRAL run (`phase`, `llm_call`, `node_added`, `node_simulated`, `node_evaluated`,
-//! `backpropagated`) and of `tool_called` (most of a small run's bytes), decoded from the rest of a line's map after its envelope: plain structs,
-//! so serde reads them in one pass, where the internally tagged `EventBody` first buffers the
-//! whole map.
+//! `backpropagated`) and of `tool_called` and `call_simulated` (most of a small run's bytes),
+//! decoded from the rest of a line's map after its envelope: plain structs, so serde reads them
+//! in one pass, where the internally tagged `EventBody` first buffers the whole map.
 //!
 //! They are generic over how a string is held: `String` gives the full event
 //! ([`super::envelope`], the reader's fast path), a checked-but-unread JSON string gives the
@@ -102,6 +102,22 @@ pub struct ToolCalledLine<S> {
     pub error: Option<S>,
     #[serde(default)]
     pub origin: Option<Box<Origin>>,
+}
+
+/// `call_simulated`: a world model's prediction of a real call, as long as the real result.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CallSimulatedLine<S> {
+    pub step: u64,
+    #[serde(default = "none")]
+    pub tool: Option<S>,
+    #[serde(default)]
+    pub arguments: Option<Box<Value>>,
+    pub world_model: S,
+    pub observation: ObservationLine<S>,
+    pub latency_ms: u64,
+    #[serde(default)]
+    pub tokens: Option<u64>,
 }
 
 impl From<ObservationLine<String>> for Observation {
@@ -211,10 +227,15 @@ fn present<'de, S: Deserialize<'de>, D: Deserializer<'de>>(d: D) -> Result<Optio
     S::deserialize(d).map(Some)
 }
 
-/// The kinds read lean (`super::lean`): every mirrored kind but the last, `tool_called`.
-pub const KINDS: &[&str] = MIRRORED.split_at(MIRRORED.len() - 1).0;
+/// The kinds read lean (`super::lean`): every mirrored kind but the last [`FULL_ONLY`].
+pub const KINDS: &[&str] = MIRRORED.split_at(MIRRORED.len() - FULL_ONLY).0;
 
-/// The kinds the full decoder reads through a mirror: the lean ones and `tool_called`.
+/// How many of [`MIRRORED`]'s kinds, at its end, only the full decoder reads through a mirror
+/// (`report` keeps their observations and arguments whole).
+const FULL_ONLY: usize = 2;
+
+/// The kinds the full decoder reads through a mirror: the lean ones, then `tool_called` and
+/// `call_simulated`.
 pub const MIRRORED: &[&str] = &[
     "phase",
     "llm_call",
@@ -223,6 +244,7 @@ pub const MIRRORED: &[&str] = &[
     "node_evaluated",
     "backpropagated",
     "tool_called",
+    "call_simulated",
 ];
 
 /// The full event body of a mirrored kind (one of [`MIRRORED`]) from the rest of its map.
@@ -275,6 +297,17 @@ pub fn full_body<'de, A: MapAccess<'de>>(kind: &str, rest: A) -> Result<EventBod
             error: e.error,
             origin: e.origin,
         }),
+        "call_simulated" => {
+            read::<CallSimulatedLine<String>, _>(rest).map(|e| EventBody::CallSimulated {
+                step: e.step,
+                tool: e.tool,
+                arguments: e.arguments,
+                world_model: e.world_model,
+                observation: e.observation.into(),
+                latency_ms: e.latency_ms,
+                tokens: e.tokens,
+            })
+        }
         "node_evaluated" => {
             read::<NodeEvaluatedLine<String>, _>(rest).map(|e| EventBody::NodeEvaluated {
                 node: e.node,
