@@ -325,3 +325,53 @@ fn the_report_header_takes_only_what_the_full_decoder_takes_and_reads_it_the_sam
         "{taken} taken, {refused_both} refused, {stepped_aside} stepped aside"
     );
 }
+
+/// Headers with the same `tools` list share one catalogue, found by the list's text; a list
+/// nested near JSON's depth limit gets the full decoder's verdict (the list is decoded apart
+/// from its header, at the depth it has there).
+#[test]
+fn equal_tool_lists_share_a_catalogue_and_keep_the_full_decoders_verdict() {
+    use mcp_cosmos::trajectory::reader::parse_header;
+    use mcp_cosmos::trajectory::report_header::ReportHeader;
+    let spec = Spec {
+        nodes: 10,
+        seed: 5,
+        ..Spec::default()
+    };
+    let mut header = serde_json::to_value(synthetic::header(&spec)).unwrap();
+    let first = serde_json::to_string(&header).unwrap();
+    header["run_id"] = "another run".into();
+    let second = serde_json::to_string(&header).unwrap();
+    let (a, b) = (
+        ReportHeader::read_lean(&first).unwrap(),
+        ReportHeader::read_lean(&second).unwrap(),
+    );
+    assert!(std::sync::Arc::ptr_eq(&a.tools, &b.tools), "one catalogue");
+    assert_eq!(
+        a,
+        ReportHeader::of(&parse_header(second.as_bytes()).unwrap())
+    );
+
+    let mut verdicts = std::collections::BTreeSet::new();
+    for depth in 120..130 {
+        let mut nested = Value::Null;
+        for _ in 0..depth {
+            nested = Value::Array(vec![nested]);
+        }
+        header["tools"][0]["output_schema"] = nested;
+        let line = serde_json::to_string(&header).unwrap();
+        let full = parse_header(line.as_bytes());
+        assert_eq!(
+            ReportHeader::read(&line),
+            full.as_ref().map(ReportHeader::of).map_err(Clone::clone),
+            "depth {depth}"
+        );
+        assert_eq!(
+            ReportHeader::read_lean(&line).is_some(),
+            full.is_ok(),
+            "depth {depth}"
+        );
+        verdicts.insert(full.is_ok());
+    }
+    assert_eq!(verdicts.len(), 2, "the limit falls within the depths tried");
+}

@@ -4,6 +4,7 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -696,7 +697,7 @@ impl Simulation {
 /// simulated observation of every node (needed to pair with real calls) and one small
 /// fact per call.
 pub struct RunAccumulator {
-    catalog: ToolCatalog,
+    catalog: Arc<ToolCatalog>,
     simulated: HashMap<NodeId, Simulation>,
     steps: Vec<StepFacts>,
     llm: [RoleUsage; 5],
@@ -720,15 +721,15 @@ pub struct RunAccumulator {
 impl RunAccumulator {
     /// An accumulator for a run with this header.
     pub fn new(header: &Header) -> Self {
-        Self::with(ToolCatalog::new(&header.tools), header.agent.kind)
+        Self::with(Arc::new(ToolCatalog::new(&header.tools)), header.agent.kind)
     }
 
     /// An accumulator for a run whose header was read for a totals pass.
     pub fn of_report(header: &ReportHeader) -> Self {
-        Self::with(ToolCatalog::of(header.tools.iter().cloned()), header.agent)
+        Self::with(header.tools.clone(), header.agent)
     }
 
-    fn with(catalog: ToolCatalog, agent: AgentKind) -> Self {
+    fn with(catalog: Arc<ToolCatalog>, agent: AgentKind) -> Self {
         Self {
             catalog,
             simulated: HashMap::new(),

@@ -85,6 +85,19 @@ impl std::fmt::Debug for ToolCatalog {
     }
 }
 
+/// Catalogues are equal when they name the same tools with equal schemas.
+impl PartialEq for ToolCatalog {
+    fn eq(&self, other: &Self) -> bool {
+        self.tools.len() == other.tools.len()
+            && self.tools.iter().all(|(name, entry)| {
+                other
+                    .tools
+                    .get(name)
+                    .is_some_and(|o| o.schema == entry.schema)
+            })
+    }
+}
+
 /// What a check of one call found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CallCheck {

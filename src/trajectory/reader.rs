@@ -1091,7 +1091,14 @@ mod tests {
             .collect();
         assert_eq!(
             names,
-            ["A.jsonl", "a/x/w.jsonl", "a/y.jsonl", "a-b/z.jsonl", "a.b/v.jsonl", "b.jsonl"]
+            [
+                "A.jsonl",
+                "a/x/w.jsonl",
+                "a/y.jsonl",
+                "a-b/z.jsonl",
+                "a.b/v.jsonl",
+                "b.jsonl"
+            ]
         );
     }
 }

@@ -5,16 +5,22 @@
 //! `report` keeps of one only the names it groups by and the tools it checks calls against. So
 //! the header line is decoded through a mirror of [`Header`]: the same fields, names, defaults and
 //! types, but every value not kept is only checked (`super::checked`), the kept strings are the
-//! only ones copied, and a schema is kept as written. The rule is `super::lean`'s: a header is
-//! taken here only when the full decoder would take it, and anything else (another format
-//! version, a bad header) goes to the full decoder, whose header or refusal is used.
+//! only ones copied, and the `tools` list is decoded once per distinct text (see [`catalogue`]).
+//! The rule is `super::lean`'s: a header is taken here only when the full decoder would take it,
+//! and anything else (another format version, a bad header) goes to the full decoder, whose
+//! header or refusal is used.
 //! `tests/lean_reading.rs` holds the two to the same verdict and the same facts on every field
 //! of real headers dropped, nulled, duplicated and given each wrong type.
 
+use std::cell::RefCell;
+use std::sync::Arc;
+
 use chrono::{DateTime, Utc};
+use rustc_hash::FxHashMap;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use super::catalog::ToolCatalog;
 use super::checked::{AnyJson, CheckedMap, CheckedSeq, CheckedStr};
 use super::event::{AgentKind, FORMAT_NAME, FORMAT_VERSION, Header};
 use super::reader::ReadHeader;
@@ -35,8 +41,8 @@ pub struct ReportHeader {
     pub reference_calls: Option<u32>,
     /// The configuration's name.
     pub label: Option<String>,
-    /// The tool catalogue: names and input schemas.
-    pub tools: Vec<(String, ToolSchema)>,
+    /// The tool catalogue: names and input schemas. Runs of the same servers share one.
+    pub tools: Arc<ToolCatalog>,
 }
 
 impl ReportHeader {
@@ -49,11 +55,7 @@ impl ReportHeader {
             task: header.task.id.clone(),
             reference_calls: header.task.reference_call_count,
             label: header.label.clone(),
-            tools: header
-                .tools
-                .iter()
-                .map(|t| (t.name.clone(), t.input_schema.clone()))
-                .collect(),
+            tools: Arc::new(ToolCatalog::new(&header.tools)),
         }
     }
 
@@ -69,11 +71,67 @@ impl ReportHeader {
 
     /// The facts of a current header line by the mirror alone; `None` when it steps aside.
     pub fn read_lean(text: &str) -> Option<Self> {
-        serde_json::from_str::<HeaderLine>(text)
+        let line = serde_json::from_str::<HeaderLine>(text)
             .ok()
-            .filter(|line| line.format == FORMAT_NAME && line.version == FORMAT_VERSION)
-            .map(Self::from)
+            .filter(|line| line.format == FORMAT_NAME && line.version == FORMAT_VERSION)?;
+        let tools = catalogue(line.tools.0)?;
+        Some(Self {
+            agent: line.agent.kind,
+            world_model: line
+                .world_model
+                .map_or_else(|| "none".to_string(), |w| w.name),
+            planner: line.planner.model,
+            task: line.task.id,
+            reference_calls: line.task.reference_call_count,
+            label: line.label,
+            tools,
+        })
     }
+}
+
+/// The catalogue of a header's `tools` list as written (`None`: absent), or `None` when the
+/// list is not what the full decoder takes.
+///
+/// Runs of the same servers write the same list, and it is most of a small run's header. So
+/// a list is decoded once per thread and then found by its text: the header's pass only
+/// checks it as JSON (which finds where it ends), and an equal text is the same list with the
+/// same verdict. The catalogue found also keeps the schemas it compiled.
+fn catalogue(tools: Option<&RawValue>) -> Option<Arc<ToolCatalog>> {
+    let Some(tools) = tools else {
+        return Some(Arc::default());
+    };
+    let text = tools.get();
+    if let Some(seen) = CATALOGUES.with_borrow(|c| c.by_text.get(text).cloned()) {
+        return Some(seen);
+    }
+    // Decoded one level down, as in the header, so JSON's nesting limit falls where it does
+    // there.
+    let wrapped = format!("[{text}]");
+    let (lines,): (Vec<ToolLine>,) = serde_json::from_str(&wrapped).ok()?;
+    let catalog = Arc::new(ToolCatalog::of(lines.into_iter().map(ToolLine::kept)));
+    CATALOGUES.with_borrow_mut(|c| {
+        if c.bytes + text.len() > MAX_CATALOGUE_TEXT {
+            *c = Catalogues::default();
+        }
+        c.bytes += text.len();
+        c.by_text.insert(text.into(), catalog.clone());
+    });
+    Some(catalog)
+}
+
+/// Catalogues by the text of their `tools` list.
+#[derive(Default)]
+struct Catalogues {
+    by_text: FxHashMap<Box<str>, Arc<ToolCatalog>>,
+    /// The texts' total length.
+    bytes: usize,
+}
+
+/// Most text of `tools` lists a thread keeps catalogues for; past it, it starts over.
+const MAX_CATALOGUE_TEXT: usize = 16 << 20;
+
+thread_local! {
+    static CATALOGUES: RefCell<Catalogues> = RefCell::default();
 }
 
 /// [`Header`], field for field.
@@ -100,8 +158,9 @@ struct HeaderLine<'a> {
     #[serde(default)]
     #[allow(dead_code)]
     servers: CheckedSeq<ServerLine>,
+    /// Checked as JSON here; decoded (or found) by [`catalogue`].
     #[serde(default, borrow)]
-    tools: Vec<ToolLine<'a>>,
+    tools: Written<'a>,
     #[serde(default)]
     #[allow(dead_code)]
     synthetic: bool,
@@ -110,31 +169,6 @@ struct HeaderLine<'a> {
     #[serde(default)]
     #[allow(dead_code)]
     fork_of: Option<ForkLine>,
-}
-
-impl From<HeaderLine<'_>> for ReportHeader {
-    fn from(line: HeaderLine<'_>) -> Self {
-        Self {
-            agent: line.agent.kind,
-            world_model: line
-                .world_model
-                .map_or_else(|| "none".to_string(), |w| w.name),
-            planner: line.planner.model,
-            task: line.task.id,
-            reference_calls: line.task.reference_call_count,
-            label: line.label,
-            tools: line
-                .tools
-                .into_iter()
-                .map(|t| {
-                    let schema = t.input_schema.0.map_or_else(ToolSchema::default, |raw| {
-                        ToolSchema::written(raw.to_owned())
-                    });
-                    (t.name, schema)
-                })
-                .collect(),
-        }
-    }
 }
 
 /// `TaskInfo`.
@@ -191,20 +225,30 @@ struct ToolLine<'a> {
     #[serde(default)]
     description: CheckedStr,
     #[serde(default, borrow)]
-    input_schema: Schema<'a>,
+    input_schema: Written<'a>,
     #[serde(default)]
     output_schema: Option<AnyJson>,
     #[serde(default)]
     annotations: Option<AnyJson>,
 }
 
-/// A schema as written (`ToolSchema` keeps any JSON so); `None` when absent.
-#[derive(Default)]
-struct Schema<'a>(Option<&'a RawValue>);
+impl ToolLine<'_> {
+    /// The name and schema a catalogue keeps.
+    fn kept(self) -> (String, ToolSchema) {
+        let schema = self.input_schema.0.map_or_else(ToolSchema::default, |raw| {
+            ToolSchema::written(raw.to_owned())
+        });
+        (self.name, schema)
+    }
+}
 
-impl<'de: 'a, 'a> Deserialize<'de> for Schema<'a> {
+/// A value as written (`null` included); `None` when absent.
+#[derive(Default)]
+struct Written<'a>(Option<&'a RawValue>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Written<'a> {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        <&'a RawValue>::deserialize(d).map(|raw| Schema(Some(raw)))
+        <&'a RawValue>::deserialize(d).map(|raw| Written(Some(raw)))
     }
 }
 
