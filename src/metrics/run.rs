@@ -3,8 +3,9 @@
 //! and the recorder's totals.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::sync::Arc;
+
+use rustc_hash::FxHashMap;
 
 use serde::{Deserialize, Serialize};
 
@@ -698,7 +699,9 @@ impl Simulation {
 /// fact per call.
 pub struct RunAccumulator {
     catalog: Arc<ToolCatalog>,
-    simulated: HashMap<NodeId, Simulation>,
+    /// Boxed: a big run keeps one per node, and a table of small entries grows without
+    /// copying the simulations (Fx: node ids are not chosen by an adversary).
+    simulated: FxHashMap<NodeId, Box<Simulation>>,
     steps: Vec<StepFacts>,
     llm: [RoleUsage; 5],
     phases: Vec<(Phase, u64)>,
@@ -732,7 +735,7 @@ impl RunAccumulator {
     fn with(catalog: Arc<ToolCatalog>, agent: AgentKind) -> Self {
         Self {
             catalog,
-            simulated: HashMap::new(),
+            simulated: FxHashMap::default(),
             steps: Vec::new(),
             llm: [RoleUsage::default(); 5],
             phases: Vec::new(),
@@ -794,7 +797,7 @@ impl RunAccumulator {
     /// rejection (`None`) is no prediction.
     fn simulated(&mut self, node: NodeId, simulation: Option<Simulation>) {
         match simulation {
-            Some(s) => self.simulated.insert(node, s),
+            Some(s) => self.simulated.insert(node, Box::new(s)),
             None => self.simulated.remove(&node),
         };
     }
@@ -833,7 +836,7 @@ impl RunAccumulator {
                 self.planned_calls += u64::from(node.is_none());
                 let sim = node
                     .and_then(|n| self.simulated.get(&n))
-                    .and_then(Simulation::observation);
+                    .and_then(|s| s.observation());
                 let call = CallRecord {
                     tool,
                     server: server.as_deref(),
