@@ -42,7 +42,7 @@ const PINNED_ROUNDS: usize = 9;
 
 /// `cosmos report` and the peer loader each on CPU 0 alone (`taskset -c 0`), alternated; the
 /// best of each. This is the per-core ratio: `report` otherwise reads on every core.
-fn per_core(folder: &Path) {
+fn per_core(folder: &Path, what: &str) {
     let mut report = std::process::Command::new(env!("CARGO_BIN_EXE_cosmos"));
     report.arg("report").arg(folder);
     let peer = common::orjson_command(folder);
@@ -60,7 +60,7 @@ fn per_core(folder: &Path) {
     }
     let s = |d: Duration| d.as_secs_f64();
     println!(
-        "  per core (taskset -c 0, best of {PINNED_ROUNDS}): cosmos report {:.3} s, peer {:.3} s: cosmos is {:.2}× its speed   (target ≥ 2×); \
+        "  per core, {what} (taskset -c 0, best of {PINNED_ROUNDS}): cosmos report {:.3} s, peer {:.3} s: cosmos is {:.2}× its speed   (target ≥ 2×); \
          CPU time {:.3} s against {:.3} s: {:.2}×",
         s(ours.0),
         s(theirs.0),
@@ -122,6 +122,7 @@ fn main() {
     );
 
     peer("report over the same folder", theirs, t);
+    per_core(&folder, "big runs");
 
     let (small, files) = many_small_runs(400, scale);
     let (small_records, t, theirs) = report_beside_peer(&small);
@@ -132,7 +133,7 @@ fn main() {
         small_records.len()
     );
     peer("report over the same small runs", theirs, t);
-    per_core(&small);
+    per_core(&small, "small runs");
 
     let big = big_run_file(scale);
     warm(&big);
