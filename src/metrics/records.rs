@@ -61,9 +61,11 @@ fn read_one(file: &Path) -> Result<Read> {
             file.display()
         )));
     }
-    let mut acc = RunAccumulator::of_report(stream.header());
-    while let Some(event) = stream.next_lean()? {
-        acc.take(event);
+    // A simulation is kept as where its line lies and read back only if a real call pairs
+    // with it: a big search simulates far more nodes than it calls.
+    let mut acc = RunAccumulator::of_report(stream.header()).reading_back(file.to_path_buf());
+    while let Some((event, span)) = stream.next_brief()? {
+        acc.take_at(event, span);
     }
     let mut record = RunRecord::new(file.to_path_buf(), stream.header(), acc.metrics());
     // Lines that were read past (too long, too deep, not an event, a seq written twice): the

@@ -3,7 +3,8 @@
 //! and the recorder's totals.
 
 use std::borrow::Cow;
-use std::sync::Arc;
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
 
 use rustc_hash::FxHashMap;
 
@@ -17,6 +18,7 @@ use crate::trajectory::event::{
 };
 use crate::trajectory::fold::TreeState;
 use crate::trajectory::lean::{Brief, LeanBody, LeanEvent, RawObservation};
+use crate::trajectory::reader::LineSpan;
 use crate::trajectory::report_header::ReportHeader;
 use crate::trajectory::run::Run;
 use crate::trajectory::writer::Tally;
@@ -669,18 +671,21 @@ fn is_validator(body: &EventBody) -> bool {
     matches!(body, EventBody::NodeSimulated { world_model, .. } if world_model == VALIDATOR)
 }
 
-/// A node's simulation as an accumulator keeps it.
+/// A node's simulation as an accumulator keeps it. Small: a big run keeps one per node.
 enum Simulation {
     /// From an event read in full.
-    Decoded(Observation),
+    Decoded(Box<Observation>),
     /// From a lean read: decoded when a real call pairs with it.
-    Raw(RawObservation),
+    Raw(Box<RawObservation>),
+    /// Only where its line lies: read back from the file when a real call pairs with it.
+    At(LineSpan),
 }
 
 impl Simulation {
-    /// The observation; a raw one that does not decode (the lean reader checked it, so this
-    /// is not expected) counts as no simulation, and is logged.
-    fn observation(&self) -> Option<Cow<'_, Observation>> {
+    /// Node `node`'s observation. One that cannot be had (a raw one that does not decode,
+    /// which the lean reader's check makes unexpected; a line that cannot be read back, as
+    /// when the file was rewritten since) counts as no simulation, and is logged.
+    fn observation(&self, node: NodeId, file: Option<&ReadBack>) -> Option<Cow<'_, Observation>> {
         match self {
             Simulation::Decoded(o) => Some(Cow::Borrowed(o)),
             Simulation::Raw(raw) => match raw.decode() {
@@ -690,6 +695,49 @@ impl Simulation {
                     None
                 }
             },
+            Simulation::At(span) => match file.map(|f| f.observation(*span, node)) {
+                Some(Ok(o)) => Some(Cow::Owned(o)),
+                Some(Err(e)) => {
+                    tracing::warn!("node {node}'s simulation could not be read back: {e}");
+                    None
+                }
+                None => {
+                    tracing::warn!("node {node}'s simulation has no file to be read back from");
+                    None
+                }
+            },
+        }
+    }
+}
+
+/// The run's file, which simulations kept as spans are read back from; opened when a real
+/// call first pairs with one.
+struct ReadBack {
+    path: PathBuf,
+    file: OnceLock<Result<std::fs::File, String>>,
+}
+
+impl ReadBack {
+    /// The observation of node `node`'s `node_simulated` line at `span`.
+    fn observation(&self, span: LineSpan, node: NodeId) -> Result<Observation, String> {
+        let file = self.file.get_or_init(|| {
+            crate::trajectory::reader::open_regular(&self.path).map_err(|e| format!("{e:#}"))
+        });
+        let file = file.as_ref().map_err(Clone::clone)?;
+        let mut line = vec![0; span.len as usize];
+        std::os::unix::fs::FileExt::read_exact_at(file, &mut line, span.start)
+            .map_err(|e| format!("{}: {e}", self.path.display()))?;
+        match crate::trajectory::reader::parse_event(&line)?.body {
+            EventBody::NodeSimulated {
+                node: read,
+                observation,
+                ..
+            } if read == node => Ok(observation),
+            other => Err(format!(
+                "{}: found {} where node {node}'s simulation was (rewritten since?)",
+                self.path.display(),
+                other.kind()
+            )),
         }
     }
 }
@@ -699,9 +747,10 @@ impl Simulation {
 /// fact per call.
 pub struct RunAccumulator {
     catalog: Arc<ToolCatalog>,
-    /// Boxed: a big run keeps one per node, and a table of small entries grows without
-    /// copying the simulations (Fx: node ids are not chosen by an adversary).
-    simulated: FxHashMap<NodeId, Box<Simulation>>,
+    /// Fx: node ids are not chosen by an adversary.
+    simulated: FxHashMap<NodeId, Simulation>,
+    /// Where simulations kept as spans are read back from ([`RunAccumulator::take_at`]).
+    read_back: Option<ReadBack>,
     steps: Vec<StepFacts>,
     llm: [RoleUsage; 5],
     phases: Vec<(Phase, u64)>,
@@ -732,10 +781,21 @@ impl RunAccumulator {
         Self::with(header.tools.clone(), header.agent)
     }
 
+    /// This accumulator, reading the simulations [`RunAccumulator::take_at`] keeps as spans
+    /// back from the run's file at `path` when a real call pairs with one.
+    pub fn reading_back(mut self, path: PathBuf) -> Self {
+        self.read_back = Some(ReadBack {
+            path,
+            file: OnceLock::new(),
+        });
+        self
+    }
+
     fn with(catalog: Arc<ToolCatalog>, agent: AgentKind) -> Self {
         Self {
             catalog,
             simulated: FxHashMap::default(),
+            read_back: None,
             steps: Vec::new(),
             llm: [RoleUsage::default(); 5],
             phases: Vec::new(),
@@ -757,6 +817,19 @@ impl RunAccumulator {
     /// simulation's observation is kept, undecoded when it came raw, until a real call pairs
     /// with it).
     pub fn take(&mut self, event: LeanEvent) {
+        self.take_with(event, |raw| Simulation::Raw(Box::new(raw)));
+    }
+
+    /// [`RunAccumulator::take`] of an event read with nothing of a simulation's observation
+    /// (`EventStream::next_brief`), whose line lies at `span`: a simulation is kept as its
+    /// span and read back (see [`RunAccumulator::reading_back`]) when a real call pairs with
+    /// it. A big run simulates many nodes for each real call, so this keeps a report's memory
+    /// to a few bytes per node.
+    pub fn take_at(&mut self, event: Brief, span: LineSpan) {
+        self.take_with(event, |()| Simulation::At(span));
+    }
+
+    fn take_with<O>(&mut self, event: LeanEvent<O>, keep: impl FnOnce(O) -> Simulation) {
         self.end_ms = self.end_ms.max(event.t_ms);
         match event.body {
             LeanBody::Phase(phase) => self.phases.push((phase, event.t_ms)),
@@ -769,10 +842,7 @@ impl RunAccumulator {
                 node,
                 by_validator,
                 observation,
-            } => self.simulated(
-                node,
-                (!by_validator).then_some(Simulation::Raw(observation)),
-            ),
+            } => self.simulated(node, (!by_validator).then(|| keep(observation))),
             LeanBody::NodeEvaluated { .. } | LeanBody::Backpropagated { .. } => {}
             LeanBody::Full(event) => {
                 if let EventBody::NodeSimulated {
@@ -784,7 +854,8 @@ impl RunAccumulator {
                 {
                     self.simulated(
                         node,
-                        (world_model != VALIDATOR).then_some(Simulation::Decoded(observation)),
+                        (world_model != VALIDATOR)
+                            .then(|| Simulation::Decoded(Box::new(observation))),
                     );
                 } else {
                     self.push(&event);
@@ -797,7 +868,7 @@ impl RunAccumulator {
     /// rejection (`None`) is no prediction.
     fn simulated(&mut self, node: NodeId, simulation: Option<Simulation>) {
         match simulation {
-            Some(s) => self.simulated.insert(node, Box::new(s)),
+            Some(s) => self.simulated.insert(node, s),
             None => self.simulated.remove(&node),
         };
     }
@@ -820,7 +891,8 @@ impl RunAccumulator {
                 node, observation, ..
             } => self.simulated(
                 *node,
-                (!is_validator(&event.body)).then(|| Simulation::Decoded(observation.clone())),
+                (!is_validator(&event.body))
+                    .then(|| Simulation::Decoded(Box::new(observation.clone()))),
             ),
             // A replayed call (`origin`: a fork's history) was not made by this run.
             EventBody::ToolCalled {
@@ -834,9 +906,10 @@ impl RunAccumulator {
                 ..
             } => {
                 self.planned_calls += u64::from(node.is_none());
-                let sim = node
-                    .and_then(|n| self.simulated.get(&n))
-                    .and_then(|s| s.observation());
+                let sim = node.and_then(|n| {
+                    let read_back = self.read_back.as_ref();
+                    self.simulated.get(&n)?.observation(n, read_back)
+                });
                 let call = CallRecord {
                     tool,
                     server: server.as_deref(),
@@ -904,6 +977,75 @@ impl Tally for RunAccumulator {
 mod tests {
     use super::*;
     use crate::trajectory::event::JudgeScores;
+
+    /// A report's reading (simulations kept as spans, read back from the file when a call
+    /// pairs with one) gives the metrics of pushing every event; a file rewritten since reads
+    /// back as no simulation, never as another node's.
+    #[test]
+    fn simulations_read_back_from_the_file_give_the_metrics_of_pushing_events() {
+        use crate::trajectory::reader::EventStream;
+        use crate::trajectory::synthetic::{self, Spec};
+        let spec = Spec {
+            nodes: 300,
+            seed: 3,
+            ..Spec::default()
+        };
+        let header = synthetic::header(&spec);
+        let mut pushed = RunAccumulator::new(&header);
+        for (i, (t_ms, body)) in synthetic::events(&spec).into_iter().enumerate() {
+            pushed.push(&Event {
+                seq: i as u64 + 1,
+                t_ms,
+                body,
+            });
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run.jsonl");
+        synthetic::write(&path, &spec, RunAccumulator::tally).unwrap();
+        let read = |path: &std::path::Path| {
+            let mut stream = EventStream::<ReportHeader>::open_as(path).unwrap();
+            let mut acc =
+                RunAccumulator::of_report(stream.header()).reading_back(path.to_path_buf());
+            while let Some((event, span)) = stream.next_brief().unwrap() {
+                acc.take_at(event, span);
+            }
+            acc
+        };
+        let mut acc = read(&path);
+        // The file ends with the writer's `run_finished` (status, ending, its time), which the
+        // pushed events lack: those are set aside.
+        let (mut want, mut got) = (pushed.metrics(), acc.metrics());
+        (want.status, got.status) = (None, None);
+        (want.ending, got.ending) = (None, None);
+        (want.wall_ms, got.wall_ms) = (0, 0);
+        (want.phase_ms, got.phase_ms) = Default::default();
+        assert!(
+            want.fidelity.is_some(),
+            "the run pairs simulations with calls"
+        );
+        assert_eq!(got.fidelity, want.fidelity);
+        assert_eq!(got, want);
+
+        // Rewritten between the reading and the pairing: every span now lands on other lines.
+        let mut stream = EventStream::<ReportHeader>::open_as(&path).unwrap();
+        acc = RunAccumulator::of_report(stream.header()).reading_back(path.clone());
+        let mut calls = Vec::new();
+        while let Some((event, span)) = stream.next_brief().unwrap() {
+            match event.body {
+                LeanBody::Full(ref e) if matches!(e.body, EventBody::ToolCalled { .. }) => {
+                    calls.push((event, span))
+                }
+                _ => acc.take_at(event, span),
+            }
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(&path, format!("{{}}\n{text}")).unwrap();
+        for (event, span) in calls {
+            acc.take_at(event, span);
+        }
+        let metrics = acc.metrics();
+        assert_eq!(metrics.fidelity, None, "no call paired with a simulation");
+    }
 
     #[test]
     fn taking_events_gives_the_metrics_pushing_them_gives() {

@@ -12,7 +12,7 @@ use anyhow::{Context, Result};
 use serde_json::Value;
 
 use super::event::{Event, EventBody, FORMAT_NAME, FORMAT_VERSION, Header, KNOWN_KINDS};
-use super::lean::{KeptObservation, LeanEvent, RawObservation};
+use super::lean::{Brief, KeptObservation, LeanEvent, RawObservation};
 use super::report_header::ReportHeader;
 
 /// Longest line read whole; a longer one is skipped and reported (it would not be a
@@ -713,19 +713,27 @@ impl<H: ReadHeader> EventStream<H> {
     /// The next good event, skipping and reporting bad lines. At the end, reports a run
     /// that never finished.
     pub fn next_event(&mut self) -> Result<Option<Event>> {
-        self.next_with(LineChecks::event)
+        Ok(self.next_with(LineChecks::event)?.map(|(event, _)| event))
     }
 
     /// The next good event as a totals pass needs it (see [`super::lean`]); otherwise as
     /// [`Self::next_event`].
     pub fn next_lean(&mut self) -> Result<Option<LeanEvent>> {
-        self.next_with(LineChecks::lean::<RawObservation>)
+        Ok(self
+            .next_with(LineChecks::lean::<RawObservation>)?
+            .map(|(event, _)| event))
+    }
+
+    /// The next good event as [`Self::next_lean`] reads it but keeping nothing of a
+    /// simulation's observation, with where its line lies in the file to read it back from.
+    pub fn next_brief(&mut self) -> Result<Option<(Brief, LineSpan)>> {
+        self.next_with(LineChecks::lean::<()>)
     }
 
     fn next_with<T>(
         &mut self,
         decode: impl Fn(&mut LineChecks, u64, &[u8], bool) -> Option<T>,
-    ) -> Result<Option<T>> {
+    ) -> Result<Option<(T, LineSpan)>> {
         if self.done {
             return Ok(None);
         }
@@ -747,8 +755,10 @@ impl<H: ReadHeader> EventStream<H> {
                 }
                 Some(RawLine::Line { bytes, terminated }) => (bytes, terminated),
             };
+            let len = bytes.len() as u32;
             if let Some(event) = decode(&mut self.checks, line_no, bytes, terminated) {
-                return Ok(Some(event));
+                let start = self.lines.line_start();
+                return Ok(Some((event, LineSpan { start, len })));
             }
         }
     }
