@@ -724,8 +724,8 @@ impl ReadBack {
             crate::trajectory::reader::open_regular(&self.path).map_err(|e| format!("{e:#}"))
         });
         let file = file.as_ref().map_err(Clone::clone)?;
-        let mut line = vec![0; span.len as usize];
-        std::os::unix::fs::FileExt::read_exact_at(file, &mut line, span.start)
+        let line = span
+            .read_from(file)
             .map_err(|e| format!("{}: {e}", self.path.display()))?;
         match crate::trajectory::reader::parse_event(&line)?.body {
             EventBody::NodeSimulated {

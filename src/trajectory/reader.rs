@@ -822,6 +822,15 @@ pub struct LineSpan {
     pub len: u32,
 }
 
+impl LineSpan {
+    /// The line's bytes, read again from `file`.
+    pub fn read_from(self, file: &File) -> std::io::Result<Vec<u8>> {
+        let mut bytes = vec![0; self.len as usize];
+        std::os::unix::fs::FileExt::read_exact_at(file, &mut bytes, self.start)?;
+        Ok(bytes)
+    }
+}
+
 /// Lines read for a parsing thread: their bytes end to end, and where each one is.
 #[derive(Default)]
 struct Batch {

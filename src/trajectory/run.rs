@@ -314,12 +314,8 @@ impl Run {
         let from_file = self.texts.read_from_file();
         match &self.texts.file {
             Some((file, spans)) if i < from_file => {
-                let span = spans[i];
-                let mut bytes = vec![0; span.len as usize];
-                let read = file
-                    .read_exact_at(&mut bytes, span.start)
-                    .map_err(|e| e.to_string());
-                Cow::Owned(self.read_back(i, read.map(|()| bytes.as_slice())))
+                let read = spans[i].read_from(file).map_err(|e| e.to_string());
+                Cow::Owned(self.read_back(i, read.as_deref().map_err(Clone::clone)))
             }
             _ => Cow::Borrowed(
                 self.texts.pushed[i - from_file]
