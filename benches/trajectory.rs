@@ -45,31 +45,53 @@ const PINNED_ROUNDS: usize = 9;
 fn per_core(folder: &Path, what: &str) {
     let mut report = std::process::Command::new(env!("CARGO_BIN_EXE_cosmos"));
     report.arg("report").arg(folder);
-    let peer = common::orjson_command(folder);
+    pinned_beside_peer(&report, folder, &format!("{what}: cosmos report"));
+}
+
+/// The run reader (`Run::open`, as the explorer opens a file) on CPU 0 alone against the peer
+/// loader over the same file: this benchmark runs itself with [`OPEN_ONLY`] for it.
+fn per_core_open(file: &Path) {
+    let Ok(me) = std::env::current_exe() else {
+        println!("  per core, run reader: not measured (no path to this benchmark)");
+        return;
+    };
+    let mut open = std::process::Command::new(me);
+    open.arg(OPEN_ONLY).arg(file);
+    pinned_beside_peer(&open, file, "the big run: Run::open");
+}
+
+/// Ours (`ours`, described by `what`) and the peer loader over `data`, each on CPU 0 alone,
+/// alternated; the best of each, wall and CPU time.
+fn pinned_beside_peer(ours: &std::process::Command, data: &Path, what: &str) {
+    let peer = common::orjson_command(data);
     let best = (Duration::MAX, Duration::MAX);
-    let (mut ours, mut theirs) = (best, best);
+    let (mut mine, mut theirs) = (best, best);
     let min = |a: (Duration, Duration), b: (Duration, Duration)| (a.0.min(b.0), a.1.min(b.1));
     for _ in 0..PINNED_ROUNDS {
-        match (common::pinned(&report), common::pinned(&peer)) {
-            (Ok(a), Ok(b)) => (ours, theirs) = (min(ours, a), min(theirs, b)),
+        match (common::pinned(ours), common::pinned(&peer)) {
+            (Ok(a), Ok(b)) => (mine, theirs) = (min(mine, a), min(theirs, b)),
             (Err(why), _) | (_, Err(why)) => {
-                println!("  per core: not measured ({why})");
+                println!("  per core, {what}: not measured ({why})");
                 return;
             }
         }
     }
     let s = |d: Duration| d.as_secs_f64();
     println!(
-        "  per core, {what} (taskset -c 0, best of {PINNED_ROUNDS}): cosmos report {:.3} s, peer {:.3} s: cosmos is {:.2}× its speed   (target ≥ 2×); \
+        "  per core, {what} (taskset -c 0, best of {PINNED_ROUNDS}): {:.3} s, peer {:.3} s: cosmos is {:.2}× its speed   (target ≥ 2×); \
          CPU time {:.3} s against {:.3} s: {:.2}×",
-        s(ours.0),
+        s(mine.0),
         s(theirs.0),
-        s(theirs.0) / s(ours.0),
-        s(ours.1),
+        s(theirs.0) / s(mine.0),
+        s(mine.1),
         s(theirs.1),
-        s(theirs.1) / s(ours.1)
+        s(theirs.1) / s(mine.1)
     );
 }
+
+/// The argument that makes this benchmark only open the file after it with `Run::open` (what
+/// [`per_core_open`] times, in a process of its own so that it can be pinned).
+const OPEN_ONLY: &str = "--open-only";
 
 /// The peer's line, beside our own time `ours`.
 fn peer(what: &str, theirs: Result<Duration, String>, ours: Duration) {
@@ -89,6 +111,12 @@ use mcp_cosmos::trajectory::listing::list_runs;
 use mcp_cosmos::trajectory::run::Run;
 
 fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(i) = args.iter().position(|a| a == OPEN_ONLY) {
+        let run = Run::open(Path::new(&args[i + 1])).expect("the big run opens");
+        assert!(!run.is_empty());
+        return;
+    }
     let scale = scale();
     let (folder, runs) = folder_of_runs(scale);
     let mb = |bytes: u64| bytes as f64 / 1e6;
@@ -146,6 +174,7 @@ fn main() {
         t.as_secs_f64(),
         peak_mb()
     );
+    per_core_open(&big);
     let mut cursor = Cursor::new(&run);
     let (_, t) = time(|| cursor.seek(&run, run.len()));
     println!(
