@@ -176,10 +176,11 @@ fn quoted_report() -> String {
     readme[from..to].to_string()
 }
 
-#[test]
-fn the_readme_quotes_the_reports_figures() {
+/// What `cosmos report ARGS` prints in the repository's root (no colour); it must succeed.
+fn report(args: &[&str]) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_cosmos"))
-        .args(["report", "sample_runs"])
+        .arg("report")
+        .args(args)
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .env("NO_COLOR", "1")
         .output()
@@ -189,7 +190,12 @@ fn the_readme_quotes_the_reports_figures() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let report = String::from_utf8(out.stdout).unwrap();
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn the_readme_quotes_the_reports_figures() {
+    let report = report(&["sample_runs"]);
     assert_eq!(
         quoted_report(),
         report,
@@ -201,32 +207,20 @@ fn the_readme_quotes_the_reports_figures() {
 /// today.
 #[test]
 fn the_sweep_report_is_the_reports_output() {
-    let out = Command::new(env!("CARGO_BIN_EXE_cosmos"))
-        .args([
-            "report",
-            "sample_runs/sweep",
-            "--baseline",
-            "react",
-            "--format",
-            "markdown",
-            "--power",
-        ])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env("NO_COLOR", "1")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let printed = report(&[
+        "sample_runs/sweep",
+        "--baseline",
+        "react",
+        "--format",
+        "markdown",
+        "--power",
+    ]);
     let written = std::fs::read_to_string(
         Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_runs/sweep-report.md"),
     )
     .unwrap();
     assert_eq!(
-        written,
-        String::from_utf8(out.stdout).unwrap(),
+        written, printed,
         "sample_runs/sweep-report.md is not what the report gives today (make it again with the README's command)"
     );
 }
