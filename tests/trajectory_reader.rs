@@ -424,7 +424,8 @@ fn the_fast_path_reads_what_the_general_path_reads() {
 
 /// Opening a whole file parses its lines in batches on every core; what it gives must be what
 /// reading line by line gives: the same events in order and the same problems on the same
-/// lines, bad lines spread over many batches and a torn last line included.
+/// lines, bad lines spread over many batches and a torn last line included, on one core or
+/// on several.
 #[test]
 fn opening_in_parallel_gives_what_reading_line_by_line_gives() {
     let dir = tempfile::tempdir().unwrap();
@@ -486,6 +487,18 @@ fn opening_in_parallel_gives_what_reading_line_by_line_gives() {
             .iter()
             .any(|p| p.reason.starts_with("torn last line"))
     );
+    // On one core the lines are read, decoded and checked on the caller's thread, without
+    // batches: the same events, read back from the same places, and the same problems.
+    let one_core = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap()
+        .install(|| Run::open(&path).unwrap());
+    assert_eq!(one_core.all_events(), events);
+    for i in (0..events.len()).step_by(89).chain([events.len() - 1]) {
+        assert_eq!(*one_core.event(i), events[i], "event {i} on one core");
+    }
+    assert_eq!(one_core.problems, run.problems);
 }
 
 /// An opened run reads its events back from the file it opened: a file renamed or deleted

@@ -779,7 +779,8 @@ impl<H: ReadHeader> EventStream<H> {
     /// the file: the same events and problems as [`Self::next_lean`] until the end, but lines
     /// are decoded in batches by up to four threads (`crate::parallel::stream`) while the next
     /// batches are read, and checked in order on this thread (for opening a whole big file).
-    /// Memory in flight is a few batches.
+    /// Memory in flight is a few batches. With one core (the pool has one worker, as under
+    /// `taskset -c 0` or in a one-CPU container) each line is decoded here, as it is read.
     pub fn read_all<O: KeptObservation + Send>(
         &mut self,
         mut take: impl FnMut(LeanEvent<O>, LineSpan),
@@ -787,10 +788,19 @@ impl<H: ReadHeader> EventStream<H> {
         if self.done {
             return Ok(());
         }
+        let workers = crate::parallel::workers();
+        if workers == 1 {
+            // One core: threads would only take turns, and each line would be copied once
+            // more into a batch. Read, decode and check it here instead.
+            while let Some((event, span)) = self.next_with(LineChecks::lean::<O>)? {
+                take(event, span);
+            }
+            return Ok(());
+        }
         let (lines, checks) = (&mut self.lines, &mut self.checks);
         // Beyond four decoders the in-order check on this thread is the bottleneck.
         let last_line = crate::parallel::stream(
-            crate::parallel::workers().min(4),
+            workers.min(4),
             |emit| Batch::read_all(lines, emit),
             Batch::parse::<O>,
             |parsed| {
@@ -860,7 +870,13 @@ impl Batch {
         lines: &mut LineReader<R>,
         emit: &mut dyn FnMut(Batch) -> bool,
     ) -> std::io::Result<u64> {
-        let mut batch = Batch::default();
+        // Each batch is given its room at once: grown by doubling, a megabyte leaves its
+        // smaller copies for the allocator to give back later, over and over in a big file.
+        let fresh = || Batch {
+            text: Vec::with_capacity(BATCH_BYTES + BATCH_BYTES / 4),
+            lines: Vec::with_capacity(BATCH_BYTES / 128),
+        };
+        let mut batch = fresh();
         loop {
             let line_no = lines.line_no() + 1;
             match lines.next_line()? {
@@ -879,7 +895,7 @@ impl Batch {
                         .push(BatchLine::Line(line_no, span, range, terminated));
                 }
             }
-            if batch.text.len() >= BATCH_BYTES && !emit(std::mem::take(&mut batch)) {
+            if batch.text.len() >= BATCH_BYTES && !emit(std::mem::replace(&mut batch, fresh())) {
                 break;
             }
         }

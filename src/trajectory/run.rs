@@ -3,7 +3,8 @@
 //!
 //! A run opened from a file keeps each event's [`Brief`] (what the indices, fold, jumps and
 //! metrics read) and where its line lies; the texts stay in the file and [`Run::event`] reads
-//! an event back whole when a view shows it. So memory stays under the file's size.
+//! an event back whole when a view shows it. So memory is of the order of the
+//! file's size rather than a multiple of it (docs/sweeps.md has the figures).
 //! Events pushed after opening (all of a live run's) are kept whole.
 //!
 //! Invariant: every index here is append-only, so a live run grows by [`Run::push`]
@@ -106,6 +107,9 @@ pub struct Run {
     finishes: Vec<u32>,
     failures: Vec<u32>,
 }
+
+/// Events read before [`Run::open`] judges how much room the rest of the file needs.
+const GROWTH_SAMPLE: usize = 8192;
 
 /// What [`Run::read_in_parts`] hands over.
 #[derive(Debug)]
@@ -215,16 +219,42 @@ impl Run {
         let reader = file
             .try_clone()
             .with_context(|| format!("opening {}", path.display()))?;
+        let total = file.metadata().map_or(0, |m| m.len());
         let mut stream = EventStream::from_reader(path, Box::new(reader))?;
         let mut run = Self::new(path.to_path_buf(), stream.header().clone());
         let mut spans = Vec::new();
         stream.read_all(|brief, span| {
             run.add(brief);
             spans.push(span);
+            if spans.len() == GROWTH_SAMPLE {
+                run.expect_the_rest(span.start, total, &mut spans);
+            }
         })?;
         run.texts.file = Some((file, spans));
         run.problems = stream.take_problems();
         Ok(run)
+    }
+
+    /// Makes room at once for what the rest of a file of `total` bytes will likely bring,
+    /// judged from the events of the first `read` bytes. A big run's indices grown by doubling
+    /// leave every smaller copy behind, and the allocator hands that memory back only later:
+    /// opening a 144 MB run peaked at 1.5× its size that way. A guess too small only means
+    /// doubling again; room never used is never touched, so it costs no memory.
+    fn expect_the_rest(&mut self, read: u64, total: u64, spans: &mut Vec<LineSpan>) {
+        if read == 0 || total <= read {
+            return;
+        }
+        let grow = |n: usize| (n as f64 * (total as f64 / read as f64) * 1.05) as usize;
+        let events = grow(self.briefs.len()).saturating_sub(self.briefs.len());
+        let nodes = grow(self.nodes.len()).saturating_sub(self.nodes.len());
+        self.briefs.reserve(events);
+        spans.reserve(events);
+        self.event_slot.reserve(events);
+        self.prev_same.reserve(events);
+        self.nodes.reserve(nodes);
+        self.node_slot.reserve(nodes);
+        self.last_simulated.reserve(nodes);
+        self.last_evaluated.reserve(nodes);
     }
 
     /// Reads `path` in parts, for a view that shows its first screen before the rest is read:
@@ -270,11 +300,16 @@ impl Run {
 
     /// Adds a part read by [`Run::read_in_parts`]; true when it was the last.
     pub fn extend(&mut self, part: Part) -> bool {
+        let first = self.briefs.is_empty();
         for brief in part.briefs {
             self.add(brief);
         }
-        if let Some((_, spans)) = &mut self.texts.file {
+        if let Some((file, mut spans)) = self.texts.file.take() {
             spans.extend(part.spans);
+            if first && part.problems.is_none() {
+                self.expect_the_rest(part.read, part.total, &mut spans);
+            }
+            self.texts.file = Some((file, spans));
         }
         match part.problems {
             Some(problems) => {
