@@ -6,6 +6,11 @@ use std::time::{Duration, Instant};
 
 use mcp_cosmos::trajectory::synthetic::{self, Spec};
 
+/// The allocator the `cosmos` binary ships with (`src/main.rs`), so what a benchmark measures
+/// in its own process (opening a run, a report's records) is what the product does.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// `--quick` divides the data by ten.
 pub fn scale() -> usize {
     if std::env::args().any(|a| a == "--quick") {
