@@ -286,7 +286,7 @@ impl RunMetrics {
         Role::ALL
             .iter()
             .zip(&self.llm)
-            .filter(|(role, _)| **role != Role::Judge)
+            .filter(|(role, _)| is_the_agents(**role))
             .map(|(_, usage)| usage)
     }
 
@@ -404,6 +404,12 @@ fn told_ending(body: &EventBody) -> Option<Ending> {
         } if source == "agent" => legacy_ending(message),
         _ => None,
     }
+}
+
+/// True for the roles whose calls are the run's own cost: every role but the judge, which
+/// scores the run afterwards. The run's tokens, wherever they are shown, count only these.
+pub fn is_the_agents(role: Role) -> bool {
+    role != Role::Judge
 }
 
 /// How many LLM calls apart [`RunFacts`] keeps a sum of the usage so far.

@@ -5,7 +5,7 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Paragraph, Sparkline};
 
-use crate::metrics::run::RunMetrics;
+use crate::metrics::run::{RunMetrics, is_the_agents};
 use crate::trajectory::event::{EventBody, Phase, Role};
 use crate::trajectory::fold::TreeState;
 use crate::trajectory::lean::LeanBody;
@@ -80,7 +80,10 @@ impl SeriesBuilder {
             return;
         };
         match &event.body {
-            LeanBody::LlmCall(call) => self.tokens += call.prompt_tokens + call.completion_tokens,
+            // The run's tokens, as the numbers above the charts count them.
+            LeanBody::LlmCall(call) if is_the_agents(call.role) => {
+                self.tokens += call.prompt_tokens + call.completion_tokens
+            }
             // A replayed call (a fork's history) is not one of this run's.
             LeanBody::Full(e) if matches!(e.body, EventBody::ToolCalled { origin: None, .. }) => {
                 self.calls += 1
@@ -369,6 +372,43 @@ mod tests {
         );
         assert!(series.at.windows(2).all(|w| w[0] < w[1]));
         assert!(*series.at.last().unwrap() > run.len() * 3 / 4);
+    }
+
+    #[test]
+    fn the_tokens_chart_ends_at_the_runs_tokens_after_a_judge_scored_it() {
+        let spec = Spec {
+            nodes: 50,
+            ..Spec::default()
+        };
+        let mut run = Run::new("judged".into(), synthetic::header(&spec));
+        let mut seq = 0;
+        let mut push = |run: &mut Run, t_ms, body| {
+            seq += 1;
+            run.push(Event { seq, t_ms, body });
+        };
+        for (t_ms, body) in synthetic::events(&spec) {
+            push(&mut run, t_ms, body);
+        }
+        // `cosmos judge` appends its own call after the run's end: its cost, not the run's.
+        push(
+            &mut run,
+            u64::MAX / 2,
+            EventBody::LlmCall {
+                role: Role::Judge,
+                model: "judge".into(),
+                prompt_tokens: 9_000,
+                completion_tokens: 900,
+                tokens_estimated: false,
+                latency_ms: 1,
+                error: None,
+                messages: None,
+            },
+        );
+        let series = Series::build(&run);
+        let metrics = crate::metrics::run::of_run(&run);
+        assert!(metrics.tokens() > 0);
+        assert_eq!(series.tokens.last(), Some(&metrics.tokens()));
+        assert_eq!(series.at.last(), Some(&run.len()));
     }
 
     #[test]
