@@ -359,7 +359,7 @@ fn appending_after_a_torn_last_line_is_refused() {
 #[test]
 fn the_fast_path_reads_what_the_general_path_reads() {
     use mcp_cosmos::metrics::run::RunAccumulator;
-    use mcp_cosmos::trajectory::lean::{LeanBody, LeanEvent};
+    use mcp_cosmos::trajectory::lean::LeanBody;
     use mcp_cosmos::trajectory::reader::parse_event_general;
     let dir = tempfile::tempdir().unwrap();
     let generated = dir.path().join("generated.jsonl");
@@ -391,16 +391,16 @@ fn the_fast_path_reads_what_the_general_path_reads() {
     let (mut lean_lines, mut full_lines) = (0, 0);
     for file in files {
         let mut stream = EventStream::open(&file).unwrap();
-        let mut lean = RunAccumulator::new(stream.header());
-        while let Some(event) = stream.next_lean().unwrap() {
+        // As `report` reads: simulations read back from the file when a call pairs with one.
+        let mut lean = RunAccumulator::new(stream.header()).reading_back(file.clone());
+        while let Some((event, span)) = stream.next_brief().unwrap() {
             match event.body {
                 LeanBody::Full(_) => full_lines += 1,
                 _ => lean_lines += 1,
             }
-            lean.take(event);
+            lean.take_at(event, span);
         }
         let mut stream = EventStream::open(&file).unwrap();
-        let mut fast = RunAccumulator::new(stream.header());
         let mut general = RunAccumulator::new(stream.header());
         let text = fs::read_to_string(&file).unwrap();
         let mut lines = text.lines().skip(1).filter(|l| !l.trim().is_empty());
@@ -409,10 +409,8 @@ fn the_fast_path_reads_what_the_general_path_reads() {
             let slow = parse_event_general(line).unwrap();
             assert_eq!(event, slow, "{}: {line}", file.display());
             general.push(&slow);
-            fast.take(LeanEvent::of(event));
         }
         assert!(lines.next().is_none(), "{}", file.display());
-        assert_eq!(fast.metrics(), general.metrics(), "{}", file.display());
         assert_eq!(lean.metrics(), general.metrics(), "{}", file.display());
     }
     // The generated run alone is thousands of search events: most lines must go the lean way.
@@ -606,7 +604,7 @@ fn a_read_error_midway_is_an_error_from_every_reader() {
     assert!(format!("{err:#}").contains("the disk went away"), "{err:#}");
     let mut s = stream();
     let err = loop {
-        match s.next_lean() {
+        match s.next_brief() {
             Ok(Some(_)) => {}
             Ok(None) => panic!("a failed read ended as a whole run"),
             Err(e) => break e,

@@ -17,7 +17,7 @@ use crate::trajectory::event::{
     JudgeRecord, NodeId, Observation, Phase, Role, RunStatus, Totals, VALIDATOR,
 };
 use crate::trajectory::fold::TreeState;
-use crate::trajectory::lean::{Brief, LeanBody, LeanEvent, RawObservation};
+use crate::trajectory::lean::{Brief, LeanBody};
 use crate::trajectory::reader::LineSpan;
 use crate::trajectory::report_header::ReportHeader;
 use crate::trajectory::run::Run;
@@ -681,26 +681,16 @@ fn is_validator(body: &EventBody) -> bool {
 enum Simulation {
     /// From an event read in full.
     Decoded(Box<Observation>),
-    /// From a lean read: decoded when a real call pairs with it.
-    Raw(Box<RawObservation>),
     /// Only where its line lies: read back from the file when a real call pairs with it.
     At(LineSpan),
 }
 
 impl Simulation {
-    /// Node `node`'s observation. One that cannot be had (a raw one that does not decode,
-    /// which the lean reader's check makes unexpected; a line that cannot be read back, as
-    /// when the file was rewritten since) counts as no simulation, and is logged.
+    /// Node `node`'s observation. One that cannot be had (a line that cannot be read back,
+    /// as when the file was rewritten since) counts as no simulation, and is logged.
     fn observation(&self, node: NodeId, file: Option<&ReadBack>) -> Option<Cow<'_, Observation>> {
         match self {
             Simulation::Decoded(o) => Some(Cow::Borrowed(o)),
-            Simulation::Raw(raw) => match raw.decode() {
-                Ok(o) => Some(Cow::Owned(o)),
-                Err(e) => {
-                    tracing::warn!("a simulated observation did not decode: {e}");
-                    None
-                }
-            },
             Simulation::At(span) => match file.map(|f| f.observation(*span, node)) {
                 Some(Ok(o)) => Some(Cow::Owned(o)),
                 Some(Err(e)) => {
@@ -819,23 +809,12 @@ impl RunAccumulator {
         }
     }
 
-    /// Takes one event into account, keeping what it needs of it without copying (a
-    /// simulation's observation is kept, undecoded when it came raw, until a real call pairs
-    /// with it).
-    pub fn take(&mut self, event: LeanEvent) {
-        self.take_with(event, |raw| Simulation::Raw(Box::new(raw)));
-    }
-
-    /// [`RunAccumulator::take`] of an event read with nothing of a simulation's observation
-    /// (`EventStream::next_brief`), whose line lies at `span`: a simulation is kept as its
+    /// Takes into account one event read lean (`EventStream::next_brief`), whose line lies
+    /// at `span`, keeping what it needs of it without copying: a simulation is kept as its
     /// span and read back (see [`RunAccumulator::reading_back`]) when a real call pairs with
     /// it. A big run simulates many nodes for each real call, so this keeps a report's memory
     /// to a few bytes per node.
     pub fn take_at(&mut self, event: Brief, span: LineSpan) {
-        self.take_with(event, |()| Simulation::At(span));
-    }
-
-    fn take_with<O>(&mut self, event: LeanEvent<O>, keep: impl FnOnce(O) -> Simulation) {
         self.end_ms = self.end_ms.max(event.t_ms);
         match event.body {
             LeanBody::Phase(phase) => self.phases.push((phase, event.t_ms)),
@@ -844,11 +823,9 @@ impl RunAccumulator {
                 self.nodes += 1;
                 self.planned_calls += u64::from(action == Some(ActionKind::ToolCall));
             }
-            LeanBody::NodeSimulated {
-                node,
-                by_validator,
-                observation,
-            } => self.simulated(node, (!by_validator).then(|| keep(observation))),
+            LeanBody::NodeSimulated { node, by_validator } => {
+                self.simulated(node, (!by_validator).then_some(Simulation::At(span)))
+            }
             LeanBody::NodeEvaluated { .. } | LeanBody::Backpropagated { .. } => {}
             LeanBody::Full(event) => {
                 if let EventBody::NodeSimulated {
@@ -1053,32 +1030,6 @@ mod tests {
         assert_eq!(metrics.fidelity, None, "no call paired with a simulation");
     }
 
-    #[test]
-    fn taking_events_gives_the_metrics_pushing_them_gives() {
-        use crate::trajectory::synthetic::{self, Spec};
-        let spec = Spec {
-            nodes: 300,
-            seed: 3,
-            ..Spec::default()
-        };
-        let header = synthetic::header(&spec);
-        let (mut pushed, mut taken) = (RunAccumulator::new(&header), RunAccumulator::new(&header));
-        for (i, (t_ms, body)) in synthetic::events(&spec).into_iter().enumerate() {
-            let event = Event {
-                seq: i as u64 + 1,
-                t_ms,
-                body,
-            };
-            pushed.push(&event);
-            taken.take(LeanEvent::of(event));
-        }
-        let metrics = pushed.metrics();
-        assert!(
-            metrics.fidelity.is_some(),
-            "the run pairs simulations with calls"
-        );
-        assert_eq!(metrics, taken.metrics());
-    }
     use crate::trajectory::event::DimensionScore;
 
     fn step(is_error: bool, valid_name: bool, schema_ok: bool) -> StepFacts {

@@ -9,9 +9,9 @@
 //! nearly every line of a SPIRAL run, and a simulation's observation is most of its bytes. So
 //! those kinds are decoded here through their mirrors (`mirror.rs`: straight from the rest of
 //! the line's map, no buffering) with strings held as `JsonString`s: every field checked by
-//! its real type, but strings only checked, not copied. A simulation's observation is kept
-//! as raw JSON for `report` (decoded when a real call pairs with it) and not at all in a
-//! [`Brief`].
+//! its real type, but strings only checked, not copied. A simulation's observation is not
+//! kept at all: `report` and the run view read its line back from the file when they need it
+//! (a real call pairs with it, a view shows it).
 //!
 //! The rule that keeps this honest: a line is taken here only when the full decoder
 //! ([`super::reader::parse_event_str`]) would take it too. Anything this module is unsure of
@@ -22,14 +22,11 @@
 use serde::de::value::MapAccessDeserializer;
 use serde::de::{Deserializer, MapAccess};
 use serde::{Deserialize, de};
-use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::checked::AnyJson;
 use super::envelope::{self, KindBody};
-use super::event::{
-    Action, ActionKind, Event, EventBody, NodeId, Observation, Phase, Role, VALIDATOR, Verdict,
-};
+use super::event::{Action, ActionKind, Event, EventBody, NodeId, Phase, Role, VALIDATOR, Verdict};
 use super::mirror::{
     ActionLine, BackpropagatedLine, LlmCallLine, NodeAddedLine, NodeEvaluatedLine,
     NodeSimulatedLine, PhaseLine,
@@ -53,25 +50,25 @@ pub struct LlmFacts {
     pub failed: bool,
 }
 
-/// One event as a pass over totals or an opened run needs it. `O` is what is kept of a
-/// simulation's observation: [`RawObservation`] for `report`, nothing for a [`Brief`].
+/// One event as a pass over totals or an opened run needs it. Nothing of a simulation's
+/// observation is kept: whoever needs it reads its line back from the file.
 #[derive(Debug, Clone, PartialEq)]
-pub struct LeanEvent<O = RawObservation> {
+pub struct LeanEvent {
     /// Sequence number.
     pub seq: u64,
     /// Milliseconds since the run started.
     pub t_ms: u64,
     /// What the event says, as far as totals, indices and the fold go.
-    pub body: LeanBody<O>,
+    pub body: LeanBody,
 }
 
 /// What an opened run keeps of each event in memory (`super::run::Run`): a lean event
 /// without its observation. The texts stay in the file and are read back when shown.
-pub type Brief = LeanEvent<()>;
+pub type Brief = LeanEvent;
 
 /// The parts of an event a lean read keeps.
 #[derive(Debug, Clone, PartialEq)]
-pub enum LeanBody<O = RawObservation> {
+pub enum LeanBody {
     /// `phase`.
     Phase(Phase),
     /// `llm_call`: its role and usage.
@@ -93,8 +90,6 @@ pub enum LeanBody<O = RawObservation> {
         node: NodeId,
         /// The simulation is a validator's rejection, not a prediction.
         by_validator: bool,
-        /// What is kept of the prediction.
-        observation: O,
     },
     /// `node_evaluated`.
     NodeEvaluated {
@@ -116,48 +111,7 @@ pub enum LeanBody<O = RawObservation> {
     Full(Box<Event>),
 }
 
-/// What a lean read keeps of a simulation's observation.
-pub trait KeptObservation: Sized {
-    /// Kept from the line as written: the text as a checked JSON string literal.
-    fn from_line(
-        text: Option<&RawValue>,
-        structured: Option<Value>,
-        is_error: bool,
-        truncated_bytes: u64,
-    ) -> Self;
-    /// Kept from a decoded observation; `None` when this keeping needs the line (the event
-    /// is then kept whole).
-    fn from_decoded(observation: &Observation) -> Option<Self>;
-}
-
-/// Nothing is kept: an opened run reads the observation back from the file.
-impl KeptObservation for () {
-    fn from_line(_: Option<&RawValue>, _: Option<Value>, _: bool, _: u64) {}
-    fn from_decoded(_: &Observation) -> Option<()> {
-        Some(())
-    }
-}
-
-impl KeptObservation for RawObservation {
-    fn from_line(
-        text: Option<&RawValue>,
-        structured: Option<Value>,
-        is_error: bool,
-        truncated_bytes: u64,
-    ) -> Self {
-        RawObservation {
-            text: text.map(|t| t.get().into()),
-            structured,
-            is_error,
-            truncated_bytes,
-        }
-    }
-    fn from_decoded(_: &Observation) -> Option<Self> {
-        None
-    }
-}
-
-impl<O: KeptObservation> LeanEvent<O> {
+impl LeanEvent {
     /// The lean view of a whole event (a kind not read lean is kept whole).
     pub fn of(event: Event) -> Self {
         Self::split(event).0
@@ -252,7 +206,7 @@ impl<O: KeptObservation> LeanEvent<O> {
     }
 }
 
-impl<O: KeptObservation> LeanBody<O> {
+impl LeanBody {
     /// The lean body of a kind read lean, or `None` for one kept whole.
     fn lean(body: &EventBody) -> Option<Self> {
         Some(match body {
@@ -284,17 +238,10 @@ impl<O: KeptObservation> LeanBody<O> {
                 action: action.as_ref().map(Action::kind),
             },
             EventBody::NodeSimulated {
-                node,
-                world_model,
-                observation,
-                ..
-            } => match O::from_decoded(observation) {
-                Some(observation) => LeanBody::NodeSimulated {
-                    node: *node,
-                    by_validator: world_model == VALIDATOR,
-                    observation,
-                },
-                None => return None,
+                node, world_model, ..
+            } => LeanBody::NodeSimulated {
+                node: *node,
+                by_validator: world_model == VALIDATOR,
             },
             EventBody::NodeEvaluated {
                 node,
@@ -315,42 +262,13 @@ impl<O: KeptObservation> LeanBody<O> {
     }
 }
 
-/// A simulated observation as it was written: its text a JSON string literal, decoded only
-/// when a real call pairs with it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RawObservation {
-    /// The `text` field as a JSON string literal (quotes and escapes included); `None` when
-    /// absent.
-    text: Option<Box<str>>,
-    structured: Option<Value>,
-    is_error: bool,
-    truncated_bytes: u64,
-}
-
-impl RawObservation {
-    /// The observation. The text was checked as a JSON string when the line was read, so this
-    /// fails only if that check was wrong; then it says why.
-    pub fn decode(&self) -> Result<Observation, serde_json::Error> {
-        let text = match &self.text {
-            Some(literal) => serde_json::from_str(literal)?,
-            None => String::new(),
-        };
-        Ok(Observation {
-            text,
-            structured: self.structured.clone().map(Box::new),
-            is_error: self.is_error,
-            truncated_bytes: self.truncated_bytes,
-        })
-    }
-}
-
 /// The lean event of `text`, or `None` when the full decoder must read it.
-pub fn parse<O: KeptObservation>(text: &str) -> Option<LeanEvent<O>> {
-    let (seq, t_ms, body) = envelope::parse_with::<LeanBody<O>>(text)?;
+pub fn parse(text: &str) -> Option<LeanEvent> {
+    let (seq, t_ms, body) = envelope::parse_with::<LeanBody>(text)?;
     Some(LeanEvent { seq, t_ms, body })
 }
 
-impl<'de, O: KeptObservation> KindBody<'de> for LeanBody<O> {
+impl<'de> KindBody<'de> for LeanBody {
     fn body<A: MapAccess<'de>>(kind: &'de str, rest: A) -> Result<Self, A::Error> {
         fn read<'de, T: Deserialize<'de>, A: MapAccess<'de>>(rest: A) -> Result<T, A::Error> {
             T::deserialize(MapAccessDeserializer::new(rest))
@@ -380,16 +298,10 @@ impl<'de, O: KeptObservation> KindBody<'de> for LeanBody<O> {
                 }
             }
             "node_simulated" => {
-                let e = read::<NodeSimulatedLine<JsonString<'de>>, _>(rest)?;
+                let e = read::<NodeSimulatedLine<JsonString<'de>, AnyJson>, _>(rest)?;
                 LeanBody::NodeSimulated {
                     node: e.node,
                     by_validator: e.world_model.is_validator(),
-                    observation: O::from_line(
-                        e.observation.text.map(|t| t.0),
-                        e.observation.structured,
-                        e.observation.is_error,
-                        e.observation.truncated_bytes,
-                    ),
                 }
             }
             "node_evaluated" => {

@@ -61,23 +61,27 @@ pub struct NodeAddedLine<S, A = Value> {
 /// `node_simulated`.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct NodeSimulatedLine<S> {
+pub struct NodeSimulatedLine<S, A = Value> {
     pub node: NodeId,
     pub world_model: S,
-    pub observation: ObservationLine<S>,
+    pub observation: ObservationLine<S, A>,
     pub latency_ms: u64,
     #[serde(default)]
     pub tokens: Option<u64>,
 }
 
 /// [`Observation`]; `text` is `None` when absent (it must be a string when present).
+/// `structured` is `A`, as in [`LlmCallLine`].
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields, bound(deserialize = "S: Deserialize<'de>"))]
-pub struct ObservationLine<S> {
+#[serde(
+    deny_unknown_fields,
+    bound(deserialize = "S: Deserialize<'de>, A: Deserialize<'de>")
+)]
+pub struct ObservationLine<S, A = Value> {
     #[serde(default = "none", deserialize_with = "present")]
     pub text: Option<S>,
-    #[serde(default)]
-    pub structured: Option<Value>,
+    #[serde(default = "none")]
+    pub structured: Option<A>,
     #[serde(default)]
     pub is_error: bool,
     #[serde(default)]

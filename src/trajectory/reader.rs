@@ -12,7 +12,7 @@ use anyhow::{Context, Result};
 use serde_json::Value;
 
 use super::event::{Event, EventBody, FORMAT_NAME, FORMAT_VERSION, Header, KNOWN_KINDS};
-use super::lean::{Brief, KeptObservation, LeanEvent, RawObservation};
+use super::lean::{Brief, LeanEvent};
 use super::report_header::ReportHeader;
 
 /// Longest line read whole; a longer one is skipped and reported (it would not be a
@@ -388,14 +388,14 @@ impl ParsedLine {
 }
 
 /// One line decoded apart, lean when the lean decoder takes it (see [`super::lean`]).
-pub enum LeanLine<O> {
+pub enum LeanLine {
     /// Read lean.
-    Lean(LeanEvent<O>),
+    Lean(LeanEvent),
     /// Read in full, or why it is bad.
     Other(ParsedLine),
 }
 
-impl<O: KeptObservation> LeanLine<O> {
+impl LeanLine {
     /// Decodes one line; depends on nothing else, so lines can be decoded on any thread.
     pub fn of(bytes: &[u8]) -> Self {
         let Some(text) = utf8(bytes) else {
@@ -486,23 +486,18 @@ impl LineChecks {
 
     /// The lean event on line `line_no` (see [`super::lean`]), or `None` (with a problem
     /// recorded) when it is bad. A line the lean decoder is unsure of is read in full.
-    pub fn lean<O: KeptObservation>(
-        &mut self,
-        line_no: u64,
-        bytes: &[u8],
-        terminated: bool,
-    ) -> Option<LeanEvent<O>> {
+    pub fn lean(&mut self, line_no: u64, bytes: &[u8], terminated: bool) -> Option<LeanEvent> {
         self.check_lean(line_no, LeanLine::of(bytes), terminated)
     }
 
     /// The lean event of a line decoded apart (perhaps on another thread), with the checks
     /// that need the lines before it; lines must come in order.
-    pub fn check_lean<O: KeptObservation>(
+    pub fn check_lean(
         &mut self,
         line_no: u64,
-        line: LeanLine<O>,
+        line: LeanLine,
         terminated: bool,
-    ) -> Option<LeanEvent<O>> {
+    ) -> Option<LeanEvent> {
         match line {
             LeanLine::Lean(event) => {
                 // The lean kinds are known and none is `run_finished`.
@@ -716,18 +711,11 @@ impl<H: ReadHeader> EventStream<H> {
         Ok(self.next_with(LineChecks::event)?.map(|(event, _)| event))
     }
 
-    /// The next good event as a totals pass needs it (see [`super::lean`]); otherwise as
-    /// [`Self::next_event`].
-    pub fn next_lean(&mut self) -> Result<Option<LeanEvent>> {
-        Ok(self
-            .next_with(LineChecks::lean::<RawObservation>)?
-            .map(|(event, _)| event))
-    }
-
-    /// The next good event as [`Self::next_lean`] reads it but keeping nothing of a
-    /// simulation's observation, with where its line lies in the file to read it back from.
+    /// The next good event as a totals pass or an opened run needs it (see
+    /// [`super::lean`]; a kind not read lean is whole, as [`Self::next_event`] reads it),
+    /// with where its line lies in the file, to read it back from.
     pub fn next_brief(&mut self) -> Result<Option<(Brief, LineSpan)>> {
-        self.next_with(LineChecks::lean::<()>)
+        self.next_with(LineChecks::lean)
     }
 
     fn next_with<T>(
@@ -776,15 +764,12 @@ impl<H: ReadHeader> EventStream<H> {
     }
 
     /// Every remaining event, lean, in order, handed to `take` with where its line lies in
-    /// the file: the same events and problems as [`Self::next_lean`] until the end, but lines
+    /// the file: the same events and problems as [`Self::next_brief`] until the end, but lines
     /// are decoded in batches by up to four threads (`crate::parallel::stream`) while the next
     /// batches are read, and checked in order on this thread (for opening a whole big file).
     /// Memory in flight is a few batches. With one core (the pool has one worker, as under
     /// `taskset -c 0` or in a one-CPU container) each line is decoded here, as it is read.
-    pub fn read_all<O: KeptObservation + Send>(
-        &mut self,
-        mut take: impl FnMut(LeanEvent<O>, LineSpan),
-    ) -> Result<()> {
+    pub fn read_all(&mut self, mut take: impl FnMut(Brief, LineSpan)) -> Result<()> {
         if self.done {
             return Ok(());
         }
@@ -792,7 +777,7 @@ impl<H: ReadHeader> EventStream<H> {
         if workers == 1 {
             // One core: threads would only take turns, and each line would be copied once
             // more into a batch. Read, decode and check it here instead.
-            while let Some((event, span)) = self.next_with(LineChecks::lean::<O>)? {
+            while let Some((event, span)) = self.next_with(LineChecks::lean)? {
                 take(event, span);
             }
             return Ok(());
@@ -802,7 +787,7 @@ impl<H: ReadHeader> EventStream<H> {
         let last_line = crate::parallel::stream(
             workers.min(4),
             |emit| Batch::read_all(lines, emit),
-            Batch::parse::<O>,
+            Batch::parse,
             |parsed| {
                 for line in parsed {
                     match line {
@@ -855,8 +840,8 @@ enum BatchLine {
 
 /// A batch's lines decoded, in order.
 #[allow(clippy::large_enum_variant)] // as `ParsedLine`
-enum Parsed<O> {
-    Line(u64, LineSpan, LeanLine<O>, bool),
+enum Parsed {
+    Line(u64, LineSpan, LeanLine, bool),
     TooLong(u64, u64),
 }
 
@@ -905,7 +890,7 @@ impl Batch {
         Ok(lines.line_no())
     }
 
-    fn parse<O: KeptObservation>(self) -> Vec<Parsed<O>> {
+    fn parse(self) -> Vec<Parsed> {
         self.lines
             .into_iter()
             .map(|line| match line {
