@@ -406,6 +406,18 @@ fn told_ending(body: &EventBody) -> Option<Ending> {
     }
 }
 
+/// True when a rejected decision counts as a real call: in an older ReAct run (see
+/// [`MetricsInput::decisions_are_calls`]), a decision naming a tool no server offers is the
+/// "not found" call MCP-Bench records. Every count of a run's calls uses this rule.
+pub fn rejection_is_a_call(problem: DecisionProblem, decisions_are_calls: bool) -> bool {
+    decisions_are_calls && problem == DecisionProblem::UnknownTool
+}
+
+/// Whether a run by `agent` counts a rejected decision as a call ([`rejection_is_a_call`]).
+pub fn decisions_are_calls(agent: AgentKind) -> bool {
+    agent == AgentKind::React
+}
+
 /// True for the roles whose calls are the run's own cost: every role but the judge, which
 /// scores the run afterwards. The run's tokens, wherever they are shown, count only these.
 pub fn is_the_agents(role: Role) -> bool {
@@ -431,12 +443,11 @@ pub fn compute(input: &MetricsInput<'_>) -> RunMetrics {
     let steps = input.steps;
     let count = |p: DecisionProblem| input.rejected.iter().filter(|r| **r == p).count();
     let unknown_tools = count(DecisionProblem::UnknownTool);
-    // Older ReAct runs: a decision naming an unknown tool is MCP-Bench's "not found" call.
-    let legacy_calls = if input.decisions_are_calls {
-        unknown_tools
-    } else {
-        0
-    };
+    let legacy_calls = input
+        .rejected
+        .iter()
+        .filter(|p| rejection_is_a_call(**p, input.decisions_are_calls))
+        .count();
     let calls = steps.len() + legacy_calls;
     let rate = |num: usize, den: usize| (den > 0).then(|| num as f64 / den as f64);
     // MCP-Bench: with calls but none valid, compliance and failure rate are 0, not undefined.
@@ -659,7 +670,7 @@ impl RunFacts {
             answered: run.answered_at(k),
             rejected: &rejected,
             planned_calls: self.planned.partition_point(|&e| (e as usize) < k) as u64,
-            decisions_are_calls: run.header.agent.kind == AgentKind::React,
+            decisions_are_calls: decisions_are_calls(run.header.agent.kind),
             recorded_ending,
             told_ending,
         })
@@ -802,7 +813,7 @@ impl RunAccumulator {
             answered: false,
             rejected: Vec::new(),
             planned_calls: 0,
-            decisions_are_calls: agent == AgentKind::React,
+            decisions_are_calls: decisions_are_calls(agent),
             finished_ms: None,
             recorded_ending: None,
             told_ending: None,

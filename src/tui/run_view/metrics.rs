@@ -5,7 +5,7 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Paragraph, Sparkline};
 
-use crate::metrics::run::{RunMetrics, is_the_agents};
+use crate::metrics::run::{RunMetrics, decisions_are_calls, is_the_agents, rejection_is_a_call};
 use crate::trajectory::event::{EventBody, Phase, Role};
 use crate::trajectory::fold::TreeState;
 use crate::trajectory::lean::LeanBody;
@@ -43,6 +43,8 @@ impl Series {
 /// that opens a run can fill the charts on its way.
 #[derive(Debug)]
 pub struct SeriesBuilder {
+    /// The run counts some rejected decisions as calls, as its metrics do.
+    decisions_are_calls: bool,
     every: usize,
     len: usize,
     tokens: u64,
@@ -54,6 +56,7 @@ impl SeriesBuilder {
     /// A builder for `run` as it is now.
     pub fn new(run: &Run) -> Self {
         Self {
+            decisions_are_calls: decisions_are_calls(run.header.agent.kind),
             every: run.len().div_ceil(SAMPLES).max(1),
             len: run.len(),
             tokens: 0,
@@ -84,10 +87,16 @@ impl SeriesBuilder {
             LeanBody::LlmCall(call) if is_the_agents(call.role) => {
                 self.tokens += call.prompt_tokens + call.completion_tokens
             }
-            // A replayed call (a fork's history) is not one of this run's.
-            LeanBody::Full(e) if matches!(e.body, EventBody::ToolCalled { origin: None, .. }) => {
-                self.calls += 1
-            }
+            LeanBody::Full(e) => match &e.body {
+                // A replayed call (a fork's history) is not one of this run's.
+                EventBody::ToolCalled { origin: None, .. } => self.calls += 1,
+                EventBody::DecisionRejected { problem, .. }
+                    if rejection_is_a_call(*problem, self.decisions_are_calls) =>
+                {
+                    self.calls += 1
+                }
+                _ => {}
+            },
             _ => {}
         }
         if n.is_multiple_of(self.every) || n == self.len {
@@ -409,6 +418,43 @@ mod tests {
         assert!(metrics.tokens() > 0);
         assert_eq!(series.tokens.last(), Some(&metrics.tokens()));
         assert_eq!(series.at.last(), Some(&run.len()));
+    }
+
+    #[test]
+    fn the_calls_chart_counts_the_calls_the_metrics_count() {
+        use crate::trajectory::event::{AgentKind, DecisionProblem};
+        let spec = Spec {
+            nodes: 50,
+            ..Spec::default()
+        };
+        let mut header = synthetic::header(&spec);
+        // An older ReAct run: a decision naming an unknown tool is a "not found" call.
+        header.agent.kind = AgentKind::React;
+        let mut run = Run::new("react".into(), header);
+        let mut events = synthetic::events(&spec);
+        let end = events.len() - 1;
+        events.insert(
+            end,
+            (
+                events[end].0,
+                EventBody::DecisionRejected {
+                    problem: DecisionProblem::UnknownTool,
+                    detail: "no such tool".into(),
+                    reply: serde_json::json!({"tool": "nope"}),
+                },
+            ),
+        );
+        for (i, (t_ms, body)) in events.into_iter().enumerate() {
+            run.push(Event {
+                seq: i as u64 + 1,
+                t_ms,
+                body,
+            });
+        }
+        let series = Series::build(&run);
+        let metrics = crate::metrics::run::of_run(&run);
+        assert!(metrics.tool_calls > 1);
+        assert_eq!(series.tool_calls.last(), Some(&metrics.tool_calls));
     }
 
     #[test]
