@@ -827,7 +827,6 @@ impl LineSpan {
 }
 
 /// Lines read for a parsing thread: their bytes end to end, and where each one is.
-#[derive(Default)]
 struct Batch {
     text: Vec<u8>,
     lines: Vec<BatchLine>,
