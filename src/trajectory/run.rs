@@ -239,7 +239,9 @@ impl Run {
     /// judged from the events of the first `read` bytes. A big run's indices grown by doubling
     /// leave every smaller copy behind, and the allocator hands that memory back only later:
     /// opening a 144 MB run peaked at 1.5× its size that way. A guess too small only means
-    /// doubling again; room never used is never touched, so it costs no memory.
+    /// doubling again; room never used is never touched, so it costs no memory. Room the
+    /// system refuses (a file whose first lines are far shorter than the rest can make the
+    /// guess huge) is not taken: the indices grow as they would have.
     fn expect_the_rest(&mut self, read: u64, total: u64, spans: &mut Vec<LineSpan>) {
         if read == 0 || total <= read {
             return;
@@ -247,14 +249,17 @@ impl Run {
         let grow = |n: usize| (n as f64 * (total as f64 / read as f64) * 1.05) as usize;
         let events = grow(self.briefs.len()).saturating_sub(self.briefs.len());
         let nodes = grow(self.nodes.len()).saturating_sub(self.nodes.len());
-        self.briefs.reserve(events);
-        spans.reserve(events);
-        self.event_slot.reserve(events);
-        self.prev_same.reserve(events);
-        self.nodes.reserve(nodes);
-        self.node_slot.reserve(nodes);
-        self.last_simulated.reserve(nodes);
-        self.last_evaluated.reserve(nodes);
+        // Each in turn, stopping at the first refusal.
+        let _ = self
+            .briefs
+            .try_reserve(events)
+            .and_then(|()| spans.try_reserve(events))
+            .and_then(|()| self.event_slot.try_reserve(events))
+            .and_then(|()| self.prev_same.try_reserve(events))
+            .and_then(|()| self.nodes.try_reserve(nodes))
+            .and_then(|()| self.last_simulated.try_reserve(nodes))
+            .and_then(|()| self.last_evaluated.try_reserve(nodes));
+        let _ = self.node_slot.try_reserve(nodes);
     }
 
     /// Reads `path` in parts, for a view that shows its first screen before the rest is read:
@@ -780,5 +785,54 @@ impl Run {
     /// True when an answer was given before cursor `k`.
     pub fn answered_at(&self, k: usize) -> bool {
         Self::count_before(&self.answers, k) > 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trajectory::synthetic::{self, Spec};
+
+    /// The room a run makes for the rest of its file is a guess: one the system cannot give
+    /// (here more than the address space) is passed over, and the run reads on as before.
+    #[test]
+    fn room_the_system_refuses_is_passed_over() {
+        let spec = Spec {
+            nodes: 20,
+            ..Spec::default()
+        };
+        let mut run = Run::new("guess".into(), synthetic::header(&spec));
+        let events = synthetic::events(&spec);
+        let mut spans = Vec::new();
+        let add = |run: &mut Run, spans: &mut Vec<LineSpan>, i: usize| {
+            let (t_ms, body) = events[i].clone();
+            run.add(Brief::of(Event {
+                seq: i as u64 + 1,
+                t_ms,
+                body,
+            }));
+            spans.push(LineSpan {
+                start: i as u64 * 100,
+                len: 99,
+            });
+        };
+        for i in 0..events.len() / 2 {
+            add(&mut run, &mut spans, i);
+        }
+        let capacity = run.briefs.capacity();
+        run.expect_the_rest(100, u64::MAX, &mut spans);
+        assert_eq!(run.briefs.capacity(), capacity, "nothing was reserved");
+        // A guess it can give is taken.
+        run.expect_the_rest(1_000, 4_000, &mut spans);
+        assert!(
+            run.briefs.capacity() >= run.len() * 3,
+            "{}",
+            run.briefs.capacity()
+        );
+        for i in events.len() / 2..events.len() {
+            add(&mut run, &mut spans, i);
+        }
+        assert_eq!(run.len(), events.len());
+        assert!(!run.nodes().is_empty());
     }
 }
