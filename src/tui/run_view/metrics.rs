@@ -43,8 +43,6 @@ impl Series {
 /// that opens a run can fill the charts on its way.
 #[derive(Debug)]
 pub struct SeriesBuilder {
-    /// The run counts some rejected decisions as calls, as its metrics do.
-    decisions_are_calls: bool,
     every: usize,
     len: usize,
     tokens: u64,
@@ -56,7 +54,6 @@ impl SeriesBuilder {
     /// A builder for `run` as it is now.
     pub fn new(run: &Run) -> Self {
         Self {
-            decisions_are_calls: decisions_are_calls(run.header.agent.kind),
             every: run.len().div_ceil(SAMPLES).max(1),
             len: run.len(),
             tokens: 0,
@@ -91,7 +88,10 @@ impl SeriesBuilder {
                 // A replayed call (a fork's history) is not one of this run's.
                 EventBody::ToolCalled { origin: None, .. } => self.calls += 1,
                 EventBody::DecisionRejected { problem, .. }
-                    if rejection_is_a_call(*problem, self.decisions_are_calls) =>
+                    if rejection_is_a_call(
+                        *problem,
+                        decisions_are_calls(run.header.agent.kind),
+                    ) =>
                 {
                     self.calls += 1
                 }
