@@ -82,6 +82,34 @@ fn snapshots_make_long_jumps_exact() {
     }
 }
 
+/// A cursor made while the run was short (a live run, one read in parts) keeps within its
+/// snapshot budget as the run grows, and still seeks exactly.
+#[test]
+fn a_growing_runs_cursor_keeps_few_snapshots() {
+    let whole = run_of(Spec {
+        nodes: 60_000,
+        branching: 3,
+        padding: 0,
+        seed: 11,
+    });
+    let mut run = Run::new("growing".into(), whole.header.clone());
+    let mut cursor = Cursor::new(&run);
+    for event in whole.all_events() {
+        run.push(event);
+        cursor.seek(&run, run.len());
+    }
+    assert!(run.len() > 16 * 16_384, "{} events", run.len());
+    assert!(
+        (1..=16).contains(&cursor.snapshots()),
+        "{} snapshots",
+        cursor.snapshots()
+    );
+    for j in [run.len() / 3, 5, run.len() - 1, run.len() / 2] {
+        cursor.seek(&run, j);
+        assert_eq!(cursor.state(), &TreeState::fold(&run, j), "at {j}");
+    }
+}
+
 #[test]
 fn metrics_at_cursor_match_the_streaming_accumulator() {
     use mcp_cosmos::metrics::run::{RunAccumulator, RunFacts};

@@ -190,10 +190,7 @@ impl Cursor {
     /// A cursor at 0, spacing snapshots for a run of `run.len()` events and
     /// `run.nodes().len()` nodes.
     pub fn new(run: &Run) -> Self {
-        // A snapshot holds the tree as it was: on average half the final tree.
-        let per_snapshot = (run.nodes().len() / 2).max(1) * std::mem::size_of::<NodeDyn>();
-        let count = (SNAPSHOT_BYTES / per_snapshot).clamp(4, MAX_SNAPSHOTS);
-        let interval = (run.len() / count).max(MIN_INTERVAL);
+        let interval = (run.len() / Self::snapshots_for(run.nodes().len())).max(MIN_INTERVAL);
         Self {
             state: TreeState::default(),
             snapshots: BTreeMap::new(),
@@ -248,10 +245,30 @@ impl Cursor {
         }
     }
 
+    /// How many snapshots the memory budget allows for a tree of `nodes` nodes.
+    fn snapshots_for(nodes: usize) -> usize {
+        // A snapshot holds the tree as it was: on average half the final tree.
+        let per_snapshot = (nodes / 2).max(1) * std::mem::size_of::<NodeDyn>();
+        (SNAPSHOT_BYTES / per_snapshot).clamp(4, MAX_SNAPSHOTS)
+    }
+
     fn maybe_snapshot(&mut self) {
         let at = self.state.applied;
         if at.is_multiple_of(self.interval) && !self.snapshots.contains_key(&at) {
             self.snapshots.insert(at, self.state.clone());
+            // A run that grew past what the cursor was made for (a live run, one read in
+            // parts) would otherwise gather snapshots without end: space them twice as far
+            // apart, keeping the ones on the wider spacing.
+            while self.snapshots.len() > Self::snapshots_for(self.state.nodes.len()) {
+                self.interval *= 2;
+                let interval = self.interval;
+                self.snapshots.retain(|at, _| at.is_multiple_of(interval));
+            }
         }
+    }
+
+    /// The snapshots held (for tests of the memory bound).
+    pub fn snapshots(&self) -> usize {
+        self.snapshots.len()
     }
 }
