@@ -1195,11 +1195,24 @@ fn read_in_parts(
     mcp_cosmos::trajectory::run::Part,
     mpsc::Receiver<mcp_cosmos::trajectory::run::RunPart>,
 ) {
+    read_in_parts_of(path, 500, 4_000)
+}
+
+/// `path` read in a first part of `first` events and later parts of `later`.
+fn read_in_parts_of(
+    path: &std::path::Path,
+    first: usize,
+    later: usize,
+) -> (
+    Run,
+    mcp_cosmos::trajectory::run::Part,
+    mpsc::Receiver<mcp_cosmos::trajectory::run::RunPart>,
+) {
     use mcp_cosmos::trajectory::run::RunPart;
     let (tx, parts) = mpsc::channel();
     let reading = path.to_path_buf();
     std::thread::spawn(move || {
-        Run::read_in_parts(&reading, 500, 4_000, |part| tx.send(part).is_ok()).unwrap();
+        Run::read_in_parts(&reading, first, later, |part| tx.send(part).is_ok()).unwrap();
     });
     let Ok(RunPart::Begun(run)) = parts.recv() else {
         panic!("the header first")
@@ -1291,6 +1304,70 @@ fn a_big_run_shows_its_first_screen_before_the_rest_is_read_and_the_same_screen_
         today,
         "the same screen as opening it whole"
     );
+}
+
+/// A run with a failed call, read in parts, opens where opening it whole opens (at that call),
+/// with the same screen: whether the call is in the first part or in a later one.
+#[test]
+fn a_run_read_in_parts_opens_at_its_first_failed_call_as_the_whole_run_does() {
+    use mcp_cosmos::trajectory::run::RunPart;
+    let dir = tempfile::tempdir().unwrap();
+    // The first seed whose run fails a real call (synthetic runs fail one in five).
+    let (path, failed) = (1..)
+        .find_map(|seed: u64| {
+            let folder = dir.path().join(seed.to_string());
+            std::fs::create_dir(&folder).unwrap();
+            let path = big_run(&folder, seed);
+            let failed = Run::open(&path).unwrap().first_failed_call()?;
+            Some((path, failed))
+        })
+        .unwrap();
+    let area = Rect::new(0, 0, 120, 39);
+    let mut whole = App::on(
+        open::run(Run::open(&path).unwrap(), area),
+        Keymap::default(),
+        Theme::new(true),
+        (120, 40),
+    );
+    let today = screen(&mut whole);
+    assert!(today.contains("opened at the first failed call"), "{today}");
+    for (first, later, in_the_head) in [(500, 3_000, false), (failed + 1, 2, true)] {
+        let (mut run, head, parts) = read_in_parts_of(&path, first, later);
+        let (read, total) = (head.read, head.total);
+        assert!(!run.extend(head));
+        let mut app = App::new(
+            RunView::reading(run, area, read, total),
+            Keymap::default(),
+            Theme::new(true),
+            (120, 40),
+        );
+        let first_screen = screen(&mut app);
+        assert_eq!(
+            first_screen.contains("opened at the first failed call"),
+            in_the_head,
+            "{first_screen}"
+        );
+        let mut later_parts = 0;
+        for part in parts {
+            let RunPart::More(part) = part else {
+                panic!("parts only")
+            };
+            later_parts += 1;
+            app.update(Action::RunRead(
+                path.clone(),
+                std::sync::Arc::new(std::sync::Mutex::new(Some(part))),
+            ));
+            // Drawn between parts, as the explorer draws while it reads.
+            screen(&mut app);
+        }
+        assert!(later_parts > 1, "read in several parts ({in_the_head})");
+        assert_eq!(app.top_as::<RunView>().unwrap().position(), failed + 1);
+        assert_eq!(
+            screen(&mut app),
+            today,
+            "the whole open's screen (failed call in the first part: {in_the_head})"
+        );
+    }
 }
 
 /// Keys work on what is read; End while reading follows the end as it is read and ends there.

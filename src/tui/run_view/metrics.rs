@@ -15,7 +15,8 @@ use crate::tui::theme::Theme;
 /// Samples per chart.
 const SAMPLES: usize = 120;
 
-/// Values over time, sampled at fixed event positions; the pane shows samples up to the cursor.
+/// Values over time, sampled at fixed event positions; the pane shows the samples before the
+/// cursor, then the cursor's own values.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Series {
     /// Cursor position of each sample.
@@ -26,53 +27,115 @@ pub struct Series {
     pub tokens: Vec<u64>,
     /// Best mean value Q over the tree so far, ×100 (sparklines take integers).
     pub best_value: Vec<u64>,
+    /// Real tool calls after the last event taken in (the calls chart's scale).
+    pub tool_calls_so_far: u64,
+    /// Tokens after the last event taken in (the tokens chart's scale).
+    pub tokens_so_far: u64,
 }
 
 impl Series {
-    /// One pass over the run, folding it on its own (a live run's rebuilds).
-    pub fn build(run: &Run) -> Self {
-        SeriesBuilder::of(run).finish()
+    /// What each chart draws at cursor `k`: the samples before it, then the cursor's own
+    /// values (`at_cursor`: calls, tokens, best Q as a bar), the ones the numbers above say.
+    pub fn bars(&self, k: usize, at_cursor: [u64; 3]) -> [Vec<u64>; 3] {
+        let before = self.at.partition_point(|&a| a < k);
+        [&self.tool_calls, &self.tokens, &self.best_value]
+            .into_iter()
+            .zip(at_cursor)
+            .map(|(samples, now)| {
+                let mut bars = samples[..before].to_vec();
+                if k > 0 {
+                    bars.push(now);
+                }
+                bars
+            })
+            .collect::<Vec<_>>()
+            .try_into()
+            .expect("three charts")
     }
+}
 
-    fn upto(&self, k: usize) -> usize {
-        self.at.partition_point(|&a| a <= k)
-    }
+/// Best Q as a bar: shifted by 1 so that values in [−1, 1] map onto [0, 200].
+fn best_bar(best: Option<f64>) -> u64 {
+    best.filter(|b| b.is_finite())
+        .map_or(0, |b| ((b + 1.0) * 100.0).max(0.0) as u64)
 }
 
 /// Builds a [`Series`] from the states of a fold, one call per event applied, so the fold
 /// that opens a run can fill the charts on its way.
+///
+/// The samples do not depend on the run's length: every `every`-th event, `every` a power of
+/// two doubled as the run outgrows the samples. So a run taken in whole, in parts or event by
+/// event gets the same charts, and a view that read its run in parts keeps the charts it grew.
 #[derive(Debug)]
 pub struct SeriesBuilder {
     every: usize,
-    len: usize,
-    tokens: u64,
-    calls: u64,
     series: Series,
+    best: BestQ,
+}
+
+impl Default for SeriesBuilder {
+    fn default() -> Self {
+        Self {
+            every: 1,
+            series: Series::default(),
+            best: BestQ::Known(None),
+        }
+    }
+}
+
+/// The best mean value Q over the tree, kept up as values are backpropagated, so a sample
+/// does not scan every node (a run samples thousands of times as its spacing doubles).
+#[derive(Debug, Clone, Copy)]
+enum BestQ {
+    /// The best Q and its node's slot (`None`: no node has a value yet).
+    Known(Option<(f64, u32)>),
+    /// The node that held it lost value: the next sample looks for it again.
+    Lost,
+}
+
+impl BestQ {
+    /// Takes in a backpropagation along `path`, already applied to `state`: only the nodes on
+    /// it changed.
+    fn backpropagated(&mut self, run: &Run, state: &TreeState, path: &[u64]) {
+        let BestQ::Known(best) = self else {
+            return;
+        };
+        for id in path {
+            let Some((slot, q)) = run
+                .slot_of(*id)
+                .and_then(|slot| Some((slot, state.node(slot)?.q()?)))
+            else {
+                continue;
+            };
+            match *best {
+                Some((held, at)) if at == slot && q < held => {
+                    *self = BestQ::Lost;
+                    return;
+                }
+                Some((held, at)) if at != slot && q <= held => {}
+                _ => *best = Some((q, slot)),
+            }
+        }
+    }
+
+    /// The best Q at `state`, looking for it when it was lost.
+    fn at(&mut self, state: &TreeState) -> Option<f64> {
+        let best = match *self {
+            BestQ::Known(best) => best,
+            BestQ::Lost => {
+                let found = (0u32..)
+                    .zip(state.nodes())
+                    .filter_map(|(slot, d)| Some((d.q()?, slot)))
+                    .reduce(|a, b| if b.0 > a.0 { b } else { a });
+                *self = BestQ::Known(found);
+                found
+            }
+        };
+        best.map(|(q, _)| q)
+    }
 }
 
 impl SeriesBuilder {
-    /// A builder for `run` as it is now.
-    pub fn new(run: &Run) -> Self {
-        Self {
-            every: run.len().div_ceil(SAMPLES).max(1),
-            len: run.len(),
-            tokens: 0,
-            calls: 0,
-            series: Series::default(),
-        }
-    }
-
-    /// A builder that has taken in the whole run, by a fold of its own.
-    pub fn of(run: &Run) -> Self {
-        let mut builder = Self::new(run);
-        let mut state = TreeState::default();
-        for _ in 0..run.len() {
-            state.apply(run);
-            builder.observe(run, &state);
-        }
-        builder
-    }
-
     /// Takes in the event just applied to `state` (the `state.applied()`-th).
     pub fn observe(&mut self, run: &Run, state: &TreeState) {
         let n = state.applied();
@@ -80,41 +143,33 @@ impl SeriesBuilder {
             return;
         };
         match &event.body {
+            LeanBody::Backpropagated { path, .. } => self.best.backpropagated(run, state, path),
             // The run's tokens, as the numbers above the charts count them.
             LeanBody::LlmCall(call) if is_the_agents(call.role) => {
-                self.tokens += call.prompt_tokens + call.completion_tokens
+                self.series.tokens_so_far += call.prompt_tokens + call.completion_tokens
             }
             LeanBody::Full(e) => match &e.body {
                 // A replayed call (a fork's history) is not one of this run's.
-                EventBody::ToolCalled { origin: None, .. } => self.calls += 1,
+                EventBody::ToolCalled { origin: None, .. } => self.series.tool_calls_so_far += 1,
                 EventBody::DecisionRejected { problem, .. }
                     if rejection_is_a_call(
                         *problem,
                         decisions_are_calls(run.header.agent.kind),
                     ) =>
                 {
-                    self.calls += 1
+                    self.series.tool_calls_so_far += 1
                 }
                 _ => {}
             },
             _ => {}
         }
-        if n.is_multiple_of(self.every) || n == self.len {
-            let best = state
-                .nodes()
-                .iter()
-                .filter_map(|d| d.q())
-                .fold(f64::NEG_INFINITY, f64::max);
+        if n.is_multiple_of(self.every) {
+            let best = self.best.at(state);
             let series = &mut self.series;
             series.at.push(n);
-            series.tool_calls.push(self.calls);
-            series.tokens.push(self.tokens);
-            // Shift by 1 so that values in [−1, 1] map onto [0, 200].
-            series.best_value.push(if best.is_finite() {
-                ((best + 1.0) * 100.0).max(0.0) as u64
-            } else {
-                0
-            });
+            series.tool_calls.push(series.tool_calls_so_far);
+            series.tokens.push(series.tokens_so_far);
+            series.best_value.push(best_bar(best));
             if series.at.len() >= 2 * SAMPLES {
                 self.halve();
             }
@@ -131,8 +186,9 @@ impl SeriesBuilder {
         self.series
     }
 
-    /// A growing run outgrew the samples: keep every other one and sample half as often,
-    /// so the charts stay [`SAMPLES`]–2×[`SAMPLES`] points long whatever the run's length.
+    /// The run outgrew the samples: keep every other one (those on the doubled spacing) and
+    /// sample half as often, so the charts stay [`SAMPLES`]–2×[`SAMPLES`] points long
+    /// whatever the run's length.
     fn halve(&mut self) {
         fn every_other(v: &mut Vec<impl Copy>) {
             let kept: Vec<_> = v.iter().copied().skip(1).step_by(2).collect();
@@ -292,21 +348,20 @@ pub fn draw(frame: &mut Frame, area: Rect, block: Block, at: &MetricsAt<'_>, the
     if charts.height < 3 {
         return;
     }
-    let n = series.upto(k);
+    let bars = series.bars(k, [m.tool_calls, m.tokens(), best_bar(best_q)]);
+    // Counts are drawn against the run's total, so a bar's height does not move with the cursor.
+    let scales = [series.tool_calls_so_far, series.tokens_so_far, 200];
     let rows = Layout::vertical([Constraint::Ratio(1, 3); 3]).split(charts);
-    for (i, (title, data)) in [
-        ("tool calls", &series.tool_calls),
-        ("tokens", &series.tokens),
-        ("best Q", &series.best_value),
-    ]
-    .into_iter()
-    .enumerate()
+    for (i, (title, bars)) in ["tool calls", "tokens", "best Q"]
+        .into_iter()
+        .zip(bars)
+        .enumerate()
     {
         let [label, chart] =
             Layout::horizontal([Constraint::Length(11), Constraint::Min(0)]).areas(rows[i]);
         frame.render_widget(Paragraph::new(Line::styled(title, theme.dim())), label);
-        let data = fit_to_width(&data[..n.min(data.len())], chart.width as usize);
-        let max = series_max(title, series);
+        let data = fit_to_width(&bars, chart.width as usize);
+        let max = scales[i].max(1);
         frame.render_widget(
             Sparkline::default()
                 .data(&data)
@@ -328,21 +383,50 @@ fn fit_to_width(data: &[u64], width: usize) -> Vec<u64> {
         .collect()
 }
 
-fn series_max(title: &str, s: &Series) -> u64 {
-    let all = match title {
-        "tool calls" => &s.tool_calls,
-        "tokens" => &s.tokens,
-        _ => return 200,
-    };
-    all.last().copied().unwrap_or(1).max(1)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::trajectory::event::Event;
     use crate::trajectory::fold::Cursor;
     use crate::trajectory::synthetic::{self, Spec};
+
+    /// The charts of the whole run, by a fold of their own.
+    fn series_of(run: &Run) -> Series {
+        let mut builder = SeriesBuilder::default();
+        let mut state = TreeState::default();
+        for _ in 0..run.len() {
+            state.apply(run);
+            builder.observe(run, &state);
+        }
+        builder.finish()
+    }
+
+    /// Every sample, and the scale, say what the metrics pane says at that cursor.
+    fn samples_count_what_the_metrics_count(run: &Run) {
+        use crate::metrics::run::RunFacts;
+        let series = series_of(run);
+        let facts = RunFacts::of(run);
+        let mut cursor = Cursor::new(run);
+        assert!(!series.at.is_empty());
+        for (i, &k) in series.at.iter().enumerate() {
+            cursor.seek(run, k);
+            let metrics = facts.at(run, k, cursor.state());
+            assert_eq!(series.tool_calls[i], metrics.tool_calls, "calls at {k}");
+            assert_eq!(series.tokens[i], metrics.tokens(), "tokens at {k}");
+            // Kept up event by event, the best Q is the one a scan of the tree finds.
+            let scanned = cursor
+                .state()
+                .nodes()
+                .iter()
+                .filter_map(|d| d.q())
+                .reduce(f64::max);
+            assert_eq!(series.best_value[i], best_bar(scanned), "best Q at {k}");
+        }
+        cursor.seek(run, run.len());
+        let end = facts.at(run, run.len(), cursor.state());
+        assert_eq!(series.tool_calls_so_far, end.tool_calls);
+        assert_eq!(series.tokens_so_far, end.tokens());
+    }
 
     #[test]
     fn charts_fit_the_width_and_keep_the_end() {
@@ -355,14 +439,14 @@ mod tests {
     }
 
     #[test]
-    fn a_growing_run_keeps_its_charts_short() {
+    fn a_growing_run_keeps_its_charts_short_and_gets_the_whole_runs_charts() {
         let spec = Spec {
             nodes: 3_000,
             ..Spec::default()
         };
         let mut run = Run::new("live".into(), synthetic::header(&spec));
         // Built for an empty run, as a live view's charts are, then fed event by event.
-        let mut charts = SeriesBuilder::new(&run);
+        let mut charts = SeriesBuilder::default();
         let mut state = TreeState::default();
         for (i, (t_ms, body)) in synthetic::events(&spec).into_iter().enumerate() {
             run.push(Event {
@@ -381,10 +465,61 @@ mod tests {
         );
         assert!(series.at.windows(2).all(|w| w[0] < w[1]));
         assert!(*series.at.last().unwrap() > run.len() * 3 / 4);
+        // How the run arrived does not change its charts.
+        assert_eq!(series, &series_of(&run));
     }
 
     #[test]
-    fn the_tokens_chart_ends_at_the_runs_tokens_after_a_judge_scored_it() {
+    fn the_best_q_kept_up_is_the_one_a_scan_finds_after_every_event() {
+        let spec = Spec {
+            nodes: 400,
+            ..Spec::default()
+        };
+        let mut run = Run::new("best".into(), synthetic::header(&spec));
+        for (i, (t_ms, body)) in synthetic::events(&spec).into_iter().enumerate() {
+            run.push(Event {
+                seq: i as u64 + 1,
+                t_ms,
+                body,
+            });
+        }
+        let (mut state, mut best, mut lost) = (TreeState::default(), BestQ::Known(None), 0);
+        for i in 0..run.len() {
+            state.apply(&run);
+            if let LeanBody::Backpropagated { path, .. } = &run.brief(i).body {
+                best.backpropagated(&run, &state, path);
+            }
+            lost += usize::from(matches!(best, BestQ::Lost));
+            let scanned = state.nodes().iter().filter_map(|d| d.q()).reduce(f64::max);
+            assert_eq!(best.at(&state), scanned, "after event {i}");
+        }
+        assert!(lost > 0, "the best node lost value at least once");
+    }
+
+    #[test]
+    fn a_chart_ends_at_the_cursors_own_values() {
+        let series = Series {
+            at: vec![4, 8, 12],
+            tool_calls: vec![1, 2, 3],
+            tokens: vec![10, 20, 30],
+            best_value: vec![100, 150, 120],
+            tool_calls_so_far: 4,
+            tokens_so_far: 40,
+        };
+        // Between samples: those before, then the cursor's.
+        assert_eq!(
+            series.bars(10, [2, 25, 151]),
+            [vec![1, 2, 2], vec![10, 20, 25], vec![100, 150, 151]]
+        );
+        // On a sample: the cursor's values stand in for it.
+        assert_eq!(series.bars(8, [2, 20, 150])[1], vec![10, 20]);
+        assert!(series.bars(0, [0, 0, 0]).iter().all(Vec::is_empty));
+        assert_eq!(best_bar(Some(0.5)), 150);
+        assert_eq!(best_bar(None), 0);
+    }
+
+    #[test]
+    fn the_tokens_chart_counts_the_runs_tokens_after_a_judge_scored_it() {
         let spec = Spec {
             nodes: 50,
             ..Spec::default()
@@ -413,11 +548,9 @@ mod tests {
                 messages: None,
             },
         );
-        let series = Series::build(&run);
         let metrics = crate::metrics::run::of_run(&run);
         assert!(metrics.tokens() > 0);
-        assert_eq!(series.tokens.last(), Some(&metrics.tokens()));
-        assert_eq!(series.at.last(), Some(&run.len()));
+        samples_count_what_the_metrics_count(&run);
     }
 
     #[test]
@@ -451,10 +584,9 @@ mod tests {
                 body,
             });
         }
-        let series = Series::build(&run);
         let metrics = crate::metrics::run::of_run(&run);
         assert!(metrics.tool_calls > 1);
-        assert_eq!(series.tool_calls.last(), Some(&metrics.tool_calls));
+        samples_count_what_the_metrics_count(&run);
     }
 
     #[test]
@@ -473,12 +605,14 @@ mod tests {
             });
         }
         let mut cursor = Cursor::new(&run);
-        let mut charts = SeriesBuilder::new(&run);
+        let mut charts = SeriesBuilder::default();
         cursor.advance_observing(&run, run.len(), |state| charts.observe(&run, state));
         let series = charts.finish();
-        assert_eq!(series, Series::build(&run));
-        assert_eq!(series.at.last(), Some(&run.len()));
-        assert!(series.tool_calls.last().unwrap() > &0 && series.best_value.iter().any(|&v| v > 0));
+        assert_eq!(series, series_of(&run));
+        assert!(*series.at.last().unwrap() > run.len() / 2);
+        assert!(series.tool_calls_so_far > 0);
+        assert!(series.best_value.iter().any(|&v| v > 0));
         assert_eq!(cursor.position(), run.len());
+        samples_count_what_the_metrics_count(&run);
     }
 }

@@ -182,19 +182,35 @@ struct Reading {
 impl RunView {
     /// A view of a loaded run with the cursor at its end.
     pub fn new(run: Run, area: Rect) -> Self {
-        let tree = TreeView::new(&run);
         // One fold to the end both places the cursor and fills the charts.
         let mut cursor = Cursor::new(&run);
-        let mut charts = SeriesBuilder::new(&run);
+        let mut charts = SeriesBuilder::default();
         cursor.advance_observing(&run, run.len(), |state| charts.observe(&run, state));
-        let mut view = Self {
+        let facts = RunFacts::of(&run);
+        let mut view = Self::assembled(run, area, cursor, charts, facts);
+        let end = view.run.len();
+        view.seek(end);
+        view
+    }
+
+    /// A view of `run` made from what folding it has given: a cursor, the charts and the
+    /// facts of the whole run. Its tree opens the way to the run's last plan; nothing is
+    /// drawn from it until it is refreshed.
+    fn assembled(
+        run: Run,
+        area: Rect,
+        cursor: Cursor,
+        charts: SeriesBuilder,
+        facts: RunFacts,
+    ) -> Self {
+        Self {
+            tree: TreeView::new(&run),
             charts,
             chart_fold: None,
-            facts: RunFacts::of(&run),
+            facts,
             run,
             cursor,
             focus: Pane::Tree,
-            tree,
             observation: ObservationView::default(),
             timeline: timeline::Rows::default(),
             metrics: RunMetrics::default(),
@@ -208,10 +224,7 @@ impl RunView {
             draft: None,
             adding: None,
             reading: None,
-        };
-        let end = view.run.len();
-        view.seek(end);
-        view
+        }
     }
 
     /// A view of a run as a person opens one to debug it: at its first failed real call, with
@@ -285,11 +298,11 @@ impl RunView {
         if let Some(said) = problems_said(self.run.problems.len()) {
             out.push(Request::Say(said));
         }
+        // The charts grew part by part. Their samples do not depend on the run's length, so
+        // caught up to the end they are the ones opening the whole file draws.
+        self.catch_up_charts();
+        self.chart_fold = None;
         if touched && !to_end {
-            // The charts grew part by part; drawn again from the whole run, they are the ones
-            // opening it whole draws.
-            self.chart_fold = None;
-            self.charts = SeriesBuilder::of(&self.run);
             match waiting_for {
                 // Past the end of the file: as far as there is.
                 Some(k) => self.jump(Some(k.min(self.run.len())), "", out),
@@ -297,16 +310,34 @@ impl RunView {
             }
             return;
         }
-        // Untouched, it becomes what opening the whole file would have shown.
+        // Untouched, it becomes what opening the whole file would have shown. Its cursor is at
+        // the first failed call or follows the end, so at most the last part is left to fold:
+        // only the tree is made again, over the whole run, and the view goes where `opened`
+        // goes.
         let placeholder = Run::new(std::path::PathBuf::new(), self.run.header.clone());
+        let cursor = std::mem::replace(&mut self.cursor, Cursor::new(&placeholder));
         let run = std::mem::replace(&mut self.run, placeholder);
+        let charts = std::mem::take(&mut self.charts);
+        let facts = std::mem::take(&mut self.facts);
         let (area, focus) = (self.area, self.focus);
-        *self = if to_end {
-            Self::new(run, area)
-        } else {
-            Self::opened(run, area)
-        };
+        *self = Self::assembled(run, area, cursor, charts, facts);
         self.focus = focus;
+        if to_end || self.run.first_failed_call().is_none() {
+            let end = self.run.len();
+            self.seek(end);
+        } else {
+            self.go_to_first_failure();
+        }
+    }
+
+    /// Folds the events the charts have not taken in yet (a growing run's).
+    fn catch_up_charts(&mut self) {
+        if let Some(fold) = &mut self.chart_fold {
+            while fold.applied() < self.run.len() {
+                fold.apply(&self.run);
+                self.charts.observe(&self.run, fold);
+            }
+        }
     }
 
     /// A view of a run that is still being written; events arrive by [`RunView::push`].
@@ -399,16 +430,20 @@ impl RunView {
     /// Brings every derived view in line with the run, the cursor and the selection.
     fn refresh(&mut self) {
         self.stale = false;
-        // Left at the end of what is read, the view fills in as the reading goes.
+        // Left at the end of what is read, the view fills in as the reading goes. When the
+        // charts are where the cursor is, its fold feeds them: one fold of the new events, not two.
         if self.reading.as_ref().is_some_and(|r| r.following) {
-            self.cursor.seek(&self.run, self.run.len());
-        }
-        if let Some(fold) = &mut self.chart_fold {
-            while fold.applied() < self.run.len() {
-                fold.apply(&self.run);
-                self.charts.observe(&self.run, fold);
+            match &mut self.chart_fold {
+                Some(fold) if fold.applied() == self.cursor.position() => {
+                    let (run, charts) = (&self.run, &mut self.charts);
+                    self.cursor
+                        .advance_observing(run, run.len(), |state| charts.observe(run, state));
+                    fold.clone_from(self.cursor.state());
+                }
+                _ => self.cursor.seek(&self.run, self.run.len()),
             }
         }
+        self.catch_up_charts();
         self.search.catch_up(&self.run);
         let state = self.cursor.state();
         let k = state.applied();
