@@ -1,6 +1,8 @@
 //! One-line descriptions of events and actions, for the timeline and progress lines.
 //! The text is not yet safe to print: callers pass it through their sanitiser.
 
+use std::collections::HashMap;
+
 use super::event::{Action, Event, EventBody, NodeId};
 use super::lean::{Brief, LeanBody};
 
@@ -44,48 +46,104 @@ pub fn compact_call_label(tool: &str, arguments: &serde_json::Value) -> String {
     args_label(tool, arguments, false)
 }
 
-/// For a node's call whose siblings call the same tool: `tool(…v, …)` with only the values of
-/// the arguments that differ from some sibling's, so narrow rows still tell siblings apart.
-/// `None` when there is no such sibling or every argument differs anyway.
-pub fn distinguishing_label(node: &EventBody, siblings: &[EventBody]) -> Option<String> {
-    let EventBody::NodeAdded {
-        action: Some(Action::ToolCall { tool, arguments }),
-        ..
-    } = node
-    else {
-        return None;
-    };
-    let others: Vec<&serde_json::Value> = siblings
-        .iter()
-        .filter_map(|s| match s {
-            EventBody::NodeAdded {
-                action:
-                    Some(Action::ToolCall {
-                        tool: t,
-                        arguments: a,
-                    }),
-                ..
-            } if t == tool => Some(a),
-            _ => None,
-        })
-        .collect();
-    let map = arguments.as_object()?;
-    if others.is_empty() {
-        return None;
+/// What the children of one node call, gathered once so each child's row can be told apart
+/// from its siblings without reading them all again (a node may have tens of thousands).
+#[derive(Debug, Clone, Default)]
+pub struct SiblingCalls {
+    /// Per tool: how many children call it, and per argument how its values go.
+    tools: HashMap<String, ToolCalls>,
+}
+
+#[derive(Debug, Clone, Default)]
+struct ToolCalls {
+    calls: usize,
+    arguments: HashMap<String, ArgumentValues>,
+}
+
+/// The values one argument takes over the calls of one tool.
+#[derive(Debug, Clone)]
+struct ArgumentValues {
+    first: serde_json::Value,
+    /// Calls that give it.
+    given: usize,
+    /// Some call gives another value than the first.
+    varies: bool,
+}
+
+impl SiblingCalls {
+    /// Gathers the calls of `children` (their `node_added` bodies).
+    pub fn of<'a>(children: impl IntoIterator<Item = &'a EventBody>) -> Self {
+        let mut calls = Self::default();
+        children.into_iter().for_each(|child| calls.add(child));
+        calls
     }
-    let differing: Vec<String> = map
-        .iter()
-        .filter(|(k, v)| others.iter().any(|o| o.get(k.as_str()) != Some(v)))
-        .map(|(_, v)| match v {
-            serde_json::Value::String(s) => cut(s, 24),
-            other => cut(&other.to_string(), 24),
-        })
-        .collect();
-    if differing.is_empty() || differing.len() == map.len() {
-        return None;
+
+    /// Gathers one more child's call (its `node_added` body).
+    pub fn add(&mut self, child: &EventBody) {
+        let EventBody::NodeAdded {
+            action: Some(Action::ToolCall { tool, arguments }),
+            ..
+        } = child
+        else {
+            return;
+        };
+        let of_tool = self.tools.entry(tool.clone()).or_default();
+        of_tool.calls += 1;
+        for (key, value) in arguments.as_object().into_iter().flatten() {
+            match of_tool.arguments.get_mut(key) {
+                Some(seen) => {
+                    seen.given += 1;
+                    seen.varies |= seen.first != *value;
+                }
+                None => {
+                    of_tool.arguments.insert(
+                        key.clone(),
+                        ArgumentValues {
+                            first: value.clone(),
+                            given: 1,
+                            varies: false,
+                        },
+                    );
+                }
+            }
+        }
     }
-    let short_tool = tool.rsplit_once(':').map_or(tool.as_str(), |(_, t)| t);
-    Some(format!("{short_tool}(…{})", differing.join(", ")))
+
+    /// For a child's call when a sibling calls the same tool: `tool(…v, …)` with only the
+    /// values of the arguments that differ from some sibling's (another value, or none), so
+    /// narrow rows still tell siblings apart. `None` when no sibling calls that tool or every
+    /// argument differs anyway. `node` must be one of the children gathered.
+    pub fn distinguishing_label(&self, node: &EventBody) -> Option<String> {
+        let EventBody::NodeAdded {
+            action: Some(Action::ToolCall { tool, arguments }),
+            ..
+        } = node
+        else {
+            return None;
+        };
+        let of_tool = self.tools.get(tool).filter(|t| t.calls > 1)?;
+        let map = arguments.as_object()?;
+        // The node gives `key`, so another value among the calls, or a call without it, is
+        // a sibling's.
+        let differing: Vec<String> = map
+            .iter()
+            .filter(|(key, _)| {
+                of_tool
+                    .arguments
+                    .get(key.as_str())
+                    .is_none_or(|v| v.varies || v.given < of_tool.calls)
+            })
+            .map(|(_, v)| match v {
+                serde_json::Value::String(s) => cut(s, 24),
+                other => cut(&other.to_string(), 24),
+            })
+            .collect();
+        if differing.is_empty() || differing.len() == map.len() {
+            return None;
+        }
+        let short_tool = tool.rsplit_once(':').map_or(tool.as_str(), |(_, t)| t);
+        Some(format!("{short_tool}(…{})", differing.join(", ")))
+    }
 }
 
 /// A short `tool(k=v, …)` label.
@@ -435,6 +493,80 @@ pub fn recheck_summary(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A sibling's label found by comparing it with every other sibling, one by one.
+    fn label_by_comparing(node: usize, children: &[EventBody]) -> Option<String> {
+        let EventBody::NodeAdded {
+            action: Some(Action::ToolCall { tool, arguments }),
+            ..
+        } = &children[node]
+        else {
+            return None;
+        };
+        let others: Vec<&serde_json::Value> = (0..children.len())
+            .filter(|&i| i != node)
+            .filter_map(|i| match &children[i] {
+                EventBody::NodeAdded {
+                    action: Some(Action::ToolCall { tool: t, arguments }),
+                    ..
+                } if t == tool => Some(arguments),
+                _ => None,
+            })
+            .collect();
+        let map = arguments.as_object()?;
+        if others.is_empty() {
+            return None;
+        }
+        let differing: Vec<String> = map
+            .iter()
+            .filter(|(k, v)| others.iter().any(|o| o.get(k.as_str()) != Some(v)))
+            .map(|(_, v)| match v {
+                serde_json::Value::String(s) => cut(s, 24),
+                other => cut(&other.to_string(), 24),
+            })
+            .collect();
+        if differing.is_empty() || differing.len() == map.len() {
+            return None;
+        }
+        let short_tool = tool.rsplit_once(':').map_or(tool.as_str(), |(_, t)| t);
+        Some(format!("{short_tool}(…{})", differing.join(", ")))
+    }
+
+    proptest::proptest! {
+        /// Gathered once, the calls label each sibling as comparing it with every other does.
+        #[test]
+        fn sibling_labels_gathered_once_are_those_found_by_comparing(
+            calls in proptest::collection::vec(
+                (0..3usize, proptest::collection::vec((0..3usize, 0..3u8), 0..4)),
+                1..12,
+            )
+        ) {
+            let children: Vec<EventBody> = calls
+                .iter()
+                .map(|(tool, arguments)| {
+                    let arguments: serde_json::Map<String, serde_json::Value> = arguments
+                        .iter()
+                        .map(|(k, v)| (format!("k{k}"), serde_json::json!(format!("v{v}"))))
+                        .collect();
+                    added(
+                        Some(0),
+                        Some(Action::ToolCall {
+                            tool: format!("srv:t{tool}"),
+                            arguments: serde_json::Value::Object(arguments),
+                        }),
+                    )
+                })
+                .chain([added(Some(0), None)])
+                .collect();
+            let gathered = SiblingCalls::of(&children);
+            for (i, child) in children.iter().enumerate() {
+                proptest::prop_assert_eq!(
+                    gathered.distinguishing_label(child),
+                    label_by_comparing(i, &children)
+                );
+            }
+        }
+    }
 
     fn added(parent: Option<u64>, action: Option<Action>) -> EventBody {
         EventBody::NodeAdded {

@@ -14,7 +14,7 @@ use ratatui::widgets::{Block, Paragraph};
 use unicode_width::UnicodeWidthStr;
 
 use crate::sanitize::one_line;
-use crate::trajectory::describe::{compact_call_label, compact_node_label, distinguishing_label};
+use crate::trajectory::describe::{SiblingCalls, compact_call_label, compact_node_label};
 use crate::trajectory::event::{ActionKind, EventBody, Verdict};
 use crate::trajectory::fold::TreeState;
 use crate::trajectory::plan_why::{TieRule, WhySource, plan_why};
@@ -56,6 +56,9 @@ pub struct TreeView {
     /// Row texts read from the file at refresh (a node's or step's event never changes), so
     /// drawing reads nothing.
     texts: HashMap<Item, RowText>,
+    /// What each parent's children call (by the parent's slot), with how many children it
+    /// was gathered from: read once for all the rows of a family, however large.
+    families: HashMap<u32, (usize, SiblingCalls)>,
     /// Whether a `node_simulated` event (by index) predicted an error.
     predicted_error: HashMap<u32, bool>,
 }
@@ -273,7 +276,8 @@ impl TreeView {
         for row in &self.rows[from..to] {
             let family = family_size(run, row.item);
             if self.texts.get(&row.item).is_none_or(|t| t.family != family) {
-                self.texts.insert(row.item, row_text(run, row.item));
+                let text = row_text(run, row.item, &mut self.families);
+                self.texts.insert(row.item, text);
             }
             if let Item::Node(slot) = row.item
                 && let Some(simulated) = state.node(slot).map(|n| n.simulated)
@@ -550,8 +554,9 @@ pub(super) fn destructive_mark(run: &Run, tool: &str) -> &'static str {
     }
 }
 
-/// A row's words, from its event (read from the file).
-fn row_text(run: &Run, item: Item) -> RowText {
+/// A row's words, from its event (read from the file); `families` keeps what each parent's
+/// children call, gathered the first time one of them is labelled.
+fn row_text(run: &Run, item: Item, families: &mut HashMap<u32, (usize, SiblingCalls)>) -> RowText {
     match item {
         Item::Step(step) => RowText {
             label: match &run.event(run.steps()[step].event as usize).body {
@@ -573,18 +578,24 @@ fn row_text(run: &Run, item: Item) -> RowText {
         Item::Node(slot) => {
             let info = &run.nodes()[slot as usize];
             let body = run.event(info.added_at as usize).into_owned().body;
-            let siblings: Vec<EventBody> = info
-                .parent
-                .map(|p| run.nodes()[p as usize].children.as_slice())
-                .unwrap_or_default()
-                .iter()
-                .filter(|&&s| s != slot)
-                .map(|&s| {
-                    run.event(run.nodes()[s as usize].added_at as usize)
-                        .into_owned()
-                        .body
-                })
-                .collect();
+            let siblings = info.parent.map(|parent| {
+                let children = &run.nodes()[parent as usize].children;
+                let family = families
+                    .entry(parent)
+                    .or_insert_with(|| (usize::MAX, SiblingCalls::default()));
+                // A live run's family grows: gathered again when it has.
+                if family.0 != children.len() {
+                    let mut calls = SiblingCalls::default();
+                    for &child in children {
+                        calls.add(
+                            &run.event(run.nodes()[child as usize].added_at as usize)
+                                .body,
+                        );
+                    }
+                    *family = (children.len(), calls);
+                }
+                &family.1
+            });
             let mark = match &body {
                 EventBody::NodeAdded {
                     action: Some(crate::trajectory::event::Action::ToolCall { tool, .. }),
@@ -594,7 +605,7 @@ fn row_text(run: &Run, item: Item) -> RowText {
             };
             RowText {
                 label: format!("{mark}{}", compact_node_label(&body)),
-                distinct: distinguishing_label(&body, &siblings),
+                distinct: siblings.and_then(|s| s.distinguishing_label(&body)),
                 family: family_size(run, item),
             }
         }
