@@ -328,13 +328,11 @@ fn follow_live(
     (cpu, applying, frames)
 }
 
-/// Opening `big` in parts as the explorer does (`tui::reading`): the first frame from the
-/// first part while the rest is read, and the time until the last part is in the view.
 /// The progressive open against the whole open, in alternate rounds (this machine's noise is
 /// larger than the difference): the first frame of each, and the time until the progressive
 /// view shows the screen the whole open shows.
 fn progressive_open(big: &std::path::Path, terminal: &mut Terminal<TestBackend>) {
-    const ROUNDS: usize = 5;
+    const ROUNDS: usize = 9;
     let (mut firsts, mut fulls, mut wholes) = (Vec::new(), Vec::new(), Vec::new());
     let mut events = 0;
     let mut parts = 0;
@@ -389,11 +387,14 @@ fn progressive_round(
     terminal.draw(|f| app.draw(f)).unwrap();
     let first = started.elapsed();
     let mut parts = 0;
-    for action in rest {
-        parts += 1;
-        app.update(action);
+    // As the explorer's loop does: take what has arrived, then settle and draw once.
+    while let Ok(action) = rest.recv() {
+        for action in std::iter::once(action).chain(std::iter::from_fn(|| rest.try_recv().ok())) {
+            parts += 1;
+            app.update(action);
+        }
+        app.settle();
+        terminal.draw(|f| app.draw(f)).unwrap();
     }
-    app.settle();
-    terminal.draw(|f| app.draw(f)).unwrap();
     Some((first, started.elapsed(), app_len(&app), parts))
 }
