@@ -1223,6 +1223,24 @@ fn read_in_parts_of(
     (*run, first, parts)
 }
 
+/// The explorer at 120x40 on a run's first part, `read` of `total` bytes read.
+fn reading_app(run: Run, read: u64, total: u64) -> App {
+    App::new(
+        RunView::reading(run, Rect::new(0, 0, 120, 39), read, total),
+        Keymap::default(),
+        Theme::new(true),
+        (120, 40),
+    )
+}
+
+/// Hands the view a part the reader read, as the explorer's reading thread does.
+fn hand_over(app: &mut App, path: &std::path::Path, part: mcp_cosmos::trajectory::run::Part) {
+    app.update(Action::RunRead(
+        path.to_path_buf(),
+        std::sync::Arc::new(std::sync::Mutex::new(Some(part))),
+    ));
+}
+
 fn screen(app: &mut App) -> String {
     use ratatui::{Terminal, backend::TestBackend};
     app.settle();
@@ -1239,25 +1257,13 @@ fn a_big_run_shows_its_first_screen_before_the_rest_is_read_and_the_same_screen_
     use mcp_cosmos::trajectory::run::RunPart;
     let dir = tempfile::tempdir().unwrap();
     let path = big_run(dir.path(), 7);
-    let area = Rect::new(0, 0, 120, 39);
-    let mut whole = App::on(
-        open::run(Run::open(&path).unwrap(), area),
-        Keymap::default(),
-        Theme::new(true),
-        (120, 40),
-    );
-    let today = screen(&mut whole);
+    let today = screen(&mut opened(&path, (120, 40)));
 
     let (mut run, first, parts) = read_in_parts(&path);
     let (read, total) = (first.read, first.total);
     assert!(!run.extend(first), "a big file is more than its first part");
     assert_eq!(run.len(), 500);
-    let mut app = App::new(
-        RunView::reading(run, area, read, total),
-        Keymap::default(),
-        Theme::new(true),
-        (120, 40),
-    );
+    let mut app = reading_app(run, read, total);
     let first_screen = screen(&mut app);
     let pct = read * 100 / total;
     assert!(
@@ -1274,10 +1280,7 @@ fn a_big_run_shows_its_first_screen_before_the_rest_is_read_and_the_same_screen_
         parts_after += 1;
         read_events += part.len();
         let pct = part.read * 100 / part.total;
-        app.update(Action::RunRead(
-            path.clone(),
-            std::sync::Arc::new(std::sync::Mutex::new(Some(part))),
-        ));
+        hand_over(&mut app, &path, part);
         if app.top_as::<RunView>().unwrap().is_reading() {
             // Untouched at the end of what is read, the view fills in as the reading goes.
             let meanwhile = screen(&mut app);
@@ -1322,25 +1325,13 @@ fn a_run_read_in_parts_opens_at_its_first_failed_call_as_the_whole_run_does() {
             Some((path, failed))
         })
         .unwrap();
-    let area = Rect::new(0, 0, 120, 39);
-    let mut whole = App::on(
-        open::run(Run::open(&path).unwrap(), area),
-        Keymap::default(),
-        Theme::new(true),
-        (120, 40),
-    );
-    let today = screen(&mut whole);
+    let today = screen(&mut opened(&path, (120, 40)));
     assert!(today.contains("opened at the first failed call"), "{today}");
     for (first, later, in_the_head) in [(500, 3_000, false), (failed + 1, 2, true)] {
         let (mut run, head, parts) = read_in_parts_of(&path, first, later);
         let (read, total) = (head.read, head.total);
         assert!(!run.extend(head));
-        let mut app = App::new(
-            RunView::reading(run, area, read, total),
-            Keymap::default(),
-            Theme::new(true),
-            (120, 40),
-        );
+        let mut app = reading_app(run, read, total);
         let first_screen = screen(&mut app);
         assert_eq!(
             first_screen.contains("opened at the first failed call"),
@@ -1353,10 +1344,7 @@ fn a_run_read_in_parts_opens_at_its_first_failed_call_as_the_whole_run_does() {
                 panic!("parts only")
             };
             later_parts += 1;
-            app.update(Action::RunRead(
-                path.clone(),
-                std::sync::Arc::new(std::sync::Mutex::new(Some(part))),
-            ));
+            hand_over(&mut app, &path, part);
             // Drawn between parts, as the explorer draws while it reads.
             screen(&mut app);
         }
@@ -1380,12 +1368,7 @@ fn end_while_reading_waits_for_the_end() {
     let (mut run, first, parts) = read_in_parts(&path);
     let (read, total) = (first.read, first.total);
     run.extend(first);
-    let mut app = App::new(
-        RunView::reading(run, Rect::new(0, 0, 120, 39), read, total),
-        Keymap::default(),
-        Theme::new(true),
-        (120, 40),
-    );
+    let mut app = reading_app(run, read, total);
     app.update(Action::Do(mcp_cosmos::tui::keymap::Command::StepBack));
     assert_eq!(
         app.top_as::<RunView>().unwrap().position(),
@@ -1397,10 +1380,7 @@ fn end_while_reading_waits_for_the_end() {
         panic!("a second part")
     };
     let in_two = 500 + second.len();
-    app.update(Action::RunRead(
-        path.clone(),
-        std::sync::Arc::new(std::sync::Mutex::new(Some(second))),
-    ));
+    hand_over(&mut app, &path, second);
     assert_eq!(
         app.top_as::<RunView>().unwrap().position(),
         in_two,
@@ -1408,10 +1388,7 @@ fn end_while_reading_waits_for_the_end() {
     );
     for part in parts {
         let RunPart::More(part) = part else { panic!() };
-        app.update(Action::RunRead(
-            path.clone(),
-            std::sync::Arc::new(std::sync::Mutex::new(Some(part))),
-        ));
+        hand_over(&mut app, &path, part);
     }
     assert_eq!(app.top_as::<RunView>().unwrap().position(), whole_len);
 }

@@ -122,28 +122,37 @@ impl SiblingCalls {
             return None;
         };
         let of_tool = self.tools.get(tool).filter(|t| t.calls > 1)?;
-        let map = arguments.as_object()?;
         // The node gives `key`, so another value among the calls, or a call without it, is
         // a sibling's.
-        let differing: Vec<String> = map
-            .iter()
-            .filter(|(key, _)| {
-                of_tool
-                    .arguments
-                    .get(key.as_str())
-                    .is_none_or(|v| v.varies || v.given < of_tool.calls)
-            })
-            .map(|(_, v)| match v {
-                serde_json::Value::String(s) => cut(s, 24),
-                other => cut(&other.to_string(), 24),
-            })
-            .collect();
-        if differing.is_empty() || differing.len() == map.len() {
-            return None;
-        }
-        let short_tool = tool.rsplit_once(':').map_or(tool.as_str(), |(_, t)| t);
-        Some(format!("{short_tool}(…{})", differing.join(", ")))
+        label_of_differing(tool, arguments.as_object()?, |key, _| {
+            of_tool
+                .arguments
+                .get(key)
+                .is_none_or(|v| v.varies || v.given < of_tool.calls)
+        })
     }
+}
+
+/// `tool(…v, …)` with the values of the arguments `differs` picks; `None` when it picks none
+/// of them or all.
+fn label_of_differing(
+    tool: &str,
+    arguments: &serde_json::Map<String, serde_json::Value>,
+    differs: impl Fn(&str, &serde_json::Value) -> bool,
+) -> Option<String> {
+    let differing: Vec<String> = arguments
+        .iter()
+        .filter(|(key, value)| differs(key, value))
+        .map(|(_, v)| match v {
+            serde_json::Value::String(s) => cut(s, 24),
+            other => cut(&other.to_string(), 24),
+        })
+        .collect();
+    if differing.is_empty() || differing.len() == arguments.len() {
+        return None;
+    }
+    let short_tool = tool.rsplit_once(':').map_or(tool, |(_, t)| t);
+    Some(format!("{short_tool}(…{})", differing.join(", ")))
 }
 
 /// A short `tool(k=v, …)` label.
@@ -513,23 +522,12 @@ mod tests {
                 _ => None,
             })
             .collect();
-        let map = arguments.as_object()?;
         if others.is_empty() {
             return None;
         }
-        let differing: Vec<String> = map
-            .iter()
-            .filter(|(k, v)| others.iter().any(|o| o.get(k.as_str()) != Some(v)))
-            .map(|(_, v)| match v {
-                serde_json::Value::String(s) => cut(s, 24),
-                other => cut(&other.to_string(), 24),
-            })
-            .collect();
-        if differing.is_empty() || differing.len() == map.len() {
-            return None;
-        }
-        let short_tool = tool.rsplit_once(':').map_or(tool.as_str(), |(_, t)| t);
-        Some(format!("{short_tool}(…{})", differing.join(", ")))
+        label_of_differing(tool, arguments.as_object()?, |k, v| {
+            others.iter().any(|o| o.get(k) != Some(v))
+        })
     }
 
     proptest::proptest! {
