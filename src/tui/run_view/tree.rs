@@ -580,21 +580,16 @@ fn row_text(run: &Run, item: Item, families: &mut HashMap<u32, (usize, SiblingCa
             let body = run.event(info.added_at as usize).into_owned().body;
             let siblings = info.parent.map(|parent| {
                 let children = &run.nodes()[parent as usize].children;
-                let family = families
-                    .entry(parent)
-                    .or_insert_with(|| (usize::MAX, SiblingCalls::default()));
-                // A live run's family grows: gathered again when it has.
-                if family.0 != children.len() {
-                    let mut calls = SiblingCalls::default();
-                    for &child in children {
-                        calls.add(
-                            &run.event(run.nodes()[child as usize].added_at as usize)
-                                .body,
-                        );
-                    }
-                    *family = (children.len(), calls);
+                let (gathered, calls) = families.entry(parent).or_default();
+                // A live run's family grows at its end: only the children added since are read.
+                for &child in children.get(*gathered..).unwrap_or_default() {
+                    calls.add(
+                        &run.event(run.nodes()[child as usize].added_at as usize)
+                            .body,
+                    );
                 }
-                &family.1
+                *gathered = children.len();
+                &*calls
             });
             let mark = match &body {
                 EventBody::NodeAdded {
@@ -711,6 +706,43 @@ mod tests {
         assert_eq!(drawn(&view, &run, &state, 100), before);
         view.refresh(&run, &state);
         assert_eq!(drawn(&view, &run, &state, 100), before);
+    }
+
+    /// A sibling added later (a live run) changes what tells the first one apart, and only
+    /// the new child is read to learn it.
+    #[test]
+    fn a_growing_family_relabels_its_rows_from_the_children_added_since() {
+        use crate::trajectory::event::{Action, Event};
+        let mut run = Run::new("live".into(), synthetic::header(&Spec::default()));
+        let mut seq = 0;
+        let mut add = |run: &mut Run, node: u64, parent: Option<u64>, b: &str| {
+            seq += 1;
+            run.push(Event {
+                seq,
+                t_ms: seq,
+                body: EventBody::NodeAdded {
+                    node,
+                    parent,
+                    depth: u32::from(parent.is_some()),
+                    action: parent.map(|_| Action::ToolCall {
+                        tool: "srv:t".into(),
+                        arguments: serde_json::json!({"a": "same", "b": b}),
+                    }),
+                    prior: None,
+                },
+            });
+        };
+        add(&mut run, 0, None, "");
+        add(&mut run, 1, Some(0), "one");
+        let mut families = HashMap::new();
+        assert_eq!(row_text(&run, Item::Node(1), &mut families).distinct, None);
+        add(&mut run, 2, Some(0), "two");
+        let first = row_text(&run, Item::Node(1), &mut families);
+        assert_eq!(first.distinct.as_deref(), Some("t(…one)"));
+        assert_eq!(first.family, 2);
+        let second = row_text(&run, Item::Node(2), &mut families);
+        assert_eq!(second.distinct.as_deref(), Some("t(…two)"));
+        assert_eq!(families[&0].0, 2, "both children gathered, each once");
     }
 
     #[test]
