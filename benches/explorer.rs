@@ -1,6 +1,6 @@
 //! Explorer benchmark: prints figures, asserts nothing. `cargo bench --bench explorer`
 //! (add `-- --quick` for a tenth of the data, `-- --progressive` for only the progressive
-//! open's figures). Targets beside each figure.
+//! open's figures, `-- --live` for only following a live run). Targets beside each figure.
 
 mod common;
 
@@ -30,6 +30,10 @@ fn main() {
         common::warm(&big);
         let mut terminal = Terminal::new(TestBackend::new(200, 60)).unwrap();
         progressive_open(&big, &mut terminal);
+        return;
+    }
+    if std::env::args().any(|a| a == "--live") {
+        live_feed(&big_run_file(scale), scale);
         return;
     }
     let (folder, runs) = folder_of_runs(scale);
