@@ -1005,7 +1005,7 @@ mod tests {
             }
             acc
         };
-        let mut acc = read(&path);
+        let acc = read(&path);
         // The file ends with the writer's `run_finished` (status, ending, its time), which the
         // pushed events lack: those are set aside.
         let (mut want, mut got) = (pushed.metrics(), acc.metrics());
@@ -1020,25 +1020,35 @@ mod tests {
         assert_eq!(got.fidelity, want.fidelity);
         assert_eq!(got, want);
 
-        // Rewritten between the reading and the pairing: every span now lands on other lines.
-        let mut stream = EventStream::<ReportHeader>::open_as(&path).unwrap();
-        acc = RunAccumulator::of_report(stream.header()).reading_back(path.clone());
-        let mut calls = Vec::new();
-        while let Some((event, span)) = stream.next_brief().unwrap() {
-            match event.body {
-                LeanBody::Full(ref e) if matches!(e.body, EventBody::ToolCalled { .. }) => {
-                    calls.push((event, span))
+        // Read with the calls held back, then paired after `change` has changed the file.
+        let paired_after = |change: &dyn Fn(&std::path::Path)| {
+            let mut stream = EventStream::<ReportHeader>::open_as(&path).unwrap();
+            let mut acc = RunAccumulator::of_report(stream.header()).reading_back(path.clone());
+            let mut calls = Vec::new();
+            while let Some((event, span)) = stream.next_brief().unwrap() {
+                match event.body {
+                    LeanBody::Full(ref e) if matches!(e.body, EventBody::ToolCalled { .. }) => {
+                        calls.push((event, span))
+                    }
+                    _ => acc.take_at(event, span),
                 }
-                _ => acc.take_at(event, span),
             }
-        }
+            change(&path);
+            for (event, span) in calls {
+                acc.take_at(event, span);
+            }
+            acc.metrics()
+        };
         let text = std::fs::read_to_string(&path).unwrap();
-        std::fs::write(&path, format!("{{}}\n{text}")).unwrap();
-        for (event, span) in calls {
-            acc.take_at(event, span);
-        }
-        let metrics = acc.metrics();
-        assert_eq!(metrics.fidelity, None, "no call paired with a simulation");
+        // Rewritten: every span now lands on other lines.
+        let rewritten =
+            paired_after(&|path| std::fs::write(path, format!("{{}}\n{text}")).unwrap());
+        assert_eq!(rewritten.fidelity, None, "no call paired with a simulation");
+        // Deleted: the calls count, with no simulation.
+        std::fs::write(&path, &text).unwrap();
+        let deleted = paired_after(&|path| std::fs::remove_file(path).unwrap());
+        assert_eq!(deleted.fidelity, None, "no call paired with a simulation");
+        assert_eq!(deleted.tool_calls, want.tool_calls);
     }
 
     use crate::trajectory::event::DimensionScore;
