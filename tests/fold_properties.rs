@@ -11,13 +11,7 @@ use proptest::prelude::*;
 
 fn run_of(spec: Spec) -> Run {
     let mut run = Run::new("mem".into(), synthetic::header(&spec));
-    for (i, (t, body)) in synthetic::events(&spec).into_iter().enumerate() {
-        run.push(mcp_cosmos::trajectory::event::Event {
-            seq: i as u64 + 1,
-            t_ms: t,
-            body,
-        });
-    }
+    synthetic::push_events(&mut run, &spec);
     run
 }
 

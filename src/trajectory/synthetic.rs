@@ -8,10 +8,11 @@ use anyhow::Result;
 use serde_json::json;
 
 use super::event::{
-    Action, AgentInfo, AgentKind, EventBody, Header, ModelInfo, Observation, Phase, Role,
+    Action, AgentInfo, AgentKind, Event, EventBody, Header, ModelInfo, Observation, Phase, Role,
     RunStatus, TaskInfo, ToolInfo, Verdict, WorldModelInfo,
 };
 use super::redact::Redactor;
+use super::run::Run;
 use super::writer::{Tally, Writer};
 
 /// What to generate.
@@ -328,6 +329,18 @@ fn observation(zone: &str, is_error: bool, pad: &str) -> Observation {
             text: json!({"timezone": zone, "datetime": "2026-11-29T16:00:00+09:00", "is_dst": false, "pad": pad}).to_string(),
             ..Default::default()
         }
+    }
+}
+
+/// Pushes the synthetic run's events into `run` (numbered from 1), as a live run's arrive: a
+/// run in memory, with no file.
+pub fn push_events(run: &mut Run, spec: &Spec) {
+    for (i, (t_ms, body)) in events(spec).into_iter().enumerate() {
+        run.push(Event {
+            seq: i as u64 + 1,
+            t_ms,
+            body,
+        });
     }
 }
 

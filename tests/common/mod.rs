@@ -348,13 +348,7 @@ pub fn big_run(nodes: usize) -> Run {
     let mut h = synthetic::header(&spec);
     h.started_at = Utc.with_ymd_and_hms(2026, 11, 29, 15, 0, 0).unwrap();
     let mut run = Run::new("runs/big.jsonl".into(), h);
-    for (i, (t, body)) in synthetic::events(&spec).into_iter().enumerate() {
-        run.push(Event {
-            seq: i as u64 + 1,
-            t_ms: t,
-            body,
-        });
-    }
+    synthetic::push_events(&mut run, &spec);
     run
 }
 

@@ -476,13 +476,7 @@ mod tests {
             ..Spec::default()
         };
         let mut run = Run::new("best".into(), synthetic::header(&spec));
-        for (i, (t_ms, body)) in synthetic::events(&spec).into_iter().enumerate() {
-            run.push(Event {
-                seq: i as u64 + 1,
-                t_ms,
-                body,
-            });
-        }
+        synthetic::push_events(&mut run, &spec);
         let (mut state, mut best, mut lost) = (TreeState::default(), BestQ::Known(None), 0);
         for i in 0..run.len() {
             state.apply(&run);
@@ -597,13 +591,7 @@ mod tests {
             ..Spec::default()
         };
         let mut run = Run::new("mem".into(), synthetic::header(&spec));
-        for (i, (t_ms, body)) in synthetic::events(&spec).into_iter().enumerate() {
-            run.push(Event {
-                seq: i as u64 + 1,
-                t_ms,
-                body,
-            });
-        }
+        synthetic::push_events(&mut run, &spec);
         let mut cursor = Cursor::new(&run);
         let mut charts = SeriesBuilder::default();
         cursor.advance_observing(&run, run.len(), |state| charts.observe(&run, state));
