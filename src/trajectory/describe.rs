@@ -71,13 +71,6 @@ struct ArgumentValues {
 }
 
 impl SiblingCalls {
-    /// Gathers the calls of `children` (their `node_added` bodies).
-    pub fn of<'a>(children: impl IntoIterator<Item = &'a EventBody>) -> Self {
-        let mut calls = Self::default();
-        children.into_iter().for_each(|child| calls.add(child));
-        calls
-    }
-
     /// Gathers one more child's call (its `node_added` body).
     pub fn add(&mut self, child: &EventBody) {
         let EventBody::NodeAdded {
@@ -556,7 +549,8 @@ mod tests {
                 })
                 .chain([added(Some(0), None)])
                 .collect();
-            let gathered = SiblingCalls::of(&children);
+            let mut gathered = SiblingCalls::default();
+            children.iter().for_each(|child| gathered.add(child));
             for (i, child) in children.iter().enumerate() {
                 proptest::prop_assert_eq!(
                     gathered.distinguishing_label(child),
