@@ -313,14 +313,48 @@ impl<'de> KindBody<'de> for LeanBody {
                 }
             }
             "backpropagated" => {
-                let e = read::<BackpropagatedLine<Vec<NodeId>>, _>(rest)?;
+                let e = read::<BackpropagatedLine<NodePath>, _>(rest)?;
                 LeanBody::Backpropagated {
-                    path: e.path.into_boxed_slice(),
+                    path: e.path.0,
                     value: e.value,
                 }
             }
             _ => return Err(de::Error::custom("not a lean kind")),
         })
+    }
+}
+
+/// A `backpropagated` event's path, allocated once at its length: a list decoded into a
+/// `Vec` grows and is then shrunk to a box, two trips to the allocator more per event.
+struct NodePath(Box<[NodeId]>);
+
+impl<'de> Deserialize<'de> for NodePath {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Ids;
+        impl<'de> de::Visitor<'de> for Ids {
+            type Value = Box<[NodeId]>;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a list of node ids")
+            }
+
+            fn visit_seq<A: de::SeqAccess<'de>>(self, mut ids: A) -> Result<Self::Value, A::Error> {
+                // A path is as long as the tree is deep: nearly always within the stack's room.
+                let mut near = [0; 16];
+                for (n, room) in near.iter_mut().enumerate() {
+                    match ids.next_element()? {
+                        Some(id) => *room = id,
+                        None => return Ok(near[..n].into()),
+                    }
+                }
+                let mut all = near.to_vec();
+                while let Some(id) = ids.next_element()? {
+                    all.push(id);
+                }
+                Ok(all.into_boxed_slice())
+            }
+        }
+        d.deserialize_seq(Ids).map(NodePath)
     }
 }
 

@@ -11,12 +11,12 @@
 //! without rebuilding anything, and the state at any cursor is a function of a prefix.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
+use rustc_hash::FxHashMap;
 
 use super::catalog::ToolCatalog;
 use super::event::{
@@ -88,13 +88,13 @@ pub struct Run {
     texts: Texts,
     catalog: ToolCatalog,
     nodes: Vec<NodeInfo>,
-    node_slot: HashMap<NodeId, u32>,
-    /// Per event: the arena slot it concerns (node events only), else [`NONE`].
-    event_slot: Vec<u32>,
-    /// Per event: the previous event it supersedes on the same node, else [`NONE`].
-    prev_same: Vec<u32>,
-    last_simulated: Vec<u32>,
-    last_evaluated: Vec<u32>,
+    /// Fx-hashed, as `metrics::run` keys its simulations: ids are the file's own numbers.
+    node_slot: FxHashMap<NodeId, u32>,
+    /// Per event, where it sits in the tree (one vector, not two: a big run's indices are
+    /// most of its memory, and every page of it is written once).
+    links: Vec<EventLinks>,
+    /// Per node, its latest simulation and evaluation so far.
+    latest: Vec<Latest>,
     steps: Vec<StepRef>,
     replayed: Vec<u32>,
     simulated_calls: Vec<u32>,
@@ -106,6 +106,22 @@ pub struct Run {
     rechecks: Vec<u32>,
     finishes: Vec<u32>,
     failures: Vec<u32>,
+}
+
+/// Where an event sits in the tree.
+#[derive(Debug, Clone, Copy)]
+struct EventLinks {
+    /// The arena slot it concerns (node events only), else [`NONE`].
+    slot: u32,
+    /// The previous event it supersedes on the same node, else [`NONE`].
+    prev_same: u32,
+}
+
+/// A node's latest `node_simulated` and `node_evaluated` events so far, else [`NONE`].
+#[derive(Debug, Clone, Copy)]
+struct Latest {
+    simulated: u32,
+    evaluated: u32,
 }
 
 /// Events read before [`Run::open`] judges how much room the rest of the file needs.
@@ -192,11 +208,9 @@ impl Run {
             texts: Texts::default(),
             catalog,
             nodes: Vec::new(),
-            node_slot: HashMap::new(),
-            event_slot: Vec::new(),
-            prev_same: Vec::new(),
-            last_simulated: Vec::new(),
-            last_evaluated: Vec::new(),
+            node_slot: FxHashMap::default(),
+            links: Vec::new(),
+            latest: Vec::new(),
             steps: Vec::new(),
             replayed: Vec::new(),
             simulated_calls: Vec::new(),
@@ -254,11 +268,9 @@ impl Run {
             .briefs
             .try_reserve(events)
             .and_then(|()| spans.try_reserve(events))
-            .and_then(|()| self.event_slot.try_reserve(events))
-            .and_then(|()| self.prev_same.try_reserve(events))
+            .and_then(|()| self.links.try_reserve(events))
             .and_then(|()| self.nodes.try_reserve(nodes))
-            .and_then(|()| self.last_simulated.try_reserve(nodes))
-            .and_then(|()| self.last_evaluated.try_reserve(nodes));
+            .and_then(|()| self.latest.try_reserve(nodes));
         let _ = self.node_slot.try_reserve(nodes);
     }
 
@@ -503,19 +515,21 @@ impl Run {
                     children: Vec::new(),
                 });
                 self.node_slot.insert(*node, slot);
-                self.last_simulated.push(NONE);
-                self.last_evaluated.push(NONE);
+                self.latest.push(Latest {
+                    simulated: NONE,
+                    evaluated: NONE,
+                });
             }
             LeanBody::NodeSimulated { node, .. } => {
                 if let Some(&s) = self.node_slot.get(node) {
                     slot = s;
-                    prev = std::mem::replace(&mut self.last_simulated[s as usize], idx);
+                    prev = std::mem::replace(&mut self.latest[s as usize].simulated, idx);
                 }
             }
             LeanBody::NodeEvaluated { node, .. } => {
                 if let Some(&s) = self.node_slot.get(node) {
                     slot = s;
-                    prev = std::mem::replace(&mut self.last_evaluated[s as usize], idx);
+                    prev = std::mem::replace(&mut self.latest[s as usize].evaluated, idx);
                 }
             }
             LeanBody::Phase(phase) => self.phases.push((idx, *phase, brief.t_ms)),
@@ -530,7 +544,7 @@ impl Run {
                 } => {
                     let node_slot = node.and_then(|n| self.node_slot.get(&n).copied());
                     let simulated = node_slot
-                        .map(|s| self.last_simulated[s as usize])
+                        .map(|s| self.latest[s as usize].simulated)
                         .filter(|&e| e != NONE);
                     self.steps.push(StepRef {
                         event: idx,
@@ -555,19 +569,21 @@ impl Run {
         if brief.is_failure() {
             self.failures.push(idx);
         }
-        self.event_slot.push(slot);
-        self.prev_same.push(prev);
+        self.links.push(EventLinks {
+            slot,
+            prev_same: prev,
+        });
         self.briefs.push(brief);
     }
 
     /// The arena slot an event concerns ([`NONE`] if none).
     pub(crate) fn event_slot(&self, event: usize) -> u32 {
-        self.event_slot[event]
+        self.links[event].slot
     }
 
     /// The event an event supersedes on the same node ([`NONE`] if none).
     pub(crate) fn prev_same(&self, event: usize) -> u32 {
-        self.prev_same[event]
+        self.links[event].prev_same
     }
 
     /// The arena slot of a node id.
