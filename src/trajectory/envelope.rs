@@ -130,9 +130,10 @@ impl<'a> Front<'a> {
             rest.push('{');
             rest.push_str(tail.strip_prefix(',').unwrap_or(tail));
             let mut de = serde_json::Deserializer::from_str(rest);
-            let body = serde::Deserializer::deserialize_map(&mut de, BodyOf(self.kind, PhantomData))
-                .ok()
-                .filter(|_| de.end().is_ok());
+            let body =
+                serde::Deserializer::deserialize_map(&mut de, BodyOf(self.kind, PhantomData))
+                    .ok()
+                    .filter(|_| de.end().is_ok());
             // A rare huge line leaves no huge buffer behind.
             if rest.capacity() > KEPT_REST_BYTES {
                 *rest = String::new();
@@ -150,7 +151,11 @@ const KEPT_REST_BYTES: usize = 1 << 16;
 fn integer(bytes: &[u8], at: &mut usize) -> Option<u64> {
     let start = *at;
     let mut value: u64 = 0;
-    while let Some(digit) = bytes.get(*at).map(|b| b.wrapping_sub(b'0')).filter(|&d| d <= 9) {
+    while let Some(digit) = bytes
+        .get(*at)
+        .map(|b| b.wrapping_sub(b'0'))
+        .filter(|&d| d <= 9)
+    {
         // (Wraps only past 19 digits, which are refused below.)
         value = value.wrapping_mul(10).wrapping_add(u64::from(digit));
         *at += 1;
@@ -300,7 +305,10 @@ mod tests {
     #[test]
     fn the_envelope_read_by_hand_is_the_one_serde_reads() {
         for line in WRITTEN {
-            assert!(read_both_ways(line), "the writer's spelling is read by hand: {line}");
+            assert!(
+                read_both_ways(line),
+                "the writer's spelling is read by hand: {line}"
+            );
             assert!(parse_with::<EventBody>(line).is_some(), "{line}");
         }
         // Other spellings of an envelope, and broken ones: serde's to read or refuse.

@@ -4,7 +4,7 @@
 //! this pane keeps its own list of visible rows, rebuilt in `update` only when the visible
 //! node count or the open set changes, and draws just the rows on screen.
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -37,16 +37,17 @@ struct Row {
     depth: u16,
 }
 
-/// State of the tree pane.
+/// State of the tree pane. Its maps are keyed by arena slots and event indices, this
+/// program's own small numbers, so they are Fx-hashed: a refresh looks up every visible row.
 #[derive(Debug, Clone, Default)]
 pub struct TreeView {
-    open: HashSet<u32>,
+    open: FxHashSet<u32>,
     rows: Vec<Row>,
     built_for: Option<(usize, usize, u64)>,
     open_version: u64,
     /// The selected row and the scroll.
     pub selection: Selection,
-    plan: HashSet<u32>,
+    plan: FxHashSet<u32>,
     /// Why the ★ plan, in one line, with the plan event and node count it was made for.
     plan_reason: Option<(u32, usize, String)>,
     /// What the latest search's iterations did (for the pane's bottom title).
@@ -55,12 +56,12 @@ pub struct TreeView {
     touched: Option<Item>,
     /// Row texts read from the file at refresh (a node's or step's event never changes), so
     /// drawing reads nothing.
-    texts: HashMap<Item, RowText>,
+    texts: FxHashMap<Item, RowText>,
     /// What each parent's children call (by the parent's slot), with how many children it
     /// was gathered from: read once for all the rows of a family, however large.
-    families: HashMap<u32, (usize, SiblingCalls)>,
+    families: FxHashMap<u32, (usize, SiblingCalls)>,
     /// Whether a `node_simulated` event (by index) predicted an error.
-    predicted_error: HashMap<u32, bool>,
+    predicted_error: FxHashMap<u32, bool>,
 }
 
 /// A row's words, read once from its event.
@@ -556,7 +557,11 @@ pub(super) fn destructive_mark(run: &Run, tool: &str) -> &'static str {
 
 /// A row's words, from its event (read from the file); `families` keeps what each parent's
 /// children call, gathered the first time one of them is labelled.
-fn row_text(run: &Run, item: Item, families: &mut HashMap<u32, (usize, SiblingCalls)>) -> RowText {
+fn row_text(
+    run: &Run,
+    item: Item,
+    families: &mut FxHashMap<u32, (usize, SiblingCalls)>,
+) -> RowText {
     match item {
         Item::Step(step) => RowText {
             label: match &run.event(run.steps()[step].event as usize).body {
@@ -734,7 +739,7 @@ mod tests {
         };
         add(&mut run, 0, None, "");
         add(&mut run, 1, Some(0), "one");
-        let mut families = HashMap::new();
+        let mut families = FxHashMap::default();
         assert_eq!(row_text(&run, Item::Node(1), &mut families).distinct, None);
         add(&mut run, 2, Some(0), "two");
         let first = row_text(&run, Item::Node(1), &mut families);
