@@ -391,19 +391,20 @@ impl ParsedLine {
 pub enum LeanLine {
     /// Read lean.
     Lean(LeanEvent),
-    /// Read in full, or why it is bad.
-    Other(ParsedLine),
+    /// Read in full, or why it is bad. Boxed: nearly every line of a big run is lean, and a
+    /// batch of decoded lines in flight between threads is a vector of these.
+    Other(Box<ParsedLine>),
 }
 
 impl LeanLine {
     /// Decodes one line; depends on nothing else, so lines can be decoded on any thread.
     pub fn of(bytes: &[u8]) -> Self {
         let Some(text) = utf8(bytes) else {
-            return LeanLine::Other(ParsedLine::of(bytes));
+            return LeanLine::Other(Box::new(ParsedLine::of(bytes)));
         };
         match super::lean::parse(text) {
             Some(event) => LeanLine::Lean(event),
-            None => LeanLine::Other(ParsedLine::of_text(text)),
+            None => LeanLine::Other(Box::new(ParsedLine::of_text(text))),
         }
     }
 }
@@ -504,7 +505,7 @@ impl LineChecks {
                 self.in_sequence(line_no, event.seq, event.is_judgement())
                     .then_some(event)
             }
-            LeanLine::Other(line) => self.check(line_no, line, terminated).map(LeanEvent::of),
+            LeanLine::Other(line) => self.check(line_no, *line, terminated).map(LeanEvent::of),
         }
     }
 
@@ -840,7 +841,6 @@ enum BatchLine {
 }
 
 /// A batch's lines decoded, in order.
-#[allow(clippy::large_enum_variant)] // as `ParsedLine`
 enum Parsed {
     Line(u64, LineSpan, LeanLine, bool),
     TooLong(u64, u64),
