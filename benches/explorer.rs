@@ -13,7 +13,7 @@ use crossterm::event::{KeyCode, KeyEvent};
 use mcp_cosmos::trajectory::event::Event;
 use mcp_cosmos::trajectory::listing::list_runs;
 use mcp_cosmos::trajectory::run::Run;
-use mcp_cosmos::tui::action::Action;
+use mcp_cosmos::tui::action::{Action, LiveSource};
 use mcp_cosmos::tui::app::App;
 use mcp_cosmos::tui::browser::Browser;
 use mcp_cosmos::tui::keymap::{Command, Keymap};
@@ -316,7 +316,7 @@ fn follow_live(
         // timed around each event cost about as much as applying it.
         let started = thread_cpu();
         for e in std::iter::once(first).chain(std::iter::from_fn(|| rx.try_recv().ok())) {
-            app.update(Action::LiveEvent(Box::new(e)));
+            app.update(Action::LiveEvent(LiveSource::Followed, Box::new(e)));
             applied += 1;
         }
         let changed = app.take_changed();

@@ -11,7 +11,7 @@ use crossterm::event::{
 use mcp_cosmos::trajectory::event::{Event, EventBody};
 use mcp_cosmos::trajectory::listing::RunSummary;
 use mcp_cosmos::trajectory::run::Run;
-use mcp_cosmos::tui::action::Action;
+use mcp_cosmos::tui::action::{Action, LiveSource};
 use mcp_cosmos::tui::app::App;
 use mcp_cosmos::tui::browser::Browser;
 use mcp_cosmos::tui::compare::CompareView;
@@ -389,7 +389,7 @@ fn live_run_grows_follows_pauses_asks_before_leaving_and_stops() {
             // Pause following: later events arrive but the cursor stays.
             send(&mut app, KeyCode::Char(' '));
         }
-        app.update(Action::LiveEvent(Box::new(event)));
+        app.update(Action::LiveEvent(LiveSource::Followed, Box::new(event)));
         // The loop settles the views once per frame; here, a frame per event.
         app.settle();
         nodes_seen.push(view(&app).tree.len());
@@ -434,7 +434,7 @@ fn live_run_grows_follows_pauses_asks_before_leaving_and_stops() {
     assert!(stop_rx.try_recv().is_ok(), "the stop key reaches the agent");
 
     // The run writes its end: the status says so, and q no longer asks.
-    app.update(Action::LiveEvent(Box::new(finished)));
+    app.update(Action::LiveEvent(LiveSource::Followed, Box::new(finished)));
     app.settle();
     assert!(
         status(&app).contains("finished (completed)"),
@@ -460,7 +460,7 @@ fn a_live_react_run_shows_its_newest_step() {
     let mut last_step = None;
     for event in source.all_events().clone() {
         let is_call = matches!(event.body, EventBody::ToolCalled { .. });
-        app.update(Action::LiveEvent(Box::new(event)));
+        app.update(Action::LiveEvent(LiveSource::Followed, Box::new(event)));
         app.settle();
         if is_call {
             let steps = view(&app).run.steps().len();
@@ -474,6 +474,36 @@ fn a_live_react_run_shows_its_newest_step() {
 }
 
 #[test]
+fn a_live_view_takes_only_its_own_runs_events() {
+    let source = common::plan_fails_run();
+    let events = source.all_events();
+    let empty = || Run::new("live".into(), source.header.clone());
+    let area = Rect::new(0, 0, 200, 39);
+    let (stop, _stopped) = std::sync::mpsc::channel();
+    let followed = RunView::live(empty(), area, None);
+    let fork = RunView::fork(empty(), area, stop, 7);
+    for (opened, own, other) in [
+        (followed, LiveSource::Followed, LiveSource::Fork(7)),
+        (fork, LiveSource::Fork(7), LiveSource::Followed),
+    ] {
+        let mut app = App::new(opened, Keymap::default(), Theme::new(true), (200, 40));
+        // Another run's events and its loss of following are not this view's.
+        app.update(Action::LiveEvent(other, Box::new(events[0].clone())));
+        app.update(Action::LiveEvent(
+            LiveSource::Fork(8),
+            Box::new(events[0].clone()),
+        ));
+        app.update(Action::FollowLost(other, "another run's file went".into()));
+        app.settle();
+        assert_eq!(view(&app).run.len(), 0, "{own:?}");
+        assert!(status(&app).contains("LIVE"), "{own:?}: {}", status(&app));
+        app.update(Action::LiveEvent(own, Box::new(events[0].clone())));
+        app.settle();
+        assert_eq!(view(&app).run.len(), 1, "{own:?}");
+    }
+}
+
+#[test]
 fn a_followed_file_that_is_replaced_stops_saying_live_and_says_why() {
     let source = common::plan_fails_run();
     let live = RunView::live(
@@ -482,10 +512,14 @@ fn a_followed_file_that_is_replaced_stops_saying_live_and_says_why() {
         None,
     );
     let mut app = App::new(live, Keymap::default(), Theme::new(true), (200, 40));
-    app.update(Action::LiveEvent(Box::new(source.all_events()[0].clone())));
+    app.update(Action::LiveEvent(
+        LiveSource::Followed,
+        Box::new(source.all_events()[0].clone()),
+    ));
     app.settle();
     assert!(status(&app).contains("LIVE"), "{}", status(&app));
     app.update(Action::FollowLost(
+        LiveSource::Followed,
         "runs/x.jsonl was replaced by another file while followed; following stopped".into(),
     ));
     app.settle();
@@ -1139,23 +1173,29 @@ fn a_live_calls_progress_shows_in_the_run_view_while_it_runs() {
     let mut seq = 0;
     for event in &events[..first_call] {
         seq = event.seq;
-        app.update(Action::LiveEvent(Box::new(event.clone())));
+        app.update(Action::LiveEvent(
+            LiveSource::Followed,
+            Box::new(event.clone()),
+        ));
     }
     let tool = match &events[first_call].body {
         EventBody::ToolCalled { tool, .. } => tool.clone(),
         _ => unreachable!(),
     };
-    app.update(Action::LiveEvent(Box::new(Event {
-        seq: seq + 1,
-        t_ms: events[first_call].t_ms,
-        body: EventBody::CallProgress {
-            step: 1,
-            tool,
-            progress: 3.0,
-            total: Some(4.0),
-            message: Some("Step 3 of 4".into()),
-        },
-    })));
+    app.update(Action::LiveEvent(
+        LiveSource::Followed,
+        Box::new(Event {
+            seq: seq + 1,
+            t_ms: events[first_call].t_ms,
+            body: EventBody::CallProgress {
+                step: 1,
+                tool,
+                progress: 3.0,
+                total: Some(4.0),
+                message: Some("Step 3 of 4".into()),
+            },
+        }),
+    ));
     app.settle();
     let mut terminal = ratatui::Terminal::new(ratatui::backend::TestBackend::new(120, 40)).unwrap();
     terminal.draw(|f| app.draw(f)).unwrap();

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use mcp_cosmos::trajectory::event::AgentKind;
 use mcp_cosmos::trajectory::run::Run;
-use mcp_cosmos::tui::action::Action;
+use mcp_cosmos::tui::action::{Action, LiveSource};
 use mcp_cosmos::tui::app::App;
 use mcp_cosmos::tui::browser::Browser;
 use mcp_cosmos::tui::compare::CompareView;
@@ -1231,7 +1231,7 @@ fn a_live_run_mid_way() {
             .take(source.len() * 3 / 4)
             .cloned()
         {
-            app.update(Action::LiveEvent(Box::new(event)));
+            app.update(Action::LiveEvent(LiveSource::Followed, Box::new(event)));
         }
         let screen = render(&mut app);
         assert!(screen.contains("LIVE"), "{screen}");

@@ -534,7 +534,10 @@ fn run_live(
                 if headless.load(Ordering::Acquire) {
                     progress_line(&event);
                 } else if ui_tx
-                    .send(crate::tui::action::Action::LiveEvent(Box::new(event)))
+                    .send(crate::tui::action::Action::LiveEvent(
+                        crate::tui::action::LiveSource::Followed,
+                        Box::new(event),
+                    ))
                     .is_err()
                 {
                     // The explorer is gone (it panicked, or left): print from here on.

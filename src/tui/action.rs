@@ -13,6 +13,17 @@ use crate::trajectory::run::Run;
 /// (the person went back, or asked again) is dropped.
 pub type RequestId = u64;
 
+/// Whose live events an action carries: the run the explorer was started to follow (the
+/// agent `cosmos run` drives, or a file still being written), or a fork the explorer started
+/// (by its request). Each live view takes only its own run's events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LiveSource {
+    /// The run the explorer was started on.
+    Followed,
+    /// The fork started by this request.
+    Fork(RequestId),
+}
+
 /// Everything that can change the explorer's state.
 #[derive(Debug)]
 pub enum Action {
@@ -46,11 +57,11 @@ pub enum Action {
     ),
     /// Totals (and the ending) computed again with today's metrics, by file (`Work::Recount`).
     Recounted(RequestId, Vec<crate::trajectory::listing::Recount>),
-    /// A live run produced an event.
-    LiveEvent(Box<Event>),
+    /// A live run produced an event: which run says which view takes it.
+    LiveEvent(LiveSource, Box<Event>),
     /// Following a growing file stopped: it shrank, was replaced or renamed, or cannot be
     /// read (why, in words).
-    FollowLost(String),
+    FollowLost(LiveSource, String),
     /// A probe finished: the event appended to the run, or why not.
     Probed(RequestId, Box<anyhow::Result<Event>>),
     /// A background find's hits in a run's file: the words, the events searched, the hits.

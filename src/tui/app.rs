@@ -280,8 +280,8 @@ impl App {
                 self.changed = true;
                 self.broadcast(&action);
             }
-            Action::LiveEvent(_)
-            | Action::FollowLost(_)
+            Action::LiveEvent(..)
+            | Action::FollowLost(..)
             | Action::Sweep(_)
             | Action::RunRead(..) => {
                 self.changed = true;
@@ -530,7 +530,7 @@ impl App {
                 // The fork's view can stop it (`x`, or leaving with it still going).
                 let (stop, stopped) = std::sync::mpsc::channel();
                 super::fork_work::watch_stop(id, stopped);
-                let opened = self.push(Box::new(RunView::live(run, self.body_area(), Some(stop))));
+                let opened = self.push(Box::new(RunView::fork(run, self.body_area(), stop, id)));
                 *view = Some(opened);
                 self.pending.push(pending);
             }

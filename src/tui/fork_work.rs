@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow};
 
-use super::action::{Action, RequestId};
+use super::action::{Action, LiveSource, RequestId};
 use super::fork_spec::ForkWork;
 use crate::trajectory::tail::Tail;
 
@@ -146,9 +146,9 @@ fn follow(id: RequestId, mut child: Child, path: &Path, log: &Path, send: &mut d
         match tail.poll() {
             Ok(events) => events
                 .into_iter()
-                .for_each(|e| send(Action::LiveEvent(Box::new(e)))),
+                .for_each(|e| send(Action::LiveEvent(LiveSource::Fork(id), Box::new(e)))),
             Err(e) => {
-                send(Action::FollowLost(format!("{e:#}")));
+                send(Action::FollowLost(LiveSource::Fork(id), format!("{e:#}")));
                 break;
             }
         }
@@ -160,13 +160,16 @@ fn follow(id: RequestId, mut child: Child, path: &Path, log: &Path, send: &mut d
             if let Ok(events) = tail.poll() {
                 events
                     .into_iter()
-                    .for_each(|e| send(Action::LiveEvent(Box::new(e))));
+                    .for_each(|e| send(Action::LiveEvent(LiveSource::Fork(id), Box::new(e))));
             }
             if !tail.finished() {
-                send(Action::FollowLost(format!(
-                    "the fork ended without finishing its run: {}",
-                    last_lines(log)
-                )));
+                send(Action::FollowLost(
+                    LiveSource::Fork(id),
+                    format!(
+                        "the fork ended without finishing its run: {}",
+                        last_lines(log)
+                    ),
+                ));
             }
             break;
         }

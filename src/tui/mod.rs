@@ -40,7 +40,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
-use self::action::Action;
+use self::action::{Action, LiveSource};
 use self::app::App;
 use self::browser::Browser;
 use self::keymap::Keymap;
@@ -152,14 +152,17 @@ fn follow(mut tail: Tail, events: Sender<Action>) {
         match tail.poll() {
             Ok(new) => {
                 for event in new {
-                    if events.send(Action::LiveEvent(Box::new(event))).is_err() {
+                    if events
+                        .send(Action::LiveEvent(LiveSource::Followed, Box::new(event)))
+                        .is_err()
+                    {
                         return;
                     }
                 }
             }
             Err(e) => {
                 tracing::warn!("following stopped: {e:#}");
-                let _ = events.send(Action::FollowLost(format!("{e:#}")));
+                let _ = events.send(Action::FollowLost(LiveSource::Followed, format!("{e:#}")));
                 return;
             }
         }

@@ -30,7 +30,7 @@ use self::observation::ObservationView;
 use self::playback::Playback;
 use self::search::Search;
 use self::tree::{Item, TreeView};
-use super::action::Action;
+use super::action::{Action, LiveSource, RequestId};
 use super::confirm::ConfirmCall;
 use super::feed::SweepNews;
 use super::keymap::{Command, Mode};
@@ -117,6 +117,8 @@ pub struct Live {
     pub lost: Option<String>,
     /// The sweep cell whose run this is, when a sweep feeds it (its news carries the events).
     pub cell: Option<usize>,
+    /// Whose `LiveEvent`s are this run's.
+    pub source: LiveSource,
 }
 
 /// State of the run view.
@@ -349,7 +351,17 @@ impl RunView {
             following: true,
             lost: None,
             cell: None,
+            source: LiveSource::Followed,
         });
+        view
+    }
+
+    /// A view of a fork the explorer started by request `id`, while it runs.
+    pub fn fork(run: Run, area: Rect, stop: Sender<()>, id: RequestId) -> Self {
+        let mut view = Self::live(run, area, Some(stop));
+        if let Some(live) = &mut view.live {
+            live.source = LiveSource::Fork(id);
+        }
         view
     }
 
@@ -888,7 +900,9 @@ impl View for RunView {
         };
         match feed {
             // A finished run takes no more news (a fork started from it has its own view).
-            Action::LiveEvent(_) | Action::FollowLost(_) => live.cell.is_none() && !self.finished(),
+            Action::LiveEvent(source, _) | Action::FollowLost(source, _) => {
+                live.cell.is_none() && live.source == *source && !self.finished()
+            }
             Action::Sweep(news) => match &**news {
                 SweepNews::Event { cell, .. } => live.cell == Some(*cell) && !self.finished(),
                 _ => false,
@@ -927,7 +941,7 @@ impl View for RunView {
                 }
                 return Handled::Consumed;
             }
-            Action::LiveEvent(e) => {
+            Action::LiveEvent(_, e) => {
                 self.push((**e).clone());
                 return Handled::Consumed;
             }
@@ -955,7 +969,7 @@ impl View for RunView {
             }
             _ => {}
         }
-        if let Action::FollowLost(why) = action {
+        if let Action::FollowLost(_, why) = action {
             if let Some(live) = self.live.as_mut() {
                 live.lost = Some(why.clone());
             }
