@@ -342,6 +342,19 @@ mod tests {
         }
     }
 
+    #[test]
+    fn a_line_longer_than_the_kept_buffer_reads_as_serde_reads_it_and_so_does_the_next() {
+        let long = format!(
+            r#"{{"seq":1,"t_ms":2,"kind":"answer","text":"{}"}}"#,
+            "x".repeat(KEPT_REST_BYTES * 2)
+        );
+        assert!(read_both_ways(&long));
+        assert!(parse_with::<EventBody>(&long).is_some());
+        for line in WRITTEN {
+            assert!(read_both_ways(line), "{line}");
+        }
+    }
+
     proptest::proptest! {
         /// Any edit near the envelope of a written line reads the same by hand as by serde.
         #[test]
