@@ -8,7 +8,10 @@
 //! from. The simulations are written as a trajectory of their own (agent kind `wm_eval`: each
 //! recorded call copied as `tool_called` with its origin, each simulation a `call_simulated`
 //! of that step, each failure an `error` from `world_model`), so `validate`, `replay` and
-//! `report` read it; the leaderboard (`metrics::leaderboard`) is printed.
+//! `report` read it; the leaderboard (`metrics::leaderboard`) is the written file's, read back
+//! by [`filed::Filed`] as the explorer reads it, and printed.
+
+pub mod filed;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -20,8 +23,7 @@ use serde_json::{Value, json};
 
 use crate::agent::usage_event;
 use crate::config::Config;
-use crate::metrics::fidelity;
-use crate::metrics::leaderboard::{self, CallResult, Leaderboard, Outcome};
+use crate::metrics::leaderboard::Leaderboard;
 use crate::metrics::run::RunAccumulator;
 use crate::trajectory::event::{
     AgentInfo, AgentKind, EventBody, Header, ModelInfo, Observation, Origin, RunStatus, TaskInfo,
@@ -29,10 +31,12 @@ use crate::trajectory::event::{
 };
 use crate::trajectory::reader::{EventStream, collect_files};
 use crate::trajectory::redact::Redactor;
+use crate::trajectory::run::Run;
 use crate::trajectory::writer::Writer;
 use crate::world_model::cached::CachedWorldModel;
 use crate::world_model::named::{self, Built, BuiltInOptions};
 use crate::world_model::{HistoryStep, SimFailure, SimRequest, Simulation};
+use filed::Filed;
 
 /// One real call as it was recorded, with the context it was made in.
 #[derive(Debug, Clone)]
@@ -370,7 +374,6 @@ pub async fn evaluate(
     let mut pending = futures::stream::iter(jobs).buffer_unordered(spec.concurrency.max(1));
     // Each simulation is written as it completes; a call's copy goes first, at its first one.
     let mut copied = vec![false; calls.len()];
-    let mut outcomes: Vec<Vec<Option<Outcome>>> = vec![vec![None; names.len()]; calls.len()];
     let mut sims: Vec<(usize, usize, Result<Simulation, SimFailure>)> = Vec::new();
     let mut interrupted = false;
     loop {
@@ -393,15 +396,13 @@ pub async fn evaluate(
             copied[c] = true;
             writer.write(at, copy_of(call, step))?;
         }
-        let outcome = write_simulation(
+        write_simulation(
             &mut writer,
             (at, step),
             names[w].as_str(),
-            call,
             &result,
             from_before,
         )?;
-        outcomes[c][w] = Some(outcome);
         sims.push((c, w, result));
     }
     drop(pending);
@@ -412,8 +413,7 @@ pub async fn evaluate(
         Decisions::default()
     };
     let last_t = start.elapsed().as_millis() as u64;
-    let mut table = Vec::with_capacity(calls.len());
-    for (c, call) in calls.iter().enumerate() {
+    for c in 0..calls.len() {
         let step = c as u64 + 1;
         for (given, decision, llm_event) in decisions.of_call(c, &names) {
             writer.write(last_t, llm_event)?;
@@ -428,37 +428,13 @@ pub async fn evaluate(
                 )?;
             }
         }
-        // The leaderboard holds the calls every world model got to.
-        let Some(mut row) = outcomes[c]
-            .iter()
-            .copied()
-            .collect::<Option<Vec<Outcome>>>()
-        else {
-            continue;
-        };
-        for (w, outcome) in row.iter_mut().enumerate() {
-            if let Outcome::Simulated { same_decision, .. } = outcome {
-                *same_decision = decisions.same(c, w);
-            }
-        }
-        table.push(CallResult {
-            tool: call.tool.name.clone(),
-            source: call.run.display().to_string(),
-            real_error: call.real.is_error,
-            outcomes: row,
-        });
     }
-    let board = leaderboard::leaderboard(&names, &table);
-    let leader = board
-        .world_models
-        .iter()
-        .filter_map(|w| w.fidelity.map(|f| (w, f.mean)))
-        .reduce(|a, b| if b.1 > a.1 { b } else { a })
-        .map(|(w, fidelity)| crate::trajectory::event::Leader {
-            world_model: w.name.clone(),
-            fidelity,
-            of: names.len() as u32,
-        });
+    // The leaderboard is the written file's, read back as the explorer reads it: what is
+    // printed, recorded as the leader and drawn is one record (redaction and caps included).
+    let board =
+        Filed::read(&Run::open(&path).with_context(|| format!("reading back {}", path.display()))?)
+            .leaderboard();
+    let leader = filed::leader_of(&board);
     writer.write(
         start.elapsed().as_millis() as u64,
         EventBody::RunFinished {
@@ -501,17 +477,16 @@ fn copy_of(call: &RecordedCall, step: u64) -> EventBody {
     }
 }
 
-/// Writes what world model `name` did with `call` at `(time, step)` (its LLM usage first,
-/// unless the simulation was `reused` from an earlier file, where its cost was recorded), and
-/// scores it.
+/// Writes what world model `name` did with the call of `step` at time `at` (its LLM usage
+/// first, unless the simulation was `reused` from an earlier file, where its cost was
+/// recorded). It is scored when the file is read back ([`Filed`]).
 fn write_simulation(
     writer: &mut Writer,
     (at, step): (u64, u64),
     name: &str,
-    call: &RecordedCall,
     result: &Result<Simulation, SimFailure>,
     reused: bool,
-) -> Result<Outcome> {
+) -> Result<()> {
     match result {
         Ok(sim) => {
             if let Some(usage) = sim.llm.as_ref().filter(|_| !reused) {
@@ -533,12 +508,7 @@ fn write_simulation(
                     arguments: None,
                 },
             )?;
-            Ok(Outcome::Simulated {
-                fidelity: fidelity::compare(&sim.observation, &call.real),
-                predicted_error: sim.observation.is_error,
-                tokens,
-                same_decision: None,
-            })
+            Ok(())
         }
         Err(failure) => {
             if let Some(usage) = &failure.llm {
@@ -551,9 +521,10 @@ fn write_simulation(
                     name: Some(name.to_string()),
                     message: format!("step {step}: {}", failure.message),
                     stderr_tail: None,
+                    step: Some(step),
                 },
             )?;
-            Ok(Outcome::Failed)
+            Ok(())
         }
     }
 }
@@ -570,13 +541,6 @@ struct Decisions {
 type Given = (usize, Option<usize>);
 
 impl Decisions {
-    /// True when the planner decided the same given `w`'s simulation as given the real result.
-    fn same(&self, call: usize, w: usize) -> Option<bool> {
-        let real = self.by.get(&(call, None))?.0.as_ref()?;
-        let simulated = self.by.get(&(call, Some(w)))?.0.as_ref()?;
-        Some(real == simulated)
-    }
-
     /// A call's decisions, the real result's first: (given, decision, llm_call event).
     fn of_call(&self, call: usize, names: &[String]) -> Vec<(String, Option<String>, EventBody)> {
         std::iter::once(None)

@@ -38,6 +38,7 @@ fn concurrent_appends_never_repeat_a_seq() {
                                 name: None,
                                 message: format!("writer {w} line {i}"),
                                 stderr_tail: None,
+                                step: None,
                             },
                         )
                         .unwrap();

@@ -134,7 +134,7 @@ fn the_sample_wm_eval_opens_in_the_world_model_view() {
         .find(|p| p.to_string_lossy().contains("_wm-eval_"))
         .expect("sample_runs holds a wm-eval file");
     let t = Tmux::start(&["replay", file.to_str().unwrap()], 200, 50);
-    t.wait_for_all(&["World models", "memory", "qwen-1.5b", "by disagreement"]);
+    t.wait_for_all(&["World models", "memory", "qwen-1.5b", "nobody right first"]);
     t.keys(&["s"]);
     t.wait_for("by step");
     t.keys(&["Enter"]);

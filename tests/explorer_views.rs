@@ -1423,6 +1423,7 @@ fn wm_eval_run() -> Run {
                 name: Some("memory".into()),
                 message: "step 2: memory world model: no recorded call".into(),
                 stderr_tail: None,
+                step: None,
             },
             simulated(2, "qwen", obs("<the tool's text result>", false)),
         ],

@@ -81,6 +81,7 @@ fn react_with_everything() -> Run {
             name: None,
             message: "step limit of 4 reached".into(),
             stderr_tail: None,
+            step: None,
         },
         EventBody::Phase {
             phase: Phase::Answer,

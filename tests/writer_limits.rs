@@ -90,6 +90,7 @@ fn bodies(shape: u8, size: usize) -> Vec<EventBody> {
             name: None,
             message: text.clone(),
             stderr_tail: Some(text.clone()),
+            step: None,
         },
         EventBody::Answer { text },
     ]

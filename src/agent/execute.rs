@@ -82,6 +82,7 @@ pub async fn call(
                     name: None,
                     message: why.clone(),
                     stderr_tail: None,
+                    step: None,
                 })?;
                 return Ok(Err(End::failed(why)));
             }
@@ -196,6 +197,7 @@ async fn simulate_miss(
                 name: Some(world_model.name()),
                 message: message.clone(),
                 stderr_tail: None,
+                step: None,
             })?;
             Ok(Err(End::failed(format!(
                 "the world model could not answer step {step}, a call the recording does not hold: {message}"

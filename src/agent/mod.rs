@@ -320,6 +320,7 @@ impl Env {
             name: None,
             message,
             stderr_tail: None,
+            step: None,
         })
     }
 }

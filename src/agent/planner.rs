@@ -149,6 +149,7 @@ impl Reply {
                       with the flat schema (tool names only) from here on"
                 .into(),
             stderr_tail: None,
+            step: None,
         })
     }
 }

@@ -64,6 +64,7 @@ impl Recorder {
                 name: None,
                 message,
                 stderr_tail: None,
+                step: None,
             })?;
         }
         Ok(event)

@@ -200,6 +200,7 @@ pub async fn rehearse(
                         name: Some(env.world_model_name()),
                         message,
                         stderr_tail: None,
+                        step: None,
                     });
                     return evaluated(settings, Verdict::NotSimulated, None, None, events);
                 }

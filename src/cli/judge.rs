@@ -266,6 +266,7 @@ impl Judge {
                         name: Some("judge".into()),
                         message: e.clone(),
                         stderr_tail: None,
+                        step: None,
                     },
                 )?;
                 bail!("not judged: {e}")

@@ -59,6 +59,7 @@ impl ServerFailure {
             name: Some(self.name.clone()),
             message: self.message.clone(),
             stderr_tail: self.stderr_tail.clone(),
+            step: None,
         }
     }
 }

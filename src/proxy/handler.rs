@@ -161,6 +161,7 @@ impl ProxyHandler {
             name: Some(server.name.clone()),
             message,
             stderr_tail,
+            step: None,
         }));
     }
 

@@ -329,6 +329,7 @@ impl Session {
                                 "no prediction of node {node}: the session ended before it came"
                             ),
                             stderr_tail: None,
+                            step: None,
                         })
                     })
                     .and_then(|()| state.real(*waiting));

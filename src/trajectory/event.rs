@@ -1276,6 +1276,10 @@ pub enum EventBody {
         /// The last lines the failing process wrote to stderr.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         stderr_tail: Option<String>,
+        /// The step the failure belongs to, where it belongs to one (a wm-eval file's world
+        /// model that could not simulate the call of that step). Absent in older files.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        step: Option<u64>,
     },
     /// The run ended.
     RunFinished {

@@ -472,6 +472,7 @@ impl Run {
                     brief.seq
                 ),
                 stderr_tail: None,
+                step: None,
             },
         })
     }

@@ -364,7 +364,7 @@ pub const COMMANDS: &[(Command, Mode, &[&str], &str)] = &[
         Command::SortNext,
         Mode::Compare,
         &["s"],
-        "wm-eval: by disagreement / by step",
+        "wm-eval: calls nobody got right first / by step",
     ),
     (
         Command::Open,

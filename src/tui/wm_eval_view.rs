@@ -1,7 +1,7 @@
 //! The world-model view: a `cosmos wm-eval` file opened. The leaderboard and the pairs on top;
 //! below, one row per recorded call with the real result's head and, per world model, its
 //! score and what it got wrong (the first differing JSON leaf, or the head of its text). `s`
-//! sorts by disagreement (the calls the world models disagree on most first); Enter shows one
+//! puts the calls nobody got right first (then those the world models disagree on); Enter shows one
 //! call whole, the real result and every simulation side by side, wrapped.
 
 use ratatui::Frame;
@@ -16,23 +16,13 @@ use super::scroll::{Scroll, Selection};
 use super::theme::Theme;
 use super::view::{Context, Handled, Request, View, Work};
 use super::wrap::wrap_line;
-use crate::metrics::fidelity::{self, Fidelity};
-use crate::metrics::leaderboard::{self, CallResult, Leaderboard, Outcome};
+use crate::metrics::fidelity;
+use crate::metrics::leaderboard::Leaderboard;
 use crate::sanitize::{lines, one_line};
 use crate::trajectory::describe::call_label;
-use crate::trajectory::event::{EventBody, Observation};
+use crate::trajectory::event::{Leader, Observation};
 use crate::trajectory::run::Run;
-
-/// What one world model did with one call.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Cell_ {
-    /// Its prediction and score.
-    Simulated(Observation, Fidelity),
-    /// It failed, and why.
-    Failed(String),
-    /// Nothing recorded.
-    Missing,
-}
+use crate::wm_eval::filed::{Filed, Verdict};
 
 /// One recorded call.
 #[derive(Debug, Clone, PartialEq)]
@@ -57,30 +47,24 @@ pub struct CallRow {
     /// The source run as `task_agent_world-model` (its file name without the time it was
     /// started, as `cosmos run` names files), `#2`… when two runs would read the same.
     pub run_name: String,
-    /// One cell per world model.
-    pub cells: Vec<Cell_>,
-    /// Tokens each world model spent on it.
-    tokens: Vec<u64>,
-    /// Each cell as the table shows it (score and what is wrong) and whether it is wrong,
+    /// One verdict per world model, as [`Filed::read`] tied it to this call.
+    pub verdicts: Vec<Verdict>,
+    /// Each verdict as the table shows it (score and what is wrong) and whether it is wrong,
     /// worked out once when the file is read, not at every frame.
     shown: Vec<(String, bool)>,
 }
 
 impl CallRow {
-    /// How much the world models disagree with the real result and each other: the spread of
-    /// their scores, plus how far the best is from right.
-    fn disagreement(&self) -> f64 {
-        let scores: Vec<f64> = self
-            .cells
-            .iter()
-            .map(|c| match c {
-                Cell_::Simulated(_, f) => f.score,
-                _ => 0.0,
-            })
-            .collect();
-        let hi = scores.iter().copied().fold(0.0, f64::max);
-        let lo = scores.iter().copied().fold(1.0, f64::min);
-        (hi - lo) + (1.0 - hi)
+    /// The order of "calls nobody got right first": the best score any world model reached
+    /// (a failure scores 0), lowest first; among equals, the widest spread between the world
+    /// models' scores first.
+    fn sort_key(&self) -> (f64, f64) {
+        let scores = self.verdicts.iter().map(|v| match v {
+            Verdict::Simulated(_, f, _) => f.score,
+            _ => 0.0,
+        });
+        let (lo, hi) = scores.fold((1.0_f64, 0.0_f64), |(lo, hi), s| (lo.min(s), hi.max(s)));
+        (hi, -(hi - lo).max(0.0))
     }
 }
 
@@ -95,10 +79,16 @@ pub struct WmEvalView {
     pub rows: Vec<CallRow>,
     /// Row order shown (indices into `rows`).
     order: Vec<usize>,
-    /// Sorted by disagreement (else by step).
+    /// Sorted nobody-right-first (else by step).
     pub by_disagreement: bool,
-    /// The leaderboard over the file.
+    /// The leaderboard over the file ([`Filed::leaderboard`]).
     pub board: Leaderboard,
+    /// The leader the file recorded when it was written.
+    recorded_leader: Option<Leader>,
+    /// World-model failures the file does not tie to a call.
+    unplaced_failures: usize,
+    /// Lines of the file that could not be read.
+    skipped_lines: usize,
     /// The selected row.
     pub selection: Selection,
     size: (u16, u16),
@@ -107,119 +97,37 @@ pub struct WmEvalView {
 }
 
 impl WmEvalView {
-    /// Reads a wm-eval run.
+    /// Reads a wm-eval run, through [`Filed::read`] as `cosmos wm-eval` does.
     pub fn new(run: &Run, size: (u16, u16)) -> Self {
-        let names: Vec<String> = run
-            .header
-            .agent
-            .settings
-            .get("names")
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(|v| v.as_str().map(String::from))
-                    .collect()
+        let filed = Filed::read(run);
+        let board = filed.leaderboard();
+        let mut rows: Vec<CallRow> = filed
+            .calls
+            .iter()
+            .map(|c| CallRow {
+                step: c.step,
+                tool: c.tool.clone(),
+                arguments: c.arguments.clone(),
+                label: String::new(),
+                compact: String::new(),
+                real: c.real.clone(),
+                source: c.origin.as_ref().map(|o| o.run.clone()).unwrap_or_default(),
+                source_seq: c.origin.as_ref().map(|o| o.seq),
+                run_name: String::new(),
+                verdicts: c.verdicts.clone(),
+                shown: Vec::new(),
             })
-            .unwrap_or_default();
-        let mut rows: Vec<CallRow> = Vec::new();
-        let mut decided: std::collections::HashMap<(u64, &str), &str> = Default::default();
-        // Every kind read here is kept whole by the run (none is one of the search kinds).
-        for event in run.briefs().iter().filter_map(|b| b.whole()) {
-            match &event.body {
-                EventBody::PlannerDecided {
-                    step,
-                    given,
-                    decision,
-                } => {
-                    decided.insert((*step, given.as_str()), decision.as_str());
-                }
-                EventBody::ToolCalled {
-                    step,
-                    tool,
-                    arguments,
-                    result,
-                    origin,
-                    ..
-                } => rows.push(CallRow {
-                    step: *step,
-                    tool: tool.clone(),
-                    arguments: arguments.as_ref().clone(),
-                    label: String::new(),
-                    compact: String::new(),
-                    real: result.clone(),
-                    source: origin.as_ref().map(|o| o.run.clone()).unwrap_or_default(),
-                    source_seq: origin.as_ref().map(|o| o.seq),
-                    run_name: String::new(),
-                    cells: vec![Cell_::Missing; names.len()],
-                    tokens: vec![0; names.len()],
-                    shown: Vec::new(),
-                }),
-                EventBody::CallSimulated {
-                    step,
-                    world_model,
-                    observation,
-                    tokens,
-                    ..
-                } => {
-                    if let (Some(row), Some(w)) = (
-                        rows.iter_mut().rev().find(|r| r.step == *step),
-                        names.iter().position(|n| n == world_model),
-                    ) {
-                        let f = fidelity::compare(observation, &row.real);
-                        row.cells[w] = Cell_::Simulated(observation.clone(), f);
-                        row.tokens[w] = tokens.unwrap_or(0);
-                    }
-                }
-                EventBody::Error {
-                    source,
-                    name: Some(name),
-                    message,
-                    ..
-                } if source == "world_model" => {
-                    if let (Some(row), Some(w)) =
-                        (rows.last_mut(), names.iter().position(|n| n == name))
-                    {
-                        row.cells[w] = Cell_::Failed(message.clone());
-                    }
-                }
-                _ => {}
-            }
-        }
+            .collect();
         name_runs(&mut rows);
         label_calls(&mut rows);
         for row in &mut rows {
-            row.shown = row.cells.iter().map(|c| cell_text(c, &row.real)).collect();
+            row.shown = row
+                .verdicts
+                .iter()
+                .map(|v| cell_text(v, &row.real))
+                .collect();
         }
-        // As `cosmos wm-eval` counts them: the calls every world model got to (an interrupted
-        // file has calls some never reached, which are no failures).
-        let table: Vec<CallResult> = rows
-            .iter()
-            .filter(|r| !r.cells.iter().any(|c| matches!(c, Cell_::Missing)))
-            .map(|r| CallResult {
-                tool: r.tool.clone(),
-                source: r.source.clone(),
-                real_error: r.real.is_error,
-                outcomes: r
-                    .cells
-                    .iter()
-                    .zip(&names)
-                    .zip(&r.tokens)
-                    .map(|((c, name), &tokens)| match c {
-                        Cell_::Simulated(o, f) => Outcome::Simulated {
-                            fidelity: *f,
-                            predicted_error: o.is_error,
-                            tokens,
-                            same_decision: decided
-                                .get(&(r.step, "real"))
-                                .zip(decided.get(&(r.step, name.as_str())))
-                                .map(|(a, b)| a == b),
-                        },
-                        _ => Outcome::Failed,
-                    })
-                    .collect(),
-            })
-            .collect();
-        let board = leaderboard::leaderboard(&names, &table);
+        let names = filed.names;
         let order = (0..rows.len()).collect();
         let run_width = rows
             .iter()
@@ -234,6 +142,9 @@ impl WmEvalView {
             order,
             by_disagreement: false,
             board,
+            recorded_leader: filed.recorded_leader,
+            unplaced_failures: filed.unplaced_failures,
+            skipped_lines: run.problems.len(),
             selection: Selection::default(),
             size,
             run_width,
@@ -273,9 +184,9 @@ impl WmEvalView {
         if self.by_disagreement {
             let rows = &self.rows;
             self.order.sort_by(|&a, &b| {
-                rows[b]
-                    .disagreement()
-                    .total_cmp(&rows[a].disagreement())
+                let (ka, kb) = (rows[a].sort_key(), rows[b].sort_key());
+                ka.0.total_cmp(&kb.0)
+                    .then(ka.1.total_cmp(&kb.1))
                     .then(a.cmp(&b))
             });
         }
@@ -390,11 +301,11 @@ fn label_calls(rows: &mut [CallRow]) {
 }
 
 /// A cell's text: the score, then what is wrong (the first differing leaf), or `= real`.
-fn cell_text(cell: &Cell_, real: &Observation) -> (String, bool) {
+fn cell_text(cell: &Verdict, real: &Observation) -> (String, bool) {
     match cell {
-        Cell_::Missing => ("—".into(), false),
-        Cell_::Failed(why) => (format!("✗ {why}"), true),
-        Cell_::Simulated(o, f) => {
+        Verdict::Missing => ("— not reached".into(), false),
+        Verdict::Failed(why) => (format!("✗ {why}"), true),
+        Verdict::Simulated(o, f, _) => {
             if f.no_prediction {
                 return (format!("{:.2} no prediction", f.score), true);
             }
@@ -616,7 +527,7 @@ impl View for WmEvalView {
             if self.by_disagreement {
                 "by step"
             } else {
-                "by disagreement"
+                "nobody right first"
             }
         );
         frame.render_widget(
@@ -633,17 +544,60 @@ impl View for WmEvalView {
     }
 
     fn status(&self) -> Option<String> {
-        Some(format!(
-            "wm-eval · {} world model(s) · {} call(s){}  {}",
+        let mut said = Vec::new();
+        if self.skipped_lines > 0 {
+            said.push(format!(
+                "{} unreadable line(s) skipped (a: about; cosmos validate names them)",
+                self.skipped_lines
+            ));
+        }
+        if self.unplaced_failures > 0 {
+            said.push(format!(
+                "{} world-model failure(s) name no call of the file",
+                self.unplaced_failures
+            ));
+        }
+        if let Some(differs) = self.leader_differs() {
+            said.push(differs);
+        }
+        said.push(format!(
+            "wm-eval · {} world model(s) · {} call(s){}",
             self.names.len(),
             self.rows.len(),
             if self.by_disagreement {
-                " · by disagreement"
+                " · nobody right first"
             } else {
                 ""
             },
-            self.title
-        ))
+        ));
+        said.push(self.title.clone());
+        Some(said.join(" · "))
+    }
+}
+
+impl WmEvalView {
+    /// What the file recorded as its leader when that is not what it reads as today (an older
+    /// metrics version, or a file edited since): said, so neither figure stands alone.
+    fn leader_differs(&self) -> Option<String> {
+        let recorded = self.recorded_leader.as_ref()?;
+        let today = crate::wm_eval::filed::leader_of(&self.board);
+        let same = today.as_ref().is_some_and(|t| {
+            // Equal as the screen shows them: two decimals.
+            t.world_model == recorded.world_model
+                && format!("{:.2}", t.fidelity) == format!("{:.2}", recorded.fidelity)
+        });
+        (!same).then(|| {
+            format!(
+                "the file recorded {} {:.2} as leader; read today {}",
+                one_line(&recorded.world_model, 20),
+                recorded.fidelity,
+                today.map_or("none".to_string(), |t| format!(
+                    "{} {:.2}",
+                    one_line(&t.world_model, 20),
+                    t.fidelity
+                ))
+            )
+        })
     }
 }
 
@@ -672,9 +626,9 @@ impl CallDetail {
             pretty(&row.real),
             false,
         )];
-        for (name, cell) in names.iter().zip(&row.cells) {
+        for (name, cell) in names.iter().zip(&row.verdicts) {
             let (heading, body, wrong) = match cell {
-                Cell_::Simulated(o, f) => {
+                Verdict::Simulated(o, f, _) => {
                     let mut body = vec![format!(
                         "score {:.2} · errors agree {:.0} · structure {} · values {} · text {:.2}",
                         f.score,
@@ -698,8 +652,12 @@ impl CallDetail {
                     body.extend(pretty(o));
                     (name.clone(), body, f.score < 1.0)
                 }
-                Cell_::Failed(why) => (format!("{name} ✗"), lines(why, 200, 4_000), true),
-                Cell_::Missing => (name.clone(), vec!["(nothing recorded)".into()], true),
+                Verdict::Failed(why) => (format!("{name} ✗ failed"), lines(why, 200, 4_000), true),
+                Verdict::Missing => (
+                    name.clone(),
+                    vec!["(not reached: the evaluation stopped before this call)".into()],
+                    false,
+                ),
             };
             columns.push((heading, body, wrong));
         }
@@ -838,8 +796,7 @@ mod tests {
             source: source.into(),
             source_seq: Some(1),
             run_name: String::new(),
-            cells: Vec::new(),
-            tokens: Vec::new(),
+            verdicts: Vec::new(),
             shown: Vec::new(),
         }
     }

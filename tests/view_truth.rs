@@ -1,0 +1,299 @@
+//! Nothing on screen is false: views drawn with ratatui's TestBackend, the figures they show
+//! parsed back from the screen and held to the record that holds them, read here without the
+//! program's own readers (the file's lines as JSON, `cosmos report --format json`).
+
+mod common;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use mcp_cosmos::trajectory::event::{AgentKind, EventBody, Observation, Origin};
+use mcp_cosmos::trajectory::run::Run;
+use mcp_cosmos::tui::action::Action;
+use mcp_cosmos::tui::app::App;
+use mcp_cosmos::tui::keymap::{Command, Keymap};
+use mcp_cosmos::tui::open;
+use mcp_cosmos::tui::theme::Theme;
+use mcp_cosmos::tui::wm_eval_view::WmEvalView;
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use ratatui::layout::Rect;
+use serde_json::Value;
+
+fn render(app: &mut App) -> String {
+    app.settle();
+    let mut terminal = Terminal::new(TestBackend::new(app.size.0, app.size.1)).unwrap();
+    terminal.draw(|f| app.draw(f)).unwrap();
+    terminal.backend().to_string()
+}
+
+fn opened(run: Run, size: (u16, u16)) -> App {
+    let area = Rect::new(0, 0, size.0, size.1 - 1);
+    App::on(
+        open::run(run, area),
+        Keymap::default(),
+        Theme::new(true),
+        size,
+    )
+}
+
+/// The sample wm-eval file.
+fn sample_wm_eval() -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_runs");
+    std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().contains("_wm-eval_"))
+        .expect("a wm-eval file in sample_runs/")
+}
+
+/// What a wm-eval file's own lines say, counted without the program's reader: calls copied,
+/// and per world model the simulations and failures, and the leader `run_finished` records.
+struct FileCounts {
+    calls: usize,
+    simulated: HashMap<String, usize>,
+    failed: HashMap<String, usize>,
+    leader: Option<(String, f64)>,
+}
+
+fn count_file(path: &Path) -> FileCounts {
+    let mut counts = FileCounts {
+        calls: 0,
+        simulated: HashMap::new(),
+        failed: HashMap::new(),
+        leader: None,
+    };
+    for line in std::fs::read_to_string(path).unwrap().lines() {
+        let e: Value = serde_json::from_str(line).unwrap();
+        match e["kind"].as_str().unwrap() {
+            "tool_called" => counts.calls += 1,
+            "call_simulated" => {
+                *counts
+                    .simulated
+                    .entry(e["world_model"].as_str().unwrap().to_string())
+                    .or_default() += 1
+            }
+            "error" if e["source"] == "world_model" => {
+                *counts
+                    .failed
+                    .entry(e["name"].as_str().unwrap().to_string())
+                    .or_default() += 1
+            }
+            "run_finished" => {
+                let l = &e["totals"]["leader"];
+                counts.leader = Some((
+                    l["world_model"].as_str().unwrap().to_string(),
+                    l["fidelity"].as_f64().unwrap(),
+                ));
+            }
+            _ => {}
+        }
+    }
+    counts
+}
+
+/// A leaderboard row as drawn: `name  sim/calls  fail  no-pred  fidelity …`.
+fn board_row<'a>(screen: &'a str, name: &str) -> Vec<&'a str> {
+    let line = screen
+        .lines()
+        .find(|l| {
+            l.trim_start_matches(['"', '│', ' '])
+                .starts_with(&format!("{name} "))
+        })
+        .unwrap_or_else(|| panic!("no leaderboard row for {name}:\n{screen}"));
+    line.trim_matches(['"', '│', ' '])
+        .split_whitespace()
+        .collect()
+}
+
+#[test]
+fn the_sample_wm_eval_leaderboard_counts_what_the_file_holds() {
+    let path = sample_wm_eval();
+    let file = count_file(&path);
+    for size in [(200, 50), (80, 24)] {
+        let mut app = opened(Run::open(&path).unwrap(), size);
+        let screen = render(&mut app);
+        for (name, simulated) in &file.simulated {
+            let failed = file.failed.get(name).copied().unwrap_or(0);
+            let row = board_row(&screen, name);
+            assert_eq!(
+                row[1],
+                format!("{simulated}/{}", file.calls),
+                "{name}: simulated of calls, as the file holds them\n{screen}"
+            );
+            assert_eq!(row[2], failed.to_string(), "{name}: failures\n{screen}");
+        }
+        // The figure of the star is the leader the file recorded.
+        let (leader, fidelity) = file.leader.clone().unwrap();
+        let row = board_row(&screen, &leader);
+        assert_eq!(row[4], format!("{fidelity:.2}"), "{screen}");
+        assert!(row.iter().any(|w| w.starts_with('★')), "{screen}");
+    }
+    // The issue's figures: 52 calls, one failure each, the leader memory at 0.83.
+    assert_eq!(file.calls, 52);
+    assert!(file.failed.values().all(|&n| n == 1));
+}
+
+#[test]
+fn every_failure_of_the_sample_wm_eval_is_shown_on_its_own_call() {
+    let path = sample_wm_eval();
+    let app = opened(Run::open(&path).unwrap(), (200, 50));
+    let view = app.top_as::<WmEvalView>().unwrap();
+    // Each failure's message names its step; the view shows it on that call's row.
+    for line in std::fs::read_to_string(&path).unwrap().lines() {
+        let e: Value = serde_json::from_str(line).unwrap();
+        if e["kind"] != "error" || e["source"] != "world_model" {
+            continue;
+        }
+        let message = e["message"].as_str().unwrap();
+        let step: u64 = message
+            .strip_prefix("step ")
+            .and_then(|m| m.split(':').next())
+            .and_then(|s| s.parse().ok())
+            .unwrap();
+        let w = view
+            .names
+            .iter()
+            .position(|n| n == e["name"].as_str().unwrap())
+            .unwrap();
+        let row = view.rows.iter().find(|r| r.step == step).unwrap();
+        assert!(
+            matches!(&row.verdicts[w], mcp_cosmos::wm_eval::filed::Verdict::Failed(m) if m == message),
+            "step {step}: {:?}",
+            row.verdicts[w]
+        );
+    }
+}
+
+fn called(step: u64, result: &str, is_error: bool) -> EventBody {
+    EventBody::ToolCalled {
+        step,
+        tool: "Time MCP:get_current_time".into(),
+        server: Some("Time MCP".into()),
+        arguments: Box::new(serde_json::json!({"timezone": format!("Zone/{step}")})),
+        result: Observation {
+            text: result.into(),
+            is_error,
+            ..Default::default()
+        },
+        latency_ms: 0,
+        node: None,
+        error: None,
+        origin: Some(Box::new(Origin {
+            run: "runs/a.jsonl".into(),
+            seq: step,
+        })),
+    }
+}
+
+fn simulated(step: u64, wm: &str, text: &str) -> EventBody {
+    EventBody::CallSimulated {
+        step,
+        world_model: wm.into(),
+        observation: Observation {
+            text: text.into(),
+            ..Default::default()
+        },
+        latency_ms: 1,
+        tokens: None,
+        tool: None,
+        arguments: None,
+    }
+}
+
+fn failed(step: Option<u64>, wm: &str, message: &str) -> EventBody {
+    EventBody::Error {
+        source: "world_model".into(),
+        name: Some(wm.into()),
+        message: message.into(),
+        stderr_tail: None,
+        step,
+    }
+}
+
+/// A wm-eval file whose world models finished out of order, as `cosmos wm-eval` writes them:
+/// b's failure of call 1 comes after call 2 was copied, and a's failure of call 3 names its
+/// step only in its message (an older file).
+fn out_of_order() -> Run {
+    let mut header = common::header("wm-eval", AgentKind::WmEval, None);
+    header
+        .agent
+        .settings
+        .insert("names".into(), serde_json::json!(["a", "b"]));
+    common::run_of(
+        "runs/wm-eval.jsonl",
+        header,
+        vec![
+            called(1, "one", false),
+            simulated(1, "a", "one"),
+            called(2, "two", false),
+            simulated(2, "a", "two"),
+            failed(Some(1), "b", "step 1: b could not"),
+            simulated(2, "b", "zzz"),
+            called(3, "three", false),
+            simulated(3, "b", "three"),
+            failed(None, "a", "step 3: a could not"),
+        ],
+    )
+}
+
+#[test]
+fn a_failure_is_the_call_of_its_step_not_the_last_call_copied() {
+    let mut app = opened(out_of_order(), (200, 40));
+    let screen = render(&mut app);
+    let view = app.top_as::<WmEvalView>().unwrap();
+    let board = &view.board.world_models;
+    // Three calls, each world model simulated two and failed one.
+    for w in board {
+        assert_eq!((w.n, w.calls, w.failed), (2, 3, 1), "{}: {screen}", w.name);
+    }
+    let failed_on = |w: usize| -> Vec<u64> {
+        view.rows
+            .iter()
+            .filter(|r| {
+                matches!(
+                    r.verdicts[w],
+                    mcp_cosmos::wm_eval::filed::Verdict::Failed(_)
+                )
+            })
+            .map(|r| r.step)
+            .collect()
+    };
+    assert_eq!(failed_on(0), [3]);
+    assert_eq!(failed_on(1), [1]);
+    assert!(screen.contains("✗ step 1: b could not"), "{screen}");
+    assert!(!screen.contains("not reached"), "{screen}");
+}
+
+#[test]
+fn sorted_nobody_right_first_puts_the_calls_no_world_model_got_right_first() {
+    let mut header = common::header("wm-eval", AgentKind::WmEval, None);
+    header
+        .agent
+        .settings
+        .insert("names".into(), serde_json::json!(["a", "b"]));
+    let run = common::run_of(
+        "runs/wm-eval.jsonl",
+        header,
+        vec![
+            // a right, b wrong: the widest disagreement, but a got it.
+            called(1, "one", false),
+            simulated(1, "a", "one"),
+            simulated(1, "b", "zzz"),
+            // Nobody right.
+            called(2, "two", false),
+            simulated(2, "a", "zzz"),
+            simulated(2, "b", "qqq"),
+            // Both half right.
+            called(3, "alpha beta", false),
+            simulated(3, "a", "alpha gamma"),
+            simulated(3, "b", "alpha gamma"),
+        ],
+    );
+    let mut app = opened(run, (200, 40));
+    app.update(Action::Do(Command::SortNext));
+    let view = app.top_as::<WmEvalView>().unwrap();
+    let order: Vec<u64> = view.shown().map(|r| r.step).collect();
+    assert_eq!(order, [2, 3, 1], "the call nobody got right first");
+    assert_eq!(view.selected().map(|r| r.step), Some(2));
+}
