@@ -297,3 +297,109 @@ fn sorted_nobody_right_first_puts_the_calls_no_world_model_got_right_first() {
     assert_eq!(order, [2, 3, 1], "the call nobody got right first");
     assert_eq!(view.selected().map(|r| r.step), Some(2));
 }
+
+/// A ReAct run of 2,000 real calls of which the 1,000th failed, written through the real
+/// writer.
+fn one_failure_in_2000(dir: &Path) -> PathBuf {
+    let header = common::header("many", AgentKind::React, None);
+    let mut bodies = Vec::new();
+    for step in 1..=2000u64 {
+        bodies.push(EventBody::ToolCalled {
+            step,
+            tool: "time:convert_time".into(),
+            server: Some("time".into()),
+            arguments: Box::new(serde_json::json!({
+                "source_timezone": "UTC", "time": "09:00", "target_timezone": "UTC"
+            })),
+            result: Observation {
+                text: if step == 1000 { "boom" } else { "ok" }.into(),
+                is_error: step == 1000,
+                ..Default::default()
+            },
+            latency_ms: 1,
+            node: None,
+            error: None,
+            origin: None,
+        });
+    }
+    bodies.push(EventBody::Answer {
+        text: "done".into(),
+    });
+    bodies.push(common::completed());
+    let run = common::run_of("many.jsonl", header, bodies);
+    let path = dir.join("many.jsonl");
+    common::write_run(&run, &path);
+    path
+}
+
+/// What `cosmos ARGS` prints (no colour); it must succeed.
+fn cosmos(args: &[&str]) -> String {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_cosmos"))
+        .args(args)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn one_failed_call_in_2000_never_reads_as_100_percent_success() {
+    use mcp_cosmos::trajectory::listing::RunSummary;
+    use mcp_cosmos::tui::browser::Browser;
+    use mcp_cosmos::tui::compare::CompareView;
+    use mcp_cosmos::tui::run_view::RunView;
+    let dir = tempfile::tempdir().unwrap();
+    let path = one_failure_in_2000(dir.path());
+    let dir_arg = dir.path().to_str().unwrap();
+    // The record: report's JSON.
+    let json: Value = serde_json::from_str(&cosmos(&[
+        "report",
+        dir_arg,
+        "--format",
+        "json",
+        "--per-run",
+    ]))
+    .unwrap();
+    let rate = json["per_run"][0]["metrics"]["tool_call_success_rate"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{json:#}"));
+    assert_eq!(rate, 1999.0 / 2000.0);
+    // report's table: 99.95 in the success column, never 100.0.
+    let text = cosmos(&["report", dir_arg]);
+    let mut lines = text.lines();
+    let header = lines.next().unwrap();
+    let at = header.find("success %").unwrap();
+    let row = lines.nth(1).unwrap();
+    let cell = row[at..].split_whitespace().next().unwrap();
+    assert_eq!(cell, "99.95", "{text}");
+    for size in [(200, 50), (80, 24)] {
+        // The browser.
+        let listed = vec![RunSummary::read(&path)];
+        let browser = Browser::new(vec![dir.path().to_path_buf()], listed, size.1 - 1);
+        let mut app = App::new(browser, Keymap::default(), Theme::new(true), size);
+        let screen = render(&mut app);
+        assert!(screen.contains("99.95%"), "{screen}");
+        assert!(!screen.contains("100%"), "{screen}");
+        // The run view at its end, and two runs compared.
+        let run = Run::open(&path).unwrap();
+        // A run view opens at the run's end.
+        let view = RunView::new(run, Rect::new(0, 0, size.0, size.1 - 1));
+        let mut app = App::new(view, Keymap::default(), Theme::new(true), size);
+        let screen = render(&mut app);
+        assert!(screen.contains("success 99.95%"), "{screen}");
+        let runs = vec![Run::open(&path).unwrap(), Run::open(&path).unwrap()];
+        let compare = CompareView::new(&runs, (size.0, size.1 - 1));
+        let mut app = App::new(compare, Keymap::default(), Theme::new(true), size);
+        let screen = render(&mut app);
+        let success = screen
+            .lines()
+            .find(|l| l.trim_start_matches(['"', '│', ' ']).starts_with("success"))
+            .unwrap_or_else(|| panic!("{screen}"));
+        assert_eq!(success.matches("99.95%").count(), 2, "{screen}");
+    }
+}

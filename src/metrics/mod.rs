@@ -2,6 +2,7 @@
 
 pub mod coverage;
 pub mod fidelity;
+pub mod figure;
 pub mod group;
 pub mod leaderboard;
 pub mod paired;

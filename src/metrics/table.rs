@@ -15,16 +15,36 @@ pub(super) struct Column {
     pub(super) decimals: usize,
     /// The metric's name in [`super::paired`] (`""` when it is not paired).
     pub(super) paired: &'static str,
+    /// The top of a bounded metric's range as shown (100 for a rate, 1 for fidelity): its
+    /// figures never read as a bound they are not ([`super::figure::within`]).
+    pub(super) top: Option<f64>,
+}
+
+impl Column {
+    /// One figure of the column (a mean or an interval's end), as shown.
+    pub(super) fn figure(&self, value: f64) -> String {
+        let (shown, d) = (value * self.scale, self.decimals);
+        match self.top {
+            Some(top) => super::figure::within(shown, top, d),
+            None => format!("{shown:.d$}"),
+        }
+    }
 }
 
 /// Every metric column of the report, in its order (the judge's only when `judged`).
 pub(super) fn columns(judged: bool) -> Vec<Column> {
-    let c = |title, get, scale, decimals, paired| Column {
+    let c = |title, get, scale: f64, decimals, paired| Column {
         title,
         get,
         scale,
         decimals,
         paired,
+        // Rates are shown as percentages; the bounded scores get their top below.
+        top: (scale == 100.0).then_some(100.0),
+    };
+    let bounded = |top: f64, column: Column| Column {
+        top: Some(top),
+        ..column
     };
     let mut cols = vec![
         c(
@@ -84,50 +104,65 @@ pub(super) fn columns(judged: bool) -> Vec<Column> {
             2,
             "rejected_decisions",
         ),
-        c(
-            "EQ",
-            |r| r.execution_quality,
-            1.0,
-            1,
-            super::paired::EXECUTION_QUALITY,
+        bounded(
+            100.0,
+            c(
+                "EQ",
+                |r| r.execution_quality,
+                1.0,
+                1,
+                super::paired::EXECUTION_QUALITY,
+            ),
         ),
-        c(
-            "EQ anchored",
-            |r| r.execution_quality_anchored,
-            1.0,
-            1,
-            "execution_quality_anchored",
+        bounded(
+            100.0,
+            c(
+                "EQ anchored",
+                |r| r.execution_quality_anchored,
+                1.0,
+                1,
+                "execution_quality_anchored",
+            ),
         ),
         c("tokens", |r| r.tokens, 1.0, 0, "tokens"),
         c("time s", |r| r.wall_time_s, 1.0, 1, "wall_time_s"),
-        c("fidelity", |r| r.fidelity, 1.0, 3, "fidelity"),
+        bounded(1.0, c("fidelity", |r| r.fidelity, 1.0, 3, "fidelity")),
     ];
     if judged {
         cols.extend([
             c("judge tokens", |r| r.judge_tokens, 1.0, 0, "judge_tokens"),
-            c(
-                "task compl.",
-                |r| r.task_completion,
-                1.0,
-                2,
-                "judge_task_completion",
+            bounded(
+                10.0,
+                c(
+                    "task compl.",
+                    |r| r.task_completion,
+                    1.0,
+                    2,
+                    "judge_task_completion",
+                ),
             ),
-            c(
-                "tool sel.",
-                |r| r.tool_selection,
-                1.0,
-                2,
-                "judge_tool_selection",
+            bounded(
+                10.0,
+                c(
+                    "tool sel.",
+                    |r| r.tool_selection,
+                    1.0,
+                    2,
+                    "judge_tool_selection",
+                ),
             ),
-            c(
-                "planning",
-                |r| r.planning_effectiveness,
-                1.0,
-                2,
-                "judge_planning_effectiveness",
+            bounded(
+                10.0,
+                c(
+                    "planning",
+                    |r| r.planning_effectiveness,
+                    1.0,
+                    2,
+                    "judge_planning_effectiveness",
+                ),
             ),
-            c("overall", |r| r.overall, 1.0, 2, "judge_overall"),
-            c("new overall", |r| r.new_overall, 1.0, 2, ""),
+            bounded(10.0, c("overall", |r| r.overall, 1.0, 2, "judge_overall")),
+            bounded(10.0, c("new overall", |r| r.new_overall, 1.0, 2, "")),
         ]);
     }
     cols
@@ -138,11 +173,10 @@ pub(super) fn columns(judged: bool) -> Vec<Column> {
 /// says that one).
 pub(super) fn cell(e: Option<Estimate>, col: &Column, runs: usize) -> String {
     let Some(e) = e else { return "—".to_string() };
-    let d = col.decimals;
-    let mut s = format!("{:.d$}", e.mean * col.scale);
+    let mut s = col.figure(e.mean);
     match e.ci {
         Some([lo, hi]) => {
-            let _ = write!(s, " [{:.d$}–{:.d$}]", lo * col.scale, hi * col.scale);
+            let _ = write!(s, " [{}–{}]", col.figure(lo), col.figure(hi));
         }
         None if e.interval == Interval::NoSpread => s.push_str(" (all equal)"),
         None => {}

@@ -4,6 +4,7 @@
 use std::cmp::Ordering;
 use std::path::PathBuf;
 
+use crate::metrics::figure;
 use crossterm::event::{MouseButton, MouseEventKind};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -815,11 +816,11 @@ fn cells<'a>(
         Cell::from(Span::styled(one_line(&status, width(5)), status_style)),
         Cell::from(t.map_or(none.into(), |t| t.tool_calls.to_string())),
         Cell::from(t.map_or(none.into(), |t| {
-            success(t).map_or("—".into(), |s| format!("{:.0}%", s * 100.0))
+            success(t).map_or("—".into(), |s| figure::percent(s, 0))
         })),
         Cell::from(match t {
             None => none.to_string(),
-            Some(t) => t.fidelity.map_or("—".into(), |v| format!("{v:.2}")),
+            Some(t) => t.fidelity.map_or("—".into(), |v| figure::fraction(v, 2)),
         }),
         Cell::from(t.map_or(none.into(), |t| t.tokens.to_string())),
         Cell::from(t.map_or(none.into(), |t| format!("{:.1}", t.wall_ms as f64 / 1000.0))),

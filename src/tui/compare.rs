@@ -4,6 +4,7 @@
 //! with their fidelity. Column headers name what differs between the runs. Enter opens the run
 //! of the chosen column at that step.
 
+use crate::metrics::figure;
 use crossterm::event::MouseEventKind;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -803,25 +804,25 @@ fn metric_rows_in_order(ms: &[RunMetrics], simulations: &[Option<u64>]) -> Vec<M
             "success",
             |m| m.tool_call_success_rate,
             Some(true),
-            |v| format!("{:.0}%", v * 100.0),
+            |v| figure::percent(v, 0),
         ),
         (
             "valid names",
             |m| m.valid_tool_name_rate,
             Some(true),
-            |v| format!("{:.0}%", v * 100.0),
+            |v| figure::percent(v, 0),
         ),
         (
             "schema",
             |m| m.input_schema_compliance,
             Some(true),
-            |v| format!("{:.0}%", v * 100.0),
+            |v| figure::percent(v, 0),
         ),
         (
             "fidelity",
             |m| m.fidelity.map(|f| f.score),
             Some(true),
-            |v| format!("{v:.2}"),
+            |v| figure::fraction(v, 2),
         ),
         (
             "tokens",

@@ -1,5 +1,6 @@
 //! The metrics pane: the run's numbers at the cursor and small charts over time.
 
+use crate::metrics::figure;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
@@ -220,7 +221,7 @@ pub fn draw(frame: &mut Frame, area: Rect, block: Block, at: &MetricsAt<'_>, the
     let (m, best_q, series, k) = (at.metrics, at.best_q, at.series, at.k);
     let inner = block.inner(area);
     frame.render_widget(block, area);
-    let pct = |v: Option<f64>| v.map_or("—".to_string(), |v| format!("{:.0}%", v * 100.0));
+    let pct = |v: Option<f64>| v.map_or("—".to_string(), |v| figure::percent(v, 0));
     let role_tokens: Vec<String> = Role::ALL
         .iter()
         .filter(|r| m.llm[r.index()].calls > 0)
@@ -282,8 +283,10 @@ pub fn draw(frame: &mut Frame, area: Rect, block: Block, at: &MetricsAt<'_>, the
             "fidelity",
             m.fidelity.map_or("—".into(), |f| {
                 format!(
-                    "{:.2} over {} step(s), token F1 {:.2}",
-                    f.score, f.steps, f.token_f1
+                    "{} over {} step(s), token F1 {}",
+                    figure::fraction(f.score, 2),
+                    f.steps,
+                    figure::fraction(f.token_f1, 2)
                 )
             }),
         ),
