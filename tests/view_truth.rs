@@ -403,3 +403,74 @@ fn one_failed_call_in_2000_never_reads_as_100_percent_success() {
         assert_eq!(success.matches("99.95%").count(), 2, "{screen}");
     }
 }
+
+#[test]
+fn a_search_that_found_no_finished_path_is_marked_not_green_and_f_stops_at_it() {
+    use mcp_cosmos::trajectory::event::{Ending, RunStatus, Totals};
+    use mcp_cosmos::trajectory::listing::RunSummary;
+    use mcp_cosmos::tui::browser::Browser;
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, ending: Ending| {
+        let header = common::header(name, AgentKind::Spiral, Some("memory"));
+        let run = common::run_of(
+            &format!("{name}.jsonl"),
+            header,
+            vec![
+                EventBody::Answer {
+                    text: "done".into(),
+                },
+                EventBody::RunFinished {
+                    status: RunStatus::Completed,
+                    error: None,
+                    ending: Some(ending),
+                    totals: Totals::default(),
+                },
+            ],
+        );
+        let path = dir.path().join(format!("{name}.jsonl"));
+        common::write_run(&run, &path);
+        RunSummary::read(&path)
+    };
+    let listed = vec![
+        write("clean", Ending::PlannerFinished),
+        write("exhausted", Ending::SearchExhausted),
+    ];
+    let size = (200, 20);
+    let browser = Browser::new(vec![dir.path().to_path_buf()], listed, size.1 - 1);
+    let mut app = App::new(browser, Keymap::default(), Theme::new(true), size);
+    let screen = render(&mut app);
+    let row = screen.lines().find(|l| l.contains("exhausted")).unwrap();
+    assert!(row.contains("completed ⊣no finish"), "{screen}");
+    // Green is only for the clean finish: the two status cells differ in colour.
+    let mut terminal = Terminal::new(TestBackend::new(size.0, size.1)).unwrap();
+    terminal.draw(|f| app.draw(f)).unwrap();
+    let buffer = terminal.backend().buffer().clone();
+    let colour_of = |word: &str| {
+        let y = (0..size.1)
+            .find(|&y| {
+                (0..size.0)
+                    .map(|x| buffer[(x, y)].symbol().to_string())
+                    .collect::<String>()
+                    .contains(word)
+            })
+            .unwrap();
+        let line: String = (0..size.0)
+            .map(|x| buffer[(x, y)].symbol().to_string())
+            .collect();
+        let x = line
+            .find("completed")
+            .map(|b| line[..b].chars().count())
+            .unwrap() as u16;
+        buffer[(x, y)].fg
+    };
+    assert_ne!(colour_of("clean"), colour_of("exhausted"));
+    // f goes to the run with no finished path, whatever row it starts from.
+    app.update(Action::Do(Command::NextFailure));
+    let screen = render(&mut app);
+    let selected = app
+        .top_as::<Browser>()
+        .and_then(|b| b.selected_run())
+        .map(|r| r.path.clone())
+        .unwrap();
+    assert!(selected.ends_with("exhausted.jsonl"), "{screen}");
+}

@@ -652,11 +652,19 @@ impl Ending {
         if self.went_wrong() { self } else { later }
     }
 
-    /// A few words for a status column (empty for the endings that went right, and for a stop,
-    /// which the status names).
+    /// A clean finish: the planner finished, or (a proxy session) its client ended it. Every
+    /// view takes this one rule: only a clean ending is drawn as a success, every other one
+    /// carries a [`Ending::mark`] (or, for a stop, its status) and is where `f` stops.
+    pub fn clean(self) -> bool {
+        matches!(self, Ending::PlannerFinished | Ending::ClientClosed)
+    }
+
+    /// A few words for a status column (the browser's legend explains each): empty for a clean finish ([`Ending::clean`]), and for a
+    /// stop, which the status names (`interrupted`).
     pub fn mark(self) -> &'static str {
         match self {
-            Ending::PlannerFinished | Ending::SearchExhausted | Ending::ClientClosed => "",
+            Ending::PlannerFinished | Ending::ClientClosed => "",
+            Ending::SearchExhausted => "⊣no finish",
             Ending::StepLimit => "⊣steps",
             Ending::TokenLimit => "⊣tokens",
             Ending::TimeLimit => "⊣time",
@@ -960,6 +968,35 @@ pub struct Totals {
     /// fidelity over the calls every world model simulated), so a listing can show it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub leader: Option<Leader>,
+}
+
+impl Totals {
+    /// The one rule for how a finished run is shown: a clean finish (completed, a clean
+    /// [`Ending`], no failed real call, no rejected planner reply) is drawn as a success;
+    /// anything else is marked ([`Totals::marks`]), coloured as something that went wrong, and
+    /// is where `f` stops, in the browser and the sweep view alike.
+    pub fn clean(&self, status: RunStatus) -> bool {
+        status == RunStatus::Completed
+            && self.tool_errors == 0
+            && self.rejected_decisions == 0
+            && self.ending.is_none_or(Ending::clean)
+    }
+
+    /// What went wrong on the way, in marks: the ending's (`⊣steps`), `✗N` for failed real
+    /// calls, `?N` for planner replies that were no usable decision; empty for a clean finish.
+    pub fn marks(&self) -> String {
+        let mut marks = Vec::new();
+        if let Some(mark) = self.ending.map(Ending::mark).filter(|m| !m.is_empty()) {
+            marks.push(mark.to_string());
+        }
+        if self.tool_errors > 0 {
+            marks.push(format!("✗{}", self.tool_errors));
+        }
+        if self.rejected_decisions > 0 {
+            marks.push(format!("?{}", self.rejected_decisions));
+        }
+        marks.join(" ")
+    }
 }
 
 /// Which nodes a plan rule chose among.
@@ -1485,6 +1522,34 @@ impl Action {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_ending_but_a_clean_finish_is_marked_and_not_clean() {
+        for ending in Ending::ALL {
+            let totals = Totals {
+                ending: Some(ending),
+                ..Default::default()
+            };
+            assert_eq!(
+                totals.clean(RunStatus::Completed),
+                ending.clean(),
+                "{ending:?}"
+            );
+            // A stop is named by its status (`interrupted`), every other ending by its mark.
+            if ending != Ending::Interrupted {
+                assert_eq!(totals.marks().is_empty(), ending.clean(), "{ending:?}");
+            }
+        }
+        assert!(!Ending::SearchExhausted.clean());
+        let failed_call = Totals {
+            tool_calls: 2000,
+            tool_errors: 1,
+            ending: Some(Ending::PlannerFinished),
+            ..Default::default()
+        };
+        assert!(!failed_call.clean(RunStatus::Completed));
+        assert_eq!(failed_call.marks(), "✗1");
+    }
 
     #[test]
     fn a_world_models_description_reads_as_it_is_written() {

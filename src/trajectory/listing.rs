@@ -6,7 +6,7 @@ use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
-use super::event::{AgentKind, Ending, Event, EventBody, Header, RunStatus, Totals};
+use super::event::{AgentKind, Event, EventBody, Header, RunStatus, Totals};
 use super::reader::{LineReader, RawLine, is_judgement, parse_event, parse_header};
 
 /// First tail chunk read when looking for the last line; grown until a line fits. Small: on
@@ -115,40 +115,29 @@ impl RunSummary {
             return evaluation;
         }
         let mut s = self.status_label().to_string();
-        if let Some(mark) = self
+        if let Some(marks) = self
             .finished
             .as_ref()
-            .and_then(|f| f.totals.ending)
-            .map(Ending::mark)
+            .map(|f| f.totals.marks())
             .filter(|m| !m.is_empty())
         {
             s.push(' ');
-            s.push_str(mark);
-        }
-        if let Some(t) = self.finished.as_ref().map(|f| &f.totals) {
-            if t.tool_errors > 0 {
-                s.push_str(&format!(" ✗{}", t.tool_errors));
-            }
-            if t.rejected_decisions > 0 {
-                s.push_str(&format!(" ?{}", t.rejected_decisions));
-            }
+            s.push_str(&marks);
         }
         s
     }
 
-    /// True when the run completed with no failed call, no malformed reply, and not by a
-    /// limit, a search cut short or a plan without a call.
+    /// True when the run completed with no failed call, no malformed reply, and with a clean
+    /// ending ([`Ending::clean`]: not by a limit, a search cut short or with no finished path,
+    /// nor a plan without a call).
     pub fn clean(&self) -> bool {
         // An evaluation is no agent's run: its real calls' failures are its data.
         if self.is_evaluation() {
             return self.status_label() == "completed";
         }
-        self.status_label() == "completed"
-            && self.finished.as_ref().is_some_and(|f| {
-                f.totals.tool_errors == 0
-                    && f.totals.rejected_decisions == 0
-                    && !f.totals.ending.is_some_and(Ending::went_wrong)
-            })
+        self.finished
+            .as_ref()
+            .is_some_and(|f| f.totals.clean(f.status))
     }
 
     /// True for a `cosmos wm-eval` file.

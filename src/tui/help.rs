@@ -71,6 +71,10 @@ pub fn legend(mode: Mode) -> &'static [(&'static str, &'static str)] {
                 "the search or chain stopped early: the planner or the world model failed",
             ),
             ("⊣no call", "the plan had no call: nothing was executed"),
+            (
+                "⊣no finish",
+                "the search used its iterations and no path it found reached a finish",
+            ),
             ("✗2", "two real calls failed"),
             ("?1", "one planner reply was no usable decision"),
             (
@@ -277,5 +281,27 @@ impl View for HelpView {
 
     fn is_overlay(&self) -> bool {
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trajectory::event::Ending;
+
+    #[test]
+    fn the_browser_legend_explains_every_endings_mark() {
+        let legend = legend(Mode::Browser);
+        for ending in Ending::ALL {
+            let mark = ending.mark();
+            if !mark.is_empty() {
+                assert!(
+                    legend
+                        .iter()
+                        .any(|(m, text)| *m == mark || text.contains(mark)),
+                    "{mark} ({ending:?}) is not in the legend"
+                );
+            }
+        }
     }
 }

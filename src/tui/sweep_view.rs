@@ -55,11 +55,13 @@ impl CellState {
                 t.tool_calls,
                 if t.tool_calls == 1 { "" } else { "s" }
             );
-            if t.tool_errors > 0 {
-                s.push_str(&format!(" ✗{}", t.tool_errors));
+            let marks = t.marks();
+            if !marks.is_empty() {
+                s.push(' ');
+                s.push_str(&marks);
             }
             if let Some(f) = t.fidelity {
-                s.push_str(&format!(" fid {f:.2}"));
+                s.push_str(&format!(" fid {}", crate::metrics::figure::fraction(f, 2)));
             }
             s
         };
@@ -68,7 +70,11 @@ impl CellState {
             CellState::Queued => ("queued".into(), Tone::Dim),
             CellState::Running(t) => (format!("▶ {}", figures(t)), Tone::Live),
             CellState::Retrying(_) => ("↻ retrying".into(), Tone::Bad),
-            CellState::Done(RunStatus::Completed, t) => (format!("✓ {}", figures(t)), Tone::Good),
+            CellState::Done(status, t) if t.clean(*status) => {
+                (format!("✓ {}", figures(t)), Tone::Good)
+            }
+            // Marked and coloured by the one rule ([`Totals::clean`]), as the browser does.
+            CellState::Done(RunStatus::Completed, t) => (format!("✗ {}", figures(t)), Tone::Bad),
             CellState::Done(status, t) => {
                 (format!("✗ {} {}", status.as_str(), figures(t)), Tone::Bad)
             }
@@ -86,8 +92,8 @@ impl CellState {
     /// True for a cell whose outcome is a failure of any kind (for `f`).
     fn failed(&self) -> bool {
         match self {
-            CellState::Done(RunStatus::Completed, t) => t.tool_errors > 0,
-            CellState::Done(..) | CellState::Incomplete(_) | CellState::CouldNotRun(_) => true,
+            CellState::Done(status, t) => !t.clean(*status),
+            CellState::Incomplete(_) | CellState::CouldNotRun(_) => true,
             CellState::Retrying(_) => true,
             _ => false,
         }
