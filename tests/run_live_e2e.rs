@@ -13,6 +13,7 @@ use support::*;
 fn start_live(
     dir: &std::path::Path,
     llm: &ScriptedLlm,
+    agent: &str,
     extra: &[&str],
 ) -> (Tmux, std::path::PathBuf) {
     let mcp = write_mcp_config(dir, bench_servers());
@@ -28,7 +29,7 @@ fn start_live(
         "--task-id",
         "time_mcp_000",
         "--agent",
-        "react",
+        agent,
         "--out",
         out.to_str().unwrap(),
     ];
@@ -68,7 +69,7 @@ fn the_live_view_follows_a_run_to_its_end() {
     // and says so.
     let dead = dead_port();
     let down = format!("http://127.0.0.1:{}", dead.port);
-    let (t, out) = start_live(dir.path(), &llm, &["--otel-endpoint", &down]);
+    let (t, out) = start_live(dir.path(), &llm, "react", &["--otel-endpoint", &down]);
     t.wait_for("LIVE");
     t.wait_for_all(&["status    completed", "Steps · react", "calls     1"]);
     t.keys(&["q"]);
@@ -86,7 +87,7 @@ fn the_live_view_follows_a_run_to_its_end() {
 fn the_stop_key_ends_the_run_as_interrupted() {
     let dir = tempfile::tempdir().unwrap();
     let llm = ScriptedLlm::start(json!([{"delay_s": 30, "content": finish("late")}]));
-    let (t, out) = start_live(dir.path(), &llm, &[]);
+    let (t, out) = start_live(dir.path(), &llm, "react", &[]);
     t.wait_for("LIVE");
     wait_until_asked(&llm);
     t.keys(&["x"]);
@@ -101,7 +102,7 @@ fn the_stop_key_ends_the_run_as_interrupted() {
 fn sigterm_with_the_explorer_open_ends_the_run_and_the_program() {
     let dir = tempfile::tempdir().unwrap();
     let llm = ScriptedLlm::start(json!([{"delay_s": 30, "content": finish("late")}]));
-    let (t, out) = start_live(dir.path(), &llm, &[]);
+    let (t, out) = start_live(dir.path(), &llm, "react", &[]);
     t.wait_for("LIVE");
     wait_until_asked(&llm);
     let pid = t.tmux(&["display-message", "-p", "-t", "e2e", "#{pane_pid}"]);
@@ -112,4 +113,44 @@ fn sigterm_with_the_explorer_open_ends_the_run_and_the_program() {
     t.wait_exit();
     let ev = events(&only_run(&out));
     assert_eq!(ev.last().unwrap()["status"], "interrupted");
+}
+
+#[test]
+fn ctrl_c_stops_a_live_search_at_once_no_request_or_call_after_it() {
+    let dir = tempfile::tempdir().unwrap();
+    // A slow model: every reply takes 3 s, so a search left going would ask again within
+    // seconds of the press (and make real calls after it).
+    let llm = ScriptedLlm::start(json!([{
+        "delay_s": 3,
+        "content": call("Time MCP:get_current_time", json!({"timezone": "UTC"}))
+    }]));
+    let (t, out) = start_live(
+        dir.path(),
+        &llm,
+        "spiral",
+        &[
+            "--world-model",
+            "llm",
+            "--iterations",
+            "20",
+            "--candidates",
+            "2",
+        ],
+    );
+    t.wait_for("LIVE");
+    wait_until_asked(&llm);
+    let asked = llm.requests().len();
+    let pressed = Instant::now();
+    t.keys(&["C-c"]);
+    t.wait_exit();
+    let stopped_in = pressed.elapsed();
+    assert_eq!(llm.requests().len(), asked, "no model request after Ctrl-C");
+    // The replies in flight were 3 s away: the program ended before any came.
+    assert!(stopped_in < Duration::from_secs(3), "{stopped_in:?}");
+    let ev = events(&only_run(&out));
+    assert_eq!(ev.last().unwrap()["status"], "interrupted");
+    assert!(
+        !ev.iter().any(|e| e["kind"] == "tool_called"),
+        "no real call after Ctrl-C: {ev:?}"
+    );
 }

@@ -380,6 +380,7 @@ impl App {
                 self.push(Box::new(help));
             }
             Action::Do(Command::Quit) => self.leave(),
+            Action::Do(Command::Interrupt) => self.interrupt(),
             Action::Do(Command::Back) => self.close(),
             _ => {}
         }
@@ -396,6 +397,27 @@ impl App {
             let quit = self.keymap.hint(Mode::Global, Command::Quit);
             self.message = Some(format!("nothing to go back to · {quit} quits"));
         }
+    }
+
+    /// Ctrl-C: a live run or sweep still going is stopped at once, by its own view's stop
+    /// (the key `x` would send), and the app leaves (`Exit::StopRun`, which stops whatever
+    /// else the caller runs). Nothing is asked: the agent makes no further model request or
+    /// real call while a question would wait for an answer.
+    fn interrupt(&mut self) {
+        let running: Vec<ViewId> = self
+            .stack
+            .iter()
+            .filter(|s| s.view.running().is_some())
+            .map(|s| s.id)
+            .collect();
+        for &id in &running {
+            self.deliver(id, &Action::Do(Command::StopRun));
+        }
+        self.exit = Some(if running.is_empty() {
+            Exit::Quit
+        } else {
+            Exit::StopRun
+        });
     }
 
     /// Leaves, unless a live run is still going: then asks first.

@@ -26,6 +26,9 @@ use serde::Deserialize;
 #[allow(missing_docs)]
 pub enum Command {
     Quit,
+    /// Ctrl-C: stop what is running at once (a live run, a sweep), then leave; quits when
+    /// nothing runs. Never asks: the agent must not make another request while a question waits.
+    Interrupt,
     Back,
     Help,
     Up,
@@ -135,7 +138,18 @@ pub const COMMANDS: &[(Command, Mode, &[&str], &str)] = &[
         &["?"],
         "show or hide this help",
     ),
-    (Command::Quit, Mode::Global, &["q", "ctrl-c"], "quit"),
+    (
+        Command::Quit,
+        Mode::Global,
+        &["q"],
+        "quit (asks first while a run is going)",
+    ),
+    (
+        Command::Interrupt,
+        Mode::Global,
+        &["ctrl-c"],
+        "stop a live run at once (it ends interrupted, its file kept), then quit",
+    ),
     (Command::Back, Mode::Global, &["Esc"], "back / close"),
     (Command::Up, Mode::Global, &["Up", "k"], "up"),
     (Command::Down, Mode::Global, &["Down", "j"], "down"),
@@ -707,7 +721,7 @@ mod tests {
             "x stops runs only in the run view"
         );
         let ctrl_c = press(KeyCode::Char('c'), KeyModifiers::CONTROL);
-        assert_eq!(km.command(Mode::Browser, &ctrl_c), Some(Command::Quit));
+        assert_eq!(km.command(Mode::Browser, &ctrl_c), Some(Command::Interrupt));
         let n = press(KeyCode::Char('N'), KeyModifiers::SHIFT);
         assert_eq!(km.command(Mode::Run, &n), Some(Command::PrevMatch));
         assert_eq!(km.command(Mode::Reader, &n), Some(Command::PrevLink));
