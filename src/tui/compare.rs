@@ -707,31 +707,27 @@ pub fn align(calls: &[Vec<Call>]) -> Vec<AlignedRow> {
     rows
 }
 
-/// Index pairs of a longest common subsequence.
+/// How long one alignment of two call lists may take. Myers' diff (`similar`) needs memory
+/// linear in the calls, but time grows with how much they differ; past the deadline it
+/// finishes with a coarser alignment (still in order, still every call) instead of holding
+/// the view. Two runs of 25,000 calls once took a table of n×m cells: over 1 GB.
+const ALIGN_WITHIN: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// Index pairs of a common subsequence: the longest one, when found within [`ALIGN_WITHIN`].
 fn lcs(a: &[&str], b: &[&str]) -> Vec<(usize, usize)> {
-    let mut table = vec![vec![0u32; b.len() + 1]; a.len() + 1];
-    for i in (0..a.len()).rev() {
-        for j in (0..b.len()).rev() {
-            table[i][j] = if a[i] == b[j] {
-                table[i + 1][j + 1] + 1
-            } else {
-                table[i + 1][j].max(table[i][j + 1])
-            };
-        }
-    }
-    let (mut i, mut j, mut out) = (0, 0, Vec::new());
-    while i < a.len() && j < b.len() {
-        if a[i] == b[j] {
-            out.push((i, j));
-            i += 1;
-            j += 1;
-        } else if table[i + 1][j] >= table[i][j + 1] {
-            i += 1;
-        } else {
-            j += 1;
-        }
-    }
-    out
+    let deadline = std::time::Instant::now() + ALIGN_WITHIN;
+    similar::capture_diff_slices_deadline(similar::Algorithm::Myers, a, b, Some(deadline))
+        .into_iter()
+        .filter_map(|op| match op {
+            similar::DiffOp::Equal {
+                old_index,
+                new_index,
+                len,
+            } => Some((0..len).map(move |k| (old_index + k, new_index + k))),
+            _ => None,
+        })
+        .flatten()
+        .collect()
 }
 
 fn aligned_cell<'a>(
