@@ -474,3 +474,39 @@ fn a_search_that_found_no_finished_path_is_marked_not_green_and_f_stops_at_it() 
         .unwrap();
     assert!(selected.ends_with("exhausted.jsonl"), "{screen}");
 }
+
+#[test]
+fn a_line_that_could_not_be_read_is_said_on_the_status_line_and_in_the_about_view() {
+    use mcp_cosmos::tui::run_view::RunView;
+    use mcp_cosmos::tui::run_view::inspector::Inspector;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("torn.jsonl");
+    common::write_run(&common::plan_fails_run(), &path);
+    // A line in the middle replaced by garbage, as a crash or a hand edit leaves one.
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    let events_in_file = lines.len() - 1;
+    lines[3] = "{\"seq\":3,\"t_ms\":5,\"kind\":";
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    let run = Run::open(&path).unwrap();
+    assert_eq!(run.problems.iter().filter(|p| p.skipped).count(), 1);
+    for size in [(200, 50), (80, 24)] {
+        let view = RunView::new(
+            Run::open(&path).unwrap(),
+            Rect::new(0, 0, size.0, size.1 - 1),
+        );
+        let mut app = App::new(view, Keymap::default(), Theme::new(true), size);
+        let screen = render(&mut app);
+        let status = screen.lines().last().unwrap();
+        // The counter counts the events read; beside it, the line that was not.
+        assert!(
+            status.contains(&format!("event {0}/{0}", events_in_file - 1)),
+            "{status}"
+        );
+        assert!(status.contains("1 line(s) skipped"), "{status}");
+        app.update(Action::Do(Command::About));
+        let about = app.top_as::<Inspector>().unwrap().lines().join("\n");
+        assert!(about.contains("1 line(s) skipped"), "{about}");
+        assert!(about.contains("line 4: "), "{about}");
+    }
+}

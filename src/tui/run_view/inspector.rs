@@ -87,6 +87,9 @@ fn conversation(messages: &[Value], lines: &mut Lines) {
 /// Candidates listed by the about view (the rest are counted).
 const ABOUT_CANDIDATES: usize = 12;
 
+/// Problems met reading the file that the about view lists before pointing at `validate`.
+const PROBLEMS_LISTED: usize = 20;
+
 /// State of an inspector overlay.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Inspector {
@@ -202,6 +205,25 @@ impl Inspector {
         if let Some(reference) = &h.task.reference {
             lines.text("  reference (for the judge):");
             lines.block(reference, Mark::Text);
+        }
+        if !run.problems.is_empty() {
+            lines.heading("reading the file");
+            let skipped = run.problems.iter().filter(|p| p.skipped).count();
+            if skipped > 0 {
+                lines.text(format!(
+                    "  {skipped} line(s) skipped: nothing shown here counts what they held"
+                ));
+            }
+            // As `cosmos validate` names them (the file is the title's).
+            for p in run.problems.iter().take(PROBLEMS_LISTED) {
+                lines.text(format!("  line {}: {}", p.line, one_line(&p.reason, 200)));
+            }
+            if run.problems.len() > PROBLEMS_LISTED {
+                lines.text(format!(
+                    "  … and {} more: cosmos validate lists them all",
+                    run.problems.len() - PROBLEMS_LISTED
+                ));
+            }
         }
         lines.heading("agent");
         lines.text(format!("  {}", h.agent.kind.as_str()));

@@ -1061,9 +1061,16 @@ impl View for RunView {
             let pct = (reading.read * 100).checked_div(reading.total).unwrap_or(0);
             note = format!("  · reading … {pct}%{note}");
         }
+        // Lines read past stay said for as long as the run is shown: "event 16/16" alone
+        // would claim the file holds 16 events and nothing else.
+        let skipped = self.run.problems.iter().filter(|p| p.skipped).count();
+        let skipped = match skipped {
+            0 => String::new(),
+            n => format!(" · {n} line(s) skipped (a: which)"),
+        };
         // The counter first: on a narrow terminal the path is what gets cut.
         Some(format!(
-            "event {}/{}  {mode}{find}{note}  {}",
+            "event {}/{}{skipped}  {mode}{find}{note}  {}",
             self.position(),
             self.run.len(),
             self.run.path.display()
