@@ -420,15 +420,23 @@ fn b_forks_from_the_explorer_and_compare_opens_where_the_runs_part() {
         ),
     )
     .unwrap();
-    let view = RunView::new(
-        mcp_cosmos::trajectory::run::Run::open(&original).unwrap(),
-        Rect::new(0, 0, 160, 39),
-    );
-    let mut app = App::new(view, Keymap::default(), Theme::new(true), (160, 40));
+    // The browser over the run's folder, the run opened from it.
+    let roots = vec![dir.path().to_path_buf()];
+    let listed = mcp_cosmos::trajectory::listing::list_runs(&roots).unwrap();
+    assert_eq!(listed.len(), 1);
+    let browser = mcp_cosmos::tui::browser::Browser::new(roots.clone(), listed, 39);
+    let mut app = App::new(browser, Keymap::default(), Theme::new(true), (160, 40));
     app.probe = mcp_cosmos::probe::ProbeSetup {
         config: Some(config),
         mcp_config: Some(mcp),
     };
+    app.update(Action::Do(KeyCommand::Open));
+    for (id, work) in app.take_work() {
+        for action in mcp_cosmos::tui::terminal::perform(id, work) {
+            app.update(action);
+        }
+    }
+    assert!(app.top_is::<RunView>(), "the run opened from the browser");
     // The tree lists the steps of a ReAct run; the second is selected.
     app.update(Action::Do(KeyCommand::Down));
     app.update(Action::Do(KeyCommand::Branch));
@@ -457,9 +465,29 @@ fn b_forks_from_the_explorer_and_compare_opens_where_the_runs_part() {
     };
     // The test's binary is not cosmos: the fork runs the real one.
     fork.program = env!("CARGO_BIN_EXE_cosmos").into();
+    assert!(
+        app.message()
+            .is_some_and(|m| m.starts_with("forking from step 2")),
+        "{:?}",
+        app.message()
+    );
+    let mut listed_while_running = None;
     for action in mcp_cosmos::tui::terminal::perform(id, Work::Fork(fork)) {
+        let loaded = matches!(action, Action::Loaded(..));
         app.update(action);
+        if loaded {
+            // The browser lists the fork as soon as its file exists, and the "forking…"
+            // message is over.
+            let browser = app.find::<mcp_cosmos::tui::browser::Browser>().unwrap();
+            listed_while_running = Some(browser.runs().len());
+            assert_eq!(app.message(), None);
+        }
     }
+    assert_eq!(listed_while_running, Some(2), "the fork listed at once");
+    assert_eq!(
+        app.message(),
+        Some("the fork ended: compare opens it beside its original")
+    );
     // The fork opened live, took its events, and asked for compare when it ended.
     let forked = app.find::<RunView>().expect("the fork's view");
     assert!(forked.finished(), "the fork's run was followed to its end");
@@ -473,12 +501,22 @@ fn b_forks_from_the_explorer_and_compare_opens_where_the_runs_part() {
     }
     let compare = app.top_as::<CompareView>().expect("compare opens");
     assert_eq!(compare.first_divergence, Some(1));
+    // Its columns say which run is the fork.
+    assert!(
+        compare.labels[0].starts_with("original · "),
+        "{:?}",
+        compare.labels
+    );
+    assert!(
+        compare.labels[1].starts_with("⑂@2 fork · "),
+        "{:?}",
+        compare.labels
+    );
     assert_eq!(compare.selection.selected, 1, "on the first divergence");
     // The real server got the fork's new call only; step 1 was replayed.
     assert_eq!(std::fs::read_to_string(&calls).unwrap(), "ok\n");
 
     // The browser links the two both ways (`b`), and marks them.
-    let roots = vec![dir.path().to_path_buf()];
     let listed = mcp_cosmos::trajectory::listing::list_runs(&roots).unwrap();
     assert_eq!(listed.len(), 2);
     let browser = mcp_cosmos::tui::browser::Browser::new(roots, listed, 30);

@@ -510,3 +510,31 @@ fn a_line_that_could_not_be_read_is_said_on_the_status_line_and_in_the_about_vie
         assert!(about.contains("line 4: "), "{about}");
     }
 }
+
+#[test]
+fn a_run_with_no_node_and_no_call_says_so_instead_of_asking_to_step_forward() {
+    use mcp_cosmos::tui::run_view::RunView;
+    // A ReAct run whose only server never started: an error, no call, the end.
+    let run = common::run_of(
+        "no-server.jsonl",
+        common::header("none", AgentKind::React, None),
+        vec![
+            EventBody::Error {
+                source: "server".into(),
+                name: Some("time".into()),
+                message: "connection closed: initialize response".into(),
+                stderr_tail: Some("No module named mcp_server_time".into()),
+                step: None,
+            },
+            common::completed(),
+        ],
+    );
+    let view = RunView::new(run, Rect::new(0, 0, 120, 29));
+    let mut app = App::new(view, Keymap::default(), Theme::new(true), (120, 30));
+    let screen = render(&mut app);
+    assert!(
+        screen.contains("this run has no search node and no real call"),
+        "{screen}"
+    );
+    assert!(!screen.contains("step forward"), "{screen}");
+}

@@ -83,4 +83,7 @@ pub enum Action {
     /// A fork started from the explorer ended (its run opened with the `Loaded` answering the
     /// same request; its events came as `LiveEvent`s).
     ForkEnded(RequestId),
+    /// The explorer's own work wrote a run file (a fork, when it starts and when it ends): a
+    /// browser over its folder lists it, or reads its totals again.
+    Written(std::path::PathBuf),
 }

@@ -68,6 +68,8 @@ enum Waiting {
     Fork {
         original: PathBuf,
         view: Option<ViewId>,
+        /// The fork's file, once it exists.
+        path: Option<PathBuf>,
     },
 }
 
@@ -484,6 +486,7 @@ impl App {
             Work::Fork(fork) => Waiting::Fork {
                 original: fork.original.clone(),
                 view: None,
+                path: None,
             },
         };
         // A new request replaces an unanswered one of its kind: its answer would be stale.
@@ -526,7 +529,12 @@ impl App {
         let run = match result {
             Ok(run) => run,
             Err(e) => {
-                self.message = Some(format!("cannot open: {}", one_line(&format!("{e:#}"), 200)));
+                let e = format!("{e:#}");
+                // A fork that never started says why itself ("the fork did not start: …").
+                self.message = Some(match &pending.waiting {
+                    Waiting::Fork { .. } => one_line(&e, 200),
+                    _ => format!("cannot open: {}", one_line(&e, 200)),
+                });
                 return;
             }
         };
@@ -548,7 +556,12 @@ impl App {
                     self.pending.push(pending);
                 }
             }
-            Waiting::Fork { view, .. } => {
+            Waiting::Fork { view, path, .. } => {
+                // "forking from step N…" is over: the fork's own view says how it goes, and
+                // a browser over its folder lists it now.
+                self.message = None;
+                *path = Some(run.path.clone());
+                self.broadcast(&Action::Written(run.path.clone()));
                 // The fork's view can stop it (`x`, or leaving with it still going).
                 let (stop, stopped) = std::sync::mpsc::channel();
                 super::fork_work::watch_stop(id, stopped);
@@ -560,25 +573,31 @@ impl App {
         }
     }
 
-    /// A fork started from the explorer ended: when its view is still open, compare opens on
-    /// it and the original.
+    /// A fork started from the explorer ended: a browser lists its final totals, and when its
+    /// view is still open, compare opens on it and the original.
     fn fork_ended(&mut self, id: RequestId) {
         let Some(pending) = self.take_pending(id) else {
             return;
         };
-        if let Waiting::Fork {
+        let Waiting::Fork {
             original,
-            view: Some(view),
+            view,
+            path: Some(fork),
         } = pending.waiting
-        {
-            let fork = self
-                .stack
-                .iter()
-                .find(|s| s.id == view)
-                .and_then(|s| (s.view.as_ref() as &dyn Any).downcast_ref::<RunView>())
-                .map(|v| v.run.path.clone());
-            if let Some(fork) = fork {
+        else {
+            return;
+        };
+        self.broadcast(&Action::Written(fork.clone()));
+        match view.filter(|v| self.stack.iter().any(|s| s.id == *v)) {
+            Some(view) => {
+                self.message = Some("the fork ended: compare opens it beside its original".into());
                 self.start(view, Work::Compare(vec![original, fork]));
+            }
+            None => {
+                self.message = Some(format!(
+                    "the fork ended: {}",
+                    one_line(&fork.display().to_string(), 120)
+                ))
             }
         }
     }

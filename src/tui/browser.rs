@@ -322,6 +322,37 @@ impl Browser {
         self.rebuild_view();
     }
 
+    /// Lists the run at `path` (or reads it again when listed), when it lies under one of the
+    /// folders this browser lists: a fork started from the explorer shows at once, not after
+    /// a restart.
+    fn written(&mut self, path: &std::path::Path) {
+        let selected = self.selected_run().map(|r| r.path.clone());
+        let summary = RunSummary::read(path);
+        match self.runs.iter().position(|r| r.path == path) {
+            Some(i) => self.runs[i] = summary,
+            None if self.roots.iter().any(|root| path.starts_with(root)) => self.runs.push(summary),
+            None => return,
+        }
+        let mut labels: Vec<String> = self.runs.iter().map(|r| label(r, &self.roots)).collect();
+        mark_forks(&self.runs, &mut labels);
+        self.haystacks = self
+            .runs
+            .iter()
+            .zip(&labels)
+            .map(|(r, l)| haystack(r, l))
+            .collect();
+        self.content = ContentWidths::of(&self.runs, &labels);
+        self.labels = labels;
+        self.rebuild_view();
+        // The run that was selected stays selected, wherever the new row sorts.
+        if let Some(at) =
+            selected.and_then(|s| self.view.iter().position(|&i| self.runs[i].path == s))
+        {
+            let (len, page) = (self.view.len(), self.page());
+            self.selection.select(at, len, page);
+        }
+    }
+
     /// Paths of the marked runs.
     pub fn marked_paths(&self) -> Vec<PathBuf> {
         self.marked
@@ -578,6 +609,7 @@ impl View for Browser {
                 }
                 _ => {}
             },
+            Action::Written(path) => self.written(path),
             _ => return Handled::Ignored,
         }
         Handled::Consumed

@@ -250,11 +250,28 @@ fn labels(runs: &[Run]) -> Vec<String> {
     runs.iter()
         .enumerate()
         .map(|(i, r)| {
-            let mut label = format!(
+            // A fork beside its original says which it is, as the browser marks it (`⑂@N`).
+            let fork_at = r.header.fork_of.as_ref().and_then(|f| {
+                runs.iter()
+                    .any(|o| o.header.run_id == f.run_id)
+                    .then_some(f.step)
+            });
+            let is_original = runs.iter().any(|o| {
+                o.header
+                    .fork_of
+                    .as_ref()
+                    .is_some_and(|f| f.run_id == r.header.run_id)
+            });
+            let mut label = match (fork_at, is_original) {
+                (Some(step), _) => format!("⑂@{step} fork · "),
+                (None, true) => "original · ".to_string(),
+                (None, false) => String::new(),
+            };
+            label.push_str(&format!(
                 "{} / {}",
                 r.header.agent.kind.as_str(),
                 r.header.world_model_name()
-            );
+            ));
             for name in &differing {
                 if *name == "started" && others_differ {
                     continue;
@@ -559,9 +576,16 @@ impl CompareView {
                     for l in wrap_line(&one_line(&format!("{} {args}", c.tool), 4_000), width) {
                         text.push(Line::styled(l, theme.title()));
                     }
-                    let fid = c.fidelity.map_or("no simulation".to_string(), |f| {
-                        format!("fidelity {:.2}", f.score)
-                    });
+                    let fid = match (c.fidelity, c.source) {
+                        (Some(f), _) => format!("fidelity {}", figure::fraction(f.score, 2)),
+                        // The world model's answer stands where the call would be: there is
+                        // no real result to score it against.
+                        (None, CallSource::Simulated) => "no real call to score it against".into(),
+                        (None, CallSource::Replayed) => {
+                            "copied from the recording (no metric counts it)".into()
+                        }
+                        (None, CallSource::Real) => "no simulation".into(),
+                    };
                     text.push(Line::styled(fid, theme.dim()));
                     let side = |label: &str, o: &Observation, text: &mut Vec<Line>| {
                         text.push(Line::styled(
@@ -747,7 +771,7 @@ fn aligned_cell<'a>(
     s.push_str(&call_label(&c.tool, &c.arguments));
     s.push_str(if c.is_error { " ✗" } else { " ✓" });
     if let Some(f) = c.fidelity {
-        s.push_str(&format!(" fid {:.2}", f.score));
+        s.push_str(&format!(" fid {}", figure::fraction(f.score, 2)));
     }
     let differs = first.is_some_and(|f| f.arguments != c.arguments);
     if differs {

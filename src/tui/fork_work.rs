@@ -190,11 +190,52 @@ fn last_lines(log: &Path) -> String {
         let _ = file.take(16 * 1024).read_to_end(&mut bytes);
         text = String::from_utf8_lossy(&bytes).into_owned();
     }
+    said_cause(&text)
+}
+
+/// What a fork's output says went wrong: its error line (`cosmos: error: …`, the line `main`
+/// prints a failure as) when it has one, else its last lines that are not warnings, else its
+/// last lines. A warning printed before the failure is never given as its cause.
+fn said_cause(text: &str) -> String {
     let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    if let Some(error) = lines.iter().rev().find(|l| l.starts_with("cosmos: error:")) {
+        return error.to_string();
+    }
+    let not_warnings: Vec<&str> = lines
+        .iter()
+        .copied()
+        .filter(|l| !l.starts_with("cosmos: warning:"))
+        .collect();
+    let lines = if not_warnings.is_empty() {
+        lines
+    } else {
+        not_warnings
+    };
     let tail = &lines[lines.len().saturating_sub(3)..];
     if tail.is_empty() {
         "it printed nothing".into()
     } else {
         tail.join(" · ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::said_cause;
+
+    #[test]
+    fn the_cause_is_the_error_line_not_the_warning_before_it() {
+        let printed = "cosmos: warning: the servers start fresh; these replayed steps may have \
+                       left state behind\ncosmos: error: no server named \"memory\" in mcp.json\n";
+        assert_eq!(
+            said_cause(printed),
+            "cosmos: error: no server named \"memory\" in mcp.json"
+        );
+        assert_eq!(
+            said_cause("cosmos: warning: only this\n"),
+            "cosmos: warning: only this"
+        );
+        assert_eq!(said_cause("a\nb\ncosmos: warning: w\nc\nd\n"), "b · c · d");
+        assert_eq!(said_cause(""), "it printed nothing");
     }
 }

@@ -424,10 +424,14 @@ impl TreeView {
             .collect();
         let empty = self.rows.is_empty();
         let para = if empty {
-            Paragraph::new(Line::styled(
-                "no nodes yet (step forward, or this run has no search)",
-                theme.dim(),
-            ))
+            // Said from the run, not guessed: "step forward" only where stepping would show
+            // something.
+            let why = if run.nodes().is_empty() && run.steps().is_empty() {
+                "this run has no search node and no real call"
+            } else {
+                "nothing yet at this event (step forward)"
+            };
+            Paragraph::new(Line::styled(why, theme.dim()))
         } else {
             Paragraph::new(lines)
         };
