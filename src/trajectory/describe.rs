@@ -464,21 +464,20 @@ pub fn recheck_summary(
 ) -> String {
     use crate::trajectory::event::Drift;
     let count = |d: Drift| calls.iter().filter(|c| c.drift == d).count();
-    let differ = calls.len() - count(Drift::Same);
-    let mut parts = Vec::new();
-    for (drift, words) in [
-        (Drift::NowFails, "now fail"),
-        (Drift::ServerGone, "server gone"),
-    ] {
-        let n = count(drift);
-        if n > 0 {
-            parts.push(format!("{n} {words}"));
-        }
-    }
-    let detail = if parts.is_empty() {
-        String::new()
+    // A call whose server is gone was not made again: it neither changed nor held.
+    let gone = count(Drift::ServerGone);
+    let made = calls.len() - gone;
+    let differ = made - count(Drift::Same);
+    let now_fail = count(Drift::NowFails);
+    let detail = if now_fail > 0 {
+        format!(" ({now_fail} now fail)")
     } else {
-        format!(" ({})", parts.join(", "))
+        String::new()
+    };
+    let gone = if gone > 0 {
+        format!(", {gone} not made (server gone)")
+    } else {
+        String::new()
     };
     let left = if skipped.is_empty() {
         String::new()
@@ -486,15 +485,40 @@ pub fn recheck_summary(
         format!(", {} skipped (not read-only)", skipped.len())
     };
     format!(
-        "rechecked on {}: {differ} of {} calls changed{detail}{left}",
+        "rechecked on {}: {differ} of {made} calls changed{detail}{gone}{left}",
         at.format("%Y-%m-%d %H:%M UTC"),
-        calls.len()
     )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_recheck_counts_a_call_whose_server_is_gone_as_not_made_never_as_changed() {
+        use crate::trajectory::event::{Drift, RecheckedCall};
+        let call = |step, drift| RecheckedCall {
+            step,
+            tool: "t:x".into(),
+            drift,
+            fidelity: None,
+            result: None,
+            error: None,
+        };
+        let at = chrono::DateTime::UNIX_EPOCH;
+        let calls = [
+            call(1, Drift::Same),
+            call(2, Drift::Changed),
+            call(3, Drift::NowFails),
+            call(4, Drift::ServerGone),
+            call(5, Drift::ServerGone),
+        ];
+        assert_eq!(
+            recheck_summary(&at, &calls, &[6]),
+            "rechecked on 1970-01-01 00:00 UTC: 2 of 3 calls changed (1 now fail), \
+             2 not made (server gone), 1 skipped (not read-only)"
+        );
+    }
 
     /// A sibling's label found by comparing it with every other sibling, one by one.
     fn label_by_comparing(node: usize, children: &[EventBody]) -> Option<String> {
