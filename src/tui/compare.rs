@@ -769,7 +769,14 @@ fn aligned_cell<'a>(
         CallSource::Simulated => "≈ ".to_string(),
     };
     s.push_str(&call_label(&c.tool, &c.arguments));
-    s.push_str(if c.is_error { " ✗" } else { " ✓" });
+    // ✗ and ✓ are what a real call did; a world model's answer that is an error is a
+    // predicted one, marked as the tree marks it (⚠).
+    s.push_str(match (c.source, c.is_error) {
+        (CallSource::Simulated, true) => " ⚠",
+        (CallSource::Simulated, false) => "",
+        (_, true) => " ✗",
+        (_, false) => " ✓",
+    });
     if let Some(f) = c.fidelity {
         s.push_str(&format!(" fid {}", figure::fraction(f.score, 2)));
     }
@@ -780,7 +787,7 @@ fn aligned_cell<'a>(
             theme.diff(),
         ))
     } else {
-        let style = if c.is_error {
+        let style = if c.is_error && c.source != CallSource::Simulated {
             theme.error()
         } else {
             theme.text()
@@ -946,6 +953,37 @@ mod tests {
             simulated: None,
             event: 0,
         }
+    }
+
+    #[test]
+    fn a_predicted_error_is_marked_as_the_tree_marks_it_and_a_real_failure_as_failed() {
+        let theme = Theme::new(true);
+        let text = |c: &Call| {
+            let cell = aligned_cell(Some(c), None, 80, &theme);
+            let mut buffer = ratatui::buffer::Buffer::empty(Rect::new(0, 0, 80, 1));
+            ratatui::widgets::Widget::render(
+                Table::new([Row::new([cell])], [Constraint::Length(80)]),
+                buffer.area,
+                &mut buffer,
+            );
+            buffer
+                .content()
+                .iter()
+                .map(|c| c.symbol())
+                .collect::<String>()
+        };
+        let mut predicted = call("t:x", 1);
+        predicted.source = CallSource::Simulated;
+        predicted.is_error = true;
+        assert!(
+            text(&predicted).contains("≈ t:x(x=1) ⚠"),
+            "{}",
+            text(&predicted)
+        );
+        assert!(!text(&predicted).contains('✗'));
+        let mut failed = call("t:x", 1);
+        failed.is_error = true;
+        assert!(text(&failed).contains("t:x(x=1) ✗"), "{}", text(&failed));
     }
 
     #[test]
