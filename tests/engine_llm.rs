@@ -310,3 +310,32 @@ async fn a_huge_reply_is_cut_and_a_monstrous_one_refused() {
         "{err}"
     );
 }
+
+#[tokio::test]
+async fn an_endpoint_nobody_answers_on_says_the_connection_was_refused_and_which_setting_names_it()
+{
+    let dead = dead_port();
+    let c = LlmClient::new(Endpoint {
+        base_url: format!("http://127.0.0.1:{}/v1", dead.port),
+        model: "m".into(),
+        api_key: None,
+        temperature: 0.0,
+        max_tokens: 16,
+        timeout: Duration::from_secs(5),
+        max_retries: 0,
+        output: OutputMode::Json,
+        record_messages: false,
+    });
+    let err = c
+        .complete_json(&[Message::user("q")], "s", &schema())
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("cannot connect to http://127.0.0.1:"), "{err}");
+    assert!(err.contains("connection refused"), "{err}");
+    assert!(
+        err.contains("base_url") && err.contains("OPENAI_BASE_URL"),
+        "{err}"
+    );
+    assert!(!err.contains("error sending request"), "{err}");
+}

@@ -140,18 +140,24 @@ impl HttpChat {
                     if attempt >= self.endpoint.max_retries
                         || !(e.is_timeout() || e.is_connect() || e.is_request())
                     {
-                        let kind = if e.is_timeout() {
-                            "timed out"
+                        let tries = attempt + 1;
+                        let why = if e.is_connect() {
+                            // reqwest says only "error sending request"; the cause is below.
+                            format!(
+                                "cannot connect to {shown} ({}) after {tries} attempts; the \
+                                 address is base_url in [default] or the role's [roles.NAME] \
+                                 of the --config file, or OPENAI_BASE_URL",
+                                root_cause(&e)
+                            )
+                        } else if e.is_timeout() {
+                            format!("request to {shown} timed out after {tries} attempts")
                         } else {
-                            "failed"
+                            format!(
+                                "request to {shown} failed after {tries} attempts: {}",
+                                root_cause(&e)
+                            )
                         };
-                        return Err(fail(
-                            anyhow!(
-                                "request to {shown} {kind} after {} attempts: {e}",
-                                attempt + 1
-                            ),
-                            None,
-                        ));
+                        return Err(fail(anyhow!(why), None));
                     }
                     None
                 }
@@ -174,6 +180,21 @@ impl ChatModel for HttpChat {
 
     fn chat<'a>(&'a self, request: &'a ChatRequest) -> BoxFuture<'a, Result<Completion, LlmError>> {
         Box::pin(self.send(request))
+    }
+}
+
+/// The innermost cause of an error (`Connection refused (os error 111)` under reqwest's
+/// "error sending request"), lower-cased at its head as it follows other words.
+fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut cause = e;
+    while let Some(next) = cause.source() {
+        cause = next;
+    }
+    let text = cause.to_string();
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_lowercase().chain(chars).collect(),
+        None => text,
     }
 }
 
