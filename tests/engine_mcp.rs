@@ -163,6 +163,14 @@ async fn failing_dying_and_hanging_servers() {
             .unwrap()
             .contains("cannot import thing")
     );
+    // The message itself says why, from the server's last words, not only the transport's
+    // "connection closed".
+    assert!(
+        failures[0].message.contains("its last words:")
+            && failures[0].message.contains("cannot import thing"),
+        "{}",
+        failures[0].message
+    );
 
     let (_, hang) = pool.call("flaky:hang", &json!({"text": "x"})).await;
     assert!(hang.error.unwrap().contains("timed out after 2s"));

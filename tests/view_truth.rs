@@ -526,7 +526,12 @@ fn a_run_with_no_node_and_no_call_says_so_instead_of_asking_to_step_forward() {
                 stderr_tail: Some("No module named mcp_server_time".into()),
                 step: None,
             },
-            common::completed(),
+            EventBody::RunFinished {
+                status: mcp_cosmos::trajectory::event::RunStatus::Failed,
+                error: Some("no MCP server could be started".into()),
+                ending: None,
+                totals: Default::default(),
+            },
         ],
     );
     let view = RunView::new(run, Rect::new(0, 0, 120, 29));
@@ -537,4 +542,10 @@ fn a_run_with_no_node_and_no_call_says_so_instead_of_asking_to_step_forward() {
         "{screen}"
     );
     assert!(!screen.contains("step forward"), "{screen}");
+    // The metrics pane says why the run failed, as its run_finished does.
+    assert!(
+        screen.contains("failed · no MCP server could be started"),
+        "{screen}"
+    );
+    assert!(!screen.contains("ending not recorded"), "{screen}");
 }

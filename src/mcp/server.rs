@@ -237,7 +237,19 @@ impl Server {
             Ok(Err(e)) => {
                 // The process's last words are still on their way through the pipe.
                 stderr.drained().await;
-                return Err(fail(format!("{e:#}"), &stderr));
+                // They say why far better than the transport does ("connection closed:
+                // initialize response" for a server that exited on `No module named …`).
+                let said = stderr.text().and_then(|t| {
+                    t.lines()
+                        .rev()
+                        .find(|l| !l.trim().is_empty())
+                        .map(|l| l.trim().to_string())
+                });
+                let message = match said {
+                    Some(line) => format!("{e:#}; its last words: {line}"),
+                    None => format!("{e:#}"),
+                };
+                return Err(fail(message, &stderr));
             }
             Err(_) => {
                 return Err(fail(

@@ -214,6 +214,8 @@ pub struct MetricsAt<'a> {
     pub series: &'a Series,
     /// The cursor.
     pub k: usize,
+    /// Why the run did not complete, as its `run_finished` says, once the cursor is past it.
+    pub error: Option<&'a str>,
 }
 
 /// Draws the numbers and charts.
@@ -266,7 +268,14 @@ pub fn draw(frame: &mut Frame, area: Rect, block: Block, at: &MetricsAt<'_>, the
             match (m.status, m.ending) {
                 (None, _) => "running / incomplete".into(),
                 (Some(s), Some(e)) => format!("{} · ending {}", s.as_str(), e.as_str()),
-                (Some(s), None) => format!("{} · ending not recorded", s.as_str()),
+                // No ending: the agent never ran (its servers did not start), or an older
+                // file. What run_finished says is the reason.
+                (Some(s), None) => match at.error {
+                    Some(why) => {
+                        format!("{} · {}", s.as_str(), crate::sanitize::one_line(why, 200))
+                    }
+                    None => s.as_str().to_string(),
+                },
             },
         ),
         kv(

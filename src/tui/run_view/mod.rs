@@ -1157,6 +1157,10 @@ impl View for RunView {
             best_q: self.tree.best_q(),
             series: self.charts.series(),
             k: state.applied(),
+            error: match self.run.finish_at(state.applied()).map(|e| &e.body) {
+                Some(EventBody::RunFinished { error, .. }) => error.as_deref(),
+                _ => None,
+            },
         };
         metrics::draw(
             frame,
