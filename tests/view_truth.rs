@@ -549,3 +549,25 @@ fn a_run_with_no_node_and_no_call_says_so_instead_of_asking_to_step_forward() {
     );
     assert!(!screen.contains("ending not recorded"), "{screen}");
 }
+
+#[test]
+fn stepping_with_the_tree_focused_moves_the_observation_pane_with_the_cursor() {
+    use mcp_cosmos::tui::run_view::Pane;
+    use mcp_cosmos::tui::run_view::RunView;
+    let view = RunView::new(common::plan_fails_run(), Rect::new(0, 0, 200, 49));
+    let mut app = App::new(view, Keymap::default(), Theme::new(true), (200, 50));
+    app.update(Action::JumpTo(0));
+    // Step through the run; the tree keeps the focus (the default).
+    let mut selected = Vec::new();
+    for _ in 0..40 {
+        app.update(Action::Do(Command::StepForward));
+        let view = app.top_as::<RunView>().unwrap();
+        assert_eq!(view.focus, Pane::Tree);
+        selected.push(format!("{:?}", view.tree.selected_item()));
+    }
+    selected.dedup();
+    assert!(
+        selected.len() > 2,
+        "the selection (and the observation pane, which shows it) followed the steps: {selected:?}"
+    );
+}

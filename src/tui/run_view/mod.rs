@@ -736,10 +736,9 @@ impl RunView {
             live.following = k >= self.run.len();
         }
         self.seek(k);
-        // Follow the event's node in the tree, as a person stepping through expects.
-        if self.focus != Pane::Tree {
-            self.select_touched(k);
-        }
+        // Follow the event's node in the tree, as a person stepping through expects, whichever
+        // pane has the focus: the observation pane shows the selection, so it follows too.
+        self.select_touched(k);
     }
 
     /// Selects what the event before cursor `k` is about, opening the way to it: its node (a
