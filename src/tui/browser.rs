@@ -70,14 +70,16 @@ const COLUMNS: [(Column, &str, u16); 12] = [
     (Column::Started, "started", 16),
 ];
 
-/// Which columns to keep first when space is short (the task column always stays).
+/// Which columns to keep first when space is short (the task column always stays). The calls
+/// and their success come before the label, so a narrow screen does not show two runs of one
+/// configuration as the same row; the title says how many columns were left out.
 const PRIORITY: [Column; 11] = [
     Column::Agent,
     Column::WorldModel,
     Column::Status,
-    Column::Label,
     Column::Calls,
     Column::Success,
+    Column::Label,
     Column::Fidelity,
     Column::Tokens,
     Column::Time,
@@ -144,6 +146,8 @@ fn fitting_columns(width: u16, content: &ContentWidths) -> Vec<(usize, u16)> {
         Column::Task => content.task.clamp(4, 14),
         Column::Label => content.label.clamp(5, 8),
         Column::Agent => content.agent.clamp(9, 24),
+        // As narrow as its names (`none`, `llm`) when they are short: room for the figures.
+        Column::WorldModel => content.world_model.clamp(6, 11),
         _ => COLUMNS
             .iter()
             .find(|(k, _, _)| *k == c)
@@ -181,7 +185,12 @@ fn fitting_columns(width: u16, content: &ContentWidths) -> Vec<(usize, u16)> {
             content.task.saturating_sub(task_first),
             u16::MAX,
         );
-    let world_model_extra = share(Column::WorldModel, content.world_model.min(32), u16::MAX);
+    // Room left gives the column its heading's width back ("world model").
+    let world_model_extra = share(
+        Column::WorldModel,
+        content.world_model.clamp(11, 32),
+        u16::MAX,
+    );
     let planner_extra = share(Column::Planner, content.planner.min(40), u16::MAX);
     COLUMNS
         .iter()
@@ -653,16 +662,29 @@ impl View for Browser {
                 (a, Some(b))
             }
         };
+        let shown = fitting_columns(table_area.width.saturating_sub(2), &self.content);
+        // Columns left out for the width are said, never dropped in silence.
+        let hidden = COLUMNS
+            .iter()
+            .filter(|(c, _, _)| *c != Column::Label || self.content.label > 0)
+            .count()
+            .saturating_sub(shown.len());
+        let hidden = match hidden {
+            _ if self.runs.is_empty() => String::new(),
+            0 => String::new(),
+            n => format!("{n} columns hidden (wider shows them) · "),
+        };
         let title = if let Some(prompt) = &self.prompt {
             format!(
                 " Runs · filter (words): {} · Enter keeps · Esc clears ",
                 prompt.shown(40)
             )
         } else if table_area.width >= 90 {
-            " Runs · Enter open · m mark · c compare · / filter · s sort · g groups · ? help "
-                .to_string()
+            format!(
+                " Runs · {hidden}Enter open · m mark · c compare · / filter · s sort · g groups · ? help "
+            )
         } else {
-            " Runs · Enter open · ? help ".to_string()
+            format!(" Runs · {hidden}Enter open · ? help ")
         };
         let block = Block::bordered()
             .border_style(theme.border())
@@ -685,15 +707,15 @@ impl View for Browser {
             ];
             frame.render_widget(Paragraph::new(msg).block(block), table_area);
         } else {
-            let shown = fitting_columns(table_area.width.saturating_sub(2), &self.content);
-            let header = Row::new(shown.iter().map(|&(i, _)| {
+            let header = Row::new(shown.iter().map(|&(i, width)| {
                 let (c, name, _) = COLUMNS[i];
                 let arrow = if c == self.sort.0 {
                     if self.sort.1 { "↓" } else { "↑" }
                 } else {
                     ""
                 };
-                Cell::from(format!("{name}{arrow}"))
+                // A heading cut to its column says so ("world m…"), never reads as another.
+                Cell::from(one_line(&format!("{name}{arrow}"), width as usize))
             }))
             .style(theme.title());
             let inner_h = table_area.height.saturating_sub(3) as usize;
