@@ -42,6 +42,8 @@ struct Field {
 /// State of the form.
 #[derive(Debug)]
 pub struct ElicitForm {
+    /// The server that asks (its name in `mcp.json`).
+    server: String,
     message: String,
     fields: Vec<Field>,
     /// The field the keys edit.
@@ -112,6 +114,7 @@ impl ElicitForm {
             }
         }
         Self {
+            server: question.server.clone(),
             message: question.message().to_string(),
             fields,
             selected: 0,
@@ -259,7 +262,10 @@ impl View for ElicitForm {
             Paragraph::new(lines).wrap(Wrap { trim: false }).block(
                 Block::bordered()
                     .border_style(theme.focus_border())
-                    .title(" A server asks for input (* required) ")
+                    .title(format!(
+                        " {} asks for input (* required) ",
+                        one_line(&self.server, 40)
+                    ))
                     .title_bottom(Line::styled(
                         " Enter accept · Esc decline · Ctrl-X cancel · ↑/↓ field · Space ",
                         theme.dim(),
