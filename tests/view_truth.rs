@@ -571,3 +571,69 @@ fn stepping_with_the_tree_focused_moves_the_observation_pane_with_the_cursor() {
         "the selection (and the observation pane, which shows it) followed the steps: {selected:?}"
     );
 }
+
+#[test]
+fn a_proxy_session_shows_no_planner_and_no_search_figures_on_calls_no_search_made() {
+    use mcp_cosmos::trajectory::listing::RunSummary;
+    use mcp_cosmos::tui::browser::Browser;
+    use mcp_cosmos::tui::run_view::RunView;
+    use mcp_cosmos::tui::run_view::inspector::Inspector;
+    // A client's session through cosmos proxy: its calls rehearsed as a chain of nodes (each
+    // evaluated with the rehearsal's base reward), as the proxy records them.
+    let mut header = common::header("session", AgentKind::External, Some("memory"));
+    header.planner.model = "mcp 0.1.0".into();
+    header.agent.settings.insert(
+        "client".into(),
+        serde_json::json!({"name": "mcp", "version": "0.1.0"}),
+    );
+    let mut bodies = common::plan_fails_bodies("memory", "Mars/Olympus");
+    // The rehearsal's verdict on the first call, right after its prediction.
+    let verdict = mcp_cosmos::trajectory::event::Verdict::Valid;
+    let at = bodies
+        .iter()
+        .position(|b| matches!(b, EventBody::NodeSimulated { .. }))
+        .unwrap();
+    bodies.insert(
+        at + 1,
+        EventBody::NodeEvaluated {
+            node: 1,
+            verdict,
+            base_reward: mcp_cosmos::agent::rehearse::base_reward(verdict),
+            critic_reward: None,
+            critic_reason: None,
+            reward: mcp_cosmos::agent::rehearse::base_reward(verdict),
+            terminal: false,
+        },
+    );
+    let run = common::run_of("session.jsonl", header, bodies);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("session.jsonl");
+    common::write_run(&run, &path);
+    let browser = Browser::new(
+        vec![dir.path().to_path_buf()],
+        vec![RunSummary::read(&path)],
+        29,
+    );
+    let mut app = App::new(browser, Keymap::default(), Theme::new(true), (200, 30));
+    let screen = render(&mut app);
+    let row = screen.lines().find(|l| l.contains("session")).unwrap();
+    assert!(row.contains("external: mcp"), "{screen}");
+    assert!(
+        !row.contains("mcp 0.1.0"),
+        "the client is no planner: {screen}"
+    );
+    // The tree: no visits, values or rewards on the session's calls.
+    let view = RunView::new(Run::open(&path).unwrap(), Rect::new(0, 0, 200, 49));
+    let mut app = App::new(view, Keymap::default(), Theme::new(true), (200, 50));
+    let screen = render(&mut app);
+    assert!(
+        !screen.contains(" r=") && !screen.contains(" N="),
+        "{screen}"
+    );
+    // The first call's node (the root is above it).
+    app.update(Action::Do(Command::Down));
+    app.update(Action::Do(Command::Inspect));
+    let node = app.top_as::<Inspector>().unwrap().lines().join("\n");
+    assert!(node.contains("no search used it"), "{node}");
+    assert!(!node.contains("mean value Q="), "{node}");
+}

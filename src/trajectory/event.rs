@@ -125,6 +125,17 @@ impl Header {
             .map_or("none", |w| w.name.as_str())
     }
 
+    /// What a listing's planner column says: the planner's model, or `—` for a proxy session.
+    pub fn planner_label(&self) -> String {
+        // A proxy session's planner is its client's own agent, of which cosmos knows nothing;
+        // the client's name is in the agent column (`external: NAME`).
+        if self.agent.kind == AgentKind::External {
+            "—".to_string()
+        } else {
+            self.planner.model.clone()
+        }
+    }
+
     /// What a listing's agent column says: the agent's name, or for another program's agent
     /// recorded by `cosmos proxy`, `external: <client>`.
     pub fn agent_label(&self) -> String {

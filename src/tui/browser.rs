@@ -115,7 +115,7 @@ impl ContentWidths {
             let (task, planner, world_model) = match &r.header {
                 Ok(h) => (
                     w(&h.task.id),
-                    w(&h.planner.model),
+                    w(&h.planner_label()),
                     w(&h.world_model_label()),
                 ),
                 Err(_) => (
@@ -829,7 +829,7 @@ fn cells<'a>(
             h.task.id.clone(),
             h.agent_label(),
             h.world_model_label(),
-            h.planner.model.clone(),
+            h.planner_label(),
             h.started_at.format("%Y-%m-%d %H:%M").to_string(),
         ),
         Err(e) => (
@@ -979,9 +979,7 @@ fn compare(a: &RunSummary, b: &RunSummary, col: Column) -> Ordering {
             .cmp(&h(b, |h| h.label.clone().unwrap_or_default())),
         Column::Agent => h(a, |h| h.agent_label()).cmp(&h(b, |h| h.agent_label())),
         Column::WorldModel => h(a, |h| h.world_model_label()).cmp(&h(b, |h| h.world_model_label())),
-        Column::Planner => {
-            h(a, |h| h.planner.model.clone()).cmp(&h(b, |h| h.planner.model.clone()))
-        }
+        Column::Planner => h(a, |h| h.planner_label()).cmp(&h(b, |h| h.planner_label())),
         Column::Status => a.outcome().cmp(&b.outcome()),
         Column::Calls => num(
             ta.map(|t| t.tool_calls as f64),

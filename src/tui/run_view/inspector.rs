@@ -506,11 +506,20 @@ impl Inspector {
                     lines.block(&why, mark);
                 }
                 lines.heading("reward");
-                lines.text(format!(
-                    "  base {base:.2} · critic {} · reward {reward:.2}",
-                    critic.map_or("—".to_string(), |c| format!("{c:.2}"))
-                ));
-                if let Some(d) = state.node(slot) {
+                let searched =
+                    run.header.agent.kind != crate::trajectory::event::AgentKind::External;
+                if searched {
+                    lines.text(format!(
+                        "  base {base:.2} · critic {} · reward {reward:.2}",
+                        critic.map_or("—".to_string(), |c| format!("{c:.2}"))
+                    ));
+                } else {
+                    lines.text(format!(
+                        "  base {base:.2}: the score the rehearsal gives the call's verdict; no \
+                         search used it (a client's call, through cosmos proxy)"
+                    ));
+                }
+                if let Some(d) = state.node(slot).filter(|_| searched) {
                     lines.text(format!(
                         "  at the cursor: visits N={} · mean value Q={}",
                         d.visits,

@@ -15,7 +15,7 @@ use unicode_width::UnicodeWidthStr;
 
 use crate::sanitize::one_line;
 use crate::trajectory::describe::{SiblingCalls, compact_call_label, compact_node_label};
-use crate::trajectory::event::{ActionKind, EventBody, Verdict};
+use crate::trajectory::event::{ActionKind, AgentKind, EventBody, Verdict};
 use crate::trajectory::fold::TreeState;
 use crate::trajectory::plan_why::{TieRule, WhySource, plan_why};
 use crate::trajectory::run::Run;
@@ -484,8 +484,12 @@ impl TreeView {
                 dyn_.q().map_or("—".into(), |q| format!("{q:.2}")),
             ),
         };
-        // The reward is in the inspector; a narrow pane keeps the room for the arguments.
-        if width >= WIDE_ROW {
+        // A proxy session's nodes are its client's calls rehearsed one by one: no search
+        // visited, valued or rewarded them, so no search figure is shown.
+        if run.header.agent.kind == AgentKind::External {
+            stats.clear();
+        } else if width >= WIDE_ROW {
+            // The reward is in the inspector; a narrow pane keeps the room for the arguments.
             stats.push_str(&format!(
                 " r={}",
                 state
