@@ -637,3 +637,100 @@ fn a_proxy_session_shows_no_planner_and_no_search_figures_on_calls_no_search_mad
     assert!(node.contains("no search used it"), "{node}");
     assert!(!node.contains("mean value Q="), "{node}");
 }
+
+/// Every run of `sample_runs/` (its sweep's too) with `cosmos report --per-run`'s record of it.
+fn sample_runs_reported() -> Vec<(PathBuf, Value)> {
+    let folder = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_runs");
+    let doc: Value = serde_json::from_str(&cosmos(&[
+        "report",
+        folder.to_str().unwrap(),
+        "--format",
+        "json",
+        "--per-run",
+    ]))
+    .unwrap();
+    doc["per_run"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (PathBuf::from(r["path"].as_str().unwrap()), r.clone()))
+        .collect()
+}
+
+/// The cell under `column` in a drawn table's row: the text from the heading's start to the
+/// next gap of two spaces (a cell's own text has one space at most).
+fn cell_under<'a>(header: &str, row: &'a str, column: &str) -> Option<&'a str> {
+    let at = header.find(column)?;
+    let chars_before = header[..at].chars().count();
+    let start = row.char_indices().nth(chars_before)?.0;
+    let rest = &row[start..];
+    let end = rest.find("  ").unwrap_or(rest.len());
+    Some(rest[..end].trim_end_matches('│').trim())
+}
+
+#[test]
+fn the_browser_and_the_run_view_show_reports_figures_for_every_sample_run() {
+    use mcp_cosmos::metrics::figure;
+    use mcp_cosmos::trajectory::listing::RunSummary;
+    use mcp_cosmos::tui::browser::Browser;
+    use mcp_cosmos::tui::run_view::RunView;
+    let reported = sample_runs_reported();
+    assert!(reported.len() >= 15, "{}", reported.len());
+    for (path, r) in &reported {
+        let m = &r["metrics"];
+        let calls = m["tool_calls"].as_u64().unwrap().to_string();
+        let success = m["tool_call_success_rate"]
+            .as_f64()
+            .map_or("—".to_string(), |v| figure::percent(v, 0));
+        let fidelity = m["fidelity"]["score"]
+            .as_f64()
+            .map_or("—".to_string(), |v| figure::fraction(v, 2));
+        let tokens = r["tokens"].as_u64().unwrap().to_string();
+        // The browser over this run alone, its totals recounted when an older version wrote
+        // them, as the explorer does.
+        let browser = Browser::new(
+            vec![path.parent().unwrap().to_path_buf()],
+            vec![RunSummary::read(path)],
+            29,
+        );
+        let mut app = App::new(browser, Keymap::default(), Theme::new(true), (220, 30));
+        for (id, work) in app.take_work() {
+            for action in mcp_cosmos::tui::terminal::perform(id, work) {
+                app.update(action);
+            }
+        }
+        let screen = render(&mut app);
+        let lines: Vec<&str> = screen.lines().collect();
+        let (header, row) = (lines[1], lines[2]);
+        for (column, want) in [
+            ("calls", &calls),
+            ("success", &success),
+            ("fidelity", &fidelity),
+            ("tokens", &tokens),
+        ] {
+            assert_eq!(
+                cell_under(header, row, column),
+                Some(want.as_str()),
+                "browser's {column} of {}:\n{screen}",
+                path.display()
+            );
+        }
+        // The run view's metrics pane at the run's end.
+        let view = RunView::new(Run::open(path).unwrap(), Rect::new(0, 0, 220, 59));
+        let mut app = App::new(view, Keymap::default(), Theme::new(true), (220, 60));
+        let screen = render(&mut app);
+        let calls_line = format!("calls     {calls}  success {success}  ");
+        assert!(
+            screen.contains(&calls_line),
+            "run view of {}: {calls_line:?}\n{screen}",
+            path.display()
+        );
+        if fidelity != "—" {
+            assert!(
+                screen.contains(&format!("fidelity  {fidelity} over ")),
+                "run view's fidelity of {}:\n{screen}",
+                path.display()
+            );
+        }
+    }
+}
