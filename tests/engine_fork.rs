@@ -13,7 +13,6 @@ use mcp_cosmos::tui::compare::{CallSource, CompareView};
 use mcp_cosmos::tui::keymap::{Command as KeyCommand, Keymap};
 use mcp_cosmos::tui::run_view::RunView;
 use mcp_cosmos::tui::theme::Theme;
-use ratatui::layout::Rect;
 use serde_json::{Value, json};
 use support::*;
 
