@@ -734,3 +734,24 @@ fn the_browser_and_the_run_view_show_reports_figures_for_every_sample_run() {
         }
     }
 }
+
+#[test]
+fn a_live_run_with_nothing_yet_is_not_said_to_have_nothing() {
+    use mcp_cosmos::tui::run_view::RunView;
+    // The run has started (no run_finished yet): nothing is in the tree, but more may come.
+    let run = common::run_of(
+        "live.jsonl",
+        common::header("live", AgentKind::React, None),
+        vec![EventBody::Phase {
+            phase: mcp_cosmos::trajectory::event::Phase::Plan,
+        }],
+    );
+    let view = RunView::new(run, Rect::new(0, 0, 120, 29));
+    let mut app = App::new(view, Keymap::default(), Theme::new(true), (120, 30));
+    let screen = render(&mut app);
+    assert!(
+        screen.contains("no search node or real call yet"),
+        "{screen}"
+    );
+    assert!(!screen.contains("this run has no search node"), "{screen}");
+}

@@ -763,23 +763,24 @@ fn aligned_cell<'a>(
     let Some(c) = call else {
         return Cell::from(Span::styled("—", theme.dim()));
     };
+    // The marks go first: a narrow column cuts the call's arguments, never what happened.
     let mut s = match c.source {
         CallSource::Real => String::new(),
         CallSource::Replayed => "↺ ".to_string(),
         CallSource::Simulated => "≈ ".to_string(),
     };
-    s.push_str(&call_label(&c.tool, &c.arguments));
     // ✗ and ✓ are what a real call did; a world model's answer that is an error is a
     // predicted one, marked as the tree marks it (⚠).
     s.push_str(match (c.source, c.is_error) {
-        (CallSource::Simulated, true) => " ⚠",
+        (CallSource::Simulated, true) => "⚠ ",
         (CallSource::Simulated, false) => "",
-        (_, true) => " ✗",
-        (_, false) => " ✓",
+        (_, true) => "✗ ",
+        (_, false) => "✓ ",
     });
     if let Some(f) = c.fidelity {
-        s.push_str(&format!(" fid {}", figure::fraction(f.score, 2)));
+        s.push_str(&format!("fid {} ", figure::fraction(f.score, 2)));
     }
+    s.push_str(&call_label(&c.tool, &c.arguments));
     let differs = first.is_some_and(|f| f.arguments != c.arguments);
     if differs {
         Cell::from(Span::styled(
@@ -976,14 +977,23 @@ mod tests {
         predicted.source = CallSource::Simulated;
         predicted.is_error = true;
         assert!(
-            text(&predicted).contains("≈ t:x(x=1) ⚠"),
+            text(&predicted).contains("≈ ⚠ t:x(x=1)"),
             "{}",
             text(&predicted)
         );
         assert!(!text(&predicted).contains('✗'));
         let mut failed = call("t:x", 1);
         failed.is_error = true;
-        assert!(text(&failed).contains("t:x(x=1) ✗"), "{}", text(&failed));
+        assert!(text(&failed).contains("✗ t:x(x=1)"), "{}", text(&failed));
+        // In a column too narrow for the call, the mark stays.
+        let cell = aligned_cell(Some(&failed), None, 4, &theme);
+        let mut buffer = ratatui::buffer::Buffer::empty(Rect::new(0, 0, 4, 1));
+        ratatui::widgets::Widget::render(
+            Table::new([Row::new([cell])], [Constraint::Length(4)]),
+            buffer.area,
+            &mut buffer,
+        );
+        assert_eq!(buffer.content()[0].symbol(), "✗");
     }
 
     #[test]

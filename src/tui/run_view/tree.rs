@@ -426,10 +426,12 @@ impl TreeView {
         let para = if empty {
             // Said from the run, not guessed: "step forward" only where stepping would show
             // something.
-            let why = if run.nodes().is_empty() && run.steps().is_empty() {
-                "this run has no search node and no real call"
-            } else {
-                "nothing yet at this event (step forward)"
+            let none = run.nodes().is_empty() && run.steps().is_empty();
+            let why = match (none, run.finish_at(run.len()).is_some()) {
+                (true, true) => "this run has no search node and no real call",
+                // A live run, or one cut off before its end: more may come.
+                (true, false) => "no search node or real call yet",
+                (false, _) => "nothing yet at this event (step forward)",
             };
             Paragraph::new(Line::styled(why, theme.dim()))
         } else {
