@@ -83,7 +83,19 @@ pub enum Action {
     /// A fork started from the explorer ended (its run opened with the `Loaded` answering the
     /// same request; its events came as `LiveEvent`s).
     ForkEnded(RequestId),
+    /// Runs compared in the background (loading them and aligning their calls can take long
+    /// on big runs): the view to show, or why the runs could not be read.
+    Compared(RequestId, anyhow::Result<Made>),
     /// The explorer's own work wrote a run file (a fork, when it starts and when it ends): a
     /// browser over its folder lists it, or reads its totals again.
     Written(std::path::PathBuf),
+}
+
+/// A view made by background work, to be shown by the app.
+pub struct Made(pub Box<dyn super::view::View + Send>);
+
+impl std::fmt::Debug for Made {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Made(view)")
+    }
 }

@@ -57,10 +57,8 @@ struct Pending {
 enum Waiting {
     /// A run to open (at an event, when one was named).
     Run(String, Option<usize>),
-    Compare {
-        want: usize,
-        runs: Vec<Run>,
-    },
+    /// Runs to compare (how many).
+    Compare(usize),
     /// An answer for the view that asked: which work it answers.
     Answer(Answer),
     /// A fork started from the explorer: its run opens as a followed view (`view`, once it
@@ -323,6 +321,10 @@ impl App {
                     },
                 }
             }
+            Action::Compared(id, view) => {
+                self.changed = true;
+                self.compared(id, view);
+            }
             Action::ForkEnded(id) => {
                 self.changed = true;
                 self.fork_ended(id);
@@ -473,10 +475,7 @@ impl App {
             Work::OpenRunAt(path, event) => {
                 Waiting::Run(format!("opening {}", path.display()), Some(*event))
             }
-            Work::Compare(paths) => Waiting::Compare {
-                want: paths.len(),
-                runs: Vec::new(),
-            },
+            Work::Compare(paths) => Waiting::Compare(paths.len()),
             Work::Groups(_) => Waiting::Answer(Answer::Groups),
             Work::Recount(_) => Waiting::Answer(Answer::Recount),
             Work::Probe { .. } | Work::ProbeReal { .. } | Work::Annotate { .. } => {
@@ -547,15 +546,8 @@ impl App {
                 }
                 self.say_problems(problems);
             }
-            Waiting::Compare { want, runs } => {
-                runs.push(run);
-                if runs.len() == *want {
-                    let view = open::compare(runs, self.size);
-                    self.push(view);
-                } else {
-                    self.pending.push(pending);
-                }
-            }
+            // Compare's answer is `Action::Compared`.
+            Waiting::Compare(_) => {}
             Waiting::Fork { view, path, .. } => {
                 // "forking from step N…" is over: the fork's own view says how it goes, and
                 // a browser over its folder lists it now.
@@ -570,6 +562,29 @@ impl App {
                 self.pending.push(pending);
             }
             Waiting::Answer(_) => {}
+        }
+    }
+
+    /// Runs compared in the background: their view in front, at the terminal's size.
+    fn compared(&mut self, id: RequestId, view: anyhow::Result<super::action::Made>) {
+        let Some(pending) = self.take_pending(id) else {
+            return; // Asked for by a view that is gone, or superseded.
+        };
+        if !matches!(pending.waiting, Waiting::Compare(_)) {
+            return;
+        }
+        match view {
+            Ok(super::action::Made(view)) => {
+                let opened = self.push(view);
+                let (w, h) = self.size;
+                self.deliver(opened, &Action::Resize(w, h));
+            }
+            Err(e) => {
+                self.message = Some(format!(
+                    "cannot compare: {}",
+                    one_line(&format!("{e:#}"), 200)
+                ))
+            }
         }
     }
 
@@ -634,7 +649,7 @@ impl App {
             .unwrap_or_default();
         let loading = self.pending.iter().find_map(|p| match &p.waiting {
             Waiting::Run(what, _) => Some(what.clone()),
-            Waiting::Compare { want, .. } => Some(format!("loading {want} runs")),
+            Waiting::Compare(want) => Some(format!("loading and aligning {want} runs")),
             Waiting::Answer(Answer::Find) => Some("finding".to_string()),
             Waiting::Fork { view: None, .. } => Some("starting the fork".to_string()),
             Waiting::Fork { .. } => None,

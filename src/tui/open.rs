@@ -22,6 +22,6 @@ pub fn run(run: Run, area: Rect) -> Box<dyn View> {
 }
 
 /// The view of runs side by side; `size` is the terminal's.
-pub fn compare(runs: &[Run], size: (u16, u16)) -> Box<dyn View> {
+pub fn compare(runs: &[Run], size: (u16, u16)) -> Box<dyn View + Send> {
     Box::new(CompareView::new(runs, size))
 }

@@ -237,10 +237,13 @@ pub fn perform(id: RequestId, work: Work) -> Vec<Action> {
         Work::OpenRun(path) | Work::OpenRunAt(path, _) => {
             vec![Action::Loaded(id, Box::new(Run::open(&path)))]
         }
-        Work::Compare(paths) => paths
-            .iter()
-            .map(|p| Action::Loaded(id, Box::new(Run::open(p))))
-            .collect(),
+        // The runs are read and their calls aligned here, off the UI thread; the app gives
+        // the view the terminal's size when it shows it.
+        Work::Compare(paths) => {
+            let runs: anyhow::Result<Vec<Run>> = paths.iter().map(|p| Run::open(p)).collect();
+            let view = runs.map(|runs| super::action::Made(super::open::compare(&runs, (80, 24))));
+            vec![Action::Compared(id, view)]
+        }
         Work::Probe {
             path,
             node,
