@@ -386,6 +386,8 @@ async fn a_request_for_input_is_answered_in_the_explorers_form() {
     .unwrap();
     assert_eq!(question.message(), "Which city, and which units?");
     assert_eq!(question.server, "flaky");
+    // The one call in flight on that server is the one that asks.
+    assert_eq!(question.tool.as_deref(), Some("ask"));
     let browser = mcp_cosmos::tui::browser::Browser::new(Vec::new(), Vec::new(), 20);
     let mut app = App::new(browser, Keymap::default(), Theme::new(true), (100, 30));
     app.update(Action::Elicit(Box::new(question)));

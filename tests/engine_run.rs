@@ -2054,7 +2054,7 @@ fn the_live_explorer_puts_a_servers_question_to_the_person() {
         40,
     );
     t.wait_for_all(&[
-        "flaky asks for input",
+        "flaky (its call of ask) asks for input",
         "Which city, and which units?",
         "Lyon",
     ]);
@@ -2064,7 +2064,7 @@ fn the_live_explorer_puts_a_servers_question_to_the_person() {
     t.wait_for("Paris");
     t.keys(&["Enter"]);
     t.wait_until("the run has finished", |s| {
-        !s.contains("flaky asks for input") && s.contains("run_finished")
+        !s.contains("flaky (its call of ask) asks for input") && s.contains("run_finished")
     });
     t.keys(&["q"]);
     t.wait_exit();

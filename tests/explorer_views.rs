@@ -1699,6 +1699,7 @@ fn page_prompt() {
         let (answer, _waiting) = tokio::sync::oneshot::channel();
         let question = mcp_cosmos::mcp::elicitation::Question {
             server: "prot".into(),
+            tool: None,
             request: rmcp::model::ElicitRequestParams::UrlElicitationParams {
                 meta: None,
                 message: "prot asks for scope \"read admin\" beyond this login's (read): log in again to grant it".into(),

@@ -37,6 +37,8 @@ impl Elicitation {
 pub struct Question {
     /// The server that asked (its name in `mcp.json`).
     pub server: String,
+    /// The tool whose call it came during, when only one call was in flight on that server.
+    pub tool: Option<String>,
     /// What it asked: a form, or a page to open.
     pub request: ElicitRequestParams,
     /// Where the answer goes.
@@ -54,6 +56,7 @@ impl Question {
     ) -> Result<Self, serde_json::Error> {
         Ok(Self {
             server: server.to_string(),
+            tool: None,
             request: ElicitRequestParams::FormElicitationParams {
                 meta: None,
                 message: message.to_string(),
@@ -185,6 +188,7 @@ pub const ANSWER_WITHIN: std::time::Duration = std::time::Duration::from_secs(60
 pub async fn respond(
     policy: Elicitation,
     server: &str,
+    tool: Option<String>,
     request: &ElicitRequestParams,
 ) -> (ElicitResult, Elicited) {
     if policy != Elicitation::Ask {
@@ -193,6 +197,7 @@ pub async fn respond(
     let (tx, rx) = tokio::sync::oneshot::channel();
     let sent = ask(Question {
         server: server.to_string(),
+        tool,
         request: request.clone(),
         answer: tx,
     });

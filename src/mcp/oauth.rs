@@ -323,6 +323,7 @@ pub async fn step_up(url: &str, client: &OAuthClient, name: &str, required: &str
             let (answer, answered) = tokio::sync::oneshot::channel();
             let question = super::elicitation::Question {
                 server: name.to_string(),
+                tool: None,
                 request: rmcp::model::ElicitRequestParams::UrlElicitationParams {
                     meta: None,
                     message: format!(

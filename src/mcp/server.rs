@@ -108,6 +108,34 @@ struct Listener {
     elicited: tokio::sync::broadcast::Sender<super::elicitation::Elicited>,
     /// The server's name, for whoever answers its questions.
     server: String,
+    /// The tools whose calls are in flight on this connection: a request for input names
+    /// the call it came during when only one is.
+    in_flight: InFlight,
+}
+
+/// The tools of the calls in flight on one connection.
+type InFlight = Arc<Mutex<Vec<String>>>;
+
+/// A call's place in [`InFlight`], given back when the call ends or is dropped.
+struct Flying<'a>(&'a InFlight, String);
+
+impl<'a> Flying<'a> {
+    fn start(in_flight: &'a InFlight, tool: &str) -> Self {
+        in_flight
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(tool.to_string());
+        Self(in_flight, tool.to_string())
+    }
+}
+
+impl Drop for Flying<'_> {
+    fn drop(&mut self) {
+        let mut tools = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(i) = tools.iter().position(|t| *t == self.1) {
+            tools.swap_remove(i);
+        }
+    }
 }
 
 impl rmcp::ClientHandler for Listener {
@@ -129,8 +157,16 @@ impl rmcp::ClientHandler for Listener {
         request: rmcp::model::ElicitRequestParams,
         _context: rmcp::service::RequestContext<RoleClient>,
     ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        // The call it came during, when only one is in flight (MCP does not say whose it is).
+        let tool = {
+            let tools = self.in_flight.lock().unwrap_or_else(|p| p.into_inner());
+            match tools.as_slice() {
+                [only] => Some(only.clone()),
+                _ => None,
+            }
+        };
         let (result, elicited) =
-            super::elicitation::respond(self.elicitation, &self.server, &request).await;
+            super::elicitation::respond(self.elicitation, &self.server, tool, &request).await;
         // Nobody listening (no call in flight) is not an error.
         let _ = self.elicited.send(elicited);
         Ok(result)
@@ -162,6 +198,8 @@ pub struct Server {
     progress: tokio::sync::broadcast::Sender<(ProgressToken, Progress)>,
     /// The server's requests for input, as answered.
     elicited: tokio::sync::broadcast::Sender<super::elicitation::Elicited>,
+    /// The tools of the calls in flight, shared with the connection's listener.
+    in_flight: InFlight,
     next_token: std::sync::atomic::AtomicI64,
     stderr: StderrTail,
     dead: Mutex<Option<ServerFailure>>,
@@ -214,8 +252,10 @@ impl Server {
             elicitation,
             elicited: tokio::sync::broadcast::Sender::new(PROGRESS_BACKLOG),
             server: config.name.clone(),
+            in_flight: InFlight::default(),
         };
         let progress = listener.progress.clone();
+        let in_flight = listener.in_flight.clone();
         let elicited = listener.elicited.clone();
         let started = tokio::time::timeout(
             startup_timeout,
@@ -297,6 +337,7 @@ impl Server {
             client,
             progress,
             elicited,
+            in_flight,
             next_token: std::sync::atomic::AtomicI64::new(1),
             stderr,
             dead: Mutex::new(None),
@@ -523,6 +564,7 @@ impl Server {
         ));
         let mut reports = self.progress.subscribe();
         let mut asked = self.elicited.subscribe();
+        let _flying = Flying::start(&self.in_flight, tool);
         if on_progress.is_some() {
             params.meta = Some(RequestMetaObject::with_progress_token(token.clone()));
         }

@@ -42,8 +42,9 @@ struct Field {
 /// State of the form.
 #[derive(Debug)]
 pub struct ElicitForm {
-    /// The server that asks (its name in `mcp.json`).
-    server: String,
+    /// Who asks: the server (its name in `mcp.json`), and the tool whose call waits, when
+    /// known.
+    asker: String,
     message: String,
     fields: Vec<Field>,
     /// The field the keys edit.
@@ -114,7 +115,10 @@ impl ElicitForm {
             }
         }
         Self {
-            server: question.server.clone(),
+            asker: match &question.tool {
+                Some(tool) => format!("{} (its call of {tool})", question.server),
+                None => question.server.clone(),
+            },
             message: question.message().to_string(),
             fields,
             selected: 0,
@@ -264,7 +268,7 @@ impl View for ElicitForm {
                     .border_style(theme.focus_border())
                     .title(format!(
                         " {} asks for input (* required) ",
-                        one_line(&self.server, 40)
+                        one_line(&self.asker, 60)
                     ))
                     .title_bottom(Line::styled(
                         " Enter accept · Esc decline · Ctrl-X cancel · ↑/↓ field · Space ",

@@ -136,6 +136,7 @@ mod tests {
         let (answer, waiting) = tokio::sync::oneshot::channel();
         let question = Question {
             server: "prot".into(),
+            tool: None,
             request: ElicitRequestParams::UrlElicitationParams {
                 meta: None,
                 message: "prot asks for scope \"admin\"\u{1b}[31m".into(),
