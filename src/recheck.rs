@@ -1,8 +1,10 @@
 //! `cosmos recheck`: a run's recorded real calls made again against today's servers, each
 //! compared with its recording by the one fidelity function (`metrics::fidelity::compare`,
 //! the recording in the place of the prediction), so a result from last month can be checked
-//! against the servers of today. Only calls of tools annotated read-only are made unless the
-//! caller allows the rest; what was found is appended to the run (`recheck`).
+//! against the servers of today. Only calls of tools the server annotates read-only today are
+//! made unless the caller allows the rest (the run file's annotations are never trusted: a
+//! file edited to call a destructive tool read-only would get it called); what was found is
+//! appended to the run (`recheck`).
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -78,17 +80,24 @@ pub fn recorded_calls(path: &Path) -> Result<(Header, Vec<Recorded>, u64)> {
     Ok((header, calls, last_ms))
 }
 
-/// True when the tool's server annotated it read-only (`readOnlyHint`): making it again
-/// changes nothing. A tool the header does not list is not.
-pub fn read_only(tool: Option<&ToolInfo>) -> bool {
-    tool.is_some_and(ToolInfo::read_only)
+/// True when the tool's server annotates it read-only (`readOnlyHint`) in `today`'s catalogue
+/// (the tools the servers offer now): making it again changes nothing. A tool no server
+/// offers today is not.
+pub fn read_only(today: &[ToolInfo], tool: &str) -> bool {
+    today
+        .iter()
+        .find(|t| t.name == tool)
+        .is_some_and(ToolInfo::read_only)
 }
 
-/// Which recorded calls a recheck makes (all with `all`, else only read-only tools') and which
-/// it leaves alone.
-pub fn partition(header: &Header, calls: &[Recorded], all: bool) -> (Vec<usize>, Vec<usize>) {
-    (0..calls.len())
-        .partition(|&i| all || read_only(header.tools.iter().find(|t| t.name == calls[i].tool)))
+/// Which recorded calls a recheck takes up (all with `all`, else those of tools read-only by
+/// `today`'s catalogue, and those no server offers today, which are found gone without any
+/// call) and which it leaves alone.
+pub fn partition(today: &[ToolInfo], calls: &[Recorded], all: bool) -> (Vec<usize>, Vec<usize>) {
+    (0..calls.len()).partition(|&i| {
+        let tool = &calls[i].tool;
+        all || read_only(today, tool) || !today.iter().any(|t| t.name == *tool)
+    })
 }
 
 /// How today's outcome of a call compares with its recording.
@@ -147,20 +156,20 @@ pub struct Found {
     pub skipped: Vec<u64>,
 }
 
-/// Makes the calls of `indices` again, in the run's order, against the servers of `mcp` that
-/// the run used (started here, stopped after); `skipped` are the other calls' indices.
+/// Makes the run's calls again, in the run's order, against the servers of `mcp` that the run
+/// used (started here, stopped after): those of tools the servers annotate read-only today,
+/// or with `all` every one, after `warn` is told of those that are not read-only.
 pub async fn recheck(
     header: &Header,
     calls: &[Recorded],
-    indices: &[usize],
-    skipped: &[usize],
+    all: bool,
+    warn: &mut (dyn FnMut(&[String]) + Send),
     mcp: &McpConfig,
     timeouts: Timeouts,
 ) -> Found {
-    let wanted: BTreeSet<String> = indices
-        .iter()
-        .filter_map(|&i| server_of(header, &calls[i]))
-        .collect();
+    // Every server the run used is started first: what each says of its tools today decides
+    // which calls are made.
+    let wanted: BTreeSet<String> = calls.iter().filter_map(|c| server_of(header, c)).collect();
     let configs: Vec<_> = mcp
         .servers
         .iter()
@@ -168,12 +177,25 @@ pub async fn recheck(
         .cloned()
         .collect();
     let (pool, failures) = McpPool::connect(&configs, timeouts).await;
+    let today = pool.tools();
+    let (indices, skipped) = partition(&today, calls, all);
+    let not_read_only: Vec<String> = indices
+        .iter()
+        .filter(|&&i| {
+            let tool = &calls[i].tool;
+            today.iter().any(|t| t.name == *tool) && !read_only(&today, tool)
+        })
+        .map(|&i| format!("step {} {}", calls[i].step, calls[i].tool))
+        .collect();
+    if !not_read_only.is_empty() {
+        warn(&not_read_only);
+    }
     let mut found = Found {
         at: chrono::Utc::now(),
         calls: Vec::new(),
         skipped: skipped.iter().map(|&i| calls[i].step).collect(),
     };
-    for &i in indices {
+    for i in indices {
         let call = &calls[i];
         let Some(server) = server_of(header, call) else {
             found.calls.push(gone(
@@ -326,15 +348,15 @@ mod tests {
             annotations: Some(Box::new(annotations)),
             ..Default::default()
         };
-        assert!(read_only(Some(&tool("s:a", json!({"readOnlyHint": true})))));
-        assert!(!read_only(Some(&tool(
-            "s:b",
-            json!({"readOnlyHint": false})
-        ))));
-        assert!(!read_only(Some(&tool(
-            "s:c",
-            json!({"destructiveHint": false})
-        ))));
-        assert!(!read_only(None));
+        let today = [
+            tool("s:a", json!({"readOnlyHint": true})),
+            tool("s:b", json!({"readOnlyHint": false})),
+            tool("s:c", json!({"destructiveHint": false})),
+        ];
+        assert!(read_only(&today, "s:a"));
+        assert!(!read_only(&today, "s:b"));
+        assert!(!read_only(&today, "s:c"));
+        // A tool no server offers today is not known to be read-only.
+        assert!(!read_only(&today, "s:gone"));
     }
 }

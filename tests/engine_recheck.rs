@@ -133,16 +133,13 @@ fn a_changed_answer_is_drift_and_a_tool_not_read_only_waits_for_all() {
     assert!(table.status.success(), "{}", text(&table));
     let printed = String::from_utf8_lossy(&table.stdout);
     assert!(
-        // A call whose server is gone was not made: no change is claimed for it.
-        printed.contains("0 of 0 calls changed, 1 not made (server gone)"),
+        // A call whose server is gone was not made: no change is claimed for it. Neither
+        // call's tool is offered today, so neither is skipped for its annotation: both are gone.
+        printed.contains("0 of 0 calls changed, 2 not made (server gone)"),
         "{printed}"
     );
     assert!(
         printed.contains("server_gone") && printed.contains("server flaky did not start"),
-        "{printed}"
-    );
-    assert!(
-        printed.contains("skipped, tools not annotated read-only"),
         "{printed}"
     );
 }
@@ -175,5 +172,45 @@ fn a_run_that_is_still_being_written_is_refused_by_name() {
         std::fs::read_to_string(&run).unwrap(),
         kept.join("\n") + "\n",
         "nothing appended"
+    );
+}
+
+/// A recording whose header was edited to call a tool that is not read-only (`flaky:ok`)
+/// read-only: recheck decides from what the server says today, so without `--all` that tool
+/// is never called (counted on the server's own log).
+#[test]
+fn a_forged_read_only_annotation_in_the_file_does_not_get_a_tool_called() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = forecast_then_ok_run(dir.path());
+    let recorded = std::fs::read_to_string(&run).unwrap();
+    let mut lines: Vec<String> = recorded.lines().map(str::to_string).collect();
+    let mut header: Value = serde_json::from_str(&lines[0]).unwrap();
+    let ok = header["tools"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|t| t["name"] == "flaky:ok")
+        .unwrap();
+    ok["annotations"] = json!({"readOnlyHint": true});
+    lines[0] = header.to_string();
+    std::fs::write(&run, lines.join("\n") + "\n").unwrap();
+
+    let calls_file = dir.path().join("calls.txt");
+    let today = dir.path().join("today");
+    std::fs::create_dir_all(&today).unwrap();
+    let mut server = flaky_server();
+    server["env"] = json!({"FLAKY_CALLS_FILE": calls_file.display().to_string()});
+    let mcp = write_mcp_config(&today, json!({"flaky": server}));
+    let (out, found) = recheck(&run, &mcp, &[]);
+    assert_eq!(
+        std::fs::read_to_string(&calls_file).unwrap(),
+        "forecast\n",
+        "only the tool the server annotates read-only today was called: {found}"
+    );
+    assert_eq!(found["skipped"], json!([2]), "{found}");
+    assert!(
+        !text(&out).contains("making 1 call"),
+        "no call of a tool that is not read-only was made: {}",
+        text(&out)
     );
 }

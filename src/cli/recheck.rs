@@ -90,24 +90,16 @@ pub fn run(args: RecheckArgs) -> Result<ExitCode> {
                     continue;
                 }
             };
-            let (made, left) = recheck::partition(&header, &calls, args.all);
-            let unsafe_calls: Vec<String> = made
-                .iter()
-                .filter(|&&i| {
-                    !recheck::read_only(header.tools.iter().find(|t| t.name == calls[i].tool))
-                })
-                .map(|&i| format!("step {} {}", calls[i].step, calls[i].tool))
-                .collect();
-            if !unsafe_calls.is_empty() {
+            let mut warn = |unsafe_calls: &[String]| {
                 eprintln!(
-                    "cosmos: {}: making {} call(s) of tools not annotated read-only: {}",
+                    "cosmos: {}: making {} call(s) of tools the servers do not annotate read-only: {}",
                     file.display(),
                     unsafe_calls.len(),
                     inert(&unsafe_calls.join(", "))
                 );
-            }
+            };
             let rechecked = tokio::select! {
-                found = recheck::recheck(&header, &calls, &made, &left, &mcp, timeouts) => found,
+                found = recheck::recheck(&header, &calls, args.all, &mut warn, &mcp, timeouts) => found,
                 _ = stop.wait_for(|s| *s) => {
                     stopped = true;
                     break;
