@@ -4,8 +4,10 @@
 //! the sweep's shards; one is cancelled with `scancel` mid-cell; `cosmos sweep --resume`
 //! completes only what is missing; and the merged report equals a one-machine run's.
 //!
-//! Where Slurm cannot be started (not root, no Debian packages), the test fails under
-//! `CI=true` saying why, and is skipped elsewhere.
+//! The cluster test is ignored in a plain `cargo nextest run` (the runner lists it as skipped,
+//! with the reason): `scripts/test.sh`, the README's test command and CI's, installs Slurm
+//! and runs it on its own. Run that way, a Slurm that cannot be started fails it, saying why:
+//! it never passes without running.
 
 mod support;
 
@@ -36,31 +38,25 @@ fn script() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scripts/slurm-cluster.sh")
 }
 
-/// Starts the cluster in `dir`, or says why it cannot (a failure under CI, else a skip).
-fn cluster(dir: &Path) -> Option<Cluster> {
+/// Starts the cluster in `dir`, or fails saying why it cannot.
+fn cluster(dir: &Path) -> Cluster {
     let started = Command::new("bash")
         .arg(script())
         .arg("start")
         .arg(dir)
         .output()
         .expect("bash runs");
-    if started.status.success() {
-        let conf = String::from_utf8_lossy(&started.stdout).trim().to_string();
-        return Some(Cluster {
-            dir: dir.to_path_buf(),
-            conf,
-        });
-    }
-    let why = format!(
-        "no Slurm here ({}): {}",
+    assert!(
+        started.status.success(),
+        "no Slurm here ({}): {}; scripts/test.sh installs it with scripts/slurm-cluster.sh install",
         started.status,
         String::from_utf8_lossy(&started.stderr).trim()
     );
-    if std::env::var("CI").as_deref() == Ok("true") {
-        panic!("{why}; scripts/test.sh installs it with scripts/slurm-cluster.sh install");
+    let conf = String::from_utf8_lossy(&started.stdout).trim().to_string();
+    Cluster {
+        dir: dir.to_path_buf(),
+        conf,
     }
-    eprintln!("skipped: {why}");
-    None
 }
 
 impl Cluster {
@@ -157,11 +153,10 @@ fn comparable(report: &Output) -> Value {
 }
 
 #[test]
+#[ignore = "needs a one-node Slurm: scripts/test.sh installs it and runs this test on its own"]
 fn the_emitted_array_runs_on_slurm_and_a_cancelled_task_resumes() {
     let dir = tempfile::tempdir().unwrap();
-    let Some(cluster) = cluster(&dir.path().join("slurm")) else {
-        return;
-    };
+    let cluster = cluster(&dir.path().join("slurm"));
     let work = dir.path().join("work");
     std::fs::create_dir_all(&work).unwrap();
     let spec = sweep_spec(&work);
