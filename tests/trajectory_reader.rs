@@ -335,6 +335,37 @@ fn writer_redacts_secrets_everywhere() {
 }
 
 #[test]
+fn a_key_value_servers_key_argument_is_data_and_a_key_shaped_value_is_not() {
+    use mcp_cosmos::trajectory::redact::Redactor;
+    use mcp_cosmos::trajectory::writer::Writer;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("kv.jsonl");
+    let header = synthetic::header(&Spec::default());
+    let mut w = Writer::create(&path, &header, Redactor::new(), None).unwrap();
+    let shaped = "sk-live-0123456789abcdefghij";
+    w.write(
+        1,
+        EventBody::ToolCalled {
+            step: 1,
+            tool: "kv:set".into(),
+            server: None,
+            arguments: Box::new(serde_json::json!({"key": "alpha", "value": shaped})),
+            result: Observation::default(),
+            latency_ms: 1,
+            node: None,
+            error: None,
+            origin: None,
+        },
+    )
+    .unwrap();
+    let text = fs::read_to_string(&path).unwrap();
+    // Every call of a key-value server would otherwise read the same to memory world models
+    // and wm-eval, and `recheck --all` would send the literal placeholder to the server.
+    assert!(text.contains(r#""key":"alpha""#), "{text}");
+    assert!(!text.contains(shaped), "{text}");
+}
+
+#[test]
 fn appending_after_a_torn_last_line_is_refused() {
     use mcp_cosmos::trajectory::redact::Redactor;
     use mcp_cosmos::trajectory::writer::Writer;

@@ -17,8 +17,10 @@ pub const HIDDEN: &str = "***";
 /// The words that make a name a credential's: an object key, an environment variable, a flag,
 /// a query parameter (split into words at `_`, `-` and case changes, compared lower-case).
 const CREDENTIAL_WORDS: &[&str] = &[
-    "key",
     "apikey",
+    "accesskey",
+    "secretkey",
+    "privatekey",
     "token",
     "secret",
     "password",
@@ -53,9 +55,26 @@ const KEY_PREFIXES: &[&str] = &[
     "eyj",
 ];
 
+/// Words that make a following `key` a credential's (`api_key`, `AWS_SECRET_ACCESS_KEY`,
+/// `private-key`); `key` alone, or a `sort_key` or `cache_key`, is data: a key-value server's
+/// `key: "alpha"` is recorded as it is.
+const KEY_QUALIFIERS: &[&str] = &[
+    "api",
+    "access",
+    "secret",
+    "private",
+    "signing",
+    "encryption",
+    "master",
+    "client",
+    "license",
+    "subscription",
+    "auth",
+];
+
 /// The one rule for a name that holds a credential: `api_key`, `X-Api-Key`, `accessToken`,
 /// `GITHUB_TOKEN`, `--auth-token`, `DB_PASSWORD`, `session`… (a word of it is a credential
-/// word; `keyword` or `author` are not).
+/// word, or `key` after a word that makes it one; `keyword`, `author` or `key` alone are not).
 pub fn names_a_credential(name: &str) -> bool {
     let mut words = Vec::new();
     let mut word = String::new();
@@ -74,6 +93,9 @@ pub fn names_a_credential(name: &str) -> bool {
     }
     words.push(word);
     words.iter().any(|w| CREDENTIAL_WORDS.contains(&w.as_str()))
+        || words
+            .windows(2)
+            .any(|w| w[1] == "key" && KEY_QUALIFIERS.contains(&w[0].as_str()))
 }
 
 /// The one rule for a value shaped like a key: a known key prefix and length, or a long run of
@@ -368,11 +390,20 @@ mod tests {
             "session",
             "Authorization",
             "client_secret",
-            "key",
+            "AWS_SECRET_ACCESS_KEY",
+            "private-key",
+            "x-api-key",
+            "ApiKey",
         ] {
             assert!(names_a_credential(name), "{name}");
         }
         for name in [
+            // A key-value or dictionary server's own data.
+            "key",
+            "Key",
+            "sort_key",
+            "cache_key",
+            "keys",
             "keyword",
             "author",
             "tokens",
