@@ -45,11 +45,14 @@ pub struct Endpoint {
 }
 
 impl Endpoint {
-    /// What the trajectory records about it: never the key.
+    /// What the trajectory records about it: never the key, nor any credential its address
+    /// carries (userinfo and query values are hidden by the one recogniser's `url_shown`).
     pub fn info(&self) -> ModelInfo {
         ModelInfo {
             model: self.model.clone(),
-            base_url: Some(self.base_url.clone()).filter(|u| !u.is_empty()),
+            base_url: Some(&self.base_url)
+                .filter(|u| !u.is_empty())
+                .map(|u| crate::trajectory::redact::url_shown(u).0),
         }
     }
 
@@ -207,5 +210,30 @@ fn resolve(r: RoleShape, d: &RoleShape, env: &impl Fn(&str) -> Option<String>) -
         max_retries: r.max_retries.or(d.max_retries).unwrap_or(4),
         output: r.output.or(d.output).unwrap_or_default(),
         record_messages: r.record_messages.or(d.record_messages).unwrap_or(false),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_recorded_address_carries_no_credential() {
+        let endpoint = Endpoint {
+            base_url: "http://alice:PW-very-secret@127.0.0.1:8080/v1?token=T0k3n&region=eu".into(),
+            model: "m".into(),
+            api_key: Some("sk-never-recorded-0123456789".into()),
+            temperature: 0.0,
+            max_tokens: 1,
+            timeout: Duration::from_secs(1),
+            max_retries: 0,
+            output: OutputMode::Json,
+            record_messages: false,
+        };
+        let recorded = serde_json::to_string(&endpoint.info()).unwrap();
+        for secret in ["alice", "PW-very-secret", "T0k3n", "sk-never"] {
+            assert!(!recorded.contains(secret), "{secret} in {recorded}");
+        }
+        assert!(recorded.contains("127.0.0.1:8080/v1"), "{recorded}");
     }
 }

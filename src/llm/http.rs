@@ -210,11 +210,9 @@ fn chat_url(base: &str) -> anyhow::Result<(reqwest::Url, String)> {
         .map_err(|()| anyhow!("the endpoint's base_url cannot take a path"))?
         .pop_if_empty()
         .extend(["chat", "completions"]);
-    let mut shown = url.clone();
-    let _ = shown.set_username("");
-    let _ = shown.set_password(None);
-    shown.set_query(None);
-    Ok((url, shown.to_string()))
+    // Named in messages as the one recogniser shows a URL: userinfo and query values hidden.
+    let shown = crate::trajectory::redact::url_shown(url.as_str()).0;
+    Ok((url, shown))
 }
 
 /// At most `cap` bytes of a reply's body, as text: the rest is never read.
