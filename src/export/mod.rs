@@ -46,8 +46,11 @@ impl<W: std::io::Write> Redacting<W> {
 
 impl<W: std::io::Write> std::io::Write for Redacting<W> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        // Only the new bytes are looked through for a line's end: looking through the whole
+        // held line at every write made a one-line document (JSON) quadratic in its size.
+        let held = self.line.len();
         self.line.extend_from_slice(buf);
-        if let Some(end) = self.line.iter().rposition(|&b| b == b'\n') {
+        if let Some(end) = buf.iter().rposition(|&b| b == b'\n').map(|at| held + at) {
             let rest = self.line.split_off(end + 1);
             let lines = std::mem::replace(&mut self.line, rest);
             // Line by line: a key never spans lines, and the redactor reads one at a time.
@@ -64,5 +67,34 @@ impl<W: std::io::Write> std::io::Write for Redacting<W> {
             self.pass(&rest)?;
         }
         self.inner.flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+
+    use super::*;
+
+    #[test]
+    fn written_in_any_pieces_the_output_is_the_whole_text_redacted() {
+        let key = "sk-live-0123456789abcdefghij";
+        let text = format!(
+            "{{\"a\":\"{key}\",\"b\":\"{}\"}}\nsecond {key} line\nlast",
+            "x".repeat(5000)
+        );
+        let whole = crate::trajectory::redact::Redactor::new()
+            .redact_str(&text)
+            .unwrap();
+        for piece in [1, 7, 64, 4096] {
+            let mut out = Redacting::new(Vec::new(), crate::trajectory::redact::Redactor::new());
+            for chunk in text.as_bytes().chunks(piece) {
+                out.write_all(chunk).unwrap();
+            }
+            out.flush().unwrap();
+            let written = String::from_utf8(out.inner).unwrap();
+            assert_eq!(written, whole, "in pieces of {piece}");
+            assert!(!written.contains(key));
+        }
     }
 }
