@@ -684,3 +684,37 @@ fn a_line_written_twice_is_counted_once_and_said() {
     }
     assert_eq!(read, all.len() - 1);
 }
+
+#[test]
+fn an_event_redaction_made_undecodable_goes_on_as_written_never_as_it_was() {
+    use mcp_cosmos::trajectory::event::DecisionProblem;
+    use mcp_cosmos::trajectory::redact::Redactor;
+    use mcp_cosmos::trajectory::writer::Writer;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("odd.jsonl");
+    // A configured secret that is also the spelling of a typed value: redaction turns the
+    // value into a placeholder the type does not take.
+    let mut redactor = Redactor::new();
+    redactor.add_secret("no_tool");
+    let header = synthetic::header(&Spec::default());
+    let mut w = Writer::create(&path, &header, redactor, None).unwrap();
+    let event = w
+        .write(
+            1,
+            EventBody::DecisionRejected {
+                problem: DecisionProblem::NoTool,
+                detail: "no tool named".into(),
+                reply: serde_json::json!({"action": "call"}),
+            },
+        )
+        .unwrap();
+    let text = fs::read_to_string(&path).unwrap();
+    assert!(!text.contains("no_tool"), "{text}");
+    match &event.body {
+        EventBody::Unknown { kind, raw } => {
+            assert_eq!(kind, "decision_rejected");
+            assert!(!raw.to_string().contains("no_tool"), "{raw}");
+        }
+        other => panic!("handed on as it was before redaction: {other:?}"),
+    }
+}

@@ -169,8 +169,20 @@ impl Writer {
         let written = self.write_line(&event)?;
         self.next_seq += 1;
         // The event as written: decoded again only when redaction or the line limit changed it.
+        // When what was written no longer decodes as its kind (a secret stood where a typed
+        // value was), it goes on as the written line kept whole, never as the event before
+        // redaction: the live view, the hook and the tap see only what the file holds.
         let event = match written {
-            Some(changed) => serde_json::from_value(changed).unwrap_or(event),
+            Some(changed) => match serde_json::from_value::<Event>(changed.clone()) {
+                Ok(decoded) => decoded,
+                Err(_) => Event {
+                    body: EventBody::Unknown {
+                        kind: event.body.kind().to_string(),
+                        raw: changed,
+                    },
+                    ..event
+                },
+            },
             None => event,
         };
         if let Some(tally) = &mut self.tally
