@@ -32,6 +32,9 @@ pub struct Listening {
     token: Option<String>,
 }
 
+/// The shortest bearer token a proxy reachable beyond this machine takes.
+pub const MIN_TOKEN_BYTES: usize = 16;
+
 /// Binds `addr`. A non-loopback address without a `token` is refused: a proxy reachable from
 /// the network calls real servers for whoever finds it.
 pub async fn bind(addr: SocketAddr, token: Option<String>) -> Result<Listening> {
@@ -43,6 +46,14 @@ pub async fn bind(addr: SocketAddr, token: Option<String>) -> Result<Listening> 
     }
     if token.as_deref().is_some_and(str::is_empty) {
         bail!("the bearer token is empty");
+    }
+    // Beyond this machine the token is all that stands between the network and the real
+    // servers: one guessable in a few tries is no guard.
+    if !addr.ip().is_loopback() && token.as_deref().is_some_and(|t| t.len() < MIN_TOKEN_BYTES) {
+        bail!(
+            "{addr} is reachable beyond this machine: its bearer token must be at least \
+             {MIN_TOKEN_BYTES} bytes (e.g. `openssl rand -hex 16`)"
+        );
     }
     let listener = tokio::net::TcpListener::bind(addr)
         .await
@@ -109,6 +120,15 @@ impl Listening {
     }
 }
 
+/// The token of an `Authorization` value of the bearer scheme, whose name is case-insensitive
+/// (RFC 9110, 11.1: `bearer` is `Bearer`).
+fn bearer_of(authorization: &str) -> Option<&str> {
+    let (scheme, credentials) = authorization.split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| credentials.trim_start())
+}
+
 /// The reply to a request that does not reach the MCP service: another path, or a missing or
 /// wrong bearer token.
 fn refuse(
@@ -126,7 +146,7 @@ fn refuse(
         .headers()
         .get(hyper::header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "));
+        .and_then(bearer_of);
     if sent.is_some_and(|sent| same(sent.as_bytes(), expected.as_bytes())) {
         return None;
     }
@@ -161,6 +181,15 @@ mod tests {
         assert!(!same(b"", b"a"));
     }
 
+    #[test]
+    fn the_bearer_scheme_is_read_in_any_case() {
+        assert_eq!(bearer_of("Bearer abc"), Some("abc"));
+        assert_eq!(bearer_of("bearer abc"), Some("abc"));
+        assert_eq!(bearer_of("BEARER  abc"), Some("abc"));
+        assert_eq!(bearer_of("Basic abc"), None);
+        assert_eq!(bearer_of("Bearerabc"), None);
+    }
+
     #[tokio::test]
     async fn a_reachable_address_needs_a_token() {
         let err = bind("0.0.0.0:0".parse().unwrap(), None)
@@ -170,5 +199,16 @@ mod tests {
         assert!(err.to_string().contains("bearer token"), "{err}");
         let bound = bind("127.0.0.1:0".parse().unwrap(), None).await.unwrap();
         assert_ne!(bound.addr.port(), 0);
+        // A one-character token guards nothing beyond this machine; on loopback it is taken.
+        let err = bind("0.0.0.0:0".parse().unwrap(), Some("x".into()))
+            .await
+            .err()
+            .unwrap();
+        assert!(err.to_string().contains("at least 16 bytes"), "{err}");
+        assert!(
+            bind("127.0.0.1:0".parse().unwrap(), Some("x".into()))
+                .await
+                .is_ok()
+        );
     }
 }
