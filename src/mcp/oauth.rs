@@ -430,6 +430,7 @@ pub async fn login(
         );
     }
     let pending = Pending::start(url, client, &store, scopes).await?;
+    web_address(&pending.address)?;
     match open_browser(&pending.address) {
         Some(Ok(())) => say("opened the authorization page with $BROWSER; waiting for it"),
         Some(Err(e)) => say(&format!(
@@ -516,6 +517,21 @@ impl Pending {
         }
         Ok(())
     }
+}
+
+/// Refuses an authorization address that is not a web page (`file:///etc/passwd`, a custom
+/// scheme): it comes from the server's metadata, and is handed to `$BROWSER` or to a person.
+fn web_address(address: &str) -> Result<()> {
+    let scheme = url::Url::parse(address)
+        .map(|u| u.scheme().to_string())
+        .map_err(|e| anyhow::anyhow!("the server's authorization address is not a URL ({e})"))?;
+    if scheme != "https" && scheme != "http" {
+        bail!(
+            "the server's authorization address is not a web page ({scheme}:): refused, \
+             nothing was opened"
+        );
+    }
+    Ok(())
 }
 
 /// Opens `url` with `$BROWSER` (its first entry; `%s` is replaced by the URL, else the URL is
@@ -621,4 +637,24 @@ pub async fn check_logins(
         }
     }
     Ok(secrets)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::web_address;
+
+    #[test]
+    fn only_a_web_page_is_handed_to_a_browser() {
+        assert!(web_address("https://auth.example/authorize?x=1").is_ok());
+        assert!(web_address("http://127.0.0.1:4000/authorize").is_ok());
+        for bad in [
+            "file:///etc/passwd",
+            "javascript:alert(1)",
+            "x-custom:open",
+            "not a url",
+        ] {
+            let err = web_address(bad).unwrap_err().to_string();
+            assert!(err.contains("authorization address"), "{bad}: {err}");
+        }
+    }
 }
