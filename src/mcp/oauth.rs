@@ -508,6 +508,10 @@ impl Pending {
         let callback = tokio::time::timeout(within, redirected(&self.listener))
             .await
             .map_err(|_| anyhow!("no login within {}s", within.as_secs()))??;
+        // The authorization server's refusal is said as it gave it, not as a missing code.
+        if let Some(refused) = refusal(&callback) {
+            bail!("the login at {url} was refused: {refused}");
+        }
         self.session
             .handle_callback_url(&callback)
             .await
@@ -560,19 +564,47 @@ fn open_browser(url: &str) -> Option<Result<()>> {
     )
 }
 
+/// The authorization server's refusal a callback carries (`?error=access_denied&
+/// error_description=…`), in words.
+fn refusal(callback: &str) -> Option<String> {
+    let url = url::Url::parse(callback).ok()?;
+    let pairs: Vec<(String, String)> = url.query_pairs().into_owned().collect();
+    let error = pairs.iter().find(|(k, _)| k == "error")?.1.clone();
+    Some(match pairs.iter().find(|(k, _)| k == "error_description") {
+        Some((_, description)) => format!("{error} ({description})"),
+        None => error,
+    })
+}
+
+/// True for the redirect a login waits for: `/callback` with a `code` or an `error`.
+fn is_the_redirect(target: &str) -> bool {
+    let Ok(url) = url::Url::parse(&format!("http://127.0.0.1{target}")) else {
+        return false;
+    };
+    url.path() == "/callback" && url.query_pairs().any(|(k, _)| k == "code" || k == "error")
+}
+
 /// Waits for the browser's redirect to the loopback port; the full callback URL. Requests
-/// that are not it (a favicon) are answered 404 and waited past; each is read to 16 KiB.
+/// that are not it (a favicon, a stray request, a connection that breaks) are answered 404 or
+/// dropped and waited past: only the redirect ends the wait. Each is read to 16 KiB.
 async fn redirected(listener: &tokio::net::TcpListener) -> Result<String> {
     loop {
         let (mut socket, _) = listener.accept().await?;
         let mut buf = vec![0u8; 16 * 1024];
         let mut len = 0;
+        let mut broken = false;
         while len < buf.len() {
-            let n = socket.read(&mut buf[len..]).await?;
+            let Ok(n) = socket.read(&mut buf[len..]).await else {
+                broken = true;
+                break;
+            };
             len += n;
             if n == 0 || buf[..len].windows(4).any(|w| w == b"\r\n\r\n") {
                 break;
             }
+        }
+        if broken {
+            continue;
         }
         let head = String::from_utf8_lossy(&buf[..len]);
         let target = head
@@ -581,14 +613,19 @@ async fn redirected(listener: &tokio::net::TcpListener) -> Result<String> {
             .and_then(|l| l.split_whitespace().nth(1))
             .unwrap_or_default()
             .to_string();
-        if target.starts_with("/callback") {
-            let body = "Logged in: mcp-cosmos has the authorization. This tab can be closed.";
+        if is_the_redirect(&target) {
+            let callback = format!("http://127.0.0.1{target}");
+            let body = if refusal(&callback).is_some() {
+                "The login was refused; mcp-cosmos says why. This tab can be closed."
+            } else {
+                "Logged in: mcp-cosmos has the authorization. This tab can be closed."
+            };
             let reply = format!(
                 "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
                 body.len()
             );
             let _ = socket.write_all(reply.as_bytes()).await;
-            return Ok(format!("http://127.0.0.1{target}"));
+            return Ok(callback);
         }
         let _ = socket
             .write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
@@ -641,7 +678,31 @@ pub async fn check_logins(
 
 #[cfg(test)]
 mod tests {
-    use super::web_address;
+    use super::{is_the_redirect, refusal, web_address};
+
+    #[test]
+    fn a_refusal_is_said_and_only_the_redirect_ends_the_wait() {
+        assert_eq!(
+            refusal("http://127.0.0.1/callback?error=access_denied&state=s"),
+            Some("access_denied".into())
+        );
+        assert_eq!(
+            refusal("http://127.0.0.1/callback?error=access_denied&error_description=no+way"),
+            Some("access_denied (no way)".into())
+        );
+        assert_eq!(refusal("http://127.0.0.1/callback?code=c&state=s"), None);
+        assert!(is_the_redirect("/callback?code=c&state=s"));
+        assert!(is_the_redirect("/callback?error=access_denied"));
+        for stray in [
+            "/callback",
+            "/callback?x=1",
+            "/favicon.ico",
+            "/callbackz?code=c",
+            "",
+        ] {
+            assert!(!is_the_redirect(stray), "{stray}");
+        }
+    }
 
     #[test]
     fn only_a_web_page_is_handed_to_a_browser() {
