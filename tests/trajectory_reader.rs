@@ -718,3 +718,34 @@ fn an_event_redaction_made_undecodable_goes_on_as_written_never_as_it_was() {
         other => panic!("handed on as it was before redaction: {other:?}"),
     }
 }
+
+#[test]
+fn a_run_reached_twice_through_a_link_is_counted_once_and_said() {
+    use mcp_cosmos::trajectory::reader::collect_files;
+    let dir = tempfile::tempdir().unwrap();
+    let run = small_run(dir.path(), "a.jsonl");
+    std::os::unix::fs::symlink(&run, dir.path().join("b.jsonl")).unwrap();
+    // Through the link in the folder, and through a folder given with a file in it.
+    for given in [
+        vec![dir.path().to_path_buf()],
+        vec![dir.path().to_path_buf(), run.clone()],
+    ] {
+        let found = collect_files(&given).unwrap();
+        assert_eq!(found.files, std::slice::from_ref(&run), "{given:?}");
+        assert!(
+            found
+                .skipped
+                .iter()
+                .any(|s| s.contains("the same file as") && s.contains("counted once")),
+            "{:?}",
+            found.skipped
+        );
+    }
+    // report counts the run once.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_cosmos"))
+        .args(["report", dir.path().to_str().unwrap(), "--format", "json"])
+        .output()
+        .unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["runs"], 1, "{doc}");
+}

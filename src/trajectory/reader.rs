@@ -940,11 +940,13 @@ pub struct Found {
 /// file is passed over and named in [`Found::skipped`].
 pub fn collect_files(paths: &[PathBuf]) -> Result<Found> {
     let mut found = Found::default();
+    // A file can be reached twice only through a link or through overlapping paths given.
+    let mut followed_links = paths.len() > 1;
     for path in paths {
         let meta = std::fs::metadata(path)
             .with_context(|| format!("no such file or folder: {}", path.display()))?;
         if meta.is_dir() {
-            walk(path, &mut found);
+            followed_links |= walk(path, &mut found);
         } else if meta.is_file() {
             found.files.push(path.clone());
         } else {
@@ -955,19 +957,53 @@ pub fn collect_files(paths: &[PathBuf]) -> Result<Found> {
     }
     found.files.sort();
     found.files.dedup();
+    if followed_links {
+        once_each(&mut found);
+    }
     Ok(found)
+}
+
+/// Keeps each file once, however many paths reach it (a link beside the run it names, a folder
+/// given with a file in it): a run counted twice would weigh twice in every table, and be
+/// rechecked or appended to twice. The first path in order stays; the others are said.
+fn once_each(found: &mut Found) {
+    use std::os::unix::fs::MetadataExt;
+    let mut seen: std::collections::HashMap<(u64, u64), PathBuf> = Default::default();
+    let mut skipped = Vec::new();
+    found.files.retain(|path| {
+        let Ok(meta) = std::fs::metadata(path) else {
+            return true;
+        };
+        match seen.entry((meta.dev(), meta.ino())) {
+            std::collections::hash_map::Entry::Occupied(first) => {
+                skipped.push(format!(
+                    "{}: the same file as {}, counted once",
+                    path.display(),
+                    first.get().display()
+                ));
+                false
+            }
+            std::collections::hash_map::Entry::Vacant(slot) => {
+                slot.insert(path.clone());
+                true
+            }
+        }
+    });
+    found.skipped.extend(skipped);
 }
 
 /// The `*.jsonl` files under `dir`, in path order. Each folder's entries are sorted by name
 /// before they are visited, so the files come out sorted and `collect_files`'s sort only checks
 /// them: sorting thousands of whole paths (component by component) cost more than reading a
 /// folder.
-fn walk(dir: &Path, found: &mut Found) {
+/// True when a link to a file was followed (the same file may then be listed twice).
+fn walk(dir: &Path, found: &mut Found) -> bool {
+    let mut followed = false;
     let entries = match std::fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(e) => {
             found.skipped.push(format!("{}: {e}", dir.display()));
-            return;
+            return false;
         }
     };
     let mut named = Vec::new();
@@ -988,7 +1024,7 @@ fn walk(dir: &Path, found: &mut Found) {
             continue;
         };
         if file_type.is_dir() {
-            walk(&path, found);
+            followed |= walk(&path, found);
         } else if file_type.is_file() && path.extension().is_some_and(|e| e == "jsonl") {
             // The entry's own type (no `stat`): thousands of runs are listed at the cost of
             // reading the folder.
@@ -996,7 +1032,10 @@ fn walk(dir: &Path, found: &mut Found) {
         } else if path.extension().is_some_and(|e| e == "jsonl") {
             // Follow links: what matters is what a reader would open.
             match std::fs::metadata(&path) {
-                Ok(m) if m.is_file() => found.files.push(path),
+                Ok(m) if m.is_file() => {
+                    followed = true;
+                    found.files.push(path)
+                }
                 Ok(_) => found
                     .skipped
                     .push(format!("{}: not a regular file", path.display())),
@@ -1004,6 +1043,7 @@ fn walk(dir: &Path, found: &mut Found) {
             }
         }
     }
+    followed
 }
 
 #[cfg(test)]
