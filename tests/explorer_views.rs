@@ -24,12 +24,7 @@ use ratatui::layout::Rect;
 
 const SIZES: [(u16, u16); 2] = [(80, 24), (200, 60)];
 
-fn render(app: &mut App) -> String {
-    app.settle();
-    let mut terminal = Terminal::new(TestBackend::new(app.size.0, app.size.1)).unwrap();
-    terminal.draw(|f| app.draw(f)).unwrap();
-    terminal.backend().to_string()
-}
+use common::render;
 
 fn run_app(run: Run, size: (u16, u16)) -> App {
     let view = RunView::new(run, Rect::new(0, 0, size.0, size.1 - 1));

@@ -5,8 +5,9 @@
 //! (`scripts/make-sample-runs.sh`). And the figures `sample_runs/README.md` quotes are
 //! `cosmos report`'s on those files.
 
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use mcp_cosmos::metrics::run::METRICS_VERSION;
 use mcp_cosmos::trajectory::event::{AgentKind, EventBody};
@@ -178,19 +179,10 @@ fn quoted_report() -> String {
 
 /// What `cosmos report ARGS` prints in the repository's root (no colour); it must succeed.
 fn report(args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_cosmos"))
-        .arg("report")
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env("NO_COLOR", "1")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
+    let args: Vec<&str> = std::iter::once("report")
+        .chain(args.iter().copied())
+        .collect();
+    common::cosmos_stdout(&args)
 }
 
 #[test]

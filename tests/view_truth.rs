@@ -20,12 +20,7 @@ use ratatui::backend::TestBackend;
 use ratatui::layout::Rect;
 use serde_json::Value;
 
-fn render(app: &mut App) -> String {
-    app.settle();
-    let mut terminal = Terminal::new(TestBackend::new(app.size.0, app.size.1)).unwrap();
-    terminal.draw(|f| app.draw(f)).unwrap();
-    terminal.backend().to_string()
-}
+use common::{cosmos_stdout as cosmos, render};
 
 fn opened(run: Run, size: (u16, u16)) -> App {
     let area = Rect::new(0, 0, size.0, size.1 - 1);
@@ -330,21 +325,6 @@ fn one_failure_in_2000(dir: &Path) -> PathBuf {
     let path = dir.join("many.jsonl");
     common::write_run(&run, &path);
     path
-}
-
-/// What `cosmos ARGS` prints (no colour); it must succeed.
-fn cosmos(args: &[&str]) -> String {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_cosmos"))
-        .args(args)
-        .env("NO_COLOR", "1")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
 }
 
 #[test]

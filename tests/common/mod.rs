@@ -479,3 +479,28 @@ pub fn annotate(
     };
     mcp_cosmos::probe::annotate(path, note, t_ms, &Default::default()).unwrap();
 }
+
+/// The app's next frame, drawn on a TestBackend of its size, as text.
+pub fn render(app: &mut mcp_cosmos::tui::app::App) -> String {
+    app.settle();
+    let mut terminal =
+        ratatui::Terminal::new(ratatui::backend::TestBackend::new(app.size.0, app.size.1)).unwrap();
+    terminal.draw(|f| app.draw(f)).unwrap();
+    terminal.backend().to_string()
+}
+
+/// What `cosmos ARGS` prints, run from the repository's root without colour; it must succeed.
+pub fn cosmos_stdout(args: &[&str]) -> String {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_cosmos"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
