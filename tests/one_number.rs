@@ -8,7 +8,6 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use mcp_cosmos::metrics::run::{METRICS_VERSION, RunMetrics};
 use mcp_cosmos::trajectory::event::{
@@ -187,28 +186,7 @@ fn runs_folder() -> tempfile::TempDir {
 
 /// The report's per-run metrics, by file name.
 fn report(dir: &Path) -> Vec<(PathBuf, Value)> {
-    let out = Command::new(env!("CARGO_BIN_EXE_cosmos"))
-        .args([
-            "report",
-            dir.to_str().unwrap(),
-            "--format",
-            "json",
-            "--per-run",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
-    doc["per_run"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| (PathBuf::from(r["path"].as_str().unwrap()), r.clone()))
-        .collect()
+    common::reported_per_run(dir)
 }
 
 /// The metrics a run's `run_finished` totals hold, as the report gives them.

@@ -620,21 +620,7 @@ fn a_proxy_session_shows_no_planner_and_no_search_figures_on_calls_no_search_mad
 
 /// Every run of `sample_runs/` (its sweep's too) with `cosmos report --per-run`'s record of it.
 fn sample_runs_reported() -> Vec<(PathBuf, Value)> {
-    let folder = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_runs");
-    let doc: Value = serde_json::from_str(&cosmos(&[
-        "report",
-        folder.to_str().unwrap(),
-        "--format",
-        "json",
-        "--per-run",
-    ]))
-    .unwrap();
-    doc["per_run"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| (PathBuf::from(r["path"].as_str().unwrap()), r.clone()))
-        .collect()
+    common::reported_per_run(&Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_runs"))
 }
 
 /// The cell under `column` in a drawn table's row: the text from the heading's start to the

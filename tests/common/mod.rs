@@ -504,3 +504,26 @@ pub fn cosmos_stdout(args: &[&str]) -> String {
     );
     String::from_utf8(out.stdout).unwrap()
 }
+
+/// `cosmos report FOLDER --format json --per-run`'s record of each run, with its path.
+pub fn reported_per_run(folder: &std::path::Path) -> Vec<(std::path::PathBuf, serde_json::Value)> {
+    let doc: serde_json::Value = serde_json::from_str(&cosmos_stdout(&[
+        "report",
+        folder.to_str().unwrap(),
+        "--format",
+        "json",
+        "--per-run",
+    ]))
+    .unwrap();
+    doc["per_run"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                std::path::PathBuf::from(r["path"].as_str().unwrap()),
+                r.clone(),
+            )
+        })
+        .collect()
+}
