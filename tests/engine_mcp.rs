@@ -54,22 +54,15 @@ async fn everything_over_stdio() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn everything_over_streamable_http() {
-    let port = unused_port();
-    let mut child = std::process::Command::new(npm_bin("mcp-server-everything"))
-        .arg("streamableHttp")
-        .env("PORT", port.to_string())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let start = std::time::Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            start.elapsed() < Duration::from_secs(20),
-            "HTTP server did not start"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let (mut child, port) = serve_on_free_port(|port| {
+        std::process::Command::new(npm_bin("mcp-server-everything"))
+            .arg("streamableHttp")
+            .env("PORT", port.to_string())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap()
+    });
     let c = config(json!({"web": {"url": format!("http://127.0.0.1:{port}/mcp")}}));
     let (pool, failures) = McpPool::connect(&c.servers, Timeouts::default()).await;
     assert!(failures.is_empty(), "{failures:?}");

@@ -1788,7 +1788,9 @@ fn credentials_in_server_targets_never_reach_a_file_or_the_log() {
         "ghp_SECRETshape0123456789",
     ];
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/flaky_server.py");
-    let port = unused_port();
+    // Nothing answers there, and nothing else can take the port meanwhile.
+    let dead = dead_port();
+    let port = dead.port;
     let mut servers = bench_servers();
     servers["flaky"] = json!({"command": python(), "args": [
         script.display().to_string(), "--token", secrets[0], &format!("--api-key={}", secrets[1]),

@@ -10,15 +10,46 @@ use std::process::{Child, Command, Output, Stdio};
 use serde_json::{Value, json};
 
 /// A free port for a server that takes a port number rather than a listener: bound on port 0,
-/// read back, closed (another process could take it before the server binds it: such a test
-/// starts its server again on a new port when it exits at start). For a receiver that is down,
-/// use [`dead_port`], which cannot race.
+/// read back, closed (another process could take it before the server binds it: start such a
+/// server with [`serve_on_free_port`], or retry as the OAuth and Phoenix tests do). For a
+/// receiver that is down, use [`dead_port`], which cannot race.
 pub fn unused_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap()
         .port()
+}
+
+/// A server that takes a port number (not a listener), started on a free one and waited for
+/// until it accepts connections. Another process may take the port between [`unused_port`]
+/// and the server's bind: the server then exits, and it is started again on another port (five
+/// tries). `start` spawns it on the port it is given.
+pub fn serve_on_free_port(
+    start: impl Fn(u16) -> std::process::Child,
+) -> (std::process::Child, u16) {
+    for _ in 0..5 {
+        let port = unused_port();
+        let mut child = start(port);
+        let begun = std::time::Instant::now();
+        loop {
+            // Exited: the port was taken (or it could not start); again, elsewhere.
+            if child.try_wait().ok().flatten().is_some() {
+                break;
+            }
+            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+                && child.try_wait().ok().flatten().is_none()
+            {
+                return (child, port);
+            }
+            assert!(
+                begun.elapsed() < std::time::Duration::from_secs(20),
+                "the server did not start on port {port} within 20 s"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+    panic!("the server exited at start on five free ports");
 }
 
 /// A loopback port that stays dead while the value lives: bound but never listening, so every
