@@ -91,8 +91,22 @@ pub enum Action {
     Written(std::path::PathBuf),
 }
 
-/// A view made by background work, to be shown by the app.
-pub struct Made(pub Box<dyn super::view::View + Send>);
+/// Something background work made for the app (compare's view), held as `Any` so that this
+/// file, at the bottom of the explorer, names no view: the app takes it back out by its type
+/// ([`Made::take`]).
+pub struct Made(Box<dyn std::any::Any + Send>);
+
+impl Made {
+    /// Holds `made` for the app.
+    pub fn new<T: Send + 'static>(made: T) -> Self {
+        Self(Box::new(made))
+    }
+
+    /// What was made, when it is a `T`.
+    pub fn take<T: 'static>(self) -> Option<T> {
+        self.0.downcast::<T>().ok().map(|b| *b)
+    }
+}
 
 impl std::fmt::Debug for Made {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -574,7 +574,10 @@ impl App {
             return;
         }
         match view {
-            Ok(super::action::Made(view)) => {
+            Ok(made) => {
+                let Some(view) = made.take::<Box<dyn View + Send>>() else {
+                    return;
+                };
                 let opened = self.push(view);
                 let (w, h) = self.size;
                 self.deliver(opened, &Action::Resize(w, h));

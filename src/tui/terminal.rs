@@ -241,7 +241,8 @@ pub fn perform(id: RequestId, work: Work) -> Vec<Action> {
         // the view the terminal's size when it shows it.
         Work::Compare(paths) => {
             let runs: anyhow::Result<Vec<Run>> = paths.iter().map(|p| Run::open(p)).collect();
-            let view = runs.map(|runs| super::action::Made(super::open::compare(&runs, (80, 24))));
+            let view =
+                runs.map(|runs| super::action::Made::new(super::open::compare(&runs, (80, 24))));
             vec![Action::Compared(id, view)]
         }
         Work::Probe {
