@@ -30,7 +30,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use serde::Deserialize;
 
-use crate::trajectory::redact::{HIDDEN, looks_like_a_key, names_a_credential, url_shown};
+use crate::trajectory::redact::{HIDDEN, looks_like_a_key, names_a_secret_setting, url_shown};
 
 /// How to reach one server.
 #[derive(Debug, Clone, PartialEq)]
@@ -122,12 +122,12 @@ fn command_shown(command: &str, args: &[String]) -> (String, Vec<String>) {
         }
         after_flag = false;
         if let Some((flag, value)) = arg.split_once('=').filter(|(f, _)| f.starts_with('-')) {
-            if names_a_credential(flag) || looks_like_a_key(value) {
+            if names_a_secret_setting(flag) || looks_like_a_key(value) {
                 secrets.push(value.to_string());
                 shown.push(format!("{flag}={HIDDEN}"));
                 continue;
             }
-        } else if arg.starts_with('-') && names_a_credential(arg) {
+        } else if arg.starts_with('-') && names_a_secret_setting(arg) {
             after_flag = true;
         } else if looks_like_a_key(arg) {
             secrets.push(arg.clone());
@@ -226,7 +226,7 @@ impl McpConfig {
                     match expand_vars(&v) {
                         Ok((value, expanded)) => {
                             config.secrets.extend(expanded);
-                            if all_secret || names_a_credential(&k) {
+                            if all_secret || names_a_secret_setting(&k) {
                                 config.secrets.push(value.clone());
                             }
                             out.insert(k, value);

@@ -98,6 +98,18 @@ pub fn names_a_credential(name: &str) -> bool {
             .any(|w| w[1] == "key" && KEY_QUALIFIERS.contains(&w[0].as_str()))
 }
 
+/// The rule for the name of a setting rather than of data (an environment variable, a
+/// command-line flag, a server's `env` entry): a credential's name, or one whose last word is
+/// `key` (`MY_WORLD_MODEL_KEY`, `--key`). A setting named for a key holds one; a tool's
+/// argument named `key` is data ([`names_a_credential`]).
+pub fn names_a_secret_setting(name: &str) -> bool {
+    names_a_credential(name)
+        || name
+            .rsplit(['_', '-', '.'])
+            .next()
+            .is_some_and(|last| last.eq_ignore_ascii_case("key"))
+}
+
 /// The one rule for a value shaped like a key: a known key prefix and length, or a long run of
 /// letters and digits (both) with nothing else but `_` and `-`.
 pub fn looks_like_a_key(value: &str) -> bool {
@@ -128,7 +140,7 @@ impl Redactor {
     /// appear, whoever pasted them.
     pub fn environment_secrets() -> Vec<String> {
         std::env::vars()
-            .filter(|(name, _)| names_a_credential(name))
+            .filter(|(name, _)| names_a_secret_setting(name))
             .map(|(_, value)| value)
             .collect()
     }
@@ -291,7 +303,7 @@ pub fn url_shown(text: &str) -> (String, Vec<String>) {
     if url.query().is_some() {
         let pairs: Vec<(String, String)> = url.query_pairs().into_owned().collect();
         for (k, v) in &pairs {
-            if names_a_credential(k) || looks_like_a_key(v) {
+            if names_a_secret_setting(k) || looks_like_a_key(v) {
                 secrets.push(v.clone());
             }
         }
@@ -396,6 +408,19 @@ mod tests {
             "ApiKey",
         ] {
             assert!(names_a_credential(name), "{name}");
+        }
+        // A setting named for a key holds one, wherever the word stands last.
+        for name in [
+            "MY_WORLD_MODEL_KEY",
+            "--key",
+            "key",
+            "OPENAI_API_KEY",
+            "GITHUB_TOKEN",
+        ] {
+            assert!(names_a_secret_setting(name), "{name}");
+        }
+        for name in ["KEYBOARD", "--keyword", "MONKEY", "PATH"] {
+            assert!(!names_a_secret_setting(name), "{name}");
         }
         for name in [
             // A key-value or dictionary server's own data.
