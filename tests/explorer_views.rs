@@ -26,10 +26,7 @@ const SIZES: [(u16, u16); 2] = [(80, 24), (200, 60)];
 
 use common::render;
 
-fn run_app(run: Run, size: (u16, u16)) -> App {
-    let view = RunView::new(run, Rect::new(0, 0, size.0, size.1 - 1));
-    App::new(view, Keymap::default(), Theme::new(true), size)
-}
+use common::run_app;
 
 #[test]
 fn empty_folder() {

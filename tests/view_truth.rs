@@ -332,7 +332,6 @@ fn one_failed_call_in_2000_never_reads_as_100_percent_success() {
     use mcp_cosmos::trajectory::listing::RunSummary;
     use mcp_cosmos::tui::browser::Browser;
     use mcp_cosmos::tui::compare::CompareView;
-    use mcp_cosmos::tui::run_view::RunView;
     let dir = tempfile::tempdir().unwrap();
     let path = one_failure_in_2000(dir.path());
     let dir_arg = dir.path().to_str().unwrap();
@@ -368,8 +367,7 @@ fn one_failed_call_in_2000_never_reads_as_100_percent_success() {
         // The run view at its end, and two runs compared.
         let run = Run::open(&path).unwrap();
         // A run view opens at the run's end.
-        let view = RunView::new(run, Rect::new(0, 0, size.0, size.1 - 1));
-        let mut app = App::new(view, Keymap::default(), Theme::new(true), size);
+        let mut app = common::run_app(run, size);
         let screen = render(&mut app);
         assert!(screen.contains("success 99.95%"), "{screen}");
         let runs = vec![Run::open(&path).unwrap(), Run::open(&path).unwrap()];
@@ -457,7 +455,6 @@ fn a_search_that_found_no_finished_path_is_marked_not_green_and_f_stops_at_it() 
 
 #[test]
 fn a_line_that_could_not_be_read_is_said_on_the_status_line_and_in_the_about_view() {
-    use mcp_cosmos::tui::run_view::RunView;
     use mcp_cosmos::tui::run_view::inspector::Inspector;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("torn.jsonl");
@@ -471,11 +468,7 @@ fn a_line_that_could_not_be_read_is_said_on_the_status_line_and_in_the_about_vie
     let run = Run::open(&path).unwrap();
     assert_eq!(run.problems.iter().filter(|p| p.skipped).count(), 1);
     for size in [(200, 50), (80, 24)] {
-        let view = RunView::new(
-            Run::open(&path).unwrap(),
-            Rect::new(0, 0, size.0, size.1 - 1),
-        );
-        let mut app = App::new(view, Keymap::default(), Theme::new(true), size);
+        let mut app = common::run_app(Run::open(&path).unwrap(), size);
         let screen = render(&mut app);
         let status = screen.lines().last().unwrap();
         // The counter counts the events read; beside it, the line that was not.
@@ -493,7 +486,6 @@ fn a_line_that_could_not_be_read_is_said_on_the_status_line_and_in_the_about_vie
 
 #[test]
 fn a_run_with_no_node_and_no_call_says_so_instead_of_asking_to_step_forward() {
-    use mcp_cosmos::tui::run_view::RunView;
     // A ReAct run whose only server never started: an error, no call, the end.
     let run = common::run_of(
         "no-server.jsonl",
@@ -514,8 +506,7 @@ fn a_run_with_no_node_and_no_call_says_so_instead_of_asking_to_step_forward() {
             },
         ],
     );
-    let view = RunView::new(run, Rect::new(0, 0, 120, 29));
-    let mut app = App::new(view, Keymap::default(), Theme::new(true), (120, 30));
+    let mut app = common::run_app(run, (120, 30));
     let screen = render(&mut app);
     assert!(
         screen.contains("this run has no search node and no real call"),
@@ -534,8 +525,7 @@ fn a_run_with_no_node_and_no_call_says_so_instead_of_asking_to_step_forward() {
 fn stepping_with_the_tree_focused_moves_the_observation_pane_with_the_cursor() {
     use mcp_cosmos::tui::run_view::Pane;
     use mcp_cosmos::tui::run_view::RunView;
-    let view = RunView::new(common::plan_fails_run(), Rect::new(0, 0, 200, 49));
-    let mut app = App::new(view, Keymap::default(), Theme::new(true), (200, 50));
+    let mut app = common::run_app(common::plan_fails_run(), (200, 50));
     app.update(Action::JumpTo(0));
     // Step through the run; the tree keeps the focus (the default).
     let mut selected = Vec::new();
@@ -556,7 +546,6 @@ fn stepping_with_the_tree_focused_moves_the_observation_pane_with_the_cursor() {
 fn a_proxy_session_shows_no_planner_and_no_search_figures_on_calls_no_search_made() {
     use mcp_cosmos::trajectory::listing::RunSummary;
     use mcp_cosmos::tui::browser::Browser;
-    use mcp_cosmos::tui::run_view::RunView;
     use mcp_cosmos::tui::run_view::inspector::Inspector;
     // A client's session through cosmos proxy: its calls rehearsed as a chain of nodes (each
     // evaluated with the rehearsal's base reward), as the proxy records them.
@@ -603,8 +592,7 @@ fn a_proxy_session_shows_no_planner_and_no_search_figures_on_calls_no_search_mad
         "the client is no planner: {screen}"
     );
     // The tree: no visits, values or rewards on the session's calls.
-    let view = RunView::new(Run::open(&path).unwrap(), Rect::new(0, 0, 200, 49));
-    let mut app = App::new(view, Keymap::default(), Theme::new(true), (200, 50));
+    let mut app = common::run_app(Run::open(&path).unwrap(), (200, 50));
     let screen = render(&mut app);
     assert!(
         !screen.contains(" r=") && !screen.contains(" N="),
@@ -639,7 +627,6 @@ fn the_browser_and_the_run_view_show_reports_figures_for_every_sample_run() {
     use mcp_cosmos::metrics::figure;
     use mcp_cosmos::trajectory::listing::RunSummary;
     use mcp_cosmos::tui::browser::Browser;
-    use mcp_cosmos::tui::run_view::RunView;
     let reported = sample_runs_reported();
     assert!(reported.len() >= 15, "{}", reported.len());
     for (path, r) in &reported {
@@ -682,8 +669,7 @@ fn the_browser_and_the_run_view_show_reports_figures_for_every_sample_run() {
             );
         }
         // The run view's metrics pane at the run's end.
-        let view = RunView::new(Run::open(path).unwrap(), Rect::new(0, 0, 220, 59));
-        let mut app = App::new(view, Keymap::default(), Theme::new(true), (220, 60));
+        let mut app = common::run_app(Run::open(path).unwrap(), (220, 60));
         let screen = render(&mut app);
         let calls_line = format!("calls     {calls}  success {success}  ");
         assert!(
@@ -703,7 +689,6 @@ fn the_browser_and_the_run_view_show_reports_figures_for_every_sample_run() {
 
 #[test]
 fn a_live_run_with_nothing_yet_is_not_said_to_have_nothing() {
-    use mcp_cosmos::tui::run_view::RunView;
     // The run has started (no run_finished yet): nothing is in the tree, but more may come.
     let run = common::run_of(
         "live.jsonl",
@@ -712,12 +697,58 @@ fn a_live_run_with_nothing_yet_is_not_said_to_have_nothing() {
             phase: mcp_cosmos::trajectory::event::Phase::Plan,
         }],
     );
-    let view = RunView::new(run, Rect::new(0, 0, 120, 29));
-    let mut app = App::new(view, Keymap::default(), Theme::new(true), (120, 30));
+    let mut app = common::run_app(run, (120, 30));
     let screen = render(&mut app);
     assert!(
         screen.contains("no search node or real call yet"),
         "{screen}"
     );
     assert!(!screen.contains("this run has no search node"), "{screen}");
+}
+
+#[test]
+fn runs_that_cannot_be_read_for_compare_say_why_and_open_nothing() {
+    use mcp_cosmos::tui::browser::Browser;
+    use mcp_cosmos::tui::view::Work;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a.jsonl");
+    let other = dir.path().join("b.jsonl");
+    common::write_run(&common::plan_fails_run(), &path);
+    common::write_run(&common::plan_fails_run(), &other);
+    let browser = Browser::new(
+        vec![dir.path().to_path_buf()],
+        vec![
+            mcp_cosmos::trajectory::listing::RunSummary::read(&path),
+            mcp_cosmos::trajectory::listing::RunSummary::read(&other),
+        ],
+        29,
+    );
+    let mut app = App::new(browser, Keymap::default(), Theme::new(true), (120, 30));
+    // The same work the browser's `c` starts, for a run and a file gone since it was listed.
+    let gone = dir.path().join("gone.jsonl");
+    for action in
+        mcp_cosmos::tui::terminal::perform(1, Work::Compare(vec![path.clone(), gone.clone()]))
+    {
+        app.update(action);
+    }
+    // Nothing was asked for under that id: the answer is dropped, nothing opens.
+    assert!(app.top_is::<Browser>());
+    // Asked for through the app, the answer says why.
+    app.update(Action::Do(Command::Mark));
+    app.update(Action::Do(Command::Mark));
+    std::fs::remove_file(&path).unwrap();
+    app.update(Action::Do(Command::Compare));
+    let work = app.take_work();
+    assert!(
+        matches!(work.as_slice(), [(_, Work::Compare(_))]),
+        "{work:?}"
+    );
+    for (id, work) in work {
+        for action in mcp_cosmos::tui::terminal::perform(id, work) {
+            app.update(action);
+        }
+    }
+    assert!(app.top_is::<Browser>());
+    let said = app.message().unwrap_or_default().to_string();
+    assert!(said.starts_with("cannot compare: "), "{said}");
 }

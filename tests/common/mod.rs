@@ -527,3 +527,17 @@ pub fn reported_per_run(folder: &std::path::Path) -> Vec<(std::path::PathBuf, se
         })
         .collect()
 }
+
+/// An app showing `run` in the run view, on a terminal of `size` (its last row the status line).
+pub fn run_app(run: Run, size: (u16, u16)) -> mcp_cosmos::tui::app::App {
+    let view = mcp_cosmos::tui::run_view::RunView::new(
+        run,
+        ratatui::layout::Rect::new(0, 0, size.0, size.1 - 1),
+    );
+    mcp_cosmos::tui::app::App::new(
+        view,
+        mcp_cosmos::tui::keymap::Keymap::default(),
+        mcp_cosmos::tui::theme::Theme::new(true),
+        size,
+    )
+}
