@@ -2060,6 +2060,9 @@ fn the_live_explorer_puts_a_servers_question_to_the_person() {
         "Which city, and which units?",
         "Lyon",
     ]);
+    // The person takes a while to answer: that time is theirs, not the agent's planning.
+    let thinking = Duration::from_millis(1500);
+    std::thread::sleep(thinking);
     t.keys(&[
         "BSpace", "BSpace", "BSpace", "BSpace", "P", "a", "r", "i", "s",
     ]);
@@ -2081,4 +2084,22 @@ fn the_live_explorer_puts_a_servers_question_to_the_person() {
     let called = ev.iter().find(|e| e["kind"] == "tool_called").unwrap();
     assert_eq!(called["result"]["text"], "accepted: Paris in metric");
     assert_eq!(ev[0]["agent"]["settings"]["elicitation"], "ask");
+    let waited = asked["waited_ms"].as_u64().expect("the wait is recorded");
+    assert!(waited >= thinking.as_millis() as u64, "{asked}");
+    // The report leaves the wait out of every phase and gives it on its own.
+    let report = Command::new(env!("CARGO_BIN_EXE_cosmos"))
+        .args(["report", &out_dir, "--format", "json", "--per-run"])
+        .output()
+        .unwrap();
+    let doc: Value = serde_json::from_slice(&report.stdout).unwrap();
+    let m = &doc["per_run"][0]["metrics"];
+    assert_eq!(m["waiting_ms"], waited, "{m}");
+    let phases: u64 = m["phase_ms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_u64().unwrap())
+        .sum();
+    let wall = m["wall_ms"].as_u64().unwrap();
+    assert!(phases + waited <= wall, "{m}");
 }

@@ -684,7 +684,86 @@ fn the_browser_and_the_run_view_show_reports_figures_for_every_sample_run() {
                 path.display()
             );
         }
+        let time_line = time_line_of(m);
+        assert!(
+            screen.contains(&time_line),
+            "run view's time of {}: {time_line:?}\n{screen}",
+            path.display()
+        );
     }
+}
+
+/// The metrics pane's time line as report's JSON metrics `m` make it: wall time, each phase
+/// that took any, then the time spent answering servers.
+fn time_line_of(m: &Value) -> String {
+    let secs = |ms: u64| format!("{:.1}s", ms as f64 / 1000.0);
+    let mut parts = vec![secs(m["wall_ms"].as_u64().unwrap())];
+    for (name, ms) in ["plan", "execute", "answer", "judge"]
+        .iter()
+        .zip(m["phase_ms"].as_array().unwrap())
+    {
+        let ms = ms.as_u64().unwrap();
+        if ms > 0 {
+            parts.push(format!("{name} {}", secs(ms)));
+        }
+    }
+    let waiting = m["waiting_ms"].as_u64().unwrap();
+    if waiting > 0 {
+        parts.push(format!("answering {}", secs(waiting)));
+    }
+    format!("time      {}", parts.join("  "))
+}
+
+#[test]
+fn time_spent_answering_a_server_is_shown_apart_from_the_phases() {
+    use mcp_cosmos::trajectory::event::{Event, Phase};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("asked.jsonl");
+    let header = common::header("asked", AgentKind::React, None);
+    let mut run = Run::new(path.clone(), header);
+    let asked = EventBody::Elicitation {
+        step: 1,
+        tool: "flaky:ask".into(),
+        message: "Which city?".into(),
+        requested: Box::new(serde_json::json!({"type": "object"})),
+        action: "accept".into(),
+        content: Some(Box::new(serde_json::json!({"city": "Paris"}))),
+        reason: "answered in the explorer".into(),
+        waited_ms: Some(4_000),
+    };
+    for (t_ms, body) in [
+        (0, EventBody::Phase { phase: Phase::Plan }),
+        (5_000, asked),
+        (5_100, called(1, "accepted: Paris", false)),
+        (
+            6_000,
+            EventBody::Phase {
+                phase: Phase::Answer,
+            },
+        ),
+        (
+            6_500,
+            EventBody::Answer {
+                text: "Paris".into(),
+            },
+        ),
+    ] {
+        let seq = run.len() as u64 + 1;
+        run.push(Event { seq, t_ms, body });
+    }
+    common::write_run(&run, &path);
+    let reported = common::reported_per_run(dir.path());
+    let m = &reported[0].1["metrics"];
+    // The file's own record: planning took 6 s of which 4 s was a person answering.
+    assert_eq!(m["waiting_ms"], 4_000, "{m}");
+    assert_eq!(m["phase_ms"][0], 2_000, "{m}");
+    let mut app = common::run_app(Run::open(&path).unwrap(), (160, 50));
+    let screen = render(&mut app);
+    assert!(
+        screen.contains("time      6.5s  plan 2.0s  answer 0.5s  answering 4.0s"),
+        "{screen}"
+    );
+    assert!(screen.contains(&time_line_of(m)), "{screen}");
 }
 
 #[test]

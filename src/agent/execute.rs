@@ -226,6 +226,7 @@ pub fn record_call(
             action: asked.action.to_string(),
             content: asked.content.clone().map(Box::new),
             reason: asked.reason.clone(),
+            waited_ms: asked.waited_ms,
         })?;
     }
     sink.emit(EventBody::ToolCalled {

@@ -195,6 +195,7 @@ pub async fn respond(
         return answer(policy, request);
     }
     let (tx, rx) = tokio::sync::oneshot::channel();
+    let asked_at = std::time::Instant::now();
     let sent = ask(Question {
         server: server.to_string(),
         tool,
@@ -242,6 +243,8 @@ pub async fn respond(
             action,
             content: answered.content,
             reason: answered.reason,
+            // Time a person (or the proxy's client) took is theirs, not the agent's.
+            waited_ms: sent.then(|| asked_at.elapsed().as_millis() as u64),
         },
     )
 }
@@ -259,6 +262,8 @@ pub struct Elicited {
     pub content: Option<Value>,
     /// Why it was answered so.
     pub reason: String,
+    /// How long the answer took, when someone was asked (a policy answers at once).
+    pub waited_ms: Option<u64>,
 }
 
 /// Answers `request` by `policy` without asking anyone: the reply for the server and the
@@ -273,6 +278,7 @@ pub fn answer(policy: Elicitation, request: &ElicitRequestParams) -> (ElicitResu
                 action: "decline",
                 content: None,
                 reason,
+                waited_ms: None,
             },
         )
     };
@@ -303,6 +309,7 @@ pub fn answer(policy: Elicitation, request: &ElicitRequestParams) -> (ElicitResu
                             action: "accept",
                             content: Some(content),
                             reason: "--elicitation accept-defaults: the schema's defaults".into(),
+                            waited_ms: None,
                         },
                     )
                 }

@@ -256,8 +256,13 @@ pub struct RunMetrics {
     pub planning_json_compliance: Option<f64>,
     /// Distinct servers called (MCP-Bench's `server_count`).
     pub server_count: u64,
-    /// Wall time per phase, milliseconds, in [`Phase::ALL`] order.
+    /// Wall time per phase, milliseconds, in [`Phase::ALL`] order, without the time spent
+    /// waiting for someone to answer a server's question (`waiting_ms`).
     pub phase_ms: [u64; 4],
+    /// Time spent waiting for a person (or the proxy's client) to answer servers'
+    /// questions (elicitation), milliseconds: part of the wall time, no phase's.
+    #[serde(default)]
+    pub waiting_ms: u64,
     /// Wall time from start to the last event.
     pub wall_ms: u64,
     /// LLM usage per role, in [`Role::ALL`] order.
@@ -353,6 +358,9 @@ pub struct MetricsInput<'a> {
     pub llm: [RoleUsage; 5],
     /// Phase changes so far with their times.
     pub phases: &'a [(Phase, u64)],
+    /// Each answered question's time and how long its answer took (elicitation's
+    /// `waited_ms`).
+    pub waits: &'a [(u64, u64)],
     /// Time of the last event so far.
     pub end_ms: u64,
     /// Nodes added so far.
@@ -469,6 +477,18 @@ pub fn compute(input: &MetricsInput<'_>) -> RunMetrics {
         let end = input.phases.get(i + 1).map_or(input.end_ms, |(_, t)| *t);
         phase_ms[*phase as usize] += end.saturating_sub(*start);
     }
+    // Waiting for an answer is nobody's planning or executing: it comes out of the phase
+    // the question fell in.
+    for &(at, waited) in input.waits {
+        if let Some(i) = input
+            .phases
+            .partition_point(|(_, s)| *s <= at)
+            .checked_sub(1)
+        {
+            let phase = &mut phase_ms[input.phases[i].0 as usize];
+            *phase = phase.saturating_sub(waited);
+        }
+    }
 
     RunMetrics {
         tool_calls: calls as u64,
@@ -479,6 +499,7 @@ pub fn compute(input: &MetricsInput<'_>) -> RunMetrics {
         planning_json_compliance: Some(rate(named, named + no_tool).unwrap_or(1.0)),
         server_count: servers.len() as u64,
         phase_ms,
+        waiting_ms: input.waits.iter().map(|(_, w)| w).sum(),
         wall_ms: input.end_ms,
         llm: input.llm,
         nodes: input.nodes,
@@ -531,6 +552,8 @@ pub struct RunFacts {
     planned: Vec<u32>,
     /// Event index and ending of every `agent` error that tells one.
     told: Vec<(u32, Ending)>,
+    /// Event index, time and wait of every question someone answered.
+    waits: Vec<(u32, u64, u64)>,
     synced: usize,
 }
 
@@ -605,6 +628,10 @@ impl RunFacts {
                 EventBody::DecisionRejected { problem, .. } => {
                     self.rejected.push((idx as u32, *problem));
                 }
+                EventBody::Elicitation {
+                    waited_ms: Some(waited),
+                    ..
+                } => self.waits.push((idx as u32, brief.t_ms, *waited)),
                 other => {
                     if let Some(ending) = told_ending(other) {
                         self.told.push((idx as u32, ending));
@@ -659,10 +686,17 @@ impl RunFacts {
             .first()
             .filter(|(e, _)| (*e as usize) < k)
             .map(|(_, ending)| *ending);
+        let waits: Vec<(u64, u64)> = self
+            .waits
+            .iter()
+            .take_while(|(e, ..)| (*e as usize) < k)
+            .map(|&(_, at, waited)| (at, waited))
+            .collect();
         compute(&MetricsInput {
             steps,
             llm,
             phases: &phases,
+            waits: &waits,
             end_ms,
             nodes: tree.visible_nodes() as u64,
             judge: run.judge_at(k),
@@ -761,6 +795,8 @@ pub struct RunAccumulator {
     steps: Vec<StepFacts>,
     llm: [RoleUsage; 5],
     phases: Vec<(Phase, u64)>,
+    /// Each answered question's time and wait ([`MetricsInput::waits`]).
+    waits: Vec<(u64, u64)>,
     end_ms: u64,
     nodes: u64,
     /// The latest `judge_scored`, kept whole.
@@ -806,6 +842,7 @@ impl RunAccumulator {
             steps: Vec::new(),
             llm: [RoleUsage::default(); 5],
             phases: Vec::new(),
+            waits: Vec::new(),
             end_ms: 0,
             nodes: 0,
             judge: None,
@@ -916,6 +953,10 @@ impl RunAccumulator {
             }
             EventBody::Answer { .. } => self.answered = true,
             EventBody::DecisionRejected { problem, .. } => self.rejected.push(*problem),
+            EventBody::Elicitation {
+                waited_ms: Some(waited),
+                ..
+            } => self.waits.push((event.t_ms, *waited)),
             EventBody::JudgeScored { .. } => self.judge = Some(event.body.clone()),
             EventBody::RunFinished { status, ending, .. } => {
                 self.status = Some(*status);
@@ -941,6 +982,7 @@ impl RunAccumulator {
             steps: &self.steps,
             llm: self.llm,
             phases: &self.phases,
+            waits: &self.waits,
             end_ms: self.finished_ms.unwrap_or(self.end_ms),
             nodes: self.nodes,
             judge: self.judge.as_ref().and_then(EventBody::judge_record),
@@ -1076,6 +1118,7 @@ mod tests {
             steps,
             llm: usage,
             phases,
+            waits: &[],
             end_ms: 1000,
             nodes: 0,
             judge: None,
@@ -1184,6 +1227,20 @@ mod tests {
         ];
         let m = compute(&input(&[], &[], &phases));
         assert_eq!(m.phase_ms, [600, 300, 100, 0]);
+    }
+
+    #[test]
+    fn time_spent_answering_a_server_is_no_phases() {
+        let phases = [(Phase::Plan, 0), (Phase::Execute, 600)];
+        // 250 ms answering during planning, 100 ms during execution.
+        let waits = [(400, 250), (700, 100)];
+        let m = compute(&MetricsInput {
+            waits: &waits,
+            ..input(&[], &[], &phases)
+        });
+        assert_eq!(m.phase_ms, [350, 300, 0, 0]);
+        assert_eq!(m.waiting_ms, 350);
+        assert_eq!(m.wall_ms, 1000);
     }
 
     #[test]

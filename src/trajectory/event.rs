@@ -1387,6 +1387,10 @@ pub enum EventBody {
         content: Option<Box<Value>>,
         /// Why it was answered so (the policy, or the person).
         reason: String,
+        /// How long the answer took, when a person (or the proxy's client) was asked: time
+        /// that is not the agent's, left out of the phase it fell in.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        waited_ms: Option<u64>,
     },
     /// The run's recorded real calls made again against today's servers (`cosmos recheck`),
     /// appended after `run_finished`: how far each has drifted.

@@ -237,7 +237,7 @@ pub fn draw(frame: &mut Frame, area: Rect, block: Block, at: &MetricsAt<'_>, the
             )
         })
         .collect();
-    let phases: Vec<String> = Phase::ALL
+    let mut phases: Vec<String> = Phase::ALL
         .iter()
         .filter(|p| m.phase_ms[**p as usize] > 0)
         .map(|p| {
@@ -248,6 +248,10 @@ pub fn draw(frame: &mut Frame, area: Rect, block: Block, at: &MetricsAt<'_>, the
             )
         })
         .collect();
+    // Time a person spent answering a server is theirs, not any phase's.
+    if m.waiting_ms > 0 {
+        phases.push(format!("answering {:.1}s", m.waiting_ms as f64 / 1000.0));
+    }
     let kv = |k: &str, v: String| {
         Line::from(vec![
             Span::styled(format!("{k:<10}"), theme.dim()),
