@@ -624,72 +624,132 @@ fn cell_under<'a>(header: &str, row: &'a str, column: &str) -> Option<&'a str> {
 
 #[test]
 fn the_browser_and_the_run_view_show_reports_figures_for_every_sample_run() {
-    use mcp_cosmos::metrics::figure;
-    use mcp_cosmos::trajectory::listing::RunSummary;
-    use mcp_cosmos::tui::browser::Browser;
     let reported = sample_runs_reported();
     assert!(reported.len() >= 15, "{}", reported.len());
     for (path, r) in &reported {
-        let m = &r["metrics"];
-        let calls = m["tool_calls"].as_u64().unwrap().to_string();
-        let success = m["tool_call_success_rate"]
-            .as_f64()
-            .map_or("—".to_string(), |v| figure::percent(v, 0));
-        let fidelity = m["fidelity"]["score"]
-            .as_f64()
-            .map_or("—".to_string(), |v| figure::fraction(v, 2));
-        let tokens = r["tokens"].as_u64().unwrap().to_string();
-        // The browser over this run alone, its totals recounted when an older version wrote
-        // them, as the explorer does.
-        let browser = Browser::new(
-            vec![path.parent().unwrap().to_path_buf()],
-            vec![RunSummary::read(path)],
-            29,
-        );
-        let mut app = App::new(browser, Keymap::default(), Theme::new(true), (220, 30));
-        for (id, work) in app.take_work() {
-            for action in mcp_cosmos::tui::terminal::perform(id, work) {
-                app.update(action);
-            }
+        shows_reports_figures(path, r);
+    }
+}
+
+/// The browser over `path` alone, the run view's metrics pane at its end and its about view
+/// show what `cosmos report --per-run` says of it (`r`).
+fn shows_reports_figures(path: &Path, r: &Value) {
+    use mcp_cosmos::metrics::figure;
+    use mcp_cosmos::trajectory::listing::RunSummary;
+    use mcp_cosmos::tui::browser::Browser;
+    let m = &r["metrics"];
+    let calls = m["tool_calls"].as_u64().unwrap().to_string();
+    let success = m["tool_call_success_rate"]
+        .as_f64()
+        .map_or("—".to_string(), |v| figure::percent(v, 0));
+    let fidelity = m["fidelity"]["score"]
+        .as_f64()
+        .map_or("—".to_string(), |v| figure::fraction(v, 2));
+    let tokens = r["tokens"].as_u64().unwrap().to_string();
+    // The browser over this run alone, its totals recounted when an older version wrote
+    // them, as the explorer does.
+    let browser = Browser::new(
+        vec![path.parent().unwrap().to_path_buf()],
+        vec![RunSummary::read(path)],
+        29,
+    );
+    let mut app = App::new(browser, Keymap::default(), Theme::new(true), (220, 30));
+    for (id, work) in app.take_work() {
+        for action in mcp_cosmos::tui::terminal::perform(id, work) {
+            app.update(action);
         }
-        let screen = render(&mut app);
-        let lines: Vec<&str> = screen.lines().collect();
-        let (header, row) = (lines[1], lines[2]);
-        for (column, want) in [
-            ("calls", &calls),
-            ("success", &success),
-            ("fidelity", &fidelity),
-            ("tokens", &tokens),
-        ] {
-            assert_eq!(
-                cell_under(header, row, column),
-                Some(want.as_str()),
-                "browser's {column} of {}:\n{screen}",
-                path.display()
-            );
-        }
-        // The run view's metrics pane at the run's end.
-        let mut app = common::run_app(Run::open(path).unwrap(), (220, 60));
-        let screen = render(&mut app);
-        let calls_line = format!("calls     {calls}  success {success}  ");
-        assert!(
-            screen.contains(&calls_line),
-            "run view of {}: {calls_line:?}\n{screen}",
+    }
+    let screen = render(&mut app);
+    let lines: Vec<&str> = screen.lines().collect();
+    let (header, row) = (lines[1], lines[2]);
+    // The browser lists a run from its `run_finished` totals: one that never finished reads
+    // `incomplete` with no figures (it is counted when opened), never a figure of its own.
+    let finished = std::fs::read_to_string(path)
+        .unwrap()
+        .contains("\"kind\":\"run_finished\"");
+    if !finished {
+        assert_eq!(cell_under(header, row, "status"), Some("incomplete"));
+    }
+    for (column, want) in [
+        ("calls", &calls),
+        ("success", &success),
+        ("fidelity", &fidelity),
+        ("tokens", &tokens),
+    ] {
+        let want = if finished { want.as_str() } else { "—" };
+        assert_eq!(
+            cell_under(header, row, column),
+            Some(want),
+            "browser's {column} of {}:\n{screen}",
             path.display()
         );
-        if fidelity != "—" {
-            assert!(
-                screen.contains(&format!("fidelity  {fidelity} over ")),
-                "run view's fidelity of {}:\n{screen}",
-                path.display()
-            );
-        }
-        let time_line = time_line_of(m);
+    }
+    // The run view's metrics pane at the run's end.
+    let mut app = common::run_app(Run::open(path).unwrap(), (220, 60));
+    let screen = render(&mut app);
+    let calls_line = format!("calls     {calls}  success {success}  ");
+    assert!(
+        screen.contains(&calls_line),
+        "run view of {}: {calls_line:?}\n{screen}",
+        path.display()
+    );
+    if fidelity != "—" {
         assert!(
-            screen.contains(&time_line),
-            "run view's time of {}: {time_line:?}\n{screen}",
+            screen.contains(&format!("fidelity  {fidelity} over ")),
+            "run view's fidelity of {}:\n{screen}",
             path.display()
         );
+    }
+    let time_line = time_line_of(m);
+    assert!(
+        screen.contains(&time_line),
+        "run view's time of {}: {time_line:?}\n{screen}",
+        path.display()
+    );
+    // The about view: the ending report gives, the header's servers and tools, and each
+    // search's accounting as its `search_finished` line holds it.
+    let mut app = common::run_app(Run::open(path).unwrap(), (220, 300));
+    app.update(Action::Do(Command::About));
+    let screen = render(&mut app);
+    let ending = m["ending"]
+        .as_str()
+        .unwrap_or("not recorded (an older file)");
+    if finished {
+        assert!(
+            screen.contains(&format!("  ending: {ending} ")),
+            "about {}: ending {ending}\n{screen}",
+            path.display()
+        );
+    } else {
+        // No ending is made up for a run that never recorded one.
+        assert!(!screen.contains("how it ended"), "{screen}");
+        assert!(screen.contains("run did not finish"), "{screen}");
+    }
+    let text = std::fs::read_to_string(path).unwrap();
+    let lines: Vec<Value> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let header = &lines[0];
+    for (heading, list) in [("servers", "servers"), ("tools", "tools")] {
+        let n = header[list].as_array().map_or(0, Vec::len);
+        assert!(
+            screen.contains(&format!("{heading} ({n})")),
+            "about {}: {heading} ({n})\n{screen}",
+            path.display()
+        );
+    }
+    for search in lines.iter().filter(|e| e["kind"] == "search_finished") {
+        let said = format!(
+            "{} iterations: {} expanded, {} revisited",
+            search["iterations"], search["expanded"], search["revisited"]
+        );
+        assert!(
+            screen.contains(&said),
+            "about {}: {said}\n{screen}",
+            path.display()
+        );
+        assert!(screen.contains(&format!("stopped: {}", search["stopped"].as_str().unwrap())));
     }
 }
 
@@ -830,4 +890,265 @@ fn runs_that_cannot_be_read_for_compare_say_why_and_open_nothing() {
     assert!(app.top_is::<Browser>());
     let said = app.message().unwrap_or_default().to_string();
     assert!(said.starts_with("cannot compare: "), "{said}");
+}
+
+/// The sweep matrix over the sample sweep's files, as `cosmos sweep` shows it before running
+/// anything: every cell's label and detail line hold report's figures for its run.
+#[test]
+fn the_sweep_view_shows_reports_figures_for_every_sample_sweep_cell() {
+    use mcp_cosmos::metrics::figure;
+    use mcp_cosmos::tui::sweep_view::{GridCell, SweepView};
+    let folder = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_runs/sweep");
+    let reported: HashMap<PathBuf, Value> = common::reported_per_run(&folder)
+        .into_iter()
+        .map(|(p, r)| (p.canonicalize().unwrap(), r))
+        .collect();
+    assert_eq!(reported.len(), 6);
+    let mut cells: Vec<GridCell> = reported
+        .keys()
+        .map(|path| {
+            let name = path.file_stem().unwrap().to_str().unwrap();
+            let (id, rest) = name.split_once('_').unwrap();
+            let task = Run::open(path).unwrap().header.task.id;
+            let config = rest[task.len() + 1..].trim_end_matches("_r1").to_string();
+            GridCell {
+                id: id.into(),
+                task,
+                config,
+                repeat: 1,
+                path: path.clone(),
+                state: mcp_cosmos::cli::finished_cell(path),
+            }
+        })
+        .collect();
+    cells.sort_by(|a, b| (&a.task, &a.config).cmp(&(&b.task, &b.config)));
+    let size = (220, 20);
+    let view = SweepView::new(
+        "sample_runs/sweep.toml".into(),
+        cells,
+        None,
+        Rect::new(0, 0, size.0, size.1 - 1),
+    );
+    let mut app = App::new(view, Keymap::default(), Theme::new(true), size);
+    let mut seen = 0;
+    for row in 0..2 {
+        for column in 0..3 {
+            app.update(Action::Do(Command::Top));
+            for _ in 0..row {
+                app.update(Action::Do(Command::Down));
+            }
+            for _ in 0..3 {
+                app.update(Action::Do(Command::StepBack));
+            }
+            for _ in 0..column {
+                app.update(Action::Do(Command::StepForward));
+            }
+            let screen = render(&mut app);
+            let selected = app.find::<SweepView>().unwrap().selected().unwrap();
+            let r = &reported[&selected.path];
+            let m = &r["metrics"];
+            let calls = m["tool_calls"].as_u64().unwrap();
+            let errors = r["tool_errors"].as_u64().unwrap();
+            let llm_calls: u64 = m["llm"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|u| u["calls"].as_u64().unwrap())
+                .sum();
+            let mut words = format!("{calls} real calls");
+            if errors > 0 {
+                words.push_str(&format!(", {errors} failed"));
+            }
+            let fidelity = m["fidelity"]["score"].as_f64();
+            if let Some(f) = fidelity {
+                words.push_str(&format!(" · fidelity {}", figure::fraction(f, 2)));
+            }
+            words.push_str(&format!(
+                " · {llm_calls} LLM calls · {} tokens · ",
+                r["tokens"]
+            ));
+            let detail = screen
+                .lines()
+                .find(|l| l.contains(&format!("· cell {}", selected.id)))
+                .unwrap_or_else(|| panic!("no detail line:\n{screen}"));
+            assert!(
+                detail.contains(&words),
+                "{}: {words:?}\n{screen}",
+                selected.path.display()
+            );
+            // The cell itself: its calls and fidelity as report has them.
+            let noun = if calls == 1 { "call" } else { "calls" };
+            let row_line = screen
+                .lines()
+                .find(|l| {
+                    l.trim_start_matches('"')
+                        .starts_with(&format!("│{}", selected.task))
+                })
+                .unwrap_or_else(|| panic!("no row for {}:\n{screen}", selected.task));
+            assert!(
+                row_line.contains(&format!("{calls} {noun}")),
+                "{row_line}\n{screen}"
+            );
+            if let Some(f) = fidelity {
+                assert!(
+                    row_line.contains(&format!("fid {}", figure::fraction(f, 2))),
+                    "{row_line}\n{screen}"
+                );
+            }
+            // The totals line counts the cells as they are marked.
+            let clean = reported
+                .values()
+                .filter(|r| {
+                    let m = &r["metrics"];
+                    m["status"] == "completed"
+                        && r["tool_errors"] == 0
+                        && m["rejected_decisions"] == 0
+                        && m["ending"] == "planner_finished"
+                })
+                .count();
+            let short = reported.len() - clean;
+            let counts = if short > 0 {
+                format!("{clean} completed · {short} completed with marks · ")
+            } else {
+                format!("{clean} completed · ")
+            };
+            assert!(screen.contains(&counts), "{counts:?}\n{screen}");
+            seen += 1;
+        }
+    }
+    assert_eq!(seen, 6);
+}
+
+/// A search of `iterations` that stopped for `stop`, and the run's end.
+fn search_run(name: &str, stop: mcp_cosmos::trajectory::event::SearchStop) -> Run {
+    use mcp_cosmos::trajectory::event::{Ending, Phase, RunStatus};
+    let (status, ending) = match stop {
+        mcp_cosmos::trajectory::event::SearchStop::Interrupted => {
+            (RunStatus::Interrupted, Ending::Interrupted)
+        }
+        _ => (RunStatus::Completed, Ending::SearchExhausted),
+    };
+    common::run_of(
+        &format!("runs/{name}.jsonl"),
+        common::header(name, AgentKind::Spiral, Some("memory")),
+        vec![
+            EventBody::Phase { phase: Phase::Plan },
+            EventBody::NodeAdded {
+                node: 0,
+                parent: None,
+                depth: 0,
+                action: None,
+                prior: None,
+            },
+            EventBody::SearchFinished {
+                root: 0,
+                iterations: 7,
+                expanded: 3,
+                revisited: 2,
+                widened: 1,
+                retried: 0,
+                fruitless: 1,
+                stopped: stop,
+                detail: None,
+            },
+            EventBody::RunFinished {
+                status,
+                error: None,
+                ending: Some(ending),
+                totals: Default::default(),
+            },
+        ],
+    )
+}
+
+/// The same checks as for the sample runs, over a generated family of the runs that went
+/// wrong in other ways: a failed plan, a revised plan, a crashed search, an interrupted and an
+/// exhausted search, a fork, a proxy session and a file with a torn line.
+#[test]
+fn the_browser_and_the_run_view_show_reports_figures_for_generated_runs() {
+    use mcp_cosmos::trajectory::event::{Ending, ForkOf, RunStatus, SearchStop};
+    let dir = tempfile::tempdir().unwrap();
+    let mut runs = vec![
+        ("plan-fails", common::plan_fails_run()),
+        ("revised", common::revised_run()),
+        ("crashed", common::crashed_run()),
+        (
+            "interrupted",
+            search_run("interrupted", SearchStop::Interrupted),
+        ),
+        ("exhausted", search_run("exhausted", SearchStop::Exhausted)),
+    ];
+    // A fork at step 2 of the failed plan: its first call replayed from the original.
+    let mut fork = common::plan_fails_run();
+    fork.header.fork_of = Some(ForkOf {
+        run_id: "time_mcp_001-plan_exec".into(),
+        file: "runs/plan-fails.jsonl".into(),
+        step: 2,
+    });
+    let bodies: Vec<EventBody> = fork
+        .all_events()
+        .into_iter()
+        .map(|e| match e.body {
+            EventBody::ToolCalled {
+                step: 1,
+                tool,
+                server,
+                arguments,
+                result,
+                latency_ms,
+                node,
+                error,
+                ..
+            } => EventBody::ToolCalled {
+                step: 1,
+                tool,
+                server,
+                arguments,
+                result,
+                latency_ms,
+                node,
+                error,
+                origin: Some(Box::new(Origin {
+                    run: "runs/plan-fails.jsonl".into(),
+                    seq: 9,
+                })),
+            },
+            body => body,
+        })
+        .collect();
+    runs.push((
+        "fork",
+        common::run_of("runs/fork.jsonl", fork.header.clone(), bodies),
+    ));
+    // A proxy session: the client's calls, ended by the client.
+    runs.push((
+        "proxy",
+        common::run_of(
+            "runs/proxy.jsonl",
+            common::header("proxy", AgentKind::External, None),
+            vec![
+                called(1, "12:00", false),
+                called(2, "no such zone", true),
+                EventBody::RunFinished {
+                    status: RunStatus::Completed,
+                    error: None,
+                    ending: Some(Ending::ClientClosed),
+                    totals: Default::default(),
+                },
+            ],
+        ),
+    ));
+    for (name, run) in &runs {
+        common::write_run(run, &dir.path().join(format!("{name}.jsonl")));
+    }
+    // A torn line in the middle of the failed plan's copy.
+    let whole = std::fs::read_to_string(dir.path().join("plan-fails.jsonl")).unwrap();
+    let mut lines: Vec<&str> = whole.lines().collect();
+    lines.insert(4, "{\"seq\":4,\"t_ms\":40,\"kind\":\"tool_ca");
+    std::fs::write(dir.path().join("torn.jsonl"), lines.join("\n") + "\n").unwrap();
+    let reported = common::reported_per_run(dir.path());
+    assert_eq!(reported.len(), runs.len() + 1);
+    for (path, r) in &reported {
+        shows_reports_figures(path, r);
+    }
 }

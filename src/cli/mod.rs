@@ -22,6 +22,7 @@ use anyhow::Result;
 use clap::{Parser, Subcommand};
 
 pub use report::ReportFormat;
+pub use sweep::finished_cell;
 
 /// mcp-cosmos: run, record, replay and compare world-model-augmented MCP agents.
 #[derive(Debug, Parser)]

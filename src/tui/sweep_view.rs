@@ -389,13 +389,16 @@ impl SweepView {
 
     fn counts(&self) -> String {
         let mut done = 0;
+        let mut short = 0;
         let mut failed = 0;
         let mut running = 0;
         let mut queued = 0;
         let mut other = 0;
         for c in &self.cells {
-            match c.state {
-                CellState::Done(RunStatus::Completed, _) => done += 1,
+            // Counted as the cells are marked ([`Totals::clean`]).
+            match &c.state {
+                CellState::Done(status, t) if t.clean(*status) => done += 1,
+                CellState::Done(RunStatus::Completed, _) => short += 1,
                 CellState::Done(..) => failed += 1,
                 CellState::Running(_) | CellState::Retrying(_) => running += 1,
                 CellState::Queued => queued += 1,
@@ -403,6 +406,9 @@ impl SweepView {
             }
         }
         let mut parts = vec![format!("{done} completed")];
+        if short > 0 {
+            parts.push(format!("{short} completed with marks"));
+        }
         if failed > 0 {
             parts.push(format!("{failed} failed"));
         }
@@ -448,7 +454,10 @@ fn totals_words(t: &Totals) -> String {
         s.push_str(&format!(", {} failed", t.tool_errors));
     }
     if let Some(f) = t.fidelity {
-        s.push_str(&format!(" · fidelity {f:.2}"));
+        s.push_str(&format!(
+            " · fidelity {}",
+            crate::metrics::figure::fraction(f, 2)
+        ));
     }
     s.push_str(&format!(
         " · {} LLM calls · {} tokens · {:.0} s",
@@ -601,8 +610,7 @@ impl View for SweepView {
             self.selection.scroll.position(self.rows.len(), height),
             more
         );
-        let legend =
-            " ✓ completed  ✗ failed  ▶ running  ! could not run · ✗N failed calls · fid fidelity ";
+        let legend = " ✓ completed  ✗ failed or marked: ⊣ending ✗N failed calls ?N bad replies  ▶ running  ! could not run · fid fidelity ";
         frame.render_widget(
             Table::new(body, widths)
                 .header(header)
@@ -621,7 +629,10 @@ impl View for SweepView {
             .iter()
             .map(|l| Line::raw(one_line(l, width)))
             .collect();
-        let state = if self.stopping && !self.over {
+        let state = if self.stop.is_none() {
+            // Not this process's sweep to run: it runs nothing here.
+            "not running here".to_string()
+        } else if self.stopping && !self.over {
             "stopping…".to_string()
         } else if self.over {
             "sweep over".to_string()

@@ -36,12 +36,7 @@ pub fn run_with_matrix(
             config: cell.config.clone(),
             repeat: cell.repeat,
             path: disk::run_path(out, cell),
-            state: match state {
-                State::Done(status, totals) => CellState::Done(status, totals),
-                State::Running(who) => CellState::Elsewhere(who),
-                State::Incomplete(why) => CellState::Incomplete(why),
-                State::Missing => CellState::Missing,
-            },
+            state: cell_state(state),
         })
         .collect();
     let (ui_stop_tx, ui_stop_rx) = std::sync::mpsc::channel::<()>();
@@ -71,4 +66,20 @@ pub fn run_with_matrix(
     ui?;
     let stopped = *signals.rx.borrow();
     Ok((could_not_run, stopped))
+}
+
+/// How the matrix shows a cell's state on disk.
+fn cell_state(state: State) -> CellState {
+    match state {
+        State::Done(status, totals) => CellState::Done(status, totals),
+        State::Running(who) => CellState::Elsewhere(who),
+        State::Incomplete(why) => CellState::Incomplete(why),
+        State::Missing => CellState::Missing,
+    }
+}
+
+/// How the matrix shows the cell whose run file is `path` (claims aside): what a sweep
+/// started over `path`'s folder shows before it runs anything.
+pub fn finished_cell(path: &Path) -> CellState {
+    cell_state(disk::finished_state(path))
 }

@@ -42,6 +42,8 @@ use self::spec::Cell;
 use crate::agent::session;
 use crate::sanitize::inert;
 
+pub use matrix::finished_cell;
+
 /// `cosmos sweep` options.
 #[derive(Debug, Args)]
 pub struct SweepArgs {

@@ -377,9 +377,9 @@ impl Inspector {
                 .iter()
                 .filter(|c| c.drift != crate::trajectory::event::Drift::Same)
             {
-                let fidelity = c
-                    .fidelity
-                    .map_or(String::new(), |f| format!(" fidelity {f:.2}"));
+                let fidelity = c.fidelity.map_or(String::new(), |f| {
+                    format!(" fidelity {}", crate::metrics::figure::fraction(f, 2))
+                });
                 lines.text(format!(
                     "  step {} {}: {}{fidelity}{}",
                     c.step,
