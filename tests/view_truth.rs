@@ -623,7 +623,7 @@ fn cell_under<'a>(header: &str, row: &'a str, column: &str) -> Option<&'a str> {
 }
 
 #[test]
-fn the_browser_and_the_run_view_show_reports_figures_for_every_sample_run() {
+fn browser_run_view_compare_and_about_show_reports_figures_for_every_sample_run() {
     let reported = sample_runs_reported();
     assert!(reported.len() >= 15, "{}", reported.len());
     for (path, r) in &reported {
@@ -631,7 +631,8 @@ fn the_browser_and_the_run_view_show_reports_figures_for_every_sample_run() {
     }
 }
 
-/// The browser over `path` alone, the run view's metrics pane at its end and its about view
+/// The browser over `path` alone, the run view's metrics pane at its end, compare (the run
+/// beside itself) and its about view
 /// show what `cosmos report --per-run` says of it (`r`).
 fn shows_reports_figures(path: &Path, r: &Value) {
     use mcp_cosmos::metrics::figure;
@@ -706,6 +707,37 @@ fn shows_reports_figures(path: &Path, r: &Value) {
         "run view's time of {}: {time_line:?}\n{screen}",
         path.display()
     );
+    // Compare, the run beside itself: each figure row reads report's figure in both columns.
+    let runs = vec![Run::open(path).unwrap(), Run::open(path).unwrap()];
+    let size = (220, 60);
+    let compare = mcp_cosmos::tui::compare::CompareView::new(&runs, (size.0, size.1 - 1));
+    let mut app = App::new(compare, Keymap::default(), Theme::new(true), size);
+    let screen = render(&mut app);
+    let wall = format!("{:.1}", m["wall_ms"].as_f64().unwrap() / 1000.0);
+    for (row, want) in [
+        ("tool calls", &calls),
+        ("success", &success),
+        ("fidelity", &fidelity),
+        ("tokens", &tokens),
+        ("time s", &wall),
+    ] {
+        let line = screen
+            .lines()
+            .map(|l| l.trim_start_matches(['"', '│', ' ']))
+            .find(|l| l.starts_with(row))
+            .unwrap_or_else(|| panic!("compare of {} has no {row}:\n{screen}", path.display()));
+        let cells: Vec<&str> = line[row.len()..]
+            .split("  ")
+            .map(|c| c.trim_matches(['│', '"', ' ']))
+            .filter(|c| !c.is_empty())
+            .collect();
+        assert_eq!(
+            &cells[..2],
+            [want.as_str(), want.as_str()],
+            "compare's {row} of {}:\n{screen}",
+            path.display()
+        );
+    }
     // The about view: the ending report gives, the header's servers and tools, and each
     // search's accounting as its `search_finished` line holds it.
     let mut app = common::run_app(Run::open(path).unwrap(), (220, 300));
@@ -1065,7 +1097,7 @@ fn search_run(name: &str, stop: mcp_cosmos::trajectory::event::SearchStop) -> Ru
 /// wrong in other ways: a failed plan, a revised plan, a crashed search, an interrupted and an
 /// exhausted search, a fork, a proxy session and a file with a torn line.
 #[test]
-fn the_browser_and_the_run_view_show_reports_figures_for_generated_runs() {
+fn browser_run_view_compare_and_about_show_reports_figures_for_generated_runs() {
     use mcp_cosmos::trajectory::event::{Ending, ForkOf, RunStatus, SearchStop};
     let dir = tempfile::tempdir().unwrap();
     let mut runs = vec![
