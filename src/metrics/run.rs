@@ -554,6 +554,8 @@ pub struct RunFacts {
     told: Vec<(u32, Ending)>,
     /// Event index, time and wait of every question someone answered.
     waits: Vec<(u32, u64, u64)>,
+    /// Steps paired with a prediction that came after them, and that prediction's event.
+    late: Vec<(u32, u32)>,
     synced: usize,
 }
 
@@ -584,46 +586,32 @@ impl RunFacts {
                     self.planned.push(idx as u32);
                     continue;
                 }
+                // A prediction that came after its real call: that call's facts again.
+                LeanBody::NodeSimulated { .. } => {
+                    if let Some(i) = run.late_prediction_of(idx as u32)
+                        && i < self.steps.len()
+                    {
+                        self.steps[i] = step_facts(run, i);
+                        self.late.push((i as u32, idx as u32));
+                    }
+                    continue;
+                }
                 LeanBody::Full(event) => &event.body,
                 _ => continue,
             };
             match body {
                 // A replayed call (`origin`: a fork's history) was not made by this run.
                 EventBody::ToolCalled {
-                    tool,
-                    server,
-                    arguments,
-                    result,
-                    error,
-                    node,
-                    origin: None,
-                    ..
+                    node, origin: None, ..
                 } => {
                     if node.is_none() {
                         self.planned.push(idx as u32);
                     }
-                    let step = run.steps()[self.steps.len()];
-                    let simulated = step
-                        .simulated
-                        .filter(|&e| {
-                            !matches!(
-                                run.brief(e as usize).body,
-                                LeanBody::NodeSimulated {
-                                    by_validator: true,
-                                    ..
-                                }
-                            )
-                        })
-                        .and_then(|e| run.simulated_observation(e));
-                    let call = CallRecord {
-                        tool,
-                        server: server.as_deref(),
-                        arguments,
-                        result,
-                        error: error.as_deref(),
-                    };
-                    self.steps
-                        .push(StepFacts::new(run.catalog(), call, simulated.as_ref()));
+                    let i = self.steps.len();
+                    if let Some(e) = run.steps()[i].simulated.filter(|&e| e > idx as u32) {
+                        self.late.push((i as u32, e));
+                    }
+                    self.steps.push(step_facts(run, i));
                 }
                 EventBody::DecisionRejected { problem, .. } => {
                     self.rejected.push((idx as u32, *problem));
@@ -651,6 +639,24 @@ impl RunFacts {
     pub fn at(&self, run: &Run, k: usize, tree: &TreeState) -> RunMetrics {
         let k = k.min(run.len());
         let steps = &self.steps[..run.steps_at(k).len().min(self.steps.len())];
+        // A prediction past the cursor has not come yet at it.
+        let before_late: Vec<StepFacts>;
+        let steps = if self
+            .late
+            .iter()
+            .any(|&(i, e)| (i as usize) < steps.len() && e as usize >= k)
+        {
+            let mut owned = steps.to_vec();
+            for &(i, e) in &self.late {
+                if (i as usize) < owned.len() && e as usize >= k {
+                    owned[i as usize].fidelity = None;
+                }
+            }
+            before_late = owned;
+            &before_late[..]
+        } else {
+            steps
+        };
         // The usage before the nearest checkpoint, plus the few calls after it.
         let llm_end = self.llm.partition_point(|&e| (e as usize) < k);
         // (A prefix of exactly a multiple of calls has no checkpoint yet past its end.)
@@ -711,6 +717,43 @@ impl RunFacts {
     }
 }
 
+/// The facts of `run`'s real call `i`, compared with the prediction it pairs with
+/// ([`crate::trajectory::run::StepRef::simulated`]; a validator's rejection is none).
+fn step_facts(run: &Run, i: usize) -> StepFacts {
+    let step = run.steps()[i];
+    let EventBody::ToolCalled {
+        tool,
+        server,
+        arguments,
+        result,
+        error,
+        ..
+    } = &run.event(step.event as usize).body
+    else {
+        unreachable!("a step is a tool_called event");
+    };
+    let simulated = step
+        .simulated
+        .filter(|&e| {
+            !matches!(
+                run.brief(e as usize).body,
+                LeanBody::NodeSimulated {
+                    by_validator: true,
+                    ..
+                }
+            )
+        })
+        .and_then(|e| run.simulated_observation(e));
+    let call = CallRecord {
+        tool,
+        server: server.as_deref(),
+        arguments,
+        result,
+        error: error.as_deref(),
+    };
+    StepFacts::new(run.catalog(), call, simulated.as_ref())
+}
+
 /// The metrics of a whole loaded run.
 pub fn of_run(run: &Run) -> RunMetrics {
     RunFacts::of(run).at(run, run.len(), &TreeState::fold(run, run.len()))
@@ -728,6 +771,8 @@ enum Simulation {
     Decoded(Box<Observation>),
     /// Only where its line lies: read back from the file when a real call pairs with it.
     At(LineSpan),
+    /// A validator's rejection: no prediction, yet the node's latest simulation.
+    Rejected,
 }
 
 impl Simulation {
@@ -735,6 +780,7 @@ impl Simulation {
     /// as when the file was rewritten since) counts as no simulation, and is logged.
     fn observation(&self, node: NodeId, file: Option<&ReadBack>) -> Option<Cow<'_, Observation>> {
         match self {
+            Simulation::Rejected => None,
             Simulation::Decoded(o) => Some(Cow::Borrowed(o)),
             Simulation::At(span) => match file.map(|f| f.observation(*span, node)) {
                 Some(Ok(o)) => Some(Cow::Owned(o)),
@@ -797,6 +843,8 @@ pub struct RunAccumulator {
     phases: Vec<(Phase, u64)>,
     /// Each answered question's time and wait ([`MetricsInput::waits`]).
     waits: Vec<(u64, u64)>,
+    /// Real calls made before their node had a simulation, by node: its step and the call.
+    awaiting: FxHashMap<NodeId, (usize, Box<Event>)>,
     end_ms: u64,
     nodes: u64,
     /// The latest `judge_scored`, kept whole.
@@ -843,6 +891,7 @@ impl RunAccumulator {
             llm: [RoleUsage::default(); 5],
             phases: Vec::new(),
             waits: Vec::new(),
+            awaiting: FxHashMap::default(),
             end_ms: 0,
             nodes: 0,
             judge: None,
@@ -898,10 +947,31 @@ impl RunAccumulator {
     /// Keeps node `node`'s latest simulation for a real call to pair with; a validator's
     /// rejection (`None`) is no prediction.
     fn simulated(&mut self, node: NodeId, simulation: Option<Simulation>) {
-        match simulation {
-            Some(s) => self.simulated.insert(node, s),
-            None => self.simulated.remove(&node),
-        };
+        let simulation = simulation.unwrap_or(Simulation::Rejected);
+        // A real call made before its node had any simulation pairs with this one.
+        if let Some((i, call)) = self.awaiting.remove(&node) {
+            let read_back = self.read_back.as_ref();
+            let sim = simulation.observation(node, read_back);
+            if let EventBody::ToolCalled {
+                tool,
+                server,
+                arguments,
+                result,
+                error,
+                ..
+            } = &call.body
+            {
+                let call = CallRecord {
+                    tool,
+                    server: server.as_deref(),
+                    arguments,
+                    result,
+                    error: error.as_deref(),
+                };
+                self.steps[i] = StepFacts::new(&self.catalog, call, sim.as_deref());
+            }
+        }
+        self.simulated.insert(node, simulation);
     }
 
     /// Takes one event into account.
@@ -937,6 +1007,14 @@ impl RunAccumulator {
                 ..
             } => {
                 self.planned_calls += u64::from(node.is_none());
+                // A call whose node has no simulation yet waits for the node's next one (a
+                // shadowing proxy writes the real call before a late prediction).
+                if let Some(n) = node
+                    && !self.simulated.contains_key(n)
+                {
+                    self.awaiting
+                        .insert(*n, (self.steps.len(), Box::new(event.clone())));
+                }
                 let sim = node.and_then(|n| {
                     let read_back = self.read_back.as_ref();
                     self.simulated.get(&n)?.observation(n, read_back)

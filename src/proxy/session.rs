@@ -5,9 +5,11 @@
 //! `node_simulated`/`error` and `node_evaluated`), and in shadow mode its `tool_called` names
 //! that node, so every view pairs the prediction with the real result as it pairs a plan's.
 //!
-//! Invariant: a node's prediction is written before the `tool_called` that executes it (the
-//! reader pairs them in file order), so a real result that comes first waits here, never on
-//! the client; a session that ends first writes it without its prediction and says so.
+//! Invariant: a real call is written the moment its result comes, whether its prediction has
+//! come or not: nothing the server did is held in memory, so a killed proxy keeps every call it
+//! answered. A prediction that comes after its call is written when it comes, and the readers
+//! pair it with that call (`trajectory::run::StepRef::simulated`); a session that ends before
+//! it comes says so in an `error`.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -67,10 +69,10 @@ struct State {
 
 /// Half of a shadowed call.
 enum Pending {
-    /// The prediction is written; the real result may be written as soon as it comes.
+    /// The prediction is written; the real result is still to come.
     Predicted,
-    /// The real result came first and waits for the prediction.
-    Real(Box<Waiting>),
+    /// The real result is written; the prediction is still to come.
+    Real,
 }
 
 /// A real call waiting to be recorded.
@@ -235,13 +237,13 @@ impl Session {
             });
         }
         match state.pending.remove(&node) {
-            Some(Pending::Real(waiting)) => state.real(*waiting),
+            Some(Pending::Real) => {}
             // Simulate mode's `--on-miss real` call comes after; shadow's may too.
             _ => {
                 state.pending.insert(node, Pending::Predicted);
-                Ok(())
             }
         }
+        Ok(())
     }
 
     /// Records an event that belongs to no call (a server started again).
@@ -260,8 +262,8 @@ impl Session {
         ticket
     }
 
-    /// Records a real call (`ticket` from [`Session::sending`], when it was noted). A shadowed call (`planned.node` set) whose prediction has not
-    /// been written yet waits for it.
+    /// Records a real call (`ticket` from [`Session::sending`], when it was noted) at once; a
+    /// shadowed call's (`planned.node` set) prediction may still come after it.
     pub fn real(
         &self,
         ticket: Option<u64>,
@@ -288,52 +290,45 @@ impl Session {
             server,
             outcome,
         };
-        let Some(node) = node else {
-            return state.real(waiting);
-        };
-        match state.pending.remove(&node) {
-            Some(Pending::Predicted) => state.real(waiting),
-            _ => {
-                state.pending.insert(node, Pending::Real(Box::new(waiting)));
-                Ok(())
-            }
+        if let Some(node) = node
+            && !matches!(state.pending.remove(&node), Some(Pending::Predicted))
+        {
+            state.pending.insert(node, Pending::Real);
         }
+        state.real(waiting)
     }
 
-    /// Ends the file with `run_finished`, once: real results still waiting for their
-    /// prediction are written first, each after an `error` saying the prediction never came.
+    /// Ends the file with `run_finished`, once: each real call whose prediction never came
+    /// gets an `error` saying so, and each call still out is recorded as cut off.
     pub fn close(&self, status: RunStatus, ending: Ending) {
         let mut state = self.state();
         if state.recorder.is_none() {
             return;
         }
-        let waiting: Vec<NodeId> = {
+        let unpredicted: Vec<NodeId> = {
             let mut nodes: Vec<NodeId> = state
                 .pending
                 .iter()
-                .filter(|(_, p)| matches!(p, Pending::Real(_)))
+                .filter(|(_, p)| matches!(p, Pending::Real))
                 .map(|(n, _)| *n)
                 .collect();
             nodes.sort_unstable();
             nodes
         };
         let mut written = Ok(());
-        for node in waiting {
-            if let Some(Pending::Real(waiting)) = state.pending.remove(&node) {
-                written = written
-                    .and_then(|()| {
-                        state.emit(EventBody::Error {
-                            source: "world_model".into(),
-                            name: None,
-                            message: format!(
-                                "no prediction of node {node}: the session ended before it came"
-                            ),
-                            stderr_tail: None,
-                            step: None,
-                        })
-                    })
-                    .and_then(|()| state.real(*waiting));
-            }
+        for node in unpredicted {
+            state.pending.remove(&node);
+            written = written.and_then(|()| {
+                state.emit(EventBody::Error {
+                    source: "world_model".into(),
+                    name: None,
+                    message: format!(
+                        "no prediction of node {node}: the session ended before it came"
+                    ),
+                    stderr_tail: None,
+                    step: None,
+                })
+            });
         }
         let mut cut: Vec<(u64, (PlannedCall, Instant))> = state.in_flight.drain().collect();
         cut.sort_unstable_by_key(|(ticket, _)| *ticket);

@@ -55,7 +55,9 @@ pub struct StepRef {
     pub event: u32,
     /// Arena slot of the plan node it executes.
     pub node: Option<u32>,
-    /// Index of the `node_simulated` event it is compared with.
+    /// Index of the `node_simulated` event it is compared with: its node's latest before it,
+    /// else (a prediction that came after the real call, as a shadowing proxy writes it) its
+    /// node's first after it, which may lie past a cursor.
     pub simulated: Option<u32>,
     /// The call failed (`isError` or a transport error).
     pub is_error: bool,
@@ -96,6 +98,11 @@ pub struct Run {
     /// Per node, its latest simulation and evaluation so far.
     latest: Vec<Latest>,
     steps: Vec<StepRef>,
+    /// Steps whose node had no simulation yet when they were made, by node slot: the node's
+    /// next simulation is theirs ([`StepRef::simulated`]).
+    awaiting_prediction: FxHashMap<u32, u32>,
+    /// Simulations that came after the real call they pair with: event index to step.
+    late_predictions: FxHashMap<u32, u32>,
     replayed: Vec<u32>,
     simulated_calls: Vec<u32>,
     phases: Vec<(u32, Phase, u64)>,
@@ -212,6 +219,8 @@ impl Run {
             links: Vec::new(),
             latest: Vec::new(),
             steps: Vec::new(),
+            awaiting_prediction: FxHashMap::default(),
+            late_predictions: FxHashMap::default(),
             replayed: Vec::new(),
             simulated_calls: Vec::new(),
             phases: Vec::new(),
@@ -525,6 +534,10 @@ impl Run {
                 if let Some(&s) = self.node_slot.get(node) {
                     slot = s;
                     prev = std::mem::replace(&mut self.latest[s as usize].simulated, idx);
+                    if let Some(step) = self.awaiting_prediction.remove(&s) {
+                        self.steps[step as usize].simulated = Some(idx);
+                        self.late_predictions.insert(idx, step);
+                    }
                 }
             }
             LeanBody::NodeEvaluated { node, .. } => {
@@ -547,6 +560,9 @@ impl Run {
                     let simulated = node_slot
                         .map(|s| self.latest[s as usize].simulated)
                         .filter(|&e| e != NONE);
+                    if let (Some(s), None) = (node_slot, simulated) {
+                        self.awaiting_prediction.insert(s, self.steps.len() as u32);
+                    }
                     self.steps.push(StepRef {
                         event: idx,
                         node: node_slot,
@@ -662,6 +678,12 @@ impl Run {
     /// The last event of a list before cursor `k`.
     fn latest_before(list: &[u32], k: usize) -> Option<u32> {
         Self::count_before(list, k).checked_sub(1).map(|i| list[i])
+    }
+
+    /// The step a simulation at event `e` pairs with when it came after that step's real call
+    /// ([`StepRef::simulated`]).
+    pub fn late_prediction_of(&self, e: u32) -> Option<usize> {
+        self.late_predictions.get(&e).map(|&s| s as usize)
     }
 
     /// Steps executed before cursor `k`.

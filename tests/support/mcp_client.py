@@ -7,8 +7,8 @@ SPEC is {"transport": "stdio", "command": ..., "args": [...], "env": {...}} or
 "calls": [{"name", "arguments"}]. Prints one JSON object: the listed tools and each call's
 result as the SDK decoded it (by alias: `isError`, `structuredContent`, `_meta`). A call that
 raises is {"raised": message}. A call with "progress": true asks for progress reports, and its
-result gets "progress_seen": [[progress, total, message], ...]. With "pause_file", it waits after the first call until that file
-exists (so a test can act mid-session). With "elicit": {"action", "content"} the client takes
+result gets "progress_seen": [[progress, total, message], ...]. With "pause_file", it waits after the first call (or after
+"pause_after" calls) until that file exists (so a test can act mid-session). With "elicit": {"action", "content"} the client takes
 servers' requests for input and answers each so; the output's "elicited_seen" lists their
 messages.
 """
@@ -62,7 +62,7 @@ async def session_calls(read, write, spec):
             except Exception as e:  # the test asserts on what happened, whatever it was
                 results.append({"raised": str(e)})
             pause = spec.get("pause_file")
-            if i == 0 and pause:
+            if i + 1 == spec.get("pause_after", 1) and pause:
                 print(json.dumps({"paused": True}), flush=True)
                 while not os.path.exists(pause):
                     await asyncio.sleep(0.05)
