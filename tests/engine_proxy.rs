@@ -284,6 +284,37 @@ fn shadow_with_an_llm_world_model_records_its_calls_and_scores_them() {
     assert_eq!(events[0]["roles"]["world_model"]["model"], "scripted-model");
 }
 
+/// A client that sends its first calls all at once gets one session file holding them all,
+/// not one file per call racing to open it (the losers were left as 0-call sessions).
+#[test]
+fn calls_sent_at_once_open_one_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let mcp = write_mcp_config(dir.path(), json!({"flaky": flaky_server()}));
+    let out = dir.path().join("runs");
+    let calls: Vec<Value> = (0..8)
+        .map(|i| json!({"name": "ok", "arguments": {"text": format!("call {i}")}}))
+        .collect();
+    let mut spec = through_proxy(
+        &[
+            "--mcp-config",
+            &mcp.display().to_string(),
+            "--out",
+            &out.display().to_string(),
+        ],
+        &dir.path().join("proxy.log"),
+        json!(calls),
+    );
+    spec["concurrent"] = json!(true);
+    let answer = sdk_client(spec);
+    assert_eq!(answer["results"].as_array().unwrap().len(), 8, "{answer}");
+    let files: Vec<PathBuf> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    assert_eq!(calls_of(&events(&files[0])).len(), 8);
+}
+
 /// Shadow mode with a world model that never answers: each real call is on disk the moment
 /// the client has its result, so a proxy killed outright (SIGKILL: nothing of it runs after)
 /// keeps them.

@@ -27,6 +27,8 @@ use crate::trajectory::event::{Action, EventBody, Observation};
 pub struct ProxyHandler {
     setup: Arc<Setup>,
     session: OnceLock<Arc<Session>>,
+    /// Held while the session is opened, so calls that come at once open one file.
+    opening: std::sync::Mutex<()>,
 }
 
 impl ProxyHandler {
@@ -35,6 +37,7 @@ impl ProxyHandler {
         Self {
             setup,
             session: OnceLock::new(),
+            opening: std::sync::Mutex::new(()),
         }
     }
 
@@ -43,12 +46,14 @@ impl ProxyHandler {
         if let Some(session) = self.session.get() {
             return Ok(session.clone());
         }
-        let opened = Session::open(&self.setup, client).map_err(|e| {
+        let _opening = self.opening.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(session) = self.session.get() {
+            return Ok(session.clone());
+        }
+        let opened = self.setup.open_session(client).map_err(|e| {
             McpError::internal_error(format!("cosmos proxy cannot record: {e:#}"), None)
         })?;
-        let session = self.session.get_or_init(|| Arc::new(opened)).clone();
-        self.setup.track(&session);
-        Ok(session)
+        Ok(self.session.get_or_init(|| opened).clone())
     }
 
     /// Serves one `tools/call` as the proxy's mode says.

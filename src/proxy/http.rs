@@ -19,7 +19,6 @@ use tokio::sync::watch;
 
 use super::handler::ProxyHandler;
 use super::{Setup, Stop};
-use crate::trajectory::event::{Ending, RunStatus};
 
 /// The path the MCP endpoint answers on.
 pub const MCP_PATH: &str = "/mcp";
@@ -114,7 +113,7 @@ impl Listening {
                 }
             });
         }
-        setup.close_all(RunStatus::Interrupted, Ending::Interrupted);
+        setup.stop();
         cancel.cancel();
         Ok(Stop::Signalled)
     }

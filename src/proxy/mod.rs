@@ -165,8 +165,9 @@ pub struct Setup {
     pub roles: BTreeMap<String, ModelInfo>,
     /// The clients with a call in flight, asked when their call's server asks for input.
     pub callers: Arc<elicit::Callers>,
-    /// Sessions open now, so a stop can end each one.
-    sessions: Mutex<Vec<Weak<Session>>>,
+    /// Sessions open now, so a stop can end each one; `None` once the proxy is stopping
+    /// (no session opens then: it would be left a file with nothing in it).
+    sessions: Mutex<Option<Vec<Weak<Session>>>>,
     /// Told whenever a session ends.
     session_closed: Arc<tokio::sync::Notify>,
 }
@@ -312,7 +313,7 @@ impl Setup {
             settings,
             roles,
             callers,
-            sessions: Mutex::new(Vec::new()),
+            sessions: Mutex::new(Some(Vec::new())),
             session_closed: Arc::new(tokio::sync::Notify::new()),
         })
     }
@@ -350,11 +351,20 @@ impl Setup {
         .await
     }
 
-    /// Keeps a new session within reach of [`Setup::close_all`].
-    fn track(&self, session: &Arc<Session>) {
+    /// Opens a client's session (its file), within reach of [`Setup::close_all`]; refused once
+    /// the proxy is stopping.
+    pub(crate) fn open_session(
+        &self,
+        client: Option<&rmcp::model::Implementation>,
+    ) -> Result<Arc<Session>> {
         let mut sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(sessions) = sessions.as_mut() else {
+            bail!("the proxy is stopping");
+        };
+        let session = Arc::new(Session::open(self, client)?);
         sessions.retain(|s| s.strong_count() > 0);
-        sessions.push(Arc::downgrade(session));
+        sessions.push(Arc::downgrade(&session));
+        Ok(session)
     }
 
     /// Sessions still open (not yet ended in their file).
@@ -362,6 +372,7 @@ impl Setup {
         let sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
         sessions
             .iter()
+            .flatten()
             .filter_map(Weak::upgrade)
             .filter(|s| !s.is_closed())
             .collect()
@@ -385,6 +396,16 @@ impl Setup {
     pub fn close_all(&self, status: RunStatus, ending: Ending) {
         for session in self.open_sessions() {
             session.close(status, ending);
+        }
+    }
+
+    /// A stop: every open session ends as interrupted, and none opens after it (a client's
+    /// call still arriving would leave a file with nothing in it).
+    pub fn stop(&self) {
+        let open = self.open_sessions();
+        *self.sessions.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        for session in open {
+            session.close(RunStatus::Interrupted, Ending::Interrupted);
         }
     }
 }
@@ -512,7 +533,7 @@ pub async fn serve_stdio(setup: Arc<Setup>, mut stop: watch::Receiver<bool>) -> 
         served = handler.serve(rmcp::transport::stdio_pipes()) => served
             .map_err(|e| anyhow::anyhow!("the client's initialisation failed: {e}"))?,
         _ = stop.wait_for(|s| *s) => {
-            setup.close_all(RunStatus::Interrupted, Ending::Interrupted);
+            setup.stop();
             return Ok(Stop::Signalled);
         }
     };
@@ -524,7 +545,7 @@ pub async fn serve_stdio(setup: Arc<Setup>, mut stop: watch::Receiver<bool>) -> 
     };
     if stopped {
         // Ended as interrupted before the handler is dropped (which would end it completed).
-        setup.close_all(RunStatus::Interrupted, Ending::Interrupted);
+        setup.stop();
         return Ok(Stop::Signalled);
     }
     // Shadowed calls whose prediction is still coming hold their session open: wait for them
@@ -533,10 +554,65 @@ pub async fn serve_stdio(setup: Arc<Setup>, mut stop: watch::Receiver<bool>) -> 
     tokio::select! {
         _ = settled => {}
         _ = stop.wait_for(|s| *s) => {
-            setup.close_all(RunStatus::Interrupted, Ending::Interrupted);
+            setup.stop();
             return Ok(Stop::Signalled);
         }
     }
     setup.close_all(RunStatus::Completed, Ending::ClientClosed);
     Ok(Stop::ClientClosed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A proxy in simulate mode over a sample run's tools and calls: nothing to start.
+    async fn simulating(dir: &Path) -> Setup {
+        let samples = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_runs");
+        let mcp = dir.join("mcp.json");
+        std::fs::write(
+            &mcp,
+            r#"{"mcpServers": {"Time MCP": {"command": "does-not-start"}}}"#,
+        )
+        .unwrap();
+        Setup::start(ProxySpec {
+            mcp_config: mcp,
+            servers: vec!["Time MCP".into()],
+            mode: Mode::Simulate,
+            world_model: "memory".into(),
+            world_model_options: named::BuiltInOptions {
+                memory_from: vec![samples.clone()],
+                ..Default::default()
+            },
+            tools_from: Some(samples.join("20261202T025240.637Z_time_mcp_000_react_none.jsonl")),
+            on_miss: OnMiss::Error,
+            config: Config::from_text("", None, |_| None).unwrap(),
+            out_dir: dir.join("sessions"),
+            task_request: None,
+            task_id: None,
+            label: None,
+            timeouts: Timeouts::default(),
+            transport: "http",
+            secrets: Vec::new(),
+        })
+        .await
+        .unwrap()
+    }
+
+    /// After a stop no session opens: a client's call arriving then would leave a file with
+    /// nothing in it beside the sessions the stop ended.
+    #[tokio::test]
+    async fn no_session_opens_after_a_stop() {
+        let dir = tempfile::tempdir().unwrap();
+        let setup = simulating(dir.path()).await;
+        let open = setup.open_session(None).unwrap();
+        setup.stop();
+        assert!(open.is_closed());
+        let refused = setup.open_session(None).map(drop).unwrap_err();
+        assert!(format!("{refused:#}").contains("stopping"), "{refused:#}");
+        let files: Vec<_> = std::fs::read_dir(dir.path().join("sessions"))
+            .unwrap()
+            .collect();
+        assert_eq!(files.len(), 1);
+    }
 }

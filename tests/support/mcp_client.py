@@ -8,7 +8,7 @@ SPEC is {"transport": "stdio", "command": ..., "args": [...], "env": {...}} or
 result as the SDK decoded it (by alias: `isError`, `structuredContent`, `_meta`). A call that
 raises is {"raised": message}. A call with "progress": true asks for progress reports, and its
 result gets "progress_seen": [[progress, total, message], ...]. With "pause_file", it waits after the first call (or after
-"pause_after" calls) until that file exists (so a test can act mid-session). With "elicit": {"action", "content"} the client takes
+"pause_after" calls) until that file exists (so a test can act mid-session). With "concurrent": true every call is sent at once. With "elicit": {"action", "content"} the client takes
 servers' requests for input and answers each so; the output's "elicited_seen" lists their
 messages.
 """
@@ -43,6 +43,17 @@ async def session_calls(read, write, spec):
         tools = await session.list_tools()
         out = {"tools": [t.model_dump(by_alias=True, exclude_none=True) for t in tools.tools]}
         results = []
+        if spec.get("concurrent"):
+            # Every call sent at once, as a client with parallel tool calls does.
+            async def one(call):
+                try:
+                    result = await session.call_tool(call["name"], call.get("arguments", {}))
+                    return result.model_dump(by_alias=True, exclude_none=True)
+                except Exception as e:  # the test asserts on what happened
+                    return {"raised": str(e)}
+
+            out["results"] = await asyncio.gather(*(one(c) for c in spec.get("calls", [])))
+            return out
         for i, call in enumerate(spec.get("calls", [])):
             seen = []
 
