@@ -9,7 +9,7 @@ use anyhow::{Context, Result, bail};
 
 use crate::agent::fork::{ForkPlan, OnMiss, RecordedCall};
 use crate::trajectory::event::{AgentKind, EventBody, ForkOf, Header};
-use crate::trajectory::reader::EventStream;
+use crate::trajectory::reader::{EventStream, Problem};
 
 /// A recorded run, read for forking.
 #[derive(Debug)]
@@ -23,6 +23,8 @@ pub struct Original {
     pub calls: std::sync::Arc<[RecordedCall]>,
     /// Steps a world model answered in place of a call (a fork's `call_simulated`).
     pub simulated_steps: Vec<u64>,
+    /// Lines that could not be read, skipped: a step they held is not in `calls`.
+    pub unreadable: Vec<Problem>,
 }
 
 /// How the fork's calls after the fork point are answered (`--tools`).
@@ -77,11 +79,18 @@ impl Original {
         // Steps are written in order; a file that is not is put in order, so the history is a
         // prefix.
         calls.sort_by_key(|c| c.step);
+        let unreadable = stream
+            .problems()
+            .iter()
+            .filter(|p| p.skipped)
+            .cloned()
+            .collect();
         Ok(Self {
             path: path.to_path_buf(),
             header,
             calls: calls.into(),
             simulated_steps,
+            unreadable,
         })
     }
 
@@ -111,6 +120,27 @@ impl Original {
             bail!(
                 "--at {at}: step {step} of {} was answered by a world model, not a server, so it \
                  cannot be replayed as a real step; fork at {step} or earlier",
+                self.path.display()
+            );
+        }
+        // A step the file lost (an unreadable line held it) cannot be replayed: refused, never
+        // skipped, so the fork's history is the original's.
+        if let Some(lost) = (1..at).find(|s| {
+            !self.simulated_steps.contains(s)
+                && self.calls.binary_search_by_key(s, |c| c.step).is_err()
+        }) {
+            let why = match self.unreadable.first() {
+                Some(p) => format!(
+                    "{} line(s) could not be read (line {}: {})",
+                    self.unreadable.len(),
+                    p.line,
+                    p.reason
+                ),
+                None => "no line records it".to_string(),
+            };
+            bail!(
+                "--at {at}: step {lost} of {} is not in the file: {why}; fork at {lost} or \
+                 earlier, or mend the file (cosmos validate names its lines)",
                 self.path.display()
             );
         }

@@ -312,6 +312,54 @@ fn a_fork_point_outside_the_run_and_a_misplaced_on_miss_are_refused_before_anyth
     assert!(!out.exists(), "nothing written");
 }
 
+/// A run whose first call's line is torn: a fork that would replay it is refused naming the
+/// step and the line, never run with that step silently missing; one that replays nothing
+/// goes on and says the file lost a line.
+#[test]
+fn a_fork_of_a_run_with_a_torn_call_line_refuses_to_replay_the_lost_step() {
+    let dir = tempfile::tempdir().unwrap();
+    let original = forecast_then_ok_run(dir.path());
+    let text_of = std::fs::read_to_string(&original).unwrap();
+    let torn: Vec<String> = text_of
+        .lines()
+        .map(|l| {
+            if l.contains("\"kind\":\"tool_called\"") && l.contains("\"step\":1,") {
+                l[..l.len() / 2].to_string()
+            } else {
+                l.to_string()
+            }
+        })
+        .collect();
+    assert_ne!(torn.join("\n") + "\n", text_of, "a line was torn");
+    let run = dir.path().join("torn.jsonl");
+    std::fs::write(&run, torn.join("\n") + "\n").unwrap();
+    let out = dir.path().join("forks");
+    let refused = fork(
+        &run,
+        &out,
+        json!([{"content": "done"}]),
+        &["--at", "2", "--tools", "recorded"],
+    );
+    assert_eq!(refused.status.code(), Some(1), "{}", text(&refused));
+    let said = text(&refused);
+    assert!(
+        said.contains("step 1 of") && said.contains("is not in the file") && said.contains("line "),
+        "{said}"
+    );
+    assert!(!out.exists(), "nothing written");
+    let fresh = fork(
+        &run,
+        &out,
+        json!([{"content": "done"}]),
+        &["--at", "1", "--tools", "recorded", "--on-miss", "error"],
+    );
+    assert!(
+        text(&fresh).contains("1 line(s) could not be read and were skipped"),
+        "{}",
+        text(&fresh)
+    );
+}
+
 /// The memory knowledge-graph server (stateful): a run that creates an entity, then reads the
 /// graph. Forked after the creation with real tools, the fresh server does not hold the entity
 /// (the fork does not make replayed calls again, and says so); with the recording, the read is

@@ -123,6 +123,17 @@ pub fn run(mut args: ForkArgs) -> Result<ExitCode> {
         }
     };
     let plan = original.plan(args.at, tools)?;
+    if let Some(first) = original.unreadable.first() {
+        eprintln!(
+            "cosmos: warning: {}: {} line(s) could not be read and were skipped (line {}: {}); \
+             the history to step {} is whole",
+            args.run.display(),
+            original.unreadable.len(),
+            first.line,
+            crate::sanitize::inert(&first.reason),
+            args.at.saturating_sub(1)
+        );
+    }
     let agent = match (args.agent, original.header.agent.kind) {
         (Some(agent), _) => agent.into(),
         (None, kind @ (AgentKind::React | AgentKind::PlanExec | AgentKind::Spiral)) => kind,
