@@ -39,8 +39,21 @@ pub struct Recorded {
     pub error: Option<String>,
 }
 
-/// A finished run's header, its recorded real calls, and the last event's time.
-pub fn recorded_calls(path: &Path) -> Result<(Header, Vec<Recorded>, u64)> {
+/// A finished run read for a recheck.
+pub struct RecordedRun {
+    /// Its header.
+    pub header: Header,
+    /// Its recorded real calls.
+    pub calls: Vec<Recorded>,
+    /// The last event's time.
+    pub last_ms: u64,
+    /// The lines the reader skipped (as `report` lists them): a call one held is not rechecked.
+    pub unreadable: Vec<String>,
+}
+
+/// A finished run's header, its recorded real calls, the last event's time and the lines it
+/// could not read.
+pub fn recorded_calls(path: &Path) -> Result<RecordedRun> {
     let mut stream = EventStream::open(path)?;
     let header = stream.header().clone();
     if header.agent.kind == AgentKind::WmEval {
@@ -77,7 +90,18 @@ pub fn recorded_calls(path: &Path) -> Result<(Header, Vec<Recorded>, u64)> {
         // Its writer may still be appending: a line of ours would land among its own.
         bail!("the run has not finished; recheck it when it has");
     }
-    Ok((header, calls, last_ms))
+    let unreadable = stream
+        .problems()
+        .iter()
+        .filter(|p| p.skipped)
+        .map(ToString::to_string)
+        .collect();
+    Ok(RecordedRun {
+        header,
+        calls,
+        last_ms,
+        unreadable,
+    })
 }
 
 /// True when the tool's server annotates it read-only (`readOnlyHint`) in `today`'s catalogue
@@ -337,7 +361,7 @@ mod tests {
                 },
             )
             .unwrap();
-        let err = recorded_calls(&path).unwrap_err().to_string();
+        let err = recorded_calls(&path).map(drop).unwrap_err().to_string();
         assert!(err.contains("has not finished"), "{err}");
     }
 

@@ -214,3 +214,50 @@ fn a_forged_read_only_annotation_in_the_file_does_not_get_a_tool_called() {
         text(&out)
     );
 }
+
+/// A run whose forecast call's line is torn: the recheck says the line it could not read (on
+/// stderr, in the JSON and in the table), instead of "0 of 0 calls changed" with nothing more.
+#[test]
+fn a_torn_call_line_is_said_not_silently_left_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = forecast_then_ok_run(dir.path());
+    let whole = std::fs::read_to_string(&run).unwrap();
+    let torn: Vec<String> = whole
+        .lines()
+        .map(|l| {
+            if l.contains("\"kind\":\"tool_called\"") && l.contains("flaky:forecast") {
+                l[..l.len() / 2].to_string()
+            } else {
+                l.to_string()
+            }
+        })
+        .collect();
+    std::fs::write(&run, torn.join("\n") + "\n").unwrap();
+    let today = dir.path().join("today");
+    std::fs::create_dir_all(&today).unwrap();
+    let mcp = write_mcp_config(&today, json!({"flaky": flaky_server()}));
+    let (out, found) = recheck(&run, &mcp, &[]);
+    let lines = found["skipped_lines"].as_array().unwrap();
+    assert_eq!(lines.len(), 1, "{found}");
+    assert!(found["calls"].as_array().unwrap().is_empty(), "{found}");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains(lines[0].as_str().unwrap()),
+        "stderr did not say it: {said}"
+    );
+    // The table says it beside its summary.
+    let table = Command::new(env!("CARGO_BIN_EXE_cosmos"))
+        .args([
+            "recheck",
+            run.to_str().unwrap(),
+            "--mcp-config",
+            mcp.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&table.stdout);
+    assert!(
+        shown.contains("1 line(s) of the file could not be read"),
+        "{shown}"
+    );
+}

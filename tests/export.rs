@@ -101,7 +101,8 @@ fn the_json_account_is_the_whole_run_in_one_document() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let doc: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
     assert_eq!(doc["format"], "mcp-cosmos-run");
-    assert_eq!(doc["version"], 1);
+    assert_eq!(doc["version"], 2);
+    assert_eq!(doc["skipped_lines"], json!([]));
     let lines = std::fs::read_to_string(&run).unwrap();
     let lines: Vec<Value> = lines
         .lines()
@@ -244,6 +245,45 @@ fn transitions_are_one_example_per_real_call_split_by_task_and_the_llm_world_mod
     names.sort();
     assert_eq!(names, ["datasheet.md", "train.jsonl"]);
     assert_eq!(read("train.jsonl").len(), all.len());
+}
+
+/// A line written twice and a torn line: each account says it skipped them (the JSON in
+/// `skipped_lines`, the Markdown under "Lines skipped", both on stderr), as `report` does.
+#[test]
+fn an_account_says_which_lines_it_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = sample_copy(dir.path(), "react");
+    let text_of = std::fs::read_to_string(&run).unwrap();
+    let mut lines: Vec<String> = text_of.lines().map(String::from).collect();
+    let repeated = lines[2].clone();
+    lines.insert(3, repeated);
+    lines.insert(5, "{\"seq\":99,\"t_ms\":1,\"kind\":\"tool_ca".into());
+    std::fs::write(&run, lines.join("\n") + "\n").unwrap();
+    let reported: Value = serde_json::from_slice(
+        &std::process::Command::new(env!("CARGO_BIN_EXE_cosmos"))
+            .args(["report", run.to_str().unwrap(), "--format", "json"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    let skipped = reported["skipped_lines"].as_array().unwrap().clone();
+    assert_eq!(skipped.len(), 2, "{reported}");
+    let json_out = export(&["json", run.to_str().unwrap()]);
+    assert_eq!(json_out.status.code(), Some(0), "{}", text(&json_out));
+    let doc: Value = serde_json::from_slice(&json_out.stdout).unwrap();
+    assert_eq!(doc["skipped_lines"], Value::Array(skipped.clone()));
+    let markdown = export(&["markdown", run.to_str().unwrap()]);
+    let md = String::from_utf8_lossy(&markdown.stdout);
+    assert!(md.contains("## Lines skipped"), "{md}");
+    for (o, what) in [(&json_out, "json"), (&markdown, "markdown")] {
+        let said = String::from_utf8_lossy(&o.stderr);
+        for line in &skipped {
+            let line = line.as_str().unwrap();
+            assert!(md.contains(line), "{line} not in the account");
+            assert!(said.contains(line), "{what} did not say {line}: {said}");
+        }
+    }
 }
 
 #[test]

@@ -184,6 +184,10 @@ fn account_to(
     json: bool,
 ) -> Result<ExitCode> {
     let run = Run::open(path).with_context(|| format!("opening {}", path.display()))?;
+    // Said here too: the account lists them, and a reader of stdout may never look.
+    for line in crate::export::account::skipped_lines(&run) {
+        eprintln!("cosmos: skipped {}", inert(&line));
+    }
     let inert_to = |w: &mut dyn Write| -> Result<()> {
         let inert = if json {
             InertWriter::json(w)

@@ -82,7 +82,12 @@ pub fn run(args: RecheckArgs) -> Result<ExitCode> {
     runtime.block_on(async {
         let mut stop = crate::agent::session::stop_on_signals().rx;
         for file in &found.files {
-            let (header, calls, last_ms) = match recheck::recorded_calls(file) {
+            let recheck::RecordedRun {
+                header,
+                calls,
+                last_ms,
+                unreadable,
+            } = match recheck::recorded_calls(file) {
                 Ok(read) => read,
                 Err(e) => {
                     failures += 1;
@@ -90,6 +95,10 @@ pub fn run(args: RecheckArgs) -> Result<ExitCode> {
                     continue;
                 }
             };
+            // A call on a line that could not be read is not made again: said, not hidden.
+            for line in &unreadable {
+                eprintln!("cosmos: skipped {}", inert(line));
+            }
             let mut warn = |unsafe_calls: &[String]| {
                 eprintln!(
                     "cosmos: {}: making {} call(s) of tools the servers do not annotate read-only: {}",
@@ -110,12 +119,13 @@ pub fn run(args: RecheckArgs) -> Result<ExitCode> {
                 eprintln!("cosmos: {}: {}", file.display(), inert(&format!("{e:#}")));
             }
             match args.format {
-                RecheckFormat::Table => print_table(file, &rechecked),
+                RecheckFormat::Table => print_table(file, &rechecked, &unreadable),
                 RecheckFormat::Json => documents.push(json!({
                     "file": file.display().to_string(),
                     "at": rechecked.at,
                     "calls": rechecked.calls,
                     "skipped": rechecked.skipped,
+                    "skipped_lines": unreadable,
                 })),
             }
         }
@@ -133,7 +143,7 @@ pub fn run(args: RecheckArgs) -> Result<ExitCode> {
     })
 }
 
-fn print_table(file: &std::path::Path, found: &Found) {
+fn print_table(file: &std::path::Path, found: &Found, unreadable: &[String]) {
     let mut out = format!(
         "{}: {}\n",
         file.display(),
@@ -146,7 +156,9 @@ fn print_table(file: &std::path::Path, found: &Found) {
         ));
     }
     for c in &found.calls {
-        let fidelity = c.fidelity.map_or("—".to_string(), |f| format!("{f:.2}"));
+        let fidelity = c.fidelity.map_or("—".to_string(), |f| {
+            crate::metrics::figure::fraction(f, 2)
+        });
         out.push_str(&format!(
             "  {:>5}  {:<12} {:>8}  {}{}\n",
             c.step,
@@ -163,6 +175,12 @@ fn print_table(file: &std::path::Path, found: &Found) {
         out.push_str(&format!(
             "  skipped, tools not annotated read-only (--all makes them): steps {}\n",
             steps.join(", ")
+        ));
+    }
+    if !unreadable.is_empty() {
+        out.push_str(&format!(
+            "  {} line(s) of the file could not be read: a call they held was not made again\n",
+            unreadable.len()
         ));
     }
     print!("{}", inert(&out));

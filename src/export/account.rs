@@ -18,7 +18,7 @@ use crate::trajectory::plan_why::plan_why;
 use crate::trajectory::run::Run;
 
 /// The version of the JSON document's shape.
-pub const JSON_VERSION: u32 = 1;
+pub const JSON_VERSION: u32 = 2;
 
 /// Longest result quoted whole in the markdown account; longer ones are cut, saying so.
 const RESULT_CHARS: usize = 4_000;
@@ -96,6 +96,18 @@ pub fn markdown(run: &Run, out: &mut dyn Write) -> Result<()> {
     let servers: Vec<&str> = h.servers.iter().map(|s| s.name.as_str()).collect();
     writeln!(out, "| servers | {} |", servers.join(", "))?;
     writeln!(out, "| tools | {} |", h.tools.len())?;
+    let skipped: Vec<String> = skipped_lines(run).collect();
+    if !skipped.is_empty() {
+        writeln!(
+            out,
+            "\n## Lines skipped\n\n{} line(s) of the file could not be read; nothing below \
+             counts what they held:\n",
+            skipped.len()
+        )?;
+        for line in &skipped {
+            writeln!(out, "- `{line}`")?;
+        }
+    }
 
     if let Some(why) = plan_why(run, &state, k) {
         writeln!(out, "\n## Plan\n")?;
@@ -254,8 +266,17 @@ pub fn markdown(run: &Run, out: &mut dyn Write) -> Result<()> {
     Ok(())
 }
 
-/// The whole run as one JSON document: `{format, version, header, events, metrics}`, events
-/// as the file holds them, metrics as every view shows them. Written as it is read.
+/// The run's lines the reader skipped, each as `report`'s `skipped_lines` gives it.
+pub fn skipped_lines(run: &Run) -> impl Iterator<Item = String> + '_ {
+    run.problems
+        .iter()
+        .filter(|p| p.skipped)
+        .map(ToString::to_string)
+}
+
+/// The whole run as one JSON document: `{format, version, header, events, metrics,
+/// skipped_lines}`, events as the file holds them, metrics as every view shows them, the lines
+/// the reader could not use as `report` lists them. Written as it is read.
 pub fn json(run: &Run, out: &mut dyn Write) -> Result<()> {
     let metrics = of_run(run);
     write!(
@@ -272,6 +293,10 @@ pub fn json(run: &Run, out: &mut dyn Write) -> Result<()> {
     }
     out.write_all(b"],\"metrics\":")?;
     serde_json::to_writer(&mut *out, &metrics)?;
+    // What the reader could not use, as `report` lists it: nothing above counts it.
+    out.write_all(b",\"skipped_lines\":")?;
+    let skipped: Vec<String> = skipped_lines(run).collect();
+    serde_json::to_writer(&mut *out, &skipped)?;
     out.write_all(b"}\n")?;
     Ok(())
 }
