@@ -63,9 +63,8 @@ impl Config {
     /// Reads `path`, or only the environment when `path` is `None`.
     pub fn load(path: Option<&Path>) -> Result<Self> {
         let text = match path {
-            Some(p) => {
-                std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?
-            }
+            Some(p) => crate::small_file::read_string_within(p, crate::small_file::CONFIG_BYTES)
+                .with_context(|| format!("reading {}", p.display()))?,
             None => String::new(),
         };
         Self::from_text(&text, path, |k| std::env::var(k).ok())

@@ -15,6 +15,7 @@ pub mod probe;
 pub mod proxy;
 pub mod recheck;
 pub mod sanitize;
+pub mod small_file;
 pub mod task;
 pub mod trajectory;
 pub mod tui;

@@ -92,7 +92,7 @@ struct BenchTask {
 
 /// Every task in a file, in file order.
 pub fn load(path: &Path) -> Result<Vec<Task>> {
-    let text = std::fs::read_to_string(path)
+    let text = crate::small_file::read_string_within(path, crate::small_file::TASKS_BYTES)
         .with_context(|| format!("reading task file {}", path.display()))?;
     let value: Value = serde_json::from_str(&text)
         .with_context(|| format!("task file {} is not JSON", path.display()))?;

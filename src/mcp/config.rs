@@ -198,7 +198,7 @@ pub struct McpConfig {
 impl McpConfig {
     /// Reads and checks a config file; its secrets are cleaned from the log from now on.
     pub fn load(path: &Path) -> Result<Self> {
-        let text = std::fs::read_to_string(path)
+        let text = crate::small_file::read_string_within(path, crate::small_file::CONFIG_BYTES)
             .with_context(|| format!("reading MCP config {}", path.display()))?;
         let config =
             Self::parse(&text).with_context(|| format!("in MCP config {}", path.display()))?;

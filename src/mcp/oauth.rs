@@ -106,7 +106,7 @@ impl TokenStore {
     /// The stored credentials, if there are any (a file that cannot be read is an error
     /// naming it, never silently a logged-out server).
     pub fn read(&self) -> Result<Option<StoredCredentials>> {
-        match std::fs::read(&self.path) {
+        match crate::small_file::read_within(&self.path, crate::small_file::TOKEN_BYTES) {
             Ok(bytes) => {
                 let file: TokenFile = serde_json::from_slice(&bytes)
                     .with_context(|| format!("reading tokens {}", self.path.display()))?;

@@ -640,8 +640,8 @@ impl Keymap {
         if !path.exists() {
             return Ok(Self::default());
         }
-        let text =
-            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let text = crate::small_file::read_string_within(path, crate::small_file::CONFIG_BYTES)
+            .with_context(|| format!("reading {}", path.display()))?;
         let overrides =
             Overrides::parse(&text).with_context(|| format!("parsing {}", path.display()))?;
         Self::with_overrides(&overrides).with_context(|| format!("in {}", path.display()))

@@ -55,6 +55,9 @@ fn lock_path(out: &Path, cell: &Cell) -> PathBuf {
     out.join(format!("{}.lock", cell.file_name()))
 }
 
+/// Most of a claim file read: it names a process in a line.
+const CLAIM_BYTES: u64 = 4 << 10;
+
 /// The state of `cell` in `out`: a live claim first, then its run file.
 pub fn state(out: &Path, cell: &Cell) -> State {
     if let Some(who) = claimed_by(out, cell) {
@@ -94,7 +97,7 @@ fn claimed_by(out: &Path, cell: &Cell) -> Option<String> {
         // Nobody holds it: a claim left by a process that ended (or was killed).
         Ok(()) => None,
         Err(TryLockError::WouldBlock) => Some(
-            std::fs::read_to_string(&path)
+            crate::small_file::read_string_within(&path, CLAIM_BYTES)
                 .ok()
                 .map(|s| s.trim().to_string())
                 .filter(|s| !s.is_empty())
@@ -133,7 +136,7 @@ pub fn claim(out: &Path, cell: &Cell) -> Result<std::result::Result<Claim, Strin
     match file.try_lock() {
         Ok(()) => {}
         Err(TryLockError::WouldBlock) => {
-            let who = std::fs::read_to_string(&path).unwrap_or_default();
+            let who = crate::small_file::read_string_within(&path, CLAIM_BYTES).unwrap_or_default();
             return Ok(Err(who.trim().to_string()));
         }
         Err(TryLockError::Error(e)) => {

@@ -85,13 +85,17 @@ fn fingerprint(text: &str) -> String {
     format!("{:012x}", h & 0xffff_ffff_ffff)
 }
 
+/// The spec file, read (within a config file's cap) and parsed.
+fn read_spec(spec_path: &Path) -> Result<Spec> {
+    let text = crate::small_file::read_string_within(spec_path, crate::small_file::CONFIG_BYTES)
+        .with_context(|| format!("reading {}", spec_path.display()))?;
+    toml::from_str(&text).with_context(|| format!("parsing {}", spec_path.display()))
+}
+
 /// The servers the spec names as stateless (`shared_servers`), each checked to be a server of
 /// its MCP config that cosmos starts.
 pub fn shared_servers(spec_path: &Path) -> Result<Vec<String>> {
-    let text = std::fs::read_to_string(spec_path)
-        .with_context(|| format!("reading {}", spec_path.display()))?;
-    let spec: Spec =
-        toml::from_str(&text).with_context(|| format!("parsing {}", spec_path.display()))?;
+    let spec = read_spec(spec_path)?;
     if !spec.shared_servers.is_empty() {
         let base = spec_path.parent().unwrap_or(Path::new("."));
         let mcp = crate::mcp::config::McpConfig::load(&base.join(&spec.mcp_config))?;
@@ -111,10 +115,7 @@ pub fn shared_servers(spec_path: &Path) -> Result<Vec<String>> {
 /// When the spec asks for its cells to be judged: the configuration file whose judge role
 /// and `[judge]` settings judge them (`None` when the spec names none: the environment's).
 pub fn judging(spec_path: &Path) -> Result<Option<Option<PathBuf>>> {
-    let text = std::fs::read_to_string(spec_path)
-        .with_context(|| format!("reading {}", spec_path.display()))?;
-    let spec: Spec =
-        toml::from_str(&text).with_context(|| format!("parsing {}", spec_path.display()))?;
+    let spec = read_spec(spec_path)?;
     let base = spec_path.parent().unwrap_or(Path::new("."));
     Ok(spec.judge.then(|| spec.config.map(|c| base.join(c))))
 }
@@ -122,10 +123,7 @@ pub fn judging(spec_path: &Path) -> Result<Option<Option<PathBuf>>> {
 /// The cells of a spec, in spec order, and the tasks left out (a task set without `ids` takes
 /// every task whose servers the MCP config has; the others are listed with why).
 pub fn cells(spec_path: &Path) -> Result<(Vec<Cell>, Vec<String>)> {
-    let text = std::fs::read_to_string(spec_path)
-        .with_context(|| format!("reading {}", spec_path.display()))?;
-    let spec: Spec =
-        toml::from_str(&text).with_context(|| format!("parsing {}", spec_path.display()))?;
+    let spec = read_spec(spec_path)?;
     let base = spec_path.parent().unwrap_or(Path::new("."));
     if spec.repeats == 0 {
         bail!("repeats = 0: nothing to run");
