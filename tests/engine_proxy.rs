@@ -714,23 +714,34 @@ fn over_http_a_token_is_required_and_sigterm_leaves_a_finished_file() {
         .unwrap();
     let url = listening_url(&mut proxy);
     // Only /mcp is served, and only with the token.
-    let status_of = |path: &str, token: Option<&str>| {
+    let status_with = |path: &str, token: Option<&str>, origin: Option<&str>| {
         use std::io::{Read, Write};
         let host = url.trim_start_matches("http://").trim_end_matches("/mcp");
         let mut stream = std::net::TcpStream::connect(host).unwrap();
         let auth = token.map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"));
+        let origin = origin.map_or(String::new(), |o| format!("Origin: {o}\r\n"));
         write!(
             stream,
-            "GET {path} HTTP/1.1\r\nHost: {host}\r\n{auth}Connection: close\r\n\r\n"
+            "GET {path} HTTP/1.1\r\nHost: {host}\r\n{auth}{origin}Connection: close\r\n\r\n"
         )
         .unwrap();
         let mut reply = String::new();
         stream.read_to_string(&mut reply).unwrap();
         reply.lines().next().unwrap_or_default().to_string()
     };
+    let status_of = |path: &str, token: Option<&str>| status_with(path, token, None);
     assert!(status_of("/other", Some(token)).contains(" 404 "));
     assert!(status_of("/mcp", None).contains(" 401 "));
     assert!(status_of("/mcp", Some("wrong-token")).contains(" 401 "));
+    // A page of another site is refused even with the token (DNS rebinding); one of this
+    // machine gets past the Origin check to MCP itself.
+    let foreign = status_with("/mcp", Some(token), Some("http://evil.example"));
+    assert!(foreign.contains(" 403 "), "{foreign}");
+    let local = status_with("/mcp", Some(token), Some("http://localhost:3000"));
+    assert!(
+        !local.contains(" 403 ") && !local.contains(" 401 "),
+        "{local}"
+    );
     // Without the token: refused.
     let refused = Command::new(python())
         .arg(client_script())

@@ -140,6 +140,22 @@ fn refuse(
             "cosmos proxy serves MCP at /mcp\n",
         ));
     }
+    // A web page's request carries its Origin: one not of this machine or of the address the
+    // client reached is refused (the streamable-HTTP transport's guard against DNS rebinding).
+    let header = |name| {
+        request
+            .headers()
+            .get(name)
+            .map(|v| v.to_str().unwrap_or("\u{fffd}"))
+    };
+    if let Some(origin) = header(hyper::header::ORIGIN)
+        && !origin_allowed(origin, header(hyper::header::HOST))
+    {
+        return Some(plain(
+            StatusCode::FORBIDDEN,
+            "cosmos proxy takes requests from this machine's pages only (Origin refused)\n",
+        ));
+    }
     let expected = token?;
     let sent = request
         .headers()
@@ -155,6 +171,29 @@ fn refuse(
         hyper::header::HeaderValue::from_static("Bearer"),
     );
     Some(refused)
+}
+
+/// True for an `Origin` of this machine (`localhost`, `127.0.0.1`, `[::1]`) or of the host the
+/// client addressed (`host`, the `Host` header); `null` and anything unparsable are not.
+fn origin_allowed(origin: &str, host: Option<&str>) -> bool {
+    let Some(rest) = origin
+        .strip_prefix("http://")
+        .or_else(|| origin.strip_prefix("https://"))
+    else {
+        return false;
+    };
+    let name = |authority: &str| -> String {
+        let authority = authority.trim_end_matches('/');
+        let name = if authority.starts_with('[') {
+            authority.split_inclusive(']').next().unwrap_or(authority)
+        } else {
+            authority.split(':').next().unwrap_or(authority)
+        };
+        name.to_ascii_lowercase()
+    };
+    let origin_host = name(rest);
+    matches!(origin_host.as_str(), "localhost" | "127.0.0.1" | "[::1]")
+        || host.is_some_and(|h| name(h) == origin_host)
 }
 
 /// Compares in time that does not depend on where the first difference is.
@@ -178,6 +217,30 @@ mod tests {
         assert!(!same(b"abc", b"abd"));
         assert!(!same(b"abc", b"abcd"));
         assert!(!same(b"", b"a"));
+    }
+
+    #[test]
+    fn only_this_machines_origins_and_the_addressed_host_are_allowed() {
+        let host = Some("10.0.0.5:8080");
+        for ok in [
+            "http://localhost:3000",
+            "http://127.0.0.1",
+            "https://[::1]:9",
+            "http://LOCALHOST",
+            "http://10.0.0.5:8080",
+        ] {
+            assert!(origin_allowed(ok, host), "{ok}");
+        }
+        for refused in [
+            "http://evil.example",
+            "null",
+            "file://",
+            "http://localhost.evil.example",
+            "http://127.0.0.1.nip.io",
+            "http://10.0.0.6:8080",
+        ] {
+            assert!(!origin_allowed(refused, host), "{refused}");
+        }
     }
 
     #[test]
