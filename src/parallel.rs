@@ -82,6 +82,14 @@ pub fn background(job: impl FnOnce() + Send + 'static) {
         rayon::ThreadPoolBuilder::new()
             .num_threads(BACKGROUND_WORKERS)
             .thread_name(|i| format!("cosmos-background-{i}"))
+            // A job's panic not caught by the job itself is logged; rayon's default aborts
+            // the process (and with it a live run's file).
+            .panic_handler(|panic| {
+                tracing::error!(
+                    "background work panicked: {}",
+                    panic_message(panic.as_ref())
+                )
+            })
             .build()
             .ok()
     });
@@ -94,6 +102,15 @@ pub fn background(job: impl FnOnce() + Send + 'static) {
     }
 }
 
+/// What a caught panic said (its `&str` or `String` payload).
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".into())
+}
+
 /// How many workers the pool has (the machine's cores).
 pub fn workers() -> usize {
     rayon::current_num_threads()
@@ -102,6 +119,22 @@ pub fn workers() -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// rayon's default for a panicking spawned job is to abort the process.
+    #[test]
+    fn a_background_job_that_panics_leaves_the_process_and_the_pool_running() {
+        background(|| panic!("a bug in a background job"));
+        let (tx, rx) = std::sync::mpsc::channel();
+        for _ in 0..BACKGROUND_WORKERS * 2 {
+            let tx = tx.clone();
+            background(move || tx.send(()).unwrap());
+        }
+        for _ in 0..BACKGROUND_WORKERS * 2 {
+            rx.recv_timeout(std::time::Duration::from_secs(20)).unwrap();
+        }
+        let said = std::panic::catch_unwind(|| panic!("{}", "formatted")).unwrap_err();
+        assert_eq!(panic_message(said.as_ref()), "formatted");
+    }
 
     #[test]
     fn results_keep_their_order() {

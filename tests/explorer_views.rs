@@ -1733,3 +1733,28 @@ fn elicitation_form() {
         );
     }
 }
+
+/// Background work that panicked (a bug) ends its request with a message: the wait for it is
+/// over and the explorer goes on.
+#[test]
+fn background_work_that_failed_ends_its_wait_with_a_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let summaries = common::three_listed(dir.path());
+    let browser = Browser::new(vec![dir.path().to_path_buf()], summaries, 23);
+    let mut app = App::new(browser, Keymap::default(), Theme::new(true), (120, 24));
+    app.update(Action::Do(Command::Open));
+    let work = app.take_work();
+    assert_eq!(work.len(), 1);
+    let screen = render(&mut app);
+    assert!(screen.contains("opening"), "{screen}");
+    app.update(Action::WorkFailed(work[0].0, "index out of bounds".into()));
+    let screen = render(&mut app);
+    assert!(!screen.contains("opening"), "{screen}");
+    assert!(
+        screen.contains("background work failed: index out of bounds"),
+        "{screen}"
+    );
+    // And the browser still answers.
+    app.update(Action::Do(Command::Down));
+    assert!(app.top_as::<Browser>().is_some());
+}

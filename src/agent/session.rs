@@ -412,14 +412,10 @@ async fn unless_panicking(agent: impl std::future::Future<Output = Result<End>>)
     match std::panic::AssertUnwindSafe(agent).catch_unwind().await {
         Ok(Ok(end)) => end,
         Ok(Err(e)) => End::failed(format!("{e:#}")),
-        Err(panic) => {
-            let message = panic
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "(no message)".into());
-            End::failed(format!("the agent panicked: {message}"))
-        }
+        Err(panic) => End::failed(format!(
+            "the agent panicked: {}",
+            crate::parallel::panic_message(panic.as_ref())
+        )),
     }
 }
 

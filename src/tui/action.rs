@@ -86,6 +86,9 @@ pub enum Action {
     /// Runs compared in the background (loading them and aligning their calls can take long
     /// on big runs): the view to show, or why the runs could not be read.
     Compared(RequestId, anyhow::Result<Made>),
+    /// Background work ended in a panic (a bug): what it said, in place of its answer. The
+    /// request's wait ends and the message is shown; the explorer goes on.
+    WorkFailed(RequestId, String),
     /// The explorer's own work wrote a run file (a fork, when it starts and when it ends): a
     /// browser over its folder lists it, or reads its totals again.
     Written(std::path::PathBuf),

@@ -329,6 +329,11 @@ impl App {
                 self.changed = true;
                 self.fork_ended(id);
             }
+            Action::WorkFailed(id, why) => {
+                self.changed = true;
+                let _ = self.take_pending(id);
+                self.message = Some(one_line(&format!("background work failed: {why}"), 200));
+            }
             Action::Found(id, ..)
             | Action::Probed(id, _)
             | Action::GroupsReady(id, _)

@@ -82,13 +82,25 @@ impl crossterm::Command for ButtonMouseCapture {
     }
 }
 
+/// Restores the terminal when the thread that draws panics, and only then: a panic on another
+/// thread (an agent's task, background work) is caught where it runs and reported there, so it
+/// must not pull the screen from under the explorer that goes on drawing. Those are logged
+/// instead of printed over the screen.
 fn install_panic_hook() {
+    let owner = std::thread::current().id();
     // ratatui::init's hook restores the screen; mouse capture is ours to undo.
     let previous = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
-        let _ = execute!(stdout(), DisableMouseCapture);
-        ratatui::restore();
-        previous(info);
+        if std::thread::current().id() == owner {
+            let _ = execute!(stdout(), DisableMouseCapture);
+            ratatui::restore();
+            previous(info);
+        } else {
+            tracing::error!(
+                thread = std::thread::current().name().unwrap_or("unnamed"),
+                "panic: {info}"
+            );
+        }
     }));
 }
 
@@ -224,7 +236,15 @@ fn spawn_work(id: RequestId, work: Work, tx: Sender<Msg>) {
         return;
     }
     crate::parallel::background(move || {
-        for action in perform(id, work) {
+        // A panic (a bug) ends this request with a message, not the explorer.
+        let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| perform(id, work)));
+        let actions = done.unwrap_or_else(|panic| {
+            vec![Action::WorkFailed(
+                id,
+                crate::parallel::panic_message(panic.as_ref()),
+            )]
+        });
+        for action in actions {
             let _ = tx.send(Msg::Action(action));
         }
     });
