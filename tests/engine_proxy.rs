@@ -315,6 +315,193 @@ fn calls_sent_at_once_open_one_session() {
     assert_eq!(calls_of(&events(&files[0])).len(), 8);
 }
 
+/// `cosmos proxy ARGS` over raw stdio pipes, spoken to line by line: for what no SDK client
+/// sends (malformed lines, oversized requests).
+struct RawStdio {
+    child: std::process::Child,
+    stdin: Option<std::process::ChildStdin>,
+    stdout: BufReader<std::process::ChildStdout>,
+}
+
+impl RawStdio {
+    fn start(args: &[&str], env: &[(&str, &str)], log: &Path) -> Self {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_cosmos"))
+            .arg("proxy")
+            .args(args)
+            .envs(env.iter().copied())
+            .env("COSMOS_LOG_FILE", log)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut raw = Self {
+            child,
+            stdin,
+            stdout,
+        };
+        raw.send_line(
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "raw-test", "version": "0"}}})
+            .to_string(),
+        );
+        let ready = raw.reply_to(1);
+        assert!(ready.get("result").is_some(), "{ready}");
+        raw.send_line(
+            &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string(),
+        );
+        raw
+    }
+
+    fn send_line(&mut self, line: &str) {
+        use std::io::Write;
+        let stdin = self.stdin.as_mut().unwrap();
+        stdin.write_all(line.as_bytes()).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    /// The next line the proxy writes, as JSON.
+    fn next(&mut self) -> Value {
+        let mut line = String::new();
+        assert!(
+            self.stdout.read_line(&mut line).unwrap() > 0,
+            "the proxy closed stdout"
+        );
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"))
+    }
+
+    /// Lines until the reply to request `id`.
+    fn reply_to(&mut self, id: u64) -> Value {
+        loop {
+            let reply = self.next();
+            if reply["id"] == id {
+                return reply;
+            }
+        }
+    }
+
+    /// Closes stdin (the client goes) and waits for the proxy to exit: how long it took.
+    fn leave(mut self) -> Duration {
+        drop(self.stdin.take());
+        let left = std::time::Instant::now();
+        let deadline = left + Duration::from_secs(60);
+        loop {
+            if self.child.try_wait().unwrap().is_some() {
+                return left.elapsed();
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the proxy never exited"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+/// A malformed line, `arguments` that is no object and a line over 16 MiB each get the
+/// JSON-RPC error the spec gives them (rmcp would drop the first and the last without a
+/// reply), and the session goes on.
+#[test]
+fn bad_lines_on_stdio_get_json_rpc_errors_and_the_session_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let mcp = write_mcp_config(dir.path(), json!({"flaky": flaky_server()}));
+    let out = dir.path().join("runs");
+    let mut raw = RawStdio::start(
+        &[
+            "--mcp-config",
+            &mcp.display().to_string(),
+            "--out",
+            &out.display().to_string(),
+        ],
+        &[],
+        &dir.path().join("proxy.log"),
+    );
+    raw.send_line("{\"jsonrpc\": \"2.0\", \"id\": 2, \"method\": ");
+    let parse = raw.next();
+    assert_eq!(parse["error"]["code"], -32700, "{parse}");
+    assert_eq!(parse["id"], Value::Null);
+    raw.send_line(
+        &json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                "params": {"name": "ok", "arguments": "hello"}})
+        .to_string(),
+    );
+    let params = raw.reply_to(3);
+    assert_eq!(params["error"]["code"], -32602, "{params}");
+    let huge = format!(
+        "{{\"jsonrpc\": \"2.0\", \"id\": 4, \"method\": \"tools/call\", \"params\": {{\"name\": \"ok\", \"arguments\": {{\"text\": \"{}\"}}}}}}",
+        "x".repeat(17 << 20)
+    );
+    raw.send_line(&huge);
+    let too_large = raw.next();
+    assert_eq!(too_large["error"]["code"], -32600, "{too_large}");
+    raw.send_line(
+        &json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+                "params": {"name": "ok", "arguments": {"text": "still here"}}})
+        .to_string(),
+    );
+    let ok = raw.reply_to(5);
+    assert_eq!(ok["result"]["content"][0]["text"], "ok: still here", "{ok}");
+    raw.leave();
+    let events = events(&only_run(&out));
+    assert_eq!(calls_of(&events).len(), 1);
+}
+
+/// A shadowing proxy whose client has gone ends at once (within a second or two), though its
+/// world model never answers: the call is on disk, the missing prediction said.
+#[test]
+fn a_proxy_whose_client_has_gone_ends_within_seconds() {
+    let dir = tempfile::tempdir().unwrap();
+    let llm = ScriptedLlm::start(json!([
+        {"when": "You simulate an MCP server", "delay_s": 120, "content": predicted("late", false)}
+    ]));
+    let mcp = write_mcp_config(dir.path(), json!({"flaky": flaky_server()}));
+    let out = dir.path().join("runs");
+    let base = llm.base_url();
+    let mut raw = RawStdio::start(
+        &[
+            "--mcp-config",
+            &mcp.display().to_string(),
+            "--out",
+            &out.display().to_string(),
+            "--mode",
+            "shadow",
+            "--world-model",
+            "llm",
+        ],
+        &[
+            ("OPENAI_BASE_URL", &base),
+            ("OPENAI_API_KEY", "sk-gone-client-00000000000"),
+            ("COSMOS_MODEL", "scripted-model"),
+        ],
+        &dir.path().join("proxy.log"),
+    );
+    raw.send_line(
+        &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                "params": {"name": "ok", "arguments": {"text": "one"}}})
+        .to_string(),
+    );
+    let ok = raw.reply_to(2);
+    assert_eq!(ok["result"]["content"][0]["text"], "ok: one", "{ok}");
+    let took = raw.leave();
+    eprintln!("the proxy ended {took:?} after its client left");
+    assert!(took < Duration::from_secs(10), "{took:?}");
+    let events = events(&only_run(&out));
+    assert_eq!(calls_of(&events).len(), 1);
+    assert!(
+        events.iter().any(|e| e["kind"] == "error"
+            && e["message"]
+                .as_str()
+                .unwrap()
+                .contains("the session ended before it came")),
+        "{events:?}"
+    );
+    assert_eq!(events.last().unwrap()["ending"], "client_closed");
+}
+
 /// Shadow mode with a world model that never answers: each real call is on disk the moment
 /// the client has its result, so a proxy killed outright (SIGKILL: nothing of it runs after)
 /// keeps them.

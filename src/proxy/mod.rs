@@ -17,6 +17,7 @@ pub mod elicit;
 pub mod handler;
 pub mod http;
 pub mod session;
+pub mod stdio_guard;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -521,8 +522,9 @@ pub enum Stop {
     Signalled,
 }
 
-/// Longest wait, once the client has gone, for predictions still on their way.
-const SETTLE: Duration = Duration::from_secs(30);
+/// Longest wait, once the client has gone, for predictions still on their way: its real calls
+/// are on disk already, and a prediction that has not come by then is said not to have.
+const SETTLE: Duration = Duration::from_secs(1);
 
 /// Serves one client over this process's stdin and stdout until it closes them or `stop`
 /// fires; every session is ended in its file either way.
@@ -530,7 +532,7 @@ pub async fn serve_stdio(setup: Arc<Setup>, mut stop: watch::Receiver<bool>) -> 
     use rmcp::ServiceExt;
     let handler = ProxyHandler::new(setup.clone());
     let running = tokio::select! {
-        served = handler.serve(rmcp::transport::stdio_pipes()) => served
+        served = handler.serve(stdio_guard::guard(tokio::io::stdin(), tokio::io::stdout())) => served
             .map_err(|e| anyhow::anyhow!("the client's initialisation failed: {e}"))?,
         _ = stop.wait_for(|s| *s) => {
             setup.stop();
