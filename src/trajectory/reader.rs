@@ -78,6 +78,33 @@ pub struct LineReader<R> {
     line_start: u64,
     /// Longer lines are skipped ([`MAX_LINE_BYTES`] but in tests).
     max_line: usize,
+    /// The input's file, when it is one, read ahead (without moving its offset) to learn
+    /// whether a long line fits before it is kept: an over-long line is then read past in a
+    /// buffer of a few megabytes, not one of the cap's size.
+    look_ahead: Option<std::fs::File>,
+    /// The line start (`offset`) last looked ahead from.
+    looked_from: Option<u64>,
+}
+
+/// A line this long is looked ahead on ([`LineReader::looking_ahead`]) before more is kept.
+const LOOK_AHEAD_AFTER: usize = 4 << 20;
+
+/// True when the line at `at` in `file` ends (a newline, or the end of the file) within
+/// `max` bytes; a read error says true, and the line is read as it would be without looking.
+fn line_fits(file: &std::fs::File, at: u64, max: usize) -> bool {
+    use std::os::unix::fs::FileExt;
+    let mut chunk = vec![0u8; 1 << 20];
+    let mut seen = 0usize;
+    while seen <= max {
+        match file.read_at(&mut chunk, at + seen as u64) {
+            Ok(0) | Err(_) => return true,
+            Ok(n) => match memchr::memchr(b'\n', &chunk[..n]) {
+                Some(i) => return seen + i <= max,
+                None => seen += n,
+            },
+        }
+    }
+    false
 }
 
 /// One raw line.
@@ -113,7 +140,21 @@ impl<R: Read> LineReader<R> {
             offset: 0,
             line_start: 0,
             max_line: MAX_LINE_BYTES,
+            look_ahead: None,
+            looked_from: None,
         }
+    }
+
+    /// This reader, whose input is `file` read from its start: a long line is looked ahead on
+    /// in `file` before it is kept, so one over the cap costs a few megabytes to read past.
+    pub fn looking_ahead(mut self, file: std::fs::File) -> Self {
+        self.look_ahead = Some(file);
+        self
+    }
+
+    /// The buffer's size now (the memory it holds).
+    pub fn buffer_bytes(&self) -> usize {
+        self.buf.len()
     }
 
     /// A reader whose first bytes, `read`, were read from `inner` already (to the end of it
@@ -175,7 +216,15 @@ impl<R: Read> LineReader<R> {
                     }
                 }));
             }
-            if skipped > 0 || self.end - self.start > self.max_line {
+            let pending = self.end - self.start;
+            let known_too_long = skipped == 0
+                && pending > LOOK_AHEAD_AFTER
+                && self.looked_from != Some(self.offset)
+                && self.look_ahead.as_ref().is_some_and(|file| {
+                    self.looked_from = Some(self.offset);
+                    !line_fits(file, self.offset, self.max_line)
+                });
+            if skipped > 0 || pending > self.max_line || known_too_long {
                 // Too long to keep: count it and read on to its end.
                 skipped += (self.end - self.start) as u64;
                 self.offset += (self.end - self.start) as u64;
@@ -628,6 +677,20 @@ impl EventStream {
     pub fn from_reader(path: &Path, reader: Box<dyn Read + Send>) -> Result<Self> {
         Self::with_lines(path, LineReader::with_capacity(READ_BUFFER, reader))
     }
+
+    /// Reads the trajectory in `file` from its start, looking ahead on long lines
+    /// ([`LineReader::looking_ahead`]); `path` is used in problem reports.
+    pub fn from_file(path: &Path, file: std::fs::File) -> Result<Self> {
+        let mut lines = LineReader::with_capacity(
+            READ_BUFFER,
+            Box::new(
+                file.try_clone()
+                    .with_context(|| format!("opening {}", path.display()))?,
+            ) as Box<dyn Read + Send>,
+        );
+        lines = lines.looking_ahead(file);
+        Self::with_lines(path, lines)
+    }
 }
 
 impl<H: ReadHeader> EventStream<H> {
@@ -646,7 +709,11 @@ impl<H: ReadHeader> EventStream<H> {
             .read_to_end(&mut first)
             .with_context(|| format!("reading {}", path.display()))?;
         let at_end = read < capacity;
-        let lines = LineReader::starting_with(first, at_end, capacity, Box::new(file) as _);
+        let look_ahead = file.try_clone().ok();
+        let mut lines = LineReader::starting_with(first, at_end, capacity, Box::new(file) as _);
+        if let Some(handle) = look_ahead {
+            lines = lines.looking_ahead(handle);
+        }
         Self::with_lines(path, lines)
     }
 
@@ -1049,6 +1116,45 @@ fn walk(dir: &Path, found: &mut Found) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A line over the cap in a file is read past in a buffer of a few megabytes (looked ahead
+    /// on), where it took a buffer of the cap's size, and the lines around it still read.
+    #[test]
+    fn a_line_over_the_cap_in_a_file_is_read_past_in_a_few_megabytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("long.jsonl");
+        let max_line = 48 << 20;
+        let mut text = b"first\n".to_vec();
+        text.extend(std::iter::repeat_n(b'x', max_line + (8 << 20)));
+        text.extend(b"\nlast\n");
+        std::fs::write(&path, &text).unwrap();
+        let read = |look: bool| {
+            let file = std::fs::File::open(&path).unwrap();
+            let mut reader = LineReader::with_capacity(1 << 18, file.try_clone().unwrap());
+            reader.max_line = max_line;
+            if look {
+                reader = reader.looking_ahead(file);
+            }
+            let mut seen = Vec::new();
+            while let Some(line) = reader.next_line().unwrap() {
+                seen.push(match line {
+                    RawLine::Line { bytes, .. } => String::from_utf8_lossy(bytes).into_owned(),
+                    RawLine::TooLong(n) => format!("too long: {n}"),
+                });
+            }
+            (seen, reader.buffer_bytes())
+        };
+        let (seen, looked) = read(true);
+        let too_long = format!("too long: {}", max_line + (8 << 20));
+        assert_eq!(seen, ["first", too_long.as_str(), "last"]);
+        assert!(looked <= 2 * LOOK_AHEAD_AFTER + (1 << 18), "{looked} bytes");
+        let (seen, unlooked) = read(false);
+        assert_eq!(seen, ["first", too_long.as_str(), "last"]);
+        assert!(
+            unlooked > max_line,
+            "{unlooked} bytes without looking ahead"
+        );
+    }
 
     /// Every line of `input` as the reader gives it, with a buffer of `capacity` bytes, lines
     /// longer than `max_line` skipped, and reads of at most 3 bytes (so lines straddle reads).

@@ -243,7 +243,7 @@ impl Run {
             .try_clone()
             .with_context(|| format!("opening {}", path.display()))?;
         let total = file.metadata().map_or(0, |m| m.len());
-        let mut stream = EventStream::from_reader(path, Box::new(reader))?;
+        let mut stream = EventStream::from_file(path, reader)?;
         let mut run = Self::new(path.to_path_buf(), stream.header().clone());
         let mut spans = Vec::new();
         stream.read_all(|brief, span| {
@@ -299,7 +299,7 @@ impl Run {
         let reader = file
             .try_clone()
             .with_context(|| format!("opening {}", path.display()))?;
-        let mut stream = EventStream::from_reader(path, Box::new(reader))?;
+        let mut stream = EventStream::from_file(path, reader)?;
         let mut run = Self::new(path.to_path_buf(), stream.header().clone());
         run.texts.file = Some((file, Vec::new()));
         let mut listening = send(RunPart::Begun(Box::new(run)));
