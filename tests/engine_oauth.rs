@@ -285,6 +285,49 @@ fn a_login_without_a_browser_prints_the_address_and_gives_up_when_nobody_comes()
     assert!(token_files(dir.path()).is_empty());
 }
 
+/// A server that takes the connection and never answers: the login's discovery ends within
+/// `--timeout-s` saying so, instead of hanging.
+#[test]
+fn a_login_whose_server_never_answers_ends_within_its_timeout() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    // Accepted and held, never answered.
+    let held = std::thread::spawn(move || {
+        let mut kept = Vec::new();
+        for stream in listener.incoming().take(8) {
+            kept.push(stream);
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let mcp = write_mcp_config(
+        dir.path(),
+        json!({"silent": {"url": format!("http://127.0.0.1:{port}/mcp")}}),
+    );
+    let started = std::time::Instant::now();
+    let waited = cosmos_with(
+        dir.path(),
+        &[
+            "login",
+            "silent",
+            "--mcp-config",
+            mcp.to_str().unwrap(),
+            "--timeout-s",
+            "2",
+        ],
+        None,
+        None,
+    );
+    let took = started.elapsed();
+    assert_eq!(waited.status.code(), Some(1), "{}", text(&waited));
+    assert!(
+        text(&waited).contains("did not answer discovery or registration within 2s"),
+        "{}",
+        text(&waited)
+    );
+    assert!(took < std::time::Duration::from_secs(20), "{took:?}");
+    drop(held);
+}
+
 /// `tests/support/oauth_server.py`: a FastMCP server behind an authorization server of the
 /// test's own (refresh tokens, the client-credentials grant, a grants log), listening.
 fn own_server(dir: &Path, env: &[(&str, &str)]) -> Protected {

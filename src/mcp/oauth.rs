@@ -429,7 +429,16 @@ pub async fn login(
             more_scopes.iter().map(String::as_str),
         );
     }
-    let pending = Pending::start(url, client, &store, scopes).await?;
+    // Discovery and registration are network steps: a server that never answers ends the
+    // login within the time it was given, as the wait for the browser does.
+    let pending = tokio::time::timeout(within, Pending::start(url, client, &store, scopes))
+        .await
+        .map_err(|_| {
+            anyhow!(
+                "{url}'s authorization server did not answer discovery or registration within {}s",
+                within.as_secs()
+            )
+        })??;
     web_address(&pending.address)?;
     match open_browser(&pending.address) {
         Some(Ok(())) => say("opened the authorization page with $BROWSER; waiting for it"),
@@ -512,9 +521,14 @@ impl Pending {
         if let Some(refused) = refusal(&callback) {
             bail!("the login at {url} was refused: {refused}");
         }
-        self.session
-            .handle_callback_url(&callback)
+        tokio::time::timeout(within, self.session.handle_callback_url(&callback))
             .await
+            .map_err(|_| {
+                anyhow!(
+                    "exchanging the login's code at {url}: no answer within {}s",
+                    within.as_secs()
+                )
+            })?
             .map_err(|e| anyhow!("exchanging the login's code at {url}: {e}"))?;
         if self.store.read()?.is_none() {
             bail!("the login at {url} ended without a token");
