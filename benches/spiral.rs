@@ -89,6 +89,7 @@ impl SearchEnv for Instant0 {
                 Ok(Prediction {
                     observation,
                     tokens: None,
+                    confidence: None,
                 }),
                 vec![],
             )

@@ -109,6 +109,7 @@ fn main() {
         out_dir: dir.path().join("out"),
         runs: vec![runs],
         decision: false,
+        good_fidelity: mcp_cosmos::metrics::calibration::GOOD_FIDELITY,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

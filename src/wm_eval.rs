@@ -177,6 +177,8 @@ pub struct EvalSpec {
     /// Decision fidelity: ask the planner role for its next action given the real result and
     /// given each simulation.
     pub decision: bool,
+    /// The fidelity a prediction needs to count as good for calibration.
+    pub good_fidelity: f64,
 }
 
 /// The evaluation's result.
@@ -229,6 +231,8 @@ fn earlier_simulations(dir: &Path, names: &[String]) -> Earlier {
                     observation,
                     latency_ms,
                     tokens,
+                    confidence,
+                    confidence_source,
                     ..
                 } if names.contains(&world_model) => {
                     if let Some((run, seq)) = origin_of.get(&step) {
@@ -247,6 +251,12 @@ fn earlier_simulations(dir: &Path, names: &[String]) -> Earlier {
                                 observation,
                                 latency: std::time::Duration::from_millis(latency_ms),
                                 llm,
+                                confidence: confidence.and_then(|c| {
+                                    crate::world_model::Confidence::new(
+                                        c,
+                                        confidence_source.as_deref().unwrap_or(""),
+                                    )
+                                }),
                             },
                         );
                     }
@@ -506,6 +516,8 @@ fn write_simulation(
                     tokens: sim.llm.as_ref().map(|_| tokens),
                     tool: None,
                     arguments: None,
+                    confidence: sim.confidence.as_ref().map(|c| c.value),
+                    confidence_source: sim.confidence.as_ref().map(|c| c.source.clone()),
                 },
             )?;
             Ok(())
@@ -637,6 +649,7 @@ async fn decide(
 /// The wm-eval file's header: the world models (each one's description) and the runs.
 fn header(spec: &EvalSpec, contenders: &[Contender], calls: &[RecordedCall]) -> Header {
     let mut settings = BTreeMap::new();
+    settings.insert("good_fidelity".to_string(), json!(spec.good_fidelity));
     // The names the events use, in the leaderboard's order.
     settings.insert(
         "names".to_string(),
@@ -797,6 +810,7 @@ mod tests {
             out_dir: dir.path().join("out"),
             runs: vec![runs.clone()],
             decision: false,
+            good_fidelity: 0.9,
         };
         let evaluation = evaluate(&spec, &calls, never_stopped()).await.unwrap();
         let row = &evaluation.board.world_models[0];
@@ -853,6 +867,7 @@ mod tests {
             out_dir: dir.path().join("out"),
             runs: vec![runs.clone()],
             decision: false,
+            good_fidelity: 0.9,
         };
         for (names, calls, expected) in [
             (&[][..], &calls[..], "at least one world model"),

@@ -646,6 +646,8 @@ fn a_prediction_that_comes_after_its_real_call_is_paired_with_it() {
             observation: text("ok: hello"),
             latency_ms: 900,
             tokens: None,
+            confidence: None,
+            confidence_source: None,
         },
     ];
     let mut run = Run::new(path.clone(), header);

@@ -15,7 +15,7 @@ fn wm_eval_prints_the_leaderboard_shape_and_writes_a_trajectory() {
     // calls that ask for a zone it does not know.
     let llm = ScriptedLlm::start(json!([
         {"when": ["You simulate an MCP server", "Mars"], "content": predicted("Invalid timezone", true)},
-        {"when": "You simulate an MCP server", "content": predicted(r#"{"timezone":"UTC","datetime":"2026-11-30T09:00:00+00:00","day_of_week":"Monday","is_dst":false}"#, false)}
+        {"when": "You simulate an MCP server", "content": {"is_error": false, "confidence": 0.6, "content": r#"{"timezone":"UTC","datetime":"2026-11-30T09:00:00+00:00","day_of_week":"Monday","is_dst":false}"#}}
     ]));
     let config = dir.path().join("cosmos.toml");
     std::fs::write(
@@ -122,6 +122,37 @@ fn wm_eval_prints_the_leaderboard_shape_and_writes_a_trajectory() {
         2 * calls,
         "every call, every world model: a prediction or an error"
     );
+    // Each simulation carries its world model's own confidence: memory's from its recall,
+    // the LLM's in its own word when it gave one (none is made up for the others).
+    for sim in lines.iter().filter(|e| e["kind"] == "call_simulated") {
+        match sim["world_model"].as_str().unwrap() {
+            "memory" => assert_eq!(sim["confidence_source"], "recall", "{sim}"),
+            _ if sim["observation"]["is_error"] == true => {
+                assert!(sim.get("confidence").is_none(), "{sim}")
+            }
+            _ => assert_eq!(
+                (&sim["confidence"], &sim["confidence_source"]),
+                (&json!(0.6), &json!("self")),
+                "{sim}"
+            ),
+        }
+    }
+    let scripted = &models[1]["calibration"];
+    let unsure = lines
+        .iter()
+        .filter(|e| {
+            e["kind"] == "call_simulated"
+                && e["world_model"] == "scripted"
+                && e.get("confidence").is_none()
+        })
+        .count();
+    assert_eq!(scripted["without_confidence"], unsure, "{scripted}");
+    assert_eq!(
+        scripted["n"].as_u64().unwrap() + unsure as u64,
+        models[1]["n"].as_u64().unwrap(),
+        "{scripted}"
+    );
+    assert!(models[0]["calibration"]["ece"].is_number());
     assert!(
         !std::fs::read_to_string(&file)
             .unwrap()

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 /// Top-level modules, lowest first; a module may use only modules of lower layers.
 const LAYERS: &[&[&str]] = &[
-    &["sanitize", "parallel"],
+    &["sanitize", "parallel", "small_file"],
     &["trajectory"],
     &["metrics", "task"],
     &["llm", "mcp"],

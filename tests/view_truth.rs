@@ -193,6 +193,8 @@ fn simulated(step: u64, wm: &str, text: &str) -> EventBody {
         tokens: None,
         tool: None,
         arguments: None,
+        confidence: None,
+        confidence_source: None,
     }
 }
 
@@ -1182,5 +1184,96 @@ fn browser_run_view_compare_and_about_show_reports_figures_for_generated_runs() 
     assert_eq!(reported.len(), runs.len() + 1);
     for (path, r) in &reported {
         shows_reports_figures(path, r);
+    }
+}
+
+/// `cosmos wm-eval` of the sample runs with `memory`: every simulation it writes carries the
+/// world model's confidence, its JSON has the calibration, and the view's calibration overlay
+/// (`a`) shows that JSON's figures, read from the file.
+#[test]
+fn the_calibration_overlay_shows_wm_evals_own_figures() {
+    let dir = tempfile::tempdir().unwrap();
+    let samples = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_runs");
+    let out = dir.path().join("out");
+    let doc: Value = serde_json::from_str(&cosmos(&[
+        "wm-eval",
+        samples.to_str().unwrap(),
+        "--world-model",
+        "memory",
+        "--format",
+        "json",
+        "--out",
+        out.to_str().unwrap(),
+    ]))
+    .unwrap();
+    let c = &doc["world_models"][0]["calibration"];
+    for field in ["ece", "brier", "auroc"] {
+        assert!(c[field].is_number(), "{field}: {c}");
+    }
+    assert!(!c["selective"].as_array().unwrap().is_empty(), "{c}");
+    let file = std::fs::read_dir(&out)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let text = std::fs::read_to_string(&file).unwrap();
+    let simulations: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e["kind"] == "call_simulated")
+        .collect();
+    assert!(!simulations.is_empty());
+    for s in &simulations {
+        assert!(s["confidence"].is_number(), "{s}");
+        assert_eq!(s["confidence_source"], "recall", "{s}");
+    }
+    assert_eq!(c["n"], simulations.len(), "{c}");
+    let mut app = opened(Run::open(&file).unwrap(), (200, 120));
+    app.update(Action::Do(Command::About));
+    let screen = render(&mut app);
+    let fraction = |v: &Value| mcp_cosmos::metrics::figure::fraction(v.as_f64().unwrap(), 2);
+    let figures = format!(
+        "ECE {} · Brier {} · AUROC {} · good: fidelity at least 0.90 ({} of {})",
+        fraction(&c["ece"]),
+        fraction(&c["brier"]),
+        fraction(&c["auroc"]),
+        c["good"],
+        c["n"]
+    );
+    assert!(screen.contains(&figures), "{figures}\n{screen}");
+    for point in c["selective"].as_array().unwrap() {
+        let line = format!(
+            "≥ {}  coverage {} ({})  fidelity {}",
+            fraction(&point["threshold"]),
+            mcp_cosmos::metrics::figure::percent(point["coverage"].as_f64().unwrap(), 0),
+            point["n"],
+            fraction(&point["fidelity"]["mean"])
+        );
+        assert!(screen.contains(&line), "{line}\n{screen}");
+    }
+    for bin in c["reliability"].as_array().unwrap() {
+        let n = bin["n"].as_u64().unwrap();
+        if n == 0 {
+            continue;
+        }
+        let head = format!(
+            "{:.1}–{:.1}  n {n:>4}  c ",
+            bin["from"].as_f64().unwrap(),
+            bin["to"].as_f64().unwrap()
+        );
+        let line = screen
+            .lines()
+            .find(|l| l.contains(&head))
+            .unwrap_or_else(|| panic!("{head}\n{screen}"));
+        for (mark, field) in [("c", "confidence"), ("f", "fidelity")] {
+            let value = fraction(&bin[field]);
+            assert!(
+                line.split(&format!(" {mark} "))
+                    .nth(1)
+                    .is_some_and(|rest| rest.split_whitespace().nth(1) == Some(value.as_str())),
+                "{field} {value}: {line}"
+            );
+        }
     }
 }

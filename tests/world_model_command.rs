@@ -42,6 +42,15 @@ for line in sys.stdin:
         while True:
             sys.stdout.write(chunk)
             sys.stdout.flush()
+    if mode == "sure":
+        print(json.dumps({"content": "12:00", "confidence": 0.8, "confidence_source": "votes"}), flush=True)
+        continue
+    if mode == "plain-sure":
+        print(json.dumps({"content": "12:00", "confidence": 0.25}), flush=True)
+        continue
+    if mode == "overconfident":
+        print(json.dumps({"content": "12:00", "confidence": 1.7}), flush=True)
+        continue
     if mode == "huge":
         print(json.dumps({"content": "y" * (3 << 20)}), flush=True)
         continue
@@ -229,4 +238,35 @@ async fn an_ask_dropped_mid_way_never_hands_its_reply_to_the_next_one() {
         "the next ask got its own reply: {next}"
     );
     assert!(next.ends_with("request 1"), "from a fresh process: {next}");
+}
+
+/// The command's own confidence is recorded as it gives it (its word for how it knows, else
+/// `command`); a number outside [0, 1] is no confidence, never clamped into one.
+#[tokio::test]
+async fn a_commands_confidence_is_taken_as_given_and_an_impossible_one_is_none() {
+    let dir = tempfile::tempdir().unwrap();
+    let wm = model(dir.path(), Duration::from_secs(20));
+    let tool = tool();
+    let confidence_of = |mode: &'static str| {
+        let arguments: Value = json!({"mode": mode});
+        let tool = &tool;
+        let wm = &wm;
+        async move {
+            wm.simulate(SimRequest {
+                tool,
+                arguments: &arguments,
+                user_request: "what time is it",
+                history: &[],
+            })
+            .await
+            .unwrap()
+            .confidence
+        }
+    };
+    let sure = confidence_of("sure").await.unwrap();
+    assert_eq!((sure.value, sure.source.as_str()), (0.8, "votes"));
+    let plain = confidence_of("plain-sure").await.unwrap();
+    assert_eq!((plain.value, plain.source.as_str()), (0.25, "command"));
+    assert_eq!(confidence_of("overconfident").await, None);
+    assert_eq!(confidence_of("other").await, None);
 }

@@ -59,6 +59,8 @@ fn bodies(shape: u8, size: usize) -> Vec<EventBody> {
             observation,
             latency_ms: 1,
             tokens: None,
+            confidence: None,
+            confidence_source: None,
         },
         EventBody::LlmCall {
             role: Role::Planner,

@@ -184,6 +184,8 @@ async fn simulate_miss(
                 tokens: prediction.tokens,
                 tool: Some(planned.tool.clone()),
                 arguments: Some(Box::new(planned.arguments.clone())),
+                confidence: prediction.confidence.as_ref().map(|c| c.value),
+                confidence_source: prediction.confidence.as_ref().map(|c| c.source.clone()),
             })?;
             Ok(Ok(HistoryStep {
                 tool: planned.tool.clone(),

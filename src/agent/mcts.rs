@@ -848,6 +848,7 @@ mod tests {
                 _ => Ok(Prediction {
                     observation,
                     tokens: Some(7),
+                    confidence: None,
                 }),
             };
             Box::pin(async move { (prediction, vec![]) })

@@ -24,7 +24,7 @@ use super::{Env, llm_call_event, usage_event};
 use crate::trajectory::event::{
     Action, EventBody, NodeId, Observation, Role, ToolInfo, VALIDATOR, Verdict,
 };
-use crate::world_model::{HistoryStep, LlmUsage, SimRequest, WorldModel};
+use crate::world_model::{Confidence, HistoryStep, LlmUsage, SimRequest, WorldModel};
 
 /// SPIRAL's base reward of a verdict (the one table of them).
 pub fn base_reward(v: Verdict) -> f64 {
@@ -45,6 +45,8 @@ pub struct Prediction {
     pub observation: Observation,
     /// Tokens the world model spent on it, when it uses an LLM.
     pub tokens: Option<u64>,
+    /// How sure the world model is, when it says.
+    pub confidence: Option<Confidence>,
 }
 
 /// A world model asked about one call: its prediction or why it failed, the `llm_call` events
@@ -92,6 +94,7 @@ pub async fn predict(
                 answer: Ok(Prediction {
                     observation: sim.observation,
                     tokens,
+                    confidence: sim.confidence,
                 }),
             }
         }
@@ -114,6 +117,8 @@ pub struct Simulated {
     pub latency_ms: u64,
     /// Tokens spent.
     pub tokens: Option<u64>,
+    /// The world model's confidence (a validator's rejection has none).
+    pub confidence: Option<Confidence>,
 }
 
 /// One rehearsed candidate.
@@ -173,6 +178,7 @@ pub async fn rehearse(
                     source: VALIDATOR.into(),
                     latency_ms: 0,
                     tokens: None,
+                    confidence: None,
                 };
                 return evaluated(settings, Verdict::Invalid, Some(rejected), None, events);
             }
@@ -191,6 +197,7 @@ pub async fn rehearse(
                         source: env.world_model_name(),
                         latency_ms: start.elapsed().as_millis() as u64,
                         tokens: p.tokens,
+                        confidence: p.confidence,
                     };
                     (verdict, Some(simulated))
                 }
@@ -253,6 +260,8 @@ pub fn record(sink: &mut dyn EventSink, node: NodeId, r: &Rehearsal) -> Result<(
             observation: s.observation.clone(),
             latency_ms: s.latency_ms,
             tokens: s.tokens,
+            confidence: s.confidence.as_ref().map(|c| c.value),
+            confidence_source: s.confidence.as_ref().map(|c| c.source.clone()),
         })?;
     }
     sink.emit(EventBody::NodeEvaluated {

@@ -230,6 +230,7 @@ impl WorldModel for ScriptedWorldModel {
                 },
                 latency: Duration::ZERO,
                 llm: Some(usage),
+                confidence: None,
             }),
             Err(message) => Err(SimFailure {
                 message,

@@ -46,6 +46,10 @@ pub struct WmEvalArgs {
     /// call, given the real result and given each simulation, and count how often they agree.
     #[arg(long)]
     pub decision: bool,
+    /// Calibration: the fidelity at or above which a prediction counts as good (for Brier,
+    /// AUROC); recorded in the file's header.
+    #[arg(long, default_value_t = crate::metrics::calibration::GOOD_FIDELITY)]
+    pub good_fidelity: f64,
     /// Output format; `json` is documented in docs/report-format.md.
     #[arg(long, value_enum, default_value_t)]
     pub format: ReportFormat,
@@ -55,6 +59,12 @@ pub struct WmEvalArgs {
 pub fn run(args: WmEvalArgs) -> Result<ExitCode> {
     if args.concurrency == 0 || args.concurrency > 256 {
         anyhow::bail!("--concurrency {}: must be from 1 to 256", args.concurrency);
+    }
+    if !(0.0..=1.0).contains(&args.good_fidelity) {
+        anyhow::bail!(
+            "--good-fidelity {}: must be from 0 to 1",
+            args.good_fidelity
+        );
     }
     let (calls, skipped) = recorded_calls(&args.runs)?;
     for s in &skipped {
@@ -78,6 +88,7 @@ pub fn run(args: WmEvalArgs) -> Result<ExitCode> {
         out_dir: args.out.clone(),
         runs: args.runs.clone(),
         decision: args.decision,
+        good_fidelity: args.good_fidelity,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -9,6 +9,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
+use super::calibration::{Calibration, Scored, calibration};
 use super::fidelity::Fidelity;
 use super::group::UNIT;
 use super::stats::{self, Estimate};
@@ -27,6 +28,8 @@ pub enum Outcome {
         /// Given this simulation instead of the real result, the planner decided the same
         /// next action (`None` when decisions were not asked for, or one could not be had).
         same_decision: Option<bool>,
+        /// The world model's confidence in it, when it gave one.
+        confidence: Option<f64>,
     },
     /// It could not simulate (the world model failed; no prediction is made up for it).
     Failed,
@@ -112,6 +115,8 @@ pub struct WorldModelRow {
     /// simulation was the one it took given the real result.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub decision: Option<DecisionAgreement>,
+    /// Its confidences held against its fidelity ([`super::calibration`]).
+    pub calibration: Calibration,
     /// Per server (the part of a tool's name before the `:`).
     pub by_server: Vec<ToolRow>,
     /// Per tool.
@@ -162,12 +167,13 @@ pub struct Leaderboard {
     pub pairs: Vec<Pair>,
 }
 
-/// The leaderboard of `names` over `calls`.
-pub fn leaderboard(names: &[String], calls: &[CallResult]) -> Leaderboard {
+/// The leaderboard of `names` over `calls`, a prediction counting as good for calibration at
+/// `good_fidelity` or above.
+pub fn leaderboard(names: &[String], calls: &[CallResult], good_fidelity: f64) -> Leaderboard {
     let world_models = names
         .iter()
         .enumerate()
-        .map(|(w, name)| row(name, w, calls))
+        .map(|(w, name)| row(name, w, calls, good_fidelity))
         .collect();
     let mut pairs = Vec::new();
     for a in 0..names.len() {
@@ -188,8 +194,9 @@ fn score(outcome: &Outcome) -> Option<f64> {
     }
 }
 
-fn row(name: &str, w: usize, calls: &[CallResult]) -> WorldModelRow {
+fn row(name: &str, w: usize, calls: &[CallResult], good_fidelity: f64) -> WorldModelRow {
     let mut scores = Scores::default();
+    let mut scored = Vec::new();
     let (mut tp, mut fp, mut fn_, mut failed, mut none, mut tokens) = (0, 0, 0, 0, 0, 0);
     let mut by_tool: BTreeMap<&str, Scores> = BTreeMap::new();
     let mut by_server: BTreeMap<&str, Scores> = BTreeMap::new();
@@ -202,8 +209,14 @@ fn row(name: &str, w: usize, calls: &[CallResult]) -> WorldModelRow {
                 predicted_error,
                 tokens: t,
                 same_decision,
+                confidence,
             } => {
                 let source = call.source.as_str();
+                scored.push(Scored {
+                    confidence,
+                    fidelity: fidelity.score,
+                    source,
+                });
                 if let Some(same) = same_decision {
                     decisions.push(if same { 1.0 } else { 0.0 }, source);
                 }
@@ -256,6 +269,7 @@ fn row(name: &str, w: usize, calls: &[CallResult]) -> WorldModelRow {
             same: decisions.values.iter().filter(|&&d| d == 1.0).count(),
             rate,
         }),
+        calibration: calibration(&scored, good_fidelity),
         by_server: rows_of(by_server),
         by_tool: rows_of(by_tool),
     }
@@ -331,13 +345,15 @@ pub fn render(board: &Leaderboard, format: Format) -> String {
     if format == Format::Json {
         return serde_json::to_string_pretty(board).unwrap_or_default() + "\n";
     }
-    let num = |v: Option<f64>| v.map_or("—".to_string(), |v| format!("{v:.2}"));
+    // Every figure here lies in [0, 1]: never shown as 0 or 1 unless it is exactly that.
+    let fraction = |v: f64| super::figure::fraction(v, 2);
+    let num = |v: Option<f64>| v.map_or("—".to_string(), fraction);
     let mean = |m: &Option<Mean>| match m {
         Some(Mean {
             mean,
             ci: Some([lo, hi]),
-        }) => format!("{mean:.2} [{lo:.2}, {hi:.2}]"),
-        Some(Mean { mean, ci: None }) => format!("{mean:.2}"),
+        }) => format!("{} [{}, {}]", fraction(*mean), fraction(*lo), fraction(*hi)),
+        Some(Mean { mean, ci: None }) => fraction(*mean),
         None => "—".into(),
     };
     let decided = board.world_models.iter().any(|w| w.decision.is_some());
@@ -350,6 +366,10 @@ pub fn render(board: &Leaderboard, format: Format) -> String {
         "error P",
         "error R",
         "error F1",
+        "confidence",
+        "ECE",
+        "Brier",
+        "AUROC",
         "tokens",
     ];
     if decided {
@@ -368,6 +388,11 @@ pub fn render(board: &Leaderboard, format: Format) -> String {
                 num(w.error_prediction.precision),
                 num(w.error_prediction.recall),
                 num(w.error_prediction.f1),
+                // How many of its predictions came with a confidence.
+                format!("{}/{}", w.calibration.n, w.n),
+                num(w.calibration.ece),
+                num(w.calibration.brier),
+                num(w.calibration.auroc),
                 w.tokens.to_string(),
             ];
             if decided {
@@ -438,10 +463,19 @@ pub fn render(board: &Leaderboard, format: Format) -> String {
         out.push_str(
             "\nfidelity: mean over the calls each world model simulated, 95% interval (Wilson's at \
              the effective n, clustered by the run each call came from); error P/R/F1: how well it \
-             foresaw the calls that failed; pairs: mean difference on the calls both simulated with \
-             its 95% interval. Formula: docs/world-models.md, \"Fidelity\"; intervals: \
-             docs/report-format.md.\n",
+             foresaw the calls that failed; confidence: predictions that came with one, and over \
+             them ECE (confidence against fidelity), Brier and AUROC (confidence as the chance of a \
+             fidelity of at least the good threshold); pairs: mean difference on the calls both \
+             simulated with its 95% interval. Formulas: docs/world-models.md, \"Fidelity\" and \
+             \"When to trust a prediction\"; intervals: docs/report-format.md.\n",
         );
+        if let Some(w) = board.world_models.first() {
+            let _ = writeln!(
+                out,
+                "good fidelity (for Brier, AUROC): at least {:.2} (--good-fidelity)",
+                w.calibration.good_fidelity
+            );
+        }
     }
     out
 }
@@ -463,6 +497,7 @@ mod tests {
             predicted_error,
             tokens: 10,
             same_decision: None,
+            confidence: None,
         }
     }
 
@@ -485,7 +520,7 @@ mod tests {
             call(true, vec![sim(0.0, false), Outcome::Failed]),
         ];
         // Calls of one run are one cluster: from a single run, the pair has no interval.
-        let one_run = leaderboard(&names, &calls);
+        let one_run = leaderboard(&names, &calls, 0.9);
         assert_eq!(one_run.pairs[0].n, 3);
         assert_eq!(
             one_run.pairs[0].ci, None,
@@ -494,7 +529,7 @@ mod tests {
         for (i, c) in calls.iter_mut().enumerate() {
             c.source = format!("run-{i}");
         }
-        let board = leaderboard(&names, &calls);
+        let board = leaderboard(&names, &calls, 0.9);
         let a = &board.world_models[0];
         assert_eq!((a.n, a.calls, a.failed, a.tokens), (4, 4, 0, 40));
         assert!((a.fidelity.unwrap().mean - 0.7).abs() < 1e-12);
@@ -525,7 +560,7 @@ mod tests {
     fn formats_carry_the_same_rows() {
         let names = vec!["memory".to_string(), "qwen".to_string()];
         let calls = vec![call(false, vec![sim(1.0, false), sim(0.5, false)])];
-        let board = leaderboard(&names, &calls);
+        let board = leaderboard(&names, &calls, 0.9);
         let json: serde_json::Value = serde_json::from_str(&render(&board, Format::Json)).unwrap();
         assert_eq!(json["world_models"][0]["name"], "memory");
         assert_eq!(json["world_models"][1]["fidelity"]["mean"], 0.5);

@@ -1,5 +1,6 @@
 //! Metrics per run and per group of runs (docs/design.md, "Metrics").
 
+pub mod calibration;
 pub mod coverage;
 pub mod fidelity;
 pub mod figure;

@@ -1120,6 +1120,14 @@ pub enum EventBody {
         /// Tokens spent, when the world model uses an LLM.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         tokens: Option<u64>,
+        /// How sure the world model said it was, in [0, 1], when it said; none when it gave
+        /// no figure (routing then counts the prediction as unsure).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        confidence: Option<f64>,
+        /// How the world model knows its confidence: `recall` (memory), `self` (an LLM's own
+        /// word), `logprobs`, `command`, `agreement` (an ensemble), as the world model says.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        confidence_source: Option<String>,
     },
     /// A node's reward was computed.
     NodeEvaluated {
@@ -1231,6 +1239,14 @@ pub enum EventBody {
         /// Tokens spent, when the world model uses an LLM.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         tokens: Option<u64>,
+        /// How sure the world model said it was, in [0, 1], when it said; none when it gave
+        /// no figure (routing then counts the prediction as unsure).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        confidence: Option<f64>,
+        /// How the world model knows its confidence: `recall` (memory), `self` (an LLM's own
+        /// word), `logprobs`, `command`, `agreement` (an ensemble), as the world model says.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        confidence_source: Option<String>,
     },
     /// In a wm-eval file with decisions: the planner's next action after step `step`, given
     /// the real result (`given` is `real`) or a world model's simulation of it (`given` names

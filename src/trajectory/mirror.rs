@@ -68,6 +68,10 @@ pub struct NodeSimulatedLine<S, A = Value> {
     pub latency_ms: u64,
     #[serde(default)]
     pub tokens: Option<u64>,
+    #[serde(default)]
+    pub confidence: Option<f64>,
+    #[serde(default = "none")]
+    pub confidence_source: Option<S>,
 }
 
 /// [`Observation`]; `text` is `None` when absent (it must be a string when present).
@@ -122,6 +126,10 @@ pub struct CallSimulatedLine<S> {
     pub latency_ms: u64,
     #[serde(default)]
     pub tokens: Option<u64>,
+    #[serde(default)]
+    pub confidence: Option<f64>,
+    #[serde(default = "none")]
+    pub confidence_source: Option<S>,
 }
 
 impl From<ObservationLine<String>> for Observation {
@@ -288,6 +296,8 @@ pub fn full_body<'de, A: MapAccess<'de>>(kind: &str, rest: A) -> Result<EventBod
                 observation: e.observation.into(),
                 latency_ms: e.latency_ms,
                 tokens: e.tokens,
+                confidence: e.confidence,
+                confidence_source: e.confidence_source,
             })
         }
         "tool_called" => read::<ToolCalledLine<String>, _>(rest).map(|e| EventBody::ToolCalled {
@@ -310,6 +320,8 @@ pub fn full_body<'de, A: MapAccess<'de>>(kind: &str, rest: A) -> Result<EventBod
                 observation: e.observation.into(),
                 latency_ms: e.latency_ms,
                 tokens: e.tokens,
+                confidence: e.confidence,
+                confidence_source: e.confidence_source,
             })
         }
         "node_evaluated" => {

@@ -171,6 +171,8 @@ pub fn events(spec: &Spec) -> Vec<(u64, EventBody)> {
                         observation: observation(zone, predicted_error, &pad),
                         latency_ms: rng.u64(50..400),
                         tokens: Some(200),
+                        confidence: None,
+                        confidence_source: None,
                     },
                 ));
             }

@@ -381,6 +381,12 @@ pub const COMMANDS: &[(Command, Mode, &[&str], &str)] = &[
         "wm-eval: calls nobody got right first / by step",
     ),
     (
+        Command::About,
+        Mode::Compare,
+        &["a"],
+        "wm-eval: calibration (reliability diagram, selective curve)",
+    ),
+    (
         Command::Open,
         Mode::Sweep,
         &["Enter", "o"],

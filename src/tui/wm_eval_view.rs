@@ -16,8 +16,8 @@ use super::scroll::{Scroll, Selection};
 use super::theme::Theme;
 use super::view::{Context, Handled, Request, View, Work};
 use super::wrap::wrap_line;
-use crate::metrics::fidelity;
 use crate::metrics::leaderboard::Leaderboard;
+use crate::metrics::{fidelity, figure};
 use crate::sanitize::{lines, one_line};
 use crate::trajectory::describe::call_label;
 use crate::trajectory::event::{Leader, Observation};
@@ -60,7 +60,7 @@ impl CallRow {
     /// models' scores first.
     fn sort_key(&self) -> (f64, f64) {
         let scores = self.verdicts.iter().map(|v| match v {
-            Verdict::Simulated(_, f, _) => f.score,
+            Verdict::Simulated(_, f, _, _) => f.score,
             _ => 0.0,
         });
         let (lo, hi) = scores.fold((1.0_f64, 0.0_f64), |(lo, hi), s| (lo.min(s), hi.max(s)));
@@ -305,12 +305,13 @@ fn cell_text(cell: &Verdict, real: &Observation) -> (String, bool) {
     match cell {
         Verdict::Missing => ("— not reached".into(), false),
         Verdict::Failed(why) => (format!("✗ {why}"), true),
-        Verdict::Simulated(o, f, _) => {
+        Verdict::Simulated(o, f, _, _) => {
+            let score = figure::fraction(f.score, 2);
             if f.no_prediction {
-                return (format!("{:.2} no prediction", f.score), true);
+                return (format!("{score} no prediction"), true);
             }
             if f.score >= 1.0 {
-                return (format!("{:.2} = real", f.score), false);
+                return (format!("{score} = real"), false);
             }
             let err = if o.is_error != real.is_error {
                 if o.is_error {
@@ -330,7 +331,7 @@ fn cell_text(cell: &Verdict, real: &Observation) -> (String, bool) {
                 ),
                 None => format!(" {}", o.text.lines().next().unwrap_or_default()),
             };
-            (format!("{:.2}{err}{what}", f.score), true)
+            (format!("{score}{err}{what}"), true)
         }
     }
 }
@@ -367,6 +368,21 @@ impl View for WmEvalView {
                     let detail = CallDetail::new(row, &self.names, self.size);
                     out.push(Request::Push(Box::new(detail)));
                 }
+            }
+            Action::Do(Command::About) => {
+                let sections = self
+                    .board
+                    .world_models
+                    .iter()
+                    .map(|w| calibration_lines(&w.name, &w.calibration))
+                    .collect();
+                out.push(Request::Push(Box::new(
+                    super::run_view::inspector::Inspector::sections(
+                        " Calibration: when to trust each world model ".into(),
+                        sections,
+                        self.size,
+                    ),
+                )));
             }
             Action::Resize(w, h) => {
                 self.size = (*w, *h);
@@ -405,8 +421,13 @@ impl View for WmEvalView {
         for w in &self.board.world_models {
             let fid = match w.fidelity {
                 Some(m) => match m.ci {
-                    Some([lo, hi]) => format!("{:.2} [{lo:.2}, {hi:.2}]", m.mean),
-                    None => format!("{:.2}", m.mean),
+                    Some([lo, hi]) => format!(
+                        "{} [{}, {}]",
+                        figure::fraction(m.mean, 2),
+                        figure::fraction(lo, 2),
+                        figure::fraction(hi, 2)
+                    ),
+                    None => figure::fraction(m.mean, 2),
                 },
                 None => "—".into(),
             };
@@ -628,14 +649,18 @@ impl CallDetail {
         )];
         for (name, cell) in names.iter().zip(&row.verdicts) {
             let (heading, body, wrong) = match cell {
-                Verdict::Simulated(o, f, _) => {
+                Verdict::Simulated(o, f, _, confidence) => {
+                    let fraction = |v: f64| figure::fraction(v, 2);
                     let mut body = vec![format!(
-                        "score {:.2} · errors agree {:.0} · structure {} · values {} · text {:.2}",
-                        f.score,
+                        "score {} · errors agree {:.0} · structure {} · values {} · text {} · {}",
+                        fraction(f.score),
                         f.error_agreement,
-                        f.structure.map_or("—".into(), |v| format!("{v:.2}")),
-                        f.values.map_or("—".into(), |v| format!("{v:.2}")),
-                        f.token_f1
+                        f.structure.map_or("—".into(), fraction),
+                        f.values.map_or("—".into(), fraction),
+                        fraction(f.token_f1),
+                        confidence.map_or("no confidence given".into(), |c| {
+                            format!("confidence {}", fraction(c))
+                        })
                     )];
                     for d in fidelity::differences(o, &row.real).iter().take(20) {
                         body.push(one_line(
@@ -779,6 +804,73 @@ impl View for CallDetail {
     fn is_overlay(&self) -> bool {
         true
     }
+}
+
+/// Columns of a bar in the reliability diagram.
+const BAR: usize = 20;
+
+/// One world model's calibration as the overlay shows it (`a`): its figures as the leaderboard
+/// has them, the reliability diagram (each bin's mean confidence and mean fidelity as bars) and
+/// the selective curve.
+fn calibration_lines(
+    name: &str,
+    c: &crate::metrics::calibration::Calibration,
+) -> (String, Vec<String>) {
+    let fraction = |v: f64| figure::fraction(v, 2);
+    let num = |v: Option<f64>| v.map_or("—".to_string(), fraction);
+    let heading = format!(
+        "{name} · {} of {} predictions with a confidence",
+        c.n,
+        c.n + c.without_confidence
+    );
+    let mut lines = Vec::new();
+    if c.n == 0 {
+        lines.push(
+            "  no confidence given: nothing to calibrate (routing counts it as unsure)".into(),
+        );
+        return (heading, lines);
+    }
+    lines.push(format!(
+        "  ECE {} · Brier {} · AUROC {} · good: fidelity at least {} ({} of {})",
+        num(c.ece),
+        num(c.brier),
+        num(c.auroc),
+        fraction(c.good_fidelity),
+        c.good,
+        c.n
+    ));
+    lines.push("  reliability: confidence (c) beside the fidelity it had (f), per bin".into());
+    let bar = |v: f64| {
+        let full = (v * BAR as f64).round() as usize;
+        format!("{}{}", "█".repeat(full), "·".repeat(BAR - full.min(BAR)))
+    };
+    for b in c.reliability.iter().filter(|b| b.n > 0) {
+        let (conf, fid) = (b.confidence.unwrap_or(0.0), b.fidelity.unwrap_or(0.0));
+        lines.push(format!(
+            "  {:.1}–{:.1}  n {:>4}  c {} {}  f {} {}",
+            b.from,
+            b.to,
+            b.n,
+            bar(conf),
+            fraction(conf),
+            bar(fid),
+            fraction(fid)
+        ));
+    }
+    lines.push("  selective: trusting only predictions with at least this confidence".into());
+    for s in &c.selective {
+        let interval = s.fidelity.ci.map_or(String::new(), |[lo, hi]| {
+            format!(" [{}, {}]", fraction(lo), fraction(hi))
+        });
+        lines.push(format!(
+            "  ≥ {}  coverage {} ({})  fidelity {}{interval}",
+            fraction(s.threshold),
+            figure::percent(s.coverage, 0),
+            s.n,
+            fraction(s.fidelity.mean)
+        ));
+    }
+    (heading, lines)
 }
 
 #[cfg(test)]

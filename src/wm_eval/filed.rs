@@ -15,8 +15,9 @@ use crate::trajectory::run::Run;
 /// What one world model did with one recorded call, as the file says.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Verdict {
-    /// Its prediction, its score against the real result, and the tokens it spent.
-    Simulated(Observation, Fidelity, u64),
+    /// Its prediction, its score against the real result, the tokens it spent, and its
+    /// confidence when it gave one.
+    Simulated(Observation, Fidelity, u64, Option<f64>),
     /// It could not simulate, and why (the `error` event's message).
     Failed(String),
     /// The file holds nothing of it: the run was stopped before the world model got to the
@@ -53,6 +54,9 @@ pub struct Filed {
     pub unplaced_failures: usize,
     /// The leader `cosmos wm-eval` wrote into `run_finished`, when the file is finished.
     pub recorded_leader: Option<Leader>,
+    /// The fidelity a prediction needs to count as good for calibration (the header's
+    /// `good_fidelity`, as `cosmos wm-eval --good-fidelity` recorded it).
+    pub good_fidelity: f64,
     /// The planner's decisions (`--decision`): (step, given) → decision.
     decided: HashMap<(u64, String), String>,
 }
@@ -113,13 +117,18 @@ impl Filed {
                     world_model: name,
                     observation,
                     tokens,
+                    confidence,
                     ..
                 } => {
                     if let (Some(&c), Some(w)) = (by_step.get(step), world_model(name)) {
                         let call = &mut calls[c];
                         let score = fidelity::compare(observation, &call.real);
-                        call.verdicts[w] =
-                            Verdict::Simulated(observation.clone(), score, tokens.unwrap_or(0));
+                        call.verdicts[w] = Verdict::Simulated(
+                            observation.clone(),
+                            score,
+                            tokens.unwrap_or(0),
+                            *confidence,
+                        );
                     }
                 }
                 EventBody::Error {
@@ -143,11 +152,19 @@ impl Filed {
                 _ => {}
             }
         }
+        let good_fidelity = run
+            .header
+            .agent
+            .settings
+            .get("good_fidelity")
+            .and_then(Value::as_f64)
+            .unwrap_or(crate::metrics::calibration::GOOD_FIDELITY);
         Self {
             names,
             calls,
             unplaced_failures,
             recorded_leader,
+            good_fidelity,
             decided,
         }
     }
@@ -167,11 +184,12 @@ impl Filed {
                     .iter()
                     .zip(&self.names)
                     .map(|(v, name)| match v {
-                        Verdict::Simulated(o, f, tokens) => Outcome::Simulated {
+                        Verdict::Simulated(o, f, tokens, confidence) => Outcome::Simulated {
                             fidelity: *f,
                             predicted_error: o.is_error,
                             tokens: *tokens,
                             same_decision: self.same_decision(c.step, name),
+                            confidence: *confidence,
                         },
                         _ => Outcome::Failed,
                     })
@@ -182,7 +200,7 @@ impl Filed {
 
     /// The leaderboard over [`Filed::table`].
     pub fn leaderboard(&self) -> Leaderboard {
-        leaderboard::leaderboard(&self.names, &self.table())
+        leaderboard::leaderboard(&self.names, &self.table(), self.good_fidelity)
     }
 
     /// Given `name`'s simulation of the call of `step`, the planner decided as it did given the

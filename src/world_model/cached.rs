@@ -67,10 +67,12 @@ impl WorldModel for CachedWorldModel {
             let key = Self::key(&req);
             if let Some(hit) = self.cache.lock().await.get(&key) {
                 // A hit costs nothing: no time, no LLM call to record.
+                // The wrapped model's confidence: the cache only remembers its answer.
                 return Ok(Simulation {
                     observation: hit.observation.clone(),
                     latency: Duration::ZERO,
                     llm: None,
+                    confidence: hit.confidence.clone(),
                 });
             }
             let sim = self.inner.simulate(req).await?;
@@ -112,6 +114,7 @@ mod tests {
                     },
                     latency: Duration::from_millis(5),
                     llm: None,
+                    confidence: None,
                 })
             })
         }

@@ -223,10 +223,29 @@ impl WorldModel for CommandWorldModel {
             };
             // Capped like a tool result.
             observation.cap_text(MAX_RESULT_BYTES);
+            // Whatever the command says of itself: a number in [0, 1], with the word for how
+            // it knows (`command` when it gives none); anything else is no confidence.
+            let confidence = reply
+                .get("confidence")
+                .and_then(Value::as_f64)
+                .and_then(|c| {
+                    let source = reply
+                        .get("confidence_source")
+                        .and_then(Value::as_str)
+                        .map_or("command".to_string(), |s| s.chars().take(24).collect());
+                    let given = super::Confidence::new(c, &source);
+                    if given.is_none() {
+                        tracing::warn!(
+                            "world model command: confidence {c} is not in [0, 1]; ignored"
+                        );
+                    }
+                    given
+                });
             Ok(Simulation {
                 observation,
                 latency: start.elapsed(),
                 llm,
+                confidence,
             })
         })
     }

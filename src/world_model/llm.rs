@@ -51,9 +51,11 @@ pub fn simulation_messages(
     // described in words, and the schema carries the rest.
     let system = "You simulate an MCP server. Given a tool's description, its input schema and the \
         arguments of a call, reply with what the real server would return for exactly this \
-        call, as a JSON object with two fields: is_error, true when the server would reject \
-        the call or fail, and content, the text the server would send back (when the tool \
-        returns JSON, that JSON written as a string), with the values this call asks about. \
+        call, as a JSON object with these fields: is_error, true when the server would reject \
+        the call or fail; content, the text the server would send back (when the tool \
+        returns JSON, that JSON written as a string), with the values this call asks about; \
+        and confidence, a number from 0 to 1, how likely it is that the real server sends \
+        back this content (low when you guess values you cannot know). \
         When the arguments are invalid for the tool, set is_error and give the server's error \
         message as content. Do not describe the result and do not explain.";
     let mut user = format!(
@@ -110,9 +112,14 @@ impl WorldModel for LlmWorldModel {
     ) -> BoxFuture<'a, Result<Simulation, SimFailure>> {
         Box::pin(async move {
             let start = Instant::now();
+            // `confidence` is asked for, not required: a model that gives none records none.
             let schema = json!({
                 "type": "object",
-                "properties": {"is_error": {"type": "boolean"}, "content": {"type": "string"}},
+                "properties": {
+                    "is_error": {"type": "boolean"},
+                    "content": {"type": "string"},
+                    "confidence": {"type": "number", "minimum": 0, "maximum": 1}
+                },
                 "required": ["is_error", "content"]
             });
             let model = self.client.endpoint().model.clone();
@@ -143,10 +150,17 @@ impl WorldModel for LlmWorldModel {
                         error: None,
                         messages: c.messages,
                     };
+                    // The model's own word on how sure it is (`self`); none when it gave no
+                    // number in [0, 1].
+                    let confidence = value
+                        .get("confidence")
+                        .and_then(Value::as_f64)
+                        .and_then(|c| super::Confidence::new(c, "self"));
                     Ok(Simulation {
                         observation,
                         latency: start.elapsed(),
                         llm: Some(llm),
+                        confidence,
                     })
                 }
                 Err(e) => Err(SimFailure {

@@ -126,31 +126,80 @@ impl TransitionBuffer {
     /// The recorded result for this call: exact match, else the nearest call of the tool.
     pub fn lookup(&self, tool: &str, arguments: &Value) -> Option<(&Observation, bool)> {
         self.lookup_without(tool, arguments, None)
+            .map(|r| (r.observation, r.exact))
     }
 
     /// [`TransitionBuffer::lookup`] without the calls of run `excluded` (leave one run out:
-    /// a call is never predicted from its own recording).
+    /// a call is never predicted from its own recording), with how close the recall is.
     pub fn lookup_without(
         &self,
         tool: &str,
         arguments: &Value,
         excluded: Option<u32>,
-    ) -> Option<(&Observation, bool)> {
+    ) -> Option<Recall<'_>> {
         let candidates: Vec<&Transition> = self
             .candidates(tool)?
             .iter()
             .filter(|(_, _, source)| Some(*source) != excluded)
             .collect();
         let key = canonical(arguments);
-        if let Some((_, o, _)) = candidates.iter().find(|(a, _, _)| canonical(a) == key) {
-            return Some((o, true));
+        let exact: Vec<&Observation> = candidates
+            .iter()
+            .filter(|(a, _, _)| canonical(a) == key)
+            .map(|(_, o, _)| o)
+            .collect();
+        if !exact.is_empty() {
+            // The result recorded most often for this very call (the first on a tie), and the
+            // share of its recordings that agree with it.
+            let count = |o: &Observation| exact.iter().filter(|e| **e == o).count();
+            let (observation, agreeing) = exact.iter().map(|o| (*o, count(o))).fold(
+                None::<(&Observation, usize)>,
+                |best, (o, n)| match best {
+                    Some((_, m)) if m >= n => best,
+                    _ => Some((o, n)),
+                },
+            )?;
+            return Some(Recall {
+                observation,
+                exact: true,
+                closeness: agreeing as f64 / exact.len() as f64,
+            });
         }
         candidates
             .iter()
-            .max_by(|(a, _, _), (b, _, _)| {
-                similarity(a, arguments).total_cmp(&similarity(b, arguments))
+            .map(|(a, o, _)| (o, similarity(a, arguments)))
+            .max_by(|(_, a), (_, b)| a.total_cmp(b))
+            .map(|(observation, closeness)| Recall {
+                observation,
+                exact: false,
+                closeness,
             })
-            .map(|(_, o, _)| (o, false))
+    }
+}
+
+/// A recorded call recalled for a new one.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Recall<'a> {
+    /// Its recorded result.
+    pub observation: &'a Observation,
+    /// The same tool with the same arguments was recorded.
+    pub exact: bool,
+    /// Exact: the share of that call's recordings that hold this result; else the share of
+    /// argument values the recorded call has in common with the new one.
+    pub closeness: f64,
+}
+
+impl Recall<'_> {
+    /// The documented mapping (docs/world-models.md, "When to trust a prediction"): the same
+    /// call recorded is 0.9 times the share of its recordings that agree (a result can change
+    /// between days); another call of the tool is 0.1 plus 0.6 times the share of argument
+    /// values in common (under 0.7: its values are another call's).
+    pub fn confidence(&self) -> f64 {
+        if self.exact {
+            0.9 * self.closeness
+        } else {
+            0.1 + 0.6 * self.closeness
+        }
     }
 }
 
@@ -227,10 +276,11 @@ impl WorldModel for MemoryWorldModel {
                 .buffer
                 .lookup_without(&req.tool.name, req.arguments, self.excluded)
             {
-                Some((o, _exact)) => Ok(Simulation {
-                    observation: o.clone(),
+                Some(recall) => Ok(Simulation {
+                    observation: recall.observation.clone(),
                     latency: start.elapsed(),
                     llm: None,
+                    confidence: super::Confidence::new(recall.confidence(), "recall"),
                 }),
                 // Nothing to go on is no prediction (not a predicted error, which would score
                 // as a dead end and count in fidelity): the world model failed to simulate.
@@ -279,6 +329,38 @@ mod tests {
                 .message
                 .contains("no recorded call of units:convert_angle")
         );
+    }
+
+    #[test]
+    fn confidence_follows_how_close_the_recalled_call_is() {
+        let mut b = TransitionBuffer::default();
+        let call = json!({"source": "A", "target": "B", "time": "09:00"});
+        b.add("t:convert", call.clone(), obs("ab9"));
+        // The same call recorded three times, twice with one result.
+        b.add("t:convert", call.clone(), obs("ab9"));
+        b.add("t:convert", call.clone(), obs("ab9 (other day)"));
+        b.add(
+            "t:convert",
+            json!({"source": "A", "target": "C", "time": "10:00"}),
+            obs("ac10"),
+        );
+        let exact = b.lookup_without("t:convert", &call, None).unwrap();
+        assert_eq!(exact.observation, &obs("ab9"));
+        assert!((exact.confidence() - 0.9 * 2.0 / 3.0).abs() < 1e-12);
+        // Another call of the tool: 0.1 + 0.6 × the share of argument values in common.
+        let near = b
+            .lookup_without(
+                "t:convert",
+                &json!({"source": "A", "target": "C", "time": "11:00"}),
+                None,
+            )
+            .unwrap();
+        assert!(!near.exact);
+        assert!((near.confidence() - (0.1 + 0.6 * 2.0 / 3.0)).abs() < 1e-12);
+        let none = b
+            .lookup_without("t:convert", &json!({"x": 1}), None)
+            .unwrap();
+        assert!((none.confidence() - 0.1).abs() < 1e-12);
     }
 
     #[test]

@@ -88,6 +88,27 @@ impl LlmUsage {
     }
 }
 
+/// How sure a world model is of one prediction, and how it knows (docs/world-models.md, "When
+/// to trust a prediction").
+#[derive(Debug, Clone, PartialEq)]
+pub struct Confidence {
+    /// In [0, 1].
+    pub value: f64,
+    /// How it knows: `recall`, `self`, `logprobs`, `command`, `agreement`.
+    pub source: String,
+}
+
+impl Confidence {
+    /// `value` from `source`, when it is a number in [0, 1]; anything else is no confidence
+    /// (nothing invents or clamps one).
+    pub fn new(value: f64, source: &str) -> Option<Self> {
+        (0.0..=1.0).contains(&value).then(|| Self {
+            value,
+            source: source.to_string(),
+        })
+    }
+}
+
 /// A prediction.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Simulation {
@@ -97,6 +118,8 @@ pub struct Simulation {
     pub latency: Duration,
     /// The LLM call behind it, if any.
     pub llm: Option<LlmUsage>,
+    /// How sure the world model is, when it says.
+    pub confidence: Option<Confidence>,
 }
 
 /// A world model that could not answer.

@@ -107,6 +107,8 @@ pub fn plan_fails_bodies(world_model: &str, second_target: &str) -> Vec<EventBod
             observation: obs(tokyo_sim, false),
             latency_ms: 3000,
             tokens: Some(900),
+            confidence: None,
+            confidence_source: None,
         },
         llm(Role::WorldModel),
         llm(Role::Planner),
@@ -126,6 +128,8 @@ pub fn plan_fails_bodies(world_model: &str, second_target: &str) -> Vec<EventBod
             ),
             latency_ms: 3000,
             tokens: Some(900),
+            confidence: None,
+            confidence_source: None,
         },
         llm(Role::WorldModel),
         llm(Role::Planner),
@@ -214,6 +218,8 @@ pub fn revised_run() -> Run {
         observation: obs(text, false),
         latency_ms: 1,
         tokens: None,
+        confidence: None,
+        confidence_source: None,
     };
     let evaluated = |node, verdict, reward| EventBody::NodeEvaluated {
         node,

@@ -164,6 +164,7 @@ impl Trace {
             observation,
             latency_ms,
             tokens,
+            ..
         } = &event.body
         else {
             return;

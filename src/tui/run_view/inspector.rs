@@ -140,6 +140,18 @@ impl Lines {
 }
 
 impl Inspector {
+    /// A text of headed sections (each heading, then its lines), for views outside a run.
+    pub fn sections(title: String, sections: Vec<(String, Vec<String>)>, size: (u16, u16)) -> Self {
+        let mut lines = Lines::default();
+        for (heading, body) in sections {
+            lines.heading(heading);
+            for line in body {
+                lines.text(line);
+            }
+        }
+        Self::new(title, lines, size)
+    }
+
     fn new(title: String, lines: Lines, size: (u16, u16)) -> Self {
         let mut lines = lines.0;
         if lines.len() > MAX_LINES {
