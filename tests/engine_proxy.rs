@@ -705,6 +705,83 @@ fn a_prediction_that_comes_after_its_real_call_is_paired_with_it() {
     );
 }
 
+/// Hybrid mode through a real MCP client: a call the memory world model recalls exactly
+/// (confidence 0.9) is answered simulated; one it can only guess at (0.1) reaches the real
+/// server; a tool not annotated read-only always does. `_meta` says which and with what
+/// confidence; the server's own log counts what reached it; the session records both.
+#[test]
+fn hybrid_answers_what_the_world_model_is_sure_of_and_sends_the_rest_to_the_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let recorded = dir.path().join("recorded");
+    record_session(dir.path(), &recorded);
+    let calls_file = dir.path().join("calls.txt");
+    let mcp = write_mcp_config(
+        dir.path(),
+        json!({"flaky": flaky_with(json!({"FLAKY_CALLS_FILE": calls_file.display().to_string()}))}),
+    );
+    let out = dir.path().join("hybrid");
+    let answer = sdk_client(through_proxy(
+        &[
+            "--mcp-config",
+            mcp.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--mode",
+            "hybrid",
+            "--go-real-below",
+            "0.8",
+            "--world-model",
+            "memory",
+            "--memory-from",
+            recorded.to_str().unwrap(),
+        ],
+        &dir.path().join("proxy.log"),
+        json!([
+            {"name": "forecast", "arguments": {"city": "Lyon"}},
+            {"name": "forecast", "arguments": {"city": "Paris"}},
+            {"name": "ok", "arguments": {"text": "hello"}},
+        ]),
+    ));
+    let results = answer["results"].as_array().unwrap();
+    let meta = |i: usize| &results[i]["_meta"];
+    assert_eq!(
+        meta(0)["io.github.mcp-cosmos/simulated"],
+        true,
+        "{}",
+        results[0]
+    );
+    assert_eq!(meta(0)["io.github.mcp-cosmos/confidence"], 0.9);
+    assert_eq!(results[0]["structuredContent"]["city"], "Lyon");
+    assert_eq!(
+        meta(1)["io.github.mcp-cosmos/simulated"],
+        false,
+        "{}",
+        results[1]
+    );
+    assert_eq!(meta(1)["io.github.mcp-cosmos/went_real"], "unsure");
+    assert!((meta(1)["io.github.mcp-cosmos/confidence"].as_f64().unwrap() - 0.1).abs() < 1e-9);
+    assert_eq!(results[1]["structuredContent"]["city"], "Paris");
+    assert_eq!(meta(2)["io.github.mcp-cosmos/went_real"], "not_read_only");
+    assert_eq!(results[2]["content"][0]["text"], "ok: hello");
+    // The server saw only the calls that went real.
+    assert_eq!(
+        std::fs::read_to_string(&calls_file).unwrap(),
+        "forecast\nok\n"
+    );
+    let events = events(&only_run(&out));
+    assert_eq!(events[0]["agent"]["settings"]["mode"], "hybrid");
+    assert_eq!(events[0]["agent"]["settings"]["go_real_below"], 0.8);
+    let predicted: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["kind"] == "node_simulated")
+        .collect();
+    assert_eq!(predicted.len(), 3, "every call predicted, answered or not");
+    let real = calls_of(&events);
+    assert_eq!(real.len(), 2);
+    // The calls that went real name their node: each is paired with its prediction.
+    assert!(real.iter().all(|c| c["node"].is_u64()), "{real:?}");
+}
+
 #[test]
 fn simulate_calls_no_server_and_marks_every_result() {
     let dir = tempfile::tempdir().unwrap();

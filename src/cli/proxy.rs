@@ -40,6 +40,14 @@ pub struct ProxyArgs {
     /// (error) or call the real server (real); results say which in `_meta`.
     #[arg(long, value_enum, default_value_t)]
     pub on_miss: OnMissArg,
+    /// Hybrid mode: the real server answers a call whose prediction's confidence is below
+    /// this (or that has none); the world model answers the others [default: 0.8].
+    #[arg(long, value_name = "X")]
+    pub go_real_below: Option<f64>,
+    /// Hybrid mode: the world model may answer tools not annotated read-only too (their
+    /// results are marked simulated); without it they always reach the real server.
+    #[arg(long)]
+    pub simulate_writes: bool,
     /// Endpoints per role and named world models (see cosmos.example.toml).
     #[arg(long)]
     pub config: Option<PathBuf>,
@@ -83,6 +91,9 @@ fn listen_address(text: &str) -> Result<SocketAddr, String> {
         .map_err(|_| format!("{text:?} is not HOST:PORT or a port"))
 }
 
+/// Hybrid mode's `--go-real-below` when none is given.
+const DEFAULT_GO_REAL_BELOW: f64 = 0.8;
+
 /// `--mode`.
 #[derive(Debug, Clone, Copy, Default, ValueEnum)]
 pub enum ModeArg {
@@ -93,6 +104,9 @@ pub enum ModeArg {
     Shadow,
     /// The world model answers; no real server is called.
     Simulate,
+    /// The world model answers a read-only tool's call when sure enough (--go-real-below);
+    /// the real server answers the rest.
+    Hybrid,
 }
 
 /// `--on-miss`.
@@ -114,6 +128,7 @@ impl ProxyArgs {
                 ModeArg::Record => Mode::Record,
                 ModeArg::Shadow => Mode::Shadow,
                 ModeArg::Simulate => Mode::Simulate,
+                ModeArg::Hybrid => Mode::Hybrid,
             },
             world_model: self.world_model.name.clone(),
             world_model_options: self
@@ -124,6 +139,12 @@ impl ProxyArgs {
                 OnMissArg::Error => OnMiss::Error,
                 OnMissArg::Real => OnMiss::Real,
             },
+            go_real_below: match (self.mode, self.go_real_below) {
+                (ModeArg::Hybrid, x) => x.unwrap_or(DEFAULT_GO_REAL_BELOW),
+                (_, Some(_)) => anyhow::bail!("--go-real-below is for --mode hybrid"),
+                (_, None) => DEFAULT_GO_REAL_BELOW,
+            },
+            simulate_writes: self.simulate_writes,
             config: Config::load(self.config.as_deref())?,
             out_dir: self.out.clone(),
             task_request: self.task_request.clone(),

@@ -16,7 +16,10 @@ use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{Value, json};
 
 use super::session::Session;
-use super::{META_MISS, META_SIMULATED, META_WORLD_MODEL, Mode, OnMiss, Setup};
+use super::{
+    META_CONFIDENCE, META_MISS, META_SIMULATED, META_WENT_REAL, META_WORLD_MODEL, Mode, OnMiss,
+    Setup,
+};
 use crate::agent::execute::PlannedCall;
 use crate::agent::rehearse::Rehearsal;
 use crate::mcp::pool::{McpPool, unknown_tool};
@@ -76,33 +79,15 @@ impl ProxyHandler {
             self.recorded(session.real(None, planned, None, outcome));
             return reply;
         };
-        let mut planned = PlannedCall {
+        let planned = PlannedCall {
             node: None,
             tool: tool.name.clone(),
             arguments,
         };
         match self.setup.mode {
             Mode::Record => self.real(&session, planned, caller).await,
-            Mode::Shadow => {
-                match session.add_node(&planned.tool, &planned.arguments) {
-                    Ok((node, depth)) => {
-                        planned.node = Some(node);
-                        // The prediction runs beside the real call; the client waits only
-                        // for the real one.
-                        let (setup, session, call) =
-                            (self.setup.clone(), session.clone(), planned.clone());
-                        let history = session.history();
-                        tokio::spawn(async move {
-                            let rehearsal = setup.rehearse(&call, &history, depth).await;
-                            if let Err(e) = session.rehearsed(node, &call, &rehearsal, false) {
-                                tracing::warn!("recording a prediction: {e:#}");
-                            }
-                        });
-                    }
-                    Err(e) => tracing::warn!("recording a shadowed call: {e:#}"),
-                }
-                self.real(&session, planned, caller).await
-            }
+            Mode::Shadow => self.shadowed(&session, planned, caller).await,
+            Mode::Hybrid => self.hybrid(&session, planned, caller).await,
             Mode::Simulate => self.simulate(&session, planned, caller).await,
         }
     }
@@ -216,6 +201,94 @@ impl ProxyHandler {
                 reply
             }
         }
+    }
+
+    /// The real server answers while the world model predicts the call beside it (the client
+    /// waits only for the real result; the prediction is recorded when it comes).
+    async fn shadowed(
+        &self,
+        session: &Arc<Session>,
+        mut planned: PlannedCall,
+        caller: Caller,
+    ) -> CallToolResult {
+        match session.add_node(&planned.tool, &planned.arguments) {
+            Ok((node, depth)) => {
+                planned.node = Some(node);
+                let (setup, session, call) = (self.setup.clone(), session.clone(), planned.clone());
+                let history = session.history();
+                tokio::spawn(async move {
+                    let rehearsal = setup.rehearse(&call, &history, depth).await;
+                    if let Err(e) = session.rehearsed(node, &call, &rehearsal, false) {
+                        tracing::warn!("recording a prediction: {e:#}");
+                    }
+                });
+            }
+            Err(e) => tracing::warn!("recording a shadowed call: {e:#}"),
+        }
+        self.real(session, planned, caller).await
+    }
+
+    /// Hybrid mode: the world model answers a read-only tool's call when its confidence is at
+    /// least `--go-real-below`; otherwise (unsure, no confidence, no prediction) the real server
+    /// does, and its result is paired with the prediction as a shadowed call's is. A tool not
+    /// annotated read-only goes real, shadowed, unless `--simulate-writes`.
+    async fn hybrid(
+        &self,
+        session: &Arc<Session>,
+        mut planned: PlannedCall,
+        caller: Caller,
+    ) -> CallToolResult {
+        let tool = self
+            .setup
+            .catalog
+            .tools()
+            .iter()
+            .find(|t| t.name == planned.tool);
+        let read_only = tool.is_some_and(crate::trajectory::event::ToolInfo::read_only);
+        if !read_only && !self.setup.simulate_writes {
+            let mut reply = self.shadowed(session, planned, caller).await;
+            let meta = reply.meta.get_or_insert_with(Default::default);
+            meta.0.insert(META_SIMULATED.into(), json!(false));
+            meta.0.insert(META_WENT_REAL.into(), json!("not_read_only"));
+            return reply;
+        }
+        let (node, depth) = match session.add_node(&planned.tool, &planned.arguments) {
+            Ok(added) => added,
+            Err(e) => {
+                return error_result(&format!("cosmos proxy cannot record: {e:#}"), json!({}));
+            }
+        };
+        planned.node = Some(node);
+        let history = session.history();
+        let rehearsal = self.setup.rehearse(&planned, &history, depth).await;
+        let confidence = rehearsal
+            .simulated
+            .as_ref()
+            .and_then(|s| s.confidence.as_ref())
+            .map(|c| c.value);
+        let sure = confidence.is_some_and(|c| c >= self.setup.go_real_below);
+        let given = rehearsal.prediction().filter(|_| sure);
+        self.recorded(session.rehearsed(node, &planned, &rehearsal, given.is_some()));
+        if let Some(predicted) = given {
+            let schema = tool.and_then(|t| t.output_schema.as_deref());
+            let mut reply = simulated_result(predicted, &self.setup.world_model_name(), schema);
+            let meta = reply.meta.get_or_insert_with(Default::default);
+            meta.0.insert(META_CONFIDENCE.into(), json!(confidence));
+            return reply;
+        }
+        let why = if rehearsal.prediction().is_none() {
+            "no_prediction"
+        } else {
+            "unsure"
+        };
+        let mut reply = self.real(session, planned, caller).await;
+        let meta = reply.meta.get_or_insert_with(Default::default);
+        meta.0.insert(META_SIMULATED.into(), json!(false));
+        meta.0.insert(META_WENT_REAL.into(), json!(why));
+        if let Some(c) = confidence {
+            meta.0.insert(META_CONFIDENCE.into(), json!(c));
+        }
+        reply
     }
 
     /// A recording that failed is logged: the client's result is real whatever the disk did.

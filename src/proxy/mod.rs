@@ -55,6 +55,12 @@ pub const META_WORLD_MODEL: &str = "io.github.mcp-cosmos/world_model";
 /// `_meta` key of a simulate-mode result the world model could not make: what `--on-miss`
 /// did (`error`, or `real`).
 pub const META_MISS: &str = "io.github.mcp-cosmos/miss";
+/// `_meta` key of a hybrid-mode result: the world model's confidence in its prediction (absent
+/// when it gave none).
+pub const META_CONFIDENCE: &str = "io.github.mcp-cosmos/confidence";
+/// `_meta` key of a hybrid-mode result the real server answered: why (`unsure`, `no_prediction`,
+/// `not_read_only`).
+pub const META_WENT_REAL: &str = "io.github.mcp-cosmos/went_real";
 /// The task id of a session whose user named none (`--task-id`).
 pub const DEFAULT_TASK_ID: &str = "external";
 
@@ -67,6 +73,9 @@ pub enum Mode {
     Shadow,
     /// The world model answers; no real server is called.
     Simulate,
+    /// The world model answers when it is sure enough (`--go-real-below`) of a read-only
+    /// tool's result; otherwise the real server does.
+    Hybrid,
 }
 
 impl Mode {
@@ -76,6 +85,7 @@ impl Mode {
             Mode::Record => "record",
             Mode::Shadow => "shadow",
             Mode::Simulate => "simulate",
+            Mode::Hybrid => "hybrid",
         }
     }
 }
@@ -117,6 +127,10 @@ pub struct ProxySpec {
     pub tools_from: Option<PathBuf>,
     /// Simulate mode: what a call the world model cannot answer gets.
     pub on_miss: OnMiss,
+    /// Hybrid mode: the confidence below which the real server answers.
+    pub go_real_below: f64,
+    /// Hybrid mode: let the world model answer tools not annotated read-only.
+    pub simulate_writes: bool,
     /// `cosmos.toml`, read.
     pub config: Config,
     /// Where sessions are recorded.
@@ -141,6 +155,10 @@ pub struct Setup {
     pub mode: Mode,
     /// Simulate mode's answer to a miss.
     pub on_miss: OnMiss,
+    /// Hybrid mode: a prediction less sure than this (or with no confidence) goes real.
+    pub go_real_below: f64,
+    /// Hybrid mode: tools not annotated read-only may be answered by the world model too.
+    pub simulate_writes: bool,
     /// The offered tools.
     pub catalog: Catalog,
     /// The running upstreams (`None` in simulate mode with `--tools-from` and no `--on-miss
@@ -188,7 +206,7 @@ impl Setup {
                 }
                 None
             }
-            Mode::Shadow | Mode::Simulate => {
+            Mode::Shadow | Mode::Simulate | Mode::Hybrid => {
                 let built =
                     named::resolve(&spec.world_model, &mut config, &spec.world_model_options)?
                         .map(|n| n.build())
@@ -211,6 +229,15 @@ impl Setup {
                 Some(model)
             }
         };
+        if spec.mode == Mode::Hybrid && !(0.0..=1.0).contains(&spec.go_real_below) {
+            bail!(
+                "--go-real-below {}: a confidence, from 0 to 1",
+                spec.go_real_below
+            );
+        }
+        if spec.simulate_writes && spec.mode != Mode::Hybrid {
+            bail!("--simulate-writes is for --mode hybrid");
+        }
         if spec.tools_from.is_some() && spec.mode != Mode::Simulate {
             bail!(
                 "--tools-from is for simulate mode (the other modes list the real servers' tools)"
@@ -284,6 +311,10 @@ impl Setup {
         if spec.mode == Mode::Simulate {
             settings.insert("on_miss".into(), json!(spec.on_miss.as_str()));
         }
+        if spec.mode == Mode::Hybrid {
+            settings.insert("go_real_below".into(), json!(spec.go_real_below));
+            settings.insert("simulate_writes".into(), json!(spec.simulate_writes));
+        }
         if let Some(run) = &spec.tools_from {
             settings.insert("tools_from".into(), json!(run.display().to_string()));
         }
@@ -297,6 +328,8 @@ impl Setup {
         Ok(Self {
             mode: spec.mode,
             on_miss: spec.on_miss,
+            go_real_below: spec.go_real_below,
+            simulate_writes: spec.simulate_writes,
             catalog,
             pool,
             failures,
@@ -588,6 +621,8 @@ mod tests {
             },
             tools_from: Some(samples.join("20261202T025240.637Z_time_mcp_000_react_none.jsonl")),
             on_miss: OnMiss::Error,
+            go_real_below: 0.8,
+            simulate_writes: false,
             config: Config::from_text("", None, |_| None).unwrap(),
             out_dir: dir.join("sessions"),
             task_request: None,
