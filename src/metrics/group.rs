@@ -24,6 +24,8 @@ pub const HIGH_EXECUTION_QUALITY: f64 = 70.0;
 pub const LOW_TASK_COMPLETION: f64 = 5.0;
 /// Without judge scores, a completion rate (answered and completed) below this counts as low.
 pub const LOW_COMPLETION_RATE: f64 = 0.5;
+/// A completion under this share of the best group's counts as low beside it.
+pub const RELATIVE_COMPLETION: f64 = 0.6;
 /// The flag for a configuration that scores well on Execution Quality by doing little.
 pub const FLAG_DOES_LITTLE: &str = "does_little_errs_little";
 /// The flag for a group whose runs used different planners (no cohort, no Execution Quality).
@@ -385,7 +387,7 @@ pub fn group(records: &[RunRecord], by: GroupBy) -> Vec<GroupRow> {
         }
     }
 
-    groups
+    let mut rows: Vec<GroupRow> = groups
         .iter()
         .map(|(key, runs)| {
             let planner = sole_planner(runs);
@@ -402,7 +404,43 @@ pub fn group(records: &[RunRecord], by: GroupBy) -> Vec<GroupRow> {
             });
             row
         })
+        .collect();
+    flag_doing_little_relative(&mut rows);
+    rows
+}
+
+/// A group's task completion for the "does little" rule: the judge's Task Completion (1–10)
+/// when every group was judged, else the share of runs completed with an answer (0–1); `None`
+/// when the groups cannot be compared on one of them.
+fn completions(rows: &[GroupRow]) -> Vec<Option<f64>> {
+    let judged = rows.iter().all(|r| r.task_completion.is_some());
+    rows.iter()
+        .map(|r| match (judged, r.task_completion) {
+            (true, Some(tc)) => Some(tc.mean),
+            _ if r.runs > 0 => Some(r.completed as f64 / r.runs as f64),
+            _ => None,
+        })
         .collect()
+}
+
+/// The paper's "do little, fail little" against the other groups: a group whose Execution
+/// Quality is high (≥ [`HIGH_EXECUTION_QUALITY`]) while its task completion is under
+/// [`RELATIVE_COMPLETION`] of the best group's is flagged too, even when its completion is
+/// not low in itself (docs/report-format.md, `flags`).
+fn flag_doing_little_relative(rows: &mut [GroupRow]) {
+    let completion = completions(rows);
+    let best = completion.iter().flatten().copied().fold(0.0_f64, f64::max);
+    for (row, completion) in rows.iter_mut().zip(completion) {
+        let high = row
+            .execution_quality
+            .is_some_and(|eq| eq.mean >= HIGH_EXECUTION_QUALITY);
+        if high
+            && completion.is_some_and(|c| c < RELATIVE_COMPLETION * best)
+            && !row.flags.iter().any(|f| f == FLAG_DOES_LITTLE)
+        {
+            row.flags.push(FLAG_DOES_LITTLE.to_string());
+        }
+    }
 }
 
 /// Which rows each Execution Quality was normalised within, in one line per cohort, for
@@ -785,6 +823,28 @@ mod tests {
         assert_eq!(lazy_row.new_overall.unwrap().mean, 5.5);
         // busy: EQ = 100·(0.8 + 0)/2 = 40; New Overall = (8+8+8+4)/4 = 7.
         assert_eq!(busy_row.new_overall.unwrap().mean, 7.0);
+    }
+
+    /// The paper's case: high Execution Quality, task completion not low in itself (6 of 10)
+    /// but well under the best group's (10): flagged beside it; the best is not.
+    #[test]
+    fn doing_little_is_flagged_relative_to_the_other_groups() {
+        let mut careful = rec("careful", "p", 1, Some(1.0), None);
+        careful.metrics.judge = Some(judged(5.5, 8.0, 8.0));
+        let mut bold = rec("bold", "p", 4, Some(1.0), None);
+        bold.metrics.judge = Some(judged(10.0, 8.0, 8.0));
+        let rows = group(&[careful.clone(), bold], GroupBy::Agent);
+        let by_key = |k: &str| rows.iter().find(|r| r.key == k).unwrap();
+        assert!(by_key("careful").execution_quality.unwrap().mean >= HIGH_EXECUTION_QUALITY);
+        assert!(
+            by_key("careful")
+                .flags
+                .contains(&FLAG_DOES_LITTLE.to_string())
+        );
+        assert!(!by_key("bold").flags.contains(&FLAG_DOES_LITTLE.to_string()));
+        // Alone, 5.5 of 10 is not low: no flag without a group to compare with.
+        let alone = group(&[careful], GroupBy::Agent);
+        assert!(!alone[0].flags.contains(&FLAG_DOES_LITTLE.to_string()));
     }
 
     #[test]
