@@ -319,20 +319,12 @@ fn a_fork_point_outside_the_run_and_a_misplaced_on_miss_are_refused_before_anyth
 fn a_fork_of_a_run_with_a_torn_call_line_refuses_to_replay_the_lost_step() {
     let dir = tempfile::tempdir().unwrap();
     let original = forecast_then_ok_run(dir.path());
-    let text_of = std::fs::read_to_string(&original).unwrap();
-    let torn: Vec<String> = text_of
-        .lines()
-        .map(|l| {
-            if l.contains("\"kind\":\"tool_called\"") && l.contains("\"step\":1,") {
-                l[..l.len() / 2].to_string()
-            } else {
-                l.to_string()
-            }
-        })
-        .collect();
-    assert_ne!(torn.join("\n") + "\n", text_of, "a line was torn");
     let run = dir.path().join("torn.jsonl");
-    std::fs::write(&run, torn.join("\n") + "\n").unwrap();
+    with_torn_line(
+        &original,
+        &["\"kind\":\"tool_called\"", "\"step\":1,"],
+        &run,
+    );
     let out = dir.path().join("forks");
     let refused = fork(
         &run,

@@ -514,30 +514,19 @@ fn a_shadow_session_killed_outright_keeps_its_real_calls() {
     let mcp = write_mcp_config(dir.path(), json!({"flaky": flaky_server()}));
     let out = dir.path().join("runs");
     let token = "proxy-token-shadow-kill-00";
-    let mut proxy = Command::new(env!("CARGO_BIN_EXE_cosmos"))
-        .args([
-            "proxy",
-            "--mcp-config",
-            &mcp.display().to_string(),
-            "--out",
-            &out.display().to_string(),
-            "--http",
-            "127.0.0.1:0",
-            "--mode",
-            "shadow",
-            "--world-model",
-            "llm",
-        ])
-        .env("COSMOS_PROXY_TOKEN", token)
-        .env("OPENAI_BASE_URL", llm.base_url())
-        .env("OPENAI_API_KEY", "sk-shadow-kill-000000000000")
-        .env("COSMOS_MODEL", "scripted-model")
-        .env("COSMOS_LOG_FILE", dir.path().join("proxy.log"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let url = listening_url(&mut proxy);
+    let base = llm.base_url();
+    let (mut proxy, url) = http_proxy(
+        &mcp,
+        &out,
+        &["--mode", "shadow", "--world-model", "llm"],
+        &[
+            ("COSMOS_PROXY_TOKEN", token),
+            ("OPENAI_BASE_URL", &base),
+            ("OPENAI_API_KEY", "sk-shadow-kill-000000000000"),
+            ("COSMOS_MODEL", "scripted-model"),
+        ],
+        &dir.path().join("proxy.log"),
+    );
     // Two calls answered, then the client holds its session open.
     let pause = dir.path().join("go-on");
     let mut client = Command::new(python())
@@ -943,6 +932,32 @@ fn a_dead_upstream_gives_a_tool_error_naming_it_and_is_started_again_for_the_nex
     assert_eq!(events.last().unwrap()["status"], "completed");
 }
 
+/// `cosmos proxy` of `mcp` into `out` over HTTP on a free loopback port, with `args` and `env`:
+/// the process and the URL it prints.
+fn http_proxy(
+    mcp: &Path,
+    out: &Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+    log: &Path,
+) -> (std::process::Child, String) {
+    let mut proxy = Command::new(env!("CARGO_BIN_EXE_cosmos"))
+        .args(["proxy", "--mcp-config"])
+        .arg(mcp)
+        .arg("--out")
+        .arg(out)
+        .args(["--http", "127.0.0.1:0"])
+        .args(args)
+        .envs(env.iter().copied())
+        .env("COSMOS_LOG_FILE", log)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let url = listening_url(&mut proxy);
+    (proxy, url)
+}
+
 /// Reads the proxy's "listening on http://ADDR/mcp" line from its stderr.
 fn listening_url(child: &mut std::process::Child) -> String {
     let mut line = String::new();
@@ -962,23 +977,13 @@ fn over_http_a_token_is_required_and_sigterm_leaves_a_finished_file() {
     let mcp = write_mcp_config(dir.path(), json!({"flaky": flaky_server()}));
     let out = dir.path().join("runs");
     let token = "proxy-token-5f0c1d7a9b3e";
-    let mut proxy = Command::new(env!("CARGO_BIN_EXE_cosmos"))
-        .args([
-            "proxy",
-            "--mcp-config",
-            &mcp.display().to_string(),
-            "--out",
-            &out.display().to_string(),
-            "--http",
-            "127.0.0.1:0",
-        ])
-        .env("COSMOS_PROXY_TOKEN", token)
-        .env("COSMOS_LOG_FILE", dir.path().join("proxy.log"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let url = listening_url(&mut proxy);
+    let (mut proxy, url) = http_proxy(
+        &mcp,
+        &out,
+        &[],
+        &[("COSMOS_PROXY_TOKEN", token)],
+        &dir.path().join("proxy.log"),
+    );
     // Only /mcp is served, and only with the token.
     let status_with = |path: &str, token: Option<&str>, origin: Option<&str>| {
         use std::io::{Read, Write};

@@ -221,18 +221,7 @@ fn a_forged_read_only_annotation_in_the_file_does_not_get_a_tool_called() {
 fn a_torn_call_line_is_said_not_silently_left_out() {
     let dir = tempfile::tempdir().unwrap();
     let run = forecast_then_ok_run(dir.path());
-    let whole = std::fs::read_to_string(&run).unwrap();
-    let torn: Vec<String> = whole
-        .lines()
-        .map(|l| {
-            if l.contains("\"kind\":\"tool_called\"") && l.contains("flaky:forecast") {
-                l[..l.len() / 2].to_string()
-            } else {
-                l.to_string()
-            }
-        })
-        .collect();
-    std::fs::write(&run, torn.join("\n") + "\n").unwrap();
+    with_torn_line(&run, &["\"kind\":\"tool_called\"", "flaky:forecast"], &run);
     let today = dir.path().join("today");
     std::fs::create_dir_all(&today).unwrap();
     let mcp = write_mcp_config(&today, json!({"flaky": flaky_server()}));

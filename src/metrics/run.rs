@@ -97,6 +97,29 @@ pub struct CallRecord<'a> {
     pub error: Option<&'a str>,
 }
 
+impl<'a> CallRecord<'a> {
+    /// The call a `tool_called` event records; `None` for any other event.
+    pub fn of(body: &'a EventBody) -> Option<Self> {
+        match body {
+            EventBody::ToolCalled {
+                tool,
+                server,
+                arguments,
+                result,
+                error,
+                ..
+            } => Some(Self {
+                tool,
+                server: server.as_deref(),
+                arguments,
+                result,
+                error: error.as_deref(),
+            }),
+            _ => None,
+        }
+    }
+}
+
 fn server_hash(name: &str) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut h = std::collections::hash_map::DefaultHasher::new();
@@ -721,17 +744,8 @@ impl RunFacts {
 /// ([`crate::trajectory::run::StepRef::simulated`]; a validator's rejection is none).
 fn step_facts(run: &Run, i: usize) -> StepFacts {
     let step = run.steps()[i];
-    let EventBody::ToolCalled {
-        tool,
-        server,
-        arguments,
-        result,
-        error,
-        ..
-    } = &run.event(step.event as usize).body
-    else {
-        unreachable!("a step is a tool_called event");
-    };
+    let event = run.event(step.event as usize);
+    let call = CallRecord::of(&event.body).expect("a step is a tool_called event");
     let simulated = step
         .simulated
         .filter(|&e| {
@@ -744,13 +758,6 @@ fn step_facts(run: &Run, i: usize) -> StepFacts {
             )
         })
         .and_then(|e| run.simulated_observation(e));
-    let call = CallRecord {
-        tool,
-        server: server.as_deref(),
-        arguments,
-        result,
-        error: error.as_deref(),
-    };
     StepFacts::new(run.catalog(), call, simulated.as_ref())
 }
 
@@ -952,22 +959,7 @@ impl RunAccumulator {
         if let Some((i, call)) = self.awaiting.remove(&node) {
             let read_back = self.read_back.as_ref();
             let sim = simulation.observation(node, read_back);
-            if let EventBody::ToolCalled {
-                tool,
-                server,
-                arguments,
-                result,
-                error,
-                ..
-            } = &call.body
-            {
-                let call = CallRecord {
-                    tool,
-                    server: server.as_deref(),
-                    arguments,
-                    result,
-                    error: error.as_deref(),
-                };
+            if let Some(call) = CallRecord::of(&call.body) {
                 self.steps[i] = StepFacts::new(&self.catalog, call, sim.as_deref());
             }
         }
@@ -997,14 +989,7 @@ impl RunAccumulator {
             ),
             // A replayed call (`origin`: a fork's history) was not made by this run.
             EventBody::ToolCalled {
-                tool,
-                server,
-                arguments,
-                result,
-                node,
-                error,
-                origin: None,
-                ..
+                node, origin: None, ..
             } => {
                 self.planned_calls += u64::from(node.is_none());
                 // A call whose node has no simulation yet waits for the node's next one (a
@@ -1019,13 +1004,7 @@ impl RunAccumulator {
                     let read_back = self.read_back.as_ref();
                     self.simulated.get(&n)?.observation(n, read_back)
                 });
-                let call = CallRecord {
-                    tool,
-                    server: server.as_deref(),
-                    arguments,
-                    result,
-                    error: error.as_deref(),
-                };
+                let call = CallRecord::of(&event.body).expect("a tool_called event");
                 self.steps
                     .push(StepFacts::new(&self.catalog, call, sim.as_deref()));
             }

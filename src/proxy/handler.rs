@@ -163,15 +163,10 @@ impl ProxyHandler {
         mut planned: PlannedCall,
         caller: Caller,
     ) -> CallToolResult {
-        let (node, depth) = match session.add_node(&planned.tool, &planned.arguments) {
-            Ok(added) => added,
-            Err(e) => {
-                return error_result(&format!("cosmos proxy cannot record: {e:#}"), json!({}));
-            }
+        let (node, rehearsal) = match self.predicted_first(session, &mut planned).await {
+            Ok(predicted) => predicted,
+            Err(refused) => return refused,
         };
-        planned.node = Some(node);
-        let history = session.history();
-        let rehearsal = self.setup.rehearse(&planned, &history, depth).await;
         self.recorded(session.rehearsed(node, &planned, &rehearsal, true));
         let world_model = self.setup.world_model_name();
         if let Some(predicted) = rehearsal.prediction() {
@@ -201,6 +196,23 @@ impl ProxyHandler {
                 reply
             }
         }
+    }
+
+    /// Adds the call's node and has the world model rehearse it, before anything answers the
+    /// client (simulate and hybrid modes): the node and the rehearsal, not yet recorded; the
+    /// client's error result when the session cannot record.
+    async fn predicted_first(
+        &self,
+        session: &Session,
+        planned: &mut PlannedCall,
+    ) -> Result<(crate::trajectory::event::NodeId, Rehearsal), CallToolResult> {
+        let (node, depth) = session
+            .add_node(&planned.tool, &planned.arguments)
+            .map_err(|e| error_result(&format!("cosmos proxy cannot record: {e:#}"), json!({})))?;
+        planned.node = Some(node);
+        let history = session.history();
+        let rehearsal = self.setup.rehearse(planned, &history, depth).await;
+        Ok((node, rehearsal))
     }
 
     /// The real server answers while the world model predicts the call beside it (the client
@@ -252,15 +264,10 @@ impl ProxyHandler {
             meta.0.insert(META_WENT_REAL.into(), json!("not_read_only"));
             return reply;
         }
-        let (node, depth) = match session.add_node(&planned.tool, &planned.arguments) {
-            Ok(added) => added,
-            Err(e) => {
-                return error_result(&format!("cosmos proxy cannot record: {e:#}"), json!({}));
-            }
+        let (node, rehearsal) = match self.predicted_first(session, &mut planned).await {
+            Ok(predicted) => predicted,
+            Err(refused) => return refused,
         };
-        planned.node = Some(node);
-        let history = session.history();
-        let rehearsal = self.setup.rehearse(&planned, &history, depth).await;
         let confidence = rehearsal
             .simulated
             .as_ref()

@@ -376,3 +376,23 @@ pub fn about_text(run: mcp_cosmos::trajectory::run::Run) -> String {
         .lines()
         .join("\n")
 }
+
+/// Writes `run` to `to` with the first line that holds every one of `marks` torn in half (as a
+/// write cut short leaves it); panics when no line holds them.
+pub fn with_torn_line(run: &Path, marks: &[&str], to: &Path) {
+    let whole = std::fs::read_to_string(run).unwrap();
+    let mut torn = false;
+    let lines: Vec<String> = whole
+        .lines()
+        .map(|l| {
+            if !torn && marks.iter().all(|m| l.contains(m)) {
+                torn = true;
+                l[..l.len() / 2].to_string()
+            } else {
+                l.to_string()
+            }
+        })
+        .collect();
+    assert!(torn, "no line of {} holds {marks:?}", run.display());
+    std::fs::write(to, lines.join("\n") + "\n").unwrap();
+}
