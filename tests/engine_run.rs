@@ -2103,3 +2103,78 @@ fn the_live_explorer_puts_a_servers_question_to_the_person() {
     let wall = m["wall_ms"].as_u64().unwrap();
     assert!(phases + waited <= wall, "{m}");
 }
+
+/// Routing (`--go-real-below`): a plan-exec run whose world model is unsure (0.3) of every
+/// prediction, against a server with one read-only tool (`forecast`) and one not annotated
+/// (`ok`). While planning, the read-only call is made for real and recorded as grounded beside
+/// its prediction; `ok` is never called while planning (the server's own log) and the plan
+/// marks it risky. Then the plan runs for real.
+#[test]
+fn plan_exec_goes_real_for_unsure_read_only_calls_and_marks_the_rest_risky() {
+    let dir = tempfile::tempdir().unwrap();
+    let calls_file = dir.path().join("calls.txt");
+    let mut server = flaky_server();
+    server["env"] = json!({"FLAKY_CALLS_FILE": calls_file.display().to_string()});
+    let mcp = write_mcp_config(dir.path(), json!({"flaky": server}));
+    let task = dir.path().join("task.json");
+    std::fs::write(
+        &task,
+        json!({"id": "route_1", "request": "Forecast for Lyon, then say ok."}).to_string(),
+    )
+    .unwrap();
+    let out = dir.path().join("runs");
+    let llm = ScriptedLlm::start(json!([
+        {"when": "You simulate an MCP server", "content": {"is_error": false, "content": "guessed", "confidence": 0.3}},
+        {"when": "You write the final answer", "content": "Lyon is dry."},
+        {"when": "2. flaky:ok", "content": finish("done")},
+        {"when": "1. flaky:forecast", "content": call("flaky:ok", json!({"text": "hello"}))},
+        {"when": "No tool has been called yet", "content": call("flaky:forecast", json!({"city": "Lyon"}))}
+    ]));
+    let args = [
+        "run",
+        "--mcp-config",
+        mcp.to_str().unwrap(),
+        "--task",
+        task.to_str().unwrap(),
+        "--agent",
+        "plan-exec",
+        "--world-model",
+        "llm",
+        "--go-real-below",
+        "0.99",
+        "--out",
+        out.to_str().unwrap(),
+        "--no-tui",
+    ];
+    let ran = cosmos(&args, &llm, KEY);
+    assert_eq!(ran.status.code(), Some(0), "{}", text(&ran));
+    let ev = events(&only_run(&out));
+    assert_eq!(ev[0]["agent"]["settings"]["go_real_below"], 0.99);
+    let grounded: Vec<&Value> = ev.iter().filter(|e| e["kind"] == "node_grounded").collect();
+    assert_eq!(grounded.len(), 1, "{ev:?}");
+    assert_eq!(grounded[0]["tool"], "flaky:forecast");
+    assert_eq!(grounded[0]["confidence"], 0.3);
+    assert_eq!(grounded[0]["observation"]["structured"]["city"], "Lyon");
+    // The prediction stays the node's, beside the real result.
+    let node = &grounded[0]["node"];
+    let predicted = ev
+        .iter()
+        .find(|e| e["kind"] == "node_simulated" && &e["node"] == node)
+        .unwrap();
+    assert_eq!(predicted["observation"]["text"], "guessed");
+    let plan = ev.iter().find(|e| e["kind"] == "plan_selected").unwrap();
+    let ok_node = ev
+        .iter()
+        .find(|e| e["kind"] == "node_added" && e["action"]["tool"] == "flaky:ok")
+        .unwrap()["node"]
+        .clone();
+    assert_eq!(plan["risky"], json!([ok_node]), "{plan}");
+    // The server's own log: forecast while planning, then the plan's two calls. `ok` was
+    // never called before the plan ran.
+    assert_eq!(
+        std::fs::read_to_string(&calls_file).unwrap(),
+        "forecast\nforecast\nok\n"
+    );
+    assert_eq!(ev.iter().filter(|e| e["kind"] == "tool_called").count(), 2);
+    assert_valid(&only_run(&out));
+}

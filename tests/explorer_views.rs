@@ -815,6 +815,7 @@ fn tie_bodies(
             nodes: plan,
             rule: "best_mean".into(),
             choice,
+            risky: Vec::new(),
         },
     ]
 }
@@ -1002,6 +1003,7 @@ fn node_with_everything() -> Run {
             nodes: vec![1],
             rule: "best_mean".into(),
             choice: None,
+            risky: Vec::new(),
         },
         EventBody::ToolCalled {
             step: 1,

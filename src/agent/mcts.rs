@@ -78,6 +78,23 @@ pub trait SearchEnv: Send + Sync {
     }
     /// The world model's name, for `node_simulated`.
     fn world_model_name(&self) -> String;
+    /// Routing: the confidence below which a prediction is not trusted (`None`: every one is).
+    fn go_real_below(&self) -> Option<f64> {
+        None
+    }
+    /// The tool's server annotates it read-only today (so it may be called while planning).
+    fn read_only(&self, _tool: &str) -> bool {
+        false
+    }
+    /// The real call of a read-only tool made while planning, in place of an unsure
+    /// prediction; `None` where no real server is within reach.
+    fn ground<'a>(
+        &'a self,
+        _tool: &'a str,
+        _arguments: &'a serde_json::Value,
+    ) -> Answer<'a, Option<super::rehearse::Grounded>> {
+        Box::pin(async { (None, Vec::new()) })
+    }
 }
 
 /// One node of the search tree.
@@ -108,6 +125,8 @@ pub struct Node {
     /// Nothing below it can still change: it is terminal, or its children are all settled
     /// and it will not be widened again.
     pub settled: bool,
+    /// Routing: its prediction was unsure and its tool not read-only (`Rehearsal::risky`).
+    pub risky: bool,
 }
 
 impl Node {
@@ -126,6 +145,7 @@ impl Node {
             verdict: None,
             widened: 0,
             settled: false,
+            risky: false,
         }
     }
 
@@ -671,6 +691,7 @@ async fn iterate(
             node.terminal = r.terminal;
             node.settled = r.terminal;
             node.verdict = Some(r.verdict);
+            node.risky = r.risky;
         }
         for i in 0..candidates.len() {
             let id = first_id + i;

@@ -188,6 +188,9 @@ pub struct Env {
     /// When the run is a fork: the original's steps before the fork point and the recording
     /// that may answer its calls.
     pub fork: Option<fork::Fork>,
+    /// Routing: below this confidence a read-only tool's prediction is replaced by the real
+    /// call while planning (`mcts::Settings::go_real_below`).
+    pub go_real_below: Option<f64>,
 }
 
 impl Env {
@@ -220,6 +223,7 @@ impl Env {
             meter: Arc::new(Meter::new(budget)),
             stop,
             fork: None,
+            go_real_below: None,
         })
     }
 

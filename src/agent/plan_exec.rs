@@ -32,6 +32,8 @@ pub async fn run(env: &Env, sink: &mut dyn EventSink) -> Result<End> {
     let mut simulated: Vec<HistoryStep> = prior.clone();
     let mut plan: Vec<PlannedCall> = Vec::new();
     let mut chain: Vec<NodeId> = Vec::new();
+    // Routing: the chain's steps that rest on an unsure prediction of a tool not read-only.
+    let mut risky: Vec<NodeId> = Vec::new();
     let mut rejected: Option<String> = None;
     let mut limit: Option<Limit> = None;
     let mut planner_finished = false;
@@ -84,6 +86,9 @@ pub async fn run(env: &Env, sink: &mut dyn EventSink) -> Result<End> {
         };
         rehearse::record(sink, node, &r)?;
         chain.push(node);
+        if r.risky {
+            risky.push(node);
+        }
         let Action::ToolCall { tool, arguments } = action else {
             planner_finished = true;
             break;
@@ -139,6 +144,7 @@ pub async fn run(env: &Env, sink: &mut dyn EventSink) -> Result<End> {
         nodes: chain,
         rule: "chain".into(),
         choice: None,
+        risky,
     })?;
     sink.emit(EventBody::Phase {
         phase: Phase::Execute,

@@ -121,6 +121,22 @@ pub struct Simulated {
     pub confidence: Option<Confidence>,
 }
 
+/// The real result of a read-only tool's call made while planning, in place of an unsure
+/// prediction (routing; `node_grounded`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Grounded {
+    /// The tool.
+    pub tool: String,
+    /// The server that answered.
+    pub server: Option<String>,
+    /// Its result.
+    pub observation: Observation,
+    /// Time it took.
+    pub latency_ms: u64,
+    /// A transport error, a timeout.
+    pub error: Option<String>,
+}
+
 /// One rehearsed candidate.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Rehearsal {
@@ -137,6 +153,11 @@ pub struct Rehearsal {
     /// Events on the way, in order: the world model's and the critic's LLM calls, and an
     /// `error` when the world model failed.
     pub events: Vec<EventBody>,
+    /// Routing: the real result that replaced an unsure prediction of a read-only tool.
+    pub grounded: Option<Grounded>,
+    /// Routing: the prediction was unsure and its tool not read-only, so nothing real was
+    /// called; the node rests on a guess (its reward is scaled by the confidence).
+    pub risky: bool,
 }
 
 impl Rehearsal {
@@ -148,9 +169,21 @@ impl Rehearsal {
             .map(|s| &s.observation)
     }
 
-    /// The observation the next state starts from: the prediction or the validator's error.
+    /// The observation the next state starts from: the real result when the call went real,
+    /// else the prediction or the validator's error.
     pub fn observation(&self) -> Option<&Observation> {
-        self.simulated.as_ref().map(|s| &s.observation)
+        match &self.grounded {
+            Some(g) => Some(&g.observation),
+            None => self.simulated.as_ref().map(|s| &s.observation),
+        }
+    }
+
+    /// The prediction's confidence, when the world model gave one.
+    pub fn confidence(&self) -> Option<f64> {
+        self.simulated
+            .as_ref()
+            .and_then(|s| s.confidence.as_ref())
+            .map(|c| c.value)
     }
 }
 
@@ -164,6 +197,8 @@ pub async fn rehearse(
     depth: u32,
 ) -> Rehearsal {
     let mut events = Vec::new();
+    let mut grounded = None;
+    let mut risky = false;
     let (verdict, simulated) = match action {
         Action::Finish { .. } => (Verdict::Finish, None),
         Action::ToolCall { tool, arguments } => {
@@ -187,7 +222,21 @@ pub async fn rehearse(
             events.extend(sim_events);
             match result {
                 Ok(p) => {
-                    let verdict = if p.observation.is_error || depth >= settings.max_depth {
+                    // Routing: an unsure prediction (or one without a confidence) of a
+                    // read-only tool is replaced by the real call; of any other tool, nothing
+                    // real is called and the node is risky.
+                    let unsure = env
+                        .go_real_below()
+                        .is_some_and(|x| p.confidence.as_ref().is_none_or(|c| c.value < x));
+                    if unsure && env.read_only(tool) {
+                        let (real, real_events) = env.ground(tool, arguments).await;
+                        events.extend(real_events);
+                        grounded = real;
+                    } else if unsure {
+                        risky = true;
+                    }
+                    let seen = grounded.as_ref().map_or(&p.observation, |g| &g.observation);
+                    let verdict = if seen.is_error || depth >= settings.max_depth {
                         Verdict::DeadEnd
                     } else {
                         Verdict::Valid
@@ -215,14 +264,24 @@ pub async fn rehearse(
         }
     };
     let critique = if settings.alpha < 1.0 {
-        let observation = simulated.as_ref().map(|s| &s.observation);
+        let observation = grounded
+            .as_ref()
+            .map(|g| &g.observation)
+            .or(simulated.as_ref().map(|s| &s.observation));
         let (critique, critic_events) = env.critique(history, action, observation).await;
         events.extend(critic_events);
         critique
     } else {
         None
     };
-    evaluated(settings, verdict, simulated, critique, events)
+    let mut r = evaluated(settings, verdict, simulated, critique, events);
+    if risky {
+        // A plan resting on a guess is worth its confidence's share (none: nothing).
+        r.reward *= r.confidence().unwrap_or(0.0);
+        r.risky = true;
+    }
+    r.grounded = grounded;
+    r
 }
 
 fn evaluated(
@@ -244,6 +303,8 @@ fn evaluated(
         reward,
         terminal: verdict != Verdict::Valid,
         events,
+        grounded: None,
+        risky: false,
     }
 }
 
@@ -262,6 +323,17 @@ pub fn record(sink: &mut dyn EventSink, node: NodeId, r: &Rehearsal) -> Result<(
             tokens: s.tokens,
             confidence: s.confidence.as_ref().map(|c| c.value),
             confidence_source: s.confidence.as_ref().map(|c| c.source.clone()),
+        })?;
+    }
+    if let Some(g) = &r.grounded {
+        sink.emit(EventBody::NodeGrounded {
+            node,
+            tool: g.tool.clone(),
+            server: g.server.clone(),
+            observation: g.observation.clone(),
+            latency_ms: g.latency_ms,
+            error: g.error.clone(),
+            confidence: r.confidence(),
         })?;
     }
     sink.emit(EventBody::NodeEvaluated {
@@ -365,6 +437,33 @@ impl<'a> Rehearser<'a> {
 }
 
 impl SearchEnv for Rehearser<'_> {
+    fn go_real_below(&self) -> Option<f64> {
+        self.env.go_real_below
+    }
+
+    fn read_only(&self, tool: &str) -> bool {
+        // The annotations the servers gave when this run started them.
+        self.env
+            .tools
+            .iter()
+            .find(|t| t.name == tool)
+            .is_some_and(ToolInfo::read_only)
+    }
+
+    fn ground<'a>(&'a self, tool: &'a str, arguments: &'a Value) -> Answer<'a, Option<Grounded>> {
+        Box::pin(async move {
+            let (server, outcome) = self.env.host.call(tool, arguments, None).await;
+            let grounded = Grounded {
+                tool: tool.to_string(),
+                server,
+                observation: outcome.result,
+                latency_ms: outcome.latency.as_millis() as u64,
+                error: outcome.error,
+            };
+            (Some(grounded), Vec::new())
+        })
+    }
+
     fn propose<'a>(
         &'a self,
         history: &'a [HistoryStep],
@@ -536,5 +635,117 @@ fn llm_model(described: &Value) -> Option<String> {
     match described.get("model") {
         Some(Value::String(model)) => Some(model.clone()),
         _ => described.get("inner").and_then(llm_model),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::mcts::{Proposal, Stopped};
+    use crate::world_model::Confidence;
+
+    /// A search environment whose world model is 0.5 sure of everything, with `read_only`
+    /// tools and a real server that answers `real`.
+    struct Unsure {
+        read_only: bool,
+    }
+
+    impl SearchEnv for Unsure {
+        fn propose<'a>(
+            &'a self,
+            _: &'a [HistoryStep],
+            _: usize,
+            _: Option<&'a str>,
+        ) -> Answer<'a, Result<Proposal, String>> {
+            Box::pin(async { (Ok(Proposal::default()), Vec::new()) })
+        }
+        fn invalid(&self, _: &str, _: &Value) -> Option<String> {
+            None
+        }
+        fn simulate<'a>(
+            &'a self,
+            _: &'a [HistoryStep],
+            _: &'a str,
+            _: &'a Value,
+        ) -> Answer<'a, Result<Prediction, String>> {
+            Box::pin(async {
+                let prediction = Prediction {
+                    observation: Observation {
+                        text: "guess".into(),
+                        ..Default::default()
+                    },
+                    tokens: None,
+                    confidence: Confidence::new(0.5, "self"),
+                };
+                (Ok(prediction), Vec::new())
+            })
+        }
+        fn critique<'a>(
+            &'a self,
+            _: &'a [HistoryStep],
+            _: &'a Action,
+            _: Option<&'a Observation>,
+        ) -> Answer<'a, Option<Critique>> {
+            Box::pin(async { (None, Vec::new()) })
+        }
+        fn should_stop(&self) -> Option<Stopped> {
+            None
+        }
+        fn world_model_name(&self) -> String {
+            "unsure".into()
+        }
+        fn go_real_below(&self) -> Option<f64> {
+            Some(0.9)
+        }
+        fn read_only(&self, _: &str) -> bool {
+            self.read_only
+        }
+        fn ground<'a>(&'a self, tool: &'a str, _: &'a Value) -> Answer<'a, Option<Grounded>> {
+            Box::pin(async move {
+                let grounded = Grounded {
+                    tool: tool.to_string(),
+                    server: Some("s".into()),
+                    observation: Observation {
+                        text: "real".into(),
+                        ..Default::default()
+                    },
+                    latency_ms: 3,
+                    error: None,
+                };
+                (Some(grounded), Vec::new())
+            })
+        }
+    }
+
+    fn call() -> Action {
+        Action::ToolCall {
+            tool: "s:t".into(),
+            arguments: serde_json::json!({}),
+        }
+    }
+
+    #[tokio::test]
+    async fn an_unsure_read_only_prediction_goes_real_and_the_search_goes_on_from_the_real_result()
+    {
+        let settings = Settings::chain();
+        let r = rehearse(&Unsure { read_only: true }, &settings, &[], &call(), 1).await;
+        assert_eq!(r.observation().unwrap().text, "real");
+        assert_eq!(r.prediction().unwrap().text, "guess");
+        assert!(!r.risky);
+        assert_eq!(r.reward, base_reward(Verdict::Valid));
+        let mut events: Vec<EventBody> = Vec::new();
+        record(&mut events, 1, &r).unwrap();
+        let kinds: Vec<&str> = events.iter().map(EventBody::kind).collect();
+        assert_eq!(kinds, ["node_simulated", "node_grounded", "node_evaluated"]);
+    }
+
+    #[tokio::test]
+    async fn an_unsure_prediction_of_another_tool_is_risky_and_worth_its_confidence() {
+        let settings = Settings::chain();
+        let r = rehearse(&Unsure { read_only: false }, &settings, &[], &call(), 1).await;
+        assert!(r.risky);
+        assert!(r.grounded.is_none());
+        assert_eq!(r.observation().unwrap().text, "guess");
+        assert!((r.reward - 0.5 * base_reward(Verdict::Valid)).abs() < 1e-12);
     }
 }

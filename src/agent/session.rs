@@ -270,6 +270,12 @@ pub async fn prepare(spec: &RunSpec, stop: watch::Receiver<bool>) -> Result<Prep
             settings.insert(k.to_string(), v);
         }
     }
+    // Routing applies to every rehearsing agent, so it is recorded whichever it is.
+    if let Some(x) = spec.search.go_real_below
+        && matches!(spec.agent, AgentKind::Spiral | AgentKind::PlanExec)
+    {
+        settings.insert("go_real_below".to_string(), json!(x));
+    }
     if let Some(fork) = &spec.fork {
         for (k, v) in fork.settings() {
             settings.insert(k.to_string(), json!(v));
@@ -333,6 +339,7 @@ pub async fn prepare(spec: &RunSpec, stop: watch::Receiver<bool>) -> Result<Prep
     // Checked before the file exists: a run that cannot start leaves nothing behind.
     let mut env = Env::new(task, host, roles, world_model, spec.budget, stop)?;
     env.fork = spec.fork.as_ref().map(ForkPlan::fork);
+    env.go_real_below = spec.search.go_real_below;
     let path = spec.out_dir.join(
         spec.file_name
             .clone()

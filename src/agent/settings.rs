@@ -54,6 +54,12 @@ pub struct Settings {
     pub widen: u32,
     /// What selection does with settled paths (finished, or dead ends all the way down).
     pub settled: Settled,
+    /// Routing (SPIRAL and ReAct-Plan-Exec): a prediction less sure than this (or with no
+    /// confidence) of a read-only tool is replaced by the real call during planning
+    /// (`node_grounded`); of another tool, it makes the node risky. `None`: every prediction
+    /// is trusted, as in the paper.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub go_real_below: Option<f64>,
 }
 
 /// What the search does with a settled path: one whose every leaf is terminal, so visiting it
@@ -135,6 +141,9 @@ impl Settings {
         count("revisions", self.revisions, 0, 1_000)?;
         count("retries", self.retries, 0, 100)?;
         count("widen", self.widen as usize, 0, 100)?;
+        if let Some(x) = self.go_real_below {
+            within("go_real_below", x, 0.0, 1.0)?;
+        }
         Ok(())
     }
 }
@@ -153,6 +162,7 @@ impl Default for Settings {
             retries: 2,
             widen: 1,
             settled: Settled::Revisit,
+            go_real_below: None,
         }
     }
 }

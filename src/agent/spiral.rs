@@ -71,6 +71,11 @@ pub async fn run(env: &Env, sink: &mut dyn EventSink, settings: &Settings) -> Re
             nodes: path.clone(),
             rule: settings.plan_rule.as_str().into(),
             choice: choice.recorded(tree, &origin),
+            risky: plan
+                .iter()
+                .filter(|&&i| tree.nodes[i].risky)
+                .map(|&i| origin.id(i))
+                .collect(),
         })?;
         // The plan's calls, and beside each the tree index of its node (where a revision hangs).
         let (calls, indices): (Vec<PlannedCall>, Vec<usize>) = plan

@@ -205,6 +205,13 @@ pub struct RunOptions {
     /// the search ends once every path is settled. Off (the paper's): revisit them.
     #[arg(long, help_heading = "SPIRAL-Exec")]
     pub skip_settled: bool,
+
+    /// SPIRAL and ReAct-Plan-Exec: during planning, a prediction less sure than X (or with no
+    /// confidence) of a tool its server annotates read-only is replaced by the real call; of
+    /// any other tool it makes the plan risky (never called while planning) [or [agent]
+    /// go_real_below; default: trust every prediction].
+    #[arg(long, value_name = "X", help_heading = "SPIRAL-Exec")]
+    pub go_real_below: Option<f64>,
 }
 
 impl RunOptions {
@@ -232,6 +239,7 @@ impl RunOptions {
             } else {
                 from_file.settled
             },
+            go_real_below: self.go_real_below.or(from_file.go_real_below),
         };
         settings
             .check()
@@ -250,6 +258,12 @@ impl RunOptions {
         // Read once: the search settings and the session take their sections from it.
         let config = Config::load(self.config.as_deref())?;
         let search = self.search_settings(&config)?;
+        if self.go_real_below.is_some() && agent == AgentKind::React {
+            anyhow::bail!(
+                "--go-real-below routes a rehearsing agent's predictions: ReAct makes only real \
+                 calls (use --agent plan-exec or spiral)"
+            );
+        }
         Ok(RunSpec {
             mcp_config,
             task,

@@ -330,13 +330,44 @@ pub fn summary(event: &Event) -> String {
         ),
         EventBody::Backpropagated { path, value } => backpropagated(*value, path),
         body @ EventBody::SearchFinished { .. } => search_accounting(body).unwrap_or_default(),
-        EventBody::PlanSelected { nodes, rule, .. } => format!(
-            "{rule}: {}",
+        EventBody::PlanSelected {
+            nodes, rule, risky, ..
+        } => format!(
+            "{rule}: {}{}",
             nodes
                 .iter()
                 .map(|n| format!("#{n}"))
                 .collect::<Vec<_>>()
-                .join("→")
+                .join("→"),
+            if risky.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " · risky: {} rest on unsure predictions",
+                    risky
+                        .iter()
+                        .map(|n| format!("#{n}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            }
+        ),
+        EventBody::NodeGrounded {
+            node,
+            tool,
+            observation,
+            error,
+            confidence,
+            ..
+        } => format!(
+            "#{node} went real: {tool} (prediction's confidence {}) -> {}{}",
+            confidence.map_or("none".to_string(), |c| format!("{c:.2}")),
+            if observation.is_error || error.is_some() {
+                "[error] "
+            } else {
+                ""
+            },
+            crate::sanitize::one_line(&observation.text, 80)
         ),
         EventBody::ToolCalled {
             step,

@@ -1191,6 +1191,32 @@ pub enum EventBody {
         /// for a chain and in files written before choices were recorded).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         choice: Option<Box<PlanChoice>>,
+        /// The plan's nodes that rest on a prediction less sure than the run's
+        /// `go_real_below` of a tool not annotated read-only (never called while planning).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        risky: Vec<NodeId>,
+    },
+    /// During planning, the real result of a read-only tool's call in place of a prediction
+    /// less sure than the run's `go_real_below` (routing): written after the node's
+    /// `node_simulated`, which stays its prediction; the search goes on from this result.
+    NodeGrounded {
+        /// The node.
+        node: NodeId,
+        /// The tool.
+        tool: String,
+        /// The server that answered, when one did.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        server: Option<String>,
+        /// The real result.
+        observation: Observation,
+        /// Latency of the real call.
+        latency_ms: u64,
+        /// A transport error, a timeout.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+        /// The prediction's confidence that sent it real (none when it gave none).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        confidence: Option<f64>,
     },
     /// A real tool call.
     ToolCalled {
@@ -1438,6 +1464,7 @@ pub const KNOWN_KINDS: &[&str] = &[
     "node_evaluated",
     "backpropagated",
     "plan_selected",
+    "node_grounded",
     "search_finished",
     "tool_called",
     "answer",
@@ -1477,6 +1504,7 @@ impl EventBody {
             EventBody::NodeEvaluated { .. } => "node_evaluated",
             EventBody::Backpropagated { .. } => "backpropagated",
             EventBody::PlanSelected { .. } => "plan_selected",
+            EventBody::NodeGrounded { .. } => "node_grounded",
             EventBody::SearchFinished { .. } => "search_finished",
             EventBody::ToolCalled { .. } => "tool_called",
             EventBody::Answer { .. } => "answer",

@@ -700,6 +700,7 @@ impl Run {
                 nodes,
                 rule,
                 choice,
+                ..
             } => Some(PlanEvent {
                 event: e,
                 rule,

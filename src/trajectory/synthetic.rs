@@ -274,6 +274,7 @@ pub fn events(spec: &Spec) -> Vec<(u64, EventBody)> {
             nodes: plan.iter().map(|&n| n as u64).collect(),
             rule: "best_mean".into(),
             choice: None,
+            risky: Vec::new(),
         },
     ));
     out.push((

@@ -144,6 +144,7 @@ pub fn plan_fails_bodies(world_model: &str, second_target: &str) -> Vec<EventBod
             nodes: vec![1, 2, 3],
             rule: "chain".into(),
             choice: None,
+            risky: Vec::new(),
         },
         EventBody::Phase {
             phase: Phase::Execute,
@@ -263,6 +264,7 @@ pub fn revised_run() -> Run {
             nodes: vec![1, 2],
             rule: "best_mean".into(),
             choice: None,
+            risky: Vec::new(),
         },
         EventBody::Phase {
             phase: Phase::Execute,
@@ -294,6 +296,7 @@ pub fn revised_run() -> Run {
             nodes: vec![1, 3, 4, 5],
             rule: "best_mean".into(),
             choice: None,
+            risky: Vec::new(),
         },
         EventBody::Phase {
             phase: Phase::Execute,

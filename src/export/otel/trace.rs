@@ -260,7 +260,9 @@ impl Trace {
             EventBody::RunFinished { .. } => self.on_run_finished(event),
             // A recheck is about today's servers; progress is the call's span's own time; a
             // request for input is part of the call (its record is the trajectory's).
+            // A grounded call is planning's: its span would need a node's place (not yet).
             EventBody::PlannerDecided { .. }
+            | EventBody::NodeGrounded { .. }
             | EventBody::Recheck { .. }
             | EventBody::CallProgress { .. }
             | EventBody::Elicitation { .. }
