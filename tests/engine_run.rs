@@ -2177,4 +2177,27 @@ fn plan_exec_goes_real_for_unsure_read_only_calls_and_marks_the_rest_risky() {
     );
     assert_eq!(ev.iter().filter(|e| e["kind"] == "tool_called").count(), 2);
     assert_valid(&only_run(&out));
+    // A fork routes as the original did, unless told otherwise.
+    let forks = dir.path().join("forks");
+    let original = only_run(&out);
+    let forked = cosmos(
+        &[
+            "fork",
+            original.to_str().unwrap(),
+            "--at",
+            "1",
+            "--tools",
+            "recorded",
+            "--world-model",
+            "llm",
+            "--out",
+            forks.to_str().unwrap(),
+            "--no-tui",
+        ],
+        &llm,
+        KEY,
+    );
+    assert_eq!(forked.status.code(), Some(0), "{}", text(&forked));
+    let fork_events = events(&only_run(&forks));
+    assert_eq!(fork_events[0]["agent"]["settings"]["go_real_below"], 0.99);
 }

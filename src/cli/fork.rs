@@ -173,6 +173,15 @@ pub fn run(mut args: ForkArgs) -> Result<ExitCode> {
     if agent == AgentKind::Spiral && original.header.agent.kind == AgentKind::Spiral {
         inherit_search_settings(&mut args.options, &original.header);
     }
+    // Routing is the original's too when the fork's agent rehearses, unless told otherwise.
+    if matches!(agent, AgentKind::Spiral | AgentKind::PlanExec) {
+        args.options.go_real_below = args.options.go_real_below.or(original
+            .header
+            .agent
+            .settings
+            .get("go_real_below")
+            .and_then(Value::as_f64));
+    }
     let task = TaskSource::Recorded {
         info: original.header.task.clone(),
         servers: original.servers(),
