@@ -2200,4 +2200,39 @@ fn plan_exec_goes_real_for_unsure_read_only_calls_and_marks_the_rest_risky() {
     assert_eq!(forked.status.code(), Some(0), "{}", text(&forked));
     let fork_events = events(&only_run(&forks));
     assert_eq!(fork_events[0]["agent"]["settings"]["go_real_below"], 0.99);
+    // The grounded call is counted apart from the run's steps, by report and the run view.
+    let report = Command::new(env!("CARGO_BIN_EXE_cosmos"))
+        .args([
+            "report",
+            original.to_str().unwrap(),
+            "--format",
+            "json",
+            "--per-run",
+        ])
+        .output()
+        .unwrap();
+    let doc: Value = serde_json::from_slice(&report.stdout).unwrap();
+    let m = &doc["per_run"][0]["metrics"];
+    assert_eq!(
+        (&m["tool_calls"], &m["grounded_calls"]),
+        (&json!(2), &json!(1)),
+        "{m}"
+    );
+    let run = mcp_cosmos::trajectory::run::Run::open(&original).unwrap();
+    let view =
+        mcp_cosmos::tui::run_view::RunView::new(run, ratatui::layout::Rect::new(0, 0, 160, 49));
+    let mut app = mcp_cosmos::tui::app::App::new(
+        view,
+        mcp_cosmos::tui::keymap::Keymap::default(),
+        mcp_cosmos::tui::theme::Theme::new(true),
+        (160, 50),
+    );
+    app.settle();
+    let mut terminal = ratatui::Terminal::new(ratatui::backend::TestBackend::new(160, 50)).unwrap();
+    terminal.draw(|f| app.draw(f)).unwrap();
+    let screen = terminal.backend().to_string();
+    assert!(
+        screen.contains("grounded  1 real call(s) while planning"),
+        "{screen}"
+    );
 }

@@ -288,6 +288,10 @@ pub struct RunMetrics {
     pub waiting_ms: u64,
     /// Wall time from start to the last event.
     pub wall_ms: u64,
+    /// Real calls made while planning in place of unsure predictions (routing's
+    /// `node_grounded`): real traffic, though none is one of the run's steps.
+    #[serde(default)]
+    pub grounded_calls: u64,
     /// LLM usage per role, in [`Role::ALL`] order.
     pub llm: [RoleUsage; 5],
     /// Search-tree nodes added.
@@ -384,6 +388,8 @@ pub struct MetricsInput<'a> {
     /// Each answered question's time and how long its answer took (elicitation's
     /// `waited_ms`).
     pub waits: &'a [(u64, u64)],
+    /// Real calls made while planning (`node_grounded`) so far.
+    pub grounded: u64,
     /// Time of the last event so far.
     pub end_ms: u64,
     /// Nodes added so far.
@@ -524,6 +530,7 @@ pub fn compute(input: &MetricsInput<'_>) -> RunMetrics {
         phase_ms,
         waiting_ms: input.waits.iter().map(|(_, w)| w).sum(),
         wall_ms: input.end_ms,
+        grounded_calls: input.grounded,
         llm: input.llm,
         nodes: input.nodes,
         fidelity: summarize_fidelity(steps.iter().filter_map(|s| s.fidelity.as_ref())),
@@ -579,6 +586,8 @@ pub struct RunFacts {
     waits: Vec<(u32, u64, u64)>,
     /// Steps paired with a prediction that came after them, and that prediction's event.
     late: Vec<(u32, u32)>,
+    /// Event index of every real call made while planning (`node_grounded`).
+    grounded: Vec<u32>,
     synced: usize,
 }
 
@@ -643,6 +652,7 @@ impl RunFacts {
                     waited_ms: Some(waited),
                     ..
                 } => self.waits.push((idx as u32, brief.t_ms, *waited)),
+                EventBody::NodeGrounded { .. } => self.grounded.push(idx as u32),
                 other => {
                     if let Some(ending) = told_ending(other) {
                         self.told.push((idx as u32, ending));
@@ -726,6 +736,7 @@ impl RunFacts {
             llm,
             phases: &phases,
             waits: &waits,
+            grounded: self.grounded.partition_point(|&e| (e as usize) < k) as u64,
             end_ms,
             nodes: tree.visible_nodes() as u64,
             judge: run.judge_at(k),
@@ -852,6 +863,8 @@ pub struct RunAccumulator {
     waits: Vec<(u64, u64)>,
     /// Real calls made before their node had a simulation, by node: its step and the call.
     awaiting: FxHashMap<NodeId, (usize, Box<Event>)>,
+    /// Real calls made while planning (`node_grounded`).
+    grounded: u64,
     end_ms: u64,
     nodes: u64,
     /// The latest `judge_scored`, kept whole.
@@ -899,6 +912,7 @@ impl RunAccumulator {
             phases: Vec::new(),
             waits: Vec::new(),
             awaiting: FxHashMap::default(),
+            grounded: 0,
             end_ms: 0,
             nodes: 0,
             judge: None,
@@ -1014,6 +1028,7 @@ impl RunAccumulator {
                 waited_ms: Some(waited),
                 ..
             } => self.waits.push((event.t_ms, *waited)),
+            EventBody::NodeGrounded { .. } => self.grounded += 1,
             EventBody::JudgeScored { .. } => self.judge = Some(event.body.clone()),
             EventBody::RunFinished { status, ending, .. } => {
                 self.status = Some(*status);
@@ -1040,6 +1055,7 @@ impl RunAccumulator {
             llm: self.llm,
             phases: &self.phases,
             waits: &self.waits,
+            grounded: self.grounded,
             end_ms: self.finished_ms.unwrap_or(self.end_ms),
             nodes: self.nodes,
             judge: self.judge.as_ref().and_then(EventBody::judge_record),
@@ -1176,6 +1192,7 @@ mod tests {
             llm: usage,
             phases,
             waits: &[],
+            grounded: 0,
             end_ms: 1000,
             nodes: 0,
             judge: None,

@@ -340,6 +340,19 @@ pub fn draw(frame: &mut Frame, area: Rect, block: Block, at: &MetricsAt<'_>, the
     if let Some(line) = rejected {
         lines.insert(2, line);
     }
+    // Real calls made while planning are real traffic, though no step of the run: said apart.
+    if m.grounded_calls > 0 {
+        lines.insert(
+            2,
+            kv(
+                "grounded",
+                format!(
+                    "{} real call(s) while planning, in place of unsure predictions",
+                    m.grounded_calls
+                ),
+            ),
+        );
+    }
     if let Some(j) = &m.judge {
         lines.push(kv(
             "judge",
