@@ -222,6 +222,8 @@ pub async fn rehearse(
             events.extend(sim_events);
             match result {
                 Ok(p) => {
+                    // The prediction's own time, before any real call routing makes.
+                    let latency_ms = start.elapsed().as_millis() as u64;
                     // Routing: an unsure prediction (or one without a confidence) of a
                     // read-only tool is replaced by the real call; of any other tool, nothing
                     // real is called and the node is risky.
@@ -244,7 +246,7 @@ pub async fn rehearse(
                     let simulated = Simulated {
                         observation: p.observation,
                         source: env.world_model_name(),
-                        latency_ms: start.elapsed().as_millis() as u64,
+                        latency_ms,
                         tokens: p.tokens,
                         confidence: p.confidence,
                     };
