@@ -585,3 +585,103 @@ fn report_names_the_lines_it_skipped_in_every_format() {
         }
     }
 }
+
+/// The routing and calibration flags refuse what they cannot mean, by name, before anything
+/// starts: a threshold outside [0, 1], routing for an agent that does not rehearse, and the
+/// hybrid proxy's flags in another mode.
+#[test]
+fn routing_and_calibration_flags_refuse_what_they_cannot_mean() {
+    let dir = tempfile::tempdir().unwrap();
+    let mcp = dir.path().join("mcp.json");
+    fs::write(
+        &mcp,
+        r#"{"mcpServers": {"s": {"command": "does-not-start"}}}"#,
+    )
+    .unwrap();
+    let task = dir.path().join("task.json");
+    fs::write(&task, r#"{"id": "t", "request": "r"}"#).unwrap();
+    let (mcp, task) = (mcp.to_str().unwrap(), task.to_str().unwrap());
+    let out = dir.path().join("out");
+    let out = out.to_str().unwrap();
+    for (args, said) in [
+        (
+            vec![
+                "wm-eval",
+                "sample_runs",
+                "--world-model",
+                "memory",
+                "--good-fidelity",
+                "2",
+                "--out",
+                out,
+            ],
+            "--good-fidelity 2: must be from 0 to 1",
+        ),
+        (
+            vec![
+                "run",
+                "--mcp-config",
+                mcp,
+                "--task",
+                task,
+                "--agent",
+                "react",
+                "--go-real-below",
+                "0.5",
+                "--no-tui",
+                "--out",
+                out,
+            ],
+            "--go-real-below routes a rehearsing agent's predictions",
+        ),
+        (
+            vec![
+                "run",
+                "--mcp-config",
+                mcp,
+                "--task",
+                task,
+                "--agent",
+                "spiral",
+                "--go-real-below",
+                "1.5",
+                "--no-tui",
+                "--out",
+                out,
+            ],
+            "go_real_below = 1.5: must be from 0 to 1",
+        ),
+        (
+            vec![
+                "proxy",
+                "--mcp-config",
+                mcp,
+                "--go-real-below",
+                "0.5",
+                "--out",
+                out,
+            ],
+            "--go-real-below is for --mode hybrid",
+        ),
+        (
+            vec![
+                "proxy",
+                "--mcp-config",
+                mcp,
+                "--mode",
+                "shadow",
+                "--world-model",
+                "memory",
+                "--simulate-writes",
+                "--out",
+                out,
+            ],
+            "--simulate-writes is for --mode hybrid",
+        ),
+    ] {
+        let o = cosmos(&args);
+        assert_ne!(o.status.code(), Some(0), "{args:?}");
+        assert!(text(&o).contains(said), "{args:?}: {}", text(&o));
+    }
+    assert!(!Path::new(out).exists(), "nothing written");
+}

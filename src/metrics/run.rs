@@ -582,8 +582,10 @@ pub struct RunFacts {
     planned: Vec<u32>,
     /// Event index and ending of every `agent` error that tells one.
     told: Vec<(u32, Ending)>,
-    /// Event index, time and wait of every question someone answered.
-    waits: Vec<(u32, u64, u64)>,
+    /// Event index of every question someone answered, and beside it (same order) its time
+    /// and wait: a prefix of `waits` is what [`MetricsInput::waits`] takes, with no copy.
+    wait_events: Vec<u32>,
+    waits: Vec<(u64, u64)>,
     /// Steps paired with a prediction that came after them, and that prediction's event.
     late: Vec<(u32, u32)>,
     /// Event index of every real call made while planning (`node_grounded`).
@@ -651,7 +653,10 @@ impl RunFacts {
                 EventBody::Elicitation {
                     waited_ms: Some(waited),
                     ..
-                } => self.waits.push((idx as u32, brief.t_ms, *waited)),
+                } => {
+                    self.wait_events.push(idx as u32);
+                    self.waits.push((brief.t_ms, *waited));
+                }
                 EventBody::NodeGrounded { .. } => self.grounded.push(idx as u32),
                 other => {
                     if let Some(ending) = told_ending(other) {
@@ -725,17 +730,12 @@ impl RunFacts {
             .first()
             .filter(|(e, _)| (*e as usize) < k)
             .map(|(_, ending)| *ending);
-        let waits: Vec<(u64, u64)> = self
-            .waits
-            .iter()
-            .take_while(|(e, ..)| (*e as usize) < k)
-            .map(|&(_, at, waited)| (at, waited))
-            .collect();
+        let waits = &self.waits[..self.wait_events.partition_point(|&e| (e as usize) < k)];
         compute(&MetricsInput {
             steps,
             llm,
             phases: &phases,
-            waits: &waits,
+            waits,
             grounded: self.grounded.partition_point(|&e| (e as usize) < k) as u64,
             end_ms,
             nodes: tree.visible_nodes() as u64,

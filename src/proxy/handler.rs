@@ -268,11 +268,7 @@ impl ProxyHandler {
             Ok(predicted) => predicted,
             Err(refused) => return refused,
         };
-        let confidence = rehearsal
-            .simulated
-            .as_ref()
-            .and_then(|s| s.confidence.as_ref())
-            .map(|c| c.value);
+        let confidence = rehearsal.confidence();
         let sure = confidence.is_some_and(|c| c >= self.setup.go_real_below);
         let given = rehearsal.prediction().filter(|_| sure);
         self.recorded(session.rehearsed(node, &planned, &rehearsal, given.is_some()));

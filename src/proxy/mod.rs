@@ -195,6 +195,16 @@ impl Setup {
     /// Reads the configs, starts the upstreams (unless simulate mode needs none) and builds
     /// the world model. Refuses what cannot work before any client connects.
     pub async fn start(spec: ProxySpec) -> Result<Self> {
+        // A flag used where it means nothing is said before anything is built.
+        if spec.mode == Mode::Hybrid && !(0.0..=1.0).contains(&spec.go_real_below) {
+            bail!(
+                "--go-real-below {}: a confidence, from 0 to 1",
+                spec.go_real_below
+            );
+        }
+        if spec.simulate_writes && spec.mode != Mode::Hybrid {
+            bail!("--simulate-writes is for --mode hybrid");
+        }
         let mut config = spec.config.clone();
         let world_model: Option<Arc<dyn WorldModel>> = match spec.mode {
             Mode::Record => {
@@ -229,15 +239,6 @@ impl Setup {
                 Some(model)
             }
         };
-        if spec.mode == Mode::Hybrid && !(0.0..=1.0).contains(&spec.go_real_below) {
-            bail!(
-                "--go-real-below {}: a confidence, from 0 to 1",
-                spec.go_real_below
-            );
-        }
-        if spec.simulate_writes && spec.mode != Mode::Hybrid {
-            bail!("--simulate-writes is for --mode hybrid");
-        }
         if spec.tools_from.is_some() && spec.mode != Mode::Simulate {
             bail!(
                 "--tools-from is for simulate mode (the other modes list the real servers' tools)"
