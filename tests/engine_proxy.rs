@@ -1583,3 +1583,135 @@ fn a_servers_request_for_input_goes_to_the_client_whose_call_it_is() {
         assert_eq!(events[called]["result"]["text"], result);
     }
 }
+
+/// Posts `body` to the HTTP proxy at `url` as a client would (JSON, both reply types
+/// accepted): the status line and the body.
+fn post_raw(url: &str, body: &str) -> (String, String) {
+    use std::io::{Read, Write};
+    let host = url.trim_start_matches("http://").trim_end_matches("/mcp");
+    let mut stream = std::net::TcpStream::connect(host).unwrap();
+    write!(
+        stream,
+        "POST /mcp HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n\
+         Connection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut reply = String::new();
+    stream.read_to_string(&mut reply).unwrap();
+    let (head, body) = reply.split_once("\r\n\r\n").unwrap_or((&reply, ""));
+    (
+        head.lines().next().unwrap_or_default().to_string(),
+        body.to_string(),
+    )
+}
+
+/// Over HTTP, a body that is no JSON gets 400 and JSON-RPC's parse error, and a call whose
+/// arguments are no object gets invalid params, as on stdio (rmcp alone answers 415 and
+/// -32601). A session its client leaves idle is closed (`client_idle`) with its wall time
+/// ending at its last call, and the client coming back gets a new session.
+#[test]
+fn over_http_bad_requests_get_the_specs_codes_and_an_idle_session_is_closed() {
+    let dir = tempfile::tempdir().unwrap();
+    let mcp = write_mcp_config(dir.path(), json!({"flaky": flaky_server()}));
+    let out = dir.path().join("runs");
+    let (mut proxy, url) = http_proxy(
+        &mcp,
+        &out,
+        &["--session-idle-s", "1"],
+        &[],
+        &dir.path().join("proxy.log"),
+    );
+    let (status, body) = post_raw(&url, r#"{"jsonrpc":"2.0","id":2,"method":"#);
+    assert!(status.contains(" 400 "), "{status}");
+    let parse: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(parse["error"]["code"], -32700, "{parse}");
+    let (status, body) = post_raw(
+        &url,
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"ok","arguments":"text"}}"#,
+    );
+    assert!(status.contains(" 200 "), "{status}");
+    let params: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        (params["id"].as_i64(), params["error"]["code"].as_i64()),
+        (Some(3), Some(-32602)),
+        "{params}"
+    );
+
+    // A client that makes one call and then goes quiet past the bound.
+    let pause = dir.path().join("go-on");
+    let mut client = Command::new(python())
+        .arg(client_script())
+        .arg(
+            json!({"transport": "http", "url": url, "pause_file": pause.display().to_string(),
+                   "calls": [{"name": "ok", "arguments": {"text": "one"}},
+                             {"name": "ok", "arguments": {"text": "two"}}]})
+            .to_string(),
+        )
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(client.stdout.take().unwrap());
+    let mut paused = String::new();
+    stdout.read_line(&mut paused).unwrap();
+    assert!(paused.contains("paused"), "{paused}");
+    let first = only_run(&out);
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !std::fs::read_to_string(&first)
+        .unwrap()
+        .contains("run_finished")
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the idle session was never closed"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let idle = events(&first);
+    let finished = idle.last().unwrap();
+    assert_eq!(
+        (finished["status"].as_str(), finished["ending"].as_str()),
+        (Some("completed"), Some("client_idle")),
+        "{finished}"
+    );
+    assert_eq!(calls_of(&idle).len(), 1);
+    assert_eq!(idle[0]["agent"]["settings"]["close_idle_after_s"], 1);
+    // Its wall time is its work's, not the wait for a client that had gone quiet.
+    let last_work = idle[idle.len() - 2]["t_ms"].as_u64().unwrap();
+    assert!(finished["t_ms"].as_u64().unwrap() >= last_work + 1000);
+    let report = Command::new(env!("CARGO_BIN_EXE_cosmos"))
+        .arg("report")
+        .arg(&first)
+        .args(["--format", "json", "--per-run"])
+        .output()
+        .unwrap();
+    let doc: Value = serde_json::from_slice(&report.stdout).unwrap();
+    assert_eq!(doc["per_run"][0]["metrics"]["wall_ms"], last_work, "{doc}");
+    std::fs::rename(&first, dir.path().join("first.jsonl")).unwrap();
+
+    // Coming back, the client's call is served and recorded in a new session.
+    std::fs::write(&pause, "").unwrap();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stdout, &mut rest).unwrap();
+    assert!(client.wait().unwrap().success());
+    let done: Value = serde_json::from_str(rest.lines().last().unwrap()).unwrap();
+    assert_eq!(
+        done["results"][1]["content"][0]["text"], "ok: two",
+        "{done}"
+    );
+    let second = only_run(&out);
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !std::fs::read_to_string(&second)
+        .unwrap()
+        .contains("run_finished")
+    {
+        assert!(std::time::Instant::now() < deadline, "never finished");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let again = events(&second);
+    assert_eq!(calls_of(&again).len(), 1);
+    assert_eq!(calls_of(&again)[0]["arguments"]["text"], "two");
+    let _ = proxy.kill();
+    let _ = proxy.wait();
+}

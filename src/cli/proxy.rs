@@ -78,6 +78,11 @@ pub struct ProxyArgs {
     /// Time one tool call may take, seconds.
     #[arg(long, default_value_t = 60)]
     pub call_timeout_s: u64,
+    /// HTTP: close a session whose client has sent nothing for this long with nothing in
+    /// flight, seconds; its file ends `client_idle` and a client that comes back gets a new
+    /// session. 0 keeps sessions open until the client ends them.
+    #[arg(long, value_name = "SECONDS", default_value_t = 120)]
+    pub session_idle_s: u64,
 }
 
 /// `--http`: `HOST:PORT`, `localhost:PORT`, or a port alone on loopback.
@@ -157,6 +162,8 @@ impl ProxyArgs {
                 elicitation: crate::mcp::elicitation::Elicitation::Ask,
             },
             transport: if self.http.is_some() { "http" } else { "stdio" },
+            session_idle: (self.http.is_some() && self.session_idle_s > 0)
+                .then(|| Duration::from_secs(self.session_idle_s)),
             secrets: token.map(str::to_string).into_iter().collect(),
         })
     }

@@ -15,7 +15,7 @@ pub const UNIT: Scale = Scale::Bounded(0.0, 1.0);
 pub const EQ_SCALE: Scale = Scale::Bounded(0.0, 100.0);
 /// The judge's scores, 1–10.
 pub const JUDGE_SCALE: Scale = Scale::Bounded(0.0, 10.0);
-use crate::trajectory::event::{DIMENSION_NAMES, RunStatus};
+use crate::trajectory::event::{AgentKind, DIMENSION_NAMES, RunStatus};
 use crate::trajectory::report_header::ReportHeader;
 
 /// Execution Quality at or above this (out of 100) counts as high for the flag below.
@@ -110,6 +110,11 @@ impl RunRecord {
         self.metrics.tool_call_success_rate
     }
 
+    /// Its answer is one cosmos sees (every agent's but a proxy session's).
+    pub fn answerable(&self) -> bool {
+        self.agent != AgentKind::External.as_str()
+    }
+
     /// Completed with an answer.
     pub fn completed(&self) -> bool {
         self.metrics.status == Some(RunStatus::Completed) && self.metrics.answered
@@ -127,6 +132,11 @@ pub struct GroupRow {
     pub runs: usize,
     /// Runs that completed with an answer.
     pub completed: usize,
+    /// Runs whose answer cosmos sees: all but proxy sessions, whose agent answers its own
+    /// user (so `completed / answerable` is the share that answered, and a group of proxy
+    /// sessions alone has none to judge by).
+    #[serde(default)]
+    pub answerable: usize,
     /// Real tool calls per run (per task).
     pub tool_calls: Option<Estimate>,
     /// Tool call success rate, over runs that made calls.
@@ -417,7 +427,7 @@ fn completions(rows: &[GroupRow]) -> Vec<Option<f64>> {
     rows.iter()
         .map(|r| match (judged, r.task_completion) {
             (true, Some(tc)) => Some(tc.mean),
-            _ if r.runs > 0 => Some(r.completed as f64 / r.runs as f64),
+            _ if r.answerable > 0 => Some(r.completed as f64 / r.answerable as f64),
             _ => None,
         })
         .collect()
@@ -551,6 +561,7 @@ fn row(key: &str, runs: &[&RunRecord], cohort: Option<(f64, f64)>, avg_calls: f6
     });
 
     let completed = runs.iter().filter(|r| r.completed()).count();
+    let answerable = runs.iter().filter(|r| r.answerable()).count();
     let mut planners: Vec<String> = runs.iter().map(|r| r.planner.clone()).collect();
     planners.sort();
     planners.dedup();
@@ -565,7 +576,8 @@ fn row(key: &str, runs: &[&RunRecord], cohort: Option<(f64, f64)>, avg_calls: f6
     if let Some(eq) = execution_quality {
         let completion_low = match task_completion {
             Some(tc) => tc.mean < LOW_TASK_COMPLETION,
-            None => (completed as f64 / runs.len() as f64) < LOW_COMPLETION_RATE,
+            // A proxy session's agent answers its own user: no share to judge by.
+            None => answerable > 0 && (completed as f64 / answerable as f64) < LOW_COMPLETION_RATE,
         };
         if eq.mean >= HIGH_EXECUTION_QUALITY && completion_low {
             flags.push(FLAG_DOES_LITTLE.to_string());
@@ -583,6 +595,7 @@ fn row(key: &str, runs: &[&RunRecord], cohort: Option<(f64, f64)>, avg_calls: f6
         planners,
         runs: runs.len(),
         completed,
+        answerable,
         tool_calls: est(Scale::Count, &|r| Some(r.metrics.tool_calls as f64)),
         tool_call_success_rate: success,
         valid_tool_name_rate: rate(&|r| r.metrics.valid_tool_name_rate),
@@ -853,5 +866,21 @@ mod tests {
         r.metrics.answered = false;
         let rows = group(&[r], GroupBy::Agent);
         assert!(rows[0].flags.contains(&FLAG_DOES_LITTLE.to_string()));
+    }
+
+    /// A proxy session's agent answers its own user, never cosmos: its "no answer" is no
+    /// failure, so a group of sessions is never flagged for doing little, alone or beside a
+    /// group that answers.
+    #[test]
+    fn proxy_sessions_are_not_judged_by_answers_cosmos_cannot_see() {
+        let mut session = rec("external", "p", 1, Some(1.0), None);
+        session.metrics.answered = false;
+        let mut agent = rec("react", "p", 3, Some(1.0), None);
+        agent.metrics.answered = true;
+        let alone = group(std::slice::from_ref(&session), GroupBy::Agent);
+        assert_eq!((alone[0].completed, alone[0].answerable), (0, 0));
+        assert!(alone[0].flags.is_empty(), "{:?}", alone[0].flags);
+        let rows = group(&[session, agent], GroupBy::Agent);
+        assert!(rows.iter().all(|r| r.flags.is_empty()), "{rows:?}");
     }
 }

@@ -716,15 +716,17 @@ impl RunFacts {
             .map(|(_, p)| *p)
             .collect();
         // The run's wall time ends at `run_finished`, not at a judgement appended later.
+        let finish_index = run.finish_index_at(k);
         let finish = run.finish_at(k);
-        let end_ms = match finish {
-            Some(finish) => finish.t_ms,
-            None => k.checked_sub(1).map_or(0, |i| run.brief(i).t_ms),
-        };
         let recorded_ending = finish.and_then(|f| match &f.body {
             EventBody::RunFinished { ending, .. } => *ending,
             _ => None,
         });
+        let last_before = |i: usize| i.checked_sub(1).map_or(0, |i| run.brief(i).t_ms);
+        let end_ms = match (finish_index, finish) {
+            (Some(i), Some(finish)) => wall_end(finish.t_ms, last_before(i), recorded_ending),
+            _ => last_before(k),
+        };
         let told_ending = self
             .told
             .first()
@@ -933,7 +935,10 @@ impl RunAccumulator {
     /// it. A big run simulates many nodes for each real call, so this keeps a report's memory
     /// to a few bytes per node.
     pub fn take_at(&mut self, event: Brief, span: LineSpan) {
-        self.end_ms = self.end_ms.max(event.t_ms);
+        // A whole event's time is taken by `push` (which needs the time before it).
+        if !matches!(event.body, LeanBody::Full(_)) {
+            self.end_ms = self.end_ms.max(event.t_ms);
+        }
         match event.body {
             LeanBody::Phase(phase) => self.phases.push((phase, event.t_ms)),
             LeanBody::LlmCall(call) => add_usage(&mut self.llm, &call),
@@ -953,6 +958,7 @@ impl RunAccumulator {
                     ..
                 } = event.body
                 {
+                    self.end_ms = self.end_ms.max(event.t_ms);
                     self.simulated(
                         node,
                         (world_model != VALIDATOR)
@@ -982,6 +988,7 @@ impl RunAccumulator {
 
     /// Takes one event into account.
     pub fn push(&mut self, event: &Event) {
+        let before_ms = self.end_ms;
         self.end_ms = self.end_ms.max(event.t_ms);
         match &event.body {
             EventBody::Phase { phase } => self.phases.push((*phase, event.t_ms)),
@@ -1032,7 +1039,7 @@ impl RunAccumulator {
             EventBody::JudgeScored { .. } => self.judge = Some(event.body.clone()),
             EventBody::RunFinished { status, ending, .. } => {
                 self.status = Some(*status);
-                self.finished_ms = Some(event.t_ms);
+                self.finished_ms = Some(wall_end(event.t_ms, before_ms, *ending));
                 self.recorded_ending = *ending;
             }
             other => {
@@ -1079,6 +1086,17 @@ impl Tally for RunAccumulator {
         let mut metrics = self.metrics();
         metrics.wall_ms = metrics.wall_ms.max(t_ms);
         metrics.totals(events)
+    }
+}
+
+/// Where a run's wall time ends: at its `run_finished` (`finished_ms`), or, for an ending
+/// whose last stretch was no work of the run's ([`Ending::wall_ends_before_finish`]), at the
+/// event before it (`before_ms`).
+fn wall_end(finished_ms: u64, before_ms: u64, ending: Option<Ending>) -> u64 {
+    if ending.is_some_and(Ending::wall_ends_before_finish) {
+        before_ms
+    } else {
+        finished_ms
     }
 }
 

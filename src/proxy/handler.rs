@@ -3,7 +3,7 @@
 //! opens its [`Session`] at the client's first call, named as its `initialize` named it.
 
 use std::borrow::Cow;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use rmcp::ErrorData as McpError;
 use rmcp::ServerHandler;
@@ -29,9 +29,9 @@ use crate::trajectory::event::{Action, EventBody, Observation};
 /// One client session's server.
 pub struct ProxyHandler {
     setup: Arc<Setup>,
-    session: OnceLock<Arc<Session>>,
-    /// Held while the session is opened, so calls that come at once open one file.
-    opening: std::sync::Mutex<()>,
+    /// The session being recorded; held while one is opened, so calls that come at once open
+    /// one file.
+    session: std::sync::Mutex<Option<Arc<Session>>>,
 }
 
 impl ProxyHandler {
@@ -39,24 +39,23 @@ impl ProxyHandler {
     pub fn new(setup: Arc<Setup>) -> Self {
         Self {
             setup,
-            session: OnceLock::new(),
-            opening: std::sync::Mutex::new(()),
+            session: std::sync::Mutex::new(None),
         }
     }
 
-    /// The session, opened at the first call (with the client its `initialize` named).
+    /// The session, opened at the first call (with the client its `initialize` named), and
+    /// again at a call after the proxy closed it for idleness: the client's new stretch of
+    /// work is a new run.
     fn session(&self, client: Option<&Implementation>) -> Result<Arc<Session>, McpError> {
-        if let Some(session) = self.session.get() {
-            return Ok(session.clone());
-        }
-        let _opening = self.opening.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(session) = self.session.get() {
+        let mut held = self.session.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(session) = held.as_ref().filter(|s| !s.is_closed()) {
             return Ok(session.clone());
         }
         let opened = self.setup.open_session(client).map_err(|e| {
             McpError::internal_error(format!("cosmos proxy cannot record: {e:#}"), None)
         })?;
-        Ok(self.session.get_or_init(|| opened).clone())
+        *held = Some(opened.clone());
+        Ok(opened)
     }
 
     /// Serves one `tools/call` as the proxy's mode says.
@@ -357,6 +356,7 @@ impl ServerHandler for ProxyHandler {
     ) -> Result<CallToolResponse, McpError> {
         let client = context.peer.peer_info().map(|i| i.client_info.clone());
         let session = self.session(client.as_ref())?;
+        let _serving = session.serving();
         let arguments = request.arguments.map(Value::Object).unwrap_or(json!({}));
         // A client that asked for progress gets the server's, under its own token.
         // rmcp hands the request's `_meta` to the context.

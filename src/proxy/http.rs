@@ -18,6 +18,8 @@ use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio::sync::watch;
 
 use super::handler::ProxyHandler;
+use super::screen::{PARSE_ERROR, Screened, screen};
+use super::stdio_guard::MAX_REQUEST_BYTES;
 use super::{Setup, Stop};
 
 /// The path the MCP endpoint answers on.
@@ -68,7 +70,8 @@ pub async fn bind(addr: SocketAddr, token: Option<String>) -> Result<Listening> 
 impl Listening {
     /// Serves until `stop` fires; then every open session is ended as interrupted.
     pub async fn serve(self, setup: Arc<Setup>, mut stop: watch::Receiver<bool>) -> Result<Stop> {
-        let mut config = StreamableHttpServerConfig::default();
+        let mut config =
+            StreamableHttpServerConfig::default().with_max_request_body_bytes(MAX_REQUEST_BYTES);
         if !self.addr.ip().is_loopback() {
             // The bearer token guards it; the Host check would refuse the machine's own names.
             config = config.disable_allowed_hosts();
@@ -101,7 +104,13 @@ impl Listening {
                     if let Some(refused) = refuse(&request, token.as_deref()) {
                         return Ok::<_, Infallible>(refused);
                     }
-                    Ok(service.handle(request).await)
+                    if request.method() != hyper::Method::POST {
+                        return Ok(service.handle(request).await);
+                    }
+                    Ok(match screened(request).await {
+                        Ok(request) => service.handle(request).await,
+                        Err(answered) => answered,
+                    })
                 }
             });
             tokio::spawn(async move {
@@ -194,6 +203,56 @@ fn origin_allowed(origin: &str, host: Option<&str>) -> bool {
     let origin_host = name(rest);
     matches!(origin_host.as_str(), "localhost" | "127.0.0.1" | "[::1]")
         || host.is_some_and(|h| name(h) == origin_host)
+}
+
+/// A POST's body, read within [`MAX_REQUEST_BYTES`] and screened as the stdio guard screens a
+/// line: the request to pass on to rmcp, or the reply already given (413 over the limit; 400
+/// and a parse error for a body that is no JSON; a JSON-RPC error for a request it refuses).
+async fn screened(
+    request: Request<Incoming>,
+) -> Result<Request<Full<Bytes>>, Response<BoxBody<Bytes, Infallible>>> {
+    let (parts, body) = request.into_parts();
+    let body = match http_body_util::Limited::new(body, MAX_REQUEST_BYTES)
+        .collect()
+        .await
+    {
+        Ok(collected) => collected.to_bytes(),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => {
+            return Err(plain(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "a request body over 16 MiB was not read\n",
+            ));
+        }
+        Err(e) => {
+            tracing::debug!("reading a request body: {e}");
+            return Err(plain(
+                StatusCode::BAD_REQUEST,
+                "the request body was cut off\n",
+            ));
+        }
+    };
+    match screen(&body) {
+        Screened::Pass => Ok(Request::from_parts(parts, Full::new(body))),
+        Screened::Refused(reply) => {
+            tracing::warn!("refused a client request: {}", reply["error"]["message"]);
+            // A body that is no JSON-RPC message at all is a bad request; a request refused
+            // is answered as any other, with its error.
+            let status = if reply["error"]["code"] == PARSE_ERROR {
+                StatusCode::BAD_REQUEST
+            } else {
+                StatusCode::OK
+            };
+            let mut response = Response::new(
+                Full::new(Bytes::from(serde_json::to_vec(&reply).unwrap_or_default())).boxed(),
+            );
+            *response.status_mut() = status;
+            response.headers_mut().insert(
+                hyper::header::CONTENT_TYPE,
+                hyper::header::HeaderValue::from_static("application/json"),
+            );
+            Err(response)
+        }
+    }
 }
 
 /// Compares in time that does not depend on where the first difference is.

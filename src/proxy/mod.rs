@@ -16,6 +16,7 @@ pub mod catalog;
 pub mod elicit;
 pub mod handler;
 pub mod http;
+pub mod screen;
 pub mod session;
 pub mod stdio_guard;
 
@@ -147,6 +148,9 @@ pub struct ProxySpec {
     pub transport: &'static str,
     /// Secrets beyond the configs' (the HTTP bearer token).
     pub secrets: Vec<String>,
+    /// HTTP: a session that does nothing this long is closed (`client_idle`); `None` keeps
+    /// sessions open until the client ends them (stdio, where the pipe says it).
+    pub session_idle: Option<Duration>,
 }
 
 /// Everything every session of one proxy shares.
@@ -187,6 +191,8 @@ pub struct Setup {
     /// Sessions open now, so a stop can end each one; `None` once the proxy is stopping
     /// (no session opens then: it would be left a file with nothing in it).
     sessions: Mutex<Option<Vec<Weak<Session>>>>,
+    /// A session that does nothing this long is closed ([`ProxySpec::session_idle`]).
+    session_idle: Option<Duration>,
     /// Told whenever a session ends.
     session_closed: Arc<tokio::sync::Notify>,
 }
@@ -300,6 +306,10 @@ impl Setup {
         let mut settings = BTreeMap::new();
         settings.insert("mode".into(), json!(spec.mode.as_str()));
         settings.insert("transport".into(), json!(spec.transport));
+        // (Not `session_…`: the redactor takes a setting of that name for a session token.)
+        if let Some(idle) = spec.session_idle {
+            settings.insert("close_idle_after_s".into(), json!(idle.as_secs()));
+        }
         settings.insert(
             "server_startup_timeout_s".into(),
             json!(spec.timeouts.startup.as_secs()),
@@ -349,6 +359,7 @@ impl Setup {
             roles,
             callers,
             sessions: Mutex::new(Some(Vec::new())),
+            session_idle: spec.session_idle,
             session_closed: Arc::new(tokio::sync::Notify::new()),
         })
     }
@@ -399,6 +410,9 @@ impl Setup {
         let session = Arc::new(Session::open(self, client)?);
         sessions.retain(|s| s.strong_count() > 0);
         sessions.push(Arc::downgrade(&session));
+        if let Some(bound) = self.session_idle {
+            tokio::spawn(Session::close_when_idle(Arc::downgrade(&session), bound));
+        }
         Ok(session)
     }
 
@@ -632,6 +646,7 @@ mod tests {
             timeouts: Timeouts::default(),
             transport: "http",
             secrets: Vec::new(),
+            session_idle: None,
         })
         .await
         .unwrap()

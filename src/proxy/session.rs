@@ -13,7 +13,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Instant;
 
 use anyhow::{Context, Result};
@@ -65,6 +65,10 @@ struct State {
     /// (the server may have acted on it).
     in_flight: HashMap<u64, (PlannedCall, Instant)>,
     next_ticket: u64,
+    /// Client calls being served now ([`Session::serving`]).
+    serving: u32,
+    /// When the session last did anything: a call began or ended, an event was written.
+    last_active: Instant,
 }
 
 /// Half of a shadowed call.
@@ -174,6 +178,8 @@ impl Session {
                 pending: HashMap::new(),
                 in_flight: HashMap::new(),
                 next_ticket: 0,
+                serving: 0,
+                last_active: Instant::now(),
             }),
         })
     }
@@ -190,6 +196,54 @@ impl Session {
 
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Notes a client call being served until the guard is dropped: the session is not idle
+    /// meanwhile, however long the call takes.
+    pub fn serving(self: &Arc<Self>) -> Serving {
+        let mut state = self.state();
+        state.serving += 1;
+        state.last_active = Instant::now();
+        Serving(self.clone())
+    }
+
+    /// How long the session has done nothing: no call served or out, no prediction still to
+    /// come, nothing written. `None` while it is busy or once it has ended.
+    pub fn idle_for(&self) -> Option<std::time::Duration> {
+        let state = self.state();
+        let busy = state.serving > 0
+            || !state.in_flight.is_empty()
+            || state.pending.values().any(|p| matches!(p, Pending::Real));
+        (state.recorder.is_some() && !busy).then(|| state.last_active.elapsed())
+    }
+
+    /// Ends the session as [`Ending::ClientIdle`] once it has done nothing for `bound`,
+    /// checking as long as it is open and held.
+    pub async fn close_when_idle(session: Weak<Self>, bound: std::time::Duration) {
+        let mut wait = bound;
+        loop {
+            tokio::time::sleep(wait).await;
+            let Some(session) = session.upgrade() else {
+                return;
+            };
+            if session.is_closed() {
+                return;
+            }
+            wait = match session.idle_for() {
+                Some(idle) if idle >= bound => {
+                    tracing::info!(
+                        path = %session.path.display(),
+                        "the client sent nothing for {}s: closing its session",
+                        bound.as_secs()
+                    );
+                    session.close(RunStatus::Completed, Ending::ClientIdle);
+                    return;
+                }
+                Some(idle) => bound - idle,
+                // Busy: look again after a bound (the call's end restarts the count).
+                None => bound,
+            };
+        }
     }
 
     /// The calls so far, as the world model is told them.
@@ -365,6 +419,17 @@ impl Session {
     }
 }
 
+/// A client call in service ([`Session::serving`]).
+pub struct Serving(Arc<Session>);
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        let mut state = self.0.state();
+        state.serving -= 1;
+        state.last_active = Instant::now();
+    }
+}
+
 impl Drop for Session {
     /// A session nobody holds any more is one its client ended.
     fn drop(&mut self) {
@@ -388,6 +453,7 @@ impl State {
 
 impl EventSink for State {
     fn emit(&mut self, body: EventBody) -> Result<()> {
+        self.last_active = Instant::now();
         self.recorder
             .as_mut()
             .context("the session has ended")?

@@ -1,14 +1,15 @@
 //! The stdio proxy's framing guard: every line the client sends passes here before rmcp reads
-//! it, and every line rmcp writes passes here to stdout. A line that is no JSON gets JSON-RPC's
-//! parse error (-32700), one over [`MAX_REQUEST_BYTES`] an invalid request (-32600) read past
-//! in bounded memory, and a `tools/call` whose `arguments` is not an object invalid params
-//! (-32602), as the JSON-RPC spec gives them; rmcp would drop the first two without a reply
-//! and answer the third as an unknown method. Replies are written between rmcp's lines,
-//! never inside one.
+//! it, and every line rmcp writes passes here to stdout. A line over [`MAX_REQUEST_BYTES`] gets
+//! an invalid request (-32600), read past in bounded memory; every other line is screened
+//! (`proxy::screen`: -32700, -32602) as the HTTP proxy screens a body. rmcp would drop the
+//! first two without a reply and answer the third as an unknown method. Replies are written
+//! between rmcp's lines, never inside one.
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, DuplexStream};
 use tokio::sync::mpsc;
+
+use super::screen::{Screened, error_reply, screen};
 
 /// The longest request line taken (as the HTTP proxy's body limit).
 pub const MAX_REQUEST_BYTES: usize = 16 << 20;
@@ -28,47 +29,6 @@ pub fn guard(
     tokio::spawn(pass_requests(input, to_rmcp, replies_tx));
     tokio::spawn(pass_replies(from_rmcp, replies_rx, output));
     (rmcp_reads, rmcp_writes)
-}
-
-/// What a line from the client is.
-#[derive(Debug, PartialEq)]
-enum Checked {
-    /// For rmcp.
-    Pass,
-    /// Answered here with this error reply.
-    Refused(Value),
-}
-
-/// JSON-RPC's error reply to request `id`.
-fn error_reply(id: Value, code: i64, message: &str) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
-}
-
-/// Checks one whole line (without its newline).
-fn check(line: &[u8]) -> Checked {
-    let value: Value = match serde_json::from_slice(line) {
-        Ok(value) => value,
-        Err(e) => {
-            return Checked::Refused(error_reply(
-                Value::Null,
-                -32700,
-                &format!("Parse error: {e}"),
-            ));
-        }
-    };
-    if value.get("method").and_then(Value::as_str) == Some("tools/call")
-        && let Some(arguments) = value.pointer("/params/arguments")
-        && !arguments.is_object()
-        && !arguments.is_null()
-    {
-        let id = value.get("id").cloned().unwrap_or(Value::Null);
-        return Checked::Refused(error_reply(
-            id,
-            -32602,
-            "Invalid params: tools/call arguments must be an object",
-        ));
-    }
-    Checked::Pass
 }
 
 /// Reads the client's lines, each within [`MAX_REQUEST_BYTES`], passing the good ones to rmcp
@@ -117,15 +77,15 @@ async fn pass_requests(
         } else if line.iter().all(u8::is_ascii_whitespace) {
             None
         } else {
-            match check(&line) {
-                Checked::Pass => {
+            match screen(&line) {
+                Screened::Pass => {
                     line.push(b'\n');
                     if to_rmcp.write_all(&line).await.is_err() {
                         break;
                     }
                     None
                 }
-                Checked::Refused(reply) => Some(reply),
+                Screened::Refused(reply) => Some(reply),
             }
         };
         if let Some(reply) = refused {
@@ -167,29 +127,5 @@ async fn pass_replies(
         {
             break;
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn each_bad_line_gets_the_code_the_spec_gives_it() {
-        let Checked::Refused(parse) = check(b"{not json") else {
-            panic!("passed");
-        };
-        assert_eq!(parse["error"]["code"], -32700);
-        assert_eq!(parse["id"], Value::Null);
-        let call = br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"ok","arguments":"text"}}"#;
-        let Checked::Refused(params) = check(call) else {
-            panic!("passed");
-        };
-        assert_eq!(params["error"]["code"], -32602);
-        assert_eq!(params["id"], 7);
-        let good = br#"{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"ok","arguments":{"text":"hi"}}}"#;
-        assert_eq!(check(good), Checked::Pass);
-        let none = br#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"ok"}}"#;
-        assert_eq!(check(none), Checked::Pass);
     }
 }

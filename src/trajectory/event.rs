@@ -617,11 +617,15 @@ pub enum Ending {
     Interrupted,
     /// The client of `cosmos proxy` ended its session (an external agent's run).
     ClientClosed,
+    /// The client of `cosmos proxy` sent nothing for the proxy's idle bound with nothing in
+    /// flight, so the proxy closed the session's file (the client, coming back, gets a new
+    /// session). Its wall time ends at its last event before the close.
+    ClientIdle,
 }
 
 impl Ending {
     /// Every ending, in the order tables list them.
-    pub const ALL: [Ending; 9] = [
+    pub const ALL: [Ending; 10] = [
         Ending::PlannerFinished,
         Ending::SearchExhausted,
         Ending::StepLimit,
@@ -631,6 +635,7 @@ impl Ending {
         Ending::NoCallPlanned,
         Ending::Interrupted,
         Ending::ClientClosed,
+        Ending::ClientIdle,
     ];
 
     /// Its name in files and JSON.
@@ -645,6 +650,7 @@ impl Ending {
             Ending::NoCallPlanned => "no_call_planned",
             Ending::Interrupted => "interrupted",
             Ending::ClientClosed => "client_closed",
+            Ending::ClientIdle => "client_idle",
         }
     }
 
@@ -653,7 +659,10 @@ impl Ending {
     pub fn went_wrong(self) -> bool {
         !matches!(
             self,
-            Ending::PlannerFinished | Ending::SearchExhausted | Ending::ClientClosed
+            Ending::PlannerFinished
+                | Ending::SearchExhausted
+                | Ending::ClientClosed
+                | Ending::ClientIdle
         )
     }
 
@@ -663,18 +672,28 @@ impl Ending {
         if self.went_wrong() { self } else { later }
     }
 
-    /// A clean finish: the planner finished, or (a proxy session) its client ended it. Every
+    /// A clean finish: the planner finished, or (a proxy session) its client ended it or left
+    /// it. Every
     /// view takes this one rule: only a clean ending is drawn as a success, every other one
     /// carries a [`Ending::mark`] (or, for a stop, its status) and is where `f` stops.
     pub fn clean(self) -> bool {
-        matches!(self, Ending::PlannerFinished | Ending::ClientClosed)
+        matches!(
+            self,
+            Ending::PlannerFinished | Ending::ClientClosed | Ending::ClientIdle
+        )
+    }
+
+    /// The run's wall time ends at its last event before `run_finished`, not at it: the time
+    /// between was the proxy waiting on a client that had gone quiet, no work of the run's.
+    pub fn wall_ends_before_finish(self) -> bool {
+        self == Ending::ClientIdle
     }
 
     /// A few words for a status column (the browser's legend explains each): empty for a clean finish ([`Ending::clean`]), and for a
     /// stop, which the status names (`interrupted`).
     pub fn mark(self) -> &'static str {
         match self {
-            Ending::PlannerFinished | Ending::ClientClosed => "",
+            Ending::PlannerFinished | Ending::ClientClosed | Ending::ClientIdle => "",
             Ending::SearchExhausted => "⊣no finish",
             Ending::StepLimit => "⊣steps",
             Ending::TokenLimit => "⊣tokens",

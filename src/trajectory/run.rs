@@ -747,7 +747,12 @@ impl Run {
 
     /// The `run_finished` event by cursor `k`.
     pub fn finish_at(&self, k: usize) -> Option<&Event> {
-        Self::latest_before(&self.finishes, k).and_then(|e| self.briefs[e as usize].whole())
+        self.finish_index_at(k).and_then(|e| self.briefs[e].whole())
+    }
+
+    /// The event index of the latest `run_finished` before cursor `k`.
+    pub fn finish_index_at(&self, k: usize) -> Option<usize> {
+        Self::latest_before(&self.finishes, k).map(|e| e as usize)
     }
 
     /// The first event at or after `from` that is a real tool call.
