@@ -90,6 +90,7 @@ impl SearchEnv for Instant0 {
                     observation,
                     tokens: None,
                     confidence: None,
+                    members: Vec::new(),
                 }),
                 vec![],
             )

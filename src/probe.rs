@@ -19,7 +19,7 @@ use crate::trajectory::redact::Redactor;
 use crate::trajectory::run::Run;
 use crate::trajectory::writer::Writer;
 use crate::world_model::named::{self, BuiltInOptions};
-use crate::world_model::{HistoryStep, LlmUsage, SimRequest};
+use crate::world_model::{HistoryStep, SimRequest, tokens_of};
 
 /// Where probes find their world models and servers.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -141,7 +141,7 @@ pub async fn simulate(path: &Path, node: NodeId, name: &str, setup: &ProbeSetup)
         Ok(sim) => EventBody::NodeProbed {
             node,
             world_model: name.to_string(),
-            tokens: sim.llm.as_ref().map(LlmUsage::tokens),
+            tokens: sim.tokens(),
             observation: Some(sim.observation),
             error: None,
             latency_ms: sim.latency.as_millis() as u64,
@@ -152,7 +152,7 @@ pub async fn simulate(path: &Path, node: NodeId, name: &str, setup: &ProbeSetup)
             observation: None,
             error: Some(failure.message),
             latency_ms: start.elapsed().as_millis() as u64,
-            tokens: failure.llm.as_ref().map(LlmUsage::tokens),
+            tokens: tokens_of(&failure.llm),
         },
     };
     append(

@@ -233,9 +233,11 @@ fn earlier_simulations(dir: &Path, names: &[String]) -> Earlier {
                     tokens,
                     confidence,
                     confidence_source,
+                    members,
                     ..
                 } if names.contains(&world_model) => {
                     if let Some((run, seq)) = origin_of.get(&step) {
+                        // The recorded cost, as one estimated call (it is not written again).
                         let llm = tokens.map(|t| crate::world_model::LlmUsage {
                             model: world_model.clone(),
                             prompt_tokens: 0,
@@ -250,13 +252,14 @@ fn earlier_simulations(dir: &Path, names: &[String]) -> Earlier {
                             Simulation {
                                 observation,
                                 latency: std::time::Duration::from_millis(latency_ms),
-                                llm,
+                                llm: llm.into_iter().collect(),
                                 confidence: confidence.and_then(|c| {
                                     crate::world_model::Confidence::new(
                                         c,
                                         confidence_source.as_deref().unwrap_or(""),
                                     )
                                 }),
+                                members,
                             },
                         );
                     }
@@ -499,13 +502,9 @@ fn write_simulation(
 ) -> Result<()> {
     match result {
         Ok(sim) => {
-            if let Some(usage) = sim.llm.as_ref().filter(|_| !reused) {
+            for usage in sim.llm.iter().filter(|_| !reused) {
                 writer.write(at, usage_event(usage))?;
             }
-            let tokens = sim
-                .llm
-                .as_ref()
-                .map_or(0, crate::world_model::LlmUsage::tokens);
             writer.write(
                 at,
                 EventBody::CallSimulated {
@@ -513,17 +512,18 @@ fn write_simulation(
                     world_model: name.to_string(),
                     observation: sim.observation.clone(),
                     latency_ms: sim.latency.as_millis() as u64,
-                    tokens: sim.llm.as_ref().map(|_| tokens),
+                    tokens: sim.tokens(),
                     tool: None,
                     arguments: None,
                     confidence: sim.confidence.as_ref().map(|c| c.value),
                     confidence_source: sim.confidence.as_ref().map(|c| c.source.clone()),
+                    members: sim.members.clone(),
                 },
             )?;
             Ok(())
         }
         Err(failure) => {
-            if let Some(usage) = &failure.llm {
+            for usage in &failure.llm {
                 writer.write(at, usage_event(usage))?;
             }
             writer.write(

@@ -637,6 +637,7 @@ fn a_prediction_that_comes_after_its_real_call_is_paired_with_it() {
             tokens: None,
             confidence: None,
             confidence_source: None,
+            members: Vec::new(),
         },
     ];
     let mut run = Run::new(path.clone(), header);

@@ -426,3 +426,120 @@ fn an_out_folder_that_cannot_be_written_is_refused_before_any_simulation() {
     assert!(text(&o).contains("not-a-folder"), "{}", text(&o));
     assert!(llm.requests().is_empty(), "nothing was simulated");
 }
+
+/// An ensemble of `memory` and an `llm` world model on the scripted endpoint: both asked each
+/// call, each member's prediction recorded beside the one picked, the members' agreement
+/// (their fidelity to each other, by the one function) as its confidence; where the LLM fails
+/// (HTTP 500 on every temperature call) its error is recorded as that member's and the ensemble
+/// answers from memory alone, with no confidence (one answer agrees with nothing).
+#[test]
+fn an_ensemble_records_each_member_and_answers_with_their_agreement() {
+    let dir = tempfile::tempdir().unwrap();
+    let llm = ScriptedLlm::start(json!([
+        {"when": ["You simulate an MCP server", "convert_temperature"], "status": 500, "content": "down"},
+        {"when": "You simulate an MCP server", "content": {"is_error": false, "confidence": 0.7, "content": r#"{"timezone":"UTC","datetime":"2026-11-30T09:00:00+00:00","day_of_week":"Monday","is_dst":false}"#}}
+    ]));
+    let config = dir.path().join("cosmos.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[world_models.scripted]\nkind = \"llm\"\nbase_url = \"{}\"\nmodel = \"wm-model\"\nmax_retries = 0\n\
+             [world_models.both]\nkind = \"ensemble\"\nmembers = [\"memory\", \"scripted\"]\n",
+            llm.base_url()
+        ),
+    )
+    .unwrap();
+    let samples = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_runs");
+    let out = dir.path().join("out");
+    let output = cosmos(
+        &[
+            "wm-eval",
+            samples.to_str().unwrap(),
+            "--world-model",
+            "both",
+            "--config",
+            config.to_str().unwrap(),
+            "--format",
+            "json",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &llm,
+        "sk-test-ensemble-0123456789",
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let doc: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(doc["world_models"][0]["name"], "both");
+    assert!(doc["world_models"][0]["n"].as_u64().unwrap() > 0);
+
+    let events = events(&only_run(&out));
+    let described = &events[0]["agent"]["settings"]["world_models"][0];
+    assert_eq!(described["kind"], "ensemble", "{described}");
+    assert_eq!(described["pick"], "closest", "{described}");
+    assert_eq!(described["members"][1]["name"], "scripted", "{described}");
+    let sims: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["kind"] == "call_simulated")
+        .collect();
+    let (mut agreed, mut alone) = (0, 0);
+    for sim in &sims {
+        let members = sim["members"].as_array().expect("each member recorded");
+        let names: Vec<&str> = members
+            .iter()
+            .map(|m| m["world_model"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["memory", "scripted"], "{sim}");
+        let answered: Vec<&Value> = members
+            .iter()
+            .filter(|m| m.get("observation").is_some())
+            .collect();
+        for m in members {
+            // A member gives a prediction or an error, never both.
+            assert_ne!(
+                m.get("observation").is_some(),
+                m.get("error").is_some(),
+                "{m}"
+            );
+        }
+        if answered.len() == 2 {
+            agreed += 1;
+            let observation = |m: &Value| -> mcp_cosmos::trajectory::event::Observation {
+                serde_json::from_value(m["observation"].clone()).unwrap()
+            };
+            let (a, b) = (observation(answered[0]), observation(answered[1]));
+            let both_ways = (mcp_cosmos::metrics::fidelity::compare(&a, &b).score
+                + mcp_cosmos::metrics::fidelity::compare(&b, &a).score)
+                / 2.0;
+            assert_eq!(sim["confidence_source"], "agreement", "{sim}");
+            assert!(
+                (sim["confidence"].as_f64().unwrap() - both_ways).abs() < 1e-9,
+                "{sim}"
+            );
+            // With two answers each is as close to the other: the first is picked.
+            assert_eq!(sim["observation"], answered[0]["observation"], "{sim}");
+            assert_eq!(members[1]["confidence_source"], "self", "{sim}");
+        } else {
+            assert_eq!(answered.len(), 1, "{sim}");
+            alone += 1;
+            assert!(sim.get("confidence").is_none(), "{sim}");
+            assert_eq!(sim["observation"], answered[0]["observation"], "{sim}");
+        }
+    }
+    assert!(agreed > 0 && alone > 0, "agreed {agreed}, alone {alone}");
+    // The scripted member's failure is its own: the temperature calls it failed were answered.
+    let failed_llm = sims
+        .iter()
+        .filter(|s| {
+            s["members"][1]["error"]
+                .as_str()
+                .is_some_and(|e| e.contains("500"))
+        })
+        .count();
+    assert!(failed_llm > 0);
+    // Its LLM calls are the run's, counted as every world model's are.
+    assert!(
+        events
+            .iter()
+            .any(|e| e["kind"] == "llm_call" && e["role"] == "world_model")
+    );
+}

@@ -725,6 +725,7 @@ fn tree_rows_carry_node_ids_and_verdict_marks() {
             tokens: None,
             confidence: None,
             confidence_source: None,
+            members: Vec::new(),
         },
         evaluated(1, Verdict::Invalid, -1.0),
         evaluated(2, Verdict::NotSimulated, 0.0),
@@ -985,6 +986,7 @@ fn node_with_everything() -> Run {
             tokens: Some(310),
             confidence: None,
             confidence_source: None,
+            members: Vec::new(),
         },
         EventBody::NodeEvaluated {
             node: 1,
@@ -1398,6 +1400,7 @@ fn wm_eval_run() -> Run {
         tokens: None,
         confidence: None,
         confidence_source: None,
+        members: Vec::new(),
         tool: None,
         arguments: None,
     };
@@ -1577,6 +1580,7 @@ fn a_call_a_world_model_never_reached_is_no_failure_in_the_view() {
             tokens: None,
             confidence: None,
             confidence_source: None,
+            members: Vec::new(),
             tool: None,
             arguments: None,
         },
@@ -1767,4 +1771,103 @@ fn background_work_that_failed_ends_its_wait_with_a_message() {
     // And the browser still answers.
     app.update(Action::Do(Command::Down));
     assert!(app.top_as::<Browser>().is_some());
+}
+
+/// A node an ensemble predicted: the inspector lists its members side by side, each with its
+/// own confidence and its fidelity to the real result (by the one fidelity function), and a
+/// member that failed as failed, then each one's prediction or error.
+#[test]
+fn a_node_of_an_ensemble_shows_each_member_beside_the_real_result() {
+    use mcp_cosmos::trajectory::event::{AgentKind, EventBody, MemberPrediction, Observation};
+    let mut bodies = common::plan_fails_bodies("both", "Mars/Olympus");
+    let picked = bodies
+        .iter()
+        .find_map(|b| match b {
+            EventBody::NodeSimulated {
+                node: 1,
+                observation,
+                ..
+            } => Some(observation.clone()),
+            _ => None,
+        })
+        .unwrap();
+    let guess = Observation {
+        text: "Tokyo is 8 hours ahead".into(),
+        ..Default::default()
+    };
+    let members = vec![
+        MemberPrediction {
+            world_model: "recorded".into(),
+            observation: Some(picked.clone()),
+            error: None,
+            latency_ms: 1,
+            confidence: Some(0.9),
+            confidence_source: Some("recall".into()),
+        },
+        MemberPrediction {
+            world_model: "qwen".into(),
+            observation: Some(guess.clone()),
+            error: None,
+            latency_ms: 2900,
+            confidence: None,
+            confidence_source: None,
+        },
+        MemberPrediction {
+            world_model: "mine".into(),
+            observation: None,
+            error: Some("world model command timed out after 30s".into()),
+            latency_ms: 0,
+            confidence: None,
+            confidence_source: None,
+        },
+    ];
+    for body in &mut bodies {
+        if let EventBody::NodeSimulated {
+            node: 1,
+            members: m,
+            confidence,
+            confidence_source,
+            ..
+        } = body
+        {
+            *m = members.clone();
+            *confidence = Some(0.25);
+            *confidence_source = Some("agreement".into());
+        }
+    }
+    let run = common::run_of(
+        "runs/ensemble.jsonl",
+        common::header("t", AgentKind::PlanExec, Some("both")),
+        bodies,
+    );
+    let real = mcp_cosmos::probe::real_of(&run, 1).expect("node 1 was executed");
+    let slot = run.nodes().iter().position(|n| n.id == 1).unwrap() as u32;
+    let state = mcp_cosmos::trajectory::fold::TreeState::fold(&run, run.len());
+    let inspector = Inspector::node(&run, &state, slot, (100, 40));
+    let rows = inspector.rows();
+    let row_of = |name: &str| {
+        rows.iter()
+            .find(|r| r.trim_start().starts_with(name))
+            .unwrap_or_else(|| panic!("no row for {name}: {rows:#?}"))
+            .to_string()
+    };
+    let fidelity = |o: &Observation| mcp_cosmos::metrics::fidelity::compare(o, &real).score;
+    assert!(
+        row_of("recorded").contains(&format!(
+            "confidence 0.90 (recall) · fidelity {:.2}",
+            fidelity(&picked)
+        )),
+        "{rows:#?}"
+    );
+    assert!(
+        row_of("qwen").contains(&format!("no confidence · fidelity {:.2}", fidelity(&guess))),
+        "{rows:#?}"
+    );
+    assert!(row_of("mine").contains("failed ✗"), "{rows:#?}");
+    let all = rows.join("\n");
+    assert!(all.contains("simulated by both · confidence 0.25 (agreement)"));
+    assert!(all.contains("the ensemble's 3 members · fidelity to the real result"));
+    assert!(all.contains("predicted by qwen") && all.contains("Tokyo is 8 hours ahead"));
+    assert!(all.contains("mine gave no prediction") && all.contains("timed out after 30s"));
+    insta::assert_snapshot!("node_of_an_ensemble_100x40", all);
 }

@@ -195,6 +195,7 @@ fn simulated(step: u64, wm: &str, text: &str) -> EventBody {
         arguments: None,
         confidence: None,
         confidence_source: None,
+        members: Vec::new(),
     }
 }
 

@@ -61,6 +61,7 @@ fn bodies(shape: u8, size: usize) -> Vec<EventBody> {
             tokens: None,
             confidence: None,
             confidence_source: None,
+            members: Vec::new(),
         },
         EventBody::LlmCall {
             role: Role::Planner,

@@ -186,6 +186,7 @@ async fn simulate_miss(
                 arguments: Some(Box::new(planned.arguments.clone())),
                 confidence: prediction.confidence.as_ref().map(|c| c.value),
                 confidence_source: prediction.confidence.as_ref().map(|c| c.source.clone()),
+                members: prediction.members,
             })?;
             Ok(Ok(HistoryStep {
                 tool: planned.tool.clone(),

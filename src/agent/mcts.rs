@@ -870,6 +870,7 @@ mod tests {
                     observation,
                     tokens: Some(7),
                     confidence: None,
+                    members: Vec::new(),
                 }),
             };
             Box::pin(async move { (prediction, vec![]) })

@@ -24,7 +24,9 @@ use super::{Env, llm_call_event, usage_event};
 use crate::trajectory::event::{
     Action, EventBody, NodeId, Observation, Role, ToolInfo, VALIDATOR, Verdict,
 };
-use crate::world_model::{Confidence, HistoryStep, LlmUsage, SimRequest, WorldModel};
+use crate::world_model::{
+    Confidence, HistoryStep, MemberPrediction, SimRequest, WorldModel, tokens_of,
+};
 
 /// SPIRAL's base reward of a verdict (the one table of them).
 pub fn base_reward(v: Verdict) -> f64 {
@@ -47,6 +49,8 @@ pub struct Prediction {
     pub tokens: Option<u64>,
     /// How sure the world model is, when it says.
     pub confidence: Option<Confidence>,
+    /// An ensemble's members' predictions (empty for any other world model).
+    pub members: Vec<MemberPrediction>,
 }
 
 /// A world model asked about one call: its prediction or why it failed, the `llm_call` events
@@ -87,7 +91,7 @@ pub async fn predict(
     };
     match world_model.simulate(request).await {
         Ok(sim) => {
-            let tokens = sim.llm.as_ref().map(LlmUsage::tokens);
+            let tokens = sim.tokens();
             Predicted {
                 events: sim.llm.iter().map(usage_event).collect(),
                 spent: tokens.unwrap_or(0),
@@ -95,11 +99,12 @@ pub async fn predict(
                     observation: sim.observation,
                     tokens,
                     confidence: sim.confidence,
+                    members: sim.members,
                 }),
             }
         }
         Err(f) => Predicted {
-            spent: f.llm.as_ref().map_or(0, LlmUsage::tokens),
+            spent: tokens_of(&f.llm).unwrap_or(0),
             events: f.llm.iter().map(usage_event).collect(),
             answer: Err(f.message),
         },
@@ -119,6 +124,8 @@ pub struct Simulated {
     pub tokens: Option<u64>,
     /// The world model's confidence (a validator's rejection has none).
     pub confidence: Option<Confidence>,
+    /// An ensemble's members' predictions.
+    pub members: Vec<MemberPrediction>,
 }
 
 /// The real result of a read-only tool's call made while planning, in place of an unsure
@@ -214,6 +221,7 @@ pub async fn rehearse(
                     latency_ms: 0,
                     tokens: None,
                     confidence: None,
+                    members: Vec::new(),
                 };
                 return evaluated(settings, Verdict::Invalid, Some(rejected), None, events);
             }
@@ -249,6 +257,7 @@ pub async fn rehearse(
                         latency_ms,
                         tokens: p.tokens,
                         confidence: p.confidence,
+                        members: p.members,
                     };
                     (verdict, Some(simulated))
                 }
@@ -325,6 +334,7 @@ pub fn record(sink: &mut dyn EventSink, node: NodeId, r: &Rehearsal) -> Result<(
             tokens: s.tokens,
             confidence: s.confidence.as_ref().map(|c| c.value),
             confidence_source: s.confidence.as_ref().map(|c| c.source.clone()),
+            members: s.members.clone(),
         })?;
     }
     if let Some(g) = &r.grounded {
@@ -678,6 +688,7 @@ mod tests {
                     },
                     tokens: None,
                     confidence: Confidence::new(0.5, "self"),
+                    members: Vec::new(),
                 };
                 (Ok(prediction), Vec::new())
             })

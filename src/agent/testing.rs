@@ -223,23 +223,23 @@ impl WorldModel for ScriptedWorldModel {
             messages: None,
         };
         let out = match (self.0)(&request.tool.name) {
-            Ok(text) => Ok(Simulation {
-                observation: Observation {
+            Ok(text) => Ok(Simulation::new(
+                Observation {
                     text,
                     ..Default::default()
                 },
-                latency: Duration::ZERO,
-                llm: Some(usage),
-                confidence: None,
-            }),
+                Duration::ZERO,
+                Some(usage),
+                None,
+            )),
             Err(message) => Err(SimFailure {
                 message,
-                llm: Some(LlmUsage {
+                llm: vec![LlmUsage {
                     error: Some("down".into()),
                     prompt_tokens: 0,
                     completion_tokens: 0,
                     ..usage
-                }),
+                }],
             }),
         };
         Box::pin(async move { out })

@@ -503,6 +503,28 @@ pub enum Action {
     },
 }
 
+/// One member of an ensemble world model (`members` of `node_simulated` and `call_simulated`):
+/// its prediction, or the error it gave instead (never both).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MemberPrediction {
+    /// The member, by its name.
+    pub world_model: String,
+    /// Its prediction.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observation: Option<Observation>,
+    /// Why it gave none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Its latency.
+    pub latency_ms: u64,
+    /// Its own confidence, when it gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confidence: Option<f64>,
+    /// How it knows its confidence.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confidence_source: Option<String>,
+}
+
 /// A tool result, real or simulated, in MCP's shape reduced to what we compare.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Observation {
@@ -1147,6 +1169,10 @@ pub enum EventBody {
         /// word), `logprobs`, `command`, `agreement` (an ensemble), as the world model says.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         confidence_source: Option<String>,
+        /// An ensemble's members, each with its prediction or its error; the observation
+        /// above is the one the ensemble picked.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        members: Vec<MemberPrediction>,
     },
     /// A node's reward was computed.
     NodeEvaluated {
@@ -1292,6 +1318,10 @@ pub enum EventBody {
         /// word), `logprobs`, `command`, `agreement` (an ensemble), as the world model says.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         confidence_source: Option<String>,
+        /// An ensemble's members, each with its prediction or its error; the observation
+        /// above is the one the ensemble picked.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        members: Vec<MemberPrediction>,
     },
     /// In a wm-eval file with decisions: the planner's next action after step `step`, given
     /// the real result (`given` is `real`) or a world model's simulation of it (`given` names

@@ -17,7 +17,9 @@ use serde::de::{self, Deserializer, MapAccess};
 use serde::{Deserialize, de::DeserializeOwned};
 use serde_json::Value;
 
-use super::event::{Action, EventBody, NodeId, Observation, Origin, Phase, Role, Verdict};
+use super::event::{
+    Action, EventBody, MemberPrediction, NodeId, Observation, Origin, Phase, Role, Verdict,
+};
 
 /// `phase`.
 #[derive(Deserialize)]
@@ -72,6 +74,8 @@ pub struct NodeSimulatedLine<S, A = Value> {
     pub confidence: Option<f64>,
     #[serde(default = "none")]
     pub confidence_source: Option<S>,
+    #[serde(default)]
+    pub members: Vec<MemberPrediction>,
 }
 
 /// [`Observation`]; `text` is `None` when absent (it must be a string when present).
@@ -130,6 +134,8 @@ pub struct CallSimulatedLine<S> {
     pub confidence: Option<f64>,
     #[serde(default = "none")]
     pub confidence_source: Option<S>,
+    #[serde(default)]
+    pub members: Vec<MemberPrediction>,
 }
 
 impl From<ObservationLine<String>> for Observation {
@@ -298,6 +304,7 @@ pub fn full_body<'de, A: MapAccess<'de>>(kind: &str, rest: A) -> Result<EventBod
                 tokens: e.tokens,
                 confidence: e.confidence,
                 confidence_source: e.confidence_source,
+                members: e.members,
             })
         }
         "tool_called" => read::<ToolCalledLine<String>, _>(rest).map(|e| EventBody::ToolCalled {
@@ -322,6 +329,7 @@ pub fn full_body<'de, A: MapAccess<'de>>(kind: &str, rest: A) -> Result<EventBod
                 tokens: e.tokens,
                 confidence: e.confidence,
                 confidence_source: e.confidence_source,
+                members: e.members,
             })
         }
         "node_evaluated" => {

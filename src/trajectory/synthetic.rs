@@ -173,6 +173,7 @@ pub fn events(spec: &Spec) -> Vec<(u64, EventBody)> {
                         tokens: Some(200),
                         confidence: None,
                         confidence_source: None,
+                        members: Vec::new(),
                     },
                 ));
             }

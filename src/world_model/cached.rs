@@ -71,8 +71,9 @@ impl WorldModel for CachedWorldModel {
                 return Ok(Simulation {
                     observation: hit.observation.clone(),
                     latency: Duration::ZERO,
-                    llm: None,
+                    llm: Vec::new(),
                     confidence: hit.confidence.clone(),
+                    members: hit.members.clone(),
                 });
             }
             let sim = self.inner.simulate(req).await?;
@@ -107,15 +108,15 @@ mod tests {
         ) -> BoxFuture<'a, Result<Simulation, SimFailure>> {
             let n = self.0.fetch_add(1, Ordering::SeqCst) + 1;
             Box::pin(async move {
-                Ok(Simulation {
-                    observation: Observation {
+                Ok(Simulation::new(
+                    Observation {
                         text: format!("answer {n}"),
                         ..Default::default()
                     },
-                    latency: Duration::from_millis(5),
-                    llm: None,
-                    confidence: None,
-                })
+                    Duration::from_millis(5),
+                    None,
+                    None,
+                ))
             })
         }
     }

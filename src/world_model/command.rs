@@ -193,7 +193,7 @@ impl WorldModel for CommandWorldModel {
                 "user_request": req.user_request,
                 "history": req.history.iter().map(|h| json!({"tool": h.tool, "arguments": h.arguments, "content": h.observation.text, "is_error": h.observation.is_error})).collect::<Vec<_>>(),
             });
-            let fail = |message: String| SimFailure { message, llm: None };
+            let fail = SimFailure::new;
             let reply = self.ask(&request.to_string()).await.map_err(fail)?;
             if let Some(err) = reply.get("error").and_then(Value::as_str) {
                 return Err(fail(format!("world model error: {err}")));
@@ -241,12 +241,12 @@ impl WorldModel for CommandWorldModel {
                     }
                     given
                 });
-            Ok(Simulation {
+            Ok(Simulation::new(
                 observation,
-                latency: start.elapsed(),
+                start.elapsed(),
                 llm,
                 confidence,
-            })
+            ))
         })
     }
 }

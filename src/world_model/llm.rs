@@ -156,12 +156,12 @@ impl WorldModel for LlmWorldModel {
                         .get("confidence")
                         .and_then(Value::as_f64)
                         .and_then(|c| super::Confidence::new(c, "self"));
-                    Ok(Simulation {
+                    Ok(Simulation::new(
                         observation,
-                        latency: start.elapsed(),
-                        llm: Some(llm),
+                        start.elapsed(),
+                        Some(llm),
                         confidence,
-                    })
+                    ))
                 }
                 Err(e) => Err(SimFailure {
                     // A reply cut at the token cap: say what to change too.
@@ -173,7 +173,7 @@ impl WorldModel for LlmWorldModel {
                     } else {
                         format!("world model LLM failed: {e}")
                     },
-                    llm: Some(LlmUsage {
+                    llm: vec![LlmUsage {
                         model,
                         // A reply that was not JSON still cost what the endpoint reported.
                         prompt_tokens: e.spent().0,
@@ -182,7 +182,7 @@ impl WorldModel for LlmWorldModel {
                         latency: e.latency,
                         error: Some(e.to_string()),
                         messages: e.messages,
-                    }),
+                    }],
                 }),
             }
         })

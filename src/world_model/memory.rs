@@ -276,21 +276,18 @@ impl WorldModel for MemoryWorldModel {
                 .buffer
                 .lookup_without(&req.tool.name, req.arguments, self.excluded)
             {
-                Some(recall) => Ok(Simulation {
-                    observation: recall.observation.clone(),
-                    latency: start.elapsed(),
-                    llm: None,
-                    confidence: super::Confidence::new(recall.confidence(), "recall"),
-                }),
+                Some(recall) => Ok(Simulation::new(
+                    recall.observation.clone(),
+                    start.elapsed(),
+                    None,
+                    super::Confidence::new(recall.confidence(), "recall"),
+                )),
                 // Nothing to go on is no prediction (not a predicted error, which would score
                 // as a dead end and count in fidelity): the world model failed to simulate.
-                None => Err(SimFailure {
-                    message: format!(
-                        "memory world model: no recorded call of {} to predict from",
-                        req.tool.name
-                    ),
-                    llm: None,
-                }),
+                None => Err(SimFailure::new(format!(
+                    "memory world model: no recorded call of {} to predict from",
+                    req.tool.name
+                ))),
             }
         })
     }

@@ -4,6 +4,7 @@
 
 pub mod cached;
 pub mod command;
+pub mod ensemble;
 pub mod llm;
 pub mod memory;
 pub mod named;
@@ -116,10 +117,41 @@ pub struct Simulation {
     pub observation: Observation,
     /// Wall time of the prediction.
     pub latency: Duration,
-    /// The LLM call behind it, if any.
-    pub llm: Option<LlmUsage>,
+    /// The LLM calls behind it (one for `llm`; each member's for an ensemble).
+    pub llm: Vec<LlmUsage>,
     /// How sure the world model is, when it says.
     pub confidence: Option<Confidence>,
+    /// An ensemble's members, each with its own prediction or error (empty for any other
+    /// world model).
+    pub members: Vec<MemberPrediction>,
+}
+
+impl Simulation {
+    /// A prediction of a world model that is no ensemble.
+    pub fn new(
+        observation: Observation,
+        latency: Duration,
+        llm: Option<LlmUsage>,
+        confidence: Option<Confidence>,
+    ) -> Self {
+        Self {
+            observation,
+            latency,
+            llm: llm.into_iter().collect(),
+            confidence,
+            members: Vec::new(),
+        }
+    }
+
+    /// Tokens its LLM calls spent; `None` when it made none.
+    pub fn tokens(&self) -> Option<u64> {
+        tokens_of(&self.llm)
+    }
+}
+
+/// Tokens spent by `calls`; `None` when there were none.
+pub fn tokens_of(calls: &[LlmUsage]) -> Option<u64> {
+    (!calls.is_empty()).then(|| calls.iter().map(LlmUsage::tokens).sum())
 }
 
 /// A world model that could not answer.
@@ -127,9 +159,22 @@ pub struct Simulation {
 pub struct SimFailure {
     /// Why.
     pub message: String,
-    /// The LLM call that failed, if any.
-    pub llm: Option<LlmUsage>,
+    /// The LLM calls made on the way (an ensemble's members' too).
+    pub llm: Vec<LlmUsage>,
 }
+
+impl SimFailure {
+    /// A failure with no LLM call behind it.
+    pub fn new(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+            llm: Vec::new(),
+        }
+    }
+}
+
+/// What one member of an ensemble made of a call, as recorded beside the ensemble's answer.
+pub type MemberPrediction = crate::trajectory::event::MemberPrediction;
 
 /// The BYOWM contract: `simulate(tool_call, user_request, context) -> observation`, a name
 /// and a `to_dict` description.

@@ -19,6 +19,11 @@
 //! command = "python3 my_world_model.py"
 //! timeout_s = 30
 //! env = ["MY_MODEL_KEY"]       # optional: variables of cosmos's environment it is given
+//!
+//! [world_models.both]
+//! kind = "ensemble"
+//! members = ["recorded", "qwen"]  # named world models (built-in names too), not ensembles
+//! pick = "closest"             # or "most_confident", "first"
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -30,6 +35,7 @@ use serde_json::json;
 
 use super::cached::CachedWorldModel;
 use super::command::CommandWorldModel;
+use super::ensemble::{EnsembleWorldModel, Pick};
 use super::llm::LlmWorldModel;
 use super::memory::{MemoryWorldModel, TransitionBuffer};
 use super::{SimFailure, SimRequest, Simulation, WorldModel};
@@ -66,6 +72,13 @@ pub enum Kind {
         /// gets (`env = ["NAME", …]` in its table).
         env: Vec<String>,
     },
+    /// Several named world models asked at once (`world_model::ensemble`).
+    Ensemble {
+        /// Its members, resolved (none is an ensemble).
+        members: Vec<Named>,
+        /// How it picks its answer.
+        pick: Pick,
+    },
 }
 
 /// A world model by name, ready to build.
@@ -96,7 +109,7 @@ pub struct BuiltInOptions {
 /// `config`. An unknown name is an error that lists the names there are.
 pub fn resolve(name: &str, config: &mut Config, options: &BuiltInOptions) -> Result<Option<Named>> {
     if let Some(table) = config.world_models.get(name).cloned() {
-        return from_table(name, table, config).map(Some);
+        return from_table(name, table, config, options).map(Some);
     }
     let tables = &config.world_models;
     let kind = match name {
@@ -148,7 +161,12 @@ pub fn resolve(name: &str, config: &mut Config, options: &BuiltInOptions) -> Res
     }))
 }
 
-fn from_table(name: &str, mut table: toml::Table, config: &mut Config) -> Result<Named> {
+fn from_table(
+    name: &str,
+    mut table: toml::Table,
+    config: &mut Config,
+    options: &BuiltInOptions,
+) -> Result<Named> {
     let label = format!("[world_models.{name}]");
     let base = config.dir().to_path_buf();
     // Paths in the file are relative to the file.
@@ -165,7 +183,9 @@ fn from_table(name: &str, mut table: toml::Table, config: &mut Config) -> Result
     };
     let kind: String = table
         .remove("kind")
-        .with_context(|| format!("{label}: needs kind = \"llm\", \"memory\" or \"command\""))?
+        .with_context(|| {
+            format!("{label}: needs kind = \"llm\", \"memory\", \"command\" or \"ensemble\"")
+        })?
         .try_into()
         .with_context(|| format!("{label} kind: a string"))?;
     let cached = match table.remove("cached") {
@@ -226,12 +246,77 @@ fn from_table(name: &str, mut table: toml::Table, config: &mut Config) -> Result
                 env,
             }
         }
-        other => bail!("{label} kind = {other:?}: must be \"llm\", \"memory\" or \"command\""),
+        "ensemble" => ensemble_from(name, &label, table, config, options)?,
+        other => bail!(
+            "{label} kind = {other:?}: must be \"llm\", \"memory\", \"command\" or \"ensemble\""
+        ),
     };
     Ok(Named {
         name: name.to_string(),
         kind,
         cached,
+    })
+}
+
+/// An ensemble's table (its `kind` taken): its members, each a world model of its own name,
+/// resolved now, and its `pick`.
+fn ensemble_from(
+    name: &str,
+    label: &str,
+    mut table: toml::Table,
+    config: &mut Config,
+    options: &BuiltInOptions,
+) -> Result<Kind> {
+    let members: Vec<String> = table
+        .remove("members")
+        .with_context(|| format!("{label}: needs members = [\"a\", \"b\", …]"))?
+        .try_into()
+        .with_context(|| format!("{label} members: a list of world model names"))?;
+    let pick = match table.remove("pick") {
+        None => Pick::default(),
+        Some(v) => {
+            let named: String = v
+                .try_into()
+                .with_context(|| format!("{label} pick: a string"))?;
+            let names: Vec<&str> = Pick::ALL.iter().map(|(n, _)| *n).collect();
+            Pick::named(&named).with_context(|| {
+                format!(
+                    "{label} pick = {named:?}: must be one of {}",
+                    names.join(", ")
+                )
+            })?
+        }
+    };
+    let extra: Vec<&String> = table.keys().collect();
+    if !extra.is_empty() {
+        bail!("{label}: unknown keys {extra:?} (ensemble takes members, pick, cached)");
+    }
+    let mut distinct = members.clone();
+    distinct.sort();
+    distinct.dedup();
+    if distinct.len() < 2 || distinct.len() != members.len() {
+        bail!("{label} members: two or more different world models (given {members:?})");
+    }
+    let mut resolved = Vec::with_capacity(members.len());
+    for member in &members {
+        // Checked before resolving: an ensemble among the members could name this one.
+        let nested = config
+            .world_models
+            .get(member)
+            .and_then(|t| t.get("kind"))
+            .and_then(toml::Value::as_str)
+            == Some("ensemble");
+        if member == name || nested {
+            bail!("{label} members: {member:?} is an ensemble; an ensemble's members are not");
+        }
+        let named = resolve(member, config, options)
+            .with_context(|| format!("{label} member {member:?}"))?
+            .with_context(|| format!("{label} members: \"none\" predicts nothing"))?;
+        resolved.push(named);
+    }
+    Ok(Kind::Ensemble {
+        members: resolved,
+        pick,
     })
 }
 
@@ -279,17 +364,35 @@ impl Named {
                     Arc::new(CommandWorldModel::new(command.clone(), *timeout).with_env(env)),
                     None,
                 ),
+                Kind::Ensemble { members, pick } => {
+                    let members = members
+                        .iter()
+                        .map(Named::build)
+                        .collect::<Result<Vec<_>>>()?;
+                    let models = members.iter().map(|m| m.model.clone()).collect();
+                    let model = EnsembleWorldModel::new(self.name.clone(), models, *pick);
+                    return Ok(Built {
+                        model: self.wrap(Arc::new(model)),
+                        memory: None,
+                        members,
+                        named: self.clone(),
+                    });
+                }
             };
         Ok(Built {
             model: self.wrap(inner),
             memory: memory_model,
+            members: Vec::new(),
             named: self.clone(),
         })
     }
 
     /// `inner` under this name, cached if asked.
     fn wrap(&self, inner: Arc<dyn WorldModel>) -> Arc<dyn WorldModel> {
-        let named: Arc<dyn WorldModel> = if BUILT_IN.contains(&self.name.as_str()) {
+        // An ensemble is built under its own name already.
+        let named: Arc<dyn WorldModel> = if BUILT_IN.contains(&self.name.as_str())
+            || matches!(self.kind, Kind::Ensemble { .. })
+        {
             inner
         } else {
             Arc::new(Renamed {
@@ -311,21 +414,32 @@ pub struct Built {
     pub model: Arc<dyn WorldModel>,
     /// For a memory world model, the model itself, to leave one run out in evaluations.
     memory: Option<MemoryWorldModel>,
+    /// For an ensemble, its members, built.
+    members: Vec<Built>,
     named: Named,
 }
 
 impl Built {
-    /// True for a memory world model (evaluated leave one run out).
+    /// True for a memory world model, or an ensemble with one (evaluated leave one run out).
     pub fn is_memory(&self) -> bool {
-        self.memory.is_some()
+        self.memory.is_some() || self.members.iter().any(Built::is_memory)
     }
 
     /// The model for predicting calls recorded in `run`: a memory world model without that
-    /// run's own calls (it would otherwise score itself); any other model as it is.
+    /// run's own calls (it would otherwise score itself), an ensemble of its members so; any
+    /// other model as it is.
     pub fn for_calls_of(&self, run: &Path) -> Arc<dyn WorldModel> {
-        match &self.memory {
-            Some(memory) => self.named.wrap(Arc::new(memory.without(run))),
-            None => self.model.clone(),
+        match (&self.memory, &self.named.kind) {
+            (Some(memory), _) => self.named.wrap(Arc::new(memory.without(run))),
+            (None, Kind::Ensemble { pick, .. }) if self.is_memory() => {
+                let members = self.members.iter().map(|m| m.for_calls_of(run)).collect();
+                self.named.wrap(Arc::new(EnsembleWorldModel::new(
+                    self.named.name.clone(),
+                    members,
+                    *pick,
+                )))
+            }
+            (None, _) => self.model.clone(),
         }
     }
 }
@@ -449,5 +563,79 @@ mod tests {
         let info = built.model.describe();
         assert_eq!(info.name, "mine");
         assert_eq!(info.details["kind"], json!("command"));
+    }
+
+    #[test]
+    fn an_ensemble_resolves_its_members_and_refuses_what_cannot_be_one() {
+        let (_dir, path) = config(
+            "[world_models.rec]\nkind = \"memory\"\nfrom = [\"runs\"]\n\
+             [world_models.mine]\nkind = \"command\"\ncommand = \"./wm\"\n\
+             [world_models.both]\nkind = \"ensemble\"\nmembers = [\"rec\", \"mine\"]\npick = \"most_confident\"\n",
+        );
+        let mut loaded = Config::load(Some(&path)).unwrap();
+        let both = resolve("both", &mut loaded, &BuiltInOptions::default())
+            .unwrap()
+            .unwrap();
+        match &both.kind {
+            Kind::Ensemble { members, pick } => {
+                let names: Vec<&str> = members.iter().map(|m| m.name.as_str()).collect();
+                assert_eq!(names, ["rec", "mine"]);
+                assert_eq!(*pick, Pick::MostConfident);
+            }
+            other => panic!("{other:?}"),
+        }
+        let err = |text: &str| {
+            let (_dir, path) = config(text);
+            let loaded = Config::load(Some(&path))
+                .and_then(|mut config| resolve("e", &mut config, &BuiltInOptions::default()));
+            format!("{:#}", loaded.unwrap_err())
+        };
+        let cmd = "[world_models.a]\nkind = \"command\"\ncommand = \"x\"\n";
+        assert!(err("[world_models.e]\nkind = \"ensemble\"\n").contains("needs members"));
+        assert!(
+            err(&format!(
+                "{cmd}[world_models.e]\nkind = \"ensemble\"\nmembers = [\"a\"]\n"
+            ))
+            .contains("two or more different")
+        );
+        assert!(
+            err(&format!(
+                "{cmd}[world_models.e]\nkind = \"ensemble\"\nmembers = [\"a\", \"a\"]\n"
+            ))
+            .contains("two or more different")
+        );
+        // Itself, or another ensemble, among its members: refused before it could loop.
+        assert!(
+            err(&format!(
+                "{cmd}[world_models.e]\nkind = \"ensemble\"\nmembers = [\"a\", \"e\"]\n"
+            ))
+            .contains("an ensemble's members are not")
+        );
+        assert!(
+            err(&format!(
+                "{cmd}[world_models.f]\nkind = \"ensemble\"\nmembers = [\"a\", \"e\"]\n\
+                 [world_models.e]\nkind = \"ensemble\"\nmembers = [\"a\", \"f\"]\n"
+            ))
+            .contains("an ensemble's members are not")
+        );
+        assert!(
+            err(&format!(
+                "{cmd}[world_models.e]\nkind = \"ensemble\"\nmembers = [\"a\", \"none\"]\n"
+            ))
+            .contains("\"none\" predicts nothing")
+        );
+        assert!(
+            err(&format!(
+                "{cmd}[world_models.e]\nkind = \"ensemble\"\nmembers = [\"a\", \"zz\"]\n"
+            ))
+            .contains("no world model named \"zz\"")
+        );
+        assert!(
+            err(&format!(
+                "{cmd}[world_models.b]\nkind = \"command\"\ncommand = \"y\"\n\
+                 [world_models.e]\nkind = \"ensemble\"\nmembers = [\"a\", \"b\"]\npick = \"vote\"\n"
+            ))
+            .contains("must be one of closest, most_confident, first")
+        );
     }
 }

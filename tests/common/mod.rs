@@ -109,6 +109,7 @@ pub fn plan_fails_bodies(world_model: &str, second_target: &str) -> Vec<EventBod
             tokens: Some(900),
             confidence: None,
             confidence_source: None,
+            members: Vec::new(),
         },
         llm(Role::WorldModel),
         llm(Role::Planner),
@@ -130,6 +131,7 @@ pub fn plan_fails_bodies(world_model: &str, second_target: &str) -> Vec<EventBod
             tokens: Some(900),
             confidence: None,
             confidence_source: None,
+            members: Vec::new(),
         },
         llm(Role::WorldModel),
         llm(Role::Planner),
@@ -221,6 +223,7 @@ pub fn revised_run() -> Run {
         tokens: None,
         confidence: None,
         confidence_source: None,
+        members: Vec::new(),
     };
     let evaluated = |node, verdict, reward| EventBody::NodeEvaluated {
         node,

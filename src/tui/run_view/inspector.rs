@@ -497,15 +497,32 @@ impl Inspector {
                 EventBody::NodeSimulated {
                     world_model,
                     observation,
+                    confidence,
+                    confidence_source,
                     ..
-                } => Some((world_model.as_str(), observation)),
+                } => Some((
+                    world_model.as_str(),
+                    observation,
+                    confidence_words(*confidence, confidence_source.as_deref()),
+                )),
+                _ => None,
+            });
+        let members = simulated_event
+            .as_ref()
+            .and_then(|(_, event)| match &event.body {
+                EventBody::NodeSimulated { members, .. } if !members.is_empty() => Some(members),
                 _ => None,
             });
         lines.heading("verdict");
         match evaluated {
             None => lines.text("  not evaluated (yet)"),
             Some((at, verdict, base, critic, reason, reward, terminal)) => {
-                let (word, why) = verdict_words(run, at, verdict, simulated);
+                let (word, why) = verdict_words(
+                    run,
+                    at,
+                    verdict,
+                    simulated.as_ref().map(|(wm, o, _)| (*wm, *o)),
+                );
                 let mark = if matches!(verdict, Verdict::Invalid | Verdict::NotSimulated) {
                     Mark::Failure
                 } else {
@@ -546,9 +563,11 @@ impl Inspector {
         }
 
         // The simulation (not the validator's rejection, shown above as the verdict's why).
-        if let Some((world_model, observation)) = simulated.filter(|(wm, _)| *wm != VALIDATOR) {
+        if let Some((world_model, observation, confidence)) =
+            simulated.as_ref().filter(|(wm, ..)| *wm != VALIDATOR)
+        {
             lines.heading(format!(
-                "simulated by {world_model}{}",
+                "simulated by {world_model}{} · {confidence}",
                 if observation.is_error {
                     " (predicts an error)"
                 } else {
@@ -556,6 +575,9 @@ impl Inspector {
                 }
             ));
             lines.block(&observation_text(observation), Mark::Text);
+        }
+        if let Some(members) = members {
+            member_lines(&mut lines, members, crate::probe::real_of(run, id).as_ref());
         }
 
         // The real result, when the node was executed.
@@ -943,6 +965,82 @@ fn hints(tool: &crate::trajectory::event::ToolInfo) -> &'static str {
         " (destructive)"
     } else {
         ""
+    }
+}
+
+/// A prediction's confidence as the inspector words it: `confidence 0.90 (recall)`, or `no
+/// confidence` when the world model gave none (routing counts it as unsure).
+fn confidence_words(value: Option<f64>, source: Option<&str>) -> String {
+    match (value, source) {
+        (Some(c), Some(source)) => format!("confidence {c:.2} ({source})"),
+        (Some(c), None) => format!("confidence {c:.2}"),
+        (None, _) => "no confidence".to_string(),
+    }
+}
+
+/// An ensemble's members side by side: one row each (its confidence, and its fidelity to the
+/// real result when the call was made), then each one's prediction or error.
+fn member_lines(
+    lines: &mut Lines,
+    members: &[crate::trajectory::event::MemberPrediction],
+    real: Option<&crate::trajectory::event::Observation>,
+) {
+    lines.heading(format!(
+        "the ensemble's {} members{}",
+        members.len(),
+        if real.is_some() {
+            " · fidelity to the real result"
+        } else {
+            ""
+        }
+    ));
+    let width = members
+        .iter()
+        .map(|m| m.world_model.chars().count())
+        .max()
+        .unwrap_or(0);
+    for m in members {
+        let confidence = confidence_words(m.confidence, m.confidence_source.as_deref());
+        match &m.observation {
+            Some(o) => {
+                let fidelity = real.map_or(String::new(), |real| {
+                    format!(
+                        " · fidelity {:.2}",
+                        crate::metrics::fidelity::compare(o, real).score
+                    )
+                });
+                let error = if o.is_error {
+                    " · predicts an error"
+                } else {
+                    ""
+                };
+                lines.text(format!(
+                    "  {:<width$}  {confidence}{fidelity}{error}",
+                    m.world_model
+                ));
+            }
+            None => lines.push(
+                Mark::Failure,
+                format!("  {:<width$}  failed ✗", m.world_model),
+            ),
+        }
+    }
+    for m in members {
+        match (&m.observation, &m.error) {
+            (Some(o), _) => {
+                lines.heading(format!("predicted by {}", m.world_model));
+                let mark = if o.is_error {
+                    Mark::Failure
+                } else {
+                    Mark::Text
+                };
+                lines.block(&observation_text(o), mark);
+            }
+            (None, error) => {
+                lines.heading(format!("{} gave no prediction", m.world_model));
+                lines.block(error.as_deref().unwrap_or(""), Mark::Failure);
+            }
+        }
     }
 }
 
