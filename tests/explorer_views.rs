@@ -652,6 +652,7 @@ fn at_80_columns_sibling_calls_show_the_arguments_that_tell_them_apart() {
         critic_reason: None,
         reward,
         terminal: verdict != Verdict::Valid,
+        horizon: None,
     };
     let bodies = vec![
         EventBody::root(),
@@ -708,6 +709,7 @@ fn tree_rows_carry_node_ids_and_verdict_marks() {
         critic_reason: None,
         reward: base,
         terminal: true,
+        horizon: None,
     };
     let bodies = vec![
         added(0, None),
@@ -785,6 +787,7 @@ fn tie_bodies(
         critic_reason: None,
         reward,
         terminal: verdict != Verdict::Valid,
+        horizon: None,
     };
     let back = |path: Vec<u64>, value| EventBody::Backpropagated { path, value };
     vec![
@@ -996,6 +999,7 @@ fn node_with_everything() -> Run {
             critic_reason: Some(reason.into()),
             reward: 0.475,
             terminal: false,
+            horizon: None,
         },
         EventBody::Backpropagated {
             path: vec![0, 1],
@@ -1870,4 +1874,47 @@ fn a_node_of_an_ensemble_shows_each_member_beside_the_real_result() {
     assert!(all.contains("predicted by qwen") && all.contains("Tokyo is 8 hours ahead"));
     assert!(all.contains("mine gave no prediction") && all.contains("timed out after 30s"));
     insta::assert_snapshot!("node_of_an_ensemble_100x40", all);
+}
+
+/// A node where routing's short horizon stopped the search: the inspector says so, with the
+/// trust along the path its `node_evaluated` records and the run's threshold.
+#[test]
+fn a_node_at_the_horizon_says_why_the_search_went_no_further() {
+    use mcp_cosmos::trajectory::event::{AgentKind, EventBody, Verdict};
+    let mut bodies = common::plan_fails_bodies("memory", "Mars/Olympus");
+    let at = bodies
+        .iter()
+        .position(|b| matches!(b, EventBody::NodeSimulated { node: 1, .. }))
+        .unwrap();
+    bodies.insert(
+        at + 1,
+        EventBody::NodeEvaluated {
+            node: 1,
+            verdict: Verdict::Valid,
+            base_reward: 0.1,
+            critic_reward: None,
+            critic_reason: None,
+            reward: 0.1,
+            terminal: true,
+            horizon: Some(0.36),
+        },
+    );
+    let mut header = common::header("t", AgentKind::Spiral, Some("memory"));
+    header
+        .agent
+        .settings
+        .insert("go_real_below".into(), serde_json::json!(0.5));
+    let run = common::run_of("runs/horizon.jsonl", header, bodies);
+    let slot = run.nodes().iter().position(|n| n.id == 1).unwrap() as u32;
+    let state = mcp_cosmos::trajectory::fold::TreeState::fold(&run, run.len());
+    let rows = Inspector::node(&run, &state, slot, (120, 40))
+        .rows()
+        .join("\n");
+    assert!(
+        rows.contains(
+            "the search imagined no further: the confidence along the path is 0.36, below \
+             go_real_below (0.50)"
+        ),
+        "{rows}"
+    );
 }

@@ -575,6 +575,7 @@ fn a_proxy_session_shows_no_planner_and_no_search_figures_on_calls_no_search_mad
             critic_reason: None,
             reward: mcp_cosmos::agent::rehearse::base_reward(verdict),
             terminal: false,
+            horizon: None,
         },
     );
     let run = common::run_of("session.jsonl", header, bodies);

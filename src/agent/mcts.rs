@@ -127,6 +127,12 @@ pub struct Node {
     pub settled: bool,
     /// Routing: its prediction was unsure and its tool not read-only (`Rehearsal::risky`).
     pub risky: bool,
+    /// The product of [`Rehearsal::trust`] along the path from the root to here (1 at the
+    /// root): how far the search's imagination of this state may be trusted.
+    pub trust: f64,
+    /// Routing's short horizon: the search imagines no further below this node, since
+    /// `trust` fell below `go_real_below` here (`Rehearsal::horizon`).
+    pub horizon: Option<f64>,
 }
 
 impl Node {
@@ -146,13 +152,16 @@ impl Node {
             widened: 0,
             settled: false,
             risky: false,
+            trust: 1.0,
+            horizon: None,
         }
     }
 
     /// A terminal node that does not finish: a dead end, an invalid call, or one the world
-    /// model could not simulate.
+    /// model could not simulate (not one the horizon stopped: its state is valid, only too
+    /// uncertain to imagine past).
     pub fn dead_end(&self) -> bool {
-        self.terminal && self.verdict != Some(Verdict::Finish)
+        self.terminal && self.verdict != Some(Verdict::Finish) && self.horizon.is_none()
     }
 
     /// Mean value Q (0 before any visit).
@@ -682,10 +691,14 @@ async fn iterate(
             .collect()
             .await;
         let world_model_failed = world_model_failure(&rehearsals);
-        for (i, r) in rehearsals.into_iter().enumerate() {
+        let trust_before = tree.nodes[leaf].trust;
+        for (i, mut r) in rehearsals.into_iter().enumerate() {
             let id = first_id + i;
+            let trust = r.stop_at_horizon(trust_before, env.go_real_below());
             rehearse::record(sink, origin.id(id), &r)?;
             let node = &mut tree.nodes[id];
+            node.trust = trust;
+            node.horizon = r.horizon;
             node.observation = r.observation().cloned();
             node.reward = r.reward;
             node.terminal = r.terminal;
@@ -810,6 +823,9 @@ mod tests {
     struct Toy {
         proposals: AtomicUsize,
         stop_after_proposals: usize,
+        /// The confidence of every prediction, and routing's threshold.
+        confidence: Option<f64>,
+        go_real_below: Option<f64>,
     }
 
     fn call(tool: &str) -> Action {
@@ -824,6 +840,8 @@ mod tests {
             Self {
                 proposals: AtomicUsize::new(0),
                 stop_after_proposals: usize::MAX,
+                confidence: None,
+                go_real_below: None,
             }
         }
     }
@@ -869,7 +887,9 @@ mod tests {
                 _ => Ok(Prediction {
                     observation,
                     tokens: Some(7),
-                    confidence: None,
+                    confidence: self
+                        .confidence
+                        .and_then(|c| crate::world_model::Confidence::new(c, "self")),
                     members: Vec::new(),
                 }),
             };
@@ -902,6 +922,9 @@ mod tests {
         }
         fn world_model_name(&self) -> String {
             "toy".into()
+        }
+        fn go_real_below(&self) -> Option<f64> {
+            self.go_real_below
         }
     }
 
@@ -949,6 +972,66 @@ mod tests {
             "concurrency = 0: must be from 1 to 256"
         );
         assert!(d.check().is_ok());
+    }
+
+    /// Routing's short horizon: each prediction 0.8 sure, threshold 0.7. A good step at depth
+    /// 1 is trusted 0.8; one at depth 2 only 0.64, so the search imagines no further below it
+    /// (terminal, recorded with its trust, not a dead end); a finish predicts nothing and
+    /// keeps its parent's trust. Without a threshold nothing stops.
+    #[tokio::test]
+    async fn a_rollout_stops_where_the_trust_along_it_falls_below_the_threshold() {
+        let toy = Toy {
+            confidence: Some(0.8),
+            go_real_below: Some(0.7),
+            ..Toy::new()
+        };
+        let (tree, _, events) = run(
+            &toy,
+            Settings {
+                iterations: 12,
+                max_depth: 6,
+                ..Settings::default()
+            },
+        )
+        .await;
+        let stopped: Vec<&Node> = tree.nodes.iter().filter(|n| n.horizon.is_some()).collect();
+        assert!(!stopped.is_empty());
+        for node in &stopped {
+            assert_eq!(node.depth, 2);
+            assert!(close(node.horizon.unwrap(), 0.64) && close(node.trust, 0.64));
+            assert!(node.terminal && !node.dead_end() && node.children.is_empty());
+        }
+        assert!(
+            tree.nodes.iter().all(|n| n.depth <= 2),
+            "nothing imagined past it"
+        );
+        let finish_trust = tree
+            .nodes
+            .iter()
+            .find(|n| matches!(n.action, Some(Action::Finish { .. })))
+            .map(|n| n.trust);
+        assert!(finish_trust.is_some_and(|t| close(t, 0.8)));
+        let recorded = events
+            .iter()
+            .filter(|e| matches!(e, EventBody::NodeEvaluated { horizon: Some(h), .. } if close(*h, 0.64)))
+            .count();
+        assert_eq!(recorded, stopped.len());
+
+        let free = Toy {
+            confidence: Some(0.8),
+            ..Toy::new()
+        };
+        let (tree, _, _) = run(
+            &free,
+            Settings {
+                iterations: 12,
+                max_depth: 6,
+                ..Settings::default()
+            },
+        )
+        .await;
+        assert!(tree.nodes.iter().all(|n| n.horizon.is_none()));
+        assert!(tree.nodes.iter().any(|n| n.depth > 2));
     }
 
     #[tokio::test]
@@ -1461,8 +1544,8 @@ mod tests {
     #[tokio::test]
     async fn budgets_stop_the_search() {
         let toy = Toy {
-            proposals: AtomicUsize::new(0),
             stop_after_proposals: 2,
+            ..Toy::new()
         };
         let (_, stopped, _) = run(
             &toy,

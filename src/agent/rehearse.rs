@@ -165,6 +165,10 @@ pub struct Rehearsal {
     /// Routing: the prediction was unsure and its tool not read-only, so nothing real was
     /// called; the node rests on a guess (its reward is scaled by the confidence).
     pub risky: bool,
+    /// Routing's horizon: the product of confidences along the path here, when it fell below
+    /// `go_real_below` and the search imagines no further (set by the search, which knows the
+    /// path; [`Rehearsal::stop_at_horizon`]).
+    pub horizon: Option<f64>,
 }
 
 impl Rehearsal {
@@ -185,7 +189,35 @@ impl Rehearsal {
         }
     }
 
-    /// The prediction's confidence, when the world model gave one.
+    /// How much this step's result may be trusted when multiplied along a path: 1 for a real
+    /// (grounded) result and for a step that predicts nothing (a finish, a rejection, the depth
+    /// limit's dead end: no imagination goes on from them); else the prediction's confidence,
+    /// 0 without one (unsure).
+    pub fn trust(&self) -> f64 {
+        if self.grounded.is_some() || self.verdict != Verdict::Valid {
+            1.0
+        } else {
+            self.confidence().unwrap_or(0.0)
+        }
+    }
+
+    /// Routing's short horizon: with `trust_before` the product of trust along the path to
+    /// the parent, a valid step whose product falls below `threshold` ends the path here for
+    /// the search (terminal, not a dead end), recording the product. Returns the product.
+    pub fn stop_at_horizon(&mut self, trust_before: f64, threshold: Option<f64>) -> f64 {
+        let product = trust_before * self.trust();
+        if let Some(threshold) = threshold
+            && self.verdict == Verdict::Valid
+            && !self.terminal
+            && product < threshold
+        {
+            self.terminal = true;
+            self.horizon = Some(product);
+        }
+        product
+    }
+
+    /// The world model's confidence in its prediction, when it gave one.
     pub fn confidence(&self) -> Option<f64> {
         self.simulated
             .as_ref()
@@ -316,6 +348,7 @@ fn evaluated(
         events,
         grounded: None,
         risky: false,
+        horizon: None,
     }
 }
 
@@ -356,6 +389,7 @@ pub fn record(sink: &mut dyn EventSink, node: NodeId, r: &Rehearsal) -> Result<(
         critic_reason: r.critique.as_ref().map(|c| c.reason.clone()),
         reward: r.reward,
         terminal: r.terminal,
+        horizon: r.horizon,
     })
 }
 

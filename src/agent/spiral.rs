@@ -120,7 +120,29 @@ pub async fn run(env: &Env, sink: &mut dyn EventSink, settings: &Settings) -> Re
         if let Some(stopped) = executed.stopped_by {
             ending = ending.then(stopped);
         }
+        let made = executed.real.len();
         real.extend(executed.real);
+        // Short-horizon imagination (routing): a plan that ends where the search stopped
+        // imagining (`Node::horizon`) has run for real; the search goes on from its real
+        // result, as long as it made progress and steps and budget are left.
+        let horizon_end = plan
+            .last()
+            .copied()
+            .filter(|&i| tree.nodes[i].horizon.is_some());
+        if let Some(last) = horizon_end
+            && executed.failed_at.is_none()
+            && executed.stopped_by.is_none()
+            && made > 0
+            && real.len() < env.budget().max_steps
+            && env.meter.over().is_none()
+        {
+            origin = Origin {
+                history: real.clone(),
+                first_id: origin.id(tree.nodes.len()),
+                anchor: Some((origin.id(last), origin.depth(tree.nodes[last].depth))),
+            };
+            continue;
+        }
         let Some(failed) = executed.failed_at.filter(|_| can_revise(real.len())) else {
             break;
         };
@@ -229,7 +251,7 @@ mod tests {
     };
     use crate::llm::config::OutputMode;
     use crate::llm::wire::ToolCall;
-    use crate::trajectory::event::{Observation, Role, RunStatus, SearchStop};
+    use crate::trajectory::event::{NodeId, Observation, Role, RunStatus, SearchStop};
     use serde_json::json;
 
     fn settings() -> Settings {
@@ -385,6 +407,68 @@ mod tests {
             "a stopped search plans nothing"
         );
         assert!(tools.called().is_empty());
+    }
+
+    /// Short-horizon imagination: with `go_real_below` and a world model that gives no
+    /// confidence (unsure) of a tool not annotated read-only, the search imagines no further
+    /// than that call (its node stops the rollout, recorded with the trust along the path);
+    /// the plan runs it for real and the search goes on from the real result, where the
+    /// planner, seeing it, finishes.
+    #[tokio::test]
+    async fn a_plan_that_ends_at_the_horizon_runs_and_the_search_goes_on_from_the_real_result() {
+        let planner = ScriptedChat::new(OutputMode::Json, |request| {
+            let seen = serde_json::to_string(&request.messages).unwrap_or_default();
+            let reply = if seen.contains("real a result") {
+                json!({"candidates": [{"action": "finish", "answer": "done"}]})
+            } else {
+                json!({"candidates": [{"action": "call", "tool": "s:a", "arguments": {}}]})
+            };
+            Ok(testing::text(&reply.to_string()))
+        });
+        let wm = ScriptedWorldModel(Box::new(|tool| Ok(format!("{tool} predicted"))));
+        let tools = ScriptedTools::new(&["s:a"], |_, _| Observation {
+            text: "real a result".into(),
+            ..Default::default()
+        });
+        let mut env = testing::env(planner, None, tools.clone(), Some(Arc::new(wm)), 8);
+        env.go_real_below = Some(0.5);
+        let mut events = Vec::new();
+        let settings = Settings {
+            alpha: 1.0,
+            ..settings()
+        };
+        let end = run(&env, &mut events, &settings).await.unwrap();
+        assert_eq!(end.ending, Some(Ending::PlannerFinished), "{end:?}");
+        assert_eq!(tools.called(), ["s:a"], "made once, for real");
+        let horizons: Vec<(NodeId, Option<f64>)> = events
+            .iter()
+            .filter_map(|e| match e {
+                EventBody::NodeEvaluated { node, horizon, .. } => Some((*node, *horizon)),
+                _ => None,
+            })
+            .collect();
+        let stopped: Vec<NodeId> = horizons
+            .iter()
+            .filter(|(_, h)| *h == Some(0.0))
+            .map(|(n, _)| *n)
+            .collect();
+        assert_eq!(stopped.len(), 1, "{horizons:?}");
+        // Two searches: the second hangs under the node the first stopped at.
+        let searches = events
+            .iter()
+            .filter(|e| matches!(e, EventBody::SearchFinished { .. }))
+            .count();
+        assert_eq!(searches, 2);
+        let second_root = events.iter().find_map(|e| match e {
+            EventBody::NodeAdded {
+                parent: Some(p),
+                action: None,
+                node,
+                ..
+            } => Some((*node, *p)),
+            _ => None,
+        });
+        assert_eq!(second_root.map(|(_, p)| p), Some(stopped[0]));
     }
 
     #[tokio::test]

@@ -208,8 +208,9 @@ pub struct RunOptions {
 
     /// SPIRAL and ReAct-Plan-Exec: during planning, a prediction less sure than X (or with no
     /// confidence) of a tool its server annotates read-only is replaced by the real call; of
-    /// any other tool it makes the plan risky (never called while planning) [or [agent]
-    /// go_real_below; default: trust every prediction].
+    /// any other tool it makes the plan risky (never called while planning); SPIRAL imagines
+    /// no path past where its confidences' product falls below X, and searches again from the
+    /// real result [or [agent] go_real_below; default: trust every prediction].
     #[arg(long, value_name = "X", help_heading = "SPIRAL-Exec")]
     pub go_real_below: Option<f64>,
 }

@@ -1190,9 +1190,15 @@ pub enum EventBody {
         critic_reason: Option<String>,
         /// `alpha·base + (1−alpha)·critic`, or base alone without a critic.
         reward: f64,
-        /// True when the node ends a path (finish, dead end, depth limit).
+        /// True when the node ends a path (finish, dead end, depth limit, the horizon).
         #[serde(default)]
         terminal: bool,
+        /// Routing's short-horizon imagination: the product of the confidences along the path
+        /// to this node (a real, grounded result counting as 1) fell below `go_real_below`
+        /// here, so the search imagines no further down this path (the node is terminal for
+        /// the search, not a dead end; SPIRAL goes on from its real result once executed).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        horizon: Option<f64>,
     },
     /// A value was added along a path, root first; each node on it gains one visit.
     Backpropagated {

@@ -163,6 +163,8 @@ pub struct NodeEvaluatedLine<S> {
     pub reward: f64,
     #[serde(default)]
     pub terminal: bool,
+    #[serde(default)]
+    pub horizon: Option<f64>,
 }
 
 /// `backpropagated`; `path` is `Vec<NodeId>` for the full event, anything that checks the list for the lean one.
@@ -341,6 +343,7 @@ pub fn full_body<'de, A: MapAccess<'de>>(kind: &str, rest: A) -> Result<EventBod
                 critic_reason: e.critic_reason,
                 reward: e.reward,
                 terminal: e.terminal,
+                horizon: e.horizon,
             })
         }
         "backpropagated" => {

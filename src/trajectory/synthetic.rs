@@ -209,6 +209,7 @@ pub fn events(spec: &Spec) -> Vec<(u64, EventBody)> {
                     critic_reason: Some("synthetic".into()),
                     reward,
                     terminal: finish || predicted_error,
+                    horizon: None,
                 },
             ));
             parent.push(Some(at));

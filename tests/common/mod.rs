@@ -233,6 +233,7 @@ pub fn revised_run() -> Run {
         critic_reason: None,
         reward,
         terminal: verdict != Verdict::Valid,
+        horizon: None,
     };
     let backprop = |path: &[u64], value| EventBody::Backpropagated {
         path: path.to_vec(),

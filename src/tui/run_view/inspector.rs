@@ -479,6 +479,7 @@ impl Inspector {
                     critic_reason,
                     reward,
                     terminal,
+                    horizon,
                     ..
                 } => Some((
                     *e,
@@ -487,7 +488,7 @@ impl Inspector {
                     *critic_reward,
                     critic_reason,
                     *reward,
-                    *terminal,
+                    (*terminal, *horizon),
                 )),
                 _ => None,
             });
@@ -516,7 +517,7 @@ impl Inspector {
         lines.heading("verdict");
         match evaluated {
             None => lines.text("  not evaluated (yet)"),
-            Some((at, verdict, base, critic, reason, reward, terminal)) => {
+            Some((at, verdict, base, critic, reason, reward, (terminal, horizon))) => {
                 let (word, why) = verdict_words(
                     run,
                     at,
@@ -533,6 +534,19 @@ impl Inspector {
                 lines.push(mark, format!("  {word}{ends}{because}"));
                 if let Some(why) = why {
                     lines.block(&why, mark);
+                }
+                if let Some(trust) = horizon {
+                    let threshold = run
+                        .header
+                        .agent
+                        .settings
+                        .get("go_real_below")
+                        .and_then(serde_json::Value::as_f64)
+                        .map_or(String::new(), |x| format!(" ({x:.2})"));
+                    lines.text(format!(
+                        "  the search imagined no further: the confidence along the path is \
+                         {trust:.2}, below go_real_below{threshold}"
+                    ));
                 }
                 lines.heading("reward");
                 let searched =
