@@ -155,6 +155,15 @@ pub struct GroupRow {
     pub cross_server_coordination: Option<Estimate>,
     /// Planner replies per run that were no usable decision.
     pub rejected_decisions: Option<Estimate>,
+    /// Real calls per run that the plan rested on an unsure prediction
+    /// ([`crate::metrics::run::RunMetrics::unsure_calls`]), over runs of agents that plan on
+    /// predictions.
+    #[serde(default)]
+    pub unsure_calls: Option<Estimate>,
+    /// Real calls per run made while planning in place of unsure predictions (routing's
+    /// `node_grounded`), over the same runs.
+    #[serde(default)]
+    pub grounded_calls: Option<Estimate>,
     /// Execution Quality (0–100) within the planner's cohort; `ci95` from per-run values.
     pub execution_quality: Option<Estimate>,
     /// Execution Quality anchored on each task's reference call count (comparable across experiments).
@@ -610,6 +619,13 @@ fn row(key: &str, runs: &[&RunRecord], cohort: Option<(f64, f64)>, avg_calls: f6
                 .then_some(f64::from(u8::from(r.metrics.cross_server_coordination())))
         }),
         rejected_decisions: est(Scale::Count, &|r| Some(r.metrics.rejected_decisions as f64)),
+        unsure_calls: est(Scale::Count, &|r| r.metrics.unsure_calls.map(|n| n as f64)),
+        grounded_calls: est(Scale::Count, &|r| {
+            r.metrics
+                .unsure_calls
+                .is_some()
+                .then_some(r.metrics.grounded_calls as f64)
+        }),
         execution_quality,
         execution_quality_anchored,
         eq_cohort: None,

@@ -49,7 +49,7 @@ pub fn render(rows: &[GroupRow], by: GroupBy, baseline: Option<(&str, &[PairedRo
         return "no runs\n".into();
     }
     let judged = rows.iter().any(|r| r.task_completion.is_some());
-    let all = columns(true);
+    let all = columns(true, true);
     let by_name = format!("{by:?}").to_lowercase();
     let mut out = String::new();
     for (title, wanted) in TABLES {
@@ -169,6 +169,8 @@ mod tests {
             server_count: None,
             cross_server_coordination: None,
             rejected_decisions: None,
+            unsure_calls: None,
+            grounded_calls: None,
             execution_quality: None,
             execution_quality_anchored: None,
             eq_cohort: None,

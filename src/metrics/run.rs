@@ -38,14 +38,17 @@ pub struct StepFacts {
     pub server: Option<u64>,
     /// Simulated vs real, when the step executes a node the world model simulated.
     pub fidelity: Option<Fidelity>,
+    /// That prediction's confidence, when the world model gave one.
+    pub confidence: Option<f64>,
 }
 
 impl StepFacts {
-    /// Facts of one `tool_called` event; `simulated` is its plan node's prediction.
+    /// Facts of one `tool_called` event; `simulated` is its plan node's prediction, with its
+    /// confidence when it had one.
     pub fn new(
         catalog: &ToolCatalog,
         call: CallRecord<'_>,
-        simulated: Option<&Observation>,
+        simulated: Option<(&Observation, Option<f64>)>,
     ) -> Self {
         let CallRecord {
             tool,
@@ -77,7 +80,8 @@ impl StepFacts {
             valid_name: check.valid_name,
             schema_ok: check.schema_ok && !check.schema_broken,
             server,
-            fidelity: simulated.map(|sim| fidelity::compare(sim, &real)),
+            fidelity: simulated.map(|(sim, _)| fidelity::compare(sim, &real)),
+            confidence: simulated.and_then(|(_, c)| c),
         }
     }
 }
@@ -292,6 +296,11 @@ pub struct RunMetrics {
     /// `node_grounded`): real traffic, though none is one of the run's steps.
     #[serde(default)]
     pub grounded_calls: u64,
+    /// Real calls of the agent's plan that rested on an unsure prediction: one below
+    /// [`unsure_below`] or with no confidence. `None` for an agent that plans on no
+    /// predictions (ReAct, a proxy session, an evaluation).
+    #[serde(default)]
+    pub unsure_calls: Option<u64>,
     /// LLM usage per role, in [`Role::ALL`] order.
     pub llm: [RoleUsage; 5],
     /// Search-tree nodes added.
@@ -390,6 +399,8 @@ pub struct MetricsInput<'a> {
     pub waits: &'a [(u64, u64)],
     /// Real calls made while planning (`node_grounded`) so far.
     pub grounded: u64,
+    /// [`unsure_below`] of the run.
+    pub unsure_below: Option<f64>,
     /// Time of the last event so far.
     pub end_ms: u64,
     /// Nodes added so far.
@@ -453,6 +464,18 @@ pub fn rejection_is_a_call(problem: DecisionProblem, decisions_are_calls: bool) 
 /// Whether a run by `agent` counts a rejected decision as a call ([`rejection_is_a_call`]).
 pub fn decisions_are_calls(agent: AgentKind) -> bool {
     agent == AgentKind::React
+}
+
+/// The confidence below which a prediction is unsure, for runs that routed without a
+/// threshold of their own.
+pub const UNSURE_BELOW: f64 = 0.5;
+
+/// The confidence below which a real call of `agent`'s plan rested on an unsure prediction
+/// ([`RunMetrics::unsure_calls`]): the run's own routing threshold (`go_real_below`), else
+/// [`UNSURE_BELOW`]; `None` for an agent that does not plan on predictions.
+pub fn unsure_below(agent: AgentKind, go_real_below: Option<f64>) -> Option<f64> {
+    matches!(agent, AgentKind::PlanExec | AgentKind::Spiral)
+        .then(|| go_real_below.unwrap_or(UNSURE_BELOW))
 }
 
 /// True for the roles whose calls are the run's own cost: every role but the judge, which
@@ -531,6 +554,12 @@ pub fn compute(input: &MetricsInput<'_>) -> RunMetrics {
         waiting_ms: input.waits.iter().map(|(_, w)| w).sum(),
         wall_ms: input.end_ms,
         grounded_calls: input.grounded,
+        unsure_calls: input.unsure_below.map(|below| {
+            steps
+                .iter()
+                .filter(|s| s.fidelity.is_some() && s.confidence.is_none_or(|c| c < below))
+                .count() as u64
+        }),
         llm: input.llm,
         nodes: input.nodes,
         fidelity: summarize_fidelity(steps.iter().filter_map(|s| s.fidelity.as_ref())),
@@ -738,6 +767,7 @@ impl RunFacts {
             llm,
             phases: &phases,
             waits,
+            unsure_below: unsure_below(run.header.agent.kind, run.header.agent.go_real_below()),
             grounded: self.grounded.partition_point(|&e| (e as usize) < k) as u64,
             end_ms,
             nodes: tree.visible_nodes() as u64,
@@ -759,19 +789,19 @@ fn step_facts(run: &Run, i: usize) -> StepFacts {
     let step = run.steps()[i];
     let event = run.event(step.event as usize);
     let call = CallRecord::of(&event.body).expect("a step is a tool_called event");
-    let simulated = step
-        .simulated
-        .filter(|&e| {
-            !matches!(
-                run.brief(e as usize).body,
-                LeanBody::NodeSimulated {
-                    by_validator: true,
-                    ..
-                }
-            )
-        })
-        .and_then(|e| run.simulated_observation(e));
-    StepFacts::new(run.catalog(), call, simulated.as_ref())
+    let simulated = step.simulated.and_then(|e| match run.brief(e as usize).body {
+        LeanBody::NodeSimulated {
+            by_validator: false,
+            confidence,
+            ..
+        } => Some((run.simulated_observation(e)?, confidence)),
+        _ => None,
+    });
+    StepFacts::new(
+        run.catalog(),
+        call,
+        simulated.as_ref().map(|(o, c)| (o, *c)),
+    )
 }
 
 /// The metrics of a whole loaded run.
@@ -867,6 +897,10 @@ pub struct RunAccumulator {
     awaiting: FxHashMap<NodeId, (usize, Box<Event>)>,
     /// Real calls made while planning (`node_grounded`).
     grounded: u64,
+    /// The confidence of each node's latest prediction, when it had one.
+    confidences: FxHashMap<NodeId, f64>,
+    /// [`unsure_below`] of the run.
+    unsure_below: Option<f64>,
     end_ms: u64,
     nodes: u64,
     /// The latest `judge_scored`, kept whole.
@@ -886,12 +920,16 @@ pub struct RunAccumulator {
 impl RunAccumulator {
     /// An accumulator for a run with this header.
     pub fn new(header: &Header) -> Self {
-        Self::with(Arc::new(ToolCatalog::new(&header.tools)), header.agent.kind)
+        Self::with(
+            Arc::new(ToolCatalog::new(&header.tools)),
+            header.agent.kind,
+            header.agent.go_real_below(),
+        )
     }
 
     /// An accumulator for a run whose header was read for a totals pass.
     pub fn of_report(header: &ReportHeader) -> Self {
-        Self::with(header.tools.clone(), header.agent)
+        Self::with(header.tools.clone(), header.agent, header.go_real_below)
     }
 
     /// This accumulator, reading the simulations [`RunAccumulator::take_at`] keeps as spans
@@ -904,10 +942,12 @@ impl RunAccumulator {
         self
     }
 
-    fn with(catalog: Arc<ToolCatalog>, agent: AgentKind) -> Self {
+    fn with(catalog: Arc<ToolCatalog>, agent: AgentKind, go_real_below: Option<f64>) -> Self {
         Self {
             catalog,
             simulated: FxHashMap::default(),
+            confidences: FxHashMap::default(),
+            unsure_below: unsure_below(agent, go_real_below),
             read_back: None,
             steps: Vec::new(),
             llm: [RoleUsage::default(); 5],
@@ -946,15 +986,22 @@ impl RunAccumulator {
                 self.nodes += 1;
                 self.planned_calls += u64::from(action == Some(ActionKind::ToolCall));
             }
-            LeanBody::NodeSimulated { node, by_validator } => {
-                self.simulated(node, (!by_validator).then_some(Simulation::At(span)))
-            }
+            LeanBody::NodeSimulated {
+                node,
+                by_validator,
+                confidence,
+            } => self.simulated(
+                node,
+                (!by_validator).then_some(Simulation::At(span)),
+                confidence,
+            ),
             LeanBody::NodeEvaluated { .. } | LeanBody::Backpropagated { .. } => {}
             LeanBody::Full(event) => {
                 if let EventBody::NodeSimulated {
                     node,
                     observation,
                     world_model,
+                    confidence,
                     ..
                 } = event.body
                 {
@@ -963,6 +1010,7 @@ impl RunAccumulator {
                         node,
                         (world_model != VALIDATOR)
                             .then(|| Simulation::Decoded(Box::new(observation))),
+                        confidence,
                     );
                 } else {
                     self.push(&event);
@@ -971,16 +1019,24 @@ impl RunAccumulator {
         }
     }
 
-    /// Keeps node `node`'s latest simulation for a real call to pair with; a validator's
-    /// rejection (`None`) is no prediction.
-    fn simulated(&mut self, node: NodeId, simulation: Option<Simulation>) {
+    /// Keeps node `node`'s latest simulation (with its confidence) for a real call to pair
+    /// with; a validator's rejection (`None`) is no prediction.
+    fn simulated(&mut self, node: NodeId, simulation: Option<Simulation>, confidence: Option<f64>) {
         let simulation = simulation.unwrap_or(Simulation::Rejected);
+        match confidence {
+            Some(c) => self.confidences.insert(node, c),
+            None => self.confidences.remove(&node),
+        };
         // A real call made before its node had any simulation pairs with this one.
         if let Some((i, call)) = self.awaiting.remove(&node) {
             let read_back = self.read_back.as_ref();
             let sim = simulation.observation(node, read_back);
             if let Some(call) = CallRecord::of(&call.body) {
-                self.steps[i] = StepFacts::new(&self.catalog, call, sim.as_deref());
+                self.steps[i] = StepFacts::new(
+                    &self.catalog,
+                    call,
+                    sim.as_deref().map(|o| (o, confidence)),
+                );
             }
         }
         self.simulated.insert(node, simulation);
@@ -1002,11 +1058,15 @@ impl RunAccumulator {
                 self.planned_calls += u64::from(matches!(action, Some(Action::ToolCall { .. })));
             }
             EventBody::NodeSimulated {
-                node, observation, ..
+                node,
+                observation,
+                confidence,
+                ..
             } => self.simulated(
                 *node,
                 (!is_validator(&event.body))
                     .then(|| Simulation::Decoded(Box::new(observation.clone()))),
+                *confidence,
             ),
             // A replayed call (`origin`: a fork's history) was not made by this run.
             EventBody::ToolCalled {
@@ -1023,11 +1083,15 @@ impl RunAccumulator {
                 }
                 let sim = node.and_then(|n| {
                     let read_back = self.read_back.as_ref();
-                    self.simulated.get(&n)?.observation(n, read_back)
+                    let observation = self.simulated.get(&n)?.observation(n, read_back)?;
+                    Some((observation, self.confidences.get(&n).copied()))
                 });
                 let call = CallRecord::of(&event.body).expect("a tool_called event");
-                self.steps
-                    .push(StepFacts::new(&self.catalog, call, sim.as_deref()));
+                self.steps.push(StepFacts::new(
+                    &self.catalog,
+                    call,
+                    sim.as_ref().map(|(o, c)| (o.as_ref(), *c)),
+                ));
             }
             EventBody::Answer { .. } => self.answered = true,
             EventBody::DecisionRejected { problem, .. } => self.rejected.push(*problem),
@@ -1062,6 +1126,7 @@ impl RunAccumulator {
             llm: self.llm,
             phases: &self.phases,
             waits: &self.waits,
+            unsure_below: self.unsure_below,
             grounded: self.grounded,
             end_ms: self.finished_ms.unwrap_or(self.end_ms),
             nodes: self.nodes,
@@ -1193,6 +1258,7 @@ mod tests {
             schema_ok,
             server: valid_name.then_some(1),
             fidelity: None,
+            confidence: None,
         }
     }
 
@@ -1211,6 +1277,7 @@ mod tests {
             phases,
             waits: &[],
             grounded: 0,
+            unsure_below: None,
             end_ms: 1000,
             nodes: 0,
             judge: None,
@@ -1222,6 +1289,39 @@ mod tests {
             recorded_ending: None,
             told_ending: None,
         }
+    }
+
+    /// A plan's call rests on an unsure prediction when its confidence is under the run's
+    /// threshold or it gave none; a call with no prediction (replanned, ReAct's) rests on none;
+    /// an agent that plans on no predictions has no such count.
+    #[test]
+    fn calls_resting_on_unsure_predictions_are_counted_against_the_threshold() {
+        let with = |confidence: Option<f64>| StepFacts {
+            fidelity: Some(fidelity::compare(&Observation::default(), &Observation::default())),
+            confidence,
+            ..step(false, true, true)
+        };
+        let steps = [
+            with(Some(0.9)),
+            with(Some(0.6)),
+            with(Some(0.59)),
+            with(None),
+            step(false, true, true),
+        ];
+        let count = |below| {
+            compute(&MetricsInput {
+                unsure_below: below,
+                ..input(&steps, &[], &[])
+            })
+            .unsure_calls
+        };
+        assert_eq!(count(Some(0.6)), Some(2));
+        assert_eq!(count(Some(0.95)), Some(4));
+        assert_eq!(count(None), None);
+        assert_eq!(unsure_below(AgentKind::Spiral, Some(0.6)), Some(0.6));
+        assert_eq!(unsure_below(AgentKind::PlanExec, None), Some(UNSURE_BELOW));
+        assert_eq!(unsure_below(AgentKind::React, Some(0.6)), None);
+        assert_eq!(unsure_below(AgentKind::External, None), None);
     }
 
     #[test]
@@ -1418,7 +1518,7 @@ mod tests {
             result: &real,
             error: None,
         };
-        let with = StepFacts::new(&cat, call, Some(&sim));
+        let with = StepFacts::new(&cat, call, Some((&sim, None)));
         let without = StepFacts::new(&cat, call, None);
         let m = compute(&input(&[with, without], &[], &[]));
         let f = m.fidelity.unwrap();
@@ -1445,7 +1545,7 @@ mod tests {
             result: &real,
             error: Some("timed out"),
         };
-        let s = StepFacts::new(&cat, call, Some(&sim));
+        let s = StepFacts::new(&cat, call, Some((&sim, None)));
         assert!(s.is_error);
         assert_eq!(s.fidelity.unwrap().error_agreement, 1.0);
     }

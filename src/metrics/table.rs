@@ -31,8 +31,10 @@ impl Column {
     }
 }
 
-/// Every metric column of the report, in its order (the judge's only when `judged`).
-pub(super) fn columns(judged: bool) -> Vec<Column> {
+/// Every metric column of the report, in its order (the judge's only when `judged`; the
+/// calls resting on unsure predictions and the grounded ones only when `planned`: some group
+/// planned on predictions).
+pub(super) fn columns(judged: bool, planned: bool) -> Vec<Column> {
     let c = |title, get, scale: f64, decimals, paired| Column {
         title,
         get,
@@ -128,6 +130,12 @@ pub(super) fn columns(judged: bool) -> Vec<Column> {
         c("time s", |r| r.wall_time_s, 1.0, 1, "wall_time_s"),
         bounded(1.0, c("fidelity", |r| r.fidelity, 1.0, 3, "fidelity")),
     ];
+    if planned {
+        cols.extend([
+            c("unsure calls", |r| r.unsure_calls, 1.0, 2, ""),
+            c("grounded", |r| r.grounded_calls, 1.0, 2, ""),
+        ]);
+    }
     if judged {
         cols.extend([
             c("judge tokens", |r| r.judge_tokens, 1.0, 0, "judge_tokens"),
@@ -197,7 +205,7 @@ pub const LEGEND: &str = "mean [95% interval]: rates, fidelity, EQ and judge sco
 /// The table as aligned text, or markdown.
 pub fn render(rows: &[GroupRow], by: GroupBy, markdown: bool) -> String {
     let judged = rows.iter().any(|r| r.task_completion.is_some());
-    let cols = columns(judged);
+    let cols = columns(judged, rows.iter().any(|r| r.unsure_calls.is_some()));
     let by_name = format!("{by:?}").to_lowercase();
     let mut header: Vec<String> = vec![by_name, "runs".into()];
     header.extend(cols.iter().map(|c| c.title.to_string()));
@@ -350,7 +358,7 @@ pub fn render_endings(rows: &[GroupRow], markdown: bool) -> String {
 
 /// The table as CSV: `metric_mean,metric_n,metric_ci95,metric_ci_low,metric_ci_high` per metric.
 pub fn render_csv(rows: &[GroupRow]) -> String {
-    let cols = columns(true);
+    let cols = columns(true, true);
     let mut out = String::from("group,runs,completed");
     for c in &cols {
         let name = csv_name(c.title);

@@ -227,6 +227,18 @@ pub struct AgentInfo {
     pub settings: BTreeMap<String, Value>,
 }
 
+impl AgentInfo {
+    /// The settings key of routing's threshold.
+    pub const GO_REAL_BELOW: &'static str = "go_real_below";
+
+    /// Routing's threshold, when the run routed (`--go-real-below`).
+    pub fn go_real_below(&self) -> Option<f64> {
+        self.settings
+            .get(Self::GO_REAL_BELOW)
+            .and_then(Value::as_f64)
+    }
+}
+
 /// An LLM endpoint as recorded: never its key.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ModelInfo {

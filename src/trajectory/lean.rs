@@ -90,6 +90,8 @@ pub enum LeanBody {
         node: NodeId,
         /// The simulation is a validator's rejection, not a prediction.
         by_validator: bool,
+        /// The world model's confidence, when it gave one.
+        confidence: Option<f64>,
     },
     /// `node_evaluated`.
     NodeEvaluated {
@@ -238,10 +240,14 @@ impl LeanBody {
                 action: action.as_ref().map(Action::kind),
             },
             EventBody::NodeSimulated {
-                node, world_model, ..
+                node,
+                world_model,
+                confidence,
+                ..
             } => LeanBody::NodeSimulated {
                 node: *node,
                 by_validator: world_model == VALIDATOR,
+                confidence: *confidence,
             },
             EventBody::NodeEvaluated {
                 node,
@@ -302,6 +308,7 @@ impl<'de> KindBody<'de> for LeanBody {
                 LeanBody::NodeSimulated {
                     node: e.node,
                     by_validator: e.world_model.is_validator(),
+                    confidence: e.confidence,
                 }
             }
             "node_evaluated" => {

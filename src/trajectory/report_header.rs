@@ -22,7 +22,7 @@ use serde_json::value::RawValue;
 
 use super::catalog::ToolCatalog;
 use super::checked::{AnyJson, CheckedMap, CheckedSeq, CheckedStr};
-use super::event::{AgentKind, FORMAT_NAME, FORMAT_VERSION, Header};
+use super::event::{AgentInfo, AgentKind, FORMAT_NAME, FORMAT_VERSION, Header};
 use super::reader::ReadHeader;
 use super::tool_schema::ToolSchema;
 
@@ -43,6 +43,8 @@ pub struct ReportHeader {
     pub label: Option<String>,
     /// The tool catalogue: names and input schemas. Runs of the same servers share one.
     pub tools: Arc<ToolCatalog>,
+    /// Routing's threshold (`agent.settings.go_real_below`), when the run routed.
+    pub go_real_below: Option<f64>,
 }
 
 impl ReportHeader {
@@ -56,6 +58,7 @@ impl ReportHeader {
             reference_calls: header.task.reference_call_count,
             label: header.label.clone(),
             tools: Arc::new(ToolCatalog::new(&header.tools)),
+            go_real_below: header.agent.go_real_below(),
         }
     }
 
@@ -85,6 +88,7 @@ impl ReportHeader {
             reference_calls: line.task.reference_call_count,
             label: line.label,
             tools,
+            go_real_below: line.agent.settings.go_real_below,
         })
     }
 }
@@ -193,7 +197,42 @@ struct TaskLine {
 struct AgentLine {
     kind: AgentKind,
     #[serde(default)]
-    settings: CheckedMap<AnyJson>,
+    settings: SettingsLine,
+}
+
+/// `AgentInfo::settings`: every value checked, routing's threshold kept (a number, else none,
+/// as [`ReportHeader::of`] reads it).
+#[derive(Default)]
+struct SettingsLine {
+    go_real_below: Option<f64>,
+}
+
+impl<'de> Deserialize<'de> for SettingsLine {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = SettingsLine;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a map")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<SettingsLine, A::Error> {
+                let mut line = SettingsLine::default();
+                while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+                    if key == AgentInfo::GO_REAL_BELOW {
+                        // The last of a repeated key, as the full decoder's map keeps it.
+                        line.go_real_below = map.next_value::<serde_json::Value>()?.as_f64();
+                    } else {
+                        map.next_value::<AnyJson>()?;
+                    }
+                }
+                Ok(line)
+            }
+        }
+        d.deserialize_map(Visit)
+    }
 }
 
 /// `ModelInfo`, its model kept (`String`) or only checked.

@@ -381,7 +381,8 @@ impl Trace {
                 result,
                 error: error.as_deref(),
             },
-            simulated.as_ref().map(|(_, o)| o),
+            // The span reports the call's fidelity; its confidence is the simulation span's.
+            simulated.as_ref().map(|(_, o)| (o, None)),
         );
         let mut attrs = self.real_call_attrs(tool, arguments, result, error.is_some());
         attrs.extend([
