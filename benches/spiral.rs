@@ -199,6 +199,7 @@ fn main() {
         max_retries: 0,
         output: OutputMode::Json,
         record_messages: false,
+        logprobs: false,
     }));
     let k = 3;
     let env = Instant0 {

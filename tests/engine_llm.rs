@@ -21,6 +21,7 @@ fn client(llm: &ScriptedLlm, timeout_ms: u64, retries: u32) -> LlmClient {
         max_retries: retries,
         output: OutputMode::Json,
         record_messages: false,
+        logprobs: false,
     })
 }
 
@@ -106,6 +107,7 @@ async fn a_key_in_the_base_url_reaches_the_endpoint_and_never_a_message() {
         max_retries: 0,
         output: OutputMode::Json,
         record_messages: false,
+        logprobs: false,
     });
     let msg = client
         .complete_text(&[Message::user("q")])
@@ -133,6 +135,7 @@ async fn a_key_in_the_base_url_reaches_the_endpoint_and_never_a_message() {
         max_retries: 0,
         output: OutputMode::Json,
         record_messages: false,
+        logprobs: false,
     });
     let msg = down
         .complete_text(&[Message::user("q")])
@@ -325,6 +328,7 @@ async fn an_endpoint_nobody_answers_on_says_the_connection_was_refused_and_which
         max_retries: 0,
         output: OutputMode::Json,
         record_messages: false,
+        logprobs: false,
     });
     let err = c
         .complete_json(&[Message::user("q")], "s", &schema())

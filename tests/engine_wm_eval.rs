@@ -543,3 +543,80 @@ fn an_ensemble_records_each_member_and_answers_with_their_agreement() {
             .any(|e| e["kind"] == "llm_call" && e["role"] == "world_model")
     );
 }
+
+/// An `llm` world model with `logprobs = true` asks the endpoint for token log-probabilities
+/// and, when they come, takes its confidence from them (the geometric mean of the reply's
+/// token probabilities, source `logprobs`) instead of the model's own word; one without it
+/// never asks, and keeps the model's word (`self`).
+#[test]
+fn an_llm_world_model_asked_for_logprobs_takes_its_confidence_from_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let llm = ScriptedLlm::start(json!([
+        {"when": "You simulate an MCP server", "logprobs": [-0.1, -0.3],
+         "content": {"is_error": false, "confidence": 0.6, "content": "{\"timezone\":\"UTC\"}"}}
+    ]));
+    let config = dir.path().join("cosmos.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[world_models.probs]\nkind = \"llm\"\nbase_url = \"{0}\"\nmodel = \"wm-probs\"\nlogprobs = true\n\
+             [world_models.words]\nkind = \"llm\"\nbase_url = \"{0}\"\nmodel = \"wm-words\"\n",
+            llm.base_url()
+        ),
+    )
+    .unwrap();
+    let samples = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_runs");
+    let out = dir.path().join("out");
+    let output = cosmos(
+        &[
+            "wm-eval",
+            samples.to_str().unwrap(),
+            "--world-model",
+            "probs",
+            "--world-model",
+            "words",
+            "--config",
+            config.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &llm,
+        "sk-test-logprobs-0123456789",
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let events = events(&only_run(&out));
+    let expected = (-0.2f64).exp();
+    let mut seen = (0, 0);
+    for sim in events.iter().filter(|e| e["kind"] == "call_simulated") {
+        match sim["world_model"].as_str().unwrap() {
+            "probs" => {
+                seen.0 += 1;
+                assert_eq!(sim["confidence_source"], "logprobs", "{sim}");
+                assert!(
+                    (sim["confidence"].as_f64().unwrap() - expected).abs() < 1e-9,
+                    "{sim}"
+                );
+            }
+            "words" => {
+                seen.1 += 1;
+                assert_eq!(
+                    (&sim["confidence"], &sim["confidence_source"]),
+                    (&json!(0.6), &json!("self")),
+                    "{sim}"
+                );
+            }
+            other => panic!("{other}"),
+        }
+    }
+    assert!(seen.0 > 0 && seen.1 > 0, "{seen:?}");
+    // Only the world model that takes them asked.
+    let requests = llm.requests();
+    assert!(
+        requests.iter().all(|r| {
+            (r["body"]["model"] == "wm-probs") == (r["body"]["logprobs"] == json!(true))
+        })
+    );
+    let described = &events[0]["agent"]["settings"]["world_models"];
+    assert_eq!(described[0]["logprobs"], true, "{described}");
+    assert!(described[1].get("logprobs").is_none(), "{described}");
+}

@@ -50,6 +50,7 @@ impl ScriptedChat {
                 max_retries: 0,
                 output,
                 record_messages: false,
+                logprobs: false,
             },
             script: Box::new(script),
             requests: Mutex::new(Vec::new()),

@@ -36,6 +36,9 @@ pub struct Completion {
     pub messages: Option<serde_json::Value>,
     /// The reply stopped at the token cap (`finish_reason: "length"`), so it may be incomplete.
     pub cut: bool,
+    /// The mean log-probability of the reply's tokens, when the endpoint gave them
+    /// ([`crate::llm::wire::ChoiceLogprobs::mean`]).
+    pub mean_logprob: Option<f64>,
 }
 
 impl Completion {

@@ -228,6 +228,7 @@ impl LlmClient {
             response_format: None,
             tools: Vec::new(),
             tool_choice: None,
+            logprobs: e.logprobs,
         }
     }
 

@@ -42,6 +42,9 @@ pub struct Endpoint {
     pub output: OutputMode,
     /// Record each call's messages and reply in its `llm_call` event (large; off by default).
     pub record_messages: bool,
+    /// Ask for the reply's token log-probabilities (`logprobs`; an `llm` world model takes
+    /// its confidence from them when they come).
+    pub logprobs: bool,
 }
 
 impl Endpoint {
@@ -80,6 +83,7 @@ pub struct RoleShape {
     max_retries: Option<u32>,
     output: Option<OutputMode>,
     record_messages: Option<bool>,
+    logprobs: Option<bool>,
 }
 
 impl RoleShape {
@@ -210,6 +214,7 @@ fn resolve(r: RoleShape, d: &RoleShape, env: &impl Fn(&str) -> Option<String>) -
         max_retries: r.max_retries.or(d.max_retries).unwrap_or(4),
         output: r.output.or(d.output).unwrap_or_default(),
         record_messages: r.record_messages.or(d.record_messages).unwrap_or(false),
+        logprobs: r.logprobs.or(d.logprobs).unwrap_or(false),
     }
 }
 
@@ -229,6 +234,7 @@ mod tests {
             max_retries: 0,
             output: OutputMode::Json,
             record_messages: false,
+            logprobs: false,
         };
         let recorded = serde_json::to_string(&endpoint.info()).unwrap();
         for secret in ["alice", "PW-very-secret", "T0k3n", "sk-never"] {

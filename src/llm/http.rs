@@ -9,7 +9,7 @@ use futures::future::BoxFuture;
 
 use super::chat::{ChatModel, Completion, LlmError};
 use super::config::Endpoint;
-use super::wire::{ChatRequest, ChatResponse};
+use super::wire::{ChatRequest, ChatResponse, ChoiceLogprobs};
 
 /// Longest wait a `Retry-After` may ask for before we give up on the endpoint.
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
@@ -246,6 +246,7 @@ fn parse_reply(bytes: &[u8], prompt_chars: usize) -> anyhow::Result<Completion> 
         choice.message,
         choice.finish_reason.as_deref() == Some("length"),
     );
+    let mean_logprob = choice.logprobs.as_ref().and_then(ChoiceLogprobs::mean);
     let mut text = message.content.unwrap_or_default();
     if text.len() > MAX_REPLY_TEXT {
         let mut end = MAX_REPLY_TEXT;
@@ -278,6 +279,7 @@ fn parse_reply(bytes: &[u8], prompt_chars: usize) -> anyhow::Result<Completion> 
         latency: Duration::ZERO,
         messages: None,
         cut,
+        mean_logprob,
     })
 }
 

@@ -238,6 +238,9 @@ pub struct ChatRequest {
     /// A function the model must call.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tool_choice: Option<ToolChoice>,
+    /// Ask for the reply's token log-probabilities.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub logprobs: bool,
 }
 
 /// A reply body.
@@ -258,6 +261,36 @@ pub struct Choice {
     /// Why generation stopped (`stop`, `length`, `tool_calls`), when the endpoint says.
     #[serde(default)]
     pub finish_reason: Option<String>,
+    /// The reply's token log-probabilities, when asked for and given.
+    #[serde(default)]
+    pub logprobs: Option<ChoiceLogprobs>,
+}
+
+/// `choices[].logprobs`: one entry per token of the reply's content.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct ChoiceLogprobs {
+    /// The content's tokens (absent or `null` for a reply with none).
+    #[serde(default)]
+    pub content: Option<Vec<TokenLogprob>>,
+}
+
+/// One token's log-probability.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct TokenLogprob {
+    /// Natural log of its probability.
+    pub logprob: f64,
+}
+
+impl ChoiceLogprobs {
+    /// The mean log-probability of the content's tokens; `None` without tokens or with one
+    /// that is not a finite number at most 0.
+    pub fn mean(&self) -> Option<f64> {
+        let tokens = self.content.as_deref().filter(|t| !t.is_empty())?;
+        let valid = tokens
+            .iter()
+            .all(|t| t.logprob.is_finite() && t.logprob <= 0.0);
+        valid.then(|| tokens.iter().map(|t| t.logprob).sum::<f64>() / tokens.len() as f64)
+    }
 }
 
 /// The assistant's message in a reply.
@@ -289,6 +322,34 @@ pub struct Usage {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_mean_log_probability_is_of_valid_tokens_only() {
+        let of = |lps: &[f64]| ChoiceLogprobs {
+            content: Some(
+                lps.iter()
+                    .map(|&logprob| TokenLogprob { logprob })
+                    .collect(),
+            ),
+        };
+        assert_eq!(of(&[-0.1, -0.3]).mean(), Some(-0.2));
+        assert_eq!(of(&[]).mean(), None);
+        assert_eq!(of(&[-0.1, 0.5]).mean(), None, "a probability above 1");
+        assert_eq!(of(&[f64::NEG_INFINITY]).mean(), None);
+        assert_eq!(ChoiceLogprobs { content: None }.mean(), None);
+        let reply: ChatResponse = serde_json::from_str(
+            r#"{"choices":[{"message":{"content":"x"},"logprobs":{"content":[{"token":"x","logprob":-0.5,"top_logprobs":[]}]}}]}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            reply.choices[0].logprobs.as_ref().unwrap().mean(),
+            Some(-0.5)
+        );
+        let without: ChatResponse =
+            serde_json::from_str(r#"{"choices":[{"message":{"content":"x"},"logprobs":null}]}"#)
+                .unwrap();
+        assert!(without.choices[0].logprobs.is_none());
+    }
     use serde_json::json;
 
     #[test]

@@ -789,14 +789,16 @@ fn step_facts(run: &Run, i: usize) -> StepFacts {
     let step = run.steps()[i];
     let event = run.event(step.event as usize);
     let call = CallRecord::of(&event.body).expect("a step is a tool_called event");
-    let simulated = step.simulated.and_then(|e| match run.brief(e as usize).body {
-        LeanBody::NodeSimulated {
-            by_validator: false,
-            confidence,
-            ..
-        } => Some((run.simulated_observation(e)?, confidence)),
-        _ => None,
-    });
+    let simulated = step
+        .simulated
+        .and_then(|e| match run.brief(e as usize).body {
+            LeanBody::NodeSimulated {
+                by_validator: false,
+                confidence,
+                ..
+            } => Some((run.simulated_observation(e)?, confidence)),
+            _ => None,
+        });
     StepFacts::new(
         run.catalog(),
         call,
@@ -1032,11 +1034,8 @@ impl RunAccumulator {
             let read_back = self.read_back.as_ref();
             let sim = simulation.observation(node, read_back);
             if let Some(call) = CallRecord::of(&call.body) {
-                self.steps[i] = StepFacts::new(
-                    &self.catalog,
-                    call,
-                    sim.as_deref().map(|o| (o, confidence)),
-                );
+                self.steps[i] =
+                    StepFacts::new(&self.catalog, call, sim.as_deref().map(|o| (o, confidence)));
             }
         }
         self.simulated.insert(node, simulation);
@@ -1297,7 +1296,10 @@ mod tests {
     #[test]
     fn calls_resting_on_unsure_predictions_are_counted_against_the_threshold() {
         let with = |confidence: Option<f64>| StepFacts {
-            fidelity: Some(fidelity::compare(&Observation::default(), &Observation::default())),
+            fidelity: Some(fidelity::compare(
+                &Observation::default(),
+                &Observation::default(),
+            )),
             confidence,
             ..step(false, true, true)
         };

@@ -95,15 +95,16 @@ impl WorldModel for LlmWorldModel {
     fn describe(&self) -> WorldModelInfo {
         let e = self.client.endpoint();
         let examples = self.examples.as_ref().map_or(0, |b| b.len());
-        super::describe(
-            self.name(),
-            [
-                ("model", json!(e.model)),
-                ("base_url", json!(e.base_url)),
-                ("temperature", json!(e.temperature)),
-                ("examples_from_memory", json!(examples)),
-            ],
-        )
+        let mut details = vec![
+            ("model", json!(e.model)),
+            ("base_url", json!(e.base_url)),
+            ("temperature", json!(e.temperature)),
+            ("examples_from_memory", json!(examples)),
+        ];
+        if e.logprobs {
+            details.push(("logprobs", json!(true)));
+        }
+        super::describe(self.name(), details)
     }
 
     fn simulate<'a>(
@@ -150,12 +151,16 @@ impl WorldModel for LlmWorldModel {
                         error: None,
                         messages: c.messages,
                     };
-                    // The model's own word on how sure it is (`self`); none when it gave no
-                    // number in [0, 1].
-                    let confidence = value
-                        .get("confidence")
-                        .and_then(Value::as_f64)
-                        .and_then(|c| super::Confidence::new(c, "self"));
+                    // From the reply's token log-probabilities when the endpoint gave them (the
+                    // geometric mean of its tokens' probabilities, `logprobs`); else the
+                    // model's own word (`self`); none when it gave no number in [0, 1].
+                    let confidence = match c.mean_logprob {
+                        Some(mean) => super::Confidence::new(mean.exp(), "logprobs"),
+                        None => value
+                            .get("confidence")
+                            .and_then(Value::as_f64)
+                            .and_then(|c| super::Confidence::new(c, "self")),
+                    };
                     Ok(Simulation::new(
                         observation,
                         start.elapsed(),
@@ -207,6 +212,7 @@ mod tests {
             max_retries: 0,
             output: Default::default(),
             record_messages: false,
+            logprobs: false,
         };
         let wm = LlmWorldModel::new(Arc::new(LlmClient::new(endpoint)), None);
         let tool = ToolInfo {

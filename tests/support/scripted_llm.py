@@ -17,6 +17,9 @@ Serves deterministic replies over real HTTP on 127.0.0.1 (a free port, printed a
                                                                # else "content" (as a
                                                                # function-calling model), or
         "raw": "exact body text",                              # anything at all, or
+        "logprobs": [-0.1, -0.3],                              # (beside a completion) these
+                                                               # token log-probabilities, when
+                                                               # the request asked for them
         "raw_bytes": 300000000},                               # that many bytes of "x",
                                                                # streamed (never held whole)
        ...]}
@@ -97,6 +100,11 @@ class Handler(BaseHTTPRequestHandler):
                     for i, c in enumerate(rule["tool_calls"])
                 ]
             reply = {"id": "scripted", "object": "chat.completion", "model": "scripted", "choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}
+            if "logprobs" in rule:
+                # Given only to a request that asked for them, as OpenAI's endpoint does.
+                asked = json.loads(body_text).get("logprobs") is True
+                if asked:
+                    reply["choices"][0]["logprobs"] = {"content": [{"token": f"t{i}", "logprob": lp, "bytes": None, "top_logprobs": []} for i, lp in enumerate(rule["logprobs"])]}
             if not rule.get("no_usage"):
                 reply["usage"] = {"prompt_tokens": len(body_text) // 4, "completion_tokens": max(1, len(content) // 4), "total_tokens": 0}
             payload = json.dumps(reply).encode()
