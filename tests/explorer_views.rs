@@ -1918,3 +1918,55 @@ fn a_node_at_the_horizon_says_why_the_search_went_no_further() {
         "{rows}"
     );
 }
+
+/// A node whose unsure prediction routing replaced by the real call: the inspector shows the
+/// real result beside the prediction, with the prediction's fidelity to it (the one function).
+#[test]
+fn a_grounded_node_shows_its_real_result_beside_the_prediction() {
+    use mcp_cosmos::trajectory::event::{AgentKind, EventBody, Observation};
+    let mut bodies = common::plan_fails_bodies("llm", "Mars/Olympus");
+    let at = bodies
+        .iter()
+        .position(|b| matches!(b, EventBody::NodeSimulated { node: 1, .. }))
+        .unwrap();
+    let predicted = match &bodies[at] {
+        EventBody::NodeSimulated { observation, .. } => observation.clone(),
+        _ => unreachable!(),
+    };
+    let real = Observation {
+        text: r#"{"target":{"timezone":"Asia/Tokyo","datetime":"2026-11-29T17:00:00+09:00"}}"#
+            .into(),
+        ..Default::default()
+    };
+    bodies.insert(
+        at + 1,
+        EventBody::NodeGrounded {
+            node: 1,
+            tool: "time:convert_time".into(),
+            server: Some("time".into()),
+            observation: real.clone(),
+            latency_ms: 40,
+            error: None,
+            confidence: Some(0.3),
+        },
+    );
+    let run = common::run_of(
+        "runs/grounded.jsonl",
+        common::header("t", AgentKind::PlanExec, Some("llm")),
+        bodies,
+    );
+    let slot = run.nodes().iter().position(|n| n.id == 1).unwrap() as u32;
+    let state = mcp_cosmos::trajectory::fold::TreeState::fold(&run, run.len());
+    let rows = Inspector::node(&run, &state, slot, (120, 60))
+        .rows()
+        .join("\n");
+    let fidelity = mcp_cosmos::metrics::fidelity::compare(&predicted, &real).score;
+    for said in [
+        "called for real while planning on time: the prediction was unsure (confidence 0.30)"
+            .to_string(),
+        format!("the prediction's fidelity to this result {fidelity:.2}"),
+        "2026-11-29T17:00:00+09:00".to_string(),
+    ] {
+        assert!(rows.contains(&said), "{said}\n{rows}");
+    }
+}

@@ -1598,6 +1598,7 @@ impl EventBody {
             | EventBody::NodeSimulated { node, .. }
             | EventBody::NodeEvaluated { node, .. }
             | EventBody::NodeProbed { node, .. }
+            | EventBody::NodeGrounded { node, .. }
             | EventBody::ProbeCalled { node, .. } => Some(*node),
             EventBody::Annotation { node, .. } => *node,
             EventBody::Backpropagated { path, .. } => path.last().copied(),

@@ -632,6 +632,37 @@ impl Inspector {
         // (Probes are kept whole in memory: no need to read every event of the node back.)
         for event in node_events.iter().filter_map(|&e| run.brief(e).whole()) {
             match &event.body {
+                EventBody::NodeGrounded {
+                    observation,
+                    error,
+                    server,
+                    confidence,
+                    ..
+                } => {
+                    let failed = observation.is_error || error.is_some();
+                    lines.heading(format!(
+                        "called for real while planning{}: the prediction was unsure ({}){}",
+                        server
+                            .as_deref()
+                            .map_or(String::new(), |s| format!(" on {s}")),
+                        confidence.map_or("no confidence".to_string(), |c| format!(
+                            "confidence {c:.2}"
+                        )),
+                        if failed { " ✗" } else { "" }
+                    ));
+                    if let Some((_, predicted, _)) = &simulated {
+                        let f = crate::metrics::fidelity::compare(predicted, observation);
+                        lines.text(format!(
+                            "  the prediction's fidelity to this result {:.2}",
+                            f.score
+                        ));
+                    }
+                    if let Some(e) = error {
+                        lines.push(Mark::Failure, format!("  transport error: {e}"));
+                    }
+                    let mark = if failed { Mark::Failure } else { Mark::Text };
+                    lines.block(&observation_text(observation), mark);
+                }
                 EventBody::NodeProbed {
                     world_model,
                     observation,
