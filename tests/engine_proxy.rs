@@ -959,6 +959,19 @@ fn http_proxy(
     (proxy, url)
 }
 
+/// Waits (20 s at most, else fails saying `what`) until the session file at `path` ends with
+/// its `run_finished`.
+fn wait_until_finished(path: &Path, what: &str) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !std::fs::read_to_string(path)
+        .unwrap()
+        .contains("run_finished")
+    {
+        assert!(std::time::Instant::now() < deadline, "{what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// Reads the proxy's "listening on http://ADDR/mcp" line from its stderr.
 fn listening_url(child: &mut std::process::Child) -> String {
     let mut line = String::new();
@@ -1031,17 +1044,7 @@ fn over_http_a_token_is_required_and_sigterm_leaves_a_finished_file() {
         "calls": [{"name": "ok", "arguments": {"text": "zero"}}]}));
     assert_eq!(done["results"][0]["content"][0]["text"], "ok: zero");
     let first = only_run(&out);
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    while !std::fs::read_to_string(&first)
-        .unwrap()
-        .contains("run_finished")
-    {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the ended session was never finished"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_until_finished(&first, "the ended session was never finished");
     let ended = events(&first);
     assert_eq!(ended.last().unwrap()["ending"], "client_closed");
     assert_eq!(
@@ -1658,17 +1661,7 @@ fn over_http_bad_requests_get_the_specs_codes_and_an_idle_session_is_closed() {
     stdout.read_line(&mut paused).unwrap();
     assert!(paused.contains("paused"), "{paused}");
     let first = only_run(&out);
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    while !std::fs::read_to_string(&first)
-        .unwrap()
-        .contains("run_finished")
-    {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the idle session was never closed"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_until_finished(&first, "the idle session was never closed");
     let idle = events(&first);
     let finished = idle.last().unwrap();
     assert_eq!(
@@ -1702,14 +1695,7 @@ fn over_http_bad_requests_get_the_specs_codes_and_an_idle_session_is_closed() {
         "{done}"
     );
     let second = only_run(&out);
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    while !std::fs::read_to_string(&second)
-        .unwrap()
-        .contains("run_finished")
-    {
-        assert!(std::time::Instant::now() < deadline, "never finished");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_until_finished(&second, "never finished");
     let again = events(&second);
     assert_eq!(calls_of(&again).len(), 1);
     assert_eq!(calls_of(&again)[0]["arguments"]["text"], "two");

@@ -439,40 +439,18 @@ fn an_ensemble_records_each_member_and_answers_with_their_agreement() {
         {"when": ["You simulate an MCP server", "convert_temperature"], "status": 500, "content": "down"},
         {"when": "You simulate an MCP server", "content": {"is_error": false, "confidence": 0.7, "content": r#"{"timezone":"UTC","datetime":"2026-11-30T09:00:00+00:00","day_of_week":"Monday","is_dst":false}"#}}
     ]));
-    let config = dir.path().join("cosmos.toml");
-    std::fs::write(
-        &config,
-        format!(
+    let (doc, events) = wm_eval_over_samples(
+        dir.path(),
+        &llm,
+        &format!(
             "[world_models.scripted]\nkind = \"llm\"\nbase_url = \"{}\"\nmodel = \"wm-model\"\nmax_retries = 0\n\
              [world_models.both]\nkind = \"ensemble\"\nmembers = [\"memory\", \"scripted\"]\n",
             llm.base_url()
         ),
-    )
-    .unwrap();
-    let samples = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_runs");
-    let out = dir.path().join("out");
-    let output = cosmos(
-        &[
-            "wm-eval",
-            samples.to_str().unwrap(),
-            "--world-model",
-            "both",
-            "--config",
-            config.to_str().unwrap(),
-            "--format",
-            "json",
-            "--out",
-            out.to_str().unwrap(),
-        ],
-        &llm,
-        "sk-test-ensemble-0123456789",
+        &["both"],
     );
-    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
-    let doc: Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(doc["world_models"][0]["name"], "both");
     assert!(doc["world_models"][0]["n"].as_u64().unwrap() > 0);
-
-    let events = events(&only_run(&out));
     let described = &events[0]["agent"]["settings"]["world_models"][0];
     assert_eq!(described["kind"], "ensemble", "{described}");
     assert_eq!(described["pick"], "closest", "{described}");
@@ -555,36 +533,16 @@ fn an_llm_world_model_asked_for_logprobs_takes_its_confidence_from_them() {
         {"when": "You simulate an MCP server", "logprobs": [-0.1, -0.3],
          "content": {"is_error": false, "confidence": 0.6, "content": "{\"timezone\":\"UTC\"}"}}
     ]));
-    let config = dir.path().join("cosmos.toml");
-    std::fs::write(
-        &config,
-        format!(
+    let (_, events) = wm_eval_over_samples(
+        dir.path(),
+        &llm,
+        &format!(
             "[world_models.probs]\nkind = \"llm\"\nbase_url = \"{0}\"\nmodel = \"wm-probs\"\nlogprobs = true\n\
              [world_models.words]\nkind = \"llm\"\nbase_url = \"{0}\"\nmodel = \"wm-words\"\n",
             llm.base_url()
         ),
-    )
-    .unwrap();
-    let samples = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_runs");
-    let out = dir.path().join("out");
-    let output = cosmos(
-        &[
-            "wm-eval",
-            samples.to_str().unwrap(),
-            "--world-model",
-            "probs",
-            "--world-model",
-            "words",
-            "--config",
-            config.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-        ],
-        &llm,
-        "sk-test-logprobs-0123456789",
+        &["probs", "words"],
     );
-    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
-    let events = events(&only_run(&out));
     let expected = (-0.2f64).exp();
     let mut seen = (0, 0);
     for sim in events.iter().filter(|e| e["kind"] == "call_simulated") {
@@ -619,4 +577,37 @@ fn an_llm_world_model_asked_for_logprobs_takes_its_confidence_from_them() {
     let described = &events[0]["agent"]["settings"]["world_models"];
     assert_eq!(described[0]["logprobs"], true, "{described}");
     assert!(described[1].get("logprobs").is_none(), "{described}");
+}
+
+/// `cosmos wm-eval` over the sample runs with `config` (a cosmos.toml's text) and `models`,
+/// writing into `dir/out`: its JSON document on stdout (it must succeed) and its file's events.
+fn wm_eval_over_samples(
+    dir: &Path,
+    llm: &ScriptedLlm,
+    config: &str,
+    models: &[&str],
+) -> (Value, Vec<Value>) {
+    let path = dir.join("cosmos.toml");
+    std::fs::write(&path, config).unwrap();
+    let samples = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_runs");
+    let out = dir.join("out");
+    let mut args = vec!["wm-eval".to_string(), samples.display().to_string()];
+    for m in models {
+        args.extend(["--world-model".to_string(), m.to_string()]);
+    }
+    args.extend(
+        [
+            "--config",
+            path.to_str().unwrap(),
+            "--format",
+            "json",
+            "--out",
+            out.to_str().unwrap(),
+        ]
+        .map(String::from),
+    );
+    let output = cosmos(&args, llm, "sk-test-wm-eval-samples-0123456789");
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let doc = serde_json::from_slice(&output.stdout).expect("stdout is the JSON document");
+    (doc, events(&only_run(&out)))
 }
