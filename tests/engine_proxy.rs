@@ -1440,7 +1440,10 @@ fn a_long_calls_progress_reaches_the_client_through_the_proxy() {
         json!({"everything": {"command": npm_bin("mcp-server-everything")}}),
     );
     let out = dir.path().join("runs");
-    let answer = sdk_client(through_proxy(
+    let calls = json!((0..10)
+        .map(|_| json!({"name": "trigger-long-running-operation", "arguments": {"duration": 0.5, "steps": 5}, "progress": true}))
+        .collect::<Vec<_>>());
+    let over_stdio = sdk_client(through_proxy(
         &[
             "--mcp-config",
             &mcp.display().to_string(),
@@ -1448,12 +1451,40 @@ fn a_long_calls_progress_reaches_the_client_through_the_proxy() {
             &out.display().to_string(),
         ],
         &dir.path().join("proxy.log"),
-        json!([{"name": "trigger-long-running-operation", "arguments": {"duration": 1, "steps": 4}, "progress": true}]),
+        calls.clone(),
     ));
-    let result = &answer["results"][0];
-    let seen = result["progress_seen"].as_array().unwrap();
-    assert!(seen.len() >= 2, "{result}");
-    assert_eq!(seen.last().unwrap()[1], 4.0, "{result}");
+    let (mut proxy, url) = http_proxy(
+        &mcp,
+        &dir.path().join("http-runs"),
+        &[],
+        &[],
+        &dir.path().join("http-proxy.log"),
+    );
+    let over_http = sdk_client(json!({"transport": "http", "url": url, "calls": calls}));
+    let _ = proxy.kill();
+    let _ = proxy.wait();
+    // Every report the server sent before each result, in order, on every call (the last one
+    // used to lose the race with the result about half the time).
+    let results = [over_stdio, over_http];
+    for answer in &results {
+        assert_eq!(
+            answer["results"].as_array().map(Vec::len),
+            Some(10),
+            "{answer}"
+        );
+    }
+    for result in results
+        .iter()
+        .flat_map(|a| a["results"].as_array().unwrap())
+    {
+        let seen: Vec<f64> = result["progress_seen"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p[0].as_f64().unwrap())
+            .collect();
+        assert_eq!(seen, [1.0, 2.0, 3.0, 4.0, 5.0], "{result}");
+    }
 }
 
 #[test]

@@ -93,6 +93,11 @@ pub struct Progress {
     pub message: Option<String>,
 }
 
+/// How long, once a call's result is in, no further progress report must come before the
+/// call is done with its reports; and the longest that wait may take.
+const PROGRESS_QUIET: Duration = Duration::from_millis(10);
+const PROGRESS_GRACE: Duration = Duration::from_millis(100);
+
 /// Told of each progress report while a call runs.
 pub type OnProgress<'a> = Option<&'a mut (dyn FnMut(Progress) + Send)>;
 
@@ -588,6 +593,21 @@ impl Server {
                 },
             }
         };
+        // Reports the server sent before its result may not be in yet: rmcp hands each
+        // notification to a task of its own, which can run after the result is delivered. They
+        // are taken until none has come for PROGRESS_QUIET (PROGRESS_GRACE at most), so they
+        // are told before the result is.
+        if let Some(tell) = on_progress.as_mut() {
+            let until = tokio::time::Instant::now() + PROGRESS_GRACE;
+            loop {
+                let next = tokio::time::timeout(PROGRESS_QUIET, reports.recv());
+                match tokio::time::timeout_at(until, next).await {
+                    Ok(Ok(Ok((of, progress)))) if of == token => tell(progress),
+                    Ok(Ok(Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)))) => {}
+                    _ => break,
+                }
+            }
+        }
         // Requests for input come and are answered while the call runs: all are in by now.
         let mut elicited = Vec::new();
         while let Ok(e) = asked.try_recv() {

@@ -26,6 +26,10 @@ use crate::mcp::pool::{McpPool, unknown_tool};
 use crate::mcp::server::{CallOutcome, Progress};
 use crate::trajectory::event::{Action, EventBody, Observation};
 
+/// Longest wait, once a call's result is in, for its last progress reports to reach the
+/// client before the result does.
+const PROGRESS_FLUSH: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// One client session's server.
 pub struct ProxyHandler {
     setup: Arc<Setup>,
@@ -112,7 +116,7 @@ impl ProxyHandler {
             .as_deref()
             .map(|server| self.setup.callers.calling(server, caller.peer.clone()));
         // Progress is asked of the server only for a client that asked for it.
-        let mut pass_on = caller.progress();
+        let (mut pass_on, passing) = caller.progress().unzip();
         let on_progress: crate::mcp::server::OnProgress<'_> = match &mut pass_on {
             Some(tell) => Some(tell),
             None => None,
@@ -120,6 +124,13 @@ impl ProxyHandler {
         let (server, mut outcome) = pool
             .call_watching(&planned.tool, &planned.arguments, on_progress)
             .await;
+        // Every report the server sent before its result reaches the client before it: the
+        // teller is closed and its last reports sent (a client too slow to take them within
+        // PROGRESS_FLUSH does not hold the result back).
+        drop(pass_on);
+        if let Some(passing) = passing {
+            let _ = tokio::time::timeout(PROGRESS_FLUSH, passing).await;
+        }
         let reply = match outcome.reply.take() {
             Some(reply) => *reply,
             None => reply_of(server.as_deref(), &outcome),
@@ -383,14 +394,20 @@ struct Caller {
 }
 
 impl Caller {
-    /// A teller that passes each report on, in order (one task sends them all); reports a
-    /// slow client has not taken yet beyond a few are dropped, never queued without bound.
-    /// `None` when the client did not ask for progress.
-    fn progress(&self) -> Option<impl FnMut(Progress) + Send + use<>> {
+    /// A teller that passes each report on, in order (one task sends them all, and ends once
+    /// the teller is dropped and every report is sent: the handle); reports a slow client has
+    /// not taken yet beyond a few are dropped, never queued without bound. `None` when the
+    /// client did not ask for progress.
+    fn progress(
+        &self,
+    ) -> Option<(
+        impl FnMut(Progress) + Send + use<>,
+        tokio::task::JoinHandle<()>,
+    )> {
         let token = self.progress.clone()?;
         let peer = self.peer.clone();
         let (tx, mut rx) = tokio::sync::mpsc::channel::<Progress>(16);
-        tokio::spawn(async move {
+        let passing = tokio::spawn(async move {
             while let Some(p) = rx.recv().await {
                 let mut param = ProgressNotificationParam::new(token.clone(), p.progress);
                 param.total = p.total;
@@ -401,9 +418,10 @@ impl Caller {
                 }
             }
         });
-        Some(move |p| {
+        let tell = move |p| {
             let _ = tx.try_send(p);
-        })
+        };
+        Some((tell, passing))
     }
 }
 
