@@ -274,7 +274,7 @@ pub async fn prepare(spec: &RunSpec, stop: watch::Receiver<bool>) -> Result<Prep
     if let Some(x) = spec.search.go_real_below
         && matches!(spec.agent, AgentKind::Spiral | AgentKind::PlanExec)
     {
-        settings.insert("go_real_below".to_string(), json!(x));
+        settings.insert(AgentInfo::GO_REAL_BELOW.to_string(), json!(x));
     }
     if let Some(fork) = &spec.fork {
         for (k, v) in fork.settings() {

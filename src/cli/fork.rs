@@ -175,12 +175,10 @@ pub fn run(mut args: ForkArgs) -> Result<ExitCode> {
     }
     // Routing is the original's too when the fork's agent rehearses, unless told otherwise.
     if matches!(agent, AgentKind::Spiral | AgentKind::PlanExec) {
-        args.options.go_real_below = args.options.go_real_below.or(original
-            .header
-            .agent
-            .settings
-            .get("go_real_below")
-            .and_then(Value::as_f64));
+        args.options.go_real_below = args
+            .options
+            .go_real_below
+            .or(original.header.agent.go_real_below());
     }
     let task = TaskSource::Recorded {
         info: original.header.task.clone(),

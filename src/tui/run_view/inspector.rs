@@ -539,9 +539,7 @@ impl Inspector {
                     let threshold = run
                         .header
                         .agent
-                        .settings
-                        .get("go_real_below")
-                        .and_then(serde_json::Value::as_f64)
+                        .go_real_below()
                         .map_or(String::new(), |x| format!(" ({x:.2})"));
                     lines.text(format!(
                         "  the search imagined no further: the confidence along the path is \
