@@ -1432,59 +1432,231 @@ fn a_proxy_that_cannot_work_says_why_before_serving() {
     }
 }
 
+/// The MCP Python SDK client's tour of a server (tests/support/mcp_tour.py) with `spec`.
+fn tour(mut spec: Value) -> Value {
+    spec["long_calls"] = json!(20);
+    let out = Command::new(python())
+        .arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/support/mcp_tour.py"))
+        .arg(spec.to_string())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "the tour failed: {}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    serde_json::from_str(stdout.lines().last().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("{e}: {}", text(&out)))
+}
+
 #[test]
-fn a_long_calls_progress_reaches_the_client_through_the_proxy() {
+fn through_the_proxy_a_client_gets_everything_the_server_offers_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let everything = npm_bin("mcp-server-everything");
+    let mcp = write_mcp_config(dir.path(), json!({"everything": {"command": everything}}));
+    let recorded = dir.path().join("record");
+    let (direct, recording) = std::thread::scope(|scope| {
+        let direct =
+            scope.spawn(|| tour(json!({"transport": "stdio", "command": everything, "args": []})));
+        let recording = scope.spawn(|| {
+            tour(through_proxy(
+                &[
+                    "--mcp-config",
+                    &mcp.display().to_string(),
+                    "--out",
+                    &recorded.display().to_string(),
+                ],
+                &dir.path().join("proxy.log"),
+                json!([]),
+            ))
+        });
+        (direct.join().unwrap(), recording.join().unwrap())
+    });
+    // Shadow mode over HTTP, its world model the memory of the recorded session.
+    let (mut proxy, url) = http_proxy(
+        &mcp,
+        &dir.path().join("shadow"),
+        &[
+            "--mode",
+            "shadow",
+            "--world-model",
+            "memory",
+            "--memory-from",
+            &recorded.display().to_string(),
+        ],
+        &[],
+        &dir.path().join("http-proxy.log"),
+    );
+    let shadowed = tour(json!({"transport": "http", "url": url}));
+    let _ = proxy.kill();
+    let _ = proxy.wait();
+
+    // Tasks are an extension the proxy does not relay; every other capability passes.
+    let mut capabilities = direct["capabilities"].clone();
+    capabilities.as_object_mut().unwrap().remove("tasks");
+    assert!(direct["tools"].as_array().unwrap().len() > 10, "{direct}");
+    for (how, proxied) in [("stdio, record", &recording), ("http, shadow", &shadowed)] {
+        assert_eq!(proxied["capabilities"], capabilities, "{how}");
+        for same in [
+            "instructions",
+            "tools",
+            "prompts",
+            "prompt",
+            "resources",
+            "templates",
+            "read",
+            "completion",
+            "sampled",
+            "roots",
+        ] {
+            assert_eq!(proxied[same], direct[same], "{how}: {same}");
+        }
+        // The log messages the client asked for, each level as the server drew it at random,
+        // and the one sent during a call before that call's result.
+        let said = |logs: &Value| -> Vec<String> {
+            logs.as_array()
+                .unwrap()
+                .iter()
+                .map(|l| l["data"].as_str().unwrap_or_default().to_string())
+                .filter(|d| !d.contains("-level message") && !d.contains("level-message"))
+                .collect()
+        };
+        assert_eq!(said(&proxied["logs"]), said(&direct["logs"]), "{how}");
+        assert!(
+            proxied["logs"].as_array().unwrap().len() >= said(&direct["logs"]).len() + 2,
+            "{how}: {}",
+            proxied["logs"]
+        );
+        assert_eq!(
+            proxied["logs_before_result"], direct["logs_before_result"],
+            "{how}"
+        );
+        let updates = proxied["updates"].as_array().unwrap();
+        assert!(!updates.is_empty(), "{how}: no resource update");
+        assert!(
+            updates
+                .iter()
+                .all(|u| u == "demo://resource/static/document/architecture.md")
+        );
+        // Every progress report of 20 long calls, in order, each before its call's result.
+        let progress = proxied["progress"].as_array().unwrap();
+        assert_eq!(progress.len(), 20, "{how}");
+        for seen in progress {
+            assert_eq!(seen, &json!([1.0, 2.0, 3.0, 4.0, 5.0]), "{how}");
+        }
+    }
+    assert_eq!(direct["progress"].as_array().map(Vec::len), Some(20));
+}
+
+/// Several upstreams: their capabilities' union, each one's instructions under its name,
+/// prompts namespaced as tools are; a sampling request for a client that did not declare
+/// sampling is declined saying so; a call the client cancels is cut off and recorded so; and
+/// two upstreams offering one resource are refused at start.
+#[test]
+fn several_upstreams_pass_through_namespaced_and_a_cancelled_call_is_cut_off() {
     let dir = tempfile::tempdir().unwrap();
     let mcp = write_mcp_config(
         dir.path(),
-        json!({"everything": {"command": npm_bin("mcp-server-everything")}}),
+        json!({
+            "everything": {"command": npm_bin("mcp-server-everything")},
+            "memory": {"command": npm_bin("mcp-server-memory"),
+                       "env": {"MEMORY_FILE_PATH": dir.path().join("memory.jsonl").display().to_string()}},
+        }),
     );
     let out = dir.path().join("runs");
-    let calls = json!((0..10)
-        .map(|_| json!({"name": "trigger-long-running-operation", "arguments": {"duration": 0.5, "steps": 5}, "progress": true}))
-        .collect::<Vec<_>>());
-    let over_stdio = sdk_client(through_proxy(
+    let mut raw = RawStdio::start(
         &[
             "--mcp-config",
             &mcp.display().to_string(),
             "--out",
             &out.display().to_string(),
         ],
+        &[],
         &dir.path().join("proxy.log"),
-        calls.clone(),
-    ));
-    let (mut proxy, url) = http_proxy(
-        &mcp,
-        &dir.path().join("http-runs"),
-        &[],
-        &[],
-        &dir.path().join("http-proxy.log"),
     );
-    let over_http = sdk_client(json!({"transport": "http", "url": url, "calls": calls}));
-    let _ = proxy.kill();
-    let _ = proxy.wait();
-    // Every report the server sent before each result, in order, on every call (the last one
-    // used to lose the race with the result about half the time).
-    let results = [over_stdio, over_http];
-    for answer in &results {
-        assert_eq!(
-            answer["results"].as_array().map(Vec::len),
-            Some(10),
-            "{answer}"
-        );
-    }
-    for result in results
+    raw.send_line(&json!({"jsonrpc": "2.0", "id": 2, "method": "prompts/list"}).to_string());
+    let prompts = raw.reply_to(2);
+    let names: Vec<&str> = prompts["result"]["prompts"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{prompts}"))
         .iter()
-        .flat_map(|a| a["results"].as_array().unwrap())
-    {
-        let seen: Vec<f64> = result["progress_seen"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|p| p[0].as_f64().unwrap())
-            .collect();
-        assert_eq!(seen, [1.0, 2.0, 3.0, 4.0, 5.0], "{result}");
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"everything_args-prompt"), "{names:?}");
+    assert!(
+        names.iter().all(|n| n.starts_with("everything_")),
+        "{names:?}"
+    );
+    raw.send_line(
+        &json!({"jsonrpc": "2.0", "id": 3, "method": "prompts/get", "params": {
+            "name": "everything_args-prompt", "arguments": {"city": "Lyon", "state": "Rhone"}}})
+        .to_string(),
+    );
+    let got = raw.reply_to(3);
+    assert_eq!(
+        got["result"]["messages"][0]["content"]["text"], "What's weather in Lyon, Rhone?",
+        "{got}"
+    );
+    // This client declared no sampling: the server's request is declined, saying why.
+    raw.send_line(
+        &json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {
+            "name": "everything_trigger-sampling-request", "arguments": {"prompt": "hi"}}})
+        .to_string(),
+    );
+    let declined = raw.reply_to(4);
+    assert!(
+        declined.to_string().contains("did not declare sampling"),
+        "{declined}"
+    );
+    // A long call, cancelled by the client at once.
+    raw.send_line(
+        &json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {
+            "name": "everything_trigger-long-running-operation",
+            "arguments": {"duration": 60, "steps": 3}}})
+        .to_string(),
+    );
+    raw.send_line(
+        &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                "params": {"requestId": 5, "reason": "the user pressed stop"}})
+        .to_string(),
+    );
+    // The spec's receiver of a cancellation does not answer the request; the session goes on.
+    raw.send_line(&json!({"jsonrpc": "2.0", "id": 6, "method": "ping"}).to_string());
+    loop {
+        let next = raw.next();
+        assert_ne!(next["id"], 5, "a cancelled request was answered: {next}");
+        if next["id"] == 6 {
+            break;
+        }
     }
+    raw.leave();
+    let events = events(&only_run(&out));
+    let cut = calls_of(&events)
+        .into_iter()
+        .find(|c| c["tool"] == "everything:trigger-long-running-operation")
+        .unwrap();
+    assert_eq!(cut["error"], "cancelled by the client", "{cut}");
+    assert!(cut["latency_ms"].as_u64().unwrap() < 20_000, "{cut}");
+
+    // Two upstreams that both offer one resource cannot be told apart: refused at start.
+    let twins = write_mcp_config(
+        dir.path(),
+        json!({
+            "a": {"command": npm_bin("mcp-server-everything")},
+            "b": {"command": npm_bin("mcp-server-everything")},
+        }),
+    );
+    let refused = Command::new(env!("CARGO_BIN_EXE_cosmos"))
+        .args(["proxy", "--mcp-config"])
+        .arg(&twins)
+        .arg("--out")
+        .arg(dir.path().join("twins"))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    assert!(
+        text(&refused).contains("both offer the resource"),
+        "{}",
+        text(&refused)
+    );
 }
 
 #[test]
@@ -1622,13 +1794,20 @@ fn a_servers_request_for_input_goes_to_the_client_whose_call_it_is() {
 /// Posts `body` to the HTTP proxy at `url` as a client would (JSON, both reply types
 /// accepted): the status line and the body.
 fn post_raw(url: &str, body: &str) -> (String, String) {
+    let (head, body) = http_raw(url, "POST", "", body);
+    (head.lines().next().unwrap_or_default().to_string(), body)
+}
+
+/// One HTTP request to the proxy at `url`, `headers` ("Name: value\r\n" each) added: the
+/// reply's head (status line and headers) and body.
+fn http_raw(url: &str, method: &str, headers: &str, body: &str) -> (String, String) {
     use std::io::{Read, Write};
     let host = url.trim_start_matches("http://").trim_end_matches("/mcp");
     let mut stream = std::net::TcpStream::connect(host).unwrap();
     write!(
         stream,
-        "POST /mcp HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n\
-         Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n\
+        "{method} /mcp HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\n{headers}Content-Length: {}\r\n\
          Connection: close\r\n\r\n{body}",
         body.len()
     )
@@ -1636,15 +1815,57 @@ fn post_raw(url: &str, body: &str) -> (String, String) {
     let mut reply = String::new();
     stream.read_to_string(&mut reply).unwrap();
     let (head, body) = reply.split_once("\r\n\r\n").unwrap_or((&reply, ""));
-    (
-        head.lines().next().unwrap_or_default().to_string(),
-        body.to_string(),
-    )
+    (head.to_string(), body.to_string())
+}
+
+/// A session ended by the client's DELETE is recorded as its client closed it; the proxy then
+/// answers that session's id with 404, as the streamable HTTP transport has it.
+#[test]
+fn over_http_delete_ends_the_session_and_its_id_is_then_unknown() {
+    let dir = tempfile::tempdir().unwrap();
+    let mcp = write_mcp_config(dir.path(), json!({"flaky": flaky_server()}));
+    let out = dir.path().join("runs");
+    let (mut proxy, url) = http_proxy(&mcp, &out, &[], &[], &dir.path().join("proxy.log"));
+    let (head, _) = http_raw(
+        &url,
+        "POST",
+        "",
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "raw-http", "version": "0"}}})
+        .to_string(),
+    );
+    let id = head
+        .lines()
+        .find_map(|l| {
+            let (name, value) = l.split_once(':')?;
+            name.eq_ignore_ascii_case("mcp-session-id")
+                .then(|| value.trim().to_string())
+        })
+        .unwrap_or_else(|| panic!("no session id in {head}"));
+    let session = format!("Mcp-Session-Id: {id}\r\nMcp-Protocol-Version: 2025-06-18\r\n");
+    let notified = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    http_raw(&url, "POST", &session, &notified.to_string());
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                      "params": {"name": "ok", "arguments": {"text": "one"}}});
+    let (_, answered) = http_raw(&url, "POST", &session, &call.to_string());
+    assert!(answered.contains("ok: one"), "{answered}");
+    let (deleted, _) = http_raw(&url, "DELETE", &session, "");
+    assert!(deleted.starts_with("HTTP/1.1 202"), "{deleted}");
+    let run = only_run(&out);
+    wait_until_finished(&run, "a deleted session was never finished");
+    let events = events(&run);
+    assert_eq!(events.last().unwrap()["ending"], "client_closed");
+    assert_eq!(calls_of(&events).len(), 1);
+    let (again, _) = http_raw(&url, "DELETE", &session, "");
+    assert!(again.starts_with("HTTP/1.1 404"), "{again}");
+    let _ = proxy.kill();
+    let _ = proxy.wait();
 }
 
 /// Over HTTP, a body that is no JSON gets 400 and JSON-RPC's parse error, and a call whose
 /// arguments are no object gets invalid params, as on stdio (rmcp alone answers 415 and
-/// -32601). A session its client leaves idle is closed (`client_idle`) with its wall time
+/// -32601). A session its client leaves idle is closed (`idle_expired`) with its wall time
 /// ending at its last call, and the client coming back gets a new session.
 #[test]
 fn over_http_bad_requests_get_the_specs_codes_and_an_idle_session_is_closed() {
@@ -1697,7 +1918,7 @@ fn over_http_bad_requests_get_the_specs_codes_and_an_idle_session_is_closed() {
     let finished = idle.last().unwrap();
     assert_eq!(
         (finished["status"].as_str(), finished["ending"].as_str()),
-        (Some("completed"), Some("client_idle")),
+        (Some("completed"), Some("idle_expired")),
         "{finished}"
     );
     assert_eq!(calls_of(&idle).len(), 1);

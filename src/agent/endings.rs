@@ -151,7 +151,7 @@ async fn every_ending_a_report_can_print_is_reached_by_an_agent() {
     let agents_endings = Ending::ALL
         .into_iter()
         // A proxy's own endings (tests/engine_proxy.rs reaches both).
-        .filter(|e| !matches!(e, Ending::ClientClosed | Ending::ClientIdle))
+        .filter(|e| !matches!(e, Ending::ClientClosed | Ending::IdleExpired))
         .collect::<BTreeSet<_>>();
     assert_eq!(reached, agents_endings);
 }

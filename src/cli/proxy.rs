@@ -79,7 +79,7 @@ pub struct ProxyArgs {
     #[arg(long, default_value_t = 60)]
     pub call_timeout_s: u64,
     /// HTTP: close a session whose client has sent nothing for this long with nothing in
-    /// flight, seconds; its file ends `client_idle` and a client that comes back gets a new
+    /// flight, seconds; its file ends `idle_expired` and a client that comes back gets a new
     /// session. 0 keeps sessions open until the client ends them.
     #[arg(long, value_name = "SECONDS", default_value_t = 120)]
     pub session_idle_s: u64,

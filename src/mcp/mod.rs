@@ -7,6 +7,7 @@ pub mod oauth;
 pub mod oversized;
 pub mod pool;
 pub mod process_group;
+pub mod relay;
 pub mod server;
 pub mod shared;
 

@@ -10,8 +10,8 @@ use anyhow::{Context, Result, anyhow};
 use rmcp::ServiceError;
 use rmcp::ServiceExt;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResult, ContentBlock, NumberOrString, ProgressNotificationParam,
-    ProgressToken, RequestMetaObject, ResourceContents,
+    CallToolRequestParams, CallToolResult, ContentBlock, ProgressNotificationParam, ProgressToken,
+    ResourceContents,
 };
 use rmcp::service::{NotificationContext, RoleClient, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
@@ -104,10 +104,19 @@ pub type OnProgress<'a> = Option<&'a mut (dyn FnMut(Progress) + Send)>;
 /// Progress reports still waiting to be read, per server; older ones are dropped first.
 const PROGRESS_BACKLOG: usize = 64;
 
-/// The client side of one connection: it hears the server's progress reports.
+/// What a connection heard from its server while a call ran: a progress report, or another
+/// notification (passed to the relay), which still counts as traffic a result must wait for.
+#[derive(Debug, Clone)]
+enum Heard {
+    Progress(ProgressToken, Progress),
+    Other,
+}
+
+/// The client side of one connection: it hears the server's progress reports, and hands
+/// what else the server sends to the process's relay, if it has one (`cosmos proxy`).
 #[derive(Clone)]
 struct Listener {
-    progress: tokio::sync::broadcast::Sender<(ProgressToken, Progress)>,
+    progress: tokio::sync::broadcast::Sender<Heard>,
     /// How a server's request for input is answered, and where each exchange is told.
     elicitation: super::elicitation::Elicitation,
     elicited: tokio::sync::broadcast::Sender<super::elicitation::Elicited>,
@@ -143,6 +152,9 @@ impl Drop for Flying<'_> {
     }
 }
 
+// Sampling, roots and logging are deprecated by the 2026-07-28 protocol (SEP-2577); servers of
+// earlier versions still use them, and a proxy relays them.
+#[allow(deprecated)]
 impl rmcp::ClientHandler for Listener {
     /// Servers (and `cosmos proxy` sessions) see mcp-cosmos by name.
     fn get_info(&self) -> rmcp::model::ClientConfig {
@@ -153,8 +165,91 @@ impl rmcp::ClientHandler for Listener {
         // policy and recorded with the call it came during.
         let mut elicitation = rmcp::model::ElicitationCapability::new();
         elicitation.form = Some(rmcp::model::FormElicitationCapability::new());
+        // A relay has clients to sample, to ask for roots and to open a page for; they are
+        // declined by the relay, saying why, when the client at hand cannot.
+        if super::relay::relay().is_some() {
+            elicitation.url = Some(rmcp::model::UrlElicitationCapability::default());
+            info.capabilities.sampling = Some(Default::default());
+            let mut roots = rmcp::model::RootsCapabilities::default();
+            roots.list_changed = Some(true);
+            info.capabilities.roots = Some(roots);
+        }
         info.capabilities.elicitation = Some(elicitation);
         info
+    }
+
+    async fn create_message(
+        &self,
+        params: rmcp::model::CreateMessageRequestParams,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::CreateMessageResult, rmcp::ErrorData> {
+        match super::relay::relay() {
+            Some(relay) => relay.create_message(&self.server, params).await,
+            None => Err(rmcp::ErrorData::method_not_found::<
+                rmcp::model::CreateMessageRequestMethod,
+            >()),
+        }
+    }
+
+    async fn list_roots(
+        &self,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ListRootsResult, rmcp::ErrorData> {
+        match super::relay::relay() {
+            Some(relay) => relay.list_roots(&self.server).await,
+            None => Ok(Default::default()),
+        }
+    }
+
+    async fn on_logging_message(
+        &self,
+        params: rmcp::model::LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.relayed(rmcp::model::ServerNotification::LoggingMessageNotification(
+            rmcp::model::LoggingMessageNotification::new(params),
+        ));
+    }
+
+    async fn on_resource_updated(
+        &self,
+        params: rmcp::model::ResourceUpdatedNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.relayed(
+            rmcp::model::ServerNotification::ResourceUpdatedNotification(
+                rmcp::model::ResourceUpdatedNotification::new(params),
+            ),
+        );
+    }
+
+    async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.relayed(
+            rmcp::model::ServerNotification::ResourceListChangedNotification(Default::default()),
+        );
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.relayed(
+            rmcp::model::ServerNotification::ToolListChangedNotification(Default::default()),
+        );
+    }
+
+    async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.relayed(
+            rmcp::model::ServerNotification::PromptListChangedNotification(Default::default()),
+        );
+    }
+
+    async fn on_custom_notification(
+        &self,
+        notification: rmcp::model::CustomNotification,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        // e.g. `notifications/elicitation/complete` after a page the client opened.
+        self.relayed(rmcp::model::ServerNotification::CustomNotification(
+            notification,
+        ));
     }
 
     async fn create_elicitation(
@@ -188,7 +283,20 @@ impl rmcp::ClientHandler for Listener {
             message: params.message,
         };
         // Nobody waiting (the call has ended) is not an error.
-        let _ = self.progress.send((params.progress_token, progress));
+        let _ = self
+            .progress
+            .send(Heard::Progress(params.progress_token, progress));
+    }
+}
+
+impl Listener {
+    /// Hands `notification` to the relay, and tells a call waiting for its result's last
+    /// traffic that some came.
+    fn relayed(&self, notification: rmcp::model::ServerNotification) {
+        if let Some(relay) = super::relay::relay() {
+            relay.notify(&self.server, notification);
+            let _ = self.progress.send(Heard::Other);
+        }
     }
 }
 
@@ -200,12 +308,11 @@ pub struct Server {
     pub tools: Vec<ToolInfo>,
     client: RunningService<RoleClient, Listener>,
     /// Each call's progress reports, by its token.
-    progress: tokio::sync::broadcast::Sender<(ProgressToken, Progress)>,
+    progress: tokio::sync::broadcast::Sender<Heard>,
     /// The server's requests for input, as answered.
     elicited: tokio::sync::broadcast::Sender<super::elicitation::Elicited>,
     /// The tools of the calls in flight, shared with the connection's listener.
     in_flight: InFlight,
-    next_token: std::sync::atomic::AtomicI64,
     stderr: StderrTail,
     dead: Mutex<Option<ServerFailure>>,
     /// A stdio server's process group (killed on drop if still alive).
@@ -343,7 +450,6 @@ impl Server {
             progress,
             elicited,
             in_flight,
-            next_token: std::sync::atomic::AtomicI64::new(1),
             stderr,
             dead: Mutex::new(None),
             group,
@@ -475,6 +581,17 @@ impl Server {
         }
     }
 
+    /// What the server said of itself at `initialize`: its capabilities and instructions.
+    pub fn introduction(&self) -> Option<Arc<rmcp::model::ServerPeerInfo>> {
+        self.client.peer_info()
+    }
+
+    /// The connection, for requests passed on as they came (`cosmos proxy`'s prompts,
+    /// resources, completion and logging).
+    pub fn peer(&self) -> &rmcp::Peer<RoleClient> {
+        self.client.peer()
+    }
+
     /// The server's last stderr lines.
     pub fn stderr_tail(&self) -> Option<String> {
         self.stderr.text()
@@ -563,46 +680,79 @@ impl Server {
                 );
             }
         };
-        let token = ProgressToken(NumberOrString::Number(
-            self.next_token
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed),
-        ));
         let mut reports = self.progress.subscribe();
         let mut asked = self.elicited.subscribe();
         let _flying = Flying::start(&self.in_flight, tool);
-        if on_progress.is_some() {
-            params.meta = Some(RequestMetaObject::with_progress_token(token.clone()));
-        }
-        let calling = tokio::time::timeout(timeout, self.client.call_tool(params));
-        tokio::pin!(calling);
-        let called = loop {
-            tokio::select! {
-                called = &mut calling => break called,
-                (size, whole) = self.oversized.next() => {
-                    return failed(start, Oversized::message(size, whole), None);
+        // rmcp gives every request a progress token of its own (replacing any in `_meta`): the
+        // call's reports are told by the token its handle names.
+        let sent = tokio::time::timeout(
+            timeout,
+            self.client.send_request_with_option(
+                rmcp::model::ClientRequest::CallToolRequest(rmcp::model::Request::new(params)),
+                rmcp::service::PeerRequestOptions::no_options(),
+            ),
+        )
+        .await;
+        let mut token = None;
+        let mut abandoned = None;
+        let called = 'call: {
+            let handle = match sent {
+                Ok(Ok(handle)) => handle,
+                Ok(Err(e)) => break 'call Ok(Err(e)),
+                Err(elapsed) => break 'call Err(elapsed),
+            };
+            token = Some(handle.progress_token.clone());
+            // A call given up on (its future dropped: a timeout, a client that cancelled) is
+            // cancelled at the server too.
+            abandoned = Some(Abandoned::new(
+                self.client.peer().clone(),
+                handle.id.clone(),
+            ));
+            let calling = tokio::time::timeout(timeout.saturating_sub(start.elapsed()), async {
+                match handle.await_response().await? {
+                    rmcp::model::ServerResult::CallToolResult(result) => Ok(result),
+                    _ => Err(ServiceError::UnexpectedResponse),
                 }
-                report = reports.recv(), if on_progress.is_some() => match report {
-                    Ok((of, progress)) if of == token => {
-                        if let Some(tell) = on_progress.as_mut() {
-                            tell(progress);
-                        }
+            });
+            tokio::pin!(calling);
+            loop {
+                tokio::select! {
+                    called = &mut calling => break called,
+                    (size, whole) = self.oversized.next() => {
+                        return failed(start, Oversized::message(size, whole), None);
                     }
-                    // Another call's, or reports dropped while we were slow: keep waiting.
-                    Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
-                    Err(tokio::sync::broadcast::error::RecvError::Closed) => *on_progress = None,
-                },
+                    report = reports.recv(), if on_progress.is_some() => match report {
+                        Ok(Heard::Progress(of, progress)) if token.as_ref() == Some(&of) => {
+                            if let Some(tell) = on_progress.as_mut() {
+                                tell(progress);
+                            }
+                        }
+                        // Another call's, or reports dropped while we were slow: keep waiting.
+                        Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                        Err(tokio::sync::broadcast::error::RecvError::Closed) => *on_progress = None,
+                    },
+                }
             }
         };
+        // A call that ended, however it ended, is not one to cancel (a timeout is: rmcp's own
+        // calls say so to the server).
+        if let (Some(abandoned), Ok(_)) = (abandoned, &called) {
+            abandoned.disarm();
+        }
         // Reports the server sent before its result may not be in yet: rmcp hands each
         // notification to a task of its own, which can run after the result is delivered. They
         // are taken until none has come for PROGRESS_QUIET (PROGRESS_GRACE at most), so they
-        // are told before the result is.
-        if let Some(tell) = on_progress.as_mut() {
+        // are told before the result is; so are the notifications a relay passes on.
+        if on_progress.is_some() || super::relay::relay().is_some() {
             let until = tokio::time::Instant::now() + PROGRESS_GRACE;
             loop {
                 let next = tokio::time::timeout(PROGRESS_QUIET, reports.recv());
                 match tokio::time::timeout_at(until, next).await {
-                    Ok(Ok(Ok((of, progress)))) if of == token => tell(progress),
+                    Ok(Ok(Ok(Heard::Progress(of, progress)))) if token.as_ref() == Some(&of) => {
+                        if let Some(tell) = on_progress.as_mut() {
+                            tell(progress);
+                        }
+                    }
                     Ok(Ok(Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)))) => {}
                     _ => break,
                 }
@@ -666,6 +816,47 @@ impl Server {
         let _ = tokio::time::timeout(STOP_GRACE, client.cancel()).await;
         if let Some(group) = group {
             group.terminate(STOP_GRACE, child.as_mut()).await;
+        }
+    }
+}
+
+/// A call in flight at a server: dropped before [`Abandoned::disarm`], it tells the server
+/// the call is cancelled (as rmcp's own calls do).
+struct Abandoned {
+    peer: Option<rmcp::Peer<RoleClient>>,
+    id: rmcp::model::RequestId,
+}
+
+impl Abandoned {
+    fn new(peer: rmcp::Peer<RoleClient>, id: rmcp::model::RequestId) -> Self {
+        Self {
+            peer: Some(peer),
+            id,
+        }
+    }
+
+    /// The call has its answer: nothing to cancel.
+    fn disarm(mut self) {
+        self.peer = None;
+    }
+}
+
+impl Drop for Abandoned {
+    fn drop(&mut self) {
+        let Some(peer) = self.peer.take() else {
+            return;
+        };
+        let params = rmcp::model::CancelledNotificationParam::new(
+            Some(self.id.clone()),
+            Some("the caller gave up on the call".into()),
+        );
+        let cancelled = rmcp::model::ClientNotification::CancelledNotification(
+            rmcp::model::CancelledNotification::new(params),
+        );
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                let _ = peer.send_notification(cancelled).await;
+            });
         }
     }
 }

@@ -8,13 +8,21 @@ use std::sync::Arc;
 use rmcp::ErrorData as McpError;
 use rmcp::ServerHandler;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation,
-    InitializeRequestParams, InitializeResult, ListToolsResult, PaginatedRequestParams,
-    ProgressNotificationParam, ProgressToken, ProtocolVersion, ServerCapabilities, ServerConfig,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
+    GetPromptRequestParams, GetPromptResponse, Implementation, InitializeRequestParams,
+    InitializeResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListToolsResult, PaginatedRequestParams, ProgressNotification, ProgressNotificationParam,
+    ProgressToken, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
+    ServerCapabilities, ServerConfig, ServerNotification, SubscribeRequestParams,
+    UnsubscribeRequestParams,
 };
+// Logging is deprecated by the 2026-07-28 protocol (SEP-2577); earlier clients use it.
+#[allow(deprecated)]
+use rmcp::model::SetLevelRequestParams;
 use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{Value, json};
 
+use super::clients::Client;
 use super::session::Session;
 use super::{
     META_CONFIDENCE, META_MISS, META_SIMULATED, META_WENT_REAL, META_WORLD_MODEL, Mode, OnMiss,
@@ -26,8 +34,8 @@ use crate::mcp::pool::{McpPool, unknown_tool};
 use crate::mcp::server::{CallOutcome, Progress};
 use crate::trajectory::event::{Action, EventBody, Observation};
 
-/// Longest wait, once a call's result is in, for its last progress reports to reach the
-/// client before the result does.
+/// Longest wait, once a call's result is in, for the notifications its server sent before it
+/// (progress, log messages) to reach the client before the result does.
 const PROGRESS_FLUSH: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// One client session's server.
@@ -36,6 +44,8 @@ pub struct ProxyHandler {
     /// The session being recorded; held while one is opened, so calls that come at once open
     /// one file.
     session: std::sync::Mutex<Option<Arc<Session>>>,
+    /// The client, once it has said who it is (or made its first request).
+    client: std::sync::OnceLock<Arc<Client>>,
 }
 
 impl ProxyHandler {
@@ -44,7 +54,32 @@ impl ProxyHandler {
         Self {
             setup,
             session: std::sync::Mutex::new(None),
+            client: std::sync::OnceLock::new(),
         }
+    }
+
+    /// This session's client, noted among the proxy's clients the first time.
+    fn client(&self, peer: &rmcp::Peer<RoleServer>) -> Arc<Client> {
+        self.client
+            .get_or_init(|| {
+                let client = Client::new(peer.clone());
+                self.setup.clients.connected(&client);
+                client
+            })
+            .clone()
+    }
+
+    /// The upstreams, or the error a client gets for what only they can answer (simulate mode
+    /// with `--tools-from` runs none).
+    fn upstreams(&self) -> Result<&crate::mcp::pool::McpPool, McpError> {
+        self.setup.pool.as_deref().ok_or_else(|| {
+            McpError::new(
+                rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+                "cosmos proxy runs no upstream server here (simulate mode with --tools-from): \
+                 it offers tools only",
+                None,
+            )
+        })
     }
 
     /// The session, opened at the first call (with the client its `initialize` named), and
@@ -110,27 +145,31 @@ impl ProxyHandler {
         };
         self.revive(session, pool, &planned.tool).await;
         let ticket = session.sending(&planned);
-        // The server's questions meanwhile go to this client.
+        // The server's questions and log messages meanwhile go to this client.
         let server = pool.server_of(&planned.tool).map(|s| s.name.clone());
         let _calling = server
             .as_deref()
-            .map(|server| self.setup.callers.calling(server, caller.peer.clone()));
+            .map(|server| self.setup.clients.calling(server, caller.client.clone()));
         // Progress is asked of the server only for a client that asked for it.
-        let (mut pass_on, passing) = caller.progress().unzip();
+        let mut pass_on = caller.progress();
         let on_progress: crate::mcp::server::OnProgress<'_> = match &mut pass_on {
             Some(tell) => Some(tell),
             None => None,
         };
-        let (server, mut outcome) = pool
-            .call_watching(&planned.tool, &planned.arguments, on_progress)
-            .await;
-        // Every report the server sent before its result reaches the client before it: the
-        // teller is closed and its last reports sent (a client too slow to take them within
-        // PROGRESS_FLUSH does not hold the result back).
-        drop(pass_on);
-        if let Some(passing) = passing {
-            let _ = tokio::time::timeout(PROGRESS_FLUSH, passing).await;
-        }
+        let started = std::time::Instant::now();
+        // A client that cancels its call has the upstream's cancelled too (rmcp cancels a
+        // request whose future is dropped); the call is recorded as cut off by the client.
+        let (server, mut outcome) = tokio::select! {
+            called = pool.call_watching(&planned.tool, &planned.arguments, on_progress) => called,
+            () = caller.cancelled.cancelled() => (
+                server,
+                CallOutcome::failure(CANCELLED_BY_CLIENT.into(), started.elapsed()),
+            ),
+        };
+        // Everything the server sent before its result (progress, log messages) reaches the
+        // client before it: the client's outbox is flushed first (a client too slow to take
+        // them within PROGRESS_FLUSH does not hold the result back).
+        let _ = tokio::time::timeout(PROGRESS_FLUSH, caller.client.flushed()).await;
         let reply = match outcome.reply.take() {
             Some(reply) => *reply,
             None => reply_of(server.as_deref(), &outcome),
@@ -312,20 +351,29 @@ impl ProxyHandler {
     }
 }
 
+// Logging, subscriptions and roots are deprecated by the 2026-07-28 protocol (SEP-2577); the
+// clients and servers of earlier versions a proxy stands between use them.
+#[allow(deprecated)]
 impl ServerHandler for ProxyHandler {
+    /// The upstreams' capabilities and instructions (`Offer`); without upstreams (simulate
+    /// mode with `--tools-from`), tools and a line saying what the proxy stands for.
     fn get_info(&self) -> ServerConfig {
-        let mut info = InitializeResult::new(ServerCapabilities::builder().enable_tools().build());
+        let mut info = InitializeResult::new(self.setup.offer.capabilities());
         info.server_info = Implementation::new("cosmos-proxy", env!("CARGO_PKG_VERSION"));
-        info.instructions = Some(format!(
-            "cosmos proxy ({}) in front of: {}",
-            self.setup.mode.as_str(),
-            self.setup
-                .servers
-                .iter()
-                .map(|s| s.name.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
+        info.instructions = self.setup.offer.instructions();
+        if self.setup.pool.is_none() {
+            info.capabilities = ServerCapabilities::builder().enable_tools().build();
+            info.instructions = Some(format!(
+                "cosmos proxy ({}) standing in for: {}",
+                self.setup.mode.as_str(),
+                self.setup
+                    .servers
+                    .iter()
+                    .map(|s| s.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
         info
     }
 
@@ -342,7 +390,144 @@ impl ServerHandler for ProxyHandler {
         // The session is recorded from its first call: a client that only looks (lists
         // tools, as desktop clients do at every start) leaves no empty run behind.
         context.peer.set_peer_info(request.clone());
+        let roots = request.capabilities.roots.is_some();
+        self.client(&context.peer);
+        // A server that asked for roots before any client had any asks again.
+        if roots && let Some(pool) = self.setup.pool.clone() {
+            tokio::spawn(async move {
+                for server in pool.servers() {
+                    let _ = server.peer().notify_roots_list_changed().await;
+                }
+            });
+        }
         self.negotiate_initialize(&request)
+    }
+
+    async fn on_roots_list_changed(
+        &self,
+        _context: rmcp::service::NotificationContext<RoleServer>,
+    ) {
+        if let Some(pool) = &self.setup.pool {
+            for server in pool.servers() {
+                let _ = server.peer().notify_roots_list_changed().await;
+            }
+        }
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        let prompts = self.setup.offer.list_prompts(self.upstreams()?).await?;
+        Ok(ListPromptsResult::with_all_items(prompts))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        self.setup
+            .offer
+            .get_prompt(self.upstreams()?, request)
+            .await
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        let resources = self.setup.offer.list_resources(self.upstreams()?).await?;
+        Ok(ListResourcesResult::with_all_items(resources))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        let templates = self
+            .setup
+            .offer
+            .list_resource_templates(self.upstreams()?)
+            .await?;
+        Ok(ListResourceTemplatesResult::with_all_items(templates))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        self.setup
+            .offer
+            .read_resource(self.upstreams()?, request)
+            .await
+    }
+
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let pool = self.upstreams()?;
+        self.setup.offer.subscribe(pool, &request.uri, true).await?;
+        self.client(&context.peer).subscribe(&request.uri, true);
+        Ok(())
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.client(&context.peer).subscribe(&request.uri, false);
+        // Another client may still want its updates: the upstream is left subscribed then.
+        let others = self
+            .setup
+            .clients
+            .open()
+            .iter()
+            .any(|c| c.subscribed_to(&request.uri));
+        if !others {
+            self.setup
+                .offer
+                .subscribe(self.upstreams()?, &request.uri, false)
+                .await?;
+        }
+        Ok(())
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, McpError> {
+        self.setup.offer.complete(self.upstreams()?, request).await
+    }
+
+    /// The client gets log messages from `level` up; each upstream is asked for the most
+    /// detail any client connected wants (they share its connection).
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.client(&context.peer).set_level(request.level);
+        let most_detail = self
+            .setup
+            .clients
+            .open()
+            .iter()
+            .filter_map(|c| c.level())
+            .min_by_key(|l| super::clients::severity(*l))
+            .unwrap_or(request.level);
+        self.setup
+            .offer
+            .set_level(self.upstreams()?, most_detail)
+            .await
     }
 
     async fn list_tools(
@@ -376,8 +561,9 @@ impl ServerHandler for ProxyHandler {
             .get_progress_token()
             .or_else(|| request.meta.as_ref().and_then(|m| m.get_progress_token()));
         let caller = Caller {
-            peer: context.peer.clone(),
+            client: self.client(&context.peer),
             progress,
+            cancelled: context.ct.clone(),
         };
         Ok(self
             .call(&request.name, arguments, session, caller)
@@ -386,42 +572,31 @@ impl ServerHandler for ProxyHandler {
     }
 }
 
-/// The client making a call: asked when the server asks for input, and told the call's
-/// progress under its token when it asked for it.
+/// What the client is told of a call it cancelled (and the upstream's call is cancelled).
+const CANCELLED_BY_CLIENT: &str = "cancelled by the client";
+
+/// The client making a call: asked when the server asks for input, told the call's progress
+/// under its token when it asked for it, and able to cancel it.
 struct Caller {
-    peer: rmcp::Peer<RoleServer>,
+    client: Arc<Client>,
     progress: Option<ProgressToken>,
+    cancelled: tokio_util::sync::CancellationToken,
 }
 
 impl Caller {
-    /// A teller that passes each report on, in order (one task sends them all, and ends once
-    /// the teller is dropped and every report is sent: the handle); reports a slow client has
-    /// not taken yet beyond a few are dropped, never queued without bound. `None` when the
-    /// client did not ask for progress.
-    fn progress(
-        &self,
-    ) -> Option<(
-        impl FnMut(Progress) + Send + use<>,
-        tokio::task::JoinHandle<()>,
-    )> {
+    /// A teller that queues each report in the client's outbox, in order with everything else
+    /// the client is told. `None` when the client did not ask for progress.
+    fn progress(&self) -> Option<impl FnMut(Progress) + Send + use<>> {
         let token = self.progress.clone()?;
-        let peer = self.peer.clone();
-        let (tx, mut rx) = tokio::sync::mpsc::channel::<Progress>(16);
-        let passing = tokio::spawn(async move {
-            while let Some(p) = rx.recv().await {
-                let mut param = ProgressNotificationParam::new(token.clone(), p.progress);
-                param.total = p.total;
-                param.message = p.message;
-                // A client gone is not the call's failure.
-                if peer.notify_progress(param).await.is_err() {
-                    break;
-                }
-            }
-        });
-        let tell = move |p| {
-            let _ = tx.try_send(p);
-        };
-        Some((tell, passing))
+        let client = self.client.clone();
+        Some(move |p: Progress| {
+            let mut param = ProgressNotificationParam::new(token.clone(), p.progress);
+            param.total = p.total;
+            param.message = p.message;
+            client.tell(ServerNotification::ProgressNotification(
+                ProgressNotification::new(param),
+            ));
+        })
     }
 }
 

@@ -13,6 +13,7 @@ use http_body_util::{BodyExt, Full, combinators::BoxBody};
 use hyper::body::Incoming;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::{TokioExecutor, TokioIo};
+use rmcp::transport::streamable_http_server::session::SessionManager;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio::sync::watch;
@@ -78,9 +79,10 @@ impl Listening {
         }
         let cancel = config.cancellation_token.clone();
         let factory_setup = setup.clone();
+        let sessions = Arc::new(LocalSessionManager::default());
         let service = StreamableHttpService::new(
             move || Ok(ProxyHandler::new(factory_setup.clone())),
-            Arc::new(LocalSessionManager::default()),
+            sessions.clone(),
             config,
         );
         let token: Option<Arc<str>> = self.token.map(Arc::from);
@@ -97,12 +99,26 @@ impl Listening {
                 },
                 _ = stop.wait_for(|s| *s) => break,
             };
-            let (service, token) = (service.clone(), token.clone());
+            let (service, token, sessions) = (service.clone(), token.clone(), sessions.clone());
             let handle = hyper::service::service_fn(move |request: Request<Incoming>| {
-                let (service, token) = (service.clone(), token.clone());
+                let (service, token, sessions) = (service.clone(), token.clone(), sessions.clone());
                 async move {
                     if let Some(refused) = refuse(&request, token.as_deref()) {
                         return Ok::<_, Infallible>(refused);
+                    }
+                    // A session ended (by DELETE, or closed) is one the transport no longer
+                    // knows: 404, as the spec has it (rmcp would accept the close again).
+                    if request.method() == hyper::Method::DELETE
+                        && let Some(id) = request
+                            .headers()
+                            .get("mcp-session-id")
+                            .and_then(|v| v.to_str().ok())
+                        && !sessions
+                            .has_session(&id.to_string().into())
+                            .await
+                            .unwrap_or(true)
+                    {
+                        return Ok(plain(StatusCode::NOT_FOUND, "no such session\n"));
                     }
                     if request.method() != hyper::Method::POST {
                         return Ok(service.handle(request).await);

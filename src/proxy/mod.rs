@@ -13,9 +13,12 @@
 //! rmcp server, `http.rs` serves streamable HTTP.
 
 pub mod catalog;
+pub mod clients;
 pub mod elicit;
 pub mod handler;
 pub mod http;
+pub mod offer;
+pub mod relay;
 pub mod screen;
 pub mod session;
 pub mod stdio_guard;
@@ -148,7 +151,7 @@ pub struct ProxySpec {
     pub transport: &'static str,
     /// Secrets beyond the configs' (the HTTP bearer token).
     pub secrets: Vec<String>,
-    /// HTTP: a session that does nothing this long is closed (`client_idle`); `None` keeps
+    /// HTTP: a session that does nothing this long is closed (`idle_expired`); `None` keeps
     /// sessions open until the client ends them (stdio, where the pipe says it).
     pub session_idle: Option<Duration>,
 }
@@ -186,8 +189,11 @@ pub struct Setup {
     pub settings: BTreeMap<String, Value>,
     /// The roles whose endpoints the proxy uses (the `llm` world model's), for headers.
     pub roles: BTreeMap<String, ModelInfo>,
-    /// The clients with a call in flight, asked when their call's server asks for input.
-    pub callers: Arc<elicit::Callers>,
+    /// The connected clients, and whose call is in flight on which server: asked when their
+    /// call's server asks for input or a sampled message, told its log messages.
+    pub clients: Arc<clients::Clients>,
+    /// What the proxy offers beyond tools, from its upstreams.
+    pub offer: offer::Offer,
     /// Sessions open now, so a stop can end each one; `None` once the proxy is stopping
     /// (no session opens then: it would be left a file with nothing in it).
     sessions: Mutex<Option<Vec<Weak<Session>>>>,
@@ -267,9 +273,11 @@ impl Setup {
             bail!("{} names no server", spec.mcp_config.display());
         }
         let needs_upstream = spec.tools_from.is_none() || spec.on_miss == OnMiss::Real;
-        // A server's request for input goes to the client whose call it came during.
-        let callers = Arc::new(elicit::Callers::default());
-        elicit::forward_to_clients(callers.clone());
+        // A server's request for input, for a sampled message or for roots goes to the client
+        // whose call it came during; its notifications to the clients they are for.
+        let clients = Arc::new(clients::Clients::default());
+        elicit::forward_to_clients(clients.clone());
+        crate::mcp::relay::relay_through(Arc::new(relay::ToClients(clients.clone())))?;
         let (pool, failures) = if needs_upstream {
             let (pool, failures) = McpPool::connect(&chosen, spec.timeouts).await;
             (Some(Arc::new(pool)), failures)
@@ -299,6 +307,7 @@ impl Setup {
         };
         let server_names: Vec<String> = servers.iter().map(|s| s.name.clone()).collect();
         let catalog = Catalog::new(tools, &server_names)?;
+        let offer = offer::Offer::of(pool.as_deref()).await?;
         let mut redactor = crate::agent::session::redactor(&config, &mcp);
         for secret in &spec.secrets {
             redactor.add_secret(secret.clone());
@@ -357,7 +366,8 @@ impl Setup {
             redactor,
             settings,
             roles,
-            callers,
+            clients,
+            offer,
             sessions: Mutex::new(Some(Vec::new())),
             session_idle: spec.session_idle,
             session_closed: Arc::new(tokio::sync::Notify::new()),

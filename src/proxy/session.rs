@@ -217,7 +217,7 @@ impl Session {
         (state.recorder.is_some() && !busy).then(|| state.last_active.elapsed())
     }
 
-    /// Ends the session as [`Ending::ClientIdle`] once it has done nothing for `bound`,
+    /// Ends the session as [`Ending::IdleExpired`] once it has done nothing for `bound`,
     /// checking as long as it is open and held.
     pub async fn close_when_idle(session: Weak<Self>, bound: std::time::Duration) {
         let mut wait = bound;
@@ -236,7 +236,7 @@ impl Session {
                         "the client sent nothing for {}s: closing its session",
                         bound.as_secs()
                     );
-                    session.close(RunStatus::Completed, Ending::ClientIdle);
+                    session.close(RunStatus::Completed, Ending::IdleExpired);
                     return;
                 }
                 Some(idle) => bound - idle,

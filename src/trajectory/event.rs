@@ -653,8 +653,10 @@ pub enum Ending {
     ClientClosed,
     /// The client of `cosmos proxy` sent nothing for the proxy's idle bound with nothing in
     /// flight, so the proxy closed the session's file (the client, coming back, gets a new
-    /// session). Its wall time ends at its last event before the close.
-    ClientIdle,
+    /// session). Its wall time ends at its last event before the close. (Written
+    /// `client_idle` by the build that introduced it.)
+    #[serde(alias = "client_idle")]
+    IdleExpired,
 }
 
 impl Ending {
@@ -669,7 +671,7 @@ impl Ending {
         Ending::NoCallPlanned,
         Ending::Interrupted,
         Ending::ClientClosed,
-        Ending::ClientIdle,
+        Ending::IdleExpired,
     ];
 
     /// Its name in files and JSON.
@@ -684,7 +686,7 @@ impl Ending {
             Ending::NoCallPlanned => "no_call_planned",
             Ending::Interrupted => "interrupted",
             Ending::ClientClosed => "client_closed",
-            Ending::ClientIdle => "client_idle",
+            Ending::IdleExpired => "idle_expired",
         }
     }
 
@@ -696,7 +698,7 @@ impl Ending {
             Ending::PlannerFinished
                 | Ending::SearchExhausted
                 | Ending::ClientClosed
-                | Ending::ClientIdle
+                | Ending::IdleExpired
         )
     }
 
@@ -713,21 +715,21 @@ impl Ending {
     pub fn clean(self) -> bool {
         matches!(
             self,
-            Ending::PlannerFinished | Ending::ClientClosed | Ending::ClientIdle
+            Ending::PlannerFinished | Ending::ClientClosed | Ending::IdleExpired
         )
     }
 
     /// The run's wall time ends at its last event before `run_finished`, not at it: the time
     /// between was the proxy waiting on a client that had gone quiet, no work of the run's.
     pub fn wall_ends_before_finish(self) -> bool {
-        self == Ending::ClientIdle
+        self == Ending::IdleExpired
     }
 
     /// A few words for a status column (the browser's legend explains each): empty for a clean finish ([`Ending::clean`]), and for a
     /// stop, which the status names (`interrupted`).
     pub fn mark(self) -> &'static str {
         match self {
-            Ending::PlannerFinished | Ending::ClientClosed | Ending::ClientIdle => "",
+            Ending::PlannerFinished | Ending::ClientClosed | Ending::IdleExpired => "",
             Ending::SearchExhausted => "⊣no finish",
             Ending::StepLimit => "⊣steps",
             Ending::TokenLimit => "⊣tokens",

@@ -83,18 +83,23 @@ async def session_calls(read, write, spec):
         return out
 
 
-async def main(spec):
+async def connected(spec, body):
+    """Runs `body(read, write, spec)` on a connection to the server SPEC names."""
     if spec["transport"] == "stdio":
         params = StdioServerParameters(
             command=spec["command"], args=spec.get("args", []), env=spec.get("env")
         )
         async with stdio_client(params) as (read, write):
-            return await session_calls(read, write, spec)
+            return await body(read, write, spec)
     headers = {}
     if spec.get("token"):
         headers["Authorization"] = "Bearer " + spec["token"]
     async with streamablehttp_client(spec["url"], headers=headers) as (read, write, _):
-        return await session_calls(read, write, spec)
+        return await body(read, write, spec)
+
+
+async def main(spec):
+    return await connected(spec, session_calls)
 
 
 if __name__ == "__main__":
