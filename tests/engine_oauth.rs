@@ -759,3 +759,121 @@ fn in_the_live_explorer_a_refused_call_steps_the_login_up_there() {
     );
     nothing_holds(dir.path(), &only_run(&out), &stored_tokens(dir.path()));
 }
+
+/// The scope of the token stored for the one login in `dir`'s store.
+fn stored_scope(dir: &Path) -> Value {
+    let files = token_files(dir);
+    assert_eq!(files.len(), 1, "{files:?}");
+    let stored: Value = serde_json::from_slice(&std::fs::read(&files[0]).unwrap()).unwrap();
+    stored["credentials"]["token_response"]["scope"].clone()
+}
+
+/// A server that names its protected-resource metadata only in its 401 challenge, and whose
+/// GET opens an event stream that never ends: `cosmos login` finds the authorization server
+/// from the challenge and asks for the challenge's scope (the entry names none); a login
+/// nobody completes still ends within `--timeout-s`; the run then gets in.
+#[test]
+fn a_login_finds_its_way_from_the_challenge_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = own_server(dir.path(), &[("CHALLENGE_ONLY", "1"), ("HANG_GET", "1")]);
+    let mcp = write_mcp_config(dir.path(), json!({"prot": {"url": server.url}}));
+    let login = |timeout: &str, browser: Option<&Path>| {
+        cosmos_with(
+            dir.path(),
+            &[
+                "login",
+                "prot",
+                "--mcp-config",
+                mcp.to_str().unwrap(),
+                "--timeout-s",
+                timeout,
+            ],
+            browser,
+            None,
+        )
+    };
+    let started = std::time::Instant::now();
+    let waited = login("2", None);
+    assert_eq!(waited.status.code(), Some(1), "{}", text(&waited));
+    assert!(
+        text(&waited).contains("no login within 2s"),
+        "{}",
+        text(&waited)
+    );
+    assert!(text(&waited).contains("scope=read"), "{}", text(&waited));
+    assert!(started.elapsed() < std::time::Duration::from_secs(15));
+
+    let logged = login("20", Some(&browser(dir.path())));
+    assert!(logged.status.success(), "{}", text(&logged));
+    assert_eq!(stored_scope(dir.path()), "read");
+    whoami_run(dir.path(), &mcp, &[]);
+}
+
+/// A server that refuses the login's token at `initialize` for want of a scope: the failure
+/// names the scope and the command that logs in with it, and that login gets in.
+#[test]
+fn a_server_refusing_a_logins_scope_at_start_names_the_scope_and_the_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = own_server(dir.path(), &[("CHALLENGE_ONLY", "1"), ("ADMIN_ONLY", "1")]);
+    let mcp = write_mcp_config(dir.path(), json!({"prot": {"url": server.url}}));
+    let mcp_arg = mcp.to_str().unwrap();
+    let browser = browser(dir.path());
+    let logged = cosmos_with(
+        dir.path(),
+        &["login", "prot", "--mcp-config", mcp_arg],
+        Some(&browser),
+        None,
+    );
+    assert!(logged.status.success(), "{}", text(&logged));
+    assert_eq!(stored_scope(dir.path()), "read");
+    let listed = cosmos_with(
+        dir.path(),
+        &["servers", "--mcp-config", mcp_arg],
+        None,
+        None,
+    );
+    assert!(
+        text(&listed).contains(
+            "it asks for scope \"read admin\", which this login lacks: run `cosmos login prot \
+             --mcp-config FILE --scope read --scope admin`"
+        ),
+        "{}",
+        text(&listed)
+    );
+    let stepped = cosmos_with(
+        dir.path(),
+        &["login", "prot", "--mcp-config", mcp_arg, "--scope", "admin"],
+        Some(&browser),
+        None,
+    );
+    assert!(stepped.status.success(), "{}", text(&stepped));
+    let listed = cosmos_with(
+        dir.path(),
+        &["servers", "--mcp-config", mcp_arg],
+        None,
+        None,
+    );
+    assert!(
+        text(&listed).contains("prot:admin_report"),
+        "{}",
+        text(&listed)
+    );
+}
+
+/// MCP's 2025-03-26 layout: no protected-resource metadata, the authorization server's
+/// metadata at the MCP server's origin with an issuer that has a path. The spec of that
+/// revision allows it, so the login is made and the run gets in.
+#[test]
+fn a_server_of_the_2025_03_26_layout_is_logged_into() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = own_server(dir.path(), &[("LEGACY", "1")]);
+    let mcp = write_mcp_config(dir.path(), json!({"prot": {"url": server.url}}));
+    let logged = cosmos_with(
+        dir.path(),
+        &["login", "prot", "--mcp-config", mcp.to_str().unwrap()],
+        Some(&browser(dir.path())),
+        None,
+    );
+    assert!(logged.status.success(), "{}", text(&logged));
+    whoami_run(dir.path(), &mcp, &[]);
+}

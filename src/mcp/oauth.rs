@@ -241,7 +241,7 @@ async fn client_credentials(
     let (Some(id), Some(secret)) = (&client.client_id, &client.client_secret) else {
         bail!("the client_credentials grant needs oauth.client_id and oauth.client_secret");
     };
-    let mut manager = discovered(url, store).await?;
+    let (mut manager, _) = discovered(url, store).await?;
     let config = ClientCredentialsConfig::ClientSecret {
         client_id: id.clone(),
         client_secret: secret.clone(),
@@ -354,17 +354,102 @@ pub async fn step_up(url: &str, client: &OAuthClient, name: &str, required: &str
     }
 }
 
-/// A manager for `url` keeping its tokens in `store`, its authorization server discovered
-/// (protected-resource metadata, then the server's metadata, with the older fallbacks).
-async fn discovered(url: &str, store: &TokenStore) -> Result<AuthorizationManager> {
+/// Longest wait for a server's answer to the unauthenticated request that finds whether it
+/// wants a login, and how (its challenge).
+const PROBE_WITHIN: Duration = Duration::from_secs(15);
+
+/// Largest authorization server metadata document read.
+const METADATA_BYTES: usize = 256 << 10;
+
+/// A manager for `url` keeping its tokens in `store`, its authorization server discovered from
+/// the server's 401 challenge (`WWW-Authenticate`: its `resource_metadata` URL first), then the
+/// well-known paths of the protected-resource metadata and the server's own metadata; with the
+/// challenge, if the server gave one.
+async fn discovered(
+    url: &str,
+    store: &TokenStore,
+) -> Result<(AuthorizationManager, Option<String>)> {
+    let challenge = challenge_of(url).await;
     let mut manager = manager(url).await?;
     manager.set_credential_store(store.clone());
-    let metadata = manager
-        .resolve_metadata()
+    let metadata = match manager
+        .resolve_metadata_from_challenge(challenge.as_deref())
         .await
-        .map_err(|e| anyhow!("discovering how {url} authorizes: {e}"))?;
-    manager.set_metadata(metadata.metadata);
-    Ok(manager)
+    {
+        Ok(resolved) => resolved.metadata,
+        // MCP's 2025-03-26 layout: the metadata at the server's origin, whatever its issuer
+        // (RFC 8414's check of the issuer against the path came with the later revisions).
+        Err(AuthError::AuthorizationServerMismatch { .. }) => origin_metadata(url)
+            .await
+            .with_context(|| format!("discovering how {url} authorizes (2025-03-26 layout)"))?,
+        Err(e) => bail!("discovering how {url} authorizes: {e}"),
+    };
+    manager.set_metadata(metadata);
+    Ok((manager, challenge))
+}
+
+/// The authorization server metadata at the origin of `url`, as MCP's 2025-03-26 revision
+/// has a client find it, within [`PROBE_WITHIN`].
+async fn origin_metadata(url: &str) -> Result<rmcp::transport::auth::AuthorizationMetadata> {
+    let mut at = url::Url::parse(url).with_context(|| format!("the URL {url}"))?;
+    at.set_path("/.well-known/oauth-authorization-server");
+    at.set_query(None);
+    let mut answer = reqwest::Client::new()
+        .get(at.clone())
+        .timeout(PROBE_WITHIN)
+        .send()
+        .await
+        .and_then(reqwest::Response::error_for_status)
+        .with_context(|| format!("fetching {at}"))?;
+    // A metadata document is a few KiB: one bigger than this is no metadata.
+    let mut body = Vec::new();
+    while let Some(chunk) = answer
+        .chunk()
+        .await
+        .with_context(|| format!("reading {at}"))?
+    {
+        body.extend_from_slice(&chunk);
+        if body.len() > METADATA_BYTES {
+            bail!(
+                "{at} is over {} KiB: no authorization server metadata",
+                METADATA_BYTES >> 10
+            );
+        }
+    }
+    serde_json::from_slice(&body)
+        .with_context(|| format!("{at} is no authorization server metadata"))
+}
+
+/// The server's answer to a request with no token (a `ping`, POSTed: a GET may open an event
+/// stream that never ends), within [`PROBE_WITHIN`].
+async fn unauthenticated(url: &str) -> reqwest::Result<reqwest::Response> {
+    super::install_tls_provider();
+    reqwest::Client::new()
+        .post(url)
+        .header("Accept", "application/json, text/event-stream")
+        .header("Content-Type", "application/json")
+        .body(r#"{"jsonrpc":"2.0","id":0,"method":"ping"}"#)
+        .timeout(PROBE_WITHIN)
+        .send()
+        .await
+}
+
+/// The `WWW-Authenticate` challenge of the server's 401, if it answers so.
+async fn challenge_of(url: &str) -> Option<String> {
+    let answer = unauthenticated(url).await.ok()?;
+    if answer.status() != reqwest::StatusCode::UNAUTHORIZED {
+        return None;
+    }
+    let challenge = answer.headers().get(reqwest::header::WWW_AUTHENTICATE)?;
+    challenge.to_str().ok().map(String::from)
+}
+
+/// The scope a challenge names, if it names one.
+fn challenge_scope(url: &str, challenge: &str) -> Option<String> {
+    let base = url::Url::parse(url).ok()?;
+    rmcp::transport::auth::WWWAuthenticateParams::parse(challenge, &base)
+        .scope
+        .filter(|s| !s.trim().is_empty())
 }
 
 /// The HTTP client of a server logged into: rmcp's, adding the stored token to each request
@@ -381,8 +466,8 @@ pub async fn authorized_client(
     if store.read()?.is_none() {
         return Ok(None);
     }
-    let mut manager = manager(url).await?;
-    manager.set_credential_store(store);
+    // Found as a login finds it (a server may name its metadata only in its challenge).
+    let (mut manager, _) = discovered(url, &store).await?;
     let ready = manager
         .initialize_from_store()
         .await
@@ -396,16 +481,7 @@ pub async fn authorized_client(
 /// True when the server answers an unauthenticated request with 401 (it wants a login): asked
 /// before a run starts any server, so a run that cannot log in unattended says so at once.
 pub async fn wants_login(url: &str) -> bool {
-    super::install_tls_provider();
-    let probe = reqwest::Client::new()
-        .post(url)
-        .header("Accept", "application/json, text/event-stream")
-        .header("Content-Type", "application/json")
-        .body(r#"{"jsonrpc":"2.0","id":0,"method":"ping"}"#)
-        .timeout(Duration::from_secs(15))
-        .send()
-        .await;
-    matches!(probe, Ok(r) if r.status() == reqwest::StatusCode::UNAUTHORIZED)
+    matches!(unauthenticated(url).await, Ok(r) if r.status() == reqwest::StatusCode::UNAUTHORIZED)
 }
 
 /// Logs into the server at `url`: discovery, registration (or the configured client, or its
@@ -482,10 +558,20 @@ impl Pending {
             "http://127.0.0.1:{}/callback",
             listener.local_addr()?.port()
         );
-        let manager = discovered(url, store).await?;
+        let (manager, challenge) = discovered(url, store).await?;
         let mut request = AuthorizationRequest::new(redirect).with_client_name("mcp-cosmos");
+        // Asked for: the entry's scopes (with those a step-up adds), else the challenge's.
+        let scopes = match (scopes.is_empty(), &challenge) {
+            (true, Some(challenge)) => challenge_scope(url, challenge)
+                .map(|s| s.split_whitespace().map(String::from).collect())
+                .unwrap_or_default(),
+            _ => scopes,
+        };
         if !scopes.is_empty() {
             request = request.with_scopes(scopes);
+        }
+        if let Some(challenge) = challenge {
+            request = request.with_challenge(challenge);
         }
         if let Some(id) = &client.client_id {
             request = request.with_preregistered_client(id.clone());

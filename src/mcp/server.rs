@@ -555,8 +555,25 @@ impl Server {
                 // The target, not the URL: its userinfo and query are credentials.
                 let failed = |e: rmcp::service::ClientInitializeError| {
                     let said = e.to_string();
-                    // A server behind OAuth that has no login here says so in rmcp's words.
-                    let hint = if said.contains("Auth required") {
+                    // A server behind OAuth that has no login here, or refuses the login's
+                    // scopes, says so in rmcp's words: the command that mends it is named.
+                    let refused_for = match &e {
+                        rmcp::service::ClientInitializeError::TransportError { error, .. } => {
+                            insufficient_scope(error)
+                        }
+                        other => insufficient_scope(other),
+                    };
+                    let hint = if let Some(scope) = refused_for {
+                        format!(
+                            " (it asks for scope \"{scope}\", which this login lacks: run \
+                             `cosmos login {} --mcp-config FILE --scope {}`)",
+                            config.name,
+                            scope
+                                .split_whitespace()
+                                .collect::<Vec<_>>()
+                                .join(" --scope ")
+                        )
+                    } else if said.contains("Auth required") {
                         format!(
                             " (it needs a login: run `cosmos login {} --mcp-config FILE`)",
                             config.name
@@ -862,7 +879,7 @@ impl Drop for Abandoned {
 }
 
 /// The scopes a remote server asked for when it refused a request for want of them.
-fn insufficient_scope(e: &ServiceError) -> Option<String> {
+fn insufficient_scope(e: &(dyn std::error::Error + 'static)) -> Option<String> {
     let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(error) = source {
         if let Some(refused) =

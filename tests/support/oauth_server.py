@@ -24,6 +24,17 @@ already expired, so a client must refresh it before the MCP server takes it); ev
 lives an hour. Each grant is appended to GRANTS_FILE as one line
 (`authorization_code`, `refresh_token`, `client_credentials`), so a test can tell what
 happened, and each dynamic registration as `register`. Prints "auth listening" and "mcp listening" when ready.
+
+With CHALLENGE_ONLY set, the MCP server names its protected-resource metadata only in its 401
+challenge: it serves the document at /meta/prm (never at a well-known path, which answers 404),
+and its challenge is `Bearer resource_metadata="…/meta/prm", scope="read"`, so a client finds
+the authorization server, and the scope to ask for, only by reading the challenge. With
+HANG_GET set, a GET of /mcp opens an event stream that never sends anything (as a server that
+pushes notifications does), whoever asks. With ADMIN_ONLY set, every request with a token that
+lacks `admin` is refused as `admin_report` is, from `initialize` on. With LEGACY set, the
+server keeps MCP's 2025-03-26 layout: no protected-resource metadata, a bare `Bearer`
+challenge, and the authorization server's metadata at the MCP server's own origin, its issuer
+with a path.
 """
 import base64
 import hashlib
@@ -101,6 +112,19 @@ def redirect_allowed(uri, allowed):
     )
 
 
+AS_METADATA = {
+    "client_id_metadata_document_supported": bool(documents),
+    "issuer": ISSUER,
+    "authorization_endpoint": ISSUER + "/authorize",
+    "token_endpoint": ISSUER + "/token",
+    "registration_endpoint": ISSUER + "/register",
+    "response_types_supported": ["code"],
+    "grant_types_supported": ["authorization_code", "refresh_token", "client_credentials"],
+    "code_challenge_methods_supported": ["S256"],
+    "token_endpoint_auth_methods_supported": ["client_secret_post", "client_secret_basic", "none"],
+}
+
+
 class Auth(BaseHTTPRequestHandler):
     def log_message(self, *args):
         pass
@@ -136,17 +160,7 @@ class Auth(BaseHTTPRequestHandler):
     def do_GET(self):
         url = urlparse(self.path)
         if url.path == "/.well-known/oauth-authorization-server":
-            return self.reply(200, {
-                "client_id_metadata_document_supported": bool(documents),
-                "issuer": ISSUER,
-                "authorization_endpoint": ISSUER + "/authorize",
-                "token_endpoint": ISSUER + "/token",
-                "registration_endpoint": ISSUER + "/register",
-                "response_types_supported": ["code"],
-                "grant_types_supported": ["authorization_code", "refresh_token", "client_credentials"],
-                "code_challenge_methods_supported": ["S256"],
-                "token_endpoint_auth_methods_supported": ["client_secret_post", "client_secret_basic", "none"],
-            })
+            return self.reply(200, AS_METADATA)
         if url.path == "/authorize":
             q = {k: v[0] for k, v in parse_qs(url.query).items()}
             known = known_client(q.get("client_id"))
@@ -268,7 +282,7 @@ class ScopeGate:
             isinstance(request, dict)
             and request.get("method") == "tools/call"
             and request.get("params", {}).get("name") == "admin_report"
-        ):
+        ) or os.environ.get("ADMIN_ONLY"):
             auth = dict(scope["headers"]).get(b"authorization", b"").decode()
             with lock:
                 known = tokens.get(auth.removeprefix("Bearer "))
@@ -292,5 +306,65 @@ class ScopeGate:
         await self.app(scope, replay, send)
 
 
+class ChallengeOnly:
+    """CHALLENGE_ONLY and HANG_GET (see the module's note)."""
+
+    def __init__(self, app):
+        self.app = app
+        self.metadata = f"http://127.0.0.1:{MCP_PORT}/meta/prm"
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        path, method = scope["path"], scope["method"]
+        if os.environ.get("HANG_GET") and method == "GET" and path == "/mcp":
+            await send({"type": "http.response.start", "status": 200,
+                        "headers": [(b"content-type", b"text/event-stream")]})
+            await send({"type": "http.response.body", "body": b"", "more_body": True})
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    return
+        if os.environ.get("LEGACY"):
+            if path == "/.well-known/oauth-authorization-server":
+                return await self.json(send, 200, {
+                    **AS_METADATA, "issuer": f"http://127.0.0.1:{MCP_PORT}/legacy"})
+            if path.startswith("/.well-known/"):
+                return await self.json(send, 404, {"error": "not_found"})
+            return await self.app(scope, receive, self.challenging(send, "Bearer"))
+        if not os.environ.get("CHALLENGE_ONLY"):
+            return await self.app(scope, receive, send)
+        if path.startswith("/.well-known/"):
+            return await self.json(send, 404, {"error": "not_found"})
+        if path == "/meta/prm":
+            return await self.json(send, 200, {
+                "resource": RESOURCE,
+                "authorization_servers": [ISSUER],
+                "scopes_supported": ["read", "admin"],
+            })
+        challenge = f'Bearer resource_metadata="{self.metadata}", scope="read"'
+        await self.app(scope, receive, self.challenging(send, challenge))
+
+    @staticmethod
+    def challenging(send, challenge):
+        """`send`, with a 401's challenge replaced by `challenge`."""
+
+        async def challenged(message):
+            if message["type"] == "http.response.start" and message["status"] == 401:
+                headers = [(k, v) for k, v in message["headers"] if k.lower() != b"www-authenticate"]
+                headers.append((b"www-authenticate", challenge.encode()))
+                message = {**message, "headers": headers}
+            await send(message)
+
+        return challenged
+
+    @staticmethod
+    async def json(send, status, body):
+        data = json.dumps(body).encode()
+        await send({"type": "http.response.start", "status": status,
+                    "headers": [(b"content-type", b"application/json")]})
+        await send({"type": "http.response.body", "body": data})
+
+
 print("mcp listening", flush=True)
-uvicorn.run(ScopeGate(mcp.streamable_http_app()), host="127.0.0.1", port=MCP_PORT)
+uvicorn.run(ChallengeOnly(ScopeGate(mcp.streamable_http_app())), host="127.0.0.1", port=MCP_PORT)
