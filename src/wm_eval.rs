@@ -97,34 +97,44 @@ pub fn recorded_calls(paths: &[PathBuf]) -> Result<(Vec<RecordedCall>, Vec<Strin
         let mut steps = Vec::new();
         let mut run_calls = Vec::new();
         while let Some(event) = stream.next_event()? {
-            let EventBody::ToolCalled {
-                tool,
-                server,
-                arguments,
-                result,
-                error,
-                ..
-            } = event.body
-            else {
-                continue;
+            let (info, server, arguments, real) = match event.body {
+                EventBody::ToolCalled {
+                    tool,
+                    server,
+                    arguments,
+                    result,
+                    error,
+                    ..
+                } => {
+                    let real = match error {
+                        Some(e) => Observation {
+                            text: e,
+                            is_error: true,
+                            ..Default::default()
+                        },
+                        None => result,
+                    };
+                    let info = tools.get(tool.as_str()).map_or_else(
+                        || ToolInfo {
+                            name: tool.clone(),
+                            description: String::new(),
+                            input_schema: crate::trajectory::event::ToolSchema::new(json!({})),
+                            ..Default::default()
+                        },
+                        |t| (*t).clone(),
+                    );
+                    (info, server, arguments, real)
+                }
+                // A proxied client's resource read is a read-only call world models may predict.
+                EventBody::ResourceRead(read) => {
+                    let Some((info, arguments, real)) = read.as_read_call() else {
+                        continue;
+                    };
+                    (info, Some(read.server), Box::new(arguments), real)
+                }
+                _ => continue,
             };
-            let real = match error {
-                Some(e) => Observation {
-                    text: e,
-                    is_error: true,
-                    ..Default::default()
-                },
-                None => result,
-            };
-            let info = tools.get(tool.as_str()).map_or_else(
-                || ToolInfo {
-                    name: tool.clone(),
-                    description: String::new(),
-                    input_schema: crate::trajectory::event::ToolSchema::new(json!({})),
-                    ..Default::default()
-                },
-                |t| (*t).clone(),
-            );
+            let tool = info.name.clone();
             run_calls.push((
                 event.seq,
                 info,

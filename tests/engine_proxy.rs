@@ -10,7 +10,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use mcp_cosmos::trajectory::run::Run;
+use mcp_cosmos::trajectory::wire::{Direction, wire_path};
 use mcp_cosmos::tui::app::App;
 use mcp_cosmos::tui::keymap::Keymap;
 use mcp_cosmos::tui::run_view::RunView;
@@ -69,10 +71,29 @@ fn calls_of(events: &[Value]) -> Vec<&Value> {
 
 /// The run opens in the explorer and its run view draws.
 fn opens_in_the_explorer(path: &Path) -> String {
+    explorer_after(path, &[])
+}
+
+/// The run view's screen after `keys` are pressed (and the background work they asked for is
+/// done).
+fn explorer_after(path: &Path, keys: &[KeyCode]) -> String {
     let run = Run::open(path).unwrap();
     let view = RunView::new(run, Rect::new(0, 0, 120, 39));
     let mut app = App::new(view, Keymap::default(), Theme::new(true), (120, 40));
     app.settle();
+    for &code in keys {
+        let key = crossterm::event::Event::Key(KeyEvent::new(code, KeyModifiers::NONE));
+        if let Some(action) = app.map_input(key) {
+            app.update(action);
+        }
+        // What a key asked for in the background, done here and answered.
+        for (id, work) in app.take_work() {
+            for answer in mcp_cosmos::tui::terminal::perform(id, work) {
+                app.update(answer);
+            }
+        }
+        app.settle();
+    }
     let mut terminal = Terminal::new(TestBackend::new(120, 40)).unwrap();
     terminal.draw(|f| app.draw(f)).unwrap();
     terminal.backend().to_string()
@@ -307,10 +328,7 @@ fn calls_sent_at_once_open_one_session() {
     spec["concurrent"] = json!(true);
     let answer = sdk_client(spec);
     assert_eq!(answer["results"].as_array().unwrap().len(), 8, "{answer}");
-    let files: Vec<PathBuf> = std::fs::read_dir(&out)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
+    let files = runs_in(&out);
     assert_eq!(files.len(), 1, "{files:?}");
     assert_eq!(calls_of(&events(&files[0])).len(), 8);
 }
@@ -1139,15 +1157,11 @@ fn cosmos_run_reaches_real_servers_through_the_proxy() {
     // same result, with the run's own client named.
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
     let proxied = loop {
-        let finished = std::fs::read_dir(&sessions)
-            .ok()
-            .and_then(|mut d| d.next())
-            .map(|e| e.unwrap().path())
-            .filter(|p| {
-                std::fs::read_to_string(p)
-                    .unwrap()
-                    .contains("\"run_finished\"")
-            });
+        let finished = runs_in(&sessions).into_iter().next().filter(|p| {
+            std::fs::read_to_string(p)
+                .unwrap()
+                .contains("\"run_finished\"")
+        });
         if let Some(p) = finished {
             break events(&p);
         }
@@ -1188,11 +1202,7 @@ fn a_proxy_session_is_a_run_like_any_other() {
     // Two sessions: a memory world model predicts each one's calls from the other's.
     record_session(dir.path(), &recorded);
     record_session(dir.path(), &recorded);
-    let mut sessions: Vec<PathBuf> = std::fs::read_dir(&recorded)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    sessions.sort();
+    let sessions = runs_in(&recorded);
     assert_eq!(sessions.len(), 2, "{sessions:?}");
     let run = sessions[0].clone();
     let run_path = run.to_str().unwrap();
@@ -1492,6 +1502,15 @@ fn through_the_proxy_a_client_gets_everything_the_server_offers_in_order() {
     let mut capabilities = direct["capabilities"].clone();
     capabilities.as_object_mut().unwrap().remove("tasks");
     assert!(direct["tools"].as_array().unwrap().len() > 10, "{direct}");
+    // Log messages but the random-level ones the server draws on its own schedule.
+    let said = |logs: &Value| -> Vec<String> {
+        logs.as_array()
+            .unwrap()
+            .iter()
+            .map(|l| l["data"].as_str().unwrap_or_default().to_string())
+            .filter(|d| !d.contains("-level message") && !d.contains("level-message"))
+            .collect()
+    };
     for (how, proxied) in [("stdio, record", &recording), ("http, shadow", &shadowed)] {
         assert_eq!(proxied["capabilities"], capabilities, "{how}");
         for same in [
@@ -1510,14 +1529,6 @@ fn through_the_proxy_a_client_gets_everything_the_server_offers_in_order() {
         }
         // The log messages the client asked for, each level as the server drew it at random,
         // and the one sent during a call before that call's result.
-        let said = |logs: &Value| -> Vec<String> {
-            logs.as_array()
-                .unwrap()
-                .iter()
-                .map(|l| l["data"].as_str().unwrap_or_default().to_string())
-                .filter(|d| !d.contains("-level message") && !d.contains("level-message"))
-                .collect()
-        };
         assert_eq!(said(&proxied["logs"]), said(&direct["logs"]), "{how}");
         assert!(
             proxied["logs"].as_array().unwrap().len() >= said(&direct["logs"]).len() + 2,
@@ -1543,6 +1554,155 @@ fn through_the_proxy_a_client_gets_everything_the_server_offers_in_order() {
         }
     }
     assert_eq!(direct["progress"].as_array().map(Vec::len), Some(20));
+
+    // The recorded session holds the prompt got, the resource read, the sampling and the log
+    // messages as events of their own kinds, and the run view's timeline shows them.
+    let run = only_run(&recorded);
+    let events = events(&run);
+    let of = |kind: &str| -> Vec<&Value> { events.iter().filter(|e| e["kind"] == kind).collect() };
+    let prompt = of("prompt_got");
+    assert_eq!(prompt.len(), 1, "{prompt:?}");
+    assert_eq!(prompt[0]["server"], "everything");
+    assert_eq!(prompt[0]["asked"]["name"], "args-prompt");
+    assert!(
+        prompt[0]["result"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("What's weather in Lyon, Rhone?"),
+        "{}",
+        prompt[0]
+    );
+    let read = of("resource_read");
+    assert!(
+        read.iter()
+            .any(|r| r["asked"]["uri"] == "demo://resource/static/document/architecture.md"),
+        "{read:?}"
+    );
+    let sampled = of("sampled");
+    assert_eq!(sampled.len(), 1, "{sampled:?}");
+    assert!(sampled[0]["error"].is_null(), "{}", sampled[0]);
+    assert!(
+        sampled[0]["result"]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("sampled: "),
+        "{}",
+        sampled[0]
+    );
+    let logs = of("server_log");
+    assert!(
+        logs.len() >= said(&recording["logs"]).len(),
+        "{} logs recorded, {} said",
+        logs.len(),
+        said(&recording["logs"]).len()
+    );
+    // None of them is a step: the run's totals count the tool calls alone.
+    let finished = events.last().unwrap();
+    assert_eq!(finished["kind"], "run_finished");
+    assert_eq!(
+        finished["totals"]["tool_calls"].as_u64(),
+        Some(events.iter().filter(|e| e["kind"] == "tool_called").count() as u64)
+    );
+    let validated = Command::new(env!("CARGO_BIN_EXE_cosmos"))
+        .args(["validate", &run.display().to_string()])
+        .output()
+        .unwrap();
+    assert!(validated.status.success(), "{}", text(&validated));
+    let screen = explorer_after(&run, &[KeyCode::Home]);
+    for shown in [
+        "prompt_got",
+        "everything prompt args-prompt",
+        "resource_read",
+        "everything read demo://resource/sta",
+        "sampled",
+        "server_log",
+    ] {
+        assert!(screen.contains(shown), "{shown}: {screen}");
+    }
+
+    // Each session's protocol is kept beside its run, over stdio and over HTTP: every message
+    // in order, a reply paired with its request (its method and latency), the proxy's own
+    // requests to the client (sampling) and notifications (progress) included.
+    let shadowed_run = only_run(&dir.path().join("shadow"));
+    for (how, run) in [("stdio", &run), ("http", &shadowed_run)] {
+        let log = mcp_cosmos::trajectory::wire::read(&wire_path(run)).unwrap();
+        assert!(log.problems.is_empty(), "{how}: {:?}", log.problems);
+        let seen = |dir: Direction, method: &str| {
+            log.messages
+                .iter()
+                .filter(|m| m.dir == dir && m.method.as_deref() == Some(method))
+                .collect::<Vec<_>>()
+        };
+        let first = &log.messages[0];
+        assert_eq!(
+            (first.dir, first.method.as_deref()),
+            (Direction::In, Some("initialize")),
+            "{how}"
+        );
+        let calls = seen(Direction::In, "tools/call");
+        let replies = seen(Direction::Out, "tools/call");
+        assert_eq!(calls.len(), 26, "{how}");
+        assert_eq!(replies.len(), 26, "{how}");
+        assert!(
+            replies
+                .iter()
+                .all(|r| r.latency_ms.is_some() && r.id.is_some())
+        );
+        assert_eq!(
+            seen(Direction::Out, "notifications/progress").len(),
+            100,
+            "{how}"
+        );
+        let sampling = seen(Direction::In, "sampling/createMessage");
+        assert_eq!(
+            sampling.len(),
+            1,
+            "{how}: the client's reply to the proxy's request"
+        );
+        assert!(sampling[0].latency_ms.is_some());
+        // A message's `bytes` is its size as encoded.
+        let resized = log
+            .messages
+            .iter()
+            .filter(|m| !m.cut && !m.message.to_string().contains("[REDACTED]"))
+            .find(|m| m.bytes != serde_json::to_vec(&m.message).unwrap().len() as u64);
+        assert!(resized.is_none(), "{how}: {resized:?}");
+    }
+    // `W` in the run view opens it.
+    let screen = explorer_after(&run, &[KeyCode::Char('W')]);
+    assert!(screen.contains("Protocol · "), "{screen}");
+    assert!(screen.contains("initialize"), "{screen}");
+
+    // A resource read is a read-only call world models predict: wm-eval's memory predicts the
+    // recorded session's read from the shadowed session's, word for word.
+    let evaluated = dir.path().join("wm-eval");
+    let shadow_dir = dir.path().join("shadow");
+    cosmos_ok(&[
+        "wm-eval",
+        recorded.to_str().unwrap(),
+        shadow_dir.to_str().unwrap(),
+        "--world-model",
+        "memory",
+        "--memory-from",
+        recorded.to_str().unwrap(),
+        "--memory-from",
+        shadow_dir.to_str().unwrap(),
+        "--out",
+        evaluated.to_str().unwrap(),
+    ]);
+    let evaluation = support::events(&only_run(&evaluated));
+    let reads: Vec<&Value> = evaluation
+        .iter()
+        .filter(|e| e["kind"] == "tool_called" && e["tool"] == "everything:resources/read")
+        .collect();
+    assert_eq!(reads.len(), 2, "one read in each session");
+    for read in reads {
+        let simulated = evaluation
+            .iter()
+            .find(|e| e["kind"] == "call_simulated" && e["step"] == read["step"])
+            .unwrap_or_else(|| panic!("no simulation of {read}"));
+        assert_eq!(simulated["observation"]["text"], read["result"]["text"]);
+    }
 }
 
 /// Several upstreams: their capabilities' union, each one's instructions under its name,

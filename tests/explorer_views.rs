@@ -1970,3 +1970,43 @@ fn a_grounded_node_shows_its_real_result_beside_the_prediction() {
         assert!(rows.contains(&said), "{said}\n{rows}");
     }
 }
+
+/// A proxy session's protocol (`W`): each message's row, the selected one below; a torn last
+/// line counted in the title.
+#[test]
+fn protocol_overlay() {
+    let dir = tempfile::tempdir().unwrap();
+    let run_path = dir.path().join("session.jsonl");
+    let lines = [
+        r#"{"t_ms":2,"dir":"in","id":0,"method":"initialize","bytes":120,"message":{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"clientInfo":{"name":"c","version":"1"}}}}"#,
+        r#"{"t_ms":3,"dir":"out","id":0,"method":"initialize","bytes":96,"latency_ms":1,"message":{"jsonrpc":"2.0","id":0,"result":{"serverInfo":{"name":"everything"}}}}"#,
+        r#"{"t_ms":40,"dir":"in","id":1,"method":"tools/call","bytes":88,"message":{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"\u001b[2Jhi"}}}}"#,
+        r#"{"t_ms":52,"dir":"out","method":"notifications/progress","bytes":90,"message":{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}}"#,
+        r#"{"t_ms":61,"dir":"out","id":1,"method":"tools/call","bytes":9000,"latency_ms":21,"cut":true,"message":{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"hi…"}]}}}"#,
+        r#"{"t_ms":70,"dir":"in","meth"#,
+    ];
+    std::fs::write(
+        mcp_cosmos::trajectory::wire::wire_path(&run_path),
+        lines.join("\n"),
+    )
+    .unwrap();
+    let run = common::run_of(
+        run_path.to_str().unwrap(),
+        common::header("external", AgentKind::External, None),
+        Vec::new(),
+    );
+    let mut app = run_app(run, (100, 24));
+    app.update(Action::Do(Command::Wire));
+    for (id, work) in app.take_work() {
+        for answer in mcp_cosmos::tui::terminal::perform(id, work) {
+            app.update(answer);
+        }
+    }
+    app.update(Action::Do(Command::Down));
+    app.update(Action::Do(Command::Down));
+    let screen = render(&mut app);
+    // The status line names the temporary folder: the rest is the snapshot.
+    let body: Vec<&str> = screen.lines().take(23).collect();
+    insta::assert_snapshot!("protocol_100x24", body.join("\n"));
+    assert!(!screen.contains('\u{1b}'), "an escape reached the screen");
+}

@@ -3,6 +3,7 @@
 
 use mcp_cosmos::trajectory::event::{EventBody, KNOWN_KINDS};
 use mcp_cosmos::trajectory::reader::{parse_event, parse_header};
+use mcp_cosmos::trajectory::wire::WireMessage;
 
 #[test]
 fn every_example_in_the_format_document_parses() {
@@ -14,6 +15,7 @@ fn every_example_in_the_format_document_parses() {
     let mut in_json = false;
     let mut kinds = Vec::new();
     let mut headers = 0;
+    let mut wire = 0;
     for line in doc.lines() {
         match line.trim() {
             "```json" => in_json = true,
@@ -21,6 +23,11 @@ fn every_example_in_the_format_document_parses() {
             l if in_json && l.contains("\"format\":\"mcp-cosmos-trajectory\"") => {
                 parse_header(l.as_bytes()).unwrap_or_else(|e| panic!("{e}: {l}"));
                 headers += 1;
+            }
+            // A proxy session's protocol log, beside the run.
+            l if in_json && l.starts_with("{\"t_ms\":") && l.contains("\"dir\":") => {
+                serde_json::from_str::<WireMessage>(l).unwrap_or_else(|e| panic!("{e}: {l}"));
+                wire += 1;
             }
             l if in_json => {
                 let event = parse_event(l.as_bytes()).unwrap_or_else(|e| panic!("{e}: {l}"));
@@ -31,6 +38,7 @@ fn every_example_in_the_format_document_parses() {
         }
     }
     assert_eq!(headers, 1);
+    assert!(wire > 0, "no example of a protocol log's line");
     for kind in KNOWN_KINDS {
         assert!(
             kinds.iter().any(|k| k == kind),

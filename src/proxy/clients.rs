@@ -19,6 +19,9 @@ use std::sync::{Arc, Mutex, Weak};
 use rmcp::RoleServer;
 use rmcp::model::{LoggingLevel, ServerNotification};
 
+use super::session::Session;
+use crate::trajectory::event::EventBody;
+
 /// Notifications waiting to be sent to one client; beyond this a slow client's are dropped
 /// (an upstream is never held back by a client that does not read).
 const OUTBOX: usize = 256;
@@ -39,6 +42,8 @@ pub struct Client {
     level: Mutex<Option<LoggingLevel>>,
     /// The resource URIs it subscribed to.
     subscribed: Mutex<BTreeSet<String>>,
+    /// Its session's run, once one is open: where what passes to it beside calls is recorded.
+    session: Mutex<Weak<Session>>,
 }
 
 impl Client {
@@ -70,7 +75,28 @@ impl Client {
             outbox,
             level: Mutex::new(None),
             subscribed: Mutex::new(BTreeSet::new()),
+            session: Mutex::new(Weak::new()),
         })
+    }
+
+    /// Records what passes to this client from now on in `session`.
+    pub fn attach(&self, session: &Arc<Session>) {
+        *self.session.lock().unwrap_or_else(|p| p.into_inner()) = Arc::downgrade(session);
+    }
+
+    /// Records `body` in the client's session, when one is open (a client that only looks
+    /// leaves no run behind, so a log message alone opens none).
+    pub fn record(&self, body: EventBody) {
+        let session = self
+            .session
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .upgrade();
+        if let Some(session) = session.filter(|s| !s.is_closed())
+            && let Err(e) = session.record(body)
+        {
+            tracing::error!("cosmos proxy could not record an exchange: {e:#}");
+        }
     }
 
     /// Queues `notification` after every one queued before it.

@@ -24,6 +24,7 @@ use serde_json::{Value, json};
 
 use super::clients::Client;
 use super::session::Session;
+use super::wire::{Wire, Wires};
 use super::{
     META_CONFIDENCE, META_MISS, META_SIMULATED, META_WENT_REAL, META_WORLD_MODEL, Mode, OnMiss,
     Setup,
@@ -32,7 +33,7 @@ use crate::agent::execute::PlannedCall;
 use crate::agent::rehearse::Rehearsal;
 use crate::mcp::pool::{McpPool, unknown_tool};
 use crate::mcp::server::{CallOutcome, Progress};
-use crate::trajectory::event::{Action, EventBody, Observation};
+use crate::trajectory::event::{Action, EventBody, Exchange, Observation};
 
 /// Longest wait, once a call's result is in, for the notifications its server sent before it
 /// (progress, log messages) to reach the client before the result does.
@@ -46,16 +47,45 @@ pub struct ProxyHandler {
     session: std::sync::Mutex<Option<Arc<Session>>>,
     /// The client, once it has said who it is (or made its first request).
     client: std::sync::OnceLock<Arc<Client>>,
+    /// The session's protocol log, once known.
+    wire: std::sync::OnceLock<Arc<Wire>>,
+    /// Where an HTTP session's log is found by the session's id.
+    wires: Option<Arc<Wires>>,
 }
 
 impl ProxyHandler {
     /// A handler for a new client session.
     pub fn new(setup: Arc<Setup>) -> Self {
         Self {
-            setup,
             session: std::sync::Mutex::new(None),
             client: std::sync::OnceLock::new(),
+            wire: std::sync::OnceLock::new(),
+            wires: None,
+            setup,
         }
+    }
+
+    /// This handler, its session's protocol written to `wire` (stdio's one client).
+    pub fn with_wire(self, wire: Arc<Wire>) -> Self {
+        let _ = self.wire.set(wire);
+        self
+    }
+
+    /// This handler, its session's protocol log found in `wires` by its HTTP session's id.
+    pub fn with_wires(mut self, wires: Arc<Wires>) -> Self {
+        self.wires = Some(wires);
+        self
+    }
+
+    /// The session's protocol log: the one it was given, or its HTTP session's.
+    fn wire(&self, context: &RequestContext<RoleServer>) -> Option<Arc<Wire>> {
+        if let Some(wire) = self.wire.get() {
+            return Some(wire.clone());
+        }
+        let parts = context.extensions.get::<hyper::http::request::Parts>()?;
+        let id = parts.headers.get("mcp-session-id")?.to_str().ok()?;
+        let wire = self.wires.as_ref()?.of(id)?;
+        Some(self.wire.get_or_init(|| wire).clone())
     }
 
     /// This session's client, noted among the proxy's clients the first time.
@@ -85,14 +115,18 @@ impl ProxyHandler {
     /// The session, opened at the first call (with the client its `initialize` named), and
     /// again at a call after the proxy closed it for idleness: the client's new stretch of
     /// work is a new run.
-    fn session(&self, client: Option<&Implementation>) -> Result<Arc<Session>, McpError> {
+    fn session(&self, context: &RequestContext<RoleServer>) -> Result<Arc<Session>, McpError> {
         let mut held = self.session.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(session) = held.as_ref().filter(|s| !s.is_closed()) {
             return Ok(session.clone());
         }
-        let opened = self.setup.open_session(client).map_err(|e| {
+        let client = context.peer.peer_info().map(|i| i.client_info.clone());
+        let opened = self.setup.open_session(client.as_ref()).map_err(|e| {
             McpError::internal_error(format!("cosmos proxy cannot record: {e:#}"), None)
         })?;
+        if let Some(wire) = self.wire(context) {
+            wire.attach(opened.path());
+        }
         *held = Some(opened.clone());
         Ok(opened)
     }
@@ -343,6 +377,20 @@ impl ProxyHandler {
         reply
     }
 
+    /// Records a prompt get or resource read in the session (opened now if it is not yet: the
+    /// client has done something worth a run), which from now on records what passes to the
+    /// client beside its calls.
+    fn recorded_exchange(
+        &self,
+        context: &RequestContext<RoleServer>,
+        body: EventBody,
+    ) -> Result<(), McpError> {
+        let session = self.session(context)?;
+        self.client(&context.peer).attach(&session);
+        self.recorded(session.record(body));
+        Ok(())
+    }
+
     /// A recording that failed is logged: the client's result is real whatever the disk did.
     fn recorded(&self, result: anyhow::Result<()>) {
         if let Err(e) = result {
@@ -426,12 +474,22 @@ impl ServerHandler for ProxyHandler {
     async fn get_prompt(
         &self,
         request: GetPromptRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, McpError> {
-        self.setup
+        let asked = json!({"name": request.name, "arguments": request.arguments});
+        let started = std::time::Instant::now();
+        let (server, got) = self
+            .setup
             .offer
             .get_prompt(self.upstreams()?, request)
-            .await
+            .await;
+        let text = got.as_ref().map(|g| match g {
+            GetPromptResponse::Complete(r) => messages_text(&r.messages),
+            _ => "[the server asks for input first]".to_string(),
+        });
+        let exchange = exchange(server, asked, started, text);
+        self.recorded_exchange(&context, EventBody::PromptGot(exchange))?;
+        got
     }
 
     async fn list_resources(
@@ -459,12 +517,22 @@ impl ServerHandler for ProxyHandler {
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
-        self.setup
+        let asked = json!({"uri": request.uri});
+        let started = std::time::Instant::now();
+        let (server, read) = self
+            .setup
             .offer
             .read_resource(self.upstreams()?, request)
-            .await
+            .await;
+        let text = read.as_ref().map(|r| match r {
+            ReadResourceResponse::Complete(r) => contents_text(&r.contents),
+            _ => "[the server asks for input first]".to_string(),
+        });
+        let exchange = exchange(server, asked, started, text);
+        self.recorded_exchange(&context, EventBody::ResourceRead(exchange))?;
+        read
     }
 
     async fn subscribe(
@@ -550,8 +618,8 @@ impl ServerHandler for ProxyHandler {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let client = context.peer.peer_info().map(|i| i.client_info.clone());
-        let session = self.session(client.as_ref())?;
+        let session = self.session(&context)?;
+        self.client(&context.peer).attach(&session);
         let _serving = session.serving();
         let arguments = request.arguments.map(Value::Object).unwrap_or(json!({}));
         // A client that asked for progress gets the server's, under its own token.
@@ -598,6 +666,73 @@ impl Caller {
             ));
         })
     }
+}
+
+/// A prompt get or resource read as a run records it: `text`, capped as a tool's result, or
+/// the error the client got.
+fn exchange(
+    server: Option<String>,
+    asked: Value,
+    started: std::time::Instant,
+    text: Result<String, &McpError>,
+) -> Exchange {
+    let mut exchange = Exchange {
+        server: server.unwrap_or_default(),
+        asked: Box::new(asked),
+        latency_ms: started.elapsed().as_millis() as u64,
+        ..Default::default()
+    };
+    match text {
+        Ok(text) => {
+            exchange.result.text = text;
+            exchange
+                .result
+                .cap_text(crate::mcp::server::MAX_RESULT_BYTES);
+        }
+        Err(e) => exchange.error = Some(e.message.to_string()),
+    }
+    exchange
+}
+
+/// A prompt's messages as text: each its role and its text (other content by its kind).
+fn messages_text(messages: &[rmcp::model::PromptMessage]) -> String {
+    messages
+        .iter()
+        .map(|m| {
+            let wire = serde_json::to_value(m).unwrap_or_default();
+            let said = wire["content"]["text"].as_str().map_or_else(
+                || {
+                    format!(
+                        "[{}]",
+                        wire["content"]["type"].as_str().unwrap_or("content")
+                    )
+                },
+                String::from,
+            );
+            format!("{}: {said}", wire["role"].as_str().unwrap_or("?"))
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// A resource's contents as text (a blob as its type and size).
+fn contents_text(contents: &[rmcp::model::ResourceContents]) -> String {
+    contents
+        .iter()
+        .map(|c| {
+            let wire = serde_json::to_value(c).unwrap_or_default();
+            match (wire["text"].as_str(), wire["blob"].as_str()) {
+                (Some(text), _) => text.to_string(),
+                (None, Some(blob)) => format!(
+                    "[{}, {} bytes base64]",
+                    wire["mimeType"].as_str().unwrap_or("blob"),
+                    blob.len()
+                ),
+                _ => "[contents]".to_string(),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// What the client is told of a call that got no reply from its server: a tool error that

@@ -7,6 +7,7 @@ use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use super::wire::{TappedSessions, Wires};
 use anyhow::{Context, Result, bail};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, combinators::BoxBody};
@@ -79,9 +80,14 @@ impl Listening {
         }
         let cancel = config.cancellation_token.clone();
         let factory_setup = setup.clone();
-        let sessions = Arc::new(LocalSessionManager::default());
+        let wires = Arc::new(Wires::default());
+        let sessions = Arc::new(TappedSessions::new(
+            Arc::new(LocalSessionManager::default()),
+            wires.clone(),
+            setup.redactor.clone(),
+        ));
         let service = StreamableHttpService::new(
-            move || Ok(ProxyHandler::new(factory_setup.clone())),
+            move || Ok(ProxyHandler::new(factory_setup.clone()).with_wires(wires.clone())),
             sessions.clone(),
             config,
         );

@@ -22,6 +22,7 @@ pub mod relay;
 pub mod screen;
 pub mod session;
 pub mod stdio_guard;
+pub mod wire;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -588,9 +589,15 @@ const SETTLE: Duration = Duration::from_secs(1);
 /// fires; every session is ended in its file either way.
 pub async fn serve_stdio(setup: Arc<Setup>, mut stop: watch::Receiver<bool>) -> Result<Stop> {
     use rmcp::ServiceExt;
-    let handler = ProxyHandler::new(setup.clone());
+    let wire = wire::Wire::new(setup.redactor.clone());
+    let handler = ProxyHandler::new(setup.clone()).with_wire(wire.clone());
+    let (input, output) = stdio_guard::guard(tokio::io::stdin(), tokio::io::stdout());
+    let transport = wire::Tapped::new(
+        rmcp::transport::async_rw::AsyncRwTransport::new_server(input, output),
+        wire,
+    );
     let running = tokio::select! {
-        served = handler.serve(stdio_guard::guard(tokio::io::stdin(), tokio::io::stdout())) => served
+        served = handler.serve(transport) => served
             .map_err(|e| anyhow::anyhow!("the client's initialisation failed: {e}"))?,
         _ = stop.wait_for(|s| *s) => {
             setup.stop();

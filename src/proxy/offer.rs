@@ -167,19 +167,24 @@ impl Offer {
         ))
     }
 
-    /// `prompts/get`, from the prompt's server.
+    /// `prompts/get`, from the prompt's server (named beside the answer when it was found).
     pub async fn get_prompt(
         &self,
         pool: &McpPool,
         mut params: GetPromptRequestParams,
-    ) -> Result<GetPromptResponse, McpError> {
-        let (server, own) = self.prompt(pool, &params.name).await?;
+    ) -> (Option<String>, Result<GetPromptResponse, McpError>) {
+        let (server, own) = match self.prompt(pool, &params.name).await {
+            Ok(found) => found,
+            Err(e) => return (None, Err(e)),
+        };
         params.name = own;
-        match ask(&server, ClientRequest::GetPromptRequest(request(params))).await? {
-            ServerResult::GetPromptResult(r) => Ok(GetPromptResponse::Complete(r)),
-            ServerResult::InputRequiredResult(r) => Ok(GetPromptResponse::InputRequired(r)),
-            _ => Err(unexpected(&server)),
-        }
+        let answer = match ask(&server, ClientRequest::GetPromptRequest(request(params))).await {
+            Ok(ServerResult::GetPromptResult(r)) => Ok(GetPromptResponse::Complete(r)),
+            Ok(ServerResult::InputRequiredResult(r)) => Ok(GetPromptResponse::InputRequired(r)),
+            Ok(_) => Err(unexpected(&server)),
+            Err(e) => Err(e),
+        };
+        (Some(server.name.clone()), answer)
     }
 
     /// Every upstream's resources, named as offered, their URIs as the servers gave them.
@@ -300,18 +305,23 @@ impl Offer {
         ))
     }
 
-    /// `resources/read`, from the resource's server.
+    /// `resources/read`, from the resource's server (named beside the answer when found).
     pub async fn read_resource(
         &self,
         pool: &McpPool,
         params: ReadResourceRequestParams,
-    ) -> Result<ReadResourceResponse, McpError> {
-        let server = self.resource_server(pool, &params.uri).await?;
-        match ask(&server, ClientRequest::ReadResourceRequest(request(params))).await? {
-            ServerResult::ReadResourceResult(r) => Ok(ReadResourceResponse::Complete(r)),
-            ServerResult::InputRequiredResult(r) => Ok(ReadResourceResponse::InputRequired(r)),
-            _ => Err(unexpected(&server)),
-        }
+    ) -> (Option<String>, Result<ReadResourceResponse, McpError>) {
+        let server = match self.resource_server(pool, &params.uri).await {
+            Ok(server) => server,
+            Err(e) => return (None, Err(e)),
+        };
+        let answer = match ask(&server, ClientRequest::ReadResourceRequest(request(params))).await {
+            Ok(ServerResult::ReadResourceResult(r)) => Ok(ReadResourceResponse::Complete(r)),
+            Ok(ServerResult::InputRequiredResult(r)) => Ok(ReadResourceResponse::InputRequired(r)),
+            Ok(_) => Err(unexpected(&server)),
+            Err(e) => Err(e),
+        };
+        (Some(server.name.clone()), answer)
     }
 
     /// `resources/subscribe` or `resources/unsubscribe`, at the resource's server.

@@ -18,6 +18,28 @@ use rmcp::model::{
 
 use super::clients::{Client, Clients};
 use crate::mcp::relay::{Answering, Relay};
+use crate::mcp::server::MAX_RESULT_BYTES;
+use crate::trajectory::event::{EventBody, Exchange};
+
+/// Longest log message recorded (a server that logs a megabyte a line is cut, and says so).
+const LOG_BYTES: usize = 16 << 10;
+
+/// A log message as a run records it.
+fn log_exchange(server: &str, log: &rmcp::model::LoggingMessageNotification) -> Exchange {
+    let params = &log.params;
+    let level = serde_json::to_value(params.level).unwrap_or_default();
+    let mut exchange = Exchange {
+        server: server.to_string(),
+        asked: Box::new(serde_json::json!({"level": level, "logger": params.logger})),
+        ..Default::default()
+    };
+    exchange.result.text = match &params.data {
+        serde_json::Value::String(text) => text.clone(),
+        other => other.to_string(),
+    };
+    exchange.result.cap_text(LOG_BYTES);
+    exchange
+}
 
 /// The proxy's relay: its clients.
 pub struct ToClients(pub Arc<Clients>);
@@ -65,18 +87,51 @@ impl Relay for ToClients {
         params: CreateMessageRequestParams,
     ) -> Answering<CreateMessageResult> {
         let asked = self.asked(server, "a request for sampling");
+        let server = server.to_string();
         Box::pin(async move {
             let client = asked?;
-            declared(
-                &client,
-                "sampling",
-                client.capabilities().sampling.is_some(),
-            )?;
-            client
+            let asked = serde_json::to_value(&params).unwrap_or_default();
+            let sampling = client.capabilities().sampling.is_some();
+            if let Err(declined) = declared(&client, "sampling", sampling) {
+                client.record(EventBody::Sampled(Exchange {
+                    server,
+                    asked: Box::new(asked),
+                    error: Some(declined.message.to_string()),
+                    ..Default::default()
+                }));
+                return Err(declined);
+            }
+            let started = std::time::Instant::now();
+            let answered = client
                 .peer
                 .create_message(params)
                 .await
-                .map_err(|e| answer_failed(&client, e))
+                .map_err(|e| answer_failed(&client, e));
+            let mut exchange = Exchange {
+                server,
+                asked: Box::new(asked),
+                latency_ms: started.elapsed().as_millis() as u64,
+                ..Default::default()
+            };
+            match &answered {
+                Ok(reply) => {
+                    let whole = serde_json::to_value(reply).unwrap_or_default();
+                    exchange.result.text = whole["content"]["text"]
+                        .as_str()
+                        .map_or_else(|| whole["content"].to_string(), String::from);
+                    // The reply's text is the result; who made it, beside it (not its
+                    // content again, which may be a large image).
+                    exchange.result.structured = Some(Box::new(serde_json::json!({
+                        "model": whole["model"],
+                        "stopReason": whole["stopReason"],
+                        "role": whole["role"],
+                    })));
+                    exchange.result.cap_text(MAX_RESULT_BYTES);
+                }
+                Err(e) => exchange.error = Some(e.message.to_string()),
+            }
+            client.record(EventBody::Sampled(exchange));
+            answered
         })
     }
 
@@ -115,8 +170,15 @@ impl Relay for ToClients {
             // connection's own business.
             _ => Vec::new(),
         };
+        let logged = match &notification {
+            ServerNotification::LoggingMessageNotification(log) => Some(log_exchange(server, log)),
+            _ => None,
+        };
         for client in to {
             client.tell(notification.clone());
+            if let Some(logged) = &logged {
+                client.record(EventBody::ServerLog(logged.clone()));
+            }
         }
     }
 }

@@ -225,6 +225,22 @@ pub fn search_accounting(body: &EventBody) -> Option<String> {
     Some(s)
 }
 
+/// A proxied exchange in one line: the server, what (and the `asked` field named `key`), how
+/// long, and what came back.
+fn exchange(what: &str, key: &str, x: &crate::trajectory::event::Exchange) -> String {
+    let named = x
+        .asked
+        .get(key)
+        .and_then(|v| v.as_str())
+        .map_or(String::new(), |v| format!(" {v}"));
+    let outcome = match &x.error {
+        Some(e) => format!("ERROR {e}"),
+        None if x.result.is_error => format!("ERROR {}", x.result.text),
+        None => x.result.text.clone(),
+    };
+    format!("{} {what}{named} {} ms → {outcome}", x.server, x.latency_ms)
+}
+
 /// A one-line description of an event.
 pub fn summary(event: &Event) -> String {
     match &event.body {
@@ -393,6 +409,15 @@ pub fn summary(event: &Event) -> String {
             )
         }
         EventBody::Answer { text } => text.clone(),
+        EventBody::PromptGot(x) => exchange("prompt", "name", x),
+        EventBody::ResourceRead(x) => exchange("read", "uri", x),
+        EventBody::Sampled(x) => exchange("sampling asked", "", x),
+        EventBody::ServerLog(x) => format!(
+            "{} log {}: {}",
+            x.server,
+            x.asked.get("level").and_then(|l| l.as_str()).unwrap_or("?"),
+            x.result.text
+        ),
         EventBody::Recheck { at, calls, skipped } => recheck_summary(at, calls, skipped),
         EventBody::CallProgress {
             step,

@@ -1514,6 +1514,19 @@ pub enum EventBody {
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         skipped: Vec<u64>,
     },
+    /// A prompt a `cosmos proxy` client got (`prompts/get`): `asked` holds `name` and
+    /// `arguments`, the result the messages' text.
+    PromptGot(Exchange),
+    /// A resource a `cosmos proxy` client read (`resources/read`): `asked` holds `uri`, the
+    /// result the contents' text (a blob as its size).
+    ResourceRead(Exchange),
+    /// A server's request for a sampled message, put to the `cosmos proxy` client whose call was
+    /// in flight (`sampling/createMessage`): `asked` holds the request's parameters, the result
+    /// the client's reply (its text; `structured` the whole reply), or the error that declined it.
+    Sampled(Exchange),
+    /// A server's log message passed to a `cosmos proxy` client (`notifications/message`):
+    /// `asked` holds `level` and `logger`, the result the message's data as text.
+    ServerLog(Exchange),
     /// An event kind this build does not know (written by a newer version); kept, not fatal.
     #[serde(skip)]
     Unknown {
@@ -1522,6 +1535,62 @@ pub enum EventBody {
         /// The whole line.
         raw: Value,
     },
+}
+
+/// What passed between a `cosmos proxy` client and a server beside tool calls (prompt gets,
+/// resource reads, samplings, log messages): not a step of the run, counted by no metric.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Exchange {
+    /// The server.
+    pub server: String,
+    /// What was asked (or said), as the kind's doc line names it.
+    #[serde(default)]
+    pub asked: Box<Value>,
+    /// What came back, capped as a tool's result is.
+    #[serde(default)]
+    pub result: Observation,
+    /// How long it took (0 for a notification).
+    #[serde(default)]
+    pub latency_ms: u64,
+    /// Why nothing came back, when nothing did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// The own name a resource read goes by where it stands as a tool call (a world model's
+/// memory, wm-eval): `SERVER:resources/read`, with the one argument `uri`.
+pub const RESOURCE_READ_TOOL: &str = "resources/read";
+
+impl Exchange {
+    /// A resource read (`resource_read`) as the read-only tool call it stands for, so world
+    /// models learn and predict it like one: the tool, its arguments (`{"uri": …}`) and the real
+    /// result (a failure as an error result). `None` when `asked` names no URI.
+    pub fn as_read_call(&self) -> Option<(ToolInfo, Value, Observation)> {
+        let uri = self.asked.get("uri")?.as_str()?;
+        let tool = ToolInfo {
+            name: format!("{}:{RESOURCE_READ_TOOL}", self.server),
+            description: format!(
+                "Reads the resource at `uri` from the {} server (MCP resources/read).",
+                self.server
+            ),
+            input_schema: ToolSchema::new(serde_json::json!({
+                "type": "object",
+                "properties": {"uri": {"type": "string"}},
+                "required": ["uri"],
+            })),
+            output_schema: None,
+            annotations: Some(Box::new(serde_json::json!({"readOnlyHint": true}))),
+        };
+        let real = match &self.error {
+            Some(e) => Observation {
+                text: e.clone(),
+                is_error: true,
+                ..Default::default()
+            },
+            None => self.result.clone(),
+        };
+        Some((tool, serde_json::json!({ "uri": uri }), real))
+    }
 }
 
 /// Every kind name [`EventBody`] knows, so the reader can tell unknown from malformed.
@@ -1549,6 +1618,10 @@ pub const KNOWN_KINDS: &[&str] = &[
     "recheck",
     "call_progress",
     "elicitation",
+    "prompt_got",
+    "resource_read",
+    "sampled",
+    "server_log",
 ];
 
 impl EventBody {
@@ -1589,6 +1662,10 @@ impl EventBody {
             EventBody::Recheck { .. } => "recheck",
             EventBody::CallProgress { .. } => "call_progress",
             EventBody::Elicitation { .. } => "elicitation",
+            EventBody::PromptGot(_) => "prompt_got",
+            EventBody::ResourceRead(_) => "resource_read",
+            EventBody::Sampled(_) => "sampled",
+            EventBody::ServerLog(_) => "server_log",
             EventBody::Unknown { kind, .. } => kind,
         }
     }
@@ -1616,6 +1693,9 @@ impl EventBody {
             EventBody::LlmCall { error, .. } => error.is_some(),
             EventBody::Error { .. } | EventBody::DecisionRejected { .. } => true,
             EventBody::RunFinished { status, .. } => *status != RunStatus::Completed,
+            EventBody::PromptGot(x) | EventBody::ResourceRead(x) | EventBody::Sampled(x) => {
+                x.error.is_some() || x.result.is_error
+            }
             _ => false,
         }
     }

@@ -23,4 +23,5 @@ pub mod run;
 pub mod synthetic;
 pub mod tail;
 pub mod tool_schema;
+pub mod wire;
 pub mod writer;

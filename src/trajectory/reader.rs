@@ -152,6 +152,13 @@ impl<R: Read> LineReader<R> {
         self
     }
 
+    /// This reader, taking lines of at most `max` bytes (longer ones are skipped as
+    /// [`RawLine::TooLong`]); [`MAX_LINE_BYTES`] unless set.
+    pub fn with_max_line(mut self, max: usize) -> Self {
+        self.max_line = max;
+        self
+    }
+
     /// The buffer's size now (the memory it holds).
     pub fn buffer_bytes(&self) -> usize {
         self.buf.len()

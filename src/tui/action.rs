@@ -72,6 +72,11 @@ pub enum Action {
         usize,
         Result<Vec<u32>, String>,
     ),
+    /// A proxy session's protocol log read in the background (`Work::ReadWire`), or why not.
+    WireRead(
+        RequestId,
+        Result<std::sync::Arc<crate::trajectory::wire::WireLog>, String>,
+    ),
     /// A running sweep's news (a cell started, recorded an event, ended).
     Sweep(Box<super::feed::SweepNews>),
     /// The person chose how to probe a node: with this world model, or (`None`) for real.

@@ -79,6 +79,8 @@ enum Answer {
     /// A probe or a note added to a run.
     Probe,
     Find,
+    /// A proxy session's protocol log read.
+    Wire,
 }
 
 /// The whole explorer state.
@@ -335,6 +337,7 @@ impl App {
                 self.message = Some(one_line(&format!("background work failed: {why}"), 200));
             }
             Action::Found(id, ..)
+            | Action::WireRead(id, _)
             | Action::Probed(id, _)
             | Action::GroupsReady(id, _)
             | Action::Recounted(id, _) => {
@@ -487,6 +490,7 @@ impl App {
                 Waiting::Answer(Answer::Probe)
             }
             Work::Find { .. } => Waiting::Answer(Answer::Find),
+            Work::ReadWire(_) => Waiting::Answer(Answer::Wire),
             Work::Fork(fork) => Waiting::Fork {
                 original: fork.original.clone(),
                 view: None,

@@ -69,6 +69,8 @@ pub enum Command {
     Annotate,
     /// The run's notes, to read and go to.
     Notes,
+    /// A proxy session's protocol: each JSON-RPC message between client and proxy.
+    Wire,
     /// Open the run a recorded call came from, at the call (wm-eval).
     OpenSource,
     NextLink,
@@ -257,6 +259,12 @@ pub const COMMANDS: &[(Command, Mode, &[&str], &str)] = &[
         Mode::Run,
         &["L"],
         "list the run's notes; Enter goes to what a note is about",
+    ),
+    (
+        Command::Wire,
+        Mode::Run,
+        &["W"],
+        "a proxy session's protocol: each JSON-RPC message, its size and latency",
     ),
     (
         Command::About,

@@ -31,6 +31,7 @@ pub mod sweep_view;
 pub mod terminal;
 pub mod theme;
 pub mod view;
+pub mod wire_view;
 pub mod wm_eval_view;
 pub mod wrap;
 

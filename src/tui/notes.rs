@@ -159,28 +159,23 @@ impl View for NotesView {
             frame.render_widget(Paragraph::new(Line::styled(hint, theme.dim())), list);
             return;
         }
-        let lines: Vec<Line> = self
-            .notes
-            .iter()
-            .enumerate()
-            .skip(self.selection.scroll.offset)
-            .take(list.height as usize)
-            .map(|(i, n)| {
-                let row = format!(
-                    "{:>7.1}s  {:<10} {:<10} {}",
-                    n.t_ms as f64 / 1000.0,
-                    one_line(&n.about, 10),
-                    one_line(&n.who, 10),
-                    one_line(&n.text, width)
-                );
-                let line = Line::raw(one_line(&row, width));
-                if i == self.selection.selected {
-                    line.style(theme.selected())
-                } else {
-                    line
-                }
-            })
-            .collect();
+        let row = |i: usize| {
+            let n = &self.notes[i];
+            let row = format!(
+                "{:>7.1}s  {:<10} {:<10} {}",
+                n.t_ms as f64 / 1000.0,
+                one_line(&n.about, 10),
+                one_line(&n.who, 10),
+                one_line(&n.text, width)
+            );
+            one_line(&row, width)
+        };
+        let lines = self.selection.lines(
+            self.notes.len(),
+            list.height as usize,
+            row,
+            theme.selected(),
+        );
         frame.render_widget(Paragraph::new(lines), list);
         if let Some(note) = self.notes.get(self.selection.selected) {
             let text = crate::sanitize::inert(&note.text);

@@ -93,6 +93,27 @@ impl Selection {
         true
     }
 
+    /// The lines of a list of `len` rows, `height` on screen, as drawn: the rows scrolled to,
+    /// each made by `row` from its index, the selected one in `selected`'s style.
+    pub fn lines(
+        &self,
+        len: usize,
+        height: usize,
+        row: impl Fn(usize) -> String,
+        selected: ratatui::style::Style,
+    ) -> Vec<ratatui::text::Line<'static>> {
+        (self.scroll.offset..len.min(self.scroll.offset + height))
+            .map(|i| {
+                let line = ratatui::text::Line::raw(row(i));
+                if i == self.selected {
+                    line.style(selected)
+                } else {
+                    line
+                }
+            })
+            .collect()
+    }
+
     /// The row under a click `row_on_screen` rows below the first one shown, if any.
     pub fn row_at(&self, row_on_screen: usize, len: usize) -> Option<usize> {
         let row = self.scroll.offset + row_on_screen;

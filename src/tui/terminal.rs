@@ -279,6 +279,12 @@ pub fn perform(id: RequestId, work: Work) -> Vec<Action> {
                 &setup,
             ))),
         )],
+        Work::ReadWire(path) => {
+            let log = crate::trajectory::wire::read(&path)
+                .map(std::sync::Arc::new)
+                .map_err(|e| format!("{e:#}"));
+            vec![Action::WireRead(id, log)]
+        }
         Work::Find { path, words, to } => {
             let hits = super::run_view::search::find_in_file(&path, &words, to)
                 .map_err(|e| format!("{e:#}"));

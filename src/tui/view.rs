@@ -95,6 +95,8 @@ pub enum Work {
     /// Fork a run as `cosmos fork` does, in a child process, and follow the fork's file (→
     /// [`Action::Loaded`] once it exists, its events, then [`Action::ForkEnded`]).
     Fork(super::fork_spec::ForkWork),
+    /// Read a proxy session's protocol log (→ [`Action::WireRead`]).
+    ReadWire(PathBuf),
     /// Make a node's call for real, append it to the run (→ [`Action::Probed`]).
     ProbeReal {
         /// The run's file.

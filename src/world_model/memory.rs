@@ -63,6 +63,11 @@ impl TransitionBuffer {
                 } = e.body
                 {
                     buffer.add_from(&tool, *arguments, result, source);
+                } else if let EventBody::ResourceRead(read) = &e.body
+                    && read.error.is_none()
+                    && let Some((tool, arguments, result)) = read.as_read_call()
+                {
+                    buffer.add_from(&tool.name, arguments, result, source);
                 }
             }
             buffer.sources.push(file);

@@ -303,13 +303,22 @@ pub fn text(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).to_string() + &String::from_utf8_lossy(&o.stderr)
 }
 
-/// The one trajectory written under `dir`.
-pub fn only_run(dir: &Path) -> PathBuf {
-    let runs: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
+/// The trajectories written in `dir` (not what lies beside them, such as a proxy session's
+/// protocol log), in name order; none when `dir` is missing.
+pub fn runs_in(dir: &Path) -> Vec<PathBuf> {
+    let mut runs: Vec<PathBuf> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
         .collect();
+    runs.sort();
+    runs
+}
+
+/// The one trajectory written under `dir`.
+pub fn only_run(dir: &Path) -> PathBuf {
+    let runs = runs_in(dir);
     assert_eq!(runs.len(), 1, "{runs:?}");
     runs[0].clone()
 }

@@ -261,7 +261,13 @@ impl Trace {
             // A recheck is about today's servers; progress is the call's span's own time; a
             // request for input is part of the call (its record is the trajectory's).
             // A grounded call is planning's: its span would need a node's place (not yet).
+            // A proxy's prompt gets, resource reads, samplings and log messages are not yet
+            // exported (the trajectory holds them).
             EventBody::PlannerDecided { .. }
+            | EventBody::PromptGot(_)
+            | EventBody::ResourceRead(_)
+            | EventBody::Sampled(_)
+            | EventBody::ServerLog(_)
             | EventBody::NodeGrounded { .. }
             | EventBody::Recheck { .. }
             | EventBody::CallProgress { .. }

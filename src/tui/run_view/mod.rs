@@ -39,11 +39,13 @@ use super::picker::WorldModelPicker;
 use super::prompt::Typed;
 use super::theme::Theme;
 use super::view::{Context, Handled, Request, View, Work};
+use super::wire_view::WireView;
 use crate::metrics::run::{RunFacts, RunMetrics};
 use crate::sanitize::one_line;
 use crate::trajectory::event::{Event, EventBody};
 use crate::trajectory::fold::{Cursor, TreeState};
 use crate::trajectory::run::Run;
+use crate::trajectory::wire::wire_path;
 
 /// The four panes, in Tab order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -579,6 +581,7 @@ impl RunView {
                 let notes = NotesView::new(&self.run, self.area);
                 out.push(Request::Push(Box::new(notes)));
             }
+            Command::Wire => out.push(Request::Start(Work::ReadWire(wire_path(&self.run.path)))),
             Command::Probe | Command::ProbeReal => {
                 self.probe(command == Command::ProbeReal, cx, out)
             }
@@ -960,6 +963,16 @@ impl View for RunView {
             }
             Action::Probed(_, result) => {
                 self.added(result, out);
+                return Handled::Consumed;
+            }
+            Action::WireRead(_, read) => {
+                match read {
+                    Ok(log) => out.push(Request::Push(Box::new(WireView::new(
+                        log.clone(),
+                        (self.area.width, self.area.height + 1),
+                    )))),
+                    Err(why) => out.push(Request::Say(crate::sanitize::one_line(why, 200))),
+                }
                 return Handled::Consumed;
             }
             Action::Found(_, _, words, to, hits) => {
