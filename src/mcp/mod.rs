@@ -1,6 +1,7 @@
 //! MCP servers (docs/design.md, "MCP servers"): configuration, connections with rmcp over stdio and
 //! streamable HTTP, and the namespaced tool catalogue.
 
+pub mod arrivals;
 pub mod config;
 pub mod elicitation;
 pub mod oauth;

@@ -19,6 +19,7 @@ use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::Value;
 
+use super::arrivals::{Arrivals, Counted};
 use super::config::{INHERITED_ENV, ServerConfig, Transport};
 use super::oversized::{Oversized, Watched};
 use super::process_group::ProcessGroup;
@@ -93,10 +94,9 @@ pub struct Progress {
     pub message: Option<String>,
 }
 
-/// How long, once a call's result is in, no further progress report must come before the
-/// call is done with its reports; and the longest that wait may take.
-const PROGRESS_QUIET: Duration = Duration::from_millis(10);
-const PROGRESS_GRACE: Duration = Duration::from_millis(100);
+/// The longest a call's result waits for the notifications its server sent before it to be
+/// handled (`Arrivals`: only a connection closing under them makes the wait this long).
+const PROGRESS_GRACE: Duration = Duration::from_millis(500);
 
 /// Told of each progress report while a call runs.
 pub type OnProgress<'a> = Option<&'a mut (dyn FnMut(Progress) + Send)>;
@@ -104,12 +104,10 @@ pub type OnProgress<'a> = Option<&'a mut (dyn FnMut(Progress) + Send)>;
 /// Progress reports still waiting to be read, per server; older ones are dropped first.
 const PROGRESS_BACKLOG: usize = 64;
 
-/// What a connection heard from its server while a call ran: a progress report, or another
-/// notification (passed to the relay), which still counts as traffic a result must wait for.
+/// A progress report a connection heard from its server, with the token of the call it is for.
 #[derive(Debug, Clone)]
 enum Heard {
     Progress(ProgressToken, Progress),
-    Other,
 }
 
 /// The client side of one connection: it hears the server's progress reports, and hands
@@ -125,6 +123,8 @@ struct Listener {
     /// The tools whose calls are in flight on this connection: a request for input names
     /// the call it came during when only one is.
     in_flight: InFlight,
+    /// The notifications arrived and handled, so a result waits for those before it.
+    arrivals: Arc<Arrivals>,
 }
 
 /// The tools of the calls in flight on one connection.
@@ -286,6 +286,7 @@ impl rmcp::ClientHandler for Listener {
         let _ = self
             .progress
             .send(Heard::Progress(params.progress_token, progress));
+        self.arrivals.handled();
     }
 }
 
@@ -295,8 +296,8 @@ impl Listener {
     fn relayed(&self, notification: rmcp::model::ServerNotification) {
         if let Some(relay) = super::relay::relay() {
             relay.notify(&self.server, notification);
-            let _ = self.progress.send(Heard::Other);
         }
+        self.arrivals.handled();
     }
 }
 
@@ -323,6 +324,8 @@ pub struct Server {
     login: Option<(String, super::oauth::OAuthClient)>,
     /// Told when a stdio server writes a line too long for rmcp to read.
     oversized: Arc<Oversized>,
+    /// The server's notifications arrived and handled.
+    arrivals: Arc<Arrivals>,
     /// A stdio server's process, reaped when it ends (killed on drop if still alive).
     _child: Option<tokio::process::Child>,
 }
@@ -365,7 +368,9 @@ impl Server {
             elicited: tokio::sync::broadcast::Sender::new(PROGRESS_BACKLOG),
             server: config.name.clone(),
             in_flight: InFlight::default(),
+            arrivals: Arc::default(),
         };
+        let arrivals = listener.arrivals.clone();
         let progress = listener.progress.clone();
         let in_flight = listener.in_flight.clone();
         let elicited = listener.elicited.clone();
@@ -454,6 +459,7 @@ impl Server {
             dead: Mutex::new(None),
             group,
             oversized,
+            arrivals,
             _child: child,
             redactor,
             // A server given its own Authorization header is not ours to log into.
@@ -527,8 +533,9 @@ impl Server {
                     Watched::new(stdout, oversized),
                     stdin,
                 );
+                let counted = Counted::new(transport, listener.arrivals.clone());
                 listener
-                    .serve(transport)
+                    .serve(counted)
                     .await
                     .map_err(|e| anyhow!("MCP initialisation failed: {e}"))
             }
@@ -584,13 +591,20 @@ impl Server {
                     anyhow!("connecting to {}: {said}{hint}", config.target())
                 };
                 // A server logged into (`cosmos login`) gets its token, refreshed as needed.
+                let arrivals = listener.arrivals.clone();
                 match super::oauth::authorized_client(url, oauth).await? {
                     Some(client) => listener
-                        .serve(StreamableHttpClientTransport::with_client(client, cfg))
+                        .serve(Counted::new(
+                            StreamableHttpClientTransport::with_client(client, cfg),
+                            arrivals,
+                        ))
                         .await
                         .map_err(failed),
                     None => listener
-                        .serve(StreamableHttpClientTransport::from_config(cfg))
+                        .serve(Counted::new(
+                            StreamableHttpClientTransport::from_config(cfg),
+                            arrivals,
+                        ))
                         .await
                         .map_err(failed),
                 }
@@ -756,22 +770,23 @@ impl Server {
         if let (Some(abandoned), Ok(_)) = (abandoned, &called) {
             abandoned.disarm();
         }
-        // Reports the server sent before its result may not be in yet: rmcp hands each
-        // notification to a task of its own, which can run after the result is delivered. They
-        // are taken until none has come for PROGRESS_QUIET (PROGRESS_GRACE at most), so they
-        // are told before the result is; so are the notifications a relay passes on.
+        // The notifications the server sent before its result may not be handled yet: rmcp
+        // hands each to a task of its own, which can run after the result is delivered. Every
+        // one that had arrived by now is waited for (`Arrivals`), so its progress reports are
+        // told, and what a relay passes on is passed, before the result is.
         if on_progress.is_some() || super::relay::relay().is_some() {
-            let until = tokio::time::Instant::now() + PROGRESS_GRACE;
+            self.arrivals
+                .all_handled(self.arrivals.arrived(), PROGRESS_GRACE)
+                .await;
             loop {
-                let next = tokio::time::timeout(PROGRESS_QUIET, reports.recv());
-                match tokio::time::timeout_at(until, next).await {
-                    Ok(Ok(Ok(Heard::Progress(of, progress)))) if token.as_ref() == Some(&of) => {
+                match reports.try_recv() {
+                    Ok(Heard::Progress(of, progress)) if token.as_ref() == Some(&of) => {
                         if let Some(tell) = on_progress.as_mut() {
                             tell(progress);
                         }
                     }
-                    Ok(Ok(Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)))) => {}
-                    _ => break,
+                    Ok(_) | Err(tokio::sync::broadcast::error::TryRecvError::Lagged(_)) => {}
+                    Err(_) => break,
                 }
             }
         }
