@@ -44,6 +44,8 @@ pub struct Client {
     subscribed: Mutex<BTreeSet<String>>,
     /// Its session's run, once one is open: where what passes to it beside calls is recorded.
     session: Mutex<Weak<Session>>,
+    /// Its outbox is full and notifications are being dropped.
+    dropping: std::sync::atomic::AtomicBool,
 }
 
 impl Client {
@@ -76,6 +78,7 @@ impl Client {
             level: Mutex::new(None),
             subscribed: Mutex::new(BTreeSet::new()),
             session: Mutex::new(Weak::new()),
+            dropping: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -99,9 +102,23 @@ impl Client {
         }
     }
 
-    /// Queues `notification` after every one queued before it.
+    /// Queues `notification` after every one queued before it; one that finds the outbox full
+    /// (a client that does not read) is dropped, and the first of each such run said.
     pub fn tell(&self, notification: ServerNotification) {
-        let _ = self.outbox.try_send(Outgoing::Tell(Box::new(notification)));
+        match self.outbox.try_send(Outgoing::Tell(Box::new(notification))) {
+            Ok(()) => self.dropping.store(false, Ordering::Relaxed),
+            Err(tokio::sync::mpsc::error::TrySendError::Full(_)) => {
+                if !self.dropping.swap(true, Ordering::Relaxed) {
+                    tracing::warn!(
+                        "{} reads its notifications too slowly: {OUTBOX} are waiting, later ones \
+                         are dropped until it catches up",
+                        self.name()
+                    );
+                }
+            }
+            // The client is gone.
+            Err(tokio::sync::mpsc::error::TrySendError::Closed(_)) => {}
+        }
     }
 
     /// Done once everything queued so far has been sent (or the client is gone).

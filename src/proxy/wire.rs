@@ -27,6 +27,10 @@ use crate::trajectory::writer::fit;
 /// Messages kept while no run is open (a client that only looks); past this they are dropped.
 const PENDING: usize = 1_000;
 
+/// Most bytes one protocol log is given (about 16,000 messages cut to 4 KiB, far more of the
+/// usual small ones); past it the log stops, saying so in the proxy's log, and the run goes on.
+const LOG_BYTES: u64 = 64 << 20;
+
 /// One client's protocol log.
 pub struct Wire {
     connected: Instant,
@@ -39,6 +43,11 @@ struct Log {
     pending: Vec<WireMessage>,
     dropped: u64,
     file: Option<(PathBuf, File)>,
+    /// Bytes written to `file`, and the most it may take.
+    written: u64,
+    cap: u64,
+    /// The log stopped (full, or unwritable) until the next run's.
+    stopped: bool,
     /// Requests not yet answered, by direction and id: when each went, and its method.
     asked: HashMap<(Direction, String), (Instant, Option<String>)>,
 }
@@ -49,6 +58,9 @@ const ASKED: usize = 4_096;
 
 impl Log {
     fn write(&mut self, message: &WireMessage) {
+        if self.stopped {
+            return;
+        }
         let Some((path, file)) = &mut self.file else {
             if self.pending.len() < PENDING {
                 self.pending.push(message.clone());
@@ -59,25 +71,48 @@ impl Log {
         };
         let mut line = serde_json::to_vec(message).unwrap_or_default();
         line.push(b'\n');
+        if self.written + line.len() as u64 > self.cap {
+            tracing::warn!(
+                "the protocol log {} reached {} bytes: later messages are not kept",
+                path.display(),
+                self.cap
+            );
+            self.stop();
+            return;
+        }
+        self.written += line.len() as u64;
         // One write of the whole line, as the run's writer does.
         if let Err(e) = file.write_all(&line).and_then(|()| file.flush()) {
             tracing::error!(
                 "cosmos proxy stopped writing the protocol log {}: {e}",
                 path.display()
             );
-            self.file = None;
-            self.dropped = u64::MAX;
+            self.stop();
         }
+    }
+
+    fn stop(&mut self) {
+        self.file = None;
+        self.stopped = true;
+        self.pending.clear();
     }
 }
 
 impl Wire {
     /// A log for a client that connected now, redacting as its runs are redacted.
     pub fn new(redactor: Redactor) -> Arc<Self> {
+        Self::within(redactor, LOG_BYTES)
+    }
+
+    /// [`Wire::new`], each log given at most `cap` bytes.
+    fn within(redactor: Redactor, cap: u64) -> Arc<Self> {
         Arc::new(Self {
             connected: Instant::now(),
             redactor,
-            log: Mutex::new(Log::default()),
+            log: Mutex::new(Log {
+                cap,
+                ..Log::default()
+            }),
         })
     }
 
@@ -149,6 +184,8 @@ impl Wire {
             .open(&path)
         {
             Ok(file) => {
+                log.written = file.metadata().map_or(0, |m| m.len());
+                log.stopped = false;
                 log.file = Some((path, file));
                 for waiting in std::mem::take(&mut log.pending) {
                     log.write(&waiting);
@@ -394,5 +431,33 @@ mod tests {
         let call = &log.messages[2];
         assert!(call.cut && call.bytes > 9000, "{call:?}");
         assert!(serde_json::to_vec(&call.message).unwrap().len() <= MESSAGE_CAP + 256);
+    }
+
+    #[test]
+    fn a_full_log_stops_whole_lines_and_the_next_run_gets_a_log_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let wire = Wire::within(Redactor::new(), 1_000);
+        wire.attach(&dir.path().join("a.jsonl"));
+        for id in 0..100 {
+            wire.note(
+                Direction::In,
+                &json!({"jsonrpc": "2.0", "id": id, "method": "ping"}),
+            );
+        }
+        let full = std::fs::read_to_string(dir.path().join("a.wire")).unwrap();
+        assert!(
+            full.len() <= 1_000 && full.ends_with('\n'),
+            "{}",
+            full.len()
+        );
+        let kept = crate::trajectory::wire::read(&dir.path().join("a.wire")).unwrap();
+        assert!(!kept.messages.is_empty() && kept.problems.is_empty());
+        wire.attach(&dir.path().join("b.jsonl"));
+        wire.note(
+            Direction::In,
+            &json!({"jsonrpc": "2.0", "id": 100, "method": "ping"}),
+        );
+        let next = crate::trajectory::wire::read(&dir.path().join("b.wire")).unwrap();
+        assert_eq!(next.messages.len(), 1);
     }
 }
