@@ -57,6 +57,7 @@ fn all_calls(path: &Path, events: u64) {
         error: None,
         ending: None,
         totals: Default::default(),
+        end_digest: Default::default(),
     };
     writer.write(events + 1, end).unwrap();
 }

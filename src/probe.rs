@@ -176,6 +176,10 @@ pub async fn call_for_real(path: &Path, node: NodeId, setup: &ProbeSetup) -> Res
         .find(|s| crate::trajectory::event::own_tool_name(&tool, &s.name).is_some())
         .with_context(|| format!("no server in {} offers {tool}", mcp_path.display()))?
         .clone();
+    // A stateful server answers a probe on a fresh copy of its state.
+    let mut servers = [server];
+    let _sandboxes = crate::mcp::sandbox::prepare(&mut servers)?;
+    let [server] = servers;
     let (pool, failures) =
         McpPool::connect(std::slice::from_ref(&server), Timeouts::default()).await;
     if let Some(f) = failures.first() {

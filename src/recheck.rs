@@ -181,8 +181,10 @@ pub struct Found {
 }
 
 /// Makes the run's calls again, in the run's order, against the servers of `mcp` that the run
-/// used (started here, stopped after): those of tools the servers annotate read-only today,
-/// or with `all` every one, after `warn` is told of those that are not read-only.
+/// used (started here, each stateful one on a fresh copy of its state, stopped after): those of
+/// tools the servers annotate read-only today, or with `all` every one, after `warn` is told of
+/// those that are not read-only. With `all`, a destructive tool of a server without a sandbox
+/// refuses the recheck (`mcp::sandbox::refuse_unguarded`).
 pub async fn recheck(
     header: &Header,
     calls: &[Recorded],
@@ -190,18 +192,23 @@ pub async fn recheck(
     warn: &mut (dyn FnMut(&[String]) + Send),
     mcp: &McpConfig,
     timeouts: Timeouts,
-) -> Found {
+) -> anyhow::Result<Found> {
     // Every server the run used is started first: what each says of its tools today decides
     // which calls are made.
     let wanted: BTreeSet<String> = calls.iter().filter_map(|c| server_of(header, c)).collect();
-    let configs: Vec<_> = mcp
+    let mut configs: Vec<_> = mcp
         .servers
         .iter()
         .filter(|s| wanted.contains(&s.name))
         .cloned()
         .collect();
+    let _sandboxes = crate::mcp::sandbox::prepare(&mut configs)?;
     let (pool, failures) = McpPool::connect(&configs, timeouts).await;
     let today = pool.tools();
+    if all && let Err(refused) = crate::mcp::sandbox::refuse_unguarded(&configs, &today) {
+        pool.shutdown().await;
+        return Err(refused);
+    }
     let (indices, skipped) = partition(&today, calls, all);
     let not_read_only: Vec<String> = indices
         .iter()
@@ -255,7 +262,7 @@ pub async fn recheck(
             .push(compare(call, &outcome.result, outcome.error.as_deref()));
     }
     pool.shutdown().await;
-    found
+    Ok(found)
 }
 
 /// Appends what a recheck found to the run at `path`, after its last event.

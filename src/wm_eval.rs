@@ -472,6 +472,7 @@ pub async fn evaluate(
                 leader,
                 ..Default::default()
             },
+            end_digest: Default::default(),
         },
     )?;
     Ok(Evaluation {

@@ -376,6 +376,7 @@ fn hand_run(dir: &Path, agent: &str, task: &str, repeat: u32, calls: u32, errors
             error: None,
             ending: None,
             totals: Default::default(),
+            end_digest: Default::default(),
         },
     )
     .unwrap();

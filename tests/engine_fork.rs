@@ -360,9 +360,11 @@ fn a_fork_of_a_run_with_a_torn_call_line_refuses_to_replay_the_lost_step() {
 fn a_stateful_servers_replayed_steps_are_not_made_again() {
     let dir = tempfile::tempdir().unwrap();
     let memory_file = dir.path().join("graph.jsonl");
+    // Its real state, knowingly (a file of this test's own): its destructive tools allowed.
     let memory = json!({
         "command": npm_bin("mcp-server-memory"),
-        "env": {"MEMORY_FILE_PATH": memory_file.display().to_string()}
+        "env": {"MEMORY_FILE_PATH": memory_file.display().to_string()},
+        "cosmos": {"live_state": true}
     });
     let mcp = write_mcp_config(dir.path(), json!({"memory": memory}));
     let entity =
@@ -393,7 +395,8 @@ fn a_stateful_servers_replayed_steps_are_not_made_again() {
     std::fs::create_dir_all(&fresh).unwrap();
     let fresh_memory = json!({
         "command": npm_bin("mcp-server-memory"),
-        "env": {"MEMORY_FILE_PATH": fresh.join("graph.jsonl").display().to_string()}
+        "env": {"MEMORY_FILE_PATH": fresh.join("graph.jsonl").display().to_string()},
+        "cosmos": {"live_state": true}
     });
     let fresh_mcp = write_mcp_config(&fresh, json!({"memory": fresh_memory}));
     let rules = json!([

@@ -952,6 +952,7 @@ fn a_history_too_long_for_the_judge_is_compressed_and_the_judgement_says_so() {
                 error: None,
                 ending: None,
                 totals: Default::default(),
+                end_digest: Default::default(),
             },
         )
         .unwrap();
@@ -1741,6 +1742,7 @@ fn a_nodes_call_made_for_real_after_the_run_is_appended() {
             error: None,
             ending: None,
             totals: Default::default(),
+            end_digest: Default::default(),
         },
     ] {
         w.write(1, body).unwrap();

@@ -70,12 +70,21 @@ fn every_reference_call_of_the_example_tasks_fits_the_real_tools_schema() {
     for server in config["mcpServers"].as_object_mut().unwrap().values_mut() {
         let command = server["command"].as_str().unwrap();
         server["command"] = json!(Path::new(ROOT).join(command).display().to_string());
+        // A state's seed is found beside the config that names it.
+        if let Some(seed) = server.pointer_mut("/cosmos/state/seed") {
+            let beside = Path::new(ROOT)
+                .join("examples")
+                .join(seed.as_str().unwrap());
+            assert!(beside.exists(), "{beside:?}");
+            *seed = json!(beside.display().to_string());
+        }
     }
     let dir = tempfile::tempdir().unwrap();
     let absolute = dir.path().join("mcp.json");
     std::fs::write(&absolute, config.to_string()).unwrap();
     let tools = tokio::runtime::Runtime::new().unwrap().block_on(async {
-        let config = mcp_cosmos::mcp::config::McpConfig::load(&absolute).unwrap();
+        let mut config = mcp_cosmos::mcp::config::McpConfig::load(&absolute).unwrap();
+        let _sandboxes = mcp_cosmos::mcp::sandbox::prepare(&mut config.servers).unwrap();
         let (pool, failures) =
             mcp_cosmos::mcp::pool::McpPool::connect(&config.servers, Default::default()).await;
         assert!(failures.is_empty(), "{failures:?}");

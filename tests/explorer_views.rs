@@ -87,6 +87,7 @@ fn the_browser_shows_every_status_marker_whole_and_tells_a_sweeps_runs_apart() {
             error: None,
             ending: Some(ending),
             totals: Default::default(),
+            end_digest: Default::default(),
         });
         let run = common::run_of(name, header, bodies);
         let path = dir.path().join(name);
@@ -434,6 +435,7 @@ fn two_alphas() -> Vec<Run> {
                 transport: "stdio".into(),
                 target: Some("python -m mcp_server_time".into()),
                 shared: false,
+                start_digest: None,
             }];
             common::run_of(
                 &format!("runs/alpha-{alpha}.jsonl"),

@@ -126,6 +126,7 @@ fn no_calls() -> Run {
             error: None,
             ending: Some(Ending::PlannerFinished),
             totals: Totals::default(),
+            end_digest: Default::default(),
         },
     ];
     common::run_of("quiet.jsonl", header, bodies)

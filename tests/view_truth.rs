@@ -405,6 +405,7 @@ fn a_search_that_found_no_finished_path_is_marked_not_green_and_f_stops_at_it() 
                     error: None,
                     ending: Some(ending),
                     totals: Totals::default(),
+                    end_digest: Default::default(),
                 },
             ],
         );
@@ -506,6 +507,7 @@ fn a_run_with_no_node_and_no_call_says_so_instead_of_asking_to_step_forward() {
                 error: Some("no MCP server could be started".into()),
                 ending: None,
                 totals: Default::default(),
+                end_digest: Default::default(),
             },
         ],
     );
@@ -1092,6 +1094,7 @@ fn search_run(name: &str, stop: mcp_cosmos::trajectory::event::SearchStop) -> Ru
                 error: None,
                 ending: Some(ending),
                 totals: Default::default(),
+                end_digest: Default::default(),
             },
         ],
     )
@@ -1170,6 +1173,7 @@ fn browser_run_view_compare_and_about_show_reports_figures_for_generated_runs() 
                     error: None,
                     ending: Some(Ending::ClientClosed),
                     totals: Default::default(),
+                    end_digest: Default::default(),
                 },
             ],
         ),

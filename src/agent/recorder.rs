@@ -129,6 +129,7 @@ mod tests {
             error: None,
             ending: None,
             totals: Default::default(),
+            end_digest: Default::default(),
         })
         .unwrap();
         let run = crate::trajectory::run::Run::open(&path).unwrap();

@@ -102,6 +102,8 @@ pub struct Prepared {
     search: Settings,
     /// Sees every event as written (an OpenTelemetry exporter); set by the caller.
     pub tap: Option<Box<dyn super::ports::Tap>>,
+    /// The stateful servers' copies of their state for this run.
+    sandboxes: Vec<crate::mcp::sandbox::Sandbox>,
 }
 
 /// How a run ended.
@@ -230,8 +232,15 @@ pub async fn prepare(spec: &RunSpec, stop: watch::Receiver<bool>) -> Result<Prep
         );
     }
 
+    // Each stateful server gets a fresh copy of its state, named in its entry.
+    let sandboxes = crate::mcp::sandbox::prepare(&mut servers)?;
     let (pool, failures) =
         McpPool::connect_sharing(&servers, spec.timeouts, spec.shared.as_deref()).await;
+    // A tool its server marks destructive runs only in a sandbox, or knowingly on live state.
+    if let Err(refused) = crate::mcp::sandbox::refuse_unguarded(&servers, &pool.tools()) {
+        pool.shutdown().await;
+        return Err(refused);
+    }
     let mut settings = std::collections::BTreeMap::new();
     settings.insert("max_steps".to_string(), json!(spec.budget.max_steps));
     settings.insert("max_tokens".to_string(), json!(spec.budget.max_tokens));
@@ -313,6 +322,12 @@ pub async fn prepare(spec: &RunSpec, stop: watch::Receiver<bool>) -> Result<Prep
     header.world_model = world_model.as_ref().map(|w| w.describe());
     header.label = spec.label.clone();
     header.servers = pool.server_infos();
+    for info in &mut header.servers {
+        info.start_digest = sandboxes
+            .iter()
+            .find(|s| s.server == info.name)
+            .map(|s| s.start_digest.clone());
+    }
     header.tools = pool.tools();
     header.fork_of = spec.fork.as_ref().map(|f| f.of.clone());
     if let Some((tools, servers)) = offline {
@@ -360,6 +375,7 @@ pub async fn prepare(spec: &RunSpec, stop: watch::Receiver<bool>) -> Result<Prep
         path,
         search: spec.search,
         tap: None,
+        sandboxes,
     })
 }
 
@@ -381,6 +397,7 @@ pub async fn execute(
         header,
         search,
         tap,
+        sandboxes,
     } = prepared;
     let mut rec = Recorder::new(recorder_writer, live, hook).with_tap(tap);
     let end = unless_panicking(run_agent(
@@ -392,12 +409,16 @@ pub async fn execute(
     ))
     .await;
     drop(env);
+    // The state as the run left it (read before its servers stop: each writes its state as
+    // it changes it), kept beside the run.
+    let end_digest = crate::mcp::sandbox::finish(&sandboxes, &path);
     // Whatever happened, the file ends with run_finished (unless the disk itself failed).
     let finish = rec.emit(EventBody::RunFinished {
         status: end.status,
         error: end.error.clone(),
         ending: end.ending,
         totals: Default::default(),
+        end_digest,
     });
     // The agent's environment is gone, so the pool has one owner again.
     if let Ok(pool) = Arc::try_unwrap(pool) {

@@ -114,6 +114,14 @@ pub fn run(args: RecheckArgs) -> Result<ExitCode> {
                     break;
                 }
             };
+            let rechecked = match rechecked {
+                Ok(found) => found,
+                Err(e) => {
+                    failures += 1;
+                    eprintln!("cosmos: {}: {}", file.display(), inert(&format!("{e:#}")));
+                    continue;
+                }
+            };
             if let Err(e) = recheck::append(file, &rechecked, last_ms, redactor.clone()) {
                 failures += 1;
                 eprintln!("cosmos: {}: {}", file.display(), inert(&format!("{e:#}")));

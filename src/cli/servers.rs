@@ -12,7 +12,9 @@ use crate::sanitize::inert;
 
 /// Lists servers and tools; `-v` adds input schemas. Exit 1 when a server fails.
 pub fn run(config: &Path, verbose: bool, startup_timeout_s: u64) -> Result<ExitCode> {
-    let mcp = McpConfig::load(config)?;
+    let mut mcp = McpConfig::load(config)?;
+    // A stateful server is listed on a copy of its state, never its seed.
+    let _sandboxes = crate::mcp::sandbox::prepare(&mut mcp.servers)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;

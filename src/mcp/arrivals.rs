@@ -2,18 +2,29 @@
 //! the notifications the server sent before it, not for a quiet spell.
 //!
 //! rmcp reads a connection's messages in order, but hands each notification to a task of its
-//! own, which may run after a later result has reached its caller. [`Counted`] counts each
-//! notification as the transport hands it to rmcp (in order, before any later result); the
-//! connection's handler counts it again once it has dealt with it ([`Arrivals::handled`]). A
-//! result taken when `n` notifications had arrived waits until `n` are handled.
+//! own, which may run after a later result has reached its caller, or after a later
+//! notification's task. [`Counted`] numbers each notification as the transport hands it to
+//! rmcp (in order, before any later result), in the notification's extensions ([`Arrival`]);
+//! the connection's handler takes its turn by that number ([`Arrivals::wait_turn`]) and counts
+//! it once it has dealt with it ([`Arrivals::handled`]). Notifications are so handled in the
+//! order the server sent them, and a result taken when `n` had arrived waits until `n` are
+//! handled.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use rmcp::RoleClient;
-use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage, ServerNotification};
+use rmcp::model::{ClientJsonRpcMessage, GetExtensions, ServerJsonRpcMessage, ServerNotification};
 use rmcp::transport::Transport;
+
+/// A notification's place in its connection's order, from 0.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Arrival(pub u64);
+
+/// The longest a notification waits for those before it to be handled (a handler that never
+/// ran: the connection closed under it).
+const TURN_WAIT: Duration = Duration::from_millis(500);
 
 /// One connection's notifications: how many arrived, how many were handled.
 #[derive(Debug, Default)]
@@ -48,6 +59,14 @@ impl Arrivals {
     pub fn handled(&self) {
         self.handled.fetch_add(1, Ordering::AcqRel);
         self.changed.notify_waiters();
+    }
+
+    /// Waits until every notification that arrived before the one whose `extensions` these
+    /// are has been handled (at once for one that carries no [`Arrival`]).
+    pub async fn wait_turn(&self, extensions: &rmcp::model::Extensions) {
+        if let Some(Arrival(seq)) = extensions.get::<Arrival>() {
+            self.all_handled(*seq, TURN_WAIT).await;
+        }
     }
 
     /// Waits until `arrived` notifications have been handled, or `at_most` has passed (a
@@ -90,11 +109,12 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for Counted<T> {
     }
 
     async fn receive(&mut self) -> Option<ServerJsonRpcMessage> {
-        let message = self.inner.receive().await?;
-        if let ServerJsonRpcMessage::Notification(n) = &message
+        let mut message = self.inner.receive().await?;
+        if let ServerJsonRpcMessage::Notification(n) = &mut message
             && counted(&n.notification)
         {
-            self.arrivals.arrived.fetch_add(1, Ordering::AcqRel);
+            let seq = self.arrivals.arrived.fetch_add(1, Ordering::AcqRel);
+            n.notification.extensions_mut().insert(Arrival(seq));
         }
         Some(message)
     }
@@ -128,6 +148,20 @@ mod tests {
             .await
             .expect("the wait ends once both are handled")
             .unwrap();
+        // The third waits its turn: it is handled after the first two.
+        let mut third = rmcp::model::Extensions::new();
+        third.insert(Arrival(2));
+        tokio::time::timeout(Duration::from_millis(1), arrivals.wait_turn(&third))
+            .await
+            .expect("its turn, both before it handled");
+        let mut fourth = rmcp::model::Extensions::new();
+        fourth.insert(Arrival(3));
+        assert!(
+            tokio::time::timeout(Duration::from_millis(20), arrivals.wait_turn(&fourth))
+                .await
+                .is_err(),
+            "the third is not handled yet"
+        );
         // Nothing arrived: no wait at all.
         let idle = Arrivals::default();
         tokio::time::timeout(

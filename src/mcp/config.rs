@@ -77,6 +77,13 @@ pub struct ServerConfig {
     /// Declared stateless (`"cosmos": {"shared": true}`): a sweep's worker may give one
     /// process to its cells one after another.
     pub shared: bool,
+    /// The state it keeps (`"cosmos": {"state": {"seed": PATH}}`): each run is given a fresh
+    /// copy of the seed, named by `${COSMOS_STATE_DIR}` in its `args` and `env`
+    /// (`mcp::sandbox`).
+    pub state_seed: Option<PathBuf>,
+    /// Declared to work on real state (`"cosmos": {"live_state": true}`): its destructive
+    /// tools are allowed without a sandbox.
+    pub live_state: bool,
     /// The command line or URL with credentials replaced by `***` (what is recorded).
     shown: String,
     /// The secrets known when it was read (its own and those of the servers before it): any
@@ -184,6 +191,19 @@ struct CosmosShape {
     /// use it one after another.
     #[serde(default)]
     shared: bool,
+    /// The state the server keeps, copied fresh for each run.
+    state: Option<StateShape>,
+    /// The server works on real state, knowingly.
+    #[serde(default)]
+    live_state: bool,
+}
+
+/// `"cosmos": {"state": {...}}`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StateShape {
+    /// A file or a folder, copied for each run (relative: to the config file's folder).
+    seed: PathBuf,
 }
 
 /// The servers of a config file, and the secret values its `${VAR}`s expanded to.
@@ -200,8 +220,15 @@ impl McpConfig {
     pub fn load(path: &Path) -> Result<Self> {
         let text = crate::small_file::read_string_within(path, crate::small_file::CONFIG_BYTES)
             .with_context(|| format!("reading MCP config {}", path.display()))?;
-        let config =
+        let mut config =
             Self::parse(&text).with_context(|| format!("in MCP config {}", path.display()))?;
+        // A seed is found beside the config that names it, wherever cosmos runs from.
+        let beside = path.parent().unwrap_or(Path::new(""));
+        for server in &mut config.servers {
+            if let Some(seed) = server.state_seed.as_mut().filter(|s| s.is_relative()) {
+                *seed = beside.join(&*seed);
+            }
+        }
         crate::trajectory::redact::remember_for_logs(config.secrets.iter().map(String::as_str));
         Ok(config)
     }
@@ -315,6 +342,26 @@ impl McpConfig {
             let shown = crate::trajectory::redact::Redactor::with_secrets(config.secrets.clone())
                 .redact_str(&shown)
                 .unwrap_or(shown);
+            let state_seed = entry.cosmos.state.map(|s| s.seed);
+            if state_seed.is_some() && matches!(transport, Transport::Http { .. }) {
+                bail!(
+                    "server \"{name}\": \"cosmos\": {{\"state\": ...}} is for a server cosmos \
+                     starts (\"command\"): a \"url\" server keeps its state where cosmos cannot \
+                     copy it"
+                );
+            }
+            if state_seed.is_some() && entry.cosmos.shared {
+                bail!(
+                    "server \"{name}\": a server with \"state\" is not \"shared\": each run gets \
+                     its own copy"
+                );
+            }
+            if state_seed.is_none() && names_state_dir(&transport) {
+                problem.get_or_insert(format!(
+                    "it names ${{{STATE_DIR_VAR}}} but declares no \"cosmos\": {{\"state\": \
+                     {{\"seed\": PATH}}}} for cosmos to fill it"
+                ));
+            }
             if entry.cosmos.shared && matches!(transport, Transport::Http { .. }) {
                 bail!(
                     "server \"{name}\": \"cosmos\": {{\"shared\": true}} is for a server cosmos starts \
@@ -326,6 +373,8 @@ impl McpConfig {
                 transport,
                 problem,
                 shared: entry.cosmos.shared,
+                state_seed,
+                live_state: entry.cosmos.live_state,
                 shown,
                 secrets: config.secrets.clone(),
             });
@@ -352,7 +401,26 @@ impl McpConfig {
 }
 
 /// True for an env key that names a credential.
+/// The variable a stateful server's entry names its run's copy of the state by: filled per run
+/// (`mcp::sandbox`), never from the environment.
+pub const STATE_DIR_VAR: &str = "COSMOS_STATE_DIR";
+
+/// True when a stdio entry's arguments, environment or folder name [`STATE_DIR_VAR`].
+pub(crate) fn names_state_dir(transport: &Transport) -> bool {
+    let named = format!("${{{STATE_DIR_VAR}}}");
+    match transport {
+        Transport::Stdio { args, env, cwd, .. } => {
+            args.iter().chain(env.values()).any(|v| v.contains(&named))
+                || cwd
+                    .as_ref()
+                    .is_some_and(|c| c.to_string_lossy().contains(&named))
+        }
+        Transport::Http { .. } => false,
+    }
+}
+
 /// Replaces `${VAR}` with the environment's value; returns the text and the values used.
+/// `${COSMOS_STATE_DIR}` stays as it is: each run fills it ([`STATE_DIR_VAR`]).
 fn expand_vars(text: &str) -> Result<(String, Vec<String>)> {
     let mut out = String::new();
     let mut secrets = Vec::new();
@@ -362,6 +430,11 @@ fn expand_vars(text: &str) -> Result<(String, Vec<String>)> {
         let after = &rest[start + 2..];
         let end = after.find('}').context("unclosed ${")?;
         let var = &after[..end];
+        if var == STATE_DIR_VAR {
+            out.push_str(&rest[start..start + 2 + end + 1]);
+            rest = &after[end + 1..];
+            continue;
+        }
         let value =
             std::env::var(var).with_context(|| format!("environment variable {var} is not set"))?;
         secrets.push(value.clone());

@@ -9,6 +9,7 @@ pub mod oversized;
 pub mod pool;
 pub mod process_group;
 pub mod relay;
+pub mod sandbox;
 pub mod server;
 pub mod shared;
 

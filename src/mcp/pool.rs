@@ -106,6 +106,7 @@ impl McpPool {
                 transport: c.transport_name().into(),
                 target: Some(c.target()),
                 shared: self.shared.contains(&c.name),
+                start_digest: None,
             })
             .collect()
     }

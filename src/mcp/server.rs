@@ -204,52 +204,66 @@ impl rmcp::ClientHandler for Listener {
     async fn on_logging_message(
         &self,
         params: rmcp::model::LoggingMessageNotificationParam,
-        _context: NotificationContext<RoleClient>,
+        context: NotificationContext<RoleClient>,
     ) {
-        self.relayed(rmcp::model::ServerNotification::LoggingMessageNotification(
-            rmcp::model::LoggingMessageNotification::new(params),
-        ));
+        self.relayed(
+            &context,
+            rmcp::model::ServerNotification::LoggingMessageNotification(
+                rmcp::model::LoggingMessageNotification::new(params),
+            ),
+        )
+        .await;
     }
 
     async fn on_resource_updated(
         &self,
         params: rmcp::model::ResourceUpdatedNotificationParam,
-        _context: NotificationContext<RoleClient>,
+        context: NotificationContext<RoleClient>,
     ) {
         self.relayed(
+            &context,
             rmcp::model::ServerNotification::ResourceUpdatedNotification(
                 rmcp::model::ResourceUpdatedNotification::new(params),
             ),
-        );
+        )
+        .await;
     }
 
-    async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
+    async fn on_resource_list_changed(&self, context: NotificationContext<RoleClient>) {
         self.relayed(
+            &context,
             rmcp::model::ServerNotification::ResourceListChangedNotification(Default::default()),
-        );
+        )
+        .await;
     }
 
-    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+    async fn on_tool_list_changed(&self, context: NotificationContext<RoleClient>) {
         self.relayed(
+            &context,
             rmcp::model::ServerNotification::ToolListChangedNotification(Default::default()),
-        );
+        )
+        .await;
     }
 
-    async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
+    async fn on_prompt_list_changed(&self, context: NotificationContext<RoleClient>) {
         self.relayed(
+            &context,
             rmcp::model::ServerNotification::PromptListChangedNotification(Default::default()),
-        );
+        )
+        .await;
     }
 
     async fn on_custom_notification(
         &self,
         notification: rmcp::model::CustomNotification,
-        _context: NotificationContext<RoleClient>,
+        context: NotificationContext<RoleClient>,
     ) {
         // e.g. `notifications/elicitation/complete` after a page the client opened.
-        self.relayed(rmcp::model::ServerNotification::CustomNotification(
-            notification,
-        ));
+        self.relayed(
+            &context,
+            rmcp::model::ServerNotification::CustomNotification(notification),
+        )
+        .await;
     }
 
     async fn create_elicitation(
@@ -275,13 +289,15 @@ impl rmcp::ClientHandler for Listener {
     async fn on_progress(
         &self,
         params: ProgressNotificationParam,
-        _context: NotificationContext<RoleClient>,
+        context: NotificationContext<RoleClient>,
     ) {
         let progress = Progress {
             progress: params.progress,
             total: params.total,
             message: params.message,
         };
+        // In the order the server sent them (rmcp hands each to a task of its own).
+        self.arrivals.wait_turn(&context.extensions).await;
         // Nobody waiting (the call has ended) is not an error.
         let _ = self
             .progress
@@ -293,7 +309,12 @@ impl rmcp::ClientHandler for Listener {
 impl Listener {
     /// Hands `notification` to the relay, and tells a call waiting for its result's last
     /// traffic that some came.
-    fn relayed(&self, notification: rmcp::model::ServerNotification) {
+    async fn relayed(
+        &self,
+        context: &NotificationContext<RoleClient>,
+        notification: rmcp::model::ServerNotification,
+    ) {
+        self.arrivals.wait_turn(&context.extensions).await;
         if let Some(relay) = super::relay::relay() {
             relay.notify(&self.server, notification);
         }
@@ -358,6 +379,12 @@ impl Server {
         };
         if let Some(problem) = &config.problem {
             return Err(fail(format!("not started: {problem}"), &stderr));
+        }
+        if config.state_seed.is_some() && super::sandbox::unfilled(config) {
+            return Err(fail(
+                "not started: its state was given no folder (`mcp::sandbox::prepare`)".into(),
+                &stderr,
+            ));
         }
         let group = Arc::new(Mutex::new(None));
         let oversized = Arc::new(Oversized::default());

@@ -195,6 +195,8 @@ pub struct Setup {
     pub clients: Arc<clients::Clients>,
     /// What the proxy offers beyond tools, from its upstreams.
     pub offer: offer::Offer,
+    /// The stateful upstreams' copies of their state, for as long as the proxy runs.
+    _sandboxes: Vec<crate::mcp::sandbox::Sandbox>,
     /// Sessions open now, so a stop can end each one; `None` once the proxy is stopping
     /// (no session opens then: it would be left a file with nothing in it).
     sessions: Mutex<Option<Vec<Weak<Session>>>>,
@@ -279,6 +281,10 @@ impl Setup {
         let clients = Arc::new(clients::Clients::default());
         elicit::forward_to_clients(clients.clone());
         crate::mcp::relay::relay_through(Arc::new(relay::ToClients(clients.clone())))?;
+        // A stateful upstream works on a copy of its state for as long as the proxy runs
+        // (its client decides what it may change: no refusal here).
+        let mut chosen = chosen;
+        let sandboxes = crate::mcp::sandbox::prepare(&mut chosen)?;
         let (pool, failures) = if needs_upstream {
             let (pool, failures) = McpPool::connect(&chosen, spec.timeouts).await;
             (Some(Arc::new(pool)), failures)
@@ -369,6 +375,7 @@ impl Setup {
             roles,
             clients,
             offer,
+            _sandboxes: sandboxes,
             sessions: Mutex::new(Some(Vec::new())),
             session_idle: spec.session_idle,
             session_closed: Arc::new(tokio::sync::Notify::new()),

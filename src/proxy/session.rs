@@ -407,6 +407,7 @@ impl Session {
                 error: None,
                 ending: Some(ending),
                 totals: Default::default(),
+                end_digest: Default::default(),
             })
         });
         if let Err(e) = finished {

@@ -306,6 +306,10 @@ pub struct ServerInfo {
     /// shared by a worker's cells).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub shared: bool,
+    /// The digest of its state at the run's start, when it was given a fresh copy of its seed
+    /// (`"cosmos": {"state": ...}`; `mcp::sandbox::digest`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_digest: Option<String>,
 }
 
 /// Least time between two recorded progress reports of one call: a server that reports every
@@ -1452,6 +1456,10 @@ pub enum EventBody {
         ending: Option<Ending>,
         /// Totals for listing without parsing the body.
         totals: Totals,
+        /// Each sandboxed server's state digest at the end, by server (see
+        /// `ServerInfo::start_digest`).
+        #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+        end_digest: BTreeMap<String, String>,
     },
     /// The planner's reply was not a usable decision (a call without a tool, an unknown tool,
     /// arguments that are not an object): recorded with the reply, never taken as a finish.

@@ -1098,7 +1098,11 @@ fn walk(dir: &Path, found: &mut Found) -> bool {
             continue;
         };
         if file_type.is_dir() {
-            followed |= walk(&path, found);
+            // A run's kept end state (`STEM.state`, `mcp::sandbox`) holds the server's files,
+            // which may well be `*.jsonl` of another kind.
+            if path.extension().is_none_or(|e| e != "state") {
+                followed |= walk(&path, found);
+            }
         } else if file_type.is_file() && path.extension().is_some_and(|e| e == "jsonl") {
             // The entry's own type (no `stat`): thousands of runs are listed at the cost of
             // reading the folder.

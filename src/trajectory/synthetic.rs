@@ -373,6 +373,7 @@ pub fn write(
             error: None,
             ending: None,
             totals,
+            end_digest: Default::default(),
         },
     )?;
     Ok(())

@@ -181,6 +181,7 @@ mod tests {
             error: None,
             ending: None,
             totals: Default::default(),
+            end_digest: Default::default(),
         };
         let events = synthetic::events(&spec)
             .into_iter()

@@ -192,6 +192,7 @@ pub fn plan_fails_bodies(world_model: &str, second_target: &str) -> Vec<EventBod
             error: None,
             ending: None,
             totals: Totals::default(),
+            end_digest: Default::default(),
         },
     ]
 }
@@ -323,6 +324,7 @@ pub fn revised_run() -> Run {
             error: None,
             ending: None,
             totals: Totals::default(),
+            end_digest: Default::default(),
         },
     ];
     run_of(
@@ -414,6 +416,7 @@ pub fn three_runs() -> Vec<Run> {
             error: None,
             ending: None,
             totals: Totals::default(),
+            end_digest: Default::default(),
         },
     ];
     vec![
@@ -443,6 +446,7 @@ pub fn completed() -> EventBody {
         error: None,
         ending: None,
         totals: Totals::default(),
+        end_digest: Default::default(),
     }
 }
 

@@ -272,6 +272,25 @@ pub fn cosmos_spawn<S: AsRef<std::ffi::OsStr>>(
         .unwrap()
 }
 
+/// `cosmos run --agent react` of the task file `task` against the servers of `mcp`, planned by
+/// `llm`, into `out`: the command's output, whatever it is.
+#[allow(dead_code)]
+pub fn react_command(mcp: &Path, task: &Path, out: &Path, llm: &ScriptedLlm) -> Output {
+    let args = [
+        "run",
+        "--mcp-config",
+        mcp.to_str().unwrap(),
+        "--task",
+        task.to_str().unwrap(),
+        "--agent",
+        "react",
+        "--out",
+        out.to_str().unwrap(),
+        "--no-tui",
+    ];
+    cosmos(&args, llm, "sk-test")
+}
+
 /// A ReAct run of a one-task file (`task`, the task's JSON) against the servers of `mcp`,
 /// with the scripted planner `rules`, into `dir/runs`: the command's output and the run's file.
 #[allow(dead_code)]
@@ -280,19 +299,7 @@ pub fn react_run(dir: &Path, mcp: &Path, task: Value, rules: Value) -> (Output, 
     std::fs::write(&task_file, task.to_string()).unwrap();
     let llm = ScriptedLlm::start(rules);
     let out = dir.join("runs");
-    let args = [
-        "run",
-        "--mcp-config",
-        mcp.to_str().unwrap(),
-        "--task",
-        task_file.to_str().unwrap(),
-        "--agent",
-        "react",
-        "--out",
-        out.to_str().unwrap(),
-        "--no-tui",
-    ];
-    let ran = cosmos(&args, &llm, "sk-test");
+    let ran = react_command(mcp, &task_file, &out, &llm);
     assert!(ran.status.success(), "{}", text(&ran));
     let run = only_run(&out);
     (ran, run)

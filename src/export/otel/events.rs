@@ -602,6 +602,7 @@ impl Trace {
             error,
             ending,
             totals,
+            ..
         } = &event.body
         else {
             return;

@@ -1,0 +1,141 @@
+//! Servers that keep state, with the real memory server (npm `@modelcontextprotocol/server-memory`,
+//! a knowledge graph in a file): each run gets a fresh copy of the state's seed, two runs start
+//! from identical state, the end state is kept beside the run, the seed is never touched; a
+//! server that marks a tool destructive runs only in a sandbox or knowingly on live state.
+
+mod support;
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+use support::*;
+
+/// The memory server on a copy of `seed` (relative to the config's folder).
+fn sandboxed_memory(seed: &str) -> Value {
+    json!({
+        "command": npm_bin("mcp-server-memory"),
+        "env": {"MEMORY_FILE_PATH": "${COSMOS_STATE_DIR}/graph.jsonl"},
+        "cosmos": {"state": {"seed": seed}}
+    })
+}
+
+fn remember_lyon() -> Value {
+    let entity =
+        json!({"entities": [{"name": "Lyon", "entityType": "city", "observations": ["clear"]}]});
+    json!([
+        {"when": "2. memory:read_graph", "content": finish("Lyon and Paris")},
+        {"when": "1. memory:create_entities", "content": call("memory:read_graph", json!({}))},
+        {"when": "No tool has been called yet", "content": call("memory:create_entities", entity)},
+        {"content": "Lyon and Paris"}
+    ])
+}
+
+fn task() -> Value {
+    json!({"id": "graph_1", "request": "Remember Lyon, then read the graph back."})
+}
+
+#[test]
+fn two_runs_start_from_identical_state_keep_their_end_state_and_leave_the_seed_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let seed_line =
+        r#"{"type":"entity","name":"Paris","entityType":"city","observations":["seeded"]}"#;
+    std::fs::create_dir_all(dir.path().join("seed")).unwrap();
+    std::fs::write(
+        dir.path().join("seed/graph.jsonl"),
+        format!("{seed_line}\n"),
+    )
+    .unwrap();
+    let mcp = write_mcp_config(
+        dir.path(),
+        json!({"memory": sandboxed_memory("seed/graph.jsonl")}),
+    );
+    let mut runs = Vec::new();
+    for name in ["a", "b"] {
+        let at = dir.path().join(name);
+        std::fs::create_dir_all(&at).unwrap();
+        let (_, run) = react_run(&at, &mcp, task(), remember_lyon());
+        runs.push(run);
+    }
+    let digests = |run: &Path| -> (String, String) {
+        let events = events(run);
+        let start = events[0]["servers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == "memory")
+            .unwrap()["start_digest"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no start_digest: {}", events[0]))
+            .to_string();
+        let finished = events.last().unwrap();
+        assert_eq!(finished["kind"], "run_finished");
+        let end = finished["end_digest"]["memory"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no end_digest: {finished}"))
+            .to_string();
+        (start, end)
+    };
+    let (start_a, end_a) = digests(&runs[0]);
+    let (start_b, end_b) = digests(&runs[1]);
+    assert!(start_a.starts_with("sha256:"), "{start_a}");
+    assert_eq!(start_a, start_b, "both runs start from the seed's copy");
+    assert_ne!(start_a, end_a, "the run changed the state");
+    assert_eq!(end_a, end_b, "the same calls leave the same state");
+    // The run read the seeded entity and its own.
+    let read = events(&runs[0])
+        .into_iter()
+        .find(|e| e["kind"] == "tool_called" && e["tool"] == "memory:read_graph")
+        .unwrap();
+    let read = read["result"]["text"].as_str().unwrap().to_string();
+    assert!(read.contains("Paris") && read.contains("Lyon"), "{read}");
+    // The end state beside each run; the seed as it was.
+    for run in &runs {
+        let kept = run.with_extension("state").join("memory/graph.jsonl");
+        let kept = std::fs::read_to_string(&kept).unwrap_or_else(|e| panic!("{kept:?}: {e}"));
+        assert!(kept.contains("Lyon") && kept.contains("Paris"), "{kept}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("seed/graph.jsonl")).unwrap(),
+        format!("{seed_line}\n")
+    );
+    // The kept state is no run: a listing of the folder finds the run alone.
+    let listed = mcp_cosmos::trajectory::listing::list_runs(&[dir.path().join("a")]).unwrap();
+    assert_eq!(listed.len(), 1);
+}
+
+#[test]
+fn a_destructive_tool_without_a_sandbox_refuses_the_run_naming_both_settings() {
+    let dir = tempfile::tempdir().unwrap();
+    let graph = dir.path().join("graph.jsonl");
+    let live = |extra: Value| {
+        let mut entry = json!({
+            "command": npm_bin("mcp-server-memory"),
+            "env": {"MEMORY_FILE_PATH": graph.display().to_string()},
+        });
+        if !extra.is_null() {
+            entry["cosmos"] = extra;
+        }
+        write_mcp_config(dir.path(), json!({"memory": entry}))
+    };
+    let task_file = dir.path().join("task.json");
+    std::fs::write(&task_file, task().to_string()).unwrap();
+    let llm = ScriptedLlm::start(remember_lyon());
+    let out = dir.path().join("runs");
+    let run = |mcp: &Path| react_command(mcp, &task_file, &out, &llm);
+    let refused = run(&live(Value::Null));
+    assert!(!refused.status.success());
+    let said = text(&refused);
+    assert!(
+        said.contains("which it marks destructive")
+            && said.contains("memory:delete_")
+            && said.contains("\"state\"")
+            && said.contains("\"live_state\": true"),
+        "{said}"
+    );
+    assert!(runs_in(&out).is_empty(), "a refused run leaves no file");
+    assert!(!graph.exists(), "nothing was changed");
+    // Knowingly on live state, it runs.
+    let ran = run(&live(json!({"live_state": true})));
+    assert!(ran.status.success(), "{}", text(&ran));
+    assert!(std::fs::read_to_string(&graph).unwrap().contains("Lyon"));
+}
