@@ -101,6 +101,45 @@ fn two_runs_start_from_identical_state_keep_their_end_state_and_leave_the_seed_a
     // The kept state is no run: a listing of the folder finds the run alone.
     let listed = mcp_cosmos::trajectory::listing::list_runs(&[dir.path().join("a")]).unwrap();
     assert_eq!(listed.len(), 1);
+    // The about view says the run started on a fresh copy and changed it.
+    let about = about_screen(&runs[0]);
+    assert!(
+        about.contains(&format!("on a fresh copy of its state: {}", &start_a[..23])),
+        "{about}"
+    );
+    assert!(
+        about.contains(&format!("memory's state at the end: {}", &end_a[..23]))
+            && about.contains("(changed)"),
+        "{about}"
+    );
+}
+
+/// The run's about view (`a`), scrolled to its end, in a tall terminal.
+fn about_screen(run: &Path) -> String {
+    use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
+    use mcp_cosmos::tui::app::App;
+    let size = (140, 80);
+    let view = mcp_cosmos::tui::run_view::RunView::new(
+        mcp_cosmos::trajectory::run::Run::open(run).unwrap(),
+        ratatui::layout::Rect::new(0, 0, size.0, size.1 - 1),
+    );
+    let mut app = App::new(
+        view,
+        mcp_cosmos::tui::keymap::Keymap::default(),
+        mcp_cosmos::tui::theme::Theme::new(true),
+        size,
+    );
+    app.settle();
+    for code in [KeyCode::Char('a'), KeyCode::End] {
+        if let Some(action) = app.map_input(Event::Key(KeyEvent::new(code, KeyModifiers::NONE))) {
+            app.update(action);
+        }
+        app.settle();
+    }
+    let mut terminal =
+        ratatui::Terminal::new(ratatui::backend::TestBackend::new(size.0, size.1)).unwrap();
+    terminal.draw(|f| app.draw(f)).unwrap();
+    terminal.backend().to_string()
 }
 
 #[test]

@@ -284,6 +284,12 @@ impl Inspector {
         for s in &h.servers {
             let target = s.target.as_deref().unwrap_or("");
             lines.text(format!("  {} · {} · {target}", s.name, s.transport));
+            if let Some(digest) = &s.start_digest {
+                lines.text(format!(
+                    "    on a fresh copy of its state: {}",
+                    short(digest)
+                ));
+            }
         }
         lines.heading(format!("tools ({})", h.tools.len()));
         for t in &h.tools {
@@ -411,6 +417,24 @@ impl Inspector {
                 "  ending: {}",
                 ending.map_or("not recorded (an older file)", |e| e.as_str())
             ));
+            if let EventBody::RunFinished { end_digest, .. } = &finished.body {
+                for (server, end) in end_digest {
+                    let start = h
+                        .servers
+                        .iter()
+                        .find(|s| &s.name == server)
+                        .and_then(|s| s.start_digest.as_deref());
+                    let changed = match start {
+                        Some(start) if start == end => "unchanged",
+                        Some(_) => "changed",
+                        None => "its start not recorded",
+                    };
+                    lines.text(format!(
+                        "  {server}'s state at the end: {} ({changed})",
+                        short(end)
+                    ));
+                }
+            }
         }
         Self::new(" About this run ".to_string(), lines, size)
     }
@@ -1084,6 +1108,16 @@ fn member_lines(
                 lines.block(error.as_deref().unwrap_or(""), Mark::Failure);
             }
         }
+    }
+}
+
+/// A state digest as the about view shows it: its kind and first 16 hex digits.
+fn short(digest: &str) -> String {
+    let cut: String = digest.chars().take("sha256:".len() + 16).collect();
+    if cut.len() < digest.len() {
+        format!("{cut}…")
+    } else {
+        cut
     }
 }
 
