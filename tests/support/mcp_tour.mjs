@@ -6,7 +6,8 @@
 //     node mcp_tour.mjs SPEC_JSON
 //
 // SPEC is {"sdk": DIR (the SDK's package folder), "transport": "stdio", "command", "args",
-// "env"} or {..., "transport": "http", "url"}, and "long_calls". The client declares sampling
+// "env"} or {..., "transport": "http", "url"}, "long_calls", and "logs_expected" (how many log
+// messages to wait for after the call that starts logging). The client declares sampling
 // (it answers "sampled: " and the request's text), roots (one, file:///tour) and elicitation
 // (it declines), and keeps each log message. It prints one JSON object: capabilities, instructions, tools, prompts, a prompt
 // got, a resource read, a completion, a sampling tool's result, the roots the server saw, the
@@ -92,6 +93,13 @@ await client.setLoggingLevel("debug");
 // Logging starts with one message sent during the call, before its result.
 await client.callTool({ name: "toggle-simulated-logging", arguments: {} });
 out.logs_before_result = logs.length;
+// Over HTTP a log message comes on the session's own stream, maybe after the call's result:
+// wait (5 s at most) for as many as the test expects.
+const until = Date.now() + 5000;
+while (logs.length < (spec.logs_expected ?? 0) && Date.now() < until) {
+  await new Promise((resolve) => setTimeout(resolve, 10));
+}
+out.logs_soon_after = logs.length;
 await client.callTool({ name: "toggle-simulated-logging", arguments: {} });
 out.progress = [];
 for (let i = 0; i < (spec.long_calls ?? 0); i++) {
