@@ -1442,18 +1442,33 @@ fn a_proxy_that_cannot_work_says_why_before_serving() {
     }
 }
 
-/// The MCP Python SDK client's tour of a server (tests/support/mcp_tour.py) with `spec`.
-fn tour(mut spec: Value) -> Value {
+/// A client's tour of a server: `program` runs the tour script `script` (in tests/support) on
+/// `spec`, with 20 long calls; the JSON it prints last.
+fn run_tour(program: &str, script: &str, mut spec: Value) -> Value {
     spec["long_calls"] = json!(20);
-    let out = Command::new(python())
-        .arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/support/mcp_tour.py"))
+    let out = Command::new(program)
+        .arg(
+            PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/support")
+                .join(script),
+        )
         .arg(spec.to_string())
+        .stderr(Stdio::piped())
         .output()
         .unwrap();
-    assert!(out.status.success(), "the tour failed: {}", text(&out));
+    assert!(
+        out.status.success(),
+        "the {script} tour failed: {}",
+        text(&out)
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     serde_json::from_str(stdout.lines().last().unwrap_or_default())
         .unwrap_or_else(|e| panic!("{e}: {}", text(&out)))
+}
+
+/// The MCP Python SDK client's tour of a server (tests/support/mcp_tour.py) with `spec`.
+fn tour(spec: Value) -> Value {
+    run_tour(&python(), "mcp_tour.py", spec)
 }
 
 #[test]
@@ -1711,27 +1726,13 @@ fn through_the_proxy_a_client_gets_everything_the_server_offers_in_order() {
 
 /// The TypeScript SDK's client on the tour (tests/support/mcp_tour.mjs); its answer.
 fn ts_tour(mut spec: Value) -> Value {
-    spec["long_calls"] = json!(20);
     spec["sdk"] = json!(
         servers()
             .join("npm/node_modules/@modelcontextprotocol/sdk")
             .display()
             .to_string()
     );
-    let out = Command::new("node")
-        .arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/support/mcp_tour.mjs"))
-        .arg(spec.to_string())
-        .stderr(Stdio::piped())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "the TypeScript tour failed: {}",
-        text(&out)
-    );
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    serde_json::from_str(stdout.lines().last().unwrap_or_default())
-        .unwrap_or_else(|e| panic!("{e}: {}", text(&out)))
+    run_tour("node", "mcp_tour.mjs", spec)
 }
 
 /// The TypeScript SDK's client gets through the proxy, over stdio and HTTP, what it gets from
