@@ -178,3 +178,76 @@ fn a_destructive_tool_without_a_sandbox_refuses_the_run_naming_both_settings() {
     assert!(ran.status.success(), "{}", text(&ran));
     assert!(std::fs::read_to_string(&graph).unwrap().contains("Lyon"));
 }
+
+/// A sweep over a stateful server is repeatable: every cell starts from the seed's copy (the
+/// cells of two workers never see each other's entities), and the same sweep twice leaves the
+/// same end states and gives the same report.
+#[test]
+fn a_sweep_over_a_stateful_server_is_repeatable() {
+    let llm = ScriptedLlm::start(remember_lyon());
+    let mut sweeps = Vec::new();
+    for _ in 0..2 {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("seed")).unwrap();
+        std::fs::write(dir.path().join("seed/graph.jsonl"), "").unwrap();
+        write_mcp_config(
+            dir.path(),
+            json!({"memory": sandboxed_memory("seed/graph.jsonl")}),
+        );
+        let tasks = json!({"tasks": [
+            {"id": "graph_1", "request": "Remember Lyon, then read the graph back."},
+            {"id": "graph_2", "request": "Remember Lyon once more, then read the graph back."},
+        ]});
+        std::fs::write(dir.path().join("tasks.json"), tasks.to_string()).unwrap();
+        let spec = react_sweep_spec(dir.path(), (3, 4));
+        let out = dir.path().join("runs");
+        sweep_of(&spec, &out, 2, &llm);
+        let runs = runs_in_tree(&out);
+        assert_eq!(runs.len(), 4, "{runs:?}");
+        let mut cells: Vec<(String, String, String)> = runs
+            .iter()
+            .map(|run| {
+                let ev = events(run);
+                let start = ev[0]["servers"][0]["start_digest"]
+                    .as_str()
+                    .unwrap()
+                    .to_string();
+                let end = ev.last().unwrap()["end_digest"]["memory"]
+                    .as_str()
+                    .unwrap()
+                    .to_string();
+                let label = format!("{}/{}", ev[0]["label"], ev[0]["task"]["id"]);
+                (label, start, end)
+            })
+            .collect();
+        cells.sort();
+        // Every cell from the same (empty) seed, each ending with Lyon alone.
+        assert!(cells.iter().all(|c| c.1 == cells[0].1), "{cells:?}");
+        assert!(cells.iter().all(|c| c.2 == cells[0].2), "{cells:?}");
+        let report = cosmos(
+            &["report", out.to_str().unwrap(), "--format", "json"],
+            &llm,
+            "sk-x",
+        );
+        let mut doc: Value = serde_json::from_slice(&report.stdout).expect("JSON report");
+        let mut groups = doc["groups"].take();
+        // Every figure but the time the runs took.
+        for group in groups.as_array_mut().unwrap() {
+            group.as_object_mut().unwrap().remove("wall_time_s");
+        }
+        sweeps.push((cells, groups));
+    }
+    assert_eq!(
+        sweeps[0], sweeps[1],
+        "the same sweep twice, the same states and report"
+    );
+}
+
+/// Every run under `dir`, in path order (a sweep writes into folders of its own).
+fn runs_in_tree(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut runs = mcp_cosmos::trajectory::reader::collect_files(&[dir.to_path_buf()])
+        .unwrap()
+        .files;
+    runs.sort();
+    runs
+}

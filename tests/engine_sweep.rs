@@ -813,35 +813,7 @@ fn flaky_sweep(dir: &std::path::Path, tasks: &[(&str, &str)], shared: bool) -> s
         .map(|(id, request)| json!({"id": id, "request": request}))
         .collect();
     std::fs::write(dir.join("tasks.json"), json!({"tasks": tasks}).to_string()).unwrap();
-    let spec = dir.join("sweep.toml");
-    std::fs::write(
-        &spec,
-        "mcp_config = \"mcp.json\"\n[[tasks]]\nfile = \"tasks.json\"\n\
-         [[configs]]\nname = \"one\"\nagent = \"react\"\nmax_steps = 2\n\
-         [[configs]]\nname = \"two\"\nagent = \"react\"\nmax_steps = 3\n",
-    )
-    .unwrap();
-    spec
-}
-
-/// `cosmos sweep SPEC --out OUT --jobs JOBS --no-tui`, which must end 0 (every cell has its
-/// finished run).
-fn sweep_of(spec: &std::path::Path, out: &std::path::Path, jobs: usize, llm: &ScriptedLlm) {
-    let jobs = jobs.to_string();
-    let ran = cosmos(
-        &[
-            "sweep",
-            spec.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-            "--jobs",
-            &jobs,
-            "--no-tui",
-        ],
-        llm,
-        "sk-x",
-    );
-    assert_eq!(ran.status.code(), Some(0), "{}", text(&ran));
+    react_sweep_spec(dir, (2, 3))
 }
 
 fn starts(dir: &std::path::Path) -> usize {

@@ -272,6 +272,45 @@ pub fn cosmos_spawn<S: AsRef<std::ffi::OsStr>>(
         .unwrap()
 }
 
+/// A sweep spec in `dir` over `mcp.json` and `tasks.json` there: two ReAct configs, `one` and
+/// `two`, allowed `steps.0` and `steps.1` steps.
+#[allow(dead_code)]
+pub fn react_sweep_spec(dir: &Path, steps: (u32, u32)) -> PathBuf {
+    let spec = dir.join("sweep.toml");
+    std::fs::write(
+        &spec,
+        format!(
+            "mcp_config = \"mcp.json\"\n[[tasks]]\nfile = \"tasks.json\"\n\
+             [[configs]]\nname = \"one\"\nagent = \"react\"\nmax_steps = {}\n\
+             [[configs]]\nname = \"two\"\nagent = \"react\"\nmax_steps = {}\n",
+            steps.0, steps.1
+        ),
+    )
+    .unwrap();
+    spec
+}
+
+/// `cosmos sweep SPEC --out OUT --jobs JOBS --no-tui`, which must end 0 (every cell has its
+/// finished run).
+#[allow(dead_code)]
+pub fn sweep_of(spec: &Path, out: &Path, jobs: usize, llm: &ScriptedLlm) {
+    let jobs = jobs.to_string();
+    let ran = cosmos(
+        &[
+            "sweep",
+            spec.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--jobs",
+            &jobs,
+            "--no-tui",
+        ],
+        llm,
+        "sk-x",
+    );
+    assert_eq!(ran.status.code(), Some(0), "{}", text(&ran));
+}
+
 /// `cosmos run --agent react` of the task file `task` against the servers of `mcp`, planned by
 /// `llm`, into `out`: the command's output, whatever it is.
 #[allow(dead_code)]
