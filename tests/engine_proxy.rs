@@ -29,19 +29,7 @@ fn client_script() -> PathBuf {
 
 /// Runs the SDK client with `spec`; its JSON answer.
 fn sdk_client(spec: Value) -> Value {
-    let out = Command::new(python())
-        .arg(client_script())
-        .arg(spec.to_string())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "the SDK client failed: {}",
-        text(&out)
-    );
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    serde_json::from_str(stdout.lines().last().unwrap_or_default())
-        .unwrap_or_else(|e| panic!("{e}: {}", text(&out)))
+    run_client(&python(), "mcp_client.py", spec)
 }
 
 /// The SDK client's spec for `cosmos proxy ARGS` over stdio.
@@ -1442,10 +1430,9 @@ fn a_proxy_that_cannot_work_says_why_before_serving() {
     }
 }
 
-/// A client's tour of a server: `program` runs the tour script `script` (in tests/support) on
-/// `spec`, with 20 long calls; the JSON it prints last.
-fn run_tour(program: &str, script: &str, mut spec: Value) -> Value {
-    spec["long_calls"] = json!(20);
+/// A client script in tests/support (`script`, run by `program`) on `spec`: the JSON it
+/// prints last.
+fn run_client(program: &str, script: &str, spec: Value) -> Value {
     let out = Command::new(program)
         .arg(
             PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -1456,19 +1443,16 @@ fn run_tour(program: &str, script: &str, mut spec: Value) -> Value {
         .stderr(Stdio::piped())
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "the {script} tour failed: {}",
-        text(&out)
-    );
+    assert!(out.status.success(), "{script} failed: {}", text(&out));
     let stdout = String::from_utf8_lossy(&out.stdout);
     serde_json::from_str(stdout.lines().last().unwrap_or_default())
         .unwrap_or_else(|e| panic!("{e}: {}", text(&out)))
 }
 
 /// The MCP Python SDK client's tour of a server (tests/support/mcp_tour.py) with `spec`.
-fn tour(spec: Value) -> Value {
-    run_tour(&python(), "mcp_tour.py", spec)
+fn tour(mut spec: Value) -> Value {
+    spec["long_calls"] = json!(20);
+    run_client(&python(), "mcp_tour.py", spec)
 }
 
 #[test]
@@ -1732,7 +1716,8 @@ fn ts_tour(mut spec: Value) -> Value {
             .display()
             .to_string()
     );
-    run_tour("node", "mcp_tour.mjs", spec)
+    spec["long_calls"] = json!(20);
+    run_client("node", "mcp_tour.mjs", spec)
 }
 
 /// The TypeScript SDK's client gets through the proxy, over stdio and HTTP, what it gets from

@@ -177,6 +177,25 @@ fn a_destructive_tool_without_a_sandbox_refuses_the_run_naming_both_settings() {
     let ran = run(&live(json!({"live_state": true})));
     assert!(ran.status.success(), "{}", text(&ran));
     assert!(std::fs::read_to_string(&graph).unwrap().contains("Lyon"));
+    // Making every call of that run again, on the unguarded server, is refused the same way.
+    let run = only_run(&out);
+    let before = std::fs::read_to_string(&run).unwrap();
+    let rechecked = std::process::Command::new(env!("CARGO_BIN_EXE_cosmos"))
+        .args(["recheck", run.to_str().unwrap(), "--all", "--mcp-config"])
+        .arg(live(Value::Null))
+        .output()
+        .unwrap();
+    assert!(!rechecked.status.success());
+    assert!(
+        text(&rechecked).contains("which it marks destructive"),
+        "{}",
+        text(&rechecked)
+    );
+    assert_eq!(
+        std::fs::read_to_string(&run).unwrap(),
+        before,
+        "nothing appended"
+    );
 }
 
 /// A sweep over a stateful server is repeatable: every cell starts from the seed's copy (the
