@@ -48,6 +48,7 @@ fn all_calls(path: &Path, events: u64) {
                     node: None,
                     error: None,
                     origin: None,
+                    state_change: None,
                 },
             )
             .unwrap();
@@ -58,6 +59,7 @@ fn all_calls(path: &Path, events: u64) {
         ending: None,
         totals: Default::default(),
         end_digest: Default::default(),
+        state_match: Default::default(),
     };
     writer.write(events + 1, end).unwrap();
 }

@@ -64,6 +64,7 @@ fn main() {
                     node: None,
                     error: None,
                     origin: None,
+                    state_change: None,
                 },
             )
             .unwrap();

@@ -365,6 +365,7 @@ mod tests {
                     node: None,
                     error: None,
                     origin: None,
+                    state_change: None,
                 },
             )
             .unwrap();

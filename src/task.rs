@@ -10,15 +10,20 @@
 //!  "servers": ["Time MCP"]}
 //! ```
 //!
+//! A task over servers that keep state may say what it should leave behind, per server, as
+//! fields of that server's state (docs/trajectory-format.md, "State as fields"):
+//! `"expected_state": {"memory": {"entity/Ada": {"entityType": "person"}, "entity/Bob": null}}`.
+//!
 //! MCP-Bench runner format: `{"server_tasks": [{"servers": [...], "tasks": [{"task_id",
 //! "fuzzy_description", "task_description", "dependency_analysis", ...}]}]}`; the agent gets
 //! `fuzzy_description`, the judge `task_description` and `dependency_analysis` as well.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 use serde::Deserialize;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::trajectory::event::TaskInfo;
 
@@ -40,6 +45,9 @@ pub struct Task {
     pub servers: Vec<String>,
     /// Where it came from.
     pub source: String,
+    /// The state it should leave, by server: fields and their expected values
+    /// (`metrics::state_match`).
+    pub expected_state: BTreeMap<String, Map<String, Value>>,
 }
 
 impl Task {
@@ -52,6 +60,7 @@ impl Task {
             dependency_analysis: self.dependency_analysis.clone(),
             reference_call_count: self.reference_calls.as_ref().map(|c| c.len() as u32),
             source: Some(self.source.clone()),
+            expected_state: self.expected_state.clone(),
         }
     }
 }
@@ -66,6 +75,8 @@ struct OwnTask {
     dependency_analysis: Option<String>,
     #[serde(default)]
     servers: Vec<String>,
+    #[serde(default)]
+    expected_state: BTreeMap<String, Map<String, Value>>,
 }
 
 #[derive(Deserialize)]
@@ -120,6 +131,7 @@ pub fn load(path: &Path) -> Result<Vec<Task>> {
                     dependency_analysis: t.dependency_analysis,
                     servers: servers.clone(),
                     source: source.clone(),
+                    expected_state: BTreeMap::new(),
                 })
             })
             .collect()
@@ -138,6 +150,7 @@ pub fn load(path: &Path) -> Result<Vec<Task>> {
                 dependency_analysis: t.dependency_analysis,
                 servers: t.servers,
                 source: source.clone(),
+                expected_state: t.expected_state,
             })
             .collect()
     };

@@ -26,8 +26,8 @@ use crate::config::Config;
 use crate::metrics::leaderboard::Leaderboard;
 use crate::metrics::run::RunAccumulator;
 use crate::trajectory::event::{
-    AgentInfo, AgentKind, EventBody, Header, ModelInfo, Observation, Origin, RunStatus, TaskInfo,
-    ToolInfo,
+    AgentInfo, AgentKind, EventBody, Header, ModelInfo, Observation, Origin, RunStatus,
+    StateChange, StateFields, TaskInfo, ToolInfo,
 };
 use crate::trajectory::reader::{EventStream, collect_files};
 use crate::trajectory::redact::Redactor;
@@ -59,9 +59,26 @@ pub struct RecordedCall {
     pub request: Arc<str>,
     /// The tools the run's agent was offered (what the planner may choose from).
     pub tools: Arc<Vec<ToolInfo>>,
+    /// How the call changed its server's sandboxed state, when the run watched it.
+    pub state_change: Option<Box<StateChange>>,
+    /// Its server's real state before the call, when the run recorded it (the header's
+    /// `start_state` with the changes of the calls before this one applied).
+    pub state_before: Option<Arc<StateFields>>,
     /// The run's real steps; this call's context is the first `before` of them.
     history: Arc<Vec<HistoryStep>>,
     before: usize,
+}
+
+/// A call as read, before its run's history is complete.
+struct Recorded {
+    seq: u64,
+    tool: ToolInfo,
+    server: Option<String>,
+    arguments: Value,
+    real: Observation,
+    before: usize,
+    state_change: Option<Box<StateChange>>,
+    state_before: Option<Arc<StateFields>>,
 }
 
 impl RecordedCall {
@@ -96,14 +113,27 @@ pub fn recorded_calls(paths: &[PathBuf]) -> Result<(Vec<RecordedCall>, Vec<Strin
         let run_tools = Arc::new(header.tools.clone());
         let mut steps = Vec::new();
         let mut run_calls = Vec::new();
+        // Each sandboxed server's real state as the run goes, while every change is whole.
+        let mut states: BTreeMap<String, Arc<StateFields>> = header
+            .servers
+            .iter()
+            .filter_map(|s| {
+                let Some(Value::Object(fields)) = s.start_state.as_deref() else {
+                    return None;
+                };
+                let fields: StateFields = fields.clone().into_iter().collect();
+                Some((s.name.clone(), Arc::new(fields)))
+            })
+            .collect();
         while let Some(event) = stream.next_event()? {
-            let (info, server, arguments, real) = match event.body {
+            let (info, server, arguments, real, state_change) = match event.body {
                 EventBody::ToolCalled {
                     tool,
                     server,
                     arguments,
                     result,
                     error,
+                    state_change,
                     ..
                 } => {
                     let real = match error {
@@ -123,26 +153,39 @@ pub fn recorded_calls(paths: &[PathBuf]) -> Result<(Vec<RecordedCall>, Vec<Strin
                         },
                         |t| (*t).clone(),
                     );
-                    (info, server, arguments, real)
+                    (info, server, arguments, real, state_change)
                 }
                 // A proxied client's resource read is a read-only call world models may predict.
                 EventBody::ResourceRead(read) => {
                     let Some((info, arguments, real)) = read.as_read_call() else {
                         continue;
                     };
-                    (info, Some(read.server), Box::new(arguments), real)
+                    (info, Some(read.server), Box::new(arguments), real, None)
                 }
                 _ => continue,
             };
             let tool = info.name.clone();
-            run_calls.push((
-                event.seq,
-                info,
+            let state_before = server.as_ref().and_then(|s| states.get(s)).cloned();
+            // The state after is known while each change is recorded whole.
+            if let Some(server) = &server
+                && let Some(before) = states.remove(server)
+                && let Some(after) = match &state_change {
+                    Some(change) => crate::mcp::state_view::apply(&before, change),
+                    None => Some((*before).clone()),
+                }
+            {
+                states.insert(server.clone(), Arc::new(after));
+            }
+            run_calls.push(Recorded {
+                seq: event.seq,
+                tool: info,
                 server,
-                arguments.clone(),
-                real.clone(),
-                steps.len(),
-            ));
+                arguments: *arguments.clone(),
+                real: real.clone(),
+                before: steps.len(),
+                state_change,
+                state_before,
+            });
             steps.push(HistoryStep {
                 tool,
                 arguments: *arguments,
@@ -150,19 +193,21 @@ pub fn recorded_calls(paths: &[PathBuf]) -> Result<(Vec<RecordedCall>, Vec<Strin
             });
         }
         let history = Arc::new(steps);
-        for (seq, tool, server, arguments, real, before) in run_calls {
+        for r in run_calls {
             calls.push(RecordedCall {
                 run: file.clone(),
-                seq,
-                tool,
-                server,
-                arguments: *arguments,
-                real,
+                seq: r.seq,
+                tool: r.tool,
+                server: r.server,
+                arguments: r.arguments,
+                real: r.real,
                 task: task.clone(),
                 request: request.clone(),
                 tools: run_tools.clone(),
+                state_change: r.state_change,
+                state_before: r.state_before,
                 history: history.clone(),
-                before,
+                before: r.before,
             });
         }
     }
@@ -473,6 +518,7 @@ pub async fn evaluate(
                 ..Default::default()
             },
             end_digest: Default::default(),
+            state_match: Default::default(),
         },
     )?;
     Ok(Evaluation {
@@ -498,6 +544,7 @@ fn copy_of(call: &RecordedCall, step: u64) -> EventBody {
             run: call.run.display().to_string(),
             seq: call.seq,
         })),
+        state_change: call.state_change.clone(),
     }
 }
 
@@ -763,6 +810,7 @@ mod tests {
                     node: None,
                     error: None,
                     origin: None,
+                    state_change: None,
                 },
             )
             .unwrap();

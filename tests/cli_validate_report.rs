@@ -363,6 +363,7 @@ fn hand_run(dir: &Path, agent: &str, task: &str, repeat: u32, calls: u32, errors
                 node: None,
                 error: None,
                 origin: None,
+                state_change: None,
             },
         )
         .unwrap();
@@ -377,6 +378,7 @@ fn hand_run(dir: &Path, agent: &str, task: &str, repeat: u32, calls: u32, errors
             ending: None,
             totals: Default::default(),
             end_digest: Default::default(),
+            state_match: Default::default(),
         },
     )
     .unwrap();

@@ -24,6 +24,7 @@ fn long_run(name: &str, n: u64, tools: u64) -> mcp_cosmos::trajectory::run::Run 
             node: None,
             error: None,
             origin: None,
+            state_change: None,
         })
         .chain([common::completed()])
         .collect();

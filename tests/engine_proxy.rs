@@ -634,6 +634,7 @@ fn a_prediction_that_comes_after_its_real_call_is_paired_with_it() {
             node: Some(1),
             error: None,
             origin: None,
+            state_change: None,
         },
         EventBody::NodeSimulated {
             node: 1,

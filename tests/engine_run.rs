@@ -934,6 +934,7 @@ fn a_history_too_long_for_the_judge_is_compressed_and_the_judgement_says_so() {
                     node: None,
                     error: None,
                     origin: None,
+                    state_change: None,
                 },
             )
             .unwrap();
@@ -953,6 +954,7 @@ fn a_history_too_long_for_the_judge_is_compressed_and_the_judgement_says_so() {
                 ending: None,
                 totals: Default::default(),
                 end_digest: Default::default(),
+                state_match: Default::default(),
             },
         )
         .unwrap();
@@ -1743,6 +1745,7 @@ fn a_nodes_call_made_for_real_after_the_run_is_appended() {
             ending: None,
             totals: Default::default(),
             end_digest: Default::default(),
+            state_match: Default::default(),
         },
     ] {
         w.write(1, body).unwrap();

@@ -86,8 +86,31 @@ fn two_runs_start_from_identical_state_keep_their_end_state_and_leave_the_seed_a
         .into_iter()
         .find(|e| e["kind"] == "tool_called" && e["tool"] == "memory:read_graph")
         .unwrap();
+    assert_eq!(
+        read["state_change"],
+        json!({"fields_changed": 0}),
+        "a read changes nothing"
+    );
     let read = read["result"]["text"].as_str().unwrap().to_string();
     assert!(read.contains("Paris") && read.contains("Lyon"), "{read}");
+    // The write is recorded with the one field it made, as the memory server keeps it.
+    let write = events(&runs[0])
+        .into_iter()
+        .find(|e| e["kind"] == "tool_called" && e["tool"] == "memory:create_entities")
+        .unwrap();
+    let change = &write["state_change"];
+    assert_eq!(change["fields_changed"], 1, "{write}");
+    let made = &change["fields"]["entity/Lyon"];
+    assert!(made.get("before").is_none(), "{made}");
+    assert_eq!(made["after"]["observations"], json!(["clear"]), "{made}");
+    // The state the run started from, as fields, in the header.
+    let header = &events(&runs[0])[0];
+    let start = &header["servers"][0]["start_state"];
+    assert_eq!(
+        start["entity/Paris"]["observations"],
+        json!(["seeded"]),
+        "{header}"
+    );
     // The end state beside each run; the seed as it was.
     for run in &runs {
         let kept = run.with_extension("state").join("memory/graph.jsonl");

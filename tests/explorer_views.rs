@@ -88,6 +88,7 @@ fn the_browser_shows_every_status_marker_whole_and_tells_a_sweeps_runs_apart() {
             ending: Some(ending),
             totals: Default::default(),
             end_digest: Default::default(),
+            state_match: Default::default(),
         });
         let run = common::run_of(name, header, bodies);
         let path = dir.path().join(name);
@@ -436,6 +437,7 @@ fn two_alphas() -> Vec<Run> {
                 target: Some("python -m mcp_server_time".into()),
                 shared: false,
                 start_digest: None,
+                start_state: None,
             }];
             common::run_of(
                 &format!("runs/alpha-{alpha}.jsonl"),
@@ -594,6 +596,7 @@ fn a_react_run_opens_on_its_failed_step_selected_showing_its_real_error() {
         node: None,
         error: None,
         origin: None,
+        state_change: None,
     };
     let run = || {
         common::run_of(
@@ -1027,6 +1030,7 @@ fn node_with_everything() -> Run {
             node: Some(1),
             error: None,
             origin: None,
+            state_change: None,
         },
     ];
     common::run_of(
@@ -1397,6 +1401,7 @@ fn wm_eval_run() -> Run {
             run: "runs/a.jsonl".into(),
             seq: step * 7,
         })),
+        state_change: None,
     };
     let simulated = |step, wm: &str, o: Observation| EventBody::CallSimulated {
         step,
@@ -1573,6 +1578,7 @@ fn a_call_a_world_model_never_reached_is_no_failure_in_the_view() {
                 run: "runs/a.jsonl".into(),
                 seq: 99,
             })),
+            state_change: None,
         },
     });
     run.push(mcp_cosmos::trajectory::event::Event {
@@ -1950,6 +1956,7 @@ fn a_grounded_node_shows_its_real_result_beside_the_prediction() {
             latency_ms: 40,
             error: None,
             confidence: Some(0.3),
+            state_change: None,
         },
     );
     let run = common::run_of(

@@ -49,6 +49,7 @@ fn react_with_everything() -> Run {
         node: None,
         error: None,
         origin: None,
+        state_change: None,
     };
     let llm = |role| EventBody::LlmCall {
         role,
@@ -127,6 +128,7 @@ fn no_calls() -> Run {
             ending: Some(Ending::PlannerFinished),
             totals: Totals::default(),
             end_digest: Default::default(),
+            state_match: Default::default(),
         },
     ];
     common::run_of("quiet.jsonl", header, bodies)
@@ -395,6 +397,7 @@ fn plan_exec_with_every_failure() -> Run {
             node: Some(i as u64 + 1),
             error: error.map(str::to_string),
             origin: None,
+            state_change: None,
         });
     }
     bodies.push(EventBody::Answer { text: "?".into() });

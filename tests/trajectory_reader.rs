@@ -323,6 +323,7 @@ fn writer_redacts_secrets_everywhere() {
                 node: None,
                 error: None,
                 origin: None,
+                state_change: None,
             },
         )
         .unwrap();
@@ -355,6 +356,7 @@ fn a_key_value_servers_key_argument_is_data_and_a_key_shaped_value_is_not() {
             node: None,
             error: None,
             origin: None,
+            state_change: None,
         },
     )
     .unwrap();

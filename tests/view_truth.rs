@@ -178,6 +178,7 @@ fn called(step: u64, result: &str, is_error: bool) -> EventBody {
             run: "runs/a.jsonl".into(),
             seq: step,
         })),
+        state_change: None,
     }
 }
 
@@ -318,6 +319,7 @@ fn one_failure_in_2000(dir: &Path) -> PathBuf {
             node: None,
             error: None,
             origin: None,
+            state_change: None,
         });
     }
     bodies.push(EventBody::Answer {
@@ -406,6 +408,7 @@ fn a_search_that_found_no_finished_path_is_marked_not_green_and_f_stops_at_it() 
                     ending: Some(ending),
                     totals: Totals::default(),
                     end_digest: Default::default(),
+                    state_match: Default::default(),
                 },
             ],
         );
@@ -508,6 +511,7 @@ fn a_run_with_no_node_and_no_call_says_so_instead_of_asking_to_step_forward() {
                 ending: None,
                 totals: Default::default(),
                 end_digest: Default::default(),
+                state_match: Default::default(),
             },
         ],
     );
@@ -1095,6 +1099,7 @@ fn search_run(name: &str, stop: mcp_cosmos::trajectory::event::SearchStop) -> Ru
                 ending: Some(ending),
                 totals: Default::default(),
                 end_digest: Default::default(),
+                state_match: Default::default(),
             },
         ],
     )
@@ -1151,6 +1156,7 @@ fn browser_run_view_compare_and_about_show_reports_figures_for_generated_runs() 
                     run: "runs/plan-fails.jsonl".into(),
                     seq: 9,
                 })),
+                state_change: None,
             },
             body => body,
         })
@@ -1174,6 +1180,7 @@ fn browser_run_view_compare_and_about_show_reports_figures_for_generated_runs() 
                     ending: Some(Ending::ClientClosed),
                     totals: Default::default(),
                     end_digest: Default::default(),
+                    state_match: Default::default(),
                 },
             ],
         ),

@@ -52,6 +52,7 @@ fn bodies(shape: u8, size: usize) -> Vec<EventBody> {
             node: None,
             error: Some(text.clone()),
             origin: None,
+            state_change: None,
         },
         EventBody::NodeSimulated {
             node: 1,

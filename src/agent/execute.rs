@@ -242,6 +242,7 @@ pub fn record_call(
         node: planned.node,
         error: outcome.error.clone(),
         origin: None,
+        state_change: outcome.state_change.clone(),
     })?;
     if let Some(died) = &outcome.server_died {
         sink.emit(died.event())?;

@@ -66,6 +66,8 @@ impl RecordedCall {
                 run: file.to_string(),
                 seq: self.seq,
             })),
+            // Replayed, not made: the fork's own state did not change.
+            state_change: None,
         }
     }
 }

@@ -130,6 +130,7 @@ mod tests {
             ending: None,
             totals: Default::default(),
             end_digest: Default::default(),
+            state_match: Default::default(),
         })
         .unwrap();
         let run = crate::trajectory::run::Run::open(&path).unwrap();

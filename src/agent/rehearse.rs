@@ -142,6 +142,8 @@ pub struct Grounded {
     pub latency_ms: u64,
     /// A transport error, a timeout.
     pub error: Option<String>,
+    /// How the call changed its server's sandboxed state, when that was watched.
+    pub state_change: Option<Box<crate::trajectory::event::StateChange>>,
 }
 
 /// One rehearsed candidate.
@@ -379,6 +381,7 @@ pub fn record(sink: &mut dyn EventSink, node: NodeId, r: &Rehearsal) -> Result<(
             latency_ms: g.latency_ms,
             error: g.error.clone(),
             confidence: r.confidence(),
+            state_change: g.state_change.clone(),
         })?;
     }
     sink.emit(EventBody::NodeEvaluated {
@@ -505,6 +508,7 @@ impl SearchEnv for Rehearser<'_> {
                 observation: outcome.result,
                 latency_ms: outcome.latency.as_millis() as u64,
                 error: outcome.error,
+                state_change: outcome.state_change,
             };
             (Some(grounded), Vec::new())
         })
@@ -758,6 +762,7 @@ mod tests {
                     },
                     latency_ms: 3,
                     error: None,
+                    state_change: None,
                 };
                 (Some(grounded), Vec::new())
             })

@@ -159,6 +159,7 @@ fn load_task(source: &TaskSource) -> Result<(Task, TaskInfo)> {
                 dependency_analysis: info.dependency_analysis.clone(),
                 servers: servers.clone(),
                 source: info.source.clone().unwrap_or_default(),
+                expected_state: info.expected_state.clone(),
             },
             info.clone(),
         )),
@@ -234,6 +235,18 @@ pub async fn prepare(spec: &RunSpec, stop: watch::Receiver<bool>) -> Result<Prep
 
     // Each stateful server gets a fresh copy of its state, named in its entry.
     let sandboxes = crate::mcp::sandbox::prepare(&mut servers)?;
+    // A state the task checks must be a copy the run leaves, or nothing could be scored.
+    if let Some(server) = task
+        .expected_state
+        .keys()
+        .find(|s| !sandboxes.iter().any(|b| &b.server == *s))
+    {
+        anyhow::bail!(
+            "task {} expects a final state of server \"{server}\", which runs on no copy of its \
+             state: give its entry \"cosmos\": {{\"state\": {{\"seed\": PATH}}}}",
+            task.id
+        );
+    }
     let (pool, failures) =
         McpPool::connect_sharing(&servers, spec.timeouts, spec.shared.as_deref()).await;
     // A tool its server marks destructive runs only in a sandbox, or knowingly on live state.
@@ -323,10 +336,10 @@ pub async fn prepare(spec: &RunSpec, stop: watch::Receiver<bool>) -> Result<Prep
     header.label = spec.label.clone();
     header.servers = pool.server_infos();
     for info in &mut header.servers {
-        info.start_digest = sandboxes
-            .iter()
-            .find(|s| s.server == info.name)
-            .map(|s| s.start_digest.clone());
+        if let Some(sandbox) = sandboxes.iter().find(|s| s.server == info.name) {
+            info.start_digest = Some(sandbox.start_digest.clone());
+            info.start_state = sandbox.start_state.clone().map(Box::new);
+        }
     }
     header.tools = pool.tools();
     header.fork_of = spec.fork.as_ref().map(|f| f.of.clone());
@@ -412,6 +425,7 @@ pub async fn execute(
     // The state as the run left it (read before its servers stop: each writes its state as
     // it changes it), kept beside the run.
     let end_digest = crate::mcp::sandbox::finish(&sandboxes, &path);
+    let state_match = end_state_match(&sandboxes, &header.task.expected_state);
     // Whatever happened, the file ends with run_finished (unless the disk itself failed).
     let finish = rec.emit(EventBody::RunFinished {
         status: end.status,
@@ -419,6 +433,7 @@ pub async fn execute(
         ending: end.ending,
         totals: Default::default(),
         end_digest,
+        state_match,
     });
     // The agent's environment is gone, so the pool has one owner again.
     if let Ok(pool) = Arc::try_unwrap(pool) {
@@ -430,6 +445,25 @@ pub async fn execute(
         status: end.status,
         error: end.error,
     })
+}
+
+/// How each sandbox's end state matches what the task expects of it.
+fn end_state_match(
+    sandboxes: &[crate::mcp::sandbox::Sandbox],
+    expected: &std::collections::BTreeMap<String, serde_json::Map<String, serde_json::Value>>,
+) -> std::collections::BTreeMap<String, crate::trajectory::event::StateMatch> {
+    use crate::metrics::state_match;
+    expected
+        .iter()
+        .filter_map(|(server, fields)| {
+            let sandbox = sandboxes.iter().find(|s| &s.server == server)?;
+            let scored = match crate::mcp::state_view::read(&sandbox.root) {
+                Ok(end) => state_match::score(fields, &end),
+                Err(e) => state_match::unread(fields, format!("{e:#}")),
+            };
+            Some((server.clone(), scored))
+        })
+        .collect()
 }
 
 /// How the run ended: the agent's end, a failure for an error, and a failure with the panic's

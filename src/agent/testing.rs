@@ -194,6 +194,7 @@ impl ToolHost for ScriptedTools {
                     server_died: None,
                     reply: None,
                     elicited: Vec::new(),
+                    state_change: None,
                 },
             )
         })

@@ -84,6 +84,9 @@ pub struct ServerConfig {
     /// Declared to work on real state (`"cosmos": {"live_state": true}`): its destructive
     /// tools are allowed without a sandbox.
     pub live_state: bool,
+    /// Where this run's copy of its seed is (set by `mcp::sandbox::prepare`): the pool reads
+    /// it around each call to record how the call changed the state.
+    pub state_root: Option<PathBuf>,
     /// The command line or URL with credentials replaced by `***` (what is recorded).
     shown: String,
     /// The secrets known when it was read (its own and those of the servers before it): any
@@ -375,6 +378,7 @@ impl McpConfig {
                 shared: entry.cosmos.shared,
                 state_seed,
                 live_state: entry.cosmos.live_state,
+                state_root: None,
                 shown,
                 secrets: config.secrets.clone(),
             });

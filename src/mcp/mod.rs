@@ -12,6 +12,7 @@ pub mod relay;
 pub mod sandbox;
 pub mod server;
 pub mod shared;
+pub mod state_view;
 
 /// rustls's crypto provider (ring), chosen once per process before an HTTP connection; the
 /// `llm` layer beside this one does the same for its endpoints. A second install is a no-op.

@@ -42,6 +42,8 @@ pub struct McpPool {
     timeouts: Timeouts,
     /// One restart at a time, so two calls that find a server dead start it once.
     restarting: tokio::sync::Mutex<()>,
+    /// One call at a time on a sandboxed server's state, so a change is its call's alone.
+    watching: tokio::sync::Mutex<()>,
 }
 
 impl McpPool {
@@ -81,6 +83,7 @@ impl McpPool {
                 .collect(),
             timeouts,
             restarting: tokio::sync::Mutex::new(()),
+            watching: tokio::sync::Mutex::new(()),
         };
         let mut failures = Vec::new();
         for attempt in attempts {
@@ -107,6 +110,7 @@ impl McpPool {
                 target: Some(c.target()),
                 shared: self.shared.contains(&c.name),
                 start_digest: None,
+                start_state: None,
             })
             .collect()
     }
@@ -179,15 +183,35 @@ impl McpPool {
                 .any(|t| t.name == tool)
                 .then_some((server, own))
         });
-        match found {
-            Some((server, own)) => (
-                Some(server.name.clone()),
-                server
-                    .call_watching(&own, arguments, self.timeouts.call, on_progress)
-                    .await,
-            ),
-            None => (None, unknown_tool(tool)),
+        let Some((server, own)) = found else {
+            return (None, unknown_tool(tool));
+        };
+        let state = self
+            .configs
+            .iter()
+            .find(|c| c.name == server.name)
+            .and_then(|c| c.state_root.as_deref());
+        let Some(state) = state else {
+            let outcome = server
+                .call_watching(&own, arguments, self.timeouts.call, on_progress)
+                .await;
+            return (Some(server.name.clone()), outcome);
+        };
+        // One call at a time on watched state, so each change is its own call's.
+        let _alone = self.watching.lock().await;
+        let before = super::state_view::read(state);
+        let mut outcome = server
+            .call_watching(&own, arguments, self.timeouts.call, on_progress)
+            .await;
+        match (before, super::state_view::read(state)) {
+            (Ok(before), Ok(after)) => {
+                outcome.state_change = Some(Box::new(super::state_view::change(&before, &after)));
+            }
+            (Err(e), _) | (_, Err(e)) => {
+                tracing::warn!(server = %server.name, "the state was not read around a call: {e:#}");
+            }
         }
+        (Some(server.name.clone()), outcome)
     }
 
     /// Stops every server (one still held by a call in flight is killed when that lets go).

@@ -30,8 +30,13 @@ pub struct Sandbox {
     pub server: String,
     /// The folder `${COSMOS_STATE_DIR}` names.
     pub dir: PathBuf,
+    /// The seed's copy in it (a file or a folder): the state.
+    pub root: PathBuf,
     /// The state's digest before the run.
     pub start_digest: String,
+    /// The state before the run as fields, when it could be read and is small
+    /// (`mcp::state_view::whole`).
+    pub start_state: Option<serde_json::Value>,
 }
 
 impl Drop for Sandbox {
@@ -61,8 +66,10 @@ pub fn prepare(servers: &mut [ServerConfig]) -> Result<Vec<Sandbox>> {
             .with_context(|| format!("creating the state folder {}", dir.display()))?;
         let mut sandbox = Sandbox {
             server: server.name.clone(),
+            root: dir.clone(),
             dir,
             start_digest: String::new(),
+            start_state: None,
         };
         let name = seed.file_name().with_context(|| {
             format!(
@@ -78,8 +85,13 @@ pub fn prepare(servers: &mut [ServerConfig]) -> Result<Vec<Sandbox>> {
                 seed.display()
             )
         })?;
+        sandbox.root = sandbox.dir.join(name);
         sandbox.start_digest = digest(&sandbox.dir)?;
+        sandbox.start_state = super::state_view::read(&sandbox.root)
+            .ok()
+            .and_then(|f| super::state_view::whole(&f));
         fill(server, &sandbox.dir);
+        server.state_root = Some(sandbox.root.clone());
         sandboxes.push(sandbox);
     }
     Ok(sandboxes)
@@ -153,6 +165,16 @@ fn files(root: &Path) -> Result<Vec<(PathBuf, u64)>> {
     Ok(found)
 }
 
+/// The bytes the state at `root` (a file or a folder) takes.
+pub fn size(root: &Path) -> Result<u64> {
+    let meta =
+        std::fs::symlink_metadata(root).with_context(|| format!("reading {}", root.display()))?;
+    if !meta.is_dir() {
+        return Ok(meta.len());
+    }
+    Ok(files(root)?.iter().map(|(_, n)| n).sum())
+}
+
 /// The digest of the state under `root`: SHA-256 over each file's path (relative to `root`)
 /// and bytes, in path order, as `sha256:HEX`. Equal states, equal digests, on any machine.
 pub fn digest(root: &Path) -> Result<String> {
@@ -201,9 +223,7 @@ pub fn finish(sandboxes: &[Sandbox], run: &Path) -> BTreeMap<String, String> {
                 continue;
             }
         }
-        let size: u64 = files(&sandbox.dir)
-            .map(|f| f.iter().map(|(_, n)| n).sum())
-            .unwrap_or(u64::MAX);
+        let size = size(&sandbox.dir).unwrap_or(u64::MAX);
         if size > KEEP_BYTES {
             tracing::warn!(
                 server = %sandbox.server,

@@ -81,6 +81,9 @@ pub struct CallOutcome {
     /// The server's reply as it came (uncapped), for `cosmos proxy` to pass on unchanged;
     /// `None` when the call itself failed.
     pub reply: Option<Box<CallToolResult>>,
+    /// How the call changed its server's sandboxed state, when the pool watched it
+    /// (`mcp::state_view`).
+    pub state_change: Option<Box<crate::trajectory::event::StateChange>>,
 }
 
 /// What a server says of a call while it runs (`notifications/progress`).
@@ -830,6 +833,7 @@ impl Server {
                 server_died: None,
                 reply: Some(Box::new(result)),
                 elicited: Vec::new(),
+                state_change: None,
             },
             Ok(Err(e)) => {
                 *needs = insufficient_scope(&e);
@@ -956,6 +960,7 @@ impl CallOutcome {
             server_died: None,
             reply: None,
             elicited: Vec::new(),
+            state_change: None,
         }
     }
 }

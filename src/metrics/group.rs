@@ -164,6 +164,10 @@ pub struct GroupRow {
     /// `node_grounded`), over the same runs.
     #[serde(default)]
     pub grounded_calls: Option<Estimate>,
+    /// State match ([`crate::metrics::run::RunMetrics::state_match`]), over runs whose task
+    /// checks its end state.
+    #[serde(default)]
+    pub state_match: Option<Estimate>,
     /// Execution Quality (0–100) within the planner's cohort; `ci95` from per-run values.
     pub execution_quality: Option<Estimate>,
     /// Execution Quality anchored on each task's reference call count (comparable across experiments).
@@ -626,6 +630,7 @@ fn row(key: &str, runs: &[&RunRecord], cohort: Option<(f64, f64)>, avg_calls: f6
                 .is_some()
                 .then_some(r.metrics.grounded_calls as f64)
         }),
+        state_match: rate(&|r| r.metrics.state_match),
         execution_quality,
         execution_quality_anchored,
         eq_cohort: None,

@@ -10,5 +10,6 @@ pub mod paired;
 pub mod paper_tables;
 pub mod records;
 pub mod run;
+pub mod state_match;
 pub mod stats;
 pub mod table;

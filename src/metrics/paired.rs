@@ -49,7 +49,7 @@ type Metric = (&'static str, Scale, fn(&RunRecord) -> Option<f64>);
 
 /// The per-run metrics compared, in the report's order (Execution Quality within the cohort,
 /// which is not per run, is worked out per task apart: [`EXECUTION_QUALITY`]).
-pub const METRICS: [Metric; 19] = [
+pub const METRICS: [Metric; 20] = [
     ("tool_calls", Scale::Count, |r| {
         Some(r.metrics.tool_calls as f64)
     }),
@@ -110,6 +110,7 @@ pub const METRICS: [Metric; 19] = [
         (r.metrics.tool_calls > 0)
             .then_some(f64::from(u8::from(r.metrics.cross_server_coordination())))
     }),
+    ("state_match", UNIT, |r| r.metrics.state_match),
 ];
 
 /// The scale of a compared metric.

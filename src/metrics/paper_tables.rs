@@ -49,7 +49,7 @@ pub fn render(rows: &[GroupRow], by: GroupBy, baseline: Option<(&str, &[PairedRo
         return "no runs\n".into();
     }
     let judged = rows.iter().any(|r| r.task_completion.is_some());
-    let all = columns(true, true);
+    let all = columns(true, true, false);
     let by_name = format!("{by:?}").to_lowercase();
     let mut out = String::new();
     for (title, wanted) in TABLES {
@@ -170,6 +170,7 @@ mod tests {
             cross_server_coordination: None,
             rejected_decisions: None,
             unsure_calls: None,
+            state_match: None,
             grounded_calls: None,
             execution_quality: None,
             execution_quality_anchored: None,

@@ -318,6 +318,10 @@ pub struct RunMetrics {
     /// What brought the run to its end (`None` while running, or when an older file does not
     /// tell).
     pub ending: Option<Ending>,
+    /// How the end state matches the task's expected state: matched fields over checked ones
+    /// ([`crate::metrics::state_match::rate`]); `None` when the task checks no state.
+    #[serde(default)]
+    pub state_match: Option<f64>,
 }
 
 impl RunMetrics {
@@ -422,6 +426,9 @@ pub struct MetricsInput<'a> {
     pub decisions_are_calls: bool,
     /// The ending `run_finished` recorded, when it did.
     pub recorded_ending: Option<Ending>,
+    /// The state match `run_finished` recorded ([`crate::metrics::state_match::rate`]), when
+    /// the task checks its end state.
+    pub state_match: Option<f64>,
     /// The first ending an `agent` error tells, for files written before `run_finished`
     /// recorded one ([`legacy_ending`]).
     pub told_ending: Option<Ending>,
@@ -572,6 +579,7 @@ pub fn compute(input: &MetricsInput<'_>) -> RunMetrics {
             Some(RunStatus::Interrupted) => Some(Ending::Interrupted),
             status => status.and(input.recorded_ending.or(input.told_ending)),
         },
+        state_match: input.state_match,
     }
 }
 
@@ -747,10 +755,14 @@ impl RunFacts {
         // The run's wall time ends at `run_finished`, not at a judgement appended later.
         let finish_index = run.finish_index_at(k);
         let finish = run.finish_at(k);
-        let recorded_ending = finish.and_then(|f| match &f.body {
-            EventBody::RunFinished { ending, .. } => *ending,
-            _ => None,
-        });
+        let (recorded_ending, state_match) = match finish.map(|f| &f.body) {
+            Some(EventBody::RunFinished {
+                ending,
+                state_match,
+                ..
+            }) => (*ending, super::state_match::rate(state_match)),
+            _ => (None, None),
+        };
         let last_before = |i: usize| i.checked_sub(1).map_or(0, |i| run.brief(i).t_ms);
         let end_ms = match (finish_index, finish) {
             (Some(i), Some(finish)) => wall_end(finish.t_ms, last_before(i), recorded_ending),
@@ -778,6 +790,7 @@ impl RunFacts {
             planned_calls: self.planned.partition_point(|&e| (e as usize) < k) as u64,
             decisions_are_calls: decisions_are_calls(run.header.agent.kind),
             recorded_ending,
+            state_match,
             told_ending,
         })
     }
@@ -915,6 +928,7 @@ pub struct RunAccumulator {
     /// When `run_finished` was written: the end of the run's wall time (a judgement appended
     /// afterwards is not the run's time).
     finished_ms: Option<u64>,
+    state_match: Option<f64>,
     recorded_ending: Option<Ending>,
     told_ending: Option<Ending>,
 }
@@ -966,6 +980,7 @@ impl RunAccumulator {
             planned_calls: 0,
             decisions_are_calls: decisions_are_calls(agent),
             finished_ms: None,
+            state_match: None,
             recorded_ending: None,
             told_ending: None,
         }
@@ -1100,10 +1115,16 @@ impl RunAccumulator {
             } => self.waits.push((event.t_ms, *waited)),
             EventBody::NodeGrounded { .. } => self.grounded += 1,
             EventBody::JudgeScored { .. } => self.judge = Some(event.body.clone()),
-            EventBody::RunFinished { status, ending, .. } => {
+            EventBody::RunFinished {
+                status,
+                ending,
+                state_match,
+                ..
+            } => {
                 self.status = Some(*status);
                 self.finished_ms = Some(wall_end(event.t_ms, before_ms, *ending));
                 self.recorded_ending = *ending;
+                self.state_match = super::state_match::rate(state_match);
             }
             other => {
                 if self.told_ending.is_none() {
@@ -1136,6 +1157,7 @@ impl RunAccumulator {
             planned_calls: self.planned_calls,
             decisions_are_calls: self.decisions_are_calls,
             recorded_ending: self.recorded_ending,
+            state_match: self.state_match,
             told_ending: self.told_ending,
         })
     }
@@ -1286,6 +1308,7 @@ mod tests {
             planned_calls: steps.len() as u64,
             decisions_are_calls: false,
             recorded_ending: None,
+            state_match: None,
             told_ending: None,
         }
     }

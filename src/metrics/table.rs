@@ -33,8 +33,8 @@ impl Column {
 
 /// Every metric column of the report, in its order (the judge's only when `judged`; the
 /// calls resting on unsure predictions and the grounded ones only when `planned`: some group
-/// planned on predictions).
-pub(super) fn columns(judged: bool, planned: bool) -> Vec<Column> {
+/// planned on predictions; state match only when `stateful`: some task checks its end state).
+pub(super) fn columns(judged: bool, planned: bool, stateful: bool) -> Vec<Column> {
     let c = |title, get, scale: f64, decimals, paired| Column {
         title,
         get,
@@ -136,6 +136,15 @@ pub(super) fn columns(judged: bool, planned: bool) -> Vec<Column> {
             c("grounded", |r| r.grounded_calls, 1.0, 2, ""),
         ]);
     }
+    if stateful {
+        cols.push(c(
+            "state match %",
+            |r| r.state_match,
+            100.0,
+            1,
+            "state_match",
+        ));
+    }
     if judged {
         cols.extend([
             c("judge tokens", |r| r.judge_tokens, 1.0, 0, "judge_tokens"),
@@ -205,7 +214,11 @@ pub const LEGEND: &str = "mean [95% interval]: rates, fidelity, EQ and judge sco
 /// The table as aligned text, or markdown.
 pub fn render(rows: &[GroupRow], by: GroupBy, markdown: bool) -> String {
     let judged = rows.iter().any(|r| r.task_completion.is_some());
-    let cols = columns(judged, rows.iter().any(|r| r.unsure_calls.is_some()));
+    let cols = columns(
+        judged,
+        rows.iter().any(|r| r.unsure_calls.is_some()),
+        rows.iter().any(|r| r.state_match.is_some()),
+    );
     let by_name = format!("{by:?}").to_lowercase();
     let mut header: Vec<String> = vec![by_name, "runs".into()];
     header.extend(cols.iter().map(|c| c.title.to_string()));
@@ -358,7 +371,7 @@ pub fn render_endings(rows: &[GroupRow], markdown: bool) -> String {
 
 /// The table as CSV: `metric_mean,metric_n,metric_ci95,metric_ci_low,metric_ci_high` per metric.
 pub fn render_csv(rows: &[GroupRow]) -> String {
-    let cols = columns(true, true);
+    let cols = columns(true, true, true);
     let mut out = String::from("group,runs,completed");
     for c in &cols {
         let name = csv_name(c.title);

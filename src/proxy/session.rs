@@ -408,6 +408,7 @@ impl Session {
                 ending: Some(ending),
                 totals: Default::default(),
                 end_digest: Default::default(),
+                state_match: Default::default(),
             })
         });
         if let Err(e) = finished {

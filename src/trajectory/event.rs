@@ -185,6 +185,10 @@ pub struct TaskInfo {
     /// Where the task came from (file path or benchmark name).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
+    /// The state the task should leave, by server: the fields checked, each with its expected
+    /// value (`null`: the field must be gone), scored as `run_finished`'s `state_match`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub expected_state: BTreeMap<String, serde_json::Map<String, Value>>,
 }
 
 /// The three agents.
@@ -310,6 +314,62 @@ pub struct ServerInfo {
     /// (`"cosmos": {"state": ...}`; `mcp::sandbox::digest`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start_digest: Option<String>,
+    /// Its state at the start as fields (`mcp::state_view`), when it was read and is at most
+    /// 64 KiB: a world model's first belief of the state, and what wm-eval replays changes on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_state: Option<Box<Value>>,
+}
+
+/// A server's state as named fields (`mcp::state_view` reads one; docs/trajectory-format.md,
+/// "State as fields").
+pub type StateFields = BTreeMap<String, Value>;
+
+/// How a real call changed its server's sandboxed state (`mcp::state_view::change`): none
+/// recorded means the state was not watched (no sandbox, or too big to read).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StateChange {
+    /// How many fields the call added, removed or altered (0: it changed nothing).
+    pub fields_changed: u32,
+    /// The changed fields, each before and after (absent: no such field), by name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub fields: BTreeMap<String, FieldChange>,
+    /// Some changed fields are left out to keep the record small (16 KiB); the count is whole.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cut: bool,
+}
+
+impl StateChange {
+    /// True when the call changed the state.
+    pub fn changed(&self) -> bool {
+        self.fields_changed > 0
+    }
+}
+
+/// How a run's end state matches its task's expected state on one server
+/// (`metrics::state_match::score`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StateMatch {
+    /// Fields the task checks.
+    pub checked: u32,
+    /// Of those, the ones the end state has as expected.
+    pub matched: u32,
+    /// The fields that did not match, by name (the first 20).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub missed: Vec<String>,
+    /// Why the end state could not be read, when it could not (nothing then matched).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// One field's value before and after a call.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FieldChange {
+    /// Before the call; absent when the call made the field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before: Option<Value>,
+    /// After the call; absent when the call removed the field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<Value>,
 }
 
 /// Least time between two recorded progress reports of one call: a server that reports every
@@ -1286,6 +1346,9 @@ pub enum EventBody {
         /// The prediction's confidence that sent it real (none when it gave none).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         confidence: Option<f64>,
+        /// How the call changed its server's sandboxed state, when that was watched.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        state_change: Option<Box<StateChange>>,
     },
     /// A real tool call.
     ToolCalled {
@@ -1312,6 +1375,9 @@ pub enum EventBody {
         /// Where the call was recorded first, when this is a copy (in a wm-eval file).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         origin: Option<Box<Origin>>,
+        /// How the call changed its server's sandboxed state, when that was watched.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        state_change: Option<Box<StateChange>>,
     },
     /// A world model's simulation of the call of step `step`: in a wm-eval file, of that
     /// step's real call, in the context it had; in a fork (`--on-miss world-model`), in place of
@@ -1460,6 +1526,10 @@ pub enum EventBody {
         /// `ServerInfo::start_digest`).
         #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
         end_digest: BTreeMap<String, String>,
+        /// How the end state matches the task's `expected_state`, by server
+        /// (`metrics::state_match`).
+        #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+        state_match: BTreeMap<String, StateMatch>,
     },
     /// The planner's reply was not a usable decision (a call without a tool, an unknown tool,
     /// arguments that are not an object): recorded with the reply, never taken as a finish.

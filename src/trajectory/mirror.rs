@@ -12,6 +12,7 @@
 //! `tests/lean_reading.rs` holds every path to the same verdict on mutated lines. A field added
 //! to one of these variants is added here too.
 
+use crate::trajectory::event::StateChange;
 use serde::de::value::MapAccessDeserializer;
 use serde::de::{self, Deserializer, MapAccess};
 use serde::{Deserialize, de::DeserializeOwned};
@@ -114,6 +115,8 @@ pub struct ToolCalledLine<S> {
     pub error: Option<S>,
     #[serde(default)]
     pub origin: Option<Box<Origin>>,
+    #[serde(default)]
+    pub state_change: Option<Box<StateChange>>,
 }
 
 /// `call_simulated`: a world model's prediction of a real call, as long as the real result.
@@ -319,6 +322,7 @@ pub fn full_body<'de, A: MapAccess<'de>>(kind: &str, rest: A) -> Result<EventBod
             node: e.node,
             error: e.error,
             origin: e.origin,
+            state_change: e.state_change,
         }),
         "call_simulated" => {
             read::<CallSimulatedLine<String>, _>(rest).map(|e| EventBody::CallSimulated {

@@ -5,6 +5,7 @@
 //! run with its indices, [`fold`] computes the state at any cursor, and [`tail`] follows a
 //! file another process is still writing.
 
+pub mod canonical;
 pub mod catalog;
 pub mod checked;
 pub mod describe;

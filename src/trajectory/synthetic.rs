@@ -303,6 +303,7 @@ pub fn events(spec: &Spec) -> Vec<(u64, EventBody)> {
                     node: Some(n as u64),
                     error: None,
                     origin: None,
+                    state_change: None,
                 },
             ));
         }
@@ -374,6 +375,7 @@ pub fn write(
             ending: None,
             totals,
             end_digest: Default::default(),
+            state_match: Default::default(),
         },
     )?;
     Ok(())

@@ -182,6 +182,7 @@ mod tests {
             ending: None,
             totals: Default::default(),
             end_digest: Default::default(),
+            state_match: Default::default(),
         };
         let events = synthetic::events(&spec)
             .into_iter()

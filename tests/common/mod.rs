@@ -163,6 +163,7 @@ pub fn plan_fails_bodies(world_model: &str, second_target: &str) -> Vec<EventBod
             node: Some(1),
             error: None,
             origin: None,
+            state_change: None,
         },
         EventBody::ToolCalled {
             step: 2,
@@ -179,6 +180,7 @@ pub fn plan_fails_bodies(world_model: &str, second_target: &str) -> Vec<EventBod
             node: Some(2),
             error: None,
             origin: None,
+            state_change: None,
         },
         EventBody::Phase {
             phase: Phase::Answer,
@@ -193,6 +195,7 @@ pub fn plan_fails_bodies(world_model: &str, second_target: &str) -> Vec<EventBod
             ending: None,
             totals: Totals::default(),
             end_digest: Default::default(),
+            state_match: Default::default(),
         },
     ]
 }
@@ -252,6 +255,7 @@ pub fn revised_run() -> Run {
         node: Some(node),
         error: None,
         origin: None,
+        state_change: None,
     };
     let finish = || Some(Action::Finish { answer: None });
     let predicted = r#"{"target":{"datetime":"2026-11-29T17:00:00"}}"#;
@@ -325,6 +329,7 @@ pub fn revised_run() -> Run {
             ending: None,
             totals: Totals::default(),
             end_digest: Default::default(),
+            state_match: Default::default(),
         },
     ];
     run_of(
@@ -383,6 +388,7 @@ pub fn three_runs() -> Vec<Run> {
             node: None,
             error: None,
             origin: None,
+            state_change: None,
         },
         EventBody::ToolCalled {
             step: 2,
@@ -394,6 +400,7 @@ pub fn three_runs() -> Vec<Run> {
             node: None,
             error: None,
             origin: None,
+            state_change: None,
         },
         EventBody::ToolCalled {
             step: 3,
@@ -407,6 +414,7 @@ pub fn three_runs() -> Vec<Run> {
             node: None,
             error: None,
             origin: None,
+            state_change: None,
         },
         EventBody::Answer {
             text: "done".into(),
@@ -417,6 +425,7 @@ pub fn three_runs() -> Vec<Run> {
             ending: None,
             totals: Totals::default(),
             end_digest: Default::default(),
+            state_match: Default::default(),
         },
     ];
     vec![
@@ -447,6 +456,7 @@ pub fn completed() -> EventBody {
         ending: None,
         totals: Totals::default(),
         end_digest: Default::default(),
+        state_match: Default::default(),
     }
 }
 

@@ -1143,6 +1143,7 @@ mod tests {
                 node: None,
                 error: None,
                 origin: None,
+                state_change: None,
             },
         }
     }
