@@ -91,6 +91,7 @@ impl SearchEnv for Instant0 {
                     tokens: None,
                     confidence: None,
                     members: Vec::new(),
+                    predicted_state: None,
                 }),
                 vec![],
             )

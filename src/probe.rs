@@ -89,6 +89,7 @@ fn node_call(run: &Run, node: NodeId) -> Result<(String, serde_json::Value, Vec<
                 tool,
                 arguments,
                 observation: real.or(simulated)?,
+                ..Default::default()
             })
         })
         .collect();
@@ -135,6 +136,9 @@ pub async fn simulate(path: &Path, node: NodeId, name: &str, setup: &ProbeSetup)
         arguments: &arguments,
         user_request: &run.header.task.request,
         history: &history,
+        // A probe asks about a node's call without the run's state: the belief would need the
+        // node's whole path replayed on the header's start state.
+        state: None,
     };
     let start = std::time::Instant::now();
     let body = match model.simulate(request).await {

@@ -60,10 +60,9 @@ pub struct RecordedCall {
     /// The tools the run's agent was offered (what the planner may choose from).
     pub tools: Arc<Vec<ToolInfo>>,
     /// How the call changed its server's sandboxed state, when the run watched it.
-    pub state_change: Option<Box<StateChange>>,
-    /// Its server's real state before the call, when the run recorded it (the header's
-    /// `start_state` with the changes of the calls before this one applied).
-    pub state_before: Option<Arc<StateFields>>,
+    pub state_change: Option<Arc<StateChange>>,
+    /// Its server's state at the run's start, when the run recorded it.
+    pub start_state: Option<Arc<Value>>,
     /// The run's real steps; this call's context is the first `before` of them.
     history: Arc<Vec<HistoryStep>>,
     before: usize,
@@ -77,11 +76,27 @@ struct Recorded {
     arguments: Value,
     real: Observation,
     before: usize,
-    state_change: Option<Box<StateChange>>,
-    state_before: Option<Arc<StateFields>>,
+    state_change: Option<Arc<StateChange>>,
+    start_state: Option<Arc<Value>>,
 }
 
 impl RecordedCall {
+    /// Its server's real state before the call, as the run recorded it (the start state moved
+    /// on by the calls before: [`crate::world_model::belief`]).
+    pub fn state_before(&self) -> Option<Value> {
+        let server = self.server.as_deref()?;
+        crate::world_model::belief(self.start_state.as_deref(), self.history(), server)
+    }
+
+    /// Its server's real state after the call, when the state before and the change are known.
+    pub fn state_after(&self) -> Option<StateFields> {
+        let Value::Object(before) = self.state_before()? else {
+            return None;
+        };
+        let before: StateFields = before.into_iter().collect();
+        crate::mcp::state_view::apply(&before, self.state_change.as_deref()?)
+    }
+
     /// The real steps before this call.
     pub fn history(&self) -> &[HistoryStep] {
         &self.history[..self.before]
@@ -113,16 +128,15 @@ pub fn recorded_calls(paths: &[PathBuf]) -> Result<(Vec<RecordedCall>, Vec<Strin
         let run_tools = Arc::new(header.tools.clone());
         let mut steps = Vec::new();
         let mut run_calls = Vec::new();
-        // Each sandboxed server's real state as the run goes, while every change is whole.
-        let mut states: BTreeMap<String, Arc<StateFields>> = header
+        // Each sandboxed server's state at the run's start.
+        let starts: BTreeMap<String, Arc<Value>> = header
             .servers
             .iter()
             .filter_map(|s| {
-                let Some(Value::Object(fields)) = s.start_state.as_deref() else {
-                    return None;
-                };
-                let fields: StateFields = fields.clone().into_iter().collect();
-                Some((s.name.clone(), Arc::new(fields)))
+                Some((
+                    s.name.clone(),
+                    Arc::new((**s.start_state.as_ref()?).clone()),
+                ))
             })
             .collect();
         while let Some(event) = stream.next_event()? {
@@ -165,17 +179,8 @@ pub fn recorded_calls(paths: &[PathBuf]) -> Result<(Vec<RecordedCall>, Vec<Strin
                 _ => continue,
             };
             let tool = info.name.clone();
-            let state_before = server.as_ref().and_then(|s| states.get(s)).cloned();
-            // The state after is known while each change is recorded whole.
-            if let Some(server) = &server
-                && let Some(before) = states.remove(server)
-                && let Some(after) = match &state_change {
-                    Some(change) => crate::mcp::state_view::apply(&before, change),
-                    None => Some((*before).clone()),
-                }
-            {
-                states.insert(server.clone(), Arc::new(after));
-            }
+            let start_state = server.as_ref().and_then(|s| starts.get(s)).cloned();
+            let state_change = state_change.map(|c| Arc::new(*c));
             run_calls.push(Recorded {
                 seq: event.seq,
                 tool: info,
@@ -183,13 +188,15 @@ pub fn recorded_calls(paths: &[PathBuf]) -> Result<(Vec<RecordedCall>, Vec<Strin
                 arguments: *arguments.clone(),
                 real: real.clone(),
                 before: steps.len(),
-                state_change,
-                state_before,
+                state_change: state_change.clone(),
+                start_state,
             });
             steps.push(HistoryStep {
                 tool,
                 arguments: *arguments,
                 observation: real,
+                state_change,
+                predicted_state: None,
             });
         }
         let history = Arc::new(steps);
@@ -205,7 +212,7 @@ pub fn recorded_calls(paths: &[PathBuf]) -> Result<(Vec<RecordedCall>, Vec<Strin
                 request: request.clone(),
                 tools: run_tools.clone(),
                 state_change: r.state_change,
-                state_before: r.state_before,
+                start_state: r.start_state,
                 history: history.clone(),
                 before: r.before,
             });
@@ -289,6 +296,7 @@ fn earlier_simulations(dir: &Path, names: &[String]) -> Earlier {
                     confidence,
                     confidence_source,
                     members,
+                    predicted_state,
                     ..
                 } if names.contains(&world_model) => {
                     if let Some((run, seq)) = origin_of.get(&step) {
@@ -315,6 +323,7 @@ fn earlier_simulations(dir: &Path, names: &[String]) -> Earlier {
                                     )
                                 }),
                                 members,
+                                predicted_state: predicted_state.map(|s| *s),
                             },
                         );
                     }
@@ -426,11 +435,13 @@ pub async fn evaluate(
                 let (result, from_before) = match done {
                     Some(sim) => (Ok(sim), true),
                     None => {
+                        let state = call.state_before();
                         let request = SimRequest {
                             tool: &call.tool,
                             arguments: &call.arguments,
                             user_request: &call.request,
                             history: call.history(),
+                            state: state.as_ref(),
                         };
                         (model.simulate(request).await, false)
                     }
@@ -544,7 +555,14 @@ fn copy_of(call: &RecordedCall, step: u64) -> EventBody {
             run: call.run.display().to_string(),
             seq: call.seq,
         })),
-        state_change: call.state_change.clone(),
+        state_change: call.state_change.as_deref().map(|change| {
+            Box::new(StateChange {
+                after: call
+                    .state_after()
+                    .map(|s| Box::new(Value::Object(s.into_iter().collect()))),
+                ..change.clone()
+            })
+        }),
     }
 }
 
@@ -576,6 +594,7 @@ fn write_simulation(
                     confidence: sim.confidence.as_ref().map(|c| c.value),
                     confidence_source: sim.confidence.as_ref().map(|c| c.source.clone()),
                     members: sim.members.clone(),
+                    predicted_state: sim.predicted_state.clone().map(Box::new),
                 },
             )?;
             Ok(())
@@ -657,6 +676,7 @@ async fn decide(
             tool: call.tool.name.clone(),
             arguments: call.arguments.clone(),
             observation: observation.clone(),
+            ..Default::default()
         });
         history
     };

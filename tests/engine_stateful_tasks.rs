@@ -27,7 +27,14 @@ fn tasks() -> Vec<Value> {
 /// the task by its request and the step by the history line of the call before it; later
 /// steps come first, since an earlier step's history line is still there.
 fn reference_planner(tasks: &[Value]) -> Value {
-    let mut rules = Vec::new();
+    // The `llm` world model of wm-eval first (its prompt quotes the request and the history
+    // too): given a state, it predicts an empty one.
+    let mut rules = vec![
+        json!({"when": ["You simulate an MCP server", "predicted_state"],
+               "content": {"is_error": false, "content": "done", "predicted_state": {}}}),
+        json!({"when": "You simulate an MCP server",
+               "content": {"is_error": false, "content": "done"}}),
+    ];
     for task in tasks {
         let request: String = task["request"].as_str().unwrap().chars().take(40).collect();
         let calls = task["reference_calls"].as_array().unwrap();
@@ -111,6 +118,87 @@ fn the_reference_solutions_reach_every_expected_state_and_report_says_so() {
     assert_eq!(doc["groups"][0]["state_match"]["mean"], 1.0, "{doc}");
     let table = cosmos(&["report", out.to_str().unwrap()], &llm, "sk-x");
     assert!(text(&table).contains("state match %"), "{}", text(&table));
+
+    // wm-eval scores the calls that changed state apart from those that did not, by fields
+    // changed, and the predicted states against the real ones.
+    let evaluated = cosmos(
+        &[
+            "wm-eval",
+            out.to_str().unwrap(),
+            "--world-model",
+            "memory",
+            "--world-model",
+            "llm",
+            "--format",
+            "json",
+            "--out",
+            dir.path().join("wm-eval").to_str().unwrap(),
+        ],
+        &llm,
+        "sk-x",
+    );
+    let board: Value = serde_json::from_slice(&evaluated.stdout)
+        .unwrap_or_else(|_| panic!("{}", text(&evaluated)));
+    let [memory, predicted] = [&board["world_models"][0], &board["world_models"][1]];
+    // The reference solutions make 15 writes (two of them change two fields: a move, and a
+    // delete that takes a relation with its entity) and 11 reads.
+    assert_eq!(predicted["n"], 26, "{predicted}");
+    let n = |v: &Value| v["n"].as_u64().unwrap();
+    let split = &predicted["by_state_change"];
+    assert_eq!(
+        (n(&split["changed"]), n(&split["unchanged"])),
+        (15, 11),
+        "{split}"
+    );
+    assert!(
+        split.get("unknown").is_none(),
+        "every call was watched: {split}"
+    );
+    let bins = &predicted["by_fields_changed"];
+    assert_eq!(
+        (n(&bins["0"]), n(&bins["1"]), n(&bins["2-4"])),
+        (11, 13, 2),
+        "{bins}"
+    );
+    assert!(
+        predicted["risk_weighted_fidelity"].is_number(),
+        "{predicted}"
+    );
+    // Memory, on the calls it could recall: each in one split.
+    let split = &memory["by_state_change"];
+    assert_eq!(
+        n(&split["changed"]) + n(&split["unchanged"]),
+        n(memory),
+        "{memory}"
+    );
+    // The LLM was given each call's state and predicted an empty one: no field agrees.
+    assert_eq!(
+        predicted["state_fidelity"]["fidelity"]["mean"], 0.0,
+        "{predicted}"
+    );
+    assert_eq!(
+        predicted["state_fidelity"]["n"], predicted["n"],
+        "every call's state was known"
+    );
+    // Memory replays a read it saw in another run: the state it predicts is the real one.
+    assert_eq!(
+        memory["state_fidelity"]["fidelity"]["mean"], 1.0,
+        "{memory}"
+    );
+    let asked = llm
+        .requests()
+        .into_iter()
+        .find(|r| {
+            r["body"]
+                .to_string()
+                .contains("The server's state before this call")
+        })
+        .expect("a world-model prompt with the state section");
+    assert!(
+        asked["body"].to_string().contains("entity/Ada")
+            || asked["body"].to_string().contains("item/a1")
+            || asked["body"].to_string().contains("notes/todo.txt")
+    );
 }
 
 #[test]

@@ -733,6 +733,7 @@ fn tree_rows_carry_node_ids_and_verdict_marks() {
             confidence: None,
             confidence_source: None,
             members: Vec::new(),
+            predicted_state: None,
         },
         evaluated(1, Verdict::Invalid, -1.0),
         evaluated(2, Verdict::NotSimulated, 0.0),
@@ -995,6 +996,7 @@ fn node_with_everything() -> Run {
             confidence: None,
             confidence_source: None,
             members: Vec::new(),
+            predicted_state: None,
         },
         EventBody::NodeEvaluated {
             node: 1,
@@ -1414,6 +1416,7 @@ fn wm_eval_run() -> Run {
         members: Vec::new(),
         tool: None,
         arguments: None,
+        predicted_state: None,
     };
     let mut header = common::header("wm-eval", AgentKind::WmEval, None);
     header
@@ -1595,6 +1598,7 @@ fn a_call_a_world_model_never_reached_is_no_failure_in_the_view() {
             members: Vec::new(),
             tool: None,
             arguments: None,
+            predicted_state: None,
         },
     });
     let view = mcp_cosmos::tui::wm_eval_view::WmEvalView::new(&run, (120, 40));

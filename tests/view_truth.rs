@@ -197,6 +197,7 @@ fn simulated(step: u64, wm: &str, text: &str) -> EventBody {
         confidence: None,
         confidence_source: None,
         members: Vec::new(),
+        predicted_state: None,
     }
 }
 

@@ -82,6 +82,7 @@ async fn ask(wm: &CommandWorldModel, mode: &str) -> Result<String, String> {
         arguments: &arguments,
         user_request: "what time is it",
         history: &[],
+        state: None,
     };
     wm.simulate(req)
         .await
@@ -212,6 +213,7 @@ async fn a_huge_prediction_is_capped_like_a_tool_result() {
         arguments: &arguments,
         user_request: "what time is it",
         history: &[],
+        state: None,
     };
     let sim = wm.simulate(req).await.map_err(|f| f.message).unwrap();
     let cap = mcp_cosmos::mcp::server::MAX_RESULT_BYTES;
@@ -257,6 +259,7 @@ async fn a_commands_confidence_is_taken_as_given_and_an_impossible_one_is_none()
                 arguments: &arguments,
                 user_request: "what time is it",
                 history: &[],
+                state: None,
             })
             .await
             .unwrap()

@@ -63,6 +63,7 @@ fn bodies(shape: u8, size: usize) -> Vec<EventBody> {
             confidence: None,
             confidence_source: None,
             members: Vec::new(),
+            predicted_state: None,
         },
         EventBody::LlmCall {
             role: Role::Planner,

@@ -67,6 +67,7 @@ pub async fn call(
                 tool: planned.tool.clone(),
                 arguments: planned.arguments.clone(),
                 observation: recorded.result.clone(),
+                ..Default::default()
             }));
         }
         match recording.on_miss {
@@ -163,6 +164,7 @@ async fn simulate_miss(
             history,
             &planned.tool,
             &planned.arguments,
+            &env.start_states,
         ))
         .await
         .or_end("the world model was answering a call the recording does not hold")
@@ -187,11 +189,14 @@ async fn simulate_miss(
                 confidence: prediction.confidence.as_ref().map(|c| c.value),
                 confidence_source: prediction.confidence.as_ref().map(|c| c.source.clone()),
                 members: prediction.members,
+                predicted_state: prediction.predicted_state.clone().map(Box::new),
             })?;
             Ok(Ok(HistoryStep {
                 tool: planned.tool.clone(),
                 arguments: planned.arguments.clone(),
                 observation: prediction.observation,
+                state_change: None,
+                predicted_state: prediction.predicted_state.map(std::sync::Arc::new),
             }))
         }
         Err(message) => {
@@ -251,6 +256,8 @@ pub fn record_call(
         tool: planned.tool.clone(),
         arguments: planned.arguments.clone(),
         observation: outcome.result,
+        state_change: outcome.state_change.map(|c| std::sync::Arc::new(*c)),
+        predicted_state: None,
     })
 }
 

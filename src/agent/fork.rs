@@ -47,6 +47,8 @@ impl RecordedCall {
             tool: self.tool.clone(),
             arguments: self.arguments.clone(),
             observation: self.result.clone(),
+            // Replayed, not made: the fork's own state did not change.
+            ..Default::default()
         }
     }
 

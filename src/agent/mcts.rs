@@ -110,6 +110,9 @@ pub struct Node {
     pub action: Option<Action>,
     /// The predicted observation of the action.
     pub observation: Option<Observation>,
+    /// The predicted state of the action's server after it, when the world model tracks
+    /// state (none when the call went real).
+    pub predicted_state: Option<std::sync::Arc<serde_json::Value>>,
     /// Visits N.
     pub visits: u32,
     /// Sum of backpropagated values.
@@ -144,6 +147,7 @@ impl Node {
             depth,
             action,
             observation: None,
+            predicted_state: None,
             visits: 0,
             value_sum: 0.0,
             reward: 0.0,
@@ -280,6 +284,8 @@ impl Tree {
                         tool: tool.clone(),
                         arguments: arguments.clone(),
                         observation: obs.clone(),
+                        state_change: None,
+                        predicted_state: self.nodes[i].predicted_state.clone(),
                     }),
                     _ => None,
                 },
@@ -700,6 +706,7 @@ async fn iterate(
             node.trust = trust;
             node.horizon = r.horizon;
             node.observation = r.observation().cloned();
+            node.predicted_state = r.predicted_state();
             node.reward = r.reward;
             node.terminal = r.terminal;
             node.settled = r.terminal;
@@ -891,6 +898,7 @@ mod tests {
                         .confidence
                         .and_then(|c| crate::world_model::Confidence::new(c, "self")),
                     members: Vec::new(),
+                    predicted_state: None,
                 }),
             };
             Box::pin(async move { (prediction, vec![]) })
@@ -1637,6 +1645,7 @@ mod tests {
                 tool: "t:good".into(),
                 arguments: json!({"x": 1}),
                 observation: Observation::default(),
+                ..Default::default()
             }],
             first_id: 40,
             anchor: Some((7, 2)),

@@ -191,6 +191,9 @@ pub struct Env {
     /// Routing: below this confidence a read-only tool's prediction is replaced by the real
     /// call while planning (`mcts::Settings::go_real_below`).
     pub go_real_below: Option<f64>,
+    /// Each sandboxed server's state at the run's start, as fields (the header's
+    /// `start_state`): what a world model that tracks state is told first.
+    pub start_states: std::collections::BTreeMap<String, serde_json::Value>,
 }
 
 impl Env {
@@ -224,6 +227,7 @@ impl Env {
             stop,
             fork: None,
             go_real_below: None,
+            start_states: Default::default(),
         })
     }
 

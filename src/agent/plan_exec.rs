@@ -115,6 +115,12 @@ pub async fn run(env: &Env, sink: &mut dyn EventSink) -> Result<End> {
             tool,
             arguments,
             observation: r.observation().cloned().unwrap_or_default(),
+            state_change: r
+                .grounded
+                .as_ref()
+                .and_then(|g| g.state_change.clone())
+                .map(|c| std::sync::Arc::new(*c)),
+            predicted_state: r.predicted_state(),
         });
         if turn_no == max_steps {
             limit = Some(Limit::steps(max_steps, "while planning"));

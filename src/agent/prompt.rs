@@ -240,6 +240,7 @@ mod tests {
                 is_error,
                 ..Default::default()
             },
+            ..Default::default()
         }
     }
 

@@ -10,6 +10,7 @@
 //!
 //! [`Rehearser`] is the real [`SearchEnv`]: the planner, world model and critic roles.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -22,7 +23,7 @@ use super::ports::EventSink;
 use super::prompt::{self, Setting, Turn};
 use super::{Env, llm_call_event, usage_event};
 use crate::trajectory::event::{
-    Action, EventBody, NodeId, Observation, Role, ToolInfo, VALIDATOR, Verdict,
+    Action, EventBody, NodeId, Observation, Role, ToolInfo, VALIDATOR, Verdict, own_tool_name,
 };
 use crate::world_model::{
     Confidence, HistoryStep, MemberPrediction, SimRequest, WorldModel, tokens_of,
@@ -51,6 +52,8 @@ pub struct Prediction {
     pub confidence: Option<Confidence>,
     /// An ensemble's members' predictions (empty for any other world model).
     pub members: Vec<MemberPrediction>,
+    /// The server's state after the call, when the world model tracks state.
+    pub predicted_state: Option<Value>,
 }
 
 /// A world model asked about one call: its prediction or why it failed, the `llm_call` events
@@ -67,7 +70,9 @@ pub struct Predicted {
 
 /// Asks `world_model` to predict `tool` called with `arguments` after `history`: the one way a
 /// prediction is asked, by the rehearsing agents ([`Rehearser`]) and by `cosmos proxy`. A tool
-/// not in `tools` is a failure, never a guess.
+/// not in `tools` is a failure, never a guess. `start_states` holds each sandboxed server's
+/// state at the run's start, from which the tool's server's state before the call is told
+/// ([`crate::world_model::belief`]).
 pub async fn predict(
     world_model: &dyn WorldModel,
     tools: &[ToolInfo],
@@ -75,6 +80,7 @@ pub async fn predict(
     history: &[HistoryStep],
     tool: &str,
     arguments: &Value,
+    start_states: &BTreeMap<String, Value>,
 ) -> Predicted {
     let Some(info) = tools.iter().find(|t| t.name == tool) else {
         return Predicted {
@@ -83,11 +89,16 @@ pub async fn predict(
             spent: 0,
         };
     };
+    let state = start_states
+        .iter()
+        .find(|(server, _)| own_tool_name(tool, server).is_some())
+        .and_then(|(server, start)| crate::world_model::belief(Some(start), history, server));
     let request = SimRequest {
         tool: info,
         arguments,
         user_request,
         history,
+        state: state.as_ref(),
     };
     match world_model.simulate(request).await {
         Ok(sim) => {
@@ -100,6 +111,7 @@ pub async fn predict(
                     tokens,
                     confidence: sim.confidence,
                     members: sim.members,
+                    predicted_state: sim.predicted_state,
                 }),
             }
         }
@@ -126,6 +138,8 @@ pub struct Simulated {
     pub confidence: Option<Confidence>,
     /// An ensemble's members' predictions.
     pub members: Vec<MemberPrediction>,
+    /// The server's state after the call, when the world model tracks state.
+    pub predicted_state: Option<Value>,
 }
 
 /// The real result of a read-only tool's call made while planning, in place of an unsure
@@ -175,6 +189,19 @@ pub struct Rehearsal {
 
 impl Rehearsal {
     /// The predicted observation, when the world model gave one (not the validator's).
+    /// The predicted state of the tool's server after the call, when the world model gave one
+    /// and the call did not go real.
+    pub fn predicted_state(&self) -> Option<Arc<Value>> {
+        if self.grounded.is_some() {
+            return None;
+        }
+        self.simulated
+            .as_ref()
+            .and_then(|s| s.predicted_state.clone())
+            .map(Arc::new)
+    }
+
+    /// The prediction (none for a validator's rejection).
     pub fn prediction(&self) -> Option<&Observation> {
         self.simulated
             .as_ref()
@@ -256,6 +283,7 @@ pub async fn rehearse(
                     tokens: None,
                     confidence: None,
                     members: Vec::new(),
+                    predicted_state: None,
                 };
                 return evaluated(settings, Verdict::Invalid, Some(rejected), None, events);
             }
@@ -292,6 +320,7 @@ pub async fn rehearse(
                         tokens: p.tokens,
                         confidence: p.confidence,
                         members: p.members,
+                        predicted_state: p.predicted_state,
                     };
                     (verdict, Some(simulated))
                 }
@@ -370,6 +399,7 @@ pub fn record(sink: &mut dyn EventSink, node: NodeId, r: &Rehearsal) -> Result<(
             confidence: s.confidence.as_ref().map(|c| c.value),
             confidence_source: s.confidence.as_ref().map(|c| c.source.clone()),
             members: s.members.clone(),
+            predicted_state: s.predicted_state.clone().map(Box::new),
         })?;
     }
     if let Some(g) = &r.grounded {
@@ -593,6 +623,7 @@ impl SearchEnv for Rehearser<'_> {
                 history,
                 tool,
                 arguments,
+                &self.env.start_states,
             )
             .await;
             if let Some(flight) = flight {
@@ -727,6 +758,7 @@ mod tests {
                     tokens: None,
                     confidence: Confidence::new(0.5, "self"),
                     members: Vec::new(),
+                    predicted_state: None,
                 };
                 (Ok(prediction), Vec::new())
             })

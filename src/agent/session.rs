@@ -368,6 +368,11 @@ pub async fn prepare(spec: &RunSpec, stop: watch::Receiver<bool>) -> Result<Prep
     let mut env = Env::new(task, host, roles, world_model, spec.budget, stop)?;
     env.fork = spec.fork.as_ref().map(ForkPlan::fork);
     env.go_real_below = spec.search.go_real_below;
+    env.start_states = header
+        .servers
+        .iter()
+        .filter_map(|s| Some((s.name.clone(), (**s.start_state.as_ref()?).clone())))
+        .collect();
     let path = spec.out_dir.join(
         spec.file_name
             .clone()

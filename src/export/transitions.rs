@@ -57,11 +57,13 @@ pub struct Written {
 
 /// One example: the world model's input for a call and the real result as its reply.
 pub fn example(call: &RecordedCall, format: Format) -> Value {
+    let state = call.state_before();
     let req = SimRequest {
         tool: &call.tool,
         arguments: &call.arguments,
         user_request: &call.request,
         history: call.history(),
+        state: state.as_ref(),
     };
     let input = serde_json::to_value(simulation_messages(&req, None)).unwrap_or(Value::Null);
     let target = simulation_reply(&call.real);

@@ -30,6 +30,9 @@ pub enum Outcome {
         same_decision: Option<bool>,
         /// The world model's confidence in it, when it gave one.
         confidence: Option<f64>,
+        /// Its predicted state against the real state after the call, field by field
+        /// (`mcp::state_view::agreement`), when both are known.
+        state_fidelity: Option<f64>,
     },
     /// It could not simulate (the world model failed; no prediction is made up for it).
     Failed,
@@ -45,9 +48,72 @@ pub struct CallResult {
     pub source: String,
     /// The real call failed.
     pub real_error: bool,
+    /// What the real call did to its server's state.
+    pub effect: StateEffect,
     /// One outcome per world model.
     pub outcomes: Vec<Outcome>,
 }
+
+/// What a recorded real call did to its server's state (docs/world-models.md, "Worlds with
+/// state").
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct StateEffect {
+    /// The fields it changed, when a sandbox watched the call.
+    pub fields_changed: Option<u32>,
+    /// Its tool's own annotations: `readOnlyHint`, and `destructiveHint`.
+    pub read_only: Option<bool>,
+    /// The tool is marked destructive by its server.
+    pub destructive: bool,
+}
+
+impl StateEffect {
+    /// Whether the call changed state: what the sandbox saw, else what the tool's annotations
+    /// say (read-only: no; otherwise unknown, since a tool that may write need not have).
+    pub fn changed(&self) -> Option<bool> {
+        match (self.fields_changed, self.read_only) {
+            (Some(n), _) => Some(n > 0),
+            (None, Some(true)) => Some(false),
+            _ => None,
+        }
+    }
+
+    /// The `by_state_change` split this call falls in.
+    pub fn split(&self) -> &'static str {
+        match self.changed() {
+            Some(true) => "changed",
+            Some(false) => "unchanged",
+            None => "unknown",
+        }
+    }
+
+    /// The `by_fields_changed` bin (EnvSimBench's): `0`, `1`, `2-4`, `5+`; none unwatched.
+    pub fn fields_bin(&self) -> Option<&'static str> {
+        Some(match self.fields_changed? {
+            0 => "0",
+            1 => "1",
+            2..=4 => "2-4",
+            _ => "5+",
+        })
+    }
+
+    /// The weight of the call in risk-weighted fidelity: [`RISK_DESTRUCTIVE`] for a tool its
+    /// server marks destructive, [`RISK_CHANGED`] for a call that changed state (or may have:
+    /// a tool not marked read-only, unwatched), 1 for one that changed nothing.
+    pub fn risk(&self) -> f64 {
+        if self.destructive {
+            RISK_DESTRUCTIVE
+        } else if self.changed() != Some(false) {
+            RISK_CHANGED
+        } else {
+            1.0
+        }
+    }
+}
+
+/// Risk weight of a call of a tool its server marks destructive.
+pub const RISK_DESTRUCTIVE: f64 = 4.0;
+/// Risk weight of any other call that changed (or may have changed) state.
+pub const RISK_CHANGED: f64 = 2.0;
 
 /// A mean fidelity with its interval, as the JSON shows it.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -121,6 +187,28 @@ pub struct WorldModelRow {
     pub by_server: Vec<ToolRow>,
     /// Per tool.
     pub by_tool: Vec<ToolRow>,
+    /// Fidelity of the calls that changed state apart from those that did not
+    /// ([`StateEffect::split`]: `changed`, `unchanged`, `unknown`), each present when it has
+    /// calls.
+    pub by_state_change: BTreeMap<&'static str, Split>,
+    /// Fidelity by how many fields the real call changed (`0`, `1`, `2-4`, `5+`), over calls a
+    /// sandbox watched.
+    pub by_fields_changed: BTreeMap<&'static str, Split>,
+    /// Fidelity weighted by each call's risk ([`StateEffect::risk`]): a point value (the
+    /// weights leave no plain n for an interval).
+    pub risk_weighted_fidelity: Option<f64>,
+    /// Mean agreement of its predicted states with the real ones after the calls, over the
+    /// calls where both are known.
+    pub state_fidelity: Option<Split>,
+}
+
+/// Fidelity over one part of the calls.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Split {
+    /// Calls in it.
+    pub n: usize,
+    /// Mean fidelity with its interval.
+    pub fidelity: Option<Mean>,
 }
 
 /// How often a world model's simulation led the planner to the same next action as the real
@@ -200,6 +288,10 @@ fn row(name: &str, w: usize, calls: &[CallResult], good_fidelity: f64) -> WorldM
     let (mut tp, mut fp, mut fn_, mut failed, mut none, mut tokens) = (0, 0, 0, 0, 0, 0);
     let mut by_tool: BTreeMap<&str, Scores> = BTreeMap::new();
     let mut by_server: BTreeMap<&str, Scores> = BTreeMap::new();
+    let mut by_state_change: BTreeMap<&'static str, Scores> = BTreeMap::new();
+    let mut by_fields_changed: BTreeMap<&'static str, Scores> = BTreeMap::new();
+    let mut states = Scores::default();
+    let (mut weighted, mut weights) = (0.0, 0.0);
     let mut decisions = Scores::default();
     for call in calls {
         match call.outcomes[w] {
@@ -210,8 +302,24 @@ fn row(name: &str, w: usize, calls: &[CallResult], good_fidelity: f64) -> WorldM
                 tokens: t,
                 same_decision,
                 confidence,
+                state_fidelity,
             } => {
                 let source = call.source.as_str();
+                by_state_change
+                    .entry(call.effect.split())
+                    .or_default()
+                    .push(fidelity.score, source);
+                if let Some(bin) = call.effect.fields_bin() {
+                    by_fields_changed
+                        .entry(bin)
+                        .or_default()
+                        .push(fidelity.score, source);
+                }
+                if let Some(s) = state_fidelity {
+                    states.push(s, source);
+                }
+                weighted += call.effect.risk() * fidelity.score;
+                weights += call.effect.risk();
                 scored.push(Scored {
                     confidence,
                     fidelity: fidelity.score,
@@ -272,7 +380,15 @@ fn row(name: &str, w: usize, calls: &[CallResult], good_fidelity: f64) -> WorldM
         calibration: calibration(&scored, good_fidelity),
         by_server: rows_of(by_server),
         by_tool: rows_of(by_tool),
+        by_state_change: splits(by_state_change),
+        by_fields_changed: splits(by_fields_changed),
+        risk_weighted_fidelity: (weights > 0.0).then(|| weighted / weights),
+        state_fidelity: (!states.values.is_empty()).then(|| states.split()),
     }
+}
+
+fn splits(groups: BTreeMap<&'static str, Scores>) -> BTreeMap<&'static str, Split> {
+    groups.into_iter().map(|(k, s)| (k, s.split())).collect()
 }
 
 /// Scores with the run each came from.
@@ -290,6 +406,13 @@ impl<'a> Scores<'a> {
 
     fn mean(&self) -> Option<Mean> {
         Mean::of(&self.values, &self.sources)
+    }
+
+    fn split(&self) -> Split {
+        Split {
+            n: self.values.len(),
+            fidelity: self.mean(),
+        }
     }
 }
 
@@ -450,6 +573,53 @@ pub fn render(board: &Leaderboard, format: Format) -> String {
         })
         .collect();
     super::table::aligned(&mut out, &header, &rows, format == Format::Markdown);
+    // Worlds with state: shown when some call's effect on state is known.
+    let stateful = board
+        .world_models
+        .iter()
+        .any(|w| w.by_state_change.keys().any(|k| *k != "unknown") || w.state_fidelity.is_some());
+    if stateful {
+        let split = |s: Option<&Split>| {
+            s.map_or("—".to_string(), |s| {
+                format!("{} (n={})", mean(&s.fidelity), s.n)
+            })
+        };
+        let state_header = [
+            "world model",
+            "changed state",
+            "unchanged",
+            "unknown",
+            "0 fields",
+            "1 field",
+            "2–4 fields",
+            "5+ fields",
+            "risk-weighted",
+            "predicted state",
+        ];
+        let state_rows: Vec<Vec<String>> = board
+            .world_models
+            .iter()
+            .map(|w| {
+                let mut row = vec![w.name.clone()];
+                for k in ["changed", "unchanged", "unknown"] {
+                    row.push(split(w.by_state_change.get(k)));
+                }
+                for k in ["0", "1", "2-4", "5+"] {
+                    row.push(split(w.by_fields_changed.get(k)));
+                }
+                row.push(num(w.risk_weighted_fidelity));
+                row.push(split(w.state_fidelity.as_ref()));
+                row
+            })
+            .collect();
+        out.push('\n');
+        super::table::aligned(
+            &mut out,
+            &state_header,
+            &state_rows,
+            format == Format::Markdown,
+        );
+    }
     if !pair_rows.is_empty() {
         out.push('\n');
         super::table::aligned(
@@ -468,6 +638,16 @@ pub fn render(board: &Leaderboard, format: Format) -> String {
              fidelity of at least the good threshold); pairs: mean difference on the calls both \
              simulated with its 95% interval. Formulas: docs/world-models.md, \"Fidelity\" and \
              \"When to trust a prediction\"; intervals: docs/report-format.md.\n",
+        );
+    }
+    if format == Format::Table && stateful {
+        out.push_str(
+            "state: fidelity of the calls that changed their server's state (a sandbox saw a \
+             field change), that did not (or whose tool is read-only), and of the rest; by the \
+             fields the real call changed; risk-weighted (a destructive tool's call counts 4, \
+             another call that changed or may have changed state 2, the rest 1); predicted \
+             state: fields of the world model's predicted state that agree with the real state \
+             after the call. docs/world-models.md, \"Worlds with state\".\n",
         );
         if let Some(w) = board.world_models.first() {
             let _ = writeln!(
@@ -498,6 +678,7 @@ mod tests {
             tokens: 10,
             same_decision: None,
             confidence: None,
+            state_fidelity: None,
         }
     }
 
@@ -506,8 +687,70 @@ mod tests {
             tool: if real_error { "t:fails" } else { "t:works" }.into(),
             source: String::new(),
             real_error,
+            effect: StateEffect::default(),
             outcomes,
         }
+    }
+
+    #[test]
+    fn calls_that_changed_state_are_scored_apart_and_weigh_by_their_risk() {
+        let effect = |fields_changed, read_only, destructive| StateEffect {
+            fields_changed,
+            read_only,
+            destructive,
+        };
+        let with = |effect, score, state| CallResult {
+            effect,
+            outcomes: vec![match sim(score, false) {
+                Outcome::Simulated {
+                    fidelity,
+                    predicted_error,
+                    tokens,
+                    same_decision,
+                    confidence,
+                    ..
+                } => Outcome::Simulated {
+                    fidelity,
+                    predicted_error,
+                    tokens,
+                    same_decision,
+                    confidence,
+                    state_fidelity: state,
+                },
+                failed => failed,
+            }],
+            ..call(false, vec![])
+        };
+        let calls = [
+            // A read a sandbox saw change nothing, predicted well.
+            with(effect(Some(0), Some(true), false), 1.0, Some(1.0)),
+            // A write of one field, predicted half well.
+            with(effect(Some(1), Some(false), false), 0.5, Some(0.75)),
+            // A delete of three fields, predicted badly.
+            with(effect(Some(3), Some(false), true), 0.0, Some(0.25)),
+            // A read-only tool no sandbox watched: unchanged by its annotation.
+            with(effect(None, Some(true), false), 1.0, None),
+            // An unannotated, unwatched call: nobody knows.
+            with(effect(None, None, false), 0.5, None),
+        ];
+        let row = &leaderboard(&["w".into()], &calls, 0.5).world_models[0];
+        let split = |k: &str| row.by_state_change[k].fidelity.unwrap().mean;
+        assert_eq!(row.by_state_change["unchanged"].n, 2);
+        assert_eq!(split("unchanged"), 1.0);
+        assert_eq!(row.by_state_change["changed"].n, 2);
+        assert_eq!(split("changed"), 0.25);
+        assert_eq!(row.by_state_change["unknown"].n, 1);
+        let bins: Vec<(&str, usize)> = row
+            .by_fields_changed
+            .iter()
+            .map(|(k, s)| (*k, s.n))
+            .collect();
+        assert_eq!(bins, [("0", 1), ("1", 1), ("2-4", 1)]);
+        // Weights 1, 2, 4, 1, 2: (1 + 1 + 0 + 1 + 1) / 10.
+        assert_eq!(row.risk_weighted_fidelity, Some(0.4));
+        let state = row.state_fidelity.unwrap();
+        assert_eq!(state.n, 3);
+        assert!((state.fidelity.unwrap().mean - 2.0 / 3.0).abs() < 1e-12);
     }
 
     #[test]

@@ -555,6 +555,7 @@ impl SearchEnv for Predicting<'_> {
                 history,
                 tool,
                 arguments,
+                &Default::default(),
             )
             .await;
             (predicted.answer, predicted.events)

@@ -288,6 +288,8 @@ impl Session {
                 tool: call.tool.clone(),
                 arguments: call.arguments.clone(),
                 observation: predicted.clone(),
+                state_change: None,
+                predicted_state: rehearsal.predicted_state(),
             });
         }
         match state.pending.remove(&node) {
@@ -337,6 +339,11 @@ impl Session {
             tool: planned.tool.clone(),
             arguments: planned.arguments.clone(),
             observation: outcome.result.clone(),
+            state_change: outcome
+                .state_change
+                .clone()
+                .map(|c| std::sync::Arc::new(*c)),
+            predicted_state: None,
         });
         let node = planned.node;
         let waiting = Waiting {

@@ -336,6 +336,11 @@ pub struct StateChange {
     /// Some changed fields are left out to keep the record small (16 KiB); the count is whole.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cut: bool,
+    /// In a wm-eval file's copy of the call: the server's whole state after it, as fields,
+    /// when the source run let it be known (its start state moved on by every change before),
+    /// so a predicted state can be scored against it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<Box<Value>>,
 }
 
 impl StateChange {
@@ -1251,6 +1256,10 @@ pub enum EventBody {
         /// above is the one the ensemble picked.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         members: Vec<MemberPrediction>,
+        /// The world model's belief of the tool's server's state after the call, as fields,
+        /// when it tracks state (it was given the state before).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        predicted_state: Option<Box<Value>>,
     },
     /// A node's reward was computed.
     NodeEvaluated {
@@ -1412,6 +1421,10 @@ pub enum EventBody {
         /// above is the one the ensemble picked.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         members: Vec<MemberPrediction>,
+        /// The world model's belief of the tool's server's state after the call, as fields,
+        /// when it tracks state.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        predicted_state: Option<Box<Value>>,
     },
     /// In a wm-eval file with decisions: the planner's next action after step `step`, given
     /// the real result (`given` is `real`) or a world model's simulation of it (`given` names

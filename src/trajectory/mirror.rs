@@ -77,6 +77,8 @@ pub struct NodeSimulatedLine<S, A = Value> {
     pub confidence_source: Option<S>,
     #[serde(default)]
     pub members: Vec<MemberPrediction>,
+    #[serde(default = "none")]
+    pub predicted_state: Option<A>,
 }
 
 /// [`Observation`]; `text` is `None` when absent (it must be a string when present).
@@ -139,6 +141,8 @@ pub struct CallSimulatedLine<S> {
     pub confidence_source: Option<S>,
     #[serde(default)]
     pub members: Vec<MemberPrediction>,
+    #[serde(default)]
+    pub predicted_state: Option<Box<Value>>,
 }
 
 impl From<ObservationLine<String>> for Observation {
@@ -310,6 +314,7 @@ pub fn full_body<'de, A: MapAccess<'de>>(kind: &str, rest: A) -> Result<EventBod
                 confidence: e.confidence,
                 confidence_source: e.confidence_source,
                 members: e.members,
+                predicted_state: e.predicted_state.map(Box::new),
             })
         }
         "tool_called" => read::<ToolCalledLine<String>, _>(rest).map(|e| EventBody::ToolCalled {
@@ -336,6 +341,7 @@ pub fn full_body<'de, A: MapAccess<'de>>(kind: &str, rest: A) -> Result<EventBod
                 confidence: e.confidence,
                 confidence_source: e.confidence_source,
                 members: e.members,
+                predicted_state: e.predicted_state,
             })
         }
         "node_evaluated" => {

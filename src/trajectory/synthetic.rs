@@ -174,6 +174,7 @@ pub fn events(spec: &Spec) -> Vec<(u64, EventBody)> {
                         confidence: None,
                         confidence_source: None,
                         members: Vec::new(),
+                        predicted_state: None,
                     },
                 ));
             }

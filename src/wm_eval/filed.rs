@@ -8,8 +8,8 @@ use std::collections::HashMap;
 use serde_json::Value;
 
 use crate::metrics::fidelity::{self, Fidelity};
-use crate::metrics::leaderboard::{self, CallResult, Leaderboard, Outcome};
-use crate::trajectory::event::{EventBody, Leader, Observation, Origin};
+use crate::metrics::leaderboard::{self, CallResult, Leaderboard, Outcome, StateEffect};
+use crate::trajectory::event::{EventBody, Leader, Observation, Origin, StateFields};
 use crate::trajectory::run::Run;
 
 /// What one world model did with one recorded call, as the file says.
@@ -40,6 +40,23 @@ pub struct FiledCall {
     pub origin: Option<Origin>,
     /// One verdict per world model, in [`Filed::names`]' order.
     pub verdicts: Vec<Verdict>,
+    /// Each world model's predicted state after the call, when it gave one (same order).
+    pub predicted_states: Vec<Option<Value>>,
+    /// What the real call did to its server's state.
+    pub effect: StateEffect,
+    /// The real state after the call, as fields, when the source run let it be known.
+    pub state_after: Option<StateFields>,
+}
+
+impl FiledCall {
+    /// A predicted state's agreement with the real state after the call, when both are known.
+    pub fn state_fidelity(&self, predicted: Option<&Value>) -> Option<f64> {
+        let predicted: StateFields = predicted?.as_object()?.clone().into_iter().collect();
+        Some(crate::mcp::state_view::agreement(
+            &predicted,
+            self.state_after.as_ref()?,
+        ))
+    }
 }
 
 /// A wm-eval file read back.
@@ -100,9 +117,21 @@ impl Filed {
                     arguments,
                     result,
                     origin,
+                    state_change,
                     ..
                 } => {
                     by_step.insert(*step, calls.len());
+                    let info = run.header.tools.iter().find(|t| &t.name == tool);
+                    let effect = StateEffect {
+                        fields_changed: state_change.as_ref().map(|c| c.fields_changed),
+                        read_only: info.and_then(|t| t.hint("readOnlyHint")),
+                        destructive: info.and_then(|t| t.hint("destructiveHint")) == Some(true),
+                    };
+                    let state_after = state_change
+                        .as_ref()
+                        .and_then(|c| c.after.as_deref())
+                        .and_then(Value::as_object)
+                        .map(|m| m.clone().into_iter().collect());
                     calls.push(FiledCall {
                         step: *step,
                         tool: tool.clone(),
@@ -110,6 +139,9 @@ impl Filed {
                         real: result.clone(),
                         origin: origin.as_deref().cloned(),
                         verdicts: vec![Verdict::Missing; names.len()],
+                        predicted_states: vec![None; names.len()],
+                        effect,
+                        state_after,
                     });
                 }
                 EventBody::CallSimulated {
@@ -118,10 +150,12 @@ impl Filed {
                     observation,
                     tokens,
                     confidence,
+                    predicted_state,
                     ..
                 } => {
                     if let (Some(&c), Some(w)) = (by_step.get(step), world_model(name)) {
                         let call = &mut calls[c];
+                        call.predicted_states[w] = predicted_state.as_deref().cloned();
                         let score = fidelity::compare(observation, &call.real);
                         call.verdicts[w] = Verdict::Simulated(
                             observation.clone(),
@@ -179,17 +213,20 @@ impl Filed {
                 tool: c.tool.clone(),
                 source: c.origin.as_ref().map(|o| o.run.clone()).unwrap_or_default(),
                 real_error: c.real.is_error,
+                effect: c.effect,
                 outcomes: c
                     .verdicts
                     .iter()
                     .zip(&self.names)
-                    .map(|(v, name)| match v {
+                    .zip(&c.predicted_states)
+                    .map(|((v, name), predicted)| match v {
                         Verdict::Simulated(o, f, tokens, confidence) => Outcome::Simulated {
                             fidelity: *f,
                             predicted_error: o.is_error,
                             tokens: *tokens,
                             same_decision: self.same_decision(c.step, name),
                             confidence: *confidence,
+                            state_fidelity: c.state_fidelity(predicted.as_ref()),
                         },
                         _ => Outcome::Failed,
                     })

@@ -74,6 +74,7 @@ impl WorldModel for CachedWorldModel {
                     llm: Vec::new(),
                     confidence: hit.confidence.clone(),
                     members: hit.members.clone(),
+                    predicted_state: hit.predicted_state.clone(),
                 });
             }
             let sim = self.inner.simulate(req).await?;
@@ -137,6 +138,7 @@ mod tests {
             arguments,
             user_request: "q",
             history: &[],
+            state: None,
         };
         let first = cached.simulate(req(&a1)).await.unwrap();
         let again = cached.simulate(req(&a1)).await.unwrap();

@@ -185,7 +185,7 @@ impl WorldModel for CommandWorldModel {
     ) -> BoxFuture<'a, Result<Simulation, SimFailure>> {
         Box::pin(async move {
             let start = Instant::now();
-            let request = json!({
+            let mut request = json!({
                 "tool": req.tool.name,
                 "description": req.tool.description,
                 "input_schema": req.tool.input_schema,
@@ -193,6 +193,9 @@ impl WorldModel for CommandWorldModel {
                 "user_request": req.user_request,
                 "history": req.history.iter().map(|h| json!({"tool": h.tool, "arguments": h.arguments, "content": h.observation.text, "is_error": h.observation.is_error})).collect::<Vec<_>>(),
             });
+            if let Some(state) = req.state {
+                request["state"] = state.clone();
+            }
             let fail = SimFailure::new;
             let reply = self.ask(&request.to_string()).await.map_err(fail)?;
             if let Some(err) = reply.get("error").and_then(Value::as_str) {
@@ -241,12 +244,14 @@ impl WorldModel for CommandWorldModel {
                     }
                     given
                 });
-            Ok(Simulation::new(
-                observation,
-                start.elapsed(),
-                llm,
-                confidence,
-            ))
+            let mut simulation = Simulation::new(observation, start.elapsed(), llm, confidence);
+            // Only an object is a state, and only when one was given to move on.
+            simulation.predicted_state = req
+                .state
+                .and(reply.get("predicted_state"))
+                .filter(|s| s.is_object())
+                .cloned();
+            Ok(simulation)
         })
     }
 }

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use futures::future::BoxFuture;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::{Confidence, MemberPrediction, SimFailure, SimRequest, Simulation, WorldModel};
 use crate::metrics::fidelity;
@@ -143,7 +143,10 @@ impl WorldModel for EnsembleWorldModel {
                 futures::future::join_all(self.members.iter().map(|m| m.simulate(request))).await;
             let mut llm = Vec::new();
             let mut members = Vec::with_capacity(results.len());
+            // Each member's predicted state, beside `members`.
+            let mut states = Vec::with_capacity(results.len());
             for (model, result) in self.members.iter().zip(results) {
+                states.push(result.as_ref().ok().and_then(|s| s.predicted_state.clone()));
                 let member = match result {
                     Ok(sim) => {
                         llm.extend(sim.llm);
@@ -186,6 +189,12 @@ impl WorldModel for EnsembleWorldModel {
                 .iter()
                 .filter_map(|m| m.observation.as_ref())
                 .collect();
+            let answered_states: Vec<Option<Value>> = members
+                .iter()
+                .zip(states)
+                .filter(|(m, _)| m.observation.is_some())
+                .map(|(_, s)| s)
+                .collect();
             let agreed = agreement(&answers);
             let picked = chosen(
                 self.pick,
@@ -199,6 +208,7 @@ impl WorldModel for EnsembleWorldModel {
                 llm,
                 confidence: agreed.and_then(|(mean, _)| Confidence::new(mean, "agreement")),
                 members,
+                predicted_state: answered_states[picked].clone(),
             })
         })
     }

@@ -78,6 +78,15 @@ pub fn simulation_messages(
         user.push_str("Calls so far:\n");
         user.push_str(&history_lines(req.history, HISTORY_CHARS));
     }
+    if let Some(state) = req.state {
+        // The state section: the belief before the call, to be given back moved on by it.
+        user.push_str(&format!(
+            "The server's state before this call, as a JSON object of fields: {state}\n\
+             Also reply with predicted_state: the server's state after this call, as the same \
+             kind of object, every field kept, the ones this call changes changed, added or \
+             removed.\n"
+        ));
+    }
     vec![Message::system(system), Message::user(user)]
 }
 
@@ -114,7 +123,7 @@ impl WorldModel for LlmWorldModel {
         Box::pin(async move {
             let start = Instant::now();
             // `confidence` is asked for, not required: a model that gives none records none.
-            let schema = json!({
+            let mut schema = json!({
                 "type": "object",
                 "properties": {
                     "is_error": {"type": "boolean"},
@@ -123,6 +132,9 @@ impl WorldModel for LlmWorldModel {
                 },
                 "required": ["is_error", "content"]
             });
+            if req.state.is_some() {
+                schema["properties"]["predicted_state"] = json!({"type": "object"});
+            }
             let model = self.client.endpoint().model.clone();
             match self
                 .client
@@ -161,12 +173,15 @@ impl WorldModel for LlmWorldModel {
                             .and_then(Value::as_f64)
                             .and_then(|c| super::Confidence::new(c, "self")),
                     };
-                    Ok(Simulation::new(
-                        observation,
-                        start.elapsed(),
-                        Some(llm),
-                        confidence,
-                    ))
+                    let mut simulation =
+                        Simulation::new(observation, start.elapsed(), Some(llm), confidence);
+                    // Only an object is a state; anything else is no prediction of one.
+                    simulation.predicted_state = req
+                        .state
+                        .and(value.get("predicted_state"))
+                        .filter(|s| s.is_object())
+                        .cloned();
+                    Ok(simulation)
                 }
                 Err(e) => Err(SimFailure {
                     // A reply cut at the token cap: say what to change too.
@@ -227,6 +242,7 @@ mod tests {
             arguments: &args,
             user_request: "What time is it in Tokyo?",
             history: &[],
+            state: None,
         };
         let text: String = wm
             .prompt(&req)

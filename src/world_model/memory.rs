@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::Result;
@@ -11,12 +12,14 @@ use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
 use super::{SimFailure, SimRequest, Simulation, WorldModel, canonical};
-use crate::trajectory::event::{EventBody, Observation, WorldModelInfo};
+use crate::trajectory::event::{EventBody, Observation, StateChange, WorldModelInfo};
 use crate::trajectory::reader::{EventStream, collect_files};
 
 /// One recorded call: arguments, result, and the run it came from (an index into
 /// `sources`; `u32::MAX` when added by hand).
-type Transition = (Value, Observation, u32);
+/// A recorded call: its arguments, its result, the run it came from, and how it changed its
+/// server's sandboxed state when that was watched.
+type Transition = (Value, Observation, u32, Option<Arc<StateChange>>);
 
 /// Recorded real calls, by tool.
 #[derive(Debug, Default)]
@@ -59,15 +62,17 @@ impl TransitionBuffer {
                     result,
                     error: None,
                     origin: None,
+                    state_change,
                     ..
                 } = e.body
                 {
-                    buffer.add_from(&tool, *arguments, result, source);
+                    let change = state_change.map(|c| Arc::new(*c));
+                    buffer.add_from(&tool, *arguments, result, source, change);
                 } else if let EventBody::ResourceRead(read) = &e.body
                     && read.error.is_none()
                     && let Some((tool, arguments, result)) = read.as_read_call()
                 {
-                    buffer.add_from(&tool.name, arguments, result, source);
+                    buffer.add_from(&tool.name, arguments, result, source, None);
                 }
             }
             buffer.sources.push(file);
@@ -77,20 +82,28 @@ impl TransitionBuffer {
 
     /// Adds one transition.
     pub fn add(&mut self, tool: &str, arguments: Value, result: Observation) {
-        self.add_from(tool, arguments, result, u32::MAX);
+        self.add_from(tool, arguments, result, u32::MAX, None);
     }
 
-    fn add_from(&mut self, tool: &str, arguments: Value, result: Observation, source: u32) {
+    fn add_from(
+        &mut self,
+        tool: &str,
+        arguments: Value,
+        result: Observation,
+        source: u32,
+        change: Option<Arc<StateChange>>,
+    ) {
         self.by_tool.entry(tool.to_string()).or_default().push((
             arguments.clone(),
             result.clone(),
             source,
+            change.clone(),
         ));
         if bare(tool) != tool {
             self.by_tool
                 .entry(format!(":{}", bare(tool)))
                 .or_default()
-                .push((arguments, result, source));
+                .push((arguments, result, source, change));
         }
         self.count += 1;
     }
@@ -124,8 +137,8 @@ impl TransitionBuffer {
     pub fn example(&self, tool: &str) -> Option<(&Value, &Observation)> {
         self.candidates(tool)?
             .iter()
-            .find(|(_, o, _)| !o.is_error)
-            .map(|(a, o, _)| (a, o))
+            .find(|(_, o, _, _)| !o.is_error)
+            .map(|(a, o, _, _)| (a, o))
     }
 
     /// The recorded result for this call: exact match, else the nearest call of the tool.
@@ -145,14 +158,14 @@ impl TransitionBuffer {
         let candidates: Vec<&Transition> = self
             .candidates(tool)?
             .iter()
-            .filter(|(_, _, source)| Some(*source) != excluded)
+            .filter(|(_, _, source, _)| Some(*source) != excluded)
             .collect();
         let key = canonical(arguments);
-        let exact: Vec<&Observation> = candidates
+        let exact_calls: Vec<&&Transition> = candidates
             .iter()
-            .filter(|(a, _, _)| canonical(a) == key)
-            .map(|(_, o, _)| o)
+            .filter(|(a, _, _, _)| canonical(a) == key)
             .collect();
+        let exact: Vec<&Observation> = exact_calls.iter().map(|(_, o, _, _)| o).collect();
         if !exact.is_empty() {
             // The result recorded most often for this very call (the first on a tie), and the
             // share of its recordings that agree with it.
@@ -164,20 +177,28 @@ impl TransitionBuffer {
                     _ => Some((o, n)),
                 },
             )?;
+            // The state change recorded with that result (its first recording's).
+            let change = exact_calls
+                .iter()
+                .find(|(_, o, _, _)| o == observation)
+                .and_then(|(_, _, _, c)| c.as_deref());
             return Some(Recall {
                 observation,
                 exact: true,
                 closeness: agreeing as f64 / exact.len() as f64,
+                change,
             });
         }
         candidates
             .iter()
-            .map(|(a, o, _)| (o, similarity(a, arguments)))
+            .map(|(a, o, _, _)| (o, similarity(a, arguments)))
             .max_by(|(_, a), (_, b)| a.total_cmp(b))
             .map(|(observation, closeness)| Recall {
                 observation,
                 exact: false,
                 closeness,
+                // Another call's change is not this call's: no state is replayed from it.
+                change: None,
             })
     }
 }
@@ -192,6 +213,8 @@ pub struct Recall<'a> {
     /// Exact: the share of that call's recordings that hold this result; else the share of
     /// argument values the recorded call has in common with the new one.
     pub closeness: f64,
+    /// The state change recorded with an exact recall's result, when one was.
+    pub change: Option<&'a StateChange>,
 }
 
 impl Recall<'_> {
@@ -281,12 +304,24 @@ impl WorldModel for MemoryWorldModel {
                 .buffer
                 .lookup_without(&req.tool.name, req.arguments, self.excluded)
             {
-                Some(recall) => Ok(Simulation::new(
-                    recall.observation.clone(),
-                    start.elapsed(),
-                    None,
-                    super::Confidence::new(recall.confidence(), "recall"),
-                )),
+                Some(recall) => {
+                    let mut simulation = Simulation::new(
+                        recall.observation.clone(),
+                        start.elapsed(),
+                        None,
+                        super::Confidence::new(recall.confidence(), "recall"),
+                    );
+                    // The same call's recorded change, replayed on the state it is given.
+                    simulation.predicted_state = match (req.state, recall.change) {
+                        (Some(Value::Object(state)), Some(change)) => {
+                            let state = state.clone().into_iter().collect();
+                            crate::mcp::state_view::apply(&state, change)
+                                .map(|after| Value::Object(after.into_iter().collect()))
+                        }
+                        _ => None,
+                    };
+                    Ok(simulation)
+                }
                 // Nothing to go on is no prediction (not a predicted error, which would score
                 // as a dead end and count in fidelity): the world model failed to simulate.
                 None => Err(SimFailure::new(format!(
@@ -324,6 +359,7 @@ mod tests {
             arguments: &args,
             user_request: "q",
             history: &[],
+            state: None,
         };
         let failure = wm.simulate(req).await.unwrap_err();
         assert!(

@@ -9,15 +9,16 @@ pub mod llm;
 pub mod memory;
 pub mod named;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
 use serde_json::Value;
 
-use crate::trajectory::event::{Observation, ToolInfo, WorldModelInfo};
+use crate::trajectory::event::{Observation, StateChange, StateFields, ToolInfo, WorldModelInfo};
 
 /// A step already taken (simulated in planning, or real), given as context.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct HistoryStep {
     /// Namespaced tool.
     pub tool: String,
@@ -25,6 +26,39 @@ pub struct HistoryStep {
     pub arguments: Value,
     /// What it returned (or was predicted to).
     pub observation: Observation,
+    /// A real step's change to its server's sandboxed state, when that was watched.
+    pub state_change: Option<Arc<StateChange>>,
+    /// A simulated step's predicted state of its server after it, when the world model gave
+    /// one.
+    pub predicted_state: Option<Arc<Value>>,
+}
+
+/// The state of `server` before the next call, as far as `history` tells from `start` (the
+/// state the run began with, as fields): each step on that server moves it on, a real step by
+/// its recorded change, a simulated one to its predicted state. `None` when nothing is known
+/// (no start state, or a step whose change was cut or went unrecorded): the one way a world
+/// model's `state` section is made, in a run and in wm-eval alike.
+pub fn belief(start: Option<&Value>, history: &[HistoryStep], server: &str) -> Option<Value> {
+    let mut state: Option<StateFields> = match start {
+        Some(Value::Object(m)) => Some(m.clone().into_iter().collect()),
+        _ => None,
+    };
+    for step in history
+        .iter()
+        .filter(|h| crate::trajectory::event::own_tool_name(&h.tool, server).is_some())
+    {
+        state = match (&step.predicted_state, &step.state_change) {
+            (Some(predicted), _) => match &**predicted {
+                Value::Object(p) => Some(p.clone().into_iter().collect()),
+                _ => None,
+            },
+            (None, Some(change)) => state.and_then(|s| crate::mcp::state_view::apply(&s, change)),
+            // A step that tells nothing of the state (a prediction of a world model that
+            // tracks none) leaves the belief as it was.
+            (None, None) => state,
+        };
+    }
+    state.map(|s| Value::Object(s.into_iter().collect()))
 }
 
 /// The steps as every prompt quotes them, one a line: `1. tool {arguments} -> [error] text`,
@@ -61,6 +95,10 @@ pub struct SimRequest<'a> {
     pub user_request: &'a str,
     /// The steps before this one.
     pub history: &'a [HistoryStep],
+    /// The state of the tool's server before the call as fields (its sandbox's start state
+    /// moved on by the steps before: [`belief`]), when known; a world model that tracks state
+    /// returns the state after as its `predicted_state`.
+    pub state: Option<&'a Value>,
 }
 
 /// An LLM call a world model made, for the trajectory's `llm_call` event.
@@ -124,6 +162,9 @@ pub struct Simulation {
     /// An ensemble's members, each with its own prediction or error (empty for any other
     /// world model).
     pub members: Vec<MemberPrediction>,
+    /// The state of the tool's server after the call as fields, when the world model tracks
+    /// state and was given the state before ([`SimRequest::state`]).
+    pub predicted_state: Option<Value>,
 }
 
 impl Simulation {
@@ -140,6 +181,7 @@ impl Simulation {
             llm: llm.into_iter().collect(),
             confidence,
             members: Vec::new(),
+            predicted_state: None,
         }
     }
 

@@ -110,6 +110,7 @@ pub fn plan_fails_bodies(world_model: &str, second_target: &str) -> Vec<EventBod
             confidence: None,
             confidence_source: None,
             members: Vec::new(),
+            predicted_state: None,
         },
         llm(Role::WorldModel),
         llm(Role::Planner),
@@ -132,6 +133,7 @@ pub fn plan_fails_bodies(world_model: &str, second_target: &str) -> Vec<EventBod
             confidence: None,
             confidence_source: None,
             members: Vec::new(),
+            predicted_state: None,
         },
         llm(Role::WorldModel),
         llm(Role::Planner),
@@ -228,6 +230,7 @@ pub fn revised_run() -> Run {
         confidence: None,
         confidence_source: None,
         members: Vec::new(),
+        predicted_state: None,
     };
     let evaluated = |node, verdict, reward| EventBody::NodeEvaluated {
         node,
