@@ -1984,6 +1984,64 @@ fn a_grounded_node_shows_its_real_result_beside_the_prediction() {
     }
 }
 
+/// A node whose real call changed its server's state: the inspector lists each changed field,
+/// before and after, beside the value the world model's predicted state gave it; the timeline
+/// marks the call.
+#[test]
+fn a_call_that_changed_state_shows_the_change_beside_the_predicted_state() {
+    use mcp_cosmos::trajectory::event::{AgentKind, EventBody, FieldChange, StateChange};
+    use serde_json::json;
+    let mut bodies = common::plan_fails_bodies("llm", "Mars/Olympus");
+    for body in &mut bodies {
+        match body {
+            EventBody::NodeSimulated {
+                node: 1,
+                predicted_state,
+                ..
+            } => *predicted_state = Some(Box::new(json!({"item/b2": {"qty": 20}}))),
+            EventBody::ToolCalled {
+                node: Some(1),
+                state_change,
+                ..
+            } => {
+                *state_change = Some(Box::new(StateChange {
+                    fields_changed: 1,
+                    fields: [(
+                        "item/b2".to_string(),
+                        FieldChange {
+                            before: Some(json!({"qty": 0})),
+                            after: Some(json!({"qty": 25})),
+                        },
+                    )]
+                    .into(),
+                    ..Default::default()
+                }))
+            }
+            _ => {}
+        }
+    }
+    let run = common::run_of(
+        "runs/stateful.jsonl",
+        common::header("t", AgentKind::PlanExec, Some("llm")),
+        bodies,
+    );
+    let slot = run.nodes().iter().position(|n| n.id == 1).unwrap() as u32;
+    let state = mcp_cosmos::trajectory::fold::TreeState::fold(&run, run.len());
+    let rows = Inspector::node(&run, &state, slot, (120, 60))
+        .rows()
+        .join("\n");
+    for said in [
+        "state: the call changed 1 field · beside each, the predicted state's value",
+        r#"item/b2: {"qty":0} → {"qty":25}"#,
+        r#"predicted {"qty":20} ✗"#,
+    ] {
+        assert!(rows.contains(said), "{said}\n{rows}");
+    }
+    let step = run.steps().iter().find(|s| s.node == Some(1)).unwrap();
+    let line = mcp_cosmos::trajectory::describe::summary(&run.event(step.event as usize));
+    assert!(line.contains("✎ 1 field →"), "{line}");
+}
+
 /// A proxy session's protocol (`W`): each message's row, the selected one below; a torn last
 /// line counted in the title.
 #[test]

@@ -393,6 +393,7 @@ pub fn summary(event: &Event) -> String {
             error,
             latency_ms,
             origin,
+            state_change,
             ..
         } => {
             let outcome = match error {
@@ -403,8 +404,13 @@ pub fn summary(event: &Event) -> String {
             // A copy of a call recorded elsewhere (a fork's history, a wm-eval file) was not
             // made by this run: said first, so no reader takes it for a new real call.
             let replayed = if origin.is_some() { " (replayed)" } else { "" };
+            // A call that changed its server's state is marked before its result.
+            let changed = match state_change.as_deref().map(|c| c.fields_changed) {
+                Some(0) | None => String::new(),
+                Some(n) => format!(" ✎ {n} field{}", if n == 1 { "" } else { "s" }),
+            };
             format!(
-                "{step}.{replayed} {} {latency_ms} ms → {outcome}",
+                "{step}.{replayed} {} {latency_ms} ms{changed} → {outcome}",
                 call_label(tool, arguments)
             )
         }

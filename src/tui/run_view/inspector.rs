@@ -538,6 +538,14 @@ impl Inspector {
                 EventBody::NodeSimulated { members, .. } if !members.is_empty() => Some(members),
                 _ => None,
             });
+        let predicted_state = simulated_event
+            .as_ref()
+            .and_then(|(_, event)| match &event.body {
+                EventBody::NodeSimulated {
+                    predicted_state, ..
+                } => predicted_state.as_deref(),
+                _ => None,
+            });
         lines.heading("verdict");
         match evaluated {
             None => lines.text("  not evaluated (yet)"),
@@ -622,6 +630,7 @@ impl Inspector {
                 step: n,
                 result,
                 error,
+                state_change,
                 ..
             } = &run.event(step.event as usize).body
             {
@@ -638,6 +647,9 @@ impl Inspector {
                     lines.push(Mark::Failure, format!("  transport error: {e}"));
                 }
                 lines.block(&observation_text(result), mark);
+                if let Some(change) = state_change {
+                    state_change_lines(&mut lines, change, predicted_state);
+                }
             }
         } else if matches!(
             added,
@@ -1042,6 +1054,61 @@ fn confidence_words(value: Option<f64>, source: Option<&str>) -> String {
         (Some(c), Some(source)) => format!("confidence {c:.2} ({source})"),
         (Some(c), None) => format!("confidence {c:.2}"),
         (None, _) => "no confidence".to_string(),
+    }
+}
+
+/// How the real call changed its server's state, field by field, each changed field beside the
+/// value the world model's predicted state gave it (✓ when the same), when it predicted one.
+fn state_change_lines(
+    lines: &mut Lines,
+    change: &crate::trajectory::event::StateChange,
+    predicted: Option<&Value>,
+) {
+    /// Most fields listed; the count says how many there are.
+    const SHOWN: usize = 20;
+    let value = |v: Option<&Value>| {
+        v.map_or("(none)".to_string(), |v| {
+            crate::sanitize::one_line(&v.to_string(), 70)
+        })
+    };
+    if !change.changed() {
+        lines.heading("state: the call changed nothing");
+        return;
+    }
+    lines.heading(format!(
+        "state: the call changed {} field{}{}",
+        change.fields_changed,
+        if change.fields_changed == 1 { "" } else { "s" },
+        if predicted.is_some() {
+            " · beside each, the predicted state's value"
+        } else {
+            ""
+        }
+    ));
+    for (name, field) in change.fields.iter().take(SHOWN) {
+        lines.text(format!(
+            "  {}: {} → {}",
+            crate::sanitize::one_line(name, 60),
+            value(field.before.as_ref()),
+            value(field.after.as_ref())
+        ));
+        if let Some(predicted) = predicted {
+            let guess = predicted.get(name);
+            let right = guess == field.after.as_ref();
+            lines.push(
+                if right { Mark::Text } else { Mark::Failure },
+                format!(
+                    "    predicted {} {}",
+                    value(guess),
+                    if right { "✓" } else { "✗" }
+                ),
+            );
+        }
+    }
+    let shown = change.fields.len().min(SHOWN);
+    let left = (change.fields_changed as usize).saturating_sub(shown);
+    if left > 0 {
+        lines.text(format!("  … {left} more field(s) not shown"));
     }
 }
 
