@@ -25,10 +25,13 @@ run() {
   if [ -n "${only:-}" ] && [[ " $only " != *" $name "* ]]; then return; fi
   echo "== $name: cosmos run $*" >&2
   # With stop_after=SECONDS the run gets Ctrl-C's SIGINT then, as a person stopping it would.
+  # mcp_file, task_file, run_out and extra (the distraction server; empty for none) may be set
+  # for one recipe, as config and stop_after may.
   OPENAI_API_KEY=local-no-key ${stop_after:+timeout --signal=INT --kill-after=60 "$stop_after"} \
-    "$cosmos" run --mcp-config "$mcp" --task "$tasks" --config "${config:-sample_runs/cosmos.toml}" \
-    --extra-server memory --out "$out" --no-tui --max-time-s 2400 "$@" || echo "== $name ended non-zero (kept: a failed run is a sample too)" >&2
+    "$cosmos" run --mcp-config "${mcp_file:-$mcp}" --task "${task_file:-$tasks}" --config "${config:-sample_runs/cosmos.toml}" \
+    ${extra:+--extra-server "$extra"} --out "${run_out:-$out}" --no-tui --max-time-s 2400 "$@" || echo "== $name ended non-zero (kept: a failed run is a sample too)" >&2
 }
+extra=memory
 
 only="$*"
 # ReAct first: their real calls feed the memory world model below.
@@ -64,6 +67,23 @@ if [ -z "${only:-}" ] || [[ " $only " == *" sweep "* ]]; then
   echo "== sweep: cosmos sweep sample_runs/sweep.toml --out sample_runs/sweep --no-tui" >&2
   OPENAI_API_KEY=local-no-key "$cosmos" sweep sample_runs/sweep.toml --out sample_runs/sweep --no-tui
   "$cosmos" report sample_runs/sweep --baseline react --format markdown --power > sample_runs/sweep-report.md
+fi
+# Worlds with state (examples/stateful): the memory, filesystem and SQLite servers, each on a
+# fresh copy of its seed, into sample_runs/stateful; then a wm-eval of their real calls, which
+# splits fidelity by what each call did to its server's state.
+stateful_runs() {
+  mcp_file=examples/stateful/mcp.json task_file=examples/stateful/tasks.json run_out=$out/stateful extra= \
+    run "$@"
+}
+stateful_runs stateful-react-db-restock    --task-id db_restock --agent react --max-steps 4
+stateful_runs stateful-react-mem-person    --task-id mem_add_person --agent react --max-steps 5
+stateful_runs stateful-react-fs-edit       --task-id fs_edit --agent react --max-steps 4
+stateful_runs stateful-planexec-db-add     --task-id db_add_item --agent plan-exec --world-model llm --max-steps 3
+stateful_runs stateful-planexec-mem-unlink --task-id mem_unlink --agent plan-exec --world-model llm --max-steps 3
+if [ -z "${only:-}" ] || [[ " $only " == *" stateful-wm-eval "* ]]; then
+  echo "== stateful-wm-eval: cosmos wm-eval $out/stateful --world-model memory --world-model qwen-1.5b" >&2
+  OPENAI_API_KEY=local-no-key "$cosmos" wm-eval "$out/stateful" --world-model memory --world-model qwen-1.5b \
+    --config sample_runs/cosmos.toml --out "$out/stateful" --format markdown > "$out/stateful/wm-eval.md"
 fi
 "$cosmos" validate "$out"
 "$cosmos" report "$out"

@@ -2038,8 +2038,16 @@ fn a_call_that_changed_state_shows_the_change_beside_the_predicted_state() {
         assert!(rows.contains(said), "{said}\n{rows}");
     }
     let step = run.steps().iter().find(|s| s.node == Some(1)).unwrap();
-    let line = mcp_cosmos::trajectory::describe::summary(&run.event(step.event as usize));
+    let event = run.event(step.event as usize);
+    let line = mcp_cosmos::trajectory::describe::summary(&event);
     assert!(line.contains("✎ 1 field →"), "{line}");
+    // The event itself (Enter on the timeline, a ReAct run's only view of a call): the same
+    // change, field by field.
+    let rows = Inspector::event(&event, (120, 60)).rows().join("\n");
+    assert!(
+        rows.contains(r#"item/b2: {"qty":0} → {"qty":25}"#),
+        "{rows}"
+    );
 }
 
 /// A proxy session's protocol (`W`): each message's row, the selected one below; a torn last

@@ -189,7 +189,24 @@ impl Inspector {
             conversation(&messages, &mut lines);
             lines.heading("the call");
         }
+        // A real call's change to its server's state reads field by field, before and after,
+        // after the call's other fields.
+        let change = match &event.body {
+            EventBody::ToolCalled {
+                state_change: Some(change),
+                ..
+            } => {
+                if let Some(o) = value.as_object_mut() {
+                    o.remove("state_change");
+                }
+                Some(change)
+            }
+            _ => None,
+        };
         layout(&value, 0, &mut lines);
+        if let Some(change) = change {
+            state_change_lines(&mut lines, change, None);
+        }
         Self::new(
             format!(" Event {} · {} ", event.seq, event.body.kind()),
             lines,
