@@ -1931,11 +1931,30 @@ fn a_node_at_the_horizon_says_why_the_search_went_no_further() {
     );
 }
 
+/// A Plan-Exec run of `bodies` at `path`, and its node #1's inspector rows.
+fn node_one_rows(
+    path: &str,
+    bodies: Vec<mcp_cosmos::trajectory::event::EventBody>,
+) -> (mcp_cosmos::trajectory::run::Run, String) {
+    use mcp_cosmos::trajectory::event::AgentKind;
+    let run = common::run_of(
+        path,
+        common::header("t", AgentKind::PlanExec, Some("llm")),
+        bodies,
+    );
+    let slot = run.nodes().iter().position(|n| n.id == 1).unwrap() as u32;
+    let state = mcp_cosmos::trajectory::fold::TreeState::fold(&run, run.len());
+    let rows = Inspector::node(&run, &state, slot, (120, 60))
+        .rows()
+        .join("\n");
+    (run, rows)
+}
+
 /// A node whose unsure prediction routing replaced by the real call: the inspector shows the
 /// real result beside the prediction, with the prediction's fidelity to it (the one function).
 #[test]
 fn a_grounded_node_shows_its_real_result_beside_the_prediction() {
-    use mcp_cosmos::trajectory::event::{AgentKind, EventBody, Observation};
+    use mcp_cosmos::trajectory::event::{EventBody, Observation};
     let mut bodies = common::plan_fails_bodies("llm", "Mars/Olympus");
     let at = bodies
         .iter()
@@ -1963,16 +1982,7 @@ fn a_grounded_node_shows_its_real_result_beside_the_prediction() {
             state_change: None,
         },
     );
-    let run = common::run_of(
-        "runs/grounded.jsonl",
-        common::header("t", AgentKind::PlanExec, Some("llm")),
-        bodies,
-    );
-    let slot = run.nodes().iter().position(|n| n.id == 1).unwrap() as u32;
-    let state = mcp_cosmos::trajectory::fold::TreeState::fold(&run, run.len());
-    let rows = Inspector::node(&run, &state, slot, (120, 60))
-        .rows()
-        .join("\n");
+    let (_, rows) = node_one_rows("runs/grounded.jsonl", bodies);
     let fidelity = mcp_cosmos::metrics::fidelity::compare(&predicted, &real).score;
     for said in [
         "called for real while planning on time: the prediction was unsure (confidence 0.30)"
@@ -1989,7 +1999,7 @@ fn a_grounded_node_shows_its_real_result_beside_the_prediction() {
 /// marks the call.
 #[test]
 fn a_call_that_changed_state_shows_the_change_beside_the_predicted_state() {
-    use mcp_cosmos::trajectory::event::{AgentKind, EventBody, FieldChange, StateChange};
+    use mcp_cosmos::trajectory::event::{EventBody, FieldChange, StateChange};
     use serde_json::json;
     let mut bodies = common::plan_fails_bodies("llm", "Mars/Olympus");
     for body in &mut bodies {
@@ -2020,16 +2030,7 @@ fn a_call_that_changed_state_shows_the_change_beside_the_predicted_state() {
             _ => {}
         }
     }
-    let run = common::run_of(
-        "runs/stateful.jsonl",
-        common::header("t", AgentKind::PlanExec, Some("llm")),
-        bodies,
-    );
-    let slot = run.nodes().iter().position(|n| n.id == 1).unwrap() as u32;
-    let state = mcp_cosmos::trajectory::fold::TreeState::fold(&run, run.len());
-    let rows = Inspector::node(&run, &state, slot, (120, 60))
-        .rows()
-        .join("\n");
+    let (run, rows) = node_one_rows("runs/stateful.jsonl", bodies);
     for said in [
         "state: the call changed 1 field · beside each, the predicted state's value",
         r#"item/b2: {"qty":0} → {"qty":25}"#,

@@ -182,6 +182,13 @@ pub struct GroupRow {
     pub wall_time_s: Option<Estimate>,
     /// Simulation fidelity per run (runs with simulated steps).
     pub fidelity: Option<Estimate>,
+    /// The same over the steps whose call changed its server's state (runs with such a step
+    /// simulated; [`crate::metrics::run::FidelitySummary::changed_state`]).
+    #[serde(default)]
+    pub fidelity_changed_state: Option<Estimate>,
+    /// The same over the steps whose call a sandbox saw change nothing.
+    #[serde(default)]
+    pub fidelity_unchanged_state: Option<Estimate>,
     /// Judge: Task Completion (1–10).
     pub task_completion: Option<Estimate>,
     /// Judge: Tool Selection.
@@ -645,6 +652,8 @@ fn row(key: &str, runs: &[&RunRecord], cohort: Option<(f64, f64)>, avg_calls: f6
             Some(r.metrics.wall_ms as f64 / 1000.0)
         }),
         fidelity: rate(&|r| r.metrics.fidelity.map(|f| f.score)),
+        fidelity_changed_state: rate(&|r| r.metrics.fidelity.and_then(|f| f.changed_state)),
+        fidelity_unchanged_state: rate(&|r| r.metrics.fidelity.and_then(|f| f.unchanged_state)),
         task_completion,
         tool_selection: judge(|j| j.tool_selection, |v| v.tool_selection),
         planning_effectiveness: judge(|j| j.planning_effectiveness, |v| v.planning_effectiveness),

@@ -171,6 +171,8 @@ mod tests {
             rejected_decisions: None,
             unsure_calls: None,
             state_match: None,
+            fidelity_changed_state: None,
+            fidelity_unchanged_state: None,
             grounded_calls: None,
             execution_quality: None,
             execution_quality_anchored: None,

@@ -40,6 +40,8 @@ pub struct StepFacts {
     pub fidelity: Option<Fidelity>,
     /// That prediction's confidence, when the world model gave one.
     pub confidence: Option<f64>,
+    /// Whether the call changed its server's state, when a sandbox watched it.
+    pub state_changed: Option<bool>,
 }
 
 impl StepFacts {
@@ -56,6 +58,7 @@ impl StepFacts {
             arguments,
             result,
             error,
+            state_changed,
         } = call;
         let check = catalog.check(tool, arguments);
         let server = server
@@ -82,6 +85,7 @@ impl StepFacts {
             server,
             fidelity: simulated.map(|(sim, _)| fidelity::compare(sim, &real)),
             confidence: simulated.and_then(|(_, c)| c),
+            state_changed,
         }
     }
 }
@@ -99,6 +103,8 @@ pub struct CallRecord<'a> {
     pub result: &'a Observation,
     /// A transport error, a timeout or a cut-off.
     pub error: Option<&'a str>,
+    /// Whether it changed its server's state, when a sandbox watched it (`state_change`).
+    pub state_changed: Option<bool>,
 }
 
 impl<'a> CallRecord<'a> {
@@ -111,6 +117,7 @@ impl<'a> CallRecord<'a> {
                 arguments,
                 result,
                 error,
+                state_change,
                 ..
             } => Some(Self {
                 tool,
@@ -118,6 +125,9 @@ impl<'a> CallRecord<'a> {
                 arguments,
                 result,
                 error: error.as_deref(),
+                state_changed: state_change
+                    .as_deref()
+                    .map(crate::trajectory::event::StateChange::changed),
             }),
             _ => None,
         }
@@ -169,6 +179,13 @@ pub struct FidelitySummary {
     pub values: Option<f64>,
     /// Mean token F1.
     pub token_f1: f64,
+    /// Mean score over the steps whose call changed its server's state (a sandbox saw a field
+    /// change); `None` when there were none.
+    #[serde(default)]
+    pub changed_state: Option<f64>,
+    /// Mean score over the steps whose call a sandbox saw change nothing.
+    #[serde(default)]
+    pub unchanged_state: Option<f64>,
 }
 
 /// A judgement folded into MCP-Bench's three headline scores (`_calculate_average_scores`:
@@ -569,7 +586,11 @@ pub fn compute(input: &MetricsInput<'_>) -> RunMetrics {
         }),
         llm: input.llm,
         nodes: input.nodes,
-        fidelity: summarize_fidelity(steps.iter().filter_map(|s| s.fidelity.as_ref())),
+        fidelity: summarize_fidelity(
+            steps
+                .iter()
+                .filter_map(|s| Some((s.fidelity.as_ref()?, s.state_changed))),
+        ),
         judge: input.judge.map(JudgeSummary::of),
         status: input.status,
         answered: input.answered,
@@ -583,11 +604,23 @@ pub fn compute(input: &MetricsInput<'_>) -> RunMetrics {
     }
 }
 
-fn summarize_fidelity<'a>(items: impl Iterator<Item = &'a Fidelity>) -> Option<FidelitySummary> {
-    let items: Vec<&Fidelity> = items.collect();
+fn summarize_fidelity<'a>(
+    items: impl Iterator<Item = (&'a Fidelity, Option<bool>)>,
+) -> Option<FidelitySummary> {
+    let (items, changed): (Vec<&Fidelity>, Vec<Option<bool>>) = items.unzip();
     if items.is_empty() {
         return None;
     }
+    // The mean score of the steps whose call did (or did not) change its server's state.
+    let score_where = |want: bool| {
+        let vals: Vec<f64> = items
+            .iter()
+            .zip(&changed)
+            .filter(|(_, c)| **c == Some(want))
+            .map(|(f, _)| f.score)
+            .collect();
+        (!vals.is_empty()).then(|| vals.iter().sum::<f64>() / vals.len() as f64)
+    };
     let n = items.len() as f64;
     let mean_opt = |get: fn(&Fidelity) -> Option<f64>| {
         let vals: Vec<f64> = items.iter().filter_map(|f| get(f)).collect();
@@ -600,6 +633,8 @@ fn summarize_fidelity<'a>(items: impl Iterator<Item = &'a Fidelity>) -> Option<F
         structure: mean_opt(|f| f.structure),
         values: mean_opt(|f| f.values),
         token_f1: items.iter().map(|f| f.token_f1).sum::<f64>() / n,
+        changed_state: score_where(true),
+        unchanged_state: score_where(false),
     })
 }
 
@@ -1278,6 +1313,7 @@ mod tests {
             valid_name,
             schema_ok,
             server: valid_name.then_some(1),
+            state_changed: None,
             fidelity: None,
             confidence: None,
         }
@@ -1542,6 +1578,7 @@ mod tests {
             arguments: &args,
             result: &real,
             error: None,
+            state_changed: None,
         };
         let with = StepFacts::new(&cat, call, Some((&sim, None)));
         let without = StepFacts::new(&cat, call, None);
@@ -1551,6 +1588,44 @@ mod tests {
         // Plain text on both sides: the score is the token F1.
         assert_eq!(f.score, 0.5);
         assert_eq!(f.token_f1, 0.5);
+    }
+
+    /// Fidelity is also split by whether each call changed its server's state, as a sandbox
+    /// saw it; a call no sandbox watched is in neither part.
+    #[test]
+    fn fidelity_is_split_by_what_the_call_did_to_the_state() {
+        let text = |t: &str| Observation {
+            text: t.into(),
+            ..Default::default()
+        };
+        let cat = ToolCatalog::new(&[]);
+        let args = serde_json::json!({});
+        let real = text("a b");
+        let facts = |sim: &str, state_changed| {
+            let call = CallRecord {
+                tool: "x:y",
+                server: Some("x"),
+                arguments: &args,
+                result: &real,
+                error: None,
+                state_changed,
+            };
+            StepFacts::new(&cat, call, Some((&text(sim), None)))
+        };
+        let steps = [
+            facts("a b", Some(false)),
+            facts("a c", Some(true)),
+            facts("z z", Some(true)),
+            facts("a b", None),
+        ];
+        let f = compute(&input(&steps, &[], &[])).fidelity.unwrap();
+        assert_eq!(f.steps, 4);
+        assert_eq!(f.unchanged_state, Some(1.0));
+        assert_eq!(f.changed_state, Some(0.25), "(0.5 + 0) / 2");
+        let none = compute(&input(&[facts("a b", None)], &[], &[]))
+            .fidelity
+            .unwrap();
+        assert_eq!((none.changed_state, none.unchanged_state), (None, None));
     }
 
     #[test]
@@ -1569,6 +1644,7 @@ mod tests {
             arguments: &args,
             result: &real,
             error: Some("timed out"),
+            state_changed: None,
         };
         let s = StepFacts::new(&cat, call, Some((&sim, None)));
         assert!(s.is_error);

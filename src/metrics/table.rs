@@ -33,7 +33,8 @@ impl Column {
 
 /// Every metric column of the report, in its order (the judge's only when `judged`; the
 /// calls resting on unsure predictions and the grounded ones only when `planned`: some group
-/// planned on predictions; state match only when `stateful`: some task checks its end state).
+/// planned on predictions; state match and fidelity split by state change only when
+/// `stateful`: some run checks its end state or simulated a call a sandbox watched).
 pub(super) fn columns(judged: bool, planned: bool, stateful: bool) -> Vec<Column> {
     let c = |title, get, scale: f64, decimals, paired| Column {
         title,
@@ -137,13 +138,17 @@ pub(super) fn columns(judged: bool, planned: bool, stateful: bool) -> Vec<Column
         ]);
     }
     if stateful {
-        cols.push(c(
-            "state match %",
-            |r| r.state_match,
-            100.0,
-            1,
-            "state_match",
-        ));
+        cols.extend([
+            c("state match %", |r| r.state_match, 100.0, 1, "state_match"),
+            bounded(
+                1.0,
+                c("fid. changed", |r| r.fidelity_changed_state, 1.0, 3, ""),
+            ),
+            bounded(
+                1.0,
+                c("fid. unchanged", |r| r.fidelity_unchanged_state, 1.0, 3, ""),
+            ),
+        ]);
     }
     if judged {
         cols.extend([
@@ -217,7 +222,11 @@ pub fn render(rows: &[GroupRow], by: GroupBy, markdown: bool) -> String {
     let cols = columns(
         judged,
         rows.iter().any(|r| r.unsure_calls.is_some()),
-        rows.iter().any(|r| r.state_match.is_some()),
+        rows.iter().any(|r| {
+            r.state_match.is_some()
+                || r.fidelity_changed_state.is_some()
+                || r.fidelity_unchanged_state.is_some()
+        }),
     );
     let by_name = format!("{by:?}").to_lowercase();
     let mut header: Vec<String> = vec![by_name, "runs".into()];

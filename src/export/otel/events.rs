@@ -372,15 +372,13 @@ impl Trace {
                 .filter(|(s, ..)| s == step)
                 .map(|(_, sc, o)| (sc.clone(), o.clone())),
         };
+        // The call as the metrics read it (the one reading of a `tool_called`).
+        let Some(call) = CallRecord::of(&event.body) else {
+            return;
+        };
         let facts = StepFacts::new(
             &self.catalog,
-            CallRecord {
-                tool,
-                server: server.as_deref(),
-                arguments,
-                result,
-                error: error.as_deref(),
-            },
+            call,
             // The span reports the call's fidelity; its confidence is the simulation span's.
             simulated.as_ref().map(|(_, o)| (o, None)),
         );
