@@ -15,18 +15,11 @@ use mcp_cosmos::trajectory::run::Run;
 
 /// Every trajectory under `sample_runs/`, its sweep's included.
 fn sample_runs() -> Vec<PathBuf> {
-    let mut files = Vec::new();
-    let mut folders = vec![Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_runs")];
-    while let Some(folder) = folders.pop() {
-        for entry in std::fs::read_dir(&folder).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                folders.push(path);
-            } else if path.extension().is_some_and(|e| e == "jsonl") {
-                files.push(path);
-            }
-        }
-    }
+    // As every reader of run folders lists them (kept end states, `*.state/`, are no runs).
+    let folder = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_runs");
+    let mut files = mcp_cosmos::trajectory::reader::collect_files(&[folder])
+        .unwrap()
+        .files;
     files.sort();
     assert!(files.len() >= 10, "the sample runs are missing: {files:?}");
     files

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use mcp_cosmos::trajectory::event::{EventBody, Observation};
 use mcp_cosmos::trajectory::listing::RunSummary;
-use mcp_cosmos::trajectory::reader::{EventStream, Severity};
+use mcp_cosmos::trajectory::reader::{EventStream, Severity, collect_files};
 use mcp_cosmos::trajectory::run::Run;
 use mcp_cosmos::trajectory::synthetic::{self, Spec};
 
@@ -409,17 +409,8 @@ fn the_fast_path_reads_what_the_general_path_reads() {
     .unwrap();
     let samples = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_runs");
     let mut files = vec![generated];
-    let mut folders = vec![samples];
-    while let Some(folder) = folders.pop() {
-        for entry in fs::read_dir(folder).unwrap() {
-            let p = entry.unwrap().path();
-            if p.is_dir() {
-                folders.push(p);
-            } else if p.extension().is_some_and(|e| e == "jsonl") {
-                files.push(p);
-            }
-        }
-    }
+    // As every reader of run folders lists them (kept end states, `*.state/`, are no runs).
+    files.extend(collect_files(&[samples]).unwrap().files);
     assert!(files.len() > 10, "{files:?}");
     let (mut lean_lines, mut full_lines) = (0, 0);
     for file in files {

@@ -199,11 +199,11 @@ impl McpPool {
         };
         // One call at a time on watched state, so each change is its own call's.
         let _alone = self.watching.lock().await;
-        let before = super::state_view::read(state);
+        let before = read_state(state).await;
         let mut outcome = server
             .call_watching(&own, arguments, self.timeouts.call, on_progress)
             .await;
-        match (before, super::state_view::read(state)) {
+        match (before, read_state(state).await) {
             (Ok(before), Ok(after)) => {
                 outcome.state_change = Some(Box::new(super::state_view::change(&before, &after)));
             }
@@ -221,6 +221,17 @@ impl McpPool {
         });
         futures::future::join_all(servers.map(Server::shutdown)).await;
     }
+}
+
+/// A sandboxed state read as fields off the async threads (a database or a folder of up to
+/// `state_view::READ_BYTES` is file work).
+async fn read_state(
+    root: &std::path::Path,
+) -> anyhow::Result<crate::trajectory::event::StateFields> {
+    let root = root.to_path_buf();
+    tokio::task::spawn_blocking(move || super::state_view::read(&root))
+        .await
+        .unwrap_or_else(|e| Err(anyhow::anyhow!("reading the state stopped: {e}")))
 }
 
 /// The failed call of a tool no server offers: like MCP-Bench's executor, the call is

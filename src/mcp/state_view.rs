@@ -223,17 +223,23 @@ pub fn whole(fields: &StateFields) -> Option<Value> {
 
 /// The state after `change`, from the state before it (`None` when the change was cut).
 pub fn apply(state: &StateFields, change: &StateChange) -> Option<StateFields> {
-    if change.cut {
-        return None;
-    }
     let mut after = state.clone();
+    apply_in_place(&mut after, change).then_some(after)
+}
+
+/// Moves `state` on by `change` in place; false (and `state` left half-moved) when the change
+/// was cut, so the state after it is unknown.
+pub fn apply_in_place(state: &mut StateFields, change: &StateChange) -> bool {
+    if change.cut {
+        return false;
+    }
     for (name, field) in &change.fields {
         match &field.after {
-            Some(v) => after.insert(name.clone(), v.clone()),
-            None => after.remove(name),
+            Some(v) => state.insert(name.clone(), v.clone()),
+            None => state.remove(name),
         };
     }
-    Some(after)
+    true
 }
 
 /// How many fields of `predicted` and `real` agree, of all the fields either names (1.0 when

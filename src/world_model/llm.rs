@@ -132,8 +132,11 @@ impl WorldModel for LlmWorldModel {
                 },
                 "required": ["is_error", "content"]
             });
+            // Given a state, the state after is part of the answer (a constrained decoder
+            // leaves out what is optional).
             if req.state.is_some() {
                 schema["properties"]["predicted_state"] = json!({"type": "object"});
+                schema["required"] = json!(["is_error", "content", "predicted_state"]);
             }
             let model = self.client.endpoint().model.clone();
             match self

@@ -52,7 +52,9 @@ pub fn belief(start: Option<&Value>, history: &[HistoryStep], server: &str) -> O
                 Value::Object(p) => Some(p.clone().into_iter().collect()),
                 _ => None,
             },
-            (None, Some(change)) => state.and_then(|s| crate::mcp::state_view::apply(&s, change)),
+            (None, Some(change)) => state.and_then(|mut s| {
+                crate::mcp::state_view::apply_in_place(&mut s, change).then_some(s)
+            }),
             // A step that tells nothing of the state (a prediction of a world model that
             // tracks none) leaves the belief as it was.
             (None, None) => state,
