@@ -5,8 +5,9 @@
 #   npm:  @modelcontextprotocol/server-everything, -filesystem, -memory, and the TypeScript SDK
 #         itself (@modelcontextprotocol/sdk 1.32.2), whose example servers include one behind
 #         OAuth with its own in-memory authorization server (tests/engine_oauth.rs)
-#   PyPI: mcp-server-time==2026.10.10, unit-converter-mcp, mcp-server-sqlite==2025.4.25 (a
-#         database with state, for the stateful tasks; all need the mcp 1.x SDK);
+#   PyPI: mcp-server-time==2026.10.10, unit-converter-mcp, mcp-server-sqlite==2025.4.25 and
+#         mcp-server-git==2026.10.10 (a database and a repository with state, for the stateful
+#         tasks; all need the mcp 1.x SDK);
 #         arize-phoenix (the OTLP receiver of the export test) in .cache/phoenix
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,9 +27,9 @@ fi
 if [ ! -x "$root/venv/bin/python" ]; then
   python3 -m venv "$root/venv"
 fi
-if ! "$root/venv/bin/python" -c "import mcp_server_time, unit_converter_mcp, mcp_server_sqlite" 2>/dev/null; then
+if ! "$root/venv/bin/python" -c "import mcp_server_time, unit_converter_mcp, mcp_server_sqlite, mcp_server_git" 2>/dev/null; then
   "$root/venv/bin/pip" install --quiet --disable-pip-version-check "mcp<2" "mcp-server-time==2026.10.10" \
-    unit-converter-mcp "mcp-server-sqlite==2025.4.25"
+    unit-converter-mcp "mcp-server-sqlite==2025.4.25" "mcp-server-git==2026.10.10"
 fi
 # Arize Phoenix (an OTLP receiver with an API) for the OpenTelemetry export test, in a venv of
 # its own. If it cannot be installed, that test fails and says why.

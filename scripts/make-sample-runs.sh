@@ -68,7 +68,7 @@ if [ -z "${only:-}" ] || [[ " $only " == *" sweep "* ]]; then
   OPENAI_API_KEY=local-no-key "$cosmos" sweep sample_runs/sweep.toml --out sample_runs/sweep --no-tui
   "$cosmos" report sample_runs/sweep --baseline react --format markdown --power > sample_runs/sweep-report.md
 fi
-# Worlds with state (examples/stateful): the memory, filesystem and SQLite servers, each on a
+# Worlds with state (examples/stateful): the memory, filesystem, SQLite and git servers, each on a
 # fresh copy of its seed, into sample_runs/stateful; then a wm-eval of their real calls, which
 # splits fidelity by what each call did to its server's state.
 stateful_runs() {
@@ -78,6 +78,7 @@ stateful_runs() {
 stateful_runs stateful-react-db-restock    --task-id db_restock --agent react --max-steps 4
 stateful_runs stateful-react-mem-person    --task-id mem_add_person --agent react --max-steps 5
 stateful_runs stateful-react-fs-edit       --task-id fs_edit --agent react --max-steps 4
+stateful_runs stateful-react-git-commit    --task-id git_commit_todo --agent react --max-steps 4
 stateful_runs stateful-planexec-db-add     --task-id db_add_item --agent plan-exec --world-model llm --max-steps 3
 stateful_runs stateful-planexec-mem-unlink --task-id mem_unlink --agent plan-exec --world-model llm --max-steps 3
 if [ -z "${only:-}" ] || [[ " $only " == *" stateful-wm-eval "* ]]; then

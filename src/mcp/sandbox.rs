@@ -78,14 +78,22 @@ pub fn prepare(servers: &mut [ServerConfig]) -> Result<Vec<Sandbox>> {
                 seed.display()
             )
         })?;
-        copy(&seed, &sandbox.dir.join(name)).with_context(|| {
+        // A `.tar` seed (a git repository, whose `.git` cannot itself be committed) is
+        // unpacked; anything else is copied.
+        let unpacked = seed.extension().is_some_and(|e| e == "tar");
+        let placed = if unpacked {
+            unpack(&seed, &sandbox.dir)
+        } else {
+            copy(&seed, &sandbox.dir.join(name)).map(|()| sandbox.dir.join(name))
+        };
+        sandbox.root = placed.with_context(|| {
             format!(
-                "server \"{}\": copying its state's seed {}",
+                "server \"{}\": {} its state's seed {}",
                 server.name,
+                if unpacked { "unpacking" } else { "copying" },
                 seed.display()
             )
         })?;
-        sandbox.root = sandbox.dir.join(name);
         sandbox.start_digest = digest(&sandbox.dir)?;
         sandbox.start_state = super::state_view::read(&sandbox.root)
             .ok()
@@ -137,6 +145,54 @@ fn copy(from: &Path, to: &Path) -> Result<()> {
         std::fs::copy(from, to).with_context(|| format!("copying {}", from.display()))?;
     }
     Ok(())
+}
+
+/// Unpacks the archive `tar` into `into`: its entries, folders and files only, must all lie
+/// under one folder named as the archive without `.tar`, which is returned (the state).
+fn unpack(tar: &Path, into: &Path) -> Result<PathBuf> {
+    let top = tar
+        .file_stem()
+        .context("the archive has no name")?
+        .to_os_string();
+    let file = std::fs::File::open(tar).with_context(|| format!("reading {}", tar.display()))?;
+    let mut archive = tar::Archive::new(file);
+    for entry in archive.entries()? {
+        let mut entry = entry?;
+        let path = entry.path()?.into_owned();
+        let kind = entry.header().entry_type();
+        if !(kind.is_file() || kind.is_dir()) {
+            bail!(
+                "{} holds {} ({kind:?}): a seed holds files and folders only",
+                tar.display(),
+                path.display()
+            );
+        }
+        if path.components().next().map(|c| c.as_os_str()) != Some(top.as_os_str()) {
+            bail!(
+                "{} holds {}, outside the folder {}/ every entry must be in",
+                tar.display(),
+                path.display(),
+                top.to_string_lossy()
+            );
+        }
+        // `unpack_in` refuses a path that would leave `into`.
+        if !entry.unpack_in(into)? {
+            bail!(
+                "{} holds {}, which leaves the folder",
+                tar.display(),
+                path.display()
+            );
+        }
+    }
+    let root = into.join(&top);
+    if !root.is_dir() {
+        bail!(
+            "{} holds no folder {}/",
+            tar.display(),
+            top.to_string_lossy()
+        );
+    }
+    Ok(root)
 }
 
 /// Every file under `root`, sorted by path, with its size (symbolic links listed as such).
@@ -317,6 +373,33 @@ mod tests {
         assert_eq!(std::fs::read_to_string(seed.join("tables/a")).unwrap(), "1");
         drop(sandboxes);
         assert!(!copy.exists(), "the copy goes with its run");
+    }
+
+    /// A git repository's seed is a tar file (its `.git` cannot be committed): unpacked into
+    /// each sandbox, byte for byte the same each time, and read with the repository's own
+    /// state.
+    #[test]
+    fn a_tar_seed_is_unpacked_the_same_each_time_and_a_repository_is_read_as_such() {
+        let seed =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/stateful/seed/notes-repo.tar");
+        let [first, second] = [(), ()].map(|()| {
+            let mut servers = config(&seed).servers;
+            prepare(&mut servers).unwrap().remove(0)
+        });
+        assert_eq!(first.root, first.dir.join("notes-repo"));
+        assert_eq!(first.start_digest, second.start_digest);
+        let state = first.start_state.clone().unwrap();
+        assert_eq!(state[".git/HEAD"], "main", "{state}");
+        assert_eq!(state[".git/log"], serde_json::json!(["Start the notes"]));
+        assert_eq!(state[".git/staged"], serde_json::json!([]));
+        assert!(state["notes.md"].as_str().unwrap().starts_with("# Notes"));
+        assert!(state.get("todo.md").is_some() && state.get(".git/config").is_none());
+        // An archive whose entries are not under the folder it is named for is refused.
+        let dir = tempfile::tempdir().unwrap();
+        let stray = dir.path().join("other.tar");
+        std::fs::copy(&seed, &stray).unwrap();
+        let e = format!("{:#}", prepare(&mut config(&stray).servers).unwrap_err());
+        assert!(e.contains("outside the folder other/"), "{e}");
     }
 
     #[test]

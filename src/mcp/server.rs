@@ -524,7 +524,20 @@ impl Server {
                 env,
                 cwd,
             } => {
-                let mut cmd = tokio::process::Command::new(command);
+                // A relative path to the program (`.cache/servers/…`) is where cosmos runs,
+                // as a user reads it, not inside the server's own `cwd`.
+                let program = std::path::Path::new(command);
+                let program = match std::env::current_dir() {
+                    Ok(here)
+                        if cwd.is_some()
+                            && program.is_relative()
+                            && program.components().count() > 1 =>
+                    {
+                        here.join(program)
+                    }
+                    _ => program.to_path_buf(),
+                };
+                let mut cmd = tokio::process::Command::new(program);
                 // Only the short inherited list and the server's own env: a third-party
                 // server never sees the keys cosmos holds.
                 cmd.env_clear();

@@ -14,7 +14,9 @@
 //! - **any other file**: each line is the field `line N`;
 //! - **a folder** (a directory tree): each file is the field of its relative path, holding its
 //!   text (UTF-8, at most [`TEXT_CHARS`] characters) or `{"sha256", "bytes"}`, and each
-//!   folder is the field `PATH/` holding `"folder"`.
+//!   folder is the field `PATH/` holding `"folder"`;
+//! - **a git repository** (a folder holding `.git`): its working tree as a folder (without
+//!   `.git`), and `.git/HEAD`, `.git/branches`, `.git/log`, `.git/staged` (see [`read_git`]).
 //!
 //! A state larger than [`READ_BYTES`] is not read (calls on it are recorded without a change).
 
@@ -49,7 +51,11 @@ pub fn read(root: &Path) -> Result<StateFields> {
         .with_context(|| format!("reading the state at {}", root.display()))?;
     if meta.is_dir() {
         let mut fields = StateFields::new();
-        read_folder(root, root, &mut fields)?;
+        let repository = root.join(".git").is_dir();
+        read_folder(root, root, repository, &mut fields)?;
+        if repository {
+            read_git(root, &mut fields)?;
+        }
         return Ok(fields);
     }
     let bytes = std::fs::read(root).with_context(|| format!("reading {}", root.display()))?;
@@ -92,7 +98,13 @@ fn line_name(line: &Value) -> String {
     }
 }
 
-fn read_folder(root: &Path, folder: &Path, fields: &mut StateFields) -> Result<()> {
+/// Reads the files under `folder` (without the repository's own `.git` when `repository`).
+fn read_folder(
+    root: &Path,
+    folder: &Path,
+    repository: bool,
+    fields: &mut StateFields,
+) -> Result<()> {
     let mut entries: Vec<_> = std::fs::read_dir(folder)
         .with_context(|| format!("reading {}", folder.display()))?
         .collect::<std::io::Result<_>>()?;
@@ -105,9 +117,12 @@ fn read_folder(root: &Path, folder: &Path, fields: &mut StateFields) -> Result<(
             .to_string_lossy()
             .replace('\\', "/");
         let kind = entry.file_type()?;
+        if repository && name == ".git" {
+            continue;
+        }
         if kind.is_dir() {
             fields.insert(format!("{name}/"), json!("folder"));
-            read_folder(root, &path, fields)?;
+            read_folder(root, &path, repository, fields)?;
         } else if kind.is_file() {
             let bytes = std::fs::read(&path)?;
             let value = match std::str::from_utf8(&bytes) {
@@ -122,6 +137,51 @@ fn read_folder(root: &Path, folder: &Path, fields: &mut StateFields) -> Result<(
             fields.insert(name, json!("symlink"));
         }
     }
+    Ok(())
+}
+
+/// Most commits of a repository's history read as its `.git/log` field.
+const LOG_COMMITS: usize = 200;
+
+/// A git repository's own state, by the `git` command (which must be installed): `.git/HEAD`
+/// (the branch checked out, or `detached`), `.git/branches` (local branches, sorted),
+/// `.git/log` (the subjects of HEAD's commits, newest first, up to [`LOG_COMMITS`]) and
+/// `.git/staged` (`STATUS PATH` of each staged change). Commit ids and dates are left out:
+/// they differ between two runs that make the same commits.
+fn read_git(root: &Path, fields: &mut StateFields) -> Result<()> {
+    let git = |args: &[&str]| -> Result<Vec<String>> {
+        let out = std::process::Command::new("git")
+            .arg("-C")
+            .arg(root)
+            .args(args)
+            // Reading must not write: no index refresh, no lock.
+            .env("GIT_OPTIONAL_LOCKS", "0")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .context("running git to read a repository's state (is git installed?)")?;
+        Ok(String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(str::to_string)
+            .collect())
+    };
+    let head = git(&["symbolic-ref", "--short", "-q", "HEAD"])?;
+    fields.insert(
+        ".git/HEAD".into(),
+        json!(head.first().map_or("detached", String::as_str)),
+    );
+    let mut branches = git(&["for-each-ref", "--format=%(refname:short)", "refs/heads"])?;
+    branches.sort();
+    fields.insert(".git/branches".into(), json!(branches));
+    let limit = format!("--max-count={LOG_COMMITS}");
+    fields.insert(
+        ".git/log".into(),
+        json!(git(&["log", &limit, "--format=%s"])?),
+    );
+    let staged: Vec<String> = git(&["diff", "--cached", "--name-status"])?
+        .into_iter()
+        .map(|l| l.replace('\t', " "))
+        .collect();
+    fields.insert(".git/staged".into(), json!(staged));
     Ok(())
 }
 

@@ -35,9 +35,11 @@ pub struct HistoryStep {
 
 /// The state of `server` before the next call, as far as `history` tells from `start` (the
 /// state the run began with, as fields): each step on that server moves it on, a real step by
-/// its recorded change, a simulated one to its predicted state. `None` when nothing is known
-/// (no start state, or a step whose change was cut or went unrecorded): the one way a world
-/// model's `state` section is made, in a run and in wm-eval alike.
+/// its recorded change, a simulated one to its predicted state (a step that tells nothing of
+/// the state leaves it as it was). `None` when nothing is known (no start state, a step whose
+/// change was cut, a predicted state that is no object) or the state is over
+/// `state_view::STATE_BYTES` as JSON (no prompt is given a state that big): the one way a
+/// world model's `state` section is made, in a run and in wm-eval alike.
 pub fn belief(start: Option<&Value>, history: &[HistoryStep], server: &str) -> Option<Value> {
     let mut state: Option<StateFields> = match start {
         Some(Value::Object(m)) => Some(m.clone().into_iter().collect()),
@@ -60,7 +62,8 @@ pub fn belief(start: Option<&Value>, history: &[HistoryStep], server: &str) -> O
             (None, None) => state,
         };
     }
-    state.map(|s| Value::Object(s.into_iter().collect()))
+    let state = Value::Object(state?.into_iter().collect());
+    (state.to_string().len() <= crate::mcp::state_view::STATE_BYTES).then_some(state)
 }
 
 /// The steps as every prompt quotes them, one a line: `1. tool {arguments} -> [error] text`,
@@ -250,3 +253,70 @@ pub fn describe<'a>(
 
 /// Arguments in a canonical text form (keys sorted), for matching and caching.
 pub use crate::trajectory::canonical::canonical;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trajectory::event::FieldChange;
+    use serde_json::json;
+
+    fn real(tool: &str, name: &str, after: Option<Value>, cut: bool) -> HistoryStep {
+        let mut change = StateChange {
+            fields_changed: 1,
+            cut,
+            ..Default::default()
+        };
+        change.fields.insert(
+            name.into(),
+            FieldChange {
+                before: None,
+                after,
+            },
+        );
+        HistoryStep {
+            tool: tool.into(),
+            state_change: Some(Arc::new(change)),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn the_belief_moves_on_by_real_changes_and_predictions_of_its_own_server() {
+        let start = json!({"item/a": 1});
+        let predicted = HistoryStep {
+            tool: "shop:write_query".into(),
+            predicted_state: Some(Arc::new(json!({"item/a": 1, "item/p": 9}))),
+            ..Default::default()
+        };
+        let history = [
+            real("shop:write_query", "item/b", Some(json!(2)), false),
+            // Another server's change is not this one's.
+            real("files:write_file", "x.txt", Some(json!("x")), false),
+            // A read that says nothing of the state.
+            HistoryStep {
+                tool: "shop:read_query".into(),
+                ..Default::default()
+            },
+        ];
+        assert_eq!(
+            belief(Some(&start), &history, "shop"),
+            Some(json!({"item/a": 1, "item/b": 2}))
+        );
+        // A prediction replaces the belief; a real change after it moves that on.
+        let history = [
+            predicted.clone(),
+            real("shop:write_query", "item/a", None, false),
+        ];
+        assert_eq!(
+            belief(Some(&start), &history, "shop"),
+            Some(json!({"item/p": 9}))
+        );
+        // A cut change leaves the state unknown; so does no start.
+        let cut = [real("shop:write_query", "item/b", Some(json!(2)), true)];
+        assert_eq!(belief(Some(&start), &cut, "shop"), None);
+        assert_eq!(belief(None, &[], "shop"), None);
+        // A state too big for a prompt is not given.
+        let big = json!({"blob": "x".repeat(crate::mcp::state_view::STATE_BYTES)});
+        assert_eq!(belief(Some(&big), &[], "shop"), None);
+    }
+}
