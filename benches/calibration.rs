@@ -9,9 +9,9 @@ mod common;
 use std::path::Path;
 
 use common::{ms, scale, time};
-use mcp_cosmos::metrics::calibration::{GOOD_FIDELITY, Scored, calibration};
-use mcp_cosmos::wm_eval::{EvalSpec, evaluate, recorded_calls};
-use mcp_cosmos::world_model::named::BuiltInOptions;
+use cosmos_engine::metrics::calibration::{GOOD_FIDELITY, Scored, calibration};
+use cosmos_engine::wm_eval::{EvalSpec, evaluate, recorded_calls};
+use cosmos_engine::world_model::named::BuiltInOptions;
 
 fn main() {
     let samples = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_runs");

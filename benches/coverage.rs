@@ -1,7 +1,7 @@
 //! Prints how often each 95% interval of the report covers the true value (2,000 draws per
 //! cell, fixed seeds), the table docs/report-format.md quotes. `cargo bench --bench coverage`.
 
-use mcp_cosmos::metrics::coverage::{DRAWS, SIZES, cases, coverage};
+use cosmos_engine::metrics::coverage::{DRAWS, SIZES, cases, coverage};
 
 fn main() {
     println!("coverage of the report's 95% intervals, {DRAWS} draws per cell\n");

@@ -9,16 +9,16 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use common::{big_run_file, folder_bytes, folder_of_runs, ms, pct, scale, time};
+use cosmos_app::tui::action::{Action, LiveSource};
+use cosmos_app::tui::app::App;
+use cosmos_app::tui::browser::Browser;
+use cosmos_app::tui::keymap::{Command, Keymap};
+use cosmos_app::tui::run_view::RunView;
+use cosmos_app::tui::theme::Theme;
+use cosmos_trajectory::event::Event;
+use cosmos_trajectory::listing::list_runs;
+use cosmos_trajectory::run::Run;
 use crossterm::event::{KeyCode, KeyEvent};
-use mcp_cosmos::trajectory::event::Event;
-use mcp_cosmos::trajectory::listing::list_runs;
-use mcp_cosmos::trajectory::run::Run;
-use mcp_cosmos::tui::action::{Action, LiveSource};
-use mcp_cosmos::tui::app::App;
-use mcp_cosmos::tui::browser::Browser;
-use mcp_cosmos::tui::keymap::{Command, Keymap};
-use mcp_cosmos::tui::run_view::RunView;
-use mcp_cosmos::tui::theme::Theme;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::layout::Rect;
@@ -281,7 +281,7 @@ fn live_feed(big: &std::path::Path, scale: usize) {
 /// this thread runs the terminal loop's steps; returns this thread's CPU time and each
 /// frame's wall time.
 fn follow_live(
-    header: &mcp_cosmos::trajectory::event::Header,
+    header: &cosmos_trajectory::event::Header,
     events: Vec<Event>,
     pace: Option<Duration>,
 ) -> (Duration, Duration, Vec<Duration>) {
@@ -378,7 +378,7 @@ fn progressive_round(
     big: &std::path::Path,
     terminal: &mut Terminal<TestBackend>,
 ) -> Option<(Duration, Duration, usize, usize)> {
-    use mcp_cosmos::tui::reading::{Opened, open_in_parts};
+    use cosmos_app::tui::reading::{Opened, open_in_parts};
     let started = std::time::Instant::now();
     let Opened::Head {
         run,

@@ -13,9 +13,9 @@ mod otlp_sink;
 use std::io::sink;
 
 use common::{big_run_file, ms, peak_mb, reset_peak, scale, time, warm};
-use mcp_cosmos::agent::ports::Tap;
-use mcp_cosmos::export::{account, otel, transitions};
-use mcp_cosmos::trajectory::run::Run;
+use cosmos_engine::agent::ports::Tap;
+use cosmos_engine::export::{account, otel, transitions};
+use cosmos_trajectory::run::Run;
 
 fn main() {
     let scale = scale();
@@ -81,7 +81,7 @@ fn transitions_phase(big: &std::path::Path) {
         split: 0.0,
     };
     let (written, t) =
-        time(|| transitions::export(&spec, &mcp_cosmos::export::redactor()).unwrap());
+        time(|| transitions::export(&spec, &cosmos_engine::export::redactor()).unwrap());
     println!(
         "export transitions ({} real calls, {} examples): {:.0} ms = {:.0} k events/s   peak RSS {:.0} MB",
         written.calls,
@@ -104,7 +104,7 @@ fn otel_phase(big: &std::path::Path) {
     let target = otel::Target::new(&sink_url, &[], false).unwrap();
     reset_peak();
     let ((delivery, _), t) =
-        time(|| otel::export_file(big, &target, &mcp_cosmos::export::redactor()).unwrap());
+        time(|| otel::export_file(big, &target, &cosmos_engine::export::redactor()).unwrap());
     println!(
         "export otel ({} spans, {} failed): {:.0} ms = {:.0} k events/s   peak RSS {:.0} MB",
         delivery.spans,
@@ -117,7 +117,7 @@ fn otel_phase(big: &std::path::Path) {
 
 /// Live: what handing each event to the exporter costs the agent's thread.
 fn live_phase(big: &std::path::Path) {
-    let mut stream = mcp_cosmos::trajectory::reader::EventStream::open(big).unwrap();
+    let mut stream = cosmos_trajectory::reader::EventStream::open(big).unwrap();
     let header = stream.header().clone();
     let mut sample = Vec::new();
     while let Some(e) = stream.next_event().unwrap() {
@@ -130,10 +130,10 @@ fn live_phase(big: &std::path::Path) {
     // the live export's tap: the tap's cost per event against the writer's.
     let write_all = |tap: Option<&mut otel::LiveTap>| {
         let dir = tempfile::tempdir().unwrap();
-        let mut writer = mcp_cosmos::trajectory::writer::Writer::create(
+        let mut writer = cosmos_trajectory::writer::Writer::create(
             &dir.path().join("run.jsonl"),
             &header,
-            mcp_cosmos::trajectory::redact::Redactor::new(),
+            cosmos_trajectory::redact::Redactor::new(),
             None,
         )
         .unwrap();
@@ -151,7 +151,7 @@ fn live_phase(big: &std::path::Path) {
     let alone = write_all(None);
     let target = otel::Target::new(&otlp_sink(), &[], false).unwrap();
     let (live, mut tap) =
-        otel::Live::start(&header, target, mcp_cosmos::export::redactor(), Ok(())).unwrap();
+        otel::Live::start(&header, target, cosmos_engine::export::redactor(), Ok(())).unwrap();
     let with_tap = write_all(Some(&mut tap));
     drop(tap);
     let lost = live.finish();

@@ -15,14 +15,14 @@ use std::path::Path;
 use std::time::Instant;
 
 use common::scale;
-use mcp_cosmos::agent::fork::OnMiss;
-use mcp_cosmos::agent::recorder::Recorder;
-use mcp_cosmos::fork::{Original, Tools};
-use mcp_cosmos::metrics::run::RunAccumulator;
-use mcp_cosmos::trajectory::event::{EventBody, Observation, RunStatus};
-use mcp_cosmos::trajectory::redact::Redactor;
-use mcp_cosmos::trajectory::synthetic::{self, Spec};
-use mcp_cosmos::trajectory::writer::Writer;
+use cosmos_engine::agent::fork::OnMiss;
+use cosmos_engine::agent::recorder::Recorder;
+use cosmos_engine::fork::{Original, Tools};
+use cosmos_engine::metrics::run::RunAccumulator;
+use cosmos_trajectory::event::{EventBody, Observation, RunStatus};
+use cosmos_trajectory::redact::Redactor;
+use cosmos_trajectory::synthetic::{self, Spec};
+use cosmos_trajectory::writer::Writer;
 use serde_json::json;
 
 /// A run of `events` real calls and its end, written through the real writer.

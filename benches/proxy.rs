@@ -19,8 +19,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::scale;
-use mcp_cosmos::mcp::config::McpConfig;
-use mcp_cosmos::mcp::pool::{McpPool, Timeouts};
+use cosmos_engine::mcp::config::McpConfig;
+use cosmos_engine::mcp::pool::{McpPool, Timeouts};
 use serde_json::{Value, json};
 use support::npm_bin;
 

@@ -12,17 +12,17 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mcp_cosmos::agent::mcts::{
+use cosmos_engine::agent::mcts::{
     Answer, Critique, PlanRule, Proposal, SearchEnv, Settings, Settled, Stopped, search,
 };
-use mcp_cosmos::agent::ports::EventSink;
-use mcp_cosmos::agent::rehearse::Prediction;
-use mcp_cosmos::llm::client::LlmClient;
-use mcp_cosmos::llm::config::{Endpoint, OutputMode};
-use mcp_cosmos::llm::wire::Message;
-use mcp_cosmos::trajectory::event::EventBody;
-use mcp_cosmos::trajectory::event::{Action, Observation};
-use mcp_cosmos::world_model::HistoryStep;
+use cosmos_engine::agent::ports::EventSink;
+use cosmos_engine::agent::rehearse::Prediction;
+use cosmos_engine::llm::client::LlmClient;
+use cosmos_engine::llm::config::{Endpoint, OutputMode};
+use cosmos_engine::llm::wire::Message;
+use cosmos_engine::world_model::HistoryStep;
+use cosmos_trajectory::event::EventBody;
+use cosmos_trajectory::event::{Action, Observation};
 use serde_json::{Value, json};
 
 /// Counts events and keeps none.

@@ -12,8 +12,8 @@ mod common;
 use std::time::Instant;
 
 use common::scale;
-use mcp_cosmos::mcp::state_view;
-use mcp_cosmos::world_model::{HistoryStep, belief};
+use cosmos_engine::mcp::state_view;
+use cosmos_engine::world_model::{HistoryStep, belief};
 use serde_json::json;
 
 fn time<T>(label: &str, reps: usize, mut f: impl FnMut() -> T) -> T {
@@ -115,13 +115,13 @@ fn main() {
     let start = json!({"item/a": {"qty": 0}});
     let history: Vec<HistoryStep> = (0..steps)
         .map(|i| {
-            let mut change = mcp_cosmos::trajectory::event::StateChange {
+            let mut change = cosmos_trajectory::event::StateChange {
                 fields_changed: 1,
                 ..Default::default()
             };
             change.fields.insert(
                 format!("item/{i}"),
-                mcp_cosmos::trajectory::event::FieldChange {
+                cosmos_trajectory::event::FieldChange {
                     before: None,
                     after: Some(json!({"qty": i})),
                 },

@@ -12,7 +12,7 @@ use common::{
     big_run_file, folder_bytes, folder_of_runs, many_small_runs, ms, orjson_peer, pct, peak_mb,
     reset_peak, scale, time, warm,
 };
-use mcp_cosmos::metrics::group::RunRecord;
+use cosmos_engine::metrics::group::RunRecord;
 
 /// Rounds of `report` and of the peer loader, alternated (the machine is noisy).
 const ROUNDS: usize = 3;
@@ -123,11 +123,11 @@ fn peer(what: &str, theirs: Result<Duration, String>, ours: Duration) {
         Err(why) => println!("  peer: scripts/orjson-report.py not run ({why})"),
     }
 }
-use mcp_cosmos::metrics::group::{GroupBy, group};
-use mcp_cosmos::metrics::records::read_records;
-use mcp_cosmos::trajectory::fold::Cursor;
-use mcp_cosmos::trajectory::listing::list_runs;
-use mcp_cosmos::trajectory::run::Run;
+use cosmos_engine::metrics::group::{GroupBy, group};
+use cosmos_engine::metrics::records::read_records;
+use cosmos_trajectory::fold::Cursor;
+use cosmos_trajectory::listing::list_runs;
+use cosmos_trajectory::run::Run;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -229,7 +229,7 @@ fn main() {
         "step forward: p99 {:.1} µs",
         pct(&steps, 0.99).as_secs_f64() * 1e6
     );
-    let (facts, t) = time(|| mcp_cosmos::metrics::run::RunFacts::of(&run));
+    let (facts, t) = time(|| cosmos_engine::metrics::run::RunFacts::of(&run));
     println!("metric facts of the whole run: {:.2} ms", ms(t));
     let (_, t) = time(|| facts.at(&run, run.len(), cursor.state()));
     println!("metrics at cursor (whole run): {:.2} ms", ms(t));

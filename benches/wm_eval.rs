@@ -12,18 +12,18 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{ms, pct, scale, time};
-use mcp_cosmos::trajectory::event::{AgentKind, EventBody, Observation};
-use mcp_cosmos::trajectory::redact::Redactor;
-use mcp_cosmos::trajectory::run::Run;
-use mcp_cosmos::trajectory::synthetic::{self, Spec};
-use mcp_cosmos::trajectory::writer::Writer;
-use mcp_cosmos::tui::action::Action;
-use mcp_cosmos::tui::app::App;
-use mcp_cosmos::tui::keymap::{Command as Key, Keymap};
-use mcp_cosmos::tui::open;
-use mcp_cosmos::tui::theme::Theme;
-use mcp_cosmos::wm_eval::{EvalSpec, evaluate, recorded_calls};
-use mcp_cosmos::world_model::named::BuiltInOptions;
+use cosmos_app::tui::action::Action;
+use cosmos_app::tui::app::App;
+use cosmos_app::tui::keymap::{Command as Key, Keymap};
+use cosmos_app::tui::open;
+use cosmos_app::tui::theme::Theme;
+use cosmos_engine::wm_eval::{EvalSpec, evaluate, recorded_calls};
+use cosmos_engine::world_model::named::BuiltInOptions;
+use cosmos_trajectory::event::{AgentKind, EventBody, Observation};
+use cosmos_trajectory::redact::Redactor;
+use cosmos_trajectory::run::Run;
+use cosmos_trajectory::synthetic::{self, Spec};
+use cosmos_trajectory::writer::Writer;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::layout::Rect;
@@ -110,7 +110,7 @@ fn main() {
         out_dir: dir.path().join("out"),
         runs: vec![runs],
         decision: false,
-        good_fidelity: mcp_cosmos::metrics::calibration::GOOD_FIDELITY,
+        good_fidelity: cosmos_engine::metrics::calibration::GOOD_FIDELITY,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -36,10 +36,10 @@ fi
 
 # The style CI holds: formatted, and no clippy warning in any target.
 cargo fmt --all -- --check
-cargo clippy --locked --all-targets -- -D warnings
+cargo clippy --locked --workspace --all-targets -- -D warnings
 
 # cargo nextest when installed (faster, isolates tests), cargo test otherwise.
-# (The crate has no doc tests; nextest's summary is the last line CI reads.)
+# (The crates have no doc tests; nextest's summary is the last line CI reads.)
 # The Slurm cluster test (ignored above, so it never passes without running) comes first, on
 # its own, so the last line is the whole suite's summary.
 if [ "$slurm" = yes ] || [ -n "${CI:-}" ]; then
@@ -50,7 +50,7 @@ if [ "$slurm" = yes ] || [ -n "${CI:-}" ]; then
   fi
 fi
 if cargo nextest --version >/dev/null 2>&1; then
-  cargo nextest run --locked --no-fail-fast
+  cargo nextest run --locked --workspace --no-fail-fast
 else
-  cargo test --locked --no-fail-fast
+  cargo test --locked --workspace --no-fail-fast
 fi

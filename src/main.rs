@@ -9,13 +9,16 @@ use clap::Parser;
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
-    let cli = mcp_cosmos::cli::Cli::parse();
-    match mcp_cosmos::cli::run(cli) {
+    let cli = cosmos_app::cli::Cli::parse();
+    match cosmos_app::cli::run(cli) {
         Ok(code) => code,
         Err(err) => {
             // `{:#}` joins the context chain into one readable line.
             let msg = format!("{err:#}");
-            eprintln!("cosmos: error: {}", mcp_cosmos::sanitize::inert(&msg));
+            eprintln!(
+                "cosmos: error: {}",
+                cosmos_trajectory::sanitize::inert(&msg)
+            );
             ExitCode::FAILURE
         }
     }

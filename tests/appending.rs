@@ -7,11 +7,11 @@ mod common;
 
 use std::sync::{Arc, Barrier};
 
-use mcp_cosmos::trajectory::event::EventBody;
-use mcp_cosmos::trajectory::reader::EventStream;
-use mcp_cosmos::trajectory::redact::Redactor;
-use mcp_cosmos::trajectory::run::Run;
-use mcp_cosmos::trajectory::writer::Writer;
+use cosmos_trajectory::event::EventBody;
+use cosmos_trajectory::reader::EventStream;
+use cosmos_trajectory::redact::Redactor;
+use cosmos_trajectory::run::Run;
+use cosmos_trajectory::writer::Writer;
 
 #[test]
 fn concurrent_appends_never_repeat_a_seq() {

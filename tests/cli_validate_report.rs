@@ -4,7 +4,7 @@ use std::fs;
 use std::path::Path;
 use std::process::{Command, Output};
 
-use mcp_cosmos::trajectory::synthetic::{self, Spec};
+use cosmos_trajectory::synthetic::{self, Spec};
 
 fn cosmos(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_cosmos"))
@@ -30,7 +30,7 @@ fn write(dir: &Path, name: &str, seed: u64) -> String {
             seed,
             ..Spec::default()
         },
-        mcp_cosmos::metrics::run::RunAccumulator::tally,
+        cosmos_engine::metrics::run::RunAccumulator::tally,
     )
     .unwrap();
     p.display().to_string()
@@ -265,7 +265,7 @@ fn fifos_device_links_and_dangling_links_are_passed_over_not_waited_on() {
     let doc: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
     assert_eq!(doc["runs"], 1);
     assert_eq!(doc["unreadable"].as_array().unwrap().len(), 3);
-    let listed = mcp_cosmos::trajectory::listing::list_runs(&[dir.path().to_path_buf()]).unwrap();
+    let listed = cosmos_trajectory::listing::list_runs(&[dir.path().to_path_buf()]).unwrap();
     assert_eq!(listed.len(), 1);
     // Named directly, a pipe is refused before it is opened (opening it waits for a writer).
     for format in ["json", "markdown"] {
@@ -310,11 +310,11 @@ fn report_json_stays_json_with_a_bidi_task_id_and_no_runs_is_an_error() {
 /// A ReAct-shaped run of `task` by `agent` with `calls` real calls, the first `errors` of them
 /// failed, written through the real writer.
 fn hand_run(dir: &Path, agent: &str, task: &str, repeat: u32, calls: u32, errors: u32) {
-    use mcp_cosmos::trajectory::event::{
+    use cosmos_trajectory::event::{
         AgentInfo, AgentKind, EventBody, Header, ModelInfo, Observation, RunStatus, TaskInfo,
     };
-    use mcp_cosmos::trajectory::redact::Redactor;
-    use mcp_cosmos::trajectory::writer::Writer;
+    use cosmos_trajectory::redact::Redactor;
+    use cosmos_trajectory::writer::Writer;
     let kind = if agent == "react" {
         AgentKind::React
     } else {
@@ -342,7 +342,7 @@ fn hand_run(dir: &Path, agent: &str, task: &str, repeat: u32, calls: u32, errors
         &path,
         &header,
         Redactor::new(),
-        Some(mcp_cosmos::metrics::run::RunAccumulator::tally(&header)),
+        Some(cosmos_engine::metrics::run::RunAccumulator::tally(&header)),
     )
     .unwrap();
     for step in 0..calls {

@@ -4,11 +4,11 @@
 
 mod common;
 
-use mcp_cosmos::trajectory::event::{AgentKind, EventBody, Observation};
-use mcp_cosmos::tui::compare::CompareView;
+use cosmos_app::tui::compare::CompareView;
+use cosmos_trajectory::event::{AgentKind, EventBody, Observation};
 
 /// A ReAct run of `n` calls cycling through `tools` tools.
-fn long_run(name: &str, n: u64, tools: u64) -> mcp_cosmos::trajectory::run::Run {
+fn long_run(name: &str, n: u64, tools: u64) -> cosmos_trajectory::run::Run {
     let header = common::header(name, AgentKind::React, None);
     let bodies = (1..=n)
         .map(|step| EventBody::ToolCalled {

@@ -7,12 +7,12 @@ mod support;
 
 use std::path::{Path, PathBuf};
 
-use mcp_cosmos::tui::action::Action;
-use mcp_cosmos::tui::app::App;
-use mcp_cosmos::tui::compare::{CallSource, CompareView};
-use mcp_cosmos::tui::keymap::{Command as KeyCommand, Keymap};
-use mcp_cosmos::tui::run_view::RunView;
-use mcp_cosmos::tui::theme::Theme;
+use cosmos_app::tui::action::Action;
+use cosmos_app::tui::app::App;
+use cosmos_app::tui::compare::{CallSource, CompareView};
+use cosmos_app::tui::keymap::{Command as KeyCommand, Keymap};
+use cosmos_app::tui::run_view::RunView;
+use cosmos_app::tui::theme::Theme;
 use serde_json::{Value, json};
 use support::*;
 
@@ -145,7 +145,7 @@ fn a_fork_with_recorded_tools_replays_the_history_and_calls_the_server_only_on_a
             .any(|e| e["kind"] == "answer" && e["text"] == "clear, said twice")
     );
     // The explorer's about view names the original and what was copied.
-    let opened = mcp_cosmos::trajectory::run::Run::open(&run).unwrap();
+    let opened = cosmos_trajectory::run::Run::open(&run).unwrap();
     assert_eq!(opened.steps().len(), 1, "the fork's own real call");
     let about = about_text(opened);
     assert!(
@@ -161,8 +161,8 @@ fn a_fork_with_recorded_tools_replays_the_history_and_calls_the_server_only_on_a
     // Compared with the original, the fork opens where they part ways: step 1 is the same
     // call with the same result (a copy); the next row is not.
     let runs = [
-        mcp_cosmos::trajectory::run::Run::open(&original).unwrap(),
-        mcp_cosmos::trajectory::run::Run::open(&run).unwrap(),
+        cosmos_trajectory::run::Run::open(&original).unwrap(),
+        cosmos_trajectory::run::Run::open(&run).unwrap(),
     ];
     let compare = CompareView::new(&runs, (160, 40));
     assert_eq!(compare.first_divergence, Some(1), "{:#?}", compare.rows);
@@ -441,8 +441,8 @@ fn a_stateful_servers_replayed_steps_are_not_made_again() {
 /// the original at their first divergence once it ends.
 #[test]
 fn b_forks_from_the_explorer_and_compare_opens_where_the_runs_part() {
-    use mcp_cosmos::tui::fork_form::ForkForm;
-    use mcp_cosmos::tui::view::Work;
+    use cosmos_app::tui::fork_form::ForkForm;
+    use cosmos_app::tui::view::Work;
 
     let dir = tempfile::tempdir().unwrap();
     let original = forecast_then_ok_run(dir.path());
@@ -464,17 +464,17 @@ fn b_forks_from_the_explorer_and_compare_opens_where_the_runs_part() {
     .unwrap();
     // The browser over the run's folder, the run opened from it.
     let roots = vec![dir.path().to_path_buf()];
-    let listed = mcp_cosmos::trajectory::listing::list_runs(&roots).unwrap();
+    let listed = cosmos_trajectory::listing::list_runs(&roots).unwrap();
     assert_eq!(listed.len(), 1);
-    let browser = mcp_cosmos::tui::browser::Browser::new(roots.clone(), listed, 39);
+    let browser = cosmos_app::tui::browser::Browser::new(roots.clone(), listed, 39);
     let mut app = App::new(browser, Keymap::default(), Theme::new(true), (160, 40));
-    app.probe = mcp_cosmos::probe::ProbeSetup {
+    app.probe = cosmos_engine::probe::ProbeSetup {
         config: Some(config),
         mcp_config: Some(mcp),
     };
     app.update(Action::Do(KeyCommand::Open));
     for (id, work) in app.take_work() {
-        for action in mcp_cosmos::tui::terminal::perform(id, work) {
+        for action in cosmos_app::tui::terminal::perform(id, work) {
             app.update(action);
         }
     }
@@ -514,13 +514,13 @@ fn b_forks_from_the_explorer_and_compare_opens_where_the_runs_part() {
         app.message()
     );
     let mut listed_while_running = None;
-    for action in mcp_cosmos::tui::terminal::perform(id, Work::Fork(fork)) {
+    for action in cosmos_app::tui::terminal::perform(id, Work::Fork(fork)) {
         let loaded = matches!(action, Action::Loaded(..));
         app.update(action);
         if loaded {
             // The browser lists the fork as soon as its file exists, and the "forking…"
             // message is over.
-            let browser = app.find::<mcp_cosmos::tui::browser::Browser>().unwrap();
+            let browser = app.find::<cosmos_app::tui::browser::Browser>().unwrap();
             listed_while_running = Some(browser.runs().len());
             assert_eq!(app.message(), None);
         }
@@ -538,7 +538,7 @@ fn b_forks_from_the_explorer_and_compare_opens_where_the_runs_part() {
     assert_eq!(work.len(), 1, "{work:?}");
     let (id, compare) = work.remove(0);
     assert!(matches!(compare, Work::Compare(ref paths) if paths[0] == original));
-    for action in mcp_cosmos::tui::terminal::perform(id, compare) {
+    for action in cosmos_app::tui::terminal::perform(id, compare) {
         app.update(action);
     }
     let compare = app.top_as::<CompareView>().expect("compare opens");
@@ -559,12 +559,12 @@ fn b_forks_from_the_explorer_and_compare_opens_where_the_runs_part() {
     assert_eq!(std::fs::read_to_string(&calls).unwrap(), "ok\n");
 
     // The browser links the two both ways (`b`), and marks them.
-    let listed = mcp_cosmos::trajectory::listing::list_runs(&roots).unwrap();
+    let listed = cosmos_trajectory::listing::list_runs(&roots).unwrap();
     assert_eq!(listed.len(), 2);
-    let browser = mcp_cosmos::tui::browser::Browser::new(roots, listed, 30);
+    let browser = cosmos_app::tui::browser::Browser::new(roots, listed, 30);
     let mut app = App::new(browser, Keymap::default(), Theme::new(true), (200, 30));
     let selected = |app: &App| {
-        app.top_as::<mcp_cosmos::tui::browser::Browser>()
+        app.top_as::<cosmos_app::tui::browser::Browser>()
             .unwrap()
             .selected_run()
             .unwrap()

@@ -4,8 +4,8 @@ mod support;
 
 use std::time::Duration;
 
-use mcp_cosmos::mcp::config::McpConfig;
-use mcp_cosmos::mcp::pool::{McpPool, Timeouts};
+use cosmos_engine::mcp::config::McpConfig;
+use cosmos_engine::mcp::pool::{McpPool, Timeouts};
 use serde_json::json;
 use support::*;
 
@@ -328,7 +328,7 @@ async fn a_stdio_server_sees_only_the_short_list_and_its_own_env() {
     );
     assert!(names.contains(&"PATH"), "the short list arrives: {names:?}");
     for name in &names {
-        let allowed = mcp_cosmos::mcp::config::INHERITED_ENV.contains(name)
+        let allowed = cosmos_engine::mcp::config::INHERITED_ENV.contains(name)
             || ["ASKED_FOR", "FORWARDED_PATH"].contains(name)
             // Set by node itself or its launcher script, not inherited.
             || name.starts_with("NODE")
@@ -347,13 +347,13 @@ async fn a_stdio_server_sees_only_the_short_list_and_its_own_env() {
 /// exchange comes back with the call's outcome.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_request_for_input_is_answered_in_the_explorers_form() {
+    use cosmos_app::tui::action::Action;
+    use cosmos_app::tui::app::App;
+    use cosmos_app::tui::elicit_form::ElicitForm;
+    use cosmos_app::tui::keymap::Keymap;
+    use cosmos_app::tui::theme::Theme;
+    use cosmos_engine::mcp::elicitation::{Elicitation, ask_through};
     use crossterm::event::{KeyCode, KeyEvent};
-    use mcp_cosmos::mcp::elicitation::{Elicitation, ask_through};
-    use mcp_cosmos::tui::action::Action;
-    use mcp_cosmos::tui::app::App;
-    use mcp_cosmos::tui::elicit_form::ElicitForm;
-    use mcp_cosmos::tui::keymap::Keymap;
-    use mcp_cosmos::tui::theme::Theme;
 
     let c = config(json!({"flaky": flaky_server()}));
     let timeouts = Timeouts {
@@ -381,7 +381,7 @@ async fn a_request_for_input_is_answered_in_the_explorers_form() {
     assert_eq!(question.server, "flaky");
     // The one call in flight on that server is the one that asks.
     assert_eq!(question.tool.as_deref(), Some("ask"));
-    let browser = mcp_cosmos::tui::browser::Browser::new(Vec::new(), Vec::new(), 20);
+    let browser = cosmos_app::tui::browser::Browser::new(Vec::new(), Vec::new(), 20);
     let mut app = App::new(browser, Keymap::default(), Theme::new(true), (100, 30));
     app.update(Action::Elicit(Box::new(question)));
     let form = app.top_as::<ElicitForm>().expect("the form");

@@ -10,13 +10,13 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use cosmos_app::tui::app::App;
+use cosmos_app::tui::keymap::Keymap;
+use cosmos_app::tui::run_view::RunView;
+use cosmos_app::tui::theme::Theme;
+use cosmos_trajectory::run::Run;
+use cosmos_trajectory::wire::{Direction, wire_path};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use mcp_cosmos::trajectory::run::Run;
-use mcp_cosmos::trajectory::wire::{Direction, wire_path};
-use mcp_cosmos::tui::app::App;
-use mcp_cosmos::tui::keymap::Keymap;
-use mcp_cosmos::tui::run_view::RunView;
-use mcp_cosmos::tui::theme::Theme;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::layout::Rect;
@@ -76,7 +76,7 @@ fn explorer_after(path: &Path, keys: &[KeyCode]) -> String {
         }
         // What a key asked for in the background, done here and answered.
         for (id, work) in app.take_work() {
-            for answer in mcp_cosmos::tui::terminal::perform(id, work) {
+            for answer in cosmos_app::tui::terminal::perform(id, work) {
                 app.update(answer);
             }
         }
@@ -163,7 +163,7 @@ fn record_passes_the_servers_tools_and_results_through_and_records_the_session()
     let screen = opens_in_the_explorer(&run);
     assert!(screen.contains("flaky:forecast"), "{screen}");
     // The browser lists it as the client's run.
-    let listed = mcp_cosmos::trajectory::listing::list_runs(std::slice::from_ref(&out)).unwrap();
+    let listed = cosmos_trajectory::listing::list_runs(std::slice::from_ref(&out)).unwrap();
     assert_eq!(listed[0].agent_label(), "external: sdk-test-client");
 }
 
@@ -581,7 +581,7 @@ fn a_shadow_session_killed_outright_keeps_its_real_calls() {
 /// reader: the report, the explorer's metrics at the end and before the prediction came.
 #[test]
 fn a_prediction_that_comes_after_its_real_call_is_paired_with_it() {
-    use mcp_cosmos::trajectory::event::{
+    use cosmos_trajectory::event::{
         AgentInfo, AgentKind, Event, EventBody, Header, ModelInfo, Observation, TaskInfo,
     };
     let dir = tempfile::tempdir().unwrap();
@@ -618,7 +618,7 @@ fn a_prediction_that_comes_after_its_real_call_is_paired_with_it() {
             node: 1,
             parent: Some(0),
             depth: 1,
-            action: Some(mcp_cosmos::trajectory::event::Action::ToolCall {
+            action: Some(cosmos_trajectory::event::Action::ToolCall {
                 tool: "flaky:ok".into(),
                 arguments: json!({"text": "hello"}),
             }),
@@ -682,21 +682,21 @@ fn a_prediction_that_comes_after_its_real_call_is_paired_with_it() {
         "{report}"
     );
     let opened = Run::open(&path).unwrap();
-    let facts = mcp_cosmos::metrics::run::RunFacts::of(&opened);
-    let tree = mcp_cosmos::trajectory::fold::TreeState::fold(&opened, opened.len());
+    let facts = cosmos_engine::metrics::run::RunFacts::of(&opened);
+    let tree = cosmos_trajectory::fold::TreeState::fold(&opened, opened.len());
     let at_end = facts.at(&opened, opened.len(), &tree);
     assert_eq!(at_end.fidelity.map(|f| f.score), Some(1.0));
     // Before the prediction came, the call has none.
-    let tree = mcp_cosmos::trajectory::fold::TreeState::fold(&opened, 3);
+    let tree = cosmos_trajectory::fold::TreeState::fold(&opened, 3);
     assert_eq!(facts.at(&opened, 3, &tree).fidelity, None);
     // Live, the prediction arriving after the call is taken in when it comes.
     let mut live = Run::new(path.clone(), opened.header.clone());
-    let mut facts = mcp_cosmos::metrics::run::RunFacts::default();
+    let mut facts = cosmos_engine::metrics::run::RunFacts::default();
     for e in opened.all_events() {
         live.push(e);
         facts.sync(&live);
     }
-    let tree = mcp_cosmos::trajectory::fold::TreeState::fold(&live, live.len());
+    let tree = cosmos_trajectory::fold::TreeState::fold(&live, live.len());
     assert_eq!(
         facts.at(&live, live.len(), &tree).fidelity.map(|f| f.score),
         Some(1.0)
@@ -1630,7 +1630,7 @@ fn through_the_proxy_a_client_gets_everything_the_server_offers_in_order() {
     // requests to the client (sampling) and notifications (progress) included.
     let shadowed_run = only_run(&dir.path().join("shadow"));
     for (how, run) in [("stdio", &run), ("http", &shadowed_run)] {
-        let log = mcp_cosmos::trajectory::wire::read(&wire_path(run)).unwrap();
+        let log = cosmos_trajectory::wire::read(&wire_path(run)).unwrap();
         assert!(log.problems.is_empty(), "{how}: {:?}", log.problems);
         let seen = |dir: Direction, method: &str| {
             log.messages

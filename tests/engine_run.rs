@@ -563,8 +563,8 @@ fn a_task_naming_a_server_the_config_lacks_is_a_clear_error() {
 #[test]
 fn the_example_config_parses() {
     let path = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/cosmos.example.toml"));
-    let config = mcp_cosmos::config::Config::load(Some(path)).unwrap();
-    let search = mcp_cosmos::agent::mcts::Settings::from_config(&config).unwrap();
+    let config = cosmos_engine::config::Config::load(Some(path)).unwrap();
+    let search = cosmos_engine::agent::mcts::Settings::from_config(&config).unwrap();
     assert_eq!(
         config.judge.trials,
         Some(1),
@@ -572,7 +572,7 @@ fn the_example_config_parses() {
     );
     assert_eq!(
         search,
-        mcp_cosmos::agent::mcts::Settings::default(),
+        cosmos_engine::agent::mcts::Settings::default(),
         "the example shows the defaults"
     );
 }
@@ -580,10 +580,10 @@ fn the_example_config_parses() {
 /// The judge's reply in the shape the rubric asks for: six reasonings, then six scores.
 fn judge_reply(scores: [f64; 6]) -> Value {
     let mut reply = json!({});
-    for d in mcp_cosmos::judge::DIMENSIONS {
+    for d in cosmos_engine::judge::DIMENSIONS {
         reply[format!("{d}_reasoning")] = json!(format!("{d}: counted the defects"));
     }
-    for (d, s) in mcp_cosmos::judge::DIMENSIONS.iter().zip(scores) {
+    for (d, s) in cosmos_engine::judge::DIMENSIONS.iter().zip(scores) {
         reply[*d] = json!(s);
     }
     reply
@@ -700,7 +700,7 @@ fn judge_appends_scores_that_report_and_listing_read() {
         ["run_finished", "phase", "llm_call", "judge_scored"]
     );
     let judging = &ev.last().unwrap()["judging"];
-    assert_eq!(judging["rubric"], mcp_cosmos::judge::RUBRIC);
+    assert_eq!(judging["rubric"], cosmos_engine::judge::RUBRIC);
     assert_eq!(
         judging["evidence"],
         json!({"concrete_task": true, "dependency_analysis": true, "tools": tools.len(), "rounds": 1})
@@ -718,7 +718,7 @@ fn judge_appends_scores_that_report_and_listing_read() {
         "{}",
         text(&v)
     );
-    let listed = mcp_cosmos::trajectory::listing::RunSummary::read(&file);
+    let listed = cosmos_trajectory::listing::RunSummary::read(&file);
     assert_eq!(listed.status_label(), "completed");
     assert_eq!(listed.finished.unwrap().totals.tool_calls, 1);
 
@@ -815,7 +815,7 @@ fn judge_trials_shuffle_the_rubric_average_per_dimension_and_repeat_with_a_seed(
     // Hand-worked: the means are 5, 6, 7, 5, 3, 2; task completion (5+6)/2 = 5.5, tool
     // selection (7+5)/2 = 6, planning (3+2)/2 = 2.5, overall 14/3.
     let scores = &ev.last().unwrap()["scores"];
-    let means: Vec<f64> = mcp_cosmos::judge::DIMENSIONS
+    let means: Vec<f64> = cosmos_engine::judge::DIMENSIONS
         .iter()
         .map(|d| scores[d]["score"].as_f64().unwrap())
         .collect();
@@ -891,11 +891,11 @@ fn judge_trials_shuffle_the_rubric_average_per_dimension_and_repeat_with_a_seed(
 
 #[test]
 fn a_history_too_long_for_the_judge_is_compressed_and_the_judgement_says_so() {
-    use mcp_cosmos::trajectory::event::{
+    use cosmos_trajectory::event::{
         AgentInfo, AgentKind, EventBody, Header, ModelInfo, Observation, RunStatus, TaskInfo,
     };
-    use mcp_cosmos::trajectory::redact::Redactor;
-    use mcp_cosmos::trajectory::writer::Writer;
+    use cosmos_trajectory::redact::Redactor;
+    use cosmos_trajectory::writer::Writer;
     let dir = tempfile::tempdir().unwrap();
     // Twelve calls whose results are long: each is cut to 4,000 characters, and the history
     // is still about 12,000 tokens, more than the 10,000 a compressed one aims at.
@@ -1702,11 +1702,11 @@ fn a_named_world_model_from_cosmos_toml_runs_and_is_recorded_by_its_name() {
 
 #[test]
 fn a_nodes_call_made_for_real_after_the_run_is_appended() {
-    use mcp_cosmos::trajectory::event::{
+    use cosmos_trajectory::event::{
         Action, AgentInfo, AgentKind, EventBody, Header, ModelInfo, RunStatus, TaskInfo,
     };
-    use mcp_cosmos::trajectory::redact::Redactor;
-    use mcp_cosmos::trajectory::writer::Writer;
+    use cosmos_trajectory::redact::Redactor;
+    use cosmos_trajectory::writer::Writer;
     let dir = tempfile::tempdir().unwrap();
     let mcp = write_mcp_config(dir.path(), bench_servers());
     let path = dir.path().join("run.jsonl");
@@ -1751,13 +1751,13 @@ fn a_nodes_call_made_for_real_after_the_run_is_appended() {
         w.write(1, body).unwrap();
     }
     drop(w);
-    let setup = mcp_cosmos::probe::ProbeSetup {
+    let setup = cosmos_engine::probe::ProbeSetup {
         config: None,
         mcp_config: Some(mcp),
     };
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let event = runtime
-        .block_on(mcp_cosmos::probe::call_for_real(&path, 1, &setup))
+        .block_on(cosmos_engine::probe::call_for_real(&path, 1, &setup))
         .unwrap();
     match &event.body {
         EventBody::ProbeCalled {
@@ -2223,13 +2223,13 @@ fn plan_exec_goes_real_for_unsure_read_only_calls_and_marks_the_rest_risky() {
         (&json!(2), &json!(1)),
         "{m}"
     );
-    let run = mcp_cosmos::trajectory::run::Run::open(&original).unwrap();
+    let run = cosmos_trajectory::run::Run::open(&original).unwrap();
     let view =
-        mcp_cosmos::tui::run_view::RunView::new(run, ratatui::layout::Rect::new(0, 0, 160, 49));
-    let mut app = mcp_cosmos::tui::app::App::new(
+        cosmos_app::tui::run_view::RunView::new(run, ratatui::layout::Rect::new(0, 0, 160, 49));
+    let mut app = cosmos_app::tui::app::App::new(
         view,
-        mcp_cosmos::tui::keymap::Keymap::default(),
-        mcp_cosmos::tui::theme::Theme::new(true),
+        cosmos_app::tui::keymap::Keymap::default(),
+        cosmos_app::tui::theme::Theme::new(true),
         (160, 50),
     );
     app.settle();

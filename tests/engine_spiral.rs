@@ -6,9 +6,9 @@ mod support;
 
 use std::path::Path;
 
-use mcp_cosmos::trajectory::event::{Action, EventBody};
-use mcp_cosmos::trajectory::fold::TreeState;
-use mcp_cosmos::trajectory::run::Run;
+use cosmos_trajectory::event::{Action, EventBody};
+use cosmos_trajectory::fold::TreeState;
+use cosmos_trajectory::run::Run;
 use serde_json::{Value, json};
 use support::*;
 
@@ -95,7 +95,7 @@ fn spiral_searches_selects_and_executes_deterministically() {
     let invalid = run.all_events().iter().find_map(|e| match &e.body {
         EventBody::NodeEvaluated {
             node,
-            verdict: mcp_cosmos::trajectory::event::Verdict::Invalid,
+            verdict: cosmos_trajectory::event::Verdict::Invalid,
             reward,
             ..
         } => Some((*node, *reward)),
@@ -140,12 +140,12 @@ fn spiral_searches_selects_and_executes_deterministically() {
         assert!(plan.contains(&s.node.unwrap()));
     }
     assert!(run.answer_at(run.len()).unwrap().contains("Tokyo"));
-    let m = mcp_cosmos::metrics::run::RunFacts::of(&run).at(&run, run.len(), &state);
+    let m = cosmos_engine::metrics::run::RunFacts::of(&run).at(&run, run.len(), &state);
     assert!(
         m.fidelity.is_some(),
         "executed steps pair with their simulations"
     );
-    assert!(m.llm[mcp_cosmos::trajectory::event::Role::Critic.index()].calls > 0);
+    assert!(m.llm[cosmos_trajectory::event::Role::Critic.index()].calls > 0);
 
     // The same replies give the same trajectory, but for times.
     let second = spiral_run(dir.path(), "b", &llm);
@@ -321,7 +321,7 @@ fn a_revision_whose_planner_fails_still_answers_from_the_real_steps() {
     assert!(matches!(
         run.finish_at(run.len()).map(|e| &e.body),
         Some(EventBody::RunFinished {
-            status: mcp_cosmos::trajectory::event::RunStatus::Completed,
+            status: cosmos_trajectory::event::RunStatus::Completed,
             ..
         })
     ));

@@ -122,7 +122,7 @@ fn two_runs_start_from_identical_state_keep_their_end_state_and_leave_the_seed_a
         format!("{seed_line}\n")
     );
     // The kept state is no run: a listing of the folder finds the run alone.
-    let listed = mcp_cosmos::trajectory::listing::list_runs(&[dir.path().join("a")]).unwrap();
+    let listed = cosmos_trajectory::listing::list_runs(&[dir.path().join("a")]).unwrap();
     assert_eq!(listed.len(), 1);
     // The about view says the run started on a fresh copy and changed it.
     let about = about_screen(&runs[0]);
@@ -139,17 +139,17 @@ fn two_runs_start_from_identical_state_keep_their_end_state_and_leave_the_seed_a
 
 /// The run's about view (`a`), scrolled to its end, in a tall terminal.
 fn about_screen(run: &Path) -> String {
+    use cosmos_app::tui::app::App;
     use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
-    use mcp_cosmos::tui::app::App;
     let size = (140, 80);
-    let view = mcp_cosmos::tui::run_view::RunView::new(
-        mcp_cosmos::trajectory::run::Run::open(run).unwrap(),
+    let view = cosmos_app::tui::run_view::RunView::new(
+        cosmos_trajectory::run::Run::open(run).unwrap(),
         ratatui::layout::Rect::new(0, 0, size.0, size.1 - 1),
     );
     let mut app = App::new(
         view,
-        mcp_cosmos::tui::keymap::Keymap::default(),
-        mcp_cosmos::tui::theme::Theme::new(true),
+        cosmos_app::tui::keymap::Keymap::default(),
+        cosmos_app::tui::theme::Theme::new(true),
         size,
     );
     app.settle();
@@ -287,7 +287,7 @@ fn a_sweep_over_a_stateful_server_is_repeatable() {
 
 /// Every run under `dir`, in path order (a sweep writes into folders of its own).
 fn runs_in_tree(dir: &Path) -> Vec<std::path::PathBuf> {
-    let mut runs = mcp_cosmos::trajectory::reader::collect_files(&[dir.to_path_buf()])
+    let mut runs = cosmos_trajectory::reader::collect_files(&[dir.to_path_buf()])
         .unwrap()
         .files;
     runs.sort();

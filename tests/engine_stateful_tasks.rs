@@ -87,7 +87,7 @@ fn the_reference_solutions_reach_every_expected_state_and_report_says_so() {
     let llm = ScriptedLlm::start(reference_planner(&tasks));
     let out = dir.path().join("runs");
     sweep_of(&sweep_spec(dir.path()), &out, 2, &llm);
-    let runs = mcp_cosmos::trajectory::reader::collect_files(std::slice::from_ref(&out))
+    let runs = cosmos_trajectory::reader::collect_files(std::slice::from_ref(&out))
         .unwrap()
         .files;
     assert_eq!(runs.len(), tasks.len());

@@ -761,7 +761,7 @@ fn a_sweep_with_judge_judges_every_finished_cell_with_its_configs_trials_once() 
     )
     .unwrap();
     let mut scores = json!({});
-    for d in mcp_cosmos::judge::DIMENSIONS {
+    for d in cosmos_engine::judge::DIMENSIONS {
         scores[format!("{d}_reasoning")] = json!("half of it");
         scores[d] = json!(5);
     }

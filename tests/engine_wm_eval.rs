@@ -171,7 +171,7 @@ fn wm_eval_prints_the_leaderboard_shape_and_writes_a_trajectory() {
                 .total_cmp(&b["fidelity"]["mean"].as_f64().unwrap())
         })
         .unwrap();
-    let listed = mcp_cosmos::trajectory::listing::RunSummary::read(&file);
+    let listed = cosmos_trajectory::listing::RunSummary::read(&file);
     let outcome = listed.outcome();
     assert!(
         outcome.starts_with("evaluation ★ ") && outcome.contains(best["name"].as_str().unwrap()),
@@ -481,12 +481,12 @@ fn an_ensemble_records_each_member_and_answers_with_their_agreement() {
         }
         if answered.len() == 2 {
             agreed += 1;
-            let observation = |m: &Value| -> mcp_cosmos::trajectory::event::Observation {
+            let observation = |m: &Value| -> cosmos_trajectory::event::Observation {
                 serde_json::from_value(m["observation"].clone()).unwrap()
             };
             let (a, b) = (observation(answered[0]), observation(answered[1]));
-            let both_ways = (mcp_cosmos::metrics::fidelity::compare(&a, &b).score
-                + mcp_cosmos::metrics::fidelity::compare(&b, &a).score)
+            let both_ways = (cosmos_engine::metrics::fidelity::compare(&a, &b).score
+                + cosmos_engine::metrics::fidelity::compare(&b, &a).score)
                 / 2.0;
             assert_eq!(sim["confidence_source"], "agreement", "{sim}");
             assert!(

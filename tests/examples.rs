@@ -83,16 +83,16 @@ fn every_reference_call_of_the_example_tasks_fits_the_real_tools_schema() {
     let absolute = dir.path().join("mcp.json");
     std::fs::write(&absolute, config.to_string()).unwrap();
     let tools = tokio::runtime::Runtime::new().unwrap().block_on(async {
-        let mut config = mcp_cosmos::mcp::config::McpConfig::load(&absolute).unwrap();
-        let _sandboxes = mcp_cosmos::mcp::sandbox::prepare(&mut config.servers).unwrap();
+        let mut config = cosmos_engine::mcp::config::McpConfig::load(&absolute).unwrap();
+        let _sandboxes = cosmos_engine::mcp::sandbox::prepare(&mut config.servers).unwrap();
         let (pool, failures) =
-            mcp_cosmos::mcp::pool::McpPool::connect(&config.servers, Default::default()).await;
+            cosmos_engine::mcp::pool::McpPool::connect(&config.servers, Default::default()).await;
         assert!(failures.is_empty(), "{failures:?}");
         let tools = pool.tools();
         pool.shutdown().await;
         tools
     });
-    let catalog = mcp_cosmos::trajectory::catalog::ToolCatalog::new(&tools);
+    let catalog = cosmos_trajectory::catalog::ToolCatalog::new(&tools);
     let tasks: Value = serde_json::from_str(
         &std::fs::read_to_string(Path::new(ROOT).join("examples/tasks.json")).unwrap(),
     )

@@ -5,7 +5,7 @@ mod common;
 
 use common::tmux::Tmux;
 
-use mcp_cosmos::trajectory::event::{EventBody, Observation};
+use cosmos_trajectory::event::{EventBody, Observation};
 
 #[test]
 fn browse_open_step_and_quit_with_keys() {
@@ -96,8 +96,8 @@ fn planted_escape_sequences_never_reach_the_terminal() {
 
 #[test]
 fn replay_follows_a_file_another_process_is_still_writing() {
-    use mcp_cosmos::trajectory::redact::Redactor;
-    use mcp_cosmos::trajectory::writer::Writer;
+    use cosmos_trajectory::redact::Redactor;
+    use cosmos_trajectory::writer::Writer;
     let dir = tempfile::tempdir().unwrap();
     let run = common::plan_fails_run();
     let path = dir.path().join("growing.jsonl");
@@ -105,7 +105,9 @@ fn replay_follows_a_file_another_process_is_still_writing() {
         &path,
         &run.header,
         Redactor::new(),
-        Some(mcp_cosmos::metrics::run::RunAccumulator::tally(&run.header)),
+        Some(cosmos_engine::metrics::run::RunAccumulator::tally(
+            &run.header,
+        )),
     )
     .unwrap();
     let events = run.all_events();
@@ -196,7 +198,7 @@ fn the_about_view_shows_what_two_spiral_runs_differ_in() {
     for (name, alpha) in [("1.0", 1.0), ("0.5", 0.5)] {
         let mut header = common::header(
             "time_mcp_001",
-            mcp_cosmos::trajectory::event::AgentKind::Spiral,
+            cosmos_trajectory::event::AgentKind::Spiral,
             Some("llm"),
         );
         header

@@ -6,15 +6,15 @@
 
 mod common;
 
+use cosmos_app::tui::app::App;
+use cosmos_app::tui::keymap::Keymap;
+use cosmos_app::tui::run_view::RunView;
+use cosmos_app::tui::theme::Theme;
+use cosmos_trajectory::event::AgentKind;
+use cosmos_trajectory::run::Run;
 use crossterm::event::{
     Event as TermEvent, KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind,
 };
-use mcp_cosmos::trajectory::event::AgentKind;
-use mcp_cosmos::trajectory::run::Run;
-use mcp_cosmos::tui::app::App;
-use mcp_cosmos::tui::keymap::Keymap;
-use mcp_cosmos::tui::run_view::RunView;
-use mcp_cosmos::tui::theme::Theme;
 use proptest::prelude::*;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
@@ -114,10 +114,10 @@ fn drive(run: Run, inputs: &[Input]) {
         // a fork is a child process of the real binary (tests/engine_fork.rs starts one), so
         // it is left out here.
         for (id, work) in app.take_work() {
-            if matches!(work, mcp_cosmos::tui::view::Work::Fork(_)) {
+            if matches!(work, cosmos_app::tui::view::Work::Fork(_)) {
                 continue;
             }
-            for action in mcp_cosmos::tui::terminal::perform(id, work) {
+            for action in cosmos_app::tui::terminal::perform(id, work) {
                 app.update(action);
             }
         }

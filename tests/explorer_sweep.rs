@@ -6,17 +6,17 @@ mod common;
 use std::path::PathBuf;
 use std::sync::mpsc;
 
+use cosmos_app::tui::action::Action;
+use cosmos_app::tui::app::App;
+use cosmos_app::tui::confirm::ConfirmLeave;
+use cosmos_app::tui::feed::SweepNews;
+use cosmos_app::tui::keymap::Keymap;
+use cosmos_app::tui::run_view::RunView;
+use cosmos_app::tui::sweep_view::{CellState, GridCell, SweepView};
+use cosmos_app::tui::theme::Theme;
+use cosmos_app::tui::view::{View, Work};
+use cosmos_trajectory::event::{RunStatus, Totals};
 use crossterm::event::{Event as TermEvent, KeyCode, KeyEvent, KeyModifiers};
-use mcp_cosmos::trajectory::event::{RunStatus, Totals};
-use mcp_cosmos::tui::action::Action;
-use mcp_cosmos::tui::app::App;
-use mcp_cosmos::tui::confirm::ConfirmLeave;
-use mcp_cosmos::tui::feed::SweepNews;
-use mcp_cosmos::tui::keymap::Keymap;
-use mcp_cosmos::tui::run_view::RunView;
-use mcp_cosmos::tui::sweep_view::{CellState, GridCell, SweepView};
-use mcp_cosmos::tui::theme::Theme;
-use mcp_cosmos::tui::view::{View, Work};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::layout::Rect;
@@ -72,7 +72,7 @@ fn news(app: &mut App, news: SweepNews) {
 }
 
 /// Cell 3 (unit_converter_001 × react) starts and records the hand-made run's events.
-fn start_cell_3(app: &mut App) -> mcp_cosmos::trajectory::run::Run {
+fn start_cell_3(app: &mut App) -> cosmos_trajectory::run::Run {
     let run = common::plan_fails_run();
     news(
         app,
@@ -276,5 +276,5 @@ fn f_finds_failed_cells_x_stops_and_leaving_a_running_sweep_asks() {
     key(&mut app, KeyCode::Char('?'));
     let help = render(&mut app);
     assert!(help.contains("next cell that failed"), "{help}");
-    assert_eq!(sweep(&app).mode(), mcp_cosmos::tui::keymap::Mode::Sweep);
+    assert_eq!(sweep(&app).mode(), cosmos_app::tui::keymap::Mode::Sweep);
 }

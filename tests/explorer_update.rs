@@ -5,27 +5,27 @@ mod common;
 
 use std::sync::mpsc;
 
+use cosmos_app::tui::action::{Action, LiveSource};
+use cosmos_app::tui::app::App;
+use cosmos_app::tui::browser::Browser;
+use cosmos_app::tui::compare::CompareView;
+use cosmos_app::tui::confirm::ConfirmCall;
+use cosmos_app::tui::confirm::ConfirmLeave;
+use cosmos_app::tui::help::HelpView;
+use cosmos_app::tui::keymap::{Keymap, Mode};
+use cosmos_app::tui::open;
+use cosmos_app::tui::picker::WorldModelPicker;
+use cosmos_app::tui::run_view::inspector::Inspector;
+use cosmos_app::tui::run_view::tree::Item;
+use cosmos_app::tui::run_view::{Pane, RunView};
+use cosmos_app::tui::theme::Theme;
+use cosmos_app::tui::view::{Exit, View, Work};
+use cosmos_trajectory::event::{Event, EventBody};
+use cosmos_trajectory::listing::RunSummary;
+use cosmos_trajectory::run::Run;
 use crossterm::event::{
     Event as TermEvent, KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind,
 };
-use mcp_cosmos::trajectory::event::{Event, EventBody};
-use mcp_cosmos::trajectory::listing::RunSummary;
-use mcp_cosmos::trajectory::run::Run;
-use mcp_cosmos::tui::action::{Action, LiveSource};
-use mcp_cosmos::tui::app::App;
-use mcp_cosmos::tui::browser::Browser;
-use mcp_cosmos::tui::compare::CompareView;
-use mcp_cosmos::tui::confirm::ConfirmCall;
-use mcp_cosmos::tui::confirm::ConfirmLeave;
-use mcp_cosmos::tui::help::HelpView;
-use mcp_cosmos::tui::keymap::{Keymap, Mode};
-use mcp_cosmos::tui::open;
-use mcp_cosmos::tui::picker::WorldModelPicker;
-use mcp_cosmos::tui::run_view::inspector::Inspector;
-use mcp_cosmos::tui::run_view::tree::Item;
-use mcp_cosmos::tui::run_view::{Pane, RunView};
-use mcp_cosmos::tui::theme::Theme;
-use mcp_cosmos::tui::view::{Exit, View, Work};
 use ratatui::layout::Rect;
 
 fn press(app: &mut App, keys: &str) {
@@ -44,7 +44,7 @@ fn send(app: &mut App, code: KeyCode) {
 fn run_effects(app: &mut App) -> Vec<Work> {
     let work = app.take_work();
     for (id, w) in work.clone() {
-        for a in mcp_cosmos::tui::terminal::perform(id, w) {
+        for a in cosmos_app::tui::terminal::perform(id, w) {
             app.update(a);
         }
     }
@@ -54,7 +54,7 @@ fn run_effects(app: &mut App) -> Vec<Work> {
 /// A synthetic SPIRAL run of 4,000 nodes written into `dir`: more events than a find searches
 /// in place.
 fn big_run(dir: &std::path::Path, seed: u64) -> std::path::PathBuf {
-    use mcp_cosmos::trajectory::synthetic::{self, Spec};
+    use cosmos_trajectory::synthetic::{self, Spec};
     let path = dir.join("big.jsonl");
     let spec = Spec {
         nodes: 4_000,
@@ -64,7 +64,7 @@ fn big_run(dir: &std::path::Path, seed: u64) -> std::path::PathBuf {
     synthetic::write(
         &path,
         &spec,
-        mcp_cosmos::metrics::run::RunAccumulator::tally,
+        cosmos_engine::metrics::run::RunAccumulator::tally,
     )
     .unwrap();
     path
@@ -323,7 +323,7 @@ fn browser_filter_sort_open_mark_and_compare() {
     press(&mut app, "s");
     assert_ne!(
         app.find::<Browser>().unwrap().sort.0,
-        mcp_cosmos::tui::browser::Column::Started
+        cosmos_app::tui::browser::Column::Started
     );
 
     press(&mut app, "mc");
@@ -346,12 +346,12 @@ fn browser_filter_sort_open_mark_and_compare() {
     press(&mut app, "g");
     run_effects(&mut app);
     assert!(
-        matches!(&app.find::<Browser>().unwrap().groups, mcp_cosmos::tui::browser::Groups::Ready(rows) if rows.len() == 3)
+        matches!(&app.find::<Browser>().unwrap().groups, cosmos_app::tui::browser::Groups::Ready(rows) if rows.len() == 3)
     );
     send(&mut app, KeyCode::Esc);
     assert_eq!(
         app.find::<Browser>().unwrap().groups,
-        mcp_cosmos::tui::browser::Groups::Hidden
+        cosmos_app::tui::browser::Groups::Hidden
     );
     // Esc goes back, never out of the program: only q leaves.
     send(&mut app, KeyCode::Esc);
@@ -722,12 +722,12 @@ fn a_request_asked_again_on_its_way_is_one_request_and_a_newer_one_replaces_it()
     let newer = app.take_work();
     assert_eq!(newer.len(), 1);
     let (old_id, old_work) = work.into_iter().next().unwrap();
-    for a in mcp_cosmos::tui::terminal::perform(old_id, old_work) {
+    for a in cosmos_app::tui::terminal::perform(old_id, old_work) {
         app.update(a);
     }
     assert!(app.top_is::<Browser>(), "a stale answer is dropped");
     let (id, w) = newer.into_iter().next().unwrap();
-    for a in mcp_cosmos::tui::terminal::perform(id, w) {
+    for a in cosmos_app::tui::terminal::perform(id, w) {
         app.update(a);
     }
     assert!(app.top_is::<RunView>());
@@ -798,7 +798,7 @@ fn compare_opens_the_chosen_runs_call() {
 
 #[test]
 fn probing_a_node_appends_a_simulation_and_asks_before_a_real_call() {
-    use mcp_cosmos::trajectory::event::EventBody;
+    use cosmos_trajectory::event::EventBody;
     let dir = tempfile::tempdir().unwrap();
     // The probed run, and another that recorded the same tool (what memory predicts from).
     let run = common::plan_fails_run();
@@ -808,7 +808,7 @@ fn probing_a_node_appends_a_simulation_and_asks_before_a_real_call() {
     common::write_run(&other, &dir.path().join("other.jsonl"));
     let size = (120, 40);
     let mut app = opened(&path, size);
-    app.probe = mcp_cosmos::probe::ProbeSetup::default();
+    app.probe = cosmos_engine::probe::ProbeSetup::default();
     // Node 2 (root, node 1, node 2), then p: the picker lists llm and memory.
     select_node_two(&mut app);
     let Some(Item::Node(slot)) = view(&app).tree.selected_item() else {
@@ -904,19 +904,19 @@ fn the_group_table_arrives_even_after_a_run_was_opened_and_closed_meanwhile() {
     let groups = app.take_work();
     send(&mut app, KeyCode::Enter);
     for (id, w) in app.take_work() {
-        for a in mcp_cosmos::tui::terminal::perform(id, w) {
+        for a in cosmos_app::tui::terminal::perform(id, w) {
             app.update(a);
         }
     }
     assert!(app.top_is::<RunView>());
     send(&mut app, KeyCode::Esc);
     for (id, w) in groups {
-        for a in mcp_cosmos::tui::terminal::perform(id, w) {
+        for a in cosmos_app::tui::terminal::perform(id, w) {
             app.update(a);
         }
     }
     assert!(
-        matches!(&app.find::<Browser>().unwrap().groups, mcp_cosmos::tui::browser::Groups::Ready(rows) if rows.len() == 3),
+        matches!(&app.find::<Browser>().unwrap().groups, cosmos_app::tui::browser::Groups::Ready(rows) if rows.len() == 3),
         "the table is not lost"
     );
 }
@@ -969,13 +969,13 @@ fn a_group_table_that_could_not_be_computed_says_why_not_an_empty_table() {
     ));
     assert!(matches!(
         &app.find::<Browser>().unwrap().groups,
-        mcp_cosmos::tui::browser::Groups::Failed(why) if why.contains("permission denied")
+        cosmos_app::tui::browser::Groups::Failed(why) if why.contains("permission denied")
     ));
 }
 
 #[test]
 fn a_note_on_a_node_is_appended_through_the_runs_writer_and_is_there_when_reopened() {
-    use mcp_cosmos::trajectory::event::EventBody;
+    use cosmos_trajectory::event::EventBody;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("noted.jsonl");
     common::write_run(&common::plan_fails_run(), &path);
@@ -1022,7 +1022,7 @@ fn a_find_over_a_big_run_is_searched_in_the_background_and_input_goes_on() {
     let dir = tempfile::tempdir().unwrap();
     let path = big_run(dir.path(), 9);
     let run = Run::open(&path).unwrap();
-    assert!(run.len() > mcp_cosmos::tui::run_view::search::IN_PLACE);
+    assert!(run.len() > cosmos_app::tui::run_view::search::IN_PLACE);
     let mut app = run_app(run);
     send(&mut app, KeyCode::Home);
     press(&mut app, "/convert_time");
@@ -1039,7 +1039,7 @@ fn a_find_over_a_big_run_is_searched_in_the_background_and_input_goes_on() {
     assert_eq!(view(&app).position(), 1, "input is not frozen meanwhile");
     // Its answer gives the hits, and the cursor goes to the first after it.
     for (id, w) in work {
-        for a in mcp_cosmos::tui::terminal::perform(id, w) {
+        for a in cosmos_app::tui::terminal::perform(id, w) {
             app.update(a);
         }
     }
@@ -1089,7 +1089,7 @@ fn a_background_find_that_fails_says_why_and_ends_the_find() {
 
 #[test]
 fn the_notes_list_shows_every_note_and_enter_goes_to_what_it_is_about() {
-    use mcp_cosmos::tui::notes::NotesView;
+    use cosmos_app::tui::notes::NotesView;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("noted.jsonl");
     common::write_run(&common::plan_fails_run(), &path);
@@ -1118,7 +1118,7 @@ fn the_notes_list_shows_every_note_and_enter_goes_to_what_it_is_about() {
     // Its help lists a list's keys, not compare's.
     press(&mut app, "?");
     let help = app
-        .top_as::<mcp_cosmos::tui::help::HelpView>()
+        .top_as::<cosmos_app::tui::help::HelpView>()
         .expect("the help in front");
     let said: Vec<&str> = help.rows().iter().map(|(_, what)| what.as_str()).collect();
     assert!(
@@ -1232,8 +1232,8 @@ fn read_in_parts(
     path: &std::path::Path,
 ) -> (
     Run,
-    mcp_cosmos::trajectory::run::Part,
-    mpsc::Receiver<mcp_cosmos::trajectory::run::RunPart>,
+    cosmos_trajectory::run::Part,
+    mpsc::Receiver<cosmos_trajectory::run::RunPart>,
 ) {
     read_in_parts_of(path, 500, 4_000)
 }
@@ -1245,10 +1245,10 @@ fn read_in_parts_of(
     later: usize,
 ) -> (
     Run,
-    mcp_cosmos::trajectory::run::Part,
-    mpsc::Receiver<mcp_cosmos::trajectory::run::RunPart>,
+    cosmos_trajectory::run::Part,
+    mpsc::Receiver<cosmos_trajectory::run::RunPart>,
 ) {
-    use mcp_cosmos::trajectory::run::RunPart;
+    use cosmos_trajectory::run::RunPart;
     let (tx, parts) = mpsc::channel();
     let reading = path.to_path_buf();
     std::thread::spawn(move || {
@@ -1274,7 +1274,7 @@ fn reading_app(run: Run, read: u64, total: u64) -> App {
 }
 
 /// Hands the view a part the reader read, as the explorer's reading thread does.
-fn hand_over(app: &mut App, path: &std::path::Path, part: mcp_cosmos::trajectory::run::Part) {
+fn hand_over(app: &mut App, path: &std::path::Path, part: cosmos_trajectory::run::Part) {
     app.update(Action::RunRead(
         path.to_path_buf(),
         std::sync::Arc::new(std::sync::Mutex::new(Some(part))),
@@ -1294,7 +1294,7 @@ fn screen(app: &mut App) -> String {
 /// opening the whole file shows. Driven by the reader's parts, never by a wait.
 #[test]
 fn a_big_run_shows_its_first_screen_before_the_rest_is_read_and_the_same_screen_once_read() {
-    use mcp_cosmos::trajectory::run::RunPart;
+    use cosmos_trajectory::run::RunPart;
     let dir = tempfile::tempdir().unwrap();
     let path = big_run(dir.path(), 7);
     let today = screen(&mut opened(&path, (120, 40)));
@@ -1353,7 +1353,7 @@ fn a_big_run_shows_its_first_screen_before_the_rest_is_read_and_the_same_screen_
 /// with the same screen: whether the call is in the first part or in a later one.
 #[test]
 fn a_run_read_in_parts_opens_at_its_first_failed_call_as_the_whole_run_does() {
-    use mcp_cosmos::trajectory::run::RunPart;
+    use cosmos_trajectory::run::RunPart;
     let dir = tempfile::tempdir().unwrap();
     // The first seed whose run fails a real call (synthetic runs fail one in five).
     let (path, failed) = (1..)
@@ -1401,7 +1401,7 @@ fn a_run_read_in_parts_opens_at_its_first_failed_call_as_the_whole_run_does() {
 /// Keys work on what is read; End while reading follows the end as it is read and ends there.
 #[test]
 fn end_while_reading_waits_for_the_end() {
-    use mcp_cosmos::trajectory::run::RunPart;
+    use cosmos_trajectory::run::RunPart;
     let dir = tempfile::tempdir().unwrap();
     let path = big_run(dir.path(), 8);
     let whole_len = Run::open(&path).unwrap().len();
@@ -1409,13 +1409,13 @@ fn end_while_reading_waits_for_the_end() {
     let (read, total) = (first.read, first.total);
     run.extend(first);
     let mut app = reading_app(run, read, total);
-    app.update(Action::Do(mcp_cosmos::tui::keymap::Command::StepBack));
+    app.update(Action::Do(cosmos_app::tui::keymap::Command::StepBack));
     assert_eq!(
         app.top_as::<RunView>().unwrap().position(),
         499,
         "keys work meanwhile"
     );
-    app.update(Action::Do(mcp_cosmos::tui::keymap::Command::Bottom));
+    app.update(Action::Do(cosmos_app::tui::keymap::Command::Bottom));
     let Ok(RunPart::More(second)) = parts.recv() else {
         panic!("a second part")
     };

@@ -5,19 +5,19 @@ mod common;
 
 use std::path::PathBuf;
 
-use mcp_cosmos::trajectory::event::AgentKind;
-use mcp_cosmos::trajectory::run::Run;
-use mcp_cosmos::tui::action::{Action, LiveSource};
-use mcp_cosmos::tui::app::App;
-use mcp_cosmos::tui::browser::Browser;
-use mcp_cosmos::tui::compare::CompareView;
-use mcp_cosmos::tui::keymap::{Command, Keymap};
-use mcp_cosmos::tui::open;
-use mcp_cosmos::tui::run_view::RunView;
-use mcp_cosmos::tui::run_view::inspector::Inspector;
-use mcp_cosmos::tui::theme::Theme;
-use mcp_cosmos::tui::wm_eval_view::CallDetail;
-use mcp_cosmos::tui::wm_eval_view::WmEvalView;
+use cosmos_app::tui::action::{Action, LiveSource};
+use cosmos_app::tui::app::App;
+use cosmos_app::tui::browser::Browser;
+use cosmos_app::tui::compare::CompareView;
+use cosmos_app::tui::keymap::{Command, Keymap};
+use cosmos_app::tui::open;
+use cosmos_app::tui::run_view::RunView;
+use cosmos_app::tui::run_view::inspector::Inspector;
+use cosmos_app::tui::theme::Theme;
+use cosmos_app::tui::wm_eval_view::CallDetail;
+use cosmos_app::tui::wm_eval_view::WmEvalView;
+use cosmos_trajectory::event::AgentKind;
+use cosmos_trajectory::run::Run;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::layout::Rect;
@@ -54,7 +54,7 @@ fn browser_with_runs_and_group_table() {
         insta::assert_snapshot!(format!("browser_{}x{}", size.0, size.1), render(&mut app));
         app.update(Action::Do(Command::ToggleGroups));
         for (id, work) in app.take_work() {
-            for a in mcp_cosmos::tui::terminal::perform(id, work) {
+            for a in cosmos_app::tui::terminal::perform(id, work) {
                 app.update(a);
             }
         }
@@ -67,7 +67,7 @@ fn browser_with_runs_and_group_table() {
 
 #[test]
 fn the_browser_shows_every_status_marker_whole_and_tells_a_sweeps_runs_apart() {
-    use mcp_cosmos::trajectory::event::{AgentKind, DecisionProblem, Ending, EventBody, RunStatus};
+    use cosmos_trajectory::event::{AgentKind, DecisionProblem, Ending, EventBody, RunStatus};
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join("sweep")).unwrap();
     // A run with every marker at once, and a sweep's two configurations on the same task.
@@ -108,7 +108,7 @@ fn the_browser_shows_every_status_marker_whole_and_tells_a_sweeps_runs_apart() {
         Ending::Interrupted,
         RunStatus::Interrupted,
     );
-    let runs = mcp_cosmos::trajectory::listing::list_runs(&[dir.path().to_path_buf()]).unwrap();
+    let runs = cosmos_trajectory::listing::list_runs(&[dir.path().to_path_buf()]).unwrap();
     for size in [(200, 50), (80, 24)] {
         let browser = Browser::new(vec![dir.path().to_path_buf()], runs.clone(), size.1 - 1);
         let mut app = App::new(browser, Keymap::default(), Theme::new(true), size);
@@ -137,7 +137,7 @@ fn the_group_table_scrolls_by_column_and_keeps_its_label_column() {
     let mut app = App::new(browser, Keymap::default(), Theme::new(true), (80, 24));
     app.update(Action::Do(Command::ToggleGroups));
     for (id, work) in app.take_work() {
-        for a in mcp_cosmos::tui::terminal::perform(id, work) {
+        for a in cosmos_app::tui::terminal::perform(id, work) {
             app.update(a);
         }
     }
@@ -290,7 +290,7 @@ fn inspector_shows_an_event_in_full() {
 
 #[test]
 fn a_recorded_llm_call_reads_as_a_conversation() {
-    use mcp_cosmos::trajectory::event::{Event, EventBody, Role};
+    use cosmos_trajectory::event::{Event, EventBody, Role};
     let messages = serde_json::json!([
         {"role": "system", "content": "You are an agent that solves the user's request."},
         {"role": "user", "content": "Request: what time is it in Tokyo?"},
@@ -431,7 +431,7 @@ fn two_alphas() -> Vec<Run> {
             ] {
                 header.agent.settings.insert(k.into(), v);
             }
-            header.servers = vec![mcp_cosmos::trajectory::event::ServerInfo {
+            header.servers = vec![cosmos_trajectory::event::ServerInfo {
                 name: "time".into(),
                 transport: "stdio".into(),
                 target: Some("python -m mcp_server_time".into()),
@@ -500,7 +500,7 @@ fn help_overlay() {
 
 #[test]
 fn a_rejected_planner_reply_shows_as_a_failure_in_the_metrics_pane() {
-    use mcp_cosmos::trajectory::event::{AgentKind, DecisionProblem, EventBody};
+    use cosmos_trajectory::event::{AgentKind, DecisionProblem, EventBody};
     let rejected = EventBody::DecisionRejected {
         problem: DecisionProblem::NoTool,
         detail: "\"action\": \"call\" names no tool".into(),
@@ -581,7 +581,7 @@ fn a_failing_run_opens_on_its_first_failed_call() {
 
 #[test]
 fn a_react_run_opens_on_its_failed_step_selected_showing_its_real_error() {
-    use mcp_cosmos::trajectory::event::{AgentKind, EventBody, Observation};
+    use cosmos_trajectory::event::{AgentKind, EventBody, Observation};
     let call = |step: u64, target: &str, result: &str, is_error: bool| EventBody::ToolCalled {
         step,
         tool: "time:convert_time".into(),
@@ -633,7 +633,7 @@ fn a_react_run_opens_on_its_failed_step_selected_showing_its_real_error() {
 
 #[test]
 fn at_80_columns_sibling_calls_show_the_arguments_that_tell_them_apart() {
-    use mcp_cosmos::trajectory::event::{Action, AgentKind, EventBody, Verdict};
+    use cosmos_trajectory::event::{Action, AgentKind, EventBody, Verdict};
     let call = |target: &str| {
         Some(Action::ToolCall {
             tool: "Time MCP:convert_time".into(),
@@ -694,7 +694,7 @@ fn at_80_columns_sibling_calls_show_the_arguments_that_tell_them_apart() {
 
 #[test]
 fn tree_rows_carry_node_ids_and_verdict_marks() {
-    use mcp_cosmos::trajectory::event::{Action, AgentKind, EventBody, Observation, Verdict};
+    use cosmos_trajectory::event::{Action, AgentKind, EventBody, Observation, Verdict};
     let call = |target: &str| Action::ToolCall {
         tool: "time:convert_time".into(),
         arguments: serde_json::json!({"target_timezone": target}),
@@ -768,9 +768,9 @@ fn tree_rows_carry_node_ids_and_verdict_marks() {
 /// and Tokyo's (#3, under #2, the earlier), the plan given as `plan` and its recorded `choice`.
 fn tie_bodies(
     plan: Vec<u64>,
-    choice: Option<Box<mcp_cosmos::trajectory::event::PlanChoice>>,
-) -> Vec<mcp_cosmos::trajectory::event::EventBody> {
-    use mcp_cosmos::trajectory::event::{Action, EventBody, Verdict};
+    choice: Option<Box<cosmos_trajectory::event::PlanChoice>>,
+) -> Vec<cosmos_trajectory::event::EventBody> {
+    use cosmos_trajectory::event::{Action, EventBody, Verdict};
     let call = |target: &str| {
         Some(Action::ToolCall {
             tool: "time:convert_time".into(),
@@ -818,7 +818,7 @@ fn tie_bodies(
             widened: 0,
             retried: 1,
             fruitless: 0,
-            stopped: mcp_cosmos::trajectory::event::SearchStop::Iterations,
+            stopped: cosmos_trajectory::event::SearchStop::Iterations,
             detail: None,
         },
         EventBody::PlanSelected {
@@ -832,7 +832,7 @@ fn tie_bodies(
 
 #[test]
 fn the_plans_reason_names_its_rule_value_and_a_tie() {
-    use mcp_cosmos::trajectory::event::AgentKind;
+    use cosmos_trajectory::event::AgentKind;
     // London (#1) leads at the root (Q 0.75 against 0.65), yet the plan runs through Tokyo
     // (#2): Tokyo's finish (#3) ties London's (#4) at 0.90, and the earlier id wins.
     let bodies = tie_bodies(vec![2, 3], None);
@@ -859,7 +859,7 @@ fn the_plans_reason_names_its_rule_value_and_a_tie() {
         }
         insta::assert_snapshot!(format!("plan_reason_tie_{}x{}", size.0, size.1), screen);
         // The about view gives the reason whole: every candidate with its mean and visits.
-        app.update(mcp_cosmos::tui::action::Action::Do(Command::About));
+        app.update(cosmos_app::tui::action::Action::Do(Command::About));
         let Some(about) = app.top_as::<Inspector>() else {
             panic!("the about view");
         };
@@ -878,10 +878,8 @@ fn the_plans_reason_names_its_rule_value_and_a_tie() {
 }
 
 /// The tie above, as a file could hold it: the plan ends at the later of two equal finishes.
-fn tie_won_by_the_later_node(
-    choice: Option<Box<mcp_cosmos::trajectory::event::PlanChoice>>,
-) -> Run {
-    use mcp_cosmos::trajectory::event::AgentKind;
+fn tie_won_by_the_later_node(choice: Option<Box<cosmos_trajectory::event::PlanChoice>>) -> Run {
+    use cosmos_trajectory::event::AgentKind;
     common::run_of(
         "runs/later.jsonl",
         common::header("t", AgentKind::Spiral, Some("llm")),
@@ -893,7 +891,7 @@ fn tie_won_by_the_later_node(
 fn about_and_title(run: &Run) -> (String, String) {
     let mut app = run_app(run_of_same(run), (200, 60));
     let screen = render(&mut app);
-    app.update(mcp_cosmos::tui::action::Action::Do(Command::About));
+    app.update(cosmos_app::tui::action::Action::Do(Command::About));
     let Some(about) = app.top_as::<Inspector>() else {
         panic!("the about view");
     };
@@ -918,7 +916,7 @@ fn an_older_plan_that_todays_rule_would_not_choose_is_never_explained_by_todays_
 
 #[test]
 fn a_recorded_choice_is_explained_as_recorded() {
-    use mcp_cosmos::trajectory::event::{PlanChoice, PlanPool, RankedNode};
+    use cosmos_trajectory::event::{PlanChoice, PlanPool, RankedNode};
     // The same tree, with the choice the run recorded: the ranking is the record's, values
     // and all, and nothing is re-derived.
     let choice = PlanChoice {
@@ -965,7 +963,7 @@ fn run_of_same(run: &Run) -> Run {
 /// A SPIRAL run whose node #1 has it all: a long critic reason, a simulation, and a real call
 /// that failed.
 fn node_with_everything() -> Run {
-    use mcp_cosmos::trajectory::event::{Action, AgentKind, EventBody, Observation, Verdict};
+    use cosmos_trajectory::event::{Action, AgentKind, EventBody, Observation, Verdict};
     let reason = "The call converts 12:00 in Europe/London to Asia/Tokyo, which is exactly \
                   what the task asks for first; the arguments match the schema, the time is \
                   given in 24-hour form as the tool expects, and the simulated result gives \
@@ -1056,7 +1054,7 @@ fn the_node_inspector_shows_a_node_whole() {
         let rows = inspector.rows().join(" ");
         let flat = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ");
         let reason = match &node_with_everything().all_events()[3].body {
-            mcp_cosmos::trajectory::event::EventBody::NodeEvaluated {
+            cosmos_trajectory::event::EventBody::NodeEvaluated {
                 critic_reason: Some(r),
                 ..
             } => r.clone(),
@@ -1095,7 +1093,7 @@ fn the_node_inspector_shows_a_node_whole() {
 
 #[test]
 fn in_every_sample_search_the_star_is_the_recorded_plan_and_nothing_contradicts_it() {
-    use mcp_cosmos::trajectory::event::{AgentKind, EventBody};
+    use cosmos_trajectory::event::{AgentKind, EventBody};
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_runs");
     let (mut checked, mut stopped) = (0, 0);
     for entry in std::fs::read_dir(&dir).unwrap() {
@@ -1181,7 +1179,7 @@ fn in_every_sample_search_the_star_is_the_recorded_plan_and_nothing_contradicts_
 
 #[test]
 fn every_critic_reason_in_the_sample_runs_reads_whole_at_80x24() {
-    use mcp_cosmos::trajectory::event::EventBody;
+    use cosmos_trajectory::event::EventBody;
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_runs");
     let mut checked = 0;
     for entry in std::fs::read_dir(&dir).unwrap() {
@@ -1190,7 +1188,7 @@ fn every_critic_reason_in_the_sample_runs_reads_whole_at_80x24() {
             continue;
         }
         let run = Run::open(&path).unwrap();
-        let state = mcp_cosmos::trajectory::fold::TreeState::fold(&run, run.len());
+        let state = cosmos_trajectory::fold::TreeState::fold(&run, run.len());
         for (slot, node) in run.nodes().iter().enumerate() {
             let reason = run.all_events().iter().rev().find_map(|e| match &e.body {
                 EventBody::NodeEvaluated {
@@ -1201,7 +1199,7 @@ fn every_critic_reason_in_the_sample_runs_reads_whole_at_80x24() {
                 _ => None,
             });
             let Some(reason) = reason else { continue };
-            let inspector = mcp_cosmos::tui::run_view::inspector::Inspector::node(
+            let inspector = cosmos_app::tui::run_view::inspector::Inspector::node(
                 &run,
                 &state,
                 slot as u32,
@@ -1210,7 +1208,7 @@ fn every_critic_reason_in_the_sample_runs_reads_whole_at_80x24() {
             let flat = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ");
             let rows = flat(&inspector.rows().join(" "));
             assert!(
-                rows.contains(&flat(&mcp_cosmos::sanitize::inert(&reason))),
+                rows.contains(&flat(&cosmos_trajectory::sanitize::inert(&reason))),
                 "{}: node #{}: {reason}",
                 path.display(),
                 node.id
@@ -1253,7 +1251,7 @@ fn a_live_run_mid_way() {
 
 #[test]
 fn from_the_sample_runs_a_plan_exec_run_with_a_failed_call_is_a_few_keys_away() {
-    use mcp_cosmos::trajectory::event::AgentKind;
+    use cosmos_trajectory::event::AgentKind;
     // The sample runs (whose real calls all succeeded; several stopped at their step limit)
     // and a Plan-Exec run with a failed real call among them.
     let samples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_runs");
@@ -1269,7 +1267,7 @@ fn from_the_sample_runs_a_plan_exec_run_with_a_failed_call_is_a_few_keys_away() 
         &folder.path().join("20200101T000000.000Z_plan_fails.jsonl"),
     );
     let dir = folder.path().to_path_buf();
-    let runs = mcp_cosmos::trajectory::listing::list_runs(std::slice::from_ref(&dir)).unwrap();
+    let runs = cosmos_trajectory::listing::list_runs(std::slice::from_ref(&dir)).unwrap();
     let size = (160, 45);
     let runs_count = runs.len();
     let mut app = App::new(
@@ -1288,7 +1286,7 @@ fn from_the_sample_runs_a_plan_exec_run_with_a_failed_call_is_a_few_keys_away() 
     };
     // The browser recounts the older runs' totals first (in the background; here at once).
     for (id, work) in app.take_work() {
-        for a in mcp_cosmos::tui::terminal::perform(id, work) {
+        for a in cosmos_app::tui::terminal::perform(id, work) {
             app.update(a);
         }
     }
@@ -1317,7 +1315,7 @@ fn from_the_sample_runs_a_plan_exec_run_with_a_failed_call_is_a_few_keys_away() 
     }
     press(&mut app, crossterm::event::KeyCode::Enter);
     for (id, work) in app.take_work() {
-        for a in mcp_cosmos::tui::terminal::perform(id, work) {
+        for a in cosmos_app::tui::terminal::perform(id, work) {
             app.update(a);
         }
     }
@@ -1343,7 +1341,7 @@ fn the_group_table_marks_what_it_cuts_and_scrolls_sideways() {
     let mut app = App::new(browser, Keymap::default(), Theme::new(true), size);
     app.update(Action::Do(Command::ToggleGroups));
     for (id, work) in app.take_work() {
-        for a in mcp_cosmos::tui::terminal::perform(id, work) {
+        for a in cosmos_app::tui::terminal::perform(id, work) {
             app.update(a);
         }
     }
@@ -1380,7 +1378,7 @@ fn the_group_table_marks_what_it_cuts_and_scrolls_sideways() {
 
 /// A wm-eval file in memory: two calls (London, then a failing Mars), two world models.
 fn wm_eval_run() -> Run {
-    use mcp_cosmos::trajectory::event::{AgentKind, EventBody, Observation, Origin};
+    use cosmos_trajectory::event::{AgentKind, EventBody, Observation, Origin};
     let london =
         r#"{"timezone":"Europe/London","datetime":"2026-11-30T09:00:00+00:00","is_dst":false}"#;
     let tokyo =
@@ -1503,7 +1501,7 @@ fn a_wm_eval_file_opens_in_the_world_model_view() {
         app.update(Action::Do(Command::OpenSource));
         let work = app.take_work();
         assert!(
-            matches!(&work[..], [(_, mcp_cosmos::tui::view::Work::OpenRunAt(path, at))]
+            matches!(&work[..], [(_, cosmos_app::tui::view::Work::OpenRunAt(path, at))]
                 if path.ends_with("a.jsonl") && *at as u64 == seq - 1),
             "{work:?}"
         );
@@ -1542,7 +1540,7 @@ fn probing_a_node_shows_the_picker_and_then_the_probe_in_the_node_inspector() {
     app.update(Action::Do(Command::Down));
     app.update(Action::Do(Command::Open));
     for (id, work) in app.take_work() {
-        for a in mcp_cosmos::tui::terminal::perform(id, work) {
+        for a in cosmos_app::tui::terminal::perform(id, work) {
             app.update(a);
         }
     }
@@ -1563,9 +1561,9 @@ fn probing_a_node_shows_the_picker_and_then_the_probe_in_the_node_inspector() {
 fn a_call_a_world_model_never_reached_is_no_failure_in_the_view() {
     // An interrupted wm-eval file: call 3 was copied and simulated by `memory` only, before
     // the stop. The view counts, as `cosmos wm-eval` does, the calls every world model got to.
-    use mcp_cosmos::trajectory::event::{EventBody, Observation, Origin};
+    use cosmos_trajectory::event::{EventBody, Observation, Origin};
     let mut run = wm_eval_run();
-    run.push(mcp_cosmos::trajectory::event::Event {
+    run.push(cosmos_trajectory::event::Event {
         seq: 100,
         t_ms: 10,
         body: EventBody::ToolCalled {
@@ -1584,7 +1582,7 @@ fn a_call_a_world_model_never_reached_is_no_failure_in_the_view() {
             state_change: None,
         },
     });
-    run.push(mcp_cosmos::trajectory::event::Event {
+    run.push(cosmos_trajectory::event::Event {
         seq: 101,
         t_ms: 11,
         body: EventBody::CallSimulated {
@@ -1601,7 +1599,7 @@ fn a_call_a_world_model_never_reached_is_no_failure_in_the_view() {
             predicted_state: None,
         },
     });
-    let view = mcp_cosmos::tui::wm_eval_view::WmEvalView::new(&run, (120, 40));
+    let view = cosmos_app::tui::wm_eval_view::WmEvalView::new(&run, (120, 40));
     let qwen = view
         .board
         .world_models
@@ -1649,11 +1647,11 @@ fn the_notes_list_at_80x24_and_200x60() {
 
 #[test]
 fn every_help_line_is_whole_at_200_columns_and_wrapped_not_cut_at_80() {
-    use mcp_cosmos::tui::help::HelpView;
+    use cosmos_app::tui::help::HelpView;
     let keymap = Keymap::default();
-    for mode in mcp_cosmos::tui::keymap::MODES {
+    for mode in cosmos_app::tui::keymap::MODES {
         // The keys, then the legend of the marks the view draws.
-        let legend = mcp_cosmos::tui::help::legend(mode);
+        let legend = cosmos_app::tui::help::legend(mode);
         let words: Vec<String> = keymap
             .help(mode)
             .iter()
@@ -1719,7 +1717,7 @@ fn page_prompt() {
     for size in SIZES {
         let mut app = run_app(common::plan_fails_run(), size);
         let (answer, _waiting) = tokio::sync::oneshot::channel();
-        let question = mcp_cosmos::mcp::elicitation::Question {
+        let question = cosmos_engine::mcp::elicitation::Question {
             server: "prot".into(),
             tool: None,
             request: rmcp::model::ElicitRequestParams::UrlElicitationParams {
@@ -1744,7 +1742,7 @@ fn elicitation_form() {
     for size in SIZES {
         let mut app = run_app(common::plan_fails_run(), size);
         let (answer, _waiting) = tokio::sync::oneshot::channel();
-        let question = mcp_cosmos::mcp::elicitation::Question::form(
+        let question = cosmos_engine::mcp::elicitation::Question::form(
             "test",
             "Please provide your registration information:",
             serde_json::json!({"type": "object", "properties": {
@@ -1794,7 +1792,7 @@ fn background_work_that_failed_ends_its_wait_with_a_message() {
 /// member that failed as failed, then each one's prediction or error.
 #[test]
 fn a_node_of_an_ensemble_shows_each_member_beside_the_real_result() {
-    use mcp_cosmos::trajectory::event::{AgentKind, EventBody, MemberPrediction, Observation};
+    use cosmos_trajectory::event::{AgentKind, EventBody, MemberPrediction, Observation};
     let mut bodies = common::plan_fails_bodies("both", "Mars/Olympus");
     let picked = bodies
         .iter()
@@ -1856,9 +1854,9 @@ fn a_node_of_an_ensemble_shows_each_member_beside_the_real_result() {
         common::header("t", AgentKind::PlanExec, Some("both")),
         bodies,
     );
-    let real = mcp_cosmos::probe::real_of(&run, 1).expect("node 1 was executed");
+    let real = cosmos_engine::probe::real_of(&run, 1).expect("node 1 was executed");
     let slot = run.nodes().iter().position(|n| n.id == 1).unwrap() as u32;
-    let state = mcp_cosmos::trajectory::fold::TreeState::fold(&run, run.len());
+    let state = cosmos_trajectory::fold::TreeState::fold(&run, run.len());
     let inspector = Inspector::node(&run, &state, slot, (100, 40));
     let rows = inspector.rows();
     let row_of = |name: &str| {
@@ -1867,7 +1865,7 @@ fn a_node_of_an_ensemble_shows_each_member_beside_the_real_result() {
             .unwrap_or_else(|| panic!("no row for {name}: {rows:#?}"))
             .to_string()
     };
-    let fidelity = |o: &Observation| mcp_cosmos::metrics::fidelity::compare(o, &real).score;
+    let fidelity = |o: &Observation| cosmos_engine::metrics::fidelity::compare(o, &real).score;
     assert!(
         row_of("recorded").contains(&format!(
             "confidence 0.90 (recall) · fidelity {:.2}",
@@ -1892,7 +1890,7 @@ fn a_node_of_an_ensemble_shows_each_member_beside_the_real_result() {
 /// trust along the path its `node_evaluated` records and the run's threshold.
 #[test]
 fn a_node_at_the_horizon_says_why_the_search_went_no_further() {
-    use mcp_cosmos::trajectory::event::{AgentKind, EventBody, Verdict};
+    use cosmos_trajectory::event::{AgentKind, EventBody, Verdict};
     let mut bodies = common::plan_fails_bodies("memory", "Mars/Olympus");
     let at = bodies
         .iter()
@@ -1918,7 +1916,7 @@ fn a_node_at_the_horizon_says_why_the_search_went_no_further() {
         .insert("go_real_below".into(), serde_json::json!(0.5));
     let run = common::run_of("runs/horizon.jsonl", header, bodies);
     let slot = run.nodes().iter().position(|n| n.id == 1).unwrap() as u32;
-    let state = mcp_cosmos::trajectory::fold::TreeState::fold(&run, run.len());
+    let state = cosmos_trajectory::fold::TreeState::fold(&run, run.len());
     let rows = Inspector::node(&run, &state, slot, (120, 40))
         .rows()
         .join("\n");
@@ -1934,16 +1932,16 @@ fn a_node_at_the_horizon_says_why_the_search_went_no_further() {
 /// A Plan-Exec run of `bodies` at `path`, and its node #1's inspector rows.
 fn node_one_rows(
     path: &str,
-    bodies: Vec<mcp_cosmos::trajectory::event::EventBody>,
-) -> (mcp_cosmos::trajectory::run::Run, String) {
-    use mcp_cosmos::trajectory::event::AgentKind;
+    bodies: Vec<cosmos_trajectory::event::EventBody>,
+) -> (cosmos_trajectory::run::Run, String) {
+    use cosmos_trajectory::event::AgentKind;
     let run = common::run_of(
         path,
         common::header("t", AgentKind::PlanExec, Some("llm")),
         bodies,
     );
     let slot = run.nodes().iter().position(|n| n.id == 1).unwrap() as u32;
-    let state = mcp_cosmos::trajectory::fold::TreeState::fold(&run, run.len());
+    let state = cosmos_trajectory::fold::TreeState::fold(&run, run.len());
     let rows = Inspector::node(&run, &state, slot, (120, 60))
         .rows()
         .join("\n");
@@ -1954,7 +1952,7 @@ fn node_one_rows(
 /// real result beside the prediction, with the prediction's fidelity to it (the one function).
 #[test]
 fn a_grounded_node_shows_its_real_result_beside_the_prediction() {
-    use mcp_cosmos::trajectory::event::{EventBody, Observation};
+    use cosmos_trajectory::event::{EventBody, Observation};
     let mut bodies = common::plan_fails_bodies("llm", "Mars/Olympus");
     let at = bodies
         .iter()
@@ -1983,7 +1981,7 @@ fn a_grounded_node_shows_its_real_result_beside_the_prediction() {
         },
     );
     let (_, rows) = node_one_rows("runs/grounded.jsonl", bodies);
-    let fidelity = mcp_cosmos::metrics::fidelity::compare(&predicted, &real).score;
+    let fidelity = cosmos_engine::metrics::fidelity::compare(&predicted, &real).score;
     for said in [
         "called for real while planning on time: the prediction was unsure (confidence 0.30)"
             .to_string(),
@@ -1999,7 +1997,7 @@ fn a_grounded_node_shows_its_real_result_beside_the_prediction() {
 /// marks the call.
 #[test]
 fn a_call_that_changed_state_shows_the_change_beside_the_predicted_state() {
-    use mcp_cosmos::trajectory::event::{EventBody, FieldChange, StateChange};
+    use cosmos_trajectory::event::{EventBody, FieldChange, StateChange};
     use serde_json::json;
     let mut bodies = common::plan_fails_bodies("llm", "Mars/Olympus");
     for body in &mut bodies {
@@ -2040,7 +2038,7 @@ fn a_call_that_changed_state_shows_the_change_beside_the_predicted_state() {
     }
     let step = run.steps().iter().find(|s| s.node == Some(1)).unwrap();
     let event = run.event(step.event as usize);
-    let line = mcp_cosmos::trajectory::describe::summary(&event);
+    let line = cosmos_trajectory::describe::summary(&event);
     assert!(line.contains("✎ 1 field →"), "{line}");
     // The event itself (Enter on the timeline, a ReAct run's only view of a call): the same
     // change, field by field.
@@ -2066,7 +2064,7 @@ fn protocol_overlay() {
         r#"{"t_ms":70,"dir":"in","meth"#,
     ];
     std::fs::write(
-        mcp_cosmos::trajectory::wire::wire_path(&run_path),
+        cosmos_trajectory::wire::wire_path(&run_path),
         lines.join("\n"),
     )
     .unwrap();
@@ -2078,7 +2076,7 @@ fn protocol_overlay() {
     let mut app = run_app(run, (100, 24));
     app.update(Action::Do(Command::Wire));
     for (id, work) in app.take_work() {
-        for answer in mcp_cosmos::tui::terminal::perform(id, work) {
+        for answer in cosmos_app::tui::terminal::perform(id, work) {
             app.update(answer);
         }
     }

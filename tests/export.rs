@@ -43,14 +43,14 @@ fn export(args: &[&str]) -> std::process::Output {
 fn the_markdown_account_tells_the_plan_the_steps_side_by_side_and_the_notes() {
     let dir = tempfile::tempdir().unwrap();
     let run = sample_copy(dir.path(), "spiral");
-    let note = mcp_cosmos::trajectory::event::EventBody::Annotation {
+    let note = cosmos_trajectory::event::EventBody::Annotation {
         node: Some(1),
         event: None,
         text: "this is where it went wrong".into(),
         who: "tester".into(),
     };
-    let setup = mcp_cosmos::probe::ProbeSetup::default();
-    mcp_cosmos::probe::annotate(&run, note, 1, &setup).unwrap();
+    let setup = cosmos_engine::probe::ProbeSetup::default();
+    cosmos_engine::probe::annotate(&run, note, 1, &setup).unwrap();
     let o = export(&["markdown", run.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let md = String::from_utf8(o.stdout).unwrap();

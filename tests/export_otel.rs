@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use mcp_cosmos::trajectory::event::EventBody;
-use mcp_cosmos::trajectory::reader::EventStream;
+use cosmos_trajectory::event::EventBody;
+use cosmos_trajectory::reader::EventStream;
 use serde_json::{Value, json};
 use support::*;
 
@@ -57,7 +57,7 @@ impl Phoenix {
     }
 
     fn start_once() -> Result<Self, Exit> {
-        mcp_cosmos::llm::http::install_tls_provider();
+        cosmos_engine::llm::http::install_tls_provider();
         let bin = Path::new(env!("CARGO_MANIFEST_DIR")).join(".cache/phoenix/venv/bin/phoenix");
         if !bin.exists() {
             return Err(Exit::Missing(format!(
@@ -243,7 +243,7 @@ fn a_spiral_run_and_a_live_run_in_phoenix() {
         text: format!("the key {ENV_SECRET} was pasted here"),
         who: "e2e".into(),
     };
-    mcp_cosmos::probe::annotate(&run, note, 120_000, &Default::default()).unwrap();
+    cosmos_engine::probe::annotate(&run, note, 120_000, &Default::default()).unwrap();
     let want = expected(&run);
     let out = export(&[
         run.to_str().unwrap(),
@@ -308,8 +308,8 @@ fn a_spiral_run_and_a_live_run_in_phoenix() {
     assert_eq!(real.len(), want.real_calls);
     assert_eq!(simulated.len(), want.simulations);
     let facts = {
-        let opened = mcp_cosmos::trajectory::run::Run::open(&run).unwrap();
-        let facts = mcp_cosmos::metrics::run::RunFacts::of(&opened);
+        let opened = cosmos_trajectory::run::Run::open(&run).unwrap();
+        let facts = cosmos_engine::metrics::run::RunFacts::of(&opened);
         (0..opened.steps().len())
             .map(|i| facts.step(i).and_then(|f| f.fidelity).map(|f| f.score))
             .collect::<Vec<_>>()

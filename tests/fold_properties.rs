@@ -3,10 +3,10 @@
 
 use std::collections::HashMap;
 
-use mcp_cosmos::trajectory::event::EventBody;
-use mcp_cosmos::trajectory::fold::{Cursor, TreeState};
-use mcp_cosmos::trajectory::run::Run;
-use mcp_cosmos::trajectory::synthetic::{self, Spec};
+use cosmos_trajectory::event::EventBody;
+use cosmos_trajectory::fold::{Cursor, TreeState};
+use cosmos_trajectory::run::Run;
+use cosmos_trajectory::synthetic::{self, Spec};
 use proptest::prelude::*;
 
 fn run_of(spec: Spec) -> Run {
@@ -106,7 +106,7 @@ fn a_growing_runs_cursor_keeps_few_snapshots() {
 
 #[test]
 fn metrics_at_cursor_match_the_streaming_accumulator() {
-    use mcp_cosmos::metrics::run::{RunAccumulator, RunFacts};
+    use cosmos_engine::metrics::run::{RunAccumulator, RunFacts};
     let run = run_of(Spec {
         nodes: 1200,
         branching: 3,

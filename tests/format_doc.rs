@@ -1,9 +1,9 @@
 //! Every example line in docs/trajectory-format.md parses as what it claims to be, so the
 //! document and the code cannot drift apart.
 
-use mcp_cosmos::trajectory::event::{EventBody, KNOWN_KINDS};
-use mcp_cosmos::trajectory::reader::{parse_event, parse_header};
-use mcp_cosmos::trajectory::wire::WireMessage;
+use cosmos_trajectory::event::{EventBody, KNOWN_KINDS};
+use cosmos_trajectory::reader::{parse_event, parse_header};
+use cosmos_trajectory::wire::WireMessage;
 
 #[test]
 fn every_example_in_the_format_document_parses() {

@@ -3,7 +3,7 @@
 //! cannot are named below with the window they are held to and why (docs/report-format.md,
 //! "Intervals").
 
-use mcp_cosmos::metrics::coverage::{SIZES, cases, coverage};
+use cosmos_engine::metrics::coverage::{SIZES, cases, coverage};
 
 /// The window a case is held to at size `n`.
 fn window(name: &str, n: usize) -> (f64, f64) {

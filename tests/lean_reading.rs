@@ -9,11 +9,11 @@
 
 use std::path::Path;
 
-use mcp_cosmos::metrics::run::RunAccumulator;
-use mcp_cosmos::trajectory::event::Event;
-use mcp_cosmos::trajectory::lean::{self, Brief, KINDS as LEAN_KINDS};
-use mcp_cosmos::trajectory::reader::{MIRRORED, parse_event_general, parse_event_str};
-use mcp_cosmos::trajectory::synthetic::{self, Spec};
+use cosmos_engine::metrics::run::RunAccumulator;
+use cosmos_trajectory::event::Event;
+use cosmos_trajectory::lean::{self, Brief, KINDS as LEAN_KINDS};
+use cosmos_trajectory::reader::{MIRRORED, parse_event_general, parse_event_str};
+use cosmos_trajectory::synthetic::{self, Spec};
 use serde_json::{Map, Value};
 
 /// Values put in place of a field, as JSON text (some are not what a `Value` could hold).
@@ -241,8 +241,8 @@ fn the_lean_decoder_takes_only_what_the_full_decoder_takes_and_reads_it_the_same
 /// mutated as the events' are.
 #[test]
 fn the_report_header_takes_only_what_the_full_decoder_takes_and_reads_it_the_same() {
-    use mcp_cosmos::trajectory::reader::parse_header;
-    use mcp_cosmos::trajectory::report_header::ReportHeader;
+    use cosmos_trajectory::reader::parse_header;
+    use cosmos_trajectory::report_header::ReportHeader;
     let samples = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_runs");
     let mut headers = Vec::new();
     for entry in std::fs::read_dir(samples).unwrap() {
@@ -304,8 +304,8 @@ fn the_report_header_takes_only_what_the_full_decoder_takes_and_reads_it_the_sam
 /// from its header, at the depth it has there).
 #[test]
 fn equal_tool_lists_share_a_catalogue_and_keep_the_full_decoders_verdict() {
-    use mcp_cosmos::trajectory::reader::parse_header;
-    use mcp_cosmos::trajectory::report_header::ReportHeader;
+    use cosmos_trajectory::reader::parse_header;
+    use cosmos_trajectory::report_header::ReportHeader;
     let spec = Spec {
         nodes: 10,
         seed: 5,

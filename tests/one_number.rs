@@ -9,18 +9,18 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use mcp_cosmos::metrics::run::{METRICS_VERSION, RunMetrics};
-use mcp_cosmos::trajectory::event::{
+use cosmos_app::tui::action::Action;
+use cosmos_app::tui::compare::CompareView;
+use cosmos_app::tui::run_view::RunView;
+use cosmos_app::tui::terminal::perform;
+use cosmos_app::tui::view::{View, Work};
+use cosmos_engine::metrics::run::{METRICS_VERSION, RunMetrics};
+use cosmos_trajectory::event::{
     AgentKind, DecisionProblem, DimensionScore, Ending, EventBody, JudgeScores, Observation, Phase,
     Role, RunStatus, ToolInfo, ToolSchema, Totals,
 };
-use mcp_cosmos::trajectory::listing::RunSummary;
-use mcp_cosmos::trajectory::run::Run;
-use mcp_cosmos::tui::action::Action;
-use mcp_cosmos::tui::compare::CompareView;
-use mcp_cosmos::tui::run_view::RunView;
-use mcp_cosmos::tui::terminal::perform;
-use mcp_cosmos::tui::view::{View, Work};
+use cosmos_trajectory::listing::RunSummary;
+use cosmos_trajectory::run::Run;
 use ratatui::layout::Rect;
 use serde_json::{Value, json};
 
@@ -372,7 +372,7 @@ fn plan_exec_with_every_failure() -> Run {
             node: i as u64 + 1,
             parent: Some(i as u64),
             depth: i as u32 + 1,
-            action: Some(mcp_cosmos::trajectory::event::Action::ToolCall {
+            action: Some(cosmos_trajectory::event::Action::ToolCall {
                 tool: tool.to_string(),
                 arguments: arguments.clone(),
             }),

@@ -6,11 +6,11 @@
 
 use std::path::Path;
 
-use mcp_cosmos::metrics::run::RunAccumulator;
-use mcp_cosmos::trajectory::listing::RunSummary;
-use mcp_cosmos::trajectory::reader::{EventStream, parse_event, parse_header};
-use mcp_cosmos::trajectory::run::Run;
-use mcp_cosmos::trajectory::synthetic::{self, Spec};
+use cosmos_engine::metrics::run::RunAccumulator;
+use cosmos_trajectory::listing::RunSummary;
+use cosmos_trajectory::reader::{EventStream, parse_event, parse_header};
+use cosmos_trajectory::run::Run;
+use cosmos_trajectory::synthetic::{self, Spec};
 use proptest::prelude::*;
 
 const CASES: u32 = 300;
@@ -114,7 +114,7 @@ fn read_everything(path: &Path) {
         let _ = acc.metrics();
     }
     if let Ok(run) = Run::open(path) {
-        let _ = mcp_cosmos::metrics::run::of_run(&run);
+        let _ = cosmos_engine::metrics::run::of_run(&run);
     }
     let _ = RunSummary::read(path);
 }
@@ -155,12 +155,12 @@ proptest! {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("input");
         std::fs::write(&path, &text).unwrap();
-        if let Ok(config) = mcp_cosmos::config::Config::load(Some(&path)) {
-            let _ = mcp_cosmos::agent::mcts::Settings::from_config(&config);
+        if let Ok(config) = cosmos_engine::config::Config::load(Some(&path)) {
+            let _ = cosmos_engine::agent::mcts::Settings::from_config(&config);
         }
-        let _ = mcp_cosmos::mcp::config::McpConfig::parse(&text);
-        let _ = mcp_cosmos::task::load(&path);
-        let _ = mcp_cosmos::tui::keymap::Keymap::load(&path);
+        let _ = cosmos_engine::mcp::config::McpConfig::parse(&text);
+        let _ = cosmos_engine::task::load(&path);
+        let _ = cosmos_app::tui::keymap::Keymap::load(&path);
     }
 }
 

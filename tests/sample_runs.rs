@@ -9,15 +9,15 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use mcp_cosmos::metrics::run::METRICS_VERSION;
-use mcp_cosmos::trajectory::event::{AgentKind, EventBody};
-use mcp_cosmos::trajectory::run::Run;
+use cosmos_engine::metrics::run::METRICS_VERSION;
+use cosmos_trajectory::event::{AgentKind, EventBody};
+use cosmos_trajectory::run::Run;
 
 /// Every trajectory under `sample_runs/`, its sweep's included.
 fn sample_runs() -> Vec<PathBuf> {
     // As every reader of run folders lists them (kept end states, `*.state/`, are no runs).
     let folder = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_runs");
-    let mut files = mcp_cosmos::trajectory::reader::collect_files(&[folder])
+    let mut files = cosmos_trajectory::reader::collect_files(&[folder])
         .unwrap()
         .files;
     files.sort();

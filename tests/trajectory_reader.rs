@@ -5,11 +5,11 @@ use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use mcp_cosmos::trajectory::event::{EventBody, Observation};
-use mcp_cosmos::trajectory::listing::RunSummary;
-use mcp_cosmos::trajectory::reader::{EventStream, Severity, collect_files};
-use mcp_cosmos::trajectory::run::Run;
-use mcp_cosmos::trajectory::synthetic::{self, Spec};
+use cosmos_trajectory::event::{EventBody, Observation};
+use cosmos_trajectory::listing::RunSummary;
+use cosmos_trajectory::reader::{EventStream, Severity, collect_files};
+use cosmos_trajectory::run::Run;
+use cosmos_trajectory::synthetic::{self, Spec};
 
 fn small_run(dir: &Path, name: &str) -> PathBuf {
     let path = dir.join(name);
@@ -19,7 +19,7 @@ fn small_run(dir: &Path, name: &str) -> PathBuf {
             nodes: 20,
             ..Spec::default()
         },
-        mcp_cosmos::metrics::run::RunAccumulator::tally,
+        cosmos_engine::metrics::run::RunAccumulator::tally,
     )
     .unwrap();
     path
@@ -247,8 +247,8 @@ fn listing_reads_totals_from_the_last_line_and_agrees_with_a_full_read() {
         .clone()
         .expect("run_finished read from the tail");
     let run = Run::open(&path).unwrap();
-    let tree = mcp_cosmos::trajectory::fold::TreeState::fold(&run, run.len());
-    let metrics = mcp_cosmos::metrics::run::RunFacts::of(&run).at(&run, run.len(), &tree);
+    let tree = cosmos_trajectory::fold::TreeState::fold(&run, run.len());
+    let metrics = cosmos_engine::metrics::run::RunFacts::of(&run).at(&run, run.len(), &tree);
     assert_eq!(finished.totals.events, run.len() as u64);
     assert_eq!(finished.totals.tool_calls, metrics.tool_calls);
     assert_eq!(finished.totals.nodes, 20);
@@ -270,8 +270,8 @@ fn listing_a_crashed_run_says_incomplete() {
 
 #[test]
 fn writer_flushes_every_event_before_returning() {
-    use mcp_cosmos::trajectory::redact::Redactor;
-    use mcp_cosmos::trajectory::writer::Writer;
+    use cosmos_trajectory::redact::Redactor;
+    use cosmos_trajectory::writer::Writer;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("live.jsonl");
     let header = synthetic::header(&Spec::default());
@@ -295,8 +295,8 @@ fn writer_flushes_every_event_before_returning() {
 
 #[test]
 fn writer_redacts_secrets_everywhere() {
-    use mcp_cosmos::trajectory::redact::Redactor;
-    use mcp_cosmos::trajectory::writer::Writer;
+    use cosmos_trajectory::redact::Redactor;
+    use cosmos_trajectory::writer::Writer;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("secret.jsonl");
     let secret = "sekrit-key-0123456789";
@@ -337,8 +337,8 @@ fn writer_redacts_secrets_everywhere() {
 
 #[test]
 fn a_key_value_servers_key_argument_is_data_and_a_key_shaped_value_is_not() {
-    use mcp_cosmos::trajectory::redact::Redactor;
-    use mcp_cosmos::trajectory::writer::Writer;
+    use cosmos_trajectory::redact::Redactor;
+    use cosmos_trajectory::writer::Writer;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("kv.jsonl");
     let header = synthetic::header(&Spec::default());
@@ -369,8 +369,8 @@ fn a_key_value_servers_key_argument_is_data_and_a_key_shaped_value_is_not() {
 
 #[test]
 fn appending_after_a_torn_last_line_is_refused() {
-    use mcp_cosmos::trajectory::redact::Redactor;
-    use mcp_cosmos::trajectory::writer::Writer;
+    use cosmos_trajectory::redact::Redactor;
+    use cosmos_trajectory::writer::Writer;
     let dir = tempfile::tempdir().unwrap();
     let path = small_run(dir.path(), "a.jsonl");
     // A clean file takes an appended judgement.
@@ -391,9 +391,9 @@ fn appending_after_a_torn_last_line_is_refused() {
 /// same events, the same metrics.
 #[test]
 fn the_fast_path_reads_what_the_general_path_reads() {
-    use mcp_cosmos::metrics::run::RunAccumulator;
-    use mcp_cosmos::trajectory::lean::LeanBody;
-    use mcp_cosmos::trajectory::reader::parse_event_general;
+    use cosmos_engine::metrics::run::RunAccumulator;
+    use cosmos_trajectory::lean::LeanBody;
+    use cosmos_trajectory::reader::parse_event_general;
     let dir = tempfile::tempdir().unwrap();
     let generated = dir.path().join("generated.jsonl");
     synthetic::write(
@@ -460,7 +460,7 @@ fn opening_in_parallel_gives_what_reading_line_by_line_gives() {
             seed: 4,
             ..Spec::default()
         },
-        mcp_cosmos::metrics::run::RunAccumulator::tally,
+        cosmos_engine::metrics::run::RunAccumulator::tally,
     )
     .unwrap();
     let mut l = lines(&path);
@@ -536,7 +536,12 @@ fn events_are_read_back_from_the_opened_file_and_a_rewritten_file_says_so() {
         ..Spec::default()
     };
     let write = |path: &Path| {
-        synthetic::write(path, &spec, mcp_cosmos::metrics::run::RunAccumulator::tally).unwrap()
+        synthetic::write(
+            path,
+            &spec,
+            cosmos_engine::metrics::run::RunAccumulator::tally,
+        )
+        .unwrap()
     };
     write(&path);
     let run = Run::open(&path).unwrap();
@@ -600,7 +605,7 @@ fn a_read_error_midway_is_an_error_from_every_reader() {
             seed: 6,
             ..Spec::default()
         },
-        mcp_cosmos::metrics::run::RunAccumulator::tally,
+        cosmos_engine::metrics::run::RunAccumulator::tally,
     )
     .unwrap();
     let bytes = fs::read(&path).unwrap();
@@ -614,7 +619,7 @@ fn a_read_error_midway_is_an_error_from_every_reader() {
     };
     let mut taken = 0;
     let err = stream()
-        .read_all(|_: mcp_cosmos::trajectory::lean::Brief, _| taken += 1)
+        .read_all(|_: cosmos_trajectory::lean::Brief, _| taken += 1)
         .unwrap_err();
     assert!(format!("{err:#}").contains("the disk went away"), "{err:#}");
     let mut s = stream();
@@ -680,9 +685,9 @@ fn a_line_written_twice_is_counted_once_and_said() {
 
 #[test]
 fn an_event_redaction_made_undecodable_goes_on_as_written_never_as_it_was() {
-    use mcp_cosmos::trajectory::event::DecisionProblem;
-    use mcp_cosmos::trajectory::redact::Redactor;
-    use mcp_cosmos::trajectory::writer::Writer;
+    use cosmos_trajectory::event::DecisionProblem;
+    use cosmos_trajectory::redact::Redactor;
+    use cosmos_trajectory::writer::Writer;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("odd.jsonl");
     // A configured secret that is also the spelling of a typed value: redaction turns the
@@ -714,7 +719,7 @@ fn an_event_redaction_made_undecodable_goes_on_as_written_never_as_it_was() {
 
 #[test]
 fn a_run_reached_twice_through_a_link_is_counted_once_and_said() {
-    use mcp_cosmos::trajectory::reader::collect_files;
+    use cosmos_trajectory::reader::collect_files;
     let dir = tempfile::tempdir().unwrap();
     let run = small_run(dir.path(), "a.jsonl");
     std::os::unix::fs::symlink(&run, dir.path().join("b.jsonl")).unwrap();

@@ -7,14 +7,14 @@ mod common;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use mcp_cosmos::trajectory::event::{AgentKind, EventBody, Observation, Origin};
-use mcp_cosmos::trajectory::run::Run;
-use mcp_cosmos::tui::action::Action;
-use mcp_cosmos::tui::app::App;
-use mcp_cosmos::tui::keymap::{Command, Keymap};
-use mcp_cosmos::tui::open;
-use mcp_cosmos::tui::theme::Theme;
-use mcp_cosmos::tui::wm_eval_view::WmEvalView;
+use cosmos_app::tui::action::Action;
+use cosmos_app::tui::app::App;
+use cosmos_app::tui::keymap::{Command, Keymap};
+use cosmos_app::tui::open;
+use cosmos_app::tui::theme::Theme;
+use cosmos_app::tui::wm_eval_view::WmEvalView;
+use cosmos_trajectory::event::{AgentKind, EventBody, Observation, Origin};
+use cosmos_trajectory::run::Run;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::layout::Rect;
@@ -153,7 +153,7 @@ fn every_failure_of_the_sample_wm_eval_is_shown_on_its_own_call() {
             .unwrap();
         let row = view.rows.iter().find(|r| r.step == step).unwrap();
         assert!(
-            matches!(&row.verdicts[w], mcp_cosmos::wm_eval::filed::Verdict::Failed(m) if m == message),
+            matches!(&row.verdicts[w], cosmos_engine::wm_eval::filed::Verdict::Failed(m) if m == message),
             "step {step}: {:?}",
             row.verdicts[w]
         );
@@ -253,7 +253,7 @@ fn a_failure_is_the_call_of_its_step_not_the_last_call_copied() {
             .filter(|r| {
                 matches!(
                     r.verdicts[w],
-                    mcp_cosmos::wm_eval::filed::Verdict::Failed(_)
+                    cosmos_engine::wm_eval::filed::Verdict::Failed(_)
                 )
             })
             .map(|r| r.step)
@@ -335,9 +335,9 @@ fn one_failure_in_2000(dir: &Path) -> PathBuf {
 
 #[test]
 fn one_failed_call_in_2000_never_reads_as_100_percent_success() {
-    use mcp_cosmos::trajectory::listing::RunSummary;
-    use mcp_cosmos::tui::browser::Browser;
-    use mcp_cosmos::tui::compare::CompareView;
+    use cosmos_app::tui::browser::Browser;
+    use cosmos_app::tui::compare::CompareView;
+    use cosmos_trajectory::listing::RunSummary;
     let dir = tempfile::tempdir().unwrap();
     let path = one_failure_in_2000(dir.path());
     let dir_arg = dir.path().to_str().unwrap();
@@ -390,9 +390,9 @@ fn one_failed_call_in_2000_never_reads_as_100_percent_success() {
 
 #[test]
 fn a_search_that_found_no_finished_path_is_marked_not_green_and_f_stops_at_it() {
-    use mcp_cosmos::trajectory::event::{Ending, RunStatus, Totals};
-    use mcp_cosmos::trajectory::listing::RunSummary;
-    use mcp_cosmos::tui::browser::Browser;
+    use cosmos_app::tui::browser::Browser;
+    use cosmos_trajectory::event::{Ending, RunStatus, Totals};
+    use cosmos_trajectory::listing::RunSummary;
     let dir = tempfile::tempdir().unwrap();
     let write = |name: &str, ending: Ending| {
         let header = common::header(name, AgentKind::Spiral, Some("memory"));
@@ -463,7 +463,7 @@ fn a_search_that_found_no_finished_path_is_marked_not_green_and_f_stops_at_it() 
 
 #[test]
 fn a_line_that_could_not_be_read_is_said_on_the_status_line_and_in_the_about_view() {
-    use mcp_cosmos::tui::run_view::inspector::Inspector;
+    use cosmos_app::tui::run_view::inspector::Inspector;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("torn.jsonl");
     common::write_run(&common::plan_fails_run(), &path);
@@ -507,7 +507,7 @@ fn a_run_with_no_node_and_no_call_says_so_instead_of_asking_to_step_forward() {
                 step: None,
             },
             EventBody::RunFinished {
-                status: mcp_cosmos::trajectory::event::RunStatus::Failed,
+                status: cosmos_trajectory::event::RunStatus::Failed,
                 error: Some("no MCP server could be started".into()),
                 ending: None,
                 totals: Default::default(),
@@ -533,8 +533,8 @@ fn a_run_with_no_node_and_no_call_says_so_instead_of_asking_to_step_forward() {
 
 #[test]
 fn stepping_with_the_tree_focused_moves_the_observation_pane_with_the_cursor() {
-    use mcp_cosmos::tui::run_view::Pane;
-    use mcp_cosmos::tui::run_view::RunView;
+    use cosmos_app::tui::run_view::Pane;
+    use cosmos_app::tui::run_view::RunView;
     let mut app = common::run_app(common::plan_fails_run(), (200, 50));
     app.update(Action::JumpTo(0));
     // Step through the run; the tree keeps the focus (the default).
@@ -554,9 +554,9 @@ fn stepping_with_the_tree_focused_moves_the_observation_pane_with_the_cursor() {
 
 #[test]
 fn a_proxy_session_shows_no_planner_and_no_search_figures_on_calls_no_search_made() {
-    use mcp_cosmos::trajectory::listing::RunSummary;
-    use mcp_cosmos::tui::browser::Browser;
-    use mcp_cosmos::tui::run_view::inspector::Inspector;
+    use cosmos_app::tui::browser::Browser;
+    use cosmos_app::tui::run_view::inspector::Inspector;
+    use cosmos_trajectory::listing::RunSummary;
     // A client's session through cosmos proxy: its calls rehearsed as a chain of nodes (each
     // evaluated with the rehearsal's base reward), as the proxy records them.
     let mut header = common::header("session", AgentKind::External, Some("memory"));
@@ -567,7 +567,7 @@ fn a_proxy_session_shows_no_planner_and_no_search_figures_on_calls_no_search_mad
     );
     let mut bodies = common::plan_fails_bodies("memory", "Mars/Olympus");
     // The rehearsal's verdict on the first call, right after its prediction.
-    let verdict = mcp_cosmos::trajectory::event::Verdict::Valid;
+    let verdict = cosmos_trajectory::event::Verdict::Valid;
     let at = bodies
         .iter()
         .position(|b| matches!(b, EventBody::NodeSimulated { .. }))
@@ -577,10 +577,10 @@ fn a_proxy_session_shows_no_planner_and_no_search_figures_on_calls_no_search_mad
         EventBody::NodeEvaluated {
             node: 1,
             verdict,
-            base_reward: mcp_cosmos::agent::rehearse::base_reward(verdict),
+            base_reward: cosmos_engine::agent::rehearse::base_reward(verdict),
             critic_reward: None,
             critic_reason: None,
-            reward: mcp_cosmos::agent::rehearse::base_reward(verdict),
+            reward: cosmos_engine::agent::rehearse::base_reward(verdict),
             terminal: false,
             horizon: None,
         },
@@ -646,9 +646,9 @@ fn browser_run_view_compare_and_about_show_reports_figures_for_every_sample_run(
 /// beside itself) and its about view
 /// show what `cosmos report --per-run` says of it (`r`).
 fn shows_reports_figures(path: &Path, r: &Value) {
-    use mcp_cosmos::metrics::figure;
-    use mcp_cosmos::trajectory::listing::RunSummary;
-    use mcp_cosmos::tui::browser::Browser;
+    use cosmos_app::tui::browser::Browser;
+    use cosmos_engine::metrics::figure;
+    use cosmos_trajectory::listing::RunSummary;
     let m = &r["metrics"];
     let calls = m["tool_calls"].as_u64().unwrap().to_string();
     let success = m["tool_call_success_rate"]
@@ -667,7 +667,7 @@ fn shows_reports_figures(path: &Path, r: &Value) {
     );
     let mut app = App::new(browser, Keymap::default(), Theme::new(true), (220, 30));
     for (id, work) in app.take_work() {
-        for action in mcp_cosmos::tui::terminal::perform(id, work) {
+        for action in cosmos_app::tui::terminal::perform(id, work) {
             app.update(action);
         }
     }
@@ -721,7 +721,7 @@ fn shows_reports_figures(path: &Path, r: &Value) {
     // Compare, the run beside itself: each figure row reads report's figure in both columns.
     let runs = vec![Run::open(path).unwrap(), Run::open(path).unwrap()];
     let size = (220, 60);
-    let compare = mcp_cosmos::tui::compare::CompareView::new(&runs, (size.0, size.1 - 1));
+    let compare = cosmos_app::tui::compare::CompareView::new(&runs, (size.0, size.1 - 1));
     let mut app = App::new(compare, Keymap::default(), Theme::new(true), size);
     let screen = render(&mut app);
     let wall = format!("{:.1}", m["wall_ms"].as_f64().unwrap() / 1000.0);
@@ -819,7 +819,7 @@ fn time_line_of(m: &Value) -> String {
 
 #[test]
 fn time_spent_answering_a_server_is_shown_apart_from_the_phases() {
-    use mcp_cosmos::trajectory::event::{Event, Phase};
+    use cosmos_trajectory::event::{Event, Phase};
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("asked.jsonl");
     let header = common::header("asked", AgentKind::React, None);
@@ -876,7 +876,7 @@ fn a_live_run_with_nothing_yet_is_not_said_to_have_nothing() {
         "live.jsonl",
         common::header("live", AgentKind::React, None),
         vec![EventBody::Phase {
-            phase: mcp_cosmos::trajectory::event::Phase::Plan,
+            phase: cosmos_trajectory::event::Phase::Plan,
         }],
     );
     let mut app = common::run_app(run, (120, 30));
@@ -890,8 +890,8 @@ fn a_live_run_with_nothing_yet_is_not_said_to_have_nothing() {
 
 #[test]
 fn runs_that_cannot_be_read_for_compare_say_why_and_open_nothing() {
-    use mcp_cosmos::tui::browser::Browser;
-    use mcp_cosmos::tui::view::Work;
+    use cosmos_app::tui::browser::Browser;
+    use cosmos_app::tui::view::Work;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("a.jsonl");
     let other = dir.path().join("b.jsonl");
@@ -900,8 +900,8 @@ fn runs_that_cannot_be_read_for_compare_say_why_and_open_nothing() {
     let browser = Browser::new(
         vec![dir.path().to_path_buf()],
         vec![
-            mcp_cosmos::trajectory::listing::RunSummary::read(&path),
-            mcp_cosmos::trajectory::listing::RunSummary::read(&other),
+            cosmos_trajectory::listing::RunSummary::read(&path),
+            cosmos_trajectory::listing::RunSummary::read(&other),
         ],
         29,
     );
@@ -909,7 +909,7 @@ fn runs_that_cannot_be_read_for_compare_say_why_and_open_nothing() {
     // The same work the browser's `c` starts, for a run and a file gone since it was listed.
     let gone = dir.path().join("gone.jsonl");
     for action in
-        mcp_cosmos::tui::terminal::perform(1, Work::Compare(vec![path.clone(), gone.clone()]))
+        cosmos_app::tui::terminal::perform(1, Work::Compare(vec![path.clone(), gone.clone()]))
     {
         app.update(action);
     }
@@ -926,7 +926,7 @@ fn runs_that_cannot_be_read_for_compare_say_why_and_open_nothing() {
         "{work:?}"
     );
     for (id, work) in work {
-        for action in mcp_cosmos::tui::terminal::perform(id, work) {
+        for action in cosmos_app::tui::terminal::perform(id, work) {
             app.update(action);
         }
     }
@@ -939,8 +939,8 @@ fn runs_that_cannot_be_read_for_compare_say_why_and_open_nothing() {
 /// anything: every cell's label and detail line hold report's figures for its run.
 #[test]
 fn the_sweep_view_shows_reports_figures_for_every_sample_sweep_cell() {
-    use mcp_cosmos::metrics::figure;
-    use mcp_cosmos::tui::sweep_view::{GridCell, SweepView};
+    use cosmos_app::tui::sweep_view::{GridCell, SweepView};
+    use cosmos_engine::metrics::figure;
     let folder = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_runs/sweep");
     let reported: HashMap<PathBuf, Value> = common::reported_per_run(&folder)
         .into_iter()
@@ -960,7 +960,7 @@ fn the_sweep_view_shows_reports_figures_for_every_sample_sweep_cell() {
                 config,
                 repeat: 1,
                 path: path.clone(),
-                state: mcp_cosmos::cli::finished_cell(path),
+                state: cosmos_app::cli::finished_cell(path),
             }
         })
         .collect();
@@ -1063,10 +1063,10 @@ fn the_sweep_view_shows_reports_figures_for_every_sample_sweep_cell() {
 }
 
 /// A search of `iterations` that stopped for `stop`, and the run's end.
-fn search_run(name: &str, stop: mcp_cosmos::trajectory::event::SearchStop) -> Run {
-    use mcp_cosmos::trajectory::event::{Ending, Phase, RunStatus};
+fn search_run(name: &str, stop: cosmos_trajectory::event::SearchStop) -> Run {
+    use cosmos_trajectory::event::{Ending, Phase, RunStatus};
     let (status, ending) = match stop {
-        mcp_cosmos::trajectory::event::SearchStop::Interrupted => {
+        cosmos_trajectory::event::SearchStop::Interrupted => {
             (RunStatus::Interrupted, Ending::Interrupted)
         }
         _ => (RunStatus::Completed, Ending::SearchExhausted),
@@ -1111,7 +1111,7 @@ fn search_run(name: &str, stop: mcp_cosmos::trajectory::event::SearchStop) -> Ru
 /// exhausted search, a fork, a proxy session and a file with a torn line.
 #[test]
 fn browser_run_view_compare_and_about_show_reports_figures_for_generated_runs() {
-    use mcp_cosmos::trajectory::event::{Ending, ForkOf, RunStatus, SearchStop};
+    use cosmos_trajectory::event::{Ending, ForkOf, RunStatus, SearchStop};
     let dir = tempfile::tempdir().unwrap();
     let mut runs = vec![
         ("plan-fails", common::plan_fails_run()),
@@ -1246,7 +1246,7 @@ fn the_calibration_overlay_shows_wm_evals_own_figures() {
     let mut app = opened(Run::open(&file).unwrap(), (200, 120));
     app.update(Action::Do(Command::About));
     let screen = render(&mut app);
-    let fraction = |v: &Value| mcp_cosmos::metrics::figure::fraction(v.as_f64().unwrap(), 2);
+    let fraction = |v: &Value| cosmos_engine::metrics::figure::fraction(v.as_f64().unwrap(), 2);
     let figures = format!(
         "ECE {} · Brier {} · AUROC {} · good: fidelity at least 0.90 ({} of {})",
         fraction(&c["ece"]),
@@ -1260,7 +1260,7 @@ fn the_calibration_overlay_shows_wm_evals_own_figures() {
         let line = format!(
             "≥ {}  coverage {} ({})  fidelity {}",
             fraction(&point["threshold"]),
-            mcp_cosmos::metrics::figure::percent(point["coverage"].as_f64().unwrap(), 0),
+            cosmos_engine::metrics::figure::percent(point["coverage"].as_f64().unwrap(), 0),
             point["n"],
             fraction(&point["fidelity"]["mean"])
         );

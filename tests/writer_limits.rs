@@ -5,12 +5,10 @@
 
 mod common;
 
-use mcp_cosmos::trajectory::event::{
-    Action, AgentKind, DecisionProblem, EventBody, Observation, Role,
-};
-use mcp_cosmos::trajectory::reader::{EventStream, Severity};
-use mcp_cosmos::trajectory::redact::Redactor;
-use mcp_cosmos::trajectory::writer::Writer;
+use cosmos_trajectory::event::{Action, AgentKind, DecisionProblem, EventBody, Observation, Role};
+use cosmos_trajectory::reader::{EventStream, Severity};
+use cosmos_trajectory::redact::Redactor;
+use cosmos_trajectory::writer::Writer;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use mcp_cosmos::trajectory::synthetic::{self, Spec};
+use cosmos_trajectory::synthetic::{self, Spec};
 
 /// The allocator the `cosmos` binary ships with (`src/main.rs`), so what a benchmark measures
 /// in its own process (opening a run, a report's records) is what the product does.
@@ -41,7 +41,7 @@ pub fn folder_of_runs(scale: usize) -> (PathBuf, usize) {
                     padding: 1_200,
                     seed: i as u64,
                 },
-                mcp_cosmos::metrics::run::RunAccumulator::tally,
+                cosmos_engine::metrics::run::RunAccumulator::tally,
             )
             .unwrap();
         }
@@ -62,7 +62,7 @@ pub fn big_run_file(scale: usize) -> PathBuf {
                 padding: 0,
                 seed: 42,
             },
-            mcp_cosmos::metrics::run::RunAccumulator::tally,
+            cosmos_engine::metrics::run::RunAccumulator::tally,
         )
         .unwrap();
     }

@@ -4,12 +4,12 @@
 pub mod tmux;
 
 use chrono::{TimeZone, Utc};
-use mcp_cosmos::trajectory::event::{
+use cosmos_trajectory::event::{
     Action, AgentInfo, AgentKind, Event, EventBody, Header, ModelInfo, Observation, Phase, Role,
     RunStatus, TaskInfo, ToolInfo, Totals, Verdict, WorldModelInfo,
 };
-use mcp_cosmos::trajectory::run::Run;
-use mcp_cosmos::trajectory::synthetic::{self, Spec};
+use cosmos_trajectory::run::Run;
+use cosmos_trajectory::synthetic::{self, Spec};
 use serde_json::json;
 
 /// A header with a fixed start time, so snapshots do not change.
@@ -39,7 +39,7 @@ pub fn header(task: &str, agent: AgentKind, world_model: Option<&str>) -> Header
     h.tools = vec![ToolInfo {
         name: "time:convert_time".into(),
         description: "Convert time between timezones".into(),
-        input_schema: mcp_cosmos::trajectory::event::ToolSchema::new(
+        input_schema: cosmos_trajectory::event::ToolSchema::new(
             json!({"type": "object", "properties": {"source_timezone": {"type": "string"}, "time": {"type": "string"}, "target_timezone": {"type": "string"}}, "required": ["source_timezone", "time", "target_timezone"]}),
         ),
         ..Default::default()
@@ -235,7 +235,7 @@ pub fn revised_run() -> Run {
     let evaluated = |node, verdict, reward| EventBody::NodeEvaluated {
         node,
         verdict,
-        base_reward: mcp_cosmos::agent::rehearse::base_reward(verdict),
+        base_reward: cosmos_engine::agent::rehearse::base_reward(verdict),
         critic_reward: None,
         critic_reason: None,
         reward,
@@ -465,13 +465,15 @@ pub fn completed() -> EventBody {
 
 /// Writes a run through the real writer (so the file is what `cosmos run` would write).
 pub fn write_run(run: &Run, path: &std::path::Path) {
-    use mcp_cosmos::trajectory::redact::Redactor;
-    use mcp_cosmos::trajectory::writer::Writer;
+    use cosmos_trajectory::redact::Redactor;
+    use cosmos_trajectory::writer::Writer;
     let mut w = Writer::create(
         path,
         &run.header,
         Redactor::new(),
-        Some(mcp_cosmos::metrics::run::RunAccumulator::tally(&run.header)),
+        Some(cosmos_engine::metrics::run::RunAccumulator::tally(
+            &run.header,
+        )),
     )
     .unwrap();
     for e in &run.all_events() {
@@ -480,13 +482,13 @@ pub fn write_run(run: &Run, path: &std::path::Path) {
 }
 
 /// The three hand-made runs written to `dir` through the real writer, as the browser lists them.
-pub fn three_listed(dir: &std::path::Path) -> Vec<mcp_cosmos::trajectory::listing::RunSummary> {
+pub fn three_listed(dir: &std::path::Path) -> Vec<cosmos_trajectory::listing::RunSummary> {
     three_runs()
         .into_iter()
         .map(|run| {
             let path = dir.join(run.path.file_name().unwrap());
             write_run(&run, &path);
-            mcp_cosmos::trajectory::listing::RunSummary::read(&path)
+            cosmos_trajectory::listing::RunSummary::read(&path)
         })
         .collect()
 }
@@ -507,11 +509,11 @@ pub fn annotate(
         text: text.to_string(),
         who: "ana".to_string(),
     };
-    mcp_cosmos::probe::annotate(path, note, t_ms, &Default::default()).unwrap();
+    cosmos_engine::probe::annotate(path, note, t_ms, &Default::default()).unwrap();
 }
 
 /// The app's next frame, drawn on a TestBackend of its size, as text.
-pub fn render(app: &mut mcp_cosmos::tui::app::App) -> String {
+pub fn render(app: &mut cosmos_app::tui::app::App) -> String {
     app.settle();
     let mut terminal =
         ratatui::Terminal::new(ratatui::backend::TestBackend::new(app.size.0, app.size.1)).unwrap();
@@ -559,15 +561,15 @@ pub fn reported_per_run(folder: &std::path::Path) -> Vec<(std::path::PathBuf, se
 }
 
 /// An app showing `run` in the run view, on a terminal of `size` (its last row the status line).
-pub fn run_app(run: Run, size: (u16, u16)) -> mcp_cosmos::tui::app::App {
-    let view = mcp_cosmos::tui::run_view::RunView::new(
+pub fn run_app(run: Run, size: (u16, u16)) -> cosmos_app::tui::app::App {
+    let view = cosmos_app::tui::run_view::RunView::new(
         run,
         ratatui::layout::Rect::new(0, 0, size.0, size.1 - 1),
     );
-    mcp_cosmos::tui::app::App::new(
+    cosmos_app::tui::app::App::new(
         view,
-        mcp_cosmos::tui::keymap::Keymap::default(),
-        mcp_cosmos::tui::theme::Theme::new(true),
+        cosmos_app::tui::keymap::Keymap::default(),
+        cosmos_app::tui::theme::Theme::new(true),
         size,
     )
 }

@@ -416,13 +416,13 @@ pub fn forecast_then_ok_run(dir: &Path) -> PathBuf {
 }
 
 /// The run's about view (`a` in the run view) as text, laid out 160 columns wide.
-pub fn about_text(run: mcp_cosmos::trajectory::run::Run) -> String {
-    use mcp_cosmos::tui::action::Action;
-    use mcp_cosmos::tui::app::App;
-    use mcp_cosmos::tui::keymap::{Command, Keymap};
-    use mcp_cosmos::tui::run_view::RunView;
-    use mcp_cosmos::tui::run_view::inspector::Inspector;
-    use mcp_cosmos::tui::theme::Theme;
+pub fn about_text(run: cosmos_trajectory::run::Run) -> String {
+    use cosmos_app::tui::action::Action;
+    use cosmos_app::tui::app::App;
+    use cosmos_app::tui::keymap::{Command, Keymap};
+    use cosmos_app::tui::run_view::RunView;
+    use cosmos_app::tui::run_view::inspector::Inspector;
+    use cosmos_app::tui::theme::Theme;
     let view = RunView::new(run, ratatui::layout::Rect::new(0, 0, 160, 39));
     let mut app = App::new(view, Keymap::default(), Theme::new(true), (160, 40));
     app.update(Action::Do(Command::About));

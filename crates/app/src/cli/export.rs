@@ -1,0 +1,217 @@
+//! `cosmos export`: markdown and json accounts of a run, OpenTelemetry traces, transition
+//! datasets. Everything printed from a run passes through the one sanitiser.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::{Args, Subcommand};
+
+use cosmos_engine::export::{account, otel, redactor, staged, transitions};
+use cosmos_trajectory::run::Run;
+use cosmos_trajectory::sanitize::{InertWriter, inert};
+
+/// `cosmos export` and its formats.
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// What to write.
+    #[command(subcommand)]
+    pub what: Export,
+}
+
+/// The export formats.
+#[derive(Debug, Subcommand)]
+pub enum Export {
+    /// One run as Markdown: task, settings, the plan and why it won, each step simulated beside
+    /// real with its fidelity, the answer, the metrics, the notes (for an issue or a model).
+    Markdown {
+        /// The run file.
+        run: PathBuf,
+        /// Write here instead of standard output.
+        #[arg(long, short)]
+        out: Option<PathBuf>,
+    },
+    /// One run as one JSON document: header, every event, metrics (docs/export.md).
+    Json {
+        /// The run file.
+        run: PathBuf,
+        /// Write here instead of standard output.
+        #[arg(long, short)]
+        out: Option<PathBuf>,
+    },
+    /// Runs as OpenTelemetry traces over OTLP/HTTP (Phoenix, Langfuse, Jaeger, a collector):
+    /// one trace per run, GenAI spans (`invoke_agent`, `chat`, `execute_tool`), simulated calls
+    /// marked and linked to their real twins (docs/export.md).
+    Otel {
+        /// Run files or folders (searched recursively for *.jsonl).
+        #[arg(required = true)]
+        runs: Vec<PathBuf>,
+        /// The receiver: a base URL (`http://localhost:6006`; `/v1/traces` is added) or the
+        /// full traces URL.
+        #[arg(long)]
+        endpoint: String,
+        /// An HTTP header for the receiver, `NAME=VALUE` (repeatable). The command line is
+        /// visible to every user of the machine: give a key through `OTEL_EXPORTER_OTLP_HEADERS`.
+        #[arg(long = "header", value_name = "NAME=VALUE")]
+        headers: Vec<String>,
+        /// Also send prompts, arguments, results and answers (redacted); off by default, as
+        /// the conventions make content opt-in.
+        #[arg(long)]
+        content: bool,
+    },
+    /// A training set for world models: one example per real tool call of the runs, the `llm`
+    /// world model's input for it and the real result as the reply, with a datasheet.
+    Transitions {
+        /// Run files or folders (searched recursively for *.jsonl).
+        #[arg(required = true)]
+        runs: Vec<PathBuf>,
+        /// The folder to write train.jsonl (test.jsonl) and datasheet.md into.
+        #[arg(long)]
+        out: PathBuf,
+        /// How each example is written.
+        #[arg(long, value_enum, default_value_t)]
+        format: transitions::Format,
+        /// Share of tasks held out as test.jsonl (by task: never a task on both sides).
+        #[arg(long, default_value_t = 0.0)]
+        split: f64,
+    },
+}
+
+/// Runs `cosmos export`.
+pub fn run(args: ExportArgs) -> Result<ExitCode> {
+    match args.what {
+        Export::Markdown { run, out } => account_to(&run, out, account::markdown, false),
+        Export::Json { run, out } => account_to(&run, out, account::json, true),
+        Export::Otel {
+            runs,
+            endpoint,
+            headers,
+            content,
+        } => otel(&runs, &otel::Target::new(&endpoint, &headers, content)?),
+        Export::Transitions {
+            runs,
+            out,
+            format,
+            split,
+        } => {
+            transitions::check_out(&out)?;
+            let spec = transitions::Spec {
+                paths: runs,
+                out: out.clone(),
+                format,
+                split,
+            };
+            let written = transitions::export(&spec, &redactor())?;
+            for why in &written.skipped {
+                eprintln!("cosmos: skipped {}", inert(why));
+            }
+            println!(
+                "{} examples (train {}, test {}) from {} real calls into {}; see its datasheet.md",
+                written.train + written.test,
+                written.train,
+                written.test,
+                written.calls,
+                inert(&out.display().to_string())
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+/// Sends each run to the receiver as one trace; any run not delivered whole makes the
+/// command fail after the others were tried.
+fn otel(runs: &[PathBuf], target: &otel::Target) -> Result<ExitCode> {
+    let found = cosmos_trajectory::reader::collect_files(runs)?;
+    for why in &found.skipped {
+        eprintln!("cosmos: skipped {}", inert(why));
+    }
+    if found.files.is_empty() {
+        anyhow::bail!("no *.jsonl run files under the paths given");
+    }
+    let redactor = redactor();
+    let (mut spans, mut failed_runs) = (0, 0);
+    for path in &found.files {
+        match otel::export_file(path, target, &redactor) {
+            Ok((delivery, problems)) => {
+                for p in problems {
+                    eprintln!("cosmos: {} (skipped)", inert(&p.to_string()));
+                }
+                spans += delivery.spans;
+                if let Some(problem) = delivery.problem(&target.shown()) {
+                    failed_runs += 1;
+                    eprintln!(
+                        "cosmos: {}: {}",
+                        inert(&path.display().to_string()),
+                        inert(&problem)
+                    );
+                }
+            }
+            Err(e) => {
+                failed_runs += 1;
+                eprintln!(
+                    "cosmos: {}: {}",
+                    inert(&path.display().to_string()),
+                    inert(&format!("{e:#}"))
+                );
+            }
+        }
+    }
+    println!(
+        "{spans} span(s) of {} run(s) sent to {}{}",
+        found.files.len(),
+        target.shown(),
+        if failed_runs > 0 {
+            format!("; {failed_runs} run(s) not delivered whole")
+        } else {
+            String::new()
+        }
+    );
+    Ok(if failed_runs > 0 {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// Opens `path` and writes its account with `write` to `out` (standard output by default),
+/// redacted and made inert on the way: a run's text may hold a key pasted into it, or escape
+/// sequences, in a file as on a terminal.
+fn account_to(
+    path: &std::path::Path,
+    out: Option<PathBuf>,
+    write: fn(&Run, &mut dyn Write) -> Result<()>,
+    json: bool,
+) -> Result<ExitCode> {
+    let run = Run::open(path).with_context(|| format!("opening {}", path.display()))?;
+    // Said here too: the account lists them, and a reader of stdout may never look.
+    for line in cosmos_engine::export::account::skipped_lines(&run) {
+        eprintln!("cosmos: skipped {}", inert(&line));
+    }
+    let inert_to = |w: &mut dyn Write| -> Result<()> {
+        let inert = if json {
+            InertWriter::json(w)
+        } else {
+            InertWriter::text(w)
+        };
+        // Keys the environment names out first, then escapes made inert.
+        let mut w = cosmos_engine::export::Redacting::new(inert, redactor());
+        write(&run, &mut w)?;
+        w.flush()?;
+        Ok(())
+    };
+    match out {
+        Some(file) => {
+            let mut staged = staged::Staged::create(&file)?;
+            inert_to(staged.writer())?;
+            staged.finish()?;
+        }
+        None => {
+            let stdout = std::io::stdout();
+            let mut w = std::io::BufWriter::new(stdout.lock());
+            inert_to(&mut w)?;
+            w.flush()?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,139 @@
+//! `cosmos wm-eval`: world models side by side on the same recorded calls (see `cosmos_engine::wm_eval`).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Result;
+use clap::Args;
+
+use super::report::ReportFormat;
+use cosmos_engine::metrics::leaderboard::{Format, render};
+use cosmos_engine::wm_eval::{EvalSpec, evaluate, recorded_calls};
+use cosmos_engine::world_model::named::BuiltInOptions;
+use cosmos_trajectory::sanitize::{inert, inert_json};
+
+/// `cosmos wm-eval` options.
+#[derive(Debug, Args)]
+pub struct WmEvalArgs {
+    /// Recorded runs (files or folders): their real tool calls are what is simulated.
+    #[arg(required = true)]
+    pub runs: Vec<PathBuf>,
+    /// A world model to evaluate (repeatable): llm, memory, command, or a [world_models.NAME]
+    /// of --config. `memory` never sees the run a call comes from.
+    #[arg(long = "world-model", value_name = "NAME", required = true)]
+    pub world_models: Vec<String>,
+    /// cosmos.toml: endpoints per role and [world_models.NAME] tables.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Runs for the built-in `memory` (default: the runs evaluated, leave one run out) and
+    /// examples for the built-in `llm`.
+    #[arg(long)]
+    pub memory_from: Vec<PathBuf>,
+    /// Command line of the built-in `command` world model.
+    #[arg(long)]
+    pub world_model_command: Option<String>,
+    /// Folder for the wm-eval trajectory.
+    #[arg(long, default_value = "runs")]
+    pub out: PathBuf,
+    /// Simulations at once.
+    #[arg(long, default_value_t = 4)]
+    pub concurrency: usize,
+    /// Time one `command` simulation may take, seconds.
+    #[arg(long, default_value_t = 60)]
+    pub call_timeout_s: u64,
+    /// Decision fidelity: also ask the planner role (of --config) for its next action after each
+    /// call, given the real result and given each simulation, and count how often they agree.
+    #[arg(long)]
+    pub decision: bool,
+    /// Calibration: the fidelity at or above which a prediction counts as good (for Brier,
+    /// AUROC); recorded in the file's header.
+    #[arg(long, default_value_t = cosmos_engine::metrics::calibration::GOOD_FIDELITY)]
+    pub good_fidelity: f64,
+    /// Output format; `json` is documented in docs/report-format.md.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: ReportFormat,
+}
+
+/// Runs the evaluation and prints the leaderboard.
+pub fn run(args: WmEvalArgs) -> Result<ExitCode> {
+    if args.concurrency == 0 || args.concurrency > 256 {
+        anyhow::bail!("--concurrency {}: must be from 1 to 256", args.concurrency);
+    }
+    if !(0.0..=1.0).contains(&args.good_fidelity) {
+        anyhow::bail!(
+            "--good-fidelity {}: must be from 0 to 1",
+            args.good_fidelity
+        );
+    }
+    let (calls, skipped) = recorded_calls(&args.runs)?;
+    for s in &skipped {
+        eprintln!("cosmos: skipped {}", inert(s));
+    }
+    let memory_from = if args.memory_from.is_empty() {
+        args.runs.clone()
+    } else {
+        args.memory_from.clone()
+    };
+    let spec = EvalSpec {
+        world_models: args.world_models.clone(),
+        config: args.config.clone(),
+        options: BuiltInOptions {
+            memory_from,
+            command: args.world_model_command.clone(),
+            command_timeout: Duration::from_secs(args.call_timeout_s),
+            cached: false,
+        },
+        concurrency: args.concurrency,
+        out_dir: args.out.clone(),
+        runs: args.runs.clone(),
+        decision: args.decision,
+        good_fidelity: args.good_fidelity,
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    eprintln!(
+        "cosmos: {} world model(s) simulating {} recorded call(s), {} at once",
+        spec.world_models.len(),
+        calls.len(),
+        spec.concurrency
+    );
+    // Ctrl-C, SIGTERM or SIGHUP stop the simulations in flight; what is done stays written.
+    let evaluation = runtime.block_on(async {
+        let signals = cosmos_engine::agent::session::stop_on_signals();
+        evaluate(&spec, &calls, signals.rx.clone()).await
+    })?;
+    if evaluation.reused > 0 {
+        eprintln!(
+            "cosmos: {} simulation(s) taken from earlier wm-eval files in {}",
+            evaluation.reused,
+            spec.out_dir.display()
+        );
+    }
+    let format = match args.format {
+        ReportFormat::Table => Format::Table,
+        ReportFormat::Markdown => Format::Markdown,
+        ReportFormat::Csv => Format::Csv,
+        ReportFormat::Json => Format::Json,
+    };
+    let text = render(&evaluation.board, format);
+    if format == Format::Json {
+        print!("{}", inert_json(&text));
+    } else {
+        print!("{}", inert(&text));
+    }
+    eprintln!(
+        "cosmos: simulations written to {}",
+        evaluation.path.display()
+    );
+    if evaluation.interrupted {
+        eprintln!(
+            "cosmos: stopped before every simulation was done; the leaderboard holds the calls \
+             every world model got to. Run the same command again to finish: what is written is \
+             not simulated again."
+        );
+        return Ok(ExitCode::from(130));
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,178 @@
+//! The explorer (docs/design.md, "Explorer (terminal UI)"): run browser, run view, compare.
+//!
+//! Every view keeps the contract in [`view`]: it owns its state, handles an
+//! [`action::Action`] and says whether it consumed it, and draws from `&self`. The
+//! [`app::App`] holds them as a stack (browser → run → overlays) of `Box<dyn View>`. Input becomes an action via
+//! the [`keymap`] of the mode in front; background work talks to the UI over channels
+//! (`terminal.rs`). Untrusted text is made inert by `cosmos_trajectory::sanitize` before drawing.
+
+pub mod action;
+pub mod app;
+pub mod browser;
+pub mod compare;
+pub mod confirm;
+pub mod elicit_form;
+pub mod feed;
+pub mod fork_form;
+pub mod fork_spec;
+pub mod fork_work;
+pub mod help;
+pub mod keymap;
+pub mod notes;
+pub mod open;
+pub mod overlay;
+pub mod page_prompt;
+pub mod picker;
+pub mod prompt;
+pub mod reading;
+pub mod run_view;
+pub mod scroll;
+pub mod sweep_view;
+pub mod terminal;
+pub mod theme;
+pub mod view;
+pub mod wire_view;
+pub mod wm_eval_view;
+pub mod wrap;
+
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::Sender;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+
+use self::action::{Action, LiveSource};
+use self::app::App;
+use self::browser::Browser;
+use self::keymap::Keymap;
+use self::run_view::RunView;
+use self::theme::Theme;
+use cosmos_trajectory::listing::list_runs;
+use cosmos_trajectory::tail::Tail;
+
+/// The user's keymap: `keys.toml` in the XDG config folder, else the defaults.
+pub fn load_keymap() -> Result<Keymap> {
+    match Keymap::default_path() {
+        Some(p) => Keymap::load(&p),
+        None => Ok(Keymap::default()),
+    }
+}
+
+/// The size the terminal reports, or 80×24 when it reports none.
+fn terminal_size() -> (u16, u16) {
+    crossterm::terminal::size().unwrap_or((80, 24))
+}
+
+/// How often a followed file is checked for new lines. Polling (not inotify) also works
+/// on the network volumes that sweeps share.
+const FOLLOW_EVERY: Duration = Duration::from_millis(200);
+
+/// Opens the explorer on `path`: a folder opens the browser, a file opens the run view. A
+/// file without its `run_finished` line yet is followed as it grows.
+pub fn explore(path: &Path, probe: cosmos_engine::probe::ProbeSetup) -> Result<()> {
+    let keymap = load_keymap()?;
+    let theme = Theme::from_env();
+    let size = terminal_size();
+    let body = ratatui::layout::Rect::new(0, 0, size.0, size.1.saturating_sub(1));
+    if path.is_file() {
+        // Its last line says whether it has ended (without reading the rest twice).
+        if cosmos_trajectory::listing::RunSummary::read(path)
+            .finished
+            .is_some()
+        {
+            // Read as a whole file reads it (a torn last line is a problem, not a wait), the
+            // first screen from its first part while the rest is read.
+            let (view, rest, problems) = match reading::open_in_parts(path)? {
+                reading::Opened::Whole(run) => {
+                    let problems = run.problems.len();
+                    (open::run(run, body), None, problems)
+                }
+                reading::Opened::Head {
+                    run,
+                    read,
+                    total,
+                    rest,
+                } => {
+                    let view: Box<dyn view::View> =
+                        Box::new(RunView::reading(run, body, read, total));
+                    (view, Some(rest), 0)
+                }
+            };
+            let mut app = App::on(view, keymap, theme, size);
+            app.say_problems(problems);
+            app.probe = probe;
+            return explore_then_settle_forks(app, rest);
+        }
+        let (run, tail) = Tail::open(path)?;
+        terminal::require_terminal()?;
+        let mut app = App::new(RunView::following(run, body), keymap, theme, size);
+        app.probe = probe;
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || follow(tail, tx));
+        return explore_then_settle_forks(app, Some(rx));
+    }
+    let roots: Vec<PathBuf> = vec![path.to_path_buf()];
+    let runs = if path.exists() {
+        list_runs(&roots).with_context(|| format!("listing {}", path.display()))?
+    } else {
+        Vec::new()
+    };
+    let mut app = App::new(
+        Browser::new(roots, runs, size.1.saturating_sub(1)),
+        keymap,
+        theme,
+        size,
+    );
+    app.probe = probe;
+    explore_then_settle_forks(app, None)
+}
+
+/// Runs the explorer; once it is left, stops the forks started from it (when the person
+/// chose to stop what was running) or says where the ones left running write.
+fn explore_then_settle_forks(
+    app: App,
+    live: Option<std::sync::mpsc::Receiver<Action>>,
+) -> Result<()> {
+    let exit = terminal::run(app, live, None);
+    if fork_work::any_running() {
+        if matches!(exit, Ok(view::Exit::LeaveRunning)) {
+            eprintln!(
+                "cosmos: the fork goes on without the explorer; its run is in its --out folder"
+            );
+        } else {
+            fork_work::stop_all(fork_work::STOP_WITHIN);
+        }
+    }
+    exit.map(drop)
+}
+
+/// Sends the events a growing file gains until it finishes, the view closes, or it cannot
+/// be read (then the view keeps what it has; the reason goes to the log).
+fn follow(mut tail: Tail, events: Sender<Action>) {
+    loop {
+        match tail.poll() {
+            Ok(new) => {
+                for event in new {
+                    if events
+                        .send(Action::LiveEvent(LiveSource::Followed, Box::new(event)))
+                        .is_err()
+                    {
+                        return;
+                    }
+                }
+            }
+            Err(e) => {
+                tracing::warn!("following stopped: {e:#}");
+                let _ = events.send(Action::FollowLost(LiveSource::Followed, format!("{e:#}")));
+                return;
+            }
+        }
+        for problem in tail.take_problems() {
+            tracing::warn!("{problem}");
+        }
+        if tail.finished() {
+            return;
+        }
+        std::thread::sleep(FOLLOW_EVERY);
+    }
+}

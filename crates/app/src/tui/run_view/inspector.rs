@@ -1,0 +1,1289 @@
+//! The inspectors: one event in full (`i` on the timeline, or Enter there), or one search-tree
+//! node in full (`i` on a tree node): its action with every argument, its verdict and why,
+//! rewards, the critic's whole reason, the simulation, the real result, and links to each of
+//! its events. Text is wrapped to the width (JSON keeps its indentation) and scrolls; nothing
+//! the person asked to see is cut with `…`.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use ratatui::text::Line;
+use ratatui::widgets::{Block, Clear, Paragraph};
+use serde_json::Value;
+
+use crate::tui::action::Action;
+use crate::tui::keymap::{Command, Mode};
+use crate::tui::scroll::Scroll;
+use crate::tui::theme::Theme;
+use crate::tui::view::{Context, Handled, Request, View};
+use crate::tui::wrap::Wrapped;
+use cosmos_trajectory::describe::{brief_summary, node_label, summary};
+use cosmos_trajectory::event::{
+    Action as NodeAction, Event, EventBody, Observation, VALIDATOR, Verdict,
+};
+use cosmos_trajectory::fold::TreeState;
+use cosmos_trajectory::run::Run;
+use cosmos_trajectory::sanitize::one_line;
+
+/// Lines kept for one inspector; a tool result is capped at 1 MiB, this keeps the view bounded.
+const MAX_LINES: usize = 50_000;
+/// Widest a line is kept before wrapping (a 1 MiB single-line result stays readable to here).
+const MAX_LINE: usize = 64 << 10;
+
+/// What a line is, for drawing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mark {
+    /// Plain text.
+    Text,
+    /// A section heading.
+    Heading,
+    /// A failure (an invalid verdict, an error result).
+    Failure,
+    /// A link to the event at this index: Enter puts the run's cursor just after it.
+    Link(u32),
+}
+
+/// An LLM call's messages as a conversation: `system`, `user`, `assistant` (its text, then
+/// each tool it called with the arguments), `tool` results with the call they answer.
+fn conversation(messages: &[Value], lines: &mut Lines) {
+    lines.heading(format!("conversation ({} messages)", messages.len()));
+    for m in messages {
+        let role = m["role"].as_str().unwrap_or("?");
+        let heading = match m["tool_call_id"].as_str() {
+            Some(id) => format!("── {role} · result of {id}"),
+            None => format!("── {role}"),
+        };
+        lines.push(Mark::Heading, heading);
+        let content = match &m["content"] {
+            Value::String(s) => s.clone(),
+            Value::Null => String::new(),
+            // Content given as parts: their texts.
+            Value::Array(parts) => parts
+                .iter()
+                .filter_map(|p| p["text"].as_str())
+                .collect::<Vec<_>>()
+                .join("\n"),
+            other => other.to_string(),
+        };
+        if !content.trim().is_empty() {
+            lines.block(&content, Mark::Text);
+        }
+        for call in m["tool_calls"].as_array().into_iter().flatten() {
+            let f = &call["function"];
+            lines.text(format!(
+                "  → calls {} ({})",
+                f["name"].as_str().unwrap_or("?"),
+                call["id"].as_str().unwrap_or("")
+            ));
+            let arguments = match &f["arguments"] {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            lines.block(&arguments, Mark::Text);
+        }
+    }
+}
+
+/// Candidates listed by the about view (the rest are counted).
+const ABOUT_CANDIDATES: usize = 12;
+
+/// Problems met reading the file that the about view lists before pointing at `validate`.
+const PROBLEMS_LISTED: usize = 20;
+
+/// State of an inspector overlay.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Inspector {
+    title: String,
+    text: Wrapped<Mark>,
+    /// Logical lines that are links, in order.
+    links: Vec<usize>,
+    /// The chosen link (an index into `links`).
+    link: Option<usize>,
+    scroll: Scroll,
+    size: (u16, u16),
+}
+
+/// Lines being written, each with its mark.
+#[derive(Default)]
+struct Lines(Vec<(String, Mark)>);
+
+impl Lines {
+    fn push(&mut self, mark: Mark, text: String) {
+        self.0.push((one_line(&text, MAX_LINE), mark));
+    }
+
+    fn text(&mut self, text: impl Into<String>) {
+        self.push(Mark::Text, text.into());
+    }
+
+    fn heading(&mut self, text: impl Into<String>) {
+        if !self.0.is_empty() {
+            self.0.push((String::new(), Mark::Text));
+        }
+        self.push(Mark::Heading, text.into());
+    }
+
+    /// A block of text under a heading, indented: JSON pretty-printed, other text by line.
+    fn block(&mut self, text: &str, mark: Mark) {
+        if text.trim().is_empty() {
+            self.push(Mark::Text, "  (empty)".into());
+            return;
+        }
+        let parsed = serde_json::from_str::<Value>(text.trim())
+            .ok()
+            .filter(|v| v.is_object() || v.is_array());
+        let pretty = parsed.and_then(|v| serde_json::to_string_pretty(&v).ok());
+        for line in pretty.as_deref().unwrap_or(text).lines() {
+            self.push(mark, format!("  {line}"));
+        }
+    }
+}
+
+impl Inspector {
+    /// A text of headed sections (each heading, then its lines), for views outside a run.
+    pub fn sections(title: String, sections: Vec<(String, Vec<String>)>, size: (u16, u16)) -> Self {
+        let mut lines = Lines::default();
+        for (heading, body) in sections {
+            lines.heading(heading);
+            for line in body {
+                lines.text(line);
+            }
+        }
+        Self::new(title, lines, size)
+    }
+
+    fn new(title: String, lines: Lines, size: (u16, u16)) -> Self {
+        let mut lines = lines.0;
+        if lines.len() > MAX_LINES {
+            let left = lines.len() - MAX_LINES;
+            lines.truncate(MAX_LINES);
+            lines.push((format!("… {left} more lines not shown"), Mark::Text));
+        }
+        let links = lines
+            .iter()
+            .enumerate()
+            .filter(|(_, (_, m))| matches!(m, Mark::Link(_)))
+            .map(|(i, _)| i)
+            .collect();
+        let mut inspector = Self {
+            title,
+            text: Wrapped::default(),
+            links,
+            link: None,
+            scroll: Scroll::default(),
+            size,
+        };
+        inspector.text = Wrapped::new(lines, inspector.text_area().width as usize);
+        inspector
+    }
+
+    /// One event in full: every field, multi-line strings unfolded, JSON text indented.
+    pub fn event(event: &Event, size: (u16, u16)) -> Self {
+        let mut value = serde_json::to_value(event).unwrap_or(Value::Null);
+        let mut lines = Lines::default();
+        // A recorded LLM call reads as the conversation it was: each message by its role,
+        // tool calls and tool results as such; the call's numbers follow.
+        if let Some(Value::Array(messages)) =
+            value.as_object_mut().and_then(|o| o.remove("messages"))
+        {
+            conversation(&messages, &mut lines);
+            lines.heading("the call");
+        }
+        // A real call's change to its server's state reads field by field, before and after,
+        // after the call's other fields.
+        let change = match &event.body {
+            EventBody::ToolCalled {
+                state_change: Some(change),
+                ..
+            } => {
+                if let Some(o) = value.as_object_mut() {
+                    o.remove("state_change");
+                }
+                Some(change)
+            }
+            _ => None,
+        };
+        layout(&value, 0, &mut lines);
+        if let Some(change) = change {
+            state_change_lines(&mut lines, change, None);
+        }
+        Self::new(
+            format!(" Event {} · {} ", event.seq, event.body.kind()),
+            lines,
+            size,
+        )
+    }
+
+    /// The run's own story at cursor `k`: what it was asked and with which settings, models,
+    /// world model, servers and tools (its header), why the plan in force was chosen (the
+    /// rule, the candidates with their means and visits, the ties), how each search spent its
+    /// iterations, and how the run ended.
+    pub fn about(
+        run: &Run,
+        state: &TreeState,
+        k: usize,
+        ending: Option<cosmos_trajectory::event::Ending>,
+        size: (u16, u16),
+    ) -> Self {
+        let h = &run.header;
+        let mut lines = Lines::default();
+        lines.heading("task");
+        lines.text(format!("  {}", h.task.id));
+        lines.text("  request:");
+        lines.block(&h.task.request, Mark::Text);
+        if let Some(reference) = &h.task.reference {
+            lines.text("  reference (for the judge):");
+            lines.block(reference, Mark::Text);
+        }
+        if !run.problems.is_empty() {
+            lines.heading("reading the file");
+            let skipped = run.problems.iter().filter(|p| p.skipped).count();
+            if skipped > 0 {
+                lines.text(format!(
+                    "  {skipped} line(s) skipped: nothing shown here counts what they held"
+                ));
+            }
+            // As `cosmos validate` names them (the file is the title's).
+            for p in run.problems.iter().take(PROBLEMS_LISTED) {
+                lines.text(format!("  line {}: {}", p.line, one_line(&p.reason, 200)));
+            }
+            if run.problems.len() > PROBLEMS_LISTED {
+                lines.text(format!(
+                    "  … and {} more: cosmos validate lists them all",
+                    run.problems.len() - PROBLEMS_LISTED
+                ));
+            }
+        }
+        lines.heading("agent");
+        lines.text(format!("  {}", h.agent.kind.as_str()));
+        for (key, value) in &h.agent.settings {
+            lines.text(format!("  {key} = {value}"));
+        }
+        if let Some(label) = &h.label {
+            lines.text(format!("  label: {label}"));
+        }
+        if let Some(fork) = &h.fork_of {
+            lines.heading("fork");
+            lines.text(format!(
+                "  of {} ({}) at step {}: steps 1 to {} replayed from it, never called again",
+                fork.file,
+                fork.run_id,
+                fork.step,
+                fork.step.saturating_sub(1)
+            ));
+            if !run.replayed().is_empty() {
+                lines.text(format!(
+                    "  {} call(s) copied from the recording; no metric counts them",
+                    run.replayed().len()
+                ));
+            }
+        }
+        lines.heading("models");
+        let model = |m: &cosmos_trajectory::event::ModelInfo| match &m.base_url {
+            Some(url) => format!("{} at {url}", m.model),
+            None => m.model.clone(),
+        };
+        lines.text(format!("  planner: {}", model(&h.planner)));
+        for (role, m) in &h.roles {
+            lines.text(format!("  {role}: {}", model(m)));
+        }
+        lines.heading("world model");
+        match &h.world_model {
+            None => lines.text("  none"),
+            Some(w) => {
+                lines.text(format!("  {}", w.name));
+                for (key, value) in &w.details {
+                    lines.text(format!("  {key} = {value}"));
+                }
+            }
+        }
+        lines.heading(format!("servers ({})", h.servers.len()));
+        for s in &h.servers {
+            let target = s.target.as_deref().unwrap_or("");
+            lines.text(format!("  {} · {} · {target}", s.name, s.transport));
+            if let Some(digest) = &s.start_digest {
+                lines.text(format!(
+                    "    on a fresh copy of its state: {}",
+                    short(digest)
+                ));
+            }
+        }
+        lines.heading(format!("tools ({})", h.tools.len()));
+        for t in &h.tools {
+            lines.text(format!("  {}{}", t.name, hints(t)));
+        }
+        lines.heading("why this plan");
+        match cosmos_trajectory::plan_why::plan_why(run, state, k) {
+            // Another program's agent planned; cosmos proxy saw only its calls.
+            None if h.agent.kind == cosmos_trajectory::event::AgentKind::External => lines.text(
+                "  the client's own agent planned: cosmos proxy recorded its calls, not its plans",
+            ),
+            // A run that ended without one never chose: "yet" would promise one.
+            None if run.finish_at(k).is_some() => {
+                lines.text("  none: no plan was chosen in this run")
+            }
+            None => lines.text("  no plan chosen yet at the cursor"),
+            Some(why) => {
+                lines.push(
+                    Mark::Link(why.event),
+                    format!("  rule: {} · the plan: {}", why.rule, why.path),
+                );
+                if why.pool.is_empty() {
+                    lines.text("  (a chain: what was planned, no choice among candidates)");
+                }
+                let scored = if why.rule == "most_visited" {
+                    "visits"
+                } else {
+                    "mean Q"
+                };
+                if let Some(caveat) = why.caveat() {
+                    lines.text(format!("  ({caveat})"));
+                }
+                if !why.pool.is_empty() {
+                    lines.text(format!(
+                        "  chosen among {} {} by {scored}, best first:",
+                        why.pool_size,
+                        if why.finished {
+                            "finished paths"
+                        } else {
+                            "nodes (no path finished)"
+                        }
+                    ));
+                }
+                for c in why.pool.iter().take(ABOUT_CANDIDATES) {
+                    let (id, label) = c.described(run);
+                    let mark = if c.chosen {
+                        "★"
+                    } else if c.ties {
+                        "="
+                    } else {
+                        " "
+                    };
+                    lines.text(format!(
+                        "  {mark} #{id} Q={} N={} {label}",
+                        c.q_text(),
+                        c.visits,
+                    ));
+                }
+                let shown = why.pool.len().min(ABOUT_CANDIDATES);
+                if why.pool_size > shown {
+                    lines.text(format!("  … {} more", why.pool_size - shown));
+                }
+                if let Some(rule) = why.tie_rule() {
+                    lines.text(format!("  = ties with the chosen one: {}", rule.words()));
+                } else if why.pool.iter().any(|c| c.ties) {
+                    lines.text("  = ties with the chosen one");
+                }
+            }
+        }
+        let counted: Vec<String> = (0..state.visible_nodes() as u32)
+            .filter(|&s| {
+                state.verdict(run, s) == Some(cosmos_trajectory::event::Verdict::NotSimulated)
+                    && state.node(s).is_some_and(|n| n.visits > 0)
+            })
+            .map(|s| format!("#{}", run.nodes()[s as usize].id))
+            .collect();
+        if !counted.is_empty() {
+            lines.text(format!(
+                "  (an older file: {} could not be simulated, yet their 0.0 was backed up, so their \
+                 ancestors' N and Q count it; today's search leaves them out)",
+                counted.join(", ")
+            ));
+        }
+        let searches = run.searches_before(k);
+        if !searches.is_empty() {
+            lines.heading("searches");
+            for &i in searches {
+                let event = run.event(i as usize);
+                let said =
+                    cosmos_trajectory::describe::search_accounting(&event.body).unwrap_or_default();
+                lines.push(Mark::Link(i), format!("  {said}"));
+            }
+        }
+        if let Some(cosmos_trajectory::event::EventBody::Recheck { at, calls, skipped }) =
+            run.recheck_at(k)
+        {
+            lines.heading("against today's servers");
+            lines.text(format!(
+                "  {}",
+                cosmos_trajectory::describe::recheck_summary(at, calls, skipped)
+            ));
+            for c in calls
+                .iter()
+                .filter(|c| c.drift != cosmos_trajectory::event::Drift::Same)
+            {
+                let fidelity = c.fidelity.map_or(String::new(), |f| {
+                    format!(
+                        " fidelity {}",
+                        cosmos_engine::metrics::figure::fraction(f, 2)
+                    )
+                });
+                lines.text(format!(
+                    "  step {} {}: {}{fidelity}{}",
+                    c.step,
+                    c.tool,
+                    c.drift.as_str(),
+                    c.error
+                        .as_deref()
+                        .map_or(String::new(), |e| format!(" ({e})"))
+                ));
+            }
+        }
+        if let Some(finished) = run.finish_at(k) {
+            lines.heading("how it ended");
+            lines.text(format!("  {}", summary(finished)));
+            // The one ending every view shows: the metrics' reading of the run.
+            lines.text(format!(
+                "  ending: {}",
+                ending.map_or("not recorded (an older file)", |e| e.as_str())
+            ));
+            if let EventBody::RunFinished { end_digest, .. } = &finished.body {
+                for (server, end) in end_digest {
+                    let start = h
+                        .servers
+                        .iter()
+                        .find(|s| &s.name == server)
+                        .and_then(|s| s.start_digest.as_deref());
+                    let changed = match start {
+                        Some(start) if start == end => "unchanged",
+                        Some(_) => "changed",
+                        None => "its start not recorded",
+                    };
+                    lines.text(format!(
+                        "  {server}'s state at the end: {} ({changed})",
+                        short(end)
+                    ));
+                }
+            }
+        }
+        Self::new(" About this run ".to_string(), lines, size)
+    }
+
+    /// One search-tree node in full, with its values at the cursor (`state`).
+    pub fn node(run: &Run, state: &TreeState, slot: u32, size: (u16, u16)) -> Self {
+        let info = &run.nodes()[slot as usize];
+        let id = info.id;
+        let mut lines = Lines::default();
+        let added = &run.event(info.added_at as usize).body;
+        let parent = info.parent.map_or("none (the root)".to_string(), |p| {
+            format!("#{}", run.nodes()[p as usize].id)
+        });
+        lines.text(format!(
+            "node #{id} · depth {} · parent {parent}",
+            info.depth
+        ));
+        let node_events = events_of(run, id);
+
+        // The action, arguments whole.
+        lines.heading("action");
+        match added {
+            EventBody::NodeAdded {
+                action: Some(NodeAction::ToolCall { tool, arguments }),
+                prior,
+                ..
+            } => {
+                lines.text(format!("  call {tool}"));
+                if let Some(p) = prior {
+                    lines.text(format!("  planner's prior {p:.2}"));
+                }
+                lines.text("  arguments:");
+                let pretty = serde_json::to_string_pretty(arguments).unwrap_or_default();
+                for line in pretty.lines() {
+                    lines.text(format!("    {line}"));
+                }
+            }
+            EventBody::NodeAdded {
+                action: Some(NodeAction::Finish { answer }),
+                ..
+            } => {
+                lines.text("  finish, with the answer:");
+                lines.block(answer.as_deref().unwrap_or(""), Mark::Text);
+            }
+            other => lines.text(format!("  {}", node_label(other))),
+        }
+
+        // Verdict, rewards, the critic's reason: the last evaluation of the node.
+        // The latest of a kind among the node's events, read whole.
+        let latest = |kind: &str| {
+            node_events
+                .iter()
+                .rev()
+                .find(|&&e| run.brief(e).kind() == kind)
+                .map(|&e| (e, run.event(e).into_owned()))
+        };
+        let evaluated_event = latest("node_evaluated");
+        let simulated_event = latest("node_simulated");
+        let evaluated = evaluated_event
+            .as_ref()
+            .and_then(|(e, event)| match &event.body {
+                EventBody::NodeEvaluated {
+                    verdict,
+                    base_reward,
+                    critic_reward,
+                    critic_reason,
+                    reward,
+                    terminal,
+                    horizon,
+                    ..
+                } => Some((
+                    *e,
+                    *verdict,
+                    *base_reward,
+                    *critic_reward,
+                    critic_reason,
+                    *reward,
+                    (*terminal, *horizon),
+                )),
+                _ => None,
+            });
+        let simulated = simulated_event
+            .as_ref()
+            .and_then(|(_, event)| match &event.body {
+                EventBody::NodeSimulated {
+                    world_model,
+                    observation,
+                    confidence,
+                    confidence_source,
+                    ..
+                } => Some((
+                    world_model.as_str(),
+                    observation,
+                    confidence_words(*confidence, confidence_source.as_deref()),
+                )),
+                _ => None,
+            });
+        let members = simulated_event
+            .as_ref()
+            .and_then(|(_, event)| match &event.body {
+                EventBody::NodeSimulated { members, .. } if !members.is_empty() => Some(members),
+                _ => None,
+            });
+        let predicted_state = simulated_event
+            .as_ref()
+            .and_then(|(_, event)| match &event.body {
+                EventBody::NodeSimulated {
+                    predicted_state, ..
+                } => predicted_state.as_deref(),
+                _ => None,
+            });
+        lines.heading("verdict");
+        match evaluated {
+            None => lines.text("  not evaluated (yet)"),
+            Some((at, verdict, base, critic, reason, reward, (terminal, horizon))) => {
+                let (word, why) = verdict_words(
+                    run,
+                    at,
+                    verdict,
+                    simulated.as_ref().map(|(wm, o, _)| (*wm, *o)),
+                );
+                let mark = if matches!(verdict, Verdict::Invalid | Verdict::NotSimulated) {
+                    Mark::Failure
+                } else {
+                    Mark::Text
+                };
+                let ends = if terminal { " · ends its path" } else { "" };
+                let because = if why.is_some() { ", because:" } else { "" };
+                lines.push(mark, format!("  {word}{ends}{because}"));
+                if let Some(why) = why {
+                    lines.block(&why, mark);
+                }
+                if let Some(trust) = horizon {
+                    let threshold = run
+                        .header
+                        .agent
+                        .go_real_below()
+                        .map_or(String::new(), |x| format!(" ({x:.2})"));
+                    lines.text(format!(
+                        "  the search imagined no further: the confidence along the path is \
+                         {trust:.2}, below go_real_below{threshold}"
+                    ));
+                }
+                lines.heading("reward");
+                let searched =
+                    run.header.agent.kind != cosmos_trajectory::event::AgentKind::External;
+                if searched {
+                    lines.text(format!(
+                        "  base {base:.2} · critic {} · reward {reward:.2}",
+                        critic.map_or("—".to_string(), |c| format!("{c:.2}"))
+                    ));
+                } else {
+                    lines.text(format!(
+                        "  base {base:.2}: the score the rehearsal gives the call's verdict; no \
+                         search used it (a client's call, through cosmos proxy)"
+                    ));
+                }
+                if let Some(d) = state.node(slot).filter(|_| searched) {
+                    lines.text(format!(
+                        "  at the cursor: visits N={} · mean value Q={}",
+                        d.visits,
+                        d.q().map_or("—".to_string(), |q| format!("{q:.2}"))
+                    ));
+                }
+                if let Some(reason) = reason {
+                    lines.heading("the critic's reason");
+                    lines.block(reason, Mark::Text);
+                }
+            }
+        }
+
+        // The simulation (not the validator's rejection, shown above as the verdict's why).
+        if let Some((world_model, observation, confidence)) =
+            simulated.as_ref().filter(|(wm, ..)| *wm != VALIDATOR)
+        {
+            lines.heading(format!(
+                "simulated by {world_model}{} · {confidence}",
+                if observation.is_error {
+                    " (predicts an error)"
+                } else {
+                    ""
+                }
+            ));
+            lines.block(&observation_text(observation), Mark::Text);
+        }
+        if let Some(members) = members {
+            member_lines(
+                &mut lines,
+                members,
+                cosmos_engine::probe::real_of(run, id).as_ref(),
+            );
+        }
+
+        // The real result, when the node was executed.
+        if let Some(step) = run.steps().iter().rev().find(|s| s.node == Some(slot)) {
+            if let EventBody::ToolCalled {
+                step: n,
+                result,
+                error,
+                state_change,
+                ..
+            } = &run.event(step.event as usize).body
+            {
+                let mark = if step.is_error {
+                    Mark::Failure
+                } else {
+                    Mark::Text
+                };
+                lines.heading(format!(
+                    "real result (step {n}{})",
+                    if step.is_error { ", failed ✗" } else { "" }
+                ));
+                if let Some(e) = error {
+                    lines.push(Mark::Failure, format!("  transport error: {e}"));
+                }
+                lines.block(&observation_text(result), mark);
+                if let Some(change) = state_change {
+                    state_change_lines(&mut lines, change, predicted_state);
+                }
+            }
+        } else if matches!(
+            added,
+            EventBody::NodeAdded {
+                action: Some(NodeAction::ToolCall { .. }),
+                ..
+            }
+        ) {
+            lines.heading("real result");
+            lines.text("  never executed");
+        }
+
+        // Probes made after the run: simulations by a picked world model, and real calls.
+        // (Probes are kept whole in memory: no need to read every event of the node back.)
+        for event in node_events.iter().filter_map(|&e| run.brief(e).whole()) {
+            match &event.body {
+                EventBody::NodeGrounded {
+                    observation,
+                    error,
+                    server,
+                    confidence,
+                    ..
+                } => {
+                    let failed = observation.is_error || error.is_some();
+                    lines.heading(format!(
+                        "called for real while planning{}: the prediction was unsure ({}){}",
+                        server
+                            .as_deref()
+                            .map_or(String::new(), |s| format!(" on {s}")),
+                        confidence.map_or("no confidence".to_string(), |c| format!(
+                            "confidence {c:.2}"
+                        )),
+                        if failed { " ✗" } else { "" }
+                    ));
+                    if let Some((_, predicted, _)) = &simulated {
+                        let f = cosmos_engine::metrics::fidelity::compare(predicted, observation);
+                        lines.text(format!(
+                            "  the prediction's fidelity to this result {:.2}",
+                            f.score
+                        ));
+                    }
+                    if let Some(e) = error {
+                        lines.push(Mark::Failure, format!("  transport error: {e}"));
+                    }
+                    let mark = if failed { Mark::Failure } else { Mark::Text };
+                    lines.block(&observation_text(observation), mark);
+                }
+                EventBody::NodeProbed {
+                    world_model,
+                    observation,
+                    error,
+                    ..
+                } => {
+                    lines.heading(format!("probed after the run with {world_model}"));
+                    match (observation, error) {
+                        (Some(o), _) => {
+                            if let Some(real) = cosmos_engine::probe::real_of(run, id) {
+                                let f = cosmos_engine::metrics::fidelity::compare(o, &real);
+                                lines.text(format!(
+                                    "  fidelity against the real result {:.2}",
+                                    f.score
+                                ));
+                            }
+                            let mark = if o.is_error {
+                                Mark::Failure
+                            } else {
+                                Mark::Text
+                            };
+                            lines.block(&observation_text(o), mark);
+                        }
+                        (None, e) => lines.push(
+                            Mark::Failure,
+                            format!("  failed: {}", e.as_deref().unwrap_or("")),
+                        ),
+                    }
+                }
+                EventBody::ProbeCalled {
+                    result,
+                    error,
+                    server,
+                    ..
+                } => {
+                    let failed = result.is_error || error.is_some();
+                    lines.heading(format!(
+                        "called for real after the run{}{}",
+                        server
+                            .as_deref()
+                            .map_or(String::new(), |s| format!(" on {s}")),
+                        if failed { " ✗" } else { "" }
+                    ));
+                    if let Some(e) = error {
+                        lines.push(Mark::Failure, format!("  transport error: {e}"));
+                    }
+                    let mark = if failed { Mark::Failure } else { Mark::Text };
+                    lines.block(&observation_text(result), mark);
+                }
+                _ => {}
+            }
+        }
+
+        lines.heading(format!(
+            "events of #{id} ({}) · Tab/n picks, Enter jumps there",
+            node_events.len()
+        ));
+        // The root's events are mostly backpropagations, which their briefs summarise: only
+        // the others are read back from the file.
+        let briefed: Vec<Option<String>> = node_events
+            .iter()
+            .map(|&e| brief_summary(run.brief(e)))
+            .collect();
+        let unbriefed = node_events
+            .iter()
+            .zip(&briefed)
+            .filter(|(_, said)| said.is_none())
+            .map(|(&e, _)| e)
+            .collect::<Vec<_>>();
+        let mut read_back = run.events_at(unbriefed).map(|event| summary(&event));
+        for (&e, said) in node_events.iter().zip(briefed) {
+            let brief = run.brief(e);
+            let said = said.or_else(|| read_back.next()).unwrap_or_default();
+            lines.push(
+                Mark::Link(e as u32),
+                format!("  → {:>6}  {:<16} {said}", brief.seq, brief.kind()),
+            );
+        }
+        Self::new(format!(" Node #{id} "), lines, size)
+    }
+
+    /// Every line laid out (what the tests read).
+    pub fn lines(&self) -> Vec<&str> {
+        self.text.lines().iter().map(|(l, _)| l.as_str()).collect()
+    }
+
+    /// Every row as laid out for the current width (what the screen scrolls through).
+    pub fn rows(&self) -> Vec<&str> {
+        self.text
+            .rows(0, usize::MAX)
+            .map(|(_, row, _)| row)
+            .collect()
+    }
+
+    /// The event of the chosen link, if one is chosen.
+    pub fn chosen_link(&self) -> Option<u32> {
+        let line = *self.links.get(self.link?)?;
+        match self.text.lines()[line].1 {
+            Mark::Link(e) => Some(e),
+            _ => None,
+        }
+    }
+
+    fn rect(&self) -> Rect {
+        crate::tui::overlay::inset(self.size)
+    }
+
+    fn text_area(&self) -> Rect {
+        Block::bordered().inner(self.rect())
+    }
+
+    fn height(&self) -> usize {
+        self.text_area().height as usize
+    }
+
+    /// Scrolls by `delta` rows, within the text.
+    pub fn scroll_by(&mut self, delta: isize) {
+        let height = self.height();
+        self.scroll.by(delta, self.text.len(), height);
+    }
+
+    fn choose_link(&mut self, forward: bool) {
+        if self.links.is_empty() {
+            return;
+        }
+        let n = self.links.len();
+        self.link = Some(match (self.link, forward) {
+            (None, true) => 0,
+            (None, false) => n - 1,
+            (Some(i), true) => (i + 1) % n,
+            (Some(i), false) => (i + n - 1) % n,
+        });
+        if let Some(i) = self.link {
+            let row = self.text.row_of(self.links[i]);
+            self.scroll.show(row, self.height());
+        }
+    }
+}
+
+impl View for Inspector {
+    fn mode(&self) -> Mode {
+        Mode::Reader
+    }
+
+    fn update(&mut self, action: &Action, _cx: Context, out: &mut Vec<Request>) -> Handled {
+        let page = self.height().max(1) as isize;
+        match action {
+            Action::Do(Command::Up) => self.scroll_by(-1),
+            Action::Do(Command::Down) => self.scroll_by(1),
+            Action::Do(Command::PageUp) => self.scroll_by(-page),
+            Action::Do(Command::PageDown) => self.scroll_by(page),
+            Action::Do(Command::Top) => self.scroll.offset = 0,
+            Action::Do(Command::Bottom) => self.scroll_by(isize::MAX),
+            Action::Do(Command::NextLink) => self.choose_link(true),
+            Action::Do(Command::PrevLink) => self.choose_link(false),
+            Action::Do(Command::Open) => match self.chosen_link() {
+                Some(e) => out.push(Request::CloseThen(Action::JumpTo(e as usize))),
+                None => out.push(Request::Close),
+            },
+            Action::Do(Command::Back | Command::Inspect | Command::About) => {
+                out.push(Request::Close)
+            }
+            Action::Mouse(m) if m.kind == crossterm::event::MouseEventKind::ScrollUp => {
+                self.scroll_by(-3)
+            }
+            Action::Mouse(m) if m.kind == crossterm::event::MouseEventKind::ScrollDown => {
+                self.scroll_by(3)
+            }
+            Action::Resize(w, h) => {
+                self.size = (*w, *h);
+                self.text.fit(self.text_area().width as usize);
+                self.scroll.clamp(self.text.len(), self.height());
+            }
+            _ => return Handled::Ignored,
+        }
+        Handled::Consumed
+    }
+
+    fn draw(&self, frame: &mut Frame, _area: Rect, theme: &Theme) {
+        let rect = self.rect();
+        let height = self.height();
+        let chosen = self.link.and_then(|i| self.links.get(i)).copied();
+        let link_hint = if self.links.is_empty() {
+            ""
+        } else {
+            " · Tab link · Enter jump"
+        };
+        let block = Block::bordered()
+            .border_style(theme.focus_border())
+            .title(Line::styled(self.title.clone(), theme.title()))
+            .title_bottom(Line::styled(
+                format!(
+                    " rows {} · ↑↓ PgUp PgDn{link_hint} · Esc closes ",
+                    self.scroll.position(self.text.len(), height)
+                ),
+                theme.dim(),
+            ));
+        let mut shown = Vec::with_capacity(height);
+        for (line_index, row, mark) in self.text.rows(self.scroll.offset, height) {
+            let style = match mark {
+                Mark::Heading => theme.title(),
+                Mark::Failure => theme.error(),
+                Mark::Link(_) if Some(line_index) == chosen => theme.selected(),
+                Mark::Link(_) => theme.text(),
+                Mark::Text => Style::default(),
+            };
+            shown.push(Line::styled(row.to_string(), style));
+        }
+        frame.render_widget(Clear, rect);
+        frame.render_widget(Paragraph::new(shown).block(block), rect);
+    }
+
+    fn status(&self) -> Option<String> {
+        None
+    }
+
+    fn is_overlay(&self) -> bool {
+        true
+    }
+}
+
+/// Every event that concerns node `id`, in order.
+fn events_of(run: &Run, id: cosmos_trajectory::event::NodeId) -> Vec<usize> {
+    let mut out = Vec::new();
+    let mut from = 0;
+    while let Some(e) = run.next_event_of_node(from, id) {
+        out.push(e);
+        from = e + 1;
+    }
+    out
+}
+
+/// A verdict in words, and why when the run says: the validator's rejection, or the world
+/// model's error.
+fn verdict_words(
+    run: &Run,
+    evaluated_at: usize,
+    verdict: Verdict,
+    simulated: Option<(&str, &Observation)>,
+) -> (&'static str, Option<String>) {
+    match verdict {
+        Verdict::Finish => ("finish (+1.0)", None),
+        Verdict::Valid => ("valid call (+0.1)", None),
+        Verdict::DeadEnd => ("dead end (−0.5)", None),
+        Verdict::Invalid => (
+            "invalid (−1.0)",
+            simulated
+                .filter(|(wm, _)| *wm == VALIDATOR)
+                .map(|(_, o)| observation_text(o)),
+        ),
+        Verdict::NotSimulated => {
+            // The world model's error is the `error` event just before the evaluation.
+            let why = (evaluated_at.saturating_sub(8)..evaluated_at)
+                .rev()
+                .find_map(|e| match &run.event(e).body {
+                    EventBody::Error {
+                        source, message, ..
+                    } if source == "world_model" => Some(message.clone()),
+                    _ => None,
+                });
+            ("not simulated (0): the world model failed", why)
+        }
+    }
+}
+
+/// An observation as text: its text, else its structured content.
+fn observation_text(o: &Observation) -> String {
+    if !o.text.is_empty() || o.structured.is_none() {
+        let mut t = o.text.clone();
+        if o.truncated_bytes > 0 {
+            t.push_str(&format!(
+                "\n… {} bytes were cut when it was recorded",
+                o.truncated_bytes
+            ));
+        }
+        t
+    } else {
+        o.structured
+            .as_ref()
+            .map(|v| serde_json::to_string_pretty(v).unwrap_or_default())
+            .unwrap_or_default()
+    }
+}
+
+/// YAML-like lines: `key: value`, nested values indented, multi-line strings as a block.
+fn layout(value: &Value, indent: usize, out: &mut Lines) {
+    let pad = "  ".repeat(indent);
+    match value {
+        Value::Object(map) => {
+            for (key, v) in map {
+                field(&format!("{pad}{key}"), v, indent, out);
+            }
+        }
+        Value::Array(items) => {
+            for (i, v) in items.iter().enumerate() {
+                field(&format!("{pad}[{i}]"), v, indent, out);
+            }
+        }
+        scalar => out.text(format!("{pad}{}", scalar_text(scalar))),
+    }
+}
+
+fn field(label: &str, value: &Value, indent: usize, out: &mut Lines) {
+    match value {
+        Value::Object(m) if !m.is_empty() => {
+            out.text(format!("{label}:"));
+            layout(value, indent + 1, out);
+        }
+        Value::Array(a) if !a.is_empty() => {
+            out.text(format!("{label}:"));
+            layout(value, indent + 1, out);
+        }
+        Value::String(s) if s.contains('\n') || looks_like_json(s) => {
+            out.text(format!("{label}: |"));
+            let pad = "  ".repeat(indent);
+            let mut block = Lines::default();
+            block.block(s, Mark::Text);
+            for (line, mark) in block.0 {
+                out.push(mark, format!("{pad}{line}"));
+            }
+        }
+        other => out.text(format!("{label}: {}", scalar_text(other))),
+    }
+}
+
+fn looks_like_json(s: &str) -> bool {
+    let t = s.trim_start();
+    (t.starts_with('{') || t.starts_with('[')) && s.len() > 60
+}
+
+fn scalar_text(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        Value::Object(_) => "{}".into(),
+        Value::Array(_) => "[]".into(),
+        other => other.to_string(),
+    }
+}
+
+/// A tool's annotations as the about view marks them: ` (read-only)`, ` (destructive)`.
+fn hints(tool: &cosmos_trajectory::event::ToolInfo) -> &'static str {
+    if tool.read_only() {
+        " (read-only)"
+    } else if tool.destructive() {
+        " (destructive)"
+    } else {
+        ""
+    }
+}
+
+/// A prediction's confidence as the inspector words it: `confidence 0.90 (recall)`, or `no
+/// confidence` when the world model gave none (routing counts it as unsure).
+fn confidence_words(value: Option<f64>, source: Option<&str>) -> String {
+    match (value, source) {
+        (Some(c), Some(source)) => format!("confidence {c:.2} ({source})"),
+        (Some(c), None) => format!("confidence {c:.2}"),
+        (None, _) => "no confidence".to_string(),
+    }
+}
+
+/// How the real call changed its server's state, field by field, each changed field beside the
+/// value the world model's predicted state gave it (✓ when the same), when it predicted one.
+fn state_change_lines(
+    lines: &mut Lines,
+    change: &cosmos_trajectory::event::StateChange,
+    predicted: Option<&Value>,
+) {
+    /// Most fields listed; the count says how many there are.
+    const SHOWN: usize = 20;
+    let value = |v: Option<&Value>| {
+        v.map_or("(none)".to_string(), |v| {
+            cosmos_trajectory::sanitize::one_line(&v.to_string(), 70)
+        })
+    };
+    if !change.changed() {
+        lines.heading("state: the call changed nothing");
+        return;
+    }
+    lines.heading(format!(
+        "state: the call changed {} field{}{}",
+        change.fields_changed,
+        if change.fields_changed == 1 { "" } else { "s" },
+        if predicted.is_some() {
+            " · beside each, the predicted state's value"
+        } else {
+            ""
+        }
+    ));
+    for (name, field) in change.fields.iter().take(SHOWN) {
+        lines.text(format!(
+            "  {}: {} → {}",
+            cosmos_trajectory::sanitize::one_line(name, 60),
+            value(field.before.as_ref()),
+            value(field.after.as_ref())
+        ));
+        if let Some(predicted) = predicted {
+            let guess = predicted.get(name);
+            let right = guess == field.after.as_ref();
+            lines.push(
+                if right { Mark::Text } else { Mark::Failure },
+                format!(
+                    "    predicted {} {}",
+                    value(guess),
+                    if right { "✓" } else { "✗" }
+                ),
+            );
+        }
+    }
+    let shown = change.fields.len().min(SHOWN);
+    let left = (change.fields_changed as usize).saturating_sub(shown);
+    if left > 0 {
+        lines.text(format!("  … {left} more field(s) not shown"));
+    }
+}
+
+/// An ensemble's members side by side: one row each (its confidence, and its fidelity to the
+/// real result when the call was made), then each one's prediction or error.
+fn member_lines(
+    lines: &mut Lines,
+    members: &[cosmos_trajectory::event::MemberPrediction],
+    real: Option<&cosmos_trajectory::event::Observation>,
+) {
+    lines.heading(format!(
+        "the ensemble's {} members{}",
+        members.len(),
+        if real.is_some() {
+            " · fidelity to the real result"
+        } else {
+            ""
+        }
+    ));
+    let width = members
+        .iter()
+        .map(|m| m.world_model.chars().count())
+        .max()
+        .unwrap_or(0);
+    for m in members {
+        let confidence = confidence_words(m.confidence, m.confidence_source.as_deref());
+        match &m.observation {
+            Some(o) => {
+                let fidelity = real.map_or(String::new(), |real| {
+                    format!(
+                        " · fidelity {:.2}",
+                        cosmos_engine::metrics::fidelity::compare(o, real).score
+                    )
+                });
+                let error = if o.is_error {
+                    " · predicts an error"
+                } else {
+                    ""
+                };
+                lines.text(format!(
+                    "  {:<width$}  {confidence}{fidelity}{error}",
+                    m.world_model
+                ));
+            }
+            None => lines.push(
+                Mark::Failure,
+                format!("  {:<width$}  failed ✗", m.world_model),
+            ),
+        }
+    }
+    for m in members {
+        match (&m.observation, &m.error) {
+            (Some(o), _) => {
+                lines.heading(format!("predicted by {}", m.world_model));
+                let mark = if o.is_error {
+                    Mark::Failure
+                } else {
+                    Mark::Text
+                };
+                lines.block(&observation_text(o), mark);
+            }
+            (None, error) => {
+                lines.heading(format!("{} gave no prediction", m.world_model));
+                lines.block(error.as_deref().unwrap_or(""), Mark::Failure);
+            }
+        }
+    }
+}
+
+/// A state digest as the about view shows it: its kind and first 16 hex digits.
+fn short(digest: &str) -> String {
+    let cut: String = digest.chars().take("sha256:".len() + 16).collect();
+    if cut.len() < digest.len() {
+        format!("{cut}…")
+    } else {
+        cut
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cosmos_trajectory::event::Observation;
+
+    fn called(text: &str) -> Event {
+        Event {
+            seq: 7,
+            t_ms: 100,
+            body: EventBody::ToolCalled {
+                step: 1,
+                tool: "time:now".into(),
+                server: None,
+                arguments: Box::new(serde_json::json!({"tz": "UTC"})),
+                result: Observation {
+                    text: text.into(),
+                    ..Default::default()
+                },
+                latency_ms: 3,
+                node: None,
+                error: None,
+                origin: None,
+                state_change: None,
+            },
+        }
+    }
+
+    #[test]
+    fn unfolds_multi_line_text_and_keeps_escapes_inert() {
+        let i = Inspector::event(&called("line one\nline \u{1b}]52;c;eA==\u{7}two"), (80, 24));
+        let text = i.lines().join("\n");
+        assert!(
+            text.contains("  text: |\n    line one\n    line \\u{1b}]52;c;eA==\\u{7}two"),
+            "{text}"
+        );
+        assert!(text.contains("arguments:\n  tz: UTC"), "{text}");
+        assert!(!text.chars().any(|c| c.is_control() && c != '\n'));
+    }
+
+    #[test]
+    fn json_results_are_indented_and_long_lines_wrap_whole() {
+        let json = r#"{"timezone":"Asia/Tokyo","datetime":"2026-11-30T21:00:00+09:00","is_dst":false,"note":"a long note that goes on and on past any terminal width there is, and then further still"}"#;
+        let i = Inspector::event(&called(json), (40, 24));
+        let text = i.lines().join("\n");
+        assert!(
+            text.contains("      \"timezone\": \"Asia/Tokyo\","),
+            "{text}"
+        );
+        // Every character of the note is on some row: wrapped, not cut.
+        let rows: String = i
+            .text
+            .rows(0, usize::MAX)
+            .map(|(_, r, _)| r.trim())
+            .collect();
+        assert!(
+            rows.contains("thenfurtherstill") || rows.contains("then further still"),
+            "{rows}"
+        );
+        assert!(!rows.contains('…'));
+    }
+
+    #[test]
+    fn huge_results_are_capped_and_scrolling_stays_inside() {
+        let big = "x\n".repeat(MAX_LINES * 2);
+        let mut i = Inspector::event(&called(&big), (80, 24));
+        assert_eq!(i.lines().len(), MAX_LINES + 1);
+        assert!(i.lines().last().unwrap().contains("more lines not shown"));
+        i.scroll_by(isize::MAX);
+        assert_eq!(i.scroll.offset, i.text.len() - i.height());
+        i.scroll_by(-5);
+        assert_eq!(i.scroll.offset, i.text.len() - i.height() - 5);
+        i.scroll_by(isize::MIN);
+        assert_eq!(i.scroll.offset, 0);
+    }
+}

@@ -1,0 +1,18 @@
+//! The mcp-cosmos engine: everything between a trajectory and a terminal. It talks to MCP
+//! servers and LLM endpoints, runs world models and agents, scores runs, and serves the proxy.
+//! See `ARCHITECTURE.md` for the code map and the layers inside this crate.
+
+pub mod agent;
+pub mod config;
+pub mod export;
+pub mod fork;
+pub mod judge;
+pub mod llm;
+pub mod mcp;
+pub mod metrics;
+pub mod probe;
+pub mod proxy;
+pub mod recheck;
+pub mod task;
+pub mod wm_eval;
+pub mod world_model;

@@ -1,0 +1,625 @@
+//! MCP server configuration in the form MCP clients already use:
+//!
+//! ```json
+//! {"mcpServers": {
+//!   "Time MCP": {"command": "python", "args": ["-m", "mcp_server_time"], "env": {"TZ": "UTC"}, "cwd": "."},
+//!   "remote":   {"url": "http://127.0.0.1:3001/mcp", "headers": {"Authorization": "Bearer ${TOKEN}"}}
+//! }}
+//! ```
+//!
+//! `${VAR}` in `args`, `url`, `env` and `headers` values is replaced from the environment, as
+//! other MCP clients do. Secrets, handed to the trajectory writer's redactor and cleaned from
+//! the log: every header value (literal or expanded), every value a `${VAR}` expanded to, the
+//! literal value of an env key that names a credential (`*KEY*`, `*TOKEN*`, `*SECRET*`,
+//! `*PASSWORD*`…), a URL's userinfo and credential-named query values, and an argument that
+//! follows a credential-named flag (`--token X`, `--api-key=X`) or looks like a key (`sk-…`,
+//! `ghp_…`, a JWT). Other literal env values (`TZ=Europe/Paris`) are not: cutting them out of
+//! every tool result would erase data. The target a run records ([`ServerConfig::target`]) has
+//! every such value, and every URL query value, replaced by `***`.
+//!
+//! A stdio server gets only a short list of the environment ([`INHERITED_ENV`], as the official
+//! MCP SDKs pass) plus its own `env`: a third-party server never sees `OPENAI_API_KEY` unless
+//! its entry asks for it (`"env": {"OPENAI_API_KEY": "${OPENAI_API_KEY}"}`).
+//!
+//! A server whose entry cannot be used (an unset `${VAR}`) does not stop the others: it is kept
+//! with its problem, and fails to start with that message if a run needs it.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use serde::Deserialize;
+
+use cosmos_trajectory::redact::{HIDDEN, looks_like_a_key, names_a_secret_setting, url_shown};
+
+/// How to reach one server.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Transport {
+    /// A child process speaking MCP on stdin/stdout.
+    Stdio {
+        /// The program.
+        command: String,
+        /// Its arguments.
+        args: Vec<String>,
+        /// Extra environment (expanded).
+        env: BTreeMap<String, String>,
+        /// Working folder.
+        cwd: Option<PathBuf>,
+    },
+    /// Streamable HTTP.
+    Http {
+        /// The endpoint URL.
+        url: String,
+        /// Extra headers (expanded).
+        headers: BTreeMap<String, String>,
+        /// The OAuth client it is logged into with (default: registered dynamically).
+        oauth: OAuthClient,
+    },
+}
+
+/// The environment variables a stdio server inherits from cosmos (the official MCP SDKs'
+/// list, with the locale and the temporary folder); everything else it gets only through its
+/// entry's `env`.
+pub const INHERITED_ENV: &[&str] = &[
+    "HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "LC_CTYPE", "TZ",
+    "TMPDIR",
+];
+
+/// One configured server.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerConfig {
+    /// Its name (the `server` in `server:tool`).
+    pub name: String,
+    /// How to reach it.
+    pub transport: Transport,
+    /// Why it cannot be started (an unset `${VAR}` in its entry), if it cannot.
+    pub problem: Option<String>,
+    /// Declared stateless (`"cosmos": {"shared": true}`): a sweep's worker may give one
+    /// process to its cells one after another.
+    pub shared: bool,
+    /// The state it keeps (`"cosmos": {"state": {"seed": PATH}}`): each run is given a fresh
+    /// copy of the seed, named by `${COSMOS_STATE_DIR}` in its `args` and `env`
+    /// (`mcp::sandbox`).
+    pub state_seed: Option<PathBuf>,
+    /// Declared to work on real state (`"cosmos": {"live_state": true}`): its destructive
+    /// tools are allowed without a sandbox.
+    pub live_state: bool,
+    /// Where this run's copy of its seed is (set by `mcp::sandbox::prepare`): the pool reads
+    /// it around each call to record how the call changed the state.
+    pub state_root: Option<PathBuf>,
+    /// The command line or URL with credentials replaced by `***` (what is recorded).
+    shown: String,
+    /// The secrets known when it was read (its own and those of the servers before it): any
+    /// message about it (an error quoting its URL) is cleaned of them.
+    secrets: Vec<String>,
+}
+
+impl ServerConfig {
+    /// A redactor of its secrets (and of keys by construction), for what is said about it.
+    pub fn redactor(&self) -> cosmos_trajectory::redact::Redactor {
+        cosmos_trajectory::redact::Redactor::with_secrets(self.secrets.clone())
+    }
+
+    /// `stdio` or `http`.
+    pub fn transport_name(&self) -> &'static str {
+        match self.transport {
+            Transport::Stdio { .. } => "stdio",
+            Transport::Http { .. } => "http",
+        }
+    }
+
+    /// The command line or URL, for headers and messages: credentials (URL userinfo and query
+    /// values, an argument after a credential-named flag or shaped like a key) are `***`, and
+    /// env or header values never appear.
+    pub fn target(&self) -> String {
+        self.shown.clone()
+    }
+}
+
+/// A command line as recorded, and the credentials in its arguments: a value after a
+/// credential-named flag (`--token X`, `--api-key=X`), an argument shaped like a key, or a
+/// URL's credentials.
+fn command_shown(command: &str, args: &[String]) -> (String, Vec<String>) {
+    let mut secrets = Vec::new();
+    let mut shown = vec![command.to_string()];
+    let mut after_flag = false;
+    for arg in args {
+        if after_flag && !arg.starts_with('-') {
+            secrets.push(arg.clone());
+            shown.push(HIDDEN.into());
+            after_flag = false;
+            continue;
+        }
+        after_flag = false;
+        if let Some((flag, value)) = arg.split_once('=').filter(|(f, _)| f.starts_with('-')) {
+            if names_a_secret_setting(flag) || looks_like_a_key(value) {
+                secrets.push(value.to_string());
+                shown.push(format!("{flag}={HIDDEN}"));
+                continue;
+            }
+        } else if arg.starts_with('-') && names_a_secret_setting(arg) {
+            after_flag = true;
+        } else if looks_like_a_key(arg) {
+            secrets.push(arg.clone());
+            shown.push(HIDDEN.into());
+            continue;
+        } else if arg.contains("://") {
+            let (url, more) = url_shown(arg);
+            secrets.extend(more);
+            shown.push(url);
+            continue;
+        }
+        shown.push(arg.clone());
+    }
+    (shown.join(" "), secrets)
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct FileShape {
+    mcp_servers: BTreeMap<String, EntryShape>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EntryShape {
+    command: Option<String>,
+    #[serde(default)]
+    args: Vec<String>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    cwd: Option<PathBuf>,
+    url: Option<String>,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+    /// A client registered with the server's authorization server (`client_id`,
+    /// `client_secret`, `scopes`).
+    oauth: Option<OAuthClient>,
+    /// Some clients write `"type": "stdio" | "http" | "streamable-http"`; accepted, checked.
+    #[serde(rename = "type")]
+    kind: Option<String>,
+    /// Accepted for compatibility with other clients' files; not used.
+    #[serde(default, rename = "disabled")]
+    _disabled: Option<bool>,
+    /// What cosmos alone reads of the entry (other clients ignore an unknown key).
+    #[serde(default)]
+    cosmos: CosmosShape,
+}
+
+/// An entry's `"cosmos"` section.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct CosmosShape {
+    /// The server holds no state between calls: a sweep's worker starts it once and its cells
+    /// use it one after another.
+    #[serde(default)]
+    shared: bool,
+    /// The state the server keeps, copied fresh for each run.
+    state: Option<StateShape>,
+    /// The server works on real state, knowingly.
+    #[serde(default)]
+    live_state: bool,
+}
+
+/// `"cosmos": {"state": {...}}`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StateShape {
+    /// A file or a folder, copied for each run (relative: to the config file's folder).
+    seed: PathBuf,
+}
+
+/// The servers of a config file, and the secret values its `${VAR}`s expanded to.
+#[derive(Debug, Clone, Default)]
+pub struct McpConfig {
+    /// Servers by name, in name order.
+    pub servers: Vec<ServerConfig>,
+    /// Values taken from the environment; never to be recorded.
+    pub secrets: Vec<String>,
+}
+
+impl McpConfig {
+    /// Reads and checks a config file; its secrets are cleaned from the log from now on.
+    pub fn load(path: &Path) -> Result<Self> {
+        let text = cosmos_trajectory::small_file::read_string_within(
+            path,
+            cosmos_trajectory::small_file::CONFIG_BYTES,
+        )
+        .with_context(|| format!("reading MCP config {}", path.display()))?;
+        let mut config =
+            Self::parse(&text).with_context(|| format!("in MCP config {}", path.display()))?;
+        // A seed is found beside the config that names it, wherever cosmos runs from.
+        let beside = path.parent().unwrap_or(Path::new(""));
+        for server in &mut config.servers {
+            if let Some(seed) = server.state_seed.as_mut().filter(|s| s.is_relative()) {
+                *seed = beside.join(&*seed);
+            }
+        }
+        cosmos_trajectory::redact::remember_for_logs(config.secrets.iter().map(String::as_str));
+        Ok(config)
+    }
+
+    /// Parses config text; relative `cwd`s stay relative to the current folder.
+    pub fn parse(text: &str) -> Result<Self> {
+        let shape: FileShape = serde_json::from_str(text).context(
+            "expected {\"mcpServers\": {NAME: {command, args, env, cwd} or {url, headers}}}",
+        )?;
+        let mut config = Self::default();
+        for (name, entry) in shape.mcp_servers {
+            if name.contains(':') {
+                bail!(
+                    "server name \"{name}\" contains ':', which separates server from tool in tool names"
+                );
+            }
+            let mut problem = None;
+            // `all_secret`: every value is a secret (headers), else only credential-named keys.
+            let mut expand = |map: BTreeMap<String, String>, all_secret: bool| {
+                let mut out = BTreeMap::new();
+                for (k, v) in map {
+                    match expand_vars(&v) {
+                        Ok((value, expanded)) => {
+                            config.secrets.extend(expanded);
+                            if all_secret || names_a_secret_setting(&k) {
+                                config.secrets.push(value.clone());
+                            }
+                            out.insert(k, value);
+                        }
+                        Err(e) => {
+                            problem.get_or_insert(format!("{k}: {e:#}"));
+                        }
+                    }
+                }
+                out
+            };
+            let transport = match (entry.command, entry.url) {
+                (Some(_), None) if entry.oauth.is_some() => {
+                    bail!("server \"{name}\" has \"oauth\", which is for a \"url\" server")
+                }
+                (Some(command), None) => {
+                    if entry.kind.as_deref().is_some_and(|k| k != "stdio") {
+                        bail!("server \"{name}\" has a command but type {:?}", entry.kind);
+                    }
+                    let env = expand(entry.env, false);
+                    let mut args = Vec::with_capacity(entry.args.len());
+                    for arg in entry.args {
+                        match expand_vars(&arg) {
+                            Ok((value, expanded)) => {
+                                config.secrets.extend(expanded);
+                                args.push(value);
+                            }
+                            Err(e) => {
+                                problem.get_or_insert(format!("args: {e:#}"));
+                                args.push(arg);
+                            }
+                        }
+                    }
+                    Transport::Stdio {
+                        command,
+                        args,
+                        env,
+                        cwd: entry.cwd,
+                    }
+                }
+                (None, Some(url)) => {
+                    let headers = expand(entry.headers, true);
+                    let mut oauth = entry.oauth.unwrap_or_default();
+                    if let Some(secret) = oauth.client_secret.take() {
+                        match expand_vars(&secret) {
+                            Ok((value, expanded)) => {
+                                config.secrets.extend(expanded);
+                                config.secrets.push(value.clone());
+                                oauth.client_secret = Some(value);
+                            }
+                            Err(e) => {
+                                problem.get_or_insert(format!("oauth.client_secret: {e:#}"));
+                            }
+                        }
+                    }
+                    let url = match expand_vars(&url) {
+                        Ok((value, expanded)) => {
+                            config.secrets.extend(expanded);
+                            value
+                        }
+                        Err(e) => {
+                            problem.get_or_insert(format!("url: {e:#}"));
+                            url
+                        }
+                    };
+                    Transport::Http {
+                        url,
+                        headers,
+                        oauth,
+                    }
+                }
+                (Some(_), Some(_)) => {
+                    bail!("server \"{name}\" has both a command and a url; give one")
+                }
+                (None, None) => bail!(
+                    "server \"{name}\" needs a \"command\" (stdio) or a \"url\" (streamable HTTP)"
+                ),
+            };
+            let (shown, secrets) = match &transport {
+                Transport::Stdio { command, args, .. } => command_shown(command, args),
+                Transport::Http { url, .. } => url_shown(url),
+            };
+            config.secrets.extend(secrets);
+            // A `${VAR}`'s value is a secret wherever it was placed (a URL's path, an argument
+            // that names no credential): the shown target never holds it.
+            let shown = cosmos_trajectory::redact::Redactor::with_secrets(config.secrets.clone())
+                .redact_str(&shown)
+                .unwrap_or(shown);
+            let state_seed = entry.cosmos.state.map(|s| s.seed);
+            if state_seed.is_some() && matches!(transport, Transport::Http { .. }) {
+                bail!(
+                    "server \"{name}\": \"cosmos\": {{\"state\": ...}} is for a server cosmos \
+                     starts (\"command\"): a \"url\" server keeps its state where cosmos cannot \
+                     copy it"
+                );
+            }
+            if state_seed.is_some() && entry.cosmos.shared {
+                bail!(
+                    "server \"{name}\": a server with \"state\" is not \"shared\": each run gets \
+                     its own copy"
+                );
+            }
+            if state_seed.is_none() && names_state_dir(&transport) {
+                problem.get_or_insert(format!(
+                    "it names ${{{STATE_DIR_VAR}}} but declares no \"cosmos\": {{\"state\": \
+                     {{\"seed\": PATH}}}} for cosmos to fill it"
+                ));
+            }
+            if entry.cosmos.shared && matches!(transport, Transport::Http { .. }) {
+                bail!(
+                    "server \"{name}\": \"cosmos\": {{\"shared\": true}} is for a server cosmos starts \
+                     (\"command\"); a \"url\" server is already one process for every run"
+                );
+            }
+            config.servers.push(ServerConfig {
+                name,
+                transport,
+                problem,
+                shared: entry.cosmos.shared,
+                state_seed,
+                live_state: entry.cosmos.live_state,
+                state_root: None,
+                shown,
+                secrets: config.secrets.clone(),
+            });
+        }
+        Ok(config)
+    }
+
+    /// The server of this name, or an error listing the names there are.
+    pub fn get(&self, name: &str) -> Result<&ServerConfig> {
+        self.servers
+            .iter()
+            .find(|s| s.name == name)
+            .with_context(|| {
+                format!(
+                    "no server named \"{name}\" in the MCP config; it has: {}",
+                    self.servers
+                        .iter()
+                        .map(|s| format!("\"{}\"", s.name))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            })
+    }
+}
+
+/// True for an env key that names a credential.
+/// The variable a stateful server's entry names its run's copy of the state by: filled per run
+/// (`mcp::sandbox`), never from the environment.
+pub const STATE_DIR_VAR: &str = "COSMOS_STATE_DIR";
+
+/// True when a stdio entry's arguments, environment or folder name [`STATE_DIR_VAR`].
+pub(crate) fn names_state_dir(transport: &Transport) -> bool {
+    let named = format!("${{{STATE_DIR_VAR}}}");
+    match transport {
+        Transport::Stdio { args, env, cwd, .. } => {
+            args.iter().chain(env.values()).any(|v| v.contains(&named))
+                || cwd
+                    .as_ref()
+                    .is_some_and(|c| c.to_string_lossy().contains(&named))
+        }
+        Transport::Http { .. } => false,
+    }
+}
+
+/// Replaces `${VAR}` with the environment's value; returns the text and the values used.
+/// `${COSMOS_STATE_DIR}` stays as it is: each run fills it ([`STATE_DIR_VAR`]).
+fn expand_vars(text: &str) -> Result<(String, Vec<String>)> {
+    let mut out = String::new();
+    let mut secrets = Vec::new();
+    let mut rest = text;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let end = after.find('}').context("unclosed ${")?;
+        let var = &after[..end];
+        if var == STATE_DIR_VAR {
+            out.push_str(&rest[start..start + 2 + end + 1]);
+            rest = &after[end + 1..];
+            continue;
+        }
+        let value =
+            std::env::var(var).with_context(|| format!("environment variable {var} is not set"))?;
+        secrets.push(value.clone());
+        out.push_str(&value);
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok((out, secrets))
+}
+
+/// How cosmos gets a server's tokens.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Grant {
+    /// A person logs in through a browser (`cosmos login`), once.
+    #[default]
+    AuthorizationCode,
+    /// The client's own id and secret, exchanged at start: unattended runs and sweeps.
+    ClientCredentials,
+}
+
+/// A server's `"oauth"` section of `mcp.json`: a client registered with its authorization
+/// server beforehand (without one, cosmos registers itself dynamically), and the grant.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OAuthClient {
+    /// How tokens are got (`authorization_code`, the default, or `client_credentials`).
+    #[serde(default)]
+    pub grant: Grant,
+    /// The client's id.
+    pub client_id: Option<String>,
+    /// Its secret (a `${VAR}`; a secret of the run like any expanded value).
+    pub client_secret: Option<String>,
+    /// Scopes to ask for (default: what the server says it needs).
+    #[serde(default)]
+    pub scopes: Vec<String>,
+    /// An HTTPS address where this client's metadata document is published (a client ID
+    /// metadata document): its client id at authorization servers that take such documents,
+    /// instead of registering dynamically.
+    pub client_metadata_url: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_both_transports() {
+        let c = McpConfig::parse(
+            r#"{"mcpServers": {"time": {"command": "python", "args": ["-m", "t"]}, "web": {"url": "http://x/mcp", "type": "http"}}}"#,
+        )
+        .unwrap();
+        assert_eq!(c.servers.len(), 2);
+        assert_eq!(c.get("time").unwrap().target(), "python -m t");
+        assert_eq!(c.get("web").unwrap().transport_name(), "http");
+        let err = format!("{:#}", c.get("nope").unwrap_err());
+        assert!(err.contains("it has: \"time\", \"web\""), "{err}");
+    }
+
+    #[test]
+    fn bad_entries_are_named() {
+        let e = |t: &str| format!("{:#}", McpConfig::parse(t).unwrap_err());
+        assert!(e(r#"{"mcpServers": {"a": {}}}"#).contains("needs a \"command\""));
+        assert!(e(r#"{"mcpServers": {"a": {"command": "x", "url": "y"}}}"#).contains("both"));
+        assert!(e(r#"{"mcpServers": {"a:b": {"command": "x"}}}"#).contains("':'"));
+        assert!(e(r#"{"servers": {}}"#).contains("mcpServers"));
+    }
+
+    #[test]
+    fn an_unset_variable_spoils_only_its_own_server() {
+        let c = McpConfig::parse(
+            r#"{"mcpServers": {"a": {"command": "x", "env": {"K": "${COSMOS_SURELY_UNSET_VAR}"}}, "b": {"command": "y"}}}"#,
+        )
+        .unwrap();
+        let problem = c.get("a").unwrap().problem.clone().unwrap();
+        assert!(
+            problem.contains("COSMOS_SURELY_UNSET_VAR") && problem.contains("not set"),
+            "{problem}"
+        );
+        assert_eq!(c.get("b").unwrap().problem, None);
+    }
+
+    #[test]
+    fn literal_headers_and_credential_named_env_values_are_secrets() {
+        let c = McpConfig::parse(
+            r#"{"mcpServers": {
+                "web": {"url": "http://x", "headers": {"X-Api-Key": "litkey-0123456789"}},
+                "cli": {"command": "x", "env": {"GITHUB_TOKEN": "ghp_literal_value", "TZ": "Europe/Paris"}}
+            }}"#,
+        )
+        .unwrap();
+        assert!(c.secrets.contains(&"litkey-0123456789".to_string()));
+        assert!(c.secrets.contains(&"ghp_literal_value".to_string()));
+        assert!(
+            !c.secrets.contains(&"Europe/Paris".to_string()),
+            "ordinary values stay"
+        );
+    }
+
+    #[test]
+    fn targets_hide_credentials_and_keep_the_rest() {
+        let c = McpConfig::parse(
+            &serde_json::json!({"mcpServers": {
+                "cli": {"command": "npx", "args": ["-y", "@scope/server-x", "--port", "8080",
+                    "--password", "hunter2-long", "--auth-token=abc", "/home/me/data",
+                    "sk-proj-0123456789abcdef", "https://tok-as-user-123@h.example/x?q=1"]},
+                "web": {"url": "https://h.example:8443/mcp?session=s3cr3t-session-val&region=eu"}
+            }})
+            .to_string(),
+        )
+        .unwrap();
+        assert_eq!(
+            c.get("cli").unwrap().target(),
+            "npx -y @scope/server-x --port 8080 --password *** --auth-token=*** /home/me/data *** \
+             https://***@h.example/x?q=***"
+        );
+        assert_eq!(
+            c.get("web").unwrap().target(),
+            "https://h.example:8443/mcp?session=***&region=***"
+        );
+        for secret in [
+            "hunter2-long",
+            "abc",
+            "sk-proj-0123456789abcdef",
+            "tok-as-user-123",
+            "s3cr3t-session-val",
+        ] {
+            assert!(c.secrets.contains(&secret.to_string()), "{secret}");
+        }
+        // Ordinary values are hidden in the target but not cut out of every tool result.
+        assert!(!c.secrets.contains(&"eu".to_string()));
+        assert!(!looks_like_a_key("@modelcontextprotocol/server-everything"));
+        assert!(!looks_like_a_key("unit_converter_mcp.server"));
+        assert!(looks_like_a_key("eyJhbGciOiJIUzI1NiJ9.e30.sig"));
+    }
+
+    #[test]
+    fn variables_in_args_and_urls_expand() {
+        let path = std::env::var("PATH").unwrap();
+        let c = McpConfig::parse(
+            r#"{"mcpServers": {"a": {"command": "x", "args": ["--dir", "${PATH}"]}, "b": {"url": "http://h/${COSMOS_SURELY_UNSET_VAR}"}}}"#,
+        )
+        .unwrap();
+        match &c.get("a").unwrap().transport {
+            Transport::Stdio { args, .. } => assert_eq!(args[1], path),
+            other => panic!("{other:?}"),
+        }
+        assert!(c.secrets.contains(&path));
+        let problem = c.get("b").unwrap().problem.clone().unwrap();
+        assert!(problem.contains("COSMOS_SURELY_UNSET_VAR"), "{problem}");
+    }
+
+    #[test]
+    fn a_variables_value_is_never_shown_wherever_it_stands() {
+        // PATH is set in every test environment, and long enough to be a secret.
+        let path = std::env::var("PATH").unwrap();
+        let c = McpConfig::parse(
+            r#"{"mcpServers": {"a": {"url": "http://h/keys/${PATH}/mcp"}, "b": {"command": "x", "args": ["--dir", "${PATH}"]}}}"#,
+        )
+        .unwrap();
+        for server in &c.servers {
+            assert!(!server.target().contains(&path), "{}", server.target());
+        }
+        assert!(c.get("a").unwrap().target().starts_with("http://h/keys/"));
+    }
+
+    #[test]
+    fn variables_expand_and_become_secrets() {
+        // PATH is set in every test environment.
+        let path = std::env::var("PATH").unwrap();
+        let c = McpConfig::parse(r#"{"mcpServers": {"a": {"url": "http://x", "headers": {"Authorization": "Bearer ${PATH}"}}}}"#).unwrap();
+        match &c.servers[0].transport {
+            Transport::Http { headers, .. } => {
+                assert_eq!(headers["Authorization"], format!("Bearer {path}"))
+            }
+            other => panic!("{other:?}"),
+        }
+        // The variable's value, and the header's whole value.
+        assert_eq!(c.secrets, vec![path.clone(), format!("Bearer {path}")]);
+    }
+}

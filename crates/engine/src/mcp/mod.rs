@@ -1,0 +1,22 @@
+//! MCP servers (docs/design.md, "MCP servers"): configuration, connections with rmcp over stdio and
+//! streamable HTTP, and the namespaced tool catalogue.
+
+pub mod arrivals;
+pub mod config;
+pub mod elicitation;
+pub mod oauth;
+pub mod oversized;
+pub mod pool;
+pub mod process_group;
+pub mod relay;
+pub mod sandbox;
+pub mod server;
+pub mod shared;
+pub mod state_tree;
+pub mod state_view;
+
+/// rustls's crypto provider (ring), chosen once per process before an HTTP connection; the
+/// `llm` layer beside this one does the same for its endpoints. A second install is a no-op.
+pub fn install_tls_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}

@@ -1,0 +1,792 @@
+//! Remote servers behind the MCP authorization spec: logging in (authorization code with PKCE
+//! through the user's browser and a loopback redirect; discovery, dynamic registration or a
+//! pre-registered client are rmcp's `auth`), the token store, and the authorized HTTP client a
+//! connection uses (rmcp refreshes an expired token when the server gave a refresh token).
+//!
+//! Tokens live in `${COSMOS_CACHE:-~/.cache/mcp-cosmos}/oauth/`, one file per server URL and
+//! client, readable by the owner only, outside every repository. They are never written to a
+//! trajectory, a log or a child's environment; a run's redactor is given the ones it uses.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, Result, anyhow, bail};
+use rmcp::transport::auth::{
+    AuthClient, AuthError, AuthorizationManager, AuthorizationRequest, AuthorizationSession,
+    ClientCredentialsConfig, CredentialStore, StoredCredentials,
+};
+use serde::{Deserialize, Serialize};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+pub use super::config::{Grant, OAuthClient};
+use super::config::{ServerConfig, Transport};
+
+/// Where tokens are kept: `$COSMOS_CACHE/oauth`, else `~/.cache/mcp-cosmos/oauth`.
+pub fn token_dir() -> Result<PathBuf> {
+    let cache = match std::env::var_os("COSMOS_CACHE") {
+        Some(dir) => PathBuf::from(dir),
+        None => std::env::var_os("HOME")
+            .map(|h| PathBuf::from(h).join(".cache/mcp-cosmos"))
+            .context("no $HOME and no $COSMOS_CACHE: nowhere to keep tokens")?,
+    };
+    Ok(cache.join("oauth"))
+}
+
+/// What one token file holds: the server it is for (so `logout` and messages can name it) and
+/// rmcp's credentials.
+#[derive(Serialize, Deserialize)]
+struct TokenFile {
+    url: String,
+    credentials: StoredCredentials,
+}
+
+/// The token store of one server URL and client: a file written whole (a temporary file
+/// renamed over it), owner-only.
+#[derive(Debug, Clone)]
+pub struct TokenStore {
+    url: String,
+    path: PathBuf,
+}
+
+impl TokenStore {
+    /// The store of `url` with `client` (a configured client gets a file of its own).
+    pub fn new(url: &str, client: &OAuthClient) -> Result<Self> {
+        let key = format!(
+            "{url}\u{0}{}",
+            client
+                .client_id
+                .as_deref()
+                .or(client.client_metadata_url.as_deref())
+                .unwrap_or("dynamic")
+        );
+        let name = format!(
+            "{:016x}.json",
+            cosmos_trajectory::fnv::fnv1a(key.as_bytes())
+        );
+        Ok(Self {
+            url: url.to_string(),
+            path: token_dir()?.join(name),
+        })
+    }
+
+    /// The file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The stored credentials, if there are any (a file that cannot be read is an error
+    /// naming it, never silently a logged-out server).
+    pub fn read(&self) -> Result<Option<StoredCredentials>> {
+        match cosmos_trajectory::small_file::read_within(
+            &self.path,
+            cosmos_trajectory::small_file::TOKEN_BYTES,
+        ) {
+            Ok(bytes) => {
+                let file: TokenFile = serde_json::from_slice(&bytes)
+                    .with_context(|| format!("reading tokens {}", self.path.display()))?;
+                Ok(Some(file.credentials))
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e).with_context(|| format!("reading tokens {}", self.path.display())),
+        }
+    }
+
+    fn write(&self, credentials: StoredCredentials) -> Result<()> {
+        use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+        let dir = self.path.parent().context("token file has a folder")?;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .with_context(|| format!("creating {}", dir.display()))?;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+        let text = serde_json::to_vec(&TokenFile {
+            url: self.url.clone(),
+            credentials,
+        })?;
+        let temp = self
+            .path
+            .with_extension(format!("tmp{}", std::process::id()));
+        {
+            use std::io::Write;
+            let mut file = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&temp)
+                .with_context(|| format!("creating {}", temp.display()))?;
+            file.write_all(&text)?;
+            file.sync_all()?;
+        }
+        std::fs::rename(&temp, &self.path)
+            .with_context(|| format!("writing {}", self.path.display()))
+    }
+
+    /// Forgets the tokens; true when there were any.
+    pub fn remove(&self) -> Result<bool> {
+        match std::fs::remove_file(&self.path) {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(e).with_context(|| format!("removing {}", self.path.display())),
+        }
+    }
+}
+
+/// The access and refresh tokens `credentials` hold, for the redactor.
+fn tokens(credentials: &StoredCredentials) -> Vec<String> {
+    let Ok(value) = serde_json::to_value(&credentials.token_response) else {
+        return Vec::new();
+    };
+    ["access_token", "refresh_token"]
+        .iter()
+        .filter_map(|k| value.get(k).and_then(|v| v.as_str()).map(String::from))
+        .collect()
+}
+
+fn store_error(e: anyhow::Error) -> AuthError {
+    AuthError::InternalError(format!("{e:#}"))
+}
+
+#[async_trait::async_trait]
+impl CredentialStore for TokenStore {
+    async fn load(&self) -> Result<Option<StoredCredentials>, AuthError> {
+        self.read().map_err(store_error)
+    }
+
+    async fn save(&self, credentials: StoredCredentials) -> Result<(), AuthError> {
+        self.write(credentials).map_err(store_error)
+    }
+
+    async fn clear(&self) -> Result<(), AuthError> {
+        self.remove().map(drop).map_err(store_error)
+    }
+}
+
+/// An authorization manager for `url`. Private addresses (a server on this machine or the
+/// local network) are allowed only for a server that is itself at one.
+async fn manager(url: &str) -> Result<AuthorizationManager> {
+    super::install_tls_provider();
+    let parsed = url::Url::parse(url).with_context(|| format!("server URL {url}"))?;
+    let local = match parsed.host() {
+        Some(url::Host::Domain(d)) => d == "localhost",
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback() || ip.is_private(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
+    };
+    let made = if local {
+        AuthorizationManager::new_allowing_private_addresses(url).await
+    } else {
+        AuthorizationManager::new(url).await
+    };
+    made.map_err(|e| anyhow!("{e}"))
+}
+
+/// True when `credentials` hold a token that has not expired.
+fn fresh(credentials: &StoredCredentials) -> bool {
+    let Some(token) = &credentials.token_response else {
+        return false;
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    // Read as written: rmcp re-exports the response type, not the trait that reads it.
+    let lasts = serde_json::to_value(token)
+        .ok()
+        .and_then(|v| v.get("expires_in").and_then(serde_json::Value::as_u64));
+    match (lasts, credentials.token_received_at) {
+        (Some(lasts), Some(at)) => at + lasts > now + 30,
+        _ => true,
+    }
+}
+
+/// Exchanges the configured client's id and secret for a token (the client-credentials
+/// grant) with `scopes` (the configured ones when empty), stored like a login's, unless a
+/// stored one is still fresh and `renew` is false.
+async fn client_credentials(
+    url: &str,
+    client: &OAuthClient,
+    store: &TokenStore,
+    scopes: &[String],
+    renew: bool,
+) -> Result<()> {
+    if !renew && store.read()?.as_ref().is_some_and(fresh) {
+        return Ok(());
+    }
+    let (Some(id), Some(secret)) = (&client.client_id, &client.client_secret) else {
+        bail!("the client_credentials grant needs oauth.client_id and oauth.client_secret");
+    };
+    let (mut manager, _) = discovered(url, store).await?;
+    let config = ClientCredentialsConfig::ClientSecret {
+        client_id: id.clone(),
+        client_secret: secret.clone(),
+        scopes: if scopes.is_empty() {
+            client.scopes.clone()
+        } else {
+            scopes.to_vec()
+        },
+        resource: Some(url.to_string()),
+    };
+    manager
+        .configure_client_credentials(&config)
+        .map_err(|e| anyhow!("{url}: {e}"))?;
+    manager
+        .exchange_client_credentials(&config)
+        .await
+        .map_err(|e| anyhow!("the client-credentials grant at {url}: {e}"))?;
+    Ok(())
+}
+
+/// The scopes `credentials` were granted (as stored, else as the token response says).
+fn granted(credentials: &StoredCredentials) -> Vec<String> {
+    if !credentials.granted_scopes.is_empty() {
+        return credentials.granted_scopes.clone();
+    }
+    serde_json::to_value(&credentials.token_response)
+        .ok()
+        .and_then(|v| v.get("scope").and_then(|s| s.as_str()).map(String::from))
+        .map(|s| s.split_whitespace().map(String::from).collect())
+        .unwrap_or_default()
+}
+
+/// `held` with each scope of `more` not in it yet, in order.
+fn union<'a>(held: &[String], more: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+    let mut all = held.to_vec();
+    for scope in more {
+        if !all.iter().any(|s| s == scope) {
+            all.push(scope.to_string());
+        }
+    }
+    all
+}
+
+/// The server `name` at `url` refused a call for want of `required` scopes (403
+/// `insufficient_scope`): step up to the union of what is held and what it asks. A
+/// client-credentials server gets a new token here at once (the caller then calls again); a
+/// login cannot be repeated unattended, so the error names the command that steps it up.
+pub async fn step_up(url: &str, client: &OAuthClient, name: &str, required: &str) -> Result<()> {
+    let store = TokenStore::new(url, client)?;
+    let held = store.read()?.as_ref().map(granted).unwrap_or_default();
+    let held = union(&held, client.scopes.iter().map(String::as_str));
+    let wanted = union(&held, required.split_whitespace());
+    if wanted.len() == held.len() && !held.is_empty() {
+        bail!(
+            "it asks for scope \"{required}\", which the token already holds ({})",
+            held.join(" ")
+        );
+    }
+    match client.grant {
+        Grant::ClientCredentials => client_credentials(url, client, &store, &wanted, true)
+            .await
+            .with_context(|| format!("asking for scope \"{}\"", wanted.join(" "))),
+        Grant::AuthorizationCode => {
+            let extra = wanted[held.len()..].join(" --scope ");
+            let held = if held.is_empty() {
+                "none named".to_string()
+            } else {
+                held.join(" ")
+            };
+            let refused = format!(
+                "it asks for scope \"{required}\" beyond this login's ({held}): log in again \
+                 with it, `cosmos login {name} --mcp-config FILE --scope {extra}`"
+            );
+            if !super::elicitation::someone_to_ask() {
+                bail!(refused);
+            }
+            // A person at the live explorer (or a proxy's client) can log in again now.
+            let pending = Pending::start(url, client, &store, wanted).await?;
+            let (answer, answered) = tokio::sync::oneshot::channel();
+            let question = super::elicitation::Question {
+                server: name.to_string(),
+                tool: None,
+                request: rmcp::model::ElicitRequestParams::UrlElicitationParams {
+                    meta: None,
+                    message: format!(
+                        "{name} asks for scope \"{required}\" beyond this login's ({held}): \
+                         log in again to grant it"
+                    ),
+                    url: pending.address.clone(),
+                    elicitation_id: format!("cosmos-login-{name}"),
+                },
+                answer,
+            };
+            if !super::elicitation::ask(question) {
+                bail!(refused);
+            }
+            let _ = open_browser(&pending.address);
+            let finishing = pending.finish(super::elicitation::ANSWER_WITHIN);
+            tokio::pin!(finishing);
+            tokio::select! {
+                done = &mut finishing => done,
+                said = answered => match said {
+                    Ok(said) if said.action != rmcp::model::ElicitationAction::Accept => {
+                        bail!("{refused} (the new login was not made: {})", said.reason)
+                    }
+                    _ => finishing.await,
+                },
+            }
+        }
+    }
+}
+
+/// Longest wait for a server's answer to the unauthenticated request that finds whether it
+/// wants a login, and how (its challenge).
+const PROBE_WITHIN: Duration = Duration::from_secs(15);
+
+/// Largest authorization server metadata document read.
+const METADATA_BYTES: usize = 256 << 10;
+
+/// A manager for `url` keeping its tokens in `store`, its authorization server discovered from
+/// the server's 401 challenge (`WWW-Authenticate`: its `resource_metadata` URL first), then the
+/// well-known paths of the protected-resource metadata and the server's own metadata; with the
+/// challenge, if the server gave one.
+async fn discovered(
+    url: &str,
+    store: &TokenStore,
+) -> Result<(AuthorizationManager, Option<String>)> {
+    let challenge = challenge_of(url).await;
+    let mut manager = manager(url).await?;
+    manager.set_credential_store(store.clone());
+    let metadata = match manager
+        .resolve_metadata_from_challenge(challenge.as_deref())
+        .await
+    {
+        Ok(resolved) => resolved.metadata,
+        // MCP's 2025-03-26 layout: the metadata at the server's origin, whatever its issuer
+        // (RFC 8414's check of the issuer against the path came with the later revisions).
+        Err(AuthError::AuthorizationServerMismatch { .. }) => origin_metadata(url)
+            .await
+            .with_context(|| format!("discovering how {url} authorizes (2025-03-26 layout)"))?,
+        Err(e) => bail!("discovering how {url} authorizes: {e}"),
+    };
+    manager.set_metadata(metadata);
+    Ok((manager, challenge))
+}
+
+/// The authorization server metadata at the origin of `url`, as MCP's 2025-03-26 revision
+/// has a client find it, within [`PROBE_WITHIN`].
+async fn origin_metadata(url: &str) -> Result<rmcp::transport::auth::AuthorizationMetadata> {
+    let mut at = url::Url::parse(url).with_context(|| format!("the URL {url}"))?;
+    at.set_path("/.well-known/oauth-authorization-server");
+    at.set_query(None);
+    let mut answer = reqwest::Client::new()
+        .get(at.clone())
+        .timeout(PROBE_WITHIN)
+        .send()
+        .await
+        .and_then(reqwest::Response::error_for_status)
+        .with_context(|| format!("fetching {at}"))?;
+    // A metadata document is a few KiB: one bigger than this is no metadata.
+    let mut body = Vec::new();
+    while let Some(chunk) = answer
+        .chunk()
+        .await
+        .with_context(|| format!("reading {at}"))?
+    {
+        body.extend_from_slice(&chunk);
+        if body.len() > METADATA_BYTES {
+            bail!(
+                "{at} is over {} KiB: no authorization server metadata",
+                METADATA_BYTES >> 10
+            );
+        }
+    }
+    serde_json::from_slice(&body)
+        .with_context(|| format!("{at} is no authorization server metadata"))
+}
+
+/// The server's answer to a request with no token (a `ping`, POSTed: a GET may open an event
+/// stream that never ends), within [`PROBE_WITHIN`].
+async fn unauthenticated(url: &str) -> reqwest::Result<reqwest::Response> {
+    super::install_tls_provider();
+    reqwest::Client::new()
+        .post(url)
+        .header("Accept", "application/json, text/event-stream")
+        .header("Content-Type", "application/json")
+        .body(r#"{"jsonrpc":"2.0","id":0,"method":"ping"}"#)
+        .timeout(PROBE_WITHIN)
+        .send()
+        .await
+}
+
+/// The `WWW-Authenticate` challenge of the server's 401, if it answers so.
+async fn challenge_of(url: &str) -> Option<String> {
+    let answer = unauthenticated(url).await.ok()?;
+    if answer.status() != reqwest::StatusCode::UNAUTHORIZED {
+        return None;
+    }
+    let challenge = answer.headers().get(reqwest::header::WWW_AUTHENTICATE)?;
+    challenge.to_str().ok().map(String::from)
+}
+
+/// The scope a challenge names, if it names one.
+fn challenge_scope(url: &str, challenge: &str) -> Option<String> {
+    let base = url::Url::parse(url).ok()?;
+    rmcp::transport::auth::WWWAuthenticateParams::parse(challenge, &base)
+        .scope
+        .filter(|s| !s.trim().is_empty())
+}
+
+/// The HTTP client of a server logged into: rmcp's, adding the stored token to each request
+/// and refreshing it when it has expired. A client-credentials server gets its token here.
+/// `None` when no token is stored.
+pub async fn authorized_client(
+    url: &str,
+    client: &OAuthClient,
+) -> Result<Option<AuthClient<reqwest::Client>>> {
+    let store = TokenStore::new(url, client)?;
+    if client.grant == Grant::ClientCredentials {
+        client_credentials(url, client, &store, &[], false).await?;
+    }
+    if store.read()?.is_none() {
+        return Ok(None);
+    }
+    // Found as a login finds it (a server may name its metadata only in its challenge).
+    let (mut manager, _) = discovered(url, &store).await?;
+    let ready = manager
+        .initialize_from_store()
+        .await
+        .map_err(|e| anyhow!("loading the stored login of {url}: {e}"))?;
+    if !ready {
+        return Ok(None);
+    }
+    Ok(Some(AuthClient::new(reqwest::Client::new(), manager)))
+}
+
+/// True when the server answers an unauthenticated request with 401 (it wants a login): asked
+/// before a run starts any server, so a run that cannot log in unattended says so at once.
+pub async fn wants_login(url: &str) -> bool {
+    matches!(unauthenticated(url).await, Ok(r) if r.status() == reqwest::StatusCode::UNAUTHORIZED)
+}
+
+/// Logs into the server at `url`: discovery, registration (or the configured client, or its
+/// client ID metadata document), the authorization URL opened with `$BROWSER` (else printed by
+/// `say`), the redirect to a loopback port of this process, the code exchanged for tokens,
+/// stored. `more_scopes` steps up a login: they are asked for with those already granted and
+/// configured. Gives up after `within`.
+pub async fn login(
+    url: &str,
+    client: &OAuthClient,
+    more_scopes: &[String],
+    within: Duration,
+    say: &mut dyn FnMut(&str),
+) -> Result<PathBuf> {
+    let store = TokenStore::new(url, client)?;
+    let mut scopes = client.scopes.clone();
+    if !more_scopes.is_empty() {
+        let held = store.read()?.as_ref().map(granted).unwrap_or_default();
+        scopes = union(
+            &union(&held, scopes.iter().map(String::as_str)),
+            more_scopes.iter().map(String::as_str),
+        );
+    }
+    // Discovery and registration are network steps: a server that never answers ends the
+    // login within the time it was given, as the wait for the browser does.
+    let pending = tokio::time::timeout(within, Pending::start(url, client, &store, scopes))
+        .await
+        .map_err(|_| {
+            anyhow!(
+                "{url}'s authorization server did not answer discovery or registration within {}s",
+                within.as_secs()
+            )
+        })??;
+    web_address(&pending.address)?;
+    match open_browser(&pending.address) {
+        Some(Ok(())) => say("opened the authorization page with $BROWSER; waiting for it"),
+        Some(Err(e)) => say(&format!(
+            "$BROWSER failed ({e:#}); open this address to log in:\n{}",
+            pending.address
+        )),
+        None => say(&format!(
+            "open this address to log in:\n{}",
+            pending.address
+        )),
+    }
+    pending.finish(within).await?;
+    Ok(store.path().to_path_buf())
+}
+
+/// A login under way: the address the person opens, and the loopback port the browser comes
+/// back to.
+struct Pending {
+    url: String,
+    store: TokenStore,
+    session: AuthorizationSession,
+    listener: tokio::net::TcpListener,
+    address: String,
+}
+
+impl Pending {
+    /// Discovery, registration (or the configured client), and the authorization address
+    /// asking for `scopes` (what the server says it needs when empty).
+    async fn start(
+        url: &str,
+        client: &OAuthClient,
+        store: &TokenStore,
+        scopes: Vec<String>,
+    ) -> Result<Self> {
+        // The redirect's port is known before the authorization server is told of it.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .context("listening for the login's redirect")?;
+        let redirect = format!(
+            "http://127.0.0.1:{}/callback",
+            listener.local_addr()?.port()
+        );
+        let (manager, challenge) = discovered(url, store).await?;
+        let mut request = AuthorizationRequest::new(redirect).with_client_name("mcp-cosmos");
+        // Asked for: the entry's scopes (with those a step-up adds), else the challenge's.
+        let scopes = match (scopes.is_empty(), &challenge) {
+            (true, Some(challenge)) => challenge_scope(url, challenge)
+                .map(|s| s.split_whitespace().map(String::from).collect())
+                .unwrap_or_default(),
+            _ => scopes,
+        };
+        if !scopes.is_empty() {
+            request = request.with_scopes(scopes);
+        }
+        if let Some(challenge) = challenge {
+            request = request.with_challenge(challenge);
+        }
+        if let Some(id) = &client.client_id {
+            request = request.with_preregistered_client(id.clone());
+            if let Some(secret) = &client.client_secret {
+                request = request.with_client_secret(secret.clone());
+            }
+        } else if let Some(document) = &client.client_metadata_url {
+            // Used when the authorization server says it takes such documents; otherwise
+            // rmcp registers dynamically.
+            request = request.with_client_metadata_url(document.clone());
+        }
+        let session = AuthorizationSession::new(manager, request)
+            .await
+            .map_err(|(_, e)| anyhow!("starting the login at {url}: {e}"))?;
+        let address = session.get_authorization_url().to_string();
+        Ok(Self {
+            url: url.to_string(),
+            store: store.clone(),
+            session,
+            listener,
+            address,
+        })
+    }
+
+    /// Waits up to `within` for the browser's redirect, exchanges its code and stores the
+    /// tokens.
+    async fn finish(self, within: Duration) -> Result<()> {
+        let url = &self.url;
+        let callback = tokio::time::timeout(within, redirected(&self.listener))
+            .await
+            .map_err(|_| anyhow!("no login within {}s", within.as_secs()))??;
+        // The authorization server's refusal is said as it gave it, not as a missing code.
+        if let Some(refused) = refusal(&callback) {
+            bail!("the login at {url} was refused: {refused}");
+        }
+        tokio::time::timeout(within, self.session.handle_callback_url(&callback))
+            .await
+            .map_err(|_| {
+                anyhow!(
+                    "exchanging the login's code at {url}: no answer within {}s",
+                    within.as_secs()
+                )
+            })?
+            .map_err(|e| anyhow!("exchanging the login's code at {url}: {e}"))?;
+        if self.store.read()?.is_none() {
+            bail!("the login at {url} ended without a token");
+        }
+        Ok(())
+    }
+}
+
+/// Refuses an authorization address that is not a web page (`file:///etc/passwd`, a custom
+/// scheme): it comes from the server's metadata, and is handed to `$BROWSER` or to a person.
+fn web_address(address: &str) -> Result<()> {
+    let scheme = url::Url::parse(address)
+        .map(|u| u.scheme().to_string())
+        .map_err(|e| anyhow::anyhow!("the server's authorization address is not a URL ({e})"))?;
+    if scheme != "https" && scheme != "http" {
+        bail!(
+            "the server's authorization address is not a web page ({scheme}:): refused, \
+             nothing was opened"
+        );
+    }
+    Ok(())
+}
+
+/// Opens `url` with `$BROWSER` (its first entry; `%s` is replaced by the URL, else the URL is
+/// the last argument), as Python's `webbrowser` and `xdg-open` do. `None` without `$BROWSER`.
+fn open_browser(url: &str) -> Option<Result<()>> {
+    let browser = std::env::var("BROWSER")
+        .ok()
+        .filter(|b| !b.trim().is_empty())?;
+    let first = browser.split(':').next().unwrap_or_default().to_string();
+    let mut words: Vec<String> = first.split_whitespace().map(String::from).collect();
+    if words.iter().any(|w| w.contains("%s")) {
+        words = words.into_iter().map(|w| w.replace("%s", url)).collect();
+    } else {
+        words.push(url.to_string());
+    }
+    let (program, args) = words.split_first()?;
+    Some(
+        std::process::Command::new(program)
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .map(drop)
+            .with_context(|| format!("starting {program}")),
+    )
+}
+
+/// The authorization server's refusal a callback carries (`?error=access_denied&
+/// error_description=…`), in words.
+fn refusal(callback: &str) -> Option<String> {
+    let url = url::Url::parse(callback).ok()?;
+    let pairs: Vec<(String, String)> = url.query_pairs().into_owned().collect();
+    let error = pairs.iter().find(|(k, _)| k == "error")?.1.clone();
+    Some(match pairs.iter().find(|(k, _)| k == "error_description") {
+        Some((_, description)) => format!("{error} ({description})"),
+        None => error,
+    })
+}
+
+/// True for the redirect a login waits for: `/callback` with a `code` or an `error`.
+fn is_the_redirect(target: &str) -> bool {
+    let Ok(url) = url::Url::parse(&format!("http://127.0.0.1{target}")) else {
+        return false;
+    };
+    url.path() == "/callback" && url.query_pairs().any(|(k, _)| k == "code" || k == "error")
+}
+
+/// Waits for the browser's redirect to the loopback port; the full callback URL. Requests
+/// that are not it (a favicon, a stray request, a connection that breaks) are answered 404 or
+/// dropped and waited past: only the redirect ends the wait. Each is read to 16 KiB.
+async fn redirected(listener: &tokio::net::TcpListener) -> Result<String> {
+    loop {
+        let (mut socket, _) = listener.accept().await?;
+        let mut buf = vec![0u8; 16 * 1024];
+        let mut len = 0;
+        let mut broken = false;
+        while len < buf.len() {
+            let Ok(n) = socket.read(&mut buf[len..]).await else {
+                broken = true;
+                break;
+            };
+            len += n;
+            if n == 0 || buf[..len].windows(4).any(|w| w == b"\r\n\r\n") {
+                break;
+            }
+        }
+        if broken {
+            continue;
+        }
+        let head = String::from_utf8_lossy(&buf[..len]);
+        let target = head
+            .lines()
+            .next()
+            .and_then(|l| l.split_whitespace().nth(1))
+            .unwrap_or_default()
+            .to_string();
+        if is_the_redirect(&target) {
+            let callback = format!("http://127.0.0.1{target}");
+            let body = if refusal(&callback).is_some() {
+                "The login was refused; mcp-cosmos says why. This tab can be closed."
+            } else {
+                "Logged in: mcp-cosmos has the authorization. This tab can be closed."
+            };
+            let reply = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = socket.write_all(reply.as_bytes()).await;
+            return Ok(callback);
+        }
+        let _ = socket
+            .write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+            .await;
+    }
+}
+
+/// Checks, before any server starts, that every server that wants a login has one stored: a
+/// run cannot log in unattended. The error names the server and the command to run. Returns
+/// the stored tokens, for the run's redactor.
+pub async fn check_logins(servers: &[ServerConfig], mcp_config: &Path) -> Result<Vec<String>> {
+    let mut secrets = Vec::new();
+    for server in servers {
+        let Transport::Http {
+            url,
+            headers,
+            oauth,
+        } = &server.transport
+        else {
+            continue;
+        };
+        let store = TokenStore::new(url, oauth)?;
+        if oauth.grant == Grant::ClientCredentials {
+            client_credentials(url, oauth, &store, &[], false)
+                .await
+                .with_context(|| format!("server \"{}\"", server.name))?;
+        }
+        if let Some(stored) = store.read()? {
+            secrets.extend(tokens(&stored));
+            continue;
+        }
+        // A server given its own Authorization header is not ours to log into.
+        let has_header = headers
+            .keys()
+            .any(|k| k.eq_ignore_ascii_case("authorization"));
+        if !has_header && wants_login(url).await {
+            bail!(
+                "server \"{}\" needs a login: run `cosmos login {} --mcp-config {}` first",
+                server.name,
+                server.name,
+                mcp_config.display()
+            );
+        }
+    }
+    Ok(secrets)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{is_the_redirect, refusal, web_address};
+
+    #[test]
+    fn a_refusal_is_said_and_only_the_redirect_ends_the_wait() {
+        assert_eq!(
+            refusal("http://127.0.0.1/callback?error=access_denied&state=s"),
+            Some("access_denied".into())
+        );
+        assert_eq!(
+            refusal("http://127.0.0.1/callback?error=access_denied&error_description=no+way"),
+            Some("access_denied (no way)".into())
+        );
+        assert_eq!(refusal("http://127.0.0.1/callback?code=c&state=s"), None);
+        assert!(is_the_redirect("/callback?code=c&state=s"));
+        assert!(is_the_redirect("/callback?error=access_denied"));
+        for stray in [
+            "/callback",
+            "/callback?x=1",
+            "/favicon.ico",
+            "/callbackz?code=c",
+            "",
+        ] {
+            assert!(!is_the_redirect(stray), "{stray}");
+        }
+    }
+
+    #[test]
+    fn only_a_web_page_is_handed_to_a_browser() {
+        assert!(web_address("https://auth.example/authorize?x=1").is_ok());
+        assert!(web_address("http://127.0.0.1:4000/authorize").is_ok());
+        for bad in [
+            "file:///etc/passwd",
+            "javascript:alert(1)",
+            "x-custom:open",
+            "not a url",
+        ] {
+            let err = web_address(bad).unwrap_err().to_string();
+            assert!(err.contains("authorization address"), "{bad}: {err}");
+        }
+    }
+}

@@ -1,0 +1,372 @@
+//! Per-run sandboxes for servers that keep state. An entry that declares
+//! `"cosmos": {"state": {"seed": PATH}}` is given, before each run, a fresh folder holding a copy
+//! of the seed under its own name; `${COSMOS_STATE_DIR}` in its `args`, `env` and `cwd` names
+//! that folder. Two runs of a task so start from byte-identical state, and no run touches the
+//! seed. The state's digest is taken at the start and at the end; the end state is kept beside
+//! the run (`STEM.state/SERVER/`) when it is small enough.
+//!
+//! A server that marks a tool destructive (`destructiveHint: true`, its own annotation) and has
+//! neither a sandbox nor `"cosmos": {"live_state": true}` is refused at start
+//! ([`refuse_unguarded`]): a run must not destroy real data by accident.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use anyhow::{Context, Result, bail};
+
+use super::config::{STATE_DIR_VAR, ServerConfig, Transport};
+use super::state_tree::{digest, size};
+use cosmos_trajectory::event::{ToolInfo, own_tool_name};
+
+/// Most bytes of end state kept beside a run; a larger state is kept as its digest alone.
+pub const KEEP_BYTES: u64 = 64 << 20;
+
+/// One stateful server's copy of its state for one run; the folder goes when this does.
+#[derive(Debug)]
+pub struct Sandbox {
+    /// The server's name.
+    pub server: String,
+    /// The folder `${COSMOS_STATE_DIR}` names.
+    pub dir: PathBuf,
+    /// The seed's copy in it (a file or a folder): the state.
+    pub root: PathBuf,
+    /// The state's digest before the run.
+    pub start_digest: String,
+    /// The state before the run as fields, when it could be read and is small
+    /// (`mcp::state_view::whole`).
+    pub start_state: Option<serde_json::Value>,
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Gives each server of `servers` that declares a state a fresh copy of its seed, and puts the
+/// copy's folder in its entry wherever `${COSMOS_STATE_DIR}` stands.
+pub fn prepare(servers: &mut [ServerConfig]) -> Result<Vec<Sandbox>> {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let mut sandboxes = Vec::new();
+    for server in servers.iter_mut() {
+        let Some(seed) = server.state_seed.clone() else {
+            continue;
+        };
+        let dir = std::env::temp_dir().join(format!(
+            "cosmos-state-{}-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed),
+            cosmos_trajectory::writer::file_safe(&server.name, 40)
+        ));
+        // Made before anything can fail, so the folder is removed with the sandbox whatever
+        // happens next.
+        std::fs::create_dir_all(&dir)
+            .with_context(|| format!("creating the state folder {}", dir.display()))?;
+        let mut sandbox = Sandbox {
+            server: server.name.clone(),
+            root: dir.clone(),
+            dir,
+            start_digest: String::new(),
+            start_state: None,
+        };
+        let name = seed.file_name().with_context(|| {
+            format!(
+                "server \"{}\": the seed {} has no name",
+                server.name,
+                seed.display()
+            )
+        })?;
+        // A `.tar` seed (a git repository, whose `.git` cannot itself be committed) is
+        // unpacked; anything else is copied.
+        let unpacked = seed.extension().is_some_and(|e| e == "tar");
+        let placed = if unpacked {
+            unpack(&seed, &sandbox.dir)
+        } else {
+            copy(&seed, &sandbox.dir.join(name)).map(|()| sandbox.dir.join(name))
+        };
+        sandbox.root = placed.with_context(|| {
+            format!(
+                "server \"{}\": {} its state's seed {}",
+                server.name,
+                if unpacked { "unpacking" } else { "copying" },
+                seed.display()
+            )
+        })?;
+        sandbox.start_digest = digest(&sandbox.dir)?;
+        sandbox.start_state = super::state_view::read(&sandbox.root)
+            .ok()
+            .and_then(|f| super::state_view::whole(&f));
+        fill(server, &sandbox.dir);
+        server.state_root = Some(sandbox.root.clone());
+        sandboxes.push(sandbox);
+    }
+    Ok(sandboxes)
+}
+
+/// True when the entry still names `${COSMOS_STATE_DIR}`: its state was not prepared.
+pub fn unfilled(server: &ServerConfig) -> bool {
+    super::config::names_state_dir(&server.transport)
+}
+
+/// Puts `dir` where the entry names `${COSMOS_STATE_DIR}`.
+fn fill(server: &mut ServerConfig, dir: &Path) {
+    let named = format!("${{{STATE_DIR_VAR}}}");
+    let dir = dir.display().to_string();
+    if let Transport::Stdio { args, env, cwd, .. } = &mut server.transport {
+        for value in args.iter_mut().chain(env.values_mut()) {
+            *value = value.replace(&named, &dir);
+        }
+        if let Some(c) = cwd.as_mut() {
+            *c = PathBuf::from(c.to_string_lossy().replace(&named, &dir));
+        }
+    }
+}
+
+/// Copies a file or a folder (recursively); a symbolic link is refused (it could lead out).
+fn copy(from: &Path, to: &Path) -> Result<()> {
+    let meta =
+        std::fs::symlink_metadata(from).with_context(|| format!("reading {}", from.display()))?;
+    if meta.is_symlink() {
+        bail!(
+            "{} is a symbolic link: a seed holds files and folders only",
+            from.display()
+        );
+    }
+    if meta.is_dir() {
+        std::fs::create_dir_all(to)?;
+        let mut entries: Vec<_> = std::fs::read_dir(from)?.collect::<std::io::Result<_>>()?;
+        entries.sort_by_key(|e| e.file_name());
+        for entry in entries {
+            copy(&entry.path(), &to.join(entry.file_name()))?;
+        }
+    } else {
+        std::fs::copy(from, to).with_context(|| format!("copying {}", from.display()))?;
+    }
+    Ok(())
+}
+
+/// Unpacks the archive `tar` into `into`: its entries, folders and files only, must all lie
+/// under one folder named as the archive without `.tar`, which is returned (the state).
+fn unpack(tar: &Path, into: &Path) -> Result<PathBuf> {
+    let top = tar
+        .file_stem()
+        .context("the archive has no name")?
+        .to_os_string();
+    let file = std::fs::File::open(tar).with_context(|| format!("reading {}", tar.display()))?;
+    let mut archive = tar::Archive::new(file);
+    for entry in archive.entries()? {
+        let mut entry = entry?;
+        let path = entry.path()?.into_owned();
+        let kind = entry.header().entry_type();
+        if !(kind.is_file() || kind.is_dir()) {
+            bail!(
+                "{} holds {} ({kind:?}): a seed holds files and folders only",
+                tar.display(),
+                path.display()
+            );
+        }
+        if path.components().next().map(|c| c.as_os_str()) != Some(top.as_os_str()) {
+            bail!(
+                "{} holds {}, outside the folder {}/ every entry must be in",
+                tar.display(),
+                path.display(),
+                top.to_string_lossy()
+            );
+        }
+        // `unpack_in` refuses a path that would leave `into`.
+        if !entry.unpack_in(into)? {
+            bail!(
+                "{} holds {}, which leaves the folder",
+                tar.display(),
+                path.display()
+            );
+        }
+    }
+    let root = into.join(&top);
+    if !root.is_dir() {
+        bail!(
+            "{} holds no folder {}/",
+            tar.display(),
+            top.to_string_lossy()
+        );
+    }
+    Ok(root)
+}
+
+/// Where the end state of the run at `run` is kept.
+pub fn kept_path(run: &Path) -> PathBuf {
+    run.with_extension("state")
+}
+
+/// Takes each sandbox's end digest and keeps its state beside the run at `run`
+/// (`STEM.state/SERVER/`) when the state is at most [`KEEP_BYTES`]; the digests by server.
+pub fn finish(sandboxes: &[Sandbox], run: &Path) -> BTreeMap<String, String> {
+    let mut digests = BTreeMap::new();
+    for sandbox in sandboxes {
+        match digest(&sandbox.dir) {
+            Ok(d) => {
+                digests.insert(sandbox.server.clone(), d);
+            }
+            Err(e) => {
+                tracing::warn!(server = %sandbox.server, "the end state could not be read: {e:#}");
+                continue;
+            }
+        }
+        let size = size(&sandbox.dir).unwrap_or(u64::MAX);
+        if size > KEEP_BYTES {
+            tracing::warn!(
+                server = %sandbox.server,
+                "the end state ({size} bytes) is over {KEEP_BYTES}: kept as its digest only"
+            );
+            continue;
+        }
+        let to = kept_path(run).join(cosmos_trajectory::writer::file_safe(&sandbox.server, 80));
+        if let Err(e) = copy(&sandbox.dir, &to) {
+            tracing::warn!(server = %sandbox.server, "the end state could not be kept: {e:#}");
+        }
+    }
+    digests
+}
+
+/// Refuses a run whose `tools` include one its own server marks destructive
+/// (`destructiveHint: true`) when that server's entry declares neither a sandbox nor
+/// `live_state`. Tools without annotations are not refused: most servers annotate nothing.
+pub fn refuse_unguarded(servers: &[ServerConfig], tools: &[ToolInfo]) -> Result<()> {
+    for tool in tools
+        .iter()
+        .filter(|t| t.hint("destructiveHint") == Some(true))
+    {
+        let Some(server) = servers
+            .iter()
+            .find(|s| own_tool_name(&tool.name, &s.name).is_some())
+        else {
+            continue;
+        };
+        if server.state_seed.is_none() && !server.live_state {
+            bail!(
+                "server \"{}\" offers {}, which it marks destructive (destructiveHint), and its \
+                 entry declares no sandbox: add \"cosmos\": {{\"state\": {{\"seed\": PATH}}}} to \
+                 give each run a fresh copy of its state (named by ${{{STATE_DIR_VAR}}} in its \
+                 args or env), or \"cosmos\": {{\"live_state\": true}} to let runs change its \
+                 real state",
+                server.name,
+                tool.name
+            );
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mcp::config::McpConfig;
+
+    fn config(seed: &Path) -> McpConfig {
+        McpConfig::parse(
+            &serde_json::json!({"mcpServers": {"kv": {
+                "command": "kv-server",
+                "args": ["--db", "${COSMOS_STATE_DIR}/db"],
+                "env": {"STATE": "${COSMOS_STATE_DIR}"},
+                "cosmos": {"state": {"seed": seed}},
+            }}})
+            .to_string(),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn each_sandbox_is_a_fresh_copy_named_in_the_entry_and_gone_after() {
+        let dir = tempfile::tempdir().unwrap();
+        let seed = dir.path().join("db");
+        std::fs::create_dir_all(seed.join("tables")).unwrap();
+        std::fs::write(seed.join("tables/a"), "1").unwrap();
+        let mut servers = config(&seed).servers;
+        assert!(unfilled(&servers[0]), "the variable waits for a run");
+        let sandboxes = prepare(&mut servers).unwrap();
+        let copy = sandboxes[0].dir.clone();
+        assert!(!unfilled(&servers[0]));
+        let Transport::Stdio { args, env, .. } = &servers[0].transport else {
+            panic!()
+        };
+        assert_eq!(args[1], format!("{}/db", copy.display()));
+        assert_eq!(env["STATE"], copy.display().to_string());
+        assert_eq!(
+            std::fs::read_to_string(copy.join("db/tables/a")).unwrap(),
+            "1"
+        );
+        // A second run's copy: another folder, the same digest.
+        let mut again = config(&seed).servers;
+        let second = prepare(&mut again).unwrap();
+        assert_ne!(second[0].dir, copy);
+        assert_eq!(second[0].start_digest, sandboxes[0].start_digest);
+        // A change is seen; the seed is not touched.
+        std::fs::write(copy.join("db/tables/a"), "2").unwrap();
+        assert_ne!(digest(&copy).unwrap(), sandboxes[0].start_digest);
+        assert_eq!(std::fs::read_to_string(seed.join("tables/a")).unwrap(), "1");
+        drop(sandboxes);
+        assert!(!copy.exists(), "the copy goes with its run");
+    }
+
+    /// A git repository's seed is a tar file (its `.git` cannot be committed): unpacked into
+    /// each sandbox, byte for byte the same each time, and read with the repository's own
+    /// state.
+    #[test]
+    fn a_tar_seed_is_unpacked_the_same_each_time_and_a_repository_is_read_as_such() {
+        let seed = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../examples/stateful/seed/notes-repo.tar");
+        let [first, second] = [(), ()].map(|()| {
+            let mut servers = config(&seed).servers;
+            prepare(&mut servers).unwrap().remove(0)
+        });
+        assert_eq!(first.root, first.dir.join("notes-repo"));
+        assert_eq!(first.start_digest, second.start_digest);
+        let state = first.start_state.clone().unwrap();
+        assert_eq!(state[".git/HEAD"], "main", "{state}");
+        assert_eq!(state[".git/log"], serde_json::json!(["Start the notes"]));
+        assert_eq!(state[".git/staged"], serde_json::json!([]));
+        assert!(state["notes.md"].as_str().unwrap().starts_with("# Notes"));
+        assert!(state.get("todo.md").is_some() && state.get(".git/config").is_none());
+        // An archive whose entries are not under the folder it is named for is refused.
+        let dir = tempfile::tempdir().unwrap();
+        let stray = dir.path().join("other.tar");
+        std::fs::copy(&seed, &stray).unwrap();
+        let e = format!("{:#}", prepare(&mut config(&stray).servers).unwrap_err());
+        assert!(e.contains("outside the folder other/"), "{e}");
+    }
+
+    #[test]
+    fn a_seed_with_a_link_or_missing_is_a_clear_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let seed = dir.path().join("db");
+        std::fs::create_dir_all(&seed).unwrap();
+        #[cfg(unix)]
+        {
+            std::os::unix::fs::symlink("/etc/passwd", seed.join("escape")).unwrap();
+            let e = format!("{:#}", prepare(&mut config(&seed).servers).unwrap_err());
+            assert!(e.contains("symbolic link"), "{e}");
+        }
+        let e = format!(
+            "{:#}",
+            prepare(&mut config(&dir.path().join("none")).servers).unwrap_err()
+        );
+        assert!(e.contains("server \"kv\"") && e.contains("none"), "{e}");
+    }
+
+    #[test]
+    fn an_entry_naming_the_variable_without_a_state_cannot_start() {
+        let c = McpConfig::parse(
+            r#"{"mcpServers": {"kv": {"command": "kv", "args": ["${COSMOS_STATE_DIR}"]}}}"#,
+        )
+        .unwrap();
+        let problem = c.servers[0].problem.clone().unwrap();
+        assert!(problem.contains("declares no"), "{problem}");
+        let e = McpConfig::parse(
+            r#"{"mcpServers": {"kv": {"url": "http://x/mcp", "cosmos": {"state": {"seed": "s"}}}}}"#,
+        )
+        .map(|_| ())
+        .unwrap_err();
+        assert!(format!("{e:#}").contains("is for a server cosmos starts"));
+    }
+}

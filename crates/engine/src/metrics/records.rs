@@ -1,0 +1,80 @@
+//! Reading runs into [`RunRecord`]s for tables: one streaming pass per file.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+
+use super::group::RunRecord;
+use super::run::RunAccumulator;
+use cosmos_trajectory::listing::Recount;
+use cosmos_trajectory::reader::{EventStream, collect_files};
+use cosmos_trajectory::report_header::ReportHeader;
+
+/// What reading one file gave.
+enum Read {
+    /// Its record.
+    Record(Box<RunRecord>),
+    /// Why it was passed over.
+    Skipped(String),
+}
+
+/// One record per readable run under `paths`, in the files' order; unreadable files come back
+/// with their reason. Files are read on every core (`cosmos_trajectory::parallel`; each worker streams one
+/// file at a time, so memory stays that of a few files); an I/O error ends the whole read.
+pub fn read_records(paths: &[PathBuf]) -> Result<(Vec<RunRecord>, Vec<String>)> {
+    let found = collect_files(paths)?;
+    let read = cosmos_trajectory::parallel::map(&found.files, |file| read_one(file));
+    let mut records = Vec::with_capacity(found.files.len());
+    let mut unreadable = found.skipped;
+    for one in read {
+        match one? {
+            Read::Record(r) => records.push(*r),
+            Read::Skipped(why) => unreadable.push(why),
+        }
+    }
+    Ok((records, unreadable))
+}
+
+/// Today's totals of the runs under `paths`, by the same reading as `report` (for listings
+/// whose stored totals were written by an older metrics version).
+pub fn recount(paths: &[PathBuf]) -> Result<Vec<Recount>> {
+    let (records, _) = read_records(paths)?;
+    Ok(records
+        .into_iter()
+        .map(|r| Recount {
+            totals: r.metrics.totals(0),
+            path: r.path,
+        })
+        .collect())
+}
+
+/// One file's record.
+fn read_one(file: &Path) -> Result<Read> {
+    let mut stream = match EventStream::<ReportHeader>::open_as(file) {
+        Ok(s) => s,
+        Err(e) => return Ok(Read::Skipped(format!("{e:#}"))),
+    };
+    // A wm-eval file is not an agent's run: its calls are copies, scored by wm-eval.
+    if stream.header().agent == cosmos_trajectory::event::AgentKind::WmEval {
+        return Ok(Read::Skipped(format!(
+            "{}: a wm-eval file, not a run (its leaderboard: cosmos wm-eval)",
+            file.display()
+        )));
+    }
+    // A simulation is kept as where its line lies and read back only if a real call pairs
+    // with it: a big search simulates far more nodes than it calls.
+    let mut acc = RunAccumulator::of_report(stream.header()).reading_back(file.to_path_buf());
+    while let Some((event, span)) = stream.next_brief()? {
+        acc.take_at(event, span);
+    }
+    let mut record = RunRecord::new(file.to_path_buf(), stream.header(), acc.metrics());
+    // Lines that were read past (too long, too deep, not an event, a seq written twice): the
+    // report says so, never counting them silently.
+    record.skipped_lines = stream
+        .problems()
+        .iter()
+        .filter(|p| p.skipped)
+        .map(|p| p.to_string())
+        .collect();
+    Ok(Read::Record(Box::new(record)))
+}

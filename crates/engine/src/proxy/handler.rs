@@ -1,0 +1,858 @@
+//! The MCP server a client talks to: rmcp's `ServerHandler` over the proxy's [`Setup`]. Each
+//! handler is one client session (stdio has one; streamable HTTP makes one per session), and
+//! opens its [`Session`] at the client's first call, named as its `initialize` named it.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use rmcp::ErrorData as McpError;
+use rmcp::ServerHandler;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
+    GetPromptRequestParams, GetPromptResponse, Implementation, InitializeRequestParams,
+    InitializeResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListToolsResult, PaginatedRequestParams, ProgressNotification, ProgressNotificationParam,
+    ProgressToken, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
+    ServerCapabilities, ServerConfig, ServerNotification, SubscribeRequestParams,
+    UnsubscribeRequestParams,
+};
+// Logging is deprecated by the 2026-07-28 protocol (SEP-2577); earlier clients use it.
+#[allow(deprecated)]
+use rmcp::model::SetLevelRequestParams;
+use rmcp::service::{RequestContext, RoleServer};
+use serde_json::{Value, json};
+
+use super::clients::Client;
+use super::session::Session;
+use super::setup::{
+    META_CONFIDENCE, META_MISS, META_SIMULATED, META_WENT_REAL, META_WORLD_MODEL, Mode, OnMiss,
+    Setup,
+};
+use super::wire::{Wire, Wires};
+use crate::agent::execute::PlannedCall;
+use crate::agent::rehearse::Rehearsal;
+use crate::mcp::pool::{McpPool, unknown_tool};
+use crate::mcp::server::{CallOutcome, Progress};
+use cosmos_trajectory::event::{EventBody, Exchange, Observation};
+
+/// Longest wait, once a call's result is in, for the notifications its server sent before it
+/// (progress, log messages) to reach the client before the result does.
+const PROGRESS_FLUSH: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// One client session's server.
+pub struct ProxyHandler {
+    setup: Arc<Setup>,
+    /// The session being recorded; held while one is opened, so calls that come at once open
+    /// one file.
+    session: std::sync::Mutex<Option<Arc<Session>>>,
+    /// The client, once it has said who it is (or made its first request).
+    client: std::sync::OnceLock<Arc<Client>>,
+    /// The session's protocol log, once known.
+    wire: std::sync::OnceLock<Arc<Wire>>,
+    /// Where an HTTP session's log is found by the session's id.
+    wires: Option<Arc<Wires>>,
+}
+
+impl ProxyHandler {
+    /// A handler for a new client session.
+    pub fn new(setup: Arc<Setup>) -> Self {
+        Self {
+            session: std::sync::Mutex::new(None),
+            client: std::sync::OnceLock::new(),
+            wire: std::sync::OnceLock::new(),
+            wires: None,
+            setup,
+        }
+    }
+
+    /// This handler, its session's protocol written to `wire` (stdio's one client).
+    pub fn with_wire(self, wire: Arc<Wire>) -> Self {
+        let _ = self.wire.set(wire);
+        self
+    }
+
+    /// This handler, its session's protocol log found in `wires` by its HTTP session's id.
+    pub fn with_wires(mut self, wires: Arc<Wires>) -> Self {
+        self.wires = Some(wires);
+        self
+    }
+
+    /// The session's protocol log: the one it was given, or its HTTP session's.
+    fn wire(&self, context: &RequestContext<RoleServer>) -> Option<Arc<Wire>> {
+        if let Some(wire) = self.wire.get() {
+            return Some(wire.clone());
+        }
+        let parts = context.extensions.get::<hyper::http::request::Parts>()?;
+        let id = parts.headers.get("mcp-session-id")?.to_str().ok()?;
+        let wire = self.wires.as_ref()?.of(id)?;
+        Some(self.wire.get_or_init(|| wire).clone())
+    }
+
+    /// This session's client, noted among the proxy's clients the first time.
+    fn client(&self, peer: &rmcp::Peer<RoleServer>) -> Arc<Client> {
+        self.client
+            .get_or_init(|| {
+                let client = Client::new(peer.clone());
+                self.setup.clients.connected(&client);
+                client
+            })
+            .clone()
+    }
+
+    /// The upstreams, or the error a client gets for what only they can answer (simulate mode
+    /// with `--tools-from` runs none).
+    fn upstreams(&self) -> Result<&crate::mcp::pool::McpPool, McpError> {
+        self.setup.pool.as_deref().ok_or_else(|| {
+            McpError::new(
+                rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+                "cosmos proxy runs no upstream server here (simulate mode with --tools-from): \
+                 it offers tools only",
+                None,
+            )
+        })
+    }
+
+    /// The session, opened at the first call (with the client its `initialize` named), and
+    /// again at a call after the proxy closed it for idleness: the client's new stretch of
+    /// work is a new run.
+    fn session(&self, context: &RequestContext<RoleServer>) -> Result<Arc<Session>, McpError> {
+        let mut held = self.session.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(session) = held.as_ref().filter(|s| !s.is_closed()) {
+            return Ok(session.clone());
+        }
+        let client = context.peer.peer_info().map(|i| i.client_info.clone());
+        let opened = self.setup.open_session(client.as_ref()).map_err(|e| {
+            McpError::internal_error(format!("cosmos proxy cannot record: {e:#}"), None)
+        })?;
+        if let Some(wire) = self.wire(context) {
+            wire.attach(opened.path());
+        }
+        *held = Some(opened.clone());
+        Ok(opened)
+    }
+
+    /// Serves one `tools/call` as the proxy's mode says.
+    async fn call(
+        &self,
+        name: &str,
+        arguments: Value,
+        session: Arc<Session>,
+        caller: Caller,
+    ) -> CallToolResult {
+        let Some(tool) = self.setup.catalog.resolve(name) else {
+            // Counted as MCP-Bench counts it: a call made, and failed.
+            let outcome = unknown_tool(name);
+            let reply = reply_of(None, &outcome);
+            let planned = PlannedCall {
+                node: None,
+                tool: name.to_string(),
+                arguments,
+            };
+            self.recorded(session.real(None, planned, None, outcome));
+            return reply;
+        };
+        let planned = PlannedCall {
+            node: None,
+            tool: tool.name.clone(),
+            arguments,
+        };
+        match self.setup.mode {
+            Mode::Record => self.real(&session, planned, caller).await,
+            Mode::Shadow => self.shadowed(&session, planned, caller).await,
+            Mode::Hybrid => self.hybrid(&session, planned, caller).await,
+            Mode::Simulate => self.simulate(&session, planned, caller).await,
+        }
+    }
+
+    /// Calls the real server and records the call; the client gets the server's reply as it
+    /// came, or a tool error naming the server.
+    async fn real(
+        &self,
+        session: &Session,
+        planned: PlannedCall,
+        caller: Caller,
+    ) -> CallToolResult {
+        let Some(pool) = &self.setup.pool else {
+            // Only simulate mode runs without upstreams, and it never asks for a real call
+            // without one (`--on-miss real` needs them).
+            return error_result("cosmos proxy: no upstream server is running", json!({}));
+        };
+        self.revive(session, pool, &planned.tool).await;
+        let ticket = session.sending(&planned);
+        // The server's questions and log messages meanwhile go to this client.
+        let server = pool.server_of(&planned.tool).map(|s| s.name.clone());
+        let _calling = server
+            .as_deref()
+            .map(|server| self.setup.clients.calling(server, caller.client.clone()));
+        // Progress is asked of the server only for a client that asked for it.
+        let mut pass_on = caller.progress();
+        let on_progress: crate::mcp::server::OnProgress<'_> = match &mut pass_on {
+            Some(tell) => Some(tell),
+            None => None,
+        };
+        let started = std::time::Instant::now();
+        // A client that cancels its call has the upstream's cancelled too (rmcp cancels a
+        // request whose future is dropped); the call is recorded as cut off by the client.
+        let (server, mut outcome) = tokio::select! {
+            called = pool.call_watching(&planned.tool, &planned.arguments, on_progress) => called,
+            () = caller.cancelled.cancelled() => (
+                server,
+                CallOutcome::failure(CANCELLED_BY_CLIENT.into(), started.elapsed()),
+            ),
+        };
+        // Everything the server sent before its result (progress, log messages) reaches the
+        // client before it: the client's outbox is flushed first (a client too slow to take
+        // them within PROGRESS_FLUSH does not hold the result back).
+        let _ = tokio::time::timeout(PROGRESS_FLUSH, caller.client.flushed()).await;
+        let reply = match outcome.reply.take() {
+            Some(reply) => *reply,
+            None => reply_of(server.as_deref(), &outcome),
+        };
+        self.recorded(session.real(Some(ticket), planned, server, outcome));
+        reply
+    }
+
+    /// Starts the server of `tool` again when an earlier call found it dead (a proxy outlives
+    /// its servers' crashes), and records that it did, or why it could not: the call then says
+    /// the server is not running.
+    async fn revive(&self, session: &Session, pool: &McpPool, tool: &str) {
+        let Some(server) = pool.server_of(tool).filter(|s| s.failure().is_some()) else {
+            return;
+        };
+        let (message, stderr_tail) = match pool.restart(&server.name).await {
+            Ok(()) => (
+                "started again: it had stopped (whatever state it held is gone)".to_string(),
+                None,
+            ),
+            Err(f) => (
+                format!("could not be started again: {}", f.message),
+                f.stderr_tail,
+            ),
+        };
+        self.recorded(session.record(EventBody::Error {
+            source: "server".into(),
+            name: Some(server.name.clone()),
+            message,
+            stderr_tail,
+            step: None,
+        }));
+    }
+
+    /// Simulate mode: the world model answers; when it cannot, `--on-miss` says what the
+    /// client gets.
+    async fn simulate(
+        &self,
+        session: &Session,
+        mut planned: PlannedCall,
+        caller: Caller,
+    ) -> CallToolResult {
+        let (node, rehearsal) = match self.predicted_first(session, &mut planned).await {
+            Ok(predicted) => predicted,
+            Err(refused) => return refused,
+        };
+        self.recorded(session.rehearsed(node, &planned, &rehearsal, true));
+        let world_model = self.setup.world_model_name();
+        if let Some(predicted) = rehearsal.prediction() {
+            let schema = self
+                .setup
+                .catalog
+                .tools()
+                .iter()
+                .find(|t| t.name == planned.tool)
+                .and_then(|t| t.output_schema.as_deref());
+            return simulated_result(predicted, &world_model, schema);
+        }
+        let why = failure_of(&rehearsal);
+        match self.setup.on_miss {
+            OnMiss::Error => error_result(
+                &format!(
+                    "cosmos proxy (simulate): the world model {world_model} could not predict \
+                     this call, and no real server is called on a miss (--on-miss error): {why}"
+                ),
+                json!({META_SIMULATED: false, META_MISS: "error"}),
+            ),
+            OnMiss::Real => {
+                let mut reply = self.real(session, planned, caller).await;
+                let meta = reply.meta.get_or_insert_with(Default::default);
+                meta.0.insert(META_SIMULATED.into(), json!(false));
+                meta.0.insert(META_MISS.into(), json!("real"));
+                reply
+            }
+        }
+    }
+
+    /// Adds the call's node and has the world model rehearse it, before anything answers the
+    /// client (simulate and hybrid modes): the node and the rehearsal, not yet recorded; the
+    /// client's error result when the session cannot record.
+    async fn predicted_first(
+        &self,
+        session: &Session,
+        planned: &mut PlannedCall,
+    ) -> Result<(cosmos_trajectory::event::NodeId, Rehearsal), CallToolResult> {
+        let (node, depth) = session
+            .add_node(&planned.tool, &planned.arguments)
+            .map_err(|e| error_result(&format!("cosmos proxy cannot record: {e:#}"), json!({})))?;
+        planned.node = Some(node);
+        let history = session.history();
+        let rehearsal = self.setup.rehearse(planned, &history, depth).await;
+        Ok((node, rehearsal))
+    }
+
+    /// The real server answers while the world model predicts the call beside it (the client
+    /// waits only for the real result; the prediction is recorded when it comes).
+    async fn shadowed(
+        &self,
+        session: &Arc<Session>,
+        mut planned: PlannedCall,
+        caller: Caller,
+    ) -> CallToolResult {
+        match session.add_node(&planned.tool, &planned.arguments) {
+            Ok((node, depth)) => {
+                planned.node = Some(node);
+                let (setup, session, call) = (self.setup.clone(), session.clone(), planned.clone());
+                let history = session.history();
+                tokio::spawn(async move {
+                    let rehearsal = setup.rehearse(&call, &history, depth).await;
+                    if let Err(e) = session.rehearsed(node, &call, &rehearsal, false) {
+                        tracing::warn!("recording a prediction: {e:#}");
+                    }
+                });
+            }
+            Err(e) => tracing::warn!("recording a shadowed call: {e:#}"),
+        }
+        self.real(session, planned, caller).await
+    }
+
+    /// Hybrid mode: the world model answers a read-only tool's call when its confidence is at
+    /// least `--go-real-below`; otherwise (unsure, no confidence, no prediction) the real server
+    /// does, and its result is paired with the prediction as a shadowed call's is. A tool not
+    /// annotated read-only goes real, shadowed, unless `--simulate-writes`.
+    async fn hybrid(
+        &self,
+        session: &Arc<Session>,
+        mut planned: PlannedCall,
+        caller: Caller,
+    ) -> CallToolResult {
+        let tool = self
+            .setup
+            .catalog
+            .tools()
+            .iter()
+            .find(|t| t.name == planned.tool);
+        let read_only = tool.is_some_and(cosmos_trajectory::event::ToolInfo::read_only);
+        if !read_only && !self.setup.simulate_writes {
+            let mut reply = self.shadowed(session, planned, caller).await;
+            let meta = reply.meta.get_or_insert_with(Default::default);
+            meta.0.insert(META_SIMULATED.into(), json!(false));
+            meta.0.insert(META_WENT_REAL.into(), json!("not_read_only"));
+            return reply;
+        }
+        let (node, rehearsal) = match self.predicted_first(session, &mut planned).await {
+            Ok(predicted) => predicted,
+            Err(refused) => return refused,
+        };
+        let confidence = rehearsal.confidence();
+        let sure = confidence.is_some_and(|c| c >= self.setup.go_real_below);
+        let given = rehearsal.prediction().filter(|_| sure);
+        self.recorded(session.rehearsed(node, &planned, &rehearsal, given.is_some()));
+        if let Some(predicted) = given {
+            let schema = tool.and_then(|t| t.output_schema.as_deref());
+            let mut reply = simulated_result(predicted, &self.setup.world_model_name(), schema);
+            let meta = reply.meta.get_or_insert_with(Default::default);
+            meta.0.insert(META_CONFIDENCE.into(), json!(confidence));
+            return reply;
+        }
+        let why = if rehearsal.prediction().is_none() {
+            "no_prediction"
+        } else {
+            "unsure"
+        };
+        let mut reply = self.real(session, planned, caller).await;
+        let meta = reply.meta.get_or_insert_with(Default::default);
+        meta.0.insert(META_SIMULATED.into(), json!(false));
+        meta.0.insert(META_WENT_REAL.into(), json!(why));
+        if let Some(c) = confidence {
+            meta.0.insert(META_CONFIDENCE.into(), json!(c));
+        }
+        reply
+    }
+
+    /// Records a prompt get or resource read in the session (opened now if it is not yet: the
+    /// client has done something worth a run), which from now on records what passes to the
+    /// client beside its calls.
+    fn recorded_exchange(
+        &self,
+        context: &RequestContext<RoleServer>,
+        body: EventBody,
+    ) -> Result<(), McpError> {
+        let session = self.session(context)?;
+        self.client(&context.peer).attach(&session);
+        self.recorded(session.record(body));
+        Ok(())
+    }
+
+    /// A recording that failed is logged: the client's result is real whatever the disk did.
+    fn recorded(&self, result: anyhow::Result<()>) {
+        if let Err(e) = result {
+            tracing::error!("cosmos proxy could not record a call: {e:#}");
+        }
+    }
+}
+
+// Logging, subscriptions and roots are deprecated by the 2026-07-28 protocol (SEP-2577); the
+// clients and servers of earlier versions a proxy stands between use them.
+#[allow(deprecated)]
+impl ServerHandler for ProxyHandler {
+    /// The upstreams' capabilities and instructions (`Offer`); without upstreams (simulate
+    /// mode with `--tools-from`), tools and a line saying what the proxy stands for.
+    fn get_info(&self) -> ServerConfig {
+        let mut info = InitializeResult::new(self.setup.offer.capabilities());
+        info.server_info = Implementation::new("cosmos-proxy", env!("CARGO_PKG_VERSION"));
+        info.instructions = self.setup.offer.instructions();
+        if self.setup.pool.is_none() {
+            info.capabilities = ServerCapabilities::builder().enable_tools().build();
+            info.instructions = Some(format!(
+                "cosmos proxy ({}) standing in for: {}",
+                self.setup.mode.as_str(),
+                self.setup
+                    .servers
+                    .iter()
+                    .map(|s| s.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        info
+    }
+
+    /// Versions with sessions: one client session is one trajectory.
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25))
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, McpError> {
+        // The session is recorded from its first call: a client that only looks (lists
+        // tools, as desktop clients do at every start) leaves no empty run behind.
+        context.peer.set_peer_info(request.clone());
+        let roots = request.capabilities.roots.is_some();
+        self.client(&context.peer);
+        // A server that asked for roots before any client had any asks again.
+        if roots && let Some(pool) = self.setup.pool.clone() {
+            tokio::spawn(async move {
+                for server in pool.servers() {
+                    let _ = server.peer().notify_roots_list_changed().await;
+                }
+            });
+        }
+        self.negotiate_initialize(&request)
+    }
+
+    async fn on_roots_list_changed(
+        &self,
+        _context: rmcp::service::NotificationContext<RoleServer>,
+    ) {
+        if let Some(pool) = &self.setup.pool {
+            for server in pool.servers() {
+                let _ = server.peer().notify_roots_list_changed().await;
+            }
+        }
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        let prompts = self.setup.offer.list_prompts(self.upstreams()?).await?;
+        Ok(ListPromptsResult::with_all_items(prompts))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        let asked = json!({"name": request.name, "arguments": request.arguments});
+        let started = std::time::Instant::now();
+        let (server, got) = self
+            .setup
+            .offer
+            .get_prompt(self.upstreams()?, request)
+            .await;
+        let text = got.as_ref().map(|g| match g {
+            GetPromptResponse::Complete(r) => messages_text(&r.messages),
+            _ => "[the server asks for input first]".to_string(),
+        });
+        let exchange = exchange(server, asked, started, text);
+        self.recorded_exchange(&context, EventBody::PromptGot(exchange))?;
+        got
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        let resources = self.setup.offer.list_resources(self.upstreams()?).await?;
+        Ok(ListResourcesResult::with_all_items(resources))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        let templates = self
+            .setup
+            .offer
+            .list_resource_templates(self.upstreams()?)
+            .await?;
+        Ok(ListResourceTemplatesResult::with_all_items(templates))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        let asked = json!({"uri": request.uri});
+        let started = std::time::Instant::now();
+        let (server, read) = self
+            .setup
+            .offer
+            .read_resource(self.upstreams()?, request)
+            .await;
+        let text = read.as_ref().map(|r| match r {
+            ReadResourceResponse::Complete(r) => contents_text(&r.contents),
+            _ => "[the server asks for input first]".to_string(),
+        });
+        let exchange = exchange(server, asked, started, text);
+        self.recorded_exchange(&context, EventBody::ResourceRead(exchange))?;
+        read
+    }
+
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let pool = self.upstreams()?;
+        self.setup.offer.subscribe(pool, &request.uri, true).await?;
+        self.client(&context.peer).subscribe(&request.uri, true);
+        Ok(())
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.client(&context.peer).subscribe(&request.uri, false);
+        // Another client may still want its updates: the upstream is left subscribed then.
+        let others = self
+            .setup
+            .clients
+            .open()
+            .iter()
+            .any(|c| c.subscribed_to(&request.uri));
+        if !others {
+            self.setup
+                .offer
+                .subscribe(self.upstreams()?, &request.uri, false)
+                .await?;
+        }
+        Ok(())
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, McpError> {
+        self.setup.offer.complete(self.upstreams()?, request).await
+    }
+
+    /// The client gets log messages from `level` up; each upstream is asked for the most
+    /// detail any client connected wants (they share its connection).
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.client(&context.peer).set_level(request.level);
+        let most_detail = self
+            .setup
+            .clients
+            .open()
+            .iter()
+            .filter_map(|c| c.level())
+            .min_by_key(|l| super::clients::severity(*l))
+            .unwrap_or(request.level);
+        self.setup
+            .offer
+            .set_level(self.upstreams()?, most_detail)
+            .await
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        Ok(ListToolsResult {
+            result_type: None,
+            meta: None,
+            next_cursor: None,
+            ttl_ms: None,
+            cache_scope: None,
+            tools: self.setup.catalog.offered().to_vec(),
+        })
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let session = self.session(&context)?;
+        self.client(&context.peer).attach(&session);
+        let _serving = session.serving();
+        let arguments = request.arguments.map(Value::Object).unwrap_or(json!({}));
+        // A client that asked for progress gets the server's, under its own token.
+        // rmcp hands the request's `_meta` to the context.
+        let progress = context
+            .meta
+            .get_progress_token()
+            .or_else(|| request.meta.as_ref().and_then(|m| m.get_progress_token()));
+        let caller = Caller {
+            client: self.client(&context.peer),
+            progress,
+            cancelled: context.ct.clone(),
+        };
+        Ok(self
+            .call(&request.name, arguments, session, caller)
+            .await
+            .into())
+    }
+}
+
+/// What the client is told of a call it cancelled (and the upstream's call is cancelled).
+const CANCELLED_BY_CLIENT: &str = "cancelled by the client";
+
+/// The client making a call: asked when the server asks for input, told the call's progress
+/// under its token when it asked for it, and able to cancel it.
+struct Caller {
+    client: Arc<Client>,
+    progress: Option<ProgressToken>,
+    cancelled: tokio_util::sync::CancellationToken,
+}
+
+impl Caller {
+    /// A teller that queues each report in the client's outbox, in order with everything else
+    /// the client is told. `None` when the client did not ask for progress.
+    fn progress(&self) -> Option<impl FnMut(Progress) + Send + use<>> {
+        let token = self.progress.clone()?;
+        let client = self.client.clone();
+        Some(move |p: Progress| {
+            let mut param = ProgressNotificationParam::new(token.clone(), p.progress);
+            param.total = p.total;
+            param.message = p.message;
+            client.tell(ServerNotification::ProgressNotification(
+                ProgressNotification::new(param),
+            ));
+        })
+    }
+}
+
+/// A prompt get or resource read as a run records it: `text`, capped as a tool's result, or
+/// the error the client got.
+fn exchange(
+    server: Option<String>,
+    asked: Value,
+    started: std::time::Instant,
+    text: Result<String, &McpError>,
+) -> Exchange {
+    let mut exchange = Exchange {
+        server: server.unwrap_or_default(),
+        asked: Box::new(asked),
+        latency_ms: started.elapsed().as_millis() as u64,
+        ..Default::default()
+    };
+    match text {
+        Ok(text) => {
+            exchange.result.text = text;
+            exchange
+                .result
+                .cap_text(crate::mcp::server::MAX_RESULT_BYTES);
+        }
+        Err(e) => exchange.error = Some(e.message.to_string()),
+    }
+    exchange
+}
+
+/// A prompt's messages as text: each its role and its text (other content by its kind).
+fn messages_text(messages: &[rmcp::model::PromptMessage]) -> String {
+    messages
+        .iter()
+        .map(|m| {
+            let wire = serde_json::to_value(m).unwrap_or_default();
+            let said = wire["content"]["text"].as_str().map_or_else(
+                || {
+                    format!(
+                        "[{}]",
+                        wire["content"]["type"].as_str().unwrap_or("content")
+                    )
+                },
+                String::from,
+            );
+            format!("{}: {said}", wire["role"].as_str().unwrap_or("?"))
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// A resource's contents as text (a blob as its type and size).
+fn contents_text(contents: &[rmcp::model::ResourceContents]) -> String {
+    contents
+        .iter()
+        .map(|c| {
+            let wire = serde_json::to_value(c).unwrap_or_default();
+            match (wire["text"].as_str(), wire["blob"].as_str()) {
+                (Some(text), _) => text.to_string(),
+                (None, Some(blob)) => format!(
+                    "[{}, {} bytes base64]",
+                    wire["mimeType"].as_str().unwrap_or("blob"),
+                    blob.len()
+                ),
+                _ => "[contents]".to_string(),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// What the client is told of a call that got no reply from its server: a tool error that
+/// names the server (the session goes on).
+fn reply_of(server: Option<&str>, outcome: &CallOutcome) -> CallToolResult {
+    let message = outcome.error.as_deref().unwrap_or(&outcome.result.text);
+    let text = match server {
+        Some(server) => format!("server {server}: {message}"),
+        None => message.to_string(),
+    };
+    error_result(&text, json!({}))
+}
+
+/// A tool error with `meta` as its `_meta`.
+fn error_result(text: &str, meta: Value) -> CallToolResult {
+    let mut wire = json!({"content": [{"type": "text", "text": text}], "isError": true});
+    if meta.as_object().is_some_and(|m| !m.is_empty()) {
+        wire["_meta"] = meta;
+    }
+    result_from(wire)
+}
+
+/// A prediction as the client gets it: its text and structured content, its error flag, and
+/// `_meta` saying it is simulated and by which world model. A tool with an output schema must
+/// answer with structured content (clients check): a prediction without any gets it from its
+/// text ([`structured_from_text`]).
+fn simulated_result(
+    predicted: &Observation,
+    world_model: &str,
+    output_schema: Option<&Value>,
+) -> CallToolResult {
+    let mut wire = json!({
+        "content": [{"type": "text", "text": predicted.text}],
+        "isError": predicted.is_error,
+        "_meta": {META_SIMULATED: true, META_WORLD_MODEL: world_model},
+    });
+    let structured = match (&predicted.structured, output_schema) {
+        (Some(structured), _) => Some(structured.as_ref().clone()),
+        (None, Some(schema)) if !predicted.is_error => {
+            structured_from_text(&predicted.text, schema)
+        }
+        _ => None,
+    };
+    if let Some(structured) = structured {
+        wire["structuredContent"] = structured;
+    }
+    result_from(wire)
+}
+
+/// Structured content for a tool whose output schema is `schema`, from a predicted text: the
+/// text itself when it is a JSON object; else, for a schema of one property (how SDKs wrap a
+/// plain return value, `{"result": …}`), the text under it (as JSON when it parses).
+fn structured_from_text(text: &str, schema: &Value) -> Option<Value> {
+    let parsed: Option<Value> = serde_json::from_str(text.trim()).ok();
+    if let Some(object @ Value::Object(_)) = &parsed {
+        return Some(object.clone());
+    }
+    let properties = schema.get("properties")?.as_object()?;
+    let (name, property) = properties.iter().next().filter(|_| properties.len() == 1)?;
+    let value = match (property.get("type").and_then(Value::as_str), parsed) {
+        (Some("string"), _) | (_, None) => Value::String(text.to_string()),
+        (_, Some(parsed)) => parsed,
+    };
+    Some(json!({ name: value }))
+}
+
+/// A result built from its wire form (rmcp's types are non-exhaustive).
+fn result_from(wire: Value) -> CallToolResult {
+    serde_json::from_value(wire).unwrap_or_else(|e| {
+        // Only a bug here could make our own wire form unreadable: say so to the client.
+        serde_json::from_value(json!({
+            "content": [{"type": "text", "text": format!("cosmos proxy: {e}")}],
+            "isError": true
+        }))
+        .expect("a text error result")
+    })
+}
+
+/// Why a rehearsal has no prediction, from the `error` it recorded.
+fn failure_of(rehearsal: &Rehearsal) -> String {
+    rehearsal
+        .events
+        .iter()
+        .find_map(|e| match e {
+            EventBody::Error { message, .. } => Some(message.clone()),
+            _ => None,
+        })
+        .unwrap_or_else(|| "no prediction".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_prediction_without_structure_gets_it_from_its_text_when_the_tool_declares_one() {
+        let wrapped = json!({"type": "object", "properties": {"result": {"type": "string"}}});
+        assert_eq!(
+            structured_from_text("ok: hi", &wrapped),
+            Some(json!({"result": "ok: hi"}))
+        );
+        let number = json!({"properties": {"result": {"type": "integer"}}});
+        assert_eq!(
+            structured_from_text(" 42 ", &number),
+            Some(json!({"result": 42}))
+        );
+        let object = json!({"properties": {"city": {}, "sky": {}}});
+        assert_eq!(
+            structured_from_text(r#"{"city": "Lyon"}"#, &object),
+            Some(json!({"city": "Lyon"}))
+        );
+        assert_eq!(structured_from_text("clear skies", &object), None);
+        let given = simulated_result(
+            &Observation {
+                text: "ok: hi".into(),
+                ..Default::default()
+            },
+            "llm",
+            Some(&wrapped),
+        );
+        assert_eq!(given.structured_content, Some(json!({"result": "ok: hi"})));
+    }
+}

@@ -1,0 +1,150 @@
+//! `cosmos proxy`: an MCP server in front of the servers of an `mcp.json`, for any client.
+//! Each client session is recorded as one run (`agent.kind = "external"`), in the events
+//! every agent writes, so the browser, the run view, `report`, `wm-eval` and the exports take
+//! it unchanged. Three modes:
+//!
+//! - `record`: calls go to the real servers; their replies go back unchanged;
+//! - `shadow`: as `record`, and the world model predicts each call beside it (the client never
+//!   waits for the prediction), recorded as a plan's prediction is, so fidelity is scored;
+//! - `simulate`: the world model answers and no real server is called (`--on-miss real` calls
+//!   one when the world model cannot answer); the client's results are marked in `_meta`.
+//!
+//! `catalog.rs` names the offered tools, `session.rs` records a session, `handler.rs` is the
+//! rmcp server, `http.rs` serves streamable HTTP.
+
+pub mod catalog;
+pub mod clients;
+pub mod elicit;
+pub mod handler;
+pub mod http;
+pub mod offer;
+pub mod relay;
+pub mod screen;
+pub mod session;
+pub mod setup;
+pub mod stdio_guard;
+pub mod wire;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Result;
+use tokio::sync::watch;
+
+use self::handler::ProxyHandler;
+pub use self::setup::{
+    DEFAULT_TASK_ID, META_CONFIDENCE, META_MISS, META_SIMULATED, META_WENT_REAL, META_WORLD_MODEL,
+    Mode, OnMiss, ProxySpec, Setup, Stop,
+};
+use cosmos_trajectory::event::{Ending, RunStatus};
+
+/// Longest wait, once the client has gone, for predictions still on their way: its real calls
+/// are on disk already, and a prediction that has not come by then is said not to have.
+const SETTLE: Duration = Duration::from_secs(1);
+
+/// Serves one client over this process's stdin and stdout until it closes them or `stop`
+/// fires; every session is ended in its file either way.
+pub async fn serve_stdio(setup: Arc<Setup>, mut stop: watch::Receiver<bool>) -> Result<Stop> {
+    use rmcp::ServiceExt;
+    let wire = wire::Wire::new(setup.redactor.clone());
+    let handler = ProxyHandler::new(setup.clone()).with_wire(wire.clone());
+    let (input, output) = stdio_guard::guard(tokio::io::stdin(), tokio::io::stdout());
+    let transport = wire::Tapped::new(
+        rmcp::transport::async_rw::AsyncRwTransport::new_server(input, output),
+        wire,
+    );
+    let running = tokio::select! {
+        served = handler.serve(transport) => served
+            .map_err(|e| anyhow::anyhow!("the client's initialisation failed: {e}"))?,
+        _ = stop.wait_for(|s| *s) => {
+            setup.stop();
+            return Ok(Stop::Signalled);
+        }
+    };
+    let waiting = running.waiting();
+    tokio::pin!(waiting);
+    let stopped = tokio::select! {
+        _ = &mut waiting => false,
+        _ = stop.wait_for(|s| *s) => true,
+    };
+    if stopped {
+        // Ended as interrupted before the handler is dropped (which would end it completed).
+        setup.stop();
+        return Ok(Stop::Signalled);
+    }
+    // Shadowed calls whose prediction is still coming hold their session open: wait for them
+    // (a stop, or SETTLE, writes them without it).
+    let settled = tokio::time::timeout(SETTLE, setup.all_closed());
+    tokio::select! {
+        _ = settled => {}
+        _ = stop.wait_for(|s| *s) => {
+            setup.stop();
+            return Ok(Stop::Signalled);
+        }
+    }
+    setup.close_all(RunStatus::Completed, Ending::ClientClosed);
+    Ok(Stop::ClientClosed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    use crate::config::Config;
+    use crate::mcp::pool::Timeouts;
+    use crate::world_model::named;
+
+    /// A proxy in simulate mode over a sample run's tools and calls: nothing to start.
+    async fn simulating(dir: &Path) -> Setup {
+        let samples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../sample_runs");
+        let mcp = dir.join("mcp.json");
+        std::fs::write(
+            &mcp,
+            r#"{"mcpServers": {"Time MCP": {"command": "does-not-start"}}}"#,
+        )
+        .unwrap();
+        Setup::start(ProxySpec {
+            mcp_config: mcp,
+            servers: vec!["Time MCP".into()],
+            mode: Mode::Simulate,
+            world_model: "memory".into(),
+            world_model_options: named::BuiltInOptions {
+                memory_from: vec![samples.clone()],
+                ..Default::default()
+            },
+            tools_from: Some(samples.join("20261202T025240.637Z_time_mcp_000_react_none.jsonl")),
+            on_miss: OnMiss::Error,
+            go_real_below: 0.8,
+            simulate_writes: false,
+            config: Config::from_text("", None, |_| None).unwrap(),
+            out_dir: dir.join("sessions"),
+            task_request: None,
+            task_id: None,
+            label: None,
+            timeouts: Timeouts::default(),
+            transport: "http",
+            secrets: Vec::new(),
+            session_idle: None,
+        })
+        .await
+        .unwrap()
+    }
+
+    /// After a stop no session opens: a client's call arriving then would leave a file with
+    /// nothing in it beside the sessions the stop ended.
+    #[tokio::test]
+    async fn no_session_opens_after_a_stop() {
+        let dir = tempfile::tempdir().unwrap();
+        let setup = simulating(dir.path()).await;
+        let open = setup.open_session(None).unwrap();
+        setup.stop();
+        assert!(open.is_closed());
+        let refused = setup.open_session(None).map(drop).unwrap_err();
+        assert!(format!("{refused:#}").contains("stopping"), "{refused:#}");
+        let files: Vec<_> = std::fs::read_dir(dir.path().join("sessions"))
+            .unwrap()
+            .collect();
+        assert_eq!(files.len(), 1);
+    }
+}

@@ -1,0 +1,442 @@
+//! The `memory` world model: a transition buffer of real `(tool, arguments) → result`
+//! pairs from recorded trajectories. Exact match first, then the nearest recorded call of
+//! the same tool (most shared argument values). No LLM, deterministic, offline.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::Result;
+use futures::future::BoxFuture;
+use serde_json::{Value, json};
+
+use super::{SimFailure, SimRequest, Simulation, WorldModel, canonical};
+use cosmos_trajectory::event::{EventBody, Observation, StateChange, WorldModelInfo};
+use cosmos_trajectory::reader::{EventStream, collect_files};
+
+/// One recorded call: arguments, result, and the run it came from (an index into
+/// `sources`; `u32::MAX` when added by hand).
+/// A recorded call: its arguments, its result, the run it came from, and how it changed its
+/// server's sandboxed state when that was watched.
+type Transition = (Value, Observation, u32, Option<Arc<StateChange>>);
+
+/// Recorded real calls, by tool.
+#[derive(Debug, Default)]
+pub struct TransitionBuffer {
+    by_tool: HashMap<String, Vec<Transition>>,
+    sources: Vec<PathBuf>,
+    count: usize,
+}
+
+/// The tool's own name, without the server: lets runs under other server names match.
+fn bare(tool: &str) -> &str {
+    tool.split_once(':').map_or(tool, |(_, t)| t)
+}
+
+impl TransitionBuffer {
+    /// Reads every real call (without transport errors) from the runs under `paths`.
+    /// Unreadable files are skipped with a log line, not fatal.
+    pub fn from_runs(paths: &[PathBuf]) -> Result<Self> {
+        let mut buffer = Self::default();
+        let found = collect_files(paths)?;
+        for skipped in &found.skipped {
+            tracing::warn!(%skipped, "memory: skipping");
+        }
+        for file in found.files {
+            let Ok(mut stream) = EventStream::open(&file) else {
+                tracing::warn!(file = %file.display(), "memory: skipping unreadable run");
+                continue;
+            };
+            // A wm-eval file's calls are copies of other runs' calls: reading them would let a
+            // call be predicted from its own recording after all.
+            if stream.header().agent.kind == cosmos_trajectory::event::AgentKind::WmEval {
+                continue;
+            }
+            let source = buffer.sources.len() as u32;
+            while let Ok(Some(e)) = stream.next_event() {
+                // A replayed call (a fork's history) is its original's, read there.
+                if let EventBody::ToolCalled {
+                    tool,
+                    arguments,
+                    result,
+                    error: None,
+                    origin: None,
+                    state_change,
+                    ..
+                } = e.body
+                {
+                    let change = state_change.map(|c| Arc::new(*c));
+                    buffer.add_from(&tool, *arguments, result, source, change);
+                } else if let EventBody::ResourceRead(read) = &e.body
+                    && read.error.is_none()
+                    && let Some((tool, arguments, result)) = read.as_read_call()
+                {
+                    buffer.add_from(&tool.name, arguments, result, source, None);
+                }
+            }
+            buffer.sources.push(file);
+        }
+        Ok(buffer)
+    }
+
+    /// Adds one transition.
+    pub fn add(&mut self, tool: &str, arguments: Value, result: Observation) {
+        self.add_from(tool, arguments, result, u32::MAX, None);
+    }
+
+    fn add_from(
+        &mut self,
+        tool: &str,
+        arguments: Value,
+        result: Observation,
+        source: u32,
+        change: Option<Arc<StateChange>>,
+    ) {
+        self.by_tool.entry(tool.to_string()).or_default().push((
+            arguments.clone(),
+            result.clone(),
+            source,
+            change.clone(),
+        ));
+        if bare(tool) != tool {
+            self.by_tool
+                .entry(format!(":{}", bare(tool)))
+                .or_default()
+                .push((arguments, result, source, change));
+        }
+        self.count += 1;
+    }
+
+    /// The index of a run the buffer was read from (paths compared as given and resolved).
+    pub fn source_of(&self, path: &std::path::Path) -> Option<u32> {
+        let resolved = path.canonicalize().ok();
+        self.sources
+            .iter()
+            .position(|s| s == path || (resolved.is_some() && s.canonicalize().ok() == resolved))
+            .map(|i| i as u32)
+    }
+
+    /// Transitions held.
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    /// True when empty.
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    fn candidates(&self, tool: &str) -> Option<&Vec<Transition>> {
+        self.by_tool
+            .get(tool)
+            .or_else(|| self.by_tool.get(&format!(":{}", bare(tool))))
+    }
+
+    /// Some recorded call of `tool`, for showing a result's shape.
+    pub fn example(&self, tool: &str) -> Option<(&Value, &Observation)> {
+        self.candidates(tool)?
+            .iter()
+            .find(|(_, o, _, _)| !o.is_error)
+            .map(|(a, o, _, _)| (a, o))
+    }
+
+    /// The recorded result for this call: exact match, else the nearest call of the tool.
+    pub fn lookup(&self, tool: &str, arguments: &Value) -> Option<(&Observation, bool)> {
+        self.lookup_without(tool, arguments, None)
+            .map(|r| (r.observation, r.exact))
+    }
+
+    /// [`TransitionBuffer::lookup`] without the calls of run `excluded` (leave one run out:
+    /// a call is never predicted from its own recording), with how close the recall is.
+    pub fn lookup_without(
+        &self,
+        tool: &str,
+        arguments: &Value,
+        excluded: Option<u32>,
+    ) -> Option<Recall<'_>> {
+        let candidates: Vec<&Transition> = self
+            .candidates(tool)?
+            .iter()
+            .filter(|(_, _, source, _)| Some(*source) != excluded)
+            .collect();
+        let key = canonical(arguments);
+        let exact_calls: Vec<&&Transition> = candidates
+            .iter()
+            .filter(|(a, _, _, _)| canonical(a) == key)
+            .collect();
+        let exact: Vec<&Observation> = exact_calls.iter().map(|(_, o, _, _)| o).collect();
+        if !exact.is_empty() {
+            // The result recorded most often for this very call (the first on a tie), and the
+            // share of its recordings that agree with it.
+            let count = |o: &Observation| exact.iter().filter(|e| **e == o).count();
+            let (observation, agreeing) = exact.iter().map(|o| (*o, count(o))).fold(
+                None::<(&Observation, usize)>,
+                |best, (o, n)| match best {
+                    Some((_, m)) if m >= n => best,
+                    _ => Some((o, n)),
+                },
+            )?;
+            // The state change recorded with that result (its first recording's).
+            let change = exact_calls
+                .iter()
+                .find(|(_, o, _, _)| o == observation)
+                .and_then(|(_, _, _, c)| c.as_deref());
+            return Some(Recall {
+                observation,
+                exact: true,
+                closeness: agreeing as f64 / exact.len() as f64,
+                change,
+            });
+        }
+        candidates
+            .iter()
+            .map(|(a, o, _, _)| (o, similarity(a, arguments)))
+            .max_by(|(_, a), (_, b)| a.total_cmp(b))
+            .map(|(observation, closeness)| Recall {
+                observation,
+                exact: false,
+                closeness,
+                // Another call's change is not this call's: no state is replayed from it.
+                change: None,
+            })
+    }
+}
+
+/// A recorded call recalled for a new one.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Recall<'a> {
+    /// Its recorded result.
+    pub observation: &'a Observation,
+    /// The same tool with the same arguments was recorded.
+    pub exact: bool,
+    /// Exact: the share of that call's recordings that hold this result; else the share of
+    /// argument values the recorded call has in common with the new one.
+    pub closeness: f64,
+    /// The state change recorded with an exact recall's result, when one was.
+    pub change: Option<&'a StateChange>,
+}
+
+impl Recall<'_> {
+    /// The documented mapping (docs/world-models.md, "When to trust a prediction"): the same
+    /// call recorded is 0.9 times the share of its recordings that agree (a result can change
+    /// between days); another call of the tool is 0.1 plus 0.6 times the share of argument
+    /// values in common (under 0.7: its values are another call's).
+    pub fn confidence(&self) -> f64 {
+        if self.exact {
+            0.9 * self.closeness
+        } else {
+            0.1 + 0.6 * self.closeness
+        }
+    }
+}
+
+/// Shared top-level (key, value) pairs over all keys of either.
+fn similarity(a: &Value, b: &Value) -> f64 {
+    let (Some(a), Some(b)) = (a.as_object(), b.as_object()) else {
+        return 0.0;
+    };
+    let keys: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+    if keys.is_empty() {
+        return 1.0;
+    }
+    let same = keys
+        .iter()
+        .filter(|k| a.get(k.as_str()).is_some() && a.get(k.as_str()) == b.get(k.as_str()))
+        .count();
+    same as f64 / keys.len() as f64
+}
+
+/// The memory world model.
+#[derive(Debug, Clone)]
+pub struct MemoryWorldModel {
+    buffer: std::sync::Arc<TransitionBuffer>,
+    /// The run whose calls it must not use (leave one run out), if any.
+    excluded: Option<u32>,
+}
+
+impl MemoryWorldModel {
+    /// A world model over a buffer.
+    pub fn new(buffer: std::sync::Arc<TransitionBuffer>) -> Self {
+        Self {
+            buffer,
+            excluded: None,
+        }
+    }
+
+    /// The same buffer without the calls recorded in `run` (for evaluating calls of `run`).
+    pub fn without(&self, run: &std::path::Path) -> Self {
+        Self {
+            buffer: self.buffer.clone(),
+            excluded: self.buffer.source_of(run),
+        }
+    }
+}
+
+impl WorldModel for MemoryWorldModel {
+    fn name(&self) -> String {
+        "memory".into()
+    }
+
+    fn describe(&self) -> WorldModelInfo {
+        let runs: Vec<String> = self
+            .buffer
+            .sources
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect();
+        super::describe(
+            self.name(),
+            [
+                ("transitions", json!(self.buffer.len())),
+                ("runs", json!(runs)),
+            ],
+        )
+    }
+
+    fn simulate<'a>(
+        &'a self,
+        req: SimRequest<'a>,
+    ) -> BoxFuture<'a, Result<Simulation, SimFailure>> {
+        Box::pin(async move {
+            let start = Instant::now();
+            match self
+                .buffer
+                .lookup_without(&req.tool.name, req.arguments, self.excluded)
+            {
+                Some(recall) => {
+                    let mut simulation = Simulation::new(
+                        recall.observation.clone(),
+                        start.elapsed(),
+                        None,
+                        super::Confidence::new(recall.confidence(), "recall"),
+                    );
+                    // The same call's recorded change, replayed on the state it is given.
+                    simulation.predicted_state = match (req.state, recall.change) {
+                        (Some(Value::Object(state)), Some(change)) => {
+                            let state = state.clone().into_iter().collect();
+                            crate::mcp::state_view::apply(&state, change)
+                                .map(|after| Value::Object(after.into_iter().collect()))
+                        }
+                        _ => None,
+                    };
+                    Ok(simulation)
+                }
+                // Nothing to go on is no prediction (not a predicted error, which would score
+                // as a dead end and count in fidelity): the world model failed to simulate.
+                None => Err(SimFailure::new(format!(
+                    "memory world model: no recorded call of {} to predict from",
+                    req.tool.name
+                ))),
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn obs(t: &str) -> Observation {
+        Observation {
+            text: t.into(),
+            ..Default::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn a_tool_never_recorded_is_no_prediction() {
+        let wm = MemoryWorldModel::new(std::sync::Arc::new(TransitionBuffer::default()));
+        let tool = cosmos_trajectory::event::ToolInfo {
+            name: "units:convert_angle".into(),
+            description: String::new(),
+            input_schema: cosmos_trajectory::event::ToolSchema::new(serde_json::json!({})),
+            ..Default::default()
+        };
+        let args = serde_json::json!({"value": 1});
+        let req = SimRequest {
+            tool: &tool,
+            arguments: &args,
+            user_request: "q",
+            history: &[],
+            state: None,
+        };
+        let failure = wm.simulate(req).await.unwrap_err();
+        assert!(
+            failure
+                .message
+                .contains("no recorded call of units:convert_angle")
+        );
+    }
+
+    #[test]
+    fn confidence_follows_how_close_the_recalled_call_is() {
+        let mut b = TransitionBuffer::default();
+        let call = json!({"source": "A", "target": "B", "time": "09:00"});
+        b.add("t:convert", call.clone(), obs("ab9"));
+        // The same call recorded three times, twice with one result.
+        b.add("t:convert", call.clone(), obs("ab9"));
+        b.add("t:convert", call.clone(), obs("ab9 (other day)"));
+        b.add(
+            "t:convert",
+            json!({"source": "A", "target": "C", "time": "10:00"}),
+            obs("ac10"),
+        );
+        let exact = b.lookup_without("t:convert", &call, None).unwrap();
+        assert_eq!(exact.observation, &obs("ab9"));
+        assert!((exact.confidence() - 0.9 * 2.0 / 3.0).abs() < 1e-12);
+        // Another call of the tool: 0.1 + 0.6 × the share of argument values in common.
+        let near = b
+            .lookup_without(
+                "t:convert",
+                &json!({"source": "A", "target": "C", "time": "11:00"}),
+                None,
+            )
+            .unwrap();
+        assert!(!near.exact);
+        assert!((near.confidence() - (0.1 + 0.6 * 2.0 / 3.0)).abs() < 1e-12);
+        let none = b
+            .lookup_without("t:convert", &json!({"x": 1}), None)
+            .unwrap();
+        assert!((none.confidence() - 0.1).abs() < 1e-12);
+    }
+
+    #[test]
+    fn exact_then_nearest_then_other_server_names() {
+        let mut b = TransitionBuffer::default();
+        b.add(
+            "Time MCP:convert_time",
+            json!({"source": "A", "target": "B", "time": "09:00"}),
+            obs("ab9"),
+        );
+        b.add(
+            "Time MCP:convert_time",
+            json!({"source": "A", "target": "C", "time": "10:00"}),
+            obs("ac10"),
+        );
+        assert_eq!(
+            b.lookup(
+                "Time MCP:convert_time",
+                &json!({"time": "09:00", "target": "B", "source": "A"})
+            ),
+            Some((&obs("ab9"), true))
+        );
+        assert_eq!(
+            b.lookup(
+                "Time MCP:convert_time",
+                &json!({"source": "A", "target": "C", "time": "11:00"})
+            ),
+            Some((&obs("ac10"), false))
+        );
+        assert_eq!(
+            b.lookup(
+                "time:convert_time",
+                &json!({"source": "A", "target": "B", "time": "09:00"})
+            )
+            .unwrap()
+            .0,
+            &obs("ab9")
+        );
+        assert_eq!(b.lookup("time:get_current_time", &json!({})), None);
+    }
+}

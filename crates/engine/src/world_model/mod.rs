@@ -1,0 +1,322 @@
+//! World models (docs/design.md, "World models", BYOWM): anything that predicts a tool's
+//! result from the call, the user's request and the history so far. Agents hold a
+//! `dyn WorldModel` and never know which one they have.
+
+pub mod cached;
+pub mod command;
+pub mod ensemble;
+pub mod llm;
+pub mod memory;
+pub mod named;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use serde_json::Value;
+
+use cosmos_trajectory::event::{Observation, StateChange, StateFields, ToolInfo, WorldModelInfo};
+
+/// A step already taken (simulated in planning, or real), given as context.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct HistoryStep {
+    /// Namespaced tool.
+    pub tool: String,
+    /// Arguments.
+    pub arguments: Value,
+    /// What it returned (or was predicted to).
+    pub observation: Observation,
+    /// A real step's change to its server's sandboxed state, when that was watched.
+    pub state_change: Option<Arc<StateChange>>,
+    /// A simulated step's predicted state of its server after it, when the world model gave
+    /// one.
+    pub predicted_state: Option<Arc<Value>>,
+}
+
+/// The state of `server` before the next call, as far as `history` tells from `start` (the
+/// state the run began with, as fields): each step on that server moves it on, a real step by
+/// its recorded change, a simulated one to its predicted state (a step that tells nothing of
+/// the state leaves it as it was). `None` when nothing is known (no start state, a step whose
+/// change was cut, a predicted state that is no object) or the state is over
+/// `state_view::STATE_BYTES` as JSON (no prompt is given a state that big): the one way a
+/// world model's `state` section is made, in a run and in wm-eval alike.
+pub fn belief(start: Option<&Value>, history: &[HistoryStep], server: &str) -> Option<Value> {
+    let mut state: Option<StateFields> = match start {
+        Some(Value::Object(m)) => Some(m.clone().into_iter().collect()),
+        _ => None,
+    };
+    for step in history
+        .iter()
+        .filter(|h| cosmos_trajectory::event::own_tool_name(&h.tool, server).is_some())
+    {
+        state = match (&step.predicted_state, &step.state_change) {
+            (Some(predicted), _) => match &**predicted {
+                Value::Object(p) => Some(p.clone().into_iter().collect()),
+                _ => None,
+            },
+            (None, Some(change)) => state.and_then(|mut s| {
+                crate::mcp::state_view::apply_in_place(&mut s, change).then_some(s)
+            }),
+            // A step that tells nothing of the state (a prediction of a world model that
+            // tracks none) leaves the belief as it was.
+            (None, None) => state,
+        };
+    }
+    let state = Value::Object(state?.into_iter().collect());
+    (state.to_string().len() <= crate::mcp::state_view::STATE_BYTES).then_some(state)
+}
+
+/// The steps as every prompt quotes them, one a line: `1. tool {arguments} -> [error] text`,
+/// each result cut to `max_chars` characters (with `…`).
+pub fn history_lines(history: &[HistoryStep], max_chars: usize) -> String {
+    let mut out = String::new();
+    for (i, h) in history.iter().enumerate() {
+        let text = &h.observation.text;
+        let cut: String = text.chars().take(max_chars).collect();
+        let more = if cut.len() < text.len() { "…" } else { "" };
+        let err = if h.observation.is_error {
+            " [error]"
+        } else {
+            ""
+        };
+        out.push_str(&format!(
+            "{}. {} {} ->{err} {cut}{more}\n",
+            i + 1,
+            h.tool,
+            h.arguments
+        ));
+    }
+    out
+}
+
+/// What a world model is asked.
+#[derive(Debug, Clone, Copy)]
+pub struct SimRequest<'a> {
+    /// The tool, with its description and input schema.
+    pub tool: &'a ToolInfo,
+    /// The call's arguments.
+    pub arguments: &'a Value,
+    /// The user's request.
+    pub user_request: &'a str,
+    /// The steps before this one.
+    pub history: &'a [HistoryStep],
+    /// The state of the tool's server before the call as fields (its sandbox's start state
+    /// moved on by the steps before: [`belief`]), when known; a world model that tracks state
+    /// returns the state after as its `predicted_state`.
+    pub state: Option<&'a Value>,
+}
+
+/// An LLM call a world model made, for the trajectory's `llm_call` event.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LlmUsage {
+    /// Model.
+    pub model: String,
+    /// Prompt tokens.
+    pub prompt_tokens: u64,
+    /// Completion tokens.
+    pub completion_tokens: u64,
+    /// Counts were estimated.
+    pub estimated: bool,
+    /// Wall time.
+    pub latency: Duration,
+    /// The call's error, if it failed.
+    pub error: Option<String>,
+    /// The messages and reply, when the endpoint records them.
+    pub messages: Option<serde_json::Value>,
+}
+
+impl LlmUsage {
+    /// Prompt and completion tokens together.
+    pub fn tokens(&self) -> u64 {
+        self.prompt_tokens + self.completion_tokens
+    }
+}
+
+/// How sure a world model is of one prediction, and how it knows (docs/world-models.md, "When
+/// to trust a prediction").
+#[derive(Debug, Clone, PartialEq)]
+pub struct Confidence {
+    /// In [0, 1].
+    pub value: f64,
+    /// How it knows: `recall`, `self`, `logprobs`, `command`, `agreement`.
+    pub source: String,
+}
+
+impl Confidence {
+    /// `value` from `source`, when it is a number in [0, 1]; anything else is no confidence
+    /// (nothing invents or clamps one).
+    pub fn new(value: f64, source: &str) -> Option<Self> {
+        (0.0..=1.0).contains(&value).then(|| Self {
+            value,
+            source: source.to_string(),
+        })
+    }
+}
+
+/// A prediction.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Simulation {
+    /// The predicted result.
+    pub observation: Observation,
+    /// Wall time of the prediction.
+    pub latency: Duration,
+    /// The LLM calls behind it (one for `llm`; each member's for an ensemble).
+    pub llm: Vec<LlmUsage>,
+    /// How sure the world model is, when it says.
+    pub confidence: Option<Confidence>,
+    /// An ensemble's members, each with its own prediction or error (empty for any other
+    /// world model).
+    pub members: Vec<MemberPrediction>,
+    /// The state of the tool's server after the call as fields, when the world model tracks
+    /// state and was given the state before ([`SimRequest::state`]).
+    pub predicted_state: Option<Value>,
+}
+
+impl Simulation {
+    /// A prediction of a world model that is no ensemble.
+    pub fn new(
+        observation: Observation,
+        latency: Duration,
+        llm: Option<LlmUsage>,
+        confidence: Option<Confidence>,
+    ) -> Self {
+        Self {
+            observation,
+            latency,
+            llm: llm.into_iter().collect(),
+            confidence,
+            members: Vec::new(),
+            predicted_state: None,
+        }
+    }
+
+    /// Tokens its LLM calls spent; `None` when it made none.
+    pub fn tokens(&self) -> Option<u64> {
+        tokens_of(&self.llm)
+    }
+}
+
+/// Tokens spent by `calls`; `None` when there were none.
+pub fn tokens_of(calls: &[LlmUsage]) -> Option<u64> {
+    (!calls.is_empty()).then(|| calls.iter().map(LlmUsage::tokens).sum())
+}
+
+/// A world model that could not answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimFailure {
+    /// Why.
+    pub message: String,
+    /// The LLM calls made on the way (an ensemble's members' too).
+    pub llm: Vec<LlmUsage>,
+}
+
+impl SimFailure {
+    /// A failure with no LLM call behind it.
+    pub fn new(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+            llm: Vec::new(),
+        }
+    }
+}
+
+/// What one member of an ensemble made of a call, as recorded beside the ensemble's answer.
+pub type MemberPrediction = cosmos_trajectory::event::MemberPrediction;
+
+/// The BYOWM contract: `simulate(tool_call, user_request, context) -> observation`, a name
+/// and a `to_dict` description.
+pub trait WorldModel: Send + Sync {
+    /// Short name for tables (`llm`, `memory`, `command`, `cached(llm)`).
+    fn name(&self) -> String;
+    /// Self-description recorded in the trajectory header (`to_dict`).
+    fn describe(&self) -> WorldModelInfo;
+    /// Predicts the result of a call.
+    fn simulate<'a>(
+        &'a self,
+        request: SimRequest<'a>,
+    ) -> BoxFuture<'a, Result<Simulation, SimFailure>>;
+}
+
+/// A world model's `to_dict`: its name and some recorded details.
+pub fn describe<'a>(
+    name: String,
+    details: impl IntoIterator<Item = (&'a str, Value)>,
+) -> WorldModelInfo {
+    WorldModelInfo {
+        name,
+        details: details
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect(),
+    }
+}
+
+/// Arguments in a canonical text form (keys sorted), for matching and caching.
+pub use cosmos_trajectory::canonical::canonical;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cosmos_trajectory::event::FieldChange;
+    use serde_json::json;
+
+    fn real(tool: &str, name: &str, after: Option<Value>, cut: bool) -> HistoryStep {
+        let mut change = StateChange {
+            fields_changed: 1,
+            cut,
+            ..Default::default()
+        };
+        change.fields.insert(
+            name.into(),
+            FieldChange {
+                before: None,
+                after,
+            },
+        );
+        HistoryStep {
+            tool: tool.into(),
+            state_change: Some(Arc::new(change)),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn the_belief_moves_on_by_real_changes_and_predictions_of_its_own_server() {
+        let start = json!({"item/a": 1});
+        let predicted = HistoryStep {
+            tool: "shop:write_query".into(),
+            predicted_state: Some(Arc::new(json!({"item/a": 1, "item/p": 9}))),
+            ..Default::default()
+        };
+        let history = [
+            real("shop:write_query", "item/b", Some(json!(2)), false),
+            // Another server's change is not this one's.
+            real("files:write_file", "x.txt", Some(json!("x")), false),
+            // A read that says nothing of the state.
+            HistoryStep {
+                tool: "shop:read_query".into(),
+                ..Default::default()
+            },
+        ];
+        assert_eq!(
+            belief(Some(&start), &history, "shop"),
+            Some(json!({"item/a": 1, "item/b": 2}))
+        );
+        // A prediction replaces the belief; a real change after it moves that on.
+        let history = [
+            predicted.clone(),
+            real("shop:write_query", "item/a", None, false),
+        ];
+        assert_eq!(
+            belief(Some(&start), &history, "shop"),
+            Some(json!({"item/p": 9}))
+        );
+        // A cut change leaves the state unknown; so does no start.
+        let cut = [real("shop:write_query", "item/b", Some(json!(2)), true)];
+        assert_eq!(belief(Some(&start), &cut, "shop"), None);
+        assert_eq!(belief(None, &[], "shop"), None);
+        // A state too big for a prompt is not given.
+        let big = json!({"blob": "x".repeat(crate::mcp::state_view::STATE_BYTES)});
+        assert_eq!(belief(Some(&big), &[], "shop"), None);
+    }
+}

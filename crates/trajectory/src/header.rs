@@ -1,0 +1,59 @@
+//! A trajectory's first line read as its header: checked for the format and version, upgraded
+//! from older versions, and decoded whole or (through [`ReadHeader`]) as any view of it.
+
+use serde_json::Value;
+
+use super::event::{FORMAT_NAME, FORMAT_VERSION, Header};
+
+/// The header of a line already known to be UTF-8 (`reader::parse_header` takes bytes).
+pub(crate) fn parse_header_str(text: &str) -> std::result::Result<Header, String> {
+    // Some editors save a UTF-8 byte-order mark first: it is not part of the JSON.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let bytes = text.as_bytes();
+    // A current header is decoded straight into `Header` (the tool schemas make headers big,
+    // and a folder of small runs is mostly headers); anything else goes through a `Value` for
+    // the precise refusal or the upgrade.
+    if let Ok(header) = serde_json::from_str::<Header>(text)
+        && header.format == FORMAT_NAME
+        && header.version == FORMAT_VERSION
+    {
+        return Ok(header);
+    }
+    let value: Value =
+        serde_json::from_slice(bytes).map_err(|e| format!("header is not JSON: {e}"))?;
+    let format = value.get("format").and_then(Value::as_str);
+    if format != Some(FORMAT_NAME) {
+        return Err(format!(
+            "not an mcp-cosmos trajectory: the first line has format {} (expected \"{FORMAT_NAME}\")",
+            format.map_or("missing".to_string(), |f| format!("\"{f}\""))
+        ));
+    }
+    let version = value
+        .get("version")
+        .and_then(Value::as_u64)
+        .ok_or("header has no numeric version")?;
+    if version > u64::from(FORMAT_VERSION) {
+        return Err(format!(
+            "written by a newer mcp-cosmos (format version {version}); this build reads versions up to {FORMAT_VERSION}: upgrade mcp-cosmos to open it"
+        ));
+    }
+    serde_json::from_value(upgrade_header(value, version)).map_err(|e| format!("bad header: {e}"))
+}
+
+/// Brings an older header up to the current version. Version 1 is the first, so this is
+/// where a version 2 would map old field names onto new ones.
+fn upgrade_header(value: Value, _version: u64) -> Value {
+    value
+}
+
+/// How a stream reads its header line.
+pub trait ReadHeader: Sized {
+    /// The header of a line already known to be UTF-8, or why it is not one.
+    fn read(text: &str) -> std::result::Result<Self, String>;
+}
+
+impl ReadHeader for Header {
+    fn read(text: &str) -> std::result::Result<Self, String> {
+        parse_header_str(text)
+    }
+}
