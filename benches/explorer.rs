@@ -11,10 +11,10 @@ use std::time::Duration;
 use common::{big_run_file, folder_bytes, folder_of_runs, ms, pct, scale, time};
 use cosmos_app::tui::action::{Action, LiveSource};
 use cosmos_app::tui::app::App;
-use cosmos_app::tui::browser::Browser;
 use cosmos_app::tui::keymap::{Command, Keymap};
-use cosmos_app::tui::run_view::RunView;
 use cosmos_app::tui::theme::Theme;
+use cosmos_app::tui::views::browser::Browser;
+use cosmos_app::tui::views::run_view::RunView;
 use cosmos_trajectory::event::Event;
 use cosmos_trajectory::listing::list_runs;
 use cosmos_trajectory::run::Run;
@@ -155,7 +155,7 @@ fn main() {
 
 /// Events of the run the app shows.
 fn app_len(app: &App) -> usize {
-    app.find::<RunView>().map_or(0, |v| v.run.len())
+    app.find::<RunView>().map_or(0, |v| v.run().len())
 }
 
 /// Drops the page cache and the cached directory entries and inodes (root only): true when

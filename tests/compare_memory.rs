@@ -4,7 +4,7 @@
 
 mod common;
 
-use cosmos_app::tui::compare::CompareView;
+use cosmos_app::tui::views::compare::CompareView;
 use cosmos_trajectory::event::{AgentKind, EventBody, Observation};
 
 /// A ReAct run of `n` calls cycling through `tools` tools.
@@ -48,7 +48,7 @@ fn two_runs_of_25000_calls_compare_under_a_gigabyte() {
     let runs = [long_run("a", 25_000, 7), long_run("b", 25_000, 5)];
     let view = CompareView::new(&runs, (200, 50));
     // Every call of both runs is in the alignment, once.
-    let placed = |r: usize| view.rows.iter().filter(|row| row[r].is_some()).count();
+    let placed = |r: usize| view.rows().iter().filter(|row| row[r].is_some()).count();
     assert_eq!((placed(0), placed(1)), (25_000, 25_000));
     let peak = peak_memory();
     assert!(peak < 1 << 30, "peak memory {} MB", peak >> 20);

@@ -9,10 +9,10 @@ use std::path::{Path, PathBuf};
 
 use cosmos_app::tui::action::Action;
 use cosmos_app::tui::app::App;
-use cosmos_app::tui::compare::{CallSource, CompareView};
 use cosmos_app::tui::keymap::{Command as KeyCommand, Keymap};
-use cosmos_app::tui::run_view::RunView;
 use cosmos_app::tui::theme::Theme;
+use cosmos_app::tui::views::compare::{CallSource, CompareView};
+use cosmos_app::tui::views::run_view::RunView;
 use serde_json::{Value, json};
 use support::*;
 
@@ -165,14 +165,14 @@ fn a_fork_with_recorded_tools_replays_the_history_and_calls_the_server_only_on_a
         cosmos_trajectory::run::Run::open(&run).unwrap(),
     ];
     let compare = CompareView::new(&runs, (160, 40));
-    assert_eq!(compare.first_divergence, Some(1), "{:#?}", compare.rows);
-    assert_eq!(compare.selection.selected, 1);
-    let first = &compare.rows[0];
+    assert_eq!(compare.first_divergence(), Some(1), "{:#?}", compare.rows());
+    assert_eq!(compare.selection().selected, 1);
+    let first = &compare.rows()[0];
     assert_eq!(first[0].as_ref().unwrap().source, CallSource::Real);
     assert_eq!(first[1].as_ref().unwrap().source, CallSource::Replayed);
     // The fork asked the forecast again where the original went on to `ok`: aligned by
     // tool, that second forecast is a row the original has no call on.
-    let parted = &compare.rows[1];
+    let parted = &compare.rows()[1];
     assert!(parted[0].is_none(), "{parted:?}");
     assert_eq!(parted[1].as_ref().unwrap().tool, "flaky:forecast");
 }
@@ -441,7 +441,7 @@ fn a_stateful_servers_replayed_steps_are_not_made_again() {
 /// the original at their first divergence once it ends.
 #[test]
 fn b_forks_from_the_explorer_and_compare_opens_where_the_runs_part() {
-    use cosmos_app::tui::fork_form::ForkForm;
+    use cosmos_app::tui::overlays::fork_form::ForkForm;
     use cosmos_app::tui::view::Work;
 
     let dir = tempfile::tempdir().unwrap();
@@ -466,7 +466,7 @@ fn b_forks_from_the_explorer_and_compare_opens_where_the_runs_part() {
     let roots = vec![dir.path().to_path_buf()];
     let listed = cosmos_trajectory::listing::list_runs(&roots).unwrap();
     assert_eq!(listed.len(), 1);
-    let browser = cosmos_app::tui::browser::Browser::new(roots.clone(), listed, 39);
+    let browser = cosmos_app::tui::views::browser::Browser::new(roots.clone(), listed, 39);
     let mut app = App::new(browser, Keymap::default(), Theme::new(true), (160, 40));
     app.probe = cosmos_engine::probe::ProbeSetup {
         config: Some(config),
@@ -520,7 +520,9 @@ fn b_forks_from_the_explorer_and_compare_opens_where_the_runs_part() {
         if loaded {
             // The browser lists the fork as soon as its file exists, and the "forking…"
             // message is over.
-            let browser = app.find::<cosmos_app::tui::browser::Browser>().unwrap();
+            let browser = app
+                .find::<cosmos_app::tui::views::browser::Browser>()
+                .unwrap();
             listed_while_running = Some(browser.runs().len());
             assert_eq!(app.message(), None);
         }
@@ -533,7 +535,7 @@ fn b_forks_from_the_explorer_and_compare_opens_where_the_runs_part() {
     // The fork opened live, took its events, and asked for compare when it ended.
     let forked = app.find::<RunView>().expect("the fork's view");
     assert!(forked.finished(), "the fork's run was followed to its end");
-    assert!(forked.run.header.fork_of.is_some());
+    assert!(forked.run().header.fork_of.is_some());
     let mut work = app.take_work();
     assert_eq!(work.len(), 1, "{work:?}");
     let (id, compare) = work.remove(0);
@@ -542,29 +544,29 @@ fn b_forks_from_the_explorer_and_compare_opens_where_the_runs_part() {
         app.update(action);
     }
     let compare = app.top_as::<CompareView>().expect("compare opens");
-    assert_eq!(compare.first_divergence, Some(1));
+    assert_eq!(compare.first_divergence(), Some(1));
     // Its columns say which run is the fork.
     assert!(
-        compare.labels[0].starts_with("original · "),
+        compare.labels()[0].starts_with("original · "),
         "{:?}",
-        compare.labels
+        compare.labels()
     );
     assert!(
-        compare.labels[1].starts_with("⑂@2 fork · "),
+        compare.labels()[1].starts_with("⑂@2 fork · "),
         "{:?}",
-        compare.labels
+        compare.labels()
     );
-    assert_eq!(compare.selection.selected, 1, "on the first divergence");
+    assert_eq!(compare.selection().selected, 1, "on the first divergence");
     // The real server got the fork's new call only; step 1 was replayed.
     assert_eq!(std::fs::read_to_string(&calls).unwrap(), "ok\n");
 
     // The browser links the two both ways (`b`), and marks them.
     let listed = cosmos_trajectory::listing::list_runs(&roots).unwrap();
     assert_eq!(listed.len(), 2);
-    let browser = cosmos_app::tui::browser::Browser::new(roots, listed, 30);
+    let browser = cosmos_app::tui::views::browser::Browser::new(roots, listed, 30);
     let mut app = App::new(browser, Keymap::default(), Theme::new(true), (200, 30));
     let selected = |app: &App| {
-        app.top_as::<cosmos_app::tui::browser::Browser>()
+        app.top_as::<cosmos_app::tui::views::browser::Browser>()
             .unwrap()
             .selected_run()
             .unwrap()

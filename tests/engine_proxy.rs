@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use cosmos_app::tui::app::App;
 use cosmos_app::tui::keymap::Keymap;
-use cosmos_app::tui::run_view::RunView;
 use cosmos_app::tui::theme::Theme;
+use cosmos_app::tui::views::run_view::RunView;
 use cosmos_trajectory::run::Run;
 use cosmos_trajectory::wire::{Direction, wire_path};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};

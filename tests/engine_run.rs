@@ -2224,8 +2224,10 @@ fn plan_exec_goes_real_for_unsure_read_only_calls_and_marks_the_rest_risky() {
         "{m}"
     );
     let run = cosmos_trajectory::run::Run::open(&original).unwrap();
-    let view =
-        cosmos_app::tui::run_view::RunView::new(run, ratatui::layout::Rect::new(0, 0, 160, 49));
+    let view = cosmos_app::tui::views::run_view::RunView::new(
+        run,
+        ratatui::layout::Rect::new(0, 0, 160, 49),
+    );
     let mut app = cosmos_app::tui::app::App::new(
         view,
         cosmos_app::tui::keymap::Keymap::default(),

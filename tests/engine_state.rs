@@ -142,7 +142,7 @@ fn about_screen(run: &Path) -> String {
     use cosmos_app::tui::app::App;
     use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
     let size = (140, 80);
-    let view = cosmos_app::tui::run_view::RunView::new(
+    let view = cosmos_app::tui::views::run_view::RunView::new(
         cosmos_trajectory::run::Run::open(run).unwrap(),
         ratatui::layout::Rect::new(0, 0, size.0, size.1 - 1),
     );

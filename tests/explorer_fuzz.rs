@@ -8,8 +8,8 @@ mod common;
 
 use cosmos_app::tui::app::App;
 use cosmos_app::tui::keymap::Keymap;
-use cosmos_app::tui::run_view::RunView;
 use cosmos_app::tui::theme::Theme;
+use cosmos_app::tui::views::run_view::RunView;
 use cosmos_trajectory::event::AgentKind;
 use cosmos_trajectory::run::Run;
 use crossterm::event::{

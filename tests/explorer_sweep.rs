@@ -8,13 +8,13 @@ use std::sync::mpsc;
 
 use cosmos_app::tui::action::Action;
 use cosmos_app::tui::app::App;
-use cosmos_app::tui::confirm::ConfirmLeave;
 use cosmos_app::tui::feed::SweepNews;
 use cosmos_app::tui::keymap::Keymap;
-use cosmos_app::tui::run_view::RunView;
-use cosmos_app::tui::sweep_view::{CellState, GridCell, SweepView};
+use cosmos_app::tui::overlays::confirm::ConfirmLeave;
 use cosmos_app::tui::theme::Theme;
 use cosmos_app::tui::view::{View, Work};
+use cosmos_app::tui::views::run_view::RunView;
+use cosmos_app::tui::views::sweep_view::{CellState, GridCell, SweepView};
 use cosmos_trajectory::event::{RunStatus, Totals};
 use crossterm::event::{Event as TermEvent, KeyCode, KeyEvent, KeyModifiers};
 use ratatui::Terminal;
@@ -212,8 +212,8 @@ fn enter_opens_a_running_cell_followed_a_finished_one_from_its_file() {
     key(&mut app2, KeyCode::Down);
     key(&mut app2, KeyCode::Enter);
     let opened = app2.find::<RunView>().expect("a run view in front");
-    assert_eq!(opened.run.len(), head.len());
-    assert!(opened.live.is_some(), "followed, not a snapshot");
+    assert_eq!(opened.run().len(), head.len());
+    assert!(opened.is_live(), "followed, not a snapshot");
     // The cell's next event reaches the open view too.
     news(
         &mut app2,
@@ -222,15 +222,14 @@ fn enter_opens_a_running_cell_followed_a_finished_one_from_its_file() {
             event: Box::new(last.clone()),
         },
     );
-    assert_eq!(app2.find::<RunView>().unwrap().run.len(), run.len());
+    assert_eq!(app2.find::<RunView>().unwrap().run().len(), run.len());
     // A finished cell opens from its file.
     key(&mut app, KeyCode::Enter);
     let work: Vec<Work> = app.take_work().into_iter().map(|(_, w)| w).collect();
-    assert_eq!(
-        work,
-        vec![Work::OpenRun(PathBuf::from(
-            "runs/time_mcp_000_react_r1.jsonl"
-        ))]
+    assert!(
+        matches!(&work[..], [Work::OpenRun(path)]
+            if path == &PathBuf::from("runs/time_mcp_000_react_r1.jsonl")),
+        "{work:?}"
     );
     // A queued cell has nothing to open, and says so.
     key(&mut app, KeyCode::Down);

@@ -7,19 +7,19 @@ use std::sync::mpsc;
 
 use cosmos_app::tui::action::{Action, LiveSource};
 use cosmos_app::tui::app::App;
-use cosmos_app::tui::browser::Browser;
-use cosmos_app::tui::compare::CompareView;
-use cosmos_app::tui::confirm::ConfirmCall;
-use cosmos_app::tui::confirm::ConfirmLeave;
-use cosmos_app::tui::help::HelpView;
 use cosmos_app::tui::keymap::{Keymap, Mode};
 use cosmos_app::tui::open;
-use cosmos_app::tui::picker::WorldModelPicker;
-use cosmos_app::tui::run_view::inspector::Inspector;
-use cosmos_app::tui::run_view::tree::Item;
-use cosmos_app::tui::run_view::{Pane, RunView};
+use cosmos_app::tui::overlays::confirm::ConfirmCall;
+use cosmos_app::tui::overlays::confirm::ConfirmLeave;
+use cosmos_app::tui::overlays::help::HelpView;
+use cosmos_app::tui::overlays::picker::WorldModelPicker;
 use cosmos_app::tui::theme::Theme;
 use cosmos_app::tui::view::{Exit, View, Work};
+use cosmos_app::tui::views::browser::Browser;
+use cosmos_app::tui::views::compare::CompareView;
+use cosmos_app::tui::views::run_view::inspector::Inspector;
+use cosmos_app::tui::views::run_view::tree::Item;
+use cosmos_app::tui::views::run_view::{Pane, RunView};
 use cosmos_trajectory::event::{Event, EventBody};
 use cosmos_trajectory::listing::RunSummary;
 use cosmos_trajectory::run::Run;
@@ -41,14 +41,16 @@ fn send(app: &mut App, code: KeyCode) {
     }
 }
 
-fn run_effects(app: &mut App) -> Vec<Work> {
+/// Runs the work the app asked for, answering it; says what the work was.
+fn run_effects(app: &mut App) -> Vec<String> {
     let work = app.take_work();
-    for (id, w) in work.clone() {
+    let asked = work.iter().map(|(_, w)| format!("{w:?}")).collect();
+    for (id, w) in work {
         for a in cosmos_app::tui::terminal::perform(id, w) {
             app.update(a);
         }
     }
-    work.into_iter().map(|(_, w)| w).collect()
+    asked
 }
 
 /// A synthetic SPIRAL run of 4,000 nodes written into `dir`: more events than a find searches
@@ -104,7 +106,7 @@ fn help_scroll(app: &App) -> Option<usize> {
 #[test]
 fn stepping_jumping_and_focus() {
     let mut app = run_app(common::plan_fails_run());
-    let len = view(&app).run.len();
+    let len = view(&app).run().len();
     assert_eq!(view(&app).position(), len, "opens at the end");
     send(&mut app, KeyCode::Home);
     assert_eq!(view(&app).position(), 0);
@@ -120,8 +122,8 @@ fn stepping_jumping_and_focus() {
     assert_eq!(view(&app).position(), 16);
     assert_eq!(view(&app).metrics().tool_call_success_rate, Some(0.5));
     // The failing step's node is selected and shown beside its simulation.
-    let node2 = view(&app).run.slot_of(2).unwrap();
-    assert_eq!(view(&app).tree.selected_item(), Some(Item::Node(node2)));
+    let node2 = view(&app).run().slot_of(2).unwrap();
+    assert_eq!(view(&app).tree().selected_item(), Some(Item::Node(node2)));
     press(&mut app, "F");
     assert_eq!(view(&app).position(), 16, "no earlier failure: stays");
     press(&mut app, "T");
@@ -129,13 +131,13 @@ fn stepping_jumping_and_focus() {
     send(&mut app, KeyCode::End);
     assert_eq!(view(&app).position(), len);
 
-    assert_eq!(view(&app).focus, Pane::Tree);
+    assert_eq!(view(&app).focus(), Pane::Tree);
     for expected in [Pane::Timeline, Pane::Observation, Pane::Metrics, Pane::Tree] {
         send(&mut app, KeyCode::Tab);
-        assert_eq!(view(&app).focus, expected);
+        assert_eq!(view(&app).focus(), expected);
     }
     send(&mut app, KeyCode::BackTab);
-    assert_eq!(view(&app).focus, Pane::Metrics);
+    assert_eq!(view(&app).focus(), Pane::Metrics);
 }
 
 #[test]
@@ -149,18 +151,18 @@ fn timeline_focus_moves_the_cursor_and_tree_keys_move_selection() {
     assert_eq!(view(&app).position(), 3);
     send(&mut app, KeyCode::End);
     send(&mut app, KeyCode::BackTab);
-    assert_eq!(view(&app).tree.selection.selected, 0);
+    assert_eq!(view(&app).tree().selection().selected, 0);
     press(&mut app, "jj");
-    assert_eq!(view(&app).tree.selection.selected, 2);
-    let rows = view(&app).tree.len();
+    assert_eq!(view(&app).tree().selection().selected, 2);
+    let rows = view(&app).tree().len();
     send(&mut app, KeyCode::Home);
     send(&mut app, KeyCode::End);
     // Close the root: only it remains listed.
     press(&mut app, "kk");
     send(&mut app, KeyCode::Enter);
-    assert_eq!(view(&app).tree.len(), 1);
+    assert_eq!(view(&app).tree().len(), 1);
     press(&mut app, "o");
-    assert_eq!(view(&app).tree.len(), rows);
+    assert_eq!(view(&app).tree().len(), rows);
 }
 
 #[test]
@@ -170,8 +172,8 @@ fn next_event_of_the_selected_node() {
     // Tree is empty at 0; step until node 1 exists, then select it.
     press(&mut app, "llll");
     send(&mut app, KeyCode::Down);
-    let slot = view(&app).run.slot_of(1).unwrap();
-    assert_eq!(view(&app).tree.selected_item(), Some(Item::Node(slot)));
+    let slot = view(&app).run().slot_of(1).unwrap();
+    assert_eq!(view(&app).tree().selected_item(), Some(Item::Node(slot)));
     press(&mut app, "n");
     // The next event about node 1 is its simulation (event 5).
     assert_eq!(view(&app).position(), 5);
@@ -217,13 +219,13 @@ fn playing_opens_the_tree_to_each_touched_node_and_selects_it() {
         // The node the event before the cursor is about, when it is about one.
         let Some(slot) = k
             .checked_sub(1)
-            .and_then(|i| v.run.brief(i).node())
-            .and_then(|id| v.run.slot_of(id))
+            .and_then(|i| v.run().brief(i).node())
+            .and_then(|id| v.run().slot_of(id))
         else {
             continue;
         };
         assert_eq!(
-            v.tree.selected_item(),
+            v.tree().selected_item(),
             Some(Item::Node(slot)),
             "at event {k} the tree selects what it touched"
         );
@@ -240,7 +242,7 @@ fn help_overlay_swallows_keys_and_quit_quits() {
     send(&mut app, KeyCode::Home);
     assert_eq!(
         view(&app).position(),
-        view(&app).run.len(),
+        view(&app).run().len(),
         "keys do nothing under help"
     );
     send(&mut app, KeyCode::Esc);
@@ -289,8 +291,8 @@ fn mouse_click_selects_a_tree_row() {
         modifiers: KeyModifiers::NONE,
     };
     app.update(Action::Mouse(click));
-    assert_eq!(view(&app).tree.selection.selected, 2);
-    assert_eq!(view(&app).focus, Pane::Tree);
+    assert_eq!(view(&app).tree().selection().selected, 2);
+    assert_eq!(view(&app).focus(), Pane::Tree);
 }
 
 #[test]
@@ -301,14 +303,14 @@ fn browser_filter_sort_open_mark_and_compare() {
     assert_eq!(b(&app), 3);
 
     press(&mut app, "/react");
-    assert!(app.find::<Browser>().unwrap().prompt.is_some());
+    assert!(app.find::<Browser>().unwrap().prompt().is_some());
     assert_eq!(b(&app), 1);
     press(&mut app, "q");
     assert!(!app.quit(), "q is text while typing");
     // Ctrl-W deletes the word typed: it does not type a `w`.
     let ctrl = |c| TermEvent::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL));
     app.update(app.map_input(ctrl('w')).unwrap());
-    assert_eq!(app.find::<Browser>().unwrap().filter, "");
+    assert_eq!(app.find::<Browser>().unwrap().filter(), "");
     assert_eq!(b(&app), 3);
     // Several words: every one must match.
     press(&mut app, "plan_exec react");
@@ -318,12 +320,12 @@ fn browser_filter_sort_open_mark_and_compare() {
     assert_eq!(b(&app), 1);
     send(&mut app, KeyCode::Esc);
     assert_eq!(b(&app), 3);
-    assert!(app.find::<Browser>().unwrap().prompt.is_none());
+    assert!(app.find::<Browser>().unwrap().prompt().is_none());
 
     press(&mut app, "s");
     assert_ne!(
-        app.find::<Browser>().unwrap().sort.0,
-        cosmos_app::tui::browser::Column::Started
+        app.find::<Browser>().unwrap().sort().0,
+        cosmos_app::tui::views::browser::Column::Started
     );
 
     press(&mut app, "mc");
@@ -331,7 +333,10 @@ fn browser_filter_sort_open_mark_and_compare() {
     press(&mut app, "m");
     press(&mut app, "c");
     let work = run_effects(&mut app);
-    assert!(matches!(&work[..], [Work::Compare(p)] if p.len() == 2));
+    assert!(
+        matches!(&work[..], [w] if w.starts_with("Compare([") && w.matches(".jsonl").count() == 2),
+        "{work:?}"
+    );
     assert!(app.top_is::<CompareView>());
     send(&mut app, KeyCode::Esc);
     assert!(app.top_is::<Browser>());
@@ -346,12 +351,12 @@ fn browser_filter_sort_open_mark_and_compare() {
     press(&mut app, "g");
     run_effects(&mut app);
     assert!(
-        matches!(&app.find::<Browser>().unwrap().groups, cosmos_app::tui::browser::Groups::Ready(rows) if rows.len() == 3)
+        matches!(app.find::<Browser>().unwrap().groups(), cosmos_app::tui::views::browser::Groups::Ready(rows) if rows.len() == 3)
     );
     send(&mut app, KeyCode::Esc);
     assert_eq!(
-        app.find::<Browser>().unwrap().groups,
-        cosmos_app::tui::browser::Groups::Hidden
+        app.find::<Browser>().unwrap().groups(),
+        &cosmos_app::tui::views::browser::Groups::Hidden
     );
     // Esc goes back, never out of the program: only q leaves.
     send(&mut app, KeyCode::Esc);
@@ -392,7 +397,7 @@ fn live_run_grows_follows_pauses_asks_before_leaving_and_stops() {
         app.update(Action::LiveEvent(LiveSource::Followed, Box::new(event)));
         // The loop settles the views once per frame; here, a frame per event.
         app.settle();
-        nodes_seen.push(view(&app).tree.len());
+        nodes_seen.push(view(&app).tree().len());
         if i < 12 {
             assert_eq!(view(&app).position(), i + 1, "follows the newest event");
         } else {
@@ -408,7 +413,7 @@ fn live_run_grows_follows_pauses_asks_before_leaving_and_stops() {
     send(&mut app, KeyCode::Char(' '));
     assert_eq!(
         view(&app).position(),
-        view(&app).run.len(),
+        view(&app).run().len(),
         "resuming jumps to the newest event"
     );
 
@@ -463,11 +468,11 @@ fn a_live_react_run_shows_its_newest_step() {
         app.update(Action::LiveEvent(LiveSource::Followed, Box::new(event)));
         app.settle();
         if is_call {
-            let steps = view(&app).run.steps().len();
+            let steps = view(&app).run().steps().len();
             last_step = Some(steps - 1);
         }
         if let Some(step) = last_step {
-            assert_eq!(view(&app).tree.selected_item(), Some(Item::Step(step)));
+            assert_eq!(view(&app).tree().selected_item(), Some(Item::Step(step)));
         }
     }
     assert!(last_step.unwrap() >= 1);
@@ -495,11 +500,11 @@ fn a_live_view_takes_only_its_own_runs_events() {
         ));
         app.update(Action::FollowLost(other, "another run's file went".into()));
         app.settle();
-        assert_eq!(view(&app).run.len(), 0, "{own:?}");
+        assert_eq!(view(&app).run().len(), 0, "{own:?}");
         assert!(status(&app).contains("LIVE"), "{own:?}: {}", status(&app));
         app.update(Action::LiveEvent(own, Box::new(events[0].clone())));
         app.settle();
-        assert_eq!(view(&app).run.len(), 1, "{own:?}");
+        assert_eq!(view(&app).run().len(), 1, "{own:?}");
     }
 }
 
@@ -540,7 +545,7 @@ fn find_in_the_run_with_next_and_previous_hits() {
     let mut app = run_app(common::plan_fails_run());
     send(&mut app, KeyCode::Home);
     press(&mut app, "/");
-    assert!(view(&app).search.prompt.is_some());
+    assert!(view(&app).search().prompt.is_some());
     press(&mut app, "q");
     assert!(!app.quit(), "q is text while finding");
     send(&mut app, KeyCode::Backspace);
@@ -550,7 +555,7 @@ fn find_in_the_run_with_next_and_previous_hits() {
     // The first event that mentions it is node 2's node_added (event 8).
     assert_eq!(view(&app).position(), 8);
     // The status line says which hit of how many, once.
-    let hits = view(&app).search.hits();
+    let hits = view(&app).search().hits();
     assert!(hits >= 2, "the call and its node mention it too");
     let line = status(&app);
     assert!(line.contains(&format!("hit 1/{hits}")), "{line}");
@@ -586,7 +591,7 @@ fn find_in_the_run_with_next_and_previous_hits() {
     assert!(app.message().unwrap().contains("no event matches"));
     // Esc ends the search; then n is the node's next event again.
     send(&mut app, KeyCode::Esc);
-    assert!(!view(&app).search.active());
+    assert!(!view(&app).search().active());
     assert!(
         app.top_is::<RunView>(),
         "Esc ended the search, not the view"
@@ -598,10 +603,10 @@ fn n_and_capital_n_walk_the_selected_nodes_events_both_ways() {
     let mut app = run_app(common::plan_fails_run());
     // At the end every node is listed: select node 2 (root, node 1, node 2).
     press(&mut app, "jj");
-    let Some(Item::Node(slot)) = view(&app).tree.selected_item() else {
+    let Some(Item::Node(slot)) = view(&app).tree().selected_item() else {
         panic!("a node is selected");
     };
-    let id = view(&app).run.nodes()[slot as usize].id;
+    let id = view(&app).run().nodes()[slot as usize].id;
     let walk = |app: &mut App, key: &str| {
         let mut seen = Vec::new();
         loop {
@@ -612,7 +617,7 @@ fn n_and_capital_n_walk_the_selected_nodes_events_both_ways() {
             }
             seen.push(view(app).position());
             // The node stays selected as the cursor walks its events.
-            assert_eq!(view(app).tree.selected_item(), Some(Item::Node(slot)));
+            assert_eq!(view(app).tree().selected_item(), Some(Item::Node(slot)));
         }
     };
     let backward = walk(&mut app, "N");
@@ -655,7 +660,7 @@ fn inspectors_open_scroll_jump_and_close_without_leaving_the_run() {
     // In the tree, i shows the selected node: its verdict, the simulation, the real result
     // and its events, any of which Enter jumps to.
     send(&mut app, KeyCode::BackTab);
-    assert_eq!(view(&app).focus, Pane::Tree);
+    assert_eq!(view(&app).focus(), Pane::Tree);
     press(&mut app, "i");
     let Some(inspector) = app.top_as::<Inspector>() else {
         panic!("i on a node opens the node inspector");
@@ -685,7 +690,7 @@ fn inspectors_open_scroll_jump_and_close_without_leaving_the_run() {
     // Enter on the timeline inspects too; at the start, before any event, i shows the run
     // itself (its header: the task, the settings).
     send(&mut app, KeyCode::Tab);
-    assert_eq!(view(&app).focus, Pane::Timeline);
+    assert_eq!(view(&app).focus(), Pane::Timeline);
     send(&mut app, KeyCode::Enter);
     assert!(app.top_is::<Inspector>());
     send(&mut app, KeyCode::Esc);
@@ -750,7 +755,7 @@ fn opening_a_failing_run_lands_on_its_first_failed_call_with_the_node_selected()
         first + 1,
         "the cursor stands just after the failed call"
     );
-    assert_eq!(view.tree.selected_item(), Some(Item::Node(slot)));
+    assert_eq!(view.tree().selected_item(), Some(Item::Node(slot)));
     // A run without a failed call opens at its end, as before.
     let clean = common::three_runs()
         .into_iter()
@@ -774,23 +779,23 @@ fn compare_opens_the_chosen_runs_call() {
         panic!("compare is open");
     };
     // The calls of all three runs share rows: no run is only "extra" to the first.
-    assert!(compare.rows.len() <= 4, "{} rows", compare.rows.len());
+    assert!(compare.rows().len() <= 4, "{} rows", compare.rows().len());
     // The last row, the second run's column.
     send(&mut app, KeyCode::End);
     press(&mut app, "l");
     let Some(compare) = app.top_as::<CompareView>() else {
         panic!("compare is open");
     };
-    let row = compare.rows.len() - 1;
-    let event = compare.rows[row][1]
+    let row = compare.rows().len() - 1;
+    let event = compare.rows()[row][1]
         .as_ref()
         .expect("the second run makes a call on the last row")
         .event;
-    let path = compare.paths[1].clone();
+    let path = compare.paths()[1].clone();
     send(&mut app, KeyCode::Enter);
     run_effects(&mut app);
     let view = app.find::<RunView>().expect("the run opened");
-    assert_eq!(view.run.path, path, "the chosen column's run");
+    assert_eq!(view.run().path, path, "the chosen column's run");
     assert_eq!(view.position(), event + 1, "at that call");
     send(&mut app, KeyCode::Esc);
     assert!(app.top_is::<CompareView>(), "Esc goes back to compare");
@@ -811,10 +816,10 @@ fn probing_a_node_appends_a_simulation_and_asks_before_a_real_call() {
     app.probe = cosmos_engine::probe::ProbeSetup::default();
     // Node 2 (root, node 1, node 2), then p: the picker lists llm and memory.
     select_node_two(&mut app);
-    let Some(Item::Node(slot)) = view(&app).tree.selected_item() else {
+    let Some(Item::Node(slot)) = view(&app).tree().selected_item() else {
         panic!("a node is selected");
     };
-    assert_eq!(view(&app).run.nodes()[slot as usize].id, 2);
+    assert_eq!(view(&app).run().nodes()[slot as usize].id, 2);
     press(&mut app, "p");
     assert!(app.top_is::<WorldModelPicker>(), "p asks which world model");
     send(&mut app, KeyCode::Down);
@@ -916,7 +921,7 @@ fn the_group_table_arrives_even_after_a_run_was_opened_and_closed_meanwhile() {
         }
     }
     assert!(
-        matches!(&app.find::<Browser>().unwrap().groups, cosmos_app::tui::browser::Groups::Ready(rows) if rows.len() == 3),
+        matches!(app.find::<Browser>().unwrap().groups(), cosmos_app::tui::views::browser::Groups::Ready(rows) if rows.len() == 3),
         "the table is not lost"
     );
 }
@@ -968,8 +973,8 @@ fn a_group_table_that_could_not_be_computed_says_why_not_an_empty_table() {
         Err("reading runs/x.jsonl: permission denied".into()),
     ));
     assert!(matches!(
-        &app.find::<Browser>().unwrap().groups,
-        cosmos_app::tui::browser::Groups::Failed(why) if why.contains("permission denied")
+        &app.find::<Browser>().unwrap().groups(),
+        cosmos_app::tui::views::browser::Groups::Failed(why) if why.contains("permission denied")
     ));
 }
 
@@ -983,10 +988,10 @@ fn a_note_on_a_node_is_appended_through_the_runs_writer_and_is_there_when_reopen
     let mut app = opened(&path, size);
     // Node #2 selected in the tree, A, a note typed, Enter.
     select_node_two(&mut app);
-    let Some(Item::Node(slot)) = view(&app).tree.selected_item() else {
+    let Some(Item::Node(slot)) = view(&app).tree().selected_item() else {
         panic!("a node is selected");
     };
-    assert_eq!(view(&app).run.nodes()[slot as usize].id, 2);
+    assert_eq!(view(&app).run().nodes()[slot as usize].id, 2);
     press(&mut app, "A");
     assert!(status(&app).contains("note on #2"), "{}", status(&app));
     press(&mut app, "wrong turn: Mars is no timezone");
@@ -1004,7 +1009,7 @@ fn a_note_on_a_node_is_appended_through_the_runs_writer_and_is_there_when_reopen
         &reread.last().unwrap().body,
         EventBody::Annotation { node: Some(2), text, .. } if text == "wrong turn: Mars is no timezone"
     ));
-    assert_eq!(view(&app).run.len(), reread.len());
+    assert_eq!(view(&app).run().len(), reread.len());
     // Find finds it, and the node inspector lists it among the node's events.
     press(&mut app, "/Mars timezone");
     send(&mut app, KeyCode::Enter);
@@ -1022,14 +1027,17 @@ fn a_find_over_a_big_run_is_searched_in_the_background_and_input_goes_on() {
     let dir = tempfile::tempdir().unwrap();
     let path = big_run(dir.path(), 9);
     let run = Run::open(&path).unwrap();
-    assert!(run.len() > cosmos_app::tui::run_view::search::IN_PLACE);
+    assert!(run.len() > cosmos_app::tui::views::run_view::search::IN_PLACE);
     let mut app = run_app(run);
     send(&mut app, KeyCode::Home);
     press(&mut app, "/convert_time");
     send(&mut app, KeyCode::Enter);
     // The find is work for a background thread; the view says so and keys still move it.
     let work = app.take_work();
-    assert!(matches!(&work[..], [(_, Work::Find { .. })]), "{work:?}");
+    assert!(
+        matches!(&work[..], [(_, Work::Job(job))] if job.kind() == "find"),
+        "{work:?}"
+    );
     assert!(
         status(&app).contains("finding \"convert_time\""),
         "{}",
@@ -1043,7 +1051,7 @@ fn a_find_over_a_big_run_is_searched_in_the_background_and_input_goes_on() {
             app.update(a);
         }
     }
-    let hits = view(&app).search.hits();
+    let hits = view(&app).search().hits();
     assert!(hits > 100, "{hits}");
     assert!(
         status(&app).contains(&format!("hit 1/{hits}")),
@@ -1052,9 +1060,9 @@ fn a_find_over_a_big_run_is_searched_in_the_background_and_input_goes_on() {
     );
     let at = view(&app).position() - 1;
     assert!(
-        view(&app).run.event(at).body.kind() == "node_added"
-            || view(&app).run.event(at).body.kind() == "tool_called"
-            || view(&app).run.event(at).body.kind() == "node_simulated"
+        view(&app).run().event(at).body.kind() == "node_added"
+            || view(&app).run().event(at).body.kind() == "tool_called"
+            || view(&app).run().event(at).body.kind() == "node_simulated"
     );
 }
 
@@ -1066,30 +1074,29 @@ fn a_background_find_that_fails_says_why_and_ends_the_find() {
     press(&mut app, "/tokyo");
     send(&mut app, KeyCode::Enter);
     let work = app.take_work();
-    let [(id, Work::Find { words, to, .. })] = &work[..] else {
-        panic!("{work:?}");
-    };
-    app.update(Action::Found(
-        *id,
-        path.clone(),
-        words.clone(),
-        *to,
-        Err("reading big.jsonl: disk gone".into()),
-    ));
     assert!(
-        app.message()
-            .unwrap()
-            .contains("find failed: reading big.jsonl: disk gone"),
+        matches!(&work[..], [(_, Work::Job(job))] if job.kind() == "find"),
+        "{work:?}"
+    );
+    // The file goes away before the find reads it: a real failure, answered as any is.
+    std::fs::remove_file(&path).unwrap();
+    for (id, w) in work {
+        for a in cosmos_app::tui::terminal::perform(id, w) {
+            app.update(a);
+        }
+    }
+    assert!(
+        app.message().unwrap().contains("find failed: opening"),
         "{:?}",
         app.message()
     );
-    assert!(!view(&app).search.active());
+    assert!(!view(&app).search().active());
     assert!(!status(&app).contains("finding"), "{}", status(&app));
 }
 
 #[test]
 fn the_notes_list_shows_every_note_and_enter_goes_to_what_it_is_about() {
-    use cosmos_app::tui::notes::NotesView;
+    use cosmos_app::tui::views::notes::NotesView;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("noted.jsonl");
     common::write_run(&common::plan_fails_run(), &path);
@@ -1118,7 +1125,7 @@ fn the_notes_list_shows_every_note_and_enter_goes_to_what_it_is_about() {
     // Its help lists a list's keys, not compare's.
     press(&mut app, "?");
     let help = app
-        .top_as::<cosmos_app::tui::help::HelpView>()
+        .top_as::<cosmos_app::tui::overlays::help::HelpView>()
         .expect("the help in front");
     let said: Vec<&str> = help.rows().iter().map(|(_, what)| what.as_str()).collect();
     assert!(

@@ -7,15 +7,15 @@ use std::path::PathBuf;
 
 use cosmos_app::tui::action::{Action, LiveSource};
 use cosmos_app::tui::app::App;
-use cosmos_app::tui::browser::Browser;
-use cosmos_app::tui::compare::CompareView;
 use cosmos_app::tui::keymap::{Command, Keymap};
 use cosmos_app::tui::open;
-use cosmos_app::tui::run_view::RunView;
-use cosmos_app::tui::run_view::inspector::Inspector;
 use cosmos_app::tui::theme::Theme;
-use cosmos_app::tui::wm_eval_view::CallDetail;
-use cosmos_app::tui::wm_eval_view::WmEvalView;
+use cosmos_app::tui::views::browser::Browser;
+use cosmos_app::tui::views::compare::CompareView;
+use cosmos_app::tui::views::run_view::RunView;
+use cosmos_app::tui::views::run_view::inspector::Inspector;
+use cosmos_app::tui::views::wm_eval_view::CallDetail;
+use cosmos_app::tui::views::wm_eval_view::WmEvalView;
 use cosmos_trajectory::event::AgentKind;
 use cosmos_trajectory::run::Run;
 use ratatui::Terminal;
@@ -454,7 +454,7 @@ fn the_about_view_tells_the_runs_story_and_compare_names_what_differs() {
     // Compare's headers name exactly the setting that differs.
     let compare = CompareView::new(&runs, (200, 60));
     assert_eq!(
-        compare.labels,
+        compare.labels(),
         ["spiral / llm alpha=1.0", "spiral / llm alpha=0.5"]
     );
     for size in SIZES {
@@ -1199,7 +1199,7 @@ fn every_critic_reason_in_the_sample_runs_reads_whole_at_80x24() {
                 _ => None,
             });
             let Some(reason) = reason else { continue };
-            let inspector = cosmos_app::tui::run_view::inspector::Inspector::node(
+            let inspector = cosmos_app::tui::views::run_view::inspector::Inspector::node(
                 &run,
                 &state,
                 slot as u32,
@@ -1320,8 +1320,8 @@ fn from_the_sample_runs_a_plan_exec_run_with_a_failed_call_is_a_few_keys_away() 
         }
     }
     let view = app.find::<RunView>().expect("the run is open");
-    assert_eq!(view.run.header.agent.kind, AgentKind::PlanExec);
-    let first = view.run.first_failed_call().unwrap();
+    assert_eq!(view.run().header.agent.kind, AgentKind::PlanExec);
+    let first = view.run().first_failed_call().unwrap();
     assert_eq!(view.position(), first + 1, "at its first failed call");
     let screen = render(&mut app);
     assert!(screen.contains("real: failed ✗"), "{screen}");
@@ -1599,9 +1599,9 @@ fn a_call_a_world_model_never_reached_is_no_failure_in_the_view() {
             predicted_state: None,
         },
     });
-    let view = cosmos_app::tui::wm_eval_view::WmEvalView::new(&run, (120, 40));
+    let view = cosmos_app::tui::views::wm_eval_view::WmEvalView::new(&run, (120, 40));
     let qwen = view
-        .board
+        .board()
         .world_models
         .iter()
         .find(|w| w.name == "qwen")
@@ -1612,7 +1612,7 @@ fn a_call_a_world_model_never_reached_is_no_failure_in_the_view() {
         "call 3 is not qwen's failure"
     );
     let memory = view
-        .board
+        .board()
         .world_models
         .iter()
         .find(|w| w.name == "memory")
@@ -1647,11 +1647,11 @@ fn the_notes_list_at_80x24_and_200x60() {
 
 #[test]
 fn every_help_line_is_whole_at_200_columns_and_wrapped_not_cut_at_80() {
-    use cosmos_app::tui::help::HelpView;
+    use cosmos_app::tui::overlays::help::HelpView;
     let keymap = Keymap::default();
     for mode in cosmos_app::tui::keymap::MODES {
         // The keys, then the legend of the marks the view draws.
-        let legend = cosmos_app::tui::help::legend(mode);
+        let legend = cosmos_app::tui::overlays::help::legend(mode);
         let words: Vec<String> = keymap
             .help(mode)
             .iter()

@@ -10,10 +10,11 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use cosmos_app::tui::action::Action;
-use cosmos_app::tui::compare::CompareView;
-use cosmos_app::tui::run_view::RunView;
+use cosmos_app::tui::jobs::recount::RecountJob;
 use cosmos_app::tui::terminal::perform;
 use cosmos_app::tui::view::{View, Work};
+use cosmos_app::tui::views::compare::CompareView;
+use cosmos_app::tui::views::run_view::RunView;
 use cosmos_engine::metrics::run::{METRICS_VERSION, RunMetrics};
 use cosmos_trajectory::event::{
     AgentKind, DecisionProblem, DimensionScore, Ending, EventBody, JudgeScores, Observation, Phase,
@@ -217,7 +218,8 @@ fn browser_totals(path: &Path) -> (Totals, Option<Ending>) {
     let mut summary = RunSummary::read(path);
     let stored = summary.finished.clone().expect("a finished run");
     if stored.totals.metrics_version != METRICS_VERSION {
-        let answers = perform(1, Work::Recount(vec![path.to_path_buf()]));
+        let recount = RecountJob::new(vec![path.to_path_buf()]);
+        let answers = perform(1, Work::Job(Box::new(recount)));
         match answers.as_slice() {
             [Action::Recounted(_, recounts)] if recounts.len() == 1 => {
                 summary.recounted(&recounts[0])
@@ -285,7 +287,7 @@ fn every_view_shows_the_reports_value() {
             continue;
         }
         let compare = CompareView::new(pair, (200, 60));
-        for (metrics, (path, r)) in compare.metrics.iter().zip(runs) {
+        for (metrics, (path, r)) in compare.metrics().iter().zip(runs) {
             same(metrics, r, "compare", path);
         }
     }

@@ -12,7 +12,7 @@ use cosmos_app::tui::app::App;
 use cosmos_app::tui::keymap::{Command, Keymap};
 use cosmos_app::tui::open;
 use cosmos_app::tui::theme::Theme;
-use cosmos_app::tui::wm_eval_view::WmEvalView;
+use cosmos_app::tui::views::wm_eval_view::WmEvalView;
 use cosmos_trajectory::event::{AgentKind, EventBody, Observation, Origin};
 use cosmos_trajectory::run::Run;
 use ratatui::Terminal;
@@ -147,11 +147,11 @@ fn every_failure_of_the_sample_wm_eval_is_shown_on_its_own_call() {
             .and_then(|s| s.parse().ok())
             .unwrap();
         let w = view
-            .names
+            .names()
             .iter()
             .position(|n| n == e["name"].as_str().unwrap())
             .unwrap();
-        let row = view.rows.iter().find(|r| r.step == step).unwrap();
+        let row = view.rows().iter().find(|r| r.step == step).unwrap();
         assert!(
             matches!(&row.verdicts[w], cosmos_engine::wm_eval::filed::Verdict::Failed(m) if m == message),
             "step {step}: {:?}",
@@ -242,13 +242,13 @@ fn a_failure_is_the_call_of_its_step_not_the_last_call_copied() {
     let mut app = opened(out_of_order(), (200, 40));
     let screen = render(&mut app);
     let view = app.top_as::<WmEvalView>().unwrap();
-    let board = &view.board.world_models;
+    let board = &view.board().world_models;
     // Three calls, each world model simulated two and failed one.
     for w in board {
         assert_eq!((w.n, w.calls, w.failed), (2, 3, 1), "{}: {screen}", w.name);
     }
     let failed_on = |w: usize| -> Vec<u64> {
-        view.rows
+        view.rows()
             .iter()
             .filter(|r| {
                 matches!(
@@ -335,8 +335,8 @@ fn one_failure_in_2000(dir: &Path) -> PathBuf {
 
 #[test]
 fn one_failed_call_in_2000_never_reads_as_100_percent_success() {
-    use cosmos_app::tui::browser::Browser;
-    use cosmos_app::tui::compare::CompareView;
+    use cosmos_app::tui::views::browser::Browser;
+    use cosmos_app::tui::views::compare::CompareView;
     use cosmos_trajectory::listing::RunSummary;
     let dir = tempfile::tempdir().unwrap();
     let path = one_failure_in_2000(dir.path());
@@ -390,7 +390,7 @@ fn one_failed_call_in_2000_never_reads_as_100_percent_success() {
 
 #[test]
 fn a_search_that_found_no_finished_path_is_marked_not_green_and_f_stops_at_it() {
-    use cosmos_app::tui::browser::Browser;
+    use cosmos_app::tui::views::browser::Browser;
     use cosmos_trajectory::event::{Ending, RunStatus, Totals};
     use cosmos_trajectory::listing::RunSummary;
     let dir = tempfile::tempdir().unwrap();
@@ -463,7 +463,7 @@ fn a_search_that_found_no_finished_path_is_marked_not_green_and_f_stops_at_it() 
 
 #[test]
 fn a_line_that_could_not_be_read_is_said_on_the_status_line_and_in_the_about_view() {
-    use cosmos_app::tui::run_view::inspector::Inspector;
+    use cosmos_app::tui::views::run_view::inspector::Inspector;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("torn.jsonl");
     common::write_run(&common::plan_fails_run(), &path);
@@ -533,8 +533,8 @@ fn a_run_with_no_node_and_no_call_says_so_instead_of_asking_to_step_forward() {
 
 #[test]
 fn stepping_with_the_tree_focused_moves_the_observation_pane_with_the_cursor() {
-    use cosmos_app::tui::run_view::Pane;
-    use cosmos_app::tui::run_view::RunView;
+    use cosmos_app::tui::views::run_view::Pane;
+    use cosmos_app::tui::views::run_view::RunView;
     let mut app = common::run_app(common::plan_fails_run(), (200, 50));
     app.update(Action::JumpTo(0));
     // Step through the run; the tree keeps the focus (the default).
@@ -542,8 +542,8 @@ fn stepping_with_the_tree_focused_moves_the_observation_pane_with_the_cursor() {
     for _ in 0..40 {
         app.update(Action::Do(Command::StepForward));
         let view = app.top_as::<RunView>().unwrap();
-        assert_eq!(view.focus, Pane::Tree);
-        selected.push(format!("{:?}", view.tree.selected_item()));
+        assert_eq!(view.focus(), Pane::Tree);
+        selected.push(format!("{:?}", view.tree().selected_item()));
     }
     selected.dedup();
     assert!(
@@ -554,8 +554,8 @@ fn stepping_with_the_tree_focused_moves_the_observation_pane_with_the_cursor() {
 
 #[test]
 fn a_proxy_session_shows_no_planner_and_no_search_figures_on_calls_no_search_made() {
-    use cosmos_app::tui::browser::Browser;
-    use cosmos_app::tui::run_view::inspector::Inspector;
+    use cosmos_app::tui::views::browser::Browser;
+    use cosmos_app::tui::views::run_view::inspector::Inspector;
     use cosmos_trajectory::listing::RunSummary;
     // A client's session through cosmos proxy: its calls rehearsed as a chain of nodes (each
     // evaluated with the rehearsal's base reward), as the proxy records them.
@@ -646,7 +646,7 @@ fn browser_run_view_compare_and_about_show_reports_figures_for_every_sample_run(
 /// beside itself) and its about view
 /// show what `cosmos report --per-run` says of it (`r`).
 fn shows_reports_figures(path: &Path, r: &Value) {
-    use cosmos_app::tui::browser::Browser;
+    use cosmos_app::tui::views::browser::Browser;
     use cosmos_engine::metrics::figure;
     use cosmos_trajectory::listing::RunSummary;
     let m = &r["metrics"];
@@ -721,7 +721,7 @@ fn shows_reports_figures(path: &Path, r: &Value) {
     // Compare, the run beside itself: each figure row reads report's figure in both columns.
     let runs = vec![Run::open(path).unwrap(), Run::open(path).unwrap()];
     let size = (220, 60);
-    let compare = cosmos_app::tui::compare::CompareView::new(&runs, (size.0, size.1 - 1));
+    let compare = cosmos_app::tui::views::compare::CompareView::new(&runs, (size.0, size.1 - 1));
     let mut app = App::new(compare, Keymap::default(), Theme::new(true), size);
     let screen = render(&mut app);
     let wall = format!("{:.1}", m["wall_ms"].as_f64().unwrap() / 1000.0);
@@ -890,8 +890,8 @@ fn a_live_run_with_nothing_yet_is_not_said_to_have_nothing() {
 
 #[test]
 fn runs_that_cannot_be_read_for_compare_say_why_and_open_nothing() {
-    use cosmos_app::tui::browser::Browser;
     use cosmos_app::tui::view::Work;
+    use cosmos_app::tui::views::browser::Browser;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("a.jsonl");
     let other = dir.path().join("b.jsonl");
@@ -939,7 +939,7 @@ fn runs_that_cannot_be_read_for_compare_say_why_and_open_nothing() {
 /// anything: every cell's label and detail line hold report's figures for its run.
 #[test]
 fn the_sweep_view_shows_reports_figures_for_every_sample_sweep_cell() {
-    use cosmos_app::tui::sweep_view::{GridCell, SweepView};
+    use cosmos_app::tui::views::sweep_view::{GridCell, SweepView};
     use cosmos_engine::metrics::figure;
     let folder = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_runs/sweep");
     let reported: HashMap<PathBuf, Value> = common::reported_per_run(&folder)

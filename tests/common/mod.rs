@@ -68,11 +68,7 @@ fn call(target: &str) -> Action {
 }
 
 fn obs(text: &str, is_error: bool) -> Observation {
-    Observation {
-        text: text.into(),
-        is_error,
-        ..Default::default()
-    }
+    Observation::of_text(text, is_error)
 }
 
 /// ReAct-Plan-Exec: a two-step plan whose second real call fails although the world model
@@ -562,7 +558,7 @@ pub fn reported_per_run(folder: &std::path::Path) -> Vec<(std::path::PathBuf, se
 
 /// An app showing `run` in the run view, on a terminal of `size` (its last row the status line).
 pub fn run_app(run: Run, size: (u16, u16)) -> cosmos_app::tui::app::App {
-    let view = cosmos_app::tui::run_view::RunView::new(
+    let view = cosmos_app::tui::views::run_view::RunView::new(
         run,
         ratatui::layout::Rect::new(0, 0, size.0, size.1 - 1),
     );

@@ -420,9 +420,9 @@ pub fn about_text(run: cosmos_trajectory::run::Run) -> String {
     use cosmos_app::tui::action::Action;
     use cosmos_app::tui::app::App;
     use cosmos_app::tui::keymap::{Command, Keymap};
-    use cosmos_app::tui::run_view::RunView;
-    use cosmos_app::tui::run_view::inspector::Inspector;
     use cosmos_app::tui::theme::Theme;
+    use cosmos_app::tui::views::run_view::RunView;
+    use cosmos_app::tui::views::run_view::inspector::Inspector;
     let view = RunView::new(run, ratatui::layout::Rect::new(0, 0, 160, 39));
     let mut app = App::new(view, Keymap::default(), Theme::new(true), (160, 40));
     app.update(Action::Do(Command::About));

@@ -628,6 +628,15 @@ fn is_zero(n: &u64) -> bool {
 }
 
 impl Observation {
+    /// An observation of `text` alone: a result, or a failure when `is_error`.
+    pub fn of_text(text: impl Into<String>, is_error: bool) -> Self {
+        Self {
+            text: text.into(),
+            is_error,
+            ..Default::default()
+        }
+    }
+
     /// Cuts `text` to at most `max` bytes (on a character boundary), counting what was cut in
     /// `truncated_bytes`: the one cap on tool results and predictions.
     pub fn cap_text(&mut self, max: usize) {

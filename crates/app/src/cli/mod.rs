@@ -130,7 +130,7 @@ pub enum Command {
         paths: Vec<PathBuf>,
         /// What one row stands for.
         #[arg(long, value_enum, default_value_t)]
-        group_by: report::GroupByArg,
+        group_by: cosmos_engine::metrics::group::GroupBy,
         /// Output format; `json` is a stable shape for scripts (docs/report-format.md).
         #[arg(long, value_enum, default_value_t)]
         format: ReportFormat,
@@ -195,7 +195,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             per_run,
         } => report::run(
             &paths,
-            group_by.into(),
+            group_by,
             format,
             report::Options {
                 baseline: baseline.as_deref(),

@@ -11,34 +11,6 @@ use cosmos_engine::metrics::records::read_records;
 use cosmos_engine::metrics::table;
 use cosmos_trajectory::sanitize::{inert, inert_json};
 
-/// What a row stands for, on the command line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
-pub enum GroupByArg {
-    /// Agent, world model and planner together: one configuration per row.
-    #[default]
-    Config,
-    /// The agent alone.
-    Agent,
-    /// The world model alone.
-    WorldModel,
-    /// The planner model alone.
-    Planner,
-    /// The task.
-    Task,
-}
-
-impl From<GroupByArg> for GroupBy {
-    fn from(arg: GroupByArg) -> Self {
-        match arg {
-            GroupByArg::Config => GroupBy::Config,
-            GroupByArg::Agent => GroupBy::Agent,
-            GroupByArg::WorldModel => GroupBy::WorldModel,
-            GroupByArg::Planner => GroupBy::Planner,
-            GroupByArg::Task => GroupBy::Task,
-        }
-    }
-}
-
 /// Output formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum ReportFormat {

@@ -515,7 +515,7 @@ fn run_live(
     use std::sync::atomic::{AtomicBool, Ordering};
 
     use crate::tui::app::App;
-    use crate::tui::run_view::RunView;
+    use crate::tui::views::run_view::RunView;
     use cosmos_trajectory::run::Run;
 
     // What the explorer needs is checked before any server starts or any file is written.

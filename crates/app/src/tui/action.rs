@@ -55,7 +55,7 @@ pub enum Action {
         RequestId,
         Result<Vec<cosmos_engine::metrics::group::GroupRow>, String>,
     ),
-    /// Totals (and the ending) computed again with today's metrics, by file (`Work::Recount`).
+    /// Totals (and the ending) computed again with today's metrics, by file (`RecountJob`).
     Recounted(RequestId, Vec<cosmos_trajectory::listing::Recount>),
     /// A live run produced an event: which run says which view takes it.
     LiveEvent(LiveSource, Box<Event>),
@@ -72,7 +72,7 @@ pub enum Action {
         usize,
         Result<Vec<u32>, String>,
     ),
-    /// A proxy session's protocol log read in the background (`Work::ReadWire`), or why not.
+    /// A proxy session's protocol log read in the background (`ReadWireJob`), or why not.
     WireRead(
         RequestId,
         Result<std::sync::Arc<cosmos_trajectory::wire::WireLog>, String>,
@@ -97,6 +97,22 @@ pub enum Action {
     /// The explorer's own work wrote a run file (a fork, when it starts and when it ends): a
     /// browser over its folder lists it, or reads its totals again.
     Written(std::path::PathBuf),
+}
+
+impl Action {
+    /// The request a job's answer answers: the app gives it to the view that asked (and
+    /// drops it once that view is gone). A job answering with a new kind of action lists it
+    /// here.
+    pub fn answers(&self) -> Option<RequestId> {
+        match self {
+            Action::Found(id, ..)
+            | Action::WireRead(id, _)
+            | Action::Probed(id, _)
+            | Action::GroupsReady(id, _)
+            | Action::Recounted(id, _) => Some(*id),
+            _ => None,
+        }
+    }
 }
 
 /// Something background work made for the app (compare's view), held as `Any` so that this

@@ -18,10 +18,10 @@ use ratatui::text::Line;
 use ratatui::widgets::Paragraph;
 
 use super::action::{Action, RequestId};
-use super::confirm::ConfirmLeave;
-use super::help::HelpView;
 use super::keymap::{Command, Keymap, Mode};
 use super::open;
+use super::overlays::confirm::ConfirmLeave;
+use super::overlays::help::HelpView;
 use super::theme::Theme;
 use super::view::{Context, Exit, Handled, Request, View, Work};
 use cosmos_engine::probe::ProbeSetup;
@@ -48,8 +48,9 @@ struct Pending {
     /// The view that asked; its answer goes to it, and is dropped once it has closed.
     asker: ViewId,
     waiting: Waiting,
-    /// What was asked, when asking it again is asking for the same answer (reads).
-    reads: Option<Work>,
+    /// What names what was asked, when asking it again is asking for the same answer
+    /// ([`Work::read_key`]).
+    reads: Option<String>,
 }
 
 #[derive(Debug)]
@@ -58,8 +59,9 @@ enum Waiting {
     Run(String, Option<usize>),
     /// Runs to compare (how many).
     Compare(usize),
-    /// An answer for the view that asked: which work it answers.
-    Answer(Answer),
+    /// A job's answer for the view that asked: the job's kind, and what the status line says
+    /// meanwhile.
+    Answer(&'static str, Option<String>),
     /// A fork started from the explorer: its run opens as a followed view (`view`, once it
     /// has) and, when it ends, beside `original` in compare.
     Fork {
@@ -68,18 +70,6 @@ enum Waiting {
         /// The fork's file, once it exists.
         path: Option<PathBuf>,
     },
-}
-
-/// Work answered to the view that asked; one unanswered request of each kind at a time.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Answer {
-    Groups,
-    Recount,
-    /// A probe or a note added to a run.
-    Probe,
-    Find,
-    /// A proxy session's protocol log read.
-    Wire,
 }
 
 /// The whole explorer state.
@@ -309,10 +299,12 @@ impl App {
                 self.changed = true;
                 match &question.request {
                     rmcp::model::ElicitRequestParams::FormElicitationParams { .. } => {
-                        self.push(Box::new(super::elicit_form::ElicitForm::new(*question)));
+                        self.push(Box::new(super::overlays::elicit_form::ElicitForm::new(
+                            *question,
+                        )));
                     }
                     // A page to open: a login asking for more scopes.
-                    _ => match super::page_prompt::PagePrompt::new(question) {
+                    _ => match super::overlays::page_prompt::PagePrompt::new(question) {
                         Ok(prompt) => {
                             self.push(Box::new(prompt));
                         }
@@ -335,12 +327,9 @@ impl App {
                 let _ = self.take_pending(id);
                 self.message = Some(one_line(&format!("background work failed: {why}"), 200));
             }
-            Action::Found(id, ..)
-            | Action::WireRead(id, _)
-            | Action::Probed(id, _)
-            | Action::GroupsReady(id, _)
-            | Action::Recounted(id, _) => {
+            action if action.answers().is_some() => {
                 self.changed = true;
+                let id = action.answers().unwrap_or_default();
                 if let Some(pending) = self.take_pending(id) {
                     self.deliver(pending.asker, &action);
                 }
@@ -466,7 +455,7 @@ impl App {
 
     fn start(&mut self, asker: ViewId, work: Work) {
         // A read already on its way for this view is the same request: its answer serves.
-        let reads = work.is_read().then(|| work.clone());
+        let reads = work.read_key();
         if reads.is_some()
             && self
                 .pending
@@ -483,13 +472,7 @@ impl App {
                 Waiting::Run(format!("opening {}", path.display()), Some(*event))
             }
             Work::Compare(paths) => Waiting::Compare(paths.len()),
-            Work::Groups(_) => Waiting::Answer(Answer::Groups),
-            Work::Recount(_) => Waiting::Answer(Answer::Recount),
-            Work::Probe { .. } | Work::ProbeReal { .. } | Work::Annotate { .. } => {
-                Waiting::Answer(Answer::Probe)
-            }
-            Work::Find { .. } => Waiting::Answer(Answer::Find),
-            Work::ReadWire(_) => Waiting::Answer(Answer::Wire),
+            Work::Job(job) => Waiting::Answer(job.kind(), job.waiting()),
             Work::Fork(fork) => Waiting::Fork {
                 original: fork.original.clone(),
                 view: None,
@@ -498,7 +481,7 @@ impl App {
         };
         // A new request replaces an unanswered one of its kind: its answer would be stale.
         self.pending.retain(|p| match (&p.waiting, &waiting) {
-            (Waiting::Answer(a), Waiting::Answer(b)) => a != b,
+            (Waiting::Answer(a, _), Waiting::Answer(b, _)) => a != b,
             (a, b) => std::mem::discriminant(a) != std::mem::discriminant(b),
         });
         self.pending.push(Pending {
@@ -568,7 +551,7 @@ impl App {
                 *view = Some(opened);
                 self.pending.push(pending);
             }
-            Waiting::Answer(_) => {}
+            Waiting::Answer(..) => {}
         }
     }
 
@@ -660,10 +643,9 @@ impl App {
         let loading = self.pending.iter().find_map(|p| match &p.waiting {
             Waiting::Run(what, _) => Some(what.clone()),
             Waiting::Compare(want) => Some(format!("loading and aligning {want} runs")),
-            Waiting::Answer(Answer::Find) => Some("finding".to_string()),
+            Waiting::Answer(_, says) => says.clone(),
             Waiting::Fork { view: None, .. } => Some("starting the fork".to_string()),
             Waiting::Fork { .. } => None,
-            Waiting::Answer(_) => None,
         });
         let note = loading.or_else(|| self.message.clone());
         let help = self.keymap.hint(self.top().mode(), Command::Help);

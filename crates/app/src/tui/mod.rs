@@ -1,39 +1,33 @@
-//! The explorer (docs/design.md, "Explorer (terminal UI)"): run browser, run view, compare.
+//! The explorer (docs/design.md, "Explorer (terminal UI)"), in the ratatui component pattern.
 //!
-//! Every view keeps the contract in [`view`]: it owns its state, handles an
-//! [`action::Action`] and says whether it consumed it, and draws from `&self`. The
-//! [`app::App`] holds them as a stack (browser → run → overlays) of `Box<dyn View>`. Input becomes an action via
-//! the [`keymap`] of the mode in front; background work talks to the UI over channels
-//! (`terminal.rs`). Untrusted text is made inert by `cosmos_trajectory::sanitize` before drawing.
+//! - The contract, at the bottom: [`view`] (what every view keeps: it owns its state, handles
+//!   an [`action::Action`], asks the app for more through requests, draws from `&self`; and
+//!   [`view::Job`], background work that carries its own way to run and answer), [`action`],
+//!   [`feed`], [`keymap`], [`theme`], [`fork_spec`].
+//! - The event loop: [`app::App`] (the stack of views and the one `update`), [`terminal`]
+//!   (raw mode, the panic hook, input into actions, background work on its threads),
+//!   [`open`] (which view shows what was loaded), [`reading`] and [`fork_work`] (the app's own
+//!   long work: a run read in parts, a fork).
+//! - [`views`]: the screens. [`overlays`]: help, questions, pickers and forms over them.
+//!   [`widgets`]: the prompt, scrolling, wrapping. [`jobs`]: background work views start.
+//!
+//! Untrusted text is made inert by `cosmos_trajectory::sanitize` before drawing.
 
 pub mod action;
 pub mod app;
-pub mod browser;
-pub mod compare;
-pub mod confirm;
-pub mod elicit_form;
 pub mod feed;
-pub mod fork_form;
 pub mod fork_spec;
 pub mod fork_work;
-pub mod help;
+pub mod jobs;
 pub mod keymap;
-pub mod notes;
 pub mod open;
-pub mod overlay;
-pub mod page_prompt;
-pub mod picker;
-pub mod prompt;
+pub mod overlays;
 pub mod reading;
-pub mod run_view;
-pub mod scroll;
-pub mod sweep_view;
 pub mod terminal;
 pub mod theme;
 pub mod view;
-pub mod wire_view;
-pub mod wm_eval_view;
-pub mod wrap;
+pub mod views;
+pub mod widgets;
 
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::Sender;
@@ -43,10 +37,10 @@ use anyhow::{Context, Result};
 
 use self::action::{Action, LiveSource};
 use self::app::App;
-use self::browser::Browser;
 use self::keymap::Keymap;
-use self::run_view::RunView;
 use self::theme::Theme;
+use self::views::browser::Browser;
+use self::views::run_view::RunView;
 use cosmos_trajectory::listing::list_runs;
 use cosmos_trajectory::tail::Tail;
 
@@ -92,11 +86,7 @@ pub fn explore(path: &Path, probe: cosmos_engine::probe::ProbeSetup) -> Result<(
                     read,
                     total,
                     rest,
-                } => {
-                    let view: Box<dyn view::View> =
-                        Box::new(RunView::reading(run, body, read, total));
-                    (view, Some(rest), 0)
-                }
+                } => (open::reading(run, body, read, total), Some(rest), 0),
             };
             let mut app = App::on(view, keymap, theme, size);
             app.say_problems(problems);

@@ -7,10 +7,10 @@ use std::sync::mpsc::Sender;
 use ratatui::layout::Rect;
 
 use super::action::RequestId;
-use super::compare::CompareView;
-use super::run_view::RunView;
 use super::view::View;
-use super::wm_eval_view::WmEvalView;
+use super::views::compare::CompareView;
+use super::views::run_view::RunView;
+use super::views::wm_eval_view::WmEvalView;
 use cosmos_trajectory::event::AgentKind;
 use cosmos_trajectory::run::Run;
 
@@ -38,7 +38,7 @@ pub fn fork(run: Run, area: Rect, stop: Sender<()>, id: RequestId) -> Box<dyn Vi
 /// What the status line says when reading a run found `problems` (skipped lines and the
 /// like): the figures leave those lines out.
 pub fn problems_said(problems: usize) -> Option<String> {
-    super::run_view::problems_said(problems)
+    super::views::run_view::problems_said(problems)
 }
 
 /// The view of runs side by side; `size` is the terminal's.

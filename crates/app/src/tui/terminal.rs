@@ -13,9 +13,6 @@ use crossterm::execute;
 use super::action::{Action, RequestId};
 use super::app::App;
 use super::view::{Exit, Work};
-use cosmos_engine::metrics::group::{GroupBy, group};
-use cosmos_engine::metrics::records::{read_records, recount};
-use cosmos_trajectory::event::EventBody;
 use cosmos_trajectory::run::Run;
 
 /// Shortest time between two frames (60 a second at most).
@@ -265,82 +262,11 @@ pub fn perform(id: RequestId, work: Work) -> Vec<Action> {
                 runs.map(|runs| super::action::Made::new(super::open::compare(&runs, (80, 24))));
             vec![Action::Compared(id, view)]
         }
-        Work::Probe {
-            path,
-            node,
-            world_model,
-            setup,
-        } => vec![Action::Probed(
-            id,
-            Box::new(block_on(cosmos_engine::probe::simulate(
-                &path,
-                node,
-                &world_model,
-                &setup,
-            ))),
-        )],
-        Work::ReadWire(path) => {
-            let log = cosmos_trajectory::wire::read(&path)
-                .map(std::sync::Arc::new)
-                .map_err(|e| format!("{e:#}"));
-            vec![Action::WireRead(id, log)]
-        }
-        Work::Find { path, words, to } => {
-            let hits = super::run_view::search::find_in_file(&path, &words, to)
-                .map_err(|e| format!("{e:#}"));
-            vec![Action::Found(id, path, words, to, hits)]
-        }
-        Work::Annotate {
-            path,
-            node,
-            event,
-            text,
-            t_ms,
-            setup,
-        } => {
-            let note = EventBody::Annotation {
-                node,
-                event,
-                text,
-                who: cosmos_engine::probe::who(),
-            };
-            vec![Action::Probed(
-                id,
-                Box::new(cosmos_engine::probe::annotate(&path, note, t_ms, &setup)),
-            )]
-        }
         Work::Fork(fork) => {
             let mut actions = Vec::new();
             super::fork_work::run(id, fork, &mut |action| actions.push(action));
             actions
         }
-        Work::ProbeReal { path, node, setup } => vec![Action::Probed(
-            id,
-            Box::new(block_on(cosmos_engine::probe::call_for_real(
-                &path, node, &setup,
-            ))),
-        )],
-        Work::Recount(paths) => {
-            let recounts = recount(&paths).unwrap_or_else(|e| {
-                tracing::warn!("recounting totals failed: {e:#}");
-                Vec::new()
-            });
-            vec![Action::Recounted(id, recounts)]
-        }
-        Work::Groups(paths) => {
-            // A failure is said where the table would be, never shown as an empty table.
-            let rows = read_records(&paths)
-                .map(|(records, _)| group(&records, GroupBy::Config))
-                .map_err(|e| format!("{e:#}"));
-            vec![Action::GroupsReady(id, rows)]
-        }
+        Work::Job(job) => job.run(id),
     }
-}
-
-/// Runs async work (a probe) to completion on this background thread.
-fn block_on<T>(work: impl std::future::Future<Output = Result<T>>) -> Result<T> {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?
-        .block_on(work)
 }

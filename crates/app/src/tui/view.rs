@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use ratatui::Frame;
 use ratatui::layout::Rect;
 
-use super::action::Action;
+use super::action::{Action, RequestId};
 use super::keymap::Mode;
 use super::theme::Theme;
 use cosmos_engine::probe::ProbeSetup;
@@ -41,82 +41,56 @@ pub enum Exit {
 }
 
 /// Slow work a view asks for; the app runs it in the background and answers with an action
-/// that carries the request's id.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// that carries the request's id. The app's own kinds open views (a run, runs to compare, a
+/// fork); everything else is a [`Job`], answered to the view that asked.
+#[derive(Debug)]
 pub enum Work {
     /// Open a run file (→ [`Action::Loaded`]).
     OpenRun(PathBuf),
     /// Open a run file with the cursor just after one of its events (→ [`Action::Loaded`]).
     OpenRunAt(PathBuf, usize),
-    /// Open runs to compare (→ one [`Action::Loaded`] each).
+    /// Open runs to compare (→ [`Action::Compared`]).
     Compare(Vec<PathBuf>),
-    /// Compute the group table (→ [`Action::GroupsReady`]).
-    Groups(Vec<PathBuf>),
-    /// Compute again the totals of runs whose `run_finished` totals were written by an older
-    /// metrics version (→ [`Action::Recounted`]).
-    Recount(Vec<PathBuf>),
-    /// Simulate a node's call with a named world model, append it to the run (→
-    /// [`Action::Probed`]).
-    Probe {
-        /// The run's file.
-        path: PathBuf,
-        /// The node.
-        node: cosmos_trajectory::event::NodeId,
-        /// The world model's name.
-        world_model: String,
-        /// Where world models and servers are found.
-        setup: cosmos_engine::probe::ProbeSetup,
-    },
-    /// Append a person's note on a node or event to the run (→ [`Action::Probed`], as any
-    /// event added to a finished run).
-    Annotate {
-        /// The run's file.
-        path: PathBuf,
-        /// The node it is about.
-        node: Option<cosmos_trajectory::event::NodeId>,
-        /// The event it is about, by `seq`.
-        event: Option<u64>,
-        /// The note.
-        text: String,
-        /// The run's clock at its end, for the note's `t_ms`.
-        t_ms: u64,
-        /// Where the endpoints' keys are found, to redact them from the note.
-        setup: cosmos_engine::probe::ProbeSetup,
-    },
-    /// Find in a run's file, off the UI thread (→ [`Action::Found`]).
-    Find {
-        /// The run's file.
-        path: PathBuf,
-        /// The words every hit holds.
-        words: Vec<String>,
-        /// Events searched: `0..to`.
-        to: usize,
-    },
     /// Fork a run as `cosmos fork` does, in a child process, and follow the fork's file (→
     /// [`Action::Loaded`] once it exists, its events, then [`Action::ForkEnded`]).
     Fork(super::fork_spec::ForkWork),
-    /// Read a proxy session's protocol log (→ [`Action::WireRead`]).
-    ReadWire(PathBuf),
-    /// Make a node's call for real, append it to the run (→ [`Action::Probed`]).
-    ProbeReal {
-        /// The run's file.
-        path: PathBuf,
-        /// The node.
-        node: cosmos_trajectory::event::NodeId,
-        /// Where world models and servers are found.
-        setup: cosmos_engine::probe::ProbeSetup,
-    },
+    /// Work whose answer goes to the view that asked.
+    Job(Box<dyn Job>),
 }
 
 impl Work {
-    /// True for work that only reads (opening, counting, finding): asking again while it is on
-    /// its way asks for the same answer. Probes and notes write, and are never merged.
-    pub fn is_read(&self) -> bool {
-        !matches!(
-            self,
-            Work::Probe { .. } | Work::ProbeReal { .. } | Work::Annotate { .. } | Work::Fork(_)
-        )
+    /// What names a read (opening, counting, finding): asking again with the same key while
+    /// it is on its way asks for the same answer. `None` for work that writes (probes, notes,
+    /// forks), which is never merged.
+    pub fn read_key(&self) -> Option<String> {
+        match self {
+            Work::OpenRun(path) => Some(format!("open {}", path.display())),
+            Work::OpenRunAt(path, at) => Some(format!("open {} at {at}", path.display())),
+            Work::Compare(paths) => Some(format!("compare {paths:?}")),
+            Work::Fork(_) => None,
+            Work::Job(job) => job.read_key().map(|key| format!("{}: {key}", job.kind())),
+        }
     }
+}
+
+/// Background work that answers the view that asked: each job carries how it runs and what it
+/// answers, so a new one is a new type beside the view that starts it, and neither the app
+/// nor the terminal loop changes (as gitui's async jobs). Jobs run on the bounded background
+/// pool; a panic in one is answered as [`Action::WorkFailed`].
+pub trait Job: Send + std::fmt::Debug {
+    /// Its kind: one unanswered request of each kind at a time (a newer one replaces it,
+    /// whose answer would be stale).
+    fn kind(&self) -> &'static str;
+    /// For work that only reads, what names it ([`Work::read_key`]); `None` for work that
+    /// writes.
+    fn read_key(&self) -> Option<String>;
+    /// What the status line says while it runs, when anything.
+    fn waiting(&self) -> Option<String> {
+        None
+    }
+    /// Does the work (on a background thread) and returns the actions that carry its answer,
+    /// each marked with `id` ([`Action::answers`]).
+    fn run(self: Box<Self>, id: RequestId) -> Vec<Action>;
 }
 
 /// What a view asks of the app while handling an action; applied after it returns.

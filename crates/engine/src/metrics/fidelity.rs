@@ -458,11 +458,7 @@ mod tests {
     use serde_json::json;
 
     fn obs(text: &str, is_error: bool) -> Observation {
-        Observation {
-            text: text.into(),
-            is_error,
-            ..Default::default()
-        }
+        Observation::of_text(text, is_error)
     }
 
     #[test]

@@ -34,8 +34,8 @@ pub const FLAG_MIXED_PLANNERS: &str = "mixed_planners";
 /// Quality, and it is left out of its cohort's call range (its 0 would halve the others' EQ).
 pub const FLAG_NO_CALLS: &str = "no_calls_not_in_cohort";
 
-/// What one row of a table stands for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+/// What one row of a table stands for (also `report --group-by`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum GroupBy {
     /// Agent, world model and planner together: one configuration per row.

@@ -9,7 +9,7 @@ use super::disk::{self, State};
 use super::runner::{Reporter, Workers, run_cells};
 use super::spec::Cell;
 use crate::tui::app::App;
-use crate::tui::sweep_view::{CellState, GridCell, SweepView};
+use crate::tui::views::sweep_view::{CellState, GridCell, SweepView};
 use cosmos_engine::agent::session;
 
 /// Runs `todo` with the matrix over `mine` (their `states` read from disk) until the person

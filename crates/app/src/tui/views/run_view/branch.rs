@@ -4,8 +4,8 @@
 //! ends (`tui::fork_work`, `App`).
 
 use super::*;
-use crate::tui::fork_form::ForkForm;
 use crate::tui::fork_spec::{ForkChoice, ForkWork};
+use crate::tui::overlays::fork_form::ForkForm;
 use cosmos_trajectory::event::AgentKind;
 
 impl RunView {

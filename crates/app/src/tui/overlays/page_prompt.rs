@@ -10,10 +10,10 @@ use ratatui::text::Line;
 use ratatui::widgets::{Block, Clear, Paragraph, Wrap};
 use rmcp::model::{ElicitRequestParams, ElicitationAction};
 
-use super::action::Action;
-use super::keymap::Mode;
-use super::theme::Theme;
-use super::view::{Context, Handled, Request, View};
+use crate::tui::action::Action;
+use crate::tui::keymap::Mode;
+use crate::tui::theme::Theme;
+use crate::tui::view::{Context, Handled, Request, View};
 use cosmos_engine::mcp::elicitation::{Question, Reply};
 use cosmos_trajectory::sanitize::inert;
 
@@ -82,7 +82,7 @@ impl View for PagePrompt {
     }
 
     fn draw(&self, frame: &mut Frame, area: Rect, theme: &Theme) {
-        let rect = super::overlay::centered(area, 78, 12.min(area.height));
+        let rect = crate::tui::overlays::overlay::centered(area, 78, 12.min(area.height));
         let (state, keys) = if self.done() {
             ("Done: the call goes on.", " any key closes ")
         } else {

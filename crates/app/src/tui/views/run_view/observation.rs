@@ -12,9 +12,9 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Paragraph};
 
 use super::tree::Item;
-use crate::tui::scroll::Scroll;
 use crate::tui::theme::Theme;
-use crate::tui::wrap::wrap_line;
+use crate::tui::widgets::scroll::Scroll;
+use crate::tui::widgets::wrap::wrap_line;
 use cosmos_engine::metrics::fidelity::{self, Fidelity};
 use cosmos_engine::metrics::run::RunFacts;
 use cosmos_trajectory::describe::{call_label, node_label};

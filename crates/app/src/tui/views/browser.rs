@@ -11,12 +11,14 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Cell, Paragraph, Row, Table};
 
-use super::action::Action;
-use super::keymap::{Command, Mode};
-use super::prompt::{Prompt, Typed, matches_all, words};
-use super::scroll::Selection;
-use super::theme::Theme;
-use super::view::{Context, Handled, Request, View, Work};
+use crate::tui::action::Action;
+use crate::tui::jobs::groups::GroupsJob;
+use crate::tui::jobs::recount::RecountJob;
+use crate::tui::keymap::{Command, Mode};
+use crate::tui::theme::Theme;
+use crate::tui::view::{Context, Handled, Request, View, Work};
+use crate::tui::widgets::prompt::{Prompt, Typed, matches_all, words};
+use crate::tui::widgets::scroll::Selection;
 use cosmos_engine::metrics::group::{GroupBy, GroupRow};
 use cosmos_engine::metrics::run::METRICS_VERSION;
 use cosmos_trajectory::event::AgentKind;
@@ -226,7 +228,7 @@ pub enum Groups {
 #[derive(Debug)]
 pub struct Browser {
     /// The folders or files listed.
-    pub roots: Vec<PathBuf>,
+    pub(crate) roots: Vec<PathBuf>,
     runs: Vec<RunSummary>,
     /// Each run's label column: its header's label, or its folder under the root.
     labels: Vec<String>,
@@ -236,17 +238,17 @@ pub struct Browser {
     content: ContentWidths,
     view: Vec<usize>,
     /// The selected row of the view and the scroll.
-    pub selection: Selection,
+    pub(crate) selection: Selection,
     /// Sort column and direction (true = descending).
-    pub sort: (Column, bool),
+    pub(crate) sort: (Column, bool),
     /// The filter's words (all must match).
-    pub filter: String,
+    pub(crate) filter: String,
     /// The filter prompt, while typing.
-    pub prompt: Option<Prompt>,
+    pub(crate) prompt: Option<Prompt>,
     /// Marked runs (indices into the listing), in marking order.
-    pub marked: Vec<usize>,
+    pub(crate) marked: Vec<usize>,
     /// The group table.
-    pub groups: Groups,
+    pub(crate) groups: Groups,
     /// The group table as text, laid out once when it arrives.
     group_lines: Vec<String>,
     /// Where each column of the group table starts (characters into its lines); the first,
@@ -256,12 +258,32 @@ pub struct Browser {
     /// below it do not scroll.
     group_table_lines: usize,
     /// Columns the group table is scrolled sideways by (it is often wider than the pane).
-    pub groups_x: usize,
+    pub(crate) groups_x: usize,
     /// Height of the table area (set on resize).
-    pub height: u16,
+    pub(crate) height: u16,
 }
 
 impl Browser {
+    /// The filter prompt, while it is open.
+    pub fn prompt(&self) -> Option<&Prompt> {
+        self.prompt.as_ref()
+    }
+
+    /// The filter in force.
+    pub fn filter(&self) -> &str {
+        &self.filter
+    }
+
+    /// The sort column, and whether it is descending.
+    pub fn sort(&self) -> (Column, bool) {
+        self.sort
+    }
+
+    /// The group table's state.
+    pub fn groups(&self) -> &Groups {
+        &self.groups
+    }
+
     /// A browser over already-listed runs.
     pub fn new(roots: Vec<PathBuf>, runs: Vec<RunSummary>, height: u16) -> Self {
         let mut labels: Vec<String> = runs.iter().map(|r| label(r, &roots)).collect();
@@ -511,7 +533,7 @@ impl View for Browser {
         // Totals written by an older metrics version are computed again in the background.
         let stale = self.stale_paths();
         if !stale.is_empty() {
-            out.push(Request::Start(Work::Recount(stale)));
+            out.push(Request::Start(Work::Job(Box::new(RecountJob::new(stale)))));
         }
     }
 
@@ -555,7 +577,9 @@ impl View for Browser {
             Action::Do(Command::ToggleGroups) => {
                 if self.groups == Groups::Hidden {
                     self.groups = Groups::Loading;
-                    out.push(Request::Start(Work::Groups(self.roots.clone())));
+                    out.push(Request::Start(Work::Job(Box::new(GroupsJob::new(
+                        self.roots.clone(),
+                    )))));
                 } else {
                     self.groups = Groups::Hidden;
                 }

@@ -10,11 +10,11 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::Line;
 use ratatui::widgets::{Block, Clear, Paragraph};
 
-use super::action::Action;
-use super::keymap::{Command, Mode};
-use super::scroll::Selection;
-use super::theme::Theme;
-use super::view::{Context, Handled, Request, View};
+use crate::tui::action::Action;
+use crate::tui::keymap::{Command, Mode};
+use crate::tui::theme::Theme;
+use crate::tui::view::{Context, Handled, Request, View};
+use crate::tui::widgets::scroll::Selection;
 use cosmos_trajectory::sanitize::{inert_json, one_line};
 use cosmos_trajectory::wire::{Direction, WireLog, WireMessage};
 
@@ -74,7 +74,7 @@ impl WireView {
 
     /// Rows of messages the list shows at once.
     fn page(&self) -> usize {
-        let inner = Block::bordered().inner(super::overlay::inset(self.size));
+        let inner = Block::bordered().inner(crate::tui::overlays::overlay::inset(self.size));
         Self::panes(inner)[0].height.max(1) as usize
     }
 }
@@ -99,7 +99,7 @@ impl View for WireView {
     }
 
     fn draw(&self, frame: &mut Frame, area: Rect, theme: &Theme) {
-        let rect = super::overlay::inset(self.size).intersection(area);
+        let rect = crate::tui::overlays::overlay::inset(self.size).intersection(area);
         let log = &self.log;
         let mut title = format!(" Protocol · {} messages", log.messages.len());
         if log.more > 0 {

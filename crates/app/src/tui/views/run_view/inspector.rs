@@ -13,10 +13,10 @@ use serde_json::Value;
 
 use crate::tui::action::Action;
 use crate::tui::keymap::{Command, Mode};
-use crate::tui::scroll::Scroll;
 use crate::tui::theme::Theme;
 use crate::tui::view::{Context, Handled, Request, View};
-use crate::tui::wrap::Wrapped;
+use crate::tui::widgets::scroll::Scroll;
+use crate::tui::widgets::wrap::Wrapped;
 use cosmos_trajectory::describe::{brief_summary, node_label, summary};
 use cosmos_trajectory::event::{
     Action as NodeAction, Event, EventBody, Observation, VALIDATOR, Verdict,
@@ -825,7 +825,7 @@ impl Inspector {
     }
 
     fn rect(&self) -> Rect {
-        crate::tui::overlay::inset(self.size)
+        crate::tui::overlays::overlay::inset(self.size)
     }
 
     fn text_area(&self) -> Rect {

@@ -10,12 +10,12 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Cell, Clear, Paragraph, Row, Table};
 use serde_json::Value;
 
-use super::action::Action;
-use super::keymap::{Command, Mode};
-use super::scroll::{Scroll, Selection};
-use super::theme::Theme;
-use super::view::{Context, Handled, Request, View, Work};
-use super::wrap::wrap_line;
+use crate::tui::action::Action;
+use crate::tui::keymap::{Command, Mode};
+use crate::tui::theme::Theme;
+use crate::tui::view::{Context, Handled, Request, View, Work};
+use crate::tui::widgets::scroll::{Scroll, Selection};
+use crate::tui::widgets::wrap::wrap_line;
 use cosmos_engine::metrics::leaderboard::Leaderboard;
 use cosmos_engine::metrics::{fidelity, figure};
 use cosmos_engine::wm_eval::filed::{Filed, Verdict};
@@ -72,17 +72,17 @@ impl CallRow {
 #[derive(Debug)]
 pub struct WmEvalView {
     /// The file.
-    pub title: String,
+    pub(crate) title: String,
     /// The world models, in the leaderboard's order.
-    pub names: Vec<String>,
+    pub(crate) names: Vec<String>,
     /// The calls.
-    pub rows: Vec<CallRow>,
+    pub(crate) rows: Vec<CallRow>,
     /// Row order shown (indices into `rows`).
     order: Vec<usize>,
     /// Sorted nobody-right-first (else by step).
-    pub by_disagreement: bool,
+    pub(crate) by_disagreement: bool,
     /// The leaderboard over the file ([`Filed::leaderboard`]).
-    pub board: Leaderboard,
+    pub(crate) board: Leaderboard,
     /// The leader the file recorded when it was written.
     recorded_leader: Option<Leader>,
     /// World-model failures the file does not tie to a call.
@@ -90,13 +90,28 @@ pub struct WmEvalView {
     /// Lines of the file that could not be read.
     skipped_lines: usize,
     /// The selected row.
-    pub selection: Selection,
+    pub(crate) selection: Selection,
     size: (u16, u16),
     /// The run column's width: its widest name, within bounds.
     run_width: u16,
 }
 
 impl WmEvalView {
+    /// The leaderboard shown.
+    pub fn board(&self) -> &Leaderboard {
+        &self.board
+    }
+
+    /// The world models' names, in column order.
+    pub fn names(&self) -> &[String] {
+        &self.names
+    }
+
+    /// One row per evaluated call.
+    pub fn rows(&self) -> &[CallRow] {
+        &self.rows
+    }
+
     /// Reads a wm-eval run, through [`Filed::read`] as `cosmos wm-eval` does.
     pub fn new(run: &Run, size: (u16, u16)) -> Self {
         let filed = Filed::read(run);
@@ -377,7 +392,7 @@ impl View for WmEvalView {
                     .map(|w| calibration_lines(&w.name, &w.calibration))
                     .collect();
                 out.push(Request::Push(Box::new(
-                    super::run_view::inspector::Inspector::sections(
+                    crate::tui::views::run_view::inspector::Inspector::sections(
                         " Calibration: when to trust each world model ".into(),
                         sections,
                         self.size,
@@ -695,7 +710,7 @@ impl CallDetail {
     }
 
     fn rect(&self) -> Rect {
-        super::overlay::inset(self.size)
+        crate::tui::overlays::overlay::inset(self.size)
     }
 
     /// Rows of the tallest column once wrapped to its width.

@@ -5,11 +5,11 @@ use ratatui::layout::Rect;
 use ratatui::text::Line;
 use ratatui::widgets::{Block, Clear, Paragraph};
 
-use super::action::Action;
-use super::keymap::{Command, Mode};
-use super::scroll::Selection;
-use super::theme::Theme;
-use super::view::{Context, Handled, Request, View};
+use crate::tui::action::Action;
+use crate::tui::keymap::{Command, Mode};
+use crate::tui::theme::Theme;
+use crate::tui::view::{Context, Handled, Request, View};
+use crate::tui::widgets::scroll::Selection;
 use cosmos_trajectory::event::NodeId;
 use cosmos_trajectory::sanitize::one_line;
 
@@ -60,7 +60,7 @@ impl View for WorldModelPicker {
 
     fn draw(&self, frame: &mut Frame, area: Rect, theme: &Theme) {
         let height = (self.names.len() as u16 + 2).min(area.height);
-        let rect = super::overlay::centered(area, 56, height);
+        let rect = crate::tui::overlays::overlay::centered(area, 56, height);
         let lines: Vec<Line> = self
             .names
             .iter()

@@ -1,7 +1,7 @@
 //! Find in a run (`/`): every event whose text (tool names, arguments, results, reasons,
 //! answers, errors) holds all the words typed; `n`/`N` go to the next and previous hit.
 
-use crate::tui::prompt::{Prompt, matches_all, words};
+use crate::tui::widgets::prompt::{Prompt, matches_all, words};
 use cosmos_trajectory::describe::{brief_summary, summary};
 use cosmos_trajectory::event::{Action as NodeAction, Event, EventBody};
 use cosmos_trajectory::run::Run;
@@ -10,7 +10,7 @@ use cosmos_trajectory::run::Run;
 const PARALLEL_FROM: usize = 20_000;
 
 /// Most new events searched on the UI thread; more are searched in the background
-/// (`Work::Find`), so a find over a big run never freezes input.
+/// (`FindJob`), so a find over a big run never freezes input.
 pub const IN_PLACE: usize = 20_000;
 
 /// State of find in a run.
@@ -37,7 +37,7 @@ impl Search {
     }
 
     /// Sets the query and searches the run: in place when it is small; else it returns the
-    /// range a background search must cover (`Work::Find`, answered by [`Search::found`]).
+    /// range a background search must cover (`FindJob`, answered by [`Search::found`]).
     pub fn set(&mut self, query: &str, run: &Run) -> Option<std::ops::Range<usize>> {
         self.query = query.trim().to_string();
         self.words = words(query);
@@ -169,7 +169,7 @@ impl Search {
 }
 
 /// The events of the file at `path` among the first `to` that hold every word, read as a
-/// stream (off the UI thread: `Work::Find`).
+/// stream (off the UI thread: `FindJob`).
 pub fn find_in_file(
     path: &std::path::Path,
     words: &[String],
@@ -271,21 +271,9 @@ mod tests {
     /// pass over every event finds, in order, and a live run's new events are searched on.
     #[test]
     fn a_big_run_searched_in_slices_gives_the_hits_of_one_pass() {
-        use cosmos_trajectory::synthetic::{self, Spec};
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("big.jsonl");
-        let spec = Spec {
-            nodes: 8000,
-            seed: 11,
-            ..Spec::default()
-        };
-        synthetic::write(
-            &path,
-            &spec,
-            cosmos_engine::metrics::run::RunAccumulator::tally,
-        )
-        .unwrap();
-        let run = Run::open(&path).unwrap();
+        let run = super::super::synthetic_run(dir.path(), 8000, 11);
+        let path = run.path.clone();
         assert!(run.len() > 2 * PARALLEL_FROM, "{} events", run.len());
         let events = run.all_events();
         for query in [

@@ -9,11 +9,11 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Clear, Paragraph};
 
-use super::action::Action;
-use super::fork_spec::ForkChoice;
-use super::keymap::{Command, Mode};
-use super::theme::Theme;
-use super::view::{Context, Handled, Request, View};
+use crate::tui::action::Action;
+use crate::tui::fork_spec::ForkChoice;
+use crate::tui::keymap::{Command, Mode};
+use crate::tui::theme::Theme;
+use crate::tui::view::{Context, Handled, Request, View};
 use cosmos_trajectory::sanitize::one_line;
 
 /// One line of the form: its name, its choices, the chosen one.
@@ -168,7 +168,7 @@ impl View for ForkForm {
     fn draw(&self, frame: &mut Frame, area: Rect, theme: &Theme) {
         let shown = self.shown();
         // The fields, a blank line, the planner's line, a problem, and the borders.
-        let rect = super::overlay::centered(area, 64, shown as u16 + 5);
+        let rect = crate::tui::overlays::overlay::centered(area, 64, shown as u16 + 5);
         let mut lines: Vec<Line> = self.fields[..shown]
             .iter()
             .enumerate()

@@ -6,10 +6,10 @@ use ratatui::layout::Rect;
 use ratatui::text::Line;
 use ratatui::widgets::{Block, Clear, Paragraph, Wrap};
 
-use super::action::Action;
-use super::keymap::{Command, Keymap, Mode};
-use super::theme::Theme;
-use super::view::{Context, Exit, Handled, Request, View};
+use crate::tui::action::Action;
+use crate::tui::keymap::{Command, Keymap, Mode};
+use crate::tui::theme::Theme;
+use crate::tui::view::{Context, Exit, Handled, Request, View};
 
 /// State of the question (only the keys to name).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -84,7 +84,7 @@ impl View for ConfirmLeave {
                 .border_style(theme.focus_border())
                 .title(format!(" Leave the {}? ", self.what)),
         );
-        let rect = super::overlay::centered(area, width, rows as u16 + 2);
+        let rect = crate::tui::overlays::overlay::centered(area, width, rows as u16 + 2);
         frame.render_widget(Clear, rect);
         frame.render_widget(paragraph, rect);
     }
@@ -142,7 +142,7 @@ impl View for ConfirmCall {
             Line::raw("y  make the call (its result is added to the run's file)"),
             Line::raw("Esc  no"),
         ];
-        let rect = super::overlay::centered(area, 74, lines.len() as u16 + 4);
+        let rect = crate::tui::overlays::overlay::centered(area, 74, lines.len() as u16 + 4);
         frame.render_widget(Clear, rect);
         frame.render_widget(
             Paragraph::new(lines).wrap(Wrap { trim: false }).block(

@@ -13,8 +13,8 @@ use ratatui::widgets::{Block, Paragraph};
 
 use unicode_width::UnicodeWidthStr;
 
-use crate::tui::scroll::Selection;
 use crate::tui::theme::Theme;
+use crate::tui::widgets::scroll::Selection;
 use cosmos_trajectory::describe::{SiblingCalls, compact_call_label, compact_node_label};
 use cosmos_trajectory::event::{ActionKind, AgentKind, EventBody, Verdict};
 use cosmos_trajectory::fold::TreeState;
@@ -46,7 +46,7 @@ pub struct TreeView {
     built_for: Option<(usize, usize, u64)>,
     open_version: u64,
     /// The selected row and the scroll.
-    pub selection: Selection,
+    pub(crate) selection: Selection,
     plan: FxHashSet<u32>,
     /// Why the ★ plan, in one line, with the plan event and node count it was made for.
     plan_reason: Option<(u32, usize, String)>,
@@ -80,6 +80,11 @@ struct RowText {
 const TEXT_WINDOW: usize = 400;
 
 impl TreeView {
+    /// What is selected.
+    pub fn selection(&self) -> &Selection {
+        &self.selection
+    }
+
     /// A view with the root and the chosen plan open.
     pub fn new(run: &Run) -> Self {
         let mut view = Self::default();
@@ -699,19 +704,8 @@ mod tests {
     #[test]
     fn the_tree_reads_its_rows_at_refresh_never_when_drawn() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("run.jsonl");
-        let spec = Spec {
-            nodes: 30,
-            seed: 5,
-            ..Spec::default()
-        };
-        synthetic::write(
-            &path,
-            &spec,
-            cosmos_engine::metrics::run::RunAccumulator::tally,
-        )
-        .unwrap();
-        let run = Run::open(&path).unwrap();
+        let run = super::super::synthetic_run(dir.path(), 30, 5);
+        let path = run.path.clone();
         let state = TreeState::fold(&run, run.len());
         let mut view = TreeView::new(&run);
         view.open.extend(0..run.nodes().len() as u32);

@@ -11,10 +11,10 @@ use ratatui::widgets::{Block, Clear, Paragraph, Wrap};
 use rmcp::model::ElicitationAction;
 use serde_json::{Map, Value};
 
-use super::action::Action;
-use super::keymap::Mode;
-use super::theme::Theme;
-use super::view::{Context, Handled, Request, View};
+use crate::tui::action::Action;
+use crate::tui::keymap::Mode;
+use crate::tui::theme::Theme;
+use crate::tui::view::{Context, Handled, Request, View};
 use cosmos_engine::mcp::elicitation::{Question, Reply};
 use cosmos_trajectory::sanitize::one_line;
 
@@ -232,7 +232,7 @@ impl View for ElicitForm {
     fn draw(&self, frame: &mut Frame, area: Rect, theme: &Theme) {
         // The message, a blank line, the fields, a blank line, a problem, the borders.
         let height = (self.fields.len() as u16 + 6).min(area.height);
-        let rect = super::overlay::centered(area, 72, height);
+        let rect = crate::tui::overlays::overlay::centered(area, 72, height);
         let width = rect.width.saturating_sub(4) as usize;
         let mut lines = vec![
             Line::styled(one_line(&self.message, width), theme.title()),

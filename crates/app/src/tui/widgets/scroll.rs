@@ -1,7 +1,7 @@
 //! The one scrolling and selection arithmetic every pane uses: a view of `len` rows, `height`
 //! of them on screen. Nothing scrolls past its content, and every pane can say where it is.
 
-use super::keymap::Command;
+use crate::tui::keymap::Command;
 
 /// A scroll position over rows that are read, not selected (inspectors, help, observation).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -30,16 +30,18 @@ use self::observation::ObservationView;
 use self::playback::Playback;
 use self::search::Search;
 use self::tree::{Item, TreeView};
-use super::action::{Action, LiveSource, RequestId};
-use super::confirm::ConfirmCall;
-use super::feed::SweepNews;
-use super::keymap::{Command, Mode};
-use super::notes::NotesView;
-use super::picker::WorldModelPicker;
-use super::prompt::Typed;
-use super::theme::Theme;
-use super::view::{Context, Handled, Request, View, Work};
-use super::wire_view::WireView;
+use crate::tui::action::{Action, LiveSource, RequestId};
+use crate::tui::feed::SweepNews;
+use crate::tui::jobs::find::FindJob;
+use crate::tui::jobs::wire::ReadWireJob;
+use crate::tui::keymap::{Command, Mode};
+use crate::tui::overlays::confirm::ConfirmCall;
+use crate::tui::overlays::picker::WorldModelPicker;
+use crate::tui::theme::Theme;
+use crate::tui::view::{Context, Handled, Request, View, Work};
+use crate::tui::views::notes::NotesView;
+use crate::tui::views::wire_view::WireView;
+use crate::tui::widgets::prompt::Typed;
 use cosmos_engine::metrics::run::{RunFacts, RunMetrics};
 use cosmos_trajectory::event::{Event, EventBody};
 use cosmos_trajectory::fold::{Cursor, TreeState};
@@ -127,16 +129,16 @@ pub struct Live {
 #[derive(Debug)]
 pub struct RunView {
     /// The run.
-    pub run: Run,
+    pub(crate) run: Run,
     /// Its metric facts, grown beside it.
     facts: RunFacts,
     cursor: Cursor,
     /// The focused pane.
-    pub focus: Pane,
+    pub(crate) focus: Pane,
     /// The tree pane.
-    pub tree: TreeView,
+    pub(crate) tree: TreeView,
     /// The observation pane.
-    pub observation: ObservationView,
+    pub(crate) observation: ObservationView,
     /// The timeline pane's rows.
     timeline: timeline::Rows,
     charts: SeriesBuilder,
@@ -146,11 +148,11 @@ pub struct RunView {
     /// Replay's clock.
     playback: Playback,
     /// Present for a live run.
-    pub live: Option<Live>,
+    pub(crate) live: Option<Live>,
     /// The area of the whole view (set by resize; used for paging and mouse).
-    pub area: Rect,
+    pub(crate) area: Rect,
     /// Find in the run.
-    pub search: Search,
+    pub(crate) search: Search,
     /// Derived state is behind the run or the cursor; `settle` brings it in line.
     stale: bool,
     /// Followed live events arrived since the last refresh: if the newest is a real call,
@@ -184,6 +186,31 @@ struct Reading {
 }
 
 impl RunView {
+    /// The run shown.
+    pub fn run(&self) -> &Run {
+        &self.run
+    }
+
+    /// The focused pane.
+    pub fn focus(&self) -> Pane {
+        self.focus
+    }
+
+    /// The tree pane.
+    pub fn tree(&self) -> &TreeView {
+        &self.tree
+    }
+
+    /// The find in the run.
+    pub fn search(&self) -> &Search {
+        &self.search
+    }
+
+    /// True while the run is live (followed as it grows).
+    pub fn is_live(&self) -> bool {
+        self.live.is_some()
+    }
+
     /// A view of a loaded run with the cursor at its end.
     pub fn new(run: Run, area: Rect) -> Self {
         // One fold to the end both places the cursor and fills the charts.
@@ -575,13 +602,16 @@ impl RunView {
                 _ => out.push(Request::Say("no run is going".into())),
             },
             Command::Search => {
-                self.search.prompt = Some(super::prompt::Prompt::new(&self.search.query))
+                self.search.prompt =
+                    Some(crate::tui::widgets::prompt::Prompt::new(&self.search.query))
             }
             Command::Notes => {
                 let notes = NotesView::new(&self.run, self.area);
                 out.push(Request::Push(Box::new(notes)));
             }
-            Command::Wire => out.push(Request::Start(Work::ReadWire(wire_path(&self.run.path)))),
+            Command::Wire => out.push(Request::Start(Work::Job(Box::new(ReadWireJob::new(
+                wire_path(&self.run.path),
+            ))))),
             Command::Probe | Command::ProbeReal => {
                 self.probe(command == Command::ProbeReal, cx, out)
             }
@@ -720,11 +750,11 @@ impl RunView {
                 }
                 match self.search.set(&query, &self.run) {
                     // A big run is searched in the background; the cursor moves when it answers.
-                    Some(range) => out.push(Request::Start(Work::Find {
-                        path: self.run.path.clone(),
-                        words: self.search.words.clone(),
-                        to: range.end,
-                    })),
+                    Some(range) => out.push(Request::Start(Work::Job(Box::new(FindJob::new(
+                        self.run.path.clone(),
+                        self.search.words.clone(),
+                        range.end,
+                    ))))),
                     // From the cursor on, as a pager searches.
                     None => self.next_match(true, out),
                 }
@@ -1196,4 +1226,24 @@ impl View for RunView {
 pub fn problems_said(problems: usize) -> Option<String> {
     (problems > 0)
         .then(|| format!("{problems} problem(s) reading this run; `cosmos validate` lists them"))
+}
+
+/// A synthetic run of `nodes` nodes from `seed`, written in `dir` and opened: what the panes'
+/// tests read.
+#[cfg(test)]
+fn synthetic_run(dir: &std::path::Path, nodes: usize, seed: u64) -> Run {
+    use cosmos_trajectory::synthetic::{self, Spec};
+    let path = dir.join("run.jsonl");
+    let spec = Spec {
+        nodes,
+        seed,
+        ..Spec::default()
+    };
+    synthetic::write(
+        &path,
+        &spec,
+        cosmos_engine::metrics::run::RunAccumulator::tally,
+    )
+    .unwrap();
+    Run::open(&path).unwrap()
 }

@@ -10,12 +10,12 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::Line;
 use ratatui::widgets::{Block, Clear, Paragraph};
 
-use super::action::Action;
-use super::keymap::{Command, Mode};
-use super::scroll::Selection;
-use super::theme::Theme;
-use super::view::{Context, Handled, Request, View};
-use super::wrap::wrap_line;
+use crate::tui::action::Action;
+use crate::tui::keymap::{Command, Mode};
+use crate::tui::theme::Theme;
+use crate::tui::view::{Context, Handled, Request, View};
+use crate::tui::widgets::scroll::Selection;
+use crate::tui::widgets::wrap::wrap_line;
 use cosmos_trajectory::event::EventBody;
 use cosmos_trajectory::lean::LeanBody;
 use cosmos_trajectory::run::Run;
@@ -42,7 +42,7 @@ pub struct Note {
 pub struct NotesView {
     notes: Vec<Note>,
     /// The chosen note.
-    pub selection: Selection,
+    pub(crate) selection: Selection,
     area: Rect,
 }
 
@@ -106,7 +106,7 @@ impl NotesView {
     /// The box in a screen body of `area`.
     fn frame(&self, area: Rect) -> Rect {
         let wanted = (self.notes.len() as u16).max(1) + CHROME;
-        super::overlay::centered(area, 100, wanted)
+        crate::tui::overlays::overlay::centered(area, 100, wanted)
     }
 
     /// Rows of notes the box shows at once.

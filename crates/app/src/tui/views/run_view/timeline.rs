@@ -218,19 +218,8 @@ mod tests {
     #[test]
     fn rows_are_read_when_the_cursor_moves_never_when_drawn() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("run.jsonl");
-        let spec = Spec {
-            nodes: 20,
-            seed: 3,
-            ..Spec::default()
-        };
-        synthetic::write(
-            &path,
-            &spec,
-            cosmos_engine::metrics::run::RunAccumulator::tally,
-        )
-        .unwrap();
-        let run = Run::open(&path).unwrap();
+        let run = super::super::synthetic_run(dir.path(), 20, 3);
+        let path = run.path.clone();
         let k = run.len();
         let mut rows = Rows::default();
         rows.refresh(&run, k, 10, 80);

@@ -3,6 +3,7 @@
 //! background work and appended to the run's file when it answers.
 
 use super::*;
+use crate::tui::jobs::probe::ProbeJob;
 
 /// What the view has asked to append to its run's file, until the answer comes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -14,7 +15,7 @@ pub(super) enum Adding {
 /// A note being typed, and the node or event (`seq`) it is about.
 #[derive(Debug, Clone)]
 pub(super) struct NoteDraft {
-    pub(super) prompt: crate::tui::prompt::Prompt,
+    pub(super) prompt: crate::tui::widgets::prompt::Prompt,
     pub(super) node: Option<cosmos_trajectory::event::NodeId>,
     pub(super) event: Option<u64>,
 }
@@ -89,7 +90,7 @@ impl RunView {
         let setup = cx.probe.clone();
         let (work, said) = match world_model {
             Some(name) => (
-                Work::Probe {
+                ProbeJob::Simulate {
                     path,
                     node,
                     world_model: name.clone(),
@@ -98,12 +99,12 @@ impl RunView {
                 format!("probing #{node} with {}…", one_line(name, 40)),
             ),
             None => (
-                Work::ProbeReal { path, node, setup },
+                ProbeJob::Real { path, node, setup },
                 format!("calling #{node} for real…"),
             ),
         };
         self.adding = Some(Adding::Probe);
-        out.push(Request::Start(work));
+        out.push(Request::Start(Work::Job(Box::new(work))));
         out.push(Request::Say(said));
     }
 
@@ -150,7 +151,7 @@ impl RunView {
         match target {
             Some((node, event)) => {
                 self.draft = Some(NoteDraft {
-                    prompt: crate::tui::prompt::Prompt::new(""),
+                    prompt: crate::tui::widgets::prompt::Prompt::new(""),
                     node,
                     event,
                 })
@@ -180,14 +181,15 @@ impl RunView {
                     return;
                 }
                 self.adding = Some(Adding::Note);
-                out.push(Request::Start(Work::Annotate {
+                let note = ProbeJob::Annotate {
                     path: self.run.path.clone(),
                     node: draft.node,
                     event: draft.event,
                     text: text.trim().to_string(),
                     t_ms: self.run.briefs().last().map_or(0, |e| e.t_ms),
                     setup: cx.probe.clone(),
-                }));
+                };
+                out.push(Request::Start(Work::Job(Box::new(note))));
                 out.push(Request::Say("adding the note…".into()));
             }
         }

@@ -5,12 +5,12 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Clear, Paragraph};
 
-use super::action::Action;
-use super::keymap::{Command, Keymap, Mode};
-use super::scroll::Scroll;
-use super::theme::Theme;
-use super::view::{Context, Handled, Request, View};
-use super::wrap::wrap_line;
+use crate::tui::action::Action;
+use crate::tui::keymap::{Command, Keymap, Mode};
+use crate::tui::theme::Theme;
+use crate::tui::view::{Context, Handled, Request, View};
+use crate::tui::widgets::scroll::Scroll;
+use crate::tui::widgets::wrap::wrap_line;
 use unicode_width::UnicodeWidthStr;
 
 /// Width of the key column.
@@ -198,7 +198,7 @@ impl HelpView {
 
     fn rect(&self, area: Rect) -> Rect {
         let height = (self.len() as u16 + 2).min(area.height);
-        super::overlay::centered(area, self.width(area.width), height)
+        crate::tui::overlays::overlay::centered(area, self.width(area.width), height)
     }
 
     /// Rows of text on screen.

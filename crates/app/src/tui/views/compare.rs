@@ -11,12 +11,12 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Cell, Paragraph, Row, Table};
 
-use super::action::Action;
-use super::keymap::{Command, Mode};
-use super::scroll::Selection;
-use super::theme::Theme;
-use super::view::{Context, Handled, Request, View, Work};
-use super::wrap::wrap_line;
+use crate::tui::action::Action;
+use crate::tui::keymap::{Command, Mode};
+use crate::tui::theme::Theme;
+use crate::tui::view::{Context, Handled, Request, View, Work};
+use crate::tui::widgets::scroll::Selection;
+use crate::tui::widgets::wrap::wrap_line;
 use cosmos_engine::metrics::fidelity::Fidelity;
 use cosmos_engine::metrics::run::{RunFacts, RunMetrics};
 use cosmos_trajectory::describe::call_label;
@@ -87,33 +87,63 @@ pub type AlignedRow = Vec<Option<Call>>;
 #[derive(Debug)]
 pub struct CompareView {
     /// Column labels: what differs between the runs.
-    pub labels: Vec<String>,
+    pub(crate) labels: Vec<String>,
     /// The runs' files (Enter reopens one at a step).
-    pub paths: Vec<std::path::PathBuf>,
+    pub(crate) paths: Vec<std::path::PathBuf>,
     /// Metrics of each run.
-    pub metrics: Vec<RunMetrics>,
+    pub(crate) metrics: Vec<RunMetrics>,
     answers: Vec<Option<String>>,
     /// Rows of aligned calls; one cell per run.
-    pub rows: Vec<AlignedRow>,
+    pub(crate) rows: Vec<AlignedRow>,
     /// The first row where the runs' calls differ, if they ever do.
-    pub first_divergence: Option<usize>,
+    pub(crate) first_divergence: Option<usize>,
     /// The metric table's rows (the rows that differ first), worked out once: the runs are
     /// loaded and do not change.
     metric_table: Vec<MetricRow>,
     /// A warning (runs of different tasks).
-    pub warning: Option<String>,
+    pub(crate) warning: Option<String>,
     /// The selected row.
-    pub selection: Selection,
+    pub(crate) selection: Selection,
     /// The chosen column (the run Enter opens).
-    pub column: usize,
+    pub(crate) column: usize,
     /// Keys move through the metrics table instead of the calls (Tab switches).
-    pub metrics_focused: bool,
+    pub(crate) metrics_focused: bool,
     /// The first metric row shown (the table scrolls when the screen is short).
-    pub metrics_offset: usize,
+    pub(crate) metrics_offset: usize,
     size: (u16, u16),
 }
 
 impl CompareView {
+    /// The aligned rows: one per call position, each run's call in its column.
+    pub fn rows(&self) -> &[AlignedRow] {
+        &self.rows
+    }
+
+    /// Each run's metrics, in column order.
+    pub fn metrics(&self) -> &[RunMetrics] {
+        &self.metrics
+    }
+
+    /// The runs' files, in column order.
+    pub fn paths(&self) -> &[std::path::PathBuf] {
+        &self.paths
+    }
+
+    /// The columns' labels.
+    pub fn labels(&self) -> &[String] {
+        &self.labels
+    }
+
+    /// The first row where the runs' calls differ, when any does.
+    pub fn first_divergence(&self) -> Option<usize> {
+        self.first_divergence
+    }
+
+    /// The selected row.
+    pub fn selection(&self) -> &Selection {
+        &self.selection
+    }
+
     /// Builds the comparison of loaded runs.
     pub fn new(runs: &[Run], size: (u16, u16)) -> Self {
         let metrics: Vec<RunMetrics> = runs

@@ -1,0 +1,9 @@
+//! What sits over a screen for a moment: help, questions, pickers and forms, and where overlays are laid out.
+
+pub mod confirm;
+pub mod elicit_form;
+pub mod fork_form;
+pub mod help;
+pub mod overlay;
+pub mod page_prompt;
+pub mod picker;
