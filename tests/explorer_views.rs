@@ -316,7 +316,7 @@ fn a_recorded_llm_call_reads_as_a_conversation() {
         },
     };
     for size in SIZES {
-        let inspector = Inspector::event(&event, size);
+        let inspector = Inspector::event(&event, None, size);
         let text = inspector.lines().join("\n");
         for expected in [
             "conversation (5 messages)",
@@ -2042,7 +2042,7 @@ fn a_call_that_changed_state_shows_the_change_beside_the_predicted_state() {
     assert!(line.contains("✎ 1 field →"), "{line}");
     // The event itself (Enter on the timeline, a ReAct run's only view of a call): the same
     // change, field by field.
-    let rows = Inspector::event(&event, (120, 60)).rows().join("\n");
+    let rows = Inspector::event(&event, None, (120, 60)).rows().join("\n");
     assert!(
         rows.contains(r#"item/b2: {"qty":0} → {"qty":25}"#),
         "{rows}"

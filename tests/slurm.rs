@@ -249,6 +249,17 @@ fn the_emitted_array_runs_on_slurm_and_a_cancelled_task_resumes() {
         .output()
         .unwrap();
     assert!(cancelled.status.success(), "{}", text(&cancelled));
+    // The held calls go on only once the cancelled task has ended its run (interrupted): a
+    // release before the signal lands would let that cell finish (slow signals under load).
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while finished_runs(&out).is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "the cancelled task left no finished run: {:?}",
+            cluster.task_states(&job)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
     std::fs::write(&release, "").unwrap();
     let deadline = Instant::now() + Duration::from_secs(180);
     while cluster.queued(&job) {

@@ -26,7 +26,8 @@ use anyhow::{Context, Result, bail};
 use serde_json::{Map, Value, json};
 
 use cosmos_trajectory::canonical::canonical;
-use cosmos_trajectory::event::{FieldChange, StateChange, StateFields};
+use cosmos_trajectory::event::{EventBody, FieldChange, StateChange, StateFields};
+use cosmos_trajectory::run::Run;
 
 /// Largest state read as fields, in bytes on disk.
 pub const READ_BYTES: u64 = 8 << 20;
@@ -302,6 +303,66 @@ pub fn apply_in_place(state: &mut StateFields, change: &StateChange) -> bool {
     true
 }
 
+/// A sandboxed server's state just before and just after one real call of a recorded run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StateAround {
+    /// The server.
+    pub server: String,
+    /// Its state before the call.
+    pub before: StateFields,
+    /// Its state after it.
+    pub after: StateFields,
+}
+
+/// The state around the real call at event `event` of `run`: the state its server began the
+/// run with (the header's `start_state`) moved on by the recorded change of each of the
+/// server's real calls before it, then by its own. `None` when the event is no call whose
+/// change was recorded, the run kept no start state for its server, or a change on the way was
+/// cut (the state after it is unknown). Reads the server's earlier calls back from the file.
+pub fn around_call(run: &Run, event: usize) -> Option<StateAround> {
+    let EventBody::ToolCalled {
+        server: Some(server),
+        state_change: Some(change),
+        ..
+    } = run.event(event).into_owned().body
+    else {
+        return None;
+    };
+    let start = run
+        .header
+        .servers
+        .iter()
+        .find(|s| s.name == server)?
+        .start_state
+        .as_deref()?;
+    let Value::Object(start) = start else {
+        return None;
+    };
+    let mut before: StateFields = start.clone().into_iter().collect();
+    for step in run
+        .steps()
+        .iter()
+        .take_while(|s| (s.event as usize) < event)
+    {
+        if let EventBody::ToolCalled {
+            server: Some(on),
+            state_change: Some(earlier),
+            ..
+        } = &run.event(step.event as usize).body
+            && *on == server
+            && !apply_in_place(&mut before, earlier)
+        {
+            return None;
+        }
+    }
+    let after = apply(&before, &change)?;
+    Some(StateAround {
+        server,
+        before,
+        after,
+    })
+}
+
 /// How many fields of `predicted` and `real` agree, of all the fields either names (1.0 when
 /// both are empty): the fidelity of a predicted state.
 pub fn agreement(predicted: &StateFields, real: &StateFields) -> f64 {
@@ -319,6 +380,84 @@ pub fn agreement(predicted: &StateFields, real: &StateFields) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The calls on `server` of `run` whose change was recorded, by event index.
+    fn changing_calls(run: &Run, server: &str) -> Vec<usize> {
+        run.steps()
+            .iter()
+            .map(|s| s.event as usize)
+            .filter(|&i| {
+                matches!(&run.event(i).body, EventBody::ToolCalled {
+                    server: Some(on),
+                    state_change: Some(_),
+                    ..
+                } if on == server)
+            })
+            .collect()
+    }
+
+    /// On every stateful sample run (real servers, the local model), server by server: the
+    /// state around the first call starts from the recorded start state, and the recorded
+    /// changes replayed up to the last call give the end state the run kept beside it.
+    #[test]
+    fn the_recorded_changes_replayed_give_the_kept_end_state() {
+        let samples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../sample_runs/stateful");
+        let mut checked = 0;
+        for entry in std::fs::read_dir(&samples).unwrap() {
+            let path = entry.unwrap().path();
+            let kept = path.with_extension("state");
+            if path.extension().is_none_or(|e| e != "jsonl") || !kept.is_dir() {
+                continue;
+            }
+            let run = Run::open(&path).unwrap();
+            for server in &run.header.servers {
+                let Some(Value::Object(start)) = server.start_state.as_deref() else {
+                    continue;
+                };
+                let calls = changing_calls(&run, &server.name);
+                let (Some(&first), Some(&last)) = (calls.first(), calls.last()) else {
+                    continue;
+                };
+                let start: StateFields = start.clone().into_iter().collect();
+                let around = around_call(&run, first).expect("the first call's state");
+                assert_eq!(around.before, start, "{}", path.display());
+                let around = around_call(&run, last).expect("no change on the way was cut");
+                let folder = kept.join(&server.name);
+                let root = std::fs::read_dir(&folder)
+                    .unwrap()
+                    .next()
+                    .unwrap()
+                    .unwrap()
+                    .path();
+                assert_eq!(around.after, read(&root).unwrap(), "{}", path.display());
+                checked += 1;
+            }
+        }
+        assert!(checked >= 5, "checked {checked} servers' states");
+    }
+
+    /// A call whose server kept no start state, or an event that is no call, has no state
+    /// around it.
+    #[test]
+    fn no_state_is_made_up_where_none_was_kept() {
+        let samples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../sample_runs/stateful");
+        let path = std::fs::read_dir(&samples)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| {
+                p.to_string_lossy().contains("_mem_add_person_")
+                    && p.extension().is_some_and(|e| e == "jsonl")
+            })
+            .unwrap();
+        let mut run = Run::open(&path).unwrap();
+        let call = changing_calls(&run, "memory")[0];
+        assert!(around_call(&run, call).is_some());
+        assert!(around_call(&run, 0).is_none(), "the first event is no call");
+        for server in &mut run.header.servers {
+            server.start_state = None;
+        }
+        assert!(around_call(&run, call).is_none());
+    }
 
     #[test]
     fn a_memory_graph_is_one_field_an_entity_and_one_a_relation() {

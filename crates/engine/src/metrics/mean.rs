@@ -11,7 +11,7 @@ pub struct Mean {
     /// The mean.
     pub mean: f64,
     /// The 95% interval, as `report` gives fidelity: a bounded mean's (it stays in [0, 1]),
-    /// clustered by the run each call came from; `None` under [`stats::MIN_N`] values (runs,
+    /// clustered by the run each call came from; `None` under [`super::stats::MIN_N`] values (runs,
     /// when clustered).
     pub ci: Option<[f64; 2]>,
 }

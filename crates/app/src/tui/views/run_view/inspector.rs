@@ -17,9 +17,10 @@ use crate::tui::theme::Theme;
 use crate::tui::view::{Context, Handled, Request, View};
 use crate::tui::widgets::scroll::Scroll;
 use crate::tui::widgets::wrap::Wrapped;
+use cosmos_engine::mcp::state_view::StateAround;
 use cosmos_trajectory::describe::{brief_summary, node_label, summary};
 use cosmos_trajectory::event::{
-    Action as NodeAction, Event, EventBody, Observation, VALIDATOR, Verdict,
+    Action as NodeAction, Event, EventBody, Observation, StateFields, VALIDATOR, Verdict,
 };
 use cosmos_trajectory::fold::TreeState;
 use cosmos_trajectory::run::Run;
@@ -177,8 +178,9 @@ impl Inspector {
         inspector
     }
 
-    /// One event in full: every field, multi-line strings unfolded, JSON text indented.
-    pub fn event(event: &Event, size: (u16, u16)) -> Self {
+    /// One event in full: every field, multi-line strings unfolded, JSON text indented; for a
+    /// real call whose run kept its server's state, the whole state before and after it.
+    pub fn event(event: &Event, around: Option<&StateAround>, size: (u16, u16)) -> Self {
         let mut value = serde_json::to_value(event).unwrap_or(Value::Null);
         let mut lines = Lines::default();
         // A recorded LLM call reads as the conversation it was: each message by its role,
@@ -206,6 +208,16 @@ impl Inspector {
         layout(&value, 0, &mut lines);
         if let Some(change) = change {
             state_change_lines(&mut lines, change, None);
+            if let Some(around) = around {
+                whole_state_lines(
+                    &mut lines,
+                    "before the call",
+                    around,
+                    &around.before,
+                    change,
+                );
+                whole_state_lines(&mut lines, "after the call", around, &around.after, change);
+            }
         }
         Self::new(
             format!(" Event {} · {} ", event.seq, event.body.kind()),
@@ -1136,6 +1148,41 @@ fn state_change_lines(
     }
 }
 
+/// A server's whole state at one point of the run, a field a line, the fields the call changed
+/// marked ✎; at most [`STATE_SHOWN`] of them, the count saying how many there are.
+fn whole_state_lines(
+    lines: &mut Lines,
+    when: &str,
+    around: &StateAround,
+    state: &StateFields,
+    change: &cosmos_trajectory::event::StateChange,
+) {
+    lines.heading(format!(
+        "{}'s state {when}: {} field{}",
+        one_line(&around.server, 40),
+        state.len(),
+        if state.len() == 1 { "" } else { "s" }
+    ));
+    for (name, value) in state.iter().take(STATE_SHOWN) {
+        let changed = change.fields.contains_key(name);
+        lines.text(format!(
+            "  {} {}: {}",
+            if changed { "✎" } else { " " },
+            one_line(name, 60),
+            one_line(&value.to_string(), 70)
+        ));
+    }
+    if state.len() > STATE_SHOWN {
+        lines.text(format!(
+            "  … {} more field(s) not shown",
+            state.len() - STATE_SHOWN
+        ));
+    }
+}
+
+/// Most fields of a whole state listed.
+const STATE_SHOWN: usize = 40;
+
 /// An ensemble's members side by side: one row each (its confidence, and its fidelity to the
 /// real result when the call was made), then each one's prediction or error.
 fn member_lines(
@@ -1241,7 +1288,11 @@ mod tests {
 
     #[test]
     fn unfolds_multi_line_text_and_keeps_escapes_inert() {
-        let i = Inspector::event(&called("line one\nline \u{1b}]52;c;eA==\u{7}two"), (80, 24));
+        let i = Inspector::event(
+            &called("line one\nline \u{1b}]52;c;eA==\u{7}two"),
+            None,
+            (80, 24),
+        );
         let text = i.lines().join("\n");
         assert!(
             text.contains("  text: |\n    line one\n    line \\u{1b}]52;c;eA==\\u{7}two"),
@@ -1254,7 +1305,7 @@ mod tests {
     #[test]
     fn json_results_are_indented_and_long_lines_wrap_whole() {
         let json = r#"{"timezone":"Asia/Tokyo","datetime":"2026-11-30T21:00:00+09:00","is_dst":false,"note":"a long note that goes on and on past any terminal width there is, and then further still"}"#;
-        let i = Inspector::event(&called(json), (40, 24));
+        let i = Inspector::event(&called(json), None, (40, 24));
         let text = i.lines().join("\n");
         assert!(
             text.contains("      \"timezone\": \"Asia/Tokyo\","),
@@ -1273,10 +1324,67 @@ mod tests {
         assert!(!rows.contains('…'));
     }
 
+    /// A real call of a run that kept its server's state shows that state whole, before and
+    /// after the call, the fields it changed marked (a sample run made against the real memory
+    /// server).
+    #[test]
+    fn a_call_on_a_kept_state_shows_the_state_before_and_after_it() {
+        let samples =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../sample_runs/stateful");
+        let path = std::fs::read_dir(&samples)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| {
+                p.to_string_lossy().contains("_mem_add_person_")
+                    && p.extension().is_some_and(|e| e == "jsonl")
+            })
+            .unwrap();
+        let run = Run::open(&path).unwrap();
+        let (call, around) = run
+            .steps()
+            .iter()
+            .filter_map(|s| {
+                let around = cosmos_engine::mcp::state_view::around_call(&run, s.event as usize)?;
+                (around.before != around.after).then_some((s.event as usize, around))
+            })
+            .next()
+            .expect("a call that changed the memory graph");
+        let i = Inspector::event(&run.event(call), Some(&around), (100, 60));
+        let text = i.lines().join("\n");
+        let before = format!(
+            "memory's state before the call: {} field",
+            around.before.len()
+        );
+        let after = format!(
+            "memory's state after the call: {} field",
+            around.after.len()
+        );
+        assert!(text.contains(&before), "{text}");
+        assert!(text.contains(&after), "{text}");
+        let (_, after_part) = text.split_once(&after).unwrap();
+        let changed = around
+            .after
+            .keys()
+            .find(|k| around.before.get(*k) != around.after.get(*k))
+            .unwrap();
+        assert!(
+            after_part.contains(&format!("✎ {}", one_line(changed, 60))),
+            "{text}"
+        );
+        // Without a kept state the event reads as before: no state section.
+        let plain = Inspector::event(&run.event(call), None, (100, 60));
+        assert!(
+            !plain
+                .lines()
+                .join("\n")
+                .contains("'s state before the call")
+        );
+    }
+
     #[test]
     fn huge_results_are_capped_and_scrolling_stays_inside() {
         let big = "x\n".repeat(MAX_LINES * 2);
-        let mut i = Inspector::event(&called(&big), (80, 24));
+        let mut i = Inspector::event(&called(&big), None, (80, 24));
         assert_eq!(i.lines().len(), MAX_LINES + 1);
         assert!(i.lines().last().unwrap().contains("more lines not shown"));
         i.scroll_by(isize::MAX);

@@ -637,17 +637,24 @@ impl RunView {
                 .run
                 .steps()
                 .get(i)
-                .map(|s| Inspector::event(&self.run.event(s.event as usize), size)),
+                .map(|s| self.event_inspector(s.event as usize, size)),
             _ => self
                 .position()
                 .checked_sub(1)
-                .map(|i| Inspector::event(&self.run.event(i), size)),
+                .map(|i| self.event_inspector(i, size)),
         };
         match inspector {
             Some(i) => out.push(Request::Push(Box::new(i))),
             // Before the first event there is the run itself to look at.
             None => self.about(out),
         }
+    }
+
+    /// The inspector on event `i`: for a real call whose run kept its server's state, with the
+    /// whole state before and after it.
+    fn event_inspector(&self, i: usize, size: (u16, u16)) -> Inspector {
+        let around = cosmos_engine::mcp::state_view::around_call(&self.run, i);
+        Inspector::event(&self.run.event(i), around.as_ref(), size)
     }
 
     /// A background find answered: its hits are the search's, and the cursor goes to the
