@@ -160,9 +160,11 @@ pub trait View: Any {
     /// Draws into `area` from the state alone.
     fn draw(&self, frame: &mut Frame, area: Rect, theme: &Theme);
 
-    /// The status line's text while this view is in front (overlays leave it to the view
-    /// behind them by returning `None`).
-    fn status(&self) -> Option<String>;
+    /// The status line's text while this view is in front; `None` (the default, as overlays
+    /// keep it) leaves it to the view behind.
+    fn status(&self) -> Option<String> {
+        None
+    }
 
     /// True while a text prompt has the keys: they edit text instead of running commands.
     fn typing(&self) -> bool {

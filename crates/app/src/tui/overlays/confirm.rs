@@ -4,10 +4,11 @@
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::Line;
-use ratatui::widgets::{Block, Clear, Paragraph, Wrap};
+use ratatui::widgets::{Clear, Paragraph, Wrap};
 
 use crate::tui::action::Action;
 use crate::tui::keymap::{Command, Keymap, Mode};
+use crate::tui::overlays::overlay::framed;
 use crate::tui::theme::Theme;
 use crate::tui::view::{Context, Exit, Handled, Request, View};
 
@@ -79,18 +80,12 @@ impl View for ConfirmLeave {
         let width = (widest + 4).min(area.width);
         let inner = usize::from(width.saturating_sub(2)).max(1);
         let rows: usize = lines.iter().map(|l| l.width().max(1).div_ceil(inner)).sum();
-        let paragraph = Paragraph::new(lines).wrap(Wrap { trim: false }).block(
-            Block::bordered()
-                .border_style(theme.focus_border())
-                .title(format!(" Leave the {}? ", self.what)),
-        );
+        let paragraph = Paragraph::new(lines)
+            .wrap(Wrap { trim: false })
+            .block(framed(format!(" Leave the {}? ", self.what), None, theme));
         let rect = crate::tui::overlays::overlay::centered(area, width, rows as u16 + 2);
         frame.render_widget(Clear, rect);
         frame.render_widget(paragraph, rect);
-    }
-
-    fn status(&self) -> Option<String> {
-        None
     }
 
     fn is_overlay(&self) -> bool {
@@ -145,17 +140,11 @@ impl View for ConfirmCall {
         let rect = crate::tui::overlays::overlay::centered(area, 74, lines.len() as u16 + 4);
         frame.render_widget(Clear, rect);
         frame.render_widget(
-            Paragraph::new(lines).wrap(Wrap { trim: false }).block(
-                Block::bordered()
-                    .border_style(theme.focus_border())
-                    .title(" A real call "),
-            ),
+            Paragraph::new(lines)
+                .wrap(Wrap { trim: false })
+                .block(framed(" A real call ", None, theme)),
             rect,
         );
-    }
-
-    fn status(&self) -> Option<String> {
-        None
     }
 
     fn is_overlay(&self) -> bool {

@@ -7,12 +7,13 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Clear, Paragraph, Wrap};
+use ratatui::widgets::{Clear, Paragraph, Wrap};
 use rmcp::model::ElicitationAction;
 use serde_json::{Map, Value};
 
 use crate::tui::action::Action;
 use crate::tui::keymap::Mode;
+use crate::tui::overlays::overlay::framed;
 use crate::tui::theme::Theme;
 use crate::tui::view::{Context, Handled, Request, View};
 use cosmos_engine::mcp::elicitation::{Question, Reply};
@@ -263,24 +264,18 @@ impl View for ElicitForm {
         }
         frame.render_widget(Clear, rect);
         frame.render_widget(
-            Paragraph::new(lines).wrap(Wrap { trim: false }).block(
-                Block::bordered()
-                    .border_style(theme.focus_border())
-                    .title(format!(
+            Paragraph::new(lines)
+                .wrap(Wrap { trim: false })
+                .block(framed(
+                    format!(
                         " {} asks for input (* required) ",
                         one_line(&self.asker, 60)
-                    ))
-                    .title_bottom(Line::styled(
-                        " Enter accept · Esc decline · Ctrl-X cancel · ↑/↓ field · Space ",
-                        theme.dim(),
-                    )),
-            ),
+                    ),
+                    Some(" Enter accept · Esc decline · Ctrl-X cancel · ↑/↓ field · Space "),
+                    theme,
+                )),
             rect,
         );
-    }
-
-    fn status(&self) -> Option<String> {
-        None
     }
 
     fn typing(&self) -> bool {

@@ -7,11 +7,12 @@ use crossterm::event::{KeyCode, KeyEvent};
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Clear, Paragraph};
+use ratatui::widgets::{Clear, Paragraph};
 
 use crate::tui::action::Action;
 use crate::tui::fork_spec::ForkChoice;
 use crate::tui::keymap::{Command, Mode};
+use crate::tui::overlays::overlay::framed;
 use crate::tui::theme::Theme;
 use crate::tui::view::{Context, Handled, Request, View};
 use cosmos_trajectory::sanitize::one_line;
@@ -194,21 +195,13 @@ impl View for ForkForm {
         }
         frame.render_widget(Clear, rect);
         frame.render_widget(
-            Paragraph::new(lines).block(
-                Block::bordered()
-                    .border_style(theme.focus_border())
-                    .title(format!(" Fork from step {} ", self.at))
-                    .title_bottom(Line::styled(
-                        " ↑/↓ field · ←/→ change · Enter fork · Esc cancel ",
-                        theme.dim(),
-                    )),
-            ),
+            Paragraph::new(lines).block(framed(
+                format!(" Fork from step {} ", self.at),
+                Some(" ↑/↓ field · ←/→ change · Enter fork · Esc cancel "),
+                theme,
+            )),
             rect,
         );
-    }
-
-    fn status(&self) -> Option<String> {
-        None
     }
 
     fn typing(&self) -> bool {

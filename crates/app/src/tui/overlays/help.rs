@@ -3,10 +3,11 @@
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Clear, Paragraph};
+use ratatui::widgets::{Clear, Paragraph};
 
 use crate::tui::action::Action;
 use crate::tui::keymap::{Command, Keymap, Mode};
+use crate::tui::overlays::overlay::framed;
 use crate::tui::theme::Theme;
 use crate::tui::view::{Context, Handled, Request, View};
 use crate::tui::widgets::scroll::Scroll;
@@ -267,17 +268,9 @@ impl View for HelpView {
         frame.render_widget(
             Paragraph::new(lines)
                 .scroll((self.scroll.offset as u16, 0))
-                .block(
-                    Block::bordered()
-                        .border_style(theme.focus_border())
-                        .title(title),
-                ),
+                .block(framed(title, None, theme)),
             rect,
         );
-    }
-
-    fn status(&self) -> Option<String> {
-        None
     }
 
     fn is_overlay(&self) -> bool {

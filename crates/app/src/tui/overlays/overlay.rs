@@ -1,6 +1,11 @@
-//! Where overlays sit: the one place the centred box and the inset panel are laid out.
+//! Where overlays sit and how they are framed: the one place the centred box, the inset panel
+//! and the overlay's border are laid out.
 
 use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::Line;
+use ratatui::widgets::Block;
+
+use crate::tui::theme::Theme;
 
 /// A box of at most `width`×`height` in the middle of `area`.
 pub fn centered(area: Rect, width: u16, height: u16) -> Rect {
@@ -36,6 +41,18 @@ pub fn inset(size: (u16, u16)) -> Rect {
     ])
     .areas(mid);
     rect
+}
+
+/// The border every overlay is drawn in, in the focus colour: `title` on top, the overlay's
+/// `keys` (when it lists them) at the bottom.
+pub fn framed<'a>(title: impl Into<Line<'a>>, keys: Option<&'a str>, theme: &Theme) -> Block<'a> {
+    let block = Block::bordered()
+        .border_style(theme.focus_border())
+        .title(title);
+    match keys {
+        Some(keys) => block.title_bottom(Line::styled(keys, theme.dim())),
+        None => block,
+    }
 }
 
 #[cfg(test)]

@@ -7,11 +7,12 @@ use crossterm::event::{KeyCode, KeyEvent};
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::Line;
-use ratatui::widgets::{Block, Clear, Paragraph, Wrap};
+use ratatui::widgets::{Clear, Paragraph, Wrap};
 use rmcp::model::{ElicitRequestParams, ElicitationAction};
 
 use crate::tui::action::Action;
 use crate::tui::keymap::Mode;
+use crate::tui::overlays::overlay::framed;
 use crate::tui::theme::Theme;
 use crate::tui::view::{Context, Handled, Request, View};
 use cosmos_engine::mcp::elicitation::{Question, Reply};
@@ -101,18 +102,11 @@ impl View for PagePrompt {
         ];
         frame.render_widget(Clear, rect);
         frame.render_widget(
-            Paragraph::new(lines).wrap(Wrap { trim: false }).block(
-                Block::bordered()
-                    .border_style(theme.focus_border())
-                    .title(" A page to open ")
-                    .title_bottom(Line::styled(keys, theme.dim())),
-            ),
+            Paragraph::new(lines)
+                .wrap(Wrap { trim: false })
+                .block(framed(" A page to open ", Some(keys), theme)),
             rect,
         );
-    }
-
-    fn status(&self) -> Option<String> {
-        None
     }
 
     /// Its keys are its own, not the view's behind it.

@@ -3,10 +3,11 @@
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::Line;
-use ratatui::widgets::{Block, Clear, Paragraph};
+use ratatui::widgets::{Clear, Paragraph};
 
 use crate::tui::action::Action;
 use crate::tui::keymap::{Command, Mode};
+use crate::tui::overlays::overlay::framed;
 use crate::tui::theme::Theme;
 use crate::tui::view::{Context, Handled, Request, View};
 use crate::tui::widgets::scroll::Selection;
@@ -76,18 +77,13 @@ impl View for WorldModelPicker {
             .collect();
         frame.render_widget(Clear, rect);
         frame.render_widget(
-            Paragraph::new(lines).block(
-                Block::bordered()
-                    .border_style(theme.focus_border())
-                    .title(format!(" Probe #{} with which world model? ", self.node))
-                    .title_bottom(Line::styled(" Enter probe · Esc cancel ", theme.dim())),
-            ),
+            Paragraph::new(lines).block(framed(
+                format!(" Probe #{} with which world model? ", self.node),
+                Some(" Enter probe · Esc cancel "),
+                theme,
+            )),
             rect,
         );
-    }
-
-    fn status(&self) -> Option<String> {
-        None
     }
 
     fn is_overlay(&self) -> bool {

@@ -191,10 +191,6 @@ impl View for NotesView {
         }
     }
 
-    fn status(&self) -> Option<String> {
-        None
-    }
-
     fn is_overlay(&self) -> bool {
         true
     }

@@ -157,10 +157,6 @@ impl View for WireView {
         }
     }
 
-    fn status(&self) -> Option<String> {
-        None
-    }
-
     fn is_overlay(&self) -> bool {
         true
     }

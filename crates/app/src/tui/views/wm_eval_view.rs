@@ -812,10 +812,6 @@ impl View for CallDetail {
         }
     }
 
-    fn status(&self) -> Option<String> {
-        None
-    }
-
     fn is_overlay(&self) -> bool {
         true
     }

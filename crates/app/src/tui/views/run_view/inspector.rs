@@ -945,10 +945,6 @@ impl View for Inspector {
         frame.render_widget(Paragraph::new(shown).block(block), rect);
     }
 
-    fn status(&self) -> Option<String> {
-        None
-    }
-
     fn is_overlay(&self) -> bool {
         true
     }
