@@ -74,9 +74,9 @@ impl Work {
 }
 
 /// Background work that answers the view that asked: each job carries how it runs and what it
-/// answers, so a new one is a new type beside the view that starts it, and neither the app
-/// nor the terminal loop changes (as gitui's async jobs). Jobs run on the bounded background
-/// pool; a panic in one is answered as [`Action::WorkFailed`].
+/// answers, so a new one is a new type (a file of `tui/jobs/`), and neither the app nor the
+/// terminal loop changes (as gitui's async jobs). Jobs run on the bounded background pool; a
+/// panic in one is answered as [`Action::WorkFailed`].
 pub trait Job: Send + std::fmt::Debug {
     /// Its kind: one unanswered request of each kind at a time (a newer one replaces it,
     /// whose answer would be stale).
