@@ -329,8 +329,7 @@ impl App {
             }
             action if action.answers().is_some() => {
                 self.changed = true;
-                let id = action.answers().unwrap_or_default();
-                if let Some(pending) = self.take_pending(id) {
+                if let Some(pending) = action.answers().and_then(|id| self.take_pending(id)) {
                     self.deliver(pending.asker, &action);
                 }
             }
