@@ -1,5 +1,6 @@
 //! The `cosmos` binary: parse the command line, run the command, report errors in one line.
 
+use std::io::Write;
 use std::process::ExitCode;
 
 use clap::Parser;
@@ -15,7 +16,9 @@ fn main() -> ExitCode {
         Err(err) => {
             // `{:#}` joins the context chain into one readable line.
             let msg = format!("{err:#}");
-            eprintln!(
+            // Not eprintln!: a closed standard error must not turn an error into a panic.
+            let _ = writeln!(
+                std::io::stderr(),
                 "cosmos: error: {}",
                 cosmos_trajectory::sanitize::inert(&msg)
             );

@@ -5,7 +5,7 @@
 
 mod support;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 use support::*;
@@ -292,4 +292,221 @@ fn runs_in_tree(dir: &Path) -> Vec<std::path::PathBuf> {
         .files;
     runs.sort();
     runs
+}
+
+/// A shell script at `path` that, when anything runs it, leaves a file named `name` in `ran`.
+#[cfg(unix)]
+fn tripwire(path: &Path, ran: &Path, name: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(
+        path,
+        format!("#!/bin/sh\ntouch '{}/{name}'\nexit 0\n", ran.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// A git repository as a shared seed might be: every hook git or GitPython runs, an fsmonitor,
+/// a hooks path, a pager, an alias, a filter on every file and a remote whose transport is a
+/// command, each a tripwire; then packed as `DIR/seed/notes-repo.tar`. The repository has one
+/// commit and an untracked `todo.md`.
+#[cfg(unix)]
+fn booby_trapped_seed(dir: &Path, ran: &Path) -> PathBuf {
+    let git = |repo: &Path, args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .arg("-C")
+            .arg(repo)
+            .args(args)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+    };
+    let src = dir.join("src");
+    let repo = src.join("notes-repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    git(&repo, &["init", "-q", "-b", "main"]);
+    git(&repo, &["config", "user.name", "seed"]);
+    git(&repo, &["config", "user.email", "seed@example.invalid"]);
+    std::fs::write(repo.join("notes.md"), "# Notes\n").unwrap();
+    std::fs::write(repo.join("todo.md"), "- ship\n").unwrap();
+    git(&repo, &["add", "notes.md"]);
+    git(&repo, &["commit", "-q", "-m", "Start"]);
+    let hooks = repo.join(".git/hooks");
+    for hook in [
+        "pre-commit",
+        "prepare-commit-msg",
+        "commit-msg",
+        "post-commit",
+        "pre-merge-commit",
+        "post-checkout",
+        "post-merge",
+        "reference-transaction",
+        "post-index-change",
+        "pre-auto-gc",
+        "post-rewrite",
+        "fsmonitor-watchman",
+    ] {
+        tripwire(&hooks.join(hook), ran, &format!("hook-{hook}"));
+    }
+    let elsewhere = dir.join("elsewhere-hooks");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    tripwire(&elsewhere.join("pre-commit"), ran, "hookspath-pre-commit");
+    tripwire(&dir.join("fsmonitor"), ran, "fsmonitor");
+    tripwire(&dir.join("program"), ran, "program");
+    let program = dir.join("program").display().to_string();
+    for (key, value) in [
+        (
+            "core.fsmonitor",
+            dir.join("fsmonitor").display().to_string(),
+        ),
+        ("core.hooksPath", elsewhere.display().to_string()),
+        ("core.pager", program.clone()),
+        ("core.editor", program.clone()),
+        ("alias.st", format!("!{program}")),
+        ("filter.trap.clean", program.clone()),
+        ("filter.trap.smudge", program.clone()),
+        ("filter.trap.required", "true".into()),
+        ("diff.external", program.clone()),
+        ("remote.origin.url", format!("ext::{program}")),
+        ("credential.helper", format!("!{program}")),
+    ] {
+        git(&repo, &["config", key, &value]);
+    }
+    std::fs::write(repo.join(".git/info/attributes"), "* filter=trap\n").unwrap();
+    let seed = dir.join("seed");
+    std::fs::create_dir_all(&seed).unwrap();
+    let tar = std::process::Command::new("tar")
+        .arg("-cf")
+        .arg(seed.join("notes-repo.tar"))
+        .arg("-C")
+        .arg(&src)
+        .arg("notes-repo")
+        .output()
+        .unwrap();
+    assert!(tar.status.success(), "{tar:?}");
+    seed
+}
+
+/// Hardening V: nothing a seed names ever runs, through a run that adds and commits with the
+/// real git server (GitPython runs a repository's commit hooks); the sandbox is made where no
+/// one can plant it, a folder planted under its name pattern with a link to a victim is left
+/// alone, and nothing of the run is left behind.
+#[cfg(unix)]
+#[test]
+fn nothing_a_git_seed_names_runs_and_a_planted_sandbox_is_never_used() {
+    let dir = tempfile::tempdir().unwrap();
+    let ran = dir.path().join("ran");
+    std::fs::create_dir_all(&ran).unwrap();
+    booby_trapped_seed(dir.path(), &ran);
+    // Another user's plants in the temporary folder cosmos uses: folders and links named like
+    // sandboxes, one holding a link to the victim, one a lock of its own.
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let victim = dir.path().join("victim");
+    std::fs::create_dir_all(&victim).unwrap();
+    std::fs::write(victim.join("precious"), "mine").unwrap();
+    std::os::unix::fs::symlink(&victim, tmp.join("cosmos-state-1-0-notes")).unwrap();
+    std::fs::create_dir_all(tmp.join("cosmos-state-planted")).unwrap();
+    std::os::unix::fs::symlink(&victim, tmp.join("cosmos-state-planted/notes-repo")).unwrap();
+    let mcp = write_mcp_config(
+        dir.path(),
+        json!({"notes": {
+            "command": servers().join("venv/bin/mcp-server-git"),
+            "args": ["--repository", "${COSMOS_STATE_DIR}/notes-repo"],
+            "cwd": "${COSMOS_STATE_DIR}/notes-repo",
+            "cosmos": {"state": {"seed": "seed/notes-repo.tar"}}
+        }}),
+    );
+    let rules = json!([
+        {"when": "3. notes:git_log", "content": finish("committed")},
+        {"when": "2. notes:git_commit", "content": call("notes:git_log", json!({"repo_path": "."}))},
+        {"when": "1. notes:git_add",
+         "content": call("notes:git_commit", json!({"repo_path": ".", "message": "Add the todo list"}))},
+        {"when": "No tool has been called yet",
+         "content": call("notes:git_add", json!({"repo_path": ".", "files": ["todo.md"]}))},
+        {"content": "committed"}
+    ]);
+    let task_file = dir.path().join("task.json");
+    std::fs::write(
+        &task_file,
+        json!({"id": "commit_todo", "request": "Commit todo.md."}).to_string(),
+    )
+    .unwrap();
+    let llm = ScriptedLlm::start(rules);
+    let out = dir.path().join("runs");
+    let ran_cmd = std::process::Command::new(env!("CARGO_BIN_EXE_cosmos"))
+        .args(["run", "--mcp-config"])
+        .arg(&mcp)
+        .arg("--task")
+        .arg(&task_file)
+        .args(["--agent", "react", "--out"])
+        .arg(&out)
+        .arg("--no-tui")
+        .env("TMPDIR", &tmp)
+        .env("OPENAI_BASE_URL", llm.base_url())
+        .env("OPENAI_API_KEY", "sk-test")
+        .env("COSMOS_MODEL", "scripted-model")
+        .env("COSMOS_LOG_FILE", dir.path().join("cosmos.log"))
+        .output()
+        .unwrap();
+    assert!(ran_cmd.status.success(), "{}", text(&ran_cmd));
+    let run = only_run(&out);
+    let events = events(&run);
+    let calls: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["kind"] == "tool_called")
+        .collect();
+    assert_eq!(calls.len(), 3, "{events:?}");
+    for call in &calls {
+        assert_eq!(call["result"]["is_error"], false, "{call}");
+    }
+    // The commit was made, by the server, on the copy.
+    let log = &events.last().unwrap();
+    assert_eq!(log["kind"], "run_finished", "{log}");
+    let kept = cosmos_engine::mcp::sandbox::kept_path(&run).join("notes/notes-repo");
+    let state = cosmos_engine::mcp::state_view::read(&kept).unwrap();
+    assert_eq!(
+        state[".git/log"],
+        json!(["Add the todo list", "Start"]),
+        "{state:?}"
+    );
+    // Not one tripwire went off, and the header says what was taken out.
+    let tripped: Vec<_> = std::fs::read_dir(&ran)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert!(tripped.is_empty(), "ran: {tripped:?}");
+    let removed = events[0]["servers"][0]["seed_removed"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no seed_removed: {}", events[0]["servers"]));
+    let removed: Vec<&str> = removed.iter().map(|r| r.as_str().unwrap()).collect();
+    for what in [
+        "hooks/pre-commit",
+        "hooks/commit-msg",
+        "core.fsmonitor",
+        "core.hookspath",
+        "alias.st",
+        "filter.trap.clean",
+        "remote.origin.url",
+        "credential.helper",
+    ] {
+        assert!(
+            removed.iter().any(|r| r.contains(what)),
+            "{what} not said in {removed:?}"
+        );
+    }
+    // The plants are as they were, the victim untouched, and the run left nothing behind.
+    assert_eq!(
+        std::fs::read_to_string(victim.join("precious")).unwrap(),
+        "mine"
+    );
+    assert_eq!(std::fs::read_dir(&victim).unwrap().count(), 1);
+    let mut left: Vec<String> = std::fs::read_dir(&tmp)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["cosmos-state-1-0-notes", "cosmos-state-planted"]);
 }

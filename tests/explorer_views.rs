@@ -438,6 +438,7 @@ fn two_alphas() -> Vec<Run> {
                 shared: false,
                 start_digest: None,
                 start_state: None,
+                seed_removed: Vec::new(),
             }];
             common::run_of(
                 &format!("runs/alpha-{alpha}.jsonl"),

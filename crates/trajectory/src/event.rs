@@ -296,6 +296,37 @@ impl<'de> Deserialize<'de> for WorldModelInfo {
     }
 }
 
+/// A confidence as a file gives it: a number in [0, 1], or none (the format says anything else
+/// is none: a 2, a -1 or a 1e308 is no confidence, never binned as one). What is read as none is
+/// noted for the reader on this thread ([`take_dropped_confidences`]), which warns of it.
+pub fn unit_confidence<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    let given = Option::<f64>::deserialize(d)?;
+    Ok(given.and_then(|c| {
+        if c.is_finite() && (0.0..=1.0).contains(&c) {
+            Some(c)
+        } else {
+            DROPPED_CONFIDENCES.with(|d| {
+                let (n, first) = d.get();
+                d.set((n + 1, if n == 0 { c } else { first }));
+            });
+            None
+        }
+    }))
+}
+
+thread_local! {
+    /// How many confidences outside [0, 1] this thread read as none since last asked, and the
+    /// first of them.
+    static DROPPED_CONFIDENCES: std::cell::Cell<(u32, f64)> = const { std::cell::Cell::new((0, 0.0)) };
+}
+
+/// How many confidences outside [0, 1] this thread has read as none since it last asked, and
+/// the first of them; none when there were none.
+pub fn take_dropped_confidences() -> Option<(u32, f64)> {
+    let (n, first) = DROPPED_CONFIDENCES.with(|d| d.replace((0, 0.0)));
+    (n > 0).then_some((n, first))
+}
+
 /// An MCP server as recorded in the header.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ServerInfo {
@@ -318,6 +349,10 @@ pub struct ServerInfo {
     /// 64 KiB: a world model's first belief of the state, and what wm-eval replays changes on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start_state: Option<Box<Value>>,
+    /// What cosmos took out of the seed's copy before the run because it names a program git
+    /// would run (a hook, `core.fsmonitor`, an alias…; `mcp::seed_git`), one line each.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub seed_removed: Vec<String>,
 }
 
 /// A server's state as named fields (`mcp::state_view` reads one; docs/trajectory-format.md,
@@ -599,7 +634,11 @@ pub struct MemberPrediction {
     /// Its latency.
     pub latency_ms: u64,
     /// Its own confidence, when it gave one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "unit_confidence"
+    )]
     pub confidence: Option<f64>,
     /// How it knows its confidence.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -1255,7 +1294,11 @@ pub enum EventBody {
         tokens: Option<u64>,
         /// How sure the world model said it was, in [0, 1], when it said; none when it gave
         /// no figure (routing then counts the prediction as unsure).
-        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[serde(
+            default,
+            skip_serializing_if = "Option::is_none",
+            deserialize_with = "unit_confidence"
+        )]
         confidence: Option<f64>,
         /// How the world model knows its confidence: `recall` (memory), `self` (an LLM's own
         /// word), `logprobs`, `command`, `agreement` (an ensemble), as the world model says.
@@ -1362,7 +1405,11 @@ pub enum EventBody {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         error: Option<String>,
         /// The prediction's confidence that sent it real (none when it gave none).
-        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[serde(
+            default,
+            skip_serializing_if = "Option::is_none",
+            deserialize_with = "unit_confidence"
+        )]
         confidence: Option<f64>,
         /// How the call changed its server's sandboxed state, when that was watched.
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -1420,7 +1467,11 @@ pub enum EventBody {
         tokens: Option<u64>,
         /// How sure the world model said it was, in [0, 1], when it said; none when it gave
         /// no figure (routing then counts the prediction as unsure).
-        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[serde(
+            default,
+            skip_serializing_if = "Option::is_none",
+            deserialize_with = "unit_confidence"
+        )]
         confidence: Option<f64>,
         /// How the world model knows its confidence: `recall` (memory), `self` (an LLM's own
         /// word), `logprobs`, `command`, `agreement` (an ensemble), as the world model says.

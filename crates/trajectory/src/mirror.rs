@@ -71,7 +71,7 @@ pub struct NodeSimulatedLine<S, A = Value> {
     pub latency_ms: u64,
     #[serde(default)]
     pub tokens: Option<u64>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::event::unit_confidence")]
     pub confidence: Option<f64>,
     #[serde(default = "none")]
     pub confidence_source: Option<S>,
@@ -135,7 +135,7 @@ pub struct CallSimulatedLine<S> {
     pub latency_ms: u64,
     #[serde(default)]
     pub tokens: Option<u64>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::event::unit_confidence")]
     pub confidence: Option<f64>,
     #[serde(default = "none")]
     pub confidence_source: Option<S>,

@@ -376,6 +376,8 @@ pub enum ParsedLine {
         parsed: std::result::Result<Event, String>,
         /// Invalid UTF-8 was replaced.
         lossy: bool,
+        /// Confidences outside [0, 1] read as none: how many, and the first.
+        dropped_confidences: Option<(u32, f64)>,
     },
 }
 
@@ -385,10 +387,14 @@ impl ParsedLine {
         // (A blank line is UTF-8: `of_text` tells it.)
         match utf8(bytes) {
             Some(text) => Self::of_text(text),
-            None => ParsedLine::Line {
-                parsed: parse_event_str(&String::from_utf8_lossy(bytes)),
-                lossy: true,
-            },
+            None => {
+                crate::event::take_dropped_confidences();
+                ParsedLine::Line {
+                    parsed: parse_event_str(&String::from_utf8_lossy(bytes)),
+                    lossy: true,
+                    dropped_confidences: crate::event::take_dropped_confidences(),
+                }
+            }
         }
     }
 
@@ -397,9 +403,11 @@ impl ParsedLine {
         if text.bytes().all(|b| b.is_ascii_whitespace()) {
             return ParsedLine::Blank;
         }
+        crate::event::take_dropped_confidences();
         ParsedLine::Line {
             parsed: parse_event_str(text),
             lossy: false,
+            dropped_confidences: crate::event::take_dropped_confidences(),
         }
     }
 }
@@ -465,11 +473,28 @@ impl LineChecks {
     /// The event of a line parsed apart (perhaps on another thread), with the checks that
     /// need the lines before it; lines must come in order.
     pub fn check(&mut self, line_no: u64, line: ParsedLine, terminated: bool) -> Option<Event> {
-        let ParsedLine::Line { parsed, lossy } = line else {
+        let ParsedLine::Line {
+            parsed,
+            lossy,
+            dropped_confidences,
+        } = line
+        else {
             return None;
         };
         match parsed {
             Ok(event) => {
+                if let Some((n, first)) = dropped_confidences {
+                    let more = if n > 1 {
+                        format!(" (and {} more)", n - 1)
+                    } else {
+                        String::new()
+                    };
+                    self.problem(
+                        line_no,
+                        Severity::Warning,
+                        format!("confidence {first} is not a number in [0, 1]{more}: read as none"),
+                    );
+                }
                 if lossy {
                     self.problem(
                         line_no,

@@ -1,9 +1,11 @@
 //! Secret redaction: nothing that looks like a credential reaches a trajectory file.
 //!
-//! Three rules, applied to every string in an event before it is written:
-//! values of object keys that name credentials are replaced whole; every configured
-//! secret value is cut out wherever it appears; and token shapes that are keys by
-//! construction (`Bearer …`, `sk-…`) are cut out even when nobody configured them.
+//! Four rules, applied to every string in an event before it is written:
+//! values of object keys that name credentials are replaced whole (and the item after a
+//! `--token`-like flag in an array); every configured secret value is cut out wherever it
+//! appears; token shapes that are keys by construction (`Bearer …`, `sk-…`) are cut out even
+//! when nobody configured them; and so are secrets written inside a string by their name or
+//! place (`token=T`, `--token T`, a URL's password).
 
 use std::sync::RwLock;
 
@@ -179,10 +181,28 @@ impl Redactor {
                 }
                 None => false,
             },
-            // Every item is looked at, whatever the ones before held.
-            Value::Array(items) => items
-                .iter_mut()
-                .fold(false, |changed, v| self.redact(v) | changed),
+            // Every item is looked at, whatever the ones before held; an item after a flag
+            // that names a secret setting (`["--token", "T"]`, a command's arguments) is one.
+            Value::Array(items) => {
+                let mut changed = false;
+                let mut after_flag = false;
+                for v in items.iter_mut() {
+                    if after_flag && let Value::String(s) = v {
+                        if s != REDACTED {
+                            *s = REDACTED.to_string();
+                            changed = true;
+                        }
+                    } else {
+                        changed |= self.redact(v);
+                    }
+                    after_flag = v.as_str().is_some_and(|s| {
+                        s.starts_with("--")
+                            && !s.contains('=')
+                            && names_a_secret_setting(s.trim_start_matches('-'))
+                    });
+                }
+                changed
+            }
             Value::Object(map) => {
                 let mut changed = false;
                 for (key, v) in map.iter_mut() {
@@ -238,12 +258,19 @@ pub fn redact_log_line(line: &str) -> Option<String> {
         .redact_str(line)
 }
 
-/// Cuts `Bearer <token>` and keys by construction ([`KEY_PREFIXES`]: `sk-…`, `ghp_…`, a
-/// JWT…) out of text, in any case, keeping the prefix; `None` when there are none. A key
-/// prefix inside a word (`task-`) is none, and a token has length. One pass over the text.
+/// Cuts secrets by their shape or their name out of text, keeping what names them; `None`
+/// when there are none. One pass over the text:
+///
+/// - `Bearer <token>` and keys by construction ([`KEY_PREFIXES`]: `sk-…`, `ghp_…`, a JWT…), in
+///   any case (a prefix inside a word, `task-`, is none, and a token has length);
+/// - a URL's password (`scheme://user:PASSWORD@host`);
+/// - the value of a credential's name (`token=T`, `?access_token=T`, `password=P`,
+///   `--api-key=K`; [`names_a_credential`], so `key=alpha` is data);
+/// - the word after a flag that names a secret setting (`--token T`, `--key K`;
+///   [`names_a_secret_setting`]).
 fn redact_token_shapes(text: &str) -> Option<String> {
     // On the text's own bytes (every string of every event passes here on its way to a file:
-    // no copy unless something is cut). Prefixes and `bearer ` are ASCII, so every cut is at a
+    // no copy unless something is cut). Every marker is ASCII, so every cut is at a
     // character's boundary.
     let b = text.as_bytes();
     let starts =
@@ -252,34 +279,110 @@ fn redact_token_shapes(text: &str) -> Option<String> {
     let mut out: Option<String> = None;
     let (mut copied, mut i) = (0, 0);
     while i < b.len() {
-        let at_word = i == 0 || !b[i - 1].is_ascii_alphanumeric();
-        let prefix = if starts(i, b"bearer ") {
-            Some(7)
-        } else if at_word {
-            KEY_PREFIXES
-                .iter()
-                .find(|p| starts(i, p.as_bytes()))
-                .map(|p| p.len())
-        } else {
-            None
-        };
-        if let Some(len) = prefix {
-            let start = i + len;
-            let token = b[start..].iter().take_while(|c| is_token(c)).count();
-            if token >= 8 {
-                let o = out.get_or_insert_with(|| String::with_capacity(text.len()));
-                o.push_str(&text[copied..start]);
-                o.push_str(REDACTED);
-                copied = start + token;
-                i = copied;
-                continue;
-            }
+        if let Some((start, end)) = secret_at(b, i, &starts, &is_token) {
+            let o = out.get_or_insert_with(|| String::with_capacity(text.len()));
+            o.push_str(&text[copied..start]);
+            o.push_str(REDACTED);
+            copied = end;
+            i = end;
+            continue;
         }
         i += 1;
     }
     let mut out = out?;
     out.push_str(&text[copied..]);
     Some(out)
+}
+
+/// Longest name looked back at before `=` or a flag's space: a credential's name is short,
+/// and the look back stays bounded on any text.
+const NAME_LOOKBACK: usize = 64;
+
+/// The secret that a marker at `i` introduces, as the byte range to cut (starting at or after
+/// `i`), if any.
+fn secret_at(
+    b: &[u8],
+    i: usize,
+    starts: &dyn Fn(usize, &[u8]) -> bool,
+    is_token: &dyn Fn(&u8) -> bool,
+) -> Option<(usize, usize)> {
+    let at_word = i == 0 || !b[i - 1].is_ascii_alphanumeric();
+    let prefix = if starts(i, b"bearer ") {
+        Some(7)
+    } else if at_word {
+        KEY_PREFIXES
+            .iter()
+            .find(|p| starts(i, p.as_bytes()))
+            .map(|p| p.len())
+    } else {
+        None
+    };
+    if let Some(len) = prefix {
+        let start = i + len;
+        let token = b[start..].iter().take_while(|c| is_token(c)).count();
+        if token >= 8 {
+            return Some((start, start + token));
+        }
+    }
+    match b[i] {
+        b':' if starts(i, b"://") => url_password(b, i + 3),
+        b'=' => {
+            let name = name_before(b, i)?;
+            let named = if name.starts_with('-') {
+                names_a_secret_setting(name.trim_start_matches('-'))
+            } else {
+                names_a_credential(name)
+            };
+            named.then(|| value_after(b, i + 1)).flatten()
+        }
+        b' ' => {
+            let name = name_before(b, i)?;
+            let flag = name.starts_with("--") && name.len() > 2;
+            let preceded = i == name.len() || b[i - name.len() - 1].is_ascii_whitespace();
+            (flag && preceded && names_a_secret_setting(name.trim_start_matches('-')))
+                .then(|| value_after(b, i + 1))
+                .flatten()
+        }
+        _ => None,
+    }
+}
+
+/// The name (letters, digits, `_`, `-`, `.`) that ends just before `end`, if short enough.
+fn name_before(b: &[u8], end: usize) -> Option<&str> {
+    let is_name = |c: &u8| c.is_ascii_alphanumeric() || b"_-.".contains(c);
+    let len = b[..end]
+        .iter()
+        .rev()
+        .take(NAME_LOOKBACK + 1)
+        .take_while(|c| is_name(c))
+        .count();
+    if len == 0 || len > NAME_LOOKBACK {
+        return None;
+    }
+    std::str::from_utf8(&b[end - len..end]).ok()
+}
+
+/// The value that starts at `start` and runs to a space, a quote or a separator (`&`, `,`, `;`),
+/// unless it is empty or already a redaction.
+fn value_after(b: &[u8], start: usize) -> Option<(usize, usize)> {
+    let len = b[start..]
+        .iter()
+        .take_while(|c| !c.is_ascii_whitespace() && !b"&\"',;<>()[]{}#".contains(c))
+        .count();
+    (len > 0 && !b[start..].starts_with(HIDDEN.as_bytes())).then_some((start, start + len))
+}
+
+/// The password of a URL whose authority starts at `start` (just after `://`), if it has one.
+fn url_password(b: &[u8], start: usize) -> Option<(usize, usize)> {
+    let authority = b[start..]
+        .iter()
+        .take_while(|c| !c.is_ascii_whitespace() && !b"/?#\"'<>".contains(c))
+        .count();
+    let authority = &b[start..start + authority];
+    let at = authority.iter().rposition(|c| *c == b'@')?;
+    let colon = authority[..at].iter().position(|c| *c == b':')?;
+    (at > colon + 1 && &authority[colon + 1..at] != HIDDEN.as_bytes())
+        .then_some((start + colon + 1, start + at))
 }
 
 /// A URL as recorded, and the credentials it holds: userinfo and every query value are shown
@@ -438,6 +541,55 @@ mod tests {
         ] {
             assert!(!names_a_credential(name), "{name}");
         }
+    }
+
+    #[test]
+    fn secrets_inside_argument_strings_are_cut_and_ordinary_data_is_not() {
+        let r = Redactor::new();
+        for (text, secrets) in [
+            ("http://bob:PW@host/?token=T", &["PW", "=T"][..]),
+            (
+                "clone https://u:hunter2@git.example/x.git now",
+                &["hunter2"],
+            ),
+            ("serve --token T1 --port 8", &["T1"]),
+            ("serve --api-key=K2, then", &["K2"]),
+            ("password=P", &["=P"]),
+            ("db?user=ann&access_token=abc123&page=2", &["abc123"]),
+            ("DB_PASSWORD=s3cret ./start", &["s3cret"]),
+        ] {
+            let clean = r
+                .redact_str(text)
+                .unwrap_or_else(|| panic!("nothing cut from {text}"));
+            for secret in secrets {
+                assert!(!clean.contains(secret), "{text} -> {clean}");
+            }
+            assert!(clean.contains(REDACTED), "{clean}");
+        }
+        let clean = r.redact_str("http://bob:PW@host/?token=T&page=2").unwrap();
+        assert_eq!(
+            clean,
+            format!("http://bob:{REDACTED}@host/?token={REDACTED}&page=2")
+        );
+        for ordinary in [
+            "key=alpha",
+            "x = 1",
+            "a == b",
+            "http://host/path?page=2&sort=name",
+            "user@host.example",
+            "--port 8080",
+            "the token count",
+            "mailto:bob@example.com",
+            "http://bob:***@host/",
+        ] {
+            assert_eq!(r.redact_str(ordinary), None, "{ordinary}");
+        }
+        let mut args = json!({"key": "alpha", "argv": ["run", "--token", "T9", "--port", "8"]});
+        assert!(r.redact(&mut args));
+        assert_eq!(
+            args,
+            json!({"key": "alpha", "argv": ["run", "--token", REDACTED, "--port", "8"]})
+        );
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! `cosmos export`: markdown and json accounts of a run, OpenTelemetry traces, transition
 //! datasets. Everything printed from a run passes through the one sanitiser.
 
+use crate::cli::output::{errln, outln};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -104,9 +105,9 @@ pub fn run(args: ExportArgs) -> Result<ExitCode> {
             };
             let written = transitions::export(&spec, &redactor())?;
             for why in &written.skipped {
-                eprintln!("cosmos: skipped {}", inert(why));
+                errln!("cosmos: skipped {}", inert(why));
             }
-            println!(
+            outln!(
                 "{} examples (train {}, test {}) from {} real calls into {}; see its datasheet.md",
                 written.train + written.test,
                 written.train,
@@ -124,7 +125,7 @@ pub fn run(args: ExportArgs) -> Result<ExitCode> {
 fn otel(runs: &[PathBuf], target: &otel::Target) -> Result<ExitCode> {
     let found = cosmos_trajectory::reader::collect_files(runs)?;
     for why in &found.skipped {
-        eprintln!("cosmos: skipped {}", inert(why));
+        errln!("cosmos: skipped {}", inert(why));
     }
     if found.files.is_empty() {
         anyhow::bail!("no *.jsonl run files under the paths given");
@@ -135,12 +136,12 @@ fn otel(runs: &[PathBuf], target: &otel::Target) -> Result<ExitCode> {
         match otel::export_file(path, target, &redactor) {
             Ok((delivery, problems)) => {
                 for p in problems {
-                    eprintln!("cosmos: {} (skipped)", inert(&p.to_string()));
+                    errln!("cosmos: {} (skipped)", inert(&p.to_string()));
                 }
                 spans += delivery.spans;
                 if let Some(problem) = delivery.problem(&target.shown()) {
                     failed_runs += 1;
-                    eprintln!(
+                    errln!(
                         "cosmos: {}: {}",
                         inert(&path.display().to_string()),
                         inert(&problem)
@@ -149,7 +150,7 @@ fn otel(runs: &[PathBuf], target: &otel::Target) -> Result<ExitCode> {
             }
             Err(e) => {
                 failed_runs += 1;
-                eprintln!(
+                errln!(
                     "cosmos: {}: {}",
                     inert(&path.display().to_string()),
                     inert(&format!("{e:#}"))
@@ -157,7 +158,7 @@ fn otel(runs: &[PathBuf], target: &otel::Target) -> Result<ExitCode> {
             }
         }
     }
-    println!(
+    outln!(
         "{spans} span(s) of {} run(s) sent to {}{}",
         found.files.len(),
         target.shown(),
@@ -186,7 +187,7 @@ fn account_to(
     let run = Run::open(path).with_context(|| format!("opening {}", path.display()))?;
     // Said here too: the account lists them, and a reader of stdout may never look.
     for line in cosmos_engine::export::account::skipped_lines(&run) {
-        eprintln!("cosmos: skipped {}", inert(&line));
+        errln!("cosmos: skipped {}", inert(&line));
     }
     let inert_to = |w: &mut dyn Write| -> Result<()> {
         let inert = if json {
@@ -209,8 +210,16 @@ fn account_to(
         None => {
             let stdout = std::io::stdout();
             let mut w = std::io::BufWriter::new(stdout.lock());
-            inert_to(&mut w)?;
-            w.flush()?;
+            let written = inert_to(&mut w).and_then(|()| Ok(w.flush()?));
+            // A reader that stopped early (`| head`) is no error: printing ends quietly.
+            if let Err(e) = written
+                && !e.chain().any(|c| {
+                    c.downcast_ref::<std::io::Error>()
+                        .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+                })
+            {
+                return Err(e);
+            }
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -3,6 +3,7 @@
 //! `run`'s options changed. Its calls are real, or answered from the original's recording
 //! (`--tools recorded`), a call the recording lacks going where `--on-miss` says.
 
+use crate::cli::output::errln;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -124,7 +125,7 @@ pub fn run(mut args: ForkArgs) -> Result<ExitCode> {
     };
     let plan = original.plan(args.at, tools)?;
     if let Some(first) = original.unreadable.first() {
-        eprintln!(
+        errln!(
             "cosmos: warning: {}: {} line(s) could not be read and were skipped (line {}: {}); \
              the history to step {} is whole",
             args.run.display(),
@@ -159,7 +160,7 @@ pub fn run(mut args: ForkArgs) -> Result<ExitCode> {
             .map(|c| format!("{}. {}", c.step, c.tool))
             .collect();
         if !changed.is_empty() {
-            eprintln!(
+            errln!(
                 "{}",
                 inert(&format!(
                     "cosmos: warning: the servers start fresh; these replayed steps may have \

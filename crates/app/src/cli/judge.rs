@@ -2,6 +2,7 @@
 //! per request and `judge_scored` (or the `error` saying why there are no scores) to each
 //! run's file.
 
+use crate::cli::output::{errln, outln};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -77,7 +78,7 @@ pub fn run(
     };
     let found = collect_files(paths)?;
     for skipped in &found.skipped {
-        eprintln!("cosmos: skipped {}", inert(skipped));
+        errln!("cosmos: skipped {}", inert(skipped));
     }
     let files = found.files;
     if files.is_empty() {
@@ -115,7 +116,7 @@ fn print_prompts(files: &[PathBuf], tasks: &[Task], settings: Settings) -> Resul
                 "evidence": evidence.facts(),
                 "messages": messages,
             });
-            println!("{}", inert(&line.to_string()));
+            outln!("{}", inert(&line.to_string()));
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -179,14 +180,14 @@ impl Judge {
                 break;
             }
             match self.file(file).await {
-                Ok(Judged::Now(line)) => println!("{}", inert(&line)),
+                Ok(Judged::Now(line)) => outln!("{}", inert(&line)),
                 Ok(Judged::Already(line)) if self.say_already_judged => {
-                    println!("{}", inert(&line))
+                    outln!("{}", inert(&line))
                 }
                 Ok(Judged::Already(_)) => {}
                 Err(e) => {
                     failures += 1;
-                    eprintln!("cosmos: {}: {}", file.display(), inert(&format!("{e:#}")));
+                    errln!("cosmos: {}: {}", file.display(), inert(&format!("{e:#}")));
                 }
             }
         }

@@ -3,6 +3,7 @@
 //! panic in the view stops the work, and leaving the view with the work still going turns its
 //! news into progress lines.
 
+use crate::cli::output::errln;
 use std::sync::mpsc::Receiver;
 
 use anyhow::Result;
@@ -53,7 +54,7 @@ pub(super) fn explore_while_running(
     go_headless();
     match &ui {
         Ok(Exit::LeaveRunning) => {
-            eprintln!("cosmos: the {what} goes on without the {view}; Ctrl-C stops it. Progress:");
+            errln!("cosmos: the {what} goes on without the {view}; Ctrl-C stops it. Progress:");
         }
         // Leaving any other way (or a panic) stops what is still running, forks started
         // from the view included.

@@ -1,6 +1,7 @@
 //! `cosmos login SERVER` and `cosmos logout SERVER`: a remote server's OAuth login ahead of a
 //! run (the browser opened with `$BROWSER`, or the address printed), and forgetting it.
 
+use crate::cli::output::errln;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -63,9 +64,9 @@ pub fn login(args: LoginArgs) -> Result<ExitCode> {
         &client,
         &args.scopes,
         Duration::from_secs(args.timeout_s),
-        &mut |line| eprintln!("cosmos: {}", inert(line)),
+        &mut |line| errln!("cosmos: {}", inert(line)),
     ))?;
-    eprintln!(
+    errln!(
         "cosmos: logged into \"{}\"; the tokens are in {} (owner-only)",
         inert(&args.server),
         stored.display()
@@ -78,9 +79,9 @@ pub fn logout(args: LoginArgs) -> Result<ExitCode> {
     let (url, client) = remote(&args)?;
     let store = TokenStore::new(&url, &client)?;
     if store.remove()? {
-        eprintln!("cosmos: logged out of \"{}\"", inert(&args.server));
+        errln!("cosmos: logged out of \"{}\"", inert(&args.server));
     } else {
-        eprintln!("cosmos: \"{}\" had no login", inert(&args.server));
+        errln!("cosmos: \"{}\" had no login", inert(&args.server));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -6,6 +6,7 @@ mod judge;
 mod live;
 mod logging;
 mod login;
+pub mod output;
 mod proxy;
 mod recheck;
 mod report;

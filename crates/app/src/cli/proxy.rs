@@ -2,6 +2,7 @@
 //! (and, in shadow or simulate mode, a world model's predictions). Over stdio nothing but the
 //! protocol is written to stdout; what the proxy says goes to stderr and the log.
 
+use crate::cli::output::errln;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -190,7 +191,7 @@ pub fn run(args: ProxyArgs) -> Result<ExitCode> {
         let mode = setup.mode.as_str();
         let stopped = match listening {
             Some(listening) => {
-                eprintln!(
+                errln!(
                     "cosmos proxy ({mode}) listening on http://{}{}; sessions go to {}",
                     listening.addr,
                     http::MCP_PATH,

@@ -1,6 +1,7 @@
 //! `cosmos recheck`: make runs' recorded real calls again against today's servers and say how
 //! far each has drifted; the findings are appended to each run.
 
+use crate::cli::output::{errln, out, outln};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -57,7 +58,7 @@ pub fn run(args: RecheckArgs) -> Result<ExitCode> {
     let mcp = McpConfig::load(&args.mcp_config)?;
     let found = collect_files(&args.paths)?;
     for skipped in &found.skipped {
-        eprintln!("cosmos: skipped {}", inert(skipped));
+        errln!("cosmos: skipped {}", inert(skipped));
     }
     if found.files.is_empty() {
         bail!("no *.jsonl files to recheck");
@@ -91,16 +92,16 @@ pub fn run(args: RecheckArgs) -> Result<ExitCode> {
                 Ok(read) => read,
                 Err(e) => {
                     failures += 1;
-                    eprintln!("cosmos: {}: {}", file.display(), inert(&format!("{e:#}")));
+                    errln!("cosmos: {}: {}", file.display(), inert(&format!("{e:#}")));
                     continue;
                 }
             };
             // A call on a line that could not be read is not made again: said, not hidden.
             for line in &unreadable {
-                eprintln!("cosmos: skipped {}", inert(line));
+                errln!("cosmos: skipped {}", inert(line));
             }
             let mut warn = |unsafe_calls: &[String]| {
-                eprintln!(
+                errln!(
                     "cosmos: {}: making {} call(s) of tools the servers do not annotate read-only: {}",
                     file.display(),
                     unsafe_calls.len(),
@@ -118,13 +119,13 @@ pub fn run(args: RecheckArgs) -> Result<ExitCode> {
                 Ok(found) => found,
                 Err(e) => {
                     failures += 1;
-                    eprintln!("cosmos: {}: {}", file.display(), inert(&format!("{e:#}")));
+                    errln!("cosmos: {}: {}", file.display(), inert(&format!("{e:#}")));
                     continue;
                 }
             };
             if let Err(e) = recheck::append(file, &rechecked, last_ms, redactor.clone()) {
                 failures += 1;
-                eprintln!("cosmos: {}: {}", file.display(), inert(&format!("{e:#}")));
+                errln!("cosmos: {}: {}", file.display(), inert(&format!("{e:#}")));
             }
             match args.format {
                 RecheckFormat::Table => print_table(file, &rechecked, &unreadable),
@@ -139,10 +140,10 @@ pub fn run(args: RecheckArgs) -> Result<ExitCode> {
         }
     });
     if let RecheckFormat::Json = args.format {
-        println!("{}", inert(&serde_json::to_string_pretty(&documents)?));
+        outln!("{}", inert(&serde_json::to_string_pretty(&documents)?));
     }
     Ok(if stopped {
-        eprintln!("cosmos: stopped; the runs rechecked before the stop keep their findings");
+        errln!("cosmos: stopped; the runs rechecked before the stop keep their findings");
         ExitCode::from(130)
     } else if failures > 0 {
         ExitCode::from(1)
@@ -191,5 +192,5 @@ fn print_table(file: &std::path::Path, found: &Found, unreadable: &[String]) {
             unreadable.len()
         ));
     }
-    print!("{}", inert(&out));
+    out!("{}", inert(&out));
 }

@@ -1,5 +1,6 @@
 //! `cosmos report`: the paper's tables for groups of runs, as text, markdown, CSV or JSON.
 
+use crate::cli::output::{errln, out};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -106,14 +107,14 @@ pub fn run(
     let (records, unreadable) = read_records(paths)?;
     // Whatever the format, what was passed over is said on stderr.
     for u in &unreadable {
-        eprintln!("cosmos: skipped {}", inert(u));
+        errln!("cosmos: skipped {}", inert(u));
     }
     let skipped_lines: Vec<String> = records
         .iter()
         .flat_map(|r| r.skipped_lines.iter().cloned())
         .collect();
     for line in &skipped_lines {
-        eprintln!("cosmos: {}", inert(line));
+        errln!("cosmos: {}", inert(line));
     }
     if records.is_empty() {
         anyhow::bail!(
@@ -153,7 +154,7 @@ pub fn run(
                 per_run,
             };
             // Still JSON, and still inert: unsafe characters become \u escapes.
-            print!(
+            out!(
                 "{}",
                 inert_json(&(serde_json::to_string_pretty(&doc)? + "\n"))
             );
@@ -189,7 +190,7 @@ pub fn run(
         }
         _ => out,
     };
-    print!("{}", inert(&out));
+    out!("{}", inert(&out));
     Ok(ExitCode::SUCCESS)
 }
 

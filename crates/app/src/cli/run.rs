@@ -1,6 +1,7 @@
 //! `cosmos run`: one task, one agent, real servers, recorded. With `--no-tui` it prints a
 //! line per step; otherwise the explorer shows the run live.
 
+use crate::cli::output::{errln, outln};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -390,7 +391,7 @@ pub fn run_spec(spec: RunSpec, options: &RunOptions) -> Result<ExitCode> {
         run_live(&runtime, spec, otel)?
     };
     let Some(outcome) = outcome else {
-        eprintln!("cosmos: stopped while starting the servers; no run was written");
+        errln!("cosmos: stopped while starting the servers; no run was written");
         return Ok(ExitCode::from(130));
     };
     let code = match outcome.status {
@@ -398,7 +399,7 @@ pub fn run_spec(spec: RunSpec, options: &RunOptions) -> Result<ExitCode> {
         RunStatus::Failed => 1,
         RunStatus::Interrupted => 130,
     };
-    eprintln!(
+    errln!(
         "cosmos: run {}{}: {}",
         outcome.status.as_str(),
         outcome
@@ -430,7 +431,7 @@ async fn run_plain(spec: RunSpec, otel: Option<otel::Target>) -> Result<Option<O
         return Ok(None);
     };
     let exporting = export_live(&mut prepared, otel).await?;
-    println!(
+    outln!(
         "{}",
         inert(&format!(
             "run {} · task {} · writing {}",
@@ -467,7 +468,7 @@ pub(super) async fn export_live(
 /// Waits for the last spans; what did not arrive is a warning, never a failed run.
 pub(super) fn finish_export(exporting: Option<otel::Live>) {
     if let Some(problem) = exporting.and_then(otel::Live::finish) {
-        eprintln!("cosmos: warning: OpenTelemetry export: {}", inert(&problem));
+        errln!("cosmos: warning: OpenTelemetry export: {}", inert(&problem));
     }
 }
 
@@ -485,10 +486,10 @@ fn progress_line(event: &Event) {
             &format!("[{t:>7.1}s] {:<14} {}", event.body.kind(), summary(event)),
             200,
         );
-        println!("{line}");
+        outln!("{line}");
     }
     if let EventBody::RunFinished { status, totals, .. } = &event.body {
-        println!(
+        outln!(
             "{}",
             inert(&format!(
                 "done: {} · {} tool call(s), {} failed · {} LLM call(s), {} tokens · {:.1}s{}",

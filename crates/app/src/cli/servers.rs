@@ -1,5 +1,6 @@
 //! `cosmos servers`: start every configured server and list its tools.
 
+use crate::cli::output::out;
 use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -55,7 +56,7 @@ pub fn run(config: &Path, verbose: bool, startup_timeout_s: u64) -> Result<ExitC
             }
         }
     }
-    print!("{}", inert(&out));
+    out!("{}", inert(&out));
     runtime.block_on(pool.shutdown());
     Ok(if failures.is_empty() {
         ExitCode::SUCCESS

@@ -1,6 +1,7 @@
 //! `cosmos validate`: the reader's problems plus the checks that need the whole run
 //! (node references, step links), printed as `FILE:LINE: reason`.
 
+use crate::cli::output::outln;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -15,7 +16,7 @@ use cosmos_trajectory::sanitize::inert;
 pub fn run(paths: &[PathBuf], quiet: bool) -> Result<ExitCode> {
     let found = collect_files(paths)?;
     for skipped in &found.skipped {
-        println!("{}: warning: skipped", inert(skipped));
+        outln!("{}: warning: skipped", inert(skipped));
     }
     let skipped = found.skipped.len();
     let files = found.files;
@@ -38,10 +39,10 @@ pub fn run(paths: &[PathBuf], quiet: bool) -> Result<ExitCode> {
             .iter()
             .filter(|p| !quiet || p.severity == Severity::Error)
         {
-            println!("{}", inert(&p.to_string()));
+            outln!("{}", inert(&p.to_string()));
         }
     }
-    println!(
+    outln!(
         "{} file(s) checked: {} with errors, {} warning(s)",
         files.len(),
         bad_files,

@@ -1,5 +1,6 @@
 //! `cosmos wm-eval`: world models side by side on the same recorded calls (see `cosmos_engine::wm_eval`).
 
+use crate::cli::output::{errln, out};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -68,7 +69,7 @@ pub fn run(args: WmEvalArgs) -> Result<ExitCode> {
     }
     let (calls, skipped) = recorded_calls(&args.runs)?;
     for s in &skipped {
-        eprintln!("cosmos: skipped {}", inert(s));
+        errln!("cosmos: skipped {}", inert(s));
     }
     let memory_from = if args.memory_from.is_empty() {
         args.runs.clone()
@@ -93,7 +94,7 @@ pub fn run(args: WmEvalArgs) -> Result<ExitCode> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    eprintln!(
+    errln!(
         "cosmos: {} world model(s) simulating {} recorded call(s), {} at once",
         spec.world_models.len(),
         calls.len(),
@@ -105,7 +106,7 @@ pub fn run(args: WmEvalArgs) -> Result<ExitCode> {
         evaluate(&spec, &calls, signals.rx.clone()).await
     })?;
     if evaluation.reused > 0 {
-        eprintln!(
+        errln!(
             "cosmos: {} simulation(s) taken from earlier wm-eval files in {}",
             evaluation.reused,
             spec.out_dir.display()
@@ -119,16 +120,16 @@ pub fn run(args: WmEvalArgs) -> Result<ExitCode> {
     };
     let text = render(&evaluation.board, format);
     if format == Format::Json {
-        print!("{}", inert_json(&text));
+        out!("{}", inert_json(&text));
     } else {
-        print!("{}", inert(&text));
+        out!("{}", inert(&text));
     }
-    eprintln!(
+    errln!(
         "cosmos: simulations written to {}",
         evaluation.path.display()
     );
     if evaluation.interrupted {
-        eprintln!(
+        errln!(
             "cosmos: stopped before every simulation was done; the leaderboard holds the calls \
              every world model got to. Run the same command again to finish: what is written is \
              not simulated again."

@@ -339,6 +339,7 @@ pub async fn prepare(spec: &RunSpec, stop: watch::Receiver<bool>) -> Result<Prep
         if let Some(sandbox) = sandboxes.iter().find(|s| s.server == info.name) {
             info.start_digest = Some(sandbox.start_digest.clone());
             info.start_state = sandbox.start_state.clone().map(Box::new);
+            info.seed_removed = sandbox.removed.clone();
         }
     }
     header.tools = pool.tools();

@@ -368,6 +368,12 @@ impl McpConfig {
                      {{\"seed\": PATH}}}} for cosmos to fill it"
                 ));
             }
+            if let Some(place) = names_state_dir_elsewhere(&transport) {
+                problem.get_or_insert(format!(
+                    "its {place} names ${{{STATE_DIR_VAR}}}, which cosmos fills only in \"args\", \
+                     \"env\" and \"cwd\" (elsewhere it would be used as written)"
+                ));
+            }
             if entry.cosmos.shared && matches!(transport, Transport::Http { .. }) {
                 bail!(
                     "server \"{name}\": \"cosmos\": {{\"shared\": true}} is for a server cosmos starts \
@@ -423,6 +429,25 @@ pub(crate) fn names_state_dir(transport: &Transport) -> bool {
                     .is_some_and(|c| c.to_string_lossy().contains(&named))
         }
         Transport::Http { .. } => false,
+    }
+}
+
+/// Where an entry names [`STATE_DIR_VAR`] in a place cosmos does not fill (`command`, `url`, a
+/// header), if it does.
+fn names_state_dir_elsewhere(transport: &Transport) -> Option<&'static str> {
+    let named = format!("${{{STATE_DIR_VAR}}}");
+    match transport {
+        Transport::Stdio { command, .. } => command.contains(&named).then_some("\"command\""),
+        Transport::Http { url, headers, .. } => {
+            if url.contains(&named) {
+                Some("\"url\"")
+            } else {
+                headers
+                    .values()
+                    .any(|v| v.contains(&named))
+                    .then_some("\"headers\"")
+            }
+        }
     }
 }
 

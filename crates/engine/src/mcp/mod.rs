@@ -4,12 +4,16 @@
 pub mod arrivals;
 pub mod config;
 pub mod elicitation;
+pub mod git;
 pub mod oauth;
 pub mod oversized;
 pub mod pool;
 pub mod process_group;
 pub mod relay;
 pub mod sandbox;
+pub mod sandbox_home;
+pub mod seed;
+pub mod seed_git;
 pub mod server;
 pub mod shared;
 pub mod state_tree;

@@ -92,6 +92,7 @@ impl McpPool {
                 shared: self.shared.contains(&c.name),
                 start_digest: None,
                 start_state: None,
+                seed_removed: Vec::new(),
             })
             .collect()
     }

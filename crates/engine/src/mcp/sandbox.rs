@@ -11,18 +11,19 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::{Context, Result, bail};
 
 use super::config::{STATE_DIR_VAR, ServerConfig, Transport};
+use super::sandbox_home::Home;
 use super::state_tree::{digest, size};
 use cosmos_trajectory::event::{ToolInfo, own_tool_name};
 
 /// Most bytes of end state kept beside a run; a larger state is kept as its digest alone.
 pub const KEEP_BYTES: u64 = 64 << 20;
 
-/// One stateful server's copy of its state for one run; the folder goes when this does.
+/// One stateful server's copy of its state for one run; the folder goes when this does
+/// (`mcp::sandbox_home`: private, unpredictable, and cleaned up later if cosmos is killed).
 #[derive(Debug)]
 pub struct Sandbox {
     /// The server's name.
@@ -36,40 +37,28 @@ pub struct Sandbox {
     /// The state before the run as fields, when it could be read and is small
     /// (`mcp::state_view::whole`).
     pub start_state: Option<serde_json::Value>,
-}
-
-impl Drop for Sandbox {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
+    /// What was taken out of the seed's copy because it names a program (`mcp::seed_git`).
+    pub removed: Vec<String>,
+    _home: Home,
 }
 
 /// Gives each server of `servers` that declares a state a fresh copy of its seed, and puts the
-/// copy's folder in its entry wherever `${COSMOS_STATE_DIR}` stands.
+/// copy's folder in its entry wherever `${COSMOS_STATE_DIR}` stands. What a killed cosmos left
+/// behind is removed first (once per process).
 pub fn prepare(servers: &mut [ServerConfig]) -> Result<Vec<Sandbox>> {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
+    static SWEPT: std::sync::Once = std::sync::Once::new();
     let mut sandboxes = Vec::new();
     for server in servers.iter_mut() {
         let Some(seed) = server.state_seed.clone() else {
             continue;
         };
-        let dir = std::env::temp_dir().join(format!(
-            "cosmos-state-{}-{}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed),
-            cosmos_trajectory::writer::file_safe(&server.name, 40)
-        ));
-        // Made before anything can fail, so the folder is removed with the sandbox whatever
-        // happens next.
-        std::fs::create_dir_all(&dir)
-            .with_context(|| format!("creating the state folder {}", dir.display()))?;
-        let mut sandbox = Sandbox {
-            server: server.name.clone(),
-            root: dir.clone(),
-            dir,
-            start_digest: String::new(),
-            start_state: None,
-        };
+        SWEPT.call_once(|| {
+            for gone in super::sandbox_home::remove_leftovers(None) {
+                tracing::info!("removed {}, left by a cosmos that is gone", gone.display());
+            }
+        });
+        let home = Home::new(None)?;
+        let dir = home.state();
         let name = seed.file_name().with_context(|| {
             format!(
                 "server \"{}\": the seed {} has no name",
@@ -81,11 +70,11 @@ pub fn prepare(servers: &mut [ServerConfig]) -> Result<Vec<Sandbox>> {
         // unpacked; anything else is copied.
         let unpacked = seed.extension().is_some_and(|e| e == "tar");
         let placed = if unpacked {
-            unpack(&seed, &sandbox.dir)
+            super::seed::unpack(&seed, &dir)
         } else {
-            copy(&seed, &sandbox.dir.join(name)).map(|()| sandbox.dir.join(name))
+            super::seed::copy_seed(&seed, &dir.join(name)).map(|()| dir.join(name))
         };
-        sandbox.root = placed.with_context(|| {
+        let root = placed.with_context(|| {
             format!(
                 "server \"{}\": {} its state's seed {}",
                 server.name,
@@ -93,10 +82,30 @@ pub fn prepare(servers: &mut [ServerConfig]) -> Result<Vec<Sandbox>> {
                 seed.display()
             )
         })?;
-        sandbox.start_digest = digest(&sandbox.dir)?;
-        sandbox.start_state = super::state_view::read(&sandbox.root)
-            .ok()
-            .and_then(|f| super::state_view::whole(&f));
+        let removed = super::seed_git::defuse(&root).with_context(|| {
+            format!(
+                "server \"{}\": making the seed {}'s repository safe",
+                server.name,
+                seed.display()
+            )
+        })?;
+        for what in &removed {
+            tracing::warn!(
+                server = %server.name,
+                "removed from the seed's copy, since it names a program git would run: {what}"
+            );
+        }
+        let sandbox = Sandbox {
+            server: server.name.clone(),
+            start_digest: digest(&dir)?,
+            start_state: super::state_view::read(&root)
+                .ok()
+                .and_then(|f| super::state_view::whole(&f)),
+            root,
+            dir,
+            removed,
+            _home: home,
+        };
         fill(server, &sandbox.dir);
         server.state_root = Some(sandbox.root.clone());
         sandboxes.push(sandbox);
@@ -121,77 +130,6 @@ fn fill(server: &mut ServerConfig, dir: &Path) {
             *c = PathBuf::from(c.to_string_lossy().replace(&named, &dir));
         }
     }
-}
-
-/// Copies a file or a folder (recursively); a symbolic link is refused (it could lead out).
-fn copy(from: &Path, to: &Path) -> Result<()> {
-    let meta =
-        std::fs::symlink_metadata(from).with_context(|| format!("reading {}", from.display()))?;
-    if meta.is_symlink() {
-        bail!(
-            "{} is a symbolic link: a seed holds files and folders only",
-            from.display()
-        );
-    }
-    if meta.is_dir() {
-        std::fs::create_dir_all(to)?;
-        let mut entries: Vec<_> = std::fs::read_dir(from)?.collect::<std::io::Result<_>>()?;
-        entries.sort_by_key(|e| e.file_name());
-        for entry in entries {
-            copy(&entry.path(), &to.join(entry.file_name()))?;
-        }
-    } else {
-        std::fs::copy(from, to).with_context(|| format!("copying {}", from.display()))?;
-    }
-    Ok(())
-}
-
-/// Unpacks the archive `tar` into `into`: its entries, folders and files only, must all lie
-/// under one folder named as the archive without `.tar`, which is returned (the state).
-fn unpack(tar: &Path, into: &Path) -> Result<PathBuf> {
-    let top = tar
-        .file_stem()
-        .context("the archive has no name")?
-        .to_os_string();
-    let file = std::fs::File::open(tar).with_context(|| format!("reading {}", tar.display()))?;
-    let mut archive = tar::Archive::new(file);
-    for entry in archive.entries()? {
-        let mut entry = entry?;
-        let path = entry.path()?.into_owned();
-        let kind = entry.header().entry_type();
-        if !(kind.is_file() || kind.is_dir()) {
-            bail!(
-                "{} holds {} ({kind:?}): a seed holds files and folders only",
-                tar.display(),
-                path.display()
-            );
-        }
-        if path.components().next().map(|c| c.as_os_str()) != Some(top.as_os_str()) {
-            bail!(
-                "{} holds {}, outside the folder {}/ every entry must be in",
-                tar.display(),
-                path.display(),
-                top.to_string_lossy()
-            );
-        }
-        // `unpack_in` refuses a path that would leave `into`.
-        if !entry.unpack_in(into)? {
-            bail!(
-                "{} holds {}, which leaves the folder",
-                tar.display(),
-                path.display()
-            );
-        }
-    }
-    let root = into.join(&top);
-    if !root.is_dir() {
-        bail!(
-            "{} holds no folder {}/",
-            tar.display(),
-            top.to_string_lossy()
-        );
-    }
-    Ok(root)
 }
 
 /// Where the end state of the run at `run` is kept.
@@ -222,8 +160,26 @@ pub fn finish(sandboxes: &[Sandbox], run: &Path) -> BTreeMap<String, String> {
             continue;
         }
         let to = kept_path(run).join(cosmos_trajectory::writer::file_safe(&sandbox.server, 80));
-        if let Err(e) = copy(&sandbox.dir, &to) {
-            tracing::warn!(server = %sandbox.server, "the end state could not be kept: {e:#}");
+        // The kept state is this run's alone: anything at its place is an older run's and
+        // must not be merged into it.
+        if std::fs::symlink_metadata(&to).is_ok()
+            && let Err(e) = std::fs::remove_dir_all(&to).or_else(|_| std::fs::remove_file(&to))
+        {
+            tracing::warn!(server = %sandbox.server, "the end state could not be kept: {}: {e}", to.display());
+            continue;
+        }
+        let made = std::fs::create_dir_all(kept_path(run))
+            .map_err(anyhow::Error::from)
+            .and_then(|()| super::seed::copy_state(&sandbox.dir, &to));
+        match made {
+            Ok(skipped) => {
+                for what in skipped {
+                    tracing::warn!(server = %sandbox.server, "not kept in the end state: {what}");
+                }
+            }
+            Err(e) => {
+                tracing::warn!(server = %sandbox.server, "the end state could not be kept: {e:#}");
+            }
         }
     }
     digests
@@ -368,5 +324,24 @@ mod tests {
         .map(|_| ())
         .unwrap_err();
         assert!(format!("{e:#}").contains("is for a server cosmos starts"));
+        // Where cosmos does not fill it, the variable is refused, not used as written.
+        for (entry, place) in [
+            (
+                r#"{"command": "${COSMOS_STATE_DIR}/kv", "cosmos": {"state": {"seed": "s"}}}"#,
+                "\"command\"",
+            ),
+            (r#"{"url": "http://x/${COSMOS_STATE_DIR}"}"#, "\"url\""),
+            (
+                r#"{"url": "http://x/mcp", "headers": {"X-Dir": "${COSMOS_STATE_DIR}"}}"#,
+                "\"headers\"",
+            ),
+        ] {
+            let c = McpConfig::parse(&format!(r#"{{"mcpServers": {{"kv": {entry}}}}}"#)).unwrap();
+            let problem = c.servers[0].problem.clone().unwrap_or_default();
+            assert!(
+                problem.contains(place) && problem.contains("used as written"),
+                "{entry}: {problem}"
+            );
+        }
     }
 }

@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use sha2::{Digest, Sha256};
 
-/// Every file under `root`, sorted by path, with its size (symbolic links listed as such).
+/// Every file under `root`, sorted by path, with its size (links, pipes, sockets and devices
+/// listed with size 0, never followed or opened).
 pub fn files(root: &Path) -> Result<Vec<(PathBuf, u64)>> {
     let mut found = Vec::new();
     let mut folders = vec![root.to_path_buf()];
@@ -53,12 +54,18 @@ pub fn digest(root: &Path) -> Result<String> {
         let name = relative.to_string_lossy().replace('\\', "/");
         hash.update((name.len() as u64).to_le_bytes());
         hash.update(name.as_bytes());
-        if std::fs::symlink_metadata(&path)?.is_symlink() {
+        // A link is a link (never followed) and a pipe, socket or device is its kind (never
+        // opened: reading a named pipe nobody writes would wait forever).
+        let kind = std::fs::symlink_metadata(&path)?.file_type();
+        if kind.is_symlink() {
             hash.update(b"symlink");
             continue;
         }
-        let mut file =
-            std::fs::File::open(&path).with_context(|| format!("reading {}", path.display()))?;
+        if !kind.is_file() {
+            hash.update(super::seed::kind_name(&kind).as_bytes());
+            continue;
+        }
+        let mut file = super::seed::open_regular(&path)?;
         let size = file.metadata()?.len();
         hash.update(size.to_le_bytes());
         loop {

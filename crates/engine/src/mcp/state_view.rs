@@ -59,7 +59,12 @@ pub fn read(root: &Path) -> Result<StateFields> {
         }
         return Ok(fields);
     }
-    let bytes = std::fs::read(root).with_context(|| format!("reading {}", root.display()))?;
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(
+        &mut std::io::Read::take(super::seed::open_regular(root)?, READ_BYTES),
+        &mut bytes,
+    )
+    .with_context(|| format!("reading {}", root.display()))?;
     if bytes.starts_with(b"SQLite format 3\0") {
         return read_sqlite(root);
     }
@@ -125,7 +130,8 @@ fn read_folder(
             fields.insert(format!("{name}/"), json!("folder"));
             read_folder(root, &path, repository, fields)?;
         } else if kind.is_file() {
-            let bytes = std::fs::read(&path)?;
+            let mut bytes = Vec::new();
+            std::io::Read::read_to_end(&mut super::seed::open_regular(&path)?, &mut bytes)?;
             let value = match std::str::from_utf8(&bytes) {
                 Ok(text) if text.chars().count() <= TEXT_CHARS => json!(text),
                 _ => {
@@ -135,7 +141,13 @@ fn read_folder(
             };
             fields.insert(name, value);
         } else {
-            fields.insert(name, json!("symlink"));
+            // Never followed nor opened: a link, or a pipe, socket or device, by its kind.
+            let kind = if kind.is_symlink() {
+                "symlink"
+            } else {
+                super::seed::kind_name(&kind).trim_start_matches("a ")
+            };
+            fields.insert(name, json!(kind));
         }
     }
     Ok(())
@@ -144,20 +156,16 @@ fn read_folder(
 /// Most commits of a repository's history read as its `.git/log` field.
 const LOG_COMMITS: usize = 200;
 
-/// A git repository's own state, by the `git` command (which must be installed): `.git/HEAD`
+/// A git repository's own state, by the `git` command (which must be installed; run by
+/// `mcp::git::command`, so nothing the repository names runs): `.git/HEAD`
 /// (the branch checked out, or `detached`), `.git/branches` (local branches, sorted),
 /// `.git/log` (the subjects of HEAD's commits, newest first, up to [`LOG_COMMITS`]) and
 /// `.git/staged` (`STATUS PATH` of each staged change). Commit ids and dates are left out:
 /// they differ between two runs that make the same commits.
 fn read_git(root: &Path, fields: &mut StateFields) -> Result<()> {
     let git = |args: &[&str]| -> Result<Vec<String>> {
-        let out = std::process::Command::new("git")
-            .arg("-C")
-            .arg(root)
+        let out = super::git::command(root)
             .args(args)
-            // Reading must not write: no index refresh, no lock.
-            .env("GIT_OPTIONAL_LOCKS", "0")
-            .stdin(std::process::Stdio::null())
             .output()
             .context("running git to read a repository's state (is git installed?)")?;
         Ok(String::from_utf8_lossy(&out.stdout)
@@ -178,10 +186,16 @@ fn read_git(root: &Path, fields: &mut StateFields) -> Result<()> {
         ".git/log".into(),
         json!(git(&["log", &limit, "--format=%s"])?),
     );
-    let staged: Vec<String> = git(&["diff", "--cached", "--name-status"])?
-        .into_iter()
-        .map(|l| l.replace('\t', " "))
-        .collect();
+    let staged: Vec<String> = git(&[
+        "diff",
+        "--cached",
+        "--no-ext-diff",
+        "--no-textconv",
+        "--name-status",
+    ])?
+    .into_iter()
+    .map(|l| l.replace('\t', " "))
+    .collect();
     fields.insert(".git/staged".into(), json!(staged));
     Ok(())
 }

@@ -163,6 +163,13 @@ pub fn set_aside(path: &Path) -> Result<Option<(PathBuf, PathBuf)>> {
     let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%S%.3fZ");
     let aside = path.with_extension(format!("jsonl.set-aside-{stamp}"));
     std::fs::rename(path, &aside).with_context(|| format!("setting {} aside", path.display()))?;
+    // Its kept end state goes with it: left in place, the rerun's state would be merged into it.
+    let state = cosmos_engine::mcp::sandbox::kept_path(path);
+    if std::fs::symlink_metadata(&state).is_ok() {
+        let state_aside = state.with_extension(format!("state.set-aside-{stamp}"));
+        std::fs::rename(&state, &state_aside)
+            .with_context(|| format!("setting {} aside", state.display()))?;
+    }
     Ok(Some((path.to_path_buf(), aside)))
 }
 

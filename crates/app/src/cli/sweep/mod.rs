@@ -23,6 +23,7 @@
 //! max_steps = 2
 //! ```
 
+use crate::cli::output::{errln, out, outln};
 mod args;
 mod disk;
 mod emit;
@@ -63,7 +64,7 @@ pub fn run(args: SweepArgs) -> Result<ExitCode> {
         }
     }
     if !skipped.is_empty() && args.emit.is_none() {
-        eprintln!(
+        errln!(
             "cosmos: {} task(s) left out, their servers not configured: {}",
             skipped.len(),
             inert(&skipped.join("; "))
@@ -72,12 +73,12 @@ pub fn run(args: SweepArgs) -> Result<ExitCode> {
     if let Some(engine) = &args.emit {
         if args.otel.otel_endpoint.is_some() {
             // Said rather than copied: a header may hold a key, and a job file is kept.
-            eprintln!(
+            errln!(
                 "cosmos: warning: the --otel-* options are not copied into the job; add them to \
                  its command, with any key in OTEL_EXPORTER_OTLP_HEADERS"
             );
         }
-        print!("{}", emit::emit(engine, &args)?);
+        out!("{}", emit::emit(engine, &args)?);
         return Ok(ExitCode::SUCCESS);
     }
     let total = all.len();
@@ -133,7 +134,7 @@ pub fn run(args: SweepArgs) -> Result<ExitCode> {
         .enable_all()
         .build()?;
     let (could_not_run, stopped) = if args.no_tui {
-        eprintln!(
+        errln!(
             "cosmos: sweep {}: {} cell(s) here ({} done already, {} to run), {jobs} at once, into {}",
             args.spec.display(),
             mine.len(),
@@ -180,12 +181,12 @@ pub fn run(args: SweepArgs) -> Result<ExitCode> {
 /// could not run or are left otherwise.
 fn sweep_exit(could_not_run: usize, left: usize, stopped: bool) -> ExitCode {
     if could_not_run > 0 {
-        eprintln!(
+        errln!(
             "cosmos: {could_not_run} cell(s) could not run (see above); rerun the sweep to try them again"
         );
     }
     if left > 0 {
-        eprintln!(
+        errln!(
             "cosmos: {left} cell(s) of this shard have no finished run{}; rerun the same command to resume",
             if stopped { " (stopped)" } else { "" }
         );
@@ -214,7 +215,7 @@ fn print_status(out: &Path, cells: &[Cell], total: usize) {
         };
         let word = label.split(' ').next().unwrap_or("").to_string();
         *counts.entry((rank, word)).or_insert(0) += 1;
-        println!(
+        outln!(
             "{}",
             inert(&format!(
                 "{}  {:<task_w$}  {:<config_w$}  r{}  {label}",
@@ -222,7 +223,7 @@ fn print_status(out: &Path, cells: &[Cell], total: usize) {
             ))
         );
     }
-    println!(
+    outln!(
         "{} cell(s) here of {total}: {}",
         cells.len(),
         counts

@@ -2,6 +2,7 @@
 //! servers retried with backoff when they would not start, its run written under the cell's
 //! name. What happens is told to a [`Reporter`]: progress lines, or news for the matrix view.
 
+use crate::cli::output::{errln, outln};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -77,7 +78,7 @@ impl Reporter {
     /// A remark that is no cell's result (a run set aside).
     fn note(&self, text: String) {
         if !self.tell(SweepNews::Note(text.clone())) {
-            eprintln!("cosmos: {}", inert(&text));
+            errln!("cosmos: {}", inert(&text));
         }
     }
 }
@@ -199,7 +200,7 @@ pub async fn run_cells(
         };
         let told = reporter.tell(news);
         if !told {
-            println!(
+            outln!(
                 "{}",
                 inert(&format!(
                     "[{ended}/{n}] {} {} × {} r{}: {what} · {left:.0}s left",
