@@ -2243,3 +2243,57 @@ fn plan_exec_goes_real_for_unsure_read_only_calls_and_marks_the_rest_risky() {
         "{screen}"
     );
 }
+
+/// Hardening V: a reader that stops early (`| head -1`) closes the output pipe. A command whose
+/// job is printing ends quietly; a live run stops printing and goes on to its own end, its file
+/// whole. (The pipe is closed before anything is written: the harshest reader.)
+#[test]
+fn a_closed_output_pipe_ends_printing_quietly_and_a_run_goes_on_to_its_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let mcp = write_mcp_config(dir.path(), bench_servers());
+    let closed = |args: &[&str], llm: &ScriptedLlm| -> std::process::Output {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_cosmos"))
+            .args(args)
+            .env("OPENAI_BASE_URL", llm.base_url())
+            .env("OPENAI_API_KEY", KEY)
+            .env("COSMOS_MODEL", "scripted-model")
+            .env("COSMOS_LOG_FILE", dir.path().join("cosmos.log"))
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        child.wait_with_output().unwrap()
+    };
+    let llm = ScriptedLlm::start(json!([
+        {"when": "1. Time MCP:convert_time", "content": finish("It is 18:00 in Tokyo.")},
+        {"when": "No tool has been called yet", "content": call("Time MCP:convert_time", utc_to("Asia/Tokyo"))}
+    ]));
+    let listed = closed(
+        &["servers", "--mcp-config", mcp.to_str().unwrap(), "-v"],
+        &llm,
+    );
+    let said = String::from_utf8_lossy(&listed.stderr);
+    assert_eq!(listed.status.code(), Some(0), "{said}");
+    assert!(
+        !said.contains("panicked") && !said.contains("Broken pipe"),
+        "{said}"
+    );
+
+    let out = dir.path().join("runs");
+    let ran = closed(
+        &run_args(mcp.to_str().unwrap(), out.to_str().unwrap(), "react", &[])
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+        &llm,
+    );
+    let said = String::from_utf8_lossy(&ran.stderr);
+    assert_eq!(ran.status.code(), Some(0), "{said}");
+    assert!(!said.contains("panicked"), "{said}");
+    let events = events(&only_run(&out));
+    let finished = events.last().unwrap();
+    assert_eq!(finished["kind"], "run_finished", "{finished}");
+    assert_eq!(finished["status"], "completed", "{finished}");
+}

@@ -1291,3 +1291,65 @@ fn the_calibration_overlay_shows_wm_evals_own_figures() {
         }
     }
 }
+
+/// A confidence outside [0, 1] is none, as the format says, wherever it is read: `validate`
+/// warns of each line, and the calibration overlay draws, counting none of them as given.
+#[test]
+fn confidences_outside_zero_to_one_are_none_and_validate_warns() {
+    let samples = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_runs");
+    let source =
+        samples.join("20261204T010335.776Z_wm-eval_memory+qwen-1-5b+qwen-1-5b-logprobs.jsonl");
+    let dir = tempfile::tempdir().unwrap();
+    let mut planted = Vec::new();
+    let mut lines = Vec::new();
+    for line in std::fs::read_to_string(&source).unwrap().lines() {
+        let mut event: Value = serde_json::from_str(line).unwrap();
+        let bad = ["1e308", "2", "-1"];
+        if event["kind"] == "call_simulated"
+            && event["confidence"].is_number()
+            && planted.len() < bad.len()
+        {
+            let value = bad[planted.len()];
+            event["confidence"] = serde_json::from_str(value).unwrap();
+            planted.push((event["seq"].as_u64().unwrap() + 1, value));
+        }
+        lines.push(event.to_string());
+    }
+    assert_eq!(planted.len(), 3);
+    let file = dir.path().join("wm-eval.jsonl");
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    let checked = cosmos(&["validate", file.to_str().unwrap()]);
+    for (line, value) in &planted {
+        let value = match *value {
+            "2" => "2.0",
+            "-1" => "-1.0",
+            _ => "1e+308",
+        };
+        assert!(
+            checked.lines().any(
+                |l| l.contains(&format!(":{line}: warning: confidence {value}"))
+                    && l.contains("read as none")
+            ),
+            "line {line} ({value}):\n{checked}"
+        );
+    }
+    let given = |run: &Run| -> usize {
+        run.events_from(0)
+            .filter(|e| {
+                matches!(
+                    &e.body,
+                    EventBody::CallSimulated {
+                        confidence: Some(_),
+                        ..
+                    }
+                )
+            })
+            .count()
+    };
+    let (before, after) = (Run::open(&source).unwrap(), Run::open(&file).unwrap());
+    assert_eq!(given(&after), given(&before) - 3);
+    let mut app = opened(after, (200, 120));
+    app.update(Action::Do(Command::About));
+    let screen = render(&mut app);
+    assert!(screen.contains("predictions with a confidence"), "{screen}");
+}

@@ -489,6 +489,9 @@ impl LineChecks {
                     } else {
                         String::new()
                     };
+                    // As JSON writes it (`1e308`, not 309 digits).
+                    let first = serde_json::Number::from_f64(first)
+                        .map_or_else(|| first.to_string(), |n| n.to_string());
                     self.problem(
                         line_no,
                         Severity::Warning,
