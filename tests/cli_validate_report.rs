@@ -688,3 +688,25 @@ fn routing_and_calibration_flags_refuse_what_they_cannot_mean() {
     }
     assert!(!Path::new(out).exists(), "nothing written");
 }
+
+/// A plain copy of a run (the same `run_id`) is the same run: `report` counts it once and says
+/// which file it passed over, never counting it twice silently.
+#[test]
+fn a_copy_of_a_run_is_counted_once_and_said() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "a.jsonl", 1);
+    write(dir.path(), "b.jsonl", 2);
+    fs::copy(dir.path().join("a.jsonl"), dir.path().join("a-copy.jsonl")).unwrap();
+    let out = cosmos(&["report", dir.path().to_str().unwrap(), "--format", "json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["runs"], 2, "{doc}");
+    let said = doc["unreadable"].to_string();
+    assert!(
+        said.contains("a.jsonl")
+            && said.contains("the same run as")
+            && said.contains("counted once"),
+        "{said}"
+    );
+    assert!(text(&out).contains("cosmos: skipped"), "{}", text(&out));
+}

@@ -1191,8 +1191,10 @@ fn browser_run_view_compare_and_about_show_reports_figures_for_generated_runs() 
     }
     // A torn line in the middle of the failed plan's copy.
     let whole = std::fs::read_to_string(dir.path().join("plan-fails.jsonl")).unwrap();
-    let mut lines: Vec<&str> = whole.lines().collect();
-    lines.insert(4, "{\"seq\":4,\"t_ms\":40,\"kind\":\"tool_ca");
+    let mut lines: Vec<String> = whole.lines().map(String::from).collect();
+    lines.insert(4, "{\"seq\":4,\"t_ms\":40,\"kind\":\"tool_ca".into());
+    // A run of its own (a copy with the same run_id is the same run, counted once).
+    lines[0] = lines[0].replacen("\"run_id\":\"", "\"run_id\":\"torn-", 1);
     std::fs::write(dir.path().join("torn.jsonl"), lines.join("\n") + "\n").unwrap();
     let reported = common::reported_per_run(dir.path());
     assert_eq!(reported.len(), runs.len() + 1);

@@ -14,8 +14,11 @@ use serde_json::json;
 
 /// A header with a fixed start time, so snapshots do not change.
 pub fn header(task: &str, agent: AgentKind, world_model: Option<&str>) -> Header {
+    // Each header a run of its own: two files of one run_id are one run (a copy).
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let mut h = Header::new(
-        format!("{task}-{}", agent.as_str()),
+        format!("{task}-{}-{n}", agent.as_str()),
         TaskInfo {
             id: task.into(),
             request: "Convert 9:00 Paris time to Tokyo, then to New York.".into(),

@@ -29,6 +29,8 @@ use super::tool_schema::ToolSchema;
 /// The facts of a header that a totals pass keeps.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ReportHeader {
+    /// The run's id (a plain copy of a run has its original's).
+    pub run_id: String,
     /// The agent.
     pub agent: AgentKind,
     /// The world model's name (`none` without one), as [`Header::world_model_name`] says.
@@ -51,6 +53,7 @@ impl ReportHeader {
     /// The facts of a whole header.
     pub fn of(header: &Header) -> Self {
         Self {
+            run_id: header.run_id.clone(),
             agent: header.agent.kind,
             world_model: header.world_model_name().to_string(),
             planner: header.planner.model.clone(),
@@ -79,6 +82,7 @@ impl ReportHeader {
             .filter(|line| line.format == FORMAT_NAME && line.version == FORMAT_VERSION)?;
         let tools = catalogue(line.tools.0)?;
         Some(Self {
+            run_id: line.run_id,
             agent: line.agent.kind,
             world_model: line
                 .world_model
@@ -145,8 +149,7 @@ struct HeaderLine<'a> {
     version: u32,
     #[allow(dead_code)]
     kind: CheckedStr,
-    #[allow(dead_code)]
-    run_id: CheckedStr,
+    run_id: String,
     #[allow(dead_code)]
     started_at: DateTime<Utc>,
     #[allow(dead_code)]

@@ -150,7 +150,8 @@ pub fn export(spec: &Spec, redactor: &Redactor) -> Result<Written> {
     let mut datasheet = open("datasheet.md")?;
     datasheet
         .writer()
-        .write_all(sheet.render(spec, &written).as_bytes())?;
+        // Names and task ids are the servers' and the runs' text: made inert, as on a terminal.
+        .write_all(cosmos_trajectory::sanitize::inert(&sheet.render(spec, &written)).as_bytes())?;
     train.finish()?;
     match test {
         Some(t) => t.finish()?,
@@ -236,7 +237,12 @@ impl Sheet {
         }
         s.push_str("\n| server | tool | examples | errors |\n|---|---|---:|---:|\n");
         for ((server, tool), (n, errors)) in &self.tools {
-            s.push_str(&format!("| {server} | {tool} | {n} | {errors} |\n"));
+            let cell = |text: &str| text.replace('|', "\\|");
+            s.push_str(&format!(
+                "| {} | {} | {n} | {errors} |\n",
+                cell(server),
+                cell(tool)
+            ));
         }
         s.push_str(&format!("\n## Sources ({})\n\n", self.sources.len()));
         for source in &self.sources {
@@ -263,6 +269,34 @@ pub fn check_out(out: &Path) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A tool name is the server's text: its escape sequence reaches the datasheet inert, and
+    /// a `|` in it does not break the table.
+    #[test]
+    fn the_datasheet_holds_no_escape_sequence_a_tool_name_carried() {
+        let dir = tempfile::tempdir().unwrap();
+        let sample = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../sample_runs/20261202T025240.637Z_time_mcp_000_react_none.jsonl");
+        let text = std::fs::read_to_string(sample)
+            .unwrap()
+            .replace("convert_time", r"convert\u001b]0;pwned\u0007|time");
+        let runs = dir.path().join("runs");
+        std::fs::create_dir(&runs).unwrap();
+        std::fs::write(runs.join("planted.jsonl"), text).unwrap();
+        let spec = Spec {
+            paths: vec![runs],
+            out: dir.path().join("out"),
+            format: Format::Chat,
+            split: 0.0,
+        };
+        export(&spec, &Redactor::new()).unwrap();
+        let sheet = std::fs::read_to_string(dir.path().join("out/datasheet.md")).unwrap();
+        assert!(
+            !sheet.contains('\u{1b}') && !sheet.contains('\u{7}'),
+            "{sheet:?}"
+        );
+        assert!(sheet.contains("\\u{1b}]0;pwned\\u{7}\\|time"), "{sheet}");
+    }
 
     #[test]
     fn a_split_out_of_range_and_an_out_that_is_a_file_are_refused() {

@@ -574,7 +574,8 @@ impl Pending {
     /// tokens.
     async fn finish(self, within: Duration) -> Result<()> {
         let url = &self.url;
-        let callback = tokio::time::timeout(within, redirected(&self.listener))
+        let state = state_of(&self.address);
+        let callback = tokio::time::timeout(within, redirected(&self.listener, state.as_deref()))
             .await
             .map_err(|_| anyhow!("no login within {}s", within.as_secs()))??;
         // The authorization server's refusal is said as it gave it, not as a missing code.
@@ -644,9 +645,11 @@ fn refusal(callback: &str) -> Option<String> {
     let url = url::Url::parse(callback).ok()?;
     let pairs: Vec<(String, String)> = url.query_pairs().into_owned().collect();
     let error = pairs.iter().find(|(k, _)| k == "error")?.1.clone();
+    // The server's words, on one line: a newline in them must not forge a line of ours.
+    let words = |text: &str| cosmos_trajectory::sanitize::one_line(text, 300);
     Some(match pairs.iter().find(|(k, _)| k == "error_description") {
-        Some((_, description)) => format!("{error} ({description})"),
-        None => error,
+        Some((_, description)) => format!("{} ({})", words(&error), words(description)),
+        None => words(&error),
     })
 }
 
@@ -658,53 +661,111 @@ fn is_the_redirect(target: &str) -> bool {
     url.path() == "/callback" && url.query_pairs().any(|(k, _)| k == "code" || k == "error")
 }
 
-/// Waits for the browser's redirect to the loopback port; the full callback URL. Requests
-/// that are not it (a favicon, a stray request, a connection that breaks) are answered 404 or
-/// dropped and waited past: only the redirect ends the wait. Each is read to 16 KiB.
-async fn redirected(listener: &tokio::net::TcpListener) -> Result<String> {
+/// Most connections to the callback port served at once (a browser opens a few).
+const CALLBACK_CONNECTIONS: usize = 16;
+
+/// How long one connection to the callback port may take to send its request: a browser's
+/// preconnect that never sends one is dropped, and never holds up the redirect.
+const CALLBACK_READ: Duration = Duration::from_secs(10);
+
+/// Waits for the browser's redirect to the loopback port; the full callback URL. Each
+/// connection is served on its own (an idle one blocks nothing) and read to 16 KiB within
+/// [`CALLBACK_READ`]. Requests that are not the redirect (a favicon, a stray request, a
+/// connection that breaks) are answered 404 or dropped and waited past, and so is a redirect
+/// whose `state` is not this login's (answered 400): only this login's redirect ends the wait.
+async fn redirected(listener: &tokio::net::TcpListener, state: Option<&str>) -> Result<String> {
+    let (found_tx, mut found_rx) = tokio::sync::mpsc::channel::<String>(1);
+    let slots = std::sync::Arc::new(tokio::sync::Semaphore::new(CALLBACK_CONNECTIONS));
+    // Dropped on return: connections still being served are ended with it.
+    let mut serving = tokio::task::JoinSet::new();
     loop {
-        let (mut socket, _) = listener.accept().await?;
-        let mut buf = vec![0u8; 16 * 1024];
-        let mut len = 0;
-        let mut broken = false;
-        while len < buf.len() {
-            let Ok(n) = socket.read(&mut buf[len..]).await else {
-                broken = true;
-                break;
-            };
-            len += n;
-            if n == 0 || buf[..len].windows(4).any(|w| w == b"\r\n\r\n") {
-                break;
+        tokio::select! {
+            Some(callback) = found_rx.recv() => return Ok(callback),
+            accepted = listener.accept() => {
+                let (socket, _) = accepted?;
+                let Ok(slot) = slots.clone().try_acquire_owned() else {
+                    continue;
+                };
+                let found = found_tx.clone();
+                let state = state.map(str::to_string);
+                serving.spawn(async move {
+                    let _slot = slot;
+                    let served =
+                        tokio::time::timeout(CALLBACK_READ, serve_callback(socket, state.as_deref()));
+                    if let Ok(Some(callback)) = served.await {
+                        let _ = found.send(callback).await;
+                    }
+                });
+                // Finished connections' tasks are let go as they end.
+                while serving.try_join_next().is_some() {}
             }
         }
-        if broken {
-            continue;
-        }
-        let head = String::from_utf8_lossy(&buf[..len]);
-        let target = head
-            .lines()
-            .next()
-            .and_then(|l| l.split_whitespace().nth(1))
-            .unwrap_or_default()
-            .to_string();
-        if is_the_redirect(&target) {
-            let callback = format!("http://127.0.0.1{target}");
-            let body = if refusal(&callback).is_some() {
-                "The login was refused; mcp-cosmos says why. This tab can be closed."
-            } else {
-                "Logged in: mcp-cosmos has the authorization. This tab can be closed."
-            };
-            let reply = format!(
-                "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                body.len()
-            );
-            let _ = socket.write_all(reply.as_bytes()).await;
-            return Ok(callback);
-        }
-        let _ = socket
-            .write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
-            .await;
     }
+}
+
+/// Serves one connection to the callback port: the callback URL when it is this login's
+/// redirect.
+async fn serve_callback(mut socket: tokio::net::TcpStream, state: Option<&str>) -> Option<String> {
+    let mut buf = vec![0u8; 16 * 1024];
+    let mut len = 0;
+    while len < buf.len() {
+        let n = socket.read(&mut buf[len..]).await.ok()?;
+        len += n;
+        if n == 0 || buf[..len].windows(4).any(|w| w == b"\r\n\r\n") {
+            break;
+        }
+    }
+    let head = String::from_utf8_lossy(&buf[..len]);
+    let target = head
+        .lines()
+        .next()
+        .and_then(|l| l.split_whitespace().nth(1))
+        .unwrap_or_default()
+        .to_string();
+    let reply = |status: &str, body: &str| {
+        format!(
+            "HTTP/1.1 {status}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )
+    };
+    if !is_the_redirect(&target) {
+        let _ = socket
+            .write_all(reply("404 Not Found", "").as_bytes())
+            .await;
+        return None;
+    }
+    let callback = format!("http://127.0.0.1{target}");
+    if !carries_state(&callback, state) {
+        let body = "This is not the login mcp-cosmos is waiting for (its state differs); it goes on waiting.";
+        let _ = socket
+            .write_all(reply("400 Bad Request", body).as_bytes())
+            .await;
+        return None;
+    }
+    let body = if refusal(&callback).is_some() {
+        "The login was refused; mcp-cosmos says why. This tab can be closed."
+    } else {
+        "Logged in: mcp-cosmos has the authorization. This tab can be closed."
+    };
+    let _ = socket.write_all(reply("200 OK", body).as_bytes()).await;
+    Some(callback)
+}
+
+/// The `state` of the authorization address `address` (what the redirect must carry back).
+fn state_of(address: &str) -> Option<String> {
+    let url = url::Url::parse(address).ok()?;
+    url.query_pairs()
+        .find(|(k, _)| k == "state")
+        .map(|(_, v)| v.into_owned())
+}
+
+/// True when the callback carries `state` (any callback, when the login has none).
+fn carries_state(callback: &str, state: Option<&str>) -> bool {
+    let Some(state) = state else {
+        return true;
+    };
+    url::Url::parse(callback)
+        .is_ok_and(|u| u.query_pairs().any(|(k, v)| k == "state" && v == state))
 }
 
 /// Checks, before any server starts, that every server that wants a login has one stored: a
@@ -749,7 +810,43 @@ pub async fn check_logins(servers: &[ServerConfig], mcp_config: &Path) -> Result
 
 #[cfg(test)]
 mod tests {
-    use super::{is_the_redirect, refusal, web_address};
+    use super::{carries_state, is_the_redirect, redirected, refusal, state_of, web_address};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// A browser's preconnect (a connection that sends nothing) and a redirect of another
+    /// login (its state differs) hold nothing up: this login's redirect, sent after both,
+    /// ends the wait, and each was answered on its own.
+    #[tokio::test]
+    async fn an_idle_connection_or_another_logins_redirect_never_blocks_the_real_one() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let waiting = tokio::spawn(async move { redirected(&listener, Some("mine")).await });
+        let idle = tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .unwrap();
+        let get = |target: &'static str| async move {
+            let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port))
+                .await
+                .unwrap();
+            s.write_all(format!("GET {target} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes())
+                .await
+                .unwrap();
+            let mut reply = String::new();
+            s.read_to_string(&mut reply).await.unwrap();
+            reply
+        };
+        let other = get("/callback?code=c&state=theirs").await;
+        assert!(other.starts_with("HTTP/1.1 400"), "{other}");
+        let real = get("/callback?code=c&state=mine").await;
+        assert!(real.starts_with("HTTP/1.1 200"), "{real}");
+        let callback = tokio::time::timeout(std::time::Duration::from_secs(5), waiting)
+            .await
+            .expect("the real redirect ends the wait")
+            .unwrap()
+            .unwrap();
+        assert!(callback.ends_with("state=mine"), "{callback}");
+        drop(idle);
+    }
 
     #[test]
     fn a_refusal_is_said_and_only_the_redirect_ends_the_wait() {
@@ -762,6 +859,30 @@ mod tests {
             Some("access_denied (no way)".into())
         );
         assert_eq!(refusal("http://127.0.0.1/callback?code=c&state=s"), None);
+        // A description cannot forge a second line of the error.
+        let forged =
+            refusal("http://127.0.0.1/callback?error=x&error_description=no%0Acosmos:+logged+in")
+                .unwrap();
+        assert!(
+            !forged.contains('\n') && forged.contains("logged in"),
+            "{forged}"
+        );
+        assert!(carries_state(
+            "http://127.0.0.1/callback?code=c&state=s1",
+            Some("s1")
+        ));
+        assert!(!carries_state(
+            "http://127.0.0.1/callback?code=c&state=s2",
+            Some("s1")
+        ));
+        assert!(!carries_state(
+            "http://127.0.0.1/callback?code=c",
+            Some("s1")
+        ));
+        assert_eq!(
+            state_of("https://auth.example/authorize?client_id=a&state=s%201").as_deref(),
+            Some("s 1")
+        );
         assert!(is_the_redirect("/callback?code=c&state=s"));
         assert!(is_the_redirect("/callback?error=access_denied"));
         for stray in [

@@ -56,6 +56,8 @@ pub enum GroupBy {
 pub struct RunRecord {
     /// Its file.
     pub path: PathBuf,
+    /// Its run's id: two files of one id are one run (a copy), counted once.
+    pub run_id: String,
     /// Agent name.
     pub agent: String,
     /// World model name, or `none`.
@@ -80,6 +82,7 @@ impl RunRecord {
     pub fn new(path: PathBuf, header: &ReportHeader, metrics: RunMetrics) -> Self {
         Self {
             path,
+            run_id: header.run_id.clone(),
             agent: header.agent.as_str().to_string(),
             world_model: header.world_model.clone(),
             planner: header.planner.clone(),
@@ -696,6 +699,7 @@ mod tests {
         reference: Option<u32>,
     ) -> RunRecord {
         RunRecord {
+            run_id: String::new(),
             path: PathBuf::new(),
             agent: agent.into(),
             world_model: "none".into(),

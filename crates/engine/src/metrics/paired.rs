@@ -360,6 +360,7 @@ mod tests {
 
     fn record(agent: &str, task: &str, calls: u64, success: f64) -> RunRecord {
         RunRecord {
+            run_id: String::new(),
             path: PathBuf::from(format!("{agent}-{task}")),
             agent: agent.into(),
             world_model: "none".into(),

@@ -19,16 +19,39 @@ enum Read {
 }
 
 /// One record per readable run under `paths`, in the files' order; unreadable files come back
-/// with their reason. Files are read on every core (`cosmos_trajectory::parallel`; each worker streams one
+/// with their reason, and so does a file whose run another file already is (a copy). Files are read on every core (`cosmos_trajectory::parallel`; each worker streams one
 /// file at a time, so memory stays that of a few files); an I/O error ends the whole read.
 pub fn read_records(paths: &[PathBuf]) -> Result<(Vec<RunRecord>, Vec<String>)> {
+    read_all(paths, true)
+}
+
+/// [`read_records`], with a copy of a run kept as a record of its own unless `once`.
+fn read_all(paths: &[PathBuf], once: bool) -> Result<(Vec<RunRecord>, Vec<String>)> {
     let found = collect_files(paths)?;
     let read = cosmos_trajectory::parallel::map(&found.files, |file| read_one(file));
     let mut records = Vec::with_capacity(found.files.len());
     let mut unreadable = found.skipped;
+    // A plain copy of a run (its `run_id` the same) is the same run: counted once, the copy
+    // said, never silently twice.
+    let mut seen: rustc_hash::FxHashMap<String, PathBuf> = Default::default();
     for one in read {
         match one? {
-            Read::Record(r) => records.push(*r),
+            Read::Record(r) => {
+                if once
+                    && !r.run_id.is_empty()
+                    && let Some(first) = seen.get(&r.run_id)
+                {
+                    unreadable.push(format!(
+                        "{}: the same run as {} (run_id {}), counted once",
+                        r.path.display(),
+                        first.display(),
+                        r.run_id
+                    ));
+                    continue;
+                }
+                seen.insert(r.run_id.clone(), r.path.clone());
+                records.push(*r)
+            }
             Read::Skipped(why) => unreadable.push(why),
         }
     }
@@ -38,7 +61,8 @@ pub fn read_records(paths: &[PathBuf]) -> Result<(Vec<RunRecord>, Vec<String>)> 
 /// Today's totals of the runs under `paths`, by the same reading as `report` (for listings
 /// whose stored totals were written by an older metrics version).
 pub fn recount(paths: &[PathBuf]) -> Result<Vec<Recount>> {
-    let (records, _) = read_records(paths)?;
+    // Every file its own totals, a copy's too: a listing shows files.
+    let (records, _) = read_all(paths, false)?;
     Ok(records
         .into_iter()
         .map(|r| Recount {

@@ -38,6 +38,9 @@ pub struct Listening {
 /// The shortest bearer token a proxy reachable beyond this machine takes.
 pub const MIN_TOKEN_BYTES: usize = 16;
 
+/// The fewest different characters in that token (`aaaaaaaaaaaaaaaa` is 16 bytes and no guard).
+pub const MIN_TOKEN_DISTINCT: usize = 8;
+
 /// Binds `addr`. A non-loopback address without a `token` is refused: a proxy reachable from
 /// the network calls real servers for whoever finds it.
 pub async fn bind(addr: SocketAddr, token: Option<String>) -> Result<Listening> {
@@ -50,12 +53,28 @@ pub async fn bind(addr: SocketAddr, token: Option<String>) -> Result<Listening> 
     if token.as_deref().is_some_and(str::is_empty) {
         bail!("the bearer token is empty");
     }
+    // A header carries no spaces or control characters around or inside a bearer token: one
+    // holding them could never be sent as it is (and 16 spaces would pass for 16 bytes).
+    if token
+        .as_deref()
+        .is_some_and(|t| t.chars().any(|c| c.is_whitespace() || c.is_control()))
+    {
+        bail!(
+            "the bearer token holds a space or a control character: use printable characters only"
+        );
+    }
     // Beyond this machine the token is all that stands between the network and the real
     // servers: one guessable in a few tries is no guard.
-    if !addr.ip().is_loopback() && token.as_deref().is_some_and(|t| t.len() < MIN_TOKEN_BYTES) {
+    let distinct = |t: &str| t.chars().collect::<std::collections::BTreeSet<_>>().len();
+    if !addr.ip().is_loopback()
+        && token
+            .as_deref()
+            .is_some_and(|t| t.len() < MIN_TOKEN_BYTES || distinct(t) < MIN_TOKEN_DISTINCT)
+    {
         bail!(
             "{addr} is reachable beyond this machine: its bearer token must be at least \
-             {MIN_TOKEN_BYTES} bytes (e.g. `openssl rand -hex 16`)"
+             {MIN_TOKEN_BYTES} bytes of at least {MIN_TOKEN_DISTINCT} different characters \
+             (e.g. `openssl rand -hex 16`)"
         );
     }
     let listener = tokio::net::TcpListener::bind(addr)
@@ -348,6 +367,30 @@ mod tests {
             .err()
             .unwrap();
         assert!(err.to_string().contains("at least 16 bytes"), "{err}");
+        // Sixteen spaces, or one letter sixteen times, are no token either.
+        for weak in [
+            " ".repeat(16),
+            "a".repeat(16),
+            format!("{}\n", "ab12cd34ef56gh78"),
+        ] {
+            let err = bind("0.0.0.0:0".parse().unwrap(), Some(weak.clone()))
+                .await
+                .err()
+                .unwrap_or_else(|| panic!("{weak:?} was taken"));
+            let e = err.to_string();
+            assert!(
+                e.contains("different characters") || e.contains("a space"),
+                "{e}"
+            );
+        }
+        assert!(
+            bind(
+                "0.0.0.0:0".parse().unwrap(),
+                Some("ab12cd34ef56gh78".into())
+            )
+            .await
+            .is_ok()
+        );
         assert!(
             bind("127.0.0.1:0".parse().unwrap(), Some("x".into()))
                 .await
