@@ -3,6 +3,10 @@
 //! OpenAI-compatible endpoint that answers in 200 ms (the tests' scripted server, a real HTTP
 //! process), 8 at once: wall time against the ideal 3,000 × 0.2 s / 8 = 75 s; then the
 //! world-model view's first frame and frame p99 over the file written.
+//!
+//! First, one long run on a sandboxed server (every call changes one field of its state) of
+//! 10^4 and 10^5 calls (a tenth with `--quick`) evaluated with `memory`: time and peak memory,
+//! where linear in the calls is the goal (each call's state is folded on from the one before).
 
 mod common;
 
@@ -11,7 +15,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{ms, pct, scale, time};
+use common::{ms, pct, peak_mb, reset_peak, scale, time};
 use cosmos_app::tui::action::Action;
 use cosmos_app::tui::app::App;
 use cosmos_app::tui::keymap::{Command as Key, Keymap};
@@ -30,6 +34,9 @@ use ratatui::layout::Rect;
 use serde_json::json;
 
 fn main() {
+    for n in [10_000, 100_000] {
+        long_run(n / scale());
+    }
     let calls = 1_000 / scale();
     let dir = tempfile::tempdir().unwrap();
     let runs = dir.path().join("runs");
@@ -168,5 +175,94 @@ fn main() {
         "world-model view frame (select, sort): p50 {:.2} ms, p99 {:.2} ms",
         ms(pct(&frames, 0.5)),
         ms(pct(&frames, 0.99))
+    );
+}
+
+/// wm-eval of one run of `calls` calls, each changing one field of its server's state, with the
+/// `memory` world model (no endpoint): time and peak memory.
+fn long_run(calls: usize) {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("runs");
+    std::fs::create_dir(&runs).unwrap();
+    let mut header = synthetic::header(&Spec::default());
+    header.agent.kind = AgentKind::React;
+    let start: serde_json::Map<String, serde_json::Value> = (0..20)
+        .map(|k| (format!("item/{k}"), json!({"qty": 0})))
+        .collect();
+    header.servers = vec![cosmos_trajectory::event::ServerInfo {
+        name: "kv".into(),
+        transport: "stdio".into(),
+        target: None,
+        shared: false,
+        start_digest: Some("sha256:0".into()),
+        start_state: Some(Box::new(serde_json::Value::Object(start))),
+        seed_removed: Vec::new(),
+    }];
+    let mut w = Writer::create(&runs.join("long.jsonl"), &header, Redactor::new(), None).unwrap();
+    for i in 0..calls {
+        let field = format!("item/{}", i % 20);
+        let change = cosmos_trajectory::event::StateChange {
+            fields_changed: 1,
+            fields: [(
+                field,
+                cosmos_trajectory::event::FieldChange {
+                    before: Some(json!({"qty": i / 20})),
+                    after: Some(json!({"qty": i / 20 + 1})),
+                },
+            )]
+            .into_iter()
+            .collect(),
+            ..Default::default()
+        };
+        w.write(
+            i as u64,
+            EventBody::ToolCalled {
+                step: i as u64 + 1,
+                tool: "kv:add".into(),
+                server: Some("kv".into()),
+                arguments: Box::new(json!({"item": i % 20, "by": 1})),
+                result: Observation {
+                    text: format!("qty {}", i / 20 + 1),
+                    ..Default::default()
+                },
+                latency_ms: 1,
+                node: None,
+                error: None,
+                origin: None,
+                state_change: Some(Box::new(change)),
+            },
+        )
+        .unwrap();
+    }
+    drop(w);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    reset_peak();
+    let (_, wall) = time(|| {
+        let (recorded, _) = recorded_calls(std::slice::from_ref(&runs)).unwrap();
+        let spec = EvalSpec {
+            world_models: vec!["memory".into()],
+            config: None,
+            options: BuiltInOptions {
+                memory_from: vec![runs.clone()],
+                ..BuiltInOptions::default()
+            },
+            concurrency: 8,
+            out_dir: dir.path().join("out"),
+            runs: vec![runs.clone()],
+            decision: false,
+            good_fidelity: cosmos_engine::metrics::calibration::GOOD_FIDELITY,
+        };
+        let never_stopped = tokio::sync::watch::channel(false).1;
+        runtime
+            .block_on(evaluate(&spec, &recorded, never_stopped))
+            .unwrap()
+    });
+    println!(
+        "wm-eval of one run of {calls} state-changing calls (memory): {:.1} s, peak {:.0} MB",
+        wall.as_secs_f64(),
+        peak_mb()
     );
 }

@@ -81,25 +81,58 @@ struct Recorded {
 }
 
 impl RecordedCall {
-    /// Its server's real state before the call, as the run recorded it (the start state moved
-    /// on by the calls before: [`crate::world_model::belief`]).
-    pub fn state_before(&self) -> Option<Value> {
-        let server = self.server.as_deref()?;
-        crate::world_model::belief(self.start_state.as_deref(), self.history(), server)
-    }
-
-    /// Its server's real state after the call, when the state before and the change are known.
-    pub fn state_after(&self) -> Option<StateFields> {
-        let Value::Object(before) = self.state_before()? else {
+    /// Its server's real state after the call, given the state before it ([`StateFold`]),
+    /// when that and the change are known.
+    pub fn state_after(&self, before: Option<&Value>) -> Option<StateFields> {
+        let Some(Value::Object(before)) = before else {
             return None;
         };
-        let before: StateFields = before.into_iter().collect();
+        let before: StateFields = before.clone().into_iter().collect();
         crate::mcp::state_view::apply(&before, self.state_change.as_deref()?)
     }
 
     /// The real steps before this call.
     pub fn history(&self) -> &[HistoryStep] {
         &self.history[..self.before]
+    }
+}
+
+/// Each recorded call's server's real state before it, as its run recorded it (the start
+/// state moved on by the calls before: [`crate::world_model::belief`]), folded on from the
+/// call asked before: calls asked in file order cost one step each, so a run of n calls is
+/// folded in O(n), not O(n²). A call earlier than the last one asked (or of another run)
+/// starts its server's fold again from the run's start.
+#[derive(Default)]
+pub struct StateFold {
+    /// The run folded.
+    run: Option<PathBuf>,
+    /// Per server: how many of the run's steps are folded in, and the state after them.
+    servers: BTreeMap<String, (usize, Option<StateFields>)>,
+}
+
+impl StateFold {
+    /// The state of `call`'s server before it; `None` when unknown or too big for a prompt.
+    pub fn before(&mut self, call: &RecordedCall) -> Option<Value> {
+        let server = call.server.as_deref()?;
+        if self.run.as_deref() != Some(call.run.as_path()) {
+            self.run = Some(call.run.clone());
+            self.servers.clear();
+        }
+        let (done, state) = self
+            .servers
+            .entry(server.to_string())
+            .or_insert_with(|| (0, None));
+        if *done > call.before || (*done == 0 && state.is_none()) {
+            *done = 0;
+            *state = crate::world_model::belief_start(call.start_state.as_deref());
+        }
+        for step in &call.history[*done..call.before] {
+            if cosmos_trajectory::event::own_tool_name(&step.tool, server).is_some() {
+                *state = crate::world_model::belief_step(state.take(), step);
+            }
+        }
+        *done = call.before;
+        crate::world_model::belief_shown(state.as_ref())
     }
 }
 
@@ -416,12 +449,25 @@ pub async fn evaluate(
 
     let start = std::time::Instant::now();
     let mut reused = 0;
+    // Each call's state before it, folded on call by call as the jobs are made (in file
+    // order); its state after, for the call's copy, waits until that copy is written.
+    let mut fold = StateFold::default();
+    let afters: std::sync::Mutex<BTreeMap<usize, StateFields>> = Default::default();
+    let afters = &afters;
     let jobs = calls.iter().enumerate().flat_map(|(c, call)| {
         let contenders = &contenders;
         let cached = &cached;
         let names = &names;
         let earlier = &earlier;
+        let state = Arc::new(fold.before(call));
+        if let Some(after) = call.state_after(state.as_ref().as_ref()) {
+            afters
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(c, after);
+        }
         (0..contenders.len()).map(move |w| {
+            let state = state.clone();
             let model = if contenders[w].built.is_memory() {
                 // Leave one run out: never predicted from its own recording.
                 contenders[w].built.for_calls_of(&call.run)
@@ -435,13 +481,12 @@ pub async fn evaluate(
                 let (result, from_before) = match done {
                     Some(sim) => (Ok(sim), true),
                     None => {
-                        let state = call.state_before();
                         let request = SimRequest {
                             tool: &call.tool,
                             arguments: &call.arguments,
                             user_request: &call.request,
                             history: call.history(),
-                            state: state.as_ref(),
+                            state: state.as_ref().as_ref(),
                         };
                         (model.simulate(request).await, false)
                     }
@@ -473,7 +518,8 @@ pub async fn evaluate(
         let at = start.elapsed().as_millis() as u64;
         if !copied[c] {
             copied[c] = true;
-            writer.write(at, copy_of(call, step))?;
+            let after = afters.lock().unwrap_or_else(|p| p.into_inner()).remove(&c);
+            writer.write(at, copy_of(call, step, after))?;
         }
         write_simulation(
             &mut writer,
@@ -482,7 +528,10 @@ pub async fn evaluate(
             &result,
             from_before,
         )?;
-        sims.push((c, w, result));
+        // Kept only for the planner's decisions; the leaderboard is read back from the file.
+        if spec.decision {
+            sims.push((c, w, result));
+        }
     }
     drop(pending);
     sims.sort_by_key(|(c, w, _)| (*c, *w));
@@ -541,7 +590,7 @@ pub async fn evaluate(
 }
 
 /// A recorded call copied into the wm-eval file as step `step`, with where it came from.
-fn copy_of(call: &RecordedCall, step: u64) -> EventBody {
+fn copy_of(call: &RecordedCall, step: u64, after: Option<StateFields>) -> EventBody {
     EventBody::ToolCalled {
         step,
         tool: call.tool.name.clone(),
@@ -557,9 +606,7 @@ fn copy_of(call: &RecordedCall, step: u64) -> EventBody {
         })),
         state_change: call.state_change.as_deref().map(|change| {
             Box::new(StateChange {
-                after: call
-                    .state_after()
-                    .map(|s| Box::new(Value::Object(s.into_iter().collect()))),
+                after: after.map(|s| Box::new(Value::Object(s.into_iter().collect()))),
                 ..change.clone()
             })
         }),
@@ -805,6 +852,83 @@ mod tests {
         tokio::sync::watch::channel(false).1
     }
     use cosmos_trajectory::synthetic::{self, Spec};
+
+    /// The fold gives every call the state `belief` gives it from the start, asked in order,
+    /// out of order and across two runs.
+    #[test]
+    fn the_state_fold_agrees_with_folding_from_the_start_whatever_the_order() {
+        let change = |field: &str, qty: u64| {
+            Arc::new(StateChange {
+                fields_changed: 1,
+                fields: [(
+                    field.to_string(),
+                    cosmos_trajectory::event::FieldChange {
+                        before: Some(json!(qty)),
+                        after: Some(json!(qty + 1)),
+                    },
+                )]
+                .into_iter()
+                .collect(),
+                ..Default::default()
+            })
+        };
+        let start = Arc::new(json!({"a": 0, "b": 0}));
+        let steps: Vec<HistoryStep> = (0..9u64)
+            .map(|i| HistoryStep {
+                tool: if i % 3 == 2 {
+                    "other:x".into()
+                } else {
+                    "kv:add".into()
+                },
+                arguments: json!({}),
+                state_change: (i % 3 != 2).then(|| change(if i % 2 == 0 { "a" } else { "b" }, i)),
+                ..Default::default()
+            })
+            .collect();
+        let history = Arc::new(steps);
+        let calls: Vec<RecordedCall> = ["one", "two"]
+            .iter()
+            .flat_map(|run| {
+                let history = history.clone();
+                let start = start.clone();
+                (0..9usize).map(move |before| RecordedCall {
+                    run: PathBuf::from(run),
+                    seq: before as u64 + 1,
+                    tool: ToolInfo {
+                        name: history[before].tool.clone(),
+                        ..Default::default()
+                    },
+                    server: Some(if before % 3 == 2 { "other" } else { "kv" }.into()),
+                    arguments: json!({}),
+                    real: Observation::default(),
+                    task: "t".into(),
+                    request: "r".into(),
+                    tools: Arc::default(),
+                    state_change: history[before].state_change.clone(),
+                    start_state: (before % 3 != 2).then(|| start.clone()),
+                    history: history.clone(),
+                    before,
+                })
+            })
+            .collect();
+        let expected = |call: &RecordedCall| {
+            crate::world_model::belief(
+                call.start_state.as_deref(),
+                call.history(),
+                call.server.as_deref().unwrap(),
+            )
+        };
+        let mut fold = StateFold::default();
+        for order in [
+            (0..calls.len()).collect::<Vec<_>>(),
+            vec![5, 2, 7, 1, 17, 9, 8, 0, 16, 3],
+        ] {
+            for i in order {
+                assert_eq!(fold.before(&calls[i]), expected(&calls[i]), "call {i}");
+            }
+        }
+        assert_eq!(fold.before(&calls[7]).unwrap(), json!({"a": 7, "b": 4}));
+    }
 
     /// A run file with real calls `(tool, arguments, result)`.
     fn write_run(dir: &std::path::Path, name: &str, calls: &[(&str, Value, &str)]) -> PathBuf {

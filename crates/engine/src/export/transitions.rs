@@ -14,7 +14,7 @@ use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 
 use super::staged::Staged;
-use crate::wm_eval::{RecordedCall, recorded_calls};
+use crate::wm_eval::{RecordedCall, StateFold, recorded_calls};
 use crate::world_model::SimRequest;
 use crate::world_model::llm::{simulation_messages, simulation_reply};
 use cosmos_trajectory::redact::Redactor;
@@ -55,9 +55,10 @@ pub struct Written {
     pub skipped: Vec<String>,
 }
 
-/// One example: the world model's input for a call and the real result as its reply.
-pub fn example(call: &RecordedCall, format: Format) -> Value {
-    let state = call.state_before();
+/// One example: the world model's input for a call (its server's state before it, from
+/// `fold`) and the real result as its reply.
+pub fn example(call: &RecordedCall, format: Format, fold: &mut StateFold) -> Value {
+    let state = fold.before(call);
     let req = SimRequest {
         tool: &call.tool,
         arguments: &call.arguments,
@@ -115,8 +116,9 @@ pub fn export(spec: &Spec, redactor: &Redactor) -> Result<Written> {
         calls: calls.len(),
         skipped,
     };
+    let mut fold = StateFold::default();
     for call in &calls {
-        let mut value = example(call, spec.format);
+        let mut value = example(call, spec.format, &mut fold);
         redactor.redact(&mut value);
         // The same input once: the first real result given for it is the target.
         let input_key = match spec.format {

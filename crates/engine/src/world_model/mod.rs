@@ -41,28 +41,41 @@ pub struct HistoryStep {
 /// `state_view::STATE_BYTES` as JSON (no prompt is given a state that big): the one way a
 /// world model's `state` section is made, in a run and in wm-eval alike.
 pub fn belief(start: Option<&Value>, history: &[HistoryStep], server: &str) -> Option<Value> {
-    let mut state: Option<StateFields> = match start {
-        Some(Value::Object(m)) => Some(m.clone().into_iter().collect()),
-        _ => None,
-    };
-    for step in history
+    let state = history
         .iter()
         .filter(|h| cosmos_trajectory::event::own_tool_name(&h.tool, server).is_some())
-    {
-        state = match (&step.predicted_state, &step.state_change) {
-            (Some(predicted), _) => match &**predicted {
-                Value::Object(p) => Some(p.clone().into_iter().collect()),
-                _ => None,
-            },
-            (None, Some(change)) => state.and_then(|mut s| {
-                crate::mcp::state_view::apply_in_place(&mut s, change).then_some(s)
-            }),
-            // A step that tells nothing of the state (a prediction of a world model that
-            // tracks none) leaves the belief as it was.
-            (None, None) => state,
-        };
+        .fold(belief_start(start), belief_step);
+    belief_shown(state.as_ref())
+}
+
+/// The belief before any step: the start state's fields, when it is an object.
+pub fn belief_start(start: Option<&Value>) -> Option<StateFields> {
+    match start {
+        Some(Value::Object(m)) => Some(m.clone().into_iter().collect()),
+        _ => None,
     }
-    let state = Value::Object(state?.into_iter().collect());
+}
+
+/// The belief moved on by one step on its server (see [`belief`]): a real step by its recorded
+/// change, a simulated one to its predicted state.
+pub fn belief_step(state: Option<StateFields>, step: &HistoryStep) -> Option<StateFields> {
+    match (&step.predicted_state, &step.state_change) {
+        (Some(predicted), _) => match &**predicted {
+            Value::Object(p) => Some(p.clone().into_iter().collect()),
+            _ => None,
+        },
+        (None, Some(change)) => state
+            .and_then(|mut s| crate::mcp::state_view::apply_in_place(&mut s, change).then_some(s)),
+        // A step that tells nothing of the state (a prediction of a world model that tracks
+        // none) leaves the belief as it was.
+        (None, None) => state,
+    }
+}
+
+/// The belief as a prompt is given it: `None` when unknown or over
+/// `state_view::STATE_BYTES` as JSON.
+pub fn belief_shown(state: Option<&StateFields>) -> Option<Value> {
+    let state = Value::Object(state?.clone().into_iter().collect());
     (state.to_string().len() <= crate::mcp::state_view::STATE_BYTES).then_some(state)
 }
 
