@@ -6,7 +6,10 @@
 //!   (record mode, every call written to its session's file): p50 and p99 of each and what the
 //!   proxy adds;
 //! - throughput: one `cosmos proxy --http` and 8 clients calling at once for 5,000 calls in all
-//!   (each client its own session), against 8 callers sharing one direct connection.
+//!   (each client its own session), against 8 callers sharing one direct connection;
+//! - memory: the stdio proxy's resident memory after 10^3, 10^4 and 10^5 calls of 2 KB results
+//!   in one session (a tenth with `--quick`), in record mode (nothing needs the history) and in
+//!   shadow mode (the `memory` world model predicts each call), where flat is the goal.
 
 #[path = "../tests/support/mod.rs"]
 mod support;
@@ -166,4 +169,79 @@ async fn main() {
         .args(["-TERM", &proxy.id().to_string()])
         .status();
     let _ = tokio::time::timeout(Duration::from_secs(10), async { proxy.wait() }).await;
+
+    // Memory over one long session.
+    let memory_runs = dir.path().join("stdio-runs");
+    for (mode, extra) in [
+        ("record", vec![]),
+        (
+            "shadow",
+            vec![
+                "--mode".to_string(),
+                "shadow".into(),
+                "--world-model".into(),
+                "memory".into(),
+                "--memory-from".into(),
+                memory_runs.display().to_string(),
+            ],
+        ),
+    ] {
+        let out = dir.path().join(format!("rss-{mode}"));
+        let mut args = vec![
+            "proxy".to_string(),
+            "--mcp-config".into(),
+            inner.display().to_string(),
+            "--out".into(),
+            out.display().to_string(),
+        ];
+        args.extend(extra);
+        let proxied = connect(json!({"everything": {
+            "command": cosmos,
+            "args": args,
+            "env": {"COSMOS_LOG_FILE": log.display().to_string()}
+        }}))
+        .await;
+        let pid = pid_of(&out.display().to_string()).expect("the proxy's process");
+        let message = "x".repeat(2_000);
+        let mut done = 0;
+        let mut figures = Vec::new();
+        for target in [1_000, 10_000, 100_000].map(|n| n / scale()) {
+            while done < target {
+                let (_, reply) = proxied
+                    .call("everything:echo", &json!({"message": message}))
+                    .await;
+                assert_eq!(reply.error, None, "{:?}", reply.result);
+                done += 1;
+            }
+            figures.push(format!("{done}: {:.0} MB", rss_mb(pid)));
+        }
+        println!(
+            "proxy RSS over one {mode} session (2 KB results): {}",
+            figures.join(", ")
+        );
+        proxied.shutdown().await;
+    }
+}
+
+/// The process whose command line names `marker`.
+fn pid_of(marker: &str) -> Option<u32> {
+    std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
+        let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+        let cmdline = std::fs::read(e.path().join("cmdline")).ok()?;
+        String::from_utf8_lossy(&cmdline)
+            .contains(marker)
+            .then_some(pid)
+    })
+}
+
+/// Resident memory of process `pid`, MB.
+fn rss_mb(pid: u32) -> f64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse::<f64>().ok())
+        .unwrap_or(0.0)
+        / 1e3
 }

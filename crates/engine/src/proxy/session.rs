@@ -60,9 +60,13 @@ struct State {
     recorder: Option<Recorder>,
     /// Real calls recorded.
     steps: u64,
-    /// The calls so far as the world model is told them: real results (record, shadow), or
-    /// the predictions the client was given (simulate).
-    history: Vec<HistoryStep>,
+    /// The last calls ([`HISTORY_KEPT`] at most) as the world model is told them: real
+    /// results (shadow, hybrid), or the predictions the client was given (simulate). Shared
+    /// with the rehearsals that read it, never copied per call; empty when no world model
+    /// predicts (record mode keeps no result in memory).
+    history: Arc<Vec<HistoryStep>>,
+    /// A world model predicts this session's calls: the history is kept.
+    predicts: bool,
     /// The chain's last node and the next id.
     last_node: NodeId,
     last_depth: u32,
@@ -137,7 +141,8 @@ impl Session {
             state: Mutex::new(State {
                 recorder: Some(recorder),
                 steps: 0,
-                history: Vec::new(),
+                history: Arc::default(),
+                predicts,
                 last_node: 0,
                 last_depth: 0,
                 next_node: 1,
@@ -212,8 +217,8 @@ impl Session {
         }
     }
 
-    /// The calls so far, as the world model is told them.
-    pub fn history(&self) -> Vec<HistoryStep> {
+    /// The last calls, as the world model is told them (shared, not copied).
+    pub fn history(&self) -> Arc<Vec<HistoryStep>> {
         self.state().history.clone()
     }
 
@@ -250,7 +255,7 @@ impl Session {
         let mut state = self.state();
         rehearse::record(&mut *state, node, rehearsal)?;
         if given && let Some(predicted) = rehearsal.prediction() {
-            state.history.push(HistoryStep {
+            state.remember(HistoryStep {
                 tool: call.tool.clone(),
                 arguments: call.arguments.clone(),
                 observation: predicted.clone(),
@@ -301,7 +306,7 @@ impl Session {
             return Ok(());
         }
         // The world model's next prediction knows this result at once, recorded or not.
-        state.history.push(HistoryStep {
+        state.remember(HistoryStep {
             tool: planned.tool.clone(),
             arguments: planned.arguments.clone(),
             observation: outcome.result.clone(),
@@ -412,7 +417,25 @@ impl Drop for Session {
     }
 }
 
+/// Most calls a session's world model is told of (the latest): a session of any length holds
+/// no more than this of its results in memory.
+pub const HISTORY_KEPT: usize = 100;
+
 impl State {
+    /// Adds a call to what the world model is told, the oldest going past [`HISTORY_KEPT`];
+    /// nothing when no world model predicts.
+    fn remember(&mut self, step: HistoryStep) {
+        if !self.predicts {
+            return;
+        }
+        // Copied only when a rehearsal still reads the last one: at most HISTORY_KEPT steps.
+        let history = Arc::make_mut(&mut self.history);
+        if history.len() >= HISTORY_KEPT {
+            history.remove(0);
+        }
+        history.push(step);
+    }
+
     /// Records a real call as the next step (its history step is already taken).
     fn real(&mut self, waiting: Waiting) -> Result<()> {
         self.steps += 1;
