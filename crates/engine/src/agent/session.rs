@@ -233,8 +233,15 @@ pub async fn prepare(spec: &RunSpec, stop: watch::Receiver<bool>) -> Result<Prep
         );
     }
 
-    // Each stateful server gets a fresh copy of its state, named in its entry.
-    let sandboxes = crate::mcp::sandbox::prepare(&mut servers)?;
+    // Each stateful server gets a fresh copy of its state, named in its entry: copying,
+    // unpacking and hashing are blocking work, kept off the threads other runs' tasks use.
+    let (servers, sandboxes) = tokio::task::spawn_blocking(move || {
+        let sandboxes = crate::mcp::sandbox::prepare(&mut servers);
+        (servers, sandboxes)
+    })
+    .await
+    .context("preparing the servers' state")?;
+    let sandboxes = sandboxes?;
     // A state the task checks must be a copy the run leaves, or nothing could be scored.
     if let Some(server) = task
         .expected_state
@@ -430,8 +437,15 @@ pub async fn execute(
     drop(env);
     // The state as the run left it (read before its servers stop: each writes its state as
     // it changes it), kept beside the run.
-    let end_digest = crate::mcp::sandbox::finish(&sandboxes, &path);
-    let state_match = end_state_match(&sandboxes, &header.task.expected_state);
+    let (end_digest, state_match) = {
+        let (path, expected) = (path.clone(), header.task.expected_state.clone());
+        tokio::task::spawn_blocking(move || {
+            let digests = crate::mcp::sandbox::finish(&sandboxes, &path);
+            (digests, end_state_match(&sandboxes, &expected))
+        })
+        .await
+        .unwrap_or_default()
+    };
     // Whatever happened, the file ends with run_finished (unless the disk itself failed).
     let finish = rec.emit(EventBody::RunFinished {
         status: end.status,

@@ -119,29 +119,40 @@ pub async fn run_cells(
     let n = todo.len();
     let mut ended = 0usize;
     let mut failed = 0usize;
-    let queue = std::sync::Mutex::new(std::collections::VecDeque::from(todo));
+    let queue = Arc::new(std::sync::Mutex::new(std::collections::VecDeque::from(
+        todo,
+    )));
     let (done_tx, mut results) = tokio::sync::mpsc::unbounded_channel();
-    let workers = futures::future::join_all((0..workers.jobs.max(1)).map(|_| {
-        let (stop, reporter, done_tx, queue) =
-            (stop.clone(), reporter.clone(), done_tx.clone(), &queue);
-        async move {
-            let servers = Arc::new(SharedServers::new(workers.shared.iter().cloned()));
+    // Each worker a task of its own: one cell's blocking moments (a flush, a seed's copy) hold
+    // up no other cell.
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..workers.jobs.max(1) {
+        let (stop, reporter, done_tx, queue) = (
+            stop.clone(),
+            reporter.clone(),
+            done_tx.clone(),
+            queue.clone(),
+        );
+        let (out, shared) = (out.to_path_buf(), workers.shared.clone());
+        tasks.spawn(async move {
+            let servers = Arc::new(SharedServers::new(shared));
             loop {
                 let next = queue.lock().unwrap_or_else(|p| p.into_inner()).pop_front();
                 let Some((index, cell)) = next else { break };
                 let result = if *stop.borrow() {
                     Ok(Ended::NotStarted)
                 } else {
-                    run_cell(out, index, &cell, stop.clone(), &reporter, &servers).await
+                    run_cell(&out, index, &cell, stop.clone(), &reporter, &servers).await
                 };
                 let _ = done_tx.send((index, cell, result));
             }
             if let Some(servers) = Arc::into_inner(servers) {
                 servers.shutdown().await;
             }
-        }
-    }));
+        });
+    }
     drop(done_tx);
+    let workers = async move { while tasks.join_next().await.is_some() {} };
     let mut workers = std::pin::pin!(workers);
     let mut working = true;
     loop {
