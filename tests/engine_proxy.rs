@@ -2222,3 +2222,47 @@ fn over_http_bad_requests_get_the_specs_codes_and_an_idle_session_is_closed() {
     let _ = proxy.kill();
     let _ = proxy.wait();
 }
+
+/// Hardening V: a resource too big for an MCP message (100 MiB over stdio) and one whose read
+/// never ends each get an error within `--call-timeout-s`, and each read is recorded with it.
+#[test]
+fn an_over_limit_or_endless_resource_read_is_an_error_within_the_call_timeout_and_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("runs");
+    let mcp = write_mcp_config(dir.path(), json!({"flaky": flaky_server()}));
+    let mut spec = through_proxy(
+        &[
+            "--mcp-config",
+            &mcp.display().to_string(),
+            "--out",
+            &out.display().to_string(),
+            "--call-timeout-s",
+            "5",
+        ],
+        &dir.path().join("proxy.log"),
+        json!([]),
+    );
+    spec["reads"] = json!(["flaky://huge/100", "flaky://hang"]);
+    let answer = sdk_client(spec);
+    let reads = answer["reads"].as_array().unwrap();
+    assert_eq!(reads.len(), 2, "{answer}");
+    for read in reads {
+        assert!(read["raised"].is_string(), "{read}");
+        assert!(read["elapsed_s"].as_f64().unwrap() < 10.0, "{read}");
+    }
+    assert!(
+        reads[0]["raised"].as_str().unwrap().contains("MiB"),
+        "{}",
+        reads[0]
+    );
+    let events = events(&only_run(&out));
+    let recorded: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["kind"] == "resource_read")
+        .collect();
+    assert_eq!(recorded.len(), 2, "{events:?}");
+    for (read, uri) in recorded.iter().zip(["flaky://huge/100", "flaky://hang"]) {
+        assert_eq!(read["asked"]["uri"], uri, "{read}");
+        assert!(read["error"].is_string(), "{read}");
+    }
+}

@@ -10,13 +10,15 @@ raises is {"raised": message}. A call with "progress": true asks for progress re
 result gets "progress_seen": [[progress, total, message], ...]. With "pause_file", it waits after the first call (or after
 "pause_after" calls) until that file exists (so a test can act mid-session). With "concurrent": true every call is sent at once. With "elicit": {"action", "content"} the client takes
 servers' requests for input and answers each so; the output's "elicited_seen" lists their
-messages.
+messages. With "reads": [URI, ...] it then reads each resource; the output's "reads" has each
+one's content sizes or what was raised, and its "elapsed_s".
 """
 
 import asyncio
 import json
 import os
 import sys
+import time
 
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
@@ -78,6 +80,18 @@ async def session_calls(read, write, spec):
                 while not os.path.exists(pause):
                     await asyncio.sleep(0.05)
         out["results"] = results
+        # Resource reads, each timed: its contents' sizes, or what was raised.
+        reads = []
+        for uri in spec.get("reads", []):
+            began = time.monotonic()
+            try:
+                read = await session.read_resource(uri)
+                reads.append({"sizes": [len(getattr(c, "text", "") or "") for c in read.contents]})
+            except Exception as e:  # the test asserts on what happened
+                reads.append({"raised": str(e)})
+            reads[-1]["elapsed_s"] = time.monotonic() - began
+        if reads:
+            out["reads"] = reads
         if answer:
             out["elicited_seen"] = elicited_seen
         return out

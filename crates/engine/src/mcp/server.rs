@@ -666,6 +666,33 @@ impl Server {
         self.client.peer()
     }
 
+    /// Sends a request that is no tool call (a resource read, a prompt, a completion, a list)
+    /// and waits at most `timeout` for its answer (then it is cancelled at the server); a stdio
+    /// reply too long to be read fails at once, saying why, as a tool call's does.
+    pub async fn ask(
+        &self,
+        request: rmcp::model::ClientRequest,
+        timeout: Duration,
+    ) -> Result<rmcp::model::ServerResult, ServiceError> {
+        let mut options = rmcp::service::PeerRequestOptions::no_options();
+        options.timeout = Some(timeout);
+        let asking = async {
+            self.client
+                .send_request_with_option(request, options)
+                .await?
+                .await_response()
+                .await
+        };
+        // The send itself may wait on a full transport: bounded too.
+        let bounded = tokio::time::timeout(timeout + Duration::from_secs(1), asking);
+        tokio::select! {
+            answered = bounded => answered.unwrap_or(Err(ServiceError::Timeout { timeout })),
+            (size, whole) = self.oversized.next() => Err(ServiceError::McpError(
+                rmcp::model::ErrorData::internal_error(Oversized::message(size, whole), None),
+            )),
+        }
+    }
+
     /// The server's last stderr lines.
     pub fn stderr_tail(&self) -> Option<String> {
         self.stderr.text()

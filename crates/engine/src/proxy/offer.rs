@@ -49,6 +49,9 @@ pub struct Offer {
     prompts: Mutex<HashMap<String, (String, String)>>,
     /// Resource URI → server, and template (URI up to its first `{`) → server, as last listed.
     resources: Mutex<Routes>,
+    /// How long an upstream may take to answer a request that is no tool call (the proxy's
+    /// call timeout).
+    wait: std::time::Duration,
 }
 
 #[derive(Default)]
@@ -61,7 +64,7 @@ impl Offer {
     /// The offer of `pool`'s servers (none: tools only, as simulate mode with `--tools-from`
     /// has). Several upstreams' prompts and resources are listed now, so a clash of names
     /// refuses the start.
-    pub async fn of(pool: Option<&McpPool>) -> Result<Self> {
+    pub async fn of(pool: Option<&McpPool>, wait: std::time::Duration) -> Result<Self> {
         let servers = pool.map(McpPool::servers).unwrap_or_default();
         let introductions: Vec<(String, Arc<ServerPeerInfo>)> = servers
             .iter()
@@ -73,6 +76,7 @@ impl Offer {
             namespaced: servers.len() > 1,
             prompts: Mutex::default(),
             resources: Mutex::default(),
+            wait,
         };
         if let Some(pool) = pool.filter(|_| offer.namespaced) {
             if let Err(e) = offer.list_prompts(pool).await {
@@ -109,18 +113,19 @@ impl Offer {
         let mut offered = Vec::new();
         let mut names = HashMap::new();
         for server in with(pool, |c| c.prompts.is_some()) {
-            let prompts = all_pages(&server, |p| {
-                ClientRequest::ListPromptsRequest(ListPromptsRequest {
-                    params: p,
-                    ..Default::default()
+            let prompts = self
+                .all_pages(&server, |p| {
+                    ClientRequest::ListPromptsRequest(ListPromptsRequest {
+                        params: p,
+                        ..Default::default()
+                    })
                 })
-            })
-            .await?
-            .into_iter()
-            .flat_map(|r| match r {
-                ServerResult::ListPromptsResult(r) => r.prompts,
-                _ => Vec::new(),
-            });
+                .await?
+                .into_iter()
+                .flat_map(|r| match r {
+                    ServerResult::ListPromptsResult(r) => r.prompts,
+                    _ => Vec::new(),
+                });
             for mut prompt in prompts {
                 let name = self.offered(&server.name, &prompt.name);
                 let own = std::mem::replace(&mut prompt.name, name.clone());
@@ -178,7 +183,10 @@ impl Offer {
             Err(e) => return (None, Err(e)),
         };
         params.name = own;
-        let answer = match ask(&server, ClientRequest::GetPromptRequest(request(params))).await {
+        let answer = match self
+            .ask(&server, ClientRequest::GetPromptRequest(request(params)))
+            .await
+        {
             Ok(ServerResult::GetPromptResult(r)) => Ok(GetPromptResponse::Complete(r)),
             Ok(ServerResult::InputRequiredResult(r)) => Ok(GetPromptResponse::InputRequired(r)),
             Ok(_) => Err(unexpected(&server)),
@@ -193,18 +201,19 @@ impl Offer {
         let mut names = HashMap::new();
         let mut uris = HashMap::new();
         for server in with(pool, |c| c.resources.is_some()) {
-            let resources = all_pages(&server, |p| {
-                ClientRequest::ListResourcesRequest(ListResourcesRequest {
-                    params: p,
-                    ..Default::default()
+            let resources = self
+                .all_pages(&server, |p| {
+                    ClientRequest::ListResourcesRequest(ListResourcesRequest {
+                        params: p,
+                        ..Default::default()
+                    })
                 })
-            })
-            .await?
-            .into_iter()
-            .flat_map(|r| match r {
-                ServerResult::ListResourcesResult(r) => r.resources,
-                _ => Vec::new(),
-            });
+                .await?
+                .into_iter()
+                .flat_map(|r| match r {
+                    ServerResult::ListResourcesResult(r) => r.resources,
+                    _ => Vec::new(),
+                });
             for mut resource in resources {
                 resource.name = self.offered(&server.name, &resource.name);
                 if names.insert(resource.name.clone(), ()).is_some() {
@@ -236,18 +245,19 @@ impl Offer {
         let mut offered = Vec::new();
         let mut routes = Vec::new();
         for server in with(pool, |c| c.resources.is_some()) {
-            let templates = all_pages(&server, |p| {
-                ClientRequest::ListResourceTemplatesRequest(ListResourceTemplatesRequest {
-                    params: p,
-                    ..Default::default()
+            let templates = self
+                .all_pages(&server, |p| {
+                    ClientRequest::ListResourceTemplatesRequest(ListResourceTemplatesRequest {
+                        params: p,
+                        ..Default::default()
+                    })
                 })
-            })
-            .await?
-            .into_iter()
-            .flat_map(|r| match r {
-                ServerResult::ListResourceTemplatesResult(r) => r.resource_templates,
-                _ => Vec::new(),
-            });
+                .await?
+                .into_iter()
+                .flat_map(|r| match r {
+                    ServerResult::ListResourceTemplatesResult(r) => r.resource_templates,
+                    _ => Vec::new(),
+                });
             for mut template in templates {
                 template.name = self.offered(&server.name, &template.name);
                 let stem = template
@@ -315,7 +325,10 @@ impl Offer {
             Ok(server) => server,
             Err(e) => return (None, Err(e)),
         };
-        let answer = match ask(&server, ClientRequest::ReadResourceRequest(request(params))).await {
+        let answer = match self
+            .ask(&server, ClientRequest::ReadResourceRequest(request(params)))
+            .await
+        {
             Ok(ServerResult::ReadResourceResult(r)) => Ok(ReadResourceResponse::Complete(r)),
             Ok(ServerResult::InputRequiredResult(r)) => Ok(ReadResourceResponse::InputRequired(r)),
             Ok(_) => Err(unexpected(&server)),
@@ -332,7 +345,7 @@ impl Offer {
         } else {
             ClientRequest::UnsubscribeRequest(request(UnsubscribeRequestParams::new(uri)))
         };
-        ask(&server, asked).await.map(|_| ())
+        self.ask(&server, asked).await.map(|_| ())
     }
 
     /// `completion/complete`, from the server of the prompt or resource it names.
@@ -355,7 +368,10 @@ impl Offer {
                 ));
             }
         };
-        match ask(&server, ClientRequest::CompleteRequest(request(params))).await? {
+        match self
+            .ask(&server, ClientRequest::CompleteRequest(request(params)))
+            .await?
+        {
             ServerResult::CompleteResult(r) => Ok(r),
             _ => Err(unexpected(&server)),
         }
@@ -365,7 +381,7 @@ impl Offer {
     pub async fn set_level(&self, pool: &McpPool, level: LoggingLevel) -> Result<(), McpError> {
         for server in with(pool, |c| c.logging.is_some()) {
             let asked = ClientRequest::SetLevelRequest(request(SetLevelRequestParams::new(level)));
-            ask(&server, asked).await?;
+            self.ask(&server, asked).await?;
         }
         Ok(())
     }
@@ -431,42 +447,6 @@ fn request<M: Default, P>(params: P) -> rmcp::model::Request<M, P> {
 }
 
 /// Sends `request` to `server` as it is, and its answer back, or the error to give the client.
-async fn ask(server: &Server, request: ClientRequest) -> Result<ServerResult, McpError> {
-    server
-        .peer()
-        .send_request(request)
-        .await
-        .map_err(|e| match e {
-            rmcp::ServiceError::McpError(e) => e,
-            other => McpError::internal_error(format!("server {}: {other}", server.name), None),
-        })
-}
-
-/// Every page of a list, read from `server` (at most [`MOST_PAGES`]).
-async fn all_pages(
-    server: &Server,
-    page: impl Fn(Option<PaginatedRequestParams>) -> ClientRequest,
-) -> Result<Vec<ServerResult>, McpError> {
-    let mut pages = Vec::new();
-    let mut cursor: Option<String> = None;
-    for _ in 0..MOST_PAGES {
-        let params = cursor
-            .take()
-            .map(|c| PaginatedRequestParams::default().with_cursor(Some(c)));
-        let result = ask(server, page(params)).await?;
-        cursor = match &result {
-            ServerResult::ListPromptsResult(r) => r.next_cursor.clone(),
-            ServerResult::ListResourcesResult(r) => r.next_cursor.clone(),
-            ServerResult::ListResourceTemplatesResult(r) => r.next_cursor.clone(),
-            _ => None,
-        };
-        pages.push(result);
-        if cursor.is_none() {
-            break;
-        }
-    }
-    Ok(pages)
-}
 
 fn clash(what: &str, name: &str) -> McpError {
     McpError::internal_error(
@@ -483,6 +463,44 @@ fn unexpected(server: &Server) -> McpError {
         ),
         None,
     )
+}
+
+impl Offer {
+    /// Asks `server`, waiting at most the proxy's call timeout (then the request is
+    /// cancelled there and the client told).
+    async fn ask(&self, server: &Server, request: ClientRequest) -> Result<ServerResult, McpError> {
+        server.ask(request, self.wait).await.map_err(|e| match e {
+            rmcp::ServiceError::McpError(e) => e,
+            other => McpError::internal_error(format!("server {}: {other}", server.name), None),
+        })
+    }
+
+    /// Every page of a list, read from `server` (at most [`MOST_PAGES`]).
+    async fn all_pages(
+        &self,
+        server: &Server,
+        page: impl Fn(Option<PaginatedRequestParams>) -> ClientRequest,
+    ) -> Result<Vec<ServerResult>, McpError> {
+        let mut pages = Vec::new();
+        let mut cursor: Option<String> = None;
+        for _ in 0..MOST_PAGES {
+            let params = cursor
+                .take()
+                .map(|c| PaginatedRequestParams::default().with_cursor(Some(c)));
+            let result = self.ask(server, page(params)).await?;
+            cursor = match &result {
+                ServerResult::ListPromptsResult(r) => r.next_cursor.clone(),
+                ServerResult::ListResourcesResult(r) => r.next_cursor.clone(),
+                ServerResult::ListResourceTemplatesResult(r) => r.next_cursor.clone(),
+                _ => None,
+            };
+            pages.push(result);
+            if cursor.is_none() {
+                break;
+            }
+        }
+        Ok(pages)
+    }
 }
 
 #[cfg(test)]

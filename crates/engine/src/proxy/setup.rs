@@ -295,7 +295,7 @@ impl Setup {
         };
         let server_names: Vec<String> = servers.iter().map(|s| s.name.clone()).collect();
         let catalog = Catalog::new(tools, &server_names)?;
-        let offer = offer::Offer::of(pool.as_deref()).await?;
+        let offer = offer::Offer::of(pool.as_deref(), spec.timeouts.call).await?;
         let mut redactor = crate::agent::session::redactor(&config, &mcp);
         for secret in &spec.secrets {
             redactor.add_secret(secret.clone());
