@@ -2229,7 +2229,10 @@ fn over_http_bad_requests_get_the_specs_codes_and_an_idle_session_is_closed() {
 fn an_over_limit_or_endless_resource_read_is_an_error_within_the_call_timeout_and_recorded() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("runs");
-    let mcp = write_mcp_config(dir.path(), json!({"flaky": flaky_server()}));
+    let mcp = write_mcp_config(
+        dir.path(),
+        json!({"flaky": flaky_with(json!({"FLAKY_RESOURCES": "1"}))}),
+    );
     let mut spec = through_proxy(
         &[
             "--mcp-config",
@@ -2265,4 +2268,81 @@ fn an_over_limit_or_endless_resource_read_is_an_error_within_the_call_timeout_an
         assert_eq!(read["asked"]["uri"], uri, "{read}");
         assert!(read["error"].is_string(), "{read}");
     }
+}
+
+/// Hardening V: a client that leaves with a real call still out (its input closed) ends the
+/// stdio proxy within a second, and the call is recorded as cut off by the session's end,
+/// not as cancelled by the client.
+#[test]
+fn a_client_leaving_mid_call_ends_the_proxy_within_a_second_and_the_call_is_cut_off() {
+    use std::io::{BufRead, BufReader, Write};
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("runs");
+    let calls = dir.path().join("calls");
+    let mcp = write_mcp_config(
+        dir.path(),
+        json!({"flaky": flaky_with(json!({"FLAKY_CALLS_FILE": calls.display().to_string()}))}),
+    );
+    let mut proxy = Command::new(env!("CARGO_BIN_EXE_cosmos"))
+        .args(["proxy", "--mcp-config", mcp.to_str().unwrap(), "--out"])
+        .arg(&out)
+        .env("COSMOS_LOG_FILE", dir.path().join("proxy.log"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut input = proxy.stdin.take().unwrap();
+    let mut output = BufReader::new(proxy.stdout.take().unwrap());
+    let mut send = |message: Value| {
+        writeln!(input, "{message}").unwrap();
+        input.flush().unwrap();
+    };
+    send(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "leaver", "version": "1"}}}),
+    );
+    let mut line = String::new();
+    output.read_line(&mut line).unwrap();
+    assert!(line.contains("\"id\":1"), "{line}");
+    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "hang", "arguments": {"text": "x"}}}));
+    // Left once the call has reached the server.
+    let reached = std::time::Instant::now();
+    while !std::fs::read_to_string(&calls).is_ok_and(|c| c.contains("hang")) {
+        assert!(
+            reached.elapsed() < Duration::from_secs(30),
+            "the call never reached the server"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    drop(send);
+    drop(input);
+    let left = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = proxy.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            left.elapsed() < Duration::from_secs(30),
+            "the proxy lingers"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let took = left.elapsed();
+    assert!(status.success(), "{status:?}");
+    assert!(
+        took < Duration::from_secs(1),
+        "the proxy took {took:?} to end"
+    );
+    let events = events(&only_run(&out));
+    let call = calls_of(&events)[0];
+    let error = call["error"].as_str().unwrap();
+    assert!(
+        error.contains("cut off") && !error.contains("cancelled by the client"),
+        "{call}"
+    );
+    assert_eq!(events.last().unwrap()["ending"], "client_closed");
 }

@@ -2,8 +2,8 @@
 """A small real MCP server (mcp 1.x SDK, stdio) for fault tests: `ok` answers, `die`
 kills the process mid-call, `hang` never answers, `noisy` writes bytes that are not UTF-8 and
 10 MB without a newline to stderr (as a progress bar that only redraws), then answers, `huge`
-answers with as many MiB as asked (and so does reading the resource `flaky://huge/MIB`, while
-reading `flaky://hang` never ends). With FLAKY_EXITED_FILE set, it writes that file when it ends
+answers with as many MiB as asked. With FLAKY_RESOURCES set, reading the resource
+`flaky://huge/MIB` answers with as many MiB, and reading `flaky://hang` never ends. With FLAKY_EXITED_FILE set, it writes that file when it ends
 on its own (stdin closed).
 
 `forecast` answers with structured content, under an output schema and annotations (read-only);
@@ -141,17 +141,18 @@ def huge(mib: int) -> str:
     return "x" * (mib << 20)
 
 
-@mcp.resource("flaky://huge/{mib}")
-def huge_resource(mib: str) -> str:
-    """A resource of `mib` MiB of text (over 16, more than an MCP message over stdio may be)."""
-    return "x" * (int(mib) << 20)
+if os.environ.get("FLAKY_RESOURCES"):
+    # Only when asked: two flaky upstreams of one proxy would offer the same resources.
+    @mcp.resource("flaky://huge/{mib}")
+    def huge_resource(mib: str) -> str:
+        """A resource of `mib` MiB of text (over 16, more than an MCP message over stdio may be)."""
+        return "x" * (int(mib) << 20)
 
-
-@mcp.resource("flaky://hang")
-async def hang_resource() -> str:
-    """A resource whose read never ends."""
-    await asyncio.sleep(3600)
-    return "unreachable"
+    @mcp.resource("flaky://hang")
+    async def hang_resource() -> str:
+        """A resource whose read never ends."""
+        await asyncio.sleep(3600)
+        return "unreachable"
 
 
 @mcp.tool()

@@ -48,7 +48,7 @@ pub async fn serve_stdio(setup: Arc<Setup>, mut stop: watch::Receiver<bool>) -> 
     use rmcp::ServiceExt;
     let wire = wire::Wire::new(setup.redactor.clone());
     let handler = ProxyHandler::new(setup.clone()).with_wire(wire.clone());
-    let (input, output) = stdio_guard::guard(tokio::io::stdin(), tokio::io::stdout());
+    let (input, output, mut left) = stdio_guard::guard(tokio::io::stdin(), tokio::io::stdout());
     let transport = wire::Tapped::new(
         rmcp::transport::async_rw::AsyncRwTransport::new_server(input, output),
         wire,
@@ -63,8 +63,12 @@ pub async fn serve_stdio(setup: Arc<Setup>, mut stop: watch::Receiver<bool>) -> 
     };
     let waiting = running.waiting();
     tokio::pin!(waiting);
+    // The client gone (its input ended) ends the wait at once: rmcp would wait up to 5 s for
+    // calls still out, and then call them cancelled by the client. They are recorded as cut
+    // off by its leaving instead ([`Setup::close_all`]).
     let stopped = tokio::select! {
         _ = &mut waiting => false,
+        _ = left.wait_for(|l| *l) => false,
         _ = stop.wait_for(|s| *s) => true,
     };
     if stopped {
@@ -73,8 +77,13 @@ pub async fn serve_stdio(setup: Arc<Setup>, mut stop: watch::Receiver<bool>) -> 
         return Ok(Stop::Signalled);
     }
     // Shadowed calls whose prediction is still coming hold their session open: wait for them
-    // (a stop, or SETTLE, writes them without it).
-    let settled = tokio::time::timeout(SETTLE, setup.all_closed());
+    // (a stop, or SETTLE, writes them without it). In record mode nothing is coming.
+    let settle = if setup.mode == Mode::Record {
+        Duration::ZERO
+    } else {
+        SETTLE
+    };
+    let settled = tokio::time::timeout(settle, setup.all_closed());
     tokio::select! {
         _ = settled => {}
         _ = stop.wait_for(|s| *s) => {

@@ -18,17 +18,27 @@ pub const MAX_REQUEST_BYTES: usize = 16 << 20;
 const PIPE_BYTES: usize = 1 << 16;
 
 /// Puts the guard between `input`/`output` (the client's stdio) and rmcp: returns the pair
-/// rmcp serves on. The guard's tasks end when the client closes its side and rmcp its own.
+/// rmcp serves on, and what turns true when the client has closed its side (its input ended:
+/// the client is gone, whatever rmcp still waits for). The guard's tasks end when the client
+/// closes its side and rmcp its own.
 pub fn guard(
     input: impl AsyncRead + Unpin + Send + 'static,
     output: impl AsyncWrite + Unpin + Send + 'static,
-) -> (DuplexStream, DuplexStream) {
+) -> (
+    DuplexStream,
+    DuplexStream,
+    tokio::sync::watch::Receiver<bool>,
+) {
     let (to_rmcp, rmcp_reads) = tokio::io::duplex(PIPE_BYTES);
     let (rmcp_writes, from_rmcp) = tokio::io::duplex(PIPE_BYTES);
     let (replies_tx, replies_rx) = mpsc::unbounded_channel();
-    tokio::spawn(pass_requests(input, to_rmcp, replies_tx));
+    let (left_tx, left) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        pass_requests(input, to_rmcp, replies_tx).await;
+        let _ = left_tx.send(true);
+    });
     tokio::spawn(pass_replies(from_rmcp, replies_rx, output));
-    (rmcp_reads, rmcp_writes)
+    (rmcp_reads, rmcp_writes, left)
 }
 
 /// Reads the client's lines, each within [`MAX_REQUEST_BYTES`], passing the good ones to rmcp
