@@ -2182,6 +2182,24 @@ fn over_http_bad_requests_get_the_specs_codes_and_an_idle_session_is_closed() {
     assert!(paused.contains("paused"), "{paused}");
     let first = only_run(&out);
     wait_until_finished(&first, "the idle session was never closed");
+    // Its protocol log is closed with it: the proxy holds no file of an ended session.
+    let wire = first.with_extension("wire");
+    assert!(wire.exists());
+    let held = || {
+        std::fs::read_dir(format!("/proc/{}/fd", proxy.id()))
+            .unwrap()
+            .filter_map(|fd| std::fs::read_link(fd.unwrap().path()).ok())
+            .any(|target| target == wire)
+    };
+    let closing = std::time::Instant::now();
+    while held() {
+        assert!(
+            closing.elapsed() < Duration::from_secs(10),
+            "the proxy still holds {} open",
+            wire.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
     let idle = events(&first);
     let finished = idle.last().unwrap();
     assert_eq!(

@@ -125,7 +125,7 @@ impl ProxyHandler {
             McpError::internal_error(format!("cosmos proxy cannot record: {e:#}"), None)
         })?;
         if let Some(wire) = self.wire(context) {
-            wire.attach(opened.path());
+            opened.keep_wire(&wire);
         }
         *held = Some(opened.clone());
         Ok(opened)

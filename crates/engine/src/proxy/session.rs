@@ -52,6 +52,8 @@ pub struct Session {
     state: Mutex<State>,
     /// Told when the session ends (the proxy waits on it before exiting).
     closed: Arc<tokio::sync::Notify>,
+    /// The client's protocol log, written beside this run until the session ends.
+    wire: Mutex<Option<Weak<super::wire::Wire>>>,
 }
 
 /// What a session keeps between calls.
@@ -138,6 +140,7 @@ impl Session {
         Ok(Self {
             path,
             closed,
+            wire: Mutex::new(None),
             state: Mutex::new(State {
                 recorder: Some(recorder),
                 steps: 0,
@@ -215,6 +218,12 @@ impl Session {
                 None => bound,
             };
         }
+    }
+
+    /// Writes the client's protocol log beside this run until the session ends.
+    pub fn keep_wire(&self, wire: &Arc<super::wire::Wire>) {
+        wire.attach(&self.path);
+        *self.wire.lock().unwrap_or_else(|p| p.into_inner()) = Some(Arc::downgrade(wire));
     }
 
     /// The last calls, as the world model is told them (shared, not copied).
@@ -394,6 +403,12 @@ impl Session {
         }
         state.recorder = None;
         drop(state);
+        // Its protocol log's file is closed with it (an idle client may hold its HTTP session
+        // for long after).
+        let wire = self.wire.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(wire) = wire.and_then(|w| w.upgrade()) {
+            wire.detach(&self.path);
+        }
         self.closed.notify_waiters();
         tracing::info!(path = %self.path.display(), "proxy session closed");
     }

@@ -170,6 +170,15 @@ impl Wire {
         log.write(&noted);
     }
 
+    /// Stops writing beside the run at `run` (its session ended: the file is closed, not held
+    /// while the client idles); what comes next waits for the next session's run.
+    pub fn detach(&self, run: &Path) {
+        let mut log = self.log.lock().unwrap_or_else(|p| p.into_inner());
+        if log.file.as_ref().is_some_and(|(p, _)| *p == wire_path(run)) {
+            log.file = None;
+        }
+    }
+
     /// Writes the log beside the run at `run` from now on (what waited first); a session
     /// opened again after idling writes beside its new run.
     pub fn attach(&self, run: &Path) {
