@@ -2364,3 +2364,74 @@ fn a_client_leaving_mid_call_ends_the_proxy_within_a_second_and_the_call_is_cut_
     );
     assert_eq!(events.last().unwrap()["ending"], "client_closed");
 }
+
+/// Hardening V: a proxy over a sandboxed server keeps one copy of its state for all its
+/// sessions, and says so: each session's header marks the server `shared` with the digest of
+/// the state it found, its `run_finished` the digest it left, and its end state is kept beside
+/// it, so the second session starts where the first ended.
+#[test]
+fn proxy_sessions_over_a_sandboxed_server_share_its_copy_and_record_where_it_stood() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("seed")).unwrap();
+    std::fs::write(
+        dir.path().join("seed/graph.jsonl"),
+        "{\"type\":\"entity\",\"name\":\"Paris\",\"entityType\":\"city\",\"observations\":[]}\n",
+    )
+    .unwrap();
+    let mcp = write_mcp_config(
+        dir.path(),
+        json!({"memory": {
+            "command": npm_bin("mcp-server-memory"),
+            "env": {"MEMORY_FILE_PATH": "${COSMOS_STATE_DIR}/graph.jsonl"},
+            "cosmos": {"state": {"seed": "seed/graph.jsonl"}}
+        }}),
+    );
+    let out = dir.path().join("runs");
+    let (mut proxy, url) = http_proxy(&mcp, &out, &[], &[], &dir.path().join("proxy.log"));
+    for city in ["Lyon", "Nice"] {
+        let answer = sdk_client(json!({"transport": "http", "url": url, "calls": [
+            {"name": "create_entities", "arguments": {"entities": [
+                {"name": city, "entityType": "city", "observations": []}]}}
+        ]}));
+        assert!(answer["results"][0]["isError"] != true, "{answer}");
+    }
+    let runs = runs_in(&out);
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    for run in &runs {
+        wait_until_finished(run, "a session never ended");
+    }
+    let digests: Vec<(String, String)> = runs
+        .iter()
+        .map(|run| {
+            let events = events(run);
+            let server = &events[0]["servers"][0];
+            assert_eq!(server["shared"], true, "{server}");
+            let end = &events.last().unwrap()["end_digest"]["memory"];
+            let kept = cosmos_engine::mcp::sandbox::kept_path(run).join("memory/graph.jsonl");
+            assert!(kept.is_file(), "{} kept nothing", run.display());
+            (
+                server["start_digest"].as_str().unwrap().to_string(),
+                end.as_str()
+                    .unwrap_or_else(|| panic!("no end digest"))
+                    .to_string(),
+            )
+        })
+        .collect();
+    assert_ne!(
+        digests[0].0, digests[0].1,
+        "the first session changed the state"
+    );
+    assert_eq!(
+        digests[1].0, digests[0].1,
+        "the second starts where the first ended"
+    );
+    let kept = std::fs::read_to_string(
+        cosmos_engine::mcp::sandbox::kept_path(&runs[1]).join("memory/graph.jsonl"),
+    )
+    .unwrap();
+    assert!(kept.contains("Lyon") && kept.contains("Nice"), "{kept}");
+    let _ = Command::new("kill")
+        .args(["-TERM", &proxy.id().to_string()])
+        .status();
+    let _ = proxy.wait();
+}

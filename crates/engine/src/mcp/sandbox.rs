@@ -113,6 +113,17 @@ pub fn prepare(servers: &mut [ServerConfig]) -> Result<Vec<Sandbox>> {
     Ok(sandboxes)
 }
 
+impl Sandbox {
+    /// The state's digest now, and the state as fields when it can be read and is small:
+    /// where a proxy session, which shares the copy with the sessions before it, starts.
+    pub fn now(&self) -> (Option<String>, Option<serde_json::Value>) {
+        let state = super::state_view::read(&self.root)
+            .ok()
+            .and_then(|f| super::state_view::whole(&f));
+        (digest(&self.dir).ok(), state)
+    }
+}
+
 /// True when the entry still names `${COSMOS_STATE_DIR}`: its state was not prepared.
 pub fn unfilled(server: &ServerConfig) -> bool {
     super::config::names_state_dir(&server.transport)

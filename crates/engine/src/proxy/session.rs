@@ -44,6 +44,9 @@ pub struct Start<'a> {
     pub predicts: bool,
     /// Told when the session ends.
     pub closed: Arc<tokio::sync::Notify>,
+    /// The stateful upstreams' copies (shared by every session): the session's end digests
+    /// and kept end state are taken from them.
+    pub sandboxes: Arc<Vec<crate::mcp::sandbox::Sandbox>>,
 }
 
 /// A session's recording.
@@ -54,6 +57,8 @@ pub struct Session {
     closed: Arc<tokio::sync::Notify>,
     /// The client's protocol log, written beside this run until the session ends.
     wire: Mutex<Option<Weak<super::wire::Wire>>>,
+    /// The stateful upstreams' copies, read when the session ends.
+    sandboxes: Arc<Vec<crate::mcp::sandbox::Sandbox>>,
 }
 
 /// What a session keeps between calls.
@@ -111,6 +116,7 @@ impl Session {
             failures,
             predicts,
             closed,
+            sandboxes,
         } = start;
         let client_name = header.planner.model.clone();
         // Two sessions opened in the same millisecond would share a name: the later one
@@ -141,6 +147,7 @@ impl Session {
             path,
             closed,
             wire: Mutex::new(None),
+            sandboxes,
             state: Mutex::new(State {
                 recorder: Some(recorder),
                 steps: 0,
@@ -388,13 +395,19 @@ impl Session {
                 })
             });
         }
+        // Where the shared copies of the upstreams' state stand now, kept beside the run.
+        let end_digest = if self.sandboxes.is_empty() {
+            Default::default()
+        } else {
+            crate::mcp::sandbox::finish(&self.sandboxes, &self.path)
+        };
         let finished = written.and_then(|()| {
             state.emit(EventBody::RunFinished {
                 status,
                 error: None,
                 ending: Some(ending),
                 totals: Default::default(),
-                end_digest: Default::default(),
+                end_digest,
                 state_match: Default::default(),
             })
         });

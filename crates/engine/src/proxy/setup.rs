@@ -176,8 +176,9 @@ pub struct Setup {
     pub clients: Arc<clients::Clients>,
     /// What the proxy offers beyond tools, from its upstreams.
     pub offer: offer::Offer,
-    /// The stateful upstreams' copies of their state, for as long as the proxy runs.
-    _sandboxes: Vec<crate::mcp::sandbox::Sandbox>,
+    /// The stateful upstreams' copies of their state, for as long as the proxy runs: one copy
+    /// each, shared by every session (each records where it found the state and left it).
+    sandboxes: Arc<Vec<crate::mcp::sandbox::Sandbox>>,
     /// Sessions open now, so a stop can end each one; `None` once the proxy is stopping
     /// (no session opens then: it would be left a file with nothing in it).
     sessions: Mutex<Option<Vec<Weak<Session>>>>,
@@ -356,7 +357,7 @@ impl Setup {
             roles,
             clients,
             offer,
-            _sandboxes: sandboxes,
+            sandboxes: Arc::new(sandboxes),
             sessions: Mutex::new(Some(Vec::new())),
             session_idle: spec.session_idle,
             session_closed: Arc::new(tokio::sync::Notify::new()),
@@ -444,6 +445,17 @@ impl Setup {
         header.world_model = self.world_model.as_ref().map(|w| w.describe());
         header.roles = self.roles.clone();
         header.servers = self.servers.clone();
+        // A stateful upstream's copy is the proxy's, shared by its sessions: each starts from
+        // what the sessions before it left, said by `shared` and its own start digest.
+        for info in &mut header.servers {
+            if let Some(sandbox) = self.sandboxes.iter().find(|b| b.server == info.name) {
+                let (digest, state) = sandbox.now();
+                info.shared = true;
+                info.start_digest = digest;
+                info.start_state = state.map(Box::new);
+                info.seed_removed = sandbox.removed.clone();
+            }
+        }
         header.tools = self.catalog.tools().to_vec();
         header.label = self.label.clone();
         let file = crate::agent::session::file_name(
@@ -463,6 +475,7 @@ impl Setup {
             failures: &self.failures,
             predicts: self.world_model.is_some(),
             closed: self.session_closed.clone(),
+            sandboxes: self.sandboxes.clone(),
         })?);
         sessions.retain(|s| s.strong_count() > 0);
         sessions.push(Arc::downgrade(&session));
