@@ -2205,6 +2205,22 @@ fn plan_exec_goes_real_for_unsure_read_only_calls_and_marks_the_rest_risky() {
     assert_eq!(forked.status.code(), Some(0), "{}", text(&forked));
     let fork_events = events(&only_run(&forks));
     assert_eq!(fork_events[0]["agent"]["settings"]["go_real_below"], 0.99);
+    // The fork started no server: its unsure read-only call is grounded in the recording, as
+    // its real calls are, and says where the answer came from.
+    let grounded = fork_events
+        .iter()
+        .find(|e| e["kind"] == "node_grounded")
+        .unwrap_or_else(|| panic!("no grounded call: {fork_events:?}"));
+    assert_eq!(grounded["error"], Value::Null, "{grounded}");
+    assert_eq!(
+        grounded["observation"]["structured"]["city"], "Lyon",
+        "{grounded}"
+    );
+    assert_eq!(
+        grounded["origin"]["run"],
+        original.display().to_string(),
+        "{grounded}"
+    );
     // The grounded call is counted apart from the run's steps, by report and the run view.
     let report = Command::new(env!("CARGO_BIN_EXE_cosmos"))
         .args([

@@ -1979,6 +1979,7 @@ fn a_grounded_node_shows_its_real_result_beside_the_prediction() {
             error: None,
             confidence: Some(0.3),
             state_change: None,
+            origin: None,
         },
     );
     let (_, rows) = node_one_rows("runs/grounded.jsonl", bodies);

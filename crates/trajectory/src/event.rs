@@ -1414,6 +1414,9 @@ pub enum EventBody {
         /// How the call changed its server's sandboxed state, when that was watched.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         state_change: Option<Box<StateChange>>,
+        /// Where a fork's recording answered it (`--tools recorded`) instead of a server.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        origin: Option<Box<Origin>>,
     },
     /// A real tool call.
     ToolCalled {

@@ -381,6 +381,7 @@ pub fn record(sink: &mut dyn EventSink, node: NodeId, r: &Rehearsal) -> Result<(
             error: g.error.clone(),
             confidence: r.confidence(),
             state_change: g.state_change.clone(),
+            origin: g.origin.clone(),
         })?;
     }
     sink.emit(EventBody::NodeEvaluated {
@@ -500,6 +501,27 @@ impl SearchEnv for Rehearser<'_> {
 
     fn ground<'a>(&'a self, tool: &'a str, arguments: &'a Value) -> Answer<'a, Option<Grounded>> {
         Box::pin(async move {
+            // A fork with `--tools recorded` is answered by its recording first, as its real
+            // calls are (`execute::call`).
+            let fork = self.env.fork.as_ref();
+            if let Some((fork, recording)) = fork.and_then(|f| f.recording.as_ref().map(|r| (f, r)))
+                && let Some(recorded) = recording.answer(tool, arguments)
+            {
+                let grounded = Grounded {
+                    tool: tool.to_string(),
+                    server: recorded.server.clone(),
+                    observation: recorded.result.clone(),
+                    latency_ms: recorded.latency_ms,
+                    error: recorded.error.clone(),
+                    // Replayed, not made: the fork's own state did not change.
+                    state_change: None,
+                    origin: Some(Box::new(cosmos_trajectory::event::Origin {
+                        run: fork.of.file.clone(),
+                        seq: recorded.seq,
+                    })),
+                };
+                return (Some(grounded), Vec::new());
+            }
             let (server, outcome) = self.env.host.call(tool, arguments, None).await;
             let grounded = Grounded {
                 tool: tool.to_string(),
@@ -508,6 +530,7 @@ impl SearchEnv for Rehearser<'_> {
                 latency_ms: outcome.latency.as_millis() as u64,
                 error: outcome.error,
                 state_change: outcome.state_change,
+                origin: None,
             };
             (Some(grounded), Vec::new())
         })
@@ -764,6 +787,7 @@ mod tests {
                     latency_ms: 3,
                     error: None,
                     state_change: None,
+                    origin: None,
                 };
                 (Some(grounded), Vec::new())
             })

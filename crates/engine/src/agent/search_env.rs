@@ -116,6 +116,8 @@ pub struct Grounded {
     pub error: Option<String>,
     /// How the call changed its server's sandboxed state, when that was watched.
     pub state_change: Option<Box<cosmos_trajectory::event::StateChange>>,
+    /// Where a fork's recording answered it (`--tools recorded`), instead of a server.
+    pub origin: Option<Box<cosmos_trajectory::event::Origin>>,
 }
 
 /// Why the search stopped.
