@@ -2435,3 +2435,37 @@ fn proxy_sessions_over_a_sandboxed_server_share_its_copy_and_record_where_it_sto
         .status();
     let _ = proxy.wait();
 }
+
+/// Hardening V: secrets inside a call's argument strings (a URL's password and credential
+/// query parameter, `--token T`, `password=P`) reach neither the session's run file nor its
+/// protocol log, while ordinary data (`key: alpha`) is kept as it is.
+#[test]
+fn secrets_inside_argument_strings_reach_no_file_of_the_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("runs");
+    let mcp = write_mcp_config(dir.path(), json!({"flaky": flaky_server()}));
+    let secrets = ["Pw0rdInUrl", "TokQuery42", "TokFlag77", "PassEq99"];
+    let text = format!(
+        "clone http://bob:{}@host/x?token={} then serve --token {} with password={} key=alpha",
+        secrets[0], secrets[1], secrets[2], secrets[3]
+    );
+    let answer = sdk_client(through_proxy(
+        &[
+            "--mcp-config",
+            &mcp.display().to_string(),
+            "--out",
+            &out.display().to_string(),
+        ],
+        &dir.path().join("proxy.log"),
+        json!([{"name": "ok", "arguments": {"text": text}}]),
+    ));
+    assert!(answer["results"][0]["isError"] != true, "{answer}");
+    let run = only_run(&out);
+    for file in [run.clone(), run.with_extension("wire")] {
+        let written = std::fs::read_to_string(&file).unwrap();
+        for secret in secrets {
+            assert!(!written.contains(secret), "{secret} in {}", file.display());
+        }
+        assert!(written.contains("key=alpha"), "{}", file.display());
+    }
+}

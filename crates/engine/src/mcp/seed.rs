@@ -223,6 +223,26 @@ mod tests {
         );
     }
 
+    /// A server that makes a named pipe in its state: its digest and its reading as fields
+    /// never open it (a pipe nobody writes would block them, and the run, forever), and the
+    /// pipe is named for what it is.
+    #[test]
+    fn a_named_pipe_in_a_state_is_digested_and_read_by_its_kind_never_opened() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("state");
+        std::fs::create_dir(&state).unwrap();
+        std::fs::write(state.join("a"), "1").unwrap();
+        let before = crate::mcp::state_tree::digest(&state).unwrap();
+        fifo(&state.join("pipe"));
+        std::os::unix::fs::symlink("a", state.join("link")).unwrap();
+        let after = crate::mcp::state_tree::digest(&state).unwrap();
+        assert_ne!(before, after, "the pipe is part of the state");
+        let fields = crate::mcp::state_view::read(&state).unwrap();
+        assert_eq!(fields["pipe"], "named pipe");
+        assert_eq!(fields["link"], "symlink");
+        assert_eq!(fields["a"], "1");
+    }
+
     #[test]
     fn a_copy_never_writes_through_a_link_at_its_destination() {
         let dir = tempfile::tempdir().unwrap();

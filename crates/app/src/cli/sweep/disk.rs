@@ -177,6 +177,30 @@ pub fn set_aside(path: &Path) -> Result<Option<(PathBuf, PathBuf)>> {
 mod tests {
     use super::*;
 
+    /// A torn cell's run is set aside with its kept end state: the rerun's state is its own,
+    /// never merged into the old one's folder.
+    #[test]
+    fn a_run_set_aside_takes_its_kept_state_with_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = dir.path().join("cell.jsonl");
+        std::fs::write(&run, "torn").unwrap();
+        let kept = cosmos_engine::mcp::sandbox::kept_path(&run);
+        std::fs::create_dir_all(kept.join("memory")).unwrap();
+        std::fs::write(kept.join("memory/old-only"), "old").unwrap();
+        let (_, aside) = set_aside(&run).unwrap().unwrap();
+        assert!(
+            !run.exists() && !kept.exists(),
+            "nothing left where the rerun writes"
+        );
+        let name = aside.file_name().unwrap().to_string_lossy().into_owned();
+        let stamp = name.trim_start_matches("cell.jsonl.set-aside-");
+        let kept_aside = kept.with_extension(format!("state.set-aside-{stamp}"));
+        assert_eq!(
+            std::fs::read_to_string(kept_aside.join("memory/old-only")).unwrap(),
+            "old"
+        );
+    }
+
     #[test]
     fn a_finished_cell_shows_todays_totals_not_those_of_an_older_version() {
         // A sample run as a version before totals had a version would have written it: its
