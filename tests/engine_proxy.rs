@@ -2312,11 +2312,12 @@ fn a_client_leaving_mid_call_ends_the_proxy_within_a_second_and_the_call_is_cut_
         .unwrap();
     let mut input = proxy.stdin.take().unwrap();
     let mut output = BufReader::new(proxy.stdout.take().unwrap());
-    let mut send = |message: Value| {
+    let send = |input: &mut std::process::ChildStdin, message: Value| {
         writeln!(input, "{message}").unwrap();
         input.flush().unwrap();
     };
     send(
+        &mut input,
         json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {},
         "clientInfo": {"name": "leaver", "version": "1"}}}),
@@ -2324,9 +2325,15 @@ fn a_client_leaving_mid_call_ends_the_proxy_within_a_second_and_the_call_is_cut_
     let mut line = String::new();
     output.read_line(&mut line).unwrap();
     assert!(line.contains("\"id\":1"), "{line}");
-    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-    send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-        "params": {"name": "hang", "arguments": {"text": "x"}}}));
+    send(
+        &mut input,
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    );
+    send(
+        &mut input,
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "hang", "arguments": {"text": "x"}}}),
+    );
     // Left once the call has reached the server.
     let reached = std::time::Instant::now();
     while !std::fs::read_to_string(&calls).is_ok_and(|c| c.contains("hang")) {
@@ -2336,7 +2343,6 @@ fn a_client_leaving_mid_call_ends_the_proxy_within_a_second_and_the_call_is_cut_
         );
         std::thread::sleep(Duration::from_millis(20));
     }
-    drop(send);
     drop(input);
     let left = std::time::Instant::now();
     let status = loop {

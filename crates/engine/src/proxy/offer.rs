@@ -446,8 +446,7 @@ fn request<M: Default, P>(params: P) -> rmcp::model::Request<M, P> {
     rmcp::model::Request::new(params)
 }
 
-/// Sends `request` to `server` as it is, and its answer back, or the error to give the client.
-
+/// The error for two upstreams that offer the same `what` under one `name`.
 fn clash(what: &str, name: &str) -> McpError {
     McpError::internal_error(
         format!("cosmos proxy: two upstreams' {what} would both be offered as \"{name}\""),
@@ -465,6 +464,7 @@ fn unexpected(server: &Server) -> McpError {
     )
 }
 
+/// Asking upstreams.
 impl Offer {
     /// Asks `server`, waiting at most the proxy's call timeout (then the request is
     /// cancelled there and the client told).
