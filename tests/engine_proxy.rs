@@ -44,6 +44,19 @@ fn through_proxy<S: AsRef<str>>(args: &[S], log: &Path, calls: Value) -> Value {
     })
 }
 
+/// The SDK client's spec for `cosmos proxy --mcp-config MCP --out OUT EXTRA…` over stdio,
+/// logging into `dir`.
+fn proxy_spec(dir: &Path, mcp: &Path, out: &Path, extra: &[&str], calls: Value) -> Value {
+    let mut args = vec![
+        "--mcp-config".to_string(),
+        mcp.display().to_string(),
+        "--out".into(),
+        out.display().to_string(),
+    ];
+    args.extend(extra.iter().map(|a| a.to_string()));
+    through_proxy(&args, &dir.join("proxy.log"), calls)
+}
+
 fn flaky_with(env: Value) -> Value {
     let mut server = flaky_server();
     server["env"] = env;
@@ -2251,16 +2264,11 @@ fn an_over_limit_or_endless_resource_read_is_an_error_within_the_call_timeout_an
         dir.path(),
         json!({"flaky": flaky_with(json!({"FLAKY_RESOURCES": "1"}))}),
     );
-    let mut spec = through_proxy(
-        &[
-            "--mcp-config",
-            &mcp.display().to_string(),
-            "--out",
-            &out.display().to_string(),
-            "--call-timeout-s",
-            "5",
-        ],
-        &dir.path().join("proxy.log"),
+    let mut spec = proxy_spec(
+        dir.path(),
+        &mcp,
+        &out,
+        &["--call-timeout-s", "5"],
         json!([]),
     );
     spec["reads"] = json!(["flaky://huge/100", "flaky://hang"]);
@@ -2455,14 +2463,11 @@ fn secrets_inside_argument_strings_reach_no_file_of_the_session() {
         "clone http://bob:{}@host/x?token={} then serve --token {} with password={} key=alpha",
         secrets[0], secrets[1], secrets[2], secrets[3]
     );
-    let answer = sdk_client(through_proxy(
-        &[
-            "--mcp-config",
-            &mcp.display().to_string(),
-            "--out",
-            &out.display().to_string(),
-        ],
-        &dir.path().join("proxy.log"),
+    let answer = sdk_client(proxy_spec(
+        dir.path(),
+        &mcp,
+        &out,
+        &[],
         json!([{"name": "ok", "arguments": {"text": text}}]),
     ));
     assert!(answer["results"][0]["isError"] != true, "{answer}");
