@@ -1258,10 +1258,21 @@ fn the_calibration_overlay_shows_wm_evals_own_figures() {
         c["n"]
     );
     assert!(screen.contains(&figures), "{figures}\n{screen}");
+    let confidences: Vec<f64> = simulations
+        .iter()
+        .map(|s| s["confidence"].as_f64().unwrap())
+        .collect();
     for point in c["selective"].as_array().unwrap() {
+        // The threshold as written trusts exactly the row's count.
+        let shown = point["threshold_shown"].as_str().unwrap();
+        let at: f64 = shown.parse().unwrap();
+        assert_eq!(
+            confidences.iter().filter(|&&c| c >= at).count() as u64,
+            point["n"].as_u64().unwrap(),
+            "≥ {shown}: {point}"
+        );
         let line = format!(
-            "≥ {}  coverage {} ({})  fidelity {}",
-            fraction(&point["threshold"]),
+            "≥ {shown}  coverage {} ({})  fidelity {}",
             cosmos_engine::metrics::figure::percent(point["coverage"].as_f64().unwrap(), 0),
             point["n"],
             fraction(&point["fidelity"]["mean"])
@@ -1354,4 +1365,55 @@ fn confidences_outside_zero_to_one_are_none_and_validate_warns() {
     app.update(Action::Do(Command::About));
     let screen = render(&mut app);
     assert!(screen.contains("predictions with a confidence"), "{screen}");
+}
+
+/// Truth III: every selective row of the calibration overlay, on every sample wm-eval file,
+/// names a threshold at which exactly its count of predictions is trusted (a threshold is never
+/// rounded up past confidences it would then leave out), and the overlay shows that text.
+#[test]
+fn every_selective_row_names_a_threshold_that_trusts_exactly_its_count() {
+    let samples = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_runs");
+    let files: Vec<PathBuf> = std::fs::read_dir(&samples)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().contains("_wm-eval_"))
+        .collect();
+    assert!(files.len() >= 2, "{files:?}");
+    let mut rows = 0;
+    for file in files {
+        let run = Run::open(&file).unwrap();
+        let board = cosmos_engine::wm_eval::filed::Filed::read(&run).leaderboard();
+        let mut confidences: HashMap<String, Vec<f64>> = HashMap::new();
+        for event in run.events_from(0) {
+            if let EventBody::CallSimulated {
+                world_model,
+                confidence: Some(c),
+                ..
+            } = &event.body
+            {
+                confidences.entry(world_model.clone()).or_default().push(*c);
+            }
+        }
+        let mut app = opened(run, (200, 200));
+        app.update(Action::Do(Command::About));
+        let screen = render(&mut app);
+        for model in &board.world_models {
+            let given = confidences.get(&model.name).cloned().unwrap_or_default();
+            for point in &model.calibration.selective {
+                let at: f64 = point.threshold_shown.parse().unwrap();
+                assert_eq!(
+                    given.iter().filter(|&&c| c >= at).count(),
+                    point.n,
+                    "{}: {} ≥ {}",
+                    file.display(),
+                    model.name,
+                    point.threshold_shown
+                );
+                let row = format!("≥ {}  coverage", point.threshold_shown);
+                assert!(screen.contains(&row), "{row}\n{screen}");
+                rows += 1;
+            }
+        }
+    }
+    assert!(rows > 10, "{rows} rows");
 }

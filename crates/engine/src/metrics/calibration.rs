@@ -57,10 +57,13 @@ pub struct Bin {
 }
 
 /// One point of the selective curve.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Selective {
     /// Predictions with at least this confidence are trusted.
     pub threshold: f64,
+    /// The threshold as every view writes it: the fewest decimals that trust exactly these
+    /// predictions, never rounded up ([`super::figure::threshold`]).
+    pub threshold_shown: String,
     /// The share of predictions with a confidence that are trusted.
     pub coverage: f64,
     /// How many.
@@ -201,8 +204,11 @@ fn selective(with: &[(f64, f64, &str)]) -> Vec<Selective> {
             let (values, sources): (Vec<f64>, Vec<&str>) =
                 sorted[..kept].iter().map(|(_, f, s)| (*f, *s)).unzip();
             let estimate = Estimate::of_clustered(&values, &sources, UNIT)?;
+            // The surest confidence under the threshold: what its text must stay above.
+            let below = sorted.get(kept).map(|(c, ..)| *c);
             Some(Selective {
                 threshold: t,
+                threshold_shown: super::figure::threshold(t, below),
                 coverage: kept as f64 / sorted.len() as f64,
                 n: kept,
                 fidelity: Mean {

@@ -40,9 +40,54 @@ pub fn within(value: f64, top: f64, places: usize) -> String {
     }
 }
 
+/// A confidence threshold `at` (one of the confidences it is set among) written with as few
+/// decimals as keep what it trusts: never rounded up (0.9498 is not "0.95", which would trust
+/// fewer), cut to two places or more until no confidence `below` it (the surest one under it)
+/// reaches the written value. What `--go-real-below` given this text trusts is exactly what the
+/// row counts.
+pub fn threshold(at: f64, below: Option<f64>) -> String {
+    // The shortest text that reads back as `at`, cut (never rounded) to k places: a decimal
+    // string cut short reads back at most `at`.
+    let full = format!("{at}");
+    let Some((whole, decimals)) = full.split_once('.') else {
+        return format!("{at:.2}");
+    };
+    for k in 2..decimals.len() {
+        let cut = format!("{whole}.{}", &decimals[..k]);
+        let value: f64 = cut.parse().unwrap_or(at);
+        if below.is_none_or(|b| b < value) {
+            return cut;
+        }
+    }
+    if decimals.len() < 2 {
+        format!("{at:.2}")
+    } else {
+        full
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_threshold_is_never_rounded_up_past_what_it_trusts() {
+        // 0.9498 with 0.9 under it: 0.94 trusts the same (0.95 would trust fewer).
+        assert_eq!(threshold(0.9498, Some(0.9)), "0.94");
+        // With 0.945 under it, two places would trust 0.945 too: three are needed.
+        assert_eq!(threshold(0.9498, Some(0.945)), "0.949");
+        assert_eq!(threshold(0.9498, Some(0.9497)), "0.9498");
+        assert_eq!(threshold(0.225, Some(0.1)), "0.22");
+        assert_eq!(threshold(0.95, Some(0.9)), "0.95");
+        assert_eq!(threshold(0.9, None), "0.90");
+        assert_eq!(threshold(1.0, Some(0.5)), "1.00");
+        assert_eq!(threshold(0.0, None), "0.00");
+        // Whatever the numbers, the text trusts exactly what `at` does.
+        for (at, below) in [(0.8993, 0.8992), (0.77001, 0.77), (0.5, 0.49999999)] {
+            let shown: f64 = threshold(at, Some(below)).parse().unwrap();
+            assert!(shown <= at && shown > below, "{at} {below} {shown}");
+        }
+    }
 
     #[test]
     fn a_rate_reads_as_a_bound_only_when_it_is_one() {

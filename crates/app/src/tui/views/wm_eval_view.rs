@@ -875,7 +875,7 @@ fn calibration_lines(
         });
         lines.push(format!(
             "  ≥ {}  coverage {} ({})  fidelity {}{interval}",
-            fraction(s.threshold),
+            s.threshold_shown,
             figure::percent(s.coverage, 0),
             s.n,
             fraction(s.fidelity.mean)
