@@ -103,6 +103,21 @@ fn the_explorer_without_a_terminal_is_a_clear_error() {
     }
 }
 
+/// Truth III: `cosmos replay` of a path that is not there names it and exits non-zero (it
+/// opened an empty browser saying "No runs here."), before anything needs a terminal.
+#[test]
+fn replay_of_a_missing_path_names_it() {
+    for args in [&["/no/such/path"][..], &["replay", "/no/such/path"]] {
+        let out = cosmos(args);
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+        assert!(
+            text(&out).contains("/no/such/path: no such file or folder"),
+            "{}",
+            text(&out)
+        );
+    }
+}
+
 #[test]
 fn validate_of_a_missing_path_is_a_clear_error() {
     let out = cosmos(&["validate", "/no/such/place"]);

@@ -611,3 +611,55 @@ fn wm_eval_over_samples(
     let doc = serde_json::from_slice(&output.stdout).expect("stdout is the JSON document");
     (doc, events(&only_run(&out)))
 }
+
+/// Truth III: a world model whose endpoint is down predicts nothing; `wm-eval` says so, naming
+/// the endpoint in the first failure, and exits non-zero (never `0/19 failed 19` and exit 0),
+/// while the file keeps every failure and the other world model's figures.
+#[test]
+fn a_world_model_that_predicted_nothing_fails_the_command_naming_its_endpoint() {
+    let dir = tempfile::tempdir().unwrap();
+    let dead = dead_port();
+    let llm = ScriptedLlm::start(json!([]));
+    let config = dir.path().join("cosmos.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[world_models.down]\nkind = \"llm\"\nbase_url = \"http://127.0.0.1:{}/v1\"\nmodel = \"wm-model\"\nmax_retries = 0\n",
+            dead.port
+        ),
+    )
+    .unwrap();
+    let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_runs");
+    let out = dir.path().join("out");
+    let output = cosmos(
+        &[
+            "wm-eval",
+            sample.to_str().unwrap(),
+            "--world-model",
+            "memory",
+            "--world-model",
+            "down",
+            "--config",
+            config.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &llm,
+        "sk-test-wm-eval-down-0123456789",
+    );
+    let said = text(&output);
+    assert_eq!(output.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("world model \"down\" made no prediction of any of its")
+            && said.contains(&dead.port.to_string()),
+        "{said}"
+    );
+    assert!(!said.contains("world model \"memory\" made no"), "{said}");
+    let events = events(&only_run(&out));
+    assert!(
+        events
+            .iter()
+            .any(|e| e["kind"] == "error" && e["name"] == "down"),
+        "the failures are kept"
+    );
+}

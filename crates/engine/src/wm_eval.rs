@@ -36,7 +36,7 @@ use cosmos_trajectory::reader::{EventStream, collect_files};
 use cosmos_trajectory::redact::Redactor;
 use cosmos_trajectory::run::Run;
 use cosmos_trajectory::writer::Writer;
-use filed::Filed;
+use filed::{Filed, Verdict};
 
 /// One real call as it was recorded, with the context it was made in.
 #[derive(Debug, Clone)]
@@ -287,6 +287,10 @@ pub struct Evaluation {
     pub interrupted: bool,
     /// Simulations taken from earlier wm-eval files in the same folder instead of made again.
     pub reused: usize,
+    /// World models that failed on every call they were asked (an endpoint down, a command
+    /// that cannot start): name, calls, and the first failure's message (which names the
+    /// endpoint or command).
+    pub silent: Vec<(String, usize, String)>,
 }
 
 /// A simulation an earlier wm-eval file in the output folder holds, by the call it simulated
@@ -559,9 +563,30 @@ pub async fn evaluate(
     }
     // The leaderboard is the written file's, read back as the explorer reads it: what is
     // printed, recorded as the leader and drawn is one record (redaction and caps included).
-    let board =
-        Filed::read(&Run::open(&path).with_context(|| format!("reading back {}", path.display()))?)
-            .leaderboard();
+    let filed =
+        Filed::read(&Run::open(&path).with_context(|| format!("reading back {}", path.display()))?);
+    let board = filed.leaderboard();
+    // A world model that predicted nothing at all is said, with why, not a row of zeros.
+    let silent = names
+        .iter()
+        .enumerate()
+        .filter_map(|(w, name)| {
+            let verdicts: Vec<&Verdict> = filed
+                .calls
+                .iter()
+                .map(|c| &c.verdicts[w])
+                .filter(|v| !matches!(v, Verdict::Missing))
+                .collect();
+            let first = verdicts.iter().find_map(|v| match v {
+                Verdict::Failed(why) => Some(why.clone()),
+                _ => None,
+            })?;
+            verdicts
+                .iter()
+                .all(|v| matches!(v, Verdict::Failed(_)))
+                .then(|| (name.clone(), verdicts.len(), first))
+        })
+        .collect();
     let leader = filed::leader_of(&board);
     writer.write(
         start.elapsed().as_millis() as u64,
@@ -586,6 +611,7 @@ pub async fn evaluate(
         path,
         interrupted,
         reused,
+        silent,
     })
 }
 

@@ -136,5 +136,16 @@ pub fn run(args: WmEvalArgs) -> Result<ExitCode> {
         );
         return Ok(ExitCode::from(130));
     }
+    // A world model that predicted nothing is no result to compare: said, and the exit says it.
+    for (name, calls, why) in &evaluation.silent {
+        errln!(
+            "cosmos: world model \"{}\" made no prediction of any of its {calls} call(s); the first failure: {}",
+            inert(name),
+            inert(why)
+        );
+    }
+    if !evaluation.silent.is_empty() {
+        return Ok(ExitCode::FAILURE);
+    }
     Ok(ExitCode::SUCCESS)
 }

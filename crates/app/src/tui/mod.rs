@@ -64,6 +64,13 @@ const FOLLOW_EVERY: Duration = Duration::from_millis(200);
 /// Opens the explorer on `path`: a folder opens the browser, a file opens the run view. A
 /// file without its `run_finished` line yet is followed as it grows.
 pub fn explore(path: &Path, probe: cosmos_engine::probe::ProbeSetup) -> Result<()> {
+    // A path that is not there is a mistake to name, not an empty browser ("No runs here").
+    if std::fs::metadata(path).is_err() {
+        anyhow::bail!(
+            "{}: no such file or folder (give a run file or a folder of runs)",
+            path.display()
+        );
+    }
     let keymap = load_keymap()?;
     let theme = Theme::from_env();
     let size = terminal_size();

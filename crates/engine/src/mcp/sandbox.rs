@@ -200,27 +200,29 @@ pub fn finish(sandboxes: &[Sandbox], run: &Path) -> BTreeMap<String, String> {
 /// (`destructiveHint: true`) when that server's entry declares neither a sandbox nor
 /// `live_state`. Tools without annotations are not refused: most servers annotate nothing.
 pub fn refuse_unguarded(servers: &[ServerConfig], tools: &[ToolInfo]) -> Result<()> {
-    for tool in tools
+    for server in servers
         .iter()
-        .filter(|t| t.hint("destructiveHint") == Some(true))
+        .filter(|s| s.state_seed.is_none() && !s.live_state)
     {
-        let Some(server) = servers
+        // Every tool of the server it marks destructive, named: not the first alone.
+        let destructive: Vec<&str> = tools
             .iter()
-            .find(|s| own_tool_name(&tool.name, &s.name).is_some())
-        else {
+            .filter(|t| t.hint("destructiveHint") == Some(true))
+            .filter(|t| own_tool_name(&t.name, &server.name).is_some())
+            .map(|t| t.name.as_str())
+            .collect();
+        if destructive.is_empty() {
             continue;
-        };
-        if server.state_seed.is_none() && !server.live_state {
-            bail!(
-                "server \"{}\" offers {}, which it marks destructive (destructiveHint), and its \
-                 entry declares no sandbox: add \"cosmos\": {{\"state\": {{\"seed\": PATH}}}} to \
-                 give each run a fresh copy of its state (named by ${{{STATE_DIR_VAR}}} in its \
-                 args or env), or \"cosmos\": {{\"live_state\": true}} to let runs change its \
-                 real state",
-                server.name,
-                tool.name
-            );
         }
+        bail!(
+            "server \"{}\" offers {}, which it marks destructive (destructiveHint), and its \
+             entry declares no sandbox: add \"cosmos\": {{\"state\": {{\"seed\": PATH}}}} to \
+             give each run a fresh copy of its state (named by ${{{STATE_DIR_VAR}}} in its \
+             args or env), or \"cosmos\": {{\"live_state\": true}} to let runs change its \
+             real state",
+            server.name,
+            destructive.join(", ")
+        );
     }
     Ok(())
 }
