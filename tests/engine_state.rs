@@ -517,3 +517,92 @@ fn nothing_a_git_seed_names_runs_and_a_planted_sandbox_is_never_used() {
     left.sort();
     assert_eq!(left, ["cosmos-state-1-0-notes", "cosmos-state-planted"]);
 }
+
+/// Truth III: the about view compares a state by its fields, not its bytes alone: an end state
+/// whose bytes differ from the start's but whose every field is as it was (a trailing newline)
+/// is said unchanged, as the calls' `state_change` says; one with a field changed says how many.
+#[test]
+fn the_about_view_says_a_state_changed_only_when_a_field_did() {
+    use cosmos_trajectory::event::{
+        AgentInfo, AgentKind, Event, EventBody, FieldChange, Header, ModelInfo, Observation,
+        RunStatus, ServerInfo, StateChange, TaskInfo,
+    };
+    let about = |change: StateChange| -> String {
+        let mut header = Header::new(
+            "about-state",
+            TaskInfo {
+                id: "t".into(),
+                request: "r".into(),
+                ..Default::default()
+            },
+            AgentInfo {
+                kind: AgentKind::React,
+                settings: Default::default(),
+            },
+            ModelInfo {
+                model: "m".into(),
+                base_url: None,
+            },
+        );
+        header.servers = vec![ServerInfo {
+            name: "memory".into(),
+            transport: "stdio".into(),
+            target: None,
+            shared: false,
+            start_digest: Some("sha256:aaaa".into()),
+            start_state: Some(Box::new(json!({"entity/Paris": {"entityType": "city"}}))),
+            seed_removed: Vec::new(),
+        }];
+        let mut run = cosmos_trajectory::run::Run::new("runs/about.jsonl".into(), header);
+        for (seq, body) in [
+            EventBody::ToolCalled {
+                step: 1,
+                tool: "memory:read_graph".into(),
+                server: Some("memory".into()),
+                arguments: Box::new(json!({})),
+                result: Observation::of_text("Paris", false),
+                latency_ms: 3,
+                node: None,
+                error: None,
+                origin: None,
+                state_change: Some(Box::new(change)),
+            },
+            EventBody::RunFinished {
+                status: RunStatus::Completed,
+                error: None,
+                ending: None,
+                totals: Default::default(),
+                end_digest: [("memory".to_string(), "sha256:bbbb".to_string())].into(),
+                state_match: Default::default(),
+            },
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            run.push(Event {
+                seq: seq as u64 + 1,
+                t_ms: 10,
+                body,
+            });
+        }
+        about_text(run)
+    };
+    let same = about(StateChange::default());
+    assert!(
+        same.contains("unchanged field by field; its bytes differ"),
+        "{same}"
+    );
+    let changed = about(StateChange {
+        fields_changed: 1,
+        fields: [(
+            "entity/Lyon".to_string(),
+            FieldChange {
+                before: None,
+                after: Some(json!({"entityType": "city"})),
+            },
+        )]
+        .into(),
+        ..Default::default()
+    });
+    assert!(changed.contains("changed: 1 field(s)"), "{changed}");
+}

@@ -342,6 +342,28 @@ pub fn around_call(run: &Run, event: usize) -> Option<StateAround> {
     else {
         return None;
     };
+    let before = moved_on(run, &server, event)?;
+    let after = apply(&before, &change)?;
+    Some(StateAround {
+        server,
+        before,
+        after,
+    })
+}
+
+/// A sandboxed server's state at the start of `run` and at its end, as fields (the start moved
+/// on by every recorded change): whether the run changed it is a comparison of these, not of
+/// bytes (a file rewritten with one more trailing newline is no change of a field). `None`
+/// when the run kept no start state for it, or a change on the way was cut.
+pub fn start_and_end(run: &Run, server: &str) -> Option<(StateFields, StateFields)> {
+    let end = moved_on(run, server, usize::MAX)?;
+    let start = moved_on(run, server, 0)?;
+    Some((start, end))
+}
+
+/// The state `server` began `run` with (the header's `start_state`) moved on by the recorded
+/// change of each of its real calls before event `until`.
+fn moved_on(run: &Run, server: &str, until: usize) -> Option<StateFields> {
     let start = run
         .header
         .servers
@@ -352,29 +374,24 @@ pub fn around_call(run: &Run, event: usize) -> Option<StateAround> {
     let Value::Object(start) = start else {
         return None;
     };
-    let mut before: StateFields = start.clone().into_iter().collect();
+    let mut state: StateFields = start.clone().into_iter().collect();
     for step in run
         .steps()
         .iter()
-        .take_while(|s| (s.event as usize) < event)
+        .take_while(|s| (s.event as usize) < until)
     {
         if let EventBody::ToolCalled {
             server: Some(on),
             state_change: Some(earlier),
             ..
         } = &run.event(step.event as usize).body
-            && *on == server
-            && !apply_in_place(&mut before, earlier)
+            && on == server
+            && !apply_in_place(&mut state, earlier)
         {
             return None;
         }
     }
-    let after = apply(&before, &change)?;
-    Some(StateAround {
-        server,
-        before,
-        after,
-    })
+    Some(state)
 }
 
 /// How many fields of `predicted` and `real` agree, of all the fields either names (1.0 when

@@ -456,10 +456,27 @@ impl Inspector {
                         .iter()
                         .find(|s| &s.name == server)
                         .and_then(|s| s.start_digest.as_deref());
+                    // Bytes first, then fields: a state whose bytes differ but whose every
+                    // field is as it was (a trailing newline) did not change.
+                    let fields = || cosmos_engine::mcp::state_view::start_and_end(run, server);
                     let changed = match start {
-                        Some(start) if start == end => "unchanged",
-                        Some(_) => "changed",
-                        None => "its start not recorded",
+                        Some(start) if start == end => "unchanged".to_string(),
+                        Some(_) => match fields() {
+                            Some((start, end)) if start == end => {
+                                "unchanged field by field; its bytes differ".to_string()
+                            }
+                            Some((start, end)) => {
+                                let names: std::collections::BTreeSet<&String> =
+                                    start.keys().chain(end.keys()).collect();
+                                let differ = names
+                                    .iter()
+                                    .filter(|n| start.get(**n) != end.get(**n))
+                                    .count();
+                                format!("changed: {differ} field(s)")
+                            }
+                            None => "changed (its bytes; not read as fields)".to_string(),
+                        },
+                        None => "its start not recorded".to_string(),
                     };
                     lines.text(format!(
                         "  {server}'s state at the end: {} ({changed})",
