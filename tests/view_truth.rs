@@ -1417,3 +1417,39 @@ fn every_selective_row_names_a_threshold_that_trusts_exactly_its_count() {
     }
     assert!(rows > 10, "{rows} rows");
 }
+
+/// Truth III: the browser shows every wm-eval file's row by one rule: a wm-eval file makes no
+/// call of its own, so its calls and success read `—` whichever version wrote its totals (the
+/// sample files over the same 52 calls read `52 100%` and `0 —`).
+#[test]
+fn every_wm_eval_row_in_the_browser_reads_the_same_way() {
+    use cosmos_app::tui::views::browser::Browser;
+    use cosmos_trajectory::listing::RunSummary;
+    let samples = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_runs");
+    let files: Vec<PathBuf> = std::fs::read_dir(&samples)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().contains("_wm-eval_"))
+        .collect();
+    assert_eq!(files.len(), 2, "{files:?}");
+    let listed: Vec<RunSummary> = files.iter().map(|f| RunSummary::read(f)).collect();
+    let size = (200, 20);
+    let browser = Browser::new(vec![samples.clone()], listed, size.1 - 1);
+    let mut app = App::new(browser, Keymap::default(), Theme::new(true), size);
+    let screen = render(&mut app);
+    let header = screen
+        .lines()
+        .find(|l| l.contains("calls") && l.contains("success"))
+        .unwrap_or_else(|| panic!("{screen}"));
+    // By columns, not bytes: the rows hold `│`, `★` and `…`.
+    let at = header.chars().collect::<String>()[..header.find("calls").unwrap()]
+        .chars()
+        .count();
+    let rows: Vec<&str> = screen.lines().filter(|l| l.contains("wm-eval")).collect();
+    assert_eq!(rows.len(), 2, "{screen}");
+    for row in rows {
+        let from: String = row.chars().skip(at).collect();
+        let cells: Vec<&str> = from.split_whitespace().take(2).collect();
+        assert_eq!(cells, ["—", "—"], "{row}\n{screen}");
+    }
+}

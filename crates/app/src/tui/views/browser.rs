@@ -894,10 +894,14 @@ fn cells<'a>(
         Cell::from(one_line(&wm, width(3))),
         Cell::from(one_line(&planner, width(4))),
         Cell::from(Span::styled(one_line(&status, width(5)), status_style)),
-        Cell::from(t.map_or(none.into(), |t| t.tool_calls.to_string())),
-        Cell::from(t.map_or(none.into(), |t| {
-            success(t).map_or("—".into(), |s| figure::percent(s, 0))
-        })),
+        Cell::from(match own_calls(r).filter(|_| !stale) {
+            Some(t) => t.tool_calls.to_string(),
+            None => none.into(),
+        }),
+        Cell::from(match own_calls(r).filter(|_| !stale) {
+            Some(t) => success(t).map_or("—".into(), |s| figure::percent(s, 0)),
+            None => none.into(),
+        }),
         Cell::from(match t {
             None => none.to_string(),
             Some(t) => t.fidelity.map_or("—".into(), |v| figure::fraction(v, 2)),
@@ -920,6 +924,18 @@ pub fn is_stale(r: &RunSummary) -> bool {
 
 fn success(t: &cosmos_trajectory::event::Totals) -> Option<f64> {
     (t.tool_calls > 0).then(|| 1.0 - t.tool_errors as f64 / t.tool_calls as f64)
+}
+
+/// The totals a row's calls and success are read from: none for a wm-eval file, which makes no
+/// call of its own (its copies of other runs' calls were counted by some versions and not by
+/// others, so two files over the same calls read `52 100%` and `0 —`): every wm-eval row
+/// shows `—` for both, by this one rule.
+fn own_calls(r: &RunSummary) -> Option<&cosmos_trajectory::event::Totals> {
+    let wm_eval = r
+        .header
+        .as_ref()
+        .is_ok_and(|h| h.agent.kind == AgentKind::WmEval);
+    r.finished.as_ref().map(|f| &f.totals).filter(|_| !wm_eval)
 }
 
 /// The original a listed run was forked from, by run id.
@@ -1008,10 +1024,13 @@ fn compare(a: &RunSummary, b: &RunSummary, col: Column) -> Ordering {
         Column::Planner => h(a, |h| h.planner_label()).cmp(&h(b, |h| h.planner_label())),
         Column::Status => a.outcome().cmp(&b.outcome()),
         Column::Calls => num(
-            ta.map(|t| t.tool_calls as f64),
-            tb.map(|t| t.tool_calls as f64),
+            own_calls(a).map(|t| t.tool_calls as f64),
+            own_calls(b).map(|t| t.tool_calls as f64),
         ),
-        Column::Success => num(ta.and_then(success), tb.and_then(success)),
+        Column::Success => num(
+            own_calls(a).and_then(success),
+            own_calls(b).and_then(success),
+        ),
         Column::Fidelity => num(ta.and_then(|t| t.fidelity), tb.and_then(|t| t.fidelity)),
         Column::Tokens => num(ta.map(|t| t.tokens as f64), tb.map(|t| t.tokens as f64)),
         Column::Time => num(ta.map(|t| t.wall_ms as f64), tb.map(|t| t.wall_ms as f64)),
