@@ -2051,6 +2051,43 @@ fn a_call_that_changed_state_shows_the_change_beside_the_predicted_state() {
     );
 }
 
+/// Truth III: a state field's long value is wrapped in the inspector, never cut (as the README
+/// says of every inspector): all of a 300-character value is there, to its last word.
+#[test]
+fn a_long_state_value_is_wrapped_whole_in_the_inspector() {
+    use cosmos_trajectory::event::{EventBody, FieldChange, StateChange};
+    use serde_json::json;
+    let long = format!("{} THE-END", "word ".repeat(60));
+    let mut bodies = common::plan_fails_bodies("llm", "Mars/Olympus");
+    for body in &mut bodies {
+        if let EventBody::ToolCalled {
+            node: Some(1),
+            state_change,
+            ..
+        } = body
+        {
+            *state_change = Some(Box::new(StateChange {
+                fields_changed: 1,
+                fields: [(
+                    "note/long".to_string(),
+                    FieldChange {
+                        before: None,
+                        after: Some(json!(long)),
+                    },
+                )]
+                .into(),
+                ..Default::default()
+            }));
+        }
+    }
+    let (run, _) = node_one_rows("runs/long-state.jsonl", bodies);
+    let step = run.steps().iter().find(|s| s.node == Some(1)).unwrap();
+    let event = run.event(step.event as usize);
+    let rows = Inspector::event(&event, None, (100, 60)).rows().join(" ");
+    assert!(rows.contains("THE-END"), "{rows}");
+    assert_eq!(rows.matches("word").count(), 60, "{rows}");
+}
+
 /// A proxy session's protocol (`W`): each message's row, the selected one below; a torn last
 /// line counted in the title.
 #[test]

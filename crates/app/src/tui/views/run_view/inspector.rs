@@ -1115,9 +1115,10 @@ fn state_change_lines(
 ) {
     /// Most fields listed; the count says how many there are.
     const SHOWN: usize = 20;
+    // Whole, on one line the inspector wraps (nothing is cut but past its line cap).
     let value = |v: Option<&Value>| {
         v.map_or("(none)".to_string(), |v| {
-            cosmos_trajectory::sanitize::one_line(&v.to_string(), 70)
+            cosmos_trajectory::sanitize::one_line(&v.to_string(), MAX_LINE)
         })
     };
     if !change.changed() {
@@ -1137,7 +1138,7 @@ fn state_change_lines(
     for (name, field) in change.fields.iter().take(SHOWN) {
         lines.text(format!(
             "  {}: {} → {}",
-            cosmos_trajectory::sanitize::one_line(name, 60),
+            cosmos_trajectory::sanitize::one_line(name, MAX_LINE),
             value(field.before.as_ref()),
             value(field.after.as_ref())
         ));
@@ -1181,8 +1182,8 @@ fn whole_state_lines(
         lines.text(format!(
             "  {} {}: {}",
             if changed { "✎" } else { " " },
-            one_line(name, 60),
-            one_line(&value.to_string(), 70)
+            one_line(name, MAX_LINE),
+            one_line(&value.to_string(), MAX_LINE)
         ));
     }
     if state.len() > STATE_SHOWN {
