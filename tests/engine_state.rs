@@ -132,7 +132,7 @@ fn two_runs_start_from_identical_state_keep_their_end_state_and_leave_the_seed_a
     );
     assert!(
         about.contains(&format!("memory's state at the end: {}", &end_a[..23]))
-            && about.contains("(changed)"),
+            && about.contains("(changed: 1 field(s))"),
         "{about}"
     );
 }

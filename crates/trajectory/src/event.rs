@@ -1208,6 +1208,10 @@ pub struct PlanChoice {
 impl PlanChoice {
     /// How many of the pool's best nodes a choice records.
     pub const RANKED: usize = 12;
+
+    /// Scores within this of the best are tied (floating-point noise is no preference:
+    /// 0.05000000000000001 does not beat 0.05); a tie goes to the earlier node.
+    pub const TIE: f64 = 1e-9;
 }
 
 /// One node of a plan rule's pool, with the values the rule read.

@@ -169,7 +169,7 @@ fn recorded(run: &Run, why: &mut PlanWhy, choice: &PlanChoice, chosen: u32, most
                 visits: r.visits,
                 chosen: slot == chosen,
                 ties: slot != chosen
-                    && best.is_some_and(|b| (score(r.q, r.visits) - b).abs() < 1e-9),
+                    && best.is_some_and(|b| (score(r.q, r.visits) - b).abs() <= PlanChoice::TIE),
             })
         })
         .collect();
@@ -211,18 +211,26 @@ fn derived(run: &Run, state: &TreeState, why: &mut PlanWhy, chosen: u32, most_vi
                 visits: n.visits,
                 chosen: s == chosen,
                 ties: s != chosen
-                    && matches!((score(s), value), (Some(a), Some(b)) if (a - b).abs() < 1e-9),
+                    && matches!((score(s), value), (Some(a), Some(b)) if (a - b).abs() <= PlanChoice::TIE),
             }
         })
         .collect();
-    // Today's rule: the best score, the earlier node among equals.
+    // Today's rule: the best score, the earlier node among those within a tie of it.
     let by_rule = |a: &PlanCandidate, b: &PlanCandidate| {
         let (sa, sb) = (score(a.slot), score(b.slot));
         sb.unwrap_or(f64::MIN)
             .total_cmp(&sa.unwrap_or(f64::MIN))
             .then(a.slot.cmp(&b.slot))
     };
-    let today = pool.iter().min_by(|a, b| by_rule(a, b)).map(|c| c.slot);
+    let best = pool
+        .iter()
+        .filter_map(|c| score(c.slot))
+        .max_by(f64::total_cmp);
+    let today = pool
+        .iter()
+        .filter(|c| matches!((score(c.slot), best), (Some(s), Some(b)) if b - s <= PlanChoice::TIE))
+        .map(|c| c.slot)
+        .min();
     why.source = match today {
         Some(slot) if slot != chosen => WhySource::Contradicted(run.nodes()[slot as usize].id),
         _ => WhySource::Derived,

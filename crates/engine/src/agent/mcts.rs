@@ -243,7 +243,7 @@ impl Tree {
             .clone()
             .filter(|&i| matches!(self.nodes[i].action, Some(Action::Finish { .. })))
             .collect();
-        let (pool, mut ranked) = if finishes.is_empty() {
+        let (pool, ranked) = if finishes.is_empty() {
             (PlanPool::EveryNode, candidates.collect::<Vec<_>>())
         } else {
             (PlanPool::Finished, finishes)
@@ -253,8 +253,18 @@ impl Tree {
             PlanRule::MostVisited => f64::from(self.nodes[i].visits),
         };
         let pool_size = ranked.len();
-        // Best first; among equal scores the earlier node (a stable sort keeps index order).
-        ranked.sort_by(|&a, &b| score(b).total_cmp(&score(a)));
+        // Best first; every node within a tie (`PlanChoice::TIE`) of the best score ties with
+        // it and the earlier of them wins; the rest by score, the earlier among equals (a
+        // stable sort keeps index order). The tolerance stays out of the comparator, which
+        // must be a total order.
+        let best = ranked.iter().map(|&i| score(i)).max_by(f64::total_cmp);
+        let (mut tied, mut rest): (Vec<usize>, Vec<usize>) = ranked
+            .into_iter()
+            .partition(|&i| best.is_some_and(|b| b - score(i) <= PlanChoice::TIE));
+        rest.sort_by(|&a, &b| score(b).total_cmp(&score(a)));
+        tied.sort_unstable();
+        tied.append(&mut rest);
+        let mut ranked = tied;
         let path = ranked
             .first()
             .map(|&best| self.path(best).into_iter().skip(1).collect())
@@ -1164,6 +1174,32 @@ mod tests {
         }
         assert_eq!(tree.plan(PlanRule::BestMean), vec![1]);
         assert_eq!(tree.plan(PlanRule::MostVisited), vec![2]);
+    }
+
+    /// Truth III: a mean better only by floating-point noise is a tie, and the tie goes to
+    /// the earlier node: #2 at 0.05000000000000001 does not beat #1 at 0.05.
+    #[test]
+    fn floating_point_noise_is_a_tie_and_the_earlier_node_wins_it() {
+        let mut tree = Tree::new();
+        for i in 1..=3 {
+            tree.nodes.push(Node {
+                terminal: true,
+                verdict: Some(Verdict::Finish),
+                ..Node::new(Some(0), 1, Some(Action::Finish { answer: None }))
+            });
+            tree.nodes[0].children.push(i);
+        }
+        tree.backpropagate(1, 0.05);
+        tree.backpropagate(1, 0.05);
+        tree.backpropagate(2, 0.1 * 0.5 + 1e-17);
+        tree.backpropagate(3, 0.04);
+        assert!(tree.nodes[2].q() > tree.nodes[1].q(), "the noise is there");
+        let choice = tree.choose(PlanRule::BestMean);
+        assert_eq!(choice.path, vec![1]);
+        assert_eq!(choice.ranked, vec![1, 2, 3]);
+        // A real difference, however small beyond the tie, still wins.
+        tree.backpropagate(2, 0.05 + 1e-6);
+        assert_eq!(tree.plan(PlanRule::BestMean), vec![2]);
     }
 
     #[test]
