@@ -2177,6 +2177,31 @@ fn plan_exec_goes_real_for_unsure_read_only_calls_and_marks_the_rest_risky() {
         .unwrap()["node"]
         .clone();
     assert_eq!(plan["risky"], json!([ok_node]), "{plan}");
+    // The risky node's inspector says how its reward was made: scaled by the confidence.
+    let recorded = cosmos_trajectory::run::Run::open(&only_run(&out)).unwrap();
+    let slot = recorded
+        .nodes()
+        .iter()
+        .position(|n| json!(n.id) == ok_node)
+        .unwrap() as u32;
+    let state = cosmos_trajectory::fold::TreeState::fold(&recorded, recorded.len());
+    let rows = cosmos_app::tui::views::run_view::inspector::Inspector::node(
+        &recorded,
+        &state,
+        slot,
+        (160, 60),
+    )
+    .rows()
+    .join("\n");
+    let evaluated = ev
+        .iter()
+        .find(|e| e["kind"] == "node_evaluated" && e["node"] == ok_node)
+        .unwrap();
+    let reward = evaluated["reward"].as_f64().unwrap();
+    assert!(
+        rows.contains(&format!("× confidence 0.300 = {reward:.3}")) && rows.contains("risky"),
+        "{rows}"
+    );
     // The server's own log: forecast while planning, then the plan's two calls. `ok` was
     // never called before the plan ran.
     assert_eq!(

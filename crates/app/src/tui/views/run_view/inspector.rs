@@ -631,10 +631,18 @@ impl Inspector {
                 let searched =
                     run.header.agent.kind != cosmos_trajectory::event::AgentKind::External;
                 if searched {
-                    lines.text(format!(
-                        "  base {base:.2} · critic {} · reward {reward:.2}",
-                        critic.map_or("—".to_string(), |c| format!("{c:.2}"))
-                    ));
+                    let confidence = simulated_event.as_ref().and_then(|(_, e)| match &e.body {
+                        EventBody::NodeSimulated { confidence, .. } => Some(*confidence),
+                        _ => None,
+                    });
+                    let grounded = latest("node_grounded").is_some();
+                    reward_lines(
+                        &mut lines,
+                        run,
+                        (base, critic, reward),
+                        confidence,
+                        grounded,
+                    );
                 } else {
                     lines.text(format!(
                         "  base {base:.2}: the score the rehearsal gives the call's verdict; no \
@@ -1103,6 +1111,50 @@ fn confidence_words(value: Option<f64>, source: Option<&str>) -> String {
         (Some(c), Some(source)) => format!("confidence {c:.2} ({source})"),
         (Some(c), None) => format!("confidence {c:.2}"),
         (None, _) => "no confidence".to_string(),
+    }
+}
+
+/// How a searched node's reward was made, step by step from what the run recorded: the
+/// verdict's base, the critic's mix (α from the agent's settings), and, for a risky node (its
+/// prediction under `go_real_below`, its tool not read-only, so nothing real was called), the
+/// scaling by the prediction's confidence. Three decimals: 0.005 is not "0.01".
+fn reward_lines(
+    lines: &mut Lines,
+    run: &Run,
+    (base, critic, reward): (f64, Option<f64>, f64),
+    confidence: Option<Option<f64>>,
+    grounded: bool,
+) {
+    let alpha = run
+        .header
+        .agent
+        .settings
+        .get("alpha")
+        .and_then(Value::as_f64);
+    lines.text(format!(
+        "  base {base:.3} · critic {} · reward {reward:.3}",
+        critic.map_or("—".to_string(), |c| format!("{c:.3}"))
+    ));
+    let mix = match (critic, alpha) {
+        (Some(c), Some(a)) => {
+            let mix = a * base + (1.0 - a) * c.clamp(0.0, 1.0);
+            lines.text(format!("  α {a:.2} × base + (1 − α) × critic = {mix:.3}"));
+            mix
+        }
+        _ => base,
+    };
+    let threshold = run.header.agent.go_real_below();
+    let risky = !grounded
+        && confidence.is_some()
+        && threshold.is_some_and(|x| confidence.flatten().is_none_or(|c| c < x));
+    if risky && (reward - mix).abs() > 1e-12 {
+        let c = confidence.flatten().unwrap_or(0.0);
+        lines.text(format!(
+            "  × confidence {c:.3} = {reward:.3}: a risky node (its prediction under \
+             go_real_below {:.2}, its tool not read-only, so nothing real was called) is worth \
+             its confidence's share",
+            threshold.unwrap_or_default()
+        ));
     }
 }
 
