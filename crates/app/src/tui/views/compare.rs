@@ -417,7 +417,13 @@ impl View for CompareView {
         let widths: Vec<Constraint> = std::iter::once(Constraint::Length(14))
             .chain((0..n).map(|_| Constraint::Ratio(1, n as u32)))
             .collect();
-        let column_width = (area.width.saturating_sub(14) as usize / n.max(1)).saturating_sub(1);
+        // What a run's column really holds: the table's borders (2) and the first column (14)
+        // off, and a column's spacing (1) each, so a cut text ends in `…` inside the column
+        // instead of being cut again, silently, by the table.
+        let column_width = (area.width as usize)
+            .saturating_sub(2 + 14 + n)
+            .checked_div(n.max(1))
+            .unwrap_or(0);
         let header = |first: &str| {
             Row::new(std::iter::once(Cell::from(first.to_string())).chain(
                 self.labels.iter().enumerate().map(|(i, l)| {

@@ -379,6 +379,12 @@ pub fn draw(frame: &mut Frame, area: Rect, block: Block, at: &MetricsAt<'_>, the
     let text_height = lines.len() as u16;
     let [text_area, charts] =
         Layout::vertical([Constraint::Length(text_height), Constraint::Min(0)]).areas(inner);
+    // A line wider than the pane ends in `…`, never cut without a sign.
+    let width = text_area.width as usize;
+    let lines: Vec<Line> = lines
+        .into_iter()
+        .map(|l| crate::tui::widgets::fit::fit(l, width))
+        .collect();
     frame.render_widget(Paragraph::new(lines), text_area);
     if charts.height < 3 {
         return;
