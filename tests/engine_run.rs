@@ -2286,6 +2286,16 @@ fn plan_exec_goes_real_for_unsure_read_only_calls_and_marks_the_rest_risky() {
         screen.contains("grounded  1 real call(s) while planning"),
         "{screen}"
     );
+    // The tree marks the grounded call ⊕ and the risky one ◌ (the legend says which is which).
+    let row = |tool: &str| {
+        screen
+            .lines()
+            .find(|l| l.contains(tool) && l.contains('#') && l.contains("N="))
+            .unwrap_or_else(|| panic!("no tree row of {tool}:\n{screen}"))
+            .to_string()
+    };
+    assert!(row("forecast").contains('⊕'), "{screen}");
+    assert!(row("ok(").contains('◌'), "{screen}");
 }
 
 /// Hardening V: a reader that stops early (`| head -1`) closes the output pipe. A command whose

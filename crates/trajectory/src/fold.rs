@@ -160,6 +160,18 @@ impl TreeState {
         }
     }
 
+    /// Whether the node's latest `node_evaluated` ended the search's imagination there
+    /// (routing's short horizon).
+    pub fn horizon(&self, run: &Run, slot: u32) -> bool {
+        let Some(n) = self.node(slot) else {
+            return false;
+        };
+        matches!(
+            run.briefs().get(n.evaluated as usize).map(|b| &b.body),
+            Some(LeanBody::NodeEvaluated { horizon: true, .. })
+        )
+    }
+
     /// The verdict of the node's latest `node_evaluated`, if it has been evaluated.
     pub fn verdict(&self, run: &Run, slot: u32) -> Option<super::event::Verdict> {
         let e = self.node(slot)?.evaluated;

@@ -101,6 +101,8 @@ pub enum LeanBody {
         verdict: Verdict,
         /// The reward.
         reward: f64,
+        /// The search imagined no further from it (routing's short horizon).
+        horizon: bool,
     },
     /// `backpropagated`.
     Backpropagated {
@@ -253,11 +255,13 @@ impl LeanBody {
                 node,
                 verdict,
                 reward,
+                horizon,
                 ..
             } => LeanBody::NodeEvaluated {
                 node: *node,
                 verdict: *verdict,
                 reward: *reward,
+                horizon: horizon.is_some(),
             },
             EventBody::Backpropagated { path, value } => LeanBody::Backpropagated {
                 path: path.as_slice().into(),
@@ -317,6 +321,7 @@ impl<'de> KindBody<'de> for LeanBody {
                     node: e.node,
                     verdict: e.verdict,
                     reward: e.reward,
+                    horizon: e.horizon.is_some(),
                 }
             }
             "backpropagated" => {

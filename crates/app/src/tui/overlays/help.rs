@@ -44,6 +44,18 @@ pub fn legend(mode: Mode) -> &'static [(&'static str, &'static str)] {
                 "not simulated: the world model failed; no value, no visit, never planned (\"older file: counted\" where a version before 2026-12-02 backed up its 0)",
             ),
             ("⚠", "the world model predicted an error"),
+            (
+                "⊕",
+                "grounded: the prediction was under go_real_below and the tool read-only, so the call was made for real while planning and the search went on from the real result",
+            ),
+            (
+                "◌",
+                "risky: a plan rests on a prediction under go_real_below of a tool not read-only (nothing real was called); its reward is scaled by the confidence",
+            ),
+            (
+                "⋯",
+                "horizon: the confidence along the path fell below go_real_below, so the search imagined no further from here",
+            ),
             ("▸ ▾", "a closed or open subtree"),
             (
                 "highlighted",

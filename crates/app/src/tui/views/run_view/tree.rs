@@ -62,6 +62,13 @@ pub struct TreeView {
     families: FxHashMap<u32, (usize, SiblingCalls)>,
     /// Whether a `node_simulated` event (by index) predicted an error.
     predicted_error: FxHashMap<u32, bool>,
+    /// Routing's marks, by node slot: the event from which it holds (shown once the cursor
+    /// is past it). Grounded: its unsure call went real while planning; risky: a plan rests
+    /// on its unsure guess.
+    grounded: FxHashMap<u32, u32>,
+    risky: FxHashMap<u32, u32>,
+    /// How far the run's events were scanned for them (a live run grows).
+    marks_scanned: usize,
 }
 
 /// A row's words, read once from its event.
@@ -114,8 +121,30 @@ impl TreeView {
         self.rows.get(self.selection.selected).map(|r| r.item)
     }
 
+    /// Reads routing's marks from the events not scanned yet (once each).
+    fn scan_marks(&mut self, run: &Run) {
+        for (i, brief) in run.briefs().iter().enumerate().skip(self.marks_scanned) {
+            let Some(event) = brief.whole() else { continue };
+            match &event.body {
+                EventBody::NodeGrounded { node, .. } => {
+                    if let Some(slot) = run.slot_of(*node) {
+                        self.grounded.entry(slot).or_insert(i as u32);
+                    }
+                }
+                EventBody::PlanSelected { risky, .. } => {
+                    for slot in risky.iter().filter_map(|n| run.slot_of(*n)) {
+                        self.risky.entry(slot).or_insert(i as u32);
+                    }
+                }
+                _ => {}
+            }
+        }
+        self.marks_scanned = run.briefs().len();
+    }
+
     /// Recomputes rows and colouring for the state at the cursor, when something changed.
     pub fn refresh(&mut self, run: &Run, state: &TreeState) {
+        self.scan_marks(run);
         let k = state.applied();
         let steps = run.steps_at(k).len();
         let key = (state.visible_nodes(), steps, self.open_version);
@@ -512,8 +541,21 @@ impl TreeView {
             _ if predicted_error => Some(" ⚠"),
             _ => None,
         };
+        // Routing's marks (the legend, `?`): ⊕ went real while planning, ◌ risky, ⋯ the
+        // search's horizon; each once the cursor has passed the event that made it.
+        let seen = |at: Option<&u32>| at.is_some_and(|&e| (e as usize) < state.applied());
+        let routing: String = [
+            (seen(self.grounded.get(&slot)), " ⊕"),
+            (seen(self.risky.get(&slot)), " ◌"),
+            (state.horizon(run, slot), " ⋯"),
+        ]
+        .iter()
+        .filter(|(on, _)| *on)
+        .map(|(_, mark)| *mark)
+        .collect();
         let used: usize = spans.iter().map(|s| s.content.width()).sum::<usize>()
             + stats.width()
+            + routing.width()
             + verdict_mark.map_or(0, |m| m.width());
         let room = width.saturating_sub(used).max(4);
         let label = match text {
@@ -538,6 +580,9 @@ impl TreeView {
             None => theme.dim(),
         };
         spans.push(Span::styled(stats, q_style));
+        if !routing.is_empty() {
+            spans.push(Span::styled(routing, theme.mark()));
+        }
         if let Some(mark) = verdict_mark {
             spans.push(Span::styled(mark, theme.error()));
         }
