@@ -1367,17 +1367,23 @@ fn confidences_outside_zero_to_one_are_none_and_validate_warns() {
     assert!(screen.contains("predictions with a confidence"), "{screen}");
 }
 
+/// The sample runs' folder and its wm-eval files.
+fn sample_wm_eval_files() -> (PathBuf, Vec<PathBuf>) {
+    let samples = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_runs");
+    let files = std::fs::read_dir(&samples)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().contains("_wm-eval_"))
+        .collect();
+    (samples, files)
+}
+
 /// Truth III: every selective row of the calibration overlay, on every sample wm-eval file,
 /// names a threshold at which exactly its count of predictions is trusted (a threshold is never
 /// rounded up past confidences it would then leave out), and the overlay shows that text.
 #[test]
 fn every_selective_row_names_a_threshold_that_trusts_exactly_its_count() {
-    let samples = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_runs");
-    let files: Vec<PathBuf> = std::fs::read_dir(&samples)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.to_string_lossy().contains("_wm-eval_"))
-        .collect();
+    let (_, files) = sample_wm_eval_files();
     assert!(files.len() >= 2, "{files:?}");
     let mut rows = 0;
     for file in files {
@@ -1425,12 +1431,7 @@ fn every_selective_row_names_a_threshold_that_trusts_exactly_its_count() {
 fn every_wm_eval_row_in_the_browser_reads_the_same_way() {
     use cosmos_app::tui::views::browser::Browser;
     use cosmos_trajectory::listing::RunSummary;
-    let samples = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_runs");
-    let files: Vec<PathBuf> = std::fs::read_dir(&samples)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.to_string_lossy().contains("_wm-eval_"))
-        .collect();
+    let (samples, files) = sample_wm_eval_files();
     assert_eq!(files.len(), 2, "{files:?}");
     let listed: Vec<RunSummary> = files.iter().map(|f| RunSummary::read(f)).collect();
     let size = (200, 20);
