@@ -2127,3 +2127,39 @@ fn protocol_overlay() {
     insta::assert_snapshot!("protocol_100x24", body.join("\n"));
     assert!(!screen.contains('\u{1b}'), "an escape reached the screen");
 }
+
+/// Truth III: one ending style. A run that completed with a failed call reads `completed ✗1`
+/// in the failure colour in the run view's metrics and in compare's status row, as the browser
+/// writes and colours it.
+#[test]
+fn an_outcome_reads_and_is_coloured_the_same_in_the_run_view_and_compare() {
+    let theme = Theme::new(true);
+    let style_of = |app: &mut App, size: (u16, u16), needle: &str| {
+        app.settle();
+        let mut terminal = Terminal::new(TestBackend::new(size.0, size.1)).unwrap();
+        terminal.draw(|f| app.draw(f)).unwrap();
+        let buffer = terminal.backend().buffer().clone();
+        let text = terminal.backend().to_string();
+        let (row, line) = text
+            .lines()
+            .enumerate()
+            .find(|(_, l)| l.contains(needle))
+            .unwrap_or_else(|| panic!("{needle}:\n{text}"));
+        let at = line.find(needle).unwrap() + needle.find("completed").unwrap();
+        let x = line[..at].chars().count() as u16;
+        buffer[(x, row as u16)].style().fg
+    };
+    let size = (160, 40);
+    let mut app = run_app(common::revised_run(), size);
+    assert_eq!(
+        style_of(&mut app, size, "status    completed ✗1"),
+        theme.error().fg
+    );
+    let runs = vec![common::revised_run(), common::revised_run()];
+    let compare = CompareView::new(&runs, (size.0, size.1 - 1));
+    let mut app = App::new(compare, Keymap::default(), theme.clone(), size);
+    assert_eq!(
+        style_of(&mut app, size, "status         completed ✗1"),
+        theme.error().fg
+    );
+}

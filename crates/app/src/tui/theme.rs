@@ -77,6 +77,16 @@ impl Theme {
     pub fn good(&self) -> Style {
         self.fg(Color::Green)
     }
+
+    /// A run's outcome, in every view alike: a clean success good, a run not ended dim,
+    /// anything else (a limit, a failed call, a failure) an error.
+    pub fn outcome(&self, clean: bool, ended: bool) -> Style {
+        match (clean, ended) {
+            (true, _) => self.good(),
+            (false, false) => self.dim(),
+            (false, true) => self.error(),
+        }
+    }
     /// Marks (chosen plan, marked runs, best in a row).
     pub fn mark(&self) -> Style {
         self.fg(Color::Magenta).add_modifier(Modifier::BOLD)

@@ -388,6 +388,23 @@ impl RunMetrics {
                 .map_or(0, |r| (r * self.tool_calls as f64).round() as u64)
     }
 
+    /// The run's outcome as every view writes it (the browser's rule, `Totals::marks` and
+    /// `Totals::clean`): its status (`incomplete` before `run_finished`) with what went wrong
+    /// on the way (`completed ⊣steps ✗2`), and whether it is a clean success.
+    pub fn outcome(&self) -> (String, bool) {
+        let Some(status) = self.status else {
+            return ("incomplete".to_string(), false);
+        };
+        let totals = self.totals(0);
+        let marks = totals.marks();
+        let text = if marks.is_empty() {
+            status.as_str().to_string()
+        } else {
+            format!("{} {marks}", status.as_str())
+        };
+        (text, totals.clean(status))
+    }
+
     /// The totals line for `run_finished`.
     pub fn totals(&self, events: u64) -> Totals {
         Totals {

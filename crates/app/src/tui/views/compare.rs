@@ -100,6 +100,8 @@ pub struct CompareView {
     /// The metric table's rows (the rows that differ first), worked out once: the runs are
     /// loaded and do not change.
     metric_table: Vec<MetricRow>,
+    /// Each run's outcome: clean, and ended (the status row's style).
+    outcomes: Vec<(bool, bool)>,
     /// A warning (runs of different tasks).
     pub(crate) warning: Option<String>,
     /// The selected row.
@@ -156,6 +158,10 @@ impl CompareView {
             .map(|r| (!r.nodes().is_empty()).then(|| r.predictions()))
             .collect();
         let metric_table = metric_rows(&metrics, &simulations);
+        let outcomes = metrics
+            .iter()
+            .map(|m| (m.outcome().1, m.status.is_some()))
+            .collect();
         let calls: Vec<Vec<Call>> = runs.iter().map(calls_of).collect();
         let rows = align(&calls);
         let first_divergence = first_divergence(&rows);
@@ -186,6 +192,7 @@ impl CompareView {
             rows,
             first_divergence,
             metric_table,
+            outcomes,
             warning,
             selection,
             column: 0,
@@ -446,6 +453,10 @@ impl View for CompareView {
                         values.iter().enumerate().map(|(i, v)| {
                             if best.contains(&i) {
                                 Cell::from(Span::styled(format!("{v} ★"), theme.mark()))
+                            } else if *name == "status" {
+                                // The outcome as the browser and the run view style it.
+                                let (clean, ended) = self.outcomes[i];
+                                Cell::from(Span::styled(v.as_str(), theme.outcome(clean, ended)))
                             } else {
                                 Cell::from(v.as_str())
                             }
@@ -932,13 +943,7 @@ fn metric_rows_in_order(ms: &[RunMetrics], simulations: &[Option<u64>]) -> Vec<M
         .iter()
         .map(|(name, get, higher_better, fmt)| -> MetricRow {
             if *name == "status" {
-                let v = ms
-                    .iter()
-                    .map(|m| {
-                        m.status
-                            .map_or("incomplete".into(), |s| s.as_str().to_string())
-                    })
-                    .collect();
+                let v = ms.iter().map(|m| m.outcome().0).collect();
                 return (*name, v, Vec::new());
             }
             let vals: Vec<Option<f64>> = if *name == "simulations" {

@@ -268,26 +268,26 @@ pub fn draw(frame: &mut Frame, area: Rect, block: Block, at: &MetricsAt<'_>, the
             Span::styled(format!("{n} malformed planner {noun}"), theme.error()),
         ])
     });
+    // The outcome as the browser and compare write and colour it (`completed ⊣steps ✗2`).
+    let (outcome, clean) = m.outcome();
+    let status = match (m.status, m.ending) {
+        (None, _) => "running / incomplete".into(),
+        (Some(_), Some(e)) => format!("{outcome} · ending {}", e.as_str()),
+        // No ending: the agent never ran (its servers did not start), or an older file.
+        // What run_finished says is the reason.
+        (Some(_), None) => match at.error {
+            Some(why) => format!(
+                "{outcome} · {}",
+                cosmos_trajectory::sanitize::one_line(why, 200)
+            ),
+            None => outcome,
+        },
+    };
     let mut lines = vec![
-        kv(
-            "status",
-            match (m.status, m.ending) {
-                (None, _) => "running / incomplete".into(),
-                (Some(s), Some(e)) => format!("{} · ending {}", s.as_str(), e.as_str()),
-                // No ending: the agent never ran (its servers did not start), or an older
-                // file. What run_finished says is the reason.
-                (Some(s), None) => match at.error {
-                    Some(why) => {
-                        format!(
-                            "{} · {}",
-                            s.as_str(),
-                            cosmos_trajectory::sanitize::one_line(why, 200)
-                        )
-                    }
-                    None => s.as_str().to_string(),
-                },
-            },
-        ),
+        Line::from(vec![
+            Span::styled(format!("{:<10}", "status"), theme.dim()),
+            Span::styled(status, theme.outcome(clean, m.status.is_some())),
+        ]),
         kv(
             "calls",
             format!(
