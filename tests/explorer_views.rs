@@ -2157,7 +2157,7 @@ fn an_outcome_reads_and_is_coloured_the_same_in_the_run_view_and_compare() {
     );
     let runs = vec![common::revised_run(), common::revised_run()];
     let compare = CompareView::new(&runs, (size.0, size.1 - 1));
-    let mut app = App::new(compare, Keymap::default(), theme.clone(), size);
+    let mut app = App::new(compare, Keymap::default(), theme, size);
     assert_eq!(
         style_of(&mut app, size, "status         completed ✗1"),
         theme.error().fg
