@@ -321,11 +321,14 @@ pub async fn prepare(spec: &RunSpec, stop: watch::Receiver<bool>) -> Result<Prep
         }),
     );
     let mut header = Header::new(
+        // The time, the task and the agent, and a random tail: runs of one task started in the
+        // same millisecond (a sweep's workers, its shards) are still runs of their own.
         format!(
-            "{}-{}-{}",
+            "{}-{}-{}-{:08x}",
             chrono::Utc::now().format("%Y%m%dT%H%M%S%.3fZ"),
             task.id,
-            spec.agent.as_str()
+            spec.agent.as_str(),
+            fastrand::u32(..)
         ),
         task_info,
         AgentInfo {

@@ -31,8 +31,10 @@ fn read_all(paths: &[PathBuf], once: bool) -> Result<(Vec<RunRecord>, Vec<String
     let read = cosmos_trajectory::parallel::map(&found.files, |file| read_one(file));
     let mut records = Vec::with_capacity(found.files.len());
     let mut unreadable = found.skipped;
-    // A plain copy of a run (its `run_id` the same) is the same run: counted once, the copy
-    // said, never silently twice.
+    // A plain copy of a run (its `run_id` the same, its bytes the same) is the same run:
+    // counted once, the copy said, never silently twice. Two files of one id that differ are
+    // counted both (older versions could give two runs started in the same millisecond one
+    // id).
     let mut seen: rustc_hash::FxHashMap<String, PathBuf> = Default::default();
     for one in read {
         match one? {
@@ -40,6 +42,7 @@ fn read_all(paths: &[PathBuf], once: bool) -> Result<(Vec<RunRecord>, Vec<String
                 if once
                     && !r.run_id.is_empty()
                     && let Some(first) = seen.get(&r.run_id)
+                    && same_bytes(first, &r.path)
                 {
                     unreadable.push(format!(
                         "{}: the same run as {} (run_id {}), counted once",
@@ -56,6 +59,32 @@ fn read_all(paths: &[PathBuf], once: bool) -> Result<(Vec<RunRecord>, Vec<String
         }
     }
     Ok((records, unreadable))
+}
+
+/// True when the files at `a` and `b` hold the same bytes (compared a block at a time).
+fn same_bytes(a: &Path, b: &Path) -> bool {
+    use std::io::Read as _;
+    let (Ok(ma), Ok(mb)) = (std::fs::metadata(a), std::fs::metadata(b)) else {
+        return false;
+    };
+    if ma.len() != mb.len() {
+        return false;
+    }
+    let (Ok(mut fa), Ok(mut fb)) = (std::fs::File::open(a), std::fs::File::open(b)) else {
+        return false;
+    };
+    let (mut ba, mut bb) = (vec![0u8; 64 << 10], vec![0u8; 64 << 10]);
+    loop {
+        let Ok(n) = fa.read(&mut ba) else {
+            return false;
+        };
+        if n == 0 {
+            return true;
+        }
+        if fb.read_exact(&mut bb[..n]).is_err() || ba[..n] != bb[..n] {
+            return false;
+        }
+    }
 }
 
 /// Today's totals of the runs under `paths`, by the same reading as `report` (for listings

@@ -423,9 +423,10 @@ impl Setup {
         let started = chrono::Utc::now();
         let mut header = Header::new(
             format!(
-                "{}-{}-external",
+                "{}-{}-external-{:08x}",
                 started.format("%Y%m%dT%H%M%S%.3fZ"),
-                cosmos_trajectory::writer::file_safe(client_name, 40)
+                cosmos_trajectory::writer::file_safe(client_name, 40),
+                fastrand::u32(..)
             ),
             self.task.clone(),
             AgentInfo {
