@@ -606,3 +606,92 @@ fn the_about_view_says_a_state_changed_only_when_a_field_did() {
     });
     assert!(changed.contains("changed: 1 field(s)"), "{changed}");
 }
+
+/// Hardening V: a run over a sandboxed server stopped mid-way leaves nothing in the temporary
+/// folder: SIGTERM ends it with its copy removed; after SIGKILL (no chance to clean) the next
+/// cosmos that makes a sandbox removes the leftover, its owner's lock being free.
+#[cfg(unix)]
+#[test]
+fn a_run_stopped_mid_way_leaves_no_sandbox_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("seed")).unwrap();
+    std::fs::write(dir.path().join("seed/graph.jsonl"), "").unwrap();
+    let mcp = write_mcp_config(
+        dir.path(),
+        json!({"memory": sandboxed_memory("seed/graph.jsonl")}),
+    );
+    let task_file = dir.path().join("task.json");
+    std::fs::write(&task_file, task().to_string()).unwrap();
+    // The planner takes its time: the run is caught with its sandbox made.
+    let llm = ScriptedLlm::start(json!([{"delay_s": 60, "content": "later"}]));
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let homes = || -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(&tmp)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.to_string_lossy().contains("cosmos-state-"))
+            .collect()
+    };
+    let start = |out: &str| {
+        let child = std::process::Command::new(env!("CARGO_BIN_EXE_cosmos"))
+            .args(["run", "--mcp-config"])
+            .arg(&mcp)
+            .arg("--task")
+            .arg(&task_file)
+            .args(["--agent", "react", "--no-tui", "--out"])
+            .arg(dir.path().join(out))
+            .env("TMPDIR", &tmp)
+            .env("OPENAI_BASE_URL", llm.base_url())
+            .env("OPENAI_API_KEY", "sk-test")
+            .env("COSMOS_MODEL", "scripted-model")
+            .env("COSMOS_LOG_FILE", dir.path().join("cosmos.log"))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let made = std::time::Instant::now();
+        while homes().is_empty() {
+            assert!(
+                made.elapsed() < std::time::Duration::from_secs(30),
+                "no sandbox made"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        child
+    };
+    let signal = |child: &std::process::Child, sig: &str| {
+        std::process::Command::new("kill")
+            .args([sig, &child.id().to_string()])
+            .status()
+            .unwrap();
+    };
+    let mut termed = start("a");
+    signal(&termed, "-TERM");
+    assert!(
+        !termed.wait().unwrap().success(),
+        "a stopped run exits non-zero"
+    );
+    assert!(homes().is_empty(), "SIGTERM left {:?}", homes());
+    let mut killed = start("b");
+    signal(&killed, "-KILL");
+    killed.wait().unwrap();
+    assert_eq!(
+        homes().len(),
+        1,
+        "SIGKILL leaves its copy: nothing could clean it"
+    );
+    let listed = std::process::Command::new(env!("CARGO_BIN_EXE_cosmos"))
+        .args(["servers", "--mcp-config"])
+        .arg(&mcp)
+        .env("TMPDIR", &tmp)
+        .env("COSMOS_LOG_FILE", dir.path().join("cosmos.log"))
+        .output()
+        .unwrap();
+    assert!(listed.status.success(), "{}", text(&listed));
+    assert!(
+        homes().is_empty(),
+        "the leftover was not removed: {:?}",
+        homes()
+    );
+}

@@ -243,6 +243,23 @@ mod tests {
         assert_eq!(fields["a"], "1");
     }
 
+    /// A seed past [`MAX_BYTES`] (a sparse file, so the test writes nothing) is refused before
+    /// any byte is copied, not half placed.
+    #[test]
+    fn a_seed_over_the_limit_is_refused_before_it_is_copied() {
+        let dir = tempfile::tempdir().unwrap();
+        let seed = dir.path().join("seed");
+        std::fs::create_dir(&seed).unwrap();
+        std::fs::File::create(seed.join("huge"))
+            .unwrap()
+            .set_len(MAX_BYTES + 1)
+            .unwrap();
+        let to = dir.path().join("copy");
+        let e = format!("{:#}", copy_seed(&seed, &to).unwrap_err());
+        assert!(e.contains("the most a seed may hold"), "{e}");
+        assert!(!to.join("huge").exists(), "nothing of it copied");
+    }
+
     #[test]
     fn a_copy_never_writes_through_a_link_at_its_destination() {
         let dir = tempfile::tempdir().unwrap();
