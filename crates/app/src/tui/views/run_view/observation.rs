@@ -275,7 +275,7 @@ impl ObservationView {
                 sanitize::one_line(&self.heading, inner.width as usize),
                 theme.title(),
             ),
-            Line::styled(fid, theme.text()),
+            crate::tui::widgets::fit::fit(Line::styled(fid, theme.text()), inner.width as usize),
         ];
         frame.render_widget(Paragraph::new(heading), head);
         // Two columns with a rule between them, so they never run together.
