@@ -20,11 +20,6 @@ pub fn write_err(args: std::fmt::Arguments) -> bool {
     write_to(&mut std::io::stderr().lock(), &STDERR_CLOSED, args)
 }
 
-/// True once standard output was found closed: a command may stop work done only to print.
-pub fn stdout_closed() -> bool {
-    STDOUT_CLOSED.load(Ordering::Relaxed)
-}
-
 /// The one writer behind both: a failed write (a closed pipe, a full disk) marks the stream
 /// closed, and nothing is written to it again.
 fn write_to(w: &mut dyn Write, closed: &AtomicBool, args: std::fmt::Arguments) -> bool {
