@@ -8,7 +8,9 @@
 #   PyPI: mcp-server-time==2026.10.10, unit-converter-mcp, mcp-server-sqlite==2025.4.25 and
 #         mcp-server-git==2026.10.10 (a database and a repository with state, for the stateful
 #         tasks; all need the mcp 1.x SDK);
-#         arize-phoenix (the OTLP receiver of the export test) in .cache/phoenix
+#         arize-phoenix (the OTLP receiver of the export test) in .cache/phoenix;
+#         atif==1.8.0 (the ATIF models, which check `cosmos export atif`) and inspect-ai==0.3.285
+#         (which makes fresh Inspect logs for the import tests) in .cache/interchange
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=.cache/servers
@@ -39,5 +41,14 @@ if [ ! -x "$phoenix/venv/bin/phoenix" ]; then
   if ! "$phoenix/venv/bin/pip" install --quiet --disable-pip-version-check "arize-phoenix==20.26.1"; then
     echo "warning: Arize Phoenix could not be installed; the OpenTelemetry receiver test will fail, saying so" >&2
   fi
+fi
+# The other programs' trajectory formats: ATIF's own models validate cosmos's exports, and the
+# real Inspect AI makes logs of an agent calling a real MCP server (tests/import.rs).
+interchange=.cache/interchange
+if [ ! -x "$interchange/venv/bin/python" ]; then
+  python3 -m venv "$interchange/venv"
+fi
+if ! "$interchange/venv/bin/python" -c "import atif, inspect_ai, mcp" 2>/dev/null; then
+  "$interchange/venv/bin/pip" install --quiet --disable-pip-version-check "atif==1.8.0" "inspect-ai==0.3.285" "mcp<2"
 fi
 echo "test servers ready in $root"

@@ -31,6 +31,7 @@ const LAYERS: &[(&str, &[&[&str]])] = &[
             &["world_model"],
             &["agent", "judge"],
             &["wm_eval", "probe", "proxy", "recheck", "fork"],
+            &["import"],
             &["export"],
         ],
     ),

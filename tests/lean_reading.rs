@@ -124,6 +124,36 @@ fn agree(brief: &Brief, full: &Event, line: &str) {
     assert_eq!(brief, &Brief::of(full.clone()), "{line}");
 }
 
+/// Runs imported from the other formats' fixtures (format version 2: a call without a result,
+/// a header without a start, a planner or times), in a folder kept while they are read.
+fn imported_runs() -> (tempfile::TempDir, Vec<std::path::PathBuf>) {
+    let dir = tempfile::tempdir().unwrap();
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/interchange");
+    let mut written = Vec::new();
+    for (name, format) in [
+        ("atif_cut_off.json", cosmos_engine::import::Format::Atif),
+        (
+            "atif_claude_code_time.json",
+            cosmos_engine::import::Format::Atif,
+        ),
+        (
+            "inspect_time_mcp.eval",
+            cosmos_engine::import::Format::Inspect,
+        ),
+    ] {
+        cosmos_engine::import::read(&fixtures.join(name), format, &mut |run| {
+            written.push(cosmos_engine::import::write(
+                &run,
+                dir.path(),
+                &Default::default(),
+            )?);
+            Ok(())
+        })
+        .unwrap();
+    }
+    (dir, written)
+}
+
 fn event_lines() -> Vec<String> {
     let spec = Spec {
         nodes: 60,
@@ -142,6 +172,8 @@ fn event_lines() -> Vec<String> {
             files.push(p);
         }
     }
+    let imported = imported_runs();
+    files.extend(imported.1);
     let mut lines = Vec::new();
     for file in files {
         let text = std::fs::read_to_string(&file).unwrap();
@@ -258,6 +290,10 @@ fn the_report_header_takes_only_what_the_full_decoder_takes_and_reads_it_the_sam
         ..Spec::default()
     };
     headers.push(serde_json::to_string(&synthetic::header(&spec)).unwrap());
+    for run in imported_runs().1 {
+        let text = std::fs::read_to_string(run).unwrap();
+        headers.push(text.lines().next().unwrap().to_string());
+    }
     let (mut taken, mut refused_both, mut stepped_aside) = (0, 0, 0);
     for (i, line) in headers.iter().enumerate() {
         let full = parse_header(line.as_bytes()).unwrap();

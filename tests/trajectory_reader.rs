@@ -142,7 +142,7 @@ fn newer_version_gets_a_clear_message() {
     let path = small_run(dir.path(), "a.jsonl");
     let text = fs::read_to_string(&path)
         .unwrap()
-        .replacen("\"version\":1", "\"version\":7", 1);
+        .replacen("\"version\":2", "\"version\":7", 1);
     fs::write(&path, text).unwrap();
     let err = format!("{:#}", EventStream::open(&path).err().unwrap());
     assert!(

@@ -34,7 +34,7 @@ pub fn header(task: &str, agent: AgentKind, world_model: Option<&str>) -> Header
             base_url: None,
         },
     );
-    h.started_at = Utc.with_ymd_and_hms(2026, 11, 29, 15, 0, 0).unwrap();
+    h.started_at = Some(Utc.with_ymd_and_hms(2026, 11, 29, 15, 0, 0).unwrap());
     h.world_model = world_model.map(|w| WorldModelInfo {
         name: w.into(),
         details: Default::default(),
@@ -368,7 +368,7 @@ pub fn big_run(nodes: usize) -> Run {
         seed: 5,
     };
     let mut h = synthetic::header(&spec);
-    h.started_at = Utc.with_ymd_and_hms(2026, 11, 29, 15, 0, 0).unwrap();
+    h.started_at = Some(Utc.with_ymd_and_hms(2026, 11, 29, 15, 0, 0).unwrap());
     let mut run = Run::new("runs/big.jsonl".into(), h);
     synthetic::push_events(&mut run, &spec);
     run

@@ -6,6 +6,7 @@ pub mod agent;
 pub mod config;
 pub mod export;
 pub mod fork;
+pub mod import;
 pub mod judge;
 pub mod llm;
 pub mod mcp;

@@ -252,11 +252,19 @@ pub fn summary(event: &Event) -> String {
             completion_tokens,
             latency_ms,
             error,
+            tokens_estimated,
             ..
         } => {
+            // An imported turn whose source counted no tokens or kept no time shows `—`.
+            let tokens = if *prompt_tokens == 0 && *completion_tokens == 0 && !tokens_estimated {
+                "— tok".to_string()
+            } else {
+                format!("{prompt_tokens}+{completion_tokens} tok")
+            };
             let mut s = format!(
-                "{} {model} {prompt_tokens}+{completion_tokens} tok {latency_ms} ms",
-                role.as_str()
+                "{} {model} {tokens} {}",
+                role.as_str(),
+                shown_ms(*latency_ms)
             );
             if let Some(e) = error {
                 s.push_str(&format!(" ERROR {e}"));
@@ -410,8 +418,9 @@ pub fn summary(event: &Event) -> String {
                 Some(n) => format!(" ✎ {n} field{}", if n == 1 { "" } else { "s" }),
             };
             format!(
-                "{step}.{replayed} {} {latency_ms} ms{changed} → {outcome}",
-                call_label(tool, arguments)
+                "{step}.{replayed} {} {}{changed} → {outcome}",
+                call_label(tool, arguments),
+                shown_ms(*latency_ms)
             )
         }
         EventBody::Answer { text } => text.clone(),
@@ -550,6 +559,16 @@ pub fn recheck_summary(
         "rechecked on {}: {differ} of {made} calls changed{detail}{gone}{left}",
         at.format("%Y-%m-%d %H:%M UTC"),
     )
+}
+
+/// A latency as the timeline writes it: `— ms` for 0, which an imported call whose source kept
+/// no time has (a call of cosmos's under a millisecond shows so too: nothing was measured).
+fn shown_ms(ms: u64) -> String {
+    if ms == 0 {
+        "— ms".to_string()
+    } else {
+        format!("{ms} ms")
+    }
 }
 
 #[cfg(test)]
@@ -709,3 +728,4 @@ mod tests {
         assert_eq!(brief_summary(&Brief::copied(&added)), None);
     }
 }
+

@@ -8,10 +8,16 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+/// The `error` of a recorded call whose result never came because its source ends before it
+/// (an imported session cut off mid-call): the call is kept, never given a result.
+pub const NO_RESULT: &str = "no result recorded: the source ends before this call answered";
+
 /// The `format` value every trajectory header carries.
 pub const FORMAT_NAME: &str = "mcp-cosmos-trajectory";
-/// The newest format version this build writes and reads.
-pub const FORMAT_VERSION: u32 = 1;
+/// The newest format version this build writes and reads. Version 2 lets a run from another
+/// program leave out what its source never recorded (see [`Source`]); every version 1 file is a
+/// valid version 2 file.
+pub const FORMAT_VERSION: u32 = 2;
 
 /// The `world_model` name of a `node_simulated` that records a validator's rejection (an
 /// unknown tool or schema-invalid arguments) rather than a world model's prediction; it never
@@ -34,15 +40,18 @@ pub struct Header {
     pub kind: String,
     /// Unique id of this run.
     pub run_id: String,
-    /// When the run started.
-    pub started_at: DateTime<Utc>,
+    /// When the run started; absent only for a run imported from a source that does not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<DateTime<Utc>>,
     /// Version of mcp-cosmos that wrote the file.
     pub tool_version: String,
     /// The task being solved.
     pub task: TaskInfo,
     /// Which agent ran and with what settings.
     pub agent: AgentInfo,
-    /// The planner model (the model whose plans are being judged).
+    /// The planner model (the model whose plans are being judged); absent (an empty model)
+    /// for an imported run whose source names no model.
+    #[serde(default, skip_serializing_if = "ModelInfo::is_unknown")]
     pub planner: ModelInfo,
     /// Models of the other roles (world_model, critic, summarizer, judge), by role name.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -66,6 +75,49 @@ pub struct Header {
     /// The run this one was forked from (`cosmos fork`), and at which step.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fork_of: Option<ForkOf>,
+    /// Where an imported run came from (`cosmos import`): another program's trajectory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<Source>,
+}
+
+/// Where an imported run came from, and what its source did not record. A field the source
+/// lacks is absent from the run, never made up; the views show `—` for it.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Source {
+    /// The source's format: `atif`, `inspect` or `otlp`.
+    pub format: String,
+    /// The file it was read from, as given.
+    pub file: String,
+    /// The session, sample or trace in that file this run is.
+    pub id: String,
+    /// The agent that made it, as the source names it (`claude-code 2.0.1`, an Inspect solver).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    /// The model that made it, as the source names it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// What the source never recorded, so the run's values for it mean nothing: some of
+    /// `t_ms` (when things happened), `latency_ms` (how long calls took), `tokens`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unrecorded: Vec<String>,
+    /// What was read but has no place in a cosmos run, one line each (a later user message,
+    /// a step of a kind cosmos does not know).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<String>,
+}
+
+impl Source {
+    /// `unrecorded`'s name for event times.
+    pub const TIMES: &'static str = "t_ms";
+    /// `unrecorded`'s name for call latencies.
+    pub const LATENCIES: &'static str = "latency_ms";
+    /// `unrecorded`'s name for token counts.
+    pub const TOKENS: &'static str = "tokens";
+
+    /// True when the source recorded `what` (one of the names above).
+    pub fn recorded(&self, what: &str) -> bool {
+        !self.unrecorded.iter().any(|u| u == what)
+    }
 }
 
 /// Where a forked run branched off: the original run and the first step the fork decided
@@ -93,7 +145,7 @@ impl Header {
             version: FORMAT_VERSION,
             kind: "run_started".to_string(),
             run_id: run_id.into(),
-            started_at: Utc::now(),
+            started_at: Some(Utc::now()),
             tool_version: env!("CARGO_PKG_VERSION").to_string(),
             task,
             agent,
@@ -105,7 +157,30 @@ impl Header {
             synthetic: false,
             label: None,
             fork_of: None,
+            source: None,
         }
+    }
+
+    /// True unless the run was imported from a source that did not record `what` (a
+    /// [`Source`] name): a view shows `—` for a value that means nothing.
+    pub fn recorded(&self, what: &str) -> bool {
+        self.source.as_ref().is_none_or(|s| s.recorded(what))
+    }
+
+    /// When the run started, in `format`, or `—` when its source did not say.
+    pub fn started_shown(&self, format: &str) -> String {
+        self.started_at
+            .map_or_else(|| "—".to_string(), |t| t.format(format).to_string())
+    }
+
+    /// The planner's model, when the run names one.
+    pub fn planner_model(&self) -> Option<&str> {
+        Some(self.planner.model.as_str()).filter(|m| !m.is_empty())
+    }
+
+    /// The task's request, when the run has one (an imported run may not).
+    pub fn request(&self) -> Option<&str> {
+        Some(self.task.request.as_str()).filter(|r| !r.is_empty())
     }
 
     /// The catalogue's tool of this (namespaced) name.
@@ -129,18 +204,20 @@ impl Header {
     pub fn planner_label(&self) -> String {
         // A proxy session's planner is its client's own agent, of which cosmos knows nothing;
         // the client's name is in the agent column (`external: NAME`).
-        if self.agent.kind == AgentKind::External {
-            "—".to_string()
-        } else {
-            self.planner.model.clone()
+        match self.planner_model() {
+            Some(model) if self.agent.kind != AgentKind::External => model.to_string(),
+            _ => "—".to_string(),
         }
     }
 
     /// What a listing's agent column says: the agent's name, or for another program's agent
-    /// recorded by `cosmos proxy`, `external: <client>`.
+    /// recorded by `cosmos proxy`, `external: <client>` (an imported run: its source's agent).
     pub fn agent_label(&self) -> String {
         let client = (self.agent.kind == AgentKind::External)
-            .then(|| self.agent.settings.get("client")?.get("name")?.as_str())
+            .then(|| {
+                let imported = self.source.as_ref().and_then(|s| s.agent.as_deref());
+                imported.or_else(|| self.agent.settings.get("client")?.get("name")?.as_str())
+            })
             .flatten();
         match client {
             Some(name) => format!("external: {name}"),
@@ -170,7 +247,9 @@ impl Header {
 pub struct TaskInfo {
     /// Task id (MCP-Bench `task_id`).
     pub id: String,
-    /// What the agent is asked (MCP-Bench `fuzzy_description`).
+    /// What the agent is asked (MCP-Bench `fuzzy_description`); absent (empty) only for an
+    /// imported run whose source has no task or user message.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub request: String,
     /// The judge's reference (MCP-Bench `task_description`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -247,10 +326,18 @@ impl AgentInfo {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ModelInfo {
     /// Model name as sent to the endpoint.
+    #[serde(default)]
     pub model: String,
     /// Base URL of the endpoint, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base_url: Option<String>,
+}
+
+impl ModelInfo {
+    /// True when no model is named (an imported run whose source names none).
+    pub fn is_unknown(&self) -> bool {
+        self.model.is_empty() && self.base_url.is_none()
+    }
 }
 
 /// A world model's self-description (`to_dict` in the paper).
@@ -523,7 +610,9 @@ impl ToolInfo {
 pub struct Event {
     /// Position in the run, starting at 1 (the header is 0).
     pub seq: u64,
-    /// Milliseconds since the run started.
+    /// Milliseconds since the run started (absent, read as 0, in a run imported from a source
+    /// without times: its header's `source.unrecorded` says `t_ms`).
+    #[serde(default)]
     pub t_ms: u64,
     /// What happened.
     #[serde(flatten)]
@@ -774,11 +863,14 @@ pub enum Ending {
     /// `client_idle` by the build that introduced it.)
     #[serde(alias = "client_idle")]
     IdleExpired,
+    /// An imported run (`cosmos import`): another program's agent ran it, and its file ends
+    /// here; the status says whether it answered.
+    SourceEnded,
 }
 
 impl Ending {
     /// Every ending, in the order tables list them.
-    pub const ALL: [Ending; 10] = [
+    pub const ALL: [Ending; 11] = [
         Ending::PlannerFinished,
         Ending::SearchExhausted,
         Ending::StepLimit,
@@ -789,6 +881,7 @@ impl Ending {
         Ending::Interrupted,
         Ending::ClientClosed,
         Ending::IdleExpired,
+        Ending::SourceEnded,
     ];
 
     /// Its name in files and JSON.
@@ -804,6 +897,7 @@ impl Ending {
             Ending::Interrupted => "interrupted",
             Ending::ClientClosed => "client_closed",
             Ending::IdleExpired => "idle_expired",
+            Ending::SourceEnded => "source_ended",
         }
     }
 
@@ -816,6 +910,7 @@ impl Ending {
                 | Ending::SearchExhausted
                 | Ending::ClientClosed
                 | Ending::IdleExpired
+                | Ending::SourceEnded
         )
     }
 
@@ -832,7 +927,10 @@ impl Ending {
     pub fn clean(self) -> bool {
         matches!(
             self,
-            Ending::PlannerFinished | Ending::ClientClosed | Ending::IdleExpired
+            Ending::PlannerFinished
+                | Ending::ClientClosed
+                | Ending::IdleExpired
+                | Ending::SourceEnded
         )
     }
 
@@ -846,7 +944,10 @@ impl Ending {
     /// stop, which the status names (`interrupted`).
     pub fn mark(self) -> &'static str {
         match self {
-            Ending::PlannerFinished | Ending::ClientClosed | Ending::IdleExpired => "",
+            Ending::PlannerFinished
+            | Ending::ClientClosed
+            | Ending::IdleExpired
+            | Ending::SourceEnded => "",
             Ending::SearchExhausted => "⊣no finish",
             Ending::StepLimit => "⊣steps",
             Ending::TokenLimit => "⊣tokens",
@@ -1251,14 +1352,18 @@ pub enum EventBody {
         role: Role,
         /// Model name.
         model: String,
-        /// Prompt tokens.
+        /// Prompt tokens (absent, read as 0, when `source.unrecorded` says `tokens`).
+        #[serde(default)]
         prompt_tokens: u64,
         /// Completion tokens.
+        #[serde(default)]
         completion_tokens: u64,
         /// True when the endpoint gave no usage and the counts are estimates.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         tokens_estimated: bool,
-        /// Wall time of the call including retries.
+        /// Wall time of the call including retries (absent when `source.unrecorded` says
+        /// `latency_ms`).
+        #[serde(default)]
         latency_ms: u64,
         /// Error, if the call failed after its retries.
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -1434,9 +1539,13 @@ pub enum EventBody {
         /// Arguments as sent.
         #[serde(default)]
         arguments: Box<Value>,
-        /// The real result.
+        /// The real result; absent (empty) when none came: then `error` says why (an imported
+        /// session that was cut off says [`NO_RESULT`]).
+        #[serde(default)]
         result: Observation,
-        /// Latency of the call.
+        /// Latency of the call (absent, read as 0, when the run's `source.unrecorded` says
+        /// `latency_ms`).
+        #[serde(default)]
         latency_ms: u64,
         /// The plan node this call executes, to pair it with its simulation.
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -1536,9 +1645,13 @@ pub enum EventBody {
         /// Arguments as sent.
         #[serde(default)]
         arguments: Box<Value>,
-        /// The real result.
+        /// The real result; absent (empty) when none came: then `error` says why (an imported
+        /// session that was cut off says [`NO_RESULT`]).
+        #[serde(default)]
         result: Observation,
-        /// Latency of the call.
+        /// Latency of the call (absent, read as 0, when the run's `source.unrecorded` says
+        /// `latency_ms`).
+        #[serde(default)]
         latency_ms: u64,
         /// Transport or protocol error.
         #[serde(default, skip_serializing_if = "Option::is_none")]

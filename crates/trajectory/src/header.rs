@@ -13,9 +13,10 @@ pub(crate) fn parse_header_str(text: &str) -> std::result::Result<Header, String
     // A current header is decoded straight into `Header` (the tool schemas make headers big,
     // and a folder of small runs is mostly headers); anything else goes through a `Value` for
     // the precise refusal or the upgrade.
+    // Version 2 only made fields optional: a version 1 header is read as it is.
     if let Ok(header) = serde_json::from_str::<Header>(text)
         && header.format == FORMAT_NAME
-        && header.version == FORMAT_VERSION
+        && (1..=FORMAT_VERSION).contains(&header.version)
     {
         return Ok(header);
     }
@@ -40,8 +41,8 @@ pub(crate) fn parse_header_str(text: &str) -> std::result::Result<Header, String
     serde_json::from_value(upgrade_header(value, version)).map_err(|e| format!("bad header: {e}"))
 }
 
-/// Brings an older header up to the current version. Version 1 is the first, so this is
-/// where a version 2 would map old field names onto new ones.
+/// Brings an older header up to the current version. Version 2 only made fields optional,
+/// so a version 1 header needs nothing; a later version that renames a field maps it here.
 fn upgrade_header(value: Value, _version: u64) -> Value {
     value
 }

@@ -36,10 +36,13 @@ pub struct PhaseLine {
 pub struct LlmCallLine<S, A = Value> {
     pub role: Role,
     pub model: S,
+    #[serde(default)]
     pub prompt_tokens: u64,
+    #[serde(default)]
     pub completion_tokens: u64,
     #[serde(default)]
     pub tokens_estimated: bool,
+    #[serde(default)]
     pub latency_ms: u64,
     #[serde(default = "none")]
     pub error: Option<S>,
@@ -109,7 +112,9 @@ pub struct ToolCalledLine<S> {
     pub server: Option<S>,
     #[serde(default)]
     pub arguments: Value,
+    #[serde(default = "no_result")]
     pub result: ObservationLine<S>,
+    #[serde(default)]
     pub latency_ms: u64,
     #[serde(default)]
     pub node: Option<NodeId>,
@@ -363,5 +368,15 @@ pub fn full_body<'de, A: MapAccess<'de>>(kind: &str, rest: A) -> Result<EventBod
             })
         }
         _ => Err(de::Error::custom("not a mirrored kind")),
+    }
+}
+
+/// An absent `result` (an imported call whose result never came), as `Observation::default`.
+fn no_result<S, A>() -> ObservationLine<S, A> {
+    ObservationLine {
+        text: None,
+        structured: None,
+        is_error: false,
+        truncated_bytes: 0,
     }
 }

@@ -957,6 +957,9 @@ pub struct Found {
     /// `PATH: why` for each folder that could not be read and each `*.jsonl` that is not a
     /// regular file (a FIFO or a link to a device would block a reader forever).
     pub skipped: Vec<String>,
+    /// Regular `*.json` and `*.eval` files in the folders walked: other programs' trajectories,
+    /// perhaps, for the engine's importer to look into (sorted).
+    pub foreign: Vec<PathBuf>,
 }
 
 /// Paths as a message lists them: `a, b`.
@@ -990,6 +993,8 @@ pub fn collect_files(paths: &[PathBuf]) -> Result<Found> {
     }
     found.files.sort();
     found.files.dedup();
+    found.foreign.sort();
+    found.foreign.dedup();
     if followed_links {
         once_each(&mut found);
     }
@@ -1066,6 +1071,10 @@ fn walk(dir: &Path, found: &mut Found) -> bool {
             // The entry's own type (no `stat`): thousands of runs are listed at the cost of
             // reading the folder.
             found.files.push(path);
+        } else if file_type.is_file()
+            && path.extension().is_some_and(|e| e == "json" || e == "eval")
+        {
+            found.foreign.push(path);
         } else if path.extension().is_some_and(|e| e == "jsonl") {
             // Follow links: what matters is what a reader would open.
             match std::fs::metadata(&path) {

@@ -47,6 +47,8 @@ pub struct ReportHeader {
     pub tools: Arc<ToolCatalog>,
     /// Routing's threshold (`agent.settings.go_real_below`), when the run routed.
     pub go_real_below: Option<f64>,
+    /// An imported run whose source recorded no times (`source.unrecorded` has `t_ms`).
+    pub times_unrecorded: bool,
 }
 
 impl ReportHeader {
@@ -62,6 +64,7 @@ impl ReportHeader {
             label: header.label.clone(),
             tools: Arc::new(ToolCatalog::new(&header.tools)),
             go_real_below: header.agent.go_real_below(),
+            times_unrecorded: !header.recorded(super::event::Source::TIMES),
         }
     }
 
@@ -79,7 +82,9 @@ impl ReportHeader {
     pub fn read_lean(text: &str) -> Option<Self> {
         let line = serde_json::from_str::<HeaderLine>(text)
             .ok()
-            .filter(|line| line.format == FORMAT_NAME && line.version == FORMAT_VERSION)?;
+            .filter(|line| {
+                line.format == FORMAT_NAME && (1..=FORMAT_VERSION).contains(&line.version)
+            })?;
         let tools = catalogue(line.tools.0)?;
         Some(Self {
             run_id: line.run_id,
@@ -93,6 +98,11 @@ impl ReportHeader {
             label: line.label,
             tools,
             go_real_below: line.agent.settings.go_real_below,
+            times_unrecorded: line.source.is_some_and(|s| {
+                s.unrecorded
+                    .iter()
+                    .any(|u| u == super::event::Source::TIMES)
+            }),
         })
     }
 }
@@ -150,12 +160,14 @@ struct HeaderLine<'a> {
     #[allow(dead_code)]
     kind: CheckedStr,
     run_id: String,
+    #[serde(default)]
     #[allow(dead_code)]
-    started_at: DateTime<Utc>,
+    started_at: Option<DateTime<Utc>>,
     #[allow(dead_code)]
     tool_version: CheckedStr,
     task: TaskLine,
     agent: AgentLine,
+    #[serde(default)]
     planner: ModelLine<String>,
     #[serde(default)]
     #[allow(dead_code)]
@@ -176,6 +188,25 @@ struct HeaderLine<'a> {
     #[serde(default)]
     #[allow(dead_code)]
     fork_of: Option<ForkLine>,
+    #[serde(default)]
+    source: Option<SourceLine>,
+}
+
+/// `Source`.
+#[derive(Deserialize)]
+#[allow(dead_code)]
+struct SourceLine {
+    format: CheckedStr,
+    file: CheckedStr,
+    id: CheckedStr,
+    #[serde(default)]
+    agent: Option<CheckedStr>,
+    #[serde(default)]
+    model: Option<CheckedStr>,
+    #[serde(default)]
+    unrecorded: Vec<String>,
+    #[serde(default)]
+    skipped: CheckedSeq<CheckedStr>,
 }
 
 /// `TaskInfo`.
@@ -183,6 +214,7 @@ struct HeaderLine<'a> {
 #[allow(dead_code)]
 struct TaskLine {
     id: String,
+    #[serde(default)]
     request: CheckedStr,
     #[serde(default)]
     reference: Option<CheckedStr>,
@@ -239,9 +271,10 @@ impl<'de> Deserialize<'de> for SettingsLine {
 }
 
 /// `ModelInfo`, its model kept (`String`) or only checked.
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
 #[allow(dead_code)]
 struct ModelLine<S> {
+    #[serde(default)]
     model: S,
     #[serde(default)]
     base_url: Option<CheckedStr>,

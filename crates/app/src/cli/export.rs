@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 
-use cosmos_engine::export::{account, otel, redactor, staged, transitions};
+use cosmos_engine::export::{account, atif, otel, redactor, staged, transitions};
 use cosmos_trajectory::run::Run;
 use cosmos_trajectory::sanitize::{InertWriter, inert};
 
@@ -27,6 +27,15 @@ pub enum Export {
     /// One run as Markdown: task, settings, the plan and why it won, each step simulated beside
     /// real with its fidelity, the answer, the metrics, the notes (for an issue or a model).
     Markdown {
+        /// The run file.
+        run: PathBuf,
+        /// Write here instead of standard output.
+        #[arg(long, short)]
+        out: Option<PathBuf>,
+    },
+    /// One run as an ATIF v1.7 trajectory (Harbor's Agent Trajectory Interchange Format, read by
+    /// Docent and Arize Phoenix); what only cosmos has under `extra.cosmos` (docs/import.md).
+    Atif {
         /// The run file.
         run: PathBuf,
         /// Write here instead of standard output.
@@ -84,12 +93,16 @@ pub fn run(args: ExportArgs) -> Result<ExitCode> {
     match args.what {
         Export::Markdown { run, out } => account_to(&run, out, account::markdown, false),
         Export::Json { run, out } => account_to(&run, out, account::json, true),
+        Export::Atif { run, out } => account_to(&run, out, atif::write, true),
         Export::Otel {
             runs,
             endpoint,
             headers,
             content,
-        } => otel(&runs, &otel::Target::new(&endpoint, &headers, content)?),
+        } => otel(
+            &crate::cli::import::open_runs(&runs)?.paths,
+            &otel::Target::new(&endpoint, &headers, content)?,
+        ),
         Export::Transitions {
             runs,
             out,
@@ -97,8 +110,9 @@ pub fn run(args: ExportArgs) -> Result<ExitCode> {
             split,
         } => {
             transitions::check_out(&out)?;
+            let opened = crate::cli::import::open_runs(&runs)?;
             let spec = transitions::Spec {
-                paths: runs,
+                paths: opened.paths.clone(),
                 out: out.clone(),
                 format,
                 split,
@@ -184,6 +198,16 @@ fn account_to(
     write: fn(&Run, &mut dyn Write) -> Result<()>,
     json: bool,
 ) -> Result<ExitCode> {
+    // Another program's trajectory is written as the one run made of it.
+    let opened = crate::cli::import::open_runs(&[path.to_path_buf()])?;
+    let path = match opened.paths.as_slice() {
+        [one] => one.as_path(),
+        many => anyhow::bail!(
+            "{} holds {} sessions or samples: import it (`cosmos import`) and export one run",
+            path.display(),
+            many.len()
+        ),
+    };
     let run = Run::open(path).with_context(|| format!("opening {}", path.display()))?;
     // Said here too: the account lists them, and a reader of stdout may never look.
     for line in cosmos_engine::export::account::skipped_lines(&run) {

@@ -2,6 +2,7 @@
 
 mod export;
 mod fork;
+mod import;
 mod judge;
 mod live;
 mod logging;
@@ -121,9 +122,13 @@ pub enum Command {
     /// Run a matrix of tasks × configurations × repeats (the paper's experiment), resumably,
     /// on one machine or as a shard of a cluster job.
     Sweep(Box<sweep::SweepArgs>),
-    /// Export runs: a readable account (markdown, json), OpenTelemetry traces (otel), or a
-    /// transition dataset for world models (transitions).
+    /// Export runs: a readable account (markdown, json), an ATIF trajectory (atif),
+    /// OpenTelemetry traces (otel), or a transition dataset for world models (transitions).
     Export(export::ExportArgs),
+    /// Make cosmos runs of other programs' trajectories (ATIF, Inspect AI logs): one run per
+    /// session or sample, its path printed. Every command that reads runs also opens such
+    /// files directly (docs/import.md).
+    Import(import::ImportArgs),
     /// Print the paper's tables for groups of runs: one row per configuration.
     Report {
         /// Files or folders (searched recursively for *.jsonl).
@@ -149,6 +154,16 @@ pub enum Command {
     },
 }
 
+/// What the explorer opens for `path`: the path itself; for a foreign file the one run made
+/// of it, or the folder of the runs made of a log of many samples; for a folder holding
+/// foreign files, the folder and the runs made of them, listed together.
+fn explored(path: &std::path::Path, opened: &cosmos_engine::import::Opened) -> Vec<PathBuf> {
+    match (opened.paths.as_slice(), opened.converted_folder()) {
+        ([_, _, ..], Some(folder)) if !path.is_dir() => vec![folder.join("given")],
+        (paths, _) => paths.to_vec(),
+    }
+}
+
 /// Runs a parsed command line.
 pub fn run(cli: Cli) -> Result<ExitCode> {
     logging::init();
@@ -161,11 +176,15 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             path,
             config,
             mcp_config,
-        } => crate::tui::explore(
-            &path,
-            cosmos_engine::probe::ProbeSetup { config, mcp_config },
-        )
-        .map(|()| ExitCode::SUCCESS),
+        } => {
+            // Another program's trajectory opens as the runs made of it (kept while exploring).
+            let opened = import::open_runs(std::slice::from_ref(&path))?;
+            crate::tui::explore(
+                &explored(&path, &opened),
+                cosmos_engine::probe::ProbeSetup { config, mcp_config },
+            )
+            .map(|()| ExitCode::SUCCESS)
+        }
         Command::Run(args) => run::run(*args),
         Command::Proxy(args) => proxy::run(*args),
         Command::Fork(args) => fork::run(*args),
@@ -187,6 +206,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::WmEval(args) => wm_eval::run(*args),
         Command::Sweep(args) => sweep::run(*args),
         Command::Export(args) => export::run(args),
+        Command::Import(args) => import::run(args),
         Command::Report {
             paths,
             group_by,
@@ -195,7 +215,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             power,
             per_run,
         } => report::run(
-            &paths,
+            &import::open_runs(&paths)?.paths,
             group_by,
             format,
             report::Options {

@@ -67,6 +67,14 @@ pub fn run(args: WmEvalArgs) -> Result<ExitCode> {
             args.good_fidelity
         );
     }
+    // Other programs' trajectories are evaluated on as the runs made of them.
+    let opened = crate::cli::import::open_runs(&args.runs)?;
+    let memory_opened = crate::cli::import::open_runs(&args.memory_from)?;
+    let args = WmEvalArgs {
+        runs: opened.paths.clone(),
+        memory_from: memory_opened.paths.clone(),
+        ..args
+    };
     let (calls, skipped) = recorded_calls(&args.runs)?;
     for s in &skipped {
         errln!("cosmos: skipped {}", inert(s));

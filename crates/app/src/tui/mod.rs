@@ -63,14 +63,20 @@ const FOLLOW_EVERY: Duration = Duration::from_millis(200);
 
 /// Opens the explorer on `path`: a folder opens the browser, a file opens the run view. A
 /// file without its `run_finished` line yet is followed as it grows.
-pub fn explore(path: &Path, probe: cosmos_engine::probe::ProbeSetup) -> Result<()> {
+pub fn explore(paths: &[PathBuf], probe: cosmos_engine::probe::ProbeSetup) -> Result<()> {
     // A path that is not there is a mistake to name, not an empty browser ("No runs here").
-    if std::fs::metadata(path).is_err() {
-        anyhow::bail!(
-            "{}: no such file or folder (give a run file or a folder of runs)",
-            path.display()
-        );
+    for path in paths {
+        if std::fs::metadata(path).is_err() {
+            anyhow::bail!(
+                "{}: no such file or folder (give a run file or a folder of runs)",
+                path.display()
+            );
+        }
     }
+    let path = match paths {
+        [one] => one.as_path(),
+        _ => Path::new(""),
+    };
     let keymap = load_keymap()?;
     let theme = Theme::from_env();
     let size = terminal_size();
@@ -108,12 +114,10 @@ pub fn explore(path: &Path, probe: cosmos_engine::probe::ProbeSetup) -> Result<(
         std::thread::spawn(move || follow(tail, tx));
         return explore_then_settle_forks(app, Some(rx));
     }
-    let roots: Vec<PathBuf> = vec![path.to_path_buf()];
-    let runs = if path.exists() {
-        list_runs(&roots).with_context(|| format!("listing {}", path.display()))?
-    } else {
-        Vec::new()
-    };
+    // Several folders (one of runs, one of runs made of foreign files) list as one.
+    let roots: Vec<PathBuf> = paths.to_vec();
+    let runs = list_runs(&roots)
+        .with_context(|| format!("listing {}", cosmos_trajectory::reader::path_list(&roots)))?;
     let mut app = App::new(
         Browser::new(roots, runs, size.1.saturating_sub(1)),
         keymap,

@@ -77,7 +77,10 @@ pub fn markdown(run: &Run, out: &mut dyn Write) -> Result<()> {
     writeln!(
         out,
         "Run `{}`, started {}, mcp-cosmos {}.\n",
-        h.run_id, h.started_at, h.tool_version
+        h.run_id,
+        h.started_at
+            .map_or_else(|| "—".to_string(), |t| t.to_string()),
+        h.tool_version
     )?;
     writeln!(out, "## Task\n")?;
     out.write_all(fenced(&h.task.request, "text").as_bytes())?;

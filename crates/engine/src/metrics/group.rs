@@ -652,7 +652,7 @@ fn row(key: &str, runs: &[&RunRecord], cohort: Option<(f64, f64)>, avg_calls: f6
                 .map(|_| r.metrics.judge_tokens() as f64)
         }),
         wall_time_s: est(Scale::Positive, &|r| {
-            Some(r.metrics.wall_ms as f64 / 1000.0)
+            (!r.metrics.times_unrecorded).then(|| r.metrics.wall_ms as f64 / 1000.0)
         }),
         fidelity: rate(&|r| r.metrics.fidelity.map(|f| f.score)),
         fidelity_changed_state: rate(&|r| r.metrics.fidelity.and_then(|f| f.changed_state)),

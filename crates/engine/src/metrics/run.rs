@@ -14,7 +14,7 @@ use super::fidelity::{self, Fidelity};
 use cosmos_trajectory::catalog::ToolCatalog;
 use cosmos_trajectory::event::{
     Action, ActionKind, AgentKind, DecisionProblem, Dimensions, Ending, Event, EventBody, Header,
-    JudgeRecord, NodeId, Observation, Phase, Role, RunStatus, Totals, VALIDATOR,
+    JudgeRecord, NodeId, Observation, Phase, Role, RunStatus, Source, Totals, VALIDATOR,
 };
 use cosmos_trajectory::fold::TreeState;
 use cosmos_trajectory::lean::{Brief, LeanBody};
@@ -309,6 +309,11 @@ pub struct RunMetrics {
     pub waiting_ms: u64,
     /// Wall time from start to the last event.
     pub wall_ms: u64,
+    /// The run's source did not record times (an imported run; its header's
+    /// `source.unrecorded` says `t_ms`): `wall_ms` and `phase_ms` mean nothing, and every view
+    /// shows `—` for them.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub times_unrecorded: bool,
     /// Real calls made while planning in place of unsure predictions (routing's
     /// `node_grounded`): real traffic, though none is one of the run's steps.
     #[serde(default)]
@@ -594,6 +599,7 @@ pub fn compute(input: &MetricsInput<'_>) -> RunMetrics {
         phase_ms,
         waiting_ms: input.waits.iter().map(|(_, w)| w).sum(),
         wall_ms: input.end_ms,
+        times_unrecorded: false,
         grounded_calls: input.grounded,
         unsure_calls: input.unsure_below.map(|below| {
             steps
@@ -951,6 +957,8 @@ impl ReadBack {
 /// fact per call.
 pub struct RunAccumulator {
     catalog: Arc<ToolCatalog>,
+    /// The header says its source recorded no times.
+    times_unrecorded: bool,
     /// Fx: node ids are not chosen by an adversary.
     simulated: FxHashMap<NodeId, Simulation>,
     /// Where simulations kept as spans are read back from ([`RunAccumulator::take_at`]).
@@ -988,16 +996,20 @@ pub struct RunAccumulator {
 impl RunAccumulator {
     /// An accumulator for a run with this header.
     pub fn new(header: &Header) -> Self {
-        Self::with(
+        let mut accumulator = Self::with(
             Arc::new(ToolCatalog::new(&header.tools)),
             header.agent.kind,
             header.agent.go_real_below(),
-        )
+        );
+        accumulator.times_unrecorded = !header.recorded(Source::TIMES);
+        accumulator
     }
 
     /// An accumulator for a run whose header was read for a totals pass.
     pub fn of_report(header: &ReportHeader) -> Self {
-        Self::with(header.tools.clone(), header.agent, header.go_real_below)
+        let mut accumulator = Self::with(header.tools.clone(), header.agent, header.go_real_below);
+        accumulator.times_unrecorded = header.times_unrecorded;
+        accumulator
     }
 
     /// This accumulator, reading the simulations [`RunAccumulator::take_at`] keeps as spans
@@ -1035,6 +1047,7 @@ impl RunAccumulator {
             state_match: None,
             recorded_ending: None,
             told_ending: None,
+            times_unrecorded: false,
         }
     }
 
@@ -1193,7 +1206,7 @@ impl RunAccumulator {
 
     /// The metrics so far.
     pub fn metrics(&self) -> RunMetrics {
-        compute(&MetricsInput {
+        let mut metrics = compute(&MetricsInput {
             steps: &self.steps,
             llm: self.llm,
             phases: &self.phases,
@@ -1211,7 +1224,9 @@ impl RunAccumulator {
             recorded_ending: self.recorded_ending,
             state_match: self.state_match,
             told_ending: self.told_ending,
-        })
+        });
+        metrics.times_unrecorded = self.times_unrecorded;
+        metrics
     }
 }
 

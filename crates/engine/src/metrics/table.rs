@@ -374,7 +374,9 @@ pub fn render_endings(rows: &[GroupRow], markdown: bool) -> String {
          iterations with no path finished; step_limit, token_limit, time_limit: a limit stopped \
          the agent; search_ended_early: the planner or world model failed mid-search; \
          no_call_planned: nothing was executed; interrupted: a stop (the stop key, Ctrl-C, a \
-         signal) ended it; unknown: an older file that does not say.\n",
+         signal) ended it; client_closed, idle_expired: a proxy session's client ended it or \
+         left it idle; source_ended: an imported run, ended by its own agent elsewhere; \
+         unknown: an older file that does not say.\n",
     );
     out
 }

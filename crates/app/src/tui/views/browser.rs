@@ -21,7 +21,7 @@ use crate::tui::widgets::prompt::{Prompt, Typed, matches_all, words};
 use crate::tui::widgets::scroll::Selection;
 use cosmos_engine::metrics::group::{GroupBy, GroupRow};
 use cosmos_engine::metrics::run::METRICS_VERSION;
-use cosmos_trajectory::event::AgentKind;
+use cosmos_trajectory::event::{AgentKind, Source};
 use cosmos_trajectory::listing::{Recount, RunSummary};
 use cosmos_trajectory::sanitize::one_line;
 
@@ -856,7 +856,7 @@ fn cells<'a>(
             h.agent_label(),
             h.world_model_label(),
             h.planner_label(),
-            h.started_at.format("%Y-%m-%d %H:%M").to_string(),
+            h.started_shown("%Y-%m-%d %H:%M"),
         ),
         Err(e) => (
             r.path
@@ -907,7 +907,12 @@ fn cells<'a>(
             Some(t) => t.fidelity.map_or("—".into(), |v| figure::fraction(v, 2)),
         }),
         Cell::from(t.map_or(none.into(), |t| t.tokens.to_string())),
-        Cell::from(t.map_or(none.into(), |t| format!("{:.1}", t.wall_ms as f64 / 1000.0))),
+        Cell::from(match t {
+            // An imported run whose source recorded no times has no wall time to show.
+            Some(_) if r.header.as_ref().is_ok_and(|h| !h.recorded(Source::TIMES)) => "—".into(),
+            Some(t) => format!("{:.1}", t.wall_ms as f64 / 1000.0),
+            None => none.into(),
+        }),
         Cell::from(started),
     ]
 }
@@ -1034,9 +1039,7 @@ fn compare(a: &RunSummary, b: &RunSummary, col: Column) -> Ordering {
         Column::Fidelity => num(ta.and_then(|t| t.fidelity), tb.and_then(|t| t.fidelity)),
         Column::Tokens => num(ta.map(|t| t.tokens as f64), tb.map(|t| t.tokens as f64)),
         Column::Time => num(ta.map(|t| t.wall_ms as f64), tb.map(|t| t.wall_ms as f64)),
-        Column::Started => {
-            h(a, |h| h.started_at.to_rfc3339()).cmp(&h(b, |h| h.started_at.to_rfc3339()))
-        }
+        Column::Started => h(a, |h| h.started_shown("%+")).cmp(&h(b, |h| h.started_shown("%+"))),
     };
     o.then_with(|| a.path.cmp(&b.path))
 }

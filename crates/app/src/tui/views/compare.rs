@@ -260,10 +260,7 @@ fn labels(runs: &[Run]) -> Vec<String> {
         if let Some(label) = &h.label {
             facts.push(("label".into(), label.clone()));
         }
-        facts.push((
-            "started".into(),
-            h.started_at.format("%m-%d %H:%M:%S").to_string(),
-        ));
+        facts.push(("started".into(), h.started_shown("%m-%d %H:%M:%S")));
         facts
     };
     let all: Vec<Vec<(String, String)>> = runs.iter().map(facts).collect();
@@ -910,7 +907,7 @@ fn metric_rows_in_order(ms: &[RunMetrics], simulations: &[Option<u64>]) -> Vec<M
         ),
         (
             "time s",
-            |m| Some(m.wall_ms as f64 / 1000.0),
+            |m| (!m.times_unrecorded).then(|| m.wall_ms as f64 / 1000.0),
             Some(false),
             |v| format!("{v:.1}"),
         ),

@@ -77,7 +77,11 @@ pub(super) fn name_of<T: serde::Serialize>(value: &T) -> String {
 impl Trace {
     /// Starts the run's trace (its `invoke_agent` span) from its header.
     pub fn new(header: &Header, tracer: SdkTracer, content: bool, redactor: Redactor) -> Self {
-        let started = SystemTime::from(header.started_at);
+        // A run whose source gave no start time starts at the epoch: its spans keep their order and
+        // lengths, and `cosmos.times_unrecorded` says the dates mean nothing.
+        let started = header
+            .started_at
+            .map_or(SystemTime::UNIX_EPOCH, SystemTime::from);
         let agent = header.agent.kind.as_str();
         let mut attrs = vec![
             attr("gen_ai.operation.name", "invoke_agent"),
@@ -86,6 +90,10 @@ impl Trace {
             attr("gen_ai.request.model", header.planner.model.clone()),
             attr("openinference.span.kind", "AGENT"),
             attr("cosmos.run.id", header.run_id.clone()),
+            attr(
+                "cosmos.times_unrecorded",
+                !header.recorded(cosmos_trajectory::event::Source::TIMES),
+            ),
             attr("cosmos.task.id", header.task.id.clone()),
             attr("cosmos.agent.kind", agent.to_string()),
             attr(

@@ -339,7 +339,11 @@ pub fn draw(frame: &mut Frame, area: Rect, block: Block, at: &MetricsAt<'_>, the
         ),
         kv(
             "time",
-            format!("{:.1}s  {}", m.wall_ms as f64 / 1000.0, phases.join("  ")),
+            if m.times_unrecorded {
+                "— (the source recorded no times)".to_string()
+            } else {
+                format!("{:.1}s  {}", m.wall_ms as f64 / 1000.0, phases.join("  "))
+            },
         ),
     ];
     // A malformed reply is a failure to see at once, right below the calls.

@@ -1,0 +1,140 @@
+//! `cosmos import`: other programs' trajectories (ATIF, Inspect AI logs) written as cosmos
+//! runs, one per session or sample; and [`open_runs`], the same conversion for the commands
+//! that read runs, so a foreign file opens wherever a run does.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Result, bail};
+use clap::Args;
+
+use crate::cli::output::{errln, outln};
+use cosmos_engine::import::{self, Detected, Format};
+use cosmos_trajectory::sanitize::inert;
+
+/// `cosmos import`'s flags.
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// Trajectory files of other programs: ATIF (.json), Inspect AI logs (.eval, .json).
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// The folder to write the runs into (made if missing; no file in it is overwritten).
+    #[arg(long)]
+    pub out: PathBuf,
+    /// The files' format, when detecting it from their content is not wanted.
+    #[arg(long, value_enum)]
+    pub format: Option<Format>,
+}
+
+/// Runs `cosmos import`: each run's path printed as it is written; every problem said; exit 1
+/// when any file could not be read whole.
+pub fn run(args: ImportArgs) -> Result<ExitCode> {
+    std::fs::create_dir_all(&args.out)
+        .map_err(|e| anyhow::anyhow!("making {}: {e}", args.out.display()))?;
+    let redactor = cosmos_engine::export::redactor();
+    let mut failed = false;
+    let mut written = 0usize;
+    for file in &args.files {
+        let shown = inert(&file.display().to_string());
+        if let Err(e) = regular(file) {
+            errln!("cosmos: {}", inert(&format!("{e:#}")));
+            failed = true;
+            continue;
+        }
+        let format = match args.format {
+            Some(format) => format,
+            None => match import::detect(file) {
+                Ok(Detected::Foreign(format)) => format,
+                Ok(Detected::Cosmos) => {
+                    errln!("cosmos: {shown} is a cosmos run already: open it as it is");
+                    failed = true;
+                    continue;
+                }
+                Err(e) => {
+                    errln!("cosmos: {}", inert(&format!("{e:#}")));
+                    failed = true;
+                    continue;
+                }
+            },
+        };
+        let mut made = 0usize;
+        let read = import::read(file, format, &mut |run| {
+            match import::write(&run, &args.out, &redactor) {
+                Ok(path) => {
+                    made += 1;
+                    let calls = run
+                        .events
+                        .iter()
+                        .filter(|(_, b)| {
+                            matches!(b, cosmos_trajectory::event::EventBody::ToolCalled { .. })
+                        })
+                        .count();
+                    outln!(
+                        "{}  ({} call(s){})",
+                        inert(&path.display().to_string()),
+                        calls,
+                        skipped_note(&run)
+                    );
+                }
+                Err(e) => {
+                    failed = true;
+                    errln!("cosmos: {}", inert(&format!("{e:#}")));
+                }
+            }
+            Ok(())
+        });
+        written += made;
+        match read {
+            Ok(said) => {
+                for line in &said.lines {
+                    errln!("cosmos: {}", inert(line));
+                }
+                failed |= !said.lines.is_empty();
+            }
+            Err(e) => {
+                failed = true;
+                errln!("cosmos: {}", inert(&format!("{e:#}")));
+            }
+        }
+        if made == 0 {
+            failed = true;
+            errln!("cosmos: {shown}: no run could be made of it");
+        }
+    }
+    errln!(
+        "cosmos: {written} run(s) written into {}",
+        inert(&args.out.display().to_string())
+    );
+    Ok(if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// `; N thing(s) not imported` when the source held what a cosmos run has no place for.
+fn skipped_note(run: &import::Imported) -> String {
+    match run.header.source.as_ref().map_or(0, |s| s.skipped.len()) {
+        0 => String::new(),
+        n => format!("; {n} thing(s) kept only in the header's source.skipped"),
+    }
+}
+
+/// Refuses what is not a regular file (a FIFO would block the reading forever).
+fn regular(path: &Path) -> Result<()> {
+    let meta = std::fs::metadata(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    if !meta.is_file() {
+        bail!("{}: not a regular file", path.display());
+    }
+    Ok(())
+}
+
+/// Opens `paths` for a command that reads runs: foreign files converted (said on standard
+/// error), the rest as given. Keep the result alive while the runs are read.
+pub fn open_runs(paths: &[PathBuf]) -> Result<import::Opened> {
+    let opened = import::open(paths, &cosmos_engine::export::redactor())?;
+    for line in &opened.said {
+        errln!("cosmos: {}", inert(line));
+    }
+    Ok(opened)
+}

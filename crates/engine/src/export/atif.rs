@@ -1,0 +1,243 @@
+//! A run as an ATIF v1.7 trajectory (Harbor's Agent Trajectory Interchange Format), the
+//! version most readers take (Docent, Arize Phoenix): the task a user step, each planner turn
+//! an agent step with its model and tokens, each real call a tool call of the step whose turn
+//! chose it, with its observation; the answer the last agent step.
+//!
+//! What only cosmos has goes under `extra.cosmos` (docs/import.md, "ATIF export"):
+//! - the trajectory's: `{"shape": "mcp-cosmos/atif/1", "header": <the run's header>, "events":
+//!   [<every event no step stands for>]}`: the search tree, simulations, routing, phases,
+//!   the other roles' LLM calls, notes, `run_finished`, judgements;
+//! - a turn's step: `{"event": <its llm_call>}`; the answer's step: `{"answer": <its answer>}`;
+//! - a tool call's: `{"event": <its tool_called>, "simulated": {world_model, text, confidence?,
+//!   fidelity}}`, the second when a world model predicted the call.
+//!
+//! Every event keeps its `seq`, so `cosmos import` puts each back in its place.
+
+use std::io::Write;
+
+use anyhow::Result;
+use chrono::{DateTime, Duration, Utc};
+use serde_json::{Map, Value, json};
+
+use cosmos_trajectory::event::{EventBody, Role, Source};
+use cosmos_trajectory::run::Run;
+
+use crate::metrics::fidelity;
+
+/// The ATIF version written.
+pub const SCHEMA_VERSION: &str = "ATIF-v1.7";
+/// The `shape` of the trajectory's `extra.cosmos`.
+pub const EXTRA_SHAPE: &str = "mcp-cosmos/atif/1";
+
+/// Claude Code's name of an MCP tool, `mcp__SERVER__TOOL`, which `cosmos import` reads back as
+/// `SERVER:TOOL`; a tool of no server keeps its name.
+pub fn function_name(tool: &str, server: Option<&str>) -> String {
+    match server.and_then(|s| Some((s, cosmos_trajectory::event::own_tool_name(tool, s)?))) {
+        Some((server, own)) => format!("mcp__{server}__{own}"),
+        None => tool.to_string(),
+    }
+}
+
+/// The step being built.
+struct Step(Map<String, Value>);
+
+impl Step {
+    fn new(source: &str, at: Option<String>) -> Self {
+        let mut step = Map::new();
+        step.insert("step_id".into(), json!(0));
+        if let Some(at) = at {
+            step.insert("timestamp".into(), json!(at));
+        }
+        step.insert("source".into(), json!(source));
+        step.insert("message".into(), json!(""));
+        Self(step)
+    }
+
+    fn calls(&mut self) -> &mut Vec<Value> {
+        let calls = self
+            .0
+            .entry("tool_calls")
+            .or_insert_with(|| Value::Array(Vec::new()));
+        calls.as_array_mut().expect("made an array")
+    }
+
+    fn results(&mut self) -> &mut Vec<Value> {
+        let observation = self
+            .0
+            .entry("observation")
+            .or_insert_with(|| json!({"results": []}));
+        observation["results"]
+            .as_array_mut()
+            .expect("made an array")
+    }
+}
+
+/// Writes `run` as one ATIF trajectory (JSON).
+pub fn write(run: &Run, out: &mut dyn Write) -> Result<()> {
+    let header = &run.header;
+    let timed = header.recorded(Source::TIMES);
+    let at = |t_ms: u64| -> Option<String> {
+        let start: DateTime<Utc> = header.started_at.filter(|_| timed)?;
+        Some((start + Duration::milliseconds(t_ms as i64)).to_rfc3339())
+    };
+    let simulated_of: std::collections::HashMap<u32, u32> = run
+        .steps()
+        .iter()
+        .filter_map(|s| Some((s.event, s.simulated?)))
+        .collect();
+
+    let mut steps: Vec<Step> = Vec::new();
+    if let Some(request) = header.request() {
+        let mut user = Step::new("user", at(0));
+        user.0.insert("message".into(), json!(request));
+        steps.push(user);
+    }
+    let mut kept = Vec::new();
+    // The agent step the next real call belongs to (its turn chose it), while it answers none.
+    let mut turn_open = false;
+    let (mut prompt_total, mut completion_total) = (0u64, 0u64);
+    for i in 0..run.len() {
+        let event = run.event(i);
+        match &event.body {
+            EventBody::LlmCall {
+                role: Role::Planner,
+                model,
+                prompt_tokens,
+                completion_tokens,
+                messages,
+                ..
+            } => {
+                let mut step = Step::new("agent", at(event.t_ms));
+                if !model.is_empty() {
+                    step.0.insert("model_name".into(), json!(model));
+                }
+                step.0
+                    .insert("message".into(), json!(reply_text(messages.as_deref())));
+                if header.recorded(Source::TOKENS) {
+                    step.0.insert(
+                        "metrics".into(),
+                        json!({"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens}),
+                    );
+                    prompt_total += prompt_tokens;
+                    completion_total += completion_tokens;
+                }
+                step.0
+                    .insert("extra".into(), json!({"cosmos": {"event": &*event}}));
+                steps.push(step);
+                turn_open = true;
+            }
+            EventBody::ToolCalled {
+                step: number,
+                tool,
+                server,
+                arguments,
+                result,
+                error,
+                ..
+            } => {
+                if !turn_open {
+                    // A call no recorded turn chose (a plan executed, a proxy's client): a step
+                    // of its own that made no LLM call.
+                    let mut step = Step::new("agent", at(event.t_ms));
+                    step.0.insert("llm_call_count".into(), json!(0));
+                    steps.push(step);
+                    turn_open = true;
+                }
+                let id = format!("call-{number}");
+                let mut extra = json!({"event": &*event});
+                if let Some(&sim) = simulated_of.get(&(i as u32))
+                    && let EventBody::NodeSimulated {
+                        world_model,
+                        observation,
+                        confidence,
+                        ..
+                    } = &run.event(sim as usize).body
+                {
+                    let fidelity = fidelity::compare(observation, result);
+                    extra["simulated"] = json!({
+                        "world_model": world_model,
+                        "text": observation.text,
+                        "confidence": confidence,
+                        "fidelity": fidelity.score,
+                    });
+                }
+                let step = steps.last_mut().expect("an agent step was opened");
+                step.calls().push(json!({
+                    "tool_call_id": id,
+                    "function_name": function_name(tool, server.as_deref()),
+                    "arguments": if arguments.is_object() { (**arguments).clone() } else { json!({}) },
+                    "extra": {"cosmos": extra},
+                }));
+                let mut answered = json!({"source_call_id": id, "content": result.text});
+                if result.is_error || error.is_some() {
+                    answered["extra"] = json!({"is_error": true, "error": error});
+                }
+                step.results().push(answered);
+            }
+            EventBody::Answer { text } => {
+                let mut step = Step::new("agent", at(event.t_ms));
+                step.0.insert("message".into(), json!(text));
+                step.0
+                    .insert("extra".into(), json!({"cosmos": {"answer": &*event}}));
+                steps.push(step);
+                turn_open = false;
+            }
+            _ => kept.push(event.into_owned()),
+        }
+    }
+    let steps: Vec<Value> = steps
+        .into_iter()
+        .enumerate()
+        .map(|(n, mut step)| {
+            step.0.insert("step_id".into(), json!(n + 1));
+            Value::Object(step.0)
+        })
+        .collect();
+    let tools: Vec<Value> = header
+        .tools
+        .iter()
+        .map(|t| {
+            let server = t.name.split_once(':').map(|(s, _)| s);
+            json!({"type": "function", "function": {
+                "name": function_name(&t.name, server),
+                "description": t.description,
+                "parameters": t.input_schema.value(),
+            }})
+        })
+        .collect();
+    let mut agent = json!({"name": "mcp-cosmos", "version": header.tool_version});
+    if let Some(model) = header.planner_model() {
+        agent["model_name"] = json!(model);
+    }
+    if !tools.is_empty() {
+        agent["tool_definitions"] = Value::Array(tools);
+    }
+    let mut final_metrics = json!({"total_steps": steps.len()});
+    if header.recorded(Source::TOKENS) {
+        final_metrics["total_prompt_tokens"] = json!(prompt_total);
+        final_metrics["total_completion_tokens"] = json!(completion_total);
+    }
+    let trajectory = json!({
+        "schema_version": SCHEMA_VERSION,
+        "session_id": header.run_id,
+        "trajectory_id": header.run_id,
+        "agent": agent,
+        "steps": steps,
+        "final_metrics": final_metrics,
+        "extra": {"cosmos": {"shape": EXTRA_SHAPE, "header": header, "events": kept}},
+    });
+    serde_json::to_writer(&mut *out, &trajectory)?;
+    out.write_all(b"\n")?;
+    Ok(())
+}
+
+/// The reply's text of recorded messages (the last one, the assistant's), or nothing.
+fn reply_text(messages: Option<&Value>) -> String {
+    messages
+        .and_then(Value::as_array)
+        .and_then(|m| m.last())
+        .filter(|m| m.get("role").and_then(Value::as_str) == Some("assistant"))
+        .and_then(|m| m.get("content"))
+        .map(crate::import::content_text)
+        .unwrap_or_default()
+}

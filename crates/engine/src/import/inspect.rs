@@ -1,0 +1,605 @@
+//! Inspect AI logs read as cosmos runs, one per sample (and epoch): its input is the task, its
+//! `model` events are model turns, its `tool` events real calls, its output the answer.
+//!
+//! A `.eval` log is a zip with one entry per sample: read an entry at a time, so memory is
+//! bounded by the largest sample. A torn zip (a log still being written, a copy cut short) has
+//! no directory: its entries are then read from the front until the tear, and the tear said.
+//! A `.json` log is streamed: its `samples` are converted one by one as the parser reaches
+//! them, never held together.
+//!
+//! Inspect's logs do not say which MCP server a tool came from, so its tools keep their own
+//! names (a name in Claude Code's `mcp__SERVER__TOOL` form still becomes `SERVER:TOOL`).
+
+use std::collections::HashMap;
+use std::fmt;
+use std::io::{BufReader, Read};
+use std::path::Path;
+
+use anyhow::{Context, Result, anyhow};
+use serde::Deserialize;
+use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde_json::{Value, json};
+
+use cosmos_trajectory::event::{Observation, Source, ToolInfo};
+
+use super::draft::{Call, Draft, Imported, Turn, content_text, timestamp};
+use super::format::{Format, Said};
+
+/// Largest sample read from a `.eval` entry; a bigger one is skipped and said (a zip's sizes
+/// can claim anything, and one sample is what memory holds at a time).
+const MAX_SAMPLE_BYTES: u64 = 4 << 30;
+
+/// The log's `eval`: what ran.
+#[derive(Debug, Default, Clone, Deserialize)]
+struct EvalSpec {
+    #[serde(default)]
+    task: String,
+    #[serde(default)]
+    model: String,
+    #[serde(default)]
+    solver: Option<String>,
+}
+
+/// The log's `plan`: the solvers, for naming the agent.
+#[derive(Debug, Default, Clone, Deserialize)]
+struct Plan {
+    #[serde(default)]
+    steps: Vec<PlanStep>,
+}
+
+#[derive(Debug, Default, Clone, Deserialize)]
+struct PlanStep {
+    #[serde(default)]
+    solver: String,
+}
+
+/// What the log says of the whole evaluation, read before its samples.
+#[derive(Debug, Default, Clone)]
+struct Evaluation {
+    file: String,
+    eval: EvalSpec,
+    plan: Plan,
+}
+
+impl Evaluation {
+    fn agent(&self) -> String {
+        let solvers = match &self.eval.solver {
+            Some(solver) => solver.clone(),
+            None => self
+                .plan
+                .steps
+                .iter()
+                .map(|s| s.solver.as_str())
+                .collect::<Vec<_>>()
+                .join(" → "),
+        };
+        if solvers.is_empty() {
+            "inspect-ai".to_string()
+        } else {
+            format!("inspect-ai: {solvers}")
+        }
+    }
+}
+
+/// One sample, as much as cosmos reads.
+#[derive(Debug, Deserialize)]
+struct Sample {
+    id: Value,
+    #[serde(default)]
+    epoch: Option<u64>,
+    #[serde(default)]
+    input: Value,
+    #[serde(default)]
+    output: Option<Value>,
+    #[serde(default)]
+    events: Vec<Value>,
+    #[serde(default)]
+    started_at: Option<String>,
+    #[serde(default)]
+    completed_at: Option<String>,
+    #[serde(default)]
+    error: Option<Value>,
+    #[serde(default)]
+    attachments: HashMap<String, String>,
+    #[serde(default)]
+    scores: Option<serde_json::Map<String, Value>>,
+}
+
+/// Reads an Inspect log (`.eval` or `.json`, told apart by content).
+pub fn read(path: &Path, each: &mut dyn FnMut(Imported) -> Result<()>) -> Result<Said> {
+    let mut magic = [0u8; 4];
+    let mut file =
+        std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let n = file.read(&mut magic)?;
+    let context = Evaluation {
+        file: path.display().to_string(),
+        ..Evaluation::default()
+    };
+    if n == 4 && &magic == b"PK\x03\x04" {
+        read_eval(path, context, each)
+    } else {
+        read_json(path, context, each)
+    }
+}
+
+/// A `.eval` zip: the header's spec, then each `samples/*.json` entry in turn.
+fn read_eval(
+    path: &Path,
+    mut context: Evaluation,
+    each: &mut dyn FnMut(Imported) -> Result<()>,
+) -> Result<Said> {
+    let file = std::fs::File::open(path)?;
+    let mut said = Said::default();
+    let mut archive = match zip::ZipArchive::new(BufReader::new(file)) {
+        Ok(archive) => archive,
+        Err(e) => return read_torn_eval(path, context, each, &e.to_string()),
+    };
+    for spec in ["header.json", "_journal/start.json"] {
+        if let Ok(entry) = archive.by_name(spec) {
+            let value: Value = serde_json::from_reader(entry.take(MAX_SAMPLE_BYTES))
+                .with_context(|| format!("{}: {spec} is not JSON", path.display()))?;
+            take_spec(&mut context, &value);
+            break;
+        }
+    }
+    for index in 0..archive.len() {
+        let entry = match archive.by_index(index) {
+            Ok(entry) => entry,
+            Err(e) => {
+                said.lines.push(format!("entry {index}: {e}"));
+                continue;
+            }
+        };
+        let name = match entry.name() {
+            Ok(name) => name.to_string(),
+            Err(e) => {
+                said.lines.push(format!("entry {index}: {e}"));
+                continue;
+            }
+        };
+        if !(name.starts_with("samples/") && name.ends_with(".json")) {
+            continue;
+        }
+        if entry.size() > MAX_SAMPLE_BYTES {
+            said.lines.push(format!(
+                "{name}: {} bytes, over the {} a sample may have",
+                entry.size(),
+                MAX_SAMPLE_BYTES
+            ));
+            continue;
+        }
+        match serde_json::from_reader::<_, Sample>(BufReader::new(entry.take(MAX_SAMPLE_BYTES))) {
+            Ok(sample) => each(convert(&context, sample))?,
+            Err(e) => said
+                .lines
+                .push(format!("{name}: not a readable sample: {e}")),
+        }
+    }
+    Ok(said)
+}
+
+/// A `.eval` zip without its directory: entries read from the front, each whole one kept,
+/// until the tear.
+fn read_torn_eval(
+    path: &Path,
+    mut context: Evaluation,
+    each: &mut dyn FnMut(Imported) -> Result<()>,
+    why: &str,
+) -> Result<Said> {
+    let mut said = Said::default();
+    let mut reader = BufReader::new(std::fs::File::open(path)?);
+    let mut read = 0usize;
+    let tear = loop {
+        let mut entry = match zip::read::read_zipfile_from_stream(&mut reader) {
+            Ok(Some(entry)) => entry,
+            Ok(None) => break None,
+            Err(e) => break Some(e.to_string()),
+        };
+        let name = entry.name().map(|n| n.to_string()).unwrap_or_default();
+        let mut bytes = Vec::new();
+        if let Err(e) = (&mut entry).take(MAX_SAMPLE_BYTES).read_to_end(&mut bytes) {
+            break Some(format!("{name}: {e}"));
+        }
+        if name == "_journal/start.json" || name == "header.json" {
+            if let Ok(value) = serde_json::from_slice::<Value>(&bytes) {
+                take_spec(&mut context, &value);
+            }
+        } else if name.starts_with("samples/") && name.ends_with(".json") {
+            match serde_json::from_slice::<Sample>(&bytes) {
+                Ok(sample) => {
+                    each(convert(&context, sample))?;
+                    read += 1;
+                }
+                Err(e) => said
+                    .lines
+                    .push(format!("{name}: not a readable sample: {e}")),
+            }
+        }
+    };
+    said.lines.push(format!(
+        "{}: a torn zip ({why}); {read} sample(s) read from the front{}",
+        path.display(),
+        tear.map(|t| format!(" before the tear ({t})"))
+            .unwrap_or_default()
+    ));
+    Ok(said)
+}
+
+/// The spec and plan of a `header.json` (or the journal's start).
+fn take_spec(context: &mut Evaluation, value: &Value) {
+    if let Some(eval) = value
+        .get("eval")
+        .and_then(|e| EvalSpec::deserialize(e).ok())
+    {
+        context.eval = eval;
+    }
+    if let Some(plan) = value.get("plan").and_then(|p| Plan::deserialize(p).ok()) {
+        context.plan = plan;
+    }
+}
+
+/// A `.json` log, streamed: `eval` and `plan` kept as met, each of `samples` converted as the
+/// parser reaches it. Inspect writes `eval` first; samples met before it are named from the
+/// sample alone.
+fn read_json(
+    path: &Path,
+    context: Evaluation,
+    each: &mut dyn FnMut(Imported) -> Result<()>,
+) -> Result<Said> {
+    let file = std::fs::File::open(path)?;
+    let mut reading = Reading {
+        context,
+        each,
+        samples: 0,
+        failed: None,
+    };
+    let mut de = serde_json::Deserializer::from_reader(BufReader::with_capacity(1 << 20, file));
+    let parsed = (&mut reading).deserialize(&mut de).and_then(|()| de.end());
+    if let Some(failed) = reading.failed {
+        return Err(failed);
+    }
+    let mut said = Said::default();
+    if let Err(e) = parsed {
+        if reading.samples == 0 {
+            return Err(anyhow!(
+                "{} is not a readable Inspect log: {e}",
+                path.display()
+            ));
+        }
+        said.lines.push(format!(
+            "{}: the log breaks off ({e}); the {} sample(s) before it were read",
+            path.display(),
+            reading.samples
+        ));
+    }
+    Ok(said)
+}
+
+/// The streaming reader's state.
+struct Reading<'a> {
+    context: Evaluation,
+    each: &'a mut dyn FnMut(Imported) -> Result<()>,
+    samples: usize,
+    /// Why `each` failed (a write), which stops the reading.
+    failed: Option<anyhow::Error>,
+}
+
+impl<'de> DeserializeSeed<'de> for &mut Reading<'_> {
+    type Value = ();
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for &mut Reading<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an Inspect log object")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while let Some(key) = map.next_key::<String>()? {
+            match key.as_str() {
+                "eval" => self.context.eval = map.next_value()?,
+                "plan" => self.context.plan = map.next_value()?,
+                "samples" => map.next_value_seed(Samples(&mut *self))?,
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The `samples` array, one sample at a time.
+struct Samples<'r, 'a>(&'r mut Reading<'a>);
+
+impl<'de> DeserializeSeed<'de> for Samples<'_, '_> {
+    type Value = ();
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Samples<'_, '_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a list of samples")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while let Some(sample) = seq.next_element::<Sample>()? {
+            let run = convert(&self.0.context, sample);
+            if let Err(e) = (self.0.each)(run) {
+                self.0.failed = Some(e);
+                return Err(serde::de::Error::custom("stopped"));
+            }
+            self.0.samples += 1;
+        }
+        Ok(())
+    }
+}
+
+/// A string from the log with its `attachment://` reference (Inspect keeps big texts apart)
+/// put back.
+fn resolved<'a>(text: &'a str, attachments: &'a HashMap<String, String>) -> &'a str {
+    text.strip_prefix("attachment://")
+        .and_then(|key| attachments.get(key))
+        .map_or(text, String::as_str)
+}
+
+/// A value with every attachment reference in it put back.
+fn resolve(value: &Value, attachments: &HashMap<String, String>) -> Value {
+    match value {
+        Value::String(text) => Value::String(resolved(text, attachments).to_string()),
+        Value::Array(items) => {
+            Value::Array(items.iter().map(|v| resolve(v, attachments)).collect())
+        }
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| (k.clone(), resolve(v, attachments)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+fn text_of(value: &Value) -> Option<&str> {
+    value.as_str()
+}
+
+/// A sample's id as text.
+fn id_text(id: &Value) -> String {
+    match id {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Seconds as milliseconds.
+fn millis(seconds: Option<&Value>) -> Option<u64> {
+    let seconds = seconds?.as_f64()?;
+    (seconds.is_finite() && seconds >= 0.0).then(|| (seconds * 1000.0).round() as u64)
+}
+
+/// One sample as one run.
+fn convert(context: &Evaluation, sample: Sample) -> Imported {
+    let attachments = &sample.attachments;
+    let id = id_text(&sample.id);
+    let epoch = sample.epoch.unwrap_or(1);
+    let source = Source {
+        format: Format::Inspect.as_str().to_string(),
+        file: context.file.clone(),
+        id: format!("{}/{id}/epoch-{epoch}", context.eval.task),
+        ..Source::default()
+    };
+    let started = sample
+        .started_at
+        .as_deref()
+        .and_then(timestamp)
+        .or_else(|| {
+            sample.events.iter().find_map(|e| {
+                e.get("timestamp")
+                    .and_then(Value::as_str)
+                    .and_then(timestamp)
+            })
+        });
+    let mut draft = Draft::new(source, &id, started);
+    draft.agent(context.agent());
+    draft.model(&context.eval.model);
+    match &sample.input {
+        Value::String(text) => draft.user(started, resolved(text, attachments)),
+        Value::Array(messages) => {
+            for message in messages {
+                let text = content_text(&resolve(
+                    message.get("content").unwrap_or(&Value::Null),
+                    attachments,
+                ));
+                match message.get("role").and_then(Value::as_str) {
+                    Some("user") => draft.user(started, &text),
+                    Some(role) => {
+                        let t_ms = draft.at(started);
+                        draft.note(t_ms, role, &text);
+                    }
+                    None => {}
+                }
+            }
+        }
+        _ => {}
+    }
+    let mut catalogue_taken = false;
+    for event in &sample.events {
+        let at = event
+            .get("timestamp")
+            .and_then(Value::as_str)
+            .and_then(timestamp);
+        match event.get("event").and_then(Value::as_str) {
+            Some("model") => {
+                if !catalogue_taken
+                    && let Some(tools) = event.get("tools").and_then(Value::as_array)
+                {
+                    catalogue_taken = true;
+                    draft.tools(tools.iter().filter_map(|t| tool_info(t, attachments)));
+                }
+                draft.turn(model_turn(event, at, attachments));
+            }
+            Some("tool") => {
+                draft.call(tool_call(event, at, attachments));
+            }
+            Some("score") => {
+                if let Some(score) = event.get("score") {
+                    draft.skipped(format!(
+                        "an Inspect score ({}): {}",
+                        event
+                            .get("scorer")
+                            .and_then(Value::as_str)
+                            .unwrap_or("scorer"),
+                        score.get("value").unwrap_or(&Value::Null)
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+    if sample.scores.is_some()
+        && !sample
+            .events
+            .iter()
+            .any(|e| e.get("event") == Some(&json!("score")))
+    {
+        for (scorer, score) in sample.scores.iter().flatten() {
+            draft.skipped(format!(
+                "an Inspect score ({scorer}): {}",
+                score.get("value").unwrap_or(&Value::Null)
+            ));
+        }
+    }
+    let completed = sample.completed_at.as_deref().and_then(timestamp);
+    let answer = sample
+        .output
+        .as_ref()
+        .and_then(|o| o.get("completion"))
+        .and_then(text_of)
+        .map(|t| resolved(t, attachments).to_string())
+        .filter(|t| !t.is_empty());
+    if let Some(answer) = answer {
+        draft.answer(completed, &answer);
+    }
+    let failure = sample.error.as_ref().map(|e| {
+        e.get("message")
+            .and_then(Value::as_str)
+            .map_or_else(|| e.to_string(), |m| resolved(m, attachments).to_string())
+    });
+    draft.finish(failure, None)
+}
+
+/// A `model` event as a turn: its model, usage, time and the reply it chose.
+fn model_turn(
+    event: &Value,
+    at: Option<chrono::DateTime<chrono::Utc>>,
+    attachments: &HashMap<String, String>,
+) -> Turn {
+    let output = event.get("output");
+    let usage = output.and_then(|o| o.get("usage"));
+    let message = output
+        .and_then(|o| o.get("choices"))
+        .and_then(|c| c.get(0))
+        .and_then(|c| c.get("message"));
+    let calls: Vec<Value> = message
+        .and_then(|m| m.get("tool_calls"))
+        .and_then(Value::as_array)
+        .map(|calls| {
+            calls
+                .iter()
+                .map(|c| {
+                    json!({
+                        "name": c.get("function").cloned().unwrap_or(Value::Null),
+                        "arguments": resolve(c.get("arguments").unwrap_or(&Value::Null), attachments),
+                    })
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let content = message
+        .and_then(|m| m.get("content"))
+        .map(|c| content_text(&resolve(c, attachments)))
+        .unwrap_or_default();
+    let mut reply = json!({"role": "assistant", "content": content});
+    if !calls.is_empty() {
+        reply["tool_calls"] = Value::Array(calls);
+    }
+    Turn {
+        at,
+        model: event
+            .get("model")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+        prompt_tokens: usage
+            .and_then(|u| u.get("input_tokens"))
+            .and_then(Value::as_u64),
+        completion_tokens: usage
+            .and_then(|u| u.get("output_tokens"))
+            .and_then(Value::as_u64),
+        latency_ms: millis(event.get("working_time")),
+        error: event
+            .get("error")
+            .filter(|e| !e.is_null())
+            .map(|e| e.as_str().map_or_else(|| e.to_string(), str::to_string)),
+        reply,
+    }
+}
+
+/// A `tool` event as a real call. One still pending has no result.
+fn tool_call(
+    event: &Value,
+    at: Option<chrono::DateTime<chrono::Utc>>,
+    attachments: &HashMap<String, String>,
+) -> Call {
+    let error = event.get("error").filter(|e| !e.is_null()).map(|e| {
+        e.get("message")
+            .and_then(Value::as_str)
+            .map_or_else(|| e.to_string(), |m| resolved(m, attachments).to_string())
+    });
+    let pending = event.get("pending").and_then(Value::as_bool) == Some(true);
+    let result = (!pending).then(|| {
+        let text = event
+            .get("result")
+            .map(|r| content_text(&resolve(r, attachments)))
+            .unwrap_or_default();
+        Observation::of_text(text, error.is_some())
+    });
+    Call {
+        name: event
+            .get("function")
+            .and_then(Value::as_str)
+            .unwrap_or("tool")
+            .to_string(),
+        arguments: resolve(event.get("arguments").unwrap_or(&json!({})), attachments),
+        result,
+        error,
+        latency_ms: if pending {
+            None
+        } else {
+            millis(event.get("working_time"))
+        },
+        at,
+    }
+}
+
+/// A model event's tool (`{name, description, parameters}`) as a catalogue entry.
+fn tool_info(tool: &Value, attachments: &HashMap<String, String>) -> Option<ToolInfo> {
+    Some(ToolInfo {
+        name: tool.get("name")?.as_str()?.to_string(),
+        description: tool
+            .get("description")
+            .and_then(Value::as_str)
+            .map(|d| resolved(d, attachments).to_string())
+            .unwrap_or_default(),
+        input_schema: resolve(
+            tool.get("parameters").unwrap_or(&json!({"type": "object"})),
+            attachments,
+        )
+        .into(),
+        output_schema: None,
+        annotations: None,
+    })
+}

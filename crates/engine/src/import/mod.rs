@@ -1,0 +1,20 @@
+//! Other programs' trajectories read as cosmos runs (`cosmos import`, and every command that
+//! opens runs, through [`open`]): ATIF (`atif.rs`) and Inspect AI logs (`inspect.rs`). Each
+//! session or sample becomes one run, built by [`Draft`] and written by the one trajectory
+//! writer, so an imported run is redacted, bounded and totalled as any other.
+//!
+//! Nothing is invented: what the source does not have stays absent, and the header's
+//! [`Source`] lists what the run's values mean nothing for (`unrecorded`) and what was read but
+//! has no place here (`skipped`). docs/import.md says what maps to what.
+
+pub mod atif;
+mod convert;
+mod draft;
+mod format;
+pub mod inspect;
+mod open;
+
+pub use convert::{read, write};
+pub use draft::{Call, Draft, Ended, Imported, Turn, content_text, mcp_tool_name, timestamp};
+pub use format::{Detected, Format, KNOWN, Said, detect, detect_bytes};
+pub use open::{Opened, open};

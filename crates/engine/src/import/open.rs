@@ -1,0 +1,128 @@
+//! Foreign trajectories opened where runs are taken (the explorer, `report`, `wm-eval`,
+//! `export`): each converted as `cosmos import` converts it, into a private folder that lives
+//! as long as the [`Opened`] and is removed with it.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Result, bail};
+use cosmos_trajectory::reader::collect_files;
+use cosmos_trajectory::redact::Redactor;
+
+use super::convert::{read, write};
+use super::format::{Detected, Format, detect};
+
+/// Paths ready for any reader of cosmos runs.
+#[derive(Debug)]
+pub struct Opened {
+    /// The paths given, a foreign file replaced by the runs made of it, and the private folder
+    /// of those runs added when a folder held foreign files.
+    pub paths: Vec<PathBuf>,
+    /// What could not be read or was left out, one line each (uncleaned: print it inert).
+    pub said: Vec<String>,
+    /// How many runs were converted.
+    pub converted: usize,
+    /// The private folder of converted runs; removed when this is dropped.
+    folder: Option<tempfile::TempDir>,
+}
+
+impl Opened {
+    /// The private folder of converted runs, when there is one.
+    pub fn converted_folder(&self) -> Option<&Path> {
+        self.folder.as_ref().map(tempfile::TempDir::path)
+    }
+}
+
+/// Opens `paths` for reading as runs: a file given that is another program's trajectory is
+/// converted (one that is no known format is an error naming the formats known); in a
+/// folder, `*.json` and `*.eval` files that are trajectories are converted too, and any other
+/// such file is passed over quietly (a folder of runs often holds configs).
+pub fn open(paths: &[PathBuf], redactor: &Redactor) -> Result<Opened> {
+    let mut opened = Opened {
+        paths: Vec::new(),
+        said: Vec::new(),
+        converted: 0,
+        folder: None,
+    };
+    let mut in_folders = Vec::new();
+    for path in paths {
+        let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => anyhow::anyhow!(
+                "{}: no such file or folder (give a run file or a folder of runs)",
+                path.display()
+            ),
+            _ => anyhow::anyhow!("{}: {e}", path.display()),
+        })?;
+        if meta.is_dir() {
+            opened.paths.push(path.clone());
+            in_folders.extend(collect_files(std::slice::from_ref(path))?.foreign);
+            continue;
+        }
+        if !meta.is_file() {
+            bail!("{}: not a regular file", path.display());
+        }
+        match detect(path)? {
+            Detected::Cosmos => opened.paths.push(path.clone()),
+            Detected::Foreign(format) => {
+                let made = convert(&mut opened, path, format, GIVEN, redactor)?;
+                if made.is_empty() {
+                    bail!(
+                        "{}: no session or sample in it could be read",
+                        path.display()
+                    );
+                }
+                opened.paths.extend(made);
+            }
+        }
+    }
+    let mut any_in_folders = false;
+    for path in in_folders {
+        if let Ok(Detected::Foreign(format)) = detect(&path) {
+            match convert(&mut opened, &path, format, FOUND, redactor) {
+                Ok(made) => any_in_folders |= !made.is_empty(),
+                Err(e) => opened.said.push(format!("{}: {e:#}", path.display())),
+            }
+        }
+    }
+    if any_in_folders && let Some(folder) = opened.converted_folder() {
+        let found = folder.join(FOUND);
+        opened.paths.push(found);
+    }
+    Ok(opened)
+}
+
+/// The private folder's part for files given one by one (each run listed on its own).
+const GIVEN: &str = "given";
+/// Its part for files found in folders (listed as a folder).
+const FOUND: &str = "found";
+
+/// Converts one foreign file into `part` of the private folder, returning the runs made.
+fn convert(
+    opened: &mut Opened,
+    path: &Path,
+    format: Format,
+    part: &str,
+    redactor: &Redactor,
+) -> Result<Vec<PathBuf>> {
+    if opened.folder.is_none() {
+        opened.folder = Some(
+            tempfile::Builder::new()
+                .prefix("cosmos-import-")
+                .tempdir()?,
+        );
+    }
+    let folder = opened.converted_folder().expect("made above").join(part);
+    std::fs::create_dir_all(&folder)?;
+    let mut made = Vec::new();
+    let mut problems = Vec::new();
+    let said = read(path, format, &mut |run| {
+        match write(&run, &folder, redactor) {
+            Ok(written) => made.push(written),
+            Err(e) => problems.push(format!("{e:#}")),
+        }
+        Ok(())
+    })?;
+    opened.converted += made.len();
+    opened.said.extend(said.lines);
+    opened.said.extend(problems);
+    Ok(made)
+}
