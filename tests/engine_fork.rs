@@ -629,3 +629,69 @@ fn the_sample_react_run_forks_at_step_2_from_its_recording_alone() {
     validates(&run);
     assert_eq!(report_metrics(&run)["tool_calls"], 0);
 }
+
+/// An imported session (a Claude Code session in ATIF) forks like a run of cosmos's own: its
+/// calls replayed, then a cosmos agent goes on against the real server of the same name.
+#[test]
+fn an_imported_atif_session_forks_against_the_real_server_of_its_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let imported = dir.path().join("imported");
+    let atif = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/interchange/atif_claude_code_time.json");
+    let done = std::process::Command::new(env!("CARGO_BIN_EXE_cosmos"))
+        .args([
+            "import",
+            atif.to_str().unwrap(),
+            "--out",
+            imported.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        done.status.success(),
+        "{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    let session = only_run(&imported);
+    let mcp = write_mcp_config(
+        dir.path(),
+        json!({"time": {"command": python(), "args": ["-m", "mcp_server_time", "--local-timezone", "UTC"]}}),
+    );
+    let out = dir.path().join("forks");
+    let forked = fork(
+        &session,
+        &out,
+        json!([
+            {"when": "3. time:get_current_time", "content": finish("It is the time the server said")},
+            {"content": call("time:get_current_time", json!({"timezone": "Europe/Paris"}))}
+        ]),
+        &[
+            "--at",
+            "3",
+            "--agent",
+            "react",
+            "--mcp-config",
+            mcp.to_str().unwrap(),
+        ],
+    );
+    assert!(forked.status.success(), "{}", text(&forked));
+    let run = only_run(&out);
+    let events = events(&run);
+    assert_eq!(events[0]["fork_of"]["step"], 3);
+    assert_eq!(
+        kinds_with_origin(&events),
+        [
+            ("tool_called".to_string(), 1, true),
+            ("tool_called".to_string(), 2, true),
+            ("tool_called".to_string(), 3, false),
+        ]
+    );
+    let fresh = events
+        .iter()
+        .find(|e| e["kind"] == "tool_called" && e["step"] == 3)
+        .unwrap();
+    // The real server answered the new call.
+    let result: Value = serde_json::from_str(fresh["result"]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(result["timezone"], "Europe/Paris");
+    validates(&run);
+}

@@ -321,3 +321,29 @@ fn a_run_with_skipped_lines_says_so_when_opened_directly() {
     t.keys(&["q"]);
     t.wait_exit();
 }
+
+#[test]
+fn foreign_files_open_in_the_explorer_as_the_runs_made_of_them() {
+    let fixtures =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/interchange");
+    // A log of two samples opens as the browser over its two runs.
+    let eval = fixtures.join("inspect_time_mcp.eval");
+    let t = Tmux::start(&["replay", eval.to_str().unwrap()], 160, 40);
+    t.wait_for_all(&["2 of 2 runs", "inspect-ai", "mockllm/model"]);
+    t.keys(&["q"]);
+    t.wait_exit();
+    // One ATIF session opens as its run; a folder with it beside a run lists both.
+    let atif = fixtures.join("atif_claude_code_time.json");
+    let t = Tmux::start(&[atif.to_str().unwrap()], 160, 40);
+    t.wait_for_all(&["Steps · external", "time:get_current_time"]);
+    t.keys(&["q"]);
+    t.wait_exit();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(&atif, dir.path().join("session.json")).unwrap();
+    let run = &common::three_runs()[0];
+    common::write_run(run, &dir.path().join("run.jsonl"));
+    let t = Tmux::start(&["replay", dir.path().to_str().unwrap()], 160, 40);
+    t.wait_for_all(&["2 of 2 runs", "claude-code"]);
+    t.keys(&["q"]);
+    t.wait_exit();
+}

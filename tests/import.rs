@@ -291,7 +291,7 @@ fn a_cut_off_session_keeps_its_last_call_without_a_result_and_nothing_raw_is_pri
     assert!(header.get("planner").is_none(), "the source names no model");
     assert_eq!(
         header["source"]["unrecorded"],
-        json!(["t_ms", "latency_ms", "tokens"])
+        json!(["t_ms", "latency_ms", "tokens", "tools"])
     );
     let calls = of_kind(&run, "tool_called");
     assert_eq!(calls.len(), 2);
@@ -599,4 +599,255 @@ fn fresh_inspect_logs_import() {
                 .contains("Asia/Tokyo")
         );
     }
+}
+
+#[test]
+fn otlp_json_of_other_instrumentations_imports_one_run_per_trace() {
+    let out = tempfile::tempdir().unwrap();
+    let runs = import(&[&fixture("otlp_hand_made.json")], out.path());
+    assert_eq!(runs.len(), 2, "two traces");
+    // OpenInference (a LangChain agent): the root's input and output are the task and answer.
+    let oi = &runs[0];
+    assert_eq!(oi[0]["source"]["format"], "otlp");
+    assert_eq!(oi[0]["source"]["agent"], "my-langgraph-agent");
+    assert_eq!(oi[0]["task"]["request"], "What time is it in Tokyo?");
+    assert_eq!(oi[0]["planner"]["model"], "gpt-4o-mini");
+    let turn = of_kind(oi, "llm_call")[0];
+    assert_eq!(
+        (turn["prompt_tokens"].clone(), turn["latency_ms"].clone()),
+        (json!(812), json!(1200))
+    );
+    let calls = of_kind(oi, "tool_called");
+    assert_eq!(calls[0]["arguments"], json!({"timezone": "Asia/Tokyo"}));
+    assert!(
+        calls[0]["result"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("Asia/Tokyo")
+    );
+    assert_eq!(calls[0]["latency_ms"], 80);
+    assert_eq!(calls[1]["error"], "Invalid timezone: Mars/Olympus");
+    assert_eq!(of_kind(oi, "answer")[0]["text"], "It is 12:14 in Tokyo.");
+    // GenAI conventions: an MCP tool under Claude Code's name, no answer recorded.
+    let genai = &runs[1];
+    assert_eq!(genai[0]["source"]["agent"], "weather");
+    let call = of_kind(genai, "tool_called")[0];
+    assert_eq!(
+        (call["tool"].as_str(), call["server"].as_str()),
+        (Some("time:convert_time"), Some("time"))
+    );
+    let finished = of_kind(genai, "run_finished")[0];
+    assert_eq!(finished["status"], "failed");
+    assert_eq!(finished["t_ms"], 3000, "as long as its root span");
+}
+
+#[test]
+fn export_otel_to_a_file_imports_back_the_real_calls() {
+    let dir = tempfile::tempdir().unwrap();
+    let otlp = dir.path().join("traces.json");
+    let samples: Vec<PathBuf> = std::fs::read_dir(root().join("sample_runs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.extension().is_some_and(|e| e == "jsonl") && !p.to_str().unwrap().contains("wm-eval")
+        })
+        .collect();
+    assert!(samples.len() >= 10, "the sample runs are there");
+    let mut args = vec!["export".to_string(), "otel".to_string()];
+    args.extend(samples.iter().map(|p| p.display().to_string()));
+    args.extend([
+        "--out".into(),
+        otlp.display().to_string(),
+        "--content".into(),
+    ]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let done = cosmos(&args);
+    assert!(done.status.success(), "{}", text(&done.stderr));
+    let back = import(&[&otlp], &dir.path().join("back"));
+    assert_eq!(back.len(), samples.len(), "a run per trace");
+    let by_task_and_start =
+        |run: &[Value]| (run[0]["task"]["id"].clone(), run[0]["started_at"].clone());
+    for sample in &samples {
+        let original = read_run(sample);
+        let again = back
+            .iter()
+            .find(|r| by_task_and_start(r) == by_task_and_start(&original))
+            .unwrap_or_else(|| panic!("{} came back", sample.display()));
+        let calls = |run: &[Value]| -> Vec<(Value, Value, Value, bool)> {
+            of_kind(run, "tool_called")
+                .into_iter()
+                .filter(|c| c["origin"].is_null())
+                .map(|c| {
+                    (
+                        c["tool"].clone(),
+                        c["arguments"].clone(),
+                        c["result"]["text"].clone(),
+                        !c["error"].is_null() || c["result"]["is_error"] == true,
+                    )
+                })
+                .collect()
+        };
+        assert_eq!(calls(again), calls(&original), "{}", sample.display());
+        let planner_tokens = |run: &[Value]| -> Vec<Value> {
+            of_kind(run, "llm_call")
+                .into_iter()
+                .filter(|c| c["role"] == "planner")
+                .map(|c| c["prompt_tokens"].clone())
+                .collect()
+        };
+        assert_eq!(
+            planner_tokens(again),
+            planner_tokens(&original),
+            "{}",
+            sample.display()
+        );
+        let answer = |run: &[Value]| of_kind(run, "answer").first().map(|a| a["text"].clone());
+        assert_eq!(answer(again), answer(&original), "{}", sample.display());
+    }
+}
+
+#[test]
+fn the_explorer_shows_an_imported_run_with_dashes_where_its_source_said_nothing() {
+    let out = tempfile::tempdir().unwrap();
+    let runs = import(&[&fixture("atif_cut_off.json")], out.path());
+    assert_eq!(runs.len(), 1);
+    let path = std::fs::read_dir(out.path())
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let run = cosmos_trajectory::run::Run::open(&path).unwrap();
+    let mut app = common::run_app(run, (160, 48));
+    let screen = common::render(&mut app);
+    assert!(
+        !screen.contains('\u{1b}') && !screen.contains('\u{7}'),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("— (the source recorded no times)"),
+        "{screen}"
+    );
+    assert!(!screen.contains(" 0 ms"), "no made-up latency: {screen}");
+    assert!(!screen.contains("0:00.0"), "no made-up time: {screen}");
+    assert!(
+        screen.contains("— (the source counted no tokens)"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("names —  schema —"),
+        "no catalogue to check names against: {screen}"
+    );
+}
+
+#[test]
+fn an_import_again_leaves_the_runs_there_and_a_stopped_one_leaves_no_half_run() {
+    let out = tempfile::tempdir().unwrap();
+    let eval = fixture("inspect_time_mcp.eval");
+    let first = import(&[&eval], out.path());
+    assert_eq!(first.len(), 2);
+    // What a stopped import leaves: a part of the next run, never a half run under its name.
+    let stale = out.path().join(".import-inspect-stale.jsonl.part");
+    std::fs::write(&stale, "{\"torn").unwrap();
+    let again = cosmos(&[
+        "import",
+        eval.to_str().unwrap(),
+        "--out",
+        out.path().to_str().unwrap(),
+    ]);
+    assert!(again.status.success(), "{}", text(&again.stderr));
+    assert_eq!(
+        text(&again.stderr)
+            .matches("imported before: left as it is")
+            .count(),
+        2
+    );
+    let validate = cosmos(&["validate", out.path().to_str().unwrap()]);
+    assert!(validate.status.success(), "{}", text(&validate.stdout));
+    let report: Value = serde_json::from_str(&common::cosmos_stdout(&[
+        "report",
+        out.path().to_str().unwrap(),
+        "--format",
+        "json",
+    ]))
+    .unwrap();
+    assert_eq!(report["runs"], 2);
+}
+
+#[test]
+fn an_import_stopped_by_a_signal_exits_non_zero_and_the_next_one_finishes_it() {
+    // A big log, so the import is still reading when it is stopped.
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("big.json");
+    let mut text_log = String::from(
+        "{\"version\": 2, \"eval\": {\"task\": \"t\", \"model\": \"m\"}, \"samples\": [",
+    );
+    let result = "r".repeat(200_000);
+    for i in 0..400 {
+        if i > 0 {
+            text_log.push(',');
+        }
+        text_log.push_str(
+            &json!({"id": format!("s{i}"), "input": "task", "events": [
+            {"event": "tool", "function": "f", "arguments": {}, "result": result}
+        ], "output": {"completion": "done"}})
+            .to_string(),
+        );
+    }
+    text_log.push_str("]}");
+    std::fs::write(&log, text_log).unwrap();
+    let out = dir.path().join("out");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cosmos"))
+        .args([
+            "import",
+            log.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Stopped once it has written its first run.
+    let mut first = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.as_mut().unwrap()),
+        &mut first,
+    )
+    .unwrap();
+    assert!(first.contains(".jsonl"), "{first}");
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let status = child.wait().unwrap();
+    assert!(!status.success(), "a stopped import is no success");
+    let whole: Vec<PathBuf> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .collect();
+    assert!(!whole.is_empty() && whole.len() < 400, "{}", whole.len());
+    let validate = cosmos(&["validate", out.to_str().unwrap()]);
+    assert!(
+        validate.status.success(),
+        "every run there is whole: {}",
+        text(&validate.stdout)
+    );
+    // The next import writes the rest.
+    let done = cosmos(&[
+        "import",
+        log.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(done.status.success(), "{}", text(&done.stderr));
+    let all = std::fs::read_dir(&out)
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|e| e == "jsonl")
+        })
+        .count();
+    assert_eq!(all, 400);
 }

@@ -142,11 +142,10 @@ fn imported_runs() -> (tempfile::TempDir, Vec<std::path::PathBuf>) {
         ),
     ] {
         cosmos_engine::import::read(&fixtures.join(name), format, &mut |run| {
-            written.push(cosmos_engine::import::write(
-                &run,
-                dir.path(),
-                &Default::default(),
-            )?);
+            match cosmos_engine::import::write(&run, dir.path(), &Default::default())? {
+                cosmos_engine::import::Written::New(path) => written.push(path),
+                there => panic!("imported before: {there:?}"),
+            }
             Ok(())
         })
         .unwrap();

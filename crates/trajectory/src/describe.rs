@@ -728,4 +728,3 @@ mod tests {
         assert_eq!(brief_summary(&Brief::copied(&added)), None);
     }
 }
-

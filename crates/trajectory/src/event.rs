@@ -97,13 +97,38 @@ pub struct Source {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
     /// What the source never recorded, so the run's values for it mean nothing: some of
-    /// `t_ms` (when things happened), `latency_ms` (how long calls took), `tokens`.
+    /// `t_ms` (when things happened), `latency_ms` (how long calls took), `tokens`, `tools`
+    /// (no catalogue to check calls against).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unrecorded: Vec<String>,
     /// What was read but has no place in a cosmos run, one line each (a later user message,
     /// a step of a kind cosmos does not know).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub skipped: Vec<String>,
+}
+
+/// What an imported run's source did not record, as the metrics take it: each `true` makes
+/// the figures that rest on it unknown (`—`), never 0.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Unrecorded {
+    /// No times: wall time and phases.
+    pub times: bool,
+    /// No token counts.
+    pub tokens: bool,
+    /// No tool catalogue: valid names, schema compliance, valid-call failures.
+    pub tools: bool,
+}
+
+impl Unrecorded {
+    /// From a header's `source.unrecorded` list.
+    pub fn of_list(list: &[String]) -> Self {
+        let has = |what: &str| list.iter().any(|u| u == what);
+        Self {
+            times: has(Source::TIMES),
+            tokens: has(Source::TOKENS),
+            tools: has(Source::TOOLS),
+        }
+    }
 }
 
 impl Source {
@@ -113,6 +138,9 @@ impl Source {
     pub const LATENCIES: &'static str = "latency_ms";
     /// `unrecorded`'s name for token counts.
     pub const TOKENS: &'static str = "tokens";
+    /// `unrecorded`'s name for the tool catalogue (the source listed no tools, so no call's
+    /// name or arguments can be checked against one).
+    pub const TOOLS: &'static str = "tools";
 
     /// True when the source recorded `what` (one of the names above).
     pub fn recorded(&self, what: &str) -> bool {
@@ -161,6 +189,13 @@ impl Header {
         }
     }
 
+    /// What the run's source did not record, for the metrics.
+    pub fn unrecorded(&self) -> Unrecorded {
+        self.source
+            .as_ref()
+            .map_or_else(Unrecorded::default, |s| Unrecorded::of_list(&s.unrecorded))
+    }
+
     /// True unless the run was imported from a source that did not record `what` (a
     /// [`Source`] name): a view shows `—` for a value that means nothing.
     pub fn recorded(&self, what: &str) -> bool {
@@ -200,12 +235,15 @@ impl Header {
             .map_or("none", |w| w.name.as_str())
     }
 
-    /// What a listing's planner column says: the planner's model, or `—` for a proxy session.
+    /// What a listing's planner column says: the planner's model (an imported run's, as its
+    /// source names it), or `—` for a proxy session.
     pub fn planner_label(&self) -> String {
         // A proxy session's planner is its client's own agent, of which cosmos knows nothing;
         // the client's name is in the agent column (`external: NAME`).
+        // An imported run's model is its source's own word.
+        let knows = self.agent.kind != AgentKind::External || self.source.is_some();
         match self.planner_model() {
-            Some(model) if self.agent.kind != AgentKind::External => model.to_string(),
+            Some(model) if knows => model.to_string(),
             _ => "—".to_string(),
         }
     }

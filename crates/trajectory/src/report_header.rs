@@ -47,8 +47,8 @@ pub struct ReportHeader {
     pub tools: Arc<ToolCatalog>,
     /// Routing's threshold (`agent.settings.go_real_below`), when the run routed.
     pub go_real_below: Option<f64>,
-    /// An imported run whose source recorded no times (`source.unrecorded` has `t_ms`).
-    pub times_unrecorded: bool,
+    /// What an imported run's source did not record.
+    pub unrecorded: super::event::Unrecorded,
 }
 
 impl ReportHeader {
@@ -64,7 +64,7 @@ impl ReportHeader {
             label: header.label.clone(),
             tools: Arc::new(ToolCatalog::new(&header.tools)),
             go_real_below: header.agent.go_real_below(),
-            times_unrecorded: !header.recorded(super::event::Source::TIMES),
+            unrecorded: header.unrecorded(),
         }
     }
 
@@ -98,11 +98,10 @@ impl ReportHeader {
             label: line.label,
             tools,
             go_real_below: line.agent.settings.go_real_below,
-            times_unrecorded: line.source.is_some_and(|s| {
-                s.unrecorded
-                    .iter()
-                    .any(|u| u == super::event::Source::TIMES)
-            }),
+            unrecorded: line
+                .source
+                .map(|s| super::event::Unrecorded::of_list(&s.unrecorded))
+                .unwrap_or_default(),
         })
     }
 }

@@ -59,8 +59,12 @@ pub enum Export {
         runs: Vec<PathBuf>,
         /// The receiver: a base URL (`http://localhost:6006`; `/v1/traces` is added) or the
         /// full traces URL.
-        #[arg(long)]
-        endpoint: String,
+        #[arg(long, required_unless_present = "out", conflicts_with = "out")]
+        endpoint: Option<String>,
+        /// Write OTLP JSON to this file instead (a line per run, as a collector's file
+        /// exporter writes; `cosmos import` reads it back).
+        #[arg(long, short)]
+        out: Option<PathBuf>,
         /// An HTTP header for the receiver, `NAME=VALUE` (repeatable). The command line is
         /// visible to every user of the machine: give a key through `OTEL_EXPORTER_OTLP_HEADERS`.
         #[arg(long = "header", value_name = "NAME=VALUE")]
@@ -97,12 +101,20 @@ pub fn run(args: ExportArgs) -> Result<ExitCode> {
         Export::Otel {
             runs,
             endpoint,
+            out,
             headers,
             content,
-        } => otel(
-            &crate::cli::import::open_runs(&runs)?.paths,
-            &otel::Target::new(&endpoint, &headers, content)?,
-        ),
+        } => {
+            let opened = crate::cli::import::open_runs(&runs)?;
+            match (endpoint, out) {
+                (Some(endpoint), _) => otel(
+                    &opened.paths,
+                    &otel::Target::new(&endpoint, &headers, content)?,
+                ),
+                (None, Some(out)) => otel_file(&opened.paths, &out, content),
+                (None, None) => anyhow::bail!("give --endpoint URL or --out FILE"),
+            }
+        }
         Export::Transitions {
             runs,
             out,
@@ -187,6 +199,34 @@ fn otel(runs: &[PathBuf], target: &otel::Target) -> Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// Writes each run as one line of OTLP JSON into `out` (whole or not at all).
+fn otel_file(runs: &[PathBuf], out: &std::path::Path, content: bool) -> Result<ExitCode> {
+    let found = cosmos_trajectory::reader::collect_files(runs)?;
+    for why in &found.skipped {
+        errln!("cosmos: skipped {}", inert(why));
+    }
+    if found.files.is_empty() {
+        anyhow::bail!("no *.jsonl run files under the paths given");
+    }
+    let redactor = redactor();
+    let mut staged = staged::Staged::create(out)?;
+    let mut spans = 0;
+    for path in &found.files {
+        let (n, problems) = otel::file::write_run(path, content, &redactor, staged.writer())?;
+        for p in problems {
+            errln!("cosmos: {} (skipped)", inert(&p));
+        }
+        spans += n;
+    }
+    staged.finish()?;
+    outln!(
+        "{spans} span(s) of {} run(s) written to {}",
+        found.files.len(),
+        inert(&out.display().to_string())
+    );
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Opens `path` and writes its account with `write` to `out` (standard output by default),

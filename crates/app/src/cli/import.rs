@@ -15,7 +15,8 @@ use cosmos_trajectory::sanitize::inert;
 /// `cosmos import`'s flags.
 #[derive(Debug, Args)]
 pub struct ImportArgs {
-    /// Trajectory files of other programs: ATIF (.json), Inspect AI logs (.eval, .json).
+    /// Trajectory files of other programs: ATIF (.json), Inspect AI logs (.eval, .json),
+    /// OpenTelemetry traces as OTLP JSON (.json).
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
     /// The folder to write the runs into (made if missing; no file in it is overwritten).
@@ -60,7 +61,14 @@ pub fn run(args: ImportArgs) -> Result<ExitCode> {
         let mut made = 0usize;
         let read = import::read(file, format, &mut |run| {
             match import::write(&run, &args.out, &redactor) {
-                Ok(path) => {
+                Ok(import::Written::There(path)) => {
+                    made += 1;
+                    errln!(
+                        "cosmos: {} imported before: left as it is",
+                        inert(&path.display().to_string())
+                    );
+                }
+                Ok(import::Written::New(path)) => {
                     made += 1;
                     let calls = run
                         .events

@@ -125,8 +125,8 @@ pub enum Command {
     /// Export runs: a readable account (markdown, json), an ATIF trajectory (atif),
     /// OpenTelemetry traces (otel), or a transition dataset for world models (transitions).
     Export(export::ExportArgs),
-    /// Make cosmos runs of other programs' trajectories (ATIF, Inspect AI logs): one run per
-    /// session or sample, its path printed. Every command that reads runs also opens such
+    /// Make cosmos runs of other programs' trajectories (ATIF, Inspect AI logs, OTLP JSON):
+    /// one run per session, sample or trace, its path printed. Every command that reads runs also opens such
     /// files directly (docs/import.md).
     Import(import::ImportArgs),
     /// Print the paper's tables for groups of runs: one row per configuration.

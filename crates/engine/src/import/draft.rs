@@ -294,6 +294,7 @@ impl Draft {
             (self.untimed, Source::TIMES),
             (self.no_latency, Source::LATENCIES),
             (self.no_tokens, Source::TOKENS),
+            (self.header.tools.is_empty(), Source::TOOLS),
         ];
         self.source.unrecorded = unrecorded
             .iter()

@@ -13,6 +13,8 @@ pub enum Format {
     Atif,
     /// An Inspect AI log: `.eval` (a zip of samples) or `.json`.
     Inspect,
+    /// OpenTelemetry traces as OTLP JSON (GenAI conventions or OpenInference).
+    Otlp,
 }
 
 impl Format {
@@ -21,6 +23,7 @@ impl Format {
         match self {
             Format::Atif => "atif",
             Format::Inspect => "inspect",
+            Format::Otlp => "otlp",
         }
     }
 }
@@ -35,8 +38,7 @@ pub enum Detected {
 }
 
 /// The formats named when a file is none of them.
-pub const KNOWN: &str =
-    "a cosmos run (.jsonl), an ATIF trajectory (.json), an Inspect AI log (.eval or .json)";
+pub const KNOWN: &str = "a cosmos run (.jsonl), an ATIF trajectory (.json), an Inspect AI log (.eval or .json), OpenTelemetry traces as OTLP JSON (.json)";
 
 /// How much of a file's start detection looks at.
 const SNIFF: usize = 64 << 10;
@@ -71,6 +73,7 @@ pub fn detect_bytes(head: &[u8]) -> Result<Detected> {
         (at(&format!("\"{FORMAT_NAME}\"")), Detected::Cosmos),
         (at("\"ATIF-v"), Detected::Foreign(Format::Atif)),
         (inspect, Detected::Foreign(Format::Inspect)),
+        (at("\"resourceSpans\""), Detected::Foreign(Format::Otlp)),
     ];
     if let Some((_, detected)) = marks
         .iter()

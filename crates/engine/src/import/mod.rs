@@ -1,5 +1,6 @@
 //! Other programs' trajectories read as cosmos runs (`cosmos import`, and every command that
-//! opens runs, through [`open`]): ATIF (`atif.rs`) and Inspect AI logs (`inspect.rs`). Each
+//! opens runs, through [`open`]): ATIF (`atif.rs`), Inspect AI logs (`inspect.rs`) and
+//! OpenTelemetry traces in OTLP JSON (`otlp.rs`). Each
 //! session or sample becomes one run, built by [`Draft`] and written by the one trajectory
 //! writer, so an imported run is redacted, bounded and totalled as any other.
 //!
@@ -13,8 +14,9 @@ mod draft;
 mod format;
 pub mod inspect;
 mod open;
+pub mod otlp;
 
-pub use convert::{read, write};
+pub use convert::{Written, read, write};
 pub use draft::{Call, Draft, Ended, Imported, Turn, content_text, mcp_tool_name, timestamp};
 pub use format::{Detected, Format, KNOWN, Said, detect, detect_bytes};
 pub use open::{Opened, open};

@@ -8,7 +8,7 @@ use anyhow::{Result, bail};
 use cosmos_trajectory::reader::collect_files;
 use cosmos_trajectory::redact::Redactor;
 
-use super::convert::{read, write};
+use super::convert::{Written, read, write};
 use super::format::{Detected, Format, detect};
 
 /// Paths ready for any reader of cosmos runs.
@@ -116,7 +116,7 @@ fn convert(
     let mut problems = Vec::new();
     let said = read(path, format, &mut |run| {
         match write(&run, &folder, redactor) {
-            Ok(written) => made.push(written),
+            Ok(Written::New(path) | Written::There(path)) => made.push(path),
             Err(e) => problems.push(format!("{e:#}")),
         }
         Ok(())

@@ -644,7 +644,9 @@ fn row(key: &str, runs: &[&RunRecord], cohort: Option<(f64, f64)>, avg_calls: f6
         execution_quality,
         execution_quality_anchored,
         eq_cohort: None,
-        tokens: est(Scale::Positive, &|r| Some(r.metrics.tokens() as f64)),
+        tokens: est(Scale::Positive, &|r| {
+            (!r.metrics.tokens_unrecorded).then(|| r.metrics.tokens() as f64)
+        }),
         judge_tokens: est(Scale::Positive, &|r| {
             r.metrics
                 .judge

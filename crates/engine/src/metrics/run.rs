@@ -14,7 +14,7 @@ use super::fidelity::{self, Fidelity};
 use cosmos_trajectory::catalog::ToolCatalog;
 use cosmos_trajectory::event::{
     Action, ActionKind, AgentKind, DecisionProblem, Dimensions, Ending, Event, EventBody, Header,
-    JudgeRecord, NodeId, Observation, Phase, Role, RunStatus, Source, Totals, VALIDATOR,
+    JudgeRecord, NodeId, Observation, Phase, Role, RunStatus, Totals, Unrecorded, VALIDATOR,
 };
 use cosmos_trajectory::fold::TreeState;
 use cosmos_trajectory::lean::{Brief, LeanBody};
@@ -314,6 +314,10 @@ pub struct RunMetrics {
     /// shows `—` for them.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub times_unrecorded: bool,
+    /// The run's source counted no tokens (`source.unrecorded` says `tokens`): every token
+    /// figure means nothing, and every view shows `—` for it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub tokens_unrecorded: bool,
     /// Real calls made while planning in place of unsure predictions (routing's
     /// `node_grounded`): real traffic, though none is one of the run's steps.
     #[serde(default)]
@@ -446,6 +450,8 @@ pub struct MetricsInput<'a> {
     pub unsure_below: Option<f64>,
     /// Time of the last event so far.
     pub end_ms: u64,
+    /// What the run's source did not record (an imported run).
+    pub unrecorded: Unrecorded,
     /// Nodes added so far.
     pub nodes: u64,
     /// The latest judgement so far.
@@ -588,18 +594,21 @@ pub fn compute(input: &MetricsInput<'_>) -> RunMetrics {
         }
     }
 
+    // A source that listed no tools (an imported run) leaves no name or arguments checkable.
+    let checkable = !input.unrecorded.tools;
     RunMetrics {
         tool_calls: calls as u64,
         tool_call_success_rate: rate(ok, calls),
-        valid_tool_name_rate: rate(valid, calls),
-        input_schema_compliance: of_valid(compliant, valid),
-        valid_call_failure_rate: of_valid(valid_failed, valid),
+        valid_tool_name_rate: rate(valid, calls).filter(|_| checkable),
+        input_schema_compliance: of_valid(compliant, valid).filter(|_| checkable),
+        valid_call_failure_rate: of_valid(valid_failed, valid).filter(|_| checkable),
         planning_json_compliance: Some(rate(named, named + no_tool).unwrap_or(1.0)),
         server_count: servers.len() as u64,
         phase_ms,
         waiting_ms: input.waits.iter().map(|(_, w)| w).sum(),
         wall_ms: input.end_ms,
-        times_unrecorded: false,
+        times_unrecorded: input.unrecorded.times,
+        tokens_unrecorded: input.unrecorded.tokens,
         grounded_calls: input.grounded,
         unsure_calls: input.unsure_below.map(|below| {
             steps
@@ -850,6 +859,7 @@ impl RunFacts {
             recorded_ending,
             state_match,
             told_ending,
+            unrecorded: run.header.unrecorded(),
         })
     }
 }
@@ -957,8 +967,8 @@ impl ReadBack {
 /// fact per call.
 pub struct RunAccumulator {
     catalog: Arc<ToolCatalog>,
-    /// The header says its source recorded no times.
-    times_unrecorded: bool,
+    /// What the header says its source did not record.
+    unrecorded: Unrecorded,
     /// Fx: node ids are not chosen by an adversary.
     simulated: FxHashMap<NodeId, Simulation>,
     /// Where simulations kept as spans are read back from ([`RunAccumulator::take_at`]).
@@ -1001,14 +1011,14 @@ impl RunAccumulator {
             header.agent.kind,
             header.agent.go_real_below(),
         );
-        accumulator.times_unrecorded = !header.recorded(Source::TIMES);
+        accumulator.unrecorded = header.unrecorded();
         accumulator
     }
 
     /// An accumulator for a run whose header was read for a totals pass.
     pub fn of_report(header: &ReportHeader) -> Self {
         let mut accumulator = Self::with(header.tools.clone(), header.agent, header.go_real_below);
-        accumulator.times_unrecorded = header.times_unrecorded;
+        accumulator.unrecorded = header.unrecorded;
         accumulator
     }
 
@@ -1047,7 +1057,7 @@ impl RunAccumulator {
             state_match: None,
             recorded_ending: None,
             told_ending: None,
-            times_unrecorded: false,
+            unrecorded: Unrecorded::default(),
         }
     }
 
@@ -1206,7 +1216,7 @@ impl RunAccumulator {
 
     /// The metrics so far.
     pub fn metrics(&self) -> RunMetrics {
-        let mut metrics = compute(&MetricsInput {
+        compute(&MetricsInput {
             steps: &self.steps,
             llm: self.llm,
             phases: &self.phases,
@@ -1224,9 +1234,8 @@ impl RunAccumulator {
             recorded_ending: self.recorded_ending,
             state_match: self.state_match,
             told_ending: self.told_ending,
-        });
-        metrics.times_unrecorded = self.times_unrecorded;
-        metrics
+            unrecorded: self.unrecorded,
+        })
     }
 }
 
@@ -1378,6 +1387,7 @@ mod tests {
             recorded_ending: None,
             state_match: None,
             told_ending: None,
+            unrecorded: Unrecorded::default(),
         }
     }
 

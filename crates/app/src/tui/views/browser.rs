@@ -906,7 +906,11 @@ fn cells<'a>(
             None => none.to_string(),
             Some(t) => t.fidelity.map_or("—".into(), |v| figure::fraction(v, 2)),
         }),
-        Cell::from(t.map_or(none.into(), |t| t.tokens.to_string())),
+        Cell::from(match t {
+            Some(_) if r.header.as_ref().is_ok_and(|h| !h.recorded(Source::TOKENS)) => "—".into(),
+            Some(t) => t.tokens.to_string(),
+            None => none.into(),
+        }),
         Cell::from(match t {
             // An imported run whose source recorded no times has no wall time to show.
             Some(_) if r.header.as_ref().is_ok_and(|h| !h.recorded(Source::TIMES)) => "—".into(),

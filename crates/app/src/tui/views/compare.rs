@@ -901,7 +901,7 @@ fn metric_rows_in_order(ms: &[RunMetrics], simulations: &[Option<u64>]) -> Vec<M
         ),
         (
             "tokens",
-            |m| Some(m.tokens() as f64),
+            |m| (!m.tokens_unrecorded).then(|| m.tokens() as f64),
             Some(false),
             |v| format!("{v:.0}"),
         ),

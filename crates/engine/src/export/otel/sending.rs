@@ -136,14 +136,17 @@ pub(super) fn provider(
         // A search's span carries one event per node; a long run's one per note.
         .with_max_events_per_span(1 << 20)
         .with_max_links_per_span(1024)
-        .with_resource(
-            Resource::builder_empty()
-                .with_attributes([
-                    KeyValue::new("service.name", "mcp-cosmos"),
-                    KeyValue::new("service.version", env!("CARGO_PKG_VERSION")),
-                ])
-                .build(),
-        )
+        .with_resource(resource())
         .build();
     Ok(provider)
+}
+
+/// The resource every cosmos trace is of.
+pub(super) fn resource() -> Resource {
+    Resource::builder_empty()
+        .with_attributes([
+            KeyValue::new("service.name", "mcp-cosmos"),
+            KeyValue::new("service.version", env!("CARGO_PKG_VERSION")),
+        ])
+        .build()
 }

@@ -231,12 +231,12 @@ pub fn draw(frame: &mut Frame, area: Rect, block: Block, at: &MetricsAt<'_>, the
         .filter(|r| m.llm[r.index()].calls > 0)
         .map(|r| {
             let u = m.llm[r.index()];
-            format!(
-                "{} {}×/{}",
-                r.as_str(),
-                u.calls,
-                u.prompt_tokens + u.completion_tokens
-            )
+            let tokens = if m.tokens_unrecorded {
+                "—".to_string()
+            } else {
+                (u.prompt_tokens + u.completion_tokens).to_string()
+            };
+            format!("{} {}×/{tokens}", r.as_str(), u.calls)
         })
         .collect();
     let mut phases: Vec<String> = Phase::ALL
@@ -319,15 +319,19 @@ pub fn draw(frame: &mut Frame, area: Rect, block: Block, at: &MetricsAt<'_>, the
         ),
         kv(
             "tokens",
-            format!(
-                "{}{}",
-                m.tokens(),
-                if m.tokens_estimated() {
-                    " (some estimated)"
-                } else {
-                    ""
-                }
-            ),
+            if m.tokens_unrecorded {
+                "— (the source counted no tokens)".to_string()
+            } else {
+                format!(
+                    "{}{}",
+                    m.tokens(),
+                    if m.tokens_estimated() {
+                        " (some estimated)"
+                    } else {
+                        ""
+                    }
+                )
+            },
         ),
         kv(
             "llm",

@@ -35,6 +35,8 @@ pub struct Rows {
     /// The index of the first row's event.
     start: usize,
     rows: Vec<Row>,
+    /// The run's source recorded no times (an imported run): the time column says `—`.
+    untimed: bool,
 }
 
 /// One event as the timeline shows it.
@@ -58,6 +60,7 @@ impl Rows {
         }
         self.read_for = Some(read_for);
         self.start = window_start(run.len(), k, height);
+        self.untimed = run.header.unrecorded().times;
         // At the start a marker line takes the first row.
         let rows = height.saturating_sub(usize::from(k == 0));
         self.rows = run
@@ -104,7 +107,11 @@ impl Rows {
                 format!(
                     "{:>6}{mark}{:>9} {:<15} ",
                     row.seq,
-                    format_ms(row.t_ms),
+                    if self.untimed {
+                        "—".to_string()
+                    } else {
+                        format_ms(row.t_ms)
+                    },
                     row.kind
                 )
             } else {
