@@ -851,3 +851,35 @@ fn an_import_stopped_by_a_signal_exits_non_zero_and_the_next_one_finishes_it() {
         .count();
     assert_eq!(all, 400);
 }
+
+#[test]
+fn a_closed_output_pipe_ends_printing_quietly() {
+    let sample = std::fs::read_dir(root().join("sample_runs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_str().unwrap().contains("spiral"))
+        .unwrap();
+    let out = tempfile::tempdir().unwrap();
+    for args in [
+        vec!["export", "atif", sample.to_str().unwrap()],
+        vec![
+            "import",
+            "tests/fixtures/interchange/inspect_time_mcp.json",
+            "--out",
+            out.path().to_str().unwrap(),
+        ],
+    ] {
+        // The reader is gone before anything is written.
+        let mut child = Command::new(env!("CARGO_BIN_EXE_cosmos"))
+            .args(&args)
+            .current_dir(root())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let done = child.wait_with_output().unwrap();
+        assert!(done.status.success(), "{args:?}: {}", text(&done.stderr));
+        assert!(!text(&done.stderr).contains("panicked"), "{}", text(&done.stderr));
+    }
+}

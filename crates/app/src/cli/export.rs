@@ -149,13 +149,7 @@ pub fn run(args: ExportArgs) -> Result<ExitCode> {
 /// Sends each run to the receiver as one trace; any run not delivered whole makes the
 /// command fail after the others were tried.
 fn otel(runs: &[PathBuf], target: &otel::Target) -> Result<ExitCode> {
-    let found = cosmos_trajectory::reader::collect_files(runs)?;
-    for why in &found.skipped {
-        errln!("cosmos: skipped {}", inert(why));
-    }
-    if found.files.is_empty() {
-        anyhow::bail!("no *.jsonl run files under the paths given");
-    }
+    let found = run_files(runs)?;
     let redactor = redactor();
     let (mut spans, mut failed_runs) = (0, 0);
     for path in &found.files {
@@ -201,8 +195,8 @@ fn otel(runs: &[PathBuf], target: &otel::Target) -> Result<ExitCode> {
     })
 }
 
-/// Writes each run as one line of OTLP JSON into `out` (whole or not at all).
-fn otel_file(runs: &[PathBuf], out: &std::path::Path, content: bool) -> Result<ExitCode> {
+/// The run files under `runs` (what was passed over said), at least one.
+fn run_files(runs: &[PathBuf]) -> Result<cosmos_trajectory::reader::Found> {
     let found = cosmos_trajectory::reader::collect_files(runs)?;
     for why in &found.skipped {
         errln!("cosmos: skipped {}", inert(why));
@@ -210,6 +204,12 @@ fn otel_file(runs: &[PathBuf], out: &std::path::Path, content: bool) -> Result<E
     if found.files.is_empty() {
         anyhow::bail!("no *.jsonl run files under the paths given");
     }
+    Ok(found)
+}
+
+/// Writes each run as one line of OTLP JSON into `out` (whole or not at all).
+fn otel_file(runs: &[PathBuf], out: &std::path::Path, content: bool) -> Result<ExitCode> {
+    let found = run_files(runs)?;
     let redactor = redactor();
     let mut staged = staged::Staged::create(out)?;
     let mut spans = 0;

@@ -7,7 +7,6 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use anyhow::{Context as _, Result};
-use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::transform::common::tonic::ResourceAttributesWithSchema;
 use opentelemetry_proto::transform::trace::tonic::group_spans_by_resource_and_scope;
@@ -18,7 +17,7 @@ use cosmos_trajectory::reader::EventStream;
 use cosmos_trajectory::redact::Redactor;
 
 use super::sending::resource;
-use super::trace::Trace;
+use super::trace::feed;
 
 /// Keeps the spans of one run as they end.
 #[derive(Debug, Clone, Default)]
@@ -48,19 +47,7 @@ pub fn write_run(
         .with_max_links_per_span(1024)
         .with_resource(resource())
         .build();
-    let mut trace = Trace::new(
-        stream.header(),
-        provider.tracer("mcp-cosmos"),
-        content,
-        redactor.clone(),
-    );
-    while let Some(event) = stream.next_event()? {
-        trace.event(&event);
-    }
-    trace.finish();
-    provider
-        .force_flush()
-        .map_err(|e| anyhow::anyhow!("flushing spans: {e}"))?;
+    feed(&mut stream, &provider, content, redactor)?;
     let spans = std::mem::take(&mut *kept.0.lock().expect("kept spans"));
     let count = spans.len();
     let request = ExportTraceServiceRequest {

@@ -401,6 +401,25 @@ pub(super) fn redacted_text(redactor: &Redactor, text: &str) -> String {
         .unwrap_or_else(|| text.to_string())
 }
 
+/// Feeds every event of `stream` to one trace of `provider` and flushes its spans: the one
+/// loop behind sending (`export_file`) and writing (`file::write_run`) a run.
+pub(super) fn feed(
+    stream: &mut EventStream,
+    provider: &opentelemetry_sdk::trace::SdkTracerProvider,
+    content: bool,
+    redactor: &Redactor,
+) -> Result<()> {
+    let tracer = provider.tracer("mcp-cosmos");
+    let mut trace = Trace::new(stream.header(), tracer, content, redactor.clone());
+    while let Some(event) = stream.next_event()? {
+        trace.event(&event);
+    }
+    trace.finish();
+    provider
+        .force_flush()
+        .map_err(|e| anyhow::anyhow!("flushing spans: {e}"))
+}
+
 /// Exports one run file as one trace; problems reading it (torn or corrupt lines) are skipped
 /// and returned in words.
 pub fn export_file(
@@ -412,15 +431,7 @@ pub fn export_file(
         EventStream::open(path).with_context(|| format!("opening {}", path.display()))?;
     let delivery = Arc::new(Mutex::new(Delivery::default()));
     let provider = provider(target, delivery.clone())?;
-    let tracer = provider.tracer("mcp-cosmos");
-    let mut trace = Trace::new(stream.header(), tracer, target.content, redactor.clone());
-    while let Some(event) = stream.next_event()? {
-        trace.event(&event);
-    }
-    trace.finish();
-    provider
-        .force_flush()
-        .map_err(|e| anyhow::anyhow!("flushing spans: {e}"))?;
+    feed(&mut stream, &provider, target.content, redactor)?;
     let _ = provider.shutdown();
     let problems = stream.problems().iter().map(|p| p.to_string()).collect();
     let delivery = std::mem::take(&mut *delivery.lock().expect("delivery lock"));
