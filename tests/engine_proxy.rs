@@ -222,6 +222,15 @@ fn shadow_predicts_every_real_call_and_changes_no_result() {
             .expect("a prediction of every real call");
         // Written when it came: before or after the real call, paired with it either way.
         assert!(predicted > 0);
+        // Who answered: the real server, because a shadow session sends every call.
+        let routed = events
+            .iter()
+            .find(|e| e["kind"] == "routed" && &e["node"] == node)
+            .expect("who answered every call");
+        assert_eq!(
+            (&routed["answered_by"], &routed["why"]),
+            (&json!("real"), &json!("shadow"))
+        );
     }
     // The memory world model saw these very calls: fidelity 1, as report computes it.
     let report = Command::new(env!("CARGO_BIN_EXE_cosmos"))
@@ -791,6 +800,65 @@ fn hybrid_answers_what_the_world_model_is_sure_of_and_sends_the_rest_to_the_serv
     assert_eq!(real.len(), 2);
     // The calls that went real name their node: each is paired with its prediction.
     assert!(real.iter().all(|c| c["node"].is_u64()), "{real:?}");
+    // Who answered each call, and why it went real, as `_meta` told the client.
+    let routed: Vec<(Value, Value, Value, Value)> = events
+        .iter()
+        .filter(|e| e["kind"] == "routed")
+        .map(|e| {
+            (
+                e["answered_by"].clone(),
+                e["why"].clone(),
+                e["confidence"].clone(),
+                e["threshold"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(routed.len(), 3, "{routed:?}");
+    assert_eq!(
+        routed[0],
+        (json!("world_model"), Value::Null, json!(0.9), json!(0.8))
+    );
+    assert_eq!(
+        (&routed[1].0, &routed[1].1),
+        (&json!("real"), &json!("unsure"))
+    );
+    assert!((routed[1].2.as_f64().unwrap() - 0.1).abs() < 1e-9);
+    assert_eq!(
+        (&routed[2].0, &routed[2].1),
+        (&json!("real"), &json!("not_read_only"))
+    );
+    // Counted apart: two real calls, one answered by the world model, in the file's totals,
+    // the report and the explorer.
+    let run = only_run(&out);
+    let finished = events.iter().find(|e| e["kind"] == "run_finished").unwrap();
+    assert_eq!(finished["totals"]["tool_calls"], 2);
+    assert_eq!(finished["totals"]["simulated_answers"], 1);
+    let view = cosmos_app::tui::views::run_view::RunView::new(
+        cosmos_trajectory::run::Run::open(&run).unwrap(),
+        ratatui::layout::Rect::new(0, 0, 200, 49),
+    );
+    let mut app = cosmos_app::tui::app::App::new(
+        view,
+        cosmos_app::tui::keymap::Keymap::default(),
+        cosmos_app::tui::theme::Theme::new(true),
+        (200, 50),
+    );
+    app.settle();
+    let mut terminal = ratatui::Terminal::new(ratatui::backend::TestBackend::new(200, 50)).unwrap();
+    terminal.draw(|f| app.draw(f)).unwrap();
+    let screen = terminal.backend().to_string();
+    assert!(
+        screen.contains("calls     2 real + 1 answered by the world model"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains(" ◆"),
+        "the tree marks the simulated answer: {screen}"
+    );
+    assert!(
+        screen.contains("answered by the world model (confidence 0.9 ≥ 0.8)"),
+        "{screen}"
+    );
 }
 
 #[test]

@@ -880,6 +880,10 @@ fn a_closed_output_pipe_ends_printing_quietly() {
         drop(child.stdout.take());
         let done = child.wait_with_output().unwrap();
         assert!(done.status.success(), "{args:?}: {}", text(&done.stderr));
-        assert!(!text(&done.stderr).contains("panicked"), "{}", text(&done.stderr));
+        assert!(
+            !text(&done.stderr).contains("panicked"),
+            "{}",
+            text(&done.stderr)
+        );
     }
 }

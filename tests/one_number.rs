@@ -206,6 +206,7 @@ fn totals_of(r: &Value) -> Totals {
         wall_ms: m["wall_ms"].as_u64().unwrap(),
         fidelity: m["fidelity"]["score"].as_f64(),
         rejected_decisions: m["rejected_decisions"].as_u64().unwrap(),
+        simulated_answers: m["simulated_answers"].as_u64().unwrap(),
         ending: serde_json::from_value(m["ending"].clone()).unwrap(),
         metrics_version: METRICS_VERSION,
         leader: None,

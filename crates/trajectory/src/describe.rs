@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use super::event::{Action, Event, EventBody, NodeId};
+use super::event::{Action, AnsweredBy, Event, EventBody, NodeId};
 use super::lean::{Brief, LeanBody};
 
 /// `tool(args)` for a call, `finish` for a finish.
@@ -434,6 +434,13 @@ pub fn summary(event: &Event) -> String {
             x.result.text
         ),
         EventBody::Recheck { at, calls, skipped } => recheck_summary(at, calls, skipped),
+        EventBody::Routed {
+            node,
+            answered_by,
+            why,
+            confidence,
+            threshold,
+        } => routed_summary(*node, *answered_by, why.as_deref(), *confidence, *threshold),
         EventBody::CallProgress {
             step,
             tool,
@@ -559,6 +566,29 @@ pub fn recheck_summary(
         "rechecked on {}: {differ} of {made} calls changed{detail}{gone}{left}",
         at.format("%Y-%m-%d %H:%M UTC"),
     )
+}
+
+/// Who answered a proxy client's call, and against what threshold.
+fn routed_summary(
+    node: NodeId,
+    answered_by: AnsweredBy,
+    why: Option<&str>,
+    confidence: Option<f64>,
+    threshold: Option<f64>,
+) -> String {
+    // Figures as written: a threshold rounded up would misstate what was trusted.
+    let against = match (confidence, threshold) {
+        (Some(c), Some(t)) => format!(" (confidence {c} {} {t})", if c >= t { "≥" } else { "<" }),
+        (Some(c), None) => format!(" (confidence {c})"),
+        (None, _) => String::new(),
+    };
+    match answered_by {
+        AnsweredBy::WorldModel => format!("#{node} answered by the world model{against}"),
+        AnsweredBy::Real => format!(
+            "#{node} went real: {}{against}",
+            why.unwrap_or("the real server answered")
+        ),
+    }
 }
 
 /// A latency as the timeline writes it: `— ms` for 0, which an imported call whose source kept

@@ -8,6 +8,16 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+/// Who answered a proxy client's call ([`EventBody::Routed`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AnsweredBy {
+    /// The world model's prediction went back to the client: no server saw the call.
+    WorldModel,
+    /// The real server answered.
+    Real,
+}
+
 /// The `error` of a recorded call whose result never came because its source ends before it
 /// (an imported session cut off mid-call): the call is kept, never given a result.
 pub const NO_RESULT: &str = "no result recorded: the source ends before this call answered";
@@ -1277,6 +1287,9 @@ pub struct Totals {
     /// Planner replies that were no usable decision (`decision_rejected`).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub rejected_decisions: u64,
+    /// A proxy client's calls the world model answered (`routed`): none is in `tool_calls`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub simulated_answers: u64,
     /// What brought the run to its end, by the metrics: the ending `run_finished` records, or
     /// for an older file what its `agent` errors tell.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -1383,6 +1396,30 @@ pub enum EventBody {
     Phase {
         /// Which phase.
         phase: Phase,
+    },
+    /// Who answered a `cosmos proxy` client's call (hybrid, shadow and simulate sessions): the
+    /// world model or the real server, and why it went real, as the result's `_meta` told the
+    /// client.
+    Routed {
+        /// The call's node.
+        node: NodeId,
+        /// Who answered.
+        answered_by: AnsweredBy,
+        /// Why the real server answered: `unsure` (under the threshold), `no_prediction`,
+        /// `not_read_only`, `shadow` (a shadow session: every call goes real); absent when the
+        /// world model answered.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        why: Option<String>,
+        /// The world model's confidence in its prediction, when it gave one.
+        #[serde(
+            default,
+            skip_serializing_if = "Option::is_none",
+            deserialize_with = "unit_confidence"
+        )]
+        confidence: Option<f64>,
+        /// The session's `--go-real-below`, when it routes by one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        threshold: Option<f64>,
     },
     /// One chat-completions call.
     LlmCall {
@@ -1969,6 +2006,7 @@ impl EventBody {
             EventBody::RunFinished { .. } => "run_finished",
             EventBody::Annotation { .. } => "annotation",
             EventBody::Recheck { .. } => "recheck",
+            EventBody::Routed { .. } => "routed",
             EventBody::CallProgress { .. } => "call_progress",
             EventBody::Elicitation { .. } => "elicitation",
             EventBody::PromptGot(_) => "prompt_got",
@@ -1987,6 +2025,7 @@ impl EventBody {
             | EventBody::NodeEvaluated { node, .. }
             | EventBody::NodeProbed { node, .. }
             | EventBody::NodeGrounded { node, .. }
+            | EventBody::Routed { node, .. }
             | EventBody::ProbeCalled { node, .. } => Some(*node),
             EventBody::Annotation { node, .. } => *node,
             EventBody::Backpropagated { path, .. } => path.last().copied(),

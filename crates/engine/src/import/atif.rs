@@ -145,7 +145,7 @@ pub fn read(path: &Path, each: &mut dyn FnMut(Imported) -> Result<()>) -> Result
     let file = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
     let trajectory: Trajectory = serde_json::from_reader(BufReader::new(file))
         .with_context(|| format!("{} is not a whole ATIF trajectory", path.display()))?;
-    each(convert(&trajectory, &path.display().to_string()))?;
+    each(convert(trajectory, &path.display().to_string()))?;
     Ok(Said::default())
 }
 
@@ -160,7 +160,9 @@ fn cosmos_event(extra: &Option<Value>) -> Option<Event> {
 }
 
 /// One trajectory as one run.
-pub fn convert(trajectory: &Trajectory, file: &str) -> Imported {
+/// The trajectory is taken whole and each step let go once converted, so a big session is
+/// held about once, not twice.
+pub fn convert(mut trajectory: Trajectory, file: &str) -> Imported {
     let id = trajectory
         .session_id
         .clone()
@@ -224,7 +226,8 @@ pub fn convert(trajectory: &Trajectory, file: &str) -> Imported {
     };
 
     let last_answer = last_answer_step(&trajectory.steps);
-    for (index, step) in trajectory.steps.iter().enumerate() {
+    let steps = std::mem::take(&mut trajectory.steps);
+    for (index, step) in steps.into_iter().enumerate() {
         let at = step.timestamp.as_deref().and_then(timestamp);
         let message = content_text(&step.message);
         match step.source.as_str() {
@@ -238,7 +241,7 @@ pub fn convert(trajectory: &Trajectory, file: &str) -> Imported {
                 if let Some(seq) = turn_event.as_ref().map(|e| e.seq) {
                     flush_before(&mut draft, seq, &mut ended);
                 }
-                agent_step(&mut draft, step, at, turn_event, &mut |d, seq| {
+                agent_step(&mut draft, &step, at, turn_event, &mut |d, seq| {
                     flush_before(d, seq, &mut ended)
                 });
                 if Some(index) == last_answer && !message.is_empty() {

@@ -13,8 +13,9 @@ use serde::{Deserialize, Serialize};
 use super::fidelity::{self, Fidelity};
 use cosmos_trajectory::catalog::ToolCatalog;
 use cosmos_trajectory::event::{
-    Action, ActionKind, AgentKind, DecisionProblem, Dimensions, Ending, Event, EventBody, Header,
-    JudgeRecord, NodeId, Observation, Phase, Role, RunStatus, Totals, Unrecorded, VALIDATOR,
+    Action, ActionKind, AgentKind, AnsweredBy, DecisionProblem, Dimensions, Ending, Event,
+    EventBody, Header, JudgeRecord, NodeId, Observation, Phase, Role, RunStatus, Totals,
+    Unrecorded, VALIDATOR,
 };
 use cosmos_trajectory::fold::TreeState;
 use cosmos_trajectory::lean::{Brief, LeanBody};
@@ -322,6 +323,10 @@ pub struct RunMetrics {
     /// `node_grounded`): real traffic, though none is one of the run's steps.
     #[serde(default)]
     pub grounded_calls: u64,
+    /// A proxy client's calls the world model answered (`routed`, hybrid and simulate
+    /// sessions): answered, though no server saw them, so none is one of `tool_calls`.
+    #[serde(default)]
+    pub simulated_answers: u64,
     /// Real calls of the agent's plan that rested on an unsure prediction: one below
     /// [`unsure_below`] or with no confidence. `None` for an agent that plans on no
     /// predictions (ReAct, a proxy session, an evaluation).
@@ -426,6 +431,7 @@ impl RunMetrics {
             wall_ms: self.wall_ms,
             fidelity: self.fidelity.map(|f| f.score),
             rejected_decisions: self.rejected_decisions,
+            simulated_answers: self.simulated_answers,
             ending: self.ending,
             metrics_version: METRICS_VERSION,
             leader: None,
@@ -446,6 +452,8 @@ pub struct MetricsInput<'a> {
     pub waits: &'a [(u64, u64)],
     /// Real calls made while planning (`node_grounded`) so far.
     pub grounded: u64,
+    /// Client calls the world model answered (`routed`) so far.
+    pub simulated_answers: u64,
     /// [`unsure_below`] of the run.
     pub unsure_below: Option<f64>,
     /// Time of the last event so far.
@@ -610,6 +618,7 @@ pub fn compute(input: &MetricsInput<'_>) -> RunMetrics {
         times_unrecorded: input.unrecorded.times,
         tokens_unrecorded: input.unrecorded.tokens,
         grounded_calls: input.grounded,
+        simulated_answers: input.simulated_answers,
         unsure_calls: input.unsure_below.map(|below| {
             steps
                 .iter()
@@ -694,6 +703,8 @@ pub struct RunFacts {
     late: Vec<(u32, u32)>,
     /// Event index of every real call made while planning (`node_grounded`).
     grounded: Vec<u32>,
+    /// Event index of every client call the world model answered (`routed`).
+    answered_by_model: Vec<u32>,
     synced: usize,
 }
 
@@ -762,6 +773,10 @@ impl RunFacts {
                     self.waits.push((brief.t_ms, *waited));
                 }
                 EventBody::NodeGrounded { .. } => self.grounded.push(idx as u32),
+                EventBody::Routed {
+                    answered_by: AnsweredBy::WorldModel,
+                    ..
+                } => self.answered_by_model.push(idx as u32),
                 other => {
                     if let Some(ending) = told_ending(other) {
                         self.told.push((idx as u32, ending));
@@ -848,6 +863,9 @@ impl RunFacts {
             waits,
             unsure_below: unsure_below(run.header.agent.kind, run.header.agent.go_real_below()),
             grounded: self.grounded.partition_point(|&e| (e as usize) < k) as u64,
+            simulated_answers: self
+                .answered_by_model
+                .partition_point(|&e| (e as usize) < k) as u64,
             end_ms,
             nodes: tree.visible_nodes() as u64,
             judge: run.judge_at(k),
@@ -982,6 +1000,8 @@ pub struct RunAccumulator {
     awaiting: FxHashMap<NodeId, (usize, Box<Event>)>,
     /// Real calls made while planning (`node_grounded`).
     grounded: u64,
+    /// Client calls the world model answered (`routed`).
+    simulated_answers: u64,
     /// The confidence of each node's latest prediction, when it had one.
     confidences: FxHashMap<NodeId, f64>,
     /// [`unsure_below`] of the run.
@@ -1045,6 +1065,7 @@ impl RunAccumulator {
             waits: Vec::new(),
             awaiting: FxHashMap::default(),
             grounded: 0,
+            simulated_answers: 0,
             end_ms: 0,
             nodes: 0,
             judge: None,
@@ -1189,6 +1210,10 @@ impl RunAccumulator {
                 ..
             } => self.waits.push((event.t_ms, *waited)),
             EventBody::NodeGrounded { .. } => self.grounded += 1,
+            EventBody::Routed {
+                answered_by: AnsweredBy::WorldModel,
+                ..
+            } => self.simulated_answers += 1,
             EventBody::JudgeScored { .. } => self.judge = Some(event.body.clone()),
             EventBody::RunFinished {
                 status,
@@ -1223,6 +1248,7 @@ impl RunAccumulator {
             waits: &self.waits,
             unsure_below: self.unsure_below,
             grounded: self.grounded,
+            simulated_answers: self.simulated_answers,
             end_ms: self.finished_ms.unwrap_or(self.end_ms),
             nodes: self.nodes,
             judge: self.judge.as_ref().and_then(EventBody::judge_record),
@@ -1375,6 +1401,7 @@ mod tests {
             phases,
             waits: &[],
             grounded: 0,
+            simulated_answers: 0,
             unsure_below: None,
             end_ms: 1000,
             nodes: 0,

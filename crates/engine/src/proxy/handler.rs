@@ -33,7 +33,7 @@ use crate::agent::execute::PlannedCall;
 use crate::agent::rehearse::Rehearsal;
 use crate::mcp::pool::{McpPool, unknown_tool};
 use crate::mcp::server::{CallOutcome, Progress};
-use cosmos_trajectory::event::{EventBody, Exchange, Observation};
+use cosmos_trajectory::event::{AnsweredBy, EventBody, Exchange, Observation};
 
 /// Longest wait, once a call's result is in, for the notifications its server sent before it
 /// (progress, log messages) to reach the client before the result does.
@@ -158,7 +158,7 @@ impl ProxyHandler {
         };
         match self.setup.mode {
             Mode::Record => self.real(&session, planned, caller).await,
-            Mode::Shadow => self.shadowed(&session, planned, caller).await,
+            Mode::Shadow => self.shadowed(&session, planned, caller, "shadow").await,
             Mode::Hybrid => self.hybrid(&session, planned, caller).await,
             Mode::Simulate => self.simulate(&session, planned, caller).await,
         }
@@ -252,7 +252,9 @@ impl ProxyHandler {
         };
         self.recorded(session.rehearsed(node, &planned, &rehearsal, true));
         let world_model = self.setup.world_model_name();
+        let confidence = rehearsal.confidence();
         if let Some(predicted) = rehearsal.prediction() {
+            self.recorded(session.routed(node, AnsweredBy::WorldModel, None, confidence, None));
             let schema = self
                 .setup
                 .catalog
@@ -272,6 +274,13 @@ impl ProxyHandler {
                 json!({META_SIMULATED: false, META_MISS: "error"}),
             ),
             OnMiss::Real => {
+                self.recorded(session.routed(
+                    node,
+                    AnsweredBy::Real,
+                    Some("no_prediction"),
+                    confidence,
+                    None,
+                ));
                 let mut reply = self.real(session, planned, caller).await;
                 let meta = reply.meta.get_or_insert_with(Default::default);
                 meta.0.insert(META_SIMULATED.into(), json!(false));
@@ -305,10 +314,12 @@ impl ProxyHandler {
         session: &Arc<Session>,
         mut planned: PlannedCall,
         caller: Caller,
+        why: &str,
     ) -> CallToolResult {
         match session.add_node(&planned.tool, &planned.arguments) {
             Ok((node, depth)) => {
                 planned.node = Some(node);
+                self.recorded(session.routed(node, AnsweredBy::Real, Some(why), None, None));
                 let (setup, session, call) = (self.setup.clone(), session.clone(), planned.clone());
                 let history = session.history();
                 tokio::spawn(async move {
@@ -341,7 +352,9 @@ impl ProxyHandler {
             .find(|t| t.name == planned.tool);
         let read_only = tool.is_some_and(cosmos_trajectory::event::ToolInfo::read_only);
         if !read_only && !self.setup.simulate_writes {
-            let mut reply = self.shadowed(session, planned, caller).await;
+            let mut reply = self
+                .shadowed(session, planned, caller, "not_read_only")
+                .await;
             let meta = reply.meta.get_or_insert_with(Default::default);
             meta.0.insert(META_SIMULATED.into(), json!(false));
             meta.0.insert(META_WENT_REAL.into(), json!("not_read_only"));
@@ -355,7 +368,15 @@ impl ProxyHandler {
         let sure = confidence.is_some_and(|c| c >= self.setup.go_real_below);
         let given = rehearsal.prediction().filter(|_| sure);
         self.recorded(session.rehearsed(node, &planned, &rehearsal, given.is_some()));
+        let threshold = Some(self.setup.go_real_below);
         if let Some(predicted) = given {
+            self.recorded(session.routed(
+                node,
+                AnsweredBy::WorldModel,
+                None,
+                confidence,
+                threshold,
+            ));
             let schema = tool.and_then(|t| t.output_schema.as_deref());
             let mut reply = simulated_result(predicted, &self.setup.world_model_name(), schema);
             let meta = reply.meta.get_or_insert_with(Default::default);
@@ -367,6 +388,7 @@ impl ProxyHandler {
         } else {
             "unsure"
         };
+        self.recorded(session.routed(node, AnsweredBy::Real, Some(why), confidence, threshold));
         let mut reply = self.real(session, planned, caller).await;
         let meta = reply.meta.get_or_insert_with(Default::default);
         meta.0.insert(META_SIMULATED.into(), json!(false));

@@ -26,7 +26,7 @@ use crate::agent::rehearse::{self, Rehearsal};
 use crate::mcp::server::{CallOutcome, ServerFailure};
 use crate::metrics::run::RunAccumulator;
 use crate::world_model::HistoryStep;
-use cosmos_trajectory::event::{Action, Ending, EventBody, Header, NodeId, RunStatus};
+use cosmos_trajectory::event::{Action, AnsweredBy, Ending, EventBody, Header, NodeId, RunStatus};
 use cosmos_trajectory::redact::Redactor;
 use cosmos_trajectory::writer::Writer;
 
@@ -287,6 +287,25 @@ impl Session {
             }
         }
         Ok(())
+    }
+
+    /// Records who answered the call of `node`, and why it went real (as `_meta` tells the
+    /// client).
+    pub fn routed(
+        &self,
+        node: NodeId,
+        answered_by: AnsweredBy,
+        why: Option<&str>,
+        confidence: Option<f64>,
+        threshold: Option<f64>,
+    ) -> Result<()> {
+        self.state().emit(EventBody::Routed {
+            node,
+            answered_by,
+            why: why.map(str::to_string),
+            confidence,
+            threshold,
+        })
     }
 
     /// Records an event that belongs to no call (a server started again).

@@ -56,6 +56,10 @@ pub fn legend(mode: Mode) -> &'static [(&'static str, &'static str)] {
                 "⋯",
                 "horizon: the confidence along the path fell below go_real_below, so the search imagined no further from here",
             ),
+            (
+                "◆",
+                "answered by the world model: a cosmos proxy client's call (hybrid or simulate) whose prediction went back to the client; no server saw it",
+            ),
             ("▸ ▾", "a closed or open subtree"),
             (
                 "highlighted",

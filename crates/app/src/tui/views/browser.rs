@@ -895,6 +895,10 @@ fn cells<'a>(
         Cell::from(one_line(&planner, width(4))),
         Cell::from(Span::styled(one_line(&status, width(5)), status_style)),
         Cell::from(match own_calls(r).filter(|_| !stale) {
+            // A proxy session's calls the world model answered: counted apart, never hidden.
+            Some(t) if t.simulated_answers > 0 => {
+                format!("{}+{}◆", t.tool_calls, t.simulated_answers)
+            }
             Some(t) => t.tool_calls.to_string(),
             None => none.into(),
         }),

@@ -270,8 +270,10 @@ impl Trace {
             // request for input is part of the call (its record is the trajectory's).
             // A grounded call is planning's: its span would need a node's place (not yet).
             // A proxy's prompt gets, resource reads, samplings and log messages are not yet
-            // exported (the trajectory holds them).
+            // exported (the trajectory holds them); nor is who answered a proxy's call (its
+            // spans say simulated or real already).
             EventBody::PlannerDecided { .. }
+            | EventBody::Routed { .. }
             | EventBody::PromptGot(_)
             | EventBody::ResourceRead(_)
             | EventBody::Sampled(_)

@@ -291,8 +291,17 @@ pub fn draw(frame: &mut Frame, area: Rect, block: Block, at: &MetricsAt<'_>, the
         kv(
             "calls",
             format!(
-                "{}  success {}  names {}  schema {}",
+                "{}{}  success {}  names {}  schema {}",
                 m.tool_calls,
+                // Answered, though not by a server: counted apart, never hidden.
+                if m.simulated_answers > 0 {
+                    format!(
+                        " real + {} answered by the world model",
+                        m.simulated_answers
+                    )
+                } else {
+                    String::new()
+                },
                 pct(m.tool_call_success_rate),
                 pct(m.valid_tool_name_rate),
                 pct(m.input_schema_compliance)

@@ -16,7 +16,7 @@ use unicode_width::UnicodeWidthStr;
 use crate::tui::theme::Theme;
 use crate::tui::widgets::scroll::Selection;
 use cosmos_trajectory::describe::{SiblingCalls, compact_call_label, compact_node_label};
-use cosmos_trajectory::event::{ActionKind, AgentKind, EventBody, Verdict};
+use cosmos_trajectory::event::{ActionKind, AgentKind, AnsweredBy, EventBody, Verdict};
 use cosmos_trajectory::fold::TreeState;
 use cosmos_trajectory::plan_why::{TieRule, WhySource, plan_why};
 use cosmos_trajectory::run::Run;
@@ -67,6 +67,8 @@ pub struct TreeView {
     /// on its unsure guess.
     grounded: FxHashMap<u32, u32>,
     risky: FxHashMap<u32, u32>,
+    /// A proxy client's call the world model answered (`routed`): no server saw it.
+    answered_by_model: FxHashMap<u32, u32>,
     /// How far the run's events were scanned for them (a live run grows).
     marks_scanned: usize,
 }
@@ -134,6 +136,15 @@ impl TreeView {
                 EventBody::PlanSelected { risky, .. } => {
                     for slot in risky.iter().filter_map(|n| run.slot_of(*n)) {
                         self.risky.entry(slot).or_insert(i as u32);
+                    }
+                }
+                EventBody::Routed {
+                    node,
+                    answered_by: AnsweredBy::WorldModel,
+                    ..
+                } => {
+                    if let Some(slot) = run.slot_of(*node) {
+                        self.answered_by_model.entry(slot).or_insert(i as u32);
                     }
                 }
                 _ => {}
@@ -542,12 +553,14 @@ impl TreeView {
             _ => None,
         };
         // Routing's marks (the legend, `?`): ⊕ went real while planning, ◌ risky, ⋯ the
-        // search's horizon; each once the cursor has passed the event that made it.
+        // search's horizon, ◆ a proxy client's call the world model answered; each once the
+        // cursor has passed the event that made it.
         let seen = |at: Option<&u32>| at.is_some_and(|&e| (e as usize) < state.applied());
         let routing: String = [
             (seen(self.grounded.get(&slot)), " ⊕"),
             (seen(self.risky.get(&slot)), " ◌"),
             (state.horizon(run, slot), " ⋯"),
+            (seen(self.answered_by_model.get(&slot)), " ◆"),
         ]
         .iter()
         .filter(|(on, _)| *on)
