@@ -10,8 +10,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 ./scripts/install-test-servers.sh >/dev/null
-./scripts/local-model.sh start >/dev/null
 cargo build --release --quiet
+# The local model is started by the first recipe that needs one (the proxy session does not).
+model_started=
+need_model() {
+  if [ -z "$model_started" ]; then ./scripts/local-model.sh start >/dev/null; model_started=1; fi
+}
 cosmos=./target/release/cosmos
 out=sample_runs
 # MCP-Bench's tasks (tests/fixtures/mcp-bench, Apache-2.0), and the README's examples/mcp.json:
@@ -24,6 +28,7 @@ run() {
   local name=$1; shift
   if [ -n "${only:-}" ] && [[ " $only " != *" $name "* ]]; then return; fi
   echo "== $name: cosmos run $*" >&2
+  need_model
   # With stop_after=SECONDS the run gets Ctrl-C's SIGINT then, as a person stopping it would.
   # mcp_file, task_file, run_out and extra (the distraction server; empty for none) may be set
   # for one recipe, as config and stop_after may.
@@ -65,6 +70,7 @@ run spiral-critic-stopped --task-id time_mcp_001 --agent spiral --world-model me
 # The sample sweep (sample_runs/sweep.toml): two tasks × three configurations, by cosmos sweep.
 if [ -z "${only:-}" ] || [[ " $only " == *" sweep "* ]]; then
   echo "== sweep: cosmos sweep sample_runs/sweep.toml --out sample_runs/sweep --no-tui" >&2
+  need_model
   OPENAI_API_KEY=local-no-key "$cosmos" sweep sample_runs/sweep.toml --out sample_runs/sweep --no-tui
   "$cosmos" report sample_runs/sweep --baseline react --format markdown --power > sample_runs/sweep-report.md
 fi
@@ -83,8 +89,39 @@ stateful_runs stateful-planexec-db-add     --task-id db_add_item --agent plan-ex
 stateful_runs stateful-planexec-mem-unlink --task-id mem_unlink --agent plan-exec --world-model llm --max-steps 3
 if [ -z "${only:-}" ] || [[ " $only " == *" stateful-wm-eval "* ]]; then
   echo "== stateful-wm-eval: cosmos wm-eval $out/stateful --world-model memory --world-model qwen-1.5b" >&2
+  need_model
   OPENAI_API_KEY=local-no-key "$cosmos" wm-eval "$out/stateful" --world-model memory --world-model qwen-1.5b \
     --config sample_runs/cosmos.toml --out "$out/stateful" --format markdown > "$out/stateful/wm-eval.md"
+fi
+# A hybrid proxy session: the MCP Python SDK's own client (tests/support/mcp_client.py) makes
+# five calls through `cosmos proxy --mode hybrid`, the memory world model (recalling the runs
+# above, no language model) answering those it is sure of and the real Time MCP server the rest.
+# The session's file records who answered each call and why it went real (`routed`).
+if [ -z "${only:-}" ] || [[ " $only " == *" hybrid-proxy-time "* ]]; then
+  echo "== hybrid-proxy-time: cosmos proxy --mode hybrid --world-model memory, driven by the MCP Python SDK client" >&2
+  spec=$(mktemp)
+  python3 - "$spec" "$cosmos" "$out" <<'PY'
+import json, sys
+spec, cosmos, out = sys.argv[1:]
+calls = [
+    {"name": "get_current_time", "arguments": {"timezone": "UTC"}},
+    {"name": "convert_time", "arguments": {"source_timezone": "UTC", "time": "09:00", "target_timezone": "America/New_York"}},
+    {"name": "get_current_time", "arguments": {"timezone": "Asia/Tokyo"}},
+    {"name": "convert_time", "arguments": {"source_timezone": "UTC", "time": "15:00", "target_timezone": "Asia/Tokyo"}},
+    {"name": "convert_time", "arguments": {"source_timezone": "Europe/Paris", "time": "12:00", "target_timezone": "America/Chicago"}},
+]
+json.dump({
+    "transport": "stdio",
+    "command": cosmos,
+    "args": ["proxy", "--mcp-config", "examples/mcp.json", "--server", "Time MCP", "--mode", "hybrid",
+             "--world-model", "memory", "--memory-from", out, "--go-real-below", "0.8",
+             "--out", out + "/proxy"],
+    "client": {"name": "mcp-python-sdk-sample-client", "version": "1.0"},
+    "calls": calls,
+}, open(spec, "w"))
+PY
+  .cache/servers/venv/bin/python tests/support/mcp_client.py "$(cat "$spec")" >/dev/null
+  rm -f "$spec"
 fi
 "$cosmos" validate "$out"
 "$cosmos" report "$out"

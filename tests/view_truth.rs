@@ -650,7 +650,16 @@ fn shows_reports_figures(path: &Path, r: &Value) {
     use cosmos_engine::metrics::figure;
     use cosmos_trajectory::listing::RunSummary;
     let m = &r["metrics"];
-    let calls = m["tool_calls"].as_u64().unwrap().to_string();
+    // A proxy session's calls the world model answered are counted apart: `4+1◆` in the
+    // browser, in words in the run view.
+    let answered = m["simulated_answers"].as_u64().unwrap();
+    let (calls, calls_in_words) = match answered {
+        0 => (m["tool_calls"].to_string(), m["tool_calls"].to_string()),
+        n => (
+            format!("{}+{n}◆", m["tool_calls"]),
+            format!("{} real + {n} answered by the world model", m["tool_calls"]),
+        ),
+    };
     let success = m["tool_call_success_rate"]
         .as_f64()
         .map_or("—".to_string(), |v| figure::percent(v, 0));
@@ -699,7 +708,7 @@ fn shows_reports_figures(path: &Path, r: &Value) {
     // The run view's metrics pane at the run's end.
     let mut app = common::run_app(Run::open(path).unwrap(), (220, 60));
     let screen = render(&mut app);
-    let calls_line = format!("calls     {calls}  success {success}  ");
+    let calls_line = format!("calls     {calls_in_words}  success {success}  ");
     assert!(
         screen.contains(&calls_line),
         "run view of {}: {calls_line:?}\n{screen}",
@@ -725,13 +734,26 @@ fn shows_reports_figures(path: &Path, r: &Value) {
     let mut app = App::new(compare, Keymap::default(), Theme::new(true), size);
     let screen = render(&mut app);
     let wall = format!("{:.1}", m["wall_ms"].as_f64().unwrap() / 1000.0);
-    for (row, want) in [
-        ("tool calls", &calls),
+    // The world model's answers have a row only where a run has some.
+    assert_eq!(
+        screen.contains("◆ wm answered"),
+        answered > 0,
+        "compare of {}:\n{screen}",
+        path.display()
+    );
+    let answered_row = answered.to_string();
+    let rows = [
+        ("tool calls", &m["tool_calls"].to_string()),
+        ("◆ wm answered", &answered_row),
         ("success", &success),
         ("fidelity", &fidelity),
         ("tokens", &tokens),
         ("time s", &wall),
-    ] {
+    ];
+    for (row, want) in rows
+        .into_iter()
+        .filter(|(row, _)| answered > 0 || *row != "◆ wm answered")
+    {
         let line = screen
             .lines()
             .map(|l| l.trim_start_matches(['"', '│', ' ']))

@@ -1,4 +1,4 @@
-//! `cosmos import`: other programs' trajectories (ATIF, Inspect AI logs) written as cosmos
+//! `cosmos import`: other programs' trajectories (ATIF, Inspect AI logs, OTLP JSON) written as cosmos
 //! runs, one per session or sample; and [`open_runs`], the same conversion for the commands
 //! that read runs, so a foreign file opens wherever a run does.
 
@@ -34,7 +34,7 @@ pub fn run(args: ImportArgs) -> Result<ExitCode> {
         .map_err(|e| anyhow::anyhow!("making {}: {e}", args.out.display()))?;
     let redactor = cosmos_engine::export::redactor();
     let mut failed = false;
-    let mut written = 0usize;
+    let (mut written, mut there) = (0usize, 0usize);
     for file in &args.files {
         let shown = inert(&file.display().to_string());
         if let Err(e) = regular(file) {
@@ -63,6 +63,7 @@ pub fn run(args: ImportArgs) -> Result<ExitCode> {
             match import::write(&run, &args.out, &redactor) {
                 Ok(import::Written::There(path)) => {
                     made += 1;
+                    there += 1;
                     errln!(
                         "cosmos: {} imported before: left as it is",
                         inert(&path.display().to_string())
@@ -110,8 +111,14 @@ pub fn run(args: ImportArgs) -> Result<ExitCode> {
         }
     }
     errln!(
-        "cosmos: {written} run(s) written into {}",
-        inert(&args.out.display().to_string())
+        "cosmos: {} run(s) written into {}{}",
+        written - there,
+        inert(&args.out.display().to_string()),
+        if there > 0 {
+            format!("; {there} imported before, left as they were")
+        } else {
+            String::new()
+        }
     );
     Ok(if failed {
         ExitCode::FAILURE

@@ -29,7 +29,7 @@ pub mod view;
 pub mod views;
 pub mod widgets;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::mpsc::Sender;
 use std::time::Duration;
 
@@ -61,8 +61,8 @@ fn terminal_size() -> (u16, u16) {
 /// on the network volumes that sweeps share.
 const FOLLOW_EVERY: Duration = Duration::from_millis(200);
 
-/// Opens the explorer on `path`: a folder opens the browser, a file opens the run view. A
-/// file without its `run_finished` line yet is followed as it grows.
+/// Opens the explorer on `paths`: one file opens the run view (followed as it grows while it
+/// has no `run_finished` line yet); folders open the browser over all of them.
 pub fn explore(paths: &[PathBuf], probe: cosmos_engine::probe::ProbeSetup) -> Result<()> {
     // A path that is not there is a mistake to name, not an empty browser ("No runs here").
     for path in paths {
@@ -73,15 +73,15 @@ pub fn explore(paths: &[PathBuf], probe: cosmos_engine::probe::ProbeSetup) -> Re
             );
         }
     }
-    let path = match paths {
-        [one] => one.as_path(),
-        _ => Path::new(""),
-    };
     let keymap = load_keymap()?;
     let theme = Theme::from_env();
     let size = terminal_size();
     let body = ratatui::layout::Rect::new(0, 0, size.0, size.1.saturating_sub(1));
-    if path.is_file() {
+    // One file opens the run view; folders (several: a folder and the runs made of the
+    // foreign files in it) open the browser.
+    if let [path] = paths
+        && path.is_file()
+    {
         // Its last line says whether it has ended (without reading the rest twice).
         if cosmos_trajectory::listing::RunSummary::read(path)
             .finished

@@ -867,11 +867,18 @@ fn metric_rows_in_order(ms: &[RunMetrics], simulations: &[Option<u64>]) -> Vec<M
     type Get = fn(&RunMetrics) -> Option<f64>;
     type Format = fn(f64) -> String;
     // (name, value, Some(higher is better), format)
-    let specs: [(&str, Get, Option<bool>, Format); 12] = [
+    let specs: [(&str, Get, Option<bool>, Format); 13] = [
         ("status", |_| None, None, |_| String::new()),
         (
             "tool calls",
             |m| Some(m.tool_calls as f64),
+            None,
+            |v| format!("{v:.0}"),
+        ),
+        (
+            // A proxy session's calls the world model answered: counted apart, never hidden.
+            ANSWERED_ROW,
+            |m| (m.simulated_answers > 0).then_some(m.simulated_answers as f64),
             None,
             |v| format!("{v:.0}"),
         ),
@@ -936,8 +943,11 @@ fn metric_rows_in_order(ms: &[RunMetrics], simulations: &[Option<u64>]) -> Vec<M
             |v| format!("{v:.1}"),
         ),
     ];
+    // The world model's answers to a proxy client have a row only where some run has them.
+    let answered = ms.iter().any(|m| m.simulated_answers > 0);
     specs
         .iter()
+        .filter(|(name, ..)| answered || *name != ANSWERED_ROW)
         .map(|(name, get, higher_better, fmt)| -> MetricRow {
             if *name == "status" {
                 let v = ms.iter().map(|m| m.outcome().0).collect();
@@ -978,6 +988,9 @@ fn metric_rows_in_order(ms: &[RunMetrics], simulations: &[Option<u64>]) -> Vec<M
         })
         .collect()
 }
+
+/// The compare row of a proxy session's calls the world model answered (`routed`).
+const ANSWERED_ROW: &str = "◆ wm answered";
 
 #[cfg(test)]
 mod tests {
