@@ -276,6 +276,38 @@ pub struct EvalSpec {
     pub good_fidelity: f64,
 }
 
+/// Per tool, a threshold with a guarantee for world model `name` over the calls of the
+/// wm-eval file at `path` (`metrics::routing_bound`): the routing file's text.
+pub fn routing(
+    path: &Path,
+    name: &str,
+    target_error: f64,
+    delta: f64,
+    runs: &[PathBuf],
+) -> Result<String> {
+    use crate::metrics::routing_bound::{choose, judged_by_tool, routing_file};
+    let filed =
+        Filed::read(&Run::open(path).with_context(|| format!("reading {}", path.display()))?);
+    let w = filed
+        .names
+        .iter()
+        .position(|n| n == name)
+        .with_context(|| format!("{} has no world model {name}", path.display()))?;
+    let choices = judged_by_tool(&filed.table(), w, filed.good_fidelity)
+        .into_iter()
+        .map(|(tool, judged)| (tool, choose(&judged, target_error, delta)))
+        .collect();
+    let runs: Vec<String> = runs.iter().map(|r| r.display().to_string()).collect();
+    Ok(routing_file(
+        name,
+        target_error,
+        delta,
+        filed.good_fidelity,
+        &runs,
+        &choices,
+    ))
+}
+
 /// The evaluation's result.
 #[derive(Debug)]
 pub struct Evaluation {

@@ -54,10 +54,36 @@ pub struct WmEvalArgs {
     /// Output format; `json` is documented in docs/report-format.md.
     #[arg(long, value_enum, default_value_t)]
     pub format: ReportFormat,
+    /// Routing with a guarantee: per tool, the lowest confidence threshold at which the share of
+    /// poor predictions (fidelity under --good-fidelity) among those trusted is at most this,
+    /// with probability at least 1 - --delta (docs/world-models.md). Needs --routing-out and
+    /// one --world-model.
+    #[arg(long, requires = "routing_out")]
+    pub target_error: Option<f64>,
+    /// With --target-error: how often the bound may fail.
+    #[arg(long, default_value_t = 0.1)]
+    pub delta: f64,
+    /// With --target-error: the routing file (TOML) to write, a threshold per tool.
+    #[arg(long, requires = "target_error")]
+    pub routing_out: Option<PathBuf>,
 }
 
 /// Runs the evaluation and prints the leaderboard.
 pub fn run(args: WmEvalArgs) -> Result<ExitCode> {
+    if let Some(target) = args.target_error {
+        let open_unit = |v: f64| v > 0.0 && v < 1.0;
+        if !(open_unit(target) && open_unit(args.delta)) {
+            anyhow::bail!(
+                "--target-error {target} and --delta {}: each must be between 0 and 1",
+                args.delta
+            );
+        }
+        if args.world_models.len() != 1 {
+            anyhow::bail!(
+                "--target-error chooses thresholds for one world model: give one --world-model"
+            );
+        }
+    }
     if args.concurrency == 0 || args.concurrency > 256 {
         anyhow::bail!("--concurrency {}: must be from 1 to 256", args.concurrency);
     }
@@ -154,6 +180,23 @@ pub fn run(args: WmEvalArgs) -> Result<ExitCode> {
     }
     if !evaluation.silent.is_empty() {
         return Ok(ExitCode::FAILURE);
+    }
+    if let (Some(target), Some(file)) = (args.target_error, &args.routing_out) {
+        let text = cosmos_engine::wm_eval::routing(
+            &evaluation.path,
+            &args.world_models[0],
+            target,
+            args.delta,
+            &args.runs,
+        )?;
+        let mut staged = cosmos_engine::export::staged::Staged::create(file)?;
+        std::io::Write::write_all(staged.writer(), text.as_bytes())?;
+        staged.finish()?;
+        errln!(
+            "cosmos: a threshold per tool (target error {target}, delta {}) written to {}",
+            args.delta,
+            inert(&file.display().to_string())
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

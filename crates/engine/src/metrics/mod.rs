@@ -10,6 +10,7 @@ pub mod mean;
 pub mod paired;
 pub mod paper_tables;
 pub mod records;
+pub mod routing_bound;
 pub mod run;
 pub mod state_match;
 pub mod stats;

@@ -1,0 +1,133 @@
+//! Proof, not promise: how often a threshold chosen by `metrics::routing_bound::choose` lets
+//! more poor predictions through than promised. Calibration sets are drawn from synthetic
+//! populations whose skill per confidence is known exactly, a threshold is chosen on each, and
+//! the chosen threshold's true population error is computed in closed form. The guarantee holds
+//! when the share of sets whose error exceeds ε is at most δ. Also prints the share of calls
+//! the threshold trusts (real calls saved).
+//!
+//!     cargo bench --bench routing_bound [-- --quick]
+
+use cosmos_engine::metrics::routing_bound::{Choice, Judged, choose};
+
+/// A tool's population: right with probability `right`, its confidence uniform in
+/// `right_conf` when right and in `wrong_conf` when wrong.
+struct Population {
+    name: &'static str,
+    right: f64,
+    right_conf: (f64, f64),
+    wrong_conf: (f64, f64),
+}
+
+/// P(confidence ≥ t) of a uniform on `range`.
+fn above(t: f64, (lo, hi): (f64, f64)) -> f64 {
+    ((hi - t.max(lo)) / (hi - lo)).clamp(0.0, 1.0)
+}
+
+impl Population {
+    /// The true share of poor predictions among those at or above `t`, and the share of all
+    /// predictions at or above it.
+    fn at(&self, t: f64) -> (f64, f64) {
+        let right = self.right * above(t, self.right_conf);
+        let wrong = (1.0 - self.right) * above(t, self.wrong_conf);
+        let trusted = right + wrong;
+        (if trusted > 0.0 { wrong / trusted } else { 0.0 }, trusted)
+    }
+
+    fn draw(&self, n: usize, rng: &mut Draws) -> Vec<Judged> {
+        (0..n)
+            .map(|_| {
+                let right = rng.next() < self.right;
+                let (lo, hi) = if right {
+                    self.right_conf
+                } else {
+                    self.wrong_conf
+                };
+                Judged {
+                    confidence: lo + (hi - lo) * rng.next(),
+                    poor: !right,
+                }
+            })
+            .collect()
+    }
+}
+
+/// splitmix64 in [0, 1).
+struct Draws(u64);
+impl Draws {
+    fn next(&mut self) -> f64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+fn main() {
+    let quick = std::env::args().any(|a| a == "--quick");
+    let trials = if quick { 400 } else { 4000 };
+    let populations = [
+        Population {
+            name: "the issue's good tool (80% right)",
+            right: 0.8,
+            right_conf: (0.6, 1.0),
+            wrong_conf: (0.0, 0.7),
+        },
+        Population {
+            name: "overlapping (70% right)",
+            right: 0.7,
+            right_conf: (0.3, 1.0),
+            wrong_conf: (0.0, 0.9),
+        },
+        Population {
+            name: "barely separable (92% right)",
+            right: 0.92,
+            right_conf: (0.5, 1.0),
+            wrong_conf: (0.4, 1.0),
+        },
+    ];
+    println!(
+        "routing bound: {trials} calibration sets per row; exceedance = share of sets whose chosen threshold's true error is over ε (must be ≤ δ)"
+    );
+    println!(
+        "{:<36} {:>5} {:>5} {:>5} {:>12} {:>12} {:>14}",
+        "population", "n", "ε", "δ", "exceedance", "trusted", "no threshold"
+    );
+    for population in &populations {
+        for (n, target, delta) in [
+            (120, 0.1, 0.1),
+            (360, 0.1, 0.1),
+            (360, 0.05, 0.1),
+            (1000, 0.1, 0.05),
+        ] {
+            let mut rng = Draws(42);
+            let (mut exceeded, mut untrusted, mut trusted_share) = (0usize, 0usize, 0.0);
+            for _ in 0..trials {
+                let sample = population.draw(n, &mut rng);
+                match choose(&sample, target, delta) {
+                    Choice::Trusted { threshold, .. } => {
+                        let (error, share) = population.at(threshold);
+                        exceeded += usize::from(error > target);
+                        trusted_share += share;
+                    }
+                    Choice::Untrusted { .. } => untrusted += 1,
+                }
+            }
+            let exceedance = exceeded as f64 / trials as f64;
+            println!(
+                "{:<36} {:>5} {:>5} {:>5} {:>11.3}{} {:>11.1}% {:>13.1}%",
+                population.name,
+                n,
+                target,
+                delta,
+                exceedance,
+                if exceedance <= delta { " " } else { "!" },
+                100.0 * trusted_share / trials as f64,
+                100.0 * untrusted as f64 / trials as f64
+            );
+        }
+    }
+    println!(
+        "(trusted: the mean share of all calls the chosen threshold lets the world model answer, over the sets where one was chosen; ! marks a row over δ)"
+    );
+}
