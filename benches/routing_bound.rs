@@ -33,33 +33,21 @@ impl Population {
         (if trusted > 0.0 { wrong / trusted } else { 0.0 }, trusted)
     }
 
-    fn draw(&self, n: usize, rng: &mut Draws) -> Vec<Judged> {
+    fn draw(&self, n: usize, rng: &mut fastrand::Rng) -> Vec<Judged> {
         (0..n)
             .map(|_| {
-                let right = rng.next() < self.right;
+                let right = rng.f64() < self.right;
                 let (lo, hi) = if right {
                     self.right_conf
                 } else {
                     self.wrong_conf
                 };
                 Judged {
-                    confidence: lo + (hi - lo) * rng.next(),
+                    confidence: lo + (hi - lo) * rng.f64(),
                     poor: !right,
                 }
             })
             .collect()
-    }
-}
-
-/// splitmix64 in [0, 1).
-struct Draws(u64);
-impl Draws {
-    fn next(&mut self) -> f64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
     }
 }
 
@@ -100,7 +88,7 @@ fn main() {
             (360, 0.05, 0.1),
             (1000, 0.1, 0.05),
         ] {
-            let mut rng = Draws(42);
+            let mut rng = fastrand::Rng::with_seed(42);
             let (mut exceeded, mut untrusted, mut trusted_share) = (0usize, 0usize, 0.0);
             for _ in 0..trials {
                 let sample = population.draw(n, &mut rng);

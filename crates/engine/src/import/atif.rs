@@ -18,6 +18,9 @@ use cosmos_trajectory::event::{Event, EventBody, Header, Observation, Source, To
 use super::draft::{Call, Draft, Ended, Imported, Turn, content_text, timestamp};
 use super::format::{Format, Said};
 
+/// Largest ATIF file read: its one session is held whole while converted.
+const MAX_SESSION_BYTES: u64 = 4 << 30;
+
 /// An ATIF trajectory, as much of it as cosmos reads (unknown fields are ignored: newer
 /// versions add some).
 #[derive(Debug, Deserialize)]
@@ -143,7 +146,17 @@ pub struct Metrics {
 /// Reads an ATIF file (one trajectory) into one run.
 pub fn read(path: &Path, each: &mut dyn FnMut(Imported) -> Result<()>) -> Result<Said> {
     let file = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
-    let trajectory: Trajectory = serde_json::from_reader(BufReader::new(file))
+    // One session is held while it is converted: a file past the bound is refused, not read
+    // until memory runs out.
+    let size = file.metadata().map(|m| m.len()).unwrap_or(0);
+    if size > MAX_SESSION_BYTES {
+        anyhow::bail!(
+            "{}: {size} bytes, over the {MAX_SESSION_BYTES} an ATIF session may have here (one session is held whole while it is converted)",
+            path.display()
+        );
+    }
+    let bounded = std::io::Read::take(BufReader::new(file), MAX_SESSION_BYTES + 1);
+    let trajectory: Trajectory = serde_json::from_reader(bounded)
         .with_context(|| format!("{} is not a whole ATIF trajectory", path.display()))?;
     each(convert(trajectory, &path.display().to_string()))?;
     Ok(Said::default())

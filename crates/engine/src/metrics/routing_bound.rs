@@ -218,18 +218,6 @@ pub fn routing_file(
 mod tests {
     use super::*;
 
-    /// A deterministic stream in [0, 1) (splitmix64).
-    struct Draws(u64);
-    impl Draws {
-        fn next(&mut self) -> f64 {
-            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = self.0;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
-        }
-    }
-
     #[test]
     fn twenty_two_clean_predictions_are_the_fewest_that_pass_at_a_tenth() {
         assert_eq!(fewest_to_pass(0.1, 0.1), 22);
@@ -249,14 +237,14 @@ mod tests {
     /// when right, 0.0–0.7 when wrong, 360 calls); two tools always wrong yet 0.95-sure.
     #[test]
     fn a_good_tool_is_trusted_between_its_error_and_a_confidently_wrong_one_never() {
-        let mut draws = Draws(7);
+        let mut draws = fastrand::Rng::with_seed(7);
         let good: Vec<Judged> = (0..360)
             .map(|_| {
-                let right = draws.next() < 0.8;
+                let right = draws.f64() < 0.8;
                 let confidence = if right {
-                    0.6 + 0.4 * draws.next()
+                    0.6 + 0.4 * draws.f64()
                 } else {
-                    0.7 * draws.next()
+                    0.7 * draws.f64()
                 };
                 Judged {
                     confidence,
