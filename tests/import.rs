@@ -887,3 +887,157 @@ fn a_closed_output_pipe_ends_printing_quietly() {
         );
     }
 }
+
+/// A big Inspect log, so a command reading it is still at work when it is stopped.
+fn big_inspect_log(path: &Path, samples: usize) {
+    let result = "r".repeat(200_000);
+    let mut log = String::from(
+        "{\"version\": 2, \"eval\": {\"task\": \"t\", \"model\": \"m\"}, \"samples\": [",
+    );
+    for i in 0..samples {
+        if i > 0 {
+            log.push(',');
+        }
+        log.push_str(
+            &json!({"id": format!("s{i}"), "input": "task", "events": [
+                {"event": "tool", "function": "f", "arguments": {}, "result": result}
+            ], "output": {"completion": "done"}})
+            .to_string(),
+        );
+    }
+    log.push_str("]}");
+    std::fs::write(path, log).unwrap();
+}
+
+/// The private folders cosmos made in `tmp`.
+fn homes_in(tmp: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(tmp)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("cosmos-state-")
+        })
+        .collect()
+}
+
+#[test]
+fn a_command_killed_while_converting_leaves_a_folder_the_next_cosmos_removes() {
+    let dir = tempfile::tempdir().unwrap();
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let log = dir.path().join("big.json");
+    big_inspect_log(&log, 400);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cosmos"))
+        .args(["report", log.to_str().unwrap()])
+        .env("TMPDIR", &tmp)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Killed once its private folder holds a converted run.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let converting = homes_in(&tmp)
+            .iter()
+            .any(|h| std::fs::read_dir(h.join("given")).is_ok_and(|mut d| d.next().is_some()));
+        if converting {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the report never started converting"
+        );
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the report ended before it was killed"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(homes_in(&tmp).len(), 1, "a SIGKILL leaves its folder");
+    // The next cosmos that converts removes it, and its own when it ends.
+    let done = Command::new(env!("CARGO_BIN_EXE_cosmos"))
+        .args([
+            "report",
+            fixture("atif_claude_code_time.json").to_str().unwrap(),
+        ])
+        .env("TMPDIR", &tmp)
+        .output()
+        .unwrap();
+    assert!(done.status.success(), "{}", text(&done.stderr));
+    assert_eq!(homes_in(&tmp), Vec::<PathBuf>::new(), "nothing left behind");
+}
+
+#[test]
+fn links_in_and_out_are_taken_as_what_they_are() {
+    let dir = tempfile::tempdir().unwrap();
+    // In: a link given by name is the file it names.
+    let link = dir.path().join("session.json");
+    std::os::unix::fs::symlink(fixture("atif_claude_code_time.json"), &link).unwrap();
+    let out = dir.path().join("out");
+    let runs = import(&[&link], &out);
+    assert_eq!(runs.len(), 1);
+    // In a folder, a link to a foreign file is passed over (a folder's links could lead
+    // anywhere); the run beside it is read.
+    let folder = dir.path().join("folder");
+    std::fs::create_dir(&folder).unwrap();
+    std::os::unix::fs::symlink(fixture("inspect_time_mcp.eval"), folder.join("log.eval")).unwrap();
+    std::fs::copy(
+        std::fs::read_dir(&out)
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path(),
+        folder.join("run.jsonl"),
+    )
+    .unwrap();
+    let report: Value = serde_json::from_str(&common::cosmos_stdout(&[
+        "report",
+        folder.to_str().unwrap(),
+        "--format",
+        "json",
+    ]))
+    .unwrap();
+    assert_eq!(report["runs"], 1);
+    // Out: a link planted under the name the next run takes is not written through.
+    let planted = tempfile::tempdir().unwrap();
+    let target = planted.path().join("victim");
+    let session = fixture("atif_claude_code_time.json");
+    let learned = dir.path().join("learned");
+    import(&[&session], &learned);
+    let name = std::fs::read_dir(&learned)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .file_name();
+    let out2 = dir.path().join("out2");
+    std::fs::create_dir(&out2).unwrap();
+    std::os::unix::fs::symlink(&target, out2.join(&name)).unwrap();
+    let done = cosmos(&[
+        "import",
+        fixture("atif_claude_code_time.json").to_str().unwrap(),
+        "--out",
+        out2.to_str().unwrap(),
+    ]);
+    assert!(!target.exists(), "nothing written through the link");
+    assert!(
+        !done.status.success(),
+        "a name taken by a link is no run written"
+    );
+    assert_eq!(
+        std::fs::read_dir(&out2).unwrap().count(),
+        1,
+        "no part left beside the link"
+    );
+    assert!(
+        text(&done.stderr).contains(&*name.to_string_lossy()),
+        "{}",
+        text(&done.stderr)
+    );
+}

@@ -75,6 +75,11 @@ pub fn write(run: &Imported, dir: &Path, redactor: &Redactor) -> Result<Written>
             std::fs::remove_file(&part)?;
             Ok(Written::There(path))
         }
-        Err(e) => Err(e).with_context(|| format!("naming {}", path.display())),
+        // A name taken by something else (a link planted there): nothing is written through
+        // it, and no part is left behind.
+        Err(e) => {
+            let _ = std::fs::remove_file(&part);
+            Err(e).with_context(|| format!("naming {}", path.display()))
+        }
     }
 }

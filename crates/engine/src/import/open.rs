@@ -1,12 +1,14 @@
 //! Foreign trajectories opened where runs are taken (the explorer, `report`, `wm-eval`,
 //! `export`): each converted as `cosmos import` converts it, into a private folder that lives
-//! as long as the [`Opened`] and is removed with it.
+//! as long as the [`Opened`] and is removed with it (or by the next cosmos, after a kill).
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{Result, bail};
 use cosmos_trajectory::reader::collect_files;
 use cosmos_trajectory::redact::Redactor;
+
+use crate::mcp::sandbox_home::Home;
 
 use super::convert::{Written, read, write};
 use super::format::{Detected, Format, detect};
@@ -21,14 +23,15 @@ pub struct Opened {
     pub said: Vec<String>,
     /// How many runs were converted.
     pub converted: usize,
-    /// The private folder of converted runs; removed when this is dropped.
-    folder: Option<tempfile::TempDir>,
+    /// The private folder of converted runs (a sandbox's kind of home: private, locked while
+    /// this lives, removed when it is dropped or, after a kill, by the next cosmos).
+    folder: Option<Home>,
 }
 
 impl Opened {
     /// The private folder of converted runs, when there is one.
     pub fn converted_folder(&self) -> Option<&Path> {
-        self.folder.as_ref().map(tempfile::TempDir::path)
+        self.folder.as_ref().map(Home::root)
     }
 }
 
@@ -104,11 +107,7 @@ fn convert(
     redactor: &Redactor,
 ) -> Result<Vec<PathBuf>> {
     if opened.folder.is_none() {
-        opened.folder = Some(
-            tempfile::Builder::new()
-                .prefix("cosmos-import-")
-                .tempdir()?,
-        );
+        opened.folder = Some(crate::mcp::sandbox_home::fresh()?);
     }
     let folder = opened.converted_folder().expect("made above").join(part);
     std::fs::create_dir_all(&folder)?;

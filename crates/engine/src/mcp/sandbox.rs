@@ -46,18 +46,12 @@ pub struct Sandbox {
 /// copy's folder in its entry wherever `${COSMOS_STATE_DIR}` stands. What a killed cosmos left
 /// behind is removed first (once per process).
 pub fn prepare(servers: &mut [ServerConfig]) -> Result<Vec<Sandbox>> {
-    static SWEPT: std::sync::Once = std::sync::Once::new();
     let mut sandboxes = Vec::new();
     for server in servers.iter_mut() {
         let Some(seed) = server.state_seed.clone() else {
             continue;
         };
-        SWEPT.call_once(|| {
-            for gone in super::sandbox_home::remove_leftovers(None) {
-                tracing::info!("removed {}, left by a cosmos that is gone", gone.display());
-            }
-        });
-        let home = Home::new(None)?;
+        let home = super::sandbox_home::fresh()?;
         let dir = home.state();
         let name = seed.file_name().with_context(|| {
             format!(

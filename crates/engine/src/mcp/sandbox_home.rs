@@ -1,5 +1,6 @@
-//! Where a sandbox lives: a folder no other user can plant or enter, held by a lock its owner
-//! keeps open, and the rule that removes what a killed cosmos left behind.
+//! Where a sandbox lives (and the runs converted from foreign files, `import::open`): a folder
+//! no other user can plant or enter, held by a lock its owner keeps open, and the rule that
+//! removes what a killed cosmos left behind.
 //!
 //! A home is `TMP/cosmos-state-RANDOM/` made exclusively with mode 0700 (`tempfile`), holding
 //! `owner.lock` (locked with `flock` for the sandbox's life) and `state/`, the folder
@@ -57,10 +58,28 @@ impl Home {
         })
     }
 
+    /// The folder to work in (a sandbox keeps its server's state there).
+    pub fn root(&self) -> &Path {
+        self.folder.path()
+    }
+
     /// The folder the server's state lives in (`${COSMOS_STATE_DIR}`).
     pub fn state(&self) -> PathBuf {
         self.folder.path().join("state")
     }
+}
+
+/// A fresh home in the system's temporary folder, after removing (once per process) what a
+/// killed cosmos left there: for a sandbox's state, and for the runs converted from foreign
+/// files (`import::open`), which a SIGKILL or an unhandled SIGTERM would otherwise leave behind.
+pub fn fresh() -> Result<Home> {
+    static SWEPT: std::sync::Once = std::sync::Once::new();
+    SWEPT.call_once(|| {
+        for gone in remove_leftovers(None) {
+            tracing::info!("removed {}, left by a cosmos that is gone", gone.display());
+        }
+    });
+    Home::new(None)
 }
 
 /// Removes the homes in `tmp` (the system's temporary folder when `None`) that this user's
