@@ -197,6 +197,7 @@ fn long_run(calls: usize) {
         start_digest: Some("sha256:0".into()),
         start_state: Some(Box::new(serde_json::Value::Object(start))),
         seed_removed: Vec::new(),
+        protocol: None,
     }];
     let mut w = Writer::create(&runs.join("long.jsonl"), &header, Redactor::new(), None).unwrap();
     for i in 0..calls {

@@ -51,4 +51,14 @@ fi
 if ! "$interchange/venv/bin/python" -c "import atif, inspect_ai, mcp" 2>/dev/null; then
   "$interchange/venv/bin/pip" install --quiet --disable-pip-version-check "atif==1.8.0" "inspect-ai==0.3.285" "mcp<2"
 fi
+# The stateless protocol era (2026-07-28): the MCP Python SDK 2.x, whose client and server speak
+# both eras (tests/support/modern_client.py and modern_server.py), and today's mcp-server-time,
+# which needs it.
+modern=.cache/modern
+if [ ! -x "$modern/venv/bin/python" ]; then
+  python3 -m venv "$modern/venv"
+fi
+if ! "$modern/venv/bin/python" -c "import mcp.server.mcpserver, mcp_server_time" 2>/dev/null; then
+  "$modern/venv/bin/pip" install --quiet --disable-pip-version-check "mcp==2.3.0" "mcp-server-time==2026.10.19"
+fi
 echo "test servers ready in $root"

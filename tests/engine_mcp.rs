@@ -412,3 +412,77 @@ async fn a_request_for_input_is_answered_in_the_explorers_form() {
     );
     assert_eq!(asked.reason, "answered in the explorer");
 }
+
+/// cosmos asks `server/discover` first and falls back to the handshake: a server of the
+/// stateless era (the MCP Python SDK 2.x; today's mcp-server-time) is spoken to in 2026-07-28
+/// over stdio and HTTP, one of the handshake era (mcp 1.x, the TypeScript SDK) in 2025-11-25,
+/// and each connection's version is what the run header records.
+#[tokio::test(flavor = "multi_thread")]
+async fn both_protocol_eras_are_spoken_over_stdio_and_http() {
+    let (mut modern_http, url) = modern_server_http();
+    let (mut everything_http, port) = serve_on_free_port(|port| {
+        std::process::Command::new(npm_bin("mcp-server-everything"))
+            .arg("streamableHttp")
+            .env("PORT", port.to_string())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap()
+    });
+    let c = config(json!({
+        "modern": modern_server(),
+        "modern_web": {"url": url},
+        "time_today": {"command": modern_python(), "args": ["-m", "mcp_server_time", "--local-timezone", "UTC"]},
+        "time_2026_10": {"command": python(), "args": ["-m", "mcp_server_time", "--local-timezone", "UTC"]},
+        "everything": {"command": npm_bin("mcp-server-everything")},
+        "everything_web": {"url": format!("http://127.0.0.1:{port}/mcp")},
+    }));
+    let (pool, failures) = McpPool::connect(&c.servers, Timeouts::default()).await;
+    assert!(failures.is_empty(), "{failures:?}");
+    let spoken: std::collections::BTreeMap<String, Option<String>> = pool
+        .server_infos()
+        .into_iter()
+        .map(|s| (s.name, s.protocol))
+        .collect();
+    let era = |name: &str| spoken[name].as_deref();
+    for modern in ["modern", "modern_web", "time_today"] {
+        assert_eq!(era(modern), Some("2026-07-28"), "{spoken:?}");
+    }
+    for handshake in ["time_2026_10", "everything", "everything_web"] {
+        assert_eq!(era(handshake), Some("2025-11-25"), "{spoken:?}");
+    }
+    for tool in ["modern:add", "modern_web:add"] {
+        let (_, sum) = pool.call(tool, &json!({"a": 2, "b": 3})).await;
+        assert_eq!(sum.error, None, "{tool}");
+        assert_eq!(
+            sum.result.structured.as_deref(),
+            Some(&json!({"result": 5})),
+            "{tool}: {:?}",
+            sum.result
+        );
+    }
+    // The listing keeps what the server said of its tools beyond their schemas.
+    let add = pool
+        .tools()
+        .into_iter()
+        .find(|t| t.name == "modern_web:add")
+        .unwrap();
+    assert_eq!(add.title.as_deref(), Some("Add two numbers"));
+    assert_eq!(
+        add.meta.as_deref(),
+        Some(&json!({"fixture/kind": "arithmetic"}))
+    );
+    let (_, now) = pool
+        .call(
+            "time_today:get_current_time",
+            &json!({"timezone": "Europe/Paris"}),
+        )
+        .await;
+    assert_eq!(now.error, None);
+    assert!(now.result.text.contains("Europe/Paris"), "{:?}", now.result);
+    pool.shutdown().await;
+    for child in [&mut modern_http, &mut everything_http] {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+}

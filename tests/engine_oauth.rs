@@ -877,3 +877,29 @@ fn a_server_of_the_2025_03_26_layout_is_logged_into() {
     assert!(logged.status.success(), "{}", text(&logged));
     whoami_run(dir.path(), &mcp, &[]);
 }
+
+#[test]
+fn a_login_to_a_server_that_needs_none_says_so_at_once() {
+    let (mut server, url) = modern_server_http();
+    let dir = tempfile::tempdir().unwrap();
+    let mcp = write_mcp_config(dir.path(), json!({"open": {"url": url}}));
+    let started = std::time::Instant::now();
+    let said = cosmos_with(
+        dir.path(),
+        &["login", "open", "--mcp-config", mcp.to_str().unwrap()],
+        None,
+        None,
+    );
+    let took = started.elapsed();
+    assert_eq!(said.status.code(), Some(1), "{}", text(&said));
+    assert!(
+        text(&said).contains("needs no login: it answered a request without a token"),
+        "{}",
+        text(&said)
+    );
+    // No wait on an event stream, no discovery: well under the 30 s a GET used to take.
+    assert!(took < std::time::Duration::from_secs(10), "{took:?}");
+    assert!(token_files(dir.path()).is_empty());
+    let _ = server.kill();
+    let _ = server.wait();
+}

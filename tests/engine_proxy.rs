@@ -2200,7 +2200,7 @@ fn over_http_delete_ends_the_session_and_its_id_is_then_unknown() {
     let (_, answered) = http_raw(&url, "POST", &session, &call.to_string());
     assert!(answered.contains("ok: one"), "{answered}");
     let (deleted, _) = http_raw(&url, "DELETE", &session, "");
-    assert!(deleted.starts_with("HTTP/1.1 202"), "{deleted}");
+    assert!(deleted.starts_with("HTTP/1.1 200"), "{deleted}");
     let run = only_run(&out);
     wait_until_finished(&run, "a deleted session was never finished");
     let events = events(&run);
@@ -2549,4 +2549,245 @@ fn secrets_inside_argument_strings_reach_no_file_of_the_session() {
         }
         assert!(written.contains("key=alpha"), "{}", file.display());
     }
+}
+
+/// The MCP Python SDK 2.x client (tests/support/modern_client.py) with `spec`.
+fn modern_client(spec: Value) -> Value {
+    run_client(&modern_python(), "modern_client.py", spec)
+}
+
+/// What a client compares of two answers of the same server: tools as listed (titles,
+/// icons, annotations, `_meta`), the call's structured result, prompts, the prompt got, the
+/// resources and what was read.
+fn offered_and_answered(answer: &Value) -> Value {
+    json!({
+        "tools": answer["tools"],
+        "result": answer["results"][0]["structuredContent"],
+        "prompts": answer["prompts"],
+        "prompt": answer["prompt_got"]["messages"],
+        "resources": answer["resources"],
+        "read": answer["reads"][0]["contents"],
+    })
+}
+
+#[test]
+fn a_client_of_the_stateless_era_gets_through_the_proxy_what_it_gets_directly() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = modern_server();
+    let mcp = write_mcp_config(dir.path(), json!({"fixture": server}));
+    let asked = |mut spec: Value| {
+        spec["mode"] = json!("2026-07-28");
+        spec["calls"] = json!([{"name": "add", "arguments": {"a": 2, "b": 3}}]);
+        spec["prompt_arguments"] = json!({"name": "Ada"});
+        spec["client"] = json!({"name": "modern-test-client", "version": "2.0.0"});
+        spec
+    };
+    let direct = modern_client(asked(json!({
+        "transport": "stdio", "command": server["command"], "args": server["args"],
+    })));
+    assert_eq!(direct["protocol"], "2026-07-28", "{direct}");
+    assert_eq!(direct["tools"][0]["title"], "Add two numbers", "{direct}");
+    assert_eq!(direct["results"][0]["structuredContent"]["result"], 5);
+
+    // Over stdio: one process, one client, one run.
+    let stdio_out = dir.path().join("stdio");
+    let mut spec = asked(proxy_spec(dir.path(), &mcp, &stdio_out, &[], json!([])));
+    spec["client"] = json!({"name": "modern-test-client", "version": "2.0.0"});
+    let through_stdio = modern_client(spec);
+    assert_eq!(through_stdio["protocol"], "2026-07-28");
+    assert_eq!(
+        offered_and_answered(&through_stdio),
+        offered_and_answered(&direct),
+        "through the stdio proxy"
+    );
+    let run = only_run(&stdio_out);
+    let header = &events(&run)[0];
+    assert_eq!(header["agent"]["settings"]["protocol"], "2026-07-28");
+    assert_eq!(
+        header["agent"]["settings"]["client"]["name"],
+        "modern-test-client"
+    );
+    assert!(header["agent"]["settings"]["sessionless"].is_null());
+    // The catalogue records what the server listed: title, icons and `_meta` too.
+    let add = header["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "fixture:add")
+        .unwrap();
+    assert_eq!(add["title"], "Add two numbers");
+    assert_eq!(add["_meta"]["fixture/kind"], "arithmetic");
+    assert!(add["icons"][0]["src"].is_string(), "{add}");
+    assert_eq!(header["servers"][0]["protocol"], "2026-07-28", "{header}");
+
+    // Over HTTP every request comes alone: a client's requests (of one name, version and
+    // address) within the idle bound are one run, said to be sessionless; after it, a new run.
+    let http_out = dir.path().join("http");
+    let (mut proxy, url) = http_proxy(
+        &mcp,
+        &http_out,
+        &["--session-idle-s", "4"],
+        &[],
+        &dir.path().join("http.log"),
+    );
+    let through_http = modern_client(asked(json!({"transport": "http", "url": url})));
+    assert_eq!(through_http["protocol"], "2026-07-28");
+    assert_eq!(
+        offered_and_answered(&through_http),
+        offered_and_answered(&direct),
+        "through the HTTP proxy"
+    );
+    let runs = runs_in(&http_out);
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    wait_until_finished(&runs[0], "the sessionless run never ended idle");
+    let later = modern_client(asked(
+        json!({"transport": "http", "url": url, "prompts": false}),
+    ));
+    assert_eq!(later["results"][0]["structuredContent"]["result"], 5);
+    let _ = proxy.kill();
+    let _ = proxy.wait();
+    let runs = runs_in(&http_out);
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    let first = events(&runs[0]);
+    let settings = &first[0]["agent"]["settings"];
+    assert_eq!(settings["sessionless"], true, "{settings}");
+    assert_eq!(settings["protocol"], "2026-07-28");
+    let kinds: Vec<&str> = first.iter().filter_map(|e| e["kind"].as_str()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "run_started",
+            "tool_called",
+            "prompt_got",
+            "resource_read",
+            "run_finished"
+        ]
+    );
+    assert_eq!(first.last().unwrap()["ending"], "idle_expired");
+}
+
+#[test]
+fn a_handshake_client_through_the_proxy_sees_the_servers_titles_info_and_its_own_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let mcp = write_mcp_config(dir.path(), json!({"fixture": modern_server()}));
+    let out = dir.path().join("runs");
+    let (mut proxy, url) = http_proxy(&mcp, &out, &[], &[], &dir.path().join("proxy.log"));
+    // The 1.x SDK's client: titles are passed on; a name nobody offers is answered with the
+    // names this proxy offers (one upstream: the server's own, no `server:` prefix).
+    let legacy = Command::new(python())
+        .arg(client_script())
+        .arg(
+            json!({"transport": "http", "url": url, "calls": [
+                {"name": "add", "arguments": {"a": 2, "b": 3}},
+                {"name": "fixture:add", "arguments": {"a": 2, "b": 3}},
+            ]})
+            .to_string(),
+        )
+        .output()
+        .unwrap();
+    assert!(legacy.status.success(), "{}", text(&legacy));
+    let answer: Value = serde_json::from_str(
+        String::from_utf8_lossy(&legacy.stdout)
+            .lines()
+            .last()
+            .unwrap(),
+    )
+    .unwrap();
+    let titles: Vec<&str> = answer["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["title"].as_str())
+        .collect();
+    assert_eq!(titles, ["Add two numbers", "Echo"], "{answer}");
+    assert_eq!(answer["results"][0]["structuredContent"]["result"], 5);
+    let refused = answer["results"][1]["content"][0]["text"].as_str().unwrap();
+    assert!(
+        refused.contains("this proxy offers 2 tool(s) (add, echo)")
+            && !refused.contains("server:tool"),
+        "{refused}"
+    );
+    // Its DELETE of the session at the end is answered 200: the SDK logs nothing failed.
+    assert!(
+        !text(&legacy).contains("Session termination failed"),
+        "{}",
+        text(&legacy)
+    );
+    // The 2.x SDK's client in the handshake era: the one upstream's serverInfo, as it is.
+    let handshake =
+        modern_client(json!({"transport": "http", "url": url, "mode": "legacy", "prompts": false}));
+    assert_eq!(handshake["protocol"], "2025-11-25");
+    assert_eq!(
+        handshake["server_info"]["name"], "modern-fixture",
+        "{handshake}"
+    );
+    assert_eq!(handshake["server_info"]["title"], "Modern Fixture");
+    assert_eq!(handshake["server_info"]["version"], "2.3.0-test");
+    let _ = proxy.kill();
+    let _ = proxy.wait();
+}
+
+#[test]
+fn a_servers_log_messages_reach_only_the_client_that_asked_for_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let everything = npm_bin("mcp-server-everything");
+    let mcp = write_mcp_config(dir.path(), json!({"everything": {"command": everything}}));
+    let out = dir.path().join("runs");
+    let (mut proxy, url) = http_proxy(&mcp, &out, &[], &[], &dir.path().join("proxy.log"));
+    // A bystander: connected the whole time, one call made, never asks for log messages.
+    let pause = dir.path().join("go-on");
+    let bystander = {
+        let (url, pause) = (url.clone(), pause.clone());
+        std::thread::spawn(move || {
+            sdk_client(json!({"transport": "http", "url": url,
+                "client": {"name": "bystander", "version": "1"},
+                "pause_file": pause.display().to_string(),
+                "calls": [{"name": "echo", "arguments": {"message": "here"}}]}))
+        })
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !runs_in(&out)
+        .iter()
+        .any(|r| std::fs::read_to_string(r).unwrap().contains("tool_called"))
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the bystander never called"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // The other client sets a level and turns the server's simulated logging on: the server
+    // logs on its one connection, shared by both sessions.
+    let listened = run_client(
+        &python(),
+        "mcp_tour.py",
+        json!({"transport": "http", "url": url, "long_calls": 0}),
+    );
+    assert!(
+        listened["logs"].as_array().is_some_and(|l| !l.is_empty()),
+        "{listened}"
+    );
+    std::fs::write(&pause, "").unwrap();
+    bystander.join().unwrap();
+    let _ = proxy.kill();
+    let _ = proxy.wait();
+    let runs = runs_in(&out);
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    let logs_of = |bystander: bool| {
+        let run = runs
+            .iter()
+            .find(|r| {
+                (events(r)[0]["agent"]["settings"]["client"]["name"] == "bystander") == bystander
+            })
+            .unwrap();
+        events(run)
+            .iter()
+            .filter(|e| e["kind"] == "server_log")
+            .count()
+    };
+    assert!(
+        logs_of(false) > 0,
+        "the listener's run holds no log message"
+    );
+    assert_eq!(logs_of(true), 0, "the bystander was told another's logs");
 }

@@ -552,6 +552,7 @@ fn the_about_view_says_a_state_changed_only_when_a_field_did() {
             start_digest: Some("sha256:aaaa".into()),
             start_state: Some(Box::new(json!({"entity/Paris": {"entityType": "city"}}))),
             seed_removed: Vec::new(),
+            protocol: None,
         }];
         let mut run = cosmos_trajectory::run::Run::new("runs/about.jsonl".into(), header);
         for (seq, body) in [

@@ -439,6 +439,7 @@ fn two_alphas() -> Vec<Run> {
                 start_digest: None,
                 start_state: None,
                 seed_removed: Vec::new(),
+                protocol: None,
             }];
             common::run_of(
                 &format!("runs/alpha-{alpha}.jsonl"),
@@ -1924,7 +1925,7 @@ fn a_node_at_the_horizon_says_why_the_search_went_no_further() {
     assert!(
         rows.contains(
             "the search imagined no further: the confidence along the path is 0.36, below \
-             go_real_below (0.50)"
+             go_real_below (0.5)"
         ),
         "{rows}"
     );

@@ -26,6 +26,7 @@ fn recorded(path: &Path) {
                 .into(),
             output_schema: None,
             annotations: None,
+            ..Default::default()
         })
         .collect();
     let mut header = Header::new(

@@ -89,6 +89,44 @@ pub fn python() -> String {
     servers().join("venv/bin/python").display().to_string()
 }
 
+/// The python of the MCP Python SDK 2.x (both protocol eras), with today's mcp-server-time.
+pub fn modern_python() -> String {
+    let python = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".cache/modern/venv/bin/python");
+    assert!(
+        python.exists(),
+        "the MCP Python SDK 2.x is missing: run scripts/install-test-servers.sh"
+    );
+    python.display().to_string()
+}
+
+/// The config entry of tests/support/modern_server.py over stdio (both protocol eras).
+pub fn modern_server() -> Value {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/support/modern_server.py");
+    json!({"command": modern_python(), "args": [script.display().to_string()]})
+}
+
+/// tests/support/modern_server.py over streamable HTTP on a free port it binds itself: the
+/// process and its URL.
+pub fn modern_server_http() -> (Child, String) {
+    let server = modern_server();
+    let mut child = Command::new(modern_python())
+        .arg(server["args"][0].as_str().unwrap())
+        .arg("--http")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let port = line
+        .trim()
+        .strip_prefix("PORT=")
+        .unwrap_or_else(|| panic!("the fixture server said {line:?}, not its port"));
+    (child, format!("http://127.0.0.1:{port}/mcp"))
+}
+
 /// An npm server's binary.
 pub fn npm_bin(name: &str) -> String {
     servers()

@@ -488,6 +488,11 @@ pub struct ServerInfo {
     /// would run (a hook, `core.fsmonitor`, an alias…; `mcp::seed_git`), one line each.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub seed_removed: Vec<String>,
+    /// The MCP protocol version cosmos and the server agreed on (`2026-07-28`: the stateless
+    /// era, found by `server/discover`; earlier dates: the `initialize` handshake). Absent in
+    /// runs made before it was recorded, and for a server that never connected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<String>,
 }
 
 /// A server's state as named fields (`mcp::state_view` reads one; docs/trajectory-format.md,
@@ -616,6 +621,15 @@ pub struct ToolInfo {
     /// The server's hints about the tool (`readOnlyHint`, `destructiveHint`…), as it sent them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub annotations: Option<Box<Value>>,
+    /// Its name for people (`title`), when the server gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Its `icons`, as the server listed them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub icons: Option<Box<Value>>,
+    /// Its `_meta`, as the server listed it.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Box<Value>>,
 }
 
 /// A namespaced tool's own name when it belongs to `server` (`server:tool`; a server's name
@@ -1926,6 +1940,7 @@ impl Exchange {
             })),
             output_schema: None,
             annotations: Some(Box::new(serde_json::json!({"readOnlyHint": true}))),
+            ..Default::default()
         };
         let real = match &self.error {
             Some(e) => Observation {

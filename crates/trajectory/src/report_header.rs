@@ -289,6 +289,8 @@ struct ServerLine {
     target: Option<CheckedStr>,
     #[serde(default)]
     shared: bool,
+    #[serde(default)]
+    protocol: Option<CheckedStr>,
 }
 
 /// `ToolInfo`, its name and schema kept.
@@ -304,6 +306,12 @@ struct ToolLine<'a> {
     output_schema: Option<AnyJson>,
     #[serde(default)]
     annotations: Option<AnyJson>,
+    #[serde(default)]
+    title: Option<CheckedStr>,
+    #[serde(default)]
+    icons: Option<AnyJson>,
+    #[serde(default, rename = "_meta")]
+    meta: Option<AnyJson>,
 }
 
 impl ToolLine<'_> {

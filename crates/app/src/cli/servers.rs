@@ -44,7 +44,11 @@ pub fn run(config: &Path, verbose: bool, startup_timeout_s: u64) -> Result<ExitC
         let servers = pool.servers();
         let server = servers.iter().find(|s| s.name == cfg.name);
         let tools = server.map_or(&[][..], |s| &s.tools[..]);
-        out.push_str(&format!("  {} tool(s)\n", tools.len()));
+        let protocol = server
+            .and_then(|s| s.protocol_version())
+            .map(|v| format!(", protocol {v}"))
+            .unwrap_or_default();
+        out.push_str(&format!("  {} tool(s){protocol}\n", tools.len()));
         for t in tools {
             let first = t.description.lines().next().unwrap_or_default();
             out.push_str(&format!("  - {}  {}\n", t.name, first));

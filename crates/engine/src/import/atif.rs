@@ -450,5 +450,6 @@ fn tool_definition(definition: &Value) -> Option<ToolInfo> {
             .into(),
         output_schema: None,
         annotations: None,
+        ..Default::default()
     })
 }

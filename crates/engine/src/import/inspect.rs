@@ -601,5 +601,6 @@ fn tool_info(tool: &Value, attachments: &HashMap<String, String>) -> Option<Tool
         .into(),
         output_schema: None,
         annotations: None,
+        ..Default::default()
     })
 }

@@ -470,6 +470,22 @@ pub async fn login(
     within: Duration,
     say: &mut dyn FnMut(&str),
 ) -> Result<PathBuf> {
+    // A server that answers without a token needs no login: said at once, not after a
+    // discovery that has nothing to find.
+    let silent = || {
+        anyhow!(
+            "{url}'s authorization server did not answer discovery or registration within {}s",
+            within.as_secs()
+        )
+    };
+    match tokio::time::timeout(within, unauthenticated(url)).await {
+        Err(_) => return Err(silent()),
+        Ok(Ok(answer)) if answer.status() != reqwest::StatusCode::UNAUTHORIZED => bail!(
+            "{url} needs no login: it answered a request without a token (HTTP {}), not 401",
+            answer.status().as_u16()
+        ),
+        Ok(_) => {}
+    }
     let store = TokenStore::new(url, client)?;
     let mut scopes = client.scopes.clone();
     if !more_scopes.is_empty() {
@@ -483,12 +499,7 @@ pub async fn login(
     // login within the time it was given, as the wait for the browser does.
     let pending = tokio::time::timeout(within, Pending::start(url, client, &store, scopes))
         .await
-        .map_err(|_| {
-            anyhow!(
-                "{url}'s authorization server did not answer discovery or registration within {}s",
-                within.as_secs()
-            )
-        })??;
+        .map_err(|_| silent())??;
     web_address(&pending.address)?;
     match open_browser(&pending.address) {
         Some(Ok(())) => say("opened the authorization page with $BROWSER; waiting for it"),

@@ -93,6 +93,11 @@ impl McpPool {
                 start_digest: None,
                 start_state: None,
                 seed_removed: Vec::new(),
+                protocol: self
+                    .servers()
+                    .iter()
+                    .find(|s| s.name == c.name)
+                    .and_then(|s| s.protocol_version()),
             })
             .collect()
     }

@@ -8,15 +8,15 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow};
 use rmcp::ServiceError;
-use rmcp::ServiceExt;
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ContentBlock, ProgressNotificationParam, ProgressToken,
-    ResourceContents,
+    ProtocolVersion, ResourceContents,
 };
 use rmcp::service::{NotificationContext, RoleClient, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::{ClientLifecycleMode, ClientServiceExt};
 use serde_json::Value;
 
 use super::arrivals::{Arrivals, Counted};
@@ -128,6 +128,24 @@ struct Listener {
     in_flight: InFlight,
     /// The notifications arrived and handled, so a result waits for those before it.
     arrivals: Arc<Arrivals>,
+}
+
+/// A part of a listed tool as the server sent it (absent when it sent none).
+fn as_listed<T: serde::Serialize>(part: &Option<T>) -> Option<Box<Value>> {
+    part.as_ref()
+        .and_then(|p| serde_json::to_value(p).ok())
+        .map(Box::new)
+}
+
+/// How cosmos opens a connection: it asks `server/discover` first (the stateless 2026-07-28
+/// era, with the protocol version in every request's `_meta` and HTTP headers) and falls back
+/// to the `initialize` handshake of 2025-11-25 and before when the server answers as a server
+/// of that era (an error to the unknown method) or not at all within rmcp's 10 s.
+fn both_eras() -> ClientLifecycleMode {
+    ClientLifecycleMode::Auto {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        legacy_version: Some(ProtocolVersion::LATEST_WITH_INITIALIZE),
+    }
 }
 
 /// The tools of the calls in flight on one connection.
@@ -476,6 +494,9 @@ impl Server {
                     .as_ref()
                     .and_then(|a| serde_json::to_value(a).ok())
                     .map(Box::new),
+                title: t.title.clone(),
+                icons: as_listed(&t.icons),
+                meta: as_listed(&t.meta),
             })
             .collect();
         Ok(Self {
@@ -578,7 +599,7 @@ impl Server {
                 );
                 let counted = Counted::new(transport, listener.arrivals.clone());
                 listener
-                    .serve(counted)
+                    .serve_with_lifecycle(counted, both_eras())
                     .await
                     .map_err(|e| anyhow!("MCP initialisation failed: {e}"))
             }
@@ -637,17 +658,20 @@ impl Server {
                 let arrivals = listener.arrivals.clone();
                 match super::oauth::authorized_client(url, oauth).await? {
                     Some(client) => listener
-                        .serve(Counted::new(
-                            StreamableHttpClientTransport::with_client(client, cfg),
-                            arrivals,
-                        ))
+                        .serve_with_lifecycle(
+                            Counted::new(
+                                StreamableHttpClientTransport::with_client(client, cfg),
+                                arrivals,
+                            ),
+                            both_eras(),
+                        )
                         .await
                         .map_err(failed),
                     None => listener
-                        .serve(Counted::new(
-                            StreamableHttpClientTransport::from_config(cfg),
-                            arrivals,
-                        ))
+                        .serve_with_lifecycle(
+                            Counted::new(StreamableHttpClientTransport::from_config(cfg), arrivals),
+                            both_eras(),
+                        )
                         .await
                         .map_err(failed),
                 }
@@ -658,6 +682,14 @@ impl Server {
     /// What the server said of itself at `initialize`: its capabilities and instructions.
     pub fn introduction(&self) -> Option<Arc<rmcp::model::ServerPeerInfo>> {
         self.client.peer_info()
+    }
+
+    /// The protocol version the connection speaks (`2026-07-28` when the server answered
+    /// `server/discover`; a handshake version otherwise).
+    pub fn protocol_version(&self) -> Option<String> {
+        self.client
+            .peer_info()
+            .map(|info| info.protocol_version.to_string())
     }
 
     /// The connection, for requests passed on as they came (`cosmos proxy`'s prompts,

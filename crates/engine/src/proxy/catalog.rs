@@ -2,8 +2,10 @@
 //! trajectory records it) under the names the client sees. One server's tools keep their own
 //! names; several servers' are named as the tools mode names functions
 //! (`agent::function_names::FunctionNames`: `server_tool`, only `[A-Za-z0-9_-]`, at most 64
-//! characters), so no two can collide. Descriptions, input and output schemas and
-//! annotations pass through unchanged.
+//! characters), so no two can collide. Everything else of a tool passes through as the server
+//! listed it: title, description, input and output schemas, annotations, icons and `_meta`.
+//! (Not `execution`: rmcp's tool type has no such field, so it is lost on reading the list;
+//! it only matters with tasks, which the proxy does not offer.)
 
 use std::collections::HashMap;
 
@@ -62,6 +64,26 @@ impl Catalog {
         &self.tools
     }
 
+    /// What a client is told of a call to a name nobody offers: the names it can call, as it
+    /// sees them (a few; the list has them all).
+    pub fn unknown(&self, name: &str) -> String {
+        const NAMED: usize = 8;
+        let mut names: Vec<&str> = self.offered.iter().map(|t| t.name.as_ref()).collect();
+        names.sort_unstable();
+        let more = names.len().saturating_sub(NAMED);
+        names.truncate(NAMED);
+        let mut said = format!(
+            "unknown tool \"{name}\": this proxy offers {} tool(s) ({}",
+            self.offered.len(),
+            names.join(", ")
+        );
+        if more > 0 {
+            said.push_str(&format!(", and {more} more in tools/list"));
+        }
+        said.push(')');
+        said
+    }
+
     /// The recorded tool an offered name stands for.
     pub fn resolve(&self, offered: &str) -> Option<&ToolInfo> {
         self.by_offered.get(offered).map(|&i| &self.tools[i])
@@ -76,7 +98,7 @@ fn own_name<'a>(tool: &'a str, servers: &[String]) -> &'a str {
         .unwrap_or(tool)
 }
 
-/// The MCP tool offered as `name`: the recorded tool's description, schemas and annotations.
+/// The MCP tool offered as `name`: the recorded tool as its server listed it.
 fn offered_tool(name: &str, tool: &ToolInfo) -> Result<Tool> {
     let input = match tool.input_schema.value() {
         Value::Object(_) => tool.input_schema.value().clone(),
@@ -94,6 +116,14 @@ fn offered_tool(name: &str, tool: &ToolInfo) -> Result<Tool> {
     if let Some(annotations) = &tool.annotations {
         wire["annotations"] = annotations.as_ref().clone();
     }
+    if let Some(title) = &tool.title {
+        wire["title"] = json!(title);
+    }
+    for (key, part) in [("icons", &tool.icons), ("_meta", &tool.meta)] {
+        if let Some(part) = part {
+            wire[key] = part.as_ref().clone();
+        }
+    }
     serde_json::from_value(wire)
         .with_context(|| format!("tool {} as MCP describes tools", tool.name))
 }
@@ -110,6 +140,7 @@ mod tests {
             input_schema: ToolSchema::new(json!({"type": "object", "properties": {"x": {}}})),
             output_schema: Some(Box::new(json!({"type": "object"}))),
             annotations: Some(Box::new(json!({"readOnlyHint": true}))),
+            ..Default::default()
         }
     }
 

@@ -244,7 +244,8 @@ impl Clients {
             .collect()
     }
 
-    /// Notes that `client` is calling `server` until the returned guard is dropped.
+    /// Notes that `client` is calling `server` (or asking it something else) until the
+    /// returned guard is dropped.
     pub fn calling(&self, server: &str, client: Arc<Client>) -> Calling<'_> {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         self.in_flight()
@@ -303,14 +304,20 @@ impl Clients {
         })
     }
 
-    /// The clients a notification of `server` that names no resource goes to: those calling
-    /// it now, else every client connected (they share its connection).
+    /// The clients a notification of `server` that names no resource goes to: those with a
+    /// request in flight there (a call, or a prompt, read, level or subscription passed on:
+    /// what the server says meanwhile is theirs), else the only client connected, else the
+    /// clients that asked for log messages (`logging/setLevel`) — never a client that did
+    /// not ask and whose request did not cause it.
     pub fn audience(&self, server: &str) -> Vec<Arc<Client>> {
         let calling = self.calling_now(server);
-        if calling.is_empty() {
-            self.open()
-        } else {
-            calling
+        if !calling.is_empty() {
+            return calling;
         }
+        let open = self.open();
+        if open.len() == 1 {
+            return open;
+        }
+        open.into_iter().filter(|c| c.level().is_some()).collect()
     }
 }

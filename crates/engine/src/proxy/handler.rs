@@ -12,7 +12,7 @@ use rmcp::model::{
     GetPromptRequestParams, GetPromptResponse, Implementation, InitializeRequestParams,
     InitializeResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
     ListToolsResult, PaginatedRequestParams, ProgressNotification, ProgressNotificationParam,
-    ProgressToken, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
+    ProgressToken, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ResultType,
     ServerCapabilities, ServerConfig, ServerNotification, SubscribeRequestParams,
     UnsubscribeRequestParams,
 };
@@ -24,6 +24,7 @@ use serde_json::{Value, json};
 
 use super::clients::Client;
 use super::session::Session;
+use super::setup::{Arrival, ClientAddress};
 use super::setup::{
     META_CONFIDENCE, META_MISS, META_SIMULATED, META_WENT_REAL, META_WORLD_MODEL, Mode, OnMiss,
     Setup,
@@ -31,7 +32,7 @@ use super::setup::{
 use super::wire::{Wire, Wires};
 use crate::agent::execute::PlannedCall;
 use crate::agent::rehearse::Rehearsal;
-use crate::mcp::pool::{McpPool, unknown_tool};
+use crate::mcp::pool::McpPool;
 use crate::mcp::server::{CallOutcome, Progress};
 use cosmos_trajectory::event::{AnsweredBy, EventBody, Exchange, Observation};
 
@@ -99,6 +100,19 @@ impl ProxyHandler {
             .clone()
     }
 
+    /// Notes that this client is asking the upstreams something (a prompt, a read, a level,
+    /// a subscription) until the guards drop: what a server says meanwhile is told to it, not
+    /// to other clients.
+    fn asking(&self, context: &RequestContext<RoleServer>) -> Vec<super::clients::Calling<'_>> {
+        let client = self.client(&context.peer);
+        let servers = self.setup.pool.as_deref().map(McpPool::servers);
+        servers
+            .unwrap_or_default()
+            .iter()
+            .map(|server| self.setup.clients.calling(&server.name, client.clone()))
+            .collect()
+    }
+
     /// The upstreams, or the error a client gets for what only they can answer (simulate mode
     /// with `--tools-from` runs none).
     fn upstreams(&self) -> Result<&crate::mcp::pool::McpPool, McpError> {
@@ -114,14 +128,20 @@ impl ProxyHandler {
 
     /// The session, opened at the first call (with the client its `initialize` named), and
     /// again at a call after the proxy closed it for idleness: the client's new stretch of
-    /// work is a new run.
+    /// work is a new run. A client with no session (the stateless era over HTTP, where each
+    /// request comes alone) joins the run its earlier requests opened.
     fn session(&self, context: &RequestContext<RoleServer>) -> Result<Arc<Session>, McpError> {
         let mut held = self.session.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(session) = held.as_ref().filter(|s| !s.is_closed()) {
             return Ok(session.clone());
         }
-        let client = context.peer.peer_info().map(|i| i.client_info.clone());
-        let opened = self.setup.open_session(client.as_ref()).map_err(|e| {
+        let arrival = self.arrival(context);
+        let opened = if arrival.sessionless.is_some() {
+            self.setup.sessionless_session(&arrival)
+        } else {
+            self.setup.open_session(&arrival)
+        }
+        .map_err(|e| {
             McpError::internal_error(format!("cosmos proxy cannot record: {e:#}"), None)
         })?;
         if let Some(wire) = self.wire(context) {
@@ -129,6 +149,43 @@ impl ProxyHandler {
         }
         *held = Some(opened.clone());
         Ok(opened)
+    }
+
+    /// Who is asking: the client as its `initialize` named it, or (the stateless era) as the
+    /// request's `_meta` does; over HTTP with no session, the key that joins its requests into
+    /// one run (its name, version and address).
+    fn arrival(&self, context: &RequestContext<RoleServer>) -> Arrival {
+        // A request's own `_meta` first: over HTTP rmcp gives a sessionless request a peer
+        // with a placeholder client.
+        let peer = context.peer.peer_info();
+        let client = context
+            .meta
+            .client_info()
+            .or_else(|| peer.as_ref().map(|i| i.client_info.clone()));
+        let protocol = context
+            .meta
+            .protocol_version()
+            .or_else(|| peer.as_ref().map(|i| i.protocol_version.clone()));
+        let sessionless = (self.wires.is_some()
+            && protocol.as_ref().is_some_and(|p| !p.has_initialize()))
+        .then(|| {
+            let address = context
+                .extensions
+                .get::<hyper::http::request::Parts>()
+                .and_then(|parts| parts.extensions.get::<ClientAddress>())
+                .map(|a| a.0.to_string())
+                .unwrap_or_default();
+            let (name, version) = client
+                .as_ref()
+                .map(|c| (c.name.as_str(), c.version.as_str()))
+                .unwrap_or_default();
+            format!("{name}\u{0}{version}\u{0}{address}")
+        });
+        Arrival {
+            client,
+            protocol: protocol.map(|p| p.to_string()),
+            sessionless,
+        }
     }
 
     /// Serves one `tools/call` as the proxy's mode says.
@@ -141,7 +198,8 @@ impl ProxyHandler {
     ) -> CallToolResult {
         let Some(tool) = self.setup.catalog.resolve(name) else {
             // Counted as MCP-Bench counts it: a call made, and failed.
-            let outcome = unknown_tool(name);
+            let outcome =
+                CallOutcome::failure(self.setup.catalog.unknown(name), std::time::Duration::ZERO);
             let reply = reply_of(None, &outcome);
             let planned = PlannedCall {
                 node: None,
@@ -425,11 +483,16 @@ impl ProxyHandler {
 // clients and servers of earlier versions a proxy stands between use them.
 #[allow(deprecated)]
 impl ServerHandler for ProxyHandler {
-    /// The upstreams' capabilities and instructions (`Offer`); without upstreams (simulate
-    /// mode with `--tools-from`), tools and a line saying what the proxy stands for.
+    /// The upstreams' capabilities and instructions (`Offer`), and the one upstream's
+    /// `serverInfo` when there is one; without upstreams (simulate mode with `--tools-from`),
+    /// tools and a line saying what the proxy stands for.
     fn get_info(&self) -> ServerConfig {
         let mut info = InitializeResult::new(self.setup.offer.capabilities());
-        info.server_info = Implementation::new("cosmos-proxy", env!("CARGO_PKG_VERSION"));
+        info.server_info = self
+            .setup
+            .offer
+            .server_info()
+            .unwrap_or_else(|| Implementation::new("cosmos-proxy", env!("CARGO_PKG_VERSION")));
         info.instructions = self.setup.offer.instructions();
         if self.setup.pool.is_none() {
             info.capabilities = ServerCapabilities::builder().enable_tools().build();
@@ -447,9 +510,11 @@ impl ServerHandler for ProxyHandler {
         info
     }
 
-    /// Versions with sessions: one client session is one trajectory.
+    /// Both eras: the handshake versions, where one client session is one trajectory, and the
+    /// stateless 2026-07-28, where a run is one client's stretch of work (`Setup::sessionless_session`
+    /// by client identity; docs/trajectory-format.md, "Proxy sessions").
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
-        Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25))
+        Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2026_07_28))
     }
 
     async fn initialize(
@@ -498,6 +563,7 @@ impl ServerHandler for ProxyHandler {
         request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, McpError> {
+        let _asking = self.asking(&context);
         let asked = json!({"name": request.name, "arguments": request.arguments});
         let started = std::time::Instant::now();
         let (server, got) = self
@@ -511,7 +577,13 @@ impl ServerHandler for ProxyHandler {
         });
         let exchange = exchange(server, asked, started, text);
         self.recorded_exchange(&context, EventBody::PromptGot(exchange))?;
-        got
+        got.map(|got| match got {
+            GetPromptResponse::Complete(mut r) => {
+                r.result_type.get_or_insert(ResultType::COMPLETE);
+                GetPromptResponse::Complete(r)
+            }
+            other => other,
+        })
     }
 
     async fn list_resources(
@@ -541,6 +613,7 @@ impl ServerHandler for ProxyHandler {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
+        let _asking = self.asking(&context);
         let asked = json!({"uri": request.uri});
         let started = std::time::Instant::now();
         let (server, read) = self
@@ -554,7 +627,13 @@ impl ServerHandler for ProxyHandler {
         });
         let exchange = exchange(server, asked, started, text);
         self.recorded_exchange(&context, EventBody::ResourceRead(exchange))?;
-        read
+        read.map(|read| match read {
+            ReadResourceResponse::Complete(mut r) => {
+                r.result_type.get_or_insert(ResultType::COMPLETE);
+                ReadResourceResponse::Complete(r)
+            }
+            other => other,
+        })
     }
 
     async fn subscribe(
@@ -562,6 +641,7 @@ impl ServerHandler for ProxyHandler {
         request: SubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
+        let _asking = self.asking(&context);
         let pool = self.upstreams()?;
         self.setup.offer.subscribe(pool, &request.uri, true).await?;
         self.client(&context.peer).subscribe(&request.uri, true);
@@ -573,6 +653,7 @@ impl ServerHandler for ProxyHandler {
         request: UnsubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
+        let _asking = self.asking(&context);
         self.client(&context.peer).subscribe(&request.uri, false);
         // Another client may still want its updates: the upstream is left subscribed then.
         let others = self
@@ -593,9 +674,16 @@ impl ServerHandler for ProxyHandler {
     async fn complete(
         &self,
         request: CompleteRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, McpError> {
-        self.setup.offer.complete(self.upstreams()?, request).await
+        let _asking = self.asking(&context);
+        let mut completed = self
+            .setup
+            .offer
+            .complete(self.upstreams()?, request)
+            .await?;
+        completed.result_type.get_or_insert(ResultType::COMPLETE);
+        Ok(completed)
     }
 
     /// The client gets log messages from `level` up; each upstream is asked for the most
@@ -605,6 +693,7 @@ impl ServerHandler for ProxyHandler {
         request: SetLevelRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
+        let _asking = self.asking(&context);
         self.client(&context.peer).set_level(request.level);
         let most_detail = self
             .setup
@@ -625,14 +714,9 @@ impl ServerHandler for ProxyHandler {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult {
-            result_type: None,
-            meta: None,
-            next_cursor: None,
-            ttl_ms: None,
-            cache_scope: None,
-            tools: self.setup.catalog.offered().to_vec(),
-        })
+        Ok(ListToolsResult::with_all_items(
+            self.setup.catalog.offered().to_vec(),
+        ))
     }
 
     async fn call_tool(
@@ -655,10 +739,9 @@ impl ServerHandler for ProxyHandler {
             progress,
             cancelled: context.ct.clone(),
         };
-        Ok(self
-            .call(&request.name, arguments, session, caller)
-            .await
-            .into())
+        let mut result = self.call(&request.name, arguments, session, caller).await;
+        result.result_type.get_or_insert(ResultType::COMPLETE);
+        Ok(result.into())
     }
 }
 

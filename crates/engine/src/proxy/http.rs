@@ -21,7 +21,7 @@ use tokio::sync::watch;
 
 use super::handler::ProxyHandler;
 use super::screen::{PARSE_ERROR, Screened, screen};
-use super::setup::{Setup, Stop};
+use super::setup::{ClientAddress, Setup, Stop};
 use super::stdio_guard::MAX_REQUEST_BYTES;
 
 /// The path the MCP endpoint answers on.
@@ -112,7 +112,7 @@ impl Listening {
         );
         let token: Option<Arc<str>> = self.token.map(Arc::from);
         loop {
-            let (stream, _) = tokio::select! {
+            let (stream, address) = tokio::select! {
                 accepted = self.listener.accept() => match accepted {
                     Ok(a) => a,
                     Err(e) => {
@@ -125,8 +125,9 @@ impl Listening {
                 _ = stop.wait_for(|s| *s) => break,
             };
             let (service, token, sessions) = (service.clone(), token.clone(), sessions.clone());
-            let handle = hyper::service::service_fn(move |request: Request<Incoming>| {
+            let handle = hyper::service::service_fn(move |mut request: Request<Incoming>| {
                 let (service, token, sessions) = (service.clone(), token.clone(), sessions.clone());
+                request.extensions_mut().insert(ClientAddress(address.ip()));
                 async move {
                     if let Some(refused) = refuse(&request, token.as_deref()) {
                         return Ok::<_, Infallible>(refused);
@@ -144,6 +145,15 @@ impl Listening {
                             .unwrap_or(true)
                     {
                         return Ok(plain(StatusCode::NOT_FOUND, "no such session\n"));
+                    }
+                    if request.method() == hyper::Method::DELETE {
+                        // A session ended is done, not accepted for later: 200, as clients
+                        // expect (the Python SDK logs a 202 as a failed termination).
+                        let mut ended = service.handle(request).await;
+                        if ended.status() == StatusCode::ACCEPTED {
+                            *ended.status_mut() = StatusCode::OK;
+                        }
+                        return Ok(ended);
                     }
                     if request.method() != hyper::Method::POST {
                         return Ok(service.handle(request).await);

@@ -1,13 +1,19 @@
-//! `cosmos proxy`: an MCP server in front of the servers of an `mcp.json`, for any client.
-//! Each client session is recorded as one run (`agent.kind = "external"`), in the events
-//! every agent writes, so the browser, the run view, `report`, `wm-eval` and the exports take
-//! it unchanged. Three modes:
+//! `cosmos proxy`: an MCP server in front of the servers of an `mcp.json`, for any client of
+//! either protocol era. Each client session is recorded as one run (`agent.kind = "external"`),
+//! in the events every agent writes, so the browser, the run view, `report`, `wm-eval` and the
+//! exports take it unchanged. A client of the stateless era (2026-07-28) has no session: over
+//! HTTP its requests join one run by its name, version and address until the run goes idle
+//! (`Setup::sessionless_session`). Every upstream connection is shared by all sessions; what a
+//! server says outside a call goes to the client whose request is in flight there
+//! (`clients::Clients::audience`). Four modes:
 //!
 //! - `record`: calls go to the real servers; their replies go back unchanged;
 //! - `shadow`: as `record`, and the world model predicts each call beside it (the client never
 //!   waits for the prediction), recorded as a plan's prediction is, so fidelity is scored;
 //! - `simulate`: the world model answers and no real server is called (`--on-miss real` calls
-//!   one when the world model cannot answer); the client's results are marked in `_meta`.
+//!   one when the world model cannot answer); the client's results are marked in `_meta`;
+//! - `hybrid`: the world model answers a read-only call it is sure of (`--go-real-below`), the
+//!   real server the rest; each call's `routed` event says who answered and why.
 //!
 //! `catalog.rs` names the offered tools, `session.rs` records a session, `handler.rs` is the
 //! rmcp server, `http.rs` serves streamable HTTP.
@@ -146,10 +152,13 @@ mod tests {
     async fn no_session_opens_after_a_stop() {
         let dir = tempfile::tempdir().unwrap();
         let setup = simulating(dir.path()).await;
-        let open = setup.open_session(None).unwrap();
+        let open = setup.open_session(&Default::default()).unwrap();
         setup.stop();
         assert!(open.is_closed());
-        let refused = setup.open_session(None).map(drop).unwrap_err();
+        let refused = setup
+            .open_session(&Default::default())
+            .map(drop)
+            .unwrap_err();
         assert!(format!("{refused:#}").contains("stopping"), "{refused:#}");
         let files: Vec<_> = std::fs::read_dir(dir.path().join("sessions"))
             .unwrap()

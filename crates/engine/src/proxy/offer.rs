@@ -21,10 +21,11 @@ use anyhow::{Result, bail};
 use rmcp::ErrorData as McpError;
 use rmcp::model::{
     ClientRequest, CompleteRequestParams, CompleteResult, GetPromptRequestParams,
-    GetPromptResponse, ListPromptsRequest, ListResourceTemplatesRequest, ListResourcesRequest,
-    LoggingLevel, PaginatedRequestParams, Prompt, ReadResourceRequestParams, ReadResourceResponse,
-    Reference, Resource, ResourceTemplate, ServerCapabilities, ServerPeerInfo, ServerResult,
-    SetLevelRequestParams, SubscribeRequestParams, UnsubscribeRequestParams,
+    GetPromptResponse, Implementation, ListPromptsRequest, ListResourceTemplatesRequest,
+    ListResourcesRequest, LoggingLevel, PaginatedRequestParams, Prompt, ReadResourceRequestParams,
+    ReadResourceResponse, Reference, Resource, ResourceTemplate, ServerCapabilities,
+    ServerPeerInfo, ServerResult, SetLevelRequestParams, SubscribeRequestParams,
+    UnsubscribeRequestParams,
 };
 use serde_json::{Map, Value};
 
@@ -43,6 +44,9 @@ const RELAYED: [&str; 5] = ["tools", "prompts", "resources", "completions", "log
 pub struct Offer {
     capabilities: ServerCapabilities,
     instructions: Option<String>,
+    /// The one upstream's own `serverInfo` (name, title, version…), passed on as it is; with
+    /// several upstreams the proxy names itself.
+    server_info: Option<Implementation>,
     /// Several upstreams: names are namespaced.
     namespaced: bool,
     /// Offered prompt name → (server, its own name), as last listed.
@@ -73,6 +77,10 @@ impl Offer {
         let offer = Self {
             capabilities: union(introductions.iter().map(|(_, i)| &i.capabilities)),
             instructions: instructions(&introductions),
+            server_info: match &introductions[..] {
+                [(_, only)] if servers.len() == 1 => only.server_info.clone(),
+                _ => None,
+            },
             namespaced: servers.len() > 1,
             prompts: Mutex::default(),
             resources: Mutex::default(),
@@ -92,6 +100,11 @@ impl Offer {
     /// The capabilities the proxy advertises.
     pub fn capabilities(&self) -> ServerCapabilities {
         self.capabilities.clone()
+    }
+
+    /// The one upstream's `serverInfo`, when the proxy fronts one server.
+    pub fn server_info(&self) -> Option<Implementation> {
+        self.server_info.clone()
     }
 
     /// The upstreams' instructions.

@@ -1,7 +1,7 @@
 //! What every session of one proxy shares ([`Setup`]): the mode, the offered catalogue, the
 //! upstreams, the world model and where sessions are recorded; and the sessions open now.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
@@ -184,8 +184,28 @@ pub struct Setup {
     sessions: Mutex<Option<Vec<Weak<Session>>>>,
     /// A session that does nothing this long is closed ([`ProxySpec::session_idle`]).
     session_idle: Option<Duration>,
+    /// The runs of clients of the stateless era over HTTP, by [`Arrival::sessionless`]: each
+    /// request of theirs comes alone, so it joins the run its client's last one opened. Held
+    /// here (no connection holds them): they end idle, or when the proxy stops.
+    sessionless: Mutex<HashMap<String, Arc<Session>>>,
     /// Told whenever a session ends.
     session_closed: Arc<tokio::sync::Notify>,
+}
+
+/// The address an HTTP request came from, put in its extensions by the listener (a
+/// sessionless client's runs are told apart by it).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ClientAddress(pub std::net::IpAddr);
+
+/// Who opens a run: the client as it named itself (at `initialize`, or in each request's
+/// `_meta` in the stateless era), the protocol version it speaks, and for a client with no
+/// session (the stateless era over HTTP) the key its requests are joined by.
+#[derive(Debug, Default)]
+pub(crate) struct Arrival {
+    pub client: Option<rmcp::model::Implementation>,
+    pub protocol: Option<String>,
+    /// Its name, version and address: one client's stretch of work (docs/trajectory-format.md).
+    pub sessionless: Option<String>,
 }
 
 impl Setup {
@@ -360,6 +380,7 @@ impl Setup {
             sandboxes: Arc::new(sandboxes),
             sessions: Mutex::new(Some(Vec::new())),
             session_idle: spec.session_idle,
+            sessionless: Mutex::new(HashMap::new()),
             session_closed: Arc::new(tokio::sync::Notify::new()),
         })
     }
@@ -397,12 +418,24 @@ impl Setup {
         .await
     }
 
+    /// The run a request of a client with no session belongs to: the one its client's earlier
+    /// requests opened, while it is open (the idle bound closes it: then a new one).
+    pub(crate) fn sessionless_session(&self, arrival: &Arrival) -> Result<Arc<Session>> {
+        let key = arrival.sessionless.clone().unwrap_or_default();
+        let mut runs = self.sessionless.lock().unwrap_or_else(|p| p.into_inner());
+        runs.retain(|_, run| !run.is_closed());
+        if let Some(open) = runs.get(&key) {
+            return Ok(open.clone());
+        }
+        let opened = self.open_session(arrival)?;
+        runs.insert(key, opened.clone());
+        Ok(opened)
+    }
+
     /// Opens a client's session (its file), within reach of [`Setup::close_all`]; refused once
     /// the proxy is stopping.
-    pub(crate) fn open_session(
-        &self,
-        client: Option<&rmcp::model::Implementation>,
-    ) -> Result<Arc<Session>> {
+    pub(crate) fn open_session(&self, arrival: &Arrival) -> Result<Arc<Session>> {
+        let client = arrival.client.as_ref();
         let mut sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
         let Some(sessions) = sessions.as_mut() else {
             bail!("the proxy is stopping");
@@ -420,6 +453,12 @@ impl Setup {
             "client".into(),
             json!({"name": client_name, "version": client.map(|_| client_version.as_str())}),
         );
+        if let Some(protocol) = &arrival.protocol {
+            settings.insert("protocol".into(), json!(protocol));
+        }
+        if arrival.sessionless.is_some() {
+            settings.insert("sessionless".into(), json!(true));
+        }
         let started = chrono::Utc::now();
         let mut header = Header::new(
             format!(
