@@ -67,6 +67,12 @@ run spiral-critic-time  --task-id time_mcp_001 --agent spiral --world-model memo
 stop_after=1020 config=sample_runs/cosmos-wide.toml \
 run spiral-critic-stopped --task-id time_mcp_001 --agent spiral --world-model memory --memory-from "$out" \
                         --iterations 20 --candidates 4 --max-depth 4 --alpha 0.5
+# SPIRAL-Exec routed by confidence: the local model as world model, its confidence taken from
+# its reply's token log-probabilities; while searching, a read-only call predicted with less
+# than 0.9 is made for real (a grounded node, ⊕), and a path is imagined no further than its
+# confidences allow.
+run spiral-llm-routed-time --task-id time_mcp_000 --agent spiral --world-model qwen-1.5b-logprobs \
+                        --go-real-below 0.9 --iterations 3 --candidates 3 --max-depth 3 --cache-world-model
 # The sample sweep (sample_runs/sweep.toml): two tasks × three configurations, by cosmos sweep.
 if [ -z "${only:-}" ] || [[ " $only " == *" sweep "* ]]; then
   echo "== sweep: cosmos sweep sample_runs/sweep.toml --out sample_runs/sweep --no-tui" >&2

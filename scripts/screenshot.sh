@@ -5,11 +5,12 @@
 #
 #   scripts/screenshot.sh [RUN.jsonl] [OUT.svg]
 #
-# By default the SPIRAL run with the critic (the widest tree), at its end, tree opened.
+# By default the SPIRAL run routed by confidence (its grounded nodes ⊕, its trusted
+# predictions beside the real results), at its end, tree opened.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cols=120 rows=34
-run=${1:-$(grep -l '"alpha":0.5' sample_runs/*_time_mcp_001_spiral_memory.jsonl | tail -n 1)}
+run=${1:-$(ls sample_runs/*_spiral_qwen-1-5b-logprobs.jsonl | tail -n 1)}
 out=${2:-docs/explorer.svg}
 [ -f "$run" ] || { echo "no run to show: $run" >&2; exit 1; }
 cargo build --release --quiet
@@ -28,12 +29,17 @@ wait_for() {
   exit 1
 }
 wait_for "Tree"
-# The whole run, every node open, the plan's last call selected with its simulation beside it.
+# The whole run, every node open, and the tree's row $select (0: the root) selected: by default
+# the plan's last call (#5, the sixth row), its trusted prediction beside the real result.
+select=${SELECT_ROW:-5}
 tmux send-keys -t "$session" End
 tmux send-keys -t "$session" E
 tmux send-keys -t "$session" T
+for _ in $(seq 1 30); do tmux send-keys -t "$session" k; done  # up to the root
+for _ in $(seq 1 "$select"); do tmux send-keys -t "$session" j; done
 wait_for "real"
+sleep 0.5  # the last key's screen
 tmux capture-pane -t "$session" -e -p > "$out.ansi"
 python3 scripts/ansi-to-svg.py "$cols" "$rows" < "$out.ansi" > "$out"
-rm -f "$out.ansi"
+[ -n "${KEEP_ANSI:-}" ] || rm -f "$out.ansi"
 echo "wrote $out from $run" >&2

@@ -261,6 +261,7 @@ fn the_sample_runs_at_80x24_open_on_the_failure_keep_siblings_apart_and_reach_ev
     let finished = std::fs::read_dir(&samples)
         .unwrap()
         .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
         .filter(|p| p.to_string_lossy().contains("_spiral_"))
         .find_map(|p| {
             let text = std::fs::read_to_string(&p).unwrap();

@@ -1476,3 +1476,78 @@ fn every_wm_eval_row_in_the_browser_reads_the_same_way() {
         assert_eq!(cells, ["—", "—"], "{row}\n{screen}");
     }
 }
+
+/// Every node of every sample run that was called for real while planning (`node_grounded`)
+/// shows that real result beside its prediction, never "not executed".
+#[test]
+fn a_node_called_while_planning_shows_its_real_result_beside_the_prediction() {
+    use cosmos_app::tui::views::run_view::RunView;
+    use cosmos_app::tui::views::run_view::tree::Item;
+    let samples = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_runs");
+    let mut checked = 0;
+    for path in std::fs::read_dir(&samples)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+    {
+        let run = Run::open(&path).unwrap();
+        // (A grounded node the plan then executed shows its executed call instead.)
+        let executed: Vec<u64> = (0..run.len())
+            .filter_map(|i| match &run.event(i).body {
+                EventBody::ToolCalled { node, .. } => *node,
+                _ => None,
+            })
+            .collect();
+        let grounded: Vec<(u32, String)> = (0..run.len())
+            .filter_map(|i| match &run.event(i).body {
+                EventBody::NodeGrounded {
+                    node, observation, ..
+                } if !executed.contains(node) => {
+                    Some((run.slot_of(*node)?, observation.text.clone()))
+                }
+                _ => None,
+            })
+            .collect();
+        if grounded.is_empty() {
+            continue;
+        }
+        let last = run.len() - 1;
+        let mut app = opened(run, (200, 50));
+        app.update(Action::JumpTo(last));
+        app.update(Action::Do(Command::ExpandAll));
+        for (slot, real) in grounded {
+            for _ in 0..60 {
+                app.update(Action::Do(Command::Up));
+            }
+            for _ in 0..60 {
+                let view = app.top_as::<RunView>().unwrap();
+                if view.tree().selected_item() == Some(Item::Node(slot)) {
+                    break;
+                }
+                app.update(Action::Do(Command::Down));
+            }
+            let view = app.top_as::<RunView>().unwrap();
+            assert_eq!(view.tree().selected_item(), Some(Item::Node(slot)));
+            let screen = render(&mut app);
+            assert!(
+                screen.contains("real, called while planning ⊕")
+                    || screen.contains("real: failed ✗"),
+                "{}: node slot {slot}:\n{screen}",
+                path.display()
+            );
+            assert!(!screen.contains("not executed at this point"), "{screen}");
+            let first_line = real
+                .lines()
+                .find(|l| l.trim().len() > 3)
+                .unwrap_or_default()
+                .trim()
+                .to_string();
+            assert!(
+                screen.contains(&first_line),
+                "{first_line:?} not shown:\n{screen}"
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked > 0, "no sample run has a grounded node");
+}

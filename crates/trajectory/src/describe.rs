@@ -385,7 +385,7 @@ pub fn summary(event: &Event) -> String {
             ..
         } => format!(
             "#{node} went real: {tool} (prediction's confidence {}) -> {}{}",
-            confidence.map_or("none".to_string(), |c| format!("{c:.2}")),
+            confidence.map_or("none".to_string(), confidence_cut),
             if observation.is_error || error.is_some() {
                 "[error] "
             } else {
@@ -566,6 +566,12 @@ pub fn recheck_summary(
         "rechecked on {}: {differ} of {made} calls changed{detail}{gone}{left}",
         at.format("%Y-%m-%d %H:%M UTC"),
     )
+}
+
+/// A confidence as a line shows it: two decimals, cut, never rounded, so it never reads above
+/// what it was (0.8963 is `0.89`, not `0.90` beside a `go_real_below` of 0.9 that it was under).
+pub fn confidence_cut(c: f64) -> String {
+    format!("{:.2}", (c * 100.0).floor() / 100.0)
 }
 
 /// Who answered a proxy client's call, and against what threshold.

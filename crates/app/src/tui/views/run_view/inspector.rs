@@ -18,7 +18,7 @@ use crate::tui::view::{Context, Handled, Request, View};
 use crate::tui::widgets::scroll::Scroll;
 use crate::tui::widgets::wrap::Wrapped;
 use cosmos_engine::mcp::state_view::StateAround;
-use cosmos_trajectory::describe::{brief_summary, node_label, summary};
+use cosmos_trajectory::describe::{brief_summary, confidence_cut, node_label, summary};
 use cosmos_trajectory::event::{
     Action as NodeAction, Event, EventBody, Observation, StateFields, VALIDATOR, Verdict,
 };
@@ -621,10 +621,11 @@ impl Inspector {
                         .header
                         .agent
                         .go_real_below()
-                        .map_or(String::new(), |x| format!(" ({x:.2})"));
+                        .map_or(String::new(), |x| format!(" ({x})"));
                     lines.text(format!(
                         "  the search imagined no further: the confidence along the path is \
-                         {trust:.2}, below go_real_below{threshold}"
+                         {}, below go_real_below{threshold}",
+                        confidence_cut(trust)
                     ));
                 }
                 lines.heading("reward");
@@ -718,7 +719,13 @@ impl Inspector {
                 action: Some(NodeAction::ToolCall { .. }),
                 ..
             }
-        ) {
+        ) && !node_events.iter().any(|&e| {
+            matches!(
+                run.brief(e).whole().map(|e| &e.body),
+                Some(EventBody::NodeGrounded { .. })
+            )
+        }) {
+            // (A node called for real while planning says so below.)
             lines.heading("real result");
             lines.text("  never executed");
         }
@@ -741,7 +748,8 @@ impl Inspector {
                             .as_deref()
                             .map_or(String::new(), |s| format!(" on {s}")),
                         confidence.map_or("no confidence".to_string(), |c| format!(
-                            "confidence {c:.2}"
+                            "confidence {}",
+                            confidence_cut(c)
                         )),
                         if failed { " ✗" } else { "" }
                     ));
@@ -1108,8 +1116,8 @@ fn hints(tool: &cosmos_trajectory::event::ToolInfo) -> &'static str {
 /// confidence` when the world model gave none (routing counts it as unsure).
 fn confidence_words(value: Option<f64>, source: Option<&str>) -> String {
     match (value, source) {
-        (Some(c), Some(source)) => format!("confidence {c:.2} ({source})"),
-        (Some(c), None) => format!("confidence {c:.2}"),
+        (Some(c), Some(source)) => format!("confidence {} ({source})", confidence_cut(c)),
+        (Some(c), None) => format!("confidence {}", confidence_cut(c)),
         (None, _) => "no confidence".to_string(),
     }
 }
@@ -1151,7 +1159,7 @@ fn reward_lines(
         let c = confidence.flatten().unwrap_or(0.0);
         lines.text(format!(
             "  × confidence {c:.3} = {reward:.3}: a risky node (its prediction under \
-             go_real_below {:.2}, its tool not read-only, so nothing real was called) is worth \
+             go_real_below {}, its tool not read-only, so nothing real was called) is worth \
              its confidence's share",
             threshold.unwrap_or_default()
         ));

@@ -46,10 +46,28 @@ pub struct ObservationView {
     fidelity: Option<Fidelity>,
     /// A `finish` node: answers side by side, no fidelity to speak of.
     finish: bool,
+    /// The real side is a call made while planning (`node_grounded`), which no step scores.
+    grounded: bool,
     simulated: Side,
     real: Side,
     /// First line shown.
     pub scroll: Scroll,
+}
+
+/// The event (before event `k`) that called node `slot` for real while planning, if one did.
+fn grounded_at(run: &Run, slot: u32, k: usize) -> Option<u32> {
+    // Only a run that routes by confidence grounds nodes: the others are not scanned.
+    run.header.agent.go_real_below()?;
+    run.briefs()[..k.min(run.briefs().len())]
+        .iter()
+        .enumerate()
+        .rev()
+        .find_map(|(i, brief)| match brief.whole().map(|e| &e.body) {
+            Some(EventBody::NodeGrounded { node, .. }) if run.slot_of(*node) == Some(slot) => {
+                Some(i as u32)
+            }
+            _ => None,
+        })
 }
 
 impl ObservationView {
@@ -105,10 +123,16 @@ impl ObservationView {
             _ => None,
         };
         let given_answer = planned_answer.and(run.answer_at(k));
+        // A node never executed may have been called for real while planning (its prediction
+        // unsure): that real result is the one beside the prediction.
+        let grounded = match item {
+            Item::Node(slot) if step.is_none() => grounded_at(run, slot, k),
+            _ => None,
+        };
         let key = (
             item,
             sim_event,
-            step.map(|s| s.event),
+            step.map(|s| s.event).or(grounded),
             given_answer.is_some(),
         );
         if self.key == Some(key) {
@@ -131,6 +155,7 @@ impl ObservationView {
                 heading: action,
                 fidelity: None,
                 finish: true,
+                grounded: false,
                 simulated: side("planned answer", planned, "(the planner wrote none)"),
                 real: side(
                     "answer given",
@@ -142,9 +167,15 @@ impl ObservationView {
             return;
         }
         let simulated = run.simulated_observation(sim_event);
-        let real_event = step.map(|s| run.event(s.event as usize));
+        let real_event = step
+            .map(|s| s.event)
+            .or(grounded)
+            .map(|e| run.event(e as usize));
         let real = match real_event.as_deref().map(|e| &e.body) {
             Some(EventBody::ToolCalled { result, error, .. }) => Some((result, error.as_deref())),
+            Some(EventBody::NodeGrounded {
+                observation, error, ..
+            }) => Some((observation, error.as_deref())),
             _ => None,
         };
         let sim_text = simulated.as_ref().map(render);
@@ -197,6 +228,7 @@ impl ObservationView {
         let real_side = Side {
             title: match real {
                 Some((o, e)) if o.is_error || e.is_some() => "real: failed ✗".into(),
+                Some(_) if grounded.is_some() => "real, called while planning ⊕".into(),
                 _ => "real".into(),
             },
             lines: mark(
@@ -219,6 +251,7 @@ impl ObservationView {
             heading: action,
             fidelity,
             finish: false,
+            grounded: grounded.is_some() && step_index.is_none(),
             simulated: simulated_side,
             real: real_side,
             scroll: Scroll::default(),
@@ -268,6 +301,10 @@ impl ObservationView {
                 )
             }
             None if self.finish => "the planner's answer at this node, and the run's".to_string(),
+            None if self.grounded => {
+                "fidelity — (scored on executed steps; this call was made while planning)"
+                    .to_string()
+            }
             None => "fidelity — (needs both a simulation and a real result)".to_string(),
         };
         let heading = vec![
