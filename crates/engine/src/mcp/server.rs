@@ -137,6 +137,9 @@ fn as_listed<T: serde::Serialize>(part: &Option<T>) -> Option<Box<Value>> {
         .map(Box::new)
 }
 
+/// Most "input required" rounds one call may take before it fails, saying so.
+const INPUT_ROUNDS: usize = 8;
+
 /// How cosmos opens a connection: it asks `server/discover` first (the stateless 2026-07-28
 /// era, with the protocol version in every request's `_meta` and HTTP headers) and falls back
 /// to the `initialize` handshake of 2025-11-25 and before when the server answers as a server
@@ -147,6 +150,34 @@ fn both_eras() -> ClientLifecycleMode {
         legacy_version: Some(ProtocolVersion::LATEST_WITH_INITIALIZE),
     }
 }
+
+/// `server/discover` answered with another method's result (an empty one, say): the server
+/// is of the handshake era and answers what it does not know leniently.
+#[derive(Debug)]
+struct DiscoverMisread(String);
+
+impl DiscoverMisread {
+    /// The error, when `e` is that answer.
+    fn of(e: &rmcp::service::ClientInitializeError) -> Option<anyhow::Error> {
+        matches!(
+            e,
+            rmcp::service::ClientInitializeError::ExpectedInitResult(_)
+        )
+        .then(|| anyhow::Error::new(Self(e.to_string())))
+    }
+}
+
+impl std::fmt::Display for DiscoverMisread {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "server/discover was answered as another request: {}",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for DiscoverMisread {}
 
 /// The tools of the calls in flight on one connection.
 type InFlight = Arc<Mutex<Vec<String>>>;
@@ -180,6 +211,9 @@ impl rmcp::ClientHandler for Listener {
     /// Servers (and `cosmos proxy` sessions) see mcp-cosmos by name.
     fn get_info(&self) -> rmcp::model::ClientConfig {
         let mut info = rmcp::model::ClientConfig::default();
+        // What an `initialize` offers: the newest version that has the handshake (the
+        // stateless era is reached by `server/discover`, never offered here).
+        info.protocol_version = ProtocolVersion::LATEST_WITH_INITIALIZE;
         info.client_info =
             rmcp::model::Implementation::new("mcp-cosmos", env!("CARGO_PKG_VERSION"));
         // Servers may ask for input (forms); each request is answered by the connection's
@@ -422,17 +456,33 @@ impl Server {
         let progress = listener.progress.clone();
         let in_flight = listener.in_flight.clone();
         let elicited = listener.elicited.clone();
-        let started = tokio::time::timeout(
-            startup_timeout,
+        let start = |lifecycle| {
             Self::start(
                 config,
-                listener,
+                listener.clone(),
                 stderr.clone(),
                 group.clone(),
                 oversized.clone(),
                 child.clone(),
-            ),
-        )
+                lifecycle,
+            )
+        };
+        let started = tokio::time::timeout(startup_timeout, async {
+            match start(both_eras()).await {
+                // A server that answers `server/discover` with some other result is of the
+                // handshake era (one of 2026-07-28 answers it as asked): the handshake alone,
+                // on a new connection (a stdio server started again).
+                Err(e) if e.is::<DiscoverMisread>() => {
+                    tracing::info!("{}: {e}; connecting again with the handshake", config.name);
+                    if let Some(group) = group.lock().unwrap_or_else(|p| p.into_inner()).take() {
+                        group.kill();
+                    }
+                    drop(child.lock().unwrap_or_else(|p| p.into_inner()).take());
+                    start(ClientLifecycleMode::Initialize).await
+                }
+                other => other,
+            }
+        })
         .await;
         let child = child.lock().unwrap_or_else(|p| p.into_inner()).take();
         // The group is ours whatever happened: a server that did not start is killed with it.
@@ -537,6 +587,7 @@ impl Server {
         group: Arc<Mutex<Option<ProcessGroup>>>,
         oversized: Arc<Oversized>,
         child: Arc<Mutex<Option<tokio::process::Child>>>,
+        lifecycle: ClientLifecycleMode,
     ) -> Result<RunningService<RoleClient, Listener>> {
         match &config.transport {
             Transport::Stdio {
@@ -599,9 +650,12 @@ impl Server {
                 );
                 let counted = Counted::new(transport, listener.arrivals.clone());
                 listener
-                    .serve_with_lifecycle(counted, both_eras())
+                    .serve_with_lifecycle(counted, lifecycle)
                     .await
-                    .map_err(|e| anyhow!("MCP initialisation failed: {e}"))
+                    .map_err(|e| {
+                        DiscoverMisread::of(&e)
+                            .unwrap_or_else(|| anyhow!("MCP initialisation failed: {e}"))
+                    })
             }
             Transport::Http {
                 url,
@@ -625,6 +679,9 @@ impl Server {
                 let cfg = cfg.custom_headers(custom);
                 // The target, not the URL: its userinfo and query are credentials.
                 let failed = |e: rmcp::service::ClientInitializeError| {
+                    if let Some(misread) = DiscoverMisread::of(&e) {
+                        return misread;
+                    }
                     let said = e.to_string();
                     // A server behind OAuth that has no login here, or refuses the login's
                     // scopes, says so in rmcp's words: the command that mends it is named.
@@ -663,14 +720,14 @@ impl Server {
                                 StreamableHttpClientTransport::with_client(client, cfg),
                                 arrivals,
                             ),
-                            both_eras(),
+                            lifecycle.clone(),
                         )
                         .await
                         .map_err(failed),
                     None => listener
                         .serve_with_lifecycle(
                             Counted::new(StreamableHttpClientTransport::from_config(cfg), arrivals),
-                            both_eras(),
+                            lifecycle.clone(),
                         )
                         .await
                         .map_err(failed),
@@ -723,6 +780,43 @@ impl Server {
                 rmcp::model::ErrorData::internal_error(Oversized::message(size, whole), None),
             )),
         }
+    }
+
+    /// The answers to a server's requests for input that came in an "input required" result
+    /// (SEP-2322), made by this connection's handler as the same requests during a call are
+    /// (and recorded with the call), and the state the server asked to be given back.
+    async fn answer_input(
+        &self,
+        asked: rmcp::model::InputRequiredResult,
+    ) -> Result<(Option<rmcp::model::InputResponses>, Option<String>), ServiceError> {
+        use rmcp::model::{ClientResult, InputRequest, ServerRequest};
+        use rmcp::service::Service;
+        let mut responses = rmcp::model::InputResponses::new();
+        for (key, request) in asked.input_requests.unwrap_or_default() {
+            let request = match request {
+                InputRequest::CreateMessage(r) => ServerRequest::CreateMessageRequest(r),
+                InputRequest::Elicitation(r) => ServerRequest::ElicitRequest(r),
+                InputRequest::ListRoots(r) => ServerRequest::ListRootsRequest(r),
+                // A kind of request this rmcp does not know: nothing to answer it with.
+                _ => return Err(ServiceError::UnexpectedResponse),
+            };
+            let context = rmcp::service::RequestContext::new(
+                rmcp::model::NumberOrString::String(key.clone().into()),
+                self.client.peer().clone(),
+            );
+            let answer = match self.client.service().handle_request(request, context).await {
+                Ok(ClientResult::CreateMessageResult(r)) => serde_json::to_value(r),
+                Ok(ClientResult::ElicitResult(r)) => serde_json::to_value(r),
+                Ok(ClientResult::ListRootsResult(r)) => serde_json::to_value(r),
+                Ok(_) => return Err(ServiceError::UnexpectedResponse),
+                Err(e) => return Err(ServiceError::McpError(e)),
+            };
+            responses.insert(key, answer.map_err(|_| ServiceError::UnexpectedResponse)?);
+        }
+        Ok((
+            (!responses.is_empty()).then_some(responses),
+            asked.request_state,
+        ))
     }
 
     /// The server's last stderr lines.
@@ -818,17 +912,24 @@ impl Server {
         let _flying = Flying::start(&self.in_flight, tool);
         // rmcp gives every request a progress token of its own (replacing any in `_meta`): the
         // call's reports are told by the token its handle names.
-        let sent = tokio::time::timeout(
-            timeout,
-            self.client.send_request_with_option(
-                rmcp::model::ClientRequest::CallToolRequest(rmcp::model::Request::new(params)),
-                rmcp::service::PeerRequestOptions::no_options(),
-            ),
-        )
-        .await;
         let mut token = None;
-        let mut abandoned = None;
-        let called = 'call: {
+        let mut abandoned: Option<Abandoned> = None;
+        let mut rounds = 0;
+        // A server of the stateless era may answer "input required" (SEP-2322): its requests
+        // are answered as a server's requests during a call are, and the call is made again
+        // with the answers, at most `INPUT_ROUNDS` times.
+        let called = 'call: loop {
+            let remaining = timeout.saturating_sub(start.elapsed());
+            let sent = tokio::time::timeout(
+                remaining,
+                self.client.send_request_with_option(
+                    rmcp::model::ClientRequest::CallToolRequest(rmcp::model::Request::new(
+                        params.clone(),
+                    )),
+                    rmcp::service::PeerRequestOptions::no_options(),
+                ),
+            )
+            .await;
             let handle = match sent {
                 Ok(Ok(handle)) => handle,
                 Ok(Err(e)) => break 'call Ok(Err(e)),
@@ -843,12 +944,13 @@ impl Server {
             ));
             let calling = tokio::time::timeout(timeout.saturating_sub(start.elapsed()), async {
                 match handle.await_response().await? {
-                    rmcp::model::ServerResult::CallToolResult(result) => Ok(result),
+                    rmcp::model::ServerResult::CallToolResult(result) => Ok(Ok(result)),
+                    rmcp::model::ServerResult::InputRequiredResult(asked) => Ok(Err(asked)),
                     _ => Err(ServiceError::UnexpectedResponse),
                 }
             });
             tokio::pin!(calling);
-            loop {
+            let answered = loop {
                 tokio::select! {
                     called = &mut calling => break called,
                     (size, whole) = self.oversized.next() => {
@@ -865,6 +967,29 @@ impl Server {
                         Err(tokio::sync::broadcast::error::RecvError::Closed) => *on_progress = None,
                     },
                 }
+            };
+            match answered {
+                Ok(Ok(Ok(result))) => break 'call Ok(Ok(result)),
+                Ok(Ok(Err(asked))) if rounds < INPUT_ROUNDS => {
+                    rounds += 1;
+                    if let Some(answered) = abandoned.take() {
+                        answered.disarm();
+                    }
+                    match self.answer_input(asked).await {
+                        Ok((responses, state)) => {
+                            params.input_responses = responses;
+                            params.request_state = state;
+                        }
+                        Err(e) => break 'call Ok(Err(e)),
+                    }
+                }
+                Ok(Ok(Err(_))) => {
+                    break 'call Ok(Err(ServiceError::InputRequiredRoundsExceeded {
+                        max_rounds: INPUT_ROUNDS,
+                    }));
+                }
+                Ok(Err(e)) => break 'call Ok(Err(e)),
+                Err(elapsed) => break 'call Err(elapsed),
             }
         };
         // A call that ended, however it ended, is not one to cancel (a timeout is: rmcp's own
