@@ -88,6 +88,14 @@ def wanted_scopes(work):
     return []
 
 
+def needs_login_again(work):
+    """True when the last run could not reach the server for want of a valid login."""
+    runs = sorted(os.listdir(os.path.join(work, "runs")))
+    with open(os.path.join(work, "runs", runs[-1])) as f:
+        return any(e.get("kind") == "error" and "Auth required" in (e.get("message") or "")
+                   for e in map(json.loads, f))
+
+
 def run_with_calls(calls, mcp, work, env):
     # JSON mode: the planner's reply is a decision, not a native tool call.
     decisions = [{"thought": "call", "action": "call", "tool": "conformance:" + c["name"],
@@ -130,6 +138,15 @@ def main():
     if scenario == "auth/client-credentials-basic":
         # A machine's own login: no browser, the token fetched when a command connects.
         oauth["grant"] = "client_credentials"
+    if scenario == "auth/client-credentials-jwt":
+        # private_key_jwt: the client signs an assertion with its key instead of a secret.
+        oauth = {"grant": "client_credentials", "client_id": context["client_id"],
+                 "private_key": context["private_key_pem"],
+                 "signing_algorithm": context.get("signing_algorithm") or "ES256"}
+    if scenario == "auth/wif-jwt-bearer":
+        # A workload's identity token, exchanged for an access token (jwt-bearer grant).
+        oauth = {"grant": "jwt_bearer", "client_id": context["client_id"],
+                 "assertion": context["valid_jwt"]}
     if oauth:
         server["oauth"] = oauth
     mcp = os.path.join(work, "mcp.json")
@@ -137,14 +154,21 @@ def main():
         json.dump({"mcpServers": {"conformance": server}}, f)
     env = dict(os.environ, COSMOS_CACHE=os.path.join(work, "cache"),
                BROWSER=f"{sys.executable} {os.path.abspath(__file__)} --browser")
-    if oauth.get("grant") == "client_credentials":
-        print(f"[{scenario}] cosmos servers (client_credentials grant)", flush=True)
+    if oauth.get("grant") in ("client_credentials", "jwt_bearer"):
+        print(f"[{scenario}] cosmos servers ({oauth['grant']} grant)", flush=True)
         return cosmos(["servers", "--mcp-config", mcp], env)
     if scenario.startswith("auth/"):
         print(f"[{scenario}] cosmos login, then cosmos run calling test-tool", flush=True)
         if cosmos(["login", "conformance", "--mcp-config", mcp, "--timeout-s", "20"], env):
             return 1
         ran = run_with_calls(AUTH_CALL, mcp, work, env)
+        if ran and needs_login_again(work):
+            # The login no longer holds (the server moved to another authorization server,
+            # say): a person logs in again, then runs again.
+            print(f"[{scenario}] cosmos login again, then the run again", flush=True)
+            if cosmos(["login", "conformance", "--mcp-config", mcp, "--timeout-s", "20"], env):
+                return 1
+            ran = run_with_calls(AUTH_CALL, mcp, work, env)
         # A call refused for want of a scope: an unattended run says which login steps it up
         # (`cosmos login … --scope S`); a person runs that, then the run again.
         more = wanted_scopes(work)

@@ -303,15 +303,23 @@ impl McpConfig {
                 (None, Some(url)) => {
                     let headers = expand(entry.headers, true);
                     let mut oauth = entry.oauth.unwrap_or_default();
-                    if let Some(secret) = oauth.client_secret.take() {
-                        match expand_vars(&secret) {
+                    // Each credential is a secret of the run, expanded or written out.
+                    for (field, secret) in [
+                        ("client_secret", &mut oauth.client_secret),
+                        ("private_key", &mut oauth.private_key),
+                        ("assertion", &mut oauth.assertion),
+                    ] {
+                        let Some(written) = secret.take() else {
+                            continue;
+                        };
+                        match expand_vars(&written) {
                             Ok((value, expanded)) => {
                                 config.secrets.extend(expanded);
                                 config.secrets.push(value.clone());
-                                oauth.client_secret = Some(value);
+                                *secret = Some(value);
                             }
                             Err(e) => {
-                                problem.get_or_insert(format!("oauth.client_secret: {e:#}"));
+                                problem.get_or_insert(format!("oauth.{field}: {e:#}"));
                             }
                         }
                     }
@@ -484,8 +492,13 @@ pub enum Grant {
     /// A person logs in through a browser (`cosmos login`), once.
     #[default]
     AuthorizationCode,
-    /// The client's own id and secret, exchanged at start: unattended runs and sweeps.
+    /// The client's own credentials, exchanged at start: unattended runs and sweeps. Its
+    /// secret (`client_secret`), or a JWT it signs with its private key (`private_key`:
+    /// `private_key_jwt`, RFC 7523).
     ClientCredentials,
+    /// A JWT issued to this workload by an identity provider the authorization server
+    /// trusts (`assertion`), exchanged for a token at start (the jwt-bearer grant, RFC 7523).
+    JwtBearer,
 }
 
 /// A server's `"oauth"` section of `mcp.json`: a client registered with its authorization
@@ -507,6 +520,13 @@ pub struct OAuthClient {
     /// metadata document): its client id at authorization servers that take such documents,
     /// instead of registering dynamically.
     pub client_metadata_url: Option<String>,
+    /// `client_credentials` with `private_key_jwt`: the client's PKCS#8 private key, PEM
+    /// (a `${VAR}`), which signs each token request's client assertion.
+    pub private_key: Option<String>,
+    /// The key's algorithm: `ES256` (the default) or `RS256`.
+    pub signing_algorithm: Option<String>,
+    /// `jwt_bearer`: the JWT to exchange (a `${VAR}`).
+    pub assertion: Option<String>,
 }
 
 #[cfg(test)]
@@ -564,6 +584,32 @@ mod tests {
             !c.secrets.contains(&"Europe/Paris".to_string()),
             "ordinary values stay"
         );
+    }
+
+    #[test]
+    fn every_oauth_credential_is_a_secret_written_out_or_expanded() {
+        // SAFETY: a test-only variable no other test reads.
+        unsafe { std::env::set_var("COSMOS_TEST_WIF_JWT", "eyJ.wif-token.sig") };
+        let c = McpConfig::parse(
+            r#"{"mcpServers": {
+                "jwt": {"url": "http://x", "oauth": {"grant": "client_credentials", "client_id": "c",
+                        "private_key": "-----BEGIN PRIVATE KEY-----\nMIGHAgEA\n-----END PRIVATE KEY-----"}},
+                "wif": {"url": "http://y", "oauth": {"grant": "jwt_bearer", "client_id": "w",
+                        "assertion": "${COSMOS_TEST_WIF_JWT}"}}
+            }}"#,
+        )
+        .unwrap();
+        assert!(
+            c.secrets.iter().any(|s| s.contains("MIGHAgEA")),
+            "{:?}",
+            c.secrets
+        );
+        assert!(c.secrets.contains(&"eyJ.wif-token.sig".to_string()));
+        let Transport::Http { oauth, .. } = &c.get("wif").unwrap().transport else {
+            panic!("an HTTP server")
+        };
+        assert_eq!(oauth.grant, Grant::JwtBearer);
+        assert_eq!(oauth.assertion.as_deref(), Some("eyJ.wif-token.sig"));
     }
 
     #[test]

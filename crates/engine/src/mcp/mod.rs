@@ -2,6 +2,7 @@
 //! streamable HTTP, and the namespaced tool catalogue.
 
 pub mod arrivals;
+pub mod client_assertion;
 pub mod config;
 pub mod elicitation;
 pub mod git;

@@ -212,10 +212,13 @@ async fn client_credentials(
     if !renew && store.read()?.as_ref().is_some_and(fresh) {
         return Ok(());
     }
+    if client.grant == Grant::JwtBearer || client.private_key.is_some() {
+        return by_assertion(url, client, store, scopes).await;
+    }
     let (Some(id), Some(secret)) = (&client.client_id, &client.client_secret) else {
         bail!("the client_credentials grant needs oauth.client_id and oauth.client_secret");
     };
-    let (mut manager, _) = discovered(url, store).await?;
+    let (mut manager, _, _) = discovered(url, store).await?;
     let config = ClientCredentialsConfig::ClientSecret {
         client_id: id.clone(),
         client_secret: secret.clone(),
@@ -234,6 +237,103 @@ async fn client_credentials(
         .await
         .map_err(|e| anyhow!("the client-credentials grant at {url}: {e}"))?;
     Ok(())
+}
+
+/// A token got by a JWT at the token endpoint, stored like a login's: the client-credentials
+/// grant with a client assertion the client signs (`private_key_jwt`), or the jwt-bearer
+/// grant with the assertion it was given (RFC 7523). rmcp's own JWT support needs aws-lc, so
+/// the request is made here.
+async fn by_assertion(
+    url: &str,
+    client: &OAuthClient,
+    store: &TokenStore,
+    scopes: &[String],
+) -> Result<()> {
+    let id = client
+        .client_id
+        .as_deref()
+        .context("a token by assertion needs oauth.client_id")?;
+    let (_, _, metadata) = discovered(url, store).await?;
+    let endpoint = metadata.token_endpoint.clone();
+    let scopes = if scopes.is_empty() {
+        client.scopes.clone()
+    } else {
+        scopes.to_vec()
+    };
+    // (The form is done before anything is awaited: its encoder is not `Send`.)
+    let body = {
+        let mut form = url::form_urlencoded::Serializer::new(String::new());
+        if client.grant == Grant::JwtBearer {
+            let assertion = client
+                .assertion
+                .as_deref()
+                .context("the jwt_bearer grant needs oauth.assertion")?;
+            form.append_pair("grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer")
+                .append_pair("assertion", assertion);
+        } else {
+            let key = client.private_key.as_deref().unwrap_or_default();
+            let algorithm = client.signing_algorithm.as_deref().unwrap_or("ES256");
+            // Its audience: the authorization server, by its issuer (else its token endpoint).
+            let audience = metadata.issuer.as_deref().unwrap_or(&endpoint);
+            let signed = super::client_assertion::sign(id, audience, key, algorithm)?;
+            form.append_pair("grant_type", "client_credentials")
+                .append_pair(
+                    "client_assertion_type",
+                    "urn:ietf:params:oauth:client-assertion-type:jwt-bearer",
+                )
+                .append_pair("client_assertion", &signed);
+        }
+        form.append_pair("client_id", id)
+            .append_pair("resource", url);
+        if !scopes.is_empty() {
+            form.append_pair("scope", &scopes.join(" "));
+        }
+        form.finish()
+    };
+    super::install_tls_provider();
+    let mut answer = reqwest::Client::new()
+        .post(&endpoint)
+        .header("Content-Type", "application/x-www-form-urlencoded")
+        .header("Accept", "application/json")
+        .body(body)
+        .timeout(PROBE_WITHIN)
+        .send()
+        .await
+        .with_context(|| format!("asking {endpoint} for a token"))?;
+    let status = answer.status();
+    let mut body = Vec::new();
+    while let Some(chunk) = answer
+        .chunk()
+        .await
+        .with_context(|| format!("reading {endpoint}"))?
+    {
+        body.extend_from_slice(&chunk);
+        if body.len() > METADATA_BYTES {
+            bail!("{endpoint} answered with over {} KiB", METADATA_BYTES >> 10);
+        }
+    }
+    if !status.is_success() {
+        let said: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+        let words = |key: &str| {
+            said.get(key)
+                .and_then(serde_json::Value::as_str)
+                .map(|t| cosmos_trajectory::sanitize::one_line(t, 300))
+        };
+        bail!(
+            "{endpoint} refused the token request (HTTP {}): {}{}",
+            status.as_u16(),
+            words("error").unwrap_or_else(|| "no reason given".into()),
+            words("error_description").map_or(String::new(), |d| format!(": {d}"))
+        );
+    }
+    let response: rmcp::transport::auth::OAuthTokenResponse = serde_json::from_slice(&body)
+        .with_context(|| format!("{endpoint}'s answer is no token response"))?;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let mut stored = StoredCredentials::new(id.to_string(), Some(response), scopes, Some(now));
+    stored.issuer = metadata.issuer.clone();
+    store.write(stored)
 }
 
 /// The scopes `credentials` were granted (as stored, else as the token response says).
@@ -275,9 +375,11 @@ pub async fn step_up(url: &str, client: &OAuthClient, name: &str, required: &str
         );
     }
     match client.grant {
-        Grant::ClientCredentials => client_credentials(url, client, &store, &wanted, true)
-            .await
-            .with_context(|| format!("asking for scope \"{}\"", wanted.join(" "))),
+        Grant::ClientCredentials | Grant::JwtBearer => {
+            client_credentials(url, client, &store, &wanted, true)
+                .await
+                .with_context(|| format!("asking for scope \"{}\"", wanted.join(" ")))
+        }
         Grant::AuthorizationCode => {
             let extra = wanted[held.len()..].join(" --scope ");
             let held = if held.is_empty() {
@@ -342,7 +444,11 @@ const METADATA_BYTES: usize = 256 << 10;
 async fn discovered(
     url: &str,
     store: &TokenStore,
-) -> Result<(AuthorizationManager, Option<String>)> {
+) -> Result<(
+    AuthorizationManager,
+    Option<String>,
+    rmcp::transport::auth::AuthorizationMetadata,
+)> {
     let challenge = challenge_of(url).await;
     let mut manager = manager(url).await?;
     manager.set_credential_store(store.clone());
@@ -358,8 +464,8 @@ async fn discovered(
             .with_context(|| format!("discovering how {url} authorizes (2025-03-26 layout)"))?,
         Err(e) => bail!("discovering how {url} authorizes: {e}"),
     };
-    manager.set_metadata(metadata);
-    Ok((manager, challenge))
+    manager.set_metadata(metadata.clone());
+    Ok((manager, challenge, metadata))
 }
 
 /// The authorization server metadata at the origin of `url`, as MCP's 2025-03-26 revision
@@ -434,14 +540,14 @@ pub async fn authorized_client(
     client: &OAuthClient,
 ) -> Result<Option<AuthClient<reqwest::Client>>> {
     let store = TokenStore::new(url, client)?;
-    if client.grant == Grant::ClientCredentials {
+    if client.grant != Grant::AuthorizationCode {
         client_credentials(url, client, &store, &[], false).await?;
     }
     if store.read()?.is_none() {
         return Ok(None);
     }
     // Found as a login finds it (a server may name its metadata only in its challenge).
-    let (mut manager, _) = discovered(url, &store).await?;
+    let (mut manager, _, _) = discovered(url, &store).await?;
     let ready = manager
         .initialize_from_store()
         .await
@@ -543,7 +649,7 @@ impl Pending {
             "http://127.0.0.1:{}/callback",
             listener.local_addr()?.port()
         );
-        let (manager, challenge) = discovered(url, store).await?;
+        let (manager, challenge, _) = discovered(url, store).await?;
         let mut request = AuthorizationRequest::new(redirect).with_client_name("mcp-cosmos");
         // Asked for: the entry's scopes (with those a step-up adds), else the challenge's.
         let scopes = match (scopes.is_empty(), &challenge) {
@@ -794,7 +900,7 @@ pub async fn check_logins(servers: &[ServerConfig], mcp_config: &Path) -> Result
             continue;
         };
         let store = TokenStore::new(url, oauth)?;
-        if oauth.grant == Grant::ClientCredentials {
+        if oauth.grant != Grant::AuthorizationCode {
             client_credentials(url, oauth, &store, &[], false)
                 .await
                 .with_context(|| format!("server \"{}\"", server.name))?;

@@ -137,6 +137,34 @@ fn as_listed<T: serde::Serialize>(part: &Option<T>) -> Option<Box<Value>> {
         .map(Box::new)
 }
 
+/// rmcp's words without the transport's type name it puts in them
+/// (`Transport [cosmos_engine::…<…>] error: `), which says nothing to a person.
+fn plainly(said: &str) -> String {
+    let Some(from) = said.find("Transport [") else {
+        return said.to_string();
+    };
+    // The type name nests brackets of its own: find its closing one.
+    let mut depth = 0;
+    for (i, c) in said[from + "Transport ".len()..].char_indices() {
+        match c {
+            '[' => depth += 1,
+            ']' => {
+                depth -= 1;
+                if depth == 0 {
+                    let rest = &said[from + "Transport ".len() + i + 1..];
+                    return format!(
+                        "{}{}",
+                        &said[..from],
+                        rest.trim_start().trim_start_matches("error: ")
+                    );
+                }
+            }
+            _ => {}
+        }
+    }
+    said.to_string()
+}
+
 /// Most "input required" rounds one call may take before it fails, saying so.
 const INPUT_ROUNDS: usize = 8;
 
@@ -516,7 +544,20 @@ impl Server {
         let listed = tokio::time::timeout(startup_timeout, client.list_all_tools()).await;
         let tools = match listed {
             Ok(Ok(tools)) => tools,
-            Ok(Err(e)) => return Err(fail(format!("listing tools failed: {e}"), &stderr)),
+            Ok(Err(e)) => {
+                let said = plainly(&e.to_string());
+                // A login that no longer holds (expired, or the server moved to another
+                // authorization server): the command that mends it is named.
+                let hint = if said.contains("Auth required") {
+                    format!(
+                        " (its login no longer holds: run `cosmos login {} --mcp-config FILE`)",
+                        config.name
+                    )
+                } else {
+                    String::new()
+                };
+                return Err(fail(format!("listing tools failed: {said}{hint}"), &stderr));
+            }
             Err(_) => {
                 return Err(fail(
                     format!(
@@ -682,7 +723,7 @@ impl Server {
                     if let Some(misread) = DiscoverMisread::of(&e) {
                         return misread;
                     }
-                    let said = e.to_string();
+                    let said = plainly(&e.to_string());
                     // A server behind OAuth that has no login here, or refuses the login's
                     // scopes, says so in rmcp's words: the command that mends it is named.
                     let refused_for = match &e {
@@ -1034,7 +1075,7 @@ impl Server {
             },
             Ok(Err(e)) => {
                 *needs = insufficient_scope(&e);
-                let message = e.to_string();
+                let message = plainly(&e.to_string());
                 let message = self.redactor.redact_str(&message).unwrap_or(message);
                 // A closed transport means the process is gone: no later call can succeed.
                 let gone =
@@ -1316,6 +1357,13 @@ impl Default for Timeouts {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn rmcps_transport_type_name_is_left_out_of_what_a_person_reads() {
+        let said = "Transport send error: Transport [cosmos_engine::mcp::arrivals::Counted<rmcp::transport::worker::WorkerTransport<X<Y>>>] error: Auth required";
+        assert_eq!(plainly(said), "Transport send error: Auth required");
+        assert_eq!(plainly("connection closed"), "connection closed");
+    }
 
     /// A result as a server sends it on the wire.
     fn wire(value: Value) -> CallToolResult {
