@@ -537,8 +537,7 @@ fn the_conformance_suites_client_scenarios_pass_but_the_baselines() {
                     .unwrap()
                     .strip_prefix(results.path())
                     .unwrap();
-                let name = scenario.to_string_lossy();
-                passed.insert(name[..name.rfind("-20").unwrap_or(name.len())].to_string());
+                passed.insert(conformance_scenario(&scenario.to_string_lossy()));
             }
         }
     }

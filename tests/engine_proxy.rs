@@ -2659,6 +2659,9 @@ fn a_client_of_the_stateless_era_gets_through_the_proxy_what_it_gets_directly() 
             "run_started",
             "tool_called",
             "prompt_got",
+            // The note and the conformance scenarios' two static resources.
+            "resource_read",
+            "resource_read",
             "resource_read",
             "run_finished"
         ]
@@ -2703,7 +2706,7 @@ fn a_handshake_client_through_the_proxy_sees_the_servers_titles_info_and_its_own
     assert_eq!(answer["results"][0]["structuredContent"]["result"], 5);
     let refused = answer["results"][1]["content"][0]["text"].as_str().unwrap();
     assert!(
-        refused.contains("this proxy offers 2 tool(s) (add, echo)")
+        refused.contains("this proxy offers 10 tool(s) (add, echo, test_audio_content, ")
             && !refused.contains("server:tool"),
         "{refused}"
     );
@@ -2790,4 +2793,64 @@ fn a_servers_log_messages_reach_only_the_client_that_asked_for_them() {
         "the listener's run holds no log message"
     );
     assert_eq!(logs_of(true), 0, "the bystander was told another's logs");
+}
+
+/// The MCP conformance suite's server scenarios, both spec versions, against each upstream
+/// directly and through `cosmos proxy` (over HTTP) in front of it: the TypeScript SDK's
+/// everything server (handshake era) and tests/support/modern_server.py (the Python SDK 2.x,
+/// both eras). Every scenario an upstream passes directly passes through the proxy.
+#[test]
+fn every_conformance_server_scenario_an_upstream_passes_passes_through_the_proxy() {
+    let dir = tempfile::tempdir().unwrap();
+    let everything = npm_bin("mcp-server-everything");
+    let (mut everything_http, port) = serve_on_free_port(|port| {
+        Command::new(&everything)
+            .arg("streamableHttp")
+            .env("PORT", port.to_string())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    });
+    let (mut fixture_http, fixture_url) = modern_server_http();
+    for (name, direct, upstream) in [
+        (
+            "everything",
+            format!("http://127.0.0.1:{port}/mcp"),
+            json!({"command": everything}),
+        ),
+        ("fixture", fixture_url.clone(), modern_server()),
+    ] {
+        let mcp_dir = dir.path().join(name);
+        std::fs::create_dir_all(&mcp_dir).unwrap();
+        let mcp = write_mcp_config(&mcp_dir, json!({ name: upstream }));
+        let (mut proxy, proxied) = http_proxy(
+            &mcp,
+            &mcp_dir.join("runs"),
+            &[],
+            &[],
+            &mcp_dir.join("proxy.log"),
+        );
+        for version in ["2025-11-25", "2026-07-28"] {
+            let (directly, ran) = conformance_server_passes(&direct, version);
+            let (through, _) = conformance_server_passes(&proxied, version);
+            let lost: Vec<&String> = directly.difference(&through).collect();
+            eprintln!(
+                "{name} {version}: {} of {} scenarios pass directly, {} through the proxy",
+                directly.len(),
+                ran.len(),
+                through.len()
+            );
+            assert!(
+                lost.is_empty(),
+                "{name} at {version}: passes directly, not through the proxy: {lost:?}"
+            );
+        }
+        let _ = proxy.kill();
+        let _ = proxy.wait();
+    }
+    for child in [&mut everything_http, &mut fixture_http] {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
 }

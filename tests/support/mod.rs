@@ -502,3 +502,48 @@ pub fn conformance_suite() -> (PathBuf, PathBuf) {
     );
     (node, cli)
 }
+
+/// The scenarios the MCP conformance suite's server run against `url` passes at spec version
+/// `version` (each scenario's checks, as the suite wrote them: passed when none failed), and
+/// every one it ran.
+pub fn conformance_server_passes(
+    url: &str,
+    version: &str,
+) -> (
+    std::collections::BTreeSet<String>,
+    std::collections::BTreeSet<String>,
+) {
+    let (node, cli) = conformance_suite();
+    let results = tempfile::tempdir().unwrap();
+    // Its exit code says whether every scenario passed; which did is read from its results.
+    let ran = Command::new(node)
+        .arg(cli)
+        .args(["server", "--url", url, "--spec-version", version, "-o"])
+        .arg(results.path())
+        .output()
+        .unwrap();
+    let mut passed = std::collections::BTreeSet::new();
+    let mut all = std::collections::BTreeSet::new();
+    for entry in std::fs::read_dir(results.path()).unwrap().flatten() {
+        let checks = entry.path().join("checks.json");
+        let Ok(text) = std::fs::read_to_string(&checks) else {
+            continue;
+        };
+        let name = entry.file_name().to_string_lossy().to_string();
+        let scenario = conformance_scenario(name.strip_prefix("server-").unwrap_or(&name));
+        let checks: Vec<Value> = serde_json::from_str(&text).unwrap();
+        if checks.iter().all(|c| c["status"] != "FAILURE") {
+            passed.insert(scenario.clone());
+        }
+        all.insert(scenario);
+    }
+    assert!(!all.is_empty(), "the suite ran nothing: {}", text(&ran));
+    (passed, all)
+}
+
+/// A conformance result folder's scenario: its name without the `-2026-12-05T06-53-42-664Z`
+/// the suite appends.
+pub fn conformance_scenario(folder: &str) -> String {
+    const STAMP: usize = "-2026-12-05T06-53-42-664Z".len();
+    folder[..folder.len().saturating_sub(STAMP)].to_string()
+}
