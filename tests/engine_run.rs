@@ -2351,3 +2351,46 @@ fn a_closed_output_pipe_ends_printing_quietly_and_a_run_goes_on_to_its_end() {
     assert_eq!(finished["kind"], "run_finished", "{finished}");
     assert_eq!(finished["status"], "completed", "{finished}");
 }
+
+/// A server of the stateless era that answers "input required" (SEP-2322): its request for
+/// input is answered as one during a call is (declined, unattended) and recorded with the
+/// call, and the call made again with the answer; one that asks forever fails after 8 rounds,
+/// saying so, and the run goes on.
+#[test]
+fn an_input_required_answer_is_answered_and_the_call_made_again_but_not_forever() {
+    let dir = tempfile::tempdir().unwrap();
+    let mcp = write_mcp_config(dir.path(), json!({"m": modern_server()}));
+    let (_, run) = react_run(
+        dir.path(),
+        &mcp,
+        json!({"id": "mrtr", "request": "Confirm, then ask forever."}),
+        json!([
+            {"when": "", "times": 1, "content": call("m:confirm_with_input", json!({}))},
+            {"when": "", "times": 1, "content": call("m:input_forever", json!({}))},
+            {"when": "", "content": finish("done")},
+        ]),
+    );
+    let events = events(&run);
+    let calls: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["kind"] == "tool_called")
+        .collect();
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    let answered = calls[0]["result"]["text"].as_str().unwrap();
+    assert_eq!(calls[0]["error"], Value::Null, "{}", calls[0]);
+    assert!(answered.starts_with("answered: "), "{answered}");
+    assert!(answered.contains("\"decline\""), "{answered}");
+    // The request for input is recorded with the call it came during.
+    let asked: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["kind"] == "elicitation")
+        .collect();
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert_eq!(asked[0]["message"], "Confirm?");
+    let forever = calls[1]["error"].as_str().unwrap_or_default();
+    assert!(
+        forever.contains("input_required did not complete within 8 MRTR rounds"),
+        "{}",
+        calls[1]
+    );
+}

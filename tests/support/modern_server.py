@@ -24,7 +24,10 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import (
     AudioContent,
     Completion,
+    ElicitRequest,
+    ElicitRequestFormParams,
     EmbeddedResource,
+    InputRequiredResult,
     Icon,
     ImageContent,
     TextContent,
@@ -140,6 +143,29 @@ async def test_tool_with_progress(ctx: Context) -> str:
 def test_error_handling() -> str:
     """Always fails."""
     raise RuntimeError("This tool intentionally returns an error for testing")
+
+
+# "Input required" (SEP-2322, the stateless era): one that asks once, one that never ends.
+@server.tool()
+def confirm_with_input(ctx: Context):
+    """Asks for a confirmation (a form whose field has a default), then says what came back."""
+    answers = ctx.input_responses
+    if answers:
+        answer = answers.get("confirm")
+        if hasattr(answer, "model_dump"):
+            answer = answer.model_dump(mode="json", exclude_none=True)
+        return "answered: " + json.dumps(answer, sort_keys=True)
+    return InputRequiredResult(input_requests={"confirm": ElicitRequest(params=ElicitRequestFormParams(
+        message="Confirm?",
+        requested_schema={"type": "object", "properties": {
+            "confirmed": {"type": "boolean", "default": True}}, "required": ["confirmed"]},
+    ))}, request_state="asked-once")
+
+
+@server.tool()
+def input_forever(ctx: Context):
+    """Asks for input again however often it is answered."""
+    return InputRequiredResult(request_state=f"round-{len(ctx.request_state or '')}")
 
 
 @server.prompt()

@@ -175,9 +175,15 @@ impl ProxyHandler {
                 .and_then(|parts| parts.extensions.get::<ClientAddress>())
                 .map(|a| a.0.to_string())
                 .unwrap_or_default();
+            // Cut as the run's header cuts them: a client's words take bounded room here.
+            let short = |text: &str| {
+                text.chars()
+                    .take(super::setup::CLIENT_CHARS)
+                    .collect::<String>()
+            };
             let (name, version) = client
                 .as_ref()
-                .map(|c| (c.name.as_str(), c.version.as_str()))
+                .map(|c| (short(&c.name), short(&c.version)))
                 .unwrap_or_default();
             format!("{name}\u{0}{version}\u{0}{address}")
         });

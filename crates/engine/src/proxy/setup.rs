@@ -31,7 +31,7 @@ use cosmos_trajectory::redact::Redactor;
 /// The client's name when its `initialize` gave none (or never came).
 const UNKNOWN_CLIENT: &str = "unknown client";
 /// Longest client name or version kept.
-const CLIENT_CHARS: usize = 120;
+pub(crate) const CLIENT_CHARS: usize = 120;
 
 /// `_meta` key of a result: `true` when the world model made it, `false` when a real server
 /// did in simulate mode (`--on-miss real`).
