@@ -2862,9 +2862,11 @@ fn a_sessionless_clients_name_with_escapes_and_no_end_reaches_no_file_name_whole
     let out = dir.path().join("runs");
     let (mut proxy, url) = http_proxy(&mcp, &out, &[], &[], &dir.path().join("proxy.log"));
     let name = format!("evil\u{1b}[31m\u{7}{}", "x".repeat(5000));
-    let answer = modern_client(json!({"transport": "http", "url": url, "mode": "2026-07-28",
+    let answer = modern_client(
+        json!({"transport": "http", "url": url, "mode": "2026-07-28",
         "prompts": false, "client": {"name": name, "version": "1"},
-        "calls": [{"name": "add", "arguments": {"a": 1, "b": 1}}]}));
+        "calls": [{"name": "add", "arguments": {"a": 1, "b": 1}}]}),
+    );
     assert_eq!(answer["results"][0]["structuredContent"]["result"], 2);
     let _ = proxy.kill();
     let _ = proxy.wait();
@@ -2873,6 +2875,8 @@ fn a_sessionless_clients_name_with_escapes_and_no_end_reaches_no_file_name_whole
     assert!(!file.chars().any(char::is_control), "{file:?}");
     assert!(file.len() < 200, "{file}");
     let header = &events(&run)[0];
-    let kept = header["agent"]["settings"]["client"]["name"].as_str().unwrap();
+    let kept = header["agent"]["settings"]["client"]["name"]
+        .as_str()
+        .unwrap();
     assert!(kept.chars().count() <= 120, "{}", kept.len());
 }
