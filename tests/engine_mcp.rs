@@ -54,15 +54,7 @@ async fn everything_over_stdio() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn everything_over_streamable_http() {
-    let (mut child, port) = serve_on_free_port(|port| {
-        std::process::Command::new(npm_bin("mcp-server-everything"))
-            .arg("streamableHttp")
-            .env("PORT", port.to_string())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap()
-    });
+    let (mut child, port) = everything_http();
     let c = config(json!({"web": {"url": format!("http://127.0.0.1:{port}/mcp")}}));
     let (pool, failures) = McpPool::connect(&c.servers, Timeouts::default()).await;
     assert!(failures.is_empty(), "{failures:?}");
@@ -420,15 +412,7 @@ async fn a_request_for_input_is_answered_in_the_explorers_form() {
 #[tokio::test(flavor = "multi_thread")]
 async fn both_protocol_eras_are_spoken_over_stdio_and_http() {
     let (mut modern_http, url) = modern_server_http();
-    let (mut everything_http, port) = serve_on_free_port(|port| {
-        std::process::Command::new(npm_bin("mcp-server-everything"))
-            .arg("streamableHttp")
-            .env("PORT", port.to_string())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap()
-    });
+    let (mut everything_http, port) = everything_http();
     let c = config(json!({
         "modern": modern_server(),
         "modern_web": {"url": url},

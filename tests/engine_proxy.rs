@@ -2706,7 +2706,7 @@ fn a_handshake_client_through_the_proxy_sees_the_servers_titles_info_and_its_own
     assert_eq!(answer["results"][0]["structuredContent"]["result"], 5);
     let refused = answer["results"][1]["content"][0]["text"].as_str().unwrap();
     assert!(
-        refused.contains("this proxy offers 10 tool(s) (add, echo, test_audio_content, ")
+        refused.contains("this proxy offers 12 tool(s) (add, confirm_with_input, echo, ")
             && !refused.contains("server:tool"),
         "{refused}"
     );
@@ -2803,15 +2803,7 @@ fn a_servers_log_messages_reach_only_the_client_that_asked_for_them() {
 fn every_conformance_server_scenario_an_upstream_passes_passes_through_the_proxy() {
     let dir = tempfile::tempdir().unwrap();
     let everything = npm_bin("mcp-server-everything");
-    let (mut everything_http, port) = serve_on_free_port(|port| {
-        Command::new(&everything)
-            .arg("streamableHttp")
-            .env("PORT", port.to_string())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap()
-    });
+    let (mut everything_http, port) = everything_http();
     let (mut fixture_http, fixture_url) = modern_server_http();
     for (name, direct, upstream) in [
         (
@@ -2879,4 +2871,76 @@ fn a_sessionless_clients_name_with_escapes_and_no_end_reaches_no_file_name_whole
         .as_str()
         .unwrap();
     assert!(kept.chars().count() <= 120, "{}", kept.len());
+}
+
+/// Hybrid mode with `--routing FILE`: each tool held to the file's threshold for it (here one
+/// low enough to trust a 0.1 guess), a tool the file does not trust never answered by the
+/// world model however sure it is; the file is recorded in the header.
+#[test]
+fn hybrid_with_a_routing_file_holds_each_tool_to_its_own_threshold() {
+    let dir = tempfile::tempdir().unwrap();
+    let recorded = dir.path().join("recorded");
+    record_session(dir.path(), &recorded);
+    let mcp = write_mcp_config(dir.path(), json!({"flaky": flaky_server()}));
+    let session = |routing_toml: &str, out: &str| {
+        let routing = dir.path().join(format!("{out}.toml"));
+        std::fs::write(&routing, routing_toml).unwrap();
+        let out = dir.path().join(out);
+        let answer = sdk_client(through_proxy(
+            &[
+                "--mcp-config",
+                mcp.to_str().unwrap(),
+                "--out",
+                out.to_str().unwrap(),
+                "--mode",
+                "hybrid",
+                "--routing",
+                routing.to_str().unwrap(),
+                "--world-model",
+                "memory",
+                "--memory-from",
+                recorded.to_str().unwrap(),
+            ],
+            &dir.path().join("proxy.log"),
+            json!([
+                {"name": "forecast", "arguments": {"city": "Lyon"}},
+                {"name": "forecast", "arguments": {"city": "Paris"}},
+            ]),
+        ));
+        let simulated: Vec<Value> = answer["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["_meta"]["io.github.mcp-cosmos/simulated"].clone())
+            .collect();
+        (simulated, events(&only_run(&out)))
+    };
+    let (trusted, events) = session(
+        "world_model = \"memory\"\n[tools.\"flaky:forecast\"]\ngo_real_below = 0.05\n",
+        "low",
+    );
+    assert_eq!(
+        trusted,
+        [json!(true), json!(true)],
+        "0.9 and 0.1 both ≥ 0.05"
+    );
+    let settings = &events[0]["agent"]["settings"];
+    assert_eq!(settings["routing"]["thresholds"]["flaky:forecast"], 0.05);
+    assert!(settings["go_real_below"].is_null(), "{settings}");
+    let (untrusted, events) = session(
+        "world_model = \"memory\"\n[tools.\"flaky:forecast\"]\ntrust = false\n",
+        "never",
+    );
+    assert_eq!(
+        untrusted,
+        [json!(false), json!(false)],
+        "never trusted, even at 0.9"
+    );
+    let routed: Vec<&Value> = events.iter().filter(|e| e["kind"] == "routed").collect();
+    assert!(
+        routed
+            .iter()
+            .all(|r| r["answered_by"] == "real" && r["threshold"].is_null()),
+        "{routed:?}"
+    );
 }

@@ -609,3 +609,133 @@ fn replies_cut_at_the_token_cap_are_named_so_a_planners_is_retried() {
         "{message}"
     );
 }
+
+/// `--routing FILE`: each tool held to its own threshold. A tool the file does not trust is
+/// called for real while planning however sure the world model is (its tools are read-only),
+/// the file's digest and thresholds are in the header, and a file chosen for another world
+/// model is refused before anything is written.
+#[test]
+fn a_routing_file_holds_each_tool_to_its_own_threshold() {
+    let dir = tempfile::tempdir().unwrap();
+    // The world model is sure of every prediction.
+    let mut rules = script();
+    for rule in rules.as_array_mut().unwrap() {
+        if rule["when"] == "You simulate an MCP server" {
+            rule["content"]["confidence"] = json!(0.99);
+        }
+    }
+    let routing = dir.path().join("routing.toml");
+    std::fs::write(
+        &routing,
+        "world_model = \"llm\"\n[tools.\"Time MCP:convert_time\"]\ntrust = false\nwhy = \"test\"\n\
+         [tools.\"Time MCP:get_current_time\"]\ngo_real_below = 0.5\n",
+    )
+    .unwrap();
+    let llm = ScriptedLlm::start(rules.clone());
+    let routed = run_in(
+        dir.path(),
+        "routed",
+        &llm,
+        &[
+            "--world-model",
+            "llm",
+            "--iterations",
+            "4",
+            "--candidates",
+            "3",
+            "--max-depth",
+            "3",
+            "--routing",
+            routing.to_str().unwrap(),
+        ],
+    );
+    let events = events(&routed);
+    let recorded = &events[0]["agent"]["settings"]["routing"];
+    assert!(
+        recorded["digest"].as_str().unwrap().starts_with("sha256:"),
+        "{recorded}"
+    );
+    assert_eq!(recorded["thresholds"]["Time MCP:convert_time"], Value::Null);
+    assert_eq!(recorded["thresholds"]["Time MCP:get_current_time"], 0.5);
+    let simulated: Vec<u64> = events
+        .iter()
+        .filter(|e| e["kind"] == "node_simulated" && e["confidence"] == 0.99)
+        .map(|e| e["node"].as_u64().unwrap())
+        .collect();
+    let grounded: Vec<u64> = events
+        .iter()
+        .filter(|e| e["kind"] == "node_grounded")
+        .map(|e| e["node"].as_u64().unwrap())
+        .collect();
+    assert!(
+        !simulated.is_empty(),
+        "no sure prediction was made: {:?}",
+        events
+            .iter()
+            .filter(|e| e["kind"] == "node_simulated")
+            .collect::<Vec<_>>()
+    );
+    for node in &simulated {
+        assert!(
+            grounded.contains(node),
+            "#{node} sure (0.99) yet not called for real: {grounded:?}"
+        );
+    }
+    // The same run with one threshold for all trusts every one of them.
+    let llm = ScriptedLlm::start(rules);
+    let single = run_in(
+        dir.path(),
+        "single",
+        &llm,
+        &[
+            "--world-model",
+            "llm",
+            "--iterations",
+            "4",
+            "--candidates",
+            "3",
+            "--max-depth",
+            "3",
+            "--go-real-below",
+            "0.9",
+        ],
+    );
+    assert!(
+        !events_of(&single)
+            .iter()
+            .any(|e| e["kind"] == "node_grounded"),
+        "0.99 ≥ 0.9: nothing goes real"
+    );
+    // A file chosen for another world model is refused, and no run is written.
+    std::fs::write(
+        &routing,
+        "world_model = \"memory\"\n[tools.\"Time MCP:convert_time\"]\ngo_real_below = 0.5\n",
+    )
+    .unwrap();
+    let mcp = write_mcp_config(dir.path(), bench_servers());
+    let refused_dir = dir.path().join("refused");
+    let args = cosmos_run_args(
+        &mcp,
+        &refused_dir,
+        "time_mcp_001",
+        "spiral",
+        &[
+            "--world-model",
+            "llm",
+            "--routing",
+            routing.to_str().unwrap(),
+        ],
+    );
+    let refused = cosmos(&args, &ScriptedLlm::start(json!([])), KEY);
+    assert_eq!(refused.status.code(), Some(1), "{}", text(&refused));
+    assert!(
+        text(&refused).contains("was chosen for the world model \"memory\"; this run's is \"llm\""),
+        "{}",
+        text(&refused)
+    );
+    assert!(runs_in(&refused_dir).is_empty());
+}
+
+fn events_of(path: &Path) -> Vec<Value> {
+    events(path)
+}

@@ -127,6 +127,20 @@ pub fn modern_server_http() -> (Child, String) {
     (child, format!("http://127.0.0.1:{port}/mcp"))
 }
 
+/// The TypeScript SDK's everything server over streamable HTTP on a free port: the process and
+/// its port.
+pub fn everything_http() -> (Child, u16) {
+    serve_on_free_port(|port| {
+        Command::new(npm_bin("mcp-server-everything"))
+            .arg("streamableHttp")
+            .env("PORT", port.to_string())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    })
+}
+
 /// An npm server's binary.
 pub fn npm_bin(name: &str) -> String {
     servers()

@@ -45,6 +45,10 @@ pub struct ProxyArgs {
     /// this (or that has none); the world model answers the others [default: 0.8].
     #[arg(long, value_name = "X")]
     pub go_real_below: Option<f64>,
+    /// Hybrid mode: per-tool thresholds from a routing file (`cosmos wm-eval --routing-out`)
+    /// instead of one --go-real-below; a tool the file does not trust always goes real.
+    #[arg(long, value_name = "FILE", conflicts_with = "go_real_below")]
+    pub routing: Option<PathBuf>,
     /// Hybrid mode: the world model may answer tools not annotated read-only too (their
     /// results are marked simulated); without it they always reach the real server.
     #[arg(long)]
@@ -149,6 +153,13 @@ impl ProxyArgs {
                 (ModeArg::Hybrid, x) => x.unwrap_or(DEFAULT_GO_REAL_BELOW),
                 (_, Some(_)) => anyhow::bail!("--go-real-below is for --mode hybrid"),
                 (_, None) => DEFAULT_GO_REAL_BELOW,
+            },
+            routing: match (self.mode, &self.routing) {
+                (ModeArg::Hybrid, Some(path)) => Some(std::sync::Arc::new(
+                    cosmos_engine::metrics::routing_file::RoutingFile::load(path)?,
+                )),
+                (_, Some(_)) => anyhow::bail!("--routing is for --mode hybrid"),
+                (_, None) => None,
             },
             simulate_writes: self.simulate_writes,
             config: Config::load(self.config.as_deref())?,

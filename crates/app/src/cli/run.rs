@@ -214,6 +214,17 @@ pub struct RunOptions {
     /// real result [or [agent] go_real_below; default: trust every prediction].
     #[arg(long, value_name = "X", help_heading = "SPIRAL-Exec")]
     pub go_real_below: Option<f64>,
+
+    /// SPIRAL and ReAct-Plan-Exec: route by a file of per-tool thresholds (`cosmos wm-eval
+    /// --routing-out`) instead of one --go-real-below: each tool's predictions held to its own
+    /// threshold, a tool the file does not trust (or does not name) never trusted.
+    #[arg(
+        long,
+        value_name = "FILE",
+        help_heading = "SPIRAL-Exec",
+        conflicts_with = "go_real_below"
+    )]
+    pub routing: Option<PathBuf>,
 }
 
 impl RunOptions {
@@ -259,13 +270,30 @@ impl RunOptions {
     ) -> Result<RunSpec> {
         // Read once: the search settings and the session take their sections from it.
         let config = Config::load(self.config.as_deref())?;
-        let search = self.search_settings(&config)?;
-        if self.go_real_below.is_some() && agent == AgentKind::React {
+        let mut search = self.search_settings(&config)?;
+        if self.routing.is_some() {
+            // The file's thresholds replace cosmos.toml's one number.
+            search.go_real_below = None;
+        }
+        let routed_by = match (self.go_real_below, &self.routing) {
+            (_, Some(_)) => Some("--routing"),
+            (Some(_), None) => Some("--go-real-below"),
+            (None, None) => None,
+        };
+        if let Some(flag) = routed_by
+            && agent == AgentKind::React
+        {
             anyhow::bail!(
-                "--go-real-below routes a rehearsing agent's predictions: ReAct makes only real \
-                 calls (use --agent plan-exec or spiral)"
+                "{flag} routes a rehearsing agent's predictions: ReAct makes only real calls \
+                 (use --agent plan-exec or spiral)"
             );
         }
+        let routing = match &self.routing {
+            Some(path) => Some(std::sync::Arc::new(
+                cosmos_engine::metrics::routing_file::RoutingFile::load(path)?,
+            )),
+            None => None,
+        };
         Ok(RunSpec {
             mcp_config,
             task,
@@ -296,6 +324,7 @@ impl RunOptions {
                 }),
             },
             search,
+            routing,
             shared: None,
         })
     }

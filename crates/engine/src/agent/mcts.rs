@@ -592,7 +592,13 @@ async fn iterate(
         let trust_before = tree.nodes[leaf].trust;
         for (i, mut r) in rehearsals.into_iter().enumerate() {
             let id = first_id + i;
-            let trust = r.stop_at_horizon(trust_before, env.go_real_below());
+            // Routed by a file, a path's trust is 1 until its first untrusted prediction.
+            let horizon = if env.routing_file().is_some() {
+                Some(1.0)
+            } else {
+                env.go_real_below()
+            };
+            let trust = r.stop_at_horizon(trust_before, horizon);
             rehearse::record(sink, origin.id(id), &r)?;
             let node = &mut tree.nodes[id];
             node.trust = trust;

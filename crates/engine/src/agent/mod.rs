@@ -193,6 +193,9 @@ pub struct Env {
     /// Routing: below this confidence a read-only tool's prediction is replaced by the real
     /// call while planning (`mcts::Settings::go_real_below`).
     pub go_real_below: Option<f64>,
+    /// Routing by a file (`--routing`): each tool's predictions held to its own threshold, a
+    /// tool the file does not trust never trusted; in place of `go_real_below`.
+    pub routing: Option<Arc<crate::metrics::routing_file::RoutingFile>>,
     /// Each sandboxed server's state at the run's start, as fields (the header's
     /// `start_state`): what a world model that tracks state is told first.
     pub start_states: std::collections::BTreeMap<String, serde_json::Value>,
@@ -229,6 +232,7 @@ impl Env {
             stop,
             fork: None,
             go_real_below: None,
+            routing: None,
             start_states: Default::default(),
         })
     }

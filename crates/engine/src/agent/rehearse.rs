@@ -150,6 +150,9 @@ pub struct Rehearsal {
     /// Routing: the prediction was unsure and its tool not read-only, so nothing real was
     /// called; the node rests on a guess (its reward is scaled by the confidence).
     pub risky: bool,
+    /// Routing by a file: whether the prediction was trusted (its tool's threshold met); a
+    /// trusted one counts as sure along a path, an untrusted one as nothing.
+    pub sure: Option<bool>,
     /// Routing's horizon: the product of confidences along the path here, when it fell below
     /// `go_real_below` and the search imagines no further (set by the search, which knows the
     /// path; [`Rehearsal::stop_at_horizon`]).
@@ -194,6 +197,8 @@ impl Rehearsal {
     pub fn trust(&self) -> f64 {
         if self.grounded.is_some() || self.verdict != Verdict::Valid {
             1.0
+        } else if let Some(sure) = self.sure {
+            if sure { 1.0 } else { 0.0 }
         } else {
             self.confidence().unwrap_or(0.0)
         }
@@ -236,6 +241,7 @@ pub async fn rehearse(
     let mut events = Vec::new();
     let mut grounded = None;
     let mut risky = false;
+    let mut sure = None;
     let (verdict, simulated) = match action {
         Action::Finish { .. } => (Verdict::Finish, None),
         Action::ToolCall { tool, arguments } => {
@@ -266,9 +272,17 @@ pub async fn rehearse(
                     // Routing: an unsure prediction (or one without a confidence) of a
                     // read-only tool is replaced by the real call; of any other tool, nothing
                     // real is called and the node is risky.
-                    let unsure = env
-                        .go_real_below()
-                        .is_some_and(|x| p.confidence.as_ref().is_none_or(|c| c.value < x));
+                    let confidence = p.confidence.as_ref().map(|c| c.value);
+                    let unsure = match env.routing_file() {
+                        Some(file) => {
+                            let trusted = file.trusts(tool, confidence);
+                            sure = Some(trusted);
+                            !trusted
+                        }
+                        None => env
+                            .go_real_below()
+                            .is_some_and(|x| confidence.is_none_or(|c| c < x)),
+                    };
                     if unsure && env.read_only(tool) {
                         let (real, real_events) = env.ground(tool, arguments).await;
                         events.extend(real_events);
@@ -324,6 +338,7 @@ pub async fn rehearse(
         r.risky = true;
     }
     r.grounded = grounded;
+    r.sure = sure;
     r
 }
 
@@ -348,6 +363,7 @@ fn evaluated(
         events,
         grounded: None,
         risky: false,
+        sure: None,
         horizon: None,
     }
 }
@@ -488,6 +504,10 @@ impl<'a> Rehearser<'a> {
 impl SearchEnv for Rehearser<'_> {
     fn go_real_below(&self) -> Option<f64> {
         self.env.go_real_below
+    }
+
+    fn routing_file(&self) -> Option<&crate::metrics::routing_file::RoutingFile> {
+        self.env.routing.as_deref()
     }
 
     fn read_only(&self, tool: &str) -> bool {

@@ -70,6 +70,10 @@ pub trait SearchEnv: Send + Sync {
     fn go_real_below(&self) -> Option<f64> {
         None
     }
+    /// Routing by a file: each tool held to its own threshold (in place of `go_real_below`).
+    fn routing_file(&self) -> Option<&crate::metrics::routing_file::RoutingFile> {
+        None
+    }
     /// The tool's server annotates it read-only today (so it may be called while planning).
     fn read_only(&self, _tool: &str) -> bool {
         false

@@ -83,6 +83,8 @@ pub struct RunSpec {
     pub timeouts: Timeouts,
     /// SPIRAL-Exec's search settings.
     pub search: Settings,
+    /// Routing by a file (`--routing`), in place of `search.go_real_below`.
+    pub routing: Option<Arc<crate::metrics::routing_file::RoutingFile>>,
     /// A sweep worker's stateless servers, taken from there instead of started (`None`: the
     /// run starts every server it uses).
     pub shared: Option<Arc<crate::mcp::shared::SharedServers>>,
@@ -305,6 +307,9 @@ pub async fn prepare(spec: &RunSpec, stop: watch::Receiver<bool>) -> Result<Prep
     {
         settings.insert(AgentInfo::GO_REAL_BELOW.to_string(), json!(x));
     }
+    if let Some(routing) = &spec.routing {
+        settings.insert("routing".to_string(), routing.recorded());
+    }
     if let Some(fork) = &spec.fork {
         for (k, v) in fork.settings() {
             settings.insert(k.to_string(), json!(v));
@@ -375,10 +380,22 @@ pub async fn prepare(spec: &RunSpec, stop: watch::Receiver<bool>) -> Result<Prep
     {
         anyhow::bail!("--on-miss world-model needs a world model: pass --world-model NAME");
     }
+    // Thresholds chosen for one world model say nothing of another's confidences.
+    if let Some(routing) = &spec.routing
+        && routing.world_model != spec.world_model
+    {
+        anyhow::bail!(
+            "the routing file {} was chosen for the world model \"{}\"; this run's is \"{}\"",
+            routing.path,
+            routing.world_model,
+            spec.world_model
+        );
+    }
     // Checked before the file exists: a run that cannot start leaves nothing behind.
     let mut env = Env::new(task, host, roles, world_model, spec.budget, stop)?;
     env.fork = spec.fork.as_ref().map(ForkPlan::fork);
     env.go_real_below = spec.search.go_real_below;
+    env.routing = spec.routing.clone();
     env.start_states = header
         .servers
         .iter()

@@ -11,6 +11,7 @@ pub mod paired;
 pub mod paper_tables;
 pub mod records;
 pub mod routing_bound;
+pub mod routing_file;
 pub mod run;
 pub mod state_match;
 pub mod stats;

@@ -429,10 +429,19 @@ impl ProxyHandler {
             Err(refused) => return refused,
         };
         let confidence = rehearsal.confidence();
-        let sure = confidence.is_some_and(|c| c >= self.setup.go_real_below);
+        // The tool's own threshold when routed by a file (none: never trusted), else one for all.
+        let (sure, threshold) = match &self.setup.routing {
+            Some(routing) => (
+                routing.trusts(&planned.tool, confidence),
+                routing.threshold(&planned.tool),
+            ),
+            None => (
+                confidence.is_some_and(|c| c >= self.setup.go_real_below),
+                Some(self.setup.go_real_below),
+            ),
+        };
         let given = rehearsal.prediction().filter(|_| sure);
         self.recorded(session.rehearsed(node, &planned, &rehearsal, given.is_some()));
-        let threshold = Some(self.setup.go_real_below);
         if let Some(predicted) = given {
             self.recorded(session.routed(
                 node,

@@ -131,6 +131,7 @@ mod tests {
             tools_from: Some(samples.join("20261202T025240.637Z_time_mcp_000_react_none.jsonl")),
             on_miss: OnMiss::Error,
             go_real_below: 0.8,
+            routing: None,
             simulate_writes: false,
             config: Config::from_text("", None, |_| None).unwrap(),
             out_dir: dir.join("sessions"),

@@ -115,6 +115,8 @@ pub struct ProxySpec {
     pub on_miss: OnMiss,
     /// Hybrid mode: the confidence below which the real server answers.
     pub go_real_below: f64,
+    /// Hybrid mode: per-tool thresholds from a routing file, in place of `go_real_below`.
+    pub routing: Option<Arc<crate::metrics::routing_file::RoutingFile>>,
     /// Hybrid mode: let the world model answer tools not annotated read-only.
     pub simulate_writes: bool,
     /// `cosmos.toml`, read.
@@ -146,6 +148,8 @@ pub struct Setup {
     pub on_miss: OnMiss,
     /// Hybrid mode: a prediction less sure than this (or with no confidence) goes real.
     pub go_real_below: f64,
+    /// Hybrid mode: per-tool thresholds (`--routing`); a tool the file does not trust goes real.
+    pub routing: Option<Arc<crate::metrics::routing_file::RoutingFile>>,
     /// Hybrid mode: tools not annotated read-only may be answered by the world model too.
     pub simulate_writes: bool,
     /// The offered tools.
@@ -213,6 +217,16 @@ impl Setup {
     /// the world model. Refuses what cannot work before any client connects.
     pub async fn start(spec: ProxySpec) -> Result<Self> {
         // A flag used where it means nothing is said before anything is built.
+        if let Some(routing) = &spec.routing
+            && routing.world_model != spec.world_model
+        {
+            bail!(
+                "the routing file {} was chosen for the world model \"{}\"; this proxy's is \"{}\"",
+                routing.path,
+                routing.world_model,
+                spec.world_model
+            );
+        }
         if spec.mode == Mode::Hybrid && !(0.0..=1.0).contains(&spec.go_real_below) {
             bail!(
                 "--go-real-below {}: a confidence, from 0 to 1",
@@ -341,7 +355,14 @@ impl Setup {
             settings.insert("on_miss".into(), json!(spec.on_miss.as_str()));
         }
         if spec.mode == Mode::Hybrid {
-            settings.insert("go_real_below".into(), json!(spec.go_real_below));
+            match &spec.routing {
+                Some(routing) => {
+                    settings.insert("routing".into(), routing.recorded());
+                }
+                None => {
+                    settings.insert("go_real_below".into(), json!(spec.go_real_below));
+                }
+            }
             settings.insert("simulate_writes".into(), json!(spec.simulate_writes));
         }
         if let Some(run) = &spec.tools_from {
@@ -358,6 +379,7 @@ impl Setup {
             mode: spec.mode,
             on_miss: spec.on_miss,
             go_real_below: spec.go_real_below,
+            routing: spec.routing.clone(),
             simulate_writes: spec.simulate_writes,
             catalog,
             pool,

@@ -1,0 +1,158 @@
+//! A routing file (`cosmos wm-eval --routing-out`, written by `routing_bound::routing_file`)
+//! read back for a run: per tool, the confidence at or above which the world model's
+//! predictions are trusted; a tool the file does not trust, or does not name, never is.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use anyhow::{Context, Result, bail};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+/// Largest routing file read (a few KiB per hundred tools).
+const MAX_BYTES: u64 = 4 << 20;
+
+/// A routing file, read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RoutingFile {
+    /// The path as given.
+    pub path: String,
+    /// `sha256:` of its bytes, recorded in each run that used it.
+    pub digest: String,
+    /// The world model the thresholds were chosen for.
+    pub world_model: String,
+    /// Per tool (`SERVER:TOOL`), its threshold, or `None`: never trusted.
+    pub thresholds: BTreeMap<String, Option<f64>>,
+}
+
+impl RoutingFile {
+    /// Reads `path` (at most 4 MiB, a regular file).
+    pub fn load(path: &Path) -> Result<Self> {
+        let bytes = cosmos_trajectory::small_file::read_within(path, MAX_BYTES)
+            .with_context(|| format!("reading the routing file {}", path.display()))?;
+        let text = std::str::from_utf8(&bytes)
+            .with_context(|| format!("{} is not UTF-8 text", path.display()))?;
+        let mut file =
+            Self::parse(text).with_context(|| format!("the routing file {}", path.display()))?;
+        file.path = path.display().to_string();
+        file.digest = format!("sha256:{:x}", Sha256::digest(&bytes));
+        Ok(file)
+    }
+
+    /// The file's TOML: its world model and each `[tools."SERVER:TOOL"]` with `go_real_below`
+    /// (a confidence from 0 to 1) or `trust = false`.
+    pub fn parse(text: &str) -> Result<Self> {
+        let doc: toml::Table = text.parse().context("not TOML")?;
+        let world_model = doc
+            .get("world_model")
+            .and_then(toml::Value::as_str)
+            .context("no `world_model`: which world model were its thresholds chosen for?")?
+            .to_string();
+        let mut thresholds = BTreeMap::new();
+        if let Some(tools) = doc.get("tools").and_then(toml::Value::as_table) {
+            for (tool, entry) in tools {
+                let threshold = match (entry.get("go_real_below"), entry.get("trust")) {
+                    (Some(x), _) => {
+                        let x = x
+                            .as_float()
+                            .or_else(|| x.as_integer().map(|i| i as f64))
+                            .with_context(|| format!("tool {tool}: go_real_below is no number"))?;
+                        if !(0.0..=1.0).contains(&x) {
+                            bail!("tool {tool}: go_real_below {x} is no confidence (0 to 1)");
+                        }
+                        Some(x)
+                    }
+                    (None, Some(toml::Value::Boolean(false))) => None,
+                    _ => bail!("tool {tool}: neither go_real_below nor trust = false"),
+                };
+                thresholds.insert(tool.clone(), threshold);
+            }
+        }
+        Ok(Self {
+            path: String::new(),
+            digest: String::new(),
+            world_model,
+            thresholds,
+        })
+    }
+
+    /// True when a prediction of `tool` with `confidence` is trusted: the file names the tool
+    /// with a threshold and the confidence is at least it. No confidence: not trusted.
+    pub fn trusts(&self, tool: &str, confidence: Option<f64>) -> bool {
+        match (self.thresholds.get(tool), confidence) {
+            (Some(Some(x)), Some(c)) => c >= *x,
+            _ => false,
+        }
+    }
+
+    /// The tool's threshold (`None`: never trusted).
+    pub fn threshold(&self, tool: &str) -> Option<f64> {
+        self.thresholds.get(tool).copied().flatten()
+    }
+
+    /// What a run header records of it: the file, its digest, its world model and every
+    /// tool's threshold (`null`: never trusted).
+    pub fn recorded(&self) -> Value {
+        json!({
+            "file": self.path,
+            "digest": self.digest,
+            "world_model": self.world_model,
+            "thresholds": self.thresholds,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_written_file_reads_back_tool_by_tool() {
+        use crate::metrics::routing_bound::{Choice, routing_file};
+        let mut choices = BTreeMap::new();
+        choices.insert(
+            "time:convert".to_string(),
+            Choice::Trusted {
+                threshold: 0.4375,
+                n: 300,
+                poor: 12,
+                bound: 0.06,
+            },
+        );
+        choices.insert(
+            "time:now".to_string(),
+            Choice::Untrusted {
+                why: "confidently wrong".into(),
+                more_needed: None,
+            },
+        );
+        let text = routing_file("memory", 0.1, 0.1, 0.8, &["runs".into()], &choices);
+        let file = RoutingFile::parse(&text).unwrap();
+        assert_eq!(file.world_model, "memory");
+        assert_eq!(file.threshold("time:convert"), Some(0.4375));
+        assert!(file.trusts("time:convert", Some(0.4375)));
+        assert!(!file.trusts("time:convert", Some(0.4374)));
+        assert!(!file.trusts("time:convert", None));
+        assert!(!file.trusts("time:now", Some(1.0)), "never trusted");
+        assert!(
+            !file.trusts("time:unnamed", Some(1.0)),
+            "a tool not named never is"
+        );
+    }
+
+    #[test]
+    fn a_file_that_says_nothing_usable_is_refused_saying_why() {
+        for (text, says) in [
+            ("[tools.\"a:b\"]\ngo_real_below = 0.5", "world_model"),
+            (
+                "world_model = \"m\"\n[tools.\"a:b\"]\ngo_real_below = 1.5",
+                "no confidence",
+            ),
+            ("world_model = \"m\"\n[tools.\"a:b\"]\nn = 3", "neither"),
+            ("not toml at all [", "TOML"),
+        ] {
+            let e = format!("{:#}", RoutingFile::parse(text).unwrap_err());
+            assert!(e.contains(says), "{text}: {e}");
+        }
+    }
+}
