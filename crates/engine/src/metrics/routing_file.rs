@@ -26,8 +26,17 @@ pub struct RoutingFile {
 }
 
 impl RoutingFile {
-    /// Reads `path` (at most 4 MiB, a regular file).
+    /// Reads `path` (at most 4 MiB, a regular file: a pipe or a device is refused before it
+    /// is opened, as opening it could wait forever).
     pub fn load(path: &Path) -> Result<Self> {
+        let kind = std::fs::metadata(path)
+            .with_context(|| format!("reading the routing file {}", path.display()))?;
+        if !kind.is_file() {
+            bail!(
+                "the routing file {} is not a regular file (a pipe, a device or a folder)",
+                path.display()
+            );
+        }
         let bytes = cosmos_trajectory::small_file::read_within(path, MAX_BYTES)
             .with_context(|| format!("reading the routing file {}", path.display()))?;
         let text = std::str::from_utf8(&bytes)
@@ -138,6 +147,32 @@ mod tests {
             !file.trusts("time:unnamed", Some(1.0)),
             "a tool not named never is"
         );
+    }
+
+    #[test]
+    fn a_pipe_a_folder_or_a_huge_file_is_refused_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("routing.fifo");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a path of our own, made once.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let e = format!("{:#}", RoutingFile::load(&fifo).unwrap_err());
+        assert!(e.contains("not a regular file"), "{e}");
+        let e = format!("{:#}", RoutingFile::load(dir.path()).unwrap_err());
+        assert!(e.contains("not a regular file"), "{e}");
+        let huge = dir.path().join("huge.toml");
+        std::fs::File::create(&huge)
+            .unwrap()
+            .set_len(MAX_BYTES + 1)
+            .unwrap();
+        let e = format!("{:#}", RoutingFile::load(&huge).unwrap_err());
+        assert!(e.contains("larger than"), "{e}");
+        // A link to a good file is read as that file.
+        let good = dir.path().join("good.toml");
+        std::fs::write(&good, "world_model = \"m\"\n").unwrap();
+        let link = dir.path().join("link.toml");
+        std::os::unix::fs::symlink(&good, &link).unwrap();
+        assert_eq!(RoutingFile::load(&link).unwrap().world_model, "m");
     }
 
     #[test]
