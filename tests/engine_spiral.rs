@@ -713,6 +713,28 @@ fn a_routing_file_holds_each_tool_to_its_own_threshold() {
     )
     .unwrap();
     let mcp = write_mcp_config(dir.path(), bench_servers());
+    // A fork of the routed run is routed by the same file, read again: changed, it is refused.
+    let forked = cosmos(
+        &[
+            "fork",
+            routed.to_str().unwrap(),
+            "--at",
+            "1",
+            "--mcp-config",
+            mcp.to_str().unwrap(),
+            "--out",
+            dir.path().join("forks").to_str().unwrap(),
+            "--no-tui",
+        ],
+        &ScriptedLlm::start(json!([])),
+        KEY,
+    );
+    assert_eq!(forked.status.code(), Some(1), "{}", text(&forked));
+    assert!(
+        text(&forked).contains("changed since the original run used it"),
+        "{}",
+        text(&forked)
+    );
     let refused_dir = dir.path().join("refused");
     let args = cosmos_run_args(
         &mcp,

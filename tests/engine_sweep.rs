@@ -957,3 +957,44 @@ fn a_shared_server_is_one_per_elicitation_policy() {
         ["declining: decline", "defaults: accepted: Lyon in metric"]
     );
 }
+
+/// A configuration's `routing` key is `cosmos run --routing`, its path relative to the spec:
+/// a file chosen for another world model stops that cell, saying why.
+#[test]
+fn a_configs_routing_file_is_the_cells_own_found_beside_the_spec() {
+    let dir = tempfile::tempdir().unwrap();
+    write_mcp_config(dir.path(), bench_servers());
+    std::fs::copy(bench_tasks(), dir.path().join("tasks.json")).unwrap();
+    std::fs::write(
+        dir.path().join("routing.toml"),
+        "world_model = \"memory\"\n[tools.\"Time MCP:convert_time\"]\ngo_real_below = 0.5\n",
+    )
+    .unwrap();
+    let spec = dir.path().join("sweep.toml");
+    std::fs::write(
+        &spec,
+        "mcp_config = \"mcp.json\"\n[[tasks]]\nfile = \"tasks.json\"\nids = [\"time_mcp_000\"]\n\
+         [[configs]]\nname = \"routed\"\nagent = \"spiral\"\nworld_model = \"llm\"\nrouting = \"routing.toml\"\n",
+    )
+    .unwrap();
+    let llm = ScriptedLlm::start(json!([]));
+    let ran = cosmos(
+        &[
+            "sweep",
+            spec.to_str().unwrap(),
+            "--out",
+            dir.path().join("runs").to_str().unwrap(),
+            "--no-tui",
+        ],
+        &llm,
+        "sk-test",
+    );
+    let said = text(&ran);
+    assert!(
+        said.contains(&format!(
+            "the routing file {} was chosen for the world model \"memory\"; this run's is \"llm\"",
+            dir.path().join("routing.toml").display()
+        )),
+        "{said}"
+    );
+}

@@ -174,18 +174,34 @@ pub fn run(mut args: ForkArgs) -> Result<ExitCode> {
     if agent == AgentKind::Spiral && original.header.agent.kind == AgentKind::Spiral {
         inherit_search_settings(&mut args.options, &original.header);
     }
-    // Routing is the original's too when the fork's agent rehearses, unless told otherwise.
-    if matches!(agent, AgentKind::Spiral | AgentKind::PlanExec) {
-        args.options.go_real_below = args
-            .options
-            .go_real_below
-            .or(original.header.agent.go_real_below());
+    // Routing is the original's too when the fork's agent rehearses, unless told otherwise:
+    // its one threshold, or its routing file (read again, and refused if it changed since).
+    let recorded_routing = original.header.agent.settings.get("routing").cloned();
+    let inherits = matches!(agent, AgentKind::Spiral | AgentKind::PlanExec)
+        && args.options.go_real_below.is_none()
+        && args.options.routing.is_none();
+    if inherits {
+        args.options.go_real_below = original.header.agent.go_real_below();
+        args.options.routing = recorded_routing
+            .as_ref()
+            .and_then(|r| r["file"].as_str())
+            .map(PathBuf::from);
     }
     let task = TaskSource::Recorded {
         info: original.header.task.clone(),
         servers: original.servers(),
     };
     let mut spec = args.options.spec(agent, args.mcp_config.clone(), task)?;
+    if let (true, Some(now), Some(then)) = (inherits, &spec.routing, &recorded_routing)
+        && now.digest != then["digest"].as_str().unwrap_or_default()
+    {
+        anyhow::bail!(
+            "the routing file {} changed since the original run used it (its digest was {}): \
+             pass --routing FILE to route the fork by it as it is now",
+            now.path,
+            then["digest"].as_str().unwrap_or("not recorded")
+        );
+    }
     spec.fork = Some(plan);
     spec.file_name = args.file_name.clone();
     run_spec(spec, &args.options)

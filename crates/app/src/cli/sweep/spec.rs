@@ -196,7 +196,7 @@ pub fn cells(spec_path: &Path) -> Result<(Vec<Cell>, Vec<String>)> {
                 for (key, value) in config.iter().filter(|(k, _)| k.as_str() != "name") {
                     settings.insert(key.clone(), value.to_string());
                     let flag = format!("--{}", key.replace('_', "-"));
-                    let paths = matches!(key.as_str(), "memory_from" | "config");
+                    let paths = matches!(key.as_str(), "memory_from" | "config" | "routing");
                     let text = |v: &toml::Value| match v {
                         toml::Value::String(s) if paths => base.join(s).display().to_string(),
                         toml::Value::String(s) => s.clone(),
