@@ -1016,12 +1016,15 @@ impl Server {
                     if let Some(answered) = abandoned.take() {
                         answered.disarm();
                     }
-                    match self.answer_input(asked).await {
-                        Ok((responses, state)) => {
+                    // Answering is part of the call: within what is left of its time.
+                    let left = timeout.saturating_sub(start.elapsed());
+                    match tokio::time::timeout(left, self.answer_input(asked)).await {
+                        Ok(Ok((responses, state))) => {
                             params.input_responses = responses;
                             params.request_state = state;
                         }
-                        Err(e) => break 'call Ok(Err(e)),
+                        Ok(Err(e)) => break 'call Ok(Err(e)),
+                        Err(elapsed) => break 'call Err(elapsed),
                     }
                 }
                 Ok(Ok(Err(_))) => {
