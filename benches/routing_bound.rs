@@ -118,4 +118,54 @@ fn main() {
     println!(
         "(trusted: the mean share of all calls the chosen threshold lets the world model answer, over the sets where one was chosen; ! marks a row over δ)"
     );
+    sample_files();
+}
+
+/// The same method on the sample runs' wm-eval files: per world model and tool, the threshold
+/// chosen at ε = δ = 0.1, or why none.
+fn sample_files() {
+    use cosmos_engine::metrics::routing_file::RoutingFile;
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_runs");
+    let mut files: Vec<std::path::PathBuf> = [root.clone(), root.join("stateful")]
+        .iter()
+        .flat_map(|dir| std::fs::read_dir(dir).into_iter().flatten().flatten())
+        .map(|e| e.path())
+        .filter(|p| {
+            p.to_string_lossy().contains("_wm-eval_") && p.extension().is_some_and(|e| e == "jsonl")
+        })
+        .collect();
+    files.sort();
+    println!(
+        "\nthe sample wm-eval files, ε = δ = 0.1 (a tool needs at least 22 predictions to be trusted at all):"
+    );
+    for file in files {
+        let Ok(run) = cosmos_trajectory::run::Run::open(&file) else {
+            continue;
+        };
+        let names = cosmos_engine::wm_eval::filed::Filed::read(&run).names;
+        for name in names {
+            let Ok(text) = cosmos_engine::wm_eval::routing(&file, &name, 0.1, 0.1, &[]) else {
+                continue;
+            };
+            let Ok(routing) = RoutingFile::parse(&text) else {
+                continue;
+            };
+            let trusted: Vec<String> = routing
+                .thresholds
+                .iter()
+                .filter_map(|(tool, x)| x.map(|x| format!("{tool} ≥ {x}")))
+                .collect();
+            println!(
+                "  {} · {name}: {} of {} tools trusted{}",
+                file.file_name().unwrap_or_default().to_string_lossy(),
+                trusted.len(),
+                routing.thresholds.len(),
+                if trusted.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", trusted.join(", "))
+                }
+            );
+        }
+    }
 }
