@@ -1551,3 +1551,39 @@ fn a_node_called_while_planning_shows_its_real_result_beside_the_prediction() {
     }
     assert!(checked > 0, "no sample run has a grounded node");
 }
+
+/// The calibration overlay's per-tool routing says for every world model and tool of every
+/// sample wm-eval file what `cosmos wm-eval --target-error 0.1 --routing-out` writes: the same
+/// threshold, or never trusted.
+#[test]
+fn the_overlays_per_tool_routing_is_the_routing_files() {
+    use cosmos_engine::metrics::routing_file::RoutingFile;
+    let (_, files) = sample_wm_eval_files();
+    let mut checked = 0;
+    for file in files {
+        let run = Run::open(&file).unwrap();
+        let names = cosmos_engine::wm_eval::filed::Filed::read(&run).names;
+        let mut app = opened(run, (220, 400));
+        app.update(Action::Do(Command::About));
+        let screen = render(&mut app);
+        for name in names {
+            let text = cosmos_engine::wm_eval::routing(&file, &name, 0.1, 0.1, &[]).unwrap();
+            let routing = RoutingFile::parse(&text).unwrap();
+            for (tool, threshold) in &routing.thresholds {
+                let says = match threshold {
+                    Some(x) => format!("trust ≥ {x}:"),
+                    None => "never trusted: ".to_string(),
+                };
+                assert!(
+                    screen
+                        .lines()
+                        .any(|l| l.contains(tool.as_str()) && l.contains(&says)),
+                    "{}: {name} {tool} should say {says:?}\n{screen}",
+                    file.display()
+                );
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked > 10, "{checked} tools checked");
+}

@@ -17,6 +17,7 @@ use crate::tui::view::{Context, Handled, Request, View, Work};
 use crate::tui::widgets::scroll::{Scroll, Selection};
 use crate::tui::widgets::wrap::wrap_line;
 use cosmos_engine::metrics::leaderboard::Leaderboard;
+use cosmos_engine::metrics::routing_bound::{Choice, Judged, choose, judged_by_tool};
 use cosmos_engine::metrics::{fidelity, figure};
 use cosmos_engine::wm_eval::filed::{Filed, Verdict};
 use cosmos_trajectory::describe::call_label;
@@ -83,6 +84,9 @@ pub struct WmEvalView {
     pub(crate) by_disagreement: bool,
     /// The leaderboard over the file ([`Filed::leaderboard`]).
     pub(crate) board: Leaderboard,
+    /// Per world model, per tool: its predictions judged and the threshold routing would
+    /// choose at ε = δ = 0.1 (`metrics::routing_bound`, as `wm-eval --routing-out` does).
+    pub(crate) routing: Vec<Vec<ToolRouting>>,
     /// The leader the file recorded when it was written.
     recorded_leader: Option<Leader>,
     /// World-model failures the file does not tie to a call.
@@ -116,6 +120,19 @@ impl WmEvalView {
     pub fn new(run: &Run, size: (u16, u16)) -> Self {
         let filed = Filed::read(run);
         let board = filed.leaderboard();
+        let table = filed.table();
+        let routing = (0..filed.names.len())
+            .map(|w| {
+                judged_by_tool(&table, w, filed.good_fidelity)
+                    .into_iter()
+                    .map(|(tool, judged)| ToolRouting {
+                        choice: choose(&judged, ROUTING_ERROR, ROUTING_DELTA),
+                        tool,
+                        judged,
+                    })
+                    .collect()
+            })
+            .collect();
         let mut rows: Vec<CallRow> = filed
             .calls
             .iter()
@@ -157,6 +174,7 @@ impl WmEvalView {
             order,
             by_disagreement: false,
             board,
+            routing,
             recorded_leader: filed.recorded_leader,
             unplaced_failures: filed.unplaced_failures,
             skipped_lines: run.problems.len(),
@@ -389,7 +407,16 @@ impl View for WmEvalView {
                     .board
                     .world_models
                     .iter()
-                    .map(|w| calibration_lines(&w.name, &w.calibration))
+                    .map(|w| {
+                        let (heading, mut lines) = calibration_lines(&w.name, &w.calibration);
+                        let tools = self
+                            .names
+                            .iter()
+                            .position(|n| *n == w.name)
+                            .and_then(|k| self.routing.get(k));
+                        lines.extend(routing_lines(tools.map_or(&[][..], Vec::as_slice)));
+                        (heading, lines)
+                    })
                     .collect();
                 out.push(Request::Push(Box::new(
                     crate::tui::views::run_view::inspector::Inspector::sections(
@@ -819,6 +846,71 @@ impl View for CallDetail {
 
 /// Columns of a bar in the reliability diagram.
 const BAR: usize = 20;
+
+/// The target error and level the overlay chooses each tool's threshold at (the defaults a
+/// user starts `wm-eval --target-error 0.1 --routing-out` with).
+const ROUTING_ERROR: f64 = 0.1;
+const ROUTING_DELTA: f64 = 0.1;
+
+/// One tool's predictions by one world model, judged, and the threshold chosen on them.
+#[derive(Debug, Clone)]
+pub(crate) struct ToolRouting {
+    pub(crate) tool: String,
+    pub(crate) judged: Vec<Judged>,
+    pub(crate) choice: Choice,
+}
+
+/// Per tool: its risk–coverage curve (the poor share among the surest predictions, as more are
+/// trusted, by tenths of its predictions; `|` after the chosen threshold's tenth) and what the
+/// bound allows: the threshold with its trusted share, bound and n, or why none.
+fn routing_lines(tools: &[ToolRouting]) -> Vec<String> {
+    const LEVELS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+    let mut lines = vec![format!(
+        "  per tool, at ε = δ = {ROUTING_ERROR} (cosmos wm-eval --target-error {ROUTING_ERROR} --routing-out FILE): risk by coverage, surest first"
+    )];
+    for t in tools {
+        let mut sorted = t.judged.clone();
+        sorted.sort_by(|a, b| b.confidence.total_cmp(&a.confidence));
+        let n = sorted.len();
+        let trusted = match &t.choice {
+            Choice::Trusted { n, .. } => *n,
+            Choice::Untrusted { .. } => 0,
+        };
+        let mut curve = String::new();
+        for tenth in 1..=10 {
+            let k = (n * tenth).div_ceil(10).max(1).min(n.max(1));
+            let poor = sorted.iter().take(k).filter(|j| j.poor).count();
+            let risk = if n == 0 { 0.0 } else { poor as f64 / k as f64 };
+            curve.push(LEVELS[((risk * 7.0).round() as usize).min(7)]);
+            if trusted > 0 && k >= trusted && !curve.contains('|') {
+                curve.push('|');
+            }
+        }
+        let verdict = match &t.choice {
+            Choice::Trusted {
+                threshold,
+                n: k,
+                poor,
+                bound,
+            } => format!(
+                "trust ≥ {threshold}: {} of {n} ({}), {poor} poor, bound {}",
+                k,
+                figure::percent(*k as f64 / n.max(1) as f64, 0),
+                figure::fraction(*bound, 3)
+            ),
+            Choice::Untrusted { why, more_needed } => format!(
+                "never trusted: {why}{}",
+                more_needed.map_or(String::new(), |m| format!("; {m} more needed"))
+            ),
+        };
+        lines.push(format!(
+            "  {}  {}  {verdict}",
+            one_line(&t.tool, 60),
+            if n == 0 { "(none)".to_string() } else { curve }
+        ));
+    }
+    lines
+}
 
 /// One world model's calibration as the overlay shows it (`a`): its figures as the leaderboard
 /// has them, the reliability diagram (each bin's mean confidence and mean fidelity as bars) and
