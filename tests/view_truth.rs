@@ -1566,7 +1566,23 @@ fn the_overlays_per_tool_routing_is_the_routing_files() {
         let mut app = opened(run, (220, 400));
         app.update(Action::Do(Command::About));
         let screen = render(&mut app);
-        for name in names {
+        let lines: Vec<&str> = screen.lines().collect();
+        // Each world model's section: from its heading to the next one.
+        let heading = |n: &str| {
+            lines.iter().position(|l| {
+                l.contains(&format!("{n} · ")) && l.contains("predictions with a confidence")
+            })
+        };
+        let starts: Vec<usize> = names.iter().filter_map(|n| heading(n)).collect();
+        for name in names.clone() {
+            let from = heading(&name).unwrap_or_else(|| panic!("no section for {name}"));
+            let to = starts
+                .iter()
+                .copied()
+                .filter(|&s| s > from)
+                .min()
+                .unwrap_or(lines.len());
+            let section = &lines[from..to];
             let text = cosmos_engine::wm_eval::routing(&file, &name, 0.1, 0.1, &[]).unwrap();
             let routing = RoutingFile::parse(&text).unwrap();
             for (tool, threshold) in &routing.thresholds {
@@ -1575,8 +1591,8 @@ fn the_overlays_per_tool_routing_is_the_routing_files() {
                     None => "never trusted: ".to_string(),
                 };
                 assert!(
-                    screen
-                        .lines()
+                    section
+                        .iter()
                         .any(|l| l.contains(tool.as_str()) && l.contains(&says)),
                     "{}: {name} {tool} should say {says:?}\n{screen}",
                     file.display()
