@@ -2944,3 +2944,43 @@ fn hybrid_with_a_routing_file_holds_each_tool_to_its_own_threshold() {
         "{routed:?}"
     );
 }
+
+/// SIGTERM while a sessionless client's run is open (no session for a client to end): the
+/// run is finished `interrupted` in its file, the proxy exits 130, and nothing of it is left
+/// in the temp folder.
+#[test]
+fn sigterm_ends_a_sessionless_run_interrupted_and_leaves_no_temp_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let mcp = write_mcp_config(dir.path(), json!({"fixture": modern_server()}));
+    let out = dir.path().join("runs");
+    let tmp_env = tmp.display().to_string();
+    let (mut proxy, url) = http_proxy(
+        &mcp,
+        &out,
+        &[],
+        &[("TMPDIR", tmp_env.as_str())],
+        &dir.path().join("proxy.log"),
+    );
+    let answer = modern_client(
+        json!({"transport": "http", "url": url, "mode": "2026-07-28",
+        "prompts": false, "calls": [{"name": "add", "arguments": {"a": 1, "b": 2}}]}),
+    );
+    assert_eq!(answer["results"][0]["structuredContent"]["result"], 3);
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &proxy.id().to_string()])
+            .status()
+            .unwrap()
+            .success()
+    );
+    assert_eq!(proxy.wait().unwrap().code(), Some(130));
+    let events = events(&only_run(&out));
+    let last = events.last().unwrap();
+    assert_eq!(last["kind"], "run_finished");
+    assert_eq!(last["ending"], "interrupted");
+    assert_eq!(events[0]["agent"]["settings"]["sessionless"], true);
+    let left: Vec<_> = std::fs::read_dir(&tmp).unwrap().collect();
+    assert!(left.is_empty(), "{left:?}");
+}

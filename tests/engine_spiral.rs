@@ -636,18 +636,7 @@ fn a_routing_file_holds_each_tool_to_its_own_threshold() {
         dir.path(),
         "routed",
         &llm,
-        &[
-            "--world-model",
-            "llm",
-            "--iterations",
-            "4",
-            "--candidates",
-            "3",
-            "--max-depth",
-            "3",
-            "--routing",
-            routing.to_str().unwrap(),
-        ],
+        &small_search(&["--routing", routing.to_str().unwrap()]),
     );
     let events = events(&routed);
     let recorded = &events[0]["agent"]["settings"]["routing"];
@@ -687,18 +676,7 @@ fn a_routing_file_holds_each_tool_to_its_own_threshold() {
         dir.path(),
         "single",
         &llm,
-        &[
-            "--world-model",
-            "llm",
-            "--iterations",
-            "4",
-            "--candidates",
-            "3",
-            "--max-depth",
-            "3",
-            "--go-real-below",
-            "0.9",
-        ],
+        &small_search(&["--go-real-below", "0.9"]),
     );
     assert!(
         !events_of(&single)
@@ -756,6 +734,22 @@ fn a_routing_file_holds_each_tool_to_its_own_threshold() {
         text(&refused)
     );
     assert!(runs_in(&refused_dir).is_empty());
+}
+
+/// A small search with the llm world model, routed as `how` says.
+fn small_search<'a>(how: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec![
+        "--world-model",
+        "llm",
+        "--iterations",
+        "4",
+        "--candidates",
+        "3",
+        "--max-depth",
+        "3",
+    ];
+    args.extend_from_slice(how);
+    args
 }
 
 fn events_of(path: &Path) -> Vec<Value> {

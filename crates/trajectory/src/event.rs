@@ -1431,7 +1431,8 @@ pub enum EventBody {
             deserialize_with = "unit_confidence"
         )]
         confidence: Option<f64>,
-        /// The session's `--go-real-below`, when it routes by one.
+        /// The threshold the call was held to: the session's `--go-real-below`, or its tool's
+        /// in the `--routing` file (absent: the file never trusts the tool, or no routing).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         threshold: Option<f64>,
     },
