@@ -147,7 +147,7 @@ fn sample_files() {
             let Ok(text) = cosmos_engine::wm_eval::routing(&file, &name, 0.1, 0.1, &[]) else {
                 continue;
             };
-            let Ok(routing) = RoutingFile::parse(&text) else {
+            let Ok(routing) = RoutingFile::parse(&text.text) else {
                 continue;
             };
             let trusted: Vec<String> = routing

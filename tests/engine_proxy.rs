@@ -668,6 +668,7 @@ fn a_prediction_that_comes_after_its_real_call_is_paired_with_it() {
             confidence_source: None,
             members: Vec::new(),
             predicted_state: None,
+            route: None,
         },
     ];
     let mut run = Run::new(path.clone(), header);

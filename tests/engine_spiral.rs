@@ -670,6 +670,36 @@ fn a_routing_file_holds_each_tool_to_its_own_threshold() {
             "#{node} sure (0.99) yet not called for real: {grounded:?}"
         );
     }
+    // Each prediction records how routing treated it: the untrusted tool's grounded, the
+    // trusted one's a real call saved.
+    let routes = |events: &[Value], route: &str| -> Vec<u64> {
+        events
+            .iter()
+            .filter(|e| e["kind"] == "node_simulated" && e["route"] == route)
+            .map(|e| e["node"].as_u64().unwrap())
+            .collect()
+    };
+    assert_eq!(routes(&events, "grounded"), grounded);
+    let saved = routes(&events, "saved");
+    let called = |events: &[Value], tool: &str| -> Vec<u64> {
+        events
+            .iter()
+            .filter(|e| e["kind"] == "node_added" && e["action"]["tool"] == tool)
+            .map(|e| e["node"].as_u64().unwrap())
+            .collect()
+    };
+    let current_time = called(&events, "Time MCP:get_current_time");
+    assert!(saved.iter().all(|n| current_time.contains(n)), "{saved:?}");
+    // The report counts them, per run, as the events say.
+    let figures = report_row(&routed, &llm);
+    assert_eq!(
+        figures["trusted_predictions"]["mean"],
+        json!(saved.len() as f64)
+    );
+    assert_eq!(
+        figures["real_calls_saved"]["mean"],
+        json!(saved.len() as f64)
+    );
     // The same run with one threshold for all trusts every one of them.
     let llm = ScriptedLlm::start(rules);
     let single = run_in(
@@ -678,12 +708,37 @@ fn a_routing_file_holds_each_tool_to_its_own_threshold() {
         &llm,
         &small_search(&["--go-real-below", "0.9"]),
     );
+    let single_events = events_of(&single);
     assert!(
-        !events_of(&single)
-            .iter()
-            .any(|e| e["kind"] == "node_grounded"),
+        !single_events.iter().any(|e| e["kind"] == "node_grounded"),
         "0.99 ≥ 0.9: nothing goes real"
     );
+    let predictions = single_events
+        .iter()
+        .filter(|e| e["kind"] == "node_simulated" && e["world_model"] == "llm")
+        .count();
+    assert!(predictions > 0);
+    assert_eq!(routes(&single_events, "saved").len(), predictions);
+    // Of the trusted predictions, those the plan's real call found poor (under 0.9).
+    let poor = single_events
+        .iter()
+        .filter(|e| e["kind"] == "tool_called")
+        .filter(|call| {
+            let node = &call["node"];
+            single_events.iter().any(|e| {
+                e["kind"] == "node_simulated"
+                    && &e["node"] == node
+                    && e["route"] == "saved"
+                    && e["observation"]["text"] != call["result"]["text"]
+            })
+        })
+        .count();
+    let figures = report_row(&single, &llm);
+    assert_eq!(
+        figures["trusted_predictions"]["mean"],
+        json!(predictions as f64)
+    );
+    assert!(figures["trusted_poor"]["mean"].as_f64().unwrap() <= poor as f64);
     // A file chosen for another world model is refused, and no run is written.
     std::fs::write(
         &routing,
@@ -734,6 +789,17 @@ fn a_routing_file_holds_each_tool_to_its_own_threshold() {
         text(&refused)
     );
     assert!(runs_in(&refused_dir).is_empty());
+}
+
+/// The report's one row (`--format json`) for the run at `path`.
+fn report_row(path: &Path, llm: &ScriptedLlm) -> Value {
+    let done = cosmos(
+        &["report", path.to_str().unwrap(), "--format", "json"],
+        llm,
+        KEY,
+    );
+    assert!(done.status.success(), "{}", text(&done));
+    serde_json::from_slice::<Value>(&done.stdout).unwrap()["groups"][0].clone()
 }
 
 /// A small search with the llm world model, routed as `how` says.

@@ -736,6 +736,7 @@ fn tree_rows_carry_node_ids_and_verdict_marks() {
             confidence_source: None,
             members: Vec::new(),
             predicted_state: None,
+            route: None,
         },
         evaluated(1, Verdict::Invalid, -1.0),
         evaluated(2, Verdict::NotSimulated, 0.0),
@@ -997,6 +998,7 @@ fn node_with_everything() -> Run {
             confidence_source: None,
             members: Vec::new(),
             predicted_state: None,
+            route: None,
         },
         EventBody::NodeEvaluated {
             node: 1,

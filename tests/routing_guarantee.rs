@@ -163,4 +163,33 @@ fn the_routing_file_trusts_the_good_tool_within_its_skill_and_never_the_confiden
     assert!((0.2..=0.8).contains(&threshold), "{good:?}");
     assert!(good["bound"].as_float().unwrap() <= 0.1);
     assert!(good["n"].as_integer().unwrap() >= 22);
+    // The good tool's confidence is recalibrated: on calls the curve never saw, its error is
+    // lower than the raw confidence's, and the threshold on its scale trusts exactly the
+    // confidences the raw one does.
+    let curve = good["recalibration"].as_table().unwrap();
+    let (raw_ece, fitted_ece) = (
+        curve["ece_raw"].as_float().unwrap(),
+        curve["ece_cross_fitted"].as_float().unwrap(),
+    );
+    assert!(fitted_ece < raw_ece, "{curve:?}");
+    assert!(curve["slope"].as_float().unwrap() > 0.0);
+    let read = cosmos_engine::metrics::routing_file::RoutingFile::load(&routing).unwrap();
+    assert!(read.recalibrated.contains_key("s:good"));
+    for k in 0..=10_000 {
+        let c = k as f64 / 10_000.0;
+        assert_eq!(
+            read.trusts("s:good", Some(c)),
+            c >= threshold,
+            "confidence {c}, raw threshold {threshold}"
+        );
+    }
+    for bad in ["s:bad1", "s:bad2"] {
+        assert!(!read.trusts(bad, Some(1.0)));
+    }
+    // What wm-eval said of each tool's curve.
+    let said = String::from_utf8_lossy(&done.stderr);
+    assert!(
+        said.contains("s:good: confidence recalibrated, ECE"),
+        "{said}"
+    );
 }

@@ -727,6 +727,26 @@ fn shows_reports_figures(path: &Path, r: &Value) {
         "run view's time of {}: {time_line:?}\n{screen}",
         path.display()
     );
+    // What routing did, when the report has it; no routing line when it has not.
+    match (
+        m["trusted_predictions"].as_u64(),
+        m["real_calls_saved"].as_u64(),
+    ) {
+        (Some(trusted), Some(saved)) => {
+            let poor = m["trusted_poor"].as_u64().map_or(String::new(), |p| {
+                format!(", {p} found poor by the real call")
+            });
+            let line = format!(
+                "routing   {trusted} prediction(s) trusted{poor}; {saved} real call(s) saved"
+            );
+            assert!(
+                screen.contains(&line),
+                "run view's routing of {}: {line:?}\n{screen}",
+                path.display()
+            );
+        }
+        _ => assert!(!screen.contains("routing   "), "{screen}"),
+    }
     // Compare, the run beside itself: each figure row reads report's figure in both columns.
     let runs = vec![Run::open(path).unwrap(), Run::open(path).unwrap()];
     let size = (220, 60);
@@ -1583,7 +1603,9 @@ fn the_overlays_per_tool_routing_is_the_routing_files() {
                 .min()
                 .unwrap_or(lines.len());
             let section = &lines[from..to];
-            let text = cosmos_engine::wm_eval::routing(&file, &name, 0.1, 0.1, &[]).unwrap();
+            let text = cosmos_engine::wm_eval::routing(&file, &name, 0.1, 0.1, &[])
+                .unwrap()
+                .text;
             let routing = RoutingFile::parse(&text).unwrap();
             for (tool, threshold) in &routing.thresholds {
                 let says = match threshold {

@@ -62,6 +62,7 @@ fn bodies(shape: u8, size: usize) -> Vec<EventBody> {
             confidence_source: None,
             members: Vec::new(),
             predicted_state: None,
+            route: None,
         },
         EventBody::LlmCall {
             role: Role::Planner,

@@ -110,6 +110,7 @@ pub fn plan_fails_bodies(world_model: &str, second_target: &str) -> Vec<EventBod
             confidence_source: None,
             members: Vec::new(),
             predicted_state: None,
+            route: None,
         },
         llm(Role::WorldModel),
         llm(Role::Planner),
@@ -133,6 +134,7 @@ pub fn plan_fails_bodies(world_model: &str, second_target: &str) -> Vec<EventBod
             confidence_source: None,
             members: Vec::new(),
             predicted_state: None,
+            route: None,
         },
         llm(Role::WorldModel),
         llm(Role::Planner),
@@ -230,6 +232,7 @@ pub fn revised_run() -> Run {
         confidence_source: None,
         members: Vec::new(),
         predicted_state: None,
+        route: None,
     };
     let evaluated = |node, verdict, reward| EventBody::NodeEvaluated {
         node,

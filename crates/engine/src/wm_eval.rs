@@ -276,15 +276,29 @@ pub struct EvalSpec {
     pub good_fidelity: f64,
 }
 
+/// A routing file's text, with each tool's recalibration or why it has none.
+#[derive(Debug)]
+pub struct Routing {
+    /// The file's TOML.
+    pub text: String,
+    /// Per tool, its curve ([`crate::metrics::recalibration`]) or why none was fitted.
+    pub recalibrated: Vec<(
+        String,
+        Result<crate::metrics::recalibration::Fitted, String>,
+    )>,
+}
+
 /// Per tool, a threshold with a guarantee for world model `name` over the calls of the
-/// wm-eval file at `path` (`metrics::routing_bound`): the routing file's text.
+/// wm-eval file at `path` (`metrics::routing_bound`) and a recalibration of its confidence
+/// (`metrics::recalibration`): the routing file.
 pub fn routing(
     path: &Path,
     name: &str,
     target_error: f64,
     delta: f64,
     runs: &[PathBuf],
-) -> Result<String> {
+) -> Result<Routing> {
+    use crate::metrics::recalibration::cross_fitted;
     use crate::metrics::routing_bound::{choose, judged_by_tool, routing_file};
     let filed =
         Filed::read(&Run::open(path).with_context(|| format!("reading {}", path.display()))?);
@@ -293,19 +307,36 @@ pub fn routing(
         .iter()
         .position(|n| n == name)
         .with_context(|| format!("{} has no world model {name}", path.display()))?;
-    let choices = judged_by_tool(&filed.table(), w, filed.good_fidelity)
-        .into_iter()
-        .map(|(tool, judged)| (tool, choose(&judged, target_error, delta)))
+    let judged = judged_by_tool(&filed.table(), w, filed.good_fidelity);
+    let choices = judged
+        .iter()
+        .map(|(tool, judged)| (tool.clone(), choose(judged, target_error, delta)))
+        .collect();
+    let recalibrated: Vec<_> = judged
+        .iter()
+        .map(|(tool, judged)| (tool.clone(), cross_fitted(judged)))
+        .collect();
+    let curves = recalibrated
+        .iter()
+        .zip(judged.values())
+        .filter_map(|((tool, fitted), judged)| {
+            let seen = judged.iter().map(|j| j.confidence).collect();
+            Some((tool.clone(), (*fitted.as_ref().ok()?, seen)))
+        })
         .collect();
     let runs: Vec<String> = runs.iter().map(|r| r.display().to_string()).collect();
-    Ok(routing_file(
-        name,
-        target_error,
-        delta,
-        filed.good_fidelity,
-        &runs,
-        &choices,
-    ))
+    Ok(Routing {
+        text: routing_file(
+            name,
+            target_error,
+            delta,
+            filed.good_fidelity,
+            &runs,
+            &choices,
+            &curves,
+        ),
+        recalibrated,
+    })
 }
 
 /// The evaluation's result.

@@ -362,11 +362,24 @@ impl AgentInfo {
     /// The settings key of routing's threshold.
     pub const GO_REAL_BELOW: &'static str = "go_real_below";
 
+    /// The settings key of a routing file's record (`--routing`).
+    pub const ROUTING: &'static str = "routing";
+
     /// Routing's threshold, when the run routed (`--go-real-below`).
     pub fn go_real_below(&self) -> Option<f64> {
         self.settings
             .get(Self::GO_REAL_BELOW)
             .and_then(Value::as_f64)
+    }
+
+    /// The run routed: by one threshold (`--go-real-below`) or by a routing file
+    /// (`--routing`).
+    pub fn routes(&self) -> bool {
+        self.go_real_below().is_some()
+            || self
+                .settings
+                .get(Self::ROUTING)
+                .is_some_and(Value::is_object)
     }
 }
 
@@ -848,6 +861,31 @@ pub struct Origin {
     pub run: String,
     /// The call's `seq` there.
     pub seq: u64,
+}
+
+/// How routing treated a prediction made while planning (`node_simulated`'s `route`), in a
+/// run that routes (`--go-real-below` or `--routing`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Route {
+    /// Trusted, and its tool is read-only: the real call routing would otherwise have made
+    /// while planning was saved.
+    Saved,
+    /// Trusted; its tool is not read-only, so routing would not have called it anyway.
+    Trusted,
+    /// Unsure, and its tool is read-only: called for real while planning (`node_grounded`
+    /// follows).
+    Grounded,
+    /// Unsure, and its tool is not read-only: nothing real was called; the node rests on a
+    /// guess.
+    Risky,
+}
+
+impl Route {
+    /// The prediction was trusted.
+    pub fn trusted(self) -> bool {
+        matches!(self, Route::Saved | Route::Trusted)
+    }
 }
 
 /// The verdict behind a node's base reward (SPIRAL's table).
@@ -1511,6 +1549,10 @@ pub enum EventBody {
         /// when it tracks state (it was given the state before).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         predicted_state: Option<Box<Value>>,
+        /// How routing treated the prediction, in a run that routes (absent otherwise, and in
+        /// files written before it was recorded).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        route: Option<Route>,
     },
     /// A node's reward was computed.
     NodeEvaluated {

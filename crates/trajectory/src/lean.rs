@@ -92,6 +92,8 @@ pub enum LeanBody {
         by_validator: bool,
         /// The world model's confidence, when it gave one.
         confidence: Option<f64>,
+        /// How routing treated it, when the run routes.
+        route: Option<crate::event::Route>,
     },
     /// `node_evaluated`.
     NodeEvaluated {
@@ -245,11 +247,13 @@ impl LeanBody {
                 node,
                 world_model,
                 confidence,
+                route,
                 ..
             } => LeanBody::NodeSimulated {
                 node: *node,
                 by_validator: world_model == VALIDATOR,
                 confidence: *confidence,
+                route: *route,
             },
             EventBody::NodeEvaluated {
                 node,
@@ -313,6 +317,7 @@ impl<'de> KindBody<'de> for LeanBody {
                     node: e.node,
                     by_validator: e.world_model.is_validator(),
                     confidence: e.confidence,
+                    route: e.route,
                 }
             }
             "node_evaluated" => {

@@ -82,6 +82,8 @@ pub struct NodeSimulatedLine<S, A = Value> {
     pub members: Vec<MemberPrediction>,
     #[serde(default = "none")]
     pub predicted_state: Option<A>,
+    #[serde(default)]
+    pub route: Option<crate::event::Route>,
 }
 
 /// [`Observation`]; `text` is `None` when absent (it must be a string when present).
@@ -320,6 +322,7 @@ pub fn full_body<'de, A: MapAccess<'de>>(kind: &str, rest: A) -> Result<EventBod
                 confidence_source: e.confidence_source,
                 members: e.members,
                 predicted_state: e.predicted_state.map(Box::new),
+                route: e.route,
             })
         }
         "tool_called" => read::<ToolCalledLine<String>, _>(rest).map(|e| EventBody::ToolCalled {

@@ -45,8 +45,10 @@ pub struct ReportHeader {
     pub label: Option<String>,
     /// The tool catalogue: names and input schemas. Runs of the same servers share one.
     pub tools: Arc<ToolCatalog>,
-    /// Routing's threshold (`agent.settings.go_real_below`), when the run routed.
+    /// Routing's threshold (`agent.settings.go_real_below`), when the run routed by one.
     pub go_real_below: Option<f64>,
+    /// The run routed, by one threshold or by a routing file ([`AgentInfo::routes`]).
+    pub routes: bool,
     /// What an imported run's source did not record.
     pub unrecorded: super::event::Unrecorded,
 }
@@ -64,6 +66,7 @@ impl ReportHeader {
             label: header.label.clone(),
             tools: Arc::new(ToolCatalog::new(&header.tools)),
             go_real_below: header.agent.go_real_below(),
+            routes: header.agent.routes(),
             unrecorded: header.unrecorded(),
         }
     }
@@ -98,6 +101,7 @@ impl ReportHeader {
             label: line.label,
             tools,
             go_real_below: line.agent.settings.go_real_below,
+            routes: line.agent.settings.go_real_below.is_some() || line.agent.settings.routing_file,
             unrecorded: line
                 .source
                 .map(|s| super::event::Unrecorded::of_list(&s.unrecorded))
@@ -235,10 +239,11 @@ struct AgentLine {
 }
 
 /// `AgentInfo::settings`: every value checked, routing's threshold kept (a number, else none,
-/// as [`ReportHeader::of`] reads it).
+/// as [`ReportHeader::of`] reads it) and whether a routing file's record is there.
 #[derive(Default)]
 struct SettingsLine {
     go_real_below: Option<f64>,
+    routing_file: bool,
 }
 
 impl<'de> Deserialize<'de> for SettingsLine {
@@ -258,6 +263,8 @@ impl<'de> Deserialize<'de> for SettingsLine {
                     if key == AgentInfo::GO_REAL_BELOW {
                         // The last of a repeated key, as the full decoder's map keeps it.
                         line.go_real_below = map.next_value::<serde_json::Value>()?.as_f64();
+                    } else if key == AgentInfo::ROUTING {
+                        line.routing_file = map.next_value::<serde_json::Value>()?.is_object();
                     } else {
                         map.next_value::<AnyJson>()?;
                     }

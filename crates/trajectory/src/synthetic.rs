@@ -175,6 +175,7 @@ pub fn events(spec: &Spec) -> Vec<(u64, EventBody)> {
                         confidence_source: None,
                         members: Vec::new(),
                         predicted_state: None,
+                        route: None,
                     },
                 ));
             }

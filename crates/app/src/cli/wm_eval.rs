@@ -182,7 +182,7 @@ pub fn run(args: WmEvalArgs) -> Result<ExitCode> {
         return Ok(ExitCode::FAILURE);
     }
     if let (Some(target), Some(file)) = (args.target_error, &args.routing_out) {
-        let text = cosmos_engine::wm_eval::routing(
+        let routing = cosmos_engine::wm_eval::routing(
             &evaluation.path,
             &args.world_models[0],
             target,
@@ -190,8 +190,19 @@ pub fn run(args: WmEvalArgs) -> Result<ExitCode> {
             &args.runs,
         )?;
         let mut staged = cosmos_engine::export::staged::Staged::create(file)?;
-        std::io::Write::write_all(staged.writer(), text.as_bytes())?;
+        std::io::Write::write_all(staged.writer(), routing.text.as_bytes())?;
         staged.finish()?;
+        for (tool, fitted) in &routing.recalibrated {
+            match fitted {
+                Ok(f) => errln!(
+                    "cosmos: {}: confidence recalibrated, ECE {:.3} → {:.3} on calls the curve was not fitted on",
+                    inert(tool),
+                    f.ece_raw,
+                    f.ece_cross_fitted
+                ),
+                Err(why) => errln!("cosmos: {}: not recalibrated ({})", inert(tool), inert(why)),
+            }
+        }
         errln!(
             "cosmos: a threshold per tool (target error {target}, delta {}) written to {}",
             args.delta,

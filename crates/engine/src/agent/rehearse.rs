@@ -28,7 +28,8 @@ use crate::world_model::{
     Confidence, HistoryStep, MemberPrediction, SimRequest, WorldModel, tokens_of,
 };
 use cosmos_trajectory::event::{
-    Action, EventBody, NodeId, Observation, Role, ToolInfo, VALIDATOR, Verdict, own_tool_name,
+    Action, EventBody, NodeId, Observation, Role, Route, ToolInfo, VALIDATOR, Verdict,
+    own_tool_name,
 };
 
 /// SPIRAL's base reward of a verdict (the one table of them).
@@ -153,6 +154,8 @@ pub struct Rehearsal {
     /// Routing by a file: whether the prediction was trusted (its tool's threshold met); a
     /// trusted one counts as sure along a path, an untrusted one as nothing.
     pub sure: Option<bool>,
+    /// How routing treated the prediction, when the run routes (recorded with it).
+    pub route: Option<Route>,
     /// Routing's horizon: the product of confidences along the path here, when it fell below
     /// `go_real_below` and the search imagines no further (set by the search, which knows the
     /// path; [`Rehearsal::stop_at_horizon`]).
@@ -242,6 +245,7 @@ pub async fn rehearse(
     let mut grounded = None;
     let mut risky = false;
     let mut sure = None;
+    let mut route = None;
     let (verdict, simulated) = match action {
         Action::Finish { .. } => (Verdict::Finish, None),
         Action::ToolCall { tool, arguments } => {
@@ -273,17 +277,24 @@ pub async fn rehearse(
                     // read-only tool is replaced by the real call; of any other tool, nothing
                     // real is called and the node is risky.
                     let confidence = p.confidence.as_ref().map(|c| c.value);
-                    let unsure = match env.routing_file() {
-                        Some(file) => {
+                    let unsure = match (env.routing_file(), env.go_real_below()) {
+                        (Some(file), _) => {
                             let trusted = file.trusts(tool, confidence);
                             sure = Some(trusted);
-                            !trusted
+                            Some(!trusted)
                         }
-                        None => env
-                            .go_real_below()
-                            .is_some_and(|x| confidence.is_none_or(|c| c < x)),
+                        (None, Some(x)) => Some(confidence.is_none_or(|c| c < x)),
+                        (None, None) => None,
                     };
-                    if unsure && env.read_only(tool) {
+                    let read_only = env.read_only(tool);
+                    route = unsure.map(|unsure| match (unsure, read_only) {
+                        (false, true) => Route::Saved,
+                        (false, false) => Route::Trusted,
+                        (true, true) => Route::Grounded,
+                        (true, false) => Route::Risky,
+                    });
+                    let unsure = unsure == Some(true);
+                    if unsure && read_only {
                         let (real, real_events) = env.ground(tool, arguments).await;
                         events.extend(real_events);
                         grounded = real;
@@ -339,6 +350,7 @@ pub async fn rehearse(
     }
     r.grounded = grounded;
     r.sure = sure;
+    r.route = route;
     r
 }
 
@@ -364,6 +376,7 @@ fn evaluated(
         grounded: None,
         risky: false,
         sure: None,
+        route: None,
         horizon: None,
     }
 }
@@ -385,6 +398,7 @@ pub fn record(sink: &mut dyn EventSink, node: NodeId, r: &Rehearsal) -> Result<(
             confidence_source: s.confidence.as_ref().map(|c| c.source.clone()),
             members: s.members.clone(),
             predicted_state: s.predicted_state.clone().map(Box::new),
+            route: r.route,
         })?;
     }
     if let Some(g) = &r.grounded {

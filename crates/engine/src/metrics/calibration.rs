@@ -20,9 +20,7 @@ use super::group::UNIT;
 use super::mean::Mean;
 use super::stats::Estimate;
 
-/// The fidelity at or above which a prediction counts as good (`wm-eval
-/// --good-fidelity`).
-pub const GOOD_FIDELITY: f64 = 0.9;
+pub use super::fidelity::GOOD_FIDELITY;
 
 /// Bins of the reliability diagram and of ECE.
 const BINS: usize = 10;

@@ -30,6 +30,10 @@ use serde_json::Value;
 
 use cosmos_trajectory::event::Observation;
 
+/// The fidelity at or above which a prediction counts as good (`wm-eval --good-fidelity`'s
+/// default; routing's "trusted but poor").
+pub const GOOD_FIDELITY: f64 = 0.9;
+
 /// Fidelity of one simulated step against its real result.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Fidelity {

@@ -167,6 +167,17 @@ pub struct GroupRow {
     /// `node_grounded`), over the same runs.
     #[serde(default)]
     pub grounded_calls: Option<Estimate>,
+    /// Predictions routing trusted per run
+    /// ([`crate::metrics::run::RunMetrics::trusted_predictions`]), over runs that route.
+    #[serde(default)]
+    pub trusted_predictions: Option<Estimate>,
+    /// Real calls routing saved per run, over the same runs.
+    #[serde(default)]
+    pub real_calls_saved: Option<Estimate>,
+    /// Trusted predictions per run that the plan's real call found poor, over routed runs of
+    /// planners.
+    #[serde(default)]
+    pub trusted_poor: Option<Estimate>,
     /// State match ([`crate::metrics::run::RunMetrics::state_match`]), over runs whose task
     /// checks its end state.
     #[serde(default)]
@@ -640,6 +651,13 @@ fn row(key: &str, runs: &[&RunRecord], cohort: Option<(f64, f64)>, avg_calls: f6
                 .is_some()
                 .then_some(r.metrics.grounded_calls as f64)
         }),
+        trusted_predictions: est(Scale::Count, &|r| {
+            r.metrics.trusted_predictions.map(|n| n as f64)
+        }),
+        real_calls_saved: est(Scale::Count, &|r| {
+            r.metrics.real_calls_saved.map(|n| n as f64)
+        }),
+        trusted_poor: est(Scale::Count, &|r| r.metrics.trusted_poor.map(|n| n as f64)),
         state_match: rate(&|r| r.metrics.state_match),
         execution_quality,
         execution_quality_anchored,

@@ -9,6 +9,7 @@ pub mod leaderboard;
 pub mod mean;
 pub mod paired;
 pub mod paper_tables;
+pub mod recalibration;
 pub mod records;
 pub mod routing_bound;
 pub mod routing_file;

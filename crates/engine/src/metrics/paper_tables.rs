@@ -50,7 +50,7 @@ pub fn render(rows: &[GroupRow], by: GroupBy, baseline: Option<(&str, &[PairedRo
         return "no runs\n".into();
     }
     let judged = rows.iter().any(|r| r.task_completion.is_some());
-    let all = columns(true, true, false);
+    let all = columns(true, true, true, false);
     let by_name = format!("{by:?}").to_lowercase();
     let mut out = String::new();
     for (title, wanted) in TABLES {
@@ -175,6 +175,9 @@ mod tests {
             fidelity_changed_state: None,
             fidelity_unchanged_state: None,
             grounded_calls: None,
+            trusted_predictions: None,
+            real_calls_saved: None,
+            trusted_poor: None,
             execution_quality: None,
             execution_quality_anchored: None,
             eq_cohort: None,

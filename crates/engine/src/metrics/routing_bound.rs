@@ -13,15 +13,7 @@
 
 use statrs::distribution::{Beta, ContinuousCDF};
 
-/// One prediction of a tool's call: its confidence and whether it was poor (its fidelity under
-/// the good-fidelity mark).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Judged {
-    /// The world model's confidence.
-    pub confidence: f64,
-    /// Fidelity under the mark.
-    pub poor: bool,
-}
+pub use super::recalibration::Judged;
 
 /// What the data allow for one tool.
 #[derive(Debug, Clone, PartialEq)]
@@ -156,6 +148,12 @@ pub fn judged_by_tool(
 /// The routing file `cosmos wm-eval --routing-out` writes (TOML): the world model, ε, δ, the
 /// good-fidelity mark, the method and the runs; then per tool its threshold with what backs
 /// it, or `trust = false` with why.
+///
+/// A tool with a recalibration (`recalibrations`) gets a `recalibration` table: the curve,
+/// its ECE before and out of fold, and, when trusted, the threshold on its scale (the curve
+/// of the raw one). A curve that would let a raw confidence under the threshold reach the
+/// recalibrated one (two confidences rounded to one value) is left out: the scale must trust
+/// exactly what the raw threshold does.
 pub fn routing_file(
     world_model: &str,
     target_error: f64,
@@ -163,6 +161,7 @@ pub fn routing_file(
     good_fidelity: f64,
     runs: &[String],
     choices: &std::collections::BTreeMap<String, Choice>,
+    recalibrations: &std::collections::BTreeMap<String, (super::recalibration::Fitted, Vec<f64>)>,
 ) -> String {
     use toml::{Table, Value};
     let mut doc = Table::new();
@@ -183,6 +182,22 @@ pub fn routing_file(
     let mut tools = Table::new();
     for (tool, choice) in choices {
         let mut entry = Table::new();
+        let mut recalibrated = recalibrations.get(tool).map(|(fitted, _)| {
+            let mut table = Table::new();
+            table.insert("method".into(), Value::from("platt"));
+            table.insert("slope".into(), Value::from(fitted.map.slope));
+            table.insert("intercept".into(), Value::from(fitted.map.intercept));
+            table.insert("ece_raw".into(), Value::from(fitted.ece_raw));
+            table.insert(
+                "ece_cross_fitted".into(),
+                Value::from(fitted.ece_cross_fitted),
+            );
+            table.insert(
+                "folds".into(),
+                Value::from(super::recalibration::FOLDS as i64),
+            );
+            table
+        });
         match choice {
             Choice::Trusted {
                 threshold,
@@ -194,6 +209,18 @@ pub fn routing_file(
                 entry.insert("n".into(), Value::from(*n as i64));
                 entry.insert("poor".into(), Value::from(*poor as i64));
                 entry.insert("bound".into(), Value::from(*bound));
+                if let Some((fitted, seen)) = recalibrations.get(tool) {
+                    let on_scale = fitted.map.apply(*threshold);
+                    let exact = seen
+                        .iter()
+                        .all(|&c| (fitted.map.apply(c) >= on_scale) == (c >= *threshold));
+                    match (exact, recalibrated.as_mut()) {
+                        (true, Some(table)) => {
+                            table.insert("go_real_below".into(), Value::from(on_scale));
+                        }
+                        _ => recalibrated = None,
+                    }
+                }
             }
             Choice::Untrusted { why, more_needed } => {
                 entry.insert("trust".into(), Value::from(false));
@@ -202,6 +229,9 @@ pub fn routing_file(
                     entry.insert("more_needed".into(), Value::from(*more as i64));
                 }
             }
+        }
+        if let Some(table) = recalibrated {
+            entry.insert("recalibration".into(), Value::Table(table));
         }
         tools.insert(tool.clone(), Value::Table(entry));
     }

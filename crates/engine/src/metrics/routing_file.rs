@@ -1,13 +1,17 @@
 //! A routing file (`cosmos wm-eval --routing-out`, written by `routing_bound::routing_file`)
 //! read back for a run: per tool, the confidence at or above which the world model's
-//! predictions are trusted; a tool the file does not trust, or does not name, never is.
+//! predictions are trusted; a tool the file does not trust, or does not name, never is. A
+//! tool with a recalibration has its confidence mapped by it and held to the threshold on
+//! that scale (`metrics::recalibration`).
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result, bail, ensure};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
+
+use super::recalibration::Recalibration;
 
 /// Largest routing file read (a few KiB per hundred tools).
 const MAX_BYTES: u64 = 4 << 20;
@@ -21,8 +25,11 @@ pub struct RoutingFile {
     pub digest: String,
     /// The world model the thresholds were chosen for.
     pub world_model: String,
-    /// Per tool (`SERVER:TOOL`), its threshold, or `None`: never trusted.
+    /// Per tool (`SERVER:TOOL`), its threshold on the raw confidence, or `None`: never
+    /// trusted.
     pub thresholds: BTreeMap<String, Option<f64>>,
+    /// Per trusted tool with a recalibration: the curve and the threshold on its scale.
+    pub recalibrated: BTreeMap<String, (Recalibration, f64)>,
 }
 
 impl RoutingFile {
@@ -58,6 +65,7 @@ impl RoutingFile {
             .context("no `world_model`: which world model were its thresholds chosen for?")?
             .to_string();
         let mut thresholds = BTreeMap::new();
+        let mut recalibrated = BTreeMap::new();
         if let Some(tools) = doc.get("tools").and_then(toml::Value::as_table) {
             for (tool, entry) in tools {
                 let threshold = match (entry.get("go_real_below"), entry.get("trust")) {
@@ -75,6 +83,10 @@ impl RoutingFile {
                     _ => bail!("tool {tool}: neither go_real_below nor trust = false"),
                 };
                 thresholds.insert(tool.clone(), threshold);
+                if let (Some(raw), Some(table)) = (threshold, entry.get("recalibration")) {
+                    let curve = recalibration(tool, raw, table)?;
+                    recalibrated.insert(tool.clone(), curve);
+                }
             }
         }
         Ok(Self {
@@ -82,6 +94,7 @@ impl RoutingFile {
             digest: String::new(),
             world_model,
             thresholds,
+            recalibrated,
         })
     }
 
@@ -89,12 +102,17 @@ impl RoutingFile {
     /// with a threshold and the confidence is at least it. No confidence: not trusted.
     pub fn trusts(&self, tool: &str, confidence: Option<f64>) -> bool {
         match (self.thresholds.get(tool), confidence) {
-            (Some(Some(x)), Some(c)) => c >= *x,
+            (Some(Some(x)), Some(c)) => match self.recalibrated.get(tool) {
+                Some((curve, on_scale)) => curve.apply(c) >= *on_scale,
+                None => c >= *x,
+            },
             _ => false,
         }
     }
 
-    /// The tool's threshold (`None`: never trusted).
+    /// The tool's threshold on the raw confidence (`None`: never trusted), which a recorded
+    /// confidence is held against: a recalibrated tool's threshold on its scale trusts
+    /// exactly the confidences at or above this one.
     pub fn threshold(&self, tool: &str) -> Option<f64> {
         self.thresholds.get(tool).copied().flatten()
     }
@@ -107,8 +125,51 @@ impl RoutingFile {
             "digest": self.digest,
             "world_model": self.world_model,
             "thresholds": self.thresholds,
+            "recalibrated": self
+                .recalibrated
+                .iter()
+                .map(|(tool, (curve, on_scale))| {
+                    (tool.clone(), json!({
+                        "slope": curve.slope,
+                        "intercept": curve.intercept,
+                        "go_real_below": on_scale,
+                    }))
+                })
+                .collect::<BTreeMap<_, _>>(),
         })
     }
+}
+
+/// A trusted tool's `recalibration` table: its curve (slope above 0) and the threshold on its
+/// scale, which must be the curve of the raw threshold `raw` (else the two disagree on what is
+/// trusted).
+fn recalibration(tool: &str, raw: f64, table: &toml::Value) -> Result<(Recalibration, f64)> {
+    let number = |key: &str| -> Result<f64> {
+        let x = table
+            .get(key)
+            .with_context(|| format!("tool {tool}: its recalibration has no {key}"))?;
+        x.as_float()
+            .or_else(|| x.as_integer().map(|i| i as f64))
+            .filter(|x| x.is_finite())
+            .with_context(|| format!("tool {tool}: its recalibration's {key} is no number"))
+    };
+    let curve = Recalibration {
+        slope: number("slope")?,
+        intercept: number("intercept")?,
+    };
+    ensure!(
+        curve.slope > 0.0,
+        "tool {tool}: its recalibration's slope {} is not above 0 (the curve must rise)",
+        curve.slope
+    );
+    let on_scale = number("go_real_below")?;
+    ensure!(
+        (curve.apply(raw) - on_scale).abs() <= 1e-12,
+        "tool {tool}: the recalibrated go_real_below {on_scale} is not the curve's value at \
+         go_real_below {raw} ({}): the two would trust different predictions",
+        curve.apply(raw)
+    );
+    Ok((curve, on_scale))
 }
 
 #[cfg(test)]
@@ -135,7 +196,15 @@ mod tests {
                 more_needed: None,
             },
         );
-        let text = routing_file("memory", 0.1, 0.1, 0.8, &["runs".into()], &choices);
+        let text = routing_file(
+            "memory",
+            0.1,
+            0.1,
+            0.8,
+            &["runs".into()],
+            &choices,
+            &Default::default(),
+        );
         let file = RoutingFile::parse(&text).unwrap();
         assert_eq!(file.world_model, "memory");
         assert_eq!(file.threshold("time:convert"), Some(0.4375));
@@ -185,6 +254,21 @@ mod tests {
             ),
             ("world_model = \"m\"\n[tools.\"a:b\"]\nn = 3", "neither"),
             ("not toml at all [", "TOML"),
+            (
+                "world_model = \"m\"\n[tools.\"a:b\"]\ngo_real_below = 0.5\n\
+                 [tools.\"a:b\".recalibration]\nslope = -1.0\nintercept = 0.0\ngo_real_below = 0.5",
+                "not above 0",
+            ),
+            (
+                "world_model = \"m\"\n[tools.\"a:b\"]\ngo_real_below = 0.5\n\
+                 [tools.\"a:b\".recalibration]\nslope = 1.0\nintercept = 0.0\ngo_real_below = 0.4",
+                "would trust different predictions",
+            ),
+            (
+                "world_model = \"m\"\n[tools.\"a:b\"]\ngo_real_below = 0.5\n\
+                 [tools.\"a:b\".recalibration]\nslope = 1.0\nintercept = 0.0",
+                "has no go_real_below",
+            ),
         ] {
             let e = format!("{:#}", RoutingFile::parse(text).unwrap_err());
             assert!(e.contains(says), "{text}: {e}");

@@ -14,7 +14,7 @@ use super::fidelity::{self, Fidelity};
 use cosmos_trajectory::catalog::ToolCatalog;
 use cosmos_trajectory::event::{
     Action, ActionKind, AgentKind, AnsweredBy, DecisionProblem, Dimensions, Ending, Event,
-    EventBody, Header, JudgeRecord, NodeId, Observation, Phase, Role, RunStatus, Totals,
+    EventBody, Header, JudgeRecord, NodeId, Observation, Phase, Role, Route, RunStatus, Totals,
     Unrecorded, VALIDATOR,
 };
 use cosmos_trajectory::fold::TreeState;
@@ -41,6 +41,9 @@ pub struct StepFacts {
     pub fidelity: Option<Fidelity>,
     /// That prediction's confidence, when the world model gave one.
     pub confidence: Option<f64>,
+    /// Whether routing trusted that prediction, when the run recorded how it routed it
+    /// (`node_simulated`'s `route`).
+    pub trusted: Option<bool>,
     /// Whether the call changed its server's state, when a sandbox watched it.
     pub state_changed: Option<bool>,
 }
@@ -86,6 +89,7 @@ impl StepFacts {
             server,
             fidelity: simulated.map(|(sim, _)| fidelity::compare(sim, &real)),
             confidence: simulated.and_then(|(_, c)| c),
+            trusted: None,
             state_changed,
         }
     }
@@ -332,6 +336,20 @@ pub struct RunMetrics {
     /// predictions (ReAct, a proxy session, an evaluation).
     #[serde(default)]
     pub unsure_calls: Option<u64>,
+    /// In a run that routes: predictions routing trusted (a planner's, or a hybrid proxy
+    /// session's answers by the world model). `None` for a run that does not route.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trusted_predictions: Option<u64>,
+    /// In a run that routes: real calls routing saved (a planner's trusted predictions of
+    /// read-only tools, which it would otherwise have called; a proxy's answers by the world
+    /// model).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub real_calls_saved: Option<u64>,
+    /// In a planner's run that routes: trusted predictions its plan then called for real and
+    /// found poor (fidelity under [`fidelity::GOOD_FIDELITY`]). `None` where no
+    /// later real call checks them (a proxy session).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trusted_poor: Option<u64>,
     /// LLM usage per role, in [`Role::ALL`] order.
     pub llm: [RoleUsage; 5],
     /// Search-tree nodes added.
@@ -456,6 +474,8 @@ pub struct MetricsInput<'a> {
     pub simulated_answers: u64,
     /// [`unsure_below`] of the run.
     pub unsure_below: Option<f64>,
+    /// How the run routed so far, when it routes.
+    pub routed: Option<RouteTally>,
     /// Time of the last event so far.
     pub end_ms: u64,
     /// What the run's source did not record (an imported run).
@@ -524,6 +544,66 @@ pub fn rejection_is_a_call(problem: DecisionProblem, decisions_are_calls: bool) 
 /// Whether a run by `agent` counts a rejected decision as a call ([`rejection_is_a_call`]).
 pub fn decisions_are_calls(agent: AgentKind) -> bool {
     agent == AgentKind::React
+}
+
+/// What routing did in a run that routes: predictions trusted and real calls saved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RouteTally {
+    /// Predictions trusted.
+    pub trusted: u64,
+    /// Real calls saved.
+    pub saved: u64,
+    /// A planner's: its plan's real calls check trusted predictions later (a proxy's
+    /// answers are never checked).
+    pub checked_later: bool,
+}
+
+impl RouteTally {
+    /// A planner's tally so far: of the predictions recorded routed `trusted` and `saved`.
+    fn planner(trusted: u64, saved: u64) -> Self {
+        Self {
+            trusted,
+            saved,
+            checked_later: true,
+        }
+    }
+
+    /// A proxy session's: every answer by the world model is a trusted prediction and a real
+    /// call saved.
+    fn proxy(answers: u64) -> Self {
+        Self {
+            trusted: answers,
+            saved: answers,
+            checked_later: false,
+        }
+    }
+
+    /// The tally of a run by `agent` that routes (`routes`), with its counts so far; a
+    /// planner's only once a prediction recorded its route (`recorded`: a file written before
+    /// routes were recorded does not say, and its counts are unknown, not 0).
+    fn of(
+        agent: AgentKind,
+        routes: bool,
+        recorded: bool,
+        [trusted, saved, answers]: [u64; 3],
+    ) -> Option<Self> {
+        match agent {
+            _ if !routes => None,
+            AgentKind::PlanExec | AgentKind::Spiral => {
+                recorded.then(|| Self::planner(trusted, saved))
+            }
+            AgentKind::External => Some(Self::proxy(answers)),
+            AgentKind::React | AgentKind::WmEval => None,
+        }
+    }
+}
+
+/// Counts a prediction's route into `trusted` and `saved`.
+fn count_route(route: Option<Route>, trusted: &mut u64, saved: &mut u64) {
+    if let Some(route) = route {
+        *trusted += u64::from(route.trusted());
+        *saved += u64::from(route == Route::Saved);
+    }
 }
 
 /// The confidence below which a prediction is unsure, for runs that routed without a
@@ -619,10 +699,31 @@ pub fn compute(input: &MetricsInput<'_>) -> RunMetrics {
         tokens_unrecorded: input.unrecorded.tokens,
         grounded_calls: input.grounded,
         simulated_answers: input.simulated_answers,
+        // A call's prediction is unsure as routing recorded it, else (a file written before
+        // routes were recorded) by the threshold.
         unsure_calls: input.unsure_below.map(|below| {
             steps
                 .iter()
-                .filter(|s| s.fidelity.is_some() && s.confidence.is_none_or(|c| c < below))
+                .filter(|s| {
+                    s.fidelity.is_some()
+                        && match s.trusted {
+                            Some(trusted) => !trusted,
+                            None => s.confidence.is_none_or(|c| c < below),
+                        }
+                })
+                .count() as u64
+        }),
+        trusted_predictions: input.routed.map(|r| r.trusted),
+        real_calls_saved: input.routed.map(|r| r.saved),
+        trusted_poor: input.routed.filter(|r| r.checked_later).map(|_| {
+            steps
+                .iter()
+                .filter(|s| {
+                    s.trusted == Some(true)
+                        && s.fidelity
+                            .as_ref()
+                            .is_some_and(|f| f.score < fidelity::GOOD_FIDELITY)
+                })
                 .count() as u64
         }),
         llm: input.llm,
@@ -705,6 +806,11 @@ pub struct RunFacts {
     grounded: Vec<u32>,
     /// Event index of every client call the world model answered (`routed`).
     answered_by_model: Vec<u32>,
+    /// Event index of every prediction routing trusted, and of those that saved a real call.
+    trusted: Vec<u32>,
+    saved: Vec<u32>,
+    /// Event index of the first prediction that recorded its route.
+    first_route: Option<u32>,
     synced: usize,
 }
 
@@ -736,7 +842,17 @@ impl RunFacts {
                     continue;
                 }
                 // A prediction that came after its real call: that call's facts again.
-                LeanBody::NodeSimulated { .. } => {
+                LeanBody::NodeSimulated { route, .. } => {
+                    let route = *route;
+                    if route.is_some() && self.first_route.is_none() {
+                        self.first_route = Some(idx as u32);
+                    }
+                    if route.is_some_and(Route::trusted) {
+                        self.trusted.push(idx as u32);
+                    }
+                    if route == Some(Route::Saved) {
+                        self.saved.push(idx as u32);
+                    }
                     if let Some(i) = run.late_prediction_of(idx as u32)
                         && i < self.steps.len()
                     {
@@ -862,6 +978,17 @@ impl RunFacts {
             phases: &phases,
             waits,
             unsure_below: unsure_below(run.header.agent.kind, run.header.agent.go_real_below()),
+            routed: RouteTally::of(
+                run.header.agent.kind,
+                run.header.agent.routes(),
+                self.first_route.is_some_and(|e| (e as usize) < k),
+                [
+                    self.trusted.partition_point(|&e| (e as usize) < k) as u64,
+                    self.saved.partition_point(|&e| (e as usize) < k) as u64,
+                    self.answered_by_model
+                        .partition_point(|&e| (e as usize) < k) as u64,
+                ],
+            ),
             grounded: self.grounded.partition_point(|&e| (e as usize) < k) as u64,
             simulated_answers: self
                 .answered_by_model
@@ -894,15 +1021,20 @@ fn step_facts(run: &Run, i: usize) -> StepFacts {
             LeanBody::NodeSimulated {
                 by_validator: false,
                 confidence,
+                route,
                 ..
-            } => Some((run.simulated_observation(e)?, confidence)),
+            } => Some((run.simulated_observation(e)?, confidence, route)),
             _ => None,
         });
-    StepFacts::new(
+    let mut facts = StepFacts::new(
         run.catalog(),
         call,
-        simulated.as_ref().map(|(o, c)| (o, *c)),
-    )
+        simulated.as_ref().map(|(o, c, _)| (o, *c)),
+    );
+    facts.trusted = simulated
+        .and_then(|(_, _, route)| route)
+        .map(Route::trusted);
+    facts
 }
 
 /// The metrics of a whole loaded run.
@@ -1004,6 +1136,17 @@ pub struct RunAccumulator {
     simulated_answers: u64,
     /// The confidence of each node's latest prediction, when it had one.
     confidences: FxHashMap<NodeId, f64>,
+    /// How routing treated each node's latest prediction, when the run recorded it.
+    routes: FxHashMap<NodeId, Route>,
+    /// Predictions routing trusted, and of those the ones that saved a real call.
+    trusted: u64,
+    saved: u64,
+    /// Some prediction recorded its route.
+    route_recorded: bool,
+    /// The run routes ([`cosmos_trajectory::event::AgentInfo::routes`]).
+    routes_run: bool,
+    /// The agent.
+    agent: AgentKind,
     /// [`unsure_below`] of the run.
     unsure_below: Option<f64>,
     end_ms: u64,
@@ -1031,6 +1174,7 @@ impl RunAccumulator {
             header.agent.kind,
             header.agent.go_real_below(),
         );
+        accumulator.routes_run = header.agent.routes();
         accumulator.unrecorded = header.unrecorded();
         accumulator
     }
@@ -1038,6 +1182,7 @@ impl RunAccumulator {
     /// An accumulator for a run whose header was read for a totals pass.
     pub fn of_report(header: &ReportHeader) -> Self {
         let mut accumulator = Self::with(header.tools.clone(), header.agent, header.go_real_below);
+        accumulator.routes_run = header.routes;
         accumulator.unrecorded = header.unrecorded;
         accumulator
     }
@@ -1057,6 +1202,12 @@ impl RunAccumulator {
             catalog,
             simulated: FxHashMap::default(),
             confidences: FxHashMap::default(),
+            routes: FxHashMap::default(),
+            trusted: 0,
+            saved: 0,
+            route_recorded: false,
+            routes_run: go_real_below.is_some(),
+            agent,
             unsure_below: unsure_below(agent, go_real_below),
             read_back: None,
             steps: Vec::new(),
@@ -1103,10 +1254,12 @@ impl RunAccumulator {
                 node,
                 by_validator,
                 confidence,
+                route,
             } => self.simulated(
                 node,
                 (!by_validator).then_some(Simulation::At(span)),
                 confidence,
+                route,
             ),
             LeanBody::NodeEvaluated { .. } | LeanBody::Backpropagated { .. } => {}
             LeanBody::Full(event) => {
@@ -1115,6 +1268,7 @@ impl RunAccumulator {
                     observation,
                     world_model,
                     confidence,
+                    route,
                     ..
                 } = event.body
                 {
@@ -1124,6 +1278,7 @@ impl RunAccumulator {
                         (world_model != VALIDATOR)
                             .then(|| Simulation::Decoded(Box::new(observation))),
                         confidence,
+                        route,
                     );
                 } else {
                     self.push(&event);
@@ -1134,11 +1289,23 @@ impl RunAccumulator {
 
     /// Keeps node `node`'s latest simulation (with its confidence) for a real call to pair
     /// with; a validator's rejection (`None`) is no prediction.
-    fn simulated(&mut self, node: NodeId, simulation: Option<Simulation>, confidence: Option<f64>) {
+    fn simulated(
+        &mut self,
+        node: NodeId,
+        simulation: Option<Simulation>,
+        confidence: Option<f64>,
+        route: Option<Route>,
+    ) {
         let simulation = simulation.unwrap_or(Simulation::Rejected);
         match confidence {
             Some(c) => self.confidences.insert(node, c),
             None => self.confidences.remove(&node),
+        };
+        count_route(route, &mut self.trusted, &mut self.saved);
+        self.route_recorded |= route.is_some();
+        match route {
+            Some(r) => self.routes.insert(node, r),
+            None => self.routes.remove(&node),
         };
         // A real call made before its node had any simulation pairs with this one.
         if let Some((i, call)) = self.awaiting.remove(&node) {
@@ -1147,6 +1314,7 @@ impl RunAccumulator {
             if let Some(call) = CallRecord::of(&call.body) {
                 self.steps[i] =
                     StepFacts::new(&self.catalog, call, sim.as_deref().map(|o| (o, confidence)));
+                self.steps[i].trusted = route.map(Route::trusted);
             }
         }
         self.simulated.insert(node, simulation);
@@ -1171,12 +1339,14 @@ impl RunAccumulator {
                 node,
                 observation,
                 confidence,
+                route,
                 ..
             } => self.simulated(
                 *node,
                 (!is_validator(&event.body))
                     .then(|| Simulation::Decoded(Box::new(observation.clone()))),
                 *confidence,
+                *route,
             ),
             // A replayed call (`origin`: a fork's history) was not made by this run.
             EventBody::ToolCalled {
@@ -1197,11 +1367,16 @@ impl RunAccumulator {
                     Some((observation, self.confidences.get(&n).copied()))
                 });
                 let call = CallRecord::of(&event.body).expect("a tool_called event");
-                self.steps.push(StepFacts::new(
+                let mut facts = StepFacts::new(
                     &self.catalog,
                     call,
                     sim.as_ref().map(|(o, c)| (o.as_ref(), *c)),
-                ));
+                );
+                facts.trusted = node
+                    .filter(|_| sim.is_some())
+                    .and_then(|n| self.routes.get(&n))
+                    .map(|r| r.trusted());
+                self.steps.push(facts);
             }
             EventBody::Answer { .. } => self.answered = true,
             EventBody::DecisionRejected { problem, .. } => self.rejected.push(*problem),
@@ -1247,6 +1422,12 @@ impl RunAccumulator {
             phases: &self.phases,
             waits: &self.waits,
             unsure_below: self.unsure_below,
+            routed: RouteTally::of(
+                self.agent,
+                self.routes_run,
+                self.route_recorded,
+                [self.trusted, self.saved, self.simulated_answers],
+            ),
             grounded: self.grounded,
             simulated_answers: self.simulated_answers,
             end_ms: self.finished_ms.unwrap_or(self.end_ms),
@@ -1383,6 +1564,7 @@ mod tests {
             state_changed: None,
             fidelity: None,
             confidence: None,
+            trusted: None,
         }
     }
 
@@ -1403,6 +1585,7 @@ mod tests {
             grounded: 0,
             simulated_answers: 0,
             unsure_below: None,
+            routed: None,
             end_ms: 1000,
             nodes: 0,
             judge: None,
@@ -1452,6 +1635,58 @@ mod tests {
         assert_eq!(unsure_below(AgentKind::PlanExec, None), Some(UNSURE_BELOW));
         assert_eq!(unsure_below(AgentKind::React, Some(0.6)), None);
         assert_eq!(unsure_below(AgentKind::External, None), None);
+    }
+
+    /// A routed plan's call rests on what routing recorded: trusted or not, whatever the
+    /// confidence; of the trusted, those whose real result differs enough are poor. A proxy's
+    /// trusted answers are never checked.
+    #[test]
+    fn routing_as_recorded_decides_unsure_trusted_and_poor() {
+        let with = |trusted: Option<bool>, same: bool| StepFacts {
+            fidelity: Some(fidelity::compare(
+                &Observation::of_text("{\"a\": 1}", false),
+                &Observation::of_text(if same { "{\"a\": 1}" } else { "{\"b\": 2}" }, false),
+            )),
+            confidence: Some(0.2),
+            trusted,
+            ..step(false, true, true)
+        };
+        let steps = [
+            with(Some(true), true),
+            with(Some(true), false),
+            with(Some(false), false),
+            with(None, true),
+        ];
+        let planner = compute(&MetricsInput {
+            unsure_below: Some(0.5),
+            routed: RouteTally::of(AgentKind::Spiral, true, true, [7, 5, 0]),
+            ..input(&steps, &[], &[])
+        });
+        // Recorded untrusted, and unrecorded under the threshold: two.
+        assert_eq!(planner.unsure_calls, Some(2));
+        assert_eq!(planner.trusted_predictions, Some(7));
+        assert_eq!(planner.real_calls_saved, Some(5));
+        assert_eq!(planner.trusted_poor, Some(1));
+        let proxy = compute(&MetricsInput {
+            routed: RouteTally::of(AgentKind::External, true, false, [0, 0, 3]),
+            ..input(&steps, &[], &[])
+        });
+        assert_eq!(proxy.trusted_predictions, Some(3));
+        assert_eq!(proxy.real_calls_saved, Some(3));
+        assert_eq!(proxy.trusted_poor, None);
+        assert_eq!(
+            RouteTally::of(AgentKind::Spiral, false, true, [7, 5, 0]),
+            None
+        );
+        assert_eq!(
+            RouteTally::of(AgentKind::React, true, true, [7, 5, 0]),
+            None
+        );
+        // A file written before routes were recorded: unknown, not none.
+        assert_eq!(
+            RouteTally::of(AgentKind::Spiral, true, false, [0, 0, 0]),
+            None
+        );
     }
 
     #[test]

@@ -34,9 +34,10 @@ impl Column {
 
 /// Every metric column of the report, in its order (the judge's only when `judged`; the
 /// calls resting on unsure predictions and the grounded ones only when `planned`: some group
-/// planned on predictions; state match and fidelity split by state change only when
+/// planned on predictions; what routing trusted, saved and later found poor only when
+/// `routed`: some group routed; state match and fidelity split by state change only when
 /// `stateful`: some run checks its end state or simulated a call a sandbox watched).
-pub(super) fn columns(judged: bool, planned: bool, stateful: bool) -> Vec<Column> {
+pub(super) fn columns(judged: bool, planned: bool, routed: bool, stateful: bool) -> Vec<Column> {
     let c = |title, get, scale: f64, decimals, paired| Column {
         title,
         get,
@@ -138,6 +139,13 @@ pub(super) fn columns(judged: bool, planned: bool, stateful: bool) -> Vec<Column
             c("grounded", |r| r.grounded_calls, 1.0, 2, ""),
         ]);
     }
+    if routed {
+        cols.extend([
+            c("trusted", |r| r.trusted_predictions, 1.0, 2, ""),
+            c("saved", |r| r.real_calls_saved, 1.0, 2, ""),
+            c("trusted poor", |r| r.trusted_poor, 1.0, 2, ""),
+        ]);
+    }
     if stateful {
         cols.extend([
             c("state match %", |r| r.state_match, 100.0, 1, "state_match"),
@@ -223,6 +231,7 @@ pub fn render(rows: &[GroupRow], by: GroupBy, markdown: bool) -> String {
     let cols = columns(
         judged,
         rows.iter().any(|r| r.unsure_calls.is_some()),
+        rows.iter().any(|r| r.trusted_predictions.is_some()),
         rows.iter().any(|r| {
             r.state_match.is_some()
                 || r.fidelity_changed_state.is_some()
@@ -383,7 +392,7 @@ pub fn render_endings(rows: &[GroupRow], markdown: bool) -> String {
 
 /// The table as CSV: `metric_mean,metric_n,metric_ci95,metric_ci_low,metric_ci_high` per metric.
 pub fn render_csv(rows: &[GroupRow]) -> String {
-    let cols = columns(true, true, true);
+    let cols = columns(true, true, true, true);
     let mut header = vec!["group".to_string(), "runs".into(), "completed".into()];
     for c in &cols {
         let name = csv_name(c.title);

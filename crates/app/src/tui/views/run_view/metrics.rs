@@ -376,6 +376,16 @@ pub fn draw(frame: &mut Frame, area: Rect, block: Block, at: &MetricsAt<'_>, the
             ),
         );
     }
+    // What routing did, when the run routes and recorded it.
+    if let (Some(trusted), Some(saved)) = (m.trusted_predictions, m.real_calls_saved) {
+        let poor = m.trusted_poor.map_or(String::new(), |p| {
+            format!(", {p} found poor by the real call")
+        });
+        lines.push(kv(
+            "routing",
+            format!("{trusted} prediction(s) trusted{poor}; {saved} real call(s) saved"),
+        ));
+    }
     if let Some(j) = &m.judge {
         lines.push(kv(
             "judge",
