@@ -63,7 +63,8 @@ pub struct WmEvalArgs {
     /// With --target-error: how often the bound may fail.
     #[arg(long, default_value_t = 0.1)]
     pub delta: f64,
-    /// With --target-error: the routing file (TOML) to write, a threshold per tool.
+    /// With --target-error: the routing file (TOML) to write: a threshold per tool, and each
+    /// tool's confidence recalibrated (Platt, its ECE measured out of fold).
     #[arg(long, requires = "target_error")]
     pub routing_out: Option<PathBuf>,
 }
