@@ -2,6 +2,8 @@
 //! (add `-- --quick` for a tenth of the data, `-- --progressive` for only the progressive
 //! open's figures, `-- --live` for only following a live run). Targets beside each figure.
 
+#![allow(clippy::unwrap_used)] // a bench that cannot set up fails at once
+
 mod common;
 
 use std::path::PathBuf;

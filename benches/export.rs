@@ -6,6 +6,8 @@
 //! a live export costs the agent per event. A word after `--` runs only the phases named by it
 //! (`open`, `json`, `markdown`, `transitions`, `otel`, `live`), for a profiler.
 
+#![allow(clippy::unwrap_used)] // a bench that cannot set up fails at once
+
 mod common;
 #[path = "../tests/support/otlp_sink.rs"]
 mod otlp_sink;

@@ -9,6 +9,8 @@
 //! `fork`), writing the history into the fork through the real recorder (`Fork::replay`), and
 //! the agent's history (`Env::prior_steps`). The history is built once, never per step.
 
+#![allow(clippy::unwrap_used)] // a bench that cannot set up fails at once
+
 mod common;
 
 use std::path::Path;

@@ -5,6 +5,8 @@
 //!
 //!     cargo bench --bench import [-- --quick]
 
+#![allow(clippy::unwrap_used)] // a bench that cannot set up fails at once
+
 mod common;
 
 use std::io::Write;

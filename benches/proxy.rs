@@ -11,6 +11,8 @@
 //!   in one session (a tenth with `--quick`), in record mode (nothing needs the history) and in
 //!   shadow mode (the `memory` world model predicts each call), where flat is the goal.
 
+#![allow(clippy::unwrap_used)] // a bench that cannot set up fails at once
+
 #[path = "../tests/support/mod.rs"]
 mod support;
 

@@ -7,6 +7,8 @@
 //! steps, and the calls made while planning in place of unsure predictions), the tokens and the
 //! wall time, as `cosmos report --per-run --format json` gives them.
 
+#![allow(clippy::unwrap_used)] // a bench that cannot set up fails at once
+
 #[path = "../tests/support/mod.rs"]
 mod support;
 

@@ -7,6 +7,8 @@
 //!
 //!     cargo bench --bench routing_bound [-- --quick]
 
+#![allow(clippy::unwrap_used)] // a bench that cannot set up fails at once
+
 use cosmos_engine::metrics::routing_bound::{Choice, Judged, choose};
 
 /// A tool's population: right with probability `right`, its confidence uniform in

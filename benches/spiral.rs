@@ -7,6 +7,8 @@
 //! 3. Settled paths, revisited (SPIRAL's default) or skipped (`--skip-settled`): where the
 //!    iterations go, and the plan each finds.
 
+#![allow(clippy::unwrap_used)] // a bench that cannot set up fails at once
+
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::sync::Arc;

@@ -7,6 +7,8 @@
 //! relations (JSON lines), a SQLite table of 10^5 rows, and a folder of 10^3 files. Also the
 //! wm-eval side: replaying 10^3 recorded changes on a start state (`world_model::belief`).
 
+#![allow(clippy::unwrap_used)] // a bench that cannot set up fails at once
+
 mod common;
 
 use std::time::Instant;

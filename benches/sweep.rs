@@ -7,6 +7,8 @@
 //! speed-up over `--jobs 1`, and per cell the servers' start (reported apart) and cosmos's own overhead
 //! (the cell's time minus its servers' start minus the 2 × 200 ms of model time).
 
+#![allow(clippy::unwrap_used)] // a bench that cannot set up fails at once
+
 #[path = "../tests/support/mod.rs"]
 mod support;
 

@@ -3,6 +3,8 @@
 //! peer loader `scripts/orjson-report.py` runs beside `report` when python3 has orjson. Data is
 //! generated once into `target/bench-data/`.
 
+#![allow(clippy::unwrap_used)] // a bench that cannot set up fails at once
+
 mod common;
 
 use std::path::Path;

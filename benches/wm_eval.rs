@@ -8,6 +8,8 @@
 //! 10^4 and 10^5 calls (a tenth with `--quick`) evaluated with `memory`: time and peak memory,
 //! where linear in the calls is the goal (each call's state is folded on from the one before).
 
+#![allow(clippy::unwrap_used)] // a bench that cannot set up fails at once
+
 mod common;
 
 use std::io::{BufRead, BufReader};

@@ -19,11 +19,11 @@ fi
 ./scripts/install-test-servers.sh
 
 # Slurm and munge (Debian's packages) for the test that submits an emitted sweep array to a
-# one-node cluster (tests/slurm.rs). That test is ignored in a plain run and run on its own
+# one-node cluster (tests/sweeps/slurm.rs). That test is ignored in a plain run and run on its own
 # below; under CI=true it runs (and fails, saying why) even if Slurm could not be installed.
 slurm=yes
 ./scripts/slurm-cluster.sh install \
-  || { slurm=no; echo "warning: Slurm could not be installed; tests/slurm.rs's cluster test is not run" >&2; }
+  || { slurm=no; echo "warning: Slurm could not be installed; tests/sweeps/slurm.rs's cluster test is not run" >&2; }
 
 # Rust crates (fetched once; offline afterwards).
 cargo fetch --locked
@@ -44,9 +44,9 @@ cargo clippy --locked --workspace --all-targets -- -D warnings
 # its own, so the last line is the whole suite's summary.
 if [ "$slurm" = yes ] || [ -n "${CI:-}" ]; then
   if cargo nextest --version >/dev/null 2>&1; then
-    cargo nextest run --locked --no-fail-fast --test slurm --run-ignored only
+    cargo nextest run --locked --no-fail-fast --test sweeps --run-ignored only -E 'test(/^slurm::/)'
   else
-    cargo test --locked --no-fail-fast --test slurm -- --ignored
+    cargo test --locked --no-fail-fast --test sweeps -- --ignored slurm::
   fi
 fi
 if cargo nextest --version >/dev/null 2>&1; then

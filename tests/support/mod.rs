@@ -1,6 +1,20 @@
 //! Test harness for the engine: the real MCP servers installed by
-//! `scripts/install-test-servers.sh`, and the scripted OpenAI-compatible server
-//! (`tests/support/scripted_llm.py`) started as a separate process on a real port.
+//! `scripts/install-test-servers.sh` (npm: server-everything over stdio and streamable HTTP,
+//! server-memory; PyPI: mcp-server-time and unit-converter-mcp together, and the 2026-era Python
+//! SDK in `.cache/modern`), and the scripted OpenAI-compatible endpoint
+//! (`tests/support/scripted_llm.py`, a separate process on a real port; its `next_uncalled` rule
+//! acts as a function-calling model). Beside it: `flaky_server.py` (a real MCP server that dies or
+//! hangs on request), `oauth_server.py` (a FastMCP server behind an authorization server of the
+//! test's own), `modern_server.py` / `modern_client.py` (the 2026-07-28 era), `mcp_client.py`,
+//! `mcp_tour.py` and `mcp_tour.mjs` (real clients driving `cosmos proxy`), `otlp_sink.rs`.
+//! `tests/common/` builds small hand-made runs and drives the binary in tmux.
+//!
+//! The integration tests are eight binaries, one per area (`tests/AREA/main.rs` says what each
+//! holds, a module per file): `trajectory`, `agents`, `servers`, `reports`, `sweeps`,
+//! `exchange`, `explorer`, `architecture`. The Slurm test (`tests/sweeps/slurm.rs`) is ignored
+//! in a plain run; `scripts/test.sh` runs it on its own, where it fails without Slurm.
+//! `tests/fixtures/` holds what they read, each with its source and licence
+//! (`tests/fixtures/README.md`). `benches/` print figures and assert nothing.
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader};

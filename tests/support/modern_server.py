@@ -2,7 +2,7 @@
 
 Besides its own tools it offers what the MCP conformance suite's server scenarios call (the
 suite ships no server that does): `test_*` tools, prompts and the `test://` resources, each
-answering as the scenario's description asks, so tests/engine_proxy.rs can hold that every
+answering as the scenario's description asks, so tests/servers/engine_proxy.rs can hold that every
 scenario this server passes directly passes through `cosmos proxy`.
 
     python modern_server.py            # stdio

@@ -1,4 +1,15 @@
 //! The trajectory writer: one JSON line per event, flushed as written, secrets redacted.
+//!
+//! appends one line per event, one `write` + flush each, after `redact.rs` has taken
+//! secrets out (the event it returns is decoded from what was written only when redaction or
+//! the line limit changed it). Refuses to overwrite a file. `Writer::append` (judge, probes) takes the file's
+//! OS lock for each event and numbers it after the file's last line, so concurrent appenders
+//! (threads or processes) never repeat a `seq` (`tests/trajectory/appending.rs`). Given a `Tally` (the `metrics` accumulator
+//! implements it), it fills `run_finished` totals itself (the tally sees the `run_finished` first,
+//! so its status and ending count), so listings always agree with files. Invariant: no line it
+//! writes is longer than the reader takes: an event that would be is cut to fit (`fit`: longest
+//! strings first, then the dominant free-form value), each cut saying so
+//! (`tests/trajectory/writer_limits.rs`).
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -24,6 +35,7 @@ pub trait Tally: Send {
     fn totals(&self, events: u64, t_ms: u64) -> Totals;
 }
 
+/// A run's file being written: each event appended as one JSON line, redacted first.
 pub struct Writer {
     file: File,
     path: PathBuf,

@@ -6,6 +6,23 @@
 //! The app names no view but its own two overlays (help, the leave question): views push the
 //! views they open, `open.rs` says which view shows a loaded file, and every answer goes back
 //! to the view that asked (or is dropped when that view has closed).
+//!
+//! the stack of views (`Box<dyn View>`, each with an id while it is on the stack) and
+//! the single `App::update`. Keys and mouse go to the view in front; an answer to background
+//! work (`view::Work`, run by `terminal.rs`: reading a run in parts and a fork on threads of
+//! their own, everything else on the bounded background pool, `parallel::background`, four
+//! threads; a read asked again while it is on its way is that request, `Work::read_key`; a newer
+//! request of its kind replaces it), answered with an action carrying the request's id
+//! (`Action::answers`) goes to the view that asked, and is dropped once that view has closed; a
+//! feed from outside (a live run's events, a sweep's news) goes to every view that `subscribes`.
+//! Then the fallbacks: Back closes, Quit leaves, but asks first while a view is `running`;
+//! Interrupt (Ctrl-C) sends every running view its stop at once and leaves without asking. The
+//! app names its own two overlays (help, the leave question) and no other view: a loaded file
+//! becomes a view in `open.rs` (run view, read in parts or followed as a fork, or the
+//! world-model view for a wm-eval file; runs to compare, which are read and aligned on the
+//! background pool: `Work::Compare` answers `Action::Compared` with the view made there, never
+//! on the UI thread). Tests run work synchronously with `terminal::perform`, and look at views
+//! by type (`App::top_as`, `App::find`).
 
 use std::any::Any;
 use std::path::PathBuf;
@@ -122,6 +139,7 @@ impl App {
         }
     }
 
+    /// An explorer whose first view is `first`.
     pub fn on(first: Box<dyn View>, keymap: Keymap, theme: Theme, size: (u16, u16)) -> Self {
         let mut app = Self {
             stack: Vec::new(),

@@ -23,45 +23,79 @@ use serde::Deserialize;
 /// A bindable command.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize)]
 #[serde(rename_all = "snake_case")]
-#[allow(missing_docs)]
 pub enum Command {
+    /// Leave the explorer (a live run asks first).
     Quit,
     /// Ctrl-C: stop what is running at once (a live run, a sweep), then leave; quits when
     /// nothing runs. Never asks: the agent must not make another request while a question waits.
     Interrupt,
+    /// Back to the view before.
     Back,
+    /// The keys of the view in front.
     Help,
+    /// The row or line above.
     Up,
+    /// The row or line below.
     Down,
+    /// A page up.
     PageUp,
+    /// A page down.
     PageDown,
+    /// The first row.
     Top,
+    /// The last row.
     Bottom,
+    /// Open the selected run, node or link.
     Open,
+    /// The cursor one event back.
     StepBack,
+    /// The cursor one event on.
     StepForward,
+    /// The next real tool call.
     NextToolCall,
+    /// The previous real tool call.
     PrevToolCall,
+    /// The next failure.
     NextFailure,
+    /// The previous failure.
     PrevFailure,
+    /// The next search match.
     NextMatch,
+    /// The previous search match.
     PrevMatch,
+    /// Replay the events, or pause.
     PlayPause,
+    /// Replay faster.
     Faster,
+    /// Replay slower.
     Slower,
+    /// Focus the next pane.
     FocusNext,
+    /// Focus the previous pane.
     FocusPrev,
+    /// Expand every node.
     ExpandAll,
+    /// Collapse every node.
     CollapseAll,
+    /// Search the view.
     Search,
+    /// Sort by the next column.
     SortNext,
+    /// Reverse the sort.
     SortReverse,
+    /// Rows as groups of runs, or runs.
     ToggleGroups,
+    /// Scroll left.
     ScrollLeft,
+    /// Scroll right.
     ScrollRight,
+    /// Mark a run to compare.
     Mark,
+    /// Compare the marked runs.
     Compare,
+    /// Stop the live run.
     StopRun,
+    /// The selected node or event in full.
     Inspect,
     /// The run's own story: its header, why the plan was chosen, how its searches went.
     About,
@@ -73,13 +107,19 @@ pub enum Command {
     Wire,
     /// Open the run a recorded call came from, at the call (wm-eval).
     OpenSource,
+    /// The next link.
     NextLink,
+    /// The previous link.
     PrevLink,
+    /// Leave a live run running in the background.
     LeaveRunning,
+    /// Ask world models what the selected node's call would return.
     Probe,
+    /// Make the selected node's call for real (read-only tools).
     ProbeReal,
     /// Fork the run from a step (`cosmos fork` from the explorer).
     Branch,
+    /// Answer yes to a question.
     Yes,
 }
 

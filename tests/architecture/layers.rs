@@ -1,0 +1,422 @@
+//! The boundaries of ARCHITECTURE.md that the compiler does not keep, kept here.
+//!
+//! The crates keep the big layers (trajectory below engine below app). Inside each crate:
+//! - its top-level modules are layered, and a module may use only modules of lower layers;
+//! - no file imports itself round a cycle, in any folder: a file that names an item of another
+//!   file (through `crate::`, `super::`, `self::` or a child module's name) depends on it, and
+//!   the dependencies between files form no circle. A type two files share lives in a leaf.
+//!
+//! Test code (after `#[cfg(test)]`) may reach anywhere and is not read.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+
+/// A file's module path inside its crate (`mcp/pool.rs` is `["mcp", "pool"]`, `lib.rs` is `[]`).
+type ModPath = Vec<String>;
+type Graph = BTreeMap<ModPath, BTreeSet<ModPath>>;
+
+/// Per crate, its top-level modules, lowest first; a module may use modules of lower layers
+/// only. `*` stands for every module not named, and those may use each other.
+const LAYERS: &[(&str, &[&[&str]])] = &[
+    (
+        "trajectory",
+        &[&["sanitize", "parallel", "small_file"], &["*"]],
+    ),
+    (
+        "engine",
+        &[
+            &["metrics", "task"],
+            &["llm", "mcp"],
+            &["config"],
+            &["world_model"],
+            &["agent", "judge"],
+            &["wm_eval", "probe", "proxy", "recheck", "fork"],
+            &["import"],
+            &["export"],
+        ],
+    ),
+    ("app", &[&["tui"], &["cli"]]),
+];
+
+fn crates_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("crates")
+}
+
+/// The source without test code and `//` comments, lines kept.
+fn production_code(source: &str) -> String {
+    source
+        .split("#[cfg(test)]")
+        .next()
+        .unwrap_or_default()
+        .lines()
+        .map(|line| line.split("//").next().unwrap_or_default())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn skip_space(s: &[u8], i: &mut usize) {
+    while s.get(*i).is_some_and(|c| c.is_ascii_whitespace()) {
+        *i += 1;
+    }
+}
+
+/// The paths of the use tree (or plain path) starting at `s[*i]`, segments split, groups
+/// expanded (`a::{b::c, d}` gives `a::b::c` and `a::d`); `*i` is left after it.
+fn use_tree(s: &[u8], i: &mut usize) -> Vec<ModPath> {
+    let mut prefix = ModPath::new();
+    loop {
+        skip_space(s, i);
+        if s.get(*i) == Some(&b'{') {
+            *i += 1;
+            let mut out = Vec::new();
+            loop {
+                skip_space(s, i);
+                match s.get(*i) {
+                    None => return out,
+                    Some(b'}') => {
+                        *i += 1;
+                        return out;
+                    }
+                    Some(b',') => *i += 1,
+                    Some(_) => {
+                        let before = *i;
+                        for path in use_tree(s, i) {
+                            out.push(prefix.iter().cloned().chain(path).collect());
+                        }
+                        if *i == before {
+                            *i += 1; // `*` or anything else that names no module
+                        }
+                    }
+                }
+            }
+        }
+        let start = *i;
+        while s
+            .get(*i)
+            .is_some_and(|c| c.is_ascii_alphanumeric() || *c == b'_')
+        {
+            *i += 1;
+        }
+        if *i == start {
+            return vec![prefix];
+        }
+        prefix.push(String::from_utf8_lossy(&s[start..*i]).into_owned());
+        let mut j = *i;
+        skip_space(s, &mut j);
+        if s[j..].starts_with(b"::") {
+            *i = j + 2;
+        } else {
+            return vec![prefix];
+        }
+    }
+}
+
+/// The files of the crate that `code`, the production code of the file `me`, names.
+/// `children` are the modules declared below `me`, which it may name bare.
+fn uses(code: &str, me: &ModPath, modules: &BTreeSet<ModPath>) -> BTreeSet<ModPath> {
+    let s = code.as_bytes();
+    let mut out = BTreeSet::new();
+    let mut i = 0;
+    while i < s.len() {
+        let boundary =
+            i == 0 || !(s[i - 1].is_ascii_alphanumeric() || matches!(s[i - 1], b'_' | b':'));
+        if !(boundary && (s[i].is_ascii_alphabetic() || s[i] == b'_')) {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        for path in use_tree(s, &mut i) {
+            if path.len() < 2 {
+                continue;
+            }
+            let (mut base, rest): (ModPath, &[String]) = match path[0].as_str() {
+                "crate" => (Vec::new(), &path[1..]),
+                "self" => (me.clone(), &path[1..]),
+                "super" => {
+                    let ups = path.iter().take_while(|s| *s == "super").count();
+                    (me[..me.len().saturating_sub(ups)].to_vec(), &path[ups..])
+                }
+                first => {
+                    let child: ModPath = me.iter().cloned().chain([first.to_string()]).collect();
+                    if !modules.contains(&child) {
+                        continue;
+                    }
+                    (me.clone(), &path[..])
+                }
+            };
+            let mut target = base.clone();
+            for segment in rest {
+                base.push(segment.clone());
+                if modules.contains(&base) {
+                    target = base.clone();
+                }
+            }
+            if target != *me && modules.contains(&target) {
+                out.insert(target);
+            }
+        }
+        i = i.max(start + 1);
+    }
+    out
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+fn module_of(rel: &Path) -> ModPath {
+    let mut parts: ModPath = rel
+        .with_extension("")
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    if matches!(parts.last().map(String::as_str), Some("mod" | "lib")) {
+        parts.pop();
+    }
+    parts
+}
+
+/// The file graph of a crate whose `src` holds `files` (relative path, source).
+fn file_graph(files: &[(PathBuf, String)]) -> Graph {
+    let modules: BTreeSet<ModPath> = files.iter().map(|(rel, _)| module_of(rel)).collect();
+    files
+        .iter()
+        .map(|(rel, source)| {
+            let me = module_of(rel);
+            let used = uses(&production_code(source), &me, &modules);
+            (me, used)
+        })
+        .collect()
+}
+
+/// Tarjan's walk: visit order, the stack, and per file (index, low link, on the stack).
+#[derive(Default)]
+struct Walk {
+    next: usize,
+    stack: Vec<ModPath>,
+    seen: HashMap<ModPath, (usize, usize, bool)>,
+    groups: Vec<Vec<String>>,
+}
+
+impl Walk {
+    fn visit(&mut self, v: &ModPath, edges: &Graph) {
+        let index = self.next;
+        self.next += 1;
+        self.seen.insert(v.clone(), (index, index, true));
+        self.stack.push(v.clone());
+        for w in edges.get(v).into_iter().flatten() {
+            let low = match self.seen.get(w).copied() {
+                None => {
+                    self.visit(w, edges);
+                    self.seen[w].1
+                }
+                Some((index_w, _, true)) => index_w,
+                Some(_) => continue,
+            };
+            let e = self.seen.get_mut(v).unwrap();
+            e.1 = e.1.min(low);
+        }
+        let (index, low, _) = self.seen[v];
+        if index == low {
+            let mut group = Vec::new();
+            while let Some(w) = self.stack.pop() {
+                self.seen.get_mut(&w).unwrap().2 = false;
+                let done = w == *v;
+                group.push(if w.is_empty() {
+                    "lib".into()
+                } else {
+                    w.join("::")
+                });
+                if done {
+                    break;
+                }
+            }
+            if group.len() > 1 {
+                group.sort();
+                self.groups.push(group);
+            }
+        }
+    }
+}
+
+/// Groups of files that import each other round a cycle (Tarjan's strongly connected
+/// components of more than one file).
+fn cycles(edges: &Graph) -> Vec<Vec<String>> {
+    let mut walk = Walk::default();
+    for v in edges.keys() {
+        if !walk.seen.contains_key(v) {
+            walk.visit(v, edges);
+        }
+    }
+    walk.groups
+}
+
+/// The layer of a top-level module in `layers`, `*` taking every module not named.
+fn layer_of(layers: &[&[&str]], module: &str) -> Option<usize> {
+    layers
+        .iter()
+        .position(|l| l.contains(&module))
+        .or_else(|| layers.iter().position(|l| l.contains(&"*")))
+}
+
+/// Upward imports between top-level modules in `edges`.
+fn layer_violations(layers: &[&[&str]], edges: &Graph) -> Vec<String> {
+    let mut problems = Vec::new();
+    for (from, targets) in edges {
+        let Some(module) = from.first() else { continue };
+        let Some(own) = layer_of(layers, module) else {
+            problems.push(format!(
+                "module `{module}` is in no layer of tests/architecture/layers.rs"
+            ));
+            continue;
+        };
+        for target in targets {
+            let Some(used) = target.first().filter(|u| *u != module) else {
+                continue;
+            };
+            // Modules the `*` layer gathers may use each other; the cycle check orders them.
+            let shared = layers[own].contains(&"*");
+            if layer_of(layers, used).is_none_or(|l| l > own || (l == own && !shared)) {
+                problems.push(format!(
+                    "`{}` uses `{}`, which is not below `{module}`",
+                    from.join("::"),
+                    target.join("::")
+                ));
+            }
+        }
+    }
+    problems
+}
+
+fn read_crate(name: &str) -> Vec<(PathBuf, String)> {
+    let src = crates_dir().join(name).join("src");
+    let mut paths = Vec::new();
+    rust_files(&src, &mut paths);
+    paths
+        .into_iter()
+        .map(|p| {
+            let source = std::fs::read_to_string(&p).unwrap();
+            (p.strip_prefix(&src).unwrap().to_path_buf(), source)
+        })
+        .collect()
+}
+
+#[test]
+fn every_crate_is_layered_and_free_of_import_cycles() {
+    let on_disk: BTreeSet<String> = std::fs::read_dir(crates_dir())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    let named: BTreeSet<String> = LAYERS.iter().map(|(c, _)| c.to_string()).collect();
+    assert_eq!(
+        on_disk, named,
+        "every crate has its layers in tests/architecture/layers.rs"
+    );
+    let mut problems = Vec::new();
+    let mut files = 0;
+    for (name, layers) in LAYERS {
+        let sources = read_crate(name);
+        files += sources.len();
+        let edges = file_graph(&sources);
+        for problem in layer_violations(layers, &edges) {
+            problems.push(format!("{name}: {problem}"));
+        }
+        for cycle in cycles(&edges) {
+            problems.push(format!(
+                "{name}: files import each other round a cycle (move what they share to a leaf): {}",
+                cycle.join(", ")
+            ));
+        }
+    }
+    assert!(files > 150, "read the source trees ({files} files)");
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// A crate of `(path, source)` files, as if read from disk.
+fn planted(files: &[(&str, &str)]) -> Graph {
+    let files: Vec<(PathBuf, String)> = files
+        .iter()
+        .map(|(p, s)| (PathBuf::from(p), s.to_string()))
+        .collect();
+    file_graph(&files)
+}
+
+fn path(s: &str) -> ModPath {
+    s.split("::").map(String::from).collect()
+}
+
+#[test]
+fn every_way_of_naming_a_file_is_an_edge() {
+    let graph = planted(&[
+        ("lib.rs", "pub mod a;\npub mod b;\n"),
+        ("a/mod.rs", "mod x;\nmod y;\npub use x::Thing;\n"),
+        (
+            "a/x.rs",
+            "use super::y::{Y, self};\nuse crate::{b::{c::C, B}, a};\n// crate::b in a comment\n",
+        ),
+        (
+            "a/y.rs",
+            "fn f() { crate::b::c::g(); }\n#[cfg(test)]\nuse super::x;\n",
+        ),
+        ("b/mod.rs", "pub mod c;\n"),
+        ("b/c.rs", "use std::fmt::Write;\nuse other_crate::a::x;\n"),
+    ]);
+    let edges = |m: &str| -> Vec<String> { graph[&path(m)].iter().map(|p| p.join("::")).collect() };
+    assert_eq!(edges("a"), ["a::x"]);
+    assert_eq!(edges("a::x"), ["a", "a::y", "b", "b::c"]);
+    assert_eq!(edges("a::y"), ["b::c"], "test code is not read");
+    assert!(
+        edges("b::c").is_empty(),
+        "std and other crates are not files"
+    );
+}
+
+#[test]
+fn a_planted_cycle_in_any_folder_is_found() {
+    let deep = planted(&[
+        ("lib.rs", "mod tui;\n"),
+        ("tui/mod.rs", "mod views;\n"),
+        ("tui/views/mod.rs", "mod one;\nmod two;\n"),
+        ("tui/views/one.rs", "use super::two::Two;\n"),
+        ("tui/views/two.rs", "use crate::tui::views::one::One;\n"),
+    ]);
+    assert_eq!(cycles(&deep), [vec!["tui::views::one", "tui::views::two"]]);
+    let through_parent = planted(&[
+        ("lib.rs", "mod m;\n"),
+        ("m.rs", "mod k;\nfn f() -> k::K { todo!() }\n"),
+        ("m/k.rs", "use super::Shared;\n"),
+    ]);
+    assert_eq!(cycles(&through_parent), [vec!["m", "m::k"]]);
+    let tree = planted(&[
+        ("lib.rs", "mod m;\nmod n;\n"),
+        ("m.rs", "use crate::n::N;\n"),
+        ("n.rs", "pub struct N;\n"),
+    ]);
+    assert!(cycles(&tree).is_empty());
+}
+
+#[test]
+fn an_upward_import_breaks_the_layers() {
+    let layers: &[&[&str]] = &[&["low"], &["high"]];
+    let graph = planted(&[
+        ("lib.rs", "mod low;\nmod high;\n"),
+        ("low.rs", "use crate::high::H;\n"),
+        ("high.rs", "use crate::low::L;\n"),
+    ]);
+    assert_eq!(
+        layer_violations(layers, &graph),
+        ["`low` uses `high`, which is not below `low`"]
+    );
+    let unplaced = planted(&[("lib.rs", "mod stray;\n"), ("stray.rs", "")]);
+    assert_eq!(
+        layer_violations(layers, &unplaced),
+        ["module `stray` is in no layer of tests/architecture/layers.rs"]
+    );
+}

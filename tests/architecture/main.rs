@@ -1,0 +1,7 @@
+//! The code's shape: layers and import cycles per crate.
+//!
+//! One test binary per area (a link of each is costly); a module per file.
+
+#![allow(clippy::unwrap_used)]
+
+mod layers;
