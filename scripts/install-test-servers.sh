@@ -4,7 +4,7 @@
 #
 #   npm:  @modelcontextprotocol/server-everything, -filesystem, -memory, and the TypeScript SDK
 #         itself (@modelcontextprotocol/sdk 1.32.2), whose example servers include one behind
-#         OAuth with its own in-memory authorization server (tests/engine_oauth.rs)
+#         OAuth with its own in-memory authorization server (tests/servers/engine_oauth.rs)
 #   PyPI: mcp-server-time==2026.10.10, unit-converter-mcp, mcp-server-sqlite==2025.4.25 and
 #         mcp-server-git==2026.10.10 (a database and a repository with state, for the stateful
 #         tasks; all need the mcp 1.x SDK);
@@ -43,7 +43,7 @@ if [ ! -x "$phoenix/venv/bin/phoenix" ]; then
   fi
 fi
 # The other programs' trajectory formats: ATIF's own models validate cosmos's exports, and the
-# real Inspect AI makes logs of an agent calling a real MCP server (tests/import.rs).
+# real Inspect AI makes logs of an agent calling a real MCP server (tests/exchange/import.rs).
 interchange=.cache/interchange
 if [ ! -x "$interchange/venv/bin/python" ]; then
   python3 -m venv "$interchange/venv"

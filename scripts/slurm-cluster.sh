@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A one-node Slurm cluster on this machine, for the test that submits an emitted sweep array
-# to a real Slurm (tests/slurm.rs). Debian's packages; everything the cluster keeps (munge key
+# to a real Slurm (tests/sweeps/slurm.rs). Debian's packages; everything the cluster keeps (munge key
 # and socket, Slurm's state, spool, logs, pid files) lives in one folder of the caller's.
 #
 #   scripts/slurm-cluster.sh install      installs slurm-wlm and munge (apt-get; idempotent)

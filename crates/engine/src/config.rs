@@ -3,6 +3,12 @@
 //! search, typed by `agent::settings::Settings::from_config`), `[judge]` and `[world_models.NAME]`
 //! (built by `world_model::named`). An error anywhere in the file is an error of the file,
 //! named by its path, whichever part asked.
+//!
+//! `Config::load` reads the file once into one struct (unknown sections and keys refused, every
+//! error naming the file) that every part takes its section from: `llm` (the endpoints),
+//! `agent` (`agent::settings::Settings::from_config`), `judge` (`cosmos judge`, sweeps) and
+//! `world_models` (`world_model::named`). `cosmos run` loads it once for the search settings and
+//! the session (`RunSpec.config`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

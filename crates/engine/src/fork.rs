@@ -2,6 +2,13 @@
 //! it recorded, and the fork point checked against them, made into the
 //! [`ForkPlan`](crate::agent::fork::ForkPlan) the session runs. The file is read once, in one
 //! pass, whatever its size: the history is built here, never per step.
+//!
+//! `cosmos fork`: the original read once (`Original::read`: header, every recorded call, the steps
+//! a world model answered), the fork point checked (`plan`: within the run, after no simulated
+//! step) and made into the `agent::fork::ForkPlan` the session runs. Invariant: no metric counts a
+//! copy (`tool_called` with `origin`) or a `call_simulated`: `Run::steps`, `RunAccumulator`,
+//! `RunFacts` and the memory world model skip copies; `Run::replayed` keeps them for the judge,
+//! which reads them with the real calls (`Run::calls_with_replayed`).
 
 use std::path::{Path, PathBuf};
 

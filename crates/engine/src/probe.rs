@@ -5,6 +5,13 @@
 //! (`node_probed`, `probe_called`), like the judge's, so it replays and validates; the probe's
 //! tokens stay in its event and never count as the run's cost. A person's note (`A`, an
 //! `annotation`) is appended the same way, through the same writer.
+//!
+//! A node's call simulated by a named world model in the node's context (the path's observations),
+//! or made for real against its one server; appended to the file after `run_finished`
+//! (`node_probed`, `probe_called`: `trajectory::reader::is_judgement` lets them follow it). The
+//! explorer runs these as background work (`ProbeJob::Simulate`, `ProbeJob::Real`) after a picker or a
+//! question (`tui/overlays/picker.rs`, `confirm::ConfirmCall`). A person's note (`annotate`, an
+//! `annotation` event; `ProbeJob::Annotate` from `A`) is appended through the same writer.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

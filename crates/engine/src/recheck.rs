@@ -5,6 +5,13 @@
 //! made unless the caller allows the rest (the run file's annotations are never trusted: a
 //! file edited to call a destructive tool read-only would get it called); what was found is
 //! appended to the run (`recheck`).
+//!
+//! `cosmos recheck`: a run's real calls (`recorded_calls`), those of read-only tools unless
+//! `--all` (`partition`, from the annotations the servers give today, never the run file's: the
+//! servers are started first), made again in order against today's
+//! servers (`recheck`), each compared with its recording by `metrics::fidelity::compare`
+//! (`compare`: same, changed, now fails, server gone), appended as a `recheck` event (`append`).
+//! `trajectory::describe::recheck_summary` is its one line, in the CLI and the about view.
 
 use std::collections::BTreeSet;
 use std::path::Path;

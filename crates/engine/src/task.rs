@@ -17,6 +17,8 @@
 //! MCP-Bench runner format: `{"server_tasks": [{"servers": [...], "tasks": [{"task_id",
 //! "fuzzy_description", "task_description", "dependency_analysis", ...}]}]}`; the agent gets
 //! `fuzzy_description`, the judge `task_description` and `dependency_analysis` as well.
+//!
+//! The project's task files and MCP-Bench's runner format, read as they are.
 
 use std::collections::BTreeMap;
 use std::path::Path;

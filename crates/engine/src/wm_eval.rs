@@ -10,6 +10,22 @@
 //! of that step, each failure an `error` from `world_model`), so `validate`, `replay` and
 //! `report` read it; the leaderboard (`metrics::leaderboard`) is the written file's, read back
 //! by [`filed::Filed`] as the explorer reads it, and printed.
+//!
+//! `cosmos wm-eval`: reads the real calls of some runs (and a proxied client's resource reads, as
+//! the read-only tool `SERVER:resources/read`: `Exchange::as_read_call`, which `memory` uses too)
+//! with their context (request, real steps
+//! before), has each named world model simulate each (concurrently, cached per world model; a
+//! `memory` one built without the call's own run), writes a `wm_eval` trajectory (copied
+//! `tool_called` with `origin`, `call_simulated`, `error` from `world_model`), each simulation as
+//! it completes (the file is created first, so an unwritable folder fails before any cost), and
+//! returns the `metrics::leaderboard` (pure aggregation: fidelity means and intervals clustered by
+//! run, error prediction, paired intervals) of the file it wrote, read back by `wm_eval/filed.rs`
+//! (`Filed::read`: each call with each world model's verdict and predicted state, what the real
+//! call did to its state (`StateEffect`), a failure tied to the call by its `step`), the one reading
+//! the explorer's world-model view takes too. A copied call's `state_change` carries the real state
+//! after it (`after`), so predicted states are scored from the file alone. A stop ends the file `interrupted`; a rerun takes the
+//! simulations earlier wm-eval files in the folder hold (keyed by origin and world model). It sits
+//! above `agent` (it records world-model LLM calls with `agent::usage_event`).
 
 pub mod filed;
 

@@ -5,6 +5,11 @@
 //! `serde_json` entry point (`deserialize_str` for a `String`, `deserialize_any` for a `Value`,
 //! `deserialize_seq` for a `Vec`, `deserialize_map` for a `BTreeMap`), so numbers are range
 //! checked, escapes decoded and nesting limited by the parser itself; nothing is allocated.
+//!
+//! JSON checked as a type would take it without building it (`CheckedStr` for a
+//! `String`, `AnyJson` for a `Value`, `CheckedSeq`, `CheckedMap`), through the same parser entry
+//! points, so the verdicts are the owned types'; what the lean readers put in place of fields
+//! they do not keep.
 
 use std::marker::PhantomData;
 

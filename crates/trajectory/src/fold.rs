@@ -5,6 +5,14 @@
 //! fixed point (nano-units), so adding and then removing a value restores the same bits,
 //! and seeking backward is as cheap as forward. [`Cursor`] adds sparse snapshots so that
 //! a jump anywhere costs at most a few tens of thousands of steps.
+//!
+//! `TreeState`, the only state that is folded: per-node visits, value sum, latest
+//! simulation and evaluation. Every event can be applied and **undone exactly** (value sums are
+//! fixed-point integers), so `Cursor` seeks both ways by stepping, with at most 16 snapshots (and about 16 MB of them) to
+//! bound long jumps; a run that grows past what its cursor was made for (live, read in parts)
+//! spaces them further apart to stay within that. Visible nodes at cursor k are a prefix of the arena. A run is folded from
+//! the start once when opened (`Cursor::advance_observing` lets the run view fill its charts on
+//! that pass).
 
 use std::collections::BTreeMap;
 

@@ -18,6 +18,16 @@
 //! (another key order, another kind, an unknown field, a `\u` escape in a string) steps aside
 //! to the full decoder, and a test holds the two to the same verdict on every field of every
 //! kind dropped, nulled, duplicated and given the wrong type.
+//!
+//! what a totals pass (`report`) and an opened run need of the search kinds,
+//! `llm_call` and `phase` (nearly every line of a SPIRAL run): node ids, verdicts, rewards,
+//! paths, usage (`LlmFacts`); every other kind is kept whole. Decoded from the rest of the
+//! line's map without buffering: every field checked by its real type, long strings checked
+//! but not copied. Nothing of a simulation's observation is kept (`Brief`): `report` and the
+//! run view read its line back from the file when they need it. Invariant: it takes a line only when the full decoder would,
+//! and reads it the same; anything it is unsure of steps aside to the full decoder
+//! (`tests/trajectory/lean_reading.rs` mutates every field of every kind to hold this). Decodes through
+//! `mirror.rs`.
 
 use serde::de::value::MapAccessDeserializer;
 use serde::de::{Deserializer, MapAccess};

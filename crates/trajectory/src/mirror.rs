@@ -9,8 +9,16 @@
 //! lean one ([`super::lean`], what `report` reads). Names, types and defaults are those of
 //! `EventBody`; a field they do not know (a second `kind` included) is refused, so the line goes
 //! to the general decoder, which reads unknown fields more strictly than skipping them would.
-//! `tests/lean_reading.rs` holds every path to the same verdict on mutated lines. A field added
+//! `tests/trajectory/lean_reading.rs` holds every path to the same verdict on mutated lines. A field added
 //! to one of these variants is added here too.
+//!
+//! field-for-field mirrors of the six `EventBody` variants that are nearly every line
+//! of a SPIRAL run, and of `tool_called` and `call_simulated` (most of a small run's bytes)
+//! (plain structs, so serde does not buffer the map as it does for the internally tagged enum),
+//! generic over how strings are held: `String` for the full event, a checked raw
+//! string for `lean.rs`. Invariant: a mirror refuses what it does not know, so the general path
+//! decides; `tests/trajectory/lean_reading.rs` mutates every field of every mirrored kind and holds all
+//! three paths to one verdict. A field added to one of those variants goes into its mirror too.
 
 use crate::event::StateChange;
 use serde::de::value::MapAccessDeserializer;

@@ -3,6 +3,10 @@
 //! recorded is explained with today's rule, and says so, and says when today's rule would have
 //! chosen another node. The one account of it: the explorer's tree title and about view, and
 //! `cosmos export markdown`, all read it from here.
+//!
+//! why a plan won, for the explorer and the Markdown export: read from the
+//! `plan_selected`'s recorded choice; an older file without one is explained by today's rule over
+//! the tree and says so in one line (and which node today's rule would choose when it differs).
 
 use super::event::{ActionKind, NodeId, PlanChoice, PlanPool, Verdict};
 use super::fold::TreeState;

@@ -2,6 +2,20 @@
 //!
 //! Nothing here holds more than one line in memory; [`super::run::Run`] is what keeps a
 //! whole run, and only when a person opens it.
+//!
+//! streams a file line by line with a length cap (`LineReader`: lines are slices of
+//! its own buffer, copied only when one straddles a read; over a file it looks ahead on a line
+//! past 4 MiB, so one over the cap is read past in a few megabytes), parses the header (version check,
+//! upgrade hook) and events (`EventStream<H>`, its header read as `H`: the whole `Header`, or
+//! the `ReportHeader` a totals pass keeps; `next_event` whole, `next_brief` lean with
+//! where its line lies (totals), `read_all` for opening a whole file: lines decoded lean in batches by
+//! `parallel::stream` on up to four threads (beyond four the in-order check is the
+//! bottleneck; on one core, in line on the caller's thread, where threads would only take
+//! turns), checked in
+//! order on the caller's thread, so its events, spans and problems are `next_brief`'s). Bad lines become `Problem`s
+//! (`FILE:LINE: reason`, warning or error) and are skipped; unknown kinds are kept.
+//! Holds one line in memory at a time. The per-line rules live in `LineChecks`, which
+//! `tail.rs` shares.
 
 use std::fmt;
 use std::fs::File;

@@ -6,6 +6,14 @@
 //! appears; token shapes that are keys by construction (`Bearer …`, `sk-…`) are cut out even
 //! when nobody configured them; and so are secrets written inside a string by their name or
 //! place (`token=T`, `--token T`, a URL's password).
+//!
+//! the one credential recogniser: `names_a_credential` (the keys of data, by
+//! their words: `api_key` is a credential, a key-value server's `key` is data),
+//! `names_a_secret_setting` (environment variables, flags, `env` entries, query parameters:
+//! those too, and any name ending in `key`), `url_shown` (an address as recorded and named:
+//! userinfo and query values hidden; endpoints and servers alike), `looks_like_a_key` (values) and the key
+//! shapes cut out of any text (`Bearer …`, `sk-…`, `ghp_…`, a JWT…); the `Redactor` every writer,
+//! export and log line uses, with the secrets configured (`${VAR}` values and the like).
 
 use std::sync::RwLock;
 

@@ -9,8 +9,15 @@
 //! The rule is `super::lean`'s: a header is taken here only when the full decoder would take it,
 //! and anything else (another format version, a bad header) goes to the full decoder, whose
 //! header or refusal is used.
-//! `tests/lean_reading.rs` holds the two to the same verdict and the same facts on every field
+//! `tests/trajectory/lean_reading.rs` holds the two to the same verdict and the same facts on every field
 //! of real headers dropped, nulled, duplicated and given each wrong type.
+//!
+//! `ReportHeader`, the facts of a header a totals pass keeps (agent, world
+//! model, planner, task, label, the tool catalogue), read through a mirror of `Header` whose
+//! other fields are only checked; it steps aside to the full decoder as `lean.rs` does, and
+//! `tests/trajectory/lean_reading.rs` holds it to the full header's verdicts. The `tools` list is checked
+//! as JSON in the header's pass and its catalogue found by the list's text (a bounded
+//! per-thread memo): runs of the same servers share one catalogue and its compiled schemas.
 
 use std::cell::RefCell;
 use std::sync::Arc;

@@ -9,6 +9,23 @@
 //!
 //! Invariant: every index here is append-only, so a live run grows by [`Run::push`]
 //! without rebuilding anything, and the state at any cursor is a function of a prefix.
+//!
+//! a run opened for viewing: each event's `Brief` (what the indices, fold, jumps and
+//! metrics read) plus **append-only indices** (node arena in `node_added` order, real steps
+//! paired with the simulation of the node they execute, per-kind event lists for jumps). A run
+//! opened from a file keeps where each line lies and a handle on the file; `Run::event`,
+//! `events_at` and `events_from` read events back whole when a view shows them (in blocks of
+//! nearby lines; a line that is no longer the event reads as an `error` event saying so).
+//! Events pushed after opening (a live run's, probes) are kept whole, once (`Brief::split`). So the hot paths (fold,
+//! jumps, metrics, charts) never touch the file, and memory is of the order of the file's
+//! size (the indices are given their room once, judged from the first events, not grown by
+//! doubling).
+//! `Run::read_in_parts` reads a file in parts (`RunPart`: the header-only run, then `Part`s
+//! of briefs and line spans with the bytes read) for a view that opens before the end;
+//! `Run::extend` adds one. The same events and problems as `Run::open`.
+//! Invariant: nothing in `Run` is ever rewritten, only appended, so live runs grow without
+//! rebuilding and snapshots never go stale. What the metrics make of a run lives beside it, in
+//! `metrics::run::RunFacts`.
 
 use std::borrow::Cow;
 use std::fs::File;

@@ -2,6 +2,10 @@
 //! tool results, model output and file contents may hold escape sequences (OSC 52 writes the
 //! clipboard, CSI 2J clears the screen) or bidi overrides (which reorder what is shown).
 //! Every string from a run passes through here before it becomes a `Span` or is printed.
+//!
+//! The one sanitiser, below both CLI and TUI: control and bidi characters shown escaped, lines and
+//! sizes capped (`inert` for printed output, `one_line`/`lines` for drawing, `inert_json` for JSON
+//! documents, `InertWriter` for output streamed in pieces, as `cosmos export` writes).
 
 /// Text for printing: control and bidi characters shown escaped (`\u{1b}`); newlines and
 /// tabs kept.

@@ -1,6 +1,10 @@
 //! Reading a file that is read whole (a config, a task file, a token store, a claim) within a
 //! cap: a file far larger than any such file ever is (a mistake, or a hostile path) is refused
 //! after reading one byte past the cap, never loaded into memory whole.
+//!
+//! Files read whole (configs, task files, sweep specs, keymaps, OAuth token stores, sweep claims)
+//! are read through `read_within` with a cap for their kind: nothing reads a file whole without
+//! one. Trajectories are never read whole: `trajectory::reader` streams them.
 
 use std::io::Read;
 use std::path::Path;

@@ -2,6 +2,10 @@
 //! started with `--no-tui` elsewhere): complete lines are read as they appear; a line still
 //! being written waits for its newline instead of counting as torn. The same line checks as
 //! a whole-file read ([`super::reader::LineChecks`]).
+//!
+//! a file another process is still writing: complete lines as they appear (a line
+//! without its newline yet waits instead of counting as torn); a file that shrinks, or whose path
+//! no longer names it (renamed, replaced), is an error the explorer shows (`Action::FollowLost`).
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};

@@ -3,6 +3,11 @@
 //! full of schemas, and a totals pass only needs a schema's text (the key of the compiled
 //! schema cache in `catalog.rs`), so most schemas read are never decoded. Cheap to clone: the
 //! header, the catalogue and every prompt share one.
+//!
+//! `ToolSchema`, a tool's input schema as a header holds it: kept as written
+//! when read from a file and decoded when first looked into (a folder of small runs is mostly
+//! headers, and the compile cache needs only the text); cheap to clone, so a run's catalogue and
+//! every prompt share the header's.
 
 use std::borrow::Cow;
 use std::fmt;

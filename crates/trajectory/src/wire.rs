@@ -5,6 +5,10 @@
 //!
 //! Messages are written as rmcp decoded them (encoded again: key order and spacing may differ
 //! from the bytes on the wire), redacted as a run is, each cut to [`MESSAGE_CAP`] bytes.
+//!
+//! a proxy session's protocol log beside its run (`STEM.wire`, not `.jsonl`, so
+//! listings pass it by): `WireMessage`, `wire_path`, and `read`, bounded (20,000 messages, 64 KiB
+//! a line; a torn or foreign line is a problem noted).
 
 use std::io::Read;
 use std::path::{Path, PathBuf};

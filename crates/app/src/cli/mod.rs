@@ -1,4 +1,30 @@
 //! The command line: one subcommand per file.
+//!
+//! One file per subcommand (`run.rs`, `fork.rs`, `login.rs` (login and logout), `proxy.rs`, `recheck.rs`, `servers.rs`, `judge.rs`, `validate.rs`, `report.rs`,
+//! `wm_eval.rs`, `export.rs`, `sweep/`; `replay` is `tui::explore`). `run.rs` also holds
+//! `WorldModelArgs`, the world-model flags `run` and `proxy` share, and `RunOptions`, everything `run` and `fork` share (`run_spec` runs either). `run.rs` without `--no-tui` runs the agent on a tokio task and the
+//! explorer on the main thread, joined by two channels: events to the UI, the stop key to the agent.
+//! A forwarding thread switches the events to progress lines when the person leaves the view with
+//! the run still going. `sweep/`: `spec.rs` turns a spec into cells whose `cosmos run` flags are
+//! parsed by the same `RunArgs`; `shard.rs` picks this process's share; `disk.rs` is a cell's
+//! files (its run, its claim `….jsonl.lock` held with an OS file lock while a process runs it, so
+//! `--status` can say *running* and a killed process leaves no stale claim, and set-aside runs);
+//! `runner.rs` runs cells through `agent::session` (claim, set aside, retry) in `--jobs` workers,
+//! each pulling the next cell and keeping its `mcp::shared` servers, and tells a
+//! `Reporter` (lines, or news to the matrix view); `matrix.rs` sets up the matrix view over the
+//! runner; `emit.rs` writes the cluster jobs, whose image is the root `Containerfile` (the Slurm
+//! array is run on a real Slurm by `tests/sweeps/slurm.rs`; `--resume` finishes what shards left). A shard
+//! exits 0 only when every cell of it has a finished run (130 when a stop left cells): the
+//! scheduler's contract. `live.rs` is the one harness for the explorer in
+//! front of running work (a run, a sweep): stop key and signals into one stop signal, a signal
+//! closes the view, a panic stops the work, leaving it running switches to progress lines.
+//! `mod.rs` has the top-level clap definitions (`Cli`, and `Command` with the flags of the small
+//! commands); a big command's flags and enums live in its file (`RunArgs`, `AgentArg` and
+//! `PlanRuleArg` in `run.rs`, `ReportFormat` in `report.rs`, `SweepArgs` in `sweep/args.rs`) and
+//! convert into the domain types (`report --group-by` is the engine's `GroupBy` itself). Every piece of untrusted text a command prints
+//! passes through `sanitize::inert`. `logging.rs`
+//! sends tracing output to a file (`$COSMOS_LOG_FILE` or `~/.local/state/mcp-cosmos/cosmos.log`),
+//! never to the terminal.
 
 mod export;
 mod fork;
@@ -101,6 +127,7 @@ pub enum Command {
         /// Judge runs that were judged already (adds a newer judgement; the last one counts).
         #[arg(long)]
         force: bool,
+        /// The judge's model and trials.
         #[command(flatten)]
         settings: judge::JudgeArgs,
     },

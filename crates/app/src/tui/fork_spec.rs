@@ -1,5 +1,16 @@
 //! What a fork from the explorer is, as data: the person's choice in the form and the work
 //! it becomes. A leaf: the form, the work runner, actions and requests all name these.
+//!
+//! (the leaf: the `b` form's `ForkChoice`, the `ForkWork` it becomes),
+//! `fork_form.rs` (the form, the run's settings filled in), `fork_work.rs` (`cosmos fork` run as a
+//! child process of the same binary, its output to a log file, its file (named by the explorer,
+//! a hidden `--file-name`) followed with `trajectory::tail`; a table of running forks so leaving the explorer stops them or leaves
+//! them running), `run_view/branch.rs` (`b`: which step, the form, the work). The app opens the
+//! fork's run live in front (`Waiting::Fork`, which keeps the fork's path; its stop key SIGTERMs
+//! the child), tells every view the file was written (`Action::Written`: a browser over its
+//! folder lists it, when it starts and again when it ends) and opens compare when it ends
+//! (`Action::ForkEnded`). A fork that does not start is reported by its error line, never by
+//! a warning printed before it (`fork_work::said_cause`).
 
 use std::path::PathBuf;
 

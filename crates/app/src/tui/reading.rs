@@ -2,6 +2,15 @@
 //! the rest read on a thread of its own and handed to the run view as `Action::RunRead`, while
 //! keys work on what is read (`RunView::reading`). A file that fits in the first part opens
 //! whole, as before.
+//!
+//! opening a finished run in parts (`open_in_parts`, for `cosmos replay FILE` and
+//! `Work::OpenRun`): the first part at once, the rest as `Action::RunRead` to the run view
+//! (`RunView::reading`: "reading … N%", keys on what is read, End or a jump past it waits for
+//! that part; the charts grow as a live run's do (`chart_fold`, fed by the cursor's own fold while
+//! the view follows the end), and a view at the end of what is read follows it; once read, an
+//! untouched view keeps its cursor and charts, makes its tree again over the whole run and goes
+//! where `RunView::opened` goes, so the final screen is the whole open's without a second fold
+//! of the run). A wm-eval file is read whole.
 
 use std::path::Path;
 use std::sync::mpsc::{Receiver, channel};

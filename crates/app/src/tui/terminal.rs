@@ -1,6 +1,12 @@
 //! The terminal loop: raw mode and mouse on, a panic hook that restores the terminal, an
 //! input thread, and a loop that turns messages into actions, runs effects in the
 //! background and draws.
+//!
+//! raw mode, mouse, the panic hook that restores the terminal (only when the
+//! drawing thread panics: another thread's panic is caught where it runs, an agent's by the
+//! session, background work's as `Action::WorkFailed`, and only logged by the hook), the input
+//! thread, the thread for live actions (a run's events, a sweep's news), the tick; settles the views and draws once per batch of
+//! messages, and only when something changed.
 
 use std::io::stdout;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};

@@ -8,6 +8,13 @@
 //! opens another by pushing it ([`Request::Push`]); answers to background work go back to the
 //! view that asked, and outside feeds (live events, sweep news) to the views that
 //! [`subscribe`](View::subscribes).
+//!
+//! the contract (`View`, `Request`, `Work`, `Context`: what views may read of the
+//! explorer's setup, the probe setup). `action.rs`: the `Action` enum (a bound `Command`, typed
+//! text, mouse, resize, tick, a jump, background answers, feeds, a probe chosen). `feed.rs`: the
+//! types fed from outside (`SweepNews`). `keymap.rs` is the one table of commands (mode, default
+//! keys, help): the keymap per mode, the help (wrapped, never cut), `keys.toml` overrides and the
+//! conflict check all read it.
 
 use std::any::Any;
 use std::path::PathBuf;

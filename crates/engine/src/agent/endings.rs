@@ -1,8 +1,8 @@
 //! Every ending `cosmos report` can print is one an agent really reaches: each is produced
 //! here by an agent run over scripted ports, and the set of them is `Ending::ALL` but
-//! `client_closed` and `idle_expired`, which only `cosmos proxy` writes (`tests/engine_proxy.rs`
+//! `client_closed` and `idle_expired`, which only `cosmos proxy` writes (`tests/servers/engine_proxy.rs`
 //! reaches them with a real client), and `source_ended`, which only `cosmos import` writes
-//! (`tests/import.rs`).
+//! (`tests/exchange/import.rs`).
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -151,7 +151,7 @@ async fn every_ending_a_report_can_print_is_reached_by_an_agent() {
 
     let agents_endings = Ending::ALL
         .into_iter()
-        // A proxy's own endings (tests/engine_proxy.rs reaches both).
+        // A proxy's own endings (tests/servers/engine_proxy.rs reaches both).
         .filter(|e| {
             !matches!(
                 e,

@@ -4,6 +4,27 @@
 //! is an event, emitted in a fixed order, so replaying the file rebuilds the tree.
 //!
 //! Models come in through [`SearchEnv`]; the unit tests drive it with a toy environment.
+//!
+//! SPIRAL's search, model-free: `Tree` (UCT selection with unvisited children first,
+//! backpropagation, plan by best mean or most visits; `not_simulated` nodes never in a plan) and
+//! `search`, which drives a `SearchEnv` (propose K, should_stop, plus what `rehearse` needs) and
+//! records every event in a fixed order. `search_from` roots a search at an `Origin` (real steps
+//! taken, the run's first id, the node it hangs under): the `Tree` always counts from 0 and only
+//! the emitted events carry the run's ids, so a revision's nodes never collide with the first
+//! search's. Candidates of one expansion are rehearsed concurrently (`buffered`, so results,
+//! events and the tree do not depend on which call finishes first). An expansion with no usable
+//! candidate asks again with the reasons (`retries`); a node whose children are all dead ends is
+//! widened (`widen`); `Settled::Skip` keeps selection off settled paths (`Node::settled`, kept up
+//! the path by `settle_from`). A node the world model could not simulate is never
+//! backpropagated nor selected by value (it has no value; its parent's N and Q are its simulated
+//! children's). Every search ends with one `search_finished` (its `Accounting` and `Stopped`):
+//! `grow` keeps what it did in a `Search` the caller owns, so a search dropped mid-way by a stop
+//! or the time budget is still `finish`ed (`interrupted`, or `budget`). Routing's short horizon:
+//! each node carries `trust`, the product of `Rehearsal::trust` from the root, and a valid node
+//! whose trust falls below `go_real_below` is terminal with `horizon` set
+//! (`Rehearsal::stop_at_horizon`; no dead end). `Tree::choose` is the plan
+//! rule: the plan, its pool and the pool's best nodes in the rule's order, which `plan_selected`
+//! records (`PlanChoice`) so no view re-derives the choice. Unit-tested on a toy environment.
 
 use std::collections::HashSet;
 

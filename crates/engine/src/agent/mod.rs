@@ -5,6 +5,15 @@
 //! The pipeline's steps, each written once: [`planner`] decides or proposes, [`rehearse`]
 //! validates, simulates, evaluates and records a candidate, [`mcts`] searches over rehearsals,
 //! [`execute`] runs a plan on the real servers, [`answer`] writes the answer.
+//!
+//! Agents hold ports, never concrete clients: the chat model (`llm::chat::ChatModel`, inside each
+//! role's `LlmClient`), the tool host and the event sink (`ports.rs`). `testing.rs` (tests only) has
+//! scripted ports that drive whole agents in process.
+//!
+//! - `mod.rs`: `Env` (task, tool host, tools and function names, roles, world model, the budget
+//!   `Meter`, the stop signal) with `bounded` (every await of a run ends at the earlier of its own
+//!   end, a stop, and the run's remaining time; a stop cancels what is in flight) and the one
+//!   place that builds `llm_call` events.
 
 pub mod answer;
 pub mod execute;

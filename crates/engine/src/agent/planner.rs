@@ -3,6 +3,13 @@
 //! (what makes small local models usable), or through native tool calls when the endpoint is
 //! set to them. A reply that is no usable decision is a [`Rejection`], recorded as such and
 //! never taken as a finish.
+//!
+//! asks for the next action or K candidates in the role's mode; the decision
+//! schema (`decision_schema`: one `anyOf` branch per legal decision, each tool's own input schema
+//! made grammar-safe by `grammar_schema`; `flat_decision_schema` when the endpoint refuses it,
+//! through `LlmClient::complete_json_or`); `FunctionNames` (injective, ≤ 64 characters,
+//! collisions refused at start). Malformed replies, and replies that are not JSON or were cut,
+//! become `Rejection`s (`decision_rejected` events), never a finish.
 
 use serde_json::{Value, json};
 

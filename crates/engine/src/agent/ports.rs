@@ -1,6 +1,9 @@
 //! The agent's edges besides the chat model (`llm::chat::ChatModel`): the tools it calls and
 //! where its events go. The real adapters are the MCP pool and the recorder; tests plug in
 //! scripted ones, so every agent can be driven in process.
+//!
+//! `ToolHost` (implemented for `McpPool`) and `EventSink` (implemented by the
+//! recorder, and by `Vec<EventBody>` for tests).
 
 use anyhow::Result;
 use futures::future::BoxFuture;

@@ -1,5 +1,11 @@
 //! ReAct (the baseline, no world model): think, call a real tool, observe, until the
 //! planner finishes or a limit is hit.
+//!
+//! `plan_exec.rs`, `spiral.rs`: the agents, each a short loop over the steps above
+//! (SPIRAL's execution-time revision is a loop of search → execute with `Stop` → search again;
+//! a plan that ends at a horizon node loops the same way after it ran, from its real result).
+//! `answer.rs`: the summarizer's answer. `endings.rs` (tests only) reaches every `Ending` with
+//! an agent run over scripted ports.
 
 use anyhow::Result;
 

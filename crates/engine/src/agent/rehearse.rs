@@ -9,6 +9,18 @@
 //! - a prediction's `node_simulated` carries the world model's tokens.
 //!
 //! [`Rehearser`] is the real [`SearchEnv`]: the planner, world model and critic roles.
+//!
+//! the one rehearse step, validate → simulate → route → evaluate → record (route:
+//! under `go_real_below`, a read-only tool's unsure prediction is grounded by the real call,
+//! `SearchEnv::ground`, another tool's makes the node risky and scales its reward by the
+//! confidence), and the one table of base rewards; `predict`, the one way a world model is asked about a call (its
+//! `llm_call` events and tokens with it). A world-model failure is an `error` event and a
+//! `not_simulated` node.
+//! `Rehearser` is the real `SearchEnv`: the run's `Env` (planner, critic, tools, budget, stop) and
+//! the world model; its stop check is `Env::should_stop`. Used by SPIRAL's search,
+//! by Plan-Exec's chain and (with its own small `SearchEnv`) by `cosmos proxy`. Each LLM call it makes is a `Flight` while it waits: one dropped by a
+//! stop or the time budget is kept, and `Rehearser::record_cut` records it through
+//! `Env::record_cut_llm`, as ReAct records its own cut calls.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -1,6 +1,9 @@
 //! SPIRAL-Exec's search settings (`--iterations`, `-k`, `[agent]` in cosmos.toml…): their
 //! defaults, their ranges, and how `[agent]` of the read configuration lays over the defaults.
 //! The search itself (`mcts.rs`) takes them as they are.
+//!
+//! SPIRAL's search settings, their defaults and ranges, and `[agent]` of the read
+//! `config::Config` laid over them (`Settings::from_config`); flags win over both in `cli/run.rs`.
 
 use anyhow::Result;
 use serde::{Deserialize, Serialize};

@@ -1,6 +1,12 @@
 //! One imported run as it is being read: the header, the events in order, and what the source
 //! did not record. Every reader builds its runs here, so every format maps turns, calls and
 //! answers the same way.
+//!
+//! is the one builder: times become `t_ms` from the first time seen (an event without
+//! one keeps its place and marks times unrecorded), an MCP name in Claude Code's form becomes
+//! `SERVER:TOOL`, results are capped as cosmos caps any result, a call without a result gets
+//! `NO_RESULT`, and `finish` lists what the source never recorded. Its events are the run, held
+//! until written: memory is the largest session or sample.
 
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};

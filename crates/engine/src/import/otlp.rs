@@ -8,6 +8,9 @@
 //! times, names and attributes, not their events) are gathered by trace before any run is made.
 //! Spans cosmos marked simulated (`cosmos.simulated`) and LLM calls of roles other than the
 //! planner (`cosmos.role`) are not the agent's: they are counted in `source.skipped`.
+//!
+//! reads a file an object at a time; spans are gathered by trace (a trace may span
+//! objects) as a few facts each, not their events.
 
 use std::collections::BTreeMap;
 use std::io::BufReader;

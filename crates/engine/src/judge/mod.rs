@@ -4,6 +4,15 @@
 //! order of the rubric; the six scores are averaged over the trials that answered, as
 //! MCP-Bench's stability trials are. A history too long for the judge's context is compressed
 //! as MCP-Bench does. `cosmos judge` appends the result to the run's own file.
+//!
+//! - `mod.rs`: `judge()` asks the trials, compresses the history once when the endpoint says it
+//!   overflowed (`LlmError::is_context_overflow`), and averages per sub-dimension (`average`).
+//!   `cli/judge.rs` appends a `phase`, an `llm_call` per request and `judge_scored` to the run's
+//!   file with `Writer::append`; `trajectory::reader::is_judgement` names the only kinds allowed
+//!   after `run_finished`. What the metrics make of a judgement (headline scores, the trials'
+//!   variance) is `metrics::run::JudgeSummary`; the group's intervals take that variance
+//!   (`stats::Estimate::of_noisy`), and `metrics::group::JudgeSpread` puts the judge's own spread
+//!   beside the runs'.
 
 pub mod evidence;
 pub mod rubric;

@@ -1,6 +1,9 @@
 //! The chat-model port: one chat-completions call, typed. The HTTP client implements it for
 //! real endpoints; tests implement it with scripted replies. Everything above (the JSON
 //! ladder, tools mode, recording messages) is a layer over it: [`super::client::LlmClient`].
+//!
+//! the **chat-model port** (`ChatModel`: one typed call), `Completion`, `LlmError`
+//! (with the HTTP status, its latency and, when recorded, the messages).
 
 use std::time::Duration;
 

@@ -3,6 +3,11 @@
 //! JSON parsed out of text, the rung that worked remembered); with `output = "tools"` it makes
 //! the model call one function whose parameters are the schema, so a tools-only endpoint
 //! serves every role. It also records each call's messages when the endpoint asks for it.
+//!
+//! `LlmClient`, the layer every role uses over any `ChatModel`: the JSON ladder
+//! (`json_schema` → `json_object` → JSON parsed out of text, remembered per client), or, with
+//! `output = "tools"`, a forced function call whose parameters are the schema; records messages
+//! when the endpoint asks for it.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};

@@ -1,5 +1,9 @@
 //! Which endpoint each role talks to: `cosmos.toml` (see `cosmos.example.toml`), with
 //! defaults from `OPENAI_BASE_URL` and `OPENAI_API_KEY`; no public address is ever assumed.
+//!
+//! `LlmConfig`, the endpoint of every role from `cosmos.toml`'s `[default]` and
+//! `[roles.*]` (as `crate::config` read them), defaults from `OPENAI_BASE_URL` /
+//! `OPENAI_API_KEY` / `COSMOS_MODEL`.
 
 use std::collections::BTreeMap;
 use std::time::Duration;

@@ -2,6 +2,15 @@
 //! connection answers by its policy: decline (the default), or accept with the requested
 //! schema's own defaults when every required field has one. Every request and its answer is
 //! kept (`Elicited`) and recorded with the call it came during.
+//!
+//! a server's request for input (MCP elicitation), answered by the
+//! connection's policy (`Elicitation`: decline, the form's defaults, or ask a person) in the
+//! `Listener` of `server.rs`, which declares form elicitation; `ask` sends a `Question` (with a
+//! oneshot for the `Answer`) to the one asker of the process, which `cli::run` registers while
+//! the live explorer is open and `cosmos proxy` for its clients (`ask_through`), and declines
+//! when there is none. Each exchange
+//! (`Elicited`) comes back with the call it came during (`CallOutcome::elicited`) and
+//! `agent::execute::record_call` writes it before the result.
 
 use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
 use serde_json::{Map, Value};

@@ -6,6 +6,24 @@
 //! Tokens live in `${COSMOS_CACHE:-~/.cache/mcp-cosmos}/oauth/`, one file per server URL and
 //! client, readable by the owner only, outside every repository. They are never written to a
 //! trajectory, a log or a child's environment; a run's redactor is given the ones it uses.
+//!
+//! remote servers behind the MCP authorization spec, through rmcp's `auth`:
+//! `login` (discovery from the server's 401 challenge, `discovered`: its `resource_metadata`
+//! first, then the well-known paths, then the 2025-03-26 layout at the origin, `origin_metadata`;
+//! the challenge's scope when the entry names none; dynamic registration or the entry's `"oauth"` client or its client ID
+//! metadata document, PKCE, `$BROWSER` or the address printed, the redirect to a loopback port;
+//! `--scope` steps a login up), `step_up` (a call refused with 403 `insufficient_scope`:
+//! `Server::call_watching` asks it, and a client-credentials server gets a token for the union
+//! of scopes and the call is made once more; a login's is made again through whoever answers
+//! questions, the live explorer's `tui::overlays::page_prompt` or a proxy's client, and without one the
+//! error names the command), `TokenStore` (rmcp's
+//! `CredentialStore` as an owner-only file per URL and client under `$COSMOS_CACHE/oauth`,
+//! written whole), `authorized_client` (the HTTP client `server.rs` connects with when a login
+//! is stored; rmcp refreshes it; a `client_credentials` entry exchanges its id and secret here
+//! when no fresh token is stored), `check_logins` (before a run starts any server: a server that
+//! answers 401 without a stored login stops the run, naming `cosmos login`; the stored tokens go
+//! to the run's redactor). `cli/logging.rs` holds rmcp's auth module at `info`: it logs token
+//! responses at debug.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -4,6 +4,10 @@
 //! [`Watched`] passes every byte through unchanged and, when a line passes the limit, tells
 //! [`Oversized`] at once (at its newline with its size, or when it reaches four times the limit
 //! without one), so the waiting call fails at once, saying why.
+//!
+//! a stdio server's stdout measured on its way to rmcp, which drops a line over
+//! 16 MiB and waits on: the call waiting for that reply fails at once with its size instead of
+//! timing out.
 
 use std::pin::Pin;
 use std::sync::Arc;

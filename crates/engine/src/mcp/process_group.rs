@@ -4,6 +4,15 @@
 //! after a grace period, SIGKILL. Dropping a group that is still alive kills it at once, so no
 //! ending (an error, a panic) leaves a server behind; a watchdog process kills the group if
 //! cosmos itself is killed (`kill -9`).
+//!
+//! the one owner of a child's process group (`process_group(0)` at spawn),
+//! for stdio servers and command world models alike: stopped in order (stdin closed, SIGTERM,
+//! SIGKILL, 0.5 s apart), killed at once if dropped alive, and watched by a small `sh` (given
+//! PATH and nothing else of cosmos's environment) that kills the group if cosmos dies without
+//! stopping it (`kill -9`). Guarded against id reuse: a group seen empty is never signalled
+//! again, and its watchdog stops watching it. `terminate` reaps the leader it is given as soon
+//! as it exits: an unreaped child still counts as a member, and the group would look alive
+//! through every grace period.
 
 use std::time::{Duration, Instant};
 

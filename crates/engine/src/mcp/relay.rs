@@ -7,6 +7,12 @@
 //!
 //! One relay per process, as there is one proxy per process (`elicitation::ask_through` is the
 //! same shape for requests for input).
+//!
+//! the port for what a server sends unasked beyond progress and elicitation
+//! (sampling and roots requests, log messages, resource updates, list changes): the process's one
+//! `Relay`, installed by `cosmos proxy` before its servers start (`relay_through`). With one the
+//! `Listener` declares sampling, roots and URL elicitation and hands each over; without one (an
+//! agent's run) it declares none and is sent none. Invariant: this layer never names the proxy.
 
 // Sampling, roots and logging are deprecated by the 2026-07-28 protocol (SEP-2577); the
 // servers and clients of earlier versions a proxy stands between still use them.

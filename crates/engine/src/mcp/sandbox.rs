@@ -8,6 +8,16 @@
 //! A server that marks a tool destructive (`destructiveHint: true`, its own annotation) and has
 //! neither a sandbox nor `"cosmos": {"live_state": true}` is refused at start
 //! ([`refuse_unguarded`]): a run must not destroy real data by accident.
+//!
+//! per-run copies of a stateful server's state (`"cosmos": {"state": {"seed"}}`):
+//! `prepare` copies the seed (or unpacks a `.tar` one) into a fresh folder and fills `${COSMOS_STATE_DIR}` in the entry
+//! (`config.rs` leaves that variable unexpanded), `digest` (SHA-256 over the files in path
+//! order), `finish` (end digests, the end state kept as `STEM.state/SERVER/`), and
+//! `refuse_unguarded` (a tool its server marks destructive needs a sandbox or `live_state`).
+//! Used by `agent::session::prepare` (runs, sweep cells, forks), `recheck`, `cosmos servers`,
+//! probes and the proxy (one copy shared by its sessions, each recording where it found and
+//! left it). Invariant: no server cosmos starts sees a seed or an unfilled
+//! `${COSMOS_STATE_DIR}` (`server.rs` refuses to start one).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

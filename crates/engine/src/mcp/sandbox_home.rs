@@ -10,6 +10,11 @@
 //! [`remove_leftovers`] takes only folders that match the name, are real folders (not links)
 //! owned by this user with no access for anyone else, and hold a regular `owner.lock` it can
 //! lock; it never follows a link (`remove_dir_all` removes links, not what they name).
+//!
+//! the folder a copy lives in, `TMP/cosmos-state-RANDOM/` (tempfile, mode
+//! 0700) with `owner.lock` (flock'd for the sandbox's life, taken before the name is given) and
+//! `state/`; `remove_leftovers` removes only this user's homes closed to others whose lock is
+//! free, never following a link (once per process, before the first sandbox).
 
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};

@@ -5,6 +5,13 @@
 //! A seed (the user's, or shared with them) must hold files and folders only: a link, a pipe or
 //! a device in it is refused. An end state is what the server made: a link is kept as a link
 //! (never followed), and anything else that is not a file or a folder is skipped and said.
+//!
+//! copies that never follow a link nor open a pipe, socket or device (refused in a
+//! seed, skipped and said in a kept end state, links kept as links), a seed 1 GiB at most; the
+//! `.tar` unpacking. `seed_git.rs`: every repository in a copy loses its hooks, `commondir`,
+//! `alternates` and each `.git/config` key outside an allowlist (read by `git config --file
+//! --no-includes`), listed in the header's `seed_removed`. `git.rs`: the one way cosmos runs git
+//! on a sandbox (system and global config, fsmonitor, hooks, pager and external diff off).
 
 use std::fs::{File, OpenOptions};
 use std::io::Read;

@@ -1,6 +1,20 @@
 //! One connected MCP server: started (stdio) or reached (HTTP) with rmcp, its tools listed,
 //! calls made with a timeout. The last lines a stdio server wrote to stderr are kept, so a
 //! server that fails can say why.
+//!
+//! one rmcp connection (stdio child with a stderr tail ring, read as bytes until
+//! the pipe's end, never stopped by text that is not UTF-8, each line capped while it is read, so
+//! a progress bar that never writes a newline takes no memory; drained before a failure is
+//! reported; or streamable HTTP),
+//! tools listed across pages and namespaced `server:tool`, calls with a timeout (each call's
+//! progress token is the one rmcp gives the request, read from its handle: rmcp replaces any
+//! token in `_meta`; the connection's `Listener` hears `notifications/progress` and
+//! `call_watching` tells the caller of its call's reports; a call given up on is cancelled at the
+//! server, `Abandoned`), rmcp's typed
+//! `CallToolResult` reduced to `Observation` and capped at 1 MiB. A call that finds the transport
+//! closed (`ServiceError::TransportClosed`, or the transport's state) marks the server dead.
+//! A stdio server is spawned here (its `tokio` child reaped, killed on drop) and spoken to
+//! through rmcp's `AsyncRwTransport` over its pipes.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};

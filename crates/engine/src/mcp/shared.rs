@@ -7,6 +7,12 @@
 //! named in a sweep's `shared_servers`): a stateful server keeps one process per cell, so no
 //! cell sees another's state. A shared server found dead (its process gone, or a call that saw
 //! it die) is started again for the next cell; the cell that saw it die recorded the failure.
+//!
+//! `SharedServers`, one sweep worker's stateless servers (`"cosmos": {"shared":
+//! true}` in `mcp.json`, or the spec's `shared_servers`): started at the first cell that needs
+//! one, handed to the next cells (`RunSpec::shared`), one process per elicitation policy (a
+//! server answers by the policy it started with), started again when found dead, stopped when
+//! the worker ends. Invariant: a stateful server is never shared.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;

@@ -13,6 +13,10 @@
 //!   trusted (coverage) and their mean fidelity, its 95% interval clustered by the run each call
 //!   came from (as the leaderboard's fidelity).
 //! - `reliability`: the bins themselves, for the diagram.
+//!
+//! a world model's confidences held against its predictions' fidelity (ECE,
+//! Brier, AUROC, the selective curve with run-clustered intervals, the reliability bins); a
+//! prediction without a confidence is counted apart, never given one.
 
 use serde::Serialize;
 

@@ -3,7 +3,7 @@
 //! skewed rates, log-normal token counts, counts, repeats of tasks, judge scores averaged over
 //! noisy trials, paired differences) at
 //! n = 3, 5, 10 and 30, each interval made exactly as `report` makes it. Deterministic (fixed
-//! seeds). `tests/interval_coverage.rs` holds the coverage to its window; `benches/coverage.rs`
+//! seeds). `tests/reports/interval_coverage.rs` holds the coverage to its window; `benches/coverage.rs`
 //! prints the table.
 
 use super::group::UNIT;

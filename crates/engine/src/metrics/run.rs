@@ -1,6 +1,29 @@
 //! Per-run metrics, computed from small per-step and per-call facts so that the same
 //! formulas serve a streaming pass (`report`), a loaded run at any cursor (the explorer)
 //! and the recorder's totals.
+//!
+//! per-run metrics from small per-step (`StepFacts`) facts, LLM usage by role (each
+//! call's `LlmFacts` summed by `add_usage`) and rejected-decision facts. One formula
+//! (`compute`) serves three callers: the streaming `RunAccumulator` (`report`, which hands it
+//! briefs with their line spans, so a simulation is kept as where its line lies and read back
+//! from the file only when a real call pairs with it; and the writer's `run_finished` totals as
+//! a `Tally`), and `RunFacts::at(run, k, tree)`
+//! (the explorer: facts that grow beside a loaded `Run`, taken as prefixes; LLM usage from a
+//! sum kept every 1024 calls plus the calls since, read from the run's briefs). Run tokens are the agent's; the judge's are apart. A validator's rejection never
+//! counts in fidelity. A step carries its paired prediction's confidence, so `unsure_calls`
+//! (calls a plan rested on a prediction below `unsure_below`) is counted by `compute` too; a
+//! `idle_expired` session's wall time ends at its last event before `run_finished`
+//! (`Ending::wall_ends_before_finish`). The rule-based rates are MCP-Bench's, term for term
+//! (docs/report-format.md has each definition beside MCP-Bench's). `METRICS_VERSION` is written
+//! into every `run_finished`; a view shows stored totals only of this version and computes older
+//! ones again (the browser's `RecountJob`, a sweep's finished cell): raise it whenever
+//! `compute` changes meaning. A run's `ending` (what brought it to its end: the planner's finish,
+//! a limit, a search cut short, no call) is `run_finished`'s, set by the agent through
+//! `agent::End`; an older file's is read from its `agent` errors (`legacy_ending`). `tests/reports/one_number.rs` holds every view's state to `report --per-run`;
+//! `tests/explorer/view_truth.rs` holds what the screen shows (figures parsed back from TestBackend
+//! frames of the browser, run view, wm-eval view and compare, over every sample run and over
+//! generated runs) to the report's JSON and to the file's own lines. Every bounded figure is
+//! written by `metrics/figure.rs` (never `100%` or `0` unless exact).
 
 use std::borrow::Cow;
 use std::path::PathBuf;

@@ -7,6 +7,10 @@
 //! matching value (other keys are ignored, so a row need not spell out its id); anything else
 //! must be equal. An expected `null` matches a field that is gone. The run's state match is the
 //! matched fields over the checked ones, over all its servers.
+//!
+//! a run's end state against its task's `expected_state`, field by field
+//! (`score`, `matches`, `rate`); `agent::session` scores each sandbox at the end and records it
+//! in `run_finished`, and `run.rs` reads the rate from there (the one record of it).
 
 use std::collections::BTreeMap;
 

@@ -7,6 +7,11 @@
 //! MCP ties a server's request to no call over stdio, so the proxy knows whose call it is only
 //! when exactly one is in flight on that server; with several it declines rather than ask the
 //! wrong client.
+//!
+//! the connected clients (`Client`: its outbox, which sends notifications in
+//! order; its log level; its subscriptions) and whose call is in flight on which server
+//! (`Clients::calling`, `sole_caller`, `whose`), and the session it is attached to, where
+//! `Client::record` writes what passed beside tool calls (nothing while no session is open).
 
 // Logging and roots are deprecated by the 2026-07-28 protocol (SEP-2577); clients of earlier
 // versions use them.

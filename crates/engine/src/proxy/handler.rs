@@ -1,6 +1,17 @@
 //! The MCP server a client talks to: rmcp's `ServerHandler` over the proxy's [`Setup`]. Each
 //! handler is one client session (stdio has one; streamable HTTP makes one per session), and
 //! opens its [`Session`] at the client's first call, named as its `initialize` named it.
+//!
+//! the rmcp `ServerHandler`: `list_tools`, `call_tool` by mode (shadow's prediction
+//! spawned beside the real call; hybrid's awaited first, the answer when its confidence is at
+//! least `--go-real-below` on a read-only tool, else the real call paired with it), results passed
+//! through unchanged or built from a prediction; a cancelled call dropped (rmcp then cancels it
+//! upstream) and recorded as cut off; everything else (prompts, resources, completion,
+//! `setLevel`, roots changes) handed to `offer.rs`, a prompt get and a resource read recorded in
+//! the client's session (`prompt_got`, `resource_read`, one `Exchange` shape). Invariant: every notification a server sends
+//! before a call's result reaches the client first: `mcp::server` waits, once the result is in,
+//! until every notification that had arrived is handled (`mcp::arrivals`), and the handler
+//! flushes the client's outbox before it replies.
 
 use std::borrow::Cow;
 use std::sync::Arc;

@@ -2,6 +2,10 @@
 //! client session) at `/mcp`, served by hyper. A loopback address is open to local clients;
 //! any other address needs a bearer token, which every request must then carry (a token, when
 //! set, is required on loopback too).
+//!
+//! streamable HTTP at `/mcp` on hyper, a bearer token required beyond loopback, a
+//! foreign `Origin` refused; each POST body read within 16 MiB and screened (`screen.rs`) before
+//! rmcp's service; a `DELETE` of a session rmcp no longer knows answered 404.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;

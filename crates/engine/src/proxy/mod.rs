@@ -17,6 +17,20 @@
 //!
 //! `catalog.rs` names the offered tools, `session.rs` records a session, `handler.rs` is the
 //! rmcp server, `http.rs` serves streamable HTTP.
+//!
+//! An MCP server (rmcp's server side) in front of the servers of an `mcp.json`; each client session
+//! is recorded as a run (`agent.kind = external`) in the events every agent writes, so nothing
+//! downstream knows a proxy exists.
+//!
+//! - `mod.rs`: `Mode` (record, shadow, simulate), `OnMiss`, `Setup` (what every session shares: the
+//!   pool, or none in simulate mode with `--tools-from` and no `--on-miss real`; the catalogue; the
+//!   world model; the redactor; the open sessions, so a signal ends each one: `Setup::stop`, after which none opens; a
+//!   handler opens its one session under a lock, so calls that come at once share it), built by
+//!   `Setup::start` from a `ProxySpec`; `Setup::rehearse` rehearses a call through
+//!   `agent::rehearse` with a small `SearchEnv` (`Predicting`: the world model, nobody plans or
+//!   criticises); `serve_stdio`, through `stdio_guard.rs` (every client line read before rmcp
+//!   reads it: -32600 for a line over 16 MiB read past in bounded memory; replies written between
+//!   rmcp's whole lines). The `_meta` keys of results (`META_*`).
 
 pub mod catalog;
 pub mod clients;

@@ -9,6 +9,11 @@
 //! refused, at start and at every listing. A resource is read from the server that listed its
 //! URI (or whose template its URI starts as); requests go to the upstream as they came,
 //! without rmcp's response cache (a proxy passes on what the server says now).
+//!
+//! what the proxy offers beyond tools: the upstreams' capabilities (union, less
+//! tasks) and instructions; prompts, resources, templates, completion and log levels sent to the
+//! right upstream as raw requests (past rmcp's response cache); several upstreams' names
+//! namespaced as tools are, a clash refused at start and at each listing.
 
 // Logging and subscriptions are deprecated by the 2026-07-28 protocol (SEP-2577); clients and
 // servers of earlier versions use them.

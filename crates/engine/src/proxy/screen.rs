@@ -3,6 +3,10 @@
 //! alike. rmcp drops a message that is no JSON without a reply (stdio) or answers it with a
 //! bare 415 (HTTP), and answers a `tools/call` whose `arguments` is not an object as an
 //! unknown method (-32601).
+//!
+//! what a client sends that the proxy answers itself, on both transports: -32700
+//! for no JSON, -32602 for `tools/call` arguments that are no object (rmcp would drop the one and
+//! call the other an unknown method).
 
 use serde_json::{Value, json};
 

@@ -10,6 +10,16 @@
 //! answered. A prediction that comes after its call is written when it comes, and the readers
 //! pair it with that call (`trajectory::run::StepRef::simulated`); a session that ends before
 //! it comes says so in an `error`.
+//!
+//! one session's file, opened at the client's first call. Real calls through
+//! `agent::execute::record_call`; predicted calls as a chain of nodes recorded by
+//! `agent::rehearse::record`. Invariant: a real call is written the moment its result comes,
+//! its prediction when that comes (before or after: `trajectory::run` and `metrics::run` pair a
+//! late one with its call), so a killed proxy keeps every answered call; calls
+//! in flight when the session ends are recorded as cut off; `close` writes `run_finished` once
+//! (a dropped session is one its client ended). Over HTTP, `close_when_idle` ends a session that
+//! has served nothing for `--session-idle-s` (`idle_expired`; `Serving` marks a call in service,
+//! however long); the handler opens a new one at the client's next call.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

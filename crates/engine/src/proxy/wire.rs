@@ -3,6 +3,13 @@
 //! every JSON-RPC message that passes, both ways, with a reply's latency since its request.
 //! What passes before the session's run is opened (`initialize`, listings) waits, bounded, and
 //! is written first once it is; the handler finds its log by its HTTP session's id ([`Wires`]).
+//!
+//! the session's protocol log (`trajectory::wire`): `Tapped` wraps the client's
+//! transport (stdio's; over HTTP each session's, made by `TappedSessions` around rmcp's session
+//! manager, found by the handler through `Wires` by the session's id) and `Wire` notes every
+//! message both ways, pairs a reply with its request for its latency, redacts, cuts to 4 KiB, and
+//! holds what passes before the run opens (bounded). Invariant: taken under rmcp, so no part of the
+//! proxy has to remember to note what it sends.
 
 use std::fs::File;
 use std::io::Write;

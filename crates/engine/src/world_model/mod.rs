@@ -1,6 +1,29 @@
 //! World models (docs/design.md, "World models", BYOWM): anything that predicts a tool's
 //! result from the call, the user's request and the history so far. Agents hold a
 //! `dyn WorldModel` and never know which one they have.
+//!
+//! The `WorldModel` trait (`simulate`, `name`, `describe`) and five implementations, one file each
+//! (`llm.rs`, `memory.rs`, `command.rs`, `cached.rs`, `ensemble.rs`): `llm`,
+//! `memory` (a `TransitionBuffer` of recorded real calls), `command` (JSON lines to a process in
+//! its own `mcp::process_group::ProcessGroup`, so a timeout kills the whole group and so does
+//! cosmos's own death; an exchange dropped half-way retires its process, whose late reply could
+//! otherwise answer the next request; a reply line read to 4 MiB at most;
+//! protocol in `docs/world-models.md`), `cached` (a wrapper) and `ensemble` (members asked at once;
+//! the answer picked by `Pick`, the confidence their agreement by `metrics::fidelity::compare`, each
+//! member's prediction or error kept in `Simulation::members`, and every member's LLM calls in
+//! `Simulation::llm`). A prediction's text is capped like
+//! a tool result (`Observation::cap_text`, the one cap). Agents hold `Arc<dyn WorldModel>`. `mod.rs` also holds `HistoryStep`
+//! and `history_lines`, the one way every prompt (planner, critic, summarizer, `llm` world model)
+//! quotes the steps so far, and `belief`, the one way a world model's `state` section is made (a
+//! sandbox's start state moved on by each step's recorded change or predicted state; agents reach
+//! it through `agent::rehearse::predict`, wm-eval through `RecordedCall::state_before`). A world model predicts (`Simulation`, with its `Confidence` when it
+//! gives one: memory's `Recall::confidence` mapping, the LLM's own `confidence` field, a command's)
+//! or fails (`SimFailure`); the agents never turn a failure into a prediction, and nothing makes up
+//! a confidence: `rehearse::record` and wm-eval write what the world model gave. `named.rs` resolves a world model's name (the
+//! built-in `none`/`llm`/`memory`/`command`, or a `[world_models.NAME]` table of `cosmos.toml`, whose
+//! `llm` endpoints come from `llm::config` like a role's, and whose `ensemble` members are resolved
+//! by name, none an ensemble) and builds it; a memory world model (or an ensemble with one) can be
+//! built without one run's calls (leave one run out), for evaluating calls of that run.
 
 pub mod cached;
 pub mod command;

@@ -2,7 +2,7 @@
 //! wrote it and what it is about; the selected note whole below the list; Enter puts the run's
 //! cursor at what the note is about.
 //!
-//! It is also the example docs/internals.md gives of adding a view: this file and the one key
+//! It is also the example of adding a view: this file and the one key
 //! that opens it (`RunView::update_command`, `Command::Notes`) are all it took.
 
 use ratatui::Frame;
