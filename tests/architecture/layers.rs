@@ -6,7 +6,8 @@
 //!   file (through `crate::`, `super::`, `self::` or a child module's name) depends on it, and
 //!   the dependencies between files form no circle. A type two files share lives in a leaf.
 //!
-//! Test code (after `#[cfg(test)]`) may reach anywhere and is not read.
+//! Test code (each item under `#[cfg(test)]`, by its span) may reach anywhere and is not read;
+//! the rest of the file is, whatever follows a test module.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -42,16 +43,161 @@ fn crates_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("crates")
 }
 
-/// The source without test code and `//` comments, lines kept.
+/// The source without comments, the contents of string and character literals, and test
+/// code (each item under `#[cfg(test)]`, skipped by its own span: a test module in the middle
+/// of a file leaves what follows it read); lines kept.
 fn production_code(source: &str) -> String {
-    source
-        .split("#[cfg(test)]")
-        .next()
-        .unwrap_or_default()
-        .lines()
-        .map(|line| line.split("//").next().unwrap_or_default())
-        .collect::<Vec<_>>()
-        .join("\n")
+    let code = blank_comments_and_literals(source);
+    let mut out = String::with_capacity(code.len());
+    let mut rest = code.as_str();
+    while let Some(at) = rest.find("#[cfg(test)]") {
+        out.push_str(&rest[..at]);
+        let item = &rest[at..];
+        let end = item_end(item.as_bytes(), "#[cfg(test)]".len());
+        // The skipped item's lines stay, empty, so line numbers hold.
+        out.extend(item[..end].chars().filter(|&c| c == '\n'));
+        rest = &item[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Where the item starting at `s[from..]` (after its attribute) ends: past its matching
+/// closing brace, or past its `;` when one comes before any brace (`mod x;`, `use …;`). Further
+/// attributes before the item are part of it.
+fn item_end(s: &[u8], from: usize) -> usize {
+    let mut i = from;
+    let mut depth = 0usize;
+    while i < s.len() {
+        match s[i] {
+            b'[' | b'(' if depth == 0 && i > 0 && s[i - 1] == b'#' => {
+                // Another attribute: skip its brackets.
+                let (open, close) = (s[i], if s[i] == b'[' { b']' } else { b')' });
+                let mut d = 0;
+                while i < s.len() {
+                    d += usize::from(s[i] == open);
+                    d -= usize::from(s[i] == close);
+                    i += 1;
+                    if d == 0 {
+                        break;
+                    }
+                }
+                continue;
+            }
+            b';' if depth == 0 => return i + 1,
+            b'{' => depth += 1,
+            b'}' => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    return i + 1;
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    s.len()
+}
+
+/// `source` with comments (`//`, `/* */`, nested) and the insides of string, raw string and
+/// character literals replaced by spaces (newlines kept), so braces and paths in them are not
+/// read as code.
+fn blank_comments_and_literals(source: &str) -> String {
+    let s = source.as_bytes();
+    let mut out = Vec::with_capacity(s.len());
+    let blank = |out: &mut Vec<u8>, bytes: &[u8]| {
+        out.extend(bytes.iter().map(|&b| if b == b'\n' { b'\n' } else { b' ' }));
+    };
+    let mut i = 0;
+    while i < s.len() {
+        let rest = &s[i..];
+        if rest.starts_with(b"//") {
+            let end = rest.iter().position(|&b| b == b'\n').unwrap_or(rest.len());
+            blank(&mut out, &rest[..end]);
+            i += end;
+        } else if rest.starts_with(b"/*") {
+            let (mut depth, mut j) = (0usize, 0);
+            while j < rest.len() {
+                if rest[j..].starts_with(b"/*") {
+                    depth += 1;
+                    j += 2;
+                } else if rest[j..].starts_with(b"*/") {
+                    depth -= 1;
+                    j += 2;
+                    if depth == 0 {
+                        break;
+                    }
+                } else {
+                    j += 1;
+                }
+            }
+            blank(&mut out, &rest[..j]);
+            i += j;
+        } else if rest.starts_with(b"r\"") || rest.starts_with(b"r#") && !is_ident(s, i) {
+            // A raw string: r"…" or r#…#"…"#…#.
+            let hashes = rest[1..].iter().take_while(|&&b| b == b'#').count();
+            if rest.get(1 + hashes) != Some(&b'"') {
+                out.push(s[i]);
+                i += 1;
+                continue;
+            }
+            let mut close = vec![b'"'];
+            close.extend(std::iter::repeat_n(b'#', hashes));
+            let body = 2 + hashes;
+            let end = rest[body..]
+                .windows(close.len())
+                .position(|w| w == close.as_slice())
+                .map_or(rest.len(), |p| body + p + close.len());
+            out.extend_from_slice(b"r\"");
+            blank(&mut out, &rest[2..end.saturating_sub(1)]);
+            out.push(b'"');
+            i += end;
+        } else if s[i] == b'"' {
+            let mut j = 1;
+            while j < rest.len() && rest[j] != b'"' {
+                j += if rest[j] == b'\\' { 2 } else { 1 };
+            }
+            out.push(b'"');
+            blank(&mut out, &rest[1..j.min(rest.len())]);
+            out.push(b'"');
+            i += (j + 1).min(rest.len());
+        } else if s[i] == b'\'' {
+            // A character literal ('x', '\n', '\u{…}'), or a lifetime ('a), left as it is.
+            let end = if rest.get(1) == Some(&b'\\') {
+                rest[2..].iter().position(|&b| b == b'\'').map(|p| p + 3)
+            } else if rest.get(2) == Some(&b'\'') {
+                Some(3)
+            } else {
+                // A multi-byte character: its closing quote within four bytes.
+                rest[1..rest.len().min(6)]
+                    .iter()
+                    .position(|&b| b == b'\'')
+                    .filter(|&p| p > 1 && !rest[1].is_ascii())
+                    .map(|p| p + 2)
+            };
+            match end {
+                Some(end) => {
+                    out.push(b'\'');
+                    blank(&mut out, &rest[1..end - 1]);
+                    out.push(b'\'');
+                    i += end;
+                }
+                None => {
+                    out.push(s[i]);
+                    i += 1;
+                }
+            }
+        } else {
+            out.push(s[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The byte before `i` continues an identifier (so an `r` there is part of a name).
+fn is_ident(s: &[u8], i: usize) -> bool {
+    i > 0 && (s[i - 1].is_ascii_alphanumeric() || s[i - 1] == b'_')
 }
 
 fn skip_space(s: &[u8], i: &mut usize) {
@@ -363,7 +509,7 @@ fn every_way_of_naming_a_file_is_an_edge() {
         ),
         (
             "a/y.rs",
-            "fn f() { crate::b::c::g(); }\n#[cfg(test)]\nuse super::x;\n",
+            "fn f() { crate::b::c::g(); }\n#[cfg(test)]\nuse super::x;\n#[cfg(test)]\n#[allow(x)]\nmod tests {\n    fn t() { let s = \"}\"; let c = '{'; super::super::x::f(); }\n}\nfn after() { crate::b::g(); let s = \"crate::a\"; }\n",
         ),
         ("b/mod.rs", "pub mod c;\n"),
         ("b/c.rs", "use std::fmt::Write;\nuse other_crate::a::x;\n"),
@@ -371,7 +517,11 @@ fn every_way_of_naming_a_file_is_an_edge() {
     let edges = |m: &str| -> Vec<String> { graph[&path(m)].iter().map(|p| p.join("::")).collect() };
     assert_eq!(edges("a"), ["a::x"]);
     assert_eq!(edges("a::x"), ["a", "a::y", "b", "b::c"]);
-    assert_eq!(edges("a::y"), ["b::c"], "test code is not read");
+    assert_eq!(
+        edges("a::y"),
+        ["b", "b::c"],
+        "test code is not read, what follows it is, a string is no code"
+    );
     assert!(
         edges("b::c").is_empty(),
         "std and other crates are not files"
