@@ -2,7 +2,7 @@
 //! call of it is checked, and once per distinct schema in the whole process: reading hundreds
 //! of runs of the same servers compiles each schema once, not once per tool per file.
 //!
-//! the header's tool catalogue; a schema is compiled when a call of its tool is first
+//! The header's tool catalogue; a schema is compiled when a call of its tool is first
 //! checked, once per distinct schema in the process (a shared cache keyed by the schema's text),
 //! not per file.
 

@@ -1,7 +1,7 @@
 //! One-line descriptions of events and actions, for the timeline and progress lines.
 //! The text is not yet safe to print: callers pass it through their sanitiser.
 //!
-//! one-line descriptions of events, nodes and calls (the timeline, progress
+//! One-line descriptions of events, nodes and calls (the timeline, progress
 //! lines, the tree's rows), not yet safe to print: callers sanitise them. `fnv.rs`: FNV-1a, the
 //! hash that is the same on every machine (function names, cell ids, dataset splits).
 //! `canonical.rs`: JSON as text with its keys sorted (call matching, caches, state field names).

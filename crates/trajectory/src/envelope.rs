@@ -12,7 +12,7 @@
 //! parsed on every line. Any other spelling goes through serde whole, as before; tests hold the
 //! two readings to the same result.
 //!
-//! the fast path of `reader::parse_event_str`: a line whose envelope comes first
+//! The fast path of `reader::parse_event_str`: a line whose envelope comes first
 //! (`seq`, `t_ms`, `kind`, as our writer puts it) is decoded in one pass: the kinds most lines
 //! are through their mirrors (`mirror.rs`), the others by `EventBody`'s deserializer with `kind`
 //! handed back in front of the rest of the map; anything else steps aside to the general path,

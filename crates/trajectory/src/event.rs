@@ -2,13 +2,13 @@
 //!
 //! The schema is documented in `docs/trajectory-format.md`; change both together.
 //!
-//! the schema. Header (`run_started`) and every event kind. Large values that most
+//! The schema. Header (`run_started`) and every event kind. Large values that most
 //! lines lack (structured content, a call's arguments, recorded messages, judge scores) are
 //! boxed: every event is as large as the largest kind, and a run holds up to a million. Changing it means
 //! changing `docs/trajectory-format.md` in the same commit (`tests/trajectory/format_doc.rs` parses every
 //! example there).
 //!
-//! also holds the one rule for showing an ending: `Totals::clean` (a clean finish is
+//! Also holds the one rule for showing an ending: `Totals::clean` (a clean finish is
 //! the only success; the browser's colour and `f`, and the sweep view's, all take it) and
 //! `Totals::marks` (`⊣steps`, `⊣no finish`, `✗N`, `?N`); `tui/overlays/help.rs`'s test holds the
 //! legend to every mark.

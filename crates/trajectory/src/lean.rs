@@ -19,7 +19,7 @@
 //! to the full decoder, and a test holds the two to the same verdict on every field of every
 //! kind dropped, nulled, duplicated and given the wrong type.
 //!
-//! what a totals pass (`report`) and an opened run need of the search kinds,
+//! What a totals pass (`report`) and an opened run need of the search kinds,
 //! `llm_call` and `phase` (nearly every line of a SPIRAL run): node ids, verdicts, rewards,
 //! paths, usage (`LlmFacts`); every other kind is kept whole. Decoded from the rest of the
 //! line's map without buffering: every field checked by its real type, long strings checked

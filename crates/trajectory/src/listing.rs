@@ -2,7 +2,7 @@
 //! large runs list in milliseconds; the events in between are parsed only when a run is
 //! opened.
 //!
-//! summarises a file from its first line (header) and last line (`run_finished`
+//! Summarises a file from its first line (header) and last line (`run_finished`
 //! totals) only, files on every core (`parallel::map`), in the files' order: this
 //! is how a folder of hundreds of runs lists fast.
 

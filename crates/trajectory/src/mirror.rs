@@ -12,7 +12,7 @@
 //! `tests/trajectory/lean_reading.rs` holds every path to the same verdict on mutated lines. A field added
 //! to one of these variants is added here too.
 //!
-//! field-for-field mirrors of the six `EventBody` variants that are nearly every line
+//! Field-for-field mirrors of the six `EventBody` variants that are nearly every line
 //! of a SPIRAL run, and of `tool_called` and `call_simulated` (most of a small run's bytes)
 //! (plain structs, so serde does not buffer the map as it does for the internally tagged enum),
 //! generic over how strings are held: `String` for the full event, a checked raw

@@ -4,7 +4,7 @@
 //! chosen another node. The one account of it: the explorer's tree title and about view, and
 //! `cosmos export markdown`, all read it from here.
 //!
-//! why a plan won, for the explorer and the Markdown export: read from the
+//! Why a plan won, for the explorer and the Markdown export: read from the
 //! `plan_selected`'s recorded choice; an older file without one is explained by today's rule over
 //! the tree and says so in one line (and which node today's rule would choose when it differs).
 

@@ -3,7 +3,7 @@
 //! Nothing here holds more than one line in memory; [`super::run::Run`] is what keeps a
 //! whole run, and only when a person opens it.
 //!
-//! streams a file line by line with a length cap (`LineReader`: lines are slices of
+//! Streams a file line by line with a length cap (`LineReader`: lines are slices of
 //! its own buffer, copied only when one straddles a read; over a file it looks ahead on a line
 //! past 4 MiB, so one over the cap is read past in a few megabytes), parses the header (version check,
 //! upgrade hook) and events (`EventStream<H>`, its header read as `H`: the whole `Header`, or

@@ -7,7 +7,7 @@
 //! when nobody configured them; and so are secrets written inside a string by their name or
 //! place (`token=T`, `--token T`, a URL's password).
 //!
-//! the one credential recogniser: `names_a_credential` (the keys of data, by
+//! The one credential recogniser: `names_a_credential` (the keys of data, by
 //! their words: `api_key` is a credential, a key-value server's `key` is data),
 //! `names_a_secret_setting` (environment variables, flags, `env` entries, query parameters:
 //! those too, and any name ending in `key`), `url_shown` (an address as recorded and named:

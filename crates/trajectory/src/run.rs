@@ -10,7 +10,7 @@
 //! Invariant: every index here is append-only, so a live run grows by [`Run::push`]
 //! without rebuilding anything, and the state at any cursor is a function of a prefix.
 //!
-//! a run opened for viewing: each event's `Brief` (what the indices, fold, jumps and
+//! A run opened for viewing: each event's `Brief` (what the indices, fold, jumps and
 //! metrics read) plus **append-only indices** (node arena in `node_added` order, real steps
 //! paired with the simulation of the node they execute, per-kind event lists for jumps). A run
 //! opened from a file keeps where each line lies and a handle on the file; `Run::event`,

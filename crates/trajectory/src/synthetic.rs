@@ -2,7 +2,7 @@
 //! `"synthetic": true` and name the generator as planner; they never belong in
 //! `sample_runs/`.
 //!
-//! generated SPIRAL-like runs of any size for tests and benchmarks (marked
+//! Generated SPIRAL-like runs of any size for tests and benchmarks (marked
 //! `synthetic` in the header; never in `sample_runs/`).
 
 use std::path::Path;

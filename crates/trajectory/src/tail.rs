@@ -3,7 +3,7 @@
 //! being written waits for its newline instead of counting as torn. The same line checks as
 //! a whole-file read ([`super::reader::LineChecks`]).
 //!
-//! a file another process is still writing: complete lines as they appear (a line
+//! A file another process is still writing: complete lines as they appear (a line
 //! without its newline yet waits instead of counting as torn); a file that shrinks, or whose path
 //! no longer names it (renamed, replaced), is an error the explorer shows (`Action::FollowLost`).
 

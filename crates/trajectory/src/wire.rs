@@ -6,7 +6,7 @@
 //! Messages are written as rmcp decoded them (encoded again: key order and spacing may differ
 //! from the bytes on the wire), redacted as a run is, each cut to [`MESSAGE_CAP`] bytes.
 //!
-//! a proxy session's protocol log beside its run (`STEM.wire`, not `.jsonl`, so
+//! A proxy session's protocol log beside its run (`STEM.wire`, not `.jsonl`, so
 //! listings pass it by): `WireMessage`, `wire_path`, and `read`, bounded (20,000 messages, 64 KiB
 //! a line; a torn or foreign line is a problem noted).
 

@@ -3,7 +3,7 @@
 //! keys work on what is read (`RunView::reading`). A file that fits in the first part opens
 //! whole, as before.
 //!
-//! opening a finished run in parts (`open_in_parts`, for `cosmos replay FILE` and
+//! Opening a finished run in parts (`open_in_parts`, for `cosmos replay FILE` and
 //! `Work::OpenRun`): the first part at once, the rest as `Action::RunRead` to the run view
 //! (`RunView::reading`: "reading … N%", keys on what is read, End or a jump past it waits for
 //! that part; the charts grow as a live run's do (`chart_fold`, fed by the cursor's own fold while

@@ -2,7 +2,7 @@
 //! input thread, and a loop that turns messages into actions, runs effects in the
 //! background and draws.
 //!
-//! raw mode, mouse, the panic hook that restores the terminal (only when the
+//! Raw mode, mouse, the panic hook that restores the terminal (only when the
 //! drawing thread panics: another thread's panic is caught where it runs, an agent's by the
 //! session, background work's as `Action::WorkFailed`, and only logged by the hook), the input
 //! thread, the thread for live actions (a run's events, a sweep's news), the tick; settles the views and draws once per batch of

@@ -1,6 +1,6 @@
 //! Colours and emphasis, in one place. With `NO_COLOR` set, only modifiers are used.
 //!
-//! styles; `NO_COLOR` honoured. Every string from a run is drawn through
+//! Styles; `NO_COLOR` honoured. Every string from a run is drawn through
 //! `crate::sanitize`, which cuts by terminal columns (CJK and emoji take two).
 
 use ratatui::style::{Color, Modifier, Style};

@@ -9,7 +9,7 @@
 //! view that asked, and outside feeds (live events, sweep news) to the views that
 //! [`subscribe`](View::subscribes).
 //!
-//! the contract (`View`, `Request`, `Work`, `Context`: what views may read of the
+//! The contract (`View`, `Request`, `Work`, `Context`: what views may read of the
 //! explorer's setup, the probe setup). `action.rs`: the `Action` enum (a bound `Command`, typed
 //! text, mouse, resize, tick, a jump, background answers, feeds, a probe chosen). `feed.rs`: the
 //! types fed from outside (`SweepNews`). `keymap.rs` is the one table of commands (mode, default

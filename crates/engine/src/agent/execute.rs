@@ -2,12 +2,13 @@
 //! [`execute_plan`] is phase 2 of the rehearsing agents, the plan's calls in order, each
 //! linked to the plan node it executes, with what to do on a failure as a parameter.
 //!
-//! real calls: `call` (one, recorded, with the server's progress reports as
+//! Real calls: `call` (one, recorded, with the server's progress reports as
 //! `call_progress` events while it runs, one per 250 ms at most; used by ReAct; `record_call` is the one record
 //! of a real call, which `cosmos proxy` uses too) and `execute_plan` (phase 2,
 //! with `OnFailure::{Continue, Stop}`; checks the budget before each call). In a fork with
-//! `--tools recorded`, `call` is the one place a call is answered from the recording (a copy
-//! with `origin`) or its miss handled (real, a `call_simulated` by the world model, or the end).
+//! `--tools recorded`, `call` answers a step from the recording (a copy with `origin`) or handles
+//! its miss (real, a `call_simulated` by the world model, or the end); routing's grounded calls
+//! while planning are answered from the recording in `rehearse` (`ground`), a miss made real.
 
 use anyhow::Result;
 use serde_json::Value;

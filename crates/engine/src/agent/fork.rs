@@ -7,7 +7,7 @@
 //! no metric counts it as this run's call); a call a world model answers in place of the
 //! recording is a `call_simulated` naming the call (never a `tool_called`).
 //!
-//! what a fork's agent sees (`Env::fork`): the original's calls before the fork point
+//! What a fork's agent sees (`Env::fork`): the original's calls before the fork point
 //! (`Fork::replay` writes them as copies first; `Env::prior_steps` is where every agent starts
 //! from: ReAct's steps, Plan-Exec's chain, SPIRAL's `Origin`), the `Recording` (canonical
 //! arguments, answers used in order), `OnMiss`, and `RecordedTools`, the catalogue of a fork that

@@ -4,7 +4,7 @@
 //! set to them. A reply that is no usable decision is a [`Rejection`], recorded as such and
 //! never taken as a finish.
 //!
-//! asks for the next action or K candidates in the role's mode; the decision
+//! Asks for the next action or K candidates in the role's mode; the decision
 //! schema (`decision_schema`: one `anyOf` branch per legal decision, each tool's own input schema
 //! made grammar-safe by `grammar_schema`; `flat_decision_schema` when the endpoint refuses it,
 //! through `LlmClient::complete_json_or`); `FunctionNames` (injective, ≤ 64 characters,

@@ -2,7 +2,7 @@
 //! function-calling conversation), the critic's and the summarizer's. Each quotes the steps
 //! through the one history formatter, [`history_lines`], or as tool messages.
 //!
-//! every prompt: the planner's as JSON instructions or as a function-calling
+//! Every prompt: the planner's as JSON instructions or as a function-calling
 //! conversation (assistant `tool_calls` + `tool` results), the critic's, the summarizer's; all
 //! quote history through `world_model::history_lines`.
 

@@ -1,7 +1,7 @@
 //! The real event sink: events written to the trajectory as they happen and, for a live view,
 //! sent over a channel. A hook lets `cosmos run --no-tui` print progress.
 //!
-//! the real event sink: events to the writer, to the live channel, to a progress
+//! The real event sink: events to the writer, to the live channel, to a progress
 //! hook, and to a `Tap` (an exporter that must not block; its trouble becomes `error` events).
 
 use std::sync::mpsc::Sender;

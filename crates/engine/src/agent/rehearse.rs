@@ -10,7 +10,7 @@
 //!
 //! [`Rehearser`] is the real [`SearchEnv`]: the planner, world model and critic roles.
 //!
-//! the one rehearse step, validate → simulate → route → evaluate → record (route:
+//! The one rehearse step, validate → simulate → route → evaluate → record (route:
 //! under `go_real_below`, a read-only tool's unsure prediction is grounded by the real call,
 //! `SearchEnv::ground`, another tool's makes the node risky and scales its reward by the
 //! confidence), and the one table of base rewards; `predict`, the one way a world model is asked about a call (its

@@ -1,7 +1,7 @@
 //! One whole run: read the task and configs, start the servers, build the world model,
 //! write the header, run the agent, write `run_finished` however it ended, stop the servers.
 //!
-//! one whole run. Reads the task and configs, starts servers, builds the world
+//! One whole run. Reads the task and configs, starts servers, builds the world
 //! model, roles and `Env` (refusing colliding function names before any file exists), the
 //! header, creates the file, runs the agent, and always ends the file with `run_finished`
 //! (completed, failed or interrupted; a panic is caught and ends it `failed`). Its task comes

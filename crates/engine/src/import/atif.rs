@@ -5,7 +5,7 @@
 //! A file `cosmos export atif` wrote carries what only cosmos has under `extra.cosmos` (the
 //! shape is in `export/atif.rs`); read back, it gives the run its header and events again.
 //!
-//! parses one trajectory and lets each step go once converted (peak about 1.4× the
+//! Parses one trajectory and lets each step go once converted (peak about 1.4× the
 //! file). `extra.cosmos` (an ATIF export's own record, `export/atif.rs`) gives back the header and
 //! the events no step stands for, each put back by its `seq`.
 

@@ -1,6 +1,6 @@
 //! A foreign file read into runs, and a run written as a cosmos trajectory.
 //!
-//! writes a run as `.RUN_ID.jsonl.part` and links it to its name once whole; a name
+//! Writes a run as `.RUN_ID.jsonl.part` and links it to its name once whole; a name
 //! taken is a run imported before, left as it is.
 
 use std::path::{Path, PathBuf};

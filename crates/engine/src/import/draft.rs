@@ -2,7 +2,7 @@
 //! did not record. Every reader builds its runs here, so every format maps turns, calls and
 //! answers the same way.
 //!
-//! is the one builder: times become `t_ms` from the first time seen (an event without
+//! Is the one builder: times become `t_ms` from the first time seen (an event without
 //! one keeps its place and marks times unrecorded), an MCP name in Claude Code's form becomes
 //! `SERVER:TOOL`, results are capped as cosmos caps any result, a call without a result gets
 //! `NO_RESULT`, and `finish` lists what the source never recorded. Its events are the run, held

@@ -1,6 +1,6 @@
 //! The formats cosmos reads besides its own, told apart by content.
 //!
-//! tells a file by its first 64 KiB, never its name: each format's mark (the cosmos
+//! Tells a file by its first 64 KiB, never its name: each format's mark (the cosmos
 //! header's format name, `"ATIF-v`, Inspect's `"eval"` with `"samples"`/`"status"`,
 //! `"resourceSpans"`), the one met first winning, because an ATIF export of a cosmos run quotes a
 //! cosmos header and a cosmos run may quote anything in a tool result.

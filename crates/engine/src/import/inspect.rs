@@ -10,7 +10,7 @@
 //! Inspect's logs do not say which MCP server a tool came from, so its tools keep their own
 //! names (a name in Claude Code's `mcp__SERVER__TOOL` form still becomes `SERVER:TOOL`).
 //!
-//! a `.eval` is read entry by entry through the zip's directory; without one (a
+//! A `.eval` is read entry by entry through the zip's directory; without one (a
 //! torn zip) from the front through the local headers until the tear. A `.json` log is streamed
 //! by a serde seed that converts each element of `samples` as the parser reaches it.
 

@@ -2,7 +2,7 @@
 //! `export`): each converted as `cosmos import` converts it, into a private folder that lives
 //! as long as the [`Opened`] and is removed with it (or by the next cosmos, after a kill).
 //!
-//! converts foreign files for any command that reads runs into a private home of
+//! Converts foreign files for any command that reads runs into a private home of
 //! `mcp/sandbox_home.rs` (`given/` for files named, `found/` for files met in folders), removed
 //! when the command ends, or by the next cosmos after a kill.
 

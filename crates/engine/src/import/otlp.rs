@@ -9,7 +9,7 @@
 //! Spans cosmos marked simulated (`cosmos.simulated`) and LLM calls of roles other than the
 //! planner (`cosmos.role`) are not the agent's: they are counted in `source.skipped`.
 //!
-//! reads a file an object at a time; spans are gathered by trace (a trace may span
+//! Reads a file an object at a time; spans are gathered by trace (a trace may span
 //! objects) as a few facts each, not their events.
 
 use std::collections::BTreeMap;

@@ -9,7 +9,7 @@
 //! result is cut to its first 4,000 characters (an error to 1,000), where MCP-Bench's agent has
 //! an LLM summarise it first, and the line says how long it was.
 //!
-//! what the judge is shown of a run, MCP-Bench's facts: the task the agent saw, the
+//! What the judge is shown of a run, MCP-Bench's facts: the task the agent saw, the
 //! concrete task and dependency analysis (from the header, or `--tasks` for older files), every
 //! tool by server, the execution summary round by round (one call per round), the answer.
 

@@ -4,7 +4,7 @@
 //! bands in an order drawn from its seed (MCP-Bench's stability trials shuffle the same three
 //! things), and records that order.
 //!
-//! the six sub-dimensions, their bands, the scoring and calibration rules in our
+//! The six sub-dimensions, their bands, the scoring and calibration rules in our
 //! words; `section(seed)` draws one trial's order of groups, sub-dimensions and bands and says
 //! it; the reply's schema (reasoning before scores) and its parsing.
 

@@ -2,7 +2,7 @@
 //! real endpoints; tests implement it with scripted replies. Everything above (the JSON
 //! ladder, tools mode, recording messages) is a layer over it: [`super::client::LlmClient`].
 //!
-//! the **chat-model port** (`ChatModel`: one typed call), `Completion`, `LlmError`
+//! The **chat-model port** (`ChatModel`: one typed call), `Completion`, `LlmError`
 //! (with the HTTP status, its latency and, when recorded, the messages).
 
 use std::time::Duration;

@@ -2,7 +2,7 @@
 //! Ollama, llama.cpp, OpenAI, OpenRouter…) through reqwest, retried with exponential backoff
 //! and jitter on 429, 5xx and timeouts, honouring `Retry-After`; usage estimated when absent.
 //!
-//! the port over reqwest: bounded retries with backoff and jitter on 429, 5xx and
+//! The port over reqwest: bounded retries with backoff and jitter on 429, 5xx and
 //! timeouts, `Retry-After` honoured (absurd values give up instead of waiting); usage estimated
 //! and marked when absent; reply bodies capped at 16 MiB, error bodies read to 64 KiB, reply
 //! text at 1 MiB; the chat path appended to the base URL's path (never its query), and the URL

@@ -1,7 +1,7 @@
 //! The OpenAI chat-completions wire format, typed: what we send and what we read back.
 //! Only the fields mcp-cosmos uses; unknown fields in replies are ignored.
 //!
-//! the OpenAI chat-completions wire format, typed (messages with tool calls and tool
+//! The OpenAI chat-completions wire format, typed (messages with tool calls and tool
 //! results, `response_format`, functions, `tool_choice`, `logprobs`, replies, usage; a reply's
 //! token log-probabilities reduced to their mean by `ChoiceLogprobs::mean`).
 

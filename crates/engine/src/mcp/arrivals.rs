@@ -10,7 +10,7 @@
 //! order the server sent them, and a result taken when `n` had arrived waits until `n` are
 //! handled.
 //!
-//! counts a connection's notifications as its transport hands them to rmcp
+//! Counts a connection's notifications as its transport hands them to rmcp
 //! (`Counted`) and as its listener finishes with them (`Arrivals::handled`), so a call's result
 //! waits for exactly those that came before it: no wait when none did. Invariant: `counted` names
 //! every kind the listener handles, and only those.

@@ -24,7 +24,7 @@
 //! A server whose entry cannot be used (an unset `${VAR}`) does not stop the others: it is kept
 //! with its problem, and fails to start with that message if a run needs it.
 //!
-//! the usual `{"mcpServers": {...}}` file; `${VAR}` expansion (args, url, env,
+//! The usual `{"mcpServers": {...}}` file; `${VAR}` expansion (args, url, env,
 //! headers), whose values are secrets handed to the redactor; the recorded target with
 //! credentials as `***` (and those registered as secrets); `INHERITED_ENV`, the only variables a
 //! stdio server gets besides its own `env` (`server.rs` clears the rest).

@@ -3,7 +3,7 @@
 //! schema's own defaults when every required field has one. Every request and its answer is
 //! kept (`Elicited`) and recorded with the call it came during.
 //!
-//! a server's request for input (MCP elicitation), answered by the
+//! A server's request for input (MCP elicitation), answered by the
 //! connection's policy (`Elicitation`: decline, the form's defaults, or ask a person) in the
 //! `Listener` of `server.rs`, which declares form elicitation; `ask` sends a `Question` (with a
 //! oneshot for the `Answer`) to the one asker of the process, which `cli::run` registers while

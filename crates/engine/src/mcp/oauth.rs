@@ -7,7 +7,7 @@
 //! client, readable by the owner only, outside every repository. They are never written to a
 //! trajectory, a log or a child's environment; a run's redactor is given the ones it uses.
 //!
-//! remote servers behind the MCP authorization spec, through rmcp's `auth`:
+//! Remote servers behind the MCP authorization spec, through rmcp's `auth`:
 //! `login` (discovery from the server's 401 challenge, `discovered`: its `resource_metadata`
 //! first, then the well-known paths, then the 2025-03-26 layout at the origin, `origin_metadata`;
 //! the challenge's scope when the entry names none; dynamic registration or the entry's `"oauth"` client or its client ID

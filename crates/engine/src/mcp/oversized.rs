@@ -5,7 +5,7 @@
 //! [`Oversized`] at once (at its newline with its size, or when it reaches four times the limit
 //! without one), so the waiting call fails at once, saying why.
 //!
-//! a stdio server's stdout measured on its way to rmcp, which drops a line over
+//! A stdio server's stdout measured on its way to rmcp, which drops a line over
 //! 16 MiB and waits on: the call waiting for that reply fails at once with its size instead of
 //! timing out.
 

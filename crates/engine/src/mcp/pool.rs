@@ -1,6 +1,6 @@
 //! Several servers at once, behind one namespaced tool catalogue (`server:tool`).
 //!
-//! several servers started concurrently; the failures come back beside the pool, so a
+//! Several servers started concurrently; the failures come back beside the pool, so a
 //! run can go on without a server (the session records them as `error` events). Calls are routed
 //! by the tool's exact name. Each server sits in a slot that `restart` can refill when it died:
 //! `cosmos proxy` does, an agent's run never does. The agent sees the pool through its `ToolHost` port.

@@ -5,8 +5,9 @@
 //! ending (an error, a panic) leaves a server behind; a watchdog process kills the group if
 //! cosmos itself is killed (`kill -9`).
 //!
-//! the one owner of a child's process group (`process_group(0)` at spawn),
-//! for stdio servers and command world models alike: stopped in order (stdin closed, SIGTERM,
+//! It owns the process group of every child cosmos starts with `process_group(0)`, stdio
+//! servers and command world models alike (the explorer's fork, a cosmos that stops its own
+//! servers, is sent SIGTERM by `tui/fork_work.rs`): stopped in order (stdin closed, SIGTERM,
 //! SIGKILL, 0.5 s apart), killed at once if dropped alive, and watched by a small `sh` (given
 //! PATH and nothing else of cosmos's environment) that kills the group if cosmos dies without
 //! stopping it (`kill -9`). Guarded against id reuse: a group seen empty is never signalled
@@ -16,8 +17,8 @@
 
 use std::time::{Duration, Instant};
 
-/// A process group led by a child we started with `process_group(0)`: the one owner of such a
-/// group, for MCP servers and command world models alike.
+/// A process group led by a child we started with `process_group(0)`: its owner, for MCP
+/// servers and command world models alike.
 ///
 /// Guarded against id reuse: a group id stays reserved while any process of the group lives;
 /// once the group is seen empty it is marked gone and never signalled again (its number may

@@ -8,7 +8,7 @@
 //! One relay per process, as there is one proxy per process (`elicitation::ask_through` is the
 //! same shape for requests for input).
 //!
-//! the port for what a server sends unasked beyond progress and elicitation
+//! The port for what a server sends unasked beyond progress and elicitation
 //! (sampling and roots requests, log messages, resource updates, list changes): the process's one
 //! `Relay`, installed by `cosmos proxy` before its servers start (`relay_through`). With one the
 //! `Listener` declares sampling, roots and URL elicitation and hands each over; without one (an

@@ -9,7 +9,7 @@
 //! neither a sandbox nor `"cosmos": {"live_state": true}` is refused at start
 //! ([`refuse_unguarded`]): a run must not destroy real data by accident.
 //!
-//! per-run copies of a stateful server's state (`"cosmos": {"state": {"seed"}}`):
+//! Per-run copies of a stateful server's state (`"cosmos": {"state": {"seed"}}`):
 //! `prepare` copies the seed (or unpacks a `.tar` one) into a fresh folder and fills `${COSMOS_STATE_DIR}` in the entry
 //! (`config.rs` leaves that variable unexpanded), `digest` (SHA-256 over the files in path
 //! order), `finish` (end digests, the end state kept as `STEM.state/SERVER/`), and

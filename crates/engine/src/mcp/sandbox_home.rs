@@ -11,7 +11,7 @@
 //! owned by this user with no access for anyone else, and hold a regular `owner.lock` it can
 //! lock; it never follows a link (`remove_dir_all` removes links, not what they name).
 //!
-//! the folder a copy lives in, `TMP/cosmos-state-RANDOM/` (tempfile, mode
+//! The folder a copy lives in, `TMP/cosmos-state-RANDOM/` (tempfile, mode
 //! 0700) with `owner.lock` (flock'd for the sandbox's life, taken before the name is given) and
 //! `state/`; `remove_leftovers` removes only this user's homes closed to others whose lock is
 //! free, never following a link (once per process, before the first sandbox).

@@ -6,7 +6,7 @@
 //! a device in it is refused. An end state is what the server made: a link is kept as a link
 //! (never followed), and anything else that is not a file or a folder is skipped and said.
 //!
-//! copies that never follow a link nor open a pipe, socket or device (refused in a
+//! Copies that never follow a link nor open a pipe, socket or device (refused in a
 //! seed, skipped and said in a kept end state, links kept as links), a seed 1 GiB at most; the
 //! `.tar` unpacking. `seed_git.rs`: every repository in a copy loses its hooks, `commondir`,
 //! `alternates` and each `.git/config` key outside an allowlist (read by `git config --file

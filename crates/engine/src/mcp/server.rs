@@ -2,7 +2,7 @@
 //! calls made with a timeout. The last lines a stdio server wrote to stderr are kept, so a
 //! server that fails can say why.
 //!
-//! one rmcp connection (stdio child with a stderr tail ring, read as bytes until
+//! One rmcp connection (stdio child with a stderr tail ring, read as bytes until
 //! the pipe's end, never stopped by text that is not UTF-8, each line capped while it is read, so
 //! a progress bar that never writes a newline takes no memory; drained before a failure is
 //! reported; or streamable HTTP),

@@ -20,7 +20,7 @@
 //!
 //! A state larger than [`READ_BYTES`] is not read (calls on it are recorded without a change).
 //!
-//! a sandboxed state read as named fields (one reader per kind: SQLite, JSON
+//! A sandboxed state read as named fields (one reader per kind: SQLite, JSON
 //! lines, a `.json` object, text, a folder, a git repository by the `git` command), `change` (the fields a call added, removed or
 //! altered), `apply` and `agreement`. `pool.rs` reads the state around every call to a sandboxed
 //! server, one call at a time on it, and puts the change in the `CallOutcome`; wm-eval replays

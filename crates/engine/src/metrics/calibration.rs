@@ -14,7 +14,7 @@
 //!   came from (as the leaderboard's fidelity).
 //! - `reliability`: the bins themselves, for the diagram.
 //!
-//! a world model's confidences held against its predictions' fidelity (ECE,
+//! A world model's confidences held against its predictions' fidelity (ECE,
 //! Brier, AUROC, the selective curve with run-clustered intervals, the reliability bins); a
 //! prediction without a confidence is counted apart, never given one.
 

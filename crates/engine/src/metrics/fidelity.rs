@@ -20,7 +20,7 @@
 //! `token_f1` is always reported, as a separate text score; it enters the score only where
 //! there is no structure to compare.
 //!
-//! simulated vs real observation, the one score every view and table uses: no
+//! Simulated vs real observation, the one score every view and table uses: no
 //! prediction (empty, placeholder, prompt echoed) is 0, a wrong error prediction is 0, JSON is
 //! compared leaf by leaf by type (numbers, instants, dates, normalised strings), text by token
 //! F1 (the formula is in docs/world-models.md). `PROMPT_MARKERS` are the `llm` world model's

@@ -1,7 +1,7 @@
 //! Metrics over groups of runs: the paper's tables, with n and 95% intervals, and
 //! Execution Quality over a cohort of configurations that share a planner.
 //!
-//! rows of the paper's tables: grouping, Execution Quality within a planner's cohort
+//! Rows of the paper's tables: grouping, Execution Quality within a planner's cohort
 //! (each row names its `EqCohort`; `cohorts_note` prints them under every table that shows EQ)
 //! and anchored on the task's reference call count, judge aggregates, flags.
 

@@ -4,7 +4,7 @@
 //! on the calls both simulated (mean difference with a paired 95% interval, wins, ties,
 //! losses). Fidelity is [`super::fidelity::compare`], the one every view uses.
 //!
-//! world models side by side on the same calls (`cosmos wm-eval`): per world
+//! World models side by side on the same calls (`cosmos wm-eval`): per world
 //! model n, failures, no predictions, mean fidelity with its interval, error prediction
 //! precision/recall/F1, calibration, per tool; per pair a paired bootstrap interval and
 //! wins/ties/losses.

@@ -4,7 +4,7 @@
 //! lower. Every per-run metric of the report, and Execution Quality per task within the
 //! planner's cohort on that task. Pure arithmetic over records.
 //!
-//! groups against a baseline on the tasks both ran (`report --baseline`): every
+//! Groups against a baseline on the tasks both ran (`report --baseline`): every
 //! per-run metric of the report and Execution Quality per task (within the planner's cohort on
 //! that task), as mean per-task differences with the paired bootstrap of `stats.rs`,
 //! higher/same/lower.

@@ -1,6 +1,6 @@
 //! Reading runs into [`RunRecord`]s for tables: one streaming pass per file.
 //!
-//! runs read into records for the tables, files on every core
+//! Runs read into records for the tables, files on every core
 //! (`parallel::map`: one file per worker at a time, results in file order); each file's header
 //! as a `ReportHeader`, its events as briefs with their spans (`EventStream::next_brief`).
 

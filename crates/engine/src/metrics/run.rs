@@ -2,7 +2,7 @@
 //! formulas serve a streaming pass (`report`), a loaded run at any cursor (the explorer)
 //! and the recorder's totals.
 //!
-//! per-run metrics from small per-step (`StepFacts`) facts, LLM usage by role (each
+//! Per-run metrics from small per-step (`StepFacts`) facts, LLM usage by role (each
 //! call's `LlmFacts` summed by `add_usage`) and rejected-decision facts. One formula
 //! (`compute`) serves three callers: the streaming `RunAccumulator` (`report`, which hands it
 //! briefs with their line spans, so a simulation is kept as where its line lies and read back

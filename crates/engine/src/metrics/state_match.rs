@@ -8,7 +8,7 @@
 //! must be equal. An expected `null` matches a field that is gone. The run's state match is the
 //! matched fields over the checked ones, over all its servers.
 //!
-//! a run's end state against its task's `expected_state`, field by field
+//! A run's end state against its task's `expected_state`, field by field
 //! (`score`, `matches`, `rate`); `agent::session` scores each sandbox at the end and records it
 //! in `run_finished`, and `run.rs` reads the rate from there (the one record of it).
 

@@ -15,7 +15,7 @@
 //! estimate a spread from, the interval says so instead of claiming certainty. Coverage is
 //! measured in `tests/reports/interval_coverage.rs` and printed by `benches/coverage.rs`.
 //!
-//! mean, n, 95% interval chosen by the metric's `Scale`: bounded means by Wilson at
+//! Mean, n, 95% interval chosen by the metric's `Scale`: bounded means by Wilson at
 //! the effective n (t quantile), positive skewed values by Cox's log-normal interval, counts by
 //! Student's t kept at 0; repeats of a task clustered (CR1); none under `MIN_N`; paired
 //! differences; tasks for 80% power. Quantiles from `statrs`. `coverage.rs` measures how often

@@ -1,6 +1,6 @@
 //! The group table as text: aligned for the terminal, markdown, or CSV.
 //!
-//! the group table (text, CSV) and its columns, which also name their paired metric;
+//! The group table (text, CSV) and its columns, which also name their paired metric;
 //! `paper_tables.rs`: `--format markdown` as the paper's Tables 1, 2 and 4, each cell with its
 //! difference from the baseline.
 

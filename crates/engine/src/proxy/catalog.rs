@@ -7,7 +7,7 @@
 //! (Not `execution`: rmcp's tool type has no such field, so it is lost on reading the list;
 //! it only matters with tasks, which the proxy does not offer.)
 //!
-//! the offered tools: one server's under their own names, several servers' as the
+//! The offered tools: one server's under their own names, several servers' as the
 //! tools mode names functions (`agent::planner::FunctionNames`); schemas and annotations unchanged.
 
 use std::collections::HashMap;

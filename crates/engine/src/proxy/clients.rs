@@ -8,7 +8,7 @@
 //! when exactly one is in flight on that server; with several it declines rather than ask the
 //! wrong client.
 //!
-//! the connected clients (`Client`: its outbox, which sends notifications in
+//! The connected clients (`Client`: its outbox, which sends notifications in
 //! order; its log level; its subscriptions) and whose call is in flight on which server
 //! (`Clients::calling`, `sole_caller`, `whose`), and the session it is attached to, where
 //! `Client::record` writes what passed beside tool calls (nothing while no session is open).

@@ -6,7 +6,7 @@
 //! call it is only when exactly one call is in flight on that server; with more than one it
 //! declines and says why rather than ask the wrong client.
 //!
-//! an upstream's request for input put to the client whose call is in flight on
+//! An upstream's request for input put to the client whose call is in flight on
 //! that server (`Clients::sole_caller`, the asker the proxy registers); declined when the client
 //! does not take requests of that mode, or when more than one call is in flight there.
 

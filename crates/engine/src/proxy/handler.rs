@@ -2,7 +2,7 @@
 //! handler is one client session (stdio has one; streamable HTTP makes one per session), and
 //! opens its [`Session`] at the client's first call, named as its `initialize` named it.
 //!
-//! the rmcp `ServerHandler`: `list_tools`, `call_tool` by mode (shadow's prediction
+//! The rmcp `ServerHandler`: `list_tools`, `call_tool` by mode (shadow's prediction
 //! spawned beside the real call; hybrid's awaited first, the answer when its confidence is at
 //! least `--go-real-below` on a read-only tool, else the real call paired with it), results passed
 //! through unchanged or built from a prediction; a cancelled call dropped (rmcp then cancels it

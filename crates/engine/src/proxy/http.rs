@@ -3,7 +3,7 @@
 //! any other address needs a bearer token, which every request must then carry (a token, when
 //! set, is required on loopback too).
 //!
-//! streamable HTTP at `/mcp` on hyper, a bearer token required beyond loopback, a
+//! Streamable HTTP at `/mcp` on hyper, a bearer token required beyond loopback, a
 //! foreign `Origin` refused; each POST body read within 16 MiB and screened (`screen.rs`) before
 //! rmcp's service; a `DELETE` of a session rmcp no longer knows answered 404.
 

@@ -10,7 +10,7 @@
 //! URI (or whose template its URI starts as); requests go to the upstream as they came,
 //! without rmcp's response cache (a proxy passes on what the server says now).
 //!
-//! what the proxy offers beyond tools: the upstreams' capabilities (union, less
+//! What the proxy offers beyond tools: the upstreams' capabilities (union, less
 //! tasks) and instructions; prompts, resources, templates, completion and log levels sent to the
 //! right upstream as raw requests (past rmcp's response cache); several upstreams' names
 //! namespaced as tools are, a clash refused at start and at each listing.

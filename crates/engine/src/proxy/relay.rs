@@ -5,7 +5,7 @@
 //! (else every client, as they share its connection) at the level each asked for; a resource
 //! update to the clients subscribed to it; a list change to every client.
 //!
-//! the proxy's side of `mcp::relay`: an upstream's sampling and roots requests to the
+//! The proxy's side of `mcp::relay`: an upstream's sampling and roots requests to the
 //! client `whose` names (declined, saying why, when it did not declare the capability), log
 //! messages to the clients calling that server at their levels, resource updates to their
 //! subscribers, list changes to all; each sampling (`sampled`, declined ones too) and log

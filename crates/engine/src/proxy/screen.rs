@@ -4,7 +4,7 @@
 //! bare 415 (HTTP), and answers a `tools/call` whose `arguments` is not an object as an
 //! unknown method (-32601).
 //!
-//! what a client sends that the proxy answers itself, on both transports: -32700
+//! What a client sends that the proxy answers itself, on both transports: -32700
 //! for no JSON, -32602 for `tools/call` arguments that are no object (rmcp would drop the one and
 //! call the other an unknown method).
 

@@ -11,7 +11,7 @@
 //! pair it with that call (`trajectory::run::StepRef::simulated`); a session that ends before
 //! it comes says so in an `error`.
 //!
-//! one session's file, opened at the client's first call. Real calls through
+//! One session's file, opened at the client's first call. Real calls through
 //! `agent::execute::record_call`; predicted calls as a chain of nodes recorded by
 //! `agent::rehearse::record`. Invariant: a real call is written the moment its result comes,
 //! its prediction when that comes (before or after: `trajectory::run` and `metrics::run` pair a

@@ -4,7 +4,7 @@
 //! What passes before the session's run is opened (`initialize`, listings) waits, bounded, and
 //! is written first once it is; the handler finds its log by its HTTP session's id ([`Wires`]).
 //!
-//! the session's protocol log (`trajectory::wire`): `Tapped` wraps the client's
+//! The session's protocol log (`trajectory::wire`): `Tapped` wraps the client's
 //! transport (stdio's; over HTTP each session's, made by `TappedSessions` around rmcp's session
 //! manager, found by the handler through `Wires` by the session's id) and `Wire` notes every
 //! message both ways, pairs a reply with its request for its latency, redacts, cuts to 4 KiB, and

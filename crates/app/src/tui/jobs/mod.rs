@@ -2,7 +2,7 @@
 //! answers, and is started by the view that wants its answer. A new job is a file here (and,
 //! when it answers with a new kind of action, that action's variant).
 //!
-//! the background work a view starts for its own answer, one file per job
+//! The background work a view starts for its own answer, one file per job
 //! (`view::Job`: its kind, its read key, what the status line says meanwhile, and `run`, which
 //! returns the answer's actions): `groups.rs` (the browser's group table), `recount.rs` (older
 //! totals computed again), `find.rs` (a find over a big run), `wire.rs` (a protocol log),
