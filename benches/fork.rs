@@ -19,7 +19,7 @@ use std::time::Instant;
 use common::scale;
 use cosmos_engine::agent::fork::OnMiss;
 use cosmos_engine::agent::recorder::Recorder;
-use cosmos_engine::fork::{Original, Tools};
+use cosmos_engine::fork_source::{Original, Tools};
 use cosmos_engine::metrics::run::RunAccumulator;
 use cosmos_trajectory::event::{EventBody, Observation, RunStatus};
 use cosmos_trajectory::redact::Redactor;

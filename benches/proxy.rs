@@ -24,7 +24,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::scale;
-use cosmos_engine::mcp::config::McpConfig;
+use cosmos_engine::mcp::mcp_json::McpConfig;
 use cosmos_engine::mcp::pool::{McpPool, Timeouts};
 use serde_json::{Value, json};
 use support::npm_bin;

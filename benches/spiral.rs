@@ -19,9 +19,9 @@ use cosmos_engine::agent::mcts::{
 };
 use cosmos_engine::agent::ports::EventSink;
 use cosmos_engine::agent::rehearse::Prediction;
+use cosmos_engine::llm::chat_wire::Message;
 use cosmos_engine::llm::client::LlmClient;
-use cosmos_engine::llm::config::{Endpoint, OutputMode};
-use cosmos_engine::llm::wire::Message;
+use cosmos_engine::llm::endpoints::{Endpoint, OutputMode};
 use cosmos_engine::world_model::HistoryStep;
 use cosmos_trajectory::event::EventBody;
 use cosmos_trajectory::event::{Action, Observation};

@@ -110,7 +110,7 @@ async fn a_world_model_gets_only_the_short_list_and_the_variables_its_table_name
     let names =
         |reply: String| -> Vec<String> { reply.split_whitespace().map(String::from).collect() };
     let seen = names(ask(&env_names(), "env").await.unwrap());
-    let allowed = cosmos_engine::mcp::config::INHERITED_ENV;
+    let allowed = cosmos_engine::mcp::mcp_json::INHERITED_ENV;
     // `sh` sets a few of its own.
     let own = ["PWD", "OLDPWD", "SHLVL", "_"];
     let stray: Vec<&String> = seen

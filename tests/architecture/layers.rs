@@ -4,7 +4,8 @@
 //! - its top-level modules are layered, and a module may use only modules of lower layers;
 //! - no file imports itself round a cycle, in any folder: a file that names an item of another
 //!   file (through `crate::`, `super::`, `self::` or a child module's name) depends on it, and
-//!   the dependencies between files form no circle. A type two files share lives in a leaf.
+//!   the dependencies between files form no circle. A type two files share lives in a leaf;
+//! - no two files of one crate share a name (`mod.rs` and the crate roots aside).
 //!
 //! Test code (each item under `#[cfg(test)]`, by its span) may reach anywhere and is not read;
 //! the rest of the file is, whatever follows a test module.
@@ -31,7 +32,7 @@ const LAYERS: &[(&str, &[&[&str]])] = &[
             &["config"],
             &["world_model"],
             &["agent", "judge"],
-            &["wm_eval", "probe", "proxy", "recheck", "fork"],
+            &["wm_eval", "probe", "proxy", "recheck", "fork_source"],
             &["import"],
             &["export"],
         ],
@@ -474,6 +475,13 @@ fn every_crate_is_layered_and_free_of_import_cycles() {
         for problem in layer_violations(layers, &edges) {
             problems.push(format!("{name}: {problem}"));
         }
+        for (file, places) in shared_names(&sources) {
+            problems.push(format!(
+                "{name}: {} files are named {file} ({}): name each for its job",
+                places.len(),
+                places.join(", ")
+            ));
+        }
         for cycle in cycles(&edges) {
             problems.push(format!(
                 "{name}: files import each other round a cycle (move what they share to a leaf): {}",
@@ -483,6 +491,35 @@ fn every_crate_is_layered_and_free_of_import_cycles() {
     }
     assert!(files > 150, "read the source trees ({files} files)");
     assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// File names two or more files of one crate share (`mod.rs` and the crate roots aside), with
+/// where each lies.
+fn shared_names(sources: &[(PathBuf, String)]) -> BTreeMap<String, Vec<String>> {
+    let mut by_name: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (path, _) in sources {
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if !["mod.rs", "lib.rs", "main.rs"].contains(&name.as_str()) {
+            by_name
+                .entry(name)
+                .or_default()
+                .push(path.display().to_string());
+        }
+    }
+    by_name.retain(|_, places| places.len() > 1);
+    by_name
+}
+
+#[test]
+fn two_files_of_one_name_are_found() {
+    let files: Vec<(PathBuf, String)> =
+        ["lib.rs", "a/mod.rs", "a/wire.rs", "b/wire.rs", "b/mod.rs"]
+            .iter()
+            .map(|p| (PathBuf::from(p), String::new()))
+            .collect();
+    let shared = shared_names(&files);
+    assert_eq!(shared.keys().collect::<Vec<_>>(), ["wire.rs"]);
+    assert_eq!(shared["wire.rs"], ["a/wire.rs", "b/wire.rs"]);
 }
 
 /// A crate of `(path, source)` files, as if read from disk.

@@ -4,7 +4,7 @@ use crate::support;
 
 use std::time::Duration;
 
-use cosmos_engine::mcp::config::McpConfig;
+use cosmos_engine::mcp::mcp_json::McpConfig;
 use cosmos_engine::mcp::pool::{McpPool, Timeouts};
 use serde_json::json;
 use support::*;
@@ -320,7 +320,7 @@ async fn a_stdio_server_sees_only_the_short_list_and_its_own_env() {
     );
     assert!(names.contains(&"PATH"), "the short list arrives: {names:?}");
     for name in &names {
-        let allowed = cosmos_engine::mcp::config::INHERITED_ENV.contains(name)
+        let allowed = cosmos_engine::mcp::mcp_json::INHERITED_ENV.contains(name)
             || ["ASKED_FOR", "FORWARDED_PATH"].contains(name)
             // Set by node itself or its launcher script, not inherited.
             || name.starts_with("NODE")

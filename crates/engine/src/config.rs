@@ -1,5 +1,5 @@
 //! `cosmos.toml` (see cosmos.example.toml), read once into [`Config`]; every part takes its
-//! section from it: the endpoints per role (`llm::config::LlmConfig`), `[agent]` (SPIRAL's
+//! section from it: the endpoints per role (`llm::endpoints::LlmConfig`), `[agent]` (SPIRAL's
 //! search, typed by `agent::settings::Settings::from_config`), `[judge]` and `[world_models.NAME]`
 //! (built by `world_model::named`). An error anywhere in the file is an error of the file,
 //! named by its path, whichever part asked.
@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use serde::Deserialize;
 
-use crate::llm::config::{LlmConfig, RoleShape};
+use crate::llm::endpoints::{LlmConfig, RoleShape};
 use cosmos_trajectory::event::Role;
 
 /// World-model names that need no table (`none`, `llm`, `memory`, `command`): a table may not

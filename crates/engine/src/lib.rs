@@ -5,7 +5,7 @@
 pub mod agent;
 pub mod config;
 pub mod export;
-pub mod fork;
+pub mod fork_source;
 pub mod import;
 pub mod judge;
 pub mod llm;

@@ -19,7 +19,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 
 use crate::config::Config;
-use crate::mcp::config::McpConfig;
+use crate::mcp::mcp_json::McpConfig;
 use crate::mcp::pool::{McpPool, Timeouts};
 use crate::world_model::named::{self, BuiltInOptions};
 use crate::world_model::{HistoryStep, SimRequest, tokens_of};

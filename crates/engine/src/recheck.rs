@@ -19,7 +19,7 @@ use std::path::Path;
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
 
-use crate::mcp::config::McpConfig;
+use crate::mcp::mcp_json::McpConfig;
 use crate::mcp::pool::{McpPool, Timeouts};
 use crate::metrics::fidelity;
 use cosmos_trajectory::event::{

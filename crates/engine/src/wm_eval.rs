@@ -810,7 +810,7 @@ fn decision_of(reply: &crate::agent::planner::Reply) -> String {
 /// Asks the planner role, for every call, what it would do next given the real result and
 /// given each world model's simulation of it (concurrently).
 async fn decide(
-    llm: &crate::llm::config::LlmConfig,
+    llm: &crate::llm::endpoints::LlmConfig,
     calls: &[RecordedCall],
     results: &[(usize, usize, Result<Simulation, SimFailure>)],
     concurrency: usize,

@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 
-use cosmos_engine::export::{account, atif, otel, redactor, staged, transitions};
+use cosmos_engine::export::{account, atif_writer, otel, redactor, staged, transitions};
 use cosmos_trajectory::run::Run;
 use cosmos_trajectory::sanitize::{InertWriter, inert};
 
@@ -97,7 +97,7 @@ pub fn run(args: ExportArgs) -> Result<ExitCode> {
     match args.what {
         Export::Markdown { run, out } => account_to(&run, out, account::markdown, false),
         Export::Json { run, out } => account_to(&run, out, account::json, true),
-        Export::Atif { run, out } => account_to(&run, out, atif::write, true),
+        Export::Atif { run, out } => account_to(&run, out, atif_writer::write, true),
         Export::Otel {
             runs,
             endpoint,

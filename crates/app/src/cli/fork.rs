@@ -15,7 +15,7 @@ use serde_json::Value;
 use super::run::{AgentArg, PlanRuleArg, RunOptions, run_spec};
 use cosmos_engine::agent::fork::OnMiss;
 use cosmos_engine::agent::session::TaskSource;
-use cosmos_engine::fork::{Original, Tools};
+use cosmos_engine::fork_source::{Original, Tools};
 use cosmos_trajectory::event::{AgentKind, Header};
 use cosmos_trajectory::sanitize::inert;
 

@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::{Result, bail};
 use clap::Args;
 
-use cosmos_engine::mcp::config::{McpConfig, Transport};
+use cosmos_engine::mcp::mcp_json::{McpConfig, Transport};
 use cosmos_engine::mcp::oauth::{self, TokenStore};
 use cosmos_trajectory::sanitize::inert;
 

@@ -15,7 +15,7 @@ use clap::{Args, ValueEnum};
 use super::run::WorldModelArgs;
 use cosmos_engine::config::Config;
 use cosmos_engine::mcp::pool::Timeouts;
-use cosmos_engine::proxy::{Mode, OnMiss, ProxySpec, Setup, Stop, http};
+use cosmos_engine::proxy::{Mode, OnMiss, ProxySpec, Setup, Stop, http_serve};
 
 /// `cosmos proxy` options.
 #[derive(Debug, Args)]
@@ -195,7 +195,7 @@ pub fn run(args: ProxyArgs) -> Result<ExitCode> {
         let stop = cosmos_engine::agent::session::stop_on_signals();
         // Bound first: an address that cannot be served starts no server.
         let listening = match args.http {
-            Some(addr) => Some(http::bind(addr, token).await?),
+            Some(addr) => Some(http_serve::bind(addr, token).await?),
             None => None,
         };
         let setup = Arc::new(Setup::start(spec).await?);
@@ -205,7 +205,7 @@ pub fn run(args: ProxyArgs) -> Result<ExitCode> {
                 errln!(
                     "cosmos proxy ({mode}) listening on http://{}{}; sessions go to {}",
                     listening.addr,
-                    http::MCP_PATH,
+                    http_serve::MCP_PATH,
                     args.out.display()
                 );
                 listening.serve(setup.clone(), stop.rx.clone()).await?

@@ -10,7 +10,7 @@ use anyhow::{Result, bail};
 use clap::{Args, ValueEnum};
 use serde_json::json;
 
-use cosmos_engine::mcp::config::McpConfig;
+use cosmos_engine::mcp::mcp_json::McpConfig;
 use cosmos_engine::mcp::pool::Timeouts;
 use cosmos_engine::recheck::{self, Found};
 use cosmos_trajectory::describe::recheck_summary;

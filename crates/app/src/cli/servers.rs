@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use cosmos_engine::mcp::config::McpConfig;
+use cosmos_engine::mcp::mcp_json::McpConfig;
 use cosmos_engine::mcp::pool::{McpPool, Timeouts};
 use cosmos_trajectory::sanitize::inert;
 

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use anyhow::{Result, bail};
 use serde_json::{Value, json};
 
-use crate::llm::wire::ToolSpec;
+use crate::llm::chat_wire::ToolSpec;
 use cosmos_trajectory::event::ToolInfo;
 
 /// Longest function name chat-completions endpoints accept.

@@ -430,7 +430,7 @@ pub fn usage_event(usage: &LlmUsage) -> EventBody {
 mod tests {
     use super::testing::{ScriptedChat, ScriptedTools};
     use super::*;
-    use crate::llm::config::OutputMode;
+    use crate::llm::endpoints::OutputMode;
     use cosmos_trajectory::event::Observation;
 
     fn env_with(output: OutputMode) -> Result<Env> {

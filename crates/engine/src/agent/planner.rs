@@ -15,8 +15,8 @@ use serde_json::{Value, json};
 
 use super::prompt::{self, Turn};
 use crate::llm::chat::{Completion, LlmError};
+use crate::llm::chat_wire::ToolCall;
 use crate::llm::client::LlmClient;
-use crate::llm::wire::ToolCall;
 use cosmos_trajectory::event::{Action, DecisionProblem, EventBody, ToolInfo};
 
 /// Longest part of an unreadable reply kept in its `decision_rejected`.

@@ -6,7 +6,7 @@
 //! conversation (assistant `tool_calls` + `tool` results), the critic's, the summarizer's; all
 //! quote history through `world_model::history_lines`.
 
-use crate::llm::wire::{Message, ToolCall};
+use crate::llm::chat_wire::{Message, ToolCall};
 use crate::world_model::{HistoryStep, history_lines};
 use cosmos_trajectory::event::{Action, Observation, ToolInfo};
 
@@ -232,7 +232,7 @@ pub fn answer(request: &str, real: &[HistoryStep]) -> Vec<Message> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::llm::wire::Speaker;
+    use crate::llm::chat_wire::Speaker;
     use serde_json::json;
 
     fn step(tool: &str, text: &str, is_error: bool) -> HistoryStep {

@@ -131,8 +131,8 @@ pub async fn planner_turn(
 mod tests {
     use super::*;
     use crate::agent::testing::{self, ScriptedChat, ScriptedTools, called_functions, kinds};
-    use crate::llm::config::OutputMode;
-    use crate::llm::wire::ToolCall;
+    use crate::llm::chat_wire::ToolCall;
+    use crate::llm::endpoints::OutputMode;
     use cosmos_trajectory::event::{DecisionProblem, Observation, RunStatus};
     use serde_json::json;
 

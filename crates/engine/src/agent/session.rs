@@ -24,7 +24,7 @@ use super::recorder::{Hook, Recorder};
 use super::{Budget, End, Env, Roles, plan_exec, react, spiral};
 use crate::config::Config;
 use crate::llm::client::LlmClient;
-use crate::mcp::config::McpConfig;
+use crate::mcp::mcp_json::McpConfig;
 use crate::mcp::pool::{McpPool, Timeouts};
 use crate::mcp::server::ServerFailure;
 use crate::metrics::run::RunAccumulator;

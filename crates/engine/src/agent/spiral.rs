@@ -249,8 +249,8 @@ mod tests {
     use crate::agent::testing::{
         self, ScriptedChat, ScriptedTools, ScriptedWorldModel, called_functions,
     };
-    use crate::llm::config::OutputMode;
-    use crate::llm::wire::ToolCall;
+    use crate::llm::chat_wire::ToolCall;
+    use crate::llm::endpoints::OutputMode;
     use cosmos_trajectory::event::{NodeId, Observation, Role, RunStatus, SearchStop};
     use serde_json::json;
 

@@ -23,7 +23,7 @@
 //! `mod.rs` holds the exports' redactor (`export::redactor`); the command is `cli/export.rs`.
 
 pub mod account;
-pub mod atif;
+pub mod atif_writer;
 pub mod otel;
 pub mod staged;
 pub mod transitions;

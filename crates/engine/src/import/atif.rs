@@ -3,10 +3,10 @@
 //! real calls with their observations, the last agent message without calls the answer.
 //!
 //! A file `cosmos export atif` wrote carries what only cosmos has under `extra.cosmos` (the
-//! shape is in `export/atif.rs`); read back, it gives the run its header and events again.
+//! shape is in `export/atif_writer.rs`); read back, it gives the run its header and events again.
 //!
 //! Parses one trajectory and lets each step go once converted (peak about 1.4× the
-//! file). `extra.cosmos` (an ATIF export's own record, `export/atif.rs`) gives back the header and
+//! file). `extra.cosmos` (an ATIF export's own record, `export/atif_writer.rs`) gives back the header and
 //! the events no step stands for, each put back by its `seq`.
 
 use std::collections::HashMap;

@@ -18,8 +18,8 @@ pub mod evidence;
 pub mod rubric;
 
 use crate::llm::chat::{Completion, LlmError};
+use crate::llm::chat_wire::Message;
 use crate::llm::client::LlmClient;
-use crate::llm::wire::Message;
 use crate::task::Task;
 use cosmos_trajectory::event::{
     Compression, DimensionScore, Dimensions, JudgeScores, JudgeTrial, Judging,

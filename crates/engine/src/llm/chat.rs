@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 
-use super::config::Endpoint;
-use super::wire::{ChatRequest, ToolCall};
+use super::chat_wire::{ChatRequest, ToolCall};
+use super::endpoints::Endpoint;
 
 /// One call to a chat model.
 pub trait ChatModel: Send + Sync {
@@ -40,7 +40,7 @@ pub struct Completion {
     /// The reply stopped at the token cap (`finish_reason: "length"`), so it may be incomplete.
     pub cut: bool,
     /// The mean log-probability of the reply's tokens, when the endpoint gave them
-    /// ([`crate::llm::wire::ChoiceLogprobs::mean`]).
+    /// ([`crate::llm::chat_wire::ChoiceLogprobs::mean`]).
     pub mean_logprob: Option<f64>,
 }
 

@@ -17,12 +17,12 @@ use anyhow::anyhow;
 use serde_json::Value;
 
 use super::chat::{ChatModel, Completion, LlmError};
-use super::config::{Endpoint, OutputMode};
-use super::http::{HttpChat, snippet};
-use super::json::extract_json;
-use super::wire::{
+use super::chat_wire::{
     ChatRequest, JsonSchemaFormat, Message, ResponseFormat, ToolCall, ToolChoice, ToolSpec,
 };
+use super::endpoints::{Endpoint, OutputMode};
+use super::http_chat::{HttpChat, snippet};
+use super::json::extract_json;
 
 /// JSON output rungs: which `response_format` the endpoint accepted last.
 const RUNG_SCHEMA: u8 = 0;

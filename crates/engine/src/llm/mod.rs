@@ -3,8 +3,8 @@
 //! `client` the layer every role uses (JSON ladder, tools mode, recorded messages).
 
 pub mod chat;
+pub mod chat_wire;
 pub mod client;
-pub mod config;
-pub mod http;
+pub mod endpoints;
+pub mod http_chat;
 pub mod json;
-pub mod wire;

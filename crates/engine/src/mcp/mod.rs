@@ -3,14 +3,13 @@
 
 pub mod arrivals;
 pub mod client_assertion;
-pub mod config;
 pub mod elicitation;
 pub mod git;
+pub mod mcp_json;
 pub mod oauth;
 pub mod oversized;
 pub mod pool;
 pub mod process_group;
-pub mod relay;
 pub mod sandbox;
 pub mod sandbox_home;
 pub mod seed;
@@ -19,6 +18,7 @@ pub mod server;
 pub mod shared;
 pub mod state_tree;
 pub mod state_view;
+pub mod unasked;
 
 /// rustls's crypto provider (ring), chosen once per process before an HTTP connection; the
 /// `llm` layer beside this one does the same for its endpoints. A second install is a no-op.

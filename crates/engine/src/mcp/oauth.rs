@@ -36,8 +36,8 @@ use rmcp::transport::auth::{
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-pub use super::config::{Grant, OAuthClient};
-use super::config::{ServerConfig, Transport};
+pub use super::mcp_json::{Grant, OAuthClient};
+use super::mcp_json::{ServerConfig, Transport};
 
 /// Where tokens are kept: `$COSMOS_CACHE/oauth`, else `~/.cache/mcp-cosmos/oauth`.
 pub fn token_dir() -> Result<PathBuf> {

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::config::ServerConfig;
+use super::mcp_json::ServerConfig;
 use super::server::{CallOutcome, OnProgress, Server, ServerFailure};
 use cosmos_trajectory::event::{ServerInfo, ToolInfo, own_tool_name};
 

@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
-use super::config::{STATE_DIR_VAR, ServerConfig, Transport};
+use super::mcp_json::{STATE_DIR_VAR, ServerConfig, Transport};
 use super::sandbox_home::Home;
 use super::state_tree::{digest, size};
 use cosmos_trajectory::event::{ToolInfo, own_tool_name};
@@ -130,7 +130,7 @@ impl Sandbox {
 
 /// True when the entry still names `${COSMOS_STATE_DIR}`: its state was not prepared.
 pub fn unfilled(server: &ServerConfig) -> bool {
-    super::config::names_state_dir(&server.transport)
+    super::mcp_json::names_state_dir(&server.transport)
 }
 
 /// Puts `dir` where the entry names `${COSMOS_STATE_DIR}`.
@@ -234,7 +234,7 @@ pub fn refuse_unguarded(servers: &[ServerConfig], tools: &[ToolInfo]) -> Result<
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mcp::config::McpConfig;
+    use crate::mcp::mcp_json::McpConfig;
 
     fn config(seed: &Path) -> McpConfig {
         McpConfig::parse(

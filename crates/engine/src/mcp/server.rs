@@ -34,7 +34,7 @@ use rmcp::{ClientLifecycleMode, ClientServiceExt};
 use serde_json::Value;
 
 use super::arrivals::{Arrivals, Counted};
-use super::config::{INHERITED_ENV, ServerConfig, Transport};
+use super::mcp_json::{INHERITED_ENV, ServerConfig, Transport};
 use super::oversized::{Oversized, Watched};
 use super::process_group::ProcessGroup;
 use cosmos_trajectory::event::{Observation, ToolInfo};
@@ -264,7 +264,7 @@ impl rmcp::ClientHandler for Listener {
         elicitation.form = Some(rmcp::model::FormElicitationCapability::new());
         // A relay has clients to sample, to ask for roots and to open a page for; they are
         // declined by the relay, saying why, when the client at hand cannot.
-        if super::relay::relay().is_some() {
+        if super::unasked::relay().is_some() {
             elicitation.url = Some(rmcp::model::UrlElicitationCapability::default());
             info.capabilities.sampling = Some(Default::default());
             let mut roots = rmcp::model::RootsCapabilities::default();
@@ -280,7 +280,7 @@ impl rmcp::ClientHandler for Listener {
         params: rmcp::model::CreateMessageRequestParams,
         _context: rmcp::service::RequestContext<RoleClient>,
     ) -> Result<rmcp::model::CreateMessageResult, rmcp::ErrorData> {
-        match super::relay::relay() {
+        match super::unasked::relay() {
             Some(relay) => relay.create_message(&self.server, params).await,
             None => Err(rmcp::ErrorData::method_not_found::<
                 rmcp::model::CreateMessageRequestMethod,
@@ -292,7 +292,7 @@ impl rmcp::ClientHandler for Listener {
         &self,
         _context: rmcp::service::RequestContext<RoleClient>,
     ) -> Result<rmcp::model::ListRootsResult, rmcp::ErrorData> {
-        match super::relay::relay() {
+        match super::unasked::relay() {
             Some(relay) => relay.list_roots(&self.server).await,
             None => Ok(Default::default()),
         }
@@ -412,7 +412,7 @@ impl Listener {
         notification: rmcp::model::ServerNotification,
     ) {
         self.arrivals.wait_turn(&context.extensions).await;
-        if let Some(relay) = super::relay::relay() {
+        if let Some(relay) = super::unasked::relay() {
             relay.notify(&self.server, notification);
         }
         self.arrivals.handled();
@@ -620,7 +620,7 @@ impl Server {
             redactor,
             // A server given its own Authorization header is not ours to log into.
             login: match &config.transport {
-                super::config::Transport::Http {
+                super::mcp_json::Transport::Http {
                     url,
                     oauth,
                     headers,
@@ -1059,7 +1059,7 @@ impl Server {
         // hands each to a task of its own, which can run after the result is delivered. Every
         // one that had arrived by now is waited for (`Arrivals`), so its progress reports are
         // told, and what a relay passes on is passed, before the result is.
-        if on_progress.is_some() || super::relay::relay().is_some() {
+        if on_progress.is_some() || super::unasked::relay().is_some() {
             self.arrivals
                 .all_handled(self.arrivals.arrived(), PROGRESS_GRACE)
                 .await;

@@ -17,7 +17,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
-use super::config::ServerConfig;
+use super::mcp_json::ServerConfig;
 use super::server::Timeouts;
 use super::server::{Server, ServerFailure};
 
@@ -42,7 +42,7 @@ impl SharedServers {
     /// True when `config`'s server is shared.
     pub fn shares(&self, config: &ServerConfig) -> bool {
         (config.shared || self.also.contains(&config.name))
-            && matches!(config.transport, super::config::Transport::Stdio { .. })
+            && matches!(config.transport, super::mcp_json::Transport::Stdio { .. })
     }
 
     /// The running shared server of `config`, started now when there is none or it died. A

@@ -24,7 +24,7 @@ use std::sync::{Arc, Mutex, Weak};
 use rmcp::RoleServer;
 use rmcp::model::{LoggingLevel, ServerNotification};
 
-use super::session::Session;
+use super::client_session::Session;
 use cosmos_trajectory::event::EventBody;
 
 /// Notifications waiting to be sent to one client; beyond this a slow client's are dropped

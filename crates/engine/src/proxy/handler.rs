@@ -33,8 +33,8 @@ use rmcp::model::SetLevelRequestParams;
 use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{Value, json};
 
+use super::client_session::Session;
 use super::clients::Client;
-use super::session::Session;
 use super::setup::{Arrival, ClientAddress};
 use super::setup::{
     META_CONFIDENCE, META_MISS, META_SIMULATED, META_WENT_REAL, META_WORLD_MODEL, Mode, OnMiss,

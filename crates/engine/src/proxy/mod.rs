@@ -33,14 +33,14 @@
 //!   rmcp's whole lines). The `_meta` keys of results (`META_*`).
 
 pub mod catalog;
+pub mod client_session;
 pub mod clients;
 pub mod elicit;
 pub mod handler;
-pub mod http;
+pub mod http_serve;
 pub mod offer;
 pub mod relay;
 pub mod screen;
-pub mod session;
 pub mod setup;
 pub mod stdio_guard;
 pub mod wire;

@@ -1,11 +1,11 @@
-//! What the upstream servers send unasked, passed to the proxy's clients (`mcp::relay`): a
+//! What the upstream servers send unasked, passed to the proxy's clients (`mcp::unasked`): a
 //! request for a sampled message or for roots goes to the client whose call is in flight on
 //! that server (else the only client connected), and is declined, saying why, when that
 //! client did not declare it can answer; a log message goes to the clients calling that server
 //! (else every client, as they share its connection) at the level each asked for; a resource
 //! update to the clients subscribed to it; a list change to every client.
 //!
-//! The proxy's side of `mcp::relay`: an upstream's sampling and roots requests to the
+//! The proxy's side of `mcp::unasked`: an upstream's sampling and roots requests to the
 //! client `whose` names (declined, saying why, when it did not declare the capability), log
 //! messages to the clients calling that server at their levels, resource updates to their
 //! subscribers, list changes to all; each sampling (`sampled`, declined ones too) and log
@@ -23,8 +23,8 @@ use rmcp::model::{
 };
 
 use super::clients::{Client, Clients};
-use crate::mcp::relay::{Answering, Relay};
 use crate::mcp::server::MAX_RESULT_BYTES;
+use crate::mcp::unasked::{Answering, Relay};
 use cosmos_trajectory::event::{EventBody, Exchange};
 
 /// Longest log message recorded (a server that logs a megabyte a line is cut, and says so).

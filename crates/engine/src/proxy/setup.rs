@@ -10,13 +10,13 @@ use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 
 use super::catalog::Catalog;
-use super::session::{Session, Start};
+use super::client_session::{Session, Start};
 use super::{clients, elicit, offer, relay};
 use crate::agent::execute::PlannedCall;
 use crate::agent::mcts::{Answer, Critique, Proposal, SearchEnv, Stopped};
 use crate::agent::rehearse::{self, Prediction, Rehearsal};
 use crate::config::Config;
-use crate::mcp::config::McpConfig;
+use crate::mcp::mcp_json::McpConfig;
 use crate::mcp::pool::{McpPool, Timeouts};
 use crate::mcp::server::ServerFailure;
 use crate::world_model::named::{self, BuiltInOptions};
@@ -296,7 +296,7 @@ impl Setup {
         // whose call it came during; its notifications to the clients they are for.
         let clients = Arc::new(clients::Clients::default());
         elicit::forward_to_clients(clients.clone());
-        crate::mcp::relay::relay_through(Arc::new(relay::ToClients(clients.clone())))?;
+        crate::mcp::unasked::relay_through(Arc::new(relay::ToClients(clients.clone())))?;
         // A stateful upstream works on a copy of its state for as long as the proxy runs
         // (its client decides what it may change: no refusal here).
         let mut chosen = chosen;

@@ -22,7 +22,7 @@ use crate::mcp::server::MAX_RESULT_BYTES;
 /// Longest reply line read from the process; a longer one is refused and the process killed
 /// (one that writes without a newline would otherwise grow cosmos without bound).
 pub const MAX_REPLY_LINE_BYTES: u64 = 4 << 20;
-use crate::mcp::config::INHERITED_ENV;
+use crate::mcp::mcp_json::INHERITED_ENV;
 use cosmos_trajectory::event::{Observation, WorldModelInfo};
 
 /// A running world-model process. Dropping it kills its whole group (the one owner of process

@@ -11,8 +11,8 @@ use serde_json::{Value, json};
 
 use super::memory::TransitionBuffer;
 use super::{LlmUsage, SimFailure, SimRequest, Simulation, WorldModel, history_lines};
+use crate::llm::chat_wire::Message;
 use crate::llm::client::LlmClient;
-use crate::llm::wire::Message;
 use cosmos_trajectory::event::{Observation, WorldModelInfo};
 
 /// Longest history observation quoted in the prompt.
@@ -215,7 +215,7 @@ impl WorldModel for LlmWorldModel {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::llm::config::Endpoint;
+    use crate::llm::endpoints::Endpoint;
     use cosmos_trajectory::event::ToolInfo;
 
     #[test]

@@ -21,7 +21,7 @@
 //! or fails (`SimFailure`); the agents never turn a failure into a prediction, and nothing makes up
 //! a confidence: `rehearse::record` and wm-eval write what the world model gave. `named.rs` resolves a world model's name (the
 //! built-in `none`/`llm`/`memory`/`command`, or a `[world_models.NAME]` table of `cosmos.toml`, whose
-//! `llm` endpoints come from `llm::config` like a role's, and whose `ensemble` members are resolved
+//! `llm` endpoints come from `llm::endpoints` like a role's, and whose `ensemble` members are resolved
 //! by name, none an ensemble) and builds it; a memory world model (or an ensemble with one) can be
 //! built without one run's calls (leave one run out), for evaluating calls of that run.
 

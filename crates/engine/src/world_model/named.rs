@@ -41,7 +41,7 @@ use super::memory::{MemoryWorldModel, TransitionBuffer};
 use super::{SimFailure, SimRequest, Simulation, WorldModel};
 use crate::config::Config;
 use crate::llm::client::LlmClient;
-use crate::llm::config::Endpoint;
+use crate::llm::endpoints::Endpoint;
 use cosmos_trajectory::event::{Role, WorldModelInfo};
 
 /// The names that need no table.

@@ -181,7 +181,7 @@ impl crate::agent::ports::Tap for LiveTap {
 /// a receiver that is down is said at the start of the run, not at its end. Async, so the
 /// cells of a sweep that share a runtime do not wait on each other's check.
 pub async fn reachable(target: &Target) -> std::result::Result<(), String> {
-    crate::llm::http::install_tls_provider();
+    crate::llm::http_chat::install_tls_provider();
     let client = reqwest::Client::builder()
         .timeout(Duration::from_secs(3))
         .build()

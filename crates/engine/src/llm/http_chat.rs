@@ -15,8 +15,8 @@ use anyhow::anyhow;
 use futures::future::BoxFuture;
 
 use super::chat::{ChatModel, Completion, LlmError};
-use super::config::Endpoint;
-use super::wire::{ChatRequest, ChatResponse, ChoiceLogprobs};
+use super::chat_wire::{ChatRequest, ChatResponse, ChoiceLogprobs};
+use super::endpoints::Endpoint;
 
 /// Longest wait a `Retry-After` may ask for before we give up on the endpoint.
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
@@ -267,7 +267,7 @@ fn parse_reply(bytes: &[u8], prompt_chars: usize) -> anyhow::Result<Completion> 
         ));
     }
     let (prompt_tokens, completion_tokens, estimated) = match reply.usage {
-        Some(super::wire::Usage {
+        Some(super::chat_wire::Usage {
             prompt_tokens: Some(p),
             completion_tokens: Some(c),
         }) => (p, c, false),
