@@ -1,4 +1,4 @@
-//! Tasks (docs/design.md, "Tasks"): the project's own task files and MCP-Bench's runner format,
+//! Tasks (docs/guide.md, "Running a task"): the project's own task files and MCP-Bench's runner format,
 //! read as they are.
 //!
 //! Own format (JSON): one task object, or `{"tasks": [...]}`:

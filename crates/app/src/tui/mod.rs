@@ -1,4 +1,4 @@
-//! The explorer (docs/design.md, "Explorer (terminal UI)"), in the ratatui component pattern.
+//! The explorer (docs/design.md, "Explorer"), in the ratatui component pattern.
 //!
 //! - The contract, at the bottom: [`view`] (what every view keeps: it owns its state, handles
 //!   an [`action::Action`], asks the app for more through requests, draws from `&self`; and
