@@ -2,6 +2,69 @@
 //! (add `-- --quick` for a tenth of the data). Targets are printed beside each figure, and the
 //! peer loader `scripts/orjson-report.py` runs beside `report` when python3 has orjson. Data is
 //! generated once into `target/bench-data/`.
+//!
+//! # Figures measured
+//!
+//! A sweep's report reads hundreds of small files; the explorer opens big ones. `cargo bench
+//! --bench trajectory` and `cargo bench --bench explorer` print these figures (this project's
+//! 2-core machine, December 2026, warm page cache):
+//!
+//! - `cosmos report` over `sample_runs/` copied 400 times (5,200 files, 156 MB; the wm-eval files
+//!   are passed over): 0.18–0.26 s on both cores, 3.8–4.0× the peer loader
+//!   (`scripts/orjson-report.py`, a plain orjson loop on one core). Pinned to one core (`taskset
+//!   -c 0`, best of 9 alternated rounds): 0.36–0.42 s against 0.79–1.08 s, **2.21–2.54×** over
+//!   three bench runs, and the same ratio in CPU time. This machine's page cache is reclaimed
+//!   between rounds (its kernel runs DAMON), which adds the same disk reads to both sides.
+//! - Over 300 synthetic SPIRAL runs (861 MB): 0.54 s on both cores; pinned to one core 1.06–1.16 s
+//!   against 2.83–3.19 s, **2.61–2.75×** over three bench runs.
+//! - The run reader (`Run::open`, what the explorer's open does: every event checked, briefs and
+//!   line spans indexed) over the 843k-event run, pinned to one core: 0.39–0.45 s against the
+//!   peer's 0.87–0.96 s over the same file, **2.14–2.23×** over three bench runs (December 3).
+//!   It was 1.88–2.11× until the envelope every line starts with (`{"seq":…,"t_ms":…,"kind":"…"`)
+//!   was read by hand when it is spelled as the writer spells it: through serde, matching its
+//!   three keys and parsing its two numbers was a fifth of the reading (`trajectory::envelope`;
+//!   any other spelling still goes through serde, and tests hold the two readings to the same
+//!   result). Opening also writes less fresh memory than it did, which a profile showed to be
+//!   a third of the pinned open's time on this machine (the kernel zeroing each new page): a
+//!   node's id is Fx-hashed, an event's tree links and a node's latest events are one vector
+//!   each, a line's span is 12 bytes, and a backpropagated path is allocated once at its
+//!   length. Left: serde_json's scanning of keys and strings is most of what remains.
+//! - Memory to open that run, in a fresh process with the binary's allocator: 139–163 MB at its
+//!   peak on two cores, 106 MB on one, for a 144 MB file (157–190 MB and 112 MB before the
+//!   changes above). On two cores, batches of lines are in
+//!   flight between the threads, and mimalloc hands freed memory back to the system only a while
+//!   later. The run's indices are given their room once, judged from the file's first 8,192
+//!   events, instead of being grown by doubling (which peaked at 200–230 MB). Measured with the
+//!   system allocator, as the benchmark did before, the same open peaks at 99–128 MB.
+//! - What it took: each header is read through a mirror that keeps only the facts a report uses
+//!   and checks the rest as its types would take it without building it
+//!   (`trajectory::report_header`, `trajectory::checked`); a header's `tools` list is decoded once
+//!   per distinct text and its catalogue shared by every run that wrote the same list (most of a
+//!   small run's header); a node's simulation is kept as where its line lies and read back from
+//!   the file only when a real call pairs with it (a search simulates far more nodes than it
+//!   calls, and copying every prediction cost more than reading it); `tool_called` and
+//!   `call_simulated` have mirrors too (serde buffers an internally tagged enum's whole map
+//!   first); one UTF-8 check per line, by SIMD (`simdutf8`); one `fstat` per file; a folder's runs listed in path order by sorting each folder's names
+//!   (sorting whole paths component by component cost more than listing); mimalloc as the
+//!   binary's allocator.
+//! - The 843k-event SPIRAL run (144 MB): opened in parts (the explorer's way), its first frame
+//!   comes after 10–16 ms, and the rest fills in as it is read, a frame after each batch of parts
+//!   as the explorer's loop draws them. The whole file is in, with the screen the whole open
+//!   shows, after 0.41–0.51 s (median of 9 rounds); the whole open's first frame, timed in
+//!   alternate rounds, after 0.43–0.54 s. Over seven bench runs the progressive open was the
+//!   faster or equal every time (0.00–0.05 s). With the envelope read by hand (above), over two
+//!   bench runs: first frame 8–11 ms, the whole file in after 0.35–0.36 s against the whole
+//!   open's 0.37 s. Both are bound by the same work on two cores
+//!   (parse, index, one fold of the run); the progressive open does not fold the run a second
+//!   time at the end: while the view follows the end its cursor's fold feeds the charts, whose
+//!   samples do not depend on the run's length, so at the last part only that part is folded
+//!   and the tree made again. (Before, the view was built again from the whole run at the end,
+//!   and the two opens were within the machine's noise on either side; an earlier figure, 0.50 s
+//!   against 0.42 s, came from one round of each, not alternated.)
+//! - With every node of that run's tree expanded, a frame draws in 0.76 ms at the median and
+//!   0.90 ms at p99, and a key (step, select, jump) is applied in 0.57 / 0.82 ms. Expanding all
+//!   143,000 nodes takes 12 ms. (One node there has 44,143 children; the rows that tell siblings
+//!   apart once read every sibling's event back per row, and the explorer hung on that family.)
 
 #![allow(clippy::unwrap_used)] // a bench that cannot set up fails at once
 

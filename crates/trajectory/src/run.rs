@@ -4,7 +4,7 @@
 //! A run opened from a file keeps each event's [`Brief`] (what the indices, fold, jumps and
 //! metrics read) and where its line lies; the texts stay in the file and [`Run::event`] reads
 //! an event back whole when a view shows it. So memory is of the order of the
-//! file's size rather than a multiple of it (docs/sweeps.md has the figures).
+//! file's size rather than a multiple of it (benches/trajectory.rs has the figures).
 //! Events pushed after opening (all of a live run's) are kept whole.
 //!
 //! Invariant: every index here is append-only, so a live run grows by [`Run::push`]
