@@ -1,4 +1,4 @@
-//! The code's shape: layers and import cycles per crate, and the CLI reference held to the program.
+//! The code's shape: layers, import cycles and file names per crate; the CLI reference held to the program; the limits that keep the docs and tests small.
 //!
 //! One test binary per area (a link of each is costly); a module per file.
 
@@ -6,3 +6,4 @@
 
 mod cli_doc;
 mod layers;
+mod newcomer;

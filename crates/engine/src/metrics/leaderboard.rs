@@ -8,6 +8,24 @@
 //! model n, failures, no predictions, mean fidelity with its interval, error prediction
 //! precision/recall/F1, calibration, per tool; per pair a paired bootstrap interval and
 //! wins/ties/losses.
+//!
+//! # The JSON shape (`cosmos wm-eval --format json`)
+//!
+//! | key | meaning |
+//! |---|---|
+//! | `n` | calls the world model simulated (a prediction was made, empty or placeholder ones included: they score 0) |
+//! | `calls`, `failed` | calls it was asked to simulate, and those it could not (no prediction is made up for them) |
+//! | `no_prediction` | simulations that predicted nothing: empty, a placeholder, the prompt echoed |
+//! | `fidelity` | mean fidelity over the `n` calls with its 95% interval (Wilson's score interval, as `report` gives fidelity: it stays in [0, 1]; `ci` null under two) |
+//! | `calibration` | the world model's confidences held against its predictions' fidelity, over the `n` predictions that came with one (`without_confidence` did not): `ece`, `brier`, `auroc` (a prediction is good at `good_fidelity` or above, `wm-eval --good-fidelity`; `good` counts them; `auroc` null without both kinds), the `selective` curve (per confidence threshold: `coverage`, `n`, mean `fidelity` with its interval clustered by run) and the ten `reliability` bins; definitions in [world-models.md](docs/world-models.md#when-to-trust-a-prediction) |
+//! | `error_prediction` | a real failure is the positive class: `precision` of its predicted errors, `recall` of the real failures, `f1`; `null` where a ratio has no denominator |
+//! | `by_server`, `by_tool` | the same fidelity per server (`tool` holds the server's name) and per tool |
+//! | `by_state_change` | fidelity (`n` and `fidelity`, as above) of the calls that `changed` their server's state (a sandbox saw a field change), left it `unchanged` (a sandbox saw none, or the tool is marked read-only) and the `unknown` rest; a key is present when it has calls ([world-models.md](docs/world-models.md#worlds-with-state)) |
+//! | `by_fields_changed` | the same by how many fields the real call changed, `0`, `1`, `2-4`, `5+`, over calls a sandbox watched |
+//! | `risk_weighted_fidelity` | mean fidelity with each call weighted 4 (a tool its server marks destructive), 2 (another call that changed or may have changed state) or 1; a point value with no interval; `null` with no simulation |
+//! | `state_fidelity` | over calls whose real state after is known and for which the world model predicted a state: the share of fields (of both states) on which they agree, mean and interval; `null` when there are none |
+//! | `decision` | with `--decision` only: `{n, same, rate: {mean, ci}}`, how often the planner's next action given the simulation was the one it took given the real result |
+//! | `pairs` | every pair in the order given, on the calls both simulated: `mean_diff` of `fidelity(a) − fidelity(b)`, its paired 95% interval `ci` (within ±1, clustered by the run each call came from as the world models' fidelity is; `null` under 3 calls, or 3 runs when a run gave several), and `wins`/`ties`/`losses` for `a` |
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
