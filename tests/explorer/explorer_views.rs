@@ -1438,7 +1438,7 @@ fn wm_eval_run() -> Run {
                 obs("Invalid timezone: 'Mars/Olympus'", true),
             ),
             EventBody::Error {
-                source: "world_model".into(),
+                source: cosmos_trajectory::event::ErrorSource::WorldModel,
                 name: Some("memory".into()),
                 message: "step 2: memory world model: no recorded call".into(),
                 stderr_tail: None,

@@ -203,7 +203,7 @@ fn simulated(step: u64, wm: &str, text: &str) -> EventBody {
 
 fn failed(step: Option<u64>, wm: &str, message: &str) -> EventBody {
     EventBody::Error {
-        source: "world_model".into(),
+        source: cosmos_trajectory::event::ErrorSource::WorldModel,
         name: Some(wm.into()),
         message: message.into(),
         stderr_tail: None,
@@ -500,7 +500,7 @@ fn a_run_with_no_node_and_no_call_says_so_instead_of_asking_to_step_forward() {
         common::header("none", AgentKind::React, None),
         vec![
             EventBody::Error {
-                source: "server".into(),
+                source: cosmos_trajectory::event::ErrorSource::Server,
                 name: Some("time".into()),
                 message: "connection closed: initialize response".into(),
                 stderr_tail: Some("No module named mcp_server_time".into()),

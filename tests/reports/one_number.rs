@@ -78,7 +78,7 @@ fn react_with_everything() -> Run {
         tool("units:convert", Some("units"), true, 3),
         // As an older ReAct wrote its step limit (no ending in run_finished).
         EventBody::Error {
-            source: "agent".into(),
+            source: cosmos_trajectory::event::ErrorSource::Agent,
             name: None,
             message: "step limit of 4 reached".into(),
             stderr_tail: None,

@@ -34,7 +34,7 @@ fn concurrent_appends_never_repeat_a_seq() {
                         .write(
                             0,
                             EventBody::Error {
-                                source: "agent".into(),
+                                source: cosmos_trajectory::event::ErrorSource::Agent,
                                 name: None,
                                 message: format!("writer {w} line {i}"),
                                 stderr_tail: None,

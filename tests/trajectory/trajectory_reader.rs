@@ -570,7 +570,7 @@ fn events_are_read_back_from_the_opened_file_and_a_rewritten_file_says_so() {
         EventBody::Error {
             source, message, ..
         } => {
-            assert_eq!(source, "trajectory");
+            assert_eq!(source.as_str(), "trajectory");
             assert!(message.contains("could not be read back"), "{message}");
             assert!(message.contains("rewritten"), "{message}");
         }

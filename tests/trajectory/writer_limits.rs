@@ -90,7 +90,7 @@ fn bodies(shape: u8, size: usize) -> Vec<EventBody> {
             prior: None,
         },
         EventBody::Error {
-            source: "agent".into(),
+            source: cosmos_trajectory::event::ErrorSource::Agent,
             name: None,
             message: text.clone(),
             stderr_tail: Some(text.clone()),

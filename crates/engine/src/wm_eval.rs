@@ -758,7 +758,7 @@ fn write_simulation(
             writer.write(
                 at,
                 EventBody::Error {
-                    source: "world_model".into(),
+                    source: cosmos_trajectory::event::ErrorSource::WorldModel,
                     name: Some(name.to_string()),
                     message: format!("step {step}: {}", failure.message),
                     stderr_tail: None,

@@ -874,6 +874,51 @@ pub struct Origin {
     pub seq: u64,
 }
 
+/// What failed, in an `error` event.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorSource {
+    /// An MCP server (with its stderr tail).
+    Server,
+    /// An LLM endpoint (a role's, or the judge's).
+    Llm,
+    /// The world model: it could not predict (never a prediction).
+    WorldModel,
+    /// The agent: a limit reached, a search or chain cut short.
+    Agent,
+    /// A fork: a call the recording does not hold, with `--on-miss error`.
+    Fork,
+    /// The trajectory file: a shown event that is no longer in it.
+    Trajectory,
+    /// The OpenTelemetry export, live.
+    Otel,
+    /// A source this version does not know, kept as written.
+    #[serde(untagged)]
+    Other(String),
+}
+
+impl ErrorSource {
+    /// As written in the file.
+    pub fn as_str(&self) -> &str {
+        match self {
+            ErrorSource::Server => "server",
+            ErrorSource::Llm => "llm",
+            ErrorSource::WorldModel => "world_model",
+            ErrorSource::Agent => "agent",
+            ErrorSource::Fork => "fork",
+            ErrorSource::Trajectory => "trajectory",
+            ErrorSource::Otel => "otel",
+            ErrorSource::Other(other) => other,
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// How routing treated a prediction made while planning (`node_simulated`'s `route`), in a
 /// run that routes (`--go-real-below` or `--routing`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -1831,8 +1876,8 @@ pub enum EventBody {
     },
     /// Something outside the agent failed (a server, an endpoint); the run may go on.
     Error {
-        /// What failed: `server`, `llm`, `world_model`, `agent`.
-        source: String,
+        /// What failed.
+        source: ErrorSource,
         /// The name of the failing part (server name, role).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         name: Option<String>,
@@ -2168,6 +2213,20 @@ pub fn is_judgement(body: &EventBody) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_error_source_reads_as_written_and_an_unknown_one_is_kept() {
+        for (source, text) in [
+            (ErrorSource::WorldModel, "world_model"),
+            (ErrorSource::Otel, "otel"),
+            (ErrorSource::Other("judge2".into()), "judge2"),
+        ] {
+            let json = serde_json::to_string(&source).unwrap();
+            assert_eq!(json, format!("\"{text}\""));
+            assert_eq!(serde_json::from_str::<ErrorSource>(&json).unwrap(), source);
+            assert_eq!(source.as_str(), text);
+        }
+    }
 
     #[test]
     fn every_ending_but_a_clean_finish_is_marked_and_not_clean() {

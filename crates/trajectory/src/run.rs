@@ -489,7 +489,7 @@ impl Run {
             seq: brief.seq,
             t_ms: brief.t_ms,
             body: EventBody::Error {
-                source: "trajectory".into(),
+                source: crate::event::ErrorSource::Trajectory,
                 name: None,
                 message: format!(
                     "{}: event seq {} could not be read back (was the file rewritten since it \

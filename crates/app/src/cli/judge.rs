@@ -264,7 +264,7 @@ impl Judge {
                 writer.write(
                     t,
                     EventBody::Error {
-                        source: "llm".into(),
+                        source: cosmos_trajectory::event::ErrorSource::Llm,
                         name: Some("judge".into()),
                         message: e.clone(),
                         stderr_tail: None,

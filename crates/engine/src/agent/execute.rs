@@ -97,7 +97,7 @@ pub async fn call(
                     fork.of.file
                 );
                 sink.emit(EventBody::Error {
-                    source: "fork".into(),
+                    source: cosmos_trajectory::event::ErrorSource::Fork,
                     name: None,
                     message: why.clone(),
                     stderr_tail: None,
@@ -219,7 +219,7 @@ async fn simulate_miss(
         }
         Err(message) => {
             sink.emit(EventBody::Error {
-                source: "world_model".into(),
+                source: cosmos_trajectory::event::ErrorSource::WorldModel,
                 name: Some(world_model.name()),
                 message: message.clone(),
                 stderr_tail: None,

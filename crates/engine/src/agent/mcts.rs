@@ -1028,7 +1028,7 @@ mod tests {
         let Search { tree, .. } = search(&down, &settings, &mut events).await.unwrap();
         let errors = events
             .iter()
-            .filter(|e| matches!(e, EventBody::Error { source, .. } if source == "world_model"))
+            .filter(|e| matches!(e, EventBody::Error { source, .. } if *source == cosmos_trajectory::event::ErrorSource::WorldModel))
             .count();
         assert_eq!(errors, 2, "one error per failed simulation");
         assert!(

@@ -339,7 +339,7 @@ impl Env {
     /// Records an `agent` error (a limit reached, a search cut short).
     pub fn record_agent_error(&self, sink: &mut dyn EventSink, message: String) -> Result<()> {
         sink.emit(EventBody::Error {
-            source: "agent".into(),
+            source: cosmos_trajectory::event::ErrorSource::Agent,
             name: None,
             message,
             stderr_tail: None,

@@ -200,7 +200,7 @@ mod tests {
             "the chain was cut short"
         );
         // The failure is an error, never a prediction.
-        assert!(events.iter().any(|e| matches!(e, EventBody::Error { source, message, .. } if source == "world_model" && message.contains("refused"))));
+        assert!(events.iter().any(|e| matches!(e, EventBody::Error { source, message, .. } if *source == cosmos_trajectory::event::ErrorSource::WorldModel && message.contains("refused"))));
         assert!(
             !events
                 .iter()
@@ -218,7 +218,7 @@ mod tests {
             events
                 .iter()
                 .any(|e| matches!(e, EventBody::Error { source, message, .. }
-            if source == "agent" && message.contains("runs unsimulated")))
+            if *source == cosmos_trajectory::event::ErrorSource::Agent && message.contains("runs unsimulated")))
         );
         // The unknown step stays in the plan, and the real call is made.
         assert!(

@@ -74,7 +74,7 @@ impl Reply {
     /// The event that records a refused per-tool schema, when this call found it refused.
     pub fn fallback_event(&self) -> Option<EventBody> {
         self.refused_schema.then(|| EventBody::Error {
-            source: "llm".into(),
+            source: cosmos_trajectory::event::ErrorSource::Llm,
             name: Some("planner".into()),
             message: "the endpoint refused the per-tool decision schema; decisions are asked \
                       with the flat schema (tool names only) from here on"

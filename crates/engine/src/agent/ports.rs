@@ -53,7 +53,7 @@ pub trait EventSink: Send {
 /// `source`; it never fails or slows the run.
 pub trait Tap: Send {
     /// Where its trouble comes from, as `error` events name it (`otel`).
-    fn source(&self) -> &'static str;
+    fn source(&self) -> cosmos_trajectory::event::ErrorSource;
     /// Sees one event as written; must not block.
     fn see(&mut self, event: &cosmos_trajectory::event::Event);
     /// Trouble since the last call, in words.

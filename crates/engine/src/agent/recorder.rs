@@ -63,7 +63,7 @@ impl Recorder {
         for message in tap.trouble() {
             // Written and shown, without asking the tap again: its trouble cannot feed itself.
             self.pass_on(EventBody::Error {
-                source: source.to_string(),
+                source: source.clone(),
                 name: None,
                 message,
                 stderr_tail: None,
@@ -101,7 +101,7 @@ impl EventSink for Recorder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use cosmos_trajectory::event::{Phase, RunStatus};
+    use cosmos_trajectory::event::{ErrorSource, Phase, RunStatus};
     use cosmos_trajectory::redact::Redactor;
     use cosmos_trajectory::synthetic::{self, Spec};
 
@@ -109,8 +109,8 @@ mod tests {
     struct Troubled(u32);
 
     impl Tap for Troubled {
-        fn source(&self) -> &'static str {
-            "otel"
+        fn source(&self) -> ErrorSource {
+            ErrorSource::Otel
         }
         fn see(&mut self, _event: &Event) {}
         fn trouble(&mut self) -> Vec<String> {
@@ -143,7 +143,7 @@ mod tests {
         assert_eq!(kinds, ["phase", "error", "run_finished"]);
         assert!(matches!(
             &run.event(1).body,
-            EventBody::Error { source, message, .. } if source == "otel" && message == "trouble 1"
+            EventBody::Error { source, message, .. } if *source == ErrorSource::Otel && message == "trouble 1"
         ));
     }
 }

@@ -332,7 +332,7 @@ pub async fn rehearse(
                 }
                 Err(message) => {
                     events.push(EventBody::Error {
-                        source: "world_model".into(),
+                        source: cosmos_trajectory::event::ErrorSource::WorldModel,
                         name: Some(env.world_model_name()),
                         message,
                         stderr_tail: None,

@@ -319,7 +319,7 @@ mod tests {
             events
                 .iter()
                 .any(|e| matches!(e, EventBody::Error { source, message, .. }
-            if source == "agent" && message.contains("cannot cover another rehearsal")))
+            if *source == cosmos_trajectory::event::ErrorSource::Agent && message.contains("cannot cover another rehearsal")))
         );
     }
 
@@ -494,7 +494,7 @@ mod tests {
         assert!(error.contains("world model could not simulate") && error.contains("refused"));
         let wm_errors = events
             .iter()
-            .filter(|e| matches!(e, EventBody::Error { source, .. } if source == "world_model"))
+            .filter(|e| matches!(e, EventBody::Error { source, .. } if *source == cosmos_trajectory::event::ErrorSource::WorldModel))
             .count();
         assert_eq!(wm_errors, 2, "one expansion, then the search stopped");
         let planner_calls = events

@@ -70,7 +70,7 @@ impl ServerFailure {
     /// The `error` event that records it (source `server`).
     pub fn event(&self) -> cosmos_trajectory::event::EventBody {
         cosmos_trajectory::event::EventBody::Error {
-            source: "server".into(),
+            source: cosmos_trajectory::event::ErrorSource::Server,
             name: Some(self.name.clone()),
             message: self.message.clone(),
             stderr_tail: self.stderr_tail.clone(),

@@ -552,7 +552,7 @@ fn told_ending(body: &EventBody) -> Option<Ending> {
     match body {
         EventBody::Error {
             source, message, ..
-        } if source == "agent" => legacy_ending(message),
+        } if *source == cosmos_trajectory::event::ErrorSource::Agent => legacy_ending(message),
         _ => None,
     }
 }

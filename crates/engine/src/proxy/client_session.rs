@@ -397,7 +397,7 @@ impl Session {
             state.pending.remove(&node);
             written = written.and_then(|()| {
                 state.emit(EventBody::Error {
-                    source: "world_model".into(),
+                    source: cosmos_trajectory::event::ErrorSource::WorldModel,
                     name: None,
                     message: format!(
                         "no prediction of node {node}: the session ended before it came"

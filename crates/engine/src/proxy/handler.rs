@@ -305,7 +305,7 @@ impl ProxyHandler {
             ),
         };
         self.recorded(session.record(EventBody::Error {
-            source: "server".into(),
+            source: cosmos_trajectory::event::ErrorSource::Server,
             name: Some(server.name.clone()),
             message,
             stderr_tail,

@@ -171,7 +171,7 @@ impl Filed {
                     message,
                     step,
                     ..
-                } if source == "world_model" => {
+                } if *source == cosmos_trajectory::event::ErrorSource::WorldModel => {
                     let step = step.or_else(|| step_of_message(message));
                     match (step.and_then(|s| by_step.get(&s)), world_model(name)) {
                         (Some(&c), Some(w)) => {

@@ -530,7 +530,7 @@ impl Trace {
             return;
         };
         let mut attrs = vec![
-            attr("exception.type", source.clone()),
+            attr("exception.type", source.to_string()),
             attr("exception.message", redacted_text(&self.redactor, message)),
         ];
         if let Some(n) = name {

@@ -144,8 +144,8 @@ impl Live {
 }
 
 impl crate::agent::ports::Tap for LiveTap {
-    fn source(&self) -> &'static str {
-        "otel"
+    fn source(&self) -> cosmos_trajectory::event::ErrorSource {
+        cosmos_trajectory::event::ErrorSource::Otel
     }
 
     fn see(&mut self, event: &Event) {

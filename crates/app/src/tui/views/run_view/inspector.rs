@@ -1019,7 +1019,9 @@ fn verdict_words(
                 .find_map(|e| match &run.event(e).body {
                     EventBody::Error {
                         source, message, ..
-                    } if source == "world_model" => Some(message.clone()),
+                    } if *source == cosmos_trajectory::event::ErrorSource::WorldModel => {
+                        Some(message.clone())
+                    }
                     _ => None,
                 });
             ("not simulated (0): the world model failed", why)
