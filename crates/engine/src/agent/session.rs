@@ -176,7 +176,8 @@ fn load_task(source: &TaskSource) -> Result<(Task, TaskInfo)> {
     }
 }
 
-/// Reads everything, starts the servers and creates the trajectory file.
+/// Reads everything, starts the servers and creates the trajectory file. Everything that can
+/// refuse the run is checked before a server starts or a file is made.
 pub async fn prepare(spec: &RunSpec, stop: watch::Receiver<bool>) -> Result<Prepared> {
     let (task, task_info) = load_task(&spec.task)?;
     let offline = spec.fork.as_ref().and_then(|f| f.offline.as_ref());
@@ -185,24 +186,7 @@ pub async fn prepare(spec: &RunSpec, stop: watch::Receiver<bool>) -> Result<Prep
         (None, Some(_)) => McpConfig::default(),
         (None, None) => anyhow::bail!("no MCP config: pass --mcp-config"),
     };
-    let mut servers = if offline.is_some() {
-        // A fork that reaches no server starts none.
-        Vec::new()
-    } else if task.servers.is_empty() {
-        mcp.servers.clone()
-    } else {
-        task.servers
-            .iter()
-            .map(|name| mcp.get(name).cloned())
-            .collect::<Result<Vec<_>>>()
-            .with_context(|| format!("task {} needs servers", task.id))?
-    };
-    for name in &spec.extra_servers {
-        let extra = mcp.get(name)?.clone();
-        if !servers.iter().any(|s| s.name == extra.name) {
-            servers.push(extra);
-        }
-    }
+    let servers = servers_of(spec, &task, &mcp, offline.is_some())?;
     // A server that wants a login it does not have stops the run here, before any starts;
     // the tokens of those logged into are secrets of the run.
     if let Some(path) = &spec.mcp_config {
@@ -219,30 +203,89 @@ pub async fn prepare(spec: &RunSpec, stop: watch::Receiver<bool>) -> Result<Prep
             .transpose()?
             .map(|built| built.model);
     let llm = &config.llm;
-    // Every role the run will ask needs an address before anything starts.
-    let mut roles = vec![Role::Planner, Role::Summarizer];
-    if spec.agent == AgentKind::Spiral && spec.search.alpha < 1.0 {
-        roles.push(Role::Critic);
-    }
-    if spec.world_model == "llm" {
-        roles.push(Role::WorldModel);
-    }
-    for role in roles {
-        if let Some(why) = llm
-            .endpoint(role)
-            .missing(&format!("roles.{}", role.as_str()))
-        {
-            anyhow::bail!(why);
+    check_roles(spec, llm, world_model.is_some())?;
+    let client = |role| Arc::new(LlmClient::new(llm.endpoint(role).clone()));
+
+    let (pool, failures, sandboxes) = start_servers(spec, servers, &task).await?;
+    let planner = client(Role::Planner);
+    let mut header = header_of(
+        spec,
+        task_info,
+        settings_of(spec, planner.uses_tools()),
+        planner.endpoint().info(),
+        llm,
+    );
+    header.world_model = world_model.as_ref().map(|w| w.describe());
+    header.servers = pool.server_infos();
+    for info in &mut header.servers {
+        if let Some(sandbox) = sandboxes.iter().find(|s| s.server == info.name) {
+            info.start_digest = Some(sandbox.start_digest.clone());
+            info.start_state = sandbox.start_state.clone().map(Box::new);
+            info.seed_removed = sandbox.removed.clone();
         }
     }
-    let client = |role| Arc::new(LlmClient::new(llm.endpoint(role).clone()));
-    if spec.agent != AgentKind::React && world_model.is_none() {
-        anyhow::bail!(
-            "agent {} rehearses in a world model: pass --world-model llm|memory|command|NAME",
-            spec.agent.as_str()
-        );
+    header.tools = pool.tools();
+    if let Some((tools, servers)) = offline {
+        header.tools = tools.clone();
+        header.servers = servers.clone();
     }
 
+    let redactor = redactor(&config, &mcp);
+    let pool = Arc::new(pool);
+    let roles = Roles {
+        planner,
+        critic: client(Role::Critic),
+        summarizer: client(Role::Summarizer),
+    };
+    let host: Arc<dyn ToolHost> = match offline {
+        Some((tools, _)) => Arc::new(RecordedTools(tools.clone())),
+        None => pool.clone(),
+    };
+    // Checked before the file exists: a run that cannot start leaves nothing behind.
+    let mut env = Env::new(task, host, roles, world_model, spec.budget, stop)?;
+    env.fork = spec.fork.as_ref().map(ForkPlan::fork);
+    env.go_real_below = spec.search.go_real_below;
+    env.routing = spec.routing.clone();
+    env.start_states = header
+        .servers
+        .iter()
+        .filter_map(|s| Some((s.name.clone(), (**s.start_state.as_ref()?).clone())))
+        .collect();
+    let path = spec.out_dir.join(
+        spec.file_name
+            .clone()
+            .unwrap_or_else(|| file_name(&env.task.id, spec.agent, header.world_model_name())),
+    );
+    let writer = Writer::create(
+        &path,
+        &header,
+        redactor,
+        Some(RunAccumulator::tally(&header)),
+    )?;
+    Ok(Prepared {
+        env,
+        pool,
+        recorder_writer: writer,
+        header,
+        failures,
+        path,
+        search: spec.search,
+        tap: None,
+        sandboxes,
+    })
+}
+
+/// Starts the run's servers, each stateful one on a fresh copy of its state; refuses a task
+/// that checks a state no copy keeps, and a destructive tool on live state.
+async fn start_servers(
+    spec: &RunSpec,
+    mut servers: Vec<crate::mcp::mcp_json::ServerConfig>,
+    task: &Task,
+) -> Result<(
+    McpPool,
+    Vec<crate::mcp::server::ServerFailure>,
+    Vec<crate::mcp::sandbox::Sandbox>,
+)> {
     // Each stateful server gets a fresh copy of its state, named in its entry: copying,
     // unpacking and hashing are blocking work, kept off the threads other runs' tasks use.
     let (servers, sandboxes) = tokio::task::spawn_blocking(move || {
@@ -271,6 +314,127 @@ pub async fn prepare(spec: &RunSpec, stop: watch::Receiver<bool>) -> Result<Prep
         pool.shutdown().await;
         return Err(refused);
     }
+    Ok((pool, failures, sandboxes))
+}
+
+/// A run's header before its servers are known: its id (the time, the task, the agent and a
+/// random tail, so runs of one task started in the same millisecond by a sweep's workers or
+/// shards are still runs of their own), task, agent and settings, and each role's endpoint.
+fn header_of(
+    spec: &RunSpec,
+    task: TaskInfo,
+    settings: std::collections::BTreeMap<String, serde_json::Value>,
+    planner: cosmos_trajectory::event::ModelInfo,
+    llm: &crate::llm::endpoints::LlmConfig,
+) -> Header {
+    let mut header = Header::new(
+        format!(
+            "{}-{}-{}-{:08x}",
+            chrono::Utc::now().format("%Y%m%dT%H%M%S%.3fZ"),
+            task.id,
+            spec.agent.as_str(),
+            fastrand::u32(..)
+        ),
+        task,
+        AgentInfo {
+            kind: spec.agent,
+            settings,
+        },
+        planner,
+    );
+    for role in [Role::WorldModel, Role::Critic, Role::Summarizer] {
+        header
+            .roles
+            .insert(role.as_str().to_string(), llm.endpoint(role).info());
+    }
+    header.label = spec.label.clone();
+    header.fork_of = spec.fork.as_ref().map(|f| f.of.clone());
+    header
+}
+
+/// The servers a run starts: the task's (every configured one when it names none), then the
+/// extra servers asked for; none for a fork that reaches no server (`offline`).
+fn servers_of(
+    spec: &RunSpec,
+    task: &Task,
+    mcp: &McpConfig,
+    offline: bool,
+) -> Result<Vec<crate::mcp::mcp_json::ServerConfig>> {
+    let mut servers = if offline {
+        // A fork that reaches no server starts none.
+        Vec::new()
+    } else if task.servers.is_empty() {
+        mcp.servers.clone()
+    } else {
+        task.servers
+            .iter()
+            .map(|name| mcp.get(name).cloned())
+            .collect::<Result<Vec<_>>>()
+            .with_context(|| format!("task {} needs servers", task.id))?
+    };
+    for name in &spec.extra_servers {
+        let extra = mcp.get(name)?.clone();
+        if !servers.iter().any(|s| s.name == extra.name) {
+            servers.push(extra);
+        }
+    }
+    Ok(servers)
+}
+
+/// Every role the run will ask has an address, a rehearsing agent has a world model (so has a
+/// fork whose misses go to one), and a routing file was chosen for this world model: all
+/// before anything starts.
+fn check_roles(
+    spec: &RunSpec,
+    llm: &crate::llm::endpoints::LlmConfig,
+    has_world_model: bool,
+) -> Result<()> {
+    let mut roles = vec![Role::Planner, Role::Summarizer];
+    if spec.agent == AgentKind::Spiral && spec.search.alpha < 1.0 {
+        roles.push(Role::Critic);
+    }
+    if spec.world_model == "llm" {
+        roles.push(Role::WorldModel);
+    }
+    for role in roles {
+        if let Some(why) = llm
+            .endpoint(role)
+            .missing(&format!("roles.{}", role.as_str()))
+        {
+            anyhow::bail!(why);
+        }
+    }
+    if spec.agent != AgentKind::React && !has_world_model {
+        anyhow::bail!(
+            "agent {} rehearses in a world model: pass --world-model llm|memory|command|NAME",
+            spec.agent.as_str()
+        );
+    }
+    if let Some(OnMiss::WorldModel) = spec.fork.as_ref().and_then(|f| f.recorded)
+        && !has_world_model
+    {
+        anyhow::bail!("--on-miss world-model needs a world model: pass --world-model NAME");
+    }
+    // Thresholds chosen for one world model say nothing of another's confidences.
+    if let Some(routing) = &spec.routing
+        && routing.world_model != spec.world_model
+    {
+        anyhow::bail!(
+            "the routing file {} was chosen for the world model \"{}\"; this run's is \"{}\"",
+            routing.path,
+            routing.world_model,
+            spec.world_model
+        );
+    }
+    Ok(())
+}
+
+/// Every setting the run's agent uses, as its header records them; `tools`: the planner
+/// decides by native tool calls.
+fn settings_of(
+    spec: &RunSpec,
+    tools: bool,
+) -> std::collections::BTreeMap<String, serde_json::Value> {
     let mut settings = std::collections::BTreeMap::new();
     settings.insert("max_steps".to_string(), json!(spec.budget.max_steps));
     settings.insert("max_tokens".to_string(), json!(spec.budget.max_tokens));
@@ -323,114 +487,12 @@ pub async fn prepare(spec: &RunSpec, stop: watch::Receiver<bool>) -> Result<Prep
             settings.insert(k.to_string(), json!(v));
         }
     }
-    let planner = client(Role::Planner);
     // What constrains the planner's decisions (a refusal at run time is an `error` event).
     settings.insert(
         "decision_schema".to_string(),
-        json!(if planner.uses_tools() {
-            "tools"
-        } else {
-            "per_tool"
-        }),
+        json!(if tools { "tools" } else { "per_tool" }),
     );
-    let mut header = Header::new(
-        // The time, the task and the agent, and a random tail: runs of one task started in the
-        // same millisecond (a sweep's workers, its shards) are still runs of their own.
-        format!(
-            "{}-{}-{}-{:08x}",
-            chrono::Utc::now().format("%Y%m%dT%H%M%S%.3fZ"),
-            task.id,
-            spec.agent.as_str(),
-            fastrand::u32(..)
-        ),
-        task_info,
-        AgentInfo {
-            kind: spec.agent,
-            settings,
-        },
-        planner.endpoint().info(),
-    );
-    for role in [Role::WorldModel, Role::Critic, Role::Summarizer] {
-        header
-            .roles
-            .insert(role.as_str().to_string(), llm.endpoint(role).info());
-    }
-    header.world_model = world_model.as_ref().map(|w| w.describe());
-    header.label = spec.label.clone();
-    header.servers = pool.server_infos();
-    for info in &mut header.servers {
-        if let Some(sandbox) = sandboxes.iter().find(|s| s.server == info.name) {
-            info.start_digest = Some(sandbox.start_digest.clone());
-            info.start_state = sandbox.start_state.clone().map(Box::new);
-            info.seed_removed = sandbox.removed.clone();
-        }
-    }
-    header.tools = pool.tools();
-    header.fork_of = spec.fork.as_ref().map(|f| f.of.clone());
-    if let Some((tools, servers)) = offline {
-        header.tools = tools.clone();
-        header.servers = servers.clone();
-    }
-
-    let redactor = redactor(&config, &mcp);
-    let pool = Arc::new(pool);
-    let roles = Roles {
-        planner,
-        critic: client(Role::Critic),
-        summarizer: client(Role::Summarizer),
-    };
-    let host: Arc<dyn ToolHost> = match offline {
-        Some((tools, _)) => Arc::new(RecordedTools(tools.clone())),
-        None => pool.clone(),
-    };
-    if let Some(OnMiss::WorldModel) = spec.fork.as_ref().and_then(|f| f.recorded)
-        && world_model.is_none()
-    {
-        anyhow::bail!("--on-miss world-model needs a world model: pass --world-model NAME");
-    }
-    // Thresholds chosen for one world model say nothing of another's confidences.
-    if let Some(routing) = &spec.routing
-        && routing.world_model != spec.world_model
-    {
-        anyhow::bail!(
-            "the routing file {} was chosen for the world model \"{}\"; this run's is \"{}\"",
-            routing.path,
-            routing.world_model,
-            spec.world_model
-        );
-    }
-    // Checked before the file exists: a run that cannot start leaves nothing behind.
-    let mut env = Env::new(task, host, roles, world_model, spec.budget, stop)?;
-    env.fork = spec.fork.as_ref().map(ForkPlan::fork);
-    env.go_real_below = spec.search.go_real_below;
-    env.routing = spec.routing.clone();
-    env.start_states = header
-        .servers
-        .iter()
-        .filter_map(|s| Some((s.name.clone(), (**s.start_state.as_ref()?).clone())))
-        .collect();
-    let path = spec.out_dir.join(
-        spec.file_name
-            .clone()
-            .unwrap_or_else(|| file_name(&env.task.id, spec.agent, header.world_model_name())),
-    );
-    let writer = Writer::create(
-        &path,
-        &header,
-        redactor,
-        Some(RunAccumulator::tally(&header)),
-    )?;
-    Ok(Prepared {
-        env,
-        pool,
-        recorder_writer: writer,
-        header,
-        failures,
-        path,
-        search: spec.search,
-        tap: None,
-        sandboxes,
-    })
+    settings
 }
 
 /// The error of a run none of whose servers started.

@@ -488,7 +488,9 @@ impl Inspector {
         Self::new(" About this run ".to_string(), lines, size)
     }
 
-    /// One search-tree node in full, with its values at the cursor (`state`).
+    /// One search-tree node in full, with its values at the cursor (`state`): its action, its
+    /// verdict and rewards, the prediction, the real result, what was done to it after the run,
+    /// and its events.
     pub fn node(run: &Run, state: &TreeState, slot: u32, size: (u16, u16)) -> Self {
         let info = &run.nodes()[slot as usize];
         let id = info.id;
@@ -502,348 +504,57 @@ impl Inspector {
             info.depth
         ));
         let node_events = events_of(run, id);
-
-        // The action, arguments whole.
-        lines.heading("action");
-        match added {
-            EventBody::NodeAdded {
-                action: Some(NodeAction::ToolCall { tool, arguments }),
-                prior,
-                ..
-            } => {
-                lines.text(format!("  call {tool}"));
-                if let Some(p) = prior {
-                    lines.text(format!("  planner's prior {p:.2}"));
-                }
-                lines.text("  arguments:");
-                let pretty = serde_json::to_string_pretty(arguments).unwrap_or_default();
-                for line in pretty.lines() {
-                    lines.text(format!("    {line}"));
-                }
-            }
-            EventBody::NodeAdded {
-                action: Some(NodeAction::Finish { answer }),
-                ..
-            } => {
-                lines.text("  finish, with the answer:");
-                lines.block(answer.as_deref().unwrap_or(""), Mark::Text);
-            }
-            other => lines.text(format!("  {}", node_label(other))),
-        }
-
-        // Verdict, rewards, the critic's reason: the last evaluation of the node.
-        // The latest of a kind among the node's events, read whole.
-        let latest = |kind: &str| {
-            node_events
-                .iter()
-                .rev()
-                .find(|&&e| run.brief(e).kind() == kind)
-                .map(|&e| (e, run.event(e).into_owned()))
-        };
-        let evaluated_event = latest("node_evaluated");
-        let simulated_event = latest("node_simulated");
-        let evaluated = evaluated_event
-            .as_ref()
-            .and_then(|(e, event)| match &event.body {
-                EventBody::NodeEvaluated {
-                    verdict,
-                    base_reward,
-                    critic_reward,
-                    critic_reason,
-                    reward,
-                    terminal,
-                    horizon,
-                    ..
-                } => Some((
-                    *e,
-                    *verdict,
-                    *base_reward,
-                    *critic_reward,
-                    critic_reason,
-                    *reward,
-                    (*terminal, *horizon),
-                )),
-                _ => None,
-            });
-        let simulated = simulated_event
-            .as_ref()
-            .and_then(|(_, event)| match &event.body {
-                EventBody::NodeSimulated {
-                    world_model,
-                    observation,
-                    confidence,
-                    confidence_source,
-                    ..
-                } => Some((
-                    world_model.as_str(),
-                    observation,
-                    confidence_words(*confidence, confidence_source.as_deref()),
-                )),
-                _ => None,
-            });
-        let members = simulated_event
-            .as_ref()
-            .and_then(|(_, event)| match &event.body {
-                EventBody::NodeSimulated { members, .. } if !members.is_empty() => Some(members),
-                _ => None,
-            });
-        let predicted_state = simulated_event
-            .as_ref()
-            .and_then(|(_, event)| match &event.body {
-                EventBody::NodeSimulated {
-                    predicted_state, ..
-                } => predicted_state.as_deref(),
-                _ => None,
-            });
-        lines.heading("verdict");
-        match evaluated {
-            None => lines.text("  not evaluated (yet)"),
-            Some((at, verdict, base, critic, reason, reward, (terminal, horizon))) => {
-                let (word, why) = verdict_words(
-                    run,
-                    at,
-                    verdict,
-                    simulated.as_ref().map(|(wm, o, _)| (*wm, *o)),
-                );
-                let mark = if matches!(verdict, Verdict::Invalid | Verdict::NotSimulated) {
-                    Mark::Failure
-                } else {
-                    Mark::Text
-                };
-                let ends = if terminal { " · ends its path" } else { "" };
-                let because = if why.is_some() { ", because:" } else { "" };
-                lines.push(mark, format!("  {word}{ends}{because}"));
-                if let Some(why) = why {
-                    lines.block(&why, mark);
-                }
-                if let Some(trust) = horizon {
-                    let threshold = run
-                        .header
-                        .agent
-                        .go_real_below()
-                        .map_or(String::new(), |x| format!(" ({x})"));
-                    lines.text(format!(
-                        "  the search imagined no further: the confidence along the path is \
-                         {}, below go_real_below{threshold}",
-                        confidence_cut(trust)
-                    ));
-                }
-                lines.heading("reward");
-                let searched =
-                    run.header.agent.kind != cosmos_trajectory::event::AgentKind::External;
-                if searched {
-                    let confidence = simulated_event.as_ref().and_then(|(_, e)| match &e.body {
-                        EventBody::NodeSimulated { confidence, .. } => Some(*confidence),
-                        _ => None,
-                    });
-                    let grounded = latest("node_grounded").is_some();
-                    reward_lines(
-                        &mut lines,
-                        run,
-                        (base, critic, reward),
-                        confidence,
-                        grounded,
-                    );
-                } else {
-                    lines.text(format!(
-                        "  base {base:.2}: the score the rehearsal gives the call's verdict; no \
-                         search used it (a client's call, through cosmos proxy)"
-                    ));
-                }
-                if let Some(d) = state.node(slot).filter(|_| searched) {
-                    lines.text(format!(
-                        "  at the cursor: visits N={} · mean value Q={}",
-                        d.visits,
-                        d.q().map_or("—".to_string(), |q| format!("{q:.2}"))
-                    ));
-                }
-                if let Some(reason) = reason {
-                    lines.heading("the critic's reason");
-                    lines.block(reason, Mark::Text);
-                }
-            }
-        }
-
-        // The simulation (not the validator's rejection, shown above as the verdict's why).
-        if let Some((world_model, observation, confidence)) =
-            simulated.as_ref().filter(|(wm, ..)| *wm != VALIDATOR)
-        {
-            lines.heading(format!(
-                "simulated by {world_model}{} · {confidence}",
-                if observation.is_error {
-                    " (predicts an error)"
-                } else {
-                    ""
-                }
-            ));
-            lines.block(&observation_text(observation), Mark::Text);
-        }
-        if let Some(members) = members {
-            member_lines(
-                &mut lines,
+        action_lines(&mut lines, added);
+        // The node's last evaluation and last prediction, read whole.
+        let evaluated = latest_of(run, &node_events, "node_evaluated");
+        let simulated = latest_of(run, &node_events, "node_simulated");
+        let grounded = latest_of(run, &node_events, "node_grounded").is_some();
+        let prediction = simulated.as_ref().and_then(|(_, event)| match &event.body {
+            EventBody::NodeSimulated {
+                world_model,
+                observation,
+                confidence,
+                confidence_source,
                 members,
-                cosmos_engine::probe::real_of(run, id).as_ref(),
-            );
-        }
-
-        // The real result, when the node was executed.
-        if let Some(step) = run.steps().iter().rev().find(|s| s.node == Some(slot)) {
-            if let EventBody::ToolCalled {
-                step: n,
-                result,
-                error,
-                state_change,
+                predicted_state,
                 ..
-            } = &run.event(step.event as usize).body
-            {
-                let mark = if step.is_error {
-                    Mark::Failure
-                } else {
-                    Mark::Text
-                };
-                lines.heading(format!(
-                    "real result (step {n}{})",
-                    if step.is_error { ", failed ✗" } else { "" }
-                ));
-                if let Some(e) = error {
-                    lines.push(Mark::Failure, format!("  transport error: {e}"));
-                }
-                lines.block(&observation_text(result), mark);
-                if let Some(change) = state_change {
-                    state_change_lines(&mut lines, change, predicted_state);
-                }
-            }
-        } else if matches!(
+            } => Some(Prediction {
+                world_model,
+                observation,
+                confidence: *confidence,
+                said: confidence_words(*confidence, confidence_source.as_deref()),
+                members,
+                predicted_state: predicted_state.as_deref(),
+            }),
+            _ => None,
+        });
+        verdict_lines(
+            &mut lines,
+            run,
+            (state, slot),
+            evaluated.as_ref(),
+            prediction.as_ref(),
+            grounded,
+        );
+        if let Some(p) = &prediction {
+            prediction_lines(&mut lines, run, id, p);
+        }
+        real_result_lines(
+            &mut lines,
+            run,
+            slot,
             added,
-            EventBody::NodeAdded {
-                action: Some(NodeAction::ToolCall { .. }),
-                ..
-            }
-        ) && !node_events.iter().any(|&e| {
-            matches!(
-                run.brief(e).whole().map(|e| &e.body),
-                Some(EventBody::NodeGrounded { .. })
-            )
-        }) {
-            // (A node called for real while planning says so below.)
-            lines.heading("real result");
-            lines.text("  never executed");
-        }
-
-        // Probes made after the run: simulations by a picked world model, and real calls.
-        // (Probes are kept whole in memory: no need to read every event of the node back.)
-        for event in node_events.iter().filter_map(|&e| run.brief(e).whole()) {
-            match &event.body {
-                EventBody::NodeGrounded {
-                    observation,
-                    error,
-                    server,
-                    confidence,
-                    ..
-                } => {
-                    let failed = observation.is_error || error.is_some();
-                    lines.heading(format!(
-                        "called for real while planning{}: the prediction was unsure ({}){}",
-                        server
-                            .as_deref()
-                            .map_or(String::new(), |s| format!(" on {s}")),
-                        confidence.map_or("no confidence".to_string(), |c| format!(
-                            "confidence {}",
-                            confidence_cut(c)
-                        )),
-                        if failed { " ✗" } else { "" }
-                    ));
-                    if let Some((_, predicted, _)) = &simulated {
-                        let f = cosmos_engine::metrics::fidelity::compare(predicted, observation);
-                        lines.text(format!(
-                            "  the prediction's fidelity to this result {:.2}",
-                            f.score
-                        ));
-                    }
-                    if let Some(e) = error {
-                        lines.push(Mark::Failure, format!("  transport error: {e}"));
-                    }
-                    let mark = if failed { Mark::Failure } else { Mark::Text };
-                    lines.block(&observation_text(observation), mark);
-                }
-                EventBody::NodeProbed {
-                    world_model,
-                    observation,
-                    error,
-                    ..
-                } => {
-                    lines.heading(format!("probed after the run with {world_model}"));
-                    match (observation, error) {
-                        (Some(o), _) => {
-                            if let Some(real) = cosmos_engine::probe::real_of(run, id) {
-                                let f = cosmos_engine::metrics::fidelity::compare(o, &real);
-                                lines.text(format!(
-                                    "  fidelity against the real result {:.2}",
-                                    f.score
-                                ));
-                            }
-                            let mark = if o.is_error {
-                                Mark::Failure
-                            } else {
-                                Mark::Text
-                            };
-                            lines.block(&observation_text(o), mark);
-                        }
-                        (None, e) => lines.push(
-                            Mark::Failure,
-                            format!("  failed: {}", e.as_deref().unwrap_or("")),
-                        ),
-                    }
-                }
-                EventBody::ProbeCalled {
-                    result,
-                    error,
-                    server,
-                    ..
-                } => {
-                    let failed = result.is_error || error.is_some();
-                    lines.heading(format!(
-                        "called for real after the run{}{}",
-                        server
-                            .as_deref()
-                            .map_or(String::new(), |s| format!(" on {s}")),
-                        if failed { " ✗" } else { "" }
-                    ));
-                    if let Some(e) = error {
-                        lines.push(Mark::Failure, format!("  transport error: {e}"));
-                    }
-                    let mark = if failed { Mark::Failure } else { Mark::Text };
-                    lines.block(&observation_text(result), mark);
-                }
-                _ => {}
-            }
-        }
-
-        lines.heading(format!(
-            "events of #{id} ({}) · Tab/n picks, Enter jumps there",
-            node_events.len()
-        ));
-        // The root's events are mostly backpropagations, which their briefs summarise: only
-        // the others are read back from the file.
-        let briefed: Vec<Option<String>> = node_events
-            .iter()
-            .map(|&e| brief_summary(run.brief(e)))
-            .collect();
-        let unbriefed = node_events
-            .iter()
-            .zip(&briefed)
-            .filter(|(_, said)| said.is_none())
-            .map(|(&e, _)| e)
-            .collect::<Vec<_>>();
-        let mut read_back = run.events_at(unbriefed).map(|event| summary(&event));
-        for (&e, said) in node_events.iter().zip(briefed) {
-            let brief = run.brief(e);
-            let said = said.or_else(|| read_back.next()).unwrap_or_default();
-            lines.push(
-                Mark::Link(e as u32),
-                format!("  → {:>6}  {:<16} {said}", brief.seq, brief.kind()),
-            );
-        }
+            &node_events,
+            prediction.as_ref().and_then(|p| p.predicted_state),
+        );
+        after_run_lines(
+            &mut lines,
+            run,
+            id,
+            &node_events,
+            prediction.as_ref().map(|p| p.observation),
+        );
+        event_list_lines(&mut lines, run, id, &node_events);
         Self::new(format!(" Node #{id} "), lines, size)
     }
 
@@ -980,6 +691,360 @@ impl View for Inspector {
 
     fn is_overlay(&self) -> bool {
         true
+    }
+}
+
+/// A node's prediction, as its latest `node_simulated` holds it.
+struct Prediction<'a> {
+    world_model: &'a str,
+    observation: &'a Observation,
+    confidence: Option<f64>,
+    /// The confidence in words.
+    said: String,
+    members: &'a [cosmos_trajectory::event::MemberPrediction],
+    predicted_state: Option<&'a Value>,
+}
+
+/// The latest event of `kind` among a node's events, read whole, with its index.
+fn latest_of(run: &Run, node_events: &[usize], kind: &str) -> Option<(usize, Event)> {
+    node_events
+        .iter()
+        .rev()
+        .find(|&&e| run.brief(e).kind() == kind)
+        .map(|&e| (e, run.event(e).into_owned()))
+}
+
+/// The node's action, its arguments whole.
+fn action_lines(lines: &mut Lines, added: &EventBody) {
+    lines.heading("action");
+    match added {
+        EventBody::NodeAdded {
+            action: Some(NodeAction::ToolCall { tool, arguments }),
+            prior,
+            ..
+        } => {
+            lines.text(format!("  call {tool}"));
+            if let Some(p) = prior {
+                lines.text(format!("  planner's prior {p:.2}"));
+            }
+            lines.text("  arguments:");
+            let pretty = serde_json::to_string_pretty(arguments).unwrap_or_default();
+            for line in pretty.lines() {
+                lines.text(format!("    {line}"));
+            }
+        }
+        EventBody::NodeAdded {
+            action: Some(NodeAction::Finish { answer }),
+            ..
+        } => {
+            lines.text("  finish, with the answer:");
+            lines.block(answer.as_deref().unwrap_or(""), Mark::Text);
+        }
+        other => lines.text(format!("  {}", node_label(other))),
+    }
+}
+
+/// The verdict of the node's last evaluation and why, its reward and how it was made, its
+/// values at the cursor (`at`: the tree and the node's slot), and the critic's reason.
+fn verdict_lines(
+    lines: &mut Lines,
+    run: &Run,
+    (state, slot): (&TreeState, u32),
+    evaluated: Option<&(usize, Event)>,
+    prediction: Option<&Prediction<'_>>,
+    grounded: bool,
+) {
+    let evaluated = evaluated.and_then(|(e, event)| match &event.body {
+        EventBody::NodeEvaluated {
+            verdict,
+            base_reward,
+            critic_reward,
+            critic_reason,
+            reward,
+            terminal,
+            horizon,
+            ..
+        } => Some((
+            *e,
+            *verdict,
+            *base_reward,
+            *critic_reward,
+            critic_reason,
+            *reward,
+            (*terminal, *horizon),
+        )),
+        _ => None,
+    });
+    lines.heading("verdict");
+    match evaluated {
+        None => lines.text("  not evaluated (yet)"),
+        Some((at, verdict, base, critic, reason, reward, (terminal, horizon))) => {
+            let (word, why) = verdict_words(
+                run,
+                at,
+                verdict,
+                prediction.map(|p| (p.world_model, p.observation)),
+            );
+            let mark = if matches!(verdict, Verdict::Invalid | Verdict::NotSimulated) {
+                Mark::Failure
+            } else {
+                Mark::Text
+            };
+            let ends = if terminal { " · ends its path" } else { "" };
+            let because = if why.is_some() { ", because:" } else { "" };
+            lines.push(mark, format!("  {word}{ends}{because}"));
+            if let Some(why) = why {
+                lines.block(&why, mark);
+            }
+            if let Some(trust) = horizon {
+                let threshold = run
+                    .header
+                    .agent
+                    .go_real_below()
+                    .map_or(String::new(), |x| format!(" ({x})"));
+                lines.text(format!(
+                    "  the search imagined no further: the confidence along the path is \
+                     {}, below go_real_below{threshold}",
+                    confidence_cut(trust)
+                ));
+            }
+            lines.heading("reward");
+            let searched = run.header.agent.kind != cosmos_trajectory::event::AgentKind::External;
+            if searched {
+                let confidence = prediction.map(|p| p.confidence);
+                reward_lines(lines, run, (base, critic, reward), confidence, grounded);
+            } else {
+                lines.text(format!(
+                    "  base {base:.2}: the score the rehearsal gives the call's verdict; no \
+                     search used it (a client's call, through cosmos proxy)"
+                ));
+            }
+            if let Some(d) = state.node(slot).filter(|_| searched) {
+                lines.text(format!(
+                    "  at the cursor: visits N={} · mean value Q={}",
+                    d.visits,
+                    d.q().map_or("—".to_string(), |q| format!("{q:.2}"))
+                ));
+            }
+            if let Some(reason) = reason {
+                lines.heading("the critic's reason");
+                lines.block(reason, Mark::Text);
+            }
+        }
+    }
+}
+
+/// The prediction (not the validator's rejection, shown as the verdict's why) and an
+/// ensemble's members.
+fn prediction_lines(
+    lines: &mut Lines,
+    run: &Run,
+    id: cosmos_trajectory::event::NodeId,
+    p: &Prediction<'_>,
+) {
+    if p.world_model != VALIDATOR {
+        lines.heading(format!(
+            "simulated by {}{} · {}",
+            p.world_model,
+            if p.observation.is_error {
+                " (predicts an error)"
+            } else {
+                ""
+            },
+            p.said
+        ));
+        lines.block(&observation_text(p.observation), Mark::Text);
+    }
+    if !p.members.is_empty() {
+        member_lines(
+            lines,
+            p.members,
+            cosmos_engine::probe::real_of(run, id).as_ref(),
+        );
+    }
+}
+
+/// The real result, when the node was executed, with what it did to its server's state beside
+/// what was predicted.
+fn real_result_lines(
+    lines: &mut Lines,
+    run: &Run,
+    slot: u32,
+    added: &EventBody,
+    node_events: &[usize],
+    predicted_state: Option<&Value>,
+) {
+    if let Some(step) = run.steps().iter().rev().find(|s| s.node == Some(slot)) {
+        if let EventBody::ToolCalled {
+            step: n,
+            result,
+            error,
+            state_change,
+            ..
+        } = &run.event(step.event as usize).body
+        {
+            let mark = if step.is_error {
+                Mark::Failure
+            } else {
+                Mark::Text
+            };
+            lines.heading(format!(
+                "real result (step {n}{})",
+                if step.is_error { ", failed ✗" } else { "" }
+            ));
+            if let Some(e) = error {
+                lines.push(Mark::Failure, format!("  transport error: {e}"));
+            }
+            lines.block(&observation_text(result), mark);
+            if let Some(change) = state_change {
+                state_change_lines(lines, change, predicted_state);
+            }
+        }
+    } else if matches!(
+        added,
+        EventBody::NodeAdded {
+            action: Some(NodeAction::ToolCall { .. }),
+            ..
+        }
+    ) && !node_events.iter().any(|&e| {
+        matches!(
+            run.brief(e).whole().map(|e| &e.body),
+            Some(EventBody::NodeGrounded { .. })
+        )
+    }) {
+        // (A node called for real while planning says so below.)
+        lines.heading("real result");
+        lines.text("  never executed");
+    }
+}
+
+/// What was done to the node after its prediction: a real call while planning (routing), and
+/// probes after the run.
+fn after_run_lines(
+    lines: &mut Lines,
+    run: &Run,
+    id: cosmos_trajectory::event::NodeId,
+    node_events: &[usize],
+    prediction: Option<&Observation>,
+) {
+    // (Probes are kept whole in memory: no need to read every event of the node back.)
+    for event in node_events.iter().filter_map(|&e| run.brief(e).whole()) {
+        match &event.body {
+            EventBody::NodeGrounded {
+                observation,
+                error,
+                server,
+                confidence,
+                ..
+            } => {
+                let failed = observation.is_error || error.is_some();
+                lines.heading(format!(
+                    "called for real while planning{}: the prediction was unsure ({}){}",
+                    server
+                        .as_deref()
+                        .map_or(String::new(), |s| format!(" on {s}")),
+                    confidence.map_or("no confidence".to_string(), |c| format!(
+                        "confidence {}",
+                        confidence_cut(c)
+                    )),
+                    if failed { " ✗" } else { "" }
+                ));
+                if let Some(predicted) = prediction {
+                    let f = cosmos_engine::metrics::fidelity::compare(predicted, observation);
+                    lines.text(format!(
+                        "  the prediction's fidelity to this result {:.2}",
+                        f.score
+                    ));
+                }
+                if let Some(e) = error {
+                    lines.push(Mark::Failure, format!("  transport error: {e}"));
+                }
+                let mark = if failed { Mark::Failure } else { Mark::Text };
+                lines.block(&observation_text(observation), mark);
+            }
+            EventBody::NodeProbed {
+                world_model,
+                observation,
+                error,
+                ..
+            } => {
+                lines.heading(format!("probed after the run with {world_model}"));
+                match (observation, error) {
+                    (Some(o), _) => {
+                        if let Some(real) = cosmos_engine::probe::real_of(run, id) {
+                            let f = cosmos_engine::metrics::fidelity::compare(o, &real);
+                            lines
+                                .text(format!("  fidelity against the real result {:.2}", f.score));
+                        }
+                        let mark = if o.is_error {
+                            Mark::Failure
+                        } else {
+                            Mark::Text
+                        };
+                        lines.block(&observation_text(o), mark);
+                    }
+                    (None, e) => lines.push(
+                        Mark::Failure,
+                        format!("  failed: {}", e.as_deref().unwrap_or("")),
+                    ),
+                }
+            }
+            EventBody::ProbeCalled {
+                result,
+                error,
+                server,
+                ..
+            } => {
+                let failed = result.is_error || error.is_some();
+                lines.heading(format!(
+                    "called for real after the run{}{}",
+                    server
+                        .as_deref()
+                        .map_or(String::new(), |s| format!(" on {s}")),
+                    if failed { " ✗" } else { "" }
+                ));
+                if let Some(e) = error {
+                    lines.push(Mark::Failure, format!("  transport error: {e}"));
+                }
+                let mark = if failed { Mark::Failure } else { Mark::Text };
+                lines.block(&observation_text(result), mark);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The node's events, each a link.
+fn event_list_lines(
+    lines: &mut Lines,
+    run: &Run,
+    id: cosmos_trajectory::event::NodeId,
+    node_events: &[usize],
+) {
+    lines.heading(format!(
+        "events of #{id} ({}) · Tab/n picks, Enter jumps there",
+        node_events.len()
+    ));
+    // The root's events are mostly backpropagations, which their briefs summarise: only
+    // the others are read back from the file.
+    let briefed: Vec<Option<String>> = node_events
+        .iter()
+        .map(|&e| brief_summary(run.brief(e)))
+        .collect();
+    let unbriefed = node_events
+        .iter()
+        .zip(&briefed)
+        .filter(|(_, said)| said.is_none())
+        .map(|(&e, _)| e)
+        .collect::<Vec<_>>();
+    let mut read_back = run.events_at(unbriefed).map(|event| summary(&event));
+    for (&e, said) in node_events.iter().zip(briefed) {
+        let brief = run.brief(e);
+        let said = said.or_else(|| read_back.next()).unwrap_or_default();
+        lines.push(
+            Mark::Link(e as u32),
+            format!("  → {:>6}  {:<16} {said}", brief.seq, brief.kind()),
+        );
     }
 }
 
