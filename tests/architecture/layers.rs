@@ -24,10 +24,11 @@ const LAYERS: &[(&str, &[&[&str]])] = &[
         "trajectory",
         &[&["sanitize", "parallel", "small_file"], &["*"]],
     ),
+    ("metrics", &[&["*"]]),
     (
         "engine",
         &[
-            &["metrics", "task"],
+            &["task"],
             &["llm", "mcp"],
             &["config"],
             &["world_model"],

@@ -10,7 +10,9 @@ pub mod import;
 pub mod judge;
 pub mod llm;
 pub mod mcp;
-pub mod metrics;
+/// Every number from trajectories, a crate of its own (`cosmos-metrics`), re-exported so the
+/// engine and its users still name it `metrics`.
+pub use cosmos_metrics as metrics;
 pub mod probe;
 pub mod proxy;
 pub mod recheck;

@@ -360,7 +360,7 @@ pub fn difference(r: &PairedRow) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::metrics::run::RunMetrics;
+    use crate::run::RunMetrics;
     use std::path::PathBuf;
 
     fn record(agent: &str, task: &str, calls: u64, success: f64) -> RunRecord {

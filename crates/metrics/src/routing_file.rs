@@ -178,7 +178,7 @@ mod tests {
 
     #[test]
     fn a_written_file_reads_back_tool_by_tool() {
-        use crate::metrics::routing_bound::{Choice, routing_file};
+        use crate::routing_bound::{Choice, routing_file};
         let mut choices = BTreeMap::new();
         choices.insert(
             "time:convert".to_string(),

@@ -163,7 +163,7 @@ pub struct GroupRow {
     /// Planner replies per run that were no usable decision.
     pub rejected_decisions: Option<Estimate>,
     /// Real calls per run that the plan rested on an unsure prediction
-    /// ([`crate::metrics::run::RunMetrics::unsure_calls`]), over runs of agents that plan on
+    /// ([`crate::run::RunMetrics::unsure_calls`]), over runs of agents that plan on
     /// predictions.
     #[serde(default)]
     pub unsure_calls: Option<Estimate>,
@@ -172,7 +172,7 @@ pub struct GroupRow {
     #[serde(default)]
     pub grounded_calls: Option<Estimate>,
     /// Predictions routing trusted per run
-    /// ([`crate::metrics::run::RunMetrics::trusted_predictions`]), over runs that route.
+    /// ([`crate::run::RunMetrics::trusted_predictions`]), over runs that route.
     #[serde(default)]
     pub trusted_predictions: Option<Estimate>,
     /// Real calls routing saved per run, over the same runs.
@@ -182,7 +182,7 @@ pub struct GroupRow {
     /// planners.
     #[serde(default)]
     pub trusted_poor: Option<Estimate>,
-    /// State match ([`crate::metrics::run::RunMetrics::state_match`]), over runs whose task
+    /// State match ([`crate::run::RunMetrics::state_match`]), over runs whose task
     /// checks its end state.
     #[serde(default)]
     pub state_match: Option<Estimate>,
@@ -201,7 +201,7 @@ pub struct GroupRow {
     /// Simulation fidelity per run (runs with simulated steps).
     pub fidelity: Option<Estimate>,
     /// The same over the steps whose call changed its server's state (runs with such a step
-    /// simulated; [`crate::metrics::run::FidelitySummary::changed_state`]).
+    /// simulated; [`crate::run::FidelitySummary::changed_state`]).
     #[serde(default)]
     pub fidelity_changed_state: Option<Estimate>,
     /// The same over the steps whose call a sandbox saw change nothing.
@@ -695,7 +695,7 @@ fn row(key: &str, runs: &[&RunRecord], cohort: Option<(f64, f64)>, avg_calls: f6
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::metrics::run::JudgeSummary;
+    use crate::run::JudgeSummary;
     use cosmos_trajectory::event::{DimensionScore, Dimensions, JudgeRecord};
 
     /// A one-trial judgement with these headline scores (both sub-dimensions alike).

@@ -391,7 +391,7 @@ pub struct RunMetrics {
     /// tell).
     pub ending: Option<Ending>,
     /// How the end state matches the task's expected state: matched fields over checked ones
-    /// ([`crate::metrics::state_match::rate`]); `None` when the task checks no state.
+    /// ([`crate::state_match::rate`]); `None` when the task checks no state.
     #[serde(default)]
     pub state_match: Option<f64>,
 }
@@ -522,7 +522,7 @@ pub struct MetricsInput<'a> {
     pub decisions_are_calls: bool,
     /// The ending `run_finished` recorded, when it did.
     pub recorded_ending: Option<Ending>,
-    /// The state match `run_finished` recorded ([`crate::metrics::state_match::rate`]), when
+    /// The state match `run_finished` recorded ([`crate::state_match::rate`]), when
     /// the task checks its end state.
     pub state_match: Option<f64>,
     /// The first ending an `agent` error tells, for files written before `run_finished`

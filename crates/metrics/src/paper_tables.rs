@@ -145,7 +145,7 @@ fn difference(pairs: &[PairedRow], key: &str, col: &Column) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::metrics::stats::Estimate;
+    use crate::stats::Estimate;
 
     fn row(key: &str, calls: f64) -> GroupRow {
         GroupRow {
