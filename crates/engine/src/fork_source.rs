@@ -59,28 +59,19 @@ impl Original {
         let mut calls = Vec::new();
         let mut simulated_steps = Vec::new();
         while let Some(event) = stream.next_event()? {
-            match event.body {
-                EventBody::ToolCalled {
-                    step,
-                    tool,
-                    server,
-                    arguments,
-                    result,
-                    latency_ms,
-                    error,
-                    ..
-                } => calls.push(RecordedCall {
-                    step,
+            if let Some(call) = cosmos_trajectory::recorded_call::RecordedCall::of(&event.body) {
+                calls.push(RecordedCall {
+                    step: call.step,
                     seq: event.seq,
-                    tool,
-                    server,
-                    arguments: *arguments,
-                    result,
-                    error,
-                    latency_ms,
-                }),
-                EventBody::CallSimulated { step, .. } => simulated_steps.push(step),
-                _ => {}
+                    tool: call.tool.to_string(),
+                    server: call.server.map(str::to_string),
+                    arguments: call.arguments.clone(),
+                    result: call.result.clone(),
+                    error: call.error.map(str::to_string),
+                    latency_ms: call.latency_ms,
+                });
+            } else if let EventBody::CallSimulated { step, .. } = event.body {
+                simulated_steps.push(step);
             }
         }
         // Steps are written in order; a file that is not is put in order, so the history is a

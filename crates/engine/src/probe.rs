@@ -248,9 +248,9 @@ pub fn real_of(run: &Run, node: NodeId) -> Option<Observation> {
         .iter()
         .rev()
         .find(|s| s.node == Some(slot))
-        .and_then(|s| match &run.event(s.event as usize).body {
-            EventBody::ToolCalled { result, .. } => Some(result.clone()),
-            _ => None,
+        .and_then(|s| {
+            cosmos_trajectory::recorded_call::RecordedCall::of(&run.event(s.event as usize).body)
+                .map(|call| call.result.clone())
         })
 }
 

@@ -26,6 +26,7 @@ use cosmos_trajectory::event::{
     AgentKind, Drift, EventBody, Header, Observation, RecheckedCall, ToolInfo, own_tool_name,
 };
 use cosmos_trajectory::reader::EventStream;
+use cosmos_trajectory::recorded_call::RecordedCall;
 use cosmos_trajectory::redact::Redactor;
 use cosmos_trajectory::writer::Writer;
 
@@ -72,24 +73,14 @@ pub fn recorded_calls(path: &Path) -> Result<RecordedRun> {
     while let Some(event) = stream.next_event()? {
         last_ms = last_ms.max(event.t_ms);
         finished |= matches!(event.body, EventBody::RunFinished { .. });
-        if let EventBody::ToolCalled {
-            step,
-            tool,
-            server,
-            arguments,
-            result,
-            error,
-            origin: None,
-            ..
-        } = event.body
-        {
+        if let Some(call) = RecordedCall::of(&event.body).filter(|c| !c.is_copy()) {
             calls.push(Recorded {
-                step,
-                tool,
-                server,
-                arguments: *arguments,
-                result,
-                error,
+                step: call.step,
+                tool: call.tool.to_string(),
+                server: call.server.map(str::to_string),
+                arguments: call.arguments.clone(),
+                result: call.result.clone(),
+                error: call.error.map(str::to_string),
             });
         }
     }

@@ -43,6 +43,7 @@ use cosmos_trajectory::event::{
 use cosmos_trajectory::fold::TreeState;
 use cosmos_trajectory::lean::{Brief, LeanBody};
 use cosmos_trajectory::reader::LineSpan;
+use cosmos_trajectory::recorded_call::RecordedCall;
 use cosmos_trajectory::report_header::ReportHeader;
 use cosmos_trajectory::run::Run;
 use cosmos_trajectory::writer::Tally;
@@ -76,16 +77,17 @@ impl StepFacts {
     /// confidence when it had one.
     pub fn new(
         catalog: &ToolCatalog,
-        call: CallRecord<'_>,
+        call: RecordedCall<'_>,
         simulated: Option<(&Observation, Option<f64>)>,
     ) -> Self {
-        let CallRecord {
+        let state_changed = call.changed_state();
+        let RecordedCall {
             tool,
             server,
             arguments,
             result,
             error,
-            state_changed,
+            ..
         } = call;
         let check = catalog.check(tool, arguments);
         let server = server
@@ -114,50 +116,6 @@ impl StepFacts {
             confidence: simulated.and_then(|(_, c)| c),
             trusted: None,
             state_changed,
-        }
-    }
-}
-
-/// The recorded parts of one `tool_called` event that the metrics read.
-#[derive(Debug, Clone, Copy)]
-pub struct CallRecord<'a> {
-    /// Namespaced tool name as called.
-    pub tool: &'a str,
-    /// The server that answered, when one did.
-    pub server: Option<&'a str>,
-    /// The arguments sent.
-    pub arguments: &'a serde_json::Value,
-    /// The result.
-    pub result: &'a Observation,
-    /// A transport error, a timeout or a cut-off.
-    pub error: Option<&'a str>,
-    /// Whether it changed its server's state, when a sandbox watched it (`state_change`).
-    pub state_changed: Option<bool>,
-}
-
-impl<'a> CallRecord<'a> {
-    /// The call a `tool_called` event records; `None` for any other event.
-    pub fn of(body: &'a EventBody) -> Option<Self> {
-        match body {
-            EventBody::ToolCalled {
-                tool,
-                server,
-                arguments,
-                result,
-                error,
-                state_change,
-                ..
-            } => Some(Self {
-                tool,
-                server: server.as_deref(),
-                arguments,
-                result,
-                error: error.as_deref(),
-                state_changed: state_change
-                    .as_deref()
-                    .map(cosmos_trajectory::event::StateChange::changed),
-            }),
-            _ => None,
         }
     }
 }
@@ -1037,7 +995,7 @@ impl RunFacts {
 fn step_facts(run: &Run, i: usize) -> StepFacts {
     let step = run.steps()[i];
     let event = run.event(step.event as usize);
-    let call = CallRecord::of(&event.body).expect("a step is a tool_called event");
+    let call = RecordedCall::of(&event.body).expect("a step is a tool_called event");
     let simulated = step
         .simulated
         .and_then(|e| match run.brief(e as usize).body {
@@ -1334,7 +1292,7 @@ impl RunAccumulator {
         if let Some((i, call)) = self.awaiting.remove(&node) {
             let read_back = self.read_back.as_ref();
             let sim = simulation.observation(node, read_back);
-            if let Some(call) = CallRecord::of(&call.body) {
+            if let Some(call) = RecordedCall::of(&call.body) {
                 self.steps[i] =
                     StepFacts::new(&self.catalog, call, sim.as_deref().map(|o| (o, confidence)));
                 self.steps[i].trusted = route.map(Route::trusted);
@@ -1389,7 +1347,7 @@ impl RunAccumulator {
                     let observation = self.simulated.get(&n)?.observation(n, read_back)?;
                     Some((observation, self.confidences.get(&n).copied()))
                 });
-                let call = CallRecord::of(&event.body).expect("a tool_called event");
+                let call = RecordedCall::of(&event.body).expect("a tool_called event");
                 let mut facts = StepFacts::new(
                     &self.catalog,
                     call,
@@ -1576,7 +1534,28 @@ mod tests {
         assert_eq!(deleted.tool_calls, want.tool_calls);
     }
 
-    use cosmos_trajectory::event::DimensionScore;
+    /// A recorded call of `x:y` on server `x`.
+    fn recorded<'a>(
+        arguments: &'a serde_json::Value,
+        result: &'a Observation,
+        error: Option<&'a str>,
+        state_change: Option<&'a StateChange>,
+    ) -> RecordedCall<'a> {
+        RecordedCall {
+            step: 1,
+            tool: "x:y",
+            server: Some("x"),
+            arguments,
+            result,
+            latency_ms: 1,
+            node: None,
+            error,
+            origin: None,
+            state_change,
+        }
+    }
+
+    use cosmos_trajectory::event::{DimensionScore, StateChange};
 
     fn step(is_error: bool, valid_name: bool, schema_ok: bool) -> StepFacts {
         StepFacts {
@@ -1899,14 +1878,7 @@ mod tests {
         };
         let cat = ToolCatalog::new(&[]);
         let args = serde_json::json!({});
-        let call = CallRecord {
-            tool: "x:y",
-            server: Some("x"),
-            arguments: &args,
-            result: &real,
-            error: None,
-            state_changed: None,
-        };
+        let call = recorded(&args, &real, None, None);
         let with = StepFacts::new(&cat, call, Some((&sim, None)));
         let without = StepFacts::new(&cat, call, None);
         let m = compute(&input(&[with, without], &[], &[]));
@@ -1928,15 +1900,16 @@ mod tests {
         let cat = ToolCatalog::new(&[]);
         let args = serde_json::json!({});
         let real = text("a b");
-        let facts = |sim: &str, state_changed| {
-            let call = CallRecord {
-                tool: "x:y",
-                server: Some("x"),
-                arguments: &args,
-                result: &real,
-                error: None,
-                state_changed,
-            };
+        let (changed, unchanged) = (
+            StateChange {
+                fields_changed: 1,
+                ..Default::default()
+            },
+            StateChange::default(),
+        );
+        let facts = |sim: &str, state_changed: Option<bool>| {
+            let change = state_changed.map(|c| if c { &changed } else { &unchanged });
+            let call = recorded(&args, &real, None, change);
             StepFacts::new(&cat, call, Some((&text(sim), None)))
         };
         let steps = [
@@ -1965,13 +1938,9 @@ mod tests {
         let cat = ToolCatalog::new(&[]);
         let args = serde_json::json!({});
         let real = Observation::default();
-        let call = CallRecord {
-            tool: "x:y",
+        let call = RecordedCall {
             server: None,
-            arguments: &args,
-            result: &real,
-            error: Some("timed out"),
-            state_changed: None,
+            ..recorded(&args, &real, Some("timed out"), None)
         };
         let s = StepFacts::new(&cat, call, Some((&sim, None)));
         assert!(s.is_error);

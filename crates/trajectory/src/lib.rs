@@ -19,6 +19,7 @@ pub mod listing;
 mod mirror;
 pub mod plan_why;
 pub mod reader;
+pub mod recorded_call;
 pub mod redact;
 pub mod report_header;
 pub mod run;

@@ -5,6 +5,7 @@
 //! the metrics from `metrics::run::of_run` and the plan's reason from `plan_why`, as every
 //! view does.
 
+use cosmos_trajectory::recorded_call::RecordedCall;
 use std::io::Write;
 
 use anyhow::Result;
@@ -162,14 +163,14 @@ pub fn markdown(run: &Run, out: &mut dyn Write) -> Result<()> {
     }
     for (i, step) in run.steps().iter().enumerate() {
         let event = run.event(step.event as usize);
-        let EventBody::ToolCalled {
+        let Some(RecordedCall {
             step: n,
             tool,
             arguments,
             result,
             error,
             ..
-        } = &event.body
+        }) = RecordedCall::of(&event.body)
         else {
             continue;
         };
@@ -196,7 +197,7 @@ pub fn markdown(run: &Run, out: &mut dyn Write) -> Result<()> {
             if step.is_error { " (an error)" } else { "" }
         )?;
         let real = match error {
-            Some(e) => e.clone(),
+            Some(e) => e.to_string(),
             None => observation(result),
         };
         out.write_all(fenced(&real, "").as_bytes())?;

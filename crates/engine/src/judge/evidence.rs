@@ -14,7 +14,8 @@
 //! tool by server, the execution summary round by round (one call per round), the answer.
 
 use crate::task::Task;
-use cosmos_trajectory::event::{EventBody, JudgeEvidence};
+use cosmos_trajectory::event::JudgeEvidence;
+use cosmos_trajectory::recorded_call::RecordedCall;
 use cosmos_trajectory::run::Run;
 
 /// MCP-Bench's estimate of tokens: characters / 4.
@@ -161,22 +162,22 @@ fn execution(run: &Run) -> (String, String, u64) {
     // A fork's replayed history included: its answer rests on those results too.
     for at in run.calls_with_replayed() {
         let event = run.event(at as usize);
-        let EventBody::ToolCalled {
+        let Some(RecordedCall {
             tool,
             server,
             arguments,
             result,
             error,
             ..
-        } = &event.body
+        }) = RecordedCall::of(&event.body)
         else {
             continue;
         };
         rounds += 1;
-        let server = server.as_deref().unwrap_or("an unknown server");
+        let server = server.unwrap_or("an unknown server");
         let succeeded = !result.is_error && error.is_none();
         let text = match error {
-            Some(e) if result.text.is_empty() => e.as_str(),
+            Some(e) if result.text.is_empty() => e,
             _ => result.text.as_str(),
         };
         let quoted = quote(text, if succeeded { RESULT_CHARS } else { ERROR_CHARS });
@@ -185,7 +186,7 @@ fn execution(run: &Run) -> (String, String, u64) {
             if succeeded { "succeeded" } else { "failed" },
             if succeeded { "Result" } else { "Error" },
         ));
-        if succeeded { &mut ok } else { &mut failed }.push(tool.clone());
+        if succeeded { &mut ok } else { &mut failed }.push(tool.to_string());
     }
     if rounds == 0 {
         return ("No tool was called.".into(), String::new(), 0);

@@ -33,6 +33,7 @@ use serde_json::{Map, Value, json};
 
 use cosmos_trajectory::canonical::canonical;
 use cosmos_trajectory::event::{EventBody, FieldChange, StateChange, StateFields};
+use cosmos_trajectory::recorded_call::RecordedCall;
 use cosmos_trajectory::run::Run;
 
 /// Largest state read as fields, in bytes on disk.
@@ -386,11 +387,12 @@ fn moved_on(run: &Run, server: &str, until: usize) -> Option<StateFields> {
         .iter()
         .take_while(|s| (s.event as usize) < until)
     {
-        if let EventBody::ToolCalled {
+        let event = run.event(step.event as usize);
+        if let Some(RecordedCall {
             server: Some(on),
             state_change: Some(earlier),
             ..
-        } = &run.event(step.event as usize).body
+        }) = RecordedCall::of(&event.body)
             && on == server
             && !apply_in_place(&mut state, earlier)
         {

@@ -56,18 +56,17 @@ impl TransitionBuffer {
             let source = buffer.sources.len() as u32;
             while let Ok(Some(e)) = stream.next_event() {
                 // A replayed call (a fork's history) is its original's, read there.
-                if let EventBody::ToolCalled {
-                    tool,
-                    arguments,
-                    result,
-                    error: None,
-                    origin: None,
-                    state_change,
-                    ..
-                } = e.body
+                if let Some(call) = cosmos_trajectory::recorded_call::RecordedCall::of(&e.body)
+                    .filter(|c| c.error.is_none() && !c.is_copy())
                 {
-                    let change = state_change.map(|c| Arc::new(*c));
-                    buffer.add_from(&tool, *arguments, result, source, change);
+                    let change = call.state_change.map(|c| Arc::new(c.clone()));
+                    buffer.add_from(
+                        call.tool,
+                        call.arguments.clone(),
+                        call.result.clone(),
+                        source,
+                        change,
+                    );
                 } else if let EventBody::ResourceRead(read) = &e.body
                     && read.error.is_none()
                     && let Some((tool, arguments, result)) = read.as_read_call()

@@ -694,28 +694,24 @@ fn calls_of(run: &Run) -> Vec<Call> {
 
 /// The call recorded at event `event` (a `tool_called`, or a fork's `call_simulated`).
 fn call_at(run: &Run, event: usize) -> Option<Call> {
-    match &run.event(event).body {
-        EventBody::ToolCalled {
-            tool,
-            arguments,
-            result,
-            error,
-            origin,
-            ..
-        } => Some(Call {
-            source: if origin.is_some() {
+    let body = &run.event(event).body;
+    if let Some(call) = cosmos_trajectory::recorded_call::RecordedCall::of(body) {
+        return Some(Call {
+            source: if call.is_copy() {
                 CallSource::Replayed
             } else {
                 CallSource::Real
             },
-            tool: tool.clone(),
-            arguments: serde_json::Value::clone(arguments),
-            is_error: result.is_error || error.is_some(),
+            tool: call.tool.to_string(),
+            arguments: call.arguments.clone(),
+            is_error: call.failed(),
             fidelity: None,
-            real: result.clone(),
+            real: call.result.clone(),
             simulated: None,
             event,
-        }),
+        });
+    }
+    match body {
         EventBody::CallSimulated {
             tool: Some(tool),
             arguments,

@@ -4,8 +4,9 @@ use opentelemetry::Value as OtelValue;
 use opentelemetry::trace::{Link, Status, TraceContextExt};
 use serde_json::Value;
 
-use crate::metrics::run::{CallRecord, StepFacts};
+use crate::metrics::run::StepFacts;
 use cosmos_trajectory::event::{Action, Event, EventBody, NodeId, RunStatus, VALIDATOR};
+use cosmos_trajectory::recorded_call::RecordedCall;
 
 use super::trace::{Trace, attr, name_of, redacted_text};
 
@@ -373,7 +374,7 @@ impl Trace {
                 .map(|(_, sc, o)| (sc.clone(), o.clone())),
         };
         // The call as the metrics read it (the one reading of a `tool_called`).
-        let Some(call) = CallRecord::of(&event.body) else {
+        let Some(call) = RecordedCall::of(&event.body) else {
             return;
         };
         let facts = StepFacts::new(

@@ -37,9 +37,9 @@ impl RunView {
 
     /// The step a fork from here starts at.
     fn fork_step(&self) -> u64 {
-        let step_of = |event: u32| match &self.run.event(event as usize).body {
-            EventBody::ToolCalled { step, .. } => Some(*step),
-            _ => None,
+        let step_of = |event: u32| {
+            cosmos_trajectory::recorded_call::RecordedCall::of(&self.run.event(event as usize).body)
+                .map(|call| call.step)
         };
         let steps = self.run.steps();
         let selected = match self.tree.selected_item() {

@@ -875,13 +875,14 @@ fn real_result_lines(
     predicted_state: Option<&Value>,
 ) {
     if let Some(step) = run.steps().iter().rev().find(|s| s.node == Some(slot)) {
-        if let EventBody::ToolCalled {
+        let event = run.event(step.event as usize);
+        if let Some(cosmos_trajectory::recorded_call::RecordedCall {
             step: n,
             result,
             error,
             state_change,
             ..
-        } = &run.event(step.event as usize).body
+        }) = cosmos_trajectory::recorded_call::RecordedCall::of(&event.body)
         {
             let mark = if step.is_error {
                 Mark::Failure

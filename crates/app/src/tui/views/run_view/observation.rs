@@ -21,6 +21,7 @@ use cosmos_trajectory::describe::{call_label, node_label};
 use cosmos_trajectory::event::{Action, EventBody, Observation};
 use cosmos_trajectory::fold::TreeState;
 use cosmos_trajectory::lean::LeanBody;
+use cosmos_trajectory::recorded_call::RecordedCall;
 use cosmos_trajectory::run::Run;
 use cosmos_trajectory::sanitize;
 
@@ -97,11 +98,9 @@ impl ObservationView {
                     .filter(|&e| (e as usize) < k)
                     .unwrap_or(u32::MAX);
                 let action = s
-                    .and_then(|s| match &run.event(s.event as usize).body {
-                        EventBody::ToolCalled {
-                            tool, arguments, ..
-                        } => Some(call_label(tool, arguments)),
-                        _ => None,
+                    .and_then(|s| {
+                        RecordedCall::of(&run.event(s.event as usize).body)
+                            .map(|call| call_label(call.tool, call.arguments))
                     })
                     .unwrap_or_default();
                 (action, sim, s.map(|_| i))
@@ -172,11 +171,11 @@ impl ObservationView {
             .or(grounded)
             .map(|e| run.event(e as usize));
         let real = match real_event.as_deref().map(|e| &e.body) {
-            Some(EventBody::ToolCalled { result, error, .. }) => Some((result, error.as_deref())),
             Some(EventBody::NodeGrounded {
                 observation, error, ..
             }) => Some((observation, error.as_deref())),
-            _ => None,
+            Some(body) => RecordedCall::of(body).map(|call| (call.result, call.error)),
+            None => None,
         };
         let sim_text = simulated.as_ref().map(render);
         let real_text = real.map(|(r, err)| {

@@ -206,21 +206,15 @@ fn haystack(kind: &str, summary: &str, body: Option<&EventBody>) -> String {
     let Some(body) = body else {
         return s.to_lowercase();
     };
-    match body {
-        EventBody::ToolCalled {
-            tool,
-            arguments,
-            result,
-            error,
-            ..
-        } => {
-            add(tool);
-            add(&arguments.to_string());
-            add(&result.text);
-            if let Some(e) = error {
-                add(e);
-            }
+    if let Some(call) = cosmos_trajectory::recorded_call::RecordedCall::of(body) {
+        add(call.tool);
+        add(&call.arguments.to_string());
+        add(&call.result.text);
+        if let Some(e) = call.error {
+            add(e);
         }
+    }
+    match body {
         EventBody::NodeAdded {
             action: Some(action),
             ..

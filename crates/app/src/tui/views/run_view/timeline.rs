@@ -156,12 +156,8 @@ pub fn format_ms(ms: u64) -> String {
 
 /// The tree's destructive mark on a real call's row.
 fn called_mark(run: &Run, body: &cosmos_trajectory::event::EventBody) -> &'static str {
-    match body {
-        cosmos_trajectory::event::EventBody::ToolCalled { tool, .. } => {
-            super::tree::destructive_mark(run, tool)
-        }
-        _ => "",
-    }
+    cosmos_trajectory::recorded_call::RecordedCall::of(body)
+        .map_or("", |call| super::tree::destructive_mark(run, call.tool))
 }
 
 #[cfg(test)]

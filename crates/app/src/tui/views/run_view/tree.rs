@@ -19,6 +19,7 @@ use cosmos_trajectory::describe::{SiblingCalls, compact_call_label, compact_node
 use cosmos_trajectory::event::{ActionKind, AgentKind, AnsweredBy, EventBody, Verdict};
 use cosmos_trajectory::fold::TreeState;
 use cosmos_trajectory::plan_why::{TieRule, WhySource, plan_why};
+use cosmos_trajectory::recorded_call::RecordedCall;
 use cosmos_trajectory::run::Run;
 use cosmos_trajectory::sanitize::one_line;
 
@@ -637,18 +638,18 @@ fn row_text(
 ) -> RowText {
     match item {
         Item::Step(step) => RowText {
-            label: match &run.event(run.steps()[step].event as usize).body {
-                EventBody::ToolCalled {
+            label: match RecordedCall::of(&run.event(run.steps()[step].event as usize).body) {
+                Some(RecordedCall {
                     step,
                     tool,
                     arguments,
                     ..
-                } => format!(
+                }) => format!(
                     "{step}. {}{}",
                     destructive_mark(run, tool),
                     compact_call_label(tool, arguments)
                 ),
-                _ => String::new(),
+                None => String::new(),
             },
             distinct: None,
             family: 0,
