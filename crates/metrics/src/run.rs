@@ -1078,7 +1078,10 @@ impl ReadBack {
         let line = span
             .read_from(file)
             .map_err(|e| format!("{}: {e}", self.path.display()))?;
-        match cosmos_trajectory::reader::parse_event(&line)?.body {
+        match cosmos_trajectory::reader::parse_event(&line)
+            .map_err(|e| e.to_string())?
+            .body
+        {
             EventBody::NodeSimulated {
                 node: read,
                 observation,

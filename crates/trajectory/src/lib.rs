@@ -15,6 +15,7 @@ pub mod fnv;
 pub mod fold;
 mod header;
 pub mod lean;
+pub mod line_error;
 pub mod listing;
 mod mirror;
 pub mod plan_why;

@@ -192,7 +192,7 @@ fn read_header(file: &File) -> Result<Header, String> {
     match lines.next_line().map_err(|e| format!("cannot read: {e}"))? {
         None => Err("empty file".to_string()),
         Some(RawLine::TooLong(n)) => Err(format!("header line of {n} bytes is too long")),
-        Some(RawLine::Line { bytes, .. }) => parse_header(bytes),
+        Some(RawLine::Line { bytes, .. }) => parse_header(bytes).map_err(|e| e.to_string()),
     }
 }
 

@@ -287,8 +287,10 @@ fn utf8(bytes: &[u8]) -> Option<&str> {
     simdutf8::basic::from_utf8(bytes).ok()
 }
 
+pub use super::line_error::LineError;
+
 /// Parses and checks a header line.
-pub fn parse_header(bytes: &[u8]) -> std::result::Result<Header, String> {
+pub fn parse_header(bytes: &[u8]) -> std::result::Result<Header, LineError> {
     // Invalid UTF-8 is replaced with U+FFFD, as in an event line (the reader warns).
     match utf8(bytes) {
         Some(text) => parse_header_str(text),
@@ -306,7 +308,7 @@ struct Position {
 
 /// Parses one event line (invalid UTF-8 replaced); an unknown `kind` becomes
 /// [`EventBody::Unknown`].
-pub fn parse_event(bytes: &[u8]) -> std::result::Result<Event, String> {
+pub fn parse_event(bytes: &[u8]) -> std::result::Result<Event, LineError> {
     match utf8(bytes) {
         Some(text) => parse_event_str(text),
         None => parse_event_str(&String::from_utf8_lossy(bytes)),
@@ -319,7 +321,7 @@ pub fn parse_event(bytes: &[u8]) -> std::result::Result<Event, String> {
 /// Our own writer's lines go in one pass (`envelope.rs`). Others are decoded as position and
 /// body separately from the same text (decoding `Event` directly goes through
 /// `#[serde(flatten)]` over an internally tagged enum, which buffers the line twice).
-pub fn parse_event_str(text: &str) -> std::result::Result<Event, String> {
+pub fn parse_event_str(text: &str) -> std::result::Result<Event, LineError> {
     match super::envelope::parse_envelope_first(text) {
         Some(event) => Ok(event),
         None => parse_event_general(text),
@@ -332,7 +334,7 @@ pub use super::mirror::MIRRORED;
 
 /// Any event line, in any key order: position and body decoded apart, and the precise
 /// problem when the line is bad.
-pub fn parse_event_general(text: &str) -> std::result::Result<Event, String> {
+pub fn parse_event_general(text: &str) -> std::result::Result<Event, LineError> {
     let typed = serde_json::from_str::<Position>(text).and_then(|p| {
         serde_json::from_str::<EventBody>(text).map(|body| Event {
             seq: p.seq,
@@ -343,21 +345,25 @@ pub fn parse_event_general(text: &str) -> std::result::Result<Event, String> {
     match typed {
         Ok(event) => Ok(event),
         Err(typed_err) => {
-            let value: Value = serde_json::from_str(text).map_err(|e| describe_json_error(&e))?;
+            let value: Value = serde_json::from_str(text)
+                .map_err(|e| LineError::NotJson(describe_json_error(&e)))?;
             let Some(obj) = value.as_object() else {
-                return Err("line is JSON but not an object".to_string());
+                return Err(LineError::NotObject);
             };
             let kind = obj
                 .get("kind")
                 .and_then(Value::as_str)
-                .ok_or("event has no \"kind\"")?;
+                .ok_or(LineError::NoKind)?;
             if KNOWN_KINDS.contains(&kind) {
-                return Err(format!("bad {kind} event: {typed_err}"));
+                return Err(LineError::BadEvent {
+                    kind: kind.to_string(),
+                    why: typed_err.to_string(),
+                });
             }
             let seq = obj
                 .get("seq")
                 .and_then(Value::as_u64)
-                .ok_or("event has no numeric \"seq\"")?;
+                .ok_or(LineError::NoSeq)?;
             let t_ms = obj.get("t_ms").and_then(Value::as_u64).unwrap_or(0);
             Ok(Event {
                 seq,
@@ -404,7 +410,8 @@ impl ParsedLine {
             None => {
                 crate::event::take_dropped_confidences();
                 ParsedLine::Line {
-                    parsed: parse_event_str(&String::from_utf8_lossy(bytes)),
+                    parsed: parse_event_str(&String::from_utf8_lossy(bytes))
+                        .map_err(|e| e.to_string()),
                     lossy: true,
                     dropped_confidences: crate::event::take_dropped_confidences(),
                 }
@@ -419,7 +426,7 @@ impl ParsedLine {
         }
         crate::event::take_dropped_confidences();
         ParsedLine::Line {
-            parsed: parse_event_str(text),
+            parsed: parse_event_str(text).map_err(|e| e.to_string()),
             lossy: false,
             dropped_confidences: crate::event::take_dropped_confidences(),
         }
@@ -727,14 +734,14 @@ impl<H: ReadHeader> EventStream<H> {
                 "header line is {n} bytes, longer than the {MAX_LINE_BYTES}-byte limit"
             )),
             Some(RawLine::Line { bytes, .. }) => match utf8(bytes) {
-                Some(text) => H::read(text),
+                Some(text) => H::read(text).map_err(|e| e.to_string()),
                 None => {
                     stream.checks.problem(
                         1,
                         Severity::Warning,
                         "invalid UTF-8 in the header replaced with U+FFFD".into(),
                     );
-                    H::read(&String::from_utf8_lossy(bytes))
+                    H::read(&String::from_utf8_lossy(bytes)).map_err(|e| e.to_string())
                 }
             },
         };
@@ -1109,6 +1116,30 @@ fn walk(dir: &Path, found: &mut Found) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_bad_line_says_what_kind_of_bad_as_a_value() {
+        assert_eq!(
+            parse_event(br#"{"seq":1,"t_ms":0,"kind":"answer"}"#).unwrap_err(),
+            LineError::BadEvent {
+                kind: "answer".into(),
+                why: "missing field `text`".into()
+            }
+        );
+        assert_eq!(parse_event(b"[1]").unwrap_err(), LineError::NotObject);
+        assert_eq!(parse_event(br#"{"seq":1}"#).unwrap_err(), LineError::NoKind);
+        assert!(matches!(
+            parse_event(b"{\"seq\":").unwrap_err(),
+            LineError::NotJson(why) if why.contains("middle of a JSON value")
+        ));
+        let newer =
+            parse_header(br#"{"format":"mcp-cosmos-trajectory","version":99}"#).unwrap_err();
+        assert!(
+            matches!(newer, LineError::NewerVersion { version: 99, .. }),
+            "{newer}"
+        );
+        assert!(newer.to_string().contains("upgrade mcp-cosmos"));
+    }
 
     /// A line over the cap in a file is read past in a buffer of a few megabytes (looked ahead
     /// on), where it took a buffer of the cap's size, and the lines around it still read.

@@ -80,7 +80,7 @@ impl ReportHeader {
 
     /// The facts of a header line (UTF-8 already checked), or why the line is not a header: the
     /// mirror when it takes the line, the full decoder otherwise.
-    pub fn read(text: &str) -> Result<Self, String> {
+    pub fn read(text: &str) -> Result<Self, super::line_error::LineError> {
         let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         match Self::read_lean(text) {
             Some(header) => Ok(header),
@@ -413,7 +413,7 @@ impl<'de> Deserialize<'de> for WorldModelLine {
 }
 
 impl ReadHeader for ReportHeader {
-    fn read(text: &str) -> std::result::Result<Self, String> {
+    fn read(text: &str) -> std::result::Result<Self, super::line_error::LineError> {
         ReportHeader::read(text)
     }
 }

@@ -472,19 +472,21 @@ impl Run {
     /// they are not it.
     fn read_back(&self, i: usize, bytes: Result<&[u8], String>) -> Event {
         let brief = &self.briefs[i];
-        let event = bytes.and_then(parse_event).and_then(|event| {
-            if event.seq == brief.seq && event.body.kind() == brief.kind() {
-                Ok(event)
-            } else {
-                Err(format!(
-                    "found seq {} {} where seq {} {} was",
-                    event.seq,
-                    event.body.kind(),
-                    brief.seq,
-                    brief.kind()
-                ))
-            }
-        });
+        let event = bytes
+            .and_then(|b| parse_event(b).map_err(|e| e.to_string()))
+            .and_then(|event| {
+                if event.seq == brief.seq && event.body.kind() == brief.kind() {
+                    Ok(event)
+                } else {
+                    Err(format!(
+                        "found seq {} {} where seq {} {} was",
+                        event.seq,
+                        event.body.kind(),
+                        brief.seq,
+                        brief.kind()
+                    ))
+                }
+            });
         event.unwrap_or_else(|reason| Event {
             seq: brief.seq,
             t_ms: brief.t_ms,
