@@ -13,17 +13,9 @@
 //!
 //! Untrusted text is made inert by `cosmos_trajectory::sanitize` before drawing.
 //!
-//! The contract and the event loop sit at the top of the folder; the screens are in `views/`,
-//! what sits over them in `overlays/`, the shared pieces in `widgets/`, background jobs in
-//! `jobs/` (ARCHITECTURE.md lists which file is where).
-//!
-//! The ratatui component pattern, as one contract (`view.rs`): every view owns its state, handles
-//! an `Action` and says whether it consumed it (`Handled`), asks the app for anything beyond
-//! itself with `Request`s (push a view, close, start background work, leave, say something),
-//! refreshes derived state at most once per frame in `settle`, and draws from `&self`.
-//!
-//! `view.rs`, `action.rs`, `feed.rs`, `keymap.rs` and `theme.rs` are at the bottom: they name no
-//! view (`view` uses `action`, which uses `keymap` and `feed`).
+//! Views ask the app for anything beyond themselves with `Request`s (push a view, close, start
+//! background work, leave, say something) and refresh derived state at most once per frame in
+//! `settle`. `view.rs`, `action.rs`, `feed.rs`, `keymap.rs` and `theme.rs` name no view.
 //!
 //! - **Adding a view.** Write it in its own file (`impl View`), and push it from the place that
 //!   opens it: `out.push(Request::Push(Box::new(view)))`. If it needs background work it starts it

@@ -1,5 +1,5 @@
 //! Runs out of cosmos, where people already look, and data for the next world model:
-//! accounts of one run as Markdown or JSON (`account.rs`), an ATIF trajectory (`atif.rs`), a training set of real calls
+//! accounts of one run as Markdown or JSON (`account.rs`), an ATIF trajectory (`atif_writer.rs`), a training set of real calls
 //! (`transitions.rs`), OpenTelemetry traces (`otel.rs`, also used live by `cosmos run
 //! --otel-endpoint`), files written whole or not at all (`staged.rs`). The command is
 //! `cli/export.rs`.

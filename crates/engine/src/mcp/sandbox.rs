@@ -11,7 +11,7 @@
 //!
 //! Per-run copies of a stateful server's state (`"cosmos": {"state": {"seed"}}`):
 //! `prepare` copies the seed (or unpacks a `.tar` one) into a fresh folder and fills `${COSMOS_STATE_DIR}` in the entry
-//! (`config.rs` leaves that variable unexpanded), `digest` (SHA-256 over the files in path
+//! (`mcp_json.rs` leaves that variable unexpanded), `digest` (SHA-256 over the files in path
 //! order), `finish` (end digests, the end state kept as `STEM.state/SERVER/`), and
 //! `refuse_unguarded` (a tool its server marks destructive needs a sandbox or `live_state`).
 //! Used by `agent::session::prepare` (runs, sweep cells, forks), `recheck`, `cosmos servers`,

@@ -15,14 +15,10 @@
 //! - `hybrid`: the world model answers a read-only call it is sure of (`--go-real-below`), the
 //!   real server the rest; each call's `routed` event says who answered and why.
 //!
-//! `catalog.rs` names the offered tools, `session.rs` records a session, `handler.rs` is the
-//! rmcp server, `http.rs` serves streamable HTTP.
+//! `catalog.rs` names the offered tools, `client_session.rs` records a session, `handler.rs` is
+//! the rmcp server, `http_serve.rs` serves streamable HTTP.
 //!
-//! An MCP server (rmcp's server side) in front of the servers of an `mcp.json`; each client session
-//! is recorded as a run (`agent.kind = external`) in the events every agent writes, so nothing
-//! downstream knows a proxy exists.
-//!
-//! - `mod.rs`: `Mode` (record, shadow, simulate), `OnMiss`, `Setup` (what every session shares: the
+//! - `mod.rs`: `Mode` (record, shadow, simulate, hybrid), `OnMiss`, `Setup` (what every session shares: the
 //!   pool, or none in simulate mode with `--tools-from` and no `--on-miss real`; the catalogue; the
 //!   world model; the redactor; the open sessions, so a signal ends each one: `Setup::stop`, after which none opens; a
 //!   handler opens its one session under a lock, so calls that come at once share it), built by
