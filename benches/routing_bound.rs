@@ -6,6 +6,18 @@
 //! the threshold trusts (real calls saved).
 //!
 //!     cargo bench --bench routing_bound [-- --quick]
+//!
+//! # Measured (moved from docs/world-models.md)
+//!
+//! `cargo bench --bench routing_bound` checks the promise: it draws 4,000 calibration sets from
+//! synthetic populations whose error at every threshold is known exactly and counts how often the
+//! chosen threshold's true error exceeds ε. Measured: at most 0.060 for δ = 0.1 and 0.034 for
+//! δ = 0.05 over three populations and four sizes (a tool right 80% of the time, at n = 360:
+//! 0.060, trusting 87% of calls). The same bench runs the method on the sample wm-eval files at
+//! ε = δ = 0.1: of their tools, only the memory world model's `Unit Converter:convert_temperature`
+//! is trusted (at ≥ 0.9, in the file of 2026-12-04; not in the older one); the 1.5B model, with or without log-probabilities,
+//! gets no threshold for any tool, and no tool of the stateful set has the 22 predictions a
+//! threshold needs.
 
 #![allow(clippy::unwrap_used)] // a bench that cannot set up fails at once
 

@@ -4,6 +4,18 @@
 //! Rows of the paper's tables: grouping, Execution Quality within a planner's cohort
 //! (each row names its `EqCohort`; `cohorts_note` prints them under every table that shows EQ)
 //! and anchored on the task's reference call count, judge aggregates, flags.
+//!
+//! # Why two groupings of the same runs give two Execution Qualities (moved from docs/report-format.md)
+//!
+//! Execution Quality's efficiency term is normalised within a cohort: the rows of one planner that
+//! made calls, by their calls per task (the paper's definition). A row is whatever `--group-by` makes
+//! one: grouped by configuration, a SPIRAL-with-memory row is compared with the ReAct row and the
+//! Plan-Exec rows of the same planner; grouped by world model, the ReAct runs (`none`) and the
+//! Plan-Exec runs with the same world model fall into other rows, with other mean call counts, so the
+//! cohort's fewest and most calls differ and so does every EQ in it. Both values are right for their
+//! grouping; neither is the run's own. So every table that shows EQ names its cohorts under it
+//! (planner, rows, runs, call range), and `execution_quality_anchored`, which normalises by the
+//! task's reference call count instead, is the same under any grouping.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -26,6 +26,40 @@
 //! | `state_fidelity` | over calls whose real state after is known and for which the world model predicted a state: the share of fields (of both states) on which they agree, mean and interval; `null` when there are none |
 //! | `decision` | with `--decision` only: `{n, same, rate: {mean, ci}}`, how often the planner's next action given the simulation was the one it took given the real result |
 //! | `pairs` | every pair in the order given, on the calls both simulated: `mean_diff` of `fidelity(a) − fidelity(b)`, its paired 95% interval `ci` (within ±1, clustered by the run each call came from as the world models' fidelity is; `null` under 3 calls, or 3 runs when a run gave several), and `wins`/`ties`/`losses` for `a` |
+//!
+//! # An example of the JSON shape (moved from docs/report-format.md)
+//!
+//! ```json
+//! {
+//!   "world_models": [
+//!     {
+//!       "name": "memory",
+//!       "n": 38,
+//!       "calls": 39,
+//!       "failed": 1,
+//!       "no_prediction": 0,
+//!       "fidelity": {"mean": 0.86, "ci": [0.79, 0.92]},
+//!       "error_prediction": {"precision": 1.0, "recall": 1.0, "f1": 1.0},
+//!       "tokens": 0,
+//!       "calibration": {"n": 38, "without_confidence": 0, "good_fidelity": 0.9, "good": 29,
+//!         "ece": 0.14, "brier": 0.04, "auroc": 0.97,
+//!         "selective": [{"threshold": 0.9, "coverage": 0.76, "n": 29, "fidelity": {"mean": 0.99, "ci": [0.76, 1.0]}}],
+//!         "reliability": [{"from": 0.9, "to": 1.0, "n": 29, "confidence": 0.9, "fidelity": 0.99}]},
+//!       "by_server": [{"tool": "Time MCP", "n": 30, "fidelity": {"mean": 0.88, "ci": [0.71, 0.96]}}],
+//!       "by_tool": [{"tool": "Time MCP:convert_time", "n": 20, "fidelity": {"mean": 0.9, "ci": [0.69, 0.97]}}],
+//!       "by_state_change": {"changed": {"n": 6, "fidelity": {"mean": 0.75, "ci": [0.31, 0.95]}},
+//!                           "unchanged": {"n": 32, "fidelity": {"mean": 0.88, "ci": [0.8, 0.93]}}},
+//!       "by_fields_changed": {"0": {"n": 7, "fidelity": {"mean": 0.36, "ci": [0.17, 0.62]}},
+//!                             "1": {"n": 6, "fidelity": {"mean": 0.75, "ci": [0.31, 0.95]}}},
+//!       "risk_weighted_fidelity": 0.83,
+//!       "state_fidelity": {"n": 4, "fidelity": {"mean": 1.0, "ci": [0.51, 1.0]}}
+//!     }
+//!   ],
+//!   "pairs": [
+//!     {"a": "memory", "b": "qwen", "n": 37, "mean_diff": 0.21, "ci": [0.12, 0.3], "wins": 20, "ties": 9, "losses": 8}
+//!   ]
+//! }
+//! ```
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;

@@ -24,6 +24,34 @@
 //! frames of the browser, run view, wm-eval view and compare, over every sample run and over
 //! generated runs) to the report's JSON and to the file's own lines. Every bounded figure is
 //! written by `metrics/figure.rs` (never `100%` or `0` unless exact).
+//!
+//! # MCP-Bench's rule-based metrics, side by side (moved from docs/report-format.md)
+//!
+//! MCP-Bench (Accenture/mcp-bench) computes these in `benchmark/evaluator.py`
+//! (`_calculate_tool_accuracy_metrics`, `_calculate_server_utilization_metrics`) over the executor's
+//! `execution_results` (`agent/executor.py`, `_execute_planned_tools`): one result per planned tool
+//! that named a tool, executed or not, with `success`, `tool`, `server` and `parameters`. A tool no
+//! server offers is a result with `success: false` ("Tool '…' not found") and no server; an exception
+//! during the call (a timeout) is `success: false` with the tool's server. cosmos's results are the
+//! run's `tool_called` events: ReAct calls a tool no server offers and records the failed call (no
+//! server), as MCP-Bench does; in an older ReAct file such a decision was written as a
+//! `decision_rejected` (`unknown_tool`) instead, and is counted as that failed call. In SPIRAL-Exec
+//! and ReAct-Plan-Exec a rejected candidate is never executed, so it is no result (MCP-Bench has no
+//! rehearsal; its plans are executed as planned). Per run:
+//!
+//! | metric | MCP-Bench's definition | no calls | cosmos |
+//! |---|---|---|---|
+//! | `tool_call_success_rate` (MCP-Bench's `execution_success_rate`) | results with `success` / all results | `None` (left out of averages) | the same |
+//! | `valid_tool_name_rate` | results whose tool is in the available tools / all results | `None` | the same |
+//! | `input_schema_compliance` | results with a valid name whose parameters validate (`jsonschema.validate`; an empty schema passes, a schema that raises fails) / results with a valid name; **0.0** when no result had a valid name | `None` | the same (a schema that does not compile fails; the agent's validator still lets such calls through) |
+//! | `valid_call_failure_rate` | results with a valid name that failed / results with a valid name; 0.0 when none had a valid name | `None` | the same |
+//! | `planning_json_compliance` | planned tools (dict entries of a parsed plan) that have a `tool` / all planned tools; **1.0** when none were planned | 1.0 | planned calls: search and chain nodes whose action is a call, ReAct's calls, and rejected replies that were calls (`no_tool`, `unknown_tool`, `bad_arguments`); those with a tool / all. A reply that is not JSON, or neither a call nor a finish, is MCP-Bench's format failure, which it retries and does not count; cosmos counts it in `rejected_decisions` |
+//! | `server_count` | distinct non-empty `server` among the results | 0 | distinct servers among `tool_called` (for a call with a valid name that was cut off, its tool's server) |
+//! | `cross_server_coordination` | `server_count > 1` | false | the same; per group, the share of runs (with calls) that did |
+//!
+//! Group values are means over the runs that have the metric, as MCP-Bench averages, with the
+//! intervals above. cosmos adds `rejected_decisions`, `tokens`, `fidelity`, Execution Quality
+//! anchored, and the outcome counts.
 
 use std::borrow::Cow;
 use std::path::PathBuf;

@@ -21,6 +21,36 @@
 //! differences; tasks for 80% power. Quantiles from `statrs`. `coverage.rs` measures how often
 //! each interval covers the truth on simulated metrics (`tests/reports/interval_coverage.rs` holds the
 //! windows, `benches/coverage.rs` prints the table; docs/report-format.md, "Intervals").
+//!
+//! # Intervals (moved from docs/report-format.md)
+//!
+//! Each interval is chosen for what its metric is. Coverage is measured, not assumed:
+//! `tests/reports/interval_coverage.rs` draws 2,000 samples per case from distributions shaped like the
+//! metrics at n = 3, 5, 10 and 30 and holds each case to 93–97% (exceptions below);
+//! `cargo bench --bench coverage` prints the table.
+//!
+//! | metric kind | interval (`interval`) | why |
+//! |---|---|---|
+//! | a mean of values in a known range: rates (`tool_call_success_rate`, `valid_tool_name_rate`, `input_schema_compliance`, `valid_call_failure_rate`, `planning_json_compliance`, `cross_server_coordination`), `fidelity`, Execution Quality (0–100), judge scores (0–10) | Wilson's score interval at the effective sample size `n_eff = p(1 − p)/se²` (p the mean scaled to [0, 1], se its standard error), with Student's t quantile (df = n − 1) for z (`wilson_effective_n`) | It never leaves the range; `mean ± t·s/√n` leaves it and covered 77% on skewed rates at n = 3, and Wilson's interval over runs as trials covered 100%. |
+//! | the same, when every value is equal | the value, widened by Wilson's upper bound for 0 of n (`w = z²/(n + z²)`): `[v − w(v − lo), v + w(hi − v)]` (`all_equal`) | n equal values say only that the share of the population elsewhere is small, not that it is 0; a zero-width interval would claim certainty. |
+//! | positive, skewed: `tokens`, `judge_tokens`, `wall_time_s` | Cox's interval for a log-normal mean, `exp(ȳ + s²/2 ± t·√(s²/n + s⁴/(2(n−1))))` on the logs (`lognormal_cox`) | Student's t covered 82–87% on log-normal token counts at n ≤ 30; Cox's 92–96%. |
+//! | counts that can be 0: `tool_calls`, `rejected_decisions`, `server_count` | Student's t, the low end kept at 0 (`student_t`); none when every value is equal (`no_spread`) | — |
+//! | judge scores, each run's the mean of its judge's trials | the bounded interval above over the runs' trial means (clustered by task with repeats). When their spread is below what the trials' own noise gives (`Σ s_i²/m_i / n²`, from each run's trials), the runs differ by no more than the judge's noise (the one-way random-effects estimate of the between-run variance is 0): the standard error is then the trials', with their pooled degrees of freedom `Σ (m_i − 1)` | Three runs whose means happen to agree would otherwise claim a certainty the judge's own spread denies. Coverage 94–98%. |
+//! | repeats of a task in one group (a sweep's `repeats > 1`) | the same intervals with the CR1 cluster-robust standard error by task, df = tasks − 1; log-normal ones on the task means | Repeats of a task are not independent: treating them as such covered 70–80% in the simulation; clustered, 95%. |
+//! | paired differences (`--baseline`): per-task differences | bounded metrics: the bounded interval above on the differences, whose range is ±(hi − lo); others: Student's t on the differences | A bootstrap over two tasks gave zero-width intervals (`[-1.00, -1.00]`) and covered 75% at n = 3. |
+//! | paired differences of world models (`wm-eval`): per-call differences, clustered by run | the bounded interval on the differences (±1), with the clustered standard error | Calls of one run share its task and history; counted as independent, the interval covered 87–88% in the simulation (`paired calls Δ`: runs of three calls); clustered, 95%. |
+//! | any | none under 3 values, or 3 tasks when clustered or paired (`too_few`; tables say "too few") | Below that no interval means anything. |
+//!
+//! Cases held to another window, each with its reason, are listed in `tests/reports/interval_coverage.rs`
+//! (0/1 outcomes, rates piled near 0 or 1, log-normal tokens and counts at n = 3, judge noise). No
+//! interval for the mean of an unbounded quantity can guarantee its coverage at every n (Bahadur and
+//! Savage, 1956); the table shows what these give on the shapes seen.
+//!
+//! `--power` (with `--baseline`) adds, per comparison, the standard deviation of the per-task
+//! differences and the number of tasks a paired t-test at the 5% level needs to detect the
+//! observed mean difference with 80% power: the smallest n with
+//! `n ≥ (t₀.₉₇₅,ₙ₋₁ + t₀.₈₀,ₙ₋₁)² · sd² / Δ²` (`tasks_for_80_power` in the JSON). Repeats of a task
+//! reduce only the within-task part of sd; the estimate uses the per-task means as they are.
 
 use std::collections::HashMap;
 

@@ -4,6 +4,18 @@
 //! [`listing`] summarises files from their first and last lines, [`run`] holds an opened
 //! run with its indices, [`fold`] computes the state at any cursor, and [`tail`] follows a
 //! file another process is still writing.
+//!
+//! # Reading at the speed of the disk (moved from docs/design.md)
+//!
+//! **Reading at the speed of the disk.** A SPIRAL run is nearly all search lines, and a
+//! prediction's text is most of their bytes, so decoding decides speed. The writer puts `seq`,
+//! `t_ms`, `kind` first, and the reader decodes the rest of the line as that kind in one pass
+//! (search kinds through plain-struct mirrors, checked against the full decoder by a test).
+//! `report` reads the search kinds without their long strings, on every core. An opened run keeps
+//! per event only what its indices, fold and metrics read (48 bytes for a search line) and where
+//! the line lies; a view reads the events it shows back from the file. The explorer opens a big run
+//! from its first part while a thread reads the rest; a view nobody moved ends as the whole open
+//! would have shown it.
 
 pub mod canonical;
 pub mod catalog;

@@ -14,6 +14,21 @@
 //!   `Meter`, the stop signal) with `bounded` (every await of a run ends at the earlier of its own
 //!   end, a stop, and the run's remaining time; a stop cancels what is in flight) and the one
 //!   place that builds `llm_call` events.
+//!
+//! # One pipeline (moved from docs/design.md)
+//!
+//! - **decide / propose**: the next action or K candidates; in JSON mode the reply's schema has
+//!   one branch per tool with its own input schema, so an enforcing decoder can only call a real
+//!   tool; a reply that is no usable decision is `decision_rejected`, told to the planner, never a
+//!   finish.
+//! - **rehearse** (validate → simulate → route → evaluate → record): an invalid call gets the
+//!   validator's verdict, never a simulation; a world-model failure is an `error` and
+//!   `not_simulated` (never backpropagated, planned or scored); routing may check an unsure
+//!   prediction of a read-only tool for real and records how it treated each (`route`).
+//! - **execute**: the plan's calls for real, each linked to its node; routing's grounding is the
+//!   one other real call (`node_grounded`, never a step).
+//! - **budget**: one meter per run; time is a deadline every await respects, and what is in
+//!   flight is cancelled and still recorded. **answer**: from the real results only.
 
 pub mod answer;
 pub mod execute;

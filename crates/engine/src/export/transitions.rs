@@ -5,6 +5,39 @@
 //! steps before it); its target is the real result, in the reply format that world model is
 //! asked for. Examples are deduplicated (the same input once), redacted, and with `--split`
 //! divided by task, so no task is on both sides; a datasheet says what is in them.
+//!
+//! # Transitions (moved from docs/export.md)
+//!
+//! One example per real tool call of the runs (`tool_called` events; wm-eval files are skipped).
+//! The example's input is exactly what the `llm` world model sends to simulate that call: its
+//! system prompt, then the tool's name, description and input schema, the arguments, the user's
+//! request and the run's real steps before the call (`world_model::llm::simulation_messages`
+//! builds both; a test checks the world model's HTTP requests equal the examples' inputs). No
+//! recorded example of the tool is included: a trained world model should not need one. The
+//! target is the real result in the reply format that world model is asked for:
+//! `{"is_error": bool, "content": "the server's text"}` (a transport error is an error result
+//! with its message).
+//!
+//! - `--format chat` (default): `{"messages": [system, user, assistant], "meta": {...}}`, the
+//!   assistant's content being the target as a JSON string: the chat format fine-tuning tools
+//!   take.
+//! - `--format jsonl`: `{"prompt": [system, user], "completion": {target}, "meta": {...}}`.
+//! - `meta`: `task`, `tool`, `server`, `source` (`FILE#seq` of the call).
+//! - Deduplicated: the same input is written once (its first real result is the target).
+//! - `--split S`: a share `S` of the tasks (a stable hash of the task id, the same on every
+//!   machine) goes to `test.jsonl`, the rest to `train.jsonl`: never a task on both sides.
+//! - Redacted: the built-in redaction rules and the keys in `OPENAI_API_KEY`, `ANTHROPIC_API_KEY`
+//!   and `HF_TOKEN`, should one have reached a run's text.
+//! - `datasheet.md`: examples per side, real calls seen and duplicates dropped, the error share,
+//!   the tasks on each side, examples and errors per server and tool, the source files, and any
+//!   file that could not be read.
+//! - Whole or not at all: each file is written as `NAME.partial` and renamed when the export is
+//!   done, so an export cut off (an error, Ctrl-C) leaves the folder's last dataset as it was; an
+//!   export without `--split` removes an earlier `test.jsonl`, which its datasheet would not
+//!   count. `markdown -o FILE` and `json -o FILE` are written the same way.
+//!
+//! The loop from runs to a better world model is in
+//! [world-models.md](world-models.md#training-a-world-model-on-your-runs).
 
 use std::collections::{BTreeMap, HashSet};
 use std::io::Write;

@@ -30,6 +30,24 @@
 //! | OTLP: the root span (`invoke_agent`, `AGENT`, else the parentless one): `gen_ai.agent.name` (else the service), `gen_ai.request.model`, `input.value`, `output.value` or `cosmos.answer`, its status | the agent, the model, the request, the answer, a failure |
 //! | OTLP: an LLM span (`chat`, `LLM`): model, `gen_ai.usage.*` / `llm.token_count.*`, its length | a planner turn with its latency (a span of another `cosmos.role` is skipped) |
 //! | OTLP: a tool span (`execute_tool`, `TOOL`): `gen_ai.tool.name` / `tool.name`, `gen_ai.tool.call.arguments` / `input.value`, `gen_ai.tool.call.result` / `output.value`, an error status | a real call (a span marked `cosmos.simulated` is skipped) |
+//!
+//! # What a source lacks, and limits (moved from docs/import.md)
+//!
+//! **Nothing is invented.** What the source lacks stays absent (format version 2 made `started_at`,
+//! the planner, the request, a call's `result`, `t_ms`, latencies and tokens optional). The
+//! header's `source.unrecorded` lists what the run's values mean nothing for: `t_ms` (some or all
+//! steps had no time), `latency_ms` (ATIF never records it), `tokens`, `tools` (no catalogue, so
+//! no call's name or arguments can be checked: valid names and schema compliance are `—`); the explorer and `report`
+//! show `—` for them. `source.skipped` lists what was read but has no place in a cosmos run
+//! (Inspect's scores, embedded ATIF subagents).
+//!
+//! An OTLP file is read an object at a time, but a trace's spans may be spread over objects, so
+//! the spans' kept facts are gathered by trace before runs are made (memory grows with the file's
+//! spans, not their events). Inspect's logs do not say which MCP server a tool came from, so Inspect's tools keep their own
+//! names. Inspect samples are read one entry (or, in a `.json` log, one array element) at a time, an
+//! `.eval` entry up to 4 GiB; an ATIF file (one session, held whole while converted) up to 4 GiB.
+//! A torn `.eval` (no zip directory) is read from the front up to the tear; a `.json` that breaks
+//! off keeps its whole samples before the break; both are said.
 
 pub mod atif;
 mod convert;

@@ -18,6 +18,21 @@
 //! probes and the proxy (one copy shared by its sessions, each recording where it found and
 //! left it). Invariant: no server cosmos starts sees a seed or an unfilled
 //! `${COSMOS_STATE_DIR}` (`server.rs` refuses to start one).
+//!
+//! # A run's state, as the guide told it (moved from docs/guide.md)
+//!
+//! **State.** A server that keeps state can get a fresh copy of a seed for every run: its entry
+//! names the seed (a file, a folder, or a `.tar`) and the copy with `${COSMOS_STATE_DIR}`:
+//! `"memory": {"command": "mcp-server-memory", "env": {"MEMORY_FILE_PATH":
+//! "${COSMOS_STATE_DIR}/memory.jsonl"}, "cosmos": {"state": {"seed": "state/memory.jsonl"}}}`. The
+//! seed is never touched, so two runs start from byte-identical state. A seed holds files and
+//! folders only (no link, pipe, socket or device; 1 GiB at most), and nothing in it runs: git hooks
+//! and every `.git/config` key but layout and author are removed from the copy (the header's
+//! `seed_removed` says what went). The copy lives in a new owner-only `cosmos-state-XXXXXX/` folder,
+//! removed when the run ends. The header records each server's `start_digest` and state as fields,
+//! each call its `state_change`, `run_finished` the `end_digest`, and the end state is kept as
+//! `STEM.state/SERVER/` (up to 64 MiB). `cosmos proxy` keeps one copy for as long as it runs, shared
+//! by its sessions. A fork's replayed steps are not made again, so its copy lacks their changes.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

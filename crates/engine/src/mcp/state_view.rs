@@ -25,6 +25,23 @@
 //! altered), `apply` and `agreement`. `pool.rs` reads the state around every call to a sandboxed
 //! server, one call at a time on it, and puts the change in the `CallOutcome`; wm-eval replays
 //! the recorded changes on the header's `start_state`.
+//!
+//! # State as fields (moved from docs/trajectory-format.md)
+//!
+//! A sandboxed state is read as named fields (`mcp::state_view`), by what the seed's copy is:
+//!
+//! | state | fields |
+//! |---|---|
+//! | SQLite database | `TABLE`: its `CREATE` statement; `TABLE/KEY`: a row as an object, `KEY` its primary key's values joined by `,` (or its `rowid`) |
+//! | JSON-lines file (the memory server's graph) | `TYPE/NAME` for a line with a `name`; any other line `TYPE/` and its canonical JSON |
+//! | `.json` file holding an object | each top-level key |
+//! | any other file | `line N` for each line |
+//! | folder | each file by relative path, its text (at most 16,384 characters) or `{"sha256", "bytes"}`; a folder `PATH/`; a link, pipe, socket or device by its kind, never followed or opened |
+//! | git repository | its working tree as a folder, and `.git/HEAD`, `.git/branches`, `.git/log` (subjects, newest first, up to 200), `.git/staged`; no commit ids or dates |
+//!
+//! A state over 8 MiB is not read as fields. An observation (real or simulated) is `text` (text
+//! items joined; other content a placeholder such as `[image/png, 2048 bytes]`), `structured`
+//! (`structuredContent`), `is_error`, and `truncated_bytes` when a huge result was cut.
 
 use std::path::Path;
 

@@ -20,6 +20,20 @@
 //! (a dropped session is one its client ended). Over HTTP, `close_when_idle` ends a session that
 //! has served nothing for `--session-idle-s` (`idle_expired`; `Serving` marks a call in service,
 //! however long); the handler opens a new one at the client's next call.
+//!
+//! # A session as a run (moved from docs/trajectory-format.md)
+//!
+//! `cosmos proxy` records each client session as a run in the same events. The header's agent is
+//! `{"kind": "external", "settings": {"client": {"name", "version"}, "protocol"?, "sessionless"?,
+//! "mode", "transport", "on_miss"?, "go_real_below"? or "routing"?, "simulate_writes"?,
+//! "tools_from"?, "server_startup_timeout_s", "tool_call_timeout_s", "close_idle_after_s"?,
+//! "elicitation": "client"}}`; `planner.model` is the client; `task` is `--task-id` and
+//! `--task-request`. A real call is `tool_called`, in the order results came back. In shadow,
+//! simulate and hybrid modes each call is a node under the previous call's, rehearsed as any agent
+//! rehearses (`node_simulated` or an `error`, `node_evaluated`); a call answered by the world model
+//! has no `tool_called`. A call still out when the session ends is recorded as cut off. A
+//! `sessionless` run is a stateless-era client's requests of one name and version from one address,
+//! each within `close_idle_after_s` of the last.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

@@ -27,6 +27,18 @@
 //!   criticises); `serve_stdio`, through `stdio_guard.rs` (every client line read before rmcp
 //!   reads it: -32600 for a line over 16 MiB read past in bounded memory; replies written between
 //!   rmcp's whole lines). The `_meta` keys of results (`META_*`).
+//!
+//! # What passes through, as the guide told it (moved from docs/guide.md)
+//!
+//! **Everything else passes through.** Capabilities, `instructions`, prompts, resources
+//! (subscriptions included), completion, logging, list changes, cancellation, and the server's
+//! requests for sampling, roots or input reach the client whose request is in flight on that
+//! server (else the only client; a request that could be meant for several clients is declined,
+//! saying so). One upstream's tools keep their names; with several, names are `server_tool`, and
+//! two upstreams offering one name are refused at start. A server that crashes, hangs or answers
+//! garbage gives the client a tool error naming it, and the session goes on. A closed session ends
+//! `client_closed`, an idle HTTP session `idle_expired`, SIGINT or SIGTERM every open run
+//! `interrupted` (exit 130). The secret rules of `cosmos run` hold.
 
 pub mod catalog;
 pub mod client_session;

@@ -6,6 +6,29 @@
 //! by the one fidelity function (`metrics::fidelity::compare`, taken both ways and averaged,
 //! since it judges its first argument as the prediction). One member answering alone gives no
 //! agreement, so no confidence: nothing invents a number.
+//!
+//! # Ensembles (moved from docs/world-models.md)
+//!
+//! An `ensemble` asks each of its members the same call at once (it takes as long as its slowest
+//! member, and spends what they all spend: every member's LLM calls are the run's, counted against
+//! its token budget). It answers with one member's prediction, chosen by `pick`:
+//!
+//! - `closest` (the default): the prediction with the highest mean fidelity to the other members'
+//!   (by the one fidelity function, taken both ways and averaged, since it judges its first argument
+//!   as the prediction); ties go to the member listed first;
+//! - `most_confident`: the prediction its member is surest of (one without a confidence counts as
+//!   least sure);
+//! - `first`: the first member, in `members` order, that answered.
+//!
+//! Its confidence is the members' **agreement**: the mean, over pairs of members that answered, of
+//! that same two-way fidelity (`confidence_source` `agreement`). One member answering alone gives no
+//! agreement, so no confidence. A member that fails is that member's error, recorded beside the
+//! others; the ensemble answers from the rest, and fails (an `error`, as any world model's failure)
+//! only when every member does. Every member's prediction or error is recorded in `members` of
+//! `node_simulated` and `call_simulated` (docs/trajectory-format.md), and the node inspector shows
+//! them side by side, each with its own confidence and its fidelity to the real result. In
+//! `wm-eval`, an ensemble with a `memory` member leaves each run out of that member as memory alone
+//! is.
 
 use std::sync::Arc;
 use std::time::Instant;

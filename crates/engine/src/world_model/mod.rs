@@ -24,6 +24,16 @@
 //! `llm` endpoints come from `llm::endpoints` like a role's, and whose `ensemble` members are resolved
 //! by name, none an ensemble) and builds it; a memory world model (or an ensemble with one) can be
 //! built without one run's calls (leave one run out), for evaluating calls of that run.
+//!
+//! # How each kind gives its confidence (moved from docs/world-models.md)
+//!
+//! | kind | confidence | source |
+//! |---|---|---|
+//! | `memory` | The recorded call it recalls: the same tool with the same arguments is 0.9 times the share of that call's recordings that hold the result it gives (a result recorded twice alike, and once otherwise, gives 0.6); another call of the same tool is 0.1 plus 0.6 times the share of argument values the two calls have in common (at most 0.7: its values are another call's). A tool it never saw is no prediction at all. | `recall` |
+//! | `llm` | With `logprobs = true` in its table, the endpoint is asked for the reply's token log-probabilities, and when they come the confidence is their geometric mean probability, `exp(mean log-probability)` over the reply's tokens (an endpoint that sends none falls back to the next rule). Otherwise the model's own word: the reply's schema asks for `confidence`, "how likely it is that the real server sends back this content"; a reply without one (or outside [0, 1]) has none. | `logprobs`, `self` |
+//! | `command` | Whatever the command's reply says (`confidence`, `confidence_source`), else none. | `command`, or its word |
+//! | `cached` | The wrapped model's, remembered with its answer. | the wrapped model's |
+//! | `ensemble` | The members' agreement: the mean two-way fidelity between the predictions of each pair of members that answered; none when only one did (see "Ensembles"). | `agreement` |
 
 pub mod cached;
 pub mod command;

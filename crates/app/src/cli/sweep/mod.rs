@@ -22,6 +22,47 @@
 //! agent = "react"
 //! max_steps = 2
 //! ```
+//!
+//! # Cells, resuming, the matrix, shards (moved from docs/sweeps.md)
+//!
+//! - **Cells.** Each (task, configuration, repeat) has an id derived from its content (the task
+//!   file as named in the spec, the task id, the configuration's settings, the repeat); its run is
+//!   `<out>/<id>_<task>_<config>_r<repeat>.jsonl` (`--out`, default `runs/<spec name>` beside the
+//!   spec).
+//! - **Tasks.** A task set with `ids` takes those tasks; without, every task of the file whose
+//!   servers the MCP config has (the others are listed as left out, with the servers they need).
+//! - **Resumable.** A rerun starts only cells without a finished run. A torn or interrupted run is
+//!   set aside (renamed `….jsonl.set-aside-<time>`, kept, no longer read as a run) and run again. A
+//!   run that failed for the infrastructure — none of its servers started, or its model endpoint
+//!   never answered (every LLM call of the run failed) — is retried with backoff (2 s, 4 s, three
+//!   tries), then set aside so the next run of the sweep tries the cell again; an agent's failure
+//!   (a completed or failed run in which the model answered) is a result and is not retried.
+//! - **Running.** A process running a cell holds an OS lock on `….jsonl.lock` beside its run
+//!   (removed when the cell ends), so
+//!   `--status` says `running (pid N since T)` and another process (a second shard launched by
+//!   mistake) skips the cell. The lock goes with the process however it ends, `kill -9` included:
+//!   a killed sweep leaves its cell `incomplete`, and the next run sets it aside and runs it again.
+//! - **The matrix.** Without `--no-tui`, one row per task (per task and repeat when the spec
+//!   repeats), one column per configuration; each cell shows its state and outcome as it runs:
+//!   `✓ 4 calls fid 0.86` (completed: real calls, mean fidelity), `✗ failed 3 calls ✗2` (the run
+//!   failed; two calls failed), `▶ 2 calls` (running), `queued`, `↻ retrying`, `! could not run`,
+//!   `⋯ another process` (claimed by another sweep process, e.g. another shard), `·` (not run). ←/→ and ↑/↓ move, `f`/`F` go to the next/previous failed cell, Enter opens
+//!   the cell's run — a running one followed live, Esc comes back to the matrix — `x` stops the
+//!   sweep (running cells end `interrupted`, and are run again next time), `q` asks first while
+//!   cells run: stop them, or leave the view and let the sweep go on printing progress lines.
+//! - **Progress.** With `--no-tui`, one line per cell as it ends — its status, file, time and how
+//!   much of it its servers took to start — with the time left at the pace so far.
+//! - **Shards.** `--shard I/N` takes a deterministic share of the cells, balanced by expected cost
+//!   (a SPIRAL cell weighs more than a ReAct one by its iterations), the same on every shard so
+//!   shards never overlap; they can write into one shared folder. `--shard auto` reads a Slurm
+//!   array's `SLURM_ARRAY_TASK_ID` and `SLURM_ARRAY_TASK_COUNT`, or a Kubernetes Indexed Job's
+//!   `JOB_COMPLETION_INDEX` with `--shards N`.
+//! - **Traces.** `--otel-endpoint URL` (with `--otel-header`, `--otel-content`) sends every
+//!   cell's run to an OpenTelemetry receiver as it runs, one trace per run, as `cosmos run` does
+//!   (docs/export.md); a receiver that is down is an `error` event in each run, never a failed
+//!   cell. `--emit` does not copy these options into the job (it says so on stderr): add them to
+//!   the job's command, and give a header that holds a key through `OTEL_EXPORTER_OTLP_HEADERS`
+//!   rather than the command.
 
 use crate::cli::output::{errln, out, outln};
 mod args;

@@ -24,6 +24,25 @@
 //! | `search_node #{id}` | `node_added` … `node_evaluated` | its parent node's span (a root: the phase) | `cosmos.node.id`, `cosmos.node.parent`, `cosmos.node.depth`, `cosmos.node.prior`, `gen_ai.tool.name` or `cosmos.node.action` (`finish`, `root`); at evaluation `cosmos.node.verdict`, `cosmos.node.base_reward`, `cosmos.node.critic_reward`, `cosmos.node.reward`, `cosmos.node.terminal` |
 //! | `search` | the search's first node … `search_finished` | the phase | `cosmos.search.root`, `.iterations`, `.expanded`, `.revisited`, `.widened`, `.retried`, `.fruitless`, `.stopped`; one span event `cosmos.node` per node with `cosmos.node.visits` and `cosmos.node.value` (mean) |
 //! | `probe #{node}` / `execute_tool {tool}` | `node_probed` / `probe_called` | the run | `cosmos.probe = true`, `cosmos.simulated`, `cosmos.world_model`, `cosmos.node.id`, `error.type` |
+//!
+//! # Times, content and delivery (moved from docs/export.md)
+//!
+//! - **Times** come from the trajectory: a span starts at `started_at + t_ms − latency_ms` and
+//!   ends at `started_at + t_ms`, so an old run keeps its real durations.
+//! - **Content** (prompts, arguments, results, the answer, the task's request) is sent only with
+//!   `--content` (`--otel-content` live), as the GenAI conventions make it opt-in, and always
+//!   through the redactor (the built-in rules and the values of `OPENAI_API_KEY`,
+//!   `ANTHROPIC_API_KEY`, `HF_TOKEN`). Header values (`--header`) go to the receiver only; they are
+//!   written nowhere. A command line is visible to every user of the machine, so give a key through
+//!   the standard `OTEL_EXPORTER_OTLP_TRACES_HEADERS` or `OTEL_EXPORTER_OTLP_HEADERS`
+//!   (`name=value,…`, values percent-encoded); these win over `--header` of the same name and go
+//!   with every request, the first check included.
+//! - **Delivery.** `export otel` waits for the receiver (batches of 512 spans, 10 s a request)
+//!   and exits non-zero naming the runs not delivered whole. Live, a thread of its own sends the
+//!   spans; the agent hands it each event through a bounded queue and never waits (a full queue
+//!   drops and counts). The receiver is asked once before the first event, so even a one-step run
+//!   says when it is down; any trouble is one `error` event (`source: "otel"`) per kind and a
+//!   warning at the end, and the run and its trajectory go on whole.
 
 mod events;
 pub mod file;
