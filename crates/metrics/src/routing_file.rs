@@ -70,9 +70,7 @@ impl RoutingFile {
             for (tool, entry) in tools {
                 let threshold = match (entry.get("go_real_below"), entry.get("trust")) {
                     (Some(x), _) => {
-                        let x = x
-                            .as_float()
-                            .or_else(|| x.as_integer().map(|i| i as f64))
+                        let x = number(x)
                             .with_context(|| format!("tool {tool}: go_real_below is no number"))?;
                         if !(0.0..=1.0).contains(&x) {
                             bail!("tool {tool}: go_real_below {x} is no confidence (0 to 1)");
@@ -140,6 +138,13 @@ impl RoutingFile {
     }
 }
 
+/// A TOML number, integer or float, as a float.
+fn number(value: &toml::Value) -> Option<f64> {
+    value
+        .as_float()
+        .or_else(|| value.as_integer().map(|i| i as f64))
+}
+
 /// A trusted tool's `recalibration` table: its curve (slope above 0) and the threshold on its
 /// scale, which must be the curve of the raw threshold `raw` (else the two disagree on what is
 /// trusted).
@@ -148,8 +153,7 @@ fn recalibration(tool: &str, raw: f64, table: &toml::Value) -> Result<(Recalibra
         let x = table
             .get(key)
             .with_context(|| format!("tool {tool}: its recalibration has no {key}"))?;
-        x.as_float()
-            .or_else(|| x.as_integer().map(|i| i as f64))
+        number(x)
             .filter(|x| x.is_finite())
             .with_context(|| format!("tool {tool}: its recalibration's {key} is no number"))
     };

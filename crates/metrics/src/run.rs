@@ -1146,10 +1146,8 @@ pub struct RunAccumulator {
     grounded: u64,
     /// Client calls the world model answered (`routed`).
     simulated_answers: u64,
-    /// The confidence of each node's latest prediction, when it had one.
-    confidences: FxHashMap<NodeId, f64>,
-    /// How routing treated each node's latest prediction, when the run recorded it.
-    routes: FxHashMap<NodeId, Route>,
+    /// Each node's latest prediction's confidence and route, when it had either.
+    predictions: FxHashMap<NodeId, (Option<f64>, Option<Route>)>,
     /// Predictions routing trusted, and of those the ones that saved a real call.
     trusted: u64,
     saved: u64,
@@ -1213,8 +1211,7 @@ impl RunAccumulator {
         Self {
             catalog,
             simulated: FxHashMap::default(),
-            confidences: FxHashMap::default(),
-            routes: FxHashMap::default(),
+            predictions: FxHashMap::default(),
             trusted: 0,
             saved: 0,
             route_recorded: false,
@@ -1309,16 +1306,12 @@ impl RunAccumulator {
         route: Option<Route>,
     ) {
         let simulation = simulation.unwrap_or(Simulation::Rejected);
-        match confidence {
-            Some(c) => self.confidences.insert(node, c),
-            None => self.confidences.remove(&node),
+        match (confidence, route) {
+            (None, None) => self.predictions.remove(&node),
+            said => self.predictions.insert(node, said),
         };
         count_route(route, &mut self.trusted, &mut self.saved);
         self.route_recorded |= route.is_some();
-        match route {
-            Some(r) => self.routes.insert(node, r),
-            None => self.routes.remove(&node),
-        };
         // A real call made before its node had any simulation pairs with this one.
         if let Some((i, call)) = self.awaiting.remove(&node) {
             let read_back = self.read_back.as_ref();
@@ -1376,7 +1369,8 @@ impl RunAccumulator {
                 let sim = node.and_then(|n| {
                     let read_back = self.read_back.as_ref();
                     let observation = self.simulated.get(&n)?.observation(n, read_back)?;
-                    Some((observation, self.confidences.get(&n).copied()))
+                    let (confidence, _) = self.predictions.get(&n).copied().unwrap_or_default();
+                    Some((observation, confidence))
                 });
                 let call = RecordedCall::of(&event.body).expect("a tool_called event");
                 let mut facts = StepFacts::new(
@@ -1386,8 +1380,8 @@ impl RunAccumulator {
                 );
                 facts.trusted = node
                     .filter(|_| sim.is_some())
-                    .and_then(|n| self.routes.get(&n))
-                    .map(|r| r.trusted());
+                    .and_then(|n| self.predictions.get(&n)?.1)
+                    .map(Route::trusted);
                 self.steps.push(facts);
             }
             EventBody::Answer { .. } => self.answered = true,
