@@ -1282,6 +1282,73 @@ fn a_time_budget_is_a_deadline_inside_a_hanging_call_and_a_slow_endpoint() {
     }
 }
 
+/// A call grounded while planning (routing an unsure prediction of a read-only tool) takes the
+/// path a step's call takes: the time budget cuts it off too, and it is recorded with what cut it.
+#[test]
+fn a_grounded_call_is_cut_off_by_the_time_budget_like_a_step() {
+    let dir = tempfile::tempdir().unwrap();
+    let llm = ScriptedLlm::start(json!([
+        {"when": "You simulate an MCP server",
+         "content": {"is_error": false, "content": "ok", "confidence": 0.2}},
+        {"when": "No tool has been called yet",
+         "content": {"candidates": [call("flaky:hang", json!({"text": "x"}))]}}
+    ]));
+    let (args, out_dir) = flaky_run(
+        dir.path(),
+        json!({"FLAKY_HANG_READ_ONLY": "1"}),
+        "spiral",
+        &[
+            "--world-model",
+            "llm",
+            "--go-real-below",
+            "0.5",
+            "--max-time-s",
+            "4",
+            "--call-timeout-s",
+            "60",
+        ],
+    );
+    let start = Instant::now();
+    let out = cosmos(&args, &llm, KEY);
+    let took = start.elapsed();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        took < Duration::from_secs(16),
+        "took {took:?} with a 4 s budget"
+    );
+    let file = only_run(&out_dir);
+    assert_valid(&file);
+    let ev = events(&file);
+    let grounded = ev
+        .iter()
+        .find(|e| e["kind"] == "node_grounded")
+        .unwrap_or_else(|| panic!("the grounded call is recorded: {ev:?}"));
+    assert_eq!(grounded["tool"], "flaky:hang", "{grounded}");
+    let error = grounded["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains("cut off after") && error.contains("time budget of 4s spent"),
+        "{grounded}"
+    );
+    assert!(
+        !kinds(&ev).contains(&"tool_called".to_string()),
+        "a grounded call is never a step"
+    );
+    // The rehearsal the budget cut off keeps what it did before: the world model's answer
+    // and its prediction (routed: grounded).
+    assert!(
+        ev.iter()
+            .any(|e| e["kind"] == "llm_call" && e["role"] == "world_model" && e["error"].is_null()),
+        "{ev:?}"
+    );
+    let predicted = ev
+        .iter()
+        .find(|e| e["kind"] == "node_simulated")
+        .expect("the prediction is recorded");
+    assert_eq!(predicted["node"], grounded["node"]);
+    assert_eq!(predicted["route"], "grounded");
+    assert_eq!(finished(&ev)["status"], "failed");
+}
+
 #[test]
 fn secrets_stay_out_of_trajectory_and_trace_log_and_a_broken_entry_spoils_only_its_server() {
     let dir = tempfile::tempdir().unwrap();

@@ -608,3 +608,47 @@ fn an_upward_import_breaks_the_layers() {
         ["module `stray` is in no layer of tests/architecture/layers.rs"]
     );
 }
+
+/// The agent files that call a tool host themselves: an agent's real calls go through the one
+/// path that bounds them (`agent/real_call.rs`), grounded calls included.
+fn real_call_sites(sources: &[(PathBuf, String)]) -> Vec<String> {
+    sources
+        .iter()
+        .filter(|(path, _)| path.starts_with("agent") && !path.ends_with("real_call.rs"))
+        .filter(|(_, source)| {
+            let code: String = production_code(source)
+                .chars()
+                .filter(|c| !c.is_whitespace())
+                .collect();
+            code.contains("host.call(")
+        })
+        .map(|(path, _)| path.display().to_string())
+        .collect()
+}
+
+#[test]
+fn an_agent_reaches_a_server_only_through_real_call() {
+    let sites = real_call_sites(&read_crate("engine"));
+    assert!(
+        sites.is_empty(),
+        "these agent files call the tool host themselves; use agent::real_call::make: {sites:?}"
+    );
+    let planted: Vec<(PathBuf, String)> = [
+        (
+            "agent/real_call.rs",
+            "fn make() { env.host.call(t, a, None); }",
+        ),
+        (
+            "agent/rehearse.rs",
+            "fn ground() { self.env\n    .host\n    .call(t, a, None); }",
+        ),
+        (
+            "agent/react.rs",
+            "// host.call( in a comment\nfn f() { let s = \"host.call(\"; }",
+        ),
+    ]
+    .iter()
+    .map(|(p, s)| (PathBuf::from(p), s.to_string()))
+    .collect();
+    assert_eq!(real_call_sites(&planted), ["agent/rehearse.rs"]);
+}

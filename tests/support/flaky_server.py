@@ -155,7 +155,12 @@ if os.environ.get("FLAKY_RESOURCES"):
         return "unreachable"
 
 
-@mcp.tool()
+# With FLAKY_HANG_READ_ONLY set, `hang` says it is read-only (so routing may ground it).
+@mcp.tool(
+    annotations=ToolAnnotations(readOnlyHint=True)
+    if os.environ.get("FLAKY_HANG_READ_ONLY")
+    else None
+)
 async def hang(text: str) -> str:
     """Never answer (without blocking the server's other calls)."""
     called("hang")

@@ -1,21 +1,17 @@
-//! Real tool calls: [`call`] makes one and records it (ReAct calls it each turn);
-//! [`execute_plan`] is phase 2 of the rehearsing agents, the plan's calls in order, each
-//! linked to the plan node it executes, with what to do on a failure as a parameter.
-//!
-//! Real calls: `call` (one, recorded, with the server's progress reports as
-//! `call_progress` events while it runs, one per 250 ms at most; used by ReAct; `record_call` is the one record
-//! of a real call, which `cosmos proxy` uses too) and `execute_plan` (phase 2,
-//! with `OnFailure::{Continue, Stop}`; checks the budget before each call). In a fork with
-//! `--tools recorded`, `call` answers a step from the recording (a copy with `origin`) or handles
-//! its miss (real, a `call_simulated` by the world model, or the end); routing's grounded calls
-//! while planning are answered from the recording in `rehearse` (`ground`), a miss made real.
+//! A step's real tool call and a plan's. [`call`] makes it through `real_call` (the one path
+//! to a server or a fork's recording, which a call grounded while planning takes too) and records one step (`tool_called`, with the server's progress reports as
+//! `call_progress`, one per 250 ms at most; a miss in a fork goes where `--on-miss` says);
+//! [`record_call`] is the one record of a real call, which `cosmos proxy` uses too;
+//! [`execute_plan`] is phase 2 of the rehearsing agents, the plan's calls in order, each linked to
+//! the plan node it executes, with `OnFailure::{Continue, Stop}`, the budget checked before each.
 
 use anyhow::Result;
 use serde_json::Value;
 
 use super::fork::OnMiss;
 use super::ports::EventSink;
-use super::{Bounded, End, Env, rehearse};
+use super::real_call::{Made, from_recording, make};
+use super::{End, Env, rehearse};
 use crate::mcp::server::{CallOutcome, Progress};
 use crate::world_model::HistoryStep;
 use cosmos_trajectory::event::{Action, Ending, EventBody, NodeId, PROGRESS_EVERY_MS};
@@ -74,13 +70,9 @@ pub async fn call(
     planned: &PlannedCall,
     history: &[HistoryStep],
 ) -> Result<std::result::Result<HistoryStep, End>> {
-    if let Some((fork, recording)) = env
-        .fork
-        .as_ref()
-        .and_then(|f| f.recording.as_ref().map(|r| (f, r)))
-    {
-        if let Some(recorded) = recording.answer(&planned.tool, &planned.arguments) {
-            sink.emit(recorded.replayed(&fork.of.file, step, planned.node))?;
+    if let Some(recording) = env.fork.as_ref().and_then(|f| f.recording.as_ref()) {
+        if let Some((file, recorded)) = from_recording(env, &planned.tool, &planned.arguments) {
+            sink.emit(recorded.replayed(file, step, planned.node))?;
             return Ok(Ok(HistoryStep {
                 tool: planned.tool.clone(),
                 arguments: planned.arguments.clone(),
@@ -94,7 +86,7 @@ pub async fn call(
                 let why = format!(
                     "step {step} calls {}, which {} never made: --on-miss error ends the fork here",
                     cosmos_trajectory::describe::call_label(&planned.tool, &planned.arguments),
-                    fork.of.file
+                    env.fork.as_ref().map_or("", |f| f.of.file.as_str())
                 );
                 sink.emit(EventBody::Error {
                     source: cosmos_trajectory::event::ErrorSource::Fork,
@@ -108,7 +100,6 @@ pub async fn call(
             OnMiss::WorldModel => return simulate_miss(env, sink, step, planned, history).await,
         }
     }
-    let started = std::time::Instant::now();
     // The server's progress reports, recorded as they come (one per PROGRESS_EVERY_MS at most;
     // a report that cannot be written is dropped: the call's own record decides the run).
     let mut last_report: Option<std::time::Instant> = None;
@@ -126,30 +117,11 @@ pub async fn call(
             message: p.message,
         });
     };
-    let called = env
-        .bounded(
-            env.host
-                .call(&planned.tool, &planned.arguments, Some(&mut report)),
-        )
-        .await;
-    let (server, outcome, end) = match called {
-        Bounded::Done((server, outcome)) => (server, outcome, None),
-        cut => {
-            let (why, end) = match cut {
-                Bounded::OutOfTime(why) => (
-                    why.clone(),
-                    End::failed(format!("{why} during a tool call")),
-                ),
-                _ => ("stopped".to_string(), End::interrupted()),
-            };
-            let message = format!(
-                "cut off after {:.1}s: {why}",
-                started.elapsed().as_secs_f64()
-            );
-            let outcome = CallOutcome::failure(message, started.elapsed());
-            (None, outcome, Some(end))
-        }
-    };
+    let Made {
+        server,
+        outcome,
+        end,
+    } = make(env, &planned.tool, &planned.arguments, Some(&mut report)).await;
     let real = record_call(sink, step, planned, server, outcome)?;
     if let Some(end) = end {
         return Ok(Err(end));

@@ -601,8 +601,10 @@ async fn iterate(
         let hist: &[HistoryStep] = &history;
         let futures: Vec<BoxFuture<'_, Rehearsal>> = candidates
             .iter()
-            .map(move |a| -> BoxFuture<'_, Rehearsal> {
-                Box::pin(rehearse::rehearse(env, settings, hist, a, depth))
+            .enumerate()
+            .map(move |(i, a)| -> BoxFuture<'_, Rehearsal> {
+                let node = origin.id(first_id + i);
+                Box::pin(rehearse::rehearse(env, settings, hist, a, (node, depth)))
             })
             .collect();
         let rehearsals: Vec<Rehearsal> = futures::stream::iter(futures)
@@ -621,6 +623,7 @@ async fn iterate(
             };
             let trust = r.stop_at_horizon(trust_before, horizon);
             rehearse::record(sink, origin.id(id), &r)?;
+            env.recorded(origin.id(id));
             let node = &mut tree.nodes[id];
             node.trust = trust;
             node.horizon = r.horizon;

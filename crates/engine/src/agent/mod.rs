@@ -26,7 +26,8 @@
 //!   `not_simulated` (never backpropagated, planned or scored); routing may check an unsure
 //!   prediction of a read-only tool for real and records how it treated each (`route`).
 //! - **execute**: the plan's calls for real, each linked to its node; routing's grounding is the
-//!   one other real call (`node_grounded`, never a step).
+//!   one other real call (`node_grounded`, never a step). Both reach a server (or a fork's
+//!   recording) through `real_call`, the one path, bounded by the run's stop and time budget.
 //! - **budget**: one meter per run; time is a deadline every await respects, and what is in
 //!   flight is cancelled and still recorded. **answer**: from the real results only.
 
@@ -40,6 +41,7 @@ pub mod planner;
 pub mod ports;
 pub mod prompt;
 pub mod react;
+mod real_call;
 pub mod recorder;
 pub mod rehearse;
 pub mod search_env;

@@ -11,6 +11,7 @@ use super::ports::EventSink;
 use super::prompt::{Setting, Turn};
 use super::react::planner_turn;
 use super::rehearse::{self, Rehearser};
+use super::search_env::SearchEnv;
 use super::{End, Env, Limit, answer};
 use crate::world_model::HistoryStep;
 use cosmos_trajectory::event::{Action, Ending, EventBody, NodeId, Phase, Verdict};
@@ -73,7 +74,11 @@ pub async fn run(env: &Env, sink: &mut dyn EventSink) -> Result<End> {
         })?;
         let r = match env
             .bounded(rehearse::rehearse(
-                &rehearser, &settings, &simulated, &action, depth,
+                &rehearser,
+                &settings,
+                &simulated,
+                &action,
+                (node, depth),
             ))
             .await
             .or_end("rehearsing a step")
@@ -85,6 +90,7 @@ pub async fn run(env: &Env, sink: &mut dyn EventSink) -> Result<End> {
             }
         };
         rehearse::record(sink, node, &r)?;
+        rehearser.recorded(node);
         chain.push(node);
         if r.risky {
             risky.push(node);

@@ -20,7 +20,10 @@
 //! the world model; its stop check is `Env::should_stop`. Used by SPIRAL's search,
 //! by Plan-Exec's chain and (with its own small `SearchEnv`) by `cosmos proxy`. Each LLM call it makes is a `Flight` while it waits: one dropped by a
 //! stop or the time budget is kept, and `Rehearser::record_cut` records it through
-//! `Env::record_cut_llm`, as ReAct records its own cut calls.
+//! `Env::record_cut_llm`, as ReAct records its own cut calls. What a rehearsal has done so far
+//! (LLM calls answered, its prediction, a grounded real call) is noted by node as it goes
+//! (`SearchEnv::note`) until it is recorded, so a rehearsal dropped mid-way still writes it,
+//! first, in `record_cut`: the run never says a call it made was not made.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -29,13 +32,13 @@ use std::time::Instant;
 use anyhow::Result;
 use serde_json::Value;
 
-use super::planner;
 use super::ports::EventSink;
 use super::prompt::{self, Setting, Turn};
 use super::search_env::{Answer, Critique, Proposal, SearchEnv, Stopped};
 pub use super::search_env::{Grounded, Prediction};
 use super::settings::Settings;
 use super::{Env, llm_call_event, usage_event};
+use super::{planner, real_call};
 use crate::world_model::{
     Confidence, HistoryStep, MemberPrediction, SimRequest, WorldModel, tokens_of,
 };
@@ -244,14 +247,15 @@ impl Rehearsal {
     }
 }
 
-/// Rehearses `action` taken after `history`, at tree depth `depth`. A valid call at
-/// `settings.max_depth` is a dead end; with `alpha` = 1 the critic is not asked.
+/// Rehearses `action` taken after `history`, as node `node` at tree depth `depth`. A valid
+/// call at `settings.max_depth` is a dead end; with `alpha` = 1 the critic is not asked. What
+/// it has done so far is noted with `env` at each step ([`SearchEnv::note`]).
 pub async fn rehearse(
     env: &dyn SearchEnv,
     settings: &Settings,
     history: &[HistoryStep],
     action: &Action,
-    depth: u32,
+    (node, depth): (NodeId, u32),
 ) -> Rehearsal {
     let mut events = Vec::new();
     let mut grounded = None;
@@ -285,10 +289,19 @@ pub async fn rehearse(
                 Ok(p) => {
                     // The prediction's own time, before any real call routing makes.
                     let latency_ms = start.elapsed().as_millis() as u64;
+                    let simulated = Simulated {
+                        observation: p.observation,
+                        source: env.world_model_name(),
+                        latency_ms,
+                        tokens: p.tokens,
+                        confidence: p.confidence,
+                        members: p.members,
+                        predicted_state: p.predicted_state,
+                    };
                     // Routing: an unsure prediction (or one without a confidence) of a
                     // read-only tool is replaced by the real call; of any other tool, nothing
                     // real is called and the node is risky.
-                    let confidence = p.confidence.as_ref().map(|c| c.value);
+                    let confidence = simulated.confidence.as_ref().map(|c| c.value);
                     let unsure = match (env.routing_file(), env.go_real_below()) {
                         (Some(file), _) => {
                             let trusted = file.trusts(tool, confidence);
@@ -306,27 +319,26 @@ pub async fn rehearse(
                         (true, false) => Route::Risky,
                     });
                     let unsure = unsure == Some(true);
+                    let so_far = found(node, &events, Some(&simulated), None, route);
+                    let grounding = (unsure && read_only).then_some(tool.as_str());
+                    env.note(node, so_far, grounding);
                     if unsure && read_only {
                         let (real, real_events) = env.ground(tool, arguments).await;
                         events.extend(real_events);
                         grounded = real;
+                        let so_far =
+                            found(node, &events, Some(&simulated), grounded.as_ref(), route);
+                        env.note(node, so_far, None);
                     } else if unsure {
                         risky = true;
                     }
-                    let seen = grounded.as_ref().map_or(&p.observation, |g| &g.observation);
+                    let seen = grounded
+                        .as_ref()
+                        .map_or(&simulated.observation, |g| &g.observation);
                     let verdict = if seen.is_error || depth >= settings.max_depth {
                         Verdict::DeadEnd
                     } else {
                         Verdict::Valid
-                    };
-                    let simulated = Simulated {
-                        observation: p.observation,
-                        source: env.world_model_name(),
-                        latency_ms,
-                        tokens: p.tokens,
-                        confidence: p.confidence,
-                        members: p.members,
-                        predicted_state: p.predicted_state,
                     };
                     (verdict, Some(simulated))
                 }
@@ -338,6 +350,7 @@ pub async fn rehearse(
                         stderr_tail: None,
                         step: None,
                     });
+                    env.note(node, found(node, &events, None, None, None), None);
                     return evaluated(settings, Verdict::NotSimulated, None, None, events);
                 }
             }
@@ -350,6 +363,8 @@ pub async fn rehearse(
             .or(simulated.as_ref().map(|s| &s.observation));
         let (critique, critic_events) = env.critique(history, action, observation).await;
         events.extend(critic_events);
+        let so_far = found(node, &events, simulated.as_ref(), grounded.as_ref(), route);
+        env.note(node, so_far, None);
         critique
     } else {
         None
@@ -394,37 +409,18 @@ fn evaluated(
 }
 
 /// Records a rehearsal of `node`: its events, its `node_simulated` (when there is a
-/// prediction or a rejection) and its `node_evaluated`.
+/// prediction or a rejection), its `node_grounded` (when routing called the tool for real) and
+/// its `node_evaluated`.
 pub fn record(sink: &mut dyn EventSink, node: NodeId, r: &Rehearsal) -> Result<()> {
-    for event in &r.events {
-        sink.emit(event.clone())?;
-    }
-    if let Some(s) = &r.simulated {
-        sink.emit(EventBody::NodeSimulated {
-            node,
-            world_model: s.source.clone(),
-            observation: s.observation.clone(),
-            latency_ms: s.latency_ms,
-            tokens: s.tokens,
-            confidence: s.confidence.as_ref().map(|c| c.value),
-            confidence_source: s.confidence.as_ref().map(|c| c.source.clone()),
-            members: s.members.clone(),
-            predicted_state: s.predicted_state.clone().map(Box::new),
-            route: r.route,
-        })?;
-    }
-    if let Some(g) = &r.grounded {
-        sink.emit(EventBody::NodeGrounded {
-            node,
-            tool: g.tool.clone(),
-            server: g.server.clone(),
-            observation: g.observation.clone(),
-            latency_ms: g.latency_ms,
-            error: g.error.clone(),
-            confidence: r.confidence(),
-            state_change: g.state_change.clone(),
-            origin: g.origin.clone(),
-        })?;
+    let so_far = found(
+        node,
+        &r.events,
+        r.simulated.as_ref(),
+        r.grounded.as_ref(),
+        r.route,
+    );
+    for event in so_far {
+        sink.emit(event)?;
     }
     sink.emit(EventBody::NodeEvaluated {
         node,
@@ -436,6 +432,48 @@ pub fn record(sink: &mut dyn EventSink, node: NodeId, r: &Rehearsal) -> Result<(
         terminal: r.terminal,
         horizon: r.horizon,
     })
+}
+
+/// What a rehearsal of `node` has found, as its record writes it before the verdict: its
+/// events, its `node_simulated` and its `node_grounded`. The one builder of both events, for a
+/// finished rehearsal ([`record`]) and one a stop may still cut off ([`SearchEnv::note`]).
+fn found(
+    node: NodeId,
+    events: &[EventBody],
+    simulated: Option<&Simulated>,
+    grounded: Option<&Grounded>,
+    route: Option<Route>,
+) -> Vec<EventBody> {
+    let mut out = events.to_vec();
+    let confidence = simulated.and_then(|s| s.confidence.as_ref());
+    if let Some(s) = simulated {
+        out.push(EventBody::NodeSimulated {
+            node,
+            world_model: s.source.clone(),
+            observation: s.observation.clone(),
+            latency_ms: s.latency_ms,
+            tokens: s.tokens,
+            confidence: confidence.map(|c| c.value),
+            confidence_source: confidence.map(|c| c.source.clone()),
+            members: s.members.clone(),
+            predicted_state: s.predicted_state.clone().map(Box::new),
+            route,
+        });
+    }
+    if let Some(g) = grounded {
+        out.push(EventBody::NodeGrounded {
+            node,
+            tool: g.tool.clone(),
+            server: g.server.clone(),
+            observation: g.observation.clone(),
+            latency_ms: g.latency_ms,
+            error: g.error.clone(),
+            confidence: confidence.map(|c| c.value),
+            state_change: g.state_change.clone(),
+            origin: g.origin.clone(),
+        });
+    }
+    out
 }
 
 /// The real models a rehearsal and a search work with: the run's planner and critic roles,
@@ -453,6 +491,14 @@ pub struct Rehearser<'a> {
     cut: std::sync::Mutex<Vec<CutCall>>,
     /// The model the world model asks, when it asks one (a call of it can be cut off).
     world_model_llm: Option<String>,
+    /// What each rehearsal not yet recorded has done so far, by node ([`SearchEnv::note`]).
+    unrecorded: std::sync::Mutex<BTreeMap<NodeId, Unrecorded>>,
+}
+
+/// A rehearsal's record so far, and the real call it is waiting on (tool, since when).
+struct Unrecorded {
+    so_far: Vec<EventBody>,
+    grounding: Option<(String, Instant)>,
 }
 
 /// An LLM call that never answered: its role, model and start.
@@ -493,6 +539,7 @@ impl<'a> Rehearser<'a> {
             rehearsals: Default::default(),
             cut: Default::default(),
             world_model_llm: llm_model(&described),
+            unrecorded: Default::default(),
         }
     }
 
@@ -504,8 +551,43 @@ impl<'a> Rehearser<'a> {
         }
     }
 
-    /// Records the LLM calls that `end` (a stop, the time budget) cut off, once each.
+    /// Records what the rehearsals that `end` (a stop, the time budget) cut off had done (the
+    /// LLM calls that answered, their predictions, the real calls made; by node), then the LLM
+    /// calls it cut off, once each.
     pub fn record_cut(&self, sink: &mut dyn EventSink, end: &super::End) -> Result<()> {
+        let unrecorded = std::mem::take(&mut *self.unrecorded.lock().expect("unrecorded lock"));
+        for (node, Unrecorded { so_far, grounding }) in unrecorded {
+            let confidence = so_far.iter().find_map(|e| match e {
+                EventBody::NodeSimulated { confidence, .. } => *confidence,
+                _ => None,
+            });
+            for event in so_far {
+                sink.emit(event)?;
+            }
+            // The real call the end cut off, said as a step's cut call is (`real_call`).
+            if let Some((tool, started)) = grounding {
+                let why = end.error.as_deref().unwrap_or("stopped");
+                let message = format!(
+                    "cut off after {:.1}s: {why}",
+                    started.elapsed().as_secs_f64()
+                );
+                sink.emit(EventBody::NodeGrounded {
+                    node,
+                    tool,
+                    server: None,
+                    observation: Observation {
+                        text: message.clone(),
+                        is_error: true,
+                        ..Default::default()
+                    },
+                    latency_ms: started.elapsed().as_millis() as u64,
+                    error: Some(message),
+                    confidence,
+                    state_change: None,
+                    origin: None,
+                })?;
+            }
+        }
         let cut = std::mem::take(&mut *self.cut.lock().expect("cut calls lock"));
         for (role, model, started) in cut {
             self.env.record_cut_llm(sink, role, &model, started, end)?;
@@ -547,13 +629,13 @@ impl SearchEnv for Rehearser<'_> {
 
     fn ground<'a>(&'a self, tool: &'a str, arguments: &'a Value) -> Answer<'a, Option<Grounded>> {
         Box::pin(async move {
-            // A fork with `--tools recorded` is answered by its recording first, as its real
-            // calls are (`execute::call`).
-            let fork = self.env.fork.as_ref();
-            if let Some((fork, recording)) = fork.and_then(|f| f.recording.as_ref().map(|r| (f, r)))
-                && let Some(recorded) = recording.answer(tool, arguments)
+            // Through the one path a step's call takes too (`real_call`): a fork's recording
+            // first, else the server, bounded by the run's stop and time budget. A grounded
+            // call cut off is recorded with what cut it; the search stops at its next check.
+            let grounded = if let Some((file, recorded)) =
+                real_call::from_recording(self.env, tool, arguments)
             {
-                let grounded = Grounded {
+                Grounded {
                     tool: tool.to_string(),
                     server: recorded.server.clone(),
                     observation: recorded.result.clone(),
@@ -562,21 +644,21 @@ impl SearchEnv for Rehearser<'_> {
                     // Replayed, not made: the fork's own state did not change.
                     state_change: None,
                     origin: Some(Box::new(cosmos_trajectory::event::Origin {
-                        run: fork.of.file.clone(),
+                        run: file.to_string(),
                         seq: recorded.seq,
                     })),
-                };
-                return (Some(grounded), Vec::new());
-            }
-            let (server, outcome) = self.env.host.call(tool, arguments, None).await;
-            let grounded = Grounded {
-                tool: tool.to_string(),
-                server,
-                observation: outcome.result,
-                latency_ms: outcome.latency.as_millis() as u64,
-                error: outcome.error,
-                state_change: outcome.state_change,
-                origin: None,
+                }
+            } else {
+                let made = real_call::make(self.env, tool, arguments, None).await;
+                Grounded {
+                    tool: tool.to_string(),
+                    server: made.server,
+                    observation: made.outcome.result,
+                    latency_ms: made.outcome.latency.as_millis() as u64,
+                    error: made.outcome.error,
+                    state_change: made.outcome.state_change,
+                    origin: None,
+                }
             };
             (Some(grounded), Vec::new())
         })
@@ -746,6 +828,21 @@ impl SearchEnv for Rehearser<'_> {
     fn world_model_name(&self) -> String {
         self.world_model.name()
     }
+
+    fn note(&self, node: NodeId, so_far: Vec<EventBody>, grounding: Option<&str>) {
+        let grounding = grounding.map(|tool| (tool.to_string(), Instant::now()));
+        self.unrecorded
+            .lock()
+            .expect("unrecorded lock")
+            .insert(node, Unrecorded { so_far, grounding });
+    }
+
+    fn recorded(&self, node: NodeId) {
+        self.unrecorded
+            .lock()
+            .expect("unrecorded lock")
+            .remove(&node);
+    }
 }
 
 /// The model a world model asks, from what it says of itself (its `model`, or the one of the
@@ -851,7 +948,7 @@ mod tests {
     async fn an_unsure_read_only_prediction_goes_real_and_the_search_goes_on_from_the_real_result()
     {
         let settings = Settings::chain();
-        let r = rehearse(&Unsure { read_only: true }, &settings, &[], &call(), 1).await;
+        let r = rehearse(&Unsure { read_only: true }, &settings, &[], &call(), (1, 1)).await;
         assert_eq!(r.observation().unwrap().text, "real");
         assert_eq!(r.prediction().unwrap().text, "guess");
         assert!(!r.risky);
@@ -865,7 +962,14 @@ mod tests {
     #[tokio::test]
     async fn an_unsure_prediction_of_another_tool_is_risky_and_worth_its_confidence() {
         let settings = Settings::chain();
-        let r = rehearse(&Unsure { read_only: false }, &settings, &[], &call(), 1).await;
+        let r = rehearse(
+            &Unsure { read_only: false },
+            &settings,
+            &[],
+            &call(),
+            (1, 1),
+        )
+        .await;
         assert!(r.risky);
         assert!(r.grounded.is_none());
         assert_eq!(r.observation().unwrap().text, "guess");

@@ -6,7 +6,7 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 
 use crate::world_model::{Confidence, HistoryStep, MemberPrediction};
-use cosmos_trajectory::event::{Action, EventBody, Observation, SearchStop};
+use cosmos_trajectory::event::{Action, EventBody, NodeId, Observation, SearchStop};
 
 /// A critic's judgement.
 #[derive(Debug, Clone, PartialEq)]
@@ -87,6 +87,13 @@ pub trait SearchEnv: Send + Sync {
     ) -> Answer<'a, Option<Grounded>> {
         Box::pin(async { (None, Vec::new()) })
     }
+    /// What the record of node `node`'s rehearsal would write so far (the LLM calls that
+    /// answered, the prediction, a real call made), and the tool it is now calling for real
+    /// (`grounding`), kept until [`SearchEnv::recorded`]: a search cut off by a stop or the
+    /// time budget drops its rehearsals in flight, and what they did must still reach the run.
+    fn note(&self, _node: NodeId, _so_far: Vec<EventBody>, _grounding: Option<&str>) {}
+    /// Node `node`'s rehearsal is recorded: its note is no longer needed.
+    fn recorded(&self, _node: NodeId) {}
 }
 
 /// A world model's prediction of a call.

@@ -378,7 +378,7 @@ impl ProxyHandler {
             .map_err(|e| error_result(&format!("cosmos proxy cannot record: {e:#}"), json!({})))?;
         planned.node = Some(node);
         let history = session.history();
-        let rehearsal = self.setup.rehearse(planned, &history, depth).await;
+        let rehearsal = self.setup.rehearse(planned, &history, (node, depth)).await;
         Ok((node, rehearsal))
     }
 
@@ -398,7 +398,7 @@ impl ProxyHandler {
                 let (setup, session, call) = (self.setup.clone(), session.clone(), planned.clone());
                 let history = session.history();
                 tokio::spawn(async move {
-                    let rehearsal = setup.rehearse(&call, &history, depth).await;
+                    let rehearsal = setup.rehearse(&call, &history, (node, depth)).await;
                     if let Err(e) = session.rehearsed(node, &call, &rehearsal, false) {
                         tracing::warn!("recording a prediction: {e:#}");
                     }

@@ -415,12 +415,12 @@ impl Setup {
     }
 
     /// Rehearses a call in the world model as every agent does (`agent::rehearse`), after
-    /// `history`, at `depth` in the session's chain.
+    /// `history`, as `node` at `depth` in the session's chain.
     pub async fn rehearse(
         &self,
         call: &PlannedCall,
         history: &[HistoryStep],
-        depth: u32,
+        at: (cosmos_trajectory::event::NodeId, u32),
     ) -> Rehearsal {
         let Some(world_model) = &self.world_model else {
             unreachable!("only shadow and simulate rehearse, and both have a world model");
@@ -435,7 +435,7 @@ impl Setup {
             &crate::agent::mcts::Settings::chain(),
             history,
             &call.action(),
-            depth,
+            at,
         )
         .await
     }
