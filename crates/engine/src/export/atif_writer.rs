@@ -20,6 +20,7 @@ use chrono::{DateTime, Duration, Utc};
 use serde_json::{Map, Value, json};
 
 use cosmos_trajectory::event::{EventBody, Role, Source};
+use cosmos_trajectory::recorded_call::RecordedCall;
 use cosmos_trajectory::run::Run;
 
 use crate::metrics::fidelity;
@@ -98,6 +99,47 @@ pub fn write(run: &Run, out: &mut dyn Write) -> Result<()> {
     let (mut prompt_total, mut completion_total) = (0u64, 0u64);
     for i in 0..run.len() {
         let event = run.event(i);
+        if let Some(call) = RecordedCall::of(&event.body) {
+            if !turn_open {
+                // A call no recorded turn chose (a plan executed, a proxy's client): a step
+                // of its own that made no LLM call.
+                let mut step = Step::new("agent", at(event.t_ms));
+                step.0.insert("llm_call_count".into(), json!(0));
+                steps.push(step);
+                turn_open = true;
+            }
+            let id = format!("call-{}", call.step);
+            let mut extra = json!({"event": &*event});
+            if let Some(&sim) = simulated_of.get(&(i as u32))
+                && let EventBody::NodeSimulated {
+                    world_model,
+                    observation,
+                    confidence,
+                    ..
+                } = &run.event(sim as usize).body
+            {
+                let fidelity = fidelity::compare(observation, call.result);
+                extra["simulated"] = json!({
+                    "world_model": world_model,
+                    "text": observation.text,
+                    "confidence": confidence,
+                    "fidelity": fidelity.score,
+                });
+            }
+            let step = steps.last_mut().expect("an agent step was opened");
+            step.calls().push(json!({
+                "tool_call_id": id,
+                "function_name": function_name(call.tool, call.server),
+                "arguments": if call.arguments.is_object() { call.arguments.clone() } else { json!({}) },
+                "extra": {"cosmos": extra},
+            }));
+            let mut answered = json!({"source_call_id": id, "content": call.result.text});
+            if call.failed() {
+                answered["extra"] = json!({"is_error": true, "error": call.error});
+            }
+            step.results().push(answered);
+            continue;
+        }
         match &event.body {
             EventBody::LlmCall {
                 role: Role::Planner,
@@ -125,54 +167,6 @@ pub fn write(run: &Run, out: &mut dyn Write) -> Result<()> {
                     .insert("extra".into(), json!({"cosmos": {"event": &*event}}));
                 steps.push(step);
                 turn_open = true;
-            }
-            EventBody::ToolCalled {
-                step: number,
-                tool,
-                server,
-                arguments,
-                result,
-                error,
-                ..
-            } => {
-                if !turn_open {
-                    // A call no recorded turn chose (a plan executed, a proxy's client): a step
-                    // of its own that made no LLM call.
-                    let mut step = Step::new("agent", at(event.t_ms));
-                    step.0.insert("llm_call_count".into(), json!(0));
-                    steps.push(step);
-                    turn_open = true;
-                }
-                let id = format!("call-{number}");
-                let mut extra = json!({"event": &*event});
-                if let Some(&sim) = simulated_of.get(&(i as u32))
-                    && let EventBody::NodeSimulated {
-                        world_model,
-                        observation,
-                        confidence,
-                        ..
-                    } = &run.event(sim as usize).body
-                {
-                    let fidelity = fidelity::compare(observation, result);
-                    extra["simulated"] = json!({
-                        "world_model": world_model,
-                        "text": observation.text,
-                        "confidence": confidence,
-                        "fidelity": fidelity.score,
-                    });
-                }
-                let step = steps.last_mut().expect("an agent step was opened");
-                step.calls().push(json!({
-                    "tool_call_id": id,
-                    "function_name": function_name(tool, server.as_deref()),
-                    "arguments": if arguments.is_object() { (**arguments).clone() } else { json!({}) },
-                    "extra": {"cosmos": extra},
-                }));
-                let mut answered = json!({"source_call_id": id, "content": result.text});
-                if result.is_error || error.is_some() {
-                    answered["extra"] = json!({"is_error": true, "error": error});
-                }
-                step.results().push(answered);
             }
             EventBody::Answer { text } => {
                 let mut step = Step::new("agent", at(event.t_ms));

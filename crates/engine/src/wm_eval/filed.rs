@@ -10,6 +10,7 @@ use serde_json::Value;
 use crate::metrics::fidelity::{self, Fidelity};
 use crate::metrics::leaderboard::{self, CallResult, Leaderboard, Outcome, StateEffect};
 use cosmos_trajectory::event::{EventBody, Leader, Observation, Origin, StateFields};
+use cosmos_trajectory::recorded_call::RecordedCall;
 use cosmos_trajectory::run::Run;
 
 /// What one world model did with one recorded call, as the file says.
@@ -103,6 +104,32 @@ impl Filed {
         let world_model = |name: &str| names.iter().position(|n| n == name);
         // Every kind read here is kept whole by the run (none is one of the search kinds).
         for event in run.briefs().iter().filter_map(|b| b.whole()) {
+            if let Some(call) = RecordedCall::of(&event.body) {
+                by_step.insert(call.step, calls.len());
+                let info = run.header.tools.iter().find(|t| t.name == call.tool);
+                let effect = StateEffect {
+                    fields_changed: call.state_change.map(|c| c.fields_changed),
+                    read_only: info.and_then(|t| t.hint("readOnlyHint")),
+                    destructive: info.and_then(|t| t.hint("destructiveHint")) == Some(true),
+                };
+                let state_after = call
+                    .state_change
+                    .and_then(|c| c.after.as_deref())
+                    .and_then(Value::as_object)
+                    .map(|m| m.clone().into_iter().collect());
+                calls.push(FiledCall {
+                    step: call.step,
+                    tool: call.tool.to_string(),
+                    arguments: call.arguments.clone(),
+                    real: call.result.clone(),
+                    origin: call.origin.cloned(),
+                    verdicts: vec![Verdict::Missing; names.len()],
+                    predicted_states: vec![None; names.len()],
+                    effect,
+                    state_after,
+                });
+                continue;
+            }
             match &event.body {
                 EventBody::PlannerDecided {
                     step,
@@ -110,39 +137,6 @@ impl Filed {
                     decision,
                 } => {
                     decided.insert((*step, given.clone()), decision.clone());
-                }
-                EventBody::ToolCalled {
-                    step,
-                    tool,
-                    arguments,
-                    result,
-                    origin,
-                    state_change,
-                    ..
-                } => {
-                    by_step.insert(*step, calls.len());
-                    let info = run.header.tools.iter().find(|t| &t.name == tool);
-                    let effect = StateEffect {
-                        fields_changed: state_change.as_ref().map(|c| c.fields_changed),
-                        read_only: info.and_then(|t| t.hint("readOnlyHint")),
-                        destructive: info.and_then(|t| t.hint("destructiveHint")) == Some(true),
-                    };
-                    let state_after = state_change
-                        .as_ref()
-                        .and_then(|c| c.after.as_deref())
-                        .and_then(Value::as_object)
-                        .map(|m| m.clone().into_iter().collect());
-                    calls.push(FiledCall {
-                        step: *step,
-                        tool: tool.clone(),
-                        arguments: arguments.as_ref().clone(),
-                        real: result.clone(),
-                        origin: origin.as_deref().cloned(),
-                        verdicts: vec![Verdict::Missing; names.len()],
-                        predicted_states: vec![None; names.len()],
-                        effect,
-                        state_after,
-                    });
                 }
                 EventBody::CallSimulated {
                     step,

@@ -347,7 +347,11 @@ impl Trace {
     /// A `tool_called` event.
     pub(super) fn on_tool_called(&mut self, event: &Event) {
         let t = event.t_ms;
-        let EventBody::ToolCalled {
+        // The call as the metrics read it (the one reading of a `tool_called`).
+        let Some(call) = RecordedCall::of(&event.body) else {
+            return;
+        };
+        let RecordedCall {
             step,
             tool,
             server,
@@ -357,25 +361,18 @@ impl Trace {
             node,
             error,
             ..
-        } = &event.body
-        else {
-            return;
-        };
+        } = call;
         let simulated = match node {
             Some(n) => self
                 .nodes
-                .get(n)
+                .get(&n)
                 .and_then(|n| n.simulated.as_deref())
                 .map(|(id, o)| (self.span_context(*id), o.clone())),
             None => self
                 .step_simulation
                 .as_ref()
-                .filter(|(s, ..)| s == step)
+                .filter(|(s, ..)| *s == step)
                 .map(|(_, sc, o)| (sc.clone(), o.clone())),
-        };
-        // The call as the metrics read it (the one reading of a `tool_called`).
-        let Some(call) = RecordedCall::of(&event.body) else {
-            return;
         };
         let facts = StepFacts::new(
             &self.catalog,
@@ -386,13 +383,13 @@ impl Trace {
         let mut attrs = self.real_call_attrs(tool, arguments, result, error.is_some());
         attrs.extend([
             attr("gen_ai.tool.call.id", format!("step-{step}")),
-            attr("cosmos.step", *step as i64),
+            attr("cosmos.step", step as i64),
         ]);
         if let Some(s) = server {
-            attrs.push(attr("cosmos.server", s.clone()));
+            attrs.push(attr("cosmos.server", s.to_string()));
         }
         if let Some(n) = node {
-            attrs.push(attr("cosmos.node.id", *n as i64));
+            attrs.push(attr("cosmos.node.id", n as i64));
         }
         if let Some(f) = &facts.fidelity {
             attrs.push(attr("cosmos.fidelity", f.score));
@@ -407,12 +404,12 @@ impl Trace {
         let cx = self.span(
             format!("execute_tool {tool}"),
             self.parent(),
-            t.saturating_sub(*latency_ms),
+            t.saturating_sub(latency_ms),
             attrs,
             links,
         );
         let failed = match error {
-            Some(e) => Some(e.as_str()),
+            Some(e) => Some(e),
             None => result.is_error.then_some("the tool returned an error"),
         };
         self.end(&cx, t, failed);
