@@ -16,7 +16,7 @@ use std::io::sink;
 
 use common::{big_run_file, ms, peak_mb, reset_peak, scale, time, warm};
 use cosmos_engine::agent::ports::Tap;
-use cosmos_engine::export::{account, otel, transitions};
+use cosmos_export::{account, otel, transitions};
 use cosmos_trajectory::run::Run;
 
 fn main() {
@@ -82,8 +82,7 @@ fn transitions_phase(big: &std::path::Path) {
         format: transitions::Format::Chat,
         split: 0.0,
     };
-    let (written, t) =
-        time(|| transitions::export(&spec, &cosmos_engine::export::redactor()).unwrap());
+    let (written, t) = time(|| transitions::export(&spec, &cosmos_export::redactor()).unwrap());
     println!(
         "export transitions ({} real calls, {} examples): {:.0} ms = {:.0} k events/s   peak RSS {:.0} MB",
         written.calls,
@@ -106,7 +105,7 @@ fn otel_phase(big: &std::path::Path) {
     let target = otel::Target::new(&sink_url, &[], false).unwrap();
     reset_peak();
     let ((delivery, _), t) =
-        time(|| otel::export_file(big, &target, &cosmos_engine::export::redactor()).unwrap());
+        time(|| otel::export_file(big, &target, &cosmos_export::redactor()).unwrap());
     println!(
         "export otel ({} spans, {} failed): {:.0} ms = {:.0} k events/s   peak RSS {:.0} MB",
         delivery.spans,
@@ -153,7 +152,7 @@ fn live_phase(big: &std::path::Path) {
     let alone = write_all(None);
     let target = otel::Target::new(&otlp_sink(), &[], false).unwrap();
     let (live, mut tap) =
-        otel::Live::start(&header, target, cosmos_engine::export::redactor(), Ok(())).unwrap();
+        otel::Live::start(&header, target, cosmos_export::redactor(), Ok(())).unwrap();
     let with_tap = write_all(Some(&mut tap));
     drop(tap);
     let lost = live.finish();

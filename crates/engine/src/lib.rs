@@ -4,7 +4,6 @@
 
 pub mod agent;
 pub mod config;
-pub mod export;
 pub mod fork_source;
 pub mod import;
 pub mod judge;

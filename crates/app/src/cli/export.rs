@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 
-use cosmos_engine::export::{account, atif_writer, otel, redactor, staged, transitions};
+use cosmos_export::{account, atif_writer, otel, redactor, staged, transitions};
 use cosmos_trajectory::run::Run;
 use cosmos_trajectory::sanitize::{InertWriter, inert};
 
@@ -250,7 +250,7 @@ fn account_to(
     };
     let run = Run::open(path).with_context(|| format!("opening {}", path.display()))?;
     // Said here too: the account lists them, and a reader of stdout may never look.
-    for line in cosmos_engine::export::account::skipped_lines(&run) {
+    for line in cosmos_export::account::skipped_lines(&run) {
         errln!("cosmos: skipped {}", inert(&line));
     }
     let inert_to = |w: &mut dyn Write| -> Result<()> {
@@ -260,7 +260,7 @@ fn account_to(
             InertWriter::text(w)
         };
         // Keys the environment names out first, then escapes made inert.
-        let mut w = cosmos_engine::export::Redacting::new(inert, redactor());
+        let mut w = cosmos_export::Redacting::new(inert, redactor());
         write(&run, &mut w)?;
         w.flush()?;
         Ok(())

@@ -32,7 +32,7 @@ pub struct ImportArgs {
 pub fn run(args: ImportArgs) -> Result<ExitCode> {
     std::fs::create_dir_all(&args.out)
         .map_err(|e| anyhow::anyhow!("making {}: {e}", args.out.display()))?;
-    let redactor = cosmos_engine::export::redactor();
+    let redactor = cosmos_export::redactor();
     let mut failed = false;
     let (mut written, mut there) = (0usize, 0usize);
     for file in &args.files {
@@ -147,7 +147,7 @@ fn regular(path: &Path) -> Result<()> {
 /// Opens `paths` for a command that reads runs: foreign files converted (said on standard
 /// error), the rest as given. Keep the result alive while the runs are read.
 pub fn open_runs(paths: &[PathBuf]) -> Result<import::Opened> {
-    let opened = import::open(paths, &cosmos_engine::export::redactor())?;
+    let opened = import::open(paths, &cosmos_export::redactor())?;
     for line in &opened.said {
         errln!("cosmos: {}", inert(line));
     }

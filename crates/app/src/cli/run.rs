@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
-use cosmos_engine::export::otel;
+use cosmos_export::otel;
 use tokio::sync::watch;
 
 use cosmos_engine::agent::Budget;
@@ -484,12 +484,8 @@ pub(super) async fn export_live(
         return Ok(None);
     };
     let checked = otel::reachable(&target).await;
-    let (live, tap) = otel::Live::start(
-        &prepared.header,
-        target,
-        cosmos_engine::export::redactor(),
-        checked,
-    )?;
+    let (live, tap) =
+        otel::Live::start(&prepared.header, target, cosmos_export::redactor(), checked)?;
     prepared.tap = Some(Box::new(tap));
     Ok(Some(live))
 }

@@ -190,7 +190,7 @@ pub fn run(args: WmEvalArgs) -> Result<ExitCode> {
             args.delta,
             &args.runs,
         )?;
-        let mut staged = cosmos_engine::export::staged::Staged::create(file)?;
+        let mut staged = cosmos_export::staged::Staged::create(file)?;
         std::io::Write::write_all(staged.writer(), routing.text.as_bytes())?;
         staged.finish()?;
         for (tool, fitted) in &routing.recalibrated {

@@ -47,9 +47,9 @@ use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 
 use super::staged::Staged;
-use crate::wm_eval::{RecordedCall, StateFold, recorded_calls};
-use crate::world_model::SimRequest;
-use crate::world_model::llm::{simulation_messages, simulation_reply};
+use cosmos_engine::wm_eval::{RecordedCall, StateFold, recorded_calls};
+use cosmos_engine::world_model::SimRequest;
+use cosmos_engine::world_model::llm::{simulation_messages, simulation_reply};
 use cosmos_trajectory::redact::Redactor;
 
 /// How an example is written.

@@ -23,7 +23,7 @@ use cosmos_trajectory::event::{EventBody, Role, Source};
 use cosmos_trajectory::recorded_call::RecordedCall;
 use cosmos_trajectory::run::Run;
 
-use crate::metrics::fidelity;
+use cosmos_metrics::fidelity;
 
 /// The ATIF version written.
 pub const SCHEMA_VERSION: &str = "ATIF-v1.7";
@@ -232,6 +232,6 @@ fn reply_text(messages: Option<&Value>) -> String {
         .and_then(|m| m.last())
         .filter(|m| m.get("role").and_then(Value::as_str) == Some("assistant"))
         .and_then(|m| m.get("content"))
-        .map(crate::import::content_text)
+        .map(cosmos_engine::import::content_text)
         .unwrap_or_default()
 }

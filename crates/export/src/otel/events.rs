@@ -4,7 +4,7 @@ use opentelemetry::Value as OtelValue;
 use opentelemetry::trace::{Link, Status, TraceContextExt};
 use serde_json::Value;
 
-use crate::metrics::run::StepFacts;
+use cosmos_metrics::run::StepFacts;
 use cosmos_trajectory::event::{Action, Event, EventBody, NodeId, RunStatus, VALIDATOR};
 use cosmos_trajectory::recorded_call::RecordedCall;
 

@@ -11,7 +11,7 @@ use std::io::Write;
 use anyhow::Result;
 use serde_json::Value;
 
-use crate::metrics::run::{RunFacts, of_run};
+use cosmos_metrics::run::{RunFacts, of_run};
 use cosmos_trajectory::describe::{call_label, summary};
 use cosmos_trajectory::event::{EventBody, Observation};
 use cosmos_trajectory::fold::TreeState;

@@ -1,6 +1,8 @@
-//! Runs out of cosmos, where people already look, and data for the next world model:
+//! `cosmos-export`: runs out of cosmos, where people already look, and data for the next world
+//! model (a crate above the engine, so the OpenTelemetry crates and a change here rebuild only
+//! the app above it):
 //! accounts of one run as Markdown or JSON (`account.rs`), an ATIF trajectory (`atif_writer.rs`), a training set of real calls
-//! (`transitions.rs`), OpenTelemetry traces (`otel.rs`, also used live by `cosmos run
+//! (`transitions.rs`), OpenTelemetry traces (`otel/`, also used live by `cosmos run
 //! --otel-endpoint`), files written whole or not at all (`staged.rs`). The command is
 //! `cli/export.rs`.
 //!
