@@ -1,6 +1,6 @@
 //! The boundaries of ARCHITECTURE.md that the compiler does not keep, kept here.
 //!
-//! The crates keep the big layers (trajectory, metrics, engine, export, app, each below the next). Inside each crate:
+//! The crates keep the big layers (trajectory, metrics, engine, then export and proxy, then app). Inside each crate:
 //! - its top-level modules are layered, and a module may use only modules of lower layers;
 //! - no file imports itself round a cycle, in any folder: a file that names an item of another
 //!   file (through `crate::`, `super::`, `self::` or a child module's name) depends on it, and
@@ -33,11 +33,12 @@ const LAYERS: &[(&str, &[&[&str]])] = &[
             &["config"],
             &["world_model"],
             &["agent", "judge"],
-            &["wm_eval", "probe", "proxy", "recheck", "fork_source"],
+            &["wm_eval", "probe", "recheck", "fork_source"],
             &["import"],
         ],
     ),
     ("export", &[&["staged"], &["*"]]),
+    ("proxy", &[&["*"]]),
     ("app", &[&["tui"], &["cli"]]),
 ];
 

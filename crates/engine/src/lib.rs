@@ -13,7 +13,6 @@ pub mod mcp;
 /// engine and its users still name it `metrics`.
 pub use cosmos_metrics as metrics;
 pub mod probe;
-pub mod proxy;
 pub mod recheck;
 pub mod task;
 pub mod wm_eval;

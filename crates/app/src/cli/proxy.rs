@@ -15,7 +15,7 @@ use clap::{Args, ValueEnum};
 use super::run::WorldModelArgs;
 use cosmos_engine::config::Config;
 use cosmos_engine::mcp::pool::Timeouts;
-use cosmos_engine::proxy::{Mode, OnMiss, ProxySpec, Setup, Stop, http_serve};
+use cosmos_proxy::{Mode, OnMiss, ProxySpec, Setup, Stop, http_serve};
 
 /// `cosmos proxy` options.
 #[derive(Debug, Args)]
@@ -210,7 +210,7 @@ pub fn run(args: ProxyArgs) -> Result<ExitCode> {
                 );
                 listening.serve(setup.clone(), stop.rx.clone()).await?
             }
-            None => cosmos_engine::proxy::serve_stdio(setup.clone(), stop.rx.clone())
+            None => cosmos_proxy::serve_stdio(setup.clone(), stop.rx.clone())
                 .await
                 .context("serving over stdio")?,
         };

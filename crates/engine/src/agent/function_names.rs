@@ -66,7 +66,7 @@ impl FunctionNames {
 
 /// `server:tool` with every other character than `[A-Za-z0-9_-]` made `_`; a name over 64
 /// characters keeps its start and ends in a hash of the whole name.
-pub(crate) fn function_name(tool: &str) -> String {
+pub fn function_name(tool: &str) -> String {
     let clean: String = tool
         .chars()
         .map(|c| {

@@ -34,9 +34,9 @@ use rmcp::model::{
 };
 use serde_json::{Map, Value};
 
-use crate::agent::function_names::function_name;
-use crate::mcp::pool::McpPool;
-use crate::mcp::server::Server;
+use cosmos_engine::agent::function_names::function_name;
+use cosmos_engine::mcp::pool::McpPool;
+use cosmos_engine::mcp::server::Server;
 
 /// Most pages of one list read from one upstream (a server that pages forever is cut off).
 const MOST_PAGES: usize = 100;

@@ -43,13 +43,13 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use serde_json::Value;
 
-use crate::agent::execute::{PlannedCall, record_call};
-use crate::agent::ports::EventSink;
-use crate::agent::recorder::Recorder;
-use crate::agent::rehearse::{self, Rehearsal};
-use crate::mcp::server::{CallOutcome, ServerFailure};
-use crate::metrics::run::RunAccumulator;
-use crate::world_model::HistoryStep;
+use cosmos_engine::agent::execute::{PlannedCall, record_call};
+use cosmos_engine::agent::ports::EventSink;
+use cosmos_engine::agent::recorder::Recorder;
+use cosmos_engine::agent::rehearse::{self, Rehearsal};
+use cosmos_engine::mcp::server::{CallOutcome, ServerFailure};
+use cosmos_engine::world_model::HistoryStep;
+use cosmos_metrics::run::RunAccumulator;
 use cosmos_trajectory::event::{Action, AnsweredBy, Ending, EventBody, Header, NodeId, RunStatus};
 use cosmos_trajectory::redact::Redactor;
 use cosmos_trajectory::writer::Writer;
@@ -70,7 +70,7 @@ pub struct Start<'a> {
     pub closed: Arc<tokio::sync::Notify>,
     /// The stateful upstreams' copies (shared by every session): the session's end digests
     /// and kept end state are taken from them.
-    pub sandboxes: Arc<Vec<crate::mcp::sandbox::Sandbox>>,
+    pub sandboxes: Arc<Vec<cosmos_engine::mcp::sandbox::Sandbox>>,
 }
 
 /// A session's recording.
@@ -82,7 +82,7 @@ pub struct Session {
     /// The client's protocol log, written beside this run until the session ends.
     wire: Mutex<Option<Weak<super::wire::Wire>>>,
     /// The stateful upstreams' copies, read when the session ends.
-    sandboxes: Arc<Vec<crate::mcp::sandbox::Sandbox>>,
+    sandboxes: Arc<Vec<cosmos_engine::mcp::sandbox::Sandbox>>,
 }
 
 /// What a session keeps between calls.
@@ -442,7 +442,7 @@ impl Session {
         let end_digest = if self.sandboxes.is_empty() {
             Default::default()
         } else {
-            crate::mcp::sandbox::finish(&self.sandboxes, &self.path)
+            cosmos_engine::mcp::sandbox::finish(&self.sandboxes, &self.path)
         };
         let finished = written.and_then(|()| {
             state.emit(EventBody::RunFinished {

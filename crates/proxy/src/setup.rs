@@ -12,15 +12,15 @@ use serde_json::{Value, json};
 use super::catalog::Catalog;
 use super::client_session::{Session, Start};
 use super::{clients, elicit, offer, relay};
-use crate::agent::execute::PlannedCall;
-use crate::agent::mcts::{Answer, Critique, Proposal, SearchEnv, Stopped};
-use crate::agent::rehearse::{self, Prediction, Rehearsal};
-use crate::config::Config;
-use crate::mcp::mcp_json::McpConfig;
-use crate::mcp::pool::{McpPool, Timeouts};
-use crate::mcp::server::ServerFailure;
-use crate::world_model::named::{self, BuiltInOptions};
-use crate::world_model::{HistoryStep, WorldModel};
+use cosmos_engine::agent::execute::PlannedCall;
+use cosmos_engine::agent::mcts::{Answer, Critique, Proposal, SearchEnv, Stopped};
+use cosmos_engine::agent::rehearse::{self, Prediction, Rehearsal};
+use cosmos_engine::config::Config;
+use cosmos_engine::mcp::mcp_json::McpConfig;
+use cosmos_engine::mcp::pool::{McpPool, Timeouts};
+use cosmos_engine::mcp::server::ServerFailure;
+use cosmos_engine::world_model::named::{self, BuiltInOptions};
+use cosmos_engine::world_model::{HistoryStep, WorldModel};
 use cosmos_trajectory::event::{
     Action, AgentInfo, AgentKind, Ending, Header, ModelInfo, Observation, Role, RunStatus,
     ServerInfo, TaskInfo, ToolInfo, own_tool_name,
@@ -116,7 +116,7 @@ pub struct ProxySpec {
     /// Hybrid mode: the confidence below which the real server answers.
     pub go_real_below: f64,
     /// Hybrid mode: per-tool thresholds from a routing file, in place of `go_real_below`.
-    pub routing: Option<Arc<crate::metrics::routing_file::RoutingFile>>,
+    pub routing: Option<Arc<cosmos_metrics::routing_file::RoutingFile>>,
     /// Hybrid mode: let the world model answer tools not annotated read-only.
     pub simulate_writes: bool,
     /// `cosmos.toml`, read.
@@ -149,7 +149,7 @@ pub struct Setup {
     /// Hybrid mode: a prediction less sure than this (or with no confidence) goes real.
     pub go_real_below: f64,
     /// Hybrid mode: per-tool thresholds (`--routing`); a tool the file does not trust goes real.
-    pub routing: Option<Arc<crate::metrics::routing_file::RoutingFile>>,
+    pub routing: Option<Arc<cosmos_metrics::routing_file::RoutingFile>>,
     /// Hybrid mode: tools not annotated read-only may be answered by the world model too.
     pub simulate_writes: bool,
     /// The offered tools.
@@ -182,7 +182,7 @@ pub struct Setup {
     pub offer: offer::Offer,
     /// The stateful upstreams' copies of their state, for as long as the proxy runs: one copy
     /// each, shared by every session (each records where it found the state and left it).
-    sandboxes: Arc<Vec<crate::mcp::sandbox::Sandbox>>,
+    sandboxes: Arc<Vec<cosmos_engine::mcp::sandbox::Sandbox>>,
     /// Sessions open now, so a stop can end each one; `None` once the proxy is stopping
     /// (no session opens then: it would be left a file with nothing in it).
     sessions: Mutex<Option<Vec<Weak<Session>>>>,
@@ -296,11 +296,11 @@ impl Setup {
         // whose call it came during; its notifications to the clients they are for.
         let clients = Arc::new(clients::Clients::default());
         elicit::forward_to_clients(clients.clone());
-        crate::mcp::unasked::relay_through(Arc::new(relay::ToClients(clients.clone())))?;
+        cosmos_engine::mcp::unasked::relay_through(Arc::new(relay::ToClients(clients.clone())))?;
         // A stateful upstream works on a copy of its state for as long as the proxy runs
         // (its client decides what it may change: no refusal here).
         let mut chosen = chosen;
-        let sandboxes = crate::mcp::sandbox::prepare(&mut chosen)?;
+        let sandboxes = cosmos_engine::mcp::sandbox::prepare(&mut chosen)?;
         let (pool, failures) = if needs_upstream {
             let (pool, failures) = McpPool::connect(&chosen, spec.timeouts).await;
             (Some(Arc::new(pool)), failures)
@@ -321,7 +321,7 @@ impl Setup {
                         .collect();
                     bail!(
                         "{}: {}",
-                        crate::agent::session::NO_SERVER_STARTED,
+                        cosmos_engine::agent::session::NO_SERVER_STARTED,
                         why.join("; ")
                     );
                 }
@@ -331,7 +331,7 @@ impl Setup {
         let server_names: Vec<String> = servers.iter().map(|s| s.name.clone()).collect();
         let catalog = Catalog::new(tools, &server_names)?;
         let offer = offer::Offer::of(pool.as_deref(), spec.timeouts.call).await?;
-        let mut redactor = crate::agent::session::redactor(&config, &mcp);
+        let mut redactor = cosmos_engine::agent::session::redactor(&config, &mcp);
         for secret in &spec.secrets {
             redactor.add_secret(secret.clone());
         }
@@ -432,7 +432,7 @@ impl Setup {
         };
         rehearse::rehearse(
             &env,
-            &crate::agent::mcts::Settings::chain(),
+            &cosmos_engine::agent::mcts::Settings::chain(),
             history,
             &call.action(),
             at,
@@ -520,7 +520,7 @@ impl Setup {
         }
         header.tools = self.catalog.tools().to_vec();
         header.label = self.label.clone();
-        let file = crate::agent::session::file_name(
+        let file = cosmos_engine::agent::session::file_name(
             if self.task.id == DEFAULT_TASK_ID {
                 client_name
             } else {

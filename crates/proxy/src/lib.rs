@@ -1,4 +1,5 @@
-//! `cosmos proxy`: an MCP server in front of the servers of an `mcp.json`, for any client of
+//! `cosmos proxy` (the `cosmos-proxy` crate, above the engine, so hyper and a change here rebuild
+//! only the app): an MCP server in front of the servers of an `mcp.json`, for any client of
 //! either protocol era. Each client session is recorded as one run (`agent.kind = "external"`),
 //! in the events every agent writes, so the browser, the run view, `report`, `wm-eval` and the
 //! exports take it unchanged. A client of the stateless era (2026-07-28) has no session: over
@@ -128,9 +129,9 @@ mod tests {
     use super::*;
     use std::path::Path;
 
-    use crate::config::Config;
-    use crate::mcp::pool::Timeouts;
-    use crate::world_model::named;
+    use cosmos_engine::config::Config;
+    use cosmos_engine::mcp::pool::Timeouts;
+    use cosmos_engine::world_model::named;
 
     /// A proxy in simulate mode over a sample run's tools and calls: nothing to start.
     async fn simulating(dir: &Path) -> Setup {

@@ -16,7 +16,7 @@ use anyhow::{Context, Result};
 use rmcp::model::Tool;
 use serde_json::{Value, json};
 
-use crate::agent::planner::FunctionNames;
+use cosmos_engine::agent::planner::FunctionNames;
 use cosmos_trajectory::event::{ToolInfo, own_tool_name};
 
 /// The offered tools and the recorded tool each stands for.
