@@ -6,6 +6,7 @@ use crate::support;
 
 use std::path::Path;
 
+use cosmos_trajectory::event::PredictionRecord;
 use cosmos_trajectory::event::{Action, EventBody};
 use cosmos_trajectory::fold::TreeState;
 use cosmos_trajectory::run::Run;
@@ -103,7 +104,7 @@ fn spiral_searches_selects_and_executes_deterministically() {
     });
     let (invalid_node, invalid_reward) = invalid.expect("an invalid candidate");
     assert_eq!(invalid_reward, -1.0);
-    assert!(run.all_events().iter().any(|e| matches!(&e.body, EventBody::NodeSimulated { node, world_model, .. } if *node == invalid_node && world_model == "validator")));
+    assert!(run.all_events().iter().any(|e| matches!(&e.body, EventBody::NodeSimulated { node, prediction: PredictionRecord { world_model, .. }, .. } if *node == invalid_node && world_model == "validator")));
 
     // Folding the file: every node's visits equal the backpropagations through it, the root's
     // visits equal all of them, and the plan ends at the finish node with the best mean value.

@@ -4,6 +4,7 @@
 pub mod tmux;
 
 use chrono::{TimeZone, Utc};
+use cosmos_trajectory::event::PredictionRecord;
 use cosmos_trajectory::event::{
     Action, AgentInfo, AgentKind, Event, EventBody, Header, ModelInfo, Observation, Phase, Role,
     RunStatus, TaskInfo, ToolInfo, Totals, Verdict, WorldModelInfo,
@@ -102,15 +103,17 @@ pub fn plan_fails_bodies(world_model: &str, second_target: &str) -> Vec<EventBod
         },
         EventBody::NodeSimulated {
             node: 1,
-            world_model: world_model.into(),
-            observation: obs(tokyo_sim, false),
-            latency_ms: 3000,
-            tokens: Some(900),
-            confidence: None,
-            confidence_source: None,
-            members: Vec::new(),
-            predicted_state: None,
             route: None,
+            prediction: PredictionRecord {
+                world_model: world_model.into(),
+                observation: obs(tokyo_sim, false),
+                latency_ms: 3000,
+                tokens: Some(900),
+                confidence: None,
+                confidence_source: None,
+                members: Vec::new(),
+                predicted_state: None,
+            },
         },
         llm(Role::WorldModel),
         llm(Role::Planner),
@@ -123,18 +126,20 @@ pub fn plan_fails_bodies(world_model: &str, second_target: &str) -> Vec<EventBod
         },
         EventBody::NodeSimulated {
             node: 2,
-            world_model: world_model.into(),
-            observation: obs(
-                r#"{"target":{"timezone":"America/New_York","datetime":"2026-11-29T03:00:00-05:00"}}"#,
-                false,
-            ),
-            latency_ms: 3000,
-            tokens: Some(900),
-            confidence: None,
-            confidence_source: None,
-            members: Vec::new(),
-            predicted_state: None,
             route: None,
+            prediction: PredictionRecord {
+                world_model: world_model.into(),
+                observation: obs(
+                    r#"{"target":{"timezone":"America/New_York","datetime":"2026-11-29T03:00:00-05:00"}}"#,
+                    false,
+                ),
+                latency_ms: 3000,
+                tokens: Some(900),
+                confidence: None,
+                confidence_source: None,
+                members: Vec::new(),
+                predicted_state: None,
+            },
         },
         llm(Role::WorldModel),
         llm(Role::Planner),
@@ -224,15 +229,17 @@ pub fn revised_run() -> Run {
     };
     let simulated = |node, text: &str| EventBody::NodeSimulated {
         node,
-        world_model: "memory".into(),
-        observation: obs(text, false),
-        latency_ms: 1,
-        tokens: None,
-        confidence: None,
-        confidence_source: None,
-        members: Vec::new(),
-        predicted_state: None,
         route: None,
+        prediction: PredictionRecord {
+            world_model: "memory".into(),
+            observation: obs(text, false),
+            latency_ms: 1,
+            tokens: None,
+            confidence: None,
+            confidence_source: None,
+            members: Vec::new(),
+            predicted_state: None,
+        },
     };
     let evaluated = |node, verdict, reward| EventBody::NodeEvaluated {
         node,

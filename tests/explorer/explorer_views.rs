@@ -17,6 +17,7 @@ use cosmos_app::tui::views::run_view::inspector::Inspector;
 use cosmos_app::tui::views::wm_eval_view::CallDetail;
 use cosmos_app::tui::views::wm_eval_view::WmEvalView;
 use cosmos_trajectory::event::AgentKind;
+use cosmos_trajectory::event::PredictionRecord;
 use cosmos_trajectory::run::Run;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
@@ -724,19 +725,21 @@ fn tree_rows_carry_node_ids_and_verdict_marks() {
         added(2, Some(call("Asia/Tokyo"))),
         EventBody::NodeSimulated {
             node: 1,
-            world_model: "validator".into(),
-            observation: Observation {
-                text: "unknown zone".into(),
-                is_error: true,
-                ..Default::default()
-            },
-            latency_ms: 0,
-            tokens: None,
-            confidence: None,
-            confidence_source: None,
-            members: Vec::new(),
-            predicted_state: None,
             route: None,
+            prediction: PredictionRecord {
+                world_model: "validator".into(),
+                observation: Observation {
+                    text: "unknown zone".into(),
+                    is_error: true,
+                    ..Default::default()
+                },
+                latency_ms: 0,
+                tokens: None,
+                confidence: None,
+                confidence_source: None,
+                members: Vec::new(),
+                predicted_state: None,
+            },
         },
         evaluated(1, Verdict::Invalid, -1.0),
         evaluated(2, Verdict::NotSimulated, 0.0),
@@ -985,21 +988,10 @@ fn node_with_everything() -> Run {
             }),
             prior: Some(0.8),
         },
-        EventBody::NodeSimulated {
-            node: 1,
-            world_model: "llm".into(),
-            observation: Observation {
+        EventBody::NodeSimulated { node: 1, route: None, prediction: PredictionRecord { world_model: "llm".into(), observation: Observation {
                 text: r#"{"source":{"timezone":"Europe/London","datetime":"2026-11-30T12:00:00+00:00"},"target":{"timezone":"Asia/Tokyo","datetime":"2026-11-30T21:00:00+09:00"},"time_difference":"+9.0h"}"#.into(),
                 ..Default::default()
-            },
-            latency_ms: 900,
-            tokens: Some(310),
-            confidence: None,
-            confidence_source: None,
-            members: Vec::new(),
-            predicted_state: None,
-            route: None,
-        },
+            }, latency_ms: 900, tokens: Some(310), confidence: None, confidence_source: None, members: Vec::new(), predicted_state: None } },
         EventBody::NodeEvaluated {
             node: 1,
             verdict: Verdict::Valid,
@@ -1409,16 +1401,18 @@ fn wm_eval_run() -> Run {
     };
     let simulated = |step, wm: &str, o: Observation| EventBody::CallSimulated {
         step,
-        world_model: wm.into(),
-        observation: o,
-        latency_ms: 5,
-        tokens: None,
-        confidence: None,
-        confidence_source: None,
-        members: Vec::new(),
         tool: None,
         arguments: None,
-        predicted_state: None,
+        prediction: PredictionRecord {
+            world_model: wm.into(),
+            observation: o,
+            latency_ms: 5,
+            tokens: None,
+            confidence: None,
+            confidence_source: None,
+            members: Vec::new(),
+            predicted_state: None,
+        },
     };
     let mut header = common::header("wm-eval", AgentKind::WmEval, None);
     header
@@ -1591,16 +1585,18 @@ fn a_call_a_world_model_never_reached_is_no_failure_in_the_view() {
         t_ms: 11,
         body: EventBody::CallSimulated {
             step: 3,
-            world_model: "memory".into(),
-            observation: Observation::default(),
-            latency_ms: 1,
-            tokens: None,
-            confidence: None,
-            confidence_source: None,
-            members: Vec::new(),
             tool: None,
             arguments: None,
-            predicted_state: None,
+            prediction: PredictionRecord {
+                world_model: "memory".into(),
+                observation: Observation::default(),
+                latency_ms: 1,
+                tokens: None,
+                confidence: None,
+                confidence_source: None,
+                members: Vec::new(),
+                predicted_state: None,
+            },
         },
     });
     let view = cosmos_app::tui::views::wm_eval_view::WmEvalView::new(&run, (120, 40));
@@ -1803,7 +1799,7 @@ fn a_node_of_an_ensemble_shows_each_member_beside_the_real_result() {
         .find_map(|b| match b {
             EventBody::NodeSimulated {
                 node: 1,
-                observation,
+                prediction: PredictionRecord { observation, .. },
                 ..
             } => Some(observation.clone()),
             _ => None,
@@ -1842,9 +1838,13 @@ fn a_node_of_an_ensemble_shows_each_member_beside_the_real_result() {
     for body in &mut bodies {
         if let EventBody::NodeSimulated {
             node: 1,
-            members: m,
-            confidence,
-            confidence_source,
+            prediction:
+                PredictionRecord {
+                    members: m,
+                    confidence,
+                    confidence_source,
+                    ..
+                },
             ..
         } = body
         {
@@ -1963,7 +1963,10 @@ fn a_grounded_node_shows_its_real_result_beside_the_prediction() {
         .position(|b| matches!(b, EventBody::NodeSimulated { node: 1, .. }))
         .unwrap();
     let predicted = match &bodies[at] {
-        EventBody::NodeSimulated { observation, .. } => observation.clone(),
+        EventBody::NodeSimulated {
+            prediction: PredictionRecord { observation, .. },
+            ..
+        } => observation.clone(),
         _ => unreachable!(),
     };
     let real = Observation {
@@ -2009,7 +2012,10 @@ fn a_call_that_changed_state_shows_the_change_beside_the_predicted_state() {
         match body {
             EventBody::NodeSimulated {
                 node: 1,
-                predicted_state,
+                prediction:
+                    PredictionRecord {
+                        predicted_state, ..
+                    },
                 ..
             } => *predicted_state = Some(Box::new(json!({"item/b2": {"qty": 20}}))),
             EventBody::ToolCalled {

@@ -21,6 +21,7 @@ use ratatui::layout::Rect;
 use serde_json::Value;
 
 use common::{cosmos_stdout as cosmos, render};
+use cosmos_trajectory::event::PredictionRecord;
 
 fn opened(run: Run, size: (u16, u16)) -> App {
     let area = Rect::new(0, 0, size.0, size.1 - 1);
@@ -185,19 +186,21 @@ fn called(step: u64, result: &str, is_error: bool) -> EventBody {
 fn simulated(step: u64, wm: &str, text: &str) -> EventBody {
     EventBody::CallSimulated {
         step,
-        world_model: wm.into(),
-        observation: Observation {
-            text: text.into(),
-            ..Default::default()
-        },
-        latency_ms: 1,
-        tokens: None,
         tool: None,
         arguments: None,
-        confidence: None,
-        confidence_source: None,
-        members: Vec::new(),
-        predicted_state: None,
+        prediction: PredictionRecord {
+            world_model: wm.into(),
+            observation: Observation {
+                text: text.into(),
+                ..Default::default()
+            },
+            latency_ms: 1,
+            tokens: None,
+            confidence: None,
+            confidence_source: None,
+            members: Vec::new(),
+            predicted_state: None,
+        },
     }
 }
 
@@ -1394,7 +1397,10 @@ fn confidences_outside_zero_to_one_are_none_and_validate_warns() {
                 matches!(
                     &e.body,
                     EventBody::CallSimulated {
-                        confidence: Some(_),
+                        prediction: PredictionRecord {
+                            confidence: Some(_),
+                            ..
+                        },
                         ..
                     }
                 )
@@ -1434,8 +1440,12 @@ fn every_selective_row_names_a_threshold_that_trusts_exactly_its_count() {
         let mut confidences: HashMap<String, Vec<f64>> = HashMap::new();
         for event in run.events_from(0) {
             if let EventBody::CallSimulated {
-                world_model,
-                confidence: Some(c),
+                prediction:
+                    PredictionRecord {
+                        world_model,
+                        confidence: Some(c),
+                        ..
+                    },
                 ..
             } = &event.body
             {

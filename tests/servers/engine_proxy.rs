@@ -13,6 +13,7 @@ use cosmos_app::tui::app::App;
 use cosmos_app::tui::keymap::Keymap;
 use cosmos_app::tui::theme::Theme;
 use cosmos_app::tui::views::run_view::RunView;
+use cosmos_trajectory::event::PredictionRecord;
 use cosmos_trajectory::run::Run;
 use cosmos_trajectory::wire::{Direction, wire_path};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
@@ -659,15 +660,17 @@ fn a_prediction_that_comes_after_its_real_call_is_paired_with_it() {
         },
         EventBody::NodeSimulated {
             node: 1,
-            world_model: "memory".into(),
-            observation: text("ok: hello"),
-            latency_ms: 900,
-            tokens: None,
-            confidence: None,
-            confidence_source: None,
-            members: Vec::new(),
-            predicted_state: None,
             route: None,
+            prediction: PredictionRecord {
+                world_model: "memory".into(),
+                observation: text("ok: hello"),
+                latency_ms: 900,
+                tokens: None,
+                confidence: None,
+                confidence_source: None,
+                members: Vec::new(),
+                predicted_state: None,
+            },
         },
     ];
     let mut run = Run::new(path.clone(), header);

@@ -5,6 +5,7 @@
 
 use crate::common;
 
+use cosmos_trajectory::event::PredictionRecord;
 use cosmos_trajectory::event::{Action, AgentKind, DecisionProblem, EventBody, Observation, Role};
 use cosmos_trajectory::reader::{EventStream, Severity};
 use cosmos_trajectory::redact::Redactor;
@@ -54,15 +55,17 @@ fn bodies(shape: u8, size: usize) -> Vec<EventBody> {
         },
         EventBody::NodeSimulated {
             node: 1,
-            world_model: "command".into(),
-            observation,
-            latency_ms: 1,
-            tokens: None,
-            confidence: None,
-            confidence_source: None,
-            members: Vec::new(),
-            predicted_state: None,
             route: None,
+            prediction: PredictionRecord {
+                world_model: "command".into(),
+                observation,
+                latency_ms: 1,
+                tokens: None,
+                confidence: None,
+                confidence_source: None,
+                members: Vec::new(),
+                predicted_state: None,
+            },
         },
         EventBody::LlmCall {
             role: Role::Planner,

@@ -44,6 +44,7 @@ use crate::metrics::run::RunAccumulator;
 use crate::world_model::cached::CachedWorldModel;
 use crate::world_model::named::{self, Built, BuiltInOptions};
 use crate::world_model::{HistoryStep, SimFailure, SimRequest, Simulation};
+use cosmos_trajectory::event::PredictionRecord;
 use cosmos_trajectory::event::{
     AgentInfo, AgentKind, EventBody, Header, ModelInfo, Observation, Origin, RunStatus,
     StateChange, StateFields, TaskInfo, ToolInfo,
@@ -405,14 +406,18 @@ fn earlier_simulations(dir: &Path, names: &[String]) -> Earlier {
                 }
                 EventBody::CallSimulated {
                     step,
-                    world_model,
-                    observation,
-                    latency_ms,
-                    tokens,
-                    confidence,
-                    confidence_source,
-                    members,
-                    predicted_state,
+                    prediction:
+                        PredictionRecord {
+                            world_model,
+                            observation,
+                            latency_ms,
+                            tokens,
+                            confidence,
+                            confidence_source,
+                            members,
+                            predicted_state,
+                            ..
+                        },
                     ..
                 } if names.contains(&world_model) => {
                     if let Some((run, seq)) = origin_of.get(&step) {
@@ -737,16 +742,18 @@ fn write_simulation(
                 at,
                 EventBody::CallSimulated {
                     step,
-                    world_model: name.to_string(),
-                    observation: sim.observation.clone(),
-                    latency_ms: sim.latency.as_millis() as u64,
-                    tokens: sim.tokens(),
                     tool: None,
                     arguments: None,
-                    confidence: sim.confidence.as_ref().map(|c| c.value),
-                    confidence_source: sim.confidence.as_ref().map(|c| c.source.clone()),
-                    members: sim.members.clone(),
-                    predicted_state: sim.predicted_state.clone().map(Box::new),
+                    prediction: PredictionRecord {
+                        world_model: name.to_string(),
+                        observation: sim.observation.clone(),
+                        latency_ms: sim.latency.as_millis() as u64,
+                        tokens: sim.tokens(),
+                        confidence: sim.confidence.as_ref().map(|c| c.value),
+                        confidence_source: sim.confidence.as_ref().map(|c| c.source.clone()),
+                        members: sim.members.clone(),
+                        predicted_state: sim.predicted_state.clone().map(Box::new),
+                    },
                 },
             )?;
             Ok(())

@@ -24,6 +24,7 @@ use cosmos_trajectory::recorded_call::RecordedCall;
 use cosmos_trajectory::run::Run;
 
 use cosmos_metrics::fidelity;
+use cosmos_trajectory::event::PredictionRecord;
 
 /// The ATIF version written.
 pub const SCHEMA_VERSION: &str = "ATIF-v1.7";
@@ -112,9 +113,13 @@ pub fn write(run: &Run, out: &mut dyn Write) -> Result<()> {
             let mut extra = json!({"event": &*event});
             if let Some(&sim) = simulated_of.get(&(i as u32))
                 && let EventBody::NodeSimulated {
-                    world_model,
-                    observation,
-                    confidence,
+                    prediction:
+                        PredictionRecord {
+                            world_model,
+                            observation,
+                            confidence,
+                            ..
+                        },
                     ..
                 } = &run.event(sim as usize).body
             {

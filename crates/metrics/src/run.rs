@@ -63,6 +63,7 @@ use serde::{Deserialize, Serialize};
 
 use super::fidelity::{self, Fidelity};
 use cosmos_trajectory::catalog::ToolCatalog;
+use cosmos_trajectory::event::PredictionRecord;
 use cosmos_trajectory::event::{
     Action, ActionKind, AgentKind, AnsweredBy, DecisionProblem, Dimensions, Ending, Event,
     EventBody, Header, JudgeRecord, NodeId, Observation, Phase, Role, Route, RunStatus, Totals,
@@ -1054,7 +1055,7 @@ pub fn of_run(run: &Run) -> RunMetrics {
 /// A validator's rejection is recorded as a prediction, but it is not the world model's:
 /// it never counts in fidelity.
 fn is_validator(body: &EventBody) -> bool {
-    matches!(body, EventBody::NodeSimulated { world_model, .. } if world_model == VALIDATOR)
+    matches!(body, EventBody::NodeSimulated { prediction, .. } if prediction.world_model == VALIDATOR)
 }
 
 /// A node's simulation as an accumulator keeps it. Small: a big run keeps one per node.
@@ -1112,7 +1113,7 @@ impl ReadBack {
         {
             EventBody::NodeSimulated {
                 node: read,
-                observation,
+                prediction: PredictionRecord { observation, .. },
                 ..
             } if read == node => Ok(observation),
             other => Err(format!(
@@ -1274,10 +1275,14 @@ impl RunAccumulator {
             LeanBody::Full(event) => {
                 if let EventBody::NodeSimulated {
                     node,
-                    observation,
-                    world_model,
-                    confidence,
                     route,
+                    prediction:
+                        PredictionRecord {
+                            observation,
+                            world_model,
+                            confidence,
+                            ..
+                        },
                     ..
                 } = event.body
                 {
@@ -1342,9 +1347,13 @@ impl RunAccumulator {
             }
             EventBody::NodeSimulated {
                 node,
-                observation,
-                confidence,
                 route,
+                prediction:
+                    PredictionRecord {
+                        observation,
+                        confidence,
+                        ..
+                    },
                 ..
             } => self.simulated(
                 *node,

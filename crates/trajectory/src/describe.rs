@@ -10,6 +10,7 @@ use std::collections::HashMap;
 
 use super::event::{Action, AnsweredBy, Event, EventBody, NodeId};
 use super::lean::{Brief, LeanBody};
+use crate::event::PredictionRecord;
 
 /// `tool(args)` for a call, `finish` for a finish.
 pub fn action_label(action: &Action) -> String {
@@ -322,10 +323,14 @@ pub fn summary(event: &Event) -> String {
         ),
         EventBody::CallSimulated {
             step,
-            world_model,
-            observation,
             tool,
             arguments,
+            prediction:
+                PredictionRecord {
+                    world_model,
+                    observation,
+                    ..
+                },
             ..
         } => format!(
             "step {step}{} by {world_model}{}: {}",
@@ -339,8 +344,12 @@ pub fn summary(event: &Event) -> String {
         ),
         EventBody::NodeSimulated {
             node,
-            world_model,
-            observation,
+            prediction:
+                PredictionRecord {
+                    world_model,
+                    observation,
+                    ..
+                },
             ..
         } => format!(
             "#{node} by {world_model}{}: {}",

@@ -794,6 +794,42 @@ pub enum Action {
     },
 }
 
+/// A world model's prediction of a call, as both prediction events record it (`node_simulated`
+/// for a plan's node, `call_simulated` for a recorded or forked step): the fields once, inline in
+/// each event's line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PredictionRecord {
+    /// Name of the world model that answered.
+    pub world_model: String,
+    /// The predicted result.
+    pub observation: Observation,
+    /// Latency of the simulation.
+    pub latency_ms: u64,
+    /// Tokens spent, when the world model uses an LLM.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<u64>,
+    /// How sure the world model said it was, in [0, 1], when it said; none when it gave no
+    /// figure (routing then counts the prediction as unsure).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "unit_confidence"
+    )]
+    pub confidence: Option<f64>,
+    /// How the world model knows its confidence: `recall` (memory), `self` (an LLM's own word),
+    /// `logprobs`, `command`, `agreement` (an ensemble), as the world model says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confidence_source: Option<String>,
+    /// An ensemble's members, each with its prediction or its error; the observation above is
+    /// the one the ensemble picked.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub members: Vec<MemberPrediction>,
+    /// The world model's belief of the tool's server's state after the call, as fields, when it
+    /// tracks state (it was given the state before).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub predicted_state: Option<Box<Value>>,
+}
+
 /// One member of an ensemble world model (`members` of `node_simulated` and `call_simulated`):
 /// its prediction, or the error it gave instead (never both).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -1576,35 +1612,9 @@ pub enum EventBody {
     NodeSimulated {
         /// The node.
         node: NodeId,
-        /// Name of the world model that answered.
-        world_model: String,
-        /// The predicted result.
-        observation: Observation,
-        /// Latency of the simulation.
-        latency_ms: u64,
-        /// Tokens spent, when the world model uses an LLM.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        tokens: Option<u64>,
-        /// How sure the world model said it was, in [0, 1], when it said; none when it gave
-        /// no figure (routing then counts the prediction as unsure).
-        #[serde(
-            default,
-            skip_serializing_if = "Option::is_none",
-            deserialize_with = "unit_confidence"
-        )]
-        confidence: Option<f64>,
-        /// How the world model knows its confidence: `recall` (memory), `self` (an LLM's own
-        /// word), `logprobs`, `command`, `agreement` (an ensemble), as the world model says.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        confidence_source: Option<String>,
-        /// An ensemble's members, each with its prediction or its error; the observation
-        /// above is the one the ensemble picked.
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        members: Vec<MemberPrediction>,
-        /// The world model's belief of the tool's server's state after the call, as fields,
-        /// when it tracks state (it was given the state before).
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        predicted_state: Option<Box<Value>>,
+        /// The prediction (or the validator's rejection, from `validator`).
+        #[serde(flatten)]
+        prediction: PredictionRecord,
         /// How routing treated the prediction, in a run that routes (absent otherwise, and in
         /// files written before it was recorded).
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -1760,35 +1770,9 @@ pub enum EventBody {
         /// The arguments, in a fork.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         arguments: Option<Box<Value>>,
-        /// The world model, by its name.
-        world_model: String,
         /// The prediction.
-        observation: Observation,
-        /// Latency of the simulation.
-        latency_ms: u64,
-        /// Tokens spent, when the world model uses an LLM.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        tokens: Option<u64>,
-        /// How sure the world model said it was, in [0, 1], when it said; none when it gave
-        /// no figure (routing then counts the prediction as unsure).
-        #[serde(
-            default,
-            skip_serializing_if = "Option::is_none",
-            deserialize_with = "unit_confidence"
-        )]
-        confidence: Option<f64>,
-        /// How the world model knows its confidence: `recall` (memory), `self` (an LLM's own
-        /// word), `logprobs`, `command`, `agreement` (an ensemble), as the world model says.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        confidence_source: Option<String>,
-        /// An ensemble's members, each with its prediction or its error; the observation
-        /// above is the one the ensemble picked.
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        members: Vec<MemberPrediction>,
-        /// The world model's belief of the tool's server's state after the call, as fields,
-        /// when it tracks state.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        predicted_state: Option<Box<Value>>,
+        #[serde(flatten)]
+        prediction: PredictionRecord,
     },
     /// In a wm-eval file with decisions: the planner's next action after step `step`, given
     /// the real result (`given` is `real`) or a world model's simulation of it (`given` names

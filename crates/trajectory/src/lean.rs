@@ -41,6 +41,7 @@ use super::mirror::{
     ActionLine, BackpropagatedLine, LlmCallLine, NodeAddedLine, NodeEvaluatedLine,
     NodeSimulatedLine, PhaseLine,
 };
+use crate::event::PredictionRecord;
 
 /// The kinds read lean; every other kind is read in full.
 pub use super::mirror::KINDS;
@@ -255,9 +256,13 @@ impl LeanBody {
             },
             EventBody::NodeSimulated {
                 node,
-                world_model,
-                confidence,
                 route,
+                prediction:
+                    PredictionRecord {
+                        world_model,
+                        confidence,
+                        ..
+                    },
                 ..
             } => LeanBody::NodeSimulated {
                 node: *node,

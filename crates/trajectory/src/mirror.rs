@@ -27,7 +27,8 @@ use serde::{Deserialize, de::DeserializeOwned};
 use serde_json::Value;
 
 use super::event::{
-    Action, EventBody, MemberPrediction, NodeId, Observation, Origin, Phase, Role, Verdict,
+    Action, EventBody, MemberPrediction, NodeId, Observation, Origin, Phase, PredictionRecord,
+    Role, Verdict,
 };
 
 /// `phase`.
@@ -322,14 +323,16 @@ pub fn full_body<'de, A: MapAccess<'de>>(kind: &str, rest: A) -> Result<EventBod
         "node_simulated" => {
             read::<NodeSimulatedLine<String>, _>(rest).map(|e| EventBody::NodeSimulated {
                 node: e.node,
-                world_model: e.world_model,
-                observation: e.observation.into(),
-                latency_ms: e.latency_ms,
-                tokens: e.tokens,
-                confidence: e.confidence,
-                confidence_source: e.confidence_source,
-                members: e.members,
-                predicted_state: e.predicted_state.map(Box::new),
+                prediction: PredictionRecord {
+                    world_model: e.world_model,
+                    observation: e.observation.into(),
+                    latency_ms: e.latency_ms,
+                    tokens: e.tokens,
+                    confidence: e.confidence,
+                    confidence_source: e.confidence_source,
+                    members: e.members,
+                    predicted_state: e.predicted_state.map(Box::new),
+                },
                 route: e.route,
             })
         }
@@ -350,14 +353,16 @@ pub fn full_body<'de, A: MapAccess<'de>>(kind: &str, rest: A) -> Result<EventBod
                 step: e.step,
                 tool: e.tool,
                 arguments: e.arguments,
-                world_model: e.world_model,
-                observation: e.observation.into(),
-                latency_ms: e.latency_ms,
-                tokens: e.tokens,
-                confidence: e.confidence,
-                confidence_source: e.confidence_source,
-                members: e.members,
-                predicted_state: e.predicted_state,
+                prediction: PredictionRecord {
+                    world_model: e.world_model,
+                    observation: e.observation.into(),
+                    latency_ms: e.latency_ms,
+                    tokens: e.tokens,
+                    confidence: e.confidence,
+                    confidence_source: e.confidence_source,
+                    members: e.members,
+                    predicted_state: e.predicted_state,
+                },
             })
         }
         "node_evaluated" => {

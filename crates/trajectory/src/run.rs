@@ -42,6 +42,7 @@ use super::event::{
 };
 use super::lean::{Brief, LeanBody};
 use super::reader::{EventStream, LineSpan, Problem, parse_event};
+use crate::event::PredictionRecord;
 
 /// Marks "no event" / "no node" in the `u32` indices.
 pub const NONE: u32 = u32::MAX;
@@ -678,7 +679,10 @@ impl Run {
     /// The predicted observation of a `node_simulated` event.
     pub fn simulated_observation(&self, event: u32) -> Option<Observation> {
         match self.get(event as usize)?.into_owned().body {
-            EventBody::NodeSimulated { observation, .. } => Some(observation),
+            EventBody::NodeSimulated {
+                prediction: PredictionRecord { observation, .. },
+                ..
+            } => Some(observation),
             _ => None,
         }
     }

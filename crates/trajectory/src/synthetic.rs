@@ -17,6 +17,7 @@ use super::event::{
 use super::redact::Redactor;
 use super::run::Run;
 use super::writer::{Tally, Writer};
+use crate::event::PredictionRecord;
 
 /// What to generate.
 #[derive(Debug, Clone, Copy)]
@@ -170,15 +171,17 @@ pub fn events(spec: &Spec) -> Vec<(u64, EventBody)> {
                     tick(&mut rng),
                     EventBody::NodeSimulated {
                         node: id as u64,
-                        world_model: "synthetic".into(),
-                        observation: observation(zone, predicted_error, &pad),
-                        latency_ms: rng.u64(50..400),
-                        tokens: Some(200),
-                        confidence: None,
-                        confidence_source: None,
-                        members: Vec::new(),
-                        predicted_state: None,
                         route: None,
+                        prediction: PredictionRecord {
+                            world_model: "synthetic".into(),
+                            observation: observation(zone, predicted_error, &pad),
+                            latency_ms: rng.u64(50..400),
+                            tokens: Some(200),
+                            confidence: None,
+                            confidence_source: None,
+                            members: Vec::new(),
+                            predicted_state: None,
+                        },
                     },
                 ));
             }

@@ -1,9 +1,10 @@
 //! A step's real tool call and a plan's. [`call`] makes it through `real_call` (the one path
-//! to a server or a fork's recording, which a call grounded while planning takes too) and records one step (`tool_called`, with the server's progress reports as
-//! `call_progress`, one per 250 ms at most; a miss in a fork goes where `--on-miss` says);
-//! [`record_call`] is the one record of a real call, which `cosmos proxy` uses too;
-//! [`execute_plan`] is phase 2 of the rehearsing agents, the plan's calls in order, each linked to
-//! the plan node it executes, with `OnFailure::{Continue, Stop}`, the budget checked before each.
+//! to a server or a fork's recording, which a call grounded while planning takes too) and
+//! records one step (`tool_called`, with the server's progress reports as `call_progress`, one
+//! per 250 ms at most; a miss in a fork goes where `--on-miss` says); [`record_call`] is the one
+//! record of a real call, which `cosmos proxy` uses too; [`execute_plan`] is phase 2 of the
+//! rehearsing agents, the plan's calls in order, each linked to the plan node it executes, with
+//! `OnFailure::{Continue, Stop}`, the budget checked before each.
 
 use anyhow::Result;
 use serde_json::Value;
@@ -14,6 +15,7 @@ use super::real_call::{Made, from_recording, make};
 use super::{End, Env, rehearse};
 use crate::mcp::server::{CallOutcome, Progress};
 use crate::world_model::HistoryStep;
+use cosmos_trajectory::event::PredictionRecord;
 use cosmos_trajectory::event::{Action, Ending, EventBody, NodeId, PROGRESS_EVERY_MS};
 
 /// One call of a plan.
@@ -170,16 +172,18 @@ async fn simulate_miss(
         Ok(prediction) => {
             sink.emit(EventBody::CallSimulated {
                 step,
-                world_model: world_model.name(),
-                observation: prediction.observation.clone(),
-                latency_ms: started.elapsed().as_millis() as u64,
-                tokens: prediction.tokens,
                 tool: Some(planned.tool.clone()),
                 arguments: Some(Box::new(planned.arguments.clone())),
-                confidence: prediction.confidence.as_ref().map(|c| c.value),
-                confidence_source: prediction.confidence.as_ref().map(|c| c.source.clone()),
-                members: prediction.members,
-                predicted_state: prediction.predicted_state.clone().map(Box::new),
+                prediction: PredictionRecord {
+                    world_model: world_model.name(),
+                    observation: prediction.observation.clone(),
+                    latency_ms: started.elapsed().as_millis() as u64,
+                    tokens: prediction.tokens,
+                    confidence: prediction.confidence.as_ref().map(|c| c.value),
+                    confidence_source: prediction.confidence.as_ref().map(|c| c.source.clone()),
+                    members: prediction.members,
+                    predicted_state: prediction.predicted_state.clone().map(Box::new),
+                },
             })?;
             Ok(Ok(HistoryStep {
                 tool: planned.tool.clone(),

@@ -1016,7 +1016,10 @@ mod tests {
             })
             .collect();
         assert_eq!(evaluated.len(), 1);
-        assert!(events.iter().any(|e| matches!(e, EventBody::NodeSimulated { node: 3, world_model, .. } if world_model == cosmos_trajectory::event::VALIDATOR)));
+        assert!(events.iter().any(
+            |e| matches!(e, EventBody::NodeSimulated { node: 3, prediction, .. }
+            if prediction.world_model == cosmos_trajectory::event::VALIDATOR)
+        ));
     }
 
     #[tokio::test]
@@ -1135,7 +1138,12 @@ mod tests {
             },
         )
         .await;
-        assert!(events.iter().any(|e| matches!(e, EventBody::NodeSimulated { world_model, tokens: Some(7), .. } if world_model == "toy")));
+        assert!(
+            events
+                .iter()
+                .any(|e| matches!(e, EventBody::NodeSimulated { prediction, .. }
+            if prediction.world_model == "toy" && prediction.tokens == Some(7)))
+        );
     }
 
     #[tokio::test]

@@ -324,8 +324,12 @@ mod tests {
             .filter_map(|e| match e {
                 EventBody::NodeSimulated {
                     node,
-                    world_model,
-                    tokens,
+                    prediction:
+                        cosmos_trajectory::event::PredictionRecord {
+                            world_model,
+                            tokens,
+                            ..
+                        },
                     ..
                 } => Some((*node, world_model.as_str(), *tokens)),
                 _ => None,

@@ -42,6 +42,7 @@ use super::{planner, real_call};
 use crate::world_model::{
     Confidence, HistoryStep, MemberPrediction, SimRequest, WorldModel, tokens_of,
 };
+use cosmos_trajectory::event::PredictionRecord;
 use cosmos_trajectory::event::{
     Action, EventBody, NodeId, Observation, Role, Route, ToolInfo, VALIDATOR, Verdict,
     own_tool_name,
@@ -449,15 +450,17 @@ fn found(
     if let Some(s) = simulated {
         out.push(EventBody::NodeSimulated {
             node,
-            world_model: s.source.clone(),
-            observation: s.observation.clone(),
-            latency_ms: s.latency_ms,
-            tokens: s.tokens,
-            confidence: confidence.map(|c| c.value),
-            confidence_source: confidence.map(|c| c.source.clone()),
-            members: s.members.clone(),
-            predicted_state: s.predicted_state.clone().map(Box::new),
             route,
+            prediction: PredictionRecord {
+                world_model: s.source.clone(),
+                observation: s.observation.clone(),
+                latency_ms: s.latency_ms,
+                tokens: s.tokens,
+                confidence: confidence.map(|c| c.value),
+                confidence_source: confidence.map(|c| c.source.clone()),
+                members: s.members.clone(),
+                predicted_state: s.predicted_state.clone().map(Box::new),
+            },
         });
     }
     if let Some(g) = grounded {
@@ -558,7 +561,10 @@ impl<'a> Rehearser<'a> {
         let unrecorded = std::mem::take(&mut *self.unrecorded.lock().expect("unrecorded lock"));
         for (node, Unrecorded { so_far, grounding }) in unrecorded {
             let confidence = so_far.iter().find_map(|e| match e {
-                EventBody::NodeSimulated { confidence, .. } => *confidence,
+                EventBody::NodeSimulated {
+                    prediction: PredictionRecord { confidence, .. },
+                    ..
+                } => *confidence,
                 _ => None,
             });
             for event in so_far {

@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use crate::metrics::fidelity::{self, Fidelity};
 use crate::metrics::leaderboard::{self, CallResult, Leaderboard, Outcome, StateEffect};
+use cosmos_trajectory::event::PredictionRecord;
 use cosmos_trajectory::event::{EventBody, Leader, Observation, Origin, StateFields};
 use cosmos_trajectory::recorded_call::RecordedCall;
 use cosmos_trajectory::run::Run;
@@ -140,11 +141,15 @@ impl Filed {
                 }
                 EventBody::CallSimulated {
                     step,
-                    world_model: name,
-                    observation,
-                    tokens,
-                    confidence,
-                    predicted_state,
+                    prediction:
+                        PredictionRecord {
+                            world_model: name,
+                            observation,
+                            tokens,
+                            confidence,
+                            predicted_state,
+                            ..
+                        },
                     ..
                 } => {
                     if let (Some(&c), Some(w)) = (by_step.get(step), world_model(name)) {

@@ -9,6 +9,7 @@ use cosmos_trajectory::event::{Action, Event, EventBody, NodeId, RunStatus, VALI
 use cosmos_trajectory::recorded_call::RecordedCall;
 
 use super::trace::{Trace, attr, name_of, redacted_text};
+use cosmos_trajectory::event::PredictionRecord;
 
 impl Trace {
     /// A `phase` event.
@@ -161,10 +162,14 @@ impl Trace {
         let t = event.t_ms;
         let EventBody::NodeSimulated {
             node,
-            world_model,
-            observation,
-            latency_ms,
-            tokens,
+            prediction:
+                PredictionRecord {
+                    world_model,
+                    observation,
+                    latency_ms,
+                    tokens,
+                    ..
+                },
             ..
         } = &event.body
         else {
@@ -205,10 +210,14 @@ impl Trace {
         let t = event.t_ms;
         let EventBody::CallSimulated {
             step,
-            world_model,
-            observation,
-            latency_ms,
-            tokens,
+            prediction:
+                PredictionRecord {
+                    world_model,
+                    observation,
+                    latency_ms,
+                    tokens,
+                    ..
+                },
             ..
         } = &event.body
         else {

@@ -19,6 +19,7 @@ use crate::tui::widgets::scroll::Scroll;
 use crate::tui::widgets::wrap::Wrapped;
 use cosmos_engine::mcp::state_view::StateAround;
 use cosmos_trajectory::describe::{brief_summary, confidence_cut, node_label, summary};
+use cosmos_trajectory::event::PredictionRecord;
 use cosmos_trajectory::event::{
     Action as NodeAction, Event, EventBody, Observation, StateFields, VALIDATOR, Verdict,
 };
@@ -511,12 +512,16 @@ impl Inspector {
         let grounded = latest_of(run, &node_events, "node_grounded").is_some();
         let prediction = simulated.as_ref().and_then(|(_, event)| match &event.body {
             EventBody::NodeSimulated {
-                world_model,
-                observation,
-                confidence,
-                confidence_source,
-                members,
-                predicted_state,
+                prediction:
+                    PredictionRecord {
+                        world_model,
+                        observation,
+                        confidence,
+                        confidence_source,
+                        members,
+                        predicted_state,
+                        ..
+                    },
                 ..
             } => Some(Prediction {
                 world_model,

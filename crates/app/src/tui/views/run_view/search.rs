@@ -3,6 +3,7 @@
 
 use crate::tui::widgets::prompt::{Prompt, matches_all, words};
 use cosmos_trajectory::describe::{brief_summary, summary};
+use cosmos_trajectory::event::PredictionRecord;
 use cosmos_trajectory::event::{Action as NodeAction, Event, EventBody};
 use cosmos_trajectory::run::Run;
 
@@ -225,7 +226,10 @@ fn haystack(kind: &str, summary: &str, body: Option<&EventBody>) -> String {
             }
             NodeAction::Finish { answer } => add(answer.as_deref().unwrap_or("")),
         },
-        EventBody::NodeSimulated { observation, .. } => add(&observation.text),
+        EventBody::NodeSimulated {
+            prediction: PredictionRecord { observation, .. },
+            ..
+        } => add(&observation.text),
         EventBody::NodeEvaluated {
             critic_reason: Some(reason),
             ..
