@@ -14,9 +14,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
-use crate::agent::fork::{ForkPlan, OnMiss, RecordedCall};
+use crate::agent::fork::{ForkPlan, OnMiss};
 use cosmos_trajectory::event::{AgentKind, EventBody, ForkOf, Header};
 use cosmos_trajectory::reader::{EventStream, Problem};
+use cosmos_trajectory::recorded_call::{OwnedCall, RecordedCall};
 
 /// A recorded run, read for forking.
 #[derive(Debug)]
@@ -27,7 +28,7 @@ pub struct Original {
     pub header: Header,
     /// Every call it recorded as made (its own, and the ones it replayed itself), in step
     /// order.
-    pub calls: std::sync::Arc<[RecordedCall]>,
+    pub calls: std::sync::Arc<[OwnedCall]>,
     /// Steps a world model answered in place of a call (a fork's `call_simulated`).
     pub simulated_steps: Vec<u64>,
     /// Lines that could not be read, skipped: a step they held is not in `calls`.
@@ -59,17 +60,8 @@ impl Original {
         let mut calls = Vec::new();
         let mut simulated_steps = Vec::new();
         while let Some(event) = stream.next_event()? {
-            if let Some(call) = cosmos_trajectory::recorded_call::RecordedCall::of(&event.body) {
-                calls.push(RecordedCall {
-                    step: call.step,
-                    seq: event.seq,
-                    tool: call.tool.to_string(),
-                    server: call.server.map(str::to_string),
-                    arguments: call.arguments.clone(),
-                    result: call.result.clone(),
-                    error: call.error.map(str::to_string),
-                    latency_ms: call.latency_ms,
-                });
+            if let Some(call) = RecordedCall::of(&event.body) {
+                calls.push(call.owned(event.seq));
             } else if let EventBody::CallSimulated { step, .. } = event.body {
                 simulated_steps.push(step);
             }

@@ -17,7 +17,6 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
-use serde_json::Value;
 
 use crate::mcp::mcp_json::McpConfig;
 use crate::mcp::pool::{McpPool, Timeouts};
@@ -26,33 +25,16 @@ use cosmos_trajectory::event::{
     AgentKind, Drift, EventBody, Header, Observation, RecheckedCall, ToolInfo, own_tool_name,
 };
 use cosmos_trajectory::reader::EventStream;
-use cosmos_trajectory::recorded_call::RecordedCall;
+use cosmos_trajectory::recorded_call::{OwnedCall, RecordedCall};
 use cosmos_trajectory::redact::Redactor;
 use cosmos_trajectory::writer::Writer;
-
-/// A recorded real call.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Recorded {
-    /// Its step.
-    pub step: u64,
-    /// The namespaced tool.
-    pub tool: String,
-    /// The server that served it, when recorded.
-    pub server: Option<String>,
-    /// Its arguments.
-    pub arguments: Value,
-    /// The recorded result.
-    pub result: Observation,
-    /// Its transport error, if it had one.
-    pub error: Option<String>,
-}
 
 /// A finished run read for a recheck.
 pub struct RecordedRun {
     /// Its header.
     pub header: Header,
     /// Its recorded real calls.
-    pub calls: Vec<Recorded>,
+    pub calls: Vec<OwnedCall>,
     /// The last event's time.
     pub last_ms: u64,
     /// The lines the reader skipped (as `report` lists them): a call one held is not rechecked.
@@ -74,14 +56,7 @@ pub fn recorded_calls(path: &Path) -> Result<RecordedRun> {
         last_ms = last_ms.max(event.t_ms);
         finished |= matches!(event.body, EventBody::RunFinished { .. });
         if let Some(call) = RecordedCall::of(&event.body).filter(|c| !c.is_copy()) {
-            calls.push(Recorded {
-                step: call.step,
-                tool: call.tool.to_string(),
-                server: call.server.map(str::to_string),
-                arguments: call.arguments.clone(),
-                result: call.result.clone(),
-                error: call.error.map(str::to_string),
-            });
+            calls.push(call.owned(event.seq));
         }
     }
     if !finished {
@@ -115,7 +90,7 @@ pub fn read_only(today: &[ToolInfo], tool: &str) -> bool {
 /// Which recorded calls a recheck takes up (all with `all`, else those of tools read-only by
 /// `today`'s catalogue, and those no server offers today, which are found gone without any
 /// call) and which it leaves alone.
-pub fn partition(today: &[ToolInfo], calls: &[Recorded], all: bool) -> (Vec<usize>, Vec<usize>) {
+pub fn partition(today: &[ToolInfo], calls: &[OwnedCall], all: bool) -> (Vec<usize>, Vec<usize>) {
     (0..calls.len()).partition(|&i| {
         let tool = &calls[i].tool;
         all || read_only(today, tool) || !today.iter().any(|t| t.name == *tool)
@@ -123,7 +98,7 @@ pub fn partition(today: &[ToolInfo], calls: &[Recorded], all: bool) -> (Vec<usiz
 }
 
 /// How today's outcome of a call compares with its recording.
-pub fn compare(recorded: &Recorded, today: &Observation, error: Option<&str>) -> RecheckedCall {
+pub fn compare(recorded: &OwnedCall, today: &Observation, error: Option<&str>) -> RecheckedCall {
     let failed_then = recorded.result.is_error || recorded.error.is_some();
     let failed_now = today.is_error || error.is_some();
     let score = fidelity::compare(&recorded.result, today).score;
@@ -144,7 +119,7 @@ pub fn compare(recorded: &Recorded, today: &Observation, error: Option<&str>) ->
     }
 }
 
-fn gone(recorded: &Recorded, why: String) -> RecheckedCall {
+fn gone(recorded: &OwnedCall, why: String) -> RecheckedCall {
     RecheckedCall {
         step: recorded.step,
         tool: recorded.tool.clone(),
@@ -157,7 +132,7 @@ fn gone(recorded: &Recorded, why: String) -> RecheckedCall {
 
 /// The server a recorded call belongs to: the recorded one, else the header's server whose
 /// name prefixes the tool.
-fn server_of(header: &Header, call: &Recorded) -> Option<String> {
+fn server_of(header: &Header, call: &OwnedCall) -> Option<String> {
     call.server.clone().or_else(|| {
         header
             .servers
@@ -185,7 +160,7 @@ pub struct Found {
 /// refuses the recheck (`mcp::sandbox::refuse_unguarded`).
 pub async fn recheck(
     header: &Header,
-    calls: &[Recorded],
+    calls: &[OwnedCall],
     all: bool,
     warn: &mut (dyn FnMut(&[String]) + Send),
     mcp: &McpConfig,
@@ -280,10 +255,11 @@ pub fn append(path: &Path, found: &Found, last_ms: u64, redactor: Redactor) -> R
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
-    fn recorded(text: &str, is_error: bool) -> Recorded {
-        Recorded {
+    fn recorded(text: &str, is_error: bool) -> OwnedCall {
+        OwnedCall {
+            seq: 5,
             step: 1,
             tool: "s:t".into(),
             server: Some("s".into()),
@@ -294,6 +270,7 @@ mod tests {
                 ..Default::default()
             },
             error: None,
+            latency_ms: 1,
         }
     }
 

@@ -55,9 +55,10 @@ use cosmos_trajectory::run::Run;
 use cosmos_trajectory::writer::Writer;
 use filed::{Filed, Verdict};
 
-/// One real call as it was recorded, with the context it was made in.
+/// A recorded call (read through `RecordedCall`, or a proxied resource read) with the context it
+/// was made in: what a world model is asked to predict.
 #[derive(Debug, Clone)]
-pub struct RecordedCall {
+pub struct CallInContext {
     /// The run it comes from.
     pub run: PathBuf,
     /// Its `seq` there.
@@ -97,7 +98,7 @@ struct Recorded {
     start_state: Option<Arc<Value>>,
 }
 
-impl RecordedCall {
+impl CallInContext {
     /// Its server's real state after the call, given the state before it ([`StateFold`]),
     /// when that and the change are known.
     pub fn state_after(&self, before: Option<&Value>) -> Option<StateFields> {
@@ -129,7 +130,7 @@ pub struct StateFold {
 
 impl StateFold {
     /// The state of `call`'s server before it; `None` when unknown or too big for a prompt.
-    pub fn before(&mut self, call: &RecordedCall) -> Option<Value> {
+    pub fn before(&mut self, call: &CallInContext) -> Option<Value> {
         let server = call.server.as_deref()?;
         if self.run.as_deref() != Some(call.run.as_path()) {
             self.run = Some(call.run.clone());
@@ -155,7 +156,7 @@ impl StateFold {
 
 /// Every real call in the runs under `paths` (wm-eval files themselves are skipped), in file
 /// order; and the files skipped, with why.
-pub fn recorded_calls(paths: &[PathBuf]) -> Result<(Vec<RecordedCall>, Vec<String>)> {
+pub fn recorded_calls(paths: &[PathBuf]) -> Result<(Vec<CallInContext>, Vec<String>)> {
     let found = collect_files(paths)?;
     let mut skipped = found.skipped;
     let mut calls = Vec::new();
@@ -251,7 +252,7 @@ pub fn recorded_calls(paths: &[PathBuf]) -> Result<(Vec<RecordedCall>, Vec<Strin
         }
         let history = Arc::new(steps);
         for r in run_calls {
-            calls.push(RecordedCall {
+            calls.push(CallInContext {
                 run: file.clone(),
                 seq: r.seq,
                 tool: r.tool,
@@ -467,7 +468,7 @@ struct Contender {
 /// was done, and a rerun into the same folder reuses those simulations.
 pub async fn evaluate(
     spec: &EvalSpec,
-    calls: &[RecordedCall],
+    calls: &[CallInContext],
     mut stop: tokio::sync::watch::Receiver<bool>,
 ) -> Result<Evaluation> {
     if spec.world_models.is_empty() {
@@ -700,7 +701,7 @@ pub async fn evaluate(
 }
 
 /// A recorded call copied into the wm-eval file as step `step`, with where it came from.
-fn copy_of(call: &RecordedCall, step: u64, after: Option<StateFields>) -> EventBody {
+fn copy_of(call: &CallInContext, step: u64, after: Option<StateFields>) -> EventBody {
     EventBody::ToolCalled {
         step,
         tool: call.tool.name.clone(),
@@ -818,7 +819,7 @@ fn decision_of(reply: &crate::agent::planner::Reply) -> String {
 /// given each world model's simulation of it (concurrently).
 async fn decide(
     llm: &crate::llm::endpoints::LlmConfig,
-    calls: &[RecordedCall],
+    calls: &[CallInContext],
     results: &[(usize, usize, Result<Simulation, SimFailure>)],
     concurrency: usize,
 ) -> Decisions {
@@ -884,7 +885,7 @@ async fn decide(
 }
 
 /// The wm-eval file's header: the world models (each one's description) and the runs.
-fn header(spec: &EvalSpec, contenders: &[Contender], calls: &[RecordedCall]) -> Header {
+fn header(spec: &EvalSpec, contenders: &[Contender], calls: &[CallInContext]) -> Header {
     let mut settings = BTreeMap::new();
     settings.insert("good_fidelity".to_string(), json!(spec.good_fidelity));
     // The names the events use, in the leaderboard's order.
@@ -998,12 +999,12 @@ mod tests {
             })
             .collect();
         let history = Arc::new(steps);
-        let calls: Vec<RecordedCall> = ["one", "two"]
+        let calls: Vec<CallInContext> = ["one", "two"]
             .iter()
             .flat_map(|run| {
                 let history = history.clone();
                 let start = start.clone();
-                (0..9usize).map(move |before| RecordedCall {
+                (0..9usize).map(move |before| CallInContext {
                     run: PathBuf::from(run),
                     seq: before as u64 + 1,
                     tool: ToolInfo {
@@ -1023,7 +1024,7 @@ mod tests {
                 })
             })
             .collect();
-        let expected = |call: &RecordedCall| {
+        let expected = |call: &CallInContext| {
             crate::world_model::belief(
                 call.start_state.as_deref(),
                 call.history(),

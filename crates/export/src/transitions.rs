@@ -47,7 +47,7 @@ use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 
 use super::staged::Staged;
-use cosmos_engine::wm_eval::{RecordedCall, StateFold, recorded_calls};
+use cosmos_engine::wm_eval::{CallInContext, StateFold, recorded_calls};
 use cosmos_engine::world_model::SimRequest;
 use cosmos_engine::world_model::llm::{simulation_messages, simulation_reply};
 use cosmos_trajectory::redact::Redactor;
@@ -90,7 +90,7 @@ pub struct Written {
 
 /// One example: the world model's input for a call (its server's state before it, from
 /// `fold`) and the real result as its reply.
-pub fn example(call: &RecordedCall, format: Format, fold: &mut StateFold) -> Value {
+pub fn example(call: &CallInContext, format: Format, fold: &mut StateFold) -> Value {
     let state = fold.before(call);
     let req = SimRequest {
         tool: &call.tool,
@@ -215,7 +215,7 @@ struct Sheet {
 }
 
 impl Sheet {
-    fn count(&mut self, call: &RecordedCall, side: &'static str) {
+    fn count(&mut self, call: &CallInContext, side: &'static str) {
         let key = (
             call.server.clone().unwrap_or_else(|| "(no server)".into()),
             call.tool.name.clone(),

@@ -1,6 +1,8 @@
 //! The one view of a recorded real call (`tool_called`) that every reader takes: the metrics,
 //! a recheck, a fork's recording, wm-eval, the judge, the exports and the explorer read a call
-//! through [`RecordedCall::of`] rather than each matching the event's fields by hand.
+//! through [`RecordedCall::of`] rather than each matching the event's fields by hand. A reader
+//! that keeps calls beyond their events (a recheck's list, a fork's recording) keeps
+//! [`OwnedCall`]s, made by [`RecordedCall::owned`].
 
 use serde_json::Value;
 
@@ -78,6 +80,67 @@ impl<'a> RecordedCall<'a> {
     }
 }
 
+/// A recorded call held on its own, with its line's `seq`: what a recheck calls again and a
+/// fork's recording answers from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OwnedCall {
+    /// Its line's `seq` in the run that holds it.
+    pub seq: u64,
+    /// Its step there.
+    pub step: u64,
+    /// The namespaced tool.
+    pub tool: String,
+    /// The server that answered, when one did.
+    pub server: Option<String>,
+    /// The arguments sent.
+    pub arguments: Value,
+    /// The result.
+    pub result: Observation,
+    /// A transport error, a timeout or a cut-off.
+    pub error: Option<String>,
+    /// How long it took, in milliseconds.
+    pub latency_ms: u64,
+}
+
+impl RecordedCall<'_> {
+    /// This call held on its own, its line's `seq` being `seq`.
+    pub fn owned(&self, seq: u64) -> OwnedCall {
+        OwnedCall {
+            seq,
+            step: self.step,
+            tool: self.tool.to_string(),
+            server: self.server.map(str::to_string),
+            arguments: self.arguments.clone(),
+            result: self.result.clone(),
+            error: self.error.map(str::to_string),
+            latency_ms: self.latency_ms,
+        }
+    }
+}
+
+impl OwnedCall {
+    /// Its copy in another run (a fork's history or a fork's answer from its recording), as
+    /// step `step` (executing `node`, when a plan's): a `tool_called` whose origin is this
+    /// call's line in `file`, which changed no state of the run it is copied into.
+    pub fn copied(&self, file: &str, step: u64, node: Option<NodeId>) -> EventBody {
+        EventBody::ToolCalled {
+            step,
+            tool: self.tool.clone(),
+            server: self.server.clone(),
+            arguments: Box::new(self.arguments.clone()),
+            result: self.result.clone(),
+            latency_ms: self.latency_ms,
+            node,
+            error: self.error.clone(),
+            origin: Some(Box::new(Origin {
+                run: file.to_string(),
+                seq: self.seq,
+            })),
+            state_change: None,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -104,5 +167,17 @@ mod tests {
             RecordedCall::of(&EventBody::Answer { text: "x".into() }),
             None
         );
+        // Held on its own and copied into another run, it says where it came from.
+        let copy = call.owned(40).copied("a.jsonl", 1, None);
+        let copied = RecordedCall::of(&copy).unwrap();
+        assert_eq!(
+            (copied.step, copied.tool, copied.result),
+            (1, "s:t", call.result)
+        );
+        assert_eq!(
+            copied.origin.map(|o| (o.run.as_str(), o.seq)),
+            Some(("a.jsonl", 40))
+        );
+        assert!(copied.is_copy() && copied.failed());
     }
 }

@@ -74,7 +74,7 @@ pub async fn call(
 ) -> Result<std::result::Result<HistoryStep, End>> {
     if let Some(recording) = env.fork.as_ref().and_then(|f| f.recording.as_ref()) {
         if let Some((file, recorded)) = from_recording(env, &planned.tool, &planned.arguments) {
-            sink.emit(recorded.replayed(file, step, planned.node))?;
+            sink.emit(recorded.copied(file, step, planned.node))?;
             return Ok(Ok(HistoryStep {
                 tool: planned.tool.clone(),
                 arguments: planned.arguments.clone(),

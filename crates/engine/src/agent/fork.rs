@@ -23,60 +23,17 @@ use serde_json::Value;
 use super::ports::{EventSink, ToolHost};
 use crate::mcp::server::{CallOutcome, OnProgress};
 use crate::world_model::{HistoryStep, canonical};
-use cosmos_trajectory::event::{EventBody, ForkOf, Observation, Origin, ServerInfo, ToolInfo};
+use cosmos_trajectory::event::{ForkOf, ServerInfo, ToolInfo};
+use cosmos_trajectory::recorded_call::OwnedCall;
 
-/// One call of the original run, as recorded.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RecordedCall {
-    /// Its step number there.
-    pub step: u64,
-    /// Its line's `seq` there.
-    pub seq: u64,
-    /// Namespaced tool.
-    pub tool: String,
-    /// The server that answered, when one did.
-    pub server: Option<String>,
-    /// Arguments as sent.
-    pub arguments: Value,
-    /// The result.
-    pub result: Observation,
-    /// The transport or protocol error, if any.
-    pub error: Option<String>,
-    /// How long it took.
-    pub latency_ms: u64,
-}
-
-impl RecordedCall {
-    /// The call as a step of the history the agent is given.
-    pub fn history_step(&self) -> HistoryStep {
-        HistoryStep {
-            tool: self.tool.clone(),
-            arguments: self.arguments.clone(),
-            observation: self.result.clone(),
-            // Replayed, not made: the fork's own state did not change.
-            ..Default::default()
-        }
-    }
-
-    /// The copy of this call in the fork, as step `step` (executing `node`, when a plan's):
-    /// a `tool_called` whose origin is the original's line.
-    pub fn replayed(&self, file: &str, step: u64, node: Option<u64>) -> EventBody {
-        EventBody::ToolCalled {
-            step,
-            tool: self.tool.clone(),
-            server: self.server.clone(),
-            arguments: Box::new(self.arguments.clone()),
-            result: self.result.clone(),
-            latency_ms: self.latency_ms,
-            node,
-            error: self.error.clone(),
-            origin: Some(Box::new(Origin {
-                run: file.to_string(),
-                seq: self.seq,
-            })),
-            // Replayed, not made: the fork's own state did not change.
-            state_change: None,
-        }
+/// A recorded call as a step of the history the agent is given.
+fn history_step(call: &OwnedCall) -> HistoryStep {
+    HistoryStep {
+        tool: call.tool.clone(),
+        arguments: call.arguments.clone(),
+        observation: call.result.clone(),
+        // Replayed, not made: the fork's own state did not change.
+        ..Default::default()
     }
 }
 
@@ -108,7 +65,7 @@ impl OnMiss {
 /// Looked up by key, so a recording of 10^5 calls answers in constant time.
 #[derive(Debug)]
 pub struct Recording {
-    calls: Arc<[RecordedCall]>,
+    calls: Arc<[OwnedCall]>,
     /// Each distinct call's answers (indices into `calls`, in order) and how many were used.
     by_key: Mutex<HashMap<String, (Vec<u32>, usize)>>,
     /// Where a miss goes.
@@ -117,7 +74,7 @@ pub struct Recording {
 
 impl Recording {
     /// The recording of `calls`.
-    pub fn new(calls: Arc<[RecordedCall]>, on_miss: OnMiss) -> Self {
+    pub fn new(calls: Arc<[OwnedCall]>, on_miss: OnMiss) -> Self {
         let mut by_key: HashMap<String, (Vec<u32>, usize)> = HashMap::new();
         for (i, call) in calls.iter().enumerate() {
             by_key
@@ -134,7 +91,7 @@ impl Recording {
     }
 
     /// The recorded answer to `tool` called with `arguments`, if the original made that call.
-    pub fn answer(&self, tool: &str, arguments: &Value) -> Option<&RecordedCall> {
+    pub fn answer(&self, tool: &str, arguments: &Value) -> Option<&OwnedCall> {
         let mut by_key = self.by_key.lock().expect("recording lock");
         let (answers, used) = by_key.get_mut(&key(tool, arguments))?;
         let at = answers[(*used).min(answers.len() - 1)];
@@ -153,7 +110,7 @@ pub struct ForkPlan {
     /// The original and the fork point.
     pub of: ForkOf,
     /// Every call the original recorded as made, in order (shared, never copied per use).
-    pub calls: Arc<[RecordedCall]>,
+    pub calls: Arc<[OwnedCall]>,
     /// How many of them come before the fork point: the history.
     pub history_len: usize,
     /// `--tools recorded`: where a miss goes (the recording is `calls`).
@@ -165,7 +122,7 @@ pub struct ForkPlan {
 
 impl ForkPlan {
     /// The original's calls before the fork point.
-    pub fn history(&self) -> &[RecordedCall] {
+    pub fn history(&self) -> &[OwnedCall] {
         &self.calls[..self.history_len]
     }
 
@@ -220,7 +177,7 @@ pub struct Fork {
     /// The original and the fork point, for the header.
     pub of: ForkOf,
     /// Every call the original recorded as made, in order.
-    calls: Arc<[RecordedCall]>,
+    calls: Arc<[OwnedCall]>,
     /// How many of them come before the fork point.
     history_len: usize,
     /// With `--tools recorded`: what answers the fork's calls.
@@ -229,7 +186,7 @@ pub struct Fork {
 
 impl Fork {
     /// A fork of `of` whose history is `history` (in-process tests).
-    pub fn new(of: ForkOf, history: Vec<RecordedCall>, recording: Option<Recording>) -> Self {
+    pub fn new(of: ForkOf, history: Vec<OwnedCall>, recording: Option<Recording>) -> Self {
         Self {
             of,
             history_len: history.len(),
@@ -239,16 +196,13 @@ impl Fork {
     }
 
     /// The original's calls before the fork point.
-    pub fn history(&self) -> &[RecordedCall] {
+    pub fn history(&self) -> &[OwnedCall] {
         &self.calls[..self.history_len]
     }
 
     /// The steps taken before the fork point, as the agent is given them.
     pub fn history_steps(&self) -> Vec<HistoryStep> {
-        self.history()
-            .iter()
-            .map(RecordedCall::history_step)
-            .collect()
+        self.history().iter().map(history_step).collect()
     }
 
     /// Writes the history into the fork as replayed calls, under their own step numbers, and
@@ -258,7 +212,7 @@ impl Fork {
             if let Some(recording) = &self.recording {
                 recording.answer(&call.tool, &call.arguments);
             }
-            sink.emit(call.replayed(&self.of.file, call.step, None))?;
+            sink.emit(call.copied(&self.of.file, call.step, None))?;
         }
         Ok(())
     }
@@ -272,6 +226,7 @@ mod tests {
     use crate::agent::mcts::Settings;
     use crate::agent::testing::{self, ScriptedChat, ScriptedTools, ScriptedWorldModel};
     use crate::agent::{plan_exec, spiral};
+    use cosmos_trajectory::event::{EventBody, Observation, Origin};
     use serde_json::json;
 
     /// A fork of a run whose step 1 was `s:a`, at step 2, over tools `s:a` and `s:b`.
@@ -344,8 +299,8 @@ mod tests {
         }
     }
 
-    fn recorded(step: u64, tool: &str, arguments: Value, text: &str) -> RecordedCall {
-        RecordedCall {
+    fn recorded(step: u64, tool: &str, arguments: Value, text: &str) -> OwnedCall {
+        OwnedCall {
             step,
             seq: step * 10,
             tool: tool.into(),
@@ -371,7 +326,7 @@ mod tests {
             .into(),
             OnMiss::Error,
         );
-        let text = |r: Option<&RecordedCall>| r.map(|c| c.result.text.clone());
+        let text = |r: Option<&OwnedCall>| r.map(|c| c.result.text.clone());
         // Canonical arguments: the keys' order does not matter.
         let args = json!({"b": 2, "a": 1});
         assert_eq!(text(recording.answer("s:get", &args)), Some("first".into()));

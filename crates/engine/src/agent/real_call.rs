@@ -6,9 +6,9 @@
 
 use serde_json::Value;
 
-use super::fork::RecordedCall;
 use super::{Bounded, End, Env};
 use crate::mcp::server::{CallOutcome, OnProgress};
+use cosmos_trajectory::recorded_call::OwnedCall;
 
 /// A real call as made: the server that answered, the outcome, and how the run ends when a
 /// stop or the time budget cut the call off (its outcome then says so).
@@ -63,7 +63,7 @@ pub(super) fn from_recording<'e>(
     env: &'e Env,
     tool: &str,
     arguments: &Value,
-) -> Option<(&'e str, &'e RecordedCall)> {
+) -> Option<(&'e str, &'e OwnedCall)> {
     let fork = env.fork.as_ref()?;
     let recorded = fork.recording.as_ref()?.answer(tool, arguments)?;
     Some((fork.of.file.as_str(), recorded))

@@ -16,7 +16,7 @@
 //! and `history_lines`, the one way every prompt (planner, critic, summarizer, `llm` world model)
 //! quotes the steps so far, and `belief`, the one way a world model's `state` section is made (a
 //! sandbox's start state moved on by each step's recorded change or predicted state; agents reach
-//! it through `agent::rehearse::predict`, wm-eval through `RecordedCall::state_before`). A world model predicts (`Simulation`, with its `Confidence` when it
+//! it through `agent::rehearse::predict`, wm-eval through `CallInContext::state_before`). A world model predicts (`Simulation`, with its `Confidence` when it
 //! gives one: memory's `Recall::confidence` mapping, the LLM's own `confidence` field, a command's)
 //! or fails (`SimFailure`); the agents never turn a failure into a prediction, and nothing makes up
 //! a confidence: `rehearse::record` and wm-eval write what the world model gave. `named.rs` resolves a world model's name (the
