@@ -141,6 +141,280 @@ impl Lines {
     }
 }
 
+/// The about view's task, and what reading the file met.
+fn task_lines(lines: &mut Lines, run: &Run) {
+    let h = &run.header;
+    lines.heading("task");
+    lines.text(format!("  {}", h.task.id));
+    lines.text("  request:");
+    lines.block(&h.task.request, Mark::Text);
+    if let Some(reference) = &h.task.reference {
+        lines.text("  reference (for the judge):");
+        lines.block(reference, Mark::Text);
+    }
+    if !run.problems.is_empty() {
+        lines.heading("reading the file");
+        let skipped = run.problems.iter().filter(|p| p.skipped).count();
+        if skipped > 0 {
+            lines.text(format!(
+                "  {skipped} line(s) skipped: nothing shown here counts what they held"
+            ));
+        }
+        // As `cosmos validate` names them (the file is the title's).
+        for p in run.problems.iter().take(PROBLEMS_LISTED) {
+            lines.text(format!("  line {}: {}", p.line, one_line(&p.reason, 200)));
+        }
+        if run.problems.len() > PROBLEMS_LISTED {
+            lines.text(format!(
+                "  … and {} more: cosmos validate lists them all",
+                run.problems.len() - PROBLEMS_LISTED
+            ));
+        }
+    }
+}
+
+/// The about view's setup: the agent and its settings, the fork, models, world model, servers
+/// and tools.
+fn setup_lines(lines: &mut Lines, run: &Run) {
+    let h = &run.header;
+    lines.heading("agent");
+    lines.text(format!("  {}", h.agent.kind.as_str()));
+    for (key, value) in &h.agent.settings {
+        lines.text(format!("  {key} = {value}"));
+    }
+    if let Some(label) = &h.label {
+        lines.text(format!("  label: {label}"));
+    }
+    if let Some(fork) = &h.fork_of {
+        lines.heading("fork");
+        lines.text(format!(
+            "  of {} ({}) at step {}: steps 1 to {} replayed from it, never called again",
+            fork.file,
+            fork.run_id,
+            fork.step,
+            fork.step.saturating_sub(1)
+        ));
+        if !run.replayed().is_empty() {
+            lines.text(format!(
+                "  {} call(s) copied from the recording; no metric counts them",
+                run.replayed().len()
+            ));
+        }
+    }
+    lines.heading("models");
+    let model = |m: &cosmos_trajectory::event::ModelInfo| match &m.base_url {
+        Some(url) => format!("{} at {url}", m.model),
+        None => m.model.clone(),
+    };
+    lines.text(format!("  planner: {}", model(&h.planner)));
+    for (role, m) in &h.roles {
+        lines.text(format!("  {role}: {}", model(m)));
+    }
+    lines.heading("world model");
+    match &h.world_model {
+        None => lines.text("  none"),
+        Some(w) => {
+            lines.text(format!("  {}", w.name));
+            for (key, value) in &w.details {
+                lines.text(format!("  {key} = {value}"));
+            }
+        }
+    }
+    lines.heading(format!("servers ({})", h.servers.len()));
+    for s in &h.servers {
+        let target = s.target.as_deref().unwrap_or("");
+        lines.text(format!("  {} · {} · {target}", s.name, s.transport));
+        if let Some(digest) = &s.start_digest {
+            lines.text(format!(
+                "    on a fresh copy of its state: {}",
+                short(digest)
+            ));
+        }
+    }
+    lines.heading(format!("tools ({})", h.tools.len()));
+    for t in &h.tools {
+        lines.text(format!("  {}{}", t.name, hints(t)));
+    }
+}
+
+/// Why the plan at the cursor was chosen (the selection rule and its candidates).
+fn plan_lines(lines: &mut Lines, run: &Run, state: &TreeState, k: usize) {
+    let h = &run.header;
+    lines.heading("why this plan");
+    match cosmos_trajectory::plan_why::plan_why(run, state, k) {
+        // Another program's agent planned; cosmos proxy saw only its calls.
+        None if h.agent.kind == cosmos_trajectory::event::AgentKind::External => lines.text(
+            "  the client's own agent planned: cosmos proxy recorded its calls, not its plans",
+        ),
+        // A run that ended without one never chose: "yet" would promise one.
+        None if run.finish_at(k).is_some() => lines.text("  none: no plan was chosen in this run"),
+        None => lines.text("  no plan chosen yet at the cursor"),
+        Some(why) => {
+            lines.push(
+                Mark::Link(why.event),
+                format!("  rule: {} · the plan: {}", why.rule, why.path),
+            );
+            if why.pool.is_empty() {
+                lines.text("  (a chain: what was planned, no choice among candidates)");
+            }
+            let scored = if why.rule == "most_visited" {
+                "visits"
+            } else {
+                "mean Q"
+            };
+            if let Some(caveat) = why.caveat() {
+                lines.text(format!("  ({caveat})"));
+            }
+            if !why.pool.is_empty() {
+                lines.text(format!(
+                    "  chosen among {} {} by {scored}, best first:",
+                    why.pool_size,
+                    if why.finished {
+                        "finished paths"
+                    } else {
+                        "nodes (no path finished)"
+                    }
+                ));
+            }
+            for c in why.pool.iter().take(ABOUT_CANDIDATES) {
+                let (id, label) = c.described(run);
+                let mark = if c.chosen {
+                    "★"
+                } else if c.ties {
+                    "="
+                } else {
+                    " "
+                };
+                lines.text(format!(
+                    "  {mark} #{id} Q={} N={} {label}",
+                    c.q_text(),
+                    c.visits,
+                ));
+            }
+            let shown = why.pool.len().min(ABOUT_CANDIDATES);
+            if why.pool_size > shown {
+                lines.text(format!("  … {} more", why.pool_size - shown));
+            }
+            if let Some(rule) = why.tie_rule() {
+                lines.text(format!("  = ties with the chosen one: {}", rule.words()));
+            } else if why.pool.iter().any(|c| c.ties) {
+                lines.text("  = ties with the chosen one");
+            }
+        }
+    }
+    let counted: Vec<String> = (0..state.visible_nodes() as u32)
+        .filter(|&s| {
+            state.verdict(run, s) == Some(cosmos_trajectory::event::Verdict::NotSimulated)
+                && state.node(s).is_some_and(|n| n.visits > 0)
+        })
+        .map(|s| format!("#{}", run.nodes()[s as usize].id))
+        .collect();
+    if !counted.is_empty() {
+        lines.text(format!(
+            "  (an older file: {} could not be simulated, yet their 0.0 was backed up, so their \
+             ancestors' N and Q count it; today's search leaves them out)",
+            counted.join(", ")
+        ));
+    }
+}
+
+/// The searches before the cursor and a recheck against today's servers.
+fn after_lines(lines: &mut Lines, run: &Run, k: usize) {
+    let searches = run.searches_before(k);
+    if !searches.is_empty() {
+        lines.heading("searches");
+        for &i in searches {
+            let event = run.event(i as usize);
+            let said =
+                cosmos_trajectory::describe::search_accounting(&event.body).unwrap_or_default();
+            lines.push(Mark::Link(i), format!("  {said}"));
+        }
+    }
+    if let Some(cosmos_trajectory::event::EventBody::Recheck { at, calls, skipped }) =
+        run.recheck_at(k)
+    {
+        lines.heading("against today's servers");
+        lines.text(format!(
+            "  {}",
+            cosmos_trajectory::describe::recheck_summary(at, calls, skipped)
+        ));
+        for c in calls
+            .iter()
+            .filter(|c| c.drift != cosmos_trajectory::event::Drift::Same)
+        {
+            let fidelity = c.fidelity.map_or(String::new(), |f| {
+                format!(
+                    " fidelity {}",
+                    cosmos_engine::metrics::figure::fraction(f, 2)
+                )
+            });
+            lines.text(format!(
+                "  step {} {}: {}{fidelity}{}",
+                c.step,
+                c.tool,
+                c.drift.as_str(),
+                c.error
+                    .as_deref()
+                    .map_or(String::new(), |e| format!(" ({e})"))
+            ));
+        }
+    }
+}
+
+/// How the run ended, with each sandboxed server's state at the end.
+fn ending_lines(
+    lines: &mut Lines,
+    run: &Run,
+    k: usize,
+    ending: Option<cosmos_trajectory::event::Ending>,
+) {
+    let h = &run.header;
+    if let Some(finished) = run.finish_at(k) {
+        lines.heading("how it ended");
+        lines.text(format!("  {}", summary(finished)));
+        // The one ending every view shows: the metrics' reading of the run.
+        lines.text(format!(
+            "  ending: {}",
+            ending.map_or("not recorded (an older file)", |e| e.as_str())
+        ));
+        if let EventBody::RunFinished { end_digest, .. } = &finished.body {
+            for (server, end) in end_digest {
+                let start = h
+                    .servers
+                    .iter()
+                    .find(|s| &s.name == server)
+                    .and_then(|s| s.start_digest.as_deref());
+                // Bytes first, then fields: a state whose bytes differ but whose every
+                // field is as it was (a trailing newline) did not change.
+                let fields = || cosmos_engine::mcp::state_view::start_and_end(run, server);
+                let changed = match start {
+                    Some(start) if start == end => "unchanged".to_string(),
+                    Some(_) => match fields() {
+                        Some((start, end)) if start == end => {
+                            "unchanged field by field; its bytes differ".to_string()
+                        }
+                        Some((start, end)) => {
+                            let names: std::collections::BTreeSet<&String> =
+                                start.keys().chain(end.keys()).collect();
+                            let differ = names
+                                .iter()
+                                .filter(|n| start.get(**n) != end.get(**n))
+                                .count();
+                            format!("changed: {differ} field(s)")
+                        }
+                        None => "changed (its bytes; not read as fields)".to_string(),
+                    },
+                    None => "its start not recorded".to_string(),
+                };
+                lines.text(format!(
+                    "  {server}'s state at the end: {} ({changed})",
+                    short(end)
+                ));
+            }
+        }
+    }
+}
+
 impl Inspector {
     /// A text of headed sections (each heading, then its lines), for views outside a run.
     pub fn sections(title: String, sections: Vec<(String, Vec<String>)>, size: (u16, u16)) -> Self {
@@ -238,254 +512,12 @@ impl Inspector {
         ending: Option<cosmos_trajectory::event::Ending>,
         size: (u16, u16),
     ) -> Self {
-        let h = &run.header;
         let mut lines = Lines::default();
-        lines.heading("task");
-        lines.text(format!("  {}", h.task.id));
-        lines.text("  request:");
-        lines.block(&h.task.request, Mark::Text);
-        if let Some(reference) = &h.task.reference {
-            lines.text("  reference (for the judge):");
-            lines.block(reference, Mark::Text);
-        }
-        if !run.problems.is_empty() {
-            lines.heading("reading the file");
-            let skipped = run.problems.iter().filter(|p| p.skipped).count();
-            if skipped > 0 {
-                lines.text(format!(
-                    "  {skipped} line(s) skipped: nothing shown here counts what they held"
-                ));
-            }
-            // As `cosmos validate` names them (the file is the title's).
-            for p in run.problems.iter().take(PROBLEMS_LISTED) {
-                lines.text(format!("  line {}: {}", p.line, one_line(&p.reason, 200)));
-            }
-            if run.problems.len() > PROBLEMS_LISTED {
-                lines.text(format!(
-                    "  … and {} more: cosmos validate lists them all",
-                    run.problems.len() - PROBLEMS_LISTED
-                ));
-            }
-        }
-        lines.heading("agent");
-        lines.text(format!("  {}", h.agent.kind.as_str()));
-        for (key, value) in &h.agent.settings {
-            lines.text(format!("  {key} = {value}"));
-        }
-        if let Some(label) = &h.label {
-            lines.text(format!("  label: {label}"));
-        }
-        if let Some(fork) = &h.fork_of {
-            lines.heading("fork");
-            lines.text(format!(
-                "  of {} ({}) at step {}: steps 1 to {} replayed from it, never called again",
-                fork.file,
-                fork.run_id,
-                fork.step,
-                fork.step.saturating_sub(1)
-            ));
-            if !run.replayed().is_empty() {
-                lines.text(format!(
-                    "  {} call(s) copied from the recording; no metric counts them",
-                    run.replayed().len()
-                ));
-            }
-        }
-        lines.heading("models");
-        let model = |m: &cosmos_trajectory::event::ModelInfo| match &m.base_url {
-            Some(url) => format!("{} at {url}", m.model),
-            None => m.model.clone(),
-        };
-        lines.text(format!("  planner: {}", model(&h.planner)));
-        for (role, m) in &h.roles {
-            lines.text(format!("  {role}: {}", model(m)));
-        }
-        lines.heading("world model");
-        match &h.world_model {
-            None => lines.text("  none"),
-            Some(w) => {
-                lines.text(format!("  {}", w.name));
-                for (key, value) in &w.details {
-                    lines.text(format!("  {key} = {value}"));
-                }
-            }
-        }
-        lines.heading(format!("servers ({})", h.servers.len()));
-        for s in &h.servers {
-            let target = s.target.as_deref().unwrap_or("");
-            lines.text(format!("  {} · {} · {target}", s.name, s.transport));
-            if let Some(digest) = &s.start_digest {
-                lines.text(format!(
-                    "    on a fresh copy of its state: {}",
-                    short(digest)
-                ));
-            }
-        }
-        lines.heading(format!("tools ({})", h.tools.len()));
-        for t in &h.tools {
-            lines.text(format!("  {}{}", t.name, hints(t)));
-        }
-        lines.heading("why this plan");
-        match cosmos_trajectory::plan_why::plan_why(run, state, k) {
-            // Another program's agent planned; cosmos proxy saw only its calls.
-            None if h.agent.kind == cosmos_trajectory::event::AgentKind::External => lines.text(
-                "  the client's own agent planned: cosmos proxy recorded its calls, not its plans",
-            ),
-            // A run that ended without one never chose: "yet" would promise one.
-            None if run.finish_at(k).is_some() => {
-                lines.text("  none: no plan was chosen in this run")
-            }
-            None => lines.text("  no plan chosen yet at the cursor"),
-            Some(why) => {
-                lines.push(
-                    Mark::Link(why.event),
-                    format!("  rule: {} · the plan: {}", why.rule, why.path),
-                );
-                if why.pool.is_empty() {
-                    lines.text("  (a chain: what was planned, no choice among candidates)");
-                }
-                let scored = if why.rule == "most_visited" {
-                    "visits"
-                } else {
-                    "mean Q"
-                };
-                if let Some(caveat) = why.caveat() {
-                    lines.text(format!("  ({caveat})"));
-                }
-                if !why.pool.is_empty() {
-                    lines.text(format!(
-                        "  chosen among {} {} by {scored}, best first:",
-                        why.pool_size,
-                        if why.finished {
-                            "finished paths"
-                        } else {
-                            "nodes (no path finished)"
-                        }
-                    ));
-                }
-                for c in why.pool.iter().take(ABOUT_CANDIDATES) {
-                    let (id, label) = c.described(run);
-                    let mark = if c.chosen {
-                        "★"
-                    } else if c.ties {
-                        "="
-                    } else {
-                        " "
-                    };
-                    lines.text(format!(
-                        "  {mark} #{id} Q={} N={} {label}",
-                        c.q_text(),
-                        c.visits,
-                    ));
-                }
-                let shown = why.pool.len().min(ABOUT_CANDIDATES);
-                if why.pool_size > shown {
-                    lines.text(format!("  … {} more", why.pool_size - shown));
-                }
-                if let Some(rule) = why.tie_rule() {
-                    lines.text(format!("  = ties with the chosen one: {}", rule.words()));
-                } else if why.pool.iter().any(|c| c.ties) {
-                    lines.text("  = ties with the chosen one");
-                }
-            }
-        }
-        let counted: Vec<String> = (0..state.visible_nodes() as u32)
-            .filter(|&s| {
-                state.verdict(run, s) == Some(cosmos_trajectory::event::Verdict::NotSimulated)
-                    && state.node(s).is_some_and(|n| n.visits > 0)
-            })
-            .map(|s| format!("#{}", run.nodes()[s as usize].id))
-            .collect();
-        if !counted.is_empty() {
-            lines.text(format!(
-                "  (an older file: {} could not be simulated, yet their 0.0 was backed up, so their \
-                 ancestors' N and Q count it; today's search leaves them out)",
-                counted.join(", ")
-            ));
-        }
-        let searches = run.searches_before(k);
-        if !searches.is_empty() {
-            lines.heading("searches");
-            for &i in searches {
-                let event = run.event(i as usize);
-                let said =
-                    cosmos_trajectory::describe::search_accounting(&event.body).unwrap_or_default();
-                lines.push(Mark::Link(i), format!("  {said}"));
-            }
-        }
-        if let Some(cosmos_trajectory::event::EventBody::Recheck { at, calls, skipped }) =
-            run.recheck_at(k)
-        {
-            lines.heading("against today's servers");
-            lines.text(format!(
-                "  {}",
-                cosmos_trajectory::describe::recheck_summary(at, calls, skipped)
-            ));
-            for c in calls
-                .iter()
-                .filter(|c| c.drift != cosmos_trajectory::event::Drift::Same)
-            {
-                let fidelity = c.fidelity.map_or(String::new(), |f| {
-                    format!(
-                        " fidelity {}",
-                        cosmos_engine::metrics::figure::fraction(f, 2)
-                    )
-                });
-                lines.text(format!(
-                    "  step {} {}: {}{fidelity}{}",
-                    c.step,
-                    c.tool,
-                    c.drift.as_str(),
-                    c.error
-                        .as_deref()
-                        .map_or(String::new(), |e| format!(" ({e})"))
-                ));
-            }
-        }
-        if let Some(finished) = run.finish_at(k) {
-            lines.heading("how it ended");
-            lines.text(format!("  {}", summary(finished)));
-            // The one ending every view shows: the metrics' reading of the run.
-            lines.text(format!(
-                "  ending: {}",
-                ending.map_or("not recorded (an older file)", |e| e.as_str())
-            ));
-            if let EventBody::RunFinished { end_digest, .. } = &finished.body {
-                for (server, end) in end_digest {
-                    let start = h
-                        .servers
-                        .iter()
-                        .find(|s| &s.name == server)
-                        .and_then(|s| s.start_digest.as_deref());
-                    // Bytes first, then fields: a state whose bytes differ but whose every
-                    // field is as it was (a trailing newline) did not change.
-                    let fields = || cosmos_engine::mcp::state_view::start_and_end(run, server);
-                    let changed = match start {
-                        Some(start) if start == end => "unchanged".to_string(),
-                        Some(_) => match fields() {
-                            Some((start, end)) if start == end => {
-                                "unchanged field by field; its bytes differ".to_string()
-                            }
-                            Some((start, end)) => {
-                                let names: std::collections::BTreeSet<&String> =
-                                    start.keys().chain(end.keys()).collect();
-                                let differ = names
-                                    .iter()
-                                    .filter(|n| start.get(**n) != end.get(**n))
-                                    .count();
-                                format!("changed: {differ} field(s)")
-                            }
-                            None => "changed (its bytes; not read as fields)".to_string(),
-                        },
-                        None => "its start not recorded".to_string(),
-                    };
-                    lines.text(format!(
-                        "  {server}'s state at the end: {} ({changed})",
-                        short(end)
-                    ));
-                }
-            }
-        }
+        task_lines(&mut lines, run);
+        setup_lines(&mut lines, run);
+        plan_lines(&mut lines, run, state, k);
+        after_lines(&mut lines, run, k);
+        ending_lines(&mut lines, run, k, ending);
         Self::new(" About this run ".to_string(), lines, size)
     }
 
