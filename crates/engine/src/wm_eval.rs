@@ -463,14 +463,36 @@ struct Contender {
     built: Built,
 }
 
-/// Simulates every call with every world model and writes the wm-eval file, each simulation
-/// as it completes. A `stop` ends it within a moment: the file ends `interrupted` with what
-/// was done, and a rerun into the same folder reuses those simulations.
-pub async fn evaluate(
-    spec: &EvalSpec,
-    calls: &[CallInContext],
-    mut stop: tokio::sync::watch::Receiver<bool>,
-) -> Result<Evaluation> {
+/// The planner's decisions after each of `calls` calls, given the real result and each world
+/// model's simulation, with the LLM calls that made them, all at `t_ms`.
+fn write_decisions(
+    writer: &mut Writer,
+    decisions: &Decisions,
+    calls: usize,
+    names: &[String],
+    t_ms: u64,
+) -> Result<()> {
+    for c in 0..calls {
+        let step = c as u64 + 1;
+        for (given, decision, llm_event) in decisions.of_call(c, names) {
+            writer.write(t_ms, llm_event)?;
+            if let Some(decision) = decision {
+                writer.write(
+                    t_ms,
+                    EventBody::PlannerDecided {
+                        step,
+                        given,
+                        decision,
+                    },
+                )?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The world models `spec` names, each named once and built.
+fn contenders(spec: &EvalSpec, config: &mut Config) -> Result<Vec<Contender>> {
     if spec.world_models.is_empty() {
         bail!("name at least one world model: --world-model NAME (repeatable)");
     }
@@ -480,13 +502,9 @@ pub async fn evaluate(
             bail!("world model {name:?} is named twice");
         }
     }
-    if calls.is_empty() {
-        bail!("no real tool calls in the runs given: nothing to simulate");
-    }
-    let mut config = Config::load(spec.config.as_deref())?;
     let mut contenders = Vec::new();
     for name in &spec.world_models {
-        let named = named::resolve(name, &mut config, &spec.options)?
+        let named = named::resolve(name, config, &spec.options)?
             .context("`none` is not a world model to evaluate")?;
         let built = named
             .build()
@@ -496,22 +514,19 @@ pub async fn evaluate(
             built,
         });
     }
-    // The simulation cache per world model: the same call in the same context once.
-    let cached: Vec<Arc<dyn crate::world_model::WorldModel>> = contenders
-        .iter()
-        .map(|c| {
-            Arc::new(CachedWorldModel::new(c.built.model.clone()))
-                as Arc<dyn crate::world_model::WorldModel>
-        })
-        .collect();
+    Ok(contenders)
+}
 
-    let names: Vec<String> = contenders.iter().map(|c| c.name.clone()).collect();
-    // The file first: an output folder that cannot be written is found before any simulation
-    // is paid for.
-    let header = header(spec, &contenders, calls);
+/// The wm-eval file for `names` in the output folder, its writer redacting the endpoints'
+/// secrets.
+fn create_file(
+    spec: &EvalSpec,
+    config: &Config,
+    header: &Header,
+    names: &[String],
+) -> Result<(PathBuf, Writer)> {
     std::fs::create_dir_all(&spec.out_dir)
         .with_context(|| format!("creating {}", spec.out_dir.display()))?;
-    let earlier = earlier_simulations(&spec.out_dir, &names);
     let path = spec.out_dir.join(format!(
         "{}_wm-eval_{}.jsonl",
         chrono::Utc::now().format("%Y%m%dT%H%M%S%.3fZ"),
@@ -528,13 +543,64 @@ pub async fn evaluate(
             .into_iter()
             .chain(Redactor::environment_secrets()),
     );
-    let mut writer = Writer::create(
-        &path,
-        &header,
-        redactor,
-        Some(RunAccumulator::tally(&header)),
-    )
-    .with_context(|| format!("the wm-eval file in {}", spec.out_dir.display()))?;
+    let writer = Writer::create(&path, header, redactor, Some(RunAccumulator::tally(header)))
+        .with_context(|| format!("the wm-eval file in {}", spec.out_dir.display()))?;
+    Ok((path, writer))
+}
+
+/// The world models that predicted nothing at all: each with how many calls it failed and the
+/// first failure's why.
+fn silent_models(filed: &Filed, names: &[String]) -> Vec<(String, usize, String)> {
+    names
+        .iter()
+        .enumerate()
+        .filter_map(|(w, name)| {
+            let verdicts: Vec<&Verdict> = filed
+                .calls
+                .iter()
+                .map(|c| &c.verdicts[w])
+                .filter(|v| !matches!(v, Verdict::Missing))
+                .collect();
+            let first = verdicts.iter().find_map(|v| match v {
+                Verdict::Failed(why) => Some(why.clone()),
+                _ => None,
+            })?;
+            verdicts
+                .iter()
+                .all(|v| matches!(v, Verdict::Failed(_)))
+                .then(|| (name.clone(), verdicts.len(), first))
+        })
+        .collect()
+}
+
+/// Simulates every call with every world model and writes the wm-eval file, each simulation
+/// as it completes. A `stop` ends it within a moment: the file ends `interrupted` with what
+/// was done, and a rerun into the same folder reuses those simulations.
+pub async fn evaluate(
+    spec: &EvalSpec,
+    calls: &[CallInContext],
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) -> Result<Evaluation> {
+    if calls.is_empty() {
+        bail!("no real tool calls in the runs given: nothing to simulate");
+    }
+    let mut config = Config::load(spec.config.as_deref())?;
+    let contenders = contenders(spec, &mut config)?;
+    // The simulation cache per world model: the same call in the same context once.
+    let cached: Vec<Arc<dyn crate::world_model::WorldModel>> = contenders
+        .iter()
+        .map(|c| {
+            Arc::new(CachedWorldModel::new(c.built.model.clone()))
+                as Arc<dyn crate::world_model::WorldModel>
+        })
+        .collect();
+
+    let names: Vec<String> = contenders.iter().map(|c| c.name.clone()).collect();
+    // The file first: an output folder that cannot be written is found before any simulation
+    // is paid for.
+    let header = header(spec, &contenders, calls);
+    let earlier = earlier_simulations(&spec.out_dir, &names);
+    let (path, mut writer) = create_file(spec, &config, &header, &names)?;
 
     let start = std::time::Instant::now();
     let mut reused = 0;
@@ -630,48 +696,14 @@ pub async fn evaluate(
         Decisions::default()
     };
     let last_t = start.elapsed().as_millis() as u64;
-    for c in 0..calls.len() {
-        let step = c as u64 + 1;
-        for (given, decision, llm_event) in decisions.of_call(c, &names) {
-            writer.write(last_t, llm_event)?;
-            if let Some(decision) = decision {
-                writer.write(
-                    last_t,
-                    EventBody::PlannerDecided {
-                        step,
-                        given,
-                        decision,
-                    },
-                )?;
-            }
-        }
-    }
+    write_decisions(&mut writer, &decisions, calls.len(), &names, last_t)?;
     // The leaderboard is the written file's, read back as the explorer reads it: what is
     // printed, recorded as the leader and drawn is one record (redaction and caps included).
     let filed =
         Filed::read(&Run::open(&path).with_context(|| format!("reading back {}", path.display()))?);
     let board = filed.leaderboard();
     // A world model that predicted nothing at all is said, with why, not a row of zeros.
-    let silent = names
-        .iter()
-        .enumerate()
-        .filter_map(|(w, name)| {
-            let verdicts: Vec<&Verdict> = filed
-                .calls
-                .iter()
-                .map(|c| &c.verdicts[w])
-                .filter(|v| !matches!(v, Verdict::Missing))
-                .collect();
-            let first = verdicts.iter().find_map(|v| match v {
-                Verdict::Failed(why) => Some(why.clone()),
-                _ => None,
-            })?;
-            verdicts
-                .iter()
-                .all(|v| matches!(v, Verdict::Failed(_)))
-                .then(|| (name.clone(), verdicts.len(), first))
-        })
-        .collect();
+    let silent = silent_models(&filed, &names);
     let leader = filed::leader_of(&board);
     writer.write(
         start.elapsed().as_millis() as u64,
