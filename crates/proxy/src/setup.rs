@@ -212,69 +212,116 @@ pub(crate) struct Arrival {
     pub sessionless: Option<String>,
 }
 
+/// Refuses, before anything is built, a flag used where it means nothing.
+fn refuse_meaningless(spec: &ProxySpec) -> Result<()> {
+    if let Some(routing) = &spec.routing
+        && routing.world_model != spec.world_model
+    {
+        bail!(
+            "the routing file {} was chosen for the world model \"{}\"; this proxy's is \"{}\"",
+            routing.path,
+            routing.world_model,
+            spec.world_model
+        );
+    }
+    if spec.mode == Mode::Hybrid && !(0.0..=1.0).contains(&spec.go_real_below) {
+        bail!(
+            "--go-real-below {}: a confidence, from 0 to 1",
+            spec.go_real_below
+        );
+    }
+    if spec.simulate_writes && spec.mode != Mode::Hybrid {
+        bail!("--simulate-writes is for --mode hybrid");
+    }
+    if spec.tools_from.is_some() && spec.mode != Mode::Simulate {
+        bail!("--tools-from is for simulate mode (the other modes list the real servers' tools)");
+    }
+    Ok(())
+}
+
+/// The world model of `spec`'s mode: none to record; built, with its endpoint checked, to
+/// shadow, simulate or route.
+fn world_model_of(spec: &ProxySpec, config: &mut Config) -> Result<Option<Arc<dyn WorldModel>>> {
+    let world_model = match spec.mode {
+        Mode::Record => {
+            if spec.world_model != "none" {
+                bail!(
+                    "--world-model predicts calls in shadow and simulate modes; record mode \
+                     calls only the real servers (pass --mode shadow or --mode simulate)"
+                );
+            }
+            None
+        }
+        Mode::Shadow | Mode::Simulate | Mode::Hybrid => {
+            let built = named::resolve(&spec.world_model, config, &spec.world_model_options)?
+                .map(|n| n.build())
+                .transpose()?
+                .map(|b| b.model);
+            let Some(model) = built else {
+                bail!(
+                    "--mode {} needs a world model: pass --world-model llm|memory|command|NAME",
+                    spec.mode.as_str()
+                );
+            };
+            if spec.world_model == "llm"
+                && let Some(why) = config
+                    .llm
+                    .endpoint(Role::WorldModel)
+                    .missing("roles.world_model")
+            {
+                bail!(why);
+            }
+            Some(model)
+        }
+    };
+    Ok(world_model)
+}
+
+/// The settings every session's header records: the mode and what it was given.
+fn recorded_settings(spec: &ProxySpec) -> BTreeMap<String, Value> {
+    let mut settings = BTreeMap::new();
+    settings.insert("mode".into(), json!(spec.mode.as_str()));
+    settings.insert("transport".into(), json!(spec.transport));
+    // (Not `session_…`: the redactor takes a setting of that name for a session token.)
+    if let Some(idle) = spec.session_idle {
+        settings.insert("close_idle_after_s".into(), json!(idle.as_secs()));
+    }
+    settings.insert(
+        "server_startup_timeout_s".into(),
+        json!(spec.timeouts.startup.as_secs()),
+    );
+    settings.insert(
+        "tool_call_timeout_s".into(),
+        json!(spec.timeouts.call.as_secs()),
+    );
+    settings.insert("elicitation".into(), json!("client"));
+    if spec.mode == Mode::Simulate {
+        settings.insert("on_miss".into(), json!(spec.on_miss.as_str()));
+    }
+    if spec.mode == Mode::Hybrid {
+        match &spec.routing {
+            Some(routing) => {
+                settings.insert("routing".into(), routing.recorded());
+            }
+            None => {
+                settings.insert("go_real_below".into(), json!(spec.go_real_below));
+            }
+        }
+        settings.insert("simulate_writes".into(), json!(spec.simulate_writes));
+    }
+    if let Some(run) = &spec.tools_from {
+        settings.insert("tools_from".into(), json!(run.display().to_string()));
+    }
+    settings
+}
+
 impl Setup {
     /// Reads the configs, starts the upstreams (unless simulate mode needs none) and builds
     /// the world model. Refuses what cannot work before any client connects.
     pub async fn start(spec: ProxySpec) -> Result<Self> {
-        // A flag used where it means nothing is said before anything is built.
-        if let Some(routing) = &spec.routing
-            && routing.world_model != spec.world_model
-        {
-            bail!(
-                "the routing file {} was chosen for the world model \"{}\"; this proxy's is \"{}\"",
-                routing.path,
-                routing.world_model,
-                spec.world_model
-            );
-        }
-        if spec.mode == Mode::Hybrid && !(0.0..=1.0).contains(&spec.go_real_below) {
-            bail!(
-                "--go-real-below {}: a confidence, from 0 to 1",
-                spec.go_real_below
-            );
-        }
-        if spec.simulate_writes && spec.mode != Mode::Hybrid {
-            bail!("--simulate-writes is for --mode hybrid");
-        }
+        refuse_meaningless(&spec)?;
         let mut config = spec.config.clone();
-        let world_model: Option<Arc<dyn WorldModel>> = match spec.mode {
-            Mode::Record => {
-                if spec.world_model != "none" {
-                    bail!(
-                        "--world-model predicts calls in shadow and simulate modes; record mode \
-                         calls only the real servers (pass --mode shadow or --mode simulate)"
-                    );
-                }
-                None
-            }
-            Mode::Shadow | Mode::Simulate | Mode::Hybrid => {
-                let built =
-                    named::resolve(&spec.world_model, &mut config, &spec.world_model_options)?
-                        .map(|n| n.build())
-                        .transpose()?
-                        .map(|b| b.model);
-                let Some(model) = built else {
-                    bail!(
-                        "--mode {} needs a world model: pass --world-model llm|memory|command|NAME",
-                        spec.mode.as_str()
-                    );
-                };
-                if spec.world_model == "llm"
-                    && let Some(why) = config
-                        .llm
-                        .endpoint(Role::WorldModel)
-                        .missing("roles.world_model")
-                {
-                    bail!(why);
-                }
-                Some(model)
-            }
-        };
-        if spec.tools_from.is_some() && spec.mode != Mode::Simulate {
-            bail!(
-                "--tools-from is for simulate mode (the other modes list the real servers' tools)"
-            );
-        }
+        let world_model = world_model_of(&spec, &mut config)?;
         // Sessions are recorded there: a folder that cannot be made fails now, not at a
         // client's first call.
         std::fs::create_dir_all(&spec.out_dir)
@@ -335,39 +382,7 @@ impl Setup {
         for secret in &spec.secrets {
             redactor.add_secret(secret.clone());
         }
-        let mut settings = BTreeMap::new();
-        settings.insert("mode".into(), json!(spec.mode.as_str()));
-        settings.insert("transport".into(), json!(spec.transport));
-        // (Not `session_…`: the redactor takes a setting of that name for a session token.)
-        if let Some(idle) = spec.session_idle {
-            settings.insert("close_idle_after_s".into(), json!(idle.as_secs()));
-        }
-        settings.insert(
-            "server_startup_timeout_s".into(),
-            json!(spec.timeouts.startup.as_secs()),
-        );
-        settings.insert(
-            "tool_call_timeout_s".into(),
-            json!(spec.timeouts.call.as_secs()),
-        );
-        settings.insert("elicitation".into(), json!("client"));
-        if spec.mode == Mode::Simulate {
-            settings.insert("on_miss".into(), json!(spec.on_miss.as_str()));
-        }
-        if spec.mode == Mode::Hybrid {
-            match &spec.routing {
-                Some(routing) => {
-                    settings.insert("routing".into(), routing.recorded());
-                }
-                None => {
-                    settings.insert("go_real_below".into(), json!(spec.go_real_below));
-                }
-            }
-            settings.insert("simulate_writes".into(), json!(spec.simulate_writes));
-        }
-        if let Some(run) = &spec.tools_from {
-            settings.insert("tools_from".into(), json!(run.display().to_string()));
-        }
+        let settings = recorded_settings(&spec);
         let mut roles = BTreeMap::new();
         if spec.world_model == "llm" {
             roles.insert(
