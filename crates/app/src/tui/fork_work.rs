@@ -1,6 +1,7 @@
 //! A fork started from the explorer (`b`): `cosmos fork` as a child process (one code path
 //! with the command line), its file followed as it grows, then the end told. The child's
-//! output goes to a log file, never to the terminal the explorer draws on; the child shares
+//! output goes to a private log file (a fresh random name, removed after), never to the
+//! terminal the explorer draws on; the child shares
 //! the explorer's process group, so a closed terminal stops both.
 //!
 //! Forks still running are kept in one table, so leaving the explorer can stop them (SIGTERM:
@@ -73,8 +74,21 @@ fn terminate(pid: u32) {
 /// file exists (or why it never came), its events as `LiveEvent`s, `FollowLost` if its file
 /// goes, then `ForkEnded`.
 pub fn run(id: RequestId, work: ForkWork, send: &mut dyn FnMut(Action)) {
-    let log = std::env::temp_dir().join(format!("cosmos-fork-{}-{id}.log", std::process::id()));
-    let child = match spawn(&work, &log) {
+    // A fresh file of a random name, made with O_EXCL and readable by this user alone: never
+    // one another user planted (a link at a predictable name would be truncated and written).
+    let log = match tempfile::Builder::new()
+        .prefix("cosmos-fork-")
+        .suffix(".log")
+        .tempfile()
+        .context("creating the fork's log file")
+    {
+        Ok(log) => log,
+        Err(e) => {
+            send(Action::Loaded(id, Box::new(Err(e))));
+            return;
+        }
+    };
+    let child = match spawn(&work, log.as_file()) {
         Ok(child) => child,
         Err(e) => {
             send(Action::Loaded(id, Box::new(Err(e))));
@@ -86,18 +100,17 @@ pub fn run(id: RequestId, work: ForkWork, send: &mut dyn FnMut(Action)) {
         pid: child.id(),
         stop: None,
     });
-    follow(id, child, &work.path, &log, send);
+    follow(id, child, &work.path, log.path(), send);
     running().retain(|r| r.id != id);
     send(Action::ForkEnded(id));
 }
 
-fn spawn(work: &ForkWork, log: &Path) -> Result<Child> {
-    let out = std::fs::File::create(log).with_context(|| format!("creating {}", log.display()))?;
+fn spawn(work: &ForkWork, out: &std::fs::File) -> Result<Child> {
     Command::new(&work.program)
         .args(&work.args)
         .stdin(Stdio::null())
         .stdout(out.try_clone()?)
-        .stderr(out)
+        .stderr(out.try_clone()?)
         .spawn()
         .with_context(|| format!("starting {}", work.program.display()))
 }
@@ -176,7 +189,6 @@ fn follow(id: RequestId, mut child: Child, path: &Path, log: &Path, send: &mut d
         std::thread::sleep(POLL_EVERY);
     }
     let _ = child.wait();
-    let _ = std::fs::remove_file(log);
 }
 
 /// The last lines of the fork's output (of its last 16 KiB), for a message.
@@ -221,7 +233,50 @@ fn said_cause(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::said_cause;
+    use super::*;
+
+    /// The fork's log is a fresh file of a random name: a link another user planted at any
+    /// name of the old pattern (`cosmos-fork-PID-ID.log`) in the temporary folder is never
+    /// followed, the child's output is still read back for the error, and the log is removed.
+    #[test]
+    fn the_forks_log_is_never_a_planted_file_and_is_removed_after() {
+        let tmp = tempfile::tempdir().unwrap();
+        let victim = tmp.path().join("victim.txt");
+        std::fs::write(&victim, "precious").unwrap();
+        let planted = tmp.path().join("planted");
+        std::fs::create_dir(&planted).unwrap();
+        for id in 0..4u64 {
+            let name = format!("cosmos-fork-{}-{id}.log", std::process::id());
+            std::os::unix::fs::symlink(&victim, planted.join(name)).unwrap();
+        }
+        // SAFETY: this test's process is its own (nextest runs each test apart); nothing else
+        // reads the environment while it is set.
+        unsafe { std::env::set_var("TMPDIR", &planted) };
+        let work = ForkWork {
+            program: "/bin/sh".into(),
+            original: tmp.path().join("run.jsonl"),
+            args: vec![
+                "-c".into(),
+                "echo 'cosmos: error: no such run' >&2; exit 3".into(),
+            ],
+            path: tmp.path().join("never.jsonl"),
+        };
+        let mut told = Vec::new();
+        run(2, work, &mut |a| told.push(a));
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+        let Some(Action::Loaded(2, loaded)) = told.first() else {
+            panic!("the end is told first: {told:?}");
+        };
+        let why = format!("{:#}", loaded.as_ref().as_ref().err().unwrap());
+        assert!(why.contains("cosmos: error: no such run"), "{why}");
+        assert!(matches!(told.last(), Some(Action::ForkEnded(2))));
+        let left: Vec<_> = std::fs::read_dir(&planted).unwrap().collect();
+        assert_eq!(
+            left.len(),
+            4,
+            "only the planted links remain: the log is removed"
+        );
+    }
 
     #[test]
     fn the_cause_is_the_error_line_not_the_warning_before_it() {
