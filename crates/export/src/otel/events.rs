@@ -9,7 +9,6 @@ use cosmos_trajectory::event::{Action, Event, EventBody, NodeId, RunStatus, VALI
 use cosmos_trajectory::recorded_call::RecordedCall;
 
 use super::trace::{Trace, attr, name_of, redacted_text};
-use cosmos_trajectory::event::PredictionRecord;
 
 impl Trace {
     /// A `phase` event.
@@ -161,16 +160,7 @@ impl Trace {
     pub(super) fn on_node_simulated(&mut self, event: &Event) {
         let t = event.t_ms;
         let EventBody::NodeSimulated {
-            node,
-            prediction:
-                PredictionRecord {
-                    world_model,
-                    observation,
-                    latency_ms,
-                    tokens,
-                    ..
-                },
-            ..
+            node, prediction, ..
         } = &event.body
         else {
             return;
@@ -188,20 +178,20 @@ impl Trace {
             None => ("unknown".to_string(), None),
         };
         let parent = parent.unwrap_or_else(|| self.parent().clone());
-        let mut attrs = self.simulation_attrs(&tool, world_model, observation, *tokens);
+        let mut attrs = self.simulation_attrs(&tool, prediction);
         attrs.push(attr("cosmos.node.id", *node as i64));
         let cx = self.closed_span(
             format!("execute_tool {tool}"),
             &parent,
-            t.saturating_sub(*latency_ms),
+            t.saturating_sub(prediction.latency_ms),
             t,
             attrs,
         );
         let id = cx.span().span_context().span_id();
-        if world_model != VALIDATOR
+        if prediction.world_model != VALIDATOR
             && let Some(n) = self.nodes.get_mut(node)
         {
-            n.simulated = Some(Box::new((id, observation.clone())));
+            n.simulated = Some(Box::new((id, prediction.observation.clone())));
         }
     }
 
@@ -209,33 +199,25 @@ impl Trace {
     pub(super) fn on_call_simulated(&mut self, event: &Event) {
         let t = event.t_ms;
         let EventBody::CallSimulated {
-            step,
-            prediction:
-                PredictionRecord {
-                    world_model,
-                    observation,
-                    latency_ms,
-                    tokens,
-                    ..
-                },
-            ..
+            step, prediction, ..
         } = &event.body
         else {
             return;
         };
         let attrs = {
-            let mut a = self.simulation_attrs("", world_model, observation, *tokens);
+            let mut a = self.simulation_attrs("", prediction);
             a.push(attr("cosmos.step", *step as i64));
             a
         };
         let cx = self.closed_span(
             "execute_tool (simulated)".to_string(),
             self.parent(),
-            t.saturating_sub(*latency_ms),
+            t.saturating_sub(prediction.latency_ms),
             t,
             attrs,
         );
-        self.step_simulation = Some((*step, cx.span().span_context().clone(), observation.clone()));
+        let observation = prediction.observation.clone();
+        self.step_simulation = Some((*step, cx.span().span_context().clone(), observation));
     }
 
     /// A `node_evaluated` event.

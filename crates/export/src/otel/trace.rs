@@ -16,7 +16,9 @@ use opentelemetry_sdk::trace::SdkTracer;
 use serde_json::Value;
 
 use cosmos_trajectory::catalog::ToolCatalog;
-use cosmos_trajectory::event::{Event, EventBody, Header, NodeId, Observation, VALIDATOR};
+use cosmos_trajectory::event::{
+    Event, EventBody, Header, NodeId, Observation, PredictionRecord, VALIDATOR,
+};
 use cosmos_trajectory::reader::EventStream;
 use cosmos_trajectory::redact::Redactor;
 
@@ -325,10 +327,14 @@ impl Trace {
     pub(super) fn simulation_attrs(
         &self,
         tool: &str,
-        world_model: &str,
-        observation: &Observation,
-        tokens: Option<u64>,
+        prediction: &PredictionRecord,
     ) -> Vec<KeyValue> {
+        let PredictionRecord {
+            world_model,
+            observation,
+            tokens,
+            ..
+        } = prediction;
         let mut attrs = vec![
             attr("gen_ai.operation.name", "execute_tool"),
             attr("mcp.method.name", "tools/call"),
@@ -344,7 +350,7 @@ impl Trace {
         if world_model == VALIDATOR {
             attrs.push(attr("cosmos.simulated.by_validator", true));
         }
-        if let Some(tokens) = tokens {
+        if let Some(tokens) = *tokens {
             attrs.push(attr("cosmos.world_model.tokens", tokens as i64));
         }
         if self.content {
