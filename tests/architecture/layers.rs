@@ -653,3 +653,108 @@ fn an_agent_reaches_a_server_only_through_real_call() {
     .collect();
     assert_eq!(real_call_sites(&planted), ["agent/rehearse.rs"]);
 }
+
+/// Whether `outside` names the module `name` of `parent` (`cosmos_engine::mcp`): by its path, or
+/// in a braced import of its parent (`use cosmos_engine::mcp::{pool, server::Server}`).
+fn names_module(outside: &str, parent: &str, name: &str) -> bool {
+    let is_ident = |c: char| c.is_alphanumeric() || c == '_';
+    let path = format!("{parent}::{name}");
+    let by_path = outside.match_indices(&path).any(|(at, _)| {
+        !outside[at + path.len()..]
+            .chars()
+            .next()
+            .is_some_and(is_ident)
+    });
+    let braced = format!("{parent}::{{");
+    by_path
+        || outside.match_indices(&braced).any(|(at, _)| {
+            // The braced list, to its matching brace; each top-level entry's first name.
+            let list = &outside[at + braced.len()..];
+            let (mut depth, mut entry_start, mut names) = (0, 0, Vec::new());
+            for (i, c) in list.char_indices() {
+                match c {
+                    '{' => depth += 1,
+                    '}' if depth == 0 => {
+                        names.push(&list[entry_start..i]);
+                        break;
+                    }
+                    '}' => depth -= 1,
+                    ',' if depth == 0 => {
+                        names.push(&list[entry_start..i]);
+                        entry_start = i + 1;
+                    }
+                    _ => {}
+                }
+            }
+            names.iter().any(|entry| {
+                let first: String = entry.trim().chars().take_while(|&c| is_ident(c)).collect();
+                first == name
+            })
+        })
+}
+
+/// The engine's public modules that no other crate, test or bench names: each should be
+/// `pub(crate)`, so that what the engine makes public is what its users use.
+fn unused_public_modules(engine: &[(PathBuf, String)], outside: &str) -> Vec<String> {
+    let mut unused = Vec::new();
+    for (path, source) in engine {
+        let parent = std::iter::once("cosmos_engine".to_string())
+            .chain(module_of(path))
+            .collect::<Vec<_>>()
+            .join("::");
+        for line in production_code(source).lines() {
+            let Some(name) = line
+                .strip_prefix("pub mod ")
+                .and_then(|rest| rest.strip_suffix(';'))
+            else {
+                continue;
+            };
+            if !names_module(outside, &parent, name) {
+                unused.push(format!("{parent}::{name}"));
+            }
+        }
+    }
+    unused
+}
+
+#[test]
+fn the_engine_makes_public_only_the_modules_its_users_name() {
+    let mut outside = String::new();
+    let root = crates_dir().parent().unwrap().to_path_buf();
+    let mut files = Vec::new();
+    for dir in [
+        "crates/app/src",
+        "crates/export/src",
+        "crates/proxy/src",
+        "tests",
+        "benches",
+        "src",
+    ] {
+        rust_files(&root.join(dir), &mut files);
+    }
+    for file in &files {
+        outside.push_str(&std::fs::read_to_string(file).unwrap());
+        outside.push('\n');
+    }
+    let unused = unused_public_modules(&read_crate("engine"), &outside);
+    assert!(
+        unused.is_empty(),
+        "public modules of the engine no other crate names (make them pub(crate)): {unused:?}"
+    );
+    let engine: Vec<(PathBuf, String)> = [
+        ("lib.rs", "pub mod mcp;\npub mod quiet;\n"),
+        (
+            "mcp/mod.rs",
+            "pub mod pool;\npub mod server;\npub(crate) mod seed;\npub mod unused;\n",
+        ),
+    ]
+    .iter()
+    .map(|(p, s)| (PathBuf::from(p), s.to_string()))
+    .collect();
+    let outside = "use cosmos_engine::mcp::{pool, server::{Server, Timeouts}};\n\
+                   let q = cosmos_engine::quiet::x(); // cosmos_engine::mcp::unusedness";
+    assert_eq!(
+        unused_public_modules(&engine, outside),
+        ["cosmos_engine::mcp::unused"]
+    );
+}

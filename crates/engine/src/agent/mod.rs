@@ -31,23 +31,23 @@
 //! - **budget**: one meter per run; time is a deadline every await respects, and what is in
 //!   flight is cancelled and still recorded. **answer**: from the real results only.
 
-pub mod answer;
+pub(crate) mod answer;
 pub mod execute;
 pub mod fork;
 pub mod function_names;
 pub mod mcts;
-pub mod plan_exec;
+pub(crate) mod plan_exec;
 pub mod planner;
 pub mod ports;
-pub mod prompt;
-pub mod react;
+pub(crate) mod prompt;
+pub(crate) mod react;
 mod real_call;
 pub mod recorder;
 pub mod rehearse;
-pub mod search_env;
+pub(crate) mod search_env;
 pub mod session;
-pub mod settings;
-pub mod spiral;
+pub(crate) mod settings;
+pub(crate) mod spiral;
 
 #[cfg(test)]
 mod endings;

@@ -29,7 +29,8 @@ const MAX_SESSION_BYTES: u64 = 4 << 30;
 /// versions add some).
 #[derive(Debug, Deserialize)]
 pub struct Trajectory {
-    /// `ATIF-v1.7`…
+    /// `ATIF-v1.7`…: required, so a JSON document without it is not taken for a trajectory.
+    #[expect(dead_code, reason = "read only to require it")]
     pub schema_version: String,
     /// The session.
     #[serde(default)]
@@ -79,9 +80,6 @@ pub struct Step {
     /// Text or content parts.
     #[serde(default)]
     pub message: Value,
-    /// The model's reasoning.
-    #[serde(default)]
-    pub reasoning_content: Option<String>,
     /// The turn's calls.
     #[serde(default)]
     pub tool_calls: Option<Vec<ToolCall>>,

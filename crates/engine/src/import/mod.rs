@@ -49,13 +49,13 @@
 //! A torn `.eval` (no zip directory) is read from the front up to the tear; a `.json` that breaks
 //! off keeps its whole samples before the break; both are said.
 
-pub mod atif;
+pub(crate) mod atif;
 mod convert;
 mod draft;
 mod format;
-pub mod inspect;
+pub(crate) mod inspect;
 mod open;
-pub mod otlp;
+pub(crate) mod otlp;
 
 pub use convert::{Written, read, write};
 pub use draft::{Call, Draft, Ended, Imported, Turn, content_text, mcp_tool_name, timestamp};

@@ -122,8 +122,8 @@
 //!   is worded than about the rubric; the measurement is the script's to repeat with the model the
 //!   paper used.
 
-pub mod evidence;
-pub mod rubric;
+pub(crate) mod evidence;
+pub(crate) mod rubric;
 
 use crate::llm::chat::{Completion, LlmError};
 use crate::llm::chat_wire::Message;

@@ -2,9 +2,9 @@
 //! endpoint per role. `chat` is the port (one typed call), `http` its real implementation,
 //! `client` the layer every role uses (JSON ladder, tools mode, recorded messages).
 
-pub mod chat;
+pub(crate) mod chat;
 pub mod chat_wire;
 pub mod client;
 pub mod endpoints;
 pub mod http_chat;
-pub mod json;
+pub(crate) mod json;

@@ -1,22 +1,22 @@
 //! MCP servers (docs/design.md, "MCP servers"): configuration, connections with rmcp over stdio and
 //! streamable HTTP, and the namespaced tool catalogue.
 
-pub mod arrivals;
-pub mod client_assertion;
+pub(crate) mod arrivals;
+pub(crate) mod client_assertion;
 pub mod elicitation;
-pub mod git;
+pub(crate) mod git;
 pub mod mcp_json;
 pub mod oauth;
-pub mod oversized;
+pub(crate) mod oversized;
 pub mod pool;
-pub mod process_group;
+pub(crate) mod process_group;
 pub mod sandbox;
-pub mod sandbox_home;
-pub mod seed;
-pub mod seed_git;
+pub(crate) mod sandbox_home;
+pub(crate) mod seed;
+pub(crate) mod seed_git;
 pub mod server;
 pub mod shared;
-pub mod state_tree;
+pub(crate) mod state_tree;
 pub mod state_view;
 pub mod unasked;
 

@@ -35,11 +35,11 @@
 //! | `cached` | The wrapped model's, remembered with its answer. | the wrapped model's |
 //! | `ensemble` | The members' agreement: the mean two-way fidelity between the predictions of each pair of members that answered; none when only one did (see "Ensembles"). | `agreement` |
 
-pub mod cached;
+pub(crate) mod cached;
 pub mod command;
-pub mod ensemble;
+pub(crate) mod ensemble;
 pub mod llm;
-pub mod memory;
+pub(crate) mod memory;
 pub mod named;
 
 use std::sync::Arc;
