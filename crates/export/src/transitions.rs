@@ -6,7 +6,7 @@
 //! asked for. Examples are deduplicated (the same input once), redacted, and with `--split`
 //! divided by task, so no task is on both sides; a datasheet says what is in them.
 //!
-//! # Transitions (moved from docs/export.md)
+//! # Transitions
 //!
 //! One example per real tool call of the runs (`tool_called` events; wm-eval files are skipped).
 //! The example's input is exactly what the `llm` world model sends to simulate that call: its

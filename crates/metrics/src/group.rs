@@ -5,7 +5,7 @@
 //! (each row names its `EqCohort`; `cohorts_note` prints them under every table that shows EQ)
 //! and anchored on the task's reference call count, judge aggregates, flags.
 //!
-//! # Why two groupings of the same runs give two Execution Qualities (moved from docs/report-format.md)
+//! # Why two groupings of the same runs give two Execution Qualities
 //!
 //! Execution Quality's efficiency term is normalised within a cohort: the rows of one planner that
 //! made calls, by their calls per task (the paper's definition). A row is whatever `--group-by` makes

@@ -27,7 +27,7 @@
 //! | `decision` | with `--decision` only: `{n, same, rate: {mean, ci}}`, how often the planner's next action given the simulation was the one it took given the real result |
 //! | `pairs` | every pair in the order given, on the calls both simulated: `mean_diff` of `fidelity(a) − fidelity(b)`, its paired 95% interval `ci` (within ±1, clustered by the run each call came from as the world models' fidelity is; `null` under 3 calls, or 3 runs when a run gave several), and `wins`/`ties`/`losses` for `a` |
 //!
-//! # An example of the JSON shape (moved from docs/report-format.md)
+//! # An example of the JSON shape
 //!
 //! ```json
 //! {

@@ -25,7 +25,7 @@
 //! generated runs) to the report's JSON and to the file's own lines. Every bounded figure is
 //! written by `metrics/figure.rs` (never `100%` or `0` unless exact).
 //!
-//! # MCP-Bench's rule-based metrics, side by side (moved from docs/report-format.md)
+//! # MCP-Bench's rule-based metrics, side by side
 //!
 //! MCP-Bench (Accenture/mcp-bench) computes these in `benchmark/evaluator.py`
 //! (`_calculate_tool_accuracy_metrics`, `_calculate_server_utilization_metrics`) over the executor's

@@ -22,7 +22,7 @@
 //! each interval covers the truth on simulated metrics (`tests/reports/interval_coverage.rs` holds the
 //! windows, `benches/coverage.rs` prints the table; docs/report-format.md, "Intervals").
 //!
-//! # Intervals (moved from docs/report-format.md)
+//! # Intervals
 //!
 //! Each interval is chosen for what its metric is. Coverage is measured, not assumed:
 //! `tests/reports/interval_coverage.rs` draws 2,000 samples per case from distributions shaped like the

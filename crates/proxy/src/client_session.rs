@@ -21,7 +21,7 @@
 //! has served nothing for `--session-idle-s` (`idle_expired`; `Serving` marks a call in service,
 //! however long); the handler opens a new one at the client's next call.
 //!
-//! # A session as a run (moved from docs/trajectory-format.md)
+//! # A session as a run
 //!
 //! `cosmos proxy` records each client session as a run in the same events. The header's agent is
 //! `{"kind": "external", "settings": {"client": {"name", "version"}, "protocol"?, "sessionless"?,

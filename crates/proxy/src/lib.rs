@@ -29,7 +29,7 @@
 //!   reads it: -32600 for a line over 16 MiB read past in bounded memory; replies written between
 //!   rmcp's whole lines). The `_meta` keys of results (`META_*`).
 //!
-//! # What passes through, as the guide told it (moved from docs/guide.md)
+//! # What passes through
 //!
 //! **Everything else passes through.** Capabilities, `instructions`, prompts, resources
 //! (subscriptions included), completion, logging, list changes, cancellation, and the server's

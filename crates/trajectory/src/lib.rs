@@ -5,7 +5,7 @@
 //! run with its indices, [`fold`] computes the state at any cursor, and [`tail`] follows a
 //! file another process is still writing.
 //!
-//! # Reading at the speed of the disk (moved from docs/design.md)
+//! # Reading at the speed of the disk
 //!
 //! **Reading at the speed of the disk.** A SPIRAL run is nearly all search lines, and a
 //! prediction's text is most of their bytes, so decoding decides speed. The writer puts `seq`,

@@ -15,7 +15,7 @@
 //!   end, a stop, and the run's remaining time; a stop cancels what is in flight) and the one
 //!   place that builds `llm_call` events.
 //!
-//! # One pipeline (moved from docs/design.md)
+//! # One pipeline
 //!
 //! - **decide / propose**: the next action or K candidates; in JSON mode the reply's schema has
 //!   one branch per tool with its own input schema, so an enforcing decoder can only call a real

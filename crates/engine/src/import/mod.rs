@@ -31,7 +31,7 @@
 //! | OTLP: an LLM span (`chat`, `LLM`): model, `gen_ai.usage.*` / `llm.token_count.*`, its length | a planner turn with its latency (a span of another `cosmos.role` is skipped) |
 //! | OTLP: a tool span (`execute_tool`, `TOOL`): `gen_ai.tool.name` / `tool.name`, `gen_ai.tool.call.arguments` / `input.value`, `gen_ai.tool.call.result` / `output.value`, an error status | a real call (a span marked `cosmos.simulated` is skipped) |
 //!
-//! # What a source lacks, and limits (moved from docs/import.md)
+//! # What a source lacks, and limits
 //!
 //! **Nothing is invented.** What the source lacks stays absent (format version 2 made `started_at`,
 //! the planner, the request, a call's `result`, `t_ms`, latencies and tokens optional). The

@@ -19,7 +19,7 @@
 //! left it). Invariant: no server cosmos starts sees a seed or an unfilled
 //! `${COSMOS_STATE_DIR}` (`server.rs` refuses to start one).
 //!
-//! # A run's state, as the guide told it (moved from docs/guide.md)
+//! # A run's state
 //!
 //! **State.** A server that keeps state can get a fresh copy of a seed for every run: its entry
 //! names the seed (a file, a folder, or a `.tar`) and the copy with `${COSMOS_STATE_DIR}`:

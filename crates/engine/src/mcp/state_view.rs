@@ -26,7 +26,7 @@
 //! server, one call at a time on it, and puts the change in the `CallOutcome`; wm-eval replays
 //! the recorded changes on the header's `start_state`.
 //!
-//! # State as fields (moved from docs/trajectory-format.md)
+//! # State as fields
 //!
 //! A sandboxed state is read as named fields (`mcp::state_view`), by what the seed's copy is:
 //!

@@ -7,7 +7,7 @@
 //! since it judges its first argument as the prediction). One member answering alone gives no
 //! agreement, so no confidence: nothing invents a number.
 //!
-//! # Ensembles (moved from docs/world-models.md)
+//! # Ensembles
 //!
 //! An `ensemble` asks each of its members the same call at once (it takes as long as its slowest
 //! member, and spends what they all spend: every member's LLM calls are the run's, counted against

@@ -25,7 +25,7 @@
 //! by name, none an ensemble) and builds it; a memory world model (or an ensemble with one) can be
 //! built without one run's calls (leave one run out), for evaluating calls of that run.
 //!
-//! # How each kind gives its confidence (moved from docs/world-models.md)
+//! # How each kind gives its confidence
 //!
 //! | kind | confidence | source |
 //! |---|---|---|

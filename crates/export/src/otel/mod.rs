@@ -25,7 +25,7 @@
 //! | `search` | the search's first node … `search_finished` | the phase | `cosmos.search.root`, `.iterations`, `.expanded`, `.revisited`, `.widened`, `.retried`, `.fruitless`, `.stopped`; one span event `cosmos.node` per node with `cosmos.node.visits` and `cosmos.node.value` (mean) |
 //! | `probe #{node}` / `execute_tool {tool}` | `node_probed` / `probe_called` | the run | `cosmos.probe = true`, `cosmos.simulated`, `cosmos.world_model`, `cosmos.node.id`, `error.type` |
 //!
-//! # Times, content and delivery (moved from docs/export.md)
+//! # Times, content and delivery
 //!
 //! - **Times** come from the trajectory: a span starts at `started_at + t_ms − latency_ms` and
 //!   ends at `started_at + t_ms`, so an old run keeps its real durations.

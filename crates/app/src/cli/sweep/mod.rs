@@ -23,7 +23,7 @@
 //! max_steps = 2
 //! ```
 //!
-//! # Cells, resuming, the matrix, shards (moved from docs/sweeps.md)
+//! # Cells, resuming, the matrix, shards
 //!
 //! - **Cells.** Each (task, configuration, repeat) has an id derived from its content (the task
 //!   file as named in the spec, the task id, the configuration's settings, the repeat); its run is
