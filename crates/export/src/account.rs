@@ -5,17 +5,17 @@
 //! the metrics from `metrics::run::of_run` and the plan's reason from `plan_why`, as every
 //! view does.
 
-use cosmos_trajectory::recorded_call::RecordedCall;
 use std::io::Write;
 
 use anyhow::Result;
 use serde_json::Value;
 
-use cosmos_metrics::run::{RunFacts, of_run};
+use cosmos_metrics::run::{RunFacts, RunMetrics, of_run};
 use cosmos_trajectory::describe::{call_label, summary};
 use cosmos_trajectory::event::{EventBody, Observation};
 use cosmos_trajectory::fold::TreeState;
 use cosmos_trajectory::plan_why::plan_why;
+use cosmos_trajectory::recorded_call::RecordedCall;
 use cosmos_trajectory::run::Run;
 
 /// The version of the JSON document's shape.
@@ -63,11 +63,34 @@ fn observation(o: &Observation) -> String {
 
 /// The markdown account of `run`, written to `out`.
 pub fn markdown(run: &Run, out: &mut dyn Write) -> Result<()> {
-    let h = &run.header;
     let k = run.len();
-    let metrics = of_run(run);
-    let state = TreeState::fold(run, k);
-    let facts = RunFacts::of(run);
+    settings_section(run, out)?;
+    plan_section(run, &TreeState::fold(run, k), out)?;
+    steps_section(run, out)?;
+    writeln!(out, "\n## Answer\n")?;
+    match run.answer_at(k) {
+        Some(answer) => out.write_all(fenced(answer, "text").as_bytes())?,
+        None => writeln!(out, "No answer.")?,
+    }
+    metrics_section(&of_run(run), out)?;
+    let notes: Vec<String> = run
+        .all_events()
+        .iter()
+        .filter(|e| matches!(e.body, EventBody::Annotation { .. }))
+        .map(summary)
+        .collect();
+    if !notes.is_empty() {
+        writeln!(out, "\n## Notes\n")?;
+        for note in notes {
+            writeln!(out, "- {note}")?;
+        }
+    }
+    Ok(())
+}
+
+/// The Markdown account's title, task, settings and the lines the reader skipped.
+fn settings_section(run: &Run, out: &mut dyn Write) -> Result<()> {
+    let h = &run.header;
     writeln!(
         out,
         "# {} · {} · {}\n",
@@ -113,7 +136,13 @@ pub fn markdown(run: &Run, out: &mut dyn Write) -> Result<()> {
         }
     }
 
-    if let Some(why) = plan_why(run, &state, k) {
+    Ok(())
+}
+
+/// Why the plan was chosen (its rule and candidates), and each search's accounting.
+fn plan_section(run: &Run, state: &TreeState, out: &mut dyn Write) -> Result<()> {
+    let k = run.len();
+    if let Some(why) = plan_why(run, state, k) {
         writeln!(out, "\n## Plan\n")?;
         writeln!(out, "Rule `{}`: {}.", why.rule, why.path)?;
         if !why.pool.is_empty() {
@@ -157,6 +186,12 @@ pub fn markdown(run: &Run, out: &mut dyn Write) -> Result<()> {
         }
     }
 
+    Ok(())
+}
+
+/// Each real step: the simulated result beside the real one, and its fidelity.
+fn steps_section(run: &Run, out: &mut dyn Write) -> Result<()> {
+    let facts = RunFacts::of(run);
     writeln!(out, "\n## Steps\n")?;
     if run.steps().is_empty() {
         writeln!(out, "No real tool call was made.")?;
@@ -206,11 +241,11 @@ pub fn markdown(run: &Run, out: &mut dyn Write) -> Result<()> {
         }
     }
 
-    writeln!(out, "\n## Answer\n")?;
-    match run.answer_at(k) {
-        Some(answer) => out.write_all(fenced(answer, "text").as_bytes())?,
-        None => writeln!(out, "No answer.")?,
-    }
+    Ok(())
+}
+
+/// The run's metrics, as `metrics::run` computes them.
+fn metrics_section(metrics: &RunMetrics, out: &mut dyn Write) -> Result<()> {
     writeln!(out, "\n## Metrics\n")?;
     writeln!(out, "| metric | value |\n|---|---|")?;
     let rate = |v: Option<f64>| v.map_or("—".to_string(), |v| format!("{v:.3}"));
@@ -255,18 +290,6 @@ pub fn markdown(run: &Run, out: &mut dyn Write) -> Result<()> {
         metrics.wall_ms as f64 / 1000.0
     )?;
 
-    let notes: Vec<String> = run
-        .all_events()
-        .iter()
-        .filter(|e| matches!(e.body, EventBody::Annotation { .. }))
-        .map(summary)
-        .collect();
-    if !notes.is_empty() {
-        writeln!(out, "\n## Notes\n")?;
-        for note in notes {
-            writeln!(out, "- {note}")?;
-        }
-    }
     Ok(())
 }
 
