@@ -6,6 +6,8 @@
 //!   file (through `crate::`, `super::`, `self::` or a child module's name) depends on it, and
 //!   the dependencies between files form no circle. A type two files share lives in a leaf;
 //! - no two files of one crate share a name (`mod.rs` and the crate roots aside).
+//! - an engine or app module is public only when another crate, a test or a bench names it;
+//! - an agent reaches a server only through `agent/real_call.rs`.
 //!
 //! Test code (each item under `#[cfg(test)]`, by its span) may reach anywhere and is not read;
 //! the rest of the file is, whatever follows a test module.
@@ -693,12 +695,12 @@ fn names_module(outside: &str, parent: &str, name: &str) -> bool {
         })
 }
 
-/// The engine's public modules that no other crate, test or bench names: each should be
-/// `pub(crate)`, so that what the engine makes public is what its users use.
-fn unused_public_modules(engine: &[(PathBuf, String)], outside: &str) -> Vec<String> {
+/// The public modules of crate `krate` (its files) that `outside` never names: each should be
+/// `pub(crate)`, so that what a crate makes public is what its users use.
+fn unused_public_modules(krate: &str, files: &[(PathBuf, String)], outside: &str) -> Vec<String> {
     let mut unused = Vec::new();
-    for (path, source) in engine {
-        let parent = std::iter::once("cosmos_engine".to_string())
+    for (path, source) in files {
+        let parent = std::iter::once(krate.to_string())
             .chain(module_of(path))
             .collect::<Vec<_>>()
             .join("::");
@@ -717,29 +719,41 @@ fn unused_public_modules(engine: &[(PathBuf, String)], outside: &str) -> Vec<Str
     unused
 }
 
-#[test]
-fn the_engine_makes_public_only_the_modules_its_users_name() {
-    let mut outside = String::new();
+/// The Rust sources under `dirs` (relative to the workspace root), one string.
+fn sources_under(dirs: &[&str]) -> String {
     let root = crates_dir().parent().unwrap().to_path_buf();
     let mut files = Vec::new();
-    for dir in [
+    for dir in dirs {
+        rust_files(&root.join(dir), &mut files);
+    }
+    files
+        .iter()
+        .map(|f| std::fs::read_to_string(f).unwrap())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn the_engine_and_the_app_make_public_only_the_modules_their_users_name() {
+    let users_of_engine = sources_under(&[
         "crates/app/src",
         "crates/export/src",
         "crates/proxy/src",
         "tests",
         "benches",
         "src",
-    ] {
-        rust_files(&root.join(dir), &mut files);
-    }
-    for file in &files {
-        outside.push_str(&std::fs::read_to_string(file).unwrap());
-        outside.push('\n');
-    }
-    let unused = unused_public_modules(&read_crate("engine"), &outside);
+    ]);
+    let users_of_app = sources_under(&["tests", "benches", "src"]);
+    let mut unused =
+        unused_public_modules("cosmos_engine", &read_crate("engine"), &users_of_engine);
+    unused.extend(unused_public_modules(
+        "cosmos_app",
+        &read_crate("app"),
+        &users_of_app,
+    ));
     assert!(
         unused.is_empty(),
-        "public modules of the engine no other crate names (make them pub(crate)): {unused:?}"
+        "public modules no other crate, test or bench names (make them pub(crate)): {unused:?}"
     );
     let engine: Vec<(PathBuf, String)> = [
         ("lib.rs", "pub mod mcp;\npub mod quiet;\n"),
@@ -754,7 +768,7 @@ fn the_engine_makes_public_only_the_modules_its_users_name() {
     let outside = "use cosmos_engine::mcp::{pool, server::{Server, Timeouts}};\n\
                    let q = cosmos_engine::quiet::x(); // cosmos_engine::mcp::unusedness";
     assert_eq!(
-        unused_public_modules(&engine, outside),
+        unused_public_modules("cosmos_engine", &engine, outside),
         ["cosmos_engine::mcp::unused"]
     );
 }

@@ -33,7 +33,7 @@ mod judge;
 mod live;
 mod logging;
 mod login;
-pub mod output;
+pub(crate) mod output;
 mod proxy;
 mod recheck;
 mod report;

@@ -114,8 +114,8 @@
 pub mod action;
 pub mod app;
 pub mod feed;
-pub mod fork_spec;
-pub mod fork_work;
+pub(crate) mod fork_spec;
+pub(crate) mod fork_work;
 pub mod jobs;
 pub mod keymap;
 pub mod open;
@@ -125,7 +125,7 @@ pub mod terminal;
 pub mod theme;
 pub mod view;
 pub mod views;
-pub mod widgets;
+pub(crate) mod widgets;
 
 use std::path::PathBuf;
 use std::sync::mpsc::Sender;

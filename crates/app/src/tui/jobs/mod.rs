@@ -9,8 +9,8 @@
 //! `probe.rs` (a probe, a real call or a note appended to the run). A new job is a new file
 //! there; neither `app.rs` nor `terminal.rs` changes.
 
-pub mod find;
-pub mod groups;
-pub mod probe;
+pub(crate) mod find;
+pub(crate) mod groups;
+pub(crate) mod probe;
 pub mod recount;
-pub mod wire;
+pub(crate) mod wire;

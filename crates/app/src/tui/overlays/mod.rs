@@ -4,6 +4,6 @@ pub mod confirm;
 pub mod elicit_form;
 pub mod fork_form;
 pub mod help;
-pub mod overlay;
-pub mod page_prompt;
+pub(crate) mod overlay;
+pub(crate) mod page_prompt;
 pub mod picker;

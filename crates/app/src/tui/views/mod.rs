@@ -5,5 +5,5 @@ pub mod compare;
 pub mod notes;
 pub mod run_view;
 pub mod sweep_view;
-pub mod wire_view;
+pub(crate) mod wire_view;
 pub mod wm_eval_view;

@@ -62,11 +62,6 @@ impl WireView {
         }
     }
 
-    /// The log shown.
-    pub fn log(&self) -> &WireLog {
-        &self.log
-    }
-
     /// The list's and the selected message's areas in `rect`, the box's inside.
     fn panes(rect: Rect) -> [Rect; 2] {
         Layout::vertical([Constraint::Percentage(55), Constraint::Fill(1)]).areas(rect)

@@ -117,11 +117,6 @@ impl<T> Wrapped<T> {
         self.rows.len()
     }
 
-    /// True when there is no text.
-    pub fn is_empty(&self) -> bool {
-        self.rows.is_empty()
-    }
-
     /// Rows from `offset`: each row's line index, text, and what its line carries.
     pub fn rows(&self, offset: usize, count: usize) -> impl Iterator<Item = (usize, &str, &T)> {
         self.rows

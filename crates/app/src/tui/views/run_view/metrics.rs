@@ -184,7 +184,8 @@ impl SeriesBuilder {
         &self.series
     }
 
-    /// The series.
+    /// The series, the builder done with (tests build one whole).
+    #[cfg(test)]
     pub fn finish(self) -> Series {
         self.series
     }

@@ -8,11 +8,11 @@
 mod additions;
 mod branch;
 pub mod inspector;
-pub mod metrics;
-pub mod observation;
-pub mod playback;
+pub(crate) mod metrics;
+pub(crate) mod observation;
+pub(crate) mod playback;
 pub mod search;
-pub mod timeline;
+pub(crate) mod timeline;
 pub mod tree;
 
 use std::sync::mpsc::Sender;

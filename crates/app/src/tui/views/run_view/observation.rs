@@ -262,11 +262,6 @@ impl ObservationView {
         self.simulated.lines.len().max(self.real.lines.len())
     }
 
-    /// True when there is nothing to show.
-    pub fn is_empty(&self) -> bool {
-        self.key.is_none()
-    }
-
     /// Scrolls by `delta` lines (of the longer side).
     pub fn scroll_by(&mut self, delta: isize) {
         let len = self.len();
