@@ -223,38 +223,31 @@ pub struct MetricsAt<'a> {
 
 /// Draws the numbers and charts.
 pub fn draw(frame: &mut Frame, area: Rect, block: Block, at: &MetricsAt<'_>, theme: &Theme) {
-    let (m, best_q, series, k) = (at.metrics, at.best_q, at.series, at.k);
     let inner = block.inner(area);
     frame.render_widget(block, area);
-    let pct = |v: Option<f64>| v.map_or("—".to_string(), |v| figure::percent(v, 0));
-    let role_tokens: Vec<String> = Role::ALL
-        .iter()
-        .filter(|r| m.llm[r.index()].calls > 0)
-        .map(|r| {
-            let u = m.llm[r.index()];
-            let tokens = if m.tokens_unrecorded {
-                "—".to_string()
-            } else {
-                (u.prompt_tokens + u.completion_tokens).to_string()
-            };
-            format!("{} {}×/{tokens}", r.as_str(), u.calls)
-        })
+    let lines = text_lines(at, theme);
+    let text_height = lines.len() as u16;
+    let [text_area, charts] =
+        Layout::vertical([Constraint::Length(text_height), Constraint::Min(0)]).areas(inner);
+    // A line wider than the pane ends in `…`, never cut without a sign.
+    let width = text_area.width as usize;
+    let lines: Vec<Line> = lines
+        .into_iter()
+        .map(|l| crate::tui::widgets::fit::fit(l, width))
         .collect();
-    let mut phases: Vec<String> = Phase::ALL
-        .iter()
-        .filter(|p| m.phase_ms[**p as usize] > 0)
-        .map(|p| {
-            format!(
-                "{} {:.1}s",
-                p.as_str(),
-                m.phase_ms[*p as usize] as f64 / 1000.0
-            )
-        })
-        .collect();
-    // Time a person spent answering a server is theirs, not any phase's.
-    if m.waiting_ms > 0 {
-        phases.push(format!("answering {:.1}s", m.waiting_ms as f64 / 1000.0));
+    frame.render_widget(Paragraph::new(lines), text_area);
+    if charts.height >= 3 {
+        draw_charts(frame, charts, at, theme);
     }
+}
+
+/// The pane's text: status, calls, fidelity, tree, tokens, LLM calls, time, and (when the run
+/// has them) rejected replies, grounded calls, routing and the judge.
+fn text_lines<'a>(at: &MetricsAt<'_>, theme: &Theme) -> Vec<Line<'a>> {
+    let (m, best_q) = (at.metrics, at.best_q);
+    let pct = |v: Option<f64>| v.map_or("—".to_string(), |v| figure::percent(v, 0));
+    let role_tokens = role_tokens(m);
+    let phases = phase_times(m);
     let kv = |k: &str, v: String| {
         Line::from(vec![
             Span::styled(format!("{k:<10}"), theme.dim()),
@@ -404,19 +397,49 @@ pub fn draw(frame: &mut Frame, area: Rect, block: Block, at: &MetricsAt<'_>, the
             ),
         ));
     }
-    let text_height = lines.len() as u16;
-    let [text_area, charts] =
-        Layout::vertical([Constraint::Length(text_height), Constraint::Min(0)]).areas(inner);
-    // A line wider than the pane ends in `…`, never cut without a sign.
-    let width = text_area.width as usize;
-    let lines: Vec<Line> = lines
-        .into_iter()
-        .map(|l| crate::tui::widgets::fit::fit(l, width))
+    lines
+}
+
+/// Each role's LLM calls and tokens (`planner 3×/1200`), for the roles that made any.
+fn role_tokens(m: &RunMetrics) -> Vec<String> {
+    Role::ALL
+        .iter()
+        .filter(|r| m.llm[r.index()].calls > 0)
+        .map(|r| {
+            let u = m.llm[r.index()];
+            let tokens = if m.tokens_unrecorded {
+                "—".to_string()
+            } else {
+                (u.prompt_tokens + u.completion_tokens).to_string()
+            };
+            format!("{} {}×/{tokens}", r.as_str(), u.calls)
+        })
+        .collect()
+}
+
+/// The time of each phase the run spent any in, and the time a person spent answering.
+fn phase_times(m: &RunMetrics) -> Vec<String> {
+    let mut phases: Vec<String> = Phase::ALL
+        .iter()
+        .filter(|p| m.phase_ms[**p as usize] > 0)
+        .map(|p| {
+            format!(
+                "{} {:.1}s",
+                p.as_str(),
+                m.phase_ms[*p as usize] as f64 / 1000.0
+            )
+        })
         .collect();
-    frame.render_widget(Paragraph::new(lines), text_area);
-    if charts.height < 3 {
-        return;
+    // Time a person spent answering a server is theirs, not any phase's.
+    if m.waiting_ms > 0 {
+        phases.push(format!("answering {:.1}s", m.waiting_ms as f64 / 1000.0));
     }
+    phases
+}
+
+/// The three charts under the text: tool calls, tokens and best Q, each against the run's total.
+fn draw_charts(frame: &mut Frame, charts: Rect, at: &MetricsAt<'_>, theme: &Theme) {
+    let (m, best_q, series, k) = (at.metrics, at.best_q, at.series, at.k);
     let bars = series.bars(k, [m.tool_calls, m.tokens(), best_bar(best_q)]);
     // Counts are drawn against the run's total, so a bar's height does not move with the cursor.
     let scales = [series.tool_calls_so_far, series.tokens_so_far, 200];
