@@ -42,7 +42,7 @@ struct Side {
 /// State of the observation pane.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ObservationView {
-    key: Option<(Item, u32, Option<u32>, bool)>,
+    key: Option<Key>,
     heading: String,
     fidelity: Option<Fidelity>,
     /// A `finish` node: answers side by side, no fidelity to speak of.
@@ -71,7 +71,40 @@ fn grounded_at(run: &Run, slot: u32, k: usize) -> Option<u32> {
         })
 }
 
+/// What the view was prepared for: the item, its simulation's event, its real result's event,
+/// and whether an answer was given (a finish node's other side).
+type Key = (Item, u32, Option<u32>, bool);
+
 impl ObservationView {
+    /// A `finish` node's sides: its planned answer beside the answer the run gave (once given).
+    fn finish(key: Key, action: String, planned: &str, given_answer: Option<&str>) -> Self {
+        let side = |title: &str, text: &str, missing: &str| Side {
+            title: title.into(),
+            lines: if text.trim().is_empty() {
+                vec![(missing.to_string(), false)]
+            } else {
+                sanitize::lines(text, MAX_LINES, MAX_LINE_CHARS)
+                    .into_iter()
+                    .map(|l| (l, false))
+                    .collect()
+            },
+        };
+        Self {
+            key: Some(key),
+            heading: action,
+            fidelity: None,
+            finish: true,
+            grounded: false,
+            simulated: side("planned answer", planned, "(the planner wrote none)"),
+            real: side(
+                "answer given",
+                given_answer.unwrap_or(""),
+                "(not answered at this point)",
+            ),
+            scroll: Scroll::default(),
+        }
+    }
+
     /// Prepares the text for `item` at the cursor, unless it is already prepared.
     pub fn refresh(&mut self, run: &Run, facts: &RunFacts, state: &TreeState, item: Option<Item>) {
         let Some(item) = item else {
@@ -80,32 +113,7 @@ impl ObservationView {
         };
         let k = state.applied();
         let steps = run.steps_at(k);
-        let (action, sim_event, step) = match item {
-            Item::Node(slot) => {
-                let info = &run.nodes()[slot as usize];
-                let action = node_label(&run.event(info.added_at as usize).body);
-                let sim = state.node(slot).map_or(u32::MAX, |n| n.simulated);
-                (
-                    action,
-                    sim,
-                    steps.iter().rposition(|s| s.node == Some(slot)),
-                )
-            }
-            Item::Step(i) => {
-                let s = steps.get(i);
-                let sim = s
-                    .and_then(|s| s.simulated)
-                    .filter(|&e| (e as usize) < k)
-                    .unwrap_or(u32::MAX);
-                let action = s
-                    .and_then(|s| {
-                        RecordedCall::of(&run.event(s.event as usize).body)
-                            .map(|call| call_label(call.tool, call.arguments))
-                    })
-                    .unwrap_or_default();
-                (action, sim, s.map(|_| i))
-            }
-        };
+        let (action, sim_event, step) = selected(run, state, item);
         let step_index = step;
         let step = step_index.and_then(|i| steps.get(i));
         // A `finish` node has no simulation or real call: its planned answer goes beside the
@@ -138,31 +146,7 @@ impl ObservationView {
             return;
         }
         if let Some(planned) = planned_answer {
-            let side = |title: &str, text: &str, missing: &str| Side {
-                title: title.into(),
-                lines: if text.trim().is_empty() {
-                    vec![(missing.to_string(), false)]
-                } else {
-                    sanitize::lines(text, MAX_LINES, MAX_LINE_CHARS)
-                        .into_iter()
-                        .map(|l| (l, false))
-                        .collect()
-                },
-            };
-            *self = Self {
-                key: Some(key),
-                heading: action,
-                fidelity: None,
-                finish: true,
-                grounded: false,
-                simulated: side("planned answer", planned, "(the planner wrote none)"),
-                real: side(
-                    "answer given",
-                    given_answer.unwrap_or(""),
-                    "(not answered at this point)",
-                ),
-                scroll: Scroll::default(),
-            };
+            *self = Self::finish(key, action, planned, given_answer);
             return;
         }
         let simulated = run.simulated_observation(sim_event);
@@ -392,6 +376,39 @@ fn render(obs: &Observation) -> Vec<String> {
 /// A line without indentation and trailing comma, so reordered JSON still matches.
 fn normalize(line: &str) -> &str {
     line.trim().trim_end_matches(',')
+}
+
+/// The selected item's heading, its latest simulation's event (`u32::MAX` when none) and the
+/// index of the step that executed it, at the cursor.
+fn selected(run: &Run, state: &TreeState, item: Item) -> (String, u32, Option<usize>) {
+    let k = state.applied();
+    let steps = run.steps_at(k);
+    match item {
+        Item::Node(slot) => {
+            let info = &run.nodes()[slot as usize];
+            let action = node_label(&run.event(info.added_at as usize).body);
+            let sim = state.node(slot).map_or(u32::MAX, |n| n.simulated);
+            (
+                action,
+                sim,
+                steps.iter().rposition(|s| s.node == Some(slot)),
+            )
+        }
+        Item::Step(i) => {
+            let s = steps.get(i);
+            let sim = s
+                .and_then(|s| s.simulated)
+                .filter(|&e| (e as usize) < k)
+                .unwrap_or(u32::MAX);
+            let action = s
+                .and_then(|s| {
+                    RecordedCall::of(&run.event(s.event as usize).body)
+                        .map(|call| call_label(call.tool, call.arguments))
+                })
+                .unwrap_or_default();
+            (action, sim, s.map(|_| i))
+        }
+    }
 }
 
 #[cfg(test)]
