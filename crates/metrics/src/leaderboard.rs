@@ -500,22 +500,26 @@ pub enum Format {
     Json,
 }
 
-/// The leaderboard as text.
-pub fn render(board: &Leaderboard, format: Format) -> String {
-    if format == Format::Json {
-        return serde_json::to_string_pretty(board).unwrap_or_default() + "\n";
-    }
-    // Every figure here lies in [0, 1]: never shown as 0 or 1 unless it is exactly that.
+/// A figure in [0, 1], never shown as 0 or 1 unless it is exactly that; `—` for none.
+fn figure_text(v: Option<f64>) -> String {
+    v.map_or("—".to_string(), |v| super::figure::fraction(v, 2))
+}
+
+/// A mean with its 95% interval when it has one; `—` for none.
+fn mean_text(m: &Option<Mean>) -> String {
     let fraction = |v: f64| super::figure::fraction(v, 2);
-    let num = |v: Option<f64>| v.map_or("—".to_string(), fraction);
-    let mean = |m: &Option<Mean>| match m {
+    match m {
         Some(Mean {
             mean,
             ci: Some([lo, hi]),
         }) => format!("{} [{}, {}]", fraction(*mean), fraction(*lo), fraction(*hi)),
         Some(Mean { mean, ci: None }) => fraction(*mean),
         None => "—".into(),
-    };
+    }
+}
+
+/// The leaderboard's main table: a row per world model.
+fn main_table(board: &Leaderboard) -> (Vec<&'static str>, Vec<Vec<String>>) {
     let decided = board.world_models.iter().any(|w| w.decision.is_some());
     let mut header = vec![
         "world model",
@@ -544,29 +548,30 @@ pub fn render(board: &Leaderboard, format: Format) -> String {
                 format!("{}/{}", w.n, w.calls),
                 w.failed.to_string(),
                 w.no_prediction.to_string(),
-                mean(&w.fidelity),
-                num(w.error_prediction.precision),
-                num(w.error_prediction.recall),
-                num(w.error_prediction.f1),
+                mean_text(&w.fidelity),
+                figure_text(w.error_prediction.precision),
+                figure_text(w.error_prediction.recall),
+                figure_text(w.error_prediction.f1),
                 // How many of its predictions came with a confidence.
                 format!("{}/{}", w.calibration.n, w.n),
-                num(w.calibration.ece),
-                num(w.calibration.brier),
-                num(w.calibration.auroc),
+                figure_text(w.calibration.ece),
+                figure_text(w.calibration.brier),
+                figure_text(w.calibration.auroc),
                 w.tokens.to_string(),
             ];
             if decided {
                 row.push(w.decision.map_or("—".to_string(), |d| {
-                    format!("{}/{} {}", d.same, d.n, mean(&Some(d.rate)))
+                    format!("{}/{} {}", d.same, d.n, mean_text(&Some(d.rate)))
                 }));
             }
             row
         })
         .collect();
-    let mut out = String::new();
-    if format == Format::Csv {
-        return super::text_table::csv(&header, &rows);
-    }
+    (header, rows)
+}
+
+/// Each pair of world models on the calls both simulated.
+fn pairs_table(board: &Leaderboard) -> ([&'static str; 7], Vec<Vec<String>>) {
     let pair_header = [
         "a",
         "b",
@@ -595,54 +600,73 @@ pub fn render(board: &Leaderboard, format: Format) -> String {
             ]
         })
         .collect();
-    super::text_table::aligned(&mut out, &header, &rows, format == Format::Markdown);
-    // Worlds with state: shown when some call's effect on state is known.
+    (pair_header, pair_rows)
+}
+
+/// Fidelity by what each call did to its server's state, when some call's effect is known.
+fn state_table(board: &Leaderboard) -> Option<([&'static str; 10], Vec<Vec<String>>)> {
     let stateful = board
         .world_models
         .iter()
         .any(|w| w.by_state_change.keys().any(|k| *k != "unknown") || w.state_fidelity.is_some());
-    if stateful {
-        let split = |s: Option<&Split>| {
-            s.map_or("—".to_string(), |s| {
-                format!("{} (n={})", mean(&s.fidelity), s.n)
-            })
-        };
-        let state_header = [
-            "world model",
-            "changed state",
-            "unchanged",
-            "unknown",
-            "0 fields",
-            "1 field",
-            "2–4 fields",
-            "5+ fields",
-            "risk-weighted",
-            "predicted state",
-        ];
-        let state_rows: Vec<Vec<String>> = board
-            .world_models
-            .iter()
-            .map(|w| {
-                let mut row = vec![w.name.clone()];
-                for k in ["changed", "unchanged", "unknown"] {
-                    row.push(split(w.by_state_change.get(k)));
-                }
-                for k in ["0", "1", "2-4", "5+"] {
-                    row.push(split(w.by_fields_changed.get(k)));
-                }
-                row.push(num(w.risk_weighted_fidelity));
-                row.push(split(w.state_fidelity.as_ref()));
-                row
-            })
-            .collect();
-        out.push('\n');
-        super::text_table::aligned(
-            &mut out,
-            &state_header,
-            &state_rows,
-            format == Format::Markdown,
-        );
+    if !stateful {
+        return None;
     }
+    let split = |s: Option<&Split>| {
+        s.map_or("—".to_string(), |s| {
+            format!("{} (n={})", mean_text(&s.fidelity), s.n)
+        })
+    };
+    let state_header = [
+        "world model",
+        "changed state",
+        "unchanged",
+        "unknown",
+        "0 fields",
+        "1 field",
+        "2–4 fields",
+        "5+ fields",
+        "risk-weighted",
+        "predicted state",
+    ];
+    let state_rows: Vec<Vec<String>> = board
+        .world_models
+        .iter()
+        .map(|w| {
+            let mut row = vec![w.name.clone()];
+            for k in ["changed", "unchanged", "unknown"] {
+                row.push(split(w.by_state_change.get(k)));
+            }
+            for k in ["0", "1", "2-4", "5+"] {
+                row.push(split(w.by_fields_changed.get(k)));
+            }
+            row.push(figure_text(w.risk_weighted_fidelity));
+            row.push(split(w.state_fidelity.as_ref()));
+            row
+        })
+        .collect();
+    Some((state_header, state_rows))
+}
+
+/// The leaderboard as text.
+pub fn render(board: &Leaderboard, format: Format) -> String {
+    if format == Format::Json {
+        return serde_json::to_string_pretty(board).unwrap_or_default() + "\n";
+    }
+    let (header, rows) = main_table(board);
+    if format == Format::Csv {
+        return super::text_table::csv(&header, &rows);
+    }
+    let markdown = format == Format::Markdown;
+    let mut out = String::new();
+    super::text_table::aligned(&mut out, &header, &rows, markdown);
+    let state = state_table(board);
+    let stateful = state.is_some();
+    if let Some((state_header, state_rows)) = state {
+        out.push('\n');
+        super::text_table::aligned(&mut out, &state_header, &state_rows, markdown);
+    }
+    let (pair_header, pair_rows) = pairs_table(board);
     if !pair_rows.is_empty() {
         out.push('\n');
         super::text_table::aligned(
