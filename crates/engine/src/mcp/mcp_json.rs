@@ -223,6 +223,165 @@ pub struct McpConfig {
     pub secrets: Vec<String>,
 }
 
+/// One entry of the config, its `${VAR}`s expanded: each value that is or holds a secret joins
+/// `secrets` (so far, the whole file's), which the server keeps a copy of. A problem that spoils
+/// only this server is kept in it; one that makes the file wrong is an error.
+fn server_of(name: String, entry: EntryShape, secrets: &mut Vec<String>) -> Result<ServerConfig> {
+    if name.contains(':') {
+        bail!(
+            "server name \"{name}\" contains ':', which separates server from tool in tool names"
+        );
+    }
+    let mut problem = None;
+    // `all_secret`: every value is a secret (headers), else only credential-named keys.
+    let mut expand = |map: BTreeMap<String, String>, all_secret: bool| {
+        let mut out = BTreeMap::new();
+        for (k, v) in map {
+            match expand_vars(&v) {
+                Ok((value, expanded)) => {
+                    secrets.extend(expanded);
+                    if all_secret || names_a_secret_setting(&k) {
+                        secrets.push(value.clone());
+                    }
+                    out.insert(k, value);
+                }
+                Err(e) => {
+                    problem.get_or_insert(format!("{k}: {e:#}"));
+                }
+            }
+        }
+        out
+    };
+    let transport = match (entry.command, entry.url) {
+        (Some(_), None) if entry.oauth.is_some() => {
+            bail!("server \"{name}\" has \"oauth\", which is for a \"url\" server")
+        }
+        (Some(command), None) => {
+            if entry.kind.as_deref().is_some_and(|k| k != "stdio") {
+                bail!("server \"{name}\" has a command but type {:?}", entry.kind);
+            }
+            let env = expand(entry.env, false);
+            let mut args = Vec::with_capacity(entry.args.len());
+            for arg in entry.args {
+                match expand_vars(&arg) {
+                    Ok((value, expanded)) => {
+                        secrets.extend(expanded);
+                        args.push(value);
+                    }
+                    Err(e) => {
+                        problem.get_or_insert(format!("args: {e:#}"));
+                        args.push(arg);
+                    }
+                }
+            }
+            Transport::Stdio {
+                command,
+                args,
+                env,
+                cwd: entry.cwd,
+            }
+        }
+        (None, Some(url)) => {
+            let headers = expand(entry.headers, true);
+            let mut oauth = entry.oauth.unwrap_or_default();
+            // Each credential is a secret of the run, expanded or written out.
+            for (field, secret) in [
+                ("client_secret", &mut oauth.client_secret),
+                ("private_key", &mut oauth.private_key),
+                ("assertion", &mut oauth.assertion),
+            ] {
+                let Some(written) = secret.take() else {
+                    continue;
+                };
+                match expand_vars(&written) {
+                    Ok((value, expanded)) => {
+                        secrets.extend(expanded);
+                        secrets.push(value.clone());
+                        *secret = Some(value);
+                    }
+                    Err(e) => {
+                        problem.get_or_insert(format!("oauth.{field}: {e:#}"));
+                    }
+                }
+            }
+            let url = match expand_vars(&url) {
+                Ok((value, expanded)) => {
+                    secrets.extend(expanded);
+                    value
+                }
+                Err(e) => {
+                    problem.get_or_insert(format!("url: {e:#}"));
+                    url
+                }
+            };
+            Transport::Http {
+                url,
+                headers,
+                oauth,
+            }
+        }
+        (Some(_), Some(_)) => {
+            bail!("server \"{name}\" has both a command and a url; give one")
+        }
+        (None, None) => {
+            bail!("server \"{name}\" needs a \"command\" (stdio) or a \"url\" (streamable HTTP)")
+        }
+    };
+    let (shown, in_target) = match &transport {
+        Transport::Stdio { command, args, .. } => command_shown(command, args),
+        Transport::Http { url, .. } => url_shown(url),
+    };
+    secrets.extend(in_target);
+    // A `${VAR}`'s value is a secret wherever it was placed (a URL's path, an argument
+    // that names no credential): the shown target never holds it.
+    let shown = cosmos_trajectory::redact::Redactor::with_secrets(secrets.clone())
+        .redact_str(&shown)
+        .unwrap_or(shown);
+    let state_seed = entry.cosmos.state.map(|s| s.seed);
+    if state_seed.is_some() && matches!(transport, Transport::Http { .. }) {
+        bail!(
+            "server \"{name}\": \"cosmos\": {{\"state\": ...}} is for a server cosmos \
+             starts (\"command\"): a \"url\" server keeps its state where cosmos cannot \
+             copy it"
+        );
+    }
+    if state_seed.is_some() && entry.cosmos.shared {
+        bail!(
+            "server \"{name}\": a server with \"state\" is not \"shared\": each run gets \
+             its own copy"
+        );
+    }
+    if state_seed.is_none() && names_state_dir(&transport) {
+        problem.get_or_insert(format!(
+            "it names ${{{STATE_DIR_VAR}}} but declares no \"cosmos\": {{\"state\": \
+             {{\"seed\": PATH}}}} for cosmos to fill it"
+        ));
+    }
+    if let Some(place) = names_state_dir_elsewhere(&transport) {
+        problem.get_or_insert(format!(
+            "its {place} names ${{{STATE_DIR_VAR}}}, which cosmos fills only in \"args\", \
+             \"env\" and \"cwd\" (elsewhere it would be used as written)"
+        ));
+    }
+    if entry.cosmos.shared && matches!(transport, Transport::Http { .. }) {
+        bail!(
+            "server \"{name}\": \"cosmos\": {{\"shared\": true}} is for a server cosmos starts \
+             (\"command\"); a \"url\" server is already one process for every run"
+        );
+    }
+    Ok(ServerConfig {
+        name,
+        transport,
+        problem,
+        shared: entry.cosmos.shared,
+        state_seed,
+        live_state: entry.cosmos.live_state,
+        state_root: None,
+        shown,
+        secrets: secrets.clone(),
+    })
+}
+
 impl McpConfig {
     /// Reads and checks a config file; its secrets are cleaned from the log from now on.
     pub fn load(path: &Path) -> Result<Self> {
@@ -251,159 +410,8 @@ impl McpConfig {
         )?;
         let mut config = Self::default();
         for (name, entry) in shape.mcp_servers {
-            if name.contains(':') {
-                bail!(
-                    "server name \"{name}\" contains ':', which separates server from tool in tool names"
-                );
-            }
-            let mut problem = None;
-            // `all_secret`: every value is a secret (headers), else only credential-named keys.
-            let mut expand = |map: BTreeMap<String, String>, all_secret: bool| {
-                let mut out = BTreeMap::new();
-                for (k, v) in map {
-                    match expand_vars(&v) {
-                        Ok((value, expanded)) => {
-                            config.secrets.extend(expanded);
-                            if all_secret || names_a_secret_setting(&k) {
-                                config.secrets.push(value.clone());
-                            }
-                            out.insert(k, value);
-                        }
-                        Err(e) => {
-                            problem.get_or_insert(format!("{k}: {e:#}"));
-                        }
-                    }
-                }
-                out
-            };
-            let transport = match (entry.command, entry.url) {
-                (Some(_), None) if entry.oauth.is_some() => {
-                    bail!("server \"{name}\" has \"oauth\", which is for a \"url\" server")
-                }
-                (Some(command), None) => {
-                    if entry.kind.as_deref().is_some_and(|k| k != "stdio") {
-                        bail!("server \"{name}\" has a command but type {:?}", entry.kind);
-                    }
-                    let env = expand(entry.env, false);
-                    let mut args = Vec::with_capacity(entry.args.len());
-                    for arg in entry.args {
-                        match expand_vars(&arg) {
-                            Ok((value, expanded)) => {
-                                config.secrets.extend(expanded);
-                                args.push(value);
-                            }
-                            Err(e) => {
-                                problem.get_or_insert(format!("args: {e:#}"));
-                                args.push(arg);
-                            }
-                        }
-                    }
-                    Transport::Stdio {
-                        command,
-                        args,
-                        env,
-                        cwd: entry.cwd,
-                    }
-                }
-                (None, Some(url)) => {
-                    let headers = expand(entry.headers, true);
-                    let mut oauth = entry.oauth.unwrap_or_default();
-                    // Each credential is a secret of the run, expanded or written out.
-                    for (field, secret) in [
-                        ("client_secret", &mut oauth.client_secret),
-                        ("private_key", &mut oauth.private_key),
-                        ("assertion", &mut oauth.assertion),
-                    ] {
-                        let Some(written) = secret.take() else {
-                            continue;
-                        };
-                        match expand_vars(&written) {
-                            Ok((value, expanded)) => {
-                                config.secrets.extend(expanded);
-                                config.secrets.push(value.clone());
-                                *secret = Some(value);
-                            }
-                            Err(e) => {
-                                problem.get_or_insert(format!("oauth.{field}: {e:#}"));
-                            }
-                        }
-                    }
-                    let url = match expand_vars(&url) {
-                        Ok((value, expanded)) => {
-                            config.secrets.extend(expanded);
-                            value
-                        }
-                        Err(e) => {
-                            problem.get_or_insert(format!("url: {e:#}"));
-                            url
-                        }
-                    };
-                    Transport::Http {
-                        url,
-                        headers,
-                        oauth,
-                    }
-                }
-                (Some(_), Some(_)) => {
-                    bail!("server \"{name}\" has both a command and a url; give one")
-                }
-                (None, None) => bail!(
-                    "server \"{name}\" needs a \"command\" (stdio) or a \"url\" (streamable HTTP)"
-                ),
-            };
-            let (shown, secrets) = match &transport {
-                Transport::Stdio { command, args, .. } => command_shown(command, args),
-                Transport::Http { url, .. } => url_shown(url),
-            };
-            config.secrets.extend(secrets);
-            // A `${VAR}`'s value is a secret wherever it was placed (a URL's path, an argument
-            // that names no credential): the shown target never holds it.
-            let shown = cosmos_trajectory::redact::Redactor::with_secrets(config.secrets.clone())
-                .redact_str(&shown)
-                .unwrap_or(shown);
-            let state_seed = entry.cosmos.state.map(|s| s.seed);
-            if state_seed.is_some() && matches!(transport, Transport::Http { .. }) {
-                bail!(
-                    "server \"{name}\": \"cosmos\": {{\"state\": ...}} is for a server cosmos \
-                     starts (\"command\"): a \"url\" server keeps its state where cosmos cannot \
-                     copy it"
-                );
-            }
-            if state_seed.is_some() && entry.cosmos.shared {
-                bail!(
-                    "server \"{name}\": a server with \"state\" is not \"shared\": each run gets \
-                     its own copy"
-                );
-            }
-            if state_seed.is_none() && names_state_dir(&transport) {
-                problem.get_or_insert(format!(
-                    "it names ${{{STATE_DIR_VAR}}} but declares no \"cosmos\": {{\"state\": \
-                     {{\"seed\": PATH}}}} for cosmos to fill it"
-                ));
-            }
-            if let Some(place) = names_state_dir_elsewhere(&transport) {
-                problem.get_or_insert(format!(
-                    "its {place} names ${{{STATE_DIR_VAR}}}, which cosmos fills only in \"args\", \
-                     \"env\" and \"cwd\" (elsewhere it would be used as written)"
-                ));
-            }
-            if entry.cosmos.shared && matches!(transport, Transport::Http { .. }) {
-                bail!(
-                    "server \"{name}\": \"cosmos\": {{\"shared\": true}} is for a server cosmos starts \
-                     (\"command\"); a \"url\" server is already one process for every run"
-                );
-            }
-            config.servers.push(ServerConfig {
-                name,
-                transport,
-                problem,
-                shared: entry.cosmos.shared,
-                state_seed,
-                live_state: entry.cosmos.live_state,
-                state_root: None,
-                shown,
-                secrets: config.secrets.clone(),
-            });
+            let server = server_of(name, entry, &mut config.secrets)?;
+            config.servers.push(server);
         }
         Ok(config)
     }
