@@ -6,8 +6,7 @@ use crate::support;
 
 use std::path::Path;
 
-use cosmos_trajectory::event::PredictionRecord;
-use cosmos_trajectory::event::{Action, EventBody};
+use cosmos_trajectory::event::{Action, EventBody, PredictionRecord};
 use cosmos_trajectory::fold::TreeState;
 use cosmos_trajectory::run::Run;
 use serde_json::{Value, json};

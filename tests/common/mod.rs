@@ -4,10 +4,9 @@
 pub mod tmux;
 
 use chrono::{TimeZone, Utc};
-use cosmos_trajectory::event::PredictionRecord;
 use cosmos_trajectory::event::{
-    Action, AgentInfo, AgentKind, Event, EventBody, Header, ModelInfo, Observation, Phase, Role,
-    RunStatus, TaskInfo, ToolInfo, Totals, Verdict, WorldModelInfo,
+    Action, AgentInfo, AgentKind, Event, EventBody, Header, ModelInfo, Observation, Phase,
+    PredictionRecord, Role, RunStatus, TaskInfo, ToolInfo, Totals, Verdict, WorldModelInfo,
 };
 use cosmos_trajectory::run::Run;
 use cosmos_trajectory::synthetic::{self, Spec};

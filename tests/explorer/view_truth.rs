@@ -13,7 +13,7 @@ use cosmos_app::tui::keymap::{Command, Keymap};
 use cosmos_app::tui::open;
 use cosmos_app::tui::theme::Theme;
 use cosmos_app::tui::views::wm_eval_view::WmEvalView;
-use cosmos_trajectory::event::{AgentKind, EventBody, Observation, Origin};
+use cosmos_trajectory::event::{AgentKind, EventBody, Observation, Origin, PredictionRecord};
 use cosmos_trajectory::run::Run;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
@@ -21,7 +21,6 @@ use ratatui::layout::Rect;
 use serde_json::Value;
 
 use common::{cosmos_stdout as cosmos, render};
-use cosmos_trajectory::event::PredictionRecord;
 
 fn opened(run: Run, size: (u16, u16)) -> App {
     let area = Rect::new(0, 0, size.0, size.1 - 1);

@@ -5,8 +5,9 @@
 
 use crate::common;
 
-use cosmos_trajectory::event::PredictionRecord;
-use cosmos_trajectory::event::{Action, AgentKind, DecisionProblem, EventBody, Observation, Role};
+use cosmos_trajectory::event::{
+    Action, AgentKind, DecisionProblem, EventBody, Observation, PredictionRecord, Role,
+};
 use cosmos_trajectory::reader::{EventStream, Severity};
 use cosmos_trajectory::redact::Redactor;
 use cosmos_trajectory::writer::Writer;

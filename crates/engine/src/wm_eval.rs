@@ -44,10 +44,9 @@ use crate::metrics::run::RunAccumulator;
 use crate::world_model::cached::CachedWorldModel;
 use crate::world_model::named::{self, Built, BuiltInOptions};
 use crate::world_model::{HistoryStep, SimFailure, SimRequest, Simulation};
-use cosmos_trajectory::event::PredictionRecord;
 use cosmos_trajectory::event::{
-    AgentInfo, AgentKind, EventBody, Header, ModelInfo, Observation, Origin, RunStatus,
-    StateChange, StateFields, TaskInfo, ToolInfo,
+    AgentInfo, AgentKind, EventBody, Header, ModelInfo, Observation, Origin, PredictionRecord,
+    RunStatus, StateChange, StateFields, TaskInfo, ToolInfo,
 };
 use cosmos_trajectory::reader::{EventStream, collect_files};
 use cosmos_trajectory::redact::Redactor;

@@ -19,12 +19,11 @@ use anyhow::Result;
 use chrono::{DateTime, Duration, Utc};
 use serde_json::{Map, Value, json};
 
-use cosmos_trajectory::event::{EventBody, Role, Source};
+use cosmos_trajectory::event::{EventBody, PredictionRecord, Role, Source};
 use cosmos_trajectory::recorded_call::RecordedCall;
 use cosmos_trajectory::run::Run;
 
 use cosmos_metrics::fidelity;
-use cosmos_trajectory::event::PredictionRecord;
 
 /// The ATIF version written.
 pub const SCHEMA_VERSION: &str = "ATIF-v1.7";

@@ -63,11 +63,10 @@ use serde::{Deserialize, Serialize};
 
 use super::fidelity::{self, Fidelity};
 use cosmos_trajectory::catalog::ToolCatalog;
-use cosmos_trajectory::event::PredictionRecord;
 use cosmos_trajectory::event::{
     Action, ActionKind, AgentKind, AnsweredBy, DecisionProblem, Dimensions, Ending, Event,
-    EventBody, Header, JudgeRecord, NodeId, Observation, Phase, Role, Route, RunStatus, Totals,
-    Unrecorded, VALIDATOR,
+    EventBody, Header, JudgeRecord, NodeId, Observation, Phase, PredictionRecord, Role, Route,
+    RunStatus, Totals, Unrecorded, VALIDATOR,
 };
 use cosmos_trajectory::fold::TreeState;
 use cosmos_trajectory::lean::{Brief, LeanBody};

@@ -15,8 +15,9 @@ use super::real_call::{Made, from_recording, make};
 use super::{End, Env, rehearse};
 use crate::mcp::server::{CallOutcome, Progress};
 use crate::world_model::HistoryStep;
-use cosmos_trajectory::event::PredictionRecord;
-use cosmos_trajectory::event::{Action, Ending, EventBody, NodeId, PROGRESS_EVERY_MS};
+use cosmos_trajectory::event::{
+    Action, Ending, EventBody, NodeId, PROGRESS_EVERY_MS, PredictionRecord,
+};
 
 /// One call of a plan.
 #[derive(Debug, Clone)]

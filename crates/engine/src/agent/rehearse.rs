@@ -42,10 +42,9 @@ use super::{planner, real_call};
 use crate::world_model::{
     Confidence, HistoryStep, MemberPrediction, SimRequest, WorldModel, tokens_of,
 };
-use cosmos_trajectory::event::PredictionRecord;
 use cosmos_trajectory::event::{
-    Action, EventBody, NodeId, Observation, Role, Route, ToolInfo, VALIDATOR, Verdict,
-    own_tool_name,
+    Action, EventBody, NodeId, Observation, PredictionRecord, Role, Route, ToolInfo, VALIDATOR,
+    Verdict, own_tool_name,
 };
 
 /// SPIRAL's base reward of a verdict (the one table of them).

@@ -49,7 +49,7 @@ use anyhow::{Context, Result, bail};
 use serde_json::{Map, Value, json};
 
 use cosmos_trajectory::canonical::canonical;
-use cosmos_trajectory::event::{EventBody, FieldChange, StateChange, StateFields};
+use cosmos_trajectory::event::{FieldChange, StateChange, StateFields};
 use cosmos_trajectory::recorded_call::RecordedCall;
 use cosmos_trajectory::run::Run;
 
@@ -358,18 +358,13 @@ pub struct StateAround {
 /// change was recorded, the run kept no start state for its server, or a change on the way was
 /// cut (the state after it is unknown). Reads the server's earlier calls back from the file.
 pub fn around_call(run: &Run, event: usize) -> Option<StateAround> {
-    let EventBody::ToolCalled {
-        server: Some(server),
-        state_change: Some(change),
-        ..
-    } = run.event(event).into_owned().body
-    else {
-        return None;
-    };
-    let before = moved_on(run, &server, event)?;
-    let after = apply(&before, &change)?;
+    let event_read = run.event(event);
+    let call = RecordedCall::of(&event_read.body)?;
+    let (server, change) = (call.server?, call.state_change?);
+    let before = moved_on(run, server, event)?;
+    let after = apply(&before, change)?;
     Some(StateAround {
-        server,
+        server: server.to_string(),
         before,
         after,
     })
@@ -443,11 +438,8 @@ mod tests {
             .iter()
             .map(|s| s.event as usize)
             .filter(|&i| {
-                matches!(&run.event(i).body, EventBody::ToolCalled {
-                    server: Some(on),
-                    state_change: Some(_),
-                    ..
-                } if on == server)
+                RecordedCall::of(&run.event(i).body)
+                    .is_some_and(|c| c.server == Some(server) && c.state_change.is_some())
             })
             .collect()
     }

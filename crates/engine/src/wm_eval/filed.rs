@@ -9,8 +9,9 @@ use serde_json::Value;
 
 use crate::metrics::fidelity::{self, Fidelity};
 use crate::metrics::leaderboard::{self, CallResult, Leaderboard, Outcome, StateEffect};
-use cosmos_trajectory::event::PredictionRecord;
-use cosmos_trajectory::event::{EventBody, Leader, Observation, Origin, StateFields};
+use cosmos_trajectory::event::{
+    EventBody, Leader, Observation, Origin, PredictionRecord, StateFields,
+};
 use cosmos_trajectory::recorded_call::RecordedCall;
 use cosmos_trajectory::run::Run;
 

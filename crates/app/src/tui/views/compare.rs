@@ -20,8 +20,7 @@ use crate::tui::widgets::wrap::wrap_line;
 use cosmos_engine::metrics::fidelity::Fidelity;
 use cosmos_engine::metrics::run::{RunFacts, RunMetrics};
 use cosmos_trajectory::describe::call_label;
-use cosmos_trajectory::event::PredictionRecord;
-use cosmos_trajectory::event::{EventBody, Observation, Role};
+use cosmos_trajectory::event::{EventBody, Observation, PredictionRecord, Role};
 use cosmos_trajectory::run::Run;
 use cosmos_trajectory::sanitize::{lines, one_line};
 

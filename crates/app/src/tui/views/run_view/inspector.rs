@@ -19,11 +19,12 @@ use crate::tui::widgets::scroll::Scroll;
 use crate::tui::widgets::wrap::Wrapped;
 use cosmos_engine::mcp::state_view::StateAround;
 use cosmos_trajectory::describe::{brief_summary, confidence_cut, node_label, summary};
-use cosmos_trajectory::event::PredictionRecord;
 use cosmos_trajectory::event::{
-    Action as NodeAction, Event, EventBody, Observation, StateFields, VALIDATOR, Verdict,
+    Action as NodeAction, Event, EventBody, Observation, PredictionRecord, StateFields, VALIDATOR,
+    Verdict,
 };
 use cosmos_trajectory::fold::TreeState;
+use cosmos_trajectory::recorded_call::RecordedCall;
 use cosmos_trajectory::run::Run;
 use cosmos_trajectory::sanitize::one_line;
 
@@ -468,18 +469,12 @@ impl Inspector {
         }
         // A real call's change to its server's state reads field by field, before and after,
         // after the call's other fields.
-        let change = match &event.body {
-            EventBody::ToolCalled {
-                state_change: Some(change),
-                ..
-            } => {
-                if let Some(o) = value.as_object_mut() {
-                    o.remove("state_change");
-                }
-                Some(change)
-            }
-            _ => None,
-        };
+        let change = RecordedCall::of(&event.body).and_then(|call| call.state_change);
+        if change.is_some()
+            && let Some(o) = value.as_object_mut()
+        {
+            o.remove("state_change");
+        }
         layout(&value, 0, &mut lines);
         if let Some(change) = change {
             state_change_lines(&mut lines, change, None);
@@ -913,13 +908,13 @@ fn real_result_lines(
 ) {
     if let Some(step) = run.steps().iter().rev().find(|s| s.node == Some(slot)) {
         let event = run.event(step.event as usize);
-        if let Some(cosmos_trajectory::recorded_call::RecordedCall {
+        if let Some(RecordedCall {
             step: n,
             result,
             error,
             state_change,
             ..
-        }) = cosmos_trajectory::recorded_call::RecordedCall::of(&event.body)
+        }) = RecordedCall::of(&event.body)
         {
             let mark = if step.is_error {
                 Mark::Failure

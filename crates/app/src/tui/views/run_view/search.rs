@@ -3,8 +3,7 @@
 
 use crate::tui::widgets::prompt::{Prompt, matches_all, words};
 use cosmos_trajectory::describe::{brief_summary, summary};
-use cosmos_trajectory::event::PredictionRecord;
-use cosmos_trajectory::event::{Action as NodeAction, Event, EventBody};
+use cosmos_trajectory::event::{Action as NodeAction, Event, EventBody, PredictionRecord};
 use cosmos_trajectory::run::Run;
 
 /// Fewest new events searched on more than one thread.
