@@ -25,12 +25,83 @@ pub async fn run(env: &Env, sink: &mut dyn EventSink) -> Result<End> {
     };
     // A fork plans on from the original's steps before the fork point.
     let prior = env.prior_steps();
+    let Chain {
+        plan,
+        nodes: chain,
+        risky,
+        rejected,
+        limit,
+        planner_finished,
+    } = match plan(env, sink, world_model, &prior).await? {
+        Ok(chain) => chain,
+        Err(end) => return Ok(end),
+    };
+    // What ended the planning: a limit or the chain cut short; else a plan without a call
+    // the planner never finished; else the planner's finish.
+    let planned = match &limit {
+        Some(why) => why.ending,
+        None if plan.is_empty() && !planner_finished => Ending::NoCallPlanned,
+        None => Ending::PlannerFinished,
+    };
+    if plan.is_empty() && !planner_finished {
+        // Nothing to execute: the run failed, and says why.
+        let why = match (&limit, rejected) {
+            (Some(limit), Some(last)) => format!("{}; last rejected reply: {last}", limit.message),
+            (Some(limit), None) => limit.message.clone(),
+            (None, Some(last)) => format!("the planner gave no usable decision (last: {last})"),
+            (None, None) => "the planner proposed no call".to_string(),
+        };
+        return Ok(End::failed(format!("no plan to execute: {why}")).ending(planned));
+    }
+    if let Some(why) = limit {
+        env.record_agent_error(sink, why.message)?;
+    }
+    sink.emit(EventBody::PlanSelected {
+        nodes: chain,
+        rule: "chain".into(),
+        choice: None,
+        risky,
+    })?;
+    sink.emit(EventBody::Phase {
+        phase: Phase::Execute,
+    })?;
+    match execute_plan(env, sink, &plan, &prior, OnFailure::Continue).await? {
+        Ok(executed) => {
+            // A budget that cut the plan short counts unless planning already went wrong.
+            let ending = executed.stopped_by.map_or(planned, |s| planned.then(s));
+            let real = [prior, executed.real].concat();
+            Ok(answer::answer(env, sink, &real).await?.ending(ending))
+        }
+        Err(end) => Ok(end.ending(planned)),
+    }
+}
+
+/// What phase 1 wrote: the plan's calls, the chain's nodes, those resting on a guess, the last
+/// rejected reply, the limit that ended planning, and whether the planner finished.
+struct Chain {
+    plan: Vec<PlannedCall>,
+    nodes: Vec<NodeId>,
+    risky: Vec<NodeId>,
+    rejected: Option<String>,
+    limit: Option<Limit>,
+    planner_finished: bool,
+}
+
+/// Phase 1: the ReAct loop against the world model, each decision rehearsed and recorded as a
+/// node of the chain, after the `prior` real steps. `Err` is how the run ended when a stop or
+/// the time budget cut it.
+async fn plan(
+    env: &Env,
+    sink: &mut dyn EventSink,
+    world_model: std::sync::Arc<dyn crate::world_model::WorldModel>,
+    prior: &[HistoryStep],
+) -> Result<std::result::Result<Chain, End>> {
     let rehearser = Rehearser::new(env, world_model, prior.len());
     // The step budget ends the chain.
     let settings = Settings::chain();
     sink.emit(EventBody::Phase { phase: Phase::Plan })?;
     sink.emit(EventBody::root())?;
-    let mut simulated: Vec<HistoryStep> = prior.clone();
+    let mut simulated: Vec<HistoryStep> = prior.to_vec();
     let mut plan: Vec<PlannedCall> = Vec::new();
     let mut chain: Vec<NodeId> = Vec::new();
     // Routing: the chain's steps that rest on an unsure prediction of a tool not read-only.
@@ -60,7 +131,7 @@ pub async fn run(env: &Env, sink: &mut dyn EventSink) -> Result<End> {
                 rejected = Some(rejection.detail);
                 continue;
             }
-            Err(end) => return Ok(end),
+            Err(end) => return Ok(Err(end)),
         };
         rejected = None;
         let node = chain.len() as NodeId + 1;
@@ -86,7 +157,7 @@ pub async fn run(env: &Env, sink: &mut dyn EventSink) -> Result<End> {
             Ok(r) => r,
             Err(end) => {
                 rehearser.record_cut(sink, &end)?;
-                return Ok(end);
+                return Ok(Err(end));
             }
         };
         rehearse::record(sink, node, &r)?;
@@ -132,44 +203,14 @@ pub async fn run(env: &Env, sink: &mut dyn EventSink) -> Result<End> {
             limit = Some(Limit::steps(max_steps, "while planning"));
         }
     }
-    // What ended the planning: a limit or the chain cut short; else a plan without a call
-    // the planner never finished; else the planner's finish.
-    let planned = match &limit {
-        Some(why) => why.ending,
-        None if plan.is_empty() && !planner_finished => Ending::NoCallPlanned,
-        None => Ending::PlannerFinished,
-    };
-    if plan.is_empty() && !planner_finished {
-        // Nothing to execute: the run failed, and says why.
-        let why = match (&limit, rejected) {
-            (Some(limit), Some(last)) => format!("{}; last rejected reply: {last}", limit.message),
-            (Some(limit), None) => limit.message.clone(),
-            (None, Some(last)) => format!("the planner gave no usable decision (last: {last})"),
-            (None, None) => "the planner proposed no call".to_string(),
-        };
-        return Ok(End::failed(format!("no plan to execute: {why}")).ending(planned));
-    }
-    if let Some(why) = limit {
-        env.record_agent_error(sink, why.message)?;
-    }
-    sink.emit(EventBody::PlanSelected {
+    Ok(Ok(Chain {
+        plan,
         nodes: chain,
-        rule: "chain".into(),
-        choice: None,
         risky,
-    })?;
-    sink.emit(EventBody::Phase {
-        phase: Phase::Execute,
-    })?;
-    match execute_plan(env, sink, &plan, &prior, OnFailure::Continue).await? {
-        Ok(executed) => {
-            // A budget that cut the plan short counts unless planning already went wrong.
-            let ending = executed.stopped_by.map_or(planned, |s| planned.then(s));
-            let real = [prior, executed.real].concat();
-            Ok(answer::answer(env, sink, &real).await?.ending(ending))
-        }
-        Err(end) => Ok(end.ending(planned)),
-    }
+        rejected,
+        limit,
+        planner_finished,
+    }))
 }
 
 #[cfg(test)]
