@@ -8,7 +8,7 @@ use std::sync::Arc;
 use anyhow::Result;
 
 use super::execute::{OnFailure, PlannedCall, execute_plan};
-use super::mcts::{self, Origin, Search, Settings, Stopped};
+use super::mcts::{self, Origin, Search, Settings, Stopped, Tree};
 use super::ports::EventSink;
 use super::rehearse::Rehearser;
 use super::{Bounded, End, Env, answer};
@@ -77,21 +77,7 @@ pub async fn run(env: &Env, sink: &mut dyn EventSink, settings: &Settings) -> Re
                 .map(|&i| origin.id(i))
                 .collect(),
         })?;
-        // The plan's calls, and beside each the tree index of its node (where a revision hangs).
-        let (calls, indices): (Vec<PlannedCall>, Vec<usize>) = plan
-            .iter()
-            .filter_map(|&i| match &tree.nodes[i].action {
-                Some(Action::ToolCall { tool, arguments }) => Some((
-                    PlannedCall {
-                        node: Some(origin.id(i)),
-                        tool: tool.clone(),
-                        arguments: arguments.clone(),
-                    },
-                    i,
-                )),
-                _ => None,
-            })
-            .unzip();
+        let (calls, indices) = plan_calls(tree, plan, &origin);
         let finishes = plan
             .last()
             .is_some_and(|&i| matches!(tree.nodes[i].action, Some(Action::Finish { .. })));
@@ -160,6 +146,23 @@ pub async fn run(env: &Env, sink: &mut dyn EventSink, settings: &Settings) -> Re
         };
     }
     Ok(answer::answer(env, sink, &real).await?.ending(ending))
+}
+
+/// The plan's calls, and beside each the tree index of its node (where a revision hangs).
+fn plan_calls(tree: &Tree, plan: &[usize], origin: &Origin) -> (Vec<PlannedCall>, Vec<usize>) {
+    plan.iter()
+        .filter_map(|&i| match &tree.nodes[i].action {
+            Some(Action::ToolCall { tool, arguments }) => Some((
+                PlannedCall {
+                    node: Some(origin.id(i)),
+                    tool: tool.clone(),
+                    arguments: arguments.clone(),
+                },
+                i,
+            )),
+            _ => None,
+        })
+        .unzip()
 }
 
 /// One search (the first, or a revision) with the budget the run has left, and the ending it
