@@ -1,9 +1,9 @@
 //! Readable accounts of one run: `cosmos export markdown RUN`, for pasting into an issue or a
 //! model (the task, the settings, the plan and why it won, each step with the simulated and
 //! the real result side by side and their fidelity, the answer, the metrics, the notes), and
-//! `cosmos export json RUN`, the whole run as one JSON document (docs/export.md). Both read
-//! the metrics from `metrics::run::of_run` and the plan's reason from `plan_why`, as every
-//! view does.
+//! `cosmos export json RUN`, the whole run as one JSON document (docs/export.md). Both take
+//! the metrics from `metrics::run` (`RunFacts::at` on the whole run, what `of_run` gives) and
+//! the plan's reason from `plan_why`, as every view does.
 
 use std::io::Write;
 
@@ -64,15 +64,19 @@ fn observation(o: &Observation) -> String {
 /// The markdown account of `run`, written to `out`.
 pub fn markdown(run: &Run, out: &mut dyn Write) -> Result<()> {
     let k = run.len();
+    // The run read once: its fold and facts serve the plan, the steps and the metrics alike
+    // (the metrics as `metrics::run::of_run` makes them).
+    let state = TreeState::fold(run, k);
+    let facts = RunFacts::of(run);
     settings_section(run, out)?;
-    plan_section(run, &TreeState::fold(run, k), out)?;
-    steps_section(run, out)?;
+    plan_section(run, &state, out)?;
+    steps_section(run, &facts, out)?;
     writeln!(out, "\n## Answer\n")?;
     match run.answer_at(k) {
         Some(answer) => out.write_all(fenced(answer, "text").as_bytes())?,
         None => writeln!(out, "No answer.")?,
     }
-    metrics_section(&of_run(run), out)?;
+    metrics_section(&facts.at(run, k, &state), out)?;
     let notes: Vec<String> = run
         .all_events()
         .iter()
@@ -190,8 +194,7 @@ fn plan_section(run: &Run, state: &TreeState, out: &mut dyn Write) -> Result<()>
 }
 
 /// Each real step: the simulated result beside the real one, and its fidelity.
-fn steps_section(run: &Run, out: &mut dyn Write) -> Result<()> {
-    let facts = RunFacts::of(run);
+fn steps_section(run: &Run, facts: &RunFacts, out: &mut dyn Write) -> Result<()> {
     writeln!(out, "\n## Steps\n")?;
     if run.steps().is_empty() {
         writeln!(out, "No real tool call was made.")?;

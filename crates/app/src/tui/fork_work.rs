@@ -74,12 +74,17 @@ fn terminate(pid: u32) {
 /// file exists (or why it never came), its events as `LiveEvent`s, `FollowLost` if its file
 /// goes, then `ForkEnded`.
 pub fn run(id: RequestId, work: ForkWork, send: &mut dyn FnMut(Action)) {
+    run_logging_in(id, work, &std::env::temp_dir(), send);
+}
+
+/// [`run`], the fork's log made in `folder`.
+fn run_logging_in(id: RequestId, work: ForkWork, folder: &Path, send: &mut dyn FnMut(Action)) {
     // A fresh file of a random name, made with O_EXCL and readable by this user alone: never
     // one another user planted (a link at a predictable name would be truncated and written).
     let log = match tempfile::Builder::new()
         .prefix("cosmos-fork-")
         .suffix(".log")
-        .tempfile()
+        .tempfile_in(folder)
         .context("creating the fork's log file")
     {
         Ok(log) => log,
@@ -249,9 +254,6 @@ mod tests {
             let name = format!("cosmos-fork-{}-{id}.log", std::process::id());
             std::os::unix::fs::symlink(&victim, planted.join(name)).unwrap();
         }
-        // SAFETY: this test's process is its own (nextest runs each test apart); nothing else
-        // reads the environment while it is set.
-        unsafe { std::env::set_var("TMPDIR", &planted) };
         let work = ForkWork {
             program: "/bin/sh".into(),
             original: tmp.path().join("run.jsonl"),
@@ -262,7 +264,7 @@ mod tests {
             path: tmp.path().join("never.jsonl"),
         };
         let mut told = Vec::new();
-        run(2, work, &mut |a| told.push(a));
+        run_logging_in(2, work, &planted, &mut |a| told.push(a));
         assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
         let Some(Action::Loaded(2, loaded)) = told.first() else {
             panic!("the end is told first: {told:?}");

@@ -319,16 +319,17 @@ pub async fn rehearse(
                         (true, false) => Route::Risky,
                     });
                     let unsure = unsure == Some(true);
-                    let so_far = found(node, &events, Some(&simulated), None, route);
                     let grounding = (unsure && read_only).then_some(tool.as_str());
-                    env.note(node, so_far, grounding);
+                    note(env, node, grounding, || {
+                        found(node, &events, Some(&simulated), None, route)
+                    });
                     if unsure && read_only {
                         let (real, real_events) = env.ground(tool, arguments).await;
                         events.extend(real_events);
                         grounded = real;
-                        let so_far =
-                            found(node, &events, Some(&simulated), grounded.as_ref(), route);
-                        env.note(node, so_far, None);
+                        note(env, node, None, || {
+                            found(node, &events, Some(&simulated), grounded.as_ref(), route)
+                        });
                     } else if unsure {
                         risky = true;
                     }
@@ -350,7 +351,7 @@ pub async fn rehearse(
                         stderr_tail: None,
                         step: None,
                     });
-                    env.note(node, found(node, &events, None, None, None), None);
+                    note(env, node, None, || found(node, &events, None, None, None));
                     return evaluated(settings, Verdict::NotSimulated, None, None, events);
                 }
             }
@@ -363,8 +364,9 @@ pub async fn rehearse(
             .or(simulated.as_ref().map(|s| &s.observation));
         let (critique, critic_events) = env.critique(history, action, observation).await;
         events.extend(critic_events);
-        let so_far = found(node, &events, simulated.as_ref(), grounded.as_ref(), route);
-        env.note(node, so_far, None);
+        note(env, node, None, || {
+            found(node, &events, simulated.as_ref(), grounded.as_ref(), route)
+        });
         critique
     } else {
         None
@@ -432,6 +434,19 @@ pub fn record(sink: &mut dyn EventSink, node: NodeId, r: &Rehearsal) -> Result<(
         terminal: r.terminal,
         horizon: r.horizon,
     })
+}
+
+/// Notes with `env` what the rehearsal of `node` has done so far, built only for an environment
+/// that keeps notes (the toy and proxy environments of a big search pay nothing).
+fn note(
+    env: &dyn SearchEnv,
+    node: NodeId,
+    grounding: Option<&str>,
+    so_far: impl FnOnce() -> Vec<EventBody>,
+) {
+    if env.keeps_notes() {
+        env.note(node, so_far(), grounding);
+    }
 }
 
 /// What a rehearsal of `node` has found, as its record writes it before the verdict: its
@@ -834,6 +849,10 @@ impl SearchEnv for Rehearser<'_> {
         self.world_model.name()
     }
 
+    fn keeps_notes(&self) -> bool {
+        true
+    }
+
     fn note(&self, node: NodeId, so_far: Vec<EventBody>, grounding: Option<&str>) {
         let grounding = grounding.map(|tool| (tool.to_string(), Instant::now()));
         self.unrecorded
@@ -979,5 +998,67 @@ mod tests {
         assert!(r.grounded.is_none());
         assert_eq!(r.observation().unwrap().text, "guess");
         assert!((r.reward - 0.5 * base_reward(Verdict::Valid)).abs() < 1e-12);
+    }
+
+    /// What a rehearsal noted before a stop or the time budget dropped it is written by
+    /// `record_cut` (a real call it was waiting on as cut off, with the prediction's
+    /// confidence); what was recorded since is not written again.
+    #[test]
+    fn a_dropped_rehearsal_writes_what_it_did_and_a_recorded_one_nothing() {
+        use crate::agent::testing::{self, ScriptedChat, ScriptedTools, ScriptedWorldModel};
+        let tools = ScriptedTools::new(&["s:a"], |_, _| Observation::default());
+        let world_model: Arc<dyn WorldModel> =
+            Arc::new(ScriptedWorldModel(Box::new(|_| Ok("x".into()))));
+        let env = testing::env(
+            ScriptedChat::json_replies(Vec::new()),
+            None,
+            tools,
+            Some(world_model.clone()),
+            5,
+        );
+        let rehearser = Rehearser::new(&env, world_model, 0);
+        let simulated = Simulated {
+            observation: Observation::of_text("guess", false),
+            source: "scripted".into(),
+            latency_ms: 2,
+            tokens: None,
+            confidence: Confidence::new(0.3, "self"),
+            members: Vec::new(),
+            predicted_state: None,
+        };
+        let noted = found(4, &[], Some(&simulated), None, Some(Route::Grounded));
+        rehearser.note(4, noted.clone(), Some("s:a"));
+        rehearser.note(5, noted, None);
+        rehearser.recorded(5);
+        let mut events: Vec<EventBody> = Vec::new();
+        let end = super::super::End::out_of_time("time budget of 4s spent", "searching");
+        rehearser.record_cut(&mut events, &end).unwrap();
+        let kinds: Vec<&str> = events.iter().map(EventBody::kind).collect();
+        assert_eq!(kinds, ["node_simulated", "node_grounded"]);
+        let EventBody::NodeGrounded {
+            node,
+            tool,
+            server,
+            observation,
+            error,
+            confidence,
+            ..
+        } = &events[1]
+        else {
+            unreachable!("checked by kind");
+        };
+        assert_eq!((*node, tool.as_str(), server), (4, "s:a", &None));
+        let error = error.as_deref().unwrap();
+        assert!(error.starts_with("cut off after "), "{error}");
+        assert!(
+            error.ends_with(": time budget of 4s spent while searching"),
+            "{error}"
+        );
+        assert!(observation.is_error && observation.text == error);
+        assert_eq!(*confidence, Some(0.3));
+        // Written once: a second cut has nothing left to write.
+        let mut again: Vec<EventBody> = Vec::new();
+        rehearser.record_cut(&mut again, &end).unwrap();
+        assert!(again.is_empty());
     }
 }

@@ -92,6 +92,10 @@ pub trait SearchEnv: Send + Sync {
     /// (`grounding`), kept until [`SearchEnv::recorded`]: a search cut off by a stop or the
     /// time budget drops its rehearsals in flight, and what they did must still reach the run.
     fn note(&self, _node: NodeId, _so_far: Vec<EventBody>, _grounding: Option<&str>) {}
+    /// Whether [`SearchEnv::note`] keeps anything (else the notes are not even built).
+    fn keeps_notes(&self) -> bool {
+        false
+    }
     /// Node `node`'s rehearsal is recorded: its note is no longer needed.
     fn recorded(&self, _node: NodeId) {}
 }
