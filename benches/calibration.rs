@@ -13,7 +13,7 @@ use std::path::Path;
 use common::{ms, scale, time};
 use cosmos_engine::metrics::calibration::{GOOD_FIDELITY, Scored, calibration};
 use cosmos_engine::wm_eval::{EvalSpec, evaluate, recorded_calls};
-use cosmos_engine::world_model::named::BuiltInOptions;
+use cosmos_engine::world_model::BuiltInOptions;
 
 fn main() {
     let samples = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_runs");

@@ -15,7 +15,7 @@ mod otlp_sink;
 use std::io::sink;
 
 use common::{big_run_file, ms, peak_mb, reset_peak, scale, time, warm};
-use cosmos_engine::agent::ports::Tap;
+use cosmos_engine::agent::Tap;
 use cosmos_export::{account, otel, transitions};
 use cosmos_trajectory::run::Run;
 

@@ -17,8 +17,8 @@ use std::path::Path;
 use std::time::Instant;
 
 use common::scale;
-use cosmos_engine::agent::fork::OnMiss;
-use cosmos_engine::agent::recorder::Recorder;
+use cosmos_engine::agent::OnMiss;
+use cosmos_engine::agent::Recorder;
 use cosmos_engine::fork_source::{Original, Tools};
 use cosmos_engine::metrics::run::RunAccumulator;
 use cosmos_trajectory::event::{EventBody, Observation, RunStatus};

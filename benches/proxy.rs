@@ -24,8 +24,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::scale;
-use cosmos_engine::mcp::mcp_json::McpConfig;
-use cosmos_engine::mcp::pool::{McpPool, Timeouts};
+use cosmos_engine::mcp::McpConfig;
+use cosmos_engine::mcp::{McpPool, Timeouts};
 use serde_json::{Value, json};
 use support::npm_bin;
 

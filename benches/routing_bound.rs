@@ -156,7 +156,7 @@ fn sample_files() {
         let Ok(run) = cosmos_trajectory::run::Run::open(&file) else {
             continue;
         };
-        let names = cosmos_engine::wm_eval::filed::Filed::read(&run).names;
+        let names = cosmos_engine::wm_eval::Filed::read(&run).names;
         for name in names {
             let Ok(text) = cosmos_engine::wm_eval::routing(&file, &name, 0.1, 0.1, &[]) else {
                 continue;

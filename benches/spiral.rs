@@ -14,14 +14,14 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cosmos_engine::agent::mcts::{
+use cosmos_engine::agent::EventSink;
+use cosmos_engine::agent::Prediction;
+use cosmos_engine::agent::{
     Answer, Critique, PlanRule, Proposal, SearchEnv, Settings, Settled, Stopped, search,
 };
-use cosmos_engine::agent::ports::EventSink;
-use cosmos_engine::agent::rehearse::Prediction;
-use cosmos_engine::llm::chat_wire::Message;
-use cosmos_engine::llm::client::LlmClient;
-use cosmos_engine::llm::endpoints::{Endpoint, OutputMode};
+use cosmos_engine::llm::LlmClient;
+use cosmos_engine::llm::Message;
+use cosmos_engine::llm::{Endpoint, OutputMode};
 use cosmos_engine::world_model::HistoryStep;
 use cosmos_trajectory::event::EventBody;
 use cosmos_trajectory::event::{Action, Observation};

@@ -2,7 +2,7 @@
 //! (`-- --quick` for a tenth).
 //!
 //! What watching a sandboxed server costs each call: reading its state as fields before and
-//! after (`mcp::state_view::read`) and the change between them (`change`), for the three kinds
+//! after (`mcp::read_state`) and the change between them (`mcp::state_change`), for the three kinds
 //! the stateful tasks use at sizes well past theirs: a memory-server graph of 10^4 entities and
 //! relations (JSON lines), a SQLite table of 10^5 rows, and a folder of 10^3 files. Also the
 //! wm-eval side: replaying 10^3 recorded changes on a start state (`world_model::belief`).
@@ -14,7 +14,7 @@ mod common;
 use std::time::Instant;
 
 use common::scale;
-use cosmos_engine::mcp::state_view;
+use cosmos_engine::mcp::{read_state, state_change};
 use cosmos_engine::world_model::{HistoryStep, belief};
 use serde_json::json;
 
@@ -55,16 +55,16 @@ fn main() {
             text.len() >> 10
         ),
         5,
-        || state_view::read(&graph).unwrap(),
+        || read_state(&graph).unwrap(),
     );
     text.push_str(&format!(
         "{}\n",
         json!({"type": "entity", "name": "new", "entityType": "thing", "observations": []})
     ));
     std::fs::write(&graph, &text).unwrap();
-    let after = state_view::read(&graph).unwrap();
+    let after = read_state(&graph).unwrap();
     let change = time("  the change after one entity is added", 5, || {
-        state_view::change(&before, &after)
+        state_change(&before, &after)
     });
     assert_eq!(change.fields_changed, 1);
 
@@ -84,15 +84,15 @@ fn main() {
     c.execute_batch("COMMIT;").unwrap();
     drop(c);
     let before = time(&format!("read a SQLite table of {rows} rows"), 3, || {
-        state_view::read(&db).unwrap()
+        read_state(&db).unwrap()
     });
     let c = rusqlite::Connection::open(&db).unwrap();
     c.execute("UPDATE item SET qty = -1 WHERE sku = 's7'", ())
         .unwrap();
     drop(c);
-    let after = state_view::read(&db).unwrap();
+    let after = read_state(&db).unwrap();
     let change = time("  the change after one row is updated", 3, || {
-        state_view::change(&before, &after)
+        state_change(&before, &after)
     });
     assert_eq!(change.fields_changed, 1);
 
@@ -109,7 +109,7 @@ fn main() {
         .unwrap();
     }
     time(&format!("read a folder of {files} files"), 5, || {
-        state_view::read(&folder).unwrap()
+        read_state(&folder).unwrap()
     });
 
     // wm-eval: the real state before the last of 10^3 calls, replayed from the start state.

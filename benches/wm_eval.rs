@@ -24,7 +24,7 @@ use cosmos_app::tui::keymap::{Command as Key, Keymap};
 use cosmos_app::tui::open;
 use cosmos_app::tui::theme::Theme;
 use cosmos_engine::wm_eval::{EvalSpec, evaluate, recorded_calls};
-use cosmos_engine::world_model::named::BuiltInOptions;
+use cosmos_engine::world_model::BuiltInOptions;
 use cosmos_trajectory::event::{AgentKind, EventBody, Observation};
 use cosmos_trajectory::redact::Redactor;
 use cosmos_trajectory::run::Run;

@@ -4,7 +4,7 @@
 //! tool's own schema accepts. This is what a constrained decoder that enforces the schema can
 //! then only produce.
 
-use cosmos_engine::agent::planner::{decision_schema, parse_decision};
+use cosmos_engine::agent::{decision_schema, parse_decision};
 use cosmos_trajectory::catalog::ToolCatalog;
 use cosmos_trajectory::event::{Action, ToolInfo};
 use proptest::prelude::*;
@@ -197,7 +197,7 @@ fn in_tools_mode_each_function_carries_its_tools_own_schema_and_maps_back_to_it(
     // With native tool calls the endpoint's decoder enforces the functions' parameters: they
     // must be the tools' own schemas (unchanged: a `$ref` resolves against them as root), and
     // every function name must lead back to exactly its tool.
-    use cosmos_engine::agent::planner::FunctionNames;
+    use cosmos_engine::agent::FunctionNames;
     let tools = tools();
     let names = FunctionNames::new(&tools).unwrap();
     let specs = names.specs(&tools);

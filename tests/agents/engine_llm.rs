@@ -4,9 +4,9 @@ use crate::support;
 
 use std::time::{Duration, Instant};
 
-use cosmos_engine::llm::chat_wire::{Message, ToolSpec};
-use cosmos_engine::llm::client::LlmClient;
-use cosmos_engine::llm::endpoints::{Endpoint, OutputMode};
+use cosmos_engine::llm::LlmClient;
+use cosmos_engine::llm::{Endpoint, OutputMode};
+use cosmos_engine::llm::{Message, ToolSpec};
 use serde_json::json;
 use support::*;
 
@@ -283,7 +283,7 @@ async fn a_retry_after_no_duration_can_hold_gives_up_instead_of_panicking() {
 
 #[tokio::test]
 async fn a_huge_reply_is_cut_and_a_monstrous_one_refused() {
-    use cosmos_engine::llm::http_chat::{MAX_REPLY_BYTES, MAX_REPLY_TEXT};
+    use cosmos_engine::llm::{MAX_REPLY_BYTES, MAX_REPLY_TEXT};
     let big = "y".repeat(3 << 20);
     let monstrous = format!(
         "{{\"choices\": [{{\"message\": {{\"content\": \"{}\"}}}}]}}",

@@ -564,7 +564,7 @@ fn a_task_naming_a_server_the_config_lacks_is_a_clear_error() {
 fn the_example_config_parses() {
     let path = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/cosmos.example.toml"));
     let config = cosmos_engine::config::Config::load(Some(path)).unwrap();
-    let search = cosmos_engine::agent::mcts::Settings::from_config(&config).unwrap();
+    let search = cosmos_engine::agent::Settings::from_config(&config).unwrap();
     assert_eq!(
         config.judge.trials,
         Some(1),
@@ -572,7 +572,7 @@ fn the_example_config_parses() {
     );
     assert_eq!(
         search,
-        cosmos_engine::agent::mcts::Settings::default(),
+        cosmos_engine::agent::Settings::default(),
         "the example shows the defaults"
     );
 }

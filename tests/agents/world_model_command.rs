@@ -9,7 +9,7 @@ use crate::support;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use cosmos_engine::world_model::command::CommandWorldModel;
+use cosmos_engine::world_model::CommandWorldModel;
 use cosmos_engine::world_model::{SimRequest, WorldModel};
 use cosmos_trajectory::event::ToolInfo;
 use serde_json::{Value, json};
@@ -110,7 +110,7 @@ async fn a_world_model_gets_only_the_short_list_and_the_variables_its_table_name
     let names =
         |reply: String| -> Vec<String> { reply.split_whitespace().map(String::from).collect() };
     let seen = names(ask(&env_names(), "env").await.unwrap());
-    let allowed = cosmos_engine::mcp::mcp_json::INHERITED_ENV;
+    let allowed = cosmos_engine::mcp::INHERITED_ENV;
     // `sh` sets a few of its own.
     let own = ["PWD", "OLDPWD", "SHLVL", "_"];
     let stray: Vec<&String> = seen
@@ -216,7 +216,7 @@ async fn a_huge_prediction_is_capped_like_a_tool_result() {
         state: None,
     };
     let sim = wm.simulate(req).await.map_err(|f| f.message).unwrap();
-    let cap = cosmos_engine::mcp::server::MAX_RESULT_BYTES;
+    let cap = cosmos_engine::mcp::MAX_RESULT_BYTES;
     assert_eq!(sim.observation.text.len(), cap);
     assert_eq!(sim.observation.truncated_bytes, ((3 << 20) - cap) as u64);
 }

@@ -341,10 +341,40 @@ fn file_graph(files: &[(PathBuf, String)]) -> Graph {
         .iter()
         .map(|(rel, source)| {
             let me = module_of(rel);
-            let used = uses(&production_code(source), &me, &modules);
+            let code = without_child_re_exports(&production_code(source), &me, &modules);
+            let used = uses(&code, &me, &modules);
             (me, used)
         })
         .collect()
+}
+
+/// `code` with its `pub use` of its own child modules' items blanked (newlines kept): a module
+/// that re-exports what its children define declares its API, it does not depend on them, so
+/// the children may use what the module itself defines without making a cycle.
+fn without_child_re_exports(code: &str, me: &ModPath, modules: &BTreeSet<ModPath>) -> String {
+    let mut out = String::with_capacity(code.len());
+    let mut rest = code;
+    while let Some(at) = rest.find("pub use ") {
+        let (before, statement) = rest.split_at(at);
+        out.push_str(before);
+        let end = statement.find(';').map_or(statement.len(), |i| i + 1);
+        let path = statement["pub use ".len()..].trim_start();
+        let path = path.strip_prefix("self::").unwrap_or(path);
+        let first: String = path
+            .chars()
+            .take_while(|&c| c.is_alphanumeric() || c == '_')
+            .collect();
+        let child: ModPath = me.iter().cloned().chain([first]).collect();
+        let at_line_start = before.is_empty() || before.ends_with('\n');
+        if at_line_start && modules.contains(&child) {
+            out.extend(statement[..end].chars().filter(|&c| c == '\n'));
+        } else {
+            out.push_str(&statement[..end]);
+        }
+        rest = &statement[end..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Tarjan's walk: visit order, the stack, and per file (index, low link, on the stack).
@@ -543,7 +573,10 @@ fn path(s: &str) -> ModPath {
 fn every_way_of_naming_a_file_is_an_edge() {
     let graph = planted(&[
         ("lib.rs", "pub mod a;\npub mod b;\n"),
-        ("a/mod.rs", "mod x;\nmod y;\npub use x::Thing;\n"),
+        (
+            "a/mod.rs",
+            "mod x;\nmod y;\npub use x::Thing;\npub use self::y::{\n    Y,\n};\nuse y::Z;\n",
+        ),
         (
             "a/x.rs",
             "use super::y::{Y, self};\nuse crate::{b::{c::C, B}, a};\n// crate::b in a comment\n",
@@ -556,7 +589,11 @@ fn every_way_of_naming_a_file_is_an_edge() {
         ("b/c.rs", "use std::fmt::Write;\nuse other_crate::a::x;\n"),
     ]);
     let edges = |m: &str| -> Vec<String> { graph[&path(m)].iter().map(|p| p.join("::")).collect() };
-    assert_eq!(edges("a"), ["a::x"]);
+    assert_eq!(
+        edges("a"),
+        ["a::y"],
+        "a module's re-exports of its children are its API, not a use of them"
+    );
     assert_eq!(edges("a::x"), ["a", "a::y", "b", "b::c"]);
     assert_eq!(
         edges("a::y"),
@@ -717,6 +754,56 @@ fn unused_public_modules(krate: &str, files: &[(PathBuf, String)], outside: &str
         }
     }
     unused
+}
+
+/// The public modules below crate `files`' top level (`pub mod` outside `lib.rs`): a crate
+/// whose API is its areas re-exports what users need there, so there should be none.
+fn public_submodules(krate: &str, files: &[(PathBuf, String)]) -> Vec<String> {
+    let mut public = Vec::new();
+    for (path, source) in files.iter().filter(|(p, _)| p != Path::new("lib.rs")) {
+        let parent = std::iter::once(krate.to_string())
+            .chain(module_of(path))
+            .collect::<Vec<_>>()
+            .join("::");
+        for line in production_code(source).lines() {
+            if let Some(name) = line
+                .trim_start()
+                .strip_prefix("pub mod ")
+                .and_then(|rest| rest.strip_suffix(';'))
+            {
+                public.push(format!("{parent}::{name}"));
+            }
+        }
+    }
+    public
+}
+
+#[test]
+fn the_engine_is_used_through_its_areas_and_their_re_exports() {
+    let public = public_submodules("cosmos_engine", &read_crate("engine"));
+    assert!(
+        public.is_empty(),
+        "engine modules public below an area (make them pub(crate) and re-export what users \
+         need from the area's module): {public:?}"
+    );
+    let planted: Vec<(PathBuf, String)> = [
+        ("lib.rs", "pub mod mcp;\npub mod agent;\n"),
+        (
+            "mcp/mod.rs",
+            "pub(crate) mod pool;\npub mod server;\npub use pool::McpPool;\n",
+        ),
+        (
+            "agent/mod.rs",
+            "mod real_call;\n#[cfg(test)]\nmod tests {\n    pub mod inner;\n}\n",
+        ),
+    ]
+    .iter()
+    .map(|(p, s)| (PathBuf::from(p), s.to_string()))
+    .collect();
+    assert_eq!(
+        public_submodules("cosmos_engine", &planted),
+        ["cosmos_engine::mcp::server"]
+    );
 }
 
 /// The Rust sources under `dirs` (relative to the workspace root), one string.

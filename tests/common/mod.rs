@@ -243,7 +243,7 @@ pub fn revised_run() -> Run {
     let evaluated = |node, verdict, reward| EventBody::NodeEvaluated {
         node,
         verdict,
-        base_reward: cosmos_engine::agent::rehearse::base_reward(verdict),
+        base_reward: cosmos_engine::agent::base_reward(verdict),
         critic_reward: None,
         critic_reason: None,
         reward,

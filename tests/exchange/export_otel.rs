@@ -57,7 +57,7 @@ impl Phoenix {
     }
 
     fn start_once() -> Result<Self, Exit> {
-        cosmos_engine::llm::http_chat::install_tls_provider();
+        cosmos_engine::llm::install_tls_provider();
         let bin = Path::new(env!("CARGO_MANIFEST_DIR")).join(".cache/phoenix/venv/bin/phoenix");
         if !bin.exists() {
             return Err(Exit::Missing(format!(

@@ -1716,7 +1716,7 @@ fn page_prompt() {
     for size in SIZES {
         let mut app = run_app(common::plan_fails_run(), size);
         let (answer, _waiting) = tokio::sync::oneshot::channel();
-        let question = cosmos_engine::mcp::elicitation::Question {
+        let question = cosmos_engine::mcp::Question {
             server: "prot".into(),
             tool: None,
             request: rmcp::model::ElicitRequestParams::UrlElicitationParams {
@@ -1741,7 +1741,7 @@ fn elicitation_form() {
     for size in SIZES {
         let mut app = run_app(common::plan_fails_run(), size);
         let (answer, _waiting) = tokio::sync::oneshot::channel();
-        let question = cosmos_engine::mcp::elicitation::Question::form(
+        let question = cosmos_engine::mcp::Question::form(
             "test",
             "Please provide your registration information:",
             serde_json::json!({"type": "object", "properties": {

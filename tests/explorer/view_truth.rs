@@ -153,7 +153,7 @@ fn every_failure_of_the_sample_wm_eval_is_shown_on_its_own_call() {
             .unwrap();
         let row = view.rows().iter().find(|r| r.step == step).unwrap();
         assert!(
-            matches!(&row.verdicts[w], cosmos_engine::wm_eval::filed::Verdict::Failed(m) if m == message),
+            matches!(&row.verdicts[w], cosmos_engine::wm_eval::Verdict::Failed(m) if m == message),
             "step {step}: {:?}",
             row.verdicts[w]
         );
@@ -252,12 +252,7 @@ fn a_failure_is_the_call_of_its_step_not_the_last_call_copied() {
     let failed_on = |w: usize| -> Vec<u64> {
         view.rows()
             .iter()
-            .filter(|r| {
-                matches!(
-                    r.verdicts[w],
-                    cosmos_engine::wm_eval::filed::Verdict::Failed(_)
-                )
-            })
+            .filter(|r| matches!(r.verdicts[w], cosmos_engine::wm_eval::Verdict::Failed(_)))
             .map(|r| r.step)
             .collect()
     };
@@ -579,10 +574,10 @@ fn a_proxy_session_shows_no_planner_and_no_search_figures_on_calls_no_search_mad
         EventBody::NodeEvaluated {
             node: 1,
             verdict,
-            base_reward: cosmos_engine::agent::rehearse::base_reward(verdict),
+            base_reward: cosmos_engine::agent::base_reward(verdict),
             critic_reward: None,
             critic_reason: None,
-            reward: cosmos_engine::agent::rehearse::base_reward(verdict),
+            reward: cosmos_engine::agent::base_reward(verdict),
             terminal: false,
             horizon: None,
         },
@@ -1435,7 +1430,7 @@ fn every_selective_row_names_a_threshold_that_trusts_exactly_its_count() {
     let mut rows = 0;
     for file in files {
         let run = Run::open(&file).unwrap();
-        let board = cosmos_engine::wm_eval::filed::Filed::read(&run).leaderboard();
+        let board = cosmos_engine::wm_eval::Filed::read(&run).leaderboard();
         let mut confidences: HashMap<String, Vec<f64>> = HashMap::new();
         for event in run.events_from(0) {
             if let EventBody::CallSimulated {
@@ -1591,7 +1586,7 @@ fn the_overlays_per_tool_routing_is_the_routing_files() {
     let mut checked = 0;
     for file in files {
         let run = Run::open(&file).unwrap();
-        let names = cosmos_engine::wm_eval::filed::Filed::read(&run).names;
+        let names = cosmos_engine::wm_eval::Filed::read(&run).names;
         let mut app = opened(run, (220, 400));
         app.update(Action::Do(Command::About));
         let screen = render(&mut app);

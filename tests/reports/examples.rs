@@ -83,10 +83,10 @@ fn every_reference_call_of_the_example_tasks_fits_the_real_tools_schema() {
     let absolute = dir.path().join("mcp.json");
     std::fs::write(&absolute, config.to_string()).unwrap();
     let tools = tokio::runtime::Runtime::new().unwrap().block_on(async {
-        let mut config = cosmos_engine::mcp::mcp_json::McpConfig::load(&absolute).unwrap();
-        let _sandboxes = cosmos_engine::mcp::sandbox::prepare(&mut config.servers).unwrap();
+        let mut config = cosmos_engine::mcp::McpConfig::load(&absolute).unwrap();
+        let _sandboxes = cosmos_engine::mcp::prepare_sandboxes(&mut config.servers).unwrap();
         let (pool, failures) =
-            cosmos_engine::mcp::pool::McpPool::connect(&config.servers, Default::default()).await;
+            cosmos_engine::mcp::McpPool::connect(&config.servers, Default::default()).await;
         assert!(failures.is_empty(), "{failures:?}");
         let tools = pool.tools();
         pool.shutdown().await;

@@ -4,8 +4,8 @@ use crate::support;
 
 use std::time::Duration;
 
-use cosmos_engine::mcp::mcp_json::McpConfig;
-use cosmos_engine::mcp::pool::{McpPool, Timeouts};
+use cosmos_engine::mcp::McpConfig;
+use cosmos_engine::mcp::{McpPool, Timeouts};
 use serde_json::json;
 use support::*;
 
@@ -320,7 +320,7 @@ async fn a_stdio_server_sees_only_the_short_list_and_its_own_env() {
     );
     assert!(names.contains(&"PATH"), "the short list arrives: {names:?}");
     for name in &names {
-        let allowed = cosmos_engine::mcp::mcp_json::INHERITED_ENV.contains(name)
+        let allowed = cosmos_engine::mcp::INHERITED_ENV.contains(name)
             || ["ASKED_FOR", "FORWARDED_PATH"].contains(name)
             // Set by node itself or its launcher script, not inherited.
             || name.starts_with("NODE")
@@ -344,7 +344,7 @@ async fn a_request_for_input_is_answered_in_the_explorers_form() {
     use cosmos_app::tui::keymap::Keymap;
     use cosmos_app::tui::overlays::elicit_form::ElicitForm;
     use cosmos_app::tui::theme::Theme;
-    use cosmos_engine::mcp::elicitation::{Elicitation, ask_through};
+    use cosmos_engine::mcp::{Elicitation, ask_through};
     use crossterm::event::{KeyCode, KeyEvent};
 
     let c = config(json!({"flaky": flaky_server()}));

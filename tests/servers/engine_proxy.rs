@@ -2494,7 +2494,7 @@ fn proxy_sessions_over_a_sandboxed_server_share_its_copy_and_record_where_it_sto
             let server = &events[0]["servers"][0];
             assert_eq!(server["shared"], true, "{server}");
             let end = &events.last().unwrap()["end_digest"]["memory"];
-            let kept = cosmos_engine::mcp::sandbox::kept_path(run).join("memory/graph.jsonl");
+            let kept = cosmos_engine::mcp::kept_state_path(run).join("memory/graph.jsonl");
             assert!(kept.is_file(), "{} kept nothing", run.display());
             (
                 server["start_digest"].as_str().unwrap().to_string(),
@@ -2513,7 +2513,7 @@ fn proxy_sessions_over_a_sandboxed_server_share_its_copy_and_record_where_it_sto
         "the second starts where the first ended"
     );
     let kept = std::fs::read_to_string(
-        cosmos_engine::mcp::sandbox::kept_path(&runs[1]).join("memory/graph.jsonl"),
+        cosmos_engine::mcp::kept_state_path(&runs[1]).join("memory/graph.jsonl"),
     )
     .unwrap();
     assert!(kept.contains("Lyon") && kept.contains("Nice"), "{kept}");

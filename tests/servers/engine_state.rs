@@ -472,8 +472,8 @@ fn nothing_a_git_seed_names_runs_and_a_planted_sandbox_is_never_used() {
     // The commit was made, by the server, on the copy.
     let log = &events.last().unwrap();
     assert_eq!(log["kind"], "run_finished", "{log}");
-    let kept = cosmos_engine::mcp::sandbox::kept_path(&run).join("notes/notes-repo");
-    let state = cosmos_engine::mcp::state_view::read(&kept).unwrap();
+    let kept = cosmos_engine::mcp::kept_state_path(&run).join("notes/notes-repo");
+    let state = cosmos_engine::mcp::read_state(&kept).unwrap();
     assert_eq!(
         state[".git/log"],
         json!(["Add the todo list", "Start"]),

@@ -156,9 +156,9 @@ proptest! {
         let path = dir.path().join("input");
         std::fs::write(&path, &text).unwrap();
         if let Ok(config) = cosmos_engine::config::Config::load(Some(&path)) {
-            let _ = cosmos_engine::agent::mcts::Settings::from_config(&config);
+            let _ = cosmos_engine::agent::Settings::from_config(&config);
         }
-        let _ = cosmos_engine::mcp::mcp_json::McpConfig::parse(&text);
+        let _ = cosmos_engine::mcp::McpConfig::parse(&text);
         let _ = cosmos_engine::task::load(&path);
         let _ = cosmos_app::tui::keymap::Keymap::load(&path);
     }

@@ -27,7 +27,9 @@
 //! simulations earlier wm-eval files in the folder hold (keyed by origin and world model). It sits
 //! above `agent` (it records world-model LLM calls with `agent::usage_event`).
 
-pub mod filed;
+pub(crate) mod filed;
+
+pub use filed::{Filed, Verdict, leader_of};
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -52,7 +54,6 @@ use cosmos_trajectory::reader::{EventStream, collect_files};
 use cosmos_trajectory::redact::Redactor;
 use cosmos_trajectory::run::Run;
 use cosmos_trajectory::writer::Writer;
-use filed::{Filed, Verdict};
 
 /// A recorded call (read through `RecordedCall`, or a proxied resource read) with the context it
 /// was made in: what a world model is asked to predict.
@@ -854,7 +855,8 @@ async fn decide(
     results: &[(usize, usize, Result<Simulation, SimFailure>)],
     concurrency: usize,
 ) -> Decisions {
-    use crate::agent::planner::{FunctionNames, ask};
+    use crate::agent::FunctionNames;
+    use crate::agent::planner::ask;
     use crate::agent::prompt::{Setting, Turn};
     use cosmos_trajectory::event::Role;
     let planner = crate::llm::client::LlmClient::new(llm.endpoint(Role::Planner).clone());

@@ -10,7 +10,7 @@
 //! `trajectory::plan_why`, steps simulated beside real with fidelity, answer, metrics from
 //! `metrics::run::of_run`, notes) or as one JSON document (header, events, metrics).
 //! `transitions.rs`: one training example per real call, read by `wm_eval::recorded_calls` (each
-//! call with the real steps before it); the input is `world_model::llm::simulation_messages`, the
+//! call with the real steps before it); the input is `world_model::simulation_messages`, the
 //! same function the `llm` world model sends, the target `simulation_reply`; deduplicated,
 //! redacted, split by a stable hash of the task id, with a datasheet. `otel/`: a run as one
 //! OpenTelemetry trace, one job per file: `target.rs` (the endpoint and headers, credentials kept
@@ -19,7 +19,7 @@
 //! than drops; no async runtime), `trace.rs` (`Trace`, the one mapping from events to spans, with
 //! times from the trajectory's clock, fed by a file for `export otel`), `events.rs` (one function
 //! per event kind), `live.rs` (`Live` during `run --otel-endpoint`, whose `LiveTap` is the run
-//! recorder's `agent::ports::Tap`); content only with `--content`, always redacted. `staged.rs`:
+//! recorder's `agent::Tap`); content only with `--content`, always redacted. `staged.rs`:
 //! every file an export writes is written as `NAME.partial` and renamed when whole (`Staged`), so
 //! a cut-off export never leaves a torn file or a new file beside an old one it contradicts.
 //! `mod.rs` holds the exports' redactor (`export::redactor`); the command is `cli/export.rs`.

@@ -1,6 +1,6 @@
 //! Transition datasets (`cosmos export transitions`): one training example per real tool call
 //! of the runs, for the people who write world models. The example's input is exactly what
-//! the `llm` world model is sent to simulate that call (`world_model::llm::simulation_messages`,
+//! the `llm` world model is sent to simulate that call (`world_model::simulation_messages`,
 //! the one builder of it: the tool, its schema, the arguments, the user's request, the real
 //! steps before it); its target is the real result, in the reply format that world model is
 //! asked for. Examples are deduplicated (the same input once), redacted, and with `--split`
@@ -11,7 +11,7 @@
 //! One example per real tool call of the runs (`tool_called` events; wm-eval files are skipped).
 //! The example's input is exactly what the `llm` world model sends to simulate that call: its
 //! system prompt, then the tool's name, description and input schema, the arguments, the user's
-//! request and the run's real steps before the call (`world_model::llm::simulation_messages`
+//! request and the run's real steps before the call (`world_model::simulation_messages`
 //! builds both; a test checks the world model's HTTP requests equal the examples' inputs). No
 //! recorded example of the tool is included: a trained world model should not need one. The
 //! target is the real result in the reply format that world model is asked for:
@@ -49,7 +49,7 @@ use serde_json::{Value, json};
 use super::staged::Staged;
 use cosmos_engine::wm_eval::{CallInContext, StateFold, recorded_calls};
 use cosmos_engine::world_model::SimRequest;
-use cosmos_engine::world_model::llm::{simulation_messages, simulation_reply};
+use cosmos_engine::world_model::{simulation_messages, simulation_reply};
 use cosmos_trajectory::redact::Redactor;
 
 /// How an example is written.

@@ -1,14 +1,14 @@
 //! The tools a proxy offers its client: the upstream catalogue (`server:tool`, as every
 //! trajectory records it) under the names the client sees. One server's tools keep their own
 //! names; several servers' are named as the tools mode names functions
-//! (`agent::function_names::FunctionNames`: `server_tool`, only `[A-Za-z0-9_-]`, at most 64
+//! (`agent::FunctionNames`: `server_tool`, only `[A-Za-z0-9_-]`, at most 64
 //! characters), so no two can collide. Everything else of a tool passes through as the server
 //! listed it: title, description, input and output schemas, annotations, icons and `_meta`.
 //! (Not `execution`: rmcp's tool type has no such field, so it is lost on reading the list;
 //! it only matters with tasks, which the proxy does not offer.)
 //!
 //! The offered tools: one server's under their own names, several servers' as the
-//! tools mode names functions (`agent::planner::FunctionNames`); schemas and annotations unchanged.
+//! tools mode names functions (`agent::FunctionNames`); schemas and annotations unchanged.
 
 use std::collections::HashMap;
 
@@ -16,7 +16,7 @@ use anyhow::{Context, Result};
 use rmcp::model::Tool;
 use serde_json::{Value, json};
 
-use cosmos_engine::agent::planner::FunctionNames;
+use cosmos_engine::agent::FunctionNames;
 use cosmos_trajectory::event::{ToolInfo, own_tool_name};
 
 /// The offered tools and the recorded tool each stands for.

@@ -1,7 +1,7 @@
 //! One client session of `cosmos proxy`, recorded as one run (`agent.kind = "external"`) in
 //! the events every agent writes: a real call is `tool_called` (through
-//! `agent::execute::record_call`); a call the world model predicted is a node of a chain, one
-//! node per call under the one before (`node_added`, then `agent::rehearse::record`'s
+//! `agent::record_call`); a call the world model predicted is a node of a chain, one
+//! node per call under the one before (`node_added`, then `agent::record_rehearsal`'s
 //! `node_simulated`/`error` and `node_evaluated`), and in shadow mode its `tool_called` names
 //! that node, so every view pairs the prediction with the real result as it pairs a plan's.
 //!
@@ -12,8 +12,8 @@
 //! it comes says so in an `error`.
 //!
 //! One session's file, opened at the client's first call. Real calls through
-//! `agent::execute::record_call`; predicted calls as a chain of nodes recorded by
-//! `agent::rehearse::record`. Invariant: a real call is written the moment its result comes,
+//! `agent::record_call`; predicted calls as a chain of nodes recorded by
+//! `agent::record_rehearsal`. Invariant: a real call is written the moment its result comes,
 //! its prediction when that comes (before or after: `trajectory::run` and `metrics::run` pair a
 //! late one with its call), so a killed proxy keeps every answered call; calls
 //! in flight when the session ends are recorded as cut off; `close` writes `run_finished` once
@@ -43,11 +43,11 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use serde_json::Value;
 
-use cosmos_engine::agent::execute::{PlannedCall, record_call};
-use cosmos_engine::agent::ports::EventSink;
-use cosmos_engine::agent::recorder::Recorder;
-use cosmos_engine::agent::rehearse::{self, Rehearsal};
-use cosmos_engine::mcp::server::{CallOutcome, ServerFailure};
+use cosmos_engine::agent::EventSink;
+use cosmos_engine::agent::Recorder;
+use cosmos_engine::agent::{PlannedCall, record_call};
+use cosmos_engine::agent::{Rehearsal, record_rehearsal};
+use cosmos_engine::mcp::{CallOutcome, ServerFailure};
 use cosmos_engine::world_model::HistoryStep;
 use cosmos_metrics::run::RunAccumulator;
 use cosmos_trajectory::event::{Action, AnsweredBy, Ending, EventBody, Header, NodeId, RunStatus};
@@ -70,7 +70,7 @@ pub struct Start<'a> {
     pub closed: Arc<tokio::sync::Notify>,
     /// The stateful upstreams' copies (shared by every session): the session's end digests
     /// and kept end state are taken from them.
-    pub sandboxes: Arc<Vec<cosmos_engine::mcp::sandbox::Sandbox>>,
+    pub sandboxes: Arc<Vec<cosmos_engine::mcp::Sandbox>>,
 }
 
 /// A session's recording.
@@ -82,7 +82,7 @@ pub struct Session {
     /// The client's protocol log, written beside this run until the session ends.
     wire: Mutex<Option<Weak<super::wire::Wire>>>,
     /// The stateful upstreams' copies, read when the session ends.
-    sandboxes: Arc<Vec<cosmos_engine::mcp::sandbox::Sandbox>>,
+    sandboxes: Arc<Vec<cosmos_engine::mcp::Sandbox>>,
 }
 
 /// What a session keeps between calls.
@@ -293,7 +293,7 @@ impl Session {
         given: bool,
     ) -> Result<()> {
         let mut state = self.state();
-        rehearse::record(&mut *state, node, rehearsal)?;
+        record_rehearsal(&mut *state, node, rehearsal)?;
         if given && let Some(predicted) = rehearsal.prediction() {
             state.remember(HistoryStep {
                 tool: call.tool.clone(),
@@ -442,7 +442,7 @@ impl Session {
         let end_digest = if self.sandboxes.is_empty() {
             Default::default()
         } else {
-            cosmos_engine::mcp::sandbox::finish(&self.sandboxes, &self.path)
+            cosmos_engine::mcp::finish_sandboxes(&self.sandboxes, &self.path)
         };
         let finished = written.and_then(|()| {
             state.emit(EventBody::RunFinished {

@@ -16,13 +16,13 @@ use rmcp::model::{ElicitRequestParams, ElicitationAction};
 use rmcp::service::ElicitationMode;
 
 use super::clients::Clients;
-use cosmos_engine::mcp::elicitation::{ANSWER_WITHIN, Answer, Question};
+use cosmos_engine::mcp::{ANSWER_WITHIN, Answer, Question};
 
 /// Answers the questions of this process's upstream servers by asking their callers' clients,
 /// from now until the process ends.
 pub fn forward_to_clients(clients: Arc<Clients>) {
     let (tx, rx) = std::sync::mpsc::channel::<Question>();
-    cosmos_engine::mcp::elicitation::ask_through(Some(tx));
+    cosmos_engine::mcp::ask_through(Some(tx));
     let runtime = tokio::runtime::Handle::current();
     std::thread::spawn(move || {
         for question in rx {

@@ -41,10 +41,10 @@ use super::setup::{
     Setup,
 };
 use super::wire::{Wire, Wires};
-use cosmos_engine::agent::execute::PlannedCall;
-use cosmos_engine::agent::rehearse::Rehearsal;
-use cosmos_engine::mcp::pool::McpPool;
-use cosmos_engine::mcp::server::{CallOutcome, Progress};
+use cosmos_engine::agent::PlannedCall;
+use cosmos_engine::agent::Rehearsal;
+use cosmos_engine::mcp::McpPool;
+use cosmos_engine::mcp::{CallOutcome, Progress};
 use cosmos_trajectory::event::{AnsweredBy, EventBody, Exchange, Observation};
 
 /// Longest wait, once a call's result is in, for the notifications its server sent before it
@@ -126,7 +126,7 @@ impl ProxyHandler {
 
     /// The upstreams, or the error a client gets for what only they can answer (simulate mode
     /// with `--tools-from` runs none).
-    fn upstreams(&self) -> Result<&cosmos_engine::mcp::pool::McpPool, McpError> {
+    fn upstreams(&self) -> Result<&cosmos_engine::mcp::McpPool, McpError> {
         self.setup.pool.as_deref().ok_or_else(|| {
             McpError::new(
                 rmcp::model::ErrorCode::METHOD_NOT_FOUND,
@@ -261,7 +261,7 @@ impl ProxyHandler {
             .map(|server| self.setup.clients.calling(server, caller.client.clone()));
         // Progress is asked of the server only for a client that asked for it.
         let mut pass_on = caller.progress();
-        let on_progress: cosmos_engine::mcp::server::OnProgress<'_> = match &mut pass_on {
+        let on_progress: cosmos_engine::mcp::OnProgress<'_> = match &mut pass_on {
             Some(tell) => Some(tell),
             None => None,
         };
@@ -818,7 +818,7 @@ fn exchange(
             exchange.result.text = text;
             exchange
                 .result
-                .cap_text(cosmos_engine::mcp::server::MAX_RESULT_BYTES);
+                .cap_text(cosmos_engine::mcp::MAX_RESULT_BYTES);
         }
         Err(e) => exchange.error = Some(e.message.to_string()),
     }

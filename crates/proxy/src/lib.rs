@@ -130,8 +130,8 @@ mod tests {
     use std::path::Path;
 
     use cosmos_engine::config::Config;
-    use cosmos_engine::mcp::pool::Timeouts;
-    use cosmos_engine::world_model::named;
+    use cosmos_engine::mcp::Timeouts;
+    use cosmos_engine::world_model::BuiltInOptions;
 
     /// A proxy in simulate mode over a sample run's tools and calls: nothing to start.
     async fn simulating(dir: &Path) -> Setup {
@@ -147,7 +147,7 @@ mod tests {
             servers: vec!["Time MCP".into()],
             mode: Mode::Simulate,
             world_model: "memory".into(),
-            world_model_options: named::BuiltInOptions {
+            world_model_options: BuiltInOptions {
                 memory_from: vec![samples.clone()],
                 ..Default::default()
             },

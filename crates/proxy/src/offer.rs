@@ -5,7 +5,7 @@
 //!
 //! One upstream's prompts and resources keep their names. Several upstreams' prompt names,
 //! and resource and template names, are named as the catalogue names tools
-//! (`agent::function_names::function_name` of `server:name`), and two that would share a name are
+//! (`agent::function_name` of `server:name`), and two that would share a name are
 //! refused, at start and at every listing. A resource is read from the server that listed its
 //! URI (or whose template its URI starts as); requests go to the upstream as they came,
 //! without rmcp's response cache (a proxy passes on what the server says now).
@@ -34,9 +34,9 @@ use rmcp::model::{
 };
 use serde_json::{Map, Value};
 
-use cosmos_engine::agent::function_names::function_name;
-use cosmos_engine::mcp::pool::McpPool;
-use cosmos_engine::mcp::server::Server;
+use cosmos_engine::agent::function_name;
+use cosmos_engine::mcp::McpPool;
+use cosmos_engine::mcp::Server;
 
 /// Most pages of one list read from one upstream (a server that pages forever is cut off).
 const MOST_PAGES: usize = 100;

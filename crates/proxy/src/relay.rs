@@ -23,8 +23,8 @@ use rmcp::model::{
 };
 
 use super::clients::{Client, Clients};
-use cosmos_engine::mcp::server::MAX_RESULT_BYTES;
-use cosmos_engine::mcp::unasked::{Answering, Relay};
+use cosmos_engine::mcp::MAX_RESULT_BYTES;
+use cosmos_engine::mcp::{Answering, Relay};
 use cosmos_trajectory::event::{EventBody, Exchange};
 
 /// Longest log message recorded (a server that logs a megabyte a line is cut, and says so).

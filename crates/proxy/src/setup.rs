@@ -12,14 +12,14 @@ use serde_json::{Value, json};
 use super::catalog::Catalog;
 use super::client_session::{Session, Start};
 use super::{clients, elicit, offer, relay};
-use cosmos_engine::agent::execute::PlannedCall;
-use cosmos_engine::agent::mcts::{Answer, Critique, Proposal, SearchEnv, Stopped};
-use cosmos_engine::agent::rehearse::{self, Prediction, Rehearsal};
+use cosmos_engine::agent::PlannedCall;
+use cosmos_engine::agent::{self, Prediction, Rehearsal};
+use cosmos_engine::agent::{Answer, Critique, Proposal, SearchEnv, Stopped};
 use cosmos_engine::config::Config;
-use cosmos_engine::mcp::mcp_json::McpConfig;
-use cosmos_engine::mcp::pool::{McpPool, Timeouts};
-use cosmos_engine::mcp::server::ServerFailure;
-use cosmos_engine::world_model::named::{self, BuiltInOptions};
+use cosmos_engine::mcp::McpConfig;
+use cosmos_engine::mcp::ServerFailure;
+use cosmos_engine::mcp::{McpPool, Timeouts};
+use cosmos_engine::world_model::{self, BuiltInOptions};
 use cosmos_engine::world_model::{HistoryStep, WorldModel};
 use cosmos_trajectory::event::{
     Action, AgentInfo, AgentKind, Ending, Header, ModelInfo, Observation, Role, RunStatus,
@@ -182,7 +182,7 @@ pub struct Setup {
     pub offer: offer::Offer,
     /// The stateful upstreams' copies of their state, for as long as the proxy runs: one copy
     /// each, shared by every session (each records where it found the state and left it).
-    sandboxes: Arc<Vec<cosmos_engine::mcp::sandbox::Sandbox>>,
+    sandboxes: Arc<Vec<cosmos_engine::mcp::Sandbox>>,
     /// Sessions open now, so a stop can end each one; `None` once the proxy is stopping
     /// (no session opens then: it would be left a file with nothing in it).
     sessions: Mutex<Option<Vec<Weak<Session>>>>,
@@ -253,7 +253,7 @@ fn world_model_of(spec: &ProxySpec, config: &mut Config) -> Result<Option<Arc<dy
             None
         }
         Mode::Shadow | Mode::Simulate | Mode::Hybrid => {
-            let built = named::resolve(&spec.world_model, config, &spec.world_model_options)?
+            let built = world_model::resolve(&spec.world_model, config, &spec.world_model_options)?
                 .map(|n| n.build())
                 .transpose()?
                 .map(|b| b.model);
@@ -343,11 +343,11 @@ impl Setup {
         // whose call it came during; its notifications to the clients they are for.
         let clients = Arc::new(clients::Clients::default());
         elicit::forward_to_clients(clients.clone());
-        cosmos_engine::mcp::unasked::relay_through(Arc::new(relay::ToClients(clients.clone())))?;
+        cosmos_engine::mcp::relay_through(Arc::new(relay::ToClients(clients.clone())))?;
         // A stateful upstream works on a copy of its state for as long as the proxy runs
         // (its client decides what it may change: no refusal here).
         let mut chosen = chosen;
-        let sandboxes = cosmos_engine::mcp::sandbox::prepare(&mut chosen)?;
+        let sandboxes = cosmos_engine::mcp::prepare_sandboxes(&mut chosen)?;
         let (pool, failures) = if needs_upstream {
             let (pool, failures) = McpPool::connect(&chosen, spec.timeouts).await;
             (Some(Arc::new(pool)), failures)
@@ -368,7 +368,7 @@ impl Setup {
                         .collect();
                     bail!(
                         "{}: {}",
-                        cosmos_engine::agent::session::NO_SERVER_STARTED,
+                        cosmos_engine::agent::NO_SERVER_STARTED,
                         why.join("; ")
                     );
                 }
@@ -378,7 +378,7 @@ impl Setup {
         let server_names: Vec<String> = servers.iter().map(|s| s.name.clone()).collect();
         let catalog = Catalog::new(tools, &server_names)?;
         let offer = offer::Offer::of(pool.as_deref(), spec.timeouts.call).await?;
-        let mut redactor = cosmos_engine::agent::session::redactor(&config, &mcp);
+        let mut redactor = cosmos_engine::agent::run_redactor(&config, &mcp);
         for secret in &spec.secrets {
             redactor.add_secret(secret.clone());
         }
@@ -445,9 +445,9 @@ impl Setup {
             tools: self.catalog.tools(),
             request: &self.task.request,
         };
-        rehearse::rehearse(
+        agent::rehearse(
             &env,
-            &cosmos_engine::agent::mcts::Settings::chain(),
+            &cosmos_engine::agent::Settings::chain(),
             history,
             &call.action(),
             at,
@@ -535,7 +535,7 @@ impl Setup {
         }
         header.tools = self.catalog.tools().to_vec();
         header.label = self.label.clone();
-        let file = cosmos_engine::agent::session::file_name(
+        let file = cosmos_engine::agent::run_file_name(
             if self.task.id == DEFAULT_TASK_ID {
                 client_name
             } else {
@@ -676,7 +676,7 @@ impl SearchEnv for Predicting<'_> {
         arguments: &'a Value,
     ) -> Answer<'a, Result<Prediction, String>> {
         Box::pin(async move {
-            let predicted = rehearse::predict(
+            let predicted = agent::predict(
                 self.world_model,
                 self.tools,
                 self.request,

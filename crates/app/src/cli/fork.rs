@@ -13,8 +13,8 @@ use clap::{Args, ValueEnum};
 use serde_json::Value;
 
 use super::run::{AgentArg, PlanRuleArg, RunOptions, run_spec};
-use cosmos_engine::agent::fork::OnMiss;
-use cosmos_engine::agent::session::TaskSource;
+use cosmos_engine::agent::OnMiss;
+use cosmos_engine::agent::TaskSource;
 use cosmos_engine::fork_source::{Original, Tools};
 use cosmos_trajectory::event::{AgentKind, Header};
 use cosmos_trajectory::sanitize::inert;

@@ -10,8 +10,8 @@ use anyhow::{Context, Result, bail};
 
 use cosmos_engine::config::Config;
 use cosmos_engine::judge::{self, MAX_TRIALS, MCP_BENCH_TRIALS, Settings};
-use cosmos_engine::llm::client::LlmClient;
-use cosmos_engine::llm::endpoints::LlmConfig;
+use cosmos_engine::llm::LlmClient;
+use cosmos_engine::llm::LlmConfig;
 use cosmos_engine::task::Task;
 use cosmos_trajectory::event::{EventBody, Phase, Role};
 use cosmos_trajectory::reader::collect_files;

@@ -11,7 +11,7 @@ use anyhow::Result;
 use crate::tui::action::Action;
 use crate::tui::app::App;
 use crate::tui::view::Exit;
-use cosmos_engine::agent::session::StopSignal;
+use cosmos_engine::agent::StopSignal;
 
 /// Runs `app` until the person leaves, fed by `actions` from the work; `ui_stop` is the view's
 /// stop key. Once the view has ended, `go_headless` switches the work's news to progress lines;

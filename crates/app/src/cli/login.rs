@@ -9,8 +9,8 @@ use std::time::Duration;
 use anyhow::{Result, bail};
 use clap::Args;
 
-use cosmos_engine::mcp::mcp_json::{McpConfig, Transport};
-use cosmos_engine::mcp::oauth::{self, TokenStore};
+use cosmos_engine::mcp::{self, TokenStore};
+use cosmos_engine::mcp::{McpConfig, Transport};
 use cosmos_trajectory::sanitize::inert;
 
 /// `cosmos login` and `cosmos logout` options.
@@ -31,7 +31,7 @@ pub struct LoginArgs {
 }
 
 /// The server's URL and OAuth client, or why it has no login.
-fn remote(args: &LoginArgs) -> Result<(String, oauth::OAuthClient)> {
+fn remote(args: &LoginArgs) -> Result<(String, mcp::OAuthClient)> {
     let mcp = McpConfig::load(&args.mcp_config)?;
     let server = mcp.get(&args.server)?;
     if let Some(problem) = &server.problem {
@@ -49,7 +49,7 @@ fn remote(args: &LoginArgs) -> Result<(String, oauth::OAuthClient)> {
 /// Logs in.
 pub fn login(args: LoginArgs) -> Result<ExitCode> {
     let (url, client) = remote(&args)?;
-    if client.grant == oauth::Grant::ClientCredentials {
+    if client.grant == mcp::Grant::ClientCredentials {
         bail!(
             "server \"{}\" uses the client_credentials grant: a run gets its token from the \
              client's id and secret when it starts; there is no login to make",
@@ -59,7 +59,7 @@ pub fn login(args: LoginArgs) -> Result<ExitCode> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    let stored = runtime.block_on(oauth::login(
+    let stored = runtime.block_on(mcp::login(
         &url,
         &client,
         &args.scopes,

@@ -14,7 +14,7 @@ use clap::{Args, ValueEnum};
 
 use super::run::WorldModelArgs;
 use cosmos_engine::config::Config;
-use cosmos_engine::mcp::pool::Timeouts;
+use cosmos_engine::mcp::Timeouts;
 use cosmos_proxy::{Mode, OnMiss, ProxySpec, Setup, Stop, http_serve};
 
 /// `cosmos proxy` options.
@@ -171,7 +171,7 @@ impl ProxyArgs {
                 startup: Duration::from_secs(self.startup_timeout_s.max(1)),
                 call: Duration::from_secs(self.call_timeout_s.max(1)),
                 // Asked of the client whose call it is (proxy::elicit).
-                elicitation: cosmos_engine::mcp::elicitation::Elicitation::Ask,
+                elicitation: cosmos_engine::mcp::Elicitation::Ask,
             },
             transport: if self.http.is_some() { "http" } else { "stdio" },
             session_idle: (self.http.is_some() && self.session_idle_s > 0)
@@ -192,7 +192,7 @@ pub fn run(args: ProxyArgs) -> Result<ExitCode> {
         .enable_all()
         .build()?;
     let stopped = runtime.block_on(async {
-        let stop = cosmos_engine::agent::session::stop_on_signals();
+        let stop = cosmos_engine::agent::stop_on_signals();
         // Bound first: an address that cannot be served starts no server.
         let listening = match args.http {
             Some(addr) => Some(http_serve::bind(addr, token).await?),

@@ -10,8 +10,8 @@ use anyhow::{Result, bail};
 use clap::{Args, ValueEnum};
 use serde_json::json;
 
-use cosmos_engine::mcp::mcp_json::McpConfig;
-use cosmos_engine::mcp::pool::Timeouts;
+use cosmos_engine::mcp::McpConfig;
+use cosmos_engine::mcp::Timeouts;
 use cosmos_engine::recheck::{self, Found};
 use cosmos_trajectory::describe::recheck_summary;
 use cosmos_trajectory::reader::collect_files;
@@ -81,7 +81,7 @@ pub fn run(args: RecheckArgs) -> Result<ExitCode> {
     let mut documents = Vec::new();
     let mut stopped = false;
     runtime.block_on(async {
-        let mut stop = cosmos_engine::agent::session::stop_on_signals().rx;
+        let mut stop = cosmos_engine::agent::stop_on_signals().rx;
         for file in &found.files {
             let recheck::RecordedRun {
                 header,

@@ -12,11 +12,11 @@ use cosmos_export::otel;
 use tokio::sync::watch;
 
 use cosmos_engine::agent::Budget;
-use cosmos_engine::agent::mcts::{PlanRule, Settings, Settled};
-use cosmos_engine::agent::session::{self, Outcome, RunSpec, TaskSource};
+use cosmos_engine::agent::{self, Outcome, RunSpec, TaskSource};
+use cosmos_engine::agent::{PlanRule, Settings, Settled};
 use cosmos_engine::config::Config;
-use cosmos_engine::mcp::pool::Timeouts;
-use cosmos_engine::world_model::named::BuiltInOptions;
+use cosmos_engine::mcp::Timeouts;
+use cosmos_engine::world_model::BuiltInOptions;
 use cosmos_trajectory::describe::summary;
 use cosmos_trajectory::event::{AgentKind, Event, EventBody, RunStatus};
 use cosmos_trajectory::sanitize::inert;
@@ -165,7 +165,7 @@ pub struct RunOptions {
     /// (the default with it), declined (the default with --no-tui), or accepted with the
     /// form's defaults. Every request and answer is recorded.
     #[arg(long, value_enum)]
-    pub elicitation: Option<cosmos_engine::mcp::elicitation::Elicitation>,
+    pub elicitation: Option<cosmos_engine::mcp::Elicitation>,
     /// SPIRAL: search iterations [default: 50, or [agent] iterations in cosmos.toml].
     #[arg(long, help_heading = "SPIRAL-Exec")]
     pub iterations: Option<usize>,
@@ -318,9 +318,9 @@ impl RunOptions {
                 startup: Duration::from_secs(self.startup_timeout_s),
                 call: Duration::from_secs(self.call_timeout_s),
                 elicitation: self.elicitation.unwrap_or(if self.no_tui {
-                    cosmos_engine::mcp::elicitation::Elicitation::Decline
+                    cosmos_engine::mcp::Elicitation::Decline
                 } else {
-                    cosmos_engine::mcp::elicitation::Elicitation::Ask
+                    cosmos_engine::mcp::Elicitation::Ask
                 }),
             },
             search,
@@ -445,17 +445,17 @@ pub fn run_spec(spec: RunSpec, options: &RunOptions) -> Result<ExitCode> {
 pub(super) async fn prepare_or_stop(
     spec: &RunSpec,
     stop: watch::Receiver<bool>,
-) -> Result<Option<session::Prepared>> {
+) -> Result<Option<agent::Prepared>> {
     let mut stopped = stop.clone();
     tokio::select! {
         biased;
         Ok(_) = stopped.wait_for(|s| *s) => Ok(None),
-        prepared = session::prepare(spec, stop) => prepared.map(Some),
+        prepared = agent::prepare_run(spec, stop) => prepared.map(Some),
     }
 }
 
 async fn run_plain(spec: RunSpec, otel: Option<otel::Target>) -> Result<Option<Outcome>> {
-    let signals = session::stop_on_signals();
+    let signals = agent::stop_on_signals();
     let Some(mut prepared) = prepare_or_stop(&spec, signals.rx).await? else {
         return Ok(None);
     };
@@ -469,7 +469,7 @@ async fn run_plain(spec: RunSpec, otel: Option<otel::Target>) -> Result<Option<O
             prepared.path.display()
         ))
     );
-    let outcome = session::execute(prepared, None, Some(Box::new(progress_line))).await;
+    let outcome = agent::execute_run(prepared, None, Some(Box::new(progress_line))).await;
     finish_export(exporting);
     outcome.map(Some)
 }
@@ -477,7 +477,7 @@ async fn run_plain(spec: RunSpec, otel: Option<otel::Target>) -> Result<Option<O
 /// Starts sending the run to an OpenTelemetry receiver, when one is given: its tap goes to
 /// the run's recorder.
 pub(super) async fn export_live(
-    prepared: &mut session::Prepared,
+    prepared: &mut agent::Prepared,
     target: Option<otel::Target>,
 ) -> Result<Option<otel::Live>> {
     let Some(target) = target else {
@@ -547,7 +547,7 @@ fn run_live(
     // What the explorer needs is checked before any server starts or any file is written.
     crate::tui::terminal::require_terminal()?;
     let keymap = crate::tui::load_keymap()?;
-    let signals = runtime.block_on(async { session::stop_on_signals() });
+    let signals = runtime.block_on(async { agent::stop_on_signals() });
     let Some(mut prepared) = runtime.block_on(prepare_or_stop(&spec, signals.rx.clone()))? else {
         return Ok(None);
     };
@@ -558,7 +558,7 @@ fn run_live(
     let (ui_stop_tx, ui_stop_rx) = std::sync::mpsc::channel::<()>();
     // A server's request for input reaches the person through the explorer while it is open.
     let (ask_tx, ask_rx) = std::sync::mpsc::channel();
-    cosmos_engine::mcp::elicitation::ask_through(Some(ask_tx));
+    cosmos_engine::mcp::ask_through(Some(ask_tx));
     {
         let ui_tx = ui_tx.clone();
         std::thread::spawn(move || {
@@ -568,7 +568,7 @@ fn run_live(
             }
         });
     }
-    let agent = runtime.spawn(session::execute(prepared, Some(event_tx), None));
+    let agent = runtime.spawn(agent::execute_run(prepared, Some(event_tx), None));
     // Events go to the explorer until the person leaves it with the run still going; from
     // then on they become progress lines, as with --no-tui.
     let headless = Arc::new(AtomicBool::new(false));
@@ -608,7 +608,7 @@ fn run_live(
         || headless.store(true, Ordering::Release),
     );
     let outcome = runtime.block_on(agent).context("the agent task panicked");
-    cosmos_engine::mcp::elicitation::ask_through(None);
+    cosmos_engine::mcp::ask_through(None);
     let outcome = outcome?;
     let _ = printer.join();
     finish_export(exporting);

@@ -7,15 +7,15 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use cosmos_engine::mcp::mcp_json::McpConfig;
-use cosmos_engine::mcp::pool::{McpPool, Timeouts};
+use cosmos_engine::mcp::McpConfig;
+use cosmos_engine::mcp::{McpPool, Timeouts};
 use cosmos_trajectory::sanitize::inert;
 
 /// Lists servers and tools; `-v` adds input schemas. Exit 1 when a server fails.
 pub fn run(config: &Path, verbose: bool, startup_timeout_s: u64) -> Result<ExitCode> {
     let mut mcp = McpConfig::load(config)?;
     // A stateful server is listed on a copy of its state, never its seed.
-    let _sandboxes = cosmos_engine::mcp::sandbox::prepare(&mut mcp.servers)?;
+    let _sandboxes = cosmos_engine::mcp::prepare_sandboxes(&mut mcp.servers)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;

@@ -11,7 +11,7 @@ use clap::Args;
 use super::report::ReportFormat;
 use cosmos_engine::metrics::leaderboard::{Format, render};
 use cosmos_engine::wm_eval::{EvalSpec, evaluate, recorded_calls};
-use cosmos_engine::world_model::named::BuiltInOptions;
+use cosmos_engine::world_model::BuiltInOptions;
 use cosmos_trajectory::sanitize::{inert, inert_json};
 
 /// `cosmos wm-eval` options.
@@ -137,7 +137,7 @@ pub fn run(args: WmEvalArgs) -> Result<ExitCode> {
     );
     // Ctrl-C, SIGTERM or SIGHUP stop the simulations in flight; what is done stays written.
     let evaluation = runtime.block_on(async {
-        let signals = cosmos_engine::agent::session::stop_on_signals();
+        let signals = cosmos_engine::agent::stop_on_signals();
         evaluate(&spec, &calls, signals.rx.clone()).await
     })?;
     if evaluation.reused > 0 {

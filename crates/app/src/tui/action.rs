@@ -84,7 +84,7 @@ pub enum Action {
     /// The person chose how to fork the run at a step (the `b` form).
     Fork(super::fork_spec::ForkChoice),
     /// A server asks the person for input while a live run's call waits (elicitation).
-    Elicit(Box<cosmos_engine::mcp::elicitation::Question>),
+    Elicit(Box<cosmos_engine::mcp::Question>),
     /// A fork started from the explorer ended (its run opened with the `Loaded` answering the
     /// same request; its events came as `LiveEvent`s).
     ForkEnded(RequestId),

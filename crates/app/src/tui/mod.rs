@@ -80,7 +80,7 @@
 //!
 //! - `wm_eval_view.rs`: a `wm_eval` file (`open::run` picks it by the header's agent
 //!   kind): the leaderboard, one row per call with each world model's score and first differing
-//!   leaf (read through `wm_eval::filed::Filed`, as `cosmos wm-eval` reads its file), sorted with
+//!   leaf (read through `wm_eval::Filed`, as `cosmos wm-eval` reads its file), sorted with
 //!   the calls nobody got right first, and `CallDetail`, one call with every simulation side by
 //!   side.
 //!

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::mcts::Settings;
+use super::settings::Settings;
 use super::testing::{self, ScriptedChat, ScriptedTools, ScriptedWorldModel};
 use super::{Budget, End, Env, Meter, plan_exec, react, spiral};
 use cosmos_trajectory::event::{Ending, EventBody, Observation};

@@ -223,7 +223,7 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::agent::mcts::Settings;
+    use crate::agent::settings::Settings;
     use crate::agent::testing::{self, ScriptedChat, ScriptedTools, ScriptedWorldModel};
     use crate::agent::{plan_exec, spiral};
     use cosmos_trajectory::event::{EventBody, Observation, Origin};

@@ -34,13 +34,13 @@ use futures::future::BoxFuture;
 
 use super::ports::EventSink;
 use super::rehearse::{self, Rehearsal};
-pub use super::search_env::{Answer, Critique, Prediction, Proposal, SearchEnv, Stopped};
+use super::search_env::{SearchEnv, Stopped};
 use crate::world_model::{HistoryStep, canonical};
 use cosmos_trajectory::event::{
     Action, EventBody, NodeId, Observation, PlanChoice, PlanPool, RankedNode, Verdict,
 };
 
-pub use super::settings::{PlanRule, Settings, Settled};
+use super::settings::{PlanRule, Settings, Settled};
 
 /// One node of the search tree.
 #[derive(Debug, Clone, PartialEq)]
@@ -744,6 +744,7 @@ fn dedupe(actions: Vec<Action>, k: usize) -> Vec<Action> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::agent::{Answer, Critique, Prediction, Proposal};
     use cosmos_trajectory::event::SearchStop;
     use serde_json::{Value, json};
     use std::sync::atomic::{AtomicUsize, Ordering};

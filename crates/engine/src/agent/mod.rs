@@ -32,22 +32,37 @@
 //!   flight is cancelled and still recorded. **answer**: from the real results only.
 
 pub(crate) mod answer;
-pub mod execute;
-pub mod fork;
-pub mod function_names;
-pub mod mcts;
+pub(crate) mod execute;
+pub(crate) mod fork;
+pub(crate) mod function_names;
+pub(crate) mod mcts;
 pub(crate) mod plan_exec;
-pub mod planner;
-pub mod ports;
+pub(crate) mod planner;
+pub(crate) mod ports;
 pub(crate) mod prompt;
 pub(crate) mod react;
 mod real_call;
-pub mod recorder;
-pub mod rehearse;
+pub(crate) mod recorder;
+pub(crate) mod rehearse;
 pub(crate) mod search_env;
-pub mod session;
+pub(crate) mod session;
 pub(crate) mod settings;
 pub(crate) mod spiral;
+
+pub use execute::{PlannedCall, record_call};
+pub use fork::OnMiss;
+pub use function_names::{FunctionNames, function_name};
+pub use mcts::search;
+pub use planner::{decision_schema, parse_decision};
+pub use ports::{EventSink, Tap};
+pub use recorder::{Hook, Recorder};
+pub use rehearse::{Rehearsal, base_reward, predict, record as record_rehearsal, rehearse};
+pub use search_env::{Answer, Critique, Prediction, Proposal, SearchEnv, Stopped};
+pub use session::{
+    NO_SERVER_STARTED, Outcome, Prepared, RunSpec, StopSignal, TaskSource, execute as execute_run,
+    file_name as run_file_name, prepare as prepare_run, redactor as run_redactor, stop_on_signals,
+};
+pub use settings::{PlanRule, Settings, Settled};
 
 #[cfg(test)]
 mod endings;
@@ -62,8 +77,7 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 use tokio::sync::watch;
 
-use self::planner::FunctionNames;
-use self::ports::{EventSink, ToolHost};
+use self::ports::ToolHost;
 use crate::llm::chat::{Completion, LlmError};
 use crate::llm::client::LlmClient;
 use crate::task::Task;

@@ -6,12 +6,12 @@
 use anyhow::Result;
 
 use super::execute::{OnFailure, PlannedCall, execute_plan};
-use super::mcts::Settings;
 use super::ports::EventSink;
 use super::prompt::{Setting, Turn};
 use super::react::planner_turn;
 use super::rehearse::{self, Rehearser};
 use super::search_env::SearchEnv;
+use super::settings::Settings;
 use super::{End, Env, Limit, answer};
 use crate::world_model::HistoryStep;
 use cosmos_trajectory::event::{Action, Ending, EventBody, NodeId, Phase, Verdict};

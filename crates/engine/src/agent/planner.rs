@@ -22,7 +22,7 @@ use cosmos_trajectory::event::{Action, DecisionProblem, EventBody, ToolInfo};
 /// Longest part of an unreadable reply kept in its `decision_rejected`.
 const REJECTED_REPLY_CHARS: usize = 4_000;
 
-pub use super::function_names::{FunctionNames, MAX_FUNCTION_NAME};
+use super::function_names::FunctionNames;
 
 /// A planner reply that is no usable decision.
 #[derive(Debug, Clone, PartialEq)]
@@ -409,6 +409,7 @@ fn arguments(value: &Value) -> Option<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::agent::function_names::MAX_FUNCTION_NAME;
 
     fn tool(name: &str) -> ToolInfo {
         ToolInfo {

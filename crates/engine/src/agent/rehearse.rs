@@ -881,7 +881,7 @@ fn llm_model(described: &Value) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::mcts::{Proposal, Stopped};
+    use crate::agent::{Proposal, Stopped};
     use crate::world_model::Confidence;
 
     /// A search environment whose world model is 0.5 sure of everything, with `read_only`

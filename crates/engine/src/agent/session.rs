@@ -18,9 +18,9 @@ use serde_json::json;
 use tokio::sync::watch;
 
 use super::fork::{ForkPlan, OnMiss, RecordedTools};
-use super::mcts::Settings;
 use super::ports::{EventSink, ToolHost};
 use super::recorder::{Hook, Recorder};
+use super::settings::Settings;
 use super::{Budget, End, Env, Roles, plan_exec, react, spiral};
 use crate::config::Config;
 use crate::llm::client::LlmClient;

@@ -8,10 +8,11 @@ use std::sync::Arc;
 use anyhow::Result;
 
 use super::execute::{OnFailure, PlannedCall, execute_plan};
-use super::mcts::{self, Origin, Search, Settings, Stopped, Tree};
+use super::mcts::{self, Origin, Search, Tree};
 use super::ports::EventSink;
 use super::rehearse::Rehearser;
 use super::{Bounded, End, Env, answer};
+use super::{Settings, Stopped};
 use crate::world_model::{HistoryStep, WorldModel};
 use cosmos_trajectory::event::{Action, Ending, EventBody, NodeId, Phase};
 

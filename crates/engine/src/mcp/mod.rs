@@ -3,22 +3,38 @@
 
 pub(crate) mod arrivals;
 pub(crate) mod client_assertion;
-pub mod elicitation;
+pub(crate) mod elicitation;
 pub(crate) mod git;
-pub mod mcp_json;
-pub mod oauth;
+pub(crate) mod mcp_json;
+pub(crate) mod oauth;
 pub(crate) mod oversized;
-pub mod pool;
+pub(crate) mod pool;
 pub(crate) mod process_group;
-pub mod sandbox;
+pub(crate) mod sandbox;
 pub(crate) mod sandbox_home;
 pub(crate) mod seed;
 pub(crate) mod seed_git;
-pub mod server;
-pub mod shared;
+pub(crate) mod server;
+pub(crate) mod shared;
 pub(crate) mod state_tree;
-pub mod state_view;
-pub mod unasked;
+pub(crate) mod state_view;
+pub(crate) mod unasked;
+
+pub use elicitation::{ANSWER_WITHIN, Answer, Elicitation, Question, Reply, ask_through};
+pub use mcp_json::{Grant, INHERITED_ENV, McpConfig, OAuthClient, Transport};
+pub use oauth::{TokenStore, login};
+pub use pool::McpPool;
+pub use sandbox::{
+    Sandbox, finish as finish_sandboxes, kept_path as kept_state_path, prepare as prepare_sandboxes,
+};
+pub use server::{
+    CallOutcome, MAX_RESULT_BYTES, OnProgress, Progress, Server, ServerFailure, Timeouts,
+};
+pub use shared::SharedServers;
+pub use state_view::{
+    StateAround, around_call, change as state_change, read as read_state, start_and_end,
+};
+pub use unasked::{Answering, Relay, relay_through};
 
 /// rustls's crypto provider (ring), chosen once per process before an HTTP connection; the
 /// `llm` layer beside this one does the same for its endpoints. A second install is a no-op.

@@ -79,7 +79,8 @@ impl TransitionBuffer {
         Ok(buffer)
     }
 
-    /// Adds one transition.
+    /// Adds one transition (tests build buffers by hand; runs come through `from_runs`).
+    #[cfg(test)]
     pub fn add(&mut self, tool: &str, arguments: Value, result: Observation) {
         self.add_from(tool, arguments, result, u32::MAX, None);
     }
@@ -141,12 +142,13 @@ impl TransitionBuffer {
     }
 
     /// The recorded result for this call: exact match, else the nearest call of the tool.
+    #[cfg(test)]
     pub fn lookup(&self, tool: &str, arguments: &Value) -> Option<(&Observation, bool)> {
         self.lookup_without(tool, arguments, None)
             .map(|r| (r.observation, r.exact))
     }
 
-    /// [`TransitionBuffer::lookup`] without the calls of run `excluded` (leave one run out:
+    /// The recorded result for this call without the calls of run `excluded` (leave one run out:
     /// a call is never predicted from its own recording), with how close the recall is.
     pub fn lookup_without(
         &self,

@@ -36,11 +36,15 @@
 //! | `ensemble` | The members' agreement: the mean two-way fidelity between the predictions of each pair of members that answered; none when only one did (see "Ensembles"). | `agreement` |
 
 pub(crate) mod cached;
-pub mod command;
+pub(crate) mod command;
 pub(crate) mod ensemble;
-pub mod llm;
+pub(crate) mod llm;
 pub(crate) mod memory;
-pub mod named;
+pub(crate) mod named;
+
+pub use command::CommandWorldModel;
+pub use llm::{simulation_messages, simulation_reply};
+pub use named::{BuiltInOptions, resolve};
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -143,7 +143,7 @@ impl Live {
     }
 }
 
-impl cosmos_engine::agent::ports::Tap for LiveTap {
+impl cosmos_engine::agent::Tap for LiveTap {
     fn source(&self) -> cosmos_trajectory::event::ErrorSource {
         cosmos_trajectory::event::ErrorSource::Otel
     }
@@ -181,7 +181,7 @@ impl cosmos_engine::agent::ports::Tap for LiveTap {
 /// a receiver that is down is said at the start of the run, not at its end. Async, so the
 /// cells of a sweep that share a runtime do not wait on each other's check.
 pub async fn reachable(target: &Target) -> std::result::Result<(), String> {
-    cosmos_engine::llm::http_chat::install_tls_provider();
+    cosmos_engine::llm::install_tls_provider();
     let client = reqwest::Client::builder()
         .timeout(Duration::from_secs(3))
         .build()

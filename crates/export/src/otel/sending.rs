@@ -122,7 +122,7 @@ pub(super) fn provider(
     delivery: Arc<Mutex<Delivery>>,
 ) -> Result<SdkTracerProvider> {
     // The exporter's reqwest client uses the same TLS provider as the LLM client.
-    cosmos_engine::llm::http_chat::install_tls_provider();
+    cosmos_engine::llm::install_tls_provider();
     let exporter = opentelemetry_otlp::SpanExporter::builder()
         .with_http()
         .with_endpoint(target.url.clone())

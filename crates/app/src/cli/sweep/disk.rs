@@ -164,7 +164,7 @@ pub fn set_aside(path: &Path) -> Result<Option<(PathBuf, PathBuf)>> {
     let aside = path.with_extension(format!("jsonl.set-aside-{stamp}"));
     std::fs::rename(path, &aside).with_context(|| format!("setting {} aside", path.display()))?;
     // Its kept end state goes with it: left in place, the rerun's state would be merged into it.
-    let state = cosmos_engine::mcp::sandbox::kept_path(path);
+    let state = cosmos_engine::mcp::kept_state_path(path);
     if std::fs::symlink_metadata(&state).is_ok() {
         let state_aside = state.with_extension(format!("state.set-aside-{stamp}"));
         std::fs::rename(&state, &state_aside)
@@ -184,7 +184,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let run = dir.path().join("cell.jsonl");
         std::fs::write(&run, "torn").unwrap();
-        let kept = cosmos_engine::mcp::sandbox::kept_path(&run);
+        let kept = cosmos_engine::mcp::kept_state_path(&run);
         std::fs::create_dir_all(kept.join("memory")).unwrap();
         std::fs::write(kept.join("memory/old-only"), "old").unwrap();
         let (_, aside) = set_aside(&run).unwrap().unwrap();

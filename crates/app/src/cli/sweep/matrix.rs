@@ -10,7 +10,7 @@ use super::runner::{Reporter, Workers, run_cells};
 use super::spec::Cell;
 use crate::tui::app::App;
 use crate::tui::views::sweep_view::{CellState, GridCell, SweepView};
-use cosmos_engine::agent::session;
+use cosmos_engine::agent;
 
 /// Runs `todo` with the matrix over `mine` (their `states` read from disk) until the person
 /// leaves; returns the number of cells that could not run.
@@ -24,7 +24,7 @@ pub fn run_with_matrix(
     workers: Workers,
 ) -> Result<(usize, bool)> {
     let keymap = crate::tui::load_keymap()?;
-    let signals = runtime.block_on(async { session::stop_on_signals() });
+    let signals = runtime.block_on(async { agent::stop_on_signals() });
     let size = crossterm::terminal::size().unwrap_or((80, 24));
     let area = ratatui::layout::Rect::new(0, 0, size.0, size.1.saturating_sub(1));
     let grid = mine

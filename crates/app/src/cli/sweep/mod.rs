@@ -81,7 +81,7 @@ use anyhow::{Context, Result, bail};
 
 use self::runner::{Reporter, Workers, run_cells};
 use self::spec::Cell;
-use cosmos_engine::agent::session;
+use cosmos_engine::agent;
 use cosmos_trajectory::sanitize::inert;
 
 pub use args::SweepArgs;
@@ -184,7 +184,7 @@ pub fn run(args: SweepArgs) -> Result<ExitCode> {
             out.display()
         );
         runtime.block_on(async {
-            let signals = session::stop_on_signals();
+            let signals = agent::stop_on_signals();
             let could_not_run =
                 run_cells(&out, todo, &workers, Reporter::lines(), signals.rx.clone()).await;
             let stopped = *signals.rx.borrow();
@@ -198,7 +198,7 @@ pub fn run(args: SweepArgs) -> Result<ExitCode> {
     // rest to the next run of the sweep).
     let not_judged = match &judge {
         Some(judge) if !stopped => runtime.block_on(async {
-            let signals = session::stop_on_signals();
+            let signals = agent::stop_on_signals();
             let finished: Vec<PathBuf> = mine
                 .iter()
                 .filter(|c| disk::state(&out, c).is_done())

@@ -17,8 +17,8 @@ use super::spec::{Cell, parse_run};
 use crate::cli::run::prepare_or_stop;
 use crate::tui::action::Action;
 use crate::tui::feed::SweepNews;
-use cosmos_engine::agent::session::{self, Outcome};
-use cosmos_engine::mcp::shared::SharedServers;
+use cosmos_engine::agent::{self, Outcome};
+use cosmos_engine::mcp::SharedServers;
 use cosmos_trajectory::event::{EventBody, RunStatus};
 use cosmos_trajectory::sanitize::inert;
 
@@ -256,8 +256,8 @@ async fn run_cell(
         let otel = run_args.options.otel.target()?;
         let mut spec = run_args.spec()?;
         // A sweep's cells have no form to answer in: asking is declining.
-        if spec.timeouts.elicitation == cosmos_engine::mcp::elicitation::Elicitation::Ask {
-            spec.timeouts.elicitation = cosmos_engine::mcp::elicitation::Elicitation::Decline;
+        if spec.timeouts.elicitation == cosmos_engine::mcp::Elicitation::Ask {
+            spec.timeouts.elicitation = cosmos_engine::mcp::Elicitation::Decline;
         }
         spec.out_dir = out.to_path_buf();
         spec.file_name = Some(cell.file_name());
@@ -278,9 +278,9 @@ async fn run_cell(
                             cell: index,
                             event: Box::new(event.clone()),
                         });
-                    }) as cosmos_engine::agent::recorder::Hook
+                    }) as cosmos_engine::agent::Hook
                 });
-                let outcome = session::execute(prepared, None, hook).await;
+                let outcome = agent::execute_run(prepared, None, hook).await;
                 crate::cli::run::finish_export(exporting);
                 let outcome = outcome?;
                 match infrastructure_failure(&outcome) {
@@ -314,7 +314,7 @@ fn infrastructure_failure(outcome: &Outcome) -> Option<String> {
         return None;
     }
     let error = outcome.error.clone().unwrap_or_default();
-    if error.contains(session::NO_SERVER_STARTED) {
+    if error.contains(agent::NO_SERVER_STARTED) {
         return Some(error);
     }
     let mut stream = cosmos_trajectory::reader::EventStream::open(&outcome.path).ok()?;

@@ -101,7 +101,7 @@ pub fn shared_servers(spec_path: &Path) -> Result<Vec<String>> {
     let spec = read_spec(spec_path)?;
     if !spec.shared_servers.is_empty() {
         let base = spec_path.parent().unwrap_or(Path::new("."));
-        let mcp = cosmos_engine::mcp::mcp_json::McpConfig::load(&base.join(&spec.mcp_config))?;
+        let mcp = cosmos_engine::mcp::McpConfig::load(&base.join(&spec.mcp_config))?;
         for name in &spec.shared_servers {
             let server = mcp.get(name).context("in shared_servers")?;
             if server.transport_name() != "stdio" {
@@ -141,7 +141,7 @@ pub fn cells(spec_path: &Path) -> Result<(Vec<Cell>, Vec<String>)> {
             bail!("two [[configs]] are named {name:?}");
         }
     }
-    let mcp = cosmos_engine::mcp::mcp_json::McpConfig::load(&base.join(&spec.mcp_config))?;
+    let mcp = cosmos_engine::mcp::McpConfig::load(&base.join(&spec.mcp_config))?;
     let mut out = Vec::new();
     let mut skipped = Vec::new();
     for set in &spec.tasks {

@@ -16,7 +16,7 @@ use crate::tui::keymap::Mode;
 use crate::tui::overlays::overlay::framed;
 use crate::tui::theme::Theme;
 use crate::tui::view::{Context, Handled, Request, View};
-use cosmos_engine::mcp::elicitation::{Question, Reply};
+use cosmos_engine::mcp::{Question, Reply};
 use cosmos_trajectory::sanitize::one_line;
 
 /// What a field holds.

@@ -15,7 +15,7 @@ use crate::tui::keymap::Mode;
 use crate::tui::overlays::overlay::framed;
 use crate::tui::theme::Theme;
 use crate::tui::view::{Context, Handled, Request, View};
-use cosmos_engine::mcp::elicitation::{Question, Reply};
+use cosmos_engine::mcp::{Question, Reply};
 use cosmos_trajectory::sanitize::inert;
 
 /// State of the prompt.
@@ -125,7 +125,7 @@ mod tests {
 
     fn prompt() -> (
         PagePrompt,
-        tokio::sync::oneshot::Receiver<cosmos_engine::mcp::elicitation::Answer>,
+        tokio::sync::oneshot::Receiver<cosmos_engine::mcp::Answer>,
     ) {
         let (answer, waiting) = tokio::sync::oneshot::channel();
         let question = Question {

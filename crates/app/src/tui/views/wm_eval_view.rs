@@ -19,7 +19,7 @@ use crate::tui::widgets::wrap::wrap_line;
 use cosmos_engine::metrics::leaderboard::Leaderboard;
 use cosmos_engine::metrics::routing_bound::{Choice, Judged, choose, judged_by_tool};
 use cosmos_engine::metrics::{fidelity, figure};
-use cosmos_engine::wm_eval::filed::{Filed, Verdict};
+use cosmos_engine::wm_eval::{Filed, Verdict};
 use cosmos_trajectory::describe::call_label;
 use cosmos_trajectory::event::{Leader, Observation};
 use cosmos_trajectory::run::Run;
@@ -643,7 +643,7 @@ impl WmEvalView {
     /// metrics version, or a file edited since): said, so neither figure stands alone.
     fn leader_differs(&self) -> Option<String> {
         let recorded = self.recorded_leader.as_ref()?;
-        let today = cosmos_engine::wm_eval::filed::leader_of(&self.board);
+        let today = cosmos_engine::wm_eval::leader_of(&self.board);
         let same = today.as_ref().is_some_and(|t| {
             // Equal as the screen shows them: two decimals.
             t.world_model == recorded.world_model

@@ -86,7 +86,7 @@ impl RunView {
         let name = format!(
             "fork-{}_{}",
             choice.at,
-            cosmos_engine::agent::session::file_name(
+            cosmos_engine::agent::run_file_name(
                 &self.run.header.task.id,
                 match choice.agent.as_str() {
                     "plan-exec" => AgentKind::PlanExec,

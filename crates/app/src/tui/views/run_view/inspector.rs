@@ -17,7 +17,7 @@ use crate::tui::theme::Theme;
 use crate::tui::view::{Context, Handled, Request, View};
 use crate::tui::widgets::scroll::Scroll;
 use crate::tui::widgets::wrap::Wrapped;
-use cosmos_engine::mcp::state_view::StateAround;
+use cosmos_engine::mcp::StateAround;
 use cosmos_trajectory::describe::{brief_summary, confidence_cut, node_label, summary};
 use cosmos_trajectory::event::{
     Action as NodeAction, Event, EventBody, Observation, PredictionRecord, StateFields, VALIDATOR,
@@ -387,7 +387,7 @@ fn ending_lines(
                     .and_then(|s| s.start_digest.as_deref());
                 // Bytes first, then fields: a state whose bytes differ but whose every
                 // field is as it was (a trailing newline) did not change.
-                let fields = || cosmos_engine::mcp::state_view::start_and_end(run, server);
+                let fields = || cosmos_engine::mcp::start_and_end(run, server);
                 let changed = match start {
                     Some(start) if start == end => "unchanged".to_string(),
                     Some(_) => match fields() {
@@ -1518,7 +1518,7 @@ mod tests {
             .steps()
             .iter()
             .filter_map(|s| {
-                let around = cosmos_engine::mcp::state_view::around_call(&run, s.event as usize)?;
+                let around = cosmos_engine::mcp::around_call(&run, s.event as usize)?;
                 (around.before != around.after).then_some((s.event as usize, around))
             })
             .next()

@@ -653,7 +653,7 @@ impl RunView {
     /// The inspector on event `i`: for a real call whose run kept its server's state, with the
     /// whole state before and after it.
     fn event_inspector(&self, i: usize, size: (u16, u16)) -> Inspector {
-        let around = cosmos_engine::mcp::state_view::around_call(&self.run, i);
+        let around = cosmos_engine::mcp::around_call(&self.run, i);
         Inspector::event(&self.run.event(i), around.as_ref(), size)
     }
 
