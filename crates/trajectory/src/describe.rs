@@ -11,6 +11,7 @@ use std::collections::HashMap;
 use super::event::{Action, AnsweredBy, Event, EventBody, NodeId};
 use super::lean::{Brief, LeanBody};
 use crate::event::PredictionRecord;
+use crate::recorded_call::RecordedCall;
 
 /// `tool(args)` for a call, `finish` for a finish.
 pub fn action_label(action: &Action) -> String {
@@ -267,15 +268,14 @@ pub fn summary(event: &Event) -> String {
             } else {
                 format!("{prompt_tokens}+{completion_tokens} tok")
             };
-            let mut s = format!(
-                "{} {model} {tokens} {}",
+            let failed = error
+                .as_ref()
+                .map_or(String::new(), |e| format!(" ERROR {e}"));
+            format!(
+                "{} {model} {tokens} {}{failed}",
                 role.as_str(),
                 shown_ms(*latency_ms)
-            );
-            if let Some(e) = error {
-                s.push_str(&format!(" ERROR {e}"));
-            }
-            s
+            )
         }
         EventBody::NodeAdded { node, parent, .. } => format!(
             "#{node} ← {} {}",
@@ -287,75 +287,12 @@ pub fn summary(event: &Event) -> String {
             given,
             decision,
         } => format!("after step {step}, given {given}: {decision}"),
-        EventBody::NodeProbed {
-            node,
-            world_model,
-            observation,
-            error,
-            ..
-        } => match (observation, error) {
-            (Some(o), _) => format!(
-                "#{node} probed with {world_model}{}: {}",
-                if o.is_error { " (error)" } else { "" },
-                o.text
-            ),
-            (None, e) => format!(
-                "#{node} probed with {world_model}: failed: {}",
-                e.as_deref().unwrap_or("")
-            ),
-        },
-        EventBody::ProbeCalled {
-            node,
-            tool,
-            arguments,
-            result,
-            error,
-            ..
-        } => format!(
-            "#{node} called for real: {}{} {}",
-            call_label(tool, arguments),
-            if result.is_error || error.is_some() {
-                " ✗"
-            } else {
-                ""
-            },
-            error.as_deref().unwrap_or(&result.text)
-        ),
-        EventBody::CallSimulated {
-            step,
-            tool,
-            arguments,
-            prediction:
-                PredictionRecord {
-                    world_model,
-                    observation,
-                    ..
-                },
-            ..
-        } => format!(
-            "step {step}{} by {world_model}{}: {}",
-            match (tool, arguments) {
-                (Some(tool), Some(arguments)) => format!(" {}", call_label(tool, arguments)),
-                (Some(tool), None) => format!(" {tool}"),
-                _ => String::new(),
-            },
-            if observation.is_error { " (error)" } else { "" },
-            observation.text
-        ),
-        EventBody::NodeSimulated {
-            node,
-            prediction:
-                PredictionRecord {
-                    world_model,
-                    observation,
-                    ..
-                },
-            ..
-        } => format!(
-            "#{node} by {world_model}{}: {}",
-            if observation.is_error { " (error)" } else { "" },
-            observation.text
-        ),
+        body @ (EventBody::NodeProbed { .. } | EventBody::ProbeCalled { .. }) => {
+            probe_summary(body).unwrap_or_default()
+        }
+        body @ (EventBody::CallSimulated { .. } | EventBody::NodeSimulated { .. }) => {
+            simulation_summary(body).unwrap_or_default()
+        }
         EventBody::NodeEvaluated {
             node,
             verdict,
@@ -370,72 +307,23 @@ pub fn summary(event: &Event) -> String {
         body @ EventBody::SearchFinished { .. } => search_accounting(body).unwrap_or_default(),
         EventBody::PlanSelected {
             nodes, rule, risky, ..
-        } => format!(
-            "{rule}: {}{}",
-            nodes
-                .iter()
-                .map(|n| format!("#{n}"))
-                .collect::<Vec<_>>()
-                .join("→"),
-            if risky.is_empty() {
+        } => {
+            let path = |ns: &[NodeId], sep: &str| {
+                ns.iter()
+                    .map(|n| format!("#{n}"))
+                    .collect::<Vec<_>>()
+                    .join(sep)
+            };
+            let risky = if risky.is_empty() {
                 String::new()
             } else {
-                format!(
-                    " · risky: {} rest on unsure predictions",
-                    risky
-                        .iter()
-                        .map(|n| format!("#{n}"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )
-            }
-        ),
-        EventBody::NodeGrounded {
-            node,
-            tool,
-            observation,
-            error,
-            confidence,
-            ..
-        } => format!(
-            "#{node} went real: {tool} (prediction's confidence {}) -> {}{}",
-            confidence.map_or("none".to_string(), confidence_cut),
-            if observation.is_error || error.is_some() {
-                "[error] "
-            } else {
-                ""
-            },
-            crate::sanitize::one_line(&observation.text, 80)
-        ),
-        EventBody::ToolCalled {
-            step,
-            tool,
-            arguments,
-            result,
-            error,
-            latency_ms,
-            origin,
-            state_change,
-            ..
-        } => {
-            let outcome = match error {
-                Some(e) => format!("ERROR {e}"),
-                None if result.is_error => format!("ERROR {}", result.text),
-                None => result.text.clone(),
+                format!(" · risky: {} rest on unsure predictions", path(risky, ", "))
             };
-            // A copy of a call recorded elsewhere (a fork's history, a wm-eval file) was not
-            // made by this run: said first, so no reader takes it for a new real call.
-            let replayed = if origin.is_some() { " (replayed)" } else { "" };
-            // A call that changed its server's state is marked before its result.
-            let changed = match state_change.as_deref().map(|c| c.fields_changed) {
-                Some(0) | None => String::new(),
-                Some(n) => format!(" ✎ {n} field{}", if n == 1 { "" } else { "s" }),
-            };
-            format!(
-                "{step}.{replayed} {} {}{changed} → {outcome}",
-                call_label(tool, arguments),
-                shown_ms(*latency_ms)
-            )
+            format!("{rule}: {}{risky}", path(nodes, "→"))
+        }
+        body @ EventBody::NodeGrounded { .. } => simulation_summary(body).unwrap_or_default(),
+        EventBody::ToolCalled { .. } => {
+            RecordedCall::of(&event.body).map_or_else(String::new, |call| call_summary(&call))
         }
         EventBody::Answer { text } => text.clone(),
         EventBody::PromptGot(x) => exchange("prompt", "name", x),
@@ -520,6 +408,131 @@ pub fn summary(event: &Event) -> String {
         }
         EventBody::Unknown { kind, .. } => format!("(unknown kind {kind})"),
     }
+}
+
+/// A probe in one line: a node asked again of a world model, or called for real.
+fn probe_summary(body: &EventBody) -> Option<String> {
+    Some(match body {
+        EventBody::NodeProbed {
+            node,
+            world_model,
+            observation,
+            error,
+            ..
+        } => match (observation, error) {
+            (Some(o), _) => format!(
+                "#{node} probed with {world_model}{}: {}",
+                if o.is_error { " (error)" } else { "" },
+                o.text
+            ),
+            (None, e) => format!(
+                "#{node} probed with {world_model}: failed: {}",
+                e.as_deref().unwrap_or("")
+            ),
+        },
+        EventBody::ProbeCalled {
+            node,
+            tool,
+            arguments,
+            result,
+            error,
+            ..
+        } => format!(
+            "#{node} called for real: {}{} {}",
+            call_label(tool, arguments),
+            if result.is_error || error.is_some() {
+                " ✗"
+            } else {
+                ""
+            },
+            error.as_deref().unwrap_or(&result.text)
+        ),
+        _ => return None,
+    })
+}
+
+/// A prediction in one line: a fork's call or a node answered by a world model, or a node's
+/// prediction checked for real.
+fn simulation_summary(body: &EventBody) -> Option<String> {
+    Some(match body {
+        EventBody::CallSimulated {
+            step,
+            tool,
+            arguments,
+            prediction:
+                PredictionRecord {
+                    world_model,
+                    observation,
+                    ..
+                },
+            ..
+        } => format!(
+            "step {step}{} by {world_model}{}: {}",
+            match (tool, arguments) {
+                (Some(tool), Some(arguments)) => format!(" {}", call_label(tool, arguments)),
+                (Some(tool), None) => format!(" {tool}"),
+                _ => String::new(),
+            },
+            if observation.is_error { " (error)" } else { "" },
+            observation.text
+        ),
+        EventBody::NodeSimulated {
+            node,
+            prediction:
+                PredictionRecord {
+                    world_model,
+                    observation,
+                    ..
+                },
+            ..
+        } => format!(
+            "#{node} by {world_model}{}: {}",
+            if observation.is_error { " (error)" } else { "" },
+            observation.text
+        ),
+        EventBody::NodeGrounded {
+            node,
+            tool,
+            observation,
+            error,
+            confidence,
+            ..
+        } => format!(
+            "#{node} went real: {tool} (prediction's confidence {}) -> {}{}",
+            confidence.map_or("none".to_string(), confidence_cut),
+            if observation.is_error || error.is_some() {
+                "[error] "
+            } else {
+                ""
+            },
+            crate::sanitize::one_line(&observation.text, 80)
+        ),
+        _ => return None,
+    })
+}
+
+/// A real call in one line: its step, whether it is a copy, the call, how long it took, whether
+/// it changed its server's state, and its outcome.
+fn call_summary(call: &RecordedCall) -> String {
+    let outcome = match call.error {
+        Some(e) => format!("ERROR {e}"),
+        None if call.result.is_error => format!("ERROR {}", call.result.text),
+        None => call.result.text.clone(),
+    };
+    // A copy of a call recorded elsewhere (a fork's history, a wm-eval file) was not made by
+    // this run: said first, so no reader takes it for a new real call.
+    let replayed = if call.is_copy() { " (replayed)" } else { "" };
+    // A call that changed its server's state is marked before its result.
+    let changed = match call.state_change.map(|c| c.fields_changed) {
+        Some(0) | None => String::new(),
+        Some(n) => format!(" ✎ {n} field{}", if n == 1 { "" } else { "s" }),
+    };
+    format!(
+        "{}.{replayed} {} {}{changed} → {outcome}",
+        call.step,
+        call_label(call.tool, call.arguments),
+        shown_ms(call.latency_ms)
+    )
 }
 
 /// The first `n` characters, with `…` when cut.

@@ -486,23 +486,18 @@ async fn iterate(
     sink: &mut dyn EventSink,
     search: &mut Search,
 ) -> Result<Stopped> {
-    let Search {
-        tree,
-        accounting,
-        last_rejection,
-        ..
-    } = search;
     for _ in 0..settings.iterations {
         if let Some(stopped) = env.should_stop() {
             return Ok(stopped);
         }
+        let tree = &mut search.tree;
         let Some(leaf) = tree.select_with(settings.c, settings.widen, settings.settled) else {
             return Ok(Stopped::Exhausted);
         };
-        accounting.iterations += 1;
+        search.accounting.iterations += 1;
         if tree.nodes[leaf].terminal {
             // A finished path is revisited: its reward counts again, as in SPIRAL.
-            accounting.revisited += 1;
+            search.accounting.revisited += 1;
             let value = tree.nodes[leaf].reward;
             let path = tree.backpropagate(leaf, value);
             sink.emit(EventBody::Backpropagated {
@@ -521,39 +516,11 @@ async fn iterate(
         };
         // A node with children is widened: the planner sees what is known to fail.
         let widening = !tree.nodes[leaf].children.is_empty();
-        let tried = widening.then(|| dead_ends(tree, leaf));
-        let mut feedback = tried.clone();
-        let mut candidates = Vec::new();
-        for attempt in 0..=settings.retries {
-            if attempt > 0 {
-                accounting.retried += 1;
-            }
-            let (proposed, events) = env.propose(&history, settings.k, feedback.as_deref()).await;
-            for event in events {
-                sink.emit(event)?;
-            }
-            let proposal = match proposed {
-                Ok(p) => p,
-                Err(e) => return Ok(Stopped::PlannerFailed(e)),
-            };
-            candidates = new_candidates(tree, leaf, proposal.actions, settings.k);
-            if !candidates.is_empty() {
-                break;
-            }
-            let why = if proposal.rejected.is_empty() {
-                "it proposed no action that was not tried already".to_string()
-            } else {
-                proposal.rejected.join("; ")
-            };
-            *last_rejection = Some(why.clone());
-            feedback = Some(match &tried {
-                Some(tried) => format!("{why}. {tried}"),
-                None => why,
-            });
-            if let Some(stopped) = env.should_stop() {
-                return Ok(stopped);
-            }
-        }
+        let mut candidates = match propose(env, settings, sink, search, leaf, &history).await? {
+            Ok(candidates) => candidates,
+            Err(stopped) => return Ok(stopped),
+        };
+        let (tree, accounting) = (&mut search.tree, &mut search.accounting);
         if candidates.is_empty() {
             accounting.fruitless += 1;
             if widening {
@@ -579,76 +546,22 @@ async fn iterate(
             accounting.widened += 1;
             tree.nodes[leaf].widened += 1;
         }
+        // Every candidate is added first, then all are rehearsed concurrently; results come
+        // back in candidate order, so events and the tree are the same whatever finishes first.
         let depth = tree.nodes[leaf].depth + 1;
-        // Add every candidate first, then rehearse them concurrently; results come back in
-        // candidate order, so events and the tree are the same whatever finishes first.
-        let first_id = tree.nodes.len();
-        for (i, action) in candidates.iter().enumerate() {
-            let id = first_id + i;
-            tree.nodes
-                .push(Node::new(Some(leaf), depth, Some(action.clone())));
-            tree.nodes[leaf].children.push(id);
-            sink.emit(EventBody::NodeAdded {
-                node: origin.id(id),
-                parent: Some(origin.id(leaf)),
-                depth: origin.depth(depth),
-                action: Some(action.clone()),
-                prior: None,
-            })?;
-        }
-        // Futures are built first and then driven: a closure inside the stream would hold
-        // borrows the compiler cannot prove Send for every lifetime.
-        let hist: &[HistoryStep] = &history;
-        let futures: Vec<BoxFuture<'_, Rehearsal>> = candidates
-            .iter()
-            .enumerate()
-            .map(move |(i, a)| -> BoxFuture<'_, Rehearsal> {
-                let node = origin.id(first_id + i);
-                Box::pin(rehearse::rehearse(env, settings, hist, a, (node, depth)))
-            })
-            .collect();
-        let rehearsals: Vec<Rehearsal> = futures::stream::iter(futures)
-            .buffered(settings.concurrency.max(1))
-            .collect()
-            .await;
+        let first_id = add_children(tree, leaf, depth, &candidates, origin, sink)?;
+        let rehearsals = rehearse_children(
+            env,
+            settings,
+            origin,
+            &history,
+            &candidates,
+            (first_id, depth),
+        )
+        .await;
         let world_model_failed = world_model_failure(&rehearsals);
-        let trust_before = tree.nodes[leaf].trust;
-        for (i, mut r) in rehearsals.into_iter().enumerate() {
-            let id = first_id + i;
-            // Routed by a file, a path's trust is 1 until its first untrusted prediction.
-            let horizon = if env.routing_file().is_some() {
-                Some(1.0)
-            } else {
-                env.go_real_below()
-            };
-            let trust = r.stop_at_horizon(trust_before, horizon);
-            rehearse::record(sink, origin.id(id), &r)?;
-            env.recorded(origin.id(id));
-            let node = &mut tree.nodes[id];
-            node.trust = trust;
-            node.horizon = r.horizon;
-            node.observation = r.observation().cloned();
-            node.predicted_state = r.predicted_state();
-            node.reward = r.reward;
-            node.terminal = r.terminal;
-            node.settled = r.terminal;
-            node.verdict = Some(r.verdict);
-            node.risky = r.risky;
-        }
-        for i in 0..candidates.len() {
-            let id = first_id + i;
-            // A node the world model could not simulate has no value: nothing to back up,
-            // and its parent's N and Q stay those of its simulated children.
-            if tree.nodes[id].verdict == Some(Verdict::NotSimulated) {
-                continue;
-            }
-            let value = tree.nodes[id].reward;
-            let path = tree.backpropagate(id, value);
-            sink.emit(EventBody::Backpropagated {
-                path: origin.ids(&path),
-                value,
-            })?;
-        }
+        take_rehearsals(env, tree, leaf, first_id, rehearsals, origin, sink)?;
+        back_up_children(tree, first_id, candidates.len(), origin, sink)?;
         tree.settle_from(leaf, settings.widen);
         if let Some(why) = world_model_failed {
             // Every further expansion would cost a planner call and simulate nothing.
@@ -656,6 +569,166 @@ async fn iterate(
         }
     }
     Ok(Stopped::Done)
+}
+
+/// Expansion: the planner's new candidates for `leaf`, asked again (told why) up to
+/// `settings.retries` times while a reply offers nothing new; `Err` when the search must stop.
+async fn propose(
+    env: &dyn SearchEnv,
+    settings: &Settings,
+    sink: &mut dyn EventSink,
+    search: &mut Search,
+    leaf: usize,
+    history: &[HistoryStep],
+) -> Result<Result<Vec<Action>, Stopped>> {
+    let widening = !search.tree.nodes[leaf].children.is_empty();
+    let tried = widening.then(|| dead_ends(&search.tree, leaf));
+    let mut feedback = tried.clone();
+    let mut candidates = Vec::new();
+    for attempt in 0..=settings.retries {
+        if attempt > 0 {
+            search.accounting.retried += 1;
+        }
+        let (proposed, events) = env.propose(history, settings.k, feedback.as_deref()).await;
+        for event in events {
+            sink.emit(event)?;
+        }
+        let proposal = match proposed {
+            Ok(p) => p,
+            Err(e) => return Ok(Err(Stopped::PlannerFailed(e))),
+        };
+        candidates = new_candidates(&search.tree, leaf, proposal.actions, settings.k);
+        if !candidates.is_empty() {
+            break;
+        }
+        let why = if proposal.rejected.is_empty() {
+            "it proposed no action that was not tried already".to_string()
+        } else {
+            proposal.rejected.join("; ")
+        };
+        search.last_rejection = Some(why.clone());
+        feedback = Some(match &tried {
+            Some(tried) => format!("{why}. {tried}"),
+            None => why,
+        });
+        if let Some(stopped) = env.should_stop() {
+            return Ok(Err(stopped));
+        }
+    }
+    Ok(Ok(candidates))
+}
+
+/// Adds `candidates` as children of `leaf` at `depth` (each recorded as `node_added`); returns
+/// the first one's index.
+fn add_children(
+    tree: &mut Tree,
+    leaf: usize,
+    depth: u32,
+    candidates: &[Action],
+    origin: &Origin,
+    sink: &mut dyn EventSink,
+) -> Result<usize> {
+    let first_id = tree.nodes.len();
+    for (i, action) in candidates.iter().enumerate() {
+        let id = first_id + i;
+        tree.nodes
+            .push(Node::new(Some(leaf), depth, Some(action.clone())));
+        tree.nodes[leaf].children.push(id);
+        sink.emit(EventBody::NodeAdded {
+            node: origin.id(id),
+            parent: Some(origin.id(leaf)),
+            depth: origin.depth(depth),
+            action: Some(action.clone()),
+            prior: None,
+        })?;
+    }
+    Ok(first_id)
+}
+
+/// Simulation: every candidate rehearsed, `settings.concurrency` at a time, in candidate order.
+async fn rehearse_children(
+    env: &dyn SearchEnv,
+    settings: &Settings,
+    origin: &Origin,
+    history: &[HistoryStep],
+    candidates: &[Action],
+    (first_id, depth): (usize, u32),
+) -> Vec<Rehearsal> {
+    // Futures are built first and then driven: a closure inside the stream would hold
+    // borrows the compiler cannot prove Send for every lifetime.
+    let futures: Vec<BoxFuture<'_, Rehearsal>> = candidates
+        .iter()
+        .enumerate()
+        .map(move |(i, a)| -> BoxFuture<'_, Rehearsal> {
+            let node = origin.id(first_id + i);
+            Box::pin(rehearse::rehearse(env, settings, history, a, (node, depth)))
+        })
+        .collect();
+    futures::stream::iter(futures)
+        .buffered(settings.concurrency.max(1))
+        .collect()
+        .await
+}
+
+/// Each rehearsal recorded and its outcome set on its node: trust (to the routing horizon),
+/// observation, predicted state, reward, verdict.
+fn take_rehearsals(
+    env: &dyn SearchEnv,
+    tree: &mut Tree,
+    leaf: usize,
+    first_id: usize,
+    rehearsals: Vec<Rehearsal>,
+    origin: &Origin,
+    sink: &mut dyn EventSink,
+) -> Result<()> {
+    let trust_before = tree.nodes[leaf].trust;
+    // Routed by a file, a path's trust is 1 until its first untrusted prediction.
+    let horizon = if env.routing_file().is_some() {
+        Some(1.0)
+    } else {
+        env.go_real_below()
+    };
+    for (i, mut r) in rehearsals.into_iter().enumerate() {
+        let id = first_id + i;
+        let trust = r.stop_at_horizon(trust_before, horizon);
+        rehearse::record(sink, origin.id(id), &r)?;
+        env.recorded(origin.id(id));
+        let node = &mut tree.nodes[id];
+        node.trust = trust;
+        node.horizon = r.horizon;
+        node.observation = r.observation().cloned();
+        node.predicted_state = r.predicted_state();
+        node.reward = r.reward;
+        node.terminal = r.terminal;
+        node.settled = r.terminal;
+        node.verdict = Some(r.verdict);
+        node.risky = r.risky;
+    }
+    Ok(())
+}
+
+/// Backpropagation: each new child's reward backed up its path. A node the world model could
+/// not simulate has no value: nothing to back up, and its parent's N and Q stay those of its
+/// simulated children.
+fn back_up_children(
+    tree: &mut Tree,
+    first_id: usize,
+    count: usize,
+    origin: &Origin,
+    sink: &mut dyn EventSink,
+) -> Result<()> {
+    for id in first_id..first_id + count {
+        if tree.nodes[id].verdict == Some(Verdict::NotSimulated) {
+            continue;
+        }
+        let value = tree.nodes[id].reward;
+        let path = tree.backpropagate(id, value);
+        sink.emit(EventBody::Backpropagated {
+            path: origin.ids(&path),
+            value,
+        })?;
+    }
+    Ok(())
 }
 
 /// When every call of an expansion that needed the world model found it failing: the last
