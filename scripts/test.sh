@@ -37,6 +37,8 @@ fi
 # The style CI holds: formatted, and no clippy warning in any target.
 cargo fmt --all -- --check
 cargo clippy --locked --workspace --all-targets -- -D warnings
+# Every intra-doc link resolves to an item the reader can see (no private or missing target).
+RUSTDOCFLAGS="-D warnings" cargo doc --locked --no-deps --workspace
 
 # cargo nextest when installed (faster, isolates tests), cargo test otherwise.
 # (The crates have no doc tests; nextest's summary is the last line CI reads.)

@@ -1,6 +1,6 @@
 //! `cosmos fork`'s reading of the original run (docs/design.md, "Recheck and forks"): its header, every call
 //! it recorded, and the fork point checked against them, made into the
-//! [`ForkPlan`](crate::agent::fork::ForkPlan) the session runs. The file is read once, in one
+//! `agent::fork::ForkPlan` the session runs. The file is read once, in one
 //! pass, whatever its size: the history is built here, never per step.
 //!
 //! `cosmos fork`: the original read once (`Original::read`: header, every recorded call, the steps

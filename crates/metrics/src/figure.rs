@@ -19,7 +19,7 @@ pub fn fraction(value: f64, places: usize) -> String {
 }
 
 /// `value` in `[0, top]` with `places` decimals, widened until it reads as neither bound
-/// when it is neither; past [`MOST_PLACES`], `>` or `<` the nearest figure inside the bounds.
+/// when it is neither; past `MOST_PLACES`, `>` or `<` the nearest figure inside the bounds.
 pub fn within(value: f64, top: f64, places: usize) -> String {
     if !value.is_finite() || value <= 0.0 || value >= top {
         return format!("{value:.places$}");

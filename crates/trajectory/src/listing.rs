@@ -132,7 +132,7 @@ impl RunSummary {
     }
 
     /// True when the run completed with no failed call, no malformed reply, and with a clean
-    /// ending ([`Ending::clean`]: not by a limit, a search cut short or with no finished path,
+    /// ending ([`Ending::clean`](crate::event::Ending::clean): not by a limit, a search cut short or with no finished path,
     /// nor a plan without a call).
     pub fn clean(&self) -> bool {
         // An evaluation is no agent's run: its real calls' failures are its data.

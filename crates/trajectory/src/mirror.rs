@@ -270,7 +270,7 @@ fn present<'de, S: Deserialize<'de>, D: Deserializer<'de>>(d: D) -> Result<Optio
     S::deserialize(d).map(Some)
 }
 
-/// The kinds read lean (`super::lean`): every mirrored kind but the last [`FULL_ONLY`].
+/// The kinds read lean (`super::lean`): every mirrored kind but the last `FULL_ONLY`.
 pub const KINDS: &[&str] = MIRRORED.split_at(MIRRORED.len() - FULL_ONLY).0;
 
 /// How many of [`MIRRORED`]'s kinds, at its end, only the full decoder reads through a mirror

@@ -5,7 +5,7 @@
 //! `report` keeps of one only the names it groups by and the tools it checks calls against. So
 //! the header line is decoded through a mirror of [`Header`]: the same fields, names, defaults and
 //! types, but every value not kept is only checked (`super::checked`), the kept strings are the
-//! only ones copied, and the `tools` list is decoded once per distinct text (see [`catalogue`]).
+//! only ones copied, and the `tools` list is decoded once per distinct text (see `catalogue`).
 //! The rule is `super::lean`'s: a header is taken here only when the full decoder would take it,
 //! and anything else (another format version, a bad header) goes to the full decoder, whose
 //! header or refusal is used.
@@ -187,7 +187,7 @@ struct HeaderLine<'a> {
     #[serde(default)]
     #[allow(dead_code)]
     servers: CheckedSeq<ServerLine>,
-    /// Checked as JSON here; decoded (or found) by [`catalogue`].
+    /// Checked as JSON here; decoded (or found) by `catalogue`.
     #[serde(default, borrow)]
     tools: Written<'a>,
     #[serde(default)]

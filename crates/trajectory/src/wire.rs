@@ -81,7 +81,7 @@ pub struct WireLog {
 }
 
 /// Reads the protocol log at `path` (see [`wire_path`]), within [`READ_AT_MOST`] messages and
-/// [`LINE_CAP`] bytes a line: a torn or foreign line is a problem noted, not an error.
+/// `LINE_CAP` bytes a line: a torn or foreign line is a problem noted, not an error.
 pub fn read(path: &Path) -> Result<WireLog> {
     let file = open_regular(path).with_context(|| {
         format!(

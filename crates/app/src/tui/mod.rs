@@ -3,13 +3,13 @@
 //! - The contract, at the bottom: [`view`] (what every view keeps: it owns its state, handles
 //!   an [`action::Action`], asks the app for more through requests, draws from `&self`; and
 //!   [`view::Job`], background work that carries its own way to run and answer), [`action`],
-//!   [`feed`], [`keymap`], [`theme`], [`fork_spec`].
+//!   [`feed`], [`keymap`], [`theme`], `fork_spec`.
 //! - The event loop: [`app::App`] (the stack of views and the one `update`), [`terminal`]
 //!   (raw mode, the panic hook, input into actions, background work on its threads),
-//!   [`open`] (which view shows what was loaded), [`reading`] and [`fork_work`] (the app's own
+//!   [`open`] (which view shows what was loaded), [`reading`] and `fork_work` (the app's own
 //!   long work: a run read in parts, a fork).
 //! - [`views`]: the screens. [`overlays`]: help, questions, pickers and forms over them.
-//!   [`widgets`]: the prompt, scrolling, wrapping. [`jobs`]: background work views start.
+//!   `widgets`: the prompt, scrolling, wrapping. [`jobs`]: background work views start.
 //!
 //! Untrusted text is made inert by `cosmos_trajectory::sanitize` before drawing.
 //!

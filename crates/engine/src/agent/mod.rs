@@ -2,9 +2,9 @@
 //! pipeline. An agent sees its environment (`Env`: the task, the ports, the budget) and writes
 //! events to an [`ports::EventSink`]; it never draws.
 //!
-//! The pipeline's steps, each written once: [`planner`] decides or proposes, [`rehearse`]
-//! validates, simulates, evaluates and records a candidate, [`mcts`] searches over rehearsals,
-//! [`execute`] runs a plan on the real servers, [`answer`] writes the answer.
+//! The pipeline's steps, each written once: `planner` decides or proposes, `rehearse`
+//! validates, simulates, evaluates and records a candidate, `mcts` searches over rehearsals,
+//! `execute` runs a plan on the real servers, `answer` writes the answer.
 //!
 //! Agents hold ports, never concrete clients: the chat model (`llm::chat::ChatModel`, inside each
 //! role's `LlmClient`), the tool host and the event sink (`ports.rs`). `testing.rs` (tests only) has

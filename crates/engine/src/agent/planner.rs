@@ -173,7 +173,7 @@ pub async fn ask(
 /// answer, or `call` with one tool's exact name and that tool's own input schema for its
 /// arguments. A decoder that enforces it (llama.cpp, vLLM, Ollama) can only produce decisions
 /// that parse to a call of a real tool with arguments its schema admits (within the keywords
-/// [`grammar_schema`] keeps).
+/// `grammar_schema` keeps).
 pub fn decision_schema(tools: &[ToolInfo]) -> Value {
     let mut branches = vec![json!({
         "type": "object",

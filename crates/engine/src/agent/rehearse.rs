@@ -72,7 +72,7 @@ pub struct Predicted {
 }
 
 /// Asks `world_model` to predict `tool` called with `arguments` after `history`: the one way a
-/// prediction is asked, by the rehearsing agents ([`Rehearser`]) and by `cosmos proxy`. A tool
+/// prediction is asked, by the rehearsing agents (`Rehearser`) and by `cosmos proxy`. A tool
 /// not in `tools` is a failure, never a guess. `start_states` holds each sandboxed server's
 /// state at the run's start, from which the tool's server's state before the call is told
 /// ([`crate::world_model::belief`]).

@@ -29,7 +29,7 @@ pub fn read(
     }
 }
 
-/// What [`write`] did with a run.
+/// What [`write()`] did with a run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Written {
     /// Written whole at this path.

@@ -5,7 +5,7 @@
 //! writer, so an imported run is redacted, bounded and totalled as any other.
 //!
 //! Nothing is invented: what the source does not have stays absent, and the header's
-//! [`Source`] lists what the run's values mean nothing for (`unrecorded`) and what was read but
+//! [`Source`](cosmos_trajectory::event::Source) lists what the run's values mean nothing for (`unrecorded`) and what was read but
 //! has no place here (`skipped`). docs/import.md says what maps to what.
 //!
 //! Measured (`cargo bench --bench import`, synthetic, 2 cores): an Inspect `.json` of 1 GB at

@@ -168,7 +168,7 @@ pub fn kept_path(run: &Path) -> PathBuf {
 }
 
 /// Takes each sandbox's end digest and keeps its state beside the run at `run`
-/// (`STEM.state/SERVER/`) when the state is at most [`KEEP_BYTES`]; the digests by server.
+/// (`STEM.state/SERVER/`) when the state is at most `KEEP_BYTES`; the digests by server.
 pub fn finish(sandboxes: &[Sandbox], run: &Path) -> BTreeMap<String, String> {
     let mut digests = BTreeMap::new();
     for sandbox in sandboxes {

@@ -287,7 +287,7 @@ fn read_sqlite(path: &Path) -> Result<StateFields> {
 }
 
 /// What changed from `before` to `after`: every field added, removed or altered, with its
-/// values (kept up to [`CHANGE_BYTES`]).
+/// values (kept up to `CHANGE_BYTES`).
 pub fn change(before: &StateFields, after: &StateFields) -> StateChange {
     let names: std::collections::BTreeSet<&String> = before.keys().chain(after.keys()).collect();
     let mut recorded = StateChange::default();
