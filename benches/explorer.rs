@@ -11,12 +11,12 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use common::{big_run_file, folder_bytes, folder_of_runs, ms, pct, scale, time};
-use cosmos_app::tui::action::{Action, LiveSource};
-use cosmos_app::tui::app::App;
-use cosmos_app::tui::keymap::{Command, Keymap};
-use cosmos_app::tui::theme::Theme;
-use cosmos_app::tui::views::browser::Browser;
-use cosmos_app::tui::views::run_view::RunView;
+use cosmos_app::tui::App;
+use cosmos_app::tui::Browser;
+use cosmos_app::tui::RunView;
+use cosmos_app::tui::Theme;
+use cosmos_app::tui::{Action, LiveSource};
+use cosmos_app::tui::{Command, Keymap};
 use cosmos_trajectory::event::Event;
 use cosmos_trajectory::listing::list_runs;
 use cosmos_trajectory::run::Run;
@@ -380,7 +380,7 @@ fn progressive_round(
     big: &std::path::Path,
     terminal: &mut Terminal<TestBackend>,
 ) -> Option<(Duration, Duration, usize, usize)> {
-    use cosmos_app::tui::reading::{Opened, open_in_parts};
+    use cosmos_app::tui::{Opened, open_in_parts};
     let started = std::time::Instant::now();
     let Opened::Head {
         run,

@@ -18,11 +18,11 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{ms, pct, peak_mb, reset_peak, scale, time};
-use cosmos_app::tui::action::Action;
-use cosmos_app::tui::app::App;
-use cosmos_app::tui::keymap::{Command as Key, Keymap};
-use cosmos_app::tui::open;
-use cosmos_app::tui::theme::Theme;
+use cosmos_app::tui::Action;
+use cosmos_app::tui::App;
+use cosmos_app::tui::Theme;
+use cosmos_app::tui::open_run;
+use cosmos_app::tui::{Command as Key, Keymap};
 use cosmos_engine::wm_eval::{EvalSpec, evaluate, recorded_calls};
 use cosmos_engine::world_model::BuiltInOptions;
 use cosmos_trajectory::event::{AgentKind, EventBody, Observation};
@@ -146,7 +146,7 @@ fn main() {
     let mut terminal = Terminal::new(TestBackend::new(size.0, size.1)).unwrap();
     let (mut app, t_view) = time(|| {
         App::on(
-            open::run(run, Rect::new(0, 0, size.0, size.1 - 1)),
+            open_run(run, Rect::new(0, 0, size.0, size.1 - 1)),
             Keymap::default(),
             Theme::new(true),
             size,

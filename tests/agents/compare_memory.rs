@@ -4,7 +4,7 @@
 
 use crate::common;
 
-use cosmos_app::tui::views::compare::CompareView;
+use cosmos_app::tui::CompareView;
 use cosmos_trajectory::event::{AgentKind, EventBody, Observation};
 
 /// A ReAct run of `n` calls cycling through `tools` tools.

@@ -7,12 +7,12 @@ use crate::support;
 
 use std::path::{Path, PathBuf};
 
-use cosmos_app::tui::action::Action;
-use cosmos_app::tui::app::App;
-use cosmos_app::tui::keymap::{Command as KeyCommand, Keymap};
-use cosmos_app::tui::theme::Theme;
-use cosmos_app::tui::views::compare::{CallSource, CompareView};
-use cosmos_app::tui::views::run_view::RunView;
+use cosmos_app::tui::Action;
+use cosmos_app::tui::App;
+use cosmos_app::tui::RunView;
+use cosmos_app::tui::Theme;
+use cosmos_app::tui::{CallSource, CompareView};
+use cosmos_app::tui::{Command as KeyCommand, Keymap};
 use serde_json::{Value, json};
 use support::*;
 
@@ -441,8 +441,8 @@ fn a_stateful_servers_replayed_steps_are_not_made_again() {
 /// the original at their first divergence once it ends.
 #[test]
 fn b_forks_from_the_explorer_and_compare_opens_where_the_runs_part() {
-    use cosmos_app::tui::overlays::fork_form::ForkForm;
-    use cosmos_app::tui::view::Work;
+    use cosmos_app::tui::ForkForm;
+    use cosmos_app::tui::Work;
 
     let dir = tempfile::tempdir().unwrap();
     let original = forecast_then_ok_run(dir.path());
@@ -466,7 +466,7 @@ fn b_forks_from_the_explorer_and_compare_opens_where_the_runs_part() {
     let roots = vec![dir.path().to_path_buf()];
     let listed = cosmos_trajectory::listing::list_runs(&roots).unwrap();
     assert_eq!(listed.len(), 1);
-    let browser = cosmos_app::tui::views::browser::Browser::new(roots.clone(), listed, 39);
+    let browser = cosmos_app::tui::Browser::new(roots.clone(), listed, 39);
     let mut app = App::new(browser, Keymap::default(), Theme::new(true), (160, 40));
     app.probe = cosmos_engine::probe::ProbeSetup {
         config: Some(config),
@@ -474,7 +474,7 @@ fn b_forks_from_the_explorer_and_compare_opens_where_the_runs_part() {
     };
     app.update(Action::Do(KeyCommand::Open));
     for (id, work) in app.take_work() {
-        for action in cosmos_app::tui::terminal::perform(id, work) {
+        for action in cosmos_app::tui::perform(id, work) {
             app.update(action);
         }
     }
@@ -514,15 +514,13 @@ fn b_forks_from_the_explorer_and_compare_opens_where_the_runs_part() {
         app.message()
     );
     let mut listed_while_running = None;
-    for action in cosmos_app::tui::terminal::perform(id, Work::Fork(fork)) {
+    for action in cosmos_app::tui::perform(id, Work::Fork(fork)) {
         let loaded = matches!(action, Action::Loaded(..));
         app.update(action);
         if loaded {
             // The browser lists the fork as soon as its file exists, and the "forking…"
             // message is over.
-            let browser = app
-                .find::<cosmos_app::tui::views::browser::Browser>()
-                .unwrap();
+            let browser = app.find::<cosmos_app::tui::Browser>().unwrap();
             listed_while_running = Some(browser.runs().len());
             assert_eq!(app.message(), None);
         }
@@ -540,7 +538,7 @@ fn b_forks_from_the_explorer_and_compare_opens_where_the_runs_part() {
     assert_eq!(work.len(), 1, "{work:?}");
     let (id, compare) = work.remove(0);
     assert!(matches!(compare, Work::Compare(ref paths) if paths[0] == original));
-    for action in cosmos_app::tui::terminal::perform(id, compare) {
+    for action in cosmos_app::tui::perform(id, compare) {
         app.update(action);
     }
     let compare = app.top_as::<CompareView>().expect("compare opens");
@@ -563,10 +561,10 @@ fn b_forks_from_the_explorer_and_compare_opens_where_the_runs_part() {
     // The browser links the two both ways (`b`), and marks them.
     let listed = cosmos_trajectory::listing::list_runs(&roots).unwrap();
     assert_eq!(listed.len(), 2);
-    let browser = cosmos_app::tui::views::browser::Browser::new(roots, listed, 30);
+    let browser = cosmos_app::tui::Browser::new(roots, listed, 30);
     let mut app = App::new(browser, Keymap::default(), Theme::new(true), (200, 30));
     let selected = |app: &App| {
-        app.top_as::<cosmos_app::tui::views::browser::Browser>()
+        app.top_as::<cosmos_app::tui::Browser>()
             .unwrap()
             .selected_run()
             .unwrap()

@@ -2250,14 +2250,9 @@ fn plan_exec_goes_real_for_unsure_read_only_calls_and_marks_the_rest_risky() {
         .position(|n| json!(n.id) == ok_node)
         .unwrap() as u32;
     let state = cosmos_trajectory::fold::TreeState::fold(&recorded, recorded.len());
-    let rows = cosmos_app::tui::views::run_view::inspector::Inspector::node(
-        &recorded,
-        &state,
-        slot,
-        (160, 60),
-    )
-    .rows()
-    .join("\n");
+    let rows = cosmos_app::tui::Inspector::node(&recorded, &state, slot, (160, 60))
+        .rows()
+        .join("\n");
     let evaluated = ev
         .iter()
         .find(|e| e["kind"] == "node_evaluated" && e["node"] == ok_node)
@@ -2333,14 +2328,11 @@ fn plan_exec_goes_real_for_unsure_read_only_calls_and_marks_the_rest_risky() {
         "{m}"
     );
     let run = cosmos_trajectory::run::Run::open(&original).unwrap();
-    let view = cosmos_app::tui::views::run_view::RunView::new(
-        run,
-        ratatui::layout::Rect::new(0, 0, 160, 49),
-    );
-    let mut app = cosmos_app::tui::app::App::new(
+    let view = cosmos_app::tui::RunView::new(run, ratatui::layout::Rect::new(0, 0, 160, 49));
+    let mut app = cosmos_app::tui::App::new(
         view,
-        cosmos_app::tui::keymap::Keymap::default(),
-        cosmos_app::tui::theme::Theme::new(true),
+        cosmos_app::tui::Keymap::default(),
+        cosmos_app::tui::Theme::new(true),
         (160, 50),
     );
     app.settle();

@@ -779,12 +779,19 @@ fn public_submodules(krate: &str, files: &[(PathBuf, String)]) -> Vec<String> {
 }
 
 #[test]
-fn the_engine_is_used_through_its_areas_and_their_re_exports() {
-    let public = public_submodules("cosmos_engine", &read_crate("engine"));
+fn the_engine_the_export_and_the_app_are_used_through_their_areas_and_re_exports() {
+    let mut public = Vec::new();
+    for (krate, dir) in [
+        ("cosmos_engine", "engine"),
+        ("cosmos_export", "export"),
+        ("cosmos_app", "app"),
+    ] {
+        public.extend(public_submodules(krate, &read_crate(dir)));
+    }
     assert!(
         public.is_empty(),
-        "engine modules public below an area (make them pub(crate) and re-export what users \
-         need from the area's module): {public:?}"
+        "modules public below an area (make them pub(crate) and re-export what users need \
+         from the area's module): {public:?}"
     );
     let planted: Vec<(PathBuf, String)> = [
         ("lib.rs", "pub mod mcp;\npub mod agent;\n"),

@@ -521,7 +521,7 @@ pub fn annotate(
 }
 
 /// The app's next frame, drawn on a TestBackend of its size, as text.
-pub fn render(app: &mut cosmos_app::tui::app::App) -> String {
+pub fn render(app: &mut cosmos_app::tui::App) -> String {
     app.settle();
     let mut terminal =
         ratatui::Terminal::new(ratatui::backend::TestBackend::new(app.size.0, app.size.1)).unwrap();
@@ -569,15 +569,13 @@ pub fn reported_per_run(folder: &std::path::Path) -> Vec<(std::path::PathBuf, se
 }
 
 /// An app showing `run` in the run view, on a terminal of `size` (its last row the status line).
-pub fn run_app(run: Run, size: (u16, u16)) -> cosmos_app::tui::app::App {
-    let view = cosmos_app::tui::views::run_view::RunView::new(
-        run,
-        ratatui::layout::Rect::new(0, 0, size.0, size.1 - 1),
-    );
-    cosmos_app::tui::app::App::new(
+pub fn run_app(run: Run, size: (u16, u16)) -> cosmos_app::tui::App {
+    let view =
+        cosmos_app::tui::RunView::new(run, ratatui::layout::Rect::new(0, 0, size.0, size.1 - 1));
+    cosmos_app::tui::App::new(
         view,
-        cosmos_app::tui::keymap::Keymap::default(),
-        cosmos_app::tui::theme::Theme::new(true),
+        cosmos_app::tui::Keymap::default(),
+        cosmos_app::tui::Theme::new(true),
         size,
     )
 }

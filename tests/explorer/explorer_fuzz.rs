@@ -6,10 +6,10 @@
 
 use crate::common;
 
-use cosmos_app::tui::app::App;
-use cosmos_app::tui::keymap::Keymap;
-use cosmos_app::tui::theme::Theme;
-use cosmos_app::tui::views::run_view::RunView;
+use cosmos_app::tui::App;
+use cosmos_app::tui::Keymap;
+use cosmos_app::tui::RunView;
+use cosmos_app::tui::Theme;
 use cosmos_trajectory::event::AgentKind;
 use cosmos_trajectory::run::Run;
 use crossterm::event::{
@@ -114,10 +114,10 @@ fn drive(run: Run, inputs: &[Input]) {
         // a fork is a child process of the real binary (tests/agents/engine_fork.rs starts one), so
         // it is left out here.
         for (id, work) in app.take_work() {
-            if matches!(work, cosmos_app::tui::view::Work::Fork(_)) {
+            if matches!(work, cosmos_app::tui::Work::Fork(_)) {
                 continue;
             }
-            for action in cosmos_app::tui::terminal::perform(id, work) {
+            for action in cosmos_app::tui::perform(id, work) {
                 app.update(action);
             }
         }

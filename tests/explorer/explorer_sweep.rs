@@ -6,15 +6,15 @@ use crate::common;
 use std::path::PathBuf;
 use std::sync::mpsc;
 
-use cosmos_app::tui::action::Action;
-use cosmos_app::tui::app::App;
-use cosmos_app::tui::feed::SweepNews;
-use cosmos_app::tui::keymap::Keymap;
-use cosmos_app::tui::overlays::confirm::ConfirmLeave;
-use cosmos_app::tui::theme::Theme;
-use cosmos_app::tui::view::{View, Work};
-use cosmos_app::tui::views::run_view::RunView;
-use cosmos_app::tui::views::sweep_view::{CellState, GridCell, SweepView};
+use cosmos_app::tui::Action;
+use cosmos_app::tui::App;
+use cosmos_app::tui::ConfirmLeave;
+use cosmos_app::tui::Keymap;
+use cosmos_app::tui::RunView;
+use cosmos_app::tui::SweepNews;
+use cosmos_app::tui::Theme;
+use cosmos_app::tui::{CellState, GridCell, SweepView};
+use cosmos_app::tui::{View, Work};
 use cosmos_trajectory::event::{RunStatus, Totals};
 use crossterm::event::{Event as TermEvent, KeyCode, KeyEvent, KeyModifiers};
 use ratatui::Terminal;
@@ -275,5 +275,5 @@ fn f_finds_failed_cells_x_stops_and_leaving_a_running_sweep_asks() {
     key(&mut app, KeyCode::Char('?'));
     let help = render(&mut app);
     assert!(help.contains("next cell that failed"), "{help}");
-    assert_eq!(sweep(&app).mode(), cosmos_app::tui::keymap::Mode::Sweep);
+    assert_eq!(sweep(&app).mode(), cosmos_app::tui::Mode::Sweep);
 }

@@ -5,21 +5,21 @@ use crate::common;
 
 use std::sync::mpsc;
 
-use cosmos_app::tui::action::{Action, LiveSource};
-use cosmos_app::tui::app::App;
-use cosmos_app::tui::keymap::{Keymap, Mode};
-use cosmos_app::tui::open;
-use cosmos_app::tui::overlays::confirm::ConfirmCall;
-use cosmos_app::tui::overlays::confirm::ConfirmLeave;
-use cosmos_app::tui::overlays::help::HelpView;
-use cosmos_app::tui::overlays::picker::WorldModelPicker;
-use cosmos_app::tui::theme::Theme;
-use cosmos_app::tui::view::{Exit, View, Work};
-use cosmos_app::tui::views::browser::Browser;
-use cosmos_app::tui::views::compare::CompareView;
-use cosmos_app::tui::views::run_view::inspector::Inspector;
-use cosmos_app::tui::views::run_view::tree::Item;
-use cosmos_app::tui::views::run_view::{Pane, RunView};
+use cosmos_app::tui::App;
+use cosmos_app::tui::Browser;
+use cosmos_app::tui::CompareView;
+use cosmos_app::tui::ConfirmCall;
+use cosmos_app::tui::ConfirmLeave;
+use cosmos_app::tui::HelpView;
+use cosmos_app::tui::Inspector;
+use cosmos_app::tui::Theme;
+use cosmos_app::tui::TreeItem;
+use cosmos_app::tui::WorldModelPicker;
+use cosmos_app::tui::open_run;
+use cosmos_app::tui::{Action, LiveSource};
+use cosmos_app::tui::{Exit, View, Work};
+use cosmos_app::tui::{Keymap, Mode};
+use cosmos_app::tui::{Pane, RunView};
 use cosmos_trajectory::event::{Event, EventBody};
 use cosmos_trajectory::listing::RunSummary;
 use cosmos_trajectory::run::Run;
@@ -46,7 +46,7 @@ fn run_effects(app: &mut App) -> Vec<String> {
     let work = app.take_work();
     let asked = work.iter().map(|(_, w)| format!("{w:?}")).collect();
     for (id, w) in work {
-        for a in cosmos_app::tui::terminal::perform(id, w) {
+        for a in cosmos_app::tui::perform(id, w) {
             app.update(a);
         }
     }
@@ -123,7 +123,10 @@ fn stepping_jumping_and_focus() {
     assert_eq!(view(&app).metrics().tool_call_success_rate, Some(0.5));
     // The failing step's node is selected and shown beside its simulation.
     let node2 = view(&app).run().slot_of(2).unwrap();
-    assert_eq!(view(&app).tree().selected_item(), Some(Item::Node(node2)));
+    assert_eq!(
+        view(&app).tree().selected_item(),
+        Some(TreeItem::Node(node2))
+    );
     press(&mut app, "F");
     assert_eq!(view(&app).position(), 16, "no earlier failure: stays");
     press(&mut app, "T");
@@ -173,7 +176,10 @@ fn next_event_of_the_selected_node() {
     press(&mut app, "llll");
     send(&mut app, KeyCode::Down);
     let slot = view(&app).run().slot_of(1).unwrap();
-    assert_eq!(view(&app).tree().selected_item(), Some(Item::Node(slot)));
+    assert_eq!(
+        view(&app).tree().selected_item(),
+        Some(TreeItem::Node(slot))
+    );
     press(&mut app, "n");
     // The next event about node 1 is its simulation (event 5).
     assert_eq!(view(&app).position(), 5);
@@ -226,7 +232,7 @@ fn playing_opens_the_tree_to_each_touched_node_and_selects_it() {
         };
         assert_eq!(
             v.tree().selected_item(),
-            Some(Item::Node(slot)),
+            Some(TreeItem::Node(slot)),
             "at event {k} the tree selects what it touched"
         );
         followed += 1;
@@ -325,7 +331,7 @@ fn browser_filter_sort_open_mark_and_compare() {
     press(&mut app, "s");
     assert_ne!(
         app.find::<Browser>().unwrap().sort().0,
-        cosmos_app::tui::views::browser::Column::Started
+        cosmos_app::tui::BrowserColumn::Started
     );
 
     press(&mut app, "mc");
@@ -351,12 +357,12 @@ fn browser_filter_sort_open_mark_and_compare() {
     press(&mut app, "g");
     run_effects(&mut app);
     assert!(
-        matches!(app.find::<Browser>().unwrap().groups(), cosmos_app::tui::views::browser::Groups::Ready(rows) if rows.len() == 3)
+        matches!(app.find::<Browser>().unwrap().groups(), cosmos_app::tui::Groups::Ready(rows) if rows.len() == 3)
     );
     send(&mut app, KeyCode::Esc);
     assert_eq!(
         app.find::<Browser>().unwrap().groups(),
-        &cosmos_app::tui::views::browser::Groups::Hidden
+        &cosmos_app::tui::Groups::Hidden
     );
     // Esc goes back, never out of the program: only q leaves.
     send(&mut app, KeyCode::Esc);
@@ -472,7 +478,10 @@ fn a_live_react_run_shows_its_newest_step() {
             last_step = Some(steps - 1);
         }
         if let Some(step) = last_step {
-            assert_eq!(view(&app).tree().selected_item(), Some(Item::Step(step)));
+            assert_eq!(
+                view(&app).tree().selected_item(),
+                Some(TreeItem::Step(step))
+            );
         }
     }
     assert!(last_step.unwrap() >= 1);
@@ -603,7 +612,7 @@ fn n_and_capital_n_walk_the_selected_nodes_events_both_ways() {
     let mut app = run_app(common::plan_fails_run());
     // At the end every node is listed: select node 2 (root, node 1, node 2).
     press(&mut app, "jj");
-    let Some(Item::Node(slot)) = view(&app).tree().selected_item() else {
+    let Some(TreeItem::Node(slot)) = view(&app).tree().selected_item() else {
         panic!("a node is selected");
     };
     let id = view(&app).run().nodes()[slot as usize].id;
@@ -617,7 +626,7 @@ fn n_and_capital_n_walk_the_selected_nodes_events_both_ways() {
             }
             seen.push(view(app).position());
             // The node stays selected as the cursor walks its events.
-            assert_eq!(view(app).tree().selected_item(), Some(Item::Node(slot)));
+            assert_eq!(view(app).tree().selected_item(), Some(TreeItem::Node(slot)));
         }
     };
     let backward = walk(&mut app, "N");
@@ -727,12 +736,12 @@ fn a_request_asked_again_on_its_way_is_one_request_and_a_newer_one_replaces_it()
     let newer = app.take_work();
     assert_eq!(newer.len(), 1);
     let (old_id, old_work) = work.into_iter().next().unwrap();
-    for a in cosmos_app::tui::terminal::perform(old_id, old_work) {
+    for a in cosmos_app::tui::perform(old_id, old_work) {
         app.update(a);
     }
     assert!(app.top_is::<Browser>(), "a stale answer is dropped");
     let (id, w) = newer.into_iter().next().unwrap();
-    for a in cosmos_app::tui::terminal::perform(id, w) {
+    for a in cosmos_app::tui::perform(id, w) {
         app.update(a);
     }
     assert!(app.top_is::<RunView>());
@@ -755,7 +764,7 @@ fn opening_a_failing_run_lands_on_its_first_failed_call_with_the_node_selected()
         first + 1,
         "the cursor stands just after the failed call"
     );
-    assert_eq!(view.tree().selected_item(), Some(Item::Node(slot)));
+    assert_eq!(view.tree().selected_item(), Some(TreeItem::Node(slot)));
     // A run without a failed call opens at its end, as before.
     let clean = common::three_runs()
         .into_iter()
@@ -816,7 +825,7 @@ fn probing_a_node_appends_a_simulation_and_asks_before_a_real_call() {
     app.probe = cosmos_engine::probe::ProbeSetup::default();
     // Node 2 (root, node 1, node 2), then p: the picker lists llm and memory.
     select_node_two(&mut app);
-    let Some(Item::Node(slot)) = view(&app).tree().selected_item() else {
+    let Some(TreeItem::Node(slot)) = view(&app).tree().selected_item() else {
         panic!("a node is selected");
     };
     assert_eq!(view(&app).run().nodes()[slot as usize].id, 2);
@@ -909,19 +918,19 @@ fn the_group_table_arrives_even_after_a_run_was_opened_and_closed_meanwhile() {
     let groups = app.take_work();
     send(&mut app, KeyCode::Enter);
     for (id, w) in app.take_work() {
-        for a in cosmos_app::tui::terminal::perform(id, w) {
+        for a in cosmos_app::tui::perform(id, w) {
             app.update(a);
         }
     }
     assert!(app.top_is::<RunView>());
     send(&mut app, KeyCode::Esc);
     for (id, w) in groups {
-        for a in cosmos_app::tui::terminal::perform(id, w) {
+        for a in cosmos_app::tui::perform(id, w) {
             app.update(a);
         }
     }
     assert!(
-        matches!(app.find::<Browser>().unwrap().groups(), cosmos_app::tui::views::browser::Groups::Ready(rows) if rows.len() == 3),
+        matches!(app.find::<Browser>().unwrap().groups(), cosmos_app::tui::Groups::Ready(rows) if rows.len() == 3),
         "the table is not lost"
     );
 }
@@ -974,7 +983,7 @@ fn a_group_table_that_could_not_be_computed_says_why_not_an_empty_table() {
     ));
     assert!(matches!(
         &app.find::<Browser>().unwrap().groups(),
-        cosmos_app::tui::views::browser::Groups::Failed(why) if why.contains("permission denied")
+        cosmos_app::tui::Groups::Failed(why) if why.contains("permission denied")
     ));
 }
 
@@ -988,7 +997,7 @@ fn a_note_on_a_node_is_appended_through_the_runs_writer_and_is_there_when_reopen
     let mut app = opened(&path, size);
     // Node #2 selected in the tree, A, a note typed, Enter.
     select_node_two(&mut app);
-    let Some(Item::Node(slot)) = view(&app).tree().selected_item() else {
+    let Some(TreeItem::Node(slot)) = view(&app).tree().selected_item() else {
         panic!("a node is selected");
     };
     assert_eq!(view(&app).run().nodes()[slot as usize].id, 2);
@@ -1027,7 +1036,7 @@ fn a_find_over_a_big_run_is_searched_in_the_background_and_input_goes_on() {
     let dir = tempfile::tempdir().unwrap();
     let path = big_run(dir.path(), 9);
     let run = Run::open(&path).unwrap();
-    assert!(run.len() > cosmos_app::tui::views::run_view::search::IN_PLACE);
+    assert!(run.len() > cosmos_app::tui::SEARCH_IN_PLACE);
     let mut app = run_app(run);
     send(&mut app, KeyCode::Home);
     press(&mut app, "/convert_time");
@@ -1047,7 +1056,7 @@ fn a_find_over_a_big_run_is_searched_in_the_background_and_input_goes_on() {
     assert_eq!(view(&app).position(), 1, "input is not frozen meanwhile");
     // Its answer gives the hits, and the cursor goes to the first after it.
     for (id, w) in work {
-        for a in cosmos_app::tui::terminal::perform(id, w) {
+        for a in cosmos_app::tui::perform(id, w) {
             app.update(a);
         }
     }
@@ -1081,7 +1090,7 @@ fn a_background_find_that_fails_says_why_and_ends_the_find() {
     // The file goes away before the find reads it: a real failure, answered as any is.
     std::fs::remove_file(&path).unwrap();
     for (id, w) in work {
-        for a in cosmos_app::tui::terminal::perform(id, w) {
+        for a in cosmos_app::tui::perform(id, w) {
             app.update(a);
         }
     }
@@ -1096,7 +1105,7 @@ fn a_background_find_that_fails_says_why_and_ends_the_find() {
 
 #[test]
 fn the_notes_list_shows_every_note_and_enter_goes_to_what_it_is_about() {
-    use cosmos_app::tui::views::notes::NotesView;
+    use cosmos_app::tui::NotesView;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("noted.jsonl");
     common::write_run(&common::plan_fails_run(), &path);
@@ -1125,7 +1134,7 @@ fn the_notes_list_shows_every_note_and_enter_goes_to_what_it_is_about() {
     // Its help lists a list's keys, not compare's.
     press(&mut app, "?");
     let help = app
-        .top_as::<cosmos_app::tui::overlays::help::HelpView>()
+        .top_as::<cosmos_app::tui::HelpView>()
         .expect("the help in front");
     let said: Vec<&str> = help.rows().iter().map(|(_, what)| what.as_str()).collect();
     assert!(
@@ -1216,7 +1225,7 @@ fn a_live_calls_progress_shows_in_the_run_view_while_it_runs() {
 /// The explorer opened on the run file at `path`, as `cosmos replay FILE` opens it.
 fn opened(path: &std::path::Path, size: (u16, u16)) -> App {
     App::on(
-        open::run(
+        open_run(
             Run::open(path).unwrap(),
             Rect::new(0, 0, size.0, size.1 - 1),
         ),
@@ -1416,13 +1425,13 @@ fn end_while_reading_waits_for_the_end() {
     let (read, total) = (first.read, first.total);
     run.extend(first);
     let mut app = reading_app(run, read, total);
-    app.update(Action::Do(cosmos_app::tui::keymap::Command::StepBack));
+    app.update(Action::Do(cosmos_app::tui::Command::StepBack));
     assert_eq!(
         app.top_as::<RunView>().unwrap().position(),
         499,
         "keys work meanwhile"
     );
-    app.update(Action::Do(cosmos_app::tui::keymap::Command::Bottom));
+    app.update(Action::Do(cosmos_app::tui::Command::Bottom));
     let Ok(RunPart::More(second)) = parts.recv() else {
         panic!("a second part")
     };

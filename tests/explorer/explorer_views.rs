@@ -5,17 +5,17 @@ use crate::common;
 
 use std::path::PathBuf;
 
-use cosmos_app::tui::action::{Action, LiveSource};
-use cosmos_app::tui::app::App;
-use cosmos_app::tui::keymap::{Command, Keymap};
-use cosmos_app::tui::open;
-use cosmos_app::tui::theme::Theme;
-use cosmos_app::tui::views::browser::Browser;
-use cosmos_app::tui::views::compare::CompareView;
-use cosmos_app::tui::views::run_view::RunView;
-use cosmos_app::tui::views::run_view::inspector::Inspector;
-use cosmos_app::tui::views::wm_eval_view::CallDetail;
-use cosmos_app::tui::views::wm_eval_view::WmEvalView;
+use cosmos_app::tui::App;
+use cosmos_app::tui::Browser;
+use cosmos_app::tui::CallDetail;
+use cosmos_app::tui::CompareView;
+use cosmos_app::tui::Inspector;
+use cosmos_app::tui::RunView;
+use cosmos_app::tui::Theme;
+use cosmos_app::tui::WmEvalView;
+use cosmos_app::tui::open_run;
+use cosmos_app::tui::{Action, LiveSource};
+use cosmos_app::tui::{Command, Keymap};
 use cosmos_trajectory::event::{AgentKind, PredictionRecord};
 use cosmos_trajectory::run::Run;
 use ratatui::Terminal;
@@ -54,7 +54,7 @@ fn browser_with_runs_and_group_table() {
         insta::assert_snapshot!(format!("browser_{}x{}", size.0, size.1), render(&mut app));
         app.update(Action::Do(Command::ToggleGroups));
         for (id, work) in app.take_work() {
-            for a in cosmos_app::tui::terminal::perform(id, work) {
+            for a in cosmos_app::tui::perform(id, work) {
                 app.update(a);
             }
         }
@@ -137,7 +137,7 @@ fn the_group_table_scrolls_by_column_and_keeps_its_label_column() {
     let mut app = App::new(browser, Keymap::default(), Theme::new(true), (80, 24));
     app.update(Action::Do(Command::ToggleGroups));
     for (id, work) in app.take_work() {
-        for a in cosmos_app::tui::terminal::perform(id, work) {
+        for a in cosmos_app::tui::perform(id, work) {
             app.update(a);
         }
     }
@@ -864,7 +864,7 @@ fn the_plans_reason_names_its_rule_value_and_a_tie() {
         }
         insta::assert_snapshot!(format!("plan_reason_tie_{}x{}", size.0, size.1), screen);
         // The about view gives the reason whole: every candidate with its mean and visits.
-        app.update(cosmos_app::tui::action::Action::Do(Command::About));
+        app.update(cosmos_app::tui::Action::Do(Command::About));
         let Some(about) = app.top_as::<Inspector>() else {
             panic!("the about view");
         };
@@ -896,7 +896,7 @@ fn tie_won_by_the_later_node(choice: Option<Box<cosmos_trajectory::event::PlanCh
 fn about_and_title(run: &Run) -> (String, String) {
     let mut app = run_app(run_of_same(run), (200, 60));
     let screen = render(&mut app);
-    app.update(cosmos_app::tui::action::Action::Do(Command::About));
+    app.update(cosmos_app::tui::Action::Do(Command::About));
     let Some(about) = app.top_as::<Inspector>() else {
         panic!("the about view");
     };
@@ -1194,12 +1194,7 @@ fn every_critic_reason_in_the_sample_runs_reads_whole_at_80x24() {
                 _ => None,
             });
             let Some(reason) = reason else { continue };
-            let inspector = cosmos_app::tui::views::run_view::inspector::Inspector::node(
-                &run,
-                &state,
-                slot as u32,
-                (80, 24),
-            );
+            let inspector = cosmos_app::tui::Inspector::node(&run, &state, slot as u32, (80, 24));
             let flat = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ");
             let rows = flat(&inspector.rows().join(" "));
             assert!(
@@ -1281,7 +1276,7 @@ fn from_the_sample_runs_a_plan_exec_run_with_a_failed_call_is_a_few_keys_away() 
     };
     // The browser recounts the older runs' totals first (in the background; here at once).
     for (id, work) in app.take_work() {
-        for a in cosmos_app::tui::terminal::perform(id, work) {
+        for a in cosmos_app::tui::perform(id, work) {
             app.update(a);
         }
     }
@@ -1310,7 +1305,7 @@ fn from_the_sample_runs_a_plan_exec_run_with_a_failed_call_is_a_few_keys_away() 
     }
     press(&mut app, crossterm::event::KeyCode::Enter);
     for (id, work) in app.take_work() {
-        for a in cosmos_app::tui::terminal::perform(id, work) {
+        for a in cosmos_app::tui::perform(id, work) {
             app.update(a);
         }
     }
@@ -1336,7 +1331,7 @@ fn the_group_table_marks_what_it_cuts_and_scrolls_sideways() {
     let mut app = App::new(browser, Keymap::default(), Theme::new(true), size);
     app.update(Action::Do(Command::ToggleGroups));
     for (id, work) in app.take_work() {
-        for a in cosmos_app::tui::terminal::perform(id, work) {
+        for a in cosmos_app::tui::perform(id, work) {
             app.update(a);
         }
     }
@@ -1447,7 +1442,7 @@ fn a_wm_eval_file_opens_in_the_world_model_view() {
     for size in SIZES {
         let area = Rect::new(0, 0, size.0, size.1 - 1);
         let mut app = App::on(
-            open::run(wm_eval_run(), area),
+            open_run(wm_eval_run(), area),
             Keymap::default(),
             Theme::new(true),
             size,
@@ -1498,7 +1493,7 @@ fn a_wm_eval_file_opens_in_the_world_model_view() {
         app.update(Action::Do(Command::OpenSource));
         let work = app.take_work();
         assert!(
-            matches!(&work[..], [(_, cosmos_app::tui::view::Work::OpenRunAt(path, at))]
+            matches!(&work[..], [(_, cosmos_app::tui::Work::OpenRunAt(path, at))]
                 if path.ends_with("a.jsonl") && *at as u64 == seq - 1),
             "{work:?}"
         );
@@ -1537,7 +1532,7 @@ fn probing_a_node_shows_the_picker_and_then_the_probe_in_the_node_inspector() {
     app.update(Action::Do(Command::Down));
     app.update(Action::Do(Command::Open));
     for (id, work) in app.take_work() {
-        for a in cosmos_app::tui::terminal::perform(id, work) {
+        for a in cosmos_app::tui::perform(id, work) {
             app.update(a);
         }
     }
@@ -1598,7 +1593,7 @@ fn a_call_a_world_model_never_reached_is_no_failure_in_the_view() {
             },
         },
     });
-    let view = cosmos_app::tui::views::wm_eval_view::WmEvalView::new(&run, (120, 40));
+    let view = cosmos_app::tui::WmEvalView::new(&run, (120, 40));
     let qwen = view
         .board()
         .world_models
@@ -1646,11 +1641,11 @@ fn the_notes_list_at_80x24_and_200x60() {
 
 #[test]
 fn every_help_line_is_whole_at_200_columns_and_wrapped_not_cut_at_80() {
-    use cosmos_app::tui::overlays::help::HelpView;
+    use cosmos_app::tui::HelpView;
     let keymap = Keymap::default();
-    for mode in cosmos_app::tui::keymap::MODES {
+    for mode in cosmos_app::tui::MODES {
         // The keys, then the legend of the marks the view draws.
-        let legend = cosmos_app::tui::overlays::help::legend(mode);
+        let legend = cosmos_app::tui::help_legend(mode);
         let words: Vec<String> = keymap
             .help(mode)
             .iter()
@@ -2123,7 +2118,7 @@ fn protocol_overlay() {
     let mut app = run_app(run, (100, 24));
     app.update(Action::Do(Command::Wire));
     for (id, work) in app.take_work() {
-        for answer in cosmos_app::tui::terminal::perform(id, work) {
+        for answer in cosmos_app::tui::perform(id, work) {
             app.update(answer);
         }
     }

@@ -7,12 +7,12 @@ use crate::common;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use cosmos_app::tui::action::Action;
-use cosmos_app::tui::app::App;
-use cosmos_app::tui::keymap::{Command, Keymap};
-use cosmos_app::tui::open;
-use cosmos_app::tui::theme::Theme;
-use cosmos_app::tui::views::wm_eval_view::WmEvalView;
+use cosmos_app::tui::Action;
+use cosmos_app::tui::App;
+use cosmos_app::tui::Theme;
+use cosmos_app::tui::WmEvalView;
+use cosmos_app::tui::open_run;
+use cosmos_app::tui::{Command, Keymap};
 use cosmos_trajectory::event::{AgentKind, EventBody, Observation, Origin, PredictionRecord};
 use cosmos_trajectory::run::Run;
 use ratatui::Terminal;
@@ -25,7 +25,7 @@ use common::{cosmos_stdout as cosmos, render};
 fn opened(run: Run, size: (u16, u16)) -> App {
     let area = Rect::new(0, 0, size.0, size.1 - 1);
     App::on(
-        open::run(run, area),
+        open_run(run, area),
         Keymap::default(),
         Theme::new(true),
         size,
@@ -332,8 +332,8 @@ fn one_failure_in_2000(dir: &Path) -> PathBuf {
 
 #[test]
 fn one_failed_call_in_2000_never_reads_as_100_percent_success() {
-    use cosmos_app::tui::views::browser::Browser;
-    use cosmos_app::tui::views::compare::CompareView;
+    use cosmos_app::tui::Browser;
+    use cosmos_app::tui::CompareView;
     use cosmos_trajectory::listing::RunSummary;
     let dir = tempfile::tempdir().unwrap();
     let path = one_failure_in_2000(dir.path());
@@ -387,7 +387,7 @@ fn one_failed_call_in_2000_never_reads_as_100_percent_success() {
 
 #[test]
 fn a_search_that_found_no_finished_path_is_marked_not_green_and_f_stops_at_it() {
-    use cosmos_app::tui::views::browser::Browser;
+    use cosmos_app::tui::Browser;
     use cosmos_trajectory::event::{Ending, RunStatus, Totals};
     use cosmos_trajectory::listing::RunSummary;
     let dir = tempfile::tempdir().unwrap();
@@ -460,7 +460,7 @@ fn a_search_that_found_no_finished_path_is_marked_not_green_and_f_stops_at_it() 
 
 #[test]
 fn a_line_that_could_not_be_read_is_said_on_the_status_line_and_in_the_about_view() {
-    use cosmos_app::tui::views::run_view::inspector::Inspector;
+    use cosmos_app::tui::Inspector;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("torn.jsonl");
     common::write_run(&common::plan_fails_run(), &path);
@@ -530,8 +530,8 @@ fn a_run_with_no_node_and_no_call_says_so_instead_of_asking_to_step_forward() {
 
 #[test]
 fn stepping_with_the_tree_focused_moves_the_observation_pane_with_the_cursor() {
-    use cosmos_app::tui::views::run_view::Pane;
-    use cosmos_app::tui::views::run_view::RunView;
+    use cosmos_app::tui::Pane;
+    use cosmos_app::tui::RunView;
     let mut app = common::run_app(common::plan_fails_run(), (200, 50));
     app.update(Action::JumpTo(0));
     // Step through the run; the tree keeps the focus (the default).
@@ -551,8 +551,8 @@ fn stepping_with_the_tree_focused_moves_the_observation_pane_with_the_cursor() {
 
 #[test]
 fn a_proxy_session_shows_no_planner_and_no_search_figures_on_calls_no_search_made() {
-    use cosmos_app::tui::views::browser::Browser;
-    use cosmos_app::tui::views::run_view::inspector::Inspector;
+    use cosmos_app::tui::Browser;
+    use cosmos_app::tui::Inspector;
     use cosmos_trajectory::listing::RunSummary;
     // A client's session through cosmos proxy: its calls rehearsed as a chain of nodes (each
     // evaluated with the rehearsal's base reward), as the proxy records them.
@@ -643,7 +643,7 @@ fn browser_run_view_compare_and_about_show_reports_figures_for_every_sample_run(
 /// beside itself) and its about view
 /// show what `cosmos report --per-run` says of it (`r`).
 fn shows_reports_figures(path: &Path, r: &Value) {
-    use cosmos_app::tui::views::browser::Browser;
+    use cosmos_app::tui::Browser;
     use cosmos_engine::metrics::figure;
     use cosmos_trajectory::listing::RunSummary;
     let m = &r["metrics"];
@@ -673,7 +673,7 @@ fn shows_reports_figures(path: &Path, r: &Value) {
     );
     let mut app = App::new(browser, Keymap::default(), Theme::new(true), (220, 30));
     for (id, work) in app.take_work() {
-        for action in cosmos_app::tui::terminal::perform(id, work) {
+        for action in cosmos_app::tui::perform(id, work) {
             app.update(action);
         }
     }
@@ -747,7 +747,7 @@ fn shows_reports_figures(path: &Path, r: &Value) {
     // Compare, the run beside itself: each figure row reads report's figure in both columns.
     let runs = vec![Run::open(path).unwrap(), Run::open(path).unwrap()];
     let size = (220, 60);
-    let compare = cosmos_app::tui::views::compare::CompareView::new(&runs, (size.0, size.1 - 1));
+    let compare = cosmos_app::tui::CompareView::new(&runs, (size.0, size.1 - 1));
     let mut app = App::new(compare, Keymap::default(), Theme::new(true), size);
     let screen = render(&mut app);
     let wall = format!("{:.1}", m["wall_ms"].as_f64().unwrap() / 1000.0);
@@ -929,8 +929,8 @@ fn a_live_run_with_nothing_yet_is_not_said_to_have_nothing() {
 
 #[test]
 fn runs_that_cannot_be_read_for_compare_say_why_and_open_nothing() {
-    use cosmos_app::tui::view::Work;
-    use cosmos_app::tui::views::browser::Browser;
+    use cosmos_app::tui::Browser;
+    use cosmos_app::tui::Work;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("a.jsonl");
     let other = dir.path().join("b.jsonl");
@@ -947,9 +947,7 @@ fn runs_that_cannot_be_read_for_compare_say_why_and_open_nothing() {
     let mut app = App::new(browser, Keymap::default(), Theme::new(true), (120, 30));
     // The same work the browser's `c` starts, for a run and a file gone since it was listed.
     let gone = dir.path().join("gone.jsonl");
-    for action in
-        cosmos_app::tui::terminal::perform(1, Work::Compare(vec![path.clone(), gone.clone()]))
-    {
+    for action in cosmos_app::tui::perform(1, Work::Compare(vec![path.clone(), gone.clone()])) {
         app.update(action);
     }
     // Nothing was asked for under that id: the answer is dropped, nothing opens.
@@ -965,7 +963,7 @@ fn runs_that_cannot_be_read_for_compare_say_why_and_open_nothing() {
         "{work:?}"
     );
     for (id, work) in work {
-        for action in cosmos_app::tui::terminal::perform(id, work) {
+        for action in cosmos_app::tui::perform(id, work) {
             app.update(action);
         }
     }
@@ -978,7 +976,7 @@ fn runs_that_cannot_be_read_for_compare_say_why_and_open_nothing() {
 /// anything: every cell's label and detail line hold report's figures for its run.
 #[test]
 fn the_sweep_view_shows_reports_figures_for_every_sample_sweep_cell() {
-    use cosmos_app::tui::views::sweep_view::{GridCell, SweepView};
+    use cosmos_app::tui::{GridCell, SweepView};
     use cosmos_engine::metrics::figure;
     let folder = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_runs/sweep");
     let reported: HashMap<PathBuf, Value> = common::reported_per_run(&folder)
@@ -1475,7 +1473,7 @@ fn every_selective_row_names_a_threshold_that_trusts_exactly_its_count() {
 /// sample files over the same 52 calls read `52 100%` and `0 —`).
 #[test]
 fn every_wm_eval_row_in_the_browser_reads_the_same_way() {
-    use cosmos_app::tui::views::browser::Browser;
+    use cosmos_app::tui::Browser;
     use cosmos_trajectory::listing::RunSummary;
     let (samples, files) = sample_wm_eval_files();
     assert_eq!(files.len(), 2, "{files:?}");
@@ -1505,8 +1503,8 @@ fn every_wm_eval_row_in_the_browser_reads_the_same_way() {
 /// shows that real result beside its prediction, never "not executed".
 #[test]
 fn a_node_called_while_planning_shows_its_real_result_beside_the_prediction() {
-    use cosmos_app::tui::views::run_view::RunView;
-    use cosmos_app::tui::views::run_view::tree::Item;
+    use cosmos_app::tui::RunView;
+    use cosmos_app::tui::TreeItem;
     let samples = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_runs");
     let mut checked = 0;
     for path in std::fs::read_dir(&samples)
@@ -1545,13 +1543,13 @@ fn a_node_called_while_planning_shows_its_real_result_beside_the_prediction() {
             }
             for _ in 0..60 {
                 let view = app.top_as::<RunView>().unwrap();
-                if view.tree().selected_item() == Some(Item::Node(slot)) {
+                if view.tree().selected_item() == Some(TreeItem::Node(slot)) {
                     break;
                 }
                 app.update(Action::Do(Command::Down));
             }
             let view = app.top_as::<RunView>().unwrap();
-            assert_eq!(view.tree().selected_item(), Some(Item::Node(slot)));
+            assert_eq!(view.tree().selected_item(), Some(TreeItem::Node(slot)));
             let screen = render(&mut app);
             assert!(
                 screen.contains("real, called while planning ⊕")

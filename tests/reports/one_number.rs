@@ -9,12 +9,12 @@ use crate::common;
 
 use std::path::{Path, PathBuf};
 
-use cosmos_app::tui::action::Action;
-use cosmos_app::tui::jobs::recount::RecountJob;
-use cosmos_app::tui::terminal::perform;
-use cosmos_app::tui::view::{View, Work};
-use cosmos_app::tui::views::compare::CompareView;
-use cosmos_app::tui::views::run_view::RunView;
+use cosmos_app::tui::Action;
+use cosmos_app::tui::CompareView;
+use cosmos_app::tui::RecountJob;
+use cosmos_app::tui::RunView;
+use cosmos_app::tui::perform;
+use cosmos_app::tui::{View, Work};
 use cosmos_engine::metrics::run::{METRICS_VERSION, RunMetrics};
 use cosmos_trajectory::event::{
     AgentKind, DecisionProblem, DimensionScore, Ending, EventBody, JudgeScores, Observation, Phase,

@@ -339,11 +339,11 @@ async fn a_stdio_server_sees_only_the_short_list_and_its_own_env() {
 /// exchange comes back with the call's outcome.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_request_for_input_is_answered_in_the_explorers_form() {
-    use cosmos_app::tui::action::Action;
-    use cosmos_app::tui::app::App;
-    use cosmos_app::tui::keymap::Keymap;
-    use cosmos_app::tui::overlays::elicit_form::ElicitForm;
-    use cosmos_app::tui::theme::Theme;
+    use cosmos_app::tui::Action;
+    use cosmos_app::tui::App;
+    use cosmos_app::tui::ElicitForm;
+    use cosmos_app::tui::Keymap;
+    use cosmos_app::tui::Theme;
     use cosmos_engine::mcp::{Elicitation, ask_through};
     use crossterm::event::{KeyCode, KeyEvent};
 
@@ -373,7 +373,7 @@ async fn a_request_for_input_is_answered_in_the_explorers_form() {
     assert_eq!(question.server, "flaky");
     // The one call in flight on that server is the one that asks.
     assert_eq!(question.tool.as_deref(), Some("ask"));
-    let browser = cosmos_app::tui::views::browser::Browser::new(Vec::new(), Vec::new(), 20);
+    let browser = cosmos_app::tui::Browser::new(Vec::new(), Vec::new(), 20);
     let mut app = App::new(browser, Keymap::default(), Theme::new(true), (100, 30));
     app.update(Action::Elicit(Box::new(question)));
     let form = app.top_as::<ElicitForm>().expect("the form");

@@ -9,10 +9,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use cosmos_app::tui::app::App;
-use cosmos_app::tui::keymap::Keymap;
-use cosmos_app::tui::theme::Theme;
-use cosmos_app::tui::views::run_view::RunView;
+use cosmos_app::tui::App;
+use cosmos_app::tui::Keymap;
+use cosmos_app::tui::RunView;
+use cosmos_app::tui::Theme;
 use cosmos_trajectory::event::PredictionRecord;
 use cosmos_trajectory::run::Run;
 use cosmos_trajectory::wire::{Direction, wire_path};
@@ -89,7 +89,7 @@ fn explorer_after(path: &Path, keys: &[KeyCode]) -> String {
         }
         // What a key asked for in the background, done here and answered.
         for (id, work) in app.take_work() {
-            for answer in cosmos_app::tui::terminal::perform(id, work) {
+            for answer in cosmos_app::tui::perform(id, work) {
                 app.update(answer);
             }
         }
@@ -836,14 +836,14 @@ fn hybrid_answers_what_the_world_model_is_sure_of_and_sends_the_rest_to_the_serv
     let finished = events.iter().find(|e| e["kind"] == "run_finished").unwrap();
     assert_eq!(finished["totals"]["tool_calls"], 2);
     assert_eq!(finished["totals"]["simulated_answers"], 1);
-    let view = cosmos_app::tui::views::run_view::RunView::new(
+    let view = cosmos_app::tui::RunView::new(
         cosmos_trajectory::run::Run::open(&run).unwrap(),
         ratatui::layout::Rect::new(0, 0, 200, 49),
     );
-    let mut app = cosmos_app::tui::app::App::new(
+    let mut app = cosmos_app::tui::App::new(
         view,
-        cosmos_app::tui::keymap::Keymap::default(),
-        cosmos_app::tui::theme::Theme::new(true),
+        cosmos_app::tui::Keymap::default(),
+        cosmos_app::tui::Theme::new(true),
         (200, 50),
     );
     app.settle();

@@ -139,17 +139,17 @@ fn two_runs_start_from_identical_state_keep_their_end_state_and_leave_the_seed_a
 
 /// The run's about view (`a`), scrolled to its end, in a tall terminal.
 fn about_screen(run: &Path) -> String {
-    use cosmos_app::tui::app::App;
+    use cosmos_app::tui::App;
     use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
     let size = (140, 80);
-    let view = cosmos_app::tui::views::run_view::RunView::new(
+    let view = cosmos_app::tui::RunView::new(
         cosmos_trajectory::run::Run::open(run).unwrap(),
         ratatui::layout::Rect::new(0, 0, size.0, size.1 - 1),
     );
     let mut app = App::new(
         view,
-        cosmos_app::tui::keymap::Keymap::default(),
-        cosmos_app::tui::theme::Theme::new(true),
+        cosmos_app::tui::Keymap::default(),
+        cosmos_app::tui::Theme::new(true),
         size,
     );
     app.settle();

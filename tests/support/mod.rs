@@ -483,12 +483,12 @@ pub fn forecast_then_ok_run(dir: &Path) -> PathBuf {
 
 /// The run's about view (`a` in the run view) as text, laid out 160 columns wide.
 pub fn about_text(run: cosmos_trajectory::run::Run) -> String {
-    use cosmos_app::tui::action::Action;
-    use cosmos_app::tui::app::App;
-    use cosmos_app::tui::keymap::{Command, Keymap};
-    use cosmos_app::tui::theme::Theme;
-    use cosmos_app::tui::views::run_view::RunView;
-    use cosmos_app::tui::views::run_view::inspector::Inspector;
+    use cosmos_app::tui::Action;
+    use cosmos_app::tui::App;
+    use cosmos_app::tui::Inspector;
+    use cosmos_app::tui::RunView;
+    use cosmos_app::tui::Theme;
+    use cosmos_app::tui::{Command, Keymap};
     let view = RunView::new(run, ratatui::layout::Rect::new(0, 0, 160, 39));
     let mut app = App::new(view, Keymap::default(), Theme::new(true), (160, 40));
     app.update(Action::Do(Command::About));

@@ -160,7 +160,7 @@ proptest! {
         }
         let _ = cosmos_engine::mcp::McpConfig::parse(&text);
         let _ = cosmos_engine::task::load(&path);
-        let _ = cosmos_app::tui::keymap::Keymap::load(&path);
+        let _ = cosmos_app::tui::Keymap::load(&path);
     }
 }
 

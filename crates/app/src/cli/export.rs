@@ -214,7 +214,7 @@ fn otel_file(runs: &[PathBuf], out: &std::path::Path, content: bool) -> Result<E
     let mut staged = staged::Staged::create(out)?;
     let mut spans = 0;
     for path in &found.files {
-        let (n, problems) = otel::file::write_run(path, content, &redactor, staged.writer())?;
+        let (n, problems) = otel::write_otlp_json(path, content, &redactor, staged.writer())?;
         for p in problems {
             errln!("cosmos: {} (skipped)", inert(&p));
         }

@@ -1,15 +1,15 @@
 //! The explorer (docs/design.md, "Explorer"), in the ratatui component pattern.
 //!
-//! - The contract, at the bottom: [`view`] (what every view keeps: it owns its state, handles
-//!   an [`action::Action`], asks the app for more through requests, draws from `&self`; and
-//!   [`view::Job`], background work that carries its own way to run and answer), [`action`],
-//!   [`feed`], [`keymap`], [`theme`], `fork_spec`.
-//! - The event loop: [`app::App`] (the stack of views and the one `update`), [`terminal`]
+//! - The contract, at the bottom: `view` (what every view keeps: it owns its state, handles
+//!   an [`Action`], asks the app for more through requests, draws from `&self`; and
+//!   `view::Job`, background work that carries its own way to run and answer), `action`,
+//!   `feed`, `keymap`, `theme`, `fork_spec`.
+//! - The event loop: [`App`] (the stack of views and the one `update`), `terminal`
 //!   (raw mode, the panic hook, input into actions, background work on its threads),
-//!   [`open`] (which view shows what was loaded), [`reading`] and `fork_work` (the app's own
+//!   `open` (which view shows what was loaded), `reading` and `fork_work` (the app's own
 //!   long work: a run read in parts, a fork).
-//! - [`views`]: the screens. [`overlays`]: help, questions, pickers and forms over them.
-//!   `widgets`: the prompt, scrolling, wrapping. [`jobs`]: background work views start.
+//! - `views`: the screens. `overlays`: help, questions, pickers and forms over them.
+//!   `widgets`: the prompt, scrolling, wrapping. `jobs`: background work views start.
 //!
 //! Untrusted text is made inert by `cosmos_trajectory::sanitize` before drawing.
 //!
@@ -111,21 +111,46 @@
 //! person paused or moved the cursor. `cosmos replay FILE` of a file without its `run_finished`
 //! follows it through `trajectory::tail` (complete lines only, polled).
 
-pub mod action;
-pub mod app;
-pub mod feed;
+pub(crate) mod action;
+pub(crate) mod app;
+pub(crate) mod feed;
 pub(crate) mod fork_spec;
 pub(crate) mod fork_work;
-pub mod jobs;
-pub mod keymap;
-pub mod open;
-pub mod overlays;
-pub mod reading;
-pub mod terminal;
-pub mod theme;
-pub mod view;
-pub mod views;
+pub(crate) mod jobs;
+pub(crate) mod keymap;
+pub(crate) mod open;
+pub(crate) mod overlays;
+pub(crate) mod reading;
+pub(crate) mod terminal;
+pub(crate) mod theme;
+pub(crate) mod view;
+pub(crate) mod views;
 pub(crate) mod widgets;
+
+pub use action::{Action, LiveSource};
+pub use app::App;
+pub use feed::SweepNews;
+pub use jobs::recount::RecountJob;
+pub use keymap::{Command, Keymap, MODES, Mode};
+pub use open::run as open_run;
+pub use overlays::confirm::{ConfirmCall, ConfirmLeave};
+pub use overlays::elicit_form::ElicitForm;
+pub use overlays::fork_form::ForkForm;
+pub use overlays::help::{HelpView, legend as help_legend};
+pub use overlays::picker::WorldModelPicker;
+pub use reading::{Opened, open_in_parts};
+pub use terminal::perform;
+pub use theme::Theme;
+pub use view::{Exit, View, Work};
+pub use views::browser::{Browser, Column as BrowserColumn, Groups};
+pub use views::compare::{CallSource, CompareView};
+pub use views::notes::NotesView;
+pub use views::run_view::inspector::Inspector;
+pub use views::run_view::search::IN_PLACE as SEARCH_IN_PLACE;
+pub use views::run_view::tree::Item as TreeItem;
+pub use views::run_view::{Pane, RunView};
+pub use views::sweep_view::{CellState, GridCell, SweepView};
+pub use views::wm_eval_view::{CallDetail, WmEvalView};
 
 use std::path::PathBuf;
 use std::sync::mpsc::Sender;
@@ -133,12 +158,6 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
-use self::action::{Action, LiveSource};
-use self::app::App;
-use self::keymap::Keymap;
-use self::theme::Theme;
-use self::views::browser::Browser;
-use self::views::run_view::RunView;
 use cosmos_trajectory::listing::list_runs;
 use cosmos_trajectory::tail::Tail;
 

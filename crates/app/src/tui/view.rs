@@ -49,7 +49,7 @@ pub enum Exit {
 
 /// Slow work a view asks for; the app runs it in the background and answers with an action
 /// that carries the request's id. The app's own kinds open views (a run, runs to compare, a
-/// fork); everything else is a [`Job`], answered to the view that asked.
+/// fork); everything else is a `Job`, answered to the view that asked.
 #[derive(Debug)]
 pub enum Work {
     /// Open a run file (→ [`Action::Loaded`]).

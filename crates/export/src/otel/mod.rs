@@ -45,12 +45,13 @@
 //!   warning at the end, and the run and its trajectory go on whole.
 
 mod events;
-pub mod file;
+mod file;
 mod live;
 mod sending;
 mod target;
 mod trace;
 
+pub use file::write_run as write_otlp_json;
 pub use live::{LIVE_FINISH, Live, LiveTap, reachable};
 pub use target::{Delivery, Target};
 pub use trace::{Trace, export_file};

@@ -12,5 +12,5 @@
 pub(crate) mod find;
 pub(crate) mod groups;
 pub(crate) mod probe;
-pub mod recount;
+pub(crate) mod recount;
 pub(crate) mod wire;

@@ -7,13 +7,13 @@
 
 mod additions;
 mod branch;
-pub mod inspector;
+pub(crate) mod inspector;
 pub(crate) mod metrics;
 pub(crate) mod observation;
 pub(crate) mod playback;
-pub mod search;
+pub(crate) mod search;
 pub(crate) mod timeline;
-pub mod tree;
+pub(crate) mod tree;
 
 use std::sync::mpsc::Sender;
 
