@@ -534,19 +534,7 @@ impl Server {
             Ok(Err(e)) => {
                 // The process's last words are still on their way through the pipe.
                 stderr.drained().await;
-                // They say why far better than the transport does ("connection closed:
-                // initialize response" for a server that exited on `No module named …`).
-                let said = stderr.text().and_then(|t| {
-                    t.lines()
-                        .rev()
-                        .find(|l| !l.trim().is_empty())
-                        .map(|l| l.trim().to_string())
-                });
-                let message = match said {
-                    Some(line) => format!("{e:#}; its last words: {line}"),
-                    None => format!("{e:#}"),
-                };
-                return Err(fail(message, &stderr));
+                return Err(fail(with_last_words(&e, &stderr), &stderr));
             }
             Err(_) => {
                 return Err(fail(
@@ -558,20 +546,7 @@ impl Server {
         let listed = tokio::time::timeout(startup_timeout, client.list_all_tools()).await;
         let tools = match listed {
             Ok(Ok(tools)) => tools,
-            Ok(Err(e)) => {
-                let said = plainly(&e.to_string());
-                // A login that no longer holds (expired, or the server moved to another
-                // authorization server): the command that mends it is named.
-                let hint = if said.contains("Auth required") {
-                    format!(
-                        " (its login no longer holds: run `cosmos login {} --mcp-config FILE`)",
-                        config.name
-                    )
-                } else {
-                    String::new()
-                };
-                return Err(fail(format!("listing tools failed: {said}{hint}"), &stderr));
-            }
+            Ok(Err(e)) => return Err(fail(listing_failed(&e, &config.name), &stderr)),
             Err(_) => {
                 return Err(fail(
                     format!(
@@ -582,28 +557,7 @@ impl Server {
                 ));
             }
         };
-        let tools = tools
-            .iter()
-            .map(|t| ToolInfo {
-                name: format!("{}:{}", config.name, t.name),
-                description: t.description.as_deref().unwrap_or_default().to_string(),
-                input_schema: cosmos_trajectory::event::ToolSchema::new(Value::Object(
-                    t.input_schema.as_ref().clone(),
-                )),
-                output_schema: t
-                    .output_schema
-                    .as_ref()
-                    .map(|s| Box::new(Value::Object(s.as_ref().clone()))),
-                annotations: t
-                    .annotations
-                    .as_ref()
-                    .and_then(|a| serde_json::to_value(a).ok())
-                    .map(Box::new),
-                title: t.title.clone(),
-                icons: as_listed(&t.icons),
-                meta: as_listed(&t.meta),
-            })
-            .collect();
+        let tools = tools.iter().map(|t| tool_info(&config.name, t)).collect();
         Ok(Self {
             name: config.name.clone(),
             tools,
@@ -618,20 +572,7 @@ impl Server {
             arrivals,
             _child: child,
             redactor,
-            // A server given its own Authorization header is not ours to log into.
-            login: match &config.transport {
-                super::mcp_json::Transport::Http {
-                    url,
-                    oauth,
-                    headers,
-                } if !headers
-                    .keys()
-                    .any(|k| k.eq_ignore_ascii_case("authorization")) =>
-                {
-                    Some((url.clone(), oauth.clone()))
-                }
-                _ => None,
-            },
+            login: login_of(config),
         })
     }
 
@@ -651,39 +592,7 @@ impl Server {
                 env,
                 cwd,
             } => {
-                // A relative path to the program (`.cache/servers/…`) is where cosmos runs,
-                // as a user reads it, not inside the server's own `cwd`.
-                let program = std::path::Path::new(command);
-                let program = match std::env::current_dir() {
-                    Ok(here)
-                        if cwd.is_some()
-                            && program.is_relative()
-                            && program.components().count() > 1 =>
-                    {
-                        here.join(program)
-                    }
-                    _ => program.to_path_buf(),
-                };
-                let mut cmd = tokio::process::Command::new(program);
-                // Only the short inherited list and the server's own env: a third-party
-                // server never sees the keys cosmos holds.
-                cmd.env_clear();
-                for key in INHERITED_ENV {
-                    if let Some(value) = std::env::var_os(key) {
-                        cmd.env(key, value);
-                    }
-                }
-                cmd.args(args).envs(env);
-                if let Some(dir) = cwd {
-                    cmd.current_dir(dir);
-                }
-                // Its own process group: stopping it reaches what it started too, and the
-                // terminal's Ctrl-C reaches cosmos, which stops it in order.
-                cmd.process_group(0)
-                    .stdin(std::process::Stdio::piped())
-                    .stdout(std::process::Stdio::piped())
-                    .stderr(std::process::Stdio::piped())
-                    .kill_on_drop(true);
+                let mut cmd = server_command(command, args, env, cwd.as_deref());
                 let mut process = cmd
                     .spawn()
                     .with_context(|| format!("starting `{}`", config.target()))?;
@@ -718,54 +627,9 @@ impl Server {
                 oauth,
             } => {
                 super::install_tls_provider();
-                let mut cfg = StreamableHttpClientTransportConfig::with_uri(url.clone());
-                let mut custom = HashMap::new();
-                for (k, v) in headers {
-                    if k.eq_ignore_ascii_case("authorization") && v.starts_with("Bearer ") {
-                        cfg = cfg.auth_header(v.trim_start_matches("Bearer ").to_string());
-                    } else {
-                        let name = reqwest::header::HeaderName::from_bytes(k.as_bytes())
-                            .with_context(|| format!("header name {k}"))?;
-                        let value = reqwest::header::HeaderValue::from_str(v)
-                            .with_context(|| format!("header {k}"))?;
-                        custom.insert(name, value);
-                    }
-                }
-                let cfg = cfg.custom_headers(custom);
+                let cfg = http_config(url, headers)?;
                 // The target, not the URL: its userinfo and query are credentials.
-                let failed = |e: rmcp::service::ClientInitializeError| {
-                    if let Some(misread) = DiscoverMisread::of(&e) {
-                        return misread;
-                    }
-                    let said = plainly(&e.to_string());
-                    // A server behind OAuth that has no login here, or refuses the login's
-                    // scopes, says so in rmcp's words: the command that mends it is named.
-                    let refused_for = match &e {
-                        rmcp::service::ClientInitializeError::TransportError { error, .. } => {
-                            insufficient_scope(error)
-                        }
-                        other => insufficient_scope(other),
-                    };
-                    let hint = if let Some(scope) = refused_for {
-                        format!(
-                            " (it asks for scope \"{scope}\", which this login lacks: run \
-                             `cosmos login {} --mcp-config FILE --scope {}`)",
-                            config.name,
-                            scope
-                                .split_whitespace()
-                                .collect::<Vec<_>>()
-                                .join(" --scope ")
-                        )
-                    } else if said.contains("Auth required") {
-                        format!(
-                            " (it needs a login: run `cosmos login {} --mcp-config FILE`)",
-                            config.name
-                        )
-                    } else {
-                        String::new()
-                    };
-                    anyhow!("connecting to {}: {said}{hint}", config.target())
-                };
+                let failed = |e| connect_failed(e, config);
                 // A server logged into (`cosmos login`) gets its token, refreshed as needed.
                 let arrivals = listener.arrivals.clone();
                 match super::oauth::authorized_client(url, oauth).await? {
@@ -1060,27 +924,53 @@ impl Server {
         // one that had arrived by now is waited for (`Arrivals`), so its progress reports are
         // told, and what a relay passes on is passed, before the result is.
         if on_progress.is_some() || super::unasked::relay().is_some() {
-            self.arrivals
-                .all_handled(self.arrivals.arrived(), PROGRESS_GRACE)
+            self.tell_late_progress(&mut reports, token.as_ref(), on_progress)
                 .await;
-            loop {
-                match reports.try_recv() {
-                    Ok(Heard::Progress(of, progress)) if token.as_ref() == Some(&of) => {
-                        if let Some(tell) = on_progress.as_mut() {
-                            tell(progress);
-                        }
-                    }
-                    Ok(_) | Err(tokio::sync::broadcast::error::TryRecvError::Lagged(_)) => {}
-                    Err(_) => break,
-                }
-            }
         }
         // Requests for input come and are answered while the call runs: all are in by now.
         let mut elicited = Vec::new();
         while let Ok(e) = asked.try_recv() {
             elicited.push(e);
         }
-        let mut outcome = match called {
+        let mut outcome = self.outcome(called, start, timeout, needs).await;
+        outcome.elicited = elicited;
+        outcome
+    }
+
+    /// Waits for the notifications that had arrived when the call ended to be handled, then
+    /// tells the call's progress reports among them.
+    async fn tell_late_progress(
+        &self,
+        reports: &mut tokio::sync::broadcast::Receiver<Heard>,
+        token: Option<&rmcp::model::ProgressToken>,
+        on_progress: &mut OnProgress<'_>,
+    ) {
+        self.arrivals
+            .all_handled(self.arrivals.arrived(), PROGRESS_GRACE)
+            .await;
+        loop {
+            match reports.try_recv() {
+                Ok(Heard::Progress(of, progress)) if token == Some(&of) => {
+                    if let Some(tell) = on_progress.as_mut() {
+                        tell(progress);
+                    }
+                }
+                Ok(_) | Err(tokio::sync::broadcast::error::TryRecvError::Lagged(_)) => {}
+                Err(_) => break,
+            }
+        }
+    }
+
+    /// What a call's end means: its result, or its failure (a transport that closed marks the
+    /// server dead, with its last words; a missing scope is put in `needs`), or its timeout.
+    async fn outcome(
+        &self,
+        called: Result<Result<CallToolResult, ServiceError>, tokio::time::error::Elapsed>,
+        start: Instant,
+        timeout: Duration,
+        needs: &mut Option<String>,
+    ) -> CallOutcome {
+        match called {
             Ok(Ok(result)) => CallOutcome {
                 result: observation(&result),
                 error: None,
@@ -1117,9 +1007,7 @@ impl Server {
                 format!("timed out after {:.0}s", timeout.as_secs_f64()),
                 None,
             ),
-        };
-        outcome.elicited = elicited;
-        outcome
+        }
     }
 
     /// Closes the connection; a stdio server then gets `STOP_GRACE` to exit on its own, then
@@ -1191,6 +1079,174 @@ fn insufficient_scope(e: &(dyn std::error::Error + 'static)) -> Option<String> {
         source = error.source();
     }
     None
+}
+
+/// The command that starts a stdio server, piped, in a process group of its own, with an
+/// environment of its own.
+fn server_command(
+    command: &str,
+    args: &[String],
+    env: &std::collections::BTreeMap<String, String>,
+    cwd: Option<&std::path::Path>,
+) -> tokio::process::Command {
+    // A relative path to the program (`.cache/servers/…`) is where cosmos runs,
+    // as a user reads it, not inside the server's own `cwd`.
+    let program = std::path::Path::new(command);
+    let program = match std::env::current_dir() {
+        Ok(here) if cwd.is_some() && program.is_relative() && program.components().count() > 1 => {
+            here.join(program)
+        }
+        _ => program.to_path_buf(),
+    };
+    let mut cmd = tokio::process::Command::new(program);
+    // Only the short inherited list and the server's own env: a third-party
+    // server never sees the keys cosmos holds.
+    cmd.env_clear();
+    for key in INHERITED_ENV {
+        if let Some(value) = std::env::var_os(key) {
+            cmd.env(key, value);
+        }
+    }
+    cmd.args(args).envs(env);
+    if let Some(dir) = cwd {
+        cmd.current_dir(dir);
+    }
+    // Its own process group: stopping it reaches what it started too, and the
+    // terminal's Ctrl-C reaches cosmos, which stops it in order.
+    cmd.process_group(0)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    cmd
+}
+
+/// The streamable HTTP client's configuration: a bearer `Authorization` header as its auth
+/// header, every other header sent as given.
+fn http_config(
+    url: &str,
+    headers: &std::collections::BTreeMap<String, String>,
+) -> Result<StreamableHttpClientTransportConfig> {
+    let mut cfg = StreamableHttpClientTransportConfig::with_uri(url.to_string());
+    let mut custom = HashMap::new();
+    for (k, v) in headers {
+        if k.eq_ignore_ascii_case("authorization") && v.starts_with("Bearer ") {
+            cfg = cfg.auth_header(v.trim_start_matches("Bearer ").to_string());
+        } else {
+            let name = reqwest::header::HeaderName::from_bytes(k.as_bytes())
+                .with_context(|| format!("header name {k}"))?;
+            let value =
+                reqwest::header::HeaderValue::from_str(v).with_context(|| format!("header {k}"))?;
+            custom.insert(name, value);
+        }
+    }
+    Ok(cfg.custom_headers(custom))
+}
+
+/// Why connecting to an HTTP server failed, named by its target (its URL's userinfo and query
+/// are credentials); a server behind OAuth that has no login here, or refuses the login's
+/// scopes, says so in rmcp's words, and the command that mends it is named.
+fn connect_failed(e: rmcp::service::ClientInitializeError, config: &ServerConfig) -> anyhow::Error {
+    if let Some(misread) = DiscoverMisread::of(&e) {
+        return misread;
+    }
+    let said = plainly(&e.to_string());
+    // A server behind OAuth that has no login here, or refuses the login's
+    // scopes, says so in rmcp's words: the command that mends it is named.
+    let refused_for = match &e {
+        rmcp::service::ClientInitializeError::TransportError { error, .. } => {
+            insufficient_scope(error)
+        }
+        other => insufficient_scope(other),
+    };
+    let hint = if let Some(scope) = refused_for {
+        format!(
+            " (it asks for scope \"{scope}\", which this login lacks: run \
+             `cosmos login {} --mcp-config FILE --scope {}`)",
+            config.name,
+            scope
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" --scope ")
+        )
+    } else if said.contains("Auth required") {
+        format!(
+            " (it needs a login: run `cosmos login {} --mcp-config FILE`)",
+            config.name
+        )
+    } else {
+        String::new()
+    };
+    anyhow!("connecting to {}: {said}{hint}", config.target())
+}
+
+/// Why a server did not start: the error, with the process's last line on stderr, which says
+/// why far better than the transport does ("connection closed: initialize response" for a
+/// server that exited on `No module named …`).
+fn with_last_words(e: &anyhow::Error, stderr: &StderrTail) -> String {
+    let said = stderr.text().and_then(|t| {
+        t.lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .map(|l| l.trim().to_string())
+    });
+    match said {
+        Some(line) => format!("{e:#}; its last words: {line}"),
+        None => format!("{e:#}"),
+    }
+}
+
+/// Why listing a server's tools failed; a login that no longer holds (expired, or the server
+/// moved to another authorization server) names the command that mends it.
+fn listing_failed(e: &ServiceError, server: &str) -> String {
+    let said = plainly(&e.to_string());
+    let hint = if said.contains("Auth required") {
+        format!(" (its login no longer holds: run `cosmos login {server} --mcp-config FILE`)")
+    } else {
+        String::new()
+    };
+    format!("listing tools failed: {said}{hint}")
+}
+
+/// A listed tool as the run records it, named `SERVER:TOOL`.
+fn tool_info(server: &str, t: &rmcp::model::Tool) -> ToolInfo {
+    ToolInfo {
+        name: format!("{server}:{}", t.name),
+        description: t.description.as_deref().unwrap_or_default().to_string(),
+        input_schema: cosmos_trajectory::event::ToolSchema::new(Value::Object(
+            t.input_schema.as_ref().clone(),
+        )),
+        output_schema: t
+            .output_schema
+            .as_ref()
+            .map(|s| Box::new(Value::Object(s.as_ref().clone()))),
+        annotations: t
+            .annotations
+            .as_ref()
+            .and_then(|a| serde_json::to_value(a).ok())
+            .map(Box::new),
+        title: t.title.clone(),
+        icons: as_listed(&t.icons),
+        meta: as_listed(&t.meta),
+    }
+}
+
+/// Where to log into an HTTP server, when it is ours to: a server given its own Authorization
+/// header is not.
+fn login_of(config: &ServerConfig) -> Option<(String, super::mcp_json::OAuthClient)> {
+    match &config.transport {
+        Transport::Http {
+            url,
+            oauth,
+            headers,
+        } if !headers
+            .keys()
+            .any(|k| k.eq_ignore_ascii_case("authorization")) =>
+        {
+            Some((url.clone(), oauth.clone()))
+        }
+        _ => None,
+    }
 }
 
 fn failed(start: Instant, message: String, server_died: Option<ServerFailure>) -> CallOutcome {
