@@ -417,6 +417,16 @@ impl View for CompareView {
 
     fn draw(&self, frame: &mut Frame, area: Rect, theme: &Theme) {
         let [top, middle, bottom] = self.split(area);
+        let columns = self.columns(area);
+        self.draw_metrics(frame, top, &columns, theme);
+        self.draw_calls(frame, middle, &columns, theme);
+        self.draw_selected(frame, bottom, theme);
+    }
+}
+
+impl CompareView {
+    /// The table's columns (the row names, then one per run) and what a run's column holds.
+    fn columns(&self, area: Rect) -> (Vec<Constraint>, usize) {
         let n = self.labels.len();
         let widths: Vec<Constraint> = std::iter::once(Constraint::Length(14))
             .chain((0..n).map(|_| Constraint::Ratio(1, n as u32)))
@@ -428,19 +438,33 @@ impl View for CompareView {
             .saturating_sub(2 + 14 + n)
             .checked_div(n.max(1))
             .unwrap_or(0);
-        let header = |first: &str| {
-            Row::new(std::iter::once(Cell::from(first.to_string())).chain(
-                self.labels.iter().enumerate().map(|(i, l)| {
-                    let style = if i == self.column {
-                        theme.title().patch(theme.selected())
-                    } else {
-                        theme.title()
-                    };
-                    Cell::from(Span::styled(one_line(l, column_width), style))
-                }),
-            ))
-            .style(theme.title())
-        };
+        (widths, column_width)
+    }
+
+    /// The header row: `first`, then each run's label (the focused column marked).
+    fn header_row(&self, first: &str, column_width: usize, theme: &Theme) -> Row<'static> {
+        Row::new(std::iter::once(Cell::from(first.to_string())).chain(
+            self.labels.iter().enumerate().map(|(i, l)| {
+                let style = if i == self.column {
+                    theme.title().patch(theme.selected())
+                } else {
+                    theme.title()
+                };
+                Cell::from(Span::styled(one_line(l, column_width), style))
+            }),
+        ))
+        .style(theme.title())
+    }
+
+    /// The metrics, one row each (★ on the best), the rows that differ first, then the answers.
+    fn draw_metrics(
+        &self,
+        frame: &mut Frame,
+        top: Rect,
+        (widths, column_width): &(Vec<Constraint>, usize),
+        theme: &Theme,
+    ) {
+        let (widths, column_width) = (widths.clone(), *column_width);
         let rows = &self.metric_table;
         let differing = rows.iter().take_while(|row| differs(row)).count();
         let mut metric_lines: Vec<Row> =
@@ -493,8 +517,8 @@ impl View for CompareView {
         };
         let metric_lines: Vec<Row> = metric_lines.into_iter().skip(offset).collect();
         frame.render_widget(
-            Table::new(metric_lines, widths.clone())
-                .header(header("metric"))
+            Table::new(metric_lines, widths)
+                .header(self.header_row("metric", column_width, theme))
                 .block(
                     Block::bordered()
                         .border_style(if self.metrics_focused {
@@ -507,7 +531,17 @@ impl View for CompareView {
                 ),
             top,
         );
+    }
 
+    /// The real calls aligned across the runs.
+    fn draw_calls(
+        &self,
+        frame: &mut Frame,
+        middle: Rect,
+        (widths, column_width): &(Vec<Constraint>, usize),
+        theme: &Theme,
+    ) {
+        let (widths, column_width) = (widths.clone(), *column_width);
         let inner_h = middle.height.saturating_sub(3) as usize;
         let block = Block::bordered().border_style(theme.border()).title(Line::styled(
             format!(
@@ -552,13 +586,12 @@ impl View for CompareView {
                     row
                 });
             frame.render_widget(
-                Table::new(rows, widths.clone())
-                    .header(header(""))
+                Table::new(rows, widths)
+                    .header(self.header_row("", column_width, theme))
                     .block(block),
                 middle,
             );
         }
-        self.draw_selected(frame, bottom, theme);
     }
 }
 

@@ -437,173 +437,8 @@ impl View for WmEvalView {
 
     fn draw(&self, frame: &mut Frame, area: Rect, theme: &Theme) {
         let [top, calls] = self.split(area);
-        // The leaderboard and the pairs.
-        let mut text = vec![Line::styled(
-            // 78 columns, laid out as the rows are: whole at 80.
-            format!(
-                "{:<11} {:>6} {:>4} {:>7}  {:<17}  {:<5} {:<5} {:<6} {:>7}",
-                "world model",
-                "sim",
-                "fail",
-                "no pred",
-                "fidelity [95% CI]",
-                "err P",
-                "err R",
-                "err F1",
-                "tokens"
-            ),
-            theme.title(),
-        )];
-        let best = self
-            .board
-            .world_models
-            .iter()
-            .filter_map(|w| w.fidelity.map(|f| f.mean))
-            .fold(f64::NEG_INFINITY, f64::max);
-        for w in &self.board.world_models {
-            let fid = match w.fidelity {
-                Some(m) => match m.ci {
-                    Some([lo, hi]) => format!(
-                        "{} [{}, {}]",
-                        figure::fraction(m.mean, 2),
-                        figure::fraction(lo, 2),
-                        figure::fraction(hi, 2)
-                    ),
-                    None => figure::fraction(m.mean, 2),
-                },
-                None => "—".into(),
-            };
-            let star = w.fidelity.is_some_and(|f| f.mean == best) && self.names.len() > 1;
-            let before = format!(
-                "{:<11} {:>6} {:>4} {:>7}  {:<17}",
-                one_line(&w.name, 11),
-                format!("{}/{}", w.n, w.calls),
-                w.failed,
-                w.no_prediction,
-                fid,
-            );
-            let rate = |r: Option<f64>| r.map_or("—".to_string(), |f| format!("{f:.2}"));
-            let e = &w.error_prediction;
-            let after = format!(
-                "{:<5} {:<5} {:<6} {:>7}",
-                rate(e.precision),
-                rate(e.recall),
-                rate(e.f1),
-                w.tokens
-            );
-            // The star sits in the fidelity column, which it is awarded for.
-            text.push(Line::from(vec![
-                Span::raw(before),
-                Span::styled(if star { " ★" } else { "  " }, theme.mark()),
-                Span::raw(after),
-            ]));
-        }
-        for p in self.board.pairs.iter().take(6) {
-            let diff = match (p.mean_diff, p.ci) {
-                (Some(m), Some([lo, hi])) => format!("{m:+.2} [{lo:+.2}, {hi:+.2}]"),
-                (Some(m), None) => format!("{m:+.2}"),
-                _ => "—".into(),
-            };
-            text.push(Line::styled(
-                one_line(
-                    &format!(
-                        "{} − {}: {diff} on {} calls both simulated; wins {} ties {} losses {}",
-                        p.a, p.b, p.n, p.wins, p.ties, p.losses
-                    ),
-                    top.width.saturating_sub(2) as usize,
-                ),
-                theme.dim(),
-            ));
-        }
-        frame.render_widget(
-            Paragraph::new(text).block(Block::bordered().border_style(theme.border()).title(
-                Line::styled(" World models · ★ best fidelity ", theme.title()),
-            )),
-            top,
-        );
-
-        // The calls.
-        // The world models' cells get the most room: what each got wrong is the point.
-        let n = self.names.len().max(1);
-        let widths: Vec<Constraint> = [
-            Constraint::Length(5),
-            Constraint::Length(self.run_width),
-            Constraint::Fill(2),
-            Constraint::Fill(2),
-        ]
-        .into_iter()
-        .chain((0..n).map(|_| Constraint::Fill(3)))
-        .collect();
-        let header = Row::new(
-            ["step", "run", "call", "real"]
-                .into_iter()
-                .map(|h| Cell::from(h.to_string()))
-                .chain(self.names.iter().map(|n| Cell::from(one_line(n, 30)))),
-        )
-        .style(theme.title());
-        let inner_h = calls.height.saturating_sub(3) as usize;
-        // The call column's width, as the table will lay it out.
-        let call_width = Layout::horizontal(widths.clone())
-            .spacing(1)
-            .split(Block::bordered().inner(calls))
-            .get(2)
-            .map_or(20, |r| r.width as usize);
-        let rows = self
-            .order
-            .iter()
-            .enumerate()
-            .skip(self.selection.scroll.offset)
-            .take(inner_h)
-            .map(|(pos, &i)| {
-                let r = &self.rows[i];
-                let real_head = r.real.text.split_whitespace().collect::<Vec<_>>().join(" ");
-                let real_style = if r.real.is_error {
-                    theme.error()
-                } else {
-                    theme.text()
-                };
-                let mut cells = vec![
-                    Cell::from(r.step.to_string()),
-                    Cell::from(one_line(&r.run_name, 40)),
-                    Cell::from(fit_call(&r.label, &r.compact, call_width)),
-                    Cell::from(Span::styled(
-                        one_line(
-                            &format!("{}{real_head}", if r.real.is_error { "✗ " } else { "" }),
-                            60,
-                        ),
-                        real_style,
-                    )),
-                ];
-                for (t, wrong) in &r.shown {
-                    let style = if *wrong { theme.diff() } else { theme.good() };
-                    cells.push(Cell::from(Span::styled(one_line(t, 80), style)));
-                }
-                let mut row = Row::new(cells);
-                if pos == self.selection.selected {
-                    row = row.style(theme.selected());
-                }
-                row
-            });
-        let title = format!(
-            " Calls · {} · s: {} · Enter: one call whole · r: its run ",
-            self.selection.scroll.position(self.rows.len(), inner_h),
-            if self.by_disagreement {
-                "by step"
-            } else {
-                "nobody right first"
-            }
-        );
-        frame.render_widget(
-            Table::new(rows, widths)
-                .header(header)
-                .column_spacing(1)
-                .block(
-                    Block::bordered()
-                        .border_style(theme.border())
-                        .title(Line::styled(title, theme.title())),
-                ),
-            calls,
-        );
+        self.draw_leaderboard(frame, top, theme);
+        self.draw_calls(frame, calls, theme);
     }
 
     fn status(&self) -> Option<String> {
@@ -841,6 +676,180 @@ impl View for CallDetail {
 
     fn is_overlay(&self) -> bool {
         true
+    }
+}
+
+impl WmEvalView {
+    /// The leaderboard (★ on the best fidelity) and the pairs' paired differences.
+    fn draw_leaderboard(&self, frame: &mut Frame, top: Rect, theme: &Theme) {
+        let mut text = vec![Line::styled(
+            // 78 columns, laid out as the rows are: whole at 80.
+            format!(
+                "{:<11} {:>6} {:>4} {:>7}  {:<17}  {:<5} {:<5} {:<6} {:>7}",
+                "world model",
+                "sim",
+                "fail",
+                "no pred",
+                "fidelity [95% CI]",
+                "err P",
+                "err R",
+                "err F1",
+                "tokens"
+            ),
+            theme.title(),
+        )];
+        let best = self
+            .board
+            .world_models
+            .iter()
+            .filter_map(|w| w.fidelity.map(|f| f.mean))
+            .fold(f64::NEG_INFINITY, f64::max);
+        for w in &self.board.world_models {
+            let fid = match w.fidelity {
+                Some(m) => match m.ci {
+                    Some([lo, hi]) => format!(
+                        "{} [{}, {}]",
+                        figure::fraction(m.mean, 2),
+                        figure::fraction(lo, 2),
+                        figure::fraction(hi, 2)
+                    ),
+                    None => figure::fraction(m.mean, 2),
+                },
+                None => "—".into(),
+            };
+            let star = w.fidelity.is_some_and(|f| f.mean == best) && self.names.len() > 1;
+            let before = format!(
+                "{:<11} {:>6} {:>4} {:>7}  {:<17}",
+                one_line(&w.name, 11),
+                format!("{}/{}", w.n, w.calls),
+                w.failed,
+                w.no_prediction,
+                fid,
+            );
+            let rate = |r: Option<f64>| r.map_or("—".to_string(), |f| format!("{f:.2}"));
+            let e = &w.error_prediction;
+            let after = format!(
+                "{:<5} {:<5} {:<6} {:>7}",
+                rate(e.precision),
+                rate(e.recall),
+                rate(e.f1),
+                w.tokens
+            );
+            // The star sits in the fidelity column, which it is awarded for.
+            text.push(Line::from(vec![
+                Span::raw(before),
+                Span::styled(if star { " ★" } else { "  " }, theme.mark()),
+                Span::raw(after),
+            ]));
+        }
+        for p in self.board.pairs.iter().take(6) {
+            let diff = match (p.mean_diff, p.ci) {
+                (Some(m), Some([lo, hi])) => format!("{m:+.2} [{lo:+.2}, {hi:+.2}]"),
+                (Some(m), None) => format!("{m:+.2}"),
+                _ => "—".into(),
+            };
+            text.push(Line::styled(
+                one_line(
+                    &format!(
+                        "{} − {}: {diff} on {} calls both simulated; wins {} ties {} losses {}",
+                        p.a, p.b, p.n, p.wins, p.ties, p.losses
+                    ),
+                    top.width.saturating_sub(2) as usize,
+                ),
+                theme.dim(),
+            ));
+        }
+        frame.render_widget(
+            Paragraph::new(text).block(Block::bordered().border_style(theme.border()).title(
+                Line::styled(" World models · ★ best fidelity ", theme.title()),
+            )),
+            top,
+        );
+    }
+
+    /// The calls: each real result beside every world model's, wrong ones marked.
+    fn draw_calls(&self, frame: &mut Frame, calls: Rect, theme: &Theme) {
+        // The world models' cells get the most room: what each got wrong is the point.
+        let n = self.names.len().max(1);
+        let widths: Vec<Constraint> = [
+            Constraint::Length(5),
+            Constraint::Length(self.run_width),
+            Constraint::Fill(2),
+            Constraint::Fill(2),
+        ]
+        .into_iter()
+        .chain((0..n).map(|_| Constraint::Fill(3)))
+        .collect();
+        let header = Row::new(
+            ["step", "run", "call", "real"]
+                .into_iter()
+                .map(|h| Cell::from(h.to_string()))
+                .chain(self.names.iter().map(|n| Cell::from(one_line(n, 30)))),
+        )
+        .style(theme.title());
+        let inner_h = calls.height.saturating_sub(3) as usize;
+        // The call column's width, as the table will lay it out.
+        let call_width = Layout::horizontal(widths.clone())
+            .spacing(1)
+            .split(Block::bordered().inner(calls))
+            .get(2)
+            .map_or(20, |r| r.width as usize);
+        let rows = self
+            .order
+            .iter()
+            .enumerate()
+            .skip(self.selection.scroll.offset)
+            .take(inner_h)
+            .map(|(pos, &i)| {
+                let r = &self.rows[i];
+                let real_head = r.real.text.split_whitespace().collect::<Vec<_>>().join(" ");
+                let real_style = if r.real.is_error {
+                    theme.error()
+                } else {
+                    theme.text()
+                };
+                let mut cells = vec![
+                    Cell::from(r.step.to_string()),
+                    Cell::from(one_line(&r.run_name, 40)),
+                    Cell::from(fit_call(&r.label, &r.compact, call_width)),
+                    Cell::from(Span::styled(
+                        one_line(
+                            &format!("{}{real_head}", if r.real.is_error { "✗ " } else { "" }),
+                            60,
+                        ),
+                        real_style,
+                    )),
+                ];
+                for (t, wrong) in &r.shown {
+                    let style = if *wrong { theme.diff() } else { theme.good() };
+                    cells.push(Cell::from(Span::styled(one_line(t, 80), style)));
+                }
+                let mut row = Row::new(cells);
+                if pos == self.selection.selected {
+                    row = row.style(theme.selected());
+                }
+                row
+            });
+        let title = format!(
+            " Calls · {} · s: {} · Enter: one call whole · r: its run ",
+            self.selection.scroll.position(self.rows.len(), inner_h),
+            if self.by_disagreement {
+                "by step"
+            } else {
+                "nobody right first"
+            }
+        );
+        frame.render_widget(
+            Table::new(rows, widths)
+                .header(header)
+                .column_spacing(1)
+                .block(
+                    Block::bordered()
+                        .border_style(theme.border())
+                        .title(Line::styled(title, theme.title())),
+                ),
+            calls,
+        );
     }
 }
 
