@@ -245,7 +245,6 @@ pub fn draw(frame: &mut Frame, area: Rect, block: Block, at: &MetricsAt<'_>, the
 /// has them) rejected replies, grounded calls, routing and the judge.
 fn text_lines<'a>(at: &MetricsAt<'_>, theme: &Theme) -> Vec<Line<'a>> {
     let (m, best_q) = (at.metrics, at.best_q);
-    let pct = |v: Option<f64>| v.map_or("—".to_string(), |v| figure::percent(v, 0));
     let role_tokens = role_tokens(m);
     let phases = phase_times(m);
     let kv = |k: &str, v: String| {
@@ -262,45 +261,13 @@ fn text_lines<'a>(at: &MetricsAt<'_>, theme: &Theme) -> Vec<Line<'a>> {
             Span::styled(format!("{n} malformed planner {noun}"), theme.error()),
         ])
     });
-    // The outcome as the browser and compare write and colour it (`completed ⊣steps ✗2`).
-    let (outcome, clean) = m.outcome();
-    let status = match (m.status, m.ending) {
-        (None, _) => "running / incomplete".into(),
-        (Some(_), Some(e)) => format!("{outcome} · ending {}", e.as_str()),
-        // No ending: the agent never ran (its servers did not start), or an older file.
-        // What run_finished says is the reason.
-        (Some(_), None) => match at.error {
-            Some(why) => format!(
-                "{outcome} · {}",
-                cosmos_trajectory::sanitize::one_line(why, 200)
-            ),
-            None => outcome,
-        },
-    };
+    let (status, clean) = status_text(at);
     let mut lines = vec![
         Line::from(vec![
             Span::styled(format!("{:<10}", "status"), theme.dim()),
             Span::styled(status, theme.outcome(clean, m.status.is_some())),
         ]),
-        kv(
-            "calls",
-            format!(
-                "{}{}  success {}  names {}  schema {}",
-                m.tool_calls,
-                // Answered, though not by a server: counted apart, never hidden.
-                if m.simulated_answers > 0 {
-                    format!(
-                        " real + {} answered by the world model",
-                        m.simulated_answers
-                    )
-                } else {
-                    String::new()
-                },
-                pct(m.tool_call_success_rate),
-                pct(m.valid_tool_name_rate),
-                pct(m.input_schema_compliance)
-            ),
-        ),
+        kv("calls", calls_text(m)),
         kv(
             "fidelity",
             m.fidelity.map_or("—".into(), |f| {
@@ -320,22 +287,7 @@ fn text_lines<'a>(at: &MetricsAt<'_>, theme: &Theme) -> Vec<Line<'a>> {
                 best_q.map_or("—".into(), |q| format!("{q:.2}"))
             ),
         ),
-        kv(
-            "tokens",
-            if m.tokens_unrecorded {
-                "— (the source counted no tokens)".to_string()
-            } else {
-                format!(
-                    "{}{}",
-                    m.tokens(),
-                    if m.tokens_estimated() {
-                        " (some estimated)"
-                    } else {
-                        ""
-                    }
-                )
-            },
-        ),
+        kv("tokens", tokens_text(m)),
         kv(
             "llm",
             if role_tokens.is_empty() {
@@ -398,6 +350,59 @@ fn text_lines<'a>(at: &MetricsAt<'_>, theme: &Theme) -> Vec<Line<'a>> {
         ));
     }
     lines
+}
+
+/// The run's status as the browser and compare write it (`completed ⊣steps ✗2`), with its
+/// ending or, without one, what `run_finished` says went wrong; and whether it ended cleanly.
+fn status_text(at: &MetricsAt<'_>) -> (String, bool) {
+    let m = at.metrics;
+    let (outcome, clean) = m.outcome();
+    let status = match (m.status, m.ending) {
+        (None, _) => "running / incomplete".into(),
+        (Some(_), Some(e)) => format!("{outcome} · ending {}", e.as_str()),
+        // No ending: the agent never ran (its servers did not start), or an older file.
+        // What run_finished says is the reason.
+        (Some(_), None) => match at.error {
+            Some(why) => format!(
+                "{outcome} · {}",
+                cosmos_trajectory::sanitize::one_line(why, 200)
+            ),
+            None => outcome,
+        },
+    };
+    (status, clean)
+}
+
+/// The real calls and their rates; answers by the world model, though not by a server, are
+/// counted apart, never hidden.
+fn calls_text(m: &RunMetrics) -> String {
+    let pct = |v: Option<f64>| v.map_or("—".to_string(), |v| figure::percent(v, 0));
+    let answered = if m.simulated_answers > 0 {
+        format!(
+            " real + {} answered by the world model",
+            m.simulated_answers
+        )
+    } else {
+        String::new()
+    };
+    format!(
+        "{}{answered}  success {}  names {}  schema {}",
+        m.tool_calls,
+        pct(m.tool_call_success_rate),
+        pct(m.valid_tool_name_rate),
+        pct(m.input_schema_compliance)
+    )
+}
+
+/// The run's tokens, or why there are none.
+fn tokens_text(m: &RunMetrics) -> String {
+    if m.tokens_unrecorded {
+        "— (the source counted no tokens)".to_string()
+    } else if m.tokens_estimated() {
+        format!("{} (some estimated)", m.tokens())
+    } else {
+        m.tokens().to_string()
+    }
 }
 
 /// Each role's LLM calls and tokens (`planner 3×/1200`), for the roles that made any.
