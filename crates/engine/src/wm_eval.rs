@@ -1,5 +1,6 @@
 //! `cosmos wm-eval` (docs/world-models.md, "Evaluating world models"): every real tool call
-//! recorded in some runs is simulated by each of several named world models, in the context the
+//! recorded in some runs (a fork's replayed calls aside: they are context, their original
+//! run's calls) is simulated by each of several named world models, in the context the
 //! agent had (the task's request and the real steps before it), and scored against the real
 //! result with the one fidelity. The paper behind mcp-cosmos only saw world models through the
 //! agents' final scores; here the planner's randomness is out of the comparison.
@@ -51,6 +52,7 @@ use cosmos_trajectory::event::{
     RunStatus, StateChange, StateFields, TaskInfo, ToolInfo,
 };
 use cosmos_trajectory::reader::{EventStream, collect_files};
+use cosmos_trajectory::recorded_call::RecordedCall;
 use cosmos_trajectory::redact::Redactor;
 use cosmos_trajectory::run::Run;
 use cosmos_trajectory::writer::Writer;
@@ -191,52 +193,54 @@ pub fn recorded_calls(paths: &[PathBuf]) -> Result<(Vec<CallInContext>, Vec<Stri
             })
             .collect();
         while let Some(event) = stream.next_event()? {
-            let (info, server, arguments, real, state_change) = match event.body {
-                EventBody::ToolCalled {
-                    tool,
-                    server,
-                    arguments,
-                    result,
-                    error,
-                    state_change,
-                    ..
-                } => {
-                    let real = match error {
-                        Some(e) => Observation {
-                            text: e,
-                            is_error: true,
-                            ..Default::default()
-                        },
-                        None => result,
-                    };
-                    let info = tools.get(tool.as_str()).map_or_else(
+            let (info, server, arguments, real, state_change) =
+                if let Some(call) = RecordedCall::of(&event.body) {
+                    // A copy (a fork's replayed history) is context for the calls after it, but
+                    // not a call to evaluate: it is its original run's, evaluated there, and a
+                    // `memory` world model built without this file would recall it from there.
+                    if call.is_copy() {
+                        steps.push(HistoryStep {
+                            tool: call.tool.to_string(),
+                            arguments: call.arguments.clone(),
+                            observation: call.observed(),
+                            state_change: call.state_change.map(|c| Arc::new(c.clone())),
+                            predicted_state: None,
+                        });
+                        continue;
+                    }
+                    let info = tools.get(call.tool).map_or_else(
                         || ToolInfo {
-                            name: tool.clone(),
+                            name: call.tool.to_string(),
                             description: String::new(),
                             input_schema: cosmos_trajectory::event::ToolSchema::new(json!({})),
                             ..Default::default()
                         },
                         |t| (*t).clone(),
                     );
-                    (info, server, arguments, real, state_change)
-                }
-                // A proxied client's resource read is a read-only call world models may predict.
-                EventBody::ResourceRead(read) => {
+                    (
+                        info,
+                        call.server.map(str::to_string),
+                        call.arguments.clone(),
+                        call.observed(),
+                        call.state_change.cloned(),
+                    )
+                } else if let EventBody::ResourceRead(read) = event.body {
+                    // A proxied client's resource read is a read-only call world models may predict.
                     let Some((info, arguments, real)) = read.as_read_call() else {
                         continue;
                     };
-                    (info, Some(read.server), Box::new(arguments), real, None)
-                }
-                _ => continue,
-            };
+                    (info, Some(read.server), arguments, real, None)
+                } else {
+                    continue;
+                };
             let tool = info.name.clone();
             let start_state = server.as_ref().and_then(|s| starts.get(s)).cloned();
-            let state_change = state_change.map(|c| Arc::new(*c));
+            let state_change = state_change.map(Arc::new);
             run_calls.push(Recorded {
                 seq: event.seq,
                 tool: info,
                 server,
-                arguments: *arguments.clone(),
+                arguments: arguments.clone(),
                 real: real.clone(),
                 before: steps.len(),
                 state_change: state_change.clone(),
@@ -244,7 +248,7 @@ pub fn recorded_calls(paths: &[PathBuf]) -> Result<(Vec<CallInContext>, Vec<Stri
             });
             steps.push(HistoryStep {
                 tool,
-                arguments: *arguments,
+                arguments,
                 observation: real,
                 state_change,
                 predicted_state: None,
@@ -1078,13 +1082,26 @@ mod tests {
 
     /// A run file with real calls `(tool, arguments, result)`.
     fn write_run(dir: &std::path::Path, name: &str, calls: &[(&str, Value, &str)]) -> PathBuf {
+        let calls: Vec<_> = calls
+            .iter()
+            .map(|(tool, arguments, text)| (*tool, arguments.clone(), *text, None))
+            .collect();
+        write_calls(dir, name, &calls)
+    }
+
+    /// A run file with real calls `(tool, arguments, result, origin)` (a copy has an origin).
+    fn write_calls(
+        dir: &std::path::Path,
+        name: &str,
+        calls: &[(&str, Value, &str, Option<Origin>)],
+    ) -> PathBuf {
         let path = dir.join(name);
         let mut header = synthetic::header(&Spec::default());
         header.synthetic = false;
         header.agent.kind = AgentKind::React;
         header.task.request = "convert times".into();
         let mut w = Writer::create(&path, &header, Redactor::new(), None).unwrap();
-        for (i, (tool, arguments, text)) in calls.iter().enumerate() {
+        for (i, (tool, arguments, text, origin)) in calls.iter().enumerate() {
             w.write(
                 i as u64,
                 EventBody::ToolCalled {
@@ -1099,13 +1116,61 @@ mod tests {
                     latency_ms: 1,
                     node: None,
                     error: None,
-                    origin: None,
+                    origin: origin.clone().map(Box::new),
                     state_change: None,
                 },
             )
             .unwrap();
         }
         path
+    }
+
+    #[test]
+    fn a_forks_replayed_history_is_context_but_never_evaluated_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let original = write_run(
+            dir.path(),
+            "a.jsonl",
+            &[("t:convert", json!({"to": "Asia/Tokyo"}), "18:00")],
+        );
+        // The fork: the original's call copied (with its origin), then a call of its own.
+        let copy = Origin {
+            run: original.display().to_string(),
+            seq: 1,
+        };
+        write_calls(
+            dir.path(),
+            "b.jsonl",
+            &[
+                (
+                    "t:convert",
+                    json!({"to": "Asia/Tokyo"}),
+                    "18:00",
+                    Some(copy),
+                ),
+                ("t:convert", json!({"to": "Europe/Oslo"}), "10:00", None),
+            ],
+        );
+        let (calls, skipped) = recorded_calls(&[dir.path().to_path_buf()]).unwrap();
+        assert!(skipped.is_empty(), "{skipped:?}");
+        let evaluated: Vec<(&str, &Value)> = calls
+            .iter()
+            .map(|c| (c.run.file_name().unwrap().to_str().unwrap(), &c.arguments))
+            .collect();
+        assert_eq!(
+            evaluated,
+            [
+                ("a.jsonl", &json!({"to": "Asia/Tokyo"})),
+                ("b.jsonl", &json!({"to": "Europe/Oslo"}))
+            ],
+            "the copy is the original's call, evaluated once, from its own run"
+        );
+        assert_eq!(
+            calls[1].history().len(),
+            1,
+            "the fork's own call had the replayed call before it"
+        );
+        assert_eq!(calls[1].history()[0].observation.text, "18:00");
     }
 
     #[tokio::test]

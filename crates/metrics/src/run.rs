@@ -113,8 +113,6 @@ impl StepFacts {
             tool,
             server,
             arguments,
-            result,
-            error,
             ..
         } = call;
         let check = catalog.check(tool, arguments);
@@ -125,16 +123,8 @@ impl StepFacts {
                     .then(|| tool.split(':').next().unwrap_or(tool))
             })
             .map(server_hash);
-        let is_error = result.is_error || error.is_some();
-        let real = if error.is_some() && !result.is_error {
-            // A transport failure is an error result as far as agreement goes.
-            Observation {
-                is_error: true,
-                ..result.clone()
-            }
-        } else {
-            result.clone()
-        };
+        let is_error = call.failed();
+        let real = call.observed();
         Self {
             is_error,
             valid_name: check.valid_name,

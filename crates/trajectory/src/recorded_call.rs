@@ -78,6 +78,15 @@ impl<'a> RecordedCall<'a> {
     pub fn is_copy(&self) -> bool {
         self.origin.is_some()
     }
+
+    /// What the call gave back, as every fidelity compares a prediction with it: its result,
+    /// marked an error when the call failed outside the tool (a transport error, a timeout).
+    pub fn observed(&self) -> Observation {
+        Observation {
+            is_error: self.failed(),
+            ..self.result.clone()
+        }
+    }
 }
 
 /// A recorded call held on its own, with its line's `seq`: what a recheck calls again and a
