@@ -77,7 +77,10 @@ fn a_changed_answer_is_drift_and_a_tool_not_read_only_waits_for_all() {
         .unwrap();
     assert!(validated.status.success(), "{}", text(&validated));
     let opened = cosmos_trajectory::run::Run::open(&run).unwrap();
-    let said = cosmos_trajectory::describe::summary(&opened.event(opened.len() - 1));
+    let said = cosmos_trajectory::describe::summary(
+        &opened.event(opened.len() - 1),
+        cosmos_trajectory::describe::Latencies::of(&opened.header),
+    );
     assert!(
         said.contains("1 of 1 calls changed") && said.contains("1 skipped"),
         "{said}"

@@ -2043,7 +2043,10 @@ fn a_call_that_changed_state_shows_the_change_beside_the_predicted_state() {
     }
     let step = run.steps().iter().find(|s| s.node == Some(1)).unwrap();
     let event = run.event(step.event as usize);
-    let line = cosmos_trajectory::describe::summary(&event);
+    let line = cosmos_trajectory::describe::summary(
+        &event,
+        cosmos_trajectory::describe::Latencies::of(&run.header),
+    );
     assert!(line.contains("✎ 1 field →"), "{line}");
     // The event itself (Enter on the timeline, a ReAct run's only view of a call): the same
     // change, field by field.

@@ -11,7 +11,7 @@ use anyhow::Result;
 use serde_json::Value;
 
 use cosmos_metrics::run::{RunFacts, RunMetrics, of_run};
-use cosmos_trajectory::describe::{call_label, summary};
+use cosmos_trajectory::describe::{Latencies, call_label, summary};
 use cosmos_trajectory::event::{EventBody, Observation};
 use cosmos_trajectory::fold::TreeState;
 use cosmos_trajectory::plan_why::plan_why;
@@ -81,7 +81,7 @@ pub fn markdown(run: &Run, out: &mut dyn Write) -> Result<()> {
         .all_events()
         .iter()
         .filter(|e| matches!(e.body, EventBody::Annotation { .. }))
-        .map(summary)
+        .map(|e| summary(e, Latencies::of(&run.header)))
         .collect();
     if !notes.is_empty() {
         writeln!(out, "\n## Notes\n")?;

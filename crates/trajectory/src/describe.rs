@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 
-use super::event::{Action, AnsweredBy, Event, EventBody, NodeId};
+use super::event::{Action, AnsweredBy, Event, EventBody, Header, NodeId, Source};
 use super::lean::{Brief, LeanBody};
 use crate::event::PredictionRecord;
 use crate::recorded_call::RecordedCall;
@@ -184,11 +184,11 @@ fn args_label(tool: &str, arguments: &serde_json::Value, keys: bool) -> String {
 
 /// [`summary`] of an event from its brief alone, for the kinds whose brief holds all the
 /// summary shows (so a view over many events reads fewer of them back from the file).
-pub fn brief_summary(brief: &Brief) -> Option<String> {
+pub fn brief_summary(brief: &Brief, latencies: Latencies) -> Option<String> {
     match &brief.body {
         LeanBody::Phase(phase) => Some(phase.as_str().to_string()),
         LeanBody::Backpropagated { path, value } => Some(backpropagated(*value, path)),
-        LeanBody::Full(event) => Some(summary(event)),
+        LeanBody::Full(event) => Some(summary(event, latencies)),
         _ => None,
     }
 }
@@ -234,7 +234,7 @@ pub fn search_accounting(body: &EventBody) -> Option<String> {
 
 /// A proxied exchange in one line: the server, what (and the `asked` field named `key`), how
 /// long, and what came back.
-fn exchange(what: &str, key: &str, x: &crate::event::Exchange) -> String {
+fn exchange(what: &str, key: &str, x: &crate::event::Exchange, timed: Latencies) -> String {
     let named = x
         .asked
         .get(key)
@@ -245,11 +245,17 @@ fn exchange(what: &str, key: &str, x: &crate::event::Exchange) -> String {
         None if x.result.is_error => format!("ERROR {}", x.result.text),
         None => x.result.text.clone(),
     };
-    format!("{} {what}{named} {} ms → {outcome}", x.server, x.latency_ms)
+    format!(
+        "{} {what}{named} {} → {outcome}",
+        x.server,
+        timed.ms(x.latency_ms)
+    )
 }
 
 /// A one-line description of an event.
-pub fn summary(event: &Event) -> String {
+/// `latencies`: whether the run's were measured ([`Latencies::of`] its header).
+pub fn summary(event: &Event, latencies: Latencies) -> String {
+    let timed = latencies;
     match &event.body {
         EventBody::Phase { phase } => phase.as_str().to_string(),
         EventBody::LlmCall {
@@ -274,7 +280,7 @@ pub fn summary(event: &Event) -> String {
             format!(
                 "{} {model} {tokens} {}{failed}",
                 role.as_str(),
-                shown_ms(*latency_ms)
+                timed.ms(*latency_ms)
             )
         }
         EventBody::NodeAdded { node, parent, .. } => format!(
@@ -322,13 +328,12 @@ pub fn summary(event: &Event) -> String {
             format!("{rule}: {}{risky}", path(nodes, "→"))
         }
         body @ EventBody::NodeGrounded { .. } => simulation_summary(body).unwrap_or_default(),
-        EventBody::ToolCalled { .. } => {
-            RecordedCall::of(&event.body).map_or_else(String::new, |call| call_summary(&call))
-        }
+        EventBody::ToolCalled { .. } => RecordedCall::of(&event.body)
+            .map_or_else(String::new, |call| call_summary(&call, timed)),
         EventBody::Answer { text } => text.clone(),
-        EventBody::PromptGot(x) => exchange("prompt", "name", x),
-        EventBody::ResourceRead(x) => exchange("read", "uri", x),
-        EventBody::Sampled(x) => exchange("sampling asked", "", x),
+        EventBody::PromptGot(x) => exchange("prompt", "name", x, timed),
+        EventBody::ResourceRead(x) => exchange("read", "uri", x, timed),
+        EventBody::Sampled(x) => exchange("sampling asked", "", x, timed),
         EventBody::ServerLog(x) => format!(
             "{} log {}: {}",
             x.server,
@@ -513,7 +518,7 @@ fn simulation_summary(body: &EventBody) -> Option<String> {
 
 /// A real call in one line: its step, whether it is a copy, the call, how long it took, whether
 /// it changed its server's state, and its outcome.
-fn call_summary(call: &RecordedCall) -> String {
+fn call_summary(call: &RecordedCall, timed: Latencies) -> String {
     let outcome = match call.error {
         Some(e) => format!("ERROR {e}"),
         None if call.result.is_error => format!("ERROR {}", call.result.text),
@@ -531,7 +536,7 @@ fn call_summary(call: &RecordedCall) -> String {
         "{}.{replayed} {} {}{changed} → {outcome}",
         call.step,
         call_label(call.tool, call.arguments),
-        shown_ms(call.latency_ms)
+        timed.ms(call.latency_ms)
     )
 }
 
@@ -624,13 +629,33 @@ fn routed_summary(
     }
 }
 
-/// A latency as the timeline writes it: `— ms` for 0, which an imported call whose source kept
-/// no time has (a call of cosmos's under a millisecond shows so too: nothing was measured).
-fn shown_ms(ms: u64) -> String {
-    if ms == 0 {
-        "— ms".to_string()
-    } else {
-        format!("{ms} ms")
+/// Whether a run's latencies were measured: an imported run's source may have kept none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Latencies {
+    /// Measured: a 0 is a call too fast for a whole millisecond.
+    Measured,
+    /// Not recorded by the run's source: every 0 means nothing.
+    Unrecorded,
+}
+
+impl Latencies {
+    /// As the run's header says.
+    pub fn of(header: &Header) -> Self {
+        if header.recorded(Source::LATENCIES) {
+            Self::Measured
+        } else {
+            Self::Unrecorded
+        }
+    }
+
+    /// A latency as shown: `— ms` where none was measured; `<1 ms` for a measured call too fast
+    /// for a whole millisecond (recorded as 0), which is no missing value.
+    fn ms(self, ms: u64) -> String {
+        match (self, ms) {
+            (Self::Unrecorded, _) => "— ms".to_string(),
+            (Self::Measured, 0) => "<1 ms".to_string(),
+            (Self::Measured, ms) => format!("{ms} ms"),
+        }
     }
 }
 
@@ -769,11 +794,12 @@ mod tests {
             seed: 5,
             ..Spec::default()
         };
+        let latencies = Latencies::of(&synthetic::header(&spec));
         let mut summarised = std::collections::BTreeSet::new();
         for (seq, body) in synthetic::events(&spec) {
             let event = Event { seq, t_ms: 0, body };
-            if let Some(said) = brief_summary(&Brief::copied(&event)) {
-                assert_eq!(said, summary(&event), "{event:?}");
+            if let Some(said) = brief_summary(&Brief::copied(&event), latencies) {
+                assert_eq!(said, summary(&event, latencies), "{event:?}");
                 summarised.insert(event.body.kind().to_string());
             }
         }
@@ -788,6 +814,46 @@ mod tests {
             t_ms: 0,
             body: added(None, None),
         };
-        assert_eq!(brief_summary(&Brief::copied(&added)), None);
+        assert_eq!(brief_summary(&Brief::copied(&added), latencies), None);
+    }
+
+    /// A measured call under a millisecond is recorded as 0 and shown as `<1 ms`; only a run
+    /// whose source kept no latencies shows `— ms`.
+    #[test]
+    fn a_call_too_fast_for_a_millisecond_is_no_missing_latency() {
+        use crate::event::Observation;
+        let call = |latency_ms| Event {
+            seq: 1,
+            t_ms: 0,
+            body: EventBody::ToolCalled {
+                step: 1,
+                tool: "s:t".into(),
+                server: Some("s".into()),
+                arguments: Box::new(serde_json::json!({})),
+                result: Observation {
+                    text: "ok".into(),
+                    ..Default::default()
+                },
+                latency_ms,
+                node: None,
+                error: None,
+                origin: None,
+                state_change: None,
+            },
+        };
+        let own = crate::synthetic::header(&crate::synthetic::Spec::default());
+        let mut imported = own.clone();
+        imported.source = Some(Source {
+            unrecorded: vec![Source::LATENCIES.to_string()],
+            ..Default::default()
+        });
+        let (measured, unrecorded) = (Latencies::of(&own), Latencies::of(&imported));
+        assert_eq!(
+            (measured, unrecorded),
+            (Latencies::Measured, Latencies::Unrecorded)
+        );
+        assert!(summary(&call(0), measured).contains("<1 ms"));
+        assert!(summary(&call(7), measured).contains(" 7 ms"));
+        assert!(summary(&call(0), unrecorded).contains("— ms"));
     }
 }

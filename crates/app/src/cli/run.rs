@@ -17,7 +17,7 @@ use cosmos_engine::agent::{PlanRule, Settings, Settled};
 use cosmos_engine::config::Config;
 use cosmos_engine::mcp::Timeouts;
 use cosmos_engine::world_model::BuiltInOptions;
-use cosmos_trajectory::describe::summary;
+use cosmos_trajectory::describe::{Latencies, summary};
 use cosmos_trajectory::event::{AgentKind, Event, EventBody, RunStatus};
 use cosmos_trajectory::sanitize::inert;
 
@@ -508,7 +508,11 @@ fn progress_line(event: &Event) {
     if show {
         let t = event.t_ms as f64 / 1000.0;
         let line = cosmos_trajectory::sanitize::one_line(
-            &format!("[{t:>7.1}s] {:<14} {}", event.body.kind(), summary(event)),
+            &format!(
+                "[{t:>7.1}s] {:<14} {}",
+                event.body.kind(),
+                summary(event, Latencies::Measured)
+            ),
             200,
         );
         outln!("{line}");

@@ -113,7 +113,10 @@ impl RunView {
         let what = self.adding.take().unwrap_or(Adding::Probe);
         match (result, what) {
             (Ok(event), _) => {
-                let said = cosmos_trajectory::describe::summary(event);
+                let said = cosmos_trajectory::describe::summary(
+                    event,
+                    cosmos_trajectory::describe::Latencies::of(&self.run.header),
+                );
                 self.add_probe(event.clone());
                 out.push(Request::Say(format!(
                     "added to the run: {} (i shows the node)",

@@ -18,7 +18,7 @@ use crate::tui::view::{Context, Handled, Request, View};
 use crate::tui::widgets::scroll::Scroll;
 use crate::tui::widgets::wrap::Wrapped;
 use cosmos_engine::mcp::StateAround;
-use cosmos_trajectory::describe::{brief_summary, confidence_cut, node_label, summary};
+use cosmos_trajectory::describe::{Latencies, brief_summary, confidence_cut, node_label, summary};
 use cosmos_trajectory::event::{
     Action as NodeAction, Event, EventBody, Observation, PredictionRecord, StateFields, VALIDATOR,
     Verdict,
@@ -372,7 +372,7 @@ fn ending_lines(
     let h = &run.header;
     if let Some(finished) = run.finish_at(k) {
         lines.heading("how it ended");
-        lines.text(format!("  {}", summary(finished)));
+        lines.text(format!("  {}", summary(finished, Latencies::of(h))));
         // The one ending every view shows: the metrics' reading of the run.
         lines.text(format!(
             "  ending: {}",
@@ -1062,7 +1062,7 @@ fn event_list_lines(
     // the others are read back from the file.
     let briefed: Vec<Option<String>> = node_events
         .iter()
-        .map(|&e| brief_summary(run.brief(e)))
+        .map(|&e| brief_summary(run.brief(e), Latencies::of(&run.header)))
         .collect();
     let unbriefed = node_events
         .iter()
@@ -1070,7 +1070,9 @@ fn event_list_lines(
         .filter(|(_, said)| said.is_none())
         .map(|(&e, _)| e)
         .collect::<Vec<_>>();
-    let mut read_back = run.events_at(unbriefed).map(|event| summary(&event));
+    let mut read_back = run
+        .events_at(unbriefed)
+        .map(|event| summary(&event, Latencies::of(&run.header)));
     for (&e, said) in node_events.iter().zip(briefed) {
         let brief = run.brief(e);
         let said = said.or_else(|| read_back.next()).unwrap_or_default();

@@ -2,7 +2,7 @@
 //! answers, errors) holds all the words typed; `n`/`N` go to the next and previous hit.
 
 use crate::tui::widgets::prompt::{Prompt, matches_all, words};
-use cosmos_trajectory::describe::{brief_summary, summary};
+use cosmos_trajectory::describe::{Latencies, brief_summary, summary};
 use cosmos_trajectory::event::{Action as NodeAction, Event, EventBody, PredictionRecord};
 use cosmos_trajectory::run::Run;
 
@@ -88,13 +88,14 @@ impl Search {
             cosmos_trajectory::parallel::workers()
         };
         let words = &self.words;
+        let latencies = Latencies::of(&run.header);
         let search = |range: std::ops::Range<usize>| {
             // Events whose brief says all their text holds are searched without reading back.
             let mut hits = Vec::new();
             let mut unbriefed = Vec::new();
             for i in range {
                 let brief = run.brief(i);
-                match brief_summary(brief).filter(|_| brief.whole().is_none()) {
+                match brief_summary(brief, latencies).filter(|_| brief.whole().is_none()) {
                     Some(said) => {
                         if matches_all(&haystack(brief.kind(), &said, None), words) {
                             hits.push(i as u32);
@@ -108,7 +109,7 @@ impl Search {
                 unbriefed
                     .iter()
                     .zip(events)
-                    .filter(|(_, event)| matches_all(&event_haystack(event), words))
+                    .filter(|(_, event)| matches_all(&event_haystack(event, latencies), words))
                     .map(|(&i, _)| i as u32),
             );
             hits.sort_unstable();
@@ -176,13 +177,14 @@ pub fn find_in_file(
     to: usize,
 ) -> anyhow::Result<Vec<u32>> {
     let mut stream = cosmos_trajectory::reader::EventStream::open(path)?;
+    let latencies = Latencies::of(stream.header());
     let mut hits = Vec::new();
     let mut i = 0usize;
     while i < to {
         let Some(event) = stream.next_event()? else {
             break;
         };
-        if matches_all(&event_haystack(&event), words) {
+        if matches_all(&event_haystack(&event, latencies), words) {
             hits.push(i as u32);
         }
         i += 1;
@@ -191,8 +193,12 @@ pub fn find_in_file(
 }
 
 /// An event's searchable text, lower-cased.
-fn event_haystack(event: &Event) -> String {
-    haystack(event.body.kind(), &summary(event), Some(&event.body))
+fn event_haystack(event: &Event, latencies: Latencies) -> String {
+    haystack(
+        event.body.kind(),
+        &summary(event, latencies),
+        Some(&event.body),
+    )
 }
 
 /// The searchable text, lower-cased, of an event's kind, its summary, and the texts of its body
@@ -282,7 +288,7 @@ mod tests {
         ] {
             let words = words(query);
             let want: Vec<u32> = (0..events.len())
-                .filter(|&i| matches_all(&event_haystack(&events[i]), &words))
+                .filter(|&i| matches_all(&event_haystack(&events[i], Latencies::Measured), &words))
                 .map(|i| i as u32)
                 .collect();
             assert!(!want.is_empty(), "{query} finds something");
@@ -314,7 +320,7 @@ mod tests {
         let last = events
             .iter()
             .rev()
-            .find(|e| event_haystack(e).contains("tokyo"));
+            .find(|e| event_haystack(e, Latencies::Measured).contains("tokyo"));
         let mut again = last.unwrap().clone();
         again.seq = events.last().unwrap().seq + 1;
         run.push(again);

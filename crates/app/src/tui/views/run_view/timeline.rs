@@ -6,7 +6,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Paragraph};
 
 use crate::tui::theme::Theme;
-use cosmos_trajectory::describe::summary;
+use cosmos_trajectory::describe::{Latencies, summary};
 use cosmos_trajectory::run::Run;
 use cosmos_trajectory::sanitize::one_line;
 
@@ -72,7 +72,11 @@ impl Rows {
                 kind: event.body.kind().to_string(),
                 failure: event.body.is_failure(),
                 summary: one_line(
-                    &format!("{}{}", called_mark(run, &event.body), summary(&event)),
+                    &format!(
+                        "{}{}",
+                        called_mark(run, &event.body),
+                        summary(&event, Latencies::of(&run.header))
+                    ),
                     width,
                 ),
             })
