@@ -342,8 +342,16 @@ fn foreign_files_open_in_the_explorer_as_the_runs_made_of_them() {
     t.wait_exit();
     // One ATIF session opens as its run; a folder with it beside a run lists both.
     let atif = fixtures.join("atif_claude_code_time.json");
-    let t = Tmux::start(&[atif.to_str().unwrap()], 160, 40);
-    t.wait_for_all(&["Steps · external", "time:get_current_time"]);
+    let t = Tmux::start(&[atif.to_str().unwrap()], 200, 40);
+    // The status line names the file the person gave, never the private copy made of it
+    // (removed when cosmos ends).
+    let screen = t.wait_for_all(&[
+        "Steps · external",
+        "time:get_current_time",
+        "atif_claude_code_time.json ›",
+        "(converted from atif)",
+    ]);
+    assert!(!screen.contains("cosmos-state-"), "{screen}");
     t.keys(&["q"]);
     t.wait_exit();
     let dir = tempfile::tempdir().unwrap();

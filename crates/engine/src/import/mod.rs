@@ -60,4 +60,4 @@ pub(crate) mod otlp;
 pub use convert::{Written, read, write};
 pub use draft::{Call, Draft, Ended, Imported, Turn, content_text, mcp_tool_name, timestamp};
 pub use format::{Detected, Format, KNOWN, Said, detect, detect_bytes};
-pub use open::{Opened, open};
+pub use open::{Opened, open, shown_location};

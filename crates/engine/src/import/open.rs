@@ -9,6 +9,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Result, bail};
+use cosmos_trajectory::event::Header;
 use cosmos_trajectory::reader::collect_files;
 use cosmos_trajectory::redact::Redactor;
 
@@ -97,6 +98,29 @@ pub fn open(paths: &[PathBuf], redactor: &Redactor) -> Result<Opened> {
     Ok(opened)
 }
 
+/// Where a run is, as the person knows it. A run converted for this command lives in the
+/// private folder, which is removed when cosmos ends: it is named by the file it was made of
+/// (and the session or sample in it). Any other run, an imported one saved by `cosmos import`
+/// included, by its path.
+pub fn shown_location(path: &Path, header: &Header) -> String {
+    let converted = path
+        .parent()
+        .and_then(|part| Some((part.file_name()?, part.parent()?.file_name()?)))
+        .is_some_and(|(part, home)| {
+            (part == GIVEN || part == FOUND)
+                && home
+                    .to_string_lossy()
+                    .starts_with(crate::mcp::sandbox_home::PREFIX)
+        });
+    match &header.source {
+        Some(source) if converted => format!(
+            "{} › {} (converted from {})",
+            source.file, source.id, source.format
+        ),
+        _ => path.display().to_string(),
+    }
+}
+
 /// The private folder's part for files given one by one (each run listed on its own).
 const GIVEN: &str = "given";
 /// Its part for files found in folders (listed as a folder).
@@ -128,4 +152,35 @@ fn convert(
     opened.said.extend(said.lines);
     opened.said.extend(problems);
     Ok(made)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_converted_run_is_shown_by_its_source_and_any_other_by_its_path() {
+        let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures/interchange/atif_claude_code_time.json");
+        let opened = open(std::slice::from_ref(&fixture), &Redactor::new()).unwrap();
+        let [converted] = opened.paths.as_slice() else {
+            panic!("one run: {:?}", opened.paths);
+        };
+        let run = cosmos_trajectory::reader::EventStream::open(converted).unwrap();
+        let shown = shown_location(converted, run.header());
+        assert!(
+            shown.starts_with(&fixture.display().to_string())
+                && shown.ends_with("(converted from atif)"),
+            "{shown}"
+        );
+        // The same run saved where the person keeps runs is theirs: shown by its path.
+        let dir = tempfile::tempdir().unwrap();
+        let kept = dir.path().join("given").join("run.jsonl");
+        std::fs::create_dir_all(kept.parent().unwrap()).unwrap();
+        std::fs::copy(converted, &kept).unwrap();
+        assert_eq!(
+            shown_location(&kept, run.header()),
+            kept.display().to_string()
+        );
+    }
 }
