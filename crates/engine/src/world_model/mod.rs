@@ -116,24 +116,38 @@ pub fn belief_shown(state: Option<&StateFields>) -> Option<Value> {
     (state.to_string().len() <= crate::mcp::state_view::STATE_BYTES).then_some(state)
 }
 
+/// The most steps a prompt quotes: the latest, so a prompt stays bounded however long the run
+/// (an imported session may hold hundreds of calls); the agents' own runs stop far sooner.
+pub const QUOTED_STEPS: usize = 50;
+
 /// The steps as every prompt quotes them, one a line: `1. tool {arguments} -> [error] text`,
-/// each result cut to `max_chars` characters (with `…`).
+/// each result and each call's arguments cut to `max_chars` characters (with `…`); of a long
+/// history only the latest [`QUOTED_STEPS`], after a line saying how many came before.
 pub fn history_lines(history: &[HistoryStep], max_chars: usize) -> String {
+    let cut = |text: &str| {
+        let mut kept: String = text.chars().take(max_chars).collect();
+        if kept.len() < text.len() {
+            kept.push('…');
+        }
+        kept
+    };
+    let left_out = history.len().saturating_sub(QUOTED_STEPS);
     let mut out = String::new();
-    for (i, h) in history.iter().enumerate() {
-        let text = &h.observation.text;
-        let cut: String = text.chars().take(max_chars).collect();
-        let more = if cut.len() < text.len() { "…" } else { "" };
+    if left_out > 0 {
+        out.push_str(&format!("({left_out} earlier steps left out)\n"));
+    }
+    for (i, h) in history.iter().enumerate().skip(left_out) {
         let err = if h.observation.is_error {
             " [error]"
         } else {
             ""
         };
         out.push_str(&format!(
-            "{}. {} {} ->{err} {cut}{more}\n",
+            "{}. {} {} ->{err} {}\n",
             i + 1,
             h.tool,
-            h.arguments
+            cut(&h.arguments.to_string()),
+            cut(&h.observation.text)
         ));
     }
     out
@@ -309,6 +323,38 @@ mod tests {
     use super::*;
     use cosmos_trajectory::event::FieldChange;
     use serde_json::json;
+
+    #[test]
+    fn a_prompts_history_is_bounded_however_long_the_run_and_however_big_a_call() {
+        let step = |i: usize, arguments: Value| HistoryStep {
+            tool: "s:write".into(),
+            arguments,
+            observation: Observation {
+                text: format!("result {i} {}", "x".repeat(10_000)),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let huge = json!({"content": "y".repeat(1_000_000)});
+        let history: Vec<HistoryStep> = (0..500).map(|i| step(i, huge.clone())).collect();
+        let quoted = history_lines(&history, 100);
+        let lines: Vec<&str> = quoted.lines().collect();
+        assert_eq!(lines.len(), QUOTED_STEPS + 1);
+        assert_eq!(lines[0], "(450 earlier steps left out)");
+        assert!(lines[1].starts_with("451. s:write "), "{}", lines[1]);
+        assert!(lines.last().unwrap().starts_with("500. "));
+        // Each line: its number and tool, then at most 100 characters (and `…`) twice.
+        assert!(
+            lines.iter().all(|l| l.chars().count() < 240),
+            "{}",
+            lines[1]
+        );
+        assert!(quoted.len() < 64 * 1024, "{} bytes", quoted.len());
+        // A short history is quoted whole, its texts uncut.
+        let short = history_lines(&[step(0, json!({"a": 1}))][..], 20_000);
+        assert!(short.starts_with("1. s:write {\"a\":1} -> result 0 "));
+        assert!(!short.contains('…'));
+    }
 
     fn real(tool: &str, name: &str, after: Option<Value>, cut: bool) -> HistoryStep {
         let mut change = StateChange {
