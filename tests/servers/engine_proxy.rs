@@ -2948,6 +2948,65 @@ fn hybrid_with_a_routing_file_holds_each_tool_to_its_own_threshold() {
     );
 }
 
+/// A flood of stateless clients over HTTP, each naming itself anew: at most
+/// `MAX_OPEN_SESSIONS` runs are open at once (each holds its file open); the next is refused
+/// with a clear error, and every open run is still finished in its file when the proxy stops.
+#[test]
+fn a_flood_of_sessionless_names_opens_at_most_the_bound_and_every_run_is_finished() {
+    let bound = cosmos_proxy::MAX_OPEN_SESSIONS;
+    let dir = tempfile::tempdir().unwrap();
+    let mcp = write_mcp_config(dir.path(), json!({"fixture": modern_server()}));
+    let out = dir.path().join("runs");
+    let (mut proxy, url) = http_proxy(&mcp, &out, &[], &[], &dir.path().join("proxy.log"));
+    let call = |name: &str| {
+        let request = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": "add", "arguments": {"a": 1, "b": 2}, "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientInfo": {"name": name, "version": "1"},
+                "io.modelcontextprotocol/clientCapabilities": {}}}});
+        http_raw(
+            &url,
+            "POST",
+            "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: add\r\n",
+            &request.to_string(),
+        )
+        .1
+    };
+    for i in 0..bound {
+        let body = call(&format!("flood-{i}"));
+        assert!(body.contains("\"result\":3"), "client {i}: {body}");
+    }
+    let refused = call("one-too-many");
+    assert!(
+        refused.contains(&format!(
+            "{bound} sessions are open, the most one proxy records at once"
+        )),
+        "{refused}"
+    );
+    // A client already recording is not refused.
+    assert!(call("flood-0").contains("\"result\":3"));
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &proxy.id().to_string()])
+            .status()
+            .unwrap()
+            .success()
+    );
+    assert_eq!(proxy.wait().unwrap().code(), Some(130));
+    let runs: Vec<PathBuf> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .collect();
+    assert_eq!(runs.len(), bound, "one run per client let in");
+    for run in &runs {
+        let events = events(run);
+        let last = events.last().unwrap();
+        assert_eq!(last["kind"], "run_finished", "{}", run.display());
+        assert_eq!(last["ending"], "interrupted");
+    }
+}
+
 /// SIGTERM while a sessionless client's run is open (no session for a client to end): the
 /// run is finished `interrupted` in its file, the proxy exits 130, and nothing of it is left
 /// in the temp folder.

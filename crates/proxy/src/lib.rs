@@ -62,8 +62,8 @@ use tokio::sync::watch;
 
 use self::handler::ProxyHandler;
 pub use self::setup::{
-    DEFAULT_TASK_ID, META_CONFIDENCE, META_MISS, META_SIMULATED, META_WENT_REAL, META_WORLD_MODEL,
-    Mode, OnMiss, ProxySpec, Setup, Stop,
+    DEFAULT_TASK_ID, MAX_OPEN_SESSIONS, META_CONFIDENCE, META_MISS, META_SIMULATED, META_WENT_REAL,
+    META_WORLD_MODEL, Mode, OnMiss, ProxySpec, Setup, Stop,
 };
 use cosmos_trajectory::event::{Ending, RunStatus};
 

@@ -33,6 +33,11 @@ const UNKNOWN_CLIENT: &str = "unknown client";
 /// Longest client name or version kept.
 pub(crate) const CLIENT_CHARS: usize = 120;
 
+/// Sessions open at once, at most: each holds its run's file open, and a flood of clients (or
+/// of names a stateless client makes up) must not take the file descriptors the open runs
+/// need to be written and finished.
+pub const MAX_OPEN_SESSIONS: usize = 256;
+
 /// `_meta` key of a result: `true` when the world model made it, `false` when a real server
 /// did in simulate mode (`--on-miss real`).
 pub const META_SIMULATED: &str = "io.github.mcp-cosmos/simulated";
@@ -477,6 +482,21 @@ impl Setup {
         let Some(sessions) = sessions.as_mut() else {
             bail!("the proxy is stopping");
         };
+        sessions.retain(|s| s.strong_count() > 0);
+        let open = sessions
+            .iter()
+            .filter(|s| s.upgrade().is_some_and(|s| !s.is_closed()))
+            .count();
+        if open >= MAX_OPEN_SESSIONS {
+            bail!(
+                "{open} sessions are open, the most one proxy records at once: a new one is \
+                 refused until one ends{}",
+                self.session_idle.map_or(String::new(), |idle| format!(
+                    " (a session idle for {}s is ended)",
+                    idle.as_secs()
+                ))
+            );
+        }
         // The client names itself: kept short, whatever it sent.
         let short = |text: &str| text.trim().chars().take(CLIENT_CHARS).collect::<String>();
         let client_name = client
@@ -554,7 +574,6 @@ impl Setup {
             closed: self.session_closed.clone(),
             sandboxes: self.sandboxes.clone(),
         })?);
-        sessions.retain(|s| s.strong_count() > 0);
         sessions.push(Arc::downgrade(&session));
         if let Some(bound) = self.session_idle {
             tokio::spawn(Session::close_when_idle(Arc::downgrade(&session), bound));
