@@ -652,6 +652,56 @@ fn a_client_metadata_document_is_the_logins_client_id() {
 
 /// A client-credentials server has no login: `cosmos login` says so instead of opening a
 /// browser flow with that client.
+/// A token endpoint that answers with megabytes, or never: the reply is refused past its
+/// bound, or given up on within the token request's time; the server is said not started and
+/// why, and nothing of the endpoint's reply is kept or echoed.
+#[test]
+fn a_token_endpoint_that_floods_or_never_answers_is_given_up_on_saying_why() {
+    for (reply, said) in [
+        ("silent", "its token endpoint did not answer within 15s"),
+        // rmcp refuses a reply over 1 MiB, in its own words.
+        ("huge", "Token exchange failed"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let secret = "cc-secret-0a1b2c3d4e5f";
+        let server = own_server(
+            dir.path(),
+            &[
+                ("CLIENT_ID", "cosmos-ci"),
+                ("CLIENT_SECRET", secret),
+                ("TOKEN_REPLY", reply),
+            ],
+        );
+        let mcp = write_mcp_config(
+            dir.path(),
+            json!({"prot": {"url": server.url, "oauth": {
+                "grant": "client_credentials", "client_id": "cosmos-ci",
+                "client_secret": "${CI_SECRET}"
+            }}}),
+        );
+        let started = std::time::Instant::now();
+        let listed = Command::new(env!("CARGO_BIN_EXE_cosmos"))
+            .args(["servers", "--mcp-config", mcp.to_str().unwrap()])
+            .env("COSMOS_CACHE", dir.path().join("cache"))
+            .env("COSMOS_LOG_FILE", dir.path().join("cosmos.log"))
+            .env("CI_SECRET", secret)
+            .output()
+            .unwrap();
+        let out = text(&listed);
+        assert!(!listed.status.success(), "{reply}: {out}");
+        assert!(out.contains(said), "{reply}: {out}");
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(25),
+            "{reply}: {out}"
+        );
+        assert!(
+            !out.contains("aaaaaaaaaaaaaaaa"),
+            "{reply}: the token echoed"
+        );
+        assert!(token_files(dir.path()).is_empty(), "{reply}: a token kept");
+    }
+}
+
 #[test]
 fn a_client_credentials_server_has_no_login_to_make() {
     let dir = tempfile::tempdir().unwrap();

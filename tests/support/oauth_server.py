@@ -25,6 +25,9 @@ lives an hour. Each grant is appended to GRANTS_FILE as one line
 (`authorization_code`, `refresh_token`, `client_credentials`), so a test can tell what
 happened, and each dynamic registration as `register`. Prints "auth listening" and "mcp listening" when ready.
 
+With TOKEN_REPLY set, the token endpoint misbehaves for the `client_credentials` grant, so a
+client's bounds are tested: `silent` never answers, `huge` answers with a 4 MiB token.
+
 With CHALLENGE_ONLY set, the MCP server names its protected-resource metadata only in its 401
 challenge: it serves the document at /meta/prm (never at a well-known path, which answers 404),
 and its challenge is `Bearer resource_metadata="…/meta/prm", scope="read"`, so a client finds
@@ -218,6 +221,11 @@ class Auth(BaseHTTPRequestHandler):
                 return self.reply(400, {"error": "invalid_grant"})
             granted(grant)
             return self.reply(200, issue(client_id, True, scopes))
+        if grant == "client_credentials" and os.environ.get("TOKEN_REPLY") == "silent":
+            time.sleep(3600)
+            return
+        if grant == "client_credentials" and os.environ.get("TOKEN_REPLY") == "huge":
+            return self.reply(200, {"access_token": "a" * (4 << 20), "token_type": "Bearer"})
         if grant == "client_credentials":
             scopes = form.get("scope", "").split()
             granted(grant + (" " + " ".join(scopes) if scopes else ""))

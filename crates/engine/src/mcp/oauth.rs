@@ -250,9 +250,16 @@ async fn client_credentials(
     manager
         .configure_client_credentials(&config)
         .map_err(|e| anyhow!("{url}: {e}"))?;
-    manager
-        .exchange_client_credentials(&config)
+    // rmcp bounds the reply (1 MiB) and waits 30 s; a silent endpoint is given up on sooner,
+    // and said so (rmcp's own words for both are "Request failed").
+    tokio::time::timeout(PROBE_WITHIN, manager.exchange_client_credentials(&config))
         .await
+        .map_err(|_| {
+            anyhow!(
+                "the client-credentials grant at {url}: its token endpoint did not answer within {}s",
+                PROBE_WITHIN.as_secs()
+            )
+        })?
         .map_err(|e| anyhow!("the client-credentials grant at {url}: {e}"))?;
     Ok(())
 }
