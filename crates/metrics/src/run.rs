@@ -863,12 +863,10 @@ impl RunFacts {
                 LeanBody::Full(event) => &event.body,
                 _ => continue,
             };
-            match body {
-                // A replayed call (`origin`: a fork's history) was not made by this run.
-                EventBody::ToolCalled {
-                    node, origin: None, ..
-                } => {
-                    if node.is_none() {
+            if let Some(call) = RecordedCall::of(body) {
+                // A replayed call (a fork's history) was not made by this run.
+                if !call.is_copy() {
+                    if call.node.is_none() {
                         self.planned.push(idx as u32);
                     }
                     let i = self.steps.len();
@@ -877,6 +875,9 @@ impl RunFacts {
                     }
                     self.steps.push(step_facts(run, i));
                 }
+                continue;
+            }
+            match body {
                 EventBody::DecisionRejected { problem, .. } => {
                     self.rejected.push((idx as u32, *problem));
                 }
@@ -1323,6 +1324,13 @@ impl RunAccumulator {
     pub fn push(&mut self, event: &Event) {
         let before_ms = self.end_ms;
         self.end_ms = self.end_ms.max(event.t_ms);
+        if let Some(call) = RecordedCall::of(&event.body) {
+            // A replayed call (a fork's history) was not made by this run.
+            if !call.is_copy() {
+                self.real_call(event, call);
+            }
+            return;
+        }
         match &event.body {
             EventBody::Phase { phase } => self.phases.push((*phase, event.t_ms)),
             EventBody::LlmCall { .. } => {
@@ -1351,37 +1359,6 @@ impl RunAccumulator {
                 *confidence,
                 *route,
             ),
-            // A replayed call (`origin`: a fork's history) was not made by this run.
-            EventBody::ToolCalled {
-                node, origin: None, ..
-            } => {
-                self.planned_calls += u64::from(node.is_none());
-                // A call whose node has no simulation yet waits for the node's next one (a
-                // shadowing proxy writes the real call before a late prediction).
-                if let Some(n) = node
-                    && !self.simulated.contains_key(n)
-                {
-                    self.awaiting
-                        .insert(*n, (self.steps.len(), Box::new(event.clone())));
-                }
-                let sim = node.and_then(|n| {
-                    let read_back = self.read_back.as_ref();
-                    let observation = self.simulated.get(&n)?.observation(n, read_back)?;
-                    let (confidence, _) = self.predictions.get(&n).copied().unwrap_or_default();
-                    Some((observation, confidence))
-                });
-                let call = RecordedCall::of(&event.body).expect("a tool_called event");
-                let mut facts = StepFacts::new(
-                    &self.catalog,
-                    call,
-                    sim.as_ref().map(|(o, c)| (o.as_ref(), *c)),
-                );
-                facts.trusted = node
-                    .filter(|_| sim.is_some())
-                    .and_then(|n| self.predictions.get(&n)?.1)
-                    .map(Route::trusted);
-                self.steps.push(facts);
-            }
             EventBody::Answer { .. } => self.answered = true,
             EventBody::DecisionRejected { problem, .. } => self.rejected.push(*problem),
             EventBody::Elicitation {
@@ -1411,6 +1388,36 @@ impl RunAccumulator {
                 }
             }
         }
+    }
+
+    /// One of this run's real calls: its facts, with its node's prediction when it had one.
+    fn real_call(&mut self, event: &Event, call: RecordedCall<'_>) {
+        let node = call.node;
+        self.planned_calls += u64::from(node.is_none());
+        // A call whose node has no simulation yet waits for the node's next one (a shadowing
+        // proxy writes the real call before a late prediction).
+        if let Some(n) = node
+            && !self.simulated.contains_key(&n)
+        {
+            self.awaiting
+                .insert(n, (self.steps.len(), Box::new(event.clone())));
+        }
+        let sim = node.and_then(|n| {
+            let read_back = self.read_back.as_ref();
+            let observation = self.simulated.get(&n)?.observation(n, read_back)?;
+            let (confidence, _) = self.predictions.get(&n).copied().unwrap_or_default();
+            Some((observation, confidence))
+        });
+        let mut facts = StepFacts::new(
+            &self.catalog,
+            call,
+            sim.as_ref().map(|(o, c)| (o.as_ref(), *c)),
+        );
+        facts.trusted = node
+            .filter(|_| sim.is_some())
+            .and_then(|n| self.predictions.get(&n)?.1)
+            .map(Route::trusted);
+        self.steps.push(facts);
     }
 
     /// A boxed accumulator for a writer to fill `run_finished` totals from.

@@ -43,6 +43,7 @@ use super::event::{
 use super::lean::{Brief, LeanBody};
 use super::reader::{EventStream, LineSpan, Problem, parse_event};
 use crate::event::PredictionRecord;
+use crate::recorded_call::RecordedCall;
 
 /// Marks "no event" / "no node" in the `u32` indices.
 pub const NONE: u32 = u32::MAX;
@@ -568,29 +569,11 @@ impl Run {
             }
             LeanBody::Phase(phase) => self.phases.push((idx, *phase, brief.t_ms)),
             LeanBody::Full(event) => match &event.body {
-                // A replayed call (a fork's history) is not one of this run's steps.
-                EventBody::ToolCalled {
-                    result,
-                    node,
-                    error,
-                    origin: None,
-                    ..
-                } => {
-                    let node_slot = node.and_then(|n| self.node_slot.get(&n).copied());
-                    let simulated = node_slot
-                        .map(|s| self.latest[s as usize].simulated)
-                        .filter(|&e| e != NONE);
-                    if let (Some(s), None) = (node_slot, simulated) {
-                        self.awaiting_prediction.insert(s, self.steps.len() as u32);
+                body @ EventBody::ToolCalled { .. } => {
+                    if let Some(call) = RecordedCall::of(body) {
+                        self.take_call(idx, call)
                     }
-                    self.steps.push(StepRef {
-                        event: idx,
-                        node: node_slot,
-                        simulated,
-                        is_error: result.is_error || error.is_some(),
-                    });
                 }
-                EventBody::ToolCalled { .. } => self.replayed.push(idx),
                 // A fork's call that a world model answered in place of the recording.
                 EventBody::CallSimulated { tool: Some(_), .. } => self.simulated_calls.push(idx),
                 EventBody::PlanSelected { .. } => self.plans.push(idx),
@@ -611,6 +594,28 @@ impl Run {
             prev_same: prev,
         });
         self.briefs.push(brief);
+    }
+
+    /// A recorded call at event `idx`: a step of this run, or (a copy: a fork's history) one
+    /// replayed, which is no step of it.
+    fn take_call(&mut self, idx: u32, call: RecordedCall<'_>) {
+        if call.is_copy() {
+            self.replayed.push(idx);
+            return;
+        }
+        let node_slot = call.node.and_then(|n| self.node_slot.get(&n).copied());
+        let simulated = node_slot
+            .map(|s| self.latest[s as usize].simulated)
+            .filter(|&e| e != NONE);
+        if let (Some(s), None) = (node_slot, simulated) {
+            self.awaiting_prediction.insert(s, self.steps.len() as u32);
+        }
+        self.steps.push(StepRef {
+            event: idx,
+            node: node_slot,
+            simulated,
+            is_error: call.failed(),
+        });
     }
 
     /// The arena slot an event concerns ([`NONE`] if none).

@@ -13,6 +13,7 @@ use cosmos_engine::metrics::run::{
 use cosmos_trajectory::event::{EventBody, Phase, Role};
 use cosmos_trajectory::fold::TreeState;
 use cosmos_trajectory::lean::LeanBody;
+use cosmos_trajectory::recorded_call::RecordedCall;
 use cosmos_trajectory::run::Run;
 
 /// Samples per chart.
@@ -153,7 +154,9 @@ impl SeriesBuilder {
             }
             LeanBody::Full(e) => match &e.body {
                 // A replayed call (a fork's history) is not one of this run's.
-                EventBody::ToolCalled { origin: None, .. } => self.series.tool_calls_so_far += 1,
+                body if RecordedCall::of(body).is_some_and(|c| !c.is_copy()) => {
+                    self.series.tool_calls_so_far += 1
+                }
                 EventBody::DecisionRejected { problem, .. }
                     if rejection_is_a_call(
                         *problem,
