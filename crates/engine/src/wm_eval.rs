@@ -163,117 +163,121 @@ pub fn recorded_calls(paths: &[PathBuf]) -> Result<(Vec<CallInContext>, Vec<Stri
     let mut skipped = found.skipped;
     let mut calls = Vec::new();
     for file in found.files {
-        let mut stream = match EventStream::open(&file) {
-            Ok(s) => s,
-            Err(e) => {
-                skipped.push(format!("{e:#}"));
-                continue;
-            }
-        };
-        let header = stream.header().clone();
-        if header.agent.kind == AgentKind::WmEval {
-            continue;
-        }
-        let tools: BTreeMap<&str, &ToolInfo> =
-            header.tools.iter().map(|t| (t.name.as_str(), t)).collect();
-        let request: Arc<str> = header.task.request.as_str().into();
-        let task: Arc<str> = header.task.id.as_str().into();
-        let run_tools = Arc::new(header.tools.clone());
-        let mut steps = Vec::new();
-        let mut run_calls = Vec::new();
-        // Each sandboxed server's state at the run's start.
-        let starts: BTreeMap<String, Arc<Value>> = header
-            .servers
-            .iter()
-            .filter_map(|s| {
-                Some((
-                    s.name.clone(),
-                    Arc::new((**s.start_state.as_ref()?).clone()),
-                ))
-            })
-            .collect();
-        while let Some(event) = stream.next_event()? {
-            let (info, server, arguments, real, state_change) =
-                if let Some(call) = RecordedCall::of(&event.body) {
-                    // A copy (a fork's replayed history) is context for the calls after it, but
-                    // not a call to evaluate: it is its original run's, evaluated there, and a
-                    // `memory` world model built without this file would recall it from there.
-                    if call.is_copy() {
-                        steps.push(HistoryStep {
-                            tool: call.tool.to_string(),
-                            arguments: call.arguments.clone(),
-                            observation: call.observed(),
-                            state_change: call.state_change.map(|c| Arc::new(c.clone())),
-                            predicted_state: None,
-                        });
-                        continue;
-                    }
-                    let info = tools.get(call.tool).map_or_else(
-                        || ToolInfo {
-                            name: call.tool.to_string(),
-                            description: String::new(),
-                            input_schema: cosmos_trajectory::event::ToolSchema::new(json!({})),
-                            ..Default::default()
-                        },
-                        |t| (*t).clone(),
-                    );
-                    (
-                        info,
-                        call.server.map(str::to_string),
-                        call.arguments.clone(),
-                        call.observed(),
-                        call.state_change.cloned(),
-                    )
-                } else if let EventBody::ResourceRead(read) = event.body {
-                    // A proxied client's resource read is a read-only call world models may predict.
-                    let Some((info, arguments, real)) = read.as_read_call() else {
-                        continue;
-                    };
-                    (info, Some(read.server), arguments, real, None)
-                } else {
-                    continue;
-                };
-            let tool = info.name.clone();
-            let start_state = server.as_ref().and_then(|s| starts.get(s)).cloned();
-            let state_change = state_change.map(Arc::new);
-            run_calls.push(Recorded {
-                seq: event.seq,
-                tool: info,
-                server,
-                arguments: arguments.clone(),
-                real: real.clone(),
-                before: steps.len(),
-                state_change: state_change.clone(),
-                start_state,
-            });
-            steps.push(HistoryStep {
-                tool,
-                arguments,
-                observation: real,
-                state_change,
-                predicted_state: None,
-            });
-        }
-        let history = Arc::new(steps);
-        for r in run_calls {
-            calls.push(CallInContext {
-                run: file.clone(),
-                seq: r.seq,
-                tool: r.tool,
-                server: r.server,
-                arguments: r.arguments,
-                real: r.real,
-                task: task.clone(),
-                request: request.clone(),
-                tools: run_tools.clone(),
-                state_change: r.state_change,
-                start_state: r.start_state,
-                history: history.clone(),
-                before: r.before,
-            });
+        match EventStream::open(&file) {
+            Ok(stream) if stream.header().agent.kind == AgentKind::WmEval => {}
+            Ok(stream) => calls.extend(calls_of_run(&file, stream)?),
+            Err(e) => skipped.push(format!("{e:#}")),
         }
     }
     Ok((calls, skipped))
+}
+
+/// The calls of the run at `file` to evaluate, each with the run's steps before it.
+fn calls_of_run(file: &Path, mut stream: EventStream) -> Result<Vec<CallInContext>> {
+    let header = stream.header().clone();
+    let tools: BTreeMap<&str, &ToolInfo> =
+        header.tools.iter().map(|t| (t.name.as_str(), t)).collect();
+    let request: Arc<str> = header.task.request.as_str().into();
+    let task: Arc<str> = header.task.id.as_str().into();
+    let run_tools = Arc::new(header.tools.clone());
+    let mut steps = Vec::new();
+    let mut run_calls = Vec::new();
+    // Each sandboxed server's state at the run's start.
+    let starts: BTreeMap<String, Arc<Value>> = header
+        .servers
+        .iter()
+        .filter_map(|s| {
+            Some((
+                s.name.clone(),
+                Arc::new((**s.start_state.as_ref()?).clone()),
+            ))
+        })
+        .collect();
+    while let Some(event) = stream.next_event()? {
+        let (info, server, arguments, real, state_change) =
+            if let Some(call) = RecordedCall::of(&event.body) {
+                // A copy (a fork's replayed history) is context for the calls after it, but
+                // not a call to evaluate: it is its original run's, evaluated there, and a
+                // `memory` world model built without this file would recall it from there.
+                if call.is_copy() {
+                    steps.push(HistoryStep {
+                        tool: call.tool.to_string(),
+                        arguments: call.arguments.clone(),
+                        observation: call.observed(),
+                        state_change: call.state_change.map(|c| Arc::new(c.clone())),
+                        predicted_state: None,
+                    });
+                    continue;
+                }
+                (
+                    tool_info(&tools, call.tool),
+                    call.server.map(str::to_string),
+                    call.arguments.clone(),
+                    call.observed(),
+                    call.state_change.cloned(),
+                )
+            } else if let EventBody::ResourceRead(read) = event.body {
+                // A proxied client's resource read is a read-only call world models may predict.
+                let Some((info, arguments, real)) = read.as_read_call() else {
+                    continue;
+                };
+                (info, Some(read.server), arguments, real, None)
+            } else {
+                continue;
+            };
+        let tool = info.name.clone();
+        let start_state = server.as_ref().and_then(|s| starts.get(s)).cloned();
+        let state_change = state_change.map(Arc::new);
+        run_calls.push(Recorded {
+            seq: event.seq,
+            tool: info,
+            server,
+            arguments: arguments.clone(),
+            real: real.clone(),
+            before: steps.len(),
+            state_change: state_change.clone(),
+            start_state,
+        });
+        steps.push(HistoryStep {
+            tool,
+            arguments,
+            observation: real,
+            state_change,
+            predicted_state: None,
+        });
+    }
+    let history = Arc::new(steps);
+    Ok(run_calls
+        .into_iter()
+        .map(|r| CallInContext {
+            run: file.to_path_buf(),
+            seq: r.seq,
+            tool: r.tool,
+            server: r.server,
+            arguments: r.arguments,
+            real: r.real,
+            task: task.clone(),
+            request: request.clone(),
+            tools: run_tools.clone(),
+            state_change: r.state_change,
+            start_state: r.start_state,
+            history: history.clone(),
+            before: r.before,
+        })
+        .collect())
+}
+
+/// The run's catalogue entry for `tool`; a tool it does not list is known by its name alone.
+fn tool_info(tools: &BTreeMap<&str, &ToolInfo>, tool: &str) -> ToolInfo {
+    tools.get(tool).map_or_else(
+        || ToolInfo {
+            name: tool.to_string(),
+            description: String::new(),
+            input_schema: cosmos_trajectory::event::ToolSchema::new(json!({})),
+            ..Default::default()
+        },
+        |t| (*t).clone(),
+    )
 }
 
 /// What to evaluate.
