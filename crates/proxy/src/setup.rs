@@ -477,7 +477,6 @@ impl Setup {
     /// Opens a client's session (its file), within reach of [`Setup::close_all`]; refused once
     /// the proxy is stopping.
     pub(crate) fn open_session(&self, arrival: &Arrival) -> Result<Arc<Session>> {
-        let client = arrival.client.as_ref();
         let mut sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
         let Some(sessions) = sessions.as_mut() else {
             bail!("the proxy is stopping");
@@ -497,6 +496,39 @@ impl Setup {
                 ))
             );
         }
+        let (header, client_name) = self.header_for(arrival);
+        let client_name = client_name.as_str();
+        let file = cosmos_engine::agent::run_file_name(
+            if self.task.id == DEFAULT_TASK_ID {
+                client_name
+            } else {
+                &self.task.id
+            },
+            AgentKind::External,
+            header.world_model_name(),
+        );
+        let base = self.out_dir.join(file);
+        let session = Arc::new(Session::create(Start {
+            header,
+            base,
+            redactor: self.redactor.clone(),
+            failures: &self.failures,
+            predicts: self.world_model.is_some(),
+            closed: self.session_closed.clone(),
+            sandboxes: self.sandboxes.clone(),
+        })?);
+        sessions.push(Arc::downgrade(&session));
+        if let Some(bound) = self.session_idle {
+            tokio::spawn(Session::close_when_idle(Arc::downgrade(&session), bound));
+        }
+        Ok(session)
+    }
+
+    /// The header of a new session's run: the client as it named itself (kept short, whatever
+    /// it sent) as the planner, the proxy's settings, servers (a shared sandbox's state as it is
+    /// now) and tools; with the client's short name.
+    fn header_for(&self, arrival: &Arrival) -> (Header, String) {
+        let client = arrival.client.as_ref();
         // The client names itself: kept short, whatever it sent.
         let short = |text: &str| text.trim().chars().take(CLIENT_CHARS).collect::<String>();
         let client_name = client
@@ -504,7 +536,6 @@ impl Setup {
             .filter(|n| !n.is_empty())
             .unwrap_or_else(|| UNKNOWN_CLIENT.to_string());
         let client_version = client.map(|c| short(&c.version)).unwrap_or_default();
-        let client_name = client_name.as_str();
         let mut settings = self.settings.clone();
         settings.insert(
             "client".into(),
@@ -521,7 +552,7 @@ impl Setup {
             format!(
                 "{}-{}-external-{:08x}",
                 started.format("%Y%m%dT%H%M%S%.3fZ"),
-                cosmos_trajectory::writer::file_safe(client_name, 40),
+                cosmos_trajectory::writer::file_safe(&client_name, 40),
                 fastrand::u32(..)
             ),
             self.task.clone(),
@@ -555,30 +586,7 @@ impl Setup {
         }
         header.tools = self.catalog.tools().to_vec();
         header.label = self.label.clone();
-        let file = cosmos_engine::agent::run_file_name(
-            if self.task.id == DEFAULT_TASK_ID {
-                client_name
-            } else {
-                &self.task.id
-            },
-            AgentKind::External,
-            header.world_model_name(),
-        );
-        let base = self.out_dir.join(file);
-        let session = Arc::new(Session::create(Start {
-            header,
-            base,
-            redactor: self.redactor.clone(),
-            failures: &self.failures,
-            predicts: self.world_model.is_some(),
-            closed: self.session_closed.clone(),
-            sandboxes: self.sandboxes.clone(),
-        })?);
-        sessions.push(Arc::downgrade(&session));
-        if let Some(bound) = self.session_idle {
-            tokio::spawn(Session::close_when_idle(Arc::downgrade(&session), bound));
-        }
-        Ok(session)
+        (header, client_name)
     }
 
     /// Sessions still open (not yet ended in their file).
