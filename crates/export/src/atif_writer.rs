@@ -19,7 +19,7 @@ use anyhow::Result;
 use chrono::{DateTime, Duration, Utc};
 use serde_json::{Map, Value, json};
 
-use cosmos_trajectory::event::{EventBody, PredictionRecord, Role, Source};
+use cosmos_trajectory::event::{EventBody, Header, PredictionRecord, Role, Source};
 use cosmos_trajectory::recorded_call::RecordedCall;
 use cosmos_trajectory::run::Run;
 
@@ -110,25 +110,11 @@ pub fn write(run: &Run, out: &mut dyn Write) -> Result<()> {
             }
             let id = format!("call-{}", call.step);
             let mut extra = json!({"event": &*event});
-            if let Some(&sim) = simulated_of.get(&(i as u32))
-                && let EventBody::NodeSimulated {
-                    prediction:
-                        PredictionRecord {
-                            world_model,
-                            observation,
-                            confidence,
-                            ..
-                        },
-                    ..
-                } = &run.event(sim as usize).body
+            if let Some(simulated) = simulated_of
+                .get(&(i as u32))
+                .and_then(|&sim| prediction_of(&run.event(sim as usize).body, &call))
             {
-                let fidelity = fidelity::compare(observation, call.result);
-                extra["simulated"] = json!({
-                    "world_model": world_model,
-                    "text": observation.text,
-                    "confidence": confidence,
-                    "fidelity": fidelity.score,
-                });
+                extra["simulated"] = simulated;
             }
             let step = steps.last_mut().expect("an agent step was opened");
             step.calls().push(json!({
@@ -191,6 +177,52 @@ pub fn write(run: &Run, out: &mut dyn Write) -> Result<()> {
             Value::Object(step.0)
         })
         .collect();
+    let agent = agent_of(header);
+    let mut final_metrics = json!({"total_steps": steps.len()});
+    if header.recorded(Source::TOKENS) {
+        final_metrics["total_prompt_tokens"] = json!(prompt_total);
+        final_metrics["total_completion_tokens"] = json!(completion_total);
+    }
+    let trajectory = json!({
+        "schema_version": SCHEMA_VERSION,
+        "session_id": header.run_id,
+        "trajectory_id": header.run_id,
+        "agent": agent,
+        "steps": steps,
+        "final_metrics": final_metrics,
+        "extra": {"cosmos": {"shape": EXTRA_SHAPE, "header": header, "events": kept}},
+    });
+    serde_json::to_writer(&mut *out, &trajectory)?;
+    out.write_all(b"\n")?;
+    Ok(())
+}
+
+/// What the world model predicted for a call (its node's `node_simulated`), with the fidelity
+/// of that prediction to the real result.
+fn prediction_of(simulated: &EventBody, call: &RecordedCall) -> Option<Value> {
+    let EventBody::NodeSimulated {
+        prediction:
+            PredictionRecord {
+                world_model,
+                observation,
+                confidence,
+                ..
+            },
+        ..
+    } = simulated
+    else {
+        return None;
+    };
+    Some(json!({
+        "world_model": world_model,
+        "text": observation.text,
+        "confidence": confidence,
+        "fidelity": fidelity::compare(observation, call.result).score,
+    }))
+}
+
+/// ATIF's `agent`: cosmos, the planner's model, and the run's tools as function definitions.
+fn agent_of(header: &Header) -> Value {
     let tools: Vec<Value> = header
         .tools
         .iter()
@@ -210,23 +242,7 @@ pub fn write(run: &Run, out: &mut dyn Write) -> Result<()> {
     if !tools.is_empty() {
         agent["tool_definitions"] = Value::Array(tools);
     }
-    let mut final_metrics = json!({"total_steps": steps.len()});
-    if header.recorded(Source::TOKENS) {
-        final_metrics["total_prompt_tokens"] = json!(prompt_total);
-        final_metrics["total_completion_tokens"] = json!(completion_total);
-    }
-    let trajectory = json!({
-        "schema_version": SCHEMA_VERSION,
-        "session_id": header.run_id,
-        "trajectory_id": header.run_id,
-        "agent": agent,
-        "steps": steps,
-        "final_metrics": final_metrics,
-        "extra": {"cosmos": {"shape": EXTRA_SHAPE, "header": header, "events": kept}},
-    });
-    serde_json::to_writer(&mut *out, &trajectory)?;
-    out.write_all(b"\n")?;
-    Ok(())
+    agent
 }
 
 /// The reply's text of recorded messages (the last one, the assistant's), or nothing.
