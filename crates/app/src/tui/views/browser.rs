@@ -688,6 +688,17 @@ impl View for Browser {
                 (a, Some(b))
             }
         };
+        self.draw_runs(frame, table_area, theme);
+        if let Some(area) = groups_area {
+            self.draw_groups(frame, area, theme);
+        }
+    }
+}
+
+impl Browser {
+    /// The runs' table, its columns fitted to the width (those left out said in the title),
+    /// or what to do when there are none.
+    fn draw_runs(&self, frame: &mut Frame, table_area: Rect, theme: &Theme) {
         let shown = fitting_columns(table_area.width.saturating_sub(2), &self.content);
         // Columns left out for the width are said, never dropped in silence.
         let hidden = COLUMNS
@@ -770,40 +781,40 @@ impl View for Browser {
                 table_area,
             );
         }
-        if let Some(area) = groups_area {
-            let block = Block::bordered()
-                .border_style(theme.border())
-                .title(Line::styled(
-                    " Groups (config) · ←/→ scroll sideways ",
-                    theme.title(),
-                ));
-            let width = block.inner(area).width as usize;
-            let lines: Vec<Line> = match &self.groups {
-                // A line wider than the pane ends in `…`: a number is never silently cut.
-                Groups::Ready(_) => self
-                    .group_lines
-                    .iter()
-                    .enumerate()
-                    .map(|(i, l)| {
-                        if i < self.group_table_lines {
-                            Line::raw(one_line(&self.group_line_shifted(l), width))
-                        } else {
-                            Line::raw(one_line(l, width))
-                        }
-                    })
-                    .collect(),
-                Groups::Failed(why) => vec![Line::styled(
-                    one_line(&format!("could not compute the groups: {why}"), width),
-                    theme.error(),
-                )],
-                _ => vec![Line::raw("computing…")],
-            };
-            frame.render_widget(Paragraph::new(lines).block(block), area);
-        }
     }
-}
 
-impl Browser {
+    /// The group table under the runs, scrolled sideways, or why it is not there yet.
+    fn draw_groups(&self, frame: &mut Frame, area: Rect, theme: &Theme) {
+        let block = Block::bordered()
+            .border_style(theme.border())
+            .title(Line::styled(
+                " Groups (config) · ←/→ scroll sideways ",
+                theme.title(),
+            ));
+        let width = block.inner(area).width as usize;
+        let lines: Vec<Line> = match &self.groups {
+            // A line wider than the pane ends in `…`: a number is never silently cut.
+            Groups::Ready(_) => self
+                .group_lines
+                .iter()
+                .enumerate()
+                .map(|(i, l)| {
+                    if i < self.group_table_lines {
+                        Line::raw(one_line(&self.group_line_shifted(l), width))
+                    } else {
+                        Line::raw(one_line(l, width))
+                    }
+                })
+                .collect(),
+            Groups::Failed(why) => vec![Line::styled(
+                one_line(&format!("could not compute the groups: {why}"), width),
+                theme.error(),
+            )],
+            _ => vec![Line::raw("computing…")],
+        };
+        frame.render_widget(Paragraph::new(lines).block(block), area);
+    }
+
     /// A line of the group table with its label column kept and `groups_x` columns after it
     /// scrolled out of view.
     fn group_line_shifted(&self, line: &str) -> String {
