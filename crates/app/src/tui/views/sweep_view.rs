@@ -536,6 +536,24 @@ impl View for SweepView {
     fn draw(&self, frame: &mut Frame, area: Rect, theme: &Theme) {
         let [grid_area, detail_area] =
             Layout::vertical([Constraint::Min(3), Constraint::Length(DETAIL_LINES)]).areas(area);
+        self.draw_grid(frame, grid_area, theme);
+        self.draw_detail(frame, detail_area, theme);
+    }
+
+    fn status(&self) -> Option<String> {
+        Some(if self.is_running() {
+            "sweep · Enter opens a cell's run (live while it runs) · f next failure · x stops"
+                .into()
+        } else {
+            "sweep · Enter opens a cell's run · f next failure · q quits".into()
+        })
+    }
+}
+
+impl SweepView {
+    /// The grid: a row per task, as many configuration columns as fit (the selected one among
+    /// them), each cell its state.
+    fn draw_grid(&self, frame: &mut Frame, grid_area: Rect, theme: &Theme) {
         let label_width = self
             .rows
             .iter()
@@ -626,6 +644,10 @@ impl View for SweepView {
                 ),
             grid_area,
         );
+    }
+
+    /// Under the grid: the selected cell, then the counts and the sweep's state.
+    fn draw_detail(&self, frame: &mut Frame, detail_area: Rect, theme: &Theme) {
         let width = detail_area.width as usize;
         let mut lines: Vec<Line> = self
             .detail()
@@ -653,14 +675,5 @@ impl View for SweepView {
             theme.dim(),
         )]));
         frame.render_widget(Paragraph::new(lines), detail_area);
-    }
-
-    fn status(&self) -> Option<String> {
-        Some(if self.is_running() {
-            "sweep · Enter opens a cell's run (live while it runs) · f next failure · x stops"
-                .into()
-        } else {
-            "sweep · Enter opens a cell's run · f next failure · q quits".into()
-        })
     }
 }
