@@ -712,24 +712,9 @@ pub async fn evaluate(
     let board = filed.leaderboard();
     // A world model that predicted nothing at all is said, with why, not a row of zeros.
     let silent = silent_models(&filed, &names);
-    let leader = filed::leader_of(&board);
     writer.write(
         start.elapsed().as_millis() as u64,
-        EventBody::RunFinished {
-            status: if interrupted {
-                RunStatus::Interrupted
-            } else {
-                RunStatus::Completed
-            },
-            error: interrupted.then(|| "stopped by the user".to_string()),
-            ending: None,
-            totals: cosmos_trajectory::event::Totals {
-                leader,
-                ..Default::default()
-            },
-            end_digest: Default::default(),
-            state_match: Default::default(),
-        },
+        finished(interrupted, filed::leader_of(&board)),
     )?;
     Ok(Evaluation {
         board,
@@ -738,6 +723,26 @@ pub async fn evaluate(
         reused,
         silent,
     })
+}
+
+/// The wm-eval file's `run_finished`: completed, or stopped by the user; its leaderboard's
+/// leader in its totals.
+fn finished(interrupted: bool, leader: Option<cosmos_trajectory::event::Leader>) -> EventBody {
+    EventBody::RunFinished {
+        status: if interrupted {
+            RunStatus::Interrupted
+        } else {
+            RunStatus::Completed
+        },
+        error: interrupted.then(|| "stopped by the user".to_string()),
+        ending: None,
+        totals: cosmos_trajectory::event::Totals {
+            leader,
+            ..Default::default()
+        },
+        end_digest: Default::default(),
+        state_match: Default::default(),
+    }
 }
 
 /// A recorded call copied into the wm-eval file as step `step`, with where it came from.
