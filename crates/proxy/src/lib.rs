@@ -4,7 +4,9 @@
 //! in the events every agent writes, so the browser, the run view, `report`, `wm-eval` and the
 //! exports take it unchanged. A client of the stateless era (2026-07-28) has no session: over
 //! HTTP its requests join one run by its name, version and address until the run goes idle
-//! (`Setup::sessionless_session`). Every upstream connection is shared by all sessions; what a
+//! (`Setup::sessionless_session`). At most [`MAX_OPEN_SESSIONS`] runs are open at once (each
+//! holds its file open); a session past that is refused until one ends. Every upstream
+//! connection is shared by all sessions; what a
 //! server says outside a call goes to the client whose request is in flight there
 //! (`clients::Clients::audience`). Four modes:
 //!
