@@ -1449,14 +1449,7 @@ fn over_stdio_sigterm_mid_session_leaves_a_finished_file_and_exits_non_zero() {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
-    assert!(
-        Command::new("kill")
-            .args(["-TERM", &proxy.id().to_string()])
-            .status()
-            .unwrap()
-            .success()
-    );
-    assert_eq!(proxy.wait().unwrap().code(), Some(130));
+    stopped_by_sigterm(&mut proxy);
     let events = events(&run);
     let calls = calls_of(&events);
     assert_eq!(calls.len(), 2, "the call in flight is recorded, cut off");
@@ -2141,6 +2134,18 @@ fn a_servers_request_for_input_goes_to_the_client_whose_call_it_is() {
         assert_eq!(events[asked]["reason"], reason);
         assert_eq!(events[called]["result"]["text"], result);
     }
+}
+
+/// Sends the proxy SIGTERM and waits for it: it must end as a stopped command does (130).
+fn stopped_by_sigterm(proxy: &mut std::process::Child) {
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &proxy.id().to_string()])
+            .status()
+            .unwrap()
+            .success()
+    );
+    assert_eq!(proxy.wait().unwrap().code(), Some(130));
 }
 
 /// Posts `body` to the HTTP proxy at `url` as a client would (JSON, both reply types
@@ -2985,14 +2990,7 @@ fn a_flood_of_sessionless_names_opens_at_most_the_bound_and_every_run_is_finishe
     );
     // A client already recording is not refused.
     assert!(call("flood-0").contains("\"result\":3"));
-    assert!(
-        Command::new("kill")
-            .args(["-TERM", &proxy.id().to_string()])
-            .status()
-            .unwrap()
-            .success()
-    );
-    assert_eq!(proxy.wait().unwrap().code(), Some(130));
+    stopped_by_sigterm(&mut proxy);
     let runs: Vec<PathBuf> = std::fs::read_dir(&out)
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -3030,14 +3028,7 @@ fn sigterm_ends_a_sessionless_run_interrupted_and_leaves_no_temp_files() {
         "prompts": false, "calls": [{"name": "add", "arguments": {"a": 1, "b": 2}}]}),
     );
     assert_eq!(answer["results"][0]["structuredContent"]["result"], 3);
-    assert!(
-        Command::new("kill")
-            .args(["-TERM", &proxy.id().to_string()])
-            .status()
-            .unwrap()
-            .success()
-    );
-    assert_eq!(proxy.wait().unwrap().code(), Some(130));
+    stopped_by_sigterm(&mut proxy);
     let events = events(&only_run(&out));
     let last = events.last().unwrap();
     assert_eq!(last["kind"], "run_finished");
