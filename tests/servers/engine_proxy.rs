@@ -2953,6 +2953,71 @@ fn hybrid_with_a_routing_file_holds_each_tool_to_its_own_threshold() {
     );
 }
 
+/// One `add(a, b)` call to the HTTP proxy at `url` as a client of the stateless era (no
+/// session) named `client` sends it, raw: the reply's body.
+fn sessionless_add(url: &str, client: &str, a: i64, b: i64) -> String {
+    let request = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "add", "arguments": {"a": a, "b": b}, "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": {"name": client, "version": "1"},
+            "io.modelcontextprotocol/clientCapabilities": {}}}});
+    http_raw(
+        url,
+        "POST",
+        "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: add\r\n",
+        &request.to_string(),
+    )
+    .1
+}
+
+/// SIGKILL (nothing of the proxy runs after it) while a stateless client's run is open: its
+/// calls are on disk, each whole, the file reads and validates as a run that never finished,
+/// and the next proxy into the same folder starts a run of its own beside it.
+#[test]
+fn a_sessionless_run_killed_outright_keeps_its_calls_and_the_next_proxy_starts_anew() {
+    let dir = tempfile::tempdir().unwrap();
+    let mcp = write_mcp_config(dir.path(), json!({"fixture": modern_server()}));
+    let out = dir.path().join("runs");
+    let (mut proxy, url) = http_proxy(&mcp, &out, &[], &[], &dir.path().join("proxy.log"));
+    assert!(sessionless_add(&url, "killed", 1, 2).contains("\"result\":3"));
+    assert!(sessionless_add(&url, "killed", 2, 3).contains("\"result\":5"));
+    proxy.kill().unwrap();
+    proxy.wait().unwrap();
+    let killed = only_run(&out);
+    let before = std::fs::read(&killed).unwrap();
+    let events = events(&killed);
+    let results: Vec<&Value> = calls_of(&events)
+        .iter()
+        .map(|c| &c["result"]["structured"]["result"])
+        .collect();
+    assert_eq!(results, [&json!(3), &json!(5)], "{events:?}");
+    assert!(!events.iter().any(|e| e["kind"] == "run_finished"));
+    let validated = Command::new(env!("CARGO_BIN_EXE_cosmos"))
+        .args(["validate", killed.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let said = text(&validated);
+    assert!(
+        validated.status.success() && said.contains("1 file(s) checked: 0 with errors"),
+        "{said}"
+    );
+    // The next proxy: the same client's call is a new run; the killed one is left as it was.
+    let (mut again, url) = http_proxy(&mcp, &out, &[], &[], &dir.path().join("proxy2.log"));
+    assert!(sessionless_add(&url, "killed", 3, 4).contains("\"result\":7"));
+    stopped_by_sigterm(&mut again);
+    let runs: Vec<PathBuf> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .collect();
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    assert_eq!(
+        std::fs::read(&killed).unwrap(),
+        before,
+        "the killed run untouched"
+    );
+}
+
 /// A flood of stateless clients over HTTP, each naming itself anew: at most
 /// `MAX_OPEN_SESSIONS` runs are open at once (each holds its file open); the next is refused
 /// with a clear error, and every open run is still finished in its file when the proxy stops.
@@ -2963,20 +3028,7 @@ fn a_flood_of_sessionless_names_opens_at_most_the_bound_and_every_run_is_finishe
     let mcp = write_mcp_config(dir.path(), json!({"fixture": modern_server()}));
     let out = dir.path().join("runs");
     let (mut proxy, url) = http_proxy(&mcp, &out, &[], &[], &dir.path().join("proxy.log"));
-    let call = |name: &str| {
-        let request = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
-            "name": "add", "arguments": {"a": 1, "b": 2}, "_meta": {
-                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                "io.modelcontextprotocol/clientInfo": {"name": name, "version": "1"},
-                "io.modelcontextprotocol/clientCapabilities": {}}}});
-        http_raw(
-            &url,
-            "POST",
-            "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: add\r\n",
-            &request.to_string(),
-        )
-        .1
-    };
+    let call = |name: &str| sessionless_add(&url, name, 1, 2);
     for i in 0..bound {
         let body = call(&format!("flood-{i}"));
         assert!(body.contains("\"result\":3"), "client {i}: {body}");
