@@ -405,6 +405,34 @@ async fn a_request_for_input_is_answered_in_the_explorers_form() {
     assert_eq!(asked.reason, "answered in the explorer");
 }
 
+/// A server of the handshake era that never answers `server/discover` (it ignores a method it
+/// does not know) is spoken to by the handshake once rmcp's 10 s wait for the answer is over:
+/// connected, in 2025-11-25, well within the start-up bound.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_server_silent_to_discover_is_reached_by_the_handshake_after_the_wait() {
+    let mut silent = flaky_server();
+    silent["env"] = json!({"FLAKY_SILENT_DISCOVER": "1"});
+    let c = config(json!({"silent": silent}));
+    let started = std::time::Instant::now();
+    let (pool, failures) = McpPool::connect(&c.servers, Timeouts::default()).await;
+    let took = started.elapsed();
+    assert!(failures.is_empty(), "{failures:?}");
+    let spoken: Vec<Option<String>> = pool
+        .server_infos()
+        .into_iter()
+        .map(|s| s.protocol)
+        .collect();
+    assert_eq!(spoken, [Some("2025-11-25".to_string())]);
+    assert!(
+        took >= Duration::from_secs(9) && took < Duration::from_secs(30),
+        "{took:?}: the fallback is the discover wait, then the handshake"
+    );
+    let (_, ok) = pool.call("silent:ok", &json!({"text": "after"})).await;
+    assert_eq!(ok.error, None);
+    assert_eq!(ok.result.text, "ok: after");
+    pool.shutdown().await;
+}
+
 /// cosmos asks `server/discover` first and falls back to the handshake: a server of the
 /// stateless era (the MCP Python SDK 2.x; today's mcp-server-time) is spoken to in 2026-07-28
 /// over stdio and HTTP, one of the handshake era (mcp 1.x, the TypeScript SDK) in 2025-11-25,

@@ -13,6 +13,10 @@ no call reached the server).
 
 With FLAKY_ENV_FILE set, it writes its whole environment there when it starts.
 
+With FLAKY_SILENT_DISCOVER set, it never answers `server/discover` (the request is dropped
+before the SDK reads it), as a server of the handshake era that ignores a method it does not
+know: a client must fall back to `initialize` on its own.
+
 `ask` asks the user for input in the middle of the call (an elicitation form whose fields all
 have defaults) and answers with what came back.
 
@@ -31,6 +35,22 @@ import signal
 import sys
 import time
 from typing import TypedDict
+
+if os.environ.get("FLAKY_SILENT_DISCOVER"):
+    import threading
+
+    # The SDK reads fd 0: it becomes a pipe fed with every line but `server/discover`.
+    given = os.fdopen(os.dup(0), "rb", buffering=0)
+    read_end, write_end = os.pipe()
+
+    def pump():
+        with os.fdopen(write_end, "wb", buffering=0) as out:
+            for line in given:
+                if b'"server/discover"' not in line:
+                    out.write(line)
+
+    threading.Thread(target=pump, daemon=True).start()
+    os.dup2(read_end, 0)
 
 if os.environ.get("FLAKY_ENV_FILE"):
     # What this server was given: a test checks that no secret reached it.
