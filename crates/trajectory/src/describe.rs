@@ -532,6 +532,12 @@ fn call_summary(call: &RecordedCall, timed: Latencies) -> String {
         Some(0) | None => String::new(),
         Some(n) => format!(" ✎ {n} field{}", if n == 1 { "" } else { "s" }),
     };
+    // A copy's 0 is no measurement: a wm-eval file's copies keep no latency.
+    let timed = if call.is_copy() && call.latency_ms == 0 {
+        Latencies::Unrecorded
+    } else {
+        timed
+    };
     format!(
         "{}.{replayed} {} {}{changed} → {outcome}",
         call.step,
@@ -817,8 +823,8 @@ mod tests {
         assert_eq!(brief_summary(&Brief::copied(&added), latencies), None);
     }
 
-    /// A measured call under a millisecond is recorded as 0 and shown as `<1 ms`; only a run
-    /// whose source kept no latencies shows `— ms`.
+    /// A measured call under a millisecond is recorded as 0 and shown as `<1 ms`; a run whose
+    /// source kept no latencies, or a copy recorded with none, shows `— ms`.
     #[test]
     fn a_call_too_fast_for_a_millisecond_is_no_missing_latency() {
         use crate::event::Observation;
@@ -855,5 +861,14 @@ mod tests {
         assert!(summary(&call(0), measured).contains("<1 ms"));
         assert!(summary(&call(7), measured).contains(" 7 ms"));
         assert!(summary(&call(0), unrecorded).contains("— ms"));
+        // A copy (a wm-eval file's, which keeps no latency) with 0 measured nothing.
+        let mut copy = call(0);
+        if let EventBody::ToolCalled { origin, .. } = &mut copy.body {
+            *origin = Some(Box::new(crate::event::Origin {
+                run: "a.jsonl".into(),
+                seq: 3,
+            }));
+        }
+        assert!(summary(&copy, measured).contains("— ms"));
     }
 }
