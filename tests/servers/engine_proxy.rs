@@ -2803,6 +2803,69 @@ fn a_servers_log_messages_reach_only_the_client_that_asked_for_them() {
     assert_eq!(logs_of(true), 0, "the bystander was told another's logs");
 }
 
+/// A client's read in flight on one upstream makes it the asker there only: what another
+/// upstream says meanwhile (the everything server's log message) goes to the client whose call
+/// is in flight on that one, never to the reader, which asked it nothing.
+#[test]
+fn a_read_in_flight_on_one_upstream_is_told_nothing_another_upstream_says() {
+    let dir = tempfile::tempdir().unwrap();
+    let calls = dir.path().join("calls.txt");
+    let mut flaky = flaky_server();
+    flaky["env"] = json!({"FLAKY_RESOURCES": "1", "FLAKY_CALLS_FILE": calls.display().to_string()});
+    let mcp = write_mcp_config(
+        dir.path(),
+        json!({"everything": {"command": npm_bin("mcp-server-everything")}, "flaky": flaky}),
+    );
+    let out = dir.path().join("runs");
+    // The read never ends at the server: the proxy gives it up after its call timeout.
+    let (mut proxy, url) = http_proxy(
+        &mcp,
+        &out,
+        &["--call-timeout-s", "15"],
+        &[],
+        &dir.path().join("proxy.log"),
+    );
+    let reader = {
+        let url = url.clone();
+        std::thread::spawn(move || {
+            sdk_client(json!({"transport": "http", "url": url,
+                "client": {"name": "reader", "version": "1"}, "collect_logs": true,
+                "reads": ["flaky://hang"]}))
+        })
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !std::fs::read_to_string(&calls).is_ok_and(|c| c.contains("flaky://hang")) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the read never reached flaky"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // While it waits, another client turns the everything server's logging on (one message at
+    // once, during that call) and off again.
+    let listener = sdk_client(json!({"transport": "http", "url": url,
+        "client": {"name": "listener", "version": "1"}, "collect_logs": true,
+        "log_level": "debug",
+        "calls": [{"name": "everything_toggle-simulated-logging"},
+                  {"name": "everything_toggle-simulated-logging"}]}));
+    let reader = reader.join().unwrap();
+    let _ = proxy.kill();
+    let _ = proxy.wait();
+    assert!(
+        listener["logs"].as_array().is_some_and(|l| !l.is_empty()),
+        "the listener was told no log: {listener}"
+    );
+    assert_eq!(
+        reader["logs"],
+        json!([]),
+        "the reader, asking flaky, was told everything's logs: {reader}"
+    );
+    assert!(
+        reader["reads"][0]["raised"].is_string(),
+        "the read was given up on: {reader}"
+    );
+}
+
 /// The MCP conformance suite's server scenarios, both spec versions, against each upstream
 /// directly and through `cosmos proxy` (over HTTP) in front of it: the TypeScript SDK's
 /// everything server (handshake era) and tests/support/modern_server.py (the Python SDK 2.x,

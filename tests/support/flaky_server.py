@@ -9,7 +9,7 @@ on its own (stdin closed).
 `forecast` answers with structured content, under an output schema and annotations (read-only);
 its sky is $FLAKY_SKY (default clear), so a test can make a server whose answer has changed. With
 FLAKY_CALLS_FILE set, every call appends its tool's name to that file (a test can tell that
-no call reached the server).
+no call reached the server), and a read of `flaky://hang` appends its URI when it starts.
 
 With FLAKY_ENV_FILE set, it writes its whole environment there when it starts.
 
@@ -171,6 +171,7 @@ if os.environ.get("FLAKY_RESOURCES"):
     @mcp.resource("flaky://hang")
     async def hang_resource() -> str:
         """A resource whose read never ends."""
+        called("flaky://hang")
         await asyncio.sleep(3600)
         return "unreachable"
 

@@ -11,7 +11,9 @@ result gets "progress_seen": [[progress, total, message], ...]. With "pause_file
 "pause_after" calls) until that file exists (so a test can act mid-session). With "concurrent": true every call is sent at once. With "elicit": {"action", "content"} the client takes
 servers' requests for input and answers each so; the output's "elicited_seen" lists their
 messages. With "reads": [URI, ...] it then reads each resource; the output's "reads" has each
-one's content sizes or what was raised, and its "elapsed_s".
+one's content sizes or what was raised, and its "elapsed_s". With "log_level" it asks for log
+messages from that level up at the start; with "collect_logs": true the output's "logs" has
+every log message it was sent.
 """
 
 import asyncio
@@ -35,13 +37,21 @@ async def session_calls(read, write, spec):
         elicited_seen.append(params.message)
         return ElicitResult(action=answer["action"], content=answer.get("content"))
 
+    logs = []
+
+    async def on_log(params):
+        logs.append(params.data)
+
     async with ClientSession(
         read,
         write,
         client_info=Implementation(name=info["name"], version=info["version"]),
         elicitation_callback=on_elicit if answer else None,
+        logging_callback=on_log,
     ) as session:
         await session.initialize()
+        if spec.get("log_level"):
+            await session.set_logging_level(spec["log_level"])
         tools = await session.list_tools()
         out = {"tools": [t.model_dump(by_alias=True, exclude_none=True) for t in tools.tools]}
         results = []
@@ -94,6 +104,8 @@ async def session_calls(read, write, spec):
             out["reads"] = reads
         if answer:
             out["elicited_seen"] = elicited_seen
+        if spec.get("collect_logs"):
+            out["logs"] = logs
         return out
 
 

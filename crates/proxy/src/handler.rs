@@ -35,6 +35,7 @@ use serde_json::{Value, json};
 
 use super::client_session::Session;
 use super::clients::Client;
+use super::offer::Asker;
 use super::setup::{Arrival, ClientAddress};
 use super::setup::{
     META_CONFIDENCE, META_MISS, META_SIMULATED, META_WENT_REAL, META_WORLD_MODEL, Mode, OnMiss,
@@ -111,9 +112,18 @@ impl ProxyHandler {
             .clone()
     }
 
-    /// Notes that this client is asking the upstreams something (a prompt, a read, a level,
-    /// a subscription) until the guards drop: what a server says meanwhile is told to it, not
-    /// to other clients.
+    /// This client as the one asking an upstream (a prompt, a read, a completion, a
+    /// subscription): the offer notes it at the server it asks, for as long as it asks.
+    fn asker(&self, context: &RequestContext<RoleServer>) -> Asker<'_> {
+        Asker {
+            clients: &self.setup.clients,
+            client: self.client(&context.peer),
+        }
+    }
+
+    /// Notes that this client is asking every upstream something (a level, which each is
+    /// told) until the guards drop: what a server says meanwhile is told to it, not to other
+    /// clients.
     fn asking(&self, context: &RequestContext<RoleServer>) -> Vec<super::clients::Calling<'_>> {
         let client = self.client(&context.peer);
         let servers = self.setup.pool.as_deref().map(McpPool::servers);
@@ -589,13 +599,12 @@ impl ServerHandler for ProxyHandler {
         request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, McpError> {
-        let _asking = self.asking(&context);
         let asked = json!({"name": request.name, "arguments": request.arguments});
         let started = std::time::Instant::now();
         let (server, got) = self
             .setup
             .offer
-            .get_prompt(self.upstreams()?, request)
+            .get_prompt(self.upstreams()?, request, &self.asker(&context))
             .await;
         let text = got.as_ref().map(|g| match g {
             GetPromptResponse::Complete(r) => messages_text(&r.messages),
@@ -639,13 +648,12 @@ impl ServerHandler for ProxyHandler {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
-        let _asking = self.asking(&context);
         let asked = json!({"uri": request.uri});
         let started = std::time::Instant::now();
         let (server, read) = self
             .setup
             .offer
-            .read_resource(self.upstreams()?, request)
+            .read_resource(self.upstreams()?, request, &self.asker(&context))
             .await;
         let text = read.as_ref().map(|r| match r {
             ReadResourceResponse::Complete(r) => contents_text(&r.contents),
@@ -667,9 +675,11 @@ impl ServerHandler for ProxyHandler {
         request: SubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        let _asking = self.asking(&context);
         let pool = self.upstreams()?;
-        self.setup.offer.subscribe(pool, &request.uri, true).await?;
+        self.setup
+            .offer
+            .subscribe(pool, &request.uri, true, &self.asker(&context))
+            .await?;
         self.client(&context.peer).subscribe(&request.uri, true);
         Ok(())
     }
@@ -679,7 +689,6 @@ impl ServerHandler for ProxyHandler {
         request: UnsubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        let _asking = self.asking(&context);
         self.client(&context.peer).subscribe(&request.uri, false);
         // Another client may still want its updates: the upstream is left subscribed then.
         let others = self
@@ -691,7 +700,12 @@ impl ServerHandler for ProxyHandler {
         if !others {
             self.setup
                 .offer
-                .subscribe(self.upstreams()?, &request.uri, false)
+                .subscribe(
+                    self.upstreams()?,
+                    &request.uri,
+                    false,
+                    &self.asker(&context),
+                )
                 .await?;
         }
         Ok(())
@@ -702,11 +716,10 @@ impl ServerHandler for ProxyHandler {
         request: CompleteRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, McpError> {
-        let _asking = self.asking(&context);
         let mut completed = self
             .setup
             .offer
-            .complete(self.upstreams()?, request)
+            .complete(self.upstreams()?, request, &self.asker(&context))
             .await?;
         completed.result_type.get_or_insert(ResultType::COMPLETE);
         Ok(completed)

@@ -195,6 +195,7 @@ impl Offer {
         &self,
         pool: &McpPool,
         mut params: GetPromptRequestParams,
+        asker: &Asker<'_>,
     ) -> (Option<String>, Result<GetPromptResponse, McpError>) {
         let (server, own) = match self.prompt(pool, &params.name).await {
             Ok(found) => found,
@@ -202,7 +203,11 @@ impl Offer {
         };
         params.name = own;
         let answer = match self
-            .ask(&server, ClientRequest::GetPromptRequest(request(params)))
+            .ask(
+                &server,
+                ClientRequest::GetPromptRequest(request(params)),
+                Some(asker),
+            )
             .await
         {
             Ok(ServerResult::GetPromptResult(r)) => Ok(GetPromptResponse::Complete(r)),
@@ -338,13 +343,18 @@ impl Offer {
         &self,
         pool: &McpPool,
         params: ReadResourceRequestParams,
+        asker: &Asker<'_>,
     ) -> (Option<String>, Result<ReadResourceResponse, McpError>) {
         let server = match self.resource_server(pool, &params.uri).await {
             Ok(server) => server,
             Err(e) => return (None, Err(e)),
         };
         let answer = match self
-            .ask(&server, ClientRequest::ReadResourceRequest(request(params)))
+            .ask(
+                &server,
+                ClientRequest::ReadResourceRequest(request(params)),
+                Some(asker),
+            )
             .await
         {
             Ok(ServerResult::ReadResourceResult(r)) => Ok(ReadResourceResponse::Complete(r)),
@@ -356,14 +366,20 @@ impl Offer {
     }
 
     /// `resources/subscribe` or `resources/unsubscribe`, at the resource's server.
-    pub async fn subscribe(&self, pool: &McpPool, uri: &str, on: bool) -> Result<(), McpError> {
+    pub async fn subscribe(
+        &self,
+        pool: &McpPool,
+        uri: &str,
+        on: bool,
+        asker: &Asker<'_>,
+    ) -> Result<(), McpError> {
         let server = self.resource_server(pool, uri).await?;
         let asked = if on {
             ClientRequest::SubscribeRequest(request(SubscribeRequestParams::new(uri)))
         } else {
             ClientRequest::UnsubscribeRequest(request(UnsubscribeRequestParams::new(uri)))
         };
-        self.ask(&server, asked).await.map(|_| ())
+        self.ask(&server, asked, Some(asker)).await.map(|_| ())
     }
 
     /// `completion/complete`, from the server of the prompt or resource it names.
@@ -371,6 +387,7 @@ impl Offer {
         &self,
         pool: &McpPool,
         mut params: CompleteRequestParams,
+        asker: &Asker<'_>,
     ) -> Result<CompleteResult, McpError> {
         let server = match &mut params.r#ref {
             Reference::Prompt(prompt) => {
@@ -387,7 +404,11 @@ impl Offer {
             }
         };
         match self
-            .ask(&server, ClientRequest::CompleteRequest(request(params)))
+            .ask(
+                &server,
+                ClientRequest::CompleteRequest(request(params)),
+                Some(asker),
+            )
             .await?
         {
             ServerResult::CompleteResult(r) => Ok(r),
@@ -399,7 +420,7 @@ impl Offer {
     pub async fn set_level(&self, pool: &McpPool, level: LoggingLevel) -> Result<(), McpError> {
         for server in with(pool, |c| c.logging.is_some()) {
             let asked = ClientRequest::SetLevelRequest(request(SetLevelRequestParams::new(level)));
-            self.ask(&server, asked).await?;
+            self.ask(&server, asked, None).await?;
         }
         Ok(())
     }
@@ -482,11 +503,27 @@ fn unexpected(server: &Server) -> McpError {
     )
 }
 
+/// The client a request is asked for: while its request is at a server, what that server says
+/// outside the answer (a log, a request for input) is told to this client, and only the server
+/// asked counts it as asking (`clients::Clients::calling`).
+pub struct Asker<'a> {
+    /// Where requests in flight are noted.
+    pub clients: &'a super::clients::Clients,
+    /// The client asking.
+    pub client: Arc<super::clients::Client>,
+}
+
 /// Asking upstreams.
 impl Offer {
-    /// Asks `server`, waiting at most the proxy's call timeout (then the request is
-    /// cancelled there and the client told).
-    async fn ask(&self, server: &Server, request: ClientRequest) -> Result<ServerResult, McpError> {
+    /// Asks `server` for `asker` (when a client asks), waiting at most the proxy's call timeout
+    /// (then the request is cancelled there and the client told).
+    async fn ask(
+        &self,
+        server: &Server,
+        request: ClientRequest,
+        asker: Option<&Asker<'_>>,
+    ) -> Result<ServerResult, McpError> {
+        let _asking = asker.map(|a| a.clients.calling(&server.name, a.client.clone()));
         server.ask(request, self.wait).await.map_err(|e| match e {
             rmcp::ServiceError::McpError(e) => e,
             other => McpError::internal_error(format!("server {}: {other}", server.name), None),
@@ -505,7 +542,7 @@ impl Offer {
             let params = cursor
                 .take()
                 .map(|c| PaginatedRequestParams::default().with_cursor(Some(c)));
-            let result = self.ask(server, page(params)).await?;
+            let result = self.ask(server, page(params), None).await?;
             cursor = match &result {
                 ServerResult::ListPromptsResult(r) => r.next_cursor.clone(),
                 ServerResult::ListResourcesResult(r) => r.next_cursor.clone(),
