@@ -1,6 +1,7 @@
 //! What a newcomer meets first stays small and the boundaries stay the compiler's: a README of
-//! at most 20,000 bytes, the Markdown of the root and `docs/` at most 160,000 (the generated
-//! `docs/cli.md` included: one place per fact), no second architecture document, lints every
+//! at most 20,000 bytes, the hand-written Markdown of the root and `docs/` at most 160,000 (the
+//! generated `docs/cli.md` is left out: `cli_doc.rs` holds it equal to `--help`, and a new flag
+//! must not fail a budget for prose), no second architecture document, lints every
 //! crate keeps, and the integration tests in at most eight binaries.
 
 use std::path::{Path, PathBuf};
@@ -27,9 +28,15 @@ fn the_docs_stay_within_what_an_afternoon_reads() {
         readme <= 20_000,
         "README.md is {readme} bytes (at most 20,000)"
     );
+    let generated = root().join("docs/cli.md");
+    assert!(
+        generated.exists(),
+        "the generated reference moved: count it out where it is"
+    );
     let files: Vec<PathBuf> = markdown_in(&root())
         .into_iter()
         .chain(markdown_in(&root().join("docs")))
+        .filter(|p| *p != generated)
         .collect();
     let total: u64 = files
         .iter()
@@ -37,7 +44,7 @@ fn the_docs_stay_within_what_an_afternoon_reads() {
         .sum();
     assert!(
         total <= 160_000,
-        "the Markdown of the root and docs/ is {total} bytes (at most 160,000): {files:?}"
+        "the hand-written Markdown of the root and docs/ is {total} bytes (at most 160,000): {files:?}"
     );
     assert!(
         !root().join("docs/internals.md").exists(),
