@@ -121,6 +121,10 @@ fn the_routing_file_trusts_the_good_tool_within_its_skill_and_never_the_confiden
     let script = dir.path().join("known_skill.py");
     std::fs::write(&script, WORLD_MODEL).unwrap();
     let routing = dir.path().join("routing.toml");
+    // Hardening VI: a link planted at the name the writer once staged under is left alone.
+    let victim = dir.path().join("victim");
+    std::fs::write(&victim, "mine").unwrap();
+    std::os::unix::fs::symlink(&victim, dir.path().join("routing.toml.partial")).unwrap();
     let done = Command::new(env!("CARGO_BIN_EXE_cosmos"))
         .args([
             "wm-eval",
@@ -145,6 +149,7 @@ fn the_routing_file_trusts_the_good_tool_within_its_skill_and_never_the_confiden
         "{}",
         String::from_utf8_lossy(&done.stderr)
     );
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "mine");
     let file: toml::Table = std::fs::read_to_string(&routing).unwrap().parse().unwrap();
     assert_eq!(file["world_model"].as_str(), Some("command"));
     assert_eq!(file["target_error"].as_float(), Some(0.1));

@@ -378,3 +378,114 @@ fn a_key_from_any_credential_variable_is_cut_from_an_export() {
         assert!(printed.contains("the key is"), "{format}: {printed}");
     }
 }
+
+/// The files in `dir` whose names end in `.partial`, but for `planted`.
+fn partials_in(dir: &Path, planted: &[&str]) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".partial") && !planted.contains(&n.as_str()))
+        .collect()
+}
+
+/// Hardening VI: no export writes through a link planted at a name it could use (the old
+/// `OUT.partial`, or a guess at its random name), a link the user names is written through to
+/// its target and stays a link, a pipe is written as a stream, a folder or a full device is an
+/// error that leaves nothing, and a closed stdout is an error, not a silent success.
+#[test]
+fn no_export_writes_through_a_planted_link_and_a_named_link_or_pipe_is_honoured() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = sample_copy(dir.path(), "react");
+    let run = run.to_str().unwrap();
+    let victim = dir.path().join("bashrc");
+    std::fs::write(&victim, "mine").unwrap();
+    let out = dir.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    let mut planted = Vec::new();
+    for (format, flag, name) in [
+        ("markdown", "-o", "account.md"),
+        ("json", "-o", "account.json"),
+        ("atif", "-o", "run.atif.json"),
+        ("otel", "--out", "spans.json"),
+    ] {
+        for p in [format!("{name}.partial"), format!(".{name}.partial")] {
+            std::os::unix::fs::symlink(&victim, out.join(&p)).unwrap();
+            planted.push(p);
+        }
+        let target = out.join(name);
+        let done = export(&[format, run, flag, target.to_str().unwrap()]);
+        assert!(done.status.success(), "{format}: {done:?}");
+        assert_eq!(
+            std::fs::read_to_string(&victim).unwrap(),
+            "mine",
+            "{format}"
+        );
+        assert!(std::fs::metadata(&target).unwrap().len() > 0, "{format}");
+        let planted: Vec<&str> = planted.iter().map(String::as_str).collect();
+        assert_eq!(
+            partials_in(&out, &planted),
+            Vec::<String>::new(),
+            "{format}"
+        );
+    }
+    // A dataset's files likewise.
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    std::os::unix::fs::symlink(&victim, data.join("train.jsonl.partial")).unwrap();
+    let done = export(&["transitions", run, "--out", data.to_str().unwrap()]);
+    assert!(done.status.success(), "{done:?}");
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "mine");
+    assert!(
+        std::fs::metadata(data.join("train.jsonl"))
+            .unwrap()
+            .is_file()
+    );
+    // A link the user names: written through, and still a link.
+    let real = dir.path().join("real.md");
+    std::fs::write(&real, "old").unwrap();
+    let link = dir.path().join("link.md");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    let done = export(&["markdown", run, "-o", link.to_str().unwrap()]);
+    assert!(done.status.success(), "{done:?}");
+    assert!(std::fs::symlink_metadata(&link).unwrap().is_symlink());
+    assert!(std::fs::read_to_string(&real).unwrap().starts_with("# "));
+    // A link to a stream: standard output (a pipe here) gets the account, the link stays.
+    let to_stdout = dir.path().join("to-stdout.md");
+    std::os::unix::fs::symlink("/dev/stdout", &to_stdout).unwrap();
+    let done = export(&["markdown", run, "-o", to_stdout.to_str().unwrap()]);
+    assert!(done.status.success(), "{done:?}");
+    assert!(String::from_utf8_lossy(&done.stdout).starts_with("# "));
+    assert!(std::fs::symlink_metadata(&to_stdout).unwrap().is_symlink());
+    // A folder is refused before anything is made; a full device is an error.
+    let folder = dir.path().join("folder");
+    std::fs::create_dir(&folder).unwrap();
+    let done = export(&["json", run, "-o", folder.to_str().unwrap()]);
+    assert!(!done.status.success());
+    assert!(
+        String::from_utf8_lossy(&done.stderr).contains("is a folder"),
+        "{done:?}"
+    );
+    assert_eq!(partials_in(dir.path(), &[]), Vec::<String>::new());
+    assert_eq!(std::fs::read_dir(&folder).unwrap().count(), 0);
+    let done = export(&["json", run, "-o", "/dev/full"]);
+    assert!(!done.status.success(), "{done:?}");
+    // A closed standard output: nothing was written, and the export says so.
+    let closed = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("exec \"$0\" export atif '{run}' >&-"))
+        .arg(env!("CARGO_BIN_EXE_cosmos"))
+        .env("COSMOS_LOG_FILE", dir.path().join("cosmos.log"))
+        .output()
+        .unwrap();
+    assert!(!closed.status.success(), "{closed:?}");
+    assert!(
+        String::from_utf8_lossy(&closed.stderr).contains("standard output is closed"),
+        "{closed:?}"
+    );
+    // The log opened after it never took the closed output's place.
+    let log = std::fs::read_to_string(dir.path().join("cosmos.log")).unwrap_or_default();
+    assert!(
+        !log.contains("\"steps\""),
+        "the account went into the log: {log}"
+    );
+}

@@ -3,7 +3,7 @@
 //! the app above it):
 //! accounts of one run as Markdown or JSON (`account.rs`), an ATIF trajectory (`atif_writer.rs`), a training set of real calls
 //! (`transitions.rs`), OpenTelemetry traces (`otel/`, also used live by `cosmos run
-//! --otel-endpoint`), files written whole or not at all (`staged.rs`). The command is
+//! --otel-endpoint`), each file written whole or not at all. The command is
 //! `cli/export.rs`.
 //!
 //! `account.rs`: one run as Markdown (task, settings, the plan and why from
@@ -19,15 +19,15 @@
 //! than drops; no async runtime), `trace.rs` (`Trace`, the one mapping from events to spans, with
 //! times from the trajectory's clock, fed by a file for `export otel`), `events.rs` (one function
 //! per event kind), `live.rs` (`Live` during `run --otel-endpoint`, whose `LiveTap` is the run
-//! recorder's `agent::Tap`); content only with `--content`, always redacted. `staged.rs`:
-//! every file an export writes is written as `NAME.partial` and renamed when whole (`Staged`), so
-//! a cut-off export never leaves a torn file or a new file beside an old one it contradicts.
+//! recorder's `agent::Tap`); content only with `--content`, always redacted. Every
+//! file an export writes goes through `cosmos_trajectory::out_file::Staged` (written under a
+//! random name beside it and renamed when whole), so a cut-off export never leaves a torn file
+//! or a new file beside an old one it contradicts, and a planted name is never written through.
 //! `mod.rs` holds the exports' redactor (`export::redactor`); the command is `cli/export.rs`.
 
 pub mod account;
 pub mod atif_writer;
 pub mod otel;
-pub mod staged;
 pub mod transitions;
 
 /// The redactor for exports: the built-in rules, and the value of every environment variable

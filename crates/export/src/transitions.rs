@@ -31,8 +31,8 @@
 //! - `datasheet.md`: examples per side, real calls seen and duplicates dropped, the error share,
 //!   the tasks on each side, examples and errors per server and tool, the source files, and any
 //!   file that could not be read.
-//! - Whole or not at all: each file is written as `NAME.partial` and renamed when the export is
-//!   done, so an export cut off (an error, Ctrl-C) leaves the folder's last dataset as it was; an
+//! - Whole or not at all: each file is written under a random name beside it and renamed when
+//!   the export is done, so an export cut off (an error, Ctrl-C) leaves the folder's last dataset as it was; an
 //!   export without `--split` removes an earlier `test.jsonl`, which its datasheet would not
 //!   count. `markdown -o FILE` and `json -o FILE` are written the same way.
 //!
@@ -46,10 +46,10 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 
-use super::staged::Staged;
 use cosmos_engine::wm_eval::{CallInContext, StateFold, recorded_calls};
 use cosmos_engine::world_model::SimRequest;
 use cosmos_engine::world_model::{simulation_messages, simulation_reply};
+use cosmos_trajectory::out_file::Staged;
 use cosmos_trajectory::redact::Redactor;
 
 /// How an example is written.

@@ -27,6 +27,7 @@ use rmcp::transport::Transport;
 use rmcp::transport::streamable_http_server::session::ServerSseMessage;
 use rmcp::transport::streamable_http_server::{SessionId, SessionManager};
 
+use cosmos_trajectory::out_file::{Own, open_own};
 use cosmos_trajectory::redact::Redactor;
 use cosmos_trajectory::wire::{Direction, MESSAGE_CAP, WireMessage, wire_path};
 use cosmos_trajectory::writer::fit;
@@ -194,11 +195,8 @@ impl Wire {
         if log.file.as_ref().is_some_and(|(p, _)| *p == path) {
             return;
         }
-        match std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
-        {
+        // Beside the run, at a name anyone who can write to the folder can guess.
+        match open_own(&path, Own::Append) {
             Ok(file) => {
                 log.written = file.metadata().map_or(0, |m| m.len());
                 log.stopped = false;
@@ -214,7 +212,7 @@ impl Wire {
                 }
             }
             Err(e) => tracing::error!(
-                "cosmos proxy cannot write the protocol log {}: {e}",
+                "cosmos proxy cannot write the protocol log {}: {e:#}",
                 path.display()
             ),
         }
@@ -383,6 +381,24 @@ impl<M: SessionManager> SessionManager for TappedSessions<M> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// Hardening VI: the log's name beside a run is guessable; a link planted there is never
+    /// written through (the log is then not written, and the error logged).
+    #[test]
+    fn a_planted_link_at_the_logs_name_is_never_written_through() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = dir.path().join("s.jsonl");
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "mine").unwrap();
+        std::os::unix::fs::symlink(&victim, wire_path(&run)).unwrap();
+        let wire = Wire::new(Redactor::new());
+        wire.attach(&run);
+        wire.note(
+            Direction::In,
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}),
+        );
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "mine");
+    }
 
     #[test]
     fn a_reply_is_paired_with_its_request_and_what_came_first_is_written_first() {

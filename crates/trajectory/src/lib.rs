@@ -42,7 +42,9 @@ pub mod tool_schema;
 pub mod wire;
 pub mod writer;
 
-// Below the format: text made safe to show, the one parallel map, bounded file reads.
+// Below the format: text made safe to show, the one parallel map, bounded file reads, the
+// one way to write a file at a name.
+pub mod out_file;
 pub mod parallel;
 pub mod sanitize;
 pub mod small_file;

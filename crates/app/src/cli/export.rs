@@ -9,7 +9,8 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 
-use cosmos_export::{account, atif_writer, otel, redactor, staged, transitions};
+use cosmos_export::{account, atif_writer, otel, redactor, transitions};
+use cosmos_trajectory::out_file::{self, Staged};
 use cosmos_trajectory::run::Run;
 use cosmos_trajectory::sanitize::{InertWriter, inert};
 
@@ -211,7 +212,7 @@ fn run_files(runs: &[PathBuf]) -> Result<cosmos_trajectory::reader::Found> {
 fn otel_file(runs: &[PathBuf], out: &std::path::Path, content: bool) -> Result<ExitCode> {
     let found = run_files(runs)?;
     let redactor = redactor();
-    let mut staged = staged::Staged::create(out)?;
+    let mut staged = Staged::create(out)?;
     let mut spans = 0;
     for path in &found.files {
         let (n, problems) = otel::write_otlp_json(path, content, &redactor, staged.writer())?;
@@ -267,11 +268,16 @@ fn account_to(
     };
     match out {
         Some(file) => {
-            let mut staged = staged::Staged::create(&file)?;
+            let mut staged = Staged::create(&file)?;
             inert_to(staged.writer())?;
             staged.finish()?;
         }
         None => {
+            // A closed stdout would take every byte silently: an export that wrote nothing
+            // must not say it succeeded.
+            if !out_file::stdout_is_open() {
+                anyhow::bail!("standard output is closed: nothing written (name a file with -o)");
+            }
             let stdout = std::io::stdout();
             let mut w = std::io::BufWriter::new(stdout.lock());
             let written = inert_to(&mut w).and_then(|()| Ok(w.flush()?));

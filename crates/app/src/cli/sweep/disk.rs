@@ -3,7 +3,7 @@
 //! leaves no stale claim), and runs that did not finish, set aside (`….jsonl.set-aside-<time>`).
 //! Nothing here ever overwrites or deletes a run.
 
-use std::fs::{File, OpenOptions, TryLockError};
+use std::fs::{File, TryLockError};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -14,6 +14,7 @@ use cosmos_engine::metrics::records::recount;
 use cosmos_engine::metrics::run::METRICS_VERSION;
 use cosmos_trajectory::event::{RunStatus, Totals};
 use cosmos_trajectory::listing::RunSummary;
+use cosmos_trajectory::out_file::{Own, open_own};
 
 /// A cell's state on disk.
 #[derive(Debug, Clone, PartialEq)]
@@ -126,13 +127,9 @@ impl Drop for Claim {
 /// cell's state again: another process may have finished it just before.
 pub fn claim(out: &Path, cell: &Cell) -> Result<std::result::Result<Claim, String>> {
     let path = lock_path(out, cell);
-    let mut file = OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .read(true)
-        .open(&path)
-        .with_context(|| format!("creating {}", path.display()))?;
+    // A lock's name is known to anyone who can write to the folder: a link or a second name
+    // planted there is never written through (the claim truncates what it opens).
+    let mut file = open_own(&path, Own::Lock)?;
     match file.try_lock() {
         Ok(()) => {}
         Err(TryLockError::WouldBlock) => {
@@ -176,6 +173,36 @@ pub fn set_aside(path: &Path) -> Result<Option<(PathBuf, PathBuf)>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Hardening VI: a claim truncates what it opens, so a link (or a second name) planted at
+    /// a cell's `.lock` is refused, its target untouched; a claim of a fresh cell works.
+    #[test]
+    fn a_planted_lock_is_never_written_through() {
+        let dir = tempfile::tempdir().unwrap();
+        let cell = Cell {
+            id: "c0ffee".into(),
+            task_id: "t".into(),
+            config: "c".into(),
+            repeat: 1,
+            args: Vec::new(),
+            cost: 1.0,
+        };
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "mine").unwrap();
+        std::os::unix::fs::symlink(&victim, lock_path(dir.path(), &cell)).unwrap();
+        let refused = claim(dir.path(), &cell).unwrap_err();
+        assert!(
+            format!("{refused:#}").contains("never followed"),
+            "{refused:#}"
+        );
+        std::fs::remove_file(lock_path(dir.path(), &cell)).unwrap();
+        std::fs::hard_link(&victim, lock_path(dir.path(), &cell)).unwrap();
+        assert!(claim(dir.path(), &cell).is_err());
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "mine");
+        std::fs::remove_file(lock_path(dir.path(), &cell)).unwrap();
+        let claimed = claim(dir.path(), &cell).unwrap();
+        assert!(claimed.is_ok(), "{claimed:?}");
+    }
 
     /// A torn cell's run is set aside with its kept end state: the rerun's state is its own,
     /// never merged into the old one's folder.
