@@ -9,8 +9,10 @@
 //! What a repository keeps of its `.git/config` is an allowlist ([`KEPT_KEYS`]), read by git
 //! itself (`git config --file --no-includes`), so nothing here parses git's syntax differently
 //! from git. Hooks other than git's inert `*.sample` files go, and so do `commondir` and object
-//! `alternates` (they point git at folders outside the copy). A `.git` that is a file (a
-//! `gitdir:` link elsewhere) is refused.
+//! `alternates` (they point git at folders outside the copy). Every git directory is found by
+//! what it is, not by its name (a bare `inner.git/`, a submodule's `.git/modules/sub`, a
+//! worktree's admin folder): git runs a repository's programs wherever it is pointed. A `.git`
+//! that is a file (a `gitdir:` link elsewhere) is refused.
 
 use std::path::{Path, PathBuf};
 
@@ -74,8 +76,10 @@ pub fn defuse(root: &Path) -> Result<Vec<String>> {
     Ok(removed)
 }
 
-/// Every `.git` folder under `root` (itself included), not following links; a `.git` that is
-/// not a folder is refused.
+/// Every git directory under `root` (itself included), found by what it is whatever its name:
+/// a `.git` folder, a bare repository (`inner.git/`), a submodule's (`.git/modules/sub`), a
+/// worktree's admin folder (`.git/worktrees/w`); never following links. A `.git` that is not a
+/// folder (a `gitdir:` file pointing elsewhere) is refused.
 fn repositories(root: &Path) -> Result<Vec<PathBuf>> {
     let mut found = Vec::new();
     let meta = std::fs::symlink_metadata(root)?;
@@ -84,25 +88,36 @@ fn repositories(root: &Path) -> Result<Vec<PathBuf>> {
     }
     let mut folders = vec![root.to_path_buf()];
     while let Some(folder) = folders.pop() {
+        if folder.file_name().is_some_and(|n| n == ".git") || is_git_dir(&folder) {
+            found.push(folder.clone());
+        }
         for entry in std::fs::read_dir(&folder)? {
             let entry = entry?;
             let kind = entry.file_type()?;
-            if entry.file_name() == ".git" {
-                if !kind.is_dir() {
-                    bail!(
-                        "{} is a .git that is not a folder (a link to a repository elsewhere): \
-                         a seed's repository must be whole inside it",
-                        entry.path().display()
-                    );
-                }
-                found.push(entry.path());
-            } else if kind.is_dir() {
+            if entry.file_name() == ".git" && !kind.is_dir() {
+                bail!(
+                    "{} is a .git that is not a folder (a link to a repository elsewhere): \
+                     a seed's repository must be whole inside it",
+                    entry.path().display()
+                );
+            }
+            if kind.is_dir() {
                 folders.push(entry.path());
             }
         }
     }
     found.sort();
     Ok(found)
+}
+
+/// True when `dir` is a git directory by what git itself looks for: a `HEAD` beside `objects/`
+/// and `refs/` folders, or beside a `commondir` (a worktree's admin folder, sharing another's
+/// objects).
+fn is_git_dir(dir: &Path) -> bool {
+    let meta = |name: &str| std::fs::symlink_metadata(dir.join(name)).ok();
+    let head = meta("HEAD").is_some_and(|m| !m.is_dir());
+    let folder = |name: &str| meta(name).is_some_and(|m| m.is_dir());
+    head && ((folder("objects") && folder("refs")) || meta("commondir").is_some())
 }
 
 /// The hooks of the repository at `git_dir`: every file in `hooks/` but git's `*.sample`s
@@ -211,6 +226,158 @@ fn clean_config(path: &Path) -> Result<Vec<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
+    use std::process::Command;
+
+    /// git as a test runs it: no configuration of this machine's.
+    fn git(dir: &Path, args: &[&str]) -> std::process::Output {
+        Command::new("git")
+            .current_dir(dir)
+            .args(args)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .output()
+            .unwrap()
+    }
+
+    /// A seed whose git directories go by other names than `.git`: a bare `inner.git/` and a
+    /// submodule's `work/.git/modules/sub`, each with a `reference-transaction` hook and a
+    /// `core.fsmonitor`, tripwires that write into `ran/`.
+    fn seed_with_hidden_repositories(dir: &Path, ran: &Path) -> PathBuf {
+        let src = dir.join("src");
+        std::fs::create_dir_all(&src).unwrap();
+        assert!(git(&src, &["init", "-q", "-b", "main"]).status.success());
+        let commit = git(
+            &src,
+            &[
+                "-c",
+                "user.name=s",
+                "-c",
+                "user.email=s@x.invalid",
+                "commit",
+                "-q",
+                "--allow-empty",
+                "-m",
+                "s",
+            ],
+        );
+        assert!(commit.status.success(), "{commit:?}");
+        let seed = dir.join("seed");
+        std::fs::create_dir_all(seed.join("work")).unwrap();
+        assert!(git(&seed.join("work"), &["init", "-q"]).status.success());
+        let trap = |name: &str| {
+            let path = dir.join(format!("trap-{name}"));
+            std::fs::write(
+                &path,
+                format!("#!/bin/sh\necho {name} >> '{}/{name}'\n", ran.display()),
+            )
+            .unwrap();
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+            path
+        };
+        for (name, at) in [("bare", "inner.git"), ("module", "work/.git/modules/sub")] {
+            let git_dir = seed.join(at);
+            let cloned = git(&seed, &["clone", "-q", "--bare", src.to_str().unwrap(), at]);
+            assert!(cloned.status.success(), "{cloned:?}");
+            let hook = git_dir.join("hooks/reference-transaction");
+            std::fs::copy(trap(&format!("{name}-hook")), &hook).unwrap();
+            let fsmonitor = trap(&format!("{name}-fsmonitor"));
+            for (key, value) in [
+                ("core.fsmonitor", fsmonitor.to_str().unwrap()),
+                ("core.bare", "false"),
+            ] {
+                let set = git(&git_dir, &["config", "--file", "config", key, value]);
+                assert!(set.status.success(), "{set:?}");
+            }
+        }
+        seed
+    }
+
+    /// What a git server does in a repository: reads the work tree's status (fsmonitor) and
+    /// moves a ref (the reference-transaction hook), in each hidden repository.
+    fn use_like_a_server(seed: &Path, work_tree: &Path) {
+        for at in ["inner.git", "work/.git/modules/sub"] {
+            let git_dir = format!("--git-dir={}", seed.join(at).display());
+            let tree = format!("--work-tree={}", work_tree.display());
+            git(seed, &[&git_dir, &tree, "reset", "-q"]);
+            git(seed, &[&git_dir, &tree, "status"]);
+            git(
+                seed,
+                &[&git_dir, "update-ref", "refs/heads/touched", "HEAD"],
+            );
+        }
+    }
+
+    fn tripped(ran: &Path) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(ran)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    /// Hardening VI: a bare repository and a submodule's git folder are found by what they
+    /// are and made inert like a `.git`: git used in them runs nothing the seed names (and
+    /// the same seed, not made inert, does: the tripwires work).
+    #[test]
+    fn every_git_directory_in_a_seed_is_made_inert_whatever_its_name() {
+        for defused in [false, true] {
+            let dir = tempfile::tempdir().unwrap();
+            let ran = dir.path().join("ran");
+            std::fs::create_dir_all(&ran).unwrap();
+            let seed = seed_with_hidden_repositories(dir.path(), &ran);
+            let work_tree = dir.path().join("tree");
+            std::fs::create_dir_all(&work_tree).unwrap();
+            if !defused {
+                use_like_a_server(&seed, &work_tree);
+                assert_eq!(
+                    tripped(&ran),
+                    [
+                        "bare-fsmonitor",
+                        "bare-hook",
+                        "module-fsmonitor",
+                        "module-hook"
+                    ],
+                    "the tripwires fire in a seed left as it is"
+                );
+                continue;
+            }
+            let removed = defuse(&seed).unwrap();
+            for what in [
+                "inner.git/hooks/reference-transaction (a hook)",
+                "inner.git/config: core.fsmonitor",
+                "work/.git/modules/sub/hooks/reference-transaction (a hook)",
+                "work/.git/modules/sub/config: core.fsmonitor",
+            ] {
+                assert!(
+                    removed.iter().any(|r| r == what),
+                    "{what} not said: {removed:?}"
+                );
+            }
+            use_like_a_server(&seed, &work_tree);
+            assert_eq!(tripped(&ran), Vec::<String>::new());
+        }
+    }
+
+    #[test]
+    fn a_git_directory_is_known_by_what_it_holds() {
+        let dir = tempfile::tempdir().unwrap();
+        let bare = dir.path().join("anything");
+        for folder in ["objects", "refs"] {
+            std::fs::create_dir_all(bare.join(folder)).unwrap();
+        }
+        assert!(!is_git_dir(&bare), "no HEAD");
+        std::fs::write(bare.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+        assert!(is_git_dir(&bare));
+        let admin = dir.path().join("worktrees/w");
+        std::fs::create_dir_all(&admin).unwrap();
+        std::fs::write(admin.join("HEAD"), "0000\n").unwrap();
+        assert!(!is_git_dir(&admin), "a HEAD alone is no repository");
+        std::fs::write(admin.join("commondir"), "../..\n").unwrap();
+        assert!(is_git_dir(&admin));
+        assert_eq!(repositories(dir.path()).unwrap(), [bare, admin]);
+    }
 
     #[test]
     fn the_allowlist_keeps_layout_and_author_and_nothing_that_names_a_program() {
