@@ -433,6 +433,57 @@ async fn a_server_silent_to_discover_is_reached_by_the_handshake_after_the_wait(
     pool.shutdown().await;
 }
 
+/// Hardening VI: a server that answers `server/discover` only after rmcp gave up on it (and
+/// sent `initialize`) still completes the handshake: its late reply is dropped, not taken as
+/// the handshake's.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_late_answer_to_discover_does_not_break_the_handshake() {
+    let mut late = flaky_server();
+    late["env"] = json!({"FLAKY_LATE_DISCOVER": "1"});
+    let c = config(json!({"late": late}));
+    let (pool, failures) = McpPool::connect(&c.servers, Timeouts::default()).await;
+    assert!(failures.is_empty(), "{failures:?}");
+    let spoken: Vec<Option<String>> = pool
+        .server_infos()
+        .into_iter()
+        .map(|s| s.protocol)
+        .collect();
+    assert_eq!(spoken, [Some("2025-11-25".to_string())]);
+    let (_, ok) = pool.call("late:ok", &json!({"text": "after"})).await;
+    assert_eq!(ok.error, None);
+    assert_eq!(ok.result.text, "ok: after");
+    pool.shutdown().await;
+}
+
+/// Hardening VI: `cosmos servers` reaches a server that takes 12 s to start (longer than
+/// rmcp's discovery wait, well within `--startup-timeout-s`): both requests wait in its pipe,
+/// and it answers the abandoned discover first.
+#[test]
+fn cosmos_servers_reaches_a_server_that_starts_in_twelve_seconds() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut slow = flaky_server();
+    slow["env"] = json!({"FLAKY_START_DELAY_S": "12"});
+    let mcp = write_mcp_config(dir.path(), json!({"slow": slow}));
+    let started = std::time::Instant::now();
+    let listed = std::process::Command::new(env!("CARGO_BIN_EXE_cosmos"))
+        .args(["servers", "--mcp-config", mcp.to_str().unwrap()])
+        .env("COSMOS_LOG_FILE", dir.path().join("cosmos.log"))
+        .output()
+        .unwrap();
+    let took = started.elapsed();
+    let said = String::from_utf8_lossy(&listed.stdout);
+    assert!(
+        listed.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&listed.stderr)
+    );
+    assert!(said.contains("slow:ok") || said.contains("ok"), "{said}");
+    assert!(
+        took >= Duration::from_secs(12),
+        "{took:?}: it really started late"
+    );
+}
+
 /// cosmos asks `server/discover` first and falls back to the handshake: a server of the
 /// stateless era (the MCP Python SDK 2.x; today's mcp-server-time) is spoken to in 2026-07-28
 /// over stdio and HTTP, one of the handshake era (mcp 1.x, the TypeScript SDK) in 2025-11-25,

@@ -15,7 +15,11 @@ With FLAKY_ENV_FILE set, it writes its whole environment there when it starts.
 
 With FLAKY_SILENT_DISCOVER set, it never answers `server/discover` (the request is dropped
 before the SDK reads it), as a server of the handshake era that ignores a method it does not
-know: a client must fall back to `initialize` on its own.
+know: a client must fall back to `initialize` on its own. With FLAKY_LATE_DISCOVER set, the
+request is held back until the next one arrives and then passed on first, so the SDK answers
+`server/discover` late, after the client gave up on it and sent `initialize`. With
+FLAKY_START_DELAY_S set, it sleeps that many seconds before reading anything (a server slow to
+start, whose requests wait in the pipe).
 
 `ask` asks the user for input in the middle of the call (an elicitation form whose fields all
 have defaults) and answers with what came back.
@@ -36,18 +40,30 @@ import sys
 import time
 from typing import TypedDict
 
-if os.environ.get("FLAKY_SILENT_DISCOVER"):
+if os.environ.get("FLAKY_START_DELAY_S"):
+    time.sleep(float(os.environ["FLAKY_START_DELAY_S"]))
+
+if os.environ.get("FLAKY_SILENT_DISCOVER") or os.environ.get("FLAKY_LATE_DISCOVER"):
     import threading
 
-    # The SDK reads fd 0: it becomes a pipe fed with every line but `server/discover`.
+    # The SDK reads fd 0: it becomes a pipe fed with every line but `server/discover`, which
+    # is dropped (silent) or passed on just before the next line (late).
     given = os.fdopen(os.dup(0), "rb", buffering=0)
     read_end, write_end = os.pipe()
+    late = bool(os.environ.get("FLAKY_LATE_DISCOVER"))
 
     def pump():
+        held = []
         with os.fdopen(write_end, "wb", buffering=0) as out:
             for line in given:
-                if b'"server/discover"' not in line:
-                    out.write(line)
+                if b'"server/discover"' in line:
+                    if late:
+                        held.append(line)
+                    continue
+                for discover in held:
+                    out.write(discover)
+                held.clear()
+                out.write(line)
 
     threading.Thread(target=pump, daemon=True).start()
     os.dup2(read_end, 0)

@@ -5,6 +5,7 @@ pub(crate) mod arrivals;
 pub(crate) mod client_assertion;
 pub(crate) mod elicitation;
 pub(crate) mod git;
+pub(crate) mod late_discover;
 pub(crate) mod mcp_json;
 pub(crate) mod oauth;
 pub(crate) mod oversized;

@@ -34,6 +34,7 @@ use rmcp::{ClientLifecycleMode, ClientServiceExt};
 use serde_json::Value;
 
 use super::arrivals::{Arrivals, Counted};
+use super::late_discover::SkipsLateDiscover;
 use super::mcp_json::{INHERITED_ENV, ServerConfig, Transport};
 use super::oversized::{Oversized, Watched};
 use super::process_group::ProcessGroup;
@@ -185,7 +186,8 @@ const INPUT_ROUNDS: usize = 8;
 /// How cosmos opens a connection: it asks `server/discover` first (the stateless 2026-07-28
 /// era, with the protocol version in every request's `_meta` and HTTP headers) and falls back
 /// to the `initialize` handshake of 2025-11-25 and before when the server answers as a server
-/// of that era (an error to the unknown method) or not at all within rmcp's 10 s.
+/// of that era (an error to the unknown method) or not at all within rmcp's 10 s (its answer,
+/// should it come later, is dropped: [`SkipsLateDiscover`]).
 fn both_eras() -> ClientLifecycleMode {
     ClientLifecycleMode::Auto {
         preferred_versions: vec![ProtocolVersion::V_2026_07_28],
@@ -612,7 +614,8 @@ impl Server {
                     Watched::new(stdout, oversized),
                     stdin,
                 );
-                let counted = Counted::new(transport, listener.arrivals.clone());
+                let counted =
+                    Counted::new(SkipsLateDiscover::new(transport), listener.arrivals.clone());
                 listener
                     .serve_with_lifecycle(counted, lifecycle)
                     .await
@@ -636,7 +639,9 @@ impl Server {
                     Some(client) => listener
                         .serve_with_lifecycle(
                             Counted::new(
-                                StreamableHttpClientTransport::with_client(client, cfg),
+                                SkipsLateDiscover::new(StreamableHttpClientTransport::with_client(
+                                    client, cfg,
+                                )),
                                 arrivals,
                             ),
                             lifecycle.clone(),
@@ -645,7 +650,12 @@ impl Server {
                         .map_err(failed),
                     None => listener
                         .serve_with_lifecycle(
-                            Counted::new(StreamableHttpClientTransport::from_config(cfg), arrivals),
+                            Counted::new(
+                                SkipsLateDiscover::new(StreamableHttpClientTransport::from_config(
+                                    cfg,
+                                )),
+                                arrivals,
+                            ),
                             lifecycle.clone(),
                         )
                         .await
