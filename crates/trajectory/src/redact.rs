@@ -5,7 +5,11 @@
 //! `--token`-like flag in an array); every configured secret value is cut out wherever it
 //! appears; token shapes that are keys by construction (`Bearer …`, `sk-…`) are cut out even
 //! when nobody configured them; and so are secrets written inside a string by their name or
-//! place (`token=T`, `--token T`, a URL's password).
+//! place: `token=T`, `--token T`, a URL's password, a JSON, YAML or INI pair whose key names a
+//! credential (`"password": "P"`, `password: P`, `password = P`), an HTTP `Authorization` or
+//! `*-Key`/`*-Token` header, a PEM private key's body, a mysql-style client's `-pPASSWORD`, and
+//! the secret part of a chat service's webhook URL. The rest of the string is kept: a lookup
+//! `key: alpha` is data.
 //!
 //! The one credential recogniser: `names_a_credential` (the keys of data, by
 //! their words: `api_key` is a credential, a key-value server's `key` is data),
@@ -86,6 +90,15 @@ const KEY_QUALIFIERS: &[&str] = &[
 /// `GITHUB_TOKEN`, `--auth-token`, `DB_PASSWORD`, `session`… (a word of it is a credential
 /// word, or `key` after a word that makes it one; `keyword`, `author` or `key` alone are not).
 pub fn names_a_credential(name: &str) -> bool {
+    let words = words_of(name);
+    words.iter().any(|w| CREDENTIAL_WORDS.contains(&w.as_str()))
+        || words
+            .windows(2)
+            .any(|w| w[1] == "key" && KEY_QUALIFIERS.contains(&w[0].as_str()))
+}
+
+/// A name's words, lower-case: split at `_`, `-`, `.`, spaces and case changes.
+fn words_of(name: &str) -> Vec<String> {
     let mut words = Vec::new();
     let mut word = String::new();
     let mut prev_lower = false;
@@ -102,10 +115,7 @@ pub fn names_a_credential(name: &str) -> bool {
         word.push(c.to_ascii_lowercase());
     }
     words.push(word);
-    words.iter().any(|w| CREDENTIAL_WORDS.contains(&w.as_str()))
-        || words
-            .windows(2)
-            .any(|w| w[1] == "key" && KEY_QUALIFIERS.contains(&w[0].as_str()))
+    words
 }
 
 /// The rule for the name of a setting rather than of data (an environment variable, a
@@ -288,6 +298,11 @@ fn redact_token_shapes(text: &str) -> Option<String> {
     let (mut copied, mut i) = (0, 0);
     while i < b.len() {
         if let Some((start, end)) = secret_at(b, i, &starts, &is_token) {
+            // Already cut (a text redacted before): nothing more to take out.
+            if &b[start..end] == REDACTED.as_bytes() {
+                i = end;
+                continue;
+            }
             let o = out.get_or_insert_with(|| String::with_capacity(text.len()));
             o.push_str(&text[copied..start]);
             o.push_str(REDACTED);
@@ -305,6 +320,26 @@ fn redact_token_shapes(text: &str) -> Option<String> {
 /// Longest name looked back at before `=` or a flag's space: a credential's name is short,
 /// and the look back stays bounded on any text.
 const NAME_LOOKBACK: usize = 64;
+
+/// Chat services whose webhook URL is its own credential: a host (or the end of one) and the
+/// start of the path after which the URL is the secret.
+const WEBHOOKS: &[(&str, &str)] = &[
+    ("hooks.slack.com", "/services/"),
+    ("hooks.slack.com", "/workflows/"),
+    ("hooks.slack.com", "/triggers/"),
+    ("discord.com", "/api/webhooks/"),
+    ("discordapp.com", "/api/webhooks/"),
+    ("webhook.office.com", "/webhookb2/"),
+    ("logic.azure.com", "/workflows/"),
+    ("chat.googleapis.com", "/v1/spaces/"),
+    ("api.telegram.org", "/bot"),
+];
+
+/// The clients of MySQL's family, whose `-pPASSWORD` (no space) is the password.
+const PASSWORD_FLAG_CLIENTS: &[&str] = &["mysql", "mariadb"];
+
+/// Longest stretch of a line looked back at for a mysql-style client's name.
+const CLIENT_LOOKBACK: usize = 512;
 
 /// The secret that a marker at `i` introduces, as the byte range to cut (starting at or after
 /// `i`), if any.
@@ -333,15 +368,28 @@ fn secret_at(
         }
     }
     match b[i] {
-        b':' if starts(i, b"://") => url_password(b, i + 3),
+        b':' if starts(i, b"://") => webhook_secret(b, i + 3).or_else(|| url_password(b, i + 3)),
+        b':' => {
+            let name = name_before(b, before_pair(b, i))?;
+            ((names_a_credential(name) && !names_what_a_secret_is(name))
+                || names_a_header_secret(name))
+            .then(|| pair_value(b, i + 1, true))
+            .flatten()
+        }
         b'=' => {
-            let name = name_before(b, i)?;
+            let name = name_before(b, before_pair(b, i))?;
             let named = if name.starts_with('-') {
                 names_a_secret_setting(name.trim_start_matches('-'))
             } else {
-                names_a_credential(name)
+                names_a_credential(name) && !names_what_a_secret_is(name)
             };
-            named.then(|| value_after(b, i + 1)).flatten()
+            named.then(|| pair_value(b, i + 1, false)).flatten()
+        }
+        b'-' if starts(i, b"-----begin ") => pem_body(b, i),
+        // `-p` as a word of its own (never the `p` of `--password`), lower-case (`-P` is
+        // a port).
+        b'-' if (i == 0 || b[i - 1].is_ascii_whitespace()) && b.get(i + 1) == Some(&b'p') => {
+            client_password(b, i)
         }
         b' ' => {
             let name = name_before(b, i)?;
@@ -368,6 +416,164 @@ fn name_before(b: &[u8], end: usize) -> Option<&str> {
         return None;
     }
     std::str::from_utf8(&b[end - len..end]).ok()
+}
+
+/// Where a pair's name ends before the `=` or `:` at `i`: blanks and a closing quote (a JSON
+/// key's, or an escaped one's inside a JSON string) are passed over.
+fn before_pair(b: &[u8], i: usize) -> usize {
+    let mut end = i;
+    while end > 0 && b" \t".contains(&b[end - 1]) && i - end < 8 {
+        end -= 1;
+    }
+    if end > 0 && b"\"'".contains(&b[end - 1]) {
+        end -= 1;
+        if end > 0 && b[end - 1] == b'\\' {
+            end -= 1;
+        }
+    }
+    end
+}
+
+/// Last words that make a credential's name that of a fact about it, not of the secret: a
+/// `session_id`, a `token_count`, an `auth_type` are written as they are.
+const ABOUT_A_SECRET: &[&str] = &["id", "ids", "count", "type", "name", "length", "limit"];
+
+/// True for a name such as `session_id` or `token_count` (see [`ABOUT_A_SECRET`]).
+fn names_what_a_secret_is(name: &str) -> bool {
+    words_of(name)
+        .last()
+        .is_some_and(|last| ABOUT_A_SECRET.contains(&last.as_str()))
+}
+
+/// True for a header-style name whose last word is `Key` or `Token` (`X-Custom-Key`): with a
+/// dash in it, it names a credential where a plain `key:` is data.
+fn names_a_header_secret(name: &str) -> bool {
+    name.contains('-')
+        && name.rsplit('-').next().is_some_and(|last| {
+            last.eq_ignore_ascii_case("key") || last.eq_ignore_ascii_case("token")
+        })
+}
+
+/// The value of a pair that starts after blanks at `start`: a quoted one to its closing quote
+/// (`\"` closes what `\"` opened); an unquoted one to the end of the line (`line`: a YAML or
+/// header value may hold spaces) or of the word. None when empty, nested (`{`, `[`) or already
+/// a redaction.
+fn pair_value(b: &[u8], start: usize, line: bool) -> Option<(usize, usize)> {
+    let mut at = start;
+    while at < b.len() && b" \t".contains(&b[at]) {
+        at += 1;
+    }
+    let rest = &b[at..];
+    let quote: Option<&[u8]> = if rest.starts_with(b"\\\"") {
+        Some(b"\\\"")
+    } else if rest.first().is_some_and(|c| b"\"'".contains(c)) {
+        Some(&rest[..1])
+    } else {
+        None
+    };
+    if let Some(quote) = quote {
+        // To the closing quote: for `"` the first one no backslash escapes; never past the
+        // line.
+        let from = at + quote.len();
+        let body = &b[from..];
+        let mut len = 0;
+        while len < body.len() && body[len] != b'\n' {
+            if body[len..].starts_with(quote)
+                && (quote.len() > 1 || len == 0 || body[len - 1] != b'\\')
+            {
+                break;
+            }
+            len += 1;
+        }
+        return (len > 0).then_some((from, from + len));
+    }
+    if !line {
+        return value_after(b, at);
+    }
+    if rest.first().is_some_and(|c| b"{[".contains(c)) {
+        return None;
+    }
+    let len = rest
+        .iter()
+        .take_while(|c| !b"\r\n\"',}]\\".contains(c))
+        .count();
+    let len = rest[..len]
+        .iter()
+        .rposition(|c| !c.is_ascii_whitespace())
+        .map_or(0, |p| p + 1);
+    (len > 0).then_some((at, at + len))
+}
+
+/// The body of a PEM private key whose `-----BEGIN` is at `i` (to its `-----END`, or to the
+/// end of the text if it has none): the BEGIN and END lines are kept.
+fn pem_body(b: &[u8], i: usize) -> Option<(usize, usize)> {
+    let label_start = i + "-----BEGIN ".len();
+    let label_len = b[label_start..].iter().take(64).position(|c| *c == b'-')?;
+    let label = &b[label_start..label_start + label_len];
+    if !label
+        .windows(11)
+        .any(|w| w.eq_ignore_ascii_case(b"PRIVATE KEY"))
+    {
+        return None;
+    }
+    let mut start = label_start + label_len;
+    start += b[start..].iter().take_while(|c| **c == b'-').count();
+    let end = memchr::memmem::find(&b[start..], b"-----END").map_or(b.len(), |e| start + e);
+    let body = &b[start..end];
+    let first = body.iter().position(|c| !c.is_ascii_whitespace())?;
+    let last = body.iter().rposition(|c| !c.is_ascii_whitespace())?;
+    Some((start + first, start + last + 1))
+}
+
+/// The password of a mysql-style client's `-pPASSWORD` at `i`, when the line names such a
+/// client before it (`-p` alone prompts; `ssh -p2222` is a port).
+fn client_password(b: &[u8], i: usize) -> Option<(usize, usize)> {
+    let line_start = b[..i]
+        .iter()
+        .rev()
+        .take(CLIENT_LOOKBACK)
+        .position(|c| *c == b'\n')
+        .map_or(i.saturating_sub(CLIENT_LOOKBACK), |p| i - p);
+    let line = b[line_start..i].to_ascii_lowercase();
+    let named = PASSWORD_FLAG_CLIENTS
+        .iter()
+        .any(|client| memchr::memmem::find(&line, client.as_bytes()).is_some());
+    if !named {
+        return None;
+    }
+    let start = i + 2;
+    let len = b[start..]
+        .iter()
+        .take_while(|c| !c.is_ascii_whitespace() && !b"\"'`;&|".contains(c))
+        .count();
+    (len > 0).then_some((start, start + len))
+}
+
+/// The secret part of a chat service's webhook URL whose authority starts at `start`.
+fn webhook_secret(b: &[u8], start: usize) -> Option<(usize, usize)> {
+    let url_len = b[start..]
+        .iter()
+        .take_while(|c| !c.is_ascii_whitespace() && !b"\"'<>`\\".contains(c))
+        .count();
+    let url = &b[start..start + url_len];
+    let host_len = url.iter().position(|c| b"/?#".contains(c))?;
+    let host = url[..host_len].to_ascii_lowercase();
+    let host = match host.iter().rposition(|c| *c == b':') {
+        Some(port) => &host[..port],
+        None => &host[..],
+    };
+    let path = &url[host_len..];
+    WEBHOOKS.iter().find_map(|(service, prefix)| {
+        let ours = host == service.as_bytes()
+            || (host.len() > service.len()
+                && host.ends_with(service.as_bytes())
+                && host[host.len() - service.len() - 1] == b'.');
+        let secret = start + host_len + prefix.len();
+        (ours
+            && path.len() > prefix.len()
+            && path[..prefix.len()].eq_ignore_ascii_case(prefix.as_bytes()))
+        .then_some((secret, start + url_len))
+    })
 }
 
 /// The value that starts at `start` and runs to a space, a quote or a separator (`&`, `,`, `;`),
@@ -598,6 +804,170 @@ mod tests {
             args,
             json!({"key": "alpha", "argv": ["run", "--token", REDACTED, "--port", "8"]})
         );
+    }
+
+    /// Hardening VI: the six shapes of a secret inside a string (a JSON, YAML or INI pair, an
+    /// HTTP header, a PEM key, mysql's `-p`, a chat webhook) are cut, and what is around them,
+    /// the client's user and the API's URL among it, is kept.
+    #[test]
+    fn secrets_inside_strings_are_cut_and_what_surrounds_them_kept() {
+        let r = Redactor::new();
+        for (text, secret, kept) in [
+            (
+                r#"{"user": "ada", "password": "hunter2x"}"#,
+                "hunter2x",
+                r#""user": "ada""#,
+            ),
+            (
+                r#"{\"password\": \"hunter2x\", \"db\": \"main\"}"#,
+                "hunter2x",
+                r#"\"db\": \"main\""#,
+            ),
+            (
+                "db:\n  user: ada\n  password: hunter2x\n  port: 5432",
+                "hunter2x",
+                "port: 5432",
+            ),
+            (
+                "[client]\nuser = ada\npassword = hunter2x\n",
+                "hunter2x",
+                "user = ada",
+            ),
+            (
+                "GET / HTTP/1.1\nAuthorization: Basic YWRhOmh1bnRlcjI=\nAccept: */*",
+                "YWRhOmh1bnRlcjI=",
+                "Accept: */*",
+            ),
+            (
+                "curl -H 'X-Api-Key: k3y-v4lue-99' https://api.example.com/v1/items",
+                "k3y-v4lue-99",
+                "https://api.example.com/v1/items",
+            ),
+            (
+                "X-Custom-Token: t0ken-v4lue",
+                "t0ken-v4lue",
+                "X-Custom-Token: ",
+            ),
+            (
+                "key:\n-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA\nq83Xb2\n-----END RSA PRIVATE KEY-----\ndone",
+                "MIIEpAIBAAKCAQEA",
+                "-----END RSA PRIVATE KEY-----\ndone",
+            ),
+            (
+                "mysql -u ada -pS3cretPw shop < dump.sql",
+                "S3cretPw",
+                "mysql -u ada -p",
+            ),
+            (
+                "post to https://hooks.slack.com/services/T0001/B0001/XXXXsecretXXXX now",
+                "XXXXsecretXXXX",
+                "https://hooks.slack.com/services/",
+            ),
+            (
+                "https://discord.com/api/webhooks/1234/abcDEFsecret",
+                "abcDEFsecret",
+                "https://discord.com/api/webhooks/",
+            ),
+        ] {
+            let clean = r
+                .redact_str(text)
+                .unwrap_or_else(|| panic!("nothing cut from {text}"));
+            assert!(!clean.contains(secret), "{text} -> {clean}");
+            assert!(clean.contains(kept), "{text} -> {clean}");
+            assert_eq!(r.redact_str(&clean), None, "cut once: {clean}");
+        }
+        for ordinary in [
+            "key: alpha",
+            r#"{"key": "alpha", "value": 3}"#,
+            "mysql -u ada shop",
+            "ssh -p2222 host",
+            "mkdir -p /tmp/x",
+            "curl https://api.example.com/v1/items",
+            "https://example.com/hooks/services/x",
+            "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----",
+            "auth:\n  type: basic",
+            "time 12:30, port: 8080",
+            r#"{"session_id": "s-1", "sessionId": "s-2", "token_count": 12, "auth_type": "basic"}"#,
+            "session_id=s-1&page=2",
+        ] {
+            assert_eq!(r.redact_str(ordinary), None, "{ordinary}");
+        }
+    }
+
+    mod properties {
+        use super::*;
+        use proptest::prelude::*;
+
+        /// A secret: distinct from every plain word (a capital `Q` and digits).
+        fn secret() -> impl Strategy<Value = String> {
+            "Q[a-z0-9]{6,14}9"
+        }
+
+        /// A line that holds no secret: ordinary words (too short to be a token), and lines
+        /// that look near a secret's shape.
+        fn plain() -> impl Strategy<Value = String> {
+            prop_oneof![
+                proptest::collection::vec("[a-z]{1,7}", 1..6).prop_map(|w| w.join(" ")),
+                Just("mysql -u ada".to_string()),
+                Just("https://api.example.com/v1/items?page=2".to_string()),
+                Just("key: alpha".to_string()),
+                Just("key=alpha".to_string()),
+                Just("port: 8080".to_string()),
+                Just("the token count".to_string()),
+                Just("ssh -p2222 host".to_string()),
+            ]
+        }
+
+        /// A secret written in one of the shapes the rules know, as one or more lines.
+        fn hidden(secret: &str, shape: usize) -> String {
+            match shape {
+                0 => format!(r#"{{"password": "{secret}"}}"#),
+                1 => format!("password: {secret}"),
+                2 => format!("password = {secret}"),
+                3 => format!("Authorization: Basic {secret}"),
+                4 => format!("curl -H 'X-Api-Key: {secret}' https://api.example.com/v1"),
+                5 => format!("-----BEGIN PRIVATE KEY-----\n{secret}\n-----END PRIVATE KEY-----"),
+                6 => format!("mysql -u ada -p{secret} shop"),
+                7 => format!("https://hooks.slack.com/services/T0/B0/{secret}"),
+                _ => format!("https://discord.com/api/webhooks/1/{secret}"),
+            }
+        }
+
+        proptest! {
+            /// Redaction takes out every secret, keeps every plain line as it was and in its
+            /// place, and leaves nothing for a second pass (it never grows a secret back).
+            #[test]
+            fn redaction_cuts_secrets_and_keeps_plain_lines(
+                lines in proptest::collection::vec(
+                    prop_oneof![
+                        plain().prop_map(|p| (p, None)),
+                        (secret(), 0..9usize).prop_map(|(s, shape)| (hidden(&s, shape), Some(s))),
+                    ],
+                    1..12,
+                )
+            ) {
+                let text: Vec<&str> = lines.iter().map(|(l, _)| l.as_str()).collect();
+                let text = text.join("\n");
+                let r = Redactor::new();
+                let clean = r.redact_str(&text).unwrap_or_else(|| text.clone());
+                for (_, secret) in &lines {
+                    if let Some(secret) = secret {
+                        prop_assert!(!clean.contains(secret.as_str()), "{clean}");
+                    }
+                }
+                prop_assert_eq!(clean.lines().count(), text.lines().count());
+                let plain: Vec<&str> = lines
+                    .iter()
+                    .filter(|(_, s)| s.is_none())
+                    .map(|(l, _)| l.as_str())
+                    .collect();
+                let mut kept = clean.lines();
+                for line in plain {
+                    prop_assert!(kept.any(|l| l == line), "{line:?} lost from {clean}");
+                }
+                prop_assert_eq!(r.redact_str(&clean), None);
+            }
+        }
     }
 
     #[test]
