@@ -141,3 +141,45 @@ proptest! {
         prop_assert_eq!(read, kinds);
     }
 }
+
+/// Hardening VI: a value nested deeper than the reader reads (an OTLP span's arguments 127
+/// levels deep, a server's structured result) is written with its deep part kept as a note,
+/// and the line is read back: the run validates.
+#[test]
+fn a_value_nested_too_deep_for_the_reader_is_cut_and_the_line_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.jsonl");
+    let header = common::header("deep", AgentKind::React, None);
+    let mut writer = Writer::create(&path, &header, Redactor::new(), None).unwrap();
+    let mut deep = json!("bottom");
+    for _ in 0..127 {
+        deep = json!({"in": deep});
+    }
+    writer
+        .write(
+            0,
+            EventBody::ToolCalled {
+                step: 1,
+                tool: "s:t".into(),
+                server: Some("s".into()),
+                arguments: Box::new(json!({"shallow": 1, "deep": deep})),
+                result: Observation::of_text("ok", false),
+                latency_ms: 1,
+                node: None,
+                error: None,
+                origin: None,
+                state_change: None,
+            },
+        )
+        .unwrap();
+    drop(writer);
+    let mut stream = EventStream::open(&path).unwrap();
+    let event = stream.next_event().unwrap().expect("the call is read");
+    assert!(stream.problems().is_empty(), "{:?}", stream.problems());
+    let EventBody::ToolCalled { arguments, .. } = event.body else {
+        panic!("{:?}", event.body);
+    };
+    assert_eq!(arguments["shallow"], json!(1));
+    let text = serde_json::to_string(&arguments).unwrap();
+    assert!(text.contains("nested deeper than 96 levels"), "{text}");
+}

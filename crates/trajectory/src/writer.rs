@@ -210,6 +210,8 @@ impl Writer {
     fn write_line<T: Serialize>(&mut self, item: &T) -> Result<Option<serde_json::Value>> {
         let mut value = serde_json::to_value(item).context("encoding event")?;
         let mut changed = self.redactor.redact(&mut value);
+        // Never a line too deep for the reader (a server's or a foreign file's value).
+        changed |= cut_deep(&mut value, MAX_DEPTH);
         self.line.clear();
         serde_json::to_writer(&mut self.line, &value).context("encoding event")?;
         if self.line.len() > self.max_line {
@@ -239,6 +241,30 @@ impl Writer {
 /// Longest line a writer writes by default: under the reader's limit, so every line written is
 /// read.
 pub const DEFAULT_MAX_LINE: usize = crate::reader::MAX_LINE_BYTES - (64 << 10);
+
+/// Deepest nesting a line keeps, the event itself level 1: the reader (serde_json) refuses a
+/// line nested past 128 levels, and the fast decoders read a line inside more.
+pub const MAX_DEPTH: usize = 96;
+
+/// Replaces every array or object nested deeper than `levels` below `value` by a note; true
+/// when anything was replaced.
+fn cut_deep(value: &mut serde_json::Value, levels: usize) -> bool {
+    match value {
+        serde_json::Value::Array(_) | serde_json::Value::Object(_) if levels == 0 => {
+            *value = serde_json::Value::String(format!(
+                "[a value nested deeper than {MAX_DEPTH} levels: not recorded]"
+            ));
+            true
+        }
+        serde_json::Value::Array(items) => items
+            .iter_mut()
+            .fold(false, |cut, v| cut_deep(v, levels - 1) | cut),
+        serde_json::Value::Object(map) => map
+            .values_mut()
+            .fold(false, |cut, v| cut_deep(v, levels - 1) | cut),
+        _ => false,
+    }
+}
 
 /// Shrinks `value` until it serializes within `max` bytes: its longest strings are cut first
 /// (to halving lengths, each ending in a note of what was cut), then its largest arrays and

@@ -26,6 +26,7 @@ use serde_json::{Value, json};
 
 use cosmos_trajectory::event::{Observation, Source, ToolInfo};
 
+use super::budget::{ATTACHMENTS_BUDGET, Attachments, Budget, Counted, SAMPLE_VALUES_BUDGET, list};
 use super::draft::{Call, Draft, Imported, Turn, content_text, timestamp};
 use super::format::{Format, Said};
 
@@ -86,27 +87,107 @@ impl Evaluation {
 }
 
 /// One sample, as much as cosmos reads.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default)]
 struct Sample {
     id: Value,
-    #[serde(default)]
     epoch: Option<u64>,
-    #[serde(default)]
     input: Value,
-    #[serde(default)]
     output: Option<Value>,
-    #[serde(default)]
     events: Vec<Value>,
-    #[serde(default)]
     started_at: Option<String>,
-    #[serde(default)]
     completed_at: Option<String>,
-    #[serde(default)]
     error: Option<Value>,
-    #[serde(default)]
     attachments: HashMap<String, String>,
-    #[serde(default)]
     scores: Option<serde_json::Map<String, Value>>,
+}
+
+/// A sample parsed against its memory budget: only the fields cosmos reads are kept (its
+/// `messages`, as big as its events, are passed over unbuilt), every value counted.
+struct SampleSeed<'b>(&'b Budget);
+
+impl<'de> DeserializeSeed<'de> for SampleSeed<'_> {
+    type Value = Sample;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Sample, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for SampleSeed<'_> {
+    type Value = Sample;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an Inspect sample")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Sample, A::Error> {
+        use serde::de::Error;
+        let counted = Counted(self.0);
+        let mut sample = Sample::default();
+        let mut has_id = false;
+        let some = |v: Value| (!v.is_null()).then_some(v);
+        let text = |v: Value| v.as_str().map(str::to_string);
+        while let Some(key) = map.next_key::<String>()? {
+            match key.as_str() {
+                "id" => {
+                    sample.id = map.next_value_seed(counted)?;
+                    has_id = true;
+                }
+                "epoch" => sample.epoch = map.next_value_seed(counted)?.as_u64(),
+                "input" => sample.input = map.next_value_seed(counted)?,
+                "output" => sample.output = some(map.next_value_seed(counted)?),
+                "events" => sample.events = list(map.next_value_seed(counted)?, "events")?,
+                "started_at" => sample.started_at = text(map.next_value_seed(counted)?),
+                "completed_at" => sample.completed_at = text(map.next_value_seed(counted)?),
+                "error" => sample.error = some(map.next_value_seed(counted)?),
+                "attachments" => {
+                    sample.attachments = match map.next_value_seed(counted)? {
+                        Value::Object(texts) => texts
+                            .into_iter()
+                            .filter_map(|(k, v)| match v {
+                                Value::String(text) => Some((k, text)),
+                                _ => None,
+                            })
+                            .collect(),
+                        _ => HashMap::new(),
+                    }
+                }
+                "scores" => {
+                    sample.scores = match map.next_value_seed(counted)? {
+                        Value::Object(scores) => Some(scores),
+                        _ => None,
+                    }
+                }
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        if !has_id {
+            return Err(A::Error::missing_field("id"));
+        }
+        Ok(sample)
+    }
+}
+
+/// One sample read from `reader` within a budget named `what`.
+fn parse_sample(reader: impl Read, what: &str) -> serde_json::Result<Sample> {
+    let budget = Budget::new(SAMPLE_VALUES_BUDGET, what);
+    let mut de = serde_json::Deserializer::from_reader(BufReader::new(reader));
+    let sample = SampleSeed(&budget).deserialize(&mut de)?;
+    de.end()?;
+    Ok(sample)
+}
+
+/// Largest header (`header.json`, the journal's start) read: what it says of the evaluation
+/// is a few fields.
+const MAX_HEADER_BYTES: u64 = 64 << 20;
+
+/// A header's JSON, within its bytes and a budget of values.
+fn parse_header(reader: impl Read, what: &str) -> serde_json::Result<Value> {
+    let budget = Budget::new(SAMPLE_VALUES_BUDGET, what);
+    let mut de =
+        serde_json::Deserializer::from_reader(BufReader::new(reader.take(MAX_HEADER_BYTES)));
+    let value = Counted(&budget).deserialize(&mut de)?;
+    de.end()?;
+    Ok(value)
 }
 
 /// Reads an Inspect log (`.eval` or `.json`, told apart by content).
@@ -140,11 +221,19 @@ fn read_eval(
     };
     for spec in ["header.json", "_journal/start.json"] {
         if let Ok(entry) = archive.by_name(spec) {
-            let value: Value = serde_json::from_reader(entry.take(MAX_SAMPLE_BYTES))
-                .with_context(|| format!("{}: {spec} is not JSON", path.display()))?;
+            let value = parse_header(entry, spec)
+                .with_context(|| format!("{}: {spec} is not readable JSON", path.display()))?;
             take_spec(&mut context, &value);
             break;
         }
+    }
+    // The directory maps names to entries: of entries sharing a name, one is read.
+    if archive.has_duplicate_names() {
+        said.lines.push(format!(
+            "{}: the zip names some entries more than once; one entry of each name was read \
+             (a sample may be missing)",
+            path.display()
+        ));
     }
     for index in 0..archive.len() {
         let entry = match archive.by_index(index) {
@@ -172,7 +261,7 @@ fn read_eval(
             ));
             continue;
         }
-        match serde_json::from_reader::<_, Sample>(BufReader::new(entry.take(MAX_SAMPLE_BYTES))) {
+        match parse_sample(entry.take(MAX_SAMPLE_BYTES), &name) {
             Ok(sample) => each(convert(&context, sample))?,
             Err(e) => said
                 .lines
@@ -200,20 +289,20 @@ fn read_torn_eval(
             Err(e) => break Some(e.to_string()),
         };
         let name = entry.name().map(|n| n.to_string()).unwrap_or_default();
-        let mut bytes = Vec::new();
-        if let Err(e) = (&mut entry).take(MAX_SAMPLE_BYTES).read_to_end(&mut bytes) {
-            break Some(format!("{name}: {e}"));
-        }
         if name == "_journal/start.json" || name == "header.json" {
-            if let Ok(value) = serde_json::from_slice::<Value>(&bytes) {
-                take_spec(&mut context, &value);
+            match parse_header(&mut entry, &name) {
+                Ok(value) => take_spec(&mut context, &value),
+                Err(e) if e.is_io() => break Some(format!("{name}: {e}")),
+                Err(_) => {}
             }
         } else if name.starts_with("samples/") && name.ends_with(".json") {
-            match serde_json::from_slice::<Sample>(&bytes) {
+            match parse_sample((&mut entry).take(MAX_SAMPLE_BYTES), &name) {
                 Ok(sample) => {
                     each(convert(&context, sample))?;
                     read += 1;
                 }
+                // The bytes ran out inside the entry: that is the tear.
+                Err(e) if e.is_io() || e.is_eof() => break Some(format!("{name}: {e}")),
                 Err(e) => said
                     .lines
                     .push(format!("{name}: not a readable sample: {e}")),
@@ -331,7 +420,12 @@ impl<'de> Visitor<'de> for Samples<'_, '_> {
         f.write_str("a list of samples")
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        while let Some(sample) = seq.next_element::<Sample>()? {
+        loop {
+            let what = format!("sample {} of the log", self.0.samples + 1);
+            let budget = Budget::new(SAMPLE_VALUES_BUDGET, what);
+            let Some(sample) = seq.next_element_seed(SampleSeed(&budget))? else {
+                break;
+            };
             let run = convert(&self.0.context, sample);
             if let Err(e) = (self.0.each)(run) {
                 self.0.failed = Some(e);
@@ -340,30 +434,6 @@ impl<'de> Visitor<'de> for Samples<'_, '_> {
             self.0.samples += 1;
         }
         Ok(())
-    }
-}
-
-/// A string from the log with its `attachment://` reference (Inspect keeps big texts apart)
-/// put back.
-fn resolved<'a>(text: &'a str, attachments: &'a HashMap<String, String>) -> &'a str {
-    text.strip_prefix("attachment://")
-        .and_then(|key| attachments.get(key))
-        .map_or(text, String::as_str)
-}
-
-/// A value with every attachment reference in it put back.
-fn resolve(value: &Value, attachments: &HashMap<String, String>) -> Value {
-    match value {
-        Value::String(text) => Value::String(resolved(text, attachments).to_string()),
-        Value::Array(items) => {
-            Value::Array(items.iter().map(|v| resolve(v, attachments)).collect())
-        }
-        Value::Object(map) => Value::Object(
-            map.iter()
-                .map(|(k, v)| (k.clone(), resolve(v, attachments)))
-                .collect(),
-        ),
-        other => other.clone(),
     }
 }
 
@@ -386,8 +456,9 @@ fn millis(seconds: Option<&Value>) -> Option<u64> {
 }
 
 /// One sample as one run.
-fn convert(context: &Evaluation, sample: Sample) -> Imported {
-    let attachments = &sample.attachments;
+fn convert(context: &Evaluation, mut sample: Sample) -> Imported {
+    let attachments =
+        &Attachments::new(std::mem::take(&mut sample.attachments), ATTACHMENTS_BUDGET);
     let id = id_text(&sample.id);
     let epoch = sample.epoch.unwrap_or(1);
     let source = Source {
@@ -411,13 +482,12 @@ fn convert(context: &Evaluation, sample: Sample) -> Imported {
     draft.agent(context.agent());
     draft.model(&context.eval.model);
     match &sample.input {
-        Value::String(text) => draft.user(started, resolved(text, attachments)),
+        Value::String(text) => draft.user(started, &attachments.resolved(text)),
         Value::Array(messages) => {
             for message in messages {
-                let text = content_text(&resolve(
-                    message.get("content").unwrap_or(&Value::Null),
-                    attachments,
-                ));
+                let text = content_text(
+                    &attachments.resolve(message.get("content").unwrap_or(&Value::Null)),
+                );
                 match message.get("role").and_then(Value::as_str) {
                     Some("user") => draft.user(started, &text),
                     Some(role) => {
@@ -483,15 +553,23 @@ fn convert(context: &Evaluation, sample: Sample) -> Imported {
         .as_ref()
         .and_then(|o| o.get("completion"))
         .and_then(text_of)
-        .map(|t| resolved(t, attachments).to_string())
+        .map(|t| attachments.resolved(t).into_owned())
         .filter(|t| !t.is_empty());
     if let Some(answer) = answer {
         draft.answer(completed, &answer);
     }
+    if attachments.cut() > 0 {
+        draft.skipped(format!(
+            "{} attachment reference(s) not copied: the sample's attachments passed {} MiB \
+             (docs/import.md, \"Limits\")",
+            attachments.cut(),
+            ATTACHMENTS_BUDGET >> 20
+        ));
+    }
     let failure = sample.error.as_ref().map(|e| {
         e.get("message")
             .and_then(Value::as_str)
-            .map_or_else(|| e.to_string(), |m| resolved(m, attachments).to_string())
+            .map_or_else(|| e.to_string(), |m| attachments.resolved(m).into_owned())
     });
     draft.finish(failure, None)
 }
@@ -500,7 +578,7 @@ fn convert(context: &Evaluation, sample: Sample) -> Imported {
 fn model_turn(
     event: &Value,
     at: Option<chrono::DateTime<chrono::Utc>>,
-    attachments: &HashMap<String, String>,
+    attachments: &Attachments,
 ) -> Turn {
     let output = event.get("output");
     let usage = output.and_then(|o| o.get("usage"));
@@ -517,7 +595,7 @@ fn model_turn(
                 .map(|c| {
                     json!({
                         "name": c.get("function").cloned().unwrap_or(Value::Null),
-                        "arguments": resolve(c.get("arguments").unwrap_or(&Value::Null), attachments),
+                        "arguments": attachments.resolve(c.get("arguments").unwrap_or(&Value::Null)),
                     })
                 })
                 .collect()
@@ -525,7 +603,7 @@ fn model_turn(
         .unwrap_or_default();
     let content = message
         .and_then(|m| m.get("content"))
-        .map(|c| content_text(&resolve(c, attachments)))
+        .map(|c| content_text(&attachments.resolve(c)))
         .unwrap_or_default();
     let mut reply = json!({"role": "assistant", "content": content});
     if !calls.is_empty() {
@@ -556,18 +634,18 @@ fn model_turn(
 fn tool_call(
     event: &Value,
     at: Option<chrono::DateTime<chrono::Utc>>,
-    attachments: &HashMap<String, String>,
+    attachments: &Attachments,
 ) -> Call {
     let error = event.get("error").filter(|e| !e.is_null()).map(|e| {
         e.get("message")
             .and_then(Value::as_str)
-            .map_or_else(|| e.to_string(), |m| resolved(m, attachments).to_string())
+            .map_or_else(|| e.to_string(), |m| attachments.resolved(m).into_owned())
     });
     let pending = event.get("pending").and_then(Value::as_bool) == Some(true);
     let result = (!pending).then(|| {
         let text = event
             .get("result")
-            .map(|r| content_text(&resolve(r, attachments)))
+            .map(|r| content_text(&attachments.resolve(r)))
             .unwrap_or_default();
         Observation::of_text(text, error.is_some())
     });
@@ -577,7 +655,7 @@ fn tool_call(
             .and_then(Value::as_str)
             .unwrap_or("tool")
             .to_string(),
-        arguments: resolve(event.get("arguments").unwrap_or(&json!({})), attachments),
+        arguments: attachments.resolve(event.get("arguments").unwrap_or(&json!({}))),
         result,
         error,
         latency_ms: if pending {
@@ -590,19 +668,17 @@ fn tool_call(
 }
 
 /// A model event's tool (`{name, description, parameters}`) as a catalogue entry.
-fn tool_info(tool: &Value, attachments: &HashMap<String, String>) -> Option<ToolInfo> {
+fn tool_info(tool: &Value, attachments: &Attachments) -> Option<ToolInfo> {
     Some(ToolInfo {
         name: tool.get("name")?.as_str()?.to_string(),
         description: tool
             .get("description")
             .and_then(Value::as_str)
-            .map(|d| resolved(d, attachments).to_string())
+            .map(|d| attachments.resolved(d).into_owned())
             .unwrap_or_default(),
-        input_schema: resolve(
-            tool.get("parameters").unwrap_or(&json!({"type": "object"})),
-            attachments,
-        )
-        .into(),
+        input_schema: attachments
+            .resolve(tool.get("parameters").unwrap_or(&json!({"type": "object"})))
+            .into(),
         output_schema: None,
         annotations: None,
         ..Default::default()

@@ -45,11 +45,13 @@
 //! the spans' kept facts are gathered by trace before runs are made (memory grows with the file's
 //! spans, not their events). Inspect's logs do not say which MCP server a tool came from, so Inspect's tools keep their own
 //! names. Inspect samples are read one entry (or, in a `.json` log, one array element) at a time, an
-//! `.eval` entry up to 4 GiB; an ATIF file (one session, held whole while converted) up to 4 GiB.
+//! `.eval` entry up to 4 GiB, what each becomes in memory bounded as it is made (`budget.rs`:
+//! parsed values within 256 MiB, attachment copies within 128 MiB); an ATIF file (one session, held whole while converted) up to 4 GiB.
 //! A torn `.eval` (no zip directory) is read from the front up to the tear; a `.json` that breaks
 //! off keeps its whole samples before the break; both are said.
 
 pub(crate) mod atif;
+mod budget;
 mod convert;
 mod draft;
 mod format;
@@ -60,4 +62,4 @@ pub(crate) mod otlp;
 pub use convert::{Written, read, write};
 pub use draft::{Call, Draft, Ended, Imported, Turn, content_text, mcp_tool_name, timestamp};
 pub use format::{Detected, Format, KNOWN, Said, detect, detect_bytes};
-pub use open::{Opened, open, shown_location};
+pub use open::{Opened, open};
