@@ -206,6 +206,24 @@ fn wm_eval_evaluates_a_world_model_on_imported_calls() {
         "{}",
         text(&done.stdout)
     );
+    // Hardening VI: the file records the files the person gave, never the private folder
+    // they were converted into (removed when cosmos ends).
+    let whole = serde_json::to_string(&run).unwrap();
+    assert!(!whole.contains("cosmos-state-"), "{whole}");
+    assert!(
+        run[0]["agent"]["settings"]["runs"]
+            .to_string()
+            .contains("inspect_time_mcp.eval"),
+        "{}",
+        run[0]["agent"]["settings"]
+    );
+    for copy in of_kind(&run, "tool_called") {
+        let origin = copy["origin"]["run"].as_str().unwrap();
+        assert!(
+            origin.contains("inspect_time_mcp.") && origin.contains("(converted from inspect)"),
+            "{origin}"
+        );
+    }
 }
 
 #[test]
@@ -1040,4 +1058,170 @@ fn links_in_and_out_are_taken_as_what_they_are() {
         "{}",
         text(&done.stderr)
     );
+}
+
+/// Writes the two hostile `.eval` logs of Hardening VI with Python's zipfile: one whose 1 MiB
+/// attachment is named 600 times (about 1.5 KB deflated), one whose sample inflates to 50
+/// million numbers (about 150 KB deflated).
+fn hostile_eval_logs(dir: &Path) -> (PathBuf, PathBuf) {
+    let attachments = dir.join("attachments.eval");
+    let numbers = dir.join("numbers.eval");
+    let script = r#"
+import json, sys, zipfile
+attachments, numbers = sys.argv[1], sys.argv[2]
+header = json.dumps({"eval": {"task": "hostile", "model": "m"}})
+with zipfile.ZipFile(attachments, "w", zipfile.ZIP_DEFLATED) as z:
+    z.writestr("header.json", header)
+    events = [{"event": "tool", "function": "f", "arguments": {"n": i}, "result": "attachment://a"}
+              for i in range(600)]
+    z.writestr("samples/s1_epoch_1.json", json.dumps({
+        "id": "s1", "epoch": 1, "input": "task", "events": events,
+        "attachments": {"a": "x" * (1 << 20)}, "output": {"completion": "done"}}))
+with zipfile.ZipFile(numbers, "w", zipfile.ZIP_DEFLATED) as z:
+    z.writestr("header.json", header)
+    with z.open("samples/s2_epoch_1.json", "w") as f:
+        f.write(b'{"id": "s2", "epoch": 1, "input": "task", "events": [')
+        chunk = b"0," * 1_000_000
+        for _ in range(50):
+            f.write(chunk)
+        f.write(b'0]}')
+"#;
+    let made = Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .arg(&attachments)
+        .arg(&numbers)
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "{}", text(&made.stderr));
+    (attachments, numbers)
+}
+
+/// `cosmos ARGS` with its address space limited to 1.5 GB (`ulimit -v`): an unbounded read
+/// aborts with "memory allocation failed" instead of passing.
+fn cosmos_within_1_5_gb(args: &[&str]) -> Output {
+    Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -v 1500000 && exec \"$0\" \"$@\"")
+        .arg(env!("CARGO_BIN_EXE_cosmos"))
+        .args(args)
+        .current_dir(root())
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap()
+}
+
+/// Hardening VI: a 1.5 KB log whose attachment is named 600 times, and a 150 KB one whose
+/// sample inflates to 50 million numbers, are read within 1.5 GB of address space by both
+/// `import` and `report`: each ends with an exit code and a message, never an abort, and no
+/// half-written run is left. The attachment's copies stop at the budget, and the run says so.
+#[test]
+fn hostile_inspect_logs_are_read_within_bounded_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let (attachments, numbers) = hostile_eval_logs(dir.path());
+    for (log, readable) in [(&attachments, true), (&numbers, false)] {
+        let out = dir.path().join(format!(
+            "runs-{}",
+            log.file_stem().unwrap().to_string_lossy()
+        ));
+        let log = log.to_str().unwrap();
+        let imported = cosmos_within_1_5_gb(&["import", log, "--out", out.to_str().unwrap()]);
+        let said = text(&imported.stderr);
+        assert!(
+            matches!(imported.status.code(), Some(0 | 1)),
+            "{log}: {:?} {said}",
+            imported.status
+        );
+        assert!(!said.contains("memory allocation"), "{said}");
+        let left: Vec<String> = std::fs::read_dir(&out)
+            .map(|d| {
+                d.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        assert!(
+            left.iter().all(|n| !n.ends_with(".part")),
+            "{log}: {left:?}"
+        );
+        if readable {
+            assert_eq!(imported.status.code(), Some(0), "{said}");
+            let [run] = left.as_slice() else {
+                panic!("one run: {left:?}")
+            };
+            let run = read_run(&out.join(run));
+            assert_eq!(of_kind(&run, "tool_called").len(), 600);
+            let skipped = run[0]["source"]["skipped"].to_string();
+            assert!(
+                skipped.contains("attachment reference(s) not copied"),
+                "{skipped}"
+            );
+        } else {
+            assert_eq!(imported.status.code(), Some(1), "{said}");
+            assert!(
+                said.contains("samples/s2_epoch_1.json") && said.contains("MiB of memory"),
+                "{said}"
+            );
+        }
+        let reported = cosmos_within_1_5_gb(&["report", log]);
+        let said = text(&reported.stderr);
+        assert!(
+            matches!(reported.status.code(), Some(0 | 1)),
+            "{log}: {:?} {said}",
+            reported.status
+        );
+        assert!(!said.contains("memory allocation"), "{said}");
+    }
+}
+
+/// Hardening VI: a file imported by two spellings of its path (`./f.json`, an absolute path)
+/// is one run, imported once; and two files that make the same run (two copies of one export)
+/// are read once by `report`, which says so.
+#[test]
+fn one_file_is_one_run_however_named_and_a_second_copy_is_said() {
+    let out = tempfile::tempdir().unwrap();
+    let relative = "./tests/fixtures/interchange/atif_claude_code_time.json";
+    let absolute = fixture("atif_claude_code_time.json");
+    for path in [relative, absolute.to_str().unwrap()] {
+        let done = cosmos(&["import", path, "--out", out.path().to_str().unwrap()]);
+        assert!(done.status.success(), "{}", text(&done.stderr));
+    }
+    let runs: Vec<_> = std::fs::read_dir(out.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    // Two copies of one export: the same embedded run.
+    let dir = tempfile::tempdir().unwrap();
+    let sample = std::fs::read_dir(root().join("sample_runs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().contains("_react_"))
+        .min()
+        .unwrap();
+    let first = dir.path().join("first.json");
+    let exported = cosmos(&[
+        "export",
+        "atif",
+        sample.to_str().unwrap(),
+        "-o",
+        first.to_str().unwrap(),
+    ]);
+    assert!(exported.status.success(), "{}", text(&exported.stderr));
+    let second = dir.path().join("second.json");
+    std::fs::copy(&first, &second).unwrap();
+    let reported = cosmos(&[
+        "report",
+        first.to_str().unwrap(),
+        second.to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    assert!(reported.status.success(), "{}", text(&reported.stderr));
+    let said = text(&reported.stderr);
+    assert!(
+        said.contains("second.json") && said.contains("counted once"),
+        "{said}"
+    );
+    let report: Value = serde_json::from_slice(&reported.stdout).unwrap();
+    assert_eq!(report["runs"], json!(1), "{report}");
 }

@@ -85,6 +85,31 @@ fn validate_finds_dangling_node_references() {
     );
 }
 
+/// Hardening VI: a node that names itself as its parent (a loop, not a tree) is an error.
+#[test]
+fn validate_rejects_a_node_that_is_its_own_parent() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(dir.path(), "a.jsonl", 3);
+    let mut lines: Vec<String> = fs::read_to_string(&path)
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect();
+    lines.insert(
+        4,
+        r#"{"seq":4,"t_ms":9,"kind":"node_added","node":7777,"parent":7777,"depth":1,"action":null}"#
+            .into(),
+    );
+    fs::write(&path, lines.join("\n") + "\n").unwrap();
+    let out = cosmos(&["validate", &path]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out).contains(":5: error: node 7777 is its own parent"),
+        "{}",
+        text(&out)
+    );
+}
+
 #[test]
 fn the_explorer_without_a_terminal_is_a_clear_error() {
     // `cosmos PATH` is `cosmos replay PATH`; here stdin and stdout are not terminals.

@@ -63,6 +63,10 @@ use cosmos_trajectory::writer::Writer;
 pub struct CallInContext {
     /// The run it comes from.
     pub run: PathBuf,
+    /// The run as a file records it ([`crate::mcp::shown_location`]: a run converted from
+    /// another program's file lives in a folder removed at exit, and is named by the file the
+    /// person gave).
+    pub shown: Arc<str>,
     /// Its `seq` there.
     pub seq: u64,
     /// The tool, with its description and schema from the run's header.
@@ -247,10 +251,12 @@ fn calls_of_run(file: &Path, mut stream: EventStream) -> Result<Vec<CallInContex
         });
     }
     let history = Arc::new(steps);
+    let shown: Arc<str> = crate::mcp::shown_location(file, &header).into();
     Ok(run_calls
         .into_iter()
         .map(|r| CallInContext {
             run: file.to_path_buf(),
+            shown: shown.clone(),
             seq: r.seq,
             tool: r.tool,
             server: r.server,
@@ -638,7 +644,7 @@ pub async fn evaluate(
                 cached[w].clone()
             };
             let done = earlier
-                .get(&(call.run.display().to_string(), call.seq, names[w].clone()))
+                .get(&(call.shown.to_string(), call.seq, names[w].clone()))
                 .cloned();
             async move {
                 let (result, from_before) = match done {
@@ -757,7 +763,7 @@ fn copy_of(call: &CallInContext, step: u64, after: Option<StateFields>) -> Event
         node: None,
         error: None,
         origin: Some(Box::new(Origin {
-            run: call.run.display().to_string(),
+            run: call.shown.to_string(),
             seq: call.seq,
         })),
         state_change: call.state_change.as_deref().map(|change| {
@@ -1052,6 +1058,7 @@ mod tests {
                 let start = start.clone();
                 (0..9usize).map(move |before| CallInContext {
                     run: PathBuf::from(run),
+                    shown: (*run).into(),
                     seq: before as u64 + 1,
                     tool: ToolInfo {
                         name: history[before].tool.clone(),

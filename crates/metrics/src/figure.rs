@@ -41,30 +41,69 @@ pub fn within(value: f64, top: f64, places: usize) -> String {
 }
 
 /// A confidence threshold `at` (one of the confidences it is set among) written with as few
-/// decimals as keep what it trusts: never rounded up (0.9498 is not "0.95", which would trust
+/// digits as keep what it trusts: never rounded up (0.9498 is not "0.95", which would trust
 /// fewer), cut to two places or more until no confidence `below` it (the surest one under it)
-/// reaches the written value. What `--go-real-below` given this text trusts is exactly what the
-/// row counts.
+/// reaches the written value, with at most six significant digits (a tiny threshold, such as
+/// 5e-324, in exponent form). What `--go-real-below` given this text trusts is exactly what
+/// the row counts; only confidences closer than six digits tell apart need more, and then the
+/// text is the shortest that reads back as `at`.
 pub fn threshold(at: f64, below: Option<f64>) -> String {
-    // The shortest text that reads back as `at`, cut (never rounded) to k places: a decimal
-    // string cut short reads back at most `at`.
+    let trusts_the_same = |text: &str| {
+        text.parse::<f64>()
+            .is_ok_and(|v| v <= at && below.is_none_or(|b| b < v))
+    };
+    // Cut, never rounded: a decimal string cut short reads back at most `at`.
     let full = format!("{at}");
     let Some((whole, decimals)) = full.split_once('.') else {
         return format!("{at:.2}");
     };
-    for k in 2..decimals.len() {
+    let leading_zeros = if whole.trim_start_matches('-') == "0" {
+        decimals.bytes().take_while(|d| *d == b'0').count()
+    } else {
+        0
+    };
+    if decimals.len() < 2 {
+        return format!("{at:.2}");
+    }
+    // Fixed places, for a threshold of 0.0001 or more, while the digits after the leading
+    // zeros are at most six.
+    let places = if leading_zeros < 4 {
+        decimals.len().min(leading_zeros + SIGNIFICANT)
+    } else {
+        0
+    };
+    for k in 2..=places {
         let cut = format!("{whole}.{}", &decimals[..k]);
-        let value: f64 = cut.parse().unwrap_or(at);
-        if below.is_none_or(|b| b < value) {
+        if trusts_the_same(&cut) {
             return cut;
         }
     }
-    if decimals.len() < 2 {
-        format!("{at:.2}")
-    } else {
+    // A tiny threshold: its significant digits in exponent form.
+    let exact = format!("{at:e}");
+    if let Some((mantissa, exponent)) = exact.split_once('e') {
+        let digits: usize = mantissa.chars().filter(char::is_ascii_digit).count();
+        for d in 1..=digits.min(SIGNIFICANT) {
+            // The mantissa's first `d` digits (and its point after the first).
+            let cut: String = mantissa
+                .chars()
+                .take(if d == 1 { 1 } else { d + 1 })
+                .collect();
+            let text = format!("{cut}e{exponent}");
+            if trusts_the_same(&text) {
+                return text;
+            }
+        }
+    }
+    // Closer than six digits tell apart: the shortest text that is exactly `at`.
+    if full.len() <= exact.len() + 2 {
         full
+    } else {
+        exact
     }
 }
+
+/// Most significant digits a threshold is written with, when fewer keep what it trusts.
+const SIGNIFICANT: usize = 6;
 
 #[cfg(test)]
 mod tests {
@@ -82,8 +121,26 @@ mod tests {
         assert_eq!(threshold(0.9, None), "0.90");
         assert_eq!(threshold(1.0, Some(0.5)), "1.00");
         assert_eq!(threshold(0.0, None), "0.00");
+        // Hardening VI: a tiny threshold is a few digits in exponent form, never 320 of
+        // them, and still trusts exactly what `at` does.
+        assert_eq!(threshold(5e-324, Some(0.0)), "5e-324");
+        assert_eq!(threshold(1.234567891e-9, Some(1e-9)), "1.2e-9");
+        for (at, below) in [
+            (5e-324, Some(0.0)),
+            (3.3e-20, None),
+            (0.000123456789, Some(0.0001)),
+        ] {
+            let text = threshold(at, below);
+            assert!(text.len() <= 14, "{text}");
+        }
         // Whatever the numbers, the text trusts exactly what `at` does.
-        for (at, below) in [(0.8993, 0.8992), (0.77001, 0.77), (0.5, 0.49999999)] {
+        for (at, below) in [
+            (0.8993, 0.8992),
+            (0.77001, 0.77),
+            (0.5, 0.49999999),
+            (5e-324, 0.0),
+            (1e-9, 9.9e-10),
+        ] {
             let shown: f64 = threshold(at, Some(below)).parse().unwrap();
             assert!(shown <= at && shown > below, "{at} {below} {shown}");
         }

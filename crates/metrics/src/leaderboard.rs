@@ -322,7 +322,7 @@ fn score(outcome: &Outcome) -> Option<f64> {
 fn row(name: &str, w: usize, calls: &[CallResult], good_fidelity: f64) -> WorldModelRow {
     let mut scores = Scores::default();
     let mut scored = Vec::new();
-    let (mut tp, mut fp, mut fn_, mut failed, mut none, mut tokens) = (0, 0, 0, 0, 0, 0);
+    let (mut tp, mut fp, mut fn_, mut failed, mut none, mut tokens) = (0, 0, 0, 0, 0, 0u64);
     let mut by_tool: BTreeMap<&str, Scores> = BTreeMap::new();
     let mut by_server: BTreeMap<&str, Scores> = BTreeMap::new();
     let mut by_state_change: BTreeMap<&'static str, Scores> = BTreeMap::new();
@@ -375,7 +375,7 @@ fn row(name: &str, w: usize, calls: &[CallResult], good_fidelity: f64) -> WorldM
                     .entry(server)
                     .or_default()
                     .push(fidelity.score, source);
-                tokens += t;
+                tokens = tokens.saturating_add(t);
                 none += usize::from(fidelity.no_prediction);
                 // Nothing predicted foresees no failure.
                 let said_error = predicted_error && !fidelity.no_prediction;

@@ -383,17 +383,29 @@ impl RunMetrics {
             .map(|(_, usage)| usage)
     }
 
-    /// Tokens the agent spent (every role but the judge).
+    /// Tokens the agent spent (every role but the judge); at most `u64::MAX`
+    /// ([`RunMetrics::tokens_saturated`] says when a sum reached it).
     pub fn tokens(&self) -> u64 {
-        self.agent_roles()
-            .map(|r| r.prompt_tokens + r.completion_tokens)
-            .sum()
+        self.agent_roles().fold(0u64, |sum, r| {
+            sum.saturating_add(r.prompt_tokens.saturating_add(r.completion_tokens))
+        })
     }
 
     /// Tokens the judge spent scoring the run (apart from the run's own cost).
     pub fn judge_tokens(&self) -> u64 {
         let judge = &self.llm[Role::Judge.index()];
-        judge.prompt_tokens + judge.completion_tokens
+        judge.prompt_tokens.saturating_add(judge.completion_tokens)
+    }
+
+    /// True when a token sum reached `u64::MAX` (a source that recorded an absurd count): the
+    /// figures shown are then the largest count, not the sum.
+    pub fn tokens_saturated(&self) -> bool {
+        let saturated = |r: &RoleUsage| {
+            r.prompt_tokens.checked_add(r.completion_tokens).is_none()
+                || r.prompt_tokens == u64::MAX
+                || r.completion_tokens == u64::MAX
+        };
+        self.llm.iter().any(saturated) || self.tokens() == u64::MAX
     }
 
     /// The agent's LLM calls (every role but the judge).
@@ -630,8 +642,9 @@ const USAGE_EVERY: usize = 1024;
 pub fn add_usage(usage: &mut [RoleUsage; 5], call: &LlmFacts) {
     let u = &mut usage[call.role.index()];
     u.calls += 1;
-    u.prompt_tokens += call.prompt_tokens;
-    u.completion_tokens += call.completion_tokens;
+    // Saturating: a source's absurd count must not wrap the sum to a small one.
+    u.prompt_tokens = u.prompt_tokens.saturating_add(call.prompt_tokens);
+    u.completion_tokens = u.completion_tokens.saturating_add(call.completion_tokens);
     u.estimated_calls += u64::from(call.estimated);
     u.failed_calls += u64::from(call.failed);
 }
@@ -1484,6 +1497,27 @@ fn wall_end(finished_ms: u64, before_ms: u64, ending: Option<Ending>) -> u64 {
 mod tests {
     use super::*;
     use cosmos_trajectory::event::JudgeScores;
+
+    /// Hardening VI: a source's absurd token count never wraps a sum to a small number: the
+    /// sums stop at the largest count, and the metrics say they did.
+    #[test]
+    fn token_sums_saturate_and_say_so() {
+        let mut m = RunMetrics::default();
+        let call = |prompt_tokens| LlmFacts {
+            role: Role::Planner,
+            prompt_tokens,
+            completion_tokens: 5,
+            estimated: false,
+            failed: false,
+        };
+        add_usage(&mut m.llm, &call(10));
+        assert_eq!(m.tokens(), 15);
+        assert!(!m.tokens_saturated());
+        add_usage(&mut m.llm, &call(u64::MAX));
+        add_usage(&mut m.llm, &call(7));
+        assert_eq!(m.tokens(), u64::MAX);
+        assert!(m.tokens_saturated());
+    }
 
     /// A report's reading (simulations kept as spans, read back from the file when a call
     /// pairs with one) gives the metrics of pushing every event; a file rewritten since reads

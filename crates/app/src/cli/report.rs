@@ -116,6 +116,13 @@ pub fn run(
     for line in &skipped_lines {
         errln!("cosmos: {}", inert(line));
     }
+    for r in records.iter().filter(|r| r.metrics.tokens_saturated()) {
+        errln!(
+            "cosmos: {}: its token counts add up past {}: shown as that, the largest count, not the sum",
+            inert(&r.path.display().to_string()),
+            u64::MAX
+        );
+    }
     if records.is_empty() {
         anyhow::bail!(
             "no runs to report under {}",

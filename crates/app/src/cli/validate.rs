@@ -102,13 +102,17 @@ pub fn check_file(path: &Path) -> Vec<Problem> {
         };
         match &event.body {
             EventBody::NodeAdded { node, parent, .. } => {
+                // The parent is checked before the node counts as added: a node that names
+                // itself as its parent would otherwise pass (and make the tree a loop).
+                match parent {
+                    Some(p) if p == node => bad(format!("node {node} is its own parent")),
+                    Some(p) if !nodes.contains(p) => bad(format!(
+                        "node {node} has parent {p}, which was not added before it"
+                    )),
+                    _ => {}
+                }
                 if !nodes.insert(*node) {
                     bad(format!("node {node} added twice"));
-                }
-                if let Some(p) = parent.filter(|p| !nodes.contains(p)) {
-                    bad(format!(
-                        "node {node} has parent {p}, which was not added before it"
-                    ));
                 }
             }
             EventBody::NodeSimulated { node, .. } | EventBody::NodeEvaluated { node, .. }

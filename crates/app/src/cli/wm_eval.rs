@@ -97,6 +97,9 @@ pub fn run(args: WmEvalArgs) -> Result<ExitCode> {
     // Other programs' trajectories are evaluated on as the runs made of them.
     let opened = crate::cli::import::open_runs(&args.runs)?;
     let memory_opened = crate::cli::import::open_runs(&args.memory_from)?;
+    // What the person gave is what the files record; the runs converted from them live in a
+    // private folder removed at exit.
+    let given = args.runs.clone();
     let args = WmEvalArgs {
         runs: opened.paths.clone(),
         memory_from: memory_opened.paths.clone(),
@@ -122,7 +125,7 @@ pub fn run(args: WmEvalArgs) -> Result<ExitCode> {
         },
         concurrency: args.concurrency,
         out_dir: args.out.clone(),
-        runs: args.runs.clone(),
+        runs: given.clone(),
         decision: args.decision,
         good_fidelity: args.good_fidelity,
     };
@@ -188,9 +191,9 @@ pub fn run(args: WmEvalArgs) -> Result<ExitCode> {
             &args.world_models[0],
             target,
             args.delta,
-            &args.runs,
+            &given,
         )?;
-        let mut staged = cosmos_export::staged::Staged::create(file)?;
+        let mut staged = cosmos_trajectory::out_file::Staged::create(file)?;
         std::io::Write::write_all(staged.writer(), routing.text.as_bytes())?;
         staged.finish()?;
         for (tool, fitted) in &routing.recalibrated {

@@ -82,12 +82,15 @@ impl Draft {
     /// A run of `source` (its format, file and id) on a task called `task_id`, started at
     /// `started` when the source says.
     pub fn new(source: Source, task_id: &str, started: Option<DateTime<Utc>>) -> Self {
+        // The same session of the same file is the same run however often it is imported,
+        // and however its path was typed (`./f.json`, `f.json`, through a link).
+        let file = std::fs::canonicalize(&source.file)
+            .map_or_else(|_| source.file.clone(), |p| p.display().to_string());
         let run_id = format!(
             "import-{}-{}-{:08x}",
             source.format,
             file_safe(&source.id, 80),
-            // The same session of the same file is the same run however often it is imported.
-            fnv1a(format!("{}\n{}", source.file, source.id).as_bytes()) as u32
+            fnv1a(format!("{file}\n{}", source.id).as_bytes()) as u32
         );
         let mut header = Header::new(
             run_id,

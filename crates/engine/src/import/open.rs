@@ -9,11 +9,10 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Result, bail};
-use cosmos_trajectory::event::Header;
 use cosmos_trajectory::reader::collect_files;
 use cosmos_trajectory::redact::Redactor;
 
-use crate::mcp::sandbox_home::Home;
+use crate::mcp::sandbox_home::{FOUND, GIVEN, Home};
 
 use super::convert::{Written, read, write};
 use super::format::{Detected, Format, detect};
@@ -71,8 +70,8 @@ pub fn open(paths: &[PathBuf], redactor: &Redactor) -> Result<Opened> {
         match detect(path)? {
             Detected::Cosmos => opened.paths.push(path.clone()),
             Detected::Foreign(format) => {
-                let made = convert(&mut opened, path, format, GIVEN, redactor)?;
-                if made.is_empty() {
+                let (made, repeated) = convert(&mut opened, path, format, GIVEN, redactor)?;
+                if made.is_empty() && repeated == 0 {
                     bail!(
                         "{}: no session or sample in it could be read",
                         path.display()
@@ -86,7 +85,7 @@ pub fn open(paths: &[PathBuf], redactor: &Redactor) -> Result<Opened> {
     for path in in_folders {
         if let Ok(Detected::Foreign(format)) = detect(&path) {
             match convert(&mut opened, &path, format, FOUND, redactor) {
-                Ok(made) => any_in_folders |= !made.is_empty(),
+                Ok((made, _)) => any_in_folders |= !made.is_empty(),
                 Err(e) => opened.said.push(format!("{}: {e:#}", path.display())),
             }
         }
@@ -98,52 +97,42 @@ pub fn open(paths: &[PathBuf], redactor: &Redactor) -> Result<Opened> {
     Ok(opened)
 }
 
-/// Where a run is, as the person knows it. A run converted for this command lives in the
-/// private folder, which is removed when cosmos ends: it is named by the file it was made of
-/// (and the session or sample in it). Any other run, an imported one saved by `cosmos import`
-/// included, by its path.
-pub fn shown_location(path: &Path, header: &Header) -> String {
-    let converted = path
-        .parent()
-        .and_then(|part| Some((part.file_name()?, part.parent()?.file_name()?)))
-        .is_some_and(|(part, home)| {
-            (part == GIVEN || part == FOUND)
-                && home
-                    .to_string_lossy()
-                    .starts_with(crate::mcp::sandbox_home::PREFIX)
-        });
-    match &header.source {
-        Some(source) if converted => format!(
-            "{} › {} (converted from {})",
-            source.file, source.id, source.format
-        ),
-        _ => path.display().to_string(),
-    }
-}
-
-/// The private folder's part for files given one by one (each run listed on its own).
-const GIVEN: &str = "given";
-/// Its part for files found in folders (listed as a folder).
-const FOUND: &str = "found";
-
-/// Converts one foreign file into `part` of the private folder, returning the runs made.
+/// Converts one foreign file into `part` of the private folder, returning the runs made and
+/// how many of its runs were read already (from another file given).
 fn convert(
     opened: &mut Opened,
     path: &Path,
     format: Format,
     part: &str,
     redactor: &Redactor,
-) -> Result<Vec<PathBuf>> {
+) -> Result<(Vec<PathBuf>, usize)> {
     if opened.folder.is_none() {
         opened.folder = Some(crate::mcp::sandbox_home::fresh()?);
     }
     let folder = opened.converted_folder().expect("made above").join(part);
     std::fs::create_dir_all(&folder)?;
     let mut made = Vec::new();
+    let mut repeated = 0;
     let mut problems = Vec::new();
+    let path_shown = path.display().to_string();
     let said = read(path, format, &mut |run| {
         match write(&run, &folder, redactor) {
-            Ok(Written::New(path) | Written::There(path)) => made.push(path),
+            Ok(Written::New(path)) => made.push(path),
+            // The folder is this command's own: a run of this id is there because another
+            // file (or session) given makes the same run (two copies of one export). It is
+            // read once, and said.
+            Ok(Written::There(_)) => {
+                repeated += 1;
+                problems.push(format!(
+                "{}: {} makes the run {}, already read (from another file given, or a session of the same id): counted once",
+                path_shown,
+                run.header
+                    .source
+                    .as_ref()
+                    .map_or("a session", |s| s.id.as_str()),
+                run.header.run_id
+                ));
+            }
             Err(e) => problems.push(format!("{e:#}")),
         }
         Ok(())
@@ -151,7 +140,7 @@ fn convert(
     opened.converted += made.len();
     opened.said.extend(said.lines);
     opened.said.extend(problems);
-    Ok(made)
+    Ok((made, repeated))
 }
 
 #[cfg(test)]
@@ -167,7 +156,7 @@ mod tests {
             panic!("one run: {:?}", opened.paths);
         };
         let run = cosmos_trajectory::reader::EventStream::open(converted).unwrap();
-        let shown = shown_location(converted, run.header());
+        let shown = crate::mcp::shown_location(converted, run.header());
         assert!(
             shown.starts_with(&fixture.display().to_string())
                 && shown.ends_with("(converted from atif)"),
@@ -179,7 +168,7 @@ mod tests {
         std::fs::create_dir_all(kept.parent().unwrap()).unwrap();
         std::fs::copy(converted, &kept).unwrap();
         assert_eq!(
-            shown_location(&kept, run.header()),
+            crate::mcp::shown_location(&kept, run.header()),
             kept.display().to_string()
         );
     }

@@ -47,7 +47,7 @@ pub struct Completion {
 impl Completion {
     /// Prompt and completion tokens together.
     pub fn tokens(&self) -> u64 {
-        self.prompt_tokens + self.completion_tokens
+        self.prompt_tokens.saturating_add(self.completion_tokens)
     }
 }
 

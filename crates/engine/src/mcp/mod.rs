@@ -28,6 +28,7 @@ pub use pool::McpPool;
 pub use sandbox::{
     Sandbox, finish as finish_sandboxes, kept_path as kept_state_path, prepare as prepare_sandboxes,
 };
+pub use sandbox_home::shown_location;
 pub use server::{
     CallOutcome, MAX_RESULT_BYTES, OnProgress, Progress, Server, ServerFailure, Timeouts,
 };

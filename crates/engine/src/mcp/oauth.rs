@@ -815,29 +815,35 @@ const CALLBACK_READ: Duration = Duration::from_secs(10);
 /// [`CALLBACK_READ`]. Requests that are not the redirect (a favicon, a stray request, a
 /// connection that breaks) are answered 404 or dropped and waited past, and so is a redirect
 /// whose `state` is not this login's (answered 400): only this login's redirect ends the wait.
+/// With [`CALLBACK_CONNECTIONS`] being served, a new connection ends the oldest (one that has
+/// sent nothing longest): idle peers never keep the redirect out.
 async fn redirected(listener: &tokio::net::TcpListener, state: Option<&str>) -> Result<String> {
     let (found_tx, mut found_rx) = tokio::sync::mpsc::channel::<String>(1);
-    let slots = std::sync::Arc::new(tokio::sync::Semaphore::new(CALLBACK_CONNECTIONS));
     // Dropped on return: connections still being served are ended with it.
     let mut serving = tokio::task::JoinSet::new();
+    let mut oldest_first: std::collections::VecDeque<tokio::task::AbortHandle> =
+        std::collections::VecDeque::new();
     loop {
         tokio::select! {
             Some(callback) = found_rx.recv() => return Ok(callback),
             accepted = listener.accept() => {
                 let (socket, _) = accepted?;
-                let Ok(slot) = slots.clone().try_acquire_owned() else {
-                    continue;
-                };
+                oldest_first.retain(|served| !served.is_finished());
+                if oldest_first.len() >= CALLBACK_CONNECTIONS
+                    && let Some(oldest) = oldest_first.pop_front()
+                {
+                    oldest.abort();
+                }
                 let found = found_tx.clone();
                 let state = state.map(str::to_string);
-                serving.spawn(async move {
-                    let _slot = slot;
+                let handle = serving.spawn(async move {
                     let served =
                         tokio::time::timeout(CALLBACK_READ, serve_callback(socket, state.as_deref()));
                     if let Ok(Some(callback)) = served.await {
                         let _ = found.send(callback).await;
                     }
                 });
+                oldest_first.push_back(handle);
                 // Finished connections' tasks are let go as they end.
                 while serving.try_join_next().is_some() {}
             }
@@ -984,6 +990,39 @@ mod tests {
         let callback = tokio::time::timeout(std::time::Duration::from_secs(5), waiting)
             .await
             .expect("the real redirect ends the wait")
+            .unwrap()
+            .unwrap();
+        assert!(callback.ends_with("state=mine"), "{callback}");
+        drop(idle);
+    }
+
+    /// Hardening VI: more idle connections than are served at once (a flood of preconnects)
+    /// never starve the redirect: the newest connection is served, the oldest idle one ended.
+    #[tokio::test]
+    async fn idle_peers_past_the_bound_never_starve_the_redirect() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let waiting = tokio::spawn(async move { redirected(&listener, Some("mine")).await });
+        let mut idle = Vec::new();
+        for _ in 0..super::CALLBACK_CONNECTIONS * 2 {
+            idle.push(
+                tokio::net::TcpStream::connect(("127.0.0.1", port))
+                    .await
+                    .unwrap(),
+            );
+        }
+        let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .unwrap();
+        s.write_all(b"GET /callback?code=c&state=mine HTTP/1.1\r\nHost: x\r\n\r\n")
+            .await
+            .unwrap();
+        let mut reply = String::new();
+        s.read_to_string(&mut reply).await.unwrap();
+        assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
+        let callback = tokio::time::timeout(std::time::Duration::from_secs(5), waiting)
+            .await
+            .expect("the redirect ends the wait, well before an idle one times out")
             .unwrap()
             .unwrap();
         assert!(callback.ends_with("state=mine"), "{callback}");

@@ -21,6 +21,7 @@ use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
+use cosmos_trajectory::event::Header;
 
 /// The start of every home's name.
 pub const PREFIX: &str = "cosmos-state-";
@@ -130,6 +131,32 @@ fn abandoned(home: &Path, owner: u32) -> bool {
     };
     lock_meta.is_file() && lock_meta.uid() == owner && lock.try_lock().is_ok()
 }
+
+/// Where a run is, as the person knows it. A run converted for this command lives in the
+/// private folder, which is removed when cosmos ends: it is named by the file it was made of
+/// (and the session or sample in it). Any other run, an imported one saved by `cosmos import`
+/// included, by its path.
+pub fn shown_location(path: &Path, header: &Header) -> String {
+    let converted = path
+        .parent()
+        .and_then(|part| Some((part.file_name()?, part.parent()?.file_name()?)))
+        .is_some_and(|(part, home)| {
+            (part == GIVEN || part == FOUND) && home.to_string_lossy().starts_with(PREFIX)
+        });
+    match &header.source {
+        Some(source) if converted => format!(
+            "{} › {} (converted from {})",
+            source.file, source.id, source.format
+        ),
+        _ => path.display().to_string(),
+    }
+}
+
+/// The part of a home for runs converted from files given one by one (each run listed on its
+/// own; `import::open`).
+pub const GIVEN: &str = "given";
+/// Its part for runs converted from files found in folders (listed as a folder).
+pub const FOUND: &str = "found";
 
 #[cfg(test)]
 mod tests {

@@ -1143,10 +1143,16 @@ fn http_config(
         if k.eq_ignore_ascii_case("authorization") && v.starts_with("Bearer ") {
             cfg = cfg.auth_header(v.trim_start_matches("Bearer ").to_string());
         } else {
+            // Said by the header's name, never its value (a credential), and in words no
+            // redaction takes for a `Name: value` pair.
             let name = reqwest::header::HeaderName::from_bytes(k.as_bytes())
-                .with_context(|| format!("header name {k}"))?;
-            let value =
-                reqwest::header::HeaderValue::from_str(v).with_context(|| format!("header {k}"))?;
+                .map_err(|_| anyhow!("the header name {k:?} is not a valid HTTP header name"))?;
+            let value = reqwest::header::HeaderValue::from_str(v).map_err(|_| {
+                anyhow!(
+                    "the value of the header {k} is not a valid HTTP header value \
+                     (a line break or another control character in it)"
+                )
+            })?;
             custom.insert(name, value);
         }
     }
@@ -1440,6 +1446,29 @@ impl Default for Timeouts {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// Hardening VI: a header cosmos cannot send is named by its name, never its value, in
+    /// words no redaction mistakes for a `Name: value` pair.
+    #[test]
+    fn a_bad_header_is_named_and_its_value_never_said() {
+        let headers = [("X-Api-Key".to_string(), "k3y\nsecret-v4lue".to_string())].into();
+        let said = format!(
+            "{:#}",
+            http_config("http://127.0.0.1:1/mcp", &headers).unwrap_err()
+        );
+        assert!(
+            said.contains("X-Api-Key") && !said.contains("secret-v4lue"),
+            "{said}"
+        );
+        let redacted = cosmos_trajectory::redact::Redactor::new().redact_str(&said);
+        assert_eq!(redacted, None, "{said}");
+        let headers = [("Bad Name".to_string(), "v".to_string())].into();
+        let said = format!(
+            "{:#}",
+            http_config("http://127.0.0.1:1/mcp", &headers).unwrap_err()
+        );
+        assert!(said.contains("\"Bad Name\""), "{said}");
+    }
 
     #[test]
     fn rmcps_transport_type_name_is_left_out_of_what_a_person_reads() {

@@ -26,6 +26,9 @@ type Transition = (Value, Observation, u32, Option<Arc<StateChange>>);
 pub struct TransitionBuffer {
     by_tool: HashMap<String, Vec<Transition>>,
     sources: Vec<PathBuf>,
+    /// Each source as a file records it (`mcp::shown_location`: a run converted from another
+    /// program's file by the file the person gave).
+    shown: Vec<String>,
     count: usize,
 }
 
@@ -74,6 +77,9 @@ impl TransitionBuffer {
                     buffer.add_from(&tool.name, arguments, result, source, None);
                 }
             }
+            buffer
+                .shown
+                .push(crate::mcp::shown_location(&file, stream.header()));
             buffer.sources.push(file);
         }
         Ok(buffer)
@@ -280,12 +286,7 @@ impl WorldModel for MemoryWorldModel {
     }
 
     fn describe(&self) -> WorldModelInfo {
-        let runs: Vec<String> = self
-            .buffer
-            .sources
-            .iter()
-            .map(|p| p.display().to_string())
-            .collect();
+        let runs = &self.buffer.shown;
         super::describe(
             self.name(),
             [

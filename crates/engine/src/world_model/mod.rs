@@ -192,7 +192,7 @@ pub struct LlmUsage {
 impl LlmUsage {
     /// Prompt and completion tokens together.
     pub fn tokens(&self) -> u64 {
-        self.prompt_tokens + self.completion_tokens
+        self.prompt_tokens.saturating_add(self.completion_tokens)
     }
 }
 

@@ -52,17 +52,17 @@ impl Trace {
             attr("gen_ai.operation.name", "chat"),
             attr("gen_ai.provider.name", self.provider_name.clone()),
             attr("gen_ai.request.model", model.clone()),
-            attr("gen_ai.usage.input_tokens", *prompt_tokens as i64),
-            attr("gen_ai.usage.output_tokens", *completion_tokens as i64),
+            attr("gen_ai.usage.input_tokens", count(*prompt_tokens)),
+            attr("gen_ai.usage.output_tokens", count(*completion_tokens)),
             attr("cosmos.role", name_of(role)),
             attr("cosmos.tokens_estimated", *tokens_estimated),
             attr("openinference.span.kind", "LLM"),
             attr("llm.model_name", model.clone()),
-            attr("llm.token_count.prompt", *prompt_tokens as i64),
-            attr("llm.token_count.completion", *completion_tokens as i64),
+            attr("llm.token_count.prompt", count(*prompt_tokens)),
+            attr("llm.token_count.completion", count(*completion_tokens)),
             attr(
                 "llm.token_count.total",
-                (*prompt_tokens + *completion_tokens) as i64,
+                count(prompt_tokens.saturating_add(*completion_tokens)),
             ),
         ];
         if let Some(e) = error {
@@ -608,4 +608,10 @@ impl Trace {
             span.set_status(Status::error(redacted_text(&self.redactor, &why)));
         }
     }
+}
+
+/// A token count as OTLP's signed integer: at most `i64::MAX` (a larger count would turn
+/// negative).
+fn count(tokens: u64) -> i64 {
+    i64::try_from(tokens).unwrap_or(i64::MAX)
 }

@@ -35,7 +35,11 @@ impl Target {
             .iter()
             .map(|h| match h.split_once('=') {
                 Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.to_string())),
-                _ => bail!("--header {h:?}: expected NAME=VALUE"),
+                // Named by what comes before a separator: the rest may be a credential.
+                _ => bail!(
+                    "--header {:?}…: expected NAME=VALUE",
+                    h.split([':', '=', ' ']).next().unwrap_or_default()
+                ),
             })
             .collect::<Result<_>>()?;
         let from_env = std::env::var("OTEL_EXPORTER_OTLP_TRACES_HEADERS")
@@ -120,6 +124,21 @@ impl Delivery {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Hardening VI: a `--header` written `Name: value` is refused by its name alone: the
+    /// value after the separator may be a credential.
+    #[test]
+    fn a_malformed_header_is_refused_without_its_value() {
+        let err = Target::new(
+            "http://127.0.0.1:1",
+            &["Authorization: Bearer sk-abcdefgh12345678".to_string()],
+            false,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("\"Authorization\""), "{err}");
+        assert!(!err.contains("abcdefgh"), "{err}");
+    }
 
     #[test]
     fn an_endpoint_gets_the_traces_path_once_and_credentials_stay_out_of_messages() {

@@ -960,7 +960,7 @@ fn metric_rows_in_order(ms: &[RunMetrics], simulations: &[Option<u64>]) -> Vec<M
             "wm tokens",
             |m| {
                 let u = m.llm[Role::WorldModel.index()];
-                (m.nodes > 0).then(|| (u.prompt_tokens + u.completion_tokens) as f64)
+                (m.nodes > 0).then(|| u.prompt_tokens.saturating_add(u.completion_tokens) as f64)
             },
             Some(false),
             |v| format!("{v:.0}"),

@@ -150,7 +150,10 @@ impl SeriesBuilder {
             LeanBody::Backpropagated { path, .. } => self.best.backpropagated(run, state, path),
             // The run's tokens, as the numbers above the charts count them.
             LeanBody::LlmCall(call) if is_the_agents(call.role) => {
-                self.series.tokens_so_far += call.prompt_tokens + call.completion_tokens
+                self.series.tokens_so_far = self
+                    .series
+                    .tokens_so_far
+                    .saturating_add(call.prompt_tokens.saturating_add(call.completion_tokens))
             }
             LeanBody::Full(e) => match &e.body {
                 // A replayed call (a fork's history) is not one of this run's.
@@ -418,7 +421,9 @@ fn role_tokens(m: &RunMetrics) -> Vec<String> {
             let tokens = if m.tokens_unrecorded {
                 "—".to_string()
             } else {
-                (u.prompt_tokens + u.completion_tokens).to_string()
+                u.prompt_tokens
+                    .saturating_add(u.completion_tokens)
+                    .to_string()
             };
             format!("{} {}×/{tokens}", r.as_str(), u.calls)
         })

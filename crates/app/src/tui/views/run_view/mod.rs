@@ -1124,7 +1124,7 @@ impl View for RunView {
             "event {}/{}{skipped}  {mode}{find}{note}  {}",
             self.position(),
             self.run.len(),
-            cosmos_engine::import::shown_location(&self.run.path, &self.run.header)
+            cosmos_engine::mcp::shown_location(&self.run.path, &self.run.header)
         ))
     }
 
