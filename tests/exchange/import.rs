@@ -1225,3 +1225,44 @@ fn one_file_is_one_run_however_named_and_a_second_copy_is_said() {
     let report: Value = serde_json::from_slice(&reported.stdout).unwrap();
     assert_eq!(report["runs"], json!(1), "{report}");
 }
+
+/// Hardening VI: a `.eval` whose zip names a sample's entry twice (the directory keeps one of
+/// each name) is read, and the import says a sample may be missing.
+#[test]
+fn a_zip_naming_an_entry_twice_is_said() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("twice.eval");
+    let script = r#"
+import json, sys, warnings, zipfile
+warnings.simplefilter("ignore")
+with zipfile.ZipFile(sys.argv[1], "w") as z:
+    z.writestr("header.json", json.dumps({"eval": {"task": "t", "model": "m"}}))
+    for answer in ["first", "second"]:
+        z.writestr("samples/s1_epoch_1.json", json.dumps({
+            "id": "s1", "epoch": 1, "input": "task", "events": [],
+            "output": {"completion": answer}}))
+"#;
+    let made = Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .arg(&log)
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "{}", text(&made.stderr));
+    let out = dir.path().join("runs");
+    let done = cosmos(&[
+        "import",
+        log.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    // What was read is written; the exit says something may be missing, as for any import
+    // that had something to say.
+    assert_eq!(done.status.code(), Some(1), "{}", text(&done.stderr));
+    assert_eq!(std::fs::read_dir(&out).unwrap().count(), 1);
+    assert!(
+        text(&done.stderr).contains("names some entries more than once"),
+        "{}",
+        text(&done.stderr)
+    );
+}

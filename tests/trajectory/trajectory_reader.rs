@@ -335,6 +335,74 @@ fn writer_redacts_secrets_everywhere() {
     assert!(!format!("{event:?}").contains(secret));
 }
 
+/// Hardening VI: the six shapes of a secret inside a string reach no run file, in a call's
+/// arguments or its result, and the plain text around them does (`mysql -u ada`, the API's URL).
+#[test]
+fn secrets_inside_strings_reach_no_run_file() {
+    use cosmos_trajectory::redact::Redactor;
+    use cosmos_trajectory::writer::Writer;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("shapes.jsonl");
+    let shapes = [
+        (
+            r#"{"user": "ada", "password": "pw-Q1a2b3c4"}"#,
+            "pw-Q1a2b3c4",
+        ),
+        (
+            "GET /\nAuthorization: Basic YWRhOlExYTJiM2M0\n",
+            "YWRhOlExYTJiM2M0",
+        ),
+        (
+            "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjE\n-----END OPENSSH PRIVATE KEY-----",
+            "b3BlbnNzaC1rZXktdjE",
+        ),
+        ("mysql -u ada -pQ9secretpw shop", "Q9secretpw"),
+        (
+            "curl -H 'X-Api-Key: k-Q5d6e7f8' https://api.example.com/v1/rates",
+            "k-Q5d6e7f8",
+        ),
+        (
+            "https://hooks.slack.com/services/T01/B02/Qxyzsecret99",
+            "Qxyzsecret99",
+        ),
+    ];
+    let header = synthetic::header(&Spec::default());
+    let mut w = Writer::create(&path, &header, Redactor::new(), None).unwrap();
+    for (step, (text, _)) in shapes.iter().enumerate() {
+        w.write(
+            step as u64,
+            EventBody::ToolCalled {
+                step: step as u64 + 1,
+                tool: "a:b".into(),
+                server: None,
+                arguments: Box::new(serde_json::json!({"command": text})),
+                result: Observation {
+                    text: format!("ran: {text}"),
+                    ..Default::default()
+                },
+                latency_ms: 1,
+                node: None,
+                error: None,
+                origin: None,
+                state_change: None,
+            },
+        )
+        .unwrap();
+    }
+    drop(w);
+    let written = fs::read_to_string(&path).unwrap();
+    for (_, secret) in shapes {
+        assert!(!written.contains(secret), "{secret} in {written}");
+    }
+    for plain in [
+        "mysql -u ada",
+        "https://api.example.com/v1/rates",
+        "\"user\\\": \\\"ada",
+    ] {
+        assert!(written.contains(plain), "{plain} lost from {written}");
+    }
+}
+
 #[test]
 fn a_key_value_servers_key_argument_is_data_and_a_key_shaped_value_is_not() {
     use cosmos_trajectory::redact::Redactor;

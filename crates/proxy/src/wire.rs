@@ -382,6 +382,28 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// Hardening VI: secrets written inside a message's strings (a JSON pair, a header in a
+    /// curl line, a webhook URL) reach no protocol log.
+    #[test]
+    fn secrets_inside_strings_reach_no_protocol_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = dir.path().join("s.jsonl");
+        let wire = Wire::new(Redactor::new());
+        wire.attach(&run);
+        wire.note(
+            Direction::In,
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+                "name": "shell", "arguments": {"command":
+                    "curl -H 'X-Api-Key: k-Q5d6e7f8' https://api.example.com/v1 -d '{\"password\": \"pw-Q1a2b3c4\"}'; \
+                     post https://hooks.slack.com/services/T1/B2/Qwebhook99"}}}),
+        );
+        let text = std::fs::read_to_string(wire_path(&run)).unwrap();
+        for secret in ["k-Q5d6e7f8", "pw-Q1a2b3c4", "Qwebhook99"] {
+            assert!(!text.contains(secret), "{secret}: {text}");
+        }
+        assert!(text.contains("https://api.example.com/v1"), "{text}");
+    }
+
     /// Hardening VI: the log's name beside a run is guessable; a link planted there is never
     /// written through (the log is then not written, and the error logged).
     #[test]
