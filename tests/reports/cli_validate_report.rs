@@ -62,8 +62,9 @@ fn validate_passes_good_files_and_fails_corrupt_ones_with_file_and_line() {
     assert!(text(&out).contains("2 file(s) checked: 1 with errors"));
 }
 
-#[test]
-fn validate_finds_dangling_node_references() {
+/// `cosmos validate` of a generated run with `line` put in as its fifth line: it fails, saying
+/// `said` of that line.
+fn validate_fails_on_a_fifth_line(line: &str, said: &str) {
     let dir = tempfile::tempdir().unwrap();
     let path = write(dir.path(), "a.jsonl", 3);
     let mut lines: Vec<String> = fs::read_to_string(&path)
@@ -71,42 +72,31 @@ fn validate_finds_dangling_node_references() {
         .lines()
         .map(String::from)
         .collect();
-    lines.insert(
-        4,
-        r#"{"seq":4,"t_ms":9,"kind":"backpropagated","path":[0,4242],"value":0.5}"#.into(),
-    );
+    lines.insert(4, line.to_string());
     fs::write(&path, lines.join("\n") + "\n").unwrap();
     let out = cosmos(&["validate", &path]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(
-        text(&out).contains(":5: error: backpropagated refers to node 4242"),
+        text(&out).contains(&format!(":5: error: {said}")),
         "{}",
         text(&out)
+    );
+}
+
+#[test]
+fn validate_finds_dangling_node_references() {
+    validate_fails_on_a_fifth_line(
+        r#"{"seq":4,"t_ms":9,"kind":"backpropagated","path":[0,4242],"value":0.5}"#,
+        "backpropagated refers to node 4242",
     );
 }
 
 /// Hardening VI: a node that names itself as its parent (a loop, not a tree) is an error.
 #[test]
 fn validate_rejects_a_node_that_is_its_own_parent() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = write(dir.path(), "a.jsonl", 3);
-    let mut lines: Vec<String> = fs::read_to_string(&path)
-        .unwrap()
-        .lines()
-        .map(String::from)
-        .collect();
-    lines.insert(
-        4,
-        r#"{"seq":4,"t_ms":9,"kind":"node_added","node":7777,"parent":7777,"depth":1,"action":null}"#
-            .into(),
-    );
-    fs::write(&path, lines.join("\n") + "\n").unwrap();
-    let out = cosmos(&["validate", &path]);
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
-    assert!(
-        text(&out).contains(":5: error: node 7777 is its own parent"),
-        "{}",
-        text(&out)
+    validate_fails_on_a_fifth_line(
+        r#"{"seq":4,"t_ms":9,"kind":"node_added","node":7777,"parent":7777,"depth":1,"action":null}"#,
+        "node 7777 is its own parent",
     );
 }
 

@@ -405,14 +405,12 @@ async fn a_request_for_input_is_answered_in_the_explorers_form() {
     assert_eq!(asked.reason, "answered in the explorer");
 }
 
-/// A server of the handshake era that never answers `server/discover` (it ignores a method it
-/// does not know) is spoken to by the handshake once rmcp's 10 s wait for the answer is over:
-/// connected, in 2025-11-25, well within the start-up bound.
-#[tokio::test(flavor = "multi_thread")]
-async fn a_server_silent_to_discover_is_reached_by_the_handshake_after_the_wait() {
-    let mut silent = flaky_server();
-    silent["env"] = json!({"FLAKY_SILENT_DISCOVER": "1"});
-    let c = config(json!({"silent": silent}));
+/// Connects to the flaky server started with `env` (a discover mode), checks it speaks the
+/// handshake era and answers a call; how long connecting took.
+async fn reached_by_the_handshake(name: &str, env: serde_json::Value) -> Duration {
+    let mut server = flaky_server();
+    server["env"] = env;
+    let c = config(json!({ name: server }));
     let started = std::time::Instant::now();
     let (pool, failures) = McpPool::connect(&c.servers, Timeouts::default()).await;
     let took = started.elapsed();
@@ -423,14 +421,25 @@ async fn a_server_silent_to_discover_is_reached_by_the_handshake_after_the_wait(
         .map(|s| s.protocol)
         .collect();
     assert_eq!(spoken, [Some("2025-11-25".to_string())]);
+    let (_, ok) = pool
+        .call(&format!("{name}:ok"), &json!({"text": "after"}))
+        .await;
+    assert_eq!(ok.error, None);
+    assert_eq!(ok.result.text, "ok: after");
+    pool.shutdown().await;
+    took
+}
+
+/// A server of the handshake era that never answers `server/discover` (it ignores a method it
+/// does not know) is spoken to by the handshake once rmcp's 10 s wait for the answer is over:
+/// connected, in 2025-11-25, well within the start-up bound.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_server_silent_to_discover_is_reached_by_the_handshake_after_the_wait() {
+    let took = reached_by_the_handshake("silent", json!({"FLAKY_SILENT_DISCOVER": "1"})).await;
     assert!(
         took >= Duration::from_secs(9) && took < Duration::from_secs(30),
         "{took:?}: the fallback is the discover wait, then the handshake"
     );
-    let (_, ok) = pool.call("silent:ok", &json!({"text": "after"})).await;
-    assert_eq!(ok.error, None);
-    assert_eq!(ok.result.text, "ok: after");
-    pool.shutdown().await;
 }
 
 /// Hardening VI: a server that answers `server/discover` only after rmcp gave up on it (and
@@ -438,21 +447,7 @@ async fn a_server_silent_to_discover_is_reached_by_the_handshake_after_the_wait(
 /// the handshake's.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_late_answer_to_discover_does_not_break_the_handshake() {
-    let mut late = flaky_server();
-    late["env"] = json!({"FLAKY_LATE_DISCOVER": "1"});
-    let c = config(json!({"late": late}));
-    let (pool, failures) = McpPool::connect(&c.servers, Timeouts::default()).await;
-    assert!(failures.is_empty(), "{failures:?}");
-    let spoken: Vec<Option<String>> = pool
-        .server_infos()
-        .into_iter()
-        .map(|s| s.protocol)
-        .collect();
-    assert_eq!(spoken, [Some("2025-11-25".to_string())]);
-    let (_, ok) = pool.call("late:ok", &json!({"text": "after"})).await;
-    assert_eq!(ok.error, None);
-    assert_eq!(ok.result.text, "ok: after");
-    pool.shutdown().await;
+    reached_by_the_handshake("late", json!({"FLAKY_LATE_DISCOVER": "1"})).await;
 }
 
 /// Hardening VI: `cosmos servers` reaches a server that takes 12 s to start (longer than
