@@ -756,6 +756,56 @@ fn the_explorer_shows_an_imported_run_with_dashes_where_its_source_said_nothing(
         screen.contains("names —  schema —"),
         "no catalogue to check names against: {screen}"
     );
+    // Truth IV: the about view says where the run came from, never that cosmos proxy
+    // recorded it, and reads "—" for the tools and servers the source never listed.
+    app.update(cosmos_app::tui::Action::Do(cosmos_app::tui::Command::About));
+    let about = common::render(&mut app);
+    assert!(about.contains("imported from atif"), "{about}");
+    assert!(!about.contains("cosmos proxy"), "{about}");
+    assert!(
+        about.contains("tools (—: the source listed none)"),
+        "{about}"
+    );
+    assert!(
+        !about.contains("tools (0)") && !about.contains("servers (0)"),
+        "{about}"
+    );
+    // Its Markdown account likewise: no made-up 0 for what the source never recorded.
+    let markdown = cosmos(&["export", "markdown", path.to_str().unwrap()]);
+    assert!(markdown.status.success(), "{}", text(&markdown.stderr));
+    let markdown = text(&markdown.stdout);
+    assert!(
+        markdown.contains("| made | imported from atif "),
+        "{markdown}"
+    );
+    for made_up in ["| tools | 0 |", "| wall time | 0.0 s |", "| tokens | 0 |"] {
+        assert!(!markdown.contains(made_up), "{made_up} in {markdown}");
+    }
+    assert!(markdown.contains("| wall time | — |"), "{markdown}");
+}
+
+/// Truth IV: Inspect logs name no server, so `report` counts none: the servers and
+/// cross-server coordination of its samples are unknown ("—", `null`), never two servers made
+/// of two tool names; each run's JSON says it was imported, and from what.
+#[test]
+fn report_makes_up_no_servers_for_inspect_samples() {
+    let done = cosmos(&[
+        "report",
+        fixture("inspect_time_mcp.eval").to_str().unwrap(),
+        "--format",
+        "json",
+        "--per-run",
+    ]);
+    assert!(done.status.success(), "{}", text(&done.stderr));
+    let report: Value = serde_json::from_slice(&done.stdout).unwrap();
+    let group = &report["groups"][0];
+    assert_eq!(group["server_count"], Value::Null, "{group}");
+    assert_eq!(group["cross_server_coordination"], Value::Null, "{group}");
+    for run in report["per_run"].as_array().unwrap() {
+        let made = run["made_by"].as_str().unwrap();
+        assert!(made.starts_with("imported from inspect "), "{made}");
+        assert!(made.contains("inspect_time_mcp.eval, sample "), "{made}");
+    }
 }
 
 #[test]

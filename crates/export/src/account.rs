@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use cosmos_metrics::run::{RunFacts, RunMetrics, of_run};
 use cosmos_trajectory::describe::{Latencies, call_label, summary};
-use cosmos_trajectory::event::{EventBody, Observation};
+use cosmos_trajectory::event::{EventBody, Observation, Source};
 use cosmos_trajectory::fold::TreeState;
 use cosmos_trajectory::plan_why::plan_why;
 use cosmos_trajectory::recorded_call::RecordedCall;
@@ -114,6 +114,7 @@ fn settings_section(run: &Run, out: &mut dyn Write) -> Result<()> {
     out.write_all(fenced(&h.task.request, "text").as_bytes())?;
     writeln!(out, "\n## Settings\n")?;
     writeln!(out, "| setting | value |\n|---|---|")?;
+    writeln!(out, "| made | {} |", h.made_by())?;
     for (key, value) in &h.agent.settings {
         writeln!(out, "| {key} | `{value}` |")?;
     }
@@ -125,8 +126,17 @@ fn settings_section(run: &Run, out: &mut dyn Write) -> Result<()> {
         writeln!(out, "| label | {label} |")?;
     }
     let servers: Vec<&str> = h.servers.iter().map(|s| s.name.as_str()).collect();
-    writeln!(out, "| servers | {} |", servers.join(", "))?;
-    writeln!(out, "| tools | {} |", h.tools.len())?;
+    if servers.is_empty() && h.source.is_some() {
+        writeln!(out, "| servers | — (the source listed none) |")?;
+    } else {
+        writeln!(out, "| servers | {} |", servers.join(", "))?;
+    }
+    // A source that listed no tools says nothing of how many there were.
+    if h.recorded(Source::TOOLS) {
+        writeln!(out, "| tools | {} |", h.tools.len())?;
+    } else {
+        writeln!(out, "| tools | — (the source listed none) |")?;
+    }
     let skipped: Vec<String> = skipped_lines(run).collect();
     if !skipped.is_empty() {
         writeln!(
@@ -286,12 +296,19 @@ fn metrics_section(metrics: &RunMetrics, out: &mut dyn Write) -> Result<()> {
         "| fidelity | {} |",
         rate(metrics.fidelity.map(|f| f.score))
     )?;
-    writeln!(out, "| tokens | {} |", metrics.tokens())?;
-    writeln!(
-        out,
-        "| wall time | {:.1} s |",
-        metrics.wall_ms as f64 / 1000.0
-    )?;
+    // What the source did not record reads "—", never a made-up 0.
+    let tokens = if metrics.tokens_unrecorded {
+        "—".to_string()
+    } else {
+        metrics.tokens().to_string()
+    };
+    writeln!(out, "| tokens | {tokens} |")?;
+    let wall = if metrics.times_unrecorded {
+        "—".to_string()
+    } else {
+        format!("{:.1} s", metrics.wall_ms as f64 / 1000.0)
+    };
+    writeln!(out, "| wall time | {wall} |")?;
 
     Ok(())
 }

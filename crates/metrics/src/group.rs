@@ -86,6 +86,8 @@ pub struct RunRecord {
     pub label: Option<String>,
     /// The task's reference call count, when known.
     pub reference_calls: Option<u32>,
+    /// How it was made (`run by cosmos …`, `recorded by cosmos proxy…`, `imported from …`).
+    pub made_by: String,
     /// Its metrics.
     pub metrics: RunMetrics,
     /// Lines of its file that were skipped as bad (each `FILE:LINE: reason`), so the numbers
@@ -105,6 +107,7 @@ impl RunRecord {
             task: header.task.clone(),
             label: header.label.clone(),
             reference_calls: header.reference_calls,
+            made_by: header.made_by.clone(),
             metrics,
             skipped_lines: Vec::new(),
         }
@@ -653,10 +656,11 @@ fn row(key: &str, runs: &[&RunRecord], cohort: Option<(f64, f64)>, avg_calls: f6
         valid_call_failure_rate: rate(&|r| r.metrics.valid_call_failure_rate),
         planning_json_compliance: rate(&|r| r.metrics.planning_json_compliance),
         server_count: est(Scale::Count, &|r| {
-            (r.metrics.tool_calls > 0).then_some(r.metrics.server_count as f64)
+            (r.metrics.tool_calls > 0 && !r.metrics.servers_unrecorded)
+                .then_some(r.metrics.server_count as f64)
         }),
         cross_server_coordination: rate(&|r| {
-            (r.metrics.tool_calls > 0)
+            (r.metrics.tool_calls > 0 && !r.metrics.servers_unrecorded)
                 .then_some(f64::from(u8::from(r.metrics.cross_server_coordination())))
         }),
         rejected_decisions: est(Scale::Count, &|r| Some(r.metrics.rejected_decisions as f64)),
@@ -743,6 +747,7 @@ mod tests {
             task: "t".into(),
             label: None,
             reference_calls: reference,
+            made_by: "run by cosmos (react)".into(),
             skipped_lines: Vec::new(),
             metrics: RunMetrics {
                 tool_calls: calls,

@@ -77,7 +77,8 @@ pub const METRICS: [Metric; 20] = [
         r.metrics.planning_json_compliance
     }),
     ("server_count", Scale::Count, |r| {
-        (r.metrics.tool_calls > 0).then_some(r.metrics.server_count as f64)
+        (r.metrics.tool_calls > 0 && !r.metrics.servers_unrecorded)
+            .then_some(r.metrics.server_count as f64)
     }),
     ("rejected_decisions", Scale::Count, |r| {
         Some(r.metrics.rejected_decisions as f64)
@@ -112,7 +113,7 @@ pub const METRICS: [Metric; 20] = [
             .then(|| r.metrics.judge_tokens() as f64)
     }),
     ("cross_server_coordination", UNIT, |r| {
-        (r.metrics.tool_calls > 0)
+        (r.metrics.tool_calls > 0 && !r.metrics.servers_unrecorded)
             .then_some(f64::from(u8::from(r.metrics.cross_server_coordination())))
     }),
     ("state_match", UNIT, |r| r.metrics.state_match),
@@ -373,6 +374,7 @@ mod tests {
             task: task.into(),
             label: None,
             reference_calls: None,
+            made_by: "run by cosmos (react)".into(),
             skipped_lines: Vec::new(),
             metrics: RunMetrics {
                 tool_calls: calls,

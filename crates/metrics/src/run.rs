@@ -116,11 +116,14 @@ impl StepFacts {
             ..
         } = call;
         let check = catalog.check(tool, arguments);
+        // A valid `SERVER:TOOL` name says its server; a bare tool name says none (taking the
+        // tool for its server counted two tools of one server as two servers).
         let server = server
             .or_else(|| {
                 check
                     .valid_name
-                    .then(|| tool.split(':').next().unwrap_or(tool))
+                    .then(|| tool.split_once(':').map(|(server, _)| server))
+                    .flatten()
             })
             .map(server_hash);
         let is_error = call.failed();
@@ -322,6 +325,10 @@ pub struct RunMetrics {
     /// figure means nothing, and every view shows `—` for it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub tokens_unrecorded: bool,
+    /// The run's source named no call's server (`source.unrecorded` says `servers`):
+    /// `server_count` and cross-server coordination mean nothing, and every view shows `—`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub servers_unrecorded: bool,
     /// Real calls made while planning in place of unsure predictions (routing's
     /// `node_grounded`): real traffic, though none is one of the run's steps.
     #[serde(default)]
@@ -709,6 +716,7 @@ pub fn compute(input: &MetricsInput<'_>) -> RunMetrics {
         wall_ms: input.end_ms,
         times_unrecorded: input.unrecorded.times,
         tokens_unrecorded: input.unrecorded.tokens,
+        servers_unrecorded: input.unrecorded.servers,
         grounded_calls: input.grounded,
         simulated_answers: input.simulated_answers,
         // A call's prediction is unsure as routing recorded it, else (a file written before

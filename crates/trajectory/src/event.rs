@@ -138,6 +138,8 @@ pub struct Unrecorded {
     pub tokens: bool,
     /// No tool catalogue: valid names, schema compliance, valid-call failures.
     pub tools: bool,
+    /// No call named its server: the servers used and cross-server coordination.
+    pub servers: bool,
 }
 
 impl Unrecorded {
@@ -148,7 +150,29 @@ impl Unrecorded {
             times: has(Source::TIMES),
             tokens: has(Source::TOKENS),
             tools: has(Source::TOOLS),
+            servers: has(Source::SERVERS),
         }
+    }
+}
+
+/// How a run was made, the one sentence for it: imported from another program's file (its
+/// `source`: format, file, id there), recorded by `cosmos proxy` (another agent, no source),
+/// or run by cosmos's own agent.
+pub fn made_by(kind: AgentKind, source: Option<(&str, &str, &str)>) -> String {
+    match (source, kind) {
+        (Some((format, file, id)), _) => {
+            let unit = match format {
+                "inspect" => "sample",
+                "otlp" => "trace",
+                _ => "session",
+            };
+            format!("imported from {format} {file}, {unit} {id}")
+        }
+        (None, AgentKind::External) => {
+            "recorded by cosmos proxy: a client's own agent planned and called".to_string()
+        }
+        (None, AgentKind::WmEval) => "made by cosmos wm-eval".to_string(),
+        (None, kind) => format!("run by cosmos ({})", kind.as_str()),
     }
 }
 
@@ -162,6 +186,9 @@ impl Source {
     /// `unrecorded`'s name for the tool catalogue (the source listed no tools, so no call's
     /// name or arguments can be checked against one).
     pub const TOOLS: &'static str = "tools";
+    /// `unrecorded`'s name for the servers of calls (the source names tools alone, as
+    /// Inspect does: how many servers a run used is unknown).
+    pub const SERVERS: &'static str = "servers";
 
     /// True when the source recorded `what` (one of the names above).
     pub fn recorded(&self, what: &str) -> bool {
@@ -247,6 +274,16 @@ impl Header {
     /// True when the tool's server annotated it destructive (the explorer marks its calls).
     pub fn destructive(&self, tool: &str) -> bool {
         self.tool(tool).is_some_and(ToolInfo::destructive)
+    }
+
+    /// How the run was made, as every view says it ([`made_by`]).
+    pub fn made_by(&self) -> String {
+        made_by(
+            self.agent.kind,
+            self.source
+                .as_ref()
+                .map(|s| (s.format.as_str(), s.file.as_str(), s.id.as_str())),
+        )
     }
 
     /// The world model's name, or `none`.

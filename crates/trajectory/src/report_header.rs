@@ -58,6 +58,8 @@ pub struct ReportHeader {
     pub routes: bool,
     /// What an imported run's source did not record.
     pub unrecorded: super::event::Unrecorded,
+    /// How the run was made ([`super::event::made_by`]).
+    pub made_by: String,
 }
 
 impl ReportHeader {
@@ -75,6 +77,7 @@ impl ReportHeader {
             go_real_below: header.agent.go_real_below(),
             routes: header.agent.routes(),
             unrecorded: header.unrecorded(),
+            made_by: header.made_by(),
         }
     }
 
@@ -109,6 +112,12 @@ impl ReportHeader {
             tools,
             go_real_below: line.agent.settings.go_real_below,
             routes: line.agent.settings.go_real_below.is_some() || line.agent.settings.routing_file,
+            made_by: super::event::made_by(
+                line.agent.kind,
+                line.source
+                    .as_ref()
+                    .map(|s| (s.format.as_str(), s.file.as_str(), s.id.as_str())),
+            ),
             unrecorded: line
                 .source
                 .map(|s| super::event::Unrecorded::of_list(&s.unrecorded))
@@ -206,9 +215,9 @@ struct HeaderLine<'a> {
 #[derive(Deserialize)]
 #[allow(dead_code)]
 struct SourceLine {
-    format: CheckedStr,
-    file: CheckedStr,
-    id: CheckedStr,
+    format: String,
+    file: String,
+    id: String,
     #[serde(default)]
     agent: Option<CheckedStr>,
     #[serde(default)]

@@ -62,6 +62,8 @@ pub struct PerRun {
     pub key: String,
     /// Its task.
     pub task: String,
+    /// How it was made: run by cosmos, recorded by the proxy, or imported (from what file).
+    pub made_by: String,
     /// Real calls that failed.
     pub tool_errors: u64,
     /// Tokens the agent spent.
@@ -142,6 +144,7 @@ pub fn run(
                         path: r.path.clone(),
                         key: r.key(by),
                         task: r.task.clone(),
+                        made_by: r.made_by.clone(),
                         tool_errors: r.metrics.tool_errors(),
                         tokens: r.metrics.tokens(),
                         cross_server_coordination: r.metrics.cross_server_coordination(),

@@ -72,6 +72,8 @@ pub struct Draft {
     untimed: bool,
     no_latency: bool,
     no_tokens: bool,
+    /// Calls whose source named their server (`mcp__SERVER__TOOL`, a span's server).
+    served: u64,
     steps: u64,
     answered: bool,
     /// The first user message was met (it is the request; later ones are notes).
@@ -115,6 +117,7 @@ impl Draft {
             untimed: false,
             no_latency: false,
             no_tokens: false,
+            served: 0,
             steps: 0,
             answered: false,
             asked: false,
@@ -241,6 +244,7 @@ impl Draft {
         }
         self.steps += 1;
         let (tool, server) = mcp_tool_name(&call.name);
+        self.served += u64::from(server.is_some() || tool.contains(':'));
         let error = match (&call.result, call.error) {
             (_, Some(error)) => Some(error),
             (None, None) => Some(NO_RESULT.to_string()),
@@ -304,6 +308,8 @@ impl Draft {
             (self.no_latency, Source::LATENCIES),
             (self.no_tokens, Source::TOKENS),
             (self.header.tools.is_empty(), Source::TOOLS),
+            // Calls, none of which named its server: how many servers is unknown, not 0.
+            (self.steps > 0 && self.served == 0, Source::SERVERS),
         ];
         self.source.unrecorded = unrecorded
             .iter()

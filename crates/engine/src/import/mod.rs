@@ -37,7 +37,8 @@
 //! the planner, the request, a call's `result`, `t_ms`, latencies and tokens optional). The
 //! header's `source.unrecorded` lists what the run's values mean nothing for: `t_ms` (some or all
 //! steps had no time), `latency_ms` (ATIF never records it), `tokens`, `tools` (no catalogue, so
-//! no call's name or arguments can be checked: valid names and schema compliance are `—`); the explorer and `report`
+//! no call's name or arguments can be checked: valid names and schema compliance are `—`),
+//! `servers` (no call named its server: the servers used are unknown); the explorer and `report`
 //! show `—` for them. `source.skipped` lists what was read but has no place in a cosmos run
 //! (Inspect's scores, embedded ATIF subagents).
 //!

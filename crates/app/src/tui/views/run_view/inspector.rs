@@ -180,6 +180,7 @@ fn setup_lines(lines: &mut Lines, run: &Run) {
     let h = &run.header;
     lines.heading("agent");
     lines.text(format!("  {}", h.agent.kind.as_str()));
+    lines.text(format!("  {}", h.made_by()));
     for (key, value) in &h.agent.settings {
         lines.text(format!("  {key} = {value}"));
     }
@@ -221,7 +222,11 @@ fn setup_lines(lines: &mut Lines, run: &Run) {
             }
         }
     }
-    lines.heading(format!("servers ({})", h.servers.len()));
+    if h.servers.is_empty() && h.source.is_some() {
+        lines.heading("servers (—: the source listed none)");
+    } else {
+        lines.heading(format!("servers ({})", h.servers.len()));
+    }
     for s in &h.servers {
         let target = s.target.as_deref().unwrap_or("");
         lines.text(format!("  {} · {} · {target}", s.name, s.transport));
@@ -232,7 +237,12 @@ fn setup_lines(lines: &mut Lines, run: &Run) {
             ));
         }
     }
-    lines.heading(format!("tools ({})", h.tools.len()));
+    // A source that listed no tools says nothing of how many there were.
+    if h.recorded(cosmos_trajectory::event::Source::TOOLS) {
+        lines.heading(format!("tools ({})", h.tools.len()));
+    } else {
+        lines.heading("tools (—: the source listed none)");
+    }
     for t in &h.tools {
         lines.text(format!("  {}{}", t.name, hints(t)));
     }
@@ -243,10 +253,18 @@ fn plan_lines(lines: &mut Lines, run: &Run, state: &TreeState, k: usize) {
     let h = &run.header;
     lines.heading("why this plan");
     match cosmos_trajectory::plan_why::plan_why(run, state, k) {
-        // Another program's agent planned; cosmos proxy saw only its calls.
-        None if h.agent.kind == cosmos_trajectory::event::AgentKind::External => lines.text(
-            "  the client's own agent planned: cosmos proxy recorded its calls, not its plans",
-        ),
+        // Another program's agent planned; its calls alone were recorded.
+        None if h.agent.kind == cosmos_trajectory::event::AgentKind::External => {
+            lines.text(match &h.source {
+                Some(source) => format!(
+                    "  the source's own agent planned: {} recorded its calls, not its plans",
+                    source.format
+                ),
+                None => "  the client's own agent planned: cosmos proxy recorded its calls, \
+                         not its plans"
+                    .to_string(),
+            })
+        }
         // A run that ended without one never chose: "yet" would promise one.
         None if run.finish_at(k).is_some() => lines.text("  none: no plan was chosen in this run"),
         None => lines.text("  no plan chosen yet at the cursor"),
