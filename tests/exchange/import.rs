@@ -1316,3 +1316,40 @@ with zipfile.ZipFile(sys.argv[1], "w") as z:
         text(&done.stderr)
     );
 }
+
+/// Truth IV: errors a newcomer meets. An import of a file that is not there creates nothing
+/// (no empty output folder); `wm-eval` given a wm-eval file says what it is and what to give.
+#[test]
+fn a_newcomers_mistakes_are_said_and_leave_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("runs");
+    let missing = dir.path().join("no-such.json");
+    let done = cosmos(&[
+        "import",
+        missing.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(!done.status.success());
+    assert!(!out.exists(), "an import of nothing made {}", out.display());
+    let evaluation = std::fs::read_dir(root().join("sample_runs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().contains("wm-eval"))
+        .min()
+        .unwrap();
+    let done = cosmos(&[
+        "wm-eval",
+        evaluation.to_str().unwrap(),
+        "--world-model",
+        "memory",
+        "--out",
+        dir.path().join("eval").to_str().unwrap(),
+    ]);
+    assert!(!done.status.success());
+    let said = text(&done.stderr);
+    assert!(
+        said.contains("a wm-eval file") && said.contains("give those runs"),
+        "{said}"
+    );
+}

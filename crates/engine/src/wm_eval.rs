@@ -168,7 +168,12 @@ pub fn recorded_calls(paths: &[PathBuf]) -> Result<(Vec<CallInContext>, Vec<Stri
     let mut calls = Vec::new();
     for file in found.files {
         match EventStream::open(&file) {
-            Ok(stream) if stream.header().agent.kind == AgentKind::WmEval => {}
+            // Its calls are copies of the runs it evaluated: evaluated there, never again.
+            Ok(stream) if stream.header().agent.kind == AgentKind::WmEval => skipped.push(format!(
+                "{}: a wm-eval file, whose calls are copies of the runs it evaluated: give \
+                 those runs",
+                file.display()
+            )),
             Ok(stream) => calls.extend(calls_of_run(&file, stream)?),
             Err(e) => skipped.push(format!("{e:#}")),
         }

@@ -30,8 +30,11 @@ pub struct ImportArgs {
 /// Runs `cosmos import`: each run's path printed as it is written; every problem said; exit 1
 /// when any file could not be read whole.
 pub fn run(args: ImportArgs) -> Result<ExitCode> {
-    std::fs::create_dir_all(&args.out)
-        .map_err(|e| anyhow::anyhow!("making {}: {e}", args.out.display()))?;
+    // The folder is made with the first run written: an import of nothing (a missing file, a
+    // typo) leaves nothing behind.
+    if args.out.exists() && !args.out.is_dir() {
+        anyhow::bail!("{} is there and is not a folder", args.out.display());
+    }
     let redactor = cosmos_export::redactor();
     let mut failed = false;
     let (mut written, mut there) = (0usize, 0usize);
@@ -60,7 +63,10 @@ pub fn run(args: ImportArgs) -> Result<ExitCode> {
         };
         let mut made = 0usize;
         let read = import::read(file, format, &mut |run| {
-            match import::write(&run, &args.out, &redactor) {
+            let written = std::fs::create_dir_all(&args.out)
+                .map_err(|e| anyhow::anyhow!("making {}: {e}", args.out.display()))
+                .and_then(|()| import::write(&run, &args.out, &redactor));
+            match written {
                 Ok(import::Written::There(path)) => {
                     made += 1;
                     there += 1;

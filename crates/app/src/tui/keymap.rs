@@ -262,7 +262,7 @@ pub const COMMANDS: &[(Command, Mode, &[&str], &str)] = &[
         Command::Mark,
         Mode::Browser,
         &["m"],
-        "mark the run for compare",
+        "mark (or unmark) the run for compare, and move down",
     ),
     (
         Command::Compare,

@@ -9,7 +9,7 @@ use crossterm::event::{MouseButton, MouseEventKind};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Cell, Paragraph, Row, Table};
+use ratatui::widgets::{Block, Cell, Paragraph, Row, Table, Wrap};
 
 use crate::tui::action::Action;
 use crate::tui::jobs::groups::GroupsJob;
@@ -731,7 +731,7 @@ impl Browser {
                 Line::styled("No runs here.", theme.title()),
                 Line::raw(""),
                 Line::raw(format!(
-                    "No *.jsonl trajectories under {}.",
+                    "No cosmos runs (*.jsonl), ATIF or Inspect logs (*.json, *.eval) under {}.",
                     self.roots
                         .iter()
                         .map(|r| r.display().to_string())
@@ -739,10 +739,14 @@ impl Browser {
                         .join(", ")
                 )),
                 Line::raw(
-                    "Record one with `cosmos run …`, or open a folder with `cosmos replay PATH`.",
+                    "Record one with `cosmos run …`, bring another program's with `cosmos import \
+                     FILE`, or open a folder with `cosmos replay PATH`.",
                 ),
             ];
-            frame.render_widget(Paragraph::new(msg).block(block), table_area);
+            frame.render_widget(
+                Paragraph::new(msg).wrap(Wrap { trim: false }).block(block),
+                table_area,
+            );
         } else {
             let header = Row::new(shown.iter().map(|&(i, width)| {
                 let (c, name, _) = COLUMNS[i];
