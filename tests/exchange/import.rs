@@ -1353,3 +1353,68 @@ fn a_newcomers_mistakes_are_said_and_leave_nothing() {
         "{said}"
     );
 }
+
+/// Truth IV: `export atif` files each call where it happened: a plan's executed calls each get
+/// a step of their own in time order, naming the node they execute and the step of the turn
+/// that proposed it, never all under the last planner turn; the export still imports back to
+/// the same events.
+#[test]
+fn export_atif_gives_each_executed_plan_call_a_step_of_its_own() {
+    let sample = std::fs::read_dir(root().join("sample_runs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().contains("_plan_exec_"))
+        .min()
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let exported = dir.path().join("plan.json");
+    let done = cosmos(&[
+        "export",
+        "atif",
+        sample.to_str().unwrap(),
+        "-o",
+        exported.to_str().unwrap(),
+    ]);
+    assert!(done.status.success(), "{}", text(&done.stderr));
+    let atif: Value = serde_json::from_str(&std::fs::read_to_string(&exported).unwrap()).unwrap();
+    let steps = atif["steps"].as_array().unwrap();
+    let mut executed = 0;
+    for step in steps {
+        let calls = step["tool_calls"].as_array().map_or(0, Vec::len);
+        let executes = &step["extra"]["cosmos"]["executes"];
+        if executes.is_object() {
+            executed += 1;
+            assert_eq!(calls, 1, "one executed call per step: {step}");
+            assert_eq!(step["llm_call_count"], json!(0), "{step}");
+            let by = executes["proposed_by_step"].as_u64().unwrap();
+            let turn = &steps[by as usize - 1];
+            assert!(
+                turn["extra"]["cosmos"]["event"]["kind"] == "llm_call",
+                "step {by} is a planner turn: {turn}"
+            );
+        } else {
+            assert_eq!(
+                calls, 0,
+                "a planner turn of a plan runs no call itself: {step}"
+            );
+        }
+    }
+    let real_calls = read_run(&sample)
+        .iter()
+        .filter(|e| e["kind"] == "tool_called")
+        .count();
+    assert!(
+        executed > 1 && executed == real_calls,
+        "{executed} of {real_calls}"
+    );
+    // Read back, the same events in the same order.
+    let out = tempfile::tempdir().unwrap();
+    let runs = import(&[&exported], out.path());
+    let kinds = |run: &[Value]| -> Vec<String> {
+        run.iter()
+            .skip(1)
+            .map(|e| e["kind"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(kinds(&runs[0]), kinds(&read_run(&sample)));
+}

@@ -1,7 +1,9 @@
 //! A run as an ATIF v1.7 trajectory (Harbor's Agent Trajectory Interchange Format), the
 //! version most readers take (Docent, Arize Phoenix): the task a user step, each planner turn
 //! an agent step with its model and tokens, each real call a tool call of the step whose turn
-//! chose it, with its observation; the answer the last agent step.
+//! chose it and executed it at once (ReAct's), with its observation; a call executed later (a
+//! plan's execution, SPIRAL's best path) a step of its own in time order, naming the plan node
+//! it executes and the step of the turn that proposed it; the answer the last agent step.
 //!
 //! What only cosmos has goes under `extra.cosmos` (docs/import.md, "ATIF export"):
 //! - the trajectory's: `{"shape": "mcp-cosmos/atif/1", "header": <the run's header>, "events":
@@ -9,7 +11,8 @@
 //!   the other roles' LLM calls, notes, `run_finished`, judgements;
 //! - a turn's step: `{"event": <its llm_call>}`; the answer's step: `{"answer": <its answer>}`;
 //! - a tool call's: `{"event": <its tool_called>, "simulated": {world_model, text, confidence?,
-//!   fidelity}}`, the second when a world model predicted the call.
+//!   fidelity}}`, the second when a world model predicted the call;
+//! - an executed plan call's step: `{"executes": {"node": N, "proposed_by_step": S?}}`.
 //!
 //! Every event keeps its `seq`, so `cosmos import` puts each back in its place.
 
@@ -96,17 +99,34 @@ pub fn write(run: &Run, out: &mut dyn Write) -> Result<()> {
     let mut kept = Vec::new();
     // The agent step the next real call belongs to (its turn chose it), while it answers none.
     let mut turn_open = false;
+    // The latest planner turn's place in `steps`, and for each plan node the turn that was
+    // latest when it was proposed.
+    let mut last_turn: Option<usize> = None;
+    let mut proposed_by: std::collections::HashMap<u64, usize> = Default::default();
     let (mut prompt_total, mut completion_total) = (0u64, 0u64);
     for i in 0..run.len() {
         let event = run.event(i);
         if let Some(call) = RecordedCall::of(&event.body) {
-            if !turn_open {
-                // A call no recorded turn chose (a plan executed, a proxy's client): a step
-                // of its own that made no LLM call.
+            let executes = match &event.body {
+                EventBody::ToolCalled { node, .. } => *node,
+                _ => None,
+            };
+            if !turn_open || executes.is_some() {
+                // A call no turn just chose (a plan's node executed, a proxy's client): a
+                // step of its own that made no LLM call, in time order.
                 let mut step = Step::new("agent", at(event.t_ms));
                 step.0.insert("llm_call_count".into(), json!(0));
+                if let Some(node) = executes {
+                    let mut executed = json!({"node": node});
+                    if let Some(&turn) = proposed_by.get(&node) {
+                        executed["proposed_by_step"] = json!(turn + 1);
+                    }
+                    step.0
+                        .insert("extra".into(), json!({"cosmos": {"executes": executed}}));
+                }
                 steps.push(step);
-                turn_open = true;
+                // The next call of this node's plan is a step of its own too.
+                turn_open = executes.is_none();
             }
             let id = format!("call-{}", call.step);
             let mut extra = json!({"event": &*event});
@@ -156,7 +176,14 @@ pub fn write(run: &Run, out: &mut dyn Write) -> Result<()> {
                 step.0
                     .insert("extra".into(), json!({"cosmos": {"event": &*event}}));
                 steps.push(step);
+                last_turn = Some(steps.len() - 1);
                 turn_open = true;
+            }
+            EventBody::NodeAdded { node, .. } => {
+                if let Some(turn) = last_turn {
+                    proposed_by.insert(*node, turn);
+                }
+                kept.push(event.into_owned());
             }
             EventBody::Answer { text } => {
                 let mut step = Step::new("agent", at(event.t_ms));
