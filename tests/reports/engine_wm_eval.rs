@@ -662,4 +662,13 @@ fn a_world_model_that_predicted_nothing_fails_the_command_naming_its_endpoint() 
             .any(|e| e["kind"] == "error" && e["name"] == "down"),
         "the failures are kept"
     );
+    // Truth IV: the file ends failed too, so no view draws the evaluation as a success.
+    let finished = events.last().unwrap();
+    assert_eq!(finished["status"], "failed", "{finished}");
+    assert!(
+        finished["error"]
+            .as_str()
+            .is_some_and(|e| e.starts_with("down predicted none of its")),
+        "{finished}"
+    );
 }

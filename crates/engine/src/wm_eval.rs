@@ -725,7 +725,7 @@ pub async fn evaluate(
     let silent = silent_models(&filed, &names);
     writer.write(
         start.elapsed().as_millis() as u64,
-        finished(interrupted, filed::leader_of(&board)),
+        finished(interrupted, filed::leader_of(&board), &silent),
     )?;
     Ok(Evaluation {
         board,
@@ -736,16 +736,31 @@ pub async fn evaluate(
     })
 }
 
-/// The wm-eval file's `run_finished`: completed, or stopped by the user; its leaderboard's
-/// leader in its totals.
-fn finished(interrupted: bool, leader: Option<cosmos_trajectory::event::Leader>) -> EventBody {
+/// The wm-eval file's `run_finished`: completed, stopped by the user, or failed when a world model
+/// predicted nothing at all; its leaderboard's leader in its totals.
+fn finished(
+    interrupted: bool,
+    leader: Option<cosmos_trajectory::event::Leader>,
+    silent: &[(String, usize, String)],
+) -> EventBody {
+    // A world model that predicted nothing at all fails the evaluation (the command exits 1):
+    // the file says so too, so no view draws it as a success.
+    let failed = silent
+        .first()
+        .map(|(name, calls, why)| format!("{name} predicted none of its {calls} call(s): {why}"));
     EventBody::RunFinished {
         status: if interrupted {
             RunStatus::Interrupted
+        } else if failed.is_some() {
+            RunStatus::Failed
         } else {
             RunStatus::Completed
         },
-        error: interrupted.then(|| "stopped by the user".to_string()),
+        error: if interrupted {
+            Some("stopped by the user".to_string())
+        } else {
+            failed
+        },
         ending: None,
         totals: cosmos_trajectory::event::Totals {
             leader,
