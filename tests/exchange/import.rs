@@ -1418,3 +1418,74 @@ fn export_atif_gives_each_executed_plan_call_a_step_of_its_own() {
     };
     assert_eq!(kinds(&runs[0]), kinds(&read_run(&sample)));
 }
+
+/// Truth IV: an Inspect sample's score is the source's verdict, an event of the run
+/// (`source_scored`) kept as said: a sample scored incorrect (`includes`: `I`) is no clean
+/// finish (its totals count the failing score), its Markdown account shows the verdict, and
+/// `report` gives the share of samples their source passed in a column of its own.
+#[test]
+fn an_inspect_score_is_the_sources_verdict_and_an_incorrect_sample_no_clean_finish() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log: Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture("inspect_time_mcp.json")).unwrap())
+            .unwrap();
+    // The first sample scored incorrect, in its score event and its scores alike.
+    let first = &mut log["samples"][0];
+    first["scores"]["includes"]["value"] = json!("I");
+    for event in first["events"].as_array_mut().unwrap() {
+        if event["event"] == "score" {
+            event["score"]["value"] = json!("I");
+        }
+    }
+    let scored = dir.path().join("scored.json");
+    std::fs::write(&scored, log.to_string()).unwrap();
+    let out = dir.path().join("runs");
+    let runs = import(&[&scored], &out);
+    assert_eq!(runs.len(), 2);
+    let verdicts: Vec<(Value, Value)> = runs
+        .iter()
+        .map(|run| {
+            let [score] = of_kind(run, "source_scored")[..] else {
+                panic!("one score per sample: {run:?}")
+            };
+            assert_eq!(score["scorer"], "includes", "{score}");
+            assert!(score["target"].is_string(), "{score}");
+            let totals = &run.last().unwrap()["totals"];
+            (score["value"].clone(), totals["source_failed"].clone())
+        })
+        .collect();
+    assert!(verdicts.contains(&(json!("I"), json!(1))), "{verdicts:?}");
+    assert!(
+        verdicts.contains(&(json!("C"), Value::Null)),
+        "{verdicts:?}"
+    );
+    // The incorrect one's account shows the source's verdict.
+    let incorrect = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            std::fs::read_to_string(p)
+                .unwrap()
+                .contains("\"value\":\"I\"")
+        })
+        .unwrap();
+    let markdown = cosmos(&["export", "markdown", incorrect.to_str().unwrap()]);
+    let markdown = text(&markdown.stdout);
+    assert!(markdown.contains("## The source's verdict"), "{markdown}");
+    assert!(markdown.contains("| includes | I: failed |"), "{markdown}");
+    // report: one of two samples passed by its source.
+    let done = cosmos(&["report", out.to_str().unwrap(), "--format", "json"]);
+    assert!(done.status.success(), "{}", text(&done.stderr));
+    let report: Value = serde_json::from_slice(&done.stdout).unwrap();
+    assert_eq!(
+        report["groups"][0]["source_passed"]["mean"],
+        json!(0.5),
+        "{report}"
+    );
+    let table = cosmos(&["report", out.to_str().unwrap()]);
+    assert!(
+        text(&table.stdout).contains("source pass %"),
+        "{}",
+        text(&table.stdout)
+    );
+}

@@ -207,6 +207,7 @@ fn totals_of(r: &Value) -> Totals {
         fidelity: m["fidelity"]["score"].as_f64(),
         rejected_decisions: m["rejected_decisions"].as_u64().unwrap(),
         simulated_answers: m["simulated_answers"].as_u64().unwrap(),
+        source_failed: m["source_failed"].as_u64().unwrap_or(0),
         ending: serde_json::from_value(m["ending"].clone()).unwrap(),
         metrics_version: METRICS_VERSION,
         leader: None,

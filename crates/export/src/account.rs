@@ -17,6 +17,7 @@ use cosmos_trajectory::fold::TreeState;
 use cosmos_trajectory::plan_why::plan_why;
 use cosmos_trajectory::recorded_call::RecordedCall;
 use cosmos_trajectory::run::Run;
+use cosmos_trajectory::sanitize::one_line;
 
 /// The version of the JSON document's shape.
 pub const JSON_VERSION: u32 = 2;
@@ -77,6 +78,7 @@ pub fn markdown(run: &Run, out: &mut dyn Write) -> Result<()> {
         None => writeln!(out, "No answer.")?,
     }
     metrics_section(&facts.at(run, k, &state), out)?;
+    source_verdict_section(run, out)?;
     let notes: Vec<String> = run
         .all_events()
         .iter()
@@ -87,6 +89,49 @@ pub fn markdown(run: &Run, out: &mut dyn Write) -> Result<()> {
         writeln!(out, "\n## Notes\n")?;
         for note in notes {
             writeln!(out, "- {note}")?;
+        }
+    }
+    Ok(())
+}
+
+/// The verdicts the run's source recorded (an imported sample's scores), as it said them.
+fn source_verdict_section(run: &Run, out: &mut dyn Write) -> Result<()> {
+    let scores: Vec<_> = run
+        .source_scores()
+        .iter()
+        .map(|&i| run.event(i as usize))
+        .collect();
+    if scores.is_empty() {
+        return Ok(());
+    }
+    writeln!(out, "\n## The source's verdict\n")?;
+    writeln!(
+        out,
+        "| scorer | value | answer | explanation | target |\n|---|---|---|---|---|"
+    )?;
+    for event in scores {
+        if let EventBody::SourceScored {
+            scorer,
+            value,
+            passed,
+            answer,
+            explanation,
+            target,
+        } = &event.body
+        {
+            let cell = |text: &str| one_line(text, 200).replace('|', "\\|");
+            writeln!(
+                out,
+                "| {} | {} | {} | {} | {} |",
+                cell(scorer),
+                cell(&cosmos_trajectory::describe::source_verdict(value, *passed)),
+                cell(answer.as_deref().unwrap_or("—")),
+                cell(explanation.as_deref().unwrap_or("—")),
+                cell(&target.as_ref().map_or("—".to_string(), |t| match t {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                })),
+            )?;
         }
     }
     Ok(())

@@ -201,6 +201,11 @@ pub struct GroupRow {
     /// checks its end state.
     #[serde(default)]
     pub state_match: Option<Estimate>,
+    /// The share of runs their source's scorers passed (no score failed them), over runs
+    /// whose source recorded a verdict (imported Inspect samples): the source's word, apart
+    /// from cosmos's judge.
+    #[serde(default)]
+    pub source_passed: Option<Estimate>,
     /// Execution Quality (0–100) within the planner's cohort; `ci95` from per-run values.
     pub execution_quality: Option<Estimate>,
     /// Execution Quality anchored on each task's reference call count (comparable across experiments).
@@ -679,6 +684,11 @@ fn row(key: &str, runs: &[&RunRecord], cohort: Option<(f64, f64)>, avg_calls: f6
         }),
         trusted_poor: est(Scale::Count, &|r| r.metrics.trusted_poor.map(|n| n as f64)),
         state_match: rate(&|r| r.metrics.state_match),
+        source_passed: rate(&|r| {
+            let m = &r.metrics;
+            (m.source_passed + m.source_failed > 0)
+                .then_some(f64::from(u8::from(m.source_failed == 0)))
+        }),
         execution_quality,
         execution_quality_anchored,
         eq_cohort: None,

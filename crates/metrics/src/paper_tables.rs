@@ -50,7 +50,7 @@ pub fn render(rows: &[GroupRow], by: GroupBy, baseline: Option<(&str, &[PairedRo
         return "no runs\n".into();
     }
     let judged = rows.iter().any(|r| r.task_completion.is_some());
-    let all = columns(true, true, true, false);
+    let all = columns(true, true, true, false, false);
     let by_name = format!("{by:?}").to_lowercase();
     let mut out = String::new();
     for (title, wanted) in TABLES {
@@ -172,6 +172,7 @@ mod tests {
             rejected_decisions: None,
             unsure_calls: None,
             state_match: None,
+            source_passed: None,
             fidelity_changed_state: None,
             fidelity_unchanged_state: None,
             grounded_calls: None,

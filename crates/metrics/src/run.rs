@@ -66,7 +66,7 @@ use cosmos_trajectory::catalog::ToolCatalog;
 use cosmos_trajectory::event::{
     Action, ActionKind, AgentKind, AnsweredBy, DecisionProblem, Dimensions, Ending, Event,
     EventBody, Header, JudgeRecord, NodeId, Observation, Phase, PredictionRecord, Role, Route,
-    RunStatus, Totals, Unrecorded, VALIDATOR,
+    RunStatus, SourceTally, Totals, Unrecorded, VALIDATOR,
 };
 use cosmos_trajectory::fold::TreeState;
 use cosmos_trajectory::lean::{Brief, LeanBody};
@@ -329,6 +329,16 @@ pub struct RunMetrics {
     /// `server_count` and cross-server coordination mean nothing, and every view shows `—`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub servers_unrecorded: bool,
+    /// Scores the run's source recorded of it (`source_scored`, an Inspect sample's
+    /// scorers), apart from cosmos's own judge.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub source_scored: u64,
+    /// Of those, the scores that failed it (`I`, 0).
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub source_failed: u64,
+    /// Of those, the scores that passed it (`C`, 1).
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub source_passed: u64,
     /// Real calls made while planning in place of unsure predictions (routing's
     /// `node_grounded`): real traffic, though none is one of the run's steps.
     #[serde(default)]
@@ -468,6 +478,7 @@ impl RunMetrics {
             fidelity: self.fidelity.map(|f| f.score),
             rejected_decisions: self.rejected_decisions,
             simulated_answers: self.simulated_answers,
+            source_failed: self.source_failed,
             ending: self.ending,
             metrics_version: METRICS_VERSION,
             leader: None,
@@ -496,6 +507,8 @@ pub struct MetricsInput<'a> {
     pub routed: Option<RouteTally>,
     /// Time of the last event so far.
     pub end_ms: u64,
+    /// The verdicts the run's source recorded of it so far.
+    pub source: SourceTally,
     /// What the run's source did not record (an imported run).
     pub unrecorded: Unrecorded,
     /// Nodes added so far.
@@ -717,6 +730,9 @@ pub fn compute(input: &MetricsInput<'_>) -> RunMetrics {
         times_unrecorded: input.unrecorded.times,
         tokens_unrecorded: input.unrecorded.tokens,
         servers_unrecorded: input.unrecorded.servers,
+        source_scored: input.source.scored,
+        source_failed: input.source.failed,
+        source_passed: input.source.passed,
         grounded_calls: input.grounded,
         simulated_answers: input.simulated_answers,
         // A call's prediction is unsure as routing recorded it, else (a file written before
@@ -1025,6 +1041,7 @@ impl RunFacts {
             recorded_ending,
             state_match,
             told_ending,
+            source: run.source_tally_at(k),
             unrecorded: run.header.unrecorded(),
         })
     }
@@ -1175,6 +1192,8 @@ pub struct RunAccumulator {
     nodes: u64,
     /// The latest `judge_scored`, kept whole.
     judge: Option<EventBody>,
+    /// The source's verdicts so far.
+    source: SourceTally,
     status: Option<RunStatus>,
     answered: bool,
     rejected: Vec<DecisionProblem>,
@@ -1241,6 +1260,7 @@ impl RunAccumulator {
             end_ms: 0,
             nodes: 0,
             judge: None,
+            source: SourceTally::default(),
             status: None,
             answered: false,
             rejected: Vec::new(),
@@ -1392,6 +1412,7 @@ impl RunAccumulator {
                 ..
             } => self.simulated_answers += 1,
             EventBody::JudgeScored { .. } => self.judge = Some(event.body.clone()),
+            EventBody::SourceScored { passed, .. } => self.source.add(*passed),
             EventBody::RunFinished {
                 status,
                 ending,
@@ -1473,6 +1494,7 @@ impl RunAccumulator {
             recorded_ending: self.recorded_ending,
             state_match: self.state_match,
             told_ending: self.told_ending,
+            source: self.source,
             unrecorded: self.unrecorded,
         })
     }
@@ -1488,6 +1510,11 @@ impl Tally for RunAccumulator {
         metrics.wall_ms = metrics.wall_ms.max(t_ms);
         metrics.totals(events)
     }
+}
+
+/// For serde: a count of 0 is left out of what is written.
+fn is_zero_u64(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Where a run's wall time ends: at its `run_finished` (`finished_ms`), or, for an ending
@@ -1671,6 +1698,7 @@ mod tests {
             recorded_ending: None,
             state_match: None,
             told_ending: None,
+            source: SourceTally::default(),
             unrecorded: Unrecorded::default(),
         }
     }

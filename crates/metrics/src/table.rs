@@ -41,7 +41,13 @@ impl Column {
 /// planned on predictions; what routing trusted, saved and later found poor only when
 /// `routed`: some group routed; state match and fidelity split by state change only when
 /// `stateful`: some run checks its end state or simulated a call a sandbox watched).
-pub(super) fn columns(judged: bool, planned: bool, routed: bool, stateful: bool) -> Vec<Column> {
+pub(super) fn columns(
+    judged: bool,
+    planned: bool,
+    routed: bool,
+    stateful: bool,
+    scored: bool,
+) -> Vec<Column> {
     let c = |title, get, scale: f64, decimals, paired| Column {
         title,
         get,
@@ -163,6 +169,15 @@ pub(super) fn columns(judged: bool, planned: bool, routed: bool, stateful: bool)
             ),
         ]);
     }
+    if scored {
+        cols.push(c(
+            "source pass %",
+            |r| r.source_passed,
+            100.0,
+            1,
+            "source_passed",
+        ));
+    }
     if judged {
         cols.extend([
             c("judge tokens", |r| r.judge_tokens, 1.0, 0, "judge_tokens"),
@@ -241,6 +256,7 @@ pub fn render(rows: &[GroupRow], by: GroupBy, markdown: bool) -> String {
                 || r.fidelity_changed_state.is_some()
                 || r.fidelity_unchanged_state.is_some()
         }),
+        rows.iter().any(|r| r.source_passed.is_some()),
     );
     let by_name = format!("{by:?}").to_lowercase();
     let mut header: Vec<String> = vec![by_name, "runs".into()];
@@ -396,7 +412,7 @@ pub fn render_endings(rows: &[GroupRow], markdown: bool) -> String {
 
 /// The table as CSV: `metric_mean,metric_n,metric_ci95,metric_ci_low,metric_ci_high` per metric.
 pub fn render_csv(rows: &[GroupRow]) -> String {
-    let cols = columns(true, true, true, true);
+    let cols = columns(true, true, true, true, true);
     let mut header = vec!["group".to_string(), "runs".into(), "completed".into()];
     for c in &cols {
         let name = csv_name(c.title);

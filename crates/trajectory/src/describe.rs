@@ -390,6 +390,15 @@ pub fn summary(event: &Event, latencies: Latencies) -> String {
             ),
             _ => format!("by {model}"),
         },
+        EventBody::SourceScored {
+            scorer,
+            value,
+            passed,
+            ..
+        } => format!(
+            "the source's {scorer} scored {}",
+            source_verdict(value, *passed)
+        ),
         EventBody::Error {
             source,
             name,
@@ -870,5 +879,18 @@ mod tests {
             }));
         }
         assert!(summary(&copy, measured).contains("— ms"));
+    }
+}
+
+/// A source's score in a few words: its value as written, and what it says (`I: incorrect`).
+pub fn source_verdict(value: &serde_json::Value, passed: Option<bool>) -> String {
+    let value = match value {
+        serde_json::Value::String(text) => text.clone(),
+        other => other.to_string(),
+    };
+    match passed {
+        Some(true) => format!("{value}: passed"),
+        Some(false) => format!("{value}: failed"),
+        None => value,
     }
 }

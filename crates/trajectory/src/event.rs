@@ -1471,6 +1471,10 @@ pub struct Totals {
     /// A proxy client's calls the world model answered (`routed`): none is in `tool_calls`.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub simulated_answers: u64,
+    /// Scores its source recorded that failed the run (`source_scored`, an imported sample
+    /// scored incorrect): a run so scored is no clean finish.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub source_failed: u64,
     /// What brought the run to its end, by the metrics: the ending `run_finished` records, or
     /// for an older file what its `agent` errors tell.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -1486,15 +1490,40 @@ pub struct Totals {
     pub leader: Option<Leader>,
 }
 
+/// The verdicts a run's source recorded of it (`source_scored`), counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SourceTally {
+    /// Scores recorded.
+    pub scored: u64,
+    /// Scores that failed the run (an Inspect `I`, a 0).
+    pub failed: u64,
+    /// Scores that passed it.
+    pub passed: u64,
+}
+
+impl SourceTally {
+    /// Counts one score.
+    pub fn add(&mut self, passed: Option<bool>) {
+        self.scored += 1;
+        match passed {
+            Some(true) => self.passed += 1,
+            Some(false) => self.failed += 1,
+            None => {}
+        }
+    }
+}
+
 impl Totals {
     /// The one rule for how a finished run is shown: a clean finish (completed, a clean
-    /// [`Ending`], no failed real call, no rejected planner reply) is drawn as a success;
+    /// [`Ending`], no failed real call, no rejected planner reply, no score of its source that
+    /// failed it) is drawn as a success;
     /// anything else is marked ([`Totals::marks`]), coloured as something that went wrong, and
     /// is where `f` stops, in the browser and the sweep view alike.
     pub fn clean(&self, status: RunStatus) -> bool {
         status == RunStatus::Completed
             && self.tool_errors == 0
             && self.rejected_decisions == 0
+            && self.source_failed == 0
             && self.ending.is_none_or(Ending::clean)
     }
 
@@ -1510,6 +1539,9 @@ impl Totals {
         }
         if self.rejected_decisions > 0 {
             marks.push(format!("?{}", self.rejected_decisions));
+        }
+        if self.source_failed > 0 {
+            marks.push(format!("≠{}", self.source_failed));
         }
         marks.join(" ")
     }
@@ -1895,6 +1927,27 @@ pub enum EventBody {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         judging: Option<Box<Judging>>,
     },
+    /// A verdict the run's source recorded of it (an imported Inspect sample's score): kept
+    /// as the source said it, apart from cosmos's own judge (never merged with it).
+    SourceScored {
+        /// The scorer, as the source names it (`includes`, `model_graded_qa`).
+        scorer: String,
+        /// The value as the source wrote it (`"C"`, `"I"`, `0.5`, an object).
+        value: Value,
+        /// What the value says of the run, by the source's conventions: passed (`C`, 1),
+        /// failed (`I`, `N`, 0), or neither (partial credit, a number between, an object).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        passed: Option<bool>,
+        /// The answer the scorer read.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        answer: Option<String>,
+        /// The scorer's explanation.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        explanation: Option<String>,
+        /// The target the run was scored against.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        target: Option<Value>,
+    },
     /// Something outside the agent failed (a server, an endpoint); the run may go on.
     Error {
         /// What failed.
@@ -2132,6 +2185,7 @@ impl EventBody {
             EventBody::ToolCalled { .. } => "tool_called",
             EventBody::Answer { .. } => "answer",
             EventBody::JudgeScored { .. } => "judge_scored",
+            EventBody::SourceScored { .. } => "source_scored",
             EventBody::Error { .. } => "error",
             EventBody::DecisionRejected { .. } => "decision_rejected",
             EventBody::CallSimulated { .. } => "call_simulated",

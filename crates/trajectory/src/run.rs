@@ -129,6 +129,8 @@ pub struct Run {
     searches: Vec<u32>,
     answers: Vec<u32>,
     judges: Vec<u32>,
+    /// `source_scored` events: an imported run's verdicts from its source.
+    source_scores: Vec<u32>,
     rechecks: Vec<u32>,
     finishes: Vec<u32>,
     failures: Vec<u32>,
@@ -247,6 +249,7 @@ impl Run {
             searches: Vec::new(),
             answers: Vec::new(),
             judges: Vec::new(),
+            source_scores: Vec::new(),
             rechecks: Vec::new(),
             finishes: Vec::new(),
             failures: Vec::new(),
@@ -580,6 +583,7 @@ impl Run {
                 EventBody::SearchFinished { .. } => self.searches.push(idx),
                 EventBody::Answer { .. } => self.answers.push(idx),
                 EventBody::JudgeScored { .. } => self.judges.push(idx),
+                EventBody::SourceScored { .. } => self.source_scores.push(idx),
                 EventBody::Recheck { .. } => self.rechecks.push(idx),
                 EventBody::RunFinished { .. } => self.finishes.push(idx),
                 _ => {}
@@ -834,6 +838,23 @@ impl Run {
     pub fn phases_at(&self, k: usize) -> impl Iterator<Item = (Phase, u64)> + '_ {
         let end = self.phases.partition_point(|(e, _, _)| (*e as usize) < k);
         self.phases[..end].iter().map(|(_, p, t)| (*p, *t))
+    }
+
+    /// The verdicts the run's source recorded (`source_scored`) before cursor `k`, counted.
+    pub fn source_tally_at(&self, k: usize) -> crate::event::SourceTally {
+        let mut tally = crate::event::SourceTally::default();
+        let before = self.source_scores.partition_point(|&e| (e as usize) < k);
+        for &i in &self.source_scores[..before] {
+            if let Some(EventBody::SourceScored { passed, .. }) = self.whole_body(i) {
+                tally.add(*passed);
+            }
+        }
+        tally
+    }
+
+    /// The `source_scored` events, by index.
+    pub fn source_scores(&self) -> &[u32] {
+        &self.source_scores
     }
 
     /// The latest judgement before cursor `k`.

@@ -203,6 +203,24 @@ impl Draft {
         ));
     }
 
+    /// A verdict the source recorded of the run (an Inspect scorer's score): an event of its
+    /// own (`source_scored`), kept as the source said it.
+    pub fn scored(&mut self, at: Option<DateTime<Utc>>, score: Score) {
+        let t_ms = self.at(at);
+        let passed = passed_by(&score.value);
+        self.events.push((
+            t_ms,
+            EventBody::SourceScored {
+                scorer: score.scorer,
+                value: score.value,
+                passed,
+                answer: score.answer,
+                explanation: score.explanation,
+                target: score.target,
+            },
+        ));
+    }
+
     /// One model turn: an LLM call of the planner with its tokens and its reply (`reply` is
     /// the assistant's message as cosmos records messages).
     pub fn turn(&mut self, turn: Turn) {
@@ -433,4 +451,39 @@ pub fn timestamp(text: &str) -> Option<DateTime<Utc>> {
                 .ok()
                 .map(|t| t.and_utc())
         })
+}
+
+/// A verdict a source recorded: who scored, the value as written, and what the scorer read.
+#[derive(Debug, Clone)]
+pub struct Score {
+    /// The scorer (`includes`, `model_graded_qa`).
+    pub scorer: String,
+    /// The value as written (`"C"`, `"I"`, `0.5`).
+    pub value: Value,
+    /// The answer the scorer read.
+    pub answer: Option<String>,
+    /// The scorer's explanation.
+    pub explanation: Option<String>,
+    /// The target scored against.
+    pub target: Option<Value>,
+}
+
+/// What a score's value says of the run, by Inspect's conventions: `C` (correct) or a 1 or
+/// `true` passed it; `I` (incorrect), `N` (no answer), a 0 or `false` failed it; `P`
+/// (partial), a number between and anything else say neither.
+pub fn passed_by(value: &Value) -> Option<bool> {
+    match value {
+        Value::String(v) => match v.as_str() {
+            "C" => Some(true),
+            "I" | "N" => Some(false),
+            _ => None,
+        },
+        Value::Bool(b) => Some(*b),
+        Value::Number(n) => match n.as_f64() {
+            Some(x) if x == 1.0 => Some(true),
+            Some(x) if x == 0.0 => Some(false),
+            _ => None,
+        },
+        _ => None,
+    }
 }

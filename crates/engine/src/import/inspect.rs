@@ -27,7 +27,7 @@ use serde_json::{Value, json};
 use cosmos_trajectory::event::{Observation, Source, ToolInfo};
 
 use super::budget::{ATTACHMENTS_BUDGET, Attachments, Budget, Counted, SAMPLE_VALUES_BUDGET, list};
-use super::draft::{Call, Draft, Imported, Turn, content_text, timestamp};
+use super::draft::{Call, Draft, Imported, Score, Turn, content_text, timestamp};
 use super::format::{Format, Said};
 
 /// Largest sample read from a `.eval` entry; a bigger one is skipped and said (a zip's sizes
@@ -99,6 +99,7 @@ struct Sample {
     error: Option<Value>,
     attachments: HashMap<String, String>,
     scores: Option<serde_json::Map<String, Value>>,
+    target: Option<Value>,
 }
 
 /// A sample parsed against its memory budget: only the fields cosmos reads are kept (its
@@ -137,6 +138,7 @@ impl<'de> Visitor<'de> for SampleSeed<'_> {
                 "started_at" => sample.started_at = text(map.next_value_seed(counted)?),
                 "completed_at" => sample.completed_at = text(map.next_value_seed(counted)?),
                 "error" => sample.error = some(map.next_value_seed(counted)?),
+                "target" => sample.target = some(map.next_value_seed(counted)?),
                 "attachments" => {
                     sample.attachments = match map.next_value_seed(counted)? {
                         Value::Object(texts) => texts
@@ -521,14 +523,9 @@ fn convert(context: &Evaluation, mut sample: Sample) -> Imported {
             }
             Some("score") => {
                 if let Some(score) = event.get("score") {
-                    draft.skipped(format!(
-                        "an Inspect score ({}): {}",
-                        event
-                            .get("scorer")
-                            .and_then(Value::as_str)
-                            .unwrap_or("scorer"),
-                        score.get("value").unwrap_or(&Value::Null)
-                    ));
+                    let scorer = event.get("scorer").and_then(Value::as_str);
+                    let target = event.get("target").or(sample.target.as_ref());
+                    draft.scored(at, score_of(scorer.unwrap_or("scorer"), score, target));
                 }
             }
             _ => {}
@@ -540,11 +537,9 @@ fn convert(context: &Evaluation, mut sample: Sample) -> Imported {
             .iter()
             .any(|e| e.get("event") == Some(&json!("score")))
     {
+        let completed = sample.completed_at.as_deref().and_then(timestamp);
         for (scorer, score) in sample.scores.iter().flatten() {
-            draft.skipped(format!(
-                "an Inspect score ({scorer}): {}",
-                score.get("value").unwrap_or(&Value::Null)
-            ));
+            draft.scored(completed, score_of(scorer, score, sample.target.as_ref()));
         }
     }
     let completed = sample.completed_at.as_deref().and_then(timestamp);
@@ -683,4 +678,16 @@ fn tool_info(tool: &Value, attachments: &Attachments) -> Option<ToolInfo> {
         annotations: None,
         ..Default::default()
     })
+}
+
+/// An Inspect score (`{value, answer?, explanation?}`) of `scorer` as the source's verdict.
+fn score_of(scorer: &str, score: &Value, target: Option<&Value>) -> Score {
+    let text = |key: &str| score.get(key).and_then(Value::as_str).map(str::to_string);
+    Score {
+        scorer: scorer.to_string(),
+        value: score.get("value").cloned().unwrap_or(Value::Null),
+        answer: text("answer"),
+        explanation: text("explanation"),
+        target: target.cloned(),
+    }
 }

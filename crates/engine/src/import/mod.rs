@@ -26,6 +26,7 @@
 //! | `mcp__SERVER__TOOL` (Claude Code's MCP names) | `SERVER:TOOL`, served by `SERVER`; other tools keep their names |
 //! | the last agent message without calls; Inspect `output.completion` | the `answer` |
 //! | Inspect `error` | `run_finished` `failed` with its message |
+//! | an Inspect `score` event, else each of the sample's `scores`, with its `target` | a `source_scored` (`C`/1 passed, `I`/`N`/0 failed) |
 //! | the ATIF tool definitions; the first Inspect model event's tools | the catalogue |
 //! | OTLP: the root span (`invoke_agent`, `AGENT`, else the parentless one): `gen_ai.agent.name` (else the service), `gen_ai.request.model`, `input.value`, `output.value` or `cosmos.answer`, its status | the agent, the model, the request, the answer, a failure |
 //! | OTLP: an LLM span (`chat`, `LLM`): model, `gen_ai.usage.*` / `llm.token_count.*`, its length | a planner turn with its latency (a span of another `cosmos.role` is skipped) |
@@ -40,7 +41,8 @@
 //! no call's name or arguments can be checked: valid names and schema compliance are `—`),
 //! `servers` (no call named its server: the servers used are unknown); the explorer and `report`
 //! show `—` for them. `source.skipped` lists what was read but has no place in a cosmos run
-//! (Inspect's scores, embedded ATIF subagents).
+//! (embedded ATIF subagents). An Inspect score is the source's verdict, an event of its own
+//! (`source_scored`: scorer, value, answer, explanation, target), apart from cosmos's judge.
 //!
 //! An OTLP file is read an object at a time, but a trace's spans may be spread over objects, so
 //! the spans' kept facts are gathered by trace before runs are made (memory grows with the file's

@@ -506,6 +506,35 @@ impl Trace {
             .add_event_with_timestamp("cosmos.annotation", self.at(t), attrs);
     }
 
+    /// A `source_scored` event: the source's verdict, a span event on the run (never merged
+    /// with cosmos's own judge).
+    pub(super) fn on_source_scored(&mut self, event: &Event) {
+        let t = event.t_ms;
+        let EventBody::SourceScored {
+            scorer,
+            value,
+            passed,
+            ..
+        } = &event.body
+        else {
+            return;
+        };
+        let value = match value {
+            Value::String(text) => text.clone(),
+            other => other.to_string(),
+        };
+        let mut attrs = vec![
+            attr("cosmos.source_score.scorer", scorer.clone()),
+            attr("cosmos.source_score.value", value),
+        ];
+        if let Some(passed) = passed {
+            attrs.push(attr("cosmos.source_score.passed", *passed));
+        }
+        self.root
+            .span()
+            .add_event_with_timestamp("cosmos.source_score", self.at(t), attrs);
+    }
+
     /// An `error` event.
     pub(super) fn on_error(&mut self, event: &Event) {
         let t = event.t_ms;

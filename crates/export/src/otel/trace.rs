@@ -267,6 +267,7 @@ impl Trace {
             EventBody::DecisionRejected { .. } => self.on_decision_rejected(event),
             EventBody::Answer { .. } => self.on_answer(event),
             EventBody::JudgeScored { .. } => self.on_judge_scored(event),
+            EventBody::SourceScored { .. } => self.on_source_scored(event),
             EventBody::RunFinished { .. } => self.on_run_finished(event),
             // A recheck is about today's servers; progress is the call's span's own time; a
             // request for input is part of the call (its record is the trajectory's).

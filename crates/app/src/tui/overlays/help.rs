@@ -95,6 +95,10 @@ pub fn legend(mode: Mode) -> &'static [(&'static str, &'static str)] {
             ("✗2", "two real calls failed"),
             ("?1", "one planner reply was no usable decision"),
             (
+                "≠1",
+                "one score its source recorded failed the run (an imported sample scored incorrect)",
+            ),
+            (
                 "…",
                 "totals of an older version, being computed again; or a cell cut to fit",
             ),

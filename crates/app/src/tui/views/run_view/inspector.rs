@@ -181,6 +181,42 @@ fn setup_lines(lines: &mut Lines, run: &Run) {
     lines.heading("agent");
     lines.text(format!("  {}", h.agent.kind.as_str()));
     lines.text(format!("  {}", h.made_by()));
+    // The source's own verdicts (an imported sample's scorers), apart from cosmos's judge.
+    if !run.source_scores().is_empty() {
+        lines.heading("the source's verdict");
+        for &i in run.source_scores() {
+            let event = run.event(i as usize);
+            if let cosmos_trajectory::event::EventBody::SourceScored {
+                scorer,
+                value,
+                passed,
+                answer,
+                target,
+                ..
+            } = &event.body
+            {
+                let mark = if *passed == Some(false) {
+                    Mark::Failure
+                } else {
+                    Mark::Text
+                };
+                lines.push(
+                    mark,
+                    format!(
+                        "  {scorer}: {}{}{}",
+                        cosmos_trajectory::describe::source_verdict(value, *passed),
+                        target.as_ref().map_or(String::new(), |t| format!(
+                            " · target {}",
+                            t.as_str().map_or_else(|| t.to_string(), str::to_string)
+                        )),
+                        answer
+                            .as_deref()
+                            .map_or(String::new(), |a| format!(" · answer {a}")),
+                    ),
+                );
+            }
+        }
+    }
     for (key, value) in &h.agent.settings {
         lines.text(format!("  {key} = {value}"));
     }

@@ -338,6 +338,16 @@ fn text_lines<'a>(at: &MetricsAt<'_>, theme: &Theme) -> Vec<Line<'a>> {
             format!("{trusted} prediction(s) trusted{poor}; {saved} real call(s) saved"),
         ));
     }
+    // The source's own verdict (an imported sample's scorers), beside the judge, never merged.
+    if m.source_scored > 0 {
+        lines.push(kv(
+            "source",
+            format!(
+                "{} of {} score(s) passed, {} failed",
+                m.source_passed, m.source_scored, m.source_failed
+            ),
+        ));
+    }
     if let Some(j) = &m.judge {
         lines.push(kv(
             "judge",
