@@ -210,3 +210,37 @@ fn the_sweep_report_is_the_reports_output() {
         "sample_runs/sweep-report.md is not what the report gives today (make it again with the README's command)"
     );
 }
+
+/// Truth IV: endings in one rule. The runs `report` counts clean in its `runs (N clean)` are
+/// the runs the browser draws as clean finishes (`Totals::clean`), never "ok" beside runs the
+/// browser marks `⊣steps`.
+#[test]
+fn the_report_counts_clean_the_runs_the_browser_draws_clean() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let doc: serde_json::Value = serde_json::from_str(&common::cosmos_stdout(&[
+        "report",
+        "sample_runs",
+        "--format",
+        "json",
+    ]))
+    .unwrap();
+    let reported: u64 = doc["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["clean"].as_u64().unwrap())
+        .sum();
+    let listed = cosmos_trajectory::listing::list_runs(&[root.join("sample_runs")]).unwrap();
+    let runs: Vec<_> = listed.iter().filter(|r| !r.is_evaluation()).collect();
+    assert_eq!(
+        runs.len() as u64,
+        doc["runs"].as_u64().unwrap(),
+        "the same runs"
+    );
+    let drawn_clean = runs.iter().filter(|r| r.clean()).count() as u64;
+    assert_eq!(reported, drawn_clean);
+    assert!(
+        drawn_clean < runs.len() as u64,
+        "some sample runs end marked (the step limit): the rule has something to tell"
+    );
+}

@@ -141,6 +141,14 @@ impl RunRecord {
     pub fn completed(&self) -> bool {
         self.metrics.status == Some(RunStatus::Completed) && self.metrics.answered
     }
+
+    /// A clean finish by the one rule every view marks runs by ([`Totals::clean`]): what the
+    /// browser draws as a success, the table counts as clean.
+    pub fn clean(&self) -> bool {
+        self.metrics
+            .status
+            .is_some_and(|status| self.metrics.totals(0).clean(status))
+    }
 }
 
 /// One row of a table.
@@ -154,6 +162,9 @@ pub struct GroupRow {
     pub runs: usize,
     /// Runs that completed with an answer.
     pub completed: usize,
+    /// Runs that finished cleanly by the one rule the browser marks by ([`Totals::clean`]).
+    #[serde(default)]
+    pub clean: usize,
     /// Runs whose answer cosmos sees: all but proxy sessions, whose agent answers its own
     /// user (so `completed / answerable` is the share that answered, and a group of proxy
     /// sessions alone has none to judge by).
@@ -619,6 +630,7 @@ fn row(key: &str, runs: &[&RunRecord], cohort: Option<(f64, f64)>, avg_calls: f6
     });
 
     let completed = runs.iter().filter(|r| r.completed()).count();
+    let clean = runs.iter().filter(|r| r.clean()).count();
     let answerable = runs.iter().filter(|r| r.answerable()).count();
     let mut planners: Vec<String> = runs.iter().map(|r| r.planner.clone()).collect();
     planners.sort();
@@ -653,6 +665,7 @@ fn row(key: &str, runs: &[&RunRecord], cohort: Option<(f64, f64)>, avg_calls: f6
         planners,
         runs: runs.len(),
         completed,
+        clean,
         answerable,
         tool_calls: est(Scale::Count, &|r| Some(r.metrics.tool_calls as f64)),
         tool_call_success_rate: success,

@@ -153,6 +153,7 @@ mod tests {
             planners: vec!["p".into()],
             runs: 2,
             completed: 1,
+            clean: 1,
             answerable: 2,
             tool_calls: Some(Estimate {
                 mean: calls,

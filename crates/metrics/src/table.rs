@@ -238,7 +238,9 @@ pub(super) fn cell(e: Option<Estimate>, col: &Column, runs: usize) -> String {
 }
 
 /// What the cells mean, under every table.
-pub const LEGEND: &str = "mean [95% interval]: rates, fidelity, EQ and judge scores by Wilson's \
+pub const LEGEND: &str = "runs (N clean): N finished cleanly by the browser's rule (completed, \
+    no failed call, no rejected reply, no ending mark, no failing score of its source). \
+    mean [95% interval]: rates, fidelity, EQ and judge scores by Wilson's \
     interval at the effective n; tokens and time log-normal (Cox); counts Student's t; repeats of \
     a task clustered. No interval under 3 runs (or tasks, with repeats). (n=…) where fewer runs \
     had the metric. EQ = Execution Quality within the planner's cohort; tokens are the agent's, \
@@ -264,7 +266,7 @@ pub fn render(rows: &[GroupRow], by: GroupBy, markdown: bool) -> String {
     header.push("flags".into());
     let mut table: Vec<Vec<String>> = Vec::with_capacity(rows.len());
     for r in rows {
-        let mut line = vec![r.key.clone(), format!("{} ({} ok)", r.runs, r.completed)];
+        let mut line = vec![r.key.clone(), format!("{} ({} clean)", r.runs, r.clean)];
         line.extend(cols.iter().map(|c| cell((c.get)(r), c, r.runs)));
         line.push(r.flags.join(","));
         table.push(line);
