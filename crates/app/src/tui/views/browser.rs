@@ -76,9 +76,10 @@ const COLUMNS: [(Column, &str, u16); 12] = [
 /// and their success come before the label, so a narrow screen does not show two runs of one
 /// configuration as the same row; the title says how many columns were left out.
 const PRIORITY: [Column; 11] = [
+    // The status first: its marks are what a person scans the list for, the last to hide.
+    Column::Status,
     Column::Agent,
     Column::WorldModel,
-    Column::Status,
     Column::Calls,
     Column::Success,
     Column::Label,
@@ -905,7 +906,8 @@ fn cells<'a>(
     vec![
         task_cell,
         Cell::from(one_line(label, width(1))),
-        Cell::from(agent),
+        // A cut agent says so ("external: mcp-pyth…"), never reads as another.
+        Cell::from(one_line(&agent, width(2))),
         Cell::from(one_line(&wm, width(3))),
         Cell::from(one_line(&planner, width(4))),
         Cell::from(Span::styled(one_line(&status, width(5)), status_style)),

@@ -9,7 +9,7 @@ use crossterm::event::MouseEventKind;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Cell, Paragraph, Row, Table};
+use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table};
 
 use crate::tui::action::Action;
 use crate::tui::keymap::{Command, Mode};
@@ -633,9 +633,24 @@ impl CompareView {
             });
             keys
         };
-        for (cell, rect) in row.iter().zip(columns.iter()) {
+        for (r, (cell, rect)) in row.iter().zip(columns.iter()).enumerate() {
+            // Each run's part under its name, the parts divided: "(no call here)" never reads
+            // as the run beside it.
+            let pane = if r == 0 {
+                Block::new()
+            } else {
+                Block::new()
+                    .borders(Borders::LEFT)
+                    .border_style(theme.border())
+            };
+            let rect = &pane.inner(*rect);
+            frame.render_widget(pane, columns[r]);
             let width = rect.width as usize;
-            let mut text: Vec<Line> = Vec::new();
+            let name = self.labels.get(r).map_or("", String::as_str);
+            let mut text: Vec<Line> = vec![Line::styled(
+                one_line(&format!("run {} · {name}", r + 1), width),
+                theme.dim(),
+            )];
             match cell {
                 None => text.push(Line::styled("(no call here)", theme.dim())),
                 Some(c) => {

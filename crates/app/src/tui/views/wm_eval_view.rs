@@ -780,20 +780,26 @@ impl WmEvalView {
         .into_iter()
         .chain((0..n).map(|_| Constraint::Fill(3)))
         .collect();
+        // Every column's width, as the table will lay it out: a cell cut to it ends in `…`,
+        // never cut short by the table with nothing to say so.
+        let laid = Layout::horizontal(widths.clone())
+            .spacing(1)
+            .split(Block::bordered().inner(calls));
+        let width_of = |c: usize| laid.get(c).map_or(20, |r| r.width as usize);
         let header = Row::new(
             ["step", "run", "call", "real"]
                 .into_iter()
                 .map(|h| Cell::from(h.to_string()))
-                .chain(self.names.iter().map(|n| Cell::from(one_line(n, 30)))),
+                .chain(
+                    self.names
+                        .iter()
+                        .enumerate()
+                        .map(|(w, n)| Cell::from(one_line(n, width_of(4 + w)))),
+                ),
         )
         .style(theme.title());
         let inner_h = calls.height.saturating_sub(3) as usize;
-        // The call column's width, as the table will lay it out.
-        let call_width = Layout::horizontal(widths.clone())
-            .spacing(1)
-            .split(Block::bordered().inner(calls))
-            .get(2)
-            .map_or(20, |r| r.width as usize);
+        let call_width = width_of(2);
         let rows = self
             .order
             .iter()
@@ -810,19 +816,22 @@ impl WmEvalView {
                 };
                 let mut cells = vec![
                     Cell::from(r.step.to_string()),
-                    Cell::from(one_line(&r.run_name, 40)),
+                    Cell::from(one_line(&r.run_name, width_of(1))),
                     Cell::from(fit_call(&r.label, &r.compact, call_width)),
                     Cell::from(Span::styled(
                         one_line(
                             &format!("{}{real_head}", if r.real.is_error { "✗ " } else { "" }),
-                            60,
+                            width_of(3),
                         ),
                         real_style,
                     )),
                 ];
-                for (t, wrong) in &r.shown {
+                for (w, (t, wrong)) in r.shown.iter().enumerate() {
                     let style = if *wrong { theme.diff() } else { theme.good() };
-                    cells.push(Cell::from(Span::styled(one_line(t, 80), style)));
+                    cells.push(Cell::from(Span::styled(
+                        one_line(t, width_of(4 + w)),
+                        style,
+                    )));
                 }
                 let mut row = Row::new(cells);
                 if pos == self.selection.selected {

@@ -679,7 +679,10 @@ fn row_text(
             };
             RowText {
                 label: format!("{mark}{}", compact_node_label(&body)),
-                distinct: siblings.and_then(|s| s.distinguishing_label(&body)),
+                // The mark stays in front of the shorter label too.
+                distinct: siblings
+                    .and_then(|s| s.distinguishing_label(&body))
+                    .map(|d| format!("{mark}{d}")),
                 family: family_size(run, item),
             }
         }
@@ -700,29 +703,44 @@ fn step_line(run: &Run, step: usize, label: &str, width: usize, theme: &Theme) -
     ])
 }
 
-/// A call label cut to `width` columns: the server prefix (`Time MCP:`) goes first, so a
-/// narrow pane shows which tool with which arguments rather than the same server name on
-/// every row.
+/// A call label cut to `width` columns. A step's number (`3. `) and the destructive mark
+/// (`! `) are kept whole, whatever the width; then the server prefix (`Time MCP:`) goes
+/// first, so a narrow pane shows which tool with which arguments rather than the same server
+/// name on every row.
 fn fit_label(label: &str, width: usize) -> String {
     if label.width() <= width {
         return label.to_string();
     }
-    let paren = label.find('(').unwrap_or(label.len());
-    let short = match label[..paren].rfind(':') {
-        Some(colon) => {
-            // Keep a step number (`3. `) in front of what is dropped.
-            let number = label[..colon]
-                .find(". ")
-                .filter(|&i| label[..i].chars().all(|c| c.is_ascii_digit()))
-                .map_or("", |i| &label[..i + 2]);
-            format!("{number}{}", &label[colon + 1..])
-        }
-        None => label.to_string(),
+    let (kept, call) = split_kept(label);
+    format!(
+        "{kept}{}",
+        fit_call(call, width.saturating_sub(kept.width()))
+    )
+}
+
+/// A label's number (`3. `) and destructive mark (`! `), and the call after them.
+fn split_kept(label: &str) -> (&str, &str) {
+    let mut at = label
+        .find(". ")
+        .filter(|&i| i > 0 && label[..i].chars().all(|c| c.is_ascii_digit()))
+        .map_or(0, |i| i + 2);
+    if label[at..].starts_with("! ") {
+        at += 2;
+    }
+    label.split_at(at)
+}
+
+/// A call (`server:tool(arguments)`) cut to `width`: the server prefix first, then the tool's
+/// name gives way to its arguments, which tell siblings apart.
+fn fit_call(call: &str, width: usize) -> String {
+    let paren = call.find('(').unwrap_or(call.len());
+    let short = match call[..paren].rfind(':') {
+        Some(colon) => call[colon + 1..].to_string(),
+        None => call.to_string(),
     };
     if short.width() <= width {
         return short;
     }
-    // Still too wide: the tool's name gives way to its arguments, which tell siblings apart.
     match short.find('(') {
         Some(paren) if paren > 0 => {
             let (name, args) = short.split_at(paren);
@@ -833,5 +851,11 @@ mod tests {
             "conver…(…Asia/Tokyo)"
         );
         assert_eq!(fit_label("2. Time MCP:now()", 10), "2. now()");
+        // Truth IV: the destructive mark is kept whole at any width, after the number.
+        assert_eq!(
+            fit_label("3. ! fs:delete_file(/tmp/notes/a-long-name.txt)", 20),
+            "3. ! del…(/tmp/note…"
+        );
+        assert_eq!(fit_label("! fs:delete_file(/x)", 12), "! delet…(/x)");
     }
 }
