@@ -639,6 +639,58 @@ fn browser_run_view_compare_and_about_show_reports_figures_for_every_sample_run(
     }
 }
 
+/// Truth IV: the imported runs (ATIF, Inspect and OTLP fixtures, each imported) show in the
+/// browser, the run view, compare and the about view what `report` says of them, as cosmos's
+/// own runs do; and at 80x24 the browser keeps every run's status, the marks whole.
+#[test]
+fn every_view_shows_reports_figures_for_imported_runs_too() {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/interchange");
+    let dir = tempfile::tempdir().unwrap();
+    for entry in std::fs::read_dir(&fixtures).unwrap() {
+        let file = entry.unwrap().path();
+        let done = std::process::Command::new(env!("CARGO_BIN_EXE_cosmos"))
+            .arg("import")
+            .arg(&file)
+            .arg("--out")
+            .arg(dir.path())
+            .output()
+            .unwrap();
+        assert!(
+            !String::from_utf8_lossy(&done.stdout).is_empty(),
+            "{} made no run: {done:?}",
+            file.display()
+        );
+    }
+    let reported = common::reported_per_run(dir.path());
+    assert!(reported.len() >= 6, "{}", reported.len());
+    for (path, r) in &reported {
+        shows_reports_figures(path, r);
+    }
+    // At 80x24, every listed run's status is on screen.
+    use cosmos_app::tui::Browser;
+    use cosmos_trajectory::listing::RunSummary;
+    let summaries: Vec<RunSummary> = reported.iter().map(|(p, _)| RunSummary::read(p)).collect();
+    let statuses: Vec<String> = summaries.iter().map(RunSummary::outcome).collect();
+    let browser = Browser::new(vec![dir.path().to_path_buf()], summaries, 29);
+    let mut app = App::new(browser, Keymap::default(), Theme::new(true), (80, 24));
+    for (id, work) in app.take_work() {
+        for action in cosmos_app::tui::perform(id, work) {
+            app.update(action);
+        }
+    }
+    let screen = render(&mut app);
+    assert!(
+        screen.lines().nth(1).unwrap().contains("status"),
+        "{screen}"
+    );
+    for status in statuses {
+        assert!(
+            screen.contains(&status),
+            "{status:?} not shown at 80x24:\n{screen}"
+        );
+    }
+}
+
 /// The browser over `path` alone, the run view's metrics pane at its end, compare (the run
 /// beside itself) and its about view
 /// show what `cosmos report --per-run` says of it (`r`).
@@ -663,7 +715,10 @@ fn shows_reports_figures(path: &Path, r: &Value) {
     let fidelity = m["fidelity"]["score"]
         .as_f64()
         .map_or("—".to_string(), |v| figure::fraction(v, 2));
-    let tokens = r["tokens"].as_u64().unwrap().to_string();
+    // A source that counted no tokens: `null` in the report, "—" on screen.
+    let tokens = r["tokens"]
+        .as_u64()
+        .map_or("—".to_string(), |t| t.to_string());
     // The browser over this run alone, its totals recounted when an older version wrote
     // them, as the explorer does.
     let browser = Browser::new(
@@ -750,7 +805,11 @@ fn shows_reports_figures(path: &Path, r: &Value) {
     let compare = cosmos_app::tui::CompareView::new(&runs, (size.0, size.1 - 1));
     let mut app = App::new(compare, Keymap::default(), Theme::new(true), size);
     let screen = render(&mut app);
-    let wall = format!("{:.1}", m["wall_ms"].as_f64().unwrap() / 1000.0);
+    let wall = if m["times_unrecorded"] == true {
+        "—".to_string()
+    } else {
+        format!("{:.1}", m["wall_ms"].as_f64().unwrap() / 1000.0)
+    };
     // The world model's answers have a row only where a run has some.
     assert_eq!(
         screen.contains("◆ wm answered"),
@@ -815,9 +874,22 @@ fn shows_reports_figures(path: &Path, r: &Value) {
     let header = &lines[0];
     for (heading, list) in [("servers", "servers"), ("tools", "tools")] {
         let n = header[list].as_array().map_or(0, Vec::len);
+        // What an imported run's source never listed is unknown, never "(0)".
+        let unlisted = header["source"].is_object()
+            && match list {
+                "servers" => n == 0,
+                _ => header["source"]["unrecorded"]
+                    .as_array()
+                    .is_some_and(|u| u.iter().any(|x| x == "tools")),
+            };
+        let said = if unlisted {
+            format!("{heading} (—: the source listed none)")
+        } else {
+            format!("{heading} ({n})")
+        };
         assert!(
-            screen.contains(&format!("{heading} ({n})")),
-            "about {}: {heading} ({n})\n{screen}",
+            screen.contains(&said),
+            "about {}: {said}\n{screen}",
             path.display()
         );
     }
@@ -838,6 +910,9 @@ fn shows_reports_figures(path: &Path, r: &Value) {
 /// The metrics pane's time line as report's JSON metrics `m` make it: wall time, each phase
 /// that took any, then the time spent answering servers.
 fn time_line_of(m: &Value) -> String {
+    if m["times_unrecorded"] == true {
+        return "time      — (the source recorded no times)".to_string();
+    }
     let secs = |ms: u64| format!("{:.1}s", ms as f64 / 1000.0);
     let mut parts = vec![secs(m["wall_ms"].as_u64().unwrap())];
     for (name, ms) in ["plan", "execute", "answer", "judge"]

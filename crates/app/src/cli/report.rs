@@ -66,8 +66,8 @@ pub struct PerRun {
     pub made_by: String,
     /// Real calls that failed.
     pub tool_errors: u64,
-    /// Tokens the agent spent.
-    pub tokens: u64,
+    /// Tokens the agent spent; `null` when the run's source counted none.
+    pub tokens: Option<u64>,
     /// More than one server was called.
     pub cross_server_coordination: bool,
     /// Every metric of the run.
@@ -146,7 +146,7 @@ pub fn run(
                         task: r.task.clone(),
                         made_by: r.made_by.clone(),
                         tool_errors: r.metrics.tool_errors(),
-                        tokens: r.metrics.tokens(),
+                        tokens: (!r.metrics.tokens_unrecorded).then(|| r.metrics.tokens()),
                         cross_server_coordination: r.metrics.cross_server_coordination(),
                         metrics: r.metrics.clone(),
                     })
