@@ -1595,13 +1595,28 @@ fn a_node_called_while_planning_shows_its_real_result_beside_the_prediction() {
                 _ => None,
             })
             .collect();
-        let grounded: Vec<(u32, String)> = (0..run.len())
+        // Each node's prediction, for its fidelity to the grounded result.
+        let predicted: std::collections::HashMap<u64, cosmos_trajectory::event::Observation> = (0
+            ..run.len())
+            .filter_map(|i| match run.event(i).into_owned().body {
+                EventBody::NodeSimulated {
+                    node, prediction, ..
+                } => Some((node, prediction.observation)),
+                _ => None,
+            })
+            .collect();
+        // Each with the prediction's fidelity to the grounded result, as the inspector says it.
+        let grounded: Vec<(u32, String, Option<f64>)> = (0..run.len())
             .filter_map(|i| match &run.event(i).body {
                 EventBody::NodeGrounded {
                     node, observation, ..
-                } if !executed.contains(node) => {
-                    Some((run.slot_of(*node)?, observation.text.clone()))
-                }
+                } if !executed.contains(node) => Some((
+                    run.slot_of(*node)?,
+                    observation.text.clone(),
+                    predicted
+                        .get(node)
+                        .map(|p| cosmos_engine::metrics::fidelity::compare(p, observation).score),
+                )),
                 _ => None,
             })
             .collect();
@@ -1612,7 +1627,7 @@ fn a_node_called_while_planning_shows_its_real_result_beside_the_prediction() {
         let mut app = opened(run, (200, 50));
         app.update(Action::JumpTo(last));
         app.update(Action::Do(Command::ExpandAll));
-        for (slot, real) in grounded {
+        for (slot, real, fidelity) in grounded {
             for _ in 0..60 {
                 app.update(Action::Do(Command::Up));
             }
@@ -1633,6 +1648,17 @@ fn a_node_called_while_planning_shows_its_real_result_beside_the_prediction() {
                 path.display()
             );
             assert!(!screen.contains("not executed at this point"), "{screen}");
+            // Truth IV: the observation pane gives the figure the inspector gives the grounded
+            // call (the node's prediction against its real result), never "—" beside it.
+            if let Some(f) = fidelity {
+                assert!(
+                    screen.contains(&format!(
+                        "fidelity {f:.2} to the result called while planning"
+                    )),
+                    "{}: node slot {slot}: fidelity {f:.2}:\n{screen}",
+                    path.display()
+                );
+            }
             let first_line = real
                 .lines()
                 .find(|l| l.trim().len() > 3)

@@ -47,8 +47,9 @@ pub struct ObservationView {
     fidelity: Option<Fidelity>,
     /// A `finish` node: answers side by side, no fidelity to speak of.
     finish: bool,
-    /// The real side is a call made while planning (`node_grounded`), which no step scores.
-    grounded: bool,
+    /// The real side is a call made while planning (`node_grounded`), which no step scores:
+    /// the prediction's fidelity to it, as the inspector says it (no metric counts it).
+    grounded: Option<Option<f64>>,
     simulated: Side,
     real: Side,
     /// First line shown.
@@ -94,7 +95,7 @@ impl ObservationView {
             heading: action,
             fidelity: None,
             finish: true,
-            grounded: false,
+            grounded: None,
             simulated: side("planned answer", planned, "(the planner wrote none)"),
             real: side(
                 "answer given",
@@ -225,7 +226,7 @@ impl ObservationView {
             ),
         };
         // The one fidelity of the step, as the metrics count it (none for a validator's rejection).
-        let fidelity = match (simulated, step_index) {
+        let fidelity = match (&simulated, step_index) {
             (Some(_), Some(i)) => facts.step(i).and_then(|f| f.fidelity),
             _ => None,
         };
@@ -234,7 +235,12 @@ impl ObservationView {
             heading: action,
             fidelity,
             finish: false,
-            grounded: grounded.is_some() && step_index.is_none(),
+            grounded: (grounded.is_some() && step_index.is_none()).then(|| {
+                simulated
+                    .as_ref()
+                    .zip(real)
+                    .map(|(sim, (real, _))| fidelity::compare(sim, real).score)
+            }),
             simulated: simulated_side,
             real: real_side,
             scroll: Scroll::default(),
@@ -279,10 +285,15 @@ impl ObservationView {
                 )
             }
             None if self.finish => "the planner's answer at this node, and the run's".to_string(),
-            None if self.grounded => {
-                "fidelity — (scored on executed steps; this call was made while planning)"
-                    .to_string()
-            }
+            // The same figure the inspector gives the grounded call, said as not counted.
+            None if self.grounded.is_some() => match self.grounded.flatten() {
+                Some(score) => format!(
+                    "fidelity {score:.2} to the result called while planning (no metric counts \
+                     it: fidelity scores executed steps)"
+                ),
+                None => "fidelity — (scored on executed steps; this call was made while planning)"
+                    .to_string(),
+            },
             None => "fidelity — (needs both a simulation and a real result)".to_string(),
         };
         let heading = vec![
