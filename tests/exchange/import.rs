@@ -1488,4 +1488,27 @@ fn an_inspect_score_is_the_sources_verdict_and_an_incorrect_sample_no_clean_fini
         "{}",
         text(&table.stdout)
     );
+    // Exported back: in Inspect's shape for any reader (valid ATIF), and whole for cosmos.
+    let exported = dir.path().join("incorrect.atif.json");
+    let done = cosmos(&[
+        "export",
+        "atif",
+        incorrect.to_str().unwrap(),
+        "-o",
+        exported.to_str().unwrap(),
+    ]);
+    assert!(done.status.success(), "{}", text(&done.stderr));
+    let atif: Value = serde_json::from_str(&std::fs::read_to_string(&exported).unwrap()).unwrap();
+    assert_eq!(
+        atif["extra"]["scores"]["includes"]["value"], "I",
+        "{}",
+        atif["extra"]
+    );
+    atif_validate(&exported);
+    let back = tempfile::tempdir().unwrap();
+    let again = import(&[&exported], back.path());
+    let [score] = of_kind(&again[0], "source_scored")[..] else {
+        panic!("the verdict comes back: {:?}", again[0])
+    };
+    assert_eq!(score["passed"], false);
 }

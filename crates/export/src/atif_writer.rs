@@ -14,6 +14,9 @@
 //!   fidelity}}`, the second when a world model predicted the call;
 //! - an executed plan call's step: `{"executes": {"node": N, "proposed_by_step": S?}}`.
 //!
+//! An imported run's source verdicts (`source_scored`) are also written as `extra.scores`, in
+//! Inspect's shape (`{scorer: {value, answer, explanation, target}}`).
+//!
 //! Every event keeps its `seq`, so `cosmos import` puts each back in its place.
 
 use std::io::Write;
@@ -210,6 +213,29 @@ pub fn write(run: &Run, out: &mut dyn Write) -> Result<()> {
         final_metrics["total_prompt_tokens"] = json!(prompt_total);
         final_metrics["total_completion_tokens"] = json!(completion_total);
     }
+    // The source's verdicts, in Inspect's shape (`{scorer: {value, answer, explanation}}`),
+    // where a reader that knows no cosmos finds them.
+    let scores: Map<String, Value> = kept
+        .iter()
+        .filter_map(|e| match &e.body {
+            EventBody::SourceScored {
+                scorer,
+                value,
+                answer,
+                explanation,
+                target,
+                ..
+            } => Some((
+                scorer.clone(),
+                json!({"value": value, "answer": answer, "explanation": explanation, "target": target}),
+            )),
+            _ => None,
+        })
+        .collect();
+    let mut extra = json!({"cosmos": {"shape": EXTRA_SHAPE, "header": header, "events": kept}});
+    if !scores.is_empty() {
+        extra["scores"] = Value::Object(scores);
+    }
     let trajectory = json!({
         "schema_version": SCHEMA_VERSION,
         "session_id": header.run_id,
@@ -217,7 +243,7 @@ pub fn write(run: &Run, out: &mut dyn Write) -> Result<()> {
         "agent": agent,
         "steps": steps,
         "final_metrics": final_metrics,
-        "extra": {"cosmos": {"shape": EXTRA_SHAPE, "header": header, "events": kept}},
+        "extra": extra,
     });
     serde_json::to_writer(&mut *out, &trajectory)?;
     out.write_all(b"\n")?;
