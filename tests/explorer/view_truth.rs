@@ -666,6 +666,23 @@ fn every_view_shows_reports_figures_for_imported_runs_too() {
     for (path, r) in &reported {
         shows_reports_figures(path, r);
     }
+    // At 80x24 and 200x50, each run's view and about view say where it came from, and never
+    // that cosmos proxy recorded it.
+    for (path, _) in &reported {
+        for size in [(80, 24), (200, 50)] {
+            let mut app = common::run_app(Run::open(path).unwrap(), size);
+            let screen = render(&mut app);
+            assert!(!screen.contains("cosmos proxy"), "{size:?}:\n{screen}");
+            app.update(Action::Do(Command::About));
+            let about = render(&mut app);
+            assert!(
+                about.contains("imported from"),
+                "{size:?} {}:\n{about}",
+                path.display()
+            );
+            assert!(!about.contains("cosmos proxy"), "{size:?}:\n{about}");
+        }
+    }
     // At 80x24, every listed run's status is on screen.
     use cosmos_app::tui::Browser;
     use cosmos_trajectory::listing::RunSummary;
