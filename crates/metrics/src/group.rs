@@ -142,7 +142,7 @@ impl RunRecord {
         self.metrics.status == Some(RunStatus::Completed) && self.metrics.answered
     }
 
-    /// A clean finish by the one rule every view marks runs by ([`Totals::clean`]): what the
+    /// A clean finish by the one rule every view marks runs by ([`Totals::clean`](cosmos_trajectory::event::Totals::clean)): what the
     /// browser draws as a success, the table counts as clean.
     pub fn clean(&self) -> bool {
         self.metrics
@@ -162,7 +162,7 @@ pub struct GroupRow {
     pub runs: usize,
     /// Runs that completed with an answer.
     pub completed: usize,
-    /// Runs that finished cleanly by the one rule the browser marks by ([`Totals::clean`]).
+    /// Runs that finished cleanly by the one rule the browser marks by ([`Totals::clean`](cosmos_trajectory::event::Totals::clean)).
     #[serde(default)]
     pub clean: usize,
     /// Runs whose answer cosmos sees: all but proxy sessions, whose agent answers its own

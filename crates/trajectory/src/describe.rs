@@ -674,6 +674,19 @@ impl Latencies {
     }
 }
 
+/// A source's score in a few words: its value as written, and what it says (`I: incorrect`).
+pub fn source_verdict(value: &serde_json::Value, passed: Option<bool>) -> String {
+    let value = match value {
+        serde_json::Value::String(text) => text.clone(),
+        other => other.to_string(),
+    };
+    match passed {
+        Some(true) => format!("{value}: passed"),
+        Some(false) => format!("{value}: failed"),
+        None => value,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -879,18 +892,5 @@ mod tests {
             }));
         }
         assert!(summary(&copy, measured).contains("— ms"));
-    }
-}
-
-/// A source's score in a few words: its value as written, and what it says (`I: incorrect`).
-pub fn source_verdict(value: &serde_json::Value, passed: Option<bool>) -> String {
-    let value = match value {
-        serde_json::Value::String(text) => text.clone(),
-        other => other.to_string(),
-    };
-    match passed {
-        Some(true) => format!("{value}: passed"),
-        Some(false) => format!("{value}: failed"),
-        None => value,
     }
 }

@@ -479,11 +479,16 @@ pub fn passed_by(value: &Value) -> Option<bool> {
             _ => None,
         },
         Value::Bool(b) => Some(*b),
-        Value::Number(n) => match n.as_f64() {
-            Some(x) if x == 1.0 => Some(true),
-            Some(x) if x == 0.0 => Some(false),
-            _ => None,
-        },
+        Value::Number(n) => {
+            let x = n.as_f64()?;
+            if x == 1.0 {
+                Some(true)
+            } else if x == 0.0 {
+                Some(false)
+            } else {
+                None
+            }
+        }
         _ => None,
     }
 }
