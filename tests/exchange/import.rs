@@ -1512,3 +1512,31 @@ fn an_inspect_score_is_the_sources_verdict_and_an_incorrect_sample_no_clean_fini
     };
     assert_eq!(score["passed"], false);
 }
+
+/// Truth IV: an ATIF trajectory's own verdict (a reward or `resolved` in its
+/// `final_metrics.extra`) is the source's word too: an event of the run, a failing one no
+/// clean finish.
+#[test]
+fn an_atif_verdict_in_its_final_metrics_is_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut session: Value = serde_json::from_str(
+        &std::fs::read_to_string(fixture("atif_claude_code_time.json")).unwrap(),
+    )
+    .unwrap();
+    session["final_metrics"]["extra"] = json!({"reward": 0.0, "resolved": false, "note": "x"});
+    let file = dir.path().join("rewarded.json");
+    std::fs::write(&file, session.to_string()).unwrap();
+    let runs = import(&[&file], &dir.path().join("runs"));
+    let scores = of_kind(&runs[0], "source_scored");
+    let scorers: Vec<&str> = scores
+        .iter()
+        .map(|s| s["scorer"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        scorers,
+        ["final_metrics.extra.reward", "final_metrics.extra.resolved"],
+        "{scores:?}"
+    );
+    assert!(scores.iter().all(|s| s["passed"] == false), "{scores:?}");
+    assert_eq!(runs[0].last().unwrap()["totals"]["source_failed"], 2);
+}

@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 
 use cosmos_trajectory::event::{Event, EventBody, Header, Observation, Source, ToolInfo};
 
-use super::draft::{Call, Draft, Ended, Imported, Turn, content_text, timestamp};
+use super::draft::{Call, Draft, Ended, Imported, Score, Turn, content_text, timestamp};
 use super::format::{Format, Said};
 
 /// Largest ATIF file read: its one session is held whole while converted.
@@ -48,6 +48,10 @@ pub struct Trajectory {
     /// Embedded subagents (v1.7+): not imported, said.
     #[serde(default)]
     pub subagent_trajectories: Option<Vec<Value>>,
+    /// The run's totals, and in its `extra` whatever verdict the writer recorded (a reward,
+    /// whether the task was resolved).
+    #[serde(default)]
+    pub final_metrics: Option<Value>,
 }
 
 /// `agent`.
@@ -277,7 +281,66 @@ pub fn convert(mut trajectory: Trajectory, file: &str) -> Imported {
         }
     }
     flush_before(&mut draft, u64::MAX, &mut ended);
+    // A cosmos export brings its verdicts back as events of its own (above).
+    if !exported {
+        for score in verdicts(&trajectory) {
+            draft.scored(None, score);
+        }
+    }
     draft.finish(None, ended)
+}
+
+/// Keys of `final_metrics.extra` that hold a verdict on the run.
+const VERDICT_KEYS: &[&str] = &[
+    "reward",
+    "score",
+    "success",
+    "passed",
+    "resolved",
+    "is_resolved",
+    "correct",
+];
+
+/// The verdicts an ATIF trajectory records: each verdict key of `final_metrics.extra`, and
+/// each scorer of `extra.scores` (Inspect's shape, as `cosmos export atif` writes it).
+fn verdicts(trajectory: &Trajectory) -> Vec<Score> {
+    let mut found = Vec::new();
+    if let Some(extra) = trajectory
+        .final_metrics
+        .as_ref()
+        .and_then(|m| m.get("extra"))
+        .and_then(Value::as_object)
+    {
+        for (key, value) in extra {
+            if VERDICT_KEYS.contains(&key.to_ascii_lowercase().as_str()) && !value.is_null() {
+                found.push(Score {
+                    scorer: format!("final_metrics.extra.{key}"),
+                    value: value.clone(),
+                    answer: None,
+                    explanation: None,
+                    target: None,
+                });
+            }
+        }
+    }
+    if let Some(scores) = trajectory
+        .extra
+        .as_ref()
+        .and_then(|e| e.get("scores"))
+        .and_then(Value::as_object)
+    {
+        for (scorer, score) in scores {
+            let text = |key: &str| score.get(key).and_then(Value::as_str).map(str::to_string);
+            found.push(Score {
+                scorer: scorer.clone(),
+                value: score.get("value").cloned().unwrap_or(Value::Null),
+                answer: text("answer"),
+                explanation: text("explanation"),
+                target: score.get("target").filter(|t| !t.is_null()).cloned(),
+            });
+        }
+    }
+    found
 }
 
 /// An exported event no step stands for, put back (`run_finished` gives the ending only: the

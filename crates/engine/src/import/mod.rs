@@ -27,6 +27,7 @@
 //! | the last agent message without calls; Inspect `output.completion` | the `answer` |
 //! | Inspect `error` | `run_finished` `failed` with its message |
 //! | an Inspect `score` event, else each of the sample's `scores`, with its `target` | a `source_scored` (`C`/1 passed, `I`/`N`/0 failed) |
+//! | ATIF `final_metrics.extra`'s `reward`, `resolved`… and `extra.scores` | a `source_scored` each |
 //! | the ATIF tool definitions; the first Inspect model event's tools | the catalogue |
 //! | OTLP: the root span (`invoke_agent`, `AGENT`, else the parentless one): `gen_ai.agent.name` (else the service), `gen_ai.request.model`, `input.value`, `output.value` or `cosmos.answer`, its status | the agent, the model, the request, the answer, a failure |
 //! | OTLP: an LLM span (`chat`, `LLM`): model, `gen_ai.usage.*` / `llm.token_count.*`, its length | a planner turn with its latency (a span of another `cosmos.role` is skipped) |
