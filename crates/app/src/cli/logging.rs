@@ -42,8 +42,8 @@ fn private_folder(dir: &Path) -> bool {
         .is_ok_and(|m| m.is_dir() && m.uid() == me && m.mode() & 0o077 == 0)
 }
 
-/// The log file opened to append to: never through a planted link, and in the temp folder
-/// only inside this user's private folder.
+/// The log file at its default name opened to append to: never through a planted link, and
+/// in the temp folder only inside this user's private folder.
 fn open_log(path: &Path, shared: &Path) -> anyhow::Result<File> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         if dir == shared {
@@ -61,7 +61,17 @@ fn open_log(path: &Path, shared: &Path) -> anyhow::Result<File> {
 /// Starts file logging at the level in `COSMOS_LOG` (default `info`). Failing to open the
 /// log file is not fatal: the run goes on unlogged.
 pub fn init() {
-    let Ok(file) = open_log(&log_path(), &shared_fallback()) else {
+    // A file the person named is theirs, written where it leads, as `>>` would (a link, or
+    // `/dev/stderr`); only the default names, which another user could plant, are guarded.
+    let opened = match std::env::var_os("COSMOS_LOG_FILE") {
+        Some(named) => std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(named)
+            .map_err(anyhow::Error::from),
+        None => open_log(&log_path(), &shared_fallback()),
+    };
+    let Ok(file) = opened else {
         return;
     };
     let filter = tracing_subscriber::EnvFilter::try_from_env("COSMOS_LOG")
