@@ -1432,9 +1432,12 @@ fn an_inspect_score_is_the_sources_verdict_and_an_incorrect_sample_no_clean_fini
     // The first sample scored incorrect, in its score event and its scores alike.
     let first = &mut log["samples"][0];
     first["scores"]["includes"]["value"] = json!("I");
+    // A scorer's answer is untrusted text: an escape sequence in it reaches no screen.
+    first["scores"]["includes"]["answer"] = json!("\u{1b}[31mred\u{7}");
     for event in first["events"].as_array_mut().unwrap() {
         if event["event"] == "score" {
             event["score"]["value"] = json!("I");
+            event["score"]["answer"] = json!("\u{1b}[31mred\u{7}");
         }
     }
     let scored = dir.path().join("scored.json");
@@ -1473,6 +1476,34 @@ fn an_inspect_score_is_the_sources_verdict_and_an_incorrect_sample_no_clean_fini
     let markdown = text(&markdown.stdout);
     assert!(markdown.contains("## The source's verdict"), "{markdown}");
     assert!(markdown.contains("| includes | I: failed |"), "{markdown}");
+    assert!(
+        !markdown.contains('\u{1b}') && !markdown.contains('\u{7}'),
+        "{markdown}"
+    );
+    // The about view: the verdict under a heading of its own, after the agent's settings.
+    let mut app = common::run_app(
+        cosmos_trajectory::run::Run::open(&incorrect).unwrap(),
+        (160, 60),
+    );
+    app.update(cosmos_app::tui::Action::Do(cosmos_app::tui::Command::About));
+    let about = common::render(&mut app);
+    assert!(
+        !about.contains('\u{1b}') && !about.contains('\u{7}'),
+        "{about}"
+    );
+    let at = |text: &str| {
+        about
+            .find(text)
+            .unwrap_or_else(|| panic!("no {text:?}:\n{about}"))
+    };
+    assert!(
+        at("imported_from =") < at("the source's verdict"),
+        "{about}"
+    );
+    assert!(
+        at("the source's verdict") < at("includes: I: failed"),
+        "{about}"
+    );
     // report: one of two samples passed by its source.
     let done = cosmos(&["report", out.to_str().unwrap(), "--format", "json"]);
     assert!(done.status.success(), "{}", text(&done.stderr));

@@ -666,6 +666,29 @@ fn every_view_shows_reports_figures_for_imported_runs_too() {
     for (path, r) in &reported {
         shows_reports_figures(path, r);
     }
+    // The source's verdicts in the run view are report's.
+    for (path, r) in &reported {
+        let m = &r["metrics"];
+        let scored = m["source_scored"].as_u64().unwrap_or(0);
+        let mut app = common::run_app(Run::open(path).unwrap(), (220, 60));
+        let screen = render(&mut app);
+        if scored > 0 {
+            let line = format!(
+                "source    {} of {scored} score(s) passed, {} failed",
+                m["source_passed"].as_u64().unwrap_or(0),
+                m["source_failed"].as_u64().unwrap_or(0)
+            );
+            assert!(screen.contains(&line), "{line:?}:\n{screen}");
+        } else {
+            assert!(!screen.contains("source    "), "{screen}");
+        }
+    }
+    assert!(
+        reported
+            .iter()
+            .any(|(_, r)| r["metrics"]["source_scored"].as_u64().unwrap_or(0) > 0),
+        "some fixture has a score"
+    );
     // At 80x24 and 200x50, each run's view and about view say where it came from, and never
     // that cosmos proxy recorded it.
     for (path, _) in &reported {

@@ -115,19 +115,8 @@ pub fn write(run: &Run, out: &mut dyn Write) -> Result<()> {
                 _ => None,
             };
             if !turn_open || executes.is_some() {
-                // A call no turn just chose (a plan's node executed, a proxy's client): a
-                // step of its own that made no LLM call, in time order.
-                let mut step = Step::new("agent", at(event.t_ms));
-                step.0.insert("llm_call_count".into(), json!(0));
-                if let Some(node) = executes {
-                    let mut executed = json!({"node": node});
-                    if let Some(&turn) = proposed_by.get(&node) {
-                        executed["proposed_by_step"] = json!(turn + 1);
-                    }
-                    step.0
-                        .insert("extra".into(), json!({"cosmos": {"executes": executed}}));
-                }
-                steps.push(step);
+                let proposed = executes.and_then(|node| proposed_by.get(&node).copied());
+                steps.push(unchosen_call_step(at(event.t_ms), executes, proposed));
                 // The next call of this node's plan is a step of its own too.
                 turn_open = executes.is_none();
             }
@@ -207,16 +196,56 @@ pub fn write(run: &Run, out: &mut dyn Write) -> Result<()> {
             Value::Object(step.0)
         })
         .collect();
-    let agent = agent_of(header);
     let mut final_metrics = json!({"total_steps": steps.len()});
     if header.recorded(Source::TOKENS) {
         final_metrics["total_prompt_tokens"] = json!(prompt_total);
         final_metrics["total_completion_tokens"] = json!(completion_total);
     }
-    // The source's verdicts, in Inspect's shape (`{scorer: {value, answer, explanation}}`),
-    // where a reader that knows no cosmos finds them.
-    let scores: Map<String, Value> = kept
-        .iter()
+    let trajectory = json!({
+        "schema_version": SCHEMA_VERSION,
+        "session_id": header.run_id,
+        "trajectory_id": header.run_id,
+        "agent": agent_of(header),
+        "steps": steps,
+        "final_metrics": final_metrics,
+        "extra": trajectory_extra(header, kept),
+    });
+    serde_json::to_writer(&mut *out, &trajectory)?;
+    out.write_all(b"\n")?;
+    Ok(())
+}
+
+/// The trajectory's `extra`: cosmos's own record (its header and every event no step stands
+/// for) and, for an imported run, its source's verdicts as `scores`.
+fn trajectory_extra(header: &Header, kept: Vec<cosmos_trajectory::event::Event>) -> Value {
+    let scores = source_scores(&kept);
+    let mut extra = json!({"cosmos": {"shape": EXTRA_SHAPE, "header": header, "events": kept}});
+    if !scores.is_empty() {
+        extra["scores"] = Value::Object(scores);
+    }
+    extra
+}
+
+/// The step of a call no turn just chose (a plan's node executed, a proxy's client): one that
+/// made no LLM call, naming the node it executes and the step of the turn that proposed it.
+fn unchosen_call_step(at: Option<String>, executes: Option<u64>, proposed: Option<usize>) -> Step {
+    let mut step = Step::new("agent", at);
+    step.0.insert("llm_call_count".into(), json!(0));
+    if let Some(node) = executes {
+        let mut executed = json!({"node": node});
+        if let Some(turn) = proposed {
+            executed["proposed_by_step"] = json!(turn + 1);
+        }
+        step.0
+            .insert("extra".into(), json!({"cosmos": {"executes": executed}}));
+    }
+    step
+}
+
+/// The source's verdicts among `kept`, in Inspect's shape (`{scorer: {value, answer,
+/// explanation, target}}`), where a reader that knows no cosmos finds them.
+fn source_scores(kept: &[cosmos_trajectory::event::Event]) -> Map<String, Value> {
+    kept.iter()
         .filter_map(|e| match &e.body {
             EventBody::SourceScored {
                 scorer,
@@ -231,23 +260,7 @@ pub fn write(run: &Run, out: &mut dyn Write) -> Result<()> {
             )),
             _ => None,
         })
-        .collect();
-    let mut extra = json!({"cosmos": {"shape": EXTRA_SHAPE, "header": header, "events": kept}});
-    if !scores.is_empty() {
-        extra["scores"] = Value::Object(scores);
-    }
-    let trajectory = json!({
-        "schema_version": SCHEMA_VERSION,
-        "session_id": header.run_id,
-        "trajectory_id": header.run_id,
-        "agent": agent,
-        "steps": steps,
-        "final_metrics": final_metrics,
-        "extra": extra,
-    });
-    serde_json::to_writer(&mut *out, &trajectory)?;
-    out.write_all(b"\n")?;
-    Ok(())
+        .collect()
 }
 
 /// What the world model predicted for a call (its node's `node_simulated`), with the fidelity

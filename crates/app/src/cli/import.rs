@@ -37,6 +37,7 @@ pub fn run(args: ImportArgs) -> Result<ExitCode> {
     }
     let redactor = cosmos_export::redactor();
     let mut failed = false;
+    let mut folder_made = false;
     let (mut written, mut there) = (0usize, 0usize);
     for file in &args.files {
         let shown = inert(&file.display().to_string());
@@ -63,10 +64,7 @@ pub fn run(args: ImportArgs) -> Result<ExitCode> {
         };
         let mut made = 0usize;
         let read = import::read(file, format, &mut |run| {
-            let written = std::fs::create_dir_all(&args.out)
-                .map_err(|e| anyhow::anyhow!("making {}: {e}", args.out.display()))
-                .and_then(|()| import::write(&run, &args.out, &redactor));
-            match written {
+            match write_run(&run, &args.out, &redactor, &mut folder_made) {
                 Ok(import::Written::There(path)) => {
                     made += 1;
                     there += 1;
@@ -77,17 +75,10 @@ pub fn run(args: ImportArgs) -> Result<ExitCode> {
                 }
                 Ok(import::Written::New(path)) => {
                     made += 1;
-                    let calls = run
-                        .events
-                        .iter()
-                        .filter(|(_, b)| {
-                            matches!(b, cosmos_trajectory::event::EventBody::ToolCalled { .. })
-                        })
-                        .count();
                     outln!(
                         "{}  ({} call(s){})",
                         inert(&path.display().to_string()),
-                        calls,
+                        calls_in(&run),
                         skipped_note(&run)
                     );
                 }
@@ -131,6 +122,30 @@ pub fn run(args: ImportArgs) -> Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// Writes one imported run into `out`, making the folder with the first run (an import of
+/// nothing leaves nothing behind).
+fn write_run(
+    run: &import::Imported,
+    out: &std::path::Path,
+    redactor: &cosmos_trajectory::redact::Redactor,
+    folder_made: &mut bool,
+) -> Result<import::Written> {
+    if !*folder_made {
+        std::fs::create_dir_all(out)
+            .map_err(|e| anyhow::anyhow!("making {}: {e}", out.display()))?;
+        *folder_made = true;
+    }
+    import::write(run, out, redactor)
+}
+
+/// The real calls of an imported run.
+fn calls_in(run: &import::Imported) -> usize {
+    run.events
+        .iter()
+        .filter(|(_, b)| matches!(b, cosmos_trajectory::event::EventBody::ToolCalled { .. }))
+        .count()
 }
 
 /// `; N thing(s) not imported` when the source held what a cosmos run has no place for.

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 use serde::Serialize;
 
-use cosmos_engine::metrics::group::{GroupBy, GroupRow, group};
+use cosmos_engine::metrics::group::{GroupBy, GroupRow, RunRecord, group};
 use cosmos_engine::metrics::records::read_records;
 use cosmos_engine::metrics::table;
 use cosmos_trajectory::sanitize::{inert, inert_json};
@@ -74,6 +74,22 @@ pub struct PerRun {
     pub metrics: cosmos_engine::metrics::run::RunMetrics,
 }
 
+impl PerRun {
+    /// Run `r`'s row, in the group `by` puts it in.
+    fn of(r: &RunRecord, by: GroupBy) -> Self {
+        Self {
+            path: r.path.clone(),
+            key: r.key(by),
+            task: r.task.clone(),
+            made_by: r.made_by.clone(),
+            tool_errors: r.metrics.tool_errors(),
+            tokens: (!r.metrics.tokens_unrecorded).then(|| r.metrics.tokens()),
+            cross_server_coordination: r.metrics.cross_server_coordination(),
+            metrics: r.metrics.clone(),
+        }
+    }
+}
+
 /// What `cosmos report` adds to the groups.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Options<'a> {
@@ -92,6 +108,17 @@ pub struct BaselineDoc {
     pub key: String,
     /// Its comparisons.
     pub pairs: Vec<cosmos_engine::metrics::paired::PairedRow>,
+}
+
+/// Says which runs' token counts reached the largest count (their sums stop there).
+fn say_saturated_tokens(records: &[RunRecord]) {
+    for r in records.iter().filter(|r| r.metrics.tokens_saturated()) {
+        errln!(
+            "cosmos: {}: its token counts add up past {}: shown as that, the largest count, not the sum",
+            inert(&r.path.display().to_string()),
+            u64::MAX
+        );
+    }
 }
 
 /// Reads every run (streaming, one at a time) and prints the table.
@@ -118,13 +145,7 @@ pub fn run(
     for line in &skipped_lines {
         errln!("cosmos: {}", inert(line));
     }
-    for r in records.iter().filter(|r| r.metrics.tokens_saturated()) {
-        errln!(
-            "cosmos: {}: its token counts add up past {}: shown as that, the largest count, not the sum",
-            inert(&r.path.display().to_string()),
-            u64::MAX
-        );
-    }
+    say_saturated_tokens(&records);
     if records.is_empty() {
         anyhow::bail!(
             "no runs to report under {}",
@@ -137,21 +158,7 @@ pub fn run(
         .transpose()?;
     let out = match format {
         ReportFormat::Json => {
-            let per_run = per_run.then(|| {
-                records
-                    .iter()
-                    .map(|r| PerRun {
-                        path: r.path.clone(),
-                        key: r.key(by),
-                        task: r.task.clone(),
-                        made_by: r.made_by.clone(),
-                        tool_errors: r.metrics.tool_errors(),
-                        tokens: (!r.metrics.tokens_unrecorded).then(|| r.metrics.tokens()),
-                        cross_server_coordination: r.metrics.cross_server_coordination(),
-                        metrics: r.metrics.clone(),
-                    })
-                    .collect()
-            });
+            let per_run = per_run.then(|| records.iter().map(|r| PerRun::of(r, by)).collect());
             let doc = ReportDoc {
                 format: "mcp-cosmos-report",
                 version: 2,

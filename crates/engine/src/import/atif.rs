@@ -330,14 +330,7 @@ fn verdicts(trajectory: &Trajectory) -> Vec<Score> {
         .and_then(Value::as_object)
     {
         for (scorer, score) in scores {
-            let text = |key: &str| score.get(key).and_then(Value::as_str).map(str::to_string);
-            found.push(Score {
-                scorer: scorer.clone(),
-                value: score.get("value").cloned().unwrap_or(Value::Null),
-                answer: text("answer"),
-                explanation: text("explanation"),
-                target: score.get("target").filter(|t| !t.is_null()).cloned(),
-            });
+            found.push(Score::of_inspect(scorer, score, score.get("target")));
         }
     }
     found

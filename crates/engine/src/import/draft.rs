@@ -468,6 +468,21 @@ pub struct Score {
     pub target: Option<Value>,
 }
 
+impl Score {
+    /// A score in Inspect's shape (`{value, answer?, explanation?}`) by `scorer`, scored
+    /// against `target`.
+    pub fn of_inspect(scorer: &str, score: &Value, target: Option<&Value>) -> Self {
+        let text = |key: &str| score.get(key).and_then(Value::as_str).map(str::to_string);
+        Self {
+            scorer: scorer.to_string(),
+            value: score.get("value").cloned().unwrap_or(Value::Null),
+            answer: text("answer"),
+            explanation: text("explanation"),
+            target: target.filter(|t| !t.is_null()).cloned(),
+        }
+    }
+}
+
 /// What a score's value says of the run, by Inspect's conventions: `C` (correct) or a 1 or
 /// `true` passed it; `I` (incorrect), `N` (no answer), a 0 or `false` failed it; `P`
 /// (partial), a number between and anything else say neither.

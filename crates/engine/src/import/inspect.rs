@@ -525,7 +525,10 @@ fn convert(context: &Evaluation, mut sample: Sample) -> Imported {
                 if let Some(score) = event.get("score") {
                     let scorer = event.get("scorer").and_then(Value::as_str);
                     let target = event.get("target").or(sample.target.as_ref());
-                    draft.scored(at, score_of(scorer.unwrap_or("scorer"), score, target));
+                    draft.scored(
+                        at,
+                        Score::of_inspect(scorer.unwrap_or("scorer"), score, target),
+                    );
                 }
             }
             _ => {}
@@ -539,7 +542,10 @@ fn convert(context: &Evaluation, mut sample: Sample) -> Imported {
     {
         let completed = sample.completed_at.as_deref().and_then(timestamp);
         for (scorer, score) in sample.scores.iter().flatten() {
-            draft.scored(completed, score_of(scorer, score, sample.target.as_ref()));
+            draft.scored(
+                completed,
+                Score::of_inspect(scorer, score, sample.target.as_ref()),
+            );
         }
     }
     let completed = sample.completed_at.as_deref().and_then(timestamp);
@@ -678,16 +684,4 @@ fn tool_info(tool: &Value, attachments: &Attachments) -> Option<ToolInfo> {
         annotations: None,
         ..Default::default()
     })
-}
-
-/// An Inspect score (`{value, answer?, explanation?}`) of `scorer` as the source's verdict.
-fn score_of(scorer: &str, score: &Value, target: Option<&Value>) -> Score {
-    let text = |key: &str| score.get(key).and_then(Value::as_str).map(str::to_string);
-    Score {
-        scorer: scorer.to_string(),
-        value: score.get("value").cloned().unwrap_or(Value::Null),
-        answer: text("answer"),
-        explanation: text("explanation"),
-        target: target.cloned(),
-    }
 }

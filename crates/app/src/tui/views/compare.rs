@@ -596,6 +596,21 @@ impl CompareView {
 }
 
 impl CompareView {
+    /// Run `r`'s part of the selected-call pane, divided from the one before it, so "(no call
+    /// here)" never reads as the run beside it; the room inside.
+    fn run_pane(&self, frame: &mut Frame, r: usize, area: Rect, theme: &Theme) -> Rect {
+        let pane = if r == 0 {
+            Block::new()
+        } else {
+            Block::new()
+                .borders(Borders::LEFT)
+                .border_style(theme.border())
+        };
+        let inner = pane.inner(area);
+        frame.render_widget(pane, area);
+        inner
+    }
+
     /// The selected row: its full arguments, then per run its simulated and real results.
     fn draw_selected(&self, frame: &mut Frame, area: Rect, theme: &Theme) {
         let title = if self.first_divergence == Some(self.selection.selected) {
@@ -617,34 +632,9 @@ impl CompareView {
             .split(inner);
         // The arguments whose values differ between the runs come first, so a short pane
         // still shows what tells the calls apart.
-        let differing: Vec<&str> = {
-            let calls: Vec<&Call> = row.iter().flatten().collect();
-            let mut keys: Vec<&str> = calls
-                .iter()
-                .filter_map(|c| c.arguments.as_object())
-                .flat_map(|m| m.keys().map(String::as_str))
-                .collect();
-            keys.sort_unstable();
-            keys.dedup();
-            keys.retain(|k| {
-                calls
-                    .windows(2)
-                    .any(|w| w[0].arguments.get(*k) != w[1].arguments.get(*k))
-            });
-            keys
-        };
+        let differing = differing_arguments(row);
         for (r, (cell, rect)) in row.iter().zip(columns.iter()).enumerate() {
-            // Each run's part under its name, the parts divided: "(no call here)" never reads
-            // as the run beside it.
-            let pane = if r == 0 {
-                Block::new()
-            } else {
-                Block::new()
-                    .borders(Borders::LEFT)
-                    .border_style(theme.border())
-            };
-            let rect = &pane.inner(*rect);
-            frame.render_widget(pane, columns[r]);
+            let rect = &self.run_pane(frame, r, *rect, theme);
             let width = rect.width as usize;
             let name = self.labels.get(r).map_or("", String::as_str);
             let mut text: Vec<Line> = vec![Line::styled(
@@ -886,6 +876,24 @@ fn aligned_cell<'a>(
         };
         Cell::from(Span::styled(one_line(&s, width), style))
     }
+}
+
+/// The argument names whose values differ between a row's calls.
+fn differing_arguments(row: &AlignedRow) -> Vec<&str> {
+    let calls: Vec<&Call> = row.iter().flatten().collect();
+    let mut keys: Vec<&str> = calls
+        .iter()
+        .filter_map(|c| c.arguments.as_object())
+        .flat_map(|m| m.keys().map(String::as_str))
+        .collect();
+    keys.sort_unstable();
+    keys.dedup();
+    keys.retain(|k| {
+        calls
+            .windows(2)
+            .any(|w| w[0].arguments.get(*k) != w[1].arguments.get(*k))
+    });
+    keys
 }
 
 /// A metric's name, its value per run, and the runs that are best at it.

@@ -181,48 +181,14 @@ fn setup_lines(lines: &mut Lines, run: &Run) {
     lines.heading("agent");
     lines.text(format!("  {}", h.agent.kind.as_str()));
     lines.text(format!("  {}", h.made_by()));
-    // The source's own verdicts (an imported sample's scorers), apart from cosmos's judge.
-    if !run.source_scores().is_empty() {
-        lines.heading("the source's verdict");
-        for &i in run.source_scores() {
-            let event = run.event(i as usize);
-            if let cosmos_trajectory::event::EventBody::SourceScored {
-                scorer,
-                value,
-                passed,
-                answer,
-                target,
-                ..
-            } = &event.body
-            {
-                let mark = if *passed == Some(false) {
-                    Mark::Failure
-                } else {
-                    Mark::Text
-                };
-                lines.push(
-                    mark,
-                    format!(
-                        "  {scorer}: {}{}{}",
-                        cosmos_trajectory::describe::source_verdict(value, *passed),
-                        target.as_ref().map_or(String::new(), |t| format!(
-                            " · target {}",
-                            t.as_str().map_or_else(|| t.to_string(), str::to_string)
-                        )),
-                        answer
-                            .as_deref()
-                            .map_or(String::new(), |a| format!(" · answer {a}")),
-                    ),
-                );
-            }
-        }
-    }
     for (key, value) in &h.agent.settings {
         lines.text(format!("  {key} = {value}"));
     }
     if let Some(label) = &h.label {
         lines.text(format!("  label: {label}"));
     }
+    // Its own heading, after the agent's settings (which stay under "agent").
+    source_verdict_lines(lines, run);
     if let Some(fork) = &h.fork_of {
         lines.heading("fork");
         lines.text(format!(
@@ -281,6 +247,47 @@ fn setup_lines(lines: &mut Lines, run: &Run) {
     }
     for t in &h.tools {
         lines.text(format!("  {}{}", t.name, hints(t)));
+    }
+}
+
+/// The verdicts the run's source recorded (an imported sample's scorers), apart from cosmos's
+/// judge; nothing for a run without any.
+fn source_verdict_lines(lines: &mut Lines, run: &Run) {
+    if run.source_scores().is_empty() {
+        return;
+    }
+    lines.heading("the source's verdict");
+    for &i in run.source_scores() {
+        let event = run.event(i as usize);
+        if let cosmos_trajectory::event::EventBody::SourceScored {
+            scorer,
+            value,
+            passed,
+            answer,
+            target,
+            ..
+        } = &event.body
+        {
+            let mark = if *passed == Some(false) {
+                Mark::Failure
+            } else {
+                Mark::Text
+            };
+            lines.push(
+                mark,
+                format!(
+                    "  {scorer}: {}{}{}",
+                    cosmos_trajectory::describe::source_verdict(value, *passed),
+                    target.as_ref().map_or(String::new(), |t| format!(
+                        " · target {}",
+                        t.as_str().map_or_else(|| t.to_string(), str::to_string)
+                    )),
+                    answer
+                        .as_deref()
+                        .map_or(String::new(), |a| format!(" · answer {a}")),
+                ),
+            );
+        }
     }
 }
 

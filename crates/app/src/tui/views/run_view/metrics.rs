@@ -339,15 +339,7 @@ fn text_lines<'a>(at: &MetricsAt<'_>, theme: &Theme) -> Vec<Line<'a>> {
         ));
     }
     // The source's own verdict (an imported sample's scorers), beside the judge, never merged.
-    if m.source_scored > 0 {
-        lines.push(kv(
-            "source",
-            format!(
-                "{} of {} score(s) passed, {} failed",
-                m.source_passed, m.source_scored, m.source_failed
-            ),
-        ));
-    }
+    lines.extend(source_line(m).map(|text| kv("source", text)));
     if let Some(j) = &m.judge {
         lines.push(kv(
             "judge",
@@ -496,6 +488,16 @@ fn fit_to_width(data: &[u64], width: usize) -> Vec<u64> {
     (0..width)
         .map(|i| data[(i + 1) * data.len() / width - 1])
         .collect()
+}
+
+/// How many of the scores the run's source recorded passed it; `None` without any.
+fn source_line(m: &RunMetrics) -> Option<String> {
+    (m.source_scored > 0).then(|| {
+        format!(
+            "{} of {} score(s) passed, {} failed",
+            m.source_passed, m.source_scored, m.source_failed
+        )
+    })
 }
 
 #[cfg(test)]
