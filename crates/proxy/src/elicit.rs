@@ -15,7 +15,7 @@ use std::sync::Arc;
 use rmcp::model::{ElicitRequestParams, ElicitationAction};
 use rmcp::service::ElicitationMode;
 
-use super::clients::Clients;
+use super::clients::{Client, Clients};
 use cosmos_engine::mcp::{ANSWER_WITHIN, Answer, Question};
 
 /// Answers the questions of this process's upstream servers by asking their callers' clients,
@@ -33,10 +33,14 @@ pub fn forward_to_clients(clients: Arc<Clients>) {
 
 /// Puts `question` to the client of the one call in flight on its server.
 async fn ask_client(clients: Arc<Clients>, question: Question) {
-    let caller = match clients.sole_caller(&question.server) {
-        Ok(caller) => caller,
-        Err(why) => return question.decline(why),
-    };
+    match clients.sole_caller(&question.server) {
+        Ok(caller) => ask_one(caller, question).await,
+        Err(why) => question.decline(why),
+    }
+}
+
+/// Puts `question` to `caller`, declining it for a client that does not take its mode.
+pub(crate) async fn ask_one(caller: Arc<Client>, question: Question) {
     let (peer, client) = (&caller.peer, caller.name());
     let mode = match question.request {
         ElicitRequestParams::UrlElicitationParams { .. } => ElicitationMode::Url,

@@ -45,7 +45,7 @@ use super::wire::{Wire, Wires};
 use cosmos_engine::agent::PlannedCall;
 use cosmos_engine::agent::Rehearsal;
 use cosmos_engine::mcp::McpPool;
-use cosmos_engine::mcp::{CallOutcome, Progress};
+use cosmos_engine::mcp::{CallOutcome, ClientRound, Progress};
 use cosmos_trajectory::event::{AnsweredBy, EventBody, Exchange, Observation};
 
 /// Longest wait, once a call's result is in, for the notifications its server sent before it
@@ -64,6 +64,21 @@ pub struct ProxyHandler {
     wire: std::sync::OnceLock<Arc<Wire>>,
     /// Where an HTTP session's log is found by the session's id.
     wires: Option<Arc<Wires>>,
+    /// This client's own sessions with the upstreams that take one (`Setup::own_sessions`),
+    /// made at its first request that reaches an upstream; `None` for a client of the
+    /// stateless era, or when there are none to make.
+    own: tokio::sync::OnceCell<Option<Arc<McpPool>>>,
+}
+
+impl Drop for ProxyHandler {
+    /// The client's own upstream sessions end with its session (a stdio server's process
+    /// stopped as at the proxy's end).
+    fn drop(&mut self) {
+        let own = self.own.take().flatten().and_then(Arc::into_inner);
+        if let (Some(own), Ok(runtime)) = (own, tokio::runtime::Handle::try_current()) {
+            runtime.spawn(own.shutdown());
+        }
+    }
 }
 
 impl ProxyHandler {
@@ -74,6 +89,7 @@ impl ProxyHandler {
             client: std::sync::OnceLock::new(),
             wire: std::sync::OnceLock::new(),
             wires: None,
+            own: tokio::sync::OnceCell::new(),
             setup,
         }
     }
@@ -145,6 +161,96 @@ impl ProxyHandler {
                 None,
             )
         })
+    }
+
+    /// This client's own upstream sessions (`Setup::own_sessions`), made now if they are not
+    /// yet: only for a client of the handshake era, whose requests come over a session of its
+    /// own. A server that cannot be reached so is reached over the shared connection instead.
+    async fn own_upstreams(&self, context: &RequestContext<RoleServer>) -> Option<Arc<McpPool>> {
+        if self.setup.own_sessions.is_empty() || !self.speaks_handshake(context) {
+            return None;
+        }
+        let client = self.client(&context.peer);
+        self.own
+            .get_or_init(|| async {
+                let relay = Arc::new(super::relay::ToClients::one(
+                    self.setup.clients.clone(),
+                    client.clone(),
+                ));
+                let (pool, failures) = McpPool::connect_for_client(
+                    &self.setup.own_sessions,
+                    self.setup.timeouts,
+                    relay,
+                )
+                .await;
+                for failed in failures {
+                    tracing::warn!(
+                        "{}: no session of its own for {}, which shares the proxy's: {}",
+                        failed.name,
+                        client.name(),
+                        failed.message
+                    );
+                }
+                Some(Arc::new(pool))
+            })
+            .await
+            .clone()
+    }
+
+    /// True when the request comes from a client of the handshake era (over a session of its
+    /// own); a request of the stateless era says its version in its `_meta`.
+    fn speaks_handshake(&self, context: &RequestContext<RoleServer>) -> bool {
+        let version = context
+            .meta
+            .protocol_version()
+            .or_else(|| context.peer.peer_info().map(|i| i.protocol_version.clone()));
+        version.is_some_and(|v| v.has_initialize())
+    }
+
+    /// The upstream servers as this client reaches them: its own sessions where it has them,
+    /// the shared ones otherwise.
+    async fn servers(
+        &self,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Vec<Arc<cosmos_engine::mcp::Server>>, McpError> {
+        let shared = self.upstreams()?.servers();
+        let Some(own) = self.own_upstreams(context).await else {
+            return Ok(shared);
+        };
+        let own = own.servers();
+        Ok(shared
+            .into_iter()
+            .map(|s| own.iter().find(|o| o.name == s.name).cloned().unwrap_or(s))
+            .collect())
+    }
+
+    /// What the client sent beside its call, to go upstream with it: its `_meta` (for a
+    /// client of the handshake era, the capabilities it declared at `initialize`, which a
+    /// server of the stateless era reads there), its answers to the server's last requests for
+    /// input, and whether it answers such requests itself (the stateless era) or the proxy
+    /// puts them to it as the handshake era's requests.
+    fn round(
+        &self,
+        request: &CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+    ) -> ClientRound {
+        let mut meta = context.meta.clone();
+        if let Some(own) = &request.meta {
+            meta.extend(own.clone());
+        }
+        let handshake = self.speaks_handshake(context);
+        if handshake
+            && meta.client_capabilities().is_none()
+            && let Some(info) = context.peer.peer_info()
+        {
+            meta.set_client_capabilities(info.capabilities.clone());
+        }
+        ClientRound {
+            meta: Some(meta),
+            input_responses: request.input_responses.clone(),
+            request_state: request.request_state.clone(),
+            answers_input: !handshake,
+        }
     }
 
     /// The session, opened at the first call (with the client its `initialize` named), and
@@ -257,10 +363,15 @@ impl ProxyHandler {
         planned: PlannedCall,
         caller: Caller,
     ) -> CallToolResult {
-        let Some(pool) = &self.setup.pool else {
+        let Some(shared) = &self.setup.pool else {
             // Only simulate mode runs without upstreams, and it never asks for a real call
             // without one (`--on-miss real` needs them).
             return error_result("cosmos proxy: no upstream server is running", json!({}));
+        };
+        // Over the client's own session with the tool's server when it has one.
+        let pool = match &caller.own {
+            Some(own) if own.server_of(&planned.tool).is_some() => own,
+            _ => shared,
         };
         self.revive(session, pool, &planned.tool).await;
         let ticket = session.sending(&planned);
@@ -278,8 +389,14 @@ impl ProxyHandler {
         let started = std::time::Instant::now();
         // A client that cancels its call has the upstream's cancelled too (rmcp cancels a
         // request whose future is dropped); the call is recorded as cut off by the client.
+        let called = pool.call_for(
+            &planned.tool,
+            &planned.arguments,
+            on_progress,
+            Some(&caller.round),
+        );
         let (server, mut outcome) = tokio::select! {
-            called = pool.call_watching(&planned.tool, &planned.arguments, on_progress) => called,
+            called = called => called,
             () = caller.cancelled.cancelled() => (
                 server,
                 CallOutcome::failure(CANCELLED_BY_CLIENT.into(), started.elapsed()),
@@ -289,6 +406,17 @@ impl ProxyHandler {
         // client before it: the client's outbox is flushed first (a client too slow to take
         // them within PROGRESS_FLUSH does not hold the result back).
         let _ = tokio::time::timeout(PROGRESS_FLUSH, caller.client.flushed()).await;
+        if let Some(asked) = outcome.input_required.as_deref() {
+            match serde_json::from_value(asked.clone()) {
+                Ok(asked) => {
+                    let _ = caller.passed_on.set(PassedOn::AsksInput(asked));
+                }
+                Err(e) => tracing::warn!("an upstream's request for input did not read back: {e}"),
+            }
+        }
+        if let Some(refused) = outcome.refused.as_deref() {
+            let _ = caller.passed_on.set(PassedOn::Refused(refused.clone()));
+        }
         let reply = match outcome.reply.take() {
             Some(reply) => *reply,
             None => reply_of(server.as_deref(), &outcome),
@@ -588,9 +716,13 @@ impl ServerHandler for ProxyHandler {
     async fn list_prompts(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, McpError> {
-        let prompts = self.setup.offer.list_prompts(self.upstreams()?).await?;
+        let prompts = self
+            .setup
+            .offer
+            .list_prompts(&self.servers(&context).await?)
+            .await?;
         Ok(ListPromptsResult::with_all_items(prompts))
     }
 
@@ -604,7 +736,11 @@ impl ServerHandler for ProxyHandler {
         let (server, got) = self
             .setup
             .offer
-            .get_prompt(self.upstreams()?, request, &self.asker(&context))
+            .get_prompt(
+                &self.servers(&context).await?,
+                request,
+                &self.asker(&context),
+            )
             .await;
         let text = got.as_ref().map(|g| match g {
             GetPromptResponse::Complete(r) => messages_text(&r.messages),
@@ -624,21 +760,25 @@ impl ServerHandler for ProxyHandler {
     async fn list_resources(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
-        let resources = self.setup.offer.list_resources(self.upstreams()?).await?;
+        let resources = self
+            .setup
+            .offer
+            .list_resources(&self.servers(&context).await?)
+            .await?;
         Ok(ListResourcesResult::with_all_items(resources))
     }
 
     async fn list_resource_templates(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, McpError> {
         let templates = self
             .setup
             .offer
-            .list_resource_templates(self.upstreams()?)
+            .list_resource_templates(&self.servers(&context).await?)
             .await?;
         Ok(ListResourceTemplatesResult::with_all_items(templates))
     }
@@ -653,7 +793,11 @@ impl ServerHandler for ProxyHandler {
         let (server, read) = self
             .setup
             .offer
-            .read_resource(self.upstreams()?, request, &self.asker(&context))
+            .read_resource(
+                &self.servers(&context).await?,
+                request,
+                &self.asker(&context),
+            )
             .await;
         let text = read.as_ref().map(|r| match r {
             ReadResourceResponse::Complete(r) => contents_text(&r.contents),
@@ -675,10 +819,10 @@ impl ServerHandler for ProxyHandler {
         request: SubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        let pool = self.upstreams()?;
+        let servers = self.servers(&context).await?;
         self.setup
             .offer
-            .subscribe(pool, &request.uri, true, &self.asker(&context))
+            .subscribe(&servers, &request.uri, true, &self.asker(&context))
             .await?;
         self.client(&context.peer).subscribe(&request.uri, true);
         Ok(())
@@ -690,22 +834,30 @@ impl ServerHandler for ProxyHandler {
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
         self.client(&context.peer).subscribe(&request.uri, false);
-        // Another client may still want its updates: the upstream is left subscribed then.
+        // Another client may still want its updates from a shared connection: the upstream
+        // is left subscribed then. A session of this client's own is its alone.
+        let servers = self.servers(&context).await?;
+        let own = match self.own.get().cloned().flatten() {
+            Some(own) => {
+                let holder = self
+                    .setup
+                    .offer
+                    .resource_server(&servers, &request.uri)
+                    .await;
+                holder.is_ok_and(|h| own.servers().iter().any(|o| Arc::ptr_eq(o, &h)))
+            }
+            None => false,
+        };
         let others = self
             .setup
             .clients
             .open()
             .iter()
             .any(|c| c.subscribed_to(&request.uri));
-        if !others {
+        if own || !others {
             self.setup
                 .offer
-                .subscribe(
-                    self.upstreams()?,
-                    &request.uri,
-                    false,
-                    &self.asker(&context),
-                )
+                .subscribe(&servers, &request.uri, false, &self.asker(&context))
                 .await?;
         }
         Ok(())
@@ -719,7 +871,11 @@ impl ServerHandler for ProxyHandler {
         let mut completed = self
             .setup
             .offer
-            .complete(self.upstreams()?, request, &self.asker(&context))
+            .complete(
+                &self.servers(&context).await?,
+                request,
+                &self.asker(&context),
+            )
             .await?;
         completed.result_type.get_or_insert(ResultType::COMPLETE);
         Ok(completed)
@@ -742,10 +898,41 @@ impl ServerHandler for ProxyHandler {
             .filter_map(|c| c.level())
             .min_by_key(|l| super::clients::severity(*l))
             .unwrap_or(request.level);
+        // Its own sessions are told its level; the shared ones the most detail any wants.
+        let servers = self.servers(&context).await?;
+        let own = self.own.get().cloned().flatten().map(|o| o.servers());
+        let (own, shared): (Vec<_>, Vec<_>) = servers.into_iter().partition(|s| {
+            own.as_ref()
+                .is_some_and(|o| o.iter().any(|mine| Arc::ptr_eq(mine, s)))
+        });
+        self.setup.offer.set_level(&own, request.level).await?;
+        self.setup.offer.set_level(&shared, most_detail).await
+    }
+
+    /// `subscriptions/listen` is relayed whenever there are upstreams (rmcp keeps of the
+    /// filter what the proxy advertises, which is what they offer).
+    fn accepted_subscription_filter(
+        &self,
+        requested: &rmcp::model::SubscriptionFilter,
+    ) -> Option<rmcp::model::SubscriptionFilter> {
+        self.setup.pool.as_ref().map(|_| requested.clone())
+    }
+
+    async fn listen(&self, context: rmcp::service::SubscriptionContext) -> Result<(), McpError> {
+        let servers = self.servers(context.request_context()).await?;
+        self.setup.offer.listen(&servers, context).await
+    }
+
+    /// An offered tool by its offered name: rmcp's HTTP service checks a 2026-07-28 call's
+    /// `Mcp-Param-*` headers against the `x-mcp-header` annotations of its schema (400 and
+    /// -32020 on a mismatch), as the upstream would.
+    fn get_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
         self.setup
-            .offer
-            .set_level(self.upstreams()?, most_detail)
-            .await
+            .catalog
+            .offered()
+            .iter()
+            .find(|t| t.name == name)
+            .cloned()
     }
 
     async fn list_tools(
@@ -766,6 +953,7 @@ impl ServerHandler for ProxyHandler {
         let session = self.session(&context)?;
         self.client(&context.peer).attach(&session);
         let _serving = session.serving();
+        let round = self.round(&request, &context);
         let arguments = request.arguments.map(Value::Object).unwrap_or(json!({}));
         // A client that asked for progress gets the server's, under its own token.
         // rmcp hands the request's `_meta` to the context.
@@ -773,12 +961,23 @@ impl ServerHandler for ProxyHandler {
             .meta
             .get_progress_token()
             .or_else(|| request.meta.as_ref().and_then(|m| m.get_progress_token()));
+        let passed_on = Arc::new(std::sync::OnceLock::new());
         let caller = Caller {
             client: self.client(&context.peer),
             progress,
             cancelled: context.ct.clone(),
+            own: self.own_upstreams(&context).await,
+            round,
+            passed_on: passed_on.clone(),
         };
         let mut result = self.call(&request.name, arguments, session, caller).await;
+        // The server asked the client for input first, or refused the call: that goes to the
+        // client as it came.
+        match Arc::into_inner(passed_on).and_then(std::sync::OnceLock::into_inner) {
+            Some(PassedOn::AsksInput(asked)) => return Ok(CallToolResponse::InputRequired(asked)),
+            Some(PassedOn::Refused(refused)) => return Err(refused),
+            None => {}
+        }
         result.result_type.get_or_insert(ResultType::COMPLETE);
         Ok(result.into())
     }
@@ -793,6 +992,20 @@ struct Caller {
     client: Arc<Client>,
     progress: Option<ProgressToken>,
     cancelled: tokio_util::sync::CancellationToken,
+    /// The client's own upstream sessions, when it has them.
+    own: Option<Arc<McpPool>>,
+    /// What the client sent beside the call, passed upstream as it came.
+    round: ClientRound,
+    /// Set when the server's answer is no result: the client gets that instead.
+    passed_on: Arc<std::sync::OnceLock<PassedOn>>,
+}
+
+/// A server's answer to a call that is no result, passed to the client as it came.
+enum PassedOn {
+    /// It asks the client for input first (the stateless era).
+    AsksInput(rmcp::model::InputRequiredResult),
+    /// It refused the call with a protocol error.
+    Refused(McpError),
 }
 
 impl Caller {

@@ -5,9 +5,12 @@
 //! exports take it unchanged. A client of the stateless era (2026-07-28) has no session: over
 //! HTTP its requests join one run by its name, version and address until the run goes idle
 //! (`Setup::sessionless_session`). At most [`MAX_OPEN_SESSIONS`] runs are open at once (each
-//! holds its file open); a session past that is refused until one ends. Every upstream
-//! connection is shared by all sessions; what a
-//! server says outside a call goes to the client whose request is in flight there
+//! holds its file open); a session past that is refused until one ends. Upstream connections
+//! are shared by all sessions, but for a client of the handshake era each upstream the shared
+//! connection reached in the stateless era (which has no channel back) gets a handshake session
+//! of its own (`Setup::own_sessions`, a stdio server a process of its own; never one with a state
+//! seed, whose one copy every session shares). What a server says outside a call goes to that
+//! session's client, or on a shared connection to the client whose request is in flight there
 //! (`clients::Clients::audience`). Four modes:
 //!
 //! - `record`: calls go to the real servers; their replies go back unchanged;

@@ -91,11 +91,11 @@ impl Offer {
             resources: Mutex::default(),
             wait,
         };
-        if let Some(pool) = pool.filter(|_| offer.namespaced) {
-            if let Err(e) = offer.list_prompts(pool).await {
+        if offer.namespaced && pool.is_some() {
+            if let Err(e) = offer.list_prompts(&servers).await {
                 bail!("the upstreams' prompts: {}", e.message);
             }
-            if let Err(e) = offer.list_resources(pool).await {
+            if let Err(e) = offer.list_resources(&servers).await {
                 bail!("the upstreams' resources: {}", e.message);
             }
         }
@@ -127,7 +127,7 @@ impl Offer {
     }
 
     /// Every upstream's prompts, named as offered.
-    pub async fn list_prompts(&self, pool: &McpPool) -> Result<Vec<Prompt>, McpError> {
+    pub async fn list_prompts(&self, pool: &[Arc<Server>]) -> Result<Vec<Prompt>, McpError> {
         let mut offered = Vec::new();
         let mut names = HashMap::new();
         for server in with(pool, |c| c.prompts.is_some()) {
@@ -162,7 +162,11 @@ impl Offer {
 
     /// The server of an offered prompt name and the prompt's own name there (listing again
     /// once when the name is not known: the upstream may have added it).
-    async fn prompt(&self, pool: &McpPool, name: &str) -> Result<(Arc<Server>, String), McpError> {
+    async fn prompt(
+        &self,
+        pool: &[Arc<Server>],
+        name: &str,
+    ) -> Result<(Arc<Server>, String), McpError> {
         if !self.namespaced
             && let [only] = with(pool, |c| c.prompts.is_some()).as_slice()
         {
@@ -179,7 +183,7 @@ impl Offer {
                 .get(name)
                 .cloned();
             if let Some((server, own)) = found
-                && let Some(server) = pool.servers().into_iter().find(|s| s.name == server)
+                && let Some(server) = pool.iter().find(|s| s.name == server).cloned()
             {
                 return Ok((server, own));
             }
@@ -193,7 +197,7 @@ impl Offer {
     /// `prompts/get`, from the prompt's server (named beside the answer when it was found).
     pub async fn get_prompt(
         &self,
-        pool: &McpPool,
+        pool: &[Arc<Server>],
         mut params: GetPromptRequestParams,
         asker: &Asker<'_>,
     ) -> (Option<String>, Result<GetPromptResponse, McpError>) {
@@ -219,7 +223,7 @@ impl Offer {
     }
 
     /// Every upstream's resources, named as offered, their URIs as the servers gave them.
-    pub async fn list_resources(&self, pool: &McpPool) -> Result<Vec<Resource>, McpError> {
+    pub async fn list_resources(&self, pool: &[Arc<Server>]) -> Result<Vec<Resource>, McpError> {
         let mut offered = Vec::new();
         let mut names = HashMap::new();
         let mut uris = HashMap::new();
@@ -263,7 +267,7 @@ impl Offer {
     /// Every upstream's resource templates, named as offered.
     pub async fn list_resource_templates(
         &self,
-        pool: &McpPool,
+        pool: &[Arc<Server>],
     ) -> Result<Vec<ResourceTemplate>, McpError> {
         let mut offered = Vec::new();
         let mut routes = Vec::new();
@@ -306,7 +310,7 @@ impl Offer {
     /// The server a resource URI is read from.
     pub async fn resource_server(
         &self,
-        pool: &McpPool,
+        pool: &[Arc<Server>],
         uri: &str,
     ) -> Result<Arc<Server>, McpError> {
         let holders = with(pool, |c| c.resources.is_some());
@@ -341,7 +345,7 @@ impl Offer {
     /// `resources/read`, from the resource's server (named beside the answer when found).
     pub async fn read_resource(
         &self,
-        pool: &McpPool,
+        pool: &[Arc<Server>],
         params: ReadResourceRequestParams,
         asker: &Asker<'_>,
     ) -> (Option<String>, Result<ReadResourceResponse, McpError>) {
@@ -368,7 +372,7 @@ impl Offer {
     /// `resources/subscribe` or `resources/unsubscribe`, at the resource's server.
     pub async fn subscribe(
         &self,
-        pool: &McpPool,
+        pool: &[Arc<Server>],
         uri: &str,
         on: bool,
         asker: &Asker<'_>,
@@ -385,7 +389,7 @@ impl Offer {
     /// `completion/complete`, from the server of the prompt or resource it names.
     pub async fn complete(
         &self,
-        pool: &McpPool,
+        pool: &[Arc<Server>],
         mut params: CompleteRequestParams,
         asker: &Asker<'_>,
     ) -> Result<CompleteResult, McpError> {
@@ -416,8 +420,73 @@ impl Offer {
         }
     }
 
+    /// `subscriptions/listen` (the stateless era), relayed: the same filter asked of every
+    /// upstream that takes it, and what each sends on its subscription passed to the client's
+    /// (as far as rmcp's sink lets through what the client was acknowledged), until the client
+    /// cancels or every upstream ends its own.
+    pub async fn listen(
+        &self,
+        pool: &[Arc<Server>],
+        context: rmcp::service::SubscriptionContext,
+    ) -> Result<(), McpError> {
+        let wanted = context.accepted().clone();
+        let stop = context.request_context().ct.clone();
+        let (tx, mut rx) = tokio::sync::mpsc::channel(64);
+        let mut listening = 0;
+        for server in pool {
+            let mut subscription = match server.peer().listen(wanted.clone()).await {
+                Ok(subscription) => subscription,
+                Err(e) => {
+                    tracing::info!("{} takes no subscription: {e}", server.name);
+                    continue;
+                }
+            };
+            listening += 1;
+            let (tx, stop) = (tx.clone(), stop.clone());
+            tokio::spawn(async move {
+                loop {
+                    tokio::select! {
+                        () = stop.cancelled() => break,
+                        next = subscription.next() => match next {
+                            Ok(Some(notification)) => {
+                                if tx.send(notification).await.is_err() {
+                                    break;
+                                }
+                            }
+                            _ => break,
+                        },
+                    }
+                }
+            });
+        }
+        drop(tx);
+        if listening == 0 {
+            // Nothing will come; the subscription stays open as the client asked.
+            stop.cancelled().await;
+            return Ok(());
+        }
+        loop {
+            tokio::select! {
+                () = stop.cancelled() => return Ok(()),
+                next = rx.recv() => match next {
+                    Some(notification) => {
+                        if let Err(e) = context.sink().send(notification).await {
+                            tracing::debug!("a subscription's notification was not passed on: {e}");
+                        }
+                    }
+                    // Every upstream ended its subscription: so does the proxy.
+                    None => return Ok(()),
+                },
+            }
+        }
+    }
+
     /// `logging/setLevel` at every upstream that logs.
-    pub async fn set_level(&self, pool: &McpPool, level: LoggingLevel) -> Result<(), McpError> {
+    pub async fn set_level(
+        &self,
+        pool: &[Arc<Server>],
+        level: LoggingLevel,
+    ) -> Result<(), McpError> {
         for server in with(pool, |c| c.logging.is_some()) {
             let asked = ClientRequest::SetLevelRequest(request(SetLevelRequestParams::new(level)));
             self.ask(&server, asked, None).await?;
@@ -473,10 +542,10 @@ fn instructions(introductions: &[(String, Arc<ServerPeerInfo>)]) -> Option<Strin
 }
 
 /// The live servers whose capabilities `has` accepts.
-fn with(pool: &McpPool, has: impl Fn(&ServerCapabilities) -> bool) -> Vec<Arc<Server>> {
-    pool.servers()
-        .into_iter()
+fn with(pool: &[Arc<Server>], has: impl Fn(&ServerCapabilities) -> bool) -> Vec<Arc<Server>> {
+    pool.iter()
         .filter(|s| s.introduction().is_some_and(|i| has(&i.capabilities)))
+        .cloned()
         .collect()
 }
 

@@ -47,15 +47,54 @@ fn log_exchange(server: &str, log: &rmcp::model::LoggingMessageNotification) -> 
     exchange
 }
 
-/// The proxy's relay: its clients.
-pub struct ToClients(pub Arc<Clients>);
+/// The proxy's relay: its clients, or one of them (for the upstream sessions made for it).
+pub struct ToClients {
+    clients: Arc<Clients>,
+    only: Option<Arc<Client>>,
+}
 
 impl ToClients {
+    /// Every client: what a shared connection sends goes to the one whose request is in
+    /// flight there.
+    pub fn all(clients: Arc<Clients>) -> Self {
+        Self {
+            clients,
+            only: None,
+        }
+    }
+
+    /// `client` alone: its own upstream sessions speak to nobody else.
+    pub fn one(clients: Arc<Clients>, client: Arc<Client>) -> Self {
+        Self {
+            clients,
+            only: Some(client),
+        }
+    }
+
     /// The client a request of `server` goes to, or the error that declines it.
     fn asked(&self, server: &str, what: &str) -> Result<Arc<Client>, ErrorData> {
-        self.0.whose(server).map_err(|why| {
+        if let Some(only) = &self.only {
+            return Ok(only.clone());
+        }
+        self.clients.whose(server).map_err(|why| {
             ErrorData::invalid_request(format!("cosmos proxy declined {what}: {why}"), None)
         })
+    }
+
+    /// The clients `server`'s log messages go to.
+    fn audience(&self, server: &str) -> Vec<Arc<Client>> {
+        match &self.only {
+            Some(only) => vec![only.clone()],
+            None => self.clients.audience(server),
+        }
+    }
+
+    /// The clients told of what concerns them all (a resource update, a list change).
+    fn open(&self) -> Vec<Arc<Client>> {
+        match &self.only {
+            Some(only) => vec![only.clone()],
+            None => self.clients.open(),
+        }
     }
 }
 
@@ -157,21 +196,19 @@ impl Relay for ToClients {
     fn notify(&self, server: &str, notification: ServerNotification) {
         let to: Vec<Arc<Client>> = match &notification {
             ServerNotification::LoggingMessageNotification(log) => self
-                .0
                 .audience(server)
                 .into_iter()
                 .filter(|c| c.wants_log(log.params.level))
                 .collect(),
             ServerNotification::ResourceUpdatedNotification(updated) => self
-                .0
                 .open()
                 .into_iter()
                 .filter(|c| c.subscribed_to(&updated.params.uri))
                 .collect(),
             ServerNotification::ResourceListChangedNotification(_)
             | ServerNotification::ToolListChangedNotification(_)
-            | ServerNotification::PromptListChangedNotification(_) => self.0.open(),
-            ServerNotification::CustomNotification(_) => self.0.audience(server),
+            | ServerNotification::PromptListChangedNotification(_) => self.open(),
+            ServerNotification::CustomNotification(_) => self.audience(server),
             // Progress goes with its call (the handler's `Caller`); the rest are the
             // connection's own business.
             _ => Vec::new(),
@@ -185,6 +222,16 @@ impl Relay for ToClients {
             if let Some(logged) = &logged {
                 client.record(EventBody::ServerLog(logged.clone()));
             }
+        }
+    }
+
+    fn ask(&self, question: cosmos_engine::mcp::Question) -> bool {
+        match &self.only {
+            Some(only) => {
+                tokio::spawn(super::elicit::ask_one(only.clone(), question));
+                true
+            }
+            None => cosmos_engine::mcp::ask(question),
         }
     }
 }

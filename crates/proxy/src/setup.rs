@@ -164,6 +164,11 @@ pub struct Setup {
     pub pool: Option<Arc<McpPool>>,
     /// Upstreams that did not start (recorded in every session).
     pub failures: Vec<ServerFailure>,
+    /// The upstreams a client of the handshake era gets a session of its own with
+    /// ([`own_sessions_of`]).
+    pub own_sessions: Vec<cosmos_engine::mcp::ServerConfig>,
+    /// Server timeouts (a client's own upstream sessions are started with them too).
+    pub timeouts: Timeouts,
     /// The world model (shadow and simulate).
     pub world_model: Option<Arc<dyn WorldModel>>,
     /// The upstreams as headers record them.
@@ -215,6 +220,38 @@ pub(crate) struct Arrival {
     pub protocol: Option<String>,
     /// Its name, version and address: one client's stretch of work (docs/trajectory-format.md).
     pub sessionless: Option<String>,
+}
+
+/// The upstreams that take a session of their own for each client of the handshake era: those
+/// the shared connection reached in the stateless era (2026-07-28), where a server has no
+/// channel back for a call's requests, log messages and resource updates; over a handshake
+/// session of its own it has one, to that client alone. A server with a state seed is not
+/// among them: its sessions share the one copy of its state, and a second process on it would
+/// race the first (its handshake clients get input requests as the stateless era asks them).
+fn own_sessions_of(
+    pool: Option<&McpPool>,
+    configs: &[cosmos_engine::mcp::ServerConfig],
+) -> Vec<cosmos_engine::mcp::ServerConfig> {
+    let Some(pool) = pool else {
+        return Vec::new();
+    };
+    let stateless: Vec<String> = pool
+        .servers()
+        .iter()
+        .filter(|s| s.protocol_version().is_some_and(|v| !speaks_handshake(&v)))
+        .map(|s| s.name.clone())
+        .collect();
+    configs
+        .iter()
+        .filter(|c| c.state_seed.is_none() && stateless.contains(&c.name))
+        .cloned()
+        .collect()
+}
+
+/// True for a protocol version of the handshake era (`initialize`).
+pub(crate) fn speaks_handshake(version: &str) -> bool {
+    serde_json::from_value::<rmcp::model::ProtocolVersion>(Value::String(version.to_string()))
+        .is_ok_and(|v| v.has_initialize())
 }
 
 /// Refuses, before anything is built, a flag used where it means nothing.
@@ -348,7 +385,7 @@ impl Setup {
         // whose call it came during; its notifications to the clients they are for.
         let clients = Arc::new(clients::Clients::default());
         elicit::forward_to_clients(clients.clone());
-        cosmos_engine::mcp::relay_through(Arc::new(relay::ToClients(clients.clone())))?;
+        cosmos_engine::mcp::relay_through(Arc::new(relay::ToClients::all(clients.clone())))?;
         // A stateful upstream works on a copy of its state for as long as the proxy runs
         // (its client decides what it may change: no refusal here).
         let mut chosen = chosen;
@@ -380,6 +417,7 @@ impl Setup {
                 (pool.tools(), pool.server_infos())
             }
         };
+        let own_sessions = own_sessions_of(pool.as_deref(), &chosen);
         let server_names: Vec<String> = servers.iter().map(|s| s.name.clone()).collect();
         let catalog = Catalog::new(tools, &server_names)?;
         let offer = offer::Offer::of(pool.as_deref(), spec.timeouts.call).await?;
@@ -404,6 +442,8 @@ impl Setup {
             catalog,
             pool,
             failures,
+            own_sessions,
+            timeouts: spec.timeouts,
             world_model,
             servers,
             task: TaskInfo {

@@ -195,6 +195,8 @@ impl ToolHost for ScriptedTools {
                     reply: None,
                     elicited: Vec::new(),
                     state_change: None,
+                    input_required: None,
+                    refused: None,
                 },
             )
         })

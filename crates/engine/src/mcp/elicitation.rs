@@ -192,10 +192,12 @@ pub fn ask(question: Question) -> bool {
 /// How long a person has to answer before the request is declined for them.
 pub const ANSWER_WITHIN: std::time::Duration = std::time::Duration::from_secs(600);
 
-/// Answers `request` of `server` as the policy says, asking whoever answers for this process
-/// (`ask_through`) when it says so: the reply for the server and the record of it.
+/// Answers `request` of `server` as the policy says, asking the connection's relay (a proxy's
+/// client) or whoever answers for this process (`ask_through`) when it says so: the reply for
+/// the server and the record of it.
 pub async fn respond(
     policy: Elicitation,
+    via: Option<&std::sync::Arc<dyn super::unasked::Relay>>,
     server: &str,
     tool: Option<String>,
     request: &ElicitRequestParams,
@@ -205,12 +207,16 @@ pub async fn respond(
     }
     let (tx, rx) = tokio::sync::oneshot::channel();
     let asked_at = std::time::Instant::now();
-    let sent = ask(Question {
+    let question = Question {
         server: server.to_string(),
         tool,
         request: request.clone(),
         answer: tx,
-    });
+    };
+    let sent = match via {
+        Some(relay) => relay.ask(question),
+        None => ask(question),
+    };
     let answered = if !sent {
         Answer {
             action: ElicitationAction::Decline,

@@ -21,8 +21,8 @@ pub(crate) mod state_tree;
 pub(crate) mod state_view;
 pub(crate) mod unasked;
 
-pub use elicitation::{ANSWER_WITHIN, Answer, Elicitation, Question, Reply, ask_through};
-pub use mcp_json::{Grant, INHERITED_ENV, McpConfig, OAuthClient, Transport};
+pub use elicitation::{ANSWER_WITHIN, Answer, Elicitation, Question, Reply, ask, ask_through};
+pub use mcp_json::{Grant, INHERITED_ENV, McpConfig, OAuthClient, ServerConfig, Transport};
 pub use oauth::{TokenStore, login};
 pub use pool::McpPool;
 pub use sandbox::{
@@ -30,7 +30,8 @@ pub use sandbox::{
 };
 pub use sandbox_home::shown_location;
 pub use server::{
-    CallOutcome, MAX_RESULT_BYTES, OnProgress, Progress, Server, ServerFailure, Timeouts,
+    CallOutcome, ClientRound, MAX_RESULT_BYTES, OnProgress, Progress, Server, ServerFailure,
+    Timeouts,
 };
 pub use shared::SharedServers;
 pub use state_view::{

@@ -13,7 +13,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::mcp_json::ServerConfig;
-use super::server::{CallOutcome, OnProgress, Server, ServerFailure};
+use super::server::{CallOutcome, ClientRound, OnProgress, Server, ServerFailure};
 use cosmos_trajectory::event::{ServerInfo, ToolInfo, own_tool_name};
 
 pub use super::server::Timeouts;
@@ -32,6 +32,18 @@ pub struct McpPool {
     restarting: tokio::sync::Mutex<()>,
     /// One call at a time on a sandboxed server's state, so a change is its call's alone.
     watching: tokio::sync::Mutex<()>,
+    /// The one client of `cosmos proxy` these connections were made for, when they were.
+    for_client: Option<ForClient>,
+}
+
+/// Where the traffic of connections made for one client goes.
+#[derive(Clone)]
+struct ForClient(Arc<dyn super::unasked::Relay>);
+
+impl std::fmt::Debug for ForClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ForClient")
+    }
 }
 
 impl McpPool {
@@ -61,6 +73,37 @@ impl McpPool {
             }
         }))
         .await;
+        Self::of(configs, timeouts, attempts, shared, None)
+    }
+
+    /// The servers of `configs` for one client of `cosmos proxy`, each in a session of its own
+    /// in the handshake era (`Server::connect_for_client`), what they send unasked going to
+    /// `relay`; started again, when dead, the same way.
+    pub async fn connect_for_client(
+        configs: &[ServerConfig],
+        timeouts: Timeouts,
+        relay: Arc<dyn super::unasked::Relay>,
+    ) -> (Self, Vec<ServerFailure>) {
+        let attempts = futures::future::join_all(configs.iter().map(|c| {
+            let relay = relay.clone();
+            async move {
+                Server::connect_for_client(c, timeouts.startup, timeouts.elicitation, relay)
+                    .await
+                    .map(Arc::new)
+            }
+        }))
+        .await;
+        Self::of(configs, timeouts, attempts, None, Some(ForClient(relay)))
+    }
+
+    /// A pool of what was started.
+    fn of(
+        configs: &[ServerConfig],
+        timeouts: Timeouts,
+        attempts: Vec<Result<Arc<Server>, ServerFailure>>,
+        shared: Option<&super::shared::SharedServers>,
+        for_client: Option<ForClient>,
+    ) -> (Self, Vec<ServerFailure>) {
         let mut pool = Self {
             servers: Vec::new(),
             configs: configs.to_vec(),
@@ -72,6 +115,7 @@ impl McpPool {
             timeouts,
             restarting: tokio::sync::Mutex::new(()),
             watching: tokio::sync::Mutex::new(()),
+            for_client,
         };
         let mut failures = Vec::new();
         for attempt in attempts {
@@ -146,9 +190,13 @@ impl McpPool {
         if Self::current(slot).failure().is_none() {
             return Ok(());
         }
-        let fresh = Arc::new(
-            Server::connect(config, self.timeouts.startup, self.timeouts.elicitation).await?,
-        );
+        let (startup, elicitation) = (self.timeouts.startup, self.timeouts.elicitation);
+        let fresh = Arc::new(match &self.for_client {
+            Some(ForClient(relay)) => {
+                Server::connect_for_client(config, startup, elicitation, relay.clone()).await?
+            }
+            None => Server::connect(config, startup, elicitation).await?,
+        });
         let old = std::mem::replace(&mut *slot.write().unwrap_or_else(|p| p.into_inner()), fresh);
         if let Some(old) = Arc::into_inner(old) {
             old.shutdown().await;
@@ -169,6 +217,18 @@ impl McpPool {
         arguments: &Value,
         on_progress: OnProgress<'_>,
     ) -> (Option<String>, CallOutcome) {
+        self.call_for(tool, arguments, on_progress, None).await
+    }
+
+    /// [`McpPool::call_watching`] for a client of `cosmos proxy`, with what it sent beside the
+    /// call (`Server::call_for`).
+    pub async fn call_for(
+        &self,
+        tool: &str,
+        arguments: &Value,
+        on_progress: OnProgress<'_>,
+        round: Option<&ClientRound>,
+    ) -> (Option<String>, CallOutcome) {
         let found = self.servers.iter().map(Self::current).find_map(|server| {
             let own = own_tool_name(tool, &server.name)?.to_string();
             server
@@ -187,7 +247,7 @@ impl McpPool {
             .and_then(|c| c.state_root.as_deref());
         let Some(state) = state else {
             let outcome = server
-                .call_watching(&own, arguments, self.timeouts.call, on_progress)
+                .call_for(&own, arguments, self.timeouts.call, on_progress, round)
                 .await;
             return (Some(server.name.clone()), outcome);
         };
@@ -195,7 +255,7 @@ impl McpPool {
         let _alone = self.watching.lock().await;
         let before = read_state(state).await;
         let mut outcome = server
-            .call_watching(&own, arguments, self.timeouts.call, on_progress)
+            .call_for(&own, arguments, self.timeouts.call, on_progress, round)
             .await;
         match (before, read_state(state).await) {
             (Ok(before), Ok(after)) => {

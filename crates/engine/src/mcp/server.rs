@@ -99,6 +99,37 @@ pub struct CallOutcome {
     /// How the call changed its server's sandboxed state, when the pool watched it
     /// (`mcp::state_view`).
     pub state_change: Option<Box<cosmos_trajectory::event::StateChange>>,
+    /// The server asks for input before it answers (SEP-2322), and the call was made for a
+    /// client that answers that itself ([`ClientRound::answers_input`]): its
+    /// `InputRequiredResult`, as it came, for `cosmos proxy` to pass on.
+    pub input_required: Option<Box<Value>>,
+    /// The server refused the call with a protocol error (JSON-RPC's, not the tool's): the
+    /// error as it came, for `cosmos proxy` to pass on.
+    pub refused: Option<Box<rmcp::ErrorData>>,
+}
+
+/// What a client of `cosmos proxy` sent with its call, passed upstream as it came: its
+/// `_meta` (less the progress token, which is the connection's own, and the protocol
+/// version, which the connection speaks for itself) and its answers to an earlier round's
+/// requests for input.
+#[derive(Debug, Clone, Default)]
+pub struct ClientRound {
+    /// The request's `_meta`: the client's capabilities, log level, extensions.
+    pub meta: Option<rmcp::model::RequestMetaObject>,
+    /// Its answers to the server's last requests for input.
+    pub input_responses: Option<rmcp::model::InputResponses>,
+    /// The state the server asked to be given back.
+    pub request_state: Option<String>,
+    /// The client answers the server's requests for input itself (the stateless era): a
+    /// call that asks for some ends there, its request passed to the client.
+    pub answers_input: bool,
+}
+
+/// What a call came back with: a result, or (for a client that answers them) requests for
+/// input.
+enum Called {
+    Complete(CallToolResult),
+    AsksInput(rmcp::model::InputRequiredResult),
 }
 
 /// What a server says of a call while it runs (`notifications/progress`).
@@ -143,6 +174,16 @@ struct Listener {
     in_flight: InFlight,
     /// The notifications arrived and handled, so a result waits for those before it.
     arrivals: Arc<Arrivals>,
+    /// The relay of a connection made for one client (`Server::connect_for_client`); the
+    /// process's otherwise.
+    own_relay: Option<Arc<dyn super::unasked::Relay>>,
+}
+
+impl Listener {
+    /// Where what the server sends unasked goes, if anywhere.
+    fn relay(&self) -> Option<&Arc<dyn super::unasked::Relay>> {
+        super::unasked::relay_of(self.own_relay.as_ref())
+    }
 }
 
 /// A part of a listed tool as the server sent it (absent when it sent none).
@@ -266,7 +307,7 @@ impl rmcp::ClientHandler for Listener {
         elicitation.form = Some(rmcp::model::FormElicitationCapability::new());
         // A relay has clients to sample, to ask for roots and to open a page for; they are
         // declined by the relay, saying why, when the client at hand cannot.
-        if super::unasked::relay().is_some() {
+        if self.relay().is_some() {
             elicitation.url = Some(rmcp::model::UrlElicitationCapability::default());
             info.capabilities.sampling = Some(Default::default());
             let mut roots = rmcp::model::RootsCapabilities::default();
@@ -282,7 +323,7 @@ impl rmcp::ClientHandler for Listener {
         params: rmcp::model::CreateMessageRequestParams,
         _context: rmcp::service::RequestContext<RoleClient>,
     ) -> Result<rmcp::model::CreateMessageResult, rmcp::ErrorData> {
-        match super::unasked::relay() {
+        match self.relay() {
             Some(relay) => relay.create_message(&self.server, params).await,
             None => Err(rmcp::ErrorData::method_not_found::<
                 rmcp::model::CreateMessageRequestMethod,
@@ -294,7 +335,7 @@ impl rmcp::ClientHandler for Listener {
         &self,
         _context: rmcp::service::RequestContext<RoleClient>,
     ) -> Result<rmcp::model::ListRootsResult, rmcp::ErrorData> {
-        match super::unasked::relay() {
+        match self.relay() {
             Some(relay) => relay.list_roots(&self.server).await,
             None => Ok(Default::default()),
         }
@@ -378,8 +419,14 @@ impl rmcp::ClientHandler for Listener {
                 _ => None,
             }
         };
-        let (result, elicited) =
-            super::elicitation::respond(self.elicitation, &self.server, tool, &request).await;
+        let (result, elicited) = super::elicitation::respond(
+            self.elicitation,
+            self.relay(),
+            &self.server,
+            tool,
+            &request,
+        )
+        .await;
         // Nobody listening (no call in flight) is not an error.
         let _ = self.elicited.send(elicited);
         Ok(result)
@@ -414,7 +461,7 @@ impl Listener {
         notification: rmcp::model::ServerNotification,
     ) {
         self.arrivals.wait_turn(&context.extensions).await;
-        if let Some(relay) = super::unasked::relay() {
+        if let Some(relay) = self.relay() {
             relay.notify(&self.server, notification);
         }
         self.arrivals.handled();
@@ -468,6 +515,33 @@ impl Server {
         startup_timeout: Duration,
         elicitation: super::elicitation::Elicitation,
     ) -> Result<Self, ServerFailure> {
+        Self::connect_with(config, startup_timeout, elicitation, None).await
+    }
+
+    /// [`Server::connect`] for one client of `cosmos proxy` that speaks the handshake era: a
+    /// session of its own in that era (a stdio server is a process of its own), so the server
+    /// has a channel back to that client; what it sends unasked goes to `relay` alone.
+    pub async fn connect_for_client(
+        config: &ServerConfig,
+        startup_timeout: Duration,
+        elicitation: super::elicitation::Elicitation,
+        relay: Arc<dyn super::unasked::Relay>,
+    ) -> Result<Self, ServerFailure> {
+        Self::connect_with(config, startup_timeout, elicitation, Some(relay)).await
+    }
+
+    async fn connect_with(
+        config: &ServerConfig,
+        startup_timeout: Duration,
+        elicitation: super::elicitation::Elicitation,
+        own_relay: Option<Arc<dyn super::unasked::Relay>>,
+    ) -> Result<Self, ServerFailure> {
+        // A client's own session is of the handshake era; a shared one asks for the newest.
+        let lifecycle = if own_relay.is_some() {
+            ClientLifecycleMode::Initialize
+        } else {
+            both_eras()
+        };
         let stderr = StderrTail::default();
         let redactor = config.redactor();
         // An error may quote the server's URL whole (reqwest's does): its secrets are cut.
@@ -495,6 +569,7 @@ impl Server {
             server: config.name.clone(),
             in_flight: InFlight::default(),
             arrivals: Arc::default(),
+            own_relay,
         };
         let arrivals = listener.arrivals.clone();
         let progress = listener.progress.clone();
@@ -512,7 +587,7 @@ impl Server {
             )
         };
         let started = tokio::time::timeout(startup_timeout, async {
-            match start(both_eras()).await {
+            match start(lifecycle).await {
                 // A server that answers `server/discover` with some other result is of the
                 // handshake era (one of 2026-07-28 answers it as asked): the handshake alone,
                 // on a new connection (a stdio server started again).
@@ -777,11 +852,32 @@ impl Server {
         tool: &str,
         arguments: &Value,
         timeout: Duration,
+        on_progress: OnProgress<'_>,
+    ) -> CallOutcome {
+        self.call_for(tool, arguments, timeout, on_progress, None)
+            .await
+    }
+
+    /// [`Server::call_watching`] for a client of `cosmos proxy`, with what it sent beside the
+    /// call (`round`).
+    pub async fn call_for(
+        &self,
+        tool: &str,
+        arguments: &Value,
+        timeout: Duration,
         mut on_progress: OnProgress<'_>,
+        round: Option<&ClientRound>,
     ) -> CallOutcome {
         let mut needs = None;
         let outcome = self
-            .call_once(tool, arguments, timeout, &mut on_progress, &mut needs)
+            .call_once(
+                tool,
+                arguments,
+                timeout,
+                &mut on_progress,
+                &mut needs,
+                round,
+            )
             .await;
         let (Some(required), Some((url, client))) = (needs, &self.login) else {
             return outcome;
@@ -789,7 +885,7 @@ impl Server {
         match super::oauth::step_up(url, client, &self.name, &required).await {
             Ok(()) => {
                 let mut again = self
-                    .call_once(tool, arguments, timeout, &mut on_progress, &mut None)
+                    .call_once(tool, arguments, timeout, &mut on_progress, &mut None, round)
                     .await;
                 again.latency += outcome.latency;
                 again
@@ -815,6 +911,7 @@ impl Server {
         timeout: Duration,
         on_progress: &mut OnProgress<'_>,
         needs: &mut Option<String>,
+        round: Option<&ClientRound>,
     ) -> CallOutcome {
         let start = Instant::now();
         if let Some(f) = self.failure() {
@@ -836,6 +933,22 @@ impl Server {
                 );
             }
         };
+        let mut meta = None;
+        if let Some(round) = round {
+            params.input_responses = round.input_responses.clone();
+            params.request_state = round.request_state.clone();
+            meta = round.meta.clone().map(|mut meta| {
+                meta.remove("progressToken");
+                meta.remove("io.modelcontextprotocol/protocolVersion");
+                meta
+            });
+        }
+        let options = || {
+            let mut options = rmcp::service::PeerRequestOptions::no_options();
+            options.meta = meta.clone();
+            options
+        };
+        let answers_input = round.is_some_and(|r| r.answers_input);
         let mut reports = self.progress.subscribe();
         let mut asked = self.elicited.subscribe();
         let _flying = Flying::start(&self.in_flight, tool);
@@ -855,7 +968,7 @@ impl Server {
                     rmcp::model::ClientRequest::CallToolRequest(rmcp::model::Request::new(
                         params.clone(),
                     )),
-                    rmcp::service::PeerRequestOptions::no_options(),
+                    options(),
                 ),
             )
             .await;
@@ -898,7 +1011,10 @@ impl Server {
                 }
             };
             match answered {
-                Ok(Ok(Ok(result))) => break 'call Ok(Ok(result)),
+                Ok(Ok(Ok(result))) => break 'call Ok(Ok(Called::Complete(result))),
+                Ok(Ok(Err(asked))) if answers_input => {
+                    break 'call Ok(Ok(Called::AsksInput(asked)));
+                }
                 Ok(Ok(Err(asked))) if rounds < INPUT_ROUNDS => {
                     rounds += 1;
                     if let Some(answered) = abandoned.take() {
@@ -933,7 +1049,7 @@ impl Server {
         // hands each to a task of its own, which can run after the result is delivered. Every
         // one that had arrived by now is waited for (`Arrivals`), so its progress reports are
         // told, and what a relay passes on is passed, before the result is.
-        if on_progress.is_some() || super::unasked::relay().is_some() {
+        if on_progress.is_some() || self.client.service().relay().is_some() {
             self.tell_late_progress(&mut reports, token.as_ref(), on_progress)
                 .await;
         }
@@ -975,13 +1091,13 @@ impl Server {
     /// server dead, with its last words; a missing scope is put in `needs`), or its timeout.
     async fn outcome(
         &self,
-        called: Result<Result<CallToolResult, ServiceError>, tokio::time::error::Elapsed>,
+        called: Result<Result<Called, ServiceError>, tokio::time::error::Elapsed>,
         start: Instant,
         timeout: Duration,
         needs: &mut Option<String>,
     ) -> CallOutcome {
         match called {
-            Ok(Ok(result)) => CallOutcome {
+            Ok(Ok(Called::Complete(result))) => CallOutcome {
                 result: observation(&result),
                 error: None,
                 latency: start.elapsed(),
@@ -989,6 +1105,17 @@ impl Server {
                 reply: Some(Box::new(result)),
                 elicited: Vec::new(),
                 state_change: None,
+                input_required: None,
+                refused: None,
+            },
+            Ok(Ok(Called::AsksInput(asked))) => CallOutcome {
+                result: Observation {
+                    text: asks_input(&asked),
+                    ..Default::default()
+                },
+                input_required: serde_json::to_value(&asked).ok().map(Box::new),
+                error: None,
+                ..CallOutcome::failure(String::new(), start.elapsed())
             },
             Ok(Err(e)) => {
                 *needs = insufficient_scope(&e);
@@ -1010,7 +1137,14 @@ impl Server {
                 } else {
                     None
                 };
-                failed(start, message, died)
+                let refused = match e {
+                    ServiceError::McpError(e) => Some(Box::new(e)),
+                    _ => None,
+                };
+                CallOutcome {
+                    refused,
+                    ..failed(start, message, died)
+                }
             }
             Err(_) => failed(
                 start,
@@ -1265,6 +1399,33 @@ fn login_of(config: &ServerConfig) -> Option<(String, super::mcp_json::OAuthClie
     }
 }
 
+/// A round that asks for input, as a run records it: what it asks for, by key and kind (the
+/// client's answers come in its next call).
+fn asks_input(asked: &rmcp::model::InputRequiredResult) -> String {
+    let requests: Vec<String> = asked
+        .input_requests
+        .iter()
+        .flatten()
+        .map(|(key, request)| {
+            let kind = match request {
+                rmcp::model::InputRequest::CreateMessage(_) => "a sampled message",
+                rmcp::model::InputRequest::Elicitation(_) => "a form",
+                rmcp::model::InputRequest::ListRoots(_) => "the roots",
+                _ => "input",
+            };
+            format!("{key} ({kind})")
+        })
+        .collect();
+    format!(
+        "[the server asks the client for input first: {}]",
+        if requests.is_empty() {
+            "nothing named".to_string()
+        } else {
+            requests.join(", ")
+        }
+    )
+}
+
 fn failed(start: Instant, message: String, server_died: Option<ServerFailure>) -> CallOutcome {
     CallOutcome {
         server_died,
@@ -1288,6 +1449,8 @@ impl CallOutcome {
             reply: None,
             elicited: Vec::new(),
             state_change: None,
+            input_required: None,
+            refused: None,
         }
     }
 }

@@ -6,7 +6,8 @@
 //! and has roots, and what they send goes to the relay, which passes it to a client.
 //!
 //! One relay per process, as there is one proxy per process (`elicitation::ask_through` is the
-//! same shape for requests for input).
+//! same shape for requests for input); a connection made for one client of the proxy
+//! (`Server::connect_for_client`) has a relay of its own, to that client alone.
 //!
 //! The port for what a server sends unasked beyond progress and elicitation
 //! (sampling and roots requests, log messages, resource updates, list changes): the process's one
@@ -22,6 +23,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
 
+use super::elicitation::Question;
 use rmcp::ErrorData;
 use rmcp::model::{
     CreateMessageRequestParams, CreateMessageResult, ListRootsResult, ServerNotification,
@@ -43,6 +45,12 @@ pub trait Relay: Send + Sync {
     /// `server` tells something. Called at once, in the order the connection hands them over,
     /// and must not wait (a relay queues what it sends).
     fn notify(&self, server: &str, notification: ServerNotification);
+    /// `server` asks for input (`Question::answer` is where the answer goes); false when
+    /// nobody can be asked. By default, whoever answers for the process
+    /// (`elicitation::ask_through`).
+    fn ask(&self, question: Question) -> bool {
+        super::elicitation::ask(question)
+    }
 }
 
 static RELAY: OnceLock<Arc<dyn Relay>> = OnceLock::new();
@@ -55,7 +63,8 @@ pub fn relay_through(relay: Arc<dyn Relay>) -> anyhow::Result<()> {
         .map_err(|_| anyhow::anyhow!("this process already relays its servers' traffic"))
 }
 
-/// The relay, when this process has one.
-pub fn relay() -> Option<&'static Arc<dyn Relay>> {
-    RELAY.get()
+/// Where one connection's unasked traffic goes: its own relay (a proxy's connection for one
+/// client), else the process's.
+pub(crate) fn relay_of(own: Option<&Arc<dyn Relay>>) -> Option<&Arc<dyn Relay>> {
+    own.or_else(|| RELAY.get())
 }
