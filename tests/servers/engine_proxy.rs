@@ -2939,6 +2939,117 @@ fn every_conformance_server_scenario_an_upstream_passes_passes_through_the_proxy
     }
 }
 
+/// A handshake client in front of a dual-era stdio upstream: the proxy starts a process of the
+/// server for it alone, spoken to in the handshake era, so the server's request for input and
+/// its log messages during a call reach the client (over the proxy's shared stateless
+/// connection they could not); its run says which era its upstream spoke; and the process is
+/// stopped when the client's session ends, leaving the shared one.
+#[test]
+fn a_handshake_client_gets_an_upstream_session_of_its_own_that_ends_with_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let pids = dir.path().join("pids");
+    std::fs::create_dir(&pids).unwrap();
+    let mut upstream = modern_server();
+    upstream["env"] = json!({"FIXTURE_PID_DIR": pids});
+    let mcp = write_mcp_config(dir.path(), json!({"fixture": upstream}));
+    let out = dir.path().join("runs");
+    let (mut proxy, url) = http_proxy(&mcp, &out, &[], &[], &dir.path().join("proxy.log"));
+    let answer = sdk_client(json!({
+        "transport": "http", "url": url, "log_level": "info", "collect_logs": true,
+        "elicit": {"action": "accept", "content": {"username": "ada", "email": "ada@example.org"}},
+        "calls": [
+            {"name": "test_elicitation", "arguments": {"message": "Who are you?"}},
+            {"name": "test_tool_with_logging", "arguments": {}},
+        ],
+    }));
+    assert_eq!(answer["elicited_seen"], json!(["Who are you?"]), "{answer}");
+    let said = answer["results"][0]["content"][0]["text"].as_str().unwrap();
+    assert!(
+        said.contains("accept") && said.contains("ada@example.org"),
+        "{said}"
+    );
+    assert_eq!(
+        answer["logs"],
+        json!([
+            "Tool execution started",
+            "Tool processing data",
+            "Tool execution completed"
+        ]),
+        "{answer}"
+    );
+    // The shared process and the client's own, each started once.
+    let alive = || -> Vec<u32> {
+        std::fs::read_dir(&pids)
+            .unwrap()
+            .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+            .filter(|pid: &u32| std::path::Path::new(&format!("/proc/{pid}")).exists())
+            .collect()
+    };
+    assert_eq!(std::fs::read_dir(&pids).unwrap().count(), 2);
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while alive().len() > 1 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the client's own upstream outlived its session: {:?}",
+            alive()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    stopped_by_sigterm(&mut proxy);
+    let events = events(&only_run(&out));
+    let protocol = events[0]["servers"][0]["protocol"].as_str().unwrap();
+    assert!(
+        protocol < "2026-07-28",
+        "its own session is of the handshake era: {protocol}"
+    );
+    let kinds: Vec<&str> = events.iter().filter_map(|e| e["kind"].as_str()).collect();
+    assert_eq!(
+        kinds.iter().filter(|k| **k == "server_log").count(),
+        3,
+        "{kinds:?}"
+    );
+}
+
+/// What the upstream says of itself reaches each era's client as it says it to that era: a
+/// handshake client sees the capabilities the server gives the handshake (this server offers
+/// list changes only over `subscriptions/listen`), a stateless one those of `server/discover`,
+/// and the server's `serverInfo` stamp on a list.
+#[test]
+fn capabilities_and_stamps_pass_as_the_upstream_gives_each_era() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut fixture, fixture_url) = modern_server_http();
+    let mcp = write_mcp_config(dir.path(), json!({"fixture": {"url": fixture_url}}));
+    let (mut proxy, url) = http_proxy(
+        &mcp,
+        &dir.path().join("runs"),
+        &[],
+        &[],
+        &dir.path().join("proxy.log"),
+    );
+    for mode in ["legacy", "2026-07-28"] {
+        let seen = |target: &str| {
+            let answer = modern_client(json!({
+                "transport": "http", "url": target, "mode": mode, "prompts": false, "calls": [],
+            }));
+            (answer["capabilities"].clone(), answer["tools_meta"].clone())
+        };
+        let (direct, through) = (seen(&fixture_url), seen(&url));
+        assert_eq!(through, direct, "{mode}: through the proxy, then directly");
+        if mode == "legacy" {
+            assert_eq!(direct.0["tools"]["listChanged"], false, "{direct:?}");
+        } else {
+            assert_eq!(
+                direct.1["io.modelcontextprotocol/serverInfo"]["name"], "modern-fixture",
+                "{direct:?}"
+            );
+        }
+    }
+    let _ = proxy.kill();
+    let _ = proxy.wait();
+    let _ = fixture.kill();
+    let _ = fixture.wait();
+}
+
 /// The MCP Inspector's CLI lists and calls tools through the proxy as it does directly. It
 /// sets a log level as it connects: through a proxy that took the stateless era upstream for
 /// every client, that was refused (-32601) and it could not even list tools.

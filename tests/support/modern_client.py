@@ -6,7 +6,8 @@ SPEC is {"transport": "stdio", "command": ..., "args": [...]} or {"transport": "
 "token": ...}, with "mode" ("2026-07-28" adopts the stateless era with no fallback; "legacy" the
 handshake; "auto" probes and falls back), "client": {"name", "version"} and "calls": [{"name",
 "arguments"}]. Prints one JSON object: the negotiated protocol version, the server's info, the
-listed tools (by alias, titles and all), each call's result, the prompts with the first one got
+server's capabilities, the listed tools (by alias, titles and all) and the list's `_meta`, each call's
+result, the prompts with the first one got
 (with "prompt_arguments"), and the resources with each one read.
 """
 
@@ -41,7 +42,10 @@ async def main(spec):
     ) as client:
         out["protocol"] = client.protocol_version
         out["server_info"] = dump(client.server_info) if client.server_info else None
-        out["tools"] = [dump(t) for t in (await client.list_tools()).tools]
+        out["capabilities"] = dump(client.server_capabilities)
+        listed = await client.list_tools()
+        out["tools"] = [dump(t) for t in listed.tools]
+        out["tools_meta"] = dump(listed).get("_meta")
         results = []
         for call in spec.get("calls", []):
             try:

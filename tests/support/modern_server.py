@@ -8,11 +8,14 @@ scenario this server passes directly passes through `cosmos proxy`.
     python modern_server.py            # stdio
     python modern_server.py --http     # streamable HTTP on 127.0.0.1, a free port; prints PORT=N
 
+With FIXTURE_PID_DIR set, each process writes an empty file named by its pid there.
+
 It answers `server/discover` (2026-07-28) and the `initialize` handshake (2024-11-05 …
 2025-11-25). What it offers carries every field a proxy could drop in passing: tool titles,
 icons, annotations, `_meta`, a prompt and a resource with titles, and its own server title.
 """
 
+import os
 import socket
 import sys
 from typing import Annotated
@@ -503,6 +506,10 @@ async def complete(ref, argument, context):
 
 
 def main() -> None:
+    # A test that counts this server's processes names a folder: each writes its pid there.
+    if os.environ.get("FIXTURE_PID_DIR"):
+        with open(os.path.join(os.environ["FIXTURE_PID_DIR"], str(os.getpid())), "w"):
+            pass
     if "--http" in sys.argv:
         import anyio
         import uvicorn

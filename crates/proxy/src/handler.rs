@@ -67,14 +67,25 @@ pub struct ProxyHandler {
     /// This client's own sessions with the upstreams that take one (`Setup::own_sessions`),
     /// made at its first request that reaches an upstream; `None` for a client of the
     /// stateless era, or when there are none to make.
-    own: tokio::sync::OnceCell<Option<Arc<McpPool>>>,
+    own: tokio::sync::OnceCell<Option<OwnUpstreams>>,
+}
+
+/// A client's own upstream sessions, and its place among the [`Setup`]'s bounded number of
+/// such clients.
+struct OwnUpstreams {
+    pool: Arc<McpPool>,
+    _slot: tokio::sync::OwnedSemaphorePermit,
 }
 
 impl Drop for ProxyHandler {
     /// The client's own upstream sessions end with its session (a stdio server's process
     /// stopped as at the proxy's end).
     fn drop(&mut self) {
-        let own = self.own.take().flatten().and_then(Arc::into_inner);
+        let own = self
+            .own
+            .take()
+            .flatten()
+            .and_then(|own| Arc::into_inner(own.pool));
         if let (Some(own), Ok(runtime)) = (own, tokio::runtime::Handle::try_current()) {
             runtime.spawn(own.shutdown());
         }
@@ -165,14 +176,26 @@ impl ProxyHandler {
 
     /// This client's own upstream sessions (`Setup::own_sessions`), made now if they are not
     /// yet: only for a client of the handshake era, whose requests come over a session of its
-    /// own. A server that cannot be reached so is reached over the shared connection instead.
+    /// own, and for at most [`super::MAX_OPEN_SESSIONS`] clients at once (each may hold a
+    /// process per upstream). A server that cannot be reached so, or a client past the bound,
+    /// reaches it over the shared connection instead, and the proxy's log says so.
     async fn own_upstreams(&self, context: &RequestContext<RoleServer>) -> Option<Arc<McpPool>> {
         if self.setup.own_sessions.is_empty() || !self.speaks_handshake(context) {
             return None;
         }
         let client = self.client(&context.peer);
-        self.own
+        let own = self
+            .own
             .get_or_init(|| async {
+                let Ok(slot) = self.setup.own_session_slots.clone().try_acquire_owned() else {
+                    tracing::warn!(
+                        "{} shares the proxy's upstream connections: {} clients already have \
+                         sessions of their own",
+                        client.name(),
+                        super::MAX_OPEN_SESSIONS
+                    );
+                    return None;
+                };
                 let relay = Arc::new(super::relay::ToClients::one(
                     self.setup.clients.clone(),
                     client.clone(),
@@ -191,10 +214,18 @@ impl ProxyHandler {
                         failed.message
                     );
                 }
-                Some(Arc::new(pool))
+                Some(OwnUpstreams {
+                    pool: Arc::new(pool),
+                    _slot: slot,
+                })
             })
-            .await
-            .clone()
+            .await;
+        own.as_ref().map(|own| own.pool.clone())
+    }
+
+    /// The client's own upstream sessions, if they were made.
+    fn own_pool(&self) -> Option<Arc<McpPool>> {
+        self.own.get()?.as_ref().map(|own| own.pool.clone())
     }
 
     /// True when the request comes from a client of the handshake era (over a session of its
@@ -222,6 +253,19 @@ impl ProxyHandler {
             .into_iter()
             .map(|s| own.iter().find(|o| o.name == s.name).cloned().unwrap_or(s))
             .collect())
+    }
+
+    /// The `_meta` a result the proxy makes carries for a client of the stateless era: the one
+    /// upstream's `serverInfo`, as that server stamps each of its results (the handshake era
+    /// said it once, at `initialize`).
+    fn stamp(&self, context: &RequestContext<RoleServer>) -> Option<rmcp::model::MetaObject> {
+        if self.speaks_handshake(context) {
+            return None;
+        }
+        let info = serde_json::to_value(self.setup.offer.server_info()?).ok()?;
+        let mut meta = rmcp::model::MetaObject::new();
+        meta.insert("io.modelcontextprotocol/serverInfo".into(), info);
+        Some(meta)
     }
 
     /// What the client sent beside its call, to go upstream with it: its `_meta` (for a
@@ -314,10 +358,20 @@ impl ProxyHandler {
                 .unwrap_or_default();
             format!("{name}\u{0}{version}\u{0}{address}")
         });
+        let own_protocols = self
+            .own_pool()
+            .map(|own| {
+                own.servers()
+                    .iter()
+                    .map(|s| (s.name.clone(), s.protocol_version()))
+                    .collect()
+            })
+            .unwrap_or_default();
         Arrival {
             client,
             protocol: protocol.map(|p| p.to_string()),
             sessionless,
+            own_protocols,
         }
     }
 
@@ -699,7 +753,11 @@ impl ServerHandler for ProxyHandler {
                 }
             });
         }
-        self.negotiate_initialize(&request)
+        let mut result = self.negotiate_initialize(&request)?;
+        if self.setup.pool.is_some() {
+            result.capabilities = self.setup.offer.handshake_capabilities();
+        }
+        Ok(result)
     }
 
     async fn on_roots_list_changed(
@@ -723,7 +781,9 @@ impl ServerHandler for ProxyHandler {
             .offer
             .list_prompts(&self.servers(&context).await?)
             .await?;
-        Ok(ListPromptsResult::with_all_items(prompts))
+        let mut listed = ListPromptsResult::with_all_items(prompts);
+        listed.meta = self.stamp(&context);
+        Ok(listed)
     }
 
     async fn get_prompt(
@@ -767,7 +827,9 @@ impl ServerHandler for ProxyHandler {
             .offer
             .list_resources(&self.servers(&context).await?)
             .await?;
-        Ok(ListResourcesResult::with_all_items(resources))
+        let mut listed = ListResourcesResult::with_all_items(resources);
+        listed.meta = self.stamp(&context);
+        Ok(listed)
     }
 
     async fn list_resource_templates(
@@ -780,7 +842,9 @@ impl ServerHandler for ProxyHandler {
             .offer
             .list_resource_templates(&self.servers(&context).await?)
             .await?;
-        Ok(ListResourceTemplatesResult::with_all_items(templates))
+        let mut listed = ListResourceTemplatesResult::with_all_items(templates);
+        listed.meta = self.stamp(&context);
+        Ok(listed)
     }
 
     async fn read_resource(
@@ -837,7 +901,7 @@ impl ServerHandler for ProxyHandler {
         // Another client may still want its updates from a shared connection: the upstream
         // is left subscribed then. A session of this client's own is its alone.
         let servers = self.servers(&context).await?;
-        let own = match self.own.get().cloned().flatten() {
+        let own = match self.own_pool() {
             Some(own) => {
                 let holder = self
                     .setup
@@ -900,7 +964,7 @@ impl ServerHandler for ProxyHandler {
             .unwrap_or(request.level);
         // Its own sessions are told its level; the shared ones the most detail any wants.
         let servers = self.servers(&context).await?;
-        let own = self.own.get().cloned().flatten().map(|o| o.servers());
+        let own = self.own_pool().map(|o| o.servers());
         let (own, shared): (Vec<_>, Vec<_>) = servers.into_iter().partition(|s| {
             own.as_ref()
                 .is_some_and(|o| o.iter().any(|mine| Arc::ptr_eq(mine, s)))
@@ -938,11 +1002,11 @@ impl ServerHandler for ProxyHandler {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(
-            self.setup.catalog.offered().to_vec(),
-        ))
+        let mut listed = ListToolsResult::with_all_items(self.setup.catalog.offered().to_vec());
+        listed.meta = self.stamp(&context);
+        Ok(listed)
     }
 
     async fn call_tool(
@@ -950,6 +1014,8 @@ impl ServerHandler for ProxyHandler {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        // Its own upstream sessions first: the run's header says what era each spoke.
+        let own = self.own_upstreams(&context).await;
         let session = self.session(&context)?;
         self.client(&context.peer).attach(&session);
         let _serving = session.serving();
@@ -966,7 +1032,7 @@ impl ServerHandler for ProxyHandler {
             client: self.client(&context.peer),
             progress,
             cancelled: context.ct.clone(),
-            own: self.own_upstreams(&context).await,
+            own,
             round,
             passed_on: passed_on.clone(),
         };

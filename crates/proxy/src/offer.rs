@@ -48,6 +48,10 @@ const RELAYED: [&str; 5] = ["tools", "prompts", "resources", "completions", "log
 /// What the proxy offers, from its upstreams.
 pub struct Offer {
     capabilities: ServerCapabilities,
+    /// What a client of the handshake era is offered: the same, but for each upstream that
+    /// gives such a client a session of its own, what that server says in the handshake era
+    /// (a server may offer list changes only over `subscriptions/listen`, say).
+    handshake_capabilities: ServerCapabilities,
     instructions: Option<String>,
     /// The one upstream's own `serverInfo` (name, title, version…), passed on as it is; with
     /// several upstreams the proxy names itself.
@@ -71,16 +75,33 @@ struct Routes {
 
 impl Offer {
     /// The offer of `pool`'s servers (none: tools only, as simulate mode with `--tools-from`
-    /// has). Several upstreams' prompts and resources are listed now, so a clash of names
-    /// refuses the start.
-    pub async fn of(pool: Option<&McpPool>, wait: std::time::Duration) -> Result<Self> {
+    /// has); `handshake` holds the same servers as a client of that era reaches them, where
+    /// that is over a session of its own. Several upstreams' prompts and resources are listed
+    /// now, so a clash of names refuses the start.
+    pub async fn of(
+        pool: Option<&McpPool>,
+        handshake: Option<&McpPool>,
+        wait: std::time::Duration,
+    ) -> Result<Self> {
         let servers = pool.map(McpPool::servers).unwrap_or_default();
         let introductions: Vec<(String, Arc<ServerPeerInfo>)> = servers
             .iter()
             .filter_map(|s| s.introduction().map(|i| (s.name.clone(), i)))
             .collect();
+        let in_handshake = handshake.map(McpPool::servers).unwrap_or_default();
+        let handshake_introductions: Vec<Arc<ServerPeerInfo>> = introductions
+            .iter()
+            .map(|(name, shared)| {
+                in_handshake
+                    .iter()
+                    .find(|s| &s.name == name)
+                    .and_then(|s| s.introduction())
+                    .unwrap_or_else(|| shared.clone())
+            })
+            .collect();
         let offer = Self {
             capabilities: union(introductions.iter().map(|(_, i)| &i.capabilities)),
+            handshake_capabilities: union(handshake_introductions.iter().map(|i| &i.capabilities)),
             instructions: instructions(&introductions),
             server_info: match &introductions[..] {
                 [(_, only)] if servers.len() == 1 => only.server_info.clone(),
@@ -102,9 +123,14 @@ impl Offer {
         Ok(offer)
     }
 
-    /// The capabilities the proxy advertises.
+    /// The capabilities the proxy advertises (to a client of the stateless era).
     pub fn capabilities(&self) -> ServerCapabilities {
         self.capabilities.clone()
+    }
+
+    /// The capabilities the proxy advertises to a client of the handshake era.
+    pub fn handshake_capabilities(&self) -> ServerCapabilities {
+        self.handshake_capabilities.clone()
     }
 
     /// The one upstream's `serverInfo`, when the proxy fronts one server.

@@ -169,6 +169,8 @@ pub struct Setup {
     pub own_sessions: Vec<cosmos_engine::mcp::ServerConfig>,
     /// Server timeouts (a client's own upstream sessions are started with them too).
     pub timeouts: Timeouts,
+    /// Places for clients with upstream sessions of their own, [`MAX_OPEN_SESSIONS`] at most.
+    pub own_session_slots: Arc<tokio::sync::Semaphore>,
     /// The world model (shadow and simulate).
     pub world_model: Option<Arc<dyn WorldModel>>,
     /// The upstreams as headers record them.
@@ -220,6 +222,8 @@ pub(crate) struct Arrival {
     pub protocol: Option<String>,
     /// Its name, version and address: one client's stretch of work (docs/trajectory-format.md).
     pub sessionless: Option<String>,
+    /// The protocol version of each upstream session made for this client alone, by server.
+    pub own_protocols: Vec<(String, Option<String>)>,
 }
 
 /// The upstreams that take a session of their own for each client of the handshake era: those
@@ -420,7 +424,24 @@ impl Setup {
         let own_sessions = own_sessions_of(pool.as_deref(), &chosen);
         let server_names: Vec<String> = servers.iter().map(|s| s.name.clone()).collect();
         let catalog = Catalog::new(tools, &server_names)?;
-        let offer = offer::Offer::of(pool.as_deref(), spec.timeouts.call).await?;
+        // What the upstreams a handshake client gets a session of its own with say in that
+        // era: asked once now, over a session closed straight after.
+        let probe = match own_sessions.is_empty() {
+            true => None,
+            false => Some(
+                McpPool::connect_for_client(
+                    &own_sessions,
+                    spec.timeouts,
+                    Arc::new(relay::ToClients::all(clients.clone())),
+                )
+                .await
+                .0,
+            ),
+        };
+        let offer = offer::Offer::of(pool.as_deref(), probe.as_ref(), spec.timeouts.call).await?;
+        if let Some(probe) = probe {
+            probe.shutdown().await;
+        }
         let mut redactor = cosmos_engine::agent::run_redactor(&config, &mcp);
         for secret in &spec.secrets {
             redactor.add_secret(secret.clone());
@@ -444,6 +465,7 @@ impl Setup {
             failures,
             own_sessions,
             timeouts: spec.timeouts,
+            own_session_slots: Arc::new(tokio::sync::Semaphore::new(MAX_OPEN_SESSIONS)),
             world_model,
             servers,
             task: TaskInfo {
@@ -613,6 +635,12 @@ impl Setup {
         header.world_model = self.world_model.as_ref().map(|w| w.describe());
         header.roles = self.roles.clone();
         header.servers = self.servers.clone();
+        // The era each upstream spoke to this client: its own session's, where it has one.
+        for (server, protocol) in &arrival.own_protocols {
+            if let Some(info) = header.servers.iter_mut().find(|i| &i.name == server) {
+                info.protocol = protocol.clone();
+            }
+        }
         // A stateful upstream's copy is the proxy's, shared by its sessions: each starts from
         // what the sessions before it left, said by `shared` and its own start digest.
         for info in &mut header.servers {
