@@ -34,6 +34,8 @@ CALLS = {
         {"name": "test_client_elicitation_defaults", "arguments": {}}
     ],
     "http-invalid-tool-headers": [{"name": "valid_tool", "arguments": {"region": "us-west1"}}],
+    # Its server closes the call's event stream after a first event: the client resumes it.
+    "sse-retry": [{"name": "test_reconnection", "arguments": {}}],
     "sep-2322-client-request-state": [
         {"name": "test_mrtr_echo_state", "arguments": {}},
         {"name": "test_mrtr_unrelated", "arguments": {}},
@@ -147,6 +149,14 @@ def main():
         # A workload's identity token, exchanged for an access token (jwt-bearer grant).
         oauth = {"grant": "jwt_bearer", "client_id": context["client_id"],
                  "assertion": context["valid_jwt"]}
+    if scenario == "auth/enterprise-managed-authorization":
+        # The user's ID token from the enterprise's identity provider, exchanged there for an
+        # identity assertion, and that at the server's authorization server for a token.
+        oauth = {"grant": "enterprise_managed", "client_id": context["client_id"],
+                 "client_secret": context["client_secret"], "id_token": context["idp_id_token"],
+                 "idp_issuer": context["idp_issuer"],
+                 "idp_token_endpoint": context["idp_token_endpoint"],
+                 "idp_client_id": context["idp_client_id"]}
     if oauth:
         server["oauth"] = oauth
     mcp = os.path.join(work, "mcp.json")
@@ -154,7 +164,7 @@ def main():
         json.dump({"mcpServers": {"conformance": server}}, f)
     env = dict(os.environ, COSMOS_CACHE=os.path.join(work, "cache"),
                BROWSER=f"{sys.executable} {os.path.abspath(__file__)} --browser")
-    if oauth.get("grant") in ("client_credentials", "jwt_bearer"):
+    if oauth.get("grant") in ("client_credentials", "jwt_bearer", "enterprise_managed"):
         print(f"[{scenario}] cosmos servers ({oauth['grant']} grant)", flush=True)
         return cosmos(["servers", "--mcp-config", mcp], env)
     if scenario.startswith("auth/"):

@@ -702,6 +702,82 @@ fn a_token_endpoint_that_floods_or_never_answers_is_given_up_on_saying_why() {
     }
 }
 
+/// An identity provider whose token-exchange reply is garbage or megabytes long: the
+/// enterprise-managed grant fails at once, saying which exchange and why; neither the user's
+/// ID token nor the reply is echoed, and no token is kept.
+#[test]
+fn an_identity_provider_that_answers_garbage_or_floods_fails_the_exchange_saying_why() {
+    for (body, name) in [
+        ("this is no token".to_string(), "garbage"),
+        (
+            format!("{{\"access_token\": \"{}\"}}", "a".repeat(4 << 20)),
+            "huge",
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let server = own_server(
+            dir.path(),
+            &[
+                ("CLIENT_ID", "ema-client"),
+                ("CLIENT_SECRET", "ema-secret-77"),
+            ],
+        );
+        let idp = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let idp_url = format!("http://{}", idp.local_addr().unwrap());
+        std::thread::spawn(move || {
+            use std::io::{Read, Write};
+            for stream in idp.incoming().flatten() {
+                let mut stream = stream;
+                let mut request = [0u8; 8192];
+                let _ = stream.read(&mut request);
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+            }
+        });
+        let id_token = "eyJ.the-users-id-token.sig";
+        let mcp = write_mcp_config(
+            dir.path(),
+            json!({"prot": {"url": server.url, "oauth": {
+                "grant": "enterprise_managed", "client_id": "ema-client",
+                "client_secret": "ema-secret-77", "id_token": "${USER_ID_TOKEN}",
+                "idp_issuer": idp_url, "idp_token_endpoint": format!("{idp_url}/token"),
+                "idp_client_id": "idp-client",
+            }}}),
+        );
+        let started = std::time::Instant::now();
+        let listed = Command::new(env!("CARGO_BIN_EXE_cosmos"))
+            .args(["servers", "--mcp-config", mcp.to_str().unwrap()])
+            .env("COSMOS_CACHE", dir.path().join("cache"))
+            .env("COSMOS_LOG_FILE", dir.path().join("cosmos.log"))
+            .env("USER_ID_TOKEN", id_token)
+            .output()
+            .unwrap();
+        let out = text(&listed);
+        assert!(!listed.status.success(), "{name}: {out}");
+        assert!(
+            out.contains("enterprise-managed authorization"),
+            "{name}: {out}"
+        );
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(25),
+            "{name}: {out}"
+        );
+        assert!(
+            !out.contains(id_token) && !out.contains("aaaaaaaaaaaaaaaa"),
+            "{name}: {out}"
+        );
+        let log = std::fs::read_to_string(dir.path().join("cosmos.log")).unwrap_or_default();
+        assert!(
+            !log.contains(id_token),
+            "{name}: the ID token reached the log"
+        );
+        assert!(token_files(dir.path()).is_empty(), "{name}: a token kept");
+    }
+}
+
 #[test]
 fn a_client_credentials_server_has_no_login_to_make() {
     let dir = tempfile::tempdir().unwrap();

@@ -289,6 +289,8 @@ fn server_of(name: String, entry: EntryShape, secrets: &mut Vec<String>) -> Resu
                 ("client_secret", &mut oauth.client_secret),
                 ("private_key", &mut oauth.private_key),
                 ("assertion", &mut oauth.assertion),
+                ("id_token", &mut oauth.id_token),
+                ("idp_client_secret", &mut oauth.idp_client_secret),
             ] {
                 let Some(written) = secret.take() else {
                     continue;
@@ -512,6 +514,10 @@ pub enum Grant {
     /// A JWT issued to this workload by an identity provider the authorization server
     /// trusts (`assertion`), exchanged for a token at start (the jwt-bearer grant, RFC 7523).
     JwtBearer,
+    /// Enterprise-managed authorization (SEP-990): the user's ID token from the enterprise's
+    /// identity provider (`id_token`) exchanged there for an identity assertion grant
+    /// (RFC 8693), which the server's authorization server exchanges for a token (RFC 7523).
+    EnterpriseManaged,
 }
 
 /// A server's `"oauth"` section of `mcp.json`: a client registered with its authorization
@@ -540,6 +546,17 @@ pub struct OAuthClient {
     pub signing_algorithm: Option<String>,
     /// `jwt_bearer`: the JWT to exchange (a `${VAR}`).
     pub assertion: Option<String>,
+    /// `enterprise_managed`: the user's OpenID Connect ID token from the identity provider (a
+    /// `${VAR}`).
+    pub id_token: Option<String>,
+    /// `enterprise_managed`: the identity provider's issuer.
+    pub idp_issuer: Option<String>,
+    /// `enterprise_managed`: the identity provider's token endpoint.
+    pub idp_token_endpoint: Option<String>,
+    /// `enterprise_managed`: this client's id at the identity provider.
+    pub idp_client_id: Option<String>,
+    /// `enterprise_managed`: its secret there, when it has one (a `${VAR}`).
+    pub idp_client_secret: Option<String>,
 }
 
 #[cfg(test)]
@@ -608,10 +625,21 @@ mod tests {
                 "jwt": {"url": "http://x", "oauth": {"grant": "client_credentials", "client_id": "c",
                         "private_key": "-----BEGIN PRIVATE KEY-----\nMIGHAgEA\n-----END PRIVATE KEY-----"}},
                 "wif": {"url": "http://y", "oauth": {"grant": "jwt_bearer", "client_id": "w",
-                        "assertion": "${COSMOS_TEST_WIF_JWT}"}}
+                        "assertion": "${COSMOS_TEST_WIF_JWT}"}},
+                "ema": {"url": "http://z", "oauth": {"grant": "enterprise_managed", "client_id": "e",
+                        "id_token": "eyJ.user-id-token.sig", "idp_client_secret": "idp-secret-4242",
+                        "idp_issuer": "http://idp", "idp_token_endpoint": "http://idp/token",
+                        "idp_client_id": "i"}}
             }}"#,
         )
         .unwrap();
+        for secret in ["eyJ.user-id-token.sig", "idp-secret-4242"] {
+            assert!(c.secrets.contains(&secret.to_string()), "{secret}");
+        }
+        let Transport::Http { oauth, .. } = &c.get("ema").unwrap().transport else {
+            panic!("an HTTP server")
+        };
+        assert_eq!(oauth.grant, Grant::EnterpriseManaged);
         assert!(
             c.secrets.iter().any(|s| s.contains("MIGHAgEA")),
             "{:?}",

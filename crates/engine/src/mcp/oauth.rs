@@ -233,6 +233,9 @@ async fn client_credentials(
     if client.grant == Grant::JwtBearer || client.private_key.is_some() {
         return by_assertion(url, client, store, scopes).await;
     }
+    if client.grant == Grant::EnterpriseManaged {
+        return enterprise_managed(url, client, store, scopes).await;
+    }
     let (Some(id), Some(secret)) = (&client.client_id, &client.client_secret) else {
         bail!("the client_credentials grant needs oauth.client_id and oauth.client_secret");
     };
@@ -361,6 +364,87 @@ async fn by_assertion(
     store.write(stored)
 }
 
+/// A token by enterprise-managed authorization (SEP-990), stored like a login's: the user's ID
+/// token exchanged at the identity provider for an identity assertion grant (ID-JAG), and that
+/// at the server's authorization server (found as a login finds it) for a token bound to the
+/// server, each client authenticated by its secret (HTTP Basic) when it has one. rmcp makes
+/// both requests (`auth::enterprise`), bounded and without redirects.
+async fn enterprise_managed(
+    url: &str,
+    client: &OAuthClient,
+    store: &TokenStore,
+    scopes: &[String],
+) -> Result<()> {
+    use rmcp::transport::auth::enterprise::{
+        EmaAuthorizationServer, EmaClientAuthentication, EmaExchangeRequest,
+    };
+    let needs = |value: &Option<String>, field: &str| {
+        value
+            .clone()
+            .with_context(|| format!("the enterprise_managed grant needs oauth.{field}"))
+    };
+    let id = needs(&client.client_id, "client_id")?;
+    let id_token = needs(&client.id_token, "id_token")?;
+    let (_, _, metadata) = discovered(url, store).await?;
+    let issuer = metadata
+        .issuer
+        .clone()
+        .with_context(|| format!("{url}'s authorization server names no issuer"))?;
+    let authenticated = |secret: &Option<String>| match secret {
+        Some(secret) => {
+            EmaClientAuthentication::ClientSecretBasic(oauth2::ClientSecret::new(secret.clone()))
+        }
+        None => EmaClientAuthentication::None,
+    };
+    let idp = EmaAuthorizationServer::new(
+        needs(&client.idp_issuer, "idp_issuer")?,
+        needs(&client.idp_token_endpoint, "idp_token_endpoint")?,
+        needs(&client.idp_client_id, "idp_client_id")?,
+    )
+    .with_client_authentication(authenticated(&client.idp_client_secret));
+    let resource_server =
+        EmaAuthorizationServer::new(issuer.clone(), metadata.token_endpoint.clone(), id.clone())
+            .with_client_authentication(authenticated(&client.client_secret));
+    let scopes = if scopes.is_empty() {
+        client.scopes.clone()
+    } else {
+        scopes.to_vec()
+    };
+    super::install_tls_provider();
+    let http = rmcp::transport::auth::default_oauth_http_client()
+        .map_err(|e| anyhow!("an HTTP client for the token exchange: {e}"))?;
+    let exchange = EmaExchangeRequest::new_with_id_token(idp, resource_server, url, &id_token)
+        .with_scopes(scopes.iter().cloned())
+        .exchange(&http, &http);
+    // Two requests, each bounded by rmcp (its reply size and 30 s); a silent server is given
+    // up on sooner, and said so.
+    let token = tokio::time::timeout(2 * PROBE_WITHIN, exchange)
+        .await
+        .map_err(|_| {
+            anyhow!(
+                "enterprise-managed authorization for {url}: no token within {}s",
+                2 * PROBE_WITHIN.as_secs()
+            )
+        })?
+        .map_err(|e| anyhow!("enterprise-managed authorization for {url}: {e}"))?;
+    let mut granted: Vec<String> = token.scopes.iter().cloned().collect();
+    granted.sort();
+    let response: rmcp::transport::auth::OAuthTokenResponse =
+        serde_json::from_value(serde_json::json!({
+            "access_token": token.access_token.secret(),
+            "token_type": "Bearer",
+            "expires_in": token.expires_in.map(|d| d.as_secs()),
+            "scope": (!granted.is_empty()).then(|| granted.join(" ")),
+        }))
+        .context("the exchanged token")?;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let mut stored = StoredCredentials::new(id, Some(response), granted, Some(now));
+    stored.issuer = Some(issuer);
+    store.write(stored)
+}
+
 /// The scopes `credentials` were granted (as stored, else as the token response says).
 fn granted(credentials: &StoredCredentials) -> Vec<String> {
     if !credentials.granted_scopes.is_empty() {
@@ -400,7 +484,7 @@ pub async fn step_up(url: &str, client: &OAuthClient, name: &str, required: &str
         );
     }
     match client.grant {
-        Grant::ClientCredentials | Grant::JwtBearer => {
+        Grant::ClientCredentials | Grant::JwtBearer | Grant::EnterpriseManaged => {
             client_credentials(url, client, &store, &wanted, true)
                 .await
                 .with_context(|| format!("asking for scope \"{}\"", wanted.join(" ")))
