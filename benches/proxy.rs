@@ -9,7 +9,12 @@
 //!   (each client its own session), against 8 callers sharing one direct connection;
 //! - memory: the stdio proxy's resident memory after 10^3, 10^4 and 10^5 calls of 2 KB results
 //!   in one session (a tenth with `--quick`), in record mode (nothing needs the history) and in
-//!   shadow mode (the `memory` world model predicts each call), where flat is the goal.
+//!   shadow mode (the `memory` world model predicts each call), where flat is the goal;
+//! - memory per handshake session: `cosmos proxy --http` in front of the dual-era fixture
+//!   (tests/support/modern_server.py over stdio), the resident memory of the proxy and its
+//!   server processes with 1 and with 4 handshake clients (the MCP Python SDK 1.x) holding a
+//!   session open: each client has an upstream session of its own, a process of the server,
+//!   so the step per client is what one such process costs (the target: that, and no more).
 
 #![allow(clippy::unwrap_used)] // a bench that cannot set up fails at once
 
@@ -223,6 +228,112 @@ async fn main() {
         );
         proxied.shutdown().await;
     }
+
+    memory_per_handshake_session(cosmos, dir.path());
+}
+
+/// Resident memory of the proxy and the servers it started with 1 and with 4 handshake clients
+/// holding a session open.
+fn memory_per_handshake_session(cosmos: &str, dir: &std::path::Path) {
+    let mcp = dir.join("modern.json");
+    std::fs::write(
+        &mcp,
+        json!({"mcpServers": {"fixture": support::modern_server()}}).to_string(),
+    )
+    .unwrap();
+    let mut proxy = Command::new(cosmos)
+        .args([
+            "proxy",
+            "--mcp-config",
+            mcp.to_str().unwrap(),
+            "--http",
+            "127.0.0.1:0",
+        ])
+        .arg("--out")
+        .arg(dir.join("modern-runs"))
+        .env("COSMOS_LOG_FILE", dir.join("modern.log"))
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut said = String::new();
+    BufReader::new(proxy.stderr.take().unwrap())
+        .read_line(&mut said)
+        .unwrap();
+    let url = said
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap()
+        .trim_end_matches(';')
+        .to_string();
+    let client =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/mcp_client.py");
+    let mut figures = Vec::new();
+    let mut clients = Vec::new();
+    // Every client holds its session until this file exists.
+    let release = dir.join("release");
+    for held in [1, 4] {
+        while clients.len() < held {
+            clients.push(
+                Command::new(support::python())
+                    .arg(&client)
+                    .arg(
+                        json!({"transport": "http", "url": url, "pause_file": release,
+                               "calls": [{"name": "add", "arguments": {"a": 1, "b": 2}}]})
+                        .to_string(),
+                    )
+                    .stdout(Stdio::null())
+                    .spawn()
+                    .unwrap(),
+            );
+        }
+        // Each held session's own server process is up: the shared one and one a client.
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while tree_of(proxy.id()).len() < 1 + 1 + held && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let tree = tree_of(proxy.id());
+        let total: f64 = tree.iter().map(|pid| rss_mb(*pid)).sum();
+        figures.push((held, tree.len(), total));
+    }
+    std::fs::write(&release, "").unwrap();
+    for mut c in clients {
+        let _ = c.wait();
+    }
+    let _ = proxy.kill();
+    let _ = proxy.wait();
+    println!(
+        "proxy + servers RSS, handshake clients of a dual-era stdio server holding a session:"
+    );
+    for (held, processes, total) in &figures {
+        println!("  {held} client(s): {processes} processes, {total:.0} MB");
+    }
+    if let [(a, _, one), (b, _, four)] = figures[..] {
+        println!(
+            "  per further client: {:.0} MB (one upstream session: a process of the server)",
+            (four - one) / (b - a) as f64
+        );
+    }
+}
+
+/// `pid` and every process below it.
+fn tree_of(pid: u32) -> Vec<u32> {
+    let mut tree = vec![pid];
+    let mut i = 0;
+    while i < tree.len() {
+        // A process's children are listed by the thread that started each.
+        let tasks = std::fs::read_dir(format!("/proc/{}/task", tree[i]));
+        for task in tasks.into_iter().flatten().flatten() {
+            let children =
+                std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+            tree.extend(
+                children
+                    .split_whitespace()
+                    .filter_map(|c| c.parse::<u32>().ok()),
+            );
+        }
+        i += 1;
+    }
+    tree
 }
 
 /// The process whose command line names `marker`.

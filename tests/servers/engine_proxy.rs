@@ -3010,6 +3010,38 @@ fn a_handshake_client_gets_an_upstream_session_of_its_own_that_ends_with_it() {
     );
 }
 
+/// A seeded upstream is never started twice (its one state copy is every session's), so a
+/// handshake client reaches it over the shared stateless-era connection: the server's "input
+/// required" result becomes an ordinary request for input to that client, and its answer goes
+/// back upstream; the run says the upstream spoke the stateless era.
+#[test]
+fn a_handshake_client_of_a_seeded_stateless_upstream_is_asked_for_input_as_its_era_asks() {
+    let dir = tempfile::tempdir().unwrap();
+    let seed = dir.path().join("seed");
+    std::fs::create_dir(&seed).unwrap();
+    std::fs::write(seed.join("note.txt"), "seeded").unwrap();
+    let mut upstream = modern_server();
+    upstream["cosmos"] = json!({"state": {"seed": seed}});
+    let mcp = write_mcp_config(dir.path(), json!({"fixture": upstream}));
+    let out = dir.path().join("runs");
+    let (mut proxy, url) = http_proxy(&mcp, &out, &[], &[], &dir.path().join("proxy.log"));
+    let answer = sdk_client(json!({
+        "transport": "http", "url": url,
+        "elicit": {"action": "accept", "content": {"confirmed": false}},
+        "calls": [{"name": "confirm_with_input", "arguments": {}}],
+    }));
+    assert_eq!(answer["elicited_seen"], json!(["Confirm?"]), "{answer}");
+    let said = answer["results"][0]["content"][0]["text"].as_str().unwrap();
+    assert!(said.contains("\"confirmed\": false"), "{said}");
+    stopped_by_sigterm(&mut proxy);
+    let events = events(&only_run(&out));
+    assert_eq!(
+        events[0]["servers"][0]["protocol"], "2026-07-28",
+        "{}",
+        events[0]
+    );
+}
+
 /// What the upstream says of itself reaches each era's client as it says it to that era: a
 /// handshake client sees the capabilities the server gives the handshake (this server offers
 /// list changes only over `subscriptions/listen`), a stateless one those of `server/discover`,

@@ -38,7 +38,7 @@ fn remote(args: &LoginArgs) -> Result<(String, mcp::OAuthClient)> {
         bail!("server \"{}\": {problem}", args.server);
     }
     match &server.transport {
-        Transport::Http { url, oauth, .. } => Ok((url.clone(), oauth.clone())),
+        Transport::Http { url, oauth, .. } => Ok((url.clone(), (**oauth).clone())),
         Transport::Stdio { .. } => bail!(
             "server \"{}\" is started by cosmos (stdio): it has no login",
             args.server

@@ -57,8 +57,9 @@ pub enum Transport {
         url: String,
         /// Extra headers (expanded).
         headers: BTreeMap<String, String>,
-        /// The OAuth client it is logged into with (default: registered dynamically).
-        oauth: OAuthClient,
+        /// The OAuth client it is logged into with (default: registered dynamically); boxed,
+        /// as it is most of the variant's size.
+        oauth: Box<OAuthClient>,
     },
 }
 
@@ -319,7 +320,7 @@ fn server_of(name: String, entry: EntryShape, secrets: &mut Vec<String>) -> Resu
             Transport::Http {
                 url,
                 headers,
-                oauth,
+                oauth: Box::new(oauth),
             }
         }
         (Some(_), Some(_)) => {

@@ -1393,7 +1393,7 @@ fn login_of(config: &ServerConfig) -> Option<(String, super::mcp_json::OAuthClie
             .keys()
             .any(|k| k.eq_ignore_ascii_case("authorization")) =>
         {
-            Some((url.clone(), oauth.clone()))
+            Some((url.clone(), (**oauth).clone()))
         }
         _ => None,
     }
