@@ -176,7 +176,7 @@ impl ProxyHandler {
 
     /// This client's own upstream sessions (`Setup::own_sessions`), made now if they are not
     /// yet: only for a client of the handshake era, whose requests come over a session of its
-    /// own, and for at most [`super::MAX_OPEN_SESSIONS`] clients at once (each may hold a
+    /// own, and for at most [`super::setup::MAX_OPEN_SESSIONS`] clients at once (each may hold a
     /// process per upstream). A server that cannot be reached so, or a client past the bound,
     /// reaches it over the shared connection instead, and the proxy's log says so.
     async fn own_upstreams(&self, context: &RequestContext<RoleServer>) -> Option<Arc<McpPool>> {
@@ -192,7 +192,7 @@ impl ProxyHandler {
                         "{} shares the proxy's upstream connections: {} clients already have \
                          sessions of their own",
                         client.name(),
-                        super::MAX_OPEN_SESSIONS
+                        super::setup::MAX_OPEN_SESSIONS
                     );
                     return None;
                 };

@@ -192,12 +192,12 @@ pub fn ask(question: Question) -> bool {
 /// How long a person has to answer before the request is declined for them.
 pub const ANSWER_WITHIN: std::time::Duration = std::time::Duration::from_secs(600);
 
-/// Answers `request` of `server` as the policy says, asking the connection's relay (a proxy's
-/// client) or whoever answers for this process (`ask_through`) when it says so: the reply for
-/// the server and the record of it.
+/// Answers `request` of `server` as the policy says, putting it to `ask` when it says so (the
+/// connection's relay, a proxy's client, or whoever answers for this process: [`ask`]): the
+/// reply for the server and the record of it.
 pub async fn respond(
     policy: Elicitation,
-    via: Option<&std::sync::Arc<dyn super::unasked::Relay>>,
+    ask: impl FnOnce(Question) -> bool,
     server: &str,
     tool: Option<String>,
     request: &ElicitRequestParams,
@@ -213,10 +213,7 @@ pub async fn respond(
         request: request.clone(),
         answer: tx,
     };
-    let sent = match via {
-        Some(relay) => relay.ask(question),
-        None => ask(question),
-    };
+    let sent = ask(question);
     let answered = if !sent {
         Answer {
             action: ElicitationAction::Decline,

@@ -421,7 +421,10 @@ impl rmcp::ClientHandler for Listener {
         };
         let (result, elicited) = super::elicitation::respond(
             self.elicitation,
-            self.relay(),
+            |question| match self.relay() {
+                Some(relay) => relay.ask(question),
+                None => super::elicitation::ask(question),
+            },
             &self.server,
             tool,
             &request,
