@@ -2977,8 +2977,15 @@ fn a_handshake_client_gets_an_upstream_session_of_its_own_that_ends_with_it() {
         ]),
         "{answer}"
     );
+    // A client that takes no requests for input is declared so to its own session: the server
+    // refuses as it would directly, instead of the proxy declining for it.
+    let unasked = sdk_client(json!({
+        "transport": "http", "url": url,
+        "calls": [{"name": "test_elicitation", "arguments": {"message": "Who are you?"}}],
+    }));
+    assert_eq!(unasked["results"][0]["isError"], true, "{unasked}");
     // The shared process, the one that told the proxy what the server says in the handshake
-    // era (stopped at once), and the client's own.
+    // era (stopped at once), and each client's own.
     let alive = || -> Vec<u32> {
         std::fs::read_dir(&pids)
             .unwrap()
@@ -2986,7 +2993,7 @@ fn a_handshake_client_gets_an_upstream_session_of_its_own_that_ends_with_it() {
             .filter(|pid: &u32| std::path::Path::new(&format!("/proc/{pid}")).exists())
             .collect()
     };
-    assert_eq!(std::fs::read_dir(&pids).unwrap().count(), 3);
+    assert_eq!(std::fs::read_dir(&pids).unwrap().count(), 4);
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
     while alive().len() > 1 {
         assert!(
@@ -2997,7 +3004,23 @@ fn a_handshake_client_gets_an_upstream_session_of_its_own_that_ends_with_it() {
         std::thread::sleep(Duration::from_millis(100));
     }
     stopped_by_sigterm(&mut proxy);
-    let events = events(&only_run(&out));
+    let runs = runs_in(&out);
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    // The first client's run has the tool that logs; the second's no request for input (the
+    // server never asked one of a client that declared it takes none).
+    let (events, unasked): (Vec<_>, Vec<_>) = runs
+        .iter()
+        .map(|run| events(run))
+        .partition(|e| e.iter().any(|e| e["kind"] == "server_log"));
+    let (events, unasked) = (&events[0], &unasked[0]);
+    assert!(
+        unasked.iter().all(|e| e["kind"] != "elicitation"),
+        "{unasked:?}"
+    );
+    assert!(
+        events.iter().any(|e| e["kind"] == "elicitation"),
+        "{events:?}"
+    );
     let protocol = events[0]["servers"][0]["protocol"].as_str().unwrap();
     assert!(
         protocol < "2026-07-28",

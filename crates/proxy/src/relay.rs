@@ -225,6 +225,10 @@ impl Relay for ToClients {
         }
     }
 
+    fn client_capabilities(&self) -> Option<rmcp::model::ClientCapabilities> {
+        self.only.as_ref().map(|only| only.capabilities())
+    }
+
     fn ask(&self, question: cosmos_engine::mcp::Question) -> bool {
         match &self.only {
             Some(only) => {

@@ -315,6 +315,10 @@ impl rmcp::ClientHandler for Listener {
             info.capabilities.roots = Some(roots);
         }
         info.capabilities.elicitation = Some(elicitation);
+        // A session made for one client declares what that client declared, no more.
+        if let Some(client) = self.relay().and_then(|r| r.client_capabilities()) {
+            info.capabilities = client;
+        }
         info
     }
 

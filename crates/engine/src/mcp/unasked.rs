@@ -51,6 +51,11 @@ pub trait Relay: Send + Sync {
     fn ask(&self, question: Question) -> bool {
         super::elicitation::ask(question)
     }
+    /// The capabilities of the one client this relay speaks for, declared to the server in
+    /// its stead (`None`: the process's relay, for every client, declares what it relays).
+    fn client_capabilities(&self) -> Option<rmcp::model::ClientCapabilities> {
+        None
+    }
 }
 
 static RELAY: OnceLock<Arc<dyn Relay>> = OnceLock::new();
