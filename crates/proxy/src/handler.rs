@@ -145,6 +145,7 @@ impl ProxyHandler {
         Asker {
             clients: &self.setup.clients,
             client: self.client(&context.peer),
+            meta: Some(upstream_meta(context.meta.clone())),
         }
     }
 
@@ -278,9 +279,9 @@ impl ProxyHandler {
         request: &CallToolRequestParams,
         context: &RequestContext<RoleServer>,
     ) -> ClientRound {
-        let mut meta = context.meta.clone();
+        let mut meta = upstream_meta(context.meta.clone());
         if let Some(own) = &request.meta {
-            meta.extend(own.clone());
+            meta.extend(upstream_meta(own.clone()));
         }
         let handshake = self.speaks_handshake(context);
         if handshake
@@ -1047,6 +1048,14 @@ impl ServerHandler for ProxyHandler {
         result.result_type.get_or_insert(ResultType::COMPLETE);
         Ok(result.into())
     }
+}
+
+/// A client's request `_meta` as it goes upstream: less its progress token (the proxy's
+/// connection asks with its own) and its protocol version (the connection speaks its own).
+fn upstream_meta(mut meta: rmcp::model::RequestMetaObject) -> rmcp::model::RequestMetaObject {
+    meta.remove("progressToken");
+    meta.remove("io.modelcontextprotocol/protocolVersion");
+    meta
 }
 
 /// What the client is told of a call it cancelled (and the upstream's call is cancelled).

@@ -606,6 +606,9 @@ pub struct Asker<'a> {
     pub clients: &'a super::clients::Clients,
     /// The client asking.
     pub client: Arc<super::clients::Client>,
+    /// Its request's `_meta` (its capabilities, log level, extensions), passed upstream with
+    /// the request.
+    pub meta: Option<rmcp::model::RequestMetaObject>,
 }
 
 /// Asking upstreams.
@@ -619,7 +622,8 @@ impl Offer {
         asker: Option<&Asker<'_>>,
     ) -> Result<ServerResult, McpError> {
         let _asking = asker.map(|a| a.clients.calling(&server.name, a.client.clone()));
-        server.ask(request, self.wait).await.map_err(|e| match e {
+        let meta = asker.and_then(|a| a.meta.clone());
+        server.ask(request, self.wait, meta).await.map_err(|e| match e {
             rmcp::ServiceError::McpError(e) => e,
             other => McpError::internal_error(format!("server {}: {other}", server.name), None),
         })

@@ -109,9 +109,7 @@ pub struct CallOutcome {
 }
 
 /// What a client of `cosmos proxy` sent with its call, passed upstream as it came: its
-/// `_meta` (less the progress token, which is the connection's own, and the protocol
-/// version, which the connection speaks for itself) and its answers to an earlier round's
-/// requests for input.
+/// `_meta` and its answers to an earlier round's requests for input.
 #[derive(Debug, Clone, Default)]
 pub struct ClientRound {
     /// The request's `_meta`: the client's capabilities, log level, extensions.
@@ -767,15 +765,18 @@ impl Server {
     }
 
     /// Sends a request that is no tool call (a resource read, a prompt, a completion, a list)
-    /// and waits at most `timeout` for its answer (then it is cancelled at the server); a stdio
+    /// with `meta` in its `_meta` (a proxy's client's, passed on) and waits at most `timeout`
+    /// for its answer (then it is cancelled at the server); a stdio
     /// reply too long to be read fails at once, saying why, as a tool call's does.
     pub async fn ask(
         &self,
         request: rmcp::model::ClientRequest,
         timeout: Duration,
+        meta: Option<rmcp::model::RequestMetaObject>,
     ) -> Result<rmcp::model::ServerResult, ServiceError> {
         let mut options = rmcp::service::PeerRequestOptions::no_options();
         options.timeout = Some(timeout);
+        options.meta = meta;
         let asking = async {
             self.client
                 .send_request_with_option(request, options)
@@ -944,11 +945,7 @@ impl Server {
         if let Some(round) = round {
             params.input_responses = round.input_responses.clone();
             params.request_state = round.request_state.clone();
-            meta = round.meta.clone().map(|mut meta| {
-                meta.remove("progressToken");
-                meta.remove("io.modelcontextprotocol/protocolVersion");
-                meta
-            });
+            meta = round.meta.clone();
         }
         let options = || {
             let mut options = rmcp::service::PeerRequestOptions::no_options();
