@@ -15,6 +15,9 @@
 //!   server processes with 1 and with 4 handshake clients (the MCP Python SDK 1.x) holding a
 //!   session open: each client has an upstream session of its own, a process of the server,
 //!   so the step per client is what one such process costs (the target: that, and no more).
+//!   Measured here (`--quick`, 2026-12-07): 104 MB with one client, 136 MB with four, about
+//!   11 MB a further client, the fixture's Python process; the proxy adds 0.6 ms at p50 to a
+//!   call (target < 1 ms).
 
 #![allow(clippy::unwrap_used)] // a bench that cannot set up fails at once
 
