@@ -623,10 +623,13 @@ impl Offer {
     ) -> Result<ServerResult, McpError> {
         let _asking = asker.map(|a| a.clients.calling(&server.name, a.client.clone()));
         let meta = asker.and_then(|a| a.meta.clone());
-        server.ask(request, self.wait, meta).await.map_err(|e| match e {
-            rmcp::ServiceError::McpError(e) => e,
-            other => McpError::internal_error(format!("server {}: {other}", server.name), None),
-        })
+        server
+            .ask(request, self.wait, meta)
+            .await
+            .map_err(|e| match e {
+                rmcp::ServiceError::McpError(e) => e,
+                other => McpError::internal_error(format!("server {}: {other}", server.name), None),
+            })
     }
 
     /// Every page of a list, read from `server` (at most [`MOST_PAGES`]).

@@ -165,7 +165,7 @@ pub struct Setup {
     /// Upstreams that did not start (recorded in every session).
     pub failures: Vec<ServerFailure>,
     /// The upstreams a client of the handshake era gets a session of its own with
-    /// ([`own_sessions_of`]).
+    /// (`own_sessions_of`: the stateless-era upstreams without a state seed).
     pub own_sessions: Vec<cosmos_engine::mcp::ServerConfig>,
     /// Server timeouts (a client's own upstream sessions are started with them too).
     pub timeouts: Timeouts,
@@ -250,6 +250,33 @@ fn own_sessions_of(
         .filter(|c| c.state_seed.is_none() && stateless.contains(&c.name))
         .cloned()
         .collect()
+}
+
+/// What the proxy offers, from `pool`, and from what the upstreams a handshake client gets a
+/// session of its own with say in that era: asked once now, over a session closed straight
+/// after.
+async fn offer_of(
+    pool: Option<&McpPool>,
+    own_sessions: &[cosmos_engine::mcp::ServerConfig],
+    timeouts: Timeouts,
+    clients: &Arc<clients::Clients>,
+) -> Result<offer::Offer> {
+    let probe = match own_sessions.is_empty() {
+        true => None,
+        false => {
+            let relay = Arc::new(relay::ToClients::all(clients.clone()));
+            Some(
+                McpPool::connect_for_client(own_sessions, timeouts, relay)
+                    .await
+                    .0,
+            )
+        }
+    };
+    let offer = offer::Offer::of(pool, probe.as_ref(), timeouts.call).await;
+    if let Some(probe) = probe {
+        probe.shutdown().await;
+    }
+    offer
 }
 
 /// True for a protocol version of the handshake era (`initialize`).
@@ -424,24 +451,7 @@ impl Setup {
         let own_sessions = own_sessions_of(pool.as_deref(), &chosen);
         let server_names: Vec<String> = servers.iter().map(|s| s.name.clone()).collect();
         let catalog = Catalog::new(tools, &server_names)?;
-        // What the upstreams a handshake client gets a session of its own with say in that
-        // era: asked once now, over a session closed straight after.
-        let probe = match own_sessions.is_empty() {
-            true => None,
-            false => Some(
-                McpPool::connect_for_client(
-                    &own_sessions,
-                    spec.timeouts,
-                    Arc::new(relay::ToClients::all(clients.clone())),
-                )
-                .await
-                .0,
-            ),
-        };
-        let offer = offer::Offer::of(pool.as_deref(), probe.as_ref(), spec.timeouts.call).await?;
-        if let Some(probe) = probe {
-            probe.shutdown().await;
-        }
+        let offer = offer_of(pool.as_deref(), &own_sessions, spec.timeouts, &clients).await?;
         let mut redactor = cosmos_engine::agent::run_redactor(&config, &mcp);
         for secret in &spec.secrets {
             redactor.add_secret(secret.clone());
