@@ -672,3 +672,84 @@ fn a_world_model_that_predicted_nothing_fails_the_command_naming_its_endpoint() 
         "{finished}"
     );
 }
+
+/// An `llm` world model shown recorded results (`examples_from`) is evaluated leave one run out,
+/// as `memory` is: a call of one run is never shown a result recorded in that same run, which
+/// could be the very answer it is asked for.
+#[test]
+fn an_llm_shown_recorded_examples_is_never_shown_its_own_runs_calls() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("runs");
+    std::fs::create_dir(&runs).unwrap();
+    let samples = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_runs");
+    let mut calls_of_run: Vec<Vec<Value>> = Vec::new();
+    for name in [
+        "20261202T025240.637Z_time_mcp_000_react_none.jsonl",
+        "20261202T025519.823Z_time_mcp_001_react_none.jsonl",
+    ] {
+        std::fs::copy(samples.join(name), runs.join(name)).unwrap();
+        let text = std::fs::read_to_string(runs.join(name)).unwrap();
+        calls_of_run.push(
+            text.lines()
+                .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+                .filter(|e| e["kind"] == "tool_called")
+                .map(|e| e["arguments"].clone())
+                .collect(),
+        );
+    }
+    let llm = ScriptedLlm::start(json!([
+        {"when": "You simulate an MCP server", "content": predicted("{}", false)}
+    ]));
+    let config = dir.path().join("cosmos.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[world_models.shown]\nkind = \"llm\"\nbase_url = \"{}\"\nmodel = \"wm-model\"\n\
+             examples_from = [\"{}\"]\n",
+            llm.base_url(),
+            runs.display()
+        ),
+    )
+    .unwrap();
+    let args = [
+        "wm-eval",
+        runs.to_str().unwrap(),
+        "--world-model",
+        "shown",
+        "--config",
+        config.to_str().unwrap(),
+        "--format",
+        "json",
+    ];
+    let output = cosmos(&args, &llm, "sk-test-wm-eval-0123456789");
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    // The first JSON value after `marker` in `said`.
+    let json_after = |said: &str, marker: &str| -> Option<Value> {
+        let from = said.find(marker)? + marker.len();
+        serde_json::Deserializer::from_str(&said[from..])
+            .into_iter::<Value>()
+            .next()?
+            .ok()
+    };
+    let mut shown = 0;
+    for request in llm.requests() {
+        let said = request["body"]["messages"][1]["content"]
+            .as_str()
+            .unwrap_or_default();
+        let (Some(asked), Some(example)) = (
+            json_after(said, "Arguments: "),
+            json_after(said, "for arguments "),
+        ) else {
+            continue;
+        };
+        shown += 1;
+        let own: Vec<&Vec<Value>> = calls_of_run.iter().filter(|c| c.contains(&asked)).collect();
+        if let [own] = own[..] {
+            assert!(
+                !own.contains(&example),
+                "a call of {asked} was shown {example}, recorded in its own run"
+            );
+        }
+    }
+    assert!(shown > 0, "no request showed an example");
+}

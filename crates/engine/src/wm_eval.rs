@@ -642,7 +642,7 @@ pub async fn evaluate(
         }
         (0..contenders.len()).map(move |w| {
             let state = state.clone();
-            let model = if contenders[w].built.is_memory() {
+            let model = if contenders[w].built.reads_runs() {
                 // Leave one run out: never predicted from its own recording.
                 contenders[w].built.for_calls_of(&call.run)
             } else {

@@ -19,22 +19,40 @@ use cosmos_trajectory::event::{Observation, WorldModelInfo};
 const HISTORY_CHARS: usize = 1_500;
 
 /// An LLM acting as the server.
+#[derive(Clone)]
 pub struct LlmWorldModel {
     client: Arc<LlmClient>,
     examples: Option<Arc<TransitionBuffer>>,
+    /// The run whose calls it must not be shown (leave one run out), if any.
+    excluded: Option<u32>,
 }
 
 impl LlmWorldModel {
     /// A world model on `client`, with optional recorded examples.
     pub fn new(client: Arc<LlmClient>, examples: Option<Arc<TransitionBuffer>>) -> Self {
-        Self { client, examples }
+        Self {
+            client,
+            examples,
+            excluded: None,
+        }
+    }
+
+    /// The same model, never shown a call recorded in `run` as an example (for evaluating
+    /// calls of `run`: it would otherwise be shown the very result it is asked for). `None`
+    /// when it has no examples to leave out.
+    pub fn without(&self, run: &std::path::Path) -> Option<Self> {
+        let examples = self.examples.as_ref()?;
+        Some(Self {
+            excluded: examples.source_of(run),
+            ..self.clone()
+        })
     }
 
     fn prompt(&self, req: &SimRequest<'_>) -> Vec<Message> {
         let example = self
             .examples
             .as_ref()
-            .and_then(|b| b.example(&req.tool.name));
+            .and_then(|b| b.example(&req.tool.name, self.excluded));
         simulation_messages(req, example)
     }
 }

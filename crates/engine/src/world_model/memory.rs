@@ -139,12 +139,19 @@ impl TransitionBuffer {
             .or_else(|| self.by_tool.get(&format!(":{}", bare(tool))))
     }
 
-    /// Some recorded call of `tool`, for showing a result's shape.
-    pub fn example(&self, tool: &str) -> Option<(&Value, &Observation)> {
+    /// Some recorded call of `tool` outside run `excluded` (leave one run out: a call is never
+    /// shown its own result), for showing a result's shape.
+    pub fn example(&self, tool: &str, excluded: Option<u32>) -> Option<(&Value, &Observation)> {
         self.candidates(tool)?
             .iter()
-            .find(|(_, o, _, _)| !o.is_error)
+            .find(|(_, o, source, _)| !o.is_error && Some(*source) != excluded)
             .map(|(a, o, _, _)| (a, o))
+    }
+
+    /// Adds one transition as recorded in the `source`th run (tests build buffers by hand).
+    #[cfg(test)]
+    pub fn add_recorded(&mut self, tool: &str, arguments: Value, result: Observation, source: u32) {
+        self.add_from(tool, arguments, result, source, None);
     }
 
     /// The recorded result for this call: exact match, else the nearest call of the tool.
@@ -401,6 +408,22 @@ mod tests {
             .lookup_without("t:convert", &json!({"x": 1}), None)
             .unwrap();
         assert!((none.confidence() - 0.1).abs() < 1e-12);
+    }
+
+    #[test]
+    fn an_example_of_a_tool_is_never_from_the_run_left_out() {
+        let mut b = TransitionBuffer::default();
+        b.add_recorded("t:f", json!({"x": 1}), obs("from run 0"), 0);
+        b.add_recorded("t:f", json!({"x": 2}), obs("from run 1"), 1);
+        assert_eq!(b.example("t:f", None).unwrap().1, &obs("from run 0"));
+        assert_eq!(b.example("t:f", Some(0)).unwrap().1, &obs("from run 1"));
+        assert_eq!(b.example("t:f", Some(1)).unwrap().1, &obs("from run 0"));
+        let mut alone = TransitionBuffer::default();
+        alone.add_recorded("t:f", json!({"x": 1}), obs("its own"), 0);
+        assert!(
+            alone.example("t:f", Some(0)).is_none(),
+            "its own result shown"
+        );
     }
 
     #[test]

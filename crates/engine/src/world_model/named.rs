@@ -329,56 +329,56 @@ impl Named {
             }
             Ok(Some(Arc::new(TransitionBuffer::from_runs(from)?)))
         };
-        let (inner, memory_model): (Arc<dyn WorldModel>, Option<MemoryWorldModel>) =
-            match &self.kind {
-                Kind::Llm {
-                    endpoint,
-                    examples_from,
-                } => (
-                    Arc::new(LlmWorldModel::new(
-                        Arc::new(LlmClient::new(endpoint.clone())),
-                        memory(examples_from)?,
-                    )),
-                    None,
-                ),
-                Kind::Memory { from } => {
-                    let buffer = memory(from)?.unwrap_or_default();
-                    if buffer.is_empty() {
-                        bail!(
-                            "world model {}: no real tool calls under {} to predict from",
-                            self.name,
-                            from.iter()
-                                .map(|p| p.display().to_string())
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        );
-                    }
-                    let model = MemoryWorldModel::new(buffer);
-                    (Arc::new(model.clone()), Some(model))
+        let (inner, memory_model): (Arc<dyn WorldModel>, Option<ReadsRuns>) = match &self.kind {
+            Kind::Llm {
+                endpoint,
+                examples_from,
+            } => {
+                let model = LlmWorldModel::new(
+                    Arc::new(LlmClient::new(endpoint.clone())),
+                    memory(examples_from)?,
+                );
+                let reads = (!examples_from.is_empty()).then(|| ReadsRuns::Llm(model.clone()));
+                (Arc::new(model), reads)
+            }
+            Kind::Memory { from } => {
+                let buffer = memory(from)?.unwrap_or_default();
+                if buffer.is_empty() {
+                    bail!(
+                        "world model {}: no real tool calls under {} to predict from",
+                        self.name,
+                        from.iter()
+                            .map(|p| p.display().to_string())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    );
                 }
-                Kind::Command {
-                    command,
-                    timeout,
-                    env,
-                } => (
-                    Arc::new(CommandWorldModel::new(command.clone(), *timeout).with_env(env)),
-                    None,
-                ),
-                Kind::Ensemble { members, pick } => {
-                    let members = members
-                        .iter()
-                        .map(Named::build)
-                        .collect::<Result<Vec<_>>>()?;
-                    let models = members.iter().map(|m| m.model.clone()).collect();
-                    let model = EnsembleWorldModel::new(self.name.clone(), models, *pick);
-                    return Ok(Built {
-                        model: self.wrap(Arc::new(model)),
-                        memory: None,
-                        members,
-                        named: self.clone(),
-                    });
-                }
-            };
+                let model = MemoryWorldModel::new(buffer);
+                (Arc::new(model.clone()), Some(ReadsRuns::Memory(model)))
+            }
+            Kind::Command {
+                command,
+                timeout,
+                env,
+            } => (
+                Arc::new(CommandWorldModel::new(command.clone(), *timeout).with_env(env)),
+                None,
+            ),
+            Kind::Ensemble { members, pick } => {
+                let members = members
+                    .iter()
+                    .map(Named::build)
+                    .collect::<Result<Vec<_>>>()?;
+                let models = members.iter().map(|m| m.model.clone()).collect();
+                let model = EnsembleWorldModel::new(self.name.clone(), models, *pick);
+                return Ok(Built {
+                    model: self.wrap(Arc::new(model)),
+                    memory: None,
+                    members,
+                    named: self.clone(),
+                });
+            }
+        };
         Ok(Built {
             model: self.wrap(inner),
             memory: memory_model,
@@ -412,26 +412,42 @@ impl Named {
 pub struct Built {
     /// The model.
     pub model: Arc<dyn WorldModel>,
-    /// For a memory world model, the model itself, to leave one run out in evaluations.
-    memory: Option<MemoryWorldModel>,
+    /// For a world model that reads recorded runs (memory; llm with examples), the model
+    /// itself, to leave one run out in evaluations.
+    memory: Option<ReadsRuns>,
     /// For an ensemble, its members, built.
     members: Vec<Built>,
     named: Named,
 }
 
+/// A world model that reads recorded runs, which must leave out the run whose calls it is
+/// asked to predict.
+#[derive(Clone)]
+enum ReadsRuns {
+    /// Recalls recorded results.
+    Memory(MemoryWorldModel),
+    /// Is shown a recorded result of the tool as an example.
+    Llm(LlmWorldModel),
+}
+
 impl Built {
-    /// True for a memory world model, or an ensemble with one (evaluated leave one run out).
-    pub fn is_memory(&self) -> bool {
-        self.memory.is_some() || self.members.iter().any(Built::is_memory)
+    /// True for a world model that reads recorded runs (memory; llm shown recorded examples),
+    /// or an ensemble with one: evaluated leave one run out.
+    pub fn reads_runs(&self) -> bool {
+        self.memory.is_some() || self.members.iter().any(Built::reads_runs)
     }
 
-    /// The model for predicting calls recorded in `run`: a memory world model without that
-    /// run's own calls (it would otherwise score itself), an ensemble of its members so; any
-    /// other model as it is.
+    /// The model for predicting calls recorded in `run`: one that reads runs, without that
+    /// run's own calls (it would otherwise score itself, or be shown the answer), an ensemble
+    /// of its members so; any other model as it is.
     pub fn for_calls_of(&self, run: &Path) -> Arc<dyn WorldModel> {
         match (&self.memory, &self.named.kind) {
-            (Some(memory), _) => self.named.wrap(Arc::new(memory.without(run))),
-            (None, Kind::Ensemble { pick, .. }) if self.is_memory() => {
+            (Some(ReadsRuns::Memory(memory)), _) => self.named.wrap(Arc::new(memory.without(run))),
+            (Some(ReadsRuns::Llm(llm)), _) => match llm.without(run) {
+                Some(llm) => self.named.wrap(Arc::new(llm)),
+                None => self.model.clone(),
+            },
+            (None, Kind::Ensemble { pick, .. }) if self.reads_runs() => {
                 let members = self.members.iter().map(|m| m.for_calls_of(run)).collect();
                 self.named.wrap(Arc::new(EnsembleWorldModel::new(
                     self.named.name.clone(),
