@@ -711,6 +711,7 @@ fn an_llm_shown_recorded_examples_is_never_shown_its_own_runs_calls() {
         ),
     )
     .unwrap();
+    let out = dir.path().join("out");
     let args = [
         "wm-eval",
         runs.to_str().unwrap(),
@@ -720,6 +721,8 @@ fn an_llm_shown_recorded_examples_is_never_shown_its_own_runs_calls() {
         config.to_str().unwrap(),
         "--format",
         "json",
+        "--out",
+        out.to_str().unwrap(),
     ];
     let output = cosmos(&args, &llm, "sk-test-wm-eval-0123456789");
     assert_eq!(output.status.code(), Some(0), "{}", text(&output));
