@@ -3034,6 +3034,77 @@ fn a_handshake_client_gets_an_upstream_session_of_its_own_that_ends_with_it() {
     );
 }
 
+/// The proxy stopped by SIGTERM, or killed outright, while a handshake client holds a session
+/// of its own with a stdio upstream: no process of the server outlives it (its pipes close, and
+/// a stop ends its process group), and the run is finished or kept as far as it went.
+#[test]
+fn a_proxy_stopped_or_killed_mid_session_leaves_no_upstream_process_behind() {
+    for signal in ["-TERM", "-KILL"] {
+        let dir = tempfile::tempdir().unwrap();
+        let pids = dir.path().join("pids");
+        std::fs::create_dir(&pids).unwrap();
+        let mut upstream = modern_server();
+        upstream["env"] = json!({"FIXTURE_PID_DIR": pids});
+        let mcp = write_mcp_config(dir.path(), json!({"fixture": upstream}));
+        let out = dir.path().join("runs");
+        let (mut proxy, url) = http_proxy(&mcp, &out, &[], &[], &dir.path().join("proxy.log"));
+        let release = dir.path().join("release");
+        let mut client = Command::new(python())
+            .arg(client_script())
+            .arg(
+                json!({"transport": "http", "url": url, "pause_file": release,
+                       "calls": [{"name": "add", "arguments": {"a": 1, "b": 2}}]})
+                .to_string(),
+            )
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut paused = String::new();
+        BufReader::new(client.stdout.take().unwrap())
+            .read_line(&mut paused)
+            .unwrap();
+        assert!(paused.contains("paused"), "{signal}: {paused}");
+        // The shared process, the start-up probe's, and the client's own.
+        assert_eq!(std::fs::read_dir(&pids).unwrap().count(), 3, "{signal}");
+        assert!(
+            Command::new("kill")
+                .args([signal, &proxy.id().to_string()])
+                .status()
+                .unwrap()
+                .success()
+        );
+        let _ = proxy.wait();
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            let alive: Vec<String> = std::fs::read_dir(&pids)
+                .unwrap()
+                .filter_map(|e| e.ok()?.file_name().to_str().map(String::from))
+                .filter(|pid| Path::new(&format!("/proc/{pid}")).exists())
+                .collect();
+            if alive.is_empty() {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{signal}: server processes outlived the proxy: {alive:?}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        std::fs::write(&release, "").unwrap();
+        let _ = client.wait();
+        let run = only_run(&out);
+        let calls = events(&run)
+            .iter()
+            .filter(|e| e["kind"] == "tool_called")
+            .count();
+        assert_eq!(
+            calls, 1,
+            "{signal}: the call made before the signal is kept"
+        );
+    }
+}
+
 /// A seeded upstream is never started twice (its one state copy is every session's), so a
 /// handshake client reaches it over the shared stateless-era connection: the server's "input
 /// required" result becomes an ordinary request for input to that client, and its answer goes
