@@ -148,16 +148,7 @@ async fn main() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut line = String::new();
-    BufReader::new(proxy.stderr.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let url = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap()
-        .trim_end_matches(';')
-        .to_string();
+    let url = listening_url(&mut proxy);
     let mut clients = Vec::new();
     for _ in 0..8 {
         clients.push(Arc::new(
@@ -258,16 +249,7 @@ fn memory_per_handshake_session(cosmos: &str, dir: &std::path::Path) {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut said = String::new();
-    BufReader::new(proxy.stderr.take().unwrap())
-        .read_line(&mut said)
-        .unwrap();
-    let url = said
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap()
-        .trim_end_matches(';')
-        .to_string();
+    let url = listening_url(&mut proxy);
     let client =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/mcp_client.py");
     let mut figures = Vec::new();
@@ -316,6 +298,19 @@ fn memory_per_handshake_session(cosmos: &str, dir: &std::path::Path) {
             (four - one) / (b - a) as f64
         );
     }
+}
+
+/// The URL an HTTP proxy says, on its first line, it listens on.
+fn listening_url(proxy: &mut std::process::Child) -> String {
+    let mut said = String::new();
+    BufReader::new(proxy.stderr.take().unwrap())
+        .read_line(&mut said)
+        .unwrap();
+    said.split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap()
+        .trim_end_matches(';')
+        .to_string()
 }
 
 /// `pid` and every process below it.
