@@ -1064,19 +1064,6 @@ fn wait_until_finished(path: &Path, what: &str) {
     }
 }
 
-/// Reads the proxy's "listening on http://ADDR/mcp" line from its stderr.
-fn listening_url(child: &mut std::process::Child) -> String {
-    let mut line = String::new();
-    BufReader::new(child.stderr.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    line.split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap_or_else(|| panic!("no address in {line:?}"))
-        .trim_end_matches(';')
-        .to_string()
-}
-
 #[test]
 fn over_http_a_token_is_required_and_sigterm_leaves_a_finished_file() {
     let dir = tempfile::tempdir().unwrap();
@@ -1507,25 +1494,6 @@ fn a_proxy_that_cannot_work_says_why_before_serving() {
         assert!(out.stdout.is_empty(), "{args:?} wrote to stdout");
         assert!(text(&out).contains(says), "{args:?}: {}", text(&out));
     }
-}
-
-/// A client script in tests/support (`script`, run by `program`) on `spec`: the JSON it
-/// prints last.
-fn run_client(program: &str, script: &str, spec: Value) -> Value {
-    let out = Command::new(program)
-        .arg(
-            PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-                .join("tests/support")
-                .join(script),
-        )
-        .arg(spec.to_string())
-        .stderr(Stdio::piped())
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{script} failed: {}", text(&out));
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    serde_json::from_str(stdout.lines().last().unwrap_or_default())
-        .unwrap_or_else(|e| panic!("{e}: {}", text(&out)))
 }
 
 /// The MCP Python SDK client's tour of a server (tests/support/mcp_tour.py) with `spec`.

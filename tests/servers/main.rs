@@ -18,3 +18,4 @@ mod engine_oauth;
 mod engine_proxy;
 mod engine_state;
 mod engine_stateful_tasks;
+mod traces_world_model;

@@ -13,7 +13,8 @@ servers' requests for input and answers each so; the output's "elicited_seen" li
 messages. With "reads": [URI, ...] it then reads each resource; the output's "reads" has each
 one's content sizes or what was raised, and its "elapsed_s". With "log_level" it asks for log
 messages from that level up at the start; with "collect_logs": true the output's "logs" has
-every log message it was sent.
+every log message it was sent. With "sessions": [[call, ...], ...] it opens one session after
+another, each making its own calls, and prints {"sessions": [each one's output]}.
 """
 
 import asyncio
@@ -125,6 +126,12 @@ async def connected(spec, body):
 
 
 async def main(spec):
+    if "sessions" in spec:
+        # One session after another, each its own connection, with its own calls.
+        out = []
+        for calls in spec["sessions"]:
+            out.append(await connected(dict(spec, calls=calls), session_calls))
+        return {"sessions": out}
     return await connected(spec, session_calls)
 
 

@@ -603,3 +603,35 @@ pub fn conformance_scenario(folder: &str) -> String {
     const STAMP: usize = "-2026-12-05T06-53-42-664Z".len();
     folder[..folder.len().saturating_sub(STAMP)].to_string()
 }
+
+/// Reads the proxy's "listening on http://ADDR/mcp" line from its stderr.
+pub fn listening_url(child: &mut std::process::Child) -> String {
+    let mut line = String::new();
+    BufReader::new(child.stderr.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    line.split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap_or_else(|| panic!("no address in {line:?}"))
+        .trim_end_matches(';')
+        .to_string()
+}
+
+/// A client script in tests/support (`script`, run by `program`) on `spec`: the JSON it
+/// prints last.
+pub fn run_client(program: &str, script: &str, spec: Value) -> Value {
+    let out = Command::new(program)
+        .arg(
+            PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/support")
+                .join(script),
+        )
+        .arg(spec.to_string())
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{script} failed: {}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    serde_json::from_str(stdout.lines().last().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("{e}: {}", text(&out)))
+}

@@ -21,7 +21,7 @@ use cosmos_trajectory::event::Role;
 
 /// World-model names that need no table (`none`, `llm`, `memory`, `command`): a table may not
 /// take one.
-pub const BUILT_IN_WORLD_MODELS: [&str; 4] = ["none", "llm", "memory", "command"];
+pub const BUILT_IN_WORLD_MODELS: [&str; 5] = ["none", "llm", "memory", "traces", "command"];
 
 /// The file as written.
 #[derive(Debug, Default, Deserialize)]

@@ -68,14 +68,17 @@ fn at_least_one<T: TryFrom<u64>>(text: &str) -> Result<T, String> {
 #[derive(Debug, Clone, Args)]
 pub struct WorldModelArgs {
     /// The world model: none; llm (an LLM acting as the server, the world_model role's
-    /// endpoint); memory (recorded real calls, --memory-from); command (an external process,
-    /// --world-model-command); or the NAME of a [world_models.NAME] table in --config.
+    /// endpoint); memory (recorded real calls recalled, --memory-from); traces (results
+    /// predicted field by field by rules the recorded calls support, --memory-from); command
+    /// (an external process, --world-model-command); or the NAME of a [world_models.NAME]
+    /// table in --config.
     #[arg(long = "world-model", value_name = "NAME", default_value = "none")]
     pub name: String,
     /// Command line of a `command` world model (run with sh -c); see docs/world-models.md.
     #[arg(long)]
     pub world_model_command: Option<String>,
-    /// Folders or files of recorded runs for the `memory` world model (and examples for `llm`).
+    /// Folders or files of recorded runs for the `memory` and `traces` world models (and
+    /// examples for `llm`).
     #[arg(long)]
     pub memory_from: Vec<PathBuf>,
     /// Simulate the same call in the same context only once.

@@ -20,15 +20,16 @@ pub struct WmEvalArgs {
     /// Recorded runs (files or folders): their real tool calls are what is simulated.
     #[arg(required = true)]
     pub runs: Vec<PathBuf>,
-    /// A world model to evaluate (repeatable): llm, memory, command, or a [world_models.NAME]
-    /// of --config. `memory` never sees the run a call comes from.
+    /// A world model to evaluate (repeatable): llm, memory, traces, command, or a
+    /// [world_models.NAME] of --config. `memory` and `traces` never see the run a call comes
+    /// from.
     #[arg(long = "world-model", value_name = "NAME", required = true)]
     pub world_models: Vec<String>,
     /// cosmos.toml: endpoints per role and [world_models.NAME] tables.
     #[arg(long)]
     pub config: Option<PathBuf>,
-    /// Runs for the built-in `memory` (default: the runs evaluated, leave one run out) and
-    /// examples for the built-in `llm`.
+    /// Runs for the built-in `memory` and `traces` (default: the runs evaluated, leave one run
+    /// out) and examples for the built-in `llm`.
     #[arg(long)]
     pub memory_from: Vec<PathBuf>,
     /// Command line of the built-in `command` world model.

@@ -15,16 +15,34 @@ use super::{SimFailure, SimRequest, Simulation, WorldModel, canonical};
 use cosmos_trajectory::event::{EventBody, Observation, StateChange, WorldModelInfo};
 use cosmos_trajectory::reader::{EventStream, collect_files};
 
-/// One recorded call: arguments, result, and the run it came from (an index into
-/// `sources`; `u32::MAX` when added by hand).
-/// A recorded call: its arguments, its result, the run it came from, and how it changed its
-/// server's sandboxed state when that was watched.
-type Transition = (Value, Observation, u32, Option<Arc<StateChange>>);
+/// A recorded real call: its arguments, its result, the run it came from (an index into the
+/// store's sources; `u32::MAX` when added by hand), and how it changed its server's sandboxed
+/// state when that was watched.
+#[derive(Debug, Clone)]
+pub struct RecordedTransition {
+    /// The call's arguments.
+    pub arguments: Value,
+    /// Its real result.
+    pub observation: Observation,
+    /// The run it was recorded in.
+    pub run: u32,
+    /// Its change to its server's state, when watched.
+    pub change: Option<Arc<StateChange>>,
+}
 
-/// Recorded real calls, by tool.
+/// One tool's recorded calls, indexed by their canonical arguments.
+#[derive(Debug, Default)]
+struct ToolCalls {
+    calls: Vec<RecordedTransition>,
+    /// Canonical arguments → the calls with them (indexes into `calls`).
+    by_arguments: HashMap<String, Vec<u32>>,
+}
+
+/// Recorded real calls, by tool: the one trace store (`memory` recalls from it, `traces`
+/// fits its rules on it, `llm` is shown examples from it).
 #[derive(Debug, Default)]
 pub struct TransitionBuffer {
-    by_tool: HashMap<String, Vec<Transition>>,
+    by_tool: HashMap<String, ToolCalls>,
     sources: Vec<PathBuf>,
     /// Each source as a file records it (`mcp::shown_location`: a run converted from another
     /// program's file by the file the person gave).
@@ -95,22 +113,30 @@ impl TransitionBuffer {
         &mut self,
         tool: &str,
         arguments: Value,
-        result: Observation,
-        source: u32,
+        observation: Observation,
+        run: u32,
         change: Option<Arc<StateChange>>,
     ) {
-        self.by_tool.entry(tool.to_string()).or_default().push((
-            arguments.clone(),
-            result.clone(),
-            source,
-            change.clone(),
-        ));
-        if bare(tool) != tool {
-            self.by_tool
-                .entry(format!(":{}", bare(tool)))
+        let key = canonical(&arguments);
+        let transition = RecordedTransition {
+            arguments,
+            observation,
+            run,
+            change,
+        };
+        let mut push = |name: String, transition: RecordedTransition| {
+            let calls = self.by_tool.entry(name).or_default();
+            calls
+                .by_arguments
+                .entry(key.clone())
                 .or_default()
-                .push((arguments, result, source, change));
+                .push(calls.calls.len() as u32);
+            calls.calls.push(transition);
+        };
+        if bare(tool) != tool {
+            push(format!(":{}", bare(tool)), transition.clone());
         }
+        push(tool.to_string(), transition);
         self.count += 1;
     }
 
@@ -123,6 +149,11 @@ impl TransitionBuffer {
             .map(|i| i as u32)
     }
 
+    /// The runs read, as each file records it.
+    pub fn shown_runs(&self) -> &[String] {
+        &self.shown
+    }
+
     /// Transitions held.
     pub fn len(&self) -> usize {
         self.count
@@ -133,19 +164,41 @@ impl TransitionBuffer {
         self.count == 0
     }
 
-    fn candidates(&self, tool: &str) -> Option<&Vec<Transition>> {
+    fn tool_calls(&self, tool: &str) -> Option<&ToolCalls> {
         self.by_tool
             .get(tool)
             .or_else(|| self.by_tool.get(&format!(":{}", bare(tool))))
     }
 
+    /// Every recorded call of `tool` (under another server's name too, when none under this
+    /// one), in the order read.
+    pub fn calls_of(&self, tool: &str) -> &[RecordedTransition] {
+        self.tool_calls(tool).map_or(&[], |t| &t.calls)
+    }
+
+    /// The recorded calls of `tool` with exactly these arguments, outside run `excluded`.
+    pub fn same_calls<'a>(
+        &'a self,
+        tool: &str,
+        arguments: &Value,
+        excluded: Option<u32>,
+    ) -> impl Iterator<Item = &'a RecordedTransition> + 'a {
+        let calls = self.tool_calls(tool);
+        let found = calls.and_then(|t| t.by_arguments.get(&canonical(arguments)));
+        found
+            .into_iter()
+            .flatten()
+            .filter_map(move |i| calls.map(|t| &t.calls[*i as usize]))
+            .filter(move |c| Some(c.run) != excluded)
+    }
+
     /// Some recorded call of `tool` outside run `excluded` (leave one run out: a call is never
     /// shown its own result), for showing a result's shape.
     pub fn example(&self, tool: &str, excluded: Option<u32>) -> Option<(&Value, &Observation)> {
-        self.candidates(tool)?
+        self.calls_of(tool)
             .iter()
-            .find(|(_, o, source, _)| !o.is_error && Some(*source) != excluded)
-            .map(|(a, o, _, _)| (a, o))
+            .find(|c| !c.observation.is_error && Some(c.run) != excluded)
+            .map(|c| (&c.arguments, &c.observation))
     }
 
     /// Adds one transition as recorded in the `source`th run (tests build buffers by hand).
@@ -169,43 +222,35 @@ impl TransitionBuffer {
         arguments: &Value,
         excluded: Option<u32>,
     ) -> Option<Recall<'_>> {
-        let candidates: Vec<&Transition> = self
-            .candidates(tool)?
-            .iter()
-            .filter(|(_, _, source, _)| Some(*source) != excluded)
-            .collect();
-        let key = canonical(arguments);
-        let exact_calls: Vec<&&Transition> = candidates
-            .iter()
-            .filter(|(a, _, _, _)| canonical(a) == key)
-            .collect();
-        let exact: Vec<&Observation> = exact_calls.iter().map(|(_, o, _, _)| o).collect();
-        if !exact.is_empty() {
+        let exact_calls: Vec<&RecordedTransition> =
+            self.same_calls(tool, arguments, excluded).collect();
+        if !exact_calls.is_empty() {
             // The result recorded most often for this very call (the first on a tie), and the
             // share of its recordings that agree with it.
-            let count = |o: &Observation| exact.iter().filter(|e| **e == o).count();
-            let (observation, agreeing) = exact.iter().map(|o| (*o, count(o))).fold(
-                None::<(&Observation, usize)>,
-                |best, (o, n)| match best {
-                    Some((_, m)) if m >= n => best,
-                    _ => Some((o, n)),
-                },
-            )?;
-            // The state change recorded with that result (its first recording's).
-            let change = exact_calls
+            let count =
+                |o: &Observation| exact_calls.iter().filter(|e| e.observation == *o).count();
+            let (first, agreeing) = exact_calls
                 .iter()
-                .find(|(_, o, _, _)| o == observation)
-                .and_then(|(_, _, _, c)| c.as_deref());
+                .map(|c| (*c, count(&c.observation)))
+                .fold(
+                    None::<(&RecordedTransition, usize)>,
+                    |best, (c, n)| match best {
+                        Some((_, m)) if m >= n => best,
+                        _ => Some((c, n)),
+                    },
+                )?;
             return Some(Recall {
-                observation,
+                observation: &first.observation,
                 exact: true,
-                closeness: agreeing as f64 / exact.len() as f64,
-                change,
+                closeness: agreeing as f64 / exact_calls.len() as f64,
+                // The state change recorded with that result (its first recording's).
+                change: first.change.as_deref(),
             });
         }
-        candidates
+        self.calls_of(tool)
             .iter()
-            .map(|(a, o, _, _)| (o, similarity(a, arguments)))
+            .filter(|c| Some(c.run) != excluded)
+            .map(|c| (&c.observation, similarity(&c.arguments, arguments)))
             .max_by(|(_, a), (_, b)| a.total_cmp(b))
             .map(|(observation, closeness)| Recall {
                 observation,

@@ -41,6 +41,7 @@ pub(crate) mod ensemble;
 pub(crate) mod llm;
 pub(crate) mod memory;
 pub(crate) mod named;
+pub(crate) mod traces;
 
 pub use command::CommandWorldModel;
 pub use llm::{simulation_messages, simulation_reply};

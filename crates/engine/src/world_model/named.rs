@@ -11,7 +11,7 @@
 //! cached = true
 //!
 //! [world_models.recorded]
-//! kind = "memory"
+//! kind = "memory"              # or "traces": rules fitted on the recorded calls
 //! from = ["sample_runs"]
 //!
 //! [world_models.mine]
@@ -38,6 +38,7 @@ use super::command::CommandWorldModel;
 use super::ensemble::{EnsembleWorldModel, Pick};
 use super::llm::LlmWorldModel;
 use super::memory::{MemoryWorldModel, TransitionBuffer};
+use super::traces::TracesWorldModel;
 use super::{SimFailure, SimRequest, Simulation, WorldModel};
 use crate::config::Config;
 use crate::llm::client::LlmClient;
@@ -45,7 +46,7 @@ use crate::llm::endpoints::Endpoint;
 use cosmos_trajectory::event::{Role, WorldModelInfo};
 
 /// The names that need no table.
-pub const BUILT_IN: [&str; 4] = crate::config::BUILT_IN_WORLD_MODELS;
+pub const BUILT_IN: [&str; 5] = crate::config::BUILT_IN_WORLD_MODELS;
 
 /// What a world model is made of.
 #[derive(Debug, Clone, PartialEq)]
@@ -57,8 +58,13 @@ pub enum Kind {
         /// Recorded runs whose results it is shown for their shape.
         examples_from: Vec<PathBuf>,
     },
-    /// Recorded real calls.
+    /// Recorded real calls, recalled.
     Memory {
+        /// Folders or files of recorded runs.
+        from: Vec<PathBuf>,
+    },
+    /// Recorded real calls, predicted field by field by the rules they support.
+    Traces {
         /// Folders or files of recorded runs.
         from: Vec<PathBuf>,
     },
@@ -118,12 +124,15 @@ pub fn resolve(name: &str, config: &mut Config, options: &BuiltInOptions) -> Res
             endpoint: config.llm.endpoint(Role::WorldModel).clone(),
             examples_from: options.memory_from.clone(),
         },
-        "memory" => {
+        "memory" | "traces" => {
             if options.memory_from.is_empty() {
-                bail!("--world-model memory needs --memory-from DIR (recorded runs)");
+                bail!("--world-model {name} needs --memory-from DIR (recorded runs)");
             }
-            Kind::Memory {
-                from: options.memory_from.clone(),
+            let from = options.memory_from.clone();
+            if name == "memory" {
+                Kind::Memory { from }
+            } else {
+                Kind::Traces { from }
             }
         }
         "command" => Kind::Command {
@@ -138,7 +147,7 @@ pub fn resolve(name: &str, config: &mut Config, options: &BuiltInOptions) -> Res
             let mut known: Vec<String> = BUILT_IN.iter().map(|s| s.to_string()).collect();
             known.extend(tables.keys().cloned());
             bail!(
-                "no world model named {other:?}: built in are none, llm, memory, command{}",
+                "no world model named {other:?}: built in are none, llm, memory, traces, command{}",
                 if tables.is_empty() {
                     format!(
                         "; name your own in {} under [world_models.NAME]",
@@ -184,7 +193,9 @@ fn from_table(
     let kind: String = table
         .remove("kind")
         .with_context(|| {
-            format!("{label}: needs kind = \"llm\", \"memory\", \"command\" or \"ensemble\"")
+            format!(
+                "{label}: needs kind = \"llm\", \"memory\", \"traces\", \"command\" or \"ensemble\""
+            )
         })?
         .try_into()
         .with_context(|| format!("{label} kind: a string"))?;
@@ -202,16 +213,20 @@ fn from_table(
                 examples_from,
             }
         }
-        "memory" => {
+        "memory" | "traces" => {
             let from = paths(&mut table, "from")?;
             if from.is_empty() {
-                bail!("{label}: a memory world model needs from = [\"runs/\", …]");
+                bail!("{label}: a {kind} world model needs from = [\"runs/\", …]");
             }
             let extra: Vec<&String> = table.keys().collect();
             if !extra.is_empty() {
-                bail!("{label}: unknown keys {extra:?} (memory takes from, cached)");
+                bail!("{label}: unknown keys {extra:?} ({kind} takes from, cached)");
             }
-            Kind::Memory { from }
+            if kind == "memory" {
+                Kind::Memory { from }
+            } else {
+                Kind::Traces { from }
+            }
         }
         "command" => {
             let command: String = table
@@ -248,7 +263,7 @@ fn from_table(
         }
         "ensemble" => ensemble_from(name, &label, table, config, options)?,
         other => bail!(
-            "{label} kind = {other:?}: must be \"llm\", \"memory\", \"command\" or \"ensemble\""
+            "{label} kind = {other:?}: must be \"llm\", \"memory\", \"traces\", \"command\" or \"ensemble\""
         ),
     };
     Ok(Named {
@@ -341,7 +356,7 @@ impl Named {
                 let reads = (!examples_from.is_empty()).then(|| ReadsRuns::Llm(model.clone()));
                 (Arc::new(model), reads)
             }
-            Kind::Memory { from } => {
+            Kind::Memory { from } | Kind::Traces { from } => {
                 let buffer = memory(from)?.unwrap_or_default();
                 if buffer.is_empty() {
                     bail!(
@@ -353,8 +368,13 @@ impl Named {
                             .join(", ")
                     );
                 }
-                let model = MemoryWorldModel::new(buffer);
-                (Arc::new(model.clone()), Some(ReadsRuns::Memory(model)))
+                if matches!(self.kind, Kind::Traces { .. }) {
+                    let model = TracesWorldModel::new(buffer);
+                    (Arc::new(model.clone()), Some(ReadsRuns::Traces(model)))
+                } else {
+                    let model = MemoryWorldModel::new(buffer);
+                    (Arc::new(model.clone()), Some(ReadsRuns::Memory(model)))
+                }
             }
             Kind::Command {
                 command,
@@ -428,6 +448,8 @@ enum ReadsRuns {
     Memory(MemoryWorldModel),
     /// Is shown a recorded result of the tool as an example.
     Llm(LlmWorldModel),
+    /// Fits rules on recorded results.
+    Traces(TracesWorldModel),
 }
 
 impl Built {
@@ -443,6 +465,7 @@ impl Built {
     pub fn for_calls_of(&self, run: &Path) -> Arc<dyn WorldModel> {
         match (&self.memory, &self.named.kind) {
             (Some(ReadsRuns::Memory(memory)), _) => self.named.wrap(Arc::new(memory.without(run))),
+            (Some(ReadsRuns::Traces(traces)), _) => self.named.wrap(Arc::new(traces.without(run))),
             (Some(ReadsRuns::Llm(llm)), _) => match llm.without(run) {
                 Some(llm) => self.named.wrap(Arc::new(llm)),
                 None => self.model.clone(),

@@ -1,0 +1,202 @@
+//! The `traces` world model on sessions recorded through `cosmos proxy` from a real server
+//! (the PyPI Unit Converter): 30 client sessions of 12 random conversions each, values never
+//! repeated. `traces` must predict what the recordings determine (mean fidelity ≥ 0.9, where
+//! `memory`, which recalls only repeated calls, cannot), and the guarantee must trust the
+//! tool whose results are an affine function of the value.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::{Value, json};
+
+use super::support::*;
+
+/// The unit pairs a session draws from, per tool: common conversions, as a person makes them.
+const PAIRS: [(&str, &[(&str, &str)]); 5] = [
+    (
+        "convert_temperature",
+        &[
+            ("celsius", "fahrenheit"),
+            ("fahrenheit", "celsius"),
+            ("celsius", "kelvin"),
+            ("kelvin", "celsius"),
+            ("fahrenheit", "kelvin"),
+            ("kelvin", "fahrenheit"),
+        ],
+    ),
+    (
+        "convert_length",
+        &[
+            ("meter", "foot"),
+            ("foot", "meter"),
+            ("kilometer", "mile"),
+            ("mile", "kilometer"),
+            ("inch", "centimeter"),
+            ("centimeter", "inch"),
+        ],
+    ),
+    (
+        "convert_mass",
+        &[
+            ("kilogram", "pound"),
+            ("pound", "kilogram"),
+            ("ounce", "gram"),
+            ("gram", "ounce"),
+        ],
+    ),
+    (
+        "convert_time",
+        &[
+            ("hours", "minutes"),
+            ("minutes", "seconds"),
+            ("days", "hours"),
+            ("seconds", "minutes"),
+        ],
+    ),
+    (
+        "convert_speed",
+        &[
+            ("kilometers per hour", "miles per hour"),
+            ("miles per hour", "kilometers per hour"),
+            ("meters per second", "kilometers per hour"),
+            ("knots", "kilometers per hour"),
+        ],
+    ),
+];
+
+/// A small deterministic generator (splitmix64): the sessions are the same on every machine.
+struct Draws(u64);
+
+impl Draws {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+/// `sessions` × `calls` conversions, no value used twice.
+fn conversions(sessions: usize, calls: usize) -> Vec<Vec<Value>> {
+    let mut draws = Draws(75);
+    let mut used = std::collections::BTreeSet::new();
+    (0..sessions)
+        .map(|_| {
+            (0..calls)
+                .map(|_| {
+                    let (tool, pairs) = PAIRS[draws.below(PAIRS.len())];
+                    let (from, to) = pairs[draws.below(pairs.len())];
+                    let value = loop {
+                        // Two decimals, from -50 to 950.
+                        let cents = draws.below(100_000) as i64 - 5_000;
+                        if used.insert(cents) {
+                            break cents as f64 / 100.0;
+                        }
+                    };
+                    json!({"name": tool, "arguments": {"value": value, "from_unit": from, "to_unit": to}})
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// Records the sessions through one `cosmos proxy --http` over the Unit Converter into
+/// `dir/sessions`.
+fn record_sessions(dir: &Path) -> PathBuf {
+    let mcp = write_mcp_config(
+        dir,
+        json!({"Unit Converter": bench_servers()["Unit Converter"].clone()}),
+    );
+    let out = dir.join("sessions");
+    let mut proxy = Command::new(env!("CARGO_BIN_EXE_cosmos"))
+        .args(["proxy", "--mcp-config"])
+        .arg(&mcp)
+        .arg("--out")
+        .arg(&out)
+        .args(["--http", "127.0.0.1:0"])
+        .env("COSMOS_LOG_FILE", dir.join("proxy.log"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let url = listening_url(&mut proxy);
+    let sessions = conversions(30, 12);
+    let answer = run_client(
+        &python(),
+        "mcp_client.py",
+        json!({"transport": "http", "url": url, "sessions": sessions}),
+    );
+    for session in answer["sessions"].as_array().unwrap() {
+        for result in session["results"].as_array().unwrap() {
+            assert_eq!(result["isError"], false, "{result}");
+        }
+    }
+    stop(&mut proxy);
+    out
+}
+
+#[test]
+fn traces_predicts_held_out_conversions_and_the_guarantee_trusts_temperature() {
+    let dir = tempfile::tempdir().unwrap();
+    let sessions = record_sessions(dir.path());
+    let runs = runs_in(&sessions);
+    assert_eq!(runs.len(), 30, "one run per client session");
+
+    let out = Command::new(env!("CARGO_BIN_EXE_cosmos"))
+        .arg("wm-eval")
+        .arg(&sessions)
+        .args(["--world-model", "memory", "--world-model", "traces"])
+        .args(["--format", "json", "--out"])
+        .arg(dir.path().join("eval"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mean = |i: usize| doc["world_models"][i]["fidelity"]["mean"].as_f64().unwrap();
+    assert_eq!(doc["world_models"][0]["name"], "memory");
+    assert_eq!(doc["world_models"][1]["name"], "traces");
+    assert_eq!(doc["world_models"][1]["n"], 360, "{doc}");
+    eprintln!("mean fidelity: memory {}, traces {}", mean(0), mean(1));
+    assert!(mean(1) >= 0.9, "traces: {}", mean(1));
+    assert!(
+        mean(0) < mean(1),
+        "memory {} against traces {}",
+        mean(0),
+        mean(1)
+    );
+
+    let routing = dir.path().join("routing.toml");
+    let out = Command::new(env!("CARGO_BIN_EXE_cosmos"))
+        .arg("wm-eval")
+        .arg(&sessions)
+        .args(["--world-model", "traces", "--target-error", "0.1"])
+        .arg("--routing-out")
+        .arg(&routing)
+        .arg("--out")
+        .arg(dir.path().join("eval"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let file: toml::Table = std::fs::read_to_string(&routing).unwrap().parse().unwrap();
+    // Trusted: a threshold, under a bound within the target (an untrusted tool has
+    // `trust = false` and no threshold).
+    let temperature = file
+        .get("tools")
+        .and_then(|t| t.get("Unit Converter:convert_temperature"))
+        .unwrap_or_else(|| panic!("{file}"));
+    assert!(temperature.get("go_real_below").is_some(), "{file}");
+    assert!(temperature["bound"].as_float().unwrap() <= 0.1, "{file}");
+}
+
+/// Stops the proxy as Ctrl-C would and waits for it (its sessions' files are finished).
+fn stop(child: &mut std::process::Child) {
+    let _ = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status();
+    child.wait().unwrap();
+}
