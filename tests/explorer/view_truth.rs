@@ -755,6 +755,9 @@ fn shows_reports_figures(path: &Path, r: &Value) {
     let fidelity = m["fidelity"]["score"]
         .as_f64()
         .map_or("—".to_string(), |v| figure::fraction(v, 2));
+    let w2r = m["w2r"]
+        .as_f64()
+        .map_or("—".to_string(), |v| figure::fraction(v, 2));
     // A source that counted no tokens: `null` in the report, "—" on screen.
     let tokens = r["tokens"]
         .as_u64()
@@ -813,6 +816,22 @@ fn shows_reports_figures(path: &Path, r: &Value) {
             path.display()
         );
     }
+    // World to real, for a planner's run: the report's share, and where the plan went
+    // otherwise; no line for a run without one.
+    if w2r == "—" {
+        assert!(!screen.contains("w2r       "), "{screen}");
+    } else {
+        let at = m["w2r_divergence"].as_u64().map_or(
+            "every call went as simulated".to_string(),
+            |step| format!("calls went as simulated until call {step}"),
+        );
+        let line = format!("w2r       {w2r} ({at})");
+        assert!(
+            screen.contains(&line),
+            "run view's w2r of {}: {line:?}\n{screen}",
+            path.display()
+        );
+    }
     let time_line = time_line_of(m);
     assert!(
         screen.contains(&time_line),
@@ -863,6 +882,7 @@ fn shows_reports_figures(path: &Path, r: &Value) {
         ("◆ wm answered", &answered_row),
         ("success", &success),
         ("fidelity", &fidelity),
+        ("w2r", &w2r),
         ("tokens", &tokens),
         ("time s", &wall),
     ];

@@ -244,3 +244,29 @@ fn the_report_counts_clean_the_runs_the_browser_draws_clean() {
         "some sample runs end marked (the step limit): the rule has something to tell"
     );
 }
+
+/// World to real: every group of planners' runs has `w2r`, a share in [0, 1]; a ReAct group
+/// (whose calls rest on no prediction) has none.
+#[test]
+fn planner_groups_have_world_to_real_and_react_groups_none() {
+    let doc: serde_json::Value = serde_json::from_str(&common::cosmos_stdout(&[
+        "report",
+        "sample_runs",
+        "--format",
+        "json",
+    ]))
+    .unwrap();
+    let groups = doc["groups"].as_array().unwrap();
+    let mut planners = 0;
+    for g in groups {
+        let key = g["key"].as_str().unwrap();
+        if key.starts_with("react") {
+            assert!(g.get("w2r").is_none_or(|w| w.is_null()), "{key}: {g}");
+        } else if key.starts_with("plan") || key.starts_with("spiral") {
+            let mean = g["w2r"]["mean"].as_f64().unwrap_or_else(|| panic!("{key}: {g}"));
+            assert!((0.0..=1.0).contains(&mean), "{key}: {mean}");
+            planners += 1;
+        }
+    }
+    assert!(planners >= 4, "{planners} planner groups");
+}

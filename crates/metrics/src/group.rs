@@ -208,6 +208,10 @@ pub struct GroupRow {
     /// planners.
     #[serde(default)]
     pub trusted_poor: Option<Estimate>,
+    /// World to real ([`crate::run::RunMetrics::w2r`]), over planners' runs with a
+    /// simulated call.
+    #[serde(default)]
+    pub w2r: Option<Estimate>,
     /// State match ([`crate::run::RunMetrics::state_match`]), over runs whose task
     /// checks its end state.
     #[serde(default)]
@@ -696,6 +700,7 @@ fn row(key: &str, runs: &[&RunRecord], cohort: Option<(f64, f64)>, avg_calls: f6
             r.metrics.real_calls_saved.map(|n| n as f64)
         }),
         trusted_poor: est(Scale::Count, &|r| r.metrics.trusted_poor.map(|n| n as f64)),
+        w2r: rate(&|r| r.metrics.w2r),
         state_match: rate(&|r| r.metrics.state_match),
         source_passed: rate(&|r| {
             let m = &r.metrics;

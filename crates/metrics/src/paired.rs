@@ -54,7 +54,7 @@ type Metric = (&'static str, Scale, fn(&RunRecord) -> Option<f64>);
 
 /// The per-run metrics compared, in the report's order (Execution Quality within the cohort,
 /// which is not per run, is worked out per task apart: [`EXECUTION_QUALITY`]).
-pub const METRICS: [Metric; 20] = [
+pub const METRICS: [Metric; 21] = [
     ("tool_calls", Scale::Count, |r| {
         Some(r.metrics.tool_calls as f64)
     }),
@@ -117,6 +117,7 @@ pub const METRICS: [Metric; 20] = [
             .then_some(f64::from(u8::from(r.metrics.cross_server_coordination())))
     }),
     ("state_match", UNIT, |r| r.metrics.state_match),
+    ("w2r", UNIT, |r| r.metrics.w2r),
 ];
 
 /// The scale of a compared metric.

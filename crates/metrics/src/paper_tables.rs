@@ -173,6 +173,7 @@ mod tests {
             rejected_decisions: None,
             unsure_calls: None,
             state_match: None,
+            w2r: None,
             source_passed: None,
             fidelity_changed_state: None,
             fidelity_unchanged_state: None,

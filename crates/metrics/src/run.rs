@@ -366,6 +366,15 @@ pub struct RunMetrics {
     /// later real call checks them (a proxy session).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trusted_poor: Option<u64>,
+    /// World to real ([`world_to_real`]): the share of a planner's real calls that went as
+    /// simulated, in order, up to the first that did not. `None` for an agent that plans on no
+    /// predictions (ReAct, a proxy session, an evaluation) or a run none of whose calls was
+    /// simulated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub w2r: Option<f64>,
+    /// The real call (from 1) where the plan first went otherwise than simulated, when one did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub w2r_divergence: Option<u64>,
     /// LLM usage per role, in [`Role::ALL`] order.
     pub llm: [RoleUsage; 5],
     /// Search-tree nodes added.
@@ -716,6 +725,9 @@ pub fn compute(input: &MetricsInput<'_>) -> RunMetrics {
 
     // A source that listed no tools (an imported run) leaves no name or arguments checkable.
     let checkable = !input.unrecorded.tools;
+    // Only an agent that plans on predictions has a plan to hold against reality.
+    let plans = input.unsure_below.map(|_| ());
+    let w2r = world_to_real(steps);
     RunMetrics {
         tool_calls: calls as u64,
         tool_call_success_rate: rate(ok, calls),
@@ -762,6 +774,8 @@ pub fn compute(input: &MetricsInput<'_>) -> RunMetrics {
                 })
                 .count() as u64
         }),
+        w2r: plans.and(w2r.map(|(share, _)| share)),
+        w2r_divergence: plans.and(w2r.and_then(|(_, at)| at)),
         llm: input.llm,
         nodes: input.nodes,
         fidelity: summarize_fidelity(
@@ -780,6 +794,27 @@ pub fn compute(input: &MetricsInput<'_>) -> RunMetrics {
         },
         state_match: input.state_match,
     }
+}
+
+/// World to real (decision-oriented evaluation): of the real calls, in order, how many went as
+/// simulated before the first that did not — a call with no prediction, or whose prediction
+/// scored under [`fidelity::GOOD_FIDELITY`] (a real error where none was predicted scores 0) —
+/// as a share of all the calls, and that first call's number (from 1). `None` when no call
+/// was simulated.
+pub fn world_to_real(steps: &[StepFacts]) -> Option<(f64, Option<u64>)> {
+    if steps.iter().all(|s| s.fidelity.is_none()) {
+        return None;
+    }
+    let went = steps
+        .iter()
+        .take_while(|s| {
+            s.fidelity
+                .as_ref()
+                .is_some_and(|f| f.score >= fidelity::GOOD_FIDELITY)
+        })
+        .count();
+    let divergence = (went < steps.len()).then_some(went as u64 + 1);
+    Some((went as f64 / steps.len() as f64, divergence))
 }
 
 fn summarize_fidelity<'a>(
@@ -1532,6 +1567,37 @@ fn wall_end(finished_ms: u64, before_ms: u64, ending: Option<Ending>) -> u64 {
 mod tests {
     use super::*;
     use cosmos_trajectory::event::JudgeScores;
+
+    /// World to real counts the calls that went as simulated up to the first that did not (a
+    /// poor prediction, or none), whatever comes after; a run with no simulated call has none.
+    #[test]
+    fn world_to_real_stops_at_the_first_call_that_went_otherwise() {
+        let step = |score: Option<f64>| StepFacts {
+            is_error: false,
+            valid_name: true,
+            schema_ok: true,
+            server: None,
+            fidelity: score.map(|score| Fidelity {
+                score,
+                ..fidelity::compare(
+                    &cosmos_trajectory::event::Observation::of_text("a", false),
+                    &cosmos_trajectory::event::Observation::of_text("a", false),
+                )
+            }),
+            confidence: None,
+            trusted: None,
+            state_changed: None,
+        };
+        let good = step(Some(0.95));
+        let poor = step(Some(0.3));
+        let unsimulated = step(None);
+        assert_eq!(world_to_real(&[good, good, good, good]), Some((1.0, None)));
+        assert_eq!(world_to_real(&[good, poor, good, good]), Some((0.25, Some(2))));
+        assert_eq!(world_to_real(&[good, good, unsimulated, good]), Some((0.5, Some(3))));
+        assert_eq!(world_to_real(&[poor, good]), Some((0.0, Some(1))));
+        assert_eq!(world_to_real(&[unsimulated, unsimulated]), None);
+        assert_eq!(world_to_real(&[]), None);
+    }
 
     /// Hardening VI: a source's absurd token count never wraps a sum to a small number: the
     /// sums stop at the largest count, and the metrics say they did.

@@ -145,6 +145,7 @@ pub(super) fn columns(
     ];
     if planned {
         cols.extend([
+            bounded(1.0, c("w2r", |r| r.w2r, 1.0, 3, "w2r")),
             c("unsure calls", |r| r.unsure_calls, 1.0, 2, ""),
             c("grounded", |r| r.grounded_calls, 1.0, 2, ""),
         ]);

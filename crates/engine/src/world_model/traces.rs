@@ -358,6 +358,9 @@ pub struct TracesWorldModel {
     fitted: Arc<Mutex<FittedByContext>>,
 }
 
+/// The most contexts whose rules are kept at once.
+const FITTED_KEPT: usize = 4096;
+
 /// Rules fitted, by (tool, context).
 type FittedByContext = HashMap<(String, String), Arc<Fitted>>;
 
@@ -407,6 +410,10 @@ impl TracesWorldModel {
             Fitted::fit(own, true)
         });
         if let Ok(mut cache) = self.fitted.lock() {
+            // Bounded: a client naming ever new contexts refits rather than grows it.
+            if cache.len() >= FITTED_KEPT {
+                cache.clear();
+            }
             cache.insert(key, fitted.clone());
         }
         Some(fitted)
@@ -454,14 +461,12 @@ impl TracesWorldModel {
                 how: "neighbour",
             });
         }
-        Some(Self::fill(&fitted, arguments))
+        Self::fill(&fitted, arguments)
     }
 
     /// A success predicted field by field on the nearest recorded success's shape.
-    fn fill(fitted: &Fitted, arguments: &Value) -> Predicted {
-        let Some((near, closeness)) = fitted.nearest(arguments, Some(false)) else {
-            unreachable!("fill is asked only where a success was recorded")
-        };
+    fn fill(fitted: &Fitted, arguments: &Value) -> Option<Predicted> {
+        let (near, closeness) = fitted.nearest(arguments, Some(false))?;
         let from_neighbour = neighbour_confidence(closeness);
         let Some(shape) = as_json(&near.observation).map(|v| v.into_owned()) else {
             // A text result: its template, filled in.
@@ -470,11 +475,11 @@ impl TracesWorldModel {
                 Some(c) => (c, "rules"),
                 None => (from_neighbour, "neighbour"),
             };
-            return Predicted {
+            return Some(Predicted {
                 observation: Observation::of_text(text, false),
                 confidence,
                 how,
-            };
+            });
         };
         let mut weakest = 1.0f64;
         let mut how = "rules";
@@ -505,7 +510,7 @@ impl TracesWorldModel {
             .structured
             .is_some()
             .then(|| Box::new(predicted));
-        Predicted {
+        Some(Predicted {
             observation: Observation {
                 text,
                 structured,
@@ -513,7 +518,7 @@ impl TracesWorldModel {
             },
             confidence: weakest,
             how,
-        }
+        })
     }
 }
 

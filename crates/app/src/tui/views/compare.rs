@@ -919,7 +919,7 @@ fn metric_rows_in_order(ms: &[RunMetrics], simulations: &[Option<u64>]) -> Vec<M
     type Get = fn(&RunMetrics) -> Option<f64>;
     type Format = fn(f64) -> String;
     // (name, value, Some(higher is better), format)
-    let specs: [(&str, Get, Option<bool>, Format); 13] = [
+    let specs: [(&str, Get, Option<bool>, Format); 14] = [
         ("status", |_| None, None, |_| String::new()),
         (
             "tool calls",
@@ -955,6 +955,12 @@ fn metric_rows_in_order(ms: &[RunMetrics], simulations: &[Option<u64>]) -> Vec<M
         (
             "fidelity",
             |m| m.fidelity.map(|f| f.score),
+            Some(true),
+            |v| figure::fraction(v, 2),
+        ),
+        (
+            "w2r",
+            |m| m.w2r,
             Some(true),
             |v| figure::fraction(v, 2),
         ),
