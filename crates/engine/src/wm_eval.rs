@@ -151,7 +151,7 @@ impl StateFold {
             *state = crate::world_model::belief_start(call.start_state.as_deref());
         }
         for step in &call.history[*done..call.before] {
-            if cosmos_trajectory::event::own_tool_name(&step.tool, server).is_some() {
+            if crate::mcp::state_view::is_servers(&step.tool, server) {
                 *state = crate::world_model::belief_step(state.take(), step);
             }
         }

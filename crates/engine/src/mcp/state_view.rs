@@ -381,7 +381,7 @@ pub fn start_and_end(run: &Run, server: &str) -> Option<(StateFields, StateField
 }
 
 /// The state `server` began `run` with (the header's `start_state`) moved on by the recorded
-/// change of each of its real calls before event `until`.
+/// change of each of its real calls before event `until` ([`fold_step`]).
 fn moved_on(run: &Run, server: &str, until: usize) -> Option<StateFields> {
     let start = run
         .header
@@ -393,25 +393,43 @@ fn moved_on(run: &Run, server: &str, until: usize) -> Option<StateFields> {
     let Value::Object(start) = start else {
         return None;
     };
-    let mut state: StateFields = start.clone().into_iter().collect();
+    let mut state: Option<StateFields> = Some(start.clone().into_iter().collect());
     for step in run
         .steps()
         .iter()
         .take_while(|s| (s.event as usize) < until)
     {
         let event = run.event(step.event as usize);
-        if let Some(RecordedCall {
-            server: Some(on),
-            state_change: Some(earlier),
-            ..
-        }) = RecordedCall::of(&event.body)
-            && on == server
-            && !apply_in_place(&mut state, earlier)
+        if let Some(call) = RecordedCall::of(&event.body)
+            && is_servers(call.tool, server)
         {
-            return None;
+            state = Some(fold_step(state, call.state_change, None)?);
         }
     }
-    Some(state)
+    state
+}
+
+/// Whether a call of `tool` (its `SERVER:TOOL` name) is one of `server`'s: the one rule of
+/// every fold of a server's state (a world model's belief, wm-eval's, the views').
+pub fn is_servers(tool: &str, server: &str) -> bool {
+    cosmos_trajectory::event::own_tool_name(tool, server).is_some()
+}
+
+/// The one fold of a server's state by its calls, one call at a time: a simulated call's state
+/// is the one predicted (`None` when that is no object); a real call's is the state before
+/// moved on by its recorded change (`None`, unknown, after a change that was cut); a call that
+/// tells nothing of the state leaves it as it was.
+pub fn fold_step(
+    state: Option<StateFields>,
+    change: Option<&StateChange>,
+    predicted: Option<&Value>,
+) -> Option<StateFields> {
+    match (predicted, change) {
+        (Some(Value::Object(p)), _) => Some(p.clone().into_iter().collect()),
+        (Some(_), _) => None,
+        (None, Some(change)) => state.and_then(|mut s| apply_in_place(&mut s, change).then_some(s)),
+        (None, None) => state,
+    }
 }
 
 /// How many fields of `predicted` and `real` agree, of all the fields either names (1.0 when

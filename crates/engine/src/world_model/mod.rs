@@ -2,9 +2,10 @@
 //! result from the call, the user's request and the history so far. Agents hold a
 //! `dyn WorldModel` and never know which one they have.
 //!
-//! The `WorldModel` trait (`simulate`, `name`, `describe`) and five implementations, one file each
-//! (`llm.rs`, `memory.rs`, `command.rs`, `cached.rs`, `ensemble.rs`): `llm`,
-//! `memory` (a `TransitionBuffer` of recorded real calls), `command` (JSON lines to a process in
+//! The `WorldModel` trait (`simulate`, `name`, `describe`) and six implementations, one file each
+//! (`llm.rs`, `memory.rs`, `traces.rs`, `command.rs`, `cached.rs`, `ensemble.rs`): `llm`,
+//! `memory` (the trace store, `TransitionBuffer`, of recorded real calls, recalled), `traces`
+//! (results predicted field by field by rules fitted on the same store), `command` (JSON lines to a process in
 //! its own `mcp::process_group::ProcessGroup`, so a timeout kills the whole group and so does
 //! cosmos's own death; an exchange dropped half-way retires its process, whose late reply could
 //! otherwise answer the next request; a reply line read to 4 MiB at most;
@@ -15,21 +16,25 @@
 //! a tool result (`Observation::cap_text`, the one cap). Agents hold `Arc<dyn WorldModel>`. `mod.rs` also holds `HistoryStep`
 //! and `history_lines`, the one way every prompt (planner, critic, summarizer, `llm` world model)
 //! quotes the steps so far, and `belief`, the one way a world model's `state` section is made (a
-//! sandbox's start state moved on by each step's recorded change or predicted state; agents reach
-//! it through `agent::rehearse::predict`, wm-eval through `CallInContext::state_before`). A world model predicts (`Simulation`, with its `Confidence` when it
+//! sandbox's start state moved on by each step's recorded change or predicted state, by the one
+//! fold of a server's state, `mcp::state_view::fold_step`, over the calls `state_view::is_servers`
+//! says are the server's; agents reach it through `agent::rehearse::predict`, wm-eval, export and
+//! the views through `wm_eval::StateFold` and `state_view::around_call`). A world model predicts (`Simulation`, with its `Confidence` when it
 //! gives one: memory's `Recall::confidence` mapping, the LLM's own `confidence` field, a command's)
 //! or fails (`SimFailure`); the agents never turn a failure into a prediction, and nothing makes up
 //! a confidence: `rehearse::record` and wm-eval write what the world model gave. `named.rs` resolves a world model's name (the
-//! built-in `none`/`llm`/`memory`/`command`, or a `[world_models.NAME]` table of `cosmos.toml`, whose
+//! built-in `none`/`llm`/`memory`/`traces`/`command`, or a `[world_models.NAME]` table of `cosmos.toml`, whose
 //! `llm` endpoints come from `llm::endpoints` like a role's, and whose `ensemble` members are resolved
 //! by name, none an ensemble) and builds it; a memory world model (or an ensemble with one) can be
-//! built without one run's calls (leave one run out), for evaluating calls of that run.
+//! built without one run's calls (leave one run out), for evaluating calls of that run (as can
+//! `traces`, and an `llm` shown recorded examples).
 //!
 //! # How each kind gives its confidence
 //!
 //! | kind | confidence | source |
 //! |---|---|---|
 //! | `memory` | The recorded call it recalls: the same tool with the same arguments is 0.9 times the share of that call's recordings that hold the result it gives (a result recorded twice alike, and once otherwise, gives 0.6); another call of the same tool is 0.1 plus 0.6 times the share of argument values the two calls have in common (at most 0.7: its values are another call's). A tool it never saw is no prediction at all. | `recall` |
+//! | `traces` | The weakest field's: a field a rule gives (a copy of an argument, a multiple or affine map of a numeric argument, a constant, a text template; or the same call's recorded result) is `(k+1)/(k+2)` where `k` counts the recorded calls that check the rule beyond the fewest that determine it (for the same call, times the share of its recordings that agree); a field taken from the nearest recorded call is `0.1 + 0.6 ×` its similarity (see `traces.rs`). | `rules`, `neighbour` |
 //! | `llm` | With `logprobs = true` in its table, the endpoint is asked for the reply's token log-probabilities, and when they come the confidence is their geometric mean probability, `exp(mean log-probability)` over the reply's tokens (an endpoint that sends none falls back to the next rule). Otherwise the model's own word: the reply's schema asks for `confidence`, "how likely it is that the real server sends back this content"; a reply without one (or outside [0, 1]) has none. | `logprobs`, `self` |
 //! | `command` | Whatever the command's reply says (`confidence`, `confidence_source`), else none. | `command`, or its word |
 //! | `cached` | The wrapped model's, remembered with its answer. | the wrapped model's |
@@ -81,7 +86,7 @@ pub struct HistoryStep {
 pub fn belief(start: Option<&Value>, history: &[HistoryStep], server: &str) -> Option<Value> {
     let state = history
         .iter()
-        .filter(|h| cosmos_trajectory::event::own_tool_name(&h.tool, server).is_some())
+        .filter(|h| crate::mcp::state_view::is_servers(&h.tool, server))
         .fold(belief_start(start), belief_step);
     belief_shown(state.as_ref())
 }
@@ -94,20 +99,14 @@ pub fn belief_start(start: Option<&Value>) -> Option<StateFields> {
     }
 }
 
-/// The belief moved on by one step on its server (see [`belief`]): a real step by its recorded
-/// change, a simulated one to its predicted state.
+/// The belief moved on by one step on its server (see [`belief`]): the one fold,
+/// [`crate::mcp::state_view::fold_step`].
 pub fn belief_step(state: Option<StateFields>, step: &HistoryStep) -> Option<StateFields> {
-    match (&step.predicted_state, &step.state_change) {
-        (Some(predicted), _) => match &**predicted {
-            Value::Object(p) => Some(p.clone().into_iter().collect()),
-            _ => None,
-        },
-        (None, Some(change)) => state
-            .and_then(|mut s| crate::mcp::state_view::apply_in_place(&mut s, change).then_some(s)),
-        // A step that tells nothing of the state (a prediction of a world model that tracks
-        // none) leaves the belief as it was.
-        (None, None) => state,
-    }
+    crate::mcp::state_view::fold_step(
+        state,
+        step.state_change.as_deref(),
+        step.predicted_state.as_deref(),
+    )
 }
 
 /// The belief as a prompt is given it: `None` when unknown or over
