@@ -821,10 +821,11 @@ fn shows_reports_figures(path: &Path, r: &Value) {
     if w2r == "—" {
         assert!(!screen.contains("w2r       "), "{screen}");
     } else {
-        let at = m["w2r_divergence"].as_u64().map_or(
-            "every call went as simulated".to_string(),
-            |step| format!("calls went as simulated until call {step}"),
-        );
+        let at = m["w2r_divergence"]
+            .as_u64()
+            .map_or("every call went as simulated".to_string(), |step| {
+                format!("calls went as simulated until call {step}")
+            });
         let line = format!("w2r       {w2r} ({at})");
         assert!(
             screen.contains(&line),

@@ -263,7 +263,9 @@ fn planner_groups_have_world_to_real_and_react_groups_none() {
         if key.starts_with("react") {
             assert!(g.get("w2r").is_none_or(|w| w.is_null()), "{key}: {g}");
         } else if key.starts_with("plan") || key.starts_with("spiral") {
-            let mean = g["w2r"]["mean"].as_f64().unwrap_or_else(|| panic!("{key}: {g}"));
+            let mean = g["w2r"]["mean"]
+                .as_f64()
+                .unwrap_or_else(|| panic!("{key}: {g}"));
             assert!((0.0..=1.0).contains(&mean), "{key}: {mean}");
             planners += 1;
         }

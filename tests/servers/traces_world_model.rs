@@ -191,6 +191,77 @@ fn traces_predicts_held_out_conversions_and_the_guarantee_trusts_temperature() {
         .unwrap_or_else(|| panic!("{file}"));
     assert!(temperature.get("go_real_below").is_some(), "{file}");
     assert!(temperature["bound"].as_float().unwrap() <= 0.1, "{file}");
+
+    // A client served from the recordings: a hybrid proxy answers conversions it never saw
+    // from the traces where the routing file trusts them, right; simulate mode answers all.
+    let new_calls = json!([
+        {"name": "convert_temperature", "arguments": {"value": 1234.5, "from_unit": "celsius", "to_unit": "fahrenheit"}},
+        {"name": "convert_temperature", "arguments": {"value": 300.25, "from_unit": "kelvin", "to_unit": "celsius"}},
+        {"name": "convert_mass", "arguments": {"value": 3.0, "from_unit": "kilogram", "to_unit": "pound"}},
+    ]);
+    let hybrid = [
+        "--mode",
+        "hybrid",
+        "--simulate-writes",
+        "--routing",
+        routing.to_str().unwrap(),
+    ];
+    let simulate = ["--mode", "simulate"];
+    for (mode, extra) in [("hybrid", &hybrid[..]), ("simulate", &simulate[..])] {
+        let answer = served_from_traces(dir.path(), &sessions, mode, extra, new_calls.clone());
+        let results = answer["results"].as_array().unwrap();
+        let converted = |i: usize| results[i]["structuredContent"]["converted_value"].as_f64();
+        let want = [
+            1234.5 * 9.0 / 5.0 + 32.0,
+            300.25 - 273.15,
+            3.0 * 2.204_622_621_8,
+        ];
+        for (i, want) in want.into_iter().enumerate() {
+            let got = converted(i).unwrap_or_else(|| panic!("{mode}: {}", results[i]));
+            assert!(
+                (got - want).abs() <= 0.01 * want.abs(),
+                "{mode}: {got} for {want}"
+            );
+        }
+        let simulated = |i: usize| results[i]["_meta"]["io.github.mcp-cosmos/simulated"] == true;
+        assert!(simulated(0), "{mode}: {}", results[0]);
+        assert!(simulated(2), "{mode}: {}", results[2]);
+    }
+}
+
+/// `cosmos proxy --mode MODE --world-model traces --memory-from SESSIONS EXTRA…` over stdio to
+/// the Unit Converter, driven by the SDK client making `calls`: its answer.
+fn served_from_traces(
+    dir: &Path,
+    sessions: &Path,
+    mode: &str,
+    extra: &[&str],
+    calls: Value,
+) -> Value {
+    let mcp = dir.join("mcp.json");
+    let mut args = vec![
+        "proxy".to_string(),
+        "--mcp-config".into(),
+        mcp.display().to_string(),
+        "--out".into(),
+        dir.join(format!("served-{mode}")).display().to_string(),
+        "--world-model".into(),
+        "traces".into(),
+        "--memory-from".into(),
+        sessions.display().to_string(),
+    ];
+    args.extend(extra.iter().map(|a| a.to_string()));
+    run_client(
+        &python(),
+        "mcp_client.py",
+        json!({
+            "transport": "stdio",
+            "command": env!("CARGO_BIN_EXE_cosmos"),
+            "args": args,
+            "env": {"COSMOS_LOG_FILE": dir.join(format!("{mode}.log")).display().to_string(), "PATH": std::env::var("PATH").unwrap_or_default()},
+            "calls": calls,
+        }),
+    )
 }
 
 /// Stops the proxy as Ctrl-C would and waits for it (its sessions' files are finished).

@@ -1592,8 +1592,14 @@ mod tests {
         let poor = step(Some(0.3));
         let unsimulated = step(None);
         assert_eq!(world_to_real(&[good, good, good, good]), Some((1.0, None)));
-        assert_eq!(world_to_real(&[good, poor, good, good]), Some((0.25, Some(2))));
-        assert_eq!(world_to_real(&[good, good, unsimulated, good]), Some((0.5, Some(3))));
+        assert_eq!(
+            world_to_real(&[good, poor, good, good]),
+            Some((0.25, Some(2)))
+        );
+        assert_eq!(
+            world_to_real(&[good, good, unsimulated, good]),
+            Some((0.5, Some(3)))
+        );
         assert_eq!(world_to_real(&[poor, good]), Some((0.0, Some(1))));
         assert_eq!(world_to_real(&[unsimulated, unsimulated]), None);
         assert_eq!(world_to_real(&[]), None);

@@ -143,7 +143,7 @@ impl ProxyArgs {
             world_model: self.world_model.name.clone(),
             world_model_options: self
                 .world_model
-                .options(Duration::from_secs(self.call_timeout_s)),
+                .options(Duration::from_secs(self.call_timeout_s))?,
             tools_from: self.tools_from.clone(),
             on_miss: match self.on_miss {
                 OnMissArg::Error => OnMiss::Error,

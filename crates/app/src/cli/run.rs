@@ -87,15 +87,18 @@ pub struct WorldModelArgs {
 }
 
 impl WorldModelArgs {
-    /// What the built-in world models are made of; a `command` simulation may take
-    /// `command_timeout`.
-    pub fn options(&self, command_timeout: Duration) -> BuiltInOptions {
-        BuiltInOptions {
-            memory_from: self.memory_from.clone(),
+    /// What the built-in world models are made of (other programs' files among
+    /// `--memory-from` converted to runs, as wm-eval reads them); a `command` simulation may
+    /// take `command_timeout`.
+    pub fn options(&self, command_timeout: Duration) -> anyhow::Result<BuiltInOptions> {
+        let opened = crate::cli::import::open_runs(&self.memory_from)?;
+        Ok(BuiltInOptions {
+            memory_from: opened.paths.clone(),
             command: self.world_model_command.clone(),
             command_timeout,
             cached: self.cache_world_model,
-        }
+            converted: Some(std::sync::Arc::new(opened)),
+        })
     }
 }
 
@@ -306,7 +309,7 @@ impl RunOptions {
             world_model: self.world_model.name.clone(),
             world_model_options: self
                 .world_model
-                .options(Duration::from_secs(self.call_timeout_s)),
+                .options(Duration::from_secs(self.call_timeout_s))?,
             config,
             record_messages: self.record_messages,
             label: self.label.clone(),

@@ -109,6 +109,9 @@ pub struct BuiltInOptions {
     pub command_timeout: Duration,
     /// `--cache-world-model`.
     pub cached: bool,
+    /// Other programs' files among `memory_from`, converted to runs: kept while the options
+    /// live (their private folder goes with them).
+    pub converted: Option<Arc<crate::import::Opened>>,
 }
 
 /// Resolves `name`: a built-in name (`none` gives `None`), else a `[world_models.NAME]` table of

@@ -958,12 +958,7 @@ fn metric_rows_in_order(ms: &[RunMetrics], simulations: &[Option<u64>]) -> Vec<M
             Some(true),
             |v| figure::fraction(v, 2),
         ),
-        (
-            "w2r",
-            |m| m.w2r,
-            Some(true),
-            |v| figure::fraction(v, 2),
-        ),
+        ("w2r", |m| m.w2r, Some(true), |v| figure::fraction(v, 2)),
         (
             "tokens",
             |m| (!m.tokens_unrecorded).then(|| m.tokens() as f64),

@@ -330,9 +330,11 @@ fn text_lines<'a>(at: &MetricsAt<'_>, theme: &Theme) -> Vec<Line<'a>> {
     }
     // How the plan held against reality, for a planner's run with simulated calls.
     if let Some(share) = m.w2r {
-        let at = m.w2r_divergence.map_or("every call went as simulated".to_string(), |step| {
-            format!("calls went as simulated until call {step}")
-        });
+        let at = m
+            .w2r_divergence
+            .map_or("every call went as simulated".to_string(), |step| {
+                format!("calls went as simulated until call {step}")
+            });
         lines.push(kv("w2r", format!("{} ({at})", figure::fraction(share, 2))));
     }
     // What routing did, when the run routes and recorded it.
