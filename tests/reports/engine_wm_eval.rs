@@ -673,9 +673,9 @@ fn a_world_model_that_predicted_nothing_fails_the_command_naming_its_endpoint() 
     );
 }
 
-/// An `llm` world model shown recorded results (`examples_from`) is evaluated leave one run out,
-/// as `memory` is: a call of one run is never shown a result recorded in that same run, which
-/// could be the very answer it is asked for.
+/// An `llm` world model shown recorded results (`examples_from`: up to 5 nearest calls) is
+/// evaluated leave one run out, as `memory` is: a call of one run is never shown a result
+/// recorded in that same run, which could be the very answer it is asked for.
 #[test]
 fn an_llm_shown_recorded_examples_is_never_shown_its_own_runs_calls() {
     let dir = tempfile::tempdir().unwrap();
@@ -739,19 +739,24 @@ fn an_llm_shown_recorded_examples_is_never_shown_its_own_runs_calls() {
         let said = request["body"]["messages"][1]["content"]
             .as_str()
             .unwrap_or_default();
-        let (Some(asked), Some(example)) = (
-            json_after(said, "Arguments: "),
-            json_after(said, "for arguments "),
-        ) else {
+        let Some(asked) = json_after(said, "Arguments: ") else {
             continue;
         };
-        shown += 1;
+        // Every example line: `- arguments {…}: result`.
+        let examples: Vec<Value> = said
+            .match_indices("\n- arguments ")
+            .filter_map(|(at, marker)| json_after(&said[at..], marker))
+            .collect();
+        assert!(examples.len() <= 5, "more than the default 5: {said}");
+        shown += examples.len();
         let own: Vec<&Vec<Value>> = calls_of_run.iter().filter(|c| c.contains(&asked)).collect();
         if let [own] = own[..] {
-            assert!(
-                !own.contains(&example),
-                "a call of {asked} was shown {example}, recorded in its own run"
-            );
+            for example in &examples {
+                assert!(
+                    !own.contains(example),
+                    "a call of {asked} was shown {example}, recorded in its own run"
+                );
+            }
         }
     }
     assert!(shown > 0, "no request showed an example");

@@ -465,6 +465,7 @@ fn earlier_simulations(dir: &Path, names: &[String]) -> Earlier {
                                 }),
                                 members,
                                 predicted_state: predicted_state.map(|s| *s),
+                                field_confidence: Vec::new(),
                             },
                         );
                     }

@@ -48,7 +48,7 @@ use serde_json::{Value, json};
 
 use cosmos_engine::wm_eval::{CallInContext, StateFold, recorded_calls};
 use cosmos_engine::world_model::SimRequest;
-use cosmos_engine::world_model::{simulation_messages, simulation_reply};
+use cosmos_engine::world_model::{Grounding, simulation_messages, simulation_reply};
 use cosmos_trajectory::out_file::Staged;
 use cosmos_trajectory::redact::Redactor;
 
@@ -99,7 +99,8 @@ pub fn example(call: &CallInContext, format: Format, fold: &mut StateFold) -> Va
         history: call.history(),
         state: state.as_ref(),
     };
-    let input = serde_json::to_value(simulation_messages(&req, None)).unwrap_or(Value::Null);
+    let input = serde_json::to_value(simulation_messages(&req, &Grounding::default()))
+        .unwrap_or(Value::Null);
     let target = simulation_reply(&call.real);
     let meta = json!({
         "task": &*call.task,

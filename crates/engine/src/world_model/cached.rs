@@ -75,6 +75,7 @@ impl WorldModel for CachedWorldModel {
                     confidence: hit.confidence.clone(),
                     members: hit.members.clone(),
                     predicted_state: hit.predicted_state.clone(),
+                    field_confidence: hit.field_confidence.clone(),
                 });
             }
             let sim = self.inner.simulate(req).await?;

@@ -18,7 +18,11 @@
 //!   as the prediction); ties go to the member listed first;
 //! - `most_confident`: the prediction its member is surest of (one without a confidence counts as
 //!   least sure);
-//! - `first`: the first member, in `members` order, that answered.
+//! - `first`: the first member, in `members` order, that answered;
+//! - `per_field`: the answer of the member surest of it, with each field (JSON leaf) taken from
+//!   the member surest of that field: its confidence in the field when it gives one (`traces`
+//!   does, rule by rule), else in its whole answer. So `traces` and `llm` together keep what the
+//!   recordings determine and take the rest from the model.
 //!
 //! Its confidence is the members' **agreement**: the mean, over pairs of members that answered, of
 //! that same two-way fidelity (`confidence_source` `agreement`). One member answering alone gives no
@@ -50,14 +54,19 @@ pub enum Pick {
     MostConfident,
     /// The first member, in `members` order, that answered.
     First,
+    /// Field by field: the surest member's answer, each JSON leaf taken from the member surest
+    /// of that leaf (its confidence in the leaf when it gives one, as `traces` does, else in
+    /// the whole answer).
+    PerField,
 }
 
 impl Pick {
     /// Every rule, by its name in a `pick = "…"` key.
-    pub const ALL: [(&'static str, Pick); 3] = [
+    pub const ALL: [(&'static str, Pick); 4] = [
         ("closest", Pick::Closest),
         ("most_confident", Pick::MostConfident),
         ("first", Pick::First),
+        ("per_field", Pick::PerField),
     ];
 
     /// The rule named `name`.
@@ -130,7 +139,57 @@ fn chosen(pick: Pick, answers: &[&MemberPrediction], closeness: Option<&[f64]>) 
     match (pick, closeness) {
         (Pick::First, _) | (Pick::Closest, None) => 0,
         (Pick::Closest, Some(closeness)) => best_by(&|i| closeness[i]),
-        (Pick::MostConfident, _) => best_by(&|i| answers[i].confidence.unwrap_or(-1.0)),
+        (Pick::MostConfident | Pick::PerField, _) => {
+            best_by(&|i| answers[i].confidence.unwrap_or(-1.0))
+        }
+    }
+}
+
+/// `answers[base]` with each leaf of its JSON taken from the answer surest of that leaf
+/// (`sureness(i, path)`), among the answers that are no error and hold the leaf; ties go to
+/// the earlier member. An error or a text answer is kept as it is.
+fn per_field(
+    answers: &[&Observation],
+    base: usize,
+    sureness: &dyn Fn(usize, &str) -> f64,
+) -> Observation {
+    let chosen = answers[base];
+    let Some(shape) = (!chosen.is_error)
+        .then(|| fidelity::as_json(chosen))
+        .flatten()
+    else {
+        return chosen.clone();
+    };
+    let values: Vec<Option<Value>> = answers
+        .iter()
+        .map(|a| {
+            (!a.is_error)
+                .then(|| fidelity::as_json(a).map(|v| v.into_owned()))
+                .flatten()
+        })
+        .collect();
+    let leaves: Vec<Option<std::collections::BTreeMap<String, &Value>>> = values
+        .iter()
+        .map(|v| v.as_ref().map(fidelity::leaves))
+        .collect();
+    let mut path = String::new();
+    let merged = super::traces::rebuild(&shape, &mut path, &mut |path, own| {
+        let held = |i: usize| leaves[i].as_ref().and_then(|l| l.get(path).copied());
+        let best = (0..answers.len())
+            .filter(|i| held(*i).is_some())
+            .fold(base, |best, i| {
+                if sureness(i, path) > sureness(best, path) {
+                    i
+                } else {
+                    best
+                }
+            });
+        held(best).unwrap_or(own).clone()
+    });
+    Observation {
+        text: serde_json::to_string(&merged).unwrap_or_default(),
+        structured: chosen.structured.is_some().then(|| Box::new(merged)),
+        ..Default::default()
     }
 }
 
@@ -166,10 +225,17 @@ impl WorldModel for EnsembleWorldModel {
                 futures::future::join_all(self.members.iter().map(|m| m.simulate(request))).await;
             let mut llm = Vec::new();
             let mut members = Vec::with_capacity(results.len());
-            // Each member's predicted state, beside `members`.
+            // Each member's predicted state and field confidences, beside `members`.
             let mut states = Vec::with_capacity(results.len());
+            let mut field_sureness = Vec::with_capacity(results.len());
             for (model, result) in self.members.iter().zip(results) {
                 states.push(result.as_ref().ok().and_then(|s| s.predicted_state.clone()));
+                field_sureness.push(
+                    result
+                        .as_ref()
+                        .map(|s| s.field_confidence.clone())
+                        .unwrap_or_default(),
+                );
                 let member = match result {
                     Ok(sim) => {
                         llm.extend(sim.llm);
@@ -224,7 +290,25 @@ impl WorldModel for EnsembleWorldModel {
                 &answered,
                 agreed.as_ref().map(|(_, c)| c.as_slice()),
             );
-            let observation = answers[picked].clone();
+            let observation = if self.pick == Pick::PerField {
+                let fields: Vec<&Vec<(String, f64)>> = members
+                    .iter()
+                    .zip(&field_sureness)
+                    .filter(|(m, _)| m.observation.is_some())
+                    .map(|(_, f)| f)
+                    .collect();
+                let sureness = |i: usize, path: &str| {
+                    fields[i]
+                        .iter()
+                        .find(|(p, _)| p == path)
+                        .map(|(_, c)| *c)
+                        .or(answered[i].confidence)
+                        .unwrap_or(-1.0)
+                };
+                per_field(&answers, picked, &sureness)
+            } else {
+                answers[picked].clone()
+            };
             Ok(Simulation {
                 observation,
                 latency: start.elapsed(),
@@ -232,6 +316,7 @@ impl WorldModel for EnsembleWorldModel {
                 confidence: agreed.and_then(|(mean, _)| Confidence::new(mean, "agreement")),
                 members,
                 predicted_state: answered_states[picked].clone(),
+                field_confidence: Vec::new(),
             })
         })
     }
@@ -297,5 +382,114 @@ mod tests {
             assert_eq!(pick.as_str(), name);
         }
         assert_eq!(Pick::named("vote"), None);
+    }
+
+    /// A member that always answers the same, as sure as it says (a test's own world model).
+    struct Says(Observation, f64);
+
+    impl WorldModel for Says {
+        fn name(&self) -> String {
+            "says".into()
+        }
+        fn describe(&self) -> WorldModelInfo {
+            super::super::describe(self.name(), [])
+        }
+        fn simulate<'a>(
+            &'a self,
+            _: SimRequest<'a>,
+        ) -> BoxFuture<'a, Result<Simulation, SimFailure>> {
+            let sim = Simulation::new(
+                self.0.clone(),
+                std::time::Duration::ZERO,
+                None,
+                Confidence::new(self.1, "self"),
+            );
+            Box::pin(async move { Ok(sim) })
+        }
+    }
+
+    /// Per field, `traces`' rule-given fields beat a surer-overall member, and that member's
+    /// answer fills the fields the recordings do not determine.
+    #[tokio::test]
+    async fn per_field_takes_each_field_from_the_member_surest_of_it() {
+        use super::super::memory::TransitionBuffer;
+        use super::super::traces::TracesWorldModel;
+        let mut store = TransitionBuffer::default();
+        for (run, v) in [1.0, 2.0, 3.0, 4.0, 5.0].iter().enumerate() {
+            let result = json!({"unit": "m", "doubled": v * 2.0, "note": format!("n{run}")});
+            store.add_recorded(
+                "s:f",
+                json!({"value": v, "unit": "m"}),
+                Observation {
+                    text: result.to_string(),
+                    structured: Some(Box::new(result)),
+                    ..Default::default()
+                },
+                run as u32,
+            );
+        }
+        let traces: Arc<dyn WorldModel> = Arc::new(TracesWorldModel::new(Arc::new(store)));
+        let model_answer = json!({"unit": "m", "doubled": 99.0, "note": "from the model"});
+        let model: Arc<dyn WorldModel> = Arc::new(Says(
+            Observation {
+                text: model_answer.to_string(),
+                structured: Some(Box::new(model_answer)),
+                ..Default::default()
+            },
+            0.95,
+        ));
+        let ensemble = EnsembleWorldModel::new("both".into(), vec![traces, model], Pick::PerField);
+        let tool = cosmos_trajectory::event::ToolInfo {
+            name: "s:f".into(),
+            ..Default::default()
+        };
+        let arguments = json!({"value": 10.0, "unit": "m"});
+        let sim = ensemble
+            .simulate(SimRequest {
+                tool: &tool,
+                arguments: &arguments,
+                user_request: "",
+                history: &[],
+                state: None,
+            })
+            .await
+            .unwrap();
+        let got = sim.observation.structured.unwrap();
+        // The doubling is a rule checked four times (5/6 sure) against the model's 0.95 for
+        // its whole answer: the model is surer, so its 99 stands; the note, which no rule
+        // gives (the neighbour's, 0.1 + 0.6 × similarity), is the model's too.
+        assert_eq!(got["note"], "from the model");
+        assert_eq!(got["doubled"], json!(99.0));
+        // Less sure of its whole answer (0.7) than the rule is of the doubling, the model
+        // loses that field, and keeps the note (the neighbour's is 0.6 sure).
+        let model_answer = json!({"unit": "m", "doubled": 99.0, "note": "from the model"});
+        let unsure: Arc<dyn WorldModel> = Arc::new(Says(
+            Observation {
+                text: model_answer.to_string(),
+                structured: Some(Box::new(model_answer)),
+                ..Default::default()
+            },
+            0.7,
+        ));
+        let members = ensemble.members.clone();
+        let ensemble = EnsembleWorldModel::new(
+            "both".into(),
+            vec![members[0].clone(), unsure],
+            Pick::PerField,
+        );
+        let sim = ensemble
+            .simulate(SimRequest {
+                tool: &tool,
+                arguments: &arguments,
+                user_request: "",
+                history: &[],
+                state: None,
+            })
+            .await
+            .unwrap();
+        let got = sim.observation.structured.unwrap();
+        assert_eq!(got["doubled"], json!(20.0), "{got}");
+        assert_eq!(got["note"], "from the model", "{got}");
+        assert_eq!(got["unit"], "m");
     }
 }

@@ -1,7 +1,9 @@
 //! The `llm` world model: an LLM prompted to act as the MCP server. Any OpenAI-compatible
 //! endpoint works, so a dedicated world model (Arctic-AWM on vLLM, say) is just another
-//! endpoint. When recorded calls of the same tool are available, one is shown as an
-//! example of the real result's shape (small models invent shapes otherwise).
+//! endpoint. Given recorded runs (`examples_from`), it is grounded in the trace store: shown
+//! the `examples` (default 5) recorded calls of the tool nearest to this one, from other runs
+//! (small models invent shapes and values otherwise), the fields the `traces` world model's
+//! rules determine as facts to keep, and `traces`' prediction as a draft.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -10,6 +12,7 @@ use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
 use super::memory::TransitionBuffer;
+use super::traces::TracesWorldModel;
 use super::{LlmUsage, SimFailure, SimRequest, Simulation, WorldModel, history_lines};
 use crate::llm::chat_wire::Message;
 use crate::llm::client::LlmClient;
@@ -18,52 +21,94 @@ use cosmos_trajectory::event::{Observation, WorldModelInfo};
 /// Longest history observation quoted in the prompt.
 const HISTORY_CHARS: usize = 1_500;
 
+/// Recorded calls shown by default (`examples` of a `[world_models.NAME]` table).
+pub const DEFAULT_EXAMPLES: usize = 5;
+
 /// An LLM acting as the server.
 #[derive(Clone)]
 pub struct LlmWorldModel {
     client: Arc<LlmClient>,
-    examples: Option<Arc<TransitionBuffer>>,
+    /// The trace store it is grounded in, and the rules fitted on it.
+    grounding: Option<(Arc<TransitionBuffer>, TracesWorldModel)>,
+    /// Recorded calls shown, at most.
+    examples: usize,
     /// The run whose calls it must not be shown (leave one run out), if any.
     excluded: Option<u32>,
 }
 
+/// What the recordings give a prompt for one call.
+#[derive(Debug, Default)]
+pub struct Grounding<'a> {
+    /// The nearest recorded calls of the tool (arguments, result), nearest first.
+    pub examples: Vec<(&'a Value, &'a Observation)>,
+    /// Result fields the recordings' rules determine (path, value): facts to keep.
+    pub facts: Vec<(String, Value)>,
+    /// The `traces` world model's prediction, as a draft.
+    pub draft: Option<Observation>,
+}
+
 impl LlmWorldModel {
-    /// A world model on `client`, with optional recorded examples.
-    pub fn new(client: Arc<LlmClient>, examples: Option<Arc<TransitionBuffer>>) -> Self {
+    /// A world model on `client`, grounded in recorded calls when given (`examples` of them
+    /// shown at most).
+    pub fn new(
+        client: Arc<LlmClient>,
+        store: Option<Arc<TransitionBuffer>>,
+        examples: usize,
+    ) -> Self {
         Self {
             client,
+            grounding: store.map(|s| (s.clone(), TracesWorldModel::new(s))),
             examples,
             excluded: None,
         }
     }
 
-    /// The same model, never shown a call recorded in `run` as an example (for evaluating
-    /// calls of `run`: it would otherwise be shown the very result it is asked for). `None`
-    /// when it has no examples to leave out.
+    /// The same model, never shown a call recorded in `run` (for evaluating calls of `run`:
+    /// it would otherwise be shown the very result it is asked for). `None` when it has no
+    /// recordings to leave out.
     pub fn without(&self, run: &std::path::Path) -> Option<Self> {
-        let examples = self.examples.as_ref()?;
+        let (store, _) = self.grounding.as_ref()?;
+        self.leaving_out(store.source_of(run))
+    }
+
+    /// The same model without the calls of the `run`th source read, when given.
+    fn leaving_out(&self, run: Option<u32>) -> Option<Self> {
+        let (store, traces) = self.grounding.as_ref()?;
         Some(Self {
-            excluded: examples.source_of(run),
+            grounding: Some((store.clone(), traces.leaving_out(run))),
+            excluded: run,
             ..self.clone()
         })
     }
 
     fn prompt(&self, req: &SimRequest<'_>) -> Vec<Message> {
-        let example = self
-            .examples
-            .as_ref()
-            .and_then(|b| b.example(&req.tool.name, self.excluded));
-        simulation_messages(req, example)
+        let Some((store, traces)) = &self.grounding else {
+            return simulation_messages(req, &Grounding::default());
+        };
+        let examples = store
+            .nearest(&req.tool.name, req.arguments, self.excluded, self.examples)
+            .into_iter()
+            .map(|c| (&c.arguments, &c.observation))
+            .collect();
+        let (draft, facts) = match traces.draft(&req.tool.name, req.arguments) {
+            Some((draft, facts)) => (Some(draft), facts),
+            None => (None, Vec::new()),
+        };
+        simulation_messages(
+            req,
+            &Grounding {
+                examples,
+                facts,
+                draft,
+            },
+        )
     }
 }
 
 /// The messages the `llm` world model sends to simulate a call: the one builder of its input,
-/// also what `cosmos export transitions` writes as a training example's input (there without
-/// a recorded example of the tool, which a trained world model should not need).
-pub fn simulation_messages(
-    req: &SimRequest<'_>,
-    example: Option<(&Value, &Observation)>,
-) -> Vec<Message> {
+/// also what `cosmos export transitions` writes as a training example's input (there with no
+/// grounding, which a trained world model should not need).
+pub fn simulation_messages(req: &SimRequest<'_>, grounding: &Grounding<'_>) -> Vec<Message> {
     // The fixed part first, so servers with a prompt cache reuse it.
     // Nothing here is a sample answer a small model could copy: the reply's shape is
     // described in words, and the schema carries the rest.
@@ -80,15 +125,29 @@ pub fn simulation_messages(
         "Tool: {}\nDescription: {}\nInput schema: {}\nArguments: {}\n",
         req.tool.name, req.tool.description, req.tool.input_schema, req.arguments
     );
-    if let Some((arguments, observation)) = example {
+    let cut = |text: &str| text.chars().take(HISTORY_CHARS).collect::<String>();
+    if !grounding.examples.is_empty() {
+        user.push_str("Real results of this tool for the recorded calls nearest to this one:\n");
+        for (arguments, observation) in &grounding.examples {
+            let error = if observation.is_error { "[error] " } else { "" };
+            user.push_str(&format!(
+                "- arguments {arguments}: {error}{}\n",
+                cut(&observation.text)
+            ));
+        }
+    }
+    if !grounding.facts.is_empty() {
+        user.push_str("Fields of the result the recordings determine for this call (keep them):");
+        for (path, value) in &grounding.facts {
+            user.push_str(&format!(" {path} = {value};"));
+        }
+        user.push('\n');
+    }
+    if let Some(draft) = &grounding.draft {
+        let error = if draft.is_error { "[error] " } else { "" };
         user.push_str(&format!(
-            "A real result of this tool (for its shape), for arguments {}: {}\n",
-            arguments,
-            observation
-                .text
-                .chars()
-                .take(HISTORY_CHARS)
-                .collect::<String>()
+            "A draft from the recordings (correct what is wrong, keep what is right): {error}{}\n",
+            cut(&draft.text)
         ));
     }
     user.push_str(&format!("The user's request: {}\n", req.user_request));
@@ -121,13 +180,16 @@ impl WorldModel for LlmWorldModel {
 
     fn describe(&self) -> WorldModelInfo {
         let e = self.client.endpoint();
-        let examples = self.examples.as_ref().map_or(0, |b| b.len());
+        let recorded = self.grounding.as_ref().map_or(0, |(b, _)| b.len());
         let mut details = vec![
             ("model", json!(e.model)),
             ("base_url", json!(e.base_url)),
             ("temperature", json!(e.temperature)),
-            ("examples_from_memory", json!(examples)),
+            ("examples_from_memory", json!(recorded)),
         ];
+        if recorded > 0 {
+            details.push(("examples", json!(self.examples)));
+        }
         if e.logprobs {
             details.push(("logprobs", json!(true)));
         }
@@ -250,7 +312,7 @@ mod tests {
             record_messages: false,
             logprobs: false,
         };
-        let wm = LlmWorldModel::new(Arc::new(LlmClient::new(endpoint)), None);
+        let wm = LlmWorldModel::new(Arc::new(LlmClient::new(endpoint)), None, DEFAULT_EXAMPLES);
         let tool = ToolInfo {
             name: "Time MCP:convert_time".into(),
             description: "Convert time".into(),
@@ -277,5 +339,64 @@ mod tests {
         }
         assert!(!text.contains('<'), "no <placeholder> to copy: {text}");
         assert!(!text.contains("text result"), "{text}");
+    }
+
+    /// Grounded in a store, the prompt shows the nearest recorded calls (at most `examples`),
+    /// the fields the rules determine as facts and the draft, and nothing of the run left out.
+    #[test]
+    fn a_grounded_prompt_shows_the_nearest_calls_facts_and_a_draft_from_other_runs() {
+        let endpoint = Endpoint {
+            base_url: "http://127.0.0.1:9/v1".into(),
+            model: "m".into(),
+            api_key: None,
+            temperature: 0.0,
+            max_tokens: 64,
+            timeout: std::time::Duration::from_secs(1),
+            max_retries: 0,
+            output: Default::default(),
+            record_messages: false,
+            logprobs: false,
+        };
+        let mut store = TransitionBuffer::default();
+        for (run, v) in [1.0, 2.0, 3.0, 50.0].iter().enumerate() {
+            let result = json!({"value": v, "tripled": v * 3.0});
+            store.add_recorded(
+                "s:triple",
+                json!({"value": v}),
+                Observation {
+                    text: result.to_string(),
+                    structured: Some(Box::new(result)),
+                    ..Default::default()
+                },
+                run as u32,
+            );
+        }
+        let wm = LlmWorldModel::new(Arc::new(LlmClient::new(endpoint)), Some(Arc::new(store)), 2);
+        let tool = ToolInfo {
+            name: "s:triple".into(),
+            ..Default::default()
+        };
+        let args = json!({"value": 4.0});
+        let req = SimRequest {
+            tool: &tool,
+            arguments: &args,
+            user_request: "triple 4",
+            history: &[],
+            state: None,
+        };
+        let said = wm.prompt(&req)[1].content_str().to_string();
+        assert!(said.contains("- arguments {\"value\":3.0}"), "{said}");
+        assert!(said.contains("- arguments {\"value\":2.0}"), "{said}");
+        assert!(
+            !said.contains("- arguments {\"value\":1.0}"),
+            "two at most: {said}"
+        );
+        assert!(said.contains("/tripled = 12.0;"), "{said}");
+        assert!(said.contains("/value = 4.0;"), "{said}");
+        assert!(said.contains("A draft from the recordings"), "{said}");
+        // Left out, run 2 (value 3) is neither an example nor a check of the rules.
+        let left = wm.leaving_out(Some(2)).unwrap();
+        let said = left.prompt(&req)[1].content_str().to_string();
+        assert!(!said.contains("{\"value\":3.0}"), "{said}");
     }
 }

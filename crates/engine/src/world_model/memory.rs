@@ -1,6 +1,7 @@
 //! The `memory` world model: a transition buffer of real `(tool, arguments) → result`
 //! pairs from recorded trajectories. Exact match first, then the nearest recorded call of
-//! the same tool (most shared argument values). No LLM, deterministic, offline.
+//! the same tool ([`similarity`], the one distance over arguments the store's users share). No
+//! LLM, deterministic, offline.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -192,13 +193,34 @@ impl TransitionBuffer {
             .filter(move |c| Some(c.run) != excluded)
     }
 
-    /// Some recorded call of `tool` outside run `excluded` (leave one run out: a call is never
-    /// shown its own result), for showing a result's shape.
-    pub fn example(&self, tool: &str, excluded: Option<u32>) -> Option<(&Value, &Observation)> {
-        self.calls_of(tool)
+    /// The `k` recorded calls of `tool` outside run `excluded` nearest to `arguments` (by
+    /// [`similarity`]; the earlier recorded first among equals), nearest first.
+    pub fn nearest(
+        &self,
+        tool: &str,
+        arguments: &Value,
+        excluded: Option<u32>,
+        k: usize,
+    ) -> Vec<&RecordedTransition> {
+        let mut scored: Vec<(f64, usize, &RecordedTransition)> = self
+            .calls_of(tool)
             .iter()
-            .find(|c| !c.observation.is_error && Some(c.run) != excluded)
-            .map(|c| (&c.arguments, &c.observation))
+            .enumerate()
+            .filter(|(_, c)| Some(c.run) != excluded)
+            .map(|(i, c)| (similarity(&c.arguments, arguments), i, c))
+            .collect();
+        let k = k.min(scored.len());
+        if k == 0 {
+            return Vec::new();
+        }
+        let order = |a: &(f64, usize, &RecordedTransition),
+                     b: &(f64, usize, &RecordedTransition)| {
+            b.0.total_cmp(&a.0).then(a.1.cmp(&b.1))
+        };
+        scored.select_nth_unstable_by(k - 1, order);
+        scored.truncate(k);
+        scored.sort_by(order);
+        scored.into_iter().map(|(_, _, c)| c).collect()
     }
 
     /// Adds one transition as recorded in the `source`th run (tests build buffers by hand).
@@ -269,8 +291,8 @@ pub struct Recall<'a> {
     pub observation: &'a Observation,
     /// The same tool with the same arguments was recorded.
     pub exact: bool,
-    /// Exact: the share of that call's recordings that hold this result; else the share of
-    /// argument values the recorded call has in common with the new one.
+    /// Exact: the share of that call's recordings that hold this result; else how alike the
+    /// recorded call's arguments are to the new one's ([`similarity`]).
     pub closeness: f64,
     /// The state change recorded with an exact recall's result, when one was.
     pub change: Option<&'a StateChange>,
@@ -279,8 +301,8 @@ pub struct Recall<'a> {
 impl Recall<'_> {
     /// The documented mapping (docs/world-models.md, "When to trust a prediction"): the same
     /// call recorded is 0.9 times the share of its recordings that agree (a result can change
-    /// between days); another call of the tool is 0.1 plus 0.6 times the share of argument
-    /// values in common (under 0.7: its values are another call's).
+    /// between days); another call of the tool is 0.1 plus 0.6 times how alike the arguments
+    /// are ([`similarity`]; under 0.7: its values are another call's).
     pub fn confidence(&self) -> f64 {
         if self.exact {
             0.9 * self.closeness
@@ -290,20 +312,34 @@ impl Recall<'_> {
     }
 }
 
-/// Shared top-level (key, value) pairs over all keys of either.
-fn similarity(a: &Value, b: &Value) -> f64 {
+/// How alike two calls' arguments are, from 0 to 1: one minus the mean distance over the keys
+/// of either, where equal values are 0 apart, two numbers `|a − b| / (|a| + |b|)`, and
+/// anything else (a value one lacks, two different strings) 1.
+pub fn similarity(a: &Value, b: &Value) -> f64 {
     let (Some(a), Some(b)) = (a.as_object(), b.as_object()) else {
-        return 0.0;
+        return if a == b { 1.0 } else { 0.0 };
     };
     let keys: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
     if keys.is_empty() {
         return 1.0;
     }
-    let same = keys
+    let distance: f64 = keys
         .iter()
-        .filter(|k| a.get(k.as_str()).is_some() && a.get(k.as_str()) == b.get(k.as_str()))
-        .count();
-    same as f64 / keys.len() as f64
+        .map(|k| match (a.get(k.as_str()), b.get(k.as_str())) {
+            (Some(x), Some(y)) if x == y => 0.0,
+            (Some(Value::Number(x)), Some(Value::Number(y))) => {
+                let (x, y) = (x.as_f64().unwrap_or(0.0), y.as_f64().unwrap_or(0.0));
+                let scale = x.abs() + y.abs();
+                if scale == 0.0 {
+                    0.0
+                } else {
+                    ((x - y).abs() / scale).min(1.0)
+                }
+            }
+            _ => 1.0,
+        })
+        .sum();
+    1.0 - distance / keys.len() as f64
 }
 
 /// The memory world model.
@@ -456,17 +492,27 @@ mod tests {
     }
 
     #[test]
-    fn an_example_of_a_tool_is_never_from_the_run_left_out() {
+    fn the_nearest_calls_are_never_from_the_run_left_out() {
         let mut b = TransitionBuffer::default();
         b.add_recorded("t:f", json!({"x": 1}), obs("from run 0"), 0);
         b.add_recorded("t:f", json!({"x": 2}), obs("from run 1"), 1);
-        assert_eq!(b.example("t:f", None).unwrap().1, &obs("from run 0"));
-        assert_eq!(b.example("t:f", Some(0)).unwrap().1, &obs("from run 1"));
-        assert_eq!(b.example("t:f", Some(1)).unwrap().1, &obs("from run 0"));
+        b.add_recorded("t:f", json!({"x": 9}), obs("far, run 2"), 2);
+        let shown = |excluded, k| -> Vec<String> {
+            b.nearest("t:f", &json!({"x": 1}), excluded, k)
+                .iter()
+                .map(|c| c.observation.text.clone())
+                .collect()
+        };
+        assert_eq!(shown(None, 2), ["from run 0", "from run 1"]);
+        assert_eq!(shown(Some(0), 5), ["from run 1", "far, run 2"]);
+        assert_eq!(shown(Some(1), 1), ["from run 0"]);
+        assert!(shown(None, 0).is_empty());
         let mut alone = TransitionBuffer::default();
         alone.add_recorded("t:f", json!({"x": 1}), obs("its own"), 0);
         assert!(
-            alone.example("t:f", Some(0)).is_none(),
+            alone
+                .nearest("t:f", &json!({"x": 1}), Some(0), 5)
+                .is_empty(),
             "its own result shown"
         );
     }

@@ -33,7 +33,7 @@
 //!
 //! | kind | confidence | source |
 //! |---|---|---|
-//! | `memory` | The recorded call it recalls: the same tool with the same arguments is 0.9 times the share of that call's recordings that hold the result it gives (a result recorded twice alike, and once otherwise, gives 0.6); another call of the same tool is 0.1 plus 0.6 times the share of argument values the two calls have in common (at most 0.7: its values are another call's). A tool it never saw is no prediction at all. | `recall` |
+//! | `memory` | The recorded call it recalls: the same tool with the same arguments is 0.9 times the share of that call's recordings that hold the result it gives (a result recorded twice alike, and once otherwise, gives 0.6); another call of the same tool is 0.1 plus 0.6 times how alike the two calls' arguments are (`memory::similarity`: one minus the mean distance over their keys, equal values 0 apart, two numbers `|a − b| / (|a| + |b|)`, anything else 1; at most 0.7: its values are another call's). A tool it never saw is no prediction at all. | `recall` |
 //! | `traces` | The weakest field's: a field a rule gives (a copy of an argument, a multiple or affine map of a numeric argument, a constant, a text template; or the same call's recorded result) is `(k+1)/(k+2)` where `k` counts the recorded calls that check the rule beyond the fewest that determine it (for the same call, times the share of its recordings that agree); a field taken from the nearest recorded call is `0.1 + 0.6 ×` its similarity (see `traces.rs`). | `rules`, `neighbour` |
 //! | `llm` | With `logprobs = true` in its table, the endpoint is asked for the reply's token log-probabilities, and when they come the confidence is their geometric mean probability, `exp(mean log-probability)` over the reply's tokens (an endpoint that sends none falls back to the next rule). Otherwise the model's own word: the reply's schema asks for `confidence`, "how likely it is that the real server sends back this content"; a reply without one (or outside [0, 1]) has none. | `logprobs`, `self` |
 //! | `command` | Whatever the command's reply says (`confidence`, `confidence_source`), else none. | `command`, or its word |
@@ -49,7 +49,7 @@ pub(crate) mod named;
 pub(crate) mod traces;
 
 pub use command::CommandWorldModel;
-pub use llm::{simulation_messages, simulation_reply};
+pub use llm::{Grounding, simulation_messages, simulation_reply};
 pub use named::{BuiltInOptions, resolve};
 
 use std::sync::Arc;
@@ -234,6 +234,9 @@ pub struct Simulation {
     /// The state of the tool's server after the call as fields, when the world model tracks
     /// state and was given the state before ([`SimRequest::state`]).
     pub predicted_state: Option<Value>,
+    /// How sure it is of each leaf of a JSON result (path as `fidelity::leaves` writes it),
+    /// when it knows field by field (`traces`); an ensemble's `per_field` pick reads it.
+    pub field_confidence: Vec<(String, f64)>,
 }
 
 impl Simulation {
@@ -251,6 +254,7 @@ impl Simulation {
             confidence,
             members: Vec::new(),
             predicted_state: None,
+            field_confidence: Vec::new(),
         }
     }
 

@@ -7,7 +7,8 @@
 //! kind = "llm"                 # with the keys of a [roles.*] table
 //! base_url = "http://127.0.0.1:8080/v1"
 //! model = "qwen2.5-coder-1.5b"
-//! examples_from = ["sample_runs"]   # optional: recorded results shown for their shape
+//! examples_from = ["sample_runs"]   # optional: recorded runs it is grounded in
+//! examples = 5                 # the nearest recorded calls shown (default 5)
 //! cached = true
 //!
 //! [world_models.recorded]
@@ -23,7 +24,7 @@
 //! [world_models.both]
 //! kind = "ensemble"
 //! members = ["recorded", "qwen"]  # named world models (built-in names too), not ensembles
-//! pick = "closest"             # or "most_confident", "first"
+//! pick = "closest"             # or "most_confident", "first", "per_field"
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -55,8 +56,10 @@ pub enum Kind {
     Llm {
         /// Its endpoint.
         endpoint: Endpoint,
-        /// Recorded runs whose results it is shown for their shape.
+        /// Recorded runs it is grounded in (examples, facts, a draft).
         examples_from: Vec<PathBuf>,
+        /// Recorded calls shown, at most.
+        examples: usize,
     },
     /// Recorded real calls, recalled.
     Memory {
@@ -126,6 +129,7 @@ pub fn resolve(name: &str, config: &mut Config, options: &BuiltInOptions) -> Res
         "llm" => Kind::Llm {
             endpoint: config.llm.endpoint(Role::WorldModel).clone(),
             examples_from: options.memory_from.clone(),
+            examples: super::llm::DEFAULT_EXAMPLES,
         },
         "memory" | "traces" => {
             if options.memory_from.is_empty() {
@@ -211,9 +215,22 @@ fn from_table(
     let kind = match kind.as_str() {
         "llm" => {
             let examples_from = paths(&mut table, "examples_from")?;
+            let examples = match table.remove("examples") {
+                None => super::llm::DEFAULT_EXAMPLES,
+                Some(v) => {
+                    let n: i64 = v.try_into().with_context(|| {
+                        format!("{label} examples: how many recorded calls to show (0 to 50)")
+                    })?;
+                    if !(0..=50).contains(&n) {
+                        bail!("{label} examples = {n}: must be 0 to 50");
+                    }
+                    n as usize
+                }
+            };
             Kind::Llm {
                 endpoint: config.llm.endpoint_from(table, &label)?,
                 examples_from,
+                examples,
             }
         }
         "memory" | "traces" => {
@@ -351,10 +368,12 @@ impl Named {
             Kind::Llm {
                 endpoint,
                 examples_from,
+                examples,
             } => {
                 let model = LlmWorldModel::new(
                     Arc::new(LlmClient::new(endpoint.clone())),
                     memory(examples_from)?,
+                    *examples,
                 );
                 let reads = (!examples_from.is_empty()).then(|| ReadsRuns::Llm(model.clone()));
                 (Arc::new(model), reads)
@@ -583,6 +602,22 @@ mod tests {
             .contains("built-in name")
         );
         assert!(err("", "memory").contains("--memory-from"));
+        assert!(err("", "traces").contains("--world-model traces needs --memory-from"));
+        assert!(
+            err("[world_models.a]\nkind = \"traces\"\n", "a")
+                .contains("a traces world model needs from")
+        );
+        assert!(
+            err("[world_models.a]\nkind = \"llm\"\nexamples = 99\n", "a")
+                .contains("examples = 99: must be 0 to 50")
+        );
+        assert!(
+            err(
+                "[world_models.a]\nkind = \"llm\"\nexamples = \"five\"\n",
+                "a"
+            )
+            .contains("examples: how many")
+        );
         assert!(
             err("[world_models.qwen-1.5b]\nkind = \"llm\"\n", "qwen-1.5b")
                 .contains("[world_models.\"qwen-1.5b\"]")

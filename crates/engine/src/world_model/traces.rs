@@ -30,7 +30,7 @@ use std::time::Instant;
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
-use super::memory::{RecordedTransition, TransitionBuffer};
+use super::memory::{RecordedTransition, TransitionBuffer, similarity};
 use super::{Confidence, SimFailure, SimRequest, Simulation, WorldModel, canonical};
 use cosmos_metrics::fidelity::{as_json, leaf_eq, leaves};
 use cosmos_trajectory::event::{Observation, WorldModelInfo};
@@ -45,36 +45,6 @@ fn rule_confidence(checks: usize) -> f64 {
 /// another call of the tool).
 fn neighbour_confidence(similarity: f64) -> f64 {
     0.1 + 0.6 * similarity
-}
-
-/// How alike two calls' arguments are, from 0 to 1: one minus the mean distance over the keys
-/// of either, where equal values are 0 apart, two numbers `|a − b| / (|a| + |b|)`, and
-/// anything else (a value one lacks, two different strings) 1.
-pub fn similarity(a: &Value, b: &Value) -> f64 {
-    let (Some(a), Some(b)) = (a.as_object(), b.as_object()) else {
-        return if a == b { 1.0 } else { 0.0 };
-    };
-    let keys: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
-    if keys.is_empty() {
-        return 1.0;
-    }
-    let distance: f64 = keys
-        .iter()
-        .map(|k| match (a.get(k.as_str()), b.get(k.as_str())) {
-            (Some(x), Some(y)) if x == y => 0.0,
-            (Some(Value::Number(x)), Some(Value::Number(y))) => {
-                let (x, y) = (x.as_f64().unwrap_or(0.0), y.as_f64().unwrap_or(0.0));
-                let scale = x.abs() + y.abs();
-                if scale == 0.0 {
-                    0.0
-                } else {
-                    ((x - y).abs() / scale).min(1.0)
-                }
-            }
-            _ => 1.0,
-        })
-        .sum();
-    1.0 - distance / keys.len() as f64
 }
 
 /// A call's context: its arguments that are no numbers, canonically (calls of one context are
@@ -345,6 +315,46 @@ struct Predicted {
     confidence: f64,
     /// `rules` when every field came from a rule, `neighbour` when one came from a call.
     how: &'static str,
+    /// Each JSON leaf's path, value, confidence, and whether a rule gave it.
+    fields: Vec<Field>,
+}
+
+/// One leaf of a predicted JSON result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Field {
+    /// Its path, as `fidelity::leaves` writes it.
+    pub path: String,
+    /// Its value.
+    pub value: Value,
+    /// How sure the rule (or the neighbour) that gave it is.
+    pub confidence: f64,
+    /// A rule the recordings support gave it (not the nearest call).
+    pub determined: bool,
+}
+
+impl Predicted {
+    /// A prediction whose every leaf is as sure as the whole (the same call recorded; a
+    /// context's error), or none that are determined (`how` = `neighbour`).
+    fn whole(observation: Observation, confidence: f64, how: &'static str) -> Self {
+        let fields = match as_json(&observation) {
+            Some(v) if !observation.is_error => leaves(&v)
+                .into_iter()
+                .map(|(path, value)| Field {
+                    path,
+                    value: value.clone(),
+                    confidence,
+                    determined: how == "rules",
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
+        Self {
+            observation,
+            confidence,
+            how,
+            fields,
+        }
+    }
 }
 
 /// The traces world model.
@@ -376,9 +386,14 @@ impl TracesWorldModel {
 
     /// The same store without the calls recorded in `run` (for evaluating calls of `run`).
     pub fn without(&self, run: &std::path::Path) -> Self {
+        self.leaving_out(self.store.source_of(run))
+    }
+
+    /// The same store without the calls of the `run`th source read, when given.
+    pub(super) fn leaving_out(&self, run: Option<u32>) -> Self {
         Self {
             store: self.store.clone(),
-            excluded: self.store.source_of(run),
+            excluded: run,
             fitted: Arc::default(),
         }
     }
@@ -419,6 +434,23 @@ impl TracesWorldModel {
         Some(fitted)
     }
 
+    /// Its prediction for `tool` called with `arguments`, as a draft, with the result fields
+    /// its rules determine (path, value): what an `llm` grounded in the same store is shown.
+    pub fn draft(
+        &self,
+        tool: &str,
+        arguments: &Value,
+    ) -> Option<(Observation, Vec<(String, Value)>)> {
+        let predicted = self.predict(tool, arguments)?;
+        let facts = predicted
+            .fields
+            .into_iter()
+            .filter(|f| f.determined)
+            .map(|f| (f.path, f.value))
+            .collect();
+        Some((predicted.observation, facts))
+    }
+
     /// Predicts `tool` called with `arguments`; `None` when the tool was never recorded.
     fn predict(&self, tool: &str, arguments: &Value) -> Option<Predicted> {
         // The same call recorded: the result recorded most often for it.
@@ -438,28 +470,28 @@ impl TracesWorldModel {
             // Recorded alike n times of `same.len()`: a rule checked n − 1 times, weighed
             // by the share that agree.
             let share = n as f64 / same.len() as f64;
-            return Some(Predicted {
-                observation: best.observation.clone(),
-                confidence: share * rule_confidence(n - 1),
-                how: "rules",
-            });
+            return Some(Predicted::whole(
+                best.observation.clone(),
+                share * rule_confidence(n - 1),
+                "rules",
+            ));
         }
         let fitted = self.fitted(tool, arguments)?;
         if fitted.own_context && fitted.all_failed {
             let (call, _) = fitted.nearest(arguments, None)?;
-            return Some(Predicted {
-                observation: call.observation.clone(),
-                confidence: rule_confidence(fitted.calls.len() - 1),
-                how: "rules",
-            });
+            return Some(Predicted::whole(
+                call.observation.clone(),
+                rule_confidence(fitted.calls.len() - 1),
+                "rules",
+            ));
         }
         let (near, closeness) = fitted.nearest(arguments, None)?;
         if near.observation.is_error || fitted.all_failed {
-            return Some(Predicted {
-                observation: near.observation.clone(),
-                confidence: neighbour_confidence(closeness),
-                how: "neighbour",
-            });
+            return Some(Predicted::whole(
+                near.observation.clone(),
+                neighbour_confidence(closeness),
+                "neighbour",
+            ));
         }
         Self::fill(&fitted, arguments)
     }
@@ -475,30 +507,37 @@ impl TracesWorldModel {
                 Some(c) => (c, "rules"),
                 None => (from_neighbour, "neighbour"),
             };
-            return Some(Predicted {
-                observation: Observation::of_text(text, false),
+            return Some(Predicted::whole(
+                Observation::of_text(text, false),
                 confidence,
                 how,
-            });
+            ));
         };
-        let mut weakest = 1.0f64;
-        let mut how = "rules";
+        let mut fields = Vec::new();
         let mut path = String::new();
-        let predicted = rebuild(&shape, &mut path, &mut |path, recorded| match fitted
-            .rules
-            .get(path)
-            .and_then(|(rule, c)| Some((rule.apply(arguments)?, *c)))
-        {
-            Some((value, c)) => {
-                weakest = weakest.min(c);
-                like(value, recorded)
-            }
-            None => {
-                weakest = weakest.min(from_neighbour);
-                how = "neighbour";
-                recorded.clone()
-            }
+        let predicted = rebuild(&shape, &mut path, &mut |path, recorded| {
+            let (value, confidence, determined) = match fitted
+                .rules
+                .get(path)
+                .and_then(|(rule, c)| Some((rule.apply(arguments)?, *c)))
+            {
+                Some((value, c)) => (like(value, recorded), c, true),
+                None => (recorded.clone(), from_neighbour, false),
+            };
+            fields.push(Field {
+                path: path.to_string(),
+                value: value.clone(),
+                confidence,
+                determined,
+            });
+            value
         });
+        let weakest = fields.iter().map(|f| f.confidence).fold(1.0, f64::min);
+        let how = if fields.iter().all(|f| f.determined) {
+            "rules"
+        } else {
+            "neighbour"
+        };
         let text = if near.observation.text.contains('\n') {
             serde_json::to_string_pretty(&predicted)
         } else {
@@ -518,13 +557,18 @@ impl TracesWorldModel {
             },
             confidence: weakest,
             how,
+            fields,
         })
     }
 }
 
 /// `value` with each leaf replaced by `leaf(path, recorded leaf)`; paths as
 /// `fidelity::leaves` writes them.
-fn rebuild(value: &Value, path: &mut String, leaf: &mut dyn FnMut(&str, &Value) -> Value) -> Value {
+pub(super) fn rebuild(
+    value: &Value,
+    path: &mut String,
+    leaf: &mut dyn FnMut(&str, &Value) -> Value,
+) -> Value {
     let len = path.len();
     match value {
         Value::Object(map) if !map.is_empty() => Value::Object(
@@ -585,12 +629,18 @@ impl WorldModel for TracesWorldModel {
             };
             let mut observation = predicted.observation;
             observation.cap_text(crate::mcp::server::MAX_RESULT_BYTES);
-            Ok(Simulation::new(
+            let mut simulation = Simulation::new(
                 observation,
                 start.elapsed(),
                 None,
                 Confidence::new(predicted.confidence, predicted.how),
-            ))
+            );
+            simulation.field_confidence = predicted
+                .fields
+                .into_iter()
+                .map(|f| (f.path, f.confidence))
+                .collect();
+            Ok(simulation)
         })
     }
 }
