@@ -11,98 +11,17 @@ use serde_json::{Value, json};
 
 use super::support::*;
 
-/// The unit pairs a session draws from, per tool: common conversions, as a person makes them.
-const PAIRS: [(&str, &[(&str, &str)]); 5] = [
-    (
-        "convert_temperature",
-        &[
-            ("celsius", "fahrenheit"),
-            ("fahrenheit", "celsius"),
-            ("celsius", "kelvin"),
-            ("kelvin", "celsius"),
-            ("fahrenheit", "kelvin"),
-            ("kelvin", "fahrenheit"),
-        ],
-    ),
-    (
-        "convert_length",
-        &[
-            ("meter", "foot"),
-            ("foot", "meter"),
-            ("kilometer", "mile"),
-            ("mile", "kilometer"),
-            ("inch", "centimeter"),
-            ("centimeter", "inch"),
-        ],
-    ),
-    (
-        "convert_mass",
-        &[
-            ("kilogram", "pound"),
-            ("pound", "kilogram"),
-            ("ounce", "gram"),
-            ("gram", "ounce"),
-        ],
-    ),
-    (
-        "convert_time",
-        &[
-            ("hours", "minutes"),
-            ("minutes", "seconds"),
-            ("days", "hours"),
-            ("seconds", "minutes"),
-        ],
-    ),
-    (
-        "convert_speed",
-        &[
-            ("kilometers per hour", "miles per hour"),
-            ("miles per hour", "kilometers per hour"),
-            ("meters per second", "kilometers per hour"),
-            ("knots", "kilometers per hour"),
-        ],
-    ),
-];
-
-/// A small deterministic generator (splitmix64): the sessions are the same on every machine.
-struct Draws(u64);
-
-impl Draws {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
-
-/// `sessions` × `calls` conversions, no value used twice.
-fn conversions(sessions: usize, calls: usize) -> Vec<Vec<Value>> {
-    let mut draws = Draws(75);
-    let mut used = std::collections::BTreeSet::new();
-    (0..sessions)
-        .map(|_| {
-            (0..calls)
-                .map(|_| {
-                    let (tool, pairs) = PAIRS[draws.below(PAIRS.len())];
-                    let (from, to) = pairs[draws.below(pairs.len())];
-                    let value = loop {
-                        // Two decimals, from -50 to 950.
-                        let cents = draws.below(100_000) as i64 - 5_000;
-                        if used.insert(cents) {
-                            break cents as f64 / 100.0;
-                        }
-                    };
-                    json!({"name": tool, "arguments": {"value": value, "from_unit": from, "to_unit": to}})
-                })
-                .collect()
-        })
-        .collect()
+/// `sessions` × `calls` conversions (tests/support/unit_sessions.py, the generator the
+/// measuring script uses too), no value used twice.
+fn conversions(sessions: usize, calls: usize) -> Value {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/support/unit_sessions.py");
+    let out = Command::new(python())
+        .arg(script)
+        .args([sessions.to_string(), calls.to_string(), "75".into()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    serde_json::from_slice(&out.stdout).unwrap()
 }
 
 /// Records the sessions through one `cosmos proxy --http` over the Unit Converter into

@@ -323,6 +323,10 @@ pub struct Routing {
         String,
         Result<crate::metrics::recalibration::Fitted, String>,
     )>,
+    /// Predictions the thresholds trust (at or above their tool's threshold, of tools trusted).
+    pub trusted: usize,
+    /// Predictions judged (with a confidence), over every tool.
+    pub judged: usize,
 }
 
 /// Per tool, a threshold with a guarantee for world model `name` over the calls of the
@@ -345,7 +349,7 @@ pub fn routing(
         .position(|n| n == name)
         .with_context(|| format!("{} has no world model {name}", path.display()))?;
     let judged = judged_by_tool(&filed.table(), w, filed.good_fidelity);
-    let choices = judged
+    let choices: std::collections::BTreeMap<String, _> = judged
         .iter()
         .map(|(tool, judged)| (tool.clone(), choose(judged, target_error, delta)))
         .collect();
@@ -362,7 +366,17 @@ pub fn routing(
         })
         .collect();
     let runs: Vec<String> = runs.iter().map(|r| r.display().to_string()).collect();
+    let judged_calls = judged.values().map(Vec::len).sum();
+    let trusted = choices
+        .values()
+        .map(|choice| match *choice {
+            crate::metrics::routing_bound::Choice::Trusted { n, .. } => n,
+            crate::metrics::routing_bound::Choice::Untrusted { .. } => 0,
+        })
+        .sum();
     Ok(Routing {
+        trusted,
+        judged: judged_calls,
         text: routing_file(
             name,
             target_error,

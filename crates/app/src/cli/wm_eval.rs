@@ -210,9 +210,15 @@ pub fn run(args: WmEvalArgs) -> Result<ExitCode> {
             }
         }
         errln!(
-            "cosmos: a threshold per tool (target error {target}, delta {}) written to {}",
+            "cosmos: a threshold per tool (target error {target}, delta {}) written to {}; they trust {} of the {} predictions with a confidence ({})",
             args.delta,
-            inert(&file.display().to_string())
+            inert(&file.display().to_string()),
+            routing.trusted,
+            routing.judged,
+            cosmos_engine::metrics::figure::percent(
+                routing.trusted as f64 / routing.judged.max(1) as f64,
+                1
+            )
         );
     }
     Ok(ExitCode::SUCCESS)

@@ -44,6 +44,8 @@ struct ToolCalls {
 #[derive(Debug, Default)]
 pub struct TransitionBuffer {
     by_tool: HashMap<String, ToolCalls>,
+    /// A tool's own name → the first `SERVER:TOOL` recorded with it.
+    by_bare: HashMap<String, String>,
     sources: Vec<PathBuf>,
     /// Each source as a file records it (`mcp::shown_location`: a run converted from another
     /// program's file by the file the person gave).
@@ -77,18 +79,20 @@ impl TransitionBuffer {
             }
             let source = buffer.sources.len() as u32;
             while let Ok(Some(e)) = stream.next_event() {
-                // A replayed call (a fork's history) is its original's, read there.
-                if let Some(call) = cosmos_trajectory::recorded_call::RecordedCall::of(&e.body)
-                    .filter(|c| c.error.is_none() && !c.is_copy())
+                // Taken apart, not copied. A replayed call (a fork's history, with an origin)
+                // is its original's, read there; a call that never answered has no result.
+                if let EventBody::ToolCalled {
+                    tool,
+                    arguments,
+                    result,
+                    error: None,
+                    origin: None,
+                    state_change,
+                    ..
+                } = e.body
                 {
-                    let change = call.state_change.map(|c| Arc::new(c.clone()));
-                    buffer.add_from(
-                        call.tool,
-                        call.arguments.clone(),
-                        call.result.clone(),
-                        source,
-                        change,
-                    );
+                    let change = state_change.map(|c| Arc::new(*c));
+                    buffer.add_from(&tool, *arguments, result, source, change);
                 } else if let EventBody::ResourceRead(read) = &e.body
                     && read.error.is_none()
                     && let Some((tool, arguments, result)) = read.as_read_call()
@@ -125,19 +129,20 @@ impl TransitionBuffer {
             run,
             change,
         };
-        let mut push = |name: String, transition: RecordedTransition| {
-            let calls = self.by_tool.entry(name).or_default();
-            calls
-                .by_arguments
-                .entry(key.clone())
-                .or_default()
-                .push(calls.calls.len() as u32);
-            calls.calls.push(transition);
-        };
-        if bare(tool) != tool {
-            push(format!(":{}", bare(tool)), transition.clone());
+        if !self.by_tool.contains_key(tool) {
+            // The first server recorded with this tool answers for the tool under another
+            // server's name.
+            self.by_bare
+                .entry(bare(tool).to_string())
+                .or_insert_with(|| tool.to_string());
         }
-        push(tool.to_string(), transition);
+        let calls = self.by_tool.entry(tool.to_string()).or_default();
+        calls
+            .by_arguments
+            .entry(key)
+            .or_default()
+            .push(calls.calls.len() as u32);
+        calls.calls.push(transition);
         self.count += 1;
     }
 
@@ -168,7 +173,7 @@ impl TransitionBuffer {
     fn tool_calls(&self, tool: &str) -> Option<&ToolCalls> {
         self.by_tool
             .get(tool)
-            .or_else(|| self.by_tool.get(&format!(":{}", bare(tool))))
+            .or_else(|| self.by_tool.get(self.by_bare.get(bare(tool))?))
     }
 
     /// Every recorded call of `tool` (under another server's name too, when none under this

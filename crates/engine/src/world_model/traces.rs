@@ -127,6 +127,10 @@ struct Fitted {
     /// For a text result: the confidence of the argument-slot template, when every recorded
     /// text of the context is its template filled in.
     template: Option<f64>,
+    /// Some call of them failed.
+    any_failed: bool,
+    /// The first success and its JSON: the shape of a result every rule fills in.
+    shape: Option<(Observation, Value)>,
 }
 
 /// The candidate rules for a leaf, best first.
@@ -279,8 +283,14 @@ impl Fitted {
         {
             template = Some(rule_confidence(rest.len().saturating_sub(1)));
         }
+        let shape = successes
+            .first()
+            .zip(json.first())
+            .map(|(c, v)| (c.observation.clone(), v.clone()));
         Self {
             all_failed: successes.is_empty(),
+            any_failed: successes.len() < calls.len(),
+            shape,
             calls,
             own_context,
             rules,
@@ -485,6 +495,13 @@ impl TracesWorldModel {
                 "rules",
             ));
         }
+        // Every field determined, and no failure recorded to be near: no neighbour is needed,
+        // so a call costs a lookup, not a pass over the context's calls.
+        if !fitted.any_failed
+            && let Some(predicted) = Self::shaped_by_rules(&fitted, arguments)
+        {
+            return Some(predicted);
+        }
         let (near, closeness) = fitted.nearest(arguments, None)?;
         if near.observation.is_error || fitted.all_failed {
             return Some(Predicted::whole(
@@ -513,16 +530,45 @@ impl TracesWorldModel {
                 how,
             ));
         };
+        Some(Self::shaped(
+            fitted,
+            arguments,
+            &near.observation,
+            &shape,
+            Some(from_neighbour),
+        ))
+    }
+
+    /// A JSON success on `shape` (the result `template`'s, whose text style it keeps), each
+    /// leaf by its rule, else the template's own value with `from_neighbour`'s confidence;
+    /// with none, every leaf must have a rule that applies (else `None`).
+    fn shaped_by_rules(fitted: &Fitted, arguments: &Value) -> Option<Predicted> {
+        let (template, shape) = fitted.shape.as_ref()?;
+        let predicted = Self::shaped(fitted, arguments, template, shape, None);
+        predicted
+            .fields
+            .iter()
+            .all(|f| f.determined)
+            .then_some(predicted)
+    }
+
+    fn shaped(
+        fitted: &Fitted,
+        arguments: &Value,
+        template: &Observation,
+        shape: &Value,
+        from_neighbour: Option<f64>,
+    ) -> Predicted {
         let mut fields = Vec::new();
         let mut path = String::new();
-        let predicted = rebuild(&shape, &mut path, &mut |path, recorded| {
+        let predicted = rebuild(shape, &mut path, &mut |path, recorded| {
             let (value, confidence, determined) = match fitted
                 .rules
                 .get(path)
                 .and_then(|(rule, c)| Some((rule.apply(arguments)?, *c)))
             {
                 Some((value, c)) => (like(value, recorded), c, true),
-                None => (recorded.clone(), from_neighbour, false),
+                None => (recorded.clone(), from_neighbour.unwrap_or(0.0), false),
             };
             fields.push(Field {
                 path: path.to_string(),
@@ -538,18 +584,14 @@ impl TracesWorldModel {
         } else {
             "neighbour"
         };
-        let text = if near.observation.text.contains('\n') {
+        let text = if template.text.contains('\n') {
             serde_json::to_string_pretty(&predicted)
         } else {
             serde_json::to_string(&predicted)
         }
         .unwrap_or_default();
-        let structured = near
-            .observation
-            .structured
-            .is_some()
-            .then(|| Box::new(predicted));
-        Some(Predicted {
+        let structured = template.structured.is_some().then(|| Box::new(predicted));
+        Predicted {
             observation: Observation {
                 text,
                 structured,
@@ -558,7 +600,7 @@ impl TracesWorldModel {
             confidence: weakest,
             how,
             fields,
-        })
+        }
     }
 }
 
