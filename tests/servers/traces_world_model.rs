@@ -190,3 +190,44 @@ fn stop(child: &mut std::process::Child) {
         .status();
     child.wait().unwrap();
 }
+
+/// `--memory-from` of `run` and `proxy` is read as wm-eval reads it: a FIFO (which would block
+/// a reader for ever) and a file of no known format are clear errors before anything starts.
+#[test]
+fn memory_from_that_is_no_run_is_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let mcp = write_mcp_config(dir.path(), json!({}));
+    let fifo = dir.path().join("fifo.jsonl");
+    assert!(
+        Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let garbage = dir.path().join("garbage.jsonl");
+    std::fs::write(&garbage, "not json\n").unwrap();
+    for (given, says) in [
+        (&fifo, "not a regular file"),
+        (&garbage, "not a format cosmos reads"),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_cosmos"))
+            .args(["proxy", "--mcp-config"])
+            .arg(&mcp)
+            .args([
+                "--mode",
+                "simulate",
+                "--world-model",
+                "traces",
+                "--memory-from",
+            ])
+            .arg(given)
+            .arg("--out")
+            .arg(dir.path().join("out"))
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+        assert!(text(&out).contains(says), "{}", text(&out));
+    }
+}

@@ -40,7 +40,7 @@ const TABLES: [(&str, &[&str]); 3] = [
     ),
     (
         "Table 4 · Cost and simulation",
-        &["tokens", "time s", "fidelity", "rejected"],
+        &["tokens", "time s", "fidelity", "w2r", "rejected"],
     ),
 ];
 

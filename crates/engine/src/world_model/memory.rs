@@ -31,6 +31,9 @@ pub struct RecordedTransition {
     pub change: Option<Arc<StateChange>>,
 }
 
+/// The most recorded calls a store holds (a few GiB at most, with results capped as recorded).
+pub const MAX_STORED: usize = 2_000_000;
+
 /// One tool's recorded calls, indexed by their canonical arguments.
 #[derive(Debug, Default)]
 struct ToolCalls {
@@ -59,9 +62,14 @@ fn bare(tool: &str) -> &str {
 }
 
 impl TransitionBuffer {
-    /// Reads every real call (without transport errors) from the runs under `paths`.
-    /// Unreadable files are skipped with a log line, not fatal.
+    /// Reads every real call (without transport errors) from the runs under `paths`, in one
+    /// pass, up to [`MAX_STORED`] calls (the rest left out, said in the log). Unreadable files
+    /// are skipped with a log line, not fatal; a file given twice (or by a link) is read once.
     pub fn from_runs(paths: &[PathBuf]) -> Result<Self> {
+        Self::from_runs_within(paths, MAX_STORED)
+    }
+
+    fn from_runs_within(paths: &[PathBuf], most: usize) -> Result<Self> {
         let mut buffer = Self::default();
         let found = collect_files(paths)?;
         for skipped in &found.skipped {
@@ -77,8 +85,17 @@ impl TransitionBuffer {
             if stream.header().agent.kind == cosmos_trajectory::event::AgentKind::WmEval {
                 continue;
             }
+            if buffer.count >= most {
+                tracing::warn!(
+                    file = %file.display(),
+                    "memory: the store holds {most} recorded calls, its most; the rest are left out"
+                );
+                break;
+            }
             let source = buffer.sources.len() as u32;
-            while let Ok(Some(e)) = stream.next_event() {
+            while buffer.count < most
+                && let Ok(Some(e)) = stream.next_event()
+            {
                 // Taken apart, not copied. A replayed call (a fork's history, with an origin)
                 // is its original's, read there; a call that never answered has no result.
                 if let EventBody::ToolCalled {
@@ -559,5 +576,56 @@ mod tests {
             &obs("ab9")
         );
         assert_eq!(b.lookup("time:get_current_time", &json!({})), None);
+    }
+
+    /// Writes a run of `n` calls of `t:f` into `dir/name`.
+    fn run_of(dir: &std::path::Path, name: &str, n: usize) -> PathBuf {
+        use cosmos_trajectory::synthetic::{self, Spec};
+        let path = dir.join(name);
+        let mut header = synthetic::header(&Spec::default());
+        header.agent.kind = cosmos_trajectory::event::AgentKind::React;
+        let mut w = cosmos_trajectory::writer::Writer::create(
+            &path,
+            &header,
+            cosmos_trajectory::redact::Redactor::new(),
+            None,
+        )
+        .unwrap();
+        for i in 0..n {
+            w.write(
+                i as u64,
+                EventBody::ToolCalled {
+                    step: i as u64 + 1,
+                    tool: "t:f".into(),
+                    server: None,
+                    arguments: Box::new(json!({"x": i})),
+                    result: obs(&format!("{name} {i}")),
+                    latency_ms: 1,
+                    node: None,
+                    error: None,
+                    origin: None,
+                    state_change: None,
+                },
+            )
+            .unwrap();
+        }
+        path
+    }
+
+    /// A run given twice (by its folder, by its path and by a link) is read once; past its
+    /// most, the store reads no more.
+    #[test]
+    fn the_store_reads_each_run_once_and_holds_at_most_its_bound() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = run_of(dir.path(), "a.jsonl", 3);
+        let b = run_of(dir.path(), "b.jsonl", 3);
+        let link = dir.path().join("link.jsonl");
+        std::os::unix::fs::symlink(&a, &link).unwrap();
+        let given = [dir.path().to_path_buf(), a.clone(), link];
+        let store = TransitionBuffer::from_runs(&given).unwrap();
+        assert_eq!(store.len(), 6, "a and b once each");
+        assert_eq!(store.shown_runs().len(), 2);
+        let bounded = TransitionBuffer::from_runs_within(&[a, b], 4).unwrap();
+        assert_eq!(bounded.len(), 4);
     }
 }
