@@ -131,7 +131,7 @@ pub async fn simulate(path: &Path, node: NodeId, name: &str, setup: &ProbeSetup)
         command: None,
         command_timeout: Duration::from_secs(60),
         cached: false,
-        converted: None,
+        converted: Default::default(),
     };
     let named = named::resolve(name, &mut config, &options)?
         .context("`none` is not a world model to probe with")?;

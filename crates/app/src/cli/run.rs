@@ -97,7 +97,7 @@ impl WorldModelArgs {
             command: self.world_model_command.clone(),
             command_timeout,
             cached: self.cache_world_model,
-            converted: Some(std::sync::Arc::new(opened)),
+            converted: cosmos_engine::world_model::KeepAlive::new(opened),
         })
     }
 }

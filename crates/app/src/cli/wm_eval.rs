@@ -123,7 +123,7 @@ pub fn run(args: WmEvalArgs) -> Result<ExitCode> {
             command: args.world_model_command.clone(),
             command_timeout: Duration::from_secs(args.call_timeout_s),
             cached: false,
-            converted: None,
+            converted: Default::default(),
         },
         concurrency: args.concurrency,
         out_dir: args.out.clone(),

@@ -50,7 +50,7 @@ pub(crate) mod traces;
 
 pub use command::CommandWorldModel;
 pub use llm::{Grounding, simulation_messages, simulation_reply};
-pub use named::{BuiltInOptions, resolve};
+pub use named::{BuiltInOptions, KeepAlive, resolve};
 
 use std::sync::Arc;
 use std::time::Duration;

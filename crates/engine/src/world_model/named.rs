@@ -114,7 +114,29 @@ pub struct BuiltInOptions {
     pub cached: bool,
     /// Other programs' files among `memory_from`, converted to runs: kept while the options
     /// live (their private folder goes with them).
-    pub converted: Option<Arc<crate::import::Opened>>,
+    pub converted: KeepAlive,
+}
+
+/// Something that must live as long as what holds it (the private folder of runs converted
+/// from other programs' files), held without the world models knowing what it is.
+#[derive(Clone, Default)]
+pub struct KeepAlive(Option<Arc<dyn std::any::Any + Send + Sync>>);
+
+impl KeepAlive {
+    /// Keeps `value` alive while this (or a clone) lives.
+    pub fn new(value: impl std::any::Any + Send + Sync) -> Self {
+        Self(Some(Arc::new(value)))
+    }
+}
+
+impl std::fmt::Debug for KeepAlive {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "KeepAlive(held)"
+        } else {
+            "KeepAlive(none)"
+        })
+    }
 }
 
 /// Resolves `name`: a built-in name (`none` gives `None`), else a `[world_models.NAME]` table of
