@@ -440,6 +440,7 @@ impl Named {
                     memory: None,
                     members,
                     named: self.clone(),
+                    per_run: Default::default(),
                 });
             }
         };
@@ -448,6 +449,7 @@ impl Named {
             memory: memory_model,
             members: Vec::new(),
             named: self.clone(),
+            per_run: Default::default(),
         })
     }
 
@@ -482,6 +484,8 @@ pub struct Built {
     /// For an ensemble, its members, built.
     members: Vec<Built>,
     named: Named,
+    /// [`Built::for_calls_of`]'s models, by run.
+    per_run: std::sync::Mutex<std::collections::HashMap<PathBuf, Arc<dyn WorldModel>>>,
 }
 
 /// A world model that reads recorded runs, which must leave out the run whose calls it is
@@ -506,7 +510,19 @@ impl Built {
     /// The model for predicting calls recorded in `run`: one that reads runs, without that
     /// run's own calls (it would otherwise score itself, or be shown the answer), an ensemble
     /// of its members so; any other model as it is.
+    /// Made once per run and kept (a run's calls share its rules, its cache, its lookups).
     pub fn for_calls_of(&self, run: &Path) -> Arc<dyn WorldModel> {
+        if let Some(model) = self.per_run.lock().ok().and_then(|m| m.get(run).cloned()) {
+            return model;
+        }
+        let model = self.leaving_out(run);
+        if let Ok(mut kept) = self.per_run.lock() {
+            kept.insert(run.to_path_buf(), model.clone());
+        }
+        model
+    }
+
+    fn leaving_out(&self, run: &Path) -> Arc<dyn WorldModel> {
         match (&self.memory, &self.named.kind) {
             (Some(ReadsRuns::Memory(memory)), _) => self.named.wrap(Arc::new(memory.without(run))),
             (Some(ReadsRuns::Traces(traces)), _) => self.named.wrap(Arc::new(traces.without(run))),
