@@ -56,6 +56,59 @@ pub struct TransitionBuffer {
     count: usize,
 }
 
+/// One recorded call as the store takes it: tool, canonical arguments, arguments, result,
+/// change.
+type Read = (String, String, Value, Observation, Option<Arc<StateChange>>);
+
+/// The real calls of one run file (taken apart, not copied) and how the file records its run;
+/// `None` for a file that cannot be read (logged) or a wm-eval file, whose calls are copies of
+/// other runs' calls (reading them would let a call be predicted from its own recording).
+fn calls_in(file: &PathBuf) -> Option<(String, Vec<Read>)> {
+    let Ok(mut stream) = EventStream::open(file) else {
+        tracing::warn!(file = %file.display(), "memory: skipping unreadable run");
+        return None;
+    };
+    if stream.header().agent.kind == cosmos_trajectory::event::AgentKind::WmEval {
+        return None;
+    }
+    let mut calls = Vec::new();
+    while let Ok(Some(e)) = stream.next_event() {
+        // A replayed call (a fork's history, with an origin) is its original's, read there; a
+        // call that never answered has no result.
+        if let EventBody::ToolCalled {
+            tool,
+            arguments,
+            result,
+            error: None,
+            origin: None,
+            state_change,
+            ..
+        } = e.body
+        {
+            let key = canonical(&arguments);
+            calls.push((
+                tool,
+                key,
+                *arguments,
+                result,
+                state_change.map(|c| Arc::new(*c)),
+            ));
+        } else if let EventBody::ResourceRead(read) = &e.body
+            && read.error.is_none()
+            && let Some((tool, arguments, result)) = read.as_read_call()
+        {
+            calls.push((
+                tool.name.clone(),
+                canonical(&arguments),
+                arguments,
+                result,
+                None,
+            ));
+        }
+    }
+    Some((crate::mcp::shown_location(file, stream.header()), calls))
+}
+
 /// The tool's own name, without the server: lets runs under other server names match.
 fn bare(tool: &str) -> &str {
     tool.split_once(':').map_or(tool, |(_, t)| t)
@@ -75,52 +128,31 @@ impl TransitionBuffer {
         for skipped in &found.skipped {
             tracing::warn!(%skipped, "memory: skipping");
         }
-        for file in found.files {
-            let Ok(mut stream) = EventStream::open(&file) else {
-                tracing::warn!(file = %file.display(), "memory: skipping unreadable run");
-                continue;
-            };
-            // A wm-eval file's calls are copies of other runs' calls: reading them would let a
-            // call be predicted from its own recording after all.
-            if stream.header().agent.kind == cosmos_trajectory::event::AgentKind::WmEval {
-                continue;
-            }
+        // Read a batch of files at once (one per core), added in the files' order; a batch at
+        // a time, so the bound stops the reading, not only the keeping.
+        let batch = 4 * cosmos_trajectory::parallel::workers();
+        for files in found.files.chunks(batch) {
             if buffer.count >= most {
                 tracing::warn!(
-                    file = %file.display(),
                     "memory: the store holds {most} recorded calls, its most; the rest are left out"
                 );
                 break;
             }
-            let source = buffer.sources.len() as u32;
-            while buffer.count < most
-                && let Ok(Some(e)) = stream.next_event()
+            for (file, read) in files
+                .iter()
+                .zip(cosmos_trajectory::parallel::map(files, |f| calls_in(f)))
             {
-                // Taken apart, not copied. A replayed call (a fork's history, with an origin)
-                // is its original's, read there; a call that never answered has no result.
-                if let EventBody::ToolCalled {
-                    tool,
-                    arguments,
-                    result,
-                    error: None,
-                    origin: None,
-                    state_change,
-                    ..
-                } = e.body
-                {
-                    let change = state_change.map(|c| Arc::new(*c));
-                    buffer.add_from(&tool, *arguments, result, source, change);
-                } else if let EventBody::ResourceRead(read) = &e.body
-                    && read.error.is_none()
-                    && let Some((tool, arguments, result)) = read.as_read_call()
-                {
-                    buffer.add_from(&tool.name, arguments, result, source, None);
+                let Some((shown, calls)) = read else { continue };
+                let source = buffer.sources.len() as u32;
+                for (tool, key, arguments, result, change) in calls {
+                    if buffer.count >= most {
+                        break;
+                    }
+                    buffer.add_keyed(&tool, key, arguments, result, source, change);
                 }
+                buffer.shown.push(shown);
+                buffer.sources.push(file.clone());
             }
-            buffer
-                .shown
-                .push(crate::mcp::shown_location(&file, stream.header()));
-            buffer.sources.push(file);
         }
         Ok(buffer)
     }
@@ -131,6 +163,7 @@ impl TransitionBuffer {
         self.add_from(tool, arguments, result, u32::MAX, None);
     }
 
+    #[cfg(test)]
     fn add_from(
         &mut self,
         tool: &str,
@@ -140,6 +173,19 @@ impl TransitionBuffer {
         change: Option<Arc<StateChange>>,
     ) {
         let key = canonical(&arguments);
+        self.add_keyed(tool, key, arguments, observation, run, change);
+    }
+
+    /// Adds one call, its arguments' canonical form `key` made already.
+    fn add_keyed(
+        &mut self,
+        tool: &str,
+        key: String,
+        arguments: Value,
+        observation: Observation,
+        run: u32,
+        change: Option<Arc<StateChange>>,
+    ) {
         let transition = RecordedTransition {
             arguments,
             observation,
