@@ -63,7 +63,7 @@ type Read = (String, String, Value, Observation, Option<Arc<StateChange>>);
 /// The real calls of one run file (taken apart, not copied) and how the file records its run;
 /// `None` for a file that cannot be read (logged) or a wm-eval file, whose calls are copies of
 /// other runs' calls (reading them would let a call be predicted from its own recording).
-fn calls_in(file: &PathBuf) -> Option<(String, Vec<Read>)> {
+fn calls_in(file: &std::path::Path) -> Option<(String, Vec<Read>)> {
     let Ok(mut stream) = EventStream::open(file) else {
         tracing::warn!(file = %file.display(), "memory: skipping unreadable run");
         return None;
@@ -140,7 +140,7 @@ impl TransitionBuffer {
             }
             for (file, read) in files
                 .iter()
-                .zip(cosmos_trajectory::parallel::map(files, |f| calls_in(f)))
+                .zip(cosmos_trajectory::parallel::map(files, |f| calls_in(f.as_path())))
             {
                 let Some((shown, calls)) = read else { continue };
                 let source = buffer.sources.len() as u32;
