@@ -90,7 +90,7 @@ impl LlmWorldModel {
             .into_iter()
             .map(|c| (&c.arguments, &c.observation))
             .collect();
-        let (draft, facts) = match traces.draft(&req.tool.name, req.arguments) {
+        let (draft, facts) = match traces.draft(&req.tool.name, req.arguments, req.state) {
             Some((draft, facts)) => (Some(draft), facts),
             None => (None, Vec::new()),
         };

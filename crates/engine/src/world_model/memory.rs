@@ -29,6 +29,17 @@ pub struct RecordedTransition {
     pub run: u32,
     /// Its change to its server's state, when watched.
     pub change: Option<Arc<StateChange>>,
+    /// Its server's state before it ([`state_digest`]), when the run kept the start state and
+    /// every change on the way (the one fold, `state_view::fold_step`).
+    pub state_before: Option<u64>,
+}
+
+/// A state's digest for matching calls made in the same state: a hash of its canonical JSON.
+pub fn state_digest(state: &Value) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    canonical(state).hash(&mut h);
+    h.finish()
 }
 
 /// The most recorded calls a store holds (a few GiB at most, with results capped as recorded).
@@ -56,9 +67,8 @@ pub struct TransitionBuffer {
     count: usize,
 }
 
-/// One recorded call as the store takes it: tool, canonical arguments, arguments, result,
-/// change.
-type Read = (String, String, Value, Observation, Option<Arc<StateChange>>);
+/// One recorded call as the store takes it: its tool, its arguments' canonical form, and it.
+type Read = (String, String, RecordedTransition);
 
 /// The real calls of one run file (taken apart, not copied) and how the file records its run;
 /// `None` for a file that cannot be read (logged) or a wm-eval file, whose calls are copies of
@@ -72,6 +82,18 @@ fn calls_in(file: &std::path::Path) -> Option<(String, Vec<Read>)> {
         return None;
     }
     let mut calls = Vec::new();
+    // Each sandboxed server's state as the run goes, from its start state by the one fold.
+    let mut states: Vec<(String, Option<cosmos_trajectory::event::StateFields>)> = stream
+        .header()
+        .servers
+        .iter()
+        .filter_map(|s| {
+            let Some(Value::Object(start)) = s.start_state.as_deref() else {
+                return None;
+            };
+            Some((s.name.clone(), Some(start.clone().into_iter().collect())))
+        })
+        .collect();
     while let Ok(Some(e)) = stream.next_event() {
         // A replayed call (a fork's history, with an origin) is its original's, read there; a
         // call that never answered has no result.
@@ -86,24 +108,38 @@ fn calls_in(file: &std::path::Path) -> Option<(String, Vec<Read>)> {
         } = e.body
         {
             let key = canonical(&arguments);
-            calls.push((
-                tool,
-                key,
-                *arguments,
-                result,
-                state_change.map(|c| Arc::new(*c)),
-            ));
+            let mut state_before = None;
+            if let Some((_, state)) = states
+                .iter_mut()
+                .find(|(server, _)| crate::mcp::state_view::is_servers(&tool, server))
+            {
+                state_before = state
+                    .as_ref()
+                    .map(|s| state_digest(&Value::Object(s.clone().into_iter().collect())));
+                *state =
+                    crate::mcp::state_view::fold_step(state.take(), state_change.as_deref(), None);
+            }
+            let transition = RecordedTransition {
+                arguments: *arguments,
+                observation: result,
+                run: 0,
+                change: state_change.map(|c| Arc::new(*c)),
+                state_before,
+            };
+            calls.push((tool, key, transition));
         } else if let EventBody::ResourceRead(read) = &e.body
             && read.error.is_none()
             && let Some((tool, arguments, result)) = read.as_read_call()
         {
-            calls.push((
-                tool.name.clone(),
-                canonical(&arguments),
+            let key = canonical(&arguments);
+            let transition = RecordedTransition {
                 arguments,
-                result,
-                None,
-            ));
+                observation: result,
+                run: 0,
+                change: None,
+                state_before: None,
+            };
+            calls.push((tool.name.clone(), key, transition));
         }
     }
     Some((crate::mcp::shown_location(file, stream.header()), calls))
@@ -140,15 +176,24 @@ impl TransitionBuffer {
             }
             for (file, read) in files
                 .iter()
-                .zip(cosmos_trajectory::parallel::map(files, |f| calls_in(f.as_path())))
+                .zip(cosmos_trajectory::parallel::map(files, |f| {
+                    calls_in(f.as_path())
+                }))
             {
                 let Some((shown, calls)) = read else { continue };
                 let source = buffer.sources.len() as u32;
-                for (tool, key, arguments, result, change) in calls {
+                for (tool, key, transition) in calls {
                     if buffer.count >= most {
                         break;
                     }
-                    buffer.add_keyed(&tool, key, arguments, result, source, change);
+                    buffer.add_keyed(
+                        &tool,
+                        key,
+                        RecordedTransition {
+                            run: source,
+                            ..transition
+                        },
+                    );
                 }
                 buffer.shown.push(shown);
                 buffer.sources.push(file.clone());
@@ -173,25 +218,18 @@ impl TransitionBuffer {
         change: Option<Arc<StateChange>>,
     ) {
         let key = canonical(&arguments);
-        self.add_keyed(tool, key, arguments, observation, run, change);
-    }
-
-    /// Adds one call, its arguments' canonical form `key` made already.
-    fn add_keyed(
-        &mut self,
-        tool: &str,
-        key: String,
-        arguments: Value,
-        observation: Observation,
-        run: u32,
-        change: Option<Arc<StateChange>>,
-    ) {
         let transition = RecordedTransition {
             arguments,
             observation,
             run,
             change,
+            state_before: None,
         };
+        self.add_keyed(tool, key, transition);
+    }
+
+    /// Adds one call, its arguments' canonical form `key` made already.
+    fn add_keyed(&mut self, tool: &str, key: String, transition: RecordedTransition) {
         if !self.by_tool.contains_key(tool) {
             // The first server recorded with this tool answers for the tool under another
             // server's name.
@@ -289,6 +327,27 @@ impl TransitionBuffer {
         scored.truncate(k);
         scored.sort_by(order);
         scored.into_iter().map(|(_, _, c)| c).collect()
+    }
+
+    /// Adds one transition recorded in the `source`th run with its server in `state`.
+    #[cfg(test)]
+    pub fn add_in_state(
+        &mut self,
+        tool: &str,
+        arguments: Value,
+        result: Observation,
+        source: u32,
+        state: &Value,
+    ) {
+        let key = canonical(&arguments);
+        let transition = RecordedTransition {
+            arguments,
+            observation: result,
+            run: source,
+            change: None,
+            state_before: Some(state_digest(state)),
+        };
+        self.add_keyed(tool, key, transition);
     }
 
     /// Adds one transition as recorded in the `source`th run (tests build buffers by hand).

@@ -327,6 +327,8 @@ struct Predicted {
     how: &'static str,
     /// Each JSON leaf's path, value, confidence, and whether a rule gave it.
     fields: Vec<Field>,
+    /// The same call's recorded change to its server's state (an exact recall's).
+    change: Option<Arc<cosmos_trajectory::event::StateChange>>,
 }
 
 /// One leaf of a predicted JSON result.
@@ -363,6 +365,7 @@ impl Predicted {
             confidence,
             how,
             fields,
+            change: None,
         }
     }
 }
@@ -450,8 +453,9 @@ impl TracesWorldModel {
         &self,
         tool: &str,
         arguments: &Value,
+        state: Option<&Value>,
     ) -> Option<(Observation, Vec<(String, Value)>)> {
-        let predicted = self.predict(tool, arguments)?;
+        let predicted = self.predict(tool, arguments, state)?;
         let facts = predicted
             .fields
             .into_iter()
@@ -461,13 +465,22 @@ impl TracesWorldModel {
         Some((predicted.observation, facts))
     }
 
-    /// Predicts `tool` called with `arguments`; `None` when the tool was never recorded.
-    fn predict(&self, tool: &str, arguments: &Value) -> Option<Predicted> {
-        // The same call recorded: the result recorded most often for it.
-        let same: Vec<&RecordedTransition> = self
+    /// Predicts `tool` called with `arguments`, its server in `state` when known; `None` when
+    /// the tool was never recorded.
+    fn predict(&self, tool: &str, arguments: &Value, state: Option<&Value>) -> Option<Predicted> {
+        // The same call recorded: the result recorded most often for it; in the same state,
+        // when the state is known and the recordings kept theirs (in another state the same
+        // call may answer otherwise).
+        let mut same: Vec<&RecordedTransition> = self
             .store
             .same_calls(tool, arguments, self.excluded)
             .collect();
+        if let Some(state) = state
+            && same.iter().any(|c| c.state_before.is_some())
+        {
+            let digest = super::memory::state_digest(state);
+            same.retain(|c| c.state_before == Some(digest));
+        }
         if !same.is_empty() {
             let agreeing = |o: &Observation| same.iter().filter(|c| c.observation == *o).count();
             let (best, n) = same.iter().map(|c| (*c, agreeing(&c.observation))).fold(
@@ -480,11 +493,13 @@ impl TracesWorldModel {
             // Recorded alike n times of `same.len()`: a rule checked n − 1 times, weighed
             // by the share that agree.
             let share = n as f64 / same.len() as f64;
-            return Some(Predicted::whole(
+            let mut predicted = Predicted::whole(
                 best.observation.clone(),
                 share * rule_confidence(n - 1),
                 "rules",
-            ));
+            );
+            predicted.change = best.change.clone();
+            return Some(predicted);
         }
         let fitted = self.fitted(tool, arguments)?;
         if fitted.own_context && fitted.all_failed {
@@ -600,6 +615,7 @@ impl TracesWorldModel {
             confidence: weakest,
             how,
             fields,
+            change: None,
         }
     }
 }
@@ -662,7 +678,7 @@ impl WorldModel for TracesWorldModel {
     ) -> BoxFuture<'a, Result<Simulation, SimFailure>> {
         Box::pin(async move {
             let start = Instant::now();
-            let Some(predicted) = self.predict(&req.tool.name, req.arguments) else {
+            let Some(predicted) = self.predict(&req.tool.name, req.arguments, req.state) else {
                 // Nothing to go on is no prediction, as for memory.
                 return Err(SimFailure::new(format!(
                     "traces world model: no recorded call of {} to predict from",
@@ -682,6 +698,15 @@ impl WorldModel for TracesWorldModel {
                 .into_iter()
                 .map(|f| (f.path, f.confidence))
                 .collect();
+            // The same call's recorded change, replayed on the state it is given.
+            simulation.predicted_state = match (req.state, predicted.change.as_deref()) {
+                (Some(Value::Object(state)), Some(change)) => {
+                    let state = state.clone().into_iter().collect();
+                    crate::mcp::state_view::apply(&state, change)
+                        .map(|after| Value::Object(after.into_iter().collect()))
+                }
+                _ => None,
+            };
             Ok(simulation)
         })
     }
@@ -734,7 +759,9 @@ mod tests {
             .collect();
         let wm = TracesWorldModel::new(store(&calls));
         let args = json!({"value": 100.0, "from_unit": "celsius", "to_unit": "fahrenheit"});
-        let p = wm.predict("units:convert_temperature", &args).unwrap();
+        let p = wm
+            .predict("units:convert_temperature", &args, None)
+            .unwrap();
         let got = p.observation.structured.unwrap();
         assert_eq!(got["converted_value"], json!(212.0));
         assert_eq!(got["original_value"], json!(100.0));
@@ -751,7 +778,9 @@ mod tests {
         let (b, q) = conversion(20.0, "celsius", "fahrenheit", 68.0);
         let wm = TracesWorldModel::new(store(&[(a, o, 0), (b, q, 1)]));
         let args = json!({"value": 10.0, "from_unit": "kelvin", "to_unit": "celsius"});
-        let p = wm.predict("units:convert_temperature", &args).unwrap();
+        let p = wm
+            .predict("units:convert_temperature", &args, None)
+            .unwrap();
         assert_eq!(p.how, "neighbour");
         let got = p.observation.structured.unwrap();
         // Copies hold across the tool's calls; the converted value is the neighbour's.
@@ -770,8 +799,12 @@ mod tests {
             excluded: Some(0),
             ..wm.without(&dir)
         };
-        assert!(excluded.predict("units:convert_temperature", &a).is_none());
-        assert!(wm.predict("units:convert_temperature", &a).is_some());
+        assert!(
+            excluded
+                .predict("units:convert_temperature", &a, None)
+                .is_none()
+        );
+        assert!(wm.predict("units:convert_temperature", &a, None).is_some());
     }
 
     #[test]
@@ -788,6 +821,7 @@ mod tests {
             .predict(
                 "units:convert_temperature",
                 &json!({"value": 9.0, "from_unit": "celsius", "to_unit": "parsec"}),
+                None,
             )
             .unwrap();
         assert!(p.observation.is_error);
@@ -807,7 +841,9 @@ mod tests {
             );
         }
         let wm = TracesWorldModel::new(Arc::new(b));
-        let p = wm.predict("w:weather", &json!({"city": "Brest"})).unwrap();
+        let p = wm
+            .predict("w:weather", &json!({"city": "Brest"}), None)
+            .unwrap();
         assert_eq!(p.observation.text, "Weather in Brest: sunny");
         assert_eq!(p.how, "rules");
     }
@@ -818,5 +854,35 @@ mod tests {
         assert_eq!(similarity(&a, &a), 1.0);
         assert!((similarity(&a, &json!({"value": 30.0, "unit": "m"})) - 0.75).abs() < 1e-12);
         assert!((similarity(&a, &json!({"value": 10.0, "unit": "ft"})) - 0.5).abs() < 1e-12);
+    }
+
+    /// The same call recorded in two states answers as it did in the state it is asked in.
+    #[test]
+    fn the_same_call_is_recalled_in_its_own_state() {
+        let mut b = TransitionBuffer::default();
+        let (empty, full) = (json!({"item/a": null}), json!({"item/a": {"qty": 2}}));
+        let call = json!({"name": "a"});
+        b.add_in_state(
+            "kv:get",
+            call.clone(),
+            Observation::of_text("none", false),
+            0,
+            &empty,
+        );
+        b.add_in_state(
+            "kv:get",
+            call.clone(),
+            Observation::of_text("qty 2", false),
+            1,
+            &full,
+        );
+        let wm = TracesWorldModel::new(Arc::new(b));
+        let text = |state: Option<&Value>| {
+            wm.predict("kv:get", &call, state)
+                .map(|p| p.observation.text)
+                .unwrap_or_default()
+        };
+        assert_eq!(text(Some(&empty)), "none");
+        assert_eq!(text(Some(&full)), "qty 2");
     }
 }
