@@ -100,7 +100,7 @@ pub fn belief_start(start: Option<&Value>) -> Option<StateFields> {
 }
 
 /// The belief moved on by one step on its server (see [`belief`]): the one fold,
-/// [`crate::mcp::state_view::fold_step`].
+/// `mcp::state_view::fold_step`.
 pub fn belief_step(state: Option<StateFields>, step: &HistoryStep) -> Option<StateFields> {
     crate::mcp::state_view::fold_step(
         state,
