@@ -5,15 +5,17 @@
 //!
 //! For a call of a tool, in order:
 //!
-//! 1. **The same call recorded**: the result recorded most often for these arguments.
+//! 1. **The same call recorded**: the result recorded most often for these arguments (of the
+//!    recordings made in the state the call is asked in, when that is known and they kept
+//!    theirs); its recorded change is replayed on the state.
 //! 2. **Errors**: when every recorded call of the same *context* (the call's arguments that are
 //!    no numbers: units, names, flags) failed, that error; when the nearest recorded call
 //!    failed, its error, as a guess.
 //! 3. **A result, field by field** (a JSON result's leaves), each by the first rule every
 //!    recorded success of the context reproduces (of the tool, when the context was never
 //!    recorded): a copy of an argument; for a number, a multiple or an affine function of a
-//!    numeric argument (least squares, kept only when it gives every recorded value within
-//!    fidelity's 1%); a constant; else the nearest call's value. A text result is
+//!    numeric argument (least squares, within the context only, kept only when it gives every
+//!    recorded value within fidelity's 1%); a constant; else the nearest call's value. A text result is
 //!    the nearest call's text with its argument values put in this call's, when that template
 //!    gives every other recorded text of the context exactly.
 //!
@@ -32,7 +34,7 @@ use serde_json::{Value, json};
 
 use super::memory::{RecordedTransition, TransitionBuffer, similarity};
 use super::{Confidence, SimFailure, SimRequest, Simulation, WorldModel, canonical};
-use cosmos_metrics::fidelity::{as_json, leaf_eq, leaves};
+use crate::metrics::fidelity::{as_json, leaf_eq, leaves};
 use cosmos_trajectory::event::{Observation, WorldModelInfo};
 
 /// The confidence a rule checked by `checks` recorded calls beyond the fewest that determine
