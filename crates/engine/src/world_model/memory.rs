@@ -164,6 +164,14 @@ impl TransitionBuffer {
         for skipped in &found.skipped {
             tracing::warn!(%skipped, "memory: skipping");
         }
+        // Other programs' files reach the store converted (`--memory-from` of every command
+        // does that); a table's `from` names cosmos runs.
+        for foreign in &found.foreign {
+            tracing::warn!(
+                file = %foreign.display(),
+                "memory: not a cosmos run; give it with --memory-from, or `cosmos import` it first"
+            );
+        }
         // Read a batch of files at once (one per core), added in the files' order; a batch at
         // a time, so the bound stops the reading, not only the keeping.
         let batch = 4 * cosmos_trajectory::parallel::workers();
