@@ -747,33 +747,13 @@ pub fn compute(input: &MetricsInput<'_>) -> RunMetrics {
         source_passed: input.source.passed,
         grounded_calls: input.grounded,
         simulated_answers: input.simulated_answers,
-        // A call's prediction is unsure as routing recorded it, else (a file written before
-        // routes were recorded) by the threshold.
-        unsure_calls: input.unsure_below.map(|below| {
-            steps
-                .iter()
-                .filter(|s| {
-                    s.fidelity.is_some()
-                        && match s.trusted {
-                            Some(trusted) => !trusted,
-                            None => s.confidence.is_none_or(|c| c < below),
-                        }
-                })
-                .count() as u64
-        }),
+        unsure_calls: input.unsure_below.map(|below| unsure_calls(steps, below)),
         trusted_predictions: input.routed.map(|r| r.trusted),
         real_calls_saved: input.routed.map(|r| r.saved),
-        trusted_poor: input.routed.filter(|r| r.checked_later).map(|_| {
-            steps
-                .iter()
-                .filter(|s| {
-                    s.trusted == Some(true)
-                        && s.fidelity
-                            .as_ref()
-                            .is_some_and(|f| f.score < fidelity::GOOD_FIDELITY)
-                })
-                .count() as u64
-        }),
+        trusted_poor: input
+            .routed
+            .filter(|r| r.checked_later)
+            .map(|_| trusted_poor(steps)),
         w2r: plans.and(w2r.map(|(share, _)| share)),
         w2r_divergence: plans.and(w2r.and_then(|(_, at)| at)),
         llm: input.llm,
@@ -794,6 +774,34 @@ pub fn compute(input: &MetricsInput<'_>) -> RunMetrics {
         },
         state_match: input.state_match,
     }
+}
+
+/// Real calls that rested on an unsure prediction ([`RunMetrics::unsure_calls`]): as routing
+/// recorded it, else (a file written before routes were recorded) under `below`.
+fn unsure_calls(steps: &[StepFacts], below: f64) -> u64 {
+    steps
+        .iter()
+        .filter(|s| {
+            s.fidelity.is_some()
+                && match s.trusted {
+                    Some(trusted) => !trusted,
+                    None => s.confidence.is_none_or(|c| c < below),
+                }
+        })
+        .count() as u64
+}
+
+/// Trusted predictions the real call found poor ([`RunMetrics::trusted_poor`]).
+fn trusted_poor(steps: &[StepFacts]) -> u64 {
+    steps
+        .iter()
+        .filter(|s| {
+            s.trusted == Some(true)
+                && s.fidelity
+                    .as_ref()
+                    .is_some_and(|f| f.score < fidelity::GOOD_FIDELITY)
+        })
+        .count() as u64
 }
 
 /// World to real (decision-oriented evaluation): of the real calls, in order, how many went as

@@ -188,38 +188,51 @@ pub fn run(args: WmEvalArgs) -> Result<ExitCode> {
         return Ok(ExitCode::FAILURE);
     }
     if let (Some(target), Some(file)) = (args.target_error, &args.routing_out) {
-        let routing = cosmos_engine::wm_eval::routing(
-            &evaluation.path,
-            &args.world_models[0],
-            target,
-            args.delta,
-            &given,
-        )?;
-        let mut staged = cosmos_trajectory::out_file::Staged::create(file)?;
-        std::io::Write::write_all(staged.writer(), routing.text.as_bytes())?;
-        staged.finish()?;
-        for (tool, fitted) in &routing.recalibrated {
-            match fitted {
-                Ok(f) => errln!(
-                    "cosmos: {}: confidence recalibrated, ECE {:.3} → {:.3} on calls the curve was not fitted on",
-                    inert(tool),
-                    f.ece_raw,
-                    f.ece_cross_fitted
-                ),
-                Err(why) => errln!("cosmos: {}: not recalibrated ({})", inert(tool), inert(why)),
-            }
-        }
-        errln!(
-            "cosmos: a threshold per tool (target error {target}, delta {}) written to {}; they trust {} of the {} predictions with a confidence ({})",
-            args.delta,
-            inert(&file.display().to_string()),
-            routing.trusted,
-            routing.judged,
-            cosmos_engine::metrics::figure::percent(
-                routing.trusted as f64 / routing.judged.max(1) as f64,
-                1
-            )
-        );
+        write_routing(&evaluation.path, &args, target, file, &given)?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Writes the routing file of `--target-error` over the simulations in `evaluated`, and says
+/// what each tool's recalibration and the thresholds came to.
+fn write_routing(
+    evaluated: &std::path::Path,
+    args: &WmEvalArgs,
+    target: f64,
+    file: &std::path::Path,
+    given: &[PathBuf],
+) -> Result<()> {
+    let routing = cosmos_engine::wm_eval::routing(
+        evaluated,
+        &args.world_models[0],
+        target,
+        args.delta,
+        given,
+    )?;
+    let mut staged = cosmos_trajectory::out_file::Staged::create(file)?;
+    std::io::Write::write_all(staged.writer(), routing.text.as_bytes())?;
+    staged.finish()?;
+    for (tool, fitted) in &routing.recalibrated {
+        match fitted {
+            Ok(f) => errln!(
+                "cosmos: {}: confidence recalibrated, ECE {:.3} → {:.3} on calls the curve was not fitted on",
+                inert(tool),
+                f.ece_raw,
+                f.ece_cross_fitted
+            ),
+            Err(why) => errln!("cosmos: {}: not recalibrated ({})", inert(tool), inert(why)),
+        }
+    }
+    errln!(
+        "cosmos: a threshold per tool (target error {target}, delta {}) written to {}; they trust {} of the {} predictions with a confidence ({})",
+        args.delta,
+        inert(&file.display().to_string()),
+        routing.trusted,
+        routing.judged,
+        cosmos_engine::metrics::figure::percent(
+            routing.trusted as f64 / routing.judged.max(1) as f64,
+            1
+        )
+    );
+    Ok(())
 }

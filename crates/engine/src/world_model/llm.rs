@@ -298,9 +298,9 @@ mod tests {
     use crate::llm::endpoints::Endpoint;
     use cosmos_trajectory::event::ToolInfo;
 
-    #[test]
-    fn the_prompt_offers_nothing_to_copy_and_its_markers_are_known_to_fidelity() {
-        let endpoint = Endpoint {
+    /// An endpoint no prompt test sends to.
+    fn endpoint() -> Endpoint {
+        Endpoint {
             base_url: "http://127.0.0.1:9/v1".into(),
             model: "m".into(),
             api_key: None,
@@ -311,7 +311,12 @@ mod tests {
             output: Default::default(),
             record_messages: false,
             logprobs: false,
-        };
+        }
+    }
+
+    #[test]
+    fn the_prompt_offers_nothing_to_copy_and_its_markers_are_known_to_fidelity() {
+        let endpoint = endpoint();
         let wm = LlmWorldModel::new(Arc::new(LlmClient::new(endpoint)), None, DEFAULT_EXAMPLES);
         let tool = ToolInfo {
             name: "Time MCP:convert_time".into(),
@@ -345,18 +350,7 @@ mod tests {
     /// the fields the rules determine as facts and the draft, and nothing of the run left out.
     #[test]
     fn a_grounded_prompt_shows_the_nearest_calls_facts_and_a_draft_from_other_runs() {
-        let endpoint = Endpoint {
-            base_url: "http://127.0.0.1:9/v1".into(),
-            model: "m".into(),
-            api_key: None,
-            temperature: 0.0,
-            max_tokens: 64,
-            timeout: std::time::Duration::from_secs(1),
-            max_retries: 0,
-            output: Default::default(),
-            record_messages: false,
-            logprobs: false,
-        };
+        let endpoint = endpoint();
         let mut store = TransitionBuffer::default();
         for (run, v) in [1.0, 2.0, 3.0, 50.0].iter().enumerate() {
             let result = json!({"value": v, "tripled": v * 3.0});

@@ -477,6 +477,17 @@ pub fn similarity(a: &Value, b: &Value) -> f64 {
     1.0 - distance / keys.len() as f64
 }
 
+/// A recorded call's `change` replayed on the `state` a prediction is given (as fields), when
+/// both are known: the state after a recalled call, for memory and traces alike.
+pub fn replayed(state: Option<&Value>, change: Option<&StateChange>) -> Option<Value> {
+    let (Some(Value::Object(state)), Some(change)) = (state, change) else {
+        return None;
+    };
+    let state = state.clone().into_iter().collect();
+    crate::mcp::state_view::apply(&state, change)
+        .map(|after| Value::Object(after.into_iter().collect()))
+}
+
 /// The memory world model.
 #[derive(Debug, Clone)]
 pub struct MemoryWorldModel {
@@ -537,14 +548,7 @@ impl WorldModel for MemoryWorldModel {
                         super::Confidence::new(recall.confidence(), "recall"),
                     );
                     // The same call's recorded change, replayed on the state it is given.
-                    simulation.predicted_state = match (req.state, recall.change) {
-                        (Some(Value::Object(state)), Some(change)) => {
-                            let state = state.clone().into_iter().collect();
-                            crate::mcp::state_view::apply(&state, change)
-                                .map(|after| Value::Object(after.into_iter().collect()))
-                        }
-                        _ => None,
-                    };
+                    simulation.predicted_state = replayed(req.state, recall.change);
                     Ok(simulation)
                 }
                 // Nothing to go on is no prediction (not a predicted error, which would score

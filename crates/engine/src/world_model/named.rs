@@ -237,18 +237,7 @@ fn from_table(
     let kind = match kind.as_str() {
         "llm" => {
             let examples_from = paths(&mut table, "examples_from")?;
-            let examples = match table.remove("examples") {
-                None => super::llm::DEFAULT_EXAMPLES,
-                Some(v) => {
-                    let n: i64 = v.try_into().with_context(|| {
-                        format!("{label} examples: how many recorded calls to show (0 to 50)")
-                    })?;
-                    if !(0..=50).contains(&n) {
-                        bail!("{label} examples = {n}: must be 0 to 50");
-                    }
-                    n as usize
-                }
-            };
+            let examples = examples_of(&mut table, &label)?;
             Kind::Llm {
                 endpoint: config.llm.endpoint_from(table, &label)?,
                 examples_from,
@@ -313,6 +302,20 @@ fn from_table(
         kind,
         cached,
     })
+}
+
+/// An llm table's `examples`: how many recorded calls it is shown (0 to 50; 5 without one).
+fn examples_of(table: &mut toml::Table, label: &str) -> Result<usize> {
+    let Some(v) = table.remove("examples") else {
+        return Ok(super::llm::DEFAULT_EXAMPLES);
+    };
+    let n: i64 = v
+        .try_into()
+        .with_context(|| format!("{label} examples: how many recorded calls to show (0 to 50)"))?;
+    if !(0..=50).contains(&n) {
+        bail!("{label} examples = {n}: must be 0 to 50");
+    }
+    Ok(n as usize)
 }
 
 /// An ensemble's table (its `kind` taken): its members, each a world model of its own name,

@@ -701,14 +701,8 @@ impl WorldModel for TracesWorldModel {
                 .map(|f| (f.path, f.confidence))
                 .collect();
             // The same call's recorded change, replayed on the state it is given.
-            simulation.predicted_state = match (req.state, predicted.change.as_deref()) {
-                (Some(Value::Object(state)), Some(change)) => {
-                    let state = state.clone().into_iter().collect();
-                    crate::mcp::state_view::apply(&state, change)
-                        .map(|after| Value::Object(after.into_iter().collect()))
-                }
-                _ => None,
-            };
+            simulation.predicted_state =
+                super::memory::replayed(req.state, predicted.change.as_deref());
             Ok(simulation)
         })
     }

@@ -328,25 +328,8 @@ fn text_lines<'a>(at: &MetricsAt<'_>, theme: &Theme) -> Vec<Line<'a>> {
             ),
         );
     }
-    // How the plan held against reality, for a planner's run with simulated calls.
-    if let Some(share) = m.w2r {
-        let at = m
-            .w2r_divergence
-            .map_or("every call went as simulated".to_string(), |step| {
-                format!("calls went as simulated until call {step}")
-            });
-        lines.push(kv("w2r", format!("{} ({at})", figure::fraction(share, 2))));
-    }
-    // What routing did, when the run routes and recorded it.
-    if let (Some(trusted), Some(saved)) = (m.trusted_predictions, m.real_calls_saved) {
-        let poor = m.trusted_poor.map_or(String::new(), |p| {
-            format!(", {p} found poor by the real call")
-        });
-        lines.push(kv(
-            "routing",
-            format!("{trusted} prediction(s) trusted{poor}; {saved} real call(s) saved"),
-        ));
-    }
+    lines.extend(w2r_text(m).map(|text| kv("w2r", text)));
+    lines.extend(routing_text(m).map(|text| kv("routing", text)));
     // The source's own verdict (an imported sample's scorers), beside the judge, never merged.
     lines.extend(source_line(m).map(|text| kv("source", text)));
     if let Some(j) = &m.judge {
@@ -367,6 +350,27 @@ fn text_lines<'a>(at: &MetricsAt<'_>, theme: &Theme) -> Vec<Line<'a>> {
         ));
     }
     lines
+}
+
+/// How the plan held against reality, for a planner's run with simulated calls.
+fn w2r_text(m: &RunMetrics) -> Option<String> {
+    let at = m
+        .w2r_divergence
+        .map_or("every call went as simulated".to_string(), |step| {
+            format!("calls went as simulated until call {step}")
+        });
+    Some(format!("{} ({at})", figure::fraction(m.w2r?, 2)))
+}
+
+/// What routing did, when the run routes and recorded it.
+fn routing_text(m: &RunMetrics) -> Option<String> {
+    let (trusted, saved) = (m.trusted_predictions?, m.real_calls_saved?);
+    let poor = m.trusted_poor.map_or(String::new(), |p| {
+        format!(", {p} found poor by the real call")
+    });
+    Some(format!(
+        "{trusted} prediction(s) trusted{poor}; {saved} real call(s) saved"
+    ))
 }
 
 /// The run's status as the browser and compare write it (`completed ⊣steps ✗2`), with its
