@@ -101,6 +101,12 @@ fn traces_predicts_held_out_conversions_and_the_guarantee_trusts_temperature() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", text(&out));
+    // It says how much the thresholds trust: here every tool, so every prediction.
+    assert!(
+        text(&out).contains("they trust 360 of the 360 predictions with a confidence (100.0%)"),
+        "{}",
+        text(&out)
+    );
     let file: toml::Table = std::fs::read_to_string(&routing).unwrap().parse().unwrap();
     // Trusted: a threshold, under a bound within the target (an untrusted tool has
     // `trust = false` and no threshold).

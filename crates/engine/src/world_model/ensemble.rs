@@ -429,32 +429,39 @@ mod tests {
             );
         }
         let traces: Arc<dyn WorldModel> = Arc::new(TracesWorldModel::new(Arc::new(store)));
-        let model_answer = json!({"unit": "m", "doubled": 99.0, "note": "from the model"});
-        let model: Arc<dyn WorldModel> = Arc::new(Says(
-            Observation {
-                text: model_answer.to_string(),
-                structured: Some(Box::new(model_answer)),
-                ..Default::default()
-            },
-            0.95,
-        ));
-        let ensemble = EnsembleWorldModel::new("both".into(), vec![traces, model], Pick::PerField);
+        // The model's answer, as sure of the whole as it says.
+        let model = |sure: f64| -> Arc<dyn WorldModel> {
+            let answer = json!({"unit": "m", "doubled": 99.0, "note": "from the model"});
+            Arc::new(Says(
+                Observation {
+                    text: answer.to_string(),
+                    structured: Some(Box::new(answer)),
+                    ..Default::default()
+                },
+                sure,
+            ))
+        };
         let tool = cosmos_trajectory::event::ToolInfo {
             name: "s:f".into(),
             ..Default::default()
         };
         let arguments = json!({"value": 10.0, "unit": "m"});
-        let sim = ensemble
-            .simulate(SimRequest {
+        let answer = |members: Vec<Arc<dyn WorldModel>>| {
+            let ensemble = EnsembleWorldModel::new("both".into(), members, Pick::PerField);
+            let request = SimRequest {
                 tool: &tool,
                 arguments: &arguments,
                 user_request: "",
                 history: &[],
                 state: None,
-            })
+            };
+            async move { ensemble.simulate(request).await.unwrap() }
+        };
+        let got = answer(vec![traces.clone(), model(0.95)])
             .await
+            .observation
+            .structured
             .unwrap();
-        let got = sim.observation.structured.unwrap();
         // The doubling is a rule checked four times (5/6 sure) against the model's 0.95 for
         // its whole answer: the model is surer, so its 99 stands; the note, which no rule
         // gives (the neighbour's, 0.1 + 0.6 × similarity), is the model's too.
@@ -462,32 +469,11 @@ mod tests {
         assert_eq!(got["doubled"], json!(99.0));
         // Less sure of its whole answer (0.7) than the rule is of the doubling, the model
         // loses that field, and keeps the note (the neighbour's is 0.6 sure).
-        let model_answer = json!({"unit": "m", "doubled": 99.0, "note": "from the model"});
-        let unsure: Arc<dyn WorldModel> = Arc::new(Says(
-            Observation {
-                text: model_answer.to_string(),
-                structured: Some(Box::new(model_answer)),
-                ..Default::default()
-            },
-            0.7,
-        ));
-        let members = ensemble.members.clone();
-        let ensemble = EnsembleWorldModel::new(
-            "both".into(),
-            vec![members[0].clone(), unsure],
-            Pick::PerField,
-        );
-        let sim = ensemble
-            .simulate(SimRequest {
-                tool: &tool,
-                arguments: &arguments,
-                user_request: "",
-                history: &[],
-                state: None,
-            })
+        let got = answer(vec![traces, model(0.7)])
             .await
+            .observation
+            .structured
             .unwrap();
-        let got = sim.observation.structured.unwrap();
         assert_eq!(got["doubled"], json!(20.0), "{got}");
         assert_eq!(got["note"], "from the model", "{got}");
         assert_eq!(got["unit"], "m");

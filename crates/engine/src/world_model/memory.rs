@@ -264,9 +264,13 @@ impl TransitionBuffer {
             .map(|i| i as u32)
     }
 
-    /// The runs read, as each file records it.
-    pub fn shown_runs(&self) -> &[String] {
-        &self.shown
+    /// What a world model reading the store records of it in a run's header: how many calls,
+    /// from which runs (as each file records its run).
+    pub fn details(&self) -> [(&'static str, Value); 2] {
+        [
+            ("transitions", json!(self.count)),
+            ("runs", json!(self.shown)),
+        ]
     }
 
     /// Transitions held.
@@ -520,14 +524,7 @@ impl WorldModel for MemoryWorldModel {
     }
 
     fn describe(&self) -> WorldModelInfo {
-        let runs = &self.buffer.shown;
-        super::describe(
-            self.name(),
-            [
-                ("transitions", json!(self.buffer.len())),
-                ("runs", json!(runs)),
-            ],
-        )
+        super::describe(self.name(), self.buffer.details())
     }
 
     fn simulate<'a>(
@@ -741,7 +738,7 @@ mod tests {
         let given = [dir.path().to_path_buf(), a.clone(), link];
         let store = TransitionBuffer::from_runs(&given).unwrap();
         assert_eq!(store.len(), 6, "a and b once each");
-        assert_eq!(store.shown_runs().len(), 2);
+        assert_eq!(store.details()[1].1.as_array().unwrap().len(), 2);
         let bounded = TransitionBuffer::from_runs_within(&[a, b], 4).unwrap();
         assert_eq!(bounded.len(), 4);
     }

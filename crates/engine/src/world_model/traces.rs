@@ -665,13 +665,7 @@ impl WorldModel for TracesWorldModel {
     }
 
     fn describe(&self) -> WorldModelInfo {
-        super::describe(
-            self.name(),
-            [
-                ("transitions", json!(self.store.len())),
-                ("runs", json!(self.store.shown_runs())),
-            ],
-        )
+        super::describe(self.name(), self.store.details())
     }
 
     fn simulate<'a>(
